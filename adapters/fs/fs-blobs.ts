@@ -1,0 +1,227 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, open as openFile, readdir, rename, rm, stat, unlink, type FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import type { BlobInfo, BlobStore } from '../../src/ports.js';
+import { atom } from '../../src/time.js';
+import { crc32, ensureDirectory, hasCode, syncDirectory } from './durable.js';
+import { acquireLock, type DirectoryLock } from './lock.js';
+
+export interface FsBlobsOptions {
+  /** The directory of the blobs and their lock file; created when missing. One process at a time. */
+  dir: string;
+  /** Dates each blob (`stat`, `listBefore`); default the system clock. */
+  clock?: () => Date;
+}
+
+/** Keys are record ids: a lower-case prefix, an underscore, base-62 characters. Nothing else becomes a path. */
+const KEY = /^[a-z]{3}_[0-9A-Za-z]{1,64}$/;
+const LOCK_FILE = 'blobs.lock';
+const SHARDS = 256;
+
+/**
+ * A key's file name: each capital letter becomes "-" and the letter in lower case, so that two
+ * keys differing only in case stay two files on a case-insensitive file system (macOS, Windows).
+ */
+const fileName = (key: string) => key.replace(/[A-Z]/g, (letter) => '-' + letter.toLowerCase());
+const keyOf = (name: string) => name.replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase());
+
+/** 256 sub-directories, by a hash of the key, keep each directory small as the store grows. */
+const shardOf = (key: string) => (crc32(Buffer.from(key)) % SHARDS).toString(16).padStart(2, '0');
+
+async function writeAll(handle: FileHandle, bytes: Uint8Array, position: number): Promise<void> {
+  for (let done = 0; done < bytes.length; ) {
+    const { bytesWritten } = await handle.write(bytes, done, bytes.length - done, position + done);
+    done += bytesWritten;
+  }
+}
+
+const toBytes = (chunk: unknown): Uint8Array =>
+  chunk instanceof Uint8Array ? chunk : typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.from(chunk as ArrayBuffer);
+
+/**
+ * Keeps each blob as a file `objects/<shard>/<key>` under `dir`. A put streams into `tmp/`, fsyncs,
+ * renames into place and fsyncs the directory: a blob is visible whole or not at all, and a crash
+ * leaves at most a temp file, removed at the next open. The write time is the file's mtime.
+ */
+export function fsBlobs(options: FsBlobsOptions): BlobStore {
+  if (typeof options?.dir !== 'string' || options.dir === '') throw new TypeError('fsBlobs: `dir` must be a directory path');
+  const dir = path.resolve(options.dir);
+  const clock = options.clock ?? (() => new Date());
+  const objects = path.join(dir, 'objects');
+  const temp = path.join(dir, 'tmp');
+  const inFlight = new Set<Promise<unknown>>();
+  let lock: DirectoryLock | undefined;
+  /** Set when another process took the directory: writes stop, since its open would clear our temp files. */
+  let lockLost: Error | undefined;
+  let opening: Promise<void> | undefined;
+  let closing: Promise<void> | undefined;
+
+  const shardDir = (key: string) => path.join(objects, shardOf(key));
+  const pathOf = (key: string) => path.join(shardDir(key), fileName(key));
+
+  function open(): Promise<void> {
+    opening ??= (async () => {
+      await ensureDirectory(dir);
+      lock = await acquireLock(dir, LOCK_FILE, 'blob store', (error) => (lockLost = error));
+      try {
+        await prepareLayout();
+      } catch (error) {
+        await lock.release();
+        throw error;
+      }
+    })();
+    return opening;
+  }
+
+  async function prepareLayout() {
+    await ensureDirectory(objects);
+    const present = new Set(await readdir(objects));
+    let created = false;
+    for (let shard = 0; shard < SHARDS; shard++) {
+      const name = shard.toString(16).padStart(2, '0');
+      if (present.has(name)) continue;
+      await mkdir(path.join(objects, name), { recursive: true });
+      created = true;
+    }
+    if (created) await syncDirectory(objects);
+    // What is in tmp/ is a put that a crash interrupted: never visible, and nobody else writes here (the lock).
+    await rm(temp, { recursive: true, force: true });
+    await mkdir(temp);
+    await syncDirectory(dir);
+  }
+
+  async function ready(): Promise<void> {
+    if (closing === undefined) await open();
+    if (closing !== undefined) throw new Error(`fsBlobs: the store in ${dir} is closed`);
+  }
+
+  async function readyToWrite(): Promise<void> {
+    await ready();
+    if (lockLost !== undefined) throw lockLost;
+  }
+
+  /** Counts an operation in flight, so `close` can wait for it. */
+  function track<T>(operation: Promise<T>): Promise<T> {
+    inFlight.add(operation);
+    const settled = () => inFlight.delete(operation);
+    operation.then(settled, settled);
+    return operation;
+  }
+
+  async function put(key: string, body: Readable | AsyncIterable<Uint8Array>): Promise<{ size: number }> {
+    await readyToWrite();
+    if (!KEY.test(key)) throw new TypeError(`fsBlobs: ${JSON.stringify(key)} is not a record id (abc_ and letters or digits)`);
+    const partial = path.join(temp, `${fileName(key)}.${randomBytes(6).toString('hex')}`);
+    const handle = await openFile(partial, 'wx');
+    let size = 0;
+    try {
+      // One chunk is written before the next is asked for: the body is read no faster than the disk takes it.
+      for await (const chunk of body) {
+        const bytes = toBytes(chunk);
+        await writeAll(handle, bytes, size);
+        size += bytes.length;
+      }
+      const writtenAt = clock();
+      await handle.utimes(writtenAt, writtenAt);
+      await handle.sync();
+      await handle.close();
+      await rename(partial, pathOf(key));
+    } catch (error) {
+      await handle.close().catch(() => {});
+      await rm(partial, { force: true });
+      throw error;
+    }
+    await syncDirectory(shardDir(key));
+    return { size };
+  }
+
+  return {
+    open,
+    async close() {
+      closing ??= (async () => {
+        if (opening === undefined) return;
+        try {
+          await opening;
+        } catch {
+          return;
+        }
+        await Promise.allSettled(inFlight);
+        await lock!.release();
+      })();
+      return closing;
+    },
+
+    put(key, body) {
+      return track(put(key, body));
+    },
+
+    async get(key, range) {
+      await ready();
+      if (!KEY.test(key)) return null;
+      let handle: FileHandle;
+      try {
+        handle = await openFile(pathOf(key), 'r');
+      } catch (error) {
+        if (hasCode(error, 'ENOENT')) return null;
+        throw error;
+      }
+      // The open handle keeps the bytes readable even if the blob is deleted while they stream.
+      try {
+        return handle.createReadStream(range === undefined ? {} : { start: range.start, end: range.end });
+      } catch (error) {
+        await handle.close();
+        throw error;
+      }
+    },
+
+    async stat(key) {
+      await ready();
+      if (!KEY.test(key)) return null;
+      try {
+        const info = await stat(pathOf(key));
+        return { key, size: info.size, createdAt: atom(info.mtime) };
+      } catch (error) {
+        if (hasCode(error, 'ENOENT')) return null;
+        throw error;
+      }
+    },
+
+    delete(key) {
+      return track(
+        (async () => {
+          await readyToWrite();
+          if (!KEY.test(key)) return false;
+          try {
+            await unlink(pathOf(key));
+          } catch (error) {
+            if (hasCode(error, 'ENOENT')) return false;
+            throw error;
+          }
+          await syncDirectory(shardDir(key));
+          return true;
+        })(),
+      );
+    },
+
+    async *listBefore(before): AsyncIterable<BlobInfo> {
+      await ready();
+      for (let shard = 0; shard < SHARDS; shard++) {
+        const shardPath = path.join(objects, shard.toString(16).padStart(2, '0'));
+        for (const name of await readdir(shardPath)) {
+          const key = keyOf(name);
+          if (!KEY.test(key) || fileName(key) !== name) continue;
+          let info;
+          try {
+            info = await stat(path.join(shardPath, name));
+          } catch (error) {
+            if (hasCode(error, 'ENOENT')) continue; // deleted while listing
+            throw error;
+          }
+          const createdAt = atom(info.mtime);
+          if (createdAt < before) yield { key, size: info.size, createdAt };
+        }
+      }
+    },
+  };
+}

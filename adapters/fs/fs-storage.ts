@@ -1,0 +1,389 @@
+import { newDelivery } from '../../src/records.js';
+import path from 'node:path';
+import type { Storage } from '../../src/ports.js';
+import type {
+  AgreementRecord,
+  AttachmentRecord,
+  DeliveryRecord,
+  EventRecord,
+  FileEntryRecord,
+  WebhookRecord,
+} from '../../src/records.js';
+import { ensureDirectory } from './durable.js';
+import { acquireLock, type DirectoryLock } from './lock.js';
+import { openRecordLog, type LogChange, type RecordLog, type ReplayedChange } from './record-log.js';
+import { createRecordState, TABLES, type Row, type StoredRecord, type TableName } from './record-state.js';
+
+export interface FsStorageOptions {
+  /** The directory of the record log and its lock file; created when missing. One process at a time. */
+  dir: string;
+  /**
+   * The log is rewritten with only the live records once it is at least this large and more than
+   * twice their size. Default 64 MiB.
+   */
+  compactAfterBytes?: number;
+}
+
+/** One change of a transaction: a whole record stored, or one removed. */
+type Change = { table: TableName; record: StoredRecord } | { table: TableName; id: string };
+
+const putDelivery = (record: DeliveryRecord): Change => ({ table: 'delivery', record });
+
+/** A delivery that will not be attempted again. */
+const cancelled = (delivery: DeliveryRecord): DeliveryRecord => ({
+  ...delivery,
+  status: 'cancelled',
+  nextAttemptAt: null,
+  leaseOwner: null,
+  leaseUntil: null,
+});
+
+const LOG_FILE = 'records.log';
+const LOCK_FILE = 'storage.lock';
+
+/** Code-unit order, which for ATOM date-times is time order. */
+const compareKeys = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+const copyDelivery = (delivery: DeliveryRecord): DeliveryRecord => ({
+  ...delivery,
+  attempts: delivery.attempts.map((attempt) => ({ ...attempt })),
+});
+
+/** Runs `fn` for one key at a time, in call order; other keys run freely. */
+function keyedQueue() {
+  const tails = new Map<string, Promise<unknown>>();
+  return async <T>(key: string, fn: () => Promise<T>): Promise<T> => {
+    const result = (tails.get(key) ?? Promise.resolve()).then(fn);
+    const tail = result.catch(() => {});
+    tails.set(key, tail);
+    try {
+      return await result;
+    } finally {
+      if (tails.get(key) === tail) tails.delete(key);
+    }
+  };
+}
+
+/**
+ * Keeps records in one directory: an append-only log of checksummed transactions, fsynced before
+ * a write resolves, replayed into an index in memory at open and compacted as it grows. A write
+ * that resolved survives `kill -9` and power loss; a crash at any moment leaves a store that opens.
+ * One process per directory (a lock file); `open()` takes it, `close()` gives it back. Methods
+ * called before `open()` open the store first.
+ */
+export function fsStorage(options: FsStorageOptions): Storage {
+  if (typeof options?.dir !== 'string' || options.dir === '') throw new TypeError('fsStorage: `dir` must be a directory path');
+  const compactAfterBytes = options.compactAfterBytes ?? 64 * 1024 * 1024;
+  if (!(compactAfterBytes >= 0)) throw new TypeError('fsStorage: `compactAfterBytes` must be a number of bytes');
+  const dir = path.resolve(options.dir);
+  const state = createRecordState();
+  const agreementTurns = keyedQueue();
+  let log: RecordLog | undefined;
+  let lock: DirectoryLock | undefined;
+  let opening: Promise<void> | undefined;
+  let closing: Promise<void> | undefined;
+
+  function replay(change: ReplayedChange) {
+    if (!(TABLES as readonly string[]).includes(change.table)) {
+      throw new Error(`${path.join(dir, LOG_FILE)} names a table "${change.table}" this version does not know`);
+    }
+    const table = change.table as TableName;
+    if (change.json === undefined) state.remove(table, change.id);
+    else state.put(table, JSON.parse(change.json) as StoredRecord, change.json, change.loc);
+  }
+
+  function open(): Promise<void> {
+    opening ??= (async () => {
+      await ensureDirectory(dir);
+      const taken = await acquireLock(dir, LOCK_FILE, 'record store', (error) => log?.fail(error));
+      try {
+        log = await openRecordLog(
+          path.join(dir, LOG_FILE),
+          {
+            compactAfterBytes,
+            liveBytes: state.liveBytes,
+            snapshot: state.snapshot,
+          },
+          replay,
+        );
+      } catch (error) {
+        await taken.release();
+        throw error;
+      }
+      lock = taken;
+    })();
+    return opening;
+  }
+
+  async function ready(): Promise<RecordLog> {
+    if (closing === undefined) await open();
+    if (closing !== undefined) throw new Error(`fsStorage: the store in ${dir} is closed`);
+    return log!;
+  }
+
+  /**
+   * Applies the changes to memory at once (so the next call sees them) and resolves once their
+   * frame is on disk. After a failed write the log refuses every later one, so memory never runs
+   * ahead of a log that could still take writes.
+   */
+  function commit(changes: Change[]): Promise<void> {
+    if (changes.length === 0) return Promise.resolve();
+    if (log!.failure !== undefined) return Promise.reject(log!.failure);
+    // Everything is serialised before anything is applied: a record JSON cannot hold (a BigInt in
+    // event data, say) rejects the whole transaction and changes nothing.
+    const serialised = changes.map((change) => ('id' in change ? change : { ...change, json: JSON.stringify(change.record) }));
+    const entries: LogChange[] = serialised.map((change) => {
+      if ('id' in change) {
+        state.remove(change.table, change.id);
+        return change;
+      }
+      const { table, json } = change;
+      return { table, json, row: state.put(table, JSON.parse(json) as StoredRecord, json) };
+    });
+    return log!.append(entries);
+  }
+
+  function assertNew(table: TableName, id: string) {
+    if (state.has(table, id)) throw new Error(`A record with id ${id} already exists`);
+  }
+
+  /** A copy of the record, from memory or, for agreements and events, from the log. */
+  async function readRecord<T>(row: Row): Promise<T> {
+    if (row.value !== undefined) return structuredClone(row.value) as T;
+    return JSON.parse((await log!.read(row.loc!)).toString('utf8')) as T;
+  }
+
+  const kept = <T>(row: Row) => row.value as T;
+
+  /** The events and one pending delivery per webhook of each event's account and type; checks every id first. */
+  function eventChanges(events: EventRecord[]): { changes: Change[]; deliveries: DeliveryRecord[] } {
+    const seen = new Set<string>();
+    for (const event of events) {
+      if (seen.has(event.id)) throw new Error(`A record with id ${event.id} already exists`);
+      assertNew('event', event.id);
+      seen.add(event.id);
+    }
+    const deliveries: DeliveryRecord[] = [];
+    for (const event of events) {
+      for (const webhookId of state.webhookIds(event.accountId)) {
+        if (kept<WebhookRecord>(state.get('webhook', webhookId)!).type !== event.type) continue;
+        deliveries.push(newDelivery(event, webhookId));
+      }
+    }
+    const changes: Change[] = [
+      ...events.map((record) => ({ table: 'event' as const, record })),
+      ...deliveries.map(putDelivery),
+    ];
+    return { changes, deliveries };
+  }
+
+  return {
+    open,
+    async close() {
+      closing ??= (async () => {
+        if (opening === undefined) return;
+        try {
+          await opening;
+        } catch {
+          return; // open failed and released what it took
+        }
+        await log!.close();
+        await lock!.release();
+      })();
+      return closing;
+    },
+
+    async insertWebhook(webhook) {
+      await ready();
+      assertNew('webhook', webhook.id);
+      await commit([{ table: 'webhook', record: webhook }]);
+    },
+    async getWebhook(accountId, id) {
+      await ready();
+      const row = state.owned('webhook', accountId, id);
+      return row === undefined ? null : { ...kept<WebhookRecord>(row) };
+    },
+    async listWebhooks(accountId) {
+      await ready();
+      return [...state.webhookIds(accountId)]
+        .map((id) => kept<WebhookRecord>(state.get('webhook', id)!))
+        .sort((a, b) => compareKeys(a.createdAt, b.createdAt) || compareKeys(a.id, b.id))
+        .map((webhook) => ({ ...webhook }));
+    },
+    async deleteWebhook(accountId, id) {
+      await ready();
+      if (state.owned('webhook', accountId, id) === undefined) return false;
+      const changes: Change[] = [{ table: 'webhook', id }];
+      for (const deliveryId of state.deliveryIds(id)) {
+        const delivery = kept<DeliveryRecord>(state.get('delivery', deliveryId)!);
+        if (delivery.status !== 'pending') continue;
+        changes.push(putDelivery(cancelled(delivery)));
+      }
+      await commit(changes);
+      return true;
+    },
+
+    async insertFileEntry(entry) {
+      await ready();
+      assertNew('file', entry.id);
+      await commit([{ table: 'file', record: entry }]);
+    },
+    async getFileEntry(accountId, id) {
+      await ready();
+      const row = state.owned('file', accountId, id);
+      return row === undefined ? null : { ...kept<FileEntryRecord>(row) };
+    },
+    async listFileEntries(accountId, directoryId) {
+      await ready();
+      return Array.from(state.entryIds(accountId, directoryId), (id) => ({ ...kept<FileEntryRecord>(state.get('file', id)!) }));
+    },
+    async deleteFileEntry(accountId, id) {
+      await ready();
+      if (state.owned('file', accountId, id) === undefined) return false;
+      await commit([{ table: 'file', id }]);
+      return true;
+    },
+
+    async insertAgreement(agreement, events) {
+      await ready();
+      assertNew('agreement', agreement.id);
+      const { changes } = eventChanges(events);
+      await commit([{ table: 'agreement', record: agreement }, ...changes]);
+    },
+    async getAgreement(accountId, id) {
+      await ready();
+      const row = state.owned('agreement', accountId, id);
+      return row === undefined ? null : readRecord<AgreementRecord>(row);
+    },
+    async updateAgreement(accountId, id, change) {
+      await ready();
+      // One update of an agreement at a time, from reading it to applying the change in memory;
+      // waiting for the disk happens outside, so updates of one agreement still share an fsync.
+      const outcome = await agreementTurns(id, async () => {
+        const row = state.owned('agreement', accountId, id);
+        if (row === undefined) return null;
+        const { agreement, events } = change(await readRecord<AgreementRecord>(row));
+        if (agreement.id !== id || agreement.accountId !== accountId) {
+          throw new Error('updateAgreement: change must keep the id and account');
+        }
+        const { changes } = eventChanges(events);
+        const written = commit([{ table: 'agreement', record: agreement }, ...changes]);
+        return { written, stored: JSON.parse(JSON.stringify(agreement)) as AgreementRecord };
+      });
+      if (outcome === null) return null;
+      await outcome.written;
+      return outcome.stored;
+    },
+
+    async insertAttachment(attachment) {
+      await ready();
+      assertNew('attachment', attachment.id);
+      await commit([{ table: 'attachment', record: attachment }]);
+    },
+    async getAttachment(accountId, id) {
+      await ready();
+      const row = state.owned('attachment', accountId, id);
+      return row === undefined ? null : { ...kept<AttachmentRecord>(row) };
+    },
+    async deleteAttachment(accountId, id) {
+      await ready();
+      if (state.owned('attachment', accountId, id) === undefined) return false;
+      await commit([{ table: 'attachment', id }]);
+      return true;
+    },
+
+    async publishEvents(events) {
+      await ready();
+      const { changes, deliveries } = eventChanges(events);
+      await commit(changes);
+      return deliveries.map(copyDelivery);
+    },
+    async getEvent(accountId, id) {
+      await ready();
+      const row = state.owned('event', accountId, id);
+      return row === undefined ? null : readRecord<EventRecord>(row);
+    },
+    async getDelivery(accountId, id) {
+      await ready();
+      const row = state.owned('delivery', accountId, id);
+      return row === undefined ? null : copyDelivery(kept<DeliveryRecord>(row));
+    },
+    async listDeliveries(accountId, webhookId) {
+      await ready();
+      return Array.from(state.deliveryIds(webhookId), (id) => kept<DeliveryRecord>(state.get('delivery', id)!))
+        .filter((delivery) => delivery.accountId === accountId)
+        .sort((a, b) => compareKeys(b.createdAt, a.createdAt) || compareKeys(b.id, a.id))
+        .map(copyDelivery);
+    },
+    async claimDeliveries({ now, leaseUntil, limit, owner }) {
+      await ready();
+      const due = Array.from(state.pendingDeliveryIds(), (id) => kept<DeliveryRecord>(state.get('delivery', id)!))
+        .filter(
+          (delivery) =>
+            delivery.nextAttemptAt !== null &&
+            delivery.nextAttemptAt <= now &&
+            (delivery.leaseUntil === null || delivery.leaseUntil < now),
+        )
+        .sort((a, b) => compareKeys(a.nextAttemptAt!, b.nextAttemptAt!) || compareKeys(a.id, b.id));
+      const changes: Change[] = [];
+      const claimed: { delivery: DeliveryRecord; webhook: WebhookRecord; eventRow: Row }[] = [];
+      for (const delivery of due) {
+        if (claimed.length >= limit) break;
+        const webhookRow = state.get('webhook', delivery.webhookId);
+        const eventRow = state.get('event', delivery.eventId);
+        if (webhookRow === undefined || eventRow === undefined) {
+          // Redelivered after its webhook was deleted: nothing to call, so it ends as the others did.
+          changes.push(putDelivery(cancelled(delivery)));
+          continue;
+        }
+        const leased: DeliveryRecord = { ...copyDelivery(delivery), leaseOwner: owner, leaseUntil };
+        changes.push(putDelivery(leased));
+        claimed.push({ delivery: leased, webhook: { ...kept<WebhookRecord>(webhookRow) }, eventRow });
+      }
+      await commit(changes);
+      return Promise.all(
+        claimed.map(async ({ delivery, webhook, eventRow }) => ({
+          delivery: copyDelivery(delivery),
+          event: await readRecord<EventRecord>(eventRow),
+          webhook,
+        })),
+      );
+    },
+    async recordAttempt(id, owner, attempt, outcome) {
+      await ready();
+      const row = state.get('delivery', id);
+      const delivery = row === undefined ? undefined : kept<DeliveryRecord>(row);
+      if (delivery === undefined || delivery.status !== 'pending' || delivery.leaseOwner !== owner) return false;
+      await commit([
+        putDelivery({
+          ...delivery,
+          attempts: [...delivery.attempts, { ...attempt }],
+          status: outcome.status,
+          nextAttemptAt: outcome.nextAttemptAt,
+          leaseOwner: null,
+          leaseUntil: null,
+        }),
+      ]);
+      return true;
+    },
+    async redeliver(accountId, id, nextAttemptAt) {
+      await ready();
+      const row = state.owned('delivery', accountId, id);
+      if (row === undefined) return null;
+      const delivery: DeliveryRecord = {
+        ...copyDelivery(kept<DeliveryRecord>(row)),
+        status: 'pending',
+        nextAttemptAt,
+        leaseOwner: null,
+        leaseUntil: null,
+      };
+      await commit([putDelivery(delivery)]);
+      return copyDelivery(delivery);
+    },
+
+    async isBlobReferenced(key) {
+      await ready();
+      return state.has('file', key) || state.has('attachment', key) || state.isDocument(key);
+    },
+  };
+}

@@ -1,0 +1,3 @@
+export { fsStorage, type FsStorageOptions } from './fs-storage.js';
+export { fsBlobs, type FsBlobsOptions } from './fs-blobs.js';
+export { DirectoryInUseError } from './lock.js';

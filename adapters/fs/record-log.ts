@@ -1,0 +1,425 @@
+import { open, readdir, rename, rm, stat, type FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import { crc32, hasCode, syncDirectory, writeFileAtomically } from './durable.js';
+
+/*
+ * The record log: one append-only file of frames.
+ *
+ *   file   = header (16 bytes: "CPRTLOG\n", u32 version, u32 zero) frame*
+ *   frame  = u32 payload length, u32 CRC-32 of the payload (both little-endian), payload
+ *   payload = line ("\n" line)*      each line one change:  "+<table> <record JSON>"  or  "-<table> <id as a JSON string>"
+ *
+ * A frame is one transaction: at open, a frame is applied whole or, when its length or checksum
+ * does not hold (a write cut short by a crash), it and everything after it are dropped. JSON never
+ * holds a raw newline, so lines split on "\n".
+ */
+
+const MAGIC = Buffer.from('CPRTLOG\n', 'latin1');
+const VERSION = 1;
+const HEADER_SIZE = 16;
+const FRAME_HEADER_SIZE = 8;
+/** A transaction is at most a few MiB (an agreement with its signatures and its event); more is a corrupt length. */
+const MAX_FRAME_SIZE = 1 << 30;
+const READ_CHUNK = 1 << 20;
+/** Compaction packs records into frames of about this size. */
+const COMPACT_FRAME_SIZE = 1 << 20;
+
+/** One generation of the log file; compaction replaces it with a new one. */
+export interface LogFile {
+  readonly handle: FileHandle;
+  readers: number;
+  retired: boolean;
+}
+
+/** Where a record's JSON lies in the log. */
+export interface Loc {
+  readonly file: LogFile;
+  readonly offset: number;
+  readonly length: number;
+}
+
+/** A stored record as the log sees it: its JSON is either held in `value`, or read back at `loc`. */
+export interface Locatable {
+  readonly table: string;
+  /** The record; kept for tables held in memory, dropped once written for the others. */
+  value: unknown;
+  /** Where the record lies in the log: set for records not held in memory, once written. */
+  loc: Loc | undefined;
+  readonly keep: boolean;
+}
+
+export type LogChange = { table: string; json: string; row: Locatable } | { table: string; id: string };
+
+/** A change read back at open. */
+export type ReplayedChange = { table: string; json: string; loc: Loc } | { table: string; id: string; json?: undefined };
+
+export interface RecordLogOptions {
+  /** The log is rewritten once it is this large and more than twice the size of the live records. */
+  compactAfterBytes: number;
+  /** Bytes of JSON the live records take; asked after each write. */
+  liveBytes(): number;
+  /** Every live record, for compaction: called once, synchronously, when a compaction starts. */
+  snapshot(): Locatable[];
+}
+
+export interface RecordLog {
+  /** Appends one transaction; resolves once it is on disk (fsync), together with whatever else came meanwhile. */
+  append(changes: LogChange[]): Promise<void>;
+  /** The JSON bytes at `loc`. */
+  read(loc: Loc): Promise<Buffer>;
+  /** What stopped the log from writing, if anything did: every later append rejects with it. */
+  readonly failure: Error | undefined;
+  /** Marks the log failed (the lock was lost, say): later appends reject with `error`. */
+  fail(error: Error): void;
+  /** Waits for pending appends, then closes the file. */
+  close(): Promise<void>;
+}
+
+interface Pending {
+  frame: Buffer;
+  /** Offset of each put's JSON within the frame, to place the row once the frame is written. */
+  puts: { row: Locatable; offset: number; length: number }[];
+  resolve(): void;
+  reject(error: Error): void;
+}
+
+function encodeFrame(changes: LogChange[]): Omit<Pending, 'resolve' | 'reject'> {
+  const parts: Buffer[] = [Buffer.alloc(FRAME_HEADER_SIZE)];
+  const puts: Pending['puts'] = [];
+  let offset = FRAME_HEADER_SIZE;
+  changes.forEach((change, index) => {
+    const isPut = 'json' in change;
+    const prefix = Buffer.from(`${index === 0 ? '' : '\n'}${isPut ? '+' : '-'}${change.table} `, 'latin1');
+    const body = Buffer.from(isPut ? change.json : JSON.stringify(change.id));
+    parts.push(prefix, body);
+    if (isPut) puts.push({ row: change.row, offset: offset + prefix.length, length: body.length });
+    offset += prefix.length + body.length;
+  });
+  const frame = Buffer.concat(parts, offset);
+  const payload = frame.subarray(FRAME_HEADER_SIZE);
+  frame.writeUInt32LE(payload.length, 0);
+  frame.writeUInt32LE(crc32(payload), 4);
+  return { frame, puts };
+}
+
+function headerBytes(): Buffer {
+  const header = Buffer.alloc(HEADER_SIZE);
+  MAGIC.copy(header, 0);
+  header.writeUInt32LE(VERSION, 8);
+  return header;
+}
+
+async function writeAll(handle: FileHandle, bytes: Buffer, position: number): Promise<void> {
+  for (let done = 0; done < bytes.length; ) {
+    const { bytesWritten } = await handle.write(bytes, done, bytes.length - done, position + done);
+    done += bytesWritten;
+  }
+}
+
+async function readExactly(handle: FileHandle, length: number, position: number): Promise<Buffer> {
+  const bytes = Buffer.allocUnsafe(length);
+  for (let done = 0; done < length; ) {
+    const { bytesRead } = await handle.read(bytes, done, length - done, position + done);
+    if (bytesRead === 0) throw new Error(`The record log ends before ${position + length}: it changed under the store`);
+    done += bytesRead;
+  }
+  return bytes;
+}
+
+/** Applies each line of a frame's payload, found at `payloadOffset` in `file`. */
+function replayFrame(file: LogFile, payload: Buffer, payloadOffset: number, apply: (change: ReplayedChange) => void) {
+  for (let start = 0; start < payload.length; ) {
+    let end = payload.indexOf(0x0a, start);
+    if (end === -1) end = payload.length;
+    const space = payload.indexOf(0x20, start);
+    const sign = payload[start];
+    if (space === -1 || space > end || (sign !== 0x2b && sign !== 0x2d)) {
+      throw new Error(`The record log holds a line it cannot read at byte ${payloadOffset + start}`);
+    }
+    const table = payload.toString('latin1', start + 1, space);
+    const body = payload.toString('utf8', space + 1, end);
+    if (sign === 0x2b) apply({ table, json: body, loc: { file, offset: payloadOffset + space + 1, length: end - space - 1 } });
+    else apply({ table, id: JSON.parse(body) as string });
+    start = end + 1;
+  }
+}
+
+/**
+ * Reads frames from `HEADER_SIZE` on, applying each whole one, and resolves where the valid part
+ * ends, and whether what follows is a plain cut-off (a last frame whose header or body runs past
+ * the end of the file: a write that a crash interrupted) or something else (a bad checksum).
+ */
+async function replayFrames(file: LogFile, size: number, apply: (change: ReplayedChange) => void) {
+  let buffer: Buffer = Buffer.allocUnsafe(READ_CHUNK);
+  let bufferStart = HEADER_SIZE;
+  let bufferEnd = HEADER_SIZE;
+
+  /** Makes bytes [start, start + length) of the file available in `buffer`. */
+  async function load(start: number, length: number) {
+    if (start + length <= bufferEnd) return;
+    const capacity = Math.max(READ_CHUNK, length);
+    const kept = bufferEnd - start;
+    if (capacity > buffer.length) {
+      const larger = Buffer.allocUnsafe(capacity);
+      buffer.copy(larger, 0, start - bufferStart, bufferEnd - bufferStart);
+      buffer = larger;
+    } else {
+      buffer.copyWithin(0, start - bufferStart, bufferEnd - bufferStart);
+    }
+    bufferStart = start;
+    let filled = kept;
+    while (filled < capacity && bufferStart + filled < size) {
+      const { bytesRead } = await file.handle.read(buffer, filled, capacity - filled, bufferStart + filled);
+      if (bytesRead === 0) break;
+      filled += bytesRead;
+    }
+    bufferEnd = bufferStart + filled;
+  }
+
+  let position = HEADER_SIZE;
+  while (position < size) {
+    if (size - position < FRAME_HEADER_SIZE) return { end: position, cutOff: true };
+    await load(position, FRAME_HEADER_SIZE);
+    const length = buffer.readUInt32LE(position - bufferStart);
+    const checksum = buffer.readUInt32LE(position - bufferStart + 4);
+    if (length === 0 || length > MAX_FRAME_SIZE) return { end: position, cutOff: false };
+    if (position + FRAME_HEADER_SIZE + length > size) return { end: position, cutOff: true };
+    await load(position, FRAME_HEADER_SIZE + length);
+    const from = position - bufferStart + FRAME_HEADER_SIZE;
+    const payload = buffer.subarray(from, from + length);
+    if (crc32(payload) !== checksum) return { end: position, cutOff: false };
+    replayFrame(file, payload, position + FRAME_HEADER_SIZE, apply);
+    position += FRAME_HEADER_SIZE + length;
+  }
+  return { end: position, cutOff: true };
+}
+
+/** Rows whose JSON is in memory sort last: they need no read. */
+const offsetOf = (row: Locatable) => (row.value !== undefined || row.loc === undefined ? Number.MAX_SAFE_INTEGER : row.loc.offset);
+
+/** Reads the JSON at ascending locations of `file` through one large window instead of one read each. */
+function sequentialReader(file: LogFile, fileSize: number) {
+  let window: Buffer = Buffer.alloc(0);
+  let windowStart = 0;
+  return async (loc: Loc): Promise<string> => {
+    if (loc.offset < windowStart || loc.offset + loc.length > windowStart + window.length) {
+      const stop = Math.min(fileSize, loc.offset + Math.max(4 * READ_CHUNK, loc.length));
+      window = await readExactly(file.handle, stop - loc.offset, loc.offset);
+      windowStart = loc.offset;
+    }
+    return window.toString('utf8', loc.offset - windowStart, loc.offset - windowStart + loc.length);
+  };
+}
+
+/** Copies bytes [start, end) of `handle` to a new file `target`, durably. */
+async function saveRange(handle: FileHandle, start: number, end: number, target: string) {
+  const out = await open(target, 'wx');
+  try {
+    for (let at = start; at < end; at += READ_CHUNK) {
+      const bytes = await readExactly(handle, Math.min(READ_CHUNK, end - at), at);
+      await writeAll(out, bytes, at - start);
+    }
+    await out.sync();
+  } finally {
+    await out.close();
+  }
+  await syncDirectory(path.dirname(target));
+}
+
+/**
+ * Opens the log at `file` (creating it when absent), applying every stored change in order.
+ * A torn tail is cut off; anything else found past the valid part (which no crash of ours
+ * writes: a disk fault) is kept beside the log as `<file>.discarded-<ms>` before it is cut.
+ */
+export async function openRecordLog(
+  file: string,
+  options: RecordLogOptions,
+  apply: (change: ReplayedChange) => void,
+): Promise<RecordLog> {
+  const compactTemp = `${file}.compact`;
+  // Temp files a crash left: of a compaction (the log it was replacing is whole), or of the log's creation.
+  const leftover = new RegExp(`^${path.basename(file).replace(/\./g, '\\.')}\\.(?:compact|\\d+\\.tmp)$`);
+  for (const name of await readdir(path.dirname(file))) {
+    if (leftover.test(name)) await rm(path.join(path.dirname(file), name), { force: true });
+  }
+  try {
+    await stat(file);
+  } catch (error) {
+    if (!hasCode(error, 'ENOENT')) throw error;
+    await writeFileAtomically(file, headerBytes());
+  }
+
+  let current: LogFile = { handle: await open(file, 'r+'), readers: 0, retired: false };
+  let size: number;
+  try {
+    size = (await current.handle.stat()).size;
+    const header = size >= HEADER_SIZE ? await readExactly(current.handle, HEADER_SIZE, 0) : Buffer.alloc(0);
+    if (header.length < HEADER_SIZE || !header.subarray(0, 8).equals(MAGIC)) {
+      throw new Error(`${file} is not a customer-portal record log`);
+    }
+    const version = header.readUInt32LE(8);
+    if (version !== VERSION) throw new Error(`${file} is a record log of version ${version}; this version reads ${VERSION}`);
+    const { end, cutOff } = await replayFrames(current, size, apply);
+    if (end < size) {
+      if (!cutOff) await saveRange(current.handle, end, size, `${file}.discarded-${Date.now()}`);
+      await current.handle.truncate(end);
+      await current.handle.sync();
+      size = end;
+    }
+  } catch (error) {
+    await current.handle.close();
+    throw error;
+  }
+
+  let queue: Pending[] = [];
+  let draining = false;
+  let drained: Promise<void> = Promise.resolve();
+  let failure: Error | undefined;
+  let closed = false;
+  /** A compaction that failed before its rename is retried only once the log has grown by half again. */
+  let compactionFloor = 0;
+
+  function fail(error: Error) {
+    failure ??= error;
+    for (const pending of queue.splice(0)) pending.reject(failure);
+  }
+
+  async function writeBatch(batch: Pending[]) {
+    const bytes = batch.length === 1 ? batch[0]!.frame : Buffer.concat(batch.map((pending) => pending.frame));
+    const base = size;
+    await writeAll(current.handle, bytes, base);
+    // fdatasync also makes the new file length durable; a crash before it leaves a tail replay drops.
+    await current.handle.datasync();
+    size += bytes.length;
+    let frameStart = base;
+    for (const pending of batch) {
+      for (const put of pending.puts) {
+        if (put.row.keep) continue;
+        put.row.loc = { file: current, offset: frameStart + put.offset, length: put.length };
+        put.row.value = undefined;
+      }
+      frameStart += pending.frame.length;
+    }
+  }
+
+  /**
+   * Group commit: every append that arrives while a batch is being written goes out in the next
+   * one, under one fsync. `draining` drops in the same synchronous step as the last look at the
+   * queue, so an append never finds it set with nobody left to write its frame.
+   */
+  async function drain() {
+    try {
+      while (queue.length > 0 && failure === undefined) {
+        const batch = queue;
+        queue = [];
+        try {
+          await writeBatch(batch);
+        } catch (error) {
+          for (const pending of batch) pending.reject(error as Error);
+          fail(error as Error);
+          return;
+        }
+        for (const pending of batch) pending.resolve();
+        if (size >= Math.max(options.compactAfterBytes, 2 * options.liveBytes() + HEADER_SIZE, compactionFloor)) {
+          await compact().catch((error: Error) => fail(error));
+        }
+      }
+    } finally {
+      draining = false;
+    }
+  }
+
+  /**
+   * Rewrites the log with only the live records: a temp file, fsync, rename over the log, fsync of
+   * the directory. Runs between two batches, so the log file does not move meanwhile; appends wait.
+   * The snapshot may include changes still queued: they are written again after it, and a change is
+   * a whole record, so applying it twice gives the same state.
+   */
+  async function compact() {
+    const rows = options.snapshot();
+    const temp = await open(compactTemp, 'w+');
+    const next: LogFile = { handle: temp, readers: 0, retired: false };
+    const placed: { row: Locatable; loc: Loc }[] = [];
+    let position = HEADER_SIZE;
+    try {
+      await writeAll(temp, headerBytes(), 0);
+      const readOld = sequentialReader(current, size);
+      // Records held only on disk are copied in file order, so the old log is read front to back.
+      const ordered = rows.slice().sort((a, b) => offsetOf(a) - offsetOf(b));
+      let changes: LogChange[] = [];
+      let pendingBytes = 0;
+      const flush = async () => {
+        const { frame, puts } = encodeFrame(changes);
+        await writeAll(temp, frame, position);
+        for (const put of puts) placed.push({ row: put.row, loc: { file: next, offset: position + put.offset, length: put.length } });
+        position += frame.length;
+        changes = [];
+        pendingBytes = 0;
+      };
+      for (const row of ordered) {
+        const json = row.value !== undefined ? JSON.stringify(row.value) : await readOld(row.loc!);
+        changes.push({ table: row.table, json, row });
+        pendingBytes += json.length;
+        if (pendingBytes >= COMPACT_FRAME_SIZE) await flush();
+      }
+      if (changes.length > 0) await flush();
+      await temp.sync();
+      await rename(compactTemp, file);
+    } catch {
+      // The old log is untouched and still the log: carry on with it, and try again later.
+      await temp.close();
+      await rm(compactTemp, { force: true });
+      compactionFloor = Math.ceil(size * 1.5);
+      return;
+    }
+    // From the rename on, the new file is the log: a failure now is a failure of the store.
+    await syncDirectory(path.dirname(file));
+    const old = current;
+    current = next;
+    size = position;
+    for (const { row, loc } of placed) {
+      if (row.keep) continue;
+      row.loc = loc;
+      row.value = undefined;
+    }
+    old.retired = true;
+    if (old.readers === 0) await old.handle.close();
+  }
+
+  async function read(loc: Loc): Promise<Buffer> {
+    const { file: source } = loc;
+    source.readers++;
+    try {
+      return await readExactly(source.handle, loc.length, loc.offset);
+    } finally {
+      source.readers--;
+      if (source.retired && source.readers === 0) await source.handle.close();
+    }
+  }
+
+  return {
+    get failure() {
+      return failure;
+    },
+    fail,
+    append(changes) {
+      if (failure !== undefined) return Promise.reject(failure);
+      if (closed) return Promise.reject(new Error('The record log is closed'));
+      const encoded = encodeFrame(changes);
+      return new Promise<void>((resolve, reject) => {
+        queue.push({ ...encoded, resolve, reject });
+        if (!draining) {
+          draining = true;
+          drained = drain();
+        }
+      });
+    },
+    read,
+    async close() {
+      closed = true;
+      while (draining) await drained;
+      current.retired = true;
+      if (current.readers === 0) await current.handle.close();
+    },
+  };
+}

@@ -1,0 +1,293 @@
+import { newDelivery } from '../../src/records.js';
+import type { Storage } from '../../src/ports.js';
+import type {
+  AgreementRecord,
+  AttachmentRecord,
+  ClaimedDelivery,
+  DeliveryRecord,
+  EventRecord,
+  FileEntryRecord,
+  WebhookRecord,
+} from '../../src/records.js';
+
+/** A record kind kept in one map by id; reads outside the record's account see nothing. */
+class Table<T extends { id: string; accountId: string }> {
+  readonly rows = new Map<string, T>();
+
+  insert(record: T): void {
+    if (this.rows.has(record.id)) throw new Error(`A record with id ${record.id} already exists`);
+    this.rows.set(record.id, record);
+  }
+
+  get(accountId: string, id: string): T | null {
+    const row = this.rows.get(id);
+    return row !== undefined && row.accountId === accountId ? row : null;
+  }
+}
+
+/** Code-unit order, which for ATOM date-times is time order. */
+const compareKeys = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+interface QueueEntry {
+  row: DeliveryRecord;
+  /** The row's `nextAttemptAt` when queued: the order is kept on this, whatever happens to the row later. */
+  due: string;
+  /** Set when the row left the queue; the entry is skipped, and swept out in bulk later. */
+  removed: boolean;
+}
+
+/** Earliest due first, then by id, so equal times still claim in one stable order. */
+const compareEntries = (a: QueueEntry, b: QueueEntry) => compareKeys(a.due, b.due) || compareKeys(a.row.id, b.row.id);
+
+/**
+ * The pending deliveries in due order, so a claim reads from the front and stops at the first not
+ * yet due, instead of walking every delivery ever made. Removal only marks the entry (a splice per
+ * recorded attempt would move the whole array); marked entries are swept when they are many.
+ */
+class DueQueue {
+  private entries: QueueEntry[] = [];
+  /** Entries before this index are all removed. */
+  private head = 0;
+  private readonly entryOf = new Map<DeliveryRecord, QueueEntry>();
+  private removedCount = 0;
+
+  add(row: DeliveryRecord): void {
+    const entry = { row, due: row.nextAttemptAt!, removed: false };
+    let low = this.head;
+    let high = this.entries.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (compareEntries(this.entries[middle]!, entry) < 0) low = middle + 1;
+      else high = middle;
+    }
+    this.entries.splice(low, 0, entry);
+    this.entryOf.set(row, entry);
+  }
+
+  remove(row: DeliveryRecord): void {
+    const entry = this.entryOf.get(row);
+    if (entry === undefined) return;
+    entry.removed = true;
+    this.entryOf.delete(row);
+    while (this.head < this.entries.length && this.entries[this.head]!.removed) this.head++;
+    if (++this.removedCount > 1024 && this.removedCount > this.entryOf.size) {
+      this.entries = this.entries.filter((kept) => !kept.removed);
+      this.head = 0;
+      this.removedCount = 0;
+    }
+  }
+
+  /** The queued rows, earliest due first. */
+  *rows(): Generator<DeliveryRecord> {
+    for (let i = this.head; i < this.entries.length; i++) {
+      const entry = this.entries[i]!;
+      if (!entry.removed) yield entry.row;
+    }
+  }
+}
+
+const directoryKey = (accountId: string, directoryId: string | null) => `${accountId}\u0000${directoryId ?? ''}`;
+
+/**
+ * Keeps every record in process memory: the default, for tests and demos. Nothing survives a
+ * restart. Records are copied in and out, so a caller that mutates a result changes nothing stored.
+ */
+export function memoryStorage(): Storage {
+  const webhooks = new Table<WebhookRecord>();
+  const files = new Table<FileEntryRecord>();
+  const directories = new Map<string, Set<string>>();
+  const agreements = new Table<AgreementRecord>();
+  const attachments = new Table<AttachmentRecord>();
+  const events = new Table<EventRecord>();
+  const deliveries = new Table<DeliveryRecord>();
+  const pending = new DueQueue();
+
+  function fanOut(event: EventRecord): DeliveryRecord[] {
+    const created: DeliveryRecord[] = [];
+    for (const webhook of webhooks.rows.values()) {
+      if (webhook.accountId !== event.accountId || webhook.type !== event.type) continue;
+      created.push(newDelivery(event, webhook.id));
+    }
+    return created;
+  }
+
+  /** Checks every insert first, so a batch with a duplicate id changes nothing. */
+  function storeEvents(batch: EventRecord[]): DeliveryRecord[] {
+    const ids = new Set<string>();
+    for (const event of batch) {
+      if (events.rows.has(event.id) || ids.has(event.id)) throw new Error(`A record with id ${event.id} already exists`);
+      ids.add(event.id);
+    }
+    const created = batch.flatMap(fanOut);
+    for (const event of batch) events.insert(structuredClone(event));
+    for (const delivery of created) {
+      deliveries.insert(delivery);
+      pending.add(delivery);
+    }
+    return created.map((delivery) => structuredClone(delivery));
+  }
+
+  return {
+    async insertWebhook(webhook) {
+      webhooks.insert({ ...webhook });
+    },
+    async getWebhook(accountId, id) {
+      const row = webhooks.get(accountId, id);
+      return row && { ...row };
+    },
+    async listWebhooks(accountId) {
+      return [...webhooks.rows.values()]
+        .filter((row) => row.accountId === accountId)
+        .sort((a, b) => compareKeys(a.createdAt, b.createdAt) || compareKeys(a.id, b.id))
+        .map((row) => ({ ...row }));
+    },
+    async deleteWebhook(accountId, id) {
+      if (webhooks.get(accountId, id) === null) return false;
+      webhooks.rows.delete(id);
+      for (const delivery of [...pending.rows()]) {
+        if (delivery.webhookId === id) {
+          pending.remove(delivery);
+          delivery.status = 'cancelled';
+          delivery.nextAttemptAt = null;
+          delivery.leaseOwner = null;
+          delivery.leaseUntil = null;
+        }
+      }
+      return true;
+    },
+
+    async insertFileEntry(entry) {
+      files.insert({ ...entry });
+      const key = directoryKey(entry.accountId, entry.directoryId);
+      let members = directories.get(key);
+      if (members === undefined) directories.set(key, (members = new Set()));
+      members.add(entry.id);
+    },
+    async getFileEntry(accountId, id) {
+      const row = files.get(accountId, id);
+      return row && { ...row };
+    },
+    async listFileEntries(accountId, directoryId) {
+      const members = directories.get(directoryKey(accountId, directoryId));
+      if (members === undefined) return [];
+      return [...members].map((id) => ({ ...files.rows.get(id)! }));
+    },
+    async deleteFileEntry(accountId, id) {
+      const row = files.get(accountId, id);
+      if (row === null) return false;
+      files.rows.delete(id);
+      directories.get(directoryKey(accountId, row.directoryId))?.delete(id);
+      return true;
+    },
+
+    async insertAgreement(agreement, batch) {
+      if (agreements.rows.has(agreement.id)) throw new Error(`A record with id ${agreement.id} already exists`);
+      storeEvents(batch);
+      agreements.insert(structuredClone(agreement));
+    },
+    async getAgreement(accountId, id) {
+      const row = agreements.get(accountId, id);
+      return row && structuredClone(row);
+    },
+    async updateAgreement(accountId, id, change) {
+      const row = agreements.get(accountId, id);
+      if (row === null) return null;
+      const { agreement, events: batch } = change(structuredClone(row));
+      if (agreement.id !== id || agreement.accountId !== accountId) {
+        throw new Error('updateAgreement: change must keep the id and account');
+      }
+      storeEvents(batch);
+      agreements.rows.set(id, structuredClone(agreement));
+      return structuredClone(agreement);
+    },
+
+    async insertAttachment(attachment) {
+      attachments.insert({ ...attachment });
+    },
+    async getAttachment(accountId, id) {
+      const row = attachments.get(accountId, id);
+      return row && { ...row };
+    },
+    async deleteAttachment(accountId, id) {
+      if (attachments.get(accountId, id) === null) return false;
+      attachments.rows.delete(id);
+      return true;
+    },
+
+    async publishEvents(batch) {
+      return storeEvents(batch);
+    },
+    async getEvent(accountId, id) {
+      const row = events.get(accountId, id);
+      return row && structuredClone(row);
+    },
+    async getDelivery(accountId, id) {
+      const row = deliveries.get(accountId, id);
+      return row && structuredClone(row);
+    },
+    async listDeliveries(accountId, webhookId) {
+      return [...deliveries.rows.values()]
+        .filter((row) => row.accountId === accountId && row.webhookId === webhookId)
+        .sort((a, b) => compareKeys(b.createdAt, a.createdAt) || compareKeys(b.id, a.id))
+        .map((row) => structuredClone(row));
+    },
+    async claimDeliveries({ now, leaseUntil, limit, owner }) {
+      const due: DeliveryRecord[] = [];
+      const orphaned: DeliveryRecord[] = [];
+      for (const row of pending.rows()) {
+        if (due.length >= limit || row.nextAttemptAt! > now) break;
+        if (row.leaseUntil !== null && row.leaseUntil >= now) continue;
+        // Redelivered just as its webhook was deleted: there is nowhere to send it.
+        if (webhooks.rows.has(row.webhookId)) due.push(row);
+        else orphaned.push(row);
+      }
+      for (const row of orphaned) {
+        pending.remove(row);
+        row.status = 'cancelled';
+        row.nextAttemptAt = null;
+      }
+      const claimed: ClaimedDelivery[] = [];
+      for (const row of due) {
+        row.leaseOwner = owner;
+        row.leaseUntil = leaseUntil;
+        claimed.push({
+          delivery: structuredClone(row),
+          event: structuredClone(events.rows.get(row.eventId)!),
+          webhook: { ...webhooks.rows.get(row.webhookId)! },
+        });
+      }
+      return claimed;
+    },
+    async recordAttempt(id, owner, attempt, outcome) {
+      const row = deliveries.rows.get(id);
+      if (row === undefined || row.status !== 'pending' || row.leaseOwner !== owner) return false;
+      pending.remove(row);
+      row.attempts.push({ ...attempt });
+      row.status = outcome.status;
+      row.nextAttemptAt = outcome.nextAttemptAt;
+      if (row.status === 'pending' && row.nextAttemptAt !== null) pending.add(row);
+      row.leaseOwner = null;
+      row.leaseUntil = null;
+      return true;
+    },
+    async redeliver(accountId, id, nextAttemptAt) {
+      const row = deliveries.get(accountId, id);
+      if (row === null) return null;
+      if (row.status === 'pending') pending.remove(row);
+      row.status = 'pending';
+      row.nextAttemptAt = nextAttemptAt;
+      pending.add(row);
+      row.leaseOwner = null;
+      row.leaseUntil = null;
+      return structuredClone(row);
+    },
+
+    async isBlobReferenced(key) {
+      if (files.rows.has(key) || attachments.rows.has(key)) return true;
+      for (const agreement of agreements.rows.values()) {
+        if (agreement.documents.some((document) => document.id === key)) return true;
+      }
+      return false;
+    },
+  };
+}

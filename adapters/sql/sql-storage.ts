@@ -1,0 +1,154 @@
+import type { Storage } from '../../src/ports.js';
+import type { FileEntryRecord } from '../../src/records.js';
+import { wrapClient, type SqlClient } from './client.js';
+import { guardUntilOpen } from './guard.js';
+import { migrate } from './migrations.js';
+import { resolveNames, type SqlOptions } from './schema.js';
+import { createAgreements } from './storage-agreements.js';
+import { STORAGE_MIGRATIONS } from './storage-migrations.js';
+import { createOutbox } from './storage-outbox.js';
+import {
+  attachmentColumns,
+  fileEntryColumns,
+  toAttachment,
+  toFileEntry,
+  toWebhook,
+  webhookColumns,
+} from './storage-rows.js';
+
+export interface SqlStorageOptions extends SqlOptions {
+  /** A `pg.Pool`, a PGlite instance, or anything with `query(text, params) → Promise<{ rows }>`. Never closed here. */
+  client: SqlClient;
+}
+
+/**
+ * Records in PostgreSQL (through `pg`) or PGlite: one table per record kind, migrated by `open()`.
+ * Many instances may share one database: the outbox claim hands a delivery to one of them at a time.
+ */
+export function sqlStorage(options: SqlStorageOptions): Storage {
+  const who = 'sqlStorage';
+  const db = wrapClient(options?.client, who, options?.preparedStatements ?? true);
+  const names = resolveNames(options, who);
+  const { table } = names;
+  const outbox = createOutbox(db, names);
+  const agreements = createAgreements(db, names, outbox);
+
+  const sql = {
+    insertWebhook: `INSERT INTO ${table('webhooks')} (id, account_id, type, url, secret, created_at)
+      VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::timestamptz)`,
+    getWebhook: `SELECT ${webhookColumns()} FROM ${table('webhooks')} WHERE id = $2::text AND account_id = $1::text`,
+    listWebhooks: `SELECT ${webhookColumns()} FROM ${table('webhooks')} WHERE account_id = $1::text ORDER BY created_at, id`,
+    deleteWebhook: `DELETE FROM ${table('webhooks')} WHERE id = $2::text AND account_id = $1::text RETURNING id`,
+    // A separate statement after the delete, so that in READ COMMITTED it sees deliveries that a
+    // publish holding the webhook (FOR KEY SHARE) committed while the delete waited for it.
+    cancelDeliveries: `UPDATE ${table('deliveries')}
+      SET status = 'cancelled', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL
+      WHERE webhook_id = $1::text AND status = 'pending'`,
+
+    insertFileEntry: `INSERT INTO ${table('file_entries')}
+      (id, account_id, directory_id, type, name, size, mime, file_share_id, created_at)
+      VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::bigint, $7::text, $8::text, $9::timestamptz)`,
+    getFileEntry: `SELECT ${fileEntryColumns()} FROM ${table('file_entries')} WHERE id = $2::text AND account_id = $1::text`,
+    // Two statements rather than IS NOT DISTINCT FROM, which no index serves.
+    listRoot: `SELECT ${fileEntryColumns()} FROM ${table('file_entries')} WHERE account_id = $1::text AND directory_id IS NULL`,
+    listDirectory: `SELECT ${fileEntryColumns()} FROM ${table('file_entries')} WHERE account_id = $1::text AND directory_id = $2::text`,
+    deleteFileEntry: `DELETE FROM ${table('file_entries')} WHERE id = $2::text AND account_id = $1::text RETURNING id`,
+
+    insertAttachment: `INSERT INTO ${table('attachments')} (id, account_id, ticket_id, message_id, name, mime, size, created_at)
+      VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::bigint, $8::timestamptz)`,
+    getAttachment: `SELECT ${attachmentColumns()} FROM ${table('attachments')} WHERE id = $2::text AND account_id = $1::text`,
+    deleteAttachment: `DELETE FROM ${table('attachments')} WHERE id = $2::text AND account_id = $1::text RETURNING id`,
+
+    isBlobReferenced: `SELECT EXISTS (SELECT 1 FROM ${table('file_entries')} WHERE id = $1::text)
+      OR EXISTS (SELECT 1 FROM ${table('attachments')} WHERE id = $1::text)
+      OR EXISTS (SELECT 1 FROM ${table('agreement_documents')} WHERE id = $1::text) AS referenced`,
+  };
+
+  const fileEntryParams = (entry: FileEntryRecord) => [
+    entry.id,
+    entry.accountId,
+    entry.directoryId,
+    entry.type,
+    entry.name,
+    entry.size,
+    entry.mime,
+    entry.fileShareId,
+    entry.createdAt,
+  ];
+
+  const storage: Storage = {
+    async insertWebhook(webhook) {
+      await db.query(sql.insertWebhook, [webhook.id, webhook.accountId, webhook.type, webhook.url, webhook.secret, webhook.createdAt]);
+    },
+    async getWebhook(accountId, id) {
+      const [row] = await db.query(sql.getWebhook, [accountId, id]);
+      return row === undefined ? null : toWebhook(row);
+    },
+    async listWebhooks(accountId) {
+      return (await db.query(sql.listWebhooks, [accountId])).map((row) => toWebhook(row));
+    },
+    async deleteWebhook(accountId, id) {
+      return db.transaction(async (tx) => {
+        const deleted = await tx.query(sql.deleteWebhook, [accountId, id]);
+        if (deleted.length === 0) return false;
+        await tx.query(sql.cancelDeliveries, [id]);
+        return true;
+      });
+    },
+
+    async insertFileEntry(entry) {
+      await db.query(sql.insertFileEntry, fileEntryParams(entry));
+    },
+    async getFileEntry(accountId, id) {
+      const [row] = await db.query(sql.getFileEntry, [accountId, id]);
+      return row === undefined ? null : toFileEntry(row);
+    },
+    async listFileEntries(accountId, directoryId) {
+      const rows =
+        directoryId === null
+          ? await db.query(sql.listRoot, [accountId])
+          : await db.query(sql.listDirectory, [accountId, directoryId]);
+      return rows.map(toFileEntry);
+    },
+    async deleteFileEntry(accountId, id) {
+      return (await db.query(sql.deleteFileEntry, [accountId, id])).length === 1;
+    },
+
+    ...agreements,
+
+    async insertAttachment(attachment) {
+      await db.query(sql.insertAttachment, [
+        attachment.id,
+        attachment.accountId,
+        attachment.ticketId,
+        attachment.messageId,
+        attachment.name,
+        attachment.mime,
+        attachment.size,
+        attachment.createdAt,
+      ]);
+    },
+    async getAttachment(accountId, id) {
+      const [row] = await db.query(sql.getAttachment, [accountId, id]);
+      return row === undefined ? null : toAttachment(row);
+    },
+    async deleteAttachment(accountId, id) {
+      return (await db.query(sql.deleteAttachment, [accountId, id])).length === 1;
+    },
+
+    publishEvents: outbox.publishEvents,
+    getEvent: outbox.getEvent,
+    getDelivery: outbox.getDelivery,
+    listDeliveries: outbox.listDeliveries,
+    claimDeliveries: outbox.claimDeliveries,
+    recordAttempt: outbox.recordAttempt,
+    redeliver: outbox.redeliver,
+
+    async isBlobReferenced(key) {
+      const [row] = await db.query(sql.isBlobReferenced, [key]);
+      return row?.referenced === true;
+    },
+  };
+
+  return guardUntilOpen(who, storage, () => migrate(db, names, 'storage', STORAGE_MIGRATIONS));
+}

@@ -1,0 +1,155 @@
+import type { Storage } from '../../src/ports.js';
+import type { AgreementDocument, AgreementRecord, AgreementSigner, AgreementStatus } from '../../src/records.js';
+import type { Db, Queryable, Row } from './client.js';
+import type { Names } from './schema.js';
+import { atomOf } from './schema.js';
+import type { Outbox } from './storage-outbox.js';
+
+export type AgreementMethods = Pick<Storage, 'insertAgreement' | 'getAgreement' | 'updateAgreement'>;
+
+/**
+ * An agreement is three tables (the agreement, its signers, its documents) written in one
+ * transaction and read in one statement, so a reader never sees half of an update.
+ */
+export function createAgreements(db: Db, { table }: Names, outbox: Outbox): AgreementMethods {
+  // The signers and documents come back as JSON text built by the server, in position order.
+  const select = `SELECT a.id, a.account_id, a.name, a.status, a.signer_name, a.signer_signature,
+      a.signer_signature_hash, ${atomOf('a.created_at')} AS created_at,
+      (SELECT coalesce(json_agg(json_build_object(
+          'id', s.id, 'firstName', s.first_name, 'lastName', s.last_name, 'email', s.email,
+          'shouldIdentify', s.should_identify, 'signature', s.signature, 'signatureHash', s.signature_hash,
+          'signedAt', ${atomOf('s.signed_at')}) ORDER BY s.position), '[]')::text
+        FROM ${table('agreement_signers')} AS s WHERE s.agreement_id = a.id) AS signers,
+      (SELECT coalesce(json_agg(json_build_object(
+          'id', d.id, 'documentName', d.document_name, 'fileSize', d.file_size, 'fileHash', d.file_hash)
+          ORDER BY d.position), '[]')::text
+        FROM ${table('agreement_documents')} AS d WHERE d.agreement_id = a.id) AS documents
+    FROM ${table('agreements')} AS a
+    WHERE a.account_id = $1::text AND a.id = $2::text`;
+  // Locking and reading are two statements on purpose. In READ COMMITTED a statement that waited
+  // for a row lock re-reads only the locked row, while its subqueries (the signers) keep the
+  // snapshot taken before the wait: one statement would hand `change` stale signers and lose the
+  // other update. The read after the lock takes a fresh snapshot.
+  const lock = `SELECT id FROM ${table('agreements')} WHERE account_id = $1::text AND id = $2::text FOR UPDATE`;
+  const insert = `INSERT INTO ${table('agreements')}
+    (id, account_id, name, status, signer_name, signer_signature, signer_signature_hash, created_at)
+    VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::timestamptz)`;
+  const update = `UPDATE ${table('agreements')}
+    SET name = $3::text, status = $4::text, signer_name = $5::text, signer_signature = $6::text,
+        signer_signature_hash = $7::text, created_at = $8::timestamptz
+    WHERE id = $1::text AND account_id = $2::text`;
+  const insertSigners = `INSERT INTO ${table('agreement_signers')}
+    (agreement_id, position, id, first_name, last_name, email, should_identify, signature, signature_hash, signed_at)
+    SELECT $1::text, position - 1, id, first_name, last_name, email, should_identify, signature, signature_hash, signed_at
+    FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::boolean[], $7::text[], $8::text[], $9::timestamptz[])
+      WITH ORDINALITY AS s (id, first_name, last_name, email, should_identify, signature, signature_hash, signed_at, position)`;
+  const insertDocuments = `INSERT INTO ${table('agreement_documents')}
+    (agreement_id, position, id, document_name, file_size, file_hash)
+    SELECT $1::text, position - 1, id, document_name, file_size, file_hash
+    FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[])
+      WITH ORDINALITY AS d (id, document_name, file_size, file_hash, position)`;
+  const deleteSigners = `DELETE FROM ${table('agreement_signers')} WHERE agreement_id = $1::text`;
+  const deleteDocuments = `DELETE FROM ${table('agreement_documents')} WHERE agreement_id = $1::text`;
+
+  const agreementParams = (agreement: AgreementRecord) => [
+    agreement.id,
+    agreement.accountId,
+    agreement.name,
+    agreement.status,
+    agreement.signerName,
+    agreement.signerSignature,
+    agreement.signerSignatureHash,
+    agreement.createdAt,
+  ];
+
+  async function writeParts(tx: Queryable, agreement: AgreementRecord): Promise<void> {
+    const { signers, documents } = agreement;
+    if (signers.length > 0) {
+      await tx.query(insertSigners, [
+        agreement.id,
+        signers.map((signer) => signer.id),
+        signers.map((signer) => signer.firstName),
+        signers.map((signer) => signer.lastName),
+        signers.map((signer) => signer.email),
+        signers.map((signer) => signer.shouldIdentify),
+        signers.map((signer) => signer.signature),
+        signers.map((signer) => signer.signatureHash),
+        signers.map((signer) => signer.signedAt),
+      ]);
+    }
+    if (documents.length > 0) {
+      await tx.query(insertDocuments, [
+        agreement.id,
+        documents.map((document) => document.id),
+        documents.map((document) => document.documentName),
+        documents.map((document) => document.fileSize),
+        documents.map((document) => document.fileHash),
+      ]);
+    }
+  }
+
+  return {
+    async insertAgreement(agreement, events) {
+      await db.transaction(async (tx) => {
+        await tx.query(insert, agreementParams(agreement));
+        await writeParts(tx, agreement);
+        await outbox.storeEvents(tx, events);
+      });
+    },
+    async getAgreement(accountId, id) {
+      const [row] = await db.query(select, [accountId, id]);
+      return row === undefined ? null : toAgreement(row);
+    },
+    async updateAgreement(accountId, id, change) {
+      return db.transaction(async (tx) => {
+        // The row lock makes a concurrent update of the same agreement wait until this one commits.
+        if ((await tx.query(lock, [accountId, id])).length === 0) return null;
+        const [row] = await tx.query(select, [accountId, id]);
+        if (row === undefined) return null;
+        const { agreement, events } = change(toAgreement(row));
+        if (agreement.id !== id || agreement.accountId !== accountId) {
+          throw new Error('updateAgreement: change must keep the id and account');
+        }
+        await tx.query(update, agreementParams(agreement));
+        await tx.query(deleteSigners, [id]);
+        await tx.query(deleteDocuments, [id]);
+        await writeParts(tx, agreement);
+        await outbox.storeEvents(tx, events);
+        return structuredClone(agreement);
+      });
+    },
+  };
+}
+
+function toAgreement(row: Row): AgreementRecord {
+  return {
+    id: row.id as string,
+    accountId: row.account_id as string,
+    name: row.name as string,
+    status: row.status as AgreementStatus,
+    signerName: row.signer_name as string,
+    signerSignature: row.signer_signature as string,
+    signerSignatureHash: row.signer_signature_hash as string,
+    signers: (JSON.parse(row.signers as string) as AgreementSigner[]).map(signerShape),
+    documents: (JSON.parse(row.documents as string) as AgreementDocument[]).map(documentShape),
+    createdAt: row.created_at as string,
+  };
+}
+
+/** Fixes the key order to the record's, whatever the JSON the server built. */
+function signerShape(signer: AgreementSigner): AgreementSigner {
+  return {
+    id: signer.id,
+    firstName: signer.firstName,
+    lastName: signer.lastName,
+    email: signer.email,
+    shouldIdentify: signer.shouldIdentify,
+    signature: signer.signature,
+    signatureHash: signer.signatureHash,
+    signedAt: signer.signedAt,
+  };
+}
+
+function documentShape(document: AgreementDocument): AgreementDocument {
+  return { id: document.id, documentName: document.documentName, fileSize: Number(document.fileSize), fileHash: document.fileHash };
+}

@@ -1,0 +1,114 @@
+import type { Migration } from './migrations.js';
+
+/**
+ * The record tables. Ids are `COLLATE "C"` so that ordering by id is code-unit order, as in every
+ * other adapter, whatever the database's default collation. Date-times are `timestamptz`.
+ * Never edit a released migration: add the next version.
+ */
+export const STORAGE_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'records and outbox',
+    statements: ({ table }) => [
+      `CREATE TABLE ${table('webhooks')} (
+        id text COLLATE "C" PRIMARY KEY,
+        account_id text NOT NULL,
+        type text NOT NULL,
+        url text NOT NULL,
+        secret text NOT NULL,
+        created_at timestamptz NOT NULL
+      )`,
+      // listWebhooks (oldest first); the fan-out of an event to the account's webhooks of its type.
+      `CREATE INDEX portal_webhooks_account_created ON ${table('webhooks')} (account_id, created_at, id)`,
+      `CREATE INDEX portal_webhooks_account_type ON ${table('webhooks')} (account_id, type)`,
+
+      `CREATE TABLE ${table('file_entries')} (
+        id text COLLATE "C" PRIMARY KEY,
+        account_id text NOT NULL,
+        directory_id text COLLATE "C",
+        type text NOT NULL CHECK (type IN ('file', 'directory')),
+        name text NOT NULL,
+        size bigint NOT NULL,
+        mime text NOT NULL,
+        file_share_id text,
+        created_at timestamptz NOT NULL
+      )`,
+      // A directory listing; the root is directory_id IS NULL, which a btree index serves too.
+      `CREATE INDEX portal_file_entries_directory ON ${table('file_entries')} (account_id, directory_id)`,
+
+      `CREATE TABLE ${table('agreements')} (
+        id text COLLATE "C" PRIMARY KEY,
+        account_id text NOT NULL,
+        name text NOT NULL,
+        status text NOT NULL CHECK (status IN ('sent', 'signed')),
+        signer_name text NOT NULL,
+        signer_signature text NOT NULL,
+        signer_signature_hash text NOT NULL,
+        created_at timestamptz NOT NULL
+      )`,
+      `CREATE TABLE ${table('agreement_signers')} (
+        agreement_id text COLLATE "C" NOT NULL REFERENCES ${table('agreements')} (id) ON DELETE CASCADE,
+        position integer NOT NULL,
+        id text COLLATE "C" NOT NULL UNIQUE,
+        first_name text NOT NULL,
+        last_name text NOT NULL,
+        email text NOT NULL,
+        should_identify boolean NOT NULL,
+        signature text,
+        signature_hash text,
+        signed_at timestamptz,
+        PRIMARY KEY (agreement_id, position)
+      )`,
+      // The UNIQUE id also answers isBlobReferenced: a document's bytes are stored under its id.
+      `CREATE TABLE ${table('agreement_documents')} (
+        agreement_id text COLLATE "C" NOT NULL REFERENCES ${table('agreements')} (id) ON DELETE CASCADE,
+        position integer NOT NULL,
+        id text COLLATE "C" NOT NULL UNIQUE,
+        document_name text NOT NULL,
+        file_size bigint NOT NULL,
+        file_hash text NOT NULL,
+        PRIMARY KEY (agreement_id, position)
+      )`,
+
+      `CREATE TABLE ${table('attachments')} (
+        id text COLLATE "C" PRIMARY KEY,
+        account_id text NOT NULL,
+        ticket_id text NOT NULL,
+        message_id text NOT NULL,
+        name text NOT NULL,
+        mime text NOT NULL,
+        size bigint NOT NULL,
+        created_at timestamptz NOT NULL
+      )`,
+
+      // json, not jsonb: the payload is never queried, and json keeps the host's key order and text.
+      `CREATE TABLE ${table('events')} (
+        id text COLLATE "C" PRIMARY KEY,
+        account_id text NOT NULL,
+        type text NOT NULL,
+        created_at timestamptz NOT NULL,
+        data json
+      )`,
+
+      // attempts: a short append-only log (one entry per retry, about ten) always read and written
+      // with its delivery and never searched, so a jsonb array instead of a table and a join.
+      // webhook_id has no foreign key on purpose: a deleted webhook's deliveries stay as its log.
+      `CREATE TABLE ${table('deliveries')} (
+        id text COLLATE "C" PRIMARY KEY,
+        account_id text NOT NULL,
+        webhook_id text COLLATE "C" NOT NULL,
+        event_id text COLLATE "C" NOT NULL REFERENCES ${table('events')} (id),
+        status text NOT NULL CHECK (status IN ('pending', 'succeeded', 'failed', 'cancelled')),
+        attempts jsonb NOT NULL DEFAULT '[]',
+        next_attempt_at timestamptz,
+        created_at timestamptz NOT NULL,
+        lease_owner text,
+        lease_until timestamptz
+      )`,
+      // listDeliveries (newest first) and the cancelling of a deleted webhook's pending deliveries.
+      `CREATE INDEX portal_deliveries_webhook ON ${table('deliveries')} (webhook_id, created_at, id)`,
+      // The claim: only pending rows are indexed, in the order they fall due.
+      `CREATE INDEX portal_deliveries_due ON ${table('deliveries')} (next_attempt_at, id) WHERE status = 'pending'`,
+    ],
+  },
+];

@@ -1,0 +1,135 @@
+import { newDelivery } from '../../src/records.js';
+import type { Storage } from '../../src/ports.js';
+import type { DeliveryRecord, EventRecord } from '../../src/records.js';
+import type { Db, Queryable } from './client.js';
+import type { Names } from './schema.js';
+import { deliveryColumns, eventColumns, toDelivery, toEvent, toWebhook, webhookColumns } from './storage-rows.js';
+
+export type OutboxMethods = Pick<
+  Storage,
+  'publishEvents' | 'getEvent' | 'getDelivery' | 'listDeliveries' | 'claimDeliveries' | 'recordAttempt' | 'redeliver'
+>;
+
+export interface Outbox extends OutboxMethods {
+  /** Stores events and their deliveries inside the caller's transaction; resolves the deliveries. */
+  storeEvents(tx: Queryable, batch: EventRecord[]): Promise<DeliveryRecord[]>;
+}
+
+/** Events, deliveries and the claim. Statements are built once here, not per call. */
+export function createOutbox(db: Db, { table }: Names): Outbox {
+  const insertEvents = `INSERT INTO ${table('events')} (id, account_id, type, created_at, data)
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::json[])`;
+  // FOR KEY SHARE: a webhook being deleted meanwhile waits for this transaction, and then cancels
+  // the deliveries made here, instead of leaving them pending for a webhook that is gone.
+  const matchingWebhooks = `SELECT id, account_id, type FROM ${table('webhooks')}
+    WHERE (account_id, type) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+    ORDER BY created_at, id
+    FOR KEY SHARE`;
+  const insertDeliveries = `INSERT INTO ${table('deliveries')} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at)
+    SELECT id, account_id, webhook_id, event_id, 'pending', at, at
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS d (id, account_id, webhook_id, event_id, at)`;
+  const selectEvent = `SELECT ${eventColumns()} FROM ${table('events')} WHERE account_id = $1::text AND id = $2::text`;
+  const selectDelivery = `SELECT ${deliveryColumns()} FROM ${table('deliveries')} WHERE account_id = $1::text AND id = $2::text`;
+  const selectDeliveries = `SELECT ${deliveryColumns()} FROM ${table('deliveries')}
+    WHERE webhook_id = $2::text AND account_id = $1::text
+    ORDER BY created_at DESC, id DESC`;
+  // One statement: lock the due rows no other claim holds (SKIP LOCKED), lease them, return them
+  // with their event and webhook. A row another claim leased and committed meanwhile is re-checked
+  // against the WHERE clause on its new version, so it is not leased twice. A due delivery whose
+  // webhook is gone (redelivered as the webhook was deleted) is cancelled in the same statement:
+  // there is nowhere to send it, and left pending it would sit in the log as due forever.
+  const claim = `WITH orphans AS (
+      UPDATE ${table('deliveries')} AS d SET status = 'cancelled', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL
+      WHERE status = 'pending' AND next_attempt_at <= $1::timestamptz
+        AND NOT EXISTS (SELECT 1 FROM ${table('webhooks')} AS w WHERE w.id = d.webhook_id)
+    ), due AS (
+      SELECT id FROM ${table('deliveries')} AS d
+      WHERE status = 'pending' AND next_attempt_at <= $1::timestamptz
+        AND (lease_until IS NULL OR lease_until < $1::timestamptz)
+        AND EXISTS (SELECT 1 FROM ${table('webhooks')} AS w WHERE w.id = d.webhook_id)
+      ORDER BY next_attempt_at, id
+      LIMIT $3::int
+      FOR UPDATE SKIP LOCKED
+    ), leased AS (
+      UPDATE ${table('deliveries')} AS d SET lease_owner = $4::text, lease_until = $2::timestamptz
+      FROM due WHERE d.id = due.id
+      RETURNING d.*
+    )
+    SELECT ${deliveryColumns('d', 'd_')}, ${eventColumns('e', 'e_')}, ${webhookColumns('w', 'w_')}
+    FROM leased AS d
+    JOIN ${table('events')} AS e ON e.id = d.event_id
+    JOIN ${table('webhooks')} AS w ON w.id = d.webhook_id
+    ORDER BY d.next_attempt_at, d.id`;
+  const recordAttempt = `UPDATE ${table('deliveries')}
+    SET attempts = attempts || jsonb_build_array($3::jsonb), status = $4::text, next_attempt_at = $5::timestamptz,
+        lease_owner = NULL, lease_until = NULL
+    WHERE id = $1::text AND lease_owner = $2::text AND status = 'pending'
+    RETURNING id`;
+  const redeliver = `UPDATE ${table('deliveries')}
+    SET status = 'pending', next_attempt_at = $3::timestamptz, lease_owner = NULL, lease_until = NULL
+    WHERE account_id = $1::text AND id = $2::text
+    RETURNING ${deliveryColumns()}`;
+
+  async function storeEvents(tx: Queryable, batch: EventRecord[]): Promise<DeliveryRecord[]> {
+    if (batch.length === 0) return [];
+    await tx.query(insertEvents, [
+      batch.map((event) => event.id),
+      batch.map((event) => event.accountId),
+      batch.map((event) => event.type),
+      batch.map((event) => event.createdAt),
+      batch.map((event) => (event.data === undefined ? null : JSON.stringify(event.data))),
+    ]);
+    const webhooks = await tx.query(matchingWebhooks, [batch.map((event) => event.accountId), batch.map((event) => event.type)]);
+    if (webhooks.length === 0) return [];
+    const created: DeliveryRecord[] = [];
+    for (const event of batch) {
+      for (const webhook of webhooks) {
+        if (webhook.account_id !== event.accountId || webhook.type !== event.type) continue;
+        created.push(newDelivery(event, webhook.id as string));
+      }
+    }
+    if (created.length > 0) {
+      await tx.query(insertDeliveries, [
+        created.map((delivery) => delivery.id),
+        created.map((delivery) => delivery.accountId),
+        created.map((delivery) => delivery.webhookId),
+        created.map((delivery) => delivery.eventId),
+        created.map((delivery) => delivery.createdAt),
+      ]);
+    }
+    return created;
+  }
+
+  return {
+    storeEvents,
+    async publishEvents(batch) {
+      if (batch.length === 0) return [];
+      return db.transaction((tx) => storeEvents(tx, batch));
+    },
+    async getEvent(accountId, id) {
+      const [row] = await db.query(selectEvent, [accountId, id]);
+      return row === undefined ? null : toEvent(row);
+    },
+    async getDelivery(accountId, id) {
+      const [row] = await db.query(selectDelivery, [accountId, id]);
+      return row === undefined ? null : toDelivery(row);
+    },
+    async listDeliveries(accountId, webhookId) {
+      return (await db.query(selectDeliveries, [accountId, webhookId])).map((row) => toDelivery(row));
+    },
+    async claimDeliveries({ now, leaseUntil, limit, owner }) {
+      if (limit <= 0) return [];
+      const rows = await db.query(claim, [now, leaseUntil, limit, owner]);
+      return rows.map((row) => ({ delivery: toDelivery(row, 'd_'), event: toEvent(row, 'e_'), webhook: toWebhook(row, 'w_') }));
+    },
+    async recordAttempt(id, owner, attempt, outcome) {
+      const entry = { at: attempt.at, statusCode: attempt.statusCode, error: attempt.error, durationMs: attempt.durationMs };
+      const rows = await db.query(recordAttempt, [id, owner, JSON.stringify(entry), outcome.status, outcome.nextAttemptAt]);
+      return rows.length === 1;
+    },
+    async redeliver(accountId, id, nextAttemptAt) {
+      const [row] = await db.query(redeliver, [accountId, id, nextAttemptAt]);
+      return row === undefined ? null : toDelivery(row);
+    },
+  };
+}

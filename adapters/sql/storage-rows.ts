@@ -1,0 +1,148 @@
+import type {
+  AttachmentRecord,
+  DeliveryAttempt,
+  DeliveryRecord,
+  DeliveryStatus,
+  EventRecord,
+  FileEntryRecord,
+  FileEntryType,
+  WebhookRecord,
+} from '../../src/records.js';
+import type { Row } from './client.js';
+import { atomOf } from './schema.js';
+
+/**
+ * Column lists and row readers, one pair per record. Every date-time is selected as ATOM text and
+ * every JSON column as text, so the records do not depend on the driver's type parsers (pg and
+ * PGlite differ: `int8` is a string in one and a number in the other, `bytea` a Buffer or a
+ * Uint8Array). `alias` qualifies the columns, `as` prefixes their output names (for joins).
+ */
+const columns = (list: [string, string][], alias: string, as: string) =>
+  list.map(([expression, name]) => `${expression.replaceAll('@', alias === '' ? '' : alias + '.')} AS ${as}${name}`).join(', ');
+
+const text = (row: Row, key: string) => row[key] as string;
+const textOrNull = (row: Row, key: string) => (row[key] ?? null) as string | null;
+/** `bigint` columns come back as strings from pg; sizes stay far below 2^53. */
+const integer = (row: Row, key: string) => Number(row[key]);
+
+const WEBHOOK: [string, string][] = [
+  ['@id', 'id'],
+  ['@account_id', 'account_id'],
+  ['@type', 'type'],
+  ['@url', 'url'],
+  ['@secret', 'secret'],
+  [atomOf('@created_at'), 'created_at'],
+];
+export const webhookColumns = (alias = '', as = '') => columns(WEBHOOK, alias, as);
+export function toWebhook(row: Row, as = ''): WebhookRecord {
+  return {
+    id: text(row, as + 'id'),
+    accountId: text(row, as + 'account_id'),
+    type: text(row, as + 'type'),
+    url: text(row, as + 'url'),
+    secret: text(row, as + 'secret'),
+    createdAt: text(row, as + 'created_at'),
+  };
+}
+
+const FILE_ENTRY: [string, string][] = [
+  ['@id', 'id'],
+  ['@account_id', 'account_id'],
+  ['@directory_id', 'directory_id'],
+  ['@type', 'type'],
+  ['@name', 'name'],
+  ['@size', 'size'],
+  ['@mime', 'mime'],
+  ['@file_share_id', 'file_share_id'],
+  [atomOf('@created_at'), 'created_at'],
+];
+export const fileEntryColumns = () => columns(FILE_ENTRY, '', '');
+export function toFileEntry(row: Row): FileEntryRecord {
+  return {
+    id: text(row, 'id'),
+    accountId: text(row, 'account_id'),
+    directoryId: textOrNull(row, 'directory_id'),
+    type: text(row, 'type') as FileEntryType,
+    name: text(row, 'name'),
+    size: integer(row, 'size'),
+    mime: text(row, 'mime'),
+    fileShareId: textOrNull(row, 'file_share_id'),
+    createdAt: text(row, 'created_at'),
+  };
+}
+
+const ATTACHMENT: [string, string][] = [
+  ['@id', 'id'],
+  ['@account_id', 'account_id'],
+  ['@ticket_id', 'ticket_id'],
+  ['@message_id', 'message_id'],
+  ['@name', 'name'],
+  ['@mime', 'mime'],
+  ['@size', 'size'],
+  [atomOf('@created_at'), 'created_at'],
+];
+export const attachmentColumns = () => columns(ATTACHMENT, '', '');
+export function toAttachment(row: Row): AttachmentRecord {
+  return {
+    id: text(row, 'id'),
+    accountId: text(row, 'account_id'),
+    ticketId: text(row, 'ticket_id'),
+    messageId: text(row, 'message_id'),
+    name: text(row, 'name'),
+    mime: text(row, 'mime'),
+    size: integer(row, 'size'),
+    createdAt: text(row, 'created_at'),
+  };
+}
+
+const EVENT: [string, string][] = [
+  ['@id', 'id'],
+  ['@account_id', 'account_id'],
+  ['@type', 'type'],
+  [atomOf('@created_at'), 'created_at'],
+  ['@data::text', 'data'],
+];
+export const eventColumns = (alias = '', as = '') => columns(EVENT, alias, as);
+export function toEvent(row: Row, as = ''): EventRecord {
+  const data = textOrNull(row, as + 'data');
+  return {
+    id: text(row, as + 'id'),
+    accountId: text(row, as + 'account_id'),
+    type: text(row, as + 'type'),
+    createdAt: text(row, as + 'created_at'),
+    data: data === null ? null : JSON.parse(data),
+  };
+}
+
+const DELIVERY: [string, string][] = [
+  ['@id', 'id'],
+  ['@account_id', 'account_id'],
+  ['@webhook_id', 'webhook_id'],
+  ['@event_id', 'event_id'],
+  ['@status', 'status'],
+  ['@attempts::text', 'attempts'],
+  [atomOf('@next_attempt_at'), 'next_attempt_at'],
+  [atomOf('@created_at'), 'created_at'],
+  ['@lease_owner', 'lease_owner'],
+  [atomOf('@lease_until'), 'lease_until'],
+];
+export const deliveryColumns = (alias = '', as = '') => columns(DELIVERY, alias, as);
+export function toDelivery(row: Row, as = ''): DeliveryRecord {
+  return {
+    id: text(row, as + 'id'),
+    accountId: text(row, as + 'account_id'),
+    webhookId: text(row, as + 'webhook_id'),
+    eventId: text(row, as + 'event_id'),
+    status: text(row, as + 'status') as DeliveryStatus,
+    attempts: (JSON.parse(text(row, as + 'attempts')) as DeliveryAttempt[]).map(attemptShape),
+    nextAttemptAt: textOrNull(row, as + 'next_attempt_at'),
+    createdAt: text(row, as + 'created_at'),
+    leaseOwner: textOrNull(row, as + 'lease_owner'),
+    leaseUntil: textOrNull(row, as + 'lease_until'),
+  };
+}
+
+/** jsonb orders object keys by length; the API shows an attempt's keys in their documented order. */
+function attemptShape(attempt: DeliveryAttempt): DeliveryAttempt {
+  return { at: attempt.at, statusCode: attempt.statusCode, error: attempt.error, durationMs: attempt.durationMs };
+}

@@ -1,0 +1,42 @@
+/**
+ * The portal inside an Express 5 app: `app.use(portal.handler)` serves everything under `/v1`, and
+ * for any other path the handler calls `next()`, so the app's own routes answer as usual.
+ *
+ *   npm run build && PORTAL_API_KEYS=my-key node dist/examples/express.js
+ */
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { pathToFileURL } from 'node:url';
+import express from 'express';
+import { createPortal, type Portal, type PortalOptions } from '../src/index.js';
+
+/** An Express app with the portal mounted and one route of its own (`GET /health`). */
+export async function createExpressApp(options: PortalOptions = {}): Promise<{ app: express.Express; portal: Portal }> {
+  const portal = await createPortal(options);
+  const app = express();
+  // First, and before any body parser: the portal reads its own request bodies (uploads are streamed).
+  app.use(portal.handler);
+  app.use(express.json()); // the app's own routes may parse bodies; /v1 requests never get this far
+  app.get('/health', (_req, res) => {
+    res.json({ ok: true });
+  });
+  return { app, portal };
+}
+
+async function main(): Promise<void> {
+  const { app, portal } = await createExpressApp();
+  const server: Server = app.listen(Number(process.env.PORT ?? 3000), process.env.HOST ?? '127.0.0.1', () => {
+    const { address, port } = server.address() as AddressInfo;
+    console.log(`Express app on http://${address}:${port} (API under /v1, GET /health)`);
+  });
+  const stop = () => server.close(() => void portal.close());
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main().catch((error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,53 @@
+/**
+ * The portal inside a Fastify 5 app. Fastify owns routing and body parsing, so the portal gets a
+ * scope of its own under `/v1`: there, no content-type parser reads the body (the portal streams
+ * uploads itself), and one catch-all route hands the raw request and response over, after
+ * `reply.hijack()` tells Fastify the answer is not its to send.
+ *
+ *   npm run build && PORTAL_API_KEYS=my-key node dist/examples/fastify.js
+ */
+import { pathToFileURL } from 'node:url';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { createPortal, type Portal, type PortalOptions } from '../src/index.js';
+
+/** A Fastify app with the portal under `/v1` and one route of its own (`GET /health`). */
+export async function createFastifyApp(options: PortalOptions = {}): Promise<{ app: FastifyInstance; portal: Portal }> {
+  const portal = await createPortal(options);
+  const app = Fastify();
+
+  await app.register(
+    async (api) => {
+      // In this scope only: accept every content type and leave the body stream unread.
+      api.removeAllContentTypeParsers();
+      api.addContentTypeParser('*', (_request, _payload, done) => done(null));
+      const serve = (request: FastifyRequest, reply: FastifyReply) => {
+        reply.hijack();
+        portal.handler(request.raw, reply.raw);
+      };
+      api.all('/', serve);
+      api.all('/*', serve);
+    },
+    { prefix: '/v1' },
+  );
+
+  app.get('/health', async () => ({ ok: true }));
+  // app.close() closes the portal too: its worker, its sweep, its adapters.
+  app.addHook('onClose', async () => portal.close());
+  return { app, portal };
+}
+
+async function main(): Promise<void> {
+  const { app } = await createFastifyApp();
+  const address = await app.listen({ port: Number(process.env.PORT ?? 3000), host: process.env.HOST ?? '127.0.0.1' });
+  console.log(`Fastify app on ${address} (API under /v1, GET /health)`);
+  const stop = () => void app.close();
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main().catch((error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,111 @@
+/**
+ * The standalone server behind `npm start`: configuration from the environment, one JSON log line
+ * per request, timeouts against slow clients, and a graceful stop on SIGINT/SIGTERM.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, renameSync, writeFileSync, openSync, fsyncSync, closeSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { createPortal, type PortalOptions } from '../src/index.js';
+import { jsonLineLogger } from '../src/logger.js';
+import { fsBlobs, fsStorage } from '../adapters/fs/index.js';
+import { connectDatabase, sqlAdapters } from '../adapters/sql/index.js';
+
+const logger = jsonLineLogger(process.env.LOG_LEVEL === 'debug' ? 'debug' : 'info');
+const list = (value: string | undefined) => (value ?? '').split(',').map((item) => item.trim()).filter(Boolean);
+
+/** A secret kept in the data directory: read when present, otherwise made and written atomically. */
+function keptSecret(file: string): { value: string; created: boolean } {
+  try {
+    const value = readFileSync(file, 'utf8').trim();
+    if (/^[A-Za-z0-9_-]{32,}$/.test(value)) return { value, created: false };
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  const value = randomBytes(32).toString('base64url');
+  const temp = `${file}.${process.pid}.tmp`;
+  writeFileSync(temp, value + '\n', { mode: 0o600 });
+  const fd = openSync(temp, 'r');
+  fsyncSync(fd);
+  closeSync(fd);
+  renameSync(temp, file);
+  return { value, created: true };
+}
+
+function port(value: string | undefined): number {
+  if (value === undefined || value === '') return 3000;
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < 0 || number > 65535) throw new Error(`PORT must be a port number, got "${value}"`);
+  return number;
+}
+
+async function main() {
+  const dataDir = path.resolve(process.env.DATA_DIR ?? './data');
+  mkdirSync(dataDir, { recursive: true });
+
+  let apiKeys = list(process.env.PORTAL_API_KEYS);
+  if (apiKeys.length === 0) {
+    const key = keptSecret(path.join(dataDir, 'api-key'));
+    apiKeys = [key.value];
+    // The one place a key is printed: the operator needs it to make a first request.
+    process.stdout.write(`API key: ${key.value}\n`);
+  }
+  let signingKeys = list(process.env.PORTAL_SIGNING_KEYS);
+  if (signingKeys.length === 0) signingKeys = [keptSecret(path.join(dataDir, 'signing-key')).value];
+
+  // DATABASE_URL moves records and bytes to PostgreSQL (or PGlite): the way to run several instances.
+  const database = process.env.DATABASE_URL ? await connectDatabase(process.env.DATABASE_URL) : null;
+  const adapters = database
+    ? sqlAdapters({ client: database.client })
+    : { storage: fsStorage({ dir: dataDir }), blobs: fsBlobs({ dir: path.join(dataDir, 'blobs') }) };
+  const options: PortalOptions = {
+    ...adapters,
+    auth: { apiKeys },
+    signingKeys,
+    logger,
+    ...(process.env.PUBLIC_URL ? { publicUrl: process.env.PUBLIC_URL } : {}),
+  };
+  const portal = await createPortal(options);
+
+  // Node checks the two timeouts below every `connectionsCheckingInterval` (default 30 s): checked each
+  // second, a slow client is cut off close to the limit instead of up to half a minute after it.
+  const server = http.createServer({ connectionsCheckingInterval: 1_000 }, portal.handler);
+  // A slow client (slowloris, a trickled upload) is cut off instead of holding a socket forever.
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 60_000;
+  server.keepAliveTimeout = 5_000;
+
+  // Handlers first: whoever reads the 'listening' line may signal at once.
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) {
+      logger.warn({ signal }, 'second signal: exiting at once');
+      process.exit(1);
+    }
+    stopping = true;
+    logger.info({ signal }, 'stopping: finishing requests in flight');
+    const force = setTimeout(() => server.closeAllConnections(), 10_000).unref();
+    server.close(async () => {
+      clearTimeout(force);
+      await portal.close();
+      // The adapters never close a client they were handed; the server made this one, so it ends it.
+      await database?.close();
+      logger.info({}, 'stopped');
+      process.exit(0);
+    });
+    server.closeIdleConnections();
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+
+  await new Promise<void>((resolve) => server.listen(port(process.env.PORT), process.env.HOST, resolve));
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  logger.info({ url: `http://${host}:${address.port}/v1`, dataDir, storage: database ? 'sql' : 'filesystem' }, 'listening');
+}
+
+main().catch((error: unknown) => {
+  logger.error({ err: error instanceof Error ? { message: error.message, stack: error.stack } : String(error) }, 'failed to start');
+  process.exit(1);
+});

@@ -1,0 +1,114 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
+import { HttpError } from './http-error.js';
+
+/** Maps a bearer token to the account it acts for, or `null` when the token is not valid. */
+export type AuthFunction = (token: string) => Promise<{ accountId: string } | null> | { accountId: string } | null;
+
+export type AuthOption =
+  | AuthFunction
+  | {
+      /** A list (every key acts for the account `default`) or a map from key to account id. */
+      apiKeys: readonly string[] | Readonly<Record<string, string>>;
+    };
+
+/**
+ * Resolves the account of a request's `Authorization` header, or the 401 to answer. The 401 is
+ * returned, not thrown: a refused request is common, and unwinding an exception for each one is
+ * the costliest part of answering it (hot path: change with care).
+ */
+export type Authenticator = (authorization: string | undefined) => string | HttpError | Promise<string | HttpError>;
+
+const REALM = 'Bearer realm="customer-portal"';
+const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/;
+/** How long an auth function's answer (a miss too) is reused. */
+const AUTH_CACHE_TTL_MS = 10_000;
+const AUTH_CACHE_MAX = 10_000;
+
+// One instance each, shared by every refused request: they are never changed.
+const MISSING = new HttpError(401, 'Missing Authorization header: send "Authorization: Bearer <API key>".', {
+    'WWW-Authenticate': REALM,
+  });
+const MALFORMED = new HttpError(401, 'Malformed Authorization header: expected "Bearer <API key>".', { 'WWW-Authenticate': REALM });
+const INVALID = new HttpError(401, 'The API key is not valid.', { 'WWW-Authenticate': `${REALM}, error="invalid_token"` });
+
+const digest = (token: string) => createHash('sha256').update(token).digest();
+
+/** The token of an `Authorization: Bearer <token>` header; the scheme is case-insensitive (RFC 9110). */
+function bearerToken(header: string | undefined): string | HttpError {
+  if (header === undefined || header === '') return MISSING;
+  const space = header.indexOf(' ');
+  if (space !== 6 || header.slice(0, 6).toLowerCase() !== 'bearer') return MALFORMED;
+  const token = header.slice(7).trim();
+  if (token === '' || token.length > 4096 || !TOKEN68.test(token)) return MALFORMED;
+  return token;
+}
+
+function validAccount(result: unknown): string | null {
+  if (result === null || result === undefined) return null;
+  const accountId = (result as { accountId?: unknown }).accountId;
+  if (typeof accountId !== 'string' || accountId === '') {
+    throw new Error('auth function must resolve { accountId: non-empty string } or null');
+  }
+  return accountId;
+}
+
+/**
+ * Builds the request authenticator. Keys are never compared as strings: the presented token is
+ * hashed with SHA-256, its first 8 bytes pick the candidate key (timing of that lookup depends on
+ * the hash, which says nothing usable about any key), and the full digests are compared with
+ * `timingSafeEqual`.
+ */
+export function createAuthenticator(option: AuthOption): Authenticator {
+  if (typeof option === 'function') return cachedAuthenticator(option);
+  const entries: [string, string][] = Array.isArray(option.apiKeys)
+    ? option.apiKeys.map((key) => [key, 'default'])
+    : Object.entries(option.apiKeys);
+  if (entries.length === 0) throw new TypeError('auth.apiKeys must hold at least one key');
+  const byPrefix = new Map<string, { digest: Buffer; accountId: string }>();
+  for (const [key, accountId] of entries) {
+    if (!TOKEN68.test(key)) throw new TypeError('auth.apiKeys: a key must be a non-empty token68 string');
+    if (typeof accountId !== 'string' || accountId === '') throw new TypeError('auth.apiKeys: account ids must be non-empty strings');
+    const keyDigest = digest(key);
+    byPrefix.set(keyDigest.toString('hex', 0, 8), { digest: keyDigest, accountId });
+  }
+  return (authorization) => {
+    const token = bearerToken(authorization);
+    if (typeof token !== 'string') return token;
+    const presented = digest(token);
+    const candidate = byPrefix.get(presented.toString('hex', 0, 8));
+    if (candidate === undefined || !timingSafeEqual(candidate.digest, presented)) return INVALID;
+    return candidate.accountId;
+  };
+}
+
+const MISS = Symbol('miss');
+
+/** Wraps an auth function: answers (misses too) are reused for a short while; concurrent asks share one call. */
+function cachedAuthenticator(verify: AuthFunction): Authenticator {
+  // Keyed by the token's digest so that no raw token is kept in memory.
+  const answers = new LRUCache<string, string | typeof MISS>({ max: AUTH_CACHE_MAX, ttl: AUTH_CACHE_TTL_MS });
+  const inFlight = new Map<string, Promise<string | typeof MISS>>();
+  return async (authorization) => {
+    const token = bearerToken(authorization);
+    if (typeof token !== 'string') return token;
+    const key = digest(token).toString('base64');
+    let answer = answers.get(key);
+    if (answer === undefined) {
+      let pending = inFlight.get(key);
+      if (pending === undefined) {
+        pending = Promise.resolve(verify(token))
+          .then((result) => validAccount(result) ?? MISS)
+          .then((value) => {
+            answers.set(key, value);
+            return value;
+          })
+          .finally(() => inFlight.delete(key));
+        inFlight.set(key, pending);
+      }
+      answer = await pending;
+    }
+    if (answer === MISS) return INVALID;
+    return answer;
+  };
+}

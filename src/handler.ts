@@ -1,0 +1,218 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import FindMyWay from 'find-my-way';
+import type { HTTPMethod } from 'find-my-way';
+import type { Authenticator } from './auth.js';
+import { HttpError } from './http-error.js';
+import type { Logger } from './logger.js';
+import { type Reply, sendError, sendJson } from './respond.js';
+
+/** What a route gets: the request, its params and query, who is asking, and where the API lives. */
+export interface RequestContext {
+  req: IncomingMessage;
+  res: ServerResponse;
+  params: Record<string, string | undefined>;
+  query: Record<string, string | string[] | undefined>;
+  requestId: string;
+  /** The authenticated account; `''` on a public route. */
+  accountId: string;
+  /** The absolute URL of the API root for this request (`publicUrl`, or derived from the request). */
+  baseUrl(): string;
+}
+
+export type RouteHandler = (context: RequestContext) => Promise<Reply | void> | Reply | void;
+
+export interface Route {
+  method: HTTPMethod | HTTPMethod[];
+  /** find-my-way pattern, relative to the base path: `/webhooks/:webhookId`. */
+  path: string;
+  handler: RouteHandler;
+  /** Served without `Authorization` (the signed download route checks its own signature). */
+  public?: boolean;
+}
+
+interface RouteStore {
+  route: Route;
+  /** `METHOD /pattern`, for logs. */
+  name: string;
+}
+
+export type NodeHandler = (req: IncomingMessage, res: ServerResponse, next?: (error?: unknown) => void) => void;
+
+export interface HandlerOptions {
+  basePath: string;
+  routes: Route[];
+  authenticate: Authenticator;
+  logger: Logger;
+  logRequests: boolean;
+  publicUrl: string | undefined;
+  trustProxy: boolean;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,200}$/;
+const HOST = /^[A-Za-z0-9.\-:[\]]{1,255}$/;
+const ALLOW_CANDIDATES: HTTPMethod[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
+/** find-my-way answers a path it cannot decode, or a too-long segment, with a handle whose store is null. */
+const badUrl = (_path: string, _req: IncomingMessage, res: ServerResponse) =>
+  sendError(res, 400, 'The request path is not valid percent-encoding.');
+const longParam = (_path: string, _req: IncomingMessage, res: ServerResponse) =>
+  sendError(res, 400, 'A path segment is too long.');
+
+/**
+ * Builds the `(req, res, next?)` handler: base-path check, routing, request id, auth, one error
+ * renderer. Everything that can be decided at build time is; the request path only looks things up.
+ */
+export function createHandler(options: HandlerOptions): NodeHandler {
+  const { basePath, authenticate, logger } = options;
+  const router = FindMyWay({
+    ignoreTrailingSlash: true,
+    caseSensitive: true,
+    maxParamLength: 500,
+    onBadUrl: badUrl,
+    onMaxParamLength: longParam,
+  });
+  for (const route of options.routes) {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const method of methods) {
+      const store: RouteStore = { route, name: `${method} ${route.path}` };
+      router.on(method, route.path, route.handler as never, store);
+    }
+  }
+
+  function allowedMethods(path: string): string[] {
+    return ALLOW_CANDIDATES.filter((method) => {
+      const found = router.find(method, path);
+      return found !== null && found.store !== null;
+    });
+  }
+
+  function baseUrlOf(req: IncomingMessage): string {
+    if (options.publicUrl !== undefined) return options.publicUrl;
+    let proto = (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http';
+    let host = req.headers.host;
+    if (options.trustProxy) {
+      const forwardedProto = firstForwarded(req.headers['x-forwarded-proto']);
+      const forwardedHost = firstForwarded(req.headers['x-forwarded-host']);
+      if (forwardedProto === 'http' || forwardedProto === 'https') proto = forwardedProto;
+      if (forwardedHost !== undefined) host = forwardedHost;
+    }
+    if (host === undefined || !HOST.test(host)) host = 'localhost';
+    return `${proto}://${host}${basePath}`;
+  }
+
+  function fail(context: RequestContext, error: unknown): void {
+    const { res } = context;
+    if (res.headersSent) {
+      // A stream broke after the status line went out: all that is left is to cut the connection.
+      logger.error({ requestId: context.requestId, err: describe(error) }, 'response failed after headers were sent');
+      res.destroy();
+      return;
+    }
+    if (error instanceof HttpError) {
+      sendError(res, error.status, error.message, error.headers);
+      return;
+    }
+    logger.error({ requestId: context.requestId, err: describe(error) }, 'unexpected error');
+    sendError(res, 500, 'Internal error');
+  }
+
+  async function run(context: RequestContext, store: RouteStore): Promise<void> {
+    try {
+      if (store.route.public !== true) {
+        let account = authenticate(context.req.headers.authorization);
+        if (typeof account !== 'string' && !(account instanceof HttpError)) account = await account;
+        if (account instanceof HttpError) return fail(context, account);
+        context.accountId = account;
+      }
+      const reply = await store.route.handler(context);
+      if (reply !== undefined) sendJson(context.res, reply.status, reply.body, reply.headers);
+    } catch (error) {
+      fail(context, error);
+    }
+  }
+
+  return function handler(req, res, next) {
+    const url = req.url ?? '/';
+    const inside = isUnder(url, basePath);
+    if (!inside && next !== undefined) return next();
+    const header = req.headers['x-request-id'];
+    const requestId = typeof header === 'string' && REQUEST_ID.test(header) ? header : randomUUID();
+    res.setHeader('X-Request-Id', requestId);
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('Cache-Control', 'no-store');
+
+    const started = options.logRequests ? performance.now() : 0;
+    const method = req.method ?? 'GET';
+    const path = url.slice(basePath.length) || '/';
+    const found = inside ? router.find(method as HTTPMethod, path) : null;
+    const context: RequestContext = {
+      req,
+      res,
+      params: found?.params ?? {},
+      query: (found?.searchParams as RequestContext['query']) ?? {},
+      requestId,
+      accountId: '',
+      baseUrl: () => baseUrlOf(req),
+    };
+    let routeName = 'unmatched';
+
+    if (found === null) {
+      const allow = inside ? allowedMethods(path) : [];
+      if (allow.length > 0) {
+        sendError(res, 405, `Method ${method} is not allowed here; allowed: ${allow.join(', ')}.`, {
+          Allow: allow.join(', '),
+        });
+      } else {
+        sendError(res, 404, `No route matches ${method} ${truncate(url.split('?')[0]!)}.`);
+      }
+    } else if (found.store === null) {
+      found.handler(req, res, {}, undefined, {});
+    } else {
+      const store = found.store as RouteStore;
+      routeName = store.name;
+      const pending = run(context, store);
+      if (options.logRequests) pending.then(() => logRequest());
+      return;
+    }
+    if (options.logRequests) logRequest();
+
+    function logRequest() {
+      const finish = () =>
+        logger.info(
+          {
+            requestId,
+            method,
+            route: routeName,
+            status: res.statusCode,
+            durationMs: Math.round((performance.now() - started) * 10) / 10,
+            accountId: context.accountId || undefined,
+          },
+          'request',
+        );
+      if (res.writableFinished) finish();
+      else res.once('close', finish);
+    }
+  };
+}
+
+/** Whether `url` is `basePath` itself or below it (`/v1`, `/v1/…`, `/v1?…`; not `/v10`). */
+function isUnder(url: string, basePath: string): boolean {
+  if (!url.startsWith(basePath)) return false;
+  const next = url.charCodeAt(basePath.length);
+  return Number.isNaN(next) || next === 47 /* / */ || next === 63 /* ? */;
+}
+
+function firstForwarded(value: string | string[] | undefined): string | undefined {
+  const first = (Array.isArray(value) ? value[0] : value)?.split(',')[0]?.trim();
+  return first === '' ? undefined : first;
+}
+
+function truncate(text: string): string {
+  return text.length > 200 ? text.slice(0, 200) + '…' : text;
+}
+
+/** An error as a log field: name, message and stack, never the request. */
+export function describe(error: unknown): { name: string; message: string; stack?: string } {
+  if (error instanceof Error) return { name: error.name, message: error.message, stack: error.stack };
+  return { name: 'NonError', message: String(error) };
+}

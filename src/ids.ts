@@ -1,0 +1,49 @@
+import { randomBytes } from 'node:crypto';
+
+/** Record id prefixes: the first seven come from the API spec, the last five are ours. */
+export const ID_PREFIXES = [
+  'wbh', 'agr', 'ags', 'agd', 'fsf', 'fsd', 'fss',
+  'tck', 'tcm', 'tca', 'evt', 'whd',
+] as const;
+export type IdPrefix = (typeof ID_PREFIXES)[number];
+
+const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+/** 22 base-62 characters carry 22 × log2(62) ≈ 131 random bits. */
+const ID_LENGTH = 22;
+/** Bytes at or above 248 (= 4 × 62) are rejected so every character is equally likely. */
+const UNBIASED_LIMIT = 248;
+
+let pool = Buffer.alloc(0);
+let poolOffset = 0;
+
+function nextRandomByte(): number {
+  if (poolOffset >= pool.length) {
+    // One syscall per 4 KiB instead of one per id: ids are made on the write path.
+    pool = randomBytes(4096);
+    poolOffset = 0;
+  }
+  return pool[poolOffset++]!;
+}
+
+/** A new id such as `wbh_3ZkQ8…`: the prefix, an underscore and 22 random base-62 characters. */
+export function newId(prefix: IdPrefix): string {
+  let id = prefix + '_';
+  while (id.length < prefix.length + 1 + ID_LENGTH) {
+    const byte = nextRandomByte();
+    if (byte < UNBIASED_LIMIT) id += ALPHABET[byte % 62];
+  }
+  return id;
+}
+
+/** The shape of an id with this prefix: the prefix, `_`, then 1–64 base-62 characters. */
+export const idPattern = (prefix: IdPrefix) => new RegExp(`^${prefix}_[0-9A-Za-z]{1,64}$`);
+
+const SHAPES = new Map<IdPrefix, RegExp>(ID_PREFIXES.map((prefix) => [prefix, idPattern(prefix)]));
+
+/**
+ * Whether `value` has the shape of an id with this prefix. Ids made elsewhere (a host's own ticket
+ * ids, say) are accepted when they keep the shape: the prefix, then 1–64 base-62 characters.
+ */
+export function isId(prefix: IdPrefix, value: unknown): value is string {
+  return typeof value === 'string' && SHAPES.get(prefix)!.test(value);
+}

@@ -1,0 +1,385 @@
+import { toJsonSchema, toJsonSchemaDefs, type ConversionConfig, type JsonSchema } from '@valibot/to-json-schema';
+import * as v from 'valibot';
+import { MAX_FORM_BYTES } from './agreement-form.js';
+import { UNIX_SECONDS } from './download-links.js';
+import { idPattern } from './ids.js';
+import { DEFAULT_BASE_PATH, DEFAULT_EVENT_TYPES } from './options.js';
+import * as shapes from './schemas.js';
+import { signerInput } from './services/agreements.js';
+import { webhookInput } from './services/webhooks.js';
+import { VERSION } from './version.js';
+
+/**
+ * The OpenAPI 3.1 document of the HTTP API. Every schema in it is generated from a valibot schema:
+ * the inputs are the very schemas the routes validate with, the outputs those of `schemas.ts`. Built
+ * once at import; `npm run build` also writes it to `dist/openapi.json`.
+ */
+
+type Json = Record<string, unknown>;
+
+const conversion: Omit<ConversionConfig, 'definitions'> = {
+  target: 'draft-2020-12',
+  // `check` and `rawCheck` are functions JSON Schema cannot hold; each schema that uses one carries
+  // `metadata` saying what it checks. Any other unsupported feature still throws, at build time.
+  ignoreActions: ['check', 'raw_check'],
+  overrideRef: ({ referenceId }) => `#/components/schemas/${referenceId}`,
+  // A file part: binary, which OpenAPI 3.1 writes as a string (its media type comes from `metadata`).
+  overrideSchema: ({ valibotSchema }) => (valibotSchema.type === 'blob' ? ({ type: 'string' } as JsonSchema) : undefined),
+};
+
+const componentSchemas = {
+  Error: shapes.errorBody,
+  Webhook: shapes.webhook,
+  WebhookList: shapes.webhookList,
+  WebhookInput: webhookInput(DEFAULT_EVENT_TYPES),
+  Delivery: shapes.delivery,
+  DeliveryAttempt: shapes.deliveryAttempt,
+  DeliveryList: shapes.deliveryList,
+  FileEntry: shapes.fileEntry,
+  FileList: shapes.fileList,
+  Agreement: shapes.agreement,
+  AgreementSigner: shapes.agreementSigner,
+  AgreementDocument: shapes.agreementDocument,
+  SignerInput: signerInput,
+  AgreementForm: shapes.agreementForm,
+  DownloadLink: shapes.downloadLink,
+};
+
+/** A schema outside the components (a parameter's), converted the same way. */
+const schemaOf = (schema: v.GenericSchema) => {
+  const { $schema: _dialect, ...rest } = toJsonSchema(schema, conversion) as Json;
+  return rest;
+};
+
+const ref = (name: keyof typeof componentSchemas) => ({ $ref: `#/components/schemas/${name}` });
+const json = (name: keyof typeof componentSchemas) => ({ 'application/json': { schema: ref(name) } });
+const header = (name: string) => ({ $ref: `#/components/headers/${name}` });
+const REQUEST_ID = { 'X-Request-Id': header('X-Request-Id') };
+
+function response(description: string, name?: keyof typeof componentSchemas, headers: Json = {}): Json {
+  return {
+    description,
+    headers: { ...REQUEST_ID, ...headers },
+    ...(name === undefined ? {} : { content: json(name) }),
+  };
+}
+const error = (description: string, headers: Json = {}) => response(description, 'Error', headers);
+const common = (name: string) => ({ $ref: `#/components/responses/${name}` });
+
+interface Operation {
+  operationId: string;
+  summary: string;
+  tags: string[];
+  description?: string;
+  parameters?: Json[];
+  requestBody?: Json;
+  responses: Record<string, Json>;
+  extension?: boolean;
+  public?: boolean;
+}
+
+/** Adds what every operation answers: 401 (unless public), 404 (no route), 405, 500. */
+function operation(spec: Operation): Json {
+  const { extension, public: isPublic, responses, ...rest } = spec;
+  return {
+    ...rest,
+    ...(isPublic ? { security: [] } : {}),
+    responses: {
+      ...responses,
+      ...(isPublic ? {} : { 401: common('Unauthorized') }),
+      404: responses[404] ?? common('NotFound'),
+      405: common('MethodNotAllowed'),
+      500: common('InternalError'),
+    },
+    ...(extension ? { 'x-extension': true } : {}),
+  };
+}
+
+const pathParameter = (name: string, description: string, schema: Json = { type: 'string' }) => ({
+  name,
+  in: 'path',
+  required: true,
+  description,
+  schema,
+});
+const idParameter = (name: string, prefix: 'tck' | 'tcm' | 'tca', what: string) =>
+  pathParameter(name, `The ${what} id (\`${prefix}_…\`); another shape is a 400.`, schemaOf(v.pipe(v.string(), v.regex(idPattern(prefix)))));
+const webhookIdParameter = pathParameter('webhookId', 'The webhook id (`wbh_…`); an id of another shape is a 404.');
+
+const location = { Location: header('Location') };
+const extension = 'An extension route beyond the Customer Portal API spec; served unless the portal is made with `extensions: false`.';
+
+function download(method: 'get' | 'head'): Json {
+  return operation({
+    operationId: method === 'get' ? 'downloadAttachment' : 'headAttachment',
+    summary: method === 'get' ? 'Download an attachment through a signed link' : 'The headers of a download, without its bytes',
+    tags: ['Downloads'],
+    public: true,
+    description:
+      'The `link` of a download-link answer: it needs no Authorization, as its signature (HMAC-SHA256 over every other part) is its authorization. Any instance holding the signing keys serves it.',
+    parameters: [
+      pathParameter('attachmentId', 'The attachment id, as the link carries it.'),
+      ...(
+        [
+          ['account', 'The account the link was made in.', { type: 'string', minLength: 1 }],
+          ['ticket', 'The ticket id.', { type: 'string', minLength: 1 }],
+          ['message', 'The message id.', { type: 'string', minLength: 1 }],
+          ['expires', 'Unix seconds from which the link is refused.', schemaOf(v.pipe(v.string(), v.regex(UNIX_SECONDS)))],
+          ['signature', 'base64url HMAC-SHA256 of the other parts.', schemaOf(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{43}$/)))],
+        ] as const
+      ).map(([name, description, schema]) => ({ name, in: 'query', required: true, description, schema })),
+      { name: 'Range', in: 'header', required: false, description: 'One byte range (`bytes=0-99`, `bytes=100-`, `bytes=-500`).', schema: { type: 'string' } },
+      { name: 'If-Range', in: 'header', required: false, description: 'The range is honoured only when this names the ETag.', schema: { type: 'string' } },
+    ],
+    responses: {
+      200: {
+        description: 'The whole attachment, with its stored media type.',
+        headers: { ...REQUEST_ID, ...BYTES_HEADERS },
+        ...(method === 'get' ? { content: { '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } } : {}),
+      },
+      206: {
+        description: 'The one range asked for.',
+        headers: { ...REQUEST_ID, ...BYTES_HEADERS, 'Content-Range': header('Content-Range') },
+        ...(method === 'get' ? { content: { '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } } : {}),
+      },
+      403: failure('The link is incomplete, altered, or signed with a key this server does not hold.'),
+      404: failure('The attachment was removed after the link was made.'),
+      410: failure('The link has expired.'),
+      416: failure('The range starts past the end of the attachment.', { 'Content-Range': header('Content-Range') }),
+    },
+  });
+  // A HEAD answer has no body, errors included.
+  function failure(description: string, headers: Json = {}): Json {
+    return method === 'get' ? error(description, headers) : response(description, undefined, headers);
+  }
+}
+
+const BYTES_HEADERS = {
+  'Content-Length': { schema: { type: 'integer', minimum: 0 }, required: true },
+  'Content-Disposition': { description: '`attachment` with the filename (RFC 6266, RFC 8187).', schema: { type: 'string' }, required: true },
+  'Accept-Ranges': { schema: { const: 'bytes' }, required: true },
+  ETag: { schema: { type: 'string' }, required: true },
+};
+
+const paths = {
+  '/webhooks': {
+    post: operation({
+      operationId: 'createWebhook',
+      summary: 'Create a webhook',
+      tags: ['Webhooks'],
+      extension: true,
+      description: `${extension} The secret is generated. The types listed are the default \`eventTypes\`; a portal made with others accepts those.`,
+      requestBody: { required: true, content: json('WebhookInput') },
+      responses: {
+        201: response('The webhook made, with its secret.', 'Webhook', location),
+        400: error('The body is not JSON, or not `{type, url}` with a known type and an http(s) URL.'),
+        413: error('The body is over 64 KiB.'),
+        415: error('The body is not `application/json`.'),
+      },
+    }),
+    get: operation({
+      operationId: 'listWebhooks',
+      summary: 'List the webhooks of the account',
+      tags: ['Webhooks'],
+      extension: true,
+      description: `${extension} Oldest first; not paginated.`,
+      responses: { 200: response('Every webhook of the account.', 'WebhookList') },
+    }),
+  },
+  '/webhooks/{webhookId}': {
+    parameters: [webhookIdParameter],
+    get: operation({
+      operationId: 'getWebhook',
+      summary: 'Get a webhook',
+      tags: ['Webhooks'],
+      responses: {
+        200: response('The webhook.', 'Webhook'),
+        404: error('No such webhook in this account.'),
+      },
+    }),
+    delete: operation({
+      operationId: 'deleteWebhook',
+      summary: 'Delete a webhook',
+      tags: ['Webhooks'],
+      description: 'Its pending deliveries are cancelled.',
+      responses: {
+        204: response('Deleted; no body.'),
+        404: error('No such webhook in this account.'),
+      },
+    }),
+  },
+  '/webhooks/{webhookId}/deliveries': {
+    parameters: [webhookIdParameter],
+    get: operation({
+      operationId: 'listWebhookDeliveries',
+      summary: 'The delivery log of a webhook',
+      tags: ['Webhooks'],
+      extension: true,
+      description: `${extension} Newest first, every attempt included; not paginated.`,
+      responses: {
+        200: response('The deliveries of the webhook.', 'DeliveryList'),
+        404: error('No such webhook in this account.'),
+      },
+    }),
+  },
+  '/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver': {
+    parameters: [webhookIdParameter, pathParameter('deliveryId', 'The delivery id (`whd_…`).')],
+    post: operation({
+      operationId: 'redeliverWebhookDelivery',
+      summary: 'Send a delivery again',
+      tags: ['Webhooks'],
+      extension: true,
+      description: `${extension} The delivery becomes pending and due now, its earlier attempts kept; one that had ended starts the retry schedule again.`,
+      responses: {
+        202: response('The delivery, pending again.', 'Delivery'),
+        404: error('No such delivery of that webhook in this account.'),
+        409: error('The webhook of the delivery was deleted: there is nowhere to send it.'),
+      },
+    }),
+  },
+  '/agreements': {
+    post: operation({
+      operationId: 'createAgreement',
+      summary: 'Create an agreement',
+      tags: ['Agreements'],
+      description:
+        'Documents are streamed: hashed and stored as they arrive. A failed or aborted request leaves no record and no stored bytes.',
+      requestBody: {
+        required: true,
+        content: {
+          'multipart/form-data': {
+            schema: ref('AgreementForm'),
+            encoding: {
+              signers: { contentType: 'application/json' },
+              documents: { contentType: 'application/octet-stream' },
+            },
+          },
+        },
+      },
+      responses: {
+        201: response('The agreement made: status `sent`, no signer has signed.', 'Agreement', location),
+        400: error('A part missing, invalid, unknown or repeated; more than 5 signers or 5 documents; a malformed body.'),
+        413: error(`The documents are over 5 MiB (5,242,880 bytes) in total, or the body over ${MAX_FORM_BYTES} bytes.`),
+        415: error('The body is not `multipart/form-data`, or is compressed.'),
+      },
+    }),
+  },
+  '/agreements/{agreementId}': {
+    parameters: [pathParameter('agreementId', 'The agreement id (`agr_…`).')],
+    get: operation({
+      operationId: 'getAgreement',
+      summary: 'Get an agreement',
+      tags: ['Agreements'],
+      extension: true,
+      description: `${extension} The address the \`Location\` of a created agreement names.`,
+      responses: {
+        200: response('The agreement.', 'Agreement'),
+        404: error('No such agreement in this account.'),
+      },
+    }),
+  },
+  '/files': {
+    get: operation({
+      operationId: 'listFiles',
+      summary: 'List a directory',
+      tags: ['Files'],
+      description: 'Directories first, then files, each by name without regard to case, then by id. Not paginated.',
+      parameters: [
+        {
+          name: 'directoryId',
+          in: 'query',
+          required: false,
+          description: "The directory to list (`fsd_…`); without it, the account's root.",
+          schema: schemaOf(v.pipe(v.string(), v.regex(idPattern('fsd')))),
+        },
+      ],
+      responses: {
+        200: response('Every entry of the directory.', 'FileList'),
+        400: error('`directoryId` is malformed or given more than once.'),
+        404: error('No such directory in this account.'),
+      },
+    }),
+  },
+  '/tickets/{ticketId}/message/{messageId}/attachment/{attachmentId}/download': {
+    parameters: [
+      idParameter('ticketId', 'tck', 'ticket'),
+      idParameter('messageId', 'tcm', 'message'),
+      idParameter('attachmentId', 'tca', 'attachment'),
+    ],
+    get: operation({
+      operationId: 'getAttachmentDownloadLink',
+      summary: 'A download link for a ticket message attachment',
+      tags: ['Tickets'],
+      description: 'The link serves for 5 minutes without Authorization.',
+      responses: {
+        200: response('The link and when it expires.', 'DownloadLink'),
+        400: error('An id is malformed.'),
+        404: error('No such attachment under that message and ticket in this account.'),
+      },
+    }),
+  },
+  '/downloads/{attachmentId}': { get: download('get'), head: download('head') },
+};
+
+const errorResponses = {
+  Unauthorized: error('No `Authorization: Bearer <key>` header, a malformed one, or an unknown key.', {
+    'WWW-Authenticate': {
+      description: '`Bearer realm="customer-portal"`, with `, error="invalid_token"` when a token was given.',
+      schema: { type: 'string' },
+      required: true,
+    },
+  }),
+  NotFound: error('No route matches the path.'),
+  MethodNotAllowed: error('The path exists, but not with this method.', {
+    Allow: { description: 'The methods the path has.', schema: { type: 'string' }, required: true },
+  }),
+  InternalError: error('An unexpected fault, logged with the request id: `{"message":"Internal error"}`.'),
+};
+
+function buildDocument(): Json {
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Customer Portal API',
+      version: VERSION,
+      description:
+        'The Customer Portal API (v1) served by the `customer-portal` package. Operations marked `x-extension: true` go beyond the spec and are served unless the portal is made with `extensions: false`. Every error is `{"message": "…"}`.',
+      license: { name: 'MIT', identifier: 'MIT' },
+    },
+    servers: [{ url: DEFAULT_BASE_PATH, description: 'The base path, under the host the portal is mounted on.' }],
+    security: [{ bearerAuth: [] }],
+    tags: ['Webhooks', 'Agreements', 'Files', 'Tickets', 'Downloads'].map((name) => ({ name })),
+    paths,
+    components: {
+      schemas: toJsonSchemaDefs(componentSchemas, conversion),
+      responses: errorResponses,
+      headers: {
+        'X-Request-Id': {
+          description: 'The client\'s own when it sent one of at most 200 characters of `[A-Za-z0-9._:-]`, else a generated UUID.',
+          schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,200}$' },
+          required: true,
+        },
+        Location: { description: 'The absolute URL of the record made.', schema: { type: 'string', format: 'uri' }, required: true },
+        'Content-Range': { description: '`bytes <first>-<last>/<size>`, or `bytes */<size>` on a 416.', schema: { type: 'string' }, required: true },
+      },
+      securitySchemes: {
+        bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key: `Authorization: Bearer <key>`.' },
+      },
+    },
+  };
+}
+
+/** Freezes `value` and everything in it: the exported document is shared by every importer. */
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null) {
+    for (const item of Object.values(value)) deepFreeze(item);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+/**
+ * The OpenAPI 3.1 document of the whole HTTP API: a plain JSON value, frozen (`structuredClone` it to
+ * change a copy); `dist/openapi.json` holds the same.
+ */
+export const openapi: Readonly<Record<string, unknown>> = deepFreeze(buildDocument());

@@ -1,0 +1,71 @@
+import type { AuthOption } from './auth.js';
+import type { Logger } from './logger.js';
+import type { BlobStore, Storage, WebhookTransport } from './ports.js';
+
+export interface WebhookOptions {
+  /** Run the delivery worker in this instance (default `true`); `false` serves the API only. */
+  worker?: boolean;
+  /** node-cron expression of the worker's poll (default every 5 seconds: `'*\/5 * * * * *'`). */
+  tick?: string;
+  /** How long one call may take before it counts as failed (default 15000). */
+  timeoutMs?: number;
+  /** Calls in flight at once per instance (default 32). */
+  concurrency?: number;
+  /** Seconds to wait before each retry (default the Standard Webhooks schedule, about three days). */
+  retrySchedule?: readonly number[];
+  /** Let the default HTTP transport call loopback and private addresses (default `false`). */
+  allowPrivateNetworks?: boolean;
+}
+
+export interface PortalOptions {
+  /** Where records live (default: in memory). */
+  storage?: Storage;
+  /** Where bytes live (default: in memory). */
+  blobs?: BlobStore;
+  /** API keys, or a function from bearer token to account; default: the keys in `PORTAL_API_KEYS`. */
+  auth?: AuthOption;
+  /** Path prefix the API is served under (default `/v1`). */
+  basePath?: string;
+  /** Absolute URL of the API root, used to build links (default: from the request's Host). */
+  publicUrl?: string;
+  /** Trust `X-Forwarded-Proto` / `X-Forwarded-Host` when deriving the public URL (default `false`). */
+  trustProxy?: boolean;
+  /** HMAC keys for download links, each at least 32 characters: the first signs, every one verifies (default: one random key). */
+  signingKeys?: readonly string[];
+  webhooks?: WebhookOptions;
+  /** Performs webhook calls (default: the HTTP transport built from `webhooks`). */
+  transport?: WebhookTransport;
+  /** Event types a webhook may subscribe to. */
+  eventTypes?: readonly string[];
+  /** pino-compatible logger (default: silent). One line per request is logged at `info`. */
+  logger?: Logger;
+  /** The current time; injectable for tests of expiry and retries. */
+  clock?: () => Date;
+  /** Serve the routes beyond the spec (webhook management); default `true`. */
+  extensions?: boolean;
+}
+
+export const DEFAULT_EVENT_TYPES = ['customer-created', 'agreement-created', 'agreement-signed'] as const;
+export const DEFAULT_BASE_PATH = '/v1';
+
+/** `PORTAL_API_KEYS`: comma-separated keys, every one acting for the account `default`. */
+export function apiKeysFromEnv(value: string | undefined): string[] {
+  return (value ?? '')
+    .split(',')
+    .map((key) => key.trim())
+    .filter((key) => key !== '');
+}
+
+/** `/v1`, `v1/` and `/v1/` all mean `/v1`; `''` and `/` mean the root. */
+export function normalizeBasePath(basePath: string): string {
+  const trimmed = basePath.replace(/^\/+|\/+$/g, '');
+  if (!/^[A-Za-z0-9._~\-/]*$/.test(trimmed)) throw new TypeError(`basePath "${basePath}" has characters a path cannot hold`);
+  return trimmed === '' ? '' : '/' + trimmed;
+}
+
+export function normalizePublicUrl(publicUrl: string): string {
+  if (!URL.canParse(publicUrl)) throw new TypeError(`publicUrl "${publicUrl}" is not an absolute URL`);
+  const url = new URL(publicUrl);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError('publicUrl must be http or https');
+  return url.href.replace(/\/+$/, '');
+}

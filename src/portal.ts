@@ -1,0 +1,139 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createAuthenticator, type AuthOption } from './auth.js';
+import { defaultBlobs, defaultStorage, defaultTransport } from './defaults.js';
+import { createHandler, type Route } from './handler.js';
+import { silentLogger } from './logger.js';
+import {
+  DEFAULT_BASE_PATH,
+  DEFAULT_EVENT_TYPES,
+  apiKeysFromEnv,
+  normalizeBasePath,
+  normalizePublicUrl,
+  type PortalOptions,
+} from './options.js';
+import { createOrphanSweep } from './orphan-sweep.js';
+import type { BlobStore, Storage, WebhookTransport } from './ports.js';
+import { createLinkSigner, resolveSigningKeys } from './download-links.js';
+import { agreementRoutes } from './routes/agreements.js';
+import { downloadRoutes } from './routes/downloads.js';
+import { fileRoutes } from './routes/files.js';
+import { ticketRoutes } from './routes/tickets.js';
+import { webhookExtensionRoutes, webhookRoutes } from './routes/webhooks.js';
+import { createAgreementService, type AgreementApi } from './services/agreements.js';
+import { createEventService, type EventService } from './services/events.js';
+import { createFileService, type FileService } from './services/files.js';
+import { createTicketService, type TicketService } from './services/tickets.js';
+import { createWebhookWorker, type WebhookWorker } from './services/webhook-worker.js';
+import { createWebhookService, type WebhookService } from './services/webhooks.js';
+import { resolveWebhookOptions } from './webhook-options.js';
+
+export interface Portal {
+  /** The `node:http` request handler; with `next` (Express, connect), paths outside `basePath` fall through. */
+  handler(req: IncomingMessage, res: ServerResponse, next?: (error?: unknown) => void): void;
+  /** Webhook records: `create`, `get`, `list`, `delete`, `deliveries`, `redeliver`. */
+  webhooks: WebhookService;
+  /** Events: `publish` stores one and enqueues its deliveries. */
+  events: EventService;
+  /** The delivery worker (`start`, `stop`, `tick`); `null` when `webhooks.worker` is `false`. */
+  worker: WebhookWorker | null;
+  /** The file tree: `list`, `createDirectory`, `put`, `get`, `delete`. */
+  files: FileService;
+  /** Ticket message attachments: `putAttachment`, `getAttachment`, `deleteAttachment`, `downloadLink`. */
+  tickets: Pick<TicketService, 'putAttachment' | 'getAttachment' | 'deleteAttachment' | 'downloadLink'>;
+  /** Agreements: `get`, and `sign` for one signer. */
+  agreements: AgreementApi;
+  /** Stops background work and closes the adapters. */
+  close(): Promise<void>;
+}
+
+function resolveAuth(auth: AuthOption | undefined): AuthOption {
+  if (auth !== undefined) return auth;
+  const apiKeys = apiKeysFromEnv(process.env.PORTAL_API_KEYS);
+  if (apiKeys.length === 0) {
+    throw new TypeError('createPortal: give `auth` (API keys or a function), or set PORTAL_API_KEYS');
+  }
+  return { apiKeys };
+}
+
+/** Builds a portal and resolves once its adapters are open (tables migrated, locks taken). */
+export async function createPortal(options: PortalOptions = {}): Promise<Portal> {
+  const clock = options.clock ?? (() => new Date());
+  const logger = options.logger ?? silentLogger;
+  const basePath = normalizeBasePath(options.basePath ?? DEFAULT_BASE_PATH);
+  const publicUrl = options.publicUrl === undefined ? undefined : normalizePublicUrl(options.publicUrl);
+  const authenticate = createAuthenticator(resolveAuth(options.auth));
+  const storage: Storage = options.storage ?? defaultStorage();
+  const blobs: BlobStore = options.blobs ?? defaultBlobs({ clock });
+  const eventTypes = options.eventTypes ?? DEFAULT_EVENT_TYPES;
+  const webhookOptions = resolveWebhookOptions(options.webhooks);
+  const signer = createLinkSigner(resolveSigningKeys(options.signingKeys, logger));
+
+  await storage.open?.();
+  try {
+    await blobs.open?.();
+  } catch (error) {
+    await storage.close?.();
+    throw error;
+  }
+
+  let worker: WebhookWorker | null = null;
+  /** Asks the worker for a pass now; every service that stores events calls it after the write. */
+  const notify = () => worker?.poke();
+  let transport: WebhookTransport | undefined = options.transport;
+  if (webhookOptions.worker) {
+    const { timeoutMs, allowPrivateNetworks } = webhookOptions;
+    transport ??= defaultTransport({ timeoutMs, allowPrivateNetworks });
+    worker = createWebhookWorker({ storage, transport, clock, logger, ...webhookOptions });
+  }
+
+  const webhooks = createWebhookService({ storage, clock, eventTypes, notify });
+  const events = createEventService({ storage, clock, eventTypes, notify });
+  const files = createFileService({ storage, blobs, clock });
+  const tickets = createTicketService({ storage, blobs, clock, signer, publicUrl });
+  const agreements = createAgreementService({ storage, blobs, clock, logger, notify });
+  const routes: Route[] = [
+    ...webhookRoutes(webhooks),
+    ...fileRoutes(files),
+    ...ticketRoutes(tickets),
+    ...downloadRoutes(tickets),
+    ...agreementRoutes(agreements, { blobs, extensions: options.extensions ?? true }),
+  ];
+  if (options.extensions ?? true) routes.push(...webhookExtensionRoutes(webhooks));
+  const orphanSweep = createOrphanSweep({ storage, blobs, clock, logger });
+
+  const handler = createHandler({
+    basePath,
+    routes,
+    authenticate,
+    logger,
+    logRequests: options.logger !== undefined,
+    publicUrl,
+    trustProxy: options.trustProxy ?? false,
+  });
+
+  worker?.start();
+  orphanSweep.start();
+  let closing: Promise<void> | undefined;
+  return {
+    handler,
+    webhooks,
+    events,
+    worker,
+    files,
+    tickets: {
+      putAttachment: tickets.putAttachment,
+      getAttachment: tickets.getAttachment,
+      deleteAttachment: tickets.deleteAttachment,
+      downloadLink: tickets.downloadLink,
+    },
+    agreements: { get: agreements.get, sign: agreements.sign },
+    close() {
+      closing ??= (async () => {
+        // The worker and the sweep first: work in flight still writes to the open adapters.
+        await Promise.all([worker?.stop(), orphanSweep.stop()]);
+        await Promise.allSettled([transport?.close?.(), storage.close?.(), blobs.close?.()]);
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,166 @@
+import type { Readable } from 'node:stream';
+import type {
+  AgreementRecord,
+  AttachmentRecord,
+  ClaimedDelivery,
+  DeliveryAttempt,
+  DeliveryRecord,
+  DeliveryStatus,
+  EventRecord,
+  FileEntryRecord,
+  WebhookRecord,
+} from './records.js';
+
+/**
+ * Where records live. Every read is scoped to an account: a record of another account is absent.
+ * Methods resolve `null` (or `false`) when a record is absent and reject only on I/O failure, or
+ * when a record with the same id already exists (a bug, never a client's doing).
+ * A write that resolves is durable to the degree the adapter promises (memory: until the process ends).
+ */
+export interface Storage {
+  /** Prepares the store (tables, indexes, locks). Called once by `createPortal` before any other method. */
+  open?(): Promise<void>;
+  /** Releases what `open` took. Never closes a database client it was handed. */
+  close?(): Promise<void>;
+
+  /** Stores a new webhook. */
+  insertWebhook(webhook: WebhookRecord): Promise<void>;
+  /** The webhook, or `null` when absent in this account. */
+  getWebhook(accountId: string, id: string): Promise<WebhookRecord | null>;
+  /** Every webhook of the account, oldest first. */
+  listWebhooks(accountId: string): Promise<WebhookRecord[]>;
+  /** Removes the webhook and cancels its pending deliveries in one atomic step; `false` when absent. */
+  deleteWebhook(accountId: string, id: string): Promise<boolean>;
+
+  /** Stores a new file or directory entry. */
+  insertFileEntry(entry: FileEntryRecord): Promise<void>;
+  /** The entry, or `null` when absent in this account. */
+  getFileEntry(accountId: string, id: string): Promise<FileEntryRecord | null>;
+  /** Every entry directly inside `directoryId` (`null`: the account's root), in no particular order. */
+  listFileEntries(accountId: string, directoryId: string | null): Promise<FileEntryRecord[]>;
+  /** Removes the entry; `false` when absent. */
+  deleteFileEntry(accountId: string, id: string): Promise<boolean>;
+
+  /** Stores a new agreement together with `events` (see `publishEvents`), atomically. */
+  insertAgreement(agreement: AgreementRecord, events: EventRecord[]): Promise<void>;
+  /** The agreement, or `null` when absent in this account. */
+  getAgreement(accountId: string, id: string): Promise<AgreementRecord | null>;
+  /**
+   * Replaces the agreement with what `change` makes of the current one, and stores the events it
+   * returns, atomically: no other update of that agreement interleaves. `change` may throw, which
+   * leaves everything unchanged and rejects with that error. Resolves the stored agreement, or
+   * `null` when absent in this account (`change` is then not called).
+   */
+  updateAgreement(
+    accountId: string,
+    id: string,
+    change: (current: AgreementRecord) => { agreement: AgreementRecord; events: EventRecord[] },
+  ): Promise<AgreementRecord | null>;
+
+  /** Stores a new ticket message attachment. */
+  insertAttachment(attachment: AttachmentRecord): Promise<void>;
+  /** The attachment, or `null` when absent in this account. */
+  getAttachment(accountId: string, id: string): Promise<AttachmentRecord | null>;
+  /** Removes the attachment; `false` when absent. */
+  deleteAttachment(accountId: string, id: string): Promise<boolean>;
+
+  /**
+   * Stores the events and, for each, one pending delivery (a new `whd_` id, `nextAttemptAt` = the
+   * event's `createdAt`, no attempts, no lease) per webhook of the event's account and type, all in
+   * one atomic step. Resolves the deliveries created.
+   */
+  publishEvents(events: EventRecord[]): Promise<DeliveryRecord[]>;
+  /** The event, or `null` when absent in this account. */
+  getEvent(accountId: string, id: string): Promise<EventRecord | null>;
+  /** The delivery, or `null` when absent in this account. */
+  getDelivery(accountId: string, id: string): Promise<DeliveryRecord | null>;
+  /** Every delivery of the webhook, newest first (by `createdAt`, then id). */
+  listDeliveries(accountId: string, webhookId: string): Promise<DeliveryRecord[]>;
+  /**
+   * Leases up to `limit` pending deliveries that are due (`nextAttemptAt <= now`) and not leased
+   * (no lease, or one that ended before `now`), oldest due first, to `owner` until `leaseUntil`,
+   * in one atomic step: two concurrent claims never return the same delivery. A due delivery whose
+   * webhook no longer exists is cancelled instead of returned.
+   */
+  claimDeliveries(claim: { now: string; leaseUntil: string; limit: number; owner: string }): Promise<ClaimedDelivery[]>;
+  /**
+   * Appends an attempt to a delivery leased by `owner`, sets its status and next attempt, and
+   * releases the lease. `false`, changing nothing, when `owner` no longer holds the lease or the
+   * delivery is no longer pending (cancelled meanwhile).
+   */
+  recordAttempt(
+    id: string,
+    owner: string,
+    attempt: DeliveryAttempt,
+    outcome: { status: DeliveryStatus; nextAttemptAt: string | null },
+  ): Promise<boolean>;
+  /** Makes the delivery pending again, due at `nextAttemptAt`, lease dropped, attempts kept; `null` when absent. */
+  redeliver(accountId: string, id: string, nextAttemptAt: string): Promise<DeliveryRecord | null>;
+
+  /** Whether any record names the blob `key` (a document, file or attachment id): the orphan sweep asks. */
+  isBlobReferenced(key: string): Promise<boolean>;
+}
+
+/** A byte range, both ends inclusive, as in an HTTP `Range` header. */
+export interface ByteRange {
+  start: number;
+  end: number;
+}
+
+export interface BlobInfo {
+  key: string;
+  size: number;
+  /** When the blob was written, ATOM. */
+  createdAt: string;
+}
+
+/** Where bytes live: agreement documents, files, attachments; each under the id of its record. */
+export interface BlobStore {
+  /** Prepares the store. Called once by `createPortal` before any other method. */
+  open?(): Promise<void>;
+  /** Releases what `open` took. */
+  close?(): Promise<void>;
+  /**
+   * Streams `body` in with backpressure and resolves its size once every byte is durably stored.
+   * A blob is visible to `get` only once complete. When `body` errors or is destroyed, `put` rejects
+   * with that error and nothing is left under `key`.
+   */
+  put(key: string, body: Readable | AsyncIterable<Uint8Array>): Promise<{ size: number }>;
+  /** The blob's bytes (only `range`, when given) as a stream, or `null` when absent. */
+  get(key: string, range?: ByteRange): Promise<Readable | null>;
+  /** Size and write time, or `null` when absent. */
+  stat(key: string): Promise<BlobInfo | null>;
+  /** Removes the blob; `false` when absent. */
+  delete(key: string): Promise<boolean>;
+  /** Every blob written before `before` (ATOM): the orphan sweep walks these. */
+  listBefore(before: string): AsyncIterable<BlobInfo>;
+  /**
+   * Optional: a URL of the store's own (a cloud store's presigned GET, say) that serves the blob
+   * without the portal until `expiresAt`. When present and it resolves a string, download links
+   * hand that out instead of the portal's own signed route.
+   */
+  presign?(key: string, options: { expiresAt: Date; filename: string; mime: string }): Promise<string | null>;
+}
+
+/** One webhook call, fully prepared: the transport only sends it. */
+export interface WebhookCall {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** What came of a call: a status code, or the error that stopped one from arriving. */
+export interface WebhookCallResult {
+  statusCode: number | null;
+  /** Response headers, lower-case names (`retry-after` is read from these). */
+  headers: Record<string, string | string[] | undefined>;
+  /** Why no status came back (timeout, refused address, network error); `null` when one did. */
+  error: string | null;
+}
+
+/** Performs webhook calls. Resolves for every outcome; rejects never. */
+export interface WebhookTransport {
+  send(call: WebhookCall, options: { timeoutMs: number; signal?: AbortSignal }): Promise<WebhookCallResult>;
+  /** Releases sockets and agents. */
+  close?(): Promise<void>;
+}

@@ -1,0 +1,152 @@
+import { newId } from './ids.js';
+
+/**
+ * The records the portal keeps. Every stored record carries the `accountId` it belongs to; the
+ * public shapes (what the API and the programmatic methods return) leave it out.
+ * Date-times are ATOM strings (see `time.ts`), so comparing two of them as strings compares times.
+ */
+
+export interface Webhook {
+  id: string;
+  type: string;
+  url: string;
+  secret: string;
+  createdAt: string;
+}
+export interface WebhookRecord extends Webhook {
+  accountId: string;
+}
+
+export type FileEntryType = 'file' | 'directory';
+
+export interface FileEntry {
+  id: string;
+  type: FileEntryType;
+  name: string;
+  size: number;
+  mime: string;
+  fileShareId: string | null;
+  createdAt: string;
+}
+export interface FileEntryRecord extends FileEntry {
+  accountId: string;
+  /** The directory holding the entry; `null` for the account's root. */
+  directoryId: string | null;
+}
+
+export type AgreementStatus = 'sent' | 'signed';
+
+export interface AgreementSigner {
+  id: string;
+  firstName: string;
+  lastName: string;
+  email: string;
+  shouldIdentify: boolean;
+  signature: string | null;
+  signatureHash: string | null;
+  signedAt: string | null;
+}
+
+export interface AgreementDocument {
+  id: string;
+  documentName: string;
+  fileSize: number;
+  fileHash: string;
+}
+
+export interface Agreement {
+  id: string;
+  name: string;
+  status: AgreementStatus;
+  signerName: string;
+  signerSignature: string;
+  signerSignatureHash: string;
+  signers: AgreementSigner[];
+  documents: AgreementDocument[];
+  createdAt: string;
+}
+/** The bytes of each document are in the `BlobStore` under the document's id. */
+export interface AgreementRecord extends Agreement {
+  accountId: string;
+}
+
+export interface Attachment {
+  id: string;
+  ticketId: string;
+  messageId: string;
+  name: string;
+  mime: string;
+  size: number;
+  createdAt: string;
+}
+/** The bytes are in the `BlobStore` under the attachment's id. */
+export interface AttachmentRecord extends Attachment {
+  accountId: string;
+}
+
+export interface PortalEvent {
+  id: string;
+  type: string;
+  createdAt: string;
+  data: unknown;
+}
+export interface EventRecord extends PortalEvent {
+  accountId: string;
+}
+
+export type DeliveryStatus = 'pending' | 'succeeded' | 'failed' | 'cancelled';
+
+export interface DeliveryAttempt {
+  at: string;
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+}
+
+export interface Delivery {
+  id: string;
+  webhookId: string;
+  eventId: string;
+  status: DeliveryStatus;
+  attempts: DeliveryAttempt[];
+  nextAttemptAt: string | null;
+  createdAt: string;
+}
+export interface DeliveryRecord extends Delivery {
+  accountId: string;
+  /** Who holds the delivery while a call is in flight, and until when; `null` when free. */
+  leaseOwner: string | null;
+  leaseUntil: string | null;
+}
+
+/** A delivery a worker has leased, with what it needs to make the call. */
+export interface ClaimedDelivery {
+  delivery: DeliveryRecord;
+  event: EventRecord;
+  webhook: WebhookRecord;
+}
+
+/**
+ * The delivery `Storage.publishEvents` makes for `event` to the webhook `webhookId`: pending, due when
+ * the event happened, no attempts, no lease. One rule for every adapter.
+ */
+export function newDelivery(event: EventRecord, webhookId: string): DeliveryRecord {
+  return {
+    id: newId('whd'),
+    accountId: event.accountId,
+    webhookId,
+    eventId: event.id,
+    status: 'pending',
+    attempts: [],
+    nextAttemptAt: event.createdAt,
+    createdAt: event.createdAt,
+    leaseOwner: null,
+    leaseUntil: null,
+  };
+}
+
+/** Strips the account from a stored record, giving the shape the API returns. */
+export function publicShape<T extends { accountId: string }>(record: T): Omit<T, 'accountId'> {
+  const { accountId: _accountId, ...rest } = record;
+  return rest;
+}

@@ -1,0 +1,76 @@
+import type { IncomingMessage } from 'node:http';
+import { pipeline } from 'node:stream/promises';
+import { type RangeRequest, parseRange } from '../byte-range.js';
+import { attachmentDisposition } from '../content-disposition.js';
+import { DOWNLOAD_ROUTE, readDownloadRequest } from '../download-links.js';
+import type { Route } from '../handler.js';
+import { HttpError } from '../http-error.js';
+import type { AttachmentRecord } from '../records.js';
+import type { TicketService } from '../services/tickets.js';
+
+/**
+ * The signed download route (public: the link's signature is its authorization). Streams the
+ * attachment's bytes, whole or one range, straight from the blob store to the socket.
+ */
+export function downloadRoutes(tickets: TicketService): Route[] {
+  return [
+    {
+      method: ['GET', 'HEAD'],
+      path: DOWNLOAD_ROUTE,
+      public: true,
+      async handler({ req, res, params, query }) {
+        // Private bytes: no shared cache may keep them, whatever the answer turns out to be.
+        res.setHeader('Cache-Control', 'private, no-store');
+        const attachment = await tickets.redeem(readDownloadRequest(params, query));
+        const asked = requestedRange(req, attachment);
+        if (asked.kind === 'unsatisfiable') {
+          throw new HttpError(416, `The requested range is outside the attachment's ${attachment.size} bytes.`, {
+            'Accept-Ranges': 'bytes',
+            'Content-Range': `bytes */${attachment.size}`,
+          });
+        }
+        const range = asked.kind === 'partial' ? asked.range : undefined;
+        const headers: Record<string, string | number> = {
+          'Content-Type': attachment.mime,
+          'Content-Length': range === undefined ? attachment.size : range.end - range.start + 1,
+          'Content-Disposition': attachmentDisposition(attachment.name),
+          'Accept-Ranges': 'bytes',
+          ETag: etagOf(attachment),
+          'Last-Modified': new Date(attachment.createdAt).toUTCString(),
+          // Should a browser open it anyway, uploaded HTML or SVG runs no script on our origin.
+          'Content-Security-Policy': "default-src 'none'; sandbox",
+        };
+        if (range !== undefined) headers['Content-Range'] = `bytes ${range.start}-${range.end}/${attachment.size}`;
+        const status = range === undefined ? 200 : 206;
+
+        if (req.method === 'HEAD') {
+          await tickets.checkBytes(attachment);
+          res.writeHead(status, headers).end();
+          return;
+        }
+        const body = await tickets.openBytes(attachment, range);
+        res.writeHead(status, headers);
+        try {
+          await pipeline(body, res);
+        } catch (error) {
+          // The client went away mid-download: pipeline has destroyed the source; nothing to answer.
+          if ((error as { code?: string }).code === 'ERR_STREAM_PREMATURE_CLOSE') return;
+          throw error;
+        }
+      },
+    },
+  ];
+}
+
+/** The bytes under an attachment id never change, so its id is a strong validator. */
+const etagOf = (attachment: AttachmentRecord) => `"${attachment.id}"`;
+
+/**
+ * The `Range` asked for. With an `If-Range`, only when it names our ETag: a date there is a weak
+ * validator, which RFC 9110 §13.1.5 does not let a range rely on, so it gets the whole attachment.
+ */
+function requestedRange(req: IncomingMessage, attachment: AttachmentRecord): RangeRequest {
+  const ifRange = req.headers['if-range'];
+  if (ifRange !== undefined && ifRange !== etagOf(attachment)) return { kind: 'full' };
+  return parseRange(req.headers.range, attachment.size);
+}

@@ -1,0 +1,18 @@
+import type { Route } from '../handler.js';
+import { badRequest } from '../http-error.js';
+import type { FileService } from '../services/files.js';
+
+/** `GET /files?directoryId=fsd_…`: one directory's entries, the account's root without the parameter. */
+export function fileRoutes(files: FileService): Route[] {
+  return [
+    {
+      method: ['GET', 'HEAD'],
+      path: '/files',
+      async handler({ accountId, query }) {
+        const directoryId = query.directoryId;
+        if (Array.isArray(directoryId)) throw badRequest('directoryId must be given at most once.');
+        return { status: 200, body: { data: await files.list(accountId, directoryId) } };
+      },
+    },
+  ];
+}

@@ -1,0 +1,70 @@
+import { readJson } from '../body.js';
+import type { Route } from '../handler.js';
+import { notFound } from '../http-error.js';
+import type { WebhookService } from '../services/webhooks.js';
+
+const noWebhook = (id: string | undefined) => notFound(`No webhook ${id} in this account.`);
+
+/** `GET` and `DELETE /webhooks/{webhookId}`. An id of the wrong shape cannot exist: 404, as the spec lists no 400. */
+export function webhookRoutes(webhooks: WebhookService): Route[] {
+  return [
+    {
+      method: ['GET', 'HEAD'],
+      path: '/webhooks/:webhookId',
+      async handler({ accountId, params }) {
+        const webhook = await webhooks.get(accountId, params.webhookId!);
+        if (webhook === null) throw noWebhook(params.webhookId);
+        return { status: 200, body: webhook };
+      },
+    },
+    {
+      method: 'DELETE',
+      path: '/webhooks/:webhookId',
+      async handler({ accountId, params }) {
+        if (!(await webhooks.delete(accountId, params.webhookId!))) throw noWebhook(params.webhookId);
+        return { status: 204 };
+      },
+    },
+  ];
+}
+
+/** Beyond the spec (`extensions: true`): create and list webhooks over HTTP. */
+export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
+  return [
+    {
+      method: 'POST',
+      path: '/webhooks',
+      async handler({ accountId, req, baseUrl }) {
+        const webhook = await webhooks.create(accountId, (await readJson(req)) as never);
+        return { status: 201, body: webhook, headers: { Location: `${baseUrl()}/webhooks/${webhook.id}` } };
+      },
+    },
+    {
+      method: ['GET', 'HEAD'],
+      path: '/webhooks',
+      async handler({ accountId }) {
+        return { status: 200, body: { data: await webhooks.list(accountId) } };
+      },
+    },
+    {
+      method: ['GET', 'HEAD'],
+      path: '/webhooks/:webhookId/deliveries',
+      async handler({ accountId, params }) {
+        const deliveries = await webhooks.deliveries(accountId, params.webhookId!);
+        if (deliveries === null) throw noWebhook(params.webhookId);
+        return { status: 200, body: { data: deliveries } };
+      },
+    },
+    {
+      method: 'POST',
+      path: '/webhooks/:webhookId/deliveries/:deliveryId/redeliver',
+      async handler({ accountId, params }) {
+        const { webhookId, deliveryId } = params;
+        // The delivery must sit under the webhook the path names.
+        const delivery = await webhooks.redeliver(accountId, deliveryId!, webhookId);
+        if (delivery === null) throw notFound(`No delivery ${deliveryId} of webhook ${webhookId} in this account.`);
+        return { status: 202, body: delivery };
+      },
+    },
+  ];
+}

@@ -1,0 +1,156 @@
+import * as v from 'valibot';
+import { idPattern, type IdPrefix } from './ids.js';
+import type {
+  Agreement,
+  AgreementDocument,
+  AgreementSigner,
+  Delivery,
+  DeliveryAttempt,
+  FileEntry,
+  Webhook,
+} from './records.js';
+import { MAX_DOCUMENTS, MAX_SIGNERS, displayName, signerInput } from './services/agreements.js';
+import type { DownloadLink } from './services/tickets.js';
+import { signatureDataUrl } from './signature-data.js';
+import { mediaType } from './validate.js';
+
+/**
+ * The shapes the API answers with, as valibot schemas: the OpenAPI document is generated from them
+ * (with the input schemas the routes validate with), and the type checks at the end of this file tie
+ * each to its record type, so a field added to a record and not here fails to compile.
+ * Objects are strict: in the document an undeclared field is an error, so a response cannot drift.
+ */
+
+const id = (prefix: IdPrefix) => v.pipe(v.string(), v.regex(idPattern(prefix)));
+
+/** ATOM, UTC, second precision (`time.ts`): a narrower form of RFC 3339 `date-time`. */
+export const atomDateTime = v.pipe(
+  v.string(),
+  v.regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/),
+  v.metadata({ format: 'date-time', examples: ['2026-11-21T09:05:07+00:00'] }),
+);
+const sha256Hex = v.pipe(v.string(), v.regex(/^[0-9a-f]{64}$/), v.description('SHA-256, lower-case hex'));
+const count = v.pipe(v.number(), v.integer(), v.minValue(0));
+
+export const errorBody = v.strictObject({
+  message: v.pipe(v.string(), v.minLength(1), v.description('One sentence naming what was wrong.')),
+});
+
+export const webhook = v.strictObject({
+  id: id('wbh'),
+  type: v.pipe(v.string(), v.minLength(1), v.description('The event type, one of the portal\'s `eventTypes`.')),
+  url: v.pipe(v.string(), v.metadata({ format: 'uri' })),
+  secret: v.pipe(
+    v.string(),
+    v.regex(/^whsec_[A-Za-z0-9+/]{43}=$/),
+    v.description('`whsec_` + base64 of 32 random bytes (Standard Webhooks); the key of every call\'s signature.'),
+  ),
+  createdAt: atomDateTime,
+});
+
+export const deliveryAttempt = v.strictObject({
+  at: atomDateTime,
+  statusCode: v.nullable(v.pipe(v.number(), v.integer(), v.minValue(100), v.maxValue(599))),
+  error: v.nullable(v.string()),
+  durationMs: count,
+});
+
+export const delivery = v.strictObject({
+  id: id('whd'),
+  webhookId: id('wbh'),
+  eventId: id('evt'),
+  status: v.picklist(['pending', 'succeeded', 'failed', 'cancelled']),
+  attempts: v.array(deliveryAttempt),
+  nextAttemptAt: v.nullable(atomDateTime),
+  createdAt: atomDateTime,
+});
+
+export const fileEntry = v.strictObject({
+  id: v.pipe(v.string(), v.regex(/^(fsf|fsd)_[0-9A-Za-z]{1,64}$/)),
+  type: v.picklist(['file', 'directory']),
+  name: v.pipe(v.string(), v.minLength(1), v.maxLength(255)),
+  size: count,
+  mime: mediaType,
+  fileShareId: v.nullable(id('fss')),
+  createdAt: atomDateTime,
+});
+
+export const agreementSigner = v.strictObject({
+  id: id('ags'),
+  firstName: displayName,
+  lastName: displayName,
+  email: v.pipe(v.string(), v.email()),
+  shouldIdentify: v.boolean(),
+  signature: v.nullable(signatureDataUrl),
+  signatureHash: v.nullable(sha256Hex),
+  signedAt: v.nullable(atomDateTime),
+});
+
+export const agreementDocument = v.strictObject({
+  id: id('agd'),
+  documentName: v.pipe(v.string(), v.minLength(1), v.maxLength(255)),
+  fileSize: count,
+  fileHash: sha256Hex,
+});
+
+export const agreement = v.strictObject({
+  id: id('agr'),
+  name: displayName,
+  status: v.picklist(['sent', 'signed']),
+  signerName: displayName,
+  signerSignature: signatureDataUrl,
+  signerSignatureHash: sha256Hex,
+  signers: v.pipe(v.array(agreementSigner), v.minLength(1), v.maxLength(MAX_SIGNERS)),
+  documents: v.pipe(v.array(agreementDocument), v.minLength(1), v.maxLength(MAX_DOCUMENTS)),
+  createdAt: atomDateTime,
+});
+
+export const downloadLink = v.strictObject({
+  link: v.pipe(v.string(), v.metadata({ format: 'uri' })),
+  expiresAt: atomDateTime,
+});
+
+export const webhookList = v.strictObject({ data: v.array(webhook) });
+export const deliveryList = v.strictObject({ data: v.array(delivery) });
+export const fileList = v.strictObject({ data: v.array(fileEntry) });
+
+/** One uploaded document: a file part. valibot's `blob` stands for it; the document renders it as binary. */
+export const documentPart = v.pipe(v.blob(), v.metadata({ contentMediaType: 'application/octet-stream' }));
+
+/**
+ * The `POST /agreements` form as one object. The reader (`agreement-form.ts`) checks it part by part
+ * as the body streams in, with these same part schemas and limits.
+ */
+export const agreementForm = v.strictObject({
+  name: displayName,
+  signerName: displayName,
+  signerSignatureData: signatureDataUrl,
+  signers: v.pipe(
+    v.array(signerInput),
+    v.minLength(1),
+    v.maxLength(MAX_SIGNERS),
+    v.description('One part per signer holding a JSON object, or one part holding a JSON array of them.'),
+  ),
+  documents: v.pipe(
+    v.array(documentPart),
+    v.minLength(1),
+    v.maxLength(MAX_DOCUMENTS),
+    v.description(
+      'File parts named `documents`, `documents[]`, `documents[N]` or `documents.items`, each with a filename; 5 MiB (5,242,880 bytes) in total at most.',
+    ),
+  ),
+});
+
+// Each schema's output is exactly its record type; `Equal` is false for any difference, `?` included.
+type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+type Holds<T extends true> = T;
+export type SchemaMatchesRecords = [
+  Holds<Equal<v.InferOutput<typeof webhook>, Webhook>>,
+  Holds<Equal<v.InferOutput<typeof delivery>, Delivery>>,
+  Holds<Equal<v.InferOutput<typeof deliveryAttempt>, DeliveryAttempt>>,
+  Holds<Equal<v.InferOutput<typeof fileEntry>, FileEntry>>,
+  Holds<Equal<v.InferOutput<typeof agreement>, Agreement>>,
+  Holds<Equal<v.InferOutput<typeof agreementSigner>, AgreementSigner>>,
+  Holds<Equal<v.InferOutput<typeof agreementDocument>, AgreementDocument>>,
+  Holds<Equal<v.InferOutput<typeof downloadLink>, DownloadLink>>,
+];

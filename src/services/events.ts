@@ -1,0 +1,62 @@
+import { newId } from '../ids.js';
+import type { Storage } from '../ports.js';
+import { publicShape, type EventRecord, type PortalEvent } from '../records.js';
+import { atom } from '../time.js';
+import { badRequest } from '../http-error.js';
+import { accountId as accountIdSchema, eventType, parseInput } from '../validate.js';
+
+/** A new event record; stored with `Storage.publishEvents` or alongside the write that caused it. */
+export function newEvent(accountId: string, type: string, data: unknown, now: Date): EventRecord {
+  return { id: newId('evt'), accountId, type, createdAt: atom(now), data };
+}
+
+/**
+ * `data` as the JSON it will be sent as: what is stored is exactly what receivers get (a `Date`
+ * becomes its string, `undefined` fields vanish), and what cannot be JSON is refused here, not at
+ * the first attempt.
+ */
+function jsonData(data: unknown): Record<string, unknown> {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(data);
+  } catch (error) {
+    throw badRequest(`event data cannot be written as JSON: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  const parsed: unknown = text === undefined ? undefined : JSON.parse(text);
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw badRequest('event data must be a JSON object.');
+  return parsed as Record<string, unknown>;
+}
+
+/** Publishing events: `portal.events`. */
+export function createEventService(deps: {
+  storage: Storage;
+  clock: () => Date;
+  eventTypes: readonly string[];
+  /** Asks the worker for an immediate pass; called once events are stored. */
+  notify?: () => void;
+}) {
+  const { storage, clock } = deps;
+  const notify = deps.notify ?? (() => {});
+  const type = eventType(deps.eventTypes);
+
+  return {
+    /**
+     * Stores the event and one pending delivery per webhook of the account subscribed to `type`, in
+     * one atomic step, and resolves the stored event once that is durable; the first attempt then
+     * goes out at once (when this instance runs the worker; otherwise at another instance's next tick).
+     */
+    async publish(accountId: string, eventType: string, data: unknown): Promise<PortalEvent> {
+      parseInput(accountIdSchema, accountId, 'accountId');
+      parseInput(type, eventType, 'event type');
+      const event = newEvent(accountId, eventType, jsonData(data), clock());
+      await storage.publishEvents([event]);
+      notify();
+      return publicShape(event);
+    },
+
+    /** Asks the worker for a pass now: for events stored another way (alongside an agreement, say). */
+    notify,
+  };
+}
+
+export type EventService = ReturnType<typeof createEventService>;

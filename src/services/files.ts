@@ -1,0 +1,153 @@
+import { Readable } from 'node:stream';
+import * as v from 'valibot';
+import { HttpError, badRequest, notFound } from '../http-error.js';
+import { isId, newId } from '../ids.js';
+import type { BlobStore, Storage } from '../ports.js';
+import type { FileEntry, FileEntryRecord } from '../records.js';
+import { atom } from '../time.js';
+import { accountId as accountIdSchema, entryName, mediaType, parseInput } from '../validate.js';
+
+export type BlobBody = Buffer | Uint8Array | string | Readable | AsyncIterable<Uint8Array>;
+
+export interface DirectoryInput {
+  name: string;
+  directoryId?: string | null;
+}
+
+export interface FileInput extends DirectoryInput {
+  mime: string;
+  fileShareId?: string | null;
+  body: BlobBody;
+}
+
+const parentId = v.nullish(v.custom<string>((value) => isId('fsd', value), 'must be a directory id (fsd_…)'));
+const directoryInput = v.object({ name: entryName, directoryId: parentId }, 'must be an object');
+const fileInput = v.object({
+  name: entryName,
+  mime: mediaType,
+  directoryId: parentId,
+  fileShareId: v.nullish(v.custom<string>((value) => isId('fss', value), 'must be a file share id (fss_…)')),
+}, 'must be an object');
+
+/** The bytes of a body given as a buffer or string arrive as one chunk; streams pass through as they are. */
+export function toStream(body: BlobBody): Readable | AsyncIterable<Uint8Array> {
+  if (typeof body === 'string') return Readable.from([Buffer.from(body)]);
+  if (body instanceof Uint8Array) return Readable.from([body]);
+  return body;
+}
+
+/** Public shape of an entry: exactly the fields of the spec's "File or directory entry". */
+function toEntry(record: FileEntryRecord): FileEntry {
+  return {
+    id: record.id,
+    type: record.type,
+    name: record.name,
+    size: record.size,
+    mime: record.mime,
+    fileShareId: record.fileShareId,
+    createdAt: record.createdAt,
+  };
+}
+
+/** Directories first, then files; each by name without regard to case, then by id. */
+function listingOrder(a: { type: string; sortName: string; id: string }, b: typeof a): number {
+  if (a.type !== b.type) return a.type === 'directory' ? -1 : 1;
+  if (a.sortName !== b.sortName) return a.sortName < b.sortName ? -1 : 1;
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}
+
+/** The rules for the file tree; the routes and `portal.files` both call these. */
+export function createFileService(deps: { storage: Storage; blobs: BlobStore; clock: () => Date }) {
+  const { storage, blobs, clock } = deps;
+
+  async function requireDirectory(accountId: string, directoryId: string | null | undefined): Promise<string | null> {
+    if (directoryId === null || directoryId === undefined) return null;
+    const parent = await storage.getFileEntry(accountId, directoryId);
+    if (parent === null || parent.type !== 'directory') throw notFound(`No directory ${directoryId} in this account.`);
+    return parent.id;
+  }
+
+  return {
+    /** The entries of a directory (the root without `directoryId`) in listing order. */
+    async list(accountId: string, directoryId?: string | null): Promise<FileEntry[]> {
+      if (directoryId !== undefined && directoryId !== null && !isId('fsd', directoryId)) {
+        throw badRequest('directoryId must be a directory id (fsd_ followed by letters and digits).');
+      }
+      const parent = await requireDirectory(accountId, directoryId);
+      const records = await storage.listFileEntries(accountId, parent);
+      return records
+        .map((record) => ({ type: record.type, sortName: record.name.toLowerCase(), id: record.id, record }))
+        .sort(listingOrder)
+        .map((item) => toEntry(item.record));
+    },
+
+    async createDirectory(accountId: string, input: DirectoryInput): Promise<FileEntry> {
+      parseInput(accountIdSchema, accountId, 'accountId');
+      const { name, directoryId } = parseInput(directoryInput, input, 'directory');
+      const record: FileEntryRecord = {
+        id: newId('fsd'),
+        accountId,
+        directoryId: await requireDirectory(accountId, directoryId),
+        type: 'directory',
+        name,
+        size: 0,
+        mime: 'inode/directory',
+        fileShareId: null,
+        createdAt: atom(clock()),
+      };
+      await storage.insertFileEntry(record);
+      return toEntry(record);
+    },
+
+    /** Streams `body` into the blob store, then records the entry with the size that arrived. */
+    async put(accountId: string, input: FileInput): Promise<FileEntry> {
+      parseInput(accountIdSchema, accountId, 'accountId');
+      const { name, mime, directoryId, fileShareId } = parseInput(fileInput, input, 'file');
+      if (input.body === undefined || input.body === null) throw badRequest('file.body: is required.');
+      const parent = await requireDirectory(accountId, directoryId);
+      const id = newId('fsf');
+      const { size } = await blobs.put(id, toStream(input.body));
+      const record: FileEntryRecord = {
+        id,
+        accountId,
+        directoryId: parent,
+        type: 'file',
+        name,
+        size,
+        mime,
+        fileShareId: fileShareId ?? null,
+        createdAt: atom(clock()),
+      };
+      try {
+        await storage.insertFileEntry(record);
+      } catch (error) {
+        await blobs.delete(id).catch(() => {});
+        throw error;
+      }
+      return toEntry(record);
+    },
+
+    /** The entry, or `null` when absent or of another account. */
+    async get(accountId: string, id: string): Promise<FileEntry | null> {
+      const record = await storage.getFileEntry(accountId, id);
+      return record && toEntry(record);
+    },
+
+    /**
+     * Removes a file (its record first, then its bytes: bytes no record names are swept, while a
+     * record without bytes would be broken) or an empty directory. `false` when absent.
+     */
+    async delete(accountId: string, id: string): Promise<boolean> {
+      const record = await storage.getFileEntry(accountId, id);
+      if (record === null) return false;
+      if (record.type === 'directory' && (await storage.listFileEntries(accountId, id)).length > 0) {
+        throw new HttpError(409, `Directory ${id} is not empty.`);
+      }
+      const removed = await storage.deleteFileEntry(accountId, id);
+      if (removed && record.type === 'file') await blobs.delete(id);
+      return removed;
+    },
+  };
+}
+
+export type FileService = ReturnType<typeof createFileService>;

@@ -1,0 +1,176 @@
+import type { Readable } from 'node:stream';
+import * as v from 'valibot';
+import { type DownloadGrant, type LinkSigner, downloadLinkUrl } from '../download-links.js';
+import { HttpError, badRequest, notFound } from '../http-error.js';
+import { isId, newId } from '../ids.js';
+import type { BlobStore, ByteRange, Storage } from '../ports.js';
+import { type Attachment, type AttachmentRecord, publicShape } from '../records.js';
+import { atom } from '../time.js';
+import { accountId as accountIdSchema, entryName, mediaType, parseInput } from '../validate.js';
+import { type BlobBody, toStream } from './files.js';
+
+export interface AttachmentInput {
+  /** The host's ticket id (`tck_…`); a new one is made when absent. */
+  ticketId?: string | null;
+  /** The host's message id (`tcm_…`); a new one is made when absent. Needs `ticketId`. */
+  messageId?: string | null;
+  name: string;
+  mime: string;
+  body: BlobBody;
+}
+
+/** Where an attachment sits: the three ids of the download-link route. */
+export interface AttachmentRef {
+  ticketId: string;
+  messageId: string;
+  attachmentId: string;
+}
+
+export interface DownloadLink {
+  link: string;
+  expiresAt: string;
+}
+
+/** How long a download link serves (spec: "The link is valid for 5 minutes"). */
+export const LINK_LIFETIME_SECONDS = 5 * 60;
+
+const hostId = (prefix: 'tck' | 'tcm', what: string) =>
+  v.nullish(v.custom<string>((value) => isId(prefix, value), `must be a ${what} id (${prefix}_ followed by letters and digits)`));
+const attachmentInput = v.object({
+  ticketId: hostId('tck', 'ticket'),
+  messageId: hostId('tcm', 'message'),
+  name: entryName,
+  mime: mediaType,
+}, 'must be an object');
+
+/** The 400 for the first id of `ref` without its shape, named as in the route's path. */
+function checkRef(ref: AttachmentRef): void {
+  const checks = [
+    ['ticketId', 'tck', 'a ticket'],
+    ['messageId', 'tcm', 'a message'],
+    ['attachmentId', 'tca', 'an attachment'],
+  ] as const;
+  for (const [field, prefix, what] of checks) {
+    if (!isId(prefix, ref[field])) throw badRequest(`${field} must be ${what} id (${prefix}_ followed by letters and digits).`);
+  }
+}
+
+const removedSince = () => notFound('The attachment has been removed.');
+
+const sitsUnder = (record: AttachmentRecord, ticketId: string, messageId: string) =>
+  record.ticketId === ticketId && record.messageId === messageId;
+
+export interface TicketServiceDeps {
+  storage: Storage;
+  blobs: BlobStore;
+  clock: () => Date;
+  signer: LinkSigner;
+  /** The configured `publicUrl`: the API root of links made outside a request. */
+  publicUrl: string | undefined;
+}
+
+/** Ticket message attachments and their download links; the routes and `portal.tickets` both call these. */
+export function createTicketService(deps: TicketServiceDeps) {
+  const { storage, blobs, clock, signer } = deps;
+
+  return {
+    /** Streams `body` into the blob store under a new `tca_` id, then records the attachment. */
+    async putAttachment(accountId: string, input: AttachmentInput): Promise<Attachment> {
+      parseInput(accountIdSchema, accountId, 'accountId');
+      const { ticketId, messageId, name, mime } = parseInput(attachmentInput, input, 'attachment');
+      if (messageId != null && ticketId == null) {
+        throw badRequest('attachment.ticketId: is required when messageId is given (a message belongs to a ticket).');
+      }
+      if (input.body === undefined || input.body === null) throw badRequest('attachment.body: is required.');
+      const id = newId('tca');
+      const { size } = await blobs.put(id, toStream(input.body));
+      const record: AttachmentRecord = {
+        id,
+        accountId,
+        ticketId: ticketId ?? newId('tck'),
+        messageId: messageId ?? newId('tcm'),
+        name,
+        mime,
+        size,
+        createdAt: atom(clock()),
+      };
+      try {
+        await storage.insertAttachment(record);
+      } catch (error) {
+        await blobs.delete(id).catch(() => {});
+        throw error;
+      }
+      return publicShape(record);
+    },
+
+    /** The attachment, or `null` when absent or of another account. */
+    async getAttachment(accountId: string, id: string): Promise<Attachment | null> {
+      const record = await storage.getAttachment(accountId, id);
+      return record && publicShape(record);
+    },
+
+    /** Removes the record, then the bytes (bytes no record names are swept; the reverse would be broken). */
+    async deleteAttachment(accountId: string, id: string): Promise<boolean> {
+      const removed = await storage.deleteAttachment(accountId, id);
+      if (removed) await blobs.delete(id);
+      return removed;
+    },
+
+    /**
+     * A link to the attachment that serves for five minutes without Authorization: the blob store's
+     * own presigned URL when it offers one, else the portal's signed route under `baseUrl` (default:
+     * the `publicUrl` option). 400 for a malformed id, 404 unless the attachment sits under that
+     * message and ticket in this account.
+     */
+    async downloadLink(accountId: string, ref: AttachmentRef, baseUrl = deps.publicUrl): Promise<DownloadLink> {
+      checkRef(ref);
+      const record = await storage.getAttachment(accountId, ref.attachmentId);
+      if (record === null || !sitsUnder(record, ref.ticketId, ref.messageId)) {
+        throw notFound(`No attachment ${ref.attachmentId} under message ${ref.messageId} of ticket ${ref.ticketId} in this account.`);
+      }
+      // Whole seconds: the expiry the client reads is the second the link stops serving.
+      const expires = Math.floor(clock().getTime() / 1000) + LINK_LIFETIME_SECONDS;
+      const expiresAt = new Date(expires * 1000);
+      const presigned = await blobs.presign?.(record.id, { expiresAt, filename: record.name, mime: record.mime });
+      if (typeof presigned === 'string') return { link: presigned, expiresAt: atom(expiresAt) };
+      if (baseUrl === undefined) {
+        throw new TypeError('tickets.downloadLink: give baseUrl, or set the publicUrl option, to build a link outside a request');
+      }
+      const grant: DownloadGrant = { accountId, ...ref, expires };
+      return { link: downloadLinkUrl(baseUrl, grant, signer.sign(grant)), expiresAt: atom(expiresAt) };
+    },
+
+    /**
+     * The attachment a download request presents a grant for: 403 unless the signature is one of
+     * ours over exactly this grant, 410 once expired, 404 when the attachment has been removed since.
+     */
+    async redeem(presented: { grant: DownloadGrant; signature: string } | null): Promise<AttachmentRecord> {
+      if (presented === null || !signer.verify(presented.grant, presented.signature)) {
+        throw new HttpError(403, 'The download link is not valid: it is incomplete, altered, or signed with a key this server does not hold.');
+      }
+      const { grant } = presented;
+      if (clock().getTime() >= grant.expires * 1000) {
+        throw new HttpError(410, `The download link expired at ${atom(new Date(grant.expires * 1000))}; ask for a new one.`);
+      }
+      const record = await storage.getAttachment(grant.accountId, grant.attachmentId);
+      if (record === null || !sitsUnder(record, grant.ticketId, grant.messageId)) {
+        throw removedSince();
+      }
+      return record;
+    },
+
+    /** The attachment's bytes (only `range`, when given), or a 404 when they went meanwhile. */
+    async openBytes(record: AttachmentRecord, range?: ByteRange): Promise<Readable> {
+      const body = await blobs.get(record.id, range);
+      if (body === null) throw removedSince();
+      return body;
+    },
+
+    /** A 404 unless the attachment's bytes are still there: what a HEAD checks instead of reading them. */
+    async checkBytes(record: AttachmentRecord): Promise<void> {
+      if ((await blobs.stat(record.id)) === null) throw removedSince();
+    },
+  };
+}
+
+export type TicketService = ReturnType<typeof createTicketService>;

@@ -1,0 +1,247 @@
+import { randomUUID } from 'node:crypto';
+import cron, { type ScheduledTask } from 'node-cron';
+import type { Logger } from '../logger.js';
+import type { Storage, WebhookCall, WebhookCallResult, WebhookTransport } from '../ports.js';
+import type { ClaimedDelivery, EventRecord, WebhookRecord } from '../records.js';
+import { atom } from '../time.js';
+import { VERSION } from '../version.js';
+import { signWebhook } from '../webhook-signature.js';
+import { attemptsInRun, outcomeOf } from './retry-schedule.js';
+
+/**
+ * A claim's lease outlasts the call by this much: the call itself is bounded by `timeoutMs`, and
+ * the margin covers recording the attempt and a slow storage round trip. A worker that dies holds
+ * its deliveries at most `timeoutMs` + 60 s; then any worker takes them again.
+ */
+export const LEASE_MARGIN_MS = 60_000;
+/** A transport that ignores its deadline is cut off this long after it: the worker never hangs on one. */
+const TRANSPORT_GRACE_MS = 1_000;
+
+export interface WebhookWorkerOptions {
+  storage: Storage;
+  transport: WebhookTransport;
+  clock: () => Date;
+  logger: Logger;
+  /** node-cron expression of the poll. */
+  tick: string;
+  timeoutMs: number;
+  concurrency: number;
+  retrySchedule: readonly number[];
+  /** In [0, 1), for the jitter; injectable so tests can pin it. */
+  random?: () => number;
+  /** The lease owner this worker claims as (default: a new random id). */
+  owner?: string;
+}
+
+/** Delivers due webhook calls: on its cron tick, when poked, and when asked through `tick()`. */
+export interface WebhookWorker {
+  /** The lease owner this worker claims deliveries as. */
+  readonly owner: string;
+  /** Starts the cron poll (its timer does not keep the process alive) and takes what is already due. */
+  start(): void;
+  /** Stops the poll, takes no more deliveries, and resolves once the calls in flight are recorded. */
+  stop(): Promise<void>;
+  /**
+   * Claims what is due now (up to the free slots of `concurrency`, again as slots free up) and
+   * delivers it; resolves once nothing is claimed or in flight. Tests drive the schedule with it.
+   */
+  tick(): Promise<void>;
+  /** `tick()` without waiting: what `events.publish` calls so the first attempt goes out at once. */
+  poke(): void;
+}
+
+/** The body of a call: exactly these four fields, in this order. */
+export function callBody(event: EventRecord): string {
+  return JSON.stringify({ id: event.id, type: event.type, createdAt: event.createdAt, data: event.data });
+}
+
+/** A signed call for `event` to `webhook`, made at `at` (Standard Webhooks headers plus the spec's `X-Webhook-Signature`). */
+export function buildCall(webhook: WebhookRecord, event: EventRecord, at: Date): WebhookCall {
+  const body = callBody(event);
+  const timestamp = Math.floor(at.getTime() / 1000);
+  const signature = signWebhook(webhook.secret, event.id, timestamp, body);
+  return {
+    url: webhook.url,
+    body,
+    headers: {
+      'Content-Type': 'application/json',
+      'User-Agent': `customer-portal/${VERSION}`,
+      'webhook-id': event.id,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': signature,
+      'X-Webhook-Signature': signature,
+    },
+  };
+}
+
+const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorker {
+  const { storage, transport, clock, logger, timeoutMs, concurrency, retrySchedule } = options;
+  const random = options.random ?? Math.random;
+  const owner = options.owner ?? `worker_${randomUUID()}`;
+  const leaseMs = timeoutMs + LEASE_MARGIN_MS;
+  /**
+   * With a backlog, a freed slot waits until this many are free before claiming again: one claim
+   * (a database round trip) per few calls instead of one per call, for a few slots idle meanwhile.
+   */
+  const refillAt = Math.max(1, Math.floor(concurrency / 8));
+
+  let task: ScheduledTask | undefined;
+  let stopped = false;
+  let claiming: Promise<void> | null = null;
+  /** Set when more may be due than the last claim could take: a slot that frees claims again. */
+  let again = false;
+  const inFlight = new Set<Promise<void>>();
+  let idleWaiters: (() => void)[] = [];
+
+  function settleIfIdle(): void {
+    if (claiming !== null || inFlight.size > 0) return;
+    const waiters = idleWaiters;
+    idleWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
+
+  function whenIdle(): Promise<void> {
+    const idle = new Promise<void>((resolve) => idleWaiters.push(resolve));
+    settleIfIdle();
+    return idle;
+  }
+
+  function fill(): void {
+    if (stopped) return;
+    if (claiming !== null) {
+      again = true;
+      return;
+    }
+    const free = concurrency - inFlight.size;
+    if (free <= 0) {
+      again = true;
+      return;
+    }
+    again = false;
+    claiming = claimAndStart(free).finally(() => {
+      claiming = null;
+      if (again) fill();
+      settleIfIdle();
+    });
+  }
+
+  async function claimAndStart(limit: number): Promise<void> {
+    const now = clock();
+    let claimed: ClaimedDelivery[];
+    try {
+      claimed = await storage.claimDeliveries({
+        now: atom(now),
+        leaseUntil: atom(new Date(now.getTime() + leaseMs)),
+        limit,
+        owner,
+      });
+    } catch (error) {
+      again = false;
+      logger.error({ err: describe(error) }, 'webhook worker: claiming due deliveries failed');
+      return;
+    }
+    // Claimed deliveries are leased to us: they go out even when stop() came meanwhile, and stop() waits.
+    for (const delivery of claimed) startCall(delivery);
+    if (claimed.length === limit) again = true;
+  }
+
+  function startCall(claimed: ClaimedDelivery): void {
+    const call: Promise<void> = deliver(claimed)
+      .catch((error) => logger.error({ deliveryId: claimed.delivery.id, err: describe(error) }, 'webhook worker: recording an attempt failed'))
+      .finally(() => {
+        inFlight.delete(call);
+        if (again && concurrency - inFlight.size >= refillAt) fill();
+        settleIfIdle();
+      });
+    inFlight.add(call);
+  }
+
+  /** Sends, but never waits past the deadline, whatever the transport does. */
+  async function send(call: WebhookCall): Promise<WebhookCallResult> {
+    let timer: NodeJS.Timeout | undefined;
+    const cutOff = new Promise<WebhookCallResult>((resolve) => {
+      timer = setTimeout(() => resolve({ statusCode: null, headers: {}, error: `timed out after ${timeoutMs} ms` }), timeoutMs + TRANSPORT_GRACE_MS);
+      timer.unref();
+    });
+    const sent = transport
+      .send(call, { timeoutMs })
+      .catch((error: unknown) => ({ statusCode: null, headers: {}, error: describe(error) }));
+    try {
+      return await Promise.race([sent, cutOff]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async function deliver({ delivery, event, webhook }: ClaimedDelivery): Promise<void> {
+    const at = clock();
+    const started = performance.now();
+    let result: WebhookCallResult;
+    try {
+      result = await send(buildCall(webhook, event, at));
+    } catch (error) {
+      // A record the call cannot be built from (a secret that is not base64, say): an attempt that failed.
+      result = { statusCode: null, headers: {}, error: `the call could not be made: ${describe(error)}` };
+    }
+    const durationMs = Math.round(performance.now() - started);
+    const { statusCode } = result;
+    const redirected = result.error === null && statusCode !== null && statusCode >= 300 && statusCode < 400;
+    const attempt = { at: atom(at), statusCode, error: redirected ? 'redirect not followed' : result.error, durationMs };
+    const outcome = outcomeOf(result, attemptsInRun(delivery.attempts, retrySchedule.length), retrySchedule, clock(), random);
+    const recorded = await storage.recordAttempt(delivery.id, owner, attempt, outcome);
+    logger.info(
+      {
+        deliveryId: delivery.id,
+        webhookId: webhook.id,
+        eventId: event.id,
+        eventType: event.type,
+        attempt: delivery.attempts.length + 1,
+        statusCode,
+        error: attempt.error,
+        durationMs,
+        status: recorded ? outcome.status : 'not recorded',
+        nextAttemptAt: outcome.nextAttemptAt,
+      },
+      recorded ? 'webhook attempt' : 'webhook attempt not recorded: the lease was lost or the delivery cancelled',
+    );
+  }
+
+  return {
+    owner,
+    start() {
+      if (stopped || task !== undefined) return;
+      task = cron.createTask(options.tick, () => fill(), {
+        name: `customer-portal webhooks ${owner}`,
+        unref: true,
+        suppressMissedWarning: true,
+        logger: {
+          info: () => {},
+          debug: () => {},
+          warn: (message) => logger.warn({ worker: owner }, `webhook worker cron: ${message}`),
+          error: (message, error) => logger.error({ worker: owner, err: describe(error ?? message) }, 'webhook worker cron failed'),
+        },
+      });
+      task.start();
+      // Deliveries that fell due while no worker ran (a restart) go out now, not at the first tick.
+      fill();
+    },
+    async stop() {
+      stopped = true;
+      await task?.destroy();
+      task = undefined;
+      while (claiming !== null || inFlight.size > 0) {
+        await claiming;
+        await Promise.allSettled([...inFlight]);
+      }
+    },
+    tick() {
+      fill();
+      return whenIdle();
+    },
+    poke() {
+      fill();
+    },
+  };
+}

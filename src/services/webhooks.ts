@@ -1,0 +1,119 @@
+import { randomBytes } from 'node:crypto';
+import * as v from 'valibot';
+import { HttpError } from '../http-error.js';
+import { newId } from '../ids.js';
+import type { Storage } from '../ports.js';
+import { publicShape, type Delivery, type DeliveryRecord, type Webhook } from '../records.js';
+import { atom } from '../time.js';
+import { accountId as accountIdSchema, eventType, parseInput } from '../validate.js';
+
+export interface WebhookInput {
+  type: string;
+  url: string;
+}
+
+/** A webhook secret in the Standard Webhooks form: `whsec_` + base64 of 32 random bytes. */
+export function newWebhookSecret(): string {
+  return 'whsec_' + randomBytes(32).toString('base64');
+}
+
+function webhookUrl() {
+  return v.pipe(
+    v.string('must be a string'),
+    v.maxLength(2048, 'must be at most 2048 characters'),
+    v.check((text) => URL.canParse(text), 'must be an absolute URL'),
+    v.check((text) => {
+      const { protocol } = new URL(text);
+      return protocol === 'http:' || protocol === 'https:';
+    }, 'must use http or https'),
+    v.check((text) => {
+      const { username, password } = new URL(text);
+      return username === '' && password === '';
+    }, 'must not carry credentials'),
+    // What the checks above mean, for the OpenAPI document (they are functions, which JSON Schema cannot hold).
+    v.metadata({ format: 'uri', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://' }),
+  );
+}
+
+/** The body of `POST /webhooks` and the input of `webhooks.create`: exactly `{ type, url }`. */
+export function webhookInput(eventTypes: readonly string[]) {
+  return v.strictObject({
+    type: eventType(eventTypes),
+    url: webhookUrl(),
+  }, 'must be an object with "type" and "url"');
+}
+
+/** A delivery as the API shows it: no account, no lease. */
+export function deliveryShape(record: DeliveryRecord): Delivery {
+  const { id, webhookId, eventId, status, attempts, nextAttemptAt, createdAt } = record;
+  return { id, webhookId, eventId, status, attempts, nextAttemptAt, createdAt };
+}
+
+/** The rules for webhook records; the routes and `portal.webhooks` both call these. */
+export function createWebhookService(deps: {
+  storage: Storage;
+  clock: () => Date;
+  eventTypes: readonly string[];
+  /** Asks the delivery worker for a pass now (after a redeliver). */
+  notify?: () => void;
+}) {
+  const { storage, clock } = deps;
+  const notify = deps.notify ?? (() => {});
+  const input = webhookInput(deps.eventTypes);
+
+  return {
+    async create(accountId: string, body: WebhookInput): Promise<Webhook> {
+      parseInput(accountIdSchema, accountId, 'accountId');
+      const { type, url } = parseInput(input, body, 'webhook');
+      const record = { id: newId('wbh'), accountId, type, url, secret: newWebhookSecret(), createdAt: atom(clock()) };
+      await storage.insertWebhook(record);
+      return publicShape(record);
+    },
+
+    /** The webhook, or `null` when absent or of another account. */
+    async get(accountId: string, id: string): Promise<Webhook | null> {
+      const record = await storage.getWebhook(accountId, id);
+      return record && publicShape(record);
+    },
+
+    /** Every webhook of the account, oldest first. */
+    async list(accountId: string): Promise<Webhook[]> {
+      return (await storage.listWebhooks(accountId)).map(publicShape);
+    },
+
+    /** Removes the webhook and cancels its pending deliveries; `false` when absent. */
+    async delete(accountId: string, id: string): Promise<boolean> {
+      return storage.deleteWebhook(accountId, id);
+    },
+
+    /**
+     * The webhook's delivery log, newest first, every attempt included; `null` when the webhook is
+     * absent or of another account (so "no such webhook" and "nothing delivered yet" differ).
+     */
+    async deliveries(accountId: string, webhookId: string): Promise<Delivery[] | null> {
+      if ((await storage.getWebhook(accountId, webhookId)) === null) return null;
+      return (await storage.listDeliveries(accountId, webhookId)).map(deliveryShape);
+    },
+
+    /**
+     * Sends the delivery again: pending, due now, the attempts so far kept in the log. A delivery
+     * that had ended (succeeded or failed) starts the retry schedule from its first step; one still
+     * pending is only brought forward. `null` when absent or of another account; a 409 when its
+     * webhook was deleted, as there is nowhere to send it. Given `webhookId`, a delivery of another
+     * webhook is absent too.
+     */
+    async redeliver(accountId: string, deliveryId: string, webhookId?: string): Promise<Delivery | null> {
+      const current = await storage.getDelivery(accountId, deliveryId);
+      if (current === null || (webhookId !== undefined && current.webhookId !== webhookId)) return null;
+      if ((await storage.getWebhook(accountId, current.webhookId)) === null) {
+        throw new HttpError(409, `Delivery ${deliveryId} cannot be sent again: its webhook was deleted.`);
+      }
+      const delivery = await storage.redeliver(accountId, deliveryId, atom(clock()));
+      if (delivery === null) return null;
+      notify();
+      return deliveryShape(delivery);
+    },
+  };
+}
+
+export type WebhookService = ReturnType<typeof createWebhookService>;

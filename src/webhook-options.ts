@@ -1,0 +1,35 @@
+import cron from 'node-cron';
+import type { WebhookOptions } from './options.js';
+import { DEFAULT_RETRY_SCHEDULE } from './services/retry-schedule.js';
+
+export type ResolvedWebhookOptions = Required<WebhookOptions>;
+
+export const DEFAULT_TICK = '*/5 * * * * *';
+export const DEFAULT_TIMEOUT_MS = 15_000;
+export const DEFAULT_CONCURRENCY = 32;
+
+const isPositiveInteger = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) > 0;
+
+/** The `webhooks` options with defaults filled in, checked once at `createPortal` so a mistake fails at start. */
+export function resolveWebhookOptions(options: WebhookOptions = {}): ResolvedWebhookOptions {
+  const resolved: ResolvedWebhookOptions = {
+    worker: options.worker ?? true,
+    tick: options.tick ?? DEFAULT_TICK,
+    timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    concurrency: options.concurrency ?? DEFAULT_CONCURRENCY,
+    retrySchedule: options.retrySchedule ?? DEFAULT_RETRY_SCHEDULE,
+    allowPrivateNetworks: options.allowPrivateNetworks ?? false,
+  };
+  if (typeof resolved.tick !== 'string' || !cron.validate(resolved.tick)) {
+    throw new TypeError(`webhooks.tick "${String(resolved.tick)}" is not a cron expression (node-cron syntax, seconds optional)`);
+  }
+  if (!isPositiveInteger(resolved.timeoutMs)) throw new TypeError('webhooks.timeoutMs must be a positive whole number of milliseconds');
+  if (!isPositiveInteger(resolved.concurrency)) throw new TypeError('webhooks.concurrency must be a positive whole number');
+  if (
+    !Array.isArray(resolved.retrySchedule) ||
+    !resolved.retrySchedule.every((step) => typeof step === 'number' && Number.isFinite(step) && step >= 0)
+  ) {
+    throw new TypeError('webhooks.retrySchedule must be a list of non-negative numbers of seconds');
+  }
+  return { ...resolved, retrySchedule: [...resolved.retrySchedule] };
+}

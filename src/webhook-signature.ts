@@ -1,0 +1,115 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { PortalEvent } from './records.js';
+
+/** How far a `webhook-timestamp` may be from the receiver's clock, either way: five minutes. */
+export const WEBHOOK_TOLERANCE_SECONDS = 5 * 60;
+
+/** Why a call did not verify; `reason` names it for code, `message` for people. */
+export type WebhookVerificationFailure =
+  | 'invalid-secret'
+  | 'missing-header'
+  | 'invalid-timestamp'
+  | 'timestamp-too-old'
+  | 'timestamp-too-new'
+  | 'no-matching-signature'
+  | 'invalid-payload';
+
+/** Thrown by `verifyWebhook`; `reason` says which check failed. */
+export class WebhookVerificationError extends Error {
+  override readonly name = 'WebhookVerificationError';
+
+  constructor(
+    readonly reason: WebhookVerificationFailure,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Decoded keys by secret: the worker signs every call, mostly for the same few webhooks. */
+const keys = new Map<string, Buffer>();
+const MAX_CACHED_KEYS = 1000;
+
+/** The HMAC key of a `whsec_…` secret (the prefix is optional, as in the Standard Webhooks libraries). */
+function secretKey(secret: string): Buffer {
+  const cached = keys.get(secret);
+  if (cached !== undefined) return cached;
+  const encoded = secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret;
+  const key = /^[A-Za-z0-9+/]+={0,2}$/.test(encoded) ? Buffer.from(encoded, 'base64') : Buffer.alloc(0);
+  if (key.length === 0) throw new WebhookVerificationError('invalid-secret', 'The webhook secret is not "whsec_" followed by base64.');
+  if (keys.size >= MAX_CACHED_KEYS) keys.clear();
+  keys.set(secret, key);
+  return key;
+}
+
+function hmac(key: Buffer, id: string, timestamp: number | string, body: string | Buffer): Buffer {
+  return createHmac('sha256', key).update(`${id}.${timestamp}.`).update(body).digest();
+}
+
+/** The `webhook-signature` value of a call: `v1,` + base64 HMAC-SHA256 of `<id>.<timestamp>.<body>`. */
+export function signWebhook(secret: string, id: string, timestamp: number, body: string): string {
+  return 'v1,' + hmac(secretKey(secret), id, timestamp, body).toString('base64');
+}
+
+export type WebhookHeaders =
+  | Headers
+  | { get(name: string): string | null }
+  | Readonly<Record<string, string | readonly string[] | undefined>>;
+
+function headerOf(headers: WebhookHeaders, name: string): string | undefined {
+  if (typeof (headers as Headers).get === 'function') return (headers as Headers).get(name) ?? undefined;
+  const record = headers as Readonly<Record<string, string | readonly string[] | undefined>>;
+  let value = record[name];
+  if (value === undefined) {
+    const key = Object.keys(record).find((candidate) => candidate.toLowerCase() === name);
+    value = key === undefined ? undefined : record[key];
+  }
+  return Array.isArray(value) ? value.join(' ') : (value as string | undefined);
+}
+
+/**
+ * Verifies a webhook call the portal made, as its receiver: the `webhook-signature` (any one of
+ * several space-separated `v1,…` values; `X-Webhook-Signature` when that header is absent), compared
+ * in constant time, and a `webhook-timestamp` within five minutes of now. Pass the body exactly as
+ * received (a parsed and re-serialized body will not verify). Returns the parsed event or throws a
+ * `WebhookVerificationError`.
+ */
+export function verifyWebhook<T = PortalEvent>(
+  secret: string,
+  headers: WebhookHeaders,
+  rawBody: string | Buffer,
+  options: { now?: Date; toleranceSeconds?: number } = {},
+): T {
+  const key = secretKey(secret);
+  const id = headerOf(headers, 'webhook-id');
+  const timestamp = headerOf(headers, 'webhook-timestamp');
+  const signatures = headerOf(headers, 'webhook-signature') ?? headerOf(headers, 'x-webhook-signature');
+  for (const [name, value] of [['webhook-id', id], ['webhook-timestamp', timestamp], ['webhook-signature', signatures]] as const) {
+    if (value === undefined || value === '') throw new WebhookVerificationError('missing-header', `The ${name} header is missing.`);
+  }
+  if (!/^\d{1,15}$/.test(timestamp!)) {
+    throw new WebhookVerificationError('invalid-timestamp', 'The webhook-timestamp header is not a number of seconds.');
+  }
+  const now = Math.floor((options.now ?? new Date()).getTime() / 1000);
+  const tolerance = options.toleranceSeconds ?? WEBHOOK_TOLERANCE_SECONDS;
+  const sent = Number(timestamp);
+  if (now - sent > tolerance) throw new WebhookVerificationError('timestamp-too-old', 'The webhook-timestamp is more than five minutes old.');
+  if (sent - now > tolerance) throw new WebhookVerificationError('timestamp-too-new', 'The webhook-timestamp is more than five minutes in the future.');
+
+  const expected = hmac(key, id!, timestamp!, rawBody);
+  let matched = false;
+  for (const candidate of signatures!.split(' ')) {
+    const [version, encoded] = candidate.split(',', 2);
+    if (version !== 'v1' || encoded === undefined) continue;
+    const given = Buffer.from(encoded, 'base64');
+    // Lengths are public (a SHA-256 is 32 bytes); the bytes are compared in constant time.
+    if (given.length === expected.length && timingSafeEqual(given, expected)) matched = true;
+  }
+  if (!matched) throw new WebhookVerificationError('no-matching-signature', 'No webhook-signature matches the body and secret.');
+
+  try {
+    return JSON.parse(typeof rawBody === 'string' ? rawBody : rawBody.toString('utf8')) as T;
+  } catch {
+    throw new WebhookVerificationError('invalid-payload', 'The webhook body is signed but is not JSON.');
+  }
+}

@@ -1,0 +1,335 @@
+/**
+ * POST /agreements against a bare baseline, each server in its own process, the load from this one.
+ *
+ *   node dist/test/bench/agreements-upload.bench.js [--rounds 5] [--requests 30] [--samples 7]
+ *
+ * Baseline: a node:http server that only parses the same body with busboy and SHA-256-hashes each
+ * file. Portal: `createPortal` on memory storage and a blob store that reads every byte and keeps
+ * none, so both servers do the same work on the bytes and the difference is the portal's own cost
+ * (auth, validation, the signature check, streaming through the blob-store contract, the record).
+ * A third server, the portal on a storage that keeps no record, shows the memory adapter's share.
+ *
+ * Prints, for uploads of 5 × 1 MiB documents: MB/s (10^6 bytes of request body per second of wall
+ * time) and MB per CPU-second of the server (steadier on a shared machine), medians of rounds in
+ * rotating order. Then the peak RSS growth over idle of each server while 32 uploads of 5 MiB run
+ * at once, median over fresh servers (Linux: VmHWM after resetting it through
+ * /proc/<pid>/clear_refs; elsewhere the server samples its own RSS). Idle is the RSS after two
+ * uploads and a forced GC.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Readable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { Busboy } from '@fastify/busboy';
+import { memoryStorage } from '../../adapters/memory/index.js';
+import { createPortal, type BlobStore } from '../../src/index.js';
+
+/** `portal-norecords`: the portal on a storage whose `insertAgreement` keeps nothing, to tell the memory adapter's share apart. */
+type Kind = 'bare' | 'portal' | 'portal-norecords';
+const KEY = 'bench-key';
+const MiB = 1024 * 1024;
+
+// ---------------------------------------------------------------- servers (child processes)
+
+function bareHandler(req: http.IncomingMessage, res: http.ServerResponse): void {
+  const busboy = Busboy({ headers: req.headers as never });
+  busboy.on('file', (_name, stream) => {
+    const hash = createHash('sha256');
+    stream.on('data', (chunk: Buffer) => hash.update(chunk));
+    stream.on('end', () => hash.digest('hex'));
+  });
+  busboy.on('field', () => {});
+  busboy.on('finish', () => {
+    res.writeHead(200, { 'Content-Type': 'application/json' });
+    res.end('{}');
+  });
+  req.pipe(busboy);
+}
+
+/**
+ * Reads every byte and keeps none, as the baseline does with them: the portal's side of the
+ * comparison without a store's own I/O. (The portal hands `put` a Readable.)
+ */
+function sinkBlobs(): BlobStore {
+  return {
+    put(_key, body) {
+      return new Promise((resolve, reject) => {
+        const stream = body as Readable;
+        let size = 0;
+        stream.on('data', (chunk: Buffer) => (size += chunk.length));
+        stream.on('end', () => resolve({ size }));
+        stream.on('error', reject);
+      });
+    },
+    async get() {
+      return null;
+    },
+    async stat() {
+      return null;
+    },
+    async delete() {
+      return false;
+    },
+    async *listBefore() {},
+  };
+}
+
+async function serve(kind: Kind): Promise<void> {
+  let handler: http.RequestListener = bareHandler;
+  if (kind !== 'bare') {
+    const storage = memoryStorage();
+    if (kind === 'portal-norecords') storage.insertAgreement = async () => {};
+    const portal = await createPortal({ auth: { apiKeys: { [KEY]: 'acct_bench' } }, storage, blobs: sinkBlobs() });
+    handler = portal.handler;
+  }
+  const server = http.createServer(handler);
+  // The fallback where /proc is missing: the server samples its own RSS between 'idle' and 'peak'.
+  let peak = 0;
+  let sampler: NodeJS.Timeout | undefined;
+  server.listen(0, '127.0.0.1', () => process.send!({ port: (server.address() as AddressInfo).port }));
+  process.on('message', async (message: { cmd: string }) => {
+    if (message.cmd === 'idle') {
+      for (let i = 0; i < 3; i++) {
+        (globalThis as { gc?: () => void }).gc?.();
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      peak = process.memoryUsage.rss();
+      sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 5);
+      process.send!({ rss: peak });
+    } else if (message.cmd === 'cpu') {
+      // CPU seconds this process has used: the server's own cost, whatever else runs on the machine.
+      const { user, system } = process.cpuUsage();
+      process.send!({ rss: (user + system) / 1e6 });
+    } else if (message.cmd === 'peak') {
+      clearInterval(sampler);
+      process.send!({ rss: peak });
+    } else if (message.cmd === 'exit') {
+      server.close();
+      process.exit(0);
+    }
+  });
+}
+
+// ---------------------------------------------------------------- load (this process)
+
+const BOUNDARY = 'bench-boundary-q8Zr3';
+
+function uploadBody(documents: number, size: number): Buffer {
+  const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(2000, 7)]);
+  const text: [string, string][] = [
+    ['name', 'Benchmark agreement'],
+    ['signerName', 'Ann Owner'],
+    ['signerSignatureData', 'data:image/png;base64,' + png.toString('base64')],
+    ['signers', JSON.stringify({ firstName: 'Bo', lastName: 'Lee', email: 'bo@example.com', shouldIdentify: false })],
+  ];
+  const chunks: Buffer[] = [];
+  for (const [name, value] of text) {
+    chunks.push(Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`));
+  }
+  for (let i = 0; i < documents; i++) {
+    const bytes = Buffer.alloc(size);
+    for (let j = 0; j < size; j += 4096) bytes[j] = (i + j) & 0xff;
+    chunks.push(Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="documents"; filename="doc${i}.pdf"\r\nContent-Type: application/pdf\r\n\r\n`));
+    chunks.push(bytes, Buffer.from('\r\n'));
+  }
+  chunks.push(Buffer.from(`--${BOUNDARY}--\r\n`));
+  return Buffer.concat(chunks);
+}
+
+/** Servers on core 0 and the load on core 1, as `npm run bench` does, where `taskset` exists. */
+const pinned = (() => {
+  try {
+    execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+interface Server {
+  kind: Kind;
+  child: ChildProcess;
+  port: number;
+  ask(cmd: string): Promise<number>;
+}
+
+async function start(kind: Kind): Promise<Server> {
+  const args = ['--expose-gc', fileURLToPath(import.meta.url), '--serve', kind];
+  const stdio: ['ignore', 'inherit', 'inherit', 'ipc'] = ['ignore', 'inherit', 'inherit', 'ipc'];
+  // taskset execs node in place: the pid stays the server's, which /proc is read by.
+  const child = pinned ? spawn('taskset', ['-c', '0', process.execPath, ...args], { stdio }) : spawn(process.execPath, args, { stdio });
+  const port = await new Promise<number>((resolve) => child.once('message', (message: { port: number }) => resolve(message.port)));
+  const ask = (cmd: string) =>
+    new Promise<number>((resolve) => {
+      child.once('message', (message: { rss: number }) => resolve(message.rss));
+      child.send({ cmd });
+    });
+  return { kind, child, port, ask };
+}
+
+function post(server: Server, agent: http.Agent, body: Buffer): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port: server.port,
+        path: '/v1/agreements',
+        method: 'POST',
+        agent,
+        headers: {
+          authorization: `Bearer ${KEY}`,
+          'content-type': `multipart/form-data; boundary=${BOUNDARY}`,
+          'content-length': body.length,
+        },
+      },
+      (res) => {
+        const expected = server.kind === 'bare' ? 200 : 201;
+        let text = '';
+        res.on('data', (chunk) => (text += chunk));
+        res.on('end', () => (res.statusCode === expected ? resolve() : reject(new Error(`${server.kind}: ${res.statusCode} ${text}`))));
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** Sends `requests` uploads, `concurrency` at a time; MB/s of wall time, and MB per CPU-second of the server. */
+async function load(server: Server, body: Buffer, requests: number, concurrency: number): Promise<{ wall: number; cpu: number }> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+  let next = 0;
+  const cpuBefore = await server.ask('cpu');
+  const started = process.hrtime.bigint();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < requests) {
+        next++;
+        await post(server, agent, body);
+      }
+    }),
+  );
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  const cpuSeconds = (await server.ask('cpu')) - cpuBefore;
+  agent.destroy();
+  const megabytes = (body.length * requests) / 1e6;
+  return { wall: megabytes / seconds, cpu: megabytes / cpuSeconds };
+}
+
+/** Peak RSS of the process: VmHWM, reset first through clear_refs, where Linux offers it. */
+function procPeak(pid: number) {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    return () => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
+  } catch {
+    return null;
+  }
+}
+
+/** A fresh server, warmed by two uploads one after the other, then `concurrency` uploads at once. */
+async function rssGrowth(kind: Kind, body: Buffer, concurrency: number) {
+  const server = await start(kind);
+  try {
+    return await measureGrowth(server, body, concurrency);
+  } finally {
+    server.child.send({ cmd: 'exit' });
+  }
+}
+
+async function measureGrowth(server: Server, body: Buffer, concurrency: number) {
+  await load(server, body, 2, 1);
+  const idle = await server.ask('idle');
+  const readPeak = procPeak(server.child.pid!);
+  await load(server, body, concurrency, concurrency);
+  const sampled = await server.ask('peak');
+  const peak = readPeak?.() ?? sampled;
+  return { idle, peak, growth: peak - idle, source: readPeak ? 'VmHWM' : 'sampled' };
+}
+
+/** A result line for `npm run bench` (test/bench/run.ts collects `BENCH {row}` lines into its table). */
+/** One row for `npm run bench`; `target` null: a figure the issue sets no target for, reported only. */
+function row(scenario: string, figure: number, unit: string, baselineName: string, baseline: number, target: number | null, bound: 'at least' | 'at most') {
+  const ratio = figure / baseline;
+  const holds = target === null || (bound === 'at least' ? ratio >= target : ratio <= target);
+  const text = target === null ? 'none (reported)' : `${bound === 'at least' ? '≥' : '≤'} ${target}×`;
+  console.log('BENCH ' + JSON.stringify({ scenario, figure, unit, baselineName, baseline, ratio, target: text, holds }));
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const mib = (bytes: number) => (bytes / MiB).toFixed(1);
+const option = (name: string, fallback: number) => {
+  const at = process.argv.indexOf(name);
+  return at < 0 ? fallback : Number(process.argv[at + 1]);
+};
+
+async function compareSpeed(body: Buffer, rounds: number, requests: number, concurrency: number): Promise<void> {
+  const kinds: Kind[] = ['bare', 'portal', 'portal-norecords'];
+  const servers = await Promise.all(kinds.map(start));
+  try {
+    for (const server of servers) await load(server, body, 8, concurrency);
+    const wall: Record<string, number[]> = {};
+    const cpu: Record<string, number[]> = {};
+    for (let round = 0; round < rounds; round++) {
+      // A different order each round, so that load from elsewhere on the machine falls on all alike.
+      for (let i = 0; i < servers.length; i++) {
+        const server = servers[(i + round) % servers.length]!;
+        const result = await load(server, body, requests, concurrency);
+        (wall[server.kind] ??= []).push(result.wall);
+        (cpu[server.kind] ??= []).push(result.cpu);
+      }
+    }
+    const list = (values: number[]) => values.map((value) => value.toFixed(0)).join(', ');
+    console.log(`Upload of 5 × 1 MiB documents (${body.length} bytes a request), ${requests} requests × ${rounds} rounds, ${concurrency} at a time; medians`);
+    for (const kind of kinds) {
+      const label = { bare: 'bare busboy + sha256', portal: 'portal', 'portal-norecords': 'portal, no records kept' }[kind];
+      console.log(`  ${label.padEnd(24)} ${median(wall[kind]!).toFixed(1)} MB/s   ${median(cpu[kind]!).toFixed(1)} MB per server CPU-second   (rounds: ${list(wall[kind]!)} | ${list(cpu[kind]!)})`);
+    }
+    for (const kind of ['portal', 'portal-norecords'] as const) {
+      const byWall = median(wall[kind]!) / median(wall.bare!);
+      const byCpu = median(cpu[kind]!) / median(cpu.bare!);
+      console.log(`  ratio ${kind} / bare: ${byWall.toFixed(2)} in MB/s, ${byCpu.toFixed(2)} per CPU-second   (target >= 0.80)`);
+    }
+    const scenario = 'POST /v1/agreements, 5 × 1 MiB';
+    row(scenario, median(wall.portal!), 'MB/s', 'bare busboy + sha256', median(wall.bare!), 0.8, 'at least');
+    row(`${scenario}, per server CPU-second`, median(cpu.portal!), 'MB', 'bare busboy + sha256', median(cpu.bare!), null, 'at least');
+  } finally {
+    for (const server of servers) server.child.send({ cmd: 'exit' });
+  }
+}
+
+/** Fresh server pairs, measured alternately; GC timing makes a single measurement noisy, so the medians count. */
+async function compareMemory(body: Buffer, concurrency: number, samples: number): Promise<void> {
+  const growth: Record<'bare' | 'portal', number[]> = { bare: [], portal: [] };
+  let source = '';
+  for (let sample = 0; sample < samples; sample++) {
+    for (const kind of sample % 2 === 0 ? (['bare', 'portal'] as const) : (['portal', 'bare'] as const)) {
+      const result = await rssGrowth(kind, body, concurrency);
+      growth[kind].push(result.growth);
+      source = result.source;
+    }
+  }
+  const bare = median(growth.bare);
+  const portal = median(growth.portal);
+  console.log(`Peak RSS growth over idle, ${concurrency} concurrent uploads of 5 MiB, median of ${samples} fresh servers each (${source})`);
+  console.log(`  bare     ${mib(bare)} MiB   (samples: ${growth.bare.map(mib).join(', ')})`);
+  console.log(`  portal   ${mib(portal)} MiB   (samples: ${growth.portal.map(mib).join(', ')})`);
+  console.log(`  ratio portal / bare    ${(portal / bare).toFixed(2)}   (target <= 1.25)`);
+  console.log(`  portal under 80 MiB (half of ${concurrency} × 5 MiB held): ${portal < 80 * MiB ? 'yes' : 'NO'}`);
+  const scenario = `POST /v1/agreements, peak RSS growth, ${concurrency} × 5 MiB at once`;
+  row(scenario, portal / MiB, 'MiB', 'bare busboy + sha256', bare / MiB, 1.25, 'at most');
+  row(scenario, portal / MiB, 'MiB', `half of ${concurrency} × 5 MiB held`, 80, 1, 'at most');
+}
+
+async function main(): Promise<void> {
+  if (!pinned) console.log('(taskset not found: server and load processes are not pinned to cores)');
+  const rounds = option('--rounds', 5);
+  const body = uploadBody(5, MiB);
+  if (rounds > 0) await compareSpeed(body, rounds, option('--requests', 30), 4);
+  await compareMemory(body, 32, option('--samples', 7));
+}
+
+const serveAt = process.argv.indexOf('--serve');
+if (serveAt >= 0) await serve(process.argv[serveAt + 1] as Kind);
+else await main();

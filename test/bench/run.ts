@@ -1,0 +1,262 @@
+/**
+ * `npm run bench`: every benchmark of the project, one table. Servers run in their own processes
+ * pinned to core 0, load comes from this process pinned to core 1 (where `taskset` exists);
+ * contenders are interleaved round by round after a warm-up, and the median round is reported.
+ * Targets are ratios against a baseline measured in the same run, because this machine is shared.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { KEY } from './servers/fixture.js';
+import { renderChart } from './chart.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
+const CONNECTIONS = 32;
+const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
+const MEMORY_REQUESTS = Number(process.env.BENCH_MEMORY_REQUESTS ?? 1_000_000);
+/** `BENCH_ONLY=http,memory,others` runs a part of the bench (all three by default). */
+const ONLY = new Set((process.env.BENCH_ONLY ?? 'http,memory,others').split(','));
+const hasTaskset = (() => {
+  try {
+    execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+export interface Row {
+  scenario: string;
+  figure: number;
+  unit: string;
+  baselineName: string;
+  baseline: number;
+  /** figure / baseline, or baseline / figure where lower is better; `target` applies to it. */
+  ratio: number;
+  target: string;
+  holds: boolean;
+}
+
+interface Server {
+  name: string;
+  child: ChildProcess;
+  port: number;
+  info: Record<string, string>;
+}
+
+async function startServer(name: string): Promise<Server> {
+  const script = path.join(here, 'servers', `${name}.js`);
+  const args = ['--expose-gc', script];
+  const child = hasTaskset
+    ? spawn('taskset', ['-c', '0', process.execPath, ...args], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] })
+    : spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+  const line = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).on('line', (text) => text.startsWith('READY ') && resolve(text.slice(6)));
+    child.once('exit', (code) => reject(new Error(`${name} server exited with ${code}`)));
+  });
+  const info = JSON.parse(line);
+  return { name, child, port: info.port, info };
+}
+
+async function stopServer(server: Server) {
+  server.child.kill();
+  await new Promise((resolve) => server.child.once('exit', resolve));
+}
+
+async function requestsPerSecond(url: string, headers: Record<string, string>, seconds: number, expectStatus: number) {
+  const result = await autocannon({ url, headers, connections: CONNECTIONS, duration: seconds });
+  const answered = result.requests.total;
+  const unexpected = expectStatus === 200 ? result.non2xx : answered - result.non2xx;
+  if (result.errors > 0 || unexpected > answered * 0.001) {
+    throw new Error(`${url}: ${result.errors} errors, ${unexpected} answers other than ${expectStatus}`);
+  }
+  return answered / seconds;
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+interface Scenario {
+  name: string;
+  contenders: string[];
+  path: (server: Server) => string;
+  headers: Record<string, string>;
+  status: number;
+  /** Minimum ratio of the portal's figure to each baseline's. */
+  targets: Record<string, number>;
+}
+
+const AUTH = { authorization: `Bearer ${KEY}` };
+const SCENARIOS: Scenario[] = [
+  {
+    name: 'GET /v1/webhooks/{id}',
+    contenders: ['portal', 'bare', 'fastify', 'express'],
+    path: (server) => `/v1/webhooks/${server.info.webhookId}`,
+    headers: AUTH,
+    status: 200,
+    targets: { bare: 0.85, fastify: 1.0, express: 1.0 },
+  },
+  {
+    name: '401 (no key)',
+    contenders: ['portal', 'bare', 'fastify', 'express'],
+    path: (server) => `/v1/webhooks/${server.info.webhookId}`,
+    headers: {},
+    status: 401,
+    targets: { bare: 0.85, fastify: 1.0, express: 1.0 },
+  },
+  {
+    name: '404 (no such webhook)',
+    contenders: ['portal', 'bare', 'fastify', 'express'],
+    path: () => '/v1/webhooks/wbh_missing00000000000000',
+    headers: AUTH,
+    status: 404,
+    targets: { bare: 0.85, fastify: 1.0, express: 1.0 },
+  },
+  {
+    name: 'GET /v1/files (1,000 entries)',
+    contenders: ['portal', 'bare'],
+    path: (server) => `/v1/files?directoryId=${server.info.directoryId}`,
+    headers: AUTH,
+    status: 200,
+    targets: { bare: 0.8 },
+  },
+];
+
+async function httpScenarios(servers: Map<string, Server>): Promise<{ rows: Row[]; figures: Record<string, Record<string, number>> }> {
+  const rows: Row[] = [];
+  const figures: Record<string, Record<string, number>> = {};
+  for (const scenario of SCENARIOS) {
+    const samples = new Map<string, number[]>(scenario.contenders.map((name) => [name, []]));
+    // Warm-up, not counted: every path compiled by the JIT before any round is measured.
+    for (const name of scenario.contenders) {
+      const server = servers.get(name)!;
+      await requestsPerSecond(`http://127.0.0.1:${server.port}${scenario.path(server)}`, scenario.headers, WARMUP_SECONDS, scenario.status);
+    }
+    for (let round = 0; round < ROUNDS; round++) {
+      // Interleaved, and the order rotates each round, so drift on the machine hits every contender alike.
+      const order = scenario.contenders.map((_, i) => scenario.contenders[(i + round) % scenario.contenders.length]!);
+      for (const name of order) {
+        const server = servers.get(name)!;
+        const url = `http://127.0.0.1:${server.port}${scenario.path(server)}`;
+        samples.get(name)!.push(await requestsPerSecond(url, scenario.headers, SECONDS, scenario.status));
+      }
+    }
+    const medians = Object.fromEntries([...samples].map(([name, values]) => [name, median(values)]));
+    figures[scenario.name] = medians;
+    for (const [baselineName, target] of Object.entries(scenario.targets)) {
+      const ratio = medians.portal! / medians[baselineName]!;
+      rows.push({
+        scenario: scenario.name,
+        figure: medians.portal!,
+        unit: 'req/s',
+        baselineName,
+        baseline: medians[baselineName]!,
+        ratio,
+        target: `≥ ${target}×`,
+        holds: ratio >= target,
+      });
+    }
+    console.error(`  ${scenario.name}: ${Object.entries(medians).map(([n, v]) => `${n} ${Math.round(v)}`).join(', ')}`);
+  }
+  return { rows, figures };
+}
+
+function askRss(server: Server): Promise<number> {
+  return new Promise((resolve) => {
+    server.child.once('message', (message: { rss: number }) => resolve(message.rss));
+    server.child.send('rss');
+  });
+}
+
+/** RSS (after a full GC) after 10,000 requests, then after `MEMORY_REQUESTS`: growth means a leak. */
+async function memoryScenario(): Promise<Row> {
+  const server = await startServer('portal');
+  try {
+    const url = `http://127.0.0.1:${server.port}/v1/webhooks/${server.info.webhookId}`;
+    await autocannon({ url, headers: AUTH, connections: CONNECTIONS, amount: 10_000 });
+    const early = await askRss(server);
+    await autocannon({ url, headers: AUTH, connections: CONNECTIONS, amount: MEMORY_REQUESTS - 10_000 });
+    const late = await askRss(server);
+    const ratio = late / early;
+    return {
+      scenario: `RSS after ${MEMORY_REQUESTS.toLocaleString('en')} GETs`,
+      figure: late / 2 ** 20,
+      unit: 'MiB',
+      baselineName: 'after 10,000',
+      baseline: early / 2 ** 20,
+      ratio,
+      target: '≤ 1.10×',
+      holds: ratio <= 1.1,
+    };
+  } finally {
+    await stopServer(server);
+  }
+}
+
+/** Each `*.bench.js` beside this file prints its results as lines `BENCH {row as JSON}`. */
+async function otherBenches(): Promise<Row[]> {
+  const rows: Row[] = [];
+  const scripts = readdirSync(here).filter((file) => file.endsWith('.bench.js')).sort();
+  for (const script of scripts) {
+    console.error(`  ${script}…`);
+    const child = spawn(process.execPath, ['--expose-gc', path.join(here, script)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    for await (const line of createInterface({ input: child.stdout! })) {
+      if (line.startsWith('BENCH ')) rows.push(JSON.parse(line.slice(6)));
+    }
+    const code = await new Promise((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', resolve)));
+    if (code !== 0) throw new Error(`${script} exited with ${code}`);
+  }
+  return rows;
+}
+
+function format(value: number, unit: string) {
+  return `${value >= 100 ? Math.round(value).toLocaleString('en') : value.toFixed(2)} ${unit}`;
+}
+
+export function table(rows: Row[]): string {
+  const header = ['scenario', 'portal', 'baseline', 'ratio', 'target', 'holds'];
+  const body = rows.map((row) => [
+    row.scenario,
+    format(row.figure, row.unit),
+    `${row.baselineName}: ${format(row.baseline, row.unit)}`,
+    `${row.ratio.toFixed(2)}×`,
+    row.target,
+    row.holds ? 'yes' : 'NO',
+  ]);
+  const lines = [header, header.map(() => '---'), ...body].map((cells) => `| ${cells.join(' | ')} |`);
+  return lines.join('\n');
+}
+
+async function main() {
+  const started = Date.now();
+  console.error(`bench: ${ROUNDS} rounds of ${SECONDS} s, ${CONNECTIONS} connections, ${hasTaskset ? 'server on core 0, load on core 1' : 'no taskset: cores not pinned'}`);
+  let http: Awaited<ReturnType<typeof httpScenarios>> = { rows: [], figures: {} };
+  if (ONLY.has('http')) {
+    const servers = new Map<string, Server>();
+    for (const name of ['portal', 'bare', 'fastify', 'express']) servers.set(name, await startServer(name));
+    try {
+      http = await httpScenarios(servers);
+    } finally {
+      for (const server of servers.values()) await stopServer(server);
+    }
+  }
+  const rows = [
+    ...http.rows,
+    ...(ONLY.has('memory') ? [await memoryScenario()] : []),
+    ...(ONLY.has('others') ? await otherBenches() : []),
+  ];
+  console.log(table(rows));
+  const failing = rows.filter((row) => !row.holds);
+  console.log(`\n${rows.length - failing.length} of ${rows.length} targets hold (${Math.round((Date.now() - started) / 1000)} s).`);
+  const results = { date: new Date().toISOString(), node: process.version, rounds: ROUNDS, seconds: SECONDS, rows, figures: http.figures };
+  writeFileSync(path.join(here, 'results.json'), JSON.stringify(results, null, 2));
+  const chartTarget = path.resolve(here, '../../../test/bench/chart.svg');
+  if (ONLY.has('http') && existsSync(path.dirname(chartTarget))) writeFileSync(chartTarget, renderChart(http.figures));
+  process.exitCode = failing.length === 0 ? 0 : 1;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) await main();

@@ -1,0 +1,149 @@
+/**
+ * The SQL adapter against the memory adapter, in one run:
+ *   npm run build && node dist/test/bench/sql.bench.js
+ *   (BENCH_ROUNDS=3 BENCH_SECONDS=2 BENCH_CONCURRENCY=16 by default)
+ *
+ * Storage level (in this process, `BENCH_CONCURRENCY` calls in flight): `getWebhook` calls/s and
+ * `publishEvents` events/s (one event per call, one subscribed webhook, so one delivery each),
+ * on memory, PostgreSQL (a `pg.Pool` of 10 on 127.0.0.1:5432, skipped with a reason when it does
+ * not answer) and PGlite. HTTP level: `GET /v1/webhooks/{id}` req/s on a portal in its own process
+ * per storage, load from this process (autocannon, 32 connections). Rounds are interleaved and the
+ * median is reported with its ratio to memory. There is no target: a database round trip costs
+ * what it costs; the figures say how much, on this machine, in this run.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { PGlite } from '@electric-sql/pglite';
+import autocannon from 'autocannon';
+import { memoryStorage } from '../../adapters/memory/index.js';
+import { sqlStorage } from '../../adapters/sql/index.js';
+import type { Storage } from '../../src/ports.js';
+import { newEvent } from '../../src/services/events.js';
+import { webhookRecord } from '../conformance/fixtures.js';
+import { connectPostgres, dropSchema } from '../helpers/sql.js';
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
+const SCHEMA = `portal_bench_${process.pid}`;
+const SERVER = fileURLToPath(new URL('./sql-server.js', import.meta.url));
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+/** Calls `operation` from `CONCURRENCY` loops for `SECONDS`; resolves completed calls per second. */
+async function rate(operation: () => Promise<unknown>): Promise<number> {
+  const deadline = performance.now() + SECONDS * 1000;
+  let done = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (performance.now() < deadline) {
+        await operation();
+        done++;
+      }
+    }),
+  );
+  return done / ((performance.now() - started) / 1000);
+}
+
+interface Contender {
+  name: string;
+  storage: Storage;
+  webhookId: string;
+}
+
+async function contender(name: string, storage: Storage): Promise<Contender> {
+  await storage.open?.();
+  const webhook = webhookRecord({ accountId: 'acct_bench' });
+  await storage.insertWebhook(webhook);
+  return { name, storage, webhookId: webhook.id };
+}
+
+interface Server {
+  name: string;
+  child: ChildProcess;
+  url: string;
+  key: string;
+}
+
+async function startServer(name: string, kind: string): Promise<Server> {
+  const child = spawn(process.execPath, [SERVER, kind, SCHEMA], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const line = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).on('line', (text) => text.startsWith('READY ') && resolve(text.slice(6)));
+    child.once('exit', (code) => reject(new Error(`${name} server exited with ${code}`)));
+  });
+  const info = JSON.parse(line);
+  return { name, child, url: `http://127.0.0.1:${info.port}/v1/webhooks/${info.webhookId}`, key: info.key };
+}
+
+async function requestsPerSecond(server: Server, seconds: number): Promise<number> {
+  const result = await autocannon({ url: server.url, headers: { authorization: `Bearer ${server.key}` }, connections: 32, duration: seconds });
+  if (result.errors > 0 || result.non2xx > 0) throw new Error(`${server.name}: ${result.errors} errors, ${result.non2xx} non-2xx answers`);
+  return result.requests.total / seconds;
+}
+
+/** Interleaved rounds after one warm-up each; resolves the runs of every contender. */
+async function measure<T extends { name: string }>(contenders: T[], run: (contender: T, seconds: number) => Promise<number>) {
+  for (const one of contenders) await run(one, 1);
+  const runs = new Map<string, number[]>(contenders.map((one) => [one.name, []]));
+  for (let round = 0; round < ROUNDS; round++) {
+    const order = contenders.map((_, i) => contenders[(i + round) % contenders.length]!);
+    for (const one of order) runs.get(one.name)!.push(await run(one, SECONDS));
+  }
+  return runs;
+}
+
+function report(scenario: string, unit: string, runs: Map<string, number[]>) {
+  const baseline = median(runs.get('memory')!);
+  console.log(`${scenario} (${unit}, median of ${ROUNDS})`);
+  for (const [name, values] of runs) {
+    const figure = median(values);
+    console.log(
+      `  ${name.padEnd(12)} ${Math.round(figure).toLocaleString('en').padStart(10)}  ratio to memory ${(figure / baseline).toFixed(3)}×` +
+        `  (runs: ${values.map((value) => Math.round(value)).join(', ')})`,
+    );
+    if (name === 'memory') continue;
+    // One row per SQL contender for `npm run bench`; reported, with no pass/fail target.
+    const row = { scenario: `${scenario}, ${name}`, figure, unit, baselineName: 'memory', baseline, ratio: figure / baseline, target: 'none (reported)', holds: true };
+    console.log(`BENCH ${JSON.stringify(row)}`);
+  }
+}
+
+const postgres = await connectPostgres({ max: 10 });
+if (!postgres.pool) console.error(`sql.bench: PostgreSQL skipped: ${postgres.reason}`);
+const pglite = await PGlite.create();
+const contenders = [await contender('memory', memoryStorage())];
+if (postgres.pool) contenders.push(await contender('PostgreSQL', sqlStorage({ client: postgres.pool, schema: SCHEMA })));
+contenders.push(await contender('PGlite', sqlStorage({ client: pglite, schema: SCHEMA })));
+
+const servers: Server[] = [];
+try {
+  console.log(`sql.bench: ${ROUNDS} rounds of ${SECONDS} s, ${CONCURRENCY} calls in flight (storage level)`);
+  report(
+    'storage getWebhook',
+    'calls/s',
+    await measure(contenders, (one) => rate(() => one.storage.getWebhook('acct_bench', one.webhookId))),
+  );
+  report(
+    'storage publishEvents, 1 event and 1 delivery per call',
+    'events/s',
+    await measure(contenders, (one) => rate(() => one.storage.publishEvents([newEvent('acct_bench', 'customer-created', { n: 1 }, new Date())]))),
+  );
+
+  servers.push(await startServer('memory', 'memory'));
+  if (postgres.pool) servers.push(await startServer('PostgreSQL', 'postgres'));
+  servers.push(await startServer('PGlite', 'pglite'));
+  report('HTTP GET /v1/webhooks/{id}, 32 connections', 'req/s', await measure(servers, requestsPerSecond));
+} finally {
+  for (const server of servers) {
+    server.child.kill();
+    await new Promise((resolve) => (server.child.exitCode !== null ? resolve(null) : server.child.once('exit', resolve)));
+  }
+  for (const one of contenders) await one.storage.close?.();
+  if (postgres.pool) {
+    await dropSchema(postgres.pool, SCHEMA);
+    await postgres.pool.end();
+  }
+  await pglite.close();
+}

@@ -1,0 +1,160 @@
+import type { Test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { newId } from '../../src/ids.js';
+import type { AgreementRecord, EventRecord } from '../../src/records.js';
+import type { StorageFactory } from './types.js';
+import { T0, agreementRecord, webhookRecord } from './fixtures.js';
+import { withStorage } from './with-storage.js';
+
+function eventFor(agreement: AgreementRecord, type: string): EventRecord {
+  const { accountId: _accountId, ...data } = agreement;
+  return { id: newId('evt'), accountId: agreement.accountId, type, createdAt: T0, data };
+}
+
+/** The change a signature makes: one signer signed, `signed` once all have. */
+function signOne(signerId: string) {
+  return (current: AgreementRecord) => {
+    const signers = current.signers.map((signer) =>
+      signer.id === signerId ? { ...signer, signature: 'data:image/png;base64,AA==', signatureHash: 'd'.repeat(64), signedAt: T0 } : signer,
+    );
+    const status = signers.every((signer) => signer.signedAt !== null) ? ('signed' as const) : current.status;
+    return { agreement: { ...current, signers, status }, events: [] as EventRecord[] };
+  };
+}
+
+export function agreementStorageTests(test: Test, factory: StorageFactory): void {
+  test('agreements: insert then get returns an equal record; another account or an unknown id is null', withStorage(factory, async (storage) => {
+    const agreement = agreementRecord();
+    await storage.insertAgreement(agreement, []);
+    assert.equal(await storage.getAgreement('acct_a', agreement.id), agreement);
+    assert.is(await storage.getAgreement('acct_b', agreement.id), null);
+    assert.is(await storage.getAgreement('acct_a', 'agr_unknown'), null);
+  }));
+
+  test('agreements: the events given with an insert are stored, and fan out to the webhooks of their type', withStorage(factory, async (storage) => {
+    const hook = webhookRecord({ type: 'agreement-created' });
+    const otherType = webhookRecord({ type: 'customer-created' });
+    await storage.insertWebhook(hook);
+    await storage.insertWebhook(otherType);
+    const agreement = agreementRecord();
+    const event = eventFor(agreement, 'agreement-created');
+    await storage.insertAgreement(agreement, [event]);
+    assert.equal(await storage.getEvent('acct_a', event.id), event);
+    assert.is(await storage.getEvent('acct_b', event.id), null);
+    const deliveries = await storage.listDeliveries('acct_a', hook.id);
+    assert.is(deliveries.length, 1);
+    assert.is(deliveries[0]!.eventId, event.id);
+    assert.is(deliveries[0]!.status, 'pending');
+    assert.equal(await storage.listDeliveries('acct_a', otherType.id), []);
+  }));
+
+  test('agreements: inserting an id twice rejects, keeps the first and stores none of the second\'s events', withStorage(factory, async (storage) => {
+    const agreement = agreementRecord();
+    await storage.insertAgreement(agreement, []);
+    const event = eventFor(agreement, 'agreement-created');
+    let rejected = false;
+    await storage.insertAgreement({ ...agreement, name: 'Second' }, [event]).catch(() => (rejected = true));
+    assert.ok(rejected);
+    assert.is((await storage.getAgreement('acct_a', agreement.id))!.name, agreement.name);
+    assert.is(await storage.getEvent('acct_a', event.id), null);
+  }));
+
+  test('agreements: records go in and come out as copies, nested signers and documents too', withStorage(factory, async (storage) => {
+    const agreement = agreementRecord();
+    const expected = structuredClone(agreement);
+    await storage.insertAgreement(agreement, []);
+    agreement.signers[0]!.email = 'changed@example.com';
+    agreement.documents.pop();
+    const read = (await storage.getAgreement('acct_a', agreement.id))!;
+    read.signers[1]!.signedAt = T0;
+    read.documents[0]!.fileSize = 1;
+    read.status = 'signed';
+    assert.equal(await storage.getAgreement('acct_a', agreement.id), expected);
+  }));
+
+  test('agreements: updateAgreement stores what the change returns, with its events, and resolves it', withStorage(factory, async (storage) => {
+    const agreement = agreementRecord();
+    await storage.insertAgreement(agreement, []);
+    let seen: AgreementRecord | undefined;
+    const event = eventFor(agreement, 'agreement-signed');
+    const updated = await storage.updateAgreement('acct_a', agreement.id, (current) => {
+      seen = structuredClone(current);
+      const signed = signOne(current.signers[0]!.id)(current).agreement;
+      return { agreement: signed, events: [event] };
+    });
+    assert.equal(seen, agreement);
+    assert.ok(updated);
+    assert.is(updated!.signers[0]!.signedAt, T0);
+    assert.is(updated!.signers[1]!.signedAt, null);
+    assert.equal(await storage.getAgreement('acct_a', agreement.id), updated);
+    assert.equal(await storage.getEvent('acct_a', event.id), event);
+  }));
+
+  test('agreements: updateAgreement of an absent agreement or another account\'s resolves null without calling change', withStorage(factory, async (storage) => {
+    const agreement = agreementRecord();
+    await storage.insertAgreement(agreement, []);
+    let calls = 0;
+    const change = (current: AgreementRecord) => (calls++, { agreement: current, events: [] });
+    assert.is(await storage.updateAgreement('acct_b', agreement.id, change), null);
+    assert.is(await storage.updateAgreement('acct_a', 'agr_unknown', change), null);
+    assert.is(calls, 0);
+    assert.equal(await storage.getAgreement('acct_a', agreement.id), agreement);
+  }));
+
+  test('agreements: a change that throws, even after editing what it was given, rejects with its error and changes nothing', withStorage(factory, async (storage) => {
+    const agreement = agreementRecord();
+    await storage.insertAgreement(agreement, []);
+    const failure = new Error('signer already signed');
+    let caught: unknown;
+    await storage
+      .updateAgreement('acct_a', agreement.id, (current) => {
+        current.status = 'signed';
+        current.signers[0]!.signedAt = T0;
+        current.documents.length = 0;
+        throw failure;
+      })
+      .catch((error) => (caught = error));
+    assert.is(caught, failure);
+    assert.equal(await storage.getAgreement('acct_a', agreement.id), agreement);
+    // The agreement is still usable: the next update applies to the unchanged record.
+    const next = await storage.updateAgreement('acct_a', agreement.id, signOne(agreement.signers[1]!.id));
+    assert.is(next!.documents.length, 2);
+    assert.equal(next!.signers.map((signer) => signer.signedAt), [null, T0, null]);
+  }));
+
+  test('agreements: concurrent updates of one agreement each see the other\'s result; none is lost', withStorage(factory, async (storage) => {
+    const agreement = agreementRecord();
+    await storage.insertAgreement(agreement, []);
+    await Promise.all(agreement.signers.map((signer) => storage.updateAgreement('acct_a', agreement.id, signOne(signer.id))));
+    const stored = (await storage.getAgreement('acct_a', agreement.id))!;
+    assert.equal(stored.signers.map((signer) => signer.signedAt), [T0, T0, T0]);
+    assert.is(stored.status, 'signed');
+  }));
+
+  test('agreements: isBlobReferenced is true for every document id of any account, false otherwise', withStorage(factory, async (storage) => {
+    const agreement = agreementRecord();
+    const other = agreementRecord({ accountId: 'acct_b' });
+    await storage.insertAgreement(agreement, []);
+    await storage.insertAgreement(other, []);
+    for (const document of [...agreement.documents, ...other.documents]) {
+      assert.is(await storage.isBlobReferenced(document.id), true, document.id);
+    }
+    assert.is(await storage.isBlobReferenced('agd_neverStored'), false);
+    assert.is(await storage.isBlobReferenced(agreement.id), false, 'an agreement id names no blob');
+    assert.is(await storage.isBlobReferenced(agreement.signers[0]!.id), false, 'a signer id names no blob');
+  }));
+
+  if (factory.reopen) {
+    const reopen = factory.reopen;
+    test('agreements: records, updates and their events survive a reopen', withStorage(factory, async (storage, swap) => {
+      const agreement = agreementRecord();
+      const created = eventFor(agreement, 'agreement-created');
+      await storage.insertAgreement(agreement, [created]);
+      const updated = await storage.updateAgreement('acct_a', agreement.id, signOne(agreement.signers[2]!.id));
+      const reopened = await swap(reopen);
+      assert.equal(await reopened.getAgreement('acct_a', agreement.id), updated);
+      assert.equal(await reopened.getEvent('acct_a', created.id), created);
+      assert.is(await reopened.isBlobReferenced(agreement.documents[1]!.id), true);
+    }));
+  }
+}

@@ -1,0 +1,330 @@
+import type { Test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { Storage } from '../../src/ports.js';
+import type { DeliveryAttempt, DeliveryRecord, EventRecord } from '../../src/records.js';
+import type { StorageFactory } from './types.js';
+import { T0, eventRecord, webhookRecord } from './fixtures.js';
+import { withStorage } from './with-storage.js';
+
+/** T0 plus `seconds`, as ATOM. */
+const at = (seconds: number) => new Date(Date.parse(T0) + seconds * 1000).toISOString().slice(0, 19) + '+00:00';
+
+const attempt = (statusCode: number | null, seconds = 0): DeliveryAttempt => ({
+  at: at(seconds),
+  statusCode,
+  error: statusCode === null ? 'connect ECONNREFUSED' : null,
+  durationMs: 12,
+});
+
+/** A webhook of account A for `customer-created`, and `count` events of it published `spacing` seconds apart. */
+async function published(storage: Storage, count: number, spacing = 1): Promise<DeliveryRecord[]> {
+  const webhook = webhookRecord();
+  await storage.insertWebhook(webhook);
+  const deliveries: DeliveryRecord[] = [];
+  for (let i = 0; i < count; i++) deliveries.push(...(await storage.publishEvents([eventRecord({ createdAt: at(i * spacing) })])));
+  return deliveries;
+}
+
+const claim = (storage: Storage, now: number, limit = 10, owner = 'worker-1', lease = 60) =>
+  storage.claimDeliveries({ now: at(now), leaseUntil: at(now + lease), limit, owner });
+
+export function outboxStorageTests(test: Test, factory: StorageFactory): void {
+  test('outbox: publishEvents makes one pending delivery per webhook of the same account and type', withStorage(factory, async (storage) => {
+    const first = webhookRecord();
+    const second = webhookRecord({ url: 'https://second.example/hook' });
+    const otherType = webhookRecord({ type: 'agreement-signed' });
+    const otherAccount = webhookRecord({ accountId: 'acct_b' });
+    for (const webhook of [first, second, otherType, otherAccount]) await storage.insertWebhook(webhook);
+    const event = eventRecord({ createdAt: at(30) });
+    const deliveries = await storage.publishEvents([event]);
+    assert.equal(deliveries.map((d) => d.webhookId).sort(), [first.id, second.id].sort());
+    for (const delivery of deliveries) {
+      assert.match(delivery.id, /^whd_[0-9A-Za-z]{16,}$/);
+      assert.equal({ ...delivery, id: '', webhookId: '' }, {
+        id: '',
+        accountId: 'acct_a',
+        webhookId: '',
+        eventId: event.id,
+        status: 'pending',
+        attempts: [],
+        nextAttemptAt: at(30),
+        createdAt: at(30),
+        leaseOwner: null,
+        leaseUntil: null,
+      });
+      assert.equal(await storage.getDelivery('acct_a', delivery.id), delivery);
+    }
+    assert.is.not(deliveries[0]!.id, deliveries[1]!.id);
+    assert.equal(await storage.listDeliveries('acct_a', otherType.id), []);
+    assert.equal(await storage.listDeliveries('acct_b', otherAccount.id), []);
+  }));
+
+  test('outbox: an event with no subscriber is stored all the same; getEvent is scoped to its account', withStorage(factory, async (storage) => {
+    const event = eventRecord({ data: { nested: { list: [1, 'two', { three: 3 }], unicode: 'Grüße ✓' } } });
+    assert.equal(await storage.publishEvents([event]), []);
+    assert.equal(await storage.getEvent('acct_a', event.id), event);
+    assert.is(await storage.getEvent('acct_b', event.id), null);
+    assert.is(await storage.getEvent('acct_a', 'evt_unknown'), null);
+  }));
+
+  test('outbox: several events in one call each fan out; a batch with a known event id stores nothing', withStorage(factory, async (storage) => {
+    const webhook = webhookRecord();
+    await storage.insertWebhook(webhook);
+    const one = eventRecord();
+    const two = eventRecord({ createdAt: at(1) });
+    assert.is((await storage.publishEvents([one, two])).length, 2);
+    const fresh = eventRecord({ createdAt: at(2) });
+    let rejected = false;
+    await storage.publishEvents([fresh, { ...one, data: { changed: true } }]).catch(() => (rejected = true));
+    assert.ok(rejected, 'a duplicate event id rejects');
+    assert.is(await storage.getEvent('acct_a', fresh.id), null, 'the rest of the batch is not stored');
+    assert.equal((await storage.getEvent('acct_a', one.id))!.data, one.data);
+    assert.is((await storage.listDeliveries('acct_a', webhook.id)).length, 2);
+  }));
+
+  test('outbox: a batch holding the same new event id twice stores nothing', withStorage(factory, async (storage) => {
+    const webhook = webhookRecord();
+    await storage.insertWebhook(webhook);
+    const twice = eventRecord();
+    let rejected = false;
+    await storage.publishEvents([twice, { ...twice, data: { second: true } }]).catch(() => (rejected = true));
+    assert.ok(rejected, 'a duplicate id within the batch rejects');
+    assert.is(await storage.getEvent('acct_a', twice.id), null);
+    assert.equal(await storage.listDeliveries('acct_a', webhook.id), []);
+  }));
+
+  test('outbox: a due delivery whose webhook is gone is cancelled, not claimed', withStorage(factory, async (storage) => {
+    const [delivery] = await published(storage, 1);
+    await storage.deleteWebhook('acct_a', delivery!.webhookId);
+    // Made pending again after its webhook went: the one way a webhook-less delivery can be due.
+    await storage.redeliver('acct_a', delivery!.id, at(5));
+    assert.equal(await claim(storage, 10), []);
+    const after = (await storage.getDelivery('acct_a', delivery!.id))!;
+    assert.is(after.status, 'cancelled');
+    assert.equal(await claim(storage, 20), []);
+  }));
+
+  test('outbox: getDelivery is scoped to the account', withStorage(factory, async (storage) => {
+    const [delivery] = await published(storage, 1);
+    assert.ok(await storage.getDelivery('acct_a', delivery!.id));
+    assert.is(await storage.getDelivery('acct_b', delivery!.id), null);
+    assert.is(await storage.getDelivery('acct_a', 'whd_unknown'), null);
+  }));
+
+  test('outbox: claim takes only due deliveries, oldest due first, up to the limit, with event and webhook', withStorage(factory, async (storage) => {
+    const deliveries = await published(storage, 5, 10); // due at 0, 10, 20, 30, 40
+    const claimed = await claim(storage, 25, 2);
+    assert.equal(claimed.map((c) => c.delivery.id), [deliveries[0]!.id, deliveries[1]!.id]);
+    const [first] = claimed;
+    assert.is(first!.delivery.leaseOwner, 'worker-1');
+    assert.is(first!.delivery.leaseUntil, at(85));
+    assert.equal(first!.event, await storage.getEvent('acct_a', deliveries[0]!.eventId));
+    assert.is(first!.webhook.id, deliveries[0]!.webhookId);
+    assert.is(first!.webhook.secret, webhookRecord().secret);
+    const stored = (await storage.getDelivery('acct_a', deliveries[0]!.id))!;
+    assert.equal([stored.leaseOwner, stored.leaseUntil, stored.status], ['worker-1', at(85), 'pending']);
+    const rest = await claim(storage, 25, 10);
+    assert.equal(rest.map((c) => c.delivery.id), [deliveries[2]!.id], 'leased ones and ones not yet due stay out');
+    assert.equal(await claim(storage, 25, 10), []);
+  }));
+
+  test('outbox: a delivery due at exactly now is claimed', withStorage(factory, async (storage) => {
+    const [delivery] = await published(storage, 1);
+    assert.equal((await claim(storage, 0)).map((c) => c.delivery.id), [delivery!.id]);
+  }));
+
+  test('outbox: concurrent claims never hand out the same delivery', withStorage(factory, async (storage) => {
+    const deliveries = await published(storage, 20);
+    const claims = await Promise.all(Array.from({ length: 8 }, (_, i) => claim(storage, 100, 4, `worker-${i}`)));
+    const ids = claims.flat().map((c) => c.delivery.id);
+    assert.is(new Set(ids).size, ids.length, 'no delivery claimed twice');
+    assert.is(ids.length, 20, 'every due delivery claimed once');
+    for (const [i, batch] of claims.entries()) {
+      for (const { delivery } of batch) {
+        assert.is((await storage.getDelivery('acct_a', delivery.id))!.leaseOwner, `worker-${i}`);
+      }
+    }
+    assert.equal(ids.sort(), deliveries.map((d) => d.id).sort());
+  }));
+
+  test('outbox: a lease that ran out makes the delivery claimable again, and the old owner cannot record', withStorage(factory, async (storage) => {
+    const [delivery] = await published(storage, 1);
+    await claim(storage, 0, 10, 'dead-worker', 60);
+    assert.equal(await claim(storage, 59, 10, 'worker-2'), [], 'still leased');
+    const again = await claim(storage, 61, 10, 'worker-2');
+    assert.equal(again.map((c) => c.delivery.id), [delivery!.id]);
+    assert.is(await storage.recordAttempt(delivery!.id, 'dead-worker', attempt(200, 70), { status: 'succeeded', nextAttemptAt: null }), false);
+    assert.equal((await storage.getDelivery('acct_a', delivery!.id))!.attempts, []);
+    assert.is(await storage.recordAttempt(delivery!.id, 'worker-2', attempt(200, 71), { status: 'succeeded', nextAttemptAt: null }), true);
+  }));
+
+  test('outbox: recordAttempt appends the attempt, sets the outcome and releases the lease', withStorage(factory, async (storage) => {
+    const [delivery] = await published(storage, 1);
+    await claim(storage, 0);
+    const failed = attempt(null, 1);
+    assert.is(await storage.recordAttempt(delivery!.id, 'worker-1', failed, { status: 'pending', nextAttemptAt: at(6) }), true);
+    let stored = (await storage.getDelivery('acct_a', delivery!.id))!;
+    assert.equal(
+      [stored.status, stored.nextAttemptAt, stored.leaseOwner, stored.leaseUntil, stored.attempts],
+      ['pending', at(6), null, null, [failed]],
+    );
+    assert.equal(await claim(storage, 5), [], 'not due before its next attempt');
+    await claim(storage, 6);
+    const succeeded = attempt(204, 7);
+    assert.is(await storage.recordAttempt(delivery!.id, 'worker-1', succeeded, { status: 'succeeded', nextAttemptAt: null }), true);
+    stored = (await storage.getDelivery('acct_a', delivery!.id))!;
+    assert.equal([stored.status, stored.nextAttemptAt, stored.attempts], ['succeeded', null, [failed, succeeded]]);
+    assert.equal(await claim(storage, 1000), [], 'a finished delivery is never claimed');
+  }));
+
+  test('outbox: recordAttempt is refused for another owner, an unclaimed delivery, or an unknown id', withStorage(factory, async (storage) => {
+    const [delivery] = await published(storage, 1);
+    const outcome = { status: 'succeeded' as const, nextAttemptAt: null };
+    assert.is(await storage.recordAttempt(delivery!.id, 'worker-1', attempt(200), outcome), false, 'not claimed');
+    await claim(storage, 0, 10, 'worker-1');
+    assert.is(await storage.recordAttempt(delivery!.id, 'worker-2', attempt(200), outcome), false, 'someone else');
+    assert.is(await storage.recordAttempt('whd_unknown', 'worker-1', attempt(200), outcome), false);
+    const stored = (await storage.getDelivery('acct_a', delivery!.id))!;
+    assert.equal([stored.status, stored.leaseOwner, stored.attempts], ['pending', 'worker-1', []]);
+  }));
+
+  test('outbox: deleting a webhook cancels its pending deliveries only; a call in flight cannot record after', withStorage(factory, async (storage) => {
+    const webhook = webhookRecord();
+    const kept = webhookRecord();
+    await storage.insertWebhook(webhook);
+    await storage.insertWebhook(kept);
+    const mineOf = (batch: DeliveryRecord[], id: string) => batch.find((d) => d.webhookId === id)!;
+    const first = await storage.publishEvents([eventRecord()]);
+    await claim(storage, 0);
+    const done = mineOf(first, webhook.id);
+    await storage.recordAttempt(done.id, 'worker-1', attempt(200), { status: 'succeeded', nextAttemptAt: null });
+    const second = await storage.publishEvents([eventRecord({ createdAt: at(1) })]);
+    await claim(storage, 1);
+    const inFlight = mineOf(second, webhook.id);
+    const waiting = mineOf(await storage.publishEvents([eventRecord({ createdAt: at(2) })]), webhook.id);
+
+    assert.is(await storage.deleteWebhook('acct_a', webhook.id), true);
+    assert.is((await storage.getDelivery('acct_a', done.id))!.status, 'succeeded', 'a finished delivery stays as it was');
+    for (const id of [inFlight.id, waiting.id]) {
+      const cancelled = (await storage.getDelivery('acct_a', id))!;
+      assert.equal([cancelled.status, cancelled.nextAttemptAt], ['cancelled', null]);
+    }
+    assert.is(await storage.recordAttempt(inFlight.id, 'worker-1', attempt(500), { status: 'pending', nextAttemptAt: at(5) }), false);
+    const refused = (await storage.getDelivery('acct_a', inFlight.id))!;
+    assert.equal([refused.status, refused.attempts], ['cancelled', []]);
+    const other = await storage.listDeliveries('acct_a', kept.id);
+    assert.equal(other.map((d) => [d.status, d.leaseOwner]), [['pending', null], ['pending', 'worker-1'], ['pending', 'worker-1']], 'the other webhook is untouched');
+    const later = await claim(storage, 1000, 10, 'worker-3');
+    assert.equal(later.map((c) => c.webhook.id), [kept.id, kept.id, kept.id], 'cancelled ones are never claimed; the other webhook\'s are');
+  }));
+
+  test('outbox: redeliver makes a finished delivery pending again, attempts kept, lease dropped', withStorage(factory, async (storage) => {
+    const [delivery] = await published(storage, 1);
+    await claim(storage, 0);
+    const gone = attempt(410, 1);
+    await storage.recordAttempt(delivery!.id, 'worker-1', gone, { status: 'failed', nextAttemptAt: null });
+    const again = await storage.redeliver('acct_a', delivery!.id, at(500));
+    assert.ok(again);
+    assert.equal(
+      [again!.status, again!.nextAttemptAt, again!.attempts, again!.leaseOwner, again!.leaseUntil],
+      ['pending', at(500), [gone], null, null],
+    );
+    assert.equal(await storage.getDelivery('acct_a', delivery!.id), again);
+    assert.equal(await claim(storage, 499), []);
+    assert.equal((await claim(storage, 500)).map((c) => c.delivery.id), [delivery!.id]);
+    assert.is(await storage.redeliver('acct_b', delivery!.id, at(500)), null);
+    assert.is(await storage.redeliver('acct_a', 'whd_unknown', at(500)), null);
+  }));
+
+  test('outbox: redeliver of a leased delivery drops the lease, so the old owner cannot record', withStorage(factory, async (storage) => {
+    const [delivery] = await published(storage, 1);
+    await claim(storage, 0, 10, 'worker-1');
+    await storage.redeliver('acct_a', delivery!.id, at(1));
+    assert.is(await storage.recordAttempt(delivery!.id, 'worker-1', attempt(200), { status: 'succeeded', nextAttemptAt: null }), false);
+    assert.equal((await claim(storage, 1, 10, 'worker-2')).map((c) => c.delivery.id), [delivery!.id]);
+  }));
+
+  test('outbox: listDeliveries is the webhook\'s own, newest first', withStorage(factory, async (storage) => {
+    const deliveries = await published(storage, 4, 60);
+    const other = webhookRecord({ accountId: 'acct_b' });
+    await storage.insertWebhook(other);
+    await storage.publishEvents([eventRecord({ accountId: 'acct_b', createdAt: at(30) })]);
+    const listed = await storage.listDeliveries('acct_a', deliveries[0]!.webhookId);
+    assert.equal(listed.map((d) => d.id), deliveries.map((d) => d.id).reverse());
+    assert.equal(await storage.listDeliveries('acct_b', deliveries[0]!.webhookId), []);
+    assert.is((await storage.listDeliveries('acct_b', other.id)).length, 1);
+  }));
+
+  test('outbox: returned deliveries and events are copies', withStorage(factory, async (storage) => {
+    const [delivery] = await published(storage, 1);
+    const read = (await storage.getDelivery('acct_a', delivery!.id))!;
+    read.attempts.push(attempt(200));
+    read.status = 'succeeded';
+    const [claimed] = await claim(storage, 0);
+    (claimed!.event.data as { customer: { name: string } }).customer.name = 'changed';
+    claimed!.delivery.attempts.push(attempt(500));
+    const stored = (await storage.getDelivery('acct_a', delivery!.id))!;
+    assert.equal([stored.status, stored.attempts], ['pending', []]);
+    assert.is(((await storage.getEvent('acct_a', delivery!.eventId))!.data as { customer: { name: string } }).customer.name, 'Ada Lovelace');
+  }));
+
+  test('outbox: a large outbox drains through many claims, each delivery once, in due order; retries come back in order', withStorage(factory, async (storage) => {
+    const webhook = webhookRecord();
+    await storage.insertWebhook(webhook);
+    const batch = Array.from({ length: 1100 }, (_, i) => eventRecord({ createdAt: at(i % 50) }));
+    await storage.publishEvents(batch);
+    const seen = new Set<string>();
+    let last = '';
+    for (let round = 0; round < 100; round++) {
+      const claimed = await storage.claimDeliveries({ now: at(100), leaseUntil: at(160), limit: 64, owner: 'worker-1' });
+      if (claimed.length === 0) break;
+      for (const { delivery } of claimed) {
+        assert.ok(!seen.has(delivery.id), 'claimed once');
+        assert.ok(delivery.nextAttemptAt! >= last, 'in due order across claims');
+        last = delivery.nextAttemptAt!;
+        seen.add(delivery.id);
+        // Every tenth fails and is due again later, at a time that depends on its place.
+        const retry = seen.size % 10 === 0;
+        const outcome = retry ? { status: 'pending' as const, nextAttemptAt: at(1000 + (seen.size % 7)) } : { status: 'succeeded' as const, nextAttemptAt: null };
+        assert.ok(await storage.recordAttempt(delivery.id, 'worker-1', attempt(retry ? 500 : 200, 100), outcome));
+      }
+    }
+    assert.is(seen.size, 1100);
+    assert.equal(await storage.claimDeliveries({ now: at(999), leaseUntil: at(1060), limit: 1000, owner: 'worker-2' }).then((c) => c.length), 0);
+    const retried = await storage.claimDeliveries({ now: at(1006), leaseUntil: at(1066), limit: 1000, owner: 'worker-2' });
+    assert.is(retried.length, 110);
+    const dues = retried.map((c) => c.delivery.nextAttemptAt!);
+    assert.equal(dues, [...dues].sort(), 'retries are claimed earliest due first');
+    assert.ok(retried.every((c) => c.delivery.attempts.length === 1));
+  }));
+
+  if (factory.reopen) {
+    const reopen = factory.reopen;
+    test('outbox: events, deliveries, attempts, leases and cancellations survive a reopen', withStorage(factory, async (storage, swap) => {
+      const webhook = webhookRecord();
+      const doomed = webhookRecord();
+      await storage.insertWebhook(webhook);
+      await storage.insertWebhook(doomed);
+      const event: EventRecord = eventRecord();
+      const deliveries = await storage.publishEvents([event]);
+      const mine = deliveries.find((d) => d.webhookId === webhook.id)!;
+      const cancelled = deliveries.find((d) => d.webhookId === doomed.id)!;
+      await storage.claimDeliveries({ now: at(0), leaseUntil: at(60), limit: 10, owner: 'worker-1' });
+      const failed = attempt(503, 1);
+      await storage.recordAttempt(mine.id, 'worker-1', failed, { status: 'pending', nextAttemptAt: at(300) });
+      await storage.deleteWebhook('acct_a', doomed.id);
+      const [late] = await storage.publishEvents([eventRecord({ createdAt: at(2) })]);
+      await storage.claimDeliveries({ now: at(2), leaseUntil: at(62), limit: 10, owner: 'worker-2' });
+
+      const reopened = await swap(reopen);
+      assert.equal(await reopened.getEvent('acct_a', event.id), event);
+      const stored = (await reopened.getDelivery('acct_a', mine.id))!;
+      assert.equal([stored.status, stored.nextAttemptAt, stored.attempts, stored.leaseOwner], ['pending', at(300), [failed], null]);
+      assert.is((await reopened.getDelivery('acct_a', cancelled.id))!.status, 'cancelled');
+      assert.equal([(await reopened.getDelivery('acct_a', late!.id))!.leaseOwner], ['worker-2'], 'a lease is kept');
+      assert.equal(await reopened.claimDeliveries({ now: at(10), leaseUntil: at(70), limit: 10, owner: 'worker-3' }), []);
+      const expired = await reopened.claimDeliveries({ now: at(63), leaseUntil: at(123), limit: 10, owner: 'worker-3' });
+      assert.equal(expired.map((c) => c.delivery.id), [late!.id], 'and runs out after a restart like before');
+    }));
+  }
+}

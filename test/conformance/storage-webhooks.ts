@@ -1,0 +1,74 @@
+import type { Test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { StorageFactory } from './types.js';
+import { webhookRecord } from './fixtures.js';
+import { withStorage } from './with-storage.js';
+
+export function webhookStorageTests(test: Test, factory: StorageFactory): void {
+  test('webhooks: insert then get returns an equal record', withStorage(factory, async (storage) => {
+    const record = webhookRecord();
+    await storage.insertWebhook(record);
+    assert.equal(await storage.getWebhook('acct_a', record.id), record);
+  }));
+
+  test('webhooks: a record of another account, or an unknown id, is null', withStorage(factory, async (storage) => {
+    const record = webhookRecord();
+    await storage.insertWebhook(record);
+    assert.is(await storage.getWebhook('acct_b', record.id), null);
+    assert.is(await storage.getWebhook('acct_a', 'wbh_unknown'), null);
+  }));
+
+  test('webhooks: a returned record is a copy; changing it changes nothing stored', withStorage(factory, async (storage) => {
+    const record = webhookRecord();
+    await storage.insertWebhook(record);
+    const read = (await storage.getWebhook('acct_a', record.id))!;
+    read.url = 'https://changed.example/';
+    record.url = 'https://changed-too.example/';
+    assert.is((await storage.getWebhook('acct_a', record.id))!.url, 'https://receiver.example/hook');
+  }));
+
+  test('webhooks: inserting an id twice rejects and keeps the first', withStorage(factory, async (storage) => {
+    const record = webhookRecord();
+    await storage.insertWebhook(record);
+    let rejected = false;
+    await storage.insertWebhook({ ...record, url: 'https://second.example/' }).catch(() => (rejected = true));
+    assert.ok(rejected);
+    assert.is((await storage.getWebhook('acct_a', record.id))!.url, record.url);
+  }));
+
+  test('webhooks: list is the account\'s own, oldest first', withStorage(factory, async (storage) => {
+    const first = webhookRecord({ createdAt: '2026-01-01T00:00:00+00:00' });
+    const second = webhookRecord({ createdAt: '2026-01-02T00:00:00+00:00' });
+    const other = webhookRecord({ accountId: 'acct_b' });
+    await storage.insertWebhook(second);
+    await storage.insertWebhook(other);
+    await storage.insertWebhook(first);
+    assert.equal((await storage.listWebhooks('acct_a')).map((w) => w.id), [first.id, second.id]);
+    assert.equal((await storage.listWebhooks('acct_b')).map((w) => w.id), [other.id]);
+    assert.equal(await storage.listWebhooks('acct_none'), []);
+  }));
+
+  test('webhooks: delete removes only within the account, once', withStorage(factory, async (storage) => {
+    const record = webhookRecord();
+    await storage.insertWebhook(record);
+    assert.is(await storage.deleteWebhook('acct_b', record.id), false);
+    assert.ok(await storage.getWebhook('acct_a', record.id));
+    assert.is(await storage.deleteWebhook('acct_a', record.id), true);
+    assert.is(await storage.getWebhook('acct_a', record.id), null);
+    assert.is(await storage.deleteWebhook('acct_a', record.id), false);
+  }));
+
+  if (factory.reopen) {
+    const reopen = factory.reopen;
+    test('webhooks: records and deletions survive a reopen', withStorage(factory, async (storage, swap) => {
+      const kept = webhookRecord();
+      const removed = webhookRecord();
+      await storage.insertWebhook(kept);
+      await storage.insertWebhook(removed);
+      await storage.deleteWebhook('acct_a', removed.id);
+      const reopened = await swap(reopen);
+      assert.equal(await reopened.getWebhook('acct_a', kept.id), kept);
+      assert.is(await reopened.getWebhook('acct_a', removed.id), null);
+    }));
+  }
+}

@@ -1,0 +1,23 @@
+import { suite } from 'uvu';
+import { agreementStorageTests } from './storage-agreements.js';
+import { attachmentStorageTests } from './storage-attachments.js';
+import { fileStorageTests } from './storage-files.js';
+import { outboxStorageTests } from './storage-outbox.js';
+import { webhookStorageTests } from './storage-webhooks.js';
+import type { StorageFactory } from './types.js';
+
+export type { BlobStoreFactory, StorageFactory } from './types.js';
+
+/**
+ * Runs every `Storage` behaviour against the adapter `factory` makes: one suite for all adapters,
+ * so that "passes the conformance suite" is the definition of a working adapter. One file per area.
+ */
+export function storageSuite(factory: StorageFactory): void {
+  const test = suite(`Storage conformance: ${factory.name}`);
+  webhookStorageTests(test, factory);
+  fileStorageTests(test, factory);
+  attachmentStorageTests(test, factory);
+  outboxStorageTests(test, factory);
+  agreementStorageTests(test, factory);
+  test.run();
+}

@@ -1,0 +1,65 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+
+export interface Started {
+  child: ChildProcess;
+  /** Every stdout line so far. */
+  lines: string[];
+  /** Resolves the first stdout line (past or future) that `match` accepts. */
+  waitFor(match: (line: string) => boolean, timeoutMs?: number): Promise<string>;
+  /** Resolves the exit code once the process has ended. */
+  exited: Promise<number | null>;
+}
+
+/** Starts `node script` with `env` added, and follows its stdout line by line. */
+export function startNode(script: string, env: Record<string, string>): Started {
+  const child = spawn(process.execPath, [script], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const lines: string[] = [];
+  const waiting = new Set<{ match: (line: string) => boolean; resolve: (line: string) => void; timer?: NodeJS.Timeout }>();
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    lines.push(line);
+    for (const waiter of waiting) {
+      if (waiter.match(line)) {
+        waiting.delete(waiter);
+        clearTimeout(waiter.timer);
+        waiter.resolve(line);
+      }
+    }
+  });
+  let stderr = '';
+  child.stderr!.on('data', (chunk) => (stderr += chunk));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    child,
+    lines,
+    exited,
+    waitFor(match, timeoutMs = 15_000) {
+      const seen = lines.find(match);
+      if (seen !== undefined) return Promise.resolve(seen);
+      return new Promise((resolve, reject) => {
+        const waiter: { match: (line: string) => boolean; resolve: (line: string) => void; timer?: NodeJS.Timeout } = { match, resolve };
+        waiting.add(waiter);
+        const timer = (waiter.timer = setTimeout(() => {
+          waiting.delete(waiter);
+          reject(new Error(`no matching line within ${timeoutMs} ms; stdout:\n${lines.join('\n')}\nstderr:\n${stderr}`));
+        }, timeoutMs));
+        exited.then(() => {
+          if (!waiting.has(waiter)) return;
+          clearTimeout(timer);
+          waiting.delete(waiter);
+          reject(new Error(`process exited; stdout:\n${lines.join('\n')}\nstderr:\n${stderr}`));
+        });
+      });
+    },
+  };
+}
+
+/** Parses a JSON log line, or returns null for any other line. */
+export function logLine(line: string): Record<string, unknown> | null {
+  try {
+    const value = JSON.parse(line);
+    return typeof value === 'object' && value !== null ? value : null;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,97 @@
+import { randomBytes } from 'node:crypto';
+import { PGlite } from '@electric-sql/pglite';
+import pg from 'pg';
+import type { SqlClient } from '../../adapters/sql/index.js';
+import { sqlBlobs, sqlStorage } from '../../adapters/sql/index.js';
+import type { BlobStore, Storage } from '../../src/ports.js';
+import type { BlobStoreFactory, StorageFactory } from '../conformance/types.js';
+
+/** The local PostgreSQL server the SQL tests use when it answers (CI starts it). */
+export const POSTGRES_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/** One id per test run: every schema made by this run starts with it, so runs never meet. */
+const RUN = `cp_test_${randomBytes(4).toString('hex')}`;
+let schemas = 0;
+
+/** A schema name no other test or run uses. */
+export const freshSchema = () => `${RUN}_${++schemas}`;
+
+/** A pool on the server, or why there is none: unreachable within about two seconds. */
+export async function connectPostgres(
+  options: pg.PoolConfig = {},
+): Promise<{ pool: pg.Pool; reason?: undefined } | { pool?: undefined; reason: string }> {
+  const pool = new pg.Pool({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 2000, allowExitOnIdle: true, ...options });
+  pool.on('error', () => {});
+  try {
+    await pool.query('SELECT 1');
+    return { pool };
+  } catch (error) {
+    await pool.end().catch(() => {});
+    return { reason: `PostgreSQL at ${POSTGRES_URL} cannot be reached (${(error as Error).message || (error as Error).name})` };
+  }
+}
+
+export async function openPglite(): Promise<PGlite> {
+  const db = new PGlite();
+  await db.waitReady;
+  return db;
+}
+
+export async function dropSchema(client: SqlClient, schema: string): Promise<void> {
+  await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+}
+
+/** Drops every schema this run made on `client` (the ones a failed test left behind too). */
+export async function dropRunSchemas(client: SqlClient): Promise<void> {
+  const { rows } = await client.query(`SELECT nspname FROM pg_namespace WHERE nspname LIKE $1`, [`${RUN}\\_%`]);
+  for (const row of rows as { nspname: string }[]) await dropSchema(client, row.nspname);
+}
+
+const schemaOf = new WeakMap<object, string>();
+
+/** Conformance factories: each store on a fresh schema of `client`, dropped when destroyed. */
+export function sqlStorageFactory(name: string, client: SqlClient): StorageFactory {
+  const open = async (schema: string) => {
+    const storage = sqlStorage({ client, schema });
+    await storage.open!();
+    schemaOf.set(storage, schema);
+    return storage;
+  };
+  return {
+    name,
+    create: () => open(freshSchema()),
+    async destroy(storage: Storage) {
+      await storage.close!();
+      await dropSchema(client, schemaOf.get(storage)!);
+    },
+    async reopen(storage: Storage) {
+      await storage.close!();
+      return open(schemaOf.get(storage)!);
+    },
+  };
+}
+
+export function sqlBlobsFactory(name: string, client: SqlClient): BlobStoreFactory {
+  let clock: () => Date = () => new Date();
+  const open = async (schema: string) => {
+    const blobs = sqlBlobs({ client, schema, clock: () => clock() });
+    await blobs.open!();
+    schemaOf.set(blobs, schema);
+    return blobs;
+  };
+  return {
+    name,
+    create(options) {
+      clock = options.clock;
+      return open(freshSchema());
+    },
+    async destroy(blobs: BlobStore) {
+      await blobs.close!();
+      await dropSchema(client, schemaOf.get(blobs)!);
+    },
+    async reopen(blobs: BlobStore) {
+      await blobs.close!();
+      return open(schemaOf.get(blobs)!);
+    },
+  };
+}

@@ -1,0 +1,65 @@
+/**
+ * The server the fault and load parts kill and restart: a portal on the filesystem adapters in
+ * `DATA_DIR`, with a worker that ticks every second, a short retry schedule and loopback receivers
+ * allowed. `CLOCK_SKEW_S` runs its clock ahead (to let a dead process's delivery leases lapse
+ * without waiting a minute). Outside `/v1` it serves two test-only routes: `POST /_test/publish`
+ * (an event, as a host app would publish it) and `POST /_test/attachment` (a ticket attachment).
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { fsBlobs, fsStorage } from '../../adapters/fs/index.js';
+import { connectDatabase, sqlAdapters } from '../../adapters/sql/index.js';
+import { createPortal } from '../../src/index.js';
+import { jsonLineLogger } from '../../src/logger.js';
+import { SIGNING_KEY_1 } from '../helpers/download.js';
+import { KEY_A, KEY_B } from '../helpers/server.js';
+
+const dir = process.env.DATA_DIR!;
+const skewMs = Number(process.env.CLOCK_SKEW_S ?? 0) * 1000;
+const logger = jsonLineLogger('info');
+// With SQL_SCHEMA, the SQL adapters on the PostgreSQL server at DATABASE_URL, in that schema.
+const database = process.env.SQL_SCHEMA ? await connectDatabase(process.env.DATABASE_URL!) : null;
+const adapters = database
+  ? sqlAdapters({ client: database.client, schema: process.env.SQL_SCHEMA! })
+  : { storage: fsStorage({ dir }), blobs: fsBlobs({ dir: path.join(dir, 'blobs') }) };
+
+const portal = await createPortal({
+  ...adapters,
+  auth: { apiKeys: { [KEY_A]: 'acct_a', [KEY_B]: 'acct_b' } },
+  signingKeys: [SIGNING_KEY_1],
+  logger,
+  clock: () => new Date(Date.now() + skewMs),
+  webhooks: {
+    tick: '* * * * * *',
+    timeoutMs: 3000,
+    concurrency: 16,
+    retrySchedule: Array.from({ length: 40 }, (_, i) => (i < 5 ? 1 : 2)),
+    allowPrivateNetworks: true,
+  },
+});
+
+async function body(req: http.IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+function harness(req: http.IncomingMessage, res: http.ServerResponse): void {
+  const send = (status: number, value: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
+  (async () => {
+    if (req.method === 'POST' && req.url === '/_test/publish') {
+      const data = JSON.parse((await body(req)).toString() || '{}');
+      send(201, await portal.events.publish('acct_a', 'customer-created', data));
+    } else if (req.method === 'POST' && req.url === '/_test/attachment') {
+      send(201, await portal.tickets.putAttachment('acct_a', { name: 'load.bin', mime: 'application/octet-stream', body: await body(req) }));
+    } else send(404, { message: 'no such test route' });
+  })().catch((error: unknown) => send(500, { message: String(error) }));
+}
+
+const server = http.createServer((req, res) => portal.handler(req, res, () => harness(req, res)));
+process.on('SIGTERM', () => server.close(() => portal.close().then(() => database?.close()).then(() => process.exit(0))));
+server.listen(0, '127.0.0.1', () => {
+  const { port } = server.address() as AddressInfo;
+  logger.info({ url: `http://127.0.0.1:${port}`, pid: process.pid }, 'listening');
+});
