@@ -2,8 +2,9 @@
  * The server the fault and load parts kill and restart: a portal on the filesystem adapters in
  * `DATA_DIR`, with a worker that ticks every second, a short retry schedule and loopback receivers
  * allowed. `CLOCK_SKEW_S` runs its clock ahead (to let a dead process's delivery leases lapse
- * without waiting a minute). Outside `/v1` it serves two test-only routes: `POST /_test/publish`
- * (an event, as a host app would publish it) and `POST /_test/attachment` (a ticket attachment).
+ * without waiting a minute). Outside `/v1` it serves test-only routes: `POST /_test/publish`
+ * (an event, as a host app would publish it), `POST /_test/attachment` (a ticket attachment) and
+ * `POST /_test/memory` (a full collection when started with `--expose-gc`, then `process.memoryUsage()`).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -53,6 +54,9 @@ function harness(req: http.IncomingMessage, res: http.ServerResponse): void {
       send(201, await portal.events.publish('acct_a', 'customer-created', data));
     } else if (req.method === 'POST' && req.url === '/_test/attachment') {
       send(201, await portal.tickets.putAttachment('acct_a', { name: 'load.bin', mime: 'application/octet-stream', body: await body(req) }));
+    } else if (req.method === 'POST' && req.url === '/_test/memory') {
+      (globalThis as { gc?: () => void }).gc?.();
+      send(200, process.memoryUsage());
     } else send(404, { message: 'no such test route' });
   })().catch((error: unknown) => send(500, { message: String(error) }));
 }

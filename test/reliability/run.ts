@@ -50,7 +50,7 @@ async function main(): Promise<void> {
     [
       'load',
       async () =>
-        (await import('./load.js')).load(Number(process.env.RELIABILITY_LOAD_S ?? 30), Number(process.env.RELIABILITY_LOAD_CLIENTS ?? 8)),
+        (await import('./load.js')).load(Number(process.env.RELIABILITY_LOAD_S ?? 60), Number(process.env.RELIABILITY_LOAD_CLIENTS ?? 8)),
     ],
     ['slow', async () => (await import('./slow-clients.js')).slowClients()],
   ];
