@@ -109,6 +109,8 @@ export function createHandler(options: HandlerOptions): NodeHandler {
       return;
     }
     if (error instanceof HttpError) {
+      // A 503 is the backend's fault, not the caller's: the operator wants to see what happened.
+      if (error.status >= 500) logger.warn({ requestId: context.requestId, err: describe(error.cause ?? error) }, error.message);
       sendError(res, error.status, error.message, error.headers);
       return;
     }

@@ -22,3 +22,15 @@ export class HttpError extends Error {
 
 export const badRequest = (message: string) => new HttpError(400, message);
 export const notFound = (message: string) => new HttpError(404, message);
+
+/**
+ * Thrown by an adapter when its backend cannot be reached for now: a database refusing
+ * connections, restarting, or dropping the connection under a statement. Answered 503 with
+ * `Retry-After`; `cause` holds the driver's error, which the handler logs.
+ */
+export class StorageUnavailableError extends HttpError {
+  constructor(message: string, options: { cause?: unknown; retryAfterSeconds?: number } = {}) {
+    super(503, message, { 'retry-after': String(options.retryAfterSeconds ?? 1) });
+    if (options.cause !== undefined) this.cause = options.cause;
+  }
+}

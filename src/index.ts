@@ -2,7 +2,7 @@ export { createPortal, type Portal } from './portal.js';
 export type { PortalOptions, WebhookOptions } from './options.js';
 export type { AuthFunction, AuthOption } from './auth.js';
 export type { Logger } from './logger.js';
-export { HttpError } from './http-error.js';
+export { HttpError, StorageUnavailableError } from './http-error.js';
 export { openapi } from './openapi.js';
 export {
   verifyWebhook,

@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { StorageUnavailableError } from '../../src/http-error.js';
 
 /**
  * What the SQL adapters are handed: anything that runs one parameterized statement. A `pg.Pool`,
@@ -23,7 +25,11 @@ export interface Queryable {
 }
 
 export interface Db extends Queryable {
-  /** Runs `work` in one transaction: committed when it resolves, rolled back when it throws. */
+  /**
+   * Runs `work` in one transaction: committed when it resolves, rolled back when it throws. On a
+   * pool, `work` runs again when the connection breaks before COMMIT: it must do nothing but
+   * statements on `tx`.
+   */
   transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
 }
 
@@ -58,11 +64,14 @@ const rowsOf = async (pending: Promise<{ rows: unknown[] }>) => (await pending).
  * `prepare`: on a pool, send each statement as a named prepared statement (pg's `{ name, text,
  * values }`), parsed and planned once per connection instead of on every call.
  */
-export function wrapClient(client: SqlClient, who: string, prepare = true): Db {
+export function wrapClient(client: SqlClient, who: string, prepare = true, waitForDatabaseMs = 10_000): Db {
   if (client === null || typeof client !== 'object' || typeof client.query !== 'function') {
     throw new TypeError(`${who}: \`client\` must have a query(text, params) method (a pg.Pool or a PGlite instance)`);
   }
-  if (isPool(client)) return poolDb(client, prepare);
+  if (typeof waitForDatabaseMs !== 'number' || !(waitForDatabaseMs >= 0)) {
+    throw new TypeError(`${who}: \`waitForDatabaseMs\` must be a number of milliseconds, 0 or more`);
+  }
+  if (isPool(client)) return poolDb(client, prepare, waitForDatabaseMs);
   if (hasTransaction(client)) return transactionDb(client);
   return singleConnectionDb(client);
 }
@@ -79,7 +88,51 @@ function statementName(text: string): string {
   return name;
 }
 
-function poolDb(pool: PoolLike, prepare: boolean): Db {
+/**
+ * Errors after which the statement certainly did not take effect: the connection was refused or
+ * not yet accepted (server down, starting, shutting down, full), or the server ended the session
+ * under it (`57P01`/`57P02`: the statement is aborted and its transaction rolled back; a commit
+ * that completed is reported as such before the session ends).
+ */
+const NOT_APPLIED = new Set(['ECONNREFUSED', 'ENOENT', '57P01', '57P02', '57P03', '53300', '08001', '08004']);
+/** The connection broke with no word from the server: whatever was in flight may or may not have taken effect. */
+const CONNECTION_LOST = new Set(['ECONNRESET', 'EPIPE', 'ETIMEDOUT', '08000', '08003', '08006']);
+
+function failure(error: unknown): 'not-applied' | 'lost' | null {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  if (typeof code === 'string' && NOT_APPLIED.has(code)) return 'not-applied';
+  if (typeof code === 'string' && CONNECTION_LOST.has(code)) return 'lost';
+  // node-postgres reports a socket closed under a query, or a client it could not use, by message only.
+  if (typeof message === 'string' && /Connection terminated|not queryable/.test(message)) return 'lost';
+  return null;
+}
+
+/** A statement that reads only: running it again is harmless whatever happened to the first try. */
+const READ_ONLY = /^\s*SELECT\b/i;
+
+/**
+ * Runs `attempt`, and again while the database is unreachable, for up to `waitMs`: a restart or a
+ * failover then costs the request a wait instead of an error. `replayable` says whether a try that
+ * failed may be run again; one that may have taken effect is not, and is answered 503 at once.
+ */
+async function untilReachable<T>(waitMs: number, attempt: () => Promise<T>, replayable: (kind: 'not-applied' | 'lost') => boolean): Promise<T> {
+  const deadline = Date.now() + waitMs;
+  for (let pause = 50; ; pause = Math.min(pause * 2, 1000)) {
+    try {
+      return await attempt();
+    } catch (error) {
+      const kind = failure(error);
+      if (kind === null) throw error;
+      if (!replayable(kind)) {
+        throw new StorageUnavailableError('The database connection was lost while the change was being saved: it may or may not have been applied', { cause: error });
+      }
+      if (Date.now() + pause > deadline) throw new StorageUnavailableError('The database is unavailable; nothing was changed, try again shortly', { cause: error });
+      await sleep(pause);
+    }
+  }
+}
+
+function poolDb(pool: PoolLike, prepare: boolean, waitMs: number): Db {
   type Run = (text: string, params?: unknown[]) => Promise<Row[]>;
   const runOn = (target: SqlClient): Run =>
     prepare
@@ -89,23 +142,34 @@ function poolDb(pool: PoolLike, prepare: boolean): Db {
             ? rowsOf(target.query(text, params))
             : rowsOf((target as unknown as NamedQuery).query({ name: statementName(text), text, values: params }))
       : (text, params) => rowsOf(target.query(text, params));
+  const direct = runOn(pool);
   return {
-    query: runOn(pool),
-    async transaction(work) {
-      const connection = await pool.connect();
-      let broken: Error | undefined;
-      try {
-        await connection.query('BEGIN');
-        const result = await work({ query: runOn(connection) });
-        await connection.query('COMMIT');
-        return result;
-      } catch (error) {
-        await connection.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
-        throw error;
-      } finally {
-        // A connection whose rollback failed is in an unknown state: the pool discards it.
-        connection.release(broken ?? false);
-      }
+    query: (text, params) => untilReachable(waitMs, () => direct(text, params), (kind) => kind === 'not-applied' || READ_ONLY.test(text)),
+    transaction(work) {
+      // Until COMMIT is sent, a broken transaction was rolled back by the server: run it all again.
+      let committing = false;
+      return untilReachable(
+        waitMs,
+        async () => {
+          committing = false;
+          const connection = await pool.connect();
+          let broken: Error | undefined;
+          try {
+            await connection.query('BEGIN');
+            const result = await work({ query: runOn(connection) });
+            committing = true;
+            await connection.query('COMMIT');
+            return result;
+          } catch (error) {
+            await connection.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
+            throw error;
+          } finally {
+            // A connection whose rollback failed is in an unknown state: the pool discards it.
+            connection.release(broken ?? false);
+          }
+        },
+        (kind) => kind === 'not-applied' || !committing,
+      );
     },
   };
 }

@@ -17,6 +17,13 @@ export interface SqlOptions {
    * transaction mode before 1.21).
    */
   preparedStatements?: boolean;
+  /**
+   * On a `pg.Pool`, how long a statement waits for a database that refuses connections or is
+   * restarting, trying again with backoff, before its request is answered 503 (default 10 000 ms;
+   * `0` answers at once). A statement that may already have taken effect when its connection
+   * broke is never run again: that request is answered 503 at once.
+   */
+  waitForDatabaseMs?: number;
 }
 
 /** A schema name checked once, and the qualified, quoted table names built from it. */

@@ -58,7 +58,7 @@ export interface SqlBlobsOptions extends SqlOptions {
 /** Blobs in PostgreSQL (through `pg`) or PGlite, as chunked `bytea` rows streamed both ways. */
 export function sqlBlobs(options: SqlBlobsOptions): BlobStore {
   const who = 'sqlBlobs';
-  const db = wrapClient(options?.client, who, options?.preparedStatements ?? true);
+  const db = wrapClient(options?.client, who, options?.preparedStatements ?? true, options?.waitForDatabaseMs ?? 10_000);
   const names = resolveNames(options, who);
   const clock = options.clock ?? (() => new Date());
   const { table } = names;

@@ -27,7 +27,7 @@ export interface SqlStorageOptions extends SqlOptions {
  */
 export function sqlStorage(options: SqlStorageOptions): Storage {
   const who = 'sqlStorage';
-  const db = wrapClient(options?.client, who, options?.preparedStatements ?? true);
+  const db = wrapClient(options?.client, who, options?.preparedStatements ?? true, options?.waitForDatabaseMs ?? 10_000);
   const names = resolveNames(options, who);
   const { table } = names;
   const outbox = createOutbox(db, names);
