@@ -4,6 +4,7 @@
  * stays away is answered 503 after `waitForDatabaseMs`. The pool is scripted: each statement text
  * meets the failures queued for it, in order, before it reaches PGlite.
  */
+import { EventEmitter } from 'node:events';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { PGlite } from '@electric-sql/pglite';
@@ -45,9 +46,35 @@ class ScriptedPool {
     return this.db.query(text, params);
   }
 
+  /** After the next statement matching `match` on a checked-out connection, the server ends that session. */
+  endSessionAfter: RegExp | null = null;
+  /** 'error' events with no listener: each would have crashed a real process. */
+  unheardErrors = 0;
+  /** Connections given back, and whether each was given back as broken. */
+  readonly released: boolean[] = [];
+
   async connect() {
     if (this.down) throw this.down();
-    return { query: (text: string, params?: unknown[]) => this.query(text, params), release: () => {} };
+    // As pg's Client: an EventEmitter whose 'error' event, unheard, throws.
+    const connection = Object.assign(new EventEmitter(), {
+      ended: false,
+      query: async (text: string, params?: unknown[]) => {
+        if (connection.ended) throw new Error('Client has encountered a connection error and is not queryable');
+        const result = await this.query(text, params);
+        if (this.endSessionAfter?.test(text)) {
+          this.endSessionAfter = null;
+          connection.ended = true;
+          // The server rolls back what the session had open.
+          await this.db.query('ROLLBACK');
+          // pg emits it from the socket's data handler: unheard, it would be an uncaught exception.
+          if (connection.listenerCount('error') === 0) this.unheardErrors++;
+          else connection.emit('error', terminated());
+        }
+        return result;
+      },
+      release: (error?: Error | boolean) => void this.released.push(Boolean(error)),
+    });
+    return connection;
   }
 
   count(match: RegExp): number {
@@ -66,6 +93,7 @@ async function open(options: { waitForDatabaseMs?: number } = {}) {
   await storage.open!();
   await blobs.open!();
   pool.seen.length = 0;
+  pool.released.length = 0;
   return { pool, storage, blobs };
 }
 
@@ -140,6 +168,17 @@ test('a transaction whose COMMIT was cut by a shutdown runs again; one whose COM
   const error = await storage.deleteWebhook('acct_a', 'wh_reconnect_c2').catch((caught: unknown) => caught);
   assert.instance(error, StorageUnavailableError);
   assert.is(pool.count(/^BEGIN/), 1);
+});
+
+test('a session the server ends between two statements of a transaction is given back broken, and the transaction runs again', async () => {
+  const { pool, storage } = await open();
+  await storage.insertWebhook(webhookRecord({ id: 'wh_reconnect_ended' }));
+  pool.endSessionAfter = /^DELETE/;
+  assert.ok(await storage.deleteWebhook('acct_a', 'wh_reconnect_ended'));
+  assert.is(pool.unheardErrors, 0);
+  assert.is(pool.count(/^BEGIN/), 2);
+  assert.equal(pool.released, [true, false]);
+  assert.is(await storage.getWebhook('acct_a', 'wh_reconnect_ended'), null);
 });
 
 test('a database that stays away is answered 503 after waitForDatabaseMs, having changed nothing', async () => {

@@ -33,8 +33,15 @@ export interface Db extends Queryable {
   transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
 }
 
+/** A connection checked out of a `pg.Pool`: an `EventEmitter` reporting a connection the server ended. */
+interface PooledClient extends SqlClient {
+  release(error?: Error | boolean): void;
+  on?(event: 'error', listener: (error: Error) => void): unknown;
+  off?(event: 'error', listener: (error: Error) => void): unknown;
+}
+
 interface PoolLike extends SqlClient {
-  connect(): Promise<SqlClient & { release(error?: Error | boolean): void }>;
+  connect(): Promise<PooledClient>;
   totalCount: number;
 }
 
@@ -154,6 +161,11 @@ function poolDb(pool: PoolLike, prepare: boolean, waitMs: number): Db {
           committing = false;
           const connection = await pool.connect();
           let broken: Error | undefined;
+          // The server ending the session between two statements is reported as an 'error' event
+          // on the checked-out connection, which would crash the process unheard; the next
+          // statement on it fails and says so.
+          const lostBetweenStatements = (error: Error) => (broken = error);
+          connection.on?.('error', lostBetweenStatements);
           try {
             await connection.query('BEGIN');
             const result = await work({ query: runOn(connection) });
@@ -164,7 +176,8 @@ function poolDb(pool: PoolLike, prepare: boolean, waitMs: number): Db {
             await connection.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
             throw error;
           } finally {
-            // A connection whose rollback failed is in an unknown state: the pool discards it.
+            connection.off?.('error', lostBetweenStatements);
+            // A connection whose rollback failed, or that the server ended, is discarded by the pool.
             connection.release(broken ?? false);
           }
         },

@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fsBlobs, fsStorage } from '../../adapters/fs/index.js';
 import { connectDatabase, sqlAdapters } from '../../adapters/sql/index.js';
-import { createPortal } from '../../src/index.js';
+import { HttpError, createPortal } from '../../src/index.js';
 import { jsonLineLogger } from '../../src/logger.js';
 import { SIGNING_KEY_1 } from '../helpers/download.js';
 import { KEY_A, KEY_B } from '../helpers/server.js';
@@ -58,7 +58,11 @@ function harness(req: http.IncomingMessage, res: http.ServerResponse): void {
       (globalThis as { gc?: () => void }).gc?.();
       send(200, process.memoryUsage());
     } else send(404, { message: 'no such test route' });
-  })().catch((error: unknown) => send(500, { message: String(error) }));
+  })().catch((error: unknown) => {
+    // As the portal's own routes answer: an HttpError (a 503 while the database is away) keeps its status.
+    if (error instanceof HttpError) res.writeHead(error.status, { ...error.headers, 'content-type': 'application/json' }).end(JSON.stringify({ message: error.message }));
+    else send(500, { message: String(error) });
+  });
 }
 
 const server = http.createServer((req, res) => portal.handler(req, res, () => harness(req, res)));
