@@ -24,13 +24,22 @@ export interface Queryable {
   query(text: string, params?: unknown[]): Promise<Row[]>;
 }
 
-export interface Db extends Queryable {
+/**
+ * `replayable`: running it twice leaves the same state as running it once (an upsert, a delete by
+ * id), so a try whose connection broke with no word from the server may be run again.
+ */
+export interface Replay {
+  replayable?: boolean;
+}
+
+export interface Db {
+  query(text: string, params?: unknown[], options?: Replay): Promise<Row[]>;
   /**
    * Runs `work` in one transaction: committed when it resolves, rolled back when it throws. On a
    * pool, `work` runs again when the connection breaks before COMMIT: it must do nothing but
    * statements on `tx`.
    */
-  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
+  transaction<T>(work: (tx: Queryable) => Promise<T>, options?: Replay): Promise<T>;
 }
 
 /** A connection checked out of a `pg.Pool`: an `EventEmitter` reporting a connection the server ended. */
@@ -117,12 +126,20 @@ function failure(error: unknown): 'not-applied' | 'lost' | null {
 /** A statement that reads only: running it again is harmless whatever happened to the first try. */
 const READ_ONLY = /^\s*SELECT\b/i;
 
+const MAY_HAVE_APPLIED = 'The database connection was lost while the change was being saved: it may or may not have been applied';
+
 /**
  * Runs `attempt`, and again while the database is unreachable, for up to `waitMs`: a restart or a
  * failover then costs the request a wait instead of an error. `replayable` says whether a try that
  * failed may be run again; one that may have taken effect is not, and is answered 503 at once.
+ * `unsettled` says whether, at the deadline, an earlier try may still have taken effect.
  */
-async function untilReachable<T>(waitMs: number, attempt: () => Promise<T>, replayable: (kind: 'not-applied' | 'lost') => boolean): Promise<T> {
+async function untilReachable<T>(
+  waitMs: number,
+  attempt: () => Promise<T>,
+  replayable: (kind: 'not-applied' | 'lost') => boolean,
+  unsettled: () => boolean = () => false,
+): Promise<T> {
   const deadline = Date.now() + waitMs;
   for (let pause = 50; ; pause = Math.min(pause * 2, 1000)) {
     try {
@@ -130,14 +147,18 @@ async function untilReachable<T>(waitMs: number, attempt: () => Promise<T>, repl
     } catch (error) {
       const kind = failure(error);
       if (kind === null) throw error;
-      if (!replayable(kind)) {
-        throw new StorageUnavailableError('The database connection was lost while the change was being saved: it may or may not have been applied', { cause: error });
+      if (!replayable(kind)) throw new StorageUnavailableError(MAY_HAVE_APPLIED, { cause: error });
+      if (Date.now() + pause > deadline) {
+        const message = unsettled() ? MAY_HAVE_APPLIED : 'The database is unavailable; nothing was changed, try again shortly';
+        throw new StorageUnavailableError(message, { cause: error });
       }
-      if (Date.now() + pause > deadline) throw new StorageUnavailableError('The database is unavailable; nothing was changed, try again shortly', { cause: error });
       await sleep(pause);
     }
   }
 }
+
+/** Opens a transaction and learns its id, in one round trip: what `txid_status` is asked about if COMMIT goes unanswered. */
+const BEGIN = 'BEGIN; SELECT txid_current()::text AS xid';
 
 function poolDb(pool: PoolLike, prepare: boolean, waitMs: number): Db {
   type Run = (text: string, params?: unknown[]) => Promise<Row[]>;
@@ -150,14 +171,38 @@ function poolDb(pool: PoolLike, prepare: boolean, waitMs: number): Db {
             : rowsOf((target as unknown as NamedQuery).query({ name: statementName(text), text, values: params }))
       : (text, params) => rowsOf(target.query(text, params));
   const direct = runOn(pool);
+
+  /** Whether transaction `xid` committed: true, false (aborted: it never will), or null while the server cannot tell yet. */
+  async function committed(xid: string): Promise<boolean | null> {
+    const [row] = await rowsOf(pool.query('SELECT txid_status($1::bigint) AS status', [xid]));
+    const status = row?.status;
+    if (status === 'committed') return true;
+    if (status === 'aborted') return false;
+    if (status === 'in progress') return null;
+    // Too old to be known, which a transaction seconds old cannot be.
+    throw new Error(`txid_status(${xid}) answered ${String(status)}`);
+  }
+
   return {
-    query: (text, params) => untilReachable(waitMs, () => direct(text, params), (kind) => kind === 'not-applied' || READ_ONLY.test(text)),
-    transaction(work) {
-      // Until COMMIT is sent, a broken transaction was rolled back by the server: run it all again.
+    query: (text, params, options) =>
+      untilReachable(waitMs, () => direct(text, params), (kind) => kind === 'not-applied' || options?.replayable === true || READ_ONLY.test(text)),
+    transaction<T>(work: (tx: Queryable) => Promise<T>, options?: Replay): Promise<T> {
+      // A try broken before COMMIT was sent was rolled back by the server: it runs again. One whose
+      // COMMIT went unanswered is settled by asking the server what became of its transaction id.
       let committing = false;
+      let unanswered: { xid: string; result: T } | null = null;
+      const deadline = Date.now() + waitMs;
       return untilReachable(
         waitMs,
         async () => {
+          while (unanswered !== null) {
+            const outcome = await committed(unanswered.xid);
+            if (outcome === true) return unanswered.result;
+            if (outcome === false) unanswered = null;
+            // Still open on a session the server has not noticed is gone: only the deadline settles it.
+            else if (Date.now() > deadline) throw new StorageUnavailableError(MAY_HAVE_APPLIED);
+            else await sleep(50);
+          }
           committing = false;
           const connection = await pool.connect();
           let broken: Error | undefined;
@@ -166,13 +211,17 @@ function poolDb(pool: PoolLike, prepare: boolean, waitMs: number): Db {
           // statement on it fails and says so.
           const lostBetweenStatements = (error: Error) => (broken = error);
           connection.on?.('error', lostBetweenStatements);
+          let xid: string | undefined;
+          let result: T | undefined;
           try {
-            await connection.query('BEGIN');
-            const result = await work({ query: runOn(connection) });
+            const opened = (await connection.query(BEGIN)) as unknown as { rows: Row[] }[];
+            xid = String(opened[1]?.rows[0]?.xid);
+            result = await work({ query: runOn(connection) });
             committing = true;
             await connection.query('COMMIT');
             return result;
           } catch (error) {
+            if (committing && failure(error) === 'lost') unanswered = { xid: xid!, result: result as T };
             await connection.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
             throw error;
           } finally {
@@ -181,7 +230,8 @@ function poolDb(pool: PoolLike, prepare: boolean, waitMs: number): Db {
             connection.release(broken ?? false);
           }
         },
-        (kind) => kind === 'not-applied' || !committing,
+        (kind) => kind === 'not-applied' || !committing || unanswered !== null || options?.replayable === true,
+        () => unanswered !== null,
       );
     },
   };

@@ -64,11 +64,13 @@ export function sqlBlobs(options: SqlBlobsOptions): BlobStore {
   const { table } = names;
 
   const sql = {
-    start: `INSERT INTO ${table('blobs')} (id, chunk_size) VALUES ($1::text, $2::int)`,
-    writeChunk: `INSERT INTO ${table('blob_chunks')} (blob_id, seq, data) VALUES ($1::text, $2::int, $3::bytea)`,
+    // The writes of an upload can each run twice with the same result (see `replayable` below).
+    start: `INSERT INTO ${table('blobs')} (id, chunk_size) VALUES ($1::text, $2::int) ON CONFLICT (id) DO NOTHING`,
+    writeChunk: `INSERT INTO ${table('blob_chunks')} (blob_id, seq, data) VALUES ($1::text, $2::int, $3::bytea)
+      ON CONFLICT (blob_id, seq) DO UPDATE SET data = EXCLUDED.data`,
     // Two finishes of one key one after the other, so the second replaces the first cleanly.
     lockKey: `SELECT pg_advisory_xact_lock($1::int, hashtext($2::text))`,
-    replace: `DELETE FROM ${table('blobs')} WHERE key = $1::text`,
+    replace: `DELETE FROM ${table('blobs')} WHERE key = $1::text AND id <> $2::text`,
     finish: `UPDATE ${table('blobs')} SET key = $2::text, size = $3::bigint, created_at = $4::timestamptz WHERE id = $1::text`,
     abandon: `DELETE FROM ${table('blobs')} WHERE id = $1::text`,
     find: `SELECT id, size, chunk_size FROM ${table('blobs')} WHERE key = $1::text`,
@@ -83,6 +85,12 @@ export function sqlBlobs(options: SqlBlobsOptions): BlobStore {
     sweep: `DELETE FROM ${table('blobs')} WHERE key IS NULL AND started_at < now() - interval '${ABANDONED_AFTER}'`,
   };
   const LOCK_CLASS = 0x63706f62; // 'cpob'
+  /**
+   * An upload's statements may each run again after a connection broke under them with no word
+   * from the server: a chunk written twice is the same chunk, and a finish run twice (it only
+   * removes other rows of the key) names the same row. The upload then survives a database restart.
+   */
+  const REPLAYABLE = { replayable: true } as const;
 
   async function writeChunks(id: string, body: AsyncIterable<Uint8Array | string>): Promise<number> {
     let pending: Buffer[] = [];
@@ -115,9 +123,9 @@ export function sqlBlobs(options: SqlBlobsOptions): BlobStore {
       pending.push(bytes);
       pendingLength += bytes.length;
       size += bytes.length;
-      while (pendingLength >= CHUNK_SIZE) await db.query(sql.writeChunk, [id, seq++, take(CHUNK_SIZE)]);
+      while (pendingLength >= CHUNK_SIZE) await db.query(sql.writeChunk, [id, seq++, take(CHUNK_SIZE)], REPLAYABLE);
     }
-    if (pendingLength > 0) await db.query(sql.writeChunk, [id, seq++, take(pendingLength)]);
+    if (pendingLength > 0) await db.query(sql.writeChunk, [id, seq++, take(pendingLength)], REPLAYABLE);
     pending = [];
     return size;
   }
@@ -141,18 +149,19 @@ export function sqlBlobs(options: SqlBlobsOptions): BlobStore {
   const blobs: BlobStore = {
     async put(key, body) {
       const id = randomUUID();
-      await db.query(sql.start, [id, CHUNK_SIZE]);
+      await db.query(sql.start, [id, CHUNK_SIZE], REPLAYABLE);
       try {
         const size = await writeChunks(id, body);
+        const createdAt = atom(clock());
         await db.transaction(async (tx) => {
           await tx.query(sql.lockKey, [LOCK_CLASS, key]);
-          await tx.query(sql.replace, [key]);
-          await tx.query(sql.finish, [id, key, size, atom(clock())]);
-        });
+          await tx.query(sql.replace, [key, id]);
+          await tx.query(sql.finish, [id, key, size, createdAt]);
+        }, REPLAYABLE);
         return { size };
       } catch (error) {
         // Should this fail too, the row is left unnamed, invisible, and swept by a later open().
-        await db.query(sql.abandon, [id]).catch(() => {});
+        await db.query(sql.abandon, [id], REPLAYABLE).catch(() => {});
         throw error;
       }
     },
