@@ -78,7 +78,7 @@ interface Operation {
   public?: boolean;
 }
 
-/** Adds what every operation answers: 401 (unless public), 404 (no route), 405, 500. */
+/** Adds what every operation answers: 401 (unless public), 404 (no route), 405, 500, 503. */
 function operation(spec: Operation): Json {
   const { extension, public: isPublic, responses, ...rest } = spec;
   return {
@@ -90,6 +90,7 @@ function operation(spec: Operation): Json {
       404: responses[404] ?? common('NotFound'),
       405: common('MethodNotAllowed'),
       500: common('InternalError'),
+      503: common('Unavailable'),
     },
     ...(extension ? { 'x-extension': true } : {}),
   };
@@ -334,6 +335,9 @@ const errorResponses = {
     Allow: { description: 'The methods the path has.', schema: { type: 'string' }, required: true },
   }),
   InternalError: error('An unexpected fault, logged with the request id: `{"message":"Internal error"}`.'),
+  Unavailable: error('The storage cannot be reached for now (a database restarting); nothing was changed unless the message says it may have been. Logged as a warning.', {
+    'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'string' }, required: true },
+  }),
 };
 
 function buildDocument(): Json {
