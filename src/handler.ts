@@ -150,8 +150,8 @@ export function createHandler(options: HandlerOptions): NodeHandler {
       const reply = await store.route.handler(context);
       if (reply === undefined) return;
       if (reply instanceof HttpError) return fail(context, reply);
-      const { status, body } = reply;
-      const payload = status === 204 || body === undefined ? undefined : JSON.stringify(body);
+      const { status, body, json } = reply;
+      const payload = status === 204 ? undefined : json ?? (body === undefined ? undefined : JSON.stringify(body));
       writeJson(context.res, status, payload, head(context), reply.headers);
     } catch (error) {
       fail(context, error);

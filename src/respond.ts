@@ -6,6 +6,8 @@ export const JSON_TYPE = 'application/json; charset=utf-8';
 export interface Reply {
   status: number;
   body?: unknown;
+  /** The body already serialized, when the route keeps it as JSON text; used instead of `body`. */
+  json?: string;
   headers?: Record<string, string>;
 }
 
