@@ -53,11 +53,14 @@ function validAccount(result: unknown): string | null {
   return accountId;
 }
 
+/** The first 6 bytes of a SHA-256 digest as a number: a map key made without a string (hot path). */
+const prefixOf = (digest: Buffer) => digest.readUIntBE(0, 6);
+
 /**
  * Builds the request authenticator. Keys are never compared as strings: the presented token is
- * hashed with SHA-256, its first 8 bytes pick the candidate key (timing of that lookup depends on
- * the hash, which says nothing usable about any key), and the full digests are compared with
- * `timingSafeEqual`.
+ * hashed with SHA-256, its first 6 bytes pick the candidate keys (timing of that lookup depends on
+ * the hash, which says nothing usable about any key; keys whose digests share those bytes are all
+ * candidates), and the full digests are compared with `timingSafeEqual`.
  */
 export function createAuthenticator(option: AuthOption): Authenticator {
   if (typeof option === 'function') return cachedAuthenticator(option);
@@ -65,20 +68,26 @@ export function createAuthenticator(option: AuthOption): Authenticator {
     ? option.apiKeys.map((key) => [key, 'default'])
     : Object.entries(option.apiKeys);
   if (entries.length === 0) throw new TypeError('auth.apiKeys must hold at least one key');
-  const byPrefix = new Map<string, { digest: Buffer; accountId: string }>();
+  const byPrefix = new Map<number, { digest: Buffer; accountId: string }[]>();
   for (const [key, accountId] of entries) {
     if (!TOKEN68.test(key)) throw new TypeError('auth.apiKeys: a key must be a non-empty token68 string');
     if (typeof accountId !== 'string' || accountId === '') throw new TypeError('auth.apiKeys: account ids must be non-empty strings');
     const keyDigest = digest(key);
-    byPrefix.set(keyDigest.toString('hex', 0, 8), { digest: keyDigest, accountId });
+    const prefix = prefixOf(keyDigest);
+    const candidates = byPrefix.get(prefix);
+    if (candidates === undefined) byPrefix.set(prefix, [{ digest: keyDigest, accountId }]);
+    else candidates.push({ digest: keyDigest, accountId });
   }
   return (authorization) => {
     const token = bearerToken(authorization);
     if (typeof token !== 'string') return token;
     const presented = digest(token);
-    const candidate = byPrefix.get(presented.toString('hex', 0, 8));
-    if (candidate === undefined || !timingSafeEqual(candidate.digest, presented)) return INVALID;
-    return candidate.accountId;
+    const candidates = byPrefix.get(prefixOf(presented));
+    if (candidates === undefined) return INVALID;
+    for (const candidate of candidates) {
+      if (timingSafeEqual(candidate.digest, presented)) return candidate.accountId;
+    }
+    return INVALID;
   };
 }
 

@@ -5,7 +5,7 @@ import type { HTTPMethod } from 'find-my-way';
 import type { Authenticator } from './auth.js';
 import { HttpError } from './http-error.js';
 import type { Logger } from './logger.js';
-import { type Reply, sendError, sendJson } from './respond.js';
+import { type HeaderList, type Reply, contractHeaders, errorBody, writeJson } from './respond.js';
 
 /** What a route gets: the request, its params and query, who is asking, and where the API lives. */
 export interface RequestContext {
@@ -20,7 +20,12 @@ export interface RequestContext {
   baseUrl(): string;
 }
 
-export type RouteHandler = (context: RequestContext) => Promise<Reply | void> | Reply | void;
+/**
+ * A route answers with a `Reply`, or with an `HttpError` (returned or thrown: returning one spares
+ * the unwinding of an exception on a common answer such as a 404), or with nothing when it wrote
+ * `res` itself.
+ */
+export type RouteHandler = (context: RequestContext) => Promise<Reply | HttpError | void> | Reply | HttpError | void;
 
 export interface Route {
   method: HTTPMethod | HTTPMethod[];
@@ -29,12 +34,23 @@ export interface Route {
   handler: RouteHandler;
   /** Served without `Authorization` (the signed download route checks its own signature). */
   public?: boolean;
+  /**
+   * The route writes to `res` itself (a stream, an early answer, a header of its own): the
+   * contract's headers are set on `res` before it runs, so that whatever it writes carries them.
+   * Every other route's answer goes out with all its headers in one `writeHead`.
+   */
+  writesResponse?: boolean;
 }
 
 interface RouteStore {
   route: Route;
   /** `METHOD /pattern`, for logs. */
   name: string;
+}
+
+/** A request in flight: what its route sees, and whether the contract's headers are on `res` yet. */
+interface Exchange extends RequestContext {
+  headersSet: boolean;
 }
 
 export type NodeHandler = (req: IncomingMessage, res: ServerResponse, next?: (error?: unknown) => void) => void;
@@ -52,11 +68,15 @@ export interface HandlerOptions {
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,200}$/;
 const HOST = /^[A-Za-z0-9.\-:[\]]{1,255}$/;
 const ALLOW_CANDIDATES: HTTPMethod[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
-/** find-my-way answers a path it cannot decode, or a too-long segment, with a handle whose store is null. */
-const badUrl = (_path: string, _req: IncomingMessage, res: ServerResponse) =>
-  sendError(res, 400, 'The request path is not valid percent-encoding.');
-const longParam = (_path: string, _req: IncomingMessage, res: ServerResponse) =>
-  sendError(res, 400, 'A path segment is too long.');
+const INTERNAL_ERROR = errorBody('Internal error');
+/**
+ * find-my-way answers a path it cannot decode, or a too-long segment, with a handle whose store is
+ * null; the dispatcher sets the contract's headers on `res` before calling it.
+ */
+const BAD_URL = errorBody('The request path is not valid percent-encoding.');
+const LONG_PARAM = errorBody('A path segment is too long.');
+const badUrl = (_path: string, _req: IncomingMessage, res: ServerResponse) => writeJson(res, 400, BAD_URL, []);
+const longParam = (_path: string, _req: IncomingMessage, res: ServerResponse) => writeJson(res, 400, LONG_PARAM, []);
 
 /**
  * Builds the `(req, res, next?)` handler: base-path check, routing, request id, auth, one error
@@ -100,7 +120,10 @@ export function createHandler(options: HandlerOptions): NodeHandler {
     return `${proto}://${host}${basePath}`;
   }
 
-  function fail(context: RequestContext, error: unknown): void {
+  /** The start of an answer's header list: the contract's headers, unless they are on `res` already. */
+  const head = (context: Exchange): HeaderList => (context.headersSet ? [] : contractHeaders(context.requestId));
+
+  function fail(context: Exchange, error: unknown): void {
     const { res } = context;
     if (res.headersSent) {
       // A stream broke after the status line went out: all that is left is to cut the connection.
@@ -111,14 +134,14 @@ export function createHandler(options: HandlerOptions): NodeHandler {
     if (error instanceof HttpError) {
       // A 503 is the backend's fault, not the caller's: the operator wants to see what happened.
       if (error.status >= 500) logger.warn({ requestId: context.requestId, err: describe(error.cause ?? error) }, error.message);
-      sendError(res, error.status, error.message, error.headers);
+      writeJson(res, error.status, error.body, head(context), error.headers);
       return;
     }
     logger.error({ requestId: context.requestId, err: describe(error) }, 'unexpected error');
-    sendError(res, 500, 'Internal error');
+    writeJson(res, 500, INTERNAL_ERROR, head(context));
   }
 
-  async function run(context: RequestContext, store: RouteStore): Promise<void> {
+  async function run(context: Exchange, store: RouteStore): Promise<void> {
     try {
       if (store.route.public !== true) {
         let account = authenticate(context.req.headers.authorization);
@@ -127,10 +150,23 @@ export function createHandler(options: HandlerOptions): NodeHandler {
         context.accountId = account;
       }
       const reply = await store.route.handler(context);
-      if (reply !== undefined) sendJson(context.res, reply.status, reply.body, reply.headers);
+      if (reply === undefined) return;
+      if (reply instanceof HttpError) return fail(context, reply);
+      const { status, body, json } = reply;
+      const payload = status === 204 ? undefined : json ?? (body === undefined ? undefined : JSON.stringify(body));
+      writeJson(context.res, status, payload, head(context), reply.headers);
     } catch (error) {
       fail(context, error);
     }
+  }
+
+  /** For a route that writes `res` itself, and for find-my-way's own answers. */
+  function setContractHeaders(context: Exchange): void {
+    const { res, requestId } = context;
+    res.setHeader('X-Request-Id', requestId);
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('Cache-Control', 'no-store');
+    context.headersSet = true;
   }
 
   return function handler(req, res, next) {
@@ -139,15 +175,12 @@ export function createHandler(options: HandlerOptions): NodeHandler {
     if (!inside && next !== undefined) return next();
     const header = req.headers['x-request-id'];
     const requestId = typeof header === 'string' && REQUEST_ID.test(header) ? header : randomUUID();
-    res.setHeader('X-Request-Id', requestId);
-    res.setHeader('X-Content-Type-Options', 'nosniff');
-    res.setHeader('Cache-Control', 'no-store');
 
     const started = options.logRequests ? performance.now() : 0;
     const method = req.method ?? 'GET';
     const path = url.slice(basePath.length) || '/';
     const found = inside ? router.find(method as HTTPMethod, path) : null;
-    const context: RequestContext = {
+    const context: Exchange = {
       req,
       res,
       params: found?.params ?? {},
@@ -155,23 +188,26 @@ export function createHandler(options: HandlerOptions): NodeHandler {
       requestId,
       accountId: '',
       baseUrl: () => baseUrlOf(req),
+      headersSet: false,
     };
     let routeName = 'unmatched';
 
     if (found === null) {
       const allow = inside ? allowedMethods(path) : [];
       if (allow.length > 0) {
-        sendError(res, 405, `Method ${method} is not allowed here; allowed: ${allow.join(', ')}.`, {
+        writeJson(res, 405, errorBody(`Method ${method} is not allowed here; allowed: ${allow.join(', ')}.`), head(context), {
           Allow: allow.join(', '),
         });
       } else {
-        sendError(res, 404, `No route matches ${method} ${truncate(url.split('?')[0]!)}.`);
+        writeJson(res, 404, errorBody(`No route matches ${method} ${truncate(url.split('?')[0]!)}.`), head(context));
       }
     } else if (found.store === null) {
+      setContractHeaders(context);
       found.handler(req, res, {}, undefined, {});
     } else {
       const store = found.store as RouteStore;
       routeName = store.name;
+      if (store.route.writesResponse === true) setContractHeaders(context);
       const pending = run(context, store);
       if (options.logRequests) pending.then(() => logRequest());
       return;

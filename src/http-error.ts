@@ -18,6 +18,13 @@ export class HttpError extends Error {
     this.status = status;
     this.headers = headers;
   }
+
+  #body: string | undefined;
+
+  /** The answer's body, `{"message": …}` as JSON text; made once, as a shared instance (a 401) answers many requests. */
+  get body(): string {
+    return (this.#body ??= JSON.stringify({ message: this.message }));
+  }
 }
 
 export const badRequest = (message: string) => new HttpError(400, message);

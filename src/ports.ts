@@ -40,6 +40,13 @@ export interface Storage {
   listFileEntries(accountId: string, directoryId: string | null): Promise<FileEntryRecord[]>;
   /** Removes the entry; `false` when absent. */
   deleteFileEntry(accountId: string, id: string): Promise<boolean>;
+  /**
+   * Optional, for a store no other process writes (memory; fs, which its lock keeps to one
+   * process): a number that changes whenever a file entry is inserted or removed. Given it, the
+   * portal reuses a directory's serialized listing until it changes; a store that other processes
+   * write too (SQL) leaves it out, and every listing is read afresh.
+   */
+  fileEntriesVersion?(): number;
 
   /** Stores a new agreement together with `events` (see `publishEvents`), atomically. */
   insertAgreement(agreement: AgreementRecord, events: EventRecord[]): Promise<void>;

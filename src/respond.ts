@@ -6,26 +6,44 @@ export const JSON_TYPE = 'application/json; charset=utf-8';
 export interface Reply {
   status: number;
   body?: unknown;
+  /** The body already serialized, when the route keeps it as JSON text; used instead of `body`. */
+  json?: string;
   headers?: Record<string, string>;
 }
 
-/** Writes `body` as JSON (no body for 204) in one `writeHead` + `end`. Hot path: change with care. */
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers?: Record<string, string>): void {
-  if (status === 204 || body === undefined) {
-    if (headers !== undefined) res.writeHead(status, headers);
-    else res.writeHead(status);
-    res.end();
-    return;
-  }
-  const payload = JSON.stringify(body);
-  res.setHeader('Content-Type', JSON_TYPE);
-  res.setHeader('Content-Length', Buffer.byteLength(payload));
-  if (headers !== undefined) res.writeHead(status, headers);
-  else res.writeHead(status);
-  res.end(payload);
+/**
+ * Headers as `writeHead` takes them fastest: a flat `[name, value, name, value, …]` list. Given
+ * such a list and no header set before on `res`, node:http writes it as it is; a header map or
+ * `setHeader` would first copy every header into the response's own table.
+ */
+export type HeaderList = (string | number)[];
+
+/** The headers the contract puts on every API response (§4), for a request with this id. */
+export function contractHeaders(requestId: string): HeaderList {
+  return ['X-Request-Id', requestId, 'X-Content-Type-Options', 'nosniff', 'Cache-Control', 'no-store'];
 }
 
-/** The error body every failure gets. */
-export function sendError(res: ServerResponse, status: number, message: string, headers?: Record<string, string>): void {
-  sendJson(res, status, { message }, headers);
+/**
+ * Writes `payload` (JSON text; `undefined` for no body, as a 204 has) in one `writeHead` + `end`.
+ * `head` is the start of the header list, which this call extends and hands to `writeHead`: the
+ * contract's headers, or an empty list when a route already set them on `res`.
+ * Hot path: change with care.
+ */
+export function writeJson(
+  res: ServerResponse,
+  status: number,
+  payload: string | undefined,
+  head: HeaderList,
+  headers?: Readonly<Record<string, string>>,
+): void {
+  if (payload !== undefined && status !== 204) head.push('Content-Type', JSON_TYPE, 'Content-Length', Buffer.byteLength(payload));
+  if (headers !== undefined) {
+    for (const name in headers) head.push(name, headers[name]!);
+  }
+  res.writeHead(status, head);
+  if (payload === undefined || status === 204) res.end();
+  else res.end(payload);
 }
+
+/** The error body every failure gets, as JSON text. */
+export const errorBody = (message: string) => JSON.stringify({ message });

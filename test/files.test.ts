@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { memoryBlobs } from '../adapters/memory/index.js';
+import { memoryBlobs, memoryStorage } from '../adapters/memory/index.js';
 import { KEY_B, json, rejects, startPortal } from './helpers/server.js';
 
 const ENTRY_FIELDS = ['createdAt', 'fileShareId', 'id', 'mime', 'name', 'size', 'type'];
@@ -180,4 +180,49 @@ test('files.delete removes a file and its bytes; a directory only when empty; an
   }
 });
 
+test('GET /files answers every change to the directory at once, though listings are reused in between', async () => {
+  const app = await startPortal();
+  const { files } = app.portal;
+  const listed = async (path: string) => (await json(await app.api(path))).data.map((e: { name: string }) => e.name);
+  try {
+    const dir = await files.createDirectory('acct_a', { name: 'Reports' });
+    const path = `/files?directoryId=${dir.id}`;
+    assert.equal(await listed(path), []);
+    const first = await files.put('acct_a', { name: 'b.txt', mime: 'text/plain', directoryId: dir.id, body: 'x' });
+    assert.equal(await listed(path), ['b.txt']);
+    assert.equal(await listed(path), ['b.txt'], 'asked again, unchanged');
+    await files.createDirectory('acct_a', { name: 'a-inner', directoryId: dir.id });
+    assert.equal(await listed(path), ['a-inner', 'b.txt']);
+    assert.equal(await listed('/files'), ['Reports'], 'the root is listed apart');
+    assert.is((await app.api(path, { headers: { authorization: `Bearer ${KEY_B}` } })).status, 404, 'another account, after the listing was kept');
+    assert.is(await files.delete('acct_a', first.id), true);
+    assert.equal(await listed(path), ['a-inner']);
+    const head = await app.api(path, { method: 'HEAD' });
+    assert.is(head.status, 200);
+    assert.is(Number(head.headers.get('content-length')), JSON.stringify({ data: (await files.list('acct_a', dir.id)) }).length);
+    const inner = (await files.list('acct_a', dir.id))[0]!;
+    assert.is(await files.delete('acct_a', inner.id), true);
+    assert.is(await files.delete('acct_a', dir.id), true);
+    assert.is((await app.api(path)).status, 404, 'a deleted directory is not served from an earlier listing');
+  } finally {
+    await app.close();
+  }
+});
+
+test('GET /files with a store that reports no version reads every listing afresh', async () => {
+  const { fileEntriesVersion: _version, ...unversioned } = memoryStorage();
+  const app = await startPortal({ storage: unversioned });
+  const { files } = app.portal;
+  try {
+    const dir = await files.createDirectory('acct_a', { name: 'Plain' });
+    const path = `/files?directoryId=${dir.id}`;
+    assert.equal((await json(await app.api(path))).data, []);
+    const file = await files.put('acct_a', { name: 'one.txt', mime: 'text/plain', directoryId: dir.id, body: '1' });
+    assert.equal((await json(await app.api(path))).data, [file]);
+  } finally {
+    await app.close();
+  }
+});
+
 test.run();
+

@@ -14,6 +14,8 @@ export function agreementRoutes(agreements: AgreementService, options: { blobs: 
     {
       method: 'POST',
       path: '/agreements',
+      // An early answer (413 while the body still arrives) and `Connection: close` are written here.
+      writesResponse: true,
       async handler({ req, res, accountId, baseUrl }) {
         let form;
         try {
@@ -37,7 +39,7 @@ export function agreementRoutes(agreements: AgreementService, options: { blobs: 
       path: '/agreements/:agreementId',
       async handler({ accountId, params }) {
         const agreement = await agreements.get(accountId, params.agreementId!);
-        if (agreement === null) throw notFound(`No agreement ${params.agreementId} in this account.`);
+        if (agreement === null) return notFound(`No agreement ${params.agreementId} in this account.`);
         return { status: 200, body: agreement };
       },
     });

@@ -18,6 +18,7 @@ export function downloadRoutes(tickets: TicketService): Route[] {
       method: ['GET', 'HEAD'],
       path: DOWNLOAD_ROUTE,
       public: true,
+      writesResponse: true,
       async handler({ req, res, params, query }) {
         // Private bytes: no shared cache may keep them, whatever the answer turns out to be.
         res.setHeader('Cache-Control', 'private, no-store');

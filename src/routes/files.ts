@@ -10,8 +10,8 @@ export function fileRoutes(files: FileService): Route[] {
       path: '/files',
       async handler({ accountId, query }) {
         const directoryId = query.directoryId;
-        if (Array.isArray(directoryId)) throw badRequest('directoryId must be given at most once.');
-        return { status: 200, body: { data: await files.list(accountId, directoryId) } };
+        if (Array.isArray(directoryId)) return badRequest('directoryId must be given at most once.');
+        return { status: 200, json: await files.listJson(accountId, directoryId) };
       },
     },
   ];

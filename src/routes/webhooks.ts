@@ -13,7 +13,7 @@ export function webhookRoutes(webhooks: WebhookService): Route[] {
       path: '/webhooks/:webhookId',
       async handler({ accountId, params }) {
         const webhook = await webhooks.get(accountId, params.webhookId!);
-        if (webhook === null) throw noWebhook(params.webhookId);
+        if (webhook === null) return noWebhook(params.webhookId);
         return { status: 200, body: webhook };
       },
     },
@@ -21,7 +21,7 @@ export function webhookRoutes(webhooks: WebhookService): Route[] {
       method: 'DELETE',
       path: '/webhooks/:webhookId',
       async handler({ accountId, params }) {
-        if (!(await webhooks.delete(accountId, params.webhookId!))) throw noWebhook(params.webhookId);
+        if (!(await webhooks.delete(accountId, params.webhookId!))) return noWebhook(params.webhookId);
         return { status: 204 };
       },
     },
@@ -51,7 +51,7 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
       path: '/webhooks/:webhookId/deliveries',
       async handler({ accountId, params }) {
         const deliveries = await webhooks.deliveries(accountId, params.webhookId!);
-        if (deliveries === null) throw noWebhook(params.webhookId);
+        if (deliveries === null) return noWebhook(params.webhookId);
         return { status: 200, body: { data: deliveries } };
       },
     },
@@ -62,7 +62,7 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
         const { webhookId, deliveryId } = params;
         // The delivery must sit under the webhook the path names.
         const delivery = await webhooks.redeliver(accountId, deliveryId!, webhookId);
-        if (delivery === null) throw notFound(`No delivery ${deliveryId} of webhook ${webhookId} in this account.`);
+        if (delivery === null) return notFound(`No delivery ${deliveryId} of webhook ${webhookId} in this account.`);
         return { status: 202, body: delivery };
       },
     },

@@ -1,5 +1,6 @@
 /** What every bench server holds: one key, one webhook, one directory of 1,000 entries. */
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { getHeapSpaceStatistics } from 'node:v8';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
@@ -76,7 +77,12 @@ export function announce(server: Server, extra: Record<string, unknown> = {}) {
   process.on('message', (message) => {
     if (message === 'rss') {
       (globalThis as { gc?: () => void }).gc?.();
-      process.send?.({ rss: process.memoryUsage().rss });
+      // The young generation is empty after a full GC, but V8 keeps its pages: how many depends
+      // on how much has survived scavenges so far, not on what the process still holds.
+      const young = getHeapSpaceStatistics()
+        .filter((space) => space.space_name === 'new_space' || space.space_name === 'new_large_object_space')
+        .reduce((sum, space) => sum + space.physical_space_size, 0);
+      process.send?.({ rss: process.memoryUsage().rss, young });
     }
     // CPU time spent so far, in µs: per-request CPU cost stays readable on a busy machine.
     if (message === 'cpu') {
