@@ -162,10 +162,8 @@ export function createHandler(options: HandlerOptions): NodeHandler {
 
   /** For a route that writes `res` itself, and for find-my-way's own answers. */
   function setContractHeaders(context: Exchange): void {
-    const { res, requestId } = context;
-    res.setHeader('X-Request-Id', requestId);
-    res.setHeader('X-Content-Type-Options', 'nosniff');
-    res.setHeader('Cache-Control', 'no-store');
+    const list = contractHeaders(context.requestId);
+    for (let i = 0; i < list.length; i += 2) context.res.setHeader(list[i] as string, list[i + 1]!);
     context.headersSet = true;
   }
 

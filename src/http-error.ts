@@ -1,3 +1,5 @@
+import { errorBody } from './respond.js';
+
 /**
  * The one error the HTTP layer renders as `{"message": …}` with its status. Services throw it for
  * a caller's mistake, so the programmatic API reports the same status and sentence the route would.
@@ -23,7 +25,7 @@ export class HttpError extends Error {
 
   /** The answer's body, `{"message": …}` as JSON text; made once, as a shared instance (a 401) answers many requests. */
   get body(): string {
-    return (this.#body ??= JSON.stringify({ message: this.message }));
+    return (this.#body ??= errorBody(this.message));
   }
 }
 

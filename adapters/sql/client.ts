@@ -25,8 +25,8 @@ export interface Queryable {
 }
 
 /**
- * `replayable`: running it twice leaves the same state as running it once (an upsert, a delete by
- * id), so a try whose connection broke with no word from the server may be run again.
+ * `replayable`: running the statement twice leaves the same state as running it once (an upsert, a
+ * delete by id), so a try whose connection broke with no word from the server may be run again.
  */
 export interface Replay {
   replayable?: boolean;
@@ -36,10 +36,10 @@ export interface Db {
   query(text: string, params?: unknown[], options?: Replay): Promise<Row[]>;
   /**
    * Runs `work` in one transaction: committed when it resolves, rolled back when it throws. On a
-   * pool, `work` runs again when the connection breaks before COMMIT: it must do nothing but
-   * statements on `tx`.
+   * pool, `work` runs again when the connection breaks before COMMIT, or when a COMMIT that went
+   * unanswered turns out not to have landed: it must do nothing but statements on `tx`.
    */
-  transaction<T>(work: (tx: Queryable) => Promise<T>, options?: Replay): Promise<T>;
+  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
 }
 
 /** A connection checked out of a `pg.Pool`: an `EventEmitter` reporting a connection the server ended. */
@@ -131,13 +131,14 @@ const MAY_HAVE_APPLIED = 'The database connection was lost while the change was 
 /**
  * Runs `attempt`, and again while the database is unreachable, for up to `waitMs`: a restart or a
  * failover then costs the request a wait instead of an error. `replayable` says whether a try that
- * failed may be run again; one that may have taken effect is not, and is answered 503 at once.
- * `unsettled` says whether, at the deadline, an earlier try may still have taken effect.
+ * failed may be run again (by default every one may); one that may have taken effect is not, and
+ * is answered 503 at once. `unsettled` says whether, at the deadline, an earlier try may still
+ * have taken effect.
  */
 async function untilReachable<T>(
   waitMs: number,
   attempt: () => Promise<T>,
-  replayable: (kind: 'not-applied' | 'lost') => boolean,
+  replayable: (kind: 'not-applied' | 'lost') => boolean = () => true,
   unsettled: () => boolean = () => false,
 ): Promise<T> {
   const deadline = Date.now() + waitMs;
@@ -186,9 +187,10 @@ function poolDb(pool: PoolLike, prepare: boolean, waitMs: number): Db {
   return {
     query: (text, params, options) =>
       untilReachable(waitMs, () => direct(text, params), (kind) => kind === 'not-applied' || options?.replayable === true || READ_ONLY.test(text)),
-    transaction<T>(work: (tx: Queryable) => Promise<T>, options?: Replay): Promise<T> {
-      // A try broken before COMMIT was sent was rolled back by the server: it runs again. One whose
-      // COMMIT went unanswered is settled by asking the server what became of its transaction id.
+    transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+      // Every broken try may run again: one broken before COMMIT was sent was rolled back by the
+      // server, and one whose COMMIT went unanswered is first settled by asking the server what
+      // became of its transaction id.
       let committing = false;
       let unanswered: { xid: string; result: T } | null = null;
       const deadline = Date.now() + waitMs;
@@ -230,7 +232,7 @@ function poolDb(pool: PoolLike, prepare: boolean, waitMs: number): Db {
             connection.release(broken ?? false);
           }
         },
-        (kind) => kind === 'not-applied' || !committing || unanswered !== null || options?.replayable === true,
+        undefined,
         () => unanswered !== null,
       );
     },

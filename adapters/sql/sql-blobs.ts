@@ -87,8 +87,9 @@ export function sqlBlobs(options: SqlBlobsOptions): BlobStore {
   const LOCK_CLASS = 0x63706f62; // 'cpob'
   /**
    * An upload's statements may each run again after a connection broke under them with no word
-   * from the server: a chunk written twice is the same chunk, and a finish run twice (it only
-   * removes other rows of the key) names the same row. The upload then survives a database restart.
+   * from the server: a chunk written twice is the same chunk, and a blob row inserted twice is
+   * one row. (The finish, a transaction, is settled by its transaction id; it also only removes
+   * other rows of the key.) The upload then survives a database restart.
    */
   const REPLAYABLE = { replayable: true } as const;
 
@@ -157,7 +158,7 @@ export function sqlBlobs(options: SqlBlobsOptions): BlobStore {
           await tx.query(sql.lockKey, [LOCK_CLASS, key]);
           await tx.query(sql.replace, [key, id]);
           await tx.query(sql.finish, [id, key, size, createdAt]);
-        }, REPLAYABLE);
+        });
         return { size };
       } catch (error) {
         // Should this fail too, the row is left unnamed, invisible, and swept by a later open().
