@@ -94,6 +94,15 @@ async function expectDelivered(into: Row, sink: Sink, ids: Iterable<string>, ms:
   for (const id of wanted) check(into, sink.delivered.has(id), `${what}: event ${id} never delivered`, 'lost');
 }
 
+/** Every acknowledged agreement is there with its document's hash; one that is not is counted lost. */
+async function expectAgreements(into: Row, child: Child, kept: { id: string; hash: string }[], when: string): Promise<void> {
+  for (const { id, hash } of kept) {
+    const res = await fetch(`${child.url}/v1/agreements/${id}`, { headers: AUTH });
+    const ok = res.status === 200 && ((await res.json()) as { documents: { fileHash: string }[] }).documents[0]?.fileHash === hash;
+    check(into, ok, `agreement ${id} acknowledged ${when} is gone or changed (${res.status})`, 'lost');
+  }
+}
+
 /** Removes orphans as the portal's sweep would an hour later, then checks every blob left is named by a record. */
 async function sweepAndCheck(into: Row, dir: string): Promise<number> {
   const storage = fsStorage({ dir });
@@ -142,11 +151,7 @@ async function killDuringUpload(into: Row, dir: string): Promise<void> {
   }
   // Restarted: every acknowledged agreement is there with its bytes' hash.
   const child = await startStandalone(dir);
-  for (const { id, hash } of kept) {
-    const res = await fetch(`${child.url}/v1/agreements/${id}`, { headers: AUTH });
-    const ok = res.status === 200 && ((await res.json()) as { documents: { fileHash: string }[] }).documents[0]?.fileHash === hash;
-    check(into, ok, `agreement ${id} acknowledged before a kill is gone or changed (${res.status})`, 'lost');
-  }
+  await expectAgreements(into, child, kept, 'before a kill');
   await killChild(child, 'SIGTERM');
   const removed = await sweepAndCheck(into, dir);
   into.notes.push(`3 kills mid-upload; the sweep removed ${removed} orphan blob(s) the killed uploads left`);
@@ -218,11 +223,7 @@ async function killDuringWrites(
     count(into, 'correct');
     child = await startChild(dir, afterLease(), env);
   }
-  for (const { id, hash } of uploads) {
-    const res = await fetch(`${child.url}/v1/agreements/${id}`, { headers: AUTH });
-    const ok = res.status === 200 && ((await res.json()) as { documents: { fileHash: string }[] }).documents[0]?.fileHash === hash;
-    check(into, ok, `agreement ${id} acknowledged before a kill is gone or changed (${res.status})`, 'lost');
-  }
+  await expectAgreements(into, child, uploads, 'before a kill');
   await expectDelivered(into, sink, acknowledged, 30_000, 'published before a kill');
   into.notes.push(`3 kills under writes: ${acknowledged.size} events and ${uploads.length} uploads acknowledged before the kills, all checked after`);
   await killChild(child, 'SIGTERM');
@@ -248,8 +249,15 @@ async function sqlSweepAndCheck(into: Row, pool: pg.Pool, schema: string): Promi
   }
 }
 
-/** The same on the SQL adapters, in a fresh schema of the local PostgreSQL server. */
-async function killDuringSqlWrites(into: Row, dir: string, sink: Sink): Promise<void> {
+/**
+ * Runs `run` on a fresh schema of the local PostgreSQL server, dropped after; skips the row, with
+ * the reason, where the server cannot be reached or `cannotRun` gives one.
+ */
+async function inPostgresSchema(
+  into: Row,
+  run: (pool: pg.Pool, schema: string) => Promise<void>,
+  cannotRun: () => string | null = () => null,
+): Promise<void> {
   const connected = await connectPostgres({ max: 2 });
   if (connected.pool === undefined) {
     into.skipped = connected.reason;
@@ -257,12 +265,20 @@ async function killDuringSqlWrites(into: Row, dir: string, sink: Sink): Promise<
   }
   const schema = freshSchema();
   try {
-    await killDuringWrites(into, dir, sink, { SQL_SCHEMA: schema, DATABASE_URL: POSTGRES_URL }, (target) => sqlSweepAndCheck(target, connected.pool, schema));
+    const reason = cannotRun();
+    if (reason !== null) into.skipped = reason;
+    else await run(connected.pool, schema);
   } finally {
     await dropSchema(connected.pool, schema).catch(() => {});
     await connected.pool.end();
   }
 }
+
+/** The same on the SQL adapters, in a fresh schema of the local PostgreSQL server. */
+const killDuringSqlWrites = (into: Row, dir: string, sink: Sink) =>
+  inPostgresSchema(into, (pool, schema) =>
+    killDuringWrites(into, dir, sink, { SQL_SCHEMA: schema, DATABASE_URL: POSTGRES_URL }, (target) => sqlSweepAndCheck(target, pool, schema)),
+  );
 
 /** Why the PostgreSQL server cannot be restarted here, or null when it can. */
 function cannotRestartPostgres(): string | null {
@@ -287,19 +303,10 @@ async function restartPostgres(): Promise<number> {
  * read: every request is answered (the adapters wait out the restart), everything acknowledged is
  * there after, every event is delivered, and no orphan is left once the sweep runs.
  */
-async function postgresRestarted(into: Row, dir: string, sink: Sink): Promise<void> {
-  const connected = await connectPostgres({ max: 2 });
-  if (connected.pool === undefined) {
-    into.skipped = connected.reason;
-    return;
-  }
-  const reason = cannotRestartPostgres();
-  if (reason !== null) {
-    into.skipped = reason;
-    await connected.pool.end();
-    return;
-  }
-  const schema = freshSchema();
+const postgresRestarted = (into: Row, dir: string, sink: Sink) =>
+  inPostgresSchema(into, (pool, schema) => restartsUnderWrites(into, dir, sink, pool, schema), cannotRestartPostgres);
+
+async function restartsUnderWrites(into: Row, dir: string, sink: Sink, pool: pg.Pool, schema: string): Promise<void> {
   const child = await startChild(dir, '0', { SQL_SCHEMA: schema, DATABASE_URL: POSTGRES_URL });
   try {
     await createWebhook(child, sink.url);
@@ -358,22 +365,16 @@ async function postgresRestarted(into: Row, dir: string, sink: Sink): Promise<vo
     await Promise.all(clients);
     check(into, child.started.child.exitCode === null, 'the server exited during the restarts', '5xx');
 
-    for (const { id, hash } of uploads) {
-      const res = await fetch(`${child.url}/v1/agreements/${id}`, { headers: AUTH });
-      const ok = res.status === 200 && ((await res.json()) as { documents: { fileHash: string }[] }).documents[0]?.fileHash === hash;
-      check(into, ok, `agreement ${id} acknowledged across a restart is gone or changed (${res.status})`, 'lost');
-    }
+    await expectAgreements(into, child, uploads, 'across a restart');
     await expectDelivered(into, sink, acknowledged, 30_000, 'published across a restart');
     into.notes.push(
       `2 restarts (${downFor.map((ms) => `${(ms / 1000).toFixed(1)} s`).join(', ')}) under 6 clients: ${acknowledged.size} events and ` +
         `${uploads.length} uploads acknowledged, all checked after; slowest answer ${slowest.ms} ms`,
     );
     await killChild(child, 'SIGTERM');
-    await sqlSweepAndCheck(into, connected.pool, schema);
+    await sqlSweepAndCheck(into, pool, schema);
   } finally {
     if (child.started.child.exitCode === null) await killChild(child).catch(() => {});
-    await dropSchema(connected.pool, schema).catch(() => {});
-    await connected.pool.end();
   }
 }
 
