@@ -20,7 +20,7 @@ test('no Authorization header: 401 with the realm and a message saying what to s
 test('a header that is not a bearer token: 401 naming the expected form', async () => {
   const app = await startPortal();
   try {
-    for (const header of ['Basic dXNlcjpwYXNz', 'Bearer', 'Bearer ', `Bearer${KEY_A}`, 'Token abc', 'Bearer a b', 'Bearer ü']) {
+    for (const header of ['Basic dXNlcjpwYXNz', 'Bearer', 'Bearer ', `Bearer${KEY_A}`, 'Token abc', 'Bearer a b', 'Bearer ü', `Bearer ${KEY_A} x`]) {
       const res = await rawRequest(`${app.url}/v1/files`, { headers: { authorization: header } });
       assert.is(res.status, 401, header);
       assert.is(res.headers['www-authenticate'], REALM, header);
@@ -44,6 +44,8 @@ test('an unknown key: 401 with error="invalid_token"; the scheme is case-insensi
     for (const scheme of ['bearer', 'BEARER', 'BeArEr']) {
       assert.is((await app.api('/files', { headers: { authorization: `${scheme} ${KEY_A}` } })).status, 200, scheme);
     }
+    // Extra blanks around the key are not part of it.
+    assert.is((await rawRequest(`${app.url}/v1/files`, { headers: { authorization: `Bearer   ${KEY_A}` } })).status, 200);
   } finally {
     await app.close();
   }
