@@ -16,16 +16,15 @@ export interface RequestContext {
   requestId: string;
   /** The authenticated account; `''` on a public route. */
   accountId: string;
-  /** The absolute URL of the API root for this request (`publicUrl`, or derived from the request). */
-  baseUrl(): string;
+  /** The absolute URL of the API root for this request (`publicUrl`, or derived from the request); worked out when read. */
+  readonly baseUrl: string;
 }
 
 /**
- * A route answers with a `Reply`, or with an `HttpError` (returned or thrown: returning one spares
- * the unwinding of an exception on a common answer such as a 404), or with nothing when it wrote
- * `res` itself.
+ * A route answers with a `Reply` (`errorReply` for a refusal as common as a 404), throws an
+ * `HttpError`, or answers nothing when it wrote `res` itself.
  */
-export type RouteHandler = (context: RequestContext) => Promise<Reply | HttpError | void> | Reply | HttpError | void;
+export type RouteHandler = (context: RequestContext) => Promise<Reply | void> | Reply | void;
 
 export interface Route {
   method: HTTPMethod | HTTPMethod[];
@@ -48,10 +47,6 @@ interface RouteStore {
   name: string;
 }
 
-/** A request in flight: what its route sees, and whether the contract's headers are on `res` yet. */
-interface Exchange extends RequestContext {
-  headersSet: boolean;
-}
 
 export type NodeHandler = (req: IncomingMessage, res: ServerResponse, next?: (error?: unknown) => void) => void;
 
@@ -120,6 +115,32 @@ export function createHandler(options: HandlerOptions): NodeHandler {
     return `${proto}://${host}${basePath}`;
   }
 
+  /**
+   * A request in flight: what its route sees, and whether the contract's headers are on `res` yet.
+   * A class, so that every request's context has one shape and nothing is made for `baseUrl`
+   * until a route reads it (hot path).
+   */
+  class Exchange implements RequestContext {
+    params: Record<string, string | undefined>;
+    query: Record<string, string | string[] | undefined>;
+    accountId = '';
+    headersSet = false;
+
+    constructor(
+      readonly req: IncomingMessage,
+      readonly res: ServerResponse,
+      readonly requestId: string,
+      found: ReturnType<typeof router.find>,
+    ) {
+      this.params = found?.params ?? {};
+      this.query = (found?.searchParams as RequestContext['query']) ?? {};
+    }
+
+    get baseUrl(): string {
+      return baseUrlOf(this.req);
+    }
+  }
+
   /** The start of an answer's header list: the contract's headers, unless they are on `res` already. */
   const head = (context: Exchange): HeaderList => (context.headersSet ? [] : contractHeaders(context.requestId));
 
@@ -151,7 +172,6 @@ export function createHandler(options: HandlerOptions): NodeHandler {
       }
       const reply = await store.route.handler(context);
       if (reply === undefined) return;
-      if (reply instanceof HttpError) return fail(context, reply);
       const { status, body, json } = reply;
       const payload = status === 204 ? undefined : json ?? (body === undefined ? undefined : JSON.stringify(body));
       writeJson(context.res, status, payload, head(context), reply.headers);
@@ -178,16 +198,7 @@ export function createHandler(options: HandlerOptions): NodeHandler {
     const method = req.method ?? 'GET';
     const path = url.slice(basePath.length) || '/';
     const found = inside ? router.find(method as HTTPMethod, path) : null;
-    const context: Exchange = {
-      req,
-      res,
-      params: found?.params ?? {},
-      query: (found?.searchParams as RequestContext['query']) ?? {},
-      requestId,
-      accountId: '',
-      baseUrl: () => baseUrlOf(req),
-      headersSet: false,
-    };
+    const context = new Exchange(req, res, requestId, found);
     let routeName = 'unmatched';
 
     if (found === null) {

@@ -1,7 +1,8 @@
 import { readAgreementForm } from '../agreement-form.js';
 import { answerEarly } from '../answer-early.js';
 import type { Route } from '../handler.js';
-import { HttpError, notFound } from '../http-error.js';
+import { HttpError } from '../http-error.js';
+import { errorReply } from '../respond.js';
 import type { BlobStore } from '../ports.js';
 import type { AgreementService } from '../services/agreements.js';
 
@@ -29,7 +30,7 @@ export function agreementRoutes(agreements: AgreementService, options: { blobs: 
           throw error;
         }
         const agreement = await agreements.create(accountId, form);
-        return { status: 201, body: agreement, headers: { Location: `${baseUrl()}/agreements/${agreement.id}` } };
+        return { status: 201, body: agreement, headers: { Location: `${baseUrl}/agreements/${agreement.id}` } };
       },
     },
   ];
@@ -39,7 +40,7 @@ export function agreementRoutes(agreements: AgreementService, options: { blobs: 
       path: '/agreements/:agreementId',
       async handler({ accountId, params }) {
         const agreement = await agreements.get(accountId, params.agreementId!);
-        if (agreement === null) return notFound(`No agreement ${params.agreementId} in this account.`);
+        if (agreement === null) return errorReply(404, `No agreement ${params.agreementId} in this account.`);
         return { status: 200, body: agreement };
       },
     });

@@ -1,5 +1,5 @@
 import type { Route } from '../handler.js';
-import { badRequest } from '../http-error.js';
+import { errorReply } from '../respond.js';
 import type { FileService } from '../services/files.js';
 
 /** `GET /files?directoryId=fsd_…`: one directory's entries, the account's root without the parameter. */
@@ -10,7 +10,7 @@ export function fileRoutes(files: FileService): Route[] {
       path: '/files',
       async handler({ accountId, query }) {
         const directoryId = query.directoryId;
-        if (Array.isArray(directoryId)) return badRequest('directoryId must be given at most once.');
+        if (Array.isArray(directoryId)) return errorReply(400, 'directoryId must be given at most once.');
         return { status: 200, json: await files.listJson(accountId, directoryId) };
       },
     },

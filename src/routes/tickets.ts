@@ -9,7 +9,7 @@ export function ticketRoutes(tickets: TicketService): Route[] {
       path: '/tickets/:ticketId/message/:messageId/attachment/:attachmentId/download',
       async handler({ accountId, params, baseUrl }) {
         const { ticketId = '', messageId = '', attachmentId = '' } = params;
-        const link = await tickets.downloadLink(accountId, { ticketId, messageId, attachmentId }, baseUrl());
+        const link = await tickets.downloadLink(accountId, { ticketId, messageId, attachmentId }, baseUrl);
         return { status: 200, body: link };
       },
     },
