@@ -1,5 +1,4 @@
 import * as crypto from 'node:crypto';
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { HttpError } from './http-error.js';
 
@@ -37,7 +36,7 @@ const INVALID = new HttpError(401, 'The API key is not valid.', { 'WWW-Authentic
 const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'buffer') => Buffer }).hash;
 const digest = oneShot
   ? (token: string) => oneShot('sha256', token, 'buffer')
-  : (token: string) => createHash('sha256').update(token).digest();
+  : (token: string) => crypto.createHash('sha256').update(token).digest();
 
 /** The token of an `Authorization: Bearer <token>` header; the scheme is case-insensitive (RFC 9110). */
 function bearerToken(header: string | undefined): string | HttpError {
@@ -88,7 +87,7 @@ export function createAuthenticator(option: AuthOption): Authenticator {
     const candidates = byPrefix.get(prefixOf(presented));
     if (candidates === undefined) return undefined;
     for (const candidate of candidates) {
-      if (timingSafeEqual(candidate.digest, presented)) return candidate.accountId;
+      if (crypto.timingSafeEqual(candidate.digest, presented)) return candidate.accountId;
     }
     return undefined;
   }

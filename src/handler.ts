@@ -47,7 +47,6 @@ interface RouteStore {
   name: string;
 }
 
-
 export type NodeHandler = (req: IncomingMessage, res: ServerResponse, next?: (error?: unknown) => void) => void;
 
 export interface HandlerOptions {
