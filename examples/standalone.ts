@@ -8,7 +8,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { createPortal, type PortalOptions } from '../src/index.js';
-import { jsonLineLogger } from '../src/logger.js';
+import { jsonLineLogger } from '../src/shared/logger.js';
 import { fsBlobs, fsStorage } from '../adapters/fs/index.js';
 import { connectDatabase, sqlAdapters } from '../adapters/sql/index.js';
 

@@ -1,5 +1,5 @@
-import type { AuthOption } from './auth.js';
-import type { Logger } from './logger.js';
+import type { AuthOption } from './http/auth.js';
+import type { Logger } from './shared/logger.js';
 import type { BlobStore, Storage, WebhookTransport } from './ports.js';
 
 export interface WebhookOptions {

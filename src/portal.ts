@@ -1,8 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createAuthenticator, type AuthOption } from './auth.js';
-import { defaultBlobs, defaultStorage, defaultTransport } from './defaults.js';
-import { createHandler, type Route } from './handler.js';
-import { silentLogger } from './logger.js';
+import { createAuthenticator, type AuthOption } from './http/auth.js';
+import { createHandler, type Route } from './http/handler.js';
+import { silentLogger } from './shared/logger.js';
 import {
   DEFAULT_BASE_PATH,
   DEFAULT_EVENT_TYPES,
@@ -11,21 +10,25 @@ import {
   normalizePublicUrl,
   type PortalOptions,
 } from './options.js';
-import { createOrphanSweep } from './orphan-sweep.js';
+import { createOrphanSweep } from './domain/orphan-sweep.js';
 import type { BlobStore, Storage, WebhookTransport } from './ports.js';
-import { createLinkSigner, resolveSigningKeys } from './download-links.js';
-import { agreementRoutes } from './routes/agreements.js';
-import { downloadRoutes } from './routes/downloads.js';
-import { fileRoutes } from './routes/files.js';
-import { ticketRoutes } from './routes/tickets.js';
-import { webhookExtensionRoutes, webhookRoutes } from './routes/webhooks.js';
-import { createAgreementService, type AgreementApi } from './services/agreements.js';
-import { createEventService, type EventService } from './services/events.js';
-import { createFileService, type FileService } from './services/files.js';
-import { createTicketService, type TicketService } from './services/tickets.js';
-import { createWebhookWorker, type WebhookWorker } from './services/webhook-worker.js';
-import { createWebhookService, type WebhookService } from './services/webhooks.js';
-import { resolveWebhookOptions } from './webhook-options.js';
+// The one place the core reaches into an adapter: the contract makes the memory adapters the
+// default storage and blob store, and the HTTP transport the default transport.
+import { httpTransport } from '../adapters/http-transport/index.js';
+import { memoryBlobs, memoryStorage } from '../adapters/memory/index.js';
+import { createLinkSigner, resolveSigningKeys } from './domain/download-links.js';
+import { agreementRoutes } from './http/routes/agreements.js';
+import { downloadRoutes } from './http/routes/downloads.js';
+import { fileRoutes } from './http/routes/files.js';
+import { ticketRoutes } from './http/routes/tickets.js';
+import { webhookExtensionRoutes, webhookRoutes } from './http/routes/webhooks.js';
+import { createAgreementService, type AgreementApi } from './domain/agreements.js';
+import { createEventService, type EventService } from './domain/events.js';
+import { createFileService, type FileService } from './domain/files.js';
+import { createTicketService, type TicketService } from './domain/tickets.js';
+import { createWebhookWorker, type WebhookWorker } from './webhooks/worker.js';
+import { createWebhookService, type WebhookService } from './domain/webhooks.js';
+import { resolveWebhookOptions } from './webhooks/options.js';
 
 export interface Portal {
   /** The `node:http` request handler; with `next` (Express, connect), paths outside `basePath` fall through. */
@@ -62,8 +65,8 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   const basePath = normalizeBasePath(options.basePath ?? DEFAULT_BASE_PATH);
   const publicUrl = options.publicUrl === undefined ? undefined : normalizePublicUrl(options.publicUrl);
   const authenticate = createAuthenticator(resolveAuth(options.auth));
-  const storage: Storage = options.storage ?? defaultStorage();
-  const blobs: BlobStore = options.blobs ?? defaultBlobs({ clock });
+  const storage: Storage = options.storage ?? memoryStorage();
+  const blobs: BlobStore = options.blobs ?? memoryBlobs({ clock });
   const eventTypes = options.eventTypes ?? DEFAULT_EVENT_TYPES;
   const webhookOptions = resolveWebhookOptions(options.webhooks);
   const signer = createLinkSigner(resolveSigningKeys(options.signingKeys, logger));
@@ -82,7 +85,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   let transport: WebhookTransport | undefined = options.transport;
   if (webhookOptions.worker) {
     const { timeoutMs, allowPrivateNetworks } = webhookOptions;
-    transport ??= defaultTransport({ timeoutMs, allowPrivateNetworks });
+    transport ??= httpTransport({ timeoutMs, allowPrivateNetworks });
     worker = createWebhookWorker({ storage, transport, clock, logger, ...webhookOptions });
   }
 

@@ -1,4 +1,4 @@
-import { newId } from './ids.js';
+import { newId } from './shared/ids.js';
 
 /**
  * The records the portal keeps. Every stored record carries the `accountId` it belongs to; the

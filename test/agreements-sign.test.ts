@@ -2,7 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryBlobs, memoryStorage, memoryTransport } from '../adapters/memory/index.js';
 import type { Agreement, Storage } from '../src/index.js';
-import { createAgreementService } from '../src/services/agreements.js';
+import { createAgreementService } from '../src/domain/agreements.js';
 import { json, rejects, startPortal, type TestPortal } from './helpers/server.js';
 import { NEVER, waitFor } from './helpers/webhooks.js';
 import { PNG_SIGNATURE, dataUrl, documentBytes, pngBytes, sha256, signer, validFormData } from './helpers/agreements.js';

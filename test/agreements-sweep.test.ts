@@ -4,7 +4,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryBlobs, memoryStorage } from '../adapters/memory/index.js';
 import type { BlobStore, Logger } from '../src/index.js';
-import { createOrphanSweep } from '../src/orphan-sweep.js';
+import { createOrphanSweep } from '../src/domain/orphan-sweep.js';
 import { json, startPortal } from './helpers/server.js';
 import { BLOB_KINDS, validFormData } from './helpers/agreements.js';
 

@@ -4,7 +4,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryBlobs, memoryStorage } from '../adapters/memory/index.js';
 import { type BlobStore, createPortal, type Portal, type PortalOptions } from '../src/index.js';
-import { isId } from '../src/ids.js';
+import { isId } from '../src/shared/ids.js';
 import { patternBytes } from './conformance/fixtures.js';
 import { SIGNING_KEY_1 } from './helpers/download.js';
 import { rejects } from './helpers/server.js';

@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryBlobs } from '../adapters/memory/index.js';
-import { asciiFallback } from '../src/content-disposition.js';
+import { asciiFallback } from '../src/http/content-disposition.js';
 import type { Attachment, BlobStore, Logger, PortalOptions } from '../src/index.js';
 import { patternBytes } from './conformance/fixtures.js';
 import { SIGNING_KEY_1, getLink } from './helpers/download.js';

@@ -1,12 +1,12 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
-import { ID_PREFIXES, isId, newId } from '../src/ids.js';
-import { errorBody, jsonString } from '../src/respond.js';
-import { webhookJson } from '../src/routes/webhooks.js';
-import { webhookShape } from '../src/services/webhooks.js';
-import { newWebhookSecret } from '../src/services/webhooks.js';
-import { atom, atomAfter } from '../src/time.js';
+import { ID_PREFIXES, isId, newId } from '../src/shared/ids.js';
+import { errorBody, jsonString } from '../src/http/reply.js';
+import { webhookJson } from '../src/http/routes/webhooks.js';
+import { webhookShape } from '../src/domain/webhooks.js';
+import { newWebhookSecret } from '../src/domain/webhooks.js';
+import { atom, atomAfter } from '../src/shared/time.js';
 
 test('ids: every prefix, 22 base-62 characters, no repeats over 100,000', () => {
   for (const prefix of ID_PREFIXES) assert.match(newId(prefix), new RegExp(`^${prefix}_[0-9A-Za-z]{22}$`));

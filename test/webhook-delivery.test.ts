@@ -1,8 +1,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { verifyWebhook, type Portal, type Webhook } from '../src/index.js';
-import { atom } from '../src/time.js';
-import { VERSION } from '../src/version.js';
+import { atom } from '../src/shared/time.js';
+import { VERSION } from '../src/shared/version.js';
 import { startReceiver, type Receiver } from './helpers/receiver.js';
 import { manualClock, secondsBetween, waitFor, webhookPortal } from './helpers/webhooks.js';
 

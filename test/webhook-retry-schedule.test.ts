@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { DeliveryAttempt } from '../src/records.js';
-import { attemptsInRun, MAX_RETRY_AFTER_SECONDS, outcomeOf, retryAfterSeconds } from '../src/services/retry-schedule.js';
+import { attemptsInRun, MAX_RETRY_AFTER_SECONDS, outcomeOf, retryAfterSeconds } from '../src/domain/retry-schedule.js';
 
 const NOW = new Date('2026-05-01T00:00:00.250Z');
 const after = (seconds: number) => new Date(Math.ceil((NOW.getTime() + seconds * 1000) / 1000) * 1000).toISOString().slice(0, 19) + '+00:00';

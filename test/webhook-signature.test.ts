@@ -2,7 +2,7 @@ import { Webhook } from 'standardwebhooks';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { verifyWebhook, WebhookVerificationError, type WebhookVerificationFailure } from '../src/index.js';
-import { signWebhook } from '../src/webhook-signature.js';
+import { signWebhook } from '../src/webhooks/signature.js';
 
 const SECRET = 'whsec_' + Buffer.alloc(32, 42).toString('base64');
 const OTHER_SECRET = 'whsec_' + Buffer.alloc(32, 43).toString('base64');

@@ -3,10 +3,10 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryStorage, memoryTransport } from '../adapters/memory/index.js';
 import type { Logger, WebhookCall } from '../src/index.js';
-import { newEvent } from '../src/services/events.js';
-import { DEFAULT_RETRY_SCHEDULE } from '../src/services/retry-schedule.js';
-import { createWebhookWorker, LEASE_MARGIN_MS } from '../src/services/webhook-worker.js';
-import { atom } from '../src/time.js';
+import { newEvent } from '../src/domain/events.js';
+import { DEFAULT_RETRY_SCHEDULE } from '../src/domain/retry-schedule.js';
+import { createWebhookWorker, LEASE_MARGIN_MS } from '../src/webhooks/worker.js';
+import { atom } from '../src/shared/time.js';
 import { deferred, manualClock, secondsBetween, waitFor, webhookPortal } from './helpers/webhooks.js';
 
 const data = { customer: { id: 'cus_1' } };

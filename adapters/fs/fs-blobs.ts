@@ -3,7 +3,7 @@ import { mkdir, open as openFile, readdir, rename, rm, stat, unlink, type FileHa
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { BlobInfo, BlobStore } from '../../src/ports.js';
-import { atom } from '../../src/time.js';
+import { atom } from '../../src/shared/time.js';
 import { crc32, ensureDirectory, hasCode, syncDirectory } from './durable.js';
 import { acquireLock, type DirectoryLock } from './lock.js';
 

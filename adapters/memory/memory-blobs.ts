@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import type { BlobInfo, BlobStore } from '../../src/ports.js';
-import { atom } from '../../src/time.js';
+import { atom } from '../../src/shared/time.js';
 
 interface StoredBlob {
   bytes: Buffer;

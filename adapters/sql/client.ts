@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { StorageUnavailableError } from '../../src/http-error.js';
+import { StorageUnavailableError } from '../../src/errors.js';
 
 /**
  * What the SQL adapters are handed: anything that runs one parameterized statement. A `pg.Pool`,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { BlobInfo, BlobStore } from '../../src/ports.js';
-import { atom } from '../../src/time.js';
+import { atom } from '../../src/shared/time.js';
 import { wrapClient, type Db, type SqlClient } from './client.js';
 import { guardUntilOpen } from './guard.js';
 import { migrate, type Migration } from './migrations.js';

@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { type BlobStore, createPortal } from '../../src/index.js';
-import { atom } from '../../src/time.js';
+import { atom } from '../../src/shared/time.js';
 import { listen, type Running } from '../helpers/server.js';
 import { SIGNING_KEY_1 } from '../helpers/download.js';
 

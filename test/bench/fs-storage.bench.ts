@@ -13,7 +13,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { fsStorage } from '../../adapters/fs/index.js';
 import { memoryStorage } from '../../adapters/memory/index.js';
-import { newId } from '../../src/ids.js';
+import { newId } from '../../src/shared/ids.js';
 import type { Storage } from '../../src/ports.js';
 import { directoryRecord, fileRecord } from '../conformance/fixtures.js';
 import { eventRecord } from '../helpers/record-fixtures.js';

@@ -19,7 +19,7 @@ import autocannon from 'autocannon';
 import { memoryStorage } from '../../adapters/memory/index.js';
 import { sqlStorage } from '../../adapters/sql/index.js';
 import type { Storage } from '../../src/ports.js';
-import { newEvent } from '../../src/services/events.js';
+import { newEvent } from '../../src/domain/events.js';
 import { webhookRecord } from '../conformance/fixtures.js';
 import { connectPostgres, dropSchema } from '../helpers/sql.js';
 

@@ -9,8 +9,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { memoryStorage } from '../../adapters/memory/index.js';
 import { createPortal } from '../../src/index.js';
-import { newEvent } from '../../src/services/events.js';
-import { buildCall } from '../../src/services/webhook-worker.js';
+import { newEvent } from '../../src/domain/events.js';
+import { buildCall } from '../../src/webhooks/worker.js';
 import type { WebhookCall } from '../../src/ports.js';
 
 const [events = 5000, concurrency = 32, rounds = 5] = process.argv.slice(2).map(Number);

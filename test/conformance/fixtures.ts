@@ -1,4 +1,4 @@
-import { newId } from '../../src/ids.js';
+import { newId } from '../../src/shared/ids.js';
 import type { AgreementRecord, AttachmentRecord, EventRecord, FileEntryRecord, WebhookRecord } from '../../src/records.js';
 
 export const T0 = '2026-01-01T00:00:00+00:00';

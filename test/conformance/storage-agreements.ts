@@ -1,6 +1,6 @@
 import type { Test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { newId } from '../../src/ids.js';
+import { newId } from '../../src/shared/ids.js';
 import type { AgreementRecord, EventRecord } from '../../src/records.js';
 import type { StorageFactory } from './types.js';
 import { T0, agreementRecord, webhookRecord } from './fixtures.js';

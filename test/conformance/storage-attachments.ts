@@ -1,6 +1,6 @@
 import type { Test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { newId } from '../../src/ids.js';
+import { newId } from '../../src/shared/ids.js';
 import { attachmentRecord } from './fixtures.js';
 import type { StorageFactory } from './types.js';
 import { withStorage } from './with-storage.js';

@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { Readable } from 'node:stream';
 import { fsBlobs, fsStorage } from '../../adapters/fs/index.js';
-import { newId } from '../../src/ids.js';
+import { newId } from '../../src/shared/ids.js';
 import type { AgreementRecord, DeliveryRecord } from '../../src/records.js';
 import { fileRecord, webhookRecord } from '../conformance/fixtures.js';
 import { agreementRecord, eventRecord } from './record-fixtures.js';

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { fsBlobs, fsStorage } from '../../adapters/fs/index.js';
 import { connectDatabase, sqlAdapters } from '../../adapters/sql/index.js';
 import { HttpError, createPortal } from '../../src/index.js';
-import { jsonLineLogger } from '../../src/logger.js';
+import { jsonLineLogger } from '../../src/shared/logger.js';
 import { SIGNING_KEY_1 } from '../helpers/download.js';
 import { KEY_A, KEY_B } from '../helpers/server.js';
 

@@ -1,12 +1,12 @@
 import { Readable } from 'node:stream';
 import { LRUCache } from 'lru-cache';
 import * as v from 'valibot';
-import { HttpError, badRequest, notFound } from '../http-error.js';
-import { isId, newId } from '../ids.js';
+import { HttpError, badRequest, notFound } from '../errors.js';
+import { isId, newId } from '../shared/ids.js';
 import type { BlobStore, Storage } from '../ports.js';
 import type { FileEntry, FileEntryRecord } from '../records.js';
-import { atom } from '../time.js';
-import { accountId as accountIdSchema, entryName, mediaType, parseInput } from '../validate.js';
+import { atom } from '../shared/time.js';
+import { accountId as accountIdSchema, entryName, mediaType, parseInput } from './inputs.js';
 
 export type BlobBody = Buffer | Uint8Array | string | Readable | AsyncIterable<Uint8Array>;
 

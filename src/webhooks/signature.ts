@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { PortalEvent } from './records.js';
+import type { PortalEvent } from '../records.js';
 
 /** How far a `webhook-timestamp` may be from the receiver's clock, either way: five minutes. */
 export const WEBHOOK_TOLERANCE_SECONDS = 5 * 60;

@@ -1,8 +1,8 @@
 import cron, { type ScheduledTask } from 'node-cron';
-import { describe } from './handler.js';
-import type { Logger } from './logger.js';
-import type { BlobStore, Storage } from './ports.js';
-import { atom } from './time.js';
+import { describe } from '../http/handler.js';
+import type { Logger } from '../shared/logger.js';
+import type { BlobStore, Storage } from '../ports.js';
+import { atom } from '../shared/time.js';
 
 /** A blob younger than this may belong to an upload whose record is still being written. */
 export const ORPHAN_MIN_AGE_MS = 60 * 60 * 1000;

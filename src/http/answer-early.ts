@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { JSON_TYPE } from './respond.js';
+import { JSON_TYPE } from './reply.js';
 
 /** How much of an unwanted body is read and thrown away after an early answer, and for how long at most. */
 const LINGER_BYTES = 8 * 1024 * 1024;

@@ -1,5 +1,5 @@
 import type { Route } from '../handler.js';
-import type { TicketService } from '../services/tickets.js';
+import type { TicketService } from '../../domain/tickets.js';
 
 /** `GET /tickets/{ticketId}/message/{messageId}/attachment/{attachmentId}/download`: a signed link, valid 5 minutes. */
 export function ticketRoutes(tickets: TicketService): Route[] {

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { idPattern, type IdPrefix } from './ids.js';
+import { idPattern, type IdPrefix } from '../shared/ids.js';
 import type {
   Agreement,
   AgreementDocument,
@@ -8,11 +8,11 @@ import type {
   DeliveryAttempt,
   FileEntry,
   Webhook,
-} from './records.js';
-import { MAX_DOCUMENTS, MAX_SIGNERS, displayName, signerInput } from './services/agreements.js';
-import type { DownloadLink } from './services/tickets.js';
-import { signatureDataUrl } from './signature-data.js';
-import { mediaType } from './validate.js';
+} from '../records.js';
+import { MAX_DOCUMENTS, MAX_SIGNERS, displayName, signerInput } from '../domain/agreements.js';
+import type { DownloadLink } from '../domain/tickets.js';
+import { signatureDataUrl } from '../domain/signature-data.js';
+import { mediaType } from '../domain/inputs.js';
 
 /**
  * The shapes the API answers with, as valibot schemas: the OpenAPI document is generated from them

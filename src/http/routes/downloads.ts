@@ -2,11 +2,11 @@ import type { IncomingMessage } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import { type RangeRequest, parseRange } from '../byte-range.js';
 import { attachmentDisposition } from '../content-disposition.js';
-import { DOWNLOAD_ROUTE, readDownloadRequest } from '../download-links.js';
+import { DOWNLOAD_ROUTE, readDownloadRequest } from '../../domain/download-links.js';
 import type { Route } from '../handler.js';
-import { HttpError } from '../http-error.js';
-import type { AttachmentRecord } from '../records.js';
-import type { TicketService } from '../services/tickets.js';
+import { HttpError } from '../../errors.js';
+import type { AttachmentRecord } from '../../records.js';
+import type { TicketService } from '../../domain/tickets.js';
 
 /**
  * The signed download route (public: the link's signature is its authorization). Streams the

@@ -1,10 +1,10 @@
 import { readAgreementForm } from '../agreement-form.js';
 import { answerEarly } from '../answer-early.js';
 import type { Route } from '../handler.js';
-import { HttpError } from '../http-error.js';
-import { errorReply } from '../respond.js';
-import type { BlobStore } from '../ports.js';
-import type { AgreementService } from '../services/agreements.js';
+import { HttpError } from '../../errors.js';
+import { errorReply } from '../reply.js';
+import type { BlobStore } from '../../ports.js';
+import type { AgreementService } from '../../domain/agreements.js';
 
 /**
  * `POST /agreements` (multipart/form-data, streamed into the blob store), and, as an extension,

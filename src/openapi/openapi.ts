@@ -1,13 +1,13 @@
 import { toJsonSchema, toJsonSchemaDefs, type ConversionConfig, type JsonSchema } from '@valibot/to-json-schema';
 import * as v from 'valibot';
-import { MAX_FORM_BYTES } from './agreement-form.js';
-import { UNIX_SECONDS } from './download-links.js';
-import { idPattern } from './ids.js';
-import { DEFAULT_BASE_PATH, DEFAULT_EVENT_TYPES } from './options.js';
-import * as shapes from './schemas.js';
-import { signerInput } from './services/agreements.js';
-import { webhookInput } from './services/webhooks.js';
-import { VERSION } from './version.js';
+import { MAX_FORM_BYTES } from '../http/agreement-form.js';
+import { UNIX_SECONDS } from '../domain/download-links.js';
+import { idPattern } from '../shared/ids.js';
+import { DEFAULT_BASE_PATH, DEFAULT_EVENT_TYPES } from '../options.js';
+import * as shapes from './shapes.js';
+import { signerInput } from '../domain/agreements.js';
+import { webhookInput } from '../domain/webhooks.js';
+import { VERSION } from '../shared/version.js';
 
 /**
  * The OpenAPI 3.1 document of the HTTP API. Every schema in it is generated from a valibot schema:

@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
 import * as v from 'valibot';
-import { HttpError, badRequest, notFound } from '../http-error.js';
-import { newId } from '../ids.js';
-import { silentLogger, type Logger } from '../logger.js';
+import { HttpError, badRequest, notFound } from '../errors.js';
+import { newId } from '../shared/ids.js';
+import { silentLogger, type Logger } from '../shared/logger.js';
 import type { BlobStore, Storage } from '../ports.js';
 import type { Agreement, AgreementRecord, AgreementSigner, EventRecord } from '../records.js';
-import { signatureDataUrl } from '../signature-data.js';
-import { atom } from '../time.js';
-import { accountId as accountIdSchema, parseInput } from '../validate.js';
+import { signatureDataUrl } from './signature-data.js';
+import { atom } from '../shared/time.js';
+import { accountId as accountIdSchema, parseInput } from './inputs.js';
 import { newEvent } from './events.js';
 
 /** The limits of one agreement (spec "Limits"): signers, documents, and the documents' bytes in total. */

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import * as v from 'valibot';
-import { HttpError } from '../http-error.js';
-import { newId } from '../ids.js';
+import { HttpError } from '../errors.js';
+import { newId } from '../shared/ids.js';
 import type { Storage } from '../ports.js';
 import type { Delivery, DeliveryRecord, Webhook, WebhookRecord } from '../records.js';
-import { atom } from '../time.js';
-import { accountId as accountIdSchema, eventType, parseInput } from '../validate.js';
+import { atom } from '../shared/time.js';
+import { accountId as accountIdSchema, eventType, parseInput } from './inputs.js';
 
 export interface WebhookInput {
   type: string;

@@ -1,5 +1,5 @@
 import { type KeyObject, createHmac, createSecretKey, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Logger } from './logger.js';
+import type { Logger } from '../shared/logger.js';
 
 /**
  * Signed download links: stateless grants that any instance holding one of the keys can check.

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { HttpError, badRequest } from './http-error.js';
+import { HttpError, badRequest } from '../errors.js';
 
 /** A JSON request body is small: webhook records and the like. */
 const JSON_LIMIT = 64 * 1024;

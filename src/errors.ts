@@ -1,4 +1,4 @@
-import { errorBody } from './respond.js';
+import { errorBody } from './http/reply.js';
 
 /**
  * The one error the HTTP layer renders as `{"message": …}` with its status. Services throw it for

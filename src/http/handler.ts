@@ -3,9 +3,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import FindMyWay from 'find-my-way';
 import type { HTTPMethod } from 'find-my-way';
 import type { Authenticator } from './auth.js';
-import { HttpError } from './http-error.js';
-import type { Logger } from './logger.js';
-import { type HeaderList, type Reply, contractHeaders, errorBody, writeJson } from './respond.js';
+import { HttpError } from '../errors.js';
+import type { Logger } from '../shared/logger.js';
+import { type HeaderList, type Reply, contractHeaders, errorBody, writeJson } from './reply.js';
 
 /** What a route gets: the request, its params and query, who is asking, and where the API lives. */
 export interface RequestContext {

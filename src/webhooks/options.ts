@@ -1,6 +1,6 @@
 import cron from 'node-cron';
-import type { WebhookOptions } from './options.js';
-import { DEFAULT_RETRY_SCHEDULE } from './services/retry-schedule.js';
+import type { WebhookOptions } from '../options.js';
+import { DEFAULT_RETRY_SCHEDULE } from '../domain/retry-schedule.js';
 
 export type ResolvedWebhookOptions = Required<WebhookOptions>;
 

@@ -1,8 +1,8 @@
-import { readJson } from '../body.js';
+import { readJson } from '../json-body.js';
 import type { Route } from '../handler.js';
-import { errorReply, jsonString } from '../respond.js';
-import type { Webhook } from '../records.js';
-import type { WebhookService } from '../services/webhooks.js';
+import { errorReply, jsonString } from '../reply.js';
+import type { Webhook } from '../../records.js';
+import type { WebhookService } from '../../domain/webhooks.js';
 
 const noWebhook = (id: string | undefined) => errorReply(404, `No webhook ${id} in this account.`);
 

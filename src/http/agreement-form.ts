@@ -2,10 +2,10 @@ import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { Transform } from 'node:stream';
 import { Busboy, type BusboyFileStream, type BusboyHeaders, type BusboyInstance } from '@fastify/busboy';
-import { safeDocumentName } from './document-name.js';
-import { HttpError, badRequest } from './http-error.js';
-import { newId } from './ids.js';
-import type { BlobStore } from './ports.js';
+import { safeDocumentName } from '../domain/document-name.js';
+import { HttpError, badRequest } from '../errors.js';
+import { newId } from '../shared/ids.js';
+import type { BlobStore } from '../ports.js';
 import {
   MAX_DOCUMENTS,
   MAX_DOCUMENT_BYTES,
@@ -15,9 +15,9 @@ import {
   type AgreementForm,
   type SignerInput,
   type StoredDocument,
-} from './services/agreements.js';
-import { SIGNATURE_MAX_LENGTH, signatureDataUrl } from './signature-data.js';
-import { parseInput } from './validate.js';
+} from '../domain/agreements.js';
+import { SIGNATURE_MAX_LENGTH, signatureDataUrl } from '../domain/signature-data.js';
+import { parseInput } from '../domain/inputs.js';
 
 /** A JSON part of one signer, or of all five, is small; anything bigger is not a signer list. */
 const MAX_SIGNERS_PART = 64 * 1024;

@@ -1,6 +1,6 @@
 import type { Route } from '../handler.js';
-import { errorReply } from '../respond.js';
-import type { FileService } from '../services/files.js';
+import { errorReply } from '../reply.js';
+import type { FileService } from '../../domain/files.js';
 
 /** `GET /files?directoryId=fsd_…`: one directory's entries, the account's root without the parameter. */
 export function fileRoutes(files: FileService): Route[] {

@@ -1,6 +1,6 @@
 import * as crypto from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import { HttpError } from './http-error.js';
+import { HttpError } from '../errors.js';
 
 /** Maps a bearer token to the account it acts for, or `null` when the token is not valid. */
 export type AuthFunction = (token: string) => Promise<{ accountId: string } | null> | { accountId: string } | null;

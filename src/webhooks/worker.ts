@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import cron, { type ScheduledTask } from 'node-cron';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../shared/logger.js';
 import type { Storage, WebhookCall, WebhookCallResult, WebhookTransport } from '../ports.js';
 import type { ClaimedDelivery, EventRecord, WebhookRecord } from '../records.js';
-import { atom } from '../time.js';
-import { VERSION } from '../version.js';
-import { signWebhook } from '../webhook-signature.js';
-import { attemptsInRun, outcomeOf } from './retry-schedule.js';
+import { atom } from '../shared/time.js';
+import { VERSION } from '../shared/version.js';
+import { signWebhook } from './signature.js';
+import { attemptsInRun, outcomeOf } from '../domain/retry-schedule.js';
 
 /**
  * A claim's lease outlasts the call by this much: the call itself is bounded by `timeoutMs`, and

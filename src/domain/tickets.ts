@@ -1,12 +1,12 @@
 import type { Readable } from 'node:stream';
 import * as v from 'valibot';
-import { type DownloadGrant, type LinkSigner, downloadLinkUrl } from '../download-links.js';
-import { HttpError, badRequest, notFound } from '../http-error.js';
-import { isId, newId } from '../ids.js';
+import { type DownloadGrant, type LinkSigner, downloadLinkUrl } from './download-links.js';
+import { HttpError, badRequest, notFound } from '../errors.js';
+import { isId, newId } from '../shared/ids.js';
 import type { BlobStore, ByteRange, Storage } from '../ports.js';
 import { type Attachment, type AttachmentRecord, publicShape } from '../records.js';
-import { atom } from '../time.js';
-import { accountId as accountIdSchema, entryName, mediaType, parseInput } from '../validate.js';
+import { atom } from '../shared/time.js';
+import { accountId as accountIdSchema, entryName, mediaType, parseInput } from './inputs.js';
 import { type BlobBody, toStream } from './files.js';
 
 export interface AttachmentInput {

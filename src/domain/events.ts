@@ -1,9 +1,9 @@
-import { newId } from '../ids.js';
+import { newId } from '../shared/ids.js';
 import type { Storage } from '../ports.js';
 import { publicShape, type EventRecord, type PortalEvent } from '../records.js';
-import { atom } from '../time.js';
-import { badRequest } from '../http-error.js';
-import { accountId as accountIdSchema, eventType, parseInput } from '../validate.js';
+import { atom } from '../shared/time.js';
+import { badRequest } from '../errors.js';
+import { accountId as accountIdSchema, eventType, parseInput } from './inputs.js';
 
 /** A new event record; stored with `Storage.publishEvents` or alongside the write that caused it. */
 export function newEvent(accountId: string, type: string, data: unknown, now: Date): EventRecord {

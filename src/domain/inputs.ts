@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { HttpError } from './http-error.js';
+import { HttpError } from '../errors.js';
 
 type Schema<T> = v.GenericSchema<unknown, T>;
 

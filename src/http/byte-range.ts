@@ -1,4 +1,4 @@
-import type { ByteRange } from './ports.js';
+import type { ByteRange } from '../ports.js';
 
 /** What a `Range` header asks of a representation of `size` bytes (RFC 9110 §14). */
 export type RangeRequest =

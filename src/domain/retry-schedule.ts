@@ -1,6 +1,6 @@
 import type { WebhookCallResult } from '../ports.js';
 import type { DeliveryAttempt, DeliveryStatus } from '../records.js';
-import { atom } from '../time.js';
+import { atom } from '../shared/time.js';
 
 /** Seconds before each retry: the Standard Webhooks schedule, 5 s to 24 h, about three days in all. */
 export const DEFAULT_RETRY_SCHEDULE: readonly number[] = [5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400];
