@@ -1,45 +1,207 @@
-import { errorBody } from './http/reply.js';
+/**
+ * Every failure the portal reports, as data: a code, the status it is answered with, the sentence
+ * a person reads, and the few headers some answers need (names in lower case, as node:http
+ * reports them). Services, routes and adapters throw
+ * `PortalError`s made from this catalogue; the HTTP layer renders any of them in one place
+ * (`http/render-error.ts`), and `docs/http-api.md` lists every code (a test checks both).
+ */
+
+const REALM = 'Bearer realm="customer-portal"';
+const idShape = (field: string, what: string, prefix: string) =>
+  `${field} must be ${what} id (${prefix}_ followed by letters and digits).`;
+
+interface ErrorSpec {
+  status: number;
+  message: (...args: never[]) => string;
+  headers?: (...args: never[]) => Record<string, string>;
+  /**
+   * `false` for a fault of ours (a bug, a broken invariant): the client is told only "Internal
+   * error", and the message goes to the log. Default `true`.
+   */
+  expose?: boolean;
+}
+
+export const ERRORS = {
+  // Authentication (every route but the signed download)
+  AUTH_MISSING: {
+    status: 401,
+    message: () => 'Missing Authorization header: send "Authorization: Bearer <API key>".',
+    headers: () => ({ 'www-authenticate': REALM }),
+  },
+  AUTH_MALFORMED: {
+    status: 401,
+    message: () => 'Malformed Authorization header: expected "Bearer <API key>".',
+    headers: () => ({ 'www-authenticate': REALM }),
+  },
+  AUTH_INVALID: {
+    status: 401,
+    message: () => 'The API key is not valid.',
+    headers: () => ({ 'www-authenticate': `${REALM}, error="invalid_token"` }),
+  },
+
+  // Routing
+  ROUTE_NOT_FOUND: { status: 404, message: (method: string, path: string) => `No route matches ${method} ${path}.` },
+  METHOD_NOT_ALLOWED: {
+    status: 405,
+    message: (method: string, allow: readonly string[]) => `Method ${method} is not allowed here; allowed: ${allow.join(', ')}.`,
+    headers: (_method: string, allow: readonly string[]) => ({ allow: allow.join(', ') }),
+  },
+  PATH_NOT_DECODABLE: { status: 400, message: () => 'The request path is not valid percent-encoding.' },
+  PATH_SEGMENT_TOO_LONG: { status: 400, message: () => 'A path segment is too long.' },
+
+  // Input: fields, ids, query parameters
+  INPUT_INVALID: { status: 400, message: (where: string, problem: string) => `${where}: ${problem}` },
+  INPUT_REQUIRED: { status: 400, message: (where: string) => `${where}: is required.` },
+  INPUT_UNKNOWN_FIELD: { status: 400, message: (owner: string, key: string) => `${owner} has an unknown field "${key}".` },
+  ID_MALFORMED: { status: 400, message: idShape },
+  QUERY_REPEATED: { status: 400, message: (name: string) => `${name} must be given at most once.` },
+  EVENT_DATA_NOT_JSON: { status: 400, message: (detail: string) => `event data cannot be written as JSON: ${detail}` },
+  EVENT_DATA_NOT_OBJECT: { status: 400, message: () => 'event data must be a JSON object.' },
+
+  // Request bodies
+  JSON_CONTENT_TYPE: { status: 415, message: () => 'The request body must be JSON: send "Content-Type: application/json".' },
+  JSON_BODY_EMPTY: { status: 400, message: () => 'The request body is empty; a JSON object was expected.' },
+  JSON_BODY_INVALID: { status: 400, message: () => 'The request body is not valid JSON.' },
+  // The rest of the body is not read: the connection is closed rather than drained.
+  JSON_BODY_TOO_LARGE: {
+    status: 413,
+    message: (limitBytes: number) => `The request body is larger than ${limitBytes / 1024} KiB.`,
+    headers: () => ({ connection: 'close' }),
+  },
+  FORM_CONTENT_TYPE: {
+    status: 415,
+    message: (route: string, given: string) => `${route} takes multipart/form-data, not ${given}.`,
+  },
+  CONTENT_ENCODING_UNSUPPORTED: {
+    status: 415,
+    message: (encoding: string) => `Content-Encoding ${encoding} is not supported; send the form uncompressed.`,
+  },
+  MULTIPART_BOUNDARY_INVALID: {
+    status: 400,
+    message: () => 'The Content-Type multipart/form-data needs a boundary parameter of 1 to 70 characters.',
+  },
+  MULTIPART_BOUNDARY_UNREADABLE: {
+    status: 400,
+    message: () => 'The Content-Type multipart/form-data has no boundary parameter that can be read.',
+  },
+  MULTIPART_MALFORMED: { status: 400, message: () => 'The multipart body is malformed or ended before its closing boundary.' },
+  MULTIPART_UNKNOWN_PART: {
+    status: 400,
+    message: (name: string, parts: string) => `Unknown part ${name}; the parts are ${parts}.`,
+  },
+  REQUEST_ABORTED: { status: 400, message: () => 'The client closed the connection before the form was complete.' },
+  FORM_TOO_LARGE: {
+    status: 413,
+    message: (maxFormBytes: number, maxDocumentBytes: number, length?: number) =>
+      `The request body${length === undefined ? '' : ` of ${length} bytes`} is over the ${maxFormBytes} bytes a valid form can take: documents may total at most 5 MiB (${maxDocumentBytes} bytes).`,
+  },
+
+  // Agreements
+  SIGNERS_LIMIT: { status: 400, message: (max: number) => `signers: at most ${max} signers are allowed.` },
+  DOCUMENTS_LIMIT: { status: 400, message: (max: number) => `documents: at most ${max} documents are allowed.` },
+  DOCUMENTS_TOO_LARGE: {
+    status: 413,
+    message: (maxBytes: number) => `The documents are over the limit of 5 MiB (${maxBytes} bytes) in total.`,
+  },
+  AGREEMENT_NOT_FOUND: { status: 404, message: (id: string) => `No agreement ${id} in this account.` },
+  SIGNER_NOT_FOUND: { status: 404, message: (signerId: string, agreementId: string) => `No signer ${signerId} on agreement ${agreementId}.` },
+  SIGNER_ALREADY_SIGNED: {
+    status: 409,
+    message: (signerId: string, agreementId: string) => `Signer ${signerId} has already signed agreement ${agreementId}.`,
+  },
+
+  // Webhooks
+  WEBHOOK_NOT_FOUND: { status: 404, message: (id: string) => `No webhook ${id} in this account.` },
+  DELIVERY_NOT_FOUND: {
+    status: 404,
+    message: (deliveryId: string, webhookId: string) => `No delivery ${deliveryId} of webhook ${webhookId} in this account.`,
+  },
+  DELIVERY_WEBHOOK_DELETED: {
+    status: 409,
+    message: (deliveryId: string) => `Delivery ${deliveryId} cannot be sent again: its webhook was deleted.`,
+  },
+
+  // Files
+  DIRECTORY_NOT_FOUND: { status: 404, message: (id: string) => `No directory ${id} in this account.` },
+  DIRECTORY_NOT_EMPTY: { status: 409, message: (id: string) => `Directory ${id} is not empty.` },
+
+  // Attachments and download links
+  ATTACHMENT_NOT_FOUND: {
+    status: 404,
+    message: (attachmentId: string, messageId: string, ticketId: string) =>
+      `No attachment ${attachmentId} under message ${messageId} of ticket ${ticketId} in this account.`,
+  },
+  ATTACHMENT_REMOVED: { status: 404, message: () => 'The attachment has been removed.' },
+  LINK_INVALID: {
+    status: 403,
+    message: () => 'The download link is not valid: it is incomplete, altered, or signed with a key this server does not hold.',
+  },
+  LINK_EXPIRED: { status: 410, message: (expiredAt: string) => `The download link expired at ${expiredAt}; ask for a new one.` },
+  RANGE_NOT_SATISFIABLE: {
+    status: 416,
+    message: (size: number) => `The requested range is outside the attachment's ${size} bytes.`,
+    headers: (size: number) => ({ 'accept-ranges': 'bytes', 'content-range': `bytes */${size}` }),
+  },
+
+  // The backend, and faults of ours
+  STORAGE_UNAVAILABLE: {
+    status: 503,
+    message: (detail: string, _retryAfterSeconds = 1) => detail,
+    headers: (_detail: string, retryAfterSeconds = 1) => ({ 'retry-after': String(retryAfterSeconds) }),
+  },
+  RECORD_EXISTS: { status: 500, message: (id: string) => `A record with id ${id} already exists`, expose: false },
+  INTERNAL: { status: 500, message: () => 'Internal error' },
+} as const satisfies Record<string, ErrorSpec>;
+
+export type ErrorCode = keyof typeof ERRORS;
+/** What the message template of `code` takes. */
+export type ErrorArgs<C extends ErrorCode> = Parameters<(typeof ERRORS)[C]['message']>;
+
+const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 
 /**
- * The one error the HTTP layer renders as `{"message": …}` with its status. Services throw it for
- * a caller's mistake, so the programmatic API reports the same status and sentence the route would.
+ * The one error type of the portal: a catalogue `code`, its `status` and `message`, and the headers
+ * its answer carries. Exported as `HttpError` too, the name a host catches.
  */
-export class HttpError extends Error {
-  override readonly name = 'HttpError';
+export class PortalError<C extends ErrorCode = ErrorCode> extends Error {
+  override readonly name = 'PortalError';
 
+  readonly code: C;
   readonly status: number;
   readonly headers: Readonly<Record<string, string>>;
+  /** Whether `message` is for the client; `false` for a fault of ours, answered "Internal error". */
+  readonly expose: boolean;
 
-  constructor(status: number, message: string, headers: Readonly<Record<string, string>> = {}) {
-    // An HttpError is an answer, not a fault: its stack is never shown, and capturing one is the
-    // costliest part of a 401 or 404 (hot path: change with care).
-    const limit = Error.stackTraceLimit;
-    Error.stackTraceLimit = 0;
-    super(message);
-    Error.stackTraceLimit = limit;
-    this.status = status;
-    this.headers = headers;
-  }
-
-  #body: string | undefined;
-
-  /** The answer's body, `{"message": …}` as JSON text; made once, as a shared instance (a 401) answers many requests. */
-  get body(): string {
-    return (this.#body ??= errorBody(this.message));
+  constructor(code: C, ...args: ErrorArgs<C>) {
+    const spec: ErrorSpec = ERRORS[code];
+    const call = <R>(template: (...args: never[]) => R) => (template as (...args: unknown[]) => R)(...args);
+    super(call(spec.message));
+    this.code = code;
+    this.status = spec.status;
+    this.headers = spec.headers === undefined ? NO_HEADERS : call(spec.headers);
+    this.expose = spec.expose ?? true;
   }
 }
-
-export const badRequest = (message: string) => new HttpError(400, message);
-export const notFound = (message: string) => new HttpError(404, message);
 
 /**
- * Thrown by an adapter when its backend cannot be reached for now: a database refusing
- * connections, restarting, or dropping the connection under a statement. Answered 503 with
- * `Retry-After`; `cause` holds the driver's error, which the handler logs.
+ * Thrown by an adapter whose backend cannot be reached for now (a database refusing connections,
+ * restarting, or dropping the connection under a statement); `cause` holds the driver's error.
  */
-export class StorageUnavailableError extends HttpError {
-  constructor(message: string, options: { cause?: unknown; retryAfterSeconds?: number } = {}) {
-    super(503, message, { 'retry-after': String(options.retryAfterSeconds ?? 1) });
-    if (options.cause !== undefined) this.cause = options.cause;
-  }
+export function storageUnavailable(detail: string, options: { cause?: unknown; retryAfterSeconds?: number } = {}): PortalError {
+  const error = new PortalError('STORAGE_UNAVAILABLE', detail, options.retryAfterSeconds ?? 1);
+  if (options.cause !== undefined) error.cause = options.cause;
+  return error;
 }
+
+/** Whether `error` is the catalogue error `code`. */
+export const isPortalError = <C extends ErrorCode>(error: unknown, code: C): error is PortalError<C> =>
+  error instanceof PortalError && error.code === code;
+
+/** An error as a log field: name, message and stack, never the request. */
+export function describeError(error: unknown): { name: string; message: string; stack?: string } {
+  if (error instanceof Error) return { name: error.name, message: error.message, stack: error.stack };
+  return { name: 'NonError', message: String(error) };
+}
+
+/** An error's message, for a log line or an attempt's record; a thrown non-error as text. */
+export const errorMessage = (error: unknown): string => (error instanceof Error ? error.message : String(error));

@@ -2,7 +2,7 @@ export { createPortal, type Portal } from './portal.js';
 export type { PortalOptions, WebhookOptions } from './options.js';
 export type { AuthFunction, AuthOption } from './http/auth.js';
 export type { Logger } from './shared/logger.js';
-export { HttpError, StorageUnavailableError } from './errors.js';
+export { PortalError, PortalError as HttpError, ERRORS, type ErrorCode } from './errors.js';
 export { openapi } from './openapi/openapi.js';
 export {
   verifyWebhook,

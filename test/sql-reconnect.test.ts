@@ -9,7 +9,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { PGlite } from '@electric-sql/pglite';
 import { sqlBlobs, sqlStorage } from '../adapters/sql/index.js';
-import { StorageUnavailableError } from '../src/errors.js';
+import { PortalError, isPortalError } from '../src/errors.js';
 import type { Logger } from '../src/shared/logger.js';
 import { webhookRecord } from './conformance/fixtures.js';
 import { SIGNING_KEY_1 } from './helpers/download.js';
@@ -142,8 +142,8 @@ test('a write whose connection broke with no word from the server is answered 50
     () => null,
     (caught: unknown) => caught,
   );
-  assert.instance(error, StorageUnavailableError);
-  const unavailable = error as StorageUnavailableError;
+  assert.ok(isPortalError(error, 'STORAGE_UNAVAILABLE'));
+  const unavailable = error as PortalError;
   assert.is(unavailable.status, 503);
   assert.is(unavailable.headers['retry-after'], '1');
   assert.match(unavailable.message, 'may or may not have been applied');
@@ -219,7 +219,7 @@ test('a database that stays away is answered 503 after waitForDatabaseMs, having
   const started = Date.now();
   const error = await storage.insertWebhook(webhookRecord({ id: 'wh_reconnect_down' })).catch((caught: unknown) => caught);
   const waited = Date.now() - started;
-  assert.instance(error, StorageUnavailableError);
+  assert.ok(isPortalError(error, 'STORAGE_UNAVAILABLE'));
   assert.match((error as Error).message, 'nothing was changed');
   assert.ok(waited >= 300 && waited < 2000, `gave up after ${waited} ms`);
   pool.down = null;
@@ -230,7 +230,7 @@ test('an error of the statement itself is thrown as it is, without a second try'
   const { pool, storage } = await open();
   pool.failNext(/^INSERT/, duplicate);
   const error = await storage.insertWebhook(webhookRecord({ id: 'wh_reconnect_dup' })).catch((caught: unknown) => caught);
-  assert.not.instance(error, StorageUnavailableError);
+  assert.not.ok(isPortalError(error, 'STORAGE_UNAVAILABLE'));
   assert.is((error as { code?: string }).code, '23505');
   assert.is(pool.count(/^INSERT/), 1);
 });

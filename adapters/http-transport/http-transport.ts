@@ -3,6 +3,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction, Socket } from 'node:net';
 import type { WebhookCall, WebhookCallResult, WebhookTransport } from '../../src/ports.js';
+import { errorMessage } from '../../src/errors.js';
 import { refusalOf } from './address-guard.js';
 
 export interface HttpTransportOptions {
@@ -69,7 +70,6 @@ function checkUrl(target: string, allowPrivateNetworks: boolean): URL | string {
   return url;
 }
 
-const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /**
  * Webhook calls over `node:http` / `node:https` with keep-alive agents, behind an SSRF guard:
@@ -167,7 +167,7 @@ export function httpTransport(options: HttpTransportOptions = {}): WebhookTransp
           resolve(attempt({ ...job, retried: true }));
           return;
         }
-        fail(describe(error));
+        fail(errorMessage(error));
       });
       req.end(call.body);
     });

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { StorageUnavailableError } from '../../src/errors.js';
+import { storageUnavailable } from '../../src/errors.js';
 
 /**
  * What the SQL adapters are handed: anything that runs one parameterized statement. A `pg.Pool`,
@@ -148,10 +148,10 @@ async function untilReachable<T>(
     } catch (error) {
       const kind = failure(error);
       if (kind === null) throw error;
-      if (!replayable(kind)) throw new StorageUnavailableError(MAY_HAVE_APPLIED, { cause: error });
+      if (!replayable(kind)) throw storageUnavailable(MAY_HAVE_APPLIED, { cause: error });
       if (Date.now() + pause > deadline) {
         const message = unsettled() ? MAY_HAVE_APPLIED : 'The database is unavailable; nothing was changed, try again shortly';
-        throw new StorageUnavailableError(message, { cause: error });
+        throw storageUnavailable(message, { cause: error });
       }
       await sleep(pause);
     }
@@ -202,7 +202,7 @@ function poolDb(pool: PoolLike, prepare: boolean, waitMs: number): Db {
             if (outcome === true) return unanswered.result;
             if (outcome === false) unanswered = null;
             // Still open on a session the server has not noticed is gone: only the deadline settles it.
-            else if (Date.now() > deadline) throw new StorageUnavailableError(MAY_HAVE_APPLIED);
+            else if (Date.now() > deadline) throw storageUnavailable(MAY_HAVE_APPLIED);
             else await sleep(50);
           }
           committing = false;

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import * as v from 'valibot';
-import { HttpError, badRequest, notFound } from '../errors.js';
+import { PortalError } from '../errors.js';
 import { newId } from '../shared/ids.js';
 import { silentLogger, type Logger } from '../shared/logger.js';
 import type { BlobStore, Storage } from '../ports.js';
@@ -165,14 +165,14 @@ export function createAgreementService(deps: AgreementServiceDeps) {
      */
     async sign(accountId: string, agreementId: string, signerId: string, input: SignInput): Promise<Agreement> {
       parseInput(accountIdSchema, accountId, 'accountId');
-      if (typeof input !== 'object' || input === null) throw badRequest('sign: give { signature } as a data-URL.');
+      if (typeof input !== 'object' || input === null) throw new PortalError('INPUT_INVALID', 'sign', 'give { signature } as a data-URL.');
       const signature = parseInput(signatureDataUrl, input.signature, 'signature');
       const now = clock();
       let events: EventRecord[] = [];
       const updated = await storage.updateAgreement(accountId, agreementId, (current) => {
         const signer = current.signers.find((candidate) => candidate.id === signerId);
-        if (signer === undefined) throw notFound(`No signer ${signerId} on agreement ${agreementId}.`);
-        if (signer.signedAt !== null) throw new HttpError(409, `Signer ${signerId} has already signed agreement ${agreementId}.`);
+        if (signer === undefined) throw new PortalError('SIGNER_NOT_FOUND', signerId, agreementId);
+        if (signer.signedAt !== null) throw new PortalError('SIGNER_ALREADY_SIGNED', signerId, agreementId);
         const signers = current.signers.map((candidate) =>
           candidate.id === signerId
             ? { ...candidate, signature, signatureHash: sha256Hex(signature), signedAt: atom(now) }
@@ -183,7 +183,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
         events = allSigned ? [newEvent(accountId, 'agreement-signed', toAgreement(agreement), now)] : [];
         return { agreement, events };
       });
-      if (updated === null) throw notFound(`No agreement ${agreementId} in this account.`);
+      if (updated === null) throw new PortalError('AGREEMENT_NOT_FOUND', agreementId);
       if (events.length > 0) notify();
       return toAgreement(updated);
     },

@@ -2,7 +2,7 @@ import { newId } from '../shared/ids.js';
 import type { Storage } from '../ports.js';
 import { publicShape, type EventRecord, type PortalEvent } from '../records.js';
 import { atom } from '../shared/time.js';
-import { badRequest } from '../errors.js';
+import { PortalError, errorMessage } from '../errors.js';
 import { accountId as accountIdSchema, eventType, parseInput } from './inputs.js';
 
 /** A new event record; stored with `Storage.publishEvents` or alongside the write that caused it. */
@@ -20,10 +20,10 @@ function jsonData(data: unknown): Record<string, unknown> {
   try {
     text = JSON.stringify(data);
   } catch (error) {
-    throw badRequest(`event data cannot be written as JSON: ${error instanceof Error ? error.message : String(error)}`);
+    throw new PortalError('EVENT_DATA_NOT_JSON', errorMessage(error));
   }
   const parsed: unknown = text === undefined ? undefined : JSON.parse(text);
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw badRequest('event data must be a JSON object.');
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new PortalError('EVENT_DATA_NOT_OBJECT');
   return parsed as Record<string, unknown>;
 }
 

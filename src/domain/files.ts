@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { LRUCache } from 'lru-cache';
 import * as v from 'valibot';
-import { HttpError, badRequest, notFound } from '../errors.js';
+import { PortalError } from '../errors.js';
 import { isId, newId } from '../shared/ids.js';
 import type { BlobStore, Storage } from '../ports.js';
 import type { FileEntry, FileEntryRecord } from '../records.js';
@@ -83,7 +83,7 @@ export function createFileService(deps: { storage: Storage; blobs: BlobStore; cl
 
   function checkDirectoryId(directoryId: string | null | undefined): void {
     if (directoryId !== undefined && directoryId !== null && !isId('fsd', directoryId)) {
-      throw badRequest('directoryId must be a directory id (fsd_ followed by letters and digits).');
+      throw new PortalError('ID_MALFORMED', 'directoryId', 'a directory', 'fsd');
     }
   }
 
@@ -99,7 +99,7 @@ export function createFileService(deps: { storage: Storage; blobs: BlobStore; cl
   async function requireDirectory(accountId: string, directoryId: string | null | undefined): Promise<string | null> {
     if (directoryId === null || directoryId === undefined) return null;
     const parent = await storage.getFileEntry(accountId, directoryId);
-    if (parent === null || parent.type !== 'directory') throw notFound(`No directory ${directoryId} in this account.`);
+    if (parent === null || parent.type !== 'directory') throw new PortalError('DIRECTORY_NOT_FOUND', directoryId);
     return parent.id;
   }
 
@@ -150,7 +150,7 @@ export function createFileService(deps: { storage: Storage; blobs: BlobStore; cl
     async put(accountId: string, input: FileInput): Promise<FileEntry> {
       parseInput(accountIdSchema, accountId, 'accountId');
       const { name, mime, directoryId, fileShareId } = parseInput(fileInput, input, 'file');
-      if (input.body === undefined || input.body === null) throw badRequest('file.body: is required.');
+      if (input.body === undefined || input.body === null) throw new PortalError('INPUT_REQUIRED', 'file.body');
       const parent = await requireDirectory(accountId, directoryId);
       const id = newId('fsf');
       const { size } = await blobs.put(id, toStream(input.body));
@@ -188,7 +188,7 @@ export function createFileService(deps: { storage: Storage; blobs: BlobStore; cl
       const record = await storage.getFileEntry(accountId, id);
       if (record === null) return false;
       if (record.type === 'directory' && (await storage.listFileEntries(accountId, id)).length > 0) {
-        throw new HttpError(409, `Directory ${id} is not empty.`);
+        throw new PortalError('DIRECTORY_NOT_EMPTY', id);
       }
       const removed = await storage.deleteFileEntry(accountId, id);
       if (removed && record.type === 'file') await blobs.delete(id);

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { HttpError } from '../errors.js';
+import { PortalError } from '../errors.js';
 
 type Schema<T> = v.GenericSchema<unknown, T>;
 
@@ -14,14 +14,14 @@ export function parseInput<T>(schema: Schema<T>, input: unknown, subject: string
   const issue = result.issues[0];
   const where = subject + pathOf(issue.path);
   if (issue.type.endsWith('object') && issue.path !== undefined && issue.input === undefined && issue.expected !== 'never') {
-    throw new HttpError(400, `${where}: is required.`);
+    throw new PortalError('INPUT_REQUIRED', where);
   }
   if (issue.type === 'strict_object' && issue.expected === 'never' && issue.path !== undefined) {
     const key = issue.path[issue.path.length - 1]?.key;
     const owner = subject + pathOf(issue.path.slice(0, -1) as typeof issue.path);
-    throw new HttpError(400, `${owner} has an unknown field "${String(key)}".`);
+    throw new PortalError('INPUT_UNKNOWN_FIELD', owner, String(key));
   }
-  throw new HttpError(400, `${where}: ${issue.message}`);
+  throw new PortalError('INPUT_INVALID', where, issue.message);
 }
 
 function pathOf(path: v.BaseIssue<unknown>['path']): string {

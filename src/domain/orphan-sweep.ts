@@ -1,5 +1,5 @@
 import cron, { type ScheduledTask } from 'node-cron';
-import { describe } from '../http/handler.js';
+import { describeError } from '../errors.js';
 import type { Logger } from '../shared/logger.js';
 import type { BlobStore, Storage } from '../ports.js';
 import { atom } from '../shared/time.js';
@@ -55,7 +55,7 @@ export function createOrphanSweep(deps: {
       if (task !== undefined) return;
       task = cron.createTask(
         deps.schedule ?? ORPHAN_SWEEP_SCHEDULE,
-        () => tick().catch((error) => logger.error({ err: describe(error) }, 'orphan sweep failed')),
+        () => tick().catch((error) => logger.error({ err: describeError(error) }, 'orphan sweep failed')),
         { name: 'customer-portal orphan sweep', noOverlap: true, unref: true, logger: cronLogger(logger) },
       );
       void task.start();
@@ -78,6 +78,6 @@ function cronLogger(logger: Logger) {
     debug: (message: string | Error) => logger.debug({ source: 'node-cron' }, text(message)),
     warn: (message: string) => logger.warn({ source: 'node-cron' }, message),
     error: (message: string | Error, error?: Error) =>
-      logger.error({ source: 'node-cron', err: error === undefined ? undefined : describe(error) }, text(message)),
+      logger.error({ source: 'node-cron', err: error === undefined ? undefined : describeError(error) }, text(message)),
   };
 }

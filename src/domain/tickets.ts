@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import * as v from 'valibot';
 import { type DownloadGrant, type LinkSigner, downloadLinkUrl } from './download-links.js';
-import { HttpError, badRequest, notFound } from '../errors.js';
+import { PortalError } from '../errors.js';
 import { isId, newId } from '../shared/ids.js';
 import type { BlobStore, ByteRange, Storage } from '../ports.js';
 import { type Attachment, type AttachmentRecord, publicShape } from '../records.js';
@@ -51,11 +51,11 @@ function checkRef(ref: AttachmentRef): void {
     ['attachmentId', 'tca', 'an attachment'],
   ] as const;
   for (const [field, prefix, what] of checks) {
-    if (!isId(prefix, ref[field])) throw badRequest(`${field} must be ${what} id (${prefix}_ followed by letters and digits).`);
+    if (!isId(prefix, ref[field])) throw new PortalError('ID_MALFORMED', field, what, prefix);
   }
 }
 
-const removedSince = () => notFound('The attachment has been removed.');
+const removedSince = () => new PortalError('ATTACHMENT_REMOVED');
 
 const sitsUnder = (record: AttachmentRecord, ticketId: string, messageId: string) =>
   record.ticketId === ticketId && record.messageId === messageId;
@@ -79,9 +79,9 @@ export function createTicketService(deps: TicketServiceDeps) {
       parseInput(accountIdSchema, accountId, 'accountId');
       const { ticketId, messageId, name, mime } = parseInput(attachmentInput, input, 'attachment');
       if (messageId != null && ticketId == null) {
-        throw badRequest('attachment.ticketId: is required when messageId is given (a message belongs to a ticket).');
+        throw new PortalError('INPUT_INVALID', 'attachment.ticketId', 'is required when messageId is given (a message belongs to a ticket).');
       }
-      if (input.body === undefined || input.body === null) throw badRequest('attachment.body: is required.');
+      if (input.body === undefined || input.body === null) throw new PortalError('INPUT_REQUIRED', 'attachment.body');
       const id = newId('tca');
       const { size } = await blobs.put(id, toStream(input.body));
       const record: AttachmentRecord = {
@@ -126,7 +126,7 @@ export function createTicketService(deps: TicketServiceDeps) {
       checkRef(ref);
       const record = await storage.getAttachment(accountId, ref.attachmentId);
       if (record === null || !sitsUnder(record, ref.ticketId, ref.messageId)) {
-        throw notFound(`No attachment ${ref.attachmentId} under message ${ref.messageId} of ticket ${ref.ticketId} in this account.`);
+        throw new PortalError('ATTACHMENT_NOT_FOUND', ref.attachmentId, ref.messageId, ref.ticketId);
       }
       // Whole seconds: the expiry the client reads is the second the link stops serving.
       const expires = Math.floor(clock().getTime() / 1000) + LINK_LIFETIME_SECONDS;
@@ -146,11 +146,11 @@ export function createTicketService(deps: TicketServiceDeps) {
      */
     async redeem(presented: { grant: DownloadGrant; signature: string } | null): Promise<AttachmentRecord> {
       if (presented === null || !signer.verify(presented.grant, presented.signature)) {
-        throw new HttpError(403, 'The download link is not valid: it is incomplete, altered, or signed with a key this server does not hold.');
+        throw new PortalError('LINK_INVALID');
       }
       const { grant } = presented;
       if (clock().getTime() >= grant.expires * 1000) {
-        throw new HttpError(410, `The download link expired at ${atom(new Date(grant.expires * 1000))}; ask for a new one.`);
+        throw new PortalError('LINK_EXPIRED', atom(new Date(grant.expires * 1000)));
       }
       const record = await storage.getAttachment(grant.accountId, grant.attachmentId);
       if (record === null || !sitsUnder(record, grant.ticketId, grant.messageId)) {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import * as v from 'valibot';
-import { HttpError } from '../errors.js';
+import { PortalError } from '../errors.js';
 import { newId } from '../shared/ids.js';
 import type { Storage } from '../ports.js';
 import type { Delivery, DeliveryRecord, Webhook, WebhookRecord } from '../records.js';
@@ -111,7 +111,7 @@ export function createWebhookService(deps: {
       const current = await storage.getDelivery(accountId, deliveryId);
       if (current === null || (webhookId !== undefined && current.webhookId !== webhookId)) return null;
       if ((await storage.getWebhook(accountId, current.webhookId)) === null) {
-        throw new HttpError(409, `Delivery ${deliveryId} cannot be sent again: its webhook was deleted.`);
+        throw new PortalError('DELIVERY_WEBHOOK_DELETED', deliveryId);
       }
       const delivery = await storage.redeliver(accountId, deliveryId, atom(clock()));
       if (delivery === null) return null;

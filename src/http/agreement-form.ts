@@ -3,7 +3,7 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { Transform } from 'node:stream';
 import { Busboy, type BusboyFileStream, type BusboyHeaders, type BusboyInstance } from '@fastify/busboy';
 import { safeDocumentName } from '../domain/document-name.js';
-import { HttpError, badRequest } from '../errors.js';
+import { PortalError } from '../errors.js';
 import { newId } from '../shared/ids.js';
 import type { BlobStore } from '../ports.js';
 import {
@@ -31,32 +31,28 @@ const TEXT_PARTS = new Set(['name', 'signerName', 'signerSignatureData', 'signer
 const DOCUMENT_PART = /^documents(?:\[\d{0,9}\]|\.items)?$/;
 const PART_LIST = 'name, signerName, signerSignatureData, signers and documents';
 
-const tooLarge = () =>
-  new HttpError(413, `The documents are over the limit of 5 MiB (${MAX_DOCUMENT_BYTES} bytes) in total.`);
-const bodyTooLarge = (length?: number) =>
-  new HttpError(
-    413,
-    `The request body${length === undefined ? '' : ` of ${length} bytes`} is over the ${MAX_FORM_BYTES} bytes a valid form can take: documents may total at most 5 MiB (${MAX_DOCUMENT_BYTES} bytes).`,
-  );
-const endedEarly = () => badRequest('The multipart body is malformed or ended before its closing boundary.');
+const tooLarge = () => new PortalError('DOCUMENTS_TOO_LARGE', MAX_DOCUMENT_BYTES);
+const bodyTooLarge = (length?: number) => new PortalError('FORM_TOO_LARGE', MAX_FORM_BYTES, MAX_DOCUMENT_BYTES, length);
+const endedEarly = () => new PortalError('MULTIPART_MALFORMED');
+const invalid = (where: string, problem: string) => new PortalError('INPUT_INVALID', where, problem);
 const quoted = (name: string) => JSON.stringify(name.length > 100 ? name.slice(0, 100) + '…' : name);
 
 /** What the headers alone decide, before a byte of the body is read: 415, 413, or a 400 for the boundary. */
 function checkHeaders(headers: IncomingHttpHeaders): void {
   const type = headers['content-type'] ?? '';
   if (!/^multipart\/form-data\s*(;|$)/i.test(type)) {
-    throw new HttpError(415, `POST /agreements takes multipart/form-data, not ${type === '' ? 'a body without Content-Type' : quoted(type.split(';')[0]!.trim())}.`);
+    throw new PortalError('FORM_CONTENT_TYPE', 'POST /agreements', type === '' ? 'a body without Content-Type' : quoted(type.split(';')[0]!.trim()));
   }
   const encoding = headers['content-encoding'];
   if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
-    throw new HttpError(415, `Content-Encoding ${quoted(encoding)} is not supported; send the form uncompressed.`);
+    throw new PortalError('CONTENT_ENCODING_UNSUPPORTED', quoted(encoding));
   }
   const length = Number(headers['content-length']);
   if (length > MAX_FORM_BYTES) throw bodyTooLarge(length);
   const boundary = /;\s*boundary=(?:"([^"]*)"|([^;\s]*))/i.exec(type);
   const value = boundary?.[1] ?? boundary?.[2] ?? '';
   if (value.length < 1 || value.length > 70) {
-    throw badRequest('The Content-Type multipart/form-data needs a boundary parameter of 1 to 70 characters.');
+    throw new PortalError('MULTIPART_BOUNDARY_INVALID');
   }
 }
 
@@ -69,23 +65,23 @@ function createTextParts() {
   let signerArray = false;
 
   function addSigners(value: string): void {
-    if (value.length > MAX_SIGNERS_PART) throw badRequest('signers: a part must be at most 64 KiB.');
+    if (value.length > MAX_SIGNERS_PART) throw invalid('signers', 'a part must be at most 64 KiB.');
     let parsed: unknown;
     try {
       parsed = JSON.parse(value);
     } catch {
-      throw badRequest(`signers: part ${signerParts + 1} is not valid JSON.`);
+      throw invalid('signers', `part ${signerParts + 1} is not valid JSON.`);
     }
     const isArray = Array.isArray(parsed);
     if (signerArray || (isArray && signerParts > 0)) {
-      throw badRequest('signers: send one part per signer or one part holding an array of signers, not both.');
+      throw invalid('signers', 'send one part per signer or one part holding an array of signers, not both.');
     }
     signerArray = isArray;
     signerParts++;
     for (const item of isArray ? (parsed as unknown[]) : [parsed]) {
-      if (signers.length === MAX_SIGNERS) throw badRequest(`signers: at most ${MAX_SIGNERS} signers are allowed.`);
+      if (signers.length === MAX_SIGNERS) throw new PortalError('SIGNERS_LIMIT', MAX_SIGNERS);
       const subject = `signers[${signers.length}]`;
-      if (typeof item !== 'object' || item === null || Array.isArray(item)) throw badRequest(`${subject}: must be a JSON object.`);
+      if (typeof item !== 'object' || item === null || Array.isArray(item)) throw invalid(subject, 'must be a JSON object.');
       signers.push(parseInput(signerInput, item, subject));
     }
   }
@@ -93,10 +89,10 @@ function createTextParts() {
   return {
     add(name: string, value: string, truncated: boolean): void {
       if (name === 'signers') return addSigners(value);
-      if (seen.has(name)) throw badRequest(`${name}: was given more than once.`);
+      if (seen.has(name)) throw invalid(name, 'was given more than once.');
       seen.add(name);
       if (name === 'signerSignatureData') {
-        if (truncated) throw badRequest('signerSignatureData: the image must be at most 1 MiB');
+        if (truncated) throw invalid('signerSignatureData', 'the image must be at most 1 MiB');
         values[name] = parseInput(signatureDataUrl, value, name);
       } else {
         values[name] = parseInput(displayName, value, name);
@@ -106,10 +102,10 @@ function createTextParts() {
     /** The whole form once the body ended, or a 400 naming the first part missing. */
     complete(documents: StoredDocument[]): AgreementForm {
       for (const name of ['name', 'signerName', 'signerSignatureData']) {
-        if (values[name] === undefined) throw badRequest(`${name}: is required.`);
+        if (values[name] === undefined) throw new PortalError('INPUT_REQUIRED', name);
       }
-      if (signers.length === 0) throw badRequest('signers: at least one signer is required.');
-      if (documents.length === 0) throw badRequest('documents: at least one document is required.');
+      if (signers.length === 0) throw invalid('signers', 'at least one signer is required.');
+      if (documents.length === 0) throw invalid('documents', 'at least one document is required.');
       return {
         name: values.name!,
         signerName: values.signerName!,
@@ -142,7 +138,7 @@ export async function readAgreementForm(req: IncomingMessage, blobs: BlobStore):
       limits: { fieldSize: SIGNATURE_MAX_LENGTH, fileSize: MAX_DOCUMENT_BYTES },
     });
   } catch {
-    throw badRequest('The Content-Type multipart/form-data has no boundary parameter that can be read.');
+    throw new PortalError('MULTIPART_BOUNDARY_UNREADABLE');
   }
 
   const text = createTextParts();
@@ -184,7 +180,7 @@ export async function readAgreementForm(req: IncomingMessage, blobs: BlobStore):
       if (bodyBytes > MAX_FORM_BYTES) fail(bodyTooLarge());
     }
     function onRequestGone(): void {
-      fail(badRequest('The client closed the connection before the form was complete.'));
+      fail(new PortalError('REQUEST_ABORTED'));
     }
     function onRequestClose(): void {
       if (!req.complete) onRequestGone();
@@ -204,11 +200,11 @@ export async function readAgreementForm(req: IncomingMessage, blobs: BlobStore):
       stream.on('error', () => {});
       if (failure !== undefined) return void stream.resume();
       const problem = !DOCUMENT_PART.test(name)
-        ? badRequest(`Unknown part ${quoted(name)}; the parts are ${PART_LIST}.`)
+        ? new PortalError('MULTIPART_UNKNOWN_PART', quoted(name), PART_LIST)
         : documents.length === MAX_DOCUMENTS
-          ? badRequest(`documents: at most ${MAX_DOCUMENTS} documents are allowed.`)
+          ? new PortalError('DOCUMENTS_LIMIT', MAX_DOCUMENTS)
           : filename === undefined
-            ? badRequest(`documents[${documents.length}]: must be a file part with a filename.`)
+            ? invalid(`documents[${documents.length}]`, 'must be a file part with a filename.')
             : null;
       if (problem !== null) {
         stream.resume();
@@ -236,7 +232,7 @@ export async function readAgreementForm(req: IncomingMessage, blobs: BlobStore):
       // The store sees an error through its own read (a destroyed body makes `put` reject), but it
       // may not listen yet (a file store opens its temp file first): unheard, 'error' would crash.
       meter.on('error', () => {});
-      stream.on('error', (error) => meter.destroy(error instanceof HttpError || failure !== undefined ? error : endedEarly()));
+      stream.on('error', (error) => meter.destroy(error instanceof PortalError || failure !== undefined ? error : endedEarly()));
       stream.pipe(meter);
       const stored = blobs
         .put(id, meter)

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { RenderedError } from './render-error.js';
 import { JSON_TYPE } from './reply.js';
 
 /** How much of an unwanted body is read and thrown away after an early answer, and for how long at most. */
@@ -12,14 +13,14 @@ const LINGER_MS = 5000;
  * unread bytes resets it, and a reset can destroy the answer before the client has read it.
  * For a request whose body is not yet complete; otherwise the usual error path applies.
  */
-export function answerEarly(req: IncomingMessage, res: ServerResponse, status: number, message: string): void {
-  const payload = JSON.stringify({ message });
-  res.writeHead(status, {
+export function answerEarly(req: IncomingMessage, res: ServerResponse, error: RenderedError): void {
+  res.writeHead(error.status, {
+    ...error.headers,
     'Content-Type': JSON_TYPE,
-    'Content-Length': String(Buffer.byteLength(payload)),
+    'Content-Length': String(Buffer.byteLength(error.body)),
     Connection: 'close',
   });
-  res.write(payload);
+  res.write(error.body);
   let discarded = 0;
   const done = () => {
     clearTimeout(timer);

@@ -1,6 +1,6 @@
 import * as crypto from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import { HttpError } from '../errors.js';
+import { PortalError } from '../errors.js';
 
 /** Maps a bearer token to the account it acts for, or `null` when the token is not valid. */
 export type AuthFunction = (token: string) => Promise<{ accountId: string } | null> | { accountId: string } | null;
@@ -13,24 +13,22 @@ export type AuthOption =
     };
 
 /**
- * Resolves the account of a request's `Authorization` header, or the 401 to answer. The 401 is
- * returned, not thrown: a refused request is common, and unwinding an exception for each one is
- * the costliest part of answering it (hot path: change with care).
+ * Resolves the account of a request's `Authorization` header, or throws the 401 to answer. With API
+ * keys the answer is a string at once, with an auth function a promise: the dispatcher awaits only
+ * the latter, as an await on every request costs a turn of the event loop (hot path).
  */
-export type Authenticator = (authorization: string | undefined) => string | HttpError | Promise<string | HttpError>;
+export type Authenticator = (authorization: string | undefined) => string | Promise<string>;
 
-const REALM = 'Bearer realm="customer-portal"';
 const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/;
 /** How long an auth function's answer (a miss too) is reused. */
 const AUTH_CACHE_TTL_MS = 10_000;
 const AUTH_CACHE_MAX = 10_000;
 
-// One instance each, shared by every refused request: they are never changed.
-const MISSING = new HttpError(401, 'Missing Authorization header: send "Authorization: Bearer <API key>".', {
-    'WWW-Authenticate': REALM,
-  });
-const MALFORMED = new HttpError(401, 'Malformed Authorization header: expected "Bearer <API key>".', { 'WWW-Authenticate': REALM });
-const INVALID = new HttpError(401, 'The API key is not valid.', { 'WWW-Authenticate': `${REALM}, error="invalid_token"` });
+// One instance each, thrown for every refused request: they are never changed, and a refusal is
+// common enough that building an exception (and its stack) for each costs (hot path).
+const MISSING = new PortalError('AUTH_MISSING');
+const MALFORMED = new PortalError('AUTH_MALFORMED');
+const INVALID = new PortalError('AUTH_INVALID');
 
 /** `crypto.hash`, the one-shot digest (Node 20.12 and later): no Hash object to build (hot path). */
 const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'buffer') => Buffer }).hash;
@@ -39,12 +37,12 @@ const digest = oneShot
   : (token: string) => crypto.createHash('sha256').update(token).digest();
 
 /** The token of an `Authorization: Bearer <token>` header; the scheme is case-insensitive (RFC 9110). */
-function bearerToken(header: string | undefined): string | HttpError {
-  if (header === undefined || header === '') return MISSING;
+function bearerToken(header: string | undefined): string {
+  if (header === undefined || header === '') throw MISSING;
   const space = header.indexOf(' ');
-  if (space !== 6 || header.slice(0, 6).toLowerCase() !== 'bearer') return MALFORMED;
+  if (space !== 6 || header.slice(0, 6).toLowerCase() !== 'bearer') throw MALFORMED;
   const token = header.slice(7).trim();
-  if (token === '' || token.length > 4096 || !TOKEN68.test(token)) return MALFORMED;
+  if (token === '' || token.length > 4096 || !TOKEN68.test(token)) throw MALFORMED;
   return token;
 }
 
@@ -101,9 +99,10 @@ export function createAuthenticator(option: AuthOption): Authenticator {
       if (account !== undefined) return account;
     }
     const token = bearerToken(authorization);
-    if (typeof token !== 'string') return token;
-    if (token === quick) return INVALID;
-    return accountOf(token) ?? INVALID;
+    if (token === quick) throw INVALID;
+    const account = accountOf(token);
+    if (account === undefined) throw INVALID;
+    return account;
   };
 }
 
@@ -116,7 +115,6 @@ function cachedAuthenticator(verify: AuthFunction): Authenticator {
   const inFlight = new Map<string, Promise<string | typeof MISS>>();
   return async (authorization) => {
     const token = bearerToken(authorization);
-    if (typeof token !== 'string') return token;
     const key = digest(token).toString('base64');
     let answer = answers.get(key);
     if (answer === undefined) {
@@ -133,7 +131,7 @@ function cachedAuthenticator(verify: AuthFunction): Authenticator {
       }
       answer = await pending;
     }
-    if (answer === MISS) return INVALID;
+    if (answer === MISS) throw INVALID;
     return answer;
   };
 }

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { HttpError, badRequest } from '../errors.js';
+import { PortalError } from '../errors.js';
 
 /** A JSON request body is small: webhook records and the like. */
 const JSON_LIMIT = 64 * 1024;
@@ -11,7 +11,7 @@ const JSON_LIMIT = 64 * 1024;
 export async function readJson(req: IncomingMessage): Promise<unknown> {
   const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
   if (type !== 'application/json') {
-    throw new HttpError(415, 'The request body must be JSON: send "Content-Type: application/json".');
+    throw new PortalError('JSON_CONTENT_TYPE');
   }
   const declared = Number(req.headers['content-length']);
   if (declared > JSON_LIMIT) throw tooLarge();
@@ -23,14 +23,12 @@ export async function readJson(req: IncomingMessage): Promise<unknown> {
     chunks.push(chunk);
   }
   const text = Buffer.concat(chunks).toString('utf8');
-  if (text.trim() === '') throw badRequest('The request body is empty; a JSON object was expected.');
+  if (text.trim() === '') throw new PortalError('JSON_BODY_EMPTY');
   try {
     return JSON.parse(text);
   } catch {
-    throw badRequest('The request body is not valid JSON.');
+    throw new PortalError('JSON_BODY_INVALID');
   }
 }
 
-// The rest of the body is not read: the connection is closed rather than drained.
-const tooLarge = () =>
-  new HttpError(413, `The request body is larger than ${JSON_LIMIT / 1024} KiB.`, { Connection: 'close' });
+const tooLarge = () => new PortalError('JSON_BODY_TOO_LARGE', JSON_LIMIT);

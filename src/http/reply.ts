@@ -58,9 +58,3 @@ export function jsonString(text: string): string {
 
 /** The error body every failure gets, `{"message": …}` as JSON text. */
 export const errorBody = (message: string) => '{"message":' + jsonString(message) + '}';
-
-/**
- * A refusal a route answers with (a 404 for an absent record): the same status and body an
- * `HttpError` gets, without building an exception for an answer this common (hot path).
- */
-export const errorReply = (status: number, message: string): Reply => ({ status, json: errorBody(message) });

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import cron, { type ScheduledTask } from 'node-cron';
+import { errorMessage } from '../errors.js';
 import type { Logger } from '../shared/logger.js';
 import type { Storage, WebhookCall, WebhookCallResult, WebhookTransport } from '../ports.js';
 import type { ClaimedDelivery, EventRecord, WebhookRecord } from '../records.js';
@@ -74,8 +75,6 @@ export function buildCall(webhook: WebhookRecord, event: EventRecord, at: Date):
   };
 }
 
-const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));
-
 export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorker {
   const { storage, transport, clock, logger, timeoutMs, concurrency, retrySchedule } = options;
   const random = options.random ?? Math.random;
@@ -139,7 +138,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       });
     } catch (error) {
       again = false;
-      logger.error({ err: describe(error) }, 'webhook worker: claiming due deliveries failed');
+      logger.error({ err: errorMessage(error) }, 'webhook worker: claiming due deliveries failed');
       return;
     }
     // Claimed deliveries are leased to us: they go out even when stop() came meanwhile, and stop() waits.
@@ -149,7 +148,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
 
   function startCall(claimed: ClaimedDelivery): void {
     const call: Promise<void> = deliver(claimed)
-      .catch((error) => logger.error({ deliveryId: claimed.delivery.id, err: describe(error) }, 'webhook worker: recording an attempt failed'))
+      .catch((error) => logger.error({ deliveryId: claimed.delivery.id, err: errorMessage(error) }, 'webhook worker: recording an attempt failed'))
       .finally(() => {
         inFlight.delete(call);
         if (again && concurrency - inFlight.size >= refillAt) fill();
@@ -167,7 +166,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     });
     const sent = transport
       .send(call, { timeoutMs })
-      .catch((error: unknown) => ({ statusCode: null, headers: {}, error: describe(error) }));
+      .catch((error: unknown) => ({ statusCode: null, headers: {}, error: errorMessage(error) }));
     try {
       return await Promise.race([sent, cutOff]);
     } finally {
@@ -183,7 +182,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       result = await send(buildCall(webhook, event, at));
     } catch (error) {
       // A record the call cannot be built from (a secret that is not base64, say): an attempt that failed.
-      result = { statusCode: null, headers: {}, error: `the call could not be made: ${describe(error)}` };
+      result = { statusCode: null, headers: {}, error: `the call could not be made: ${errorMessage(error)}` };
     }
     const durationMs = Math.round(performance.now() - started);
     const { statusCode } = result;
@@ -220,7 +219,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
           info: () => {},
           debug: () => {},
           warn: (message) => logger.warn({ worker: owner }, `webhook worker cron: ${message}`),
-          error: (message, error) => logger.error({ worker: owner, err: describe(error ?? message) }, 'webhook worker cron failed'),
+          error: (message, error) => logger.error({ worker: owner, err: errorMessage(error ?? message) }, 'webhook worker cron failed'),
         },
       });
       task.start();

@@ -1,8 +1,6 @@
 import { readAgreementForm } from '../agreement-form.js';
-import { answerEarly } from '../answer-early.js';
 import type { Route } from '../handler.js';
-import { HttpError } from '../../errors.js';
-import { errorReply } from '../reply.js';
+import { PortalError } from '../../errors.js';
 import type { BlobStore } from '../../ports.js';
 import type { AgreementService } from '../../domain/agreements.js';
 
@@ -15,20 +13,11 @@ export function agreementRoutes(agreements: AgreementService, options: { blobs: 
     {
       method: 'POST',
       path: '/agreements',
-      // An early answer (413 while the body still arrives) and `Connection: close` are written here.
+      // A refusal (413, 400) is answered while the body still arrives, with `Connection: close`.
       writesResponse: true,
-      async handler({ req, res, accountId, baseUrl }) {
-        let form;
-        try {
-          form = await readAgreementForm(req, options.blobs);
-        } catch (error) {
-          if (req.complete) throw error;
-          // The client went away: there is no one to answer.
-          if (req.destroyed) return;
-          if (error instanceof HttpError) return answerEarly(req, res, error.status, error.message);
-          res.setHeader('Connection', 'close');
-          throw error;
-        }
+      streamsBody: true,
+      async handler({ req, accountId, baseUrl }) {
+        const form = await readAgreementForm(req, options.blobs);
         const agreement = await agreements.create(accountId, form);
         return { status: 201, body: agreement, headers: { Location: `${baseUrl}/agreements/${agreement.id}` } };
       },
@@ -40,7 +29,7 @@ export function agreementRoutes(agreements: AgreementService, options: { blobs: 
       path: '/agreements/:agreementId',
       async handler({ accountId, params }) {
         const agreement = await agreements.get(accountId, params.agreementId!);
-        if (agreement === null) return errorReply(404, `No agreement ${params.agreementId} in this account.`);
+        if (agreement === null) throw new PortalError('AGREEMENT_NOT_FOUND', params.agreementId!);
         return { status: 200, body: agreement };
       },
     });

@@ -4,7 +4,7 @@ import { type RangeRequest, parseRange } from '../byte-range.js';
 import { attachmentDisposition } from '../content-disposition.js';
 import { DOWNLOAD_ROUTE, readDownloadRequest } from '../../domain/download-links.js';
 import type { Route } from '../handler.js';
-import { HttpError } from '../../errors.js';
+import { PortalError } from '../../errors.js';
 import type { AttachmentRecord } from '../../records.js';
 import type { TicketService } from '../../domain/tickets.js';
 
@@ -25,10 +25,7 @@ export function downloadRoutes(tickets: TicketService): Route[] {
         const attachment = await tickets.redeem(readDownloadRequest(params, query));
         const asked = requestedRange(req, attachment);
         if (asked.kind === 'unsatisfiable') {
-          throw new HttpError(416, `The requested range is outside the attachment's ${attachment.size} bytes.`, {
-            'Accept-Ranges': 'bytes',
-            'Content-Range': `bytes */${attachment.size}`,
-          });
+          throw new PortalError('RANGE_NOT_SATISFIABLE', attachment.size);
         }
         const range = asked.kind === 'partial' ? asked.range : undefined;
         const headers: Record<string, string | number> = {

@@ -1,5 +1,5 @@
 import type { Route } from '../handler.js';
-import { errorReply } from '../reply.js';
+import { PortalError } from '../../errors.js';
 import type { FileService } from '../../domain/files.js';
 
 /** `GET /files?directoryId=fsd_…`: one directory's entries, the account's root without the parameter. */
@@ -10,7 +10,7 @@ export function fileRoutes(files: FileService): Route[] {
       path: '/files',
       async handler({ accountId, query }) {
         const directoryId = query.directoryId;
-        if (Array.isArray(directoryId)) return errorReply(400, 'directoryId must be given at most once.');
+        if (Array.isArray(directoryId)) throw new PortalError('QUERY_REPEATED', 'directoryId');
         return { status: 200, json: await files.listJson(accountId, directoryId) };
       },
     },

@@ -1,0 +1,66 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+/** What a route gets: the request, its params and query, who is asking, and where the API lives. */
+export interface RequestContext {
+  req: IncomingMessage;
+  res: ServerResponse;
+  params: Record<string, string | undefined>;
+  query: Record<string, string | string[] | undefined>;
+  requestId: string;
+  /** The authenticated account; `''` on a public route. */
+  accountId: string;
+  /** The absolute URL of the API root for this request (`publicUrl`, or derived from the request); worked out when read. */
+  readonly baseUrl: string;
+}
+
+/** Where the API is served, for absolute URLs (`Location`, links). */
+export interface Origin {
+  basePath: string;
+  publicUrl: string | undefined;
+  trustProxy: boolean;
+}
+
+const HOST = /^[A-Za-z0-9.\-:[\]]{1,255}$/;
+
+/**
+ * A request in flight: what its route sees, and whether the contract's headers are on `res` yet.
+ * A class, so that every request's context has one shape and nothing is made for `baseUrl` until a
+ * route reads it (hot path).
+ */
+export class Exchange implements RequestContext {
+  accountId = '';
+  headersSet = false;
+
+  constructor(
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    readonly requestId: string,
+    public params: Record<string, string | undefined>,
+    public query: Record<string, string | string[] | undefined>,
+    private readonly origin: Origin,
+  ) {}
+
+  get baseUrl(): string {
+    return baseUrlOf(this.req, this.origin);
+  }
+}
+
+/** `publicUrl`, or `<scheme>://<Host><basePath>` of the request (forwarded headers only with `trustProxy`). */
+function baseUrlOf(req: IncomingMessage, origin: Origin): string {
+  if (origin.publicUrl !== undefined) return origin.publicUrl;
+  let proto = (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http';
+  let host = req.headers.host;
+  if (origin.trustProxy) {
+    const forwardedProto = firstForwarded(req.headers['x-forwarded-proto']);
+    const forwardedHost = firstForwarded(req.headers['x-forwarded-host']);
+    if (forwardedProto === 'http' || forwardedProto === 'https') proto = forwardedProto;
+    if (forwardedHost !== undefined) host = forwardedHost;
+  }
+  if (host === undefined || !HOST.test(host)) host = 'localhost';
+  return `${proto}://${host}${origin.basePath}`;
+}
+
+function firstForwarded(value: string | string[] | undefined): string | undefined {
+  const first = (Array.isArray(value) ? value[0] : value)?.split(',')[0]?.trim();
+  return first === '' ? undefined : first;
+}

@@ -1,0 +1,27 @@
+import { PortalError, describeError } from '../errors.js';
+import type { Logger } from '../shared/logger.js';
+import { errorBody } from './reply.js';
+
+/** An error as the client gets it: status, `{"message": …}` as JSON text, and the headers its code carries. */
+export interface RenderedError {
+  status: number;
+  body: string;
+  headers: Readonly<Record<string, string>>;
+}
+
+const INTERNAL = new PortalError('INTERNAL');
+
+/**
+ * The one place an error becomes an answer. A catalogue error is answered with its status, message
+ * and headers; a 5xx of the backend's (503) is logged as a warning with its cause, for the operator.
+ * Anything else, a catalogue fault of ours included, is logged with the request id and answered as
+ * a plain 500 that shows nothing of it.
+ */
+export function renderError(error: unknown, logger: Logger, requestId: string): RenderedError {
+  if (error instanceof PortalError && error.expose) {
+    if (error.status >= 500) logger.warn({ requestId, err: describeError(error.cause ?? error) }, error.message);
+    return { status: error.status, body: errorBody(error.message), headers: error.headers };
+  }
+  logger.error({ requestId, err: describeError(error) }, 'unexpected error');
+  return { status: 500, body: errorBody(INTERNAL.message), headers: INTERNAL.headers };
+}
