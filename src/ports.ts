@@ -40,13 +40,6 @@ export interface Storage {
   listFileEntries(accountId: string, directoryId: string | null): Promise<FileEntryRecord[]>;
   /** Removes the entry; `false` when absent. */
   deleteFileEntry(accountId: string, id: string): Promise<boolean>;
-  /**
-   * Optional, for a store no other process writes (memory; fs, which its lock keeps to one
-   * process): a number that changes whenever a file entry is inserted or removed. Given it, the
-   * portal reuses a directory's serialized listing until it changes; a store that other processes
-   * write too (SQL) leaves it out, and every listing is read afresh.
-   */
-  fileEntriesVersion?(): number;
 
   /** Stores a new agreement together with `events` (see `publishEvents`), atomically. */
   insertAgreement(agreement: AgreementRecord, events: EventRecord[]): Promise<void>;
@@ -141,12 +134,6 @@ export interface BlobStore {
   delete(key: string): Promise<boolean>;
   /** Every blob written before `before` (ATOM): the orphan sweep walks these. */
   listBefore(before: string): AsyncIterable<BlobInfo>;
-  /**
-   * Optional: a URL of the store's own (a cloud store's presigned GET, say) that serves the blob
-   * without the portal until `expiresAt`. When present and it resolves a string, download links
-   * hand that out instead of the portal's own signed route.
-   */
-  presign?(key: string, options: { expiresAt: Date; filename: string; mime: string }): Promise<string | null>;
 }
 
 /** One webhook call, fully prepared: the transport only sends it. */

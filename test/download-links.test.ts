@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryBlobs, memoryStorage } from '../adapters/memory/index.js';
-import { type BlobStore, type Logger, type PortalOptions, createPortal } from '../src/index.js';
+import { type Logger, type PortalOptions, createPortal } from '../src/index.js';
 import { SIGNING_KEY_1, SIGNING_KEY_2, getLink, linkPath, withParam } from './helpers/download.js';
 import { KEY_B, type TestPortal, json, rejects, startPortal } from './helpers/server.js';
 
@@ -275,35 +275,6 @@ test('signingKeys is checked when the portal is made', async () => {
   }
   const portal = await createPortal({ auth: { apiKeys: ['k'] }, signingKeys: ['x'.repeat(32)] });
   await portal.close();
-});
-
-test('a blob store with presign: its URL is handed out instead, with the same expiry', async () => {
-  const asked: { key: string; expiresAt: Date; filename: string; mime: string }[] = [];
-  let answer: string | null = 'https://cdn.example/bucket/object?X-Signature=abc';
-  const inner = memoryBlobs();
-  const presigning: BlobStore = {
-    ...inner,
-    async presign(key, options) {
-      asked.push({ key, ...options });
-      return answer;
-    },
-  };
-  const { app, attachment } = await portalWithAttachment({ blobs: presigning });
-  try {
-    const body = await getLink(app, attachment);
-    assert.equal(body, { link: 'https://cdn.example/bucket/object?X-Signature=abc', expiresAt: '2026-03-01T10:05:00+00:00' });
-    assert.equal(asked, [{ key: attachment.id, expiresAt: new Date('2026-03-01T10:05:00Z'), filename: 'hello.txt', mime: 'text/plain; charset=utf-8' }]);
-    // Checks come first: no URL is asked of the store for an attachment the account cannot see.
-    assert.is((await app.api(linkPath(attachment), { headers: { authorization: `Bearer ${KEY_B}` } })).status, 404);
-    assert.is(asked.length, 1);
-    // A store that declines (null) for some blob: the portal's own signed route is used.
-    answer = null;
-    const fallback = await getLink(app, attachment);
-    assert.ok(fallback.link.startsWith(`${app.url}/v1/downloads/`), fallback.link);
-    assert.is(await (await fetch(fallback.link)).text(), 'hello');
-  } finally {
-    await app.close();
-  }
 });
 
 test('portal.tickets.downloadLink makes the same link outside a request, under publicUrl or a given root', async () => {

@@ -3,6 +3,7 @@ import * as assert from 'uvu/assert';
 import fc from 'fast-check';
 import { ID_PREFIXES, isId, newId } from '../src/shared/ids.js';
 import { errorBody, jsonString } from '../src/http/reply.js';
+import { entryJson } from '../src/http/routes/files.js';
 import { webhookJson } from '../src/http/routes/webhooks.js';
 import { webhookShape } from '../src/domain/webhooks.js';
 import { newWebhookSecret } from '../src/domain/webhooks.js';
@@ -48,7 +49,6 @@ test('webhook secrets: whsec_ + base64 of 32 random bytes', () => {
   assert.is.not(a, newWebhookSecret());
 });
 
-test.run();
 
 test('jsonString and errorBody: the same text as JSON.stringify, whatever the characters', () => {
   const samples = ['', 'No webhook wbh_abc in this account.', 'a"b', 'back\\slash', 'tab\tnew\nline', '\u0000\u001f', 'é ü 漢字', '\ud83d\ude00', '\ud800 lone', 'x'.repeat(300)];
@@ -74,3 +74,21 @@ test('webhookJson: the text JSON.stringify makes of a webhook, whatever its fiel
     { numRuns: 1000, seed: 7 },
   );
 });
+
+test('entryJson: the text JSON.stringify makes of a file entry, whatever its fields hold', () => {
+  fc.assert(
+    fc.property(
+      fc.array(fc.string({ unit: 'binary' }), { minLength: 4, maxLength: 4 }),
+      fc.constantFrom('file' as const, 'directory' as const),
+      fc.nat(),
+      fc.option(fc.string({ unit: 'binary' })),
+      ([id, name, mime, createdAt], type, size, fileShareId) => {
+        const entry = { id: id!, type, name: name!, size, mime: mime!, fileShareId, createdAt: createdAt! };
+        assert.is(entryJson(entry), JSON.stringify(entry));
+      },
+    ),
+    { numRuns: 1000, seed: 7 },
+  );
+});
+
+test.run();

@@ -243,10 +243,6 @@ export function fsStorage(options: FsStorageOptions): Storage {
       await commit([{ table: 'file', id }]);
       return true;
     },
-    // The lock keeps every writer of this directory in this process, so the index sees every change.
-    fileEntriesVersion() {
-      return state.fileVersion();
-    },
 
     async insertAgreement(agreement, events) {
       await ready();

@@ -60,8 +60,6 @@ export function createRecordState() {
   const pendingDeliveries = new Set<string>();
   const documentOwners = new Map<string, string>();
   let liveBytes = 0;
-  /** Changes with every file entry indexed or unindexed (see `Storage.fileEntriesVersion`). */
-  let fileVersion = 0;
 
   const rowsOf = (table: TableName) => tables.get(table)!;
 
@@ -73,7 +71,6 @@ export function createRecordState() {
         break;
       case 'file':
         addTo(entriesByDirectory, directoryKey(row.accountId, (value as FileEntryRecord).directoryId), row.id);
-        fileVersion++;
         break;
       case 'agreement':
         for (const id of row.documentIds) documentOwners.set(id, row.id);
@@ -94,7 +91,6 @@ export function createRecordState() {
         break;
       case 'file':
         removeFrom(entriesByDirectory, directoryKey(row.accountId, (row.value as FileEntryRecord).directoryId), row.id);
-        fileVersion++;
         break;
       case 'agreement':
         for (const id of row.documentIds) if (documentOwners.get(id) === row.id) documentOwners.delete(id);
@@ -107,10 +103,6 @@ export function createRecordState() {
   }
 
   return {
-    /** Changes whenever a file entry is added, replaced or removed. */
-    fileVersion(): number {
-      return fileVersion;
-    },
     /** The row, of any account. */
     get(table: TableName, id: string): Row | undefined {
       return rowsOf(table).get(id);

@@ -101,8 +101,6 @@ export function memoryStorage(): Storage {
   const events = new Table<EventRecord>();
   const deliveries = new Table<DeliveryRecord>();
   const pending = new DueQueue();
-  /** Changes with every insert or removal of a file entry (see `Storage.fileEntriesVersion`). */
-  let fileEntriesVersion = 0;
 
   function fanOut(event: EventRecord): DeliveryRecord[] {
     const created: DeliveryRecord[] = [];
@@ -164,7 +162,6 @@ export function memoryStorage(): Storage {
       let members = directories.get(key);
       if (members === undefined) directories.set(key, (members = new Set()));
       members.add(entry.id);
-      fileEntriesVersion++;
     },
     async getFileEntry(accountId, id) {
       const row = files.get(accountId, id);
@@ -180,11 +177,7 @@ export function memoryStorage(): Storage {
       if (row === null) return false;
       files.rows.delete(id);
       directories.get(directoryKey(accountId, row.directoryId))?.delete(id);
-      fileEntriesVersion++;
       return true;
-    },
-    fileEntriesVersion() {
-      return fileEntriesVersion;
     },
 
     async insertAgreement(agreement, batch) {

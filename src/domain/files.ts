@@ -1,5 +1,4 @@
 import { Readable } from 'node:stream';
-import { LRUCache } from 'lru-cache';
 import * as v from 'valibot';
 import { PortalError } from '../errors.js';
 import { isId, newId } from '../shared/ids.js';
@@ -37,16 +36,6 @@ export function toStream(body: BlobBody): Readable | AsyncIterable<Uint8Array> {
   return body;
 }
 
-/** How much serialized listing text (in UTF-16 code units) is kept for reuse, over all directories. */
-const LISTING_CACHE_CHARS = 8 * 1024 * 1024;
-
-interface Listing {
-  /** The store's `fileEntriesVersion()` when the listing was read. */
-  version: number;
-  /** `{"data":[…]}` */
-  json: string;
-}
-
 /** Public shape of an entry: exactly the fields of the spec's "File or directory entry". */
 function toEntry(record: FileEntryRecord): FileEntry {
   return {
@@ -70,16 +59,6 @@ function listingOrder(a: { type: string; sortName: string; id: string }, b: type
 /** The rules for the file tree; the routes and `portal.files` both call these. */
 export function createFileService(deps: { storage: Storage; blobs: BlobStore; clock: () => Date }) {
   const { storage, blobs, clock } = deps;
-
-  /**
-   * Serialized listings by account and directory, valid while the store's file entries are
-   * unchanged. Only for a store that reports a version: one that other processes also write would
-   * change under it unseen.
-   */
-  const listings =
-    storage.fileEntriesVersion === undefined
-      ? undefined
-      : new LRUCache<string, Listing>({ maxSize: LISTING_CACHE_CHARS, sizeCalculation: (listing) => listing.json.length || 1 });
 
   function checkDirectoryId(directoryId: string | null | undefined): void {
     if (directoryId !== undefined && directoryId !== null && !isId('fsd', directoryId)) {
@@ -108,24 +87,6 @@ export function createFileService(deps: { storage: Storage; blobs: BlobStore; cl
     async list(accountId: string, directoryId?: string | null): Promise<FileEntry[]> {
       checkDirectoryId(directoryId);
       return readListing(accountId, directoryId);
-    },
-
-    /**
-     * `list` as the body of `GET /files`, `{"data":[…]}`. Reused while the store reports no change
-     * to any file entry: the directory then still exists and holds the same entries, so neither
-     * is read again (hot path: a listing is the largest answer the API serializes).
-     */
-    async listJson(accountId: string, directoryId?: string | null): Promise<string> {
-      checkDirectoryId(directoryId);
-      if (listings === undefined) return JSON.stringify({ data: await readListing(accountId, directoryId) });
-      const key = `${accountId}\u0000${directoryId ?? ''}`;
-      // Read before the listing: a write landing meanwhile leaves an entry that is already stale.
-      const version = storage.fileEntriesVersion!();
-      const kept = listings.get(key);
-      if (kept !== undefined && kept.version === version) return kept.json;
-      const json = JSON.stringify({ data: await readListing(accountId, directoryId) });
-      listings.set(key, { version, json });
-      return json;
     },
 
     async createDirectory(accountId: string, input: DirectoryInput): Promise<FileEntry> {

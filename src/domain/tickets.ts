@@ -117,9 +117,8 @@ export function createTicketService(deps: TicketServiceDeps) {
     },
 
     /**
-     * A link to the attachment that serves for five minutes without Authorization: the blob store's
-     * own presigned URL when it offers one, else the portal's signed route under `baseUrl` (default:
-     * the `publicUrl` option). 400 for a malformed id, 404 unless the attachment sits under that
+     * A link to the attachment that serves for five minutes without Authorization: the portal's
+     * signed route under `baseUrl` (default: the `publicUrl` option). 400 for a malformed id, 404 unless the attachment sits under that
      * message and ticket in this account.
      */
     async downloadLink(accountId: string, ref: AttachmentRef, baseUrl = deps.publicUrl): Promise<DownloadLink> {
@@ -131,8 +130,6 @@ export function createTicketService(deps: TicketServiceDeps) {
       // Whole seconds: the expiry the client reads is the second the link stops serving.
       const expires = Math.floor(clock().getTime() / 1000) + LINK_LIFETIME_SECONDS;
       const expiresAt = new Date(expires * 1000);
-      const presigned = await blobs.presign?.(record.id, { expiresAt, filename: record.name, mime: record.mime });
-      if (typeof presigned === 'string') return { link: presigned, expiresAt: atom(expiresAt) };
       if (baseUrl === undefined) {
         throw new TypeError('tickets.downloadLink: give baseUrl, or set the publicUrl option, to build a link outside a request');
       }

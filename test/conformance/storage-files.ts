@@ -49,25 +49,6 @@ export function fileStorageTests(test: Test, factory: StorageFactory): void {
     assert.is(await storage.deleteFileEntry('acct_a', file.id), false);
   }));
 
-  test('files: fileEntriesVersion, where given, changes with every insert and removal, and with nothing else', withStorage(factory, async (storage) => {
-    const version = storage.fileEntriesVersion?.bind(storage);
-    if (version === undefined) return; // Optional: a store other processes write leaves it out.
-    const directory = directoryRecord();
-    const file = fileRecord({ directoryId: directory.id });
-    const seen = [version()];
-    await storage.insertFileEntry(directory);
-    seen.push(version());
-    await storage.insertFileEntry(file);
-    seen.push(version());
-    await storage.getFileEntry('acct_a', file.id);
-    await storage.listFileEntries('acct_a', directory.id);
-    await storage.deleteFileEntry('acct_b', file.id);
-    assert.is(version(), seen[2], 'reads and a refused delete change nothing');
-    await storage.deleteFileEntry('acct_a', file.id);
-    seen.push(version());
-    assert.is(new Set(seen).size, seen.length, `every write gives a new version: ${seen.join(', ')}`);
-  }));
-
   test('files: a listing of 2,000 entries is complete', withStorage(factory, async (storage) => {
     const directory = directoryRecord();
     await storage.insertFileEntry(directory);
