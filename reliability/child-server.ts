@@ -9,12 +9,12 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { fsBlobs, fsStorage } from '../../adapters/fs/index.js';
-import { connectDatabase, sqlAdapters } from '../../adapters/sql/index.js';
-import { HttpError, createPortal } from '../../src/index.js';
-import { jsonLineLogger } from '../../src/logger.js';
-import { SIGNING_KEY_1 } from '../helpers/download.js';
-import { KEY_A, KEY_B } from '../helpers/server.js';
+import { fsBlobs, fsStorage } from '../adapters/fs/index.js';
+import { connectDatabase, sqlAdapters } from '../adapters/sql/index.js';
+import { HttpError, createPortal } from '../src/index.js';
+import { jsonLineLogger } from '../src/logger.js';
+import { SIGNING_KEY_1 } from '../test/helpers/download.js';
+import { KEY_A, KEY_B } from '../test/helpers/server.js';
 
 const dir = process.env.DATA_DIR!;
 const skewMs = Number(process.env.CLOCK_SKEW_S ?? 0) * 1000;

@@ -306,7 +306,7 @@ async function main() {
   console.log(`\n${judged.length - failing.length} of ${judged.length} targets hold (${Math.round((Date.now() - started) / 1000)} s).`);
   const results = { date: new Date().toISOString(), node: process.version, rounds: ROUNDS, seconds: SECONDS, pipelining: PIPELINING, rows, figures: http.figures };
   writeFileSync(path.join(here, 'results.json'), JSON.stringify(results, null, 2));
-  const chartTarget = path.resolve(here, '../../../test/bench/chart.svg');
+  const chartTarget = path.resolve(here, '../../bench/chart.svg');
   if (ONLY.has('http') && existsSync(path.dirname(chartTarget))) writeFileSync(chartTarget, renderChart(http.figures));
   process.exitCode = failing.length === 0 ? 0 : 1;
 }

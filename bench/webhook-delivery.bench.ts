@@ -3,15 +3,15 @@
  * a bare loop that POSTs the same signed bodies with the same concurrency over a keep-alive agent,
  * both to one keep-alive receiver on 127.0.0.1, in the same run. Target: the worker at ≥ 0.5× the loop.
  *
- *   node dist/test/bench/webhook-delivery.bench.js [events=5000] [concurrency=32] [rounds=5]
+ *   node dist/bench/webhook-delivery.bench.js [events=5000] [concurrency=32] [rounds=5]
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { memoryStorage } from '../../adapters/memory/index.js';
-import { createPortal } from '../../src/index.js';
-import { newEvent } from '../../src/services/events.js';
-import { buildCall } from '../../src/services/webhook-worker.js';
-import type { WebhookCall } from '../../src/ports.js';
+import { memoryStorage } from '../adapters/memory/index.js';
+import { createPortal } from '../src/index.js';
+import { newEvent } from '../src/services/events.js';
+import { buildCall } from '../src/services/webhook-worker.js';
+import type { WebhookCall } from '../src/ports.js';
 
 const [events = 5000, concurrency = 32, rounds = 5] = process.argv.slice(2).map(Number);
 
