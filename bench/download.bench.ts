@@ -19,9 +19,9 @@ import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { type BlobStore, createPortal } from '../src/index.js';
-import { atom } from '../src/time.js';
 import { listen, type Running } from '../test/helpers/server.js';
 import { SIGNING_KEY_1 } from '../test/helpers/download.js';
+import { atom } from './support/records.js';
 
 const SIZE = 5 * 1024 * 1024;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);

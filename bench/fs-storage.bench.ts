@@ -13,10 +13,10 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { fsStorage } from '../adapters/fs/index.js';
 import { memoryStorage } from '../adapters/memory/index.js';
-import { newId } from '../src/ids.js';
-import type { Storage } from '../src/ports.js';
+import type { Storage } from '../src/index.js';
 import { directoryRecord, fileRecord } from '../test/conformance/fixtures.js';
 import { eventRecord } from '../test/helpers/record-fixtures.js';
+import { benchId } from './support/records.js';
 
 const TOTAL = 100_000;
 const DIRECTORY_SIZE = 10_000;
@@ -78,7 +78,7 @@ async function fill(storage: Storage, onDirectoryFull?: () => Promise<void>) {
   await storage.insertFileEntry(directory);
   await writeMany(DIRECTORY_SIZE, IN_FLIGHT, (i) => storage.insertFileEntry(fileRecord({ directoryId: directory.id, name: `file-${i}.pdf` })));
   await onDirectoryFull?.();
-  const events = Array.from({ length: EVENTS }, () => eventRecord({ data: { customer: { id: newId('tck'), note: 'x'.repeat(200) } } }));
+  const events = Array.from({ length: EVENTS }, () => eventRecord({ data: { customer: { id: benchId('tck'), note: 'x'.repeat(200) } } }));
   await writeMany(EVENTS, IN_FLIGHT, (i) => storage.publishEvents([events[i]!]));
   await writeMany(TOTAL - DIRECTORY_SIZE - EVENTS - 1, IN_FLIGHT, (i) => storage.insertFileEntry(fileRecord({ name: `root-${i}.txt` })));
   return { directory, events };

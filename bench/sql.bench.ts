@@ -18,10 +18,10 @@ import { PGlite } from '@electric-sql/pglite';
 import autocannon from 'autocannon';
 import { memoryStorage } from '../adapters/memory/index.js';
 import { sqlStorage } from '../adapters/sql/index.js';
-import type { Storage } from '../src/ports.js';
-import { newEvent } from '../src/services/events.js';
+import type { Storage } from '../src/index.js';
 import { webhookRecord } from '../test/conformance/fixtures.js';
 import { connectPostgres, dropSchema } from '../test/helpers/sql.js';
+import { newEvent } from './support/records.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
