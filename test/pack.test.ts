@@ -42,6 +42,7 @@ test('the tarball holds the built library and its declarations, not the tests or
   assert.ok(files.includes('package/README.md'));
   assert.not.ok(files.some((file) => file.startsWith('package/dist/test/') || file.startsWith('package/test/')), 'no tests');
   assert.not.ok(files.some((file) => file.startsWith('package/src/')), 'no TypeScript sources');
+  assert.not.ok(files.some((file) => /^package\/(dist\/)?(bench|reliability)\//.test(file)), 'no bench or reliability tooling');
 });
 
 test('an installed tarball serves requests: createPortal and every adapter path import', async () => {

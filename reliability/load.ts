@@ -11,8 +11,8 @@
 import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { MULTIPART, documentBytes, multipart, validParts } from '../helpers/agreements.js';
-import { KEY_A } from '../helpers/server.js';
+import { MULTIPART, documentBytes, multipart, validParts } from '../test/helpers/agreements.js';
+import { KEY_A } from '../test/helpers/server.js';
 import { killChild, publish, startChild } from './faults.js';
 import { startSink } from './sink.js';
 import { secretsUsed } from './target.js';

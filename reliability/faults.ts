@@ -12,14 +12,15 @@ import type pg from 'pg';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fsBlobs, fsStorage } from '../../adapters/fs/index.js';
-import { createOrphanSweep } from '../../src/domain/orphan-sweep.js';
-import { silentLogger } from '../../src/shared/logger.js';
-import { MULTIPART, documentBytes, multipart, postHead, rawClient, sha256, validParts } from '../helpers/agreements.js';
-import { startNode, logLine, type Started } from '../helpers/process.js';
-import { POSTGRES_URL, connectPostgres, dropSchema, freshSchema } from '../helpers/sql.js';
-import { sqlBlobs, sqlStorage } from '../../adapters/sql/index.js';
-import { KEY_A } from '../helpers/server.js';
+import { fsBlobs, fsStorage } from '../adapters/fs/index.js';
+import type { Logger } from '../src/index.js';
+// Internal on purpose: these checks run the library's own sweep, which no public API triggers on demand.
+import { createOrphanSweep } from '../src/domain/orphan-sweep.js';
+import { MULTIPART, documentBytes, multipart, postHead, rawClient, sha256, validParts } from '../test/helpers/agreements.js';
+import { startNode, logLine, type Started } from '../test/helpers/process.js';
+import { POSTGRES_URL, connectPostgres, dropSchema, freshSchema } from '../test/helpers/sql.js';
+import { sqlBlobs, sqlStorage } from '../adapters/sql/index.js';
+import { KEY_A } from '../test/helpers/server.js';
 import { startSink, type Sink } from './sink.js';
 import { capturedLogs, secretsUsed } from './target.js';
 import { check, count, row, sleep, type Row } from './tally.js';
@@ -27,8 +28,9 @@ import { check, count, row, sleep, type Row } from './tally.js';
 const SECTION = 'faults';
 const script = path.resolve(fileURLToPath(import.meta.url), '../child-server.js');
 /** `npm start`'s server: the upload kills run against it (it calls no loopback receiver, so the webhook kills cannot). */
-const standalone = path.resolve(fileURLToPath(import.meta.url), '../../../examples/standalone.js');
+const standalone = path.resolve(fileURLToPath(import.meta.url), '../../examples/standalone.js');
 const AUTH = { authorization: `Bearer ${KEY_A}` };
+const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 /**
  * Each restart after a kill runs its clock 120 s further ahead than the last: past the lease the
  * dead worker held (timeoutMs 3 s + 60 s), as a restart a minute or two later would see it. It must

@@ -1,5 +1,5 @@
 /**
- * How the fs record store behaves as it grows: `node dist/test/bench/fs-storage.bench.js`.
+ * How the fs record store behaves as it grows: `node dist/bench/fs-storage.bench.js`.
  * Prints write throughput (one write at a time, and many in flight sharing fsyncs), the open time
  * of a store of 100,000 records, the listing of a directory of 10,000 entries and gets by id, each
  * beside a baseline measured in the same run: the memory adapter, or the bare read of the log.
@@ -11,12 +11,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { fsStorage } from '../../adapters/fs/index.js';
-import { memoryStorage } from '../../adapters/memory/index.js';
-import { newId } from '../../src/shared/ids.js';
-import type { Storage } from '../../src/ports.js';
-import { directoryRecord, fileRecord } from '../conformance/fixtures.js';
-import { eventRecord } from '../helpers/record-fixtures.js';
+import { fsStorage } from '../adapters/fs/index.js';
+import { memoryStorage } from '../adapters/memory/index.js';
+import type { Storage } from '../src/index.js';
+import { directoryRecord, fileRecord } from '../test/conformance/fixtures.js';
+import { eventRecord } from '../test/helpers/record-fixtures.js';
+import { benchId } from './support/records.js';
 
 const TOTAL = 100_000;
 const DIRECTORY_SIZE = 10_000;
@@ -78,7 +78,7 @@ async function fill(storage: Storage, onDirectoryFull?: () => Promise<void>) {
   await storage.insertFileEntry(directory);
   await writeMany(DIRECTORY_SIZE, IN_FLIGHT, (i) => storage.insertFileEntry(fileRecord({ directoryId: directory.id, name: `file-${i}.pdf` })));
   await onDirectoryFull?.();
-  const events = Array.from({ length: EVENTS }, () => eventRecord({ data: { customer: { id: newId('tck'), note: 'x'.repeat(200) } } }));
+  const events = Array.from({ length: EVENTS }, () => eventRecord({ data: { customer: { id: benchId('tck'), note: 'x'.repeat(200) } } }));
   await writeMany(EVENTS, IN_FLIGHT, (i) => storage.publishEvents([events[i]!]));
   await writeMany(TOTAL - DIRECTORY_SIZE - EVENTS - 1, IN_FLIGHT, (i) => storage.insertFileEntry(fileRecord({ name: `root-${i}.txt` })));
   return { directory, events };

@@ -1,7 +1,7 @@
 /**
  * The load side of `download.bench.ts`, run in its own process so that the client's work does not
  * share an event loop with the servers it measures.
- *   node dist/test/bench/download-client.js <url> <seconds> <concurrency>
+ *   node dist/bench/download-client.js <url> <seconds> <concurrency>
  * Downloads `url` over and over from `concurrency` keep-alive connections for `seconds`, checks
  * every response is a 200 of exactly Content-Length bytes, and prints `{bytes, requests, ms}`.
  */

@@ -2,7 +2,7 @@
  * Downloading a 5 MiB attachment through a signed link, against a bare
  * `fs.createReadStream(file).pipe(res)` server streaming the same bytes, in one run.
  *
- *   npm run build && node dist/test/bench/download.bench.js
+ *   npm run build && node dist/bench/download.bench.js
  *   (BENCH_ROUNDS=5 BENCH_SECONDS=2 BENCH_CONCURRENCY=4 by default)
  *
  * Two portals are measured: one on the memory blob store (the default) and one on a minimal
@@ -18,10 +18,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
-import { type BlobStore, createPortal } from '../../src/index.js';
-import { atom } from '../../src/shared/time.js';
-import { listen, type Running } from '../helpers/server.js';
-import { SIGNING_KEY_1 } from '../helpers/download.js';
+import { type BlobStore, createPortal } from '../src/index.js';
+import { listen, type Running } from '../test/helpers/server.js';
+import { SIGNING_KEY_1 } from '../test/helpers/download.js';
+import { atom } from './support/records.js';
 
 const SIZE = 5 * 1024 * 1024;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);

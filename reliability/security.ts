@@ -3,12 +3,12 @@
  * tampered, expired and replayed; the SSRF guard through the real HTTP transport; secrets in logs.
  */
 import net from 'node:net';
-import { httpTransport } from '../../adapters/http-transport/index.js';
+import { httpTransport } from '../adapters/http-transport/index.js';
 import type { LookupFunction } from 'node:net';
-import { MULTIPART, multipart, validParts } from '../helpers/agreements.js';
-import { withParam } from '../helpers/download.js';
-import { startReceiver } from '../helpers/receiver.js';
-import { KEY_A, KEY_B } from '../helpers/server.js';
+import { MULTIPART, multipart, validParts } from '../test/helpers/agreements.js';
+import { withParam } from '../test/helpers/download.js';
+import { startReceiver } from '../test/helpers/receiver.js';
+import { KEY_A, KEY_B } from '../test/helpers/server.js';
 import { exchange, isJsonError, type RawRequest } from './raw-http.js';
 import { capturedLogs, secretsUsed, type Target } from './target.js';
 import { check, count, row } from './tally.js';

@@ -1,5 +1,5 @@
 import http from 'node:http';
-import { createPortal } from '../../../src/index.js';
+import { createPortal } from '../../src/index.js';
 import { ACCOUNT, ENTRY_COUNT, KEY, announce } from './fixture.js';
 
 const portal = await createPortal({ auth: { apiKeys: { [KEY]: ACCOUNT } }, webhooks: { worker: false } });

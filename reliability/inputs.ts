@@ -4,8 +4,8 @@
  * ordinary read after each batch.
  */
 import fc from 'fast-check';
-import { BOUNDARY, MULTIPART, PNG_SIGNATURE, SIGNER, documentBytes, multipart, validParts, type RawPart } from '../helpers/agreements.js';
-import { KEY_A } from '../helpers/server.js';
+import { BOUNDARY, MULTIPART, PNG_SIGNATURE, SIGNER, documentBytes, multipart, validParts, type RawPart } from '../test/helpers/agreements.js';
+import { KEY_A } from '../test/helpers/server.js';
 import { exchange, judge4xx, isJsonError, type Exchange, type RawRequest } from './raw-http.js';
 import { check, count, row, type Row } from './tally.js';
 import { healthy, type Target } from './target.js';

@@ -1,15 +1,15 @@
 /**
  * The server side of `sql.bench.ts`, in its own process so the load does not share its event loop:
- *   node dist/test/bench/sql-server.js <memory|postgres|pglite> [schema]
+ *   node dist/bench/sql-server.js <memory|postgres|pglite> [schema]
  * Serves a portal on the given storage with one webhook, and prints `READY {port, webhookId}`.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
-import { sqlStorage } from '../../adapters/sql/index.js';
-import { createPortal, type Storage } from '../../src/index.js';
-import { POSTGRES_URL } from '../helpers/sql.js';
+import { sqlStorage } from '../adapters/sql/index.js';
+import { createPortal, type Storage } from '../src/index.js';
+import { POSTGRES_URL } from '../test/helpers/sql.js';
 
 const [kind = 'memory', schema = 'portal_bench'] = process.argv.slice(2);
 const ACCOUNT = 'acct_bench';

@@ -8,13 +8,13 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MULTIPART, documentBytes, multipart, validParts } from '../helpers/agreements.js';
-import { logLine, startNode } from '../helpers/process.js';
-import { KEY_A } from '../helpers/server.js';
+import { MULTIPART, documentBytes, multipart, validParts } from '../test/helpers/agreements.js';
+import { logLine, startNode } from '../test/helpers/process.js';
+import { KEY_A } from '../test/helpers/server.js';
 import { capturedLogs } from './target.js';
 import { check, count, row, sleep } from './tally.js';
 
-const script = path.resolve(fileURLToPath(import.meta.url), '../../../examples/standalone.js');
+const script = path.resolve(fileURLToPath(import.meta.url), '../../examples/standalone.js');
 
 /** A socket that writes `bytes` one chunk at a time, every `everyMs`; resolves when the server closes it. */
 function trickle(url: string, head: string, body: Buffer, chunk: number, everyMs: number) {

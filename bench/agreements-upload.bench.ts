@@ -1,7 +1,7 @@
 /**
  * POST /agreements against a bare baseline, each server in its own process, the load from this one.
  *
- *   node dist/test/bench/agreements-upload.bench.js [--rounds 5] [--requests 30] [--samples 7]
+ *   node dist/bench/agreements-upload.bench.js [--rounds 5] [--requests 30] [--samples 7]
  *
  * Baseline: a node:http server that only parses the same body with busboy and SHA-256-hashes each
  * file. Portal: `createPortal` on memory storage and a blob store that reads every byte and keeps
@@ -24,8 +24,8 @@ import type { AddressInfo } from 'node:net';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { Busboy } from '@fastify/busboy';
-import { memoryStorage } from '../../adapters/memory/index.js';
-import { createPortal, type BlobStore } from '../../src/index.js';
+import { memoryStorage } from '../adapters/memory/index.js';
+import { createPortal, type BlobStore } from '../src/index.js';
 
 /** `portal-norecords`: the portal on a storage whose `insertAgreement` keeps nothing, to tell the memory adapter's share apart. */
 type Kind = 'bare' | 'portal' | 'portal-norecords';
@@ -248,7 +248,7 @@ async function measureGrowth(server: Server, body: Buffer, concurrency: number) 
   return { idle, peak, growth: peak - idle, source: readPeak ? 'VmHWM' : 'sampled' };
 }
 
-/** A result line for `npm run bench` (test/bench/run.ts collects `BENCH {row}` lines into its table). */
+/** A result line for `npm run bench` (bench/run.ts collects `BENCH {row}` lines into its table). */
 /** One row for `npm run bench`; `target` null: a figure the issue sets no target for, reported only. */
 function row(scenario: string, figure: number, unit: string, baselineName: string, baseline: number, target: number | null, bound: 'at least' | 'at most') {
   const ratio = figure / baseline;

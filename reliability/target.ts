@@ -1,12 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fsBlobs, fsStorage } from '../../adapters/fs/index.js';
-import { memoryTransport } from '../../adapters/memory/index.js';
-import type { Attachment, Logger, Webhook } from '../../src/index.js';
-import { SIGNING_KEY_1 } from '../helpers/download.js';
-import { KEY_A, KEY_B, startPortal, type TestPortal } from '../helpers/server.js';
-import { NEVER } from '../helpers/webhooks.js';
+import { fsBlobs, fsStorage } from '../adapters/fs/index.js';
+import { memoryTransport } from '../adapters/memory/index.js';
+import type { Attachment, Logger, Webhook } from '../src/index.js';
+import { SIGNING_KEY_1 } from '../test/helpers/download.js';
+import { KEY_A, KEY_B, startPortal, type TestPortal } from '../test/helpers/server.js';
+import { NEVER } from '../test/helpers/webhooks.js';
 import { exchange } from './raw-http.js';
 
 /** Every log line any portal of the suite wrote, for the scan for secrets. */
@@ -73,7 +73,7 @@ export async function startTarget(): Promise<Target> {
   });
   const directory = await portal.files.createDirectory('acct_a', { name: 'private-dir-a' });
   await portal.files.put('acct_a', { name: 'file-a.txt', mime: 'text/plain', directoryId: directory.id, body: Buffer.from('a') });
-  const { validFormData } = await import('../helpers/agreements.js');
+  const { validFormData } = await import('../test/helpers/agreements.js');
   const created = await app.api('/agreements', { method: 'POST', body: validFormData() });
   if (created.status !== 201) throw new Error(`target: seeding an agreement answered ${created.status}`);
   const agreement = (await created.json()) as { id: string };

@@ -1,6 +1,6 @@
 /**
  * The SQL adapter against the memory adapter, in one run:
- *   npm run build && node dist/test/bench/sql.bench.js
+ *   npm run build && node dist/bench/sql.bench.js
  *   (BENCH_ROUNDS=3 BENCH_SECONDS=2 BENCH_CONCURRENCY=16 by default)
  *
  * Storage level (in this process, `BENCH_CONCURRENCY` calls in flight): `getWebhook` calls/s and
@@ -16,12 +16,12 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
 import autocannon from 'autocannon';
-import { memoryStorage } from '../../adapters/memory/index.js';
-import { sqlStorage } from '../../adapters/sql/index.js';
-import type { Storage } from '../../src/ports.js';
-import { newEvent } from '../../src/domain/events.js';
-import { webhookRecord } from '../conformance/fixtures.js';
-import { connectPostgres, dropSchema } from '../helpers/sql.js';
+import { memoryStorage } from '../adapters/memory/index.js';
+import { sqlStorage } from '../adapters/sql/index.js';
+import type { Storage } from '../src/index.js';
+import { webhookRecord } from '../test/conformance/fixtures.js';
+import { connectPostgres, dropSchema } from '../test/helpers/sql.js';
+import { newEvent } from './support/records.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);

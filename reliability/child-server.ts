@@ -9,16 +9,25 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { fsBlobs, fsStorage } from '../../adapters/fs/index.js';
-import { connectDatabase, sqlAdapters } from '../../adapters/sql/index.js';
-import { HttpError, createPortal } from '../../src/index.js';
-import { jsonLineLogger } from '../../src/shared/logger.js';
-import { SIGNING_KEY_1 } from '../helpers/download.js';
-import { KEY_A, KEY_B } from '../helpers/server.js';
+import { fsBlobs, fsStorage } from '../adapters/fs/index.js';
+import { connectDatabase, sqlAdapters } from '../adapters/sql/index.js';
+import { HttpError, createPortal, type Logger } from '../src/index.js';
+import { SIGNING_KEY_1 } from '../test/helpers/download.js';
+import { KEY_A, KEY_B } from '../test/helpers/server.js';
+
+/**
+ * What the standalone server prints: one JSON object a line, info on stdout (the parent waits there
+ * for `listening`), warnings and errors on stderr; debug left out. Every line goes to the scan for secrets.
+ */
+function jsonLines(): Logger {
+  const line = (level: string, stream: NodeJS.WritableStream) => (object: object, msg?: string) =>
+    stream.write(JSON.stringify({ time: new Date().toISOString(), level, ...object, msg }) + '\n');
+  return { debug: () => {}, info: line('info', process.stdout), warn: line('warn', process.stderr), error: line('error', process.stderr) };
+}
 
 const dir = process.env.DATA_DIR!;
 const skewMs = Number(process.env.CLOCK_SKEW_S ?? 0) * 1000;
-const logger = jsonLineLogger('info');
+const logger = jsonLines();
 // With SQL_SCHEMA, the SQL adapters on the PostgreSQL server at DATABASE_URL, in that schema.
 const database = process.env.SQL_SCHEMA ? await connectDatabase(process.env.DATABASE_URL!) : null;
 const adapters = database
