@@ -3,33 +3,30 @@
  * per request, timeouts against slow clients, and a graceful stop on SIGINT/SIGTERM.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, writeFileSync, openSync, fsyncSync, closeSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { createPortal, type PortalOptions } from '../src/index.js';
 import { jsonLineLogger } from '../src/shared/logger.js';
 import { fsBlobs, fsStorage } from '../adapters/fs/index.js';
-import { connectDatabase, sqlAdapters } from '../adapters/sql/index.js';
+import { ensureDirectory, writeFileAtomically } from '../adapters/fs/durable.js';
+import { connectDatabase } from '../adapters/sql/connect.js';
+import { sqlAdapters } from '../adapters/sql/index.js';
 
 const logger = jsonLineLogger(process.env.LOG_LEVEL === 'debug' ? 'debug' : 'info');
 const list = (value: string | undefined) => (value ?? '').split(',').map((item) => item.trim()).filter(Boolean);
 
-/** A secret kept in the data directory: read when present, otherwise made and written atomically. */
-function keptSecret(file: string): { value: string; created: boolean } {
+/** A secret kept in the data directory (mode 0600): read when present, otherwise made and written atomically. */
+async function keptSecret(file: string): Promise<{ value: string; created: boolean }> {
   try {
-    const value = readFileSync(file, 'utf8').trim();
+    const value = (await readFile(file, 'utf8')).trim();
     if (/^[A-Za-z0-9_-]{32,}$/.test(value)) return { value, created: false };
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
   const value = randomBytes(32).toString('base64url');
-  const temp = `${file}.${process.pid}.tmp`;
-  writeFileSync(temp, value + '\n', { mode: 0o600 });
-  const fd = openSync(temp, 'r');
-  fsyncSync(fd);
-  closeSync(fd);
-  renameSync(temp, file);
+  await writeFileAtomically(file, Buffer.from(value + '\n'), 0o600);
   return { value, created: true };
 }
 
@@ -42,17 +39,17 @@ function port(value: string | undefined): number {
 
 async function main() {
   const dataDir = path.resolve(process.env.DATA_DIR ?? './data');
-  mkdirSync(dataDir, { recursive: true });
+  await ensureDirectory(dataDir);
 
   let apiKeys = list(process.env.PORTAL_API_KEYS);
   if (apiKeys.length === 0) {
-    const key = keptSecret(path.join(dataDir, 'api-key'));
+    const key = await keptSecret(path.join(dataDir, 'api-key'));
     apiKeys = [key.value];
     // The one place a key is printed: the operator needs it to make a first request.
     process.stdout.write(`API key: ${key.value}\n`);
   }
   let signingKeys = list(process.env.PORTAL_SIGNING_KEYS);
-  if (signingKeys.length === 0) signingKeys = [keptSecret(path.join(dataDir, 'signing-key')).value];
+  if (signingKeys.length === 0) signingKeys = [(await keptSecret(path.join(dataDir, 'signing-key'))).value];
 
   // DATABASE_URL moves records and bytes to PostgreSQL (or PGlite): the way to run several instances.
   const database = process.env.DATABASE_URL ? await connectDatabase(process.env.DATABASE_URL) : null;

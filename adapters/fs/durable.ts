@@ -1,4 +1,4 @@
-import { mkdir, open, rename, rm } from 'node:fs/promises';
+import { type FileHandle, mkdir, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import zlib from 'node:zlib';
 
@@ -32,9 +32,9 @@ export async function ensureDirectory(dir: string): Promise<void> {
  * Writes `bytes` to `target` so that a crash at any moment leaves either the old file or the new
  * one, whole: a temp file beside it, fsync, rename over the target, fsync of the directory.
  */
-export async function writeFileAtomically(target: string, bytes: Uint8Array): Promise<void> {
+export async function writeFileAtomically(target: string, bytes: Uint8Array, mode = 0o666): Promise<void> {
   const temp = `${target}.${process.pid}.tmp`;
-  const handle = await open(temp, 'w');
+  const handle = await open(temp, 'w', mode);
   try {
     await handle.writeFile(bytes);
     await handle.sync();
@@ -46,6 +46,14 @@ export async function writeFileAtomically(target: string, bytes: Uint8Array): Pr
   await handle.close();
   await rename(temp, target);
   await syncDirectory(path.dirname(target));
+}
+
+/** Writes all of `bytes` at `position`: one `write` may take fewer bytes than it was given. */
+export async function writeAll(handle: FileHandle, bytes: Uint8Array, position: number): Promise<void> {
+  for (let done = 0; done < bytes.length; ) {
+    const { bytesWritten } = await handle.write(bytes, done, bytes.length - done, position + done);
+    done += bytesWritten;
+  }
 }
 
 /** Whether an error is a Node system error with this code (`ENOENT`, `EEXIST`, …). */

@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { BlobInfo, BlobStore } from '../../src/ports.js';
 import { atom } from '../../src/shared/time.js';
-import { crc32, ensureDirectory, hasCode, syncDirectory } from './durable.js';
+import { crc32, ensureDirectory, hasCode, syncDirectory, writeAll } from './durable.js';
 import { acquireLock, type DirectoryLock } from './lock.js';
 
 export interface FsBlobsOptions {
@@ -28,13 +28,6 @@ const keyOf = (name: string) => name.replace(/-([a-z])/g, (_, letter: string) =>
 
 /** 256 sub-directories, by a hash of the key, keep each directory small as the store grows. */
 const shardOf = (key: string) => (crc32(Buffer.from(key)) % SHARDS).toString(16).padStart(2, '0');
-
-async function writeAll(handle: FileHandle, bytes: Uint8Array, position: number): Promise<void> {
-  for (let done = 0; done < bytes.length; ) {
-    const { bytesWritten } = await handle.write(bytes, done, bytes.length - done, position + done);
-    done += bytesWritten;
-  }
-}
 
 const toBytes = (chunk: unknown): Uint8Array =>
   chunk instanceof Uint8Array ? chunk : typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.from(chunk as ArrayBuffer);

@@ -1,6 +1,6 @@
 import { open, readdir, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { crc32, hasCode, syncDirectory, writeFileAtomically } from './durable.js';
+import { crc32, hasCode, syncDirectory, writeAll, writeFileAtomically } from './durable.js';
 
 /*
  * The record log: one append-only file of frames.
@@ -107,13 +107,6 @@ function headerBytes(): Buffer {
   MAGIC.copy(header, 0);
   header.writeUInt32LE(VERSION, 8);
   return header;
-}
-
-async function writeAll(handle: FileHandle, bytes: Buffer, position: number): Promise<void> {
-  for (let done = 0; done < bytes.length; ) {
-    const { bytesWritten } = await handle.write(bytes, done, bytes.length - done, position + done);
-    done += bytesWritten;
-  }
 }
 
 async function readExactly(handle: FileHandle, length: number, position: number): Promise<Buffer> {

@@ -1,2 +1,1 @@
-export { httpTransport, MAX_RESPONSE_BYTES, type HttpTransportOptions } from './http-transport.js';
-export { classifyAddress, refusalOf, type AddressKind } from './address-guard.js';
+export { httpTransport, type HttpTransportOptions } from './http-transport.js';

@@ -53,9 +53,6 @@ export function createEventService(deps: {
       notify();
       return publicShape(event);
     },
-
-    /** Asks the worker for a pass now: for events stored another way (alongside an agreement, say). */
-    notify,
   };
 }
 

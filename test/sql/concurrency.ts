@@ -1,7 +1,8 @@
 import pg from 'pg';
 import type { Test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { connectDatabase, sqlAdapters, sqlStorage } from '../../adapters/sql/index.js';
+import { connectDatabase } from '../../adapters/sql/connect.js';
+import { sqlAdapters, sqlStorage } from '../../adapters/sql/index.js';
 import type { Storage } from '../../src/ports.js';
 import type { AgreementRecord } from '../../src/records.js';
 import { webhookRecord } from '../conformance/fixtures.js';

@@ -19,11 +19,12 @@ const CHILD = `
 import { register } from 'node:module';
 register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(HOOKS)}));
 const sql = await import(${JSON.stringify(new URL('../../adapters/sql/index.js', import.meta.url).href)});
+const { connectDatabase } = await import(${JSON.stringify(new URL('../../adapters/sql/connect.js', import.meta.url).href)});
 const client = { async query() { return { rows: [] }; } };
 const made = [typeof sql.sqlStorage({ client }).getWebhook, typeof sql.sqlBlobs({ client }).put];
 const errors = [];
 for (const url of ['postgres://portal:secret@db.internal/portal', 'pglite:memory']) {
-  errors.push(await sql.connectDatabase(url).then(() => 'connected', (error) => error.message));
+  errors.push(await connectDatabase(url).then(() => 'connected', (error) => error.message));
 }
 console.log(JSON.stringify({ made, errors }));
 `;

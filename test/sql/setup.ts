@@ -1,7 +1,8 @@
 import { Readable } from 'node:stream';
 import type { Test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { connectDatabase, sqlAdapters, sqlBlobs, sqlStorage } from '../../adapters/sql/index.js';
+import { connectDatabase } from '../../adapters/sql/connect.js';
+import { sqlAdapters, sqlBlobs, sqlStorage } from '../../adapters/sql/index.js';
 import { webhookRecord } from '../conformance/fixtures.js';
 import { rejects } from '../helpers/server.js';
 import { dropSchema, freshSchema } from '../helpers/sql.js';
