@@ -2,7 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryTransport } from '../adapters/memory/index.js';
 import type { Logger } from '../src/index.js';
-import { MAX_DOCUMENT_BYTES } from '../src/domain/agreements.js';
+import { MAX_DOCUMENT_BYTES } from '../src/domain/inputs.js';
 import { PNG_SIGNATURE, dataUrl, documentBytes, pngBytes, validFormData } from './helpers/agreements.js';
 import { SIGNING_KEY_1, linkPath, withParam } from './helpers/download.js';
 import { KEY_A, startPortal } from './helpers/server.js';

@@ -9,7 +9,7 @@ import { downloadRoutes } from '../src/http/routes/downloads.js';
 import { fileRoutes } from '../src/http/routes/files.js';
 import { ticketRoutes } from '../src/http/routes/tickets.js';
 import { webhookExtensionRoutes, webhookRoutes } from '../src/http/routes/webhooks.js';
-import { MAX_DOCUMENT_BYTES } from '../src/domain/agreements.js';
+import { MAX_DOCUMENT_BYTES } from '../src/domain/inputs.js';
 import { PNG_SIGNATURE, documentBytes, validFormData } from './helpers/agreements.js';
 import { SIGNING_KEY_1, linkPath, withParam } from './helpers/download.js';
 import { createResponseChecker } from './helpers/openapi.js';

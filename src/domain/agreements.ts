@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import * as v from 'valibot';
 import { PortalError } from '../errors.js';
 import { newId } from '../shared/ids.js';
 import { silentLogger, type Logger } from '../shared/logger.js';
@@ -7,38 +6,8 @@ import type { BlobStore, Storage } from '../ports.js';
 import type { Agreement, AgreementRecord, AgreementSigner, EventRecord } from '../records.js';
 import { signatureDataUrl } from './signature-data.js';
 import { atom } from '../shared/time.js';
-import { accountId as accountIdSchema, parseInput } from './inputs.js';
+import { type SignerInput, accountId as accountIdSchema, parseInput } from './inputs.js';
 import { newEvent } from './events.js';
-
-/** The limits of one agreement (spec "Limits"): signers, documents, and the documents' bytes in total. */
-export const MAX_SIGNERS = 5;
-export const MAX_DOCUMENTS = 5;
-export const MAX_DOCUMENT_BYTES = 5 * 1024 * 1024;
-
-/** 1–255 characters (code points), not only white space. */
-export const displayName = v.pipe(
-  v.string('must be a string'),
-  v.check((text) => text.trim() !== '', 'must not be empty'),
-  v.check((text) => [...text].length <= 255, 'must be at most 255 characters'),
-  // The checks above for the OpenAPI document: JSON Schema counts code points too, and \S is "not only white space".
-  v.metadata({ minLength: 1, maxLength: 255, pattern: '\\S' }),
-);
-
-/** One signer as a client sends it: exactly these four keys. */
-export const signerInput = v.strictObject(
-  {
-    firstName: displayName,
-    lastName: displayName,
-    email: v.pipe(
-      v.string('must be a string'),
-      v.maxLength(254, 'must be at most 254 characters'),
-      v.email('must be a valid e-mail address'),
-    ),
-    shouldIdentify: v.boolean('must be true or false'),
-  },
-  'must be a JSON object',
-);
-export type SignerInput = v.InferOutput<typeof signerInput>;
 
 /** A document already written to the blob store under `id`, with what was measured on the way in. */
 export interface StoredDocument {

@@ -1,11 +1,10 @@
 import { Readable } from 'node:stream';
-import * as v from 'valibot';
 import { PortalError } from '../errors.js';
 import { isId, newId } from '../shared/ids.js';
 import type { BlobStore, Storage } from '../ports.js';
 import type { FileEntry, FileEntryRecord } from '../records.js';
 import { atom } from '../shared/time.js';
-import { accountId as accountIdSchema, entryName, mediaType, parseInput } from './inputs.js';
+import { accountId as accountIdSchema, directoryInput, fileInput, parseInput } from './inputs.js';
 
 export type BlobBody = Buffer | Uint8Array | string | Readable | AsyncIterable<Uint8Array>;
 
@@ -19,15 +18,6 @@ export interface FileInput extends DirectoryInput {
   fileShareId?: string | null;
   body: BlobBody;
 }
-
-const parentId = v.nullish(v.custom<string>((value) => isId('fsd', value), 'must be a directory id (fsd_…)'));
-const directoryInput = v.object({ name: entryName, directoryId: parentId }, 'must be an object');
-const fileInput = v.object({
-  name: entryName,
-  mime: mediaType,
-  directoryId: parentId,
-  fileShareId: v.nullish(v.custom<string>((value) => isId('fss', value), 'must be a file share id (fss_…)')),
-}, 'must be an object');
 
 /** The bytes of a body given as a buffer or string arrive as one chunk; streams pass through as they are. */
 export function toStream(body: BlobBody): Readable | AsyncIterable<Uint8Array> {

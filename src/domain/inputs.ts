@@ -1,5 +1,9 @@
 import * as v from 'valibot';
 import { PortalError } from '../errors.js';
+import { isId } from '../shared/ids.js';
+import { signatureDataUrl } from './signature-data.js';
+
+export { signatureDataUrl };
 
 type Schema<T> = v.GenericSchema<unknown, T>;
 
@@ -58,3 +62,81 @@ export const accountId = v.pipe(v.string('must be a string'), v.minLength(1, 'mu
 /** One of the portal's `eventTypes`: a webhook subscribes to one, an event is published as one. */
 export const eventType = (eventTypes: readonly string[]) =>
   v.picklist(eventTypes, `must be one of: ${eventTypes.join(', ')}`);
+
+/** The limits of one agreement (spec "Limits"): signers, documents, and the documents' bytes in total. */
+export const MAX_SIGNERS = 5;
+export const MAX_DOCUMENTS = 5;
+export const MAX_DOCUMENT_BYTES = 5 * 1024 * 1024;
+
+/** 1–255 characters (code points), not only white space. */
+export const displayName = v.pipe(
+  v.string('must be a string'),
+  v.check((text) => text.trim() !== '', 'must not be empty'),
+  v.check((text) => [...text].length <= 255, 'must be at most 255 characters'),
+  // The checks above for the OpenAPI document: JSON Schema counts code points too, and \S is "not only white space".
+  v.metadata({ minLength: 1, maxLength: 255, pattern: '\\S' }),
+);
+
+/** One signer as a client sends it: exactly these four keys. */
+export const signerInput = v.strictObject(
+  {
+    firstName: displayName,
+    lastName: displayName,
+    email: v.pipe(
+      v.string('must be a string'),
+      v.maxLength(254, 'must be at most 254 characters'),
+      v.email('must be a valid e-mail address'),
+    ),
+    shouldIdentify: v.boolean('must be true or false'),
+  },
+  'must be a JSON object',
+);
+export type SignerInput = v.InferOutput<typeof signerInput>;
+
+// Webhooks
+
+function webhookUrl() {
+  return v.pipe(
+    v.string('must be a string'),
+    v.maxLength(2048, 'must be at most 2048 characters'),
+    v.check((text) => URL.canParse(text), 'must be an absolute URL'),
+    v.check((text) => {
+      const { protocol } = new URL(text);
+      return protocol === 'http:' || protocol === 'https:';
+    }, 'must use http or https'),
+    v.check((text) => {
+      const { username, password } = new URL(text);
+      return username === '' && password === '';
+    }, 'must not carry credentials'),
+    // What the checks above mean, for the OpenAPI document (they are functions, which JSON Schema cannot hold).
+    v.metadata({ format: 'uri', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://' }),
+  );
+}
+
+/** The body of `POST /webhooks` and the input of `webhooks.create`: exactly `{ type, url }`. */
+export function webhookInput(eventTypes: readonly string[]) {
+  return v.strictObject({
+    type: eventType(eventTypes),
+    url: webhookUrl(),
+  }, 'must be an object with "type" and "url"');
+}
+
+// Files and attachments
+
+const parentId = v.nullish(v.custom<string>((value) => isId('fsd', value), 'must be a directory id (fsd_…)'));
+export const directoryInput = v.object({ name: entryName, directoryId: parentId }, 'must be an object');
+export const fileInput = v.object({
+  name: entryName,
+  mime: mediaType,
+  directoryId: parentId,
+  fileShareId: v.nullish(v.custom<string>((value) => isId('fss', value), 'must be a file share id (fss_…)')),
+}, 'must be an object');
+
+const hostId = (prefix: 'tck' | 'tcm', what: string) =>
+  v.nullish(v.custom<string>((value) => isId(prefix, value), `must be a ${what} id (${prefix}_ followed by letters and digits)`));
+export const attachmentInput = v.object({
+  ticketId: hostId('tck', 'ticket'),
+  messageId: hostId('tcm', 'message'),
+  name: entryName,
+  mime: mediaType,
+}, 'must be an object');

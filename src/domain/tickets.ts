@@ -1,12 +1,11 @@
 import type { Readable } from 'node:stream';
-import * as v from 'valibot';
 import { type DownloadGrant, type LinkSigner, downloadLinkUrl } from './download-links.js';
 import { PortalError } from '../errors.js';
 import { isId, newId } from '../shared/ids.js';
 import type { BlobStore, ByteRange, Storage } from '../ports.js';
 import { type Attachment, type AttachmentRecord, publicShape } from '../records.js';
 import { atom } from '../shared/time.js';
-import { accountId as accountIdSchema, entryName, mediaType, parseInput } from './inputs.js';
+import { accountId as accountIdSchema, attachmentInput, parseInput } from './inputs.js';
 import { type BlobBody, toStream } from './files.js';
 
 export interface AttachmentInput {
@@ -33,15 +32,6 @@ export interface DownloadLink {
 
 /** How long a download link serves (spec: "The link is valid for 5 minutes"). */
 export const LINK_LIFETIME_SECONDS = 5 * 60;
-
-const hostId = (prefix: 'tck' | 'tcm', what: string) =>
-  v.nullish(v.custom<string>((value) => isId(prefix, value), `must be a ${what} id (${prefix}_ followed by letters and digits)`));
-const attachmentInput = v.object({
-  ticketId: hostId('tck', 'ticket'),
-  messageId: hostId('tcm', 'message'),
-  name: entryName,
-  mime: mediaType,
-}, 'must be an object');
 
 /** The 400 for the first id of `ref` without its shape, named as in the route's path. */
 function checkRef(ref: AttachmentRef): void {

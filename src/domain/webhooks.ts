@@ -1,11 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import * as v from 'valibot';
 import { PortalError } from '../errors.js';
 import { newId } from '../shared/ids.js';
 import type { Storage } from '../ports.js';
 import type { Delivery, DeliveryRecord, Webhook, WebhookRecord } from '../records.js';
 import { atom } from '../shared/time.js';
-import { accountId as accountIdSchema, eventType, parseInput } from './inputs.js';
+import { accountId as accountIdSchema, parseInput, webhookInput } from './inputs.js';
 
 export interface WebhookInput {
   type: string;
@@ -15,32 +14,6 @@ export interface WebhookInput {
 /** A webhook secret in the Standard Webhooks form: `whsec_` + base64 of 32 random bytes. */
 export function newWebhookSecret(): string {
   return 'whsec_' + randomBytes(32).toString('base64');
-}
-
-function webhookUrl() {
-  return v.pipe(
-    v.string('must be a string'),
-    v.maxLength(2048, 'must be at most 2048 characters'),
-    v.check((text) => URL.canParse(text), 'must be an absolute URL'),
-    v.check((text) => {
-      const { protocol } = new URL(text);
-      return protocol === 'http:' || protocol === 'https:';
-    }, 'must use http or https'),
-    v.check((text) => {
-      const { username, password } = new URL(text);
-      return username === '' && password === '';
-    }, 'must not carry credentials'),
-    // What the checks above mean, for the OpenAPI document (they are functions, which JSON Schema cannot hold).
-    v.metadata({ format: 'uri', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://' }),
-  );
-}
-
-/** The body of `POST /webhooks` and the input of `webhooks.create`: exactly `{ type, url }`. */
-export function webhookInput(eventTypes: readonly string[]) {
-  return v.strictObject({
-    type: eventType(eventTypes),
-    url: webhookUrl(),
-  }, 'must be an object with "type" and "url"');
 }
 
 /** A webhook as the API shows it: no account. Field by field, as a copy without one key costs more. */

@@ -6,18 +6,18 @@ import { safeDocumentName } from '../domain/document-name.js';
 import { PortalError } from '../errors.js';
 import { newId } from '../shared/ids.js';
 import type { BlobStore } from '../ports.js';
+import type { AgreementForm, StoredDocument } from '../domain/agreements.js';
 import {
   MAX_DOCUMENTS,
   MAX_DOCUMENT_BYTES,
   MAX_SIGNERS,
   displayName,
+  parseInput,
+  signatureDataUrl,
   signerInput,
-  type AgreementForm,
   type SignerInput,
-  type StoredDocument,
-} from '../domain/agreements.js';
-import { SIGNATURE_MAX_LENGTH, signatureDataUrl } from '../domain/signature-data.js';
-import { parseInput } from '../domain/inputs.js';
+} from '../domain/inputs.js';
+import { SIGNATURE_MAX_LENGTH } from '../domain/signature-data.js';
 
 /** A JSON part of one signer, or of all five, is small; anything bigger is not a signer list. */
 const MAX_SIGNERS_PART = 64 * 1024;

@@ -5,8 +5,7 @@ import { UNIX_SECONDS } from '../domain/download-links.js';
 import { idPattern } from '../shared/ids.js';
 import { DEFAULT_BASE_PATH, DEFAULT_EVENT_TYPES } from '../options.js';
 import * as shapes from './shapes.js';
-import { signerInput } from '../domain/agreements.js';
-import { webhookInput } from '../domain/webhooks.js';
+import { signerInput, webhookInput } from '../domain/inputs.js';
 import { VERSION } from '../shared/version.js';
 
 /**

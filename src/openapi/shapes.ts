@@ -9,7 +9,7 @@ import type {
   FileEntry,
   Webhook,
 } from '../records.js';
-import { MAX_DOCUMENTS, MAX_SIGNERS, displayName, signerInput } from '../domain/agreements.js';
+import { MAX_DOCUMENTS, MAX_SIGNERS, displayName, signerInput } from '../domain/inputs.js';
 import type { DownloadLink } from '../domain/tickets.js';
 import { signatureDataUrl } from '../domain/signature-data.js';
 import { mediaType } from '../domain/inputs.js';
