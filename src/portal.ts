@@ -99,7 +99,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     ...fileRoutes(files),
     ...ticketRoutes(tickets),
     ...downloadRoutes(tickets),
-    ...agreementRoutes(agreements, { blobs, extensions: options.extensions ?? true }),
+    ...agreementRoutes(agreements, { extensions: options.extensions ?? true }),
   ];
   if (options.extensions ?? true) routes.push(...webhookExtensionRoutes(webhooks));
   const orphanSweep = createOrphanSweep({ storage, blobs, clock, logger });

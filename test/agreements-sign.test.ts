@@ -145,13 +145,13 @@ test('notify is called once events are stored: on creation and on the last signa
   const blobs = memoryBlobs();
   let notified = 0;
   const service = createAgreementService({ storage, blobs, clock: () => new Date(), notify: () => notified++ });
-  const created = await service.create('acct_a', {
+  const created = await service.create('acct_a', async () => ({
     name: 'N',
     signerName: 'S',
     signerSignatureData: PNG_SIGNATURE,
     signers: [signer(1), signer(2)],
     documents: [{ id: 'agd_x1', documentName: 'a.pdf', fileSize: 1, fileHash: sha256(documentBytes(1)) }],
-  });
+  }));
   assert.is(notified, 1);
   await service.sign('acct_a', created.id, created.signers[0]!.id, { signature: SIGNATURE_1 });
   assert.is(notified, 1);
@@ -169,13 +169,13 @@ test('a notify that throws does not undo or fail a stored signature', async () =
       throw new Error('worker gone');
     },
   });
-  const created = await service.create('acct_a', {
+  const created = await service.create('acct_a', async () => ({
     name: 'N',
     signerName: 'S',
     signerSignatureData: PNG_SIGNATURE,
     signers: [signer(1)],
     documents: [{ id: 'agd_x2', documentName: 'a.pdf', fileSize: 1, fileHash: 'f'.repeat(64) }],
-  });
+  }));
   const signed = await service.sign('acct_a', created.id, created.signers[0]!.id, { signature: SIGNATURE_1 });
   assert.is(signed.status, 'signed');
   assert.is((await storage.getAgreement('acct_a', created.id))!.status, 'signed');

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { type Readable, Transform } from 'node:stream';
 import { PortalError } from '../errors.js';
 import { newId } from '../shared/ids.js';
 import { silentLogger, type Logger } from '../shared/logger.js';
@@ -6,7 +7,8 @@ import type { BlobStore, Storage } from '../ports.js';
 import type { Agreement, AgreementRecord, AgreementSigner, EventRecord } from '../records.js';
 import { signatureDataUrl } from './signature-data.js';
 import { atom } from '../shared/time.js';
-import { type SignerInput, accountId as accountIdSchema, parseInput } from './inputs.js';
+import { safeDocumentName } from './document-name.js';
+import { MAX_DOCUMENT_BYTES, type SignerInput, accountId as accountIdSchema, parseInput } from './inputs.js';
 import { newEvent } from './events.js';
 
 /** A document already written to the blob store under `id`, with what was measured on the way in. */
@@ -16,6 +18,23 @@ export interface StoredDocument {
   fileSize: number;
   fileHash: string;
 }
+
+/** Where a form reader puts each document's bytes as they arrive. */
+export interface DocumentSink {
+  /**
+   * Streams `body` into the blob store under a new `agd_` id, hashing and counting on the way, with
+   * backpressure reaching back to `body`. Resolves what was measured once the bytes are durably
+   * stored; rejects when `body` errors, the store fails, or the documents of the form pass 5 MiB in
+   * total (`DOCUMENTS_TOO_LARGE`). Whatever it stored, the agreement service removes on failure.
+   */
+  store(filename: string, body: Readable): Promise<StoredDocument>;
+}
+
+/**
+ * Reads a form, putting its documents into `documents` as they arrive; resolves the complete form,
+ * or rejects once every document stream it handed over has ended or been destroyed.
+ */
+export type FormReader = (documents: DocumentSink) => Promise<AgreementForm>;
 
 /** A complete, validated `POST /agreements` form whose documents are durably stored. */
 export interface AgreementForm {
@@ -71,20 +90,68 @@ export function createAgreementService(deps: AgreementServiceDeps) {
     }
   }
 
-  /** Removes the documents' bytes; what cannot be removed now, the orphan sweep removes later. */
-  async function discardDocuments(documents: readonly { id: string }[]): Promise<void> {
-    const results = await Promise.allSettled(documents.map((document) => blobs.delete(document.id)));
-    for (const result of results) {
-      if (result.status === 'rejected') logger.warn({ err: String(result.reason) }, 'could not remove an agreement document');
-    }
+  /**
+   * The documents of one form: stored as they arrive, the 5 MiB total counted across them, and all
+   * removed again by `discard` (once every store in progress has settled).
+   */
+  function documentSink() {
+    const stored: { id: string; done: Promise<unknown> }[] = [];
+    let total = 0;
+    return {
+      store(filename: string, body: Readable): Promise<StoredDocument> {
+        const id = newId('agd');
+        const hash = createHash('sha256');
+        let size = 0;
+        // A stream pipe, not an async generator: this runs once per chunk of every upload, and
+        // pipe's backpressure costs no promise per chunk (hot path).
+        const meter = new Transform({
+          transform(chunk: Buffer, _encoding, callback) {
+            size += chunk.length;
+            total += chunk.length;
+            if (total > MAX_DOCUMENT_BYTES) return callback(new PortalError('DOCUMENTS_TOO_LARGE', MAX_DOCUMENT_BYTES));
+            hash.update(chunk);
+            callback(null, chunk);
+          },
+        });
+        // The store sees an error through its own read (a destroyed body makes `put` reject), but it
+        // may not listen yet (a file store opens its temp file first): unheard, 'error' would crash.
+        meter.on('error', () => {});
+        body.on('error', (error) => meter.destroy(error));
+        body.pipe(meter);
+        const done = blobs
+          .put(id, meter)
+          .then(() => ({ id, documentName: safeDocumentName(filename), fileSize: size, fileHash: hash.digest('hex') }));
+        stored.push({ id, done });
+        return done;
+      },
+
+      /** Removes every document stored; what cannot be removed now, the orphan sweep removes later. */
+      async discard(): Promise<void> {
+        await Promise.allSettled(stored.map((document) => document.done));
+        const results = await Promise.allSettled(stored.map((document) => blobs.delete(document.id)));
+        for (const result of results) {
+          if (result.status === 'rejected') logger.warn({ err: String(result.reason) }, 'could not remove an agreement document');
+        }
+      },
+    };
   }
 
   return {
     /**
-     * Records an agreement from a form whose documents are already durably stored, together with
-     * its `agreement-created` event. When the record cannot be stored, the documents are removed.
+     * Creates an agreement from the form `readForm` reads, its documents streamed into the blob
+     * store as they arrive, and records it with its `agreement-created` event. When the form fails
+     * (a bad part, a limit, the client gone, the store failing) or the record cannot be stored,
+     * every document stored is removed before this rejects.
      */
-    async create(accountId: string, form: AgreementForm): Promise<Agreement> {
+    async create(accountId: string, readForm: FormReader): Promise<Agreement> {
+      const documents = documentSink();
+      let form: AgreementForm;
+      try {
+        form = await readForm(documents);
+      } catch (error) {
+        await documents.discard();
+        throw error;
+      }
       const now = clock();
       const createdAt = atom(now);
       const record: AgreementRecord = {
@@ -114,7 +181,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
       try {
         await storage.insertAgreement(record, [newEvent(accountId, 'agreement-created', agreement, now)]);
       } catch (error) {
-        await discardDocuments(form.documents);
+        await documents.discard();
         throw error;
       }
       notify();

@@ -1,12 +1,7 @@
-import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
-import { Transform } from 'node:stream';
 import { Busboy, type BusboyFileStream, type BusboyHeaders, type BusboyInstance } from '@fastify/busboy';
-import { safeDocumentName } from '../domain/document-name.js';
 import { PortalError } from '../errors.js';
-import { newId } from '../shared/ids.js';
-import type { BlobStore } from '../ports.js';
-import type { AgreementForm, StoredDocument } from '../domain/agreements.js';
+import type { AgreementForm, DocumentSink, StoredDocument } from '../domain/agreements.js';
 import {
   MAX_DOCUMENTS,
   MAX_DOCUMENT_BYTES,
@@ -117,148 +112,140 @@ function createTextParts() {
   };
 }
 
-/**
- * Reads a `POST /agreements` body as it arrives. Text parts are checked the moment they end; each
- * document is hashed and streamed into `blobs` under a new `agd_` id, with backpressure reaching
- * back to the socket. Resolves once every document is durably stored and the form is complete.
- *
- * On any failure (a bad part, a limit, a malformed or truncated body, the client going away, the
- * blob store failing) it stops reading, removes every blob it wrote, then rejects: an `HttpError`
- * for the client's mistakes, the adapter's own error otherwise. The body may then be partly
- * unread; the caller answers with `Connection: close`.
- */
-export async function readAgreementForm(req: IncomingMessage, blobs: BlobStore): Promise<AgreementForm> {
-  checkHeaders(req.headers);
-  let busboy: BusboyInstance;
+/** Busboy over the request's headers: text parts buffered up to the largest valid signature, every other part a file. */
+function openParser(headers: IncomingHttpHeaders): BusboyInstance {
   try {
-    busboy = Busboy({
-      headers: req.headers as BusboyHeaders,
-      // Text parts are buffered up to the largest valid signature; every other part streams as a file.
+    return Busboy({
+      headers: headers as BusboyHeaders,
       isPartAFile: (name) => !TEXT_PARTS.has(name ?? ''),
       limits: { fieldSize: SIGNATURE_MAX_LENGTH, fileSize: MAX_DOCUMENT_BYTES },
     });
   } catch {
     throw new PortalError('MULTIPART_BOUNDARY_UNREADABLE');
   }
+}
 
-  const text = createTextParts();
-  const documents: { id: string; stream: BusboyFileStream; meter: Transform; stored: Promise<StoredDocument> }[] = [];
-  let documentBytes = 0;
-  let bodyBytes = 0;
-  let failure: unknown;
-  let settled = false;
+/** Why a file part cannot be a document of this form, or `null` when it can be the next one. */
+function documentPartProblem(name: string, filename: string | undefined, count: number): PortalError | null {
+  if (!DOCUMENT_PART.test(name)) return new PortalError('MULTIPART_UNKNOWN_PART', quoted(name), PART_LIST);
+  if (count === MAX_DOCUMENTS) return new PortalError('DOCUMENTS_LIMIT', MAX_DOCUMENTS);
+  if (filename === undefined) return invalid(`documents[${count}]`, 'must be a file part with a filename.');
+  return null;
+}
 
-  return new Promise<AgreementForm>((resolve, reject) => {
-    function detach(): void {
-      settled = true;
-      req.off('data', countBody);
-      req.off('error', onRequestGone);
-      req.off('close', onRequestClose);
-      req.unpipe(busboy);
-    }
+/**
+ * Reads a `POST /agreements` body as it arrives: the headers first (415, 413, the boundary), then
+ * each part the moment it ends. Text parts are checked at once; each document streams into
+ * `documents` with backpressure reaching back to the socket. Resolves once every document is
+ * stored and the form is complete.
+ *
+ * On any failure (a bad part, a limit, a malformed or truncated body, the client going away, the
+ * store failing) it stops reading, destroys every document stream it handed over (so each store
+ * settles), then rejects: a `PortalError` for the client's mistakes, the store's own error
+ * otherwise. The body may then be partly unread; the dispatcher answers with `Connection: close`.
+ */
+export function readAgreementForm(req: IncomingMessage, documents: DocumentSink): Promise<AgreementForm> {
+  checkHeaders(req.headers);
+  return new FormReading(req, openParser(req.headers), documents).result;
+}
 
-    function fail(error: unknown): void {
-      if (failure !== undefined || settled) return;
-      failure = error;
-      detach();
-      req.pause();
-      const cause = error instanceof Error ? error : new Error(String(error));
-      for (const document of documents) {
-        document.stream.destroy(cause);
-        document.meter.destroy(cause);
-      }
-      busboy.destroy();
-      void (async () => {
-        await Promise.allSettled(documents.map((document) => document.stored));
-        await Promise.allSettled(documents.map((document) => blobs.delete(document.id)));
-        reject(error);
-      })();
-    }
+/** One form being read: the parser's events in, the form (or the first failure) out. */
+class FormReading {
+  readonly result: Promise<AgreementForm>;
+  private resolve!: (form: AgreementForm) => void;
+  private reject!: (error: unknown) => void;
+  private readonly text = createTextParts();
+  private readonly parts: { stream: BusboyFileStream; stored: Promise<StoredDocument> }[] = [];
+  private bodyBytes = 0;
+  private failure: unknown;
+  private settled = false;
 
-    function countBody(chunk: Buffer): void {
-      bodyBytes += chunk.length;
-      if (bodyBytes > MAX_FORM_BYTES) fail(bodyTooLarge());
-    }
-    function onRequestGone(): void {
-      fail(new PortalError('REQUEST_ABORTED'));
-    }
-    function onRequestClose(): void {
-      if (!req.complete) onRequestGone();
-    }
-
-    busboy.on('field', (name, value, _nameTruncated, valueTruncated) => {
-      if (failure !== undefined) return;
-      try {
-        text.add(name, value, valueTruncated);
-      } catch (error) {
-        fail(error);
-      }
+  constructor(
+    private readonly req: IncomingMessage,
+    private readonly busboy: BusboyInstance,
+    private readonly documents: DocumentSink,
+  ) {
+    this.result = new Promise<AgreementForm>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
     });
-
-    busboy.on('file', (name, stream, filename) => {
-      // A file stream nobody reads stalls the parser; one nobody listens to crashes on a truncated body.
-      stream.on('error', () => {});
-      if (failure !== undefined) return void stream.resume();
-      const problem = !DOCUMENT_PART.test(name)
-        ? new PortalError('MULTIPART_UNKNOWN_PART', quoted(name), PART_LIST)
-        : documents.length === MAX_DOCUMENTS
-          ? new PortalError('DOCUMENTS_LIMIT', MAX_DOCUMENTS)
-          : filename === undefined
-            ? invalid(`documents[${documents.length}]`, 'must be a file part with a filename.')
-            : null;
-      if (problem !== null) {
-        stream.resume();
-        return fail(problem);
-      }
-      const id = newId('agd');
-      const hash = createHash('sha256');
-      let size = 0;
-      // busboy truncates silently at `fileSize`; its 'limit' event and `truncated` are the only signs.
-      stream.once('limit', () => fail(tooLarge()));
-      // Hashes and counts on the way to the store. A stream pipe, not an async generator: this runs
-      // once per chunk of every upload, and pipe's backpressure costs no promise per chunk.
-      const meter = new Transform({
-        transform(chunk: Buffer, _encoding, callback) {
-          size += chunk.length;
-          documentBytes += chunk.length;
-          if (documentBytes > MAX_DOCUMENT_BYTES) return callback(tooLarge());
-          hash.update(chunk);
-          callback(null, chunk);
-        },
-        flush(callback) {
-          callback(stream.truncated ? tooLarge() : null);
-        },
-      });
-      // The store sees an error through its own read (a destroyed body makes `put` reject), but it
-      // may not listen yet (a file store opens its temp file first): unheard, 'error' would crash.
-      meter.on('error', () => {});
-      stream.on('error', (error) => meter.destroy(error instanceof PortalError || failure !== undefined ? error : endedEarly()));
-      stream.pipe(meter);
-      const stored = blobs
-        .put(id, meter)
-        .then(() => ({ id, documentName: safeDocumentName(filename), fileSize: size, fileHash: hash.digest('hex') }));
-      stored.catch(fail);
-      documents.push({ id, stream, meter, stored });
-    });
-
-    busboy.on('error', () => fail(endedEarly()));
-    busboy.on('finish', () => {
-      if (failure !== undefined) return;
-      Promise.all(documents.map((document) => document.stored))
-        .then((stored) => {
-          if (failure !== undefined) return;
-          const form = text.complete(stored);
-          detach();
-          resolve(form);
-        })
-        .catch(fail);
-    });
-
+    busboy.on('field', this.onField);
+    busboy.on('file', this.onFile);
+    busboy.on('error', () => this.fail(endedEarly()));
+    busboy.on('finish', this.onFinish);
     // With a Content-Length (checked above), the HTTP parser already stops the body at that size;
     // only a chunked body needs counting, and a second 'data' listener costs on every chunk.
-    if (req.headers['content-length'] === undefined) req.on('data', countBody);
-    req.on('error', onRequestGone);
-    req.on('close', onRequestClose);
+    if (req.headers['content-length'] === undefined) req.on('data', this.countBody);
+    req.on('error', this.onRequestGone);
+    req.on('close', this.onRequestClose);
     req.pipe(busboy);
-  });
+  }
+
+  private readonly onField = (name: string, value: string, _nameTruncated: boolean, valueTruncated: boolean): void => {
+    if (this.failure !== undefined) return;
+    try {
+      this.text.add(name, value, valueTruncated);
+    } catch (error) {
+      this.fail(error);
+    }
+  };
+
+  private readonly onFile = (name: string, stream: BusboyFileStream, filename: string | undefined): void => {
+    // A file stream nobody reads stalls the parser; one nobody listens to crashes on a truncated body.
+    stream.on('error', () => this.fail(endedEarly()));
+    if (this.failure !== undefined) return void stream.resume();
+    const problem = documentPartProblem(name, filename, this.parts.length);
+    if (problem !== null) {
+      stream.resume();
+      return this.fail(problem);
+    }
+    // busboy truncates silently at `fileSize`; its 'limit' event is the sign, and comes before the end.
+    stream.once('limit', () => this.fail(tooLarge()));
+    const stored = this.documents.store(filename!, stream);
+    stored.catch((error) => this.fail(error));
+    this.parts.push({ stream, stored });
+  };
+
+  private readonly onFinish = (): void => {
+    if (this.failure !== undefined) return;
+    Promise.all(this.parts.map((part) => part.stored))
+      .then((stored) => {
+        if (this.failure !== undefined) return;
+        const form = this.text.complete(stored);
+        this.detach();
+        this.resolve(form);
+      })
+      .catch((error) => this.fail(error));
+  };
+
+  private readonly countBody = (chunk: Buffer): void => {
+    this.bodyBytes += chunk.length;
+    if (this.bodyBytes > MAX_FORM_BYTES) this.fail(bodyTooLarge());
+  };
+
+  private readonly onRequestGone = (): void => this.fail(new PortalError('REQUEST_ABORTED'));
+
+  private readonly onRequestClose = (): void => {
+    if (!this.req.complete) this.onRequestGone();
+  };
+
+  /** The first failure wins: stop reading, end every document stream, reject. */
+  private fail(error: unknown): void {
+    if (this.failure !== undefined || this.settled) return;
+    this.failure = error;
+    this.detach();
+    this.req.pause();
+    const cause = error instanceof Error ? error : new Error(String(error));
+    for (const part of this.parts) part.stream.destroy(cause);
+    this.busboy.destroy();
+    this.reject(error);
+  }
+
+  private detach(): void {
+    this.settled = true;
+    this.req.off('data', this.countBody);
+    this.req.off('error', this.onRequestGone);
+    this.req.off('close', this.onRequestClose);
+    this.req.unpipe(this.busboy);
+  }
 }

@@ -30,7 +30,8 @@ export interface Route {
   writesResponse?: boolean;
   /**
    * The route streams a large request body: an error while the body still arrives is answered at
-   * once, with `Connection: close` (see `answerEarly`), instead of after the body.
+   * once, with `Connection: close` (see `answerEarly`), instead of after the body. Such an answer
+   * is written on `res` directly, so the contract's headers are set on it first, as for `writesResponse`.
    */
   streamsBody?: boolean;
 }
@@ -165,7 +166,7 @@ export function createHandler(options: HandlerOptions): NodeHandler {
     } else {
       const store = found.store as RouteStore;
       routeName = store.name;
-      if (store.route.writesResponse === true) setContractHeaders(context);
+      if (store.route.writesResponse === true || store.route.streamsBody === true) setContractHeaders(context);
       const pending = run(context, store.route);
       if (options.logRequests) pending.then(() => logRequest());
       return;

@@ -1,24 +1,21 @@
 import { readAgreementForm } from '../agreement-form.js';
 import type { Route } from '../handler.js';
 import { PortalError } from '../../errors.js';
-import type { BlobStore } from '../../ports.js';
 import type { AgreementService } from '../../domain/agreements.js';
 
 /**
  * `POST /agreements` (multipart/form-data, streamed into the blob store), and, as an extension,
  * `GET /agreements/{agreementId}`: the address the `Location` of a created agreement names.
  */
-export function agreementRoutes(agreements: AgreementService, options: { blobs: BlobStore; extensions: boolean }): Route[] {
+export function agreementRoutes(agreements: AgreementService, options: { extensions: boolean }): Route[] {
   const routes: Route[] = [
     {
       method: 'POST',
       path: '/agreements',
       // A refusal (413, 400) is answered while the body still arrives, with `Connection: close`.
-      writesResponse: true,
       streamsBody: true,
       async handler({ req, accountId, baseUrl }) {
-        const form = await readAgreementForm(req, options.blobs);
-        const agreement = await agreements.create(accountId, form);
+        const agreement = await agreements.create(accountId, (documents) => readAgreementForm(req, documents));
         return { status: 201, body: agreement, headers: { Location: `${baseUrl}/agreements/${agreement.id}` } };
       },
     },
