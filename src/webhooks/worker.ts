@@ -3,10 +3,9 @@ import cron, { type ScheduledTask } from 'node-cron';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../shared/logger.js';
 import type { Storage, WebhookCall, WebhookCallResult, WebhookTransport } from '../ports.js';
-import type { ClaimedDelivery, EventRecord, WebhookRecord } from '../records.js';
+import type { ClaimedDelivery } from '../records.js';
 import { atom } from '../shared/time.js';
-import { VERSION } from '../shared/version.js';
-import { signWebhook } from './signature.js';
+import { buildCall } from './call.js';
 import { attemptsInRun, outcomeOf } from '../domain/retry-schedule.js';
 
 /**
@@ -49,30 +48,6 @@ export interface WebhookWorker {
   tick(): Promise<void>;
   /** `tick()` without waiting: what `events.publish` calls so the first attempt goes out at once. */
   poke(): void;
-}
-
-/** The body of a call: exactly these four fields, in this order. */
-export function callBody(event: EventRecord): string {
-  return JSON.stringify({ id: event.id, type: event.type, createdAt: event.createdAt, data: event.data });
-}
-
-/** A signed call for `event` to `webhook`, made at `at` (Standard Webhooks headers plus the spec's `X-Webhook-Signature`). */
-export function buildCall(webhook: WebhookRecord, event: EventRecord, at: Date): WebhookCall {
-  const body = callBody(event);
-  const timestamp = Math.floor(at.getTime() / 1000);
-  const signature = signWebhook(webhook.secret, event.id, timestamp, body);
-  return {
-    url: webhook.url,
-    body,
-    headers: {
-      'Content-Type': 'application/json',
-      'User-Agent': `customer-portal/${VERSION}`,
-      'webhook-id': event.id,
-      'webhook-timestamp': String(timestamp),
-      'webhook-signature': signature,
-      'X-Webhook-Signature': signature,
-    },
-  };
 }
 
 export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorker {

@@ -1,0 +1,28 @@
+import type { WebhookCall } from '../ports.js';
+import type { EventRecord, WebhookRecord } from '../records.js';
+import { VERSION } from '../shared/version.js';
+import { signWebhook } from './signature.js';
+
+/** The body of a call: exactly these four fields, in this order. */
+export function callBody(event: EventRecord): string {
+  return JSON.stringify({ id: event.id, type: event.type, createdAt: event.createdAt, data: event.data });
+}
+
+/** A signed call for `event` to `webhook`, made at `at` (Standard Webhooks headers plus the spec's `X-Webhook-Signature`). */
+export function buildCall(webhook: WebhookRecord, event: EventRecord, at: Date): WebhookCall {
+  const body = callBody(event);
+  const timestamp = Math.floor(at.getTime() / 1000);
+  const signature = signWebhook(webhook.secret, event.id, timestamp, body);
+  return {
+    url: webhook.url,
+    body,
+    headers: {
+      'Content-Type': 'application/json',
+      'User-Agent': `customer-portal/${VERSION}`,
+      'webhook-id': event.id,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': signature,
+      'X-Webhook-Signature': signature,
+    },
+  };
+}
