@@ -1,5 +1,5 @@
-import { newDelivery } from '../../src/records.js';
 import path from 'node:path';
+import { newDelivery } from '../../src/domain/deliveries.js';
 import type { Storage } from '../../src/ports.js';
 import type {
   AgreementRecord,

@@ -1,4 +1,4 @@
-import { newDelivery } from '../../src/records.js';
+import { newDelivery } from '../../src/domain/deliveries.js';
 import type { Storage } from '../../src/ports.js';
 import type { DeliveryRecord, EventRecord } from '../../src/records.js';
 import type { Db, Queryable } from './client.js';
