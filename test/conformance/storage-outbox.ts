@@ -218,6 +218,15 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     assert.equal(later.map((c) => c.webhook.id), [kept.id, kept.id, kept.id], 'cancelled ones are never claimed; the other webhook\'s are');
   }));
 
+  test('outbox: deleting a webhook cancels a pending delivery that has no next attempt too', withStorage(factory, async (storage) => {
+    const [delivery] = await published(storage, 1);
+    await claim(storage, 0);
+    await storage.recordAttempt(delivery!.id, 'worker-1', attempt(500, 1), { status: 'pending', nextAttemptAt: null });
+    assert.is(await storage.deleteWebhook('acct_a', delivery!.webhookId), true);
+    const stored = (await storage.getDelivery('acct_a', delivery!.id))!;
+    assert.equal([stored.status, stored.nextAttemptAt, stored.attempts.length], ['cancelled', null, 1]);
+  }));
+
   test('outbox: redeliver makes a finished delivery pending again, attempts kept, lease dropped', withStorage(factory, async (storage) => {
     const [delivery] = await published(storage, 1);
     await claim(storage, 0);
