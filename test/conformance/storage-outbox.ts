@@ -104,6 +104,43 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     assert.equal(await claim(storage, 20), []);
   }));
 
+  test('outbox: a claim cancels the webhook-less deliveries it passes on its way to the limit, and leaves later ones', withStorage(factory, async (storage) => {
+    const kept = webhookRecord();
+    const doomed = webhookRecord({ type: 'agreement-signed' });
+    await storage.insertWebhook(kept);
+    await storage.insertWebhook(doomed);
+    const made: DeliveryRecord[] = [];
+    for (const [second, type] of [[0, kept.type], [10, doomed.type], [20, kept.type], [30, doomed.type]] as const) {
+      made.push(...(await storage.publishEvents([eventRecord({ type, createdAt: at(second) })])));
+    }
+    const [k0, d10, k20, d30] = made;
+    await storage.deleteWebhook('acct_a', doomed.id);
+    await storage.redeliver('acct_a', d10!.id, at(10));
+    await storage.redeliver('acct_a', d30!.id, at(30));
+    const statusOf = async (delivery: DeliveryRecord) => (await storage.getDelivery('acct_a', delivery.id))!.status;
+
+    assert.equal((await claim(storage, 100, 2)).map((c) => c.delivery.id), [k0!.id, k20!.id]);
+    assert.is(await statusOf(d10!), 'cancelled', 'passed before the limit was reached');
+    assert.is(await statusOf(d30!), 'pending', 'due after the last one leased: left for a later claim');
+    assert.equal(await claim(storage, 100, 2), []);
+    assert.is(await statusOf(d30!), 'cancelled');
+  }));
+
+  test('outbox: a lease that ends at exactly now still holds', withStorage(factory, async (storage) => {
+    const [delivery] = await published(storage, 1);
+    await claim(storage, 0, 10, 'worker-1', 60);
+    assert.equal(await claim(storage, 60, 10, 'worker-2'), []);
+    assert.equal((await claim(storage, 61, 10, 'worker-2')).map((c) => c.delivery.id), [delivery!.id]);
+  }));
+
+  test('outbox: deliveries due at the same time are claimed in id order (code units: upper case first)', withStorage(factory, async (storage) => {
+    await storage.insertWebhook(webhookRecord());
+    const made = await storage.publishEvents(Array.from({ length: 12 }, () => eventRecord({ createdAt: at(5) })));
+    const claimed: string[] = [];
+    for (let round = 0; round < 12; round++) claimed.push(...(await claim(storage, 5, 1, `worker-${round}`)).map((c) => c.delivery.id));
+    assert.equal(claimed, made.map((d) => d.id).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+  }));
+
   test('outbox: getDelivery is scoped to the account', withStorage(factory, async (storage) => {
     const [delivery] = await published(storage, 1);
     assert.ok(await storage.getDelivery('acct_a', delivery!.id));
