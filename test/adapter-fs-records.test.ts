@@ -4,13 +4,13 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { memoryStorage } from '../adapters/memory/index.js';
 import type { Storage } from '../src/ports.js';
 import type { AgreementRecord, DeliveryRecord } from '../src/records.js';
 import { T0, webhookRecord } from './conformance/fixtures.js';
 import type { StorageFactory } from './conformance/types.js';
 import { withStorage } from './conformance/with-storage.js';
 import { fsStorageFactory } from './helpers/fs-dirs.js';
+import { memoryStorageFactory } from './helpers/memory.js';
 import { agreementRecord, attachmentRecord, eventRecord, rejection } from './helpers/record-fixtures.js';
 
 const T1 = '2026-01-01T00:01:00+00:00';
@@ -258,7 +258,7 @@ function recordTests(factory: StorageFactory) {
   }));
 
   if (reopen) {
-    test('reopen keeps agreements, events, attachments, deliveries with their attempts and leases', withStorage(factory, async (storage, swap) => {
+    test('reopen keeps agreements, events, attachments, deliveries with their attempts and leases', withStorage(factory, async (storage, { swap }) => {
       const { webhook, event, delivery } = await oneDelivery(storage);
       const [leased] = await storage.publishEvents([eventRecord({ createdAt: T1 })]);
       await storage.claimDeliveries({ now: T1, leaseUntil: T2, limit: 1, owner: 'w1' });
@@ -287,7 +287,7 @@ function recordTests(factory: StorageFactory) {
   test.run();
 }
 
-recordTests({ name: 'memory', create: async () => memoryStorage(), destroy: async () => {} });
+recordTests(memoryStorageFactory());
 recordTests(fsStorageFactory('fs'));
 recordTests(fsStorageFactory('fs, compacting often', 2048));
 

@@ -104,6 +104,25 @@ class DueQueue {
 
 const directoryKey = (accountId: string, directoryId: string | null) => `${accountId}\u0000${directoryId ?? ''}`;
 
+/** Some tables of a memory store, by id, as the store holds them: read them, never change them. */
+export interface MemoryTables {
+  readonly webhooks: ReadonlyMap<string, WebhookRecord>;
+  readonly events: ReadonlyMap<string, EventRecord>;
+  readonly deliveries: ReadonlyMap<string, DeliveryRecord>;
+}
+
+/**
+ * Each store's tables, for the conformance suite's back-channel: a memory store keeps no other copy
+ * of its data to read past its methods. Internal: `adapters/memory/index.ts` does not re-export
+ * `memoryTablesOf`, so the package's users cannot reach a store's rows.
+ */
+const tablesOf = new WeakMap<Storage, MemoryTables>();
+
+/** The tables of `storage`, a store `memoryStorage` made; `undefined` for any other. */
+export function memoryTablesOf(storage: Storage): MemoryTables | undefined {
+  return tablesOf.get(storage);
+}
+
 /**
  * Keeps every record in process memory: the default, for tests and demos. Nothing survives a
  * restart. Records are copied in and out, so a caller that mutates a result changes nothing stored.
@@ -152,7 +171,7 @@ export function memoryStorage(): Storage {
     return created.map((delivery) => structuredClone(delivery));
   }
 
-  return {
+  const storage: Storage = {
     async insertWebhook(webhook) {
       webhooks.insert({ ...webhook });
     },
@@ -292,4 +311,6 @@ export function memoryStorage(): Storage {
       return false;
     },
   };
+  tablesOf.set(storage, { webhooks: webhooks.rows, events: events.rows, deliveries: deliveries.rows });
+  return storage;
 }

@@ -146,7 +146,7 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
 
   if (factory.reopen) {
     const reopen = factory.reopen;
-    test('agreements: records, updates and their events survive a reopen', withStorage(factory, async (storage, swap) => {
+    test('agreements: records, updates and their events survive a reopen', withStorage(factory, async (storage, { swap }) => {
       const agreement = agreementRecord();
       const created = eventFor(agreement, 'agreement-created');
       await storage.insertAgreement(agreement, [created]);

@@ -77,7 +77,7 @@ export function attachmentStorageTests(test: Test, factory: StorageFactory): voi
 
   if (factory.reopen) {
     const reopen = factory.reopen;
-    test('attachments: records and deletions survive a reopen', withStorage(factory, async (storage, swap) => {
+    test('attachments: records and deletions survive a reopen', withStorage(factory, async (storage, { swap }) => {
       const kept = attachmentRecord({ name: 'Ünïcødé.txt', mime: 'text/plain; charset=utf-8' });
       const removed = attachmentRecord();
       await storage.insertAttachment(kept);

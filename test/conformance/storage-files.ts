@@ -78,7 +78,7 @@ export function fileStorageTests(test: Test, factory: StorageFactory): void {
 
   if (factory.reopen) {
     const reopen = factory.reopen;
-    test('files: entries, listings and deletions survive a reopen', withStorage(factory, async (storage, swap) => {
+    test('files: entries, listings and deletions survive a reopen', withStorage(factory, async (storage, { swap }) => {
       const directory = directoryRecord();
       const kept = fileRecord({ directoryId: directory.id });
       const removed = fileRecord({ directoryId: directory.id });

@@ -29,7 +29,7 @@ const claim = (storage: Storage, now: number, limit = 10, owner = 'worker-1', le
   storage.claimDeliveries({ now: at(now), leaseUntil: at(now + lease), limit, owner });
 
 export function outboxStorageTests(test: Test, factory: StorageFactory): void {
-  test('outbox: publishEvents makes one pending delivery per webhook of the same account and type', withStorage(factory, async (storage) => {
+  test('outbox: publishEvents makes one pending delivery per webhook of the same account and type', withStorage(factory, async (storage, { db }) => {
     const first = webhookRecord();
     const second = webhookRecord({ url: 'https://second.example/hook' });
     const otherType = webhookRecord({ type: 'agreement-signed' });
@@ -53,7 +53,9 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
         leaseUntil: null,
       });
       assert.equal(await storage.getDelivery('acct_a', delivery.id), delivery);
+      assert.equal(await db.delivery(delivery.id), delivery, 'stored as returned');
     }
+    assert.equal(await db.event(event.id), event);
     assert.is.not(deliveries[0]!.id, deliveries[1]!.id);
     assert.equal(await storage.listDeliveries('acct_a', otherType.id), []);
     assert.equal(await storage.listDeliveries('acct_b', otherAccount.id), []);
@@ -93,7 +95,7 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     assert.equal(await storage.listDeliveries('acct_a', webhook.id), []);
   }));
 
-  test('outbox: a due delivery whose webhook is gone is cancelled, not claimed', withStorage(factory, async (storage) => {
+  test('outbox: a due delivery whose webhook is gone is cancelled, not claimed', withStorage(factory, async (storage, { db }) => {
     const [delivery] = await published(storage, 1);
     await storage.deleteWebhook('acct_a', delivery!.webhookId);
     // Made pending again after its webhook went: the one way a webhook-less delivery can be due.
@@ -101,10 +103,11 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     assert.equal(await claim(storage, 10), []);
     const after = (await storage.getDelivery('acct_a', delivery!.id))!;
     assert.is(after.status, 'cancelled');
+    assert.equal(await db.delivery(delivery!.id), after);
     assert.equal(await claim(storage, 20), []);
   }));
 
-  test('outbox: a claim cancels the webhook-less deliveries it passes on its way to the limit, and leaves later ones', withStorage(factory, async (storage) => {
+  test('outbox: a claim cancels the webhook-less deliveries it passes on its way to the limit, and leaves later ones', withStorage(factory, async (storage, { db }) => {
     const kept = webhookRecord();
     const doomed = webhookRecord({ type: 'agreement-signed' });
     await storage.insertWebhook(kept);
@@ -117,7 +120,7 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     await storage.deleteWebhook('acct_a', doomed.id);
     await storage.redeliver('acct_a', d10!.id, at(10));
     await storage.redeliver('acct_a', d30!.id, at(30));
-    const statusOf = async (delivery: DeliveryRecord) => (await storage.getDelivery('acct_a', delivery.id))!.status;
+    const statusOf = async (delivery: DeliveryRecord) => (await db.delivery(delivery.id))!.status;
 
     assert.equal((await claim(storage, 100, 2)).map((c) => c.delivery.id), [k0!.id, k20!.id]);
     assert.is(await statusOf(d10!), 'cancelled', 'passed before the limit was reached');
@@ -148,7 +151,7 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     assert.is(await storage.getDelivery('acct_a', 'whd_unknown'), null);
   }));
 
-  test('outbox: claim takes only due deliveries, oldest due first, up to the limit, with event and webhook', withStorage(factory, async (storage) => {
+  test('outbox: claim takes only due deliveries, oldest due first, up to the limit, with event and webhook', withStorage(factory, async (storage, { db }) => {
     const deliveries = await published(storage, 5, 10); // due at 0, 10, 20, 30, 40
     const claimed = await claim(storage, 25, 2);
     assert.equal(claimed.map((c) => c.delivery.id), [deliveries[0]!.id, deliveries[1]!.id]);
@@ -160,6 +163,7 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     assert.is(first!.webhook.secret, webhookRecord().secret);
     const stored = (await storage.getDelivery('acct_a', deliveries[0]!.id))!;
     assert.equal([stored.leaseOwner, stored.leaseUntil, stored.status], ['worker-1', at(85), 'pending']);
+    assert.equal(await db.delivery(deliveries[0]!.id), stored, 'the lease is stored');
     const rest = await claim(storage, 25, 10);
     assert.equal(rest.map((c) => c.delivery.id), [deliveries[2]!.id], 'leased ones and ones not yet due stay out');
     assert.equal(await claim(storage, 25, 10), []);
@@ -170,7 +174,7 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     assert.equal((await claim(storage, 0)).map((c) => c.delivery.id), [delivery!.id]);
   }));
 
-  test('outbox: concurrent claims never hand out the same delivery', withStorage(factory, async (storage) => {
+  test('outbox: concurrent claims never hand out the same delivery', withStorage(factory, async (storage, { db }) => {
     const deliveries = await published(storage, 20);
     const claims = await Promise.all(Array.from({ length: 8 }, (_, i) => claim(storage, 100, 4, `worker-${i}`)));
     const ids = claims.flat().map((c) => c.delivery.id);
@@ -179,6 +183,7 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     for (const [i, batch] of claims.entries()) {
       for (const { delivery } of batch) {
         assert.is((await storage.getDelivery('acct_a', delivery.id))!.leaseOwner, `worker-${i}`);
+        assert.is((await db.delivery(delivery.id))!.leaseOwner, `worker-${i}`);
       }
     }
     assert.equal(ids.sort(), deliveries.map((d) => d.id).sort());
@@ -195,7 +200,7 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     assert.is(await storage.recordAttempt(delivery!.id, 'worker-2', attempt(200, 71), { status: 'succeeded', nextAttemptAt: null }), true);
   }));
 
-  test('outbox: recordAttempt appends the attempt, sets the outcome and releases the lease', withStorage(factory, async (storage) => {
+  test('outbox: recordAttempt appends the attempt, sets the outcome and releases the lease', withStorage(factory, async (storage, { db }) => {
     const [delivery] = await published(storage, 1);
     await claim(storage, 0);
     const failed = attempt(null, 1);
@@ -205,16 +210,18 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       [stored.status, stored.nextAttemptAt, stored.leaseOwner, stored.leaseUntil, stored.attempts],
       ['pending', at(6), null, null, [failed]],
     );
+    assert.equal(await db.delivery(delivery!.id), stored);
     assert.equal(await claim(storage, 5), [], 'not due before its next attempt');
     await claim(storage, 6);
     const succeeded = attempt(204, 7);
     assert.is(await storage.recordAttempt(delivery!.id, 'worker-1', succeeded, { status: 'succeeded', nextAttemptAt: null }), true);
     stored = (await storage.getDelivery('acct_a', delivery!.id))!;
     assert.equal([stored.status, stored.nextAttemptAt, stored.attempts], ['succeeded', null, [failed, succeeded]]);
+    assert.equal(await db.delivery(delivery!.id), stored);
     assert.equal(await claim(storage, 1000), [], 'a finished delivery is never claimed');
   }));
 
-  test('outbox: recordAttempt is refused for another owner, an unclaimed delivery, or an unknown id', withStorage(factory, async (storage) => {
+  test('outbox: recordAttempt is refused for another owner, an unclaimed delivery, or an unknown id', withStorage(factory, async (storage, { db }) => {
     const [delivery] = await published(storage, 1);
     const outcome = { status: 'succeeded' as const, nextAttemptAt: null };
     assert.is(await storage.recordAttempt(delivery!.id, 'worker-1', attempt(200), outcome), false, 'not claimed');
@@ -223,9 +230,11 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     assert.is(await storage.recordAttempt('whd_unknown', 'worker-1', attempt(200), outcome), false);
     const stored = (await storage.getDelivery('acct_a', delivery!.id))!;
     assert.equal([stored.status, stored.leaseOwner, stored.attempts], ['pending', 'worker-1', []]);
+    assert.equal(await db.delivery(delivery!.id), stored);
+    assert.is(await db.delivery('whd_unknown'), null);
   }));
 
-  test('outbox: deleting a webhook cancels its pending deliveries only; a call in flight cannot record after', withStorage(factory, async (storage) => {
+  test('outbox: deleting a webhook cancels its pending deliveries only; a call in flight cannot record after', withStorage(factory, async (storage, { db }) => {
     const webhook = webhookRecord();
     const kept = webhookRecord();
     await storage.insertWebhook(webhook);
@@ -245,26 +254,30 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     for (const id of [inFlight.id, waiting.id]) {
       const cancelled = (await storage.getDelivery('acct_a', id))!;
       assert.equal([cancelled.status, cancelled.nextAttemptAt], ['cancelled', null]);
+      assert.equal(await db.delivery(id), cancelled);
     }
+    assert.is((await db.delivery(done.id))!.status, 'succeeded');
     assert.is(await storage.recordAttempt(inFlight.id, 'worker-1', attempt(500), { status: 'pending', nextAttemptAt: at(5) }), false);
     const refused = (await storage.getDelivery('acct_a', inFlight.id))!;
     assert.equal([refused.status, refused.attempts], ['cancelled', []]);
+    assert.equal(await db.delivery(inFlight.id), refused);
     const other = await storage.listDeliveries('acct_a', kept.id);
     assert.equal(other.map((d) => [d.status, d.leaseOwner]), [['pending', null], ['pending', 'worker-1'], ['pending', 'worker-1']], 'the other webhook is untouched');
     const later = await claim(storage, 1000, 10, 'worker-3');
     assert.equal(later.map((c) => c.webhook.id), [kept.id, kept.id, kept.id], 'cancelled ones are never claimed; the other webhook\'s are');
   }));
 
-  test('outbox: deleting a webhook cancels a pending delivery that has no next attempt too', withStorage(factory, async (storage) => {
+  test('outbox: deleting a webhook cancels a pending delivery that has no next attempt too', withStorage(factory, async (storage, { db }) => {
     const [delivery] = await published(storage, 1);
     await claim(storage, 0);
     await storage.recordAttempt(delivery!.id, 'worker-1', attempt(500, 1), { status: 'pending', nextAttemptAt: null });
     assert.is(await storage.deleteWebhook('acct_a', delivery!.webhookId), true);
     const stored = (await storage.getDelivery('acct_a', delivery!.id))!;
     assert.equal([stored.status, stored.nextAttemptAt, stored.attempts.length], ['cancelled', null, 1]);
+    assert.equal(await db.delivery(delivery!.id), stored);
   }));
 
-  test('outbox: redeliver makes a finished delivery pending again, attempts kept, lease dropped', withStorage(factory, async (storage) => {
+  test('outbox: redeliver makes a finished delivery pending again, attempts kept, lease dropped', withStorage(factory, async (storage, { db }) => {
     const [delivery] = await published(storage, 1);
     await claim(storage, 0);
     const gone = attempt(410, 1);
@@ -276,6 +289,7 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       ['pending', at(500), [gone], null, null],
     );
     assert.equal(await storage.getDelivery('acct_a', delivery!.id), again);
+    assert.equal(await db.delivery(delivery!.id), again);
     assert.equal(await claim(storage, 499), []);
     assert.equal((await claim(storage, 500)).map((c) => c.delivery.id), [delivery!.id]);
     assert.is(await storage.redeliver('acct_b', delivery!.id, at(500)), null);
@@ -346,7 +360,7 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
 
   if (factory.reopen) {
     const reopen = factory.reopen;
-    test('outbox: events, deliveries, attempts, leases and cancellations survive a reopen', withStorage(factory, async (storage, swap) => {
+    test('outbox: events, deliveries, attempts, leases and cancellations survive a reopen', withStorage(factory, async (storage, { swap, db }) => {
       const webhook = webhookRecord();
       const doomed = webhookRecord();
       await storage.insertWebhook(webhook);
@@ -366,6 +380,8 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       assert.equal(await reopened.getEvent('acct_a', event.id), event);
       const stored = (await reopened.getDelivery('acct_a', mine.id))!;
       assert.equal([stored.status, stored.nextAttemptAt, stored.attempts, stored.leaseOwner], ['pending', at(300), [failed], null]);
+      assert.equal(await db.delivery(mine.id), stored);
+      assert.is((await db.delivery(cancelled.id))!.status, 'cancelled');
       assert.is((await reopened.getDelivery('acct_a', cancelled.id))!.status, 'cancelled');
       assert.equal([(await reopened.getDelivery('acct_a', late!.id))!.leaseOwner], ['worker-2'], 'a lease is kept');
       assert.equal(await reopened.claimDeliveries({ now: at(10), leaseUntil: at(70), limit: 10, owner: 'worker-3' }), []);
