@@ -77,8 +77,6 @@ export interface Storage {
    * one atomic step. Resolves the deliveries created.
    */
   publishEvents(events: EventRecord[]): Promise<DeliveryRecord[]>;
-  /** The event, or `null` when absent in this account. */
-  getEvent(accountId: string, id: string): Promise<EventRecord | null>;
   /** The delivery, or `null` when absent in this account. */
   getDelivery(accountId: string, id: string): Promise<DeliveryRecord | null>;
   /** Every delivery of the webhook, newest first (by `createdAt`, then id). */

@@ -292,11 +292,6 @@ export function fsStorage(options: FsStorageOptions): Storage {
       await commit(changes);
       return deliveries.map(copyDelivery);
     },
-    async getEvent(accountId, id) {
-      await ready();
-      const row = state.owned('event', accountId, id);
-      return row === undefined ? null : readRecord<EventRecord>(row);
-    },
     async getDelivery(accountId, id) {
       await ready();
       const row = state.owned('delivery', accountId, id);

@@ -262,10 +262,6 @@ export function memoryStorage(): Storage {
     async publishEvents(batch) {
       return storeEvents(batch);
     },
-    async getEvent(accountId, id) {
-      const row = events.get(accountId, id);
-      return row && structuredClone(row);
-    },
     async getDelivery(accountId, id) {
       const row = deliveries.get(accountId, id);
       return row && structuredClone(row);

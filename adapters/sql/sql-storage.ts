@@ -138,7 +138,6 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
     },
 
     publishEvents: outbox.publishEvents,
-    getEvent: outbox.getEvent,
     getDelivery: outbox.getDelivery,
     listDeliveries: outbox.listDeliveries,
     claimDeliveries: outbox.claimDeliveries,

@@ -7,7 +7,7 @@ import { deliveryColumns, eventColumns, toDelivery, toEvent, toWebhook, webhookC
 
 export type OutboxMethods = Pick<
   Storage,
-  'publishEvents' | 'getEvent' | 'getDelivery' | 'listDeliveries' | 'claimDeliveries' | 'recordAttempt' | 'redeliver'
+  'publishEvents' | 'getDelivery' | 'listDeliveries' | 'claimDeliveries' | 'recordAttempt' | 'redeliver'
 >;
 
 export interface Outbox extends OutboxMethods {
@@ -37,7 +37,6 @@ export function createOutbox(db: Db, { table }: Names): Outbox {
   // Stores what newDelivery made; attempts and the lease start empty (the columns' defaults).
   const insertDeliveries = `INSERT INTO ${table('deliveries')} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at)
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[])`;
-  const selectEvent = `SELECT ${eventColumns()} FROM ${table('events')} WHERE account_id = $1::text AND id = $2::text`;
   const selectDelivery = `SELECT ${deliveryColumns()} FROM ${table('deliveries')} WHERE account_id = $1::text AND id = $2::text`;
   const selectDeliveries = `SELECT ${deliveryColumns()} FROM ${table('deliveries')}
     WHERE webhook_id = $2::text AND account_id = $1::text
@@ -120,10 +119,6 @@ export function createOutbox(db: Db, { table }: Names): Outbox {
     async publishEvents(batch) {
       if (batch.length === 0) return [];
       return db.transaction((tx) => storeEvents(tx, batch));
-    },
-    async getEvent(accountId, id) {
-      const [row] = await db.query(selectEvent, [accountId, id]);
-      return row === undefined ? null : toEvent(row);
     },
     async getDelivery(accountId, id) {
       const [row] = await db.query(selectDelivery, [accountId, id]);

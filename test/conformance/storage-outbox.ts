@@ -61,15 +61,15 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     assert.equal(await storage.listDeliveries('acct_b', otherAccount.id), []);
   }));
 
-  test('outbox: an event with no subscriber is stored all the same; getEvent is scoped to its account', withStorage(factory, async (storage) => {
+  test('outbox: an event with no subscriber is stored all the same, under its own account', withStorage(factory, async (storage, { db }) => {
     const event = eventRecord({ data: { nested: { list: [1, 'two', { three: 3 }], unicode: 'Grüße ✓' } } });
     assert.equal(await storage.publishEvents([event]), []);
-    assert.equal(await storage.getEvent('acct_a', event.id), event);
-    assert.is(await storage.getEvent('acct_b', event.id), null);
-    assert.is(await storage.getEvent('acct_a', 'evt_unknown'), null);
+    assert.equal(await db.event(event.id), event);
+    assert.is((await db.event(event.id))!.accountId, 'acct_a', 'stored under its own account');
+    assert.is(await db.event('evt_unknown'), null);
   }));
 
-  test('outbox: several events in one call each fan out; a batch with a known event id stores nothing', withStorage(factory, async (storage) => {
+  test('outbox: several events in one call each fan out; a batch with a known event id stores nothing', withStorage(factory, async (storage, { db }) => {
     const webhook = webhookRecord();
     await storage.insertWebhook(webhook);
     const one = eventRecord();
@@ -79,19 +79,19 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     let rejected = false;
     await storage.publishEvents([fresh, { ...one, data: { changed: true } }]).catch(() => (rejected = true));
     assert.ok(rejected, 'a duplicate event id rejects');
-    assert.is(await storage.getEvent('acct_a', fresh.id), null, 'the rest of the batch is not stored');
-    assert.equal((await storage.getEvent('acct_a', one.id))!.data, one.data);
+    assert.is(await db.event(fresh.id), null, 'the rest of the batch is not stored');
+    assert.equal((await db.event(one.id))!.data, one.data);
     assert.is((await storage.listDeliveries('acct_a', webhook.id)).length, 2);
   }));
 
-  test('outbox: a batch holding the same new event id twice stores nothing', withStorage(factory, async (storage) => {
+  test('outbox: a batch holding the same new event id twice stores nothing', withStorage(factory, async (storage, { db }) => {
     const webhook = webhookRecord();
     await storage.insertWebhook(webhook);
     const twice = eventRecord();
     let rejected = false;
     await storage.publishEvents([twice, { ...twice, data: { second: true } }]).catch(() => (rejected = true));
     assert.ok(rejected, 'a duplicate id within the batch rejects');
-    assert.is(await storage.getEvent('acct_a', twice.id), null);
+    assert.is(await db.event(twice.id), null);
     assert.equal(await storage.listDeliveries('acct_a', webhook.id), []);
   }));
 
@@ -158,7 +158,7 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     const [first] = claimed;
     assert.is(first!.delivery.leaseOwner, 'worker-1');
     assert.is(first!.delivery.leaseUntil, at(85));
-    assert.equal(first!.event, await storage.getEvent('acct_a', deliveries[0]!.eventId));
+    assert.equal(first!.event, await db.event(deliveries[0]!.eventId));
     assert.is(first!.webhook.id, deliveries[0]!.webhookId);
     assert.is(first!.webhook.secret, webhookRecord().secret);
     const stored = (await storage.getDelivery('acct_a', deliveries[0]!.id))!;
@@ -315,7 +315,7 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     assert.is((await storage.listDeliveries('acct_b', other.id)).length, 1);
   }));
 
-  test('outbox: returned deliveries and events are copies', withStorage(factory, async (storage) => {
+  test('outbox: returned deliveries and events are copies', withStorage(factory, async (storage, { db }) => {
     const [delivery] = await published(storage, 1);
     const read = (await storage.getDelivery('acct_a', delivery!.id))!;
     read.attempts.push(attempt(200));
@@ -325,7 +325,7 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     claimed!.delivery.attempts.push(attempt(500));
     const stored = (await storage.getDelivery('acct_a', delivery!.id))!;
     assert.equal([stored.status, stored.attempts], ['pending', []]);
-    assert.is(((await storage.getEvent('acct_a', delivery!.eventId))!.data as { customer: { name: string } }).customer.name, 'Ada Lovelace');
+    assert.is(((await db.event(delivery!.eventId))!.data as { customer: { name: string } }).customer.name, 'Ada Lovelace');
   }));
 
   test('outbox: a large outbox drains through many claims, each delivery once, in due order; retries come back in order', withStorage(factory, async (storage) => {
@@ -377,7 +377,7 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       await storage.claimDeliveries({ now: at(2), leaseUntil: at(62), limit: 10, owner: 'worker-2' });
 
       const reopened = await swap(reopen);
-      assert.equal(await reopened.getEvent('acct_a', event.id), event);
+      assert.equal(await db.event(event.id), event);
       const stored = (await reopened.getDelivery('acct_a', mine.id))!;
       assert.equal([stored.status, stored.nextAttemptAt, stored.attempts, stored.leaseOwner], ['pending', at(300), [failed], null]);
       assert.equal(await db.delivery(mine.id), stored);

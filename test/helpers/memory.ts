@@ -1,6 +1,7 @@
 import { memoryStorage } from '../../adapters/memory/index.js';
 import { memoryTablesOf } from '../../adapters/memory/memory-storage.js';
-import type { StorageFactory } from '../conformance/types.js';
+import type { Storage } from '../../src/ports.js';
+import type { StorageBackChannel, StorageFactory } from '../conformance/types.js';
 
 const copyOf = <T>(table: ReadonlyMap<string, T>, id: string): T | null => {
   const row = table.get(id);
@@ -8,22 +9,21 @@ const copyOf = <T>(table: ReadonlyMap<string, T>, id: string): T | null => {
 };
 
 /**
- * The conformance factory of the memory adapter. Its back-channel reads the store's own tables
- * through the adapter's internal handle (`memoryTablesOf`, not exported by the package): memory
- * holds no other copy of the data, so this is as close to the backing store as there is.
+ * The back-channel to `storage`, a memory store: it reads the store's own tables through the
+ * adapter's internal handle (`memoryTablesOf`, not exported by the package). Memory holds no other
+ * copy of the data, so this is as close to the backing store as there is.
  */
-export function memoryStorageFactory(): StorageFactory {
+export function memoryBackChannel(storage: Storage): StorageBackChannel {
+  const tables = memoryTablesOf(storage);
+  if (tables === undefined) throw new TypeError('memoryBackChannel: not a store memoryStorage() made');
   return {
-    name: 'memory',
-    create: async () => memoryStorage(),
-    destroy: async () => {},
-    db(storage) {
-      const tables = memoryTablesOf(storage)!;
-      return {
-        event: async (id) => copyOf(tables.events, id),
-        delivery: async (id) => copyOf(tables.deliveries, id),
-        webhook: async (id) => copyOf(tables.webhooks, id),
-      };
-    },
+    event: async (id) => copyOf(tables.events, id),
+    delivery: async (id) => copyOf(tables.deliveries, id),
+    webhook: async (id) => copyOf(tables.webhooks, id),
   };
+}
+
+/** The conformance factory of the memory adapter. */
+export function memoryStorageFactory(): StorageFactory {
+  return { name: 'memory', create: async () => memoryStorage(), destroy: async () => {}, db: memoryBackChannel };
 }
