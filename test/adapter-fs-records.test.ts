@@ -7,6 +7,7 @@ import * as assert from 'uvu/assert';
 import type { Storage } from '../src/ports.js';
 import type { AgreementRecord, DeliveryRecord } from '../src/records.js';
 import { T0, webhookRecord } from './conformance/fixtures.js';
+import { reopenable } from './conformance/reopen.js';
 import type { StorageFactory } from './conformance/types.js';
 import { withStorage } from './conformance/with-storage.js';
 import { fsStorageFactory } from './helpers/fs-dirs.js';
@@ -37,8 +38,6 @@ async function oneDelivery(storage: Storage, createdAt = T0) {
 
 function recordTests(factory: StorageFactory) {
   const test = suite(`Storage records (agreements, attachments, outbox): ${factory.name}`);
-  const reopen = factory.reopen;
-
   test('agreements: insert with events stores both and fans the events out', withStorage(factory, async (storage, { db }) => {
     const webhook = webhookRecord({ type: 'agreement-created' });
     await storage.insertWebhook(webhook);
@@ -257,32 +256,30 @@ function recordTests(factory: StorageFactory) {
     assert.equal((await storage.claimDeliveries({ now: T2, leaseUntil: T3, limit: 5, owner: 'w2' })).map((c) => c.delivery.id), [delivery.id]);
   }));
 
-  if (reopen) {
-    test('reopen keeps agreements, events, attachments, deliveries with their attempts and leases', withStorage(factory, async (storage, { swap, db }) => {
-      const { webhook, event, delivery } = await oneDelivery(storage);
-      const [leased] = await storage.publishEvents([eventRecord({ createdAt: T1 })]);
-      await storage.claimDeliveries({ now: T1, leaseUntil: T2, limit: 1, owner: 'w1' });
-      const attempt = { at: T1, statusCode: 500, error: null, durationMs: 9 };
-      assert.ok(await storage.recordAttempt(delivery.id, 'w1', attempt, { status: 'pending', nextAttemptAt: T3 }));
-      assert.equal((await storage.claimDeliveries({ now: T1, leaseUntil: T2, limit: 1, owner: 'w2' })).map((c) => c.delivery.id), [leased!.id]);
-      const agreement = agreementRecord();
-      await storage.insertAgreement(agreement, []);
-      const signed = await storage.updateAgreement('acct_a', agreement.id, (current) => signFirst(current));
-      const attachment = attachmentRecord();
-      await storage.insertAttachment(attachment);
-      const before = await Promise.all([storage.getDelivery('acct_a', delivery.id), storage.getDelivery('acct_a', leased!.id)]);
+  reopenable(test, factory)('reopen keeps agreements, events, attachments, deliveries with their attempts and leases', withStorage(factory, async (storage, { swap, db }) => {
+    const { webhook, event, delivery } = await oneDelivery(storage);
+    const [leased] = await storage.publishEvents([eventRecord({ createdAt: T1 })]);
+    await storage.claimDeliveries({ now: T1, leaseUntil: T2, limit: 1, owner: 'w1' });
+    const attempt = { at: T1, statusCode: 500, error: null, durationMs: 9 };
+    assert.ok(await storage.recordAttempt(delivery.id, 'w1', attempt, { status: 'pending', nextAttemptAt: T3 }));
+    assert.equal((await storage.claimDeliveries({ now: T1, leaseUntil: T2, limit: 1, owner: 'w2' })).map((c) => c.delivery.id), [leased!.id]);
+    const agreement = agreementRecord();
+    await storage.insertAgreement(agreement, []);
+    const signed = await storage.updateAgreement('acct_a', agreement.id, (current) => signFirst(current));
+    const attachment = attachmentRecord();
+    await storage.insertAttachment(attachment);
+    const before = await Promise.all([storage.getDelivery('acct_a', delivery.id), storage.getDelivery('acct_a', leased!.id)]);
 
-      const reopened = await swap(reopen);
-      assert.equal(await reopened.getAgreement('acct_a', agreement.id), signed);
-      assert.equal(await db.event(event.id), event);
-      assert.equal(await reopened.getAttachment('acct_a', attachment.id), attachment);
-      assert.equal(await Promise.all([reopened.getDelivery('acct_a', delivery.id), reopened.getDelivery('acct_a', leased!.id)]), before);
-      assert.equal((await reopened.listDeliveries('acct_a', webhook.id)).length, 2);
-      assert.equal(await reopened.claimDeliveries({ now: T1, leaseUntil: T3, limit: 5, owner: 'w3' }), [], 'one not due, one leased');
-      assert.is((await reopened.getDelivery('acct_a', leased!.id))!.leaseOwner, 'w2');
-      assert.ok(await reopened.isBlobReferenced(agreement.documents[0]!.id));
-    }));
-  }
+    const reopened = await swap();
+    assert.equal(await reopened.getAgreement('acct_a', agreement.id), signed);
+    assert.equal(await db.event(event.id), event);
+    assert.equal(await reopened.getAttachment('acct_a', attachment.id), attachment);
+    assert.equal(await Promise.all([reopened.getDelivery('acct_a', delivery.id), reopened.getDelivery('acct_a', leased!.id)]), before);
+    assert.equal((await reopened.listDeliveries('acct_a', webhook.id)).length, 2);
+    assert.equal(await reopened.claimDeliveries({ now: T1, leaseUntil: T3, limit: 5, owner: 'w3' }), [], 'one not due, one leased');
+    assert.is((await reopened.getDelivery('acct_a', leased!.id))!.leaseOwner, 'w2');
+    assert.ok(await reopened.isBlobReferenced(agreement.documents[0]!.id));
+  }));
 
   test.run();
 }

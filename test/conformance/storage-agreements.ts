@@ -4,6 +4,7 @@ import { newId } from '../../src/ids.js';
 import type { AgreementRecord, EventRecord } from '../../src/records.js';
 import type { StorageFactory } from './types.js';
 import { T0, agreementRecord, webhookRecord } from './fixtures.js';
+import { reopenable } from './reopen.js';
 import { withStorage } from './with-storage.js';
 
 function eventFor(agreement: AgreementRecord, type: string): EventRecord {
@@ -144,17 +145,14 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
     assert.is(await storage.isBlobReferenced(agreement.signers[0]!.id), false, 'a signer id names no blob');
   }));
 
-  if (factory.reopen) {
-    const reopen = factory.reopen;
-    test('agreements: records, updates and their events survive a reopen', withStorage(factory, async (storage, { swap, db }) => {
-      const agreement = agreementRecord();
-      const created = eventFor(agreement, 'agreement-created');
-      await storage.insertAgreement(agreement, [created]);
-      const updated = await storage.updateAgreement('acct_a', agreement.id, signOne(agreement.signers[2]!.id));
-      const reopened = await swap(reopen);
-      assert.equal(await reopened.getAgreement('acct_a', agreement.id), updated);
-      assert.equal(await db.event(created.id), created);
-      assert.is(await reopened.isBlobReferenced(agreement.documents[1]!.id), true);
-    }));
-  }
+  reopenable(test, factory)('agreements: records, updates and their events survive a reopen', withStorage(factory, async (storage, { swap, db }) => {
+    const agreement = agreementRecord();
+    const created = eventFor(agreement, 'agreement-created');
+    await storage.insertAgreement(agreement, [created]);
+    const updated = await storage.updateAgreement('acct_a', agreement.id, signOne(agreement.signers[2]!.id));
+    const reopened = await swap();
+    assert.equal(await reopened.getAgreement('acct_a', agreement.id), updated);
+    assert.equal(await db.event(created.id), created);
+    assert.is(await reopened.isBlobReferenced(agreement.documents[1]!.id), true);
+  }));
 }

@@ -4,6 +4,7 @@ import type { Storage } from '../../src/ports.js';
 import type { DeliveryAttempt, DeliveryRecord, EventRecord } from '../../src/records.js';
 import type { StorageFactory } from './types.js';
 import { T0, eventRecord, webhookRecord } from './fixtures.js';
+import { reopenable } from './reopen.js';
 import { withStorage } from './with-storage.js';
 
 /** T0 plus `seconds`, as ATOM. */
@@ -358,35 +359,32 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     assert.ok(retried.every((c) => c.delivery.attempts.length === 1));
   }));
 
-  if (factory.reopen) {
-    const reopen = factory.reopen;
-    test('outbox: events, deliveries, attempts, leases and cancellations survive a reopen', withStorage(factory, async (storage, { swap, db }) => {
-      const webhook = webhookRecord();
-      const doomed = webhookRecord();
-      await storage.insertWebhook(webhook);
-      await storage.insertWebhook(doomed);
-      const event: EventRecord = eventRecord();
-      const deliveries = await storage.publishEvents([event]);
-      const mine = deliveries.find((d) => d.webhookId === webhook.id)!;
-      const cancelled = deliveries.find((d) => d.webhookId === doomed.id)!;
-      await storage.claimDeliveries({ now: at(0), leaseUntil: at(60), limit: 10, owner: 'worker-1' });
-      const failed = attempt(503, 1);
-      await storage.recordAttempt(mine.id, 'worker-1', failed, { status: 'pending', nextAttemptAt: at(300) });
-      await storage.deleteWebhook('acct_a', doomed.id);
-      const [late] = await storage.publishEvents([eventRecord({ createdAt: at(2) })]);
-      await storage.claimDeliveries({ now: at(2), leaseUntil: at(62), limit: 10, owner: 'worker-2' });
+  reopenable(test, factory)('outbox: events, deliveries, attempts, leases and cancellations survive a reopen', withStorage(factory, async (storage, { swap, db }) => {
+    const webhook = webhookRecord();
+    const doomed = webhookRecord();
+    await storage.insertWebhook(webhook);
+    await storage.insertWebhook(doomed);
+    const event: EventRecord = eventRecord();
+    const deliveries = await storage.publishEvents([event]);
+    const mine = deliveries.find((d) => d.webhookId === webhook.id)!;
+    const cancelled = deliveries.find((d) => d.webhookId === doomed.id)!;
+    await storage.claimDeliveries({ now: at(0), leaseUntil: at(60), limit: 10, owner: 'worker-1' });
+    const failed = attempt(503, 1);
+    await storage.recordAttempt(mine.id, 'worker-1', failed, { status: 'pending', nextAttemptAt: at(300) });
+    await storage.deleteWebhook('acct_a', doomed.id);
+    const [late] = await storage.publishEvents([eventRecord({ createdAt: at(2) })]);
+    await storage.claimDeliveries({ now: at(2), leaseUntil: at(62), limit: 10, owner: 'worker-2' });
 
-      const reopened = await swap(reopen);
-      assert.equal(await db.event(event.id), event);
-      const stored = (await reopened.getDelivery('acct_a', mine.id))!;
-      assert.equal([stored.status, stored.nextAttemptAt, stored.attempts, stored.leaseOwner], ['pending', at(300), [failed], null]);
-      assert.equal(await db.delivery(mine.id), stored);
-      assert.is((await db.delivery(cancelled.id))!.status, 'cancelled');
-      assert.is((await reopened.getDelivery('acct_a', cancelled.id))!.status, 'cancelled');
-      assert.equal([(await reopened.getDelivery('acct_a', late!.id))!.leaseOwner], ['worker-2'], 'a lease is kept');
-      assert.equal(await reopened.claimDeliveries({ now: at(10), leaseUntil: at(70), limit: 10, owner: 'worker-3' }), []);
-      const expired = await reopened.claimDeliveries({ now: at(63), leaseUntil: at(123), limit: 10, owner: 'worker-3' });
-      assert.equal(expired.map((c) => c.delivery.id), [late!.id], 'and runs out after a restart like before');
-    }));
-  }
+    const reopened = await swap();
+    assert.equal(await db.event(event.id), event);
+    const stored = (await reopened.getDelivery('acct_a', mine.id))!;
+    assert.equal([stored.status, stored.nextAttemptAt, stored.attempts, stored.leaseOwner], ['pending', at(300), [failed], null]);
+    assert.equal(await db.delivery(mine.id), stored);
+    assert.is((await db.delivery(cancelled.id))!.status, 'cancelled');
+    assert.is((await reopened.getDelivery('acct_a', cancelled.id))!.status, 'cancelled');
+    assert.equal([(await reopened.getDelivery('acct_a', late!.id))!.leaseOwner], ['worker-2'], 'a lease is kept');
+    assert.equal(await reopened.claimDeliveries({ now: at(10), leaseUntil: at(70), limit: 10, owner: 'worker-3' }), []);
+    const expired = await reopened.claimDeliveries({ now: at(63), leaseUntil: at(123), limit: 10, owner: 'worker-3' });
+    assert.equal(expired.map((c) => c.delivery.id), [late!.id], 'and runs out after a restart like before');
+  }));
 }

@@ -2,6 +2,7 @@ import type { Test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { StorageFactory } from './types.js';
 import { webhookRecord } from './fixtures.js';
+import { reopenable } from './reopen.js';
 import { withStorage } from './with-storage.js';
 
 export function webhookStorageTests(test: Test, factory: StorageFactory): void {
@@ -62,19 +63,16 @@ export function webhookStorageTests(test: Test, factory: StorageFactory): void {
     assert.is(await storage.deleteWebhook('acct_a', record.id), false);
   }));
 
-  if (factory.reopen) {
-    const reopen = factory.reopen;
-    test('webhooks: records and deletions survive a reopen', withStorage(factory, async (storage, { swap, db }) => {
-      const kept = webhookRecord();
-      const removed = webhookRecord();
-      await storage.insertWebhook(kept);
-      await storage.insertWebhook(removed);
-      await storage.deleteWebhook('acct_a', removed.id);
-      const reopened = await swap(reopen);
-      assert.equal(await reopened.getWebhook('acct_a', kept.id), kept);
-      assert.is(await reopened.getWebhook('acct_a', removed.id), null);
-      assert.equal(await db.webhook(kept.id), kept);
-      assert.is(await db.webhook(removed.id), null);
-    }));
-  }
+  reopenable(test, factory)('webhooks: records and deletions survive a reopen', withStorage(factory, async (storage, { swap, db }) => {
+    const kept = webhookRecord();
+    const removed = webhookRecord();
+    await storage.insertWebhook(kept);
+    await storage.insertWebhook(removed);
+    await storage.deleteWebhook('acct_a', removed.id);
+    const reopened = await swap();
+    assert.equal(await reopened.getWebhook('acct_a', kept.id), kept);
+    assert.is(await reopened.getWebhook('acct_a', removed.id), null);
+    assert.equal(await db.webhook(kept.id), kept);
+    assert.is(await db.webhook(removed.id), null);
+  }));
 }
