@@ -85,7 +85,8 @@ export interface Storage {
    * Leases up to `limit` pending deliveries that are due (`nextAttemptAt <= now`) and not leased
    * (no lease, or one that ended before `now`), oldest due first, to `owner` until `leaseUntil`,
    * in one atomic step: two concurrent claims never return the same delivery. A due delivery whose
-   * webhook no longer exists is cancelled instead of returned.
+   * webhook no longer exists, met before `limit` are leased, is cancelled instead of returned and
+   * does not count toward `limit` (`planClaim` in `domain/deliveries.ts`).
    */
   claimDeliveries(claim: { now: string; leaseUntil: string; limit: number; owner: string }): Promise<ClaimedDelivery[]>;
   /**
