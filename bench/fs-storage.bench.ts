@@ -15,12 +15,12 @@ import { fsStorage } from '../adapters/fs/index.js';
 import { memoryStorage } from '../adapters/memory/index.js';
 import type { Storage } from '../src/index.js';
 import { directoryRecord, fileRecord } from '../test/conformance/fixtures.js';
-import { eventRecord } from '../test/helpers/record-fixtures.js';
+import { agreementRecord } from '../test/helpers/record-fixtures.js';
 import { benchId } from './support/records.js';
 
 const TOTAL = 100_000;
 const DIRECTORY_SIZE = 10_000;
-const EVENTS = 10_000;
+const AGREEMENTS = 10_000;
 const IN_FLIGHT = 256;
 
 /**
@@ -72,16 +72,18 @@ const micros = (ms: number, count: number) => `${((ms / count) * 1000).toFixed(1
 const rows: [string, string, string][] = [];
 const report = (what: string, measured: string, baseline: string) => rows.push([what, measured, baseline]);
 
-/** Fills a store: a directory of 10,000 entries, events read back from the log, and entries elsewhere up to 100,000. */
+/** Fills a store: a directory of 10,000 entries, agreements read back from the log, and entries elsewhere up to 100,000. */
 async function fill(storage: Storage, onDirectoryFull?: () => Promise<void>) {
   const directory = directoryRecord();
   await storage.insertFileEntry(directory);
   await writeMany(DIRECTORY_SIZE, IN_FLIGHT, (i) => storage.insertFileEntry(fileRecord({ directoryId: directory.id, name: `file-${i}.pdf` })));
   await onDirectoryFull?.();
-  const events = Array.from({ length: EVENTS }, () => eventRecord({ data: { customer: { id: benchId('tck'), note: 'x'.repeat(200) } } }));
-  await writeMany(EVENTS, IN_FLIGHT, (i) => storage.publishEvents([events[i]!]));
-  await writeMany(TOTAL - DIRECTORY_SIZE - EVENTS - 1, IN_FLIGHT, (i) => storage.insertFileEntry(fileRecord({ name: `root-${i}.txt` })));
-  return { directory, events };
+import { fsStorage } from '../adapters/fs/index.js';
+import { memoryStorage } from '../adapters/memory/index.js';
+import type { Storage } from '../src/index.js';
+import { directoryRecord, fileRecord } from '../test/conformance/fixtures.js';
+import { agreementRecord } from '../test/helpers/record-fixtures.js';
+import { benchId } from './support/records.js';
 }
 
 async function listTime(storage: Storage, accountId: string, directoryId: string, rounds = 20) {
@@ -130,7 +132,7 @@ try {
       listSmall = await listTime(storage, 'acct_a', (await storage.listFileEntries('acct_a', null))[0]!.id);
     }),
   );
-  const { directory, events } = filled.result;
+  const { directory, agreements } = filled.result;
   const reference = memoryStorage();
   const memoryFilled = await time(() => fill(reference));
   report(`write ${TOTAL.toLocaleString('en')} records, ${IN_FLIGHT} in flight`, perSecond(TOTAL, filled.ms), `memory ${perSecond(TOTAL, memoryFilled.ms)}`);
@@ -148,10 +150,10 @@ try {
   const getEntryMemory = await getTime((id) => reference.getFileEntry('acct_a', id), memoryEntryIds);
   report('get a file entry by id (held in memory)', micros(getEntry, entryIds.length), `memory ${micros(getEntryMemory, memoryEntryIds.length)}`);
 
-  const eventIds = events.map((event) => event.id);
-  const getEvent = await getTime((id) => storage.getEvent('acct_a', id), eventIds);
-  const getEventMemory = await getTime((id) => reference.getEvent('acct_a', id), memoryFilled.result.events.map((event) => event.id));
-  report('get an event by id (read from the log)', micros(getEvent, eventIds.length), `memory ${micros(getEventMemory, eventIds.length)}`);
+  const agreementIds = agreements.map((agreement) => agreement.id);
+  const getAgreement = await getTime((id) => storage.getAgreement('acct_a', id), agreementIds);
+  const getAgreementMemory = await getTime((id) => reference.getAgreement('acct_a', id), memoryFilled.result.agreements.map((agreement) => agreement.id));
+  report('get an agreement by id (read from the log)', micros(getAgreement, agreementIds.length), `memory ${micros(getAgreementMemory, agreementIds.length)}`);
   await storage.close!();
 
   const log = path.join(dir, 'store', 'records.log');

@@ -70,8 +70,6 @@ export interface Storage {
    * one atomic step. Resolves the deliveries created.
    */
   publishEvents(events: EventRecord[]): Promise<DeliveryRecord[]>;
-  /** The event, or `null` when absent in this account. */
-  getEvent(accountId: string, id: string): Promise<EventRecord | null>;
   /** The delivery, or `null` when absent in this account. */
   getDelivery(accountId: string, id: string): Promise<DeliveryRecord | null>;
   /** Every delivery of the webhook, newest first (by `createdAt`, then id). */
@@ -80,7 +78,8 @@ export interface Storage {
    * Leases up to `limit` pending deliveries that are due (`nextAttemptAt <= now`) and not leased
    * (no lease, or one that ended before `now`), oldest due first, to `owner` until `leaseUntil`,
    * in one atomic step: two concurrent claims never return the same delivery. A due delivery whose
-   * webhook no longer exists is cancelled instead of returned.
+   * webhook no longer exists, met before `limit` are leased, is cancelled instead of returned and
+   * does not count toward `limit` (`planClaim` in `domain/deliveries.ts`).
    */
   claimDeliveries(claim: { now: string; leaseUntil: string; limit: number; owner: string }): Promise<ClaimedDelivery[]>;
   /**

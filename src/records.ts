@@ -1,5 +1,3 @@
-import { newId } from './shared/ids.js';
-
 /**
  * The records the portal keeps. Every stored record carries the `accountId` it belongs to; the
  * public shapes (what the API and the programmatic methods return) leave it out.
@@ -124,25 +122,6 @@ export interface ClaimedDelivery {
   delivery: DeliveryRecord;
   event: EventRecord;
   webhook: WebhookRecord;
-}
-
-/**
- * The delivery `Storage.publishEvents` makes for `event` to the webhook `webhookId`: pending, due when
- * the event happened, no attempts, no lease. One rule for every adapter.
- */
-export function newDelivery(event: EventRecord, webhookId: string): DeliveryRecord {
-  return {
-    id: newId('whd'),
-    accountId: event.accountId,
-    webhookId,
-    eventId: event.id,
-    status: 'pending',
-    attempts: [],
-    nextAttemptAt: event.createdAt,
-    createdAt: event.createdAt,
-    leaseOwner: null,
-    leaseUntil: null,
-  };
 }
 
 /** Strips the account from a stored record, giving the shape the API returns. */

@@ -4,13 +4,14 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { memoryStorage } from '../adapters/memory/index.js';
 import type { Storage } from '../src/ports.js';
 import type { AgreementRecord, DeliveryRecord } from '../src/records.js';
 import { T0, webhookRecord } from './conformance/fixtures.js';
+import { reopenable } from './conformance/reopen.js';
 import type { StorageFactory } from './conformance/types.js';
 import { withStorage } from './conformance/with-storage.js';
 import { fsStorageFactory } from './helpers/fs-dirs.js';
+import { memoryStorageFactory } from './helpers/memory.js';
 import { agreementRecord, attachmentRecord, eventRecord, rejection } from './helpers/record-fixtures.js';
 
 const T1 = '2026-01-01T00:01:00+00:00';
@@ -37,9 +38,7 @@ async function oneDelivery(storage: Storage, createdAt = T0) {
 
 function recordTests(factory: StorageFactory) {
   const test = suite(`Storage records (agreements, attachments, outbox): ${factory.name}`);
-  const reopen = factory.reopen;
-
-  test('agreements: insert with events stores both and fans the events out', withStorage(factory, async (storage) => {
+  test('agreements: insert with events stores both and fans the events out', withStorage(factory, async (storage, { db }) => {
     const webhook = webhookRecord({ type: 'agreement-created' });
     await storage.insertWebhook(webhook);
     const agreement = agreementRecord();
@@ -47,7 +46,7 @@ function recordTests(factory: StorageFactory) {
     await storage.insertAgreement(agreement, [event]);
     assert.equal(await storage.getAgreement('acct_a', agreement.id), agreement);
     assert.is(await storage.getAgreement('acct_b', agreement.id), null);
-    assert.equal(await storage.getEvent('acct_a', event.id), event);
+    assert.equal(await db.event(event.id), event);
     const [delivery, ...rest] = await storage.listDeliveries('acct_a', webhook.id);
     assert.equal(rest, []);
     assert.is(delivery!.eventId, event.id);
@@ -65,7 +64,7 @@ function recordTests(factory: StorageFactory) {
     assert.is(await storage.getAgreement('acct_a', second.id), null);
   }));
 
-  test('agreements: update applies the change, stores its events, resolves the stored agreement', withStorage(factory, async (storage) => {
+  test('agreements: update applies the change, stores its events, resolves the stored agreement', withStorage(factory, async (storage, { db }) => {
     const agreement = agreementRecord();
     await storage.insertAgreement(agreement, []);
     let events: ReturnType<typeof signFirst>['events'] = [];
@@ -77,7 +76,7 @@ function recordTests(factory: StorageFactory) {
     });
     assert.is(stored!.status, 'signed');
     assert.equal(await storage.getAgreement('acct_a', agreement.id), stored);
-    assert.equal(await storage.getEvent('acct_a', events[0]!.id), events[0]);
+    assert.equal(await db.event(events[0]!.id), events[0]);
   }));
 
   test('agreements: update of an absent agreement, or of another account, is null without calling change', withStorage(factory, async (storage) => {
@@ -149,7 +148,7 @@ function recordTests(factory: StorageFactory) {
     assert.not.ok(await storage.isBlobReferenced(attachment.id));
   }));
 
-  test('outbox: publish makes one pending delivery per webhook of the account and type', withStorage(factory, async (storage) => {
+  test('outbox: publish makes one pending delivery per webhook of the account and type', withStorage(factory, async (storage, { db }) => {
     const match = webhookRecord();
     const otherType = webhookRecord({ type: 'agreement-signed' });
     const otherAccount = webhookRecord({ accountId: 'acct_b' });
@@ -165,18 +164,18 @@ function recordTests(factory: StorageFactory) {
     });
     assert.equal(await storage.getDelivery('acct_a', delivery.id), delivery);
     assert.is(await storage.getDelivery('acct_b', delivery.id), null);
-    assert.equal(await storage.getEvent('acct_a', event.id), event);
+    assert.equal(await db.event(event.id), event);
     assert.equal(await storage.listDeliveries('acct_a', otherType.id), []);
   }));
 
-  test('outbox: a batch holding an event already stored rejects and stores nothing', withStorage(factory, async (storage) => {
+  test('outbox: a batch holding an event already stored rejects and stores nothing', withStorage(factory, async (storage, { db }) => {
     const webhook = webhookRecord();
     await storage.insertWebhook(webhook);
     const stored = eventRecord();
     await storage.publishEvents([stored]);
     const fresh = eventRecord();
     await rejection(storage.publishEvents([fresh, stored]));
-    assert.is(await storage.getEvent('acct_a', fresh.id), null);
+    assert.is(await db.event(fresh.id), null);
     assert.is((await storage.listDeliveries('acct_a', webhook.id)).length, 1);
   }));
 
@@ -257,37 +256,35 @@ function recordTests(factory: StorageFactory) {
     assert.equal((await storage.claimDeliveries({ now: T2, leaseUntil: T3, limit: 5, owner: 'w2' })).map((c) => c.delivery.id), [delivery.id]);
   }));
 
-  if (reopen) {
-    test('reopen keeps agreements, events, attachments, deliveries with their attempts and leases', withStorage(factory, async (storage, swap) => {
-      const { webhook, event, delivery } = await oneDelivery(storage);
-      const [leased] = await storage.publishEvents([eventRecord({ createdAt: T1 })]);
-      await storage.claimDeliveries({ now: T1, leaseUntil: T2, limit: 1, owner: 'w1' });
-      const attempt = { at: T1, statusCode: 500, error: null, durationMs: 9 };
-      assert.ok(await storage.recordAttempt(delivery.id, 'w1', attempt, { status: 'pending', nextAttemptAt: T3 }));
-      assert.equal((await storage.claimDeliveries({ now: T1, leaseUntil: T2, limit: 1, owner: 'w2' })).map((c) => c.delivery.id), [leased!.id]);
-      const agreement = agreementRecord();
-      await storage.insertAgreement(agreement, []);
-      const signed = await storage.updateAgreement('acct_a', agreement.id, (current) => signFirst(current));
-      const attachment = attachmentRecord();
-      await storage.insertAttachment(attachment);
-      const before = await Promise.all([storage.getDelivery('acct_a', delivery.id), storage.getDelivery('acct_a', leased!.id)]);
+  reopenable(test, factory)('reopen keeps agreements, events, attachments, deliveries with their attempts and leases', withStorage(factory, async (storage, { swap, db }) => {
+    const { webhook, event, delivery } = await oneDelivery(storage);
+    const [leased] = await storage.publishEvents([eventRecord({ createdAt: T1 })]);
+    await storage.claimDeliveries({ now: T1, leaseUntil: T2, limit: 1, owner: 'w1' });
+    const attempt = { at: T1, statusCode: 500, error: null, durationMs: 9 };
+    assert.ok(await storage.recordAttempt(delivery.id, 'w1', attempt, { status: 'pending', nextAttemptAt: T3 }));
+    assert.equal((await storage.claimDeliveries({ now: T1, leaseUntil: T2, limit: 1, owner: 'w2' })).map((c) => c.delivery.id), [leased!.id]);
+    const agreement = agreementRecord();
+    await storage.insertAgreement(agreement, []);
+    const signed = await storage.updateAgreement('acct_a', agreement.id, (current) => signFirst(current));
+    const attachment = attachmentRecord();
+    await storage.insertAttachment(attachment);
+    const before = await Promise.all([storage.getDelivery('acct_a', delivery.id), storage.getDelivery('acct_a', leased!.id)]);
 
-      const reopened = await swap(reopen);
-      assert.equal(await reopened.getAgreement('acct_a', agreement.id), signed);
-      assert.equal(await reopened.getEvent('acct_a', event.id), event);
-      assert.equal(await reopened.getAttachment('acct_a', attachment.id), attachment);
-      assert.equal(await Promise.all([reopened.getDelivery('acct_a', delivery.id), reopened.getDelivery('acct_a', leased!.id)]), before);
-      assert.equal((await reopened.listDeliveries('acct_a', webhook.id)).length, 2);
-      assert.equal(await reopened.claimDeliveries({ now: T1, leaseUntil: T3, limit: 5, owner: 'w3' }), [], 'one not due, one leased');
-      assert.is((await reopened.getDelivery('acct_a', leased!.id))!.leaseOwner, 'w2');
-      assert.ok(await reopened.isBlobReferenced(agreement.documents[0]!.id));
-    }));
-  }
+    const reopened = await swap();
+    assert.equal(await reopened.getAgreement('acct_a', agreement.id), signed);
+    assert.equal(await db.event(event.id), event);
+    assert.equal(await reopened.getAttachment('acct_a', attachment.id), attachment);
+    assert.equal(await Promise.all([reopened.getDelivery('acct_a', delivery.id), reopened.getDelivery('acct_a', leased!.id)]), before);
+    assert.equal((await reopened.listDeliveries('acct_a', webhook.id)).length, 2);
+    assert.equal(await reopened.claimDeliveries({ now: T1, leaseUntil: T3, limit: 5, owner: 'w3' }), [], 'one not due, one leased');
+    assert.is((await reopened.getDelivery('acct_a', leased!.id))!.leaseOwner, 'w2');
+    assert.ok(await reopened.isBlobReferenced(agreement.documents[0]!.id));
+  }));
 
   test.run();
 }
 
-recordTests({ name: 'memory', create: async () => memoryStorage(), destroy: async () => {} });
+recordTests(memoryStorageFactory());
 recordTests(fsStorageFactory('fs'));
 recordTests(fsStorageFactory('fs, compacting often', 2048));
 
@@ -303,22 +300,22 @@ fsOnly('a delivery redelivered after its webhook was deleted is cancelled by the
 }));
 
 // The memory adapter stores the first of two events with one id in a batch before it rejects.
-fsOnly('a batch with the same event twice rejects and stores nothing', withStorage(factory, async (storage) => {
+fsOnly('a batch with the same event twice rejects and stores nothing', withStorage(factory, async (storage, { db }) => {
   const webhook = webhookRecord();
   await storage.insertWebhook(webhook);
   const event = eventRecord();
   await rejection(storage.publishEvents([event, { ...event }]));
-  assert.is(await storage.getEvent('acct_a', event.id), null);
+  assert.is(await db.event(event.id), null);
   assert.equal(await storage.listDeliveries('acct_a', webhook.id), []);
 }));
 
-fsOnly('event data that JSON cannot hold rejects the whole batch and stores nothing', withStorage(factory, async (storage) => {
+fsOnly('event data that JSON cannot hold rejects the whole batch and stores nothing', withStorage(factory, async (storage, { db }) => {
   await storage.insertWebhook(webhookRecord());
   const fine = eventRecord();
   const broken = eventRecord({ data: { amount: 10n } });
   const error = await rejection(storage.publishEvents([fine, broken]));
   assert.instance(error, TypeError);
-  assert.is(await storage.getEvent('acct_a', fine.id), null);
+  assert.is(await db.event(fine.id), null);
   const [delivery] = await storage.publishEvents([eventRecord()]);
   assert.is((delivery as DeliveryRecord).status, 'pending', 'the store still writes');
 }));

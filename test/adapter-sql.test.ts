@@ -4,6 +4,7 @@ import { storageSuite } from './conformance/storage.js';
 import { connectPostgres, dropRunSchemas, openPglite, sqlBlobsFactory, sqlStorageFactory } from './helpers/sql.js';
 import { blobTests } from './sql/blobs.js';
 import { concurrencyTests } from './sql/concurrency.js';
+import { skipping } from './helpers/skip.js';
 import type { SqlBackend } from './sql/context.js';
 import { noDriverTests } from './sql/no-drivers.js';
 import { outboxTests } from './sql/outbox.js';
@@ -28,7 +29,8 @@ for (const backend of backends) {
   outboxTests(test, backend);
   blobTests(test, backend);
   setupTests(test, backend);
-  if (backend.pool) concurrencyTests(test);
+  const reason = `sql adapter (${backend.name}): these run on the PostgreSQL server only, with pg pools and clients of their own`;
+  concurrencyTests(backend.pool ? test : skipping(test, reason));
   test.run();
 }
 

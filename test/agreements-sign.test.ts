@@ -4,6 +4,7 @@ import { memoryBlobs, memoryStorage, memoryTransport } from '../adapters/memory/
 import type { Agreement, Storage } from '../src/index.js';
 import { createAgreementService } from '../src/domain/agreements.js';
 import { json, rejects, startPortal, type TestPortal } from './helpers/server.js';
+import { memoryBackChannel } from './helpers/memory.js';
 import { NEVER, waitFor } from './helpers/webhooks.js';
 import { PNG_SIGNATURE, dataUrl, documentBytes, pngBytes, sha256, signer, validFormData } from './helpers/agreements.js';
 
@@ -20,10 +21,11 @@ async function setup() {
   return { app, storage, agreement, setNow: (date: string) => (now = new Date(date)) };
 }
 
-/** The events of an account of a type, found through a webhook of that type (its deliveries name them). */
+/** The events of an account of a type, found through a webhook of that type (its deliveries name them), as stored. */
 async function eventsOf(app: TestPortal, storage: Storage, webhookId: string) {
   const deliveries = await storage.listDeliveries('acct_a', webhookId);
-  return Promise.all(deliveries.map((delivery) => storage.getEvent('acct_a', delivery.eventId)));
+  const db = memoryBackChannel(storage);
+  return Promise.all(deliveries.map((delivery) => db.event(delivery.eventId)));
 }
 
 test('creation uses the clock, and stores agreement-created with the Agreement as data', async () => {

@@ -1,5 +1,5 @@
-import { newDelivery } from '../../src/records.js';
 import path from 'node:path';
+import * as deliveryRules from '../../src/domain/deliveries.js';
 import type { Storage } from '../../src/ports.js';
 import type {
   AgreementRecord,
@@ -28,15 +28,6 @@ export interface FsStorageOptions {
 type Change = { table: TableName; record: StoredRecord } | { table: TableName; id: string };
 
 const putDelivery = (record: DeliveryRecord): Change => ({ table: 'delivery', record });
-
-/** A delivery that will not be attempted again. */
-const cancelled = (delivery: DeliveryRecord): DeliveryRecord => ({
-  ...delivery,
-  status: 'cancelled',
-  nextAttemptAt: null,
-  leaseOwner: null,
-  leaseUntil: null,
-});
 
 const LOG_FILE = 'records.log';
 const LOCK_FILE = 'storage.lock';
@@ -167,7 +158,7 @@ export function fsStorage(options: FsStorageOptions): Storage {
     for (const event of events) {
       for (const webhookId of state.webhookIds(event.accountId)) {
         if (kept<WebhookRecord>(state.get('webhook', webhookId)!).type !== event.type) continue;
-        deliveries.push(newDelivery(event, webhookId));
+        deliveries.push(deliveryRules.newDelivery(event, webhookId));
       }
     }
     const changes: Change[] = [
@@ -215,9 +206,8 @@ export function fsStorage(options: FsStorageOptions): Storage {
       if (state.owned('webhook', accountId, id) === undefined) return false;
       const changes: Change[] = [{ table: 'webhook', id }];
       for (const deliveryId of state.deliveryIds(id)) {
-        const delivery = kept<DeliveryRecord>(state.get('delivery', deliveryId)!);
-        if (delivery.status !== 'pending') continue;
-        changes.push(putDelivery(cancelled(delivery)));
+        const cancelled = deliveryRules.cancel(kept<DeliveryRecord>(state.get('delivery', deliveryId)!));
+        if (cancelled !== null) changes.push(putDelivery(cancelled));
       }
       await commit(changes);
       return true;
@@ -298,11 +288,6 @@ export function fsStorage(options: FsStorageOptions): Storage {
       await commit(changes);
       return deliveries.map(copyDelivery);
     },
-    async getEvent(accountId, id) {
-      await ready();
-      const row = state.owned('event', accountId, id);
-      return row === undefined ? null : readRecord<EventRecord>(row);
-    },
     async getDelivery(accountId, id) {
       await ready();
       const row = state.owned('delivery', accountId, id);
@@ -315,32 +300,19 @@ export function fsStorage(options: FsStorageOptions): Storage {
         .sort((a, b) => compareKeys(b.createdAt, a.createdAt) || compareKeys(b.id, a.id))
         .map(copyDelivery);
     },
-    async claimDeliveries({ now, leaseUntil, limit, owner }) {
+    async claimDeliveries(claim) {
       await ready();
       const due = Array.from(state.pendingDeliveryIds(), (id) => kept<DeliveryRecord>(state.get('delivery', id)!))
-        .filter(
-          (delivery) =>
-            delivery.nextAttemptAt !== null &&
-            delivery.nextAttemptAt <= now &&
-            (delivery.leaseUntil === null || delivery.leaseUntil < now),
-        )
-        .sort((a, b) => compareKeys(a.nextAttemptAt!, b.nextAttemptAt!) || compareKeys(a.id, b.id));
-      const changes: Change[] = [];
-      const claimed: { delivery: DeliveryRecord; webhook: WebhookRecord; eventRow: Row }[] = [];
-      for (const delivery of due) {
-        if (claimed.length >= limit) break;
-        const webhookRow = state.get('webhook', delivery.webhookId);
-        const eventRow = state.get('event', delivery.eventId);
-        if (webhookRow === undefined || eventRow === undefined) {
-          // Redelivered after its webhook was deleted: nothing to call, so it ends as the others did.
-          changes.push(putDelivery(cancelled(delivery)));
-          continue;
-        }
-        const leased: DeliveryRecord = { ...copyDelivery(delivery), leaseOwner: owner, leaseUntil };
-        changes.push(putDelivery(leased));
-        claimed.push({ delivery: leased, webhook: { ...kept<WebhookRecord>(webhookRow) }, eventRow });
-      }
-      await commit(changes);
+        .filter((delivery) => deliveryRules.isClaimable(delivery, claim.now))
+        .sort(deliveryRules.compareDue);
+      const { leased, cancelled } = deliveryRules.planClaim(due, claim, (delivery) => state.has('webhook', delivery.webhookId));
+      // Read before waiting for the disk: a webhook deleted meanwhile is gone from the state by then.
+      const claimed = leased.map((delivery) => ({
+        delivery,
+        webhook: { ...kept<WebhookRecord>(state.get('webhook', delivery.webhookId)!) },
+        eventRow: state.get('event', delivery.eventId)!,
+      }));
+      await commit([...cancelled, ...leased].map(putDelivery));
       return Promise.all(
         claimed.map(async ({ delivery, webhook, eventRow }) => ({
           delivery: copyDelivery(delivery),
@@ -352,33 +324,18 @@ export function fsStorage(options: FsStorageOptions): Storage {
     async recordAttempt(id, owner, attempt, outcome) {
       await ready();
       const row = state.get('delivery', id);
-      const delivery = row === undefined ? undefined : kept<DeliveryRecord>(row);
-      if (delivery === undefined || delivery.status !== 'pending' || delivery.leaseOwner !== owner) return false;
-      await commit([
-        putDelivery({
-          ...delivery,
-          attempts: [...delivery.attempts, { ...attempt }],
-          status: outcome.status,
-          nextAttemptAt: outcome.nextAttemptAt,
-          leaseOwner: null,
-          leaseUntil: null,
-        }),
-      ]);
+      const recorded = row === undefined ? null : deliveryRules.recordAttempt(kept<DeliveryRecord>(row), owner, attempt, outcome);
+      if (recorded === null) return false;
+      await commit([putDelivery(recorded)]);
       return true;
     },
     async redeliver(accountId, id, nextAttemptAt) {
       await ready();
       const row = state.owned('delivery', accountId, id);
       if (row === undefined) return null;
-      const delivery: DeliveryRecord = {
-        ...copyDelivery(kept<DeliveryRecord>(row)),
-        status: 'pending',
-        nextAttemptAt,
-        leaseOwner: null,
-        leaseUntil: null,
-      };
-      await commit([putDelivery(delivery)]);
-      return copyDelivery(delivery);
+      const again = deliveryRules.redeliver(kept<DeliveryRecord>(row), nextAttemptAt);
+      await commit([putDelivery(again)]);
+      return copyDelivery(again);
     },
 
     async isBlobReferenced(key) {

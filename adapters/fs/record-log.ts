@@ -187,6 +187,33 @@ async function replayFrames(file: LogFile, size: number, apply: (change: Replaye
   return { end: position, cutOff: true };
 }
 
+/** Reads and checks the 16-byte header: rejects when `file` is not a record log of this version. */
+async function checkHeader(handle: FileHandle, size: number, file: string): Promise<void> {
+  const header = size >= HEADER_SIZE ? await readExactly(handle, HEADER_SIZE, 0) : Buffer.alloc(0);
+  if (header.length < HEADER_SIZE || !header.subarray(0, 8).equals(MAGIC)) {
+    throw new Error(`${file} is not a customer-portal record log`);
+  }
+  const version = header.readUInt32LE(8);
+  if (version !== VERSION) throw new Error(`${file} is a record log of version ${version}; this version reads ${VERSION}`);
+}
+
+/**
+ * Reads the log at `file` without taking it over: applies every whole frame in order, as an open
+ * does, and stops where the valid part ends, but writes nothing (a torn tail stays, leftovers stay)
+ * and needs no lock, so it may run beside the process that holds the store. The `loc` of each
+ * change points into a file that is closed once this resolves.
+ */
+export async function readRecordLog(file: string, apply: (change: ReplayedChange) => void): Promise<void> {
+  const handle = await open(file, 'r');
+  try {
+    const size = (await handle.stat()).size;
+    await checkHeader(handle, size, file);
+    await replayFrames({ handle, readers: 0, retired: true }, size, apply);
+  } finally {
+    await handle.close();
+  }
+}
+
 /** Rows whose JSON is in memory sort last: they need no read. */
 const offsetOf = (row: Locatable) => (row.value !== undefined || row.loc === undefined ? Number.MAX_SAFE_INTEGER : row.loc.offset);
 
@@ -246,12 +273,7 @@ export async function openRecordLog(
   let size: number;
   try {
     size = (await current.handle.stat()).size;
-    const header = size >= HEADER_SIZE ? await readExactly(current.handle, HEADER_SIZE, 0) : Buffer.alloc(0);
-    if (header.length < HEADER_SIZE || !header.subarray(0, 8).equals(MAGIC)) {
-      throw new Error(`${file} is not a customer-portal record log`);
-    }
-    const version = header.readUInt32LE(8);
-    if (version !== VERSION) throw new Error(`${file} is a record log of version ${version}; this version reads ${VERSION}`);
+    await checkHeader(current.handle, size, file);
     const { end, cutOff } = await replayFrames(current, size, apply);
     if (end < size) {
       if (!cutOff) await saveRange(current.handle, end, size, `${file}.discarded-${Date.now()}`);

@@ -1,4 +1,4 @@
-import { newDelivery } from '../../src/records.js';
+import * as deliveryRules from '../../src/domain/deliveries.js';
 import type { Storage } from '../../src/ports.js';
 import type {
   AgreementRecord,
@@ -29,15 +29,16 @@ class Table<T extends { id: string; accountId: string }> {
 const compareKeys = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 interface QueueEntry {
+  /** The delivery as stored now: a change that keeps its due time replaces it here, in place. */
   row: DeliveryRecord;
-  /** The row's `nextAttemptAt` when queued: the order is kept on this, whatever happens to the row later. */
+  /** The row's `nextAttemptAt` when queued: the order is kept on this. */
   due: string;
   /** Set when the row left the queue; the entry is skipped, and swept out in bulk later. */
   removed: boolean;
 }
 
-/** Earliest due first, then by id, so equal times still claim in one stable order. */
-const compareEntries = (a: QueueEntry, b: QueueEntry) => compareKeys(a.due, b.due) || compareKeys(a.row.id, b.row.id);
+/** Claim order. A queued row's `nextAttemptAt` is its entry's `due`, removed entries included. */
+const compareEntries = (a: QueueEntry, b: QueueEntry) => deliveryRules.compareDue(a.row, b.row);
 
 /**
  * The pending deliveries in due order, so a claim reads from the front and stops at the first not
@@ -48,11 +49,26 @@ class DueQueue {
   private entries: QueueEntry[] = [];
   /** Entries before this index are all removed. */
   private head = 0;
-  private readonly entryOf = new Map<DeliveryRecord, QueueEntry>();
+  private readonly entryOf = new Map<string, QueueEntry>();
   private removedCount = 0;
 
-  add(row: DeliveryRecord): void {
-    const entry = { row, due: row.nextAttemptAt!, removed: false };
+  /**
+   * Keeps the queue in step with `row`, the delivery's new state: a pending delivery with a next
+   * attempt is queued at that time; any other leaves the queue. A lease keeps the place it had.
+   */
+  update(row: DeliveryRecord): void {
+    const entry = this.entryOf.get(row.id);
+    const due = row.status === 'pending' ? row.nextAttemptAt : null;
+    if (entry !== undefined && entry.due === due) {
+      entry.row = row;
+      return;
+    }
+    if (entry !== undefined) this.remove(entry);
+    if (due !== null) this.insert(row, due);
+  }
+
+  private insert(row: DeliveryRecord, due: string): void {
+    const entry = { row, due, removed: false };
     let low = this.head;
     let high = this.entries.length;
     while (low < high) {
@@ -61,14 +77,12 @@ class DueQueue {
       else high = middle;
     }
     this.entries.splice(low, 0, entry);
-    this.entryOf.set(row, entry);
+    this.entryOf.set(row.id, entry);
   }
 
-  remove(row: DeliveryRecord): void {
-    const entry = this.entryOf.get(row);
-    if (entry === undefined) return;
+  private remove(entry: QueueEntry): void {
     entry.removed = true;
-    this.entryOf.delete(row);
+    this.entryOf.delete(entry.row.id);
     while (this.head < this.entries.length && this.entries[this.head]!.removed) this.head++;
     if (++this.removedCount > 1024 && this.removedCount > this.entryOf.size) {
       this.entries = this.entries.filter((kept) => !kept.removed);
@@ -77,16 +91,37 @@ class DueQueue {
     }
   }
 
-  /** The queued rows, earliest due first. */
-  *rows(): Generator<DeliveryRecord> {
+  /** The queued rows due at `now`, earliest first: the walk ends at the first one not yet due. */
+  *dueBy(now: string): Generator<DeliveryRecord> {
     for (let i = this.head; i < this.entries.length; i++) {
       const entry = this.entries[i]!;
-      if (!entry.removed) yield entry.row;
+      if (entry.removed) continue;
+      if (entry.due > now) return;
+      yield entry.row;
     }
   }
 }
 
 const directoryKey = (accountId: string, directoryId: string | null) => `${accountId}\u0000${directoryId ?? ''}`;
+
+/** Some tables of a memory store, by id, as the store holds them: read them, never change them. */
+export interface MemoryTables {
+  readonly webhooks: ReadonlyMap<string, WebhookRecord>;
+  readonly events: ReadonlyMap<string, EventRecord>;
+  readonly deliveries: ReadonlyMap<string, DeliveryRecord>;
+}
+
+/**
+ * Each store's tables, for the conformance suite's back-channel: a memory store keeps no other copy
+ * of its data to read past its methods. Internal: `adapters/memory/index.ts` does not re-export
+ * `memoryTablesOf`, so the package's users cannot reach a store's rows.
+ */
+const tablesOf = new WeakMap<Storage, MemoryTables>();
+
+/** The tables of `storage`, a store `memoryStorage` made; `undefined` for any other. */
+export function memoryTablesOf(storage: Storage): MemoryTables | undefined {
+  return tablesOf.get(storage);
+}
 
 /**
  * Keeps every record in process memory: the default, for tests and demos. Nothing survives a
@@ -102,11 +137,17 @@ export function memoryStorage(): Storage {
   const deliveries = new Table<DeliveryRecord>();
   const pending = new DueQueue();
 
+  /** Stores a delivery's new state, made by the rules from the stored one; records are replaced, never changed. */
+  function putDelivery(delivery: DeliveryRecord): void {
+    deliveries.rows.set(delivery.id, delivery);
+    pending.update(delivery);
+  }
+
   function fanOut(event: EventRecord): DeliveryRecord[] {
     const created: DeliveryRecord[] = [];
     for (const webhook of webhooks.rows.values()) {
       if (webhook.accountId !== event.accountId || webhook.type !== event.type) continue;
-      created.push(newDelivery(event, webhook.id));
+      created.push(deliveryRules.newDelivery(event, webhook.id));
     }
     return created;
   }
@@ -122,12 +163,12 @@ export function memoryStorage(): Storage {
     for (const event of batch) events.insert(structuredClone(event));
     for (const delivery of created) {
       deliveries.insert(delivery);
-      pending.add(delivery);
+      pending.update(delivery);
     }
     return created.map((delivery) => structuredClone(delivery));
   }
 
-  return {
+  const storage: Storage = {
     async insertWebhook(webhook) {
       webhooks.insert({ ...webhook });
     },
@@ -144,14 +185,10 @@ export function memoryStorage(): Storage {
     async deleteWebhook(accountId, id) {
       if (webhooks.get(accountId, id) === null) return false;
       webhooks.rows.delete(id);
-      for (const delivery of [...pending.rows()]) {
-        if (delivery.webhookId === id) {
-          pending.remove(delivery);
-          delivery.status = 'cancelled';
-          delivery.nextAttemptAt = null;
-          delivery.leaseOwner = null;
-          delivery.leaseUntil = null;
-        }
+      // Every delivery of the webhook, not only the queued ones: a pending one with no next attempt is not queued.
+      for (const delivery of deliveries.rows.values()) {
+        const cancelled = delivery.webhookId === id ? deliveryRules.cancel(delivery) : null;
+        if (cancelled !== null) putDelivery(cancelled);
       }
       return true;
     },
@@ -217,10 +254,6 @@ export function memoryStorage(): Storage {
     async publishEvents(batch) {
       return storeEvents(batch);
     },
-    async getEvent(accountId, id) {
-      const row = events.get(accountId, id);
-      return row && structuredClone(row);
-    },
     async getDelivery(accountId, id) {
       const row = deliveries.get(accountId, id);
       return row && structuredClone(row);
@@ -231,55 +264,31 @@ export function memoryStorage(): Storage {
         .sort((a, b) => compareKeys(b.createdAt, a.createdAt) || compareKeys(b.id, a.id))
         .map((row) => structuredClone(row));
     },
-    async claimDeliveries({ now, leaseUntil, limit, owner }) {
-      const due: DeliveryRecord[] = [];
-      const orphaned: DeliveryRecord[] = [];
-      for (const row of pending.rows()) {
-        if (due.length >= limit || row.nextAttemptAt! > now) break;
-        if (row.leaseUntil !== null && row.leaseUntil >= now) continue;
-        // Redelivered just as its webhook was deleted: there is nowhere to send it.
-        if (webhooks.rows.has(row.webhookId)) due.push(row);
-        else orphaned.push(row);
-      }
-      for (const row of orphaned) {
-        pending.remove(row);
-        row.status = 'cancelled';
-        row.nextAttemptAt = null;
-      }
-      const claimed: ClaimedDelivery[] = [];
-      for (const row of due) {
-        row.leaseOwner = owner;
-        row.leaseUntil = leaseUntil;
-        claimed.push({
+    async claimDeliveries(claim) {
+      const plan = deliveryRules.planClaim(pending.dueBy(claim.now), claim, (row) => webhooks.rows.has(row.webhookId));
+      for (const row of plan.cancelled) putDelivery(row);
+      return plan.leased.map((row): ClaimedDelivery => {
+        putDelivery(row);
+        return {
           delivery: structuredClone(row),
           event: structuredClone(events.rows.get(row.eventId)!),
           webhook: { ...webhooks.rows.get(row.webhookId)! },
-        });
-      }
-      return claimed;
+        };
+      });
     },
     async recordAttempt(id, owner, attempt, outcome) {
       const row = deliveries.rows.get(id);
-      if (row === undefined || row.status !== 'pending' || row.leaseOwner !== owner) return false;
-      pending.remove(row);
-      row.attempts.push({ ...attempt });
-      row.status = outcome.status;
-      row.nextAttemptAt = outcome.nextAttemptAt;
-      if (row.status === 'pending' && row.nextAttemptAt !== null) pending.add(row);
-      row.leaseOwner = null;
-      row.leaseUntil = null;
+      const recorded = row === undefined ? null : deliveryRules.recordAttempt(row, owner, attempt, outcome);
+      if (recorded === null) return false;
+      putDelivery(recorded);
       return true;
     },
     async redeliver(accountId, id, nextAttemptAt) {
       const row = deliveries.get(accountId, id);
       if (row === null) return null;
-      if (row.status === 'pending') pending.remove(row);
-      row.status = 'pending';
-      row.nextAttemptAt = nextAttemptAt;
-      pending.add(row);
-      row.leaseOwner = null;
-      row.leaseUntil = null;
-      return structuredClone(row);
+      const again = deliveryRules.redeliver(row, nextAttemptAt);
+      putDelivery(again);
+      return structuredClone(again);
     },
 
     async isBlobReferenced(key) {
@@ -290,4 +299,6 @@ export function memoryStorage(): Storage {
       return false;
     },
   };
+  tablesOf.set(storage, { webhooks: webhooks.rows, events: events.rows, deliveries: deliveries.rows });
+  return storage;
 }

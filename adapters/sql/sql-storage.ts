@@ -39,8 +39,9 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
     getWebhook: `SELECT ${webhookColumns()} FROM ${table('webhooks')} WHERE id = $2::text AND account_id = $1::text`,
     listWebhooks: `SELECT ${webhookColumns()} FROM ${table('webhooks')} WHERE account_id = $1::text ORDER BY created_at, id`,
     deleteWebhook: `DELETE FROM ${table('webhooks')} WHERE id = $2::text AND account_id = $1::text RETURNING id`,
-    // A separate statement after the delete, so that in READ COMMITTED it sees deliveries that a
-    // publish holding the webhook (FOR KEY SHARE) committed while the delete waited for it.
+    // `cancel` of src/domain/deliveries.ts, on every pending delivery of the webhook. A separate
+    // statement after the delete, so that in READ COMMITTED it sees deliveries that a publish
+    // holding the webhook (FOR KEY SHARE) committed while the delete waited for it.
     cancelDeliveries: `UPDATE ${table('deliveries')}
       SET status = 'cancelled', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL
       WHERE webhook_id = $1::text AND status = 'pending'`,
@@ -137,7 +138,6 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
     },
 
     publishEvents: outbox.publishEvents,
-    getEvent: outbox.getEvent,
     getDelivery: outbox.getDelivery,
     listDeliveries: outbox.listDeliveries,
     claimDeliveries: outbox.claimDeliveries,

@@ -1,4 +1,4 @@
-import { newDelivery } from '../../src/records.js';
+import { newDelivery } from '../../src/domain/deliveries.js';
 import type { Storage } from '../../src/ports.js';
 import type { DeliveryRecord, EventRecord } from '../../src/records.js';
 import type { Db, Queryable } from './client.js';
@@ -7,7 +7,7 @@ import { deliveryColumns, eventColumns, toDelivery, toEvent, toWebhook, webhookC
 
 export type OutboxMethods = Pick<
   Storage,
-  'publishEvents' | 'getEvent' | 'getDelivery' | 'listDeliveries' | 'claimDeliveries' | 'recordAttempt' | 'redeliver'
+  'publishEvents' | 'getDelivery' | 'listDeliveries' | 'claimDeliveries' | 'recordAttempt' | 'redeliver'
 >;
 
 export interface Outbox extends OutboxMethods {
@@ -15,7 +15,16 @@ export interface Outbox extends OutboxMethods {
   storeEvents(tx: Queryable, batch: EventRecord[]): Promise<DeliveryRecord[]>;
 }
 
-/** Events, deliveries and the claim. Statements are built once here, not per call. */
+/**
+ * Events, deliveries and the claim. Statements are built once here, not per call.
+ *
+ * The delivery statements implement the rules of `src/domain/deliveries.ts`, the pure functions the
+ * memory and fs adapters call: claimable (`isClaimable`), claim order (`compareDue`: ids are
+ * `COLLATE "C"`, code-unit order), the claim walk (`planClaim`), `lease`, `recordAttempt`,
+ * `redeliver`, `cancel` (also on webhook delete, in sql-storage.ts), and deliveries are made by
+ * `newDelivery`. A change to a rule there is a change to a statement here; the conformance suite
+ * holds the three adapters to the same behaviour.
+ */
 export function createOutbox(db: Db, { table }: Names): Outbox {
   const insertEvents = `INSERT INTO ${table('events')} (id, account_id, type, created_at, data)
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::json[])`;
@@ -25,31 +34,34 @@ export function createOutbox(db: Db, { table }: Names): Outbox {
     WHERE (account_id, type) IN (SELECT * FROM unnest($1::text[], $2::text[]))
     ORDER BY created_at, id
     FOR KEY SHARE`;
+  // Stores what newDelivery made; attempts and the lease start empty (the columns' defaults).
   const insertDeliveries = `INSERT INTO ${table('deliveries')} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at)
-    SELECT id, account_id, webhook_id, event_id, 'pending', at, at
-    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS d (id, account_id, webhook_id, event_id, at)`;
-  const selectEvent = `SELECT ${eventColumns()} FROM ${table('events')} WHERE account_id = $1::text AND id = $2::text`;
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[])`;
   const selectDelivery = `SELECT ${deliveryColumns()} FROM ${table('deliveries')} WHERE account_id = $1::text AND id = $2::text`;
   const selectDeliveries = `SELECT ${deliveryColumns()} FROM ${table('deliveries')}
     WHERE webhook_id = $2::text AND account_id = $1::text
     ORDER BY created_at DESC, id DESC`;
-  // One statement: lock the due rows no other claim holds (SKIP LOCKED), lease them, return them
-  // with their event and webhook. A row another claim leased and committed meanwhile is re-checked
-  // against the WHERE clause on its new version, so it is not leased twice. A due delivery whose
-  // webhook is gone (redelivered as the webhook was deleted) is cancelled in the same statement:
-  // there is nowhere to send it, and left pending it would sit in the log as due forever.
-  const claim = `WITH orphans AS (
-      UPDATE ${table('deliveries')} AS d SET status = 'cancelled', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL
-      WHERE status = 'pending' AND next_attempt_at <= $1::timestamptz
-        AND NOT EXISTS (SELECT 1 FROM ${table('webhooks')} AS w WHERE w.id = d.webhook_id)
-    ), due AS (
-      SELECT id FROM ${table('deliveries')} AS d
-      WHERE status = 'pending' AND next_attempt_at <= $1::timestamptz
-        AND (lease_until IS NULL OR lease_until < $1::timestamptz)
-        AND EXISTS (SELECT 1 FROM ${table('webhooks')} AS w WHERE w.id = d.webhook_id)
+  // isClaimable, on a row aliased d.
+  const claimable = `d.status = 'pending' AND d.next_attempt_at <= $1::timestamptz
+        AND (d.lease_until IS NULL OR d.lease_until < $1::timestamptz)`;
+  const webhookExists = `EXISTS (SELECT 1 FROM ${table('webhooks')} AS w WHERE w.id = d.webhook_id)`;
+  // planClaim in one statement: lock the claimable rows no other claim holds (SKIP LOCKED), lease
+  // them, return them with their event and webhook. A row another claim leased and committed
+  // meanwhile is re-checked against the WHERE clause on its new version, so it is not leased twice.
+  // A claimable delivery whose webhook is gone (redelivered as the webhook was deleted) is
+  // cancelled when the walk passes it, that is when it comes before the last one leased or the
+  // limit was not reached: there is nowhere to send it, and left pending it would stay due forever.
+  const claim = `WITH due AS (
+      SELECT id, next_attempt_at FROM ${table('deliveries')} AS d
+      WHERE ${claimable} AND ${webhookExists}
       ORDER BY next_attempt_at, id
       LIMIT $3::int
       FOR UPDATE SKIP LOCKED
+    ), orphans AS (
+      UPDATE ${table('deliveries')} AS d SET status = 'cancelled', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL
+      WHERE ${claimable} AND NOT ${webhookExists}
+        AND ((SELECT count(*) FROM due) < $3::int
+          OR (d.next_attempt_at, d.id) < (SELECT next_attempt_at, id FROM due ORDER BY next_attempt_at DESC, id DESC LIMIT 1))
     ), leased AS (
       UPDATE ${table('deliveries')} AS d SET lease_owner = $4::text, lease_until = $2::timestamptz
       FROM due WHERE d.id = due.id
@@ -94,6 +106,8 @@ export function createOutbox(db: Db, { table }: Names): Outbox {
         created.map((delivery) => delivery.accountId),
         created.map((delivery) => delivery.webhookId),
         created.map((delivery) => delivery.eventId),
+        created.map((delivery) => delivery.status),
+        created.map((delivery) => delivery.nextAttemptAt),
         created.map((delivery) => delivery.createdAt),
       ]);
     }
@@ -105,10 +119,6 @@ export function createOutbox(db: Db, { table }: Names): Outbox {
     async publishEvents(batch) {
       if (batch.length === 0) return [];
       return db.transaction((tx) => storeEvents(tx, batch));
-    },
-    async getEvent(accountId, id) {
-      const [row] = await db.query(selectEvent, [accountId, id]);
-      return row === undefined ? null : toEvent(row);
     },
     async getDelivery(accountId, id) {
       const [row] = await db.query(selectDelivery, [accountId, id]);

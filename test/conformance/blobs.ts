@@ -6,6 +6,7 @@ import * as assert from 'uvu/assert';
 import type { BlobStore } from '../../src/ports.js';
 import type { BlobStoreFactory } from './types.js';
 import { patternBytes } from './fixtures.js';
+import { reopenable } from './reopen.js';
 
 /** Runs every `BlobStore` behaviour against the adapter `factory` makes. */
 export function blobStoreSuite(factory: BlobStoreFactory): void {
@@ -106,17 +107,15 @@ export function blobStoreSuite(factory: BlobStoreFactory): void {
     assert.equal(listed, [{ key: 'fsf_old', size: 3, createdAt: '2026-01-01T00:00:00+00:00' }]);
   }));
 
-  if (factory.reopen) {
-    test('blobs survive a reopen', withBlobs(async (blobs, swap) => {
-      const bytes = patternBytes(700_000, 3);
-      await blobs.put('fsf_kept', Readable.from([bytes]));
-      await blobs.put('fsf_gone', Readable.from([bytes]));
-      await blobs.delete('fsf_gone');
-      const reopened = await swap();
-      assert.ok((await buffer((await reopened.get('fsf_kept'))!)).equals(bytes));
-      assert.is(await reopened.get('fsf_gone'), null);
-    }));
-  }
+  reopenable(test, factory)('blobs survive a reopen', withBlobs(async (blobs, swap) => {
+    const bytes = patternBytes(700_000, 3);
+    await blobs.put('fsf_kept', Readable.from([bytes]));
+    await blobs.put('fsf_gone', Readable.from([bytes]));
+    await blobs.delete('fsf_gone');
+    const reopened = await swap();
+    assert.ok((await buffer((await reopened.get('fsf_kept'))!)).equals(bytes));
+    assert.is(await reopened.get('fsf_gone'), null);
+  }));
 
   test.run();
 }

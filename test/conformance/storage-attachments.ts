@@ -3,6 +3,7 @@ import * as assert from 'uvu/assert';
 import { newId } from '../../src/shared/ids.js';
 import { attachmentRecord } from './fixtures.js';
 import type { StorageFactory } from './types.js';
+import { reopenable } from './reopen.js';
 import { withStorage } from './with-storage.js';
 
 export function attachmentStorageTests(test: Test, factory: StorageFactory): void {
@@ -75,19 +76,16 @@ export function attachmentStorageTests(test: Test, factory: StorageFactory): voi
     assert.is(await storage.isBlobReferenced(record.id), false);
   }));
 
-  if (factory.reopen) {
-    const reopen = factory.reopen;
-    test('attachments: records and deletions survive a reopen', withStorage(factory, async (storage, swap) => {
-      const kept = attachmentRecord({ name: 'Ünïcødé.txt', mime: 'text/plain; charset=utf-8' });
-      const removed = attachmentRecord();
-      await storage.insertAttachment(kept);
-      await storage.insertAttachment(removed);
-      await storage.deleteAttachment('acct_a', removed.id);
-      const reopened = await swap(reopen);
-      assert.equal(await reopened.getAttachment('acct_a', kept.id), kept);
-      assert.is(await reopened.getAttachment('acct_a', removed.id), null);
-      assert.is(await reopened.isBlobReferenced(kept.id), true);
-      assert.is(await reopened.isBlobReferenced(removed.id), false);
-    }));
-  }
+  reopenable(test, factory)('attachments: records and deletions survive a reopen', withStorage(factory, async (storage, { swap }) => {
+    const kept = attachmentRecord({ name: 'Ünïcødé.txt', mime: 'text/plain; charset=utf-8' });
+    const removed = attachmentRecord();
+    await storage.insertAttachment(kept);
+    await storage.insertAttachment(removed);
+    await storage.deleteAttachment('acct_a', removed.id);
+    const reopened = await swap();
+    assert.equal(await reopened.getAttachment('acct_a', kept.id), kept);
+    assert.is(await reopened.getAttachment('acct_a', removed.id), null);
+    assert.is(await reopened.isBlobReferenced(kept.id), true);
+    assert.is(await reopened.isBlobReferenced(removed.id), false);
+  }));
 }

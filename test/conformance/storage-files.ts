@@ -2,6 +2,7 @@ import type { Test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { StorageFactory } from './types.js';
 import { directoryRecord, fileRecord } from './fixtures.js';
+import { reopenable } from './reopen.js';
 import { withStorage } from './with-storage.js';
 
 const ids = (entries: { id: string }[]) => entries.map((entry) => entry.id).sort();
@@ -57,18 +58,15 @@ export function fileStorageTests(test: Test, factory: StorageFactory): void {
     assert.equal(ids(await storage.listFileEntries('acct_a', directory.id)), ids(entries));
   }));
 
-  if (factory.reopen) {
-    const reopen = factory.reopen;
-    test('files: entries, listings and deletions survive a reopen', withStorage(factory, async (storage, swap) => {
-      const directory = directoryRecord();
-      const kept = fileRecord({ directoryId: directory.id });
-      const removed = fileRecord({ directoryId: directory.id });
-      for (const entry of [directory, kept, removed]) await storage.insertFileEntry(entry);
-      await storage.deleteFileEntry('acct_a', removed.id);
-      const reopened = await swap(reopen);
-      assert.equal(await reopened.getFileEntry('acct_a', kept.id), kept);
-      assert.equal(await reopened.listFileEntries('acct_a', directory.id), [kept]);
-      assert.is(await reopened.getFileEntry('acct_a', removed.id), null);
-    }));
-  }
+  reopenable(test, factory)('files: entries, listings and deletions survive a reopen', withStorage(factory, async (storage, { swap }) => {
+    const directory = directoryRecord();
+    const kept = fileRecord({ directoryId: directory.id });
+    const removed = fileRecord({ directoryId: directory.id });
+    for (const entry of [directory, kept, removed]) await storage.insertFileEntry(entry);
+    await storage.deleteFileEntry('acct_a', removed.id);
+    const reopened = await swap();
+    assert.equal(await reopened.getFileEntry('acct_a', kept.id), kept);
+    assert.equal(await reopened.listFileEntries('acct_a', directory.id), [kept]);
+    assert.is(await reopened.getFileEntry('acct_a', removed.id), null);
+  }));
 }

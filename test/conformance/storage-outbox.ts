@@ -4,6 +4,7 @@ import type { Storage } from '../../src/ports.js';
 import type { DeliveryAttempt, DeliveryRecord, EventRecord } from '../../src/records.js';
 import type { StorageFactory } from './types.js';
 import { T0, eventRecord, webhookRecord } from './fixtures.js';
+import { reopenable } from './reopen.js';
 import { withStorage } from './with-storage.js';
 
 /** T0 plus `seconds`, as ATOM. */
@@ -29,7 +30,7 @@ const claim = (storage: Storage, now: number, limit = 10, owner = 'worker-1', le
   storage.claimDeliveries({ now: at(now), leaseUntil: at(now + lease), limit, owner });
 
 export function outboxStorageTests(test: Test, factory: StorageFactory): void {
-  test('outbox: publishEvents makes one pending delivery per webhook of the same account and type', withStorage(factory, async (storage) => {
+  test('outbox: publishEvents makes one pending delivery per webhook of the same account and type', withStorage(factory, async (storage, { db }) => {
     const first = webhookRecord();
     const second = webhookRecord({ url: 'https://second.example/hook' });
     const otherType = webhookRecord({ type: 'agreement-signed' });
@@ -53,21 +54,23 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
         leaseUntil: null,
       });
       assert.equal(await storage.getDelivery('acct_a', delivery.id), delivery);
+      assert.equal(await db.delivery(delivery.id), delivery, 'stored as returned');
     }
+    assert.equal(await db.event(event.id), event);
     assert.is.not(deliveries[0]!.id, deliveries[1]!.id);
     assert.equal(await storage.listDeliveries('acct_a', otherType.id), []);
     assert.equal(await storage.listDeliveries('acct_b', otherAccount.id), []);
   }));
 
-  test('outbox: an event with no subscriber is stored all the same; getEvent is scoped to its account', withStorage(factory, async (storage) => {
+  test('outbox: an event with no subscriber is stored all the same, under its own account', withStorage(factory, async (storage, { db }) => {
     const event = eventRecord({ data: { nested: { list: [1, 'two', { three: 3 }], unicode: 'Grüße ✓' } } });
     assert.equal(await storage.publishEvents([event]), []);
-    assert.equal(await storage.getEvent('acct_a', event.id), event);
-    assert.is(await storage.getEvent('acct_b', event.id), null);
-    assert.is(await storage.getEvent('acct_a', 'evt_unknown'), null);
+    assert.equal(await db.event(event.id), event);
+    assert.is((await db.event(event.id))!.accountId, 'acct_a', 'stored under its own account');
+    assert.is(await db.event('evt_unknown'), null);
   }));
 
-  test('outbox: several events in one call each fan out; a batch with a known event id stores nothing', withStorage(factory, async (storage) => {
+  test('outbox: several events in one call each fan out; a batch with a known event id stores nothing', withStorage(factory, async (storage, { db }) => {
     const webhook = webhookRecord();
     await storage.insertWebhook(webhook);
     const one = eventRecord();
@@ -77,23 +80,23 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     let rejected = false;
     await storage.publishEvents([fresh, { ...one, data: { changed: true } }]).catch(() => (rejected = true));
     assert.ok(rejected, 'a duplicate event id rejects');
-    assert.is(await storage.getEvent('acct_a', fresh.id), null, 'the rest of the batch is not stored');
-    assert.equal((await storage.getEvent('acct_a', one.id))!.data, one.data);
+    assert.is(await db.event(fresh.id), null, 'the rest of the batch is not stored');
+    assert.equal((await db.event(one.id))!.data, one.data);
     assert.is((await storage.listDeliveries('acct_a', webhook.id)).length, 2);
   }));
 
-  test('outbox: a batch holding the same new event id twice stores nothing', withStorage(factory, async (storage) => {
+  test('outbox: a batch holding the same new event id twice stores nothing', withStorage(factory, async (storage, { db }) => {
     const webhook = webhookRecord();
     await storage.insertWebhook(webhook);
     const twice = eventRecord();
     let rejected = false;
     await storage.publishEvents([twice, { ...twice, data: { second: true } }]).catch(() => (rejected = true));
     assert.ok(rejected, 'a duplicate id within the batch rejects');
-    assert.is(await storage.getEvent('acct_a', twice.id), null);
+    assert.is(await db.event(twice.id), null);
     assert.equal(await storage.listDeliveries('acct_a', webhook.id), []);
   }));
 
-  test('outbox: a due delivery whose webhook is gone is cancelled, not claimed', withStorage(factory, async (storage) => {
+  test('outbox: a due delivery whose webhook is gone is cancelled, not claimed', withStorage(factory, async (storage, { db }) => {
     const [delivery] = await published(storage, 1);
     await storage.deleteWebhook('acct_a', delivery!.webhookId);
     // Made pending again after its webhook went: the one way a webhook-less delivery can be due.
@@ -101,7 +104,45 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     assert.equal(await claim(storage, 10), []);
     const after = (await storage.getDelivery('acct_a', delivery!.id))!;
     assert.is(after.status, 'cancelled');
+    assert.equal(await db.delivery(delivery!.id), after);
     assert.equal(await claim(storage, 20), []);
+  }));
+
+  test('outbox: a claim cancels the webhook-less deliveries it passes on its way to the limit, and leaves later ones', withStorage(factory, async (storage, { db }) => {
+    const kept = webhookRecord();
+    const doomed = webhookRecord({ type: 'agreement-signed' });
+    await storage.insertWebhook(kept);
+    await storage.insertWebhook(doomed);
+    const made: DeliveryRecord[] = [];
+    for (const [second, type] of [[0, kept.type], [10, doomed.type], [20, kept.type], [30, doomed.type]] as const) {
+      made.push(...(await storage.publishEvents([eventRecord({ type, createdAt: at(second) })])));
+    }
+    const [k0, d10, k20, d30] = made;
+    await storage.deleteWebhook('acct_a', doomed.id);
+    await storage.redeliver('acct_a', d10!.id, at(10));
+    await storage.redeliver('acct_a', d30!.id, at(30));
+    const statusOf = async (delivery: DeliveryRecord) => (await db.delivery(delivery.id))!.status;
+
+    assert.equal((await claim(storage, 100, 2)).map((c) => c.delivery.id), [k0!.id, k20!.id]);
+    assert.is(await statusOf(d10!), 'cancelled', 'passed before the limit was reached');
+    assert.is(await statusOf(d30!), 'pending', 'due after the last one leased: left for a later claim');
+    assert.equal(await claim(storage, 100, 2), []);
+    assert.is(await statusOf(d30!), 'cancelled');
+  }));
+
+  test('outbox: a lease that ends at exactly now still holds', withStorage(factory, async (storage) => {
+    const [delivery] = await published(storage, 1);
+    await claim(storage, 0, 10, 'worker-1', 60);
+    assert.equal(await claim(storage, 60, 10, 'worker-2'), []);
+    assert.equal((await claim(storage, 61, 10, 'worker-2')).map((c) => c.delivery.id), [delivery!.id]);
+  }));
+
+  test('outbox: deliveries due at the same time are claimed in id order (code units: upper case first)', withStorage(factory, async (storage) => {
+    await storage.insertWebhook(webhookRecord());
+    const made = await storage.publishEvents(Array.from({ length: 12 }, () => eventRecord({ createdAt: at(5) })));
+    const claimed: string[] = [];
+    for (let round = 0; round < 12; round++) claimed.push(...(await claim(storage, 5, 1, `worker-${round}`)).map((c) => c.delivery.id));
+    assert.equal(claimed, made.map((d) => d.id).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
   }));
 
   test('outbox: getDelivery is scoped to the account', withStorage(factory, async (storage) => {
@@ -111,18 +152,19 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     assert.is(await storage.getDelivery('acct_a', 'whd_unknown'), null);
   }));
 
-  test('outbox: claim takes only due deliveries, oldest due first, up to the limit, with event and webhook', withStorage(factory, async (storage) => {
+  test('outbox: claim takes only due deliveries, oldest due first, up to the limit, with event and webhook', withStorage(factory, async (storage, { db }) => {
     const deliveries = await published(storage, 5, 10); // due at 0, 10, 20, 30, 40
     const claimed = await claim(storage, 25, 2);
     assert.equal(claimed.map((c) => c.delivery.id), [deliveries[0]!.id, deliveries[1]!.id]);
     const [first] = claimed;
     assert.is(first!.delivery.leaseOwner, 'worker-1');
     assert.is(first!.delivery.leaseUntil, at(85));
-    assert.equal(first!.event, await storage.getEvent('acct_a', deliveries[0]!.eventId));
+    assert.equal(first!.event, await db.event(deliveries[0]!.eventId));
     assert.is(first!.webhook.id, deliveries[0]!.webhookId);
     assert.is(first!.webhook.secret, webhookRecord().secret);
     const stored = (await storage.getDelivery('acct_a', deliveries[0]!.id))!;
     assert.equal([stored.leaseOwner, stored.leaseUntil, stored.status], ['worker-1', at(85), 'pending']);
+    assert.equal(await db.delivery(deliveries[0]!.id), stored, 'the lease is stored');
     const rest = await claim(storage, 25, 10);
     assert.equal(rest.map((c) => c.delivery.id), [deliveries[2]!.id], 'leased ones and ones not yet due stay out');
     assert.equal(await claim(storage, 25, 10), []);
@@ -133,7 +175,7 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     assert.equal((await claim(storage, 0)).map((c) => c.delivery.id), [delivery!.id]);
   }));
 
-  test('outbox: concurrent claims never hand out the same delivery', withStorage(factory, async (storage) => {
+  test('outbox: concurrent claims never hand out the same delivery', withStorage(factory, async (storage, { db }) => {
     const deliveries = await published(storage, 20);
     const claims = await Promise.all(Array.from({ length: 8 }, (_, i) => claim(storage, 100, 4, `worker-${i}`)));
     const ids = claims.flat().map((c) => c.delivery.id);
@@ -142,6 +184,7 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     for (const [i, batch] of claims.entries()) {
       for (const { delivery } of batch) {
         assert.is((await storage.getDelivery('acct_a', delivery.id))!.leaseOwner, `worker-${i}`);
+        assert.is((await db.delivery(delivery.id))!.leaseOwner, `worker-${i}`);
       }
     }
     assert.equal(ids.sort(), deliveries.map((d) => d.id).sort());
@@ -158,7 +201,7 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     assert.is(await storage.recordAttempt(delivery!.id, 'worker-2', attempt(200, 71), { status: 'succeeded', nextAttemptAt: null }), true);
   }));
 
-  test('outbox: recordAttempt appends the attempt, sets the outcome and releases the lease', withStorage(factory, async (storage) => {
+  test('outbox: recordAttempt appends the attempt, sets the outcome and releases the lease', withStorage(factory, async (storage, { db }) => {
     const [delivery] = await published(storage, 1);
     await claim(storage, 0);
     const failed = attempt(null, 1);
@@ -168,16 +211,18 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       [stored.status, stored.nextAttemptAt, stored.leaseOwner, stored.leaseUntil, stored.attempts],
       ['pending', at(6), null, null, [failed]],
     );
+    assert.equal(await db.delivery(delivery!.id), stored);
     assert.equal(await claim(storage, 5), [], 'not due before its next attempt');
     await claim(storage, 6);
     const succeeded = attempt(204, 7);
     assert.is(await storage.recordAttempt(delivery!.id, 'worker-1', succeeded, { status: 'succeeded', nextAttemptAt: null }), true);
     stored = (await storage.getDelivery('acct_a', delivery!.id))!;
     assert.equal([stored.status, stored.nextAttemptAt, stored.attempts], ['succeeded', null, [failed, succeeded]]);
+    assert.equal(await db.delivery(delivery!.id), stored);
     assert.equal(await claim(storage, 1000), [], 'a finished delivery is never claimed');
   }));
 
-  test('outbox: recordAttempt is refused for another owner, an unclaimed delivery, or an unknown id', withStorage(factory, async (storage) => {
+  test('outbox: recordAttempt is refused for another owner, an unclaimed delivery, or an unknown id', withStorage(factory, async (storage, { db }) => {
     const [delivery] = await published(storage, 1);
     const outcome = { status: 'succeeded' as const, nextAttemptAt: null };
     assert.is(await storage.recordAttempt(delivery!.id, 'worker-1', attempt(200), outcome), false, 'not claimed');
@@ -186,9 +231,11 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     assert.is(await storage.recordAttempt('whd_unknown', 'worker-1', attempt(200), outcome), false);
     const stored = (await storage.getDelivery('acct_a', delivery!.id))!;
     assert.equal([stored.status, stored.leaseOwner, stored.attempts], ['pending', 'worker-1', []]);
+    assert.equal(await db.delivery(delivery!.id), stored);
+    assert.is(await db.delivery('whd_unknown'), null);
   }));
 
-  test('outbox: deleting a webhook cancels its pending deliveries only; a call in flight cannot record after', withStorage(factory, async (storage) => {
+  test('outbox: deleting a webhook cancels its pending deliveries only; a call in flight cannot record after', withStorage(factory, async (storage, { db }) => {
     const webhook = webhookRecord();
     const kept = webhookRecord();
     await storage.insertWebhook(webhook);
@@ -208,17 +255,30 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     for (const id of [inFlight.id, waiting.id]) {
       const cancelled = (await storage.getDelivery('acct_a', id))!;
       assert.equal([cancelled.status, cancelled.nextAttemptAt], ['cancelled', null]);
+      assert.equal(await db.delivery(id), cancelled);
     }
+    assert.is((await db.delivery(done.id))!.status, 'succeeded');
     assert.is(await storage.recordAttempt(inFlight.id, 'worker-1', attempt(500), { status: 'pending', nextAttemptAt: at(5) }), false);
     const refused = (await storage.getDelivery('acct_a', inFlight.id))!;
     assert.equal([refused.status, refused.attempts], ['cancelled', []]);
+    assert.equal(await db.delivery(inFlight.id), refused);
     const other = await storage.listDeliveries('acct_a', kept.id);
     assert.equal(other.map((d) => [d.status, d.leaseOwner]), [['pending', null], ['pending', 'worker-1'], ['pending', 'worker-1']], 'the other webhook is untouched');
     const later = await claim(storage, 1000, 10, 'worker-3');
     assert.equal(later.map((c) => c.webhook.id), [kept.id, kept.id, kept.id], 'cancelled ones are never claimed; the other webhook\'s are');
   }));
 
-  test('outbox: redeliver makes a finished delivery pending again, attempts kept, lease dropped', withStorage(factory, async (storage) => {
+  test('outbox: deleting a webhook cancels a pending delivery that has no next attempt too', withStorage(factory, async (storage, { db }) => {
+    const [delivery] = await published(storage, 1);
+    await claim(storage, 0);
+    await storage.recordAttempt(delivery!.id, 'worker-1', attempt(500, 1), { status: 'pending', nextAttemptAt: null });
+    assert.is(await storage.deleteWebhook('acct_a', delivery!.webhookId), true);
+    const stored = (await storage.getDelivery('acct_a', delivery!.id))!;
+    assert.equal([stored.status, stored.nextAttemptAt, stored.attempts.length], ['cancelled', null, 1]);
+    assert.equal(await db.delivery(delivery!.id), stored);
+  }));
+
+  test('outbox: redeliver makes a finished delivery pending again, attempts kept, lease dropped', withStorage(factory, async (storage, { db }) => {
     const [delivery] = await published(storage, 1);
     await claim(storage, 0);
     const gone = attempt(410, 1);
@@ -230,6 +290,7 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       ['pending', at(500), [gone], null, null],
     );
     assert.equal(await storage.getDelivery('acct_a', delivery!.id), again);
+    assert.equal(await db.delivery(delivery!.id), again);
     assert.equal(await claim(storage, 499), []);
     assert.equal((await claim(storage, 500)).map((c) => c.delivery.id), [delivery!.id]);
     assert.is(await storage.redeliver('acct_b', delivery!.id, at(500)), null);
@@ -255,7 +316,7 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     assert.is((await storage.listDeliveries('acct_b', other.id)).length, 1);
   }));
 
-  test('outbox: returned deliveries and events are copies', withStorage(factory, async (storage) => {
+  test('outbox: returned deliveries and events are copies', withStorage(factory, async (storage, { db }) => {
     const [delivery] = await published(storage, 1);
     const read = (await storage.getDelivery('acct_a', delivery!.id))!;
     read.attempts.push(attempt(200));
@@ -265,7 +326,7 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     claimed!.delivery.attempts.push(attempt(500));
     const stored = (await storage.getDelivery('acct_a', delivery!.id))!;
     assert.equal([stored.status, stored.attempts], ['pending', []]);
-    assert.is(((await storage.getEvent('acct_a', delivery!.eventId))!.data as { customer: { name: string } }).customer.name, 'Ada Lovelace');
+    assert.is(((await db.event(delivery!.eventId))!.data as { customer: { name: string } }).customer.name, 'Ada Lovelace');
   }));
 
   test('outbox: a large outbox drains through many claims, each delivery once, in due order; retries come back in order', withStorage(factory, async (storage) => {
@@ -298,33 +359,32 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     assert.ok(retried.every((c) => c.delivery.attempts.length === 1));
   }));
 
-  if (factory.reopen) {
-    const reopen = factory.reopen;
-    test('outbox: events, deliveries, attempts, leases and cancellations survive a reopen', withStorage(factory, async (storage, swap) => {
-      const webhook = webhookRecord();
-      const doomed = webhookRecord();
-      await storage.insertWebhook(webhook);
-      await storage.insertWebhook(doomed);
-      const event: EventRecord = eventRecord();
-      const deliveries = await storage.publishEvents([event]);
-      const mine = deliveries.find((d) => d.webhookId === webhook.id)!;
-      const cancelled = deliveries.find((d) => d.webhookId === doomed.id)!;
-      await storage.claimDeliveries({ now: at(0), leaseUntil: at(60), limit: 10, owner: 'worker-1' });
-      const failed = attempt(503, 1);
-      await storage.recordAttempt(mine.id, 'worker-1', failed, { status: 'pending', nextAttemptAt: at(300) });
-      await storage.deleteWebhook('acct_a', doomed.id);
-      const [late] = await storage.publishEvents([eventRecord({ createdAt: at(2) })]);
-      await storage.claimDeliveries({ now: at(2), leaseUntil: at(62), limit: 10, owner: 'worker-2' });
+  reopenable(test, factory)('outbox: events, deliveries, attempts, leases and cancellations survive a reopen', withStorage(factory, async (storage, { swap, db }) => {
+    const webhook = webhookRecord();
+    const doomed = webhookRecord();
+    await storage.insertWebhook(webhook);
+    await storage.insertWebhook(doomed);
+    const event: EventRecord = eventRecord();
+    const deliveries = await storage.publishEvents([event]);
+    const mine = deliveries.find((d) => d.webhookId === webhook.id)!;
+    const cancelled = deliveries.find((d) => d.webhookId === doomed.id)!;
+    await storage.claimDeliveries({ now: at(0), leaseUntil: at(60), limit: 10, owner: 'worker-1' });
+    const failed = attempt(503, 1);
+    await storage.recordAttempt(mine.id, 'worker-1', failed, { status: 'pending', nextAttemptAt: at(300) });
+    await storage.deleteWebhook('acct_a', doomed.id);
+    const [late] = await storage.publishEvents([eventRecord({ createdAt: at(2) })]);
+    await storage.claimDeliveries({ now: at(2), leaseUntil: at(62), limit: 10, owner: 'worker-2' });
 
-      const reopened = await swap(reopen);
-      assert.equal(await reopened.getEvent('acct_a', event.id), event);
-      const stored = (await reopened.getDelivery('acct_a', mine.id))!;
-      assert.equal([stored.status, stored.nextAttemptAt, stored.attempts, stored.leaseOwner], ['pending', at(300), [failed], null]);
-      assert.is((await reopened.getDelivery('acct_a', cancelled.id))!.status, 'cancelled');
-      assert.equal([(await reopened.getDelivery('acct_a', late!.id))!.leaseOwner], ['worker-2'], 'a lease is kept');
-      assert.equal(await reopened.claimDeliveries({ now: at(10), leaseUntil: at(70), limit: 10, owner: 'worker-3' }), []);
-      const expired = await reopened.claimDeliveries({ now: at(63), leaseUntil: at(123), limit: 10, owner: 'worker-3' });
-      assert.equal(expired.map((c) => c.delivery.id), [late!.id], 'and runs out after a restart like before');
-    }));
-  }
+    const reopened = await swap();
+    assert.equal(await db.event(event.id), event);
+    const stored = (await reopened.getDelivery('acct_a', mine.id))!;
+    assert.equal([stored.status, stored.nextAttemptAt, stored.attempts, stored.leaseOwner], ['pending', at(300), [failed], null]);
+    assert.equal(await db.delivery(mine.id), stored);
+    assert.is((await db.delivery(cancelled.id))!.status, 'cancelled');
+    assert.is((await reopened.getDelivery('acct_a', cancelled.id))!.status, 'cancelled');
+    assert.equal([(await reopened.getDelivery('acct_a', late!.id))!.leaseOwner], ['worker-2'], 'a lease is kept');
+    assert.equal(await reopened.claimDeliveries({ now: at(10), leaseUntil: at(70), limit: 10, owner: 'worker-3' }), []);
+    const expired = await reopened.claimDeliveries({ now: at(63), leaseUntil: at(123), limit: 10, owner: 'worker-3' });
+    assert.equal(expired.map((c) => c.delivery.id), [late!.id], 'and runs out after a restart like before');
+  }));
 }

@@ -2,13 +2,15 @@ import type { Test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { StorageFactory } from './types.js';
 import { webhookRecord } from './fixtures.js';
+import { reopenable } from './reopen.js';
 import { withStorage } from './with-storage.js';
 
 export function webhookStorageTests(test: Test, factory: StorageFactory): void {
-  test('webhooks: insert then get returns an equal record', withStorage(factory, async (storage) => {
+  test('webhooks: insert then get returns an equal record', withStorage(factory, async (storage, { db }) => {
     const record = webhookRecord();
     await storage.insertWebhook(record);
     assert.equal(await storage.getWebhook('acct_a', record.id), record);
+    assert.equal(await db.webhook(record.id), record, 'stored as given');
   }));
 
   test('webhooks: a record of another account, or an unknown id, is null', withStorage(factory, async (storage) => {
@@ -27,13 +29,14 @@ export function webhookStorageTests(test: Test, factory: StorageFactory): void {
     assert.is((await storage.getWebhook('acct_a', record.id))!.url, 'https://receiver.example/hook');
   }));
 
-  test('webhooks: inserting an id twice rejects and keeps the first', withStorage(factory, async (storage) => {
+  test('webhooks: inserting an id twice rejects and keeps the first', withStorage(factory, async (storage, { db }) => {
     const record = webhookRecord();
     await storage.insertWebhook(record);
     let rejected = false;
     await storage.insertWebhook({ ...record, url: 'https://second.example/' }).catch(() => (rejected = true));
     assert.ok(rejected);
     assert.is((await storage.getWebhook('acct_a', record.id))!.url, record.url);
+    assert.equal(await db.webhook(record.id), record);
   }));
 
   test('webhooks: list is the account\'s own, oldest first', withStorage(factory, async (storage) => {
@@ -48,27 +51,28 @@ export function webhookStorageTests(test: Test, factory: StorageFactory): void {
     assert.equal(await storage.listWebhooks('acct_none'), []);
   }));
 
-  test('webhooks: delete removes only within the account, once', withStorage(factory, async (storage) => {
+  test('webhooks: delete removes only within the account, once', withStorage(factory, async (storage, { db }) => {
     const record = webhookRecord();
     await storage.insertWebhook(record);
     assert.is(await storage.deleteWebhook('acct_b', record.id), false);
     assert.ok(await storage.getWebhook('acct_a', record.id));
+    assert.equal(await db.webhook(record.id), record, 'still stored after another account\'s delete');
     assert.is(await storage.deleteWebhook('acct_a', record.id), true);
     assert.is(await storage.getWebhook('acct_a', record.id), null);
+    assert.is(await db.webhook(record.id), null, 'gone from the store');
     assert.is(await storage.deleteWebhook('acct_a', record.id), false);
   }));
 
-  if (factory.reopen) {
-    const reopen = factory.reopen;
-    test('webhooks: records and deletions survive a reopen', withStorage(factory, async (storage, swap) => {
-      const kept = webhookRecord();
-      const removed = webhookRecord();
-      await storage.insertWebhook(kept);
-      await storage.insertWebhook(removed);
-      await storage.deleteWebhook('acct_a', removed.id);
-      const reopened = await swap(reopen);
-      assert.equal(await reopened.getWebhook('acct_a', kept.id), kept);
-      assert.is(await reopened.getWebhook('acct_a', removed.id), null);
-    }));
-  }
+  reopenable(test, factory)('webhooks: records and deletions survive a reopen', withStorage(factory, async (storage, { swap, db }) => {
+    const kept = webhookRecord();
+    const removed = webhookRecord();
+    await storage.insertWebhook(kept);
+    await storage.insertWebhook(removed);
+    await storage.deleteWebhook('acct_a', removed.id);
+    const reopened = await swap();
+    assert.equal(await reopened.getWebhook('acct_a', kept.id), kept);
+    assert.is(await reopened.getWebhook('acct_a', removed.id), null);
+    assert.equal(await db.webhook(kept.id), kept);
+    assert.is(await db.webhook(removed.id), null);
+  }));
 }

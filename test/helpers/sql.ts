@@ -4,7 +4,8 @@ import pg from 'pg';
 import type { SqlClient } from '../../adapters/sql/index.js';
 import { sqlBlobs, sqlStorage } from '../../adapters/sql/index.js';
 import type { BlobStore, Storage } from '../../src/ports.js';
-import type { BlobStoreFactory, StorageFactory } from '../conformance/types.js';
+import type { DeliveryRecord, EventRecord, WebhookRecord } from '../../src/records.js';
+import type { BlobStoreFactory, StorageBackChannel, StorageFactory } from '../conformance/types.js';
 
 /** The local PostgreSQL server the SQL tests use when it answers (CI starts it). */
 export const POSTGRES_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -49,6 +50,36 @@ export async function dropRunSchemas(client: SqlClient): Promise<void> {
 
 const schemaOf = new WeakMap<object, string>();
 
+/** A timestamptz column as ATOM, computed by the server, under the record's (camelCase) key. */
+const atom = (column: string, key: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"') AS "${key}"`;
+
+/**
+ * The back-channel to the tables in `schema`: plain SQL written here, column by column, so no read
+ * of the adapter's (statement or row reader) stands between a test and what the tables hold.
+ */
+export function sqlBackChannel(client: SqlClient, schema: string): StorageBackChannel {
+  const one = async (table: string, columns: string, id: string) => {
+    const { rows } = await client.query(`SELECT ${columns} FROM "${schema}".portal_${table} WHERE id = $1::text`, [id]);
+    return (rows[0] ?? null) as Record<string, unknown> | null;
+  };
+  return {
+    async event(id) {
+      const row = await one('events', `id, account_id AS "accountId", type, ${atom('created_at', 'createdAt')}, data::text AS data`, id);
+      return row && ({ ...row, data: row.data === null ? null : JSON.parse(row.data as string) } as EventRecord);
+    },
+    async delivery(id) {
+      const columns = `id, account_id AS "accountId", webhook_id AS "webhookId", event_id AS "eventId", status, attempts::text AS attempts,
+        ${atom('next_attempt_at', 'nextAttemptAt')}, ${atom('created_at', 'createdAt')}, lease_owner AS "leaseOwner", ${atom('lease_until', 'leaseUntil')}`;
+      const row = await one('deliveries', columns, id);
+      return row && ({ ...row, attempts: JSON.parse(row.attempts as string) } as DeliveryRecord);
+    },
+    async webhook(id) {
+      const row = await one('webhooks', `id, account_id AS "accountId", type, url, secret, ${atom('created_at', 'createdAt')}`, id);
+      return row as WebhookRecord | null;
+    },
+  };
+}
+
 /** Conformance factories: each store on a fresh schema of `client`, dropped when destroyed. */
 export function sqlStorageFactory(name: string, client: SqlClient): StorageFactory {
   const open = async (schema: string) => {
@@ -68,6 +99,7 @@ export function sqlStorageFactory(name: string, client: SqlClient): StorageFacto
       await storage.close!();
       return open(schemaOf.get(storage)!);
     },
+    db: (storage: Storage) => sqlBackChannel(client, schemaOf.get(storage)!),
   };
 }
 

@@ -2,7 +2,8 @@ import type pg from 'pg';
 import type { Storage } from '../../src/ports.js';
 import type { SqlClient } from '../../adapters/sql/index.js';
 import { sqlStorage } from '../../adapters/sql/index.js';
-import { dropSchema, freshSchema } from '../helpers/sql.js';
+import type { StorageBackChannel } from '../conformance/types.js';
+import { dropSchema, freshSchema, sqlBackChannel } from '../helpers/sql.js';
 
 /** A database the SQL tests run on: PGlite always, the PostgreSQL server when it answers. */
 export interface SqlBackend {
@@ -12,14 +13,17 @@ export interface SqlBackend {
   pool?: pg.Pool;
 }
 
-/** Runs `body` with an opened storage on a fresh schema, dropped afterwards. */
-export function withSqlStorage(backend: SqlBackend, body: (storage: Storage, schema: string) => Promise<void>) {
+/**
+ * Runs `body` with an opened storage on a fresh schema, dropped afterwards, and the back-channel
+ * `db` that reads that schema's tables in plain SQL.
+ */
+export function withSqlStorage(backend: SqlBackend, body: (storage: Storage, context: { schema: string; db: StorageBackChannel }) => Promise<void>) {
   return async () => {
     const schema = freshSchema();
     const storage = sqlStorage({ client: backend.client, schema });
     await storage.open!();
     try {
-      await body(storage, schema);
+      await body(storage, { schema, db: sqlBackChannel(backend.client, schema) });
     } finally {
       await storage.close!();
       await dropSchema(backend.client, schema);

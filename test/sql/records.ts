@@ -7,7 +7,7 @@ import { agreementRecord, attachmentRecord, eventRecord, rowsOf, withSqlStorage,
 
 /** Agreements, attachments and blob references, checked against the tables directly where it matters. */
 export function recordTests(test: Test, backend: SqlBackend): void {
-  test('agreements: insert stores the agreement, its signers and documents in order, and its events', withSqlStorage(backend, async (storage, schema) => {
+  test('agreements: insert stores the agreement, its signers and documents in order, and its events', withSqlStorage(backend, async (storage, { schema, db }) => {
     const webhook = webhookRecord({ type: 'agreement-created' });
     await storage.insertWebhook(webhook);
     const agreement = agreementRecord();
@@ -15,7 +15,7 @@ export function recordTests(test: Test, backend: SqlBackend): void {
     await storage.insertAgreement(agreement, [event]);
     assert.equal(await storage.getAgreement('acct_a', agreement.id), agreement);
     assert.is(await storage.getAgreement('acct_b', agreement.id), null);
-    assert.equal(await storage.getEvent('acct_a', event.id), event);
+    assert.equal(await db.event(event.id), event);
     const deliveries = await storage.listDeliveries('acct_a', webhook.id);
     assert.equal(deliveries.map((delivery) => delivery.eventId), [event.id]);
     // Proper tables: one row per signer and per document, not a JSON copy of the agreement.
@@ -23,7 +23,7 @@ export function recordTests(test: Test, backend: SqlBackend): void {
     assert.is((await rowsOf(backend.client, schema, 'agreement_documents', `agreement_id = '${agreement.id}'`)).length, 2);
   }));
 
-  test('agreements: an insert whose event fails to store leaves no agreement behind', withSqlStorage(backend, async (storage, schema) => {
+  test('agreements: an insert whose event fails to store leaves no agreement behind', withSqlStorage(backend, async (storage, { schema }) => {
     const event = eventRecord();
     await storage.publishEvents([event]);
     const agreement = agreementRecord();
@@ -40,7 +40,7 @@ export function recordTests(test: Test, backend: SqlBackend): void {
     assert.equal(await storage.getAgreement('acct_a', agreement.id), agreement);
   }));
 
-  test('agreements: update replaces signers and status and stores the events, atomically', withSqlStorage(backend, async (storage) => {
+  test('agreements: update replaces signers and status and stores the events, atomically', withSqlStorage(backend, async (storage, { db }) => {
     const webhook = webhookRecord({ type: 'agreement-signed' });
     await storage.insertWebhook(webhook);
     const agreement = agreementRecord();
@@ -63,7 +63,7 @@ export function recordTests(test: Test, backend: SqlBackend): void {
     assert.equal(stored, result);
     assert.is(stored.signers[1]!.signedAt, '2026-01-02T03:04:05+00:00');
     assert.equal(stored.documents, agreement.documents);
-    assert.equal(await storage.getEvent('acct_a', signed.id), signed);
+    assert.equal(await db.event(signed.id), signed);
     assert.is((await storage.listDeliveries('acct_a', webhook.id)).length, 1);
   }));
 
@@ -122,12 +122,12 @@ export function recordTests(test: Test, backend: SqlBackend): void {
     assert.not.ok(await storage.isBlobReferenced(attachment.id));
   }));
 
-  test('events: data keeps its JSON exactly, key order included', withSqlStorage(backend, async (storage) => {
+  test('events: data keeps its JSON exactly, key order included', withSqlStorage(backend, async (storage, { db }) => {
     const event = eventRecord({ data: { zeta: 1, alpha: 'ä€😀', list: [3, 1.5, -0.25, true, null], deep: { b: 1, a: 2 }, big: 2 ** 53 - 1 } });
     await storage.publishEvents([event]);
-    const stored = (await storage.getEvent('acct_a', event.id))!;
+    const stored = (await db.event(event.id))!;
     assert.equal(stored, event);
     assert.is(JSON.stringify(stored.data), JSON.stringify(event.data));
-    assert.is(await storage.getEvent('acct_b', event.id), null);
+    assert.is((await db.event(event.id))!.accountId, 'acct_a', 'stored under its own account');
   }));
 }

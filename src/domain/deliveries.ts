@@ -1,0 +1,126 @@
+import { newId } from '../shared/ids.js';
+import type { DeliveryAttempt, DeliveryRecord, EventRecord } from '../records.js';
+
+/*
+ * The webhook delivery state machine, written once for every storage adapter:
+ *
+ *   newDelivery ─▶ pending ──lease──▶ pending, leased ──recordAttempt──▶ pending (a retry) | succeeded | failed
+ *                     └──────────────────┴──cancel──▶ cancelled             any status ──redeliver──▶ pending
+ *
+ * Pure functions over `DeliveryRecord`: no I/O, and an argument is never changed. Each returns a new
+ * record (nested values it does not change may be shared with its argument) or a decision. The
+ * memory and fs adapters call them; the SQL adapter's statements (`adapters/sql/storage-outbox.ts`)
+ * implement the same rules, and the conformance suite holds all three to them.
+ */
+
+/** A new delivery of `event` to the webhook `webhookId`: pending, due when the event happened, no attempts, no lease. */
+export function newDelivery(event: EventRecord, webhookId: string): DeliveryRecord {
+  return {
+    id: newId('whd'),
+    accountId: event.accountId,
+    webhookId,
+    eventId: event.id,
+    status: 'pending',
+    attempts: [],
+    nextAttemptAt: event.createdAt,
+    createdAt: event.createdAt,
+    leaseOwner: null,
+    leaseUntil: null,
+  };
+}
+
+/** Whether the delivery is due at `now`: pending, with its next attempt at or before `now`. */
+export function isDue(delivery: DeliveryRecord, now: string): boolean {
+  return delivery.status === 'pending' && delivery.nextAttemptAt !== null && delivery.nextAttemptAt <= now;
+}
+
+/** Whether a lease holds the delivery at `now`: one that lasts until `now` or later. */
+export function isLeased(delivery: DeliveryRecord, now: string): boolean {
+  return delivery.leaseUntil !== null && delivery.leaseUntil >= now;
+}
+
+/** Whether a claim at `now` may take the delivery: due, and no lease holds it. */
+export function isClaimable(delivery: DeliveryRecord, now: string): boolean {
+  return isDue(delivery, now) && !isLeased(delivery, now);
+}
+
+/** Code-unit order, which for ATOM date-times is time order. */
+const compareKeys = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Claim order: earliest `nextAttemptAt` first (none: last), then by id, so equal times still claim in one stable order. */
+export function compareDue(a: DeliveryRecord, b: DeliveryRecord): number {
+  if (a.nextAttemptAt !== b.nextAttemptAt) {
+    if (a.nextAttemptAt === null) return 1;
+    if (b.nextAttemptAt === null) return -1;
+    return compareKeys(a.nextAttemptAt, b.nextAttemptAt);
+  }
+  return compareKeys(a.id, b.id);
+}
+
+/** The delivery leased to `owner` until `leaseUntil`; nothing else changes. */
+export function lease(delivery: DeliveryRecord, owner: string, leaseUntil: string): DeliveryRecord {
+  return { ...delivery, leaseOwner: owner, leaseUntil };
+}
+
+/**
+ * The delivery after `owner`'s attempt: the attempt appended, the outcome's status and next attempt
+ * set, the lease released; `null` when `owner` does not hold the lease or the delivery is not pending.
+ */
+export function recordAttempt(
+  delivery: DeliveryRecord,
+  owner: string,
+  attempt: DeliveryAttempt,
+  outcome: Pick<DeliveryRecord, 'status' | 'nextAttemptAt'>,
+): DeliveryRecord | null {
+  if (delivery.status !== 'pending' || delivery.leaseOwner !== owner) return null;
+  return {
+    ...delivery,
+    attempts: [...delivery.attempts, { ...attempt }],
+    status: outcome.status,
+    nextAttemptAt: outcome.nextAttemptAt,
+    leaseOwner: null,
+    leaseUntil: null,
+  };
+}
+
+/** The delivery, whatever its status, pending again and due at `nextAttemptAt`, lease dropped, attempts kept. */
+export function redeliver(delivery: DeliveryRecord, nextAttemptAt: string): DeliveryRecord {
+  return { ...delivery, status: 'pending', nextAttemptAt, leaseOwner: null, leaseUntil: null };
+}
+
+/** The delivery cancelled: never attempted again, lease dropped; `null` when it is not pending (a finished one keeps its outcome). */
+export function cancel(delivery: DeliveryRecord): DeliveryRecord | null {
+  if (delivery.status !== 'pending') return null;
+  return { ...delivery, status: 'cancelled', nextAttemptAt: null, leaseOwner: null, leaseUntil: null };
+}
+
+export interface ClaimPlan {
+  /** Leased to the claim's owner, in claim order: what the claim returns. */
+  leased: DeliveryRecord[];
+  /** Due, but their webhook is gone: nowhere to send them, so they end here instead of being leased. */
+  cancelled: DeliveryRecord[];
+}
+
+/**
+ * What a claim does, walking `candidates` in claim order (`compareDue`): each claimable one is
+ * leased to `owner` until `leaseUntil`, or cancelled when `hasWebhook` says its webhook is gone;
+ * the walk ends once `limit` are leased, so a cancelled one does not use up the limit.
+ */
+export function planClaim(
+  candidates: Iterable<DeliveryRecord>,
+  claim: { now: string; leaseUntil: string; limit: number; owner: string },
+  hasWebhook: (delivery: DeliveryRecord) => boolean,
+): ClaimPlan {
+  const plan: ClaimPlan = { leased: [], cancelled: [] };
+  if (claim.limit <= 0) return plan;
+  for (const delivery of candidates) {
+    if (!isClaimable(delivery, claim.now)) continue;
+    if (!hasWebhook(delivery)) {
+      plan.cancelled.push(cancel(delivery)!);
+      continue;
+    }
+    plan.leased.push(lease(delivery, claim.owner, claim.leaseUntil));
+    if (plan.leased.length >= claim.limit) break;
+  }
+  return plan;
+}
