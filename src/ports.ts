@@ -13,8 +13,9 @@ import type {
 
 /**
  * Where records live. Every read is scoped to an account: a record of another account is absent.
- * Methods resolve `null` (or `false`) when a record is absent and reject only on I/O failure, or
- * when a record with the same id already exists (a bug, never a client's doing).
+ * Methods resolve `null` (or `false`) when a record is absent and reject only on I/O failure (a
+ * backend out of reach: the catalogue's `STORAGE_UNAVAILABLE`), or when a record with the same id
+ * already exists (`RECORD_EXISTS`: a bug, never a client's doing).
  * A write that resolves is durable to the degree the adapter promises (memory: until the process ends).
  */
 export interface Storage {

@@ -32,6 +32,9 @@ export interface FileEntryRecord extends FileEntry {
   directoryId: string | null;
 }
 
+/** One key for the entries of a directory (`null`: the account's root), for a store's index of them. */
+export const directoryKey = (accountId: string, directoryId: string | null): string => `${accountId}\u0000${directoryId ?? ''}`;
+
 export type AgreementStatus = 'sent' | 'signed';
 
 export interface AgreementSigner {

@@ -226,12 +226,13 @@ test('a database that stays away is answered 503 after waitForDatabaseMs, having
   assert.is(await storage.getWebhook('acct_a', 'wh_reconnect_down'), null);
 });
 
-test('an error of the statement itself is thrown as it is, without a second try', async () => {
+test('an error of the statement itself is not retried: a unique violation is RECORD_EXISTS, the driver\'s error its cause', async () => {
   const { pool, storage } = await open();
   pool.failNext(/^INSERT/, duplicate);
   const error = await storage.insertWebhook(webhookRecord({ id: 'wh_reconnect_dup' })).catch((caught: unknown) => caught);
   assert.not.ok(isPortalError(error, 'STORAGE_UNAVAILABLE'));
-  assert.is((error as { code?: string }).code, '23505');
+  assert.ok(isPortalError(error, 'RECORD_EXISTS'));
+  assert.is(((error as Error).cause as { code?: string }).code, '23505');
   assert.is(pool.count(/^INSERT/), 1);
 });
 

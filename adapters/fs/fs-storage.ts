@@ -1,6 +1,8 @@
 import path from 'node:path';
 import * as deliveryRules from '../../src/domain/deliveries.js';
+import { PortalError } from '../../src/errors.js';
 import type { Storage } from '../../src/ports.js';
+import { newestFirst, oldestFirst } from '../../src/shared/order.js';
 import type {
   AgreementRecord,
   AttachmentRecord,
@@ -32,8 +34,6 @@ const putDelivery = (record: DeliveryRecord): Change => ({ table: 'delivery', re
 const LOG_FILE = 'records.log';
 const LOCK_FILE = 'storage.lock';
 
-/** Code-unit order, which for ATOM date-times is time order. */
-const compareKeys = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 const copyDelivery = (delivery: DeliveryRecord): DeliveryRecord => ({
   ...delivery,
@@ -135,7 +135,7 @@ export function fsStorage(options: FsStorageOptions): Storage {
   }
 
   function assertNew(table: TableName, id: string) {
-    if (state.has(table, id)) throw new Error(`A record with id ${id} already exists`);
+    if (state.has(table, id)) throw new PortalError('RECORD_EXISTS', id);
   }
 
   /** A copy of the record, from memory or, for agreements and events, from the log. */
@@ -150,7 +150,7 @@ export function fsStorage(options: FsStorageOptions): Storage {
   function eventChanges(events: EventRecord[]): { changes: Change[]; deliveries: DeliveryRecord[] } {
     const seen = new Set<string>();
     for (const event of events) {
-      if (seen.has(event.id)) throw new Error(`A record with id ${event.id} already exists`);
+      if (seen.has(event.id)) throw new PortalError('RECORD_EXISTS', event.id);
       assertNew('event', event.id);
       seen.add(event.id);
     }
@@ -198,7 +198,7 @@ export function fsStorage(options: FsStorageOptions): Storage {
       await ready();
       return [...state.webhookIds(accountId)]
         .map((id) => kept<WebhookRecord>(state.get('webhook', id)!))
-        .sort((a, b) => compareKeys(a.createdAt, b.createdAt) || compareKeys(a.id, b.id))
+        .sort(oldestFirst)
         .map((webhook) => ({ ...webhook }));
     },
     async deleteWebhook(accountId, id) {
@@ -297,7 +297,7 @@ export function fsStorage(options: FsStorageOptions): Storage {
       await ready();
       return Array.from(state.deliveryIds(webhookId), (id) => kept<DeliveryRecord>(state.get('delivery', id)!))
         .filter((delivery) => delivery.accountId === accountId)
-        .sort((a, b) => compareKeys(b.createdAt, a.createdAt) || compareKeys(b.id, a.id))
+        .sort(newestFirst)
         .map(copyDelivery);
     },
     async claimDeliveries(claim) {

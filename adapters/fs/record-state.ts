@@ -1,4 +1,4 @@
-import type { AgreementRecord, DeliveryRecord, FileEntryRecord } from '../../src/records.js';
+import { type AgreementRecord, type DeliveryRecord, type FileEntryRecord, directoryKey } from '../../src/records.js';
 import type { Loc, Locatable } from './record-log.js';
 
 export const TABLES = ['webhook', 'file', 'agreement', 'attachment', 'event', 'delivery'] as const;
@@ -32,7 +32,6 @@ export interface StoredRecord {
   accountId: string;
 }
 
-const directoryKey = (accountId: string, directoryId: string | null) => `${accountId}\u0000${directoryId ?? ''}`;
 
 function addTo<K, V>(index: Map<K, Set<V>>, key: K, value: V) {
   let members = index.get(key);

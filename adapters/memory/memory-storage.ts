@@ -1,13 +1,16 @@
 import * as deliveryRules from '../../src/domain/deliveries.js';
+import { PortalError } from '../../src/errors.js';
 import type { Storage } from '../../src/ports.js';
-import type {
-  AgreementRecord,
-  AttachmentRecord,
-  ClaimedDelivery,
-  DeliveryRecord,
-  EventRecord,
-  FileEntryRecord,
-  WebhookRecord,
+import { newestFirst, oldestFirst } from '../../src/shared/order.js';
+import {
+  type AgreementRecord,
+  type AttachmentRecord,
+  type ClaimedDelivery,
+  type DeliveryRecord,
+  type EventRecord,
+  type FileEntryRecord,
+  type WebhookRecord,
+  directoryKey,
 } from '../../src/records.js';
 
 /** A record kind kept in one map by id; reads outside the record's account see nothing. */
@@ -15,7 +18,7 @@ class Table<T extends { id: string; accountId: string }> {
   readonly rows = new Map<string, T>();
 
   insert(record: T): void {
-    if (this.rows.has(record.id)) throw new Error(`A record with id ${record.id} already exists`);
+    if (this.rows.has(record.id)) throw new PortalError('RECORD_EXISTS', record.id);
     this.rows.set(record.id, record);
   }
 
@@ -25,8 +28,6 @@ class Table<T extends { id: string; accountId: string }> {
   }
 }
 
-/** Code-unit order, which for ATOM date-times is time order. */
-const compareKeys = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 interface QueueEntry {
   /** The delivery as stored now: a change that keeps its due time replaces it here, in place. */
@@ -102,7 +103,6 @@ class DueQueue {
   }
 }
 
-const directoryKey = (accountId: string, directoryId: string | null) => `${accountId}\u0000${directoryId ?? ''}`;
 
 /** Some tables of a memory store, by id, as the store holds them: read them, never change them. */
 export interface MemoryTables {
@@ -156,7 +156,7 @@ export function memoryStorage(): Storage {
   function storeEvents(batch: EventRecord[]): DeliveryRecord[] {
     const ids = new Set<string>();
     for (const event of batch) {
-      if (events.rows.has(event.id) || ids.has(event.id)) throw new Error(`A record with id ${event.id} already exists`);
+      if (events.rows.has(event.id) || ids.has(event.id)) throw new PortalError('RECORD_EXISTS', event.id);
       ids.add(event.id);
     }
     const created = batch.flatMap(fanOut);
@@ -179,7 +179,7 @@ export function memoryStorage(): Storage {
     async listWebhooks(accountId) {
       return [...webhooks.rows.values()]
         .filter((row) => row.accountId === accountId)
-        .sort((a, b) => compareKeys(a.createdAt, b.createdAt) || compareKeys(a.id, b.id))
+        .sort(oldestFirst)
         .map((row) => ({ ...row }));
     },
     async deleteWebhook(accountId, id) {
@@ -218,7 +218,7 @@ export function memoryStorage(): Storage {
     },
 
     async insertAgreement(agreement, batch) {
-      if (agreements.rows.has(agreement.id)) throw new Error(`A record with id ${agreement.id} already exists`);
+      if (agreements.rows.has(agreement.id)) throw new PortalError('RECORD_EXISTS', agreement.id);
       storeEvents(batch);
       agreements.insert(structuredClone(agreement));
     },
@@ -261,7 +261,7 @@ export function memoryStorage(): Storage {
     async listDeliveries(accountId, webhookId) {
       return [...deliveries.rows.values()]
         .filter((row) => row.accountId === accountId && row.webhookId === webhookId)
-        .sort((a, b) => compareKeys(b.createdAt, a.createdAt) || compareKeys(b.id, a.id))
+        .sort(newestFirst)
         .map((row) => structuredClone(row));
     },
     async claimDeliveries(claim) {

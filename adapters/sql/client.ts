@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { storageUnavailable } from '../../src/errors.js';
+import { PortalError, storageUnavailable } from '../../src/errors.js';
 
 /**
  * What the SQL adapters are handed: anything that runs one parameterized statement. A `pg.Pool`,
@@ -87,9 +87,15 @@ export function wrapClient(client: SqlClient, who: string, prepare = true, waitF
   if (typeof waitForDatabaseMs !== 'number' || !(waitForDatabaseMs >= 0)) {
     throw new TypeError(`${who}: \`waitForDatabaseMs\` must be a number of milliseconds, 0 or more`);
   }
-  if (isPool(client)) return poolDb(client, prepare, waitForDatabaseMs);
-  if (hasTransaction(client)) return transactionDb(client);
-  return singleConnectionDb(client);
+  const db = isPool(client)
+    ? poolDb(client, prepare, waitForDatabaseMs)
+    : hasTransaction(client)
+      ? transactionDb(client)
+      : singleConnectionDb(client);
+  return {
+    query: (text, params, options) => db.query(text, params, options).catch(rethrowAsRecordExists),
+    transaction: (work) => db.transaction(work).catch(rethrowAsRecordExists),
+  };
 }
 
 /** Statement names by text: the adapters' statements are built once, so this stays small. */
@@ -121,6 +127,19 @@ function failure(error: unknown): 'not-applied' | 'lost' | null {
   // node-postgres reports a socket closed under a query, or a client it could not use, by message only.
   if (typeof message === 'string' && /Connection terminated|not queryable/.test(message)) return 'lost';
   return null;
+}
+
+/**
+ * A unique violation (SQLSTATE 23505) as the catalogue's `RECORD_EXISTS`, as every adapter reports an
+ * insert of an id it holds; the key comes from the server's detail, `Key (id)=(wbh_…) already exists.`
+ */
+function rethrowAsRecordExists(error: unknown): never {
+  const { code, detail } = error as { code?: unknown; detail?: unknown };
+  if (code !== '23505') throw error;
+  const key = typeof detail === 'string' ? /\)=\((.*)\) already exists/.exec(detail)?.[1] : undefined;
+  const exists = new PortalError('RECORD_EXISTS', key ?? 'unknown');
+  exists.cause = error;
+  throw exists;
 }
 
 /** A statement that reads only: running it again is harmless whatever happened to the first try. */

@@ -1,5 +1,6 @@
 import { newId } from '../shared/ids.js';
 import type { DeliveryAttempt, DeliveryRecord, EventRecord } from '../records.js';
+import { compareKeys } from '../shared/order.js';
 
 /*
  * The webhook delivery state machine, written once for every storage adapter:
@@ -44,8 +45,6 @@ export function isClaimable(delivery: DeliveryRecord, now: string): boolean {
   return isDue(delivery, now) && !isLeased(delivery, now);
 }
 
-/** Code-unit order, which for ATOM date-times is time order. */
-const compareKeys = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** Claim order: earliest `nextAttemptAt` first (none: last), then by id, so equal times still claim in one stable order. */
 export function compareDue(a: DeliveryRecord, b: DeliveryRecord): number {

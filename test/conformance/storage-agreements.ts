@@ -1,5 +1,6 @@
 import type { Test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { isPortalError } from '../../src/errors.js';
 import { newId } from '../../src/shared/ids.js';
 import type { AgreementRecord, EventRecord } from '../../src/records.js';
 import type { StorageFactory } from './types.js';
@@ -54,7 +55,7 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
     await storage.insertAgreement(agreement, []);
     const event = eventFor(agreement, 'agreement-created');
     let rejected = false;
-    await storage.insertAgreement({ ...agreement, name: 'Second' }, [event]).catch(() => (rejected = true));
+    await storage.insertAgreement({ ...agreement, name: 'Second' }, [event]).catch((error) => (rejected = isPortalError(error, 'RECORD_EXISTS')));
     assert.ok(rejected);
     assert.is((await storage.getAgreement('acct_a', agreement.id))!.name, agreement.name);
     assert.is(await db.event(event.id), null);

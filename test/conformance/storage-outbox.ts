@@ -1,5 +1,6 @@
 import type { Test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { isPortalError } from '../../src/errors.js';
 import type { Storage } from '../../src/ports.js';
 import type { DeliveryAttempt, DeliveryRecord, EventRecord } from '../../src/records.js';
 import type { StorageFactory } from './types.js';
@@ -78,7 +79,7 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     assert.is((await storage.publishEvents([one, two])).length, 2);
     const fresh = eventRecord({ createdAt: at(2) });
     let rejected = false;
-    await storage.publishEvents([fresh, { ...one, data: { changed: true } }]).catch(() => (rejected = true));
+    await storage.publishEvents([fresh, { ...one, data: { changed: true } }]).catch((error) => (rejected = isPortalError(error, 'RECORD_EXISTS')));
     assert.ok(rejected, 'a duplicate event id rejects');
     assert.is(await db.event(fresh.id), null, 'the rest of the batch is not stored');
     assert.equal((await db.event(one.id))!.data, one.data);

@@ -1,5 +1,6 @@
 import type { Test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { isPortalError } from '../../src/errors.js';
 import type { StorageFactory } from './types.js';
 import { webhookRecord } from './fixtures.js';
 import { reopenable } from './reopen.js';
@@ -33,7 +34,7 @@ export function webhookStorageTests(test: Test, factory: StorageFactory): void {
     const record = webhookRecord();
     await storage.insertWebhook(record);
     let rejected = false;
-    await storage.insertWebhook({ ...record, url: 'https://second.example/' }).catch(() => (rejected = true));
+    await storage.insertWebhook({ ...record, url: 'https://second.example/' }).catch((error) => (rejected = isPortalError(error, 'RECORD_EXISTS')));
     assert.ok(rejected);
     assert.is((await storage.getWebhook('acct_a', record.id))!.url, record.url);
     assert.equal(await db.webhook(record.id), record);
