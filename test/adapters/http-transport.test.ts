@@ -1,0 +1,421 @@
+import http from 'node:http';
+import type { LookupAddress } from 'node:dns';
+import type { LookupFunction } from 'node:net';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { httpTransport } from '../../adapters/http-transport/index.js';
+import { classifyAddress, type AddressKind } from '../../adapters/http-transport/address-guard.js';
+import { MAX_RESPONSE_BYTES } from '../../adapters/http-transport/http-transport.js';
+import { guardedLookup } from '../../adapters/http-transport/http-transport.js';
+import type { WebhookCall } from '../../src/ports.js';
+import { startReceiver } from '../helpers/receiver.js';
+
+const call = (url: string, body = '{"id":"evt_1"}'): WebhookCall => ({
+  url,
+  body,
+  headers: { 'Content-Type': 'application/json', 'webhook-id': 'evt_1', 'User-Agent': 'customer-portal/test' },
+});
+
+/** Counts connections the transport's agents open: a refused call must open none. */
+function countConnections() {
+  const original = http.Agent.prototype.createConnection;
+  let count = 0;
+  http.Agent.prototype.createConnection = function (this: http.Agent, ...args: unknown[]) {
+    count++;
+    return (original as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof original;
+  return {
+    get count() {
+      return count;
+    },
+    restore: () => (http.Agent.prototype.createConnection = original),
+  };
+}
+
+/** A resolver that answers from a table and never asks DNS. */
+const fakeLookup = (table: Record<string, string[]>): LookupFunction => (hostname, options, callback) => {
+  const addresses = table[hostname];
+  if (addresses === undefined) return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), '', 0);
+  const answer: LookupAddress[] = addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+  if (options.all) callback(null, answer);
+  else callback(null, answer[0]!.address, answer[0]!.family);
+};
+
+test('a call is POSTed with its headers and body; the status and headers come back', async () => {
+  const receiver = await startReceiver();
+  const transport = httpTransport({ allowPrivateNetworks: true });
+  receiver.script([{ status: 202, headers: { 'Retry-After': '7', 'X-Thing': 'yes' } }]);
+  try {
+    const result = await transport.send(call(`${receiver.url}/hooks/in?tenant=1`, '{"id":"evt_1","data":{"name":"Zoë"}}'), { timeoutMs: 5000 });
+    assert.equal([result.statusCode, result.error, result.headers['retry-after'], result.headers['x-thing']], [202, null, '7', 'yes']);
+    const [request] = receiver.received;
+    assert.equal([request!.method, request!.url, request!.body], ['POST', '/hooks/in?tenant=1', '{"id":"evt_1","data":{"name":"Zoë"}}']);
+    assert.is(request!.headers['content-type'], 'application/json');
+    assert.is(request!.headers['webhook-id'], 'evt_1');
+    assert.is(request!.headers['content-length'], String(Buffer.byteLength('{"id":"evt_1","data":{"name":"Zoë"}}')));
+  } finally {
+    await transport.close!();
+    await receiver.close();
+  }
+});
+
+test('calls to one receiver share a kept-alive connection', async () => {
+  const receiver = await startReceiver();
+  const transport = httpTransport({ allowPrivateNetworks: true });
+  try {
+    for (let i = 0; i < 3; i++) assert.is((await transport.send(call(receiver.url), { timeoutMs: 5000 })).statusCode, 200);
+    const ports = new Set(receiver.received.map((request) => request.remotePort));
+    assert.is(ports.size, 1, 'one socket for three sequential calls');
+  } finally {
+    await transport.close!();
+    await receiver.close();
+  }
+});
+
+test('a redirect is not followed: the 3xx comes back as the answer', async () => {
+  const receiver = await startReceiver();
+  const transport = httpTransport({ allowPrivateNetworks: true });
+  receiver.script([{ status: 307, headers: { Location: '/elsewhere' } }]);
+  try {
+    const result = await transport.send(call(`${receiver.url}/start`), { timeoutMs: 5000 });
+    assert.is(result.statusCode, 307);
+    assert.equal(receiver.received.map((request) => request.url), ['/start']);
+  } finally {
+    await transport.close!();
+    await receiver.close();
+  }
+});
+
+test('a large response body is read to 64 KiB and dropped; the status still counts', async () => {
+  let finished: boolean | undefined;
+  const server = http.createServer((req, res) => {
+    req.resume();
+    res.on('close', () => (finished = res.writableFinished));
+    res.writeHead(200, { 'Content-Type': 'application/octet-stream' });
+    const chunk = Buffer.alloc(64 * 1024, 1);
+    let sent = 0;
+    const pump = () => {
+      while (sent < 20 * 1024 * 1024) {
+        sent += chunk.length;
+        if (!res.write(chunk)) return void res.once('drain', pump);
+      }
+      res.end();
+    };
+    pump();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const transport = httpTransport({ allowPrivateNetworks: true });
+  try {
+    const { port } = server.address() as { port: number };
+    const result = await transport.send(call(`http://127.0.0.1:${port}/`), { timeoutMs: 10_000 });
+    assert.equal([result.statusCode, result.error], [200, null]);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.is(finished, false, 'the transport hung up instead of reading 20 MiB');
+    assert.ok(MAX_RESPONSE_BYTES === 65536);
+  } finally {
+    await transport.close!();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+test('a receiver that does not answer in time is a timeout, with no status', async () => {
+  const receiver = await startReceiver();
+  const transport = httpTransport({ allowPrivateNetworks: true });
+  receiver.script([{ hang: true }]);
+  try {
+    const result = await transport.send(call(receiver.url), { timeoutMs: 150 });
+    assert.equal([result.statusCode, result.error], [null, 'timed out after 150 ms']);
+  } finally {
+    await transport.close!();
+    await receiver.close();
+  }
+});
+
+test('the transport\'s own timeoutMs caps what send asks for', async () => {
+  const receiver = await startReceiver();
+  const transport = httpTransport({ allowPrivateNetworks: true, timeoutMs: 100 });
+  receiver.script([{ hang: true }]);
+  try {
+    const result = await transport.send(call(receiver.url), { timeoutMs: 60_000 });
+    assert.is(result.error, 'timed out after 100 ms');
+  } finally {
+    await transport.close!();
+    await receiver.close();
+  }
+});
+
+test('an abort signal ends the call', async () => {
+  const receiver = await startReceiver();
+  const transport = httpTransport({ allowPrivateNetworks: true });
+  receiver.script([{ hang: true }]);
+  try {
+    const controller = new AbortController();
+    const pending = transport.send(call(receiver.url), { timeoutMs: 60_000, signal: controller.signal });
+    setTimeout(() => controller.abort(), 30);
+    assert.equal(await pending, { statusCode: null, headers: {}, error: 'aborted' });
+    const already = await transport.send(call(receiver.url), { timeoutMs: 60_000, signal: AbortSignal.abort() });
+    assert.is(already.error, 'aborted');
+  } finally {
+    await transport.close!();
+    await receiver.close();
+  }
+});
+
+test('a refused connection resolves with the network error; send never rejects', async () => {
+  const receiver = await startReceiver();
+  const closedPort = receiver.port;
+  await receiver.close();
+  const transport = httpTransport({ allowPrivateNetworks: true });
+  try {
+    const result = await transport.send(call(`http://127.0.0.1:${closedPort}/`), { timeoutMs: 5000 });
+    assert.is(result.statusCode, null);
+    assert.match(result.error ?? '', /ECONNREFUSED/);
+    const unknown = await httpTransport({ allowPrivateNetworks: true, lookup: fakeLookup({}) }).send(call('http://nowhere.test/'), { timeoutMs: 5000 });
+    assert.match(unknown.error ?? '', /ENOTFOUND/);
+  } finally {
+    await transport.close!();
+  }
+});
+
+test('only http and https URLs without credentials are called, even with private networks allowed', async () => {
+  const transport = httpTransport({ allowPrivateNetworks: true });
+  const connections = countConnections();
+  try {
+    for (const [url, pattern] of [
+      ['ftp://127.0.0.1/x', /only http and https/],
+      ['file:///etc/passwd', /only http and https/],
+      ['gopher://127.0.0.1:70/', /only http and https/],
+      ['http://user:pass@127.0.0.1/', /credentials/],
+      ['http://user@127.0.0.1/', /credentials/],
+      ['not a url', /not an absolute URL/],
+    ] as const) {
+      const result = await transport.send(call(url), { timeoutMs: 1000 });
+      assert.is(result.statusCode, null, url);
+      assert.match(result.error ?? '', pattern, url);
+    }
+    assert.is(connections.count, 0);
+  } finally {
+    connections.restore();
+    await transport.close!();
+  }
+});
+
+test('SSRF: every spelling of this machine is refused before a connection, and nothing arrives', async () => {
+  const receiver = await startReceiver();
+  const transport = httpTransport();
+  const connections = countConnections();
+  const p = receiver.port;
+  try {
+    for (const url of [
+      `http://127.0.0.1:${p}/`,
+      `http://127.1:${p}/`,
+      `http://127.0.1:${p}/`,
+      `http://0x7f000001:${p}/`,
+      `http://0x7f.0.0.1:${p}/`,
+      `http://2130706433:${p}/`,
+      `http://0177.0.0.1:${p}/`,
+      `http://017700000001:${p}/`,
+      `http://%31%32%37.0.0.1:${p}/`,
+      `http://[::1]:${p}/`,
+      `http://[0:0:0:0:0:0:0:1]:${p}/`,
+      `http://[::ffff:127.0.0.1]:${p}/`,
+      `http://[::ffff:7f00:1]:${p}/`,
+      `http://[::127.0.0.1]:${p}/`,
+      `http://0.0.0.0:${p}/`,
+      `http://0:${p}/`,
+      `http://[::]:${p}/`,
+      `https://127.0.0.1:${p}/`,
+    ]) {
+      const result = await transport.send(call(url), { timeoutMs: 2000 });
+      assert.is(result.statusCode, null, url);
+      assert.match(result.error ?? '', /^refused to call .+ address \(allowPrivateNetworks is off\)$/, url);
+    }
+    assert.is(connections.count, 0, 'a literal address is refused before any socket is made');
+    const local = await transport.send(call(`http://localhost:${p}/`), { timeoutMs: 2000 });
+    assert.is(local.statusCode, null);
+    assert.match(local.error ?? '', /^refused to call (127\.0\.0\.1|::1): a loopback address .*resolved from localhost/);
+    // Whether the resolver knows the fully qualified "localhost." differs between systems; either way nothing is sent.
+    const qualified = await transport.send(call(`http://localhost.:${p}/`), { timeoutMs: 2000 });
+    assert.is(qualified.statusCode, null);
+    assert.match(qualified.error ?? '', /^refused to call .* loopback address|ENOTFOUND/);
+    assert.is(receiver.received.length, 0, 'the receiver on 127.0.0.1 got nothing');
+  } finally {
+    connections.restore();
+    await transport.close!();
+    await receiver.close();
+  }
+});
+
+test('SSRF: private, shared, link-local, metadata, multicast and mapped addresses are refused without connecting', async () => {
+  const transport = httpTransport();
+  const connections = countConnections();
+  try {
+    for (const [url, kind] of [
+      ['http://169.254.169.254/latest/meta-data/', 'link-local'],
+      ['http://[::ffff:169.254.169.254]/', 'link-local'],
+      ['http://[::ffff:a9fe:a9fe]/', 'link-local'],
+      ['http://10.0.0.1/', 'private'],
+      ['http://10.255.255.255:8080/', 'private'],
+      ['http://172.16.0.1/', 'private'],
+      ['http://172.31.255.254/', 'private'],
+      ['http://192.168.1.1/', 'private'],
+      ['http://0xc0.0xa8.1.1/', 'private'],
+      ['http://[::ffff:10.0.0.1]/', 'private'],
+      ['http://100.64.0.1/', 'shared'],
+      ['http://100.127.255.254/', 'shared'],
+      ['http://[fd00::1]/', 'private'],
+      ['http://[fc00::1]/', 'private'],
+      ['http://[fe80::1]/', 'link-local'],
+      ['http://224.0.0.1/', 'multicast'],
+      ['http://239.255.255.250:1900/', 'multicast'],
+      ['http://[ff02::1]/', 'multicast'],
+      ['http://255.255.255.255/', 'broadcast'],
+      ['http://[64:ff9b::a9fe:a9fe]/', 'link-local'],
+      ['http://[2002:a9fe:a9fe::1]/', 'link-local'],
+    ] as const) {
+      const result = await transport.send(call(url), { timeoutMs: 2000 });
+      assert.is(result.statusCode, null, url);
+      assert.match(result.error ?? '', new RegExp(`an? ${kind === 'shared' ? 'shared \\(carrier-grade NAT\\)' : kind} address`), url);
+    }
+    assert.is(connections.count, 0);
+  } finally {
+    connections.restore();
+    await transport.close!();
+  }
+});
+
+test('SSRF: a host name whose answer is private is refused at lookup, before any TCP connect', async () => {
+  const lookups: string[] = [];
+  const table: Record<string, string[]> = {
+    'metadata.attacker.test': ['169.254.169.254'],
+    'rebind.attacker.test': ['127.0.0.1'],
+    'internal.attacker.test': ['10.1.2.3', '192.168.0.7'],
+    'mapped.attacker.test': ['::ffff:127.0.0.1'],
+    'ula.attacker.test': ['fd12:3456::1'],
+    'cgnat.attacker.test': ['100.100.100.100'],
+  };
+  const lookup: LookupFunction = (hostname, options, callback) => {
+    lookups.push(hostname);
+    fakeLookup(table)(hostname, options, callback);
+  };
+  const transport = httpTransport({ lookup });
+  try {
+    for (const [host, [first]] of Object.entries(table)) {
+      const result = await transport.send(call(`http://${host}:8080/hook`), { timeoutMs: 2000 });
+      assert.is(result.statusCode, null, host);
+      assert.ok(result.error?.startsWith(`refused to call ${first}: `), `${host}: ${result.error}`);
+      assert.match(result.error!, `(resolved from ${host})`);
+    }
+    assert.equal(lookups, Object.keys(table), 'each name was looked up through the guard');
+  } finally {
+    await transport.close!();
+  }
+});
+
+test('SSRF: the guarded lookup keeps only the allowed addresses of a mixed answer', async () => {
+  const lookup = guardedLookup(fakeLookup({ 'mixed.test': ['10.0.0.5', '93.184.216.34', '127.0.0.1', '2606:4700::6810:84e5'] }));
+  const all = await new Promise<unknown>((resolve, reject) =>
+    lookup('mixed.test', { all: true }, (error, addresses) => (error ? reject(error) : resolve(addresses))),
+  );
+  assert.equal(all, [{ address: '93.184.216.34', family: 4 }, { address: '2606:4700::6810:84e5', family: 6 }]);
+  const one = await new Promise<unknown>((resolve, reject) =>
+    lookup('mixed.test', {}, (error, address, family) => (error ? reject(error) : resolve([address, family]))),
+  );
+  assert.equal(one, ['93.184.216.34', 4]);
+});
+
+test('SSRF: with allowPrivateNetworks a loopback receiver is called', async () => {
+  const receiver = await startReceiver();
+  const transport = httpTransport({ allowPrivateNetworks: true });
+  try {
+    assert.is((await transport.send(call(`http://127.1:${receiver.port}/`), { timeoutMs: 5000 })).statusCode, 200);
+    assert.is((await transport.send(call(`http://localhost:${receiver.port}/`), { timeoutMs: 5000 })).statusCode, 200);
+    assert.is(receiver.received.length, 2);
+  } finally {
+    await transport.close!();
+    await receiver.close();
+  }
+});
+
+test('the address classifier: public addresses pass, every special range is named', () => {
+  const table: [string, AddressKind][] = [
+    ['8.8.8.8', 'public'],
+    ['1.1.1.1', 'public'],
+    ['93.184.216.34', 'public'],
+    ['11.0.0.1', 'public'],
+    ['100.63.255.255', 'public'],
+    ['100.128.0.0', 'public'],
+    ['169.253.255.255', 'public'],
+    ['172.15.255.255', 'public'],
+    ['172.32.0.0', 'public'],
+    ['192.167.255.255', 'public'],
+    ['192.169.0.0', 'public'],
+    ['223.255.255.255', 'public'],
+    ['2606:4700:4700::1111', 'public'],
+    ['2001:4860:4860::8888', 'public'],
+    ['2001:4860:4860:0:0:0:0:8888', 'public'],
+    ['0:0:0:0:0:0:0:1', 'loopback'],
+    ['fe80:0:0:0:1:2:3:4', 'link-local'],
+    ['::ffff:8.8.8.8', 'public'],
+    ['64:ff9b::808:808', 'public'],
+    ['2002:808:808::1', 'public'],
+    ['0.0.0.0', 'unspecified'],
+    ['::', 'unspecified'],
+    ['0.1.2.3', 'reserved'],
+    ['127.0.0.1', 'loopback'],
+    ['127.255.255.254', 'loopback'],
+    ['::1', 'loopback'],
+    ['[::1]', 'loopback'],
+    ['::ffff:127.0.0.1', 'loopback'],
+    ['::ffff:7f00:1', 'loopback'],
+    ['::127.0.0.1', 'loopback'],
+    ['::ffff:0:7f00:1', 'loopback'],
+    ['::ffff:0:127.0.0.1', 'loopback'],
+    ['::ffff:0:a9fe:a9fe', 'link-local'],
+    ['::ffff:0:808:808', 'public'],
+    ['::1:2:3:4', 'reserved'],
+    ['ff::1', 'reserved'],
+    ['64:ff9b::7f00:1', 'loopback'],
+    ['2002:7f00:1::', 'loopback'],
+    ['10.0.0.0', 'private'],
+    ['10.255.255.255', 'private'],
+    ['172.16.0.0', 'private'],
+    ['172.31.255.255', 'private'],
+    ['192.168.0.0', 'private'],
+    ['192.168.255.255', 'private'],
+    ['fc00::', 'private'],
+    ['fdff:ffff::1', 'private'],
+    ['fec0::1', 'private'],
+    ['::ffff:192.168.1.1', 'private'],
+    ['2002:c0a8:101::', 'private'],
+    ['100.64.0.0', 'shared'],
+    ['100.127.255.255', 'shared'],
+    ['169.254.0.1', 'link-local'],
+    ['169.254.169.254', 'link-local'],
+    ['fe80::1', 'link-local'],
+    ['febf:ffff::1', 'link-local'],
+    ['fe80::1%eth0', 'link-local'],
+    ['224.0.0.1', 'multicast'],
+    ['239.255.255.255', 'multicast'],
+    ['ff02::1', 'multicast'],
+    ['ff0e::1', 'multicast'],
+    ['255.255.255.255', 'broadcast'],
+    ['240.0.0.1', 'reserved'],
+    ['192.0.2.1', 'reserved'],
+    ['198.18.0.1', 'reserved'],
+    ['198.51.100.1', 'reserved'],
+    ['203.0.113.1', 'reserved'],
+    ['2001:db8::1', 'reserved'],
+    ['2001::1', 'reserved'],
+    ['100::1', 'reserved'],
+    ['localhost', 'invalid'],
+    ['', 'invalid'],
+    ['1.2.3', 'invalid'],
+    ['256.1.1.1', 'invalid'],
+    ['::ffff:1.2.3', 'invalid'],
+  ];
+  for (const [address, kind] of table) assert.is(classifyAddress(address), kind, address);
+});
+
+test.run();

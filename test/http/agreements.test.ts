@@ -1,0 +1,258 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { KEY_B, json, rawRequest, startPortal } from '../helpers/server.js';
+import {
+  BLOB_KINDS,
+  MULTIPART,
+  PNG_SIGNATURE,
+  SIGNER,
+  documentBytes,
+  multipart,
+  readAll,
+  sha256,
+  signer,
+  trackedAdapters,
+  validFormData,
+  validParts,
+} from '../helpers/agreements.js';
+
+const LIMIT = 5 * 1024 * 1024;
+const ATOM = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$/;
+
+for (const kind of BLOB_KINDS) {
+  test(`${kind.name}: fetch + FormData: 201, the Agreement exactly as the contract has it, hashes recomputed here`, async () => {
+    const tracked = trackedAdapters({ kind });
+    const app = await startPortal({ storage: tracked.storage, blobs: tracked.blobs });
+    try {
+      const lease = documentBytes(300_000, 1);
+      const annex = documentBytes(70_001, 2);
+      const form = validFormData({
+        signers: [SIGNER, signer(2)],
+        documents: [
+          { name: 'lease.pdf', bytes: lease },
+          { name: 'annex.pdf', bytes: annex },
+        ],
+      });
+      const res = await app.api('/agreements', { method: 'POST', body: form });
+      assert.is(res.status, 201);
+      const body = await json(res);
+      assert.is(res.headers.get('location'), `${app.url}/v1/agreements/${body.id}`);
+      assert.equal(Object.keys(body), ['id', 'name', 'status', 'signerName', 'signerSignature', 'signerSignatureHash', 'signers', 'documents', 'createdAt']);
+      assert.match(body.id, /^agr_[0-9A-Za-z]{22}$/);
+      assert.is(body.name, 'Lease 2026');
+      assert.is(body.status, 'sent');
+      assert.is(body.signerName, 'Ann Owner');
+      assert.is(body.signerSignature, PNG_SIGNATURE);
+      assert.match(body.createdAt, ATOM);
+      assert.is(body.signerSignatureHash, sha256(PNG_SIGNATURE + '\n' + body.createdAt));
+      assert.is(body.signers.length, 2);
+      assert.match(body.signers[0].id, /^ags_[0-9A-Za-z]{22}$/);
+      assert.equal({ ...body.signers[0], id: undefined }, { ...SIGNER, id: undefined, signature: null, signatureHash: null, signedAt: null });
+      assert.equal(body.signers[1].email, 's2@example.com');
+      assert.equal(
+        body.documents.map((document: any) => ({ ...document, id: document.id.slice(0, 4) })),
+        [
+          { id: 'agd_', documentName: 'lease.pdf', fileSize: 300_000, fileHash: sha256(lease) },
+          { id: 'agd_', documentName: 'annex.pdf', fileSize: 70_001, fileHash: sha256(annex) },
+        ],
+      );
+      // Each document's bytes are in the blob store under its id, intact.
+      assert.ok((await readAll((await tracked.blobs.get(body.documents[0].id))!)).equals(lease));
+      assert.ok((await readAll((await tracked.blobs.get(body.documents[1].id))!)).equals(annex));
+      assert.equal((await tracked.blobKeys()).sort(), body.documents.map((document: any) => document.id).sort());
+      assert.is(tracked.inserted.length, 1);
+    } finally {
+      await app.close();
+      tracked.dispose();
+    }
+  });
+}
+
+test('the created agreement is what portal.agreements.get and GET /agreements/{id} return, in its account only', async () => {
+  const app = await startPortal();
+  try {
+    const created = await json(await app.api('/agreements', { method: 'POST', body: validFormData() }));
+    assert.equal(await app.portal.agreements.get('acct_a', created.id), created);
+    assert.is(await app.portal.agreements.get('acct_b', created.id), null);
+    const viaHttp = await app.api(`/agreements/${created.id}`);
+    assert.is(viaHttp.status, 200);
+    assert.equal(await json(viaHttp), created);
+    const otherAccount = await app.api(`/agreements/${created.id}`, { headers: { authorization: `Bearer ${KEY_B}` } });
+    assert.is(otherAccount.status, 404);
+    assert.match((await json(otherAccount)).message, created.id);
+  } finally {
+    await app.close();
+  }
+});
+
+test('with extensions: false there is no GET /agreements/{id}, and POST still works', async () => {
+  const app = await startPortal({ extensions: false });
+  try {
+    const res = await app.api('/agreements', { method: 'POST', body: validFormData() });
+    assert.is(res.status, 201);
+    const { id } = await json(res);
+    assert.is((await app.api(`/agreements/${id}`)).status, 404);
+  } finally {
+    await app.close();
+  }
+});
+
+test('Location is built from publicUrl when one is configured', async () => {
+  const app = await startPortal({ publicUrl: 'https://portal.example.com/v1/' });
+  try {
+    const res = await app.api('/agreements', { method: 'POST', body: validFormData() });
+    const { id } = await json(res);
+    assert.is(res.headers.get('location'), `https://portal.example.com/v1/agreements/${id}`);
+  } finally {
+    await app.close();
+  }
+});
+
+test('signers as one part holding a JSON array; documents under every accepted part name', async () => {
+  const app = await startPortal();
+  try {
+    const parts = validParts().filter((part) => part.name !== 'signers' && part.name !== 'documents');
+    parts.push({ name: 'signers', value: JSON.stringify([signer(1), signer(2), signer(3)]) });
+    const names = ['documents', 'documents[]', 'documents[0]', 'documents[17]', 'documents.items'];
+    names.forEach((name, i) => parts.push({ name, filename: `doc${i}.txt`, bytes: documentBytes(100 + i, i) }));
+    const res = await rawRequest(`${app.url}/v1/agreements`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer key-account-a', 'content-type': MULTIPART },
+      body: multipart(parts),
+    });
+    assert.is(res.status, 201, res.body);
+    const body = JSON.parse(res.body);
+    assert.equal(body.signers.map((item: any) => item.firstName), ['Signer1', 'Signer2', 'Signer3']);
+    assert.equal(body.documents.map((document: any) => document.documentName), ['doc0.txt', 'doc1.txt', 'doc2.txt', 'doc3.txt', 'doc4.txt']);
+    assert.equal(body.documents.map((document: any) => document.fileHash), names.map((_, i) => sha256(documentBytes(100 + i, i))));
+  } finally {
+    await app.close();
+  }
+});
+
+test('five signers and five documents are accepted; text parts may come after the documents', async () => {
+  const app = await startPortal();
+  try {
+    const form = new FormData();
+    for (let i = 0; i < 5; i++) form.append('documents', new Blob([documentBytes(1000, i)]), `d${i}.bin`);
+    for (let i = 0; i < 5; i++) form.append('signers', JSON.stringify(signer(i)));
+    form.append('signerSignatureData', PNG_SIGNATURE);
+    form.append('signerName', 'Ann Owner');
+    form.append('name', 'Late fields');
+    const res = await app.api('/agreements', { method: 'POST', body: form });
+    assert.is(res.status, 201);
+    const body = await json(res);
+    assert.is(body.signers.length, 5);
+    assert.is(body.documents.length, 5);
+  } finally {
+    await app.close();
+  }
+});
+
+test('document names are reduced to a safe base name; text parts keep their Unicode', async () => {
+  const app = await startPortal();
+  try {
+    const names = ['C:\\Users\\ann\\Vertrag – Ünïcødé.pdf', '../../etc/passwd', '..', '\u202Efdp.exe', 'a'.repeat(300) + '.pdf'];
+    const form = new FormData();
+    form.append('name', 'Miete – Ünïcødé ✓');
+    form.append('signerName', 'Zoë Ångström');
+    form.append('signerSignatureData', PNG_SIGNATURE);
+    form.append('signers', JSON.stringify({ ...SIGNER, firstName: 'Jürgen' }));
+    for (const name of names) form.append('documents', new Blob([Buffer.from('x')]), name);
+    const body = await json(await app.api('/agreements', { method: 'POST', body: form }));
+    assert.is(body.name, 'Miete – Ünïcødé ✓');
+    assert.is(body.signerName, 'Zoë Ångström');
+    assert.is(body.signers[0].firstName, 'Jürgen');
+    const documentNames = body.documents.map((document: any) => document.documentName);
+    assert.equal(documentNames.slice(0, 4), ['Vertrag – Ünïcødé.pdf', 'passwd', 'document', 'fdp.exe']);
+    assert.is(documentNames[4], 'a'.repeat(251) + '.pdf');
+  } finally {
+    await app.close();
+  }
+});
+
+for (const kind of BLOB_KINDS) {
+  test(`${kind.name}: exactly 5,242,880 bytes of documents is accepted, in one document or spread over five`, async () => {
+    const tracked = trackedAdapters({ kind });
+    const app = await startPortal({ storage: tracked.storage, blobs: tracked.blobs });
+    try {
+      const whole = documentBytes(LIMIT, 3);
+      const one = await app.api('/agreements', { method: 'POST', body: validFormData({ documents: [{ name: 'big.bin', bytes: whole }] }) });
+      assert.is(one.status, 201);
+      const body = await json(one);
+      assert.equal(body.documents[0].fileSize, LIMIT);
+      assert.equal(body.documents[0].fileHash, sha256(whole));
+      const sizes = [1_048_576, 1_048_576, 1_048_576, 1_048_576, 1_048_576];
+      const spread = await app.api('/agreements', {
+        method: 'POST',
+        body: validFormData({ documents: sizes.map((size, i) => ({ name: `p${i}`, bytes: documentBytes(size, i) })) }),
+      });
+      assert.is(spread.status, 201);
+      assert.equal((await json(spread)).documents.map((document: any) => document.fileSize), sizes);
+    } finally {
+      await app.close();
+      tracked.dispose();
+    }
+  });
+}
+
+for (const kind of BLOB_KINDS) {
+  test(`${kind.name}: 5,242,881 bytes is a 413, in one document or spread over five, and nothing is left behind`, async () => {
+    const tracked = trackedAdapters({ kind });
+    const app = await startPortal({ storage: tracked.storage, blobs: tracked.blobs });
+    try {
+      const one = await app.api('/agreements', {
+        method: 'POST',
+        body: validFormData({ documents: [{ name: 'big.bin', bytes: documentBytes(LIMIT + 1) }] }),
+      });
+      assert.is(one.status, 413);
+      assert.match((await json(one)).message, '5242880 bytes');
+      const sizes = [1_048_576, 1_048_576, 1_048_576, 1_048_576, 1_048_577];
+      const spread = await app.api('/agreements', {
+        method: 'POST',
+        body: validFormData({ documents: sizes.map((size, i) => ({ name: `p${i}`, bytes: documentBytes(size, i) })) }),
+      });
+      assert.is(spread.status, 413);
+      assert.equal(await tracked.blobKeys(), []);
+      assert.is(tracked.inserted.length, 0);
+    } finally {
+      await app.close();
+      tracked.dispose();
+    }
+  });
+}
+
+for (const kind of BLOB_KINDS) {
+  test(`${kind.name}: six documents or six signers are a 400 naming the limit, and no blob is left`, async () => {
+    const tracked = trackedAdapters({ kind });
+    const app = await startPortal({ storage: tracked.storage, blobs: tracked.blobs });
+    try {
+      const documents = Array.from({ length: 6 }, (_, i) => ({ name: `d${i}`, bytes: documentBytes(10_000, i) }));
+      const tooManyDocuments = await app.api('/agreements', { method: 'POST', body: validFormData({ documents }) });
+      assert.is(tooManyDocuments.status, 400);
+      assert.is((await json(tooManyDocuments)).message, 'documents: at most 5 documents are allowed.');
+      const signers = Array.from({ length: 6 }, (_, i) => signer(i));
+      const tooManySigners = await app.api('/agreements', { method: 'POST', body: validFormData({ signers }) });
+      assert.is(tooManySigners.status, 400);
+      assert.is((await json(tooManySigners)).message, 'signers: at most 5 signers are allowed.');
+      assert.equal(await tracked.blobKeys(), []);
+      assert.is(tracked.inserted.length, 0);
+    } finally {
+      await app.close();
+      tracked.dispose();
+    }
+  });
+}
+
+test('POST /agreements needs a bearer token, like every route', async () => {
+  const app = await startPortal();
+  try {
+    const res = await fetch(`${app.url}/v1/agreements`, { method: 'POST', body: validFormData() });
+    assert.is(res.status, 401);
+    assert.ok(res.headers.get('www-authenticate'));
+  } finally {
+    await app.close();
+  }
+});
+
+test.run();

@@ -1,0 +1,246 @@
+import { execFile, spawnSync } from 'node:child_process';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { promisify } from 'node:util';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { memoryBlobs } from '../../adapters/memory/index.js';
+import { asciiFallback } from '../../src/http/content-disposition.js';
+import type { Attachment, BlobStore, Logger, PortalOptions } from '../../src/index.js';
+import { patternBytes } from '../conformance/fixtures.js';
+import { SIGNING_KEY_1, getLink } from '../helpers/download.js';
+import { type TestPortal, json, startPortal } from '../helpers/server.js';
+
+const SIZE = 10_000;
+const BYTES = patternBytes(SIZE, 5);
+
+async function withDownload(
+  input: { name?: string; mime?: string; body?: Buffer },
+  body: (context: { app: TestPortal; attachment: Attachment; link: string }) => Promise<void>,
+  options: PortalOptions = {},
+): Promise<void> {
+  const app = await startPortal({ signingKeys: [SIGNING_KEY_1], ...options });
+  try {
+    const attachment = await app.portal.tickets.putAttachment('acct_a', {
+      name: input.name ?? 'data.bin',
+      mime: input.mime ?? 'application/octet-stream',
+      body: input.body ?? BYTES,
+    });
+    const { link } = await getLink(app, attachment);
+    await body({ app, attachment, link });
+  } finally {
+    await app.close();
+  }
+}
+
+const bytesOf = async (res: Response) => Buffer.from(await res.arrayBuffer());
+
+test('GET on the link streams the exact bytes with the download headers', async () => {
+  const big = patternBytes(3 * 1024 * 1024 + 7, 9);
+  await withDownload({ name: 'Quarterly report.pdf', mime: 'application/pdf', body: big }, async ({ attachment, link }) => {
+    const res = await fetch(link);
+    assert.is(res.status, 200);
+    assert.ok((await bytesOf(res)).equals(big), 'byte-exact');
+    assert.is(res.headers.get('content-type'), 'application/pdf');
+    assert.is(res.headers.get('content-length'), String(big.length));
+    assert.is(res.headers.get('content-disposition'), `attachment; filename="Quarterly report.pdf"; filename*=UTF-8''Quarterly%20report.pdf`);
+    assert.is(res.headers.get('accept-ranges'), 'bytes');
+    assert.is(res.headers.get('x-content-type-options'), 'nosniff');
+    assert.is(res.headers.get('cache-control'), 'private, no-store');
+    assert.is(res.headers.get('etag'), `"${attachment.id}"`);
+    assert.is(res.headers.get('content-range'), null);
+  });
+});
+
+test('one Range is answered 206 with exactly those bytes and a Content-Range', async () => {
+  await withDownload({}, async ({ link }) => {
+    const cases: [string, number, number][] = [
+      ['bytes=0-99', 0, 99],
+      ['bytes=100-', 100, SIZE - 1],
+      ['bytes=-500', SIZE - 500, SIZE - 1],
+      ['bytes=9999-9999', 9999, 9999],
+      ['bytes=9990-20000', 9990, SIZE - 1],
+      ['bytes=-20000', 0, SIZE - 1],
+      ['bytes=0-', 0, SIZE - 1],
+      ['Bytes=5-9', 5, 9],
+    ];
+    for (const [range, start, end] of cases) {
+      const res = await fetch(link, { headers: { range } });
+      assert.is(res.status, 206, range);
+      assert.is(res.headers.get('content-range'), `bytes ${start}-${end}/${SIZE}`, range);
+      assert.is(res.headers.get('content-length'), String(end - start + 1), range);
+      assert.is(res.headers.get('content-type'), 'application/octet-stream', range);
+      assert.ok((await bytesOf(res)).equals(BYTES.subarray(start, end + 1)), range);
+    }
+  });
+});
+
+test('a range past the end, or an empty suffix, is a 416 with Content-Range: bytes */size', async () => {
+  await withDownload({}, async ({ link }) => {
+    for (const range of [`bytes=${SIZE}-`, `bytes=${SIZE}-${SIZE + 10}`, 'bytes=-0', 'bytes=99999999999999999999-']) {
+      const res = await fetch(link, { headers: { range } });
+      assert.is(res.status, 416, range);
+      assert.is(res.headers.get('content-range'), `bytes */${SIZE}`, range);
+      assert.is(res.headers.get('content-type'), 'application/json; charset=utf-8', range);
+      assert.match((await json(res)).message, /range/, range);
+    }
+  });
+});
+
+test('several ranges, another unit or a malformed Range get the whole attachment, 200', async () => {
+  await withDownload({}, async ({ link }) => {
+    for (const range of ['bytes=0-1,5-6', 'bytes=0-1, 500-', 'items=0-9', 'bytes=abc', 'bytes=5-2', 'bytes=-', 'bytes=1-2-3', '']) {
+      const res = await fetch(link, { headers: { range } });
+      assert.is(res.status, 200, range);
+      assert.is(res.headers.get('content-range'), null, range);
+      assert.ok((await bytesOf(res)).equals(BYTES), range);
+    }
+  });
+});
+
+test('If-Range: the range is honoured only when it names this ETag', async () => {
+  await withDownload({}, async ({ link, attachment }) => {
+    const matching = await fetch(link, { headers: { range: 'bytes=0-9', 'if-range': `"${attachment.id}"` } });
+    assert.is(matching.status, 206);
+    assert.is((await bytesOf(matching)).length, 10);
+    for (const ifRange of ['"tca_other"', new Date().toUTCString()]) {
+      const other = await fetch(link, { headers: { range: 'bytes=0-9', 'if-range': ifRange } });
+      assert.is(other.status, 200, ifRange);
+      assert.is((await bytesOf(other)).length, SIZE, ifRange);
+    }
+  });
+});
+
+test('HEAD answers the headers GET would, and no body', async () => {
+  await withDownload({ name: 'notes.txt', mime: 'text/plain' }, async ({ link }) => {
+    const get = await fetch(link);
+    await get.arrayBuffer();
+    const head = await fetch(link, { method: 'HEAD' });
+    assert.is(head.status, 200);
+    for (const name of ['content-type', 'content-length', 'content-disposition', 'accept-ranges', 'etag', 'cache-control', 'x-content-type-options']) {
+      assert.is(head.headers.get(name), get.headers.get(name), name);
+    }
+    assert.is((await head.arrayBuffer()).byteLength, 0);
+    const ranged = await fetch(link, { method: 'HEAD', headers: { range: 'bytes=-500' } });
+    assert.is(ranged.status, 206);
+    assert.is(ranged.headers.get('content-range'), `bytes ${SIZE - 500}-${SIZE - 1}/${SIZE}`);
+    assert.is(ranged.headers.get('content-length'), '500');
+    const unsatisfiable = await fetch(link, { method: 'HEAD', headers: { range: `bytes=${SIZE}-` } });
+    assert.is(unsatisfiable.status, 416);
+  });
+});
+
+test('an empty attachment downloads as zero bytes; any range of it is unsatisfiable', async () => {
+  await withDownload({ body: Buffer.alloc(0) }, async ({ link }) => {
+    const res = await fetch(link);
+    assert.is(res.status, 200);
+    assert.is(res.headers.get('content-length'), '0');
+    assert.is((await bytesOf(res)).length, 0);
+    const ranged = await fetch(link, { headers: { range: 'bytes=-500' } });
+    assert.is(ranged.status, 416);
+    assert.is(ranged.headers.get('content-range'), 'bytes */0');
+  });
+});
+
+test('a unicode name: exact in filename*, an ASCII stand-in in filename', async () => {
+  const name = 'Résumé 日本語 "final" 100% (v2)\'s.pdf';
+  await withDownload({ name }, async ({ link }) => {
+    const header = (await fetch(link, { method: 'HEAD' })).headers.get('content-disposition')!;
+    const fallback = /filename="([^"]*)"/.exec(header)?.[1];
+    const extended = /filename\*=UTF-8''([A-Za-z0-9!#$&+\-.^_`|~%]+)$/.exec(header)?.[1];
+    assert.is(fallback, 'Resume ___ _final_ 100_ (v2)\'s.pdf');
+    assert.ok(extended !== undefined, header);
+    assert.is(decodeURIComponent(extended!), name);
+    assert.ok(/^[\x20-\x7e]*$/.test(header), 'the header itself is ASCII');
+  });
+});
+
+test('the ASCII stand-in: one _ per character it cannot show, never empty', () => {
+  assert.is(asciiFallback('😀.png'), '_.png');
+  assert.is(asciiFallback('Ñandú\\x.txt'), 'Nandu_x.txt');
+  assert.is(asciiFallback('\u0301'), 'download');
+});
+
+/** A blob store whose `get` hands out `source` for every key: the test decides when bytes flow. */
+function gatedBlobs(source: () => Readable): BlobStore {
+  const inner = memoryBlobs();
+  return { ...inner, get: async (key) => ((await inner.stat(key)) === null ? null : source()) };
+}
+
+test('bytes reach the client as the blob store yields them, before the blob has been read to the end', async () => {
+  const source = new Readable({ read() {} });
+  await withDownload({ body: Buffer.alloc(2 * 65_536, 1) }, async ({ link }) => {
+    source.push(Buffer.alloc(65_536, 1));
+    const res = await fetch(link);
+    assert.is(res.status, 200);
+    const reader = res.body!.getReader();
+    let received = 0;
+    while (received < 65_536) {
+      const { value, done } = await reader.read();
+      assert.not.ok(done, 'the body is still open');
+      received += value!.length;
+    }
+    assert.is(received, 65_536, 'the first half arrived while the second is not yet read from the store');
+    assert.not.ok(source.readableEnded);
+    source.push(Buffer.alloc(65_536, 1));
+    source.push(null);
+    while (!(await reader.read()).done);
+  }, { blobs: gatedBlobs(() => source) });
+});
+
+test('a client that goes away mid-download stops the read from the blob store, and is no error', async () => {
+  const errors: string[] = [];
+  const logger: Logger = { debug() {}, info() {}, warn() {}, error: (_object, message) => errors.push(message ?? '') };
+  const source = new Readable({ read() {} });
+  const closed = new Promise<void>((resolve) => source.once('close', resolve));
+  await withDownload({ body: Buffer.alloc(10 * 65_536) }, async ({ app, link }) => {
+    source.push(Buffer.alloc(65_536));
+    const abort = new AbortController();
+    const res = await fetch(link, { signal: abort.signal });
+    await res.body!.getReader().read();
+    abort.abort();
+    await closed;
+    assert.ok(source.destroyed, 'the blob stream was destroyed');
+    assert.is((await app.api('/files')).status, 200, 'the server serves on');
+    assert.equal(errors, []);
+  }, { blobs: gatedBlobs(() => source), logger });
+});
+
+test('a blob stream that fails after the headers went out cuts the connection and is logged', async () => {
+  const errors: string[] = [];
+  const logger: Logger = { debug() {}, info() {}, warn() {}, error: (_object, message) => errors.push(message ?? '') };
+  const source = new Readable({ read() {} });
+  await withDownload({ body: Buffer.alloc(4 * 65_536) }, async ({ link }) => {
+    source.push(Buffer.alloc(65_536));
+    const res = await fetch(link);
+    assert.is(res.status, 200);
+    source.destroy(new Error('disk gone'));
+    let failed = false;
+    await res.arrayBuffer().catch(() => (failed = true));
+    assert.ok(failed, 'the client sees a truncated body, not a complete one');
+    assert.equal(errors, ['response failed after headers were sent']);
+  }, { blobs: gatedBlobs(() => source), logger });
+});
+
+const curlAvailable = spawnSync('curl', ['--version']).status === 0;
+const curlTest = curlAvailable ? test : test.skip;
+if (!curlAvailable) console.log('skip: curl is not installed, so "curl -O -J gets the file with its name" is not checked');
+
+curlTest('curl -O -J, given only the link, saves the file under its name', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'portal-curl-'));
+  try {
+    for (const [name, saved] of [['Quarterly report.pdf', 'Quarterly report.pdf'], ['Résumé.pdf', 'Resume.pdf']] as const) {
+      await withDownload({ name, mime: 'application/pdf' }, async ({ link }) => {
+        await promisify(execFile)('curl', ['--silent', '--show-error', '--fail', '-O', '-J', link], { cwd: dir });
+      });
+      assert.ok((await readdir(dir)).includes(saved), `${name} saved as ${saved}: ${await readdir(dir)}`);
+      assert.ok((await readFile(join(dir, saved))).equals(BYTES), name);
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test.run();

@@ -1,0 +1,230 @@
+import { readFile } from 'node:fs/promises';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { memoryStorage, memoryTransport } from '../../adapters/memory/index.js';
+import { openapi } from '../../src/index.js';
+import { agreementRoutes } from '../../src/http/routes/agreements.js';
+import { downloadRoutes } from '../../src/http/routes/downloads.js';
+import { fileRoutes } from '../../src/http/routes/files.js';
+import { ticketRoutes } from '../../src/http/routes/tickets.js';
+import { webhookExtensionRoutes, webhookRoutes } from '../../src/http/routes/webhooks.js';
+import { MAX_DOCUMENT_BYTES } from '../../src/domain/inputs.js';
+import { PNG_SIGNATURE, documentBytes, validFormData } from '../helpers/agreements.js';
+import { SIGNING_KEY_1, linkPath, withParam } from '../helpers/download.js';
+import { createResponseChecker } from '../helpers/openapi.js';
+import { KEY_A, type TestPortal, startPortal } from '../helpers/server.js';
+import { NEVER, manualClock } from '../helpers/webhooks.js';
+
+const document = openapi as Record<string, any>;
+
+test('the document is valid OpenAPI 3.1 by the specification\'s own schema', async () => {
+  const validator = new Validator();
+  const result = await validator.validate(structuredClone(document) as never);
+  assert.ok(result.valid, JSON.stringify(result.errors));
+  assert.is(validator.version, '3.1');
+});
+
+test('dist/openapi.json, the file the package ships, is the exported document', async () => {
+  const text = await readFile(new URL('../../openapi.json', import.meta.url), 'utf8').catch((error: NodeJS.ErrnoException) => {
+    throw new Error(`dist/openapi.json is written by \`npm run build\`, not by tsc alone (${error.code})`);
+  });
+  const file = JSON.parse(text);
+  assert.equal(file, JSON.parse(JSON.stringify(document)));
+});
+
+test('the exported document is frozen: no importer can change it for the others', () => {
+  assert.ok(Object.isFrozen(document) && Object.isFrozen(document.paths['/files'].get.responses));
+  assert.throws(() => {
+    (document.info as { version: string }).version = 'x';
+  });
+});
+
+test('every route the handler registers is in the document, with each of its methods', () => {
+  // The route tables only keep their services for later calls: stand-ins do to read their paths.
+  const stub = {} as never;
+  const routes = [
+    ...webhookRoutes(stub),
+    ...webhookExtensionRoutes(stub),
+    ...fileRoutes(stub),
+    ...ticketRoutes(stub),
+    ...downloadRoutes(stub),
+    ...agreementRoutes(stub, { extensions: true }),
+  ];
+  const undocumented: string[] = [];
+  for (const route of routes) {
+    const template = route.path.replace(/:(\w+)/g, '{$1}');
+    for (const method of [route.method].flat()) {
+      // GET routes answer HEAD too (find-my-way serves both); the document lists HEAD where it differs.
+      if (method === 'HEAD' && template !== '/downloads/{attachmentId}') continue;
+      if (document.paths[template]?.[method.toLowerCase()] === undefined) undocumented.push(`${method} ${template}`);
+    }
+  }
+  assert.equal(undocumented, []);
+  assert.is(routes.length, 11);
+});
+
+test('the document: bearer auth everywhere but the signed download route, servers /v1, extensions marked', () => {
+  assert.equal(document.servers, [{ url: '/v1', description: document.servers[0].description }]);
+  assert.equal(document.components.securitySchemes.bearerAuth, { ...document.components.securitySchemes.bearerAuth, type: 'http', scheme: 'bearer' });
+  assert.equal(document.security, [{ bearerAuth: [] }]);
+  assert.equal(document.paths['/downloads/{attachmentId}'].get.security, []);
+  const extensions: string[] = [];
+  for (const [path, item] of Object.entries<any>(document.paths)) {
+    for (const [method, operation] of Object.entries<any>(item)) {
+      if (operation['x-extension'] === true) extensions.push(`${method.toUpperCase()} ${path}`);
+    }
+  }
+  assert.equal(extensions.sort(), [
+    'GET /agreements/{agreementId}',
+    'GET /webhooks',
+    'GET /webhooks/{webhookId}/deliveries',
+    'POST /webhooks',
+    'POST /webhooks/{webhookId}/deliveries/{deliveryId}/redeliver',
+  ]);
+});
+
+test('the checker refuses a body that drifted from the document, and a status it does not list', () => {
+  const checker = createResponseChecker(document);
+  const headers = new Headers({ 'content-type': 'application/json', 'x-request-id': 'r1' });
+  const webhook = { id: 'wbh_1', type: 'customer-created', url: 'https://r.example/', secret: `whsec_${Buffer.alloc(32).toString('base64')}`, createdAt: '2026-11-21T09:05:07+00:00' };
+  checker.check('GET', '/webhooks/{webhookId}', { status: 200, headers }, JSON.stringify(webhook));
+  assert.throws(() => checker.check('GET', '/webhooks/{webhookId}', { status: 200, headers }, JSON.stringify({ ...webhook, extra: 1 })), /additional/);
+  assert.throws(() => checker.check('GET', '/webhooks/{webhookId}', { status: 200, headers }, JSON.stringify({ ...webhook, createdAt: '2026-11-21T09:05:07Z' })), /pattern/);
+  assert.throws(() => checker.check('GET', '/webhooks/{webhookId}', { status: 201, headers }, JSON.stringify(webhook)), /status not in the document/);
+  assert.throws(() => checker.check('DELETE', '/webhooks/{webhookId}', { status: 401, headers }, '{"message":"x"}'), /WWW-Authenticate missing/);
+});
+
+test('every route answers as the document says: each success and each error it documents', async () => {
+  const checker = createResponseChecker(document);
+  const time = manualClock();
+  const transport = memoryTransport();
+  let failLists = false;
+  const base = memoryStorage();
+  const app: TestPortal = await startPortal({
+    clock: time.clock,
+    transport,
+    signingKeys: [SIGNING_KEY_1],
+    webhooks: { tick: NEVER },
+    storage: {
+      ...base,
+      listWebhooks: (accountId) => (failLists ? Promise.reject(new Error('storage down')) : base.listWebhooks(accountId)),
+    },
+  });
+  const portal = app.portal;
+
+  /** Requests `path` and checks the answer against the operation `method template`; resolves the parsed body. */
+  async function call(method: string, template: string, path: string, init: RequestInit = {}, status?: number) {
+    const res = path.startsWith('http') ? await fetch(path, { method, ...init }) : await app.api(path, { method, ...init });
+    const text = await res.text();
+    if (status !== undefined) assert.is(res.status, status, `${method} ${path}: ${text.slice(0, 200)}`);
+    checker.check(method, template, res, text);
+    return { res, body: text !== '' && (res.headers.get('content-type') ?? '').startsWith('application/json') ? JSON.parse(text) : text };
+  }
+  const jsonBody = (value: unknown): RequestInit => ({ body: JSON.stringify(value), headers: { 'content-type': 'application/json' } });
+
+  try {
+    // Webhooks, and their deliveries
+    const { body: hook } = await call('POST', '/webhooks', '/webhooks', jsonBody({ type: 'customer-created', url: 'https://r.example/hook' }), 201);
+    await call('POST', '/webhooks', '/webhooks', jsonBody({ type: 'nope', url: 'https://r.example/' }), 400);
+    await call('POST', '/webhooks', '/webhooks', { body: 'type=x' }, 415);
+    await call('POST', '/webhooks', '/webhooks', jsonBody({ type: 'customer-created', url: 'https://r.example/', pad: 'x'.repeat(70_000) }), 413);
+    await call('GET', '/webhooks', '/webhooks', {}, 200);
+    await call('GET', '/webhooks/{webhookId}', `/webhooks/${hook.id}`, {}, 200);
+    await call('GET', '/webhooks/{webhookId}', '/webhooks/wbh_missing', {}, 404);
+
+    transport.calls.length = 0;
+    await portal.events.publish('acct_a', 'customer-created', { customer: { id: 'cus_1' } });
+    await portal.worker!.tick();
+    const { body: log } = await call('GET', '/webhooks/{webhookId}/deliveries', `/webhooks/${hook.id}/deliveries`, {}, 200);
+    assert.is(log.data.length, 1);
+    assert.is(log.data[0].attempts.length, 1, 'an attempt is in the log, so its shape is checked too');
+    await call('GET', '/webhooks/{webhookId}/deliveries', '/webhooks/wbh_missing/deliveries', {}, 404);
+    const redeliver = '/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver';
+    await call('POST', redeliver, `/webhooks/${hook.id}/deliveries/${log.data[0].id}/redeliver`, {}, 202);
+    await call('POST', redeliver, `/webhooks/${hook.id}/deliveries/whd_missing/redeliver`, {}, 404);
+    await call('DELETE', '/webhooks/{webhookId}', `/webhooks/${hook.id}`, {}, 204);
+    await call('DELETE', '/webhooks/{webhookId}', `/webhooks/${hook.id}`, {}, 404);
+    await call('POST', redeliver, `/webhooks/${hook.id}/deliveries/${log.data[0].id}/redeliver`, {}, 409);
+
+    // Agreements: a fresh one (no signer has signed) and one whose signers all signed
+    const { body: agreement } = await call('POST', '/agreements', '/agreements', { body: validFormData() }, 201);
+    const form = validFormData();
+    form.delete('signerName');
+    await call('POST', '/agreements', '/agreements', { body: form }, 400);
+    const big = validFormData({ documents: [{ name: 'big.bin', bytes: documentBytes(MAX_DOCUMENT_BYTES + 1) }] });
+    await call('POST', '/agreements', '/agreements', { body: big }, 413);
+    await call('POST', '/agreements', '/agreements', jsonBody({ name: 'x' }), 415);
+    await call('GET', '/agreements/{agreementId}', `/agreements/${agreement.id}`, {}, 200);
+    await portal.agreements.sign('acct_a', agreement.id, agreement.signers[0].id, { signature: PNG_SIGNATURE });
+    const { body: signed } = await call('GET', '/agreements/{agreementId}', `/agreements/${agreement.id}`, {}, 200);
+    assert.is(signed.status, 'signed');
+    await call('GET', '/agreements/{agreementId}', '/agreements/agr_missing', {}, 404);
+
+    // Files: the root and a directory, with a shared file among the entries
+    const dir = await portal.files.createDirectory('acct_a', { name: 'Contracts' });
+    await portal.files.put('acct_a', { name: 'a.txt', mime: 'text/plain; charset=utf-8', body: 'a', directoryId: dir.id, fileShareId: 'fss_1' });
+    await portal.files.put('acct_a', { name: 'b.pdf', mime: 'application/pdf', body: 'b' });
+    const { body: root } = await call('GET', '/files', '/files', {}, 200);
+    assert.is(root.data.length, 2);
+    await call('GET', '/files', `/files?directoryId=${dir.id}`, {}, 200);
+    await call('GET', '/files', '/files?directoryId=nope', {}, 400);
+    await call('GET', '/files', '/files?directoryId=fsd_missing', {}, 404);
+
+    // Download links, and the signed route they point to
+    const attachment = await portal.tickets.putAttachment('acct_a', { name: 'Résumé.pdf', mime: 'application/pdf', body: Buffer.from('0123456789') });
+    const linkTemplate = '/tickets/{ticketId}/message/{messageId}/attachment/{attachmentId}/download';
+    const { body: link } = await call('GET', linkTemplate, linkPath(attachment), {}, 200);
+    await call('GET', linkTemplate, linkPath({ ...attachment, id: 'nope' }), {}, 400);
+    await call('GET', linkTemplate, linkPath({ ...attachment, id: 'tca_missing' }), {}, 404);
+    const downloads = '/downloads/{attachmentId}';
+    const { body: bytes } = await call('GET', downloads, link.link, {}, 200);
+    assert.is(bytes, '0123456789');
+    /** The same request as GET and as HEAD: each is its own operation in the document. */
+    const both = async (url: string, init: RequestInit, status: number) => {
+      await call('GET', downloads, url, init, status);
+      await call('HEAD', downloads, url, init, status);
+    };
+    await call('HEAD', downloads, link.link, {}, 200);
+    await both(link.link, { headers: { range: 'bytes=2-4' } }, 206);
+    await both(link.link, { headers: { range: 'bytes=50-' } }, 416);
+    await both(withParam(link.link, 'ticket', 'tck_other'), {}, 403);
+    time.advance(301);
+    await both(link.link, {}, 410);
+    time.advance(-301);
+    await portal.tickets.deleteAttachment('acct_a', attachment.id);
+    await both(link.link, {}, 404);
+
+    // What every authenticated route answers: no key, an unknown key, a wrong method, no route, a fault
+    await call('GET', '/webhooks/{webhookId}', '/webhooks/wbh_x', { headers: { authorization: '' } }, 401);
+    await call('GET', '/files', '/files', { headers: { authorization: 'Bearer not-a-key' } }, 401);
+    failLists = true;
+    await call('GET', '/webhooks', '/webhooks', {}, 500);
+    failLists = false;
+    await call('GET', '/agreements/{agreementId}', '/agreements/agr_missing/extra', {}, 404);
+
+    const missing = checker.ownResponses().filter((response) => !checker.seen.has(response));
+    assert.equal(missing, [], `documented responses the test did not see: ${missing.join(', ')}`);
+    assert.ok(checker.seen.has('GET /webhooks/{webhookId} 401') && checker.seen.has('GET /files 401'));
+    assert.ok(checker.seen.has('GET /webhooks 500'));
+  } finally {
+    await app.close();
+  }
+});
+
+test('a 405 carries Allow and the Error body the document gives it', async () => {
+  const checker = createResponseChecker(document);
+  const app = await startPortal();
+  try {
+    const res = await fetch(`${app.url}/v1/files`, { method: 'PUT', headers: { authorization: `Bearer ${KEY_A}` } });
+    const text = await res.text();
+    assert.is(res.status, 405);
+    // The document names operations, and PUT /files is none: the shared 405 of the path's GET describes it.
+    checker.check('GET', '/files', res, text);
+    assert.is(res.headers.get('allow'), 'GET, HEAD');
+  } finally {
+    await app.close();
+  }
+});
+
+test.run();

@@ -1,0 +1,172 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { memoryTransport } from '../../adapters/memory/index.js';
+import { KEY_A, KEY_B, json, rawRequest, startPortal } from '../helpers/server.js';
+import { NEVER, manualClock, waitFor } from '../helpers/webhooks.js';
+
+const post = (body: string, type = 'application/json') => ({ method: 'POST', headers: { 'content-type': type }, body });
+
+test('POST /webhooks: 201 with the webhook and its Location; GET /webhooks lists the account\'s own', async () => {
+  const app = await startPortal({ publicUrl: 'https://portal.example.com/v1/' });
+  try {
+    const res = await app.api('/webhooks', post(JSON.stringify({ type: 'customer-created', url: 'https://r.example/in' })));
+    assert.is(res.status, 201);
+    const created = await json(res);
+    assert.match(created.id, /^wbh_/);
+    assert.match(created.secret, /^whsec_/);
+    assert.is(res.headers.get('location'), `https://portal.example.com/v1/webhooks/${created.id}`);
+    assert.equal(await json(await app.api(`/webhooks/${created.id}`)), created);
+    await app.portal.webhooks.create('acct_b', { type: 'customer-created', url: 'https://b.example/' });
+    const listed = await json(await app.api('/webhooks'));
+    assert.equal(listed, { data: [created] });
+    const asB = await json(await app.api('/webhooks', { headers: { authorization: `Bearer ${KEY_B}` } }));
+    assert.is(asB.data.length, 1);
+    assert.is.not(asB.data[0].id, created.id);
+  } finally {
+    await app.close();
+  }
+});
+
+test('POST /webhooks: Location follows the Host header when no publicUrl is set', async () => {
+  const app = await startPortal();
+  try {
+    const res = await rawRequest(`${app.url}/v1/webhooks`, {
+      method: 'POST',
+      headers: { host: 'api.example.net:8443', authorization: `Bearer ${KEY_A}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'customer-created', url: 'https://r.example/in' }),
+    });
+    assert.is(res.status, 201);
+    assert.is(res.headers.location, `http://api.example.net:8443/v1/webhooks/${JSON.parse(res.body).id}`);
+    const forwarded = await startPortal({ trustProxy: true });
+    try {
+      const behindProxy = await rawRequest(`${forwarded.url}/v1/webhooks`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${KEY_A}`, 'content-type': 'application/json',
+          'x-forwarded-proto': 'https', 'x-forwarded-host': 'portal.example.org, internal:8080',
+        },
+        body: JSON.stringify({ type: 'customer-created', url: 'https://r.example/in' }),
+      });
+      assert.match(String(behindProxy.headers.location), /^https:\/\/portal\.example\.org\/v1\/webhooks\/wbh_/);
+    } finally {
+      await forwarded.close();
+    }
+    const ignored = await rawRequest(`${app.url}/v1/webhooks`, {
+      method: 'POST',
+      headers: { host: 'h.example', authorization: `Bearer ${KEY_A}`, 'content-type': 'application/json', 'x-forwarded-host': 'evil.example' },
+      body: JSON.stringify({ type: 'customer-created', url: 'https://r.example/in' }),
+    });
+    assert.match(String(ignored.headers.location), /^http:\/\/h\.example\/v1\//, 'forwarded headers are ignored without trustProxy');
+  } finally {
+    await app.close();
+  }
+});
+
+test('POST /webhooks refuses bad bodies with a 4xx naming the problem, and stores nothing', async () => {
+  const app = await startPortal();
+  try {
+    const cases: [RequestInit, number, RegExp][] = [
+      [post('{"type":"customer-created","url":"https://r.example/"}', 'text/plain'), 415, /Content-Type: application\/json/],
+      [post('{"type":'), 400, /not valid JSON/],
+      [post(''), 400, /empty/],
+      [post('[]'), 400, /webhook\.type: is required/],
+      [post('"text"'), 400, /webhook: must be an object/],
+      [post('{"type":"nope","url":"https://r.example/"}'), 400, /webhook\.type: must be one of/],
+      [post('{"type":"customer-created","url":"javascript:alert(1)"}'), 400, /webhook\.url: must use http or https/],
+      [post('{"type":"customer-created"}'), 400, /webhook\.url: is required/],
+      [post(JSON.stringify({ type: 'customer-created', url: 'https://r.example/', id: 'wbh_mine' })), 400, /unknown field "id"/],
+      [post(JSON.stringify({ type: 'customer-created', url: 'https://r.example/' + 'x'.repeat(70_000) })), 413, /64 KiB/],
+    ];
+    for (const [init, status, pattern] of cases) {
+      const res = await app.api('/webhooks', init);
+      assert.is(res.status, status, pattern.source);
+      assert.match((await json(res)).message, pattern);
+    }
+    assert.equal(await app.portal.webhooks.list('acct_a'), []);
+  } finally {
+    await app.close();
+  }
+});
+
+test('extensions: false serves only the spec routes', async () => {
+  const app = await startPortal({ extensions: false });
+  try {
+    assert.is((await app.api('/webhooks', post('{}'))).status, 404);
+    assert.is((await app.api('/webhooks')).status, 404);
+    assert.is((await app.api('/webhooks/wbh_x')).status, 404);
+    assert.is((await app.api('/files')).status, 200);
+  } finally {
+    await app.close();
+  }
+});
+
+test('GET /webhooks/{id}/deliveries: the log, newest first, with every attempt; 404 for another account', async () => {
+  const time = manualClock(new Date('2026-05-01T10:00:00Z'));
+  const transport = memoryTransport({ respond: () => 503 });
+  const app = await startPortal({ clock: time.clock, transport, webhooks: { tick: NEVER, retrySchedule: [30] } });
+  try {
+    const hook = await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/in' });
+    await app.portal.events.publish('acct_a', 'customer-created', { n: 1 });
+    const attempts = async (index: number) => (await app.portal.webhooks.deliveries('acct_a', hook.id))![index]!.attempts.length;
+    await waitFor(async () => (await attempts(0)) === 1, 'the first attempt recorded');
+    time.advance(60);
+    await app.portal.worker!.tick();
+    await app.portal.events.publish('acct_a', 'customer-created', { n: 2 });
+    await waitFor(async () => (await attempts(0)) === 1, 'the second event\'s first attempt recorded');
+    const res = await app.api(`/webhooks/${hook.id}/deliveries`);
+    assert.is(res.status, 200);
+    const { data } = await json(res);
+    assert.is(data.length, 2);
+    assert.ok(data[0].createdAt > data[1].createdAt, 'newest first');
+    for (const delivery of data) {
+      assert.equal(Object.keys(delivery).sort(), ['attempts', 'createdAt', 'eventId', 'id', 'nextAttemptAt', 'status', 'webhookId']);
+      assert.match(delivery.id, /^whd_/);
+      assert.is(delivery.webhookId, hook.id);
+    }
+    const first = data[1];
+    assert.is(first.attempts.length, 2, 'the retry after 30 s went out at the tick');
+    assert.is(first.status, 'failed');
+    assert.is(first.attempts[0].statusCode, 503);
+    const asB = await app.api(`/webhooks/${hook.id}/deliveries`, { headers: { authorization: `Bearer ${KEY_B}` } });
+    assert.is(asB.status, 404);
+    assert.is((await app.api('/webhooks/wbh_nothing/deliveries')).status, 404);
+  } finally {
+    await app.close();
+  }
+});
+
+test('POST …/deliveries/{id}/redeliver: 202 with the delivery pending again; 404 under another webhook or account', async () => {
+  const time = manualClock(new Date('2026-05-01T10:00:00Z'));
+  let answer = 410;
+  const transport = memoryTransport({ respond: () => answer });
+  const app = await startPortal({ clock: time.clock, transport, webhooks: { tick: NEVER } });
+  try {
+    const hook = await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/in' });
+    const other = await app.portal.webhooks.create('acct_a', { type: 'agreement-created', url: 'https://r.example/other' });
+    await app.portal.events.publish('acct_a', 'customer-created', { n: 1 });
+    await waitFor(async () => (await app.portal.webhooks.deliveries('acct_a', hook.id))![0]!.status === 'failed', 'the 410 recorded');
+    const [failed] = (await app.portal.webhooks.deliveries('acct_a', hook.id))!;
+    assert.is(failed!.status, 'failed', '410 ends the delivery');
+    const wrongHook = await app.api(`/webhooks/${other.id}/deliveries/${failed!.id}/redeliver`, { method: 'POST' });
+    assert.is(wrongHook.status, 404);
+    const asB = await app.api(`/webhooks/${hook.id}/deliveries/${failed!.id}/redeliver`, {
+      method: 'POST', headers: { authorization: `Bearer ${KEY_B}` },
+    });
+    assert.is(asB.status, 404);
+    assert.is((await app.portal.webhooks.deliveries('acct_a', hook.id))![0]!.status, 'failed', 'refused calls change nothing');
+    answer = 200;
+    const res = await app.api(`/webhooks/${hook.id}/deliveries/${failed!.id}/redeliver`, { method: 'POST' });
+    assert.is(res.status, 202);
+    const body = await json(res);
+    assert.is(body.id, failed!.id);
+    assert.is(body.status, 'pending');
+    await waitFor(async () => (await app.portal.webhooks.deliveries('acct_a', hook.id))![0]!.status === 'succeeded', 'the redelivery recorded');
+    const [done] = (await app.portal.webhooks.deliveries('acct_a', hook.id))!;
+    assert.is(done!.status, 'succeeded');
+    assert.equal(done!.attempts.map((attempt) => attempt.statusCode), [410, 200]);
+  } finally {
+    await app.close();
+  }
+});
+
+test.run();

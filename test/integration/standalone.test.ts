@@ -1,0 +1,165 @@
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { fsBlobs, fsStorage } from '../../adapters/fs/index.js';
+import { createPortal } from '../../src/index.js';
+import { logLine, startNode, type Started } from '../helpers/process.js';
+
+const script = path.resolve(fileURLToPath(import.meta.url), '../../../examples/standalone.js');
+
+async function boot(env: Record<string, string>) {
+  const server = startNode(script, { PORT: '0', HOST: '127.0.0.1', ...env });
+  const listening = logLine(await server.waitFor((line) => logLine(line)?.msg === 'listening'));
+  return { server, url: String(listening!.url) };
+}
+
+async function stop(server: Started) {
+  server.child.kill('SIGTERM');
+  return server.exited;
+}
+
+test('with no key configured it makes one, prints it, keeps it in the data directory, and serves with it', async () => {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'portal-standalone-'));
+  try {
+    const first = await boot({ DATA_DIR: dataDir, PORTAL_API_KEYS: '' });
+    const keyLine = await first.server.waitFor((line) => line.startsWith('API key: '));
+    const key = keyLine.slice('API key: '.length);
+    assert.match(key, /^[A-Za-z0-9_-]{43}$/);
+    assert.is((await readFile(path.join(dataDir, 'api-key'), 'utf8')).trim(), key);
+    assert.is((await stat(path.join(dataDir, 'api-key'))).mode & 0o777, 0o600);
+    const ok = await fetch(`${first.url}/files`, { headers: { authorization: `Bearer ${key}`, 'x-request-id': 'standalone-1' } });
+    assert.is(ok.status, 200);
+    assert.is((await fetch(`${first.url}/files`)).status, 401);
+    const logged = logLine(await first.server.waitFor((line) => logLine(line)?.requestId === 'standalone-1'));
+    assert.equal(
+      { level: logged!.level, method: logged!.method, route: logged!.route, status: logged!.status },
+      { level: 'info', method: 'GET', route: 'GET /files', status: 200 },
+    );
+    assert.not.match(first.server.lines.filter((line) => !line.startsWith('API key: ')).join('\n'), key);
+    assert.is(await stop(first.server), 0);
+
+    const second = await boot({ DATA_DIR: dataDir, PORTAL_API_KEYS: '' });
+    assert.is(await second.server.waitFor((line) => line.startsWith('API key: ')), keyLine, 'the same key on every start');
+    assert.is(await stop(second.server), 0);
+  } finally {
+    await rm(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('PORTAL_API_KEYS and PUBLIC_URL are honoured; no key is printed then', async () => {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'portal-standalone-'));
+  try {
+    const { server, url } = await boot({ DATA_DIR: dataDir, PORTAL_API_KEYS: 'env-key-1,env-key-2' });
+    for (const key of ['env-key-1', 'env-key-2']) {
+      assert.is((await fetch(`${url}/files`, { headers: { authorization: `Bearer ${key}` } })).status, 200);
+    }
+    assert.not.ok(server.lines.some((line) => line.startsWith('API key:')));
+    assert.is(await stop(server), 0);
+  } finally {
+    await rm(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('a SIGTERM with an idle keep-alive connection open stops promptly and cleanly', async () => {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'portal-standalone-'));
+  const { Agent } = await import('node:http');
+  const agent = new Agent({ keepAlive: true });
+  try {
+    const { server, url } = await boot({ DATA_DIR: dataDir, PORTAL_API_KEYS: 'k' });
+    const { request } = await import('node:http');
+    const status = await new Promise<number>((resolve, reject) => {
+      request(`${url}/files`, { agent, headers: { authorization: 'Bearer k' } }, (res) => {
+        res.resume();
+        resolve(res.statusCode!);
+      }).on('error', reject).end();
+    });
+    assert.is(status, 200);
+    const started = Date.now();
+    server.child.kill('SIGTERM');
+    assert.is(await server.exited, 0);
+    assert.ok(Date.now() - started < 5_000, 'the idle socket does not hold the stop for the 10 s grace period');
+    assert.ok(server.lines.some((line) => logLine(line)?.msg === 'stopped'));
+  } finally {
+    agent.destroy();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('data survives a restart and a kill -9: webhooks, files, attachments, pending deliveries', async () => {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'portal-standalone-'));
+  const signingKey = 'standalone-signing-key-0123456789abcdef';
+  try {
+    const seed = await createPortal({
+      storage: fsStorage({ dir: dataDir }),
+      blobs: fsBlobs({ dir: path.join(dataDir, 'blobs') }),
+      auth: { apiKeys: ['k'] },
+      signingKeys: [signingKey],
+      webhooks: { worker: false },
+    });
+    const webhook = await seed.webhooks.create('default', { type: 'customer-created', url: 'https://hooks.invalid/in' });
+    const directory = await seed.files.createDirectory('default', { name: 'Kept' });
+    const file = await seed.files.put('default', { name: 'kept.txt', mime: 'text/plain', directoryId: directory.id, body: 'file bytes' });
+    const attachment = await seed.tickets.putAttachment('default', { name: 'note.txt', mime: 'text/plain', body: 'attachment bytes' });
+    await seed.events.publish('default', 'customer-created', { customer: { id: 'cus_1' } });
+    await seed.close();
+
+    const env = { DATA_DIR: dataDir, PORTAL_API_KEYS: 'k', PORTAL_SIGNING_KEYS: signingKey };
+    const auth = { headers: { authorization: 'Bearer k' } };
+    const check = async (url: string) => {
+      assert.is((await fetch(`${url}/webhooks/${webhook.id}`, auth)).status, 200);
+      const root = (await (await fetch(`${url}/files`, auth)).json()) as { data: { id: string }[] };
+      assert.equal(root.data.map((entry) => entry.id), [directory.id]);
+      const inner = (await (await fetch(`${url}/files?directoryId=${directory.id}`, auth)).json()) as { data: { id: string; size: number }[] };
+      assert.equal(inner.data.map((entry) => [entry.id, entry.size]), [[file.id, 10]]);
+      const linkPath = `/tickets/${attachment.ticketId}/message/${attachment.messageId}/attachment/${attachment.id}/download`;
+      const { link } = (await (await fetch(`${url}${linkPath}`, auth)).json()) as { link: string };
+      assert.is(await (await fetch(link)).text(), 'attachment bytes');
+      const log = (await (await fetch(`${url}/webhooks/${webhook.id}/deliveries`, auth)).json()) as { data: { status: string }[] };
+      assert.is(log.data.length, 1);
+      assert.is(log.data[0]!.status, 'pending', 'an undeliverable call stays pending for its retries');
+    };
+
+    const first = await boot(env);
+    await check(first.url);
+    first.server.child.kill('SIGKILL');
+    await first.server.exited;
+    const second = await boot(env);
+    await check(second.url);
+    assert.is(await stop(second.server), 0);
+  } finally {
+    await rm(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('with DATABASE_URL the SQL adapters hold the data, across a restart (PGlite in a directory)', async () => {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'portal-standalone-'));
+  try {
+    const env = { DATA_DIR: dataDir, PORTAL_API_KEYS: 'k', DATABASE_URL: `pglite:${path.join(dataDir, 'pg')}` };
+    const auth = { authorization: 'Bearer k' };
+    const first = await boot(env);
+    assert.ok(first.server.lines.some((line) => logLine(line)?.storage === 'sql'));
+    const created = await fetch(`${first.url}/webhooks`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'customer-created', url: 'https://hooks.invalid/in' }),
+    });
+    assert.is(created.status, 201);
+    const { id } = (await created.json()) as { id: string };
+    assert.is(await stop(first.server), 0);
+    const second = await boot(env);
+    assert.is((await fetch(`${second.url}/webhooks/${id}`, { headers: auth })).status, 200);
+    assert.is(await stop(second.server), 0);
+  } finally {
+    await rm(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('a bad PORT stops the start with a clear error', async () => {
+  const server = startNode(script, { PORT: 'eighty', PORTAL_API_KEYS: 'k' });
+  assert.is(await server.exited, 1);
+});
+
+test.run();

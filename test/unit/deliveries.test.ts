@@ -1,0 +1,208 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import {
+  cancel,
+  compareDue,
+  isClaimable,
+  isDue,
+  isLeased,
+  lease,
+  newDelivery,
+  planClaim,
+  recordAttempt,
+  redeliver,
+} from '../../src/domain/deliveries.js';
+import type { DeliveryAttempt, DeliveryRecord } from '../../src/records.js';
+import { eventRecord } from '../conformance/fixtures.js';
+
+const at = (second: number) => `2026-01-01T00:00:${String(second).padStart(2, '0')}+00:00`;
+
+/** Frozen all the way down: a rule that changes its argument throws (ES modules are strict). */
+function frozen<T>(value: T): T {
+  if (value !== null && typeof value === 'object') {
+    for (const inner of Object.values(value)) frozen(inner);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+function delivery(overrides: Partial<DeliveryRecord> = {}): DeliveryRecord {
+  return frozen({
+    id: 'whd_1',
+    accountId: 'acct_a',
+    webhookId: 'wbh_1',
+    eventId: 'evt_1',
+    status: 'pending',
+    attempts: [],
+    nextAttemptAt: at(10),
+    createdAt: at(10),
+    leaseOwner: null,
+    leaseUntil: null,
+    ...overrides,
+  });
+}
+
+const attempt = (statusCode: number | null): DeliveryAttempt =>
+  frozen({ at: at(20), statusCode, error: statusCode === null ? 'connect ECONNREFUSED' : null, durationMs: 7 });
+
+const leased = (owner = 'worker-1', until = at(40), overrides: Partial<DeliveryRecord> = {}) =>
+  delivery({ leaseOwner: owner, leaseUntil: until, ...overrides });
+
+test('newDelivery: pending, due when the event happened, no attempts, no lease, a fresh whd_ id each time', () => {
+  const event = frozen(eventRecord({ accountId: 'acct_b', createdAt: at(5) }));
+  const made = newDelivery(event, 'wbh_x');
+  assert.match(made.id, /^whd_[0-9A-Za-z]{22}$/);
+  assert.equal(made, {
+    id: made.id,
+    accountId: 'acct_b',
+    webhookId: 'wbh_x',
+    eventId: event.id,
+    status: 'pending',
+    attempts: [],
+    nextAttemptAt: at(5),
+    createdAt: at(5),
+    leaseOwner: null,
+    leaseUntil: null,
+  });
+  assert.is.not(newDelivery(event, 'wbh_x').id, made.id);
+});
+
+test('isDue: pending with a next attempt at or before now', () => {
+  assert.ok(isDue(delivery(), at(10)), 'due at exactly now');
+  assert.ok(isDue(delivery(), at(11)));
+  assert.not.ok(isDue(delivery(), at(9)), 'not yet');
+  assert.not.ok(isDue(delivery({ nextAttemptAt: null }), at(59)), 'pending with no next attempt is never due');
+  for (const status of ['succeeded', 'failed', 'cancelled'] as const) assert.not.ok(isDue(delivery({ status }), at(59)), status);
+});
+
+test('isLeased: a lease holds until its end, that second included', () => {
+  assert.not.ok(isLeased(delivery(), at(10)));
+  assert.ok(isLeased(leased('w', at(40)), at(39)));
+  assert.ok(isLeased(leased('w', at(40)), at(40)), 'a lease ending at exactly now still holds');
+  assert.not.ok(isLeased(leased('w', at(40)), at(41)));
+});
+
+test('isClaimable: due and not leased', () => {
+  assert.ok(isClaimable(delivery(), at(10)));
+  assert.not.ok(isClaimable(delivery(), at(9)), 'not due');
+  assert.not.ok(isClaimable(leased('w', at(40)), at(40)), 'leased');
+  assert.ok(isClaimable(leased('w', at(40)), at(41)), 'the lease ran out');
+  assert.not.ok(isClaimable(delivery({ status: 'cancelled', nextAttemptAt: null }), at(59)));
+});
+
+test('compareDue: earliest due first, then id in code-unit order; no next attempt sorts last', () => {
+  const a = delivery({ id: 'whd_a', nextAttemptAt: at(2) });
+  const upper = delivery({ id: 'whd_B', nextAttemptAt: at(2) });
+  const early = delivery({ id: 'whd_z', nextAttemptAt: at(1) });
+  const never = delivery({ id: 'whd_0', nextAttemptAt: null });
+  const other = delivery({ id: 'whd_1', nextAttemptAt: null });
+  assert.equal([other, a, never, upper, early].sort(compareDue).map((d) => d.id), ['whd_z', 'whd_B', 'whd_a', 'whd_0', 'whd_1']);
+  assert.is(compareDue(a, a), 0);
+});
+
+test('lease: owner and end set, nothing else changed, the argument untouched', () => {
+  const before = delivery({ attempts: [attempt(500)] });
+  const after = lease(before, 'worker-2', at(50));
+  assert.equal(after, { ...before, leaseOwner: 'worker-2', leaseUntil: at(50) });
+  assert.is(before.leaseOwner, null);
+});
+
+test('recordAttempt: the owner\'s attempt is appended, the outcome set, the lease released', () => {
+  const first = attempt(null);
+  const before = leased('worker-1', at(40), { attempts: [first] });
+  const second = attempt(503);
+  const after = recordAttempt(before, 'worker-1', second, { status: 'pending', nextAttemptAt: at(55) })!;
+  assert.equal(after, { ...before, attempts: [first, second], nextAttemptAt: at(55), leaseOwner: null, leaseUntil: null });
+  assert.is.not(after.attempts[1], second, 'the attempt is copied in');
+  assert.equal(before.attempts, [first], 'the argument keeps its attempts');
+  const done = recordAttempt(leased(), 'worker-1', attempt(204), { status: 'succeeded', nextAttemptAt: null })!;
+  assert.equal([done.status, done.nextAttemptAt], ['succeeded', null]);
+});
+
+test('recordAttempt: null for another owner, no lease at all, or a delivery no longer pending', () => {
+  const outcome = { status: 'succeeded' as const, nextAttemptAt: null };
+  assert.is(recordAttempt(leased('worker-1'), 'worker-2', attempt(200), outcome), null);
+  assert.is(recordAttempt(delivery(), 'worker-1', attempt(200), outcome), null);
+  assert.is(recordAttempt(leased('worker-1', at(40), { status: 'cancelled', nextAttemptAt: null }), 'worker-1', attempt(200), outcome), null);
+});
+
+test('recordAttempt: a lease that ran out but was not taken over still lets its owner record', () => {
+  // The rule has no clock: only another claim (which takes the lease) stops a slow call from recording.
+  const after = recordAttempt(leased('worker-1', at(1)), 'worker-1', attempt(200), { status: 'succeeded', nextAttemptAt: null });
+  assert.is(after?.status, 'succeeded');
+});
+
+test('redeliver: from any status, pending again at the given time, lease dropped, attempts kept', () => {
+  const attempts = [attempt(410)];
+  for (const before of [
+    delivery({ status: 'failed', nextAttemptAt: null, attempts }),
+    delivery({ status: 'succeeded', nextAttemptAt: null, attempts }),
+    delivery({ status: 'cancelled', nextAttemptAt: null, attempts }),
+    leased('worker-1', at(40), { attempts }),
+  ]) {
+    const after = redeliver(before, at(30));
+    assert.equal(after, { ...before, status: 'pending', nextAttemptAt: at(30), leaseOwner: null, leaseUntil: null, attempts }, before.status);
+  }
+});
+
+test('cancel: a pending delivery, leased or not, ends cancelled; a finished one is null', () => {
+  for (const before of [delivery(), leased(), delivery({ nextAttemptAt: null })]) {
+    assert.equal(cancel(before), { ...before, status: 'cancelled', nextAttemptAt: null, leaseOwner: null, leaseUntil: null });
+  }
+  for (const status of ['succeeded', 'failed', 'cancelled'] as const) assert.is(cancel(delivery({ status, nextAttemptAt: null })), null, status);
+});
+
+/** Deliveries `whd_<n>` due at second `n`, of webhook `wbh_live` unless listed in `orphans`. */
+function queue(dues: number[], orphans: number[] = []): DeliveryRecord[] {
+  return dues.map((n) => delivery({ id: `whd_${n}`, nextAttemptAt: at(n), webhookId: orphans.includes(n) ? 'wbh_gone' : 'wbh_live' }));
+}
+const live = (d: DeliveryRecord) => d.webhookId === 'wbh_live';
+const claim = (now: number, limit: number) => ({ now: at(now), leaseUntil: at(now + 30), limit, owner: 'worker-9' });
+const ids = (list: DeliveryRecord[]) => list.map((d) => d.id);
+
+test('planClaim: leases claimable candidates in the order given, up to the limit, to the owner', () => {
+  const plan = planClaim(queue([1, 2, 3, 4]), claim(3, 2), live);
+  assert.equal(ids(plan.leased), ['whd_1', 'whd_2']);
+  assert.ok(plan.leased.every((d) => d.leaseOwner === 'worker-9' && d.leaseUntil === at(33)));
+  assert.equal(plan.cancelled, []);
+  assert.equal(ids(planClaim(queue([1, 2, 3, 4]), claim(3, 10), live).leased), ['whd_1', 'whd_2', 'whd_3'], 'one not yet due is left');
+});
+
+test('planClaim: leased and finished candidates are passed over', () => {
+  const candidates = [leased('worker-1', at(40)), delivery({ id: 'whd_done', status: 'succeeded', nextAttemptAt: null }), ...queue([5])];
+  assert.equal(ids(planClaim(candidates, claim(10, 10), () => true).leased), ['whd_5']);
+});
+
+test('planClaim: one whose webhook is gone is cancelled instead, without using up the limit', () => {
+  const plan = planClaim(queue([1, 2, 3, 4], [2]), claim(9, 2), live);
+  assert.equal(ids(plan.leased), ['whd_1', 'whd_3']);
+  assert.equal(ids(plan.cancelled), ['whd_2']);
+  assert.equal([plan.cancelled[0]!.status, plan.cancelled[0]!.nextAttemptAt], ['cancelled', null]);
+});
+
+test('planClaim: the walk ends at the limit, so a webhook-less one after it is left for a later claim', () => {
+  const candidates = queue([1, 2, 3], [3]);
+  const plan = planClaim(candidates, claim(9, 2), live);
+  assert.equal([ids(plan.leased), plan.cancelled], [['whd_1', 'whd_2'], []]);
+  assert.equal(ids(planClaim(candidates, claim(9, 3), live).cancelled), ['whd_3'], 'a claim with room left reaches it');
+});
+
+test('planClaim: a limit of 0 or less changes nothing; a leased webhook-less one is not cancelled', () => {
+  assert.equal(planClaim(queue([1], [1]), claim(9, 0), live), { leased: [], cancelled: [] });
+  const held = leased('worker-1', at(40), { webhookId: 'wbh_gone' });
+  assert.equal(planClaim([held], claim(9, 5), live), { leased: [], cancelled: [] });
+});
+
+test('planClaim: reads candidates lazily and stops taking them at the limit', () => {
+  let taken = 0;
+  function* counted() {
+    for (const d of queue([1, 2, 3, 4, 5])) {
+      taken++;
+      yield d;
+    }
+  }
+  planClaim(counted(), claim(9, 2), live);
+  assert.is(taken, 2);
+});
+
+test.run();

@@ -1,0 +1,94 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import fc from 'fast-check';
+import { ID_PREFIXES, isId, newId } from '../../src/shared/ids.js';
+import { errorBody, jsonString } from '../../src/http/reply.js';
+import { entryJson } from '../../src/http/routes/files.js';
+import { webhookJson } from '../../src/http/routes/webhooks.js';
+import { webhookShape } from '../../src/domain/webhooks.js';
+import { newWebhookSecret } from '../../src/domain/webhooks.js';
+import { atom, atomAfter } from '../../src/shared/time.js';
+
+test('ids: every prefix, 22 base-62 characters, no repeats over 100,000', () => {
+  for (const prefix of ID_PREFIXES) assert.match(newId(prefix), new RegExp(`^${prefix}_[0-9A-Za-z]{22}$`));
+  const seen = new Set<string>();
+  for (let i = 0; i < 100_000; i++) seen.add(newId('wbh'));
+  assert.is(seen.size, 100_000);
+});
+
+test('ids: characters are spread evenly over the 62 (no modulo bias)', () => {
+  const counts = new Map<string, number>();
+  const samples = 20_000;
+  for (let i = 0; i < samples; i++) for (const char of newId('evt').slice(4)) counts.set(char, (counts.get(char) ?? 0) + 1);
+  assert.is(counts.size, 62);
+  const expected = (samples * 22) / 62;
+  for (const [char, count] of counts) {
+    // ±6 % is far beyond chance for 7,000 draws a character, and far below the 25 % skew of `byte % 62`.
+    assert.ok(Math.abs(count - expected) / expected < 0.06, `${char}: ${count} vs ${expected}`);
+  }
+});
+
+test('isId: prefix and shape', () => {
+  assert.ok(isId('fsd', 'fsd_abcXYZ019'));
+  assert.ok(isId('tck', newId('tck')));
+  for (const bad of ['fsf_abc', 'fsd_', 'fsd-abc', 'fsd_ab-c', 'fsd_' + 'a'.repeat(65), ' fsd_abc', 'fsd_abc\n', 42, null]) {
+    assert.not.ok(isId('fsd', bad), String(bad));
+  }
+});
+
+test('ATOM date-times: UTC, second precision, +00:00', () => {
+  assert.is(atom(new Date('2026-11-21T09:05:07.999Z')), '2026-11-21T09:05:07+00:00');
+  assert.is(atom(new Date(Date.UTC(1999, 0, 1))), '1999-01-01T00:00:00+00:00');
+  assert.is(atomAfter(new Date('2026-11-21T23:58:00.500Z'), 300), '2026-11-22T00:03:00+00:00');
+});
+
+test('webhook secrets: whsec_ + base64 of 32 random bytes', () => {
+  const a = newWebhookSecret();
+  assert.match(a, /^whsec_[A-Za-z0-9+/]{43}=$/);
+  assert.is(Buffer.from(a.slice(6), 'base64').length, 32);
+  assert.is.not(a, newWebhookSecret());
+});
+
+
+test('jsonString and errorBody: the same text as JSON.stringify, whatever the characters', () => {
+  const samples = ['', 'No webhook wbh_abc in this account.', 'a"b', 'back\\slash', 'tab\tnew\nline', '\u0000\u001f', 'é ü 漢字', '\ud83d\ude00', '\ud800 lone', 'x'.repeat(300)];
+  for (const text of samples) {
+    assert.is(jsonString(text), JSON.stringify(text), text);
+    assert.is(errorBody(text), JSON.stringify({ message: text }), text);
+  }
+  fc.assert(
+    fc.property(fc.string({ unit: 'binary', maxLength: 300 }), (text) => {
+      assert.is(jsonString(text), JSON.stringify(text));
+      assert.is(errorBody(text), JSON.stringify({ message: text }));
+    }),
+    { numRuns: 2000, seed: 42 },
+  );
+});
+
+test('webhookJson: the text JSON.stringify makes of a webhook, whatever its fields hold', () => {
+  fc.assert(
+    fc.property(fc.array(fc.string({ unit: 'binary' }), { minLength: 5, maxLength: 5 }), ([id, type, url, secret, createdAt]) => {
+      const webhook = webhookShape({ id: id!, accountId: 'acct', type: type!, url: url!, secret: secret!, createdAt: createdAt! });
+      assert.is(webhookJson(webhook), JSON.stringify(webhook));
+    }),
+    { numRuns: 1000, seed: 7 },
+  );
+});
+
+test('entryJson: the text JSON.stringify makes of a file entry, whatever its fields hold', () => {
+  fc.assert(
+    fc.property(
+      fc.array(fc.string({ unit: 'binary' }), { minLength: 4, maxLength: 4 }),
+      fc.constantFrom('file' as const, 'directory' as const),
+      fc.nat(),
+      fc.option(fc.string({ unit: 'binary' })),
+      ([id, name, mime, createdAt], type, size, fileShareId) => {
+        const entry = { id: id!, type, name: name!, size, mime: mime!, fileShareId, createdAt: createdAt! };
+        assert.is(entryJson(entry), JSON.stringify(entry));
+      },
+    ),
+    { numRuns: 1000, seed: 7 },
+  );
+});
+
+test.run();

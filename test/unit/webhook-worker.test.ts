@@ -1,0 +1,385 @@
+import cron from 'node-cron';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { memoryStorage, memoryTransport } from '../../adapters/memory/index.js';
+import type { Logger, WebhookCall } from '../../src/index.js';
+import { newEvent } from '../../src/domain/events.js';
+import { DEFAULT_RETRY_SCHEDULE } from '../../src/domain/retry-schedule.js';
+import { createWebhookWorker, LEASE_MARGIN_MS } from '../../src/webhooks/worker.js';
+import { atom } from '../../src/shared/time.js';
+import { deferred, manualClock, secondsBetween, waitFor, webhookPortal } from '../helpers/webhooks.js';
+
+const data = { customer: { id: 'cus_1' } };
+const HOOK = { type: 'customer-created', url: 'https://receiver.example/hook' };
+
+function recordingLogger() {
+  const lines: { level: string; object: Record<string, unknown>; message?: string }[] = [];
+  const at = (level: string) => (object: object, message?: string) => lines.push({ level, object: object as Record<string, unknown>, message });
+  const logger: Logger = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+  return { logger, lines };
+}
+
+test('the default schedule: ten attempts over about three days, each wait its step ± 10 %, then failed', async () => {
+  const time = manualClock(new Date('2026-05-01T00:00:00Z'));
+  const transport = memoryTransport({ respond: () => 500 });
+  const portal = await webhookPortal({ clock: time.clock, transport });
+  try {
+    const webhook = await portal.webhooks.create('acct_a', HOOK);
+    await portal.events.publish('acct_a', 'customer-created', data);
+    await portal.worker!.tick();
+    const waits: number[] = [];
+    for (;;) {
+      const [delivery] = (await portal.webhooks.deliveries('acct_a', webhook.id))!;
+      if (delivery!.status !== 'pending') break;
+      waits.push(secondsBetween(time.now, delivery!.nextAttemptAt!));
+      time.advance(waits[waits.length - 1]! - 1);
+      await portal.worker!.tick();
+      assert.is(transport.calls.length, waits.length, 'not a second early');
+      time.to(delivery!.nextAttemptAt!);
+      await portal.worker!.tick();
+    }
+    assert.is(transport.calls.length, DEFAULT_RETRY_SCHEDULE.length + 1);
+    assert.is(waits.length, DEFAULT_RETRY_SCHEDULE.length);
+    waits.forEach((wait, i) => {
+      const step = DEFAULT_RETRY_SCHEDULE[i]!;
+      assert.ok(wait >= Math.floor(step * 0.9) && wait <= Math.ceil(step * 1.1) + 1, `retry ${i + 1}: ${wait} s for a ${step} s step`);
+    });
+    const total = waits.reduce((sum, wait) => sum + wait, 0);
+    assert.ok(total > 2.8 * 86_400 && total < 3.5 * 86_400, `about three days from first to last (${total / 86_400} days)`);
+    const [delivery] = (await portal.webhooks.deliveries('acct_a', webhook.id))!;
+    assert.equal([delivery!.status, delivery!.nextAttemptAt, delivery!.attempts.length], ['failed', null, 10]);
+    time.advance(30 * 86_400);
+    await portal.worker!.tick();
+    assert.is(transport.calls.length, 10);
+  } finally {
+    await portal.close();
+  }
+});
+
+test('jitter spreads retries: the same failure does not always wait the same', async () => {
+  const time = manualClock(new Date('2026-05-01T00:00:00Z'));
+  const portal = await webhookPortal({ clock: time.clock, transport: memoryTransport({ respond: () => 503 }), webhooks: { retrySchedule: [1000] } });
+  try {
+    const webhook = await portal.webhooks.create('acct_a', HOOK);
+    for (let i = 0; i < 20; i++) await portal.events.publish('acct_a', 'customer-created', data);
+    await portal.worker!.tick();
+    const waits = new Set((await portal.webhooks.deliveries('acct_a', webhook.id))!.map((d) => secondsBetween(time.now, d.nextAttemptAt!)));
+    assert.ok(waits.size > 3, `20 retries spread over several times (${[...waits]})`);
+    for (const wait of waits) assert.ok(wait >= 900 && wait <= 1100, String(wait));
+  } finally {
+    await portal.close();
+  }
+});
+
+test('a worker killed mid-call: its lease runs out and another worker delivers, exactly one attempt recorded', async () => {
+  const storage = memoryStorage();
+  const time = manualClock(new Date('2026-05-01T00:00:00Z'));
+  const publisher = await webhookPortal({ storage, clock: time.clock, webhooks: { worker: false } });
+  const transport = memoryTransport();
+  const survivor = createWebhookWorker({
+    storage, transport, clock: time.clock, logger: recordingLogger().logger,
+    tick: '0 0 0 1 1 *', timeoutMs: 15_000, concurrency: 4, retrySchedule: [5],
+  });
+  try {
+    const webhook = await publisher.webhooks.create('acct_a', HOOK);
+    const event = await publisher.events.publish('acct_a', 'customer-created', data);
+    // The dead worker: it claimed the delivery, started the call, and never came back to record it.
+    const [claimed] = await storage.claimDeliveries({
+      now: atom(time.now), leaseUntil: atom(new Date(time.now.getTime() + 15_000 + LEASE_MARGIN_MS)), limit: 10, owner: 'worker-dead',
+    });
+    assert.is(claimed!.event.id, event.id);
+    await survivor.tick();
+    assert.is(transport.calls.length, 0, 'leased: the other worker leaves it alone');
+    time.advance(75);
+    await survivor.tick();
+    assert.is(transport.calls.length, 0, 'still leased at the last second');
+    time.advance(1);
+    await survivor.tick();
+    assert.is(transport.calls.length, 1, 'the lease ran out: delivered');
+    assert.is(transport.calls[0]!.headers['webhook-id'], event.id);
+    const [delivery] = (await publisher.webhooks.deliveries('acct_a', webhook.id))!;
+    assert.equal([delivery!.status, delivery!.attempts.length], ['succeeded', 1]);
+    const late = { at: atom(time.now), statusCode: 200, error: null, durationMs: 1 };
+    assert.is(await storage.recordAttempt(delivery!.id, 'worker-dead', late, { status: 'succeeded', nextAttemptAt: null }), false);
+  } finally {
+    await survivor.stop();
+    await publisher.close();
+  }
+});
+
+test('a call holds a lease of timeoutMs + 60 s, and the lease is released when the attempt is recorded', async () => {
+  const storage = memoryStorage();
+  const time = manualClock(new Date('2026-05-01T00:00:00Z'));
+  let seen: { leaseOwner: string | null; leaseUntil: string | null } | undefined;
+  const transport = memoryTransport({
+    respond: async () => {
+      const [delivery] = await storage.listDeliveries('acct_a', webhookId);
+      seen = { leaseOwner: delivery!.leaseOwner, leaseUntil: delivery!.leaseUntil };
+      return 200;
+    },
+  });
+  let webhookId = '';
+  const portal = await webhookPortal({ storage, clock: time.clock, transport, webhooks: { timeoutMs: 20_000 } });
+  try {
+    webhookId = (await portal.webhooks.create('acct_a', HOOK)).id;
+    await portal.events.publish('acct_a', 'customer-created', data);
+    await portal.worker!.tick();
+    assert.equal(seen, { leaseOwner: portal.worker!.owner, leaseUntil: atom(new Date(time.now.getTime() + 80_000)) });
+    const [after] = await storage.listDeliveries('acct_a', webhookId);
+    assert.equal([after!.leaseOwner, after!.leaseUntil], [null, null]);
+  } finally {
+    await portal.close();
+  }
+});
+
+test('no more than `concurrency` calls are in flight; every event still goes out', async () => {
+  let inFlight = 0;
+  let most = 0;
+  const transport = memoryTransport({
+    respond: async () => {
+      most = Math.max(most, ++inFlight);
+      await new Promise((resolve) => setTimeout(resolve, 2));
+      inFlight--;
+      return 204;
+    },
+  });
+  const portal = await webhookPortal({ transport, webhooks: { concurrency: 3 } });
+  try {
+    const webhook = await portal.webhooks.create('acct_a', HOOK);
+    const events = [];
+    for (let i = 0; i < 25; i++) events.push(await portal.events.publish('acct_a', 'customer-created', { n: i }));
+    await portal.worker!.tick();
+    assert.is(most, 3);
+    assert.is(transport.calls.length, 25);
+    assert.equal(new Set(transport.calls.map((call) => call.headers['webhook-id'])), new Set(events.map((event) => event.id)));
+    const log = (await portal.webhooks.deliveries('acct_a', webhook.id))!;
+    assert.ok(log.every((delivery) => delivery.status === 'succeeded'));
+  } finally {
+    await portal.close();
+  }
+});
+
+test('close() stops the cron job and waits for the call in flight, which is recorded', async () => {
+  const release = deferred<number>();
+  const started = deferred();
+  const transport = memoryTransport({
+    respond: () => {
+      started.resolve();
+      return release.promise;
+    },
+  });
+  // The portal schedules other cron tasks too (the orphan sweep): count the worker's own.
+  const workerTasks = () => [...cron.getTasks().values()].filter((task) => task.name?.startsWith('customer-portal webhooks')).length;
+  const before = workerTasks();
+  const portal = await webhookPortal({ transport });
+  let closing: Promise<unknown> | undefined;
+  try {
+    assert.is(workerTasks(), before + 1, 'the worker scheduled one cron task');
+    const webhook = await portal.webhooks.create('acct_a', HOOK);
+    await portal.events.publish('acct_a', 'customer-created', data);
+    await started.promise;
+    let closed = false;
+    closing = portal.close().then(() => (closed = true));
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    assert.is(closed, false, 'close waits while the call is in flight');
+    assert.is(workerTasks(), before, 'the cron task is gone already');
+    release.resolve(200);
+    await closing;
+    const [delivery] = (await portal.webhooks.deliveries('acct_a', webhook.id))!;
+    assert.equal([delivery!.status, delivery!.attempts.length], ['succeeded', 1]);
+    await portal.events.publish('acct_a', 'customer-created', data);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.is(transport.calls.length, 1, 'a closed portal sends nothing more');
+  } finally {
+    release.resolve(200);
+    await (closing ?? portal.close());
+  }
+});
+
+test('webhooks.worker false: no worker, no calls; an instance with a worker delivers what it stored', async () => {
+  const storage = memoryStorage();
+  const transport = memoryTransport();
+  const apiOnly = await webhookPortal({ storage, transport, webhooks: { worker: false } });
+  const before = cron.getTasks().size;
+  try {
+    assert.is(apiOnly.worker, null);
+    assert.is(cron.getTasks().size, before);
+    const webhook = await apiOnly.webhooks.create('acct_a', HOOK);
+    await apiOnly.events.publish('acct_a', 'customer-created', data);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.is(transport.calls.length, 0);
+    const [pending] = (await apiOnly.webhooks.deliveries('acct_a', webhook.id))!;
+    assert.equal([pending!.status, pending!.attempts], ['pending', []]);
+    const worker = await webhookPortal({ storage, transport });
+    try {
+      await worker.worker!.tick();
+      assert.is(transport.calls.length, 1);
+    } finally {
+      await worker.close();
+    }
+  } finally {
+    await apiOnly.close();
+  }
+});
+
+test('the cron tick picks up deliveries that are due without being poked', async () => {
+  const storage = memoryStorage();
+  const transport = memoryTransport();
+  const portal = await webhookPortal({ storage, transport, webhooks: { tick: '* * * * * *' } });
+  try {
+    const webhook = await portal.webhooks.create('acct_a', HOOK);
+    // Stored behind the worker's back, as another instance would: only the tick can find it.
+    await storage.publishEvents([newEvent('acct_a', 'customer-created', data, new Date())]);
+    await waitFor(() => transport.calls.length === 1, 'the cron tick to deliver');
+    await waitFor(async () => (await portal.webhooks.deliveries('acct_a', webhook.id))![0]!.status === 'succeeded', 'the attempt recorded');
+  } finally {
+    await portal.close();
+  }
+});
+
+test('deleting a webhook cancels what is pending; a call in flight then is not recorded', async () => {
+  const release = deferred<number>();
+  const started = deferred();
+  const { logger, lines } = recordingLogger();
+  let calls = 0;
+  const storage = memoryStorage();
+  const time = manualClock(new Date('2026-05-01T00:00:00Z'));
+  const transport = memoryTransport({
+    respond: () => {
+      if (++calls > 1) return 500;
+      started.resolve();
+      return release.promise;
+    },
+  });
+  const portal = await webhookPortal({ storage, transport, logger, clock: time.clock });
+  try {
+    const webhook = await portal.webhooks.create('acct_a', HOOK);
+    await portal.events.publish('acct_a', 'customer-created', data);
+    await started.promise;
+    time.advance(1);
+    await portal.events.publish('acct_a', 'customer-created', data);
+    // The second fails with a 500 and waits for its retry (tick() would wait for the first, held in flight).
+    await waitFor(async () => (await portal.webhooks.deliveries('acct_a', webhook.id))![0]!.attempts.length === 1, 'the 500');
+    const log = (await portal.webhooks.deliveries('acct_a', webhook.id))!;
+    assert.equal(log.map((d) => d.status), ['pending', 'pending']);
+    assert.is(await portal.webhooks.delete('acct_a', webhook.id), true);
+    assert.is(await portal.webhooks.deliveries('acct_a', webhook.id), null, 'the log goes with the webhook');
+    const tick = portal.worker!.tick();
+    release.resolve(200);
+    await tick;
+    for (const delivery of log) {
+      const stored = (await storage.getDelivery('acct_a', delivery.id))!;
+      assert.is(stored.status, 'cancelled');
+    }
+    const inFlight = (await storage.getDelivery('acct_a', log[1]!.id))!;
+    assert.equal(inFlight.attempts, [], 'the call that was in flight is not recorded');
+    assert.ok(lines.some((line) => line.message?.startsWith('webhook attempt not recorded')));
+    time.advance(86_400);
+    await portal.worker!.tick();
+    assert.is(transport.calls.length, 2, 'a cancelled delivery is not tried again');
+  } finally {
+    release.resolve(200);
+    await portal.close();
+  }
+});
+
+test('each attempt is logged with ids, status and outcome, and never the secret or signature', async () => {
+  const { logger, lines } = recordingLogger();
+  const portal = await webhookPortal({ logger, transport: memoryTransport({ respond: () => 500 }) });
+  try {
+    const webhook = await portal.webhooks.create('acct_a', HOOK);
+    const event = await portal.events.publish('acct_a', 'customer-created', data);
+    await portal.worker!.tick();
+    const line = lines.find((entry) => entry.message === 'webhook attempt');
+    assert.ok(line);
+    assert.equal(
+      { ...line!.object, durationMs: 0, deliveryId: '', nextAttemptAt: '' },
+      { deliveryId: '', webhookId: webhook.id, eventId: event.id, eventType: 'customer-created', attempt: 1, statusCode: 500, error: null, durationMs: 0, status: 'pending', nextAttemptAt: '' },
+    );
+    const text = JSON.stringify(lines);
+    assert.not.match(text, webhook.secret.slice(6));
+    assert.not.match(text, 'v1,');
+  } finally {
+    await portal.close();
+  }
+});
+
+test('a transport that rejects or never answers, and a record that cannot be signed, are failed attempts', async () => {
+  const storage = memoryStorage();
+  const time = manualClock(new Date('2026-05-01T00:00:00Z'));
+  const transport = {
+    calls: [] as WebhookCall[],
+    async send(call: WebhookCall) {
+      this.calls.push(call);
+      if (call.url.endsWith('/reject')) throw new Error('transport bug');
+      return new Promise<never>(() => {});
+    },
+  };
+  const worker = createWebhookWorker({
+    storage, transport, clock: time.clock, logger: recordingLogger().logger,
+    tick: '0 0 0 1 1 *', timeoutMs: 40, concurrency: 4, retrySchedule: [5],
+  });
+  // The worker's cut-off timer is unref'd (it must not hold a host's process open); this test's process needs holding.
+  const keepAlive = setInterval(() => {}, 1000);
+  try {
+    const good = { id: 'wbh_reject', accountId: 'acct_a', ...HOOK, url: 'https://receiver.example/reject', secret: 'whsec_' + Buffer.alloc(32, 1).toString('base64'), createdAt: atom(time.now) };
+    await storage.insertWebhook(good);
+    await storage.insertWebhook({ ...good, id: 'wbh_hang', url: 'https://receiver.example/hang' });
+    await storage.insertWebhook({ ...good, id: 'wbh_broken', secret: 'whsec_***' });
+    await storage.publishEvents([newEvent('acct_a', 'customer-created', data, time.now)]);
+    await worker.tick();
+    const error = async (id: string) => (await storage.listDeliveries('acct_a', id))[0]!.attempts[0]!.error;
+    assert.is(await error('wbh_reject'), 'transport bug');
+    assert.is(await error('wbh_hang'), 'timed out after 40 ms');
+    assert.match((await error('wbh_broken'))!, /^the call could not be made: /);
+    assert.is(transport.calls.length, 2, 'the unsignable call never reached the transport');
+  } finally {
+    clearInterval(keepAlive);
+    await worker.stop();
+  }
+});
+
+test('a storage that fails to claim is logged; the worker carries on', async () => {
+  const { logger, lines } = recordingLogger();
+  const storage = memoryStorage();
+  let failing = true;
+  const claim = storage.claimDeliveries.bind(storage);
+  storage.claimDeliveries = async (options) => {
+    if (failing) throw new Error('database is down');
+    return claim(options);
+  };
+  const transport = memoryTransport();
+  const portal = await webhookPortal({ storage, transport, logger });
+  try {
+    await portal.webhooks.create('acct_a', HOOK);
+    await portal.events.publish('acct_a', 'customer-created', data);
+    await portal.worker!.tick();
+    assert.ok(lines.some((line) => line.level === 'error' && JSON.stringify(line.object).includes('database is down')));
+    assert.is(transport.calls.length, 0);
+    failing = false;
+    await portal.worker!.tick();
+    assert.is(transport.calls.length, 1);
+  } finally {
+    await portal.close();
+  }
+});
+
+test('webhook options are checked when the portal is created', async () => {
+  for (const [webhooks, pattern] of [
+    [{ tick: 'every five seconds' }, /webhooks\.tick/],
+    [{ timeoutMs: 0 }, /webhooks\.timeoutMs/],
+    [{ timeoutMs: 1.5 }, /webhooks\.timeoutMs/],
+    [{ concurrency: -1 }, /webhooks\.concurrency/],
+    [{ retrySchedule: [5, -1] }, /webhooks\.retrySchedule/],
+    [{ retrySchedule: [Number.NaN] }, /webhooks\.retrySchedule/],
+  ] as const) {
+    let message = '';
+    await webhookPortal({ webhooks }).then(
+      (portal) => portal.close(),
+      (error: Error) => (message = error.message),
+    );
+    assert.match(message, pattern, JSON.stringify(webhooks));
+  }
+});
+
+test.run();
