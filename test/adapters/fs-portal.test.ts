@@ -5,7 +5,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { fsBlobs, fsStorage } from '../../adapters/fs/index.js';
 import { removeDir, tempDir } from '../helpers/fs-dirs.js';
-import { startPortal } from '../helpers/server.js';
+import { startPortal, withPortal } from '../helpers/server.js';
 
 const onDisk = (dir: string) => ({ storage: fsStorage({ dir }), blobs: fsBlobs({ dir: path.join(dir, 'blobs') }) });
 
@@ -40,14 +40,11 @@ test('webhooks, directories and files survive a restart of the portal', async ()
 test('a second portal on the same directory fails to start, naming the first', async () => {
   const dir = tempDir('portal');
   try {
-    const first = await startPortal(onDisk(dir));
-    try {
+    await withPortal(onDisk(dir), async (first) => {
       let message = '';
       await startPortal(onDisk(dir)).catch((error: Error) => (message = error.message));
       assert.ok(message.includes(`process ${process.pid}`), message);
-    } finally {
-      await first.close();
-    }
+    });
   } finally {
     removeDir(dir);
   }

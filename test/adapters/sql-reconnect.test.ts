@@ -14,7 +14,7 @@ import type { Logger } from '../../src/shared/logger.js';
 import { webhookRecord } from '../conformance/fixtures.js';
 import { SIGNING_KEY_1 } from '../helpers/download.js';
 import { openPglite } from '../helpers/sql.js';
-import { json, startPortal } from '../helpers/server.js';
+import { json, withPortal } from '../helpers/server.js';
 
 const refused = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
 const starting = () => Object.assign(new Error('the database system is starting up'), { code: '57P03' });
@@ -257,8 +257,7 @@ test('over HTTP: 503 with Retry-After and a message while the database is away, 
   const warnings: { object: object; message?: string }[] = [];
   const ignore = () => {};
   const logger: Logger = { debug: ignore, info: ignore, error: ignore, warn: (object, message) => warnings.push({ object, message }) };
-  const app = await startPortal({ storage, blobs, logger, signingKeys: [SIGNING_KEY_1], webhooks: { tick: '0 0 1 1 *' } });
-  try {
+  await withPortal({ storage, blobs, logger, signingKeys: [SIGNING_KEY_1], webhooks: { tick: '0 0 1 1 *' } }, async (app) => {
     pool.down = refused;
     const res = await app.api('/webhooks');
     assert.is(res.status, 503);
@@ -271,9 +270,7 @@ test('over HTTP: 503 with Retry-After and a message while the database is away, 
     pool.down = null;
     const back = await app.api('/webhooks');
     assert.is(back.status, 200);
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test.run();

@@ -52,6 +52,25 @@ export async function startPortal(options: PortalOptions = {}): Promise<TestPort
   };
 }
 
+/**
+ * Runs `body` against a portal started as `startPortal` starts one, and closes it (server and
+ * portal) whatever `body` does: the one try/finally every HTTP test needs.
+ */
+export function withPortal(body: (app: TestPortal) => Promise<void>): Promise<void>;
+export function withPortal(options: PortalOptions, body: (app: TestPortal) => Promise<void>): Promise<void>;
+export async function withPortal(
+  first: PortalOptions | ((app: TestPortal) => Promise<void>),
+  second?: (app: TestPortal) => Promise<void>,
+): Promise<void> {
+  const [options, body] = typeof first === 'function' ? [{}, first] : [first, second!];
+  const app = await startPortal(options);
+  try {
+    await body(app);
+  } finally {
+    await app.close();
+  }
+}
+
 /** A raw request, for what `fetch` will not send (odd methods, missing Host, broken encodings). */
 export function rawRequest(
   url: string,

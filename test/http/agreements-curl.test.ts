@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { KEY_A, startPortal } from '../helpers/server.js';
+import { KEY_A, withPortal } from '../helpers/server.js';
 import { PNG_SIGNATURE, SIGNER, documentBytes, sha256, signer, trackedAdapters } from '../helpers/agreements.js';
 
 const curlFound = spawnSync('curl', ['--version']).status === 0;
@@ -33,10 +33,9 @@ async function withFiles(files: Record<string, string | Buffer>, body: (dir: str
 }
 
 curlTest('curl -F: the README example creates the agreement, hashes match the files', async () => {
-  const app = await startPortal();
-  const lease = documentBytes(1_500_000, 4);
-  const annex = documentBytes(12_345, 5);
-  try {
+  await withPortal(async (app) => {
+    const lease = documentBytes(1_500_000, 4);
+    const annex = documentBytes(12_345, 5);
     await withFiles({ 'lease.pdf': lease, 'annex.pdf': annex, 'signature.txt': PNG_SIGNATURE }, async (dir) => {
       const res = await curl([
         '-H', `Authorization: Bearer ${KEY_A}`,
@@ -59,15 +58,12 @@ curlTest('curl -F: the README example creates the agreement, hashes match the fi
         ['annex.pdf', annex.length, sha256(annex)],
       ]);
     });
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 curlTest('curl -F with documents over 5 MiB: 413 (curl sends Expect: 100-continue), and no blob is left', async () => {
   const tracked = trackedAdapters();
-  const app = await startPortal({ storage: tracked.storage, blobs: tracked.blobs });
-  try {
+  await withPortal({ storage: tracked.storage, blobs: tracked.blobs }, async (app) => {
     await withFiles({ 'a.bin': documentBytes(3 * 1024 * 1024), 'b.bin': documentBytes(2 * 1024 * 1024 + 1, 2) }, async (dir) => {
       const res = await curl([
         '-H', `Authorization: Bearer ${KEY_A}`,
@@ -85,20 +81,15 @@ curlTest('curl -F with documents over 5 MiB: 413 (curl sends Expect: 100-continu
     });
     assert.equal(await tracked.blobKeys(), []);
     assert.is(tracked.inserted.length, 0);
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 curlTest('curl -F with an unknown part: 400 naming it', async () => {
-  const app = await startPortal();
-  try {
+  await withPortal(async (app) => {
     const res = await curl(['-H', `Authorization: Bearer ${KEY_A}`, '-F', 'name=x', '-F', 'title=y', `${app.url}/v1/agreements`]);
     assert.is(res.status, 400);
     assert.match(JSON.parse(res.body).message, 'Unknown part "title"');
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test.run();

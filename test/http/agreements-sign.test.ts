@@ -3,7 +3,7 @@ import * as assert from 'uvu/assert';
 import { memoryBlobs, memoryStorage, memoryTransport } from '../../adapters/memory/index.js';
 import type { Agreement, Storage } from '../../src/index.js';
 import { createAgreementService } from '../../src/domain/agreements.js';
-import { json, rejects, startPortal, type TestPortal } from '../helpers/server.js';
+import { json, rejects, startPortal, withPortal, type TestPortal } from '../helpers/server.js';
 import { memoryBackChannel } from '../helpers/memory.js';
 import { NEVER, waitFor } from '../helpers/webhooks.js';
 import { PNG_SIGNATURE, dataUrl, documentBytes, pngBytes, sha256, signer, validFormData } from '../helpers/agreements.js';
@@ -30,8 +30,7 @@ async function eventsOf(app: TestPortal, storage: Storage, webhookId: string) {
 
 test('creation uses the clock, and stores agreement-created with the Agreement as data', async () => {
   const storage = memoryStorage();
-  const app = await startPortal({ storage, clock: () => new Date('2026-03-01T10:00:00.900Z') });
-  try {
+  await withPortal({ storage, clock: () => new Date('2026-03-01T10:00:00.900Z') }, async (app) => {
     const hook = await app.portal.webhooks.create('acct_a', { type: 'agreement-created', url: 'https://receiver.example/hook' });
     const agreement = await json(await app.api('/agreements', { method: 'POST', body: validFormData() }));
     assert.is(agreement.createdAt, '2026-03-01T10:00:00+00:00');
@@ -41,9 +40,7 @@ test('creation uses the clock, and stores agreement-created with the Agreement a
     assert.is(event!.type, 'agreement-created');
     assert.is(event!.createdAt, '2026-03-01T10:00:00+00:00');
     assert.equal(event!.data, agreement);
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('signing sets signature, signatureHash and signedAt; the last signer makes it signed and emits agreement-signed', async () => {
@@ -121,8 +118,7 @@ test('signing with a signature that is not an acceptable image is a 400 naming i
 test('webhooks receive agreement-created and agreement-signed at once: the service pokes the worker', async () => {
   const transport = memoryTransport();
   // The cron never fires during the test: a call can only come from the service's notify.
-  const app = await startPortal({ transport, webhooks: { tick: NEVER } });
-  try {
+  await withPortal({ transport, webhooks: { tick: NEVER } }, async (app) => {
     const url = 'https://receiver.example/hook';
     await app.portal.webhooks.create('acct_a', { type: 'agreement-created', url });
     await app.portal.webhooks.create('acct_a', { type: 'agreement-signed', url });
@@ -137,9 +133,7 @@ test('webhooks receive agreement-created and agreement-signed at once: the servi
     assert.is(second.type, 'agreement-signed');
     assert.equal(second.data, signed);
     assert.is(second.data.status, 'signed');
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('notify is called once events are stored: on creation and on the last signature only', async () => {

@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { KEY_B, json, rawRequest, startPortal } from '../helpers/server.js';
+import { KEY_B, json, rawRequest, startPortal, withPortal } from '../helpers/server.js';
 import {
   BLOB_KINDS,
   MULTIPART,
@@ -69,8 +69,7 @@ for (const kind of BLOB_KINDS) {
 }
 
 test('the created agreement is what portal.agreements.get and GET /agreements/{id} return, in its account only', async () => {
-  const app = await startPortal();
-  try {
+  await withPortal(async (app) => {
     const created = await json(await app.api('/agreements', { method: 'POST', body: validFormData() }));
     assert.equal(await app.portal.agreements.get('acct_a', created.id), created);
     assert.is(await app.portal.agreements.get('acct_b', created.id), null);
@@ -80,37 +79,28 @@ test('the created agreement is what portal.agreements.get and GET /agreements/{i
     const otherAccount = await app.api(`/agreements/${created.id}`, { headers: { authorization: `Bearer ${KEY_B}` } });
     assert.is(otherAccount.status, 404);
     assert.match((await json(otherAccount)).message, created.id);
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('with extensions: false there is no GET /agreements/{id}, and POST still works', async () => {
-  const app = await startPortal({ extensions: false });
-  try {
+  await withPortal({ extensions: false }, async (app) => {
     const res = await app.api('/agreements', { method: 'POST', body: validFormData() });
     assert.is(res.status, 201);
     const { id } = await json(res);
     assert.is((await app.api(`/agreements/${id}`)).status, 404);
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('Location is built from publicUrl when one is configured', async () => {
-  const app = await startPortal({ publicUrl: 'https://portal.example.com/v1/' });
-  try {
+  await withPortal({ publicUrl: 'https://portal.example.com/v1/' }, async (app) => {
     const res = await app.api('/agreements', { method: 'POST', body: validFormData() });
     const { id } = await json(res);
     assert.is(res.headers.get('location'), `https://portal.example.com/v1/agreements/${id}`);
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('signers as one part holding a JSON array; documents under every accepted part name', async () => {
-  const app = await startPortal();
-  try {
+  await withPortal(async (app) => {
     const parts = validParts().filter((part) => part.name !== 'signers' && part.name !== 'documents');
     parts.push({ name: 'signers', value: JSON.stringify([signer(1), signer(2), signer(3)]) });
     const names = ['documents', 'documents[]', 'documents[0]', 'documents[17]', 'documents.items'];
@@ -125,14 +115,11 @@ test('signers as one part holding a JSON array; documents under every accepted p
     assert.equal(body.signers.map((item: any) => item.firstName), ['Signer1', 'Signer2', 'Signer3']);
     assert.equal(body.documents.map((document: any) => document.documentName), ['doc0.txt', 'doc1.txt', 'doc2.txt', 'doc3.txt', 'doc4.txt']);
     assert.equal(body.documents.map((document: any) => document.fileHash), names.map((_, i) => sha256(documentBytes(100 + i, i))));
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('five signers and five documents are accepted; text parts may come after the documents', async () => {
-  const app = await startPortal();
-  try {
+  await withPortal(async (app) => {
     const form = new FormData();
     for (let i = 0; i < 5; i++) form.append('documents', new Blob([documentBytes(1000, i)]), `d${i}.bin`);
     for (let i = 0; i < 5; i++) form.append('signers', JSON.stringify(signer(i)));
@@ -144,14 +131,11 @@ test('five signers and five documents are accepted; text parts may come after th
     const body = await json(res);
     assert.is(body.signers.length, 5);
     assert.is(body.documents.length, 5);
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('document names are reduced to a safe base name; text parts keep their Unicode', async () => {
-  const app = await startPortal();
-  try {
+  await withPortal(async (app) => {
     const names = ['C:\\Users\\ann\\Vertrag – Ünïcødé.pdf', '../../etc/passwd', '..', '\u202Efdp.exe', 'a'.repeat(300) + '.pdf'];
     const form = new FormData();
     form.append('name', 'Miete – Ünïcødé ✓');
@@ -166,9 +150,7 @@ test('document names are reduced to a safe base name; text parts keep their Unic
     const documentNames = body.documents.map((document: any) => document.documentName);
     assert.equal(documentNames.slice(0, 4), ['Vertrag – Ünïcødé.pdf', 'passwd', 'document', 'fdp.exe']);
     assert.is(documentNames[4], 'a'.repeat(251) + '.pdf');
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 for (const kind of BLOB_KINDS) {
@@ -245,14 +227,11 @@ for (const kind of BLOB_KINDS) {
 }
 
 test('POST /agreements needs a bearer token, like every route', async () => {
-  const app = await startPortal();
-  try {
+  await withPortal(async (app) => {
     const res = await fetch(`${app.url}/v1/agreements`, { method: 'POST', body: validFormData() });
     assert.is(res.status, 401);
     assert.ok(res.headers.get('www-authenticate'));
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test.run();

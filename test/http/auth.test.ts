@@ -1,39 +1,32 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createPortal } from '../../src/index.js';
-import { KEY_A, KEY_B, json, listen, rawRequest, rejects, startPortal } from '../helpers/server.js';
+import { KEY_A, KEY_B, json, listen, rawRequest, rejects, withPortal } from '../helpers/server.js';
 
 const REALM = 'Bearer realm="customer-portal"';
 
 test('no Authorization header: 401 with the realm and a message saying what to send', async () => {
-  const app = await startPortal();
-  try {
+  await withPortal(async (app) => {
     const res = await fetch(`${app.url}/v1/files`);
     assert.is(res.status, 401);
     assert.is(res.headers.get('www-authenticate'), REALM);
     assert.match((await json(res)).message, 'Authorization: Bearer');
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('a header that is not a bearer token: 401 naming the expected form', async () => {
-  const app = await startPortal();
-  try {
+  await withPortal(async (app) => {
     for (const header of ['Basic dXNlcjpwYXNz', 'Bearer', 'Bearer ', `Bearer${KEY_A}`, 'Token abc', 'Bearer a b', 'Bearer ü', `Bearer ${KEY_A} x`]) {
       const res = await rawRequest(`${app.url}/v1/files`, { headers: { authorization: header } });
       assert.is(res.status, 401, header);
       assert.is(res.headers['www-authenticate'], REALM, header);
       assert.match(JSON.parse(res.body).message, 'Malformed Authorization header', header);
     }
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('an unknown key: 401 with error="invalid_token"; the scheme is case-insensitive', async () => {
-  const app = await startPortal();
-  try {
+  await withPortal(async (app) => {
     const res = await app.api('/files', { headers: { authorization: 'Bearer not-a-key' } });
     assert.is(res.status, 401);
     assert.is(res.headers.get('www-authenticate'), `${REALM}, error="invalid_token"`);
@@ -46,23 +39,18 @@ test('an unknown key: 401 with error="invalid_token"; the scheme is case-insensi
     }
     // Extra blanks around the key are not part of it.
     assert.is((await rawRequest(`${app.url}/v1/files`, { headers: { authorization: `Bearer   ${KEY_A}` } })).status, 200);
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('auth runs before the route: an unauthenticated request reveals nothing of a record', async () => {
-  const app = await startPortal();
-  try {
+  await withPortal(async (app) => {
     const webhook = await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/h' });
     for (const init of [{ headers: { authorization: 'Bearer nope' } }, { headers: { authorization: '' } }]) {
       const res = await app.api(`/webhooks/${webhook.id}`, init);
       assert.is(res.status, 401);
       assert.not.match(await res.text(), webhook.secret);
     }
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('apiKeys as a list: every key acts for the account "default"', async () => {
@@ -81,8 +69,7 @@ test('apiKeys as a list: every key acts for the account "default"', async () => 
 });
 
 test('apiKeys as a map: each key acts for its own account', async () => {
-  const app = await startPortal();
-  try {
+  await withPortal(async (app) => {
     const ofA = await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://a.example/h' });
     const ofB = await app.portal.webhooks.create('acct_b', { type: 'customer-created', url: 'https://b.example/h' });
     assert.is((await app.api(`/webhooks/${ofA.id}`)).status, 200);
@@ -90,9 +77,7 @@ test('apiKeys as a map: each key acts for its own account', async () => {
     const asB = { headers: { authorization: `Bearer ${KEY_B}` } };
     assert.is((await app.api(`/webhooks/${ofB.id}`, asB)).status, 200);
     assert.is((await app.api(`/webhooks/${ofA.id}`, asB)).status, 404);
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('an auth function decides the account; answers and misses are cached; concurrent asks share one call', async () => {

@@ -11,7 +11,7 @@ import { asciiFallback } from '../../src/http/content-disposition.js';
 import type { Attachment, BlobStore, Logger, PortalOptions } from '../../src/index.js';
 import { patternBytes } from '../conformance/fixtures.js';
 import { SIGNING_KEY_1, getLink } from '../helpers/download.js';
-import { type TestPortal, json, startPortal } from '../helpers/server.js';
+import { type TestPortal, json, withPortal } from '../helpers/server.js';
 
 const SIZE = 10_000;
 const BYTES = patternBytes(SIZE, 5);
@@ -21,8 +21,7 @@ async function withDownload(
   body: (context: { app: TestPortal; attachment: Attachment; link: string }) => Promise<void>,
   options: PortalOptions = {},
 ): Promise<void> {
-  const app = await startPortal({ signingKeys: [SIGNING_KEY_1], ...options });
-  try {
+  await withPortal({ signingKeys: [SIGNING_KEY_1], ...options }, async (app) => {
     const attachment = await app.portal.tickets.putAttachment('acct_a', {
       name: input.name ?? 'data.bin',
       mime: input.mime ?? 'application/octet-stream',
@@ -30,9 +29,7 @@ async function withDownload(
     });
     const { link } = await getLink(app, attachment);
     await body({ app, attachment, link });
-  } finally {
-    await app.close();
-  }
+  });
 }
 
 const bytesOf = async (res: Response) => Buffer.from(await res.arrayBuffer());

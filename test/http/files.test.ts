@@ -3,14 +3,13 @@ import { buffer } from 'node:stream/consumers';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryBlobs, memoryStorage } from '../../adapters/memory/index.js';
-import { KEY_B, json, rejects, startPortal } from '../helpers/server.js';
+import { KEY_B, json, rejects, withPortal } from '../helpers/server.js';
 
 const ENTRY_FIELDS = ['createdAt', 'fileShareId', 'id', 'mime', 'name', 'size', 'type'];
 
 test('GET /files without directoryId lists the account root: directories first, then by name, case-insensitive', async () => {
-  const app = await startPortal({ clock: () => new Date('2026-03-04T05:06:07Z') });
-  const { files } = app.portal;
-  try {
+  await withPortal({ clock: () => new Date('2026-03-04T05:06:07Z') }, async (app) => {
+    const { files } = app.portal;
     const b = await files.put('acct_a', { name: 'b.txt', mime: 'text/plain', body: 'bee' });
     const a = await files.put('acct_a', { name: 'A.txt', mime: 'text/plain', body: 'a' });
     const zeta = await files.createDirectory('acct_a', { name: 'zeta' });
@@ -32,27 +31,21 @@ test('GET /files without directoryId lists the account root: directories first, 
     assert.match(alpha.id, /^fsd_[0-9A-Za-z]{22}$/);
     assert.match(a.id, /^fsf_[0-9A-Za-z]{22}$/);
     assert.is(body.data[3].size, 3, 'size is the byte count of the body');
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('equal names are ordered by id, so the listing is stable', async () => {
-  const app = await startPortal();
-  try {
+  await withPortal(async (app) => {
     const made = [];
     for (let i = 0; i < 6; i++) made.push(await app.portal.files.put('acct_a', { name: i % 2 ? 'same' : 'SAME', mime: 'text/plain', body: '' }));
     const listed = (await json(await app.api('/files'))).data.map((e: { id: string }) => e.id);
     assert.equal(listed, made.map((e) => e.id).sort());
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('GET /files?directoryId= lists that directory only, every entry, no pagination', async () => {
-  const app = await startPortal();
-  const { files } = app.portal;
-  try {
+  await withPortal(async (app) => {
+    const { files } = app.portal;
     const dir = await files.createDirectory('acct_a', { name: 'Contracts' });
     const inner = await files.createDirectory('acct_a', { name: 'Inner', directoryId: dir.id });
     for (let i = 0; i < 150; i++) await files.put('acct_a', { name: `doc-${String(i).padStart(3, '0')}.txt`, mime: 'text/plain', directoryId: dir.id, body: 'x' });
@@ -64,14 +57,11 @@ test('GET /files?directoryId= lists that directory only, every entry, no paginat
     assert.is(listed[150].name, 'doc-149.txt');
     const root = (await json(await app.api('/files'))).data;
     assert.equal(root.map((e: { id: string }) => e.id), [dir.id]);
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('GET /files: 400 for a malformed or repeated directoryId, 404 for an unknown one, another account\'s, or a file id shaped as one', async () => {
-  const app = await startPortal();
-  try {
+  await withPortal(async (app) => {
     const dirOfB = await app.portal.files.createDirectory('acct_b', { name: 'B' });
     for (const query of ['directoryId=fsf_abc', 'directoryId=abc', 'directoryId=', 'directoryId=fsd_%20x', 'directoryId=fsd_a&directoryId=fsd_b']) {
       const res = await app.api(`/files?${query}`);
@@ -85,30 +75,24 @@ test('GET /files: 400 for a malformed or repeated directoryId, 404 for an unknow
     }
     const asB = await app.api(`/files?directoryId=${dirOfB.id}`, { headers: { authorization: `Bearer ${KEY_B}` } });
     assert.is(asB.status, 200);
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('files.put streams a Readable into the blob store and records its size and mime', async () => {
   const blobs = memoryBlobs();
-  const app = await startPortal({ blobs });
-  try {
+  await withPortal({ blobs }, async (app) => {
     const parts = Array.from({ length: 40 }, (_, i) => Buffer.alloc(64 * 1024, i));
     const entry = await app.portal.files.put('acct_a', { name: 'big.bin', mime: 'application/octet-stream', body: Readable.from(parts) });
     assert.is(entry.size, 40 * 64 * 1024);
     assert.is(entry.mime, 'application/octet-stream');
     const stored = await buffer((await blobs.get(entry.id))!);
     assert.ok(stored.equals(Buffer.concat(parts)));
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('files.put: a failing body rejects and leaves neither entry nor blob', async () => {
   const blobs = memoryBlobs();
-  const app = await startPortal({ blobs });
-  try {
+  await withPortal({ blobs }, async (app) => {
     async function* broken() {
       yield Buffer.from('partial');
       throw new Error('upstream closed');
@@ -118,15 +102,12 @@ test('files.put: a failing body rejects and leaves neither entry nor blob', asyn
     const left = [];
     for await (const info of blobs.listBefore('2100-01-01T00:00:00+00:00')) left.push(info);
     assert.equal(left, []);
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('files.put and createDirectory validate their input with 400s naming the field, and 404 for a missing parent', async () => {
-  const app = await startPortal();
-  const { files } = app.portal;
-  try {
+  await withPortal(async (app) => {
+    const { files } = app.portal;
     const cases: [() => Promise<unknown>, RegExp, number][] = [
       [() => files.put('acct_a', { name: '', mime: 'text/plain', body: 'x' }), /file\.name: must not be empty/, 400],
       [() => files.put('acct_a', { name: 'a/b', mime: 'text/plain', body: 'x' }), /file\.name: must not contain/, 400],
@@ -142,29 +123,23 @@ test('files.put and createDirectory validate their input with 400s naming the fi
     ];
     for (const [call, pattern, status] of cases) assert.is((await rejects(call, pattern)).status, status, pattern.source);
     assert.equal(await files.list('acct_a'), []);
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('a file cannot be a parent, and another account\'s directory is not found', async () => {
-  const app = await startPortal();
-  const { files } = app.portal;
-  try {
+  await withPortal(async (app) => {
+    const { files } = app.portal;
     const file = await files.put('acct_a', { name: 'f', mime: 'text/plain', body: 'x' });
     const dirOfB = await files.createDirectory('acct_b', { name: 'B' });
     await rejects(() => files.createDirectory('acct_a', { name: 'x', directoryId: file.id.replace('fsf_', 'fsd_') }), /No directory/);
     await rejects(() => files.put('acct_a', { name: 'x', mime: 'text/plain', directoryId: dirOfB.id, body: 'x' }), /No directory/);
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('files.delete removes a file and its bytes; a directory only when empty; another account cannot', async () => {
   const blobs = memoryBlobs();
-  const app = await startPortal({ blobs });
-  const { files } = app.portal;
-  try {
+  await withPortal({ blobs }, async (app) => {
+    const { files } = app.portal;
     const dir = await files.createDirectory('acct_a', { name: 'D' });
     const file = await files.put('acct_a', { name: 'f', mime: 'text/plain', directoryId: dir.id, body: 'bytes' });
     assert.is(await files.delete('acct_b', file.id), false);
@@ -175,16 +150,13 @@ test('files.delete removes a file and its bytes; a directory only when empty; an
     assert.is(await files.delete('acct_a', dir.id), true);
     assert.equal(await files.list('acct_a'), []);
     assert.is(await files.get('acct_a', dir.id), null);
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('GET /files answers every change to the directory at once, though listings are reused in between', async () => {
-  const app = await startPortal();
-  const { files } = app.portal;
-  const listed = async (path: string) => (await json(await app.api(path))).data.map((e: { name: string }) => e.name);
-  try {
+  await withPortal(async (app) => {
+    const { files } = app.portal;
+    const listed = async (path: string) => (await json(await app.api(path))).data.map((e: { name: string }) => e.name);
     const dir = await files.createDirectory('acct_a', { name: 'Reports' });
     const path = `/files?directoryId=${dir.id}`;
     assert.equal(await listed(path), []);
@@ -204,24 +176,19 @@ test('GET /files answers every change to the directory at once, though listings 
     assert.is(await files.delete('acct_a', inner.id), true);
     assert.is(await files.delete('acct_a', dir.id), true);
     assert.is((await app.api(path)).status, 404, 'a deleted directory is not served from an earlier listing');
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('GET /files reads every listing afresh: a file put through the portal object is listed at once', async () => {
   const unversioned = memoryStorage();
-  const app = await startPortal({ storage: unversioned });
-  const { files } = app.portal;
-  try {
+  await withPortal({ storage: unversioned }, async (app) => {
+    const { files } = app.portal;
     const dir = await files.createDirectory('acct_a', { name: 'Plain' });
     const path = `/files?directoryId=${dir.id}`;
     assert.equal((await json(await app.api(path))).data, []);
     const file = await files.put('acct_a', { name: 'one.txt', mime: 'text/plain', directoryId: dir.id, body: '1' });
     assert.equal((await json(await app.api(path))).data, [file]);
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test.run();

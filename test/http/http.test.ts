@@ -1,22 +1,19 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createPortal, type Logger } from '../../src/index.js';
-import { KEY_A, json, listen, rawRequest, rejects, startPortal } from '../helpers/server.js';
+import { KEY_A, json, listen, rawRequest, rejects, startPortal, withPortal } from '../helpers/server.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
 test('an unknown path under the base path is a 404 with a JSON message', async () => {
-  const app = await startPortal();
-  try {
+  await withPortal(async (app) => {
     const res = await app.api('/nothing-here');
     assert.is(res.status, 404);
     assert.is(res.headers.get('content-type'), JSON_TYPE);
     const body = await json(res);
     assert.equal(Object.keys(body), ['message']);
     assert.match(body.message, 'GET /v1/nothing-here');
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('a path outside the base path is a 404 without next, and calls next with it', async () => {
@@ -48,8 +45,7 @@ test('a path outside the base path is a 404 without next, and calls next with it
 });
 
 test('a known path with the wrong method is a 405 listing the allowed methods', async () => {
-  const app = await startPortal();
-  try {
+  await withPortal(async (app) => {
     const res = await app.api('/webhooks/wbh_abc', { method: 'PUT' });
     assert.is(res.status, 405);
     assert.is(res.headers.get('allow'), 'GET, HEAD, DELETE');
@@ -57,14 +53,11 @@ test('a known path with the wrong method is a 405 listing the allowed methods', 
     const files = await app.api('/files', { method: 'POST' });
     assert.is(files.status, 405);
     assert.is(files.headers.get('allow'), 'GET, HEAD');
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('every response carries nosniff, no-store and a request id; a valid client id is echoed', async () => {
-  const app = await startPortal();
-  try {
+  await withPortal(async (app) => {
     for (const path of ['/files', '/nowhere', '/webhooks/wbh_missing']) {
       const res = await app.api(path);
       assert.is(res.headers.get('x-content-type-options'), 'nosniff', path);
@@ -80,9 +73,7 @@ test('every response carries nosniff, no-store and a request id; a valid client 
     }
     const limit = 'a'.repeat(200);
     assert.is((await app.api('/files', { headers: { 'x-request-id': limit } })).headers.get('x-request-id'), limit);
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('an unexpected fault is a plain 500, logged with the request id and no stack in the body', async () => {
@@ -124,8 +115,7 @@ test('an unexpected fault is a plain 500, logged with the request id and no stac
 test('with a logger, one line per request names route, status and account but never the key', async () => {
   const lines: Record<string, unknown>[] = [];
   const logger: Logger = { debug() {}, info: (object) => lines.push(object as Record<string, unknown>), warn() {}, error() {} };
-  const app = await startPortal({ logger });
-  try {
+  await withPortal({ logger }, async (app) => {
     await (await app.api('/files', { headers: { 'x-request-id': 'log-1' } })).arrayBuffer();
     await (await app.api('/files', { headers: { 'x-request-id': 'log-2', authorization: 'Bearer wrong-key' } })).arrayBuffer();
     await new Promise((resolve) => setTimeout(resolve, 20));
@@ -138,33 +128,25 @@ test('with a logger, one line per request names route, status and account but ne
     assert.is(lines.find((line) => line.requestId === 'log-2')?.status, 401);
     assert.not.match(JSON.stringify(lines), KEY_A);
     assert.not.match(JSON.stringify(lines), 'wrong-key');
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('a path that is not valid percent-encoding is a 400', async () => {
-  const app = await startPortal();
-  try {
+  await withPortal(async (app) => {
     const res = await rawRequest(`${app.url}/v1/webhooks/%E0%A4%A`, { headers: { authorization: `Bearer ${KEY_A}` } });
     assert.is(res.status, 400);
     assert.match(JSON.parse(res.body).message, 'percent-encoding');
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('HEAD of a JSON route answers the headers of GET and no body', async () => {
-  const app = await startPortal();
-  try {
+  await withPortal(async (app) => {
     const get = await app.api('/files');
     const head = await rawRequest(`${app.url}/v1/files`, { method: 'HEAD', headers: { authorization: `Bearer ${KEY_A}` } });
     assert.is(head.status, 200);
     assert.is(head.body, '');
     assert.is(head.headers['content-length'], get.headers.get('content-length'));
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('basePath and publicUrl are normalized; a bad publicUrl is refused at creation', async () => {

@@ -13,7 +13,7 @@ import { MAX_DOCUMENT_BYTES } from '../../src/domain/inputs.js';
 import { PNG_SIGNATURE, documentBytes, validFormData } from '../helpers/agreements.js';
 import { SIGNING_KEY_1, linkPath, withParam } from '../helpers/download.js';
 import { createResponseChecker } from '../helpers/openapi.js';
-import { KEY_A, type TestPortal, startPortal } from '../helpers/server.js';
+import { KEY_A, type TestPortal, startPortal, withPortal } from '../helpers/server.js';
 import { NEVER, manualClock } from '../helpers/webhooks.js';
 
 const document = openapi as Record<string, any>;
@@ -214,17 +214,14 @@ test('every route answers as the document says: each success and each error it d
 
 test('a 405 carries Allow and the Error body the document gives it', async () => {
   const checker = createResponseChecker(document);
-  const app = await startPortal();
-  try {
+  await withPortal(async (app) => {
     const res = await fetch(`${app.url}/v1/files`, { method: 'PUT', headers: { authorization: `Bearer ${KEY_A}` } });
     const text = await res.text();
     assert.is(res.status, 405);
     // The document names operations, and PUT /files is none: the shared 405 of the path's GET describes it.
     checker.check('GET', '/files', res, text);
     assert.is(res.headers.get('allow'), 'GET, HEAD');
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test.run();

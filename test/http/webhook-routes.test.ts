@@ -1,14 +1,13 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryTransport } from '../../adapters/memory/index.js';
-import { KEY_A, KEY_B, json, rawRequest, startPortal } from '../helpers/server.js';
+import { KEY_A, KEY_B, json, rawRequest, startPortal, withPortal } from '../helpers/server.js';
 import { NEVER, manualClock, waitFor } from '../helpers/webhooks.js';
 
 const post = (body: string, type = 'application/json') => ({ method: 'POST', headers: { 'content-type': type }, body });
 
 test('POST /webhooks: 201 with the webhook and its Location; GET /webhooks lists the account\'s own', async () => {
-  const app = await startPortal({ publicUrl: 'https://portal.example.com/v1/' });
-  try {
+  await withPortal({ publicUrl: 'https://portal.example.com/v1/' }, async (app) => {
     const res = await app.api('/webhooks', post(JSON.stringify({ type: 'customer-created', url: 'https://r.example/in' })));
     assert.is(res.status, 201);
     const created = await json(res);
@@ -22,14 +21,11 @@ test('POST /webhooks: 201 with the webhook and its Location; GET /webhooks lists
     const asB = await json(await app.api('/webhooks', { headers: { authorization: `Bearer ${KEY_B}` } }));
     assert.is(asB.data.length, 1);
     assert.is.not(asB.data[0].id, created.id);
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('POST /webhooks: Location follows the Host header when no publicUrl is set', async () => {
-  const app = await startPortal();
-  try {
+  await withPortal(async (app) => {
     const res = await rawRequest(`${app.url}/v1/webhooks`, {
       method: 'POST',
       headers: { host: 'api.example.net:8443', authorization: `Bearer ${KEY_A}`, 'content-type': 'application/json' },
@@ -57,14 +53,11 @@ test('POST /webhooks: Location follows the Host header when no publicUrl is set'
       body: JSON.stringify({ type: 'customer-created', url: 'https://r.example/in' }),
     });
     assert.match(String(ignored.headers.location), /^http:\/\/h\.example\/v1\//, 'forwarded headers are ignored without trustProxy');
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('POST /webhooks refuses bad bodies with a 4xx naming the problem, and stores nothing', async () => {
-  const app = await startPortal();
-  try {
+  await withPortal(async (app) => {
     const cases: [RequestInit, number, RegExp][] = [
       [post('{"type":"customer-created","url":"https://r.example/"}', 'text/plain'), 415, /Content-Type: application\/json/],
       [post('{"type":'), 400, /not valid JSON/],
@@ -83,28 +76,22 @@ test('POST /webhooks refuses bad bodies with a 4xx naming the problem, and store
       assert.match((await json(res)).message, pattern);
     }
     assert.equal(await app.portal.webhooks.list('acct_a'), []);
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('extensions: false serves only the spec routes', async () => {
-  const app = await startPortal({ extensions: false });
-  try {
+  await withPortal({ extensions: false }, async (app) => {
     assert.is((await app.api('/webhooks', post('{}'))).status, 404);
     assert.is((await app.api('/webhooks')).status, 404);
     assert.is((await app.api('/webhooks/wbh_x')).status, 404);
     assert.is((await app.api('/files')).status, 200);
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('GET /webhooks/{id}/deliveries: the log, newest first, with every attempt; 404 for another account', async () => {
   const time = manualClock(new Date('2026-05-01T10:00:00Z'));
   const transport = memoryTransport({ respond: () => 503 });
-  const app = await startPortal({ clock: time.clock, transport, webhooks: { tick: NEVER, retrySchedule: [30] } });
-  try {
+  await withPortal({ clock: time.clock, transport, webhooks: { tick: NEVER, retrySchedule: [30] } }, async (app) => {
     const hook = await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/in' });
     await app.portal.events.publish('acct_a', 'customer-created', { n: 1 });
     const attempts = async (index: number) => (await app.portal.webhooks.deliveries('acct_a', hook.id))![index]!.attempts.length;
@@ -130,17 +117,14 @@ test('GET /webhooks/{id}/deliveries: the log, newest first, with every attempt; 
     const asB = await app.api(`/webhooks/${hook.id}/deliveries`, { headers: { authorization: `Bearer ${KEY_B}` } });
     assert.is(asB.status, 404);
     assert.is((await app.api('/webhooks/wbh_nothing/deliveries')).status, 404);
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('POST …/deliveries/{id}/redeliver: 202 with the delivery pending again; 404 under another webhook or account', async () => {
   const time = manualClock(new Date('2026-05-01T10:00:00Z'));
   let answer = 410;
   const transport = memoryTransport({ respond: () => answer });
-  const app = await startPortal({ clock: time.clock, transport, webhooks: { tick: NEVER } });
-  try {
+  await withPortal({ clock: time.clock, transport, webhooks: { tick: NEVER } }, async (app) => {
     const hook = await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/in' });
     const other = await app.portal.webhooks.create('acct_a', { type: 'agreement-created', url: 'https://r.example/other' });
     await app.portal.events.publish('acct_a', 'customer-created', { n: 1 });
@@ -164,9 +148,7 @@ test('POST …/deliveries/{id}/redeliver: 202 with the delivery pending again; 4
     const [done] = (await app.portal.webhooks.deliveries('acct_a', hook.id))!;
     assert.is(done!.status, 'succeeded');
     assert.equal(done!.attempts.map((attempt) => attempt.statusCode), [410, 200]);
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test.run();

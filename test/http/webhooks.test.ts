@@ -1,13 +1,12 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { KEY_B, json, rejects, startPortal } from '../helpers/server.js';
+import { KEY_B, json, rejects, withPortal } from '../helpers/server.js';
 
 const ATOM = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$/;
 
 test('GET /webhooks/{id}: 200 with exactly the spec fields in their formats', async () => {
   const clock = () => new Date('2026-11-21T09:05:07.891Z');
-  const app = await startPortal({ clock });
-  try {
+  await withPortal({ clock }, async (app) => {
     const created = await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://hooks.example/in' });
     const res = await app.api(`/webhooks/${created.id}`);
     assert.is(res.status, 200);
@@ -22,28 +21,22 @@ test('GET /webhooks/{id}: 200 with exactly the spec fields in their formats', as
     assert.is(body.createdAt, '2026-11-21T09:05:07+00:00');
     assert.match(body.createdAt, ATOM);
     assert.equal(body, created);
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('GET /webhooks/{id}: 404 for an unknown id, a malformed id, and another account\'s webhook', async () => {
-  const app = await startPortal();
-  try {
+  await withPortal(async (app) => {
     const ofB = await app.portal.webhooks.create('acct_b', { type: 'customer-created', url: 'https://b.example/h' });
     for (const id of ['wbh_0000000000000000000000', 'not-an-id', ofB.id]) {
       const res = await app.api(`/webhooks/${id}`);
       assert.is(res.status, 404, id);
       assert.equal(await json(res), { message: `No webhook ${id} in this account.` });
     }
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('DELETE /webhooks/{id}: 204 with no body, then 404; another account cannot delete it', async () => {
-  const app = await startPortal();
-  try {
+  await withPortal(async (app) => {
     const created = await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://a.example/h' });
     const asB = await app.api(`/webhooks/${created.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${KEY_B}` } });
     assert.is(asB.status, 404);
@@ -56,15 +49,12 @@ test('DELETE /webhooks/{id}: 204 with no body, then 404; another account cannot 
     const again = await app.api(`/webhooks/${created.id}`, { method: 'DELETE' });
     assert.is(again.status, 404);
     assert.match((await json(again)).message, created.id);
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('webhooks.create validates the type against eventTypes and the URL', async () => {
-  const app = await startPortal({ eventTypes: ['customer-created', 'invoice-paid'] });
-  const create = (input: unknown) => app.portal.webhooks.create('acct_a', input as never);
-  try {
+  await withPortal({ eventTypes: ['customer-created', 'invoice-paid'] }, async (app) => {
+    const create = (input: unknown) => app.portal.webhooks.create('acct_a', input as never);
     assert.is((await create({ type: 'invoice-paid', url: 'http://r.example/x' })).type, 'invoice-paid');
     const cases: [unknown, RegExp][] = [
       [{ type: 'agreement-created', url: 'https://r.example/' }, /webhook\.type: must be one of: customer-created, invoice-paid/],
@@ -82,14 +72,11 @@ test('webhooks.create validates the type against eventTypes and the URL', async 
     }
     await rejects(() => app.portal.webhooks.create('', { type: 'customer-created', url: 'https://r.example/' }), /accountId/);
     assert.is((await app.portal.webhooks.list('acct_a')).length, 1, 'nothing stored by the refused calls');
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test('webhooks.get/list/delete: scoped to the account; get is null (never a throw) when absent', async () => {
-  const app = await startPortal();
-  try {
+  await withPortal(async (app) => {
     const first = await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://a.example/1' });
     const second = await app.portal.webhooks.create('acct_a', { type: 'agreement-created', url: 'https://a.example/2' });
     const ofB = await app.portal.webhooks.create('acct_b', { type: 'customer-created', url: 'https://b.example/1' });
@@ -101,9 +88,7 @@ test('webhooks.get/list/delete: scoped to the account; get is null (never a thro
     assert.equal((await app.portal.webhooks.list('acct_a')).map((w) => w.id), [second.id]);
     assert.not.ok('accountId' in (await app.portal.webhooks.get('acct_a', second.id))!);
     assert.is.not(first.secret, second.secret);
-  } finally {
-    await app.close();
-  }
+  });
 });
 
 test.run();

@@ -5,7 +5,7 @@ import * as assert from 'uvu/assert';
 import { memoryBlobs, memoryStorage } from '../../adapters/memory/index.js';
 import type { BlobStore, Logger } from '../../src/index.js';
 import { createOrphanSweep } from '../../src/domain/orphan-sweep.js';
-import { json, startPortal } from '../helpers/server.js';
+import { json, startPortal, withPortal } from '../helpers/server.js';
 import { BLOB_KINDS, validFormData } from '../helpers/agreements.js';
 
 const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
@@ -102,12 +102,9 @@ test('the scheduled sweep runs tick, logs a failure instead of throwing, and sto
 test('a portal schedules one sweep task with node-cron and removes it on close', async () => {
   const sweeps = () => [...cron.getTasks().values()].filter((task) => task.name === 'customer-portal orphan sweep').length;
   const before = sweeps();
-  const app = await startPortal();
-  try {
+  await withPortal(async (app) => {
     assert.is(sweeps(), before + 1);
-  } finally {
-    await app.close();
-  }
+  });
   assert.is(sweeps(), before);
 });
 
