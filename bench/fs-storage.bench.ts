@@ -16,7 +16,6 @@ import { memoryStorage } from '../adapters/memory/index.js';
 import type { Storage } from '../src/index.js';
 import { directoryRecord, fileRecord } from '../test/conformance/fixtures.js';
 import { agreementRecord } from '../test/helpers/record-fixtures.js';
-import { benchId } from './support/records.js';
 
 const TOTAL = 100_000;
 const DIRECTORY_SIZE = 10_000;
@@ -78,12 +77,10 @@ async function fill(storage: Storage, onDirectoryFull?: () => Promise<void>) {
   await storage.insertFileEntry(directory);
   await writeMany(DIRECTORY_SIZE, IN_FLIGHT, (i) => storage.insertFileEntry(fileRecord({ directoryId: directory.id, name: `file-${i}.pdf` })));
   await onDirectoryFull?.();
-import { fsStorage } from '../adapters/fs/index.js';
-import { memoryStorage } from '../adapters/memory/index.js';
-import type { Storage } from '../src/index.js';
-import { directoryRecord, fileRecord } from '../test/conformance/fixtures.js';
-import { agreementRecord } from '../test/helpers/record-fixtures.js';
-import { benchId } from './support/records.js';
+  const agreements = Array.from({ length: AGREEMENTS }, () => agreementRecord());
+  await writeMany(AGREEMENTS, IN_FLIGHT, (i) => storage.insertAgreement(agreements[i]!, []));
+  await writeMany(TOTAL - DIRECTORY_SIZE - AGREEMENTS - 1, IN_FLIGHT, (i) => storage.insertFileEntry(fileRecord({ name: `root-${i}.txt` })));
+  return { directory, agreements };
 }
 
 async function listTime(storage: Storage, accountId: string, directoryId: string, rounds = 20) {
