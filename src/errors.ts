@@ -159,6 +159,21 @@ export type ErrorArgs<C extends ErrorCode> = Parameters<(typeof ERRORS)[C]['mess
 
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 
+/** What the catalogue makes of `code` with these arguments: the status, the sentence and the headers. */
+export function answerOf<C extends ErrorCode>(
+  code: C,
+  ...args: ErrorArgs<C>
+): { status: number; message: string; headers: Readonly<Record<string, string>>; expose: boolean } {
+  const spec: ErrorSpec = ERRORS[code];
+  const call = <R>(template: (...args: never[]) => R) => (template as (...args: unknown[]) => R)(...args);
+  return {
+    status: spec.status,
+    message: call(spec.message),
+    headers: spec.headers === undefined ? NO_HEADERS : call(spec.headers),
+    expose: spec.expose ?? true,
+  };
+}
+
 /**
  * The one error type of the portal: a catalogue `code`, its `status` and `message`, and the headers
  * its answer carries. Exported as `HttpError` too, the name a host catches.
@@ -173,13 +188,12 @@ export class PortalError<C extends ErrorCode = ErrorCode> extends Error {
   readonly expose: boolean;
 
   constructor(code: C, ...args: ErrorArgs<C>) {
-    const spec: ErrorSpec = ERRORS[code];
-    const call = <R>(template: (...args: never[]) => R) => (template as (...args: unknown[]) => R)(...args);
-    super(call(spec.message));
+    const answer = answerOf(code, ...args);
+    super(answer.message);
     this.code = code;
-    this.status = spec.status;
-    this.headers = spec.headers === undefined ? NO_HEADERS : call(spec.headers);
-    this.expose = spec.expose ?? true;
+    this.status = answer.status;
+    this.headers = answer.headers;
+    this.expose = answer.expose;
   }
 }
 

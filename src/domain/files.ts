@@ -3,6 +3,7 @@ import { PortalError } from '../errors.js';
 import { isId, newId } from '../shared/ids.js';
 import type { BlobStore, Storage } from '../ports.js';
 import type { FileEntry, FileEntryRecord } from '../records.js';
+import { inListingOrder } from '../shared/order.js';
 import { atom } from '../shared/time.js';
 import { accountId as accountIdSchema, directoryInput, fileInput, parseInput } from './inputs.js';
 
@@ -39,13 +40,6 @@ function toEntry(record: FileEntryRecord): FileEntry {
   };
 }
 
-/** Directories first, then files; each by name without regard to case, then by id. */
-function listingOrder(a: { type: string; sortName: string; id: string }, b: typeof a): number {
-  if (a.type !== b.type) return a.type === 'directory' ? -1 : 1;
-  if (a.sortName !== b.sortName) return a.sortName < b.sortName ? -1 : 1;
-  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
-}
-
 /** The rules for the file tree; the routes and `portal.files` both call these. */
 export function createFileService(deps: { storage: Storage; blobs: BlobStore; clock: () => Date }) {
   const { storage, blobs, clock } = deps;
@@ -59,10 +53,7 @@ export function createFileService(deps: { storage: Storage; blobs: BlobStore; cl
   async function readListing(accountId: string, directoryId: string | null | undefined): Promise<FileEntry[]> {
     const parent = await requireDirectory(accountId, directoryId);
     const records = await storage.listFileEntries(accountId, parent);
-    return records
-      .map((record) => ({ type: record.type, sortName: record.name.toLowerCase(), id: record.id, record }))
-      .sort(listingOrder)
-      .map((item) => toEntry(item.record));
+    return inListingOrder(records).map(toEntry);
   }
 
   async function requireDirectory(accountId: string, directoryId: string | null | undefined): Promise<string | null> {

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ERRORS, HttpError, PortalError, type ErrorCode } from '../../src/index.js';
-import { renderError } from '../../src/http/render-error.js';
+import { refusal, renderError } from '../../src/http/render-error.js';
 import { silentLogger } from '../../src/shared/logger.js';
 
 const codes = Object.keys(ERRORS) as ErrorCode[];
@@ -56,6 +56,17 @@ test('the renderer: catalogue errors as themselves, faults of ours and strangers
   assert.equal(renderError(new PortalError('RECORD_EXISTS', 'wbh_1'), logger, 'r3'), internal);
   assert.equal(renderError(new TypeError('secret detail'), logger, 'r4'), internal);
   assert.equal(logged, ['warn The database is away', 'error unexpected error', 'error unexpected error']);
+});
+
+test('a refusal answers exactly what the renderer makes of the same PortalError, for every exposed code', () => {
+  for (const code of codes) {
+    const args = ['wbh_1', ['GET'], 3] as never[];
+    const error = new (PortalError as new (code: ErrorCode, ...args: never[]) => PortalError)(code, ...args);
+    if (!error.expose) continue;
+    const rendered = renderError(error, silentLogger, 'r');
+    const reply = (refusal as (code: ErrorCode, ...args: never[]) => ReturnType<typeof refusal>)(code, ...args);
+    assert.equal({ status: reply.status, body: reply.json, headers: reply.headers }, rendered, code);
+  }
 });
 
 test.run();

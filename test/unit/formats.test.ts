@@ -3,7 +3,6 @@ import * as assert from 'uvu/assert';
 import fc from 'fast-check';
 import { ID_PREFIXES, isId, newId } from '../../src/shared/ids.js';
 import { errorBody, jsonString } from '../../src/http/reply.js';
-import { entryJson } from '../../src/http/routes/files.js';
 import { webhookJson } from '../../src/http/routes/webhooks.js';
 import { webhookShape } from '../../src/domain/webhooks.js';
 import { newWebhookSecret } from '../../src/domain/webhooks.js';
@@ -71,22 +70,6 @@ test('webhookJson: the text JSON.stringify makes of a webhook, whatever its fiel
       const webhook = webhookShape({ id: id!, accountId: 'acct', type: type!, url: url!, secret: secret!, createdAt: createdAt! });
       assert.is(webhookJson(webhook), JSON.stringify(webhook));
     }),
-    { numRuns: 1000, seed: 7 },
-  );
-});
-
-test('entryJson: the text JSON.stringify makes of a file entry, whatever its fields hold', () => {
-  fc.assert(
-    fc.property(
-      fc.array(fc.string({ unit: 'binary' }), { minLength: 4, maxLength: 4 }),
-      fc.constantFrom('file' as const, 'directory' as const),
-      fc.nat(),
-      fc.option(fc.string({ unit: 'binary' })),
-      ([id, name, mime, createdAt], type, size, fileShareId) => {
-        const entry = { id: id!, type, name: name!, size, mime: mime!, fileShareId, createdAt: createdAt! };
-        assert.is(entryJson(entry), JSON.stringify(entry));
-      },
-    ),
     { numRuns: 1000, seed: 7 },
   );
 });

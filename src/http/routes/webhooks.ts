@@ -1,6 +1,6 @@
 import { readJson } from '../json-body.js';
 import type { Route } from '../handler.js';
-import { PortalError } from '../../errors.js';
+import { refusal } from '../render-error.js';
 import { jsonString } from '../reply.js';
 import type { Webhook } from '../../records.js';
 import type { WebhookService } from '../../domain/webhooks.js';
@@ -28,7 +28,7 @@ export function webhookRoutes(webhooks: WebhookService): Route[] {
       path: '/webhooks/:webhookId',
       async handler({ accountId, params }) {
         const webhook = await webhooks.get(accountId, params.webhookId!);
-        if (webhook === null) throw new PortalError('WEBHOOK_NOT_FOUND', params.webhookId!);
+        if (webhook === null) return refusal('WEBHOOK_NOT_FOUND', params.webhookId!);
         return { status: 200, json: webhookJson(webhook) };
       },
     },
@@ -36,7 +36,7 @@ export function webhookRoutes(webhooks: WebhookService): Route[] {
       method: 'DELETE',
       path: '/webhooks/:webhookId',
       async handler({ accountId, params }) {
-        if (!(await webhooks.delete(accountId, params.webhookId!))) throw new PortalError('WEBHOOK_NOT_FOUND', params.webhookId!);
+        if (!(await webhooks.delete(accountId, params.webhookId!))) return refusal('WEBHOOK_NOT_FOUND', params.webhookId!);
         return { status: 204 };
       },
     },
@@ -66,7 +66,7 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
       path: '/webhooks/:webhookId/deliveries',
       async handler({ accountId, params }) {
         const deliveries = await webhooks.deliveries(accountId, params.webhookId!);
-        if (deliveries === null) throw new PortalError('WEBHOOK_NOT_FOUND', params.webhookId!);
+        if (deliveries === null) return refusal('WEBHOOK_NOT_FOUND', params.webhookId!);
         return { status: 200, body: { data: deliveries } };
       },
     },
@@ -77,7 +77,7 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
         const { webhookId, deliveryId } = params;
         // The delivery must sit under the webhook the path names.
         const delivery = await webhooks.redeliver(accountId, deliveryId!, webhookId);
-        if (delivery === null) throw new PortalError('DELIVERY_NOT_FOUND', deliveryId!, webhookId!);
+        if (delivery === null) return refusal('DELIVERY_NOT_FOUND', deliveryId!, webhookId!);
         return { status: 202, body: delivery };
       },
     },
