@@ -24,5 +24,5 @@ export type { FileInput, DirectoryInput, BlobBody } from './domain/files.js';
 export type { WebhookInput, WebhookService } from './domain/webhooks.js';
 export type { EventService } from './domain/events.js';
 export type { WebhookWorker } from './webhooks/worker.js';
-export type { AttachmentInput, AttachmentRef, DownloadLink } from './domain/tickets.js';
+export type { AttachmentInput, AttachmentRef } from './domain/tickets.js';
 export type { AgreementApi, SignInput } from './domain/agreements.js';

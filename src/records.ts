@@ -85,6 +85,12 @@ export interface AttachmentRecord extends Attachment {
   accountId: string;
 }
 
+/** A link that serves an attachment without Authorization until `expiresAt`. */
+export interface DownloadLink {
+  link: string;
+  expiresAt: string;
+}
+
 export interface PortalEvent {
   id: string;
   type: string;

@@ -3,7 +3,7 @@ import { type DownloadGrant, type LinkSigner, downloadLinkUrl } from './download
 import { PortalError } from '../errors.js';
 import { isId, newId } from '../shared/ids.js';
 import type { BlobStore, ByteRange, Storage } from '../ports.js';
-import { type Attachment, type AttachmentRecord, publicShape } from '../records.js';
+import { type Attachment, type AttachmentRecord, type DownloadLink, publicShape } from '../records.js';
 import { atom } from '../shared/time.js';
 import { accountId as accountIdSchema, attachmentInput, parseInput } from './inputs.js';
 import { type BlobBody, toStream } from './files.js';
@@ -23,11 +23,6 @@ export interface AttachmentRef {
   ticketId: string;
   messageId: string;
   attachmentId: string;
-}
-
-export interface DownloadLink {
-  link: string;
-  expiresAt: string;
 }
 
 /** How long a download link serves (spec: "The link is valid for 5 minutes"). */

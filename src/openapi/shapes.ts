@@ -6,13 +6,11 @@ import type {
   AgreementSigner,
   Delivery,
   DeliveryAttempt,
+  DownloadLink,
   FileEntry,
   Webhook,
 } from '../records.js';
-import { MAX_DOCUMENTS, MAX_SIGNERS, displayName, signerInput } from '../domain/inputs.js';
-import type { DownloadLink } from '../domain/tickets.js';
-import { signatureDataUrl } from '../domain/signature-data.js';
-import { mediaType } from '../domain/inputs.js';
+import { MAX_DOCUMENTS, MAX_SIGNERS, displayName, mediaType, signatureDataUrl, signerInput } from '../domain/inputs.js';
 
 /**
  * The shapes the API answers with, as valibot schemas: the OpenAPI document is generated from them
