@@ -1,6 +1,7 @@
 import * as v from 'valibot';
 import { PortalError } from '../errors.js';
 import { isId } from '../shared/ids.js';
+import { hasControlCharacter } from '../shared/text.js';
 import { signatureDataUrl } from './signature-data.js';
 
 export { signatureDataUrl };
@@ -44,7 +45,7 @@ export const entryName = v.pipe(
   v.maxLength(255, 'must be at most 255 characters'),
   v.check((name) => name !== '.' && name !== '..', 'must not be "." or ".."'),
   // eslint-disable-next-line no-control-regex
-  v.regex(/^[^/\\\u0000-\u001f\u007f]+$/, 'must not contain "/", "\\" or control characters'),
+  v.regex(/^[^/\\\u0000-\u001f\u007f-\u009f]+$/, 'must not contain "/", "\\" or control characters'),
 );
 
 /** A media type `type/subtype` (RFC 6838 names), optionally with parameters. */
@@ -57,7 +58,20 @@ export const mediaType = v.pipe(
   ),
 );
 
-export const accountId = v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'));
+/** Refuses NUL and every other control character (see `CONTROL_CHARACTER`). */
+const noControlCharacters = () => v.check((text: string) => !hasControlCharacter(text), 'must not contain control characters');
+
+export const accountId = v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'), noControlCharacters());
+
+/**
+ * A 400 unless `value` is an account id (a non-empty string without control characters). Every
+ * service method calls it first, reads included, so no such text reaches a store; the common case
+ * costs one regular-expression test.
+ */
+export function checkAccountId(value: unknown): asserts value is string {
+  if (typeof value === 'string' && value !== '' && !hasControlCharacter(value)) return;
+  parseInput(accountId, value, 'accountId');
+}
 
 /** One of the portal's `eventTypes`: a webhook subscribes to one, an event is published as one. */
 export const eventType = (eventTypes: readonly string[]) =>
@@ -73,8 +87,9 @@ export const displayName = v.pipe(
   v.string('must be a string'),
   v.check((text) => text.trim() !== '', 'must not be empty'),
   v.check((text) => [...text].length <= 255, 'must be at most 255 characters'),
+  noControlCharacters(),
   // The checks above for the OpenAPI document: JSON Schema counts code points too, and \S is "not only white space".
-  v.metadata({ minLength: 1, maxLength: 255, pattern: '\\S' }),
+  v.metadata({ minLength: 1, maxLength: 255, pattern: '^[^\\u0000-\\u001f\\u007f-\\u009f]*\\S[^\\u0000-\\u001f\\u007f-\\u009f]*$' }),
 );
 
 /** One signer as a client sends it: exactly these four keys. */
@@ -85,6 +100,7 @@ export const signerInput = v.strictObject(
     email: v.pipe(
       v.string('must be a string'),
       v.maxLength(254, 'must be at most 254 characters'),
+      noControlCharacters(),
       v.email('must be a valid e-mail address'),
     ),
     shouldIdentify: v.boolean('must be true or false'),
@@ -99,6 +115,8 @@ function webhookUrl() {
   return v.pipe(
     v.string('must be a string'),
     v.maxLength(2048, 'must be at most 2048 characters'),
+    // The URL parser drops tabs and line breaks and percent-encodes the rest: the URL called would not be the one shown.
+    noControlCharacters(),
     v.check((text) => URL.canParse(text), 'must be an absolute URL'),
     v.check((text) => {
       const { protocol } = new URL(text);
