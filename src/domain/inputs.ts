@@ -126,6 +126,13 @@ export type SignerInput = v.InferOutput<typeof signerInput>;
 
 // Webhooks
 
+/**
+ * A webhook URL as the WHATWG parser writes it, which is what the transport calls: scheme and host in
+ * lower case, default port dropped, dot segments resolved, IDN host in punycode, spaces and non-ASCII
+ * percent-encoded. Stored and shown so, the URL a tenant reads is the URL called.
+ */
+export const normalUrl = (text: string): string => new URL(text).href;
+
 function webhookUrl() {
   return v.pipe(
     v.string('must be a string'),
@@ -141,6 +148,8 @@ function webhookUrl() {
       const { username, password } = new URL(text);
       return username === '' && password === '';
     }, 'must not carry credentials'),
+    // Stored as the parser writes it (see `normalUrl`), which may be longer than what was sent.
+    v.check((text) => normalUrl(text).length <= 2048, 'must be at most 2048 characters'),
     // What the checks above mean, for the OpenAPI document (they are functions, which JSON Schema cannot hold).
     v.metadata({ format: 'uri', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://' }),
   );

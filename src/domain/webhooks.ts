@@ -4,7 +4,7 @@ import { isId, newId } from '../shared/ids.js';
 import type { Storage } from '../ports.js';
 import type { Delivery, DeliveryRecord, Webhook, WebhookRecord } from '../records.js';
 import { atom } from '../shared/time.js';
-import { checkAccountId, parseInput, webhookInput } from './inputs.js';
+import { checkAccountId, normalUrl, parseInput, webhookInput } from './inputs.js';
 
 export interface WebhookInput {
   type: string;
@@ -43,7 +43,7 @@ export function createWebhookService(deps: {
     async create(accountId: string, body: WebhookInput): Promise<Webhook> {
       checkAccountId(accountId);
       const { type, url } = parseInput(input, body, 'webhook');
-      const record = { id: newId('wbh'), accountId, type, url, secret: newWebhookSecret(), createdAt: atom(clock()) };
+      const record = { id: newId('wbh'), accountId, type, url: normalUrl(url), secret: newWebhookSecret(), createdAt: atom(clock()) };
       await storage.insertWebhook(record);
       return webhookShape(record);
     },
