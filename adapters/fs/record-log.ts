@@ -1,6 +1,6 @@
 import { open, readdir, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { crc32, hasCode, syncDirectory, writeAll, writeFileAtomically } from './durable.js';
+import { PRIVATE_FILE, crc32, hasCode, syncDirectory, writeAll, writeFileAtomically } from './durable.js';
 
 /*
  * The record log: one append-only file of frames.
@@ -233,7 +233,7 @@ function sequentialReader(file: LogFile, fileSize: number) {
 
 /** Copies bytes [start, end) of `handle` to a new file `target`, durably. */
 async function saveRange(handle: FileHandle, start: number, end: number, target: string) {
-  const out = await open(target, 'wx');
+  const out = await open(target, 'wx', PRIVATE_FILE);
   try {
     for (let at = start; at < end; at += READ_CHUNK) {
       const bytes = await readExactly(handle, Math.min(READ_CHUNK, end - at), at);
@@ -352,7 +352,7 @@ export async function openRecordLog(
    */
   async function compact() {
     const rows = options.snapshot();
-    const temp = await open(compactTemp, 'w+');
+    const temp = await open(compactTemp, 'w+', PRIVATE_FILE);
     const next: LogFile = { handle: temp, readers: 0, retired: false };
     const placed: { row: Locatable; loc: Loc }[] = [];
     let position = HEADER_SIZE;
