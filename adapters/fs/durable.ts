@@ -63,6 +63,11 @@ export async function writeAll(handle: FileHandle, bytes: Uint8Array, position: 
   }
 }
 
+/** Whether an error says the disk or the user's quota is full: a write may succeed again once space is freed. */
+export function isDiskFull(error: unknown): boolean {
+  return hasCode(error, 'ENOSPC') || hasCode(error, 'EDQUOT');
+}
+
 /** Whether an error is a Node system error with this code (`ENOENT`, `EEXIST`, …). */
 export function hasCode(error: unknown, code: string): boolean {
   return typeof error === 'object' && error !== null && (error as NodeJS.ErrnoException).code === code;

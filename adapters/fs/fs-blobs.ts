@@ -4,7 +4,8 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { BlobInfo, BlobStore } from '../../src/ports.js';
 import { atom } from '../../src/shared/time.js';
-import { PRIVATE_DIRECTORY, PRIVATE_FILE, crc32, ensureDirectory, hasCode, syncDirectory, writeAll } from './durable.js';
+import { storageFull } from '../../src/errors.js';
+import { PRIVATE_DIRECTORY, PRIVATE_FILE, crc32, ensureDirectory, hasCode, isDiskFull, syncDirectory, writeAll } from './durable.js';
 import { acquireLock, type DirectoryLock } from './lock.js';
 
 export interface FsBlobsOptions {
@@ -146,7 +147,10 @@ export function fsBlobs(options: FsBlobsOptions): BlobStore {
     },
 
     put(key, body) {
-      return track(put(key, body));
+      // A full disk leaves nothing (the partial file is removed) and answers 507; the next put may find space.
+      return track(put(key, body).catch((error: unknown) => {
+        throw isDiskFull(error) ? storageFull(error) : error;
+      }));
     },
 
     async get(key, range) {
