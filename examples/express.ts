@@ -4,7 +4,7 @@
  *
  *   npm run build && PORTAL_API_KEYS=my-key node dist/examples/express.js
  */
-import type { Server } from 'node:http';
+import http, { type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import express from 'express';
@@ -23,12 +23,28 @@ export async function createExpressApp(options: PortalOptions = {}): Promise<{ a
   return { app, portal };
 }
 
+/**
+ * Listens with the timeouts a server facing the internet needs (see docs/embedding.md): a client that
+ * trickles its headers (slowloris) or its upload is cut off instead of holding a socket forever.
+ * `app.listen()` would use Node's defaults, which cut off neither within a minute.
+ */
+export function serveExpressApp(app: express.Express, port: number, host: string): Promise<Server> {
+  // Node checks headersTimeout and requestTimeout every connectionsCheckingInterval (default 30 s).
+  const server = http.createServer({ connectionsCheckingInterval: 1_000 }, app);
+  server.headersTimeout = 10_000; // the request line and headers, from the first byte
+  server.requestTimeout = 60_000; // the whole request, body included (answered 408)
+  server.keepAliveTimeout = 5_000; // an idle keep-alive connection
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve(server));
+  });
+}
+
 async function main(): Promise<void> {
   const { app, portal } = await createExpressApp();
-  const server: Server = app.listen(Number(process.env.PORT ?? 3000), process.env.HOST ?? '127.0.0.1', () => {
-    const { address, port } = server.address() as AddressInfo;
-    console.log(`Express app on http://${address}:${port} (API under /v1, GET /health)`);
-  });
+  const server = await serveExpressApp(app, Number(process.env.PORT ?? 3000), process.env.HOST ?? '127.0.0.1');
+  const { address, port } = server.address() as AddressInfo;
+  console.log(`Express app on http://${address}:${port} (API under /v1, GET /health)`);
   const stop = () => server.close(() => void portal.close());
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);

@@ -13,7 +13,14 @@ import { createPortal, type Portal, type PortalOptions } from '../src/index.js';
 /** A Fastify app with the portal under `/v1` and one route of its own (`GET /health`). */
 export async function createFastifyApp(options: PortalOptions = {}): Promise<{ app: FastifyInstance; portal: Portal }> {
   const portal = await createPortal(options);
-  const app = Fastify();
+  // A client that trickles its headers (slowloris) or its upload is cut off instead of holding a socket
+  // forever (see docs/embedding.md). Fastify sets keepAliveTimeout and requestTimeout from its own
+  // options; headersTimeout and how often Node checks both go to http.createServer through `http`.
+  const app = Fastify({
+    keepAliveTimeout: 5_000,
+    requestTimeout: 60_000,
+    http: { headersTimeout: 10_000, connectionsCheckingInterval: 1_000 },
+  });
 
   await app.register(
     async (api) => {

@@ -47,6 +47,7 @@ async function main(): Promise<void> {
       },
     ],
     ['faults', async () => (await import('./faults.js')).faults()],
+    ['disk', async () => (await import('./full-disk.js')).fullDisk()],
     [
       'load',
       async () =>

@@ -149,6 +149,10 @@ export const ERRORS = {
     message: (detail: string, _retryAfterSeconds = 1) => detail,
     headers: (_detail: string, retryAfterSeconds = 1) => ({ 'retry-after': String(retryAfterSeconds) }),
   },
+  STORAGE_FULL: {
+    status: 507,
+    message: () => 'The storage is full: nothing was written. Try again once space has been freed.',
+  },
   RECORD_EXISTS: { status: 500, message: (id: string) => `A record with id ${id} already exists`, expose: false },
   INTERNAL: { status: 500, message: () => 'Internal error' },
 } as const satisfies Record<string, ErrorSpec>;
@@ -204,6 +208,13 @@ export class PortalError<C extends ErrorCode = ErrorCode> extends Error {
 export function storageUnavailable(detail: string, options: { cause?: unknown; retryAfterSeconds?: number } = {}): PortalError {
   const error = new PortalError('STORAGE_UNAVAILABLE', detail, options.retryAfterSeconds ?? 1);
   if (options.cause !== undefined) error.cause = options.cause;
+  return error;
+}
+
+/** Thrown by an adapter whose disk (or quota) is full: nothing of the write was kept; `cause` holds the system error. */
+export function storageFull(cause: unknown): PortalError {
+  const error = new PortalError('STORAGE_FULL');
+  error.cause = cause;
   return error;
 }
 

@@ -85,7 +85,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   let transport: WebhookTransport | undefined = options.transport;
   if (webhookOptions.worker) {
     const { timeoutMs, allowPrivateNetworks } = webhookOptions;
-    transport ??= httpTransport({ timeoutMs, allowPrivateNetworks });
+    transport ??= httpTransport({ timeoutMs, allowPrivateNetworks, logger });
     worker = createWebhookWorker({ storage, transport, clock, logger, ...webhookOptions });
   }
 

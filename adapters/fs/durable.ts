@@ -3,6 +3,13 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 
 /**
+ * The modes of what the fs adapters create: the record log holds every webhook secret in clear and
+ * blobs are tenants' files, so no other local user may read them, whatever the umask.
+ */
+export const PRIVATE_DIRECTORY = 0o700;
+export const PRIVATE_FILE = 0o600;
+
+/**
  * Makes the entries of `dir` (a file created, renamed or removed in it) durable. Windows cannot
  * open a directory for syncing; NTFS journals its metadata, so there is nothing to do there.
  */
@@ -16,10 +23,10 @@ export async function syncDirectory(dir: string): Promise<void> {
   }
 }
 
-/** Creates `dir` and any missing parents, making each new entry durable in its parent. */
+/** Creates `dir` and any missing parents (0700), making each new entry durable in its parent. */
 export async function ensureDirectory(dir: string): Promise<void> {
   const absolute = path.resolve(dir);
-  const first = await mkdir(absolute, { recursive: true });
+  const first = await mkdir(absolute, { recursive: true, mode: PRIVATE_DIRECTORY });
   if (first === undefined) return;
   // `first` is the topmost directory created: sync the parent of every directory made below it.
   for (let created = absolute; ; created = path.dirname(created)) {
@@ -32,7 +39,7 @@ export async function ensureDirectory(dir: string): Promise<void> {
  * Writes `bytes` to `target` so that a crash at any moment leaves either the old file or the new
  * one, whole: a temp file beside it, fsync, rename over the target, fsync of the directory.
  */
-export async function writeFileAtomically(target: string, bytes: Uint8Array, mode = 0o666): Promise<void> {
+export async function writeFileAtomically(target: string, bytes: Uint8Array, mode = PRIVATE_FILE): Promise<void> {
   const temp = `${target}.${process.pid}.tmp`;
   const handle = await open(temp, 'w', mode);
   try {
@@ -54,6 +61,11 @@ export async function writeAll(handle: FileHandle, bytes: Uint8Array, position: 
     const { bytesWritten } = await handle.write(bytes, done, bytes.length - done, position + done);
     done += bytesWritten;
   }
+}
+
+/** Whether an error says the disk or the user's quota is full: a write may succeed again once space is freed. */
+export function isDiskFull(error: unknown): boolean {
+  return hasCode(error, 'ENOSPC') || hasCode(error, 'EDQUOT');
 }
 
 /** Whether an error is a Node system error with this code (`ENOENT`, `EEXIST`, …). */

@@ -4,7 +4,8 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { BlobInfo, BlobStore } from '../../src/ports.js';
 import { atom } from '../../src/shared/time.js';
-import { crc32, ensureDirectory, hasCode, syncDirectory, writeAll } from './durable.js';
+import { storageFull } from '../../src/errors.js';
+import { PRIVATE_DIRECTORY, PRIVATE_FILE, crc32, ensureDirectory, hasCode, isDiskFull, syncDirectory, writeAll } from './durable.js';
 import { acquireLock, type DirectoryLock } from './lock.js';
 
 export interface FsBlobsOptions {
@@ -74,13 +75,13 @@ export function fsBlobs(options: FsBlobsOptions): BlobStore {
     for (let shard = 0; shard < SHARDS; shard++) {
       const name = shard.toString(16).padStart(2, '0');
       if (present.has(name)) continue;
-      await mkdir(path.join(objects, name), { recursive: true });
+      await mkdir(path.join(objects, name), { recursive: true, mode: PRIVATE_DIRECTORY });
       created = true;
     }
     if (created) await syncDirectory(objects);
     // What is in tmp/ is a put that a crash interrupted: never visible, and nobody else writes here (the lock).
     await rm(temp, { recursive: true, force: true });
-    await mkdir(temp);
+    await mkdir(temp, { mode: PRIVATE_DIRECTORY });
     await syncDirectory(dir);
   }
 
@@ -106,7 +107,7 @@ export function fsBlobs(options: FsBlobsOptions): BlobStore {
     await readyToWrite();
     if (!KEY.test(key)) throw new TypeError(`fsBlobs: ${JSON.stringify(key)} is not a record id (abc_ and letters or digits)`);
     const partial = path.join(temp, `${fileName(key)}.${randomBytes(6).toString('hex')}`);
-    const handle = await openFile(partial, 'wx');
+    const handle = await openFile(partial, 'wx', PRIVATE_FILE);
     let size = 0;
     try {
       // One chunk is written before the next is asked for: the body is read no faster than the disk takes it.
@@ -146,7 +147,10 @@ export function fsBlobs(options: FsBlobsOptions): BlobStore {
     },
 
     put(key, body) {
-      return track(put(key, body));
+      // A full disk leaves nothing (the partial file is removed) and answers 507; the next put may find space.
+      return track(put(key, body).catch((error: unknown) => {
+        throw isDiskFull(error) ? storageFull(error) : error;
+      }));
     },
 
     async get(key, range) {

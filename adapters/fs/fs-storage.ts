@@ -1,6 +1,6 @@
 import path from 'node:path';
 import * as deliveryRules from '../../src/domain/deliveries.js';
-import { PortalError } from '../../src/errors.js';
+import { PortalError, storageFull } from '../../src/errors.js';
 import type { Storage } from '../../src/ports.js';
 import { newestFirst, oldestFirst } from '../../src/shared/order.js';
 import type {
@@ -11,7 +11,7 @@ import type {
   FileEntryRecord,
   WebhookRecord,
 } from '../../src/records.js';
-import { ensureDirectory } from './durable.js';
+import { ensureDirectory, isDiskFull } from './durable.js';
 import { acquireLock, type DirectoryLock } from './lock.js';
 import { openRecordLog, type LogChange, type RecordLog, type ReplayedChange } from './record-log.js';
 import { createRecordState, TABLES, type Row, type StoredRecord, type TableName } from './record-state.js';
@@ -113,9 +113,12 @@ export function fsStorage(options: FsStorageOptions): Storage {
   }
 
   /**
-   * Applies the changes to memory at once (so the next call sees them) and resolves once their
-   * frame is on disk. After a failed write the log refuses every later one, so memory never runs
-   * ahead of a log that could still take writes.
+   * Applies the changes to memory at once (so the next call sees them, and calls decide in the
+   * order they came) and resolves once their frame is on disk. A transaction that cannot be written
+   * is undone in memory before it rejects, and so is every one applied after it (the log reverts them
+   * newest first): a failed write leaves nothing visible. A full disk rejects with `STORAGE_FULL`
+   * (507) and the log takes writes again once there is space; after any other failure it refuses
+   * every later write.
    */
   function commit(changes: Change[]): Promise<void> {
     if (changes.length === 0) return Promise.resolve();
@@ -123,15 +126,24 @@ export function fsStorage(options: FsStorageOptions): Storage {
     // Everything is serialised before anything is applied: a record JSON cannot hold (a BigInt in
     // event data, say) rejects the whole transaction and changes nothing.
     const serialised = changes.map((change) => ('id' in change ? change : { ...change, json: JSON.stringify(change.record) }));
+    const undo: { table: TableName; id: string; previous: Row | undefined }[] = [];
     const entries: LogChange[] = serialised.map((change) => {
+      const id = 'id' in change ? change.id : change.record.id;
+      const previous = state.get(change.table, id);
+      undo.push({ table: change.table, id, previous });
       if ('id' in change) {
         state.remove(change.table, change.id);
-        return change;
+        return { ...change, previous };
       }
       const { table, json } = change;
-      return { table, json, row: state.put(table, JSON.parse(json) as StoredRecord, json) };
+      return { table, json, row: state.put(table, JSON.parse(json) as StoredRecord, json), previous };
     });
-    return log!.append(entries);
+    const revert = () => {
+      for (let i = undo.length - 1; i >= 0; i--) state.revert(undo[i]!.table, undo[i]!.id, undo[i]!.previous);
+    };
+    return log!.append(entries, revert).catch((error: unknown) => {
+      throw isDiskFull(error) ? storageFull(error) : error;
+    });
   }
 
   function assertNew(table: TableName, id: string) {

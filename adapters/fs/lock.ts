@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { link, open, readFile, readdir, rename, rm, stat, utimes } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { hasCode } from './durable.js';
+import { PRIVATE_FILE, hasCode } from './durable.js';
 
 /** How often a holder touches its lock file, and after how long without a touch a lock counts as abandoned. */
 const HEARTBEAT_MS = 15_000;
@@ -91,7 +91,7 @@ async function readLock(lockPath: string): Promise<{ text: string; touchedAt: nu
 /** Writes the lock file whole before it appears under its name, so nobody ever reads a half-written one. */
 async function placeLock(lockPath: string, content: string): Promise<boolean> {
   const temp = `${lockPath}.${process.pid}.${randomBytes(4).toString('hex')}`;
-  const handle = await open(temp, 'wx');
+  const handle = await open(temp, 'wx', PRIVATE_FILE);
   try {
     await handle.writeFile(content);
     await handle.sync();
@@ -113,7 +113,7 @@ async function placeLock(lockPath: string, content: string): Promise<boolean> {
 /** For file systems without hard links: create-exclusive, then write (a reader may see it empty for a moment). */
 async function placeLockWithoutLinks(lockPath: string, content: string): Promise<boolean> {
   try {
-    const handle = await open(lockPath, 'wx');
+    const handle = await open(lockPath, 'wx', PRIVATE_FILE);
     try {
       await handle.writeFile(content);
       await handle.sync();

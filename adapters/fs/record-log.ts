@@ -1,6 +1,6 @@
 import { open, readdir, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { crc32, hasCode, syncDirectory, writeAll, writeFileAtomically } from './durable.js';
+import { PRIVATE_FILE, crc32, hasCode, isDiskFull, syncDirectory, writeAll, writeFileAtomically } from './durable.js';
 
 /*
  * The record log: one append-only file of frames.
@@ -48,7 +48,13 @@ export interface Locatable {
   readonly keep: boolean;
 }
 
-export type LogChange = { table: string; json: string; row: Locatable } | { table: string; id: string };
+/**
+ * One change of a transaction. `previous` is the row it replaced or removed, as memory held it: while
+ * the change is not on disk, `previous` is what the disk has, which a compaction must copy.
+ */
+export type LogChange =
+  | { table: string; json: string; row: Locatable; previous?: Locatable | undefined }
+  | { table: string; id: string; previous?: Locatable | undefined };
 
 /** A change read back at open. */
 export type ReplayedChange = { table: string; json: string; loc: Loc } | { table: string; id: string; json?: undefined };
@@ -63,8 +69,15 @@ export interface RecordLogOptions {
 }
 
 export interface RecordLog {
-  /** Appends one transaction; resolves once it is on disk (fsync), together with whatever else came meanwhile. */
-  append(changes: LogChange[]): Promise<void>;
+  /**
+   * Appends one transaction; resolves once it is on disk (fsync), together with whatever else came
+   * meanwhile. When it cannot be written, `revert` is called before it rejects: for it, and for every
+   * transaction appended after it (which may build on it), newest first, so that memory again holds
+   * what the disk holds. A full disk (ENOSPC, EDQUOT) fails only those transactions: the log takes
+   * writes again, and the first one cuts off whatever the failed write left past the last whole frame.
+   * Any other failure stops the log.
+   */
+  append(changes: LogChange[], revert?: () => void): Promise<void>;
   /** The JSON bytes at `loc`. */
   read(loc: Loc): Promise<Buffer>;
   /** What stopped the log from writing, if anything did: every later append rejects with it. */
@@ -77,13 +90,15 @@ export interface RecordLog {
 
 interface Pending {
   frame: Buffer;
+  changes: LogChange[];
+  revert: (() => void) | undefined;
   /** Offset of each put's JSON within the frame, to place the row once the frame is written. */
   puts: { row: Locatable; offset: number; length: number }[];
   resolve(): void;
   reject(error: Error): void;
 }
 
-function encodeFrame(changes: LogChange[]): Omit<Pending, 'resolve' | 'reject'> {
+function encodeFrame(changes: LogChange[]): Pick<Pending, 'frame' | 'puts'> {
   const parts: Buffer[] = [Buffer.alloc(FRAME_HEADER_SIZE)];
   const puts: Pending['puts'] = [];
   let offset = FRAME_HEADER_SIZE;
@@ -233,7 +248,7 @@ function sequentialReader(file: LogFile, fileSize: number) {
 
 /** Copies bytes [start, end) of `handle` to a new file `target`, durably. */
 async function saveRange(handle: FileHandle, start: number, end: number, target: string) {
-  const out = await open(target, 'wx');
+  const out = await open(target, 'wx', PRIVATE_FILE);
   try {
     for (let at = start; at < end; at += READ_CHUNK) {
       const bytes = await readExactly(handle, Math.min(READ_CHUNK, end - at), at);
@@ -293,14 +308,27 @@ export async function openRecordLog(
   let closed = false;
   /** A compaction that failed before its rename is retried only once the log has grown by half again. */
   let compactionFloor = 0;
+  /** A write failed part-way (the disk was full): bytes past `size` are not a whole frame, and go before the next write. */
+  let tornTail = false;
+
+  /** Rejects `batch` and everything queued after it, reverting their changes in memory first, newest first. */
+  function abandon(batch: Pending[], error: Error) {
+    const dropped = [...batch, ...queue.splice(0)];
+    for (let i = dropped.length - 1; i >= 0; i--) dropped[i]!.revert?.();
+    for (const pending of dropped) pending.reject(error);
+  }
 
   function fail(error: Error) {
     failure ??= error;
-    for (const pending of queue.splice(0)) pending.reject(failure);
+    abandon([], failure);
   }
 
   async function writeBatch(batch: Pending[]) {
     const bytes = batch.length === 1 ? batch[0]!.frame : Buffer.concat(batch.map((pending) => pending.frame));
+    if (tornTail) {
+      await current.handle.truncate(size);
+      tornTail = false;
+    }
     const base = size;
     await writeAll(current.handle, bytes, base);
     // fdatasync also makes the new file length durable; a crash before it leaves a tail replay drops.
@@ -330,8 +358,14 @@ export async function openRecordLog(
         try {
           await writeBatch(batch);
         } catch (error) {
-          for (const pending of batch) pending.reject(error as Error);
-          fail(error as Error);
+          if (isDiskFull(error)) {
+            // Nothing of these transactions is kept, and the log goes on: the next write may find space.
+            tornTail = true;
+            abandon(batch, error as Error);
+          } else {
+            failure ??= error as Error;
+            abandon(batch, error as Error);
+          }
           return;
         }
         for (const pending of batch) pending.resolve();
@@ -351,8 +385,8 @@ export async function openRecordLog(
    * a whole record, so applying it twice gives the same state.
    */
   async function compact() {
-    const rows = options.snapshot();
-    const temp = await open(compactTemp, 'w+');
+    const rows = durableSnapshot();
+    const temp = await open(compactTemp, 'w+', PRIVATE_FILE);
     const next: LogFile = { handle: temp, readers: 0, retired: false };
     const placed: { row: Locatable; loc: Loc }[] = [];
     let position = HEADER_SIZE;
@@ -401,6 +435,25 @@ export async function openRecordLog(
     if (old.readers === 0) await old.handle.close();
   }
 
+  /**
+   * The live records as the disk holds them: memory's, except that a change still queued counts as
+   * not made (it may yet fail, and must not reach the disk through a compaction first). Each queued
+   * change's `previous` that is not itself queued is what the disk has under that id.
+   */
+  function durableSnapshot(): Locatable[] {
+    const rows = options.snapshot();
+    if (queue.length === 0) return rows;
+    const queued = new Set<Locatable>();
+    const onDisk: Locatable[] = [];
+    for (const pending of queue) {
+      for (const change of pending.changes) {
+        if (change.previous !== undefined && !queued.has(change.previous)) onDisk.push(change.previous);
+        if ('json' in change) queued.add(change.row);
+      }
+    }
+    return [...rows.filter((row) => !queued.has(row)), ...onDisk];
+  }
+
   async function read(loc: Loc): Promise<Buffer> {
     const { file: source } = loc;
     source.readers++;
@@ -417,12 +470,12 @@ export async function openRecordLog(
       return failure;
     },
     fail,
-    append(changes) {
+    append(changes, revert) {
       if (failure !== undefined) return Promise.reject(failure);
       if (closed) return Promise.reject(new Error('The record log is closed'));
       const encoded = encodeFrame(changes);
       return new Promise<void>((resolve, reject) => {
-        queue.push({ ...encoded, resolve, reject });
+        queue.push({ ...encoded, changes, revert, resolve, reject });
         if (!draining) {
           draining = true;
           drained = drain();

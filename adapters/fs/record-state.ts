@@ -147,6 +147,26 @@ export function createRecordState() {
       liveBytes += row.size;
       return row;
     },
+    /**
+     * Undoes a change that did not reach the disk: the row under `id` becomes `previous` again (the
+     * very row the change replaced, with its place in the log), or goes when the change made it.
+     */
+    revert(table: TableName, id: string, previous: Row | undefined): void {
+      const rows = rowsOf(table);
+      const current = rows.get(id);
+      if (current !== undefined) {
+        unindex(current);
+        // A delivery stays listed under its webhook when it changes; one the change made goes from the list.
+        if (table === 'delivery' && previous === undefined) removeFrom(deliveriesByWebhook, (current.value as DeliveryRecord).webhookId, id);
+        liveBytes -= current.size;
+        rows.delete(id);
+      }
+      if (previous !== undefined) {
+        index(previous);
+        rows.set(id, previous);
+        liveBytes += previous.size;
+      }
+    },
     remove(table: TableName, id: string): void {
       const rows = rowsOf(table);
       const row = rows.get(id);

@@ -4,6 +4,7 @@ import https from 'node:https';
 import type { LookupFunction, Socket } from 'node:net';
 import type { WebhookCall, WebhookCallResult, WebhookTransport } from '../../src/ports.js';
 import { errorMessage } from '../../src/errors.js';
+import type { Logger } from '../../src/shared/logger.js';
 import { refusalOf } from './address-guard.js';
 
 export interface HttpTransportOptions {
@@ -16,6 +17,13 @@ export interface HttpTransportOptions {
    * connection is made, so a custom resolver cannot open a way around it.
    */
   lookup?: LookupFunction;
+  /**
+   * Where a refused call's details go (default: nowhere): the host name, the addresses it resolved
+   * to and why each was refused, logged at `warn`. These are the operator's to see; the attempt's
+   * error, which the tenant reads in the delivery log, says only that the address is not allowed,
+   * so the delivery log cannot be used to map the network the portal runs in.
+   */
+  logger?: Logger;
 }
 
 /** At most this much of a response body is read, then dropped: a receiver's answer is never kept. */
@@ -30,21 +38,31 @@ class RefusedAddressError extends Error {
   readonly code = 'ERR_WEBHOOK_ADDRESS_REFUSED';
 }
 
+/** What the tenant reads when a host name resolves only to addresses the guard refuses: no address, no kind. */
+export const refusedHostMessage = (hostname: string) => `refused to call ${hostname}: its address is not allowed (allowPrivateNetworks is off)`;
+
+/** A refusal's details for the operator's log: never part of the attempt's error. */
+export type RefusalReport = (details: { hostname: string; addresses: string[]; reasons: string[] }) => void;
+
 /**
  * Wraps `lookup` so that only addresses the guard allows come back. Node connects to what lookup
  * answers, so the address checked is the address connected to: a DNS answer that changes between a
- * check and the call (rebinding) cannot slip past.
+ * check and the call (rebinding) cannot slip past. A refusal names the host only; what it resolved
+ * to goes to `report`.
  */
-export function guardedLookup(lookup: LookupFunction): LookupFunction {
+export function guardedLookup(lookup: LookupFunction, report: RefusalReport = () => {}): LookupFunction {
   return (hostname, options, callback) => {
     lookup(hostname, { ...options, all: true }, (error, answer) => {
       if (error) return callback(error, '', 0);
       const addresses = Array.isArray(answer) ? answer : [{ address: answer, family: options.family === 6 ? 6 : 4 }];
       const allowed = addresses.filter((entry) => refusalOf(entry.address) === null);
       if (allowed.length === 0) {
-        const first = addresses[0]?.address;
-        const reason = first === undefined ? `refused to call ${hostname}: no address` : refusalOf(first)!;
-        return callback(new RefusedAddressError(`${reason} (resolved from ${hostname})`), '', 0);
+        report({
+          hostname,
+          addresses: addresses.map((entry) => entry.address),
+          reasons: addresses.length === 0 ? ['no address'] : addresses.map((entry) => refusalOf(entry.address)!),
+        });
+        return callback(new RefusedAddressError(refusedHostMessage(hostname)), '', 0);
       }
       if (options.all) return callback(null, allowed);
       callback(null, allowed[0]!.address, allowed[0]!.family);
@@ -81,7 +99,9 @@ export function httpTransport(options: HttpTransportOptions = {}): WebhookTransp
   const defaultTimeoutMs = options.timeoutMs ?? 15_000;
   const allowPrivateNetworks = options.allowPrivateNetworks ?? false;
   const baseLookup = options.lookup ?? (dns.lookup as LookupFunction);
-  const lookup = allowPrivateNetworks ? baseLookup : guardedLookup(baseLookup);
+  const report: RefusalReport = ({ hostname, addresses, reasons }) =>
+    options.logger?.warn({ hostname, addresses, reasons }, 'webhook call refused: the host resolves only to addresses the guard refuses');
+  const lookup = allowPrivateNetworks ? baseLookup : guardedLookup(baseLookup, report);
   const agentOptions = { keepAlive: true, timeout: IDLE_SOCKET_MS, scheduling: 'lifo' as const };
   const agents = { 'http:': new http.Agent(agentOptions), 'https:': new https.Agent(agentOptions) };
 
@@ -141,7 +161,9 @@ export function httpTransport(options: HttpTransportOptions = {}): WebhookTransp
           if (!socket.connecting) return;
           socket.once('connect', () => {
             const refusal = socket.remoteAddress === undefined ? null : refusalOf(socket.remoteAddress);
-            if (refusal !== null) req.destroy(new RefusedAddressError(refusal));
+            if (refusal === null) return;
+            report({ hostname: url.hostname, addresses: [socket.remoteAddress!], reasons: [refusal] });
+            req.destroy(new RefusedAddressError(refusedHostMessage(url.hostname)));
           });
         });
       }

@@ -137,6 +137,8 @@ export function memoryStorage(): Storage {
    */
   const directories = new Map<string, { members: Set<string>; ordered: string[] | null }>();
   const agreements = new Table<AgreementRecord>();
+  /** Every agreement document's id: the orphan sweep asks of each blob, so the answer must not walk every agreement. */
+  const documentIds = new Set<string>();
   const attachments = new Table<AttachmentRecord>();
   const events = new Table<EventRecord>();
   const deliveries = new Table<DeliveryRecord>();
@@ -230,6 +232,7 @@ export function memoryStorage(): Storage {
       if (agreements.rows.has(agreement.id)) throw new PortalError('RECORD_EXISTS', agreement.id);
       storeEvents(batch);
       agreements.insert(structuredClone(agreement));
+      for (const document of agreement.documents) documentIds.add(document.id);
     },
     async getAgreement(accountId, id) {
       const row = agreements.get(accountId, id);
@@ -244,6 +247,8 @@ export function memoryStorage(): Storage {
       }
       storeEvents(batch);
       agreements.rows.set(id, structuredClone(agreement));
+      for (const document of row.documents) documentIds.delete(document.id);
+      for (const document of agreement.documents) documentIds.add(document.id);
       return structuredClone(agreement);
     },
 
@@ -301,11 +306,7 @@ export function memoryStorage(): Storage {
     },
 
     async isBlobReferenced(key) {
-      if (files.rows.has(key) || attachments.rows.has(key)) return true;
-      for (const agreement of agreements.rows.values()) {
-        if (agreement.documents.some((document) => document.id === key)) return true;
-      }
-      return false;
+      return files.rows.has(key) || attachments.rows.has(key) || documentIds.has(key);
     },
   };
   tablesOf.set(storage, { webhooks: webhooks.rows, events: events.rows, deliveries: deliveries.rows });

@@ -1,14 +1,14 @@
 import { createHash } from 'node:crypto';
 import { type Readable, Transform } from 'node:stream';
 import { PortalError } from '../errors.js';
-import { newId } from '../shared/ids.js';
+import { isId, newId } from '../shared/ids.js';
 import { silentLogger, type Logger } from '../shared/logger.js';
 import type { BlobStore, Storage } from '../ports.js';
 import type { Agreement, AgreementRecord, AgreementSigner, EventRecord } from '../records.js';
 import { signatureDataUrl } from './signature-data.js';
 import { atom } from '../shared/time.js';
 import { safeDocumentName } from './document-name.js';
-import { MAX_DOCUMENT_BYTES, type SignerInput, accountId as accountIdSchema, parseInput } from './inputs.js';
+import { MAX_DOCUMENT_BYTES, type SignerInput, checkAccountId, parseInput } from './inputs.js';
 import { newEvent } from './events.js';
 
 /** A document already written to the blob store under `id`, with what was measured on the way in. */
@@ -144,6 +144,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
      * every document stored is removed before this rejects.
      */
     async create(accountId: string, readForm: FormReader): Promise<Agreement> {
+      checkAccountId(accountId);
       const documents = documentSink();
       let form: AgreementForm;
       try {
@@ -190,6 +191,9 @@ export function createAgreementService(deps: AgreementServiceDeps) {
 
     /** The agreement, or `null` when absent or of another account. */
     async get(accountId: string, id: string): Promise<Agreement | null> {
+      checkAccountId(accountId);
+      // An id not of our shape (a control character in it, say) names nothing: it never reaches the store.
+      if (!isId('agr', id)) return null;
       const record = await storage.getAgreement(accountId, id);
       return record && toAgreement(record);
     },
@@ -200,9 +204,10 @@ export function createAgreementService(deps: AgreementServiceDeps) {
      * a signer who already signed, 400 for a signature that is not an acceptable image.
      */
     async sign(accountId: string, agreementId: string, signerId: string, input: SignInput): Promise<Agreement> {
-      parseInput(accountIdSchema, accountId, 'accountId');
+      checkAccountId(accountId);
       if (typeof input !== 'object' || input === null) throw new PortalError('INPUT_INVALID', 'sign', 'give { signature } as a data-URL.');
       const signature = parseInput(signatureDataUrl, input.signature, 'signature');
+      if (!isId('agr', agreementId)) throw new PortalError('AGREEMENT_NOT_FOUND', agreementId);
       const now = clock();
       let events: EventRecord[] = [];
       const updated = await storage.updateAgreement(accountId, agreementId, (current) => {

@@ -3,7 +3,7 @@ import type { Storage } from '../ports.js';
 import { publicShape, type EventRecord, type PortalEvent } from '../records.js';
 import { atom } from '../shared/time.js';
 import { PortalError, errorMessage } from '../errors.js';
-import { accountId as accountIdSchema, eventType, parseInput } from './inputs.js';
+import { checkAccountId, eventType, parseInput } from './inputs.js';
 
 /** A new event record; stored with `Storage.publishEvents` or alongside the write that caused it. */
 export function newEvent(accountId: string, type: string, data: unknown, now: Date): EventRecord {
@@ -46,7 +46,7 @@ export function createEventService(deps: {
      * goes out at once (when this instance runs the worker; otherwise at another instance's next tick).
      */
     async publish(accountId: string, eventType: string, data: unknown): Promise<PortalEvent> {
-      parseInput(accountIdSchema, accountId, 'accountId');
+      checkAccountId(accountId);
       parseInput(type, eventType, 'event type');
       const event = newEvent(accountId, eventType, jsonData(data), clock());
       await storage.publishEvents([event]);

@@ -5,7 +5,7 @@ import type { BlobStore, Storage } from '../ports.js';
 import type { FileEntry, FileEntryRecord } from '../records.js';
 import { inListingOrder } from '../shared/order.js';
 import { atom } from '../shared/time.js';
-import { accountId as accountIdSchema, directoryInput, fileInput, parseInput } from './inputs.js';
+import { checkAccountId, directoryInput, fileInput, parseInput } from './inputs.js';
 
 export type BlobBody = Buffer | Uint8Array | string | Readable | AsyncIterable<Uint8Array>;
 
@@ -40,6 +40,9 @@ function toEntry(record: FileEntryRecord): FileEntry {
   };
 }
 
+/** A file's or a directory's id. */
+const isEntryId = (id: unknown) => isId('fsf', id) || isId('fsd', id);
+
 /** The rules for the file tree; the routes and `portal.files` both call these. */
 export function createFileService(deps: { storage: Storage; blobs: BlobStore; clock: () => Date }) {
   const { storage, blobs, clock } = deps;
@@ -66,12 +69,13 @@ export function createFileService(deps: { storage: Storage; blobs: BlobStore; cl
   return {
     /** The entries of a directory (the root without `directoryId`) in listing order. */
     async list(accountId: string, directoryId?: string | null): Promise<FileEntry[]> {
+      checkAccountId(accountId);
       checkDirectoryId(directoryId);
       return readListing(accountId, directoryId);
     },
 
     async createDirectory(accountId: string, input: DirectoryInput): Promise<FileEntry> {
-      parseInput(accountIdSchema, accountId, 'accountId');
+      checkAccountId(accountId);
       const { name, directoryId } = parseInput(directoryInput, input, 'directory');
       const record: FileEntryRecord = {
         id: newId('fsd'),
@@ -90,7 +94,7 @@ export function createFileService(deps: { storage: Storage; blobs: BlobStore; cl
 
     /** Streams `body` into the blob store, then records the entry with the size that arrived. */
     async put(accountId: string, input: FileInput): Promise<FileEntry> {
-      parseInput(accountIdSchema, accountId, 'accountId');
+      checkAccountId(accountId);
       const { name, mime, directoryId, fileShareId } = parseInput(fileInput, input, 'file');
       if (input.body === undefined || input.body === null) throw new PortalError('INPUT_REQUIRED', 'file.body');
       const parent = await requireDirectory(accountId, directoryId);
@@ -118,6 +122,9 @@ export function createFileService(deps: { storage: Storage; blobs: BlobStore; cl
 
     /** The entry, or `null` when absent or of another account. */
     async get(accountId: string, id: string): Promise<FileEntry | null> {
+      checkAccountId(accountId);
+      // An id not of our shape (a control character in it, say) names nothing: it never reaches the store.
+      if (!isEntryId(id)) return null;
       const record = await storage.getFileEntry(accountId, id);
       return record && toEntry(record);
     },
@@ -127,6 +134,8 @@ export function createFileService(deps: { storage: Storage; blobs: BlobStore; cl
      * record without bytes would be broken) or an empty directory. `false` when absent.
      */
     async delete(accountId: string, id: string): Promise<boolean> {
+      checkAccountId(accountId);
+      if (!isEntryId(id)) return false;
       const record = await storage.getFileEntry(accountId, id);
       if (record === null) return false;
       if (record.type === 'directory' && (await storage.listFileEntries(accountId, id)).length > 0) {

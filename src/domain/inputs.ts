@@ -1,6 +1,7 @@
 import * as v from 'valibot';
 import { PortalError } from '../errors.js';
 import { isId } from '../shared/ids.js';
+import { hasControlCharacter } from '../shared/text.js';
 import { signatureDataUrl } from './signature-data.js';
 
 export { signatureDataUrl };
@@ -44,20 +45,48 @@ export const entryName = v.pipe(
   v.maxLength(255, 'must be at most 255 characters'),
   v.check((name) => name !== '.' && name !== '..', 'must not be "." or ".."'),
   // eslint-disable-next-line no-control-regex
-  v.regex(/^[^/\\\u0000-\u001f\u007f]+$/, 'must not contain "/", "\\" or control characters'),
+  v.regex(/^[^/\\\u0000-\u001f\u007f-\u009f]+$/, 'must not contain "/", "\\" or control characters'),
 );
 
-/** A media type `type/subtype` (RFC 6838 names), optionally with parameters. */
+/** RFC 9110 §5.6.2 token: one or more tchar. */
+const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
+/**
+ * RFC 9110 §5.6.4 quoted-string, printable ASCII only: no control character (HTAB, CR, LF and NUL
+ * included) and no obs-text, so nothing Node would refuse in a header (U+2028 and U+2029 among them).
+ */
+const QUOTED = String.raw`"(?:[ !#-\[\]-~]|\\[ -~])*"`;
+/** OWS, spaces only: a tab is a control character, refused in every input. */
+const OWS = ' *';
+const MEDIA_TYPE = new RegExp(`^${TOKEN}/${TOKEN}(?:${OWS};${OWS}${TOKEN}=(?:${TOKEN}|${QUOTED}))*$`);
+
+/**
+ * A media type as RFC 9110 §8.3.1 writes one: `type "/" subtype *( OWS ";" OWS parameter )`, token
+ * characters only, a parameter's value a token or a quoted string. Whatever passes can be sent as a
+ * `Content-Type` header as it is: the attachment's downloads depend on it.
+ */
+/** Whether `text` is a media type `mediaType` accepts. */
+export const isMediaType = (text: string): boolean => text.length <= 255 && MEDIA_TYPE.test(text);
+
 export const mediaType = v.pipe(
   v.string('must be a string'),
   v.maxLength(255, 'must be at most 255 characters'),
-  v.regex(
-    /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}(\s*;\s*[A-Za-z0-9!#$&^_.+-]+=("[^"\\\r\n]*"|[A-Za-z0-9!#$&^_.+-]+))*$/,
-    'must be a media type such as "application/pdf"',
-  ),
+  v.regex(MEDIA_TYPE, 'must be a media type such as "application/pdf"'),
 );
 
-export const accountId = v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'));
+/** Refuses NUL and every other control character (see `CONTROL_CHARACTER`). */
+const noControlCharacters = () => v.check((text: string) => !hasControlCharacter(text), 'must not contain control characters');
+
+export const accountId = v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'), noControlCharacters());
+
+/**
+ * A 400 unless `value` is an account id (a non-empty string without control characters). Every
+ * service method calls it first, reads included, so no such text reaches a store; the common case
+ * costs one regular-expression test.
+ */
+export function checkAccountId(value: unknown): asserts value is string {
+  if (typeof value === 'string' && value !== '' && !hasControlCharacter(value)) return;
+  parseInput(accountId, value, 'accountId');
+}
 
 /** One of the portal's `eventTypes`: a webhook subscribes to one, an event is published as one. */
 export const eventType = (eventTypes: readonly string[]) =>
@@ -73,8 +102,9 @@ export const displayName = v.pipe(
   v.string('must be a string'),
   v.check((text) => text.trim() !== '', 'must not be empty'),
   v.check((text) => [...text].length <= 255, 'must be at most 255 characters'),
+  noControlCharacters(),
   // The checks above for the OpenAPI document: JSON Schema counts code points too, and \S is "not only white space".
-  v.metadata({ minLength: 1, maxLength: 255, pattern: '\\S' }),
+  v.metadata({ minLength: 1, maxLength: 255, pattern: '^[^\\u0000-\\u001f\\u007f-\\u009f]*\\S[^\\u0000-\\u001f\\u007f-\\u009f]*$' }),
 );
 
 /** One signer as a client sends it: exactly these four keys. */
@@ -85,6 +115,7 @@ export const signerInput = v.strictObject(
     email: v.pipe(
       v.string('must be a string'),
       v.maxLength(254, 'must be at most 254 characters'),
+      noControlCharacters(),
       v.email('must be a valid e-mail address'),
     ),
     shouldIdentify: v.boolean('must be true or false'),
@@ -95,10 +126,19 @@ export type SignerInput = v.InferOutput<typeof signerInput>;
 
 // Webhooks
 
+/**
+ * A webhook URL as the WHATWG parser writes it, which is what the transport calls: scheme and host in
+ * lower case, default port dropped, dot segments resolved, IDN host in punycode, spaces and non-ASCII
+ * percent-encoded. Stored and shown so, the URL a tenant reads is the URL called.
+ */
+export const normalUrl = (text: string): string => new URL(text).href;
+
 function webhookUrl() {
   return v.pipe(
     v.string('must be a string'),
     v.maxLength(2048, 'must be at most 2048 characters'),
+    // The URL parser drops tabs and line breaks and percent-encodes the rest: the URL called would not be the one shown.
+    noControlCharacters(),
     v.check((text) => URL.canParse(text), 'must be an absolute URL'),
     v.check((text) => {
       const { protocol } = new URL(text);
@@ -108,6 +148,8 @@ function webhookUrl() {
       const { username, password } = new URL(text);
       return username === '' && password === '';
     }, 'must not carry credentials'),
+    // Stored as the parser writes it (see `normalUrl`), which may be longer than what was sent.
+    v.check((text) => normalUrl(text).length <= 2048, 'must be at most 2048 characters'),
     // What the checks above mean, for the OpenAPI document (they are functions, which JSON Schema cannot hold).
     v.metadata({ format: 'uri', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://' }),
   );

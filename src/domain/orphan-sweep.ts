@@ -1,26 +1,41 @@
 import cron, { type ScheduledTask } from 'node-cron';
 import { describeError } from '../errors.js';
 import type { Logger } from '../shared/logger.js';
-import type { BlobStore, Storage } from '../ports.js';
+import type { BlobInfo, BlobStore, Storage } from '../ports.js';
 import { atom } from '../shared/time.js';
 
 /** A blob younger than this may belong to an upload whose record is still being written. */
 export const ORPHAN_MIN_AGE_MS = 60 * 60 * 1000;
 /** node-cron, with seconds: every ten minutes. */
 export const ORPHAN_SWEEP_SCHEDULE = '0 */10 * * * *';
+/** Blobs looked at, at most, by one run; a walk over more goes on at the next run. */
+export const ORPHAN_SWEEP_MAX_BLOBS = 10_000;
+/** Blobs looked at between two yields to the event loop. */
+export const ORPHAN_SWEEP_PAGE = 100;
+
+/** Lets timers and I/O run: the sweep's own awaits may all be resolved promises (memory adapters). */
+const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export interface OrphanSweep {
   /** Schedules `tick` (idempotent). The timer does not keep the process alive. */
   start(): void;
   /** Stops the schedule and waits for a running tick to end. */
   stop(): Promise<void>;
-  /** Removes every blob older than an hour that no record names; resolves the keys removed. */
+  /**
+   * Looks at up to `maxBlobsPerRun` blobs older than an hour and removes those no record names;
+   * resolves the keys removed. A walk over more blobs than that goes on where it stopped at the
+   * next tick; once it ends, the next tick starts a new one.
+   */
   tick(): Promise<string[]>;
 }
 
 /**
  * Bytes are written before the record that names them, so a crash (or a lost adapter call)
  * between the two leaves a blob nobody can reach. This sweep finds such blobs by age and removes them.
+ *
+ * Its cost is bounded, whatever the store holds: it walks the blobs in pages of `pageSize`, yields
+ * to the event loop between pages (so requests and timers go on meanwhile), and looks at no more
+ * than `maxBlobsPerRun` blobs a run, keeping its place in the walk for the next run.
  */
 export function createOrphanSweep(deps: {
   storage: Storage;
@@ -28,19 +43,48 @@ export function createOrphanSweep(deps: {
   clock: () => Date;
   logger: Logger;
   schedule?: string;
+  /** Blobs looked at, at most, per run (default 10,000). */
+  maxBlobsPerRun?: number;
+  /** Blobs looked at between two yields to the event loop (default 100). */
+  pageSize?: number;
 }): OrphanSweep {
   const { storage, blobs, clock, logger } = deps;
+  const maxBlobsPerRun = deps.maxBlobsPerRun ?? ORPHAN_SWEEP_MAX_BLOBS;
+  const pageSize = deps.pageSize ?? ORPHAN_SWEEP_PAGE;
   let task: ScheduledTask | undefined;
   let running: Promise<string[]> | undefined;
+  /** The walk a run left unfinished at its bound; the next run goes on with it. */
+  let walk: AsyncIterator<BlobInfo> | undefined;
+
+  async function endWalk(): Promise<void> {
+    const ending = walk;
+    walk = undefined;
+    await ending?.return?.()?.catch(() => {});
+  }
 
   async function sweep(): Promise<string[]> {
-    const before = atom(new Date(clock().getTime() - ORPHAN_MIN_AGE_MS));
+    // A blob older than an hour when the walk started is older still when a later run reaches it.
+    walk ??= blobs.listBefore(atom(new Date(clock().getTime() - ORPHAN_MIN_AGE_MS)))[Symbol.asyncIterator]();
     const removed: string[] = [];
-    for await (const blob of blobs.listBefore(before)) {
-      if (await storage.isBlobReferenced(blob.key)) continue;
-      if (await blobs.delete(blob.key)) removed.push(blob.key);
+    let looked = 0;
+    try {
+      while (looked < maxBlobsPerRun) {
+        const next = await walk.next();
+        if (next.done === true) {
+          walk = undefined;
+          break;
+        }
+        looked++;
+        const { key } = next.value;
+        if (!(await storage.isBlobReferenced(key)) && (await blobs.delete(key))) removed.push(key);
+        if (looked % pageSize === 0) await yieldToEventLoop();
+      }
+    } catch (error) {
+      // The next run starts a new walk.
+      await endWalk();
+      throw error;
     }
-    if (removed.length > 0) logger.info({ removed: removed.length }, 'orphan sweep removed blobs no record names');
+    if (removed.length > 0) logger.info({ removed: removed.length, looked }, 'orphan sweep removed blobs no record names');
     return removed;
   }
 
@@ -65,6 +109,7 @@ export function createOrphanSweep(deps: {
       task = undefined;
       await stopping?.destroy();
       await running?.catch(() => {});
+      await endWalk();
     },
     tick,
   };

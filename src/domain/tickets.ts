@@ -5,7 +5,7 @@ import { isId, newId } from '../shared/ids.js';
 import type { BlobStore, ByteRange, Storage } from '../ports.js';
 import { type Attachment, type AttachmentRecord, type DownloadLink, publicShape } from '../records.js';
 import { atom } from '../shared/time.js';
-import { accountId as accountIdSchema, attachmentInput, parseInput } from './inputs.js';
+import { checkAccountId, attachmentInput, parseInput } from './inputs.js';
 import { type BlobBody, toStream } from './files.js';
 
 export interface AttachmentInput {
@@ -61,7 +61,7 @@ export function createTicketService(deps: TicketServiceDeps) {
   return {
     /** Streams `body` into the blob store under a new `tca_` id, then records the attachment. */
     async putAttachment(accountId: string, input: AttachmentInput): Promise<Attachment> {
-      parseInput(accountIdSchema, accountId, 'accountId');
+      checkAccountId(accountId);
       const { ticketId, messageId, name, mime } = parseInput(attachmentInput, input, 'attachment');
       if (messageId != null && ticketId == null) {
         throw new PortalError('INPUT_INVALID', 'attachment.ticketId', 'is required when messageId is given (a message belongs to a ticket).');
@@ -90,12 +90,17 @@ export function createTicketService(deps: TicketServiceDeps) {
 
     /** The attachment, or `null` when absent or of another account. */
     async getAttachment(accountId: string, id: string): Promise<Attachment | null> {
+      checkAccountId(accountId);
+      // An id not of our shape (a control character in it, say) names nothing: it never reaches the store.
+      if (!isId('tca', id)) return null;
       const record = await storage.getAttachment(accountId, id);
       return record && publicShape(record);
     },
 
     /** Removes the record, then the bytes (bytes no record names are swept; the reverse would be broken). */
     async deleteAttachment(accountId: string, id: string): Promise<boolean> {
+      checkAccountId(accountId);
+      if (!isId('tca', id)) return false;
       const removed = await storage.deleteAttachment(accountId, id);
       if (removed) await blobs.delete(id);
       return removed;
@@ -107,6 +112,7 @@ export function createTicketService(deps: TicketServiceDeps) {
      * message and ticket in this account.
      */
     async downloadLink(accountId: string, ref: AttachmentRef, baseUrl = deps.publicUrl): Promise<DownloadLink> {
+      checkAccountId(accountId);
       checkRef(ref);
       const record = await storage.getAttachment(accountId, ref.attachmentId);
       if (record === null || !sitsUnder(record, ref.ticketId, ref.messageId)) {

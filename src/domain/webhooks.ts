@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { PortalError } from '../errors.js';
-import { newId } from '../shared/ids.js';
+import { isId, newId } from '../shared/ids.js';
 import type { Storage } from '../ports.js';
 import type { Delivery, DeliveryRecord, Webhook, WebhookRecord } from '../records.js';
 import { atom } from '../shared/time.js';
-import { accountId as accountIdSchema, parseInput, webhookInput } from './inputs.js';
+import { checkAccountId, normalUrl, parseInput, webhookInput } from './inputs.js';
 
 export interface WebhookInput {
   type: string;
@@ -41,26 +41,32 @@ export function createWebhookService(deps: {
 
   return {
     async create(accountId: string, body: WebhookInput): Promise<Webhook> {
-      parseInput(accountIdSchema, accountId, 'accountId');
+      checkAccountId(accountId);
       const { type, url } = parseInput(input, body, 'webhook');
-      const record = { id: newId('wbh'), accountId, type, url, secret: newWebhookSecret(), createdAt: atom(clock()) };
+      const record = { id: newId('wbh'), accountId, type, url: normalUrl(url), secret: newWebhookSecret(), createdAt: atom(clock()) };
       await storage.insertWebhook(record);
       return webhookShape(record);
     },
 
     /** The webhook, or `null` when absent or of another account. */
     async get(accountId: string, id: string): Promise<Webhook | null> {
+      checkAccountId(accountId);
+      // An id not of our shape (a control character in it, say) names nothing: it never reaches the store.
+      if (!isId('wbh', id)) return null;
       const record = await storage.getWebhook(accountId, id);
       return record && webhookShape(record);
     },
 
     /** Every webhook of the account, oldest first. */
     async list(accountId: string): Promise<Webhook[]> {
+      checkAccountId(accountId);
       return (await storage.listWebhooks(accountId)).map(webhookShape);
     },
 
     /** Removes the webhook and cancels its pending deliveries; `false` when absent. */
     async delete(accountId: string, id: string): Promise<boolean> {
+      checkAccountId(accountId);
+      if (!isId('wbh', id)) return false;
       return storage.deleteWebhook(accountId, id);
     },
 
@@ -69,6 +75,8 @@ export function createWebhookService(deps: {
      * absent or of another account (so "no such webhook" and "nothing delivered yet" differ).
      */
     async deliveries(accountId: string, webhookId: string): Promise<Delivery[] | null> {
+      checkAccountId(accountId);
+      if (!isId('wbh', webhookId)) return null;
       if ((await storage.getWebhook(accountId, webhookId)) === null) return null;
       return (await storage.listDeliveries(accountId, webhookId)).map(deliveryShape);
     },
@@ -81,6 +89,8 @@ export function createWebhookService(deps: {
      * webhook is absent too.
      */
     async redeliver(accountId: string, deliveryId: string, webhookId?: string): Promise<Delivery | null> {
+      checkAccountId(accountId);
+      if (!isId('whd', deliveryId) || (webhookId !== undefined && !isId('wbh', webhookId))) return null;
       const current = await storage.getDelivery(accountId, deliveryId);
       if (current === null || (webhookId !== undefined && current.webhookId !== webhookId)) return null;
       if ((await storage.getWebhook(accountId, current.webhookId)) === null) {

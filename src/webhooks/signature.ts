@@ -12,7 +12,8 @@ export type WebhookVerificationFailure =
   | 'timestamp-too-old'
   | 'timestamp-too-new'
   | 'no-matching-signature'
-  | 'invalid-payload';
+  | 'invalid-payload'
+  | 'body-not-raw';
 
 /** Thrown by `verifyWebhook`; `reason` says which check failed. */
 export class WebhookVerificationError extends Error {
@@ -42,7 +43,7 @@ function secretKey(secret: string): Buffer {
   return key;
 }
 
-function hmac(key: Buffer, id: string, timestamp: number | string, body: string | Buffer): Buffer {
+function hmac(key: Buffer, id: string, timestamp: number | string, body: string | Uint8Array): Buffer {
   return createHmac('sha256', key).update(`${id}.${timestamp}.`).update(body).digest();
 }
 
@@ -71,15 +72,25 @@ function headerOf(headers: WebhookHeaders, name: string): string | undefined {
  * Verifies a webhook call the portal made, as its receiver: the `webhook-signature` (any one of
  * several space-separated `v1,…` values; `X-Webhook-Signature` when that header is absent), compared
  * in constant time, and a `webhook-timestamp` within five minutes of now. Pass the body exactly as
- * received (a parsed and re-serialized body will not verify). Returns the parsed event or throws a
+ * received, as a string, a Buffer or a Uint8Array: a parsed body (an object) is refused with reason
+`body-not-raw`, and a parsed and re-serialized one will not verify. Only the canonical base64 of a
+signature counts: another spelling of the same bytes is no match. Returns the parsed event or throws a
  * `WebhookVerificationError`.
  */
 export function verifyWebhook<T = PortalEvent>(
   secret: string,
   headers: WebhookHeaders,
-  rawBody: string | Buffer,
+  rawBody: string | Buffer | Uint8Array,
   options: { now?: Date; toleranceSeconds?: number } = {},
 ): T {
+  if (typeof rawBody !== 'string' && !(rawBody instanceof Uint8Array)) {
+    // The most common receiver mistake: a framework's JSON parser ran first (express.json(), Fastify's default).
+    throw new WebhookVerificationError(
+      'body-not-raw',
+      `The body must be the raw bytes or string as received, not parsed JSON (got ${rawBody === null ? 'null' : typeof rawBody}): ` +
+        'read it with express.raw({ type: "application/json" }), or a Fastify content-type parser with parseAs: "buffer".',
+    );
+  }
   const key = secretKey(secret);
   const id = headerOf(headers, 'webhook-id');
   const timestamp = headerOf(headers, 'webhook-timestamp');
@@ -102,13 +113,17 @@ export function verifyWebhook<T = PortalEvent>(
     const [version, encoded] = candidate.split(',', 2);
     if (version !== 'v1' || encoded === undefined) continue;
     const given = Buffer.from(encoded, 'base64');
+    // Only the canonical spelling: Node's decoder skips characters it does not know, takes the URL-safe
+    // alphabet and ignores padding and the unused low bits, so many strings decode to the same bytes.
+    // Re-encoding tells them apart, and depends only on what was given, never on the expected bytes.
+    if (given.toString('base64') !== encoded) continue;
     // Lengths are public (a SHA-256 is 32 bytes); the bytes are compared in constant time.
     if (given.length === expected.length && timingSafeEqual(given, expected)) matched = true;
   }
   if (!matched) throw new WebhookVerificationError('no-matching-signature', 'No webhook-signature matches the body and secret.');
 
   try {
-    return JSON.parse(typeof rawBody === 'string' ? rawBody : rawBody.toString('utf8')) as T;
+    return JSON.parse(typeof rawBody === 'string' ? rawBody : Buffer.from(rawBody.buffer, rawBody.byteOffset, rawBody.byteLength).toString('utf8')) as T;
   } catch {
     throw new WebhookVerificationError('invalid-payload', 'The webhook body is signed but is not JSON.');
   }

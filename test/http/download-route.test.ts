@@ -6,7 +6,8 @@ import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { memoryBlobs } from '../../adapters/memory/index.js';
+import { memoryBlobs, memoryStorage } from '../../adapters/memory/index.js';
+import { newId } from '../../src/shared/ids.js';
 import { asciiFallback } from '../../src/http/content-disposition.js';
 import type { Attachment, BlobStore, Logger, PortalOptions } from '../../src/index.js';
 import { patternBytes } from '../conformance/fixtures.js';
@@ -238,6 +239,33 @@ curlTest('curl -O -J, given only the link, saves the file under its name', async
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+});
+
+test('an attachment stored before media types were checked downloads as application/octet-stream, not 500', async () => {
+  const storage = memoryStorage();
+  const blobs = memoryBlobs();
+  await withPortal({ signingKeys: [SIGNING_KEY_1], storage, blobs }, async (app) => {
+    const id = newId('tca');
+    await blobs.put(id, Readable.from([Buffer.from('old bytes')]));
+    await storage.insertAttachment({
+      id,
+      accountId: 'acct_a',
+      ticketId: 'tck_old',
+      messageId: 'tcm_old',
+      name: 'old.txt',
+      mime: 'text/plain\u2028; a="b\r\nc"',
+      size: 9,
+      createdAt: '2026-01-01T00:00:00+00:00',
+    });
+    const attachment = (await app.portal.tickets.getAttachment('acct_a', id))!;
+    const { link } = await getLink(app, attachment);
+    for (const method of ['GET', 'HEAD']) {
+      const res = await fetch(link, { method });
+      assert.is(res.status, 200, method);
+      assert.is(res.headers.get('content-type'), 'application/octet-stream', method);
+      if (method === 'GET') assert.is(await res.text(), 'old bytes');
+    }
+  });
 });
 
 test.run();

@@ -79,6 +79,43 @@ test('POST /webhooks refuses bad bodies with a 4xx naming the problem, and store
   });
 });
 
+test('POST /webhooks: the URL is stored and shown as it will be called (normalized); tabs and line breaks are refused', async () => {
+  const transport = memoryTransport();
+  await withPortal({ transport, webhooks: { tick: NEVER } }, async (app) => {
+    const cases: [string, string][] = [
+      ['HTTPS://Hooks.Example.COM:443/a/./b/../c?x=1#frag', 'https://hooks.example.com/a/c?x=1#frag'],
+      ['  https://hooks.example.com/in  ', 'https://hooks.example.com/in'],
+      ['http://hooks.example.com', 'http://hooks.example.com/'],
+      ['https://bücher.example/ä b', 'https://xn--bcher-kva.example/%C3%A4%20b'],
+      ['http://0x7f.1/', 'http://127.0.0.1/'],
+    ];
+    for (const [sent, shown] of cases) {
+      const res = await app.api('/webhooks', post(JSON.stringify({ type: 'customer-created', url: sent })));
+      assert.is(res.status, 201, sent);
+      const created = await json(res);
+      assert.is(created.url, shown, sent);
+      assert.is((await json(await app.api(`/webhooks/${created.id}`))).url, shown);
+      assert.is((await app.portal.webhooks.get('acct_a', created.id))!.url, shown);
+    }
+    // The URL shown is the URL called.
+    await app.portal.events.publish('acct_a', 'customer-created', {});
+    await app.portal.worker!.tick();
+    assert.equal(transport.calls.map((call) => call.url).sort(), cases.map(([, shown]) => shown).sort());
+
+    for (const sent of ['https://hooks.exa\tmple.com/', 'https://hooks.example.com/a\nb', 'https://hooks.example.com/\r', 'https://evil.example\n.good.example/']) {
+      const res = await app.api('/webhooks', post(JSON.stringify({ type: 'customer-created', url: sent })));
+      assert.is(res.status, 400, JSON.stringify(sent));
+      assert.match((await json(res)).message, /webhook\.url: must not contain control characters/);
+    }
+    // A URL that becomes longer than 2,048 characters once written out is refused too.
+    const long = `https://hooks.example.com/${'é'.repeat(1000)}`;
+    const res = await app.api('/webhooks', post(JSON.stringify({ type: 'customer-created', url: long })));
+    assert.is(res.status, 400);
+    assert.match((await json(res)).message, /webhook\.url: must be at most 2048 characters/);
+    assert.is((await app.portal.webhooks.list('acct_a')).length, cases.length);
+  });
+});
+
 test('extensions: false serves only the spec routes', async () => {
   await withPortal({ extensions: false }, async (app) => {
     assert.is((await app.api('/webhooks', post('{}'))).status, 404);

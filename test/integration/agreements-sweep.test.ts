@@ -108,4 +108,80 @@ test('a portal schedules one sweep task with node-cron and removes it on close',
   assert.is(sweeps(), before);
 });
 
+/** `count` blobs written at `at` on a memory blob store, none named by a record. */
+async function orphans(count: number, at: Date) {
+  let now = at;
+  const blobs = memoryBlobs({ clock: () => now });
+  for (let i = 0; i < count; i++) await blobs.put(`fsf_orphan${i}`, bytes('x'));
+  now = new Date(at.getTime() + 2 * 60 * 60 * 1000);
+  return { blobs, clock: () => now };
+}
+
+test('the sweep walks in pages and yields to the event loop between them: a timer fires during a long walk', async () => {
+  const { blobs, clock } = await orphans(5000, new Date('2026-05-01T12:00:00Z'));
+  const sweep = createOrphanSweep({ storage: memoryStorage(), blobs, clock, logger: silent });
+  let finished = false;
+  let firedDuringWalk = 0;
+  const timer = setInterval(() => {
+    if (!finished) firedDuringWalk++;
+  }, 0);
+  try {
+    const removed = await sweep.tick();
+    finished = true;
+    assert.is(removed.length, 5000);
+  } finally {
+    clearInterval(timer);
+  }
+  assert.ok(firedDuringWalk > 0, 'a timer ran while the sweep walked');
+});
+
+test('the sweep looks at most maxBlobsPerRun blobs a run, and the next run goes on where it stopped', async () => {
+  const { blobs, clock } = await orphans(2500, new Date('2026-05-01T12:00:00Z'));
+  const storage = memoryStorage();
+  let asked = 0;
+  const counting = { ...storage, isBlobReferenced: (key: string) => (asked++, storage.isBlobReferenced(key)) };
+  const sweep = createOrphanSweep({ storage: counting, blobs, clock, logger: silent, maxBlobsPerRun: 1000 });
+  const runs: number[] = [];
+  for (let run = 0; run < 4; run++) {
+    asked = 0;
+    runs.push((await sweep.tick()).length);
+    assert.ok(asked <= 1000, `run ${run}: ${asked} blobs looked at`);
+  }
+  assert.equal(runs, [1000, 1000, 500, 0]);
+  assert.equal(await keys(blobs), []);
+  // A blob kept because a record names it is looked at again on the next walk, not skipped forever.
+  await blobs.put('fsf_named', bytes('named'));
+  await storage.insertFileEntry({
+    id: 'fsf_named', accountId: 'acct_a', directoryId: null, type: 'file', name: 'n', size: 5, mime: 'text/plain', fileShareId: null, createdAt: '2026-05-01T12:00:00+00:00',
+  });
+  assert.equal(await sweep.tick(), []);
+  assert.equal(await keys(blobs), ['fsf_named']);
+});
+
+test('memory storage: isBlobReferenced does not walk every agreement (20,000 agreements, 5,000 look-ups)', async () => {
+  const storage = memoryStorage();
+  for (let i = 0; i < 20_000; i++) {
+    await storage.insertAgreement(
+      {
+        id: `agr_${i}`, accountId: 'acct_a', name: 'n', status: 'sent', signerName: 's', signerSignature: 'x', signerSignatureHash: 'h',
+        signers: [], documents: [{ id: `agd_${i}`, documentName: 'd.pdf', fileSize: 1, fileHash: 'h' }], createdAt: '2026-05-01T12:00:00+00:00',
+      },
+      [],
+    );
+  }
+  assert.ok(await storage.isBlobReferenced('agd_19999'));
+  assert.ok(await storage.isBlobReferenced('agd_0'));
+  const started = performance.now();
+  for (let i = 0; i < 5000; i++) assert.not.ok(await storage.isBlobReferenced(`agd_missing${i}`));
+  const ms = performance.now() - started;
+  // Walking every agreement costs 100 million comparisons here (seconds); an index answers in a few milliseconds.
+  assert.ok(ms < 250, `5,000 look-ups took ${ms.toFixed(0)} ms`);
+  // A document an update takes away is no longer named; one it adds is.
+  await storage.updateAgreement('acct_a', 'agr_7', (current) => ({
+    agreement: { ...current, documents: [{ id: 'agd_new7', documentName: 'e.pdf', fileSize: 1, fileHash: 'h' }] },
+    events: [],
+  }));
+  assert.equal([await storage.isBlobReferenced('agd_7'), await storage.isBlobReferenced('agd_new7')], [false, true]);
+});
+
 test.run();

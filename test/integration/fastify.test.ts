@@ -18,4 +18,14 @@ test('examples/fastify.ts: uploads, downloads and the app\'s own routes through 
   }
 });
 
+test('examples/fastify.ts: its server cuts off slow clients (headersTimeout, requestTimeout, keepAliveTimeout)', async () => {
+  const { app } = await createFastifyApp(EMBEDDED_OPTIONS);
+  try {
+    await app.ready();
+    assert.equal([app.server.headersTimeout, app.server.requestTimeout, app.server.keepAliveTimeout], [10_000, 60_000, 5_000]);
+  } finally {
+    await app.close();
+  }
+});
+
 test.run();

@@ -22,7 +22,9 @@ async function stop(server: Started) {
 }
 
 test('with no key configured it makes one, prints it, keeps it in the data directory, and serves with it', async () => {
-  const dataDir = await mkdtemp(path.join(tmpdir(), 'portal-standalone-'));
+  const root = await mkdtemp(path.join(tmpdir(), 'portal-standalone-'));
+  // A data directory the server makes itself: 0700, whatever the umask.
+  const dataDir = path.join(root, 'data');
   try {
     const first = await boot({ DATA_DIR: dataDir, PORTAL_API_KEYS: '' });
     const keyLine = await first.server.waitFor((line) => line.startsWith('API key: '));
@@ -39,13 +41,24 @@ test('with no key configured it makes one, prints it, keeps it in the data direc
       { level: 'info', method: 'GET', route: 'GET /files', status: 200 },
     );
     assert.not.match(first.server.lines.filter((line) => !line.startsWith('API key: ')).join('\n'), key);
+    const created = await fetch(`${first.url}/webhooks`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'customer-created', url: 'https://hooks.example.com/in' }),
+    });
+    assert.is(created.status, 201);
     assert.is(await stop(first.server), 0);
+    // Nothing in the data directory is readable by another local user: the record log holds every webhook secret.
+    const mode = async (entry: string) => ((await stat(path.join(dataDir, entry))).mode & 0o777).toString(8);
+    assert.is(await mode('.'), '700', 'the data directory');
+    assert.is(await mode('blobs'), '700', 'the blob directory');
+    for (const file of ['api-key', 'signing-key', 'records.log']) assert.is(await mode(file), '600', file);
 
     const second = await boot({ DATA_DIR: dataDir, PORTAL_API_KEYS: '' });
     assert.is(await second.server.waitFor((line) => line.startsWith('API key: ')), keyLine, 'the same key on every start');
     assert.is(await stop(second.server), 0);
   } finally {
-    await rm(dataDir, { recursive: true, force: true });
+    await rm(root, { recursive: true, force: true });
   }
 });
 

@@ -1,6 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { verifyWebhook, type Portal, type Webhook } from '../../src/index.js';
+import { silentLogger } from '../../src/shared/logger.js';
 import { atom } from '../../src/shared/time.js';
 import { VERSION } from '../../src/shared/version.js';
 import { startReceiver, type Receiver } from '../helpers/receiver.js';
@@ -249,6 +250,31 @@ test('without allowPrivateNetworks the default transport refuses the loopback re
     assert.is(delivery!.attempts[0]!.statusCode, null);
     assert.match(delivery!.attempts[0]!.error!, /^refused to call 127\.0\.0\.1: a loopback address/);
     assert.is(delivery!.status, 'pending', 'a refused call is retried like any failure');
+    assert.is(receiver.received.length, 0);
+  } finally {
+    await portal.close();
+    await receiver.close();
+  }
+});
+
+test('a host name resolving to a refused address: the delivery log names the host only, the operator log has the address', async () => {
+  const receiver = await startReceiver();
+  const time = manualClock();
+  const warnings: Record<string, unknown>[] = [];
+  const logger = { ...silentLogger, warn: (object: object) => warnings.push(object as Record<string, unknown>) };
+  const portal = await webhookPortal({ clock: time.clock, logger });
+  try {
+    const port = new URL(receiver.url).port;
+    const webhook = await portal.webhooks.create('acct_a', { type: 'customer-created', url: `http://localhost:${port}/hook` });
+    await portal.events.publish('acct_a', 'customer-created', customer);
+    await portal.worker!.tick();
+    const [delivery] = (await portal.webhooks.deliveries('acct_a', webhook.id))!;
+    const error = delivery!.attempts[0]!.error!;
+    assert.is(error, 'refused to call localhost: its address is not allowed (allowPrivateNetworks is off)');
+    assert.not.match(error, /127\.0\.0\.1|::1|loopback/);
+    const refusal = warnings.find((entry) => entry.hostname === 'localhost');
+    assert.ok(refusal, 'the refusal is in the operator log');
+    assert.ok((refusal!.addresses as string[]).some((address) => address === '127.0.0.1' || address === '::1'));
     assert.is(receiver.received.length, 0);
   } finally {
     await portal.close();

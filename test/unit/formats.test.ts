@@ -7,6 +7,9 @@ import { webhookJson } from '../../src/http/routes/webhooks.js';
 import { webhookShape } from '../../src/domain/webhooks.js';
 import { newWebhookSecret } from '../../src/domain/webhooks.js';
 import { atom, atomAfter } from '../../src/shared/time.js';
+import { validateHeaderValue } from 'node:http';
+import * as v from 'valibot';
+import { mediaType } from '../../src/domain/inputs.js';
 
 test('ids: every prefix, 22 base-62 characters, no repeats over 100,000', () => {
   for (const prefix of ID_PREFIXES) assert.match(newId(prefix), new RegExp(`^${prefix}_[0-9A-Za-z]{22}$`));
@@ -71,6 +74,64 @@ test('webhookJson: the text JSON.stringify makes of a webhook, whatever its fiel
       assert.is(webhookJson(webhook), JSON.stringify(webhook));
     }),
     { numRuns: 1000, seed: 7 },
+  );
+});
+
+const isMediaType = (text: string) => v.safeParse(mediaType, text).success;
+
+test('media types: RFC 9110 type "/" subtype *( OWS ";" OWS parameter ), token characters, quoted strings', () => {
+  for (const good of [
+    'application/pdf',
+    'text/plain; charset=utf-8',
+    'text/plain;charset=UTF-8',
+    'multipart/form-data; boundary="a b;c"',
+    'application/vnd.api+json',
+    "application/x-my~type!#$%&'*+-.^_`|",
+    'text/plain; a=1; b="two"; c="esc\\"aped"',
+    'image/svg+xml ; q=1',
+  ]) {
+    assert.ok(isMediaType(good), good);
+  }
+  for (const bad of [
+    'text',
+    'text/',
+    '/plain',
+    'text/plain;',
+    'text/plain; charset',
+    'text/plain; charset=',
+    'text/pl ain',
+    'text/plain\r\nX-Injected: 1',
+    'text/plain\n',
+    'text/plain;\ncharset=utf-8',
+    'text/plain; charset="utf\r\n-8"',
+    'text/plain; a="x\u2028y"',
+    'text/plain\u2028; a=b',
+    'text/plain;\u2029a=b',
+    'text/plain; a="x\u0000y"',
+    'text/plain; a="x\u007fy"',
+    'text/plain; a="x\u0085y"',
+    'text/plain;\ta=b',
+    'text/plain; a="unterminated',
+    'text/plain; a="x"y',
+    'text/pla(in)',
+    'tëxt/plain',
+    'text/plain; a=é',
+    'text/plain; a="é"',
+    'a/' + 'b'.repeat(254),
+  ]) {
+    assert.not.ok(isMediaType(bad), JSON.stringify(bad));
+  }
+});
+
+test('media types: whatever is accepted can go out as a Content-Type header (a download never answers 500)', () => {
+  fc.assert(
+    fc.property(fc.string({ unit: 'binary', maxLength: 60 }), fc.string({ unit: 'binary', maxLength: 20 }), (tail, quoted) => {
+      for (const candidate of [`text/${tail}`, `text/plain; a="${quoted}"`, `text/plain;${tail}`]) {
+        if (!isMediaType(candidate)) continue;
+        validateHeaderValue('Content-Type', candidate);
+      }
+    }),
+    { numRuns: 5000 },
   );
 });
 

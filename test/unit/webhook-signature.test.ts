@@ -111,4 +111,48 @@ test('a signed body that is not JSON is reported as such, after the signature ch
   assert.is(failure(() => verifyWebhook(SECRET, signed({}, SECRET, body), body, { now: NOW })), 'invalid-payload');
 });
 
+test('only the canonical base64 of a signature verifies: other spellings of the same bytes do not', () => {
+  const headers = signed();
+  const good = headers['webhook-signature'];
+  const encoded = good.slice(3);
+  const bytes = Buffer.from(encoded, 'base64');
+  assert.ok(verifyWebhook(SECRET, headers, BODY, { now: NOW }), 'the canonical spelling');
+  // The last character before "=" carries two padding bits; each other value of them decodes to the same bytes.
+  const last = encoded.at(-2)!;
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+  const index = alphabet.indexOf(last);
+  const spellings = [
+    encoded.slice(0, -1), // no padding
+    encoded + '=', // too much padding
+    bytes.toString('base64url'), // the URL-safe alphabet
+    ` ${encoded}`.replace(' ', '\t'),
+    encoded.slice(0, 10) + '\n' + encoded.slice(10),
+    encoded.slice(0, 20) + '.' + encoded.slice(20),
+    ...[1, 2, 3].map((bits) => encoded.slice(0, -2) + alphabet[(index & ~3) | ((index + bits) & 3)] + '='),
+  ].filter((spelling) => spelling !== encoded);
+  for (const spelling of spellings) {
+    assert.ok(Buffer.from(spelling, 'base64').equals(bytes) || Buffer.from(spelling, 'base64url').equals(bytes), `${JSON.stringify(spelling)} decodes to the same bytes`);
+    assert.is(failure(() => verifyWebhook(SECRET, signed({ 'webhook-signature': `v1,${spelling}` }), BODY, { now: NOW })), 'no-matching-signature', JSON.stringify(spelling));
+  }
+  // A canonical signature beside a non-canonical one still verifies.
+  assert.ok(verifyWebhook(SECRET, signed({ 'webhook-signature': `v1,${spellings[0]} ${good}` }), BODY, { now: NOW }));
+});
+
+test('a parsed body (an object) is refused with the library\'s error, saying to pass the raw bytes or string', () => {
+  const headers = signed();
+  for (const body of [JSON.parse(BODY), { ...JSON.parse(BODY) }, [1, 2], 42, null, undefined]) {
+    try {
+      verifyWebhook(SECRET, headers, body as never, { now: NOW });
+      assert.unreachable('expected a throw');
+    } catch (error) {
+      assert.instance(error, WebhookVerificationError, String(body));
+      assert.is((error as WebhookVerificationError).reason, 'body-not-raw');
+      assert.match((error as Error).message, /raw bytes or string/);
+      assert.match((error as Error).message, /not parsed JSON/);
+    }
+  }
+  // Raw bytes in a plain Uint8Array are raw bytes too.
+  assert.ok(verifyWebhook(SECRET, headers, new TextEncoder().encode(BODY) as never, { now: NOW }));
+});
+
 test.run();

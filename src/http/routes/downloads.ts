@@ -3,6 +3,7 @@ import { pipeline } from 'node:stream/promises';
 import { type RangeRequest, parseRange } from '../byte-range.js';
 import { attachmentDisposition } from '../content-disposition.js';
 import { DOWNLOAD_ROUTE, readDownloadRequest } from '../../domain/download-links.js';
+import { isMediaType } from '../../domain/inputs.js';
 import type { Route } from '../handler.js';
 import { PortalError } from '../../errors.js';
 import type { AttachmentRecord } from '../../records.js';
@@ -29,7 +30,8 @@ export function downloadRoutes(tickets: TicketService): Route[] {
         }
         const range = asked.kind === 'partial' ? asked.range : undefined;
         const headers: Record<string, string | number> = {
-          'Content-Type': attachment.mime,
+          // A media type stored before they were checked as RFC 9110 writes them could not go out as a header.
+          'Content-Type': isMediaType(attachment.mime) ? attachment.mime : 'application/octet-stream',
           'Content-Length': range === undefined ? attachment.size : range.end - range.start + 1,
           'Content-Disposition': attachmentDisposition(attachment.name),
           'Accept-Ranges': 'bytes',
