@@ -18,21 +18,69 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { close, createWriteStream, fsync, mkdtempSync, readFileSync, rename, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { Busboy } from '@fastify/busboy';
+import { fsBlobs } from '../adapters/fs/index.js';
 import { memoryStorage } from '../adapters/memory/index.js';
 import { createPortal, type BlobStore } from '../src/index.js';
 
-/** `portal-norecords`: the portal on a storage whose `insertAgreement` keeps nothing, to tell the memory adapter's share apart. */
-type Kind = 'bare' | 'portal' | 'portal-norecords';
+/**
+ * `portal-norecords`: the portal on a storage whose `insertAgreement` keeps nothing, to tell the
+ * memory adapter's share apart. `bare-durable` and `portal-fs`: the same with durable bytes, a temp
+ * file fsynced and renamed into place before the answer, and the portal on `fsBlobs`.
+ */
+type Kind = 'bare' | 'portal' | 'portal-norecords' | 'bare-durable' | 'portal-fs';
 const KEY = 'bench-key';
 const MiB = 1024 * 1024;
 
 // ---------------------------------------------------------------- servers (child processes)
+
+/**
+ * The durable floor, written as a Node engineer would: busboy, each file hashed with SHA-256 on its
+ * way into a temp file, fsynced, renamed into place; the answer once every file is durable.
+ */
+function durableHandler(dir: string): http.RequestListener {
+  let next = 0;
+  return (req, res) => {
+    const busboy = Busboy({ headers: req.headers as never });
+    const stored: Promise<void>[] = [];
+    busboy.on('file', (_name, stream) => {
+      const id = `${process.pid}-${next++}`;
+      const temp = path.join(dir, `${id}.tmp`);
+      const out = createWriteStream(temp, { autoClose: false });
+      const hash = createHash('sha256');
+      stream.on('data', (chunk: Buffer) => hash.update(chunk));
+      stream.pipe(out);
+      stored.push(
+        new Promise<void>((resolve, reject) => {
+          out.on('error', reject);
+          out.on('finish', () => {
+            hash.digest('hex');
+            const { fd } = out as unknown as { fd: number };
+            fsync(fd, (syncError) => {
+              if (syncError) return reject(syncError);
+              close(fd, () => rename(temp, path.join(dir, id), (error) => (error ? reject(error) : resolve())));
+            });
+          });
+        }),
+      );
+    });
+    busboy.on('field', () => {});
+    busboy.on('finish', () => {
+      Promise.all(stored).then(
+        () => res.writeHead(200, { 'Content-Type': 'application/json' }).end('{}'),
+        (error) => res.writeHead(500).end(String(error)),
+      );
+    });
+    req.pipe(busboy);
+  };
+}
 
 function bareHandler(req: http.IncomingMessage, res: http.ServerResponse): void {
   const busboy = Busboy({ headers: req.headers as never });
@@ -79,10 +127,14 @@ function sinkBlobs(): BlobStore {
 
 async function serve(kind: Kind): Promise<void> {
   let handler: http.RequestListener = bareHandler;
-  if (kind !== 'bare') {
+  if (kind === 'bare-durable') {
+    handler = durableHandler(mkdtempSync(path.join(process.env.BENCH_DIR ?? os.tmpdir(), 'bench-durable-')));
+  } else if (kind !== 'bare') {
     const storage = memoryStorage();
     if (kind === 'portal-norecords') storage.insertAgreement = async () => {};
-    const portal = await createPortal({ auth: { apiKeys: { [KEY]: 'acct_bench' } }, storage, blobs: sinkBlobs() });
+    const blobs =
+      kind === 'portal-fs' ? fsBlobs({ dir: mkdtempSync(path.join(process.env.BENCH_DIR ?? os.tmpdir(), 'bench-fsblobs-')) }) : sinkBlobs();
+    const portal = await createPortal({ auth: { apiKeys: { [KEY]: 'acct_bench' } }, storage, blobs });
     handler = portal.handler;
   }
   const server = http.createServer(handler);
@@ -186,7 +238,7 @@ function post(server: Server, agent: http.Agent, body: Buffer): Promise<void> {
         },
       },
       (res) => {
-        const expected = server.kind === 'bare' ? 200 : 201;
+        const expected = server.kind.startsWith('bare') ? 200 : 201;
         let text = '';
         res.on('data', (chunk) => (text += chunk));
         res.on('end', () => (res.statusCode === expected ? resolve() : reject(new Error(`${server.kind}: ${res.statusCode} ${text}`))));
@@ -265,7 +317,7 @@ const option = (name: string, fallback: number) => {
 };
 
 async function compareSpeed(body: Buffer, rounds: number, requests: number, concurrency: number): Promise<void> {
-  const kinds: Kind[] = ['bare', 'portal', 'portal-norecords'];
+  const kinds = ['bare', 'portal', 'portal-norecords'] as const;
   const servers = await Promise.all(kinds.map(start));
   try {
     for (const server of servers) await load(server, body, 8, concurrency);
@@ -322,11 +374,44 @@ async function compareMemory(body: Buffer, concurrency: number, samples: number)
   row(scenario, portal / MiB, 'MiB', `half of ${concurrency} × 5 MiB held`, 80, 1, 'at most');
 }
 
+/**
+ * Durable bytes: the portal on `fsBlobs` against the durable floor, 8 keep-alive clients, rounds in
+ * rotating order; MB/s of request body, server CPU-seconds per MB, medians.
+ */
+async function compareDurable(body: Buffer, rounds: number, requests: number, concurrency: number): Promise<void> {
+  const kinds = ['bare-durable', 'portal-fs'] as const;
+  const servers = await Promise.all(kinds.map(start));
+  try {
+    for (const server of servers) await load(server, body, 8, concurrency);
+    const wall: Record<string, number[]> = {};
+    const cpu: Record<string, number[]> = {};
+    for (let round = 0; round < rounds; round++) {
+      for (let i = 0; i < servers.length; i++) {
+        const server = servers[(i + round) % servers.length]!;
+        const result = await load(server, body, requests, concurrency);
+        (wall[server.kind] ??= []).push(result.wall);
+        (cpu[server.kind] ??= []).push(result.cpu);
+      }
+    }
+    console.log(`Durable upload of 5 × 1 MiB documents, ${requests} requests × ${rounds} rounds, ${concurrency} at a time; medians`);
+    for (const kind of kinds) {
+      console.log(`  ${kind.padEnd(14)} ${median(wall[kind]!).toFixed(1)} MB/s   ${(1000 / median(cpu[kind]!)).toFixed(2)} ms of server CPU per MB`);
+    }
+    const scenario = 'POST /v1/agreements, 5 × 1 MiB, fsBlobs (fsynced)';
+    const baseline = 'bare busboy + sha256 + fsync + rename';
+    row(scenario, median(wall['portal-fs']!), 'MB/s', baseline, median(wall['bare-durable']!), 0.85, 'at least');
+    row(`${scenario}, per server CPU-second`, median(cpu['portal-fs']!), 'MB', baseline, median(cpu['bare-durable']!), null, 'at least');
+  } finally {
+    for (const server of servers) server.child.send({ cmd: 'exit' });
+  }
+}
+
 async function main(): Promise<void> {
   if (!pinned) console.log('(taskset not found: server and load processes are not pinned to cores)');
   const rounds = option('--rounds', 5);
   const body = uploadBody(5, MiB);
   if (rounds > 0) await compareSpeed(body, rounds, option('--requests', 30), 4);
+  if (rounds > 0) await compareDurable(body, rounds, option('--requests', 30), 8);
   await compareMemory(body, 32, option('--samples', 7));
 }
 
