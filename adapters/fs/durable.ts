@@ -68,6 +68,16 @@ export function isDiskFull(error: unknown): boolean {
   return hasCode(error, 'ENOSPC') || hasCode(error, 'EDQUOT');
 }
 
+/** Writes all of `chunks`, one after the other from `position`, in one `writev` when the system takes them whole. */
+export async function writevAll(handle: FileHandle, chunks: readonly Uint8Array[], position: number): Promise<void> {
+  let total = 0;
+  for (const chunk of chunks) total += chunk.length;
+  const { bytesWritten } = await handle.writev(chunks as Uint8Array[], position);
+  if (bytesWritten === total) return;
+  // A short write (a signal, a disk filling up): the rest as one buffer, written until it is all down.
+  await writeAll(handle, Buffer.concat(chunks, total).subarray(bytesWritten), position + bytesWritten);
+}
+
 /** Whether an error is a Node system error with this code (`ENOENT`, `EEXIST`, …). */
 export function hasCode(error: unknown, code: string): boolean {
   return typeof error === 'object' && error !== null && (error as NodeJS.ErrnoException).code === code;

@@ -5,7 +5,7 @@ import type { Readable } from 'node:stream';
 import type { BlobInfo, BlobStore } from '../../src/ports.js';
 import { atom } from '../../src/shared/time.js';
 import { storageFull } from '../../src/errors.js';
-import { PRIVATE_DIRECTORY, PRIVATE_FILE, crc32, ensureDirectory, hasCode, isDiskFull, syncDirectory, writeAll } from './durable.js';
+import { PRIVATE_DIRECTORY, PRIVATE_FILE, crc32, ensureDirectory, hasCode, isDiskFull, syncDirectory, writevAll } from './durable.js';
 import { acquireLock, type DirectoryLock } from './lock.js';
 
 export interface FsBlobsOptions {
@@ -26,6 +26,9 @@ const SHARDS = 256;
  */
 const fileName = (key: string) => key.replace(/[A-Z]/g, (letter) => '-' + letter.toLowerCase());
 const keyOf = (name: string) => name.replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase());
+
+/** How many bytes of a body are gathered before one write. */
+const WRITE_BATCH = 256 * 1024;
 
 /** 256 sub-directories, by a hash of the key, keep each directory small as the store grows. */
 const shardOf = (key: string) => (crc32(Buffer.from(key)) % SHARDS).toString(16).padStart(2, '0');
@@ -109,15 +112,30 @@ export function fsBlobs(options: FsBlobsOptions): BlobStore {
     const partial = path.join(temp, `${fileName(key)}.${randomBytes(6).toString('hex')}`);
     const handle = await openFile(partial, 'wx', PRIVATE_FILE);
     let size = 0;
+    const batch: Uint8Array[] = [];
+    let batched = 0;
+    const flush = async () => {
+      await writevAll(handle, batch, size);
+      size += batched;
+      batch.length = 0;
+      batched = 0;
+    };
     try {
-      // One chunk is written before the next is asked for: the body is read no faster than the disk takes it.
+      // Chunks are gathered up to WRITE_BATCH bytes, then written in one call before more is asked
+      // for: the body is read no faster than the disk takes it, and a request's chunks (64 KiB from
+      // a socket) cost one `writev` in four instead of a write each (hot path of an upload).
       for await (const chunk of body) {
         const bytes = toBytes(chunk);
-        await writeAll(handle, bytes, size);
-        size += bytes.length;
+        batch.push(bytes);
+        batched += bytes.length;
+        if (batched >= WRITE_BATCH) await flush();
       }
-      const writtenAt = clock();
-      await handle.utimes(writtenAt, writtenAt);
+      if (batched > 0) await flush();
+      // The system clock dates the file as it is written; only an injected clock needs its own date.
+      if (options.clock !== undefined) {
+        const writtenAt = clock();
+        await handle.utimes(writtenAt, writtenAt);
+      }
       await handle.sync();
       await handle.close();
       await rename(partial, pathOf(key));
