@@ -29,7 +29,7 @@ import { createPortal, type BlobStore } from '../src/index.js';
 
 /** `portal-norecords`: the portal on a storage whose `insertAgreement` keeps nothing, to tell the memory adapter's share apart. */
 type Kind = 'bare' | 'portal' | 'portal-norecords';
-const KEY = 'bench-key';
+const KEY = 'bench-key-0123456789abcdef';
 const MiB = 1024 * 1024;
 
 // ---------------------------------------------------------------- servers (child processes)

@@ -11,7 +11,7 @@ test('examples/fastify.ts: uploads, downloads and the app\'s own routes through 
     const root = await fetch(`${url}/v1`);
     assert.is(root.status, 404);
     assert.ok(root.headers.get('x-request-id'), '/v1 itself reaches the portal too');
-    const head = await fetch(`${url}/v1/files`, { method: 'HEAD', headers: { authorization: 'Bearer key-account-a' } });
+    const head = await fetch(`${url}/v1/files`, { method: 'HEAD', headers: { authorization: 'Bearer key-of-account-a' } });
     assert.is(head.status, 200, 'HEAD reaches the portal');
   } finally {
     await app.close();

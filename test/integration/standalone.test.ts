@@ -8,6 +8,7 @@ import { fsBlobs, fsStorage } from '../../adapters/fs/index.js';
 import { createPortal } from '../../src/index.js';
 import { logLine, startNode, type Started } from '../helpers/process.js';
 
+const STANDALONE_KEY = 'standalone-key-0123456789';
 const script = path.resolve(fileURLToPath(import.meta.url), '../../../examples/standalone.js');
 
 async function boot(env: Record<string, string>) {
@@ -52,8 +53,8 @@ test('with no key configured it makes one, prints it, keeps it in the data direc
 test('PORTAL_API_KEYS and PUBLIC_URL are honoured; no key is printed then', async () => {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'portal-standalone-'));
   try {
-    const { server, url } = await boot({ DATA_DIR: dataDir, PORTAL_API_KEYS: 'env-key-1,env-key-2' });
-    for (const key of ['env-key-1', 'env-key-2']) {
+    const { server, url } = await boot({ DATA_DIR: dataDir, PORTAL_API_KEYS: 'env-key-one-0123456789,env-key-two-0123456789' });
+    for (const key of ['env-key-one-0123456789', 'env-key-two-0123456789']) {
       assert.is((await fetch(`${url}/files`, { headers: { authorization: `Bearer ${key}` } })).status, 200);
     }
     assert.not.ok(server.lines.some((line) => line.startsWith('API key:')));
@@ -68,10 +69,10 @@ test('a SIGTERM with an idle keep-alive connection open stops promptly and clean
   const { Agent } = await import('node:http');
   const agent = new Agent({ keepAlive: true });
   try {
-    const { server, url } = await boot({ DATA_DIR: dataDir, PORTAL_API_KEYS: 'k' });
+    const { server, url } = await boot({ DATA_DIR: dataDir, PORTAL_API_KEYS: STANDALONE_KEY });
     const { request } = await import('node:http');
     const status = await new Promise<number>((resolve, reject) => {
-      request(`${url}/files`, { agent, headers: { authorization: 'Bearer k' } }, (res) => {
+      request(`${url}/files`, { agent, headers: { authorization: `Bearer ${STANDALONE_KEY}` } }, (res) => {
         res.resume();
         resolve(res.statusCode!);
       }).on('error', reject).end();
@@ -95,7 +96,7 @@ test('data survives a restart and a kill -9: webhooks, files, attachments, pendi
     const seed = await createPortal({
       storage: fsStorage({ dir: dataDir }),
       blobs: fsBlobs({ dir: path.join(dataDir, 'blobs') }),
-      auth: { apiKeys: ['k'] },
+      auth: { apiKeys: [STANDALONE_KEY] },
       signingKeys: [signingKey],
       webhooks: { worker: false },
     });
@@ -106,8 +107,8 @@ test('data survives a restart and a kill -9: webhooks, files, attachments, pendi
     await seed.events.publish('default', 'customer-created', { customer: { id: 'cus_1' } });
     await seed.close();
 
-    const env = { DATA_DIR: dataDir, PORTAL_API_KEYS: 'k', PORTAL_SIGNING_KEYS: signingKey };
-    const auth = { headers: { authorization: 'Bearer k' } };
+    const env = { DATA_DIR: dataDir, PORTAL_API_KEYS: STANDALONE_KEY, PORTAL_SIGNING_KEYS: signingKey };
+    const auth = { headers: { authorization: `Bearer ${STANDALONE_KEY}` } };
     const check = async (url: string) => {
       assert.is((await fetch(`${url}/webhooks/${webhook.id}`, auth)).status, 200);
       const root = (await (await fetch(`${url}/files`, auth)).json()) as { data: { id: string }[] };
@@ -137,8 +138,8 @@ test('data survives a restart and a kill -9: webhooks, files, attachments, pendi
 test('with DATABASE_URL the SQL adapters hold the data, across a restart (PGlite in a directory)', async () => {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'portal-standalone-'));
   try {
-    const env = { DATA_DIR: dataDir, PORTAL_API_KEYS: 'k', DATABASE_URL: `pglite:${path.join(dataDir, 'pg')}` };
-    const auth = { authorization: 'Bearer k' };
+    const env = { DATA_DIR: dataDir, PORTAL_API_KEYS: STANDALONE_KEY, DATABASE_URL: `pglite:${path.join(dataDir, 'pg')}` };
+    const auth = { authorization: `Bearer ${STANDALONE_KEY}` };
     const first = await boot(env);
     assert.ok(first.server.lines.some((line) => logLine(line)?.storage === 'sql'));
     const created = await fetch(`${first.url}/webhooks`, {
@@ -158,7 +159,7 @@ test('with DATABASE_URL the SQL adapters hold the data, across a restart (PGlite
 });
 
 test('a bad PORT stops the start with a clear error', async () => {
-  const server = startNode(script, { PORT: 'eighty', PORTAL_API_KEYS: 'k' });
+  const server = startNode(script, { PORT: 'eighty', PORTAL_API_KEYS: STANDALONE_KEY });
   assert.is(await server.exited, 1);
 });
 
