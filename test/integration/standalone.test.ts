@@ -1,4 +1,6 @@
+import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import net, { type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -161,6 +163,27 @@ test('with DATABASE_URL the SQL adapters hold the data, across a restart (PGlite
 test('a bad PORT stops the start with a clear error', async () => {
   const server = startNode(script, { PORT: 'eighty', PORTAL_API_KEYS: STANDALONE_KEY });
   assert.is(await server.exited, 1);
+});
+
+test('a port in use: the JSON "failed to start" line and exit 1, with nothing printed or created first', async () => {
+  const parent = await mkdtemp(path.join(tmpdir(), 'portal-standalone-'));
+  const dataDir = path.join(parent, 'data');
+  const taken = net.createServer();
+  await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+  try {
+    const { port } = taken.address() as AddressInfo;
+    const server = startNode(script, { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, PORTAL_API_KEYS: '' });
+    assert.is(await server.exited, 1);
+    assert.equal(server.lines, [], 'no API key printed');
+    const failure = server.errorLines.map(logLine).find((line) => line?.msg === 'failed to start');
+    assert.ok(failure, `a JSON "failed to start" line on stderr; got:\n${server.errorLines.join('\n')}`);
+    assert.match(JSON.stringify(failure!.err), 'EADDRINUSE');
+    assert.is(server.errorLines.length, 1, 'no raw stack besides the JSON line');
+    assert.not.ok(existsSync(dataDir), 'the data directory is not created');
+  } finally {
+    taken.close();
+    await rm(parent, { recursive: true, force: true });
+  }
 });
 
 test.run();
