@@ -1,7 +1,7 @@
 import type { RequestListener } from 'node:http';
 import { test } from 'uvu';
 import { createExpressApp } from '../../examples/express.js';
-import { EMBEDDED_OPTIONS, exerciseEmbeddedPortal } from '../helpers/embedding.js';
+import { EMBEDDED_OPTIONS, exampleStartsWithoutKey, exerciseEmbeddedPortal } from '../helpers/embedding.js';
 import { listen } from '../helpers/server.js';
 
 test('examples/express.ts: uploads, downloads and the app\'s own routes through Express 5', async () => {
@@ -13,6 +13,10 @@ test('examples/express.ts: uploads, downloads and the app\'s own routes through 
     await running.close();
     await portal.close();
   }
+});
+
+test('node dist/examples/express.js without PORTAL_API_KEYS prints a generated key and serves with it', async () => {
+  await exampleStartsWithoutKey('express');
 });
 
 test.run();

@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createFastifyApp } from '../../examples/fastify.js';
-import { EMBEDDED_OPTIONS, exerciseEmbeddedPortal } from '../helpers/embedding.js';
+import { EMBEDDED_OPTIONS, exampleStartsWithoutKey, exerciseEmbeddedPortal } from '../helpers/embedding.js';
 
 test('examples/fastify.ts: uploads, downloads and the app\'s own routes through Fastify 5', async () => {
   const { app, portal } = await createFastifyApp(EMBEDDED_OPTIONS);
@@ -16,6 +16,10 @@ test('examples/fastify.ts: uploads, downloads and the app\'s own routes through 
   } finally {
     await app.close();
   }
+});
+
+test('node dist/examples/fastify.js without PORTAL_API_KEYS prints a generated key and serves with it', async () => {
+  await exampleStartsWithoutKey('fastify');
 });
 
 test.run();
