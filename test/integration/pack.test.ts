@@ -43,6 +43,17 @@ test('the tarball holds the built library and its declarations, not the tests or
   assert.not.ok(files.some((file) => file.startsWith('package/dist/test/') || file.startsWith('package/test/')), 'no tests');
   assert.not.ok(files.some((file) => file.startsWith('package/src/')), 'no TypeScript sources');
   assert.not.ok(files.some((file) => /^package\/(dist\/)?(bench|reliability)\//.test(file)), 'no bench or reliability tooling');
+  // The sources are not shipped, so neither are maps that point at them; the published build has none.
+  assert.not.ok(files.some((file) => file.endsWith('.map')), 'no source maps');
+  assert.match(pkg.scripts.prepack, /--sourceMap false/, 'the build before packing writes no maps');
+});
+
+test('the published manifest has no install-time build: npm would warn about (or run) a prepare script', async () => {
+  const { stdout } = await run('tar', ['-xzOf', tarball, 'package/package.json']);
+  const published = JSON.parse(stdout);
+  assert.is(published.scripts?.prepare, undefined);
+  assert.is(published.scripts?.install, undefined);
+  assert.is(published.scripts?.postinstall, undefined);
 });
 
 test('an installed tarball serves requests: createPortal and every adapter path import', async () => {
