@@ -28,7 +28,7 @@ export interface Storage {
   insertWebhook(webhook: WebhookRecord): Promise<void>;
   /** The webhook, or `null` when absent in this account. */
   getWebhook(accountId: string, id: string): Promise<WebhookRecord | null>;
-  /** Every webhook of the account, oldest first. */
+  /** Every webhook of the account, oldest first: by `createdAt`, and within one second in the order inserted. */
   listWebhooks(accountId: string): Promise<WebhookRecord[]>;
   /** Removes the webhook and cancels its pending deliveries in one atomic step; `false` when absent. */
   deleteWebhook(accountId: string, id: string): Promise<boolean>;
@@ -73,7 +73,7 @@ export interface Storage {
   publishEvents(events: EventRecord[]): Promise<DeliveryRecord[]>;
   /** The delivery, or `null` when absent in this account. */
   getDelivery(accountId: string, id: string): Promise<DeliveryRecord | null>;
-  /** Every delivery of the webhook, newest first (by `createdAt`, then id). */
+  /** Every delivery of the webhook, newest first: by `createdAt`, and within one second the last made first. */
   listDeliveries(accountId: string, webhookId: string): Promise<DeliveryRecord[]>;
   /**
    * Leases up to `limit` pending deliveries that are due (`nextAttemptAt <= now`) and not leased

@@ -196,10 +196,10 @@ export function fsStorage(options: FsStorageOptions): Storage {
     },
     async listWebhooks(accountId) {
       await ready();
-      return [...state.webhookIds(accountId)]
-        .map((id) => kept<WebhookRecord>(state.get('webhook', id)!))
-        .sort(oldestFirst)
-        .map((webhook) => ({ ...webhook }));
+      // The index keeps the order records were written in, which a replay and a compaction keep too.
+      return oldestFirst([...state.webhookIds(accountId)].map((id) => kept<WebhookRecord>(state.get('webhook', id)!))).map((webhook) => ({
+        ...webhook,
+      }));
     },
     async deleteWebhook(accountId, id) {
       await ready();
@@ -295,10 +295,8 @@ export function fsStorage(options: FsStorageOptions): Storage {
     },
     async listDeliveries(accountId, webhookId) {
       await ready();
-      return Array.from(state.deliveryIds(webhookId), (id) => kept<DeliveryRecord>(state.get('delivery', id)!))
-        .filter((delivery) => delivery.accountId === accountId)
-        .sort(newestFirst)
-        .map(copyDelivery);
+      const listed = Array.from(state.deliveryIds(webhookId), (id) => kept<DeliveryRecord>(state.get('delivery', id)!));
+      return newestFirst(listed.filter((delivery) => delivery.accountId === accountId)).map(copyDelivery);
     },
     async claimDeliveries(claim) {
       await ready();

@@ -182,10 +182,7 @@ export function memoryStorage(): Storage {
       return row && { ...row };
     },
     async listWebhooks(accountId) {
-      return [...webhooks.rows.values()]
-        .filter((row) => row.accountId === accountId)
-        .sort(oldestFirst)
-        .map((row) => ({ ...row }));
+      return oldestFirst([...webhooks.rows.values()].filter((row) => row.accountId === accountId)).map((row) => ({ ...row }));
     },
     async deleteWebhook(accountId, id) {
       if (webhooks.get(accountId, id) === null) return false;
@@ -268,10 +265,9 @@ export function memoryStorage(): Storage {
       return row && structuredClone(row);
     },
     async listDeliveries(accountId, webhookId) {
-      return [...deliveries.rows.values()]
-        .filter((row) => row.accountId === accountId && row.webhookId === webhookId)
-        .sort(newestFirst)
-        .map((row) => structuredClone(row));
+      return newestFirst([...deliveries.rows.values()].filter((row) => row.accountId === accountId && row.webhookId === webhookId)).map(
+        (row) => structuredClone(row),
+      );
     },
     async claimDeliveries(claim) {
       const plan = deliveryRules.planClaim(pending.dueBy(claim.now), claim, (row) => webhooks.rows.has(row.webhookId));

@@ -40,7 +40,7 @@ export function createOutbox(db: Db, { table }: Names): Outbox {
   const selectDelivery = `SELECT ${deliveryColumns()} FROM ${table('deliveries')} WHERE account_id = $1::text AND id = $2::text`;
   const selectDeliveries = `SELECT ${deliveryColumns()} FROM ${table('deliveries')}
     WHERE webhook_id = $2::text AND account_id = $1::text
-    ORDER BY created_at DESC, id DESC`;
+    ORDER BY created_at DESC, seq DESC`;
   // isClaimable, on a row aliased d.
   const claimable = `d.status = 'pending' AND d.next_attempt_at <= $1::timestamptz
         AND (d.lease_until IS NULL OR d.lease_until < $1::timestamptz)`;

@@ -31,6 +31,12 @@ const claim = (storage: Storage, now: number, limit = 10, owner = 'worker-1', le
   storage.claimDeliveries({ now: at(now), leaseUntil: at(now + lease), limit, owner });
 
 export function outboxStorageTests(test: Test, factory: StorageFactory): void {
+  test('outbox: six deliveries made in the same second list newest first, in exact creation order', withStorage(factory, async (storage) => {
+    const made = await published(storage, 6, 0);
+    const listed = await storage.listDeliveries('acct_a', made[0]!.webhookId);
+    assert.equal(listed.map((delivery) => delivery.id), made.map((delivery) => delivery.id).reverse());
+  }));
+
   test('outbox: publishEvents makes one pending delivery per webhook of the same account and type', withStorage(factory, async (storage, { db }) => {
     const first = webhookRecord();
     const second = webhookRecord({ url: 'https://second.example/hook' });
