@@ -84,11 +84,17 @@ async function main() {
   const adapters = database
     ? sqlAdapters({ client: database.client })
     : { storage: fsStorage({ dir: dataDir }), blobs: fsBlobs({ dir: path.join(dataDir, 'blobs') }) };
+  // For trying webhooks against a receiver on this machine or a private network; never in production.
+  const allowPrivateNetworks = process.env.PORTAL_ALLOW_PRIVATE_NETWORKS === '1';
+  if (allowPrivateNetworks) {
+    logger.warn({}, 'PORTAL_ALLOW_PRIVATE_NETWORKS=1: webhook calls may reach loopback and private addresses');
+  }
   const options: PortalOptions = {
     ...adapters,
     auth: { apiKeys },
     signingKeys,
     logger,
+    webhooks: { allowPrivateNetworks },
     ...(process.env.PUBLIC_URL ? { publicUrl: process.env.PUBLIC_URL } : {}),
   };
   portal = await createPortal(options);

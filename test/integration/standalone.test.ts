@@ -8,7 +8,9 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { fsBlobs, fsStorage } from '../../adapters/fs/index.js';
 import { createPortal } from '../../src/index.js';
+import { validFormData } from '../helpers/agreements.js';
 import { logLine, startNode, type Started } from '../helpers/process.js';
+import { startReceiver } from '../helpers/receiver.js';
 
 const STANDALONE_KEY = 'standalone-key-0123456789';
 const script = path.resolve(fileURLToPath(import.meta.url), '../../../examples/standalone.js');
@@ -183,6 +185,44 @@ test('a port in use: the JSON "failed to start" line and exit 1, with nothing pr
   } finally {
     taken.close();
     await rm(parent, { recursive: true, force: true });
+  }
+});
+
+test('PORTAL_ALLOW_PRIVATE_NETWORKS=1: a warning at start, and a receiver on loopback gets the calls', async () => {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'portal-standalone-'));
+  const receiver = await startReceiver();
+  const auth = { authorization: `Bearer ${STANDALONE_KEY}` };
+  try {
+    for (const allow of ['', '1']) {
+      const { server, url } = await boot({ DATA_DIR: dataDir, PORTAL_API_KEYS: STANDALONE_KEY, PORTAL_ALLOW_PRIVATE_NETWORKS: allow });
+      const warned = server.errorLines.map(logLine).some((line) => line?.level === 'warn' && String(line.msg).includes('PORTAL_ALLOW_PRIVATE_NETWORKS'));
+      assert.is(warned, allow === '1');
+      const created = await fetch(`${url}/webhooks`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ type: 'agreement-created', url: receiver.url }),
+      });
+      assert.is(created.status, 201);
+      const webhook = (await created.json()) as { id: string };
+      assert.is((await fetch(`${url}/agreements`, { method: 'POST', headers: auth, body: validFormData() })).status, 201);
+      const attempted = async () => {
+        const log = (await (await fetch(`${url}/webhooks/${webhook.id}/deliveries`, { headers: auth })).json()) as { data: { attempts: { statusCode: number | null; error: string | null }[] }[] };
+        return log.data[0]?.attempts[0];
+      };
+      let attempt = await attempted();
+      for (let i = 0; attempt === undefined && i < 200; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 25));
+        attempt = await attempted();
+      }
+      if (allow === '1') assert.is(attempt?.statusCode, 200, JSON.stringify(attempt));
+      else assert.match(String(attempt?.error), /private|loopback|refused/i);
+      await fetch(`${url}/webhooks/${webhook.id}`, { method: 'DELETE', headers: auth });
+      assert.is(await stop(server), 0);
+    }
+    assert.is(receiver.received.length, 1, 'only the server that allows it calls the receiver');
+  } finally {
+    await receiver.close();
+    await rm(dataDir, { recursive: true, force: true });
   }
 });
 
