@@ -9,9 +9,10 @@
 import { pathToFileURL } from 'node:url';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { createPortal, type Portal, type PortalOptions } from '../src/index.js';
+import { DEFAULT_BASE_PATH, normalizeBasePath } from '../src/options.js';
 import { exampleApiKeys } from './api-keys.js';
 
-/** A Fastify app with the portal under `/v1` and one route of its own (`GET /health`). */
+/** A Fastify app with the portal under its `basePath` (`/v1`) and one route of its own (`GET /health`). */
 export async function createFastifyApp(options: PortalOptions = {}): Promise<{ app: FastifyInstance; portal: Portal }> {
   const portal = await createPortal(options);
   const app = Fastify();
@@ -28,7 +29,8 @@ export async function createFastifyApp(options: PortalOptions = {}): Promise<{ a
       api.all('/', serve);
       api.all('/*', serve);
     },
-    { prefix: '/v1' },
+    // Fastify hands the portal the whole URL, so the scope's prefix is the portal's basePath.
+    { prefix: normalizeBasePath(options.basePath ?? DEFAULT_BASE_PATH) },
   );
 
   app.get('/health', async () => ({ ok: true }));

@@ -108,6 +108,8 @@ const pathParameter = (name: string, description: string, schema: Json = { type:
 });
 const idParameter = (name: string, prefix: 'tck' | 'tcm' | 'tca', what: string) =>
   pathParameter(name, `The ${what} id (\`${prefix}_…\`); another shape is a 400.`, schemaOf(v.pipe(v.string(), v.regex(idPattern(prefix)))));
+const messageParameters = [idParameter('ticketId', 'tck', 'ticket'), idParameter('messageId', 'tcm', 'message')];
+const attachmentParameters = [...messageParameters, idParameter('attachmentId', 'tca', 'attachment')];
 const webhookIdParameter = pathParameter('webhookId', 'The webhook id (`wbh_…`); an id of another shape is a 404.');
 
 const location = { Location: header('Location') };
@@ -356,7 +358,7 @@ const paths = {
     }),
   },
   '/tickets/{ticketId}/message/{messageId}/attachment': {
-    parameters: [idParameter('ticketId', 'tck', 'ticket'), idParameter('messageId', 'tcm', 'message')],
+    parameters: messageParameters,
     post: operation({
       operationId: 'createAttachment',
       summary: 'Attach a file to a ticket message',
@@ -373,11 +375,7 @@ const paths = {
     }),
   },
   '/tickets/{ticketId}/message/{messageId}/attachment/{attachmentId}': {
-    parameters: [
-      idParameter('ticketId', 'tck', 'ticket'),
-      idParameter('messageId', 'tcm', 'message'),
-      idParameter('attachmentId', 'tca', 'attachment'),
-    ],
+    parameters: attachmentParameters,
     delete: operation({
       operationId: 'deleteAttachment',
       summary: 'Remove an attachment',
@@ -392,11 +390,7 @@ const paths = {
     }),
   },
   '/tickets/{ticketId}/message/{messageId}/attachment/{attachmentId}/download': {
-    parameters: [
-      idParameter('ticketId', 'tck', 'ticket'),
-      idParameter('messageId', 'tcm', 'message'),
-      idParameter('attachmentId', 'tca', 'attachment'),
-    ],
+    parameters: attachmentParameters,
     get: operation({
       operationId: 'getAttachmentDownloadLink',
       summary: 'A download link for a ticket message attachment',

@@ -1,8 +1,8 @@
 import type { RequestListener } from 'node:http';
 import express from 'express';
-import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { createFastifyApp } from '../../examples/fastify.js';
 import { createPortal, type Portal, type PortalOptions } from '../../src/index.js';
 import { SIGNING_KEY_1, linkPath } from '../helpers/download.js';
 import { KEY_A, listen } from '../helpers/server.js';
@@ -34,54 +34,35 @@ async function absoluteUrlsFollowTheMount(api: string, expected: string, portal:
   assert.is(await download.text(), 'mounted bytes');
 }
 
-test('Express, app.use("/api", portal.handler): Location headers and download links carry /api', async () => {
-  const portal = await createPortal(OPTIONS);
+/** Runs `body` against an Express app that mounts a portal made with `options` under `/api`. */
+async function withExpressUnderApi(options: PortalOptions, body: (url: string, portal: Portal) => Promise<void>): Promise<void> {
+  const portal = await createPortal(options);
   const app = express();
   app.use('/api', portal.handler);
   const running = await listen(app as unknown as RequestListener);
   try {
-    await absoluteUrlsFollowTheMount(`${running.url}/api/v1`, `${running.url}/api/v1`, portal);
+    await body(running.url, portal);
   } finally {
     await running.close();
     await portal.close();
   }
-});
+}
 
-test('Express under /api with publicUrl set: publicUrl wins', async () => {
-  const portal = await createPortal({ ...OPTIONS, publicUrl: 'https://portal.example.com/api/v1' });
-  const app = express();
-  app.use('/api', portal.handler);
-  const running = await listen(app as unknown as RequestListener);
-  try {
-    const created = await fetch(`${running.url}/api/v1/webhooks`, {
+test('Express, app.use("/api", portal.handler): Location headers and download links carry /api', () =>
+  withExpressUnderApi(OPTIONS, (url, portal) => absoluteUrlsFollowTheMount(`${url}/api/v1`, `${url}/api/v1`, portal)));
+
+test('Express under /api with publicUrl set: publicUrl wins', () =>
+  withExpressUnderApi({ ...OPTIONS, publicUrl: 'https://portal.example.com/api/v1' }, async (url) => {
+    const created = await fetch(`${url}/api/v1/webhooks`, {
       method: 'POST',
       headers: { ...auth, 'content-type': 'application/json' },
       body: JSON.stringify({ type: 'customer-created', url: 'https://hooks.example.com/in' }),
     });
     assert.match(created.headers.get('location')!, /^https:\/\/portal\.example\.com\/api\/v1\/webhooks\/wbh_/);
-  } finally {
-    await running.close();
-    await portal.close();
-  }
-});
+  }));
 
-test('Fastify, a scope under /api/v1 and basePath "/api/v1": Location headers and download links carry /api', async () => {
-  const portal = await createPortal({ ...OPTIONS, basePath: '/api/v1' });
-  const app = Fastify();
-  await app.register(
-    async (api) => {
-      api.removeAllContentTypeParsers();
-      api.addContentTypeParser('*', (_request, _payload, done) => done(null));
-      const serve = (request: FastifyRequest, reply: FastifyReply) => {
-        reply.hijack();
-        portal.handler(request.raw, reply.raw);
-      };
-      api.all('/', serve);
-      api.all('/*', serve);
-    },
-    { prefix: '/api/v1' },
-  );
-  app.addHook('onClose', async () => portal.close());
+test('Fastify (examples/fastify.ts) with basePath "/api/v1": Location headers and download links carry /api', async () => {
+  const { app, portal } = await createFastifyApp({ ...OPTIONS, basePath: '/api/v1' });
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   try {
     await absoluteUrlsFollowTheMount(`${url}/api/v1`, `${url}/api/v1`, portal);
