@@ -18,6 +18,14 @@ import type {
  * already exists (`RECORD_EXISTS`: a bug, never a client's doing).
  * A write that resolves is durable to the degree the adapter promises (memory: until the process ends).
  */
+/**
+ * Sends events to one webhook, whatever its type, instead of to every webhook of their type: a
+ * test call. Each event then makes one delivery, or none when that webhook is not in its account.
+ */
+export interface DeliveryTarget {
+  webhookId: string;
+}
+
 export interface Storage {
   /** Prepares the store (tables, indexes, locks). Called once by `createPortal` before any other method. */
   open?(): Promise<void>;
@@ -67,10 +75,10 @@ export interface Storage {
 
   /**
    * Stores the events and, for each, one pending delivery (a new `whd_` id, `nextAttemptAt` = the
-   * event's `createdAt`, no attempts, no lease) per webhook of the event's account and type, all in
-   * one atomic step. Resolves the deliveries created.
+   * event's `createdAt`, no attempts, no lease) per webhook of the event's account and type (with
+   * `target`: to that webhook alone), all in one atomic step. Resolves the deliveries created.
    */
-  publishEvents(events: EventRecord[]): Promise<DeliveryRecord[]>;
+  publishEvents(events: EventRecord[], target?: DeliveryTarget): Promise<DeliveryRecord[]>;
   /** The delivery, or `null` when absent in this account. */
   getDelivery(accountId: string, id: string): Promise<DeliveryRecord | null>;
   /** Every delivery of the webhook, newest first: by `createdAt`, and within one second the last made first. */

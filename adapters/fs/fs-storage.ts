@@ -1,7 +1,7 @@
 import path from 'node:path';
 import * as deliveryRules from '../../src/domain/deliveries.js';
 import { PortalError } from '../../src/errors.js';
-import type { Storage } from '../../src/ports.js';
+import type { DeliveryTarget, Storage } from '../../src/ports.js';
 import { newestFirst, oldestFirst } from '../../src/shared/order.js';
 import type {
   AgreementRecord,
@@ -147,7 +147,7 @@ export function fsStorage(options: FsStorageOptions): Storage {
   const kept = <T>(row: Row) => row.value as T;
 
   /** The events and one pending delivery per webhook of each event's account and type; checks every id first. */
-  function eventChanges(events: EventRecord[]): { changes: Change[]; deliveries: DeliveryRecord[] } {
+  function eventChanges(events: EventRecord[], target?: DeliveryTarget): { changes: Change[]; deliveries: DeliveryRecord[] } {
     const seen = new Set<string>();
     for (const event of events) {
       if (seen.has(event.id)) throw new PortalError('RECORD_EXISTS', event.id);
@@ -157,7 +157,7 @@ export function fsStorage(options: FsStorageOptions): Storage {
     const deliveries: DeliveryRecord[] = [];
     for (const event of events) {
       for (const webhookId of state.webhookIds(event.accountId)) {
-        if (kept<WebhookRecord>(state.get('webhook', webhookId)!).type !== event.type) continue;
+        if (!deliveryRules.isRecipient(kept<WebhookRecord>(state.get('webhook', webhookId)!), event, target)) continue;
         deliveries.push(deliveryRules.newDelivery(event, webhookId));
       }
     }
@@ -282,9 +282,9 @@ export function fsStorage(options: FsStorageOptions): Storage {
       return true;
     },
 
-    async publishEvents(events) {
+    async publishEvents(events, target) {
       await ready();
-      const { changes, deliveries } = eventChanges(events);
+      const { changes, deliveries } = eventChanges(events, target);
       await commit(changes);
       return deliveries.map(copyDelivery);
     },

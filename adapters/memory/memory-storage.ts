@@ -1,6 +1,6 @@
 import * as deliveryRules from '../../src/domain/deliveries.js';
 import { PortalError } from '../../src/errors.js';
-import type { Storage } from '../../src/ports.js';
+import type { DeliveryTarget, Storage } from '../../src/ports.js';
 import { inListingOrder, newestFirst, oldestFirst } from '../../src/shared/order.js';
 import {
   type AgreementRecord,
@@ -148,23 +148,23 @@ export function memoryStorage(): Storage {
     pending.update(delivery);
   }
 
-  function fanOut(event: EventRecord): DeliveryRecord[] {
+  function fanOut(event: EventRecord, target?: DeliveryTarget): DeliveryRecord[] {
     const created: DeliveryRecord[] = [];
     for (const webhook of webhooks.rows.values()) {
-      if (webhook.accountId !== event.accountId || webhook.type !== event.type) continue;
+      if (webhook.accountId !== event.accountId || !deliveryRules.isRecipient(webhook, event, target)) continue;
       created.push(deliveryRules.newDelivery(event, webhook.id));
     }
     return created;
   }
 
   /** Checks every insert first, so a batch with a duplicate id changes nothing. */
-  function storeEvents(batch: EventRecord[]): DeliveryRecord[] {
+  function storeEvents(batch: EventRecord[], target?: DeliveryTarget): DeliveryRecord[] {
     const ids = new Set<string>();
     for (const event of batch) {
       if (events.rows.has(event.id) || ids.has(event.id)) throw new PortalError('RECORD_EXISTS', event.id);
       ids.add(event.id);
     }
-    const created = batch.flatMap(fanOut);
+    const created = batch.flatMap((event) => fanOut(event, target));
     for (const event of batch) events.insert(structuredClone(event));
     for (const delivery of created) {
       deliveries.insert(delivery);
@@ -257,8 +257,8 @@ export function memoryStorage(): Storage {
       return true;
     },
 
-    async publishEvents(batch) {
-      return storeEvents(batch);
+    async publishEvents(batch, target) {
+      return storeEvents(batch, target);
     },
     async getDelivery(accountId, id) {
       const row = deliveries.get(accountId, id);

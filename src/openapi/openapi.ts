@@ -233,6 +233,20 @@ const paths = {
       },
     }),
   },
+  '/webhooks/{webhookId}/test': {
+    parameters: [webhookIdParameter],
+    post: operation({
+      operationId: 'testWebhook',
+      summary: 'Send a test call',
+      tags: ['Webhooks'],
+      extension: true,
+      description: `${extension} A signed call of type \`webhook.test\` (its data \`{"webhookId"}\`) goes to the webhook now, whatever its type, and is recorded and retried like any delivery.`,
+      responses: {
+        202: response('The delivery of the test call, pending; its attempts show in the delivery log.', 'Delivery'),
+        404: error('No such webhook in this account.'),
+      },
+    }),
+  },
   '/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver': {
     parameters: [webhookIdParameter, pathParameter('deliveryId', 'The delivery id (`whd_…`).')],
     post: operation({

@@ -61,7 +61,7 @@ test('every route the handler registers is in the document, with each of its met
     }
   }
   assert.equal(undocumented, []);
-  assert.is(routes.length, 16);
+  assert.is(routes.length, 17);
 });
 
 test('the document: bearer auth everywhere but the signed download route, servers /v1, extensions marked', () => {
@@ -86,6 +86,7 @@ test('the document: bearer auth everywhere but the signed download route, server
     'POST /tickets/{ticketId}/message/{messageId}/attachment',
     'POST /webhooks',
     'POST /webhooks/{webhookId}/deliveries/{deliveryId}/redeliver',
+    'POST /webhooks/{webhookId}/test',
   ]);
 });
 
@@ -148,6 +149,8 @@ test('every route answers as the document says: each success and each error it d
     const redeliver = '/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver';
     await call('POST', redeliver, `/webhooks/${hook.id}/deliveries/${log.data[0].id}/redeliver`, {}, 202);
     await call('POST', redeliver, `/webhooks/${hook.id}/deliveries/whd_missing/redeliver`, {}, 404);
+    await call('POST', '/webhooks/{webhookId}/test', `/webhooks/${hook.id}/test`, {}, 202);
+    await call('POST', '/webhooks/{webhookId}/test', '/webhooks/wbh_missing/test', {}, 404);
     await call('DELETE', '/webhooks/{webhookId}', `/webhooks/${hook.id}`, {}, 204);
     await call('DELETE', '/webhooks/{webhookId}', `/webhooks/${hook.id}`, {}, 404);
     await call('POST', redeliver, `/webhooks/${hook.id}/deliveries/${log.data[0].id}/redeliver`, {}, 409);
