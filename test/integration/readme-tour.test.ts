@@ -65,7 +65,7 @@ test('the README\'s curl tour runs as written against the standalone server', as
   const [receiverBlock, startBlock, ...steps] = await tourBlocks();
   assert.ok(receiverBlock?.includes('.listen(4000)'), 'the first block starts the receiver');
   assert.match(startBlock!, /^PORTAL_ALLOW_PRIVATE_NETWORKS=1 npm start/, 'the second starts the server');
-  assert.is(steps.length, 5);
+  assert.is(steps.length, 6);
 
   const work = await mkdtemp(path.join(tmpdir(), 'portal-tour-'));
   const [receiverPort, serverPort] = [await freePort(), await freePort()];
@@ -78,15 +78,17 @@ test('the README\'s curl tour runs as written against the standalone server', as
     await server.waitFor((line) => logLine(line)?.msg === 'listening');
     const out = answers(await bash(`set -e\n${ports(steps.join('\n'))}`, work).done);
 
-    const [webhook, file, listing, agreement, downloaded] = out;
+    const [webhook, testCall, file, listing, agreement, downloaded] = out;
     assert.match(webhook!, /^\{"id":"wbh_\w+","type":"agreement-created","url":"http:\/\/localhost:\d+\/hooks","secret":"whsec_/);
+    assert.is(JSON.parse(testCall!).webhookId, JSON.parse(webhook!).id);
     assert.match(file!, /^\{"id":"fsf_\w+","type":"file","name":"terms.txt","size":19,"mime":"text\/plain","fileShareId":null,/);
     assert.ok(listing!.includes(JSON.parse(file!).id), 'the directory lists the file');
     assert.is(JSON.parse(agreement!).status, 'sent');
     assert.is(downloaded, 'Terms of the lease');
 
-    for (let i = 0; !receiver.stdout().includes('"type":"agreement-created"'); i++) {
-      if (i === 400) throw new Error(`the receiver printed no agreement-created call:\n${receiver.stdout()}`);
+    const printed = () => ['"type":"webhook.test"', '"type":"agreement-created"'].every((type) => receiver.stdout().includes(type));
+    for (let i = 0; !printed(); i++) {
+      if (i === 400) throw new Error(`the receiver printed no webhook.test and agreement-created calls:\n${receiver.stdout()}`);
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
     assert.ok(receiver.stdout().includes(JSON.parse(agreement!).id), 'the call carries the agreement');
