@@ -36,7 +36,7 @@ import { createPortal, type BlobStore } from '../src/index.js';
  * file fsynced and renamed into place before the answer, and the portal on `fsBlobs`.
  */
 type Kind = 'bare' | 'portal' | 'portal-norecords' | 'bare-durable' | 'portal-fs';
-const KEY = 'bench-key';
+const KEY = 'bench-key-0123456789abcdef';
 const MiB = 1024 * 1024;
 
 // ---------------------------------------------------------------- servers (child processes)

@@ -46,7 +46,7 @@ async function engine(url: string): Promise<{ perSecond: number; calls: WebhookC
     close: async () => inner.close?.(),
   };
   const portal = await createPortal({
-    auth: { apiKeys: ['bench'] },
+    auth: { apiKeys: ['bench-key-0123456789abcdef'] },
     storage,
     transport,
     webhooks: { tick: '0 0 0 1 1 *', concurrency },

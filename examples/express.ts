@@ -2,13 +2,14 @@
  * The portal inside an Express 5 app: `app.use(portal.handler)` serves everything under `/v1`, and
  * for any other path the handler calls `next()`, so the app's own routes answer as usual.
  *
- *   npm run build && PORTAL_API_KEYS=my-key node dist/examples/express.js
+ *   npm run build && node dist/examples/express.js   # prints a generated key; or set PORTAL_API_KEYS
  */
 import http, { type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import express from 'express';
 import { createPortal, type Portal, type PortalOptions } from '../src/index.js';
+import { exampleApiKeys } from './api-keys.js';
 
 /** An Express app with the portal mounted and one route of its own (`GET /health`). */
 export async function createExpressApp(options: PortalOptions = {}): Promise<{ app: express.Express; portal: Portal }> {
@@ -41,7 +42,7 @@ export function serveExpressApp(app: express.Express, port: number, host: string
 }
 
 async function main(): Promise<void> {
-  const { app, portal } = await createExpressApp();
+  const { app, portal } = await createExpressApp({ auth: { apiKeys: exampleApiKeys() } });
   const server = await serveExpressApp(app, Number(process.env.PORT ?? 3000), process.env.HOST ?? '127.0.0.1');
   const { address, port } = server.address() as AddressInfo;
   console.log(`Express app on http://${address}:${port} (API under /v1, GET /health)`);

@@ -4,13 +4,15 @@
  * uploads itself), and one catch-all route hands the raw request and response over, after
  * `reply.hijack()` tells Fastify the answer is not its to send.
  *
- *   npm run build && PORTAL_API_KEYS=my-key node dist/examples/fastify.js
+ *   npm run build && node dist/examples/fastify.js   # prints a generated key; or set PORTAL_API_KEYS
  */
 import { pathToFileURL } from 'node:url';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { createPortal, type Portal, type PortalOptions } from '../src/index.js';
+import { DEFAULT_BASE_PATH, normalizeBasePath } from '../src/options.js';
+import { exampleApiKeys } from './api-keys.js';
 
-/** A Fastify app with the portal under `/v1` and one route of its own (`GET /health`). */
+/** A Fastify app with the portal under its `basePath` (`/v1`) and one route of its own (`GET /health`). */
 export async function createFastifyApp(options: PortalOptions = {}): Promise<{ app: FastifyInstance; portal: Portal }> {
   const portal = await createPortal(options);
   // A client that trickles its headers (slowloris) or its upload is cut off instead of holding a socket
@@ -34,7 +36,8 @@ export async function createFastifyApp(options: PortalOptions = {}): Promise<{ a
       api.all('/', serve);
       api.all('/*', serve);
     },
-    { prefix: '/v1' },
+    // Fastify hands the portal the whole URL, so the scope's prefix is the portal's basePath.
+    { prefix: normalizeBasePath(options.basePath ?? DEFAULT_BASE_PATH) },
   );
 
   app.get('/health', async () => ({ ok: true }));
@@ -44,7 +47,7 @@ export async function createFastifyApp(options: PortalOptions = {}): Promise<{ a
 }
 
 async function main(): Promise<void> {
-  const { app } = await createFastifyApp();
+  const { app } = await createFastifyApp({ auth: { apiKeys: exampleApiKeys() } });
   const address = await app.listen({ port: Number(process.env.PORT ?? 3000), host: process.env.HOST ?? '127.0.0.1' });
   console.log(`Fastify app on ${address} (API under /v1, GET /health)`);
   const stop = () => void app.close();

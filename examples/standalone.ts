@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { createPortal, type PortalOptions } from '../src/index.js';
+import { createPortal, type Portal, type PortalOptions } from '../src/index.js';
 import { jsonLineLogger } from '../src/shared/logger.js';
 import { fsBlobs, fsStorage } from '../adapters/fs/index.js';
 import { ensureDirectory, writeFileAtomically } from '../adapters/fs/durable.js';
@@ -37,7 +37,35 @@ function port(value: string | undefined): number {
   return number;
 }
 
+/** Listens, or rejects with the bind error (`EADDRINUSE`, `EACCES`) instead of throwing it as an event. */
+function listen(server: http.Server, portNumber: number, host: string | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(portNumber, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
 async function main() {
+  let portal: Portal | undefined;
+  let ready!: (portal: Portal) => void;
+  const opened = new Promise<Portal>((resolve) => (ready = resolve));
+  // A request that arrives between the bind and the portal's start waits for the portal. Node checks
+  // the two timeouts below every `connectionsCheckingInterval` (default 30 s): checked each second, a
+  // slow client is cut off close to the limit instead of up to half a minute after it.
+  const server = http.createServer({ connectionsCheckingInterval: 1_000 }, (req, res) => {
+    if (portal !== undefined) portal.handler(req, res);
+    else void opened.then((started) => started.handler(req, res));
+  });
+  // A slow client (slowloris, a trickled upload) is cut off instead of holding a socket forever.
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 60_000;
+  server.keepAliveTimeout = 5_000;
+  // Bind first: a port in use stops the start before anything is written to disk or printed.
+  await listen(server, port(process.env.PORT), process.env.HOST);
+
   const dataDir = path.resolve(process.env.DATA_DIR ?? './data');
   await ensureDirectory(dataDir);
 
@@ -56,22 +84,22 @@ async function main() {
   const adapters = database
     ? sqlAdapters({ client: database.client })
     : { storage: fsStorage({ dir: dataDir }), blobs: fsBlobs({ dir: path.join(dataDir, 'blobs') }) };
+  // For trying webhooks against a receiver on this machine or a private network; never in production.
+  const allowPrivateNetworks = process.env.PORTAL_ALLOW_PRIVATE_NETWORKS === '1';
+  if (allowPrivateNetworks) {
+    logger.warn({}, 'PORTAL_ALLOW_PRIVATE_NETWORKS=1: webhook calls may reach loopback and private addresses');
+  }
   const options: PortalOptions = {
     ...adapters,
     auth: { apiKeys },
     signingKeys,
     logger,
+    webhooks: { allowPrivateNetworks },
     ...(process.env.PUBLIC_URL ? { publicUrl: process.env.PUBLIC_URL } : {}),
   };
-  const portal = await createPortal(options);
-
-  // Node checks the two timeouts below every `connectionsCheckingInterval` (default 30 s): checked each
-  // second, a slow client is cut off close to the limit instead of up to half a minute after it.
-  const server = http.createServer({ connectionsCheckingInterval: 1_000 }, portal.handler);
-  // A slow client (slowloris, a trickled upload) is cut off instead of holding a socket forever.
-  server.headersTimeout = 10_000;
-  server.requestTimeout = 60_000;
-  server.keepAliveTimeout = 5_000;
+  portal = await createPortal(options);
+  ready(portal);
+  const started = portal;
 
   // Handlers first: whoever reads the 'listening' line may signal at once.
   let stopping = false;
@@ -85,7 +113,7 @@ async function main() {
     const force = setTimeout(() => server.closeAllConnections(), 10_000).unref();
     server.close(async () => {
       clearTimeout(force);
-      await portal.close();
+      await started.close();
       // The adapters never close a client they were handed; the server made this one, so it ends it.
       await database?.close();
       logger.info({}, 'stopped');
@@ -96,7 +124,6 @@ async function main() {
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
 
-  await new Promise<void>((resolve) => server.listen(port(process.env.PORT), process.env.HOST, resolve));
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   logger.info({ url: `http://${host}:${address.port}/v1`, dataDir, storage: database ? 'sql' : 'filesystem' }, 'listening');

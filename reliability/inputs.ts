@@ -252,7 +252,7 @@ export async function headers(target: Target): Promise<void> {
     ['2000 headers', [AUTH, ...Array.from({ length: 2000 }, (_, i) => [`X-H${i}`, 'v'] as [string, string])], (x) => ok200(x) || parserOr4xx(x)],
     ['Authorization twice, valid first', [AUTH, ['Authorization', 'Bearer wrong-key']], (x) => ok200(x) || is401(x)],
     ['Authorization twice, wrong first', [['Authorization', 'Bearer wrong-key'], AUTH], is401],
-    ['Authorization twice, other account first', [['Authorization', 'Bearer key-account-b'], AUTH], (x) => ok200(x) && !x.body.includes('private-dir-a')],
+    ['Authorization twice, other account first', [['Authorization', 'Bearer key-of-account-b'], AUTH], (x) => ok200(x) && !x.body.includes('private-dir-a')],
     ['AUTHORIZATION in capitals', [['AUTHORIZATION', `Bearer ${KEY_A}`]], ok200],
     ['scheme in lower case', [['Authorization', `bearer ${KEY_A}`]], ok200],
     ['scheme in odd case', [['Authorization', `BeArEr ${KEY_A}`]], ok200],

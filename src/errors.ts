@@ -124,6 +124,11 @@ export const ERRORS = {
   // Files
   DIRECTORY_NOT_FOUND: { status: 404, message: (id: string) => `No directory ${id} in this account.` },
   DIRECTORY_NOT_EMPTY: { status: 409, message: (id: string) => `Directory ${id} is not empty.` },
+  FILE_NOT_FOUND: { status: 404, message: (id: string) => `No file or directory ${id} in this account.` },
+  UPLOAD_TOO_LARGE: {
+    status: 413,
+    message: (maxBytes: number) => `The file is over the limit of 5 MiB (${maxBytes} bytes).`,
+  },
 
   // Attachments and download links
   ATTACHMENT_NOT_FOUND: {

@@ -41,7 +41,7 @@ export interface PortalOptions {
   logger?: Logger;
   /** The current time; injectable for tests of expiry and retries. */
   clock?: () => Date;
-  /** Serve the routes beyond the spec (webhook management); default `true`. */
+  /** Serve the routes beyond the spec (webhook management, file and attachment uploads); default `true`. */
   extensions?: boolean;
 }
 

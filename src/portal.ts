@@ -94,14 +94,15 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   const files = createFileService({ storage, blobs, clock });
   const tickets = createTicketService({ storage, blobs, clock, signer, publicUrl });
   const agreements = createAgreementService({ storage, blobs, clock, logger, notify });
+  const extensions = options.extensions ?? true;
   const routes: Route[] = [
     ...webhookRoutes(webhooks),
-    ...fileRoutes(files),
-    ...ticketRoutes(tickets),
+    ...fileRoutes(files, { extensions }),
+    ...ticketRoutes(tickets, { extensions }),
     ...downloadRoutes(tickets),
-    ...agreementRoutes(agreements, { extensions: options.extensions ?? true }),
+    ...agreementRoutes(agreements, { extensions }),
   ];
-  if (options.extensions ?? true) routes.push(...webhookExtensionRoutes(webhooks));
+  if (extensions) routes.push(...webhookExtensionRoutes(webhooks));
   const orphanSweep = createOrphanSweep({ storage, blobs, clock, logger });
 
   const handler = createHandler({

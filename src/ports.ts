@@ -18,6 +18,14 @@ import type {
  * already exists (`RECORD_EXISTS`: a bug, never a client's doing).
  * A write that resolves is durable to the degree the adapter promises (memory: until the process ends).
  */
+/**
+ * Sends events to one webhook, whatever its type, instead of to every webhook of their type: a
+ * test call. Each event then makes one delivery, or none when that webhook is not in its account.
+ */
+export interface DeliveryTarget {
+  webhookId: string;
+}
+
 export interface Storage {
   /** Prepares the store (tables, indexes, locks). Called once by `createPortal` before any other method. */
   open?(): Promise<void>;
@@ -28,7 +36,7 @@ export interface Storage {
   insertWebhook(webhook: WebhookRecord): Promise<void>;
   /** The webhook, or `null` when absent in this account. */
   getWebhook(accountId: string, id: string): Promise<WebhookRecord | null>;
-  /** Every webhook of the account, oldest first. */
+  /** Every webhook of the account, oldest first: by `createdAt`, and within one second in the order inserted. */
   listWebhooks(accountId: string): Promise<WebhookRecord[]>;
   /** Removes the webhook and cancels its pending deliveries in one atomic step; `false` when absent. */
   deleteWebhook(accountId: string, id: string): Promise<boolean>;
@@ -67,13 +75,13 @@ export interface Storage {
 
   /**
    * Stores the events and, for each, one pending delivery (a new `whd_` id, `nextAttemptAt` = the
-   * event's `createdAt`, no attempts, no lease) per webhook of the event's account and type, all in
-   * one atomic step. Resolves the deliveries created.
+   * event's `createdAt`, no attempts, no lease) per webhook of the event's account and type (with
+   * `target`: to that webhook alone), all in one atomic step. Resolves the deliveries created.
    */
-  publishEvents(events: EventRecord[]): Promise<DeliveryRecord[]>;
+  publishEvents(events: EventRecord[], target?: DeliveryTarget): Promise<DeliveryRecord[]>;
   /** The delivery, or `null` when absent in this account. */
   getDelivery(accountId: string, id: string): Promise<DeliveryRecord | null>;
-  /** Every delivery of the webhook, newest first (by `createdAt`, then id). */
+  /** Every delivery of the webhook, newest first: by `createdAt`, and within one second the last made first. */
   listDeliveries(accountId: string, webhookId: string): Promise<DeliveryRecord[]>;
   /**
    * Leases up to `limit` pending deliveries that are due (`nextAttemptAt <= now`) and not leased

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import * as deliveryRules from '../../src/domain/deliveries.js';
 import { PortalError, storageFull } from '../../src/errors.js';
-import type { Storage } from '../../src/ports.js';
+import type { DeliveryTarget, Storage } from '../../src/ports.js';
 import { newestFirst, oldestFirst } from '../../src/shared/order.js';
 import type {
   AgreementRecord,
@@ -159,7 +159,7 @@ export function fsStorage(options: FsStorageOptions): Storage {
   const kept = <T>(row: Row) => row.value as T;
 
   /** The events and one pending delivery per webhook of each event's account and type; checks every id first. */
-  function eventChanges(events: EventRecord[]): { changes: Change[]; deliveries: DeliveryRecord[] } {
+  function eventChanges(events: EventRecord[], target?: DeliveryTarget): { changes: Change[]; deliveries: DeliveryRecord[] } {
     const seen = new Set<string>();
     for (const event of events) {
       if (seen.has(event.id)) throw new PortalError('RECORD_EXISTS', event.id);
@@ -169,7 +169,7 @@ export function fsStorage(options: FsStorageOptions): Storage {
     const deliveries: DeliveryRecord[] = [];
     for (const event of events) {
       for (const webhookId of state.webhookIds(event.accountId)) {
-        if (kept<WebhookRecord>(state.get('webhook', webhookId)!).type !== event.type) continue;
+        if (!deliveryRules.isRecipient(kept<WebhookRecord>(state.get('webhook', webhookId)!), event, target)) continue;
         deliveries.push(deliveryRules.newDelivery(event, webhookId));
       }
     }
@@ -208,10 +208,10 @@ export function fsStorage(options: FsStorageOptions): Storage {
     },
     async listWebhooks(accountId) {
       await ready();
-      return [...state.webhookIds(accountId)]
-        .map((id) => kept<WebhookRecord>(state.get('webhook', id)!))
-        .sort(oldestFirst)
-        .map((webhook) => ({ ...webhook }));
+      // The index keeps the order records were written in, which a replay and a compaction keep too.
+      return oldestFirst([...state.webhookIds(accountId)].map((id) => kept<WebhookRecord>(state.get('webhook', id)!))).map((webhook) => ({
+        ...webhook,
+      }));
     },
     async deleteWebhook(accountId, id) {
       await ready();
@@ -294,9 +294,9 @@ export function fsStorage(options: FsStorageOptions): Storage {
       return true;
     },
 
-    async publishEvents(events) {
+    async publishEvents(events, target) {
       await ready();
-      const { changes, deliveries } = eventChanges(events);
+      const { changes, deliveries } = eventChanges(events, target);
       await commit(changes);
       return deliveries.map(copyDelivery);
     },
@@ -307,10 +307,8 @@ export function fsStorage(options: FsStorageOptions): Storage {
     },
     async listDeliveries(accountId, webhookId) {
       await ready();
-      return Array.from(state.deliveryIds(webhookId), (id) => kept<DeliveryRecord>(state.get('delivery', id)!))
-        .filter((delivery) => delivery.accountId === accountId)
-        .sort(newestFirst)
-        .map(copyDelivery);
+      const listed = Array.from(state.deliveryIds(webhookId), (id) => kept<DeliveryRecord>(state.get('delivery', id)!));
+      return newestFirst(listed.filter((delivery) => delivery.accountId === accountId)).map(copyDelivery);
     },
     async claimDeliveries(claim) {
       await ready();

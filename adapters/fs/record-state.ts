@@ -191,7 +191,7 @@ export function createRecordState() {
       return documentOwners.has(id);
     },
     liveBytes: () => liveBytes,
-    /** Every live row, for compaction. */
+    /** Every live row, for compaction, in the order each was first written: listings keep creation order through it. */
     snapshot(): Row[] {
       return TABLES.flatMap((table) => [...rowsOf(table).values()]);
     },

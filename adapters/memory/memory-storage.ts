@@ -1,6 +1,6 @@
 import * as deliveryRules from '../../src/domain/deliveries.js';
 import { PortalError } from '../../src/errors.js';
-import type { Storage } from '../../src/ports.js';
+import type { DeliveryTarget, Storage } from '../../src/ports.js';
 import { inListingOrder, newestFirst, oldestFirst } from '../../src/shared/order.js';
 import {
   type AgreementRecord,
@@ -150,23 +150,23 @@ export function memoryStorage(): Storage {
     pending.update(delivery);
   }
 
-  function fanOut(event: EventRecord): DeliveryRecord[] {
+  function fanOut(event: EventRecord, target?: DeliveryTarget): DeliveryRecord[] {
     const created: DeliveryRecord[] = [];
     for (const webhook of webhooks.rows.values()) {
-      if (webhook.accountId !== event.accountId || webhook.type !== event.type) continue;
+      if (webhook.accountId !== event.accountId || !deliveryRules.isRecipient(webhook, event, target)) continue;
       created.push(deliveryRules.newDelivery(event, webhook.id));
     }
     return created;
   }
 
   /** Checks every insert first, so a batch with a duplicate id changes nothing. */
-  function storeEvents(batch: EventRecord[]): DeliveryRecord[] {
+  function storeEvents(batch: EventRecord[], target?: DeliveryTarget): DeliveryRecord[] {
     const ids = new Set<string>();
     for (const event of batch) {
       if (events.rows.has(event.id) || ids.has(event.id)) throw new PortalError('RECORD_EXISTS', event.id);
       ids.add(event.id);
     }
-    const created = batch.flatMap(fanOut);
+    const created = batch.flatMap((event) => fanOut(event, target));
     for (const event of batch) events.insert(structuredClone(event));
     for (const delivery of created) {
       deliveries.insert(delivery);
@@ -184,10 +184,7 @@ export function memoryStorage(): Storage {
       return row && { ...row };
     },
     async listWebhooks(accountId) {
-      return [...webhooks.rows.values()]
-        .filter((row) => row.accountId === accountId)
-        .sort(oldestFirst)
-        .map((row) => ({ ...row }));
+      return oldestFirst([...webhooks.rows.values()].filter((row) => row.accountId === accountId)).map((row) => ({ ...row }));
     },
     async deleteWebhook(accountId, id) {
       if (webhooks.get(accountId, id) === null) return false;
@@ -265,18 +262,17 @@ export function memoryStorage(): Storage {
       return true;
     },
 
-    async publishEvents(batch) {
-      return storeEvents(batch);
+    async publishEvents(batch, target) {
+      return storeEvents(batch, target);
     },
     async getDelivery(accountId, id) {
       const row = deliveries.get(accountId, id);
       return row && structuredClone(row);
     },
     async listDeliveries(accountId, webhookId) {
-      return [...deliveries.rows.values()]
-        .filter((row) => row.accountId === accountId && row.webhookId === webhookId)
-        .sort(newestFirst)
-        .map((row) => structuredClone(row));
+      return newestFirst([...deliveries.rows.values()].filter((row) => row.accountId === accountId && row.webhookId === webhookId)).map(
+        (row) => structuredClone(row),
+      );
     },
     async claimDeliveries(claim) {
       const plan = deliveryRules.planClaim(pending.dueBy(claim.now), claim, (row) => webhooks.rows.has(row.webhookId));

@@ -37,7 +37,7 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
     insertWebhook: `INSERT INTO ${table('webhooks')} (id, account_id, type, url, secret, created_at)
       VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::timestamptz)`,
     getWebhook: `SELECT ${webhookColumns()} FROM ${table('webhooks')} WHERE id = $2::text AND account_id = $1::text`,
-    listWebhooks: `SELECT ${webhookColumns()} FROM ${table('webhooks')} WHERE account_id = $1::text ORDER BY created_at, id`,
+    listWebhooks: `SELECT ${webhookColumns()} FROM ${table('webhooks')} WHERE account_id = $1::text ORDER BY created_at, seq`,
     deleteWebhook: `DELETE FROM ${table('webhooks')} WHERE id = $2::text AND account_id = $1::text RETURNING id`,
     // `cancel` of src/domain/deliveries.ts, on every pending delivery of the webhook. A separate
     // statement after the delete, so that in READ COMMITTED it sees deliveries that a publish

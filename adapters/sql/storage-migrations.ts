@@ -111,4 +111,16 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX portal_deliveries_due ON ${table('deliveries')} (next_attempt_at, id) WHERE status = 'pending'`,
     ],
   },
+  {
+    version: 2,
+    name: 'creation order',
+    // created_at holds whole seconds: lists documented as ordered follow creation exactly, so rows
+    // made within one second are told apart by a sequence, not by their random ids.
+    statements: ({ table, quotedSchema }) => [
+      `ALTER TABLE ${table('webhooks')} ADD COLUMN seq bigint GENERATED ALWAYS AS IDENTITY`,
+      `ALTER TABLE ${table('deliveries')} ADD COLUMN seq bigint GENERATED ALWAYS AS IDENTITY`,
+      `DROP INDEX ${quotedSchema}.portal_deliveries_webhook`,
+      `CREATE INDEX portal_deliveries_webhook ON ${table('deliveries')} (webhook_id, created_at, seq)`,
+    ],
+  },
 ];

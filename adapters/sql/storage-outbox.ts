@@ -1,5 +1,5 @@
-import { newDelivery } from '../../src/domain/deliveries.js';
-import type { Storage } from '../../src/ports.js';
+import { isRecipient, newDelivery } from '../../src/domain/deliveries.js';
+import type { DeliveryTarget, Storage } from '../../src/ports.js';
 import type { DeliveryRecord, EventRecord } from '../../src/records.js';
 import type { Db, Queryable } from './client.js';
 import type { Names } from './schema.js';
@@ -34,13 +34,14 @@ export function createOutbox(db: Db, { table }: Names): Outbox {
     WHERE (account_id, type) IN (SELECT * FROM unnest($1::text[], $2::text[]))
     ORDER BY created_at, id
     FOR KEY SHARE`;
+  const targetWebhook = `SELECT id, account_id, type FROM ${table('webhooks')} WHERE id = $1::text FOR KEY SHARE`;
   // Stores what newDelivery made; attempts and the lease start empty (the columns' defaults).
   const insertDeliveries = `INSERT INTO ${table('deliveries')} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at)
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[])`;
   const selectDelivery = `SELECT ${deliveryColumns()} FROM ${table('deliveries')} WHERE account_id = $1::text AND id = $2::text`;
   const selectDeliveries = `SELECT ${deliveryColumns()} FROM ${table('deliveries')}
     WHERE webhook_id = $2::text AND account_id = $1::text
-    ORDER BY created_at DESC, id DESC`;
+    ORDER BY created_at DESC, seq DESC`;
   // isClaimable, on a row aliased d.
   const claimable = `d.status = 'pending' AND d.next_attempt_at <= $1::timestamptz
         AND (d.lease_until IS NULL OR d.lease_until < $1::timestamptz)`;
@@ -82,7 +83,7 @@ export function createOutbox(db: Db, { table }: Names): Outbox {
     WHERE account_id = $1::text AND id = $2::text
     RETURNING ${deliveryColumns()}`;
 
-  async function storeEvents(tx: Queryable, batch: EventRecord[]): Promise<DeliveryRecord[]> {
+  async function storeEvents(tx: Queryable, batch: EventRecord[], target?: DeliveryTarget): Promise<DeliveryRecord[]> {
     if (batch.length === 0) return [];
     await tx.query(insertEvents, [
       batch.map((event) => event.id),
@@ -91,12 +92,14 @@ export function createOutbox(db: Db, { table }: Names): Outbox {
       batch.map((event) => event.createdAt),
       batch.map((event) => (event.data === undefined ? null : JSON.stringify(event.data))),
     ]);
-    const webhooks = await tx.query(matchingWebhooks, [batch.map((event) => event.accountId), batch.map((event) => event.type)]);
+    const webhooks = target
+      ? await tx.query(targetWebhook, [target.webhookId])
+      : await tx.query(matchingWebhooks, [batch.map((event) => event.accountId), batch.map((event) => event.type)]);
     if (webhooks.length === 0) return [];
     const created: DeliveryRecord[] = [];
     for (const event of batch) {
       for (const webhook of webhooks) {
-        if (webhook.account_id !== event.accountId || webhook.type !== event.type) continue;
+        if (webhook.account_id !== event.accountId || !isRecipient(webhook as { id: string; type: string }, event, target)) continue;
         created.push(newDelivery(event, webhook.id as string));
       }
     }
@@ -116,9 +119,9 @@ export function createOutbox(db: Db, { table }: Names): Outbox {
 
   return {
     storeEvents,
-    async publishEvents(batch) {
+    async publishEvents(batch, target) {
       if (batch.length === 0) return [];
-      return db.transaction((tx) => storeEvents(tx, batch));
+      return db.transaction((tx) => storeEvents(tx, batch, target));
     },
     async getDelivery(accountId, id) {
       const [row] = await db.query(selectDelivery, [accountId, id]);

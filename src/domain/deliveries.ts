@@ -1,5 +1,6 @@
 import { newId } from '../shared/ids.js';
-import type { DeliveryAttempt, DeliveryRecord, EventRecord } from '../records.js';
+import type { DeliveryTarget } from '../ports.js';
+import type { DeliveryAttempt, DeliveryRecord, EventRecord, WebhookRecord } from '../records.js';
 import { compareKeys } from '../shared/order.js';
 
 /*
@@ -13,6 +14,14 @@ import { compareKeys } from '../shared/order.js';
  * memory and fs adapters call them; the SQL adapter's statements (`adapters/sql/storage-outbox.ts`)
  * implement the same rules, and the conformance suite holds all three to them.
  */
+
+/**
+ * Whether `webhook` (of the event's account) gets a delivery of `event`: the webhooks of its type,
+ * or with `target` that one webhook alone, whatever its type.
+ */
+export function isRecipient(webhook: Pick<WebhookRecord, 'id' | 'type'>, event: EventRecord, target?: DeliveryTarget): boolean {
+  return target === undefined ? webhook.type === event.type : webhook.id === target.webhookId;
+}
 
 /** A new delivery of `event` to the webhook `webhookId`: pending, due when the event happened, no attempts, no lease. */
 export function newDelivery(event: EventRecord, webhookId: string): DeliveryRecord {

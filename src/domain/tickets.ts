@@ -58,7 +58,18 @@ export interface TicketServiceDeps {
 export function createTicketService(deps: TicketServiceDeps) {
   const { storage, blobs, clock, signer } = deps;
 
-  return {
+  /** The attachment at `ref`, or the 400 (malformed id) or 404 (not under that message and ticket) to answer. */
+  async function requireAttachment(accountId: string, ref: AttachmentRef): Promise<AttachmentRecord> {
+    checkAccountId(accountId);
+    checkRef(ref);
+    const record = await storage.getAttachment(accountId, ref.attachmentId);
+    if (record === null || !sitsUnder(record, ref.ticketId, ref.messageId)) {
+      throw new PortalError('ATTACHMENT_NOT_FOUND', ref.attachmentId, ref.messageId, ref.ticketId);
+    }
+    return record;
+  }
+
+  const service = {
     /** Streams `body` into the blob store under a new `tca_` id, then records the attachment. */
     async putAttachment(accountId: string, input: AttachmentInput): Promise<Attachment> {
       checkAccountId(accountId);
@@ -98,6 +109,12 @@ export function createTicketService(deps: TicketServiceDeps) {
     },
 
     /** Removes the record, then the bytes (bytes no record names are swept; the reverse would be broken). */
+    /** Removes the attachment at `ref`: 400 for a malformed id, 404 unless it sits under that message and ticket. */
+    async removeAttachment(accountId: string, ref: AttachmentRef): Promise<void> {
+      await requireAttachment(accountId, ref);
+      await service.deleteAttachment(accountId, ref.attachmentId);
+    },
+
     async deleteAttachment(accountId: string, id: string): Promise<boolean> {
       checkAccountId(accountId);
       if (!isId('tca', id)) return false;
@@ -112,12 +129,7 @@ export function createTicketService(deps: TicketServiceDeps) {
      * message and ticket in this account.
      */
     async downloadLink(accountId: string, ref: AttachmentRef, baseUrl = deps.publicUrl): Promise<DownloadLink> {
-      checkAccountId(accountId);
-      checkRef(ref);
-      const record = await storage.getAttachment(accountId, ref.attachmentId);
-      if (record === null || !sitsUnder(record, ref.ticketId, ref.messageId)) {
-        throw new PortalError('ATTACHMENT_NOT_FOUND', ref.attachmentId, ref.messageId, ref.ticketId);
-      }
+      await requireAttachment(accountId, ref);
       // Whole seconds: the expiry the client reads is the second the link stops serving.
       const expires = Math.floor(clock().getTime() / 1000) + LINK_LIFETIME_SECONDS;
       const expiresAt = new Date(expires * 1000);
@@ -159,6 +171,7 @@ export function createTicketService(deps: TicketServiceDeps) {
       if ((await blobs.stat(record.id)) === null) throw removedSince();
     },
   };
+  return service;
 }
 
 export type TicketService = ReturnType<typeof createTicketService>;

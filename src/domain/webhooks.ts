@@ -11,6 +11,9 @@ export interface WebhookInput {
   url: string;
 }
 
+/** The type of the event a test call carries; no webhook subscribes to it. */
+export const TEST_EVENT_TYPE = 'webhook.test';
+
 /** A webhook secret in the Standard Webhooks form: `whsec_` + base64 of 32 random bytes. */
 export function newWebhookSecret(): string {
   return 'whsec_' + randomBytes(32).toString('base64');
@@ -79,6 +82,21 @@ export function createWebhookService(deps: {
       if (!isId('wbh', webhookId)) return null;
       if ((await storage.getWebhook(accountId, webhookId)) === null) return null;
       return (await storage.listDeliveries(accountId, webhookId)).map(deliveryShape);
+    },
+
+    /**
+     * Sends a signed `webhook.test` call to the webhook now, whatever its type, recorded in its
+     * delivery log and retried like any other; the event's data names the webhook. `null` when the
+     * webhook is absent or of another account.
+     */
+    async sendTest(accountId: string, webhookId: string): Promise<Delivery | null> {
+      if ((await storage.getWebhook(accountId, webhookId)) === null) return null;
+      const event = { id: newId('evt'), accountId, type: TEST_EVENT_TYPE, createdAt: atom(clock()), data: { webhookId } };
+      const [delivery] = await storage.publishEvents([event], { webhookId });
+      // Deleted in between: there is no webhook left to test.
+      if (delivery === undefined) return null;
+      notify();
+      return deliveryShape(delivery);
     },
 
     /**

@@ -32,11 +32,14 @@ const endedEarly = () => new PortalError('MULTIPART_MALFORMED');
 const invalid = (where: string, problem: string) => new PortalError('INPUT_INVALID', where, problem);
 const quoted = (name: string) => JSON.stringify(name.length > 100 ? name.slice(0, 100) + '…' : name);
 
-/** What the headers alone decide, before a byte of the body is read: 415, 413, or a 400 for the boundary. */
-function checkHeaders(headers: IncomingHttpHeaders): void {
+/**
+ * What the headers alone decide, before a byte of the body is read: 415, 413, or a 400 for the
+ * boundary. Every multipart route asks it.
+ */
+export function checkHeaders(headers: IncomingHttpHeaders, route = 'POST /agreements'): void {
   const type = headers['content-type'] ?? '';
   if (!/^multipart\/form-data\s*(;|$)/i.test(type)) {
-    throw new PortalError('FORM_CONTENT_TYPE', 'POST /agreements', type === '' ? 'a body without Content-Type' : quoted(type.split(';')[0]!.trim()));
+    throw new PortalError('FORM_CONTENT_TYPE', route, type === '' ? 'a body without Content-Type' : quoted(type.split(';')[0]!.trim()));
   }
   const encoding = headers['content-encoding'];
   if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {

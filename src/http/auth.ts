@@ -55,6 +55,24 @@ function validAccount(result: unknown): string | null {
   return accountId;
 }
 
+/** The shortest API key accepted: a shorter one is guessable, or a placeholder left in by mistake. */
+export const MIN_API_KEY_LENGTH = 16;
+
+/**
+ * Checks one configured key before it is hashed, so that a missing one (an unset environment
+ * variable) gets this message rather than node:crypto's. The key itself is never quoted.
+ */
+function checkApiKey(key: unknown, index: number, count: number): void {
+  const which = count === 1 ? 'the key' : `key ${index + 1} of ${count}`;
+  if (typeof key !== 'string') {
+    throw new TypeError(`auth.apiKeys: ${which} is ${key === undefined ? 'undefined' : typeof key}, not a string (is its environment variable set?)`);
+  }
+  if (key.length < MIN_API_KEY_LENGTH) {
+    throw new TypeError(`auth.apiKeys: ${which} has ${key.length} characters; an API key needs at least ${MIN_API_KEY_LENGTH}`);
+  }
+  if (!TOKEN68.test(key)) throw new TypeError(`auth.apiKeys: ${which} must be a token68 string (letters, digits, -._~+/, optional trailing =)`);
+}
+
 /** The first 6 bytes of a SHA-256 digest as a number: a map key made without a string (hot path). */
 const prefixOf = (digest: Buffer) => digest.readUIntBE(0, 6);
 
@@ -66,13 +84,16 @@ const prefixOf = (digest: Buffer) => digest.readUIntBE(0, 6);
  */
 export function createAuthenticator(option: AuthOption): Authenticator {
   if (typeof option === 'function') return cachedAuthenticator(option);
+  if (typeof option?.apiKeys !== 'object' || option.apiKeys === null) {
+    throw new TypeError('auth.apiKeys must be a list of keys or a map from key to account id');
+  }
   const entries: [string, string][] = Array.isArray(option.apiKeys)
     ? option.apiKeys.map((key) => [key, 'default'])
     : Object.entries(option.apiKeys);
   if (entries.length === 0) throw new TypeError('auth.apiKeys must hold at least one key');
   const byPrefix = new Map<number, { digest: Buffer; accountId: string }[]>();
+  entries.forEach(([key], index) => checkApiKey(key, index, entries.length));
   for (const [key, accountId] of entries) {
-    if (!TOKEN68.test(key)) throw new TypeError('auth.apiKeys: a key must be a non-empty token68 string');
     if (typeof accountId !== 'string' || accountId === '') throw new TypeError('auth.apiKeys: account ids must be non-empty strings');
     const keyDigest = digest(key);
     const prefix = prefixOf(keyDigest);

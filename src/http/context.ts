@@ -57,7 +57,24 @@ function baseUrlOf(req: IncomingMessage, origin: Origin): string {
     if (forwardedHost !== undefined) host = forwardedHost;
   }
   if (host === undefined || !HOST.test(host)) host = 'localhost';
-  return `${proto}://${host}${origin.basePath}`;
+  return `${proto}://${host}${mountPath(req)}${origin.basePath}`;
+}
+
+const MOUNT_PATH = /^(?:\/[A-Za-z0-9._~!$&'()*+,;=:@%-]+)+$/;
+
+/**
+ * Where a connect-style host mounted the handler: Express's `app.use('/api', handler)` strips `/api`
+ * from `req.url` and keeps it in `req.baseUrl`; connect keeps the whole path in `req.originalUrl`.
+ * `''` when the handler was not mounted under a prefix (or the prefix is not a plain path).
+ */
+function mountPath(req: IncomingMessage): string {
+  const { baseUrl, originalUrl } = req as { baseUrl?: unknown; originalUrl?: unknown };
+  let mount = '';
+  if (typeof baseUrl === 'string') mount = baseUrl;
+  else if (typeof originalUrl === 'string' && req.url !== undefined && originalUrl.endsWith(req.url)) {
+    mount = originalUrl.slice(0, originalUrl.length - req.url.length);
+  }
+  return MOUNT_PATH.test(mount) ? mount : '';
 }
 
 function firstForwarded(value: string | string[] | undefined): string | undefined {

@@ -42,6 +42,10 @@ const componentSchemas = {
   SignerInput: signerInput,
   AgreementForm: shapes.agreementForm,
   DownloadLink: shapes.downloadLink,
+  Attachment: shapes.attachment,
+  FileUploadForm: shapes.fileUploadForm,
+  AttachmentUploadForm: shapes.attachmentUploadForm,
+  DirectoryInput: shapes.directoryInput,
 };
 
 /** A schema outside the components (a parameter's), converted the same way. */
@@ -104,9 +108,16 @@ const pathParameter = (name: string, description: string, schema: Json = { type:
 });
 const idParameter = (name: string, prefix: 'tck' | 'tcm' | 'tca', what: string) =>
   pathParameter(name, `The ${what} id (\`${prefix}_…\`); another shape is a 400.`, schemaOf(v.pipe(v.string(), v.regex(idPattern(prefix)))));
+const messageParameters = [idParameter('ticketId', 'tck', 'ticket'), idParameter('messageId', 'tcm', 'message')];
+const attachmentParameters = [...messageParameters, idParameter('attachmentId', 'tca', 'attachment')];
 const webhookIdParameter = pathParameter('webhookId', 'The webhook id (`wbh_…`); an id of another shape is a 404.');
 
 const location = { Location: header('Location') };
+/** A multipart upload of one file in a part named `file`. */
+const uploadBody = (name: 'FileUploadForm' | 'AttachmentUploadForm') => ({
+  required: true,
+  content: { 'multipart/form-data': { schema: ref(name), encoding: { file: { contentType: 'application/octet-stream' } } } },
+});
 const extension = 'An extension route beyond the Customer Portal API spec; served unless the portal is made with `extensions: false`.';
 
 function download(method: 'get' | 'head'): Json {
@@ -222,6 +233,20 @@ const paths = {
       },
     }),
   },
+  '/webhooks/{webhookId}/test': {
+    parameters: [webhookIdParameter],
+    post: operation({
+      operationId: 'testWebhook',
+      summary: 'Send a test call',
+      tags: ['Webhooks'],
+      extension: true,
+      description: `${extension} A signed call of type \`webhook.test\` (its data \`{"webhookId"}\`) goes to the webhook now, whatever its type, and is recorded and retried like any delivery.`,
+      responses: {
+        202: response('The delivery of the test call, pending; its attempts show in the delivery log.', 'Delivery'),
+        404: error('No such webhook in this account.'),
+      },
+    }),
+  },
   '/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver': {
     parameters: [webhookIdParameter, pathParameter('deliveryId', 'The delivery id (`whd_…`).')],
     post: operation({
@@ -299,13 +324,87 @@ const paths = {
         404: error('No such directory in this account.'),
       },
     }),
+    post: operation({
+      operationId: 'uploadFile',
+      summary: 'Upload a file',
+      tags: ['Files'],
+      extension: true,
+      description: `${extension} The file is streamed into the blob store as it arrives; a failed or aborted upload keeps nothing.`,
+      requestBody: uploadBody('FileUploadForm'),
+      responses: {
+        201: response('The file entry made.', 'FileEntry'),
+        400: error('`directoryId` malformed or sent after the file; the `file` part missing, repeated or without a filename; an unknown part; a malformed body.'),
+        404: error('No such directory in this account.'),
+        413: error('The file is over 5 MiB (5,242,880 bytes).'),
+        415: error('The body is not `multipart/form-data`, or is compressed.'),
+      },
+    }),
+  },
+  '/directories': {
+    post: operation({
+      operationId: 'createDirectory',
+      summary: 'Create a directory',
+      tags: ['Files'],
+      extension: true,
+      description: `${extension} In the account's root, or in \`directoryId\`.`,
+      requestBody: { required: true, content: json('DirectoryInput') },
+      responses: {
+        201: response('The directory made.', 'FileEntry'),
+        400: error('The body is not JSON, or not `{name, directoryId?}` with a valid name and id.'),
+        404: error('No such parent directory in this account.'),
+        415: error('The body is not `application/json`.'),
+      },
+    }),
+  },
+  '/files/{entryId}': {
+    parameters: [pathParameter('entryId', 'The file (`fsf_…`) or directory (`fsd_…`) id.')],
+    delete: operation({
+      operationId: 'deleteFileEntry',
+      summary: 'Delete a file or an empty directory',
+      tags: ['Files'],
+      extension: true,
+      description: `${extension} A file's bytes go with it.`,
+      responses: {
+        204: response('Deleted.'),
+        404: error('No such file or directory in this account.'),
+        409: error('The directory is not empty.'),
+      },
+    }),
+  },
+  '/tickets/{ticketId}/message/{messageId}/attachment': {
+    parameters: messageParameters,
+    post: operation({
+      operationId: 'createAttachment',
+      summary: 'Attach a file to a ticket message',
+      tags: ['Tickets'],
+      extension: true,
+      description: `${extension} The file is streamed into the blob store as it arrives; a failed or aborted upload keeps nothing.`,
+      requestBody: uploadBody('AttachmentUploadForm'),
+      responses: {
+        201: response('The attachment, with its id.', 'Attachment'),
+        400: error('An id is malformed; the `file` part is missing, repeated or without a filename; an unknown part; a malformed body.'),
+        413: error('The file is over 5 MiB (5,242,880 bytes).'),
+        415: error('The body is not `multipart/form-data`, or is compressed.'),
+      },
+    }),
+  },
+  '/tickets/{ticketId}/message/{messageId}/attachment/{attachmentId}': {
+    parameters: attachmentParameters,
+    delete: operation({
+      operationId: 'deleteAttachment',
+      summary: 'Remove an attachment',
+      tags: ['Tickets'],
+      extension: true,
+      description: `${extension} Its bytes go with it; links to it answer 404 from then on.`,
+      responses: {
+        204: response('Removed.'),
+        400: error('An id is malformed.'),
+        404: error('No such attachment under that message and ticket in this account.'),
+      },
+    }),
   },
   '/tickets/{ticketId}/message/{messageId}/attachment/{attachmentId}/download': {
-    parameters: [
-      idParameter('ticketId', 'tck', 'ticket'),
-      idParameter('messageId', 'tcm', 'message'),
-      idParameter('attachmentId', 'tca', 'attachment'),
-    ],
+    parameters: attachmentParameters,
     get: operation({
       operationId: 'getAttachmentDownloadLink',
       summary: 'A download link for a ticket message attachment',

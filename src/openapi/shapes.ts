@@ -4,6 +4,7 @@ import type {
   Agreement,
   AgreementDocument,
   AgreementSigner,
+  Attachment,
   Delivery,
   DeliveryAttempt,
   DownloadLink,
@@ -108,12 +109,44 @@ export const downloadLink = v.strictObject({
   expiresAt: atomDateTime,
 });
 
+export const attachment = v.strictObject({
+  id: id('tca'),
+  ticketId: id('tck'),
+  messageId: id('tcm'),
+  name: v.pipe(v.string(), v.minLength(1), v.maxLength(255)),
+  mime: mediaType,
+  size: count,
+  createdAt: atomDateTime,
+});
+
 export const webhookList = v.strictObject({ data: v.array(webhook) });
 export const deliveryList = v.strictObject({ data: v.array(delivery) });
 export const fileList = v.strictObject({ data: v.array(fileEntry) });
 
 /** One uploaded document: a file part. valibot's `blob` stands for it; the document renders it as binary. */
 export const documentPart = v.pipe(v.blob(), v.metadata({ contentMediaType: 'application/octet-stream' }));
+
+/** The one file of an upload: a file part named `file`, with a filename; its part's type is stored as the mime. */
+const uploadPart = v.pipe(
+  v.blob(),
+  v.metadata({ contentMediaType: 'application/octet-stream' }),
+  v.description('The file, with a filename; 5 MiB (5,242,880 bytes) at most. Its part\'s Content-Type is kept as its mime.'),
+);
+
+/** The `POST /files` form: the file, and the directory to put it in (the root without it), sent before the file. */
+export const fileUploadForm = v.strictObject({
+  directoryId: v.optional(v.pipe(id('fsd'), v.description('The directory (`fsd_…`), sent before the file part; the root without it.'))),
+  file: uploadPart,
+});
+
+/** The `POST /directories` body, as `directoryInput` (inputs.ts) checks it; its id check is a function, so it is restated here. */
+export const directoryInput = v.object({
+  name: v.pipe(v.string(), v.minLength(1), v.maxLength(255)),
+  directoryId: v.nullish(v.pipe(id('fsd'), v.description('The parent directory (`fsd_…`); the root without it.'))),
+});
+
+/** The attachment upload form: the file alone. */
+export const attachmentUploadForm = v.strictObject({ file: uploadPart });
 
 /**
  * The `POST /agreements` form as one object. The reader (`agreement-form.ts`) checks it part by part
@@ -151,4 +184,5 @@ export type SchemaMatchesRecords = [
   Holds<Equal<v.InferOutput<typeof agreementSigner>, AgreementSigner>>,
   Holds<Equal<v.InferOutput<typeof agreementDocument>, AgreementDocument>>,
   Holds<Equal<v.InferOutput<typeof downloadLink>, DownloadLink>>,
+  Holds<Equal<v.InferOutput<typeof attachment>, Attachment>>,
 ];

@@ -1,12 +1,18 @@
 /** Code-unit order of two strings, which for ATOM date-times is time order. */
 export const compareKeys = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
-/** Oldest first: by `createdAt`, then by id, so records made in the same second keep one stable order. */
-export const oldestFirst = (a: { createdAt: string; id: string }, b: { createdAt: string; id: string }): number =>
-  compareKeys(a.createdAt, b.createdAt) || compareKeys(a.id, b.id);
+const byCreatedAt = (a: { createdAt: string }, b: { createdAt: string }): number => compareKeys(a.createdAt, b.createdAt);
 
-/** Newest first: the reverse of `oldestFirst`. */
-export const newestFirst = (a: { createdAt: string; id: string }, b: { createdAt: string; id: string }): number => oldestFirst(b, a);
+/**
+ * Oldest first, in place. `records` come in creation order (how the memory and filesystem stores
+ * keep them); ATOM times hold whole seconds, so records made within one second keep that order,
+ * which the stable sort preserves.
+ */
+export const oldestFirst = <T extends { createdAt: string }>(records: T[]): T[] => records.sort(byCreatedAt);
+
+/** Newest first, in place: the reverse of `oldestFirst`, for `records` in creation order. */
+export const newestFirst = <T extends { createdAt: string }>(records: T[]): T[] =>
+  records.reverse().sort((a, b) => byCreatedAt(b, a));
 
 interface Listed {
   type: string;

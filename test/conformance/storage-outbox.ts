@@ -31,6 +31,26 @@ const claim = (storage: Storage, now: number, limit = 10, owner = 'worker-1', le
   storage.claimDeliveries({ now: at(now), leaseUntil: at(now + lease), limit, owner });
 
 export function outboxStorageTests(test: Test, factory: StorageFactory): void {
+  test('outbox: with a target, an event makes one delivery to that webhook alone, whatever its type', withStorage(factory, async (storage, { db }) => {
+    const target = webhookRecord({ type: 'agreement-signed' });
+    const sameType = webhookRecord({ type: 'webhook.test' });
+    const otherAccount = webhookRecord({ accountId: 'acct_b' });
+    for (const webhook of [target, sameType, otherAccount]) await storage.insertWebhook(webhook);
+    const event = eventRecord({ type: 'webhook.test', createdAt: at(5) });
+    const [delivery, ...rest] = await storage.publishEvents([event], { webhookId: target.id });
+    assert.equal(rest, []);
+    assert.equal([delivery!.webhookId, delivery!.eventId, delivery!.status, delivery!.nextAttemptAt], [target.id, event.id, 'pending', at(5)]);
+    assert.equal(await db.delivery(delivery!.id), delivery);
+    assert.equal(await storage.listDeliveries('acct_a', sameType.id), [], 'no other webhook gets it');
+    assert.equal(await storage.publishEvents([eventRecord({ type: 'webhook.test' })], { webhookId: otherAccount.id }), [], 'not to another account');
+  }));
+
+  test('outbox: six deliveries made in the same second list newest first, in exact creation order', withStorage(factory, async (storage) => {
+    const made = await published(storage, 6, 0);
+    const listed = await storage.listDeliveries('acct_a', made[0]!.webhookId);
+    assert.equal(listed.map((delivery) => delivery.id), made.map((delivery) => delivery.id).reverse());
+  }));
+
   test('outbox: publishEvents makes one pending delivery per webhook of the same account and type', withStorage(factory, async (storage, { db }) => {
     const first = webhookRecord();
     const second = webhookRecord({ url: 'https://second.example/hook' });

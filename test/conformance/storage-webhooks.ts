@@ -1,6 +1,7 @@
 import type { Test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { isPortalError } from '../../src/errors.js';
+import { newId } from '../../src/shared/ids.js';
 import type { StorageFactory } from './types.js';
 import { webhookRecord } from './fixtures.js';
 import { reopenable } from './reopen.js';
@@ -75,5 +76,20 @@ export function webhookStorageTests(test: Test, factory: StorageFactory): void {
     assert.is(await reopened.getWebhook('acct_a', removed.id), null);
     assert.equal(await db.webhook(kept.id), kept);
     assert.is(await db.webhook(removed.id), null);
+  }));
+  // Ids in descending order, so that an order by id (or by chance) shows up.
+  const sameSecond = () => ['F', 'E', 'D', 'C', 'B', 'A'].map((letter) => webhookRecord({ id: `wbh_${letter}${newId('wbh').slice(4)}` }));
+
+  test('webhooks: six made in the same second list in creation order', withStorage(factory, async (storage) => {
+    const made = sameSecond();
+    for (const webhook of made) await storage.insertWebhook(webhook);
+    assert.equal((await storage.listWebhooks('acct_a')).map((webhook) => webhook.id), made.map((webhook) => webhook.id));
+  }));
+
+  reopenable(test, factory)('webhooks: the creation order within one second survives a reopen', withStorage(factory, async (storage, { swap }) => {
+    const made = sameSecond();
+    for (const webhook of made) await storage.insertWebhook(webhook);
+    const reopened = await swap();
+    assert.equal((await reopened.listWebhooks('acct_a')).map((webhook) => webhook.id), made.map((webhook) => webhook.id));
   }));
 }

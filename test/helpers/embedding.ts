@@ -1,7 +1,10 @@
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import * as assert from 'uvu/assert';
 import type { Portal, PortalOptions } from '../../src/index.js';
 import { documentBytes, sha256, validFormData } from './agreements.js';
 import { SIGNING_KEY_1, linkPath } from './download.js';
+import { startNode } from './process.js';
 import { KEY_A, KEY_B } from './server.js';
 
 /** What the embedding examples are started with in their tests. */
@@ -72,4 +75,24 @@ export async function exerciseEmbeddedPortal(url: string, portal: Portal): Promi
   const anonymous = await fetch(`${url}/v1/files`);
   assert.is(anonymous.status, 401);
   assert.is(anonymous.headers.get('www-authenticate'), 'Bearer realm="customer-portal"');
+}
+
+/**
+ * Starts an example app (`dist/examples/<name>.js`) as a user would, with no `PORTAL_API_KEYS`: it
+ * prints a generated key and serves with it.
+ */
+export async function exampleStartsWithoutKey(name: 'express' | 'fastify'): Promise<void> {
+  const script = path.resolve(fileURLToPath(import.meta.url), `../../../examples/${name}.js`);
+  const app = startNode(script, { PORT: '0', HOST: '127.0.0.1', PORTAL_API_KEYS: '' });
+  try {
+    const key = (await app.waitFor((line) => line.startsWith('API key: '))).slice('API key: '.length);
+    assert.match(key, /^[A-Za-z0-9_-]{43}$/);
+    const banner = await app.waitFor((line) => / app on http:\/\//.test(line));
+    const url = /(http:\/\/[^ ]+)/.exec(banner)![1]!;
+    assert.is((await fetch(`${url}/v1/files`, { headers: { authorization: `Bearer ${key}` } })).status, 200);
+    assert.is((await fetch(`${url}/v1/files`, { headers: { authorization: 'Bearer some-other-key-0123' } })).status, 401);
+  } finally {
+    app.child.kill('SIGTERM');
+    await app.exited;
+  }
 }

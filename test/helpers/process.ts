@@ -5,6 +5,8 @@ export interface Started {
   child: ChildProcess;
   /** Every stdout line so far. */
   lines: string[];
+  /** Every stderr line so far. */
+  errorLines: string[];
   /** Resolves the first stdout line (past or future) that `match` accepts. */
   waitFor(match: (line: string) => boolean, timeoutMs?: number): Promise<string>;
   /** Resolves the exit code once the process has ended. */
@@ -26,12 +28,13 @@ export function startNode(script: string, env: Record<string, string>): Started 
       }
     }
   });
-  let stderr = '';
-  child.stderr!.on('data', (chunk) => (stderr += chunk));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const errorLines: string[] = [];
+  createInterface({ input: child.stderr! }).on('line', (line) => errorLines.push(line));
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   return {
     child,
     lines,
+    errorLines,
     exited,
     waitFor(match, timeoutMs = 15_000) {
       const seen = lines.find(match);
@@ -41,13 +44,13 @@ export function startNode(script: string, env: Record<string, string>): Started 
         waiting.add(waiter);
         const timer = (waiter.timer = setTimeout(() => {
           waiting.delete(waiter);
-          reject(new Error(`no matching line within ${timeoutMs} ms; stdout:\n${lines.join('\n')}\nstderr:\n${stderr}`));
+          reject(new Error(`no matching line within ${timeoutMs} ms; stdout:\n${lines.join('\n')}\nstderr:\n${errorLines.join('\n')}`));
         }, timeoutMs));
         exited.then(() => {
           if (!waiting.has(waiter)) return;
           clearTimeout(timer);
           waiting.delete(waiter);
-          reject(new Error(`process exited; stdout:\n${lines.join('\n')}\nstderr:\n${stderr}`));
+          reject(new Error(`process exited; stdout:\n${lines.join('\n')}\nstderr:\n${errorLines.join('\n')}`));
         });
       });
     },

@@ -24,8 +24,8 @@ export async function listen(handler: http.RequestListener): Promise<Running> {
   };
 }
 
-export const KEY_A = 'key-account-a';
-export const KEY_B = 'key-account-b';
+export const KEY_A = 'key-of-account-a';
+export const KEY_B = 'key-of-account-b';
 
 export interface TestPortal extends Running {
   portal: Portal;

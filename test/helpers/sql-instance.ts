@@ -28,7 +28,7 @@ const pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 8 });
 pool.on('error', () => {});
 const portal = await createPortal({
   ...sqlAdapters({ client: pool, schema }),
-  auth: { apiKeys: ['instance-key'] },
+  auth: { apiKeys: ['instance-key-0123456789'] },
   signingKeys: ['a-signing-key-shared-by-every-instance-0123456789'],
   clock,
   transport,

@@ -1,3 +1,4 @@
+import { KEY_A, KEY_B } from './server.js';
 import { createPortal, type Portal, type PortalOptions } from '../../src/index.js';
 
 /** A cron expression that does not fire while a test runs (midnight, January 1st): tests call `tick()` themselves. */
@@ -40,7 +41,7 @@ export async function waitFor(check: () => boolean | Promise<boolean>, what: str
 /** A portal for webhook tests: account keys, a manual tick, and whatever `options` add. */
 export function webhookPortal(options: PortalOptions = {}): Promise<Portal> {
   return createPortal({
-    auth: { apiKeys: { 'key-a': 'acct_a', 'key-b': 'acct_b' } },
+    auth: { apiKeys: { [KEY_A]: 'acct_a', [KEY_B]: 'acct_b' } },
     ...options,
     webhooks: { tick: NEVER, ...options.webhooks },
   });

@@ -107,7 +107,7 @@ test('signers as one part holding a JSON array; documents under every accepted p
     names.forEach((name, i) => parts.push({ name, filename: `doc${i}.txt`, bytes: documentBytes(100 + i, i) }));
     const res = await rawRequest(`${app.url}/v1/agreements`, {
       method: 'POST',
-      headers: { authorization: 'Bearer key-account-a', 'content-type': MULTIPART },
+      headers: { authorization: 'Bearer key-of-account-a', 'content-type': MULTIPART },
       body: multipart(parts),
     });
     assert.is(res.status, 201, res.body);

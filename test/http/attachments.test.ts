@@ -18,7 +18,7 @@ async function blobKeys(blobs: BlobStore): Promise<string[]> {
 }
 
 async function withPortal(options: PortalOptions, body: (portal: Portal) => Promise<void>): Promise<void> {
-  const portal = await createPortal({ auth: { apiKeys: ['key'] }, signingKeys: [SIGNING_KEY_1], clock: () => NOW, ...options });
+  const portal = await createPortal({ auth: { apiKeys: ['attachments-key-0123'] }, signingKeys: [SIGNING_KEY_1], clock: () => NOW, ...options });
   try {
     await body(portal);
   } finally {

@@ -54,11 +54,11 @@ test('auth runs before the route: an unauthenticated request reveals nothing of 
 });
 
 test('apiKeys as a list: every key acts for the account "default"', async () => {
-  const portal = await createPortal({ auth: { apiKeys: ['k-one', 'k-two'] } });
+  const portal = await createPortal({ auth: { apiKeys: ['key-one-0123456789', 'key-two-0123456789'] } });
   const running = await listen(portal.handler);
   try {
     const webhook = await portal.webhooks.create('default', { type: 'customer-created', url: 'https://r.example/h' });
-    for (const key of ['k-one', 'k-two']) {
+    for (const key of ['key-one-0123456789', 'key-two-0123456789']) {
       const res = await fetch(`${running.url}/v1/webhooks/${webhook.id}`, { headers: { authorization: `Bearer ${key}` } });
       assert.is(res.status, 200, key);
     }
@@ -132,10 +132,10 @@ test('an auth function that throws or answers a bad shape is a 500, and is asked
 test('without auth, PORTAL_API_KEYS is used; without either, createPortal refuses to start', async () => {
   const saved = process.env.PORTAL_API_KEYS;
   try {
-    process.env.PORTAL_API_KEYS = ' env-one , env-two,';
+    process.env.PORTAL_API_KEYS = ' env-key-one-0123456789 , env-key-two-0123456789,';
     const portal = await createPortal();
     const running = await listen(portal.handler);
-    for (const key of ['env-one', 'env-two']) {
+    for (const key of ['env-key-one-0123456789', 'env-key-two-0123456789']) {
       assert.is((await fetch(`${running.url}/v1/files`, { headers: { authorization: `Bearer ${key}` } })).status, 200);
     }
     assert.is((await fetch(`${running.url}/v1/files`, { headers: { authorization: 'Bearer env' } })).status, 401);
@@ -144,11 +144,27 @@ test('without auth, PORTAL_API_KEYS is used; without either, createPortal refuse
     delete process.env.PORTAL_API_KEYS;
     await rejects(() => createPortal(), /PORTAL_API_KEYS/);
     await rejects(() => createPortal({ auth: { apiKeys: [] } }), /at least one key/);
-    await rejects(() => createPortal({ auth: { apiKeys: ['has space'] } }), /token68/);
+    await rejects(() => createPortal({ auth: { apiKeys: ['has space in the key'] } }), /token68/);
   } finally {
     if (saved === undefined) delete process.env.PORTAL_API_KEYS;
     else process.env.PORTAL_API_KEYS = saved;
   }
+});
+
+test('API keys are checked at start: a string of at least 16 characters, with the library\'s own message', async () => {
+  // What `apiKeys: [process.env.API_KEY!]` gives when the variable is unset.
+  await rejects(() => createPortal({ auth: { apiKeys: [undefined as unknown as string] } }), /the key is undefined, not a string/);
+  await rejects(() => createPortal({ auth: { apiKeys: [42 as unknown as string] } }), /the key is number, not a string/);
+  await rejects(
+    () => createPortal({ auth: { apiKeys: ['long-enough-key-0123', 'short-key'] } }),
+    /key 2 of 2 has 9 characters; an API key needs at least 16/,
+  );
+  await rejects(() => createPortal({ auth: { apiKeys: { 'short-key': 'acct_a' } } }), /at least 16/);
+  await rejects(() => createPortal({ auth: { apiKeys: undefined as never } }), /auth\.apiKeys must be a list of keys or a map/);
+  const error = (await createPortal({ auth: { apiKeys: ['short-key'] } }).catch((caught: unknown) => caught)) as Error;
+  assert.not.match(error.message, 'short-key', 'the message never quotes the key');
+  const portal = await createPortal({ auth: { apiKeys: ['exactly-16-chars'] } });
+  await portal.close();
 });
 
 test.run();

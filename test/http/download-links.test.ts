@@ -271,9 +271,9 @@ test('signingKeys is checked when the portal is made', async () => {
     [[SIGNING_KEY_1, ''], /signingKeys\[1\]/],
   ];
   for (const [signingKeys, pattern] of bad) {
-    await rejects(() => createPortal({ auth: { apiKeys: ['k'] }, signingKeys: signingKeys as string[] }), pattern);
+    await rejects(() => createPortal({ auth: { apiKeys: ['download-key-0123456'] }, signingKeys: signingKeys as string[] }), pattern);
   }
-  const portal = await createPortal({ auth: { apiKeys: ['k'] }, signingKeys: ['x'.repeat(32)] });
+  const portal = await createPortal({ auth: { apiKeys: ['download-key-0123456'] }, signingKeys: ['x'.repeat(32)] });
   await portal.close();
 });
 

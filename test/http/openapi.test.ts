@@ -46,8 +46,8 @@ test('every route the handler registers is in the document, with each of its met
   const routes = [
     ...webhookRoutes(stub),
     ...webhookExtensionRoutes(stub),
-    ...fileRoutes(stub),
-    ...ticketRoutes(stub),
+    ...fileRoutes(stub, { extensions: true }),
+    ...ticketRoutes(stub, { extensions: true }),
     ...downloadRoutes(stub),
     ...agreementRoutes(stub, { extensions: true }),
   ];
@@ -61,7 +61,7 @@ test('every route the handler registers is in the document, with each of its met
     }
   }
   assert.equal(undocumented, []);
-  assert.is(routes.length, 11);
+  assert.is(routes.length, 17);
 });
 
 test('the document: bearer auth everywhere but the signed download route, servers /v1, extensions marked', () => {
@@ -76,11 +76,17 @@ test('the document: bearer auth everywhere but the signed download route, server
     }
   }
   assert.equal(extensions.sort(), [
+    'DELETE /files/{entryId}',
+    'DELETE /tickets/{ticketId}/message/{messageId}/attachment/{attachmentId}',
     'GET /agreements/{agreementId}',
     'GET /webhooks',
     'GET /webhooks/{webhookId}/deliveries',
+    'POST /directories',
+    'POST /files',
+    'POST /tickets/{ticketId}/message/{messageId}/attachment',
     'POST /webhooks',
     'POST /webhooks/{webhookId}/deliveries/{deliveryId}/redeliver',
+    'POST /webhooks/{webhookId}/test',
   ]);
 });
 
@@ -143,6 +149,8 @@ test('every route answers as the document says: each success and each error it d
     const redeliver = '/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver';
     await call('POST', redeliver, `/webhooks/${hook.id}/deliveries/${log.data[0].id}/redeliver`, {}, 202);
     await call('POST', redeliver, `/webhooks/${hook.id}/deliveries/whd_missing/redeliver`, {}, 404);
+    await call('POST', '/webhooks/{webhookId}/test', `/webhooks/${hook.id}/test`, {}, 202);
+    await call('POST', '/webhooks/{webhookId}/test', '/webhooks/wbh_missing/test', {}, 404);
     await call('DELETE', '/webhooks/{webhookId}', `/webhooks/${hook.id}`, {}, 204);
     await call('DELETE', '/webhooks/{webhookId}', `/webhooks/${hook.id}`, {}, 404);
     await call('POST', redeliver, `/webhooks/${hook.id}/deliveries/${log.data[0].id}/redeliver`, {}, 409);
@@ -170,6 +178,39 @@ test('every route answers as the document says: each success and each error it d
     await call('GET', '/files', `/files?directoryId=${dir.id}`, {}, 200);
     await call('GET', '/files', '/files?directoryId=nope', {}, 400);
     await call('GET', '/files', '/files?directoryId=fsd_missing', {}, 404);
+
+    // Uploads and deletions (extension routes)
+    const upload = (parts: [string, string | Blob, string?][]) => {
+      const body = new FormData();
+      for (const [name, value, filename] of parts) {
+        if (typeof value === 'string') body.append(name, value);
+        else body.append(name, value, filename);
+      }
+      return { body };
+    };
+    const small = new Blob(['bytes'], { type: 'text/plain' });
+    const { body: box } = await call('POST', '/directories', '/directories', jsonBody({ name: 'Box' }), 201);
+    await call('POST', '/directories', '/directories', jsonBody({ name: '' }), 400);
+    await call('POST', '/directories', '/directories', jsonBody({ name: 'x', directoryId: 'fsd_missing' }), 404);
+    await call('POST', '/directories', '/directories', { body: 'name=x' }, 415);
+    const { body: uploaded } = await call('POST', '/files', '/files', upload([['directoryId', box.id], ['file', small, 'u.txt']]), 201);
+    await call('POST', '/files', '/files', upload([['other', 'x']]), 400);
+    await call('POST', '/files', '/files', upload([['directoryId', 'fsd_missing'], ['file', small, 'u.txt']]), 404);
+    await call('POST', '/files', '/files', upload([['file', new Blob([documentBytes(MAX_DOCUMENT_BYTES + 1)]), 'big.bin']]), 413);
+    await call('POST', '/files', '/files', jsonBody({ name: 'x' }), 415);
+    await call('DELETE', '/files/{entryId}', `/files/${box.id}`, {}, 409);
+    await call('DELETE', '/files/{entryId}', `/files/${uploaded.id}`, {}, 204);
+    await call('DELETE', '/files/{entryId}', `/files/${uploaded.id}`, {}, 404);
+    const attach = '/tickets/{ticketId}/message/{messageId}/attachment';
+    const ticketPath = '/tickets/tck_0123456789abcdefABCD/message/tcm_0123456789abcdefABCD/attachment';
+    const { body: attached } = await call('POST', attach, ticketPath, upload([['file', small, 'a.txt']]), 201);
+    await call('POST', attach, ticketPath, upload([['other', 'x']]), 400);
+    await call('POST', attach, ticketPath, upload([['file', new Blob([documentBytes(MAX_DOCUMENT_BYTES + 1)]), 'big.bin']]), 413);
+    await call('POST', attach, ticketPath, jsonBody({ name: 'x' }), 415);
+    const attachmentAt = `${attach}/{attachmentId}`;
+    await call('DELETE', attachmentAt, `${ticketPath}/nope`, {}, 400);
+    await call('DELETE', attachmentAt, `${ticketPath}/${attached.id}`, {}, 204);
+    await call('DELETE', attachmentAt, `${ticketPath}/${attached.id}`, {}, 404);
 
     // Download links, and the signed route they point to
     const attachment = await portal.tickets.putAttachment('acct_a', { name: 'Résumé.pdf', mime: 'application/pdf', body: Buffer.from('0123456789') });
@@ -220,7 +261,7 @@ test('a 405 carries Allow and the Error body the document gives it', async () =>
     assert.is(res.status, 405);
     // The document names operations, and PUT /files is none: the shared 405 of the path's GET describes it.
     checker.check('GET', '/files', res, text);
-    assert.is(res.headers.get('allow'), 'GET, HEAD');
+    assert.is(res.headers.get('allow'), 'GET, HEAD, POST');
   });
 });
 

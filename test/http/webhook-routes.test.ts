@@ -1,6 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryTransport } from '../../adapters/memory/index.js';
+import { verifyWebhook } from '../../src/index.js';
 import { KEY_A, KEY_B, json, rawRequest, startPortal, withPortal } from '../helpers/server.js';
 import { NEVER, manualClock, waitFor } from '../helpers/webhooks.js';
 
@@ -185,6 +186,29 @@ test('POST …/deliveries/{id}/redeliver: 202 with the delivery pending again; 4
     const [done] = (await app.portal.webhooks.deliveries('acct_a', hook.id))!;
     assert.is(done!.status, 'succeeded');
     assert.equal(done!.attempts.map((attempt) => attempt.statusCode), [410, 200]);
+  });
+});
+
+test('POST /webhooks/{id}/test: 202, and a signed webhook.test call goes to that webhook now, in its log', async () => {
+  const transport = memoryTransport();
+  await withPortal({ transport, webhooks: { tick: NEVER } }, async (app) => {
+    const hook = await app.portal.webhooks.create('acct_a', { type: 'agreement-signed', url: 'https://r.example/in' });
+    const other = await app.portal.webhooks.create('acct_a', { type: 'agreement-signed', url: 'https://other.example/in' });
+    const res = await app.api(`/webhooks/${hook.id}/test`, { method: 'POST' });
+    assert.is(res.status, 202);
+    const delivery = await json(res);
+    assert.equal([delivery.webhookId, delivery.status], [hook.id, 'pending']);
+    await waitFor(async () => transport.calls.length === 1, 'the test call sent at once, without a tick');
+    const call = transport.calls[0]!;
+    assert.is(call.url, hook.url);
+    const payload = verifyWebhook(hook.secret, call.headers, call.body) as { id: string; type: string; data: unknown };
+    assert.equal([payload.id, payload.type, payload.data], [delivery.eventId, 'webhook.test', { webhookId: hook.id }]);
+    await waitFor(async () => (await app.portal.webhooks.deliveries('acct_a', hook.id))![0]!.status === 'succeeded', 'the attempt recorded');
+    const { data } = await json(await app.api(`/webhooks/${hook.id}/deliveries`));
+    assert.equal(data.map((entry: { id: string }) => entry.id), [delivery.id]);
+    assert.equal(await app.portal.webhooks.deliveries('acct_a', other.id), [], 'only the webhook tested');
+    assert.is((await app.api(`/webhooks/${hook.id}/test`, { method: 'POST', headers: { authorization: `Bearer ${KEY_B}` } })).status, 404);
+    assert.is((await app.api('/webhooks/wbh_nothing/test', { method: 'POST' })).status, 404);
   });
 });
 

@@ -2,7 +2,7 @@ import type { RequestListener } from 'node:http';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createExpressApp, serveExpressApp } from '../../examples/express.js';
-import { EMBEDDED_OPTIONS, exerciseEmbeddedPortal } from '../helpers/embedding.js';
+import { EMBEDDED_OPTIONS, exampleStartsWithoutKey, exerciseEmbeddedPortal } from '../helpers/embedding.js';
 import { listen } from '../helpers/server.js';
 
 test('examples/express.ts: uploads, downloads and the app\'s own routes through Express 5', async () => {
@@ -28,6 +28,10 @@ test('examples/express.ts: the server it listens on cuts off slow clients (heade
     await new Promise((resolve) => server.close(resolve));
     await portal.close();
   }
+});
+
+test('node dist/examples/express.js without PORTAL_API_KEYS prints a generated key and serves with it', async () => {
+  await exampleStartsWithoutKey('express');
 });
 
 test.run();

@@ -43,6 +43,17 @@ test('the tarball holds the built library and its declarations, not the tests or
   assert.not.ok(files.some((file) => file.startsWith('package/dist/test/') || file.startsWith('package/test/')), 'no tests');
   assert.not.ok(files.some((file) => file.startsWith('package/src/')), 'no TypeScript sources');
   assert.not.ok(files.some((file) => /^package\/(dist\/)?(bench|reliability)\//.test(file)), 'no bench or reliability tooling');
+  // The sources are not shipped, so neither are maps that point at them; the published build has none.
+  assert.not.ok(files.some((file) => file.endsWith('.map')), 'no source maps');
+  assert.match(pkg.scripts.prepack, /--sourceMap false/, 'the build before packing writes no maps');
+});
+
+test('the published manifest has no install-time build: npm would warn about (or run) a prepare script', async () => {
+  const { stdout } = await run('tar', ['-xzOf', tarball, 'package/package.json']);
+  const published = JSON.parse(stdout);
+  assert.is(published.scripts?.prepare, undefined);
+  assert.is(published.scripts?.install, undefined);
+  assert.is(published.scripts?.postinstall, undefined);
 });
 
 test('an installed tarball serves requests: createPortal and every adapter path import', async () => {
@@ -56,11 +67,11 @@ import { createRequire } from 'node:module';
 import { createPortal, openapi } from 'customer-portal';
 import { memoryStorage } from 'customer-portal/adapters/memory';
 const loaded = [${exportPaths.map((_, i) => `Object.keys(m${i}).length`).join(', ')}];
-const portal = await createPortal({ storage: memoryStorage(), auth: { apiKeys: ['k'] } });
+const portal = await createPortal({ storage: memoryStorage(), auth: { apiKeys: ['pack-key-0123456789'] } });
 const hook = await portal.webhooks.create('default', { type: 'customer-created', url: 'https://r.example/' });
 const server = http.createServer(portal.handler).listen(0, '127.0.0.1');
 await new Promise((resolve) => server.once('listening', resolve));
-const res = await fetch('http://127.0.0.1:' + server.address().port + '/v1/webhooks/' + hook.id, { headers: { authorization: 'Bearer k' } });
+const res = await fetch('http://127.0.0.1:' + server.address().port + '/v1/webhooks/' + hook.id, { headers: { authorization: 'Bearer pack-key-0123456789' } });
 const document = createRequire(import.meta.url)('customer-portal/openapi.json');
 console.log(JSON.stringify({ loaded, status: res.status, id: (await res.json()).id === hook.id, openapi: JSON.stringify(document) === JSON.stringify(openapi) && document.openapi }));
 server.close();
@@ -91,7 +102,7 @@ import { memoryStorage, memoryBlobs, memoryTransport } from 'customer-portal/ada
 const storage: Storage = memoryStorage();
 const blobs: BlobStore = memoryBlobs();
 const transport: WebhookTransport = memoryTransport();
-const options: PortalOptions = { storage, blobs, transport, auth: { apiKeys: { key: 'acct' } } };
+const options: PortalOptions = { storage, blobs, transport, auth: { apiKeys: { 'pack-key-0123456789': 'acct' } } };
 const portal: Portal = await createPortal(options);
 const hook: Webhook | null = await portal.webhooks.get('acct', 'wbh_x');
 const entries: FileEntry[] = await portal.files.list('acct');
@@ -99,7 +110,7 @@ export { hook, entries };
 `;
   await writeFile(path.join(consumer, 'use.ts'), good);
   await run(tsc, ['-p', 'tsconfig.json'], { cwd: consumer });
-  await writeFile(path.join(consumer, 'use.ts'), good.replace("auth: { apiKeys: { key: 'acct' } }", 'auth: { apiKeys: 42 }'));
+  await writeFile(path.join(consumer, 'use.ts'), good.replace("auth: { apiKeys: { 'pack-key-0123456789': 'acct' } }", 'auth: { apiKeys: 42 }'));
   let failed = false;
   await run(tsc, ['-p', 'tsconfig.json'], { cwd: consumer }).catch(() => (failed = true));
   assert.ok(failed, 'a wrong option type is a compile error');

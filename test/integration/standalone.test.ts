@@ -1,4 +1,6 @@
+import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import net, { type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -6,8 +8,11 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { fsBlobs, fsStorage } from '../../adapters/fs/index.js';
 import { createPortal } from '../../src/index.js';
+import { validFormData } from '../helpers/agreements.js';
 import { logLine, startNode, type Started } from '../helpers/process.js';
+import { startReceiver } from '../helpers/receiver.js';
 
+const STANDALONE_KEY = 'standalone-key-0123456789';
 const script = path.resolve(fileURLToPath(import.meta.url), '../../../examples/standalone.js');
 
 async function boot(env: Record<string, string>) {
@@ -65,8 +70,8 @@ test('with no key configured it makes one, prints it, keeps it in the data direc
 test('PORTAL_API_KEYS and PUBLIC_URL are honoured; no key is printed then', async () => {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'portal-standalone-'));
   try {
-    const { server, url } = await boot({ DATA_DIR: dataDir, PORTAL_API_KEYS: 'env-key-1,env-key-2' });
-    for (const key of ['env-key-1', 'env-key-2']) {
+    const { server, url } = await boot({ DATA_DIR: dataDir, PORTAL_API_KEYS: 'env-key-one-0123456789,env-key-two-0123456789' });
+    for (const key of ['env-key-one-0123456789', 'env-key-two-0123456789']) {
       assert.is((await fetch(`${url}/files`, { headers: { authorization: `Bearer ${key}` } })).status, 200);
     }
     assert.not.ok(server.lines.some((line) => line.startsWith('API key:')));
@@ -81,10 +86,10 @@ test('a SIGTERM with an idle keep-alive connection open stops promptly and clean
   const { Agent } = await import('node:http');
   const agent = new Agent({ keepAlive: true });
   try {
-    const { server, url } = await boot({ DATA_DIR: dataDir, PORTAL_API_KEYS: 'k' });
+    const { server, url } = await boot({ DATA_DIR: dataDir, PORTAL_API_KEYS: STANDALONE_KEY });
     const { request } = await import('node:http');
     const status = await new Promise<number>((resolve, reject) => {
-      request(`${url}/files`, { agent, headers: { authorization: 'Bearer k' } }, (res) => {
+      request(`${url}/files`, { agent, headers: { authorization: `Bearer ${STANDALONE_KEY}` } }, (res) => {
         res.resume();
         resolve(res.statusCode!);
       }).on('error', reject).end();
@@ -108,7 +113,7 @@ test('data survives a restart and a kill -9: webhooks, files, attachments, pendi
     const seed = await createPortal({
       storage: fsStorage({ dir: dataDir }),
       blobs: fsBlobs({ dir: path.join(dataDir, 'blobs') }),
-      auth: { apiKeys: ['k'] },
+      auth: { apiKeys: [STANDALONE_KEY] },
       signingKeys: [signingKey],
       webhooks: { worker: false },
     });
@@ -119,8 +124,8 @@ test('data survives a restart and a kill -9: webhooks, files, attachments, pendi
     await seed.events.publish('default', 'customer-created', { customer: { id: 'cus_1' } });
     await seed.close();
 
-    const env = { DATA_DIR: dataDir, PORTAL_API_KEYS: 'k', PORTAL_SIGNING_KEYS: signingKey };
-    const auth = { headers: { authorization: 'Bearer k' } };
+    const env = { DATA_DIR: dataDir, PORTAL_API_KEYS: STANDALONE_KEY, PORTAL_SIGNING_KEYS: signingKey };
+    const auth = { headers: { authorization: `Bearer ${STANDALONE_KEY}` } };
     const check = async (url: string) => {
       assert.is((await fetch(`${url}/webhooks/${webhook.id}`, auth)).status, 200);
       const root = (await (await fetch(`${url}/files`, auth)).json()) as { data: { id: string }[] };
@@ -150,8 +155,8 @@ test('data survives a restart and a kill -9: webhooks, files, attachments, pendi
 test('with DATABASE_URL the SQL adapters hold the data, across a restart (PGlite in a directory)', async () => {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'portal-standalone-'));
   try {
-    const env = { DATA_DIR: dataDir, PORTAL_API_KEYS: 'k', DATABASE_URL: `pglite:${path.join(dataDir, 'pg')}` };
-    const auth = { authorization: 'Bearer k' };
+    const env = { DATA_DIR: dataDir, PORTAL_API_KEYS: STANDALONE_KEY, DATABASE_URL: `pglite:${path.join(dataDir, 'pg')}` };
+    const auth = { authorization: `Bearer ${STANDALONE_KEY}` };
     const first = await boot(env);
     assert.ok(first.server.lines.some((line) => logLine(line)?.storage === 'sql'));
     const created = await fetch(`${first.url}/webhooks`, {
@@ -171,8 +176,67 @@ test('with DATABASE_URL the SQL adapters hold the data, across a restart (PGlite
 });
 
 test('a bad PORT stops the start with a clear error', async () => {
-  const server = startNode(script, { PORT: 'eighty', PORTAL_API_KEYS: 'k' });
+  const server = startNode(script, { PORT: 'eighty', PORTAL_API_KEYS: STANDALONE_KEY });
   assert.is(await server.exited, 1);
+});
+
+test('a port in use: the JSON "failed to start" line and exit 1, with nothing printed or created first', async () => {
+  const parent = await mkdtemp(path.join(tmpdir(), 'portal-standalone-'));
+  const dataDir = path.join(parent, 'data');
+  const taken = net.createServer();
+  await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+  try {
+    const { port } = taken.address() as AddressInfo;
+    const server = startNode(script, { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, PORTAL_API_KEYS: '' });
+    assert.is(await server.exited, 1);
+    assert.equal(server.lines, [], 'no API key printed');
+    const failure = server.errorLines.map(logLine).find((line) => line?.msg === 'failed to start');
+    assert.ok(failure, `a JSON "failed to start" line on stderr; got:\n${server.errorLines.join('\n')}`);
+    assert.match(JSON.stringify(failure!.err), 'EADDRINUSE');
+    assert.is(server.errorLines.length, 1, 'no raw stack besides the JSON line');
+    assert.not.ok(existsSync(dataDir), 'the data directory is not created');
+  } finally {
+    taken.close();
+    await rm(parent, { recursive: true, force: true });
+  }
+});
+
+test('PORTAL_ALLOW_PRIVATE_NETWORKS=1: a warning at start, and a receiver on loopback gets the calls', async () => {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'portal-standalone-'));
+  const receiver = await startReceiver();
+  const auth = { authorization: `Bearer ${STANDALONE_KEY}` };
+  try {
+    for (const allow of ['', '1']) {
+      const { server, url } = await boot({ DATA_DIR: dataDir, PORTAL_API_KEYS: STANDALONE_KEY, PORTAL_ALLOW_PRIVATE_NETWORKS: allow });
+      const warned = server.errorLines.map(logLine).some((line) => line?.level === 'warn' && String(line.msg).includes('PORTAL_ALLOW_PRIVATE_NETWORKS'));
+      assert.is(warned, allow === '1');
+      const created = await fetch(`${url}/webhooks`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ type: 'agreement-created', url: receiver.url }),
+      });
+      assert.is(created.status, 201);
+      const webhook = (await created.json()) as { id: string };
+      assert.is((await fetch(`${url}/agreements`, { method: 'POST', headers: auth, body: validFormData() })).status, 201);
+      const attempted = async () => {
+        const log = (await (await fetch(`${url}/webhooks/${webhook.id}/deliveries`, { headers: auth })).json()) as { data: { attempts: { statusCode: number | null; error: string | null }[] }[] };
+        return log.data[0]?.attempts[0];
+      };
+      let attempt = await attempted();
+      for (let i = 0; attempt === undefined && i < 200; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 25));
+        attempt = await attempted();
+      }
+      if (allow === '1') assert.is(attempt?.statusCode, 200, JSON.stringify(attempt));
+      else assert.match(String(attempt?.error), /private|loopback|refused/i);
+      await fetch(`${url}/webhooks/${webhook.id}`, { method: 'DELETE', headers: auth });
+      assert.is(await stop(server), 0);
+    }
+    assert.is(receiver.received.length, 1, 'only the server that allows it calls the receiver');
+  } finally {
+    await receiver.close();
+    await rm(dataDir, { recursive: true, force: true });
+  }
 });
 
 test.run();

@@ -62,6 +62,15 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
       },
     },
     {
+      method: 'POST',
+      path: '/webhooks/:webhookId/test',
+      async handler({ accountId, params }) {
+        const delivery = await webhooks.sendTest(accountId, params.webhookId!);
+        if (delivery === null) return refusal('WEBHOOK_NOT_FOUND', params.webhookId!);
+        return { status: 202, body: delivery };
+      },
+    },
+    {
       method: ['GET', 'HEAD'],
       path: '/webhooks/:webhookId/deliveries',
       async handler({ accountId, params }) {

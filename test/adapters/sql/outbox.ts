@@ -139,7 +139,7 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
     assert.equal((await storage.listDeliveries('acct_a', webhook.id)).map((d) => d.createdAt), [at(2), at(1), at(0)]);
     const same = await storage.publishEvents([eventRecord({ createdAt: at(2) })]);
     const newest = (await storage.listDeliveries('acct_a', webhook.id)).slice(0, 2).map((d) => d.id);
-    assert.equal(newest, [created[1]!.id, same[0]!.id].sort().reverse());
+    assert.equal(newest, [same[0]!.id, created[1]!.id], 'within one second, the one made last comes first');
 
     const target = created[0]!;
     await storage.claimDeliveries({ now: at(0), leaseUntil: at(1), limit: 1, owner: 'worker-1' });

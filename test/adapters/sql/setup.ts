@@ -2,7 +2,11 @@ import { Readable } from 'node:stream';
 import type { Test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { connectDatabase } from '../../../adapters/sql/connect.js';
+import { wrapClient } from '../../../adapters/sql/client.js';
 import { sqlAdapters, sqlBlobs, sqlStorage } from '../../../adapters/sql/index.js';
+import { migrate } from '../../../adapters/sql/migrations.js';
+import { resolveNames } from '../../../adapters/sql/schema.js';
+import { STORAGE_MIGRATIONS } from '../../../adapters/sql/storage-migrations.js';
 import { webhookRecord } from '../../conformance/fixtures.js';
 import { rejects } from '../../helpers/server.js';
 import { dropSchema, freshSchema } from '../../helpers/sql.js';
@@ -18,7 +22,7 @@ export function setupTests(test: Test, backend: SqlBackend): void {
       const stores = [0, 1, 2].flatMap(() => [sqlStorage({ client, schema }), sqlBlobs({ client, schema })]);
       await Promise.all(stores.map((store) => store.open!()));
       const applied = await rowsOf(client, schema, 'migrations');
-      assert.equal(applied.map((row) => `${row.component}:${row.version}`).sort(), ['blobs:1', 'storage:1']);
+      assert.equal(applied.map((row) => `${row.component}:${row.version}`).sort(), ['blobs:1', 'storage:1', 'storage:2']);
       // Every instance works on the tables the first one made.
       const webhook = webhookRecord();
       await (stores[0] as ReturnType<typeof sqlStorage>).insertWebhook(webhook);
@@ -26,7 +30,7 @@ export function setupTests(test: Test, backend: SqlBackend): void {
       // A later start finds nothing to do.
       const later = sqlStorage({ client, schema });
       await later.open!();
-      assert.is((await rowsOf(client, schema, 'migrations')).length, 2);
+      assert.is((await rowsOf(client, schema, 'migrations')).length, 3);
     } finally {
       await dropSchema(client, schema);
     }
@@ -37,7 +41,28 @@ export function setupTests(test: Test, backend: SqlBackend): void {
     try {
       await sqlStorage({ client, schema }).open!();
       await client.query(`INSERT INTO "${schema}".portal_migrations (component, version, name) VALUES ('storage', 99, 'future')`);
-      await rejects(() => sqlStorage({ client, schema }).open!(), /version 99, newer than this customer-portal knows \(1\)/);
+      await rejects(() => sqlStorage({ client, schema }).open!(), /version 99, newer than this customer-portal knows \(2\)/);
+    } finally {
+      await dropSchema(client, schema);
+    }
+  });
+
+  test('migrations: version 2 keeps the rows of version 1, and new rows follow them in creation order', async () => {
+    const schema = freshSchema();
+    try {
+      await migrate(wrapClient(client, 'test'), resolveNames({ schema }, 'test'), 'storage', STORAGE_MIGRATIONS.slice(0, 1));
+      // Ids that differ in their first character: the later ones sort before and after the first by id.
+      const old = webhookRecord({ id: `wbh_M${webhookRecord().id.slice(5)}` });
+      await client.query(
+        `INSERT INTO "${schema}".portal_webhooks (id, account_id, type, url, secret, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+        [old.id, old.accountId, old.type, old.url, old.secret, old.createdAt],
+      );
+      const storage = sqlStorage({ client, schema });
+      await storage.open!();
+      const made = [webhookRecord({ id: 'wbh_Z' + old.id.slice(5) }), webhookRecord({ id: 'wbh_0' + old.id.slice(5) })];
+      for (const webhook of made) await storage.insertWebhook(webhook);
+      assert.equal((await storage.listWebhooks('acct_a')).map((webhook) => webhook.id), [old.id, ...made.map((webhook) => webhook.id)]);
+      await storage.close!();
     } finally {
       await dropSchema(client, schema);
     }
