@@ -112,6 +112,10 @@ export const ERRORS = {
 
   // Webhooks
   WEBHOOK_NOT_FOUND: { status: 404, message: (id: string) => `No webhook ${id} in this account.` },
+  WEBHOOKS_LIMIT: {
+    status: 409,
+    message: (max: number) => `This account already has ${max} webhooks, the most it may have (webhooks.maxPerAccount); delete one first.`,
+  },
   DELIVERY_NOT_FOUND: {
     status: 404,
     message: (deliveryId: string, webhookId: string) => `No delivery ${deliveryId} of webhook ${webhookId} in this account.`,

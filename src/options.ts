@@ -13,6 +13,8 @@ export interface WebhookOptions {
   concurrency?: number;
   /** Seconds to wait before each retry (default the Standard Webhooks schedule, about three days). */
   retrySchedule?: readonly number[];
+  /** Webhooks one account may have; one more is refused with 409 (default 50). */
+  maxPerAccount?: number;
   /** Let the default HTTP transport call loopback and private addresses (default `false`). */
   allowPrivateNetworks?: boolean;
 }

@@ -89,7 +89,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     worker = createWebhookWorker({ storage, transport, clock, logger, ...webhookOptions });
   }
 
-  const webhooks = createWebhookService({ storage, clock, eventTypes, notify });
+  const webhooks = createWebhookService({ storage, clock, eventTypes, notify, maxPerAccount: webhookOptions.maxPerAccount });
   const events = createEventService({ storage, clock, eventTypes, notify });
   const files = createFileService({ storage, blobs, clock });
   const tickets = createTicketService({ storage, blobs, clock, signer, publicUrl });

@@ -24,8 +24,11 @@ export interface Storage {
   /** Releases what `open` took. Never closes a database client it was handed. */
   close?(): Promise<void>;
 
-  /** Stores a new webhook. */
-  insertWebhook(webhook: WebhookRecord): Promise<void>;
+  /**
+   * Stores a new webhook. Given `maxPerAccount`, rejects with `WEBHOOKS_LIMIT` instead, storing
+   * nothing, when the account holds that many already: the count and the insert are one atomic step.
+   */
+  insertWebhook(webhook: WebhookRecord, limits?: { maxPerAccount?: number }): Promise<void>;
   /** The webhook, or `null` when absent in this account. */
   getWebhook(accountId: string, id: string): Promise<WebhookRecord | null>;
   /** Every webhook of the account, oldest first. */

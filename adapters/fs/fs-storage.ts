@@ -184,9 +184,13 @@ export function fsStorage(options: FsStorageOptions): Storage {
       return closing;
     },
 
-    async insertWebhook(webhook) {
+    async insertWebhook(webhook, limits) {
       await ready();
       assertNew('webhook', webhook.id);
+      // Counted and committed with no await between: commit applies to memory at once, so two
+      // creates cannot both pass the count.
+      const max = limits?.maxPerAccount;
+      if (max !== undefined && [...state.webhookIds(webhook.accountId)].length >= max) throw new PortalError('WEBHOOKS_LIMIT', max);
       await commit([{ table: 'webhook', record: webhook }]);
     },
     async getWebhook(accountId, id) {

@@ -1,3 +1,4 @@
+import { PortalError } from '../../src/errors.js';
 import type { Storage } from '../../src/ports.js';
 import type { FileEntryRecord } from '../../src/records.js';
 import { wrapClient, type SqlClient } from './client.js';
@@ -15,6 +16,9 @@ import {
   toWebhook,
   webhookColumns,
 } from './storage-rows.js';
+
+/** First key of the advisory lock that counts an account's webhooks: 'cpwh' in ASCII. */
+const WEBHOOK_LOCK_CLASS = 0x63707768;
 
 export interface SqlStorageOptions extends SqlOptions {
   /** A `pg.Pool`, a PGlite instance, or anything with `query(text, params) → Promise<{ rows }>`. Never closed here. */
@@ -36,6 +40,14 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
   const sql = {
     insertWebhook: `INSERT INTO ${table('webhooks')} (id, account_id, type, url, secret, created_at)
       VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::timestamptz)`,
+    // The account's webhooks are counted under a lock of the account (released at commit), so two
+    // creates at once cannot both see room for one more; the count is a statement after the lock,
+    // so in READ COMMITTED it sees what a create that held the lock before committed.
+    lockAccountWebhooks: `SELECT pg_advisory_xact_lock($1::int, hashtext($2::text))`,
+    insertWebhookWithin: `INSERT INTO ${table('webhooks')} (id, account_id, type, url, secret, created_at)
+      SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::timestamptz
+      WHERE (SELECT count(*) FROM ${table('webhooks')} WHERE account_id = $2::text) < $7::int
+      RETURNING id`,
     getWebhook: `SELECT ${webhookColumns()} FROM ${table('webhooks')} WHERE id = $2::text AND account_id = $1::text`,
     listWebhooks: `SELECT ${webhookColumns()} FROM ${table('webhooks')} WHERE account_id = $1::text ORDER BY created_at, id`,
     deleteWebhook: `DELETE FROM ${table('webhooks')} WHERE id = $2::text AND account_id = $1::text RETURNING id`,
@@ -78,8 +90,18 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
   ];
 
   const storage: Storage = {
-    async insertWebhook(webhook) {
-      await db.query(sql.insertWebhook, [webhook.id, webhook.accountId, webhook.type, webhook.url, webhook.secret, webhook.createdAt]);
+    async insertWebhook(webhook, limits) {
+      const params = [webhook.id, webhook.accountId, webhook.type, webhook.url, webhook.secret, webhook.createdAt];
+      const max = limits?.maxPerAccount;
+      if (max === undefined) {
+        await db.query(sql.insertWebhook, params);
+        return;
+      }
+      const inserted = await db.transaction(async (tx) => {
+        await tx.query(sql.lockAccountWebhooks, [WEBHOOK_LOCK_CLASS, `${names.schema}:${webhook.accountId}`]);
+        return (await tx.query(sql.insertWebhookWithin, [...params, max])).length === 1;
+      });
+      if (!inserted) throw new PortalError('WEBHOOKS_LIMIT', max);
     },
     async getWebhook(accountId, id) {
       const [row] = await db.query(sql.getWebhook, [accountId, id]);

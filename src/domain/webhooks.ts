@@ -32,6 +32,8 @@ export function createWebhookService(deps: {
   storage: Storage;
   clock: () => Date;
   eventTypes: readonly string[];
+  /** Webhooks one account may have (`webhooks.maxPerAccount`); default unlimited. */
+  maxPerAccount?: number;
   /** Asks the delivery worker for a pass now (after a redeliver). */
   notify?: () => void;
 }) {
@@ -44,7 +46,7 @@ export function createWebhookService(deps: {
       parseInput(accountIdSchema, accountId, 'accountId');
       const { type, url } = parseInput(input, body, 'webhook');
       const record = { id: newId('wbh'), accountId, type, url, secret: newWebhookSecret(), createdAt: atom(clock()) };
-      await storage.insertWebhook(record);
+      await storage.insertWebhook(record, { maxPerAccount: deps.maxPerAccount });
       return webhookShape(record);
     },
 

@@ -173,6 +173,7 @@ const paths = {
       responses: {
         201: response('The webhook made, with its secret.', 'Webhook', location),
         400: error('The body is not JSON, or not `{type, url}` with a known type and an http(s) URL.'),
+        409: error('The account holds `webhooks.maxPerAccount` webhooks already (default 50).'),
         413: error('The body is over 64 KiB.'),
         415: error('The body is not `application/json`.'),
       },

@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryTransport } from '../../adapters/memory/index.js';
-import { KEY_A, KEY_B, json, rawRequest, startPortal, withPortal } from '../helpers/server.js';
+import { KEY_A, KEY_B, json, rawRequest, rejects, startPortal, withPortal } from '../helpers/server.js';
 import { NEVER, manualClock, waitFor } from '../helpers/webhooks.js';
 
 const post = (body: string, type = 'application/json') => ({ method: 'POST', headers: { 'content-type': type }, body });
@@ -54,6 +54,33 @@ test('POST /webhooks: Location follows the Host header when no publicUrl is set'
     });
     assert.match(String(ignored.headers.location), /^http:\/\/h\.example\/v1\//, 'forwarded headers are ignored without trustProxy');
   });
+});
+
+test('webhooks.maxPerAccount: the next POST /webhooks and webhooks.create answer 409 naming the limit; other accounts are not held', async () => {
+  await withPortal({ webhooks: { maxPerAccount: 3 } }, async (app) => {
+    const body = JSON.stringify({ type: 'customer-created', url: 'https://r.example/in' });
+    for (let i = 0; i < 3; i++) assert.is((await app.api('/webhooks', post(body))).status, 201);
+    const refused = await app.api('/webhooks', post(body));
+    assert.is(refused.status, 409);
+    assert.match((await json(refused)).message, /already has 3 webhooks.*webhooks\.maxPerAccount/);
+    const thrown = await rejects(() => app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/' }), /3 webhooks/);
+    assert.is(thrown.status, 409);
+    assert.is((await app.portal.webhooks.list('acct_a')).length, 3, 'nothing stored past the limit');
+    assert.ok(await app.portal.webhooks.create('acct_b', { type: 'customer-created', url: 'https://b.example/' }));
+    const [first] = await app.portal.webhooks.list('acct_a');
+    await app.portal.webhooks.delete('acct_a', first!.id);
+    assert.is((await app.api('/webhooks', post(body))).status, 201, 'a deletion makes room');
+  });
+});
+
+test('webhooks.maxPerAccount defaults to 50 and must be a positive whole number', async () => {
+  await withPortal(async (app) => {
+    await Promise.all(Array.from({ length: 50 }, () => app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/' })));
+    await rejects(() => app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/' }), /already has 50 webhooks/);
+  });
+  for (const maxPerAccount of [0, -1, 1.5, '5']) {
+    await rejects(() => startPortal({ webhooks: { maxPerAccount: maxPerAccount as number } }), /webhooks\.maxPerAccount must be a positive whole number/);
+  }
 });
 
 test('POST /webhooks refuses bad bodies with a 4xx naming the problem, and stores nothing', async () => {
