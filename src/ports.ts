@@ -87,8 +87,8 @@ export interface Storage {
    */
   claimDeliveries(claim: { now: string; leaseUntil: string; limit: number; owner: string }): Promise<ClaimedDelivery[]>;
   /**
-   * Appends an attempt to a delivery leased by `owner`, sets its status and next attempt, and
-   * releases the lease. `false`, changing nothing, when `owner` no longer holds the lease or the
+   * Appends an attempt to a delivery leased by `owner` (keeping the last `MAX_ATTEMPTS_KEPT`, and
+   * counting it in `attemptCount`), sets its status and next attempt, and releases the lease. `false`, changing nothing, when `owner` no longer holds the lease or the
    * delivery is no longer pending (cancelled meanwhile).
    */
   recordAttempt(
@@ -97,7 +97,11 @@ export interface Storage {
     attempt: DeliveryAttempt,
     outcome: { status: DeliveryStatus; nextAttemptAt: string | null },
   ): Promise<boolean>;
-  /** Makes the delivery pending again, due at `nextAttemptAt`, lease dropped, attempts kept; `null` when absent. */
+  /**
+   * Makes the delivery pending again, due at `nextAttemptAt` (now), lease dropped, attempts kept;
+   * `null` when absent. Rejects with `DELIVERY_IN_FLIGHT`, changing nothing, while a lease holds it
+   * at `nextAttemptAt` (the check and the change atomic): never a second call of one delivery.
+   */
   redeliver(accountId: string, id: string, nextAttemptAt: string): Promise<DeliveryRecord | null>;
 
   /** Whether any record names the blob `key` (a document, file or attachment id): the orphan sweep asks. */

@@ -109,7 +109,10 @@ export interface Delivery {
   webhookId: string;
   eventId: string;
   status: DeliveryStatus;
+  /** The last attempts, oldest first: at most 50 (`MAX_ATTEMPTS_KEPT`), older ones dropped. */
   attempts: DeliveryAttempt[];
+  /** Every attempt ever made, those dropped from `attempts` included. */
+  attemptCount: number;
   nextAttemptAt: string | null;
   createdAt: string;
 }

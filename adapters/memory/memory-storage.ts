@@ -302,6 +302,7 @@ export function memoryStorage(): Storage {
       const row = deliveries.get(accountId, id);
       if (row === null) return null;
       const again = deliveryRules.redeliver(row, nextAttemptAt);
+      if (again === null) throw new PortalError('DELIVERY_IN_FLIGHT', id);
       putDelivery(again);
       return structuredClone(again);
     },

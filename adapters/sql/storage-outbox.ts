@@ -1,8 +1,10 @@
-import { newDelivery } from '../../src/domain/deliveries.js';
+import { MAX_ATTEMPTS_KEPT, newDelivery } from '../../src/domain/deliveries.js';
+import { PortalError } from '../../src/errors.js';
 import type { Storage } from '../../src/ports.js';
 import type { DeliveryRecord, EventRecord } from '../../src/records.js';
 import type { Db, Queryable } from './client.js';
 import type { Names } from './schema.js';
+import { lastAttempts } from './storage-migrations.js';
 import { deliveryColumns, eventColumns, toDelivery, toEvent, toWebhook, webhookColumns } from './storage-rows.js';
 
 export type OutboxMethods = Pick<
@@ -72,14 +74,18 @@ export function createOutbox(db: Db, { table }: Names): Outbox {
     JOIN ${table('events')} AS e ON e.id = d.event_id
     JOIN ${table('webhooks')} AS w ON w.id = d.webhook_id
     ORDER BY d.next_attempt_at, d.id`;
+  // The attempt appended, and the oldest dropped once more than MAX_ATTEMPTS_KEPT are held.
   const recordAttempt = `UPDATE ${table('deliveries')}
-    SET attempts = attempts || jsonb_build_array($3::jsonb), status = $4::text, next_attempt_at = $5::timestamptz,
+    SET attempts = CASE WHEN jsonb_array_length(attempts) < ${MAX_ATTEMPTS_KEPT} THEN attempts || jsonb_build_array($3::jsonb)
+          ELSE ${lastAttempts('attempts || jsonb_build_array($3::jsonb)')} END,
+        attempt_count = attempt_count + 1, status = $4::text, next_attempt_at = $5::timestamptz,
         lease_owner = NULL, lease_until = NULL
     WHERE id = $1::text AND lease_owner = $2::text AND status = 'pending'
     RETURNING id`;
+  // Refused (no row) while a lease holds the delivery at $3, now: never a second call in flight.
   const redeliver = `UPDATE ${table('deliveries')}
     SET status = 'pending', next_attempt_at = $3::timestamptz, lease_owner = NULL, lease_until = NULL
-    WHERE account_id = $1::text AND id = $2::text
+    WHERE account_id = $1::text AND id = $2::text AND (lease_until IS NULL OR lease_until < $3::timestamptz)
     RETURNING ${deliveryColumns()}`;
 
   async function storeEvents(tx: Queryable, batch: EventRecord[]): Promise<DeliveryRecord[]> {
@@ -139,7 +145,11 @@ export function createOutbox(db: Db, { table }: Names): Outbox {
     },
     async redeliver(accountId, id, nextAttemptAt) {
       const [row] = await db.query(redeliver, [accountId, id, nextAttemptAt]);
-      return row === undefined ? null : toDelivery(row);
+      if (row !== undefined) return toDelivery(row);
+      // Nothing changed: the delivery is absent, or leased (its call in flight).
+      const [current] = await db.query(selectDelivery, [accountId, id]);
+      if (current === undefined) return null;
+      throw new PortalError('DELIVERY_IN_FLIGHT', id);
     },
   };
 }

@@ -14,6 +14,12 @@ import { compareKeys } from '../shared/order.js';
  * implement the same rules, and the conformance suite holds all three to them.
  */
 
+/**
+ * The attempts a delivery keeps: the last ones, older dropped, so that a delivery redelivered again
+ * and again stays one small record; `attemptCount` keeps the total.
+ */
+export const MAX_ATTEMPTS_KEPT = 50;
+
 /** A new delivery of `event` to the webhook `webhookId`: pending, due when the event happened, no attempts, no lease. */
 export function newDelivery(event: EventRecord, webhookId: string): DeliveryRecord {
   return {
@@ -23,6 +29,7 @@ export function newDelivery(event: EventRecord, webhookId: string): DeliveryReco
     eventId: event.id,
     status: 'pending',
     attempts: [],
+    attemptCount: 0,
     nextAttemptAt: event.createdAt,
     createdAt: event.createdAt,
     leaseOwner: null,
@@ -62,8 +69,9 @@ export function lease(delivery: DeliveryRecord, owner: string, leaseUntil: strin
 }
 
 /**
- * The delivery after `owner`'s attempt: the attempt appended, the outcome's status and next attempt
- * set, the lease released; `null` when `owner` does not hold the lease or the delivery is not pending.
+ * The delivery after `owner`'s attempt: the attempt appended (the oldest dropped past
+ * `MAX_ATTEMPTS_KEPT`, `attemptCount` one more), the outcome's status and next attempt set, the
+ * lease released; `null` when `owner` does not hold the lease or the delivery is not pending.
  */
 export function recordAttempt(
   delivery: DeliveryRecord,
@@ -74,7 +82,8 @@ export function recordAttempt(
   if (delivery.status !== 'pending' || delivery.leaseOwner !== owner) return null;
   return {
     ...delivery,
-    attempts: [...delivery.attempts, { ...attempt }],
+    attempts: [...delivery.attempts, { ...attempt }].slice(-MAX_ATTEMPTS_KEPT),
+    attemptCount: delivery.attemptCount + 1,
     status: outcome.status,
     nextAttemptAt: outcome.nextAttemptAt,
     leaseOwner: null,
@@ -82,8 +91,13 @@ export function recordAttempt(
   };
 }
 
-/** The delivery, whatever its status, pending again and due at `nextAttemptAt`, lease dropped, attempts kept. */
-export function redeliver(delivery: DeliveryRecord, nextAttemptAt: string): DeliveryRecord {
+/**
+ * The delivery, whatever its status, pending again and due at `nextAttemptAt` (the time of asking),
+ * lease dropped, attempts kept; `null` while a lease holds it at that time: its call may be in
+ * flight, and one call at a time per delivery is the rule, so a redeliver never starts a second.
+ */
+export function redeliver(delivery: DeliveryRecord, nextAttemptAt: string): DeliveryRecord | null {
+  if (isLeased(delivery, nextAttemptAt)) return null;
   return { ...delivery, status: 'pending', nextAttemptAt, leaseOwner: null, leaseUntil: null };
 }
 

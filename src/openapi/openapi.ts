@@ -234,7 +234,7 @@ const paths = {
       responses: {
         202: response('The delivery, pending again.', 'Delivery'),
         404: error('No such delivery of that webhook in this account.'),
-        409: error('The webhook of the delivery was deleted: there is nowhere to send it.'),
+        409: error('The webhook of the delivery was deleted (there is nowhere to send it), or its call is in flight (one call at a time per delivery).'),
       },
     }),
   },

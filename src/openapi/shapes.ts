@@ -60,7 +60,8 @@ export const delivery = v.strictObject({
   webhookId: id('wbh'),
   eventId: id('evt'),
   status: v.picklist(['pending', 'succeeded', 'failed', 'cancelled']),
-  attempts: v.array(deliveryAttempt),
+  attempts: v.pipe(v.array(deliveryAttempt), v.maxLength(50)),
+  attemptCount: count,
   nextAttemptAt: v.nullable(atomDateTime),
   createdAt: atomDateTime,
 });

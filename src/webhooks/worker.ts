@@ -171,7 +171,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
         webhookId: webhook.id,
         eventId: event.id,
         eventType: event.type,
-        attempt: delivery.attempts.length + 1,
+        attempt: delivery.attemptCount + 1,
         statusCode,
         error: attempt.error,
         durationMs,

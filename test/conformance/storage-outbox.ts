@@ -49,6 +49,7 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
         eventId: event.id,
         status: 'pending',
         attempts: [],
+        attemptCount: 0,
         nextAttemptAt: at(30),
         createdAt: at(30),
         leaseOwner: null,
@@ -298,12 +299,44 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     assert.is(await storage.redeliver('acct_a', 'whd_unknown', at(500)), null);
   }));
 
-  test('outbox: redeliver of a leased delivery drops the lease, so the old owner cannot record', withStorage(factory, async (storage) => {
+  test('outbox: redeliver of a delivery whose lease ran out drops the lease, so the old owner cannot record', withStorage(factory, async (storage) => {
     const [delivery] = await published(storage, 1);
     await claim(storage, 0, 10, 'worker-1');
-    await storage.redeliver('acct_a', delivery!.id, at(1));
+    await storage.redeliver('acct_a', delivery!.id, at(61));
     assert.is(await storage.recordAttempt(delivery!.id, 'worker-1', attempt(200), { status: 'succeeded', nextAttemptAt: null }), false);
-    assert.equal((await claim(storage, 1, 10, 'worker-2')).map((c) => c.delivery.id), [delivery!.id]);
+    assert.equal((await claim(storage, 61, 10, 'worker-2')).map((c) => c.delivery.id), [delivery!.id]);
+  }));
+
+  test('outbox: redeliver while a lease holds the delivery (its call in flight) rejects with DELIVERY_IN_FLIGHT and changes nothing', withStorage(factory, async (storage, { db }) => {
+    const [delivery] = await published(storage, 1);
+    await claim(storage, 0, 10, 'worker-1', 60);
+    const leased = await db.delivery(delivery!.id);
+    for (const second of [1, 30, 60]) {
+      const error = await storage.redeliver('acct_a', delivery!.id, at(second)).then(() => null, (caught: unknown) => caught);
+      assert.ok(isPortalError(error, 'DELIVERY_IN_FLIGHT'), `at ${second} s: ${String(error)}`);
+      assert.is((error as { status: number }).status, 409);
+    }
+    assert.equal(await db.delivery(delivery!.id), leased, 'the lease and the delivery are as they were');
+    assert.equal(await claim(storage, 30, 10, 'worker-2'), [], 'no second call: nobody else may claim it');
+    assert.is(await storage.recordAttempt(delivery!.id, 'worker-1', attempt(200, 2), { status: 'succeeded', nextAttemptAt: null }), true, 'the call in flight records');
+    const again = (await storage.redeliver('acct_a', delivery!.id, at(3)))!;
+    assert.equal([again.status, again.attempts.length, again.attemptCount], ['pending', 1, 1], 'once recorded it may be sent again');
+    assert.is(await storage.redeliver('acct_b', delivery!.id, at(3)), null, 'another account still sees nothing');
+  }));
+
+  test('outbox: a delivery keeps its last 50 attempts and counts them all', withStorage(factory, async (storage, { db }) => {
+    const [delivery] = await published(storage, 1);
+    const total = 53;
+    for (let n = 1; n <= total; n++) {
+      assert.is((await claim(storage, n * 2, 10, 'worker-1', 1)).length, 1);
+      const made = { ...attempt(500, n * 2), durationMs: n };
+      assert.ok(await storage.recordAttempt(delivery!.id, 'worker-1', made, { status: 'pending', nextAttemptAt: at(n * 2 + 2) }));
+    }
+    const stored = (await db.delivery(delivery!.id))!;
+    assert.is(stored.attemptCount, total);
+    assert.is(stored.attempts.length, 50);
+    assert.equal(stored.attempts.map((kept) => kept.durationMs), Array.from({ length: 50 }, (_, i) => total - 49 + i), 'the oldest dropped, in order');
+    assert.equal(await storage.getDelivery('acct_a', delivery!.id), stored);
   }));
 
   test('outbox: listDeliveries is the webhook\'s own, newest first', withStorage(factory, async (storage) => {

@@ -2,7 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryTransport } from '../../adapters/memory/index.js';
 import { KEY_A, KEY_B, json, rawRequest, rejects, startPortal, withPortal } from '../helpers/server.js';
-import { NEVER, manualClock, waitFor } from '../helpers/webhooks.js';
+import { NEVER, deferred, manualClock, waitFor } from '../helpers/webhooks.js';
 
 const post = (body: string, type = 'application/json') => ({ method: 'POST', headers: { 'content-type': type }, body });
 
@@ -133,7 +133,7 @@ test('GET /webhooks/{id}/deliveries: the log, newest first, with every attempt; 
     assert.is(data.length, 2);
     assert.ok(data[0].createdAt > data[1].createdAt, 'newest first');
     for (const delivery of data) {
-      assert.equal(Object.keys(delivery).sort(), ['attempts', 'createdAt', 'eventId', 'id', 'nextAttemptAt', 'status', 'webhookId']);
+      assert.equal(Object.keys(delivery).sort(), ['attemptCount', 'attempts', 'createdAt', 'eventId', 'id', 'nextAttemptAt', 'status', 'webhookId']);
       assert.match(delivery.id, /^whd_/);
       assert.is(delivery.webhookId, hook.id);
     }
@@ -175,6 +175,39 @@ test('POST …/deliveries/{id}/redeliver: 202 with the delivery pending again; 4
     const [done] = (await app.portal.webhooks.deliveries('acct_a', hook.id))!;
     assert.is(done!.status, 'succeeded');
     assert.equal(done!.attempts.map((attempt) => attempt.statusCode), [410, 200]);
+  });
+});
+
+test('POST …/redeliver during the delivery\'s call answers 409 and never starts a second call', async () => {
+  const release = deferred<number>();
+  let calls = 0;
+  let inFlight = 0;
+  let most = 0;
+  const transport = memoryTransport({
+    respond: async () => {
+      calls++;
+      most = Math.max(most, ++inFlight);
+      const status = await release.promise;
+      inFlight--;
+      return status;
+    },
+  });
+  await withPortal({ transport, webhooks: { tick: NEVER, concurrency: 8 } }, async (app) => {
+    const hook = await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/in' });
+    await app.portal.events.publish('acct_a', 'customer-created', { n: 1 });
+    await waitFor(() => calls === 1, 'the first call to start');
+    const [delivery] = (await app.portal.webhooks.deliveries('acct_a', hook.id))!;
+    for (let i = 0; i < 10; i++) {
+      const res = await app.api(`/webhooks/${hook.id}/deliveries/${delivery!.id}/redeliver`, { method: 'POST' });
+      assert.is(res.status, 409);
+      assert.match((await json(res)).message, /is being sent right now/);
+    }
+    assert.is(calls, 1, 'no second call while the first is in flight');
+    release.resolve(200);
+    await waitFor(async () => (await app.portal.webhooks.deliveries('acct_a', hook.id))![0]!.status === 'succeeded', 'the call recorded');
+    const [done] = (await app.portal.webhooks.deliveries('acct_a', hook.id))!;
+    assert.equal([done!.attempts.length, done!.attemptCount, most], [1, 1, 1]);
+    assert.is((await app.api(`/webhooks/${hook.id}/deliveries/${delivery!.id}/redeliver`, { method: 'POST' })).status, 202, 'once recorded it may go again');
   });
 });
 
