@@ -11,6 +11,19 @@ import type {
   WebhookRecord,
 } from './records.js';
 
+/** What a claim asks for: the time, the lease, how many, for whom, and the share one account may hold. */
+export interface Claim {
+  now: string;
+  leaseUntil: string;
+  limit: number;
+  owner: string;
+  /**
+   * Fair share: at most `max` deliveries of one account held by `owner` at once, counting its calls
+   * in flight (`inFlight`, by account id) and what this claim leases. Without it, no cap.
+   */
+  perAccount?: { max: number; inFlight: Readonly<Record<string, number>> };
+}
+
 /**
  * Where records live. Every read is scoped to an account: a record of another account is absent.
  * Methods resolve `null` (or `false`) when a record is absent and reject only on I/O failure (a
@@ -83,9 +96,11 @@ export interface Storage {
    * (no lease, or one that ended before `now`), oldest due first, to `owner` until `leaseUntil`,
    * in one atomic step: two concurrent claims never return the same delivery. A due delivery whose
    * webhook no longer exists, met before `limit` are leased, is cancelled instead of returned and
-   * does not count toward `limit` (`planClaim` in `domain/deliveries.ts`).
+   * does not count toward `limit`. With `perAccount`, a delivery of an account that holds `max`
+   * (its `inFlight` count plus those leased by this claim) is skipped, not leased
+   * (`planClaim` in `domain/deliveries.ts`).
    */
-  claimDeliveries(claim: { now: string; leaseUntil: string; limit: number; owner: string }): Promise<ClaimedDelivery[]>;
+  claimDeliveries(claim: Claim): Promise<ClaimedDelivery[]>;
   /**
    * Appends an attempt to a delivery leased by `owner` (keeping the last `MAX_ATTEMPTS_KEPT`, and
    * counting it in `attemptCount`), sets its status and next attempt, and releases the lease. `false`, changing nothing, when `owner` no longer holds the lease or the

@@ -53,9 +53,27 @@ export function createOutbox(db: Db, { table }: Names): Outbox {
   // A claimable delivery whose webhook is gone (redelivered as the webhook was deleted) is
   // cancelled when the walk passes it, that is when it comes before the last one leased or the
   // limit was not reached: there is nowhere to send it, and left pending it would stay due forever.
-  const claim = `WITH due AS (
+  // The fair share (planClaim's perAccount), before the lock: each account's claimable deliveries
+  // ranked in claim order, and only the first (max - held in flight) of each may be leased. Ranks
+  // every claimable row, a sort of the due backlog per claim; the price of not letting one
+  // account's backlog fill every slot.
+  const fairShare = `AND d.id IN (
+        SELECT ranked.id FROM (
+          SELECT d.id, d.account_id, row_number() OVER (PARTITION BY d.account_id ORDER BY d.next_attempt_at, d.id) AS place
+          FROM ${table('deliveries')} AS d WHERE ${claimable} AND ${webhookExists}
+        ) AS ranked
+        LEFT JOIN unnest($5::text[], $6::int[]) AS held(account_id, n) ON held.account_id = ranked.account_id
+        WHERE ranked.place + coalesce(held.n, 0) <= $7::int
+      )`;
+  // planClaim in one statement: lock the claimable rows no other claim holds (SKIP LOCKED), lease
+  // them, return them with their event and webhook. A row another claim leased and committed
+  // meanwhile is re-checked against the WHERE clause on its new version, so it is not leased twice.
+  // A claimable delivery whose webhook is gone (redelivered as the webhook was deleted) is
+  // cancelled when the walk passes it, that is when it comes before the last one leased or the
+  // limit was not reached: there is nowhere to send it, and left pending it would stay due forever.
+  const claimWhere = (share: string) => `WITH due AS (
       SELECT id, next_attempt_at FROM ${table('deliveries')} AS d
-      WHERE ${claimable} AND ${webhookExists}
+      WHERE ${claimable} AND ${webhookExists} ${share}
       ORDER BY next_attempt_at, id
       LIMIT $3::int
       FOR UPDATE SKIP LOCKED
@@ -74,6 +92,8 @@ export function createOutbox(db: Db, { table }: Names): Outbox {
     JOIN ${table('events')} AS e ON e.id = d.event_id
     JOIN ${table('webhooks')} AS w ON w.id = d.webhook_id
     ORDER BY d.next_attempt_at, d.id`;
+  const claim = claimWhere('');
+  const fairClaim = claimWhere(fairShare);
   // The attempt appended, and the oldest dropped once more than MAX_ATTEMPTS_KEPT are held.
   const recordAttempt = `UPDATE ${table('deliveries')}
     SET attempts = CASE WHEN jsonb_array_length(attempts) < ${MAX_ATTEMPTS_KEPT} THEN attempts || jsonb_build_array($3::jsonb)
@@ -133,9 +153,13 @@ export function createOutbox(db: Db, { table }: Names): Outbox {
     async listDeliveries(accountId, webhookId) {
       return (await db.query(selectDeliveries, [accountId, webhookId])).map((row) => toDelivery(row));
     },
-    async claimDeliveries({ now, leaseUntil, limit, owner }) {
+    async claimDeliveries({ now, leaseUntil, limit, owner, perAccount }) {
       if (limit <= 0) return [];
-      const rows = await db.query(claim, [now, leaseUntil, limit, owner]);
+      const held = perAccount === undefined ? [] : Object.entries(perAccount.inFlight);
+      const rows =
+        perAccount === undefined
+          ? await db.query(claim, [now, leaseUntil, limit, owner])
+          : await db.query(fairClaim, [now, leaseUntil, limit, owner, held.map(([account]) => account), held.map(([, n]) => n), perAccount.max]);
       return rows.map((row) => ({ delivery: toDelivery(row, 'd_'), event: toEvent(row, 'e_'), webhook: toWebhook(row, 'w_') }));
     },
     async recordAttempt(id, owner, attempt, outcome) {

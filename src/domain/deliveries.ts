@@ -1,4 +1,5 @@
 import { newId } from '../shared/ids.js';
+import type { Claim } from '../ports.js';
 import type { DeliveryAttempt, DeliveryRecord, EventRecord } from '../records.js';
 import { compareKeys } from '../shared/order.js';
 
@@ -116,21 +117,29 @@ export interface ClaimPlan {
 
 /**
  * What a claim does, walking `candidates` in claim order (`compareDue`): each claimable one is
- * leased to `owner` until `leaseUntil`, or cancelled when `hasWebhook` says its webhook is gone;
- * the walk ends once `limit` are leased, so a cancelled one does not use up the limit.
+ * leased to `owner` until `leaseUntil`, or cancelled when `hasWebhook` says its webhook is gone,
+ * or skipped when its account holds its share (`perAccount`) already, so that one account's
+ * backlog or hanging receivers never keep another's deliveries waiting beyond this claim; the walk
+ * ends once `limit` are leased, so a cancelled or skipped one does not use up the limit.
  */
 export function planClaim(
   candidates: Iterable<DeliveryRecord>,
-  claim: { now: string; leaseUntil: string; limit: number; owner: string },
+  claim: Claim,
   hasWebhook: (delivery: DeliveryRecord) => boolean,
 ): ClaimPlan {
   const plan: ClaimPlan = { leased: [], cancelled: [] };
   if (claim.limit <= 0) return plan;
+  const held = new Map<string, number>();
   for (const delivery of candidates) {
     if (!isClaimable(delivery, claim.now)) continue;
     if (!hasWebhook(delivery)) {
       plan.cancelled.push(cancel(delivery)!);
       continue;
+    }
+    if (claim.perAccount !== undefined) {
+      const holding = held.get(delivery.accountId) ?? claim.perAccount.inFlight[delivery.accountId] ?? 0;
+      if (holding >= claim.perAccount.max) continue;
+      held.set(delivery.accountId, holding + 1);
     }
     plan.leased.push(lease(delivery, claim.owner, claim.leaseUntil));
     if (plan.leased.length >= claim.limit) break;

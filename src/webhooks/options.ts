@@ -1,6 +1,7 @@
 import cron from 'node-cron';
 import type { WebhookOptions } from '../options.js';
 import { DEFAULT_RETRY_SCHEDULE } from '../domain/retry-schedule.js';
+import { defaultConcurrencyPerAccount } from './worker.js';
 
 export type ResolvedWebhookOptions = Required<WebhookOptions>;
 
@@ -18,6 +19,7 @@ export function resolveWebhookOptions(options: WebhookOptions = {}): ResolvedWeb
     tick: options.tick ?? DEFAULT_TICK,
     timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     concurrency: options.concurrency ?? DEFAULT_CONCURRENCY,
+    concurrencyPerAccount: options.concurrencyPerAccount ?? defaultConcurrencyPerAccount(options.concurrency ?? DEFAULT_CONCURRENCY),
     retrySchedule: options.retrySchedule ?? DEFAULT_RETRY_SCHEDULE,
     allowPrivateNetworks: options.allowPrivateNetworks ?? false,
     maxPerAccount: options.maxPerAccount ?? DEFAULT_MAX_WEBHOOKS_PER_ACCOUNT,
@@ -27,6 +29,7 @@ export function resolveWebhookOptions(options: WebhookOptions = {}): ResolvedWeb
   }
   if (!isPositiveInteger(resolved.timeoutMs)) throw new TypeError('webhooks.timeoutMs must be a positive whole number of milliseconds');
   if (!isPositiveInteger(resolved.concurrency)) throw new TypeError('webhooks.concurrency must be a positive whole number');
+  if (!isPositiveInteger(resolved.concurrencyPerAccount)) throw new TypeError('webhooks.concurrencyPerAccount must be a positive whole number');
   if (!isPositiveInteger(resolved.maxPerAccount)) throw new TypeError('webhooks.maxPerAccount must be a positive whole number');
   if (
     !Array.isArray(resolved.retrySchedule) ||

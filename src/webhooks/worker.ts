@@ -26,6 +26,8 @@ export interface WebhookWorkerOptions {
   tick: string;
   timeoutMs: number;
   concurrency: number;
+  /** Calls of one account in flight at once (default `max(1, floor(concurrency / 4))`). */
+  concurrencyPerAccount?: number;
   retrySchedule: readonly number[];
   /** In [0, 1), for the jitter; injectable so tests can pin it. */
   random?: () => number;
@@ -50,11 +52,15 @@ export interface WebhookWorker {
   poke(): void;
 }
 
+/** The default fair share of one account: a quarter of the slots, at least one. */
+export const defaultConcurrencyPerAccount = (concurrency: number) => Math.max(1, Math.floor(concurrency / 4));
+
 export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorker {
   const { storage, transport, clock, logger, timeoutMs, concurrency, retrySchedule } = options;
   const random = options.random ?? Math.random;
   const owner = options.owner ?? `worker_${randomUUID()}`;
   const leaseMs = timeoutMs + LEASE_MARGIN_MS;
+  const perAccount = options.concurrencyPerAccount ?? defaultConcurrencyPerAccount(concurrency);
   /**
    * With a backlog, a freed slot waits until this many are free before claiming again: one claim
    * (a database round trip) per few calls instead of one per call, for a few slots idle meanwhile.
@@ -67,6 +73,8 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   /** Set when more may be due than the last claim could take: a slot that frees claims again. */
   let again = false;
   const inFlight = new Set<Promise<void>>();
+  /** This worker's calls in flight by account: what the fair share of the next claim counts. */
+  const inFlightByAccount: Record<string, number> = {};
   let idleWaiters: (() => void)[] = [];
 
   function settleIfIdle(): void {
@@ -110,6 +118,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
         leaseUntil: atom(new Date(now.getTime() + leaseMs)),
         limit,
         owner,
+        perAccount: { max: perAccount, inFlight: inFlightByAccount },
       });
     } catch (error) {
       again = false;
@@ -122,10 +131,15 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   }
 
   function startCall(claimed: ClaimedDelivery): void {
+    const { accountId } = claimed.delivery;
+    inFlightByAccount[accountId] = (inFlightByAccount[accountId] ?? 0) + 1;
     const call: Promise<void> = deliver(claimed)
       .catch((error) => logger.error({ deliveryId: claimed.delivery.id, err: errorMessage(error) }, 'webhook worker: recording an attempt failed'))
       .finally(() => {
         inFlight.delete(call);
+        // An account that held its whole share may have more due that a claim skipped: claim again.
+        if (inFlightByAccount[accountId]! >= perAccount) again = true;
+        if (--inFlightByAccount[accountId]! === 0) delete inFlightByAccount[accountId];
         if (again && concurrency - inFlight.size >= refillAt) fill();
         settleIfIdle();
       });
