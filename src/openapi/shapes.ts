@@ -1,6 +1,7 @@
 import * as v from 'valibot';
 import { idPattern, type IdPrefix } from '../shared/ids.js';
 import type {
+  AgreementEventData,
   Agreement,
   AgreementDocument,
   AgreementSigner,
@@ -106,6 +107,13 @@ export const agreement = v.strictObject({
   createdAt: atomDateTime,
 });
 
+export const agreementEventSigner = v.omit(agreementSigner, ['signature']);
+
+export const agreementEventData = v.strictObject({
+  ...v.omit(agreement, ['signerSignature', 'signers']).entries,
+  signers: v.pipe(v.array(agreementEventSigner), v.minLength(1), v.maxLength(MAX_SIGNERS)),
+});
+
 export const downloadLink = v.strictObject({
   link: v.pipe(v.string(), v.metadata({ format: 'uri' })),
   expiresAt: atomDateTime,
@@ -153,5 +161,6 @@ export type SchemaMatchesRecords = [
   Holds<Equal<v.InferOutput<typeof agreement>, Agreement>>,
   Holds<Equal<v.InferOutput<typeof agreementSigner>, AgreementSigner>>,
   Holds<Equal<v.InferOutput<typeof agreementDocument>, AgreementDocument>>,
+  Holds<Equal<v.InferOutput<typeof agreementEventData>, AgreementEventData>>,
   Holds<Equal<v.InferOutput<typeof downloadLink>, DownloadLink>>,
 ];

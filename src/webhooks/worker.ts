@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import cron, { type ScheduledTask } from 'node-cron';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../shared/logger.js';
 import type { Storage, WebhookCall, WebhookCallResult, WebhookTransport } from '../ports.js';
 import type { ClaimedDelivery } from '../records.js';
 import { atom } from '../shared/time.js';
-import { buildCall } from './call.js';
+import { buildCall, callBody } from './call.js';
 import { attemptsInRun, outcomeOf } from '../domain/retry-schedule.js';
 
 /**
@@ -14,6 +15,8 @@ import { attemptsInRun, outcomeOf } from '../domain/retry-schedule.js';
  * its deliveries at most `timeoutMs` + 60 s; then any worker takes them again.
  */
 export const LEASE_MARGIN_MS = 60_000;
+/** How many characters of serialized event bodies a worker keeps for the next calls of the same events. */
+const BODY_CACHE_CHARS = 32 * 1024 * 1024;
 /** A transport that ignores its deadline is cut off this long after it: the worker never hangs on one. */
 const TRANSPORT_GRACE_MS = 1_000;
 
@@ -66,6 +69,12 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
    * (a database round trip) per few calls instead of one per call, for a few slots idle meanwhile.
    */
   const refillAt = Math.max(1, Math.floor(concurrency / 8));
+
+  /**
+   * Each event's body, serialized once for all its deliveries and retries (an event fans out to
+   * every webhook of its type): bounded by size, so a burst of large events cannot hold memory.
+   */
+  const bodies = new LRUCache<string, string>({ maxSize: BODY_CACHE_CHARS, sizeCalculation: (body) => Math.max(1, body.length) });
 
   let task: ScheduledTask | undefined;
   let stopped = false;
@@ -168,7 +177,9 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     const started = performance.now();
     let result: WebhookCallResult;
     try {
-      result = await send(buildCall(webhook, event, at));
+      let body = bodies.get(event.id);
+      if (body === undefined) bodies.set(event.id, (body = callBody(event)));
+      result = await send(buildCall(webhook, event, at, body));
     } catch (error) {
       // A record the call cannot be built from (a secret that is not base64, say): an attempt that failed.
       result = { statusCode: null, headers: {}, error: `the call could not be made: ${errorMessage(error)}` };
