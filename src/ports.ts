@@ -119,6 +119,14 @@ export interface Storage {
    */
   redeliver(accountId: string, id: string, nextAttemptAt: string): Promise<DeliveryRecord | null>;
 
+  /**
+   * Optional: calls `onWork` soon after any instance sharing this store published events that made
+   * deliveries (PostgreSQL: `LISTEN`/`NOTIFY`), so a worker wakes before its next tick; keeps
+   * trying while its backend is away (telling `onError` why), and calls `onWork` once it listens
+   * again. Returns the function that stops it. Stores with no other instance to hear from leave it out.
+   */
+  subscribe?(onWork: () => void, onError?: (error: unknown) => void): () => void;
+
   /** Whether any record names the blob `key` (a document, file or attachment id): the orphan sweep asks. */
   isBlobReferenced(key: string): Promise<boolean>;
 }

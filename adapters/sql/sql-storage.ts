@@ -1,7 +1,8 @@
 import { PortalError } from '../../src/errors.js';
 import type { Storage } from '../../src/ports.js';
 import type { FileEntryRecord } from '../../src/records.js';
-import { wrapClient, type SqlClient } from './client.js';
+import { isPool, wrapClient, type SqlClient } from './client.js';
+import { listenForWork, workChannel, type ListeningPool } from './listen.js';
 import { guardUntilOpen } from './guard.js';
 import { migrate } from './migrations.js';
 import { resolveNames, type SqlOptions } from './schema.js';
@@ -34,7 +35,11 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
   const db = wrapClient(options?.client, who, options?.preparedStatements ?? true, options?.waitForDatabaseMs ?? 10_000);
   const names = resolveNames(options, who);
   const { table } = names;
-  const outbox = createOutbox(db, names);
+  // On a pg.Pool other instances may share the database: publishes are announced to them (NOTIFY)
+  // and `subscribe` listens. PGlite and a single connection serve one process, which pokes itself.
+  const pool = isPool(options.client) ? (options.client as unknown as ListeningPool) : undefined;
+  const channel = workChannel(names.schema);
+  const outbox = createOutbox(db, names, pool === undefined ? undefined : { channel });
   const agreements = createAgreements(db, names, outbox);
 
   const sql = {
@@ -172,5 +177,23 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
     },
   };
 
-  return guardUntilOpen(who, storage, () => migrate(db, names, 'storage', STORAGE_MIGRATIONS));
+  const guarded = guardUntilOpen(who, storage, () => migrate(db, names, 'storage', STORAGE_MIGRATIONS));
+  if (pool === undefined) return guarded;
+  const listeners = new Set<() => void>();
+  const close = guarded.close;
+  return Object.assign(guarded, {
+    subscribe(onWork: () => void, onError: (error: unknown) => void = () => {}) {
+      const stop = listenForWork(pool, channel, onWork, onError);
+      const unsubscribe = () => {
+        listeners.delete(unsubscribe);
+        stop();
+      };
+      listeners.add(unsubscribe);
+      return unsubscribe;
+    },
+    async close() {
+      for (const unsubscribe of [...listeners]) unsubscribe();
+      await close();
+    },
+  });
 }

@@ -27,7 +27,10 @@ export interface Outbox extends OutboxMethods {
  * `newDelivery`. A change to a rule there is a change to a statement here; the conformance suite
  * holds the three adapters to the same behaviour.
  */
-export function createOutbox(db: Db, { table }: Names): Outbox {
+export function createOutbox(db: Db, { table }: Names, announce?: { channel: string }): Outbox {
+  // Inside the publishing transaction: PostgreSQL delivers the notification when it commits, and
+  // never when it rolls back, so a listener never hears of deliveries that do not exist.
+  const notifyWork = `SELECT pg_notify($1::text, '')`;
   const insertEvents = `INSERT INTO ${table('events')} (id, account_id, type, created_at, data)
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::json[])`;
   // FOR KEY SHARE: a webhook being deleted meanwhile waits for this transaction, and then cancels
@@ -136,6 +139,7 @@ export function createOutbox(db: Db, { table }: Names): Outbox {
         created.map((delivery) => delivery.nextAttemptAt),
         created.map((delivery) => delivery.createdAt),
       ]);
+      if (announce !== undefined) await tx.query(notifyWork, [announce.channel]);
     }
     return created;
   }
