@@ -121,7 +121,7 @@ export interface Storage {
 
   /**
    * Optional: calls `onWork` soon after any instance sharing this store published events that made
-   * deliveries (PostgreSQL: `LISTEN`/`NOTIFY`), so a worker wakes before its next tick; keeps
+   * deliveries, or redelivered one (PostgreSQL: `LISTEN`/`NOTIFY`), so a worker wakes before its next tick; keeps
    * trying while its backend is away (telling `onError` why), and calls `onWork` once it listens
    * again. Returns the function that stops it. Stores with no other instance to hear from leave it out.
    */

@@ -173,7 +173,11 @@ export function createOutbox(db: Db, { table }: Names, announce?: { channel: str
     },
     async redeliver(accountId, id, nextAttemptAt) {
       const [row] = await db.query(redeliver, [accountId, id, nextAttemptAt]);
-      if (row !== undefined) return toDelivery(row);
+      if (row !== undefined) {
+        // Due now: the workers of other instances hear of it, as of a publish.
+        if (announce !== undefined) await db.query(notifyWork, [announce.channel]);
+        return toDelivery(row);
+      }
       // Nothing changed: the delivery is absent, or leased (its call in flight).
       const [current] = await db.query(selectDelivery, [accountId, id]);
       if (current === undefined) return null;

@@ -42,13 +42,17 @@ if (!postgres.pool) {
 
   test('an event published on an instance without a worker is delivered by another instance at once, not at its tick', async () => {
     const schema = freshSchema();
-    const { publisher, worker, transport } = await twoInstances(schema);
+    const { publisher, worker, transport, hook } = await twoInstances(schema);
     try {
       for (let n = 1; n <= 3; n++) {
         const event = await publisher.events.publish('acct_a', 'customer-created', { n });
         await waitFor(() => transport.calls.some((call) => call.headers['webhook-id'] === event.id), `event ${n} delivered through the notification`, 10_000);
       }
       assert.is(transport.calls.length, 3);
+      const [delivery] = (await publisher.webhooks.deliveries('acct_a', hook.id))!;
+      await waitFor(async () => (await publisher.webhooks.deliveries('acct_a', hook.id))!.every((d) => d.status === 'succeeded'), 'every attempt recorded');
+      await publisher.webhooks.redeliver('acct_a', delivery!.id);
+      await waitFor(() => transport.calls.length === 4, 'a redeliver on the API-only instance delivered by the worker instance', 10_000);
     } finally {
       await closeAll(publisher, worker);
       await dropSchema(pool, schema);
