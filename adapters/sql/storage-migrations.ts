@@ -115,11 +115,13 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
   // Version 2 is taken by another change to these tables; the versions apply in order, whatever merged first.
   {
     version: 3,
-    name: 'delivery attempts capped, with a count',
+    name: 'delivery attempts capped, with a count; the fair claim\'s index',
     statements: ({ table }) => [
       `ALTER TABLE ${table('deliveries')} ADD COLUMN attempt_count integer NOT NULL DEFAULT 0`,
       `UPDATE ${table('deliveries')} SET attempt_count = jsonb_array_length(attempts)`,
       `UPDATE ${table('deliveries')} SET attempts = ${lastAttempts('attempts')} WHERE jsonb_array_length(attempts) > ${MAX_ATTEMPTS_KEPT}`,
+      // The fair claim: the accounts with pending deliveries, and each one's in the order they fall due.
+      `CREATE INDEX portal_deliveries_pending_account ON ${table('deliveries')} (account_id, next_attempt_at, id) WHERE status = 'pending'`,
     ],
   },
 ];

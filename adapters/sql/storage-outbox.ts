@@ -50,24 +50,30 @@ export function createOutbox(db: Db, { table }: Names, announce?: { channel: str
   const claimable = `d.status = 'pending' AND d.next_attempt_at <= $1::timestamptz
         AND (d.lease_until IS NULL OR d.lease_until < $1::timestamptz)`;
   const webhookExists = `EXISTS (SELECT 1 FROM ${table('webhooks')} AS w WHERE w.id = d.webhook_id)`;
-  // planClaim in one statement: lock the claimable rows no other claim holds (SKIP LOCKED), lease
-  // them, return them with their event and webhook. A row another claim leased and committed
-  // meanwhile is re-checked against the WHERE clause on its new version, so it is not leased twice.
-  // A claimable delivery whose webhook is gone (redelivered as the webhook was deleted) is
-  // cancelled when the walk passes it, that is when it comes before the last one leased or the
-  // limit was not reached: there is nowhere to send it, and left pending it would stay due forever.
-  // The fair share (planClaim's perAccount), before the lock: each account's claimable deliveries
-  // ranked in claim order, and only the first (max - held in flight) of each may be leased. Ranks
-  // every claimable row, a sort of the due backlog per claim; the price of not letting one
-  // account's backlog fill every slot.
-  const fairShare = `AND d.id IN (
-        SELECT ranked.id FROM (
-          SELECT d.id, d.account_id, row_number() OVER (PARTITION BY d.account_id ORDER BY d.next_attempt_at, d.id) AS place
-          FROM ${table('deliveries')} AS d WHERE ${claimable} AND ${webhookExists}
-        ) AS ranked
-        LEFT JOIN unnest($5::text[], $6::int[]) AS held(account_id, n) ON held.account_id = ranked.account_id
-        WHERE ranked.place + coalesce(held.n, 0) <= $7::int
-      )`;
+  // The fair share (planClaim's perAccount), before the lock: of each account's claimable
+  // deliveries only the first (max - held in flight), in claim order, may be leased. The accounts
+  // with pending deliveries are found by a skip scan of portal_deliveries_pending_account (one index
+  // probe per account), and each account's first ones by a LATERAL read of the same index, so a
+  // claim costs a few rows per account, not a sort of the whole due backlog. `= ANY (ARRAY(…))`
+  // has the claim look those few up by id instead of walking every due row to test membership.
+  const fairShare = `AND d.id = ANY (ARRAY(
+        WITH RECURSIVE accounts(account_id) AS (
+          (SELECT account_id FROM ${table('deliveries')} WHERE status = 'pending' ORDER BY account_id LIMIT 1)
+          UNION ALL
+          SELECT (SELECT p.account_id FROM ${table('deliveries')} AS p
+                  WHERE p.status = 'pending' AND p.account_id > accounts.account_id ORDER BY p.account_id LIMIT 1)
+          FROM accounts WHERE accounts.account_id IS NOT NULL
+        )
+        SELECT first.id FROM accounts
+        LEFT JOIN unnest($5::text[], $6::int[]) AS held(account_id, n) ON held.account_id = accounts.account_id
+        CROSS JOIN LATERAL (
+          SELECT d.id FROM ${table('deliveries')} AS d
+          WHERE d.account_id = accounts.account_id AND ${claimable} AND ${webhookExists}
+          ORDER BY d.next_attempt_at, d.id
+          LIMIT greatest(0, $7::int - coalesce(held.n, 0))
+        ) AS first
+        WHERE accounts.account_id IS NOT NULL
+      ))`;
   // planClaim in one statement: lock the claimable rows no other claim holds (SKIP LOCKED), lease
   // them, return them with their event and webhook. A row another claim leased and committed
   // meanwhile is re-checked against the WHERE clause on its new version, so it is not leased twice.
