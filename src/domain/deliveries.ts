@@ -137,7 +137,9 @@ export function planClaim(
       continue;
     }
     if (claim.perAccount !== undefined) {
-      const holding = held.get(delivery.accountId) ?? claim.perAccount.inFlight[delivery.accountId] ?? 0;
+      const { inFlight } = claim.perAccount;
+      // Own keys only: an account id such as "constructor" must not read the object's prototype.
+      const holding = held.get(delivery.accountId) ?? (Object.hasOwn(inFlight, delivery.accountId) ? inFlight[delivery.accountId]! : 0);
       if (holding >= claim.perAccount.max) continue;
       held.set(delivery.accountId, holding + 1);
     }

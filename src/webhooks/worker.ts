@@ -83,7 +83,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   let again = false;
   const inFlight = new Set<Promise<void>>();
   /** This worker's calls in flight by account: what the fair share of the next claim counts. */
-  const inFlightByAccount: Record<string, number> = {};
+  const inFlightByAccount: Record<string, number> = Object.create(null);
   let idleWaiters: (() => void)[] = [];
 
   function settleIfIdle(): void {

@@ -167,6 +167,17 @@ test('recordAttempt: keeps the last MAX_ATTEMPTS_KEPT attempts and counts every 
   assert.is(current.attempts.at(-1)!.durationMs, MAX_ATTEMPTS_KEPT + 3);
 });
 
+test('planClaim with perAccount: an account at its share is passed over; its count is read from own keys only', () => {
+  const dues = [
+    delivery({ id: 'whd_1', accountId: 'constructor', nextAttemptAt: at(1) }),
+    delivery({ id: 'whd_2', accountId: 'constructor', nextAttemptAt: at(2) }),
+    delivery({ id: 'whd_3', accountId: 'acct_b', nextAttemptAt: at(3) }),
+    delivery({ id: 'whd_4', accountId: 'acct_b', nextAttemptAt: at(4) }),
+  ];
+  const plan = planClaim(dues, { now: at(30), leaseUntil: at(60), limit: 10, owner: 'w', perAccount: { max: 1, inFlight: { acct_b: 1 } } }, () => true);
+  assert.equal(plan.leased.map((d) => d.id), ['whd_1'], 'one of "constructor", none of acct_b, which holds its one already');
+});
+
 test('cancel: a pending delivery, leased or not, ends cancelled; a finished one is null', () => {
   for (const before of [delivery(), leased(), delivery({ nextAttemptAt: null })]) {
     assert.equal(cancel(before), { ...before, status: 'cancelled', nextAttemptAt: null, leaseOwner: null, leaseUntil: null });
