@@ -112,9 +112,18 @@ export const ERRORS = {
 
   // Webhooks
   WEBHOOK_NOT_FOUND: { status: 404, message: (id: string) => `No webhook ${id} in this account.` },
+  WEBHOOKS_LIMIT: {
+    status: 409,
+    message: (max: number) => `This account already has ${max} webhooks, the most it may have (webhooks.maxPerAccount); delete one first.`,
+  },
   DELIVERY_NOT_FOUND: {
     status: 404,
     message: (deliveryId: string, webhookId: string) => `No delivery ${deliveryId} of webhook ${webhookId} in this account.`,
+  },
+  DELIVERY_IN_FLIGHT: {
+    status: 409,
+    message: (deliveryId: string) =>
+      `Delivery ${deliveryId} is being sent right now; redeliver it once this call is recorded (see its attempts).`,
   },
   DELIVERY_WEBHOOK_DELETED: {
     status: 409,

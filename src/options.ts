@@ -11,8 +11,12 @@ export interface WebhookOptions {
   timeoutMs?: number;
   /** Calls in flight at once per instance (default 32). */
   concurrency?: number;
+  /** Calls of one account in flight at once per instance (default a quarter of `concurrency`, at least 1). */
+  concurrencyPerAccount?: number;
   /** Seconds to wait before each retry (default the Standard Webhooks schedule, about three days). */
   retrySchedule?: readonly number[];
+  /** Webhooks one account may have; one more is refused with 409 (default 50). */
+  maxPerAccount?: number;
   /** Let the default HTTP transport call loopback and private addresses (default `false`). */
   allowPrivateNetworks?: boolean;
 }

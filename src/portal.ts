@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createAuthenticator, type AuthOption } from './http/auth.js';
 import { createHandler, type Route } from './http/handler.js';
 import { silentLogger } from './shared/logger.js';
+import { errorMessage } from './errors.js';
 import {
   DEFAULT_BASE_PATH,
   DEFAULT_EVENT_TYPES,
@@ -89,7 +90,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     worker = createWebhookWorker({ storage, transport, clock, logger, ...webhookOptions });
   }
 
-  const webhooks = createWebhookService({ storage, clock, eventTypes, notify });
+  const webhooks = createWebhookService({ storage, clock, eventTypes, notify, maxPerAccount: webhookOptions.maxPerAccount });
   const events = createEventService({ storage, clock, eventTypes, notify });
   const files = createFileService({ storage, blobs, clock });
   const tickets = createTicketService({ storage, blobs, clock, signer, publicUrl });
@@ -116,6 +117,11 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   });
 
   worker?.start();
+  // Another instance's publish wakes this worker at once; the cron tick stays the fallback.
+  const unsubscribe = worker === null ? undefined : storage.subscribe?.(
+    () => worker?.poke(),
+    (error) => logger.warn({ err: errorMessage(error) }, 'webhook worker: not listening for new work for now; the tick still polls'),
+  );
   orphanSweep.start();
   let closing: Promise<void> | undefined;
   return {
@@ -134,6 +140,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     close() {
       closing ??= (async () => {
         // The worker and the sweep first: work in flight still writes to the open adapters.
+        unsubscribe?.();
         await Promise.all([worker?.stop(), orphanSweep.stop()]);
         await Promise.allSettled([transport?.close?.(), storage.close?.(), blobs.close?.()]);
       })();

@@ -11,6 +11,19 @@ import type {
   WebhookRecord,
 } from './records.js';
 
+/** What a claim asks for: the time, the lease, how many, for whom, and the share one account may hold. */
+export interface Claim {
+  now: string;
+  leaseUntil: string;
+  limit: number;
+  owner: string;
+  /**
+   * Fair share: at most `max` deliveries of one account held by `owner` at once, counting its calls
+   * in flight (`inFlight`, by account id) and what this claim leases. Without it, no cap.
+   */
+  perAccount?: { max: number; inFlight: Readonly<Record<string, number>> };
+}
+
 /**
  * Where records live. Every read is scoped to an account: a record of another account is absent.
  * Methods resolve `null` (or `false`) when a record is absent and reject only on I/O failure (a
@@ -32,8 +45,11 @@ export interface Storage {
   /** Releases what `open` took. Never closes a database client it was handed. */
   close?(): Promise<void>;
 
-  /** Stores a new webhook. */
-  insertWebhook(webhook: WebhookRecord): Promise<void>;
+  /**
+   * Stores a new webhook. Given `maxPerAccount`, rejects with `WEBHOOKS_LIMIT` instead, storing
+   * nothing, when the account holds that many already: the count and the insert are one atomic step.
+   */
+  insertWebhook(webhook: WebhookRecord, limits?: { maxPerAccount?: number }): Promise<void>;
   /** The webhook, or `null` when absent in this account. */
   getWebhook(accountId: string, id: string): Promise<WebhookRecord | null>;
   /** Every webhook of the account, oldest first: by `createdAt`, and within one second in the order inserted. */
@@ -88,12 +104,14 @@ export interface Storage {
    * (no lease, or one that ended before `now`), oldest due first, to `owner` until `leaseUntil`,
    * in one atomic step: two concurrent claims never return the same delivery. A due delivery whose
    * webhook no longer exists, met before `limit` are leased, is cancelled instead of returned and
-   * does not count toward `limit` (`planClaim` in `domain/deliveries.ts`).
+   * does not count toward `limit`. With `perAccount`, a delivery of an account that holds `max`
+   * (its `inFlight` count plus those leased by this claim) is skipped, not leased
+   * (`planClaim` in `domain/deliveries.ts`).
    */
-  claimDeliveries(claim: { now: string; leaseUntil: string; limit: number; owner: string }): Promise<ClaimedDelivery[]>;
+  claimDeliveries(claim: Claim): Promise<ClaimedDelivery[]>;
   /**
-   * Appends an attempt to a delivery leased by `owner`, sets its status and next attempt, and
-   * releases the lease. `false`, changing nothing, when `owner` no longer holds the lease or the
+   * Appends an attempt to a delivery leased by `owner` (keeping the last `MAX_ATTEMPTS_KEPT`, and
+   * counting it in `attemptCount`), sets its status and next attempt, and releases the lease. `false`, changing nothing, when `owner` no longer holds the lease or the
    * delivery is no longer pending (cancelled meanwhile).
    */
   recordAttempt(
@@ -102,8 +120,20 @@ export interface Storage {
     attempt: DeliveryAttempt,
     outcome: { status: DeliveryStatus; nextAttemptAt: string | null },
   ): Promise<boolean>;
-  /** Makes the delivery pending again, due at `nextAttemptAt`, lease dropped, attempts kept; `null` when absent. */
+  /**
+   * Makes the delivery pending again, due at `nextAttemptAt` (now), lease dropped, attempts kept;
+   * `null` when absent. Rejects with `DELIVERY_IN_FLIGHT`, changing nothing, while a lease holds it
+   * at `nextAttemptAt` (the check and the change atomic): never a second call of one delivery.
+   */
   redeliver(accountId: string, id: string, nextAttemptAt: string): Promise<DeliveryRecord | null>;
+
+  /**
+   * Optional: calls `onWork` soon after any instance sharing this store published events that made
+   * deliveries, or redelivered one (PostgreSQL: `LISTEN`/`NOTIFY`), so a worker wakes before its next tick; keeps
+   * trying while its backend is away (telling `onError` why), and calls `onWork` once it listens
+   * again. Returns the function that stops it. Stores with no other instance to hear from leave it out.
+   */
+  subscribe?(onWork: () => void, onError?: (error: unknown) => void): () => void;
 
   /** Whether any record names the blob `key` (a document, file or attachment id): the orphan sweep asks. */
   isBlobReferenced(key: string): Promise<boolean>;

@@ -66,6 +66,17 @@ export interface Agreement {
   documents: AgreementDocument[];
   createdAt: string;
 }
+/** A signer as an event carries it: no signature image (its hash and time are kept). */
+export type AgreementEventSigner = Omit<AgreementSigner, 'signature'>;
+/**
+ * The agreement as `agreement-created` and `agreement-signed` carry it: without the signature
+ * images (`signerSignature`, each signer's `signature`), hashes kept, so that a call stays a few
+ * KiB; `GET /agreements/{agreementId}` answers the whole agreement.
+ */
+export interface AgreementEventData extends Omit<Agreement, 'signerSignature' | 'signers'> {
+  signers: AgreementEventSigner[];
+}
+
 /** The bytes of each document are in the `BlobStore` under the document's id. */
 export interface AgreementRecord extends Agreement {
   accountId: string;
@@ -115,7 +126,10 @@ export interface Delivery {
   webhookId: string;
   eventId: string;
   status: DeliveryStatus;
+  /** The last attempts, oldest first: at most 50 (`MAX_ATTEMPTS_KEPT`), older ones dropped. */
   attempts: DeliveryAttempt[];
+  /** Every attempt ever made, those dropped from `attempts` included. */
+  attemptCount: number;
   nextAttemptAt: string | null;
   createdAt: string;
 }

@@ -40,6 +40,14 @@ const copyDelivery = (delivery: DeliveryRecord): DeliveryRecord => ({
   attempts: delivery.attempts.map((attempt) => ({ ...attempt })),
 });
 
+/** A record as this version reads it: a delivery logged before `attemptCount` existed counts the attempts it holds. */
+function upgraded(table: TableName, record: StoredRecord): StoredRecord {
+  if (table !== 'delivery') return record;
+  const delivery = record as DeliveryRecord;
+  delivery.attemptCount ??= delivery.attempts.length;
+  return delivery;
+}
+
 /** Runs `fn` for one key at a time, in call order; other keys run freely. */
 function keyedQueue() {
   const tails = new Map<string, Promise<unknown>>();
@@ -80,7 +88,7 @@ export function fsStorage(options: FsStorageOptions): Storage {
     }
     const table = change.table as TableName;
     if (change.json === undefined) state.remove(table, change.id);
-    else state.put(table, JSON.parse(change.json) as StoredRecord, change.json, change.loc);
+    else state.put(table, upgraded(table, JSON.parse(change.json) as StoredRecord), change.json, change.loc);
   }
 
   function open(): Promise<void> {
@@ -196,9 +204,13 @@ export function fsStorage(options: FsStorageOptions): Storage {
       return closing;
     },
 
-    async insertWebhook(webhook) {
+    async insertWebhook(webhook, limits) {
       await ready();
       assertNew('webhook', webhook.id);
+      // Counted and committed with no await between: commit applies to memory at once, so two
+      // creates cannot both pass the count.
+      const max = limits?.maxPerAccount;
+      if (max !== undefined && [...state.webhookIds(webhook.accountId)].length >= max) throw new PortalError('WEBHOOKS_LIMIT', max);
       await commit([{ table: 'webhook', record: webhook }]);
     },
     async getWebhook(accountId, id) {
@@ -344,6 +356,7 @@ export function fsStorage(options: FsStorageOptions): Storage {
       const row = state.owned('delivery', accountId, id);
       if (row === undefined) return null;
       const again = deliveryRules.redeliver(kept<DeliveryRecord>(row), nextAttemptAt);
+      if (again === null) throw new PortalError('DELIVERY_IN_FLIGHT', id);
       await commit([putDelivery(again)]);
       return copyDelivery(again);
     },

@@ -176,7 +176,13 @@ export function memoryStorage(): Storage {
   }
 
   const storage: Storage = {
-    async insertWebhook(webhook) {
+    async insertWebhook(webhook, limits) {
+      const max = limits?.maxPerAccount;
+      if (max !== undefined && !webhooks.rows.has(webhook.id)) {
+        let held = 0;
+        for (const row of webhooks.rows.values()) if (row.accountId === webhook.accountId) held++;
+        if (held >= max) throw new PortalError('WEBHOOKS_LIMIT', max);
+      }
       webhooks.insert({ ...webhook });
     },
     async getWebhook(accountId, id) {
@@ -297,6 +303,7 @@ export function memoryStorage(): Storage {
       const row = deliveries.get(accountId, id);
       if (row === null) return null;
       const again = deliveryRules.redeliver(row, nextAttemptAt);
+      if (again === null) throw new PortalError('DELIVERY_IN_FLIGHT', id);
       putDelivery(again);
       return structuredClone(again);
     },

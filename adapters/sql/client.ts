@@ -63,7 +63,7 @@ interface TransactionLike extends SqlClient {
   transaction<T>(work: (tx: SqlClient) => Promise<T>): Promise<T>;
 }
 
-function isPool(client: SqlClient): client is PoolLike {
+export function isPool(client: SqlClient): client is PoolLike {
   const candidate = client as Partial<PoolLike>;
   // pg.Client has connect() too, but it opens the connection instead of checking one out.
   return typeof candidate.connect === 'function' && typeof candidate.totalCount === 'number';

@@ -1,6 +1,8 @@
+import { PortalError } from '../../src/errors.js';
 import type { Storage } from '../../src/ports.js';
 import type { FileEntryRecord } from '../../src/records.js';
-import { wrapClient, type SqlClient } from './client.js';
+import { isPool, wrapClient, type SqlClient } from './client.js';
+import { listenForWork, workChannel, type ListeningPool } from './listen.js';
 import { guardUntilOpen } from './guard.js';
 import { migrate } from './migrations.js';
 import { resolveNames, type SqlOptions } from './schema.js';
@@ -16,6 +18,9 @@ import {
   webhookColumns,
 } from './storage-rows.js';
 
+/** First key of the advisory lock that counts an account's webhooks: 'cpwh' in ASCII. */
+const WEBHOOK_LOCK_CLASS = 0x63707768;
+
 export interface SqlStorageOptions extends SqlOptions {
   /** A `pg.Pool`, a PGlite instance, or anything with `query(text, params) → Promise<{ rows }>`. Never closed here. */
   client: SqlClient;
@@ -30,12 +35,24 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
   const db = wrapClient(options?.client, who, options?.preparedStatements ?? true, options?.waitForDatabaseMs ?? 10_000);
   const names = resolveNames(options, who);
   const { table } = names;
-  const outbox = createOutbox(db, names);
+  // On a pg.Pool other instances may share the database: publishes are announced to them (NOTIFY)
+  // and `subscribe` listens. PGlite and a single connection serve one process, which pokes itself.
+  const pool = isPool(options.client) ? (options.client as unknown as ListeningPool) : undefined;
+  const channel = workChannel(names.schema);
+  const outbox = createOutbox(db, names, pool === undefined ? undefined : { channel });
   const agreements = createAgreements(db, names, outbox);
 
   const sql = {
     insertWebhook: `INSERT INTO ${table('webhooks')} (id, account_id, type, url, secret, created_at)
       VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::timestamptz)`,
+    // The account's webhooks are counted under a lock of the account (released at commit), so two
+    // creates at once cannot both see room for one more; the count is a statement after the lock,
+    // so in READ COMMITTED it sees what a create that held the lock before committed.
+    lockAccountWebhooks: `SELECT pg_advisory_xact_lock($1::int, hashtext($2::text))`,
+    insertWebhookWithin: `INSERT INTO ${table('webhooks')} (id, account_id, type, url, secret, created_at)
+      SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::timestamptz
+      WHERE (SELECT count(*) FROM ${table('webhooks')} WHERE account_id = $2::text) < $7::int
+      RETURNING id`,
     getWebhook: `SELECT ${webhookColumns()} FROM ${table('webhooks')} WHERE id = $2::text AND account_id = $1::text`,
     listWebhooks: `SELECT ${webhookColumns()} FROM ${table('webhooks')} WHERE account_id = $1::text ORDER BY created_at, seq`,
     deleteWebhook: `DELETE FROM ${table('webhooks')} WHERE id = $2::text AND account_id = $1::text RETURNING id`,
@@ -78,8 +95,18 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
   ];
 
   const storage: Storage = {
-    async insertWebhook(webhook) {
-      await db.query(sql.insertWebhook, [webhook.id, webhook.accountId, webhook.type, webhook.url, webhook.secret, webhook.createdAt]);
+    async insertWebhook(webhook, limits) {
+      const params = [webhook.id, webhook.accountId, webhook.type, webhook.url, webhook.secret, webhook.createdAt];
+      const max = limits?.maxPerAccount;
+      if (max === undefined) {
+        await db.query(sql.insertWebhook, params);
+        return;
+      }
+      const inserted = await db.transaction(async (tx) => {
+        await tx.query(sql.lockAccountWebhooks, [WEBHOOK_LOCK_CLASS, `${names.schema}:${webhook.accountId}`]);
+        return (await tx.query(sql.insertWebhookWithin, [...params, max])).length === 1;
+      });
+      if (!inserted) throw new PortalError('WEBHOOKS_LIMIT', max);
     },
     async getWebhook(accountId, id) {
       const [row] = await db.query(sql.getWebhook, [accountId, id]);
@@ -150,5 +177,23 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
     },
   };
 
-  return guardUntilOpen(who, storage, () => migrate(db, names, 'storage', STORAGE_MIGRATIONS));
+  const guarded = guardUntilOpen(who, storage, () => migrate(db, names, 'storage', STORAGE_MIGRATIONS));
+  if (pool === undefined) return guarded;
+  const listeners = new Set<() => void>();
+  const close = guarded.close;
+  return Object.assign(guarded, {
+    subscribe(onWork: () => void, onError: (error: unknown) => void = () => {}) {
+      const stop = listenForWork(pool, channel, onWork, onError);
+      const unsubscribe = () => {
+        listeners.delete(unsubscribe);
+        stop();
+      };
+      listeners.add(unsubscribe);
+      return unsubscribe;
+    },
+    async close() {
+      for (const unsubscribe of [...listeners]) unsubscribe();
+      await close();
+    },
+  });
 }

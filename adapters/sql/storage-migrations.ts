@@ -1,3 +1,4 @@
+import { MAX_ATTEMPTS_KEPT } from '../../src/domain/deliveries.js';
 import type { Migration } from './migrations.js';
 
 /**
@@ -123,4 +124,22 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX portal_deliveries_webhook ON ${table('deliveries')} (webhook_id, created_at, seq)`,
     ],
   },
+  {
+    version: 3,
+    name: 'delivery attempts capped, with a count; the fair claim\'s index',
+    statements: ({ table }) => [
+      `ALTER TABLE ${table('deliveries')} ADD COLUMN attempt_count integer NOT NULL DEFAULT 0`,
+      `UPDATE ${table('deliveries')} SET attempt_count = jsonb_array_length(attempts)`,
+      `UPDATE ${table('deliveries')} SET attempts = ${lastAttempts('attempts')} WHERE jsonb_array_length(attempts) > ${MAX_ATTEMPTS_KEPT}`,
+      // The fair claim: the accounts with pending deliveries, and each one's in the order they fall due.
+      `CREATE INDEX portal_deliveries_pending_account ON ${table('deliveries')} (account_id, next_attempt_at, id) WHERE status = 'pending'`,
+    ],
+  },
 ];
+
+/** The last `MAX_ATTEMPTS_KEPT` entries of the jsonb array `expression`, in order. */
+export function lastAttempts(expression: string): string {
+  return `(SELECT coalesce(jsonb_agg(kept.entry ORDER BY kept.position), '[]'::jsonb)
+    FROM jsonb_array_elements(${expression}) WITH ORDINALITY AS kept(entry, position)
+    WHERE kept.position > jsonb_array_length(${expression}) - ${MAX_ATTEMPTS_KEPT})`;
+}

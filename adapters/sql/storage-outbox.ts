@@ -1,8 +1,10 @@
-import { isRecipient, newDelivery } from '../../src/domain/deliveries.js';
+import { MAX_ATTEMPTS_KEPT, isRecipient, newDelivery } from '../../src/domain/deliveries.js';
+import { PortalError } from '../../src/errors.js';
 import type { DeliveryTarget, Storage } from '../../src/ports.js';
 import type { DeliveryRecord, EventRecord } from '../../src/records.js';
 import type { Db, Queryable } from './client.js';
 import type { Names } from './schema.js';
+import { lastAttempts } from './storage-migrations.js';
 import { deliveryColumns, eventColumns, toDelivery, toEvent, toWebhook, webhookColumns } from './storage-rows.js';
 
 export type OutboxMethods = Pick<
@@ -25,7 +27,10 @@ export interface Outbox extends OutboxMethods {
  * `newDelivery`. A change to a rule there is a change to a statement here; the conformance suite
  * holds the three adapters to the same behaviour.
  */
-export function createOutbox(db: Db, { table }: Names): Outbox {
+export function createOutbox(db: Db, { table }: Names, announce?: { channel: string }): Outbox {
+  // Inside the publishing transaction: PostgreSQL delivers the notification when it commits, and
+  // never when it rolls back, so a listener never hears of deliveries that do not exist.
+  const notifyWork = `SELECT pg_notify($1::text, '')`;
   const insertEvents = `INSERT INTO ${table('events')} (id, account_id, type, created_at, data)
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::json[])`;
   // FOR KEY SHARE: a webhook being deleted meanwhile waits for this transaction, and then cancels
@@ -46,15 +51,39 @@ export function createOutbox(db: Db, { table }: Names): Outbox {
   const claimable = `d.status = 'pending' AND d.next_attempt_at <= $1::timestamptz
         AND (d.lease_until IS NULL OR d.lease_until < $1::timestamptz)`;
   const webhookExists = `EXISTS (SELECT 1 FROM ${table('webhooks')} AS w WHERE w.id = d.webhook_id)`;
+  // The fair share (planClaim's perAccount), before the lock: of each account's claimable
+  // deliveries only the first (max - held in flight), in claim order, may be leased. The accounts
+  // with pending deliveries are found by a skip scan of portal_deliveries_pending_account (one index
+  // probe per account), and each account's first ones by a LATERAL read of the same index, so a
+  // claim costs a few rows per account, not a sort of the whole due backlog. `= ANY (ARRAY(…))`
+  // has the claim look those few up by id instead of walking every due row to test membership.
+  const fairShare = `AND d.id = ANY (ARRAY(
+        WITH RECURSIVE accounts(account_id) AS (
+          (SELECT account_id FROM ${table('deliveries')} WHERE status = 'pending' ORDER BY account_id LIMIT 1)
+          UNION ALL
+          SELECT (SELECT p.account_id FROM ${table('deliveries')} AS p
+                  WHERE p.status = 'pending' AND p.account_id > accounts.account_id ORDER BY p.account_id LIMIT 1)
+          FROM accounts WHERE accounts.account_id IS NOT NULL
+        )
+        SELECT first.id FROM accounts
+        LEFT JOIN unnest($5::text[], $6::int[]) AS held(account_id, n) ON held.account_id = accounts.account_id
+        CROSS JOIN LATERAL (
+          SELECT d.id FROM ${table('deliveries')} AS d
+          WHERE d.account_id = accounts.account_id AND ${claimable} AND ${webhookExists}
+          ORDER BY d.next_attempt_at, d.id
+          LIMIT greatest(0, $7::int - coalesce(held.n, 0))
+        ) AS first
+        WHERE accounts.account_id IS NOT NULL
+      ))`;
   // planClaim in one statement: lock the claimable rows no other claim holds (SKIP LOCKED), lease
   // them, return them with their event and webhook. A row another claim leased and committed
   // meanwhile is re-checked against the WHERE clause on its new version, so it is not leased twice.
   // A claimable delivery whose webhook is gone (redelivered as the webhook was deleted) is
   // cancelled when the walk passes it, that is when it comes before the last one leased or the
   // limit was not reached: there is nowhere to send it, and left pending it would stay due forever.
-  const claim = `WITH due AS (
+  const claimWhere = (share: string) => `WITH due AS (
       SELECT id, next_attempt_at FROM ${table('deliveries')} AS d
-      WHERE ${claimable} AND ${webhookExists}
+      WHERE ${claimable} AND ${webhookExists} ${share}
       ORDER BY next_attempt_at, id
       LIMIT $3::int
       FOR UPDATE SKIP LOCKED
@@ -73,14 +102,20 @@ export function createOutbox(db: Db, { table }: Names): Outbox {
     JOIN ${table('events')} AS e ON e.id = d.event_id
     JOIN ${table('webhooks')} AS w ON w.id = d.webhook_id
     ORDER BY d.next_attempt_at, d.id`;
+  const claim = claimWhere('');
+  const fairClaim = claimWhere(fairShare);
+  // The attempt appended, and the oldest dropped once more than MAX_ATTEMPTS_KEPT are held.
   const recordAttempt = `UPDATE ${table('deliveries')}
-    SET attempts = attempts || jsonb_build_array($3::jsonb), status = $4::text, next_attempt_at = $5::timestamptz,
+    SET attempts = CASE WHEN jsonb_array_length(attempts) < ${MAX_ATTEMPTS_KEPT} THEN attempts || jsonb_build_array($3::jsonb)
+          ELSE ${lastAttempts('attempts || jsonb_build_array($3::jsonb)')} END,
+        attempt_count = attempt_count + 1, status = $4::text, next_attempt_at = $5::timestamptz,
         lease_owner = NULL, lease_until = NULL
     WHERE id = $1::text AND lease_owner = $2::text AND status = 'pending'
     RETURNING id`;
+  // Refused (no row) while a lease holds the delivery at $3, now: never a second call in flight.
   const redeliver = `UPDATE ${table('deliveries')}
     SET status = 'pending', next_attempt_at = $3::timestamptz, lease_owner = NULL, lease_until = NULL
-    WHERE account_id = $1::text AND id = $2::text
+    WHERE account_id = $1::text AND id = $2::text AND (lease_until IS NULL OR lease_until < $3::timestamptz)
     RETURNING ${deliveryColumns()}`;
 
   async function storeEvents(tx: Queryable, batch: EventRecord[], target?: DeliveryTarget): Promise<DeliveryRecord[]> {
@@ -113,6 +148,7 @@ export function createOutbox(db: Db, { table }: Names): Outbox {
         created.map((delivery) => delivery.nextAttemptAt),
         created.map((delivery) => delivery.createdAt),
       ]);
+      if (announce !== undefined) await tx.query(notifyWork, [announce.channel]);
     }
     return created;
   }
@@ -130,9 +166,13 @@ export function createOutbox(db: Db, { table }: Names): Outbox {
     async listDeliveries(accountId, webhookId) {
       return (await db.query(selectDeliveries, [accountId, webhookId])).map((row) => toDelivery(row));
     },
-    async claimDeliveries({ now, leaseUntil, limit, owner }) {
+    async claimDeliveries({ now, leaseUntil, limit, owner, perAccount }) {
       if (limit <= 0) return [];
-      const rows = await db.query(claim, [now, leaseUntil, limit, owner]);
+      const held = perAccount === undefined ? [] : Object.entries(perAccount.inFlight);
+      const rows =
+        perAccount === undefined
+          ? await db.query(claim, [now, leaseUntil, limit, owner])
+          : await db.query(fairClaim, [now, leaseUntil, limit, owner, held.map(([account]) => account), held.map(([, n]) => n), perAccount.max]);
       return rows.map((row) => ({ delivery: toDelivery(row, 'd_'), event: toEvent(row, 'e_'), webhook: toWebhook(row, 'w_') }));
     },
     async recordAttempt(id, owner, attempt, outcome) {
@@ -142,7 +182,15 @@ export function createOutbox(db: Db, { table }: Names): Outbox {
     },
     async redeliver(accountId, id, nextAttemptAt) {
       const [row] = await db.query(redeliver, [accountId, id, nextAttemptAt]);
-      return row === undefined ? null : toDelivery(row);
+      if (row !== undefined) {
+        // Due now: the workers of other instances hear of it, as of a publish.
+        if (announce !== undefined) await db.query(notifyWork, [announce.channel]);
+        return toDelivery(row);
+      }
+      // Nothing changed: the delivery is absent, or leased (its call in flight).
+      const [current] = await db.query(selectDelivery, [accountId, id]);
+      if (current === undefined) return null;
+      throw new PortalError('DELIVERY_IN_FLIGHT', id);
     },
   };
 }

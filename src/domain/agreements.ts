@@ -4,12 +4,21 @@ import { PortalError } from '../errors.js';
 import { isId, newId } from '../shared/ids.js';
 import { silentLogger, type Logger } from '../shared/logger.js';
 import type { BlobStore, Storage } from '../ports.js';
-import type { Agreement, AgreementRecord, AgreementSigner, EventRecord } from '../records.js';
+import type { Agreement, AgreementEventData, AgreementRecord, AgreementSigner, EventRecord } from '../records.js';
 import { signatureDataUrl } from './signature-data.js';
 import { atom } from '../shared/time.js';
 import { safeDocumentName } from './document-name.js';
 import { MAX_DOCUMENT_BYTES, type SignerInput, checkAccountId, parseInput } from './inputs.js';
 import { newEvent } from './events.js';
+
+/**
+ * What an agreement event carries: the agreement without its signature images (each up to 1 MiB),
+ * hashes kept; receivers fetch the images with `GET /agreements/{agreementId}` when they need them.
+ */
+export function eventData(agreement: Agreement): AgreementEventData {
+  const { signerSignature: _image, signers, ...rest } = agreement;
+  return { ...rest, signers: signers.map(({ signature: _signature, ...signer }) => signer) };
+}
 
 /** A document already written to the blob store under `id`, with what was measured on the way in. */
 export interface StoredDocument {
@@ -180,7 +189,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
       };
       const agreement = toAgreement(record);
       try {
-        await storage.insertAgreement(record, [newEvent(accountId, 'agreement-created', agreement, now)]);
+        await storage.insertAgreement(record, [newEvent(accountId, 'agreement-created', eventData(agreement), now)]);
       } catch (error) {
         await documents.discard();
         throw error;
@@ -221,7 +230,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
         );
         const allSigned = signers.every((candidate) => candidate.signedAt !== null);
         const agreement: AgreementRecord = { ...current, signers, status: allSigned ? 'signed' : current.status };
-        events = allSigned ? [newEvent(accountId, 'agreement-signed', toAgreement(agreement), now)] : [];
+        events = allSigned ? [newEvent(accountId, 'agreement-signed', eventData(toAgreement(agreement)), now)] : [];
         return { agreement, events };
       });
       if (updated === null) throw new PortalError('AGREEMENT_NOT_FOUND', agreementId);

@@ -1,5 +1,5 @@
 import { newId } from '../shared/ids.js';
-import type { DeliveryTarget } from '../ports.js';
+import type { Claim, DeliveryTarget } from '../ports.js';
 import type { DeliveryAttempt, DeliveryRecord, EventRecord, WebhookRecord } from '../records.js';
 import { compareKeys } from '../shared/order.js';
 
@@ -23,6 +23,12 @@ export function isRecipient(webhook: Pick<WebhookRecord, 'id' | 'type'>, event: 
   return target === undefined ? webhook.type === event.type : webhook.id === target.webhookId;
 }
 
+/**
+ * The attempts a delivery keeps: the last ones, older dropped, so that a delivery redelivered again
+ * and again stays one small record; `attemptCount` keeps the total.
+ */
+export const MAX_ATTEMPTS_KEPT = 50;
+
 /** A new delivery of `event` to the webhook `webhookId`: pending, due when the event happened, no attempts, no lease. */
 export function newDelivery(event: EventRecord, webhookId: string): DeliveryRecord {
   return {
@@ -32,6 +38,7 @@ export function newDelivery(event: EventRecord, webhookId: string): DeliveryReco
     eventId: event.id,
     status: 'pending',
     attempts: [],
+    attemptCount: 0,
     nextAttemptAt: event.createdAt,
     createdAt: event.createdAt,
     leaseOwner: null,
@@ -71,8 +78,9 @@ export function lease(delivery: DeliveryRecord, owner: string, leaseUntil: strin
 }
 
 /**
- * The delivery after `owner`'s attempt: the attempt appended, the outcome's status and next attempt
- * set, the lease released; `null` when `owner` does not hold the lease or the delivery is not pending.
+ * The delivery after `owner`'s attempt: the attempt appended (the oldest dropped past
+ * `MAX_ATTEMPTS_KEPT`, `attemptCount` one more), the outcome's status and next attempt set, the
+ * lease released; `null` when `owner` does not hold the lease or the delivery is not pending.
  */
 export function recordAttempt(
   delivery: DeliveryRecord,
@@ -83,7 +91,8 @@ export function recordAttempt(
   if (delivery.status !== 'pending' || delivery.leaseOwner !== owner) return null;
   return {
     ...delivery,
-    attempts: [...delivery.attempts, { ...attempt }],
+    attempts: [...delivery.attempts, { ...attempt }].slice(-MAX_ATTEMPTS_KEPT),
+    attemptCount: delivery.attemptCount + 1,
     status: outcome.status,
     nextAttemptAt: outcome.nextAttemptAt,
     leaseOwner: null,
@@ -91,8 +100,13 @@ export function recordAttempt(
   };
 }
 
-/** The delivery, whatever its status, pending again and due at `nextAttemptAt`, lease dropped, attempts kept. */
-export function redeliver(delivery: DeliveryRecord, nextAttemptAt: string): DeliveryRecord {
+/**
+ * The delivery, whatever its status, pending again and due at `nextAttemptAt` (the time of asking),
+ * lease dropped, attempts kept; `null` while a lease holds it at that time: its call may be in
+ * flight, and one call at a time per delivery is the rule, so a redeliver never starts a second.
+ */
+export function redeliver(delivery: DeliveryRecord, nextAttemptAt: string): DeliveryRecord | null {
+  if (isLeased(delivery, nextAttemptAt)) return null;
   return { ...delivery, status: 'pending', nextAttemptAt, leaseOwner: null, leaseUntil: null };
 }
 
@@ -111,21 +125,31 @@ export interface ClaimPlan {
 
 /**
  * What a claim does, walking `candidates` in claim order (`compareDue`): each claimable one is
- * leased to `owner` until `leaseUntil`, or cancelled when `hasWebhook` says its webhook is gone;
- * the walk ends once `limit` are leased, so a cancelled one does not use up the limit.
+ * leased to `owner` until `leaseUntil`, or cancelled when `hasWebhook` says its webhook is gone,
+ * or skipped when its account holds its share (`perAccount`) already, so that one account's
+ * backlog or hanging receivers never keep another's deliveries waiting beyond this claim; the walk
+ * ends once `limit` are leased, so a cancelled or skipped one does not use up the limit.
  */
 export function planClaim(
   candidates: Iterable<DeliveryRecord>,
-  claim: { now: string; leaseUntil: string; limit: number; owner: string },
+  claim: Claim,
   hasWebhook: (delivery: DeliveryRecord) => boolean,
 ): ClaimPlan {
   const plan: ClaimPlan = { leased: [], cancelled: [] };
   if (claim.limit <= 0) return plan;
+  const held = new Map<string, number>();
   for (const delivery of candidates) {
     if (!isClaimable(delivery, claim.now)) continue;
     if (!hasWebhook(delivery)) {
       plan.cancelled.push(cancel(delivery)!);
       continue;
+    }
+    if (claim.perAccount !== undefined) {
+      const { inFlight } = claim.perAccount;
+      // Own keys only: an account id such as "constructor" must not read the object's prototype.
+      const holding = held.get(delivery.accountId) ?? (Object.hasOwn(inFlight, delivery.accountId) ? inFlight[delivery.accountId]! : 0);
+      if (holding >= claim.perAccount.max) continue;
+      held.set(delivery.accountId, holding + 1);
     }
     plan.leased.push(lease(delivery, claim.owner, claim.leaseUntil));
     if (plan.leased.length >= claim.limit) break;

@@ -43,7 +43,8 @@ export function createEventService(deps: {
     /**
      * Stores the event and one pending delivery per webhook of the account subscribed to `type`, in
      * one atomic step, and resolves the stored event once that is durable; the first attempt then
-     * goes out at once (when this instance runs the worker; otherwise at another instance's next tick).
+     * goes out at once (when this instance runs the worker, or another instance hears of it through
+     * `Storage.subscribe`; otherwise at another instance's next tick).
      */
     async publish(accountId: string, eventType: string, data: unknown): Promise<PortalEvent> {
       checkAccountId(accountId);

@@ -26,8 +26,8 @@ export function webhookShape(record: WebhookRecord): Webhook {
 
 /** A delivery as the API shows it: no account, no lease. */
 export function deliveryShape(record: DeliveryRecord): Delivery {
-  const { id, webhookId, eventId, status, attempts, nextAttemptAt, createdAt } = record;
-  return { id, webhookId, eventId, status, attempts, nextAttemptAt, createdAt };
+  const { id, webhookId, eventId, status, attempts, attemptCount, nextAttemptAt, createdAt } = record;
+  return { id, webhookId, eventId, status, attempts, attemptCount, nextAttemptAt, createdAt };
 }
 
 /** The rules for webhook records; the routes and `portal.webhooks` both call these. */
@@ -35,6 +35,8 @@ export function createWebhookService(deps: {
   storage: Storage;
   clock: () => Date;
   eventTypes: readonly string[];
+  /** Webhooks one account may have (`webhooks.maxPerAccount`); default unlimited. */
+  maxPerAccount?: number;
   /** Asks the delivery worker for a pass now (after a redeliver). */
   notify?: () => void;
 }) {
@@ -47,7 +49,7 @@ export function createWebhookService(deps: {
       checkAccountId(accountId);
       const { type, url } = parseInput(input, body, 'webhook');
       const record = { id: newId('wbh'), accountId, type, url: normalUrl(url), secret: newWebhookSecret(), createdAt: atom(clock()) };
-      await storage.insertWebhook(record);
+      await storage.insertWebhook(record, { maxPerAccount: deps.maxPerAccount });
       return webhookShape(record);
     },
 
@@ -103,7 +105,8 @@ export function createWebhookService(deps: {
      * Sends the delivery again: pending, due now, the attempts so far kept in the log. A delivery
      * that had ended (succeeded or failed) starts the retry schedule from its first step; one still
      * pending is only brought forward. `null` when absent or of another account; a 409 when its
-     * webhook was deleted, as there is nowhere to send it. Given `webhookId`, a delivery of another
+     * webhook was deleted, as there is nowhere to send it, and a 409 while its call is in flight
+     * (a live lease), so that one delivery never has two calls at once. Given `webhookId`, a delivery of another
      * webhook is absent too.
      */
     async redeliver(accountId: string, deliveryId: string, webhookId?: string): Promise<Delivery | null> {

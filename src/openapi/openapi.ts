@@ -39,6 +39,7 @@ const componentSchemas = {
   Agreement: shapes.agreement,
   AgreementSigner: shapes.agreementSigner,
   AgreementDocument: shapes.agreementDocument,
+  AgreementEventData: shapes.agreementEventData,
   SignerInput: signerInput,
   AgreementForm: shapes.agreementForm,
   DownloadLink: shapes.downloadLink,
@@ -184,6 +185,7 @@ const paths = {
       responses: {
         201: response('The webhook made, with its secret.', 'Webhook', location),
         400: error('The body is not JSON, or not `{type, url}` with a known type and an http(s) URL.'),
+        409: error('The account holds `webhooks.maxPerAccount` webhooks already (default 50).'),
         413: error('The body is over 64 KiB.'),
         415: error('The body is not `application/json`.'),
       },
@@ -258,7 +260,7 @@ const paths = {
       responses: {
         202: response('The delivery, pending again.', 'Delivery'),
         404: error('No such delivery of that webhook in this account.'),
-        409: error('The webhook of the delivery was deleted: there is nowhere to send it.'),
+        409: error('The webhook of the delivery was deleted (there is nowhere to send it), or its call is in flight (one call at a time per delivery).'),
       },
     }),
   },
@@ -296,9 +298,9 @@ const paths = {
       summary: 'Get an agreement',
       tags: ['Agreements'],
       extension: true,
-      description: `${extension} The address the \`Location\` of a created agreement names.`,
+      description: `${extension} The address the \`Location\` of a created agreement names. The whole agreement, signature images included: the \`agreement-created\` and \`agreement-signed\` webhook events carry it without them (\`AgreementEventData\`), and a receiver that needs the images fetches them here.`,
       responses: {
-        200: response('The agreement.', 'Agreement'),
+        200: response('The agreement, signature images included.', 'Agreement'),
         404: error('No such agreement in this account.'),
       },
     }),

@@ -1,6 +1,7 @@
 import * as v from 'valibot';
 import { idPattern, type IdPrefix } from '../shared/ids.js';
 import type {
+  AgreementEventData,
   Agreement,
   AgreementDocument,
   AgreementSigner,
@@ -59,7 +60,8 @@ export const delivery = v.strictObject({
   webhookId: id('wbh'),
   eventId: id('evt'),
   status: v.picklist(['pending', 'succeeded', 'failed', 'cancelled']),
-  attempts: v.array(deliveryAttempt),
+  attempts: v.pipe(v.array(deliveryAttempt), v.maxLength(50)),
+  attemptCount: count,
   nextAttemptAt: v.nullable(atomDateTime),
   createdAt: atomDateTime,
 });
@@ -102,6 +104,13 @@ export const agreement = v.strictObject({
   signers: v.pipe(v.array(agreementSigner), v.minLength(1), v.maxLength(MAX_SIGNERS)),
   documents: v.pipe(v.array(agreementDocument), v.minLength(1), v.maxLength(MAX_DOCUMENTS)),
   createdAt: atomDateTime,
+});
+
+export const agreementEventSigner = v.omit(agreementSigner, ['signature']);
+
+export const agreementEventData = v.strictObject({
+  ...v.omit(agreement, ['signerSignature', 'signers']).entries,
+  signers: v.pipe(v.array(agreementEventSigner), v.minLength(1), v.maxLength(MAX_SIGNERS)),
 });
 
 export const downloadLink = v.strictObject({
@@ -183,6 +192,7 @@ export type SchemaMatchesRecords = [
   Holds<Equal<v.InferOutput<typeof agreement>, Agreement>>,
   Holds<Equal<v.InferOutput<typeof agreementSigner>, AgreementSigner>>,
   Holds<Equal<v.InferOutput<typeof agreementDocument>, AgreementDocument>>,
+  Holds<Equal<v.InferOutput<typeof agreementEventData>, AgreementEventData>>,
   Holds<Equal<v.InferOutput<typeof downloadLink>, DownloadLink>>,
   Holds<Equal<v.InferOutput<typeof attachment>, Attachment>>,
 ];

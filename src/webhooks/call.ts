@@ -8,9 +8,12 @@ export function callBody(event: EventRecord): string {
   return JSON.stringify({ id: event.id, type: event.type, createdAt: event.createdAt, data: event.data });
 }
 
-/** A signed call for `event` to `webhook`, made at `at` (Standard Webhooks headers plus the spec's `X-Webhook-Signature`). */
-export function buildCall(webhook: WebhookRecord, event: EventRecord, at: Date): WebhookCall {
-  const body = callBody(event);
+/**
+ * A signed call for `event` to `webhook`, made at `at` (Standard Webhooks headers plus the spec's
+ * `X-Webhook-Signature`). `body` is `callBody(event)`, given when the caller kept it from an
+ * earlier call of the same event: only the timestamp, and so the signature, differ between them.
+ */
+export function buildCall(webhook: WebhookRecord, event: EventRecord, at: Date, body = callBody(event)): WebhookCall {
   const timestamp = Math.floor(at.getTime() / 1000);
   const signature = signWebhook(webhook.secret, event.id, timestamp, body);
   return {

@@ -1,12 +1,14 @@
 import cron from 'node-cron';
 import type { WebhookOptions } from '../options.js';
 import { DEFAULT_RETRY_SCHEDULE } from '../domain/retry-schedule.js';
+import { defaultConcurrencyPerAccount } from './worker.js';
 
 export type ResolvedWebhookOptions = Required<WebhookOptions>;
 
 export const DEFAULT_TICK = '*/5 * * * * *';
 export const DEFAULT_TIMEOUT_MS = 15_000;
 export const DEFAULT_CONCURRENCY = 32;
+export const DEFAULT_MAX_WEBHOOKS_PER_ACCOUNT = 50;
 
 const isPositiveInteger = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) > 0;
 
@@ -17,14 +19,18 @@ export function resolveWebhookOptions(options: WebhookOptions = {}): ResolvedWeb
     tick: options.tick ?? DEFAULT_TICK,
     timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     concurrency: options.concurrency ?? DEFAULT_CONCURRENCY,
+    concurrencyPerAccount: options.concurrencyPerAccount ?? defaultConcurrencyPerAccount(options.concurrency ?? DEFAULT_CONCURRENCY),
     retrySchedule: options.retrySchedule ?? DEFAULT_RETRY_SCHEDULE,
     allowPrivateNetworks: options.allowPrivateNetworks ?? false,
+    maxPerAccount: options.maxPerAccount ?? DEFAULT_MAX_WEBHOOKS_PER_ACCOUNT,
   };
   if (typeof resolved.tick !== 'string' || !cron.validate(resolved.tick)) {
     throw new TypeError(`webhooks.tick "${String(resolved.tick)}" is not a cron expression (node-cron syntax, seconds optional)`);
   }
   if (!isPositiveInteger(resolved.timeoutMs)) throw new TypeError('webhooks.timeoutMs must be a positive whole number of milliseconds');
   if (!isPositiveInteger(resolved.concurrency)) throw new TypeError('webhooks.concurrency must be a positive whole number');
+  if (!isPositiveInteger(resolved.concurrencyPerAccount)) throw new TypeError('webhooks.concurrencyPerAccount must be a positive whole number');
+  if (!isPositiveInteger(resolved.maxPerAccount)) throw new TypeError('webhooks.maxPerAccount must be a positive whole number');
   if (
     !Array.isArray(resolved.retrySchedule) ||
     !resolved.retrySchedule.every((step) => typeof step === 'number' && Number.isFinite(step) && step >= 0)

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import cron, { type ScheduledTask } from 'node-cron';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../shared/logger.js';
 import type { Storage, WebhookCall, WebhookCallResult, WebhookTransport } from '../ports.js';
 import type { ClaimedDelivery } from '../records.js';
 import { atom } from '../shared/time.js';
-import { buildCall } from './call.js';
+import { buildCall, callBody } from './call.js';
 import { attemptsInRun, outcomeOf } from '../domain/retry-schedule.js';
 
 /**
@@ -14,6 +15,8 @@ import { attemptsInRun, outcomeOf } from '../domain/retry-schedule.js';
  * its deliveries at most `timeoutMs` + 60 s; then any worker takes them again.
  */
 export const LEASE_MARGIN_MS = 60_000;
+/** How many characters of serialized event bodies a worker keeps for the next calls of the same events. */
+const BODY_CACHE_CHARS = 32 * 1024 * 1024;
 /** A transport that ignores its deadline is cut off this long after it: the worker never hangs on one. */
 const TRANSPORT_GRACE_MS = 1_000;
 
@@ -26,6 +29,8 @@ export interface WebhookWorkerOptions {
   tick: string;
   timeoutMs: number;
   concurrency: number;
+  /** Calls of one account in flight at once (default `max(1, floor(concurrency / 4))`). */
+  concurrencyPerAccount?: number;
   retrySchedule: readonly number[];
   /** In [0, 1), for the jitter; injectable so tests can pin it. */
   random?: () => number;
@@ -50,16 +55,26 @@ export interface WebhookWorker {
   poke(): void;
 }
 
+/** The default fair share of one account: a quarter of the slots, at least one. */
+export const defaultConcurrencyPerAccount = (concurrency: number) => Math.max(1, Math.floor(concurrency / 4));
+
 export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorker {
   const { storage, transport, clock, logger, timeoutMs, concurrency, retrySchedule } = options;
   const random = options.random ?? Math.random;
   const owner = options.owner ?? `worker_${randomUUID()}`;
   const leaseMs = timeoutMs + LEASE_MARGIN_MS;
+  const perAccount = options.concurrencyPerAccount ?? defaultConcurrencyPerAccount(concurrency);
   /**
    * With a backlog, a freed slot waits until this many are free before claiming again: one claim
    * (a database round trip) per few calls instead of one per call, for a few slots idle meanwhile.
    */
   const refillAt = Math.max(1, Math.floor(concurrency / 8));
+
+  /**
+   * Each event's body, serialized once for all its deliveries and retries (an event fans out to
+   * every webhook of its type): bounded by size, so a burst of large events cannot hold memory.
+   */
+  const bodies = new LRUCache<string, string>({ maxSize: BODY_CACHE_CHARS, sizeCalculation: (body) => Math.max(1, body.length) });
 
   let task: ScheduledTask | undefined;
   let stopped = false;
@@ -67,6 +82,8 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   /** Set when more may be due than the last claim could take: a slot that frees claims again. */
   let again = false;
   const inFlight = new Set<Promise<void>>();
+  /** This worker's calls in flight by account: what the fair share of the next claim counts. */
+  const inFlightByAccount: Record<string, number> = Object.create(null);
   let idleWaiters: (() => void)[] = [];
 
   function settleIfIdle(): void {
@@ -110,6 +127,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
         leaseUntil: atom(new Date(now.getTime() + leaseMs)),
         limit,
         owner,
+        perAccount: { max: perAccount, inFlight: inFlightByAccount },
       });
     } catch (error) {
       again = false;
@@ -122,10 +140,15 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   }
 
   function startCall(claimed: ClaimedDelivery): void {
+    const { accountId } = claimed.delivery;
+    inFlightByAccount[accountId] = (inFlightByAccount[accountId] ?? 0) + 1;
     const call: Promise<void> = deliver(claimed)
       .catch((error) => logger.error({ deliveryId: claimed.delivery.id, err: errorMessage(error) }, 'webhook worker: recording an attempt failed'))
       .finally(() => {
         inFlight.delete(call);
+        // An account that held its whole share may have more due that a claim skipped: claim again.
+        if (inFlightByAccount[accountId]! >= perAccount) again = true;
+        if (--inFlightByAccount[accountId]! === 0) delete inFlightByAccount[accountId];
         if (again && concurrency - inFlight.size >= refillAt) fill();
         settleIfIdle();
       });
@@ -154,7 +177,9 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     const started = performance.now();
     let result: WebhookCallResult;
     try {
-      result = await send(buildCall(webhook, event, at));
+      let body = bodies.get(event.id);
+      if (body === undefined) bodies.set(event.id, (body = callBody(event)));
+      result = await send(buildCall(webhook, event, at, body));
     } catch (error) {
       // A record the call cannot be built from (a secret that is not base64, say): an attempt that failed.
       result = { statusCode: null, headers: {}, error: `the call could not be made: ${errorMessage(error)}` };
@@ -171,7 +196,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
         webhookId: webhook.id,
         eventId: event.id,
         eventType: event.type,
-        attempt: delivery.attempts.length + 1,
+        attempt: delivery.attemptCount + 1,
         statusCode,
         error: attempt.error,
         durationMs,

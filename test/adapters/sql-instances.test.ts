@@ -126,7 +126,7 @@ if (!postgres.pool) {
       assert.ok(Object.keys(byInstance).length >= 2, `the work was shared: ${shares}`);
       const rows = await deliveries();
       assert.is(rows.length, 300);
-      assert.ok(rows.every((row) => row.status === 'succeeded' && Number(row.attempts) === 1 && row.lease_owner === null));
+      assert.ok(rows.every((row) => row.status === 'succeeded' && Number(row.attempts) === 1 && row.lease_owner === null), JSON.stringify(rows.filter((row) => !(row.status === 'succeeded' && Number(row.attempts) === 1 && row.lease_owner === null)).slice(0, 3)));
 
       // 2. Instance c's calls are held open; it is killed while they are in flight.
       receiver.state.hangFor = 'c';

@@ -1,8 +1,10 @@
 import type { Test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { isPortalError } from '../../src/errors.js';
-import type { Storage } from '../../src/ports.js';
-import type { DeliveryAttempt, DeliveryRecord, EventRecord } from '../../src/records.js';
+import type { Claim, Storage, WebhookTransport } from '../../src/ports.js';
+import type { ClaimedDelivery, DeliveryAttempt, DeliveryRecord, EventRecord } from '../../src/records.js';
+import { silentLogger } from '../../src/shared/logger.js';
+import { createWebhookWorker } from '../../src/webhooks/worker.js';
 import type { StorageFactory } from './types.js';
 import { T0, eventRecord, webhookRecord } from './fixtures.js';
 import { reopenable } from './reopen.js';
@@ -29,6 +31,15 @@ async function published(storage: Storage, count: number, spacing = 1): Promise<
 
 const claim = (storage: Storage, now: number, limit = 10, owner = 'worker-1', lease = 60) =>
   storage.claimDeliveries({ now: at(now), leaseUntil: at(now + lease), limit, owner });
+
+/** Polls `check` until it holds: for work a worker does on its own after `poke()`. */
+async function until(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
 
 export function outboxStorageTests(test: Test, factory: StorageFactory): void {
   test('outbox: with a target, an event makes one delivery to that webhook alone, whatever its type', withStorage(factory, async (storage, { db }) => {
@@ -69,6 +80,7 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
         eventId: event.id,
         status: 'pending',
         attempts: [],
+        attemptCount: 0,
         nextAttemptAt: at(30),
         createdAt: at(30),
         leaseOwner: null,
@@ -149,6 +161,67 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     assert.is(await statusOf(d30!), 'pending', 'due after the last one leased: left for a later claim');
     assert.equal(await claim(storage, 100, 2), []);
     assert.is(await statusOf(d30!), 'cancelled');
+  }));
+
+  test('outbox: with perAccount, a claim skips an account at its share and takes the others\' in due order', withStorage(factory, async (storage) => {
+    const a = webhookRecord();
+    const b = webhookRecord({ accountId: 'acct_b' });
+    const c = webhookRecord({ accountId: 'acct_c' });
+    for (const webhook of [a, b, c]) await storage.insertWebhook(webhook);
+    const ofA = await storage.publishEvents(Array.from({ length: 6 }, (_, i) => eventRecord({ createdAt: at(i) })));
+    const [ofB] = await storage.publishEvents([eventRecord({ accountId: 'acct_b', createdAt: at(10) })]);
+    const [ofC] = await storage.publishEvents([eventRecord({ accountId: 'acct_c', createdAt: at(11) })]);
+    const perAccount = { max: 2, inFlight: { acct_a: 1, acct_c: 2 } };
+    const first = await storage.claimDeliveries({ now: at(20), leaseUntil: at(80), limit: 4, owner: 'worker-1', perAccount });
+    assert.equal(first.map((c) => c.delivery.id), [ofA[0]!.id, ofB!.id], 'A has one slot left, B two, C none; the walk goes past A\'s backlog');
+    const second = await storage.claimDeliveries({ now: at(20), leaseUntil: at(80), limit: 4, owner: 'worker-1', perAccount: { max: 2, inFlight: {} } });
+    assert.equal(second.map((c) => c.delivery.id), [ofA[1]!.id, ofA[2]!.id, ofC!.id]);
+    const unfair = await storage.claimDeliveries({ now: at(20), leaseUntil: at(80), limit: 10, owner: 'worker-2' });
+    assert.equal(unfair.map((c) => c.delivery.id), ofA.slice(3).map((d) => d.id), 'without perAccount, no cap');
+  }));
+
+  test('outbox: fair share in a worker: an account whose receivers hang cannot delay another account\'s call beyond one claim round', withStorage(factory, async (storage) => {
+    const hanging = webhookRecord({ url: 'https://a.example/hang' });
+    const prompt = webhookRecord({ accountId: 'acct_b', url: 'https://b.example/ok' });
+    await storage.insertWebhook(hanging);
+    await storage.insertWebhook(prompt);
+    // Account A's 16 deliveries fall due first: first come first served would hand A every slot.
+    await storage.publishEvents(Array.from({ length: 16 }, (_, i) => eventRecord({ createdAt: at(i % 4) })));
+    const [ofB] = await storage.publishEvents([eventRecord({ accountId: 'acct_b', createdAt: at(5) })]);
+    const release = { resolve: () => {} };
+    const hung = new Promise<void>((resolve) => (release.resolve = resolve));
+    const sent: string[] = [];
+    const transport: WebhookTransport = {
+      async send(call) {
+        sent.push(call.url);
+        if (call.url.includes('hang')) await hung;
+        return { statusCode: 204, headers: {}, error: null };
+      },
+    };
+    const rounds: ClaimedDelivery[][] = [];
+    const watched: Storage = Object.create(storage, {
+      claimDeliveries: {
+        value: async (request: Claim) => {
+          const claimed = await storage.claimDeliveries(request);
+          rounds.push(claimed);
+          return claimed;
+        },
+      },
+    });
+    const worker = createWebhookWorker({
+      storage: watched, transport, clock: () => new Date(Date.parse(at(10))), logger: silentLogger,
+      tick: '0 0 0 1 1 *', timeoutMs: 600_000, concurrency: 8, retrySchedule: [5],
+    });
+    try {
+      worker.poke();
+      await until(async () => (await storage.getDelivery('acct_b', ofB!.id))?.status === 'succeeded');
+      assert.ok(rounds[0]!.some((c) => c.delivery.id === ofB!.id), 'B\'s delivery is in the first claim');
+      assert.is(rounds[0]!.filter((c) => c.delivery.accountId === 'acct_a').length, 2, 'A holds its share, a quarter of 8');
+      assert.is(sent.filter((url) => url.includes('hang')).length, 2, 'no more of A\'s calls start while its two hang');
+    } finally {
+      release.resolve();
+      await worker.stop();
+    }
   }));
 
   test('outbox: a lease that ends at exactly now still holds', withStorage(factory, async (storage) => {
@@ -318,12 +391,44 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     assert.is(await storage.redeliver('acct_a', 'whd_unknown', at(500)), null);
   }));
 
-  test('outbox: redeliver of a leased delivery drops the lease, so the old owner cannot record', withStorage(factory, async (storage) => {
+  test('outbox: redeliver of a delivery whose lease ran out drops the lease, so the old owner cannot record', withStorage(factory, async (storage) => {
     const [delivery] = await published(storage, 1);
     await claim(storage, 0, 10, 'worker-1');
-    await storage.redeliver('acct_a', delivery!.id, at(1));
+    await storage.redeliver('acct_a', delivery!.id, at(61));
     assert.is(await storage.recordAttempt(delivery!.id, 'worker-1', attempt(200), { status: 'succeeded', nextAttemptAt: null }), false);
-    assert.equal((await claim(storage, 1, 10, 'worker-2')).map((c) => c.delivery.id), [delivery!.id]);
+    assert.equal((await claim(storage, 61, 10, 'worker-2')).map((c) => c.delivery.id), [delivery!.id]);
+  }));
+
+  test('outbox: redeliver while a lease holds the delivery (its call in flight) rejects with DELIVERY_IN_FLIGHT and changes nothing', withStorage(factory, async (storage, { db }) => {
+    const [delivery] = await published(storage, 1);
+    await claim(storage, 0, 10, 'worker-1', 60);
+    const leased = await db.delivery(delivery!.id);
+    for (const second of [1, 30, 60]) {
+      const error = await storage.redeliver('acct_a', delivery!.id, at(second)).then(() => null, (caught: unknown) => caught);
+      assert.ok(isPortalError(error, 'DELIVERY_IN_FLIGHT'), `at ${second} s: ${String(error)}`);
+      assert.is((error as { status: number }).status, 409);
+    }
+    assert.equal(await db.delivery(delivery!.id), leased, 'the lease and the delivery are as they were');
+    assert.equal(await claim(storage, 30, 10, 'worker-2'), [], 'no second call: nobody else may claim it');
+    assert.is(await storage.recordAttempt(delivery!.id, 'worker-1', attempt(200, 2), { status: 'succeeded', nextAttemptAt: null }), true, 'the call in flight records');
+    const again = (await storage.redeliver('acct_a', delivery!.id, at(3)))!;
+    assert.equal([again.status, again.attempts.length, again.attemptCount], ['pending', 1, 1], 'once recorded it may be sent again');
+    assert.is(await storage.redeliver('acct_b', delivery!.id, at(3)), null, 'another account still sees nothing');
+  }));
+
+  test('outbox: a delivery keeps its last 50 attempts and counts them all', withStorage(factory, async (storage, { db }) => {
+    const [delivery] = await published(storage, 1);
+    const total = 53;
+    for (let n = 1; n <= total; n++) {
+      assert.is((await claim(storage, n * 2, 10, 'worker-1', 1)).length, 1);
+      const made = { ...attempt(500, n * 2), durationMs: n };
+      assert.ok(await storage.recordAttempt(delivery!.id, 'worker-1', made, { status: 'pending', nextAttemptAt: at(n * 2 + 2) }));
+    }
+    const stored = (await db.delivery(delivery!.id))!;
+    assert.is(stored.attemptCount, total);
+    assert.is(stored.attempts.length, 50);
+    assert.equal(stored.attempts.map((kept) => kept.durationMs), Array.from({ length: 50 }, (_, i) => total - 49 + i), 'the oldest dropped, in order');
+    assert.equal(await storage.getDelivery('acct_a', delivery!.id), stored);
   }));
 
   test('outbox: listDeliveries is the webhook\'s own, newest first', withStorage(factory, async (storage) => {

@@ -31,6 +31,29 @@ export function webhookStorageTests(test: Test, factory: StorageFactory): void {
     assert.is((await storage.getWebhook('acct_a', record.id))!.url, 'https://receiver.example/hook');
   }));
 
+  test('webhooks: with maxPerAccount, an insert past the limit rejects with WEBHOOKS_LIMIT and stores nothing', withStorage(factory, async (storage, { db }) => {
+    for (let i = 0; i < 3; i++) await storage.insertWebhook(webhookRecord(), { maxPerAccount: 3 });
+    const refused = webhookRecord();
+    let code: unknown;
+    await storage.insertWebhook(refused, { maxPerAccount: 3 }).catch((error) => (code = isPortalError(error, 'WEBHOOKS_LIMIT') && error.status));
+    assert.is(code, 409);
+    assert.is(await db.webhook(refused.id), null);
+    assert.is((await storage.listWebhooks('acct_a')).length, 3);
+    await storage.insertWebhook(webhookRecord({ accountId: 'acct_b' }), { maxPerAccount: 3 });
+    await storage.insertWebhook(webhookRecord(), { maxPerAccount: 4 });
+    await storage.insertWebhook(webhookRecord(), {});
+    assert.is((await storage.listWebhooks('acct_a')).length, 5, 'without a limit nothing is counted');
+  }));
+
+  test('webhooks: concurrent inserts never pass maxPerAccount together', withStorage(factory, async (storage) => {
+    const results = await Promise.allSettled(Array.from({ length: 12 }, () => storage.insertWebhook(webhookRecord(), { maxPerAccount: 5 })));
+    assert.is(results.filter((result) => result.status === 'fulfilled').length, 5);
+    for (const result of results) {
+      if (result.status === 'rejected') assert.ok(isPortalError(result.reason, 'WEBHOOKS_LIMIT'), String(result.reason));
+    }
+    assert.is((await storage.listWebhooks('acct_a')).length, 5);
+  }));
+
   test('webhooks: inserting an id twice rejects and keeps the first', withStorage(factory, async (storage, { db }) => {
     const record = webhookRecord();
     await storage.insertWebhook(record);

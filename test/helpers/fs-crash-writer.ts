@@ -104,7 +104,7 @@ async function outbox() {
   for (const delivery of claimed) pending.delete(delivery.id);
   for (const delivery of claimed) {
     const attempt = { at: runAt, statusCode: 200, error: null, durationMs: 1 };
-    const done: DeliveryRecord = { ...delivery, attempts: [attempt], status: 'succeeded', nextAttemptAt: null, leaseOwner: null, leaseUntil: null };
+    const done: DeliveryRecord = { ...delivery, attempts: [attempt], attemptCount: 1, status: 'succeeded', nextAttemptAt: null, leaseOwner: null, leaseUntil: null };
     await run([[`delivery:${delivery.id}`, done]], async () => {
       await storage.recordAttempt(delivery.id, 'crash-worker', attempt, { status: 'succeeded', nextAttemptAt: null });
       return [[`delivery:${delivery.id}`, done]];

@@ -2,7 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryBlobs, memoryStorage, memoryTransport } from '../../adapters/memory/index.js';
 import type { Agreement, Storage } from '../../src/index.js';
-import { createAgreementService } from '../../src/domain/agreements.js';
+import { createAgreementService, eventData } from '../../src/domain/agreements.js';
 import { json, rejects, startPortal, withPortal, type TestPortal } from '../helpers/server.js';
 import { memoryBackChannel } from '../helpers/memory.js';
 import { NEVER, waitFor } from '../helpers/webhooks.js';
@@ -39,7 +39,10 @@ test('creation uses the clock, and stores agreement-created with the Agreement a
     assert.ok(event);
     assert.is(event!.type, 'agreement-created');
     assert.is(event!.createdAt, '2026-03-01T10:00:00+00:00');
-    assert.equal(event!.data, agreement);
+    // Thin: the signature image is left out of the event, its hash kept (a deliberate change of issue 15).
+    assert.equal(event!.data, eventData(agreement));
+    assert.is((event!.data as Record<string, unknown>).signerSignature, undefined);
+    assert.is((event!.data as { signerSignatureHash: string }).signerSignatureHash, agreement.signerSignatureHash);
   });
 });
 
@@ -69,7 +72,9 @@ test('signing sets signature, signatureHash and signedAt; the last signer makes 
     const events = await eventsOf(app, storage, hook.id);
     assert.is(events.length, 1);
     assert.is(events[0]!.type, 'agreement-signed');
-    assert.equal(events[0]!.data, afterSecond);
+    assert.equal(events[0]!.data, eventData(afterSecond));
+    const signers = (events[0]!.data as { signers: Record<string, unknown>[] }).signers;
+    assert.equal(signers.map((signer) => [signer.signature, signer.signatureHash]), [[undefined, sha256(SIGNATURE_1)], [undefined, sha256(SIGNATURE_2)]]);
   } finally {
     await app.close();
   }
@@ -122,16 +127,21 @@ test('webhooks receive agreement-created and agreement-signed at once: the servi
     const url = 'https://receiver.example/hook';
     await app.portal.webhooks.create('acct_a', { type: 'agreement-created', url });
     await app.portal.webhooks.create('acct_a', { type: 'agreement-signed', url });
-    const created = await json(await app.api('/agreements', { method: 'POST', body: validFormData() }));
+    const form = validFormData();
+    // A 700 KB signature image: the event leaves it out, so the call stays small.
+    form.set('signerSignatureData', dataUrl('image/png', pngBytes(700_000)));
+    const created = await json(await app.api('/agreements', { method: 'POST', body: form }));
     await waitFor(() => transport.calls.length === 1, 'the agreement-created call');
     const first = JSON.parse(transport.calls[0]!.body);
     assert.is(first.type, 'agreement-created');
-    assert.equal(first.data, created);
+    assert.equal(first.data, eventData(created));
+    assert.ok(transport.calls[0]!.body.length < 20 * 1024, `the call body stays under 20 KB: ${transport.calls[0]!.body.length} bytes`);
+    assert.equal(await json(await app.api(`/agreements/${created.id}`)), created, 'the whole agreement, images included, is one GET away');
     const signed = await app.portal.agreements.sign('acct_a', created.id, created.signers[0].id, { signature: SIGNATURE_1 });
     await waitFor(() => transport.calls.length === 2, 'the agreement-signed call');
     const second = JSON.parse(transport.calls[1]!.body);
     assert.is(second.type, 'agreement-signed');
-    assert.equal(second.data, signed);
+    assert.equal(second.data, eventData(signed));
     assert.is(second.data.status, 'signed');
   });
 });

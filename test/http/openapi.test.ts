@@ -13,7 +13,7 @@ import { MAX_DOCUMENT_BYTES } from '../../src/domain/inputs.js';
 import { PNG_SIGNATURE, documentBytes, validFormData } from '../helpers/agreements.js';
 import { SIGNING_KEY_1, linkPath, withParam } from '../helpers/download.js';
 import { createResponseChecker } from '../helpers/openapi.js';
-import { KEY_A, type TestPortal, startPortal, withPortal } from '../helpers/server.js';
+import { KEY_A, KEY_B, type TestPortal, startPortal, withPortal } from '../helpers/server.js';
 import { NEVER, manualClock } from '../helpers/webhooks.js';
 
 const document = openapi as Record<string, any>;
@@ -135,6 +135,9 @@ test('every route answers as the document says: each success and each error it d
     await call('POST', '/webhooks', '/webhooks', jsonBody({ type: 'nope', url: 'https://r.example/' }), 400);
     await call('POST', '/webhooks', '/webhooks', { body: 'type=x' }, 415);
     await call('POST', '/webhooks', '/webhooks', jsonBody({ type: 'customer-created', url: 'https://r.example/', pad: 'x'.repeat(70_000) }), 413);
+    for (let i = 0; i < 50; i++) await portal.webhooks.create('acct_b', { type: 'customer-created', url: 'https://b.example/' });
+    const asB = jsonBody({ type: 'customer-created', url: 'https://b.example/' });
+    await call('POST', '/webhooks', '/webhooks', { ...asB, headers: { ...(asB.headers as Record<string, string>), authorization: `Bearer ${KEY_B}` } }, 409);
     await call('GET', '/webhooks', '/webhooks', {}, 200);
     await call('GET', '/webhooks/{webhookId}', `/webhooks/${hook.id}`, {}, 200);
     await call('GET', '/webhooks/{webhookId}', '/webhooks/wbh_missing', {}, 404);

@@ -2,8 +2,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryTransport } from '../../adapters/memory/index.js';
 import { verifyWebhook } from '../../src/index.js';
-import { KEY_A, KEY_B, json, rawRequest, startPortal, withPortal } from '../helpers/server.js';
-import { NEVER, manualClock, waitFor } from '../helpers/webhooks.js';
+import { KEY_A, KEY_B, json, rawRequest, rejects, startPortal, withPortal } from '../helpers/server.js';
+import { NEVER, deferred, manualClock, waitFor } from '../helpers/webhooks.js';
 
 const post = (body: string, type = 'application/json') => ({ method: 'POST', headers: { 'content-type': type }, body });
 
@@ -55,6 +55,33 @@ test('POST /webhooks: Location follows the Host header when no publicUrl is set'
     });
     assert.match(String(ignored.headers.location), /^http:\/\/h\.example\/v1\//, 'forwarded headers are ignored without trustProxy');
   });
+});
+
+test('webhooks.maxPerAccount: the next POST /webhooks and webhooks.create answer 409 naming the limit; other accounts are not held', async () => {
+  await withPortal({ webhooks: { maxPerAccount: 3 } }, async (app) => {
+    const body = JSON.stringify({ type: 'customer-created', url: 'https://r.example/in' });
+    for (let i = 0; i < 3; i++) assert.is((await app.api('/webhooks', post(body))).status, 201);
+    const refused = await app.api('/webhooks', post(body));
+    assert.is(refused.status, 409);
+    assert.match((await json(refused)).message, /already has 3 webhooks.*webhooks\.maxPerAccount/);
+    const thrown = await rejects(() => app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/' }), /3 webhooks/);
+    assert.is(thrown.status, 409);
+    assert.is((await app.portal.webhooks.list('acct_a')).length, 3, 'nothing stored past the limit');
+    assert.ok(await app.portal.webhooks.create('acct_b', { type: 'customer-created', url: 'https://b.example/' }));
+    const [first] = await app.portal.webhooks.list('acct_a');
+    await app.portal.webhooks.delete('acct_a', first!.id);
+    assert.is((await app.api('/webhooks', post(body))).status, 201, 'a deletion makes room');
+  });
+});
+
+test('webhooks.maxPerAccount defaults to 50 and must be a positive whole number', async () => {
+  await withPortal(async (app) => {
+    await Promise.all(Array.from({ length: 50 }, () => app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/' })));
+    await rejects(() => app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/' }), /already has 50 webhooks/);
+  });
+  for (const maxPerAccount of [0, -1, 1.5, '5']) {
+    await rejects(() => startPortal({ webhooks: { maxPerAccount: maxPerAccount as number } }), /webhooks\.maxPerAccount must be a positive whole number/);
+  }
 });
 
 test('POST /webhooks refuses bad bodies with a 4xx naming the problem, and stores nothing', async () => {
@@ -144,7 +171,7 @@ test('GET /webhooks/{id}/deliveries: the log, newest first, with every attempt; 
     assert.is(data.length, 2);
     assert.ok(data[0].createdAt > data[1].createdAt, 'newest first');
     for (const delivery of data) {
-      assert.equal(Object.keys(delivery).sort(), ['attempts', 'createdAt', 'eventId', 'id', 'nextAttemptAt', 'status', 'webhookId']);
+      assert.equal(Object.keys(delivery).sort(), ['attemptCount', 'attempts', 'createdAt', 'eventId', 'id', 'nextAttemptAt', 'status', 'webhookId']);
       assert.match(delivery.id, /^whd_/);
       assert.is(delivery.webhookId, hook.id);
     }
@@ -189,6 +216,7 @@ test('POST …/deliveries/{id}/redeliver: 202 with the delivery pending again; 4
   });
 });
 
+
 test('POST /webhooks/{id}/test: 202, and a signed webhook.test call goes to that webhook now, in its log', async () => {
   const transport = memoryTransport();
   await withPortal({ transport, webhooks: { tick: NEVER } }, async (app) => {
@@ -209,6 +237,39 @@ test('POST /webhooks/{id}/test: 202, and a signed webhook.test call goes to that
     assert.equal(await app.portal.webhooks.deliveries('acct_a', other.id), [], 'only the webhook tested');
     assert.is((await app.api(`/webhooks/${hook.id}/test`, { method: 'POST', headers: { authorization: `Bearer ${KEY_B}` } })).status, 404);
     assert.is((await app.api('/webhooks/wbh_nothing/test', { method: 'POST' })).status, 404);
+  });
+});
+
+test('POST …/redeliver during the delivery\'s call answers 409 and never starts a second call', async () => {
+  const release = deferred<number>();
+  let calls = 0;
+  let inFlight = 0;
+  let most = 0;
+  const transport = memoryTransport({
+    respond: async () => {
+      calls++;
+      most = Math.max(most, ++inFlight);
+      const status = await release.promise;
+      inFlight--;
+      return status;
+    },
+  });
+  await withPortal({ transport, webhooks: { tick: NEVER, concurrency: 8 } }, async (app) => {
+    const hook = await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/in' });
+    await app.portal.events.publish('acct_a', 'customer-created', { n: 1 });
+    await waitFor(() => calls === 1, 'the first call to start');
+    const [delivery] = (await app.portal.webhooks.deliveries('acct_a', hook.id))!;
+    for (let i = 0; i < 10; i++) {
+      const res = await app.api(`/webhooks/${hook.id}/deliveries/${delivery!.id}/redeliver`, { method: 'POST' });
+      assert.is(res.status, 409);
+      assert.match((await json(res)).message, /is being sent right now/);
+    }
+    assert.is(calls, 1, 'no second call while the first is in flight');
+    release.resolve(200);
+    await waitFor(async () => (await app.portal.webhooks.deliveries('acct_a', hook.id))![0]!.status === 'succeeded', 'the call recorded');
+    const [done] = (await app.portal.webhooks.deliveries('acct_a', hook.id))!;
+    assert.equal([done!.attempts.length, done!.attemptCount, most], [1, 1, 1]);
+    assert.is((await app.api(`/webhooks/${hook.id}/deliveries/${delivery!.id}/redeliver`, { method: 'POST' })).status, 202, 'once recorded it may go again');
   });
 });
 

@@ -72,13 +72,14 @@ test('publish stores the event and the first attempt goes out at once, signed an
 
     await waitFor(async () => (await app.delivery()).status === 'succeeded', 'the attempt to be recorded');
     const delivery = await app.delivery();
-    assert.equal(Object.keys(delivery).sort(), ['attempts', 'createdAt', 'eventId', 'id', 'nextAttemptAt', 'status', 'webhookId']);
+    assert.equal(Object.keys(delivery).sort(), ['attemptCount', 'attempts', 'createdAt', 'eventId', 'id', 'nextAttemptAt', 'status', 'webhookId']);
     assert.equal({ ...delivery, attempts: [] }, {
       id: delivery.id,
       webhookId: app.webhook.id,
       eventId: event.id,
       status: 'succeeded',
       attempts: [],
+      attemptCount: 1,
       nextAttemptAt: null,
       createdAt: event.createdAt,
     });

@@ -1,6 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import {
+  MAX_ATTEMPTS_KEPT,
   cancel,
   compareDue,
   isClaimable,
@@ -34,6 +35,7 @@ function delivery(overrides: Partial<DeliveryRecord> = {}): DeliveryRecord {
     eventId: 'evt_1',
     status: 'pending',
     attempts: [],
+    attemptCount: 0,
     nextAttemptAt: at(10),
     createdAt: at(10),
     leaseOwner: null,
@@ -59,6 +61,7 @@ test('newDelivery: pending, due when the event happened, no attempts, no lease, 
     eventId: event.id,
     status: 'pending',
     attempts: [],
+    attemptCount: 0,
     nextAttemptAt: at(5),
     createdAt: at(5),
     leaseOwner: null,
@@ -109,10 +112,10 @@ test('lease: owner and end set, nothing else changed, the argument untouched', (
 
 test('recordAttempt: the owner\'s attempt is appended, the outcome set, the lease released', () => {
   const first = attempt(null);
-  const before = leased('worker-1', at(40), { attempts: [first] });
+  const before = leased('worker-1', at(40), { attempts: [first], attemptCount: 1 });
   const second = attempt(503);
   const after = recordAttempt(before, 'worker-1', second, { status: 'pending', nextAttemptAt: at(55) })!;
-  assert.equal(after, { ...before, attempts: [first, second], nextAttemptAt: at(55), leaseOwner: null, leaseUntil: null });
+  assert.equal(after, { ...before, attempts: [first, second], attemptCount: 2, nextAttemptAt: at(55), leaseOwner: null, leaseUntil: null });
   assert.is.not(after.attempts[1], second, 'the attempt is copied in');
   assert.equal(before.attempts, [first], 'the argument keeps its attempts');
   const done = recordAttempt(leased(), 'worker-1', attempt(204), { status: 'succeeded', nextAttemptAt: null })!;
@@ -138,11 +141,41 @@ test('redeliver: from any status, pending again at the given time, lease dropped
     delivery({ status: 'failed', nextAttemptAt: null, attempts }),
     delivery({ status: 'succeeded', nextAttemptAt: null, attempts }),
     delivery({ status: 'cancelled', nextAttemptAt: null, attempts }),
-    leased('worker-1', at(40), { attempts }),
+    // A lease that ran out (its worker died mid-call): no call is in flight any more.
+    leased('worker-1', at(29), { attempts }),
   ]) {
     const after = redeliver(before, at(30));
     assert.equal(after, { ...before, status: 'pending', nextAttemptAt: at(30), leaseOwner: null, leaseUntil: null, attempts }, before.status);
   }
+});
+
+test('redeliver: null while a lease holds the delivery, up to and including its last second: its call may be in flight', () => {
+  assert.is(redeliver(leased('worker-1', at(40)), at(30)), null);
+  assert.is(redeliver(leased('worker-1', at(30)), at(30)), null);
+  assert.ok(redeliver(leased('worker-1', at(30)), at(31)));
+});
+
+test('recordAttempt: keeps the last MAX_ATTEMPTS_KEPT attempts and counts every one', () => {
+  let current: DeliveryRecord = delivery();
+  for (let n = 1; n <= MAX_ATTEMPTS_KEPT + 3; n++) {
+    const made = { ...attempt(500), durationMs: n };
+    current = recordAttempt(lease(current, 'worker-1', at(40)), 'worker-1', made, { status: 'pending', nextAttemptAt: at(10) })!;
+  }
+  assert.is(current.attemptCount, MAX_ATTEMPTS_KEPT + 3);
+  assert.is(current.attempts.length, MAX_ATTEMPTS_KEPT);
+  assert.equal(current.attempts.map((kept) => kept.durationMs).slice(0, 2), [4, 5], 'the oldest are dropped');
+  assert.is(current.attempts.at(-1)!.durationMs, MAX_ATTEMPTS_KEPT + 3);
+});
+
+test('planClaim with perAccount: an account at its share is passed over; its count is read from own keys only', () => {
+  const dues = [
+    delivery({ id: 'whd_1', accountId: 'constructor', nextAttemptAt: at(1) }),
+    delivery({ id: 'whd_2', accountId: 'constructor', nextAttemptAt: at(2) }),
+    delivery({ id: 'whd_3', accountId: 'acct_b', nextAttemptAt: at(3) }),
+    delivery({ id: 'whd_4', accountId: 'acct_b', nextAttemptAt: at(4) }),
+  ];
+  const plan = planClaim(dues, { now: at(30), leaseUntil: at(60), limit: 10, owner: 'w', perAccount: { max: 1, inFlight: { acct_b: 1 } } }, () => true);
+  assert.equal(plan.leased.map((d) => d.id), ['whd_1'], 'one of "constructor", none of acct_b, which holds its one already');
 });
 
 test('cancel: a pending delivery, leased or not, ends cancelled; a finished one is null', () => {

@@ -132,7 +132,8 @@ test('a call holds a lease of timeoutMs + 60 s, and the lease is released when t
   }
 });
 
-test('no more than `concurrency` calls are in flight; every event still goes out', async () => {
+/** A transport answering 204 after 2 ms that counts the most calls it had in flight at once. */
+function countingTransport() {
   let inFlight = 0;
   let most = 0;
   const transport = memoryTransport({
@@ -143,17 +144,38 @@ test('no more than `concurrency` calls are in flight; every event still goes out
       return 204;
     },
   });
-  const portal = await webhookPortal({ transport, webhooks: { concurrency: 3 } });
+  return { transport, most: () => most };
+}
+
+test('no more than `concurrency` calls are in flight; every event still goes out', async () => {
+  const { transport, most } = countingTransport();
+  // One account: its share is the whole of concurrency here, so that concurrency alone is what holds.
+  const portal = await webhookPortal({ transport, webhooks: { concurrency: 3, concurrencyPerAccount: 3 } });
   try {
     const webhook = await portal.webhooks.create('acct_a', HOOK);
     const events = [];
     for (let i = 0; i < 25; i++) events.push(await portal.events.publish('acct_a', 'customer-created', { n: i }));
     await portal.worker!.tick();
-    assert.is(most, 3);
+    assert.is(most(), 3);
     assert.is(transport.calls.length, 25);
     assert.equal(new Set(transport.calls.map((call) => call.headers['webhook-id'])), new Set(events.map((event) => event.id)));
     const log = (await portal.webhooks.deliveries('acct_a', webhook.id))!;
     assert.ok(log.every((delivery) => delivery.status === 'succeeded'));
+  } finally {
+    await portal.close();
+  }
+});
+
+test('an account holds at most its share of the slots (a quarter by default), yet all its due deliveries go out in one tick', async () => {
+  const { transport, most } = countingTransport();
+  const portal = await webhookPortal({ transport, webhooks: { concurrency: 8 } });
+  try {
+    const webhook = await portal.webhooks.create('acct_a', HOOK);
+    for (let i = 0; i < 12; i++) await portal.events.publish('acct_a', 'customer-created', { n: i });
+    await portal.worker!.tick();
+    assert.is(most(), 2, 'floor(8 / 4) calls of the account at once');
+    assert.is(transport.calls.length, 12);
+    assert.ok((await portal.webhooks.deliveries('acct_a', webhook.id))!.every((delivery) => delivery.status === 'succeeded'));
   } finally {
     await portal.close();
   }
@@ -317,7 +339,7 @@ test('a transport that rejects or never answers, and a record that cannot be sig
   };
   const worker = createWebhookWorker({
     storage, transport, clock: time.clock, logger: recordingLogger().logger,
-    tick: '0 0 0 1 1 *', timeoutMs: 40, concurrency: 4, retrySchedule: [5],
+    tick: '0 0 0 1 1 *', timeoutMs: 40, concurrency: 4, concurrencyPerAccount: 4, retrySchedule: [5],
   });
   // The worker's cut-off timer is unref'd (it must not hold a host's process open); this test's process needs holding.
   const keepAlive = setInterval(() => {}, 1000);
@@ -370,6 +392,8 @@ test('webhook options are checked when the portal is created', async () => {
     [{ timeoutMs: 0 }, /webhooks\.timeoutMs/],
     [{ timeoutMs: 1.5 }, /webhooks\.timeoutMs/],
     [{ concurrency: -1 }, /webhooks\.concurrency/],
+    [{ concurrencyPerAccount: 0 }, /webhooks\.concurrencyPerAccount/],
+    [{ maxPerAccount: 0 }, /webhooks\.maxPerAccount/],
     [{ retrySchedule: [5, -1] }, /webhooks\.retrySchedule/],
     [{ retrySchedule: [Number.NaN] }, /webhooks\.retrySchedule/],
   ] as const) {

@@ -40,6 +40,7 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
         eventId: event.id,
         status: 'pending',
         attempts: [],
+        attemptCount: 0,
         nextAttemptAt: event.createdAt,
         createdAt: event.createdAt,
         leaseOwner: null,
