@@ -92,6 +92,8 @@ export function createWebhookService(deps: {
      * webhook is absent or of another account.
      */
     async sendTest(accountId: string, webhookId: string): Promise<Delivery | null> {
+      checkAccountId(accountId);
+      if (!isId('wbh', webhookId)) return null;
       if ((await storage.getWebhook(accountId, webhookId)) === null) return null;
       const event = { id: newId('evt'), accountId, type: TEST_EVENT_TYPE, createdAt: atom(clock()), data: { webhookId } };
       const [delivery] = await storage.publishEvents([event], { webhookId });
