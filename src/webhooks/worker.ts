@@ -84,6 +84,13 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   const inFlight = new Set<Promise<void>>();
   /** This worker's calls in flight by account: what the fair share of the next claim counts. */
   const inFlightByAccount: Record<string, number> = Object.create(null);
+  /**
+   * Accounts whose share the last claim found full, or filled: it may have skipped due deliveries of
+   * theirs, so the first of their calls to end claims again. Counted from what the claim saw, not
+   * from what is in flight when it returns: on a slow store the calls it saw may all have ended by
+   * then, and the rest of the account's backlog would wait for the next tick.
+   */
+  const full = new Set<string>();
   let idleWaiters: (() => void)[] = [];
 
   function settleIfIdle(): void {
@@ -120,6 +127,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
 
   async function claimAndStart(limit: number): Promise<void> {
     const now = clock();
+    const held: Record<string, number> = { ...inFlightByAccount };
     let claimed: ClaimedDelivery[];
     try {
       claimed = await storage.claimDeliveries({
@@ -127,7 +135,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
         leaseUntil: atom(new Date(now.getTime() + leaseMs)),
         limit,
         owner,
-        perAccount: { max: perAccount, inFlight: inFlightByAccount },
+        perAccount: { max: perAccount, inFlight: held },
       });
     } catch (error) {
       again = false;
@@ -137,6 +145,15 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     // Claimed deliveries are leased to us: they go out even when stop() came meanwhile, and stop() waits.
     for (const delivery of claimed) startCall(delivery);
     if (claimed.length === limit) again = true;
+    const leased = new Map<string, number>();
+    for (const { delivery } of claimed) leased.set(delivery.accountId, (leased.get(delivery.accountId) ?? 0) + 1);
+    full.clear();
+    for (const account of new Set([...Object.keys(held), ...leased.keys()])) {
+      if ((held[account] ?? 0) + (leased.get(account) ?? 0) < perAccount) continue;
+      // Its calls all ended while the claim ran: nothing of its would ask again, so ask now.
+      if (inFlightByAccount[account] === undefined) again = true;
+      else full.add(account);
+    }
   }
 
   function startCall(claimed: ClaimedDelivery): void {
@@ -147,7 +164,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       .finally(() => {
         inFlight.delete(call);
         // An account that held its whole share may have more due that a claim skipped: claim again.
-        if (inFlightByAccount[accountId]! >= perAccount) again = true;
+        if (full.delete(accountId)) again = true;
         if (--inFlightByAccount[accountId]! === 0) delete inFlightByAccount[accountId];
         if (again && concurrency - inFlight.size >= refillAt) fill();
         settleIfIdle();

@@ -361,6 +361,31 @@ test('a transport that rejects or never answers, and a record that cannot be sig
   }
 });
 
+test('fair share on a slow store: calls that end while a claim runs still lead to the next claim, and one tick drains the backlog', async () => {
+  const time = manualClock(new Date('2026-05-01T00:00:00Z'));
+  const inner = memoryStorage();
+  // A store whose claim takes a while (a disk, a database): the calls it started end meanwhile.
+  const storage = {
+    ...inner,
+    async claimDeliveries(claim: Parameters<typeof inner.claimDeliveries>[0]) {
+      const claimed = await inner.claimDeliveries(claim);
+      await new Promise((resolve) => setTimeout(resolve, 15));
+      return claimed;
+    },
+  };
+  const transport = memoryTransport();
+  const worker = createWebhookWorker({
+    storage, transport, clock: time.clock, logger: recordingLogger().logger,
+    tick: '0 0 0 1 1 *', timeoutMs: 15_000, concurrency: 8, concurrencyPerAccount: 2, retrySchedule: [5],
+  });
+  const webhook = { id: 'wbh_slowstore', accountId: 'acct_a', ...HOOK, secret: 'whsec_' + Buffer.alloc(32, 2).toString('base64'), createdAt: atom(time.now) };
+  await storage.insertWebhook(webhook);
+  for (let i = 0; i < 20; i++) await storage.publishEvents([newEvent('acct_a', 'customer-created', { i }, time.now)]);
+  await worker.tick();
+  assert.is(transport.calls.length, 20, 'every due delivery went out in the one tick, two at a time');
+  await worker.stop();
+});
+
 test('a storage that fails to claim is logged; the worker carries on', async () => {
   const { logger, lines } = recordingLogger();
   const storage = memoryStorage();
