@@ -14,6 +14,7 @@ export type {
   BlobInfo,
   BlobStore,
   ByteRange,
+  PresignOptions,
   Storage,
   WebhookCall,
   WebhookCallResult,
