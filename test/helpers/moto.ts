@@ -8,9 +8,9 @@ import {
   ListObjectsV2Command,
   S3Client,
 } from '@aws-sdk/client-s3';
-import { s3Blobs, type S3BlobsOptions } from '../../adapters/s3/index.js';
-import type { BlobStore } from '../../src/ports.js';
+import { s3Blobs } from '../../adapters/s3/index.js';
 import type { BlobStoreFactory } from '../conformance/types.js';
+import { namespacedBlobsFactory } from './blob-factory.js';
 
 /** A moto S3 server on a free loopback port, and a client of it; `stop` ends both. */
 export interface Moto {
@@ -87,26 +87,14 @@ export async function emptyPrefix(client: S3Client, bucket: string, prefix: stri
 }
 
 /** Conformance factory: each store under a fresh prefix of `bucket`, emptied when destroyed. */
-export function s3BlobsFactory(name: string, client: S3Client, bucket: string, extra: Partial<S3BlobsOptions> = {}): BlobStoreFactory {
-  const prefixOf = new WeakMap<BlobStore, string>();
-  let clock: () => Date = () => new Date();
-  const open = async (prefix: string) => {
-    const blobs = s3Blobs({ client, bucket, prefix, clock: () => clock(), ...extra });
-    await blobs.open!();
-    prefixOf.set(blobs, prefix);
-    return blobs;
-  };
-  return {
-    name,
-    create(options) {
-      clock = options.clock;
-      return open(`run-${randomBytes(4).toString('hex')}/`);
+export function s3BlobsFactory(name: string, client: S3Client, bucket: string): BlobStoreFactory {
+  return namespacedBlobsFactory(name, {
+    fresh: () => `run-${randomBytes(4).toString('hex')}/`,
+    async open(prefix, clock) {
+      const blobs = s3Blobs({ client, bucket, prefix, clock });
+      await blobs.open!();
+      return blobs;
     },
-    async destroy(blobs) {
-      await emptyPrefix(client, bucket, prefixOf.get(blobs)!);
-    },
-    async reopen(blobs) {
-      return open(prefixOf.get(blobs)!);
-    },
-  };
+    drop: (prefix) => emptyPrefix(client, bucket, prefix),
+  });
 }
