@@ -201,7 +201,8 @@ test('every route answers as the document says: each success and each error it d
       const stored = await direct.portal.tickets.putAttachment('acct_a', { name: 'a.pdf', mime: 'application/pdf', body: Buffer.from('x') });
       const ref = { ticketId: stored.ticketId, messageId: stored.messageId, attachmentId: stored.id };
       const { link: directLink } = await direct.portal.tickets.downloadLink('acct_a', ref, `${direct.url}/v1`);
-      await both(directLink, { redirect: 'manual' }, 302);
+      await call('GET', downloads, directLink, { redirect: 'manual' }, 302);
+      await call('HEAD', downloads, directLink, { redirect: 'manual' }, 200);
     } finally {
       await direct.close();
     }

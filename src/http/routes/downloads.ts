@@ -29,7 +29,8 @@ export function downloadRoutes(tickets: TicketService): Route[] {
         // A media type stored before they were checked as RFC 9110 writes them could not go out as a header.
         const contentType = isMediaType(attachment.mime) ? attachment.mime : 'application/octet-stream';
         const contentDisposition = attachmentDisposition(attachment.name);
-        const direct = await tickets.directUrl(attachment, presented!.grant.expires, { contentType, contentDisposition });
+        // A presigned URL is signed for GET alone; a HEAD is answered here, from the record.
+        const direct = req.method === 'GET' ? await tickets.directUrl(attachment, presented!.grant.expires, { contentType, contentDisposition }) : null;
         if (direct !== null) {
           // The store serves the bytes (and the Range) itself, with these headers, until the link expires.
           res.writeHead(302, { Location: direct, 'Content-Length': 0 }).end();
