@@ -15,6 +15,7 @@ export type {
   BlobStore,
   ByteRange,
   Claim,
+  PresignOptions,
   Storage,
   WebhookCall,
   WebhookCallResult,

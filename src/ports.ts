@@ -172,6 +172,19 @@ export interface BlobStore {
   delete(key: string): Promise<boolean>;
   /** Every blob written before `before` (ATOM): the orphan sweep walks these. */
   listBefore(before: string): AsyncIterable<BlobInfo>;
+  /**
+   * A URL that serves the blob's bytes (`GET`/`HEAD`, `Range` honoured) straight from the store for
+   * `expiresInSeconds`, answered with the given `Content-Type` and `Content-Disposition`; absence of
+   * the blob is not checked. Only on stores that serve bytes themselves: download links redirect to it.
+   */
+  presign?(key: string, options: PresignOptions): Promise<string>;
+}
+
+/** What a presigned URL serves: for how long, and the headers its answer carries. */
+export interface PresignOptions {
+  expiresInSeconds: number;
+  contentType: string;
+  contentDisposition: string;
 }
 
 /** One webhook call, fully prepared: the transport only sends it. */

@@ -159,6 +159,18 @@ export function createTicketService(deps: TicketServiceDeps) {
       return record;
     },
 
+    /**
+     * Where the blob store serves the attachment's bytes itself (a presigned URL, valid no longer than
+     * the link that led here, whose expiry is `expires`, unix seconds), or `null` when the store does
+     * not, or less than a second of the link remains: the portal then streams the bytes.
+     */
+    async directUrl(record: AttachmentRecord, expires: number, answer: { contentType: string; contentDisposition: string }): Promise<string | null> {
+      if (blobs.presign === undefined) return null;
+      const expiresInSeconds = Math.floor((expires * 1000 - clock().getTime()) / 1000);
+      if (expiresInSeconds < 1) return null;
+      return blobs.presign(record.id, { expiresInSeconds, ...answer });
+    },
+
     /** The attachment's bytes (only `range`, when given), or a 404 when they went meanwhile. */
     async openBytes(record: AttachmentRecord, range?: ByteRange): Promise<Readable> {
       const body = await blobs.get(record.id, range);

@@ -154,6 +154,13 @@ function download(method: 'get' | 'head'): Json {
         headers: { ...REQUEST_ID, ...BYTES_HEADERS, 'Content-Range': header('Content-Range') },
         ...(method === 'get' ? { content: { '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } } : {}),
       },
+      ...(method === 'get' && {
+        302: {
+          description:
+            'With a blob store that serves bytes itself (`s3Blobs({ redirect: true })`): a presigned URL of the object, valid no longer than the link, answering with the same Content-Type and Content-Disposition and honouring Range.',
+          headers: { ...REQUEST_ID, Location: { schema: { type: 'string', format: 'uri' }, required: true } },
+        },
+      }),
       403: failure('The link is incomplete, altered, or signed with a key this server does not hold.'),
       404: failure('The attachment was removed after the link was made.'),
       410: failure('The link has expired.'),

@@ -3,9 +3,10 @@ import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import type { SqlClient } from '../../adapters/sql/index.js';
 import { sqlBlobs, sqlStorage } from '../../adapters/sql/index.js';
-import type { BlobStore, Storage } from '../../src/ports.js';
+import type { Storage } from '../../src/ports.js';
 import type { DeliveryRecord, EventRecord, WebhookRecord } from '../../src/records.js';
 import type { BlobStoreFactory, StorageBackChannel, StorageFactory } from '../conformance/types.js';
+import { namespacedBlobsFactory } from './blob-factory.js';
 
 /** The local PostgreSQL server the SQL tests use when it answers (CI starts it). */
 export const POSTGRES_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -104,26 +105,13 @@ export function sqlStorageFactory(name: string, client: SqlClient): StorageFacto
 }
 
 export function sqlBlobsFactory(name: string, client: SqlClient): BlobStoreFactory {
-  let clock: () => Date = () => new Date();
-  const open = async (schema: string) => {
-    const blobs = sqlBlobs({ client, schema, clock: () => clock() });
-    await blobs.open!();
-    schemaOf.set(blobs, schema);
-    return blobs;
-  };
-  return {
-    name,
-    create(options) {
-      clock = options.clock;
-      return open(freshSchema());
+  return namespacedBlobsFactory(name, {
+    fresh: freshSchema,
+    async open(schema, clock) {
+      const blobs = sqlBlobs({ client, schema, clock });
+      await blobs.open!();
+      return blobs;
     },
-    async destroy(blobs: BlobStore) {
-      await blobs.close!();
-      await dropSchema(client, schemaOf.get(blobs)!);
-    },
-    async reopen(blobs: BlobStore) {
-      await blobs.close!();
-      return open(schemaOf.get(blobs)!);
-    },
-  };
+    drop: (schema) => dropSchema(client, schema),
+  });
 }

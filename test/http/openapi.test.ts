@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { memoryStorage, memoryTransport } from '../../adapters/memory/index.js';
+import { memoryBlobs, memoryStorage, memoryTransport } from '../../adapters/memory/index.js';
 import { openapi } from '../../src/index.js';
 import { agreementRoutes } from '../../src/http/routes/agreements.js';
 import { downloadRoutes } from '../../src/http/routes/downloads.js';
@@ -238,6 +238,18 @@ test('every route answers as the document says: each success and each error it d
     time.advance(-301);
     await portal.tickets.deleteAttachment('acct_a', attachment.id);
     await both(link.link, {}, 404);
+
+    // A blob store that serves the bytes itself: the link redirects there
+    const direct = await startPortal({ signingKeys: [SIGNING_KEY_1], blobs: { ...memoryBlobs(), presign: async (key) => `https://bucket.example/${key}?signed` } });
+    try {
+      const stored = await direct.portal.tickets.putAttachment('acct_a', { name: 'a.pdf', mime: 'application/pdf', body: Buffer.from('x') });
+      const ref = { ticketId: stored.ticketId, messageId: stored.messageId, attachmentId: stored.id };
+      const { link: directLink } = await direct.portal.tickets.downloadLink('acct_a', ref, `${direct.url}/v1`);
+      await call('GET', downloads, directLink, { redirect: 'manual' }, 302);
+      await call('HEAD', downloads, directLink, { redirect: 'manual' }, 200);
+    } finally {
+      await direct.close();
+    }
 
     // What every authenticated route answers: no key, an unknown key, a wrong method, no route, a fault
     await call('GET', '/webhooks/{webhookId}', '/webhooks/wbh_x', { headers: { authorization: '' } }, 401);

@@ -11,7 +11,8 @@ import type { TicketService } from '../../domain/tickets.js';
 
 /**
  * The signed download route (public: the link's signature is its authorization). Streams the
- * attachment's bytes, whole or one range, straight from the blob store to the socket.
+ * attachment's bytes, whole or one range, straight from the blob store to the socket; or, where
+ * the store can serve them itself (`BlobStore.presign`), redirects there.
  */
 export function downloadRoutes(tickets: TicketService): Route[] {
   return [
@@ -23,17 +24,27 @@ export function downloadRoutes(tickets: TicketService): Route[] {
       async handler({ req, res, params, query }) {
         // Private bytes: no shared cache may keep them, whatever the answer turns out to be.
         res.setHeader('Cache-Control', 'private, no-store');
-        const attachment = await tickets.redeem(readDownloadRequest(params, query));
+        const presented = readDownloadRequest(params, query);
+        const attachment = await tickets.redeem(presented);
+        // A media type stored before they were checked as RFC 9110 writes them could not go out as a header.
+        const contentType = isMediaType(attachment.mime) ? attachment.mime : 'application/octet-stream';
+        const contentDisposition = attachmentDisposition(attachment.name);
+        // A presigned URL is signed for GET alone; a HEAD is answered here, from the record.
+        const direct = req.method === 'GET' ? await tickets.directUrl(attachment, presented!.grant.expires, { contentType, contentDisposition }) : null;
+        if (direct !== null) {
+          // The store serves the bytes (and the Range) itself, with these headers, until the link expires.
+          res.writeHead(302, { Location: direct, 'Content-Length': 0 }).end();
+          return;
+        }
         const asked = requestedRange(req, attachment);
         if (asked.kind === 'unsatisfiable') {
           throw new PortalError('RANGE_NOT_SATISFIABLE', attachment.size);
         }
         const range = asked.kind === 'partial' ? asked.range : undefined;
         const headers: Record<string, string | number> = {
-          // A media type stored before they were checked as RFC 9110 writes them could not go out as a header.
-          'Content-Type': isMediaType(attachment.mime) ? attachment.mime : 'application/octet-stream',
+          'Content-Type': contentType,
           'Content-Length': range === undefined ? attachment.size : range.end - range.start + 1,
-          'Content-Disposition': attachmentDisposition(attachment.name),
+          'Content-Disposition': contentDisposition,
           'Accept-Ranges': 'bytes',
           ETag: etagOf(attachment),
           'Last-Modified': new Date(attachment.createdAt).toUTCString(),

@@ -1,0 +1,1 @@
+export { s3Blobs, type S3BlobsOptions } from './s3-blobs.js';

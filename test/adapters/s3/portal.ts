@@ -1,0 +1,100 @@
+import type { Test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { s3Blobs } from '../../../adapters/s3/index.js';
+import type { Attachment } from '../../../src/index.js';
+import { patternBytes } from '../../conformance/fixtures.js';
+import { SIGNING_KEY_1, getLink } from '../../helpers/download.js';
+import { emptyPrefix, type Moto } from '../../helpers/moto.js';
+import { type TestPortal, withPortal } from '../../helpers/server.js';
+
+const BYTES = patternBytes(300_000, 8);
+const NAME = 'Kostenvoranschlag März.pdf';
+const DISPOSITION = `attachment; filename="Kostenvoranschlag Marz.pdf"; filename*=UTF-8''Kostenvoranschlag%20M%C3%A4rz.pdf`;
+
+const bytesOf = async (res: Response) => Buffer.from(await res.arrayBuffer());
+
+/** Download links on a portal whose bytes are in S3: streamed through it, or redirected to the bucket. */
+export function s3PortalTests(test: Test, context: { moto: Moto; bucket: string } | undefined): void {
+  let run = 0;
+  const withS3Portal = (redirect: boolean, body: (app: TestPortal, attachment: Attachment, advance: (ms: number) => void) => Promise<void>) => async () => {
+    const { moto, bucket } = context!;
+    const prefix = `portal-${++run}-${Date.now()}/`;
+    let offset = 0;
+    const clock = () => new Date(Date.now() + offset);
+    await withPortal({ signingKeys: [SIGNING_KEY_1], clock, blobs: s3Blobs({ client: moto.client, bucket, prefix, redirect }) }, async (app) => {
+      try {
+        const attachment = await app.portal.tickets.putAttachment('acct_a', { name: NAME, mime: 'application/pdf', body: BYTES });
+        await body(app, attachment, (ms) => (offset += ms));
+      } finally {
+        await emptyPrefix(moto.client, bucket, prefix);
+      }
+    });
+  };
+
+  test('redirect: GET on the link answers 302 to a presigned URL valid no longer than the link, with the portal\'s headers', withS3Portal(true, async (app, attachment) => {
+    const { link, expiresAt } = await getLink(app, attachment);
+    const res = await fetch(link, { redirect: 'manual' });
+    assert.is(res.status, 302);
+    assert.is(res.headers.get('cache-control'), 'private, no-store');
+    const location = new URL(res.headers.get('location')!);
+    assert.ok(location.href.startsWith(`${context!.moto.endpoint}/${context!.bucket}/`), location.href);
+    const lifetime = Number(location.searchParams.get('X-Amz-Expires'));
+    const left = (new Date(expiresAt).getTime() - Date.now()) / 1000;
+    assert.ok(lifetime >= 1 && lifetime <= left, `presigned for ${lifetime} s, the link has ${left} s left`);
+    assert.is(location.searchParams.get('response-content-disposition'), DISPOSITION);
+    assert.is(location.searchParams.get('response-content-type'), 'application/pdf');
+
+    // A presigned URL is signed for GET alone: a HEAD is answered by the portal, from the record.
+    const head = await fetch(link, { method: 'HEAD', redirect: 'manual' });
+    assert.is(head.status, 200);
+    assert.is(head.headers.get('content-length'), String(BYTES.length));
+    assert.is(head.headers.get('content-disposition'), DISPOSITION);
+
+    // Followed: the bucket answers with the bytes. (AWS S3, R2 and MinIO answer with the headers the
+    // response-* parameters above name, which the signature covers; moto ignores those parameters.)
+    const followed = await fetch(link);
+    assert.is(followed.status, 200);
+    assert.ok((await bytesOf(followed)).equals(BYTES), 'byte-exact from the bucket');
+    const ranged = await fetch(link, { headers: { range: 'bytes=1000-1999' } });
+    assert.is(ranged.status, 206);
+    assert.is(ranged.headers.get('content-range'), `bytes 1000-1999/${BYTES.length}`);
+    assert.ok((await bytesOf(ranged)).equals(BYTES.subarray(1000, 2000)));
+  }));
+
+  test('redirect: the presigned URL lives as long as the link has left; under a second left, the portal streams instead', withS3Portal(true, async (app, attachment, advance) => {
+    const { link } = await getLink(app, attachment);
+    advance(200_000);
+    const later = new URL((await fetch(link, { redirect: 'manual' })).headers.get('location')!);
+    const lifetime = Number(later.searchParams.get('X-Amz-Expires'));
+    assert.ok(lifetime >= 98 && lifetime <= 100, `${lifetime} s`);
+    advance(99_500);
+    const last = await fetch(link, { redirect: 'manual' });
+    if (last.status === 200) assert.ok((await bytesOf(last)).equals(BYTES), 'streamed through the portal');
+    else assert.is(last.status, 410, 'or the link has just expired');
+  }));
+
+  test('redirect: the link\'s own checks come first (403 altered, 410 expired, 404 removed)', withS3Portal(true, async (app, attachment, advance) => {
+    const { link } = await getLink(app, attachment);
+    assert.is((await fetch(link.replace(/signature=[^&]+/, 'signature=' + 'A'.repeat(43)), { redirect: 'manual' })).status, 403);
+    await app.portal.tickets.deleteAttachment('acct_a', attachment.id);
+    assert.is((await fetch(link, { redirect: 'manual' })).status, 404);
+    advance(301_000);
+    assert.is((await fetch(link, { redirect: 'manual' })).status, 410);
+  }));
+
+  test('without redirect: GET and HEAD stream from the bucket through the portal, a Range answered 206', withS3Portal(false, async (app, attachment) => {
+    const { link } = await getLink(app, attachment);
+    const whole = await fetch(link, { redirect: 'manual' });
+    assert.is(whole.status, 200);
+    assert.ok((await bytesOf(whole)).equals(BYTES));
+    assert.is(whole.headers.get('content-disposition'), DISPOSITION);
+    assert.is(whole.headers.get('content-length'), String(BYTES.length));
+    const ranged = await fetch(link, { headers: { range: 'bytes=-100' } });
+    assert.is(ranged.status, 206);
+    assert.is(ranged.headers.get('content-range'), `bytes ${BYTES.length - 100}-${BYTES.length - 1}/${BYTES.length}`);
+    assert.ok((await bytesOf(ranged)).equals(BYTES.subarray(BYTES.length - 100)));
+    const head = await fetch(link, { method: 'HEAD', headers: { range: 'bytes=0-9' } });
+    assert.is(head.status, 206);
+    assert.is(head.headers.get('content-length'), '10');
+  }));
+}
