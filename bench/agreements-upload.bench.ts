@@ -316,22 +316,30 @@ const option = (name: string, fallback: number) => {
   return at < 0 ? fallback : Number(process.argv[at + 1]);
 };
 
+/**
+ * Warms each server, then `rounds` rounds of `requests` uploads each, in an order that rotates each
+ * round so that load from elsewhere on the machine falls on all alike; MB/s and MB per CPU-second by kind.
+ */
+async function measureRounds(servers: Server[], body: Buffer, rounds: number, requests: number, concurrency: number) {
+  for (const server of servers) await load(server, body, 8, concurrency);
+  const wall: Record<string, number[]> = {};
+  const cpu: Record<string, number[]> = {};
+  for (let round = 0; round < rounds; round++) {
+    for (let i = 0; i < servers.length; i++) {
+      const server = servers[(i + round) % servers.length]!;
+      const result = await load(server, body, requests, concurrency);
+      (wall[server.kind] ??= []).push(result.wall);
+      (cpu[server.kind] ??= []).push(result.cpu);
+    }
+  }
+  return { wall, cpu };
+}
+
 async function compareSpeed(body: Buffer, rounds: number, requests: number, concurrency: number): Promise<void> {
   const kinds = ['bare', 'portal', 'portal-norecords'] as const;
   const servers = await Promise.all(kinds.map(start));
   try {
-    for (const server of servers) await load(server, body, 8, concurrency);
-    const wall: Record<string, number[]> = {};
-    const cpu: Record<string, number[]> = {};
-    for (let round = 0; round < rounds; round++) {
-      // A different order each round, so that load from elsewhere on the machine falls on all alike.
-      for (let i = 0; i < servers.length; i++) {
-        const server = servers[(i + round) % servers.length]!;
-        const result = await load(server, body, requests, concurrency);
-        (wall[server.kind] ??= []).push(result.wall);
-        (cpu[server.kind] ??= []).push(result.cpu);
-      }
-    }
+    const { wall, cpu } = await measureRounds(servers, body, rounds, requests, concurrency);
     const list = (values: number[]) => values.map((value) => value.toFixed(0)).join(', ');
     console.log(`Upload of 5 × 1 MiB documents (${body.length} bytes a request), ${requests} requests × ${rounds} rounds, ${concurrency} at a time; medians`);
     for (const kind of kinds) {
@@ -382,17 +390,7 @@ async function compareDurable(body: Buffer, rounds: number, requests: number, co
   const kinds = ['bare-durable', 'portal-fs'] as const;
   const servers = await Promise.all(kinds.map(start));
   try {
-    for (const server of servers) await load(server, body, 8, concurrency);
-    const wall: Record<string, number[]> = {};
-    const cpu: Record<string, number[]> = {};
-    for (let round = 0; round < rounds; round++) {
-      for (let i = 0; i < servers.length; i++) {
-        const server = servers[(i + round) % servers.length]!;
-        const result = await load(server, body, requests, concurrency);
-        (wall[server.kind] ??= []).push(result.wall);
-        (cpu[server.kind] ??= []).push(result.cpu);
-      }
-    }
+    const { wall, cpu } = await measureRounds(servers, body, rounds, requests, concurrency);
     console.log(`Durable upload of 5 × 1 MiB documents, ${requests} requests × ${rounds} rounds, ${concurrency} at a time; medians`);
     for (const kind of kinds) {
       console.log(`  ${kind.padEnd(14)} ${median(wall[kind]!).toFixed(1)} MB/s   ${(1000 / median(cpu[kind]!)).toFixed(2)} ms of server CPU per MB`);
