@@ -82,7 +82,7 @@ try {
   servers.push(bare);
 
   async function portalLink(blobs: BlobStore | undefined): Promise<string> {
-    const portal = await createPortal({ auth: { apiKeys: { bench: 'acct_bench' } }, signingKeys: [SIGNING_KEY_1], ...(blobs && { blobs }) });
+    const portal = await createPortal({ auth: { apiKeys: { 'bench-key-0123456789abcdef': 'acct_bench' } }, signingKeys: [SIGNING_KEY_1], ...(blobs && { blobs }) });
     portals.push(portal);
     const running = await listen(portal.handler);
     servers.push(running);
