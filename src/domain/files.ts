@@ -27,6 +27,29 @@ export function toStream(body: BlobBody): Readable | AsyncIterable<Uint8Array> {
   return body;
 }
 
+/**
+ * Streams `body` into `blobs` under `id`, then stores the record `make` makes with the size that
+ * arrived. Bytes first: bytes no record names are swept, a record without bytes would be broken. When
+ * the record cannot be stored, the bytes are removed (what cannot be removed now, the sweep removes).
+ */
+export async function storeBytesThenRecord<R>(
+  blobs: BlobStore,
+  id: string,
+  body: BlobBody,
+  make: (size: number) => R,
+  insert: (record: R) => Promise<void>,
+): Promise<R> {
+  const { size } = await blobs.put(id, toStream(body));
+  const record = make(size);
+  try {
+    await insert(record);
+  } catch (error) {
+    await blobs.delete(id).catch(() => {});
+    throw error;
+  }
+  return record;
+}
+
 /** Public shape of an entry: exactly the fields of the spec's "File or directory entry". */
 function toEntry(record: FileEntryRecord): FileEntry {
   return {
@@ -99,8 +122,7 @@ export function createFileService(deps: { storage: Storage; blobs: BlobStore; cl
       if (input.body === undefined || input.body === null) throw new PortalError('INPUT_REQUIRED', 'file.body');
       const parent = await requireDirectory(accountId, directoryId);
       const id = newId('fsf');
-      const { size } = await blobs.put(id, toStream(input.body));
-      const record: FileEntryRecord = {
+      const record = await storeBytesThenRecord(blobs, id, input.body, (size): FileEntryRecord => ({
         id,
         accountId,
         directoryId: parent,
@@ -110,13 +132,7 @@ export function createFileService(deps: { storage: Storage; blobs: BlobStore; cl
         mime,
         fileShareId: fileShareId ?? null,
         createdAt: atom(clock()),
-      };
-      try {
-        await storage.insertFileEntry(record);
-      } catch (error) {
-        await blobs.delete(id).catch(() => {});
-        throw error;
-      }
+      }), (made) => storage.insertFileEntry(made));
       return toEntry(record);
     },
 

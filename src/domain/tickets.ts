@@ -6,7 +6,7 @@ import type { BlobStore, ByteRange, Storage } from '../ports.js';
 import { type Attachment, type AttachmentRecord, type DownloadLink, publicShape } from '../records.js';
 import { atom } from '../shared/time.js';
 import { checkAccountId, attachmentInput, parseInput } from './inputs.js';
-import { type BlobBody, toStream } from './files.js';
+import { type BlobBody, storeBytesThenRecord } from './files.js';
 
 export interface AttachmentInput {
   /** The host's ticket id (`tck_…`); a new one is made when absent. */
@@ -79,8 +79,7 @@ export function createTicketService(deps: TicketServiceDeps) {
       }
       if (input.body === undefined || input.body === null) throw new PortalError('INPUT_REQUIRED', 'attachment.body');
       const id = newId('tca');
-      const { size } = await blobs.put(id, toStream(input.body));
-      const record: AttachmentRecord = {
+      const record = await storeBytesThenRecord(blobs, id, input.body, (size): AttachmentRecord => ({
         id,
         accountId,
         ticketId: ticketId ?? newId('tck'),
@@ -89,13 +88,7 @@ export function createTicketService(deps: TicketServiceDeps) {
         mime,
         size,
         createdAt: atom(clock()),
-      };
-      try {
-        await storage.insertAttachment(record);
-      } catch (error) {
-        await blobs.delete(id).catch(() => {});
-        throw error;
-      }
+      }), (made) => storage.insertAttachment(made));
       return publicShape(record);
     },
 
@@ -108,13 +101,13 @@ export function createTicketService(deps: TicketServiceDeps) {
       return record && publicShape(record);
     },
 
-    /** Removes the record, then the bytes (bytes no record names are swept; the reverse would be broken). */
     /** Removes the attachment at `ref`: 400 for a malformed id, 404 unless it sits under that message and ticket. */
     async removeAttachment(accountId: string, ref: AttachmentRef): Promise<void> {
       await requireAttachment(accountId, ref);
       await service.deleteAttachment(accountId, ref.attachmentId);
     },
 
+    /** Removes the record, then the bytes (bytes no record names are swept; the reverse would be broken). */
     async deleteAttachment(accountId: string, id: string): Promise<boolean> {
       checkAccountId(accountId);
       if (!isId('tca', id)) return false;
