@@ -7,7 +7,7 @@ import type { CompletedPart, S3Client } from '@aws-sdk/client-s3';
 import type { BlobInfo, BlobStore, PresignOptions } from '../../src/ports.js';
 import { storageUnavailable } from '../../src/errors.js';
 import { atom } from '../../src/shared/time.js';
-import { writeAll } from '../fs/durable.js';
+import { writevAll } from '../fs/durable.js';
 
 export interface S3BlobsOptions {
   /** An `S3Client` the host configured (endpoint, region, credentials, `forcePathStyle`). Never destroyed here. */
@@ -25,12 +25,20 @@ export interface S3BlobsOptions {
   clock?: () => Date;
   /** Bytes per multipart part, at least 5 MiB (S3's least part but the last); default 5 MiB. */
   partSize?: number;
-  /** Where a part waits while it fills (one file per upload in flight, removed after); default the OS temp directory. */
+  /**
+   * Bytes of a part held in memory while it fills; past them the part spills to a temp file in
+   * `spoolDir`. A body that ends within them never touches the disk. Default 1 MiB; 0 spools every byte.
+   */
+  memoryBytes?: number;
+  /** Where a part waits once it outgrows `memoryBytes` (one file per upload, removed after); default the OS temp directory. */
   spoolDir?: string;
 }
 
 /** S3's least size of a multipart part other than the last. */
 const MIN_PART_SIZE = 5 * 1024 * 1024;
+const DEFAULT_MEMORY_BYTES = 1024 * 1024;
+/** A spilled part is written in batches of this size: one `writev` per batch instead of one write per chunk. */
+const SPILL_BATCH = 256 * 1024;
 /** Keys are record ids: an object that is not named like one is none of ours, and never listed. */
 const KEY = /^[a-z]{3}_[0-9A-Za-z]{1,64}$/;
 const WRITTEN_AT = 'written-at';
@@ -56,10 +64,11 @@ const toBytes = (chunk: unknown): Uint8Array =>
  * Blobs as objects `<prefix><key>` in an S3-compatible bucket (AWS S3, R2, MinIO, Ceph, GCS's S3 API).
  *
  * S3 takes no request body of unknown length, and no multipart part under 5 MiB but the last. So a
- * put spools the body to a temp file one part at a time, never holding it in memory: a body that
- * ends within the first part goes up as one PutObject with its length known; a longer one as a
- * multipart upload, each part sent once the next byte shows it is not the last. The object appears
- * whole when the PutObject or CompleteMultipartUpload succeeds; a failed body aborts the upload.
+ * put gathers the body one part at a time — its first `memoryBytes` in memory, the rest of the part
+ * in a temp file — never holding more of it in memory: a body that ends within the first part goes
+ * up as one PutObject with its length known; a longer one as a multipart upload, each part sent once
+ * the next byte shows it is not the last. The object appears whole when the PutObject or
+ * CompleteMultipartUpload succeeds; a failed body aborts the upload.
  */
 export function s3Blobs(options: S3BlobsOptions): BlobStore {
   const { client, bucket } = options ?? ({} as S3BlobsOptions);
@@ -69,6 +78,8 @@ export function s3Blobs(options: S3BlobsOptions): BlobStore {
   if (typeof prefix !== 'string') throw new TypeError('s3Blobs: `prefix` must be a string');
   const partSize = options.partSize ?? MIN_PART_SIZE;
   if (!Number.isInteger(partSize) || partSize < MIN_PART_SIZE) throw new TypeError(`s3Blobs: \`partSize\` must be a whole number of at least ${MIN_PART_SIZE} bytes`);
+  const memoryBytes = options.memoryBytes ?? DEFAULT_MEMORY_BYTES;
+  if (!Number.isInteger(memoryBytes) || memoryBytes < 0) throw new TypeError('s3Blobs: `memoryBytes` must be a whole number of bytes, 0 or more');
   const spoolDir = options.spoolDir ?? os.tmpdir();
   const clock = options.clock;
   let presigner: Presigner | undefined;
@@ -98,47 +109,42 @@ export function s3Blobs(options: S3BlobsOptions): BlobStore {
   const dated = (head: { Metadata?: Record<string, string>; LastModified?: Date }) =>
     head.Metadata?.[WRITTEN_AT] ?? atom(head.LastModified ?? new Date(0));
 
-  /** A body of `length` bytes read back from the spool file. */
-  const spooled = (spool: FileHandle, length: number) =>
-    length === 0 ? Buffer.alloc(0) : spool.createReadStream({ start: 0, end: length - 1, autoClose: false });
-
   async function put(key: string, body: Readable | AsyncIterable<Uint8Array>): Promise<{ size: number }> {
     if (!KEY.test(key)) throw new TypeError(`s3Blobs: ${JSON.stringify(key)} is not a record id (abc_ and letters or digits)`);
     const Bucket = bucket;
     const Key = objectKey(key);
-    const spoolPath = path.join(spoolDir, `customer-portal-${randomBytes(8).toString('hex')}.part`);
     const s3 = await sdk();
-    const spool = await openFile(spoolPath, 'wx+', 0o600);
+    const part = createPartBuffer(memoryBytes, spoolDir);
     let uploadId: string | undefined;
     const parts: CompletedPart[] = [];
-    let filled = 0;
     let size = 0;
 
     const sendPart = async () => {
       uploadId ??= (await reach(client.send(new s3.CreateMultipartUploadCommand({ Bucket, Key, Metadata: metadata() })))).UploadId!;
       const PartNumber = parts.length + 1;
+      const ContentLength = part.length;
       const { ETag } = await reach(client.send(
-        new s3.UploadPartCommand({ Bucket, Key, UploadId: uploadId, PartNumber, Body: spooled(spool, filled), ContentLength: filled }),
+        new s3.UploadPartCommand({ Bucket, Key, UploadId: uploadId, PartNumber, Body: await part.body(), ContentLength }),
       ));
       parts.push({ ETag, PartNumber });
-      filled = 0;
+      await part.reset();
     };
 
     try {
-      // Each chunk is on disk, and each full part sent, before the next chunk is asked for: backpressure.
       for await (const chunk of body) {
         let bytes = toBytes(chunk);
         while (bytes.length > 0) {
-          if (filled === partSize) await sendPart();
-          const piece = bytes.subarray(0, partSize - filled);
-          await writeAll(spool, piece, filled);
-          filled += piece.length;
+          if (part.length === partSize) await sendPart();
+          const piece = bytes.subarray(0, partSize - part.length);
+          // Backpressure: the next chunk is asked for once this one is held (in memory, or on disk past `memoryBytes`).
+          await part.add(piece);
           size += piece.length;
           bytes = bytes.subarray(piece.length);
         }
       }
       if (uploadId === undefined) {
-        await reach(client.send(new s3.PutObjectCommand({ Bucket, Key, Body: spooled(spool, filled), ContentLength: filled, Metadata: metadata() })));
+        const ContentLength = part.length;
+        await reach(client.send(new s3.PutObjectCommand({ Bucket, Key, Body: await part.body(), ContentLength, Metadata: metadata() })));
       } else {
         await sendPart();
         await reach(client.send(new s3.CompleteMultipartUploadCommand({ Bucket, Key, UploadId: uploadId, MultipartUpload: { Parts: parts } })));
@@ -149,8 +155,7 @@ export function s3Blobs(options: S3BlobsOptions): BlobStore {
       if (uploadId !== undefined) await reach(client.send(new s3.AbortMultipartUploadCommand({ Bucket, Key, UploadId: uploadId }))).catch(() => {});
       throw error;
     } finally {
-      await spool.close().catch(() => {});
-      await rm(spoolPath, { force: true });
+      await part.dispose();
     }
   }
 
@@ -257,4 +262,78 @@ export function s3Blobs(options: S3BlobsOptions): BlobStore {
       },
     }),
   };
+}
+
+/**
+ * One part of an upload while it fills: its first `memoryBytes` as chunks in memory, what follows
+ * in a temp file (opened on the first byte past them), written in batches of `SPILL_BATCH`.
+ * Measured on moto with 5 × 1 MiB agreements: spooling every chunk to disk, one awaited write
+ * each, read the body at a third of the speed the upload could take it; a 1 MiB document now goes
+ * up from memory as one buffer.
+ */
+function createPartBuffer(memoryBytes: number, spoolDir: string) {
+  let memory: Uint8Array[] = [];
+  let inMemory = 0;
+  let pending: Uint8Array[] = [];
+  let pendingBytes = 0;
+  let onDisk = 0;
+  let spool: { path: string; handle: FileHandle } | undefined;
+
+  async function flush(): Promise<void> {
+    if (pendingBytes === 0) return;
+    spool ??= await openSpool(spoolDir);
+    await writevAll(spool.handle, pending, onDisk);
+    onDisk += pendingBytes;
+    pending = [];
+    pendingBytes = 0;
+  }
+
+  return {
+    get length() {
+      return inMemory + onDisk + pendingBytes;
+    },
+    async add(bytes: Uint8Array): Promise<void> {
+      if (inMemory + bytes.length <= memoryBytes && onDisk + pendingBytes === 0) {
+        memory.push(bytes);
+        inMemory += bytes.length;
+        return;
+      }
+      pending.push(bytes);
+      pendingBytes += bytes.length;
+      if (pendingBytes >= SPILL_BATCH) await flush();
+    },
+    /** The part's bytes: one buffer when it stayed in memory, else the memory then a read of the file. */
+    async body(): Promise<Uint8Array | Readable> {
+      const head = Buffer.concat(memory, inMemory);
+      if (onDisk + pendingBytes === 0) return head;
+      await flush();
+      const file = spool!.handle.createReadStream({ start: 0, end: onDisk - 1, autoClose: false });
+      return head.length === 0 ? file : Readable.from(concatStreams(head, file), { objectMode: false });
+    },
+    /** Empties the part for the next one; the spool file, if any, is kept and overwritten. */
+    async reset(): Promise<void> {
+      memory = [];
+      inMemory = 0;
+      pending = [];
+      pendingBytes = 0;
+      onDisk = 0;
+    },
+    async dispose(): Promise<void> {
+      memory = [];
+      pending = [];
+      if (spool === undefined) return;
+      await spool.handle.close().catch(() => {});
+      await rm(spool.path, { force: true });
+    },
+  };
+}
+
+async function openSpool(spoolDir: string): Promise<{ path: string; handle: FileHandle }> {
+  const spoolPath = path.join(spoolDir, `customer-portal-${randomBytes(8).toString('hex')}.part`);
+  return { path: spoolPath, handle: await openFile(spoolPath, 'wx+', 0o600) };
+}
+
+async function* concatStreams(head: Uint8Array, rest: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array> {
+  yield head;
+  yield* rest;
 }

@@ -56,6 +56,33 @@ export function s3Tests(test: Test, context: { moto: Moto; bucket: string } | un
     assert.equal(await uploadsUnder(prefix), []);
   }));
 
+  test('a part stays in memory up to memoryBytes and spills to one spool file past them, reading back whole either way', async () => {
+    const { moto, bucket } = context!;
+    const prefix = `s3-tests-${++run}-${Date.now()}/`;
+    const spoolDir = tempDir('spool');
+    const seen: string[][] = [];
+    /** The body, then a look at the spool directory while the put still holds the part. */
+    async function* watched(bytes: Buffer) {
+      yield* slices(bytes, 64 * 1024);
+      seen.push(readdirSync(spoolDir));
+    }
+    try {
+      const store = s3Blobs({ client: moto.client, bucket, prefix, spoolDir, memoryBytes: 256 * 1024 });
+      const small = patternBytes(256 * 1024, 7);
+      const large = patternBytes(512 * 1024 + 1, 8);
+      assert.equal(await store.put('fsf_small', watched(small)), { size: small.length });
+      assert.equal(await store.put('fsf_large', watched(large)), { size: large.length });
+      assert.equal(seen[0], [], 'a body within memoryBytes never touches the disk');
+      assert.is(seen[1]!.length, 1, 'past it, the part spills to one spool file (in 256 KiB writes)');
+      assert.ok((await buffer((await store.get('fsf_small'))!)).equals(small));
+      assert.ok((await buffer((await store.get('fsf_large'))!)).equals(large));
+      assert.equal(readdirSync(spoolDir), [], 'the spool file is removed after the put');
+    } finally {
+      await emptyPrefix(moto.client, bucket, prefix);
+      removeDir(spoolDir);
+    }
+  });
+
   test('a body exactly one part long goes up as one object', withStore(async (store, prefix) => {
     const bytes = patternBytes(5 * MiB, 6);
     await store.put('fsf_exact', Readable.from(slices(bytes, 100_000)));
@@ -128,6 +155,7 @@ export function s3Tests(test: Test, context: { moto: Moto; bucket: string } | un
     assert.throws(() => s3Blobs({ client: {} as S3Client, bucket: 'b' }), /`client` must be an S3Client/);
     assert.throws(() => s3Blobs({ client, bucket: '' }), /`bucket` must be a bucket name/);
     assert.throws(() => s3Blobs({ client, bucket: 'b', partSize: MiB }), /`partSize` must be a whole number of at least 5242880 bytes/);
+    assert.throws(() => s3Blobs({ client, bucket: 'b', memoryBytes: -1 }), /`memoryBytes` must be a whole number of bytes, 0 or more/);
   });
 
   test('a store that stops answering mid-life answers STORAGE_UNAVAILABLE', async () => {
