@@ -1,5 +1,5 @@
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
-import { Busboy, type BusboyFileStream, type BusboyHeaders, type BusboyInstance } from '@fastify/busboy';
+import type { IncomingMessage } from 'node:http';
+import type { BusboyFileStream } from '@fastify/busboy';
 import { PortalError } from '../errors.js';
 import type { AgreementForm, DocumentSink, StoredDocument } from '../domain/agreements.js';
 import {
@@ -13,46 +13,19 @@ import {
   type SignerInput,
 } from '../domain/inputs.js';
 import { SIGNATURE_MAX_LENGTH } from '../domain/signature-data.js';
+import { MultipartReading } from './multipart.js';
 
 /** A JSON part of one signer, or of all five, is small; anything bigger is not a signer list. */
 const MAX_SIGNERS_PART = 64 * 1024;
-/**
- * The largest body a valid form can have: the documents, the largest signature, and room for the
- * short parts and the multipart framing. A `Content-Length` above it is refused before reading.
- */
-export const MAX_FORM_BYTES = MAX_DOCUMENT_BYTES + 1.5 * 1024 * 1024;
 
 const TEXT_PARTS = new Set(['name', 'signerName', 'signerSignatureData', 'signers']);
 const DOCUMENT_PART = /^documents(?:\[\d{0,9}\]|\.items)?$/;
 const PART_LIST = 'name, signerName, signerSignatureData, signers and documents';
 
 const tooLarge = () => new PortalError('DOCUMENTS_TOO_LARGE', MAX_DOCUMENT_BYTES);
-const bodyTooLarge = (length?: number) => new PortalError('FORM_TOO_LARGE', MAX_FORM_BYTES, MAX_DOCUMENT_BYTES, length);
 const endedEarly = () => new PortalError('MULTIPART_MALFORMED');
 const invalid = (where: string, problem: string) => new PortalError('INPUT_INVALID', where, problem);
 const quoted = (name: string) => JSON.stringify(name.length > 100 ? name.slice(0, 100) + '…' : name);
-
-/**
- * What the headers alone decide, before a byte of the body is read: 415, 413, or a 400 for the
- * boundary. Every multipart route asks it.
- */
-export function checkHeaders(headers: IncomingHttpHeaders, route = 'POST /agreements'): void {
-  const type = headers['content-type'] ?? '';
-  if (!/^multipart\/form-data\s*(;|$)/i.test(type)) {
-    throw new PortalError('FORM_CONTENT_TYPE', route, type === '' ? 'a body without Content-Type' : quoted(type.split(';')[0]!.trim()));
-  }
-  const encoding = headers['content-encoding'];
-  if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
-    throw new PortalError('CONTENT_ENCODING_UNSUPPORTED', quoted(encoding));
-  }
-  const length = Number(headers['content-length']);
-  if (length > MAX_FORM_BYTES) throw bodyTooLarge(length);
-  const boundary = /;\s*boundary=(?:"([^"]*)"|([^;\s]*))/i.exec(type);
-  const value = boundary?.[1] ?? boundary?.[2] ?? '';
-  if (value.length < 1 || value.length > 70) {
-    throw new PortalError('MULTIPART_BOUNDARY_INVALID');
-  }
-}
 
 /** Collects and checks the text parts as they arrive, so a bad one stops the upload before more bytes are stored. */
 function createTextParts() {
@@ -115,19 +88,6 @@ function createTextParts() {
   };
 }
 
-/** Busboy over the request's headers: text parts buffered up to the largest valid signature, every other part a file. */
-function openParser(headers: IncomingHttpHeaders): BusboyInstance {
-  try {
-    return Busboy({
-      headers: headers as BusboyHeaders,
-      isPartAFile: (name) => !TEXT_PARTS.has(name ?? ''),
-      limits: { fieldSize: SIGNATURE_MAX_LENGTH, fileSize: MAX_DOCUMENT_BYTES },
-    });
-  } catch {
-    throw new PortalError('MULTIPART_BOUNDARY_UNREADABLE');
-  }
-}
-
 /** Why a file part cannot be a document of this form, or `null` when it can be the next one. */
 function documentPartProblem(name: string, filename: string | undefined, count: number): PortalError | null {
   if (!DOCUMENT_PART.test(name)) return new PortalError('MULTIPART_UNKNOWN_PART', quoted(name), PART_LIST);
@@ -145,110 +105,56 @@ function documentPartProblem(name: string, filename: string | undefined, count: 
  * On any failure (a bad part, a limit, a malformed or truncated body, the client going away, the
  * store failing) it stops reading, destroys every document stream it handed over (so each store
  * settles), then rejects: a `PortalError` for the client's mistakes, the store's own error
- * otherwise. The body may then be partly unread; the dispatcher answers with `Connection: close`.
+ * otherwise (see `MultipartReading`).
  */
 export function readAgreementForm(req: IncomingMessage, documents: DocumentSink): Promise<AgreementForm> {
-  checkHeaders(req.headers);
-  return new FormReading(req, openParser(req.headers), documents).result;
-}
+  const text = createTextParts();
+  const parts: { stream: BusboyFileStream; stored: Promise<StoredDocument> }[] = [];
+  const reading = new MultipartReading<AgreementForm>(
+    req,
+    'POST /agreements',
+    {
+      isPartAFile: (name) => !TEXT_PARTS.has(name ?? ''),
+      limits: { fieldSize: SIGNATURE_MAX_LENGTH, fileSize: MAX_DOCUMENT_BYTES },
+    },
+    (cause) => {
+      for (const part of parts) part.stream.destroy(cause);
+    },
+  );
+  const { parser, fail } = reading;
 
-/** One form being read: the parser's events in, the form (or the first failure) out. */
-class FormReading {
-  readonly result: Promise<AgreementForm>;
-  private resolve!: (form: AgreementForm) => void;
-  private reject!: (error: unknown) => void;
-  private readonly text = createTextParts();
-  private readonly parts: { stream: BusboyFileStream; stored: Promise<StoredDocument> }[] = [];
-  private bodyBytes = 0;
-  private failure: unknown;
-  private settled = false;
-
-  constructor(
-    private readonly req: IncomingMessage,
-    private readonly busboy: BusboyInstance,
-    private readonly documents: DocumentSink,
-  ) {
-    this.result = new Promise<AgreementForm>((resolve, reject) => {
-      this.resolve = resolve;
-      this.reject = reject;
-    });
-    busboy.on('field', this.onField);
-    busboy.on('file', this.onFile);
-    busboy.on('error', () => this.fail(endedEarly()));
-    busboy.on('finish', this.onFinish);
-    // With a Content-Length (checked above), the HTTP parser already stops the body at that size;
-    // only a chunked body needs counting, and a second 'data' listener costs on every chunk.
-    if (req.headers['content-length'] === undefined) req.on('data', this.countBody);
-    req.on('error', this.onRequestGone);
-    req.on('close', this.onRequestClose);
-    req.pipe(busboy);
-  }
-
-  private readonly onField = (name: string, value: string, _nameTruncated: boolean, valueTruncated: boolean): void => {
-    if (this.failure !== undefined) return;
+  parser.on('field', (name: string, value: string, _nameTruncated: boolean, valueTruncated: boolean) => {
+    if (reading.failure !== undefined) return;
     try {
-      this.text.add(name, value, valueTruncated);
+      text.add(name, value, valueTruncated);
     } catch (error) {
-      this.fail(error);
+      fail(error);
     }
-  };
+  });
 
-  private readonly onFile = (name: string, stream: BusboyFileStream, filename: string | undefined): void => {
+  parser.on('file', (name: string, stream: BusboyFileStream, filename: string | undefined) => {
     // A file stream nobody reads stalls the parser; one nobody listens to crashes on a truncated body.
-    stream.on('error', () => this.fail(endedEarly()));
-    if (this.failure !== undefined) return void stream.resume();
-    const problem = documentPartProblem(name, filename, this.parts.length);
+    stream.on('error', () => fail(endedEarly()));
+    if (reading.failure !== undefined) return void stream.resume();
+    const problem = documentPartProblem(name, filename, parts.length);
     if (problem !== null) {
       stream.resume();
-      return this.fail(problem);
+      return fail(problem);
     }
     // busboy truncates silently at `fileSize`; its 'limit' event is the sign, and comes before the end.
-    stream.once('limit', () => this.fail(tooLarge()));
-    const stored = this.documents.store(filename!, stream);
-    stored.catch((error) => this.fail(error));
-    this.parts.push({ stream, stored });
-  };
+    stream.once('limit', () => fail(tooLarge()));
+    const stored = documents.store(filename!, stream);
+    stored.catch(fail);
+    parts.push({ stream, stored });
+  });
 
-  private readonly onFinish = (): void => {
-    if (this.failure !== undefined) return;
-    Promise.all(this.parts.map((part) => part.stored))
-      .then((stored) => {
-        if (this.failure !== undefined) return;
-        const form = this.text.complete(stored);
-        this.detach();
-        this.resolve(form);
-      })
-      .catch((error) => this.fail(error));
-  };
+  parser.on('finish', () => {
+    if (reading.failure !== undefined) return;
+    Promise.all(parts.map((part) => part.stored))
+      .then((stored) => reading.failure === undefined && reading.succeed(text.complete(stored)))
+      .catch(fail);
+  });
 
-  private readonly countBody = (chunk: Buffer): void => {
-    this.bodyBytes += chunk.length;
-    if (this.bodyBytes > MAX_FORM_BYTES) this.fail(bodyTooLarge());
-  };
-
-  private readonly onRequestGone = (): void => this.fail(new PortalError('REQUEST_ABORTED'));
-
-  private readonly onRequestClose = (): void => {
-    if (!this.req.complete) this.onRequestGone();
-  };
-
-  /** The first failure wins: stop reading, end every document stream, reject. */
-  private fail(error: unknown): void {
-    if (this.failure !== undefined || this.settled) return;
-    this.failure = error;
-    this.detach();
-    this.req.pause();
-    const cause = error instanceof Error ? error : new Error(String(error));
-    for (const part of this.parts) part.stream.destroy(cause);
-    this.busboy.destroy();
-    this.reject(error);
-  }
-
-  private detach(): void {
-    this.settled = true;
-    this.req.off('data', this.countBody);
-    this.req.off('error', this.onRequestGone);
-    this.req.off('close', this.onRequestClose);
-    this.req.unpipe(this.busboy);
-  }
+  reading.start();
+  return reading.result;
 }

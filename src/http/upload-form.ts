@@ -1,9 +1,9 @@
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
-import { Busboy, type BusboyFileStream, type BusboyHeaders, type BusboyInstance } from '@fastify/busboy';
+import type { BusboyFileStream } from '@fastify/busboy';
 import { PortalError } from '../errors.js';
 import { MAX_DOCUMENT_BYTES } from '../domain/inputs.js';
-import { MAX_FORM_BYTES, checkHeaders } from './agreement-form.js';
+import { MultipartReading } from './multipart.js';
 
 /** The file of an upload: its part's filename and media type, and its bytes as they arrive. */
 export interface UploadedFile {
@@ -24,87 +24,59 @@ const MAX_FIELD_BYTES = 1024;
  * before the file, as `curl -F` sends them in order). The file streams into `store` as it arrives,
  * at most 5 MiB; past that, or on a bad part, a malformed body or the client going away, reading
  * stops, the file stream is destroyed (so `store` settles and keeps nothing) and the promise
- * rejects. The dispatcher then answers at once with `Connection: close` (the route's `streamsBody`).
+ * rejects (see `MultipartReading`). The dispatcher then answers at once with `Connection: close`
+ * (the route's `streamsBody`).
  */
 export function readUpload<T>(req: IncomingMessage, route: string, fields: readonly string[], store: UploadSink<T>): Promise<T> {
-  checkHeaders(req.headers, route);
-  let busboy: BusboyInstance;
-  try {
-    busboy = Busboy({ headers: req.headers as BusboyHeaders, limits: { fieldSize: MAX_FIELD_BYTES, fileSize: MAX_DOCUMENT_BYTES } });
-  } catch {
-    throw new PortalError('MULTIPART_BOUNDARY_UNREADABLE');
-  }
   const partList = [FILE_PART, ...fields].join(', ');
-  return new Promise<T>((resolve, reject) => {
-    const values: Record<string, string> = {};
-    let file: BusboyFileStream | undefined;
-    let stored: Promise<T> | undefined;
-    let failure: unknown;
-    let bodyBytes = 0;
-
-    const detach = () => {
-      req.off('data', countBody);
-      req.off('error', gone);
-      req.off('close', closed);
-      req.unpipe(busboy);
-    };
-    const fail = (error: unknown) => {
-      if (failure !== undefined) return;
-      failure = error;
-      detach();
-      req.pause();
-      file?.destroy(error instanceof Error ? error : new Error(String(error)));
-      busboy.destroy();
+  const values: Record<string, string> = {};
+  let file: BusboyFileStream | undefined;
+  let stored: Promise<T> | undefined;
+  const reading = new MultipartReading<T>(
+    req,
+    route,
+    { limits: { fieldSize: MAX_FIELD_BYTES, fileSize: MAX_DOCUMENT_BYTES } },
+    (cause) => {
+      file?.destroy(cause);
       // `store` settles once its stream is destroyed: nothing is kept, then the refusal goes out.
-      (stored ?? Promise.resolve()).catch(() => {}).finally(() => reject(error));
-    };
-    const countBody = (chunk: Buffer) => {
-      bodyBytes += chunk.length;
-      if (bodyBytes > MAX_FORM_BYTES) fail(new PortalError('FORM_TOO_LARGE', MAX_FORM_BYTES, MAX_DOCUMENT_BYTES));
-    };
-    const gone = () => fail(new PortalError('REQUEST_ABORTED'));
-    const closed = () => {
-      if (!req.complete) gone();
-    };
+      return stored;
+    },
+  );
+  const { parser, fail } = reading;
 
-    busboy.on('field', (name: string, value: string, _nameTruncated: boolean, valueTruncated: boolean) => {
-      if (failure !== undefined) return;
-      if (!fields.includes(name)) return fail(new PortalError('MULTIPART_UNKNOWN_PART', JSON.stringify(name), partList));
-      if (file !== undefined) return fail(new PortalError('INPUT_INVALID', name, 'must come before the file part.'));
-      if (name in values) return fail(new PortalError('INPUT_INVALID', name, 'was given more than once.'));
-      if (valueTruncated) return fail(new PortalError('INPUT_INVALID', name, `must be at most ${MAX_FIELD_BYTES} bytes.`));
-      values[name] = value;
-    });
-    busboy.on('file', (name: string, stream: BusboyFileStream, filename: string | undefined, _encoding: string, mime: string) => {
-      stream.on('error', () => fail(new PortalError('MULTIPART_MALFORMED')));
-      if (failure !== undefined) return void stream.resume();
-      let problem: PortalError | null = null;
-      if (name !== FILE_PART) problem = new PortalError('MULTIPART_UNKNOWN_PART', JSON.stringify(name), partList);
-      else if (file !== undefined) problem = new PortalError('INPUT_INVALID', FILE_PART, 'send one file per request.');
-      else if (filename === undefined || filename === '') problem = new PortalError('INPUT_INVALID', FILE_PART, 'must be a file part with a filename.');
-      if (problem !== null) {
-        stream.resume();
-        return fail(problem);
-      }
-      file = stream;
-      // busboy truncates silently at `fileSize`; its 'limit' event is the sign, and comes before the end.
-      stream.once('limit', () => fail(new PortalError('UPLOAD_TOO_LARGE', MAX_DOCUMENT_BYTES)));
-      stored = store({ name: filename!, mime, body: stream }, { ...values });
-      stored.catch(fail);
-    });
-    busboy.on('error', () => fail(new PortalError('MULTIPART_MALFORMED')));
-    busboy.on('finish', () => {
-      if (failure !== undefined) return;
-      if (stored === undefined) return fail(new PortalError('INPUT_REQUIRED', FILE_PART));
-      stored.then((result) => {
-        if (failure !== undefined) return;
-        detach();
-        resolve(result);
-      }, fail);
-    });
-    if (req.headers['content-length'] === undefined) req.on('data', countBody);
-    req.on('error', gone);
-    req.on('close', closed);
-    req.pipe(busboy);
+  parser.on('field', (name: string, value: string, _nameTruncated: boolean, valueTruncated: boolean) => {
+    if (reading.failure !== undefined) return;
+    if (!fields.includes(name)) return fail(new PortalError('MULTIPART_UNKNOWN_PART', JSON.stringify(name), partList));
+    if (file !== undefined) return fail(new PortalError('INPUT_INVALID', name, 'must come before the file part.'));
+    if (name in values) return fail(new PortalError('INPUT_INVALID', name, 'was given more than once.'));
+    if (valueTruncated) return fail(new PortalError('INPUT_INVALID', name, `must be at most ${MAX_FIELD_BYTES} bytes.`));
+    values[name] = value;
   });
+
+  parser.on('file', (name: string, stream: BusboyFileStream, filename: string | undefined, _encoding: string, mime: string) => {
+    stream.on('error', () => fail(new PortalError('MULTIPART_MALFORMED')));
+    if (reading.failure !== undefined) return void stream.resume();
+    let problem: PortalError | null = null;
+    if (name !== FILE_PART) problem = new PortalError('MULTIPART_UNKNOWN_PART', JSON.stringify(name), partList);
+    else if (file !== undefined) problem = new PortalError('INPUT_INVALID', FILE_PART, 'send one file per request.');
+    else if (filename === undefined || filename === '') problem = new PortalError('INPUT_INVALID', FILE_PART, 'must be a file part with a filename.');
+    if (problem !== null) {
+      stream.resume();
+      return fail(problem);
+    }
+    file = stream;
+    // busboy truncates silently at `fileSize`; its 'limit' event is the sign, and comes before the end.
+    stream.once('limit', () => fail(new PortalError('UPLOAD_TOO_LARGE', MAX_DOCUMENT_BYTES)));
+    stored = store({ name: filename!, mime, body: stream }, { ...values });
+    stored.catch(fail);
+  });
+
+  parser.on('finish', () => {
+    if (reading.failure !== undefined) return;
+    if (stored === undefined) return fail(new PortalError('INPUT_REQUIRED', FILE_PART));
+    stored.then((result) => reading.succeed(result), fail);
+  });
+
+  reading.start();
+  return reading.result;
 }

@@ -1,6 +1,6 @@
 import { toJsonSchema, toJsonSchemaDefs, type ConversionConfig, type JsonSchema } from '@valibot/to-json-schema';
 import * as v from 'valibot';
-import { MAX_FORM_BYTES } from '../http/agreement-form.js';
+import { MAX_FORM_BYTES } from '../http/multipart.js';
 import { UNIX_SECONDS } from '../domain/download-links.js';
 import { idPattern } from '../shared/ids.js';
 import { DEFAULT_BASE_PATH, DEFAULT_EVENT_TYPES } from '../options.js';
