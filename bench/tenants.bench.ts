@@ -375,9 +375,10 @@ async function headOfLine(receiver: Receiver) {
     await receiver.until(() => receiver.count('ok') >= 1, 'account B\'s call', 30_000);
     const waitMs = receiver.arrivals['/ok/b']! - started;
     const { log } = await portal.ask<{ log: { accounts: string[]; insertsBefore: number }[] }>('claims');
-    // Claims that began after B's agreement (the second insert) was stored, up to the one that took B's call.
-    const after = log.filter((entry) => entry.insertsBefore >= 2);
-    const rounds = after.findIndex((entry) => entry.accounts.includes('acct_b')) + 1;
+    // Claims that began after B's agreement (the second insert) was stored, up to the one that took
+    // B's call; a claim already running when it was stored that took it counts as the first.
+    const taking = log.findIndex((entry) => entry.accounts.includes('acct_b'));
+    const rounds = taking < 0 ? Infinity : Math.max(1, log.slice(0, taking + 1).filter((entry) => entry.insertsBefore >= 2).length);
     receiver.releaseHeld();
     return { hanging, waitMs, rounds };
   } finally {
