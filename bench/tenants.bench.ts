@@ -165,13 +165,16 @@ async function startPortal(setup: PortalSetup): Promise<Portal> {
     child.once('exit', (code) => reject(new Error(`the portal process exited with ${code}`)));
   });
   const ask = <T>(op: PortalMessage['op']) =>
-    new Promise<T>((resolve) => {
+    new Promise<T>((resolve, reject) => {
+      const exited = (code: number | null) => reject(new Error(`the portal process exited with ${code} before answering ${op}`));
       const listen = (message: { op: string }) => {
         if (message.op !== op) return;
         child.off('message', listen);
+        child.off('exit', exited);
         resolve(message as T);
       };
       child.on('message', listen);
+      child.once('exit', exited);
       child.send({ op });
     });
   return {
@@ -547,7 +550,7 @@ async function main() {
         [`${name}: bytes sent`, big ? `${fmt(BEFORE.fanOutBytes / 1e9, 2)} GB` : '—', `${fmt(mb(r.bytes), 2)} MB (largest call ${fmt(r.largest, 0)} B)`, `< ${BODY_BOUND} B a call`],
         [`${name}: seconds until every call is recorded`, big ? fmt(BEFORE.fanOutSeconds) : '—', fmt(r.seconds, 2), 'reported'],
         [`${name}: account B's median GET /v1/webhooks/{id}, during / idle`, big ? `${BEFORE.getDuringMs} ms / ~${BEFORE.getIdleMs} ms` : '—', `${fmt(r.duringMs, 2)} ms / ${fmt(r.idleMs, 2)} ms`, 'reported'],
-        [`${name}: webhook ${webhooks + 1}`, big ? '201 (no limit)' : '201 (no limit)', String(r.limitRefused), '409 WEBHOOKS_LIMIT'],
+        [`${name}: webhook ${webhooks + 1}`, '201 (no limit)', String(r.limitRefused), '409 WEBHOOKS_LIMIT'],
       );
       rows.push(
         big
@@ -611,6 +614,7 @@ async function main() {
   for (const line of lines) console.log(`| ${line.join(' | ')} |`);
   const failing = rows.filter((r) => r.target !== REPORTED && !r.holds);
   console.log(`\n${failing.length === 0 ? 'every bound holds' : `NOT held: ${failing.map((r) => r.scenario).join('; ')}`}\n`);
+  // Exit 0 either way, as every bench: run.js reads the rows' `holds`, and stops at a bench that fails.
   for (const r of rows) console.log(`BENCH ${JSON.stringify(r)}`);
 }
 
