@@ -17,6 +17,16 @@ test('PGlite serves one process: its storage offers no subscribe, and the local 
   try {
     const storage = sqlStorage({ client: pglite });
     assert.is(storage.subscribe, undefined);
+    // The worker never ticks: the call comes from the publish's poke of the worker beside it.
+    const transport = memoryTransport({ respond: () => 204 });
+    const portal = await webhookPortal({ storage, transport, webhooks: { tick: NEVER } });
+    try {
+      await portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/in' });
+      const event = await portal.events.publish('acct_a', 'customer-created', { n: 1 });
+      await waitFor(() => transport.calls.some((call) => call.headers['webhook-id'] === event.id), 'the event delivered through the local poke', 10_000);
+    } finally {
+      await portal.close();
+    }
   } finally {
     await pglite.close();
   }

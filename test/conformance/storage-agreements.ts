@@ -1,6 +1,11 @@
 import type { Test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { memoryBlobs } from '../../adapters/memory/index.js';
+import { createAgreementService, eventData } from '../../src/domain/agreements.js';
 import { isPortalError } from '../../src/errors.js';
+import type { WebhookCall, WebhookTransport } from '../../src/ports.js';
+import { silentLogger } from '../../src/shared/logger.js';
+import { createWebhookWorker } from '../../src/webhooks/worker.js';
 import { newId } from '../../src/shared/ids.js';
 import type { AgreementRecord, EventRecord } from '../../src/records.js';
 import type { StorageFactory } from './types.js';
@@ -24,7 +29,58 @@ function signOne(signerId: string) {
   };
 }
 
+/** A PNG signature image of `bytes` bytes as a data-URL: 1 MiB, the largest accepted, is a 1.4 MB string. */
+const pngDataUrl = (bytes: number) =>
+  `data:image/png;base64,${Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(bytes - 8, 0x42)]).toString('base64')}`;
+
+/** Polls `check` until it holds: for calls a worker makes on its own after a poke. */
+async function until(check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
 export function agreementStorageTests(test: Test, factory: StorageFactory): void {
+  test('agreements: with 1 MiB signature images, agreement-created and agreement-signed go out at once as calls under 20 KiB; the agreement keeps its images', withStorage(factory, async (storage, { db }) => {
+    await storage.insertWebhook(webhookRecord({ type: 'agreement-created' }));
+    await storage.insertWebhook(webhookRecord({ type: 'agreement-signed' }));
+    const calls: WebhookCall[] = [];
+    const transport: WebhookTransport = { send: async (call) => (calls.push(call), { statusCode: 204, headers: {}, error: null }) };
+    // The worker never ticks: a call can only come from the service's notify, as in a portal.
+    const worker = createWebhookWorker({
+      storage, transport, clock: () => new Date(), logger: silentLogger,
+      tick: '0 0 0 1 1 *', timeoutMs: 10_000, concurrency: 8, retrySchedule: [5],
+    });
+    const service = createAgreementService({ storage, blobs: memoryBlobs(), clock: () => new Date(), notify: () => worker.poke() });
+    const image = pngDataUrl(1024 * 1024);
+    try {
+      const created = await service.create('acct_a', async () => ({
+        name: 'Lease 2026',
+        signerName: 'Ann Owner',
+        signerSignatureData: image,
+        signers: [{ firstName: 'Bo', lastName: 'Lee', email: 'bo@example.com', shouldIdentify: false }],
+        documents: [{ id: newId('agd'), documentName: 'lease.pdf', fileSize: 1, fileHash: 'f'.repeat(64) }],
+      }));
+      await until(() => calls.length === 1, 'the agreement-created call');
+      const signed = await service.sign('acct_a', created.id, created.signers[0]!.id, { signature: image });
+      await until(() => calls.length === 2, 'the agreement-signed call');
+      const bodies = calls.map((call) => JSON.parse(call.body));
+      assert.equal(bodies.map((body) => body.type), ['agreement-created', 'agreement-signed']);
+      for (const call of calls) assert.ok(Buffer.byteLength(call.body) < 20 * 1024, `a call body of ${Buffer.byteLength(call.body)} bytes`);
+      assert.equal(bodies[0].data, eventData(created));
+      assert.equal(bodies[1].data, eventData(signed));
+      assert.is(bodies[1].data.signers[0].signatureHash, signed.signers[0]!.signatureHash, 'the hash is kept');
+      const event = (await db.event(bodies[1].id))!;
+      assert.ok(JSON.stringify(event.data).length < 20 * 1024, 'the stored event is thin too');
+      const stored = (await storage.getAgreement('acct_a', created.id))!;
+      assert.equal([stored.signerSignature, stored.signers[0]!.signature], [image, image], 'the agreement keeps both images');
+    } finally {
+      await worker.stop();
+    }
+  }));
+
   test('agreements: insert then get returns an equal record; another account or an unknown id is null', withStorage(factory, async (storage) => {
     const agreement = agreementRecord();
     await storage.insertAgreement(agreement, []);

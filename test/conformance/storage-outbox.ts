@@ -416,6 +416,55 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     assert.is(await storage.redeliver('acct_b', delivery!.id, at(3)), null, 'another account still sees nothing');
   }));
 
+  test('outbox: ten redelivers during a call in a worker are refused: one call of the delivery at a time, and no slot taken from others', withStorage(factory, async (storage, { db }) => {
+    const slow = webhookRecord({ url: 'https://a.example/slow' });
+    const other = webhookRecord({ accountId: 'acct_b', url: 'https://b.example/ok' });
+    await storage.insertWebhook(slow);
+    await storage.insertWebhook(other);
+    const [delivery] = await storage.publishEvents([eventRecord({ createdAt: at(0) })]);
+    const release = { resolve: () => {} };
+    const held = new Promise<void>((resolve) => (release.resolve = resolve));
+    const calls: Record<string, number> = {};
+    let slowInFlight = 0;
+    let mostAtOnce = 0;
+    const transport: WebhookTransport = {
+      async send(call) {
+        calls[call.url] = (calls[call.url] ?? 0) + 1;
+        if (call.url === slow.url) {
+          mostAtOnce = Math.max(mostAtOnce, ++slowInFlight);
+          await held;
+          slowInFlight--;
+        }
+        return { statusCode: 204, headers: {}, error: null };
+      },
+    };
+    // Eight slots, all of them one account's: before the fix, eight redelivers took every one.
+    const worker = createWebhookWorker({
+      storage, transport, clock: () => new Date(Date.parse(at(10))), logger: silentLogger,
+      tick: '0 0 0 1 1 *', timeoutMs: 600_000, concurrency: 8, concurrencyPerAccount: 8, retrySchedule: [5],
+    });
+    try {
+      worker.poke();
+      await until(async () => calls[slow.url] === 1);
+      for (let n = 0; n < 10; n++) {
+        const error = await storage.redeliver('acct_a', delivery!.id, at(10)).then(() => null, (caught: unknown) => caught);
+        assert.ok(isPortalError(error, 'DELIVERY_IN_FLIGHT'), `redeliver ${n + 1}: ${String(error)}`);
+        worker.poke(); // as portal.webhooks.redeliver does
+      }
+      const [ofB] = await storage.publishEvents([eventRecord({ accountId: 'acct_b', createdAt: at(10) })]);
+      worker.poke();
+      await until(async () => (await db.delivery(ofB!.id))?.status === 'succeeded');
+      assert.equal([calls[slow.url], mostAtOnce], [1, 1], 'one call of the delivery, never two at once');
+      release.resolve();
+      await until(async () => (await db.delivery(delivery!.id))?.status === 'succeeded');
+      const done = (await db.delivery(delivery!.id))!;
+      assert.equal([done.attempts.length, done.attemptCount, done.leaseOwner, calls[slow.url]], [1, 1, null, 1]);
+    } finally {
+      release.resolve();
+      await worker.stop();
+    }
+  }));
+
   test('outbox: a delivery keeps its last 50 attempts and counts them all', withStorage(factory, async (storage, { db }) => {
     const [delivery] = await published(storage, 1);
     const total = 53;
