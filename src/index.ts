@@ -24,6 +24,7 @@ export type {
 export type * from './records.js';
 export type { FileInput, DirectoryInput, BlobBody } from './domain/files.js';
 export type { WebhookInput, WebhookService } from './domain/webhooks.js';
+export type { SecretRotationInput } from './domain/inputs.js';
 export type { EventService } from './domain/events.js';
 export type { WebhookWorker } from './webhooks/worker.js';
 export type { AttachmentInput, AttachmentRef } from './domain/tickets.js';

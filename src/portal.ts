@@ -34,7 +34,7 @@ import { resolveWebhookOptions } from './webhooks/options.js';
 export interface Portal {
   /** The `node:http` request handler; with `next` (Express, connect), paths outside `basePath` fall through. */
   handler(req: IncomingMessage, res: ServerResponse, next?: (error?: unknown) => void): void;
-  /** Webhook records: `create`, `get`, `list`, `delete`, `deliveries`, `redeliver`. */
+  /** Webhook records: `create`, `get`, `list`, `delete`, `rotateSecret`, `deliveries`, `redeliver`, `sendTest`. */
   webhooks: WebhookService;
   /** Events: `publish` stores one and enqueues its deliveries. */
   events: EventService;

@@ -8,6 +8,7 @@ import type {
   DeliveryStatus,
   EventRecord,
   FileEntryRecord,
+  SecretRotation,
   WebhookRecord,
 } from './records.js';
 
@@ -56,6 +57,13 @@ export interface Storage {
   listWebhooks(accountId: string): Promise<WebhookRecord[]>;
   /** Removes the webhook and cancels its pending deliveries in one atomic step; `false` when absent. */
   deleteWebhook(accountId: string, id: string): Promise<boolean>;
+  /**
+   * Makes `rotation.secret` the webhook's secret and the secret it replaces its `previousSecret` until
+   * `rotation.previousSecretUntil` (with `null`, drops any previous secret), in one atomic step: of
+   * two rotations at once, the later keeps the earlier's new secret as its previous one. Resolves the
+   * stored webhook, or `null` when absent in this account. The webhook keeps its place in listings.
+   */
+  rotateWebhookSecret(accountId: string, id: string, rotation: SecretRotation): Promise<WebhookRecord | null>;
 
   /** Stores a new file or directory entry. */
   insertFileEntry(entry: FileEntryRecord): Promise<void>;

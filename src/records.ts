@@ -13,6 +13,30 @@ export interface Webhook {
 }
 export interface WebhookRecord extends Webhook {
   accountId: string;
+  /**
+   * The secret a rotation replaced, which still signs every call beside `secret` until
+   * `previousSecretUntil` (ATOM, exclusive); both absent when the webhook was never rotated or its
+   * last rotation had no grace. Never shown by the API: the receiver holds it already.
+   */
+  previousSecret?: string;
+  previousSecretUntil?: string;
+}
+
+/** What a secret rotation stores: the new secret, and until when the one it replaces still signs (`null`: not at all). */
+export interface SecretRotation {
+  secret: string;
+  previousSecretUntil: string | null;
+}
+
+/**
+ * `webhook` after `rotation`: the new secret, and the current one kept as the previous secret
+ * while the grace lasts (a previous secret of an earlier rotation is dropped). A new record.
+ */
+export function withRotation(webhook: WebhookRecord, rotation: SecretRotation): WebhookRecord {
+  const { previousSecret: _dropped, previousSecretUntil: _until, ...rest } = webhook;
+  return rotation.previousSecretUntil === null
+    ? { ...rest, secret: rotation.secret }
+    : { ...rest, secret: rotation.secret, previousSecret: webhook.secret, previousSecretUntil: rotation.previousSecretUntil };
 }
 
 export type FileEntryType = 'file' | 'directory';

@@ -3,13 +3,14 @@ import * as deliveryRules from '../../src/domain/deliveries.js';
 import { PortalError, storageFull } from '../../src/errors.js';
 import type { DeliveryTarget, Storage } from '../../src/ports.js';
 import { newestFirst, oldestFirst } from '../../src/shared/order.js';
-import type {
-  AgreementRecord,
-  AttachmentRecord,
-  DeliveryRecord,
-  EventRecord,
-  FileEntryRecord,
-  WebhookRecord,
+import {
+  type AgreementRecord,
+  type AttachmentRecord,
+  type DeliveryRecord,
+  type EventRecord,
+  type FileEntryRecord,
+  type WebhookRecord,
+  withRotation,
 } from '../../src/records.js';
 import { ensureDirectory, isDiskFull } from './durable.js';
 import { acquireLock, type DirectoryLock } from './lock.js';
@@ -235,6 +236,16 @@ export function fsStorage(options: FsStorageOptions): Storage {
       }
       await commit(changes);
       return true;
+    },
+    async rotateWebhookSecret(accountId, id, rotation) {
+      await ready();
+      const row = state.owned('webhook', accountId, id);
+      if (row === undefined) return null;
+      // Read and committed with no await between: commit applies to memory at once, so a rotation
+      // that comes next reads this one's secret.
+      const rotated = withRotation(kept<WebhookRecord>(row), rotation);
+      await commit([{ table: 'webhook', record: rotated }]);
+      return { ...rotated };
     },
 
     async insertFileEntry(entry) {

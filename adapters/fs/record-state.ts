@@ -83,10 +83,13 @@ export function createRecordState() {
     }
   }
 
-  function unindex(row: Row) {
+  /** `replaced`: a new version of the row takes its place, and keeps its place in the account's webhooks. */
+  function unindex(row: Row, replaced = false) {
     switch (row.table) {
       case 'webhook':
-        removeFrom(webhooksByAccount, row.accountId, row.id);
+        // A Set keeps insertion order, which is the listing order within one second: a webhook
+        // rewritten (its secret rotated) must not move to the end.
+        if (!replaced) removeFrom(webhooksByAccount, row.accountId, row.id);
         break;
       case 'file':
         removeFrom(entriesByDirectory, directoryKey(row.accountId, (row.value as FileEntryRecord).directoryId), row.id);
@@ -122,7 +125,7 @@ export function createRecordState() {
       const rows = rowsOf(table);
       const previous = rows.get(record.id);
       if (previous !== undefined) {
-        unindex(previous);
+        unindex(previous, true);
         liveBytes -= previous.size;
       }
       const keep = KEPT[table];
@@ -155,11 +158,12 @@ export function createRecordState() {
       const rows = rowsOf(table);
       const current = rows.get(id);
       if (current !== undefined) {
-        unindex(current);
+        unindex(current, previous !== undefined);
         // A delivery stays listed under its webhook when it changes; one the change made goes from the list.
         if (table === 'delivery' && previous === undefined) removeFrom(deliveriesByWebhook, (current.value as DeliveryRecord).webhookId, id);
         liveBytes -= current.size;
-        rows.delete(id);
+        // Replaced rather than deleted when the change replaced a row: the table keeps its order.
+        if (previous === undefined) rows.delete(id);
       }
       if (previous !== undefined) {
         index(previous);

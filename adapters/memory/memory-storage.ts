@@ -11,6 +11,7 @@ import {
   type FileEntryRecord,
   type WebhookRecord,
   directoryKey,
+  withRotation,
 } from '../../src/records.js';
 
 /** A record kind kept in one map by id; reads outside the record's account see nothing. */
@@ -201,6 +202,14 @@ export function memoryStorage(): Storage {
         if (cancelled !== null) putDelivery(cancelled);
       }
       return true;
+    },
+    async rotateWebhookSecret(accountId, id, rotation) {
+      const row = webhooks.get(accountId, id);
+      if (row === null) return null;
+      const rotated = withRotation(row, rotation);
+      // Map.set on a present key keeps its place: the listing order stays.
+      webhooks.rows.set(id, rotated);
+      return { ...rotated };
     },
 
     async insertFileEntry(entry) {

@@ -55,6 +55,14 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
       RETURNING id`,
     getWebhook: `SELECT ${webhookColumns()} FROM ${table('webhooks')} WHERE id = $2::text AND account_id = $1::text`,
     listWebhooks: `SELECT ${webhookColumns()} FROM ${table('webhooks')} WHERE account_id = $1::text ORDER BY created_at, seq`,
+    // The right-hand sides read the row as it was: previous_secret takes the secret being replaced.
+    // Two rotations at once: the row lock makes the later one re-read the row the earlier committed.
+    rotateWebhookSecret: `UPDATE ${table('webhooks')}
+      SET previous_secret = CASE WHEN $4::timestamptz IS NULL THEN NULL ELSE secret END,
+        previous_secret_until = $4::timestamptz,
+        secret = $3::text
+      WHERE id = $2::text AND account_id = $1::text
+      RETURNING ${webhookColumns()}`,
     deleteWebhook: `DELETE FROM ${table('webhooks')} WHERE id = $2::text AND account_id = $1::text RETURNING id`,
     // `cancel` of src/domain/deliveries.ts, on every pending delivery of the webhook. A separate
     // statement after the delete, so that in READ COMMITTED it sees deliveries that a publish
@@ -114,6 +122,10 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
     },
     async listWebhooks(accountId) {
       return (await db.query(sql.listWebhooks, [accountId])).map((row) => toWebhook(row));
+    },
+    async rotateWebhookSecret(accountId, id, rotation) {
+      const [row] = await db.query(sql.rotateWebhookSecret, [accountId, id, rotation.secret, rotation.previousSecretUntil]);
+      return row === undefined ? null : toWebhook(row);
     },
     async deleteWebhook(accountId, id) {
       return db.transaction(async (tx) => {

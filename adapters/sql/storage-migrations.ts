@@ -135,6 +135,14 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX portal_deliveries_pending_account ON ${table('deliveries')} (account_id, next_attempt_at, id) WHERE status = 'pending'`,
     ],
   },
+  {
+    version: 5,
+    name: 'webhook secret rotation',
+    // The secret a rotation replaced, and until when it still signs calls; both NULL otherwise.
+    statements: ({ table }) => [
+      `ALTER TABLE ${table('webhooks')} ADD COLUMN previous_secret text, ADD COLUMN previous_secret_until timestamptz`,
+    ],
+  },
 ];
 
 /** The last `MAX_ATTEMPTS_KEPT` entries of the jsonb array `expression`, in order. */

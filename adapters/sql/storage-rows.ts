@@ -32,6 +32,8 @@ const WEBHOOK: [string, string][] = [
   ['@url', 'url'],
   ['@secret', 'secret'],
   [atomOf('@created_at'), 'created_at'],
+  ['@previous_secret', 'previous_secret'],
+  [atomOf('@previous_secret_until'), 'previous_secret_until'],
 ];
 export const webhookColumns = (alias = '', as = '') => columns(WEBHOOK, alias, as);
 export function toWebhook(row: Row, as = ''): WebhookRecord {
@@ -42,7 +44,15 @@ export function toWebhook(row: Row, as = ''): WebhookRecord {
     url: text(row, as + 'url'),
     secret: text(row, as + 'secret'),
     createdAt: text(row, as + 'created_at'),
+    ...previousSecretOf(row, as),
   };
+}
+
+/** The rotation fields, present only while a rotation's previous secret is kept. */
+function previousSecretOf(row: Row, as: string): Pick<WebhookRecord, 'previousSecret' | 'previousSecretUntil'> {
+  const previousSecret = textOrNull(row, as + 'previous_secret');
+  const previousSecretUntil = textOrNull(row, as + 'previous_secret_until');
+  return previousSecret === null || previousSecretUntil === null ? {} : { previousSecret, previousSecretUntil };
 }
 
 const FILE_ENTRY: [string, string][] = [

@@ -163,6 +163,28 @@ export function webhookInput(eventTypes: readonly string[]) {
   }, 'must be an object with "type" and "url"');
 }
 
+/** How long a rotated secret still signs calls when the rotation names no grace: 24 hours. */
+export const DEFAULT_SECRET_GRACE_MS = 24 * 60 * 60 * 1000;
+/** The longest grace a rotation may ask for: 7 days, a week to roll the new secret out. */
+export const MAX_SECRET_GRACE_MS = 7 * 24 * 60 * 60 * 1000;
+
+/** The body of `POST /webhooks/{id}/rotate-secret` and the options of `webhooks.rotateSecret`: `{ graceMs? }`. */
+export const secretRotationInput = v.strictObject(
+  {
+    graceMs: v.optional(
+      v.pipe(
+        v.number('must be a number of milliseconds'),
+        v.integer('must be a whole number of milliseconds'),
+        v.minValue(0, 'must be 0 or more'),
+        v.maxValue(MAX_SECRET_GRACE_MS, `must be at most ${MAX_SECRET_GRACE_MS} (7 days)`),
+        v.description('How long the replaced secret still signs calls, beside the new one; 0 ends it at once. Default 86400000 (24 h).'),
+      ),
+    ),
+  },
+  'must be an object such as {"graceMs": 3600000}',
+);
+export type SecretRotationInput = v.InferInput<typeof secretRotationInput>;
+
 // Files and attachments
 
 const parentId = v.nullish(v.custom<string>((value) => isId('fsd', value), 'must be a directory id (fsd_…)'));

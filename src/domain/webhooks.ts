@@ -4,7 +4,15 @@ import { isId, newId } from '../shared/ids.js';
 import type { Storage } from '../ports.js';
 import type { Delivery, DeliveryRecord, Webhook, WebhookRecord } from '../records.js';
 import { atom } from '../shared/time.js';
-import { checkAccountId, normalUrl, parseInput, webhookInput } from './inputs.js';
+import {
+  DEFAULT_SECRET_GRACE_MS,
+  type SecretRotationInput,
+  checkAccountId,
+  normalUrl,
+  parseInput,
+  secretRotationInput,
+  webhookInput,
+} from './inputs.js';
 
 export interface WebhookInput {
   type: string;
@@ -18,6 +26,19 @@ export const TEST_EVENT_TYPE = 'webhook.test';
 export function newWebhookSecret(): string {
   return 'whsec_' + randomBytes(32).toString('base64');
 }
+
+/**
+ * The secrets a call made at `at` is signed with: the webhook's own, then, while a rotation's grace
+ * lasts (until `previousSecretUntil`, exclusive), the secret it replaced.
+ */
+export function signingSecrets(webhook: WebhookRecord, at: Date): string[] {
+  const { secret, previousSecret, previousSecretUntil } = webhook;
+  if (previousSecret === undefined || previousSecretUntil === undefined) return [secret];
+  return at.getTime() < Date.parse(previousSecretUntil) ? [secret, previousSecret] : [secret];
+}
+
+/** `date` plus `ms`, as ATOM, rounded up to the whole second: a grace is never cut short. */
+const atomAtLeast = (date: Date, ms: number) => atom(new Date(Math.ceil((date.getTime() + ms) / 1000) * 1000));
 
 /** A webhook as the API shows it: no account. Field by field, as a copy without one key costs more. */
 export function webhookShape(record: WebhookRecord): Webhook {
@@ -73,6 +94,22 @@ export function createWebhookService(deps: {
       checkAccountId(accountId);
       if (!isId('wbh', id)) return false;
       return storage.deleteWebhook(accountId, id);
+    },
+
+    /**
+     * Gives the webhook a new secret. For `graceMs` (default 24 h, at most 7 days; 0: none) every
+     * call is signed with both the new and the replaced secret, so a receiver can move to the new one
+     * without a failed call; then with the new one alone. A rotation within an earlier one's grace
+     * keeps only the secret it replaces. Resolves the webhook with its new secret, or `null` when
+     * absent or of another account; a bad `graceMs` is a 400 naming it.
+     */
+    async rotateSecret(accountId: string, webhookId: string, options: SecretRotationInput = {}): Promise<Webhook | null> {
+      checkAccountId(accountId);
+      const { graceMs = DEFAULT_SECRET_GRACE_MS } = parseInput(secretRotationInput, options, 'rotation');
+      if (!isId('wbh', webhookId)) return null;
+      const rotation = { secret: newWebhookSecret(), previousSecretUntil: graceMs === 0 ? null : atomAtLeast(clock(), graceMs) };
+      const record = await storage.rotateWebhookSecret(accountId, webhookId, rotation);
+      return record && webhookShape(record);
     },
 
     /**

@@ -32,3 +32,13 @@ export async function readJson(req: IncomingMessage): Promise<unknown> {
 }
 
 const tooLarge = () => new PortalError('JSON_BODY_TOO_LARGE', JSON_LIMIT);
+
+/**
+ * A JSON body that may be left out: `undefined` when the request has none (no `Content-Length`, or
+ * `0`, and no `Transfer-Encoding`), whatever its Content-Type; otherwise as `readJson`.
+ */
+export async function readOptionalJson(req: IncomingMessage): Promise<unknown> {
+  const length = req.headers['content-length'];
+  if ((length === undefined || length === '0') && req.headers['transfer-encoding'] === undefined) return undefined;
+  return readJson(req);
+}

@@ -5,7 +5,8 @@ import { UNIX_SECONDS } from '../domain/download-links.js';
 import { idPattern } from '../shared/ids.js';
 import { DEFAULT_BASE_PATH, DEFAULT_EVENT_TYPES } from '../options.js';
 import * as shapes from './shapes.js';
-import { signerInput, webhookInput } from '../domain/inputs.js';
+import { MAX_SECRET_GRACE_MS, secretRotationInput, signerInput, webhookInput } from '../domain/inputs.js';
+import { TEST_EVENT_TYPE } from '../domain/webhooks.js';
 import { VERSION } from '../shared/version.js';
 
 /**
@@ -47,6 +48,11 @@ const componentSchemas = {
   FileUploadForm: shapes.fileUploadForm,
   AttachmentUploadForm: shapes.attachmentUploadForm,
   DirectoryInput: shapes.directoryInput,
+  SecretRotationInput: secretRotationInput,
+  CustomerCreatedCall: shapes.webhookCallBody('customer-created', shapes.hostEventData),
+  AgreementCreatedCall: shapes.webhookCallBody('agreement-created', v.pipe(shapes.agreementEventData, v.description('The agreement as made, without its signature images.'))),
+  AgreementSignedCall: shapes.webhookCallBody('agreement-signed', v.pipe(shapes.agreementEventData, v.description('The agreement once its last signer signed, without its signature images.'))),
+  WebhookTestCall: shapes.webhookCallBody(TEST_EVENT_TYPE, shapes.webhookTestData),
 };
 
 /** A schema outside the components (a parameter's), converted the same way. */
@@ -122,7 +128,7 @@ const uploadBody = (name: 'FileUploadForm' | 'AttachmentUploadForm') => ({
 const extension = 'An extension route beyond the Customer Portal API spec; served unless the portal is made with `extensions: false`.';
 
 function download(method: 'get' | 'head'): Json {
-  return operation({
+  const built = operation({
     operationId: method === 'get' ? 'downloadAttachment' : 'headAttachment',
     summary: method === 'get' ? 'Download an attachment through a signed link' : 'The headers of a download, without its bytes',
     tags: ['Downloads'],
@@ -167,7 +173,8 @@ function download(method: 'get' | 'head'): Json {
       416: failure('The range starts past the end of the attachment.', { 'Content-Range': header('Content-Range') }),
     },
   });
-  // A HEAD answer has no body, errors included.
+  // A HEAD answer has no body, errors included: the shared ones too.
+  return method === 'get' ? built : { ...built, responses: Object.fromEntries(Object.entries(built.responses as Record<string, Json>).map(([status, answer]) => [status, withoutBody(answer)])) };
   function failure(description: string, headers: Json = {}): Json {
     return method === 'get' ? error(description, headers) : response(description, undefined, headers);
   }
@@ -253,6 +260,24 @@ const paths = {
       responses: {
         202: response('The delivery of the test call, pending; its attempts show in the delivery log.', 'Delivery'),
         404: error('No such webhook in this account.'),
+      },
+    }),
+  },
+  '/webhooks/{webhookId}/rotate-secret': {
+    parameters: [webhookIdParameter],
+    post: operation({
+      operationId: 'rotateWebhookSecret',
+      summary: 'Give a webhook a new secret, without downtime',
+      tags: ['Webhooks'],
+      extension: true,
+      description: `${extension} Until \`graceMs\` has passed (default 24 h) every call is signed with both the new and the replaced secret (\`webhook-signature: v1,<new> v1,<old>\`), so a receiver verifies with either while it moves to the new one; then with the new one alone. A rotation within an earlier one's grace keeps only the secret it replaces. The body is optional.`,
+      requestBody: { required: false, content: json('SecretRotationInput') },
+      responses: {
+        200: response('The webhook with its new secret.', 'Webhook'),
+        400: error(`The body is not JSON, or \`graceMs\` is not a whole number of milliseconds from 0 to ${MAX_SECRET_GRACE_MS} (7 days).`),
+        404: error('No such webhook in this account.'),
+        413: error('The body is over 64 KiB.'),
+        415: error('A body that is not `application/json`.'),
       },
     }),
   },
@@ -447,6 +472,106 @@ const errorResponses = {
   }),
 };
 
+/** The shared responses as a HEAD answers them: each under its name + `NoBody`, without the Error body. */
+const headResponses = Object.fromEntries(
+  Object.entries(errorResponses).map(([name, { content: _content, ...rest }]) => [`${name}NoBody`, rest]),
+);
+
+/** A response as a HEAD answers it: the same status and headers, no body. */
+function withoutBody(item: Json): Json {
+  if (typeof item.$ref === 'string') return { $ref: `${item.$ref}NoBody` };
+  const { content: _content, ...rest } = item;
+  return rest;
+}
+
+/**
+ * Every GET route answers HEAD too, with the status and headers of the GET and no body: each path
+ * with a `get` and no `head` of its own gets one, made from the `get`.
+ */
+function withHeads(items: Record<string, Json>): Record<string, Json> {
+  return Object.fromEntries(
+    Object.entries(items).map(([path, item]) => {
+      const get = item.get as Json | undefined;
+      if (get === undefined || item.head !== undefined) return [path, item];
+      const responses = Object.fromEntries(Object.entries(get.responses as Record<string, Json>).map(([status, answer]) => [status, withoutBody(answer)]));
+      const head = { ...get, operationId: `${get.operationId}Head`, summary: `${get.summary}: the headers alone`, description: 'The answer of the GET without its body.', responses };
+      return [path, { ...item, head }];
+    }),
+  );
+}
+
+// The outgoing calls: what a receiver gets (OpenAPI 3.1 `webhooks`).
+
+const signatureHeader = { type: 'string', pattern: '^v1,[A-Za-z0-9+/]{43}=( v1,[A-Za-z0-9+/]{43}=)?$' };
+const callParameters = {
+  WebhookId: {
+    name: 'webhook-id',
+    in: 'header',
+    required: true,
+    description: 'The event id, the same on every retry of the event: drop duplicates by it.',
+    schema: schemaOf(v.pipe(v.string(), v.regex(idPattern('evt')))),
+  },
+  WebhookTimestamp: {
+    name: 'webhook-timestamp',
+    in: 'header',
+    required: true,
+    description: 'Unix seconds of this attempt. Refuse a call more than five minutes from your clock.',
+    schema: { type: 'string', pattern: '^[0-9]{1,15}$' },
+  },
+  WebhookSignature: {
+    name: 'webhook-signature',
+    in: 'header',
+    required: true,
+    description:
+      '`v1,` + base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the base64-decoded part of the webhook secret after `whsec_` (Standard Webhooks). During a secret rotation\'s grace two, space-separated, the new secret\'s first (`v1,<new> v1,<old>`): the call is genuine when any one matches.',
+    schema: signatureHeader,
+  },
+  XWebhookSignature: {
+    name: 'X-Webhook-Signature',
+    in: 'header',
+    required: true,
+    description: 'The same value as `webhook-signature`, under the Customer Portal API spec\'s name.',
+    schema: signatureHeader,
+  },
+  UserAgent: { name: 'User-Agent', in: 'header', required: true, description: '`customer-portal/<package version>`.', schema: { type: 'string', pattern: '^customer-portal/' } },
+};
+
+const retryAfter = { 'Retry-After': { description: 'Seconds, or an HTTP date.', schema: { type: 'string' } } };
+const callResponses = {
+  '2XX': { description: 'Delivered: any 2xx answered within `webhooks.timeoutMs` (15 s by default). The answer\'s body is read up to 64 KiB and ignored.' },
+  410: { description: 'Gone: the delivery ends at once, with no more retries.' },
+  429: { description: 'A failed attempt; the retry waits for `Retry-After` when it asks for longer than the schedule\'s next step (up to a day).', headers: retryAfter },
+  503: { description: 'As 429.', headers: retryAfter },
+  default: {
+    description:
+      'Anything else (another status, a redirect, which is never followed, a timeout, a network error) is a failed attempt, retried on `webhooks.retrySchedule`; after the last one the delivery is `failed`.',
+  },
+};
+
+/** The call of one event type: a signed `POST` to the webhook's URL. */
+function webhookCall(type: string, body: keyof typeof componentSchemas, operationId: string, description: string): Json {
+  return {
+    post: {
+      operationId,
+      summary: `A ${type} call`,
+      description: `${description} Verify the signature on the raw body before acting on the call (\`verifyWebhook\`, or any Standard Webhooks library).`,
+      tags: ['Webhook calls'],
+      // The portal sends no Authorization: the signature is the call's proof.
+      security: [],
+      parameters: Object.keys(callParameters).map((name) => ({ $ref: `#/components/parameters/${name}` })),
+      requestBody: { required: true, content: json(body) },
+      responses: callResponses,
+    },
+  };
+}
+
+const webhookCalls = {
+  'customer-created': webhookCall('customer-created', 'CustomerCreatedCall', 'customerCreatedCall', 'Published by the host (`events.publish`), with the data it gave.'),
+  'agreement-created': webhookCall('agreement-created', 'AgreementCreatedCall', 'agreementCreatedCall', 'Sent when an agreement is created; its data is the agreement without its signature images (`GET /agreements/{agreementId}` has them).'),
+  'agreement-signed': webhookCall('agreement-signed', 'AgreementSignedCall', 'agreementSignedCall', 'Sent when the last signer of an agreement signs; its data is the agreement without its signature images.'),
+  [TEST_EVENT_TYPE]: webhookCall(TEST_EVENT_TYPE, 'WebhookTestCall', 'webhookTestCall', 'Sent by `POST /webhooks/{webhookId}/test` (`webhooks.sendTest`) to that one webhook, whatever its type.'),
+};
+
 function buildDocument(): Json {
   return {
     openapi: '3.1.0',
@@ -459,11 +584,19 @@ function buildDocument(): Json {
     },
     servers: [{ url: DEFAULT_BASE_PATH, description: 'The base path, under the host the portal is mounted on.' }],
     security: [{ bearerAuth: [] }],
-    tags: ['Webhooks', 'Agreements', 'Files', 'Tickets', 'Downloads'].map((name) => ({ name })),
-    paths,
+    tags: [
+      ...['Webhooks', 'Agreements', 'Files', 'Tickets', 'Downloads'].map((name) => ({ name })),
+      {
+        name: 'Webhook calls',
+        description: 'The calls the portal makes to webhook URLs, one per event type of the default `eventTypes` (a portal made with types of its own sends those in the same form).',
+      },
+    ],
+    paths: withHeads(paths),
+    webhooks: webhookCalls,
     components: {
       schemas: toJsonSchemaDefs(componentSchemas, conversion),
-      responses: errorResponses,
+      responses: { ...errorResponses, ...headResponses },
+      parameters: callParameters,
       headers: {
         'X-Request-Id': {
           description: 'The client\'s own when it sent one of at most 200 characters of `[A-Za-z0-9._:-]`, else a generated UUID.',

@@ -132,6 +132,25 @@ export const webhookList = v.strictObject({ data: v.array(webhook) });
 export const deliveryList = v.strictObject({ data: v.array(delivery) });
 export const fileList = v.strictObject({ data: v.array(fileEntry) });
 
+/**
+ * The body of a webhook call of `type` whose `data` is `data`: exactly the four fields `callBody`
+ * writes, in its order. The OpenAPI document's `webhooks` section describes each event type's call
+ * with one, so a receiver can generate its types.
+ */
+export const webhookCallBody = (type: string, data: v.GenericSchema) =>
+  v.strictObject({
+    id: v.pipe(id('evt'), v.description('The event id, also sent as the `webhook-id` header: the same on every retry, so a receiver can drop duplicates.')),
+    type: v.literal(type),
+    createdAt: atomDateTime,
+    data,
+  });
+
+/** What the host publishes as `data` (`events.publish(accountId, type, data)`): any JSON object. */
+export const hostEventData = v.pipe(v.record(v.string(), v.unknown()), v.description('The JSON object the host published.'));
+
+/** The data of a `webhook.test` call: the webhook it was sent to. */
+export const webhookTestData = v.strictObject({ webhookId: id('wbh') });
+
 /** One uploaded document: a file part. valibot's `blob` stands for it; the document renders it as binary. */
 export const documentPart = v.pipe(v.blob(), v.metadata({ contentMediaType: 'application/octet-stream' }));
 

@@ -33,6 +33,7 @@ const MAX_CACHED_KEYS = 1000;
 
 /** The HMAC key of a `whsec_…` secret (the prefix is optional, as in the Standard Webhooks libraries). */
 function secretKey(secret: string): Buffer {
+  if (typeof secret !== 'string') throw new WebhookVerificationError('invalid-secret', 'The webhook secret is not a string.');
   const cached = keys.get(secret);
   if (cached !== undefined) return cached;
   const encoded = secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret;
@@ -71,14 +72,16 @@ function headerOf(headers: WebhookHeaders, name: string): string | undefined {
 /**
  * Verifies a webhook call the portal made, as its receiver: the `webhook-signature` (any one of
  * several space-separated `v1,…` values; `X-Webhook-Signature` when that header is absent), compared
- * in constant time, and a `webhook-timestamp` within five minutes of now. Pass the body exactly as
+ * in constant time, and a `webhook-timestamp` within five minutes of now. `secret` may be a list:
+ * during a secret rotation a receiver that holds both the new and the old secret accepts a call
+ * signed with either, and any one match verifies. Pass the body exactly as
  * received, as a string, a Buffer or a Uint8Array: a parsed body (an object) is refused with reason
 `body-not-raw`, and a parsed and re-serialized one will not verify. Only the canonical base64 of a
 signature counts: another spelling of the same bytes is no match. Returns the parsed event or throws a
  * `WebhookVerificationError`.
  */
 export function verifyWebhook<T = PortalEvent>(
-  secret: string,
+  secret: string | readonly string[],
   headers: WebhookHeaders,
   rawBody: string | Buffer | Uint8Array,
   options: { now?: Date; toleranceSeconds?: number } = {},
@@ -91,7 +94,11 @@ export function verifyWebhook<T = PortalEvent>(
         'read it with express.raw({ type: "application/json" }), or a Fastify content-type parser with parseAs: "buffer".',
     );
   }
-  const key = secretKey(secret);
+  const secrets: readonly string[] = typeof secret === 'string' ? [secret] : secret;
+  if (!Array.isArray(secrets) || secrets.length === 0) {
+    throw new WebhookVerificationError('invalid-secret', 'No webhook secret was given: pass a "whsec_…" secret or a list of them.');
+  }
+  const keys = secrets.map((one) => secretKey(one));
   const id = headerOf(headers, 'webhook-id');
   const timestamp = headerOf(headers, 'webhook-timestamp');
   const signatures = headerOf(headers, 'webhook-signature') ?? headerOf(headers, 'x-webhook-signature');
@@ -107,7 +114,7 @@ export function verifyWebhook<T = PortalEvent>(
   if (now - sent > tolerance) throw new WebhookVerificationError('timestamp-too-old', 'The webhook-timestamp is more than five minutes old.');
   if (sent - now > tolerance) throw new WebhookVerificationError('timestamp-too-new', 'The webhook-timestamp is more than five minutes in the future.');
 
-  const expected = hmac(key, id!, timestamp!, rawBody);
+  const expected = keys.map((key) => hmac(key, id!, timestamp!, rawBody));
   let matched = false;
   for (const candidate of signatures!.split(' ')) {
     const [version, encoded] = candidate.split(',', 2);
@@ -117,8 +124,11 @@ export function verifyWebhook<T = PortalEvent>(
     // alphabet and ignores padding and the unused low bits, so many strings decode to the same bytes.
     // Re-encoding tells them apart, and depends only on what was given, never on the expected bytes.
     if (given.toString('base64') !== encoded) continue;
-    // Lengths are public (a SHA-256 is 32 bytes); the bytes are compared in constant time.
-    if (given.length === expected.length && timingSafeEqual(given, expected)) matched = true;
+    // Lengths are public (a SHA-256 is 32 bytes); the bytes are compared in constant time, with
+    // every secret's, and no early exit: the time taken does not tell which secret matched.
+    for (const bytes of expected) {
+      if (given.length === bytes.length && timingSafeEqual(given, bytes)) matched = true;
+    }
   }
   if (!matched) throw new WebhookVerificationError('no-matching-signature', 'No webhook-signature matches the body and secret.');
 

@@ -3,9 +3,13 @@ import * as assert from 'uvu/assert';
 import { isPortalError } from '../../src/errors.js';
 import { newId } from '../../src/shared/ids.js';
 import type { StorageFactory } from './types.js';
-import { webhookRecord } from './fixtures.js';
+import { T0, eventRecord, webhookRecord } from './fixtures.js';
 import { reopenable } from './reopen.js';
 import { withStorage } from './with-storage.js';
+
+/** Times after the fixtures' T0, for rotation graces. */
+const T1 = T0.replace('T00:00:00', 'T00:01:00');
+const T2 = T0.replace('T00:00:00', 'T00:02:00');
 
 export function webhookStorageTests(test: Test, factory: StorageFactory): void {
   test('webhooks: insert then get returns an equal record', withStorage(factory, async (storage, { db }) => {
@@ -100,13 +104,72 @@ export function webhookStorageTests(test: Test, factory: StorageFactory): void {
     assert.equal(await db.webhook(kept.id), kept);
     assert.is(await db.webhook(removed.id), null);
   }));
-  // Ids in descending order, so that an order by id (or by chance) shows up.
-  const sameSecond = () => ['F', 'E', 'D', 'C', 'B', 'A'].map((letter) => webhookRecord({ id: `wbh_${letter}${newId('wbh').slice(4)}` }));
 
   test('webhooks: six made in the same second list in creation order', withStorage(factory, async (storage) => {
     const made = sameSecond();
     for (const webhook of made) await storage.insertWebhook(webhook);
     assert.equal((await storage.listWebhooks('acct_a')).map((webhook) => webhook.id), made.map((webhook) => webhook.id));
+  }));
+
+  // Ids in descending order, so that an order by id (or by chance) shows up.
+  const sameSecond = () => ['F', 'E', 'D', 'C', 'B', 'A'].map((letter) => webhookRecord({ id: `wbh_${letter}${newId('wbh').slice(4)}` }));
+  const secret = (fill: number) => 'whsec_' + Buffer.alloc(32, fill).toString('base64');
+
+  test('webhooks: a rotation stores the new secret and keeps the replaced one until the given time', withStorage(factory, async (storage, { db }) => {
+    const record = webhookRecord();
+    await storage.insertWebhook(record);
+    const rotated = await storage.rotateWebhookSecret('acct_a', record.id, { secret: secret(1), previousSecretUntil: T1 });
+    const expected = { ...record, secret: secret(1), previousSecret: record.secret, previousSecretUntil: T1 };
+    assert.equal(rotated, expected);
+    assert.equal(await storage.getWebhook('acct_a', record.id), expected);
+    assert.equal(await db.webhook(record.id), expected, 'stored so');
+    // A second rotation keeps the secret it replaces, the first one's new secret; the oldest goes.
+    const again = await storage.rotateWebhookSecret('acct_a', record.id, { secret: secret(2), previousSecretUntil: T2 });
+    assert.equal(again, { ...record, secret: secret(2), previousSecret: secret(1), previousSecretUntil: T2 });
+    // No grace: no previous secret at all.
+    const atOnce = await storage.rotateWebhookSecret('acct_a', record.id, { secret: secret(3), previousSecretUntil: null });
+    assert.equal(atOnce, { ...record, secret: secret(3) });
+    assert.equal(await db.webhook(record.id), { ...record, secret: secret(3) });
+  }));
+
+  test('webhooks: a rotation in another account, or of an unknown id, is null and changes nothing', withStorage(factory, async (storage, { db }) => {
+    const record = webhookRecord();
+    await storage.insertWebhook(record);
+    assert.is(await storage.rotateWebhookSecret('acct_b', record.id, { secret: secret(1), previousSecretUntil: T1 }), null);
+    assert.is(await storage.rotateWebhookSecret('acct_a', 'wbh_unknown', { secret: secret(1), previousSecretUntil: T1 }), null);
+    assert.equal(await db.webhook(record.id), record);
+  }));
+
+  test('webhooks: two rotations at once: each secret is kept, one as the secret and one as the previous', withStorage(factory, async (storage) => {
+    const record = webhookRecord();
+    await storage.insertWebhook(record);
+    await Promise.all([1, 2].map((fill) => storage.rotateWebhookSecret('acct_a', record.id, { secret: secret(fill), previousSecretUntil: T1 })));
+    const stored = (await storage.getWebhook('acct_a', record.id))!;
+    assert.equal([stored.secret, stored.previousSecret].sort(), [secret(1), secret(2)].sort(), 'no rotation lost');
+  }));
+
+  test('webhooks: a rotated webhook keeps its place in the list, and a claim hands the worker both secrets', withStorage(factory, async (storage) => {
+    const made = sameSecond();
+    for (const webhook of made) await storage.insertWebhook(webhook);
+    await storage.rotateWebhookSecret('acct_a', made[0]!.id, { secret: secret(1), previousSecretUntil: T1 });
+    assert.equal((await storage.listWebhooks('acct_a')).map((webhook) => webhook.id), made.map((webhook) => webhook.id));
+    await storage.publishEvents([eventRecord({ type: made[0]!.type })]);
+    const claimed = await storage.claimDeliveries({ now: T1, leaseUntil: T2, limit: 10, owner: 'worker-1' });
+    const mine = claimed.find((item) => item.webhook.id === made[0]!.id)!;
+    assert.equal(mine.webhook, { ...made[0]!, secret: secret(1), previousSecret: made[0]!.secret, previousSecretUntil: T1 });
+    const other = claimed.find((item) => item.webhook.id === made[1]!.id)!;
+    assert.equal(other.webhook, made[1], 'a webhook never rotated has no rotation fields');
+  }));
+
+  reopenable(test, factory)('webhooks: a rotation and the listing order survive a reopen', withStorage(factory, async (storage, { swap, db }) => {
+    const made = sameSecond();
+    for (const webhook of made) await storage.insertWebhook(webhook);
+    await storage.rotateWebhookSecret('acct_a', made[2]!.id, { secret: secret(1), previousSecretUntil: T1 });
+    const reopened = await swap();
+    const expected = { ...made[2]!, secret: secret(1), previousSecret: made[2]!.secret, previousSecretUntil: T1 };
+    assert.equal(await reopened.getWebhook('acct_a', made[2]!.id), expected);
+    assert.equal(await db.webhook(made[2]!.id), expected);
+    assert.equal((await reopened.listWebhooks('acct_a')).map((webhook) => webhook.id), made.map((webhook) => webhook.id));
   }));
 
   reopenable(test, factory)('webhooks: the creation order within one second survives a reopen', withStorage(factory, async (storage, { swap }) => {

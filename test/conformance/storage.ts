@@ -3,6 +3,7 @@ import { agreementStorageTests } from './storage-agreements.js';
 import { attachmentStorageTests } from './storage-attachments.js';
 import { fileStorageTests } from './storage-files.js';
 import { outboxStorageTests } from './storage-outbox.js';
+import { rotationStorageTests } from './storage-rotation.js';
 import { webhookStorageTests } from './storage-webhooks.js';
 import type { StorageFactory } from './types.js';
 
@@ -15,6 +16,7 @@ export type { BlobStoreFactory, StorageFactory } from './types.js';
 export function storageSuite(factory: StorageFactory): void {
   const test = suite(`Storage conformance: ${factory.name}`);
   webhookStorageTests(test, factory);
+  rotationStorageTests(test, factory);
   fileStorageTests(test, factory);
   attachmentStorageTests(test, factory);
   outboxStorageTests(test, factory);

@@ -12,7 +12,7 @@ import { once } from 'node:events';
 import { Readable } from 'node:stream';
 import { fsBlobs, fsStorage } from '../../adapters/fs/index.js';
 import { newId } from '../../src/shared/ids.js';
-import type { AgreementRecord, DeliveryRecord } from '../../src/records.js';
+import { type AgreementRecord, type DeliveryRecord, withRotation } from '../../src/records.js';
 import { fileRecord, webhookRecord } from '../conformance/fixtures.js';
 import { agreementRecord, eventRecord } from './record-fixtures.js';
 
@@ -86,6 +86,12 @@ const pending = new Map<string, DeliveryRecord>();
 async function outbox() {
   const webhook = webhookRecord({ accountId: 'acct_crash', createdAt: runAt });
   await run([[`webhook:${webhook.id}`, webhook]], async () => (await storage.insertWebhook(webhook), [[`webhook:${webhook.id}`, webhook]]));
+  if (random() < 0.5) {
+    // A rotation rewrites the webhook's record: after a crash it is the old record or the new one, whole.
+    const rotation = { secret: 'whsec_' + Buffer.alloc(32, runNumber % 256).toString('base64'), previousSecretUntil: runAt };
+    const rotated = withRotation(webhook, rotation);
+    await run([[`webhook:${webhook.id}`, rotated]], async () => [[`webhook:${webhook.id}`, await storage.rotateWebhookSecret('acct_crash', webhook.id, rotation)]]);
+  }
   for (let i = 0; i < 4; i++) {
     const event = eventRecord({ accountId: 'acct_crash', createdAt: runAt, data: { i, padding: padding() } });
     await run([[`event:${event.id}`, event]], async () => {

@@ -66,6 +66,37 @@ export function createResponseChecker(document: Json) {
       }
       seen.add(`${method.toUpperCase()} ${template} ${res.status}`);
     },
+    /**
+     * Throws, naming what differs, unless a webhook call the portal made is what the document's
+     * `webhooks` section says of its event type: the body validates against the call's schema, and
+     * each header parameter is sent (when required) and matches its schema.
+     */
+    checkCall(call: { body: string; headers: Record<string, string> }): void {
+      const body = JSON.parse(call.body);
+      const type = String(body.type);
+      const where = `webhook call ${type}`;
+      const operation = document.webhooks?.[type]?.post as Json | undefined;
+      if (operation === undefined) throw new Error(`the document has no ${where}`);
+      const validator = (key: string, schema: unknown) => {
+        let validate = compiled.get(key);
+        if (validate === undefined) compiled.set(key, (validate = ajv.compile(rebase(schema) as object)));
+        return validate;
+      };
+      const validateBody = validator(where, operation.requestBody.content['application/json'].schema);
+      if (!validateBody(body)) throw new Error(`${where}: body does not match the document: ${ajv.errorsText(validateBody.errors)}`);
+      for (const parameter of (operation.parameters as Json[]).map(resolve)) {
+        const name = Object.keys(call.headers).find((header) => header.toLowerCase() === String(parameter.name).toLowerCase());
+        if (name === undefined) {
+          if (parameter.required === true) throw new Error(`${where}: header ${parameter.name} missing`);
+          continue;
+        }
+        const validateHeader = validator(`${where} ${parameter.name}`, parameter.schema);
+        if (!validateHeader(call.headers[name])) {
+          throw new Error(`${where}: header ${parameter.name} does not match the document: ${ajv.errorsText(validateHeader.errors)} (${call.headers[name]})`);
+        }
+      }
+      seen.add(`CALL ${type}`);
+    },
     /** `METHOD template status` of every response the document gives an operation itself (not the shared ones). */
     ownResponses(): string[] {
       const all: string[] = [];

@@ -75,8 +75,13 @@ export function sqlBackChannel(client: SqlClient, schema: string): StorageBackCh
       return row && ({ ...row, attempts: JSON.parse(row.attempts as string) } as DeliveryRecord);
     },
     async webhook(id) {
-      const row = await one('webhooks', `id, account_id AS "accountId", type, url, secret, ${atom('created_at', 'createdAt')}`, id);
-      return row as WebhookRecord | null;
+      const columns = `id, account_id AS "accountId", type, url, secret, ${atom('created_at', 'createdAt')},
+        previous_secret AS "previousSecret", ${atom('previous_secret_until', 'previousSecretUntil')}`;
+      const row = await one('webhooks', columns, id);
+      if (row === null) return null;
+      // The rotation fields are left out of a record that has none, as every store leaves them out.
+      const { previousSecret, previousSecretUntil, ...rest } = row;
+      return (previousSecret === null ? rest : { ...rest, previousSecret, previousSecretUntil }) as unknown as WebhookRecord;
     },
   };
 }

@@ -55,13 +55,48 @@ test('every route the handler registers is in the document, with each of its met
   for (const route of routes) {
     const template = route.path.replace(/:(\w+)/g, '{$1}');
     for (const method of [route.method].flat()) {
-      // GET routes answer HEAD too (find-my-way serves both); the document lists HEAD where it differs.
-      if (method === 'HEAD' && template !== '/downloads/{attachmentId}') continue;
       if (document.paths[template]?.[method.toLowerCase()] === undefined) undocumented.push(`${method} ${template}`);
     }
   }
   assert.equal(undocumented, []);
-  assert.is(routes.length, 17);
+  assert.is(routes.length, 18);
+});
+
+test('every path with a GET lists its HEAD: the same statuses and headers, and no body', () => {
+  const heads: string[] = [];
+  for (const [template, item] of Object.entries<any>(document.paths)) {
+    if (item.get === undefined) continue;
+    assert.ok(item.head, `HEAD ${template}`);
+    heads.push(template);
+    // The signed download route writes its own HEAD (a GET may redirect, a HEAD never does).
+    if (template !== '/downloads/{attachmentId}') assert.equal(Object.keys(item.head.responses), Object.keys(item.get.responses), template);
+    for (const [status, answer] of Object.entries<any>(item.head.responses)) {
+      const resolved = answer.$ref === undefined ? answer : document.components.responses[answer.$ref.split('/').pop()];
+      assert.ok(resolved, `HEAD ${template} ${status}`);
+      assert.is(resolved.content, undefined, `HEAD ${template} ${status} has no body`);
+    }
+  }
+  assert.is(heads.length, 7);
+});
+
+test('the webhooks section describes the call of each event type: its body, and the signature headers', () => {
+  assert.equal(Object.keys(document.webhooks), ['customer-created', 'agreement-created', 'agreement-signed', 'webhook.test']);
+  for (const [type, item] of Object.entries<any>(document.webhooks)) {
+    const call = item.post;
+    assert.equal(call.security, [], 'a call carries no Authorization');
+    const schema = document.components.schemas[call.requestBody.content['application/json'].schema.$ref.split('/').pop()];
+    assert.equal(schema.required, ['id', 'type', 'createdAt', 'data']);
+    assert.equal(schema.properties.type, { const: type });
+    const headers = call.parameters.map((parameter: any) => document.components.parameters[parameter.$ref.split('/').pop()]);
+    assert.equal(headers.map((header: any) => [header.name, header.in, header.required]), [
+      ['webhook-id', 'header', true],
+      ['webhook-timestamp', 'header', true],
+      ['webhook-signature', 'header', true],
+      ['X-Webhook-Signature', 'header', true],
+      ['User-Agent', 'header', true],
+    ]);
+    assert.ok(call.responses['2XX'] && call.responses['410'] && call.responses.default);
+  }
 });
 
 test('the document: bearer auth everywhere but the signed download route, servers /v1, extensions marked', () => {
@@ -81,11 +116,15 @@ test('the document: bearer auth everywhere but the signed download route, server
     'GET /agreements/{agreementId}',
     'GET /webhooks',
     'GET /webhooks/{webhookId}/deliveries',
+    'HEAD /agreements/{agreementId}',
+    'HEAD /webhooks',
+    'HEAD /webhooks/{webhookId}/deliveries',
     'POST /directories',
     'POST /files',
     'POST /tickets/{ticketId}/message/{messageId}/attachment',
     'POST /webhooks',
     'POST /webhooks/{webhookId}/deliveries/{deliveryId}/redeliver',
+    'POST /webhooks/{webhookId}/rotate-secret',
     'POST /webhooks/{webhookId}/test',
   ]);
 });
@@ -125,6 +164,13 @@ test('every route answers as the document says: each success and each error it d
     const text = await res.text();
     if (status !== undefined) assert.is(res.status, status, `${method} ${path}: ${text.slice(0, 200)}`);
     checker.check(method, template, res, text);
+    // Every GET answers HEAD too, as the document lists: the same status and headers, no body.
+    if (method === 'GET' && template !== '/downloads/{attachmentId}') {
+      const head = await app.api(path, { ...init, method: 'HEAD' });
+      const headText = await head.text();
+      assert.is(head.status, res.status, `HEAD ${path}`);
+      checker.check('HEAD', template, head, headText);
+    }
     return { res, body: text !== '' && (res.headers.get('content-type') ?? '').startsWith('application/json') ? JSON.parse(text) : text };
   }
   const jsonBody = (value: unknown): RequestInit => ({ body: JSON.stringify(value), headers: { 'content-type': 'application/json' } });
@@ -154,11 +200,26 @@ test('every route answers as the document says: each success and each error it d
     await call('POST', redeliver, `/webhooks/${hook.id}/deliveries/whd_missing/redeliver`, {}, 404);
     await call('POST', '/webhooks/{webhookId}/test', `/webhooks/${hook.id}/test`, {}, 202);
     await call('POST', '/webhooks/{webhookId}/test', '/webhooks/wbh_missing/test', {}, 404);
+    const rotate = '/webhooks/{webhookId}/rotate-secret';
+    const { body: rotated } = await call('POST', rotate, `/webhooks/${hook.id}/rotate-secret`, {}, 200);
+    assert.is.not(rotated.secret, hook.secret);
+    await call('POST', rotate, `/webhooks/${hook.id}/rotate-secret`, jsonBody({ graceMs: 60_000 }), 200);
+    await call('POST', rotate, `/webhooks/${hook.id}/rotate-secret`, jsonBody({ graceMs: -1 }), 400);
+    await call('POST', rotate, '/webhooks/wbh_missing/rotate-secret', {}, 404);
+    await call('POST', rotate, `/webhooks/${hook.id}/rotate-secret`, jsonBody({ graceMs: 1, pad: 'x'.repeat(70_000) }), 413);
+    await call('POST', rotate, `/webhooks/${hook.id}/rotate-secret`, { body: 'graceMs=1' }, 415);
+    // The calls made so far (a customer-created one, during a rotation's grace, and a test call) are as the webhooks section says.
+    await portal.events.publish('acct_a', 'customer-created', { customer: { id: 'cus_2' } });
+    await portal.worker!.tick();
+    for (const made of transport.calls) checker.checkCall(made);
+    assert.is(transport.calls.at(-1)!.headers['webhook-signature']!.split(' ').length, 2, 'a call signed with both secrets is checked too');
     await call('DELETE', '/webhooks/{webhookId}', `/webhooks/${hook.id}`, {}, 204);
     await call('DELETE', '/webhooks/{webhookId}', `/webhooks/${hook.id}`, {}, 404);
     await call('POST', redeliver, `/webhooks/${hook.id}/deliveries/${log.data[0].id}/redeliver`, {}, 409);
 
-    // Agreements: a fresh one (no signer has signed) and one whose signers all signed
+    // Agreements: a fresh one (no signer has signed) and one whose signers all signed; their calls go out too
+    for (const type of ['agreement-created', 'agreement-signed']) await portal.webhooks.create('acct_a', { type, url: 'https://r.example/agreements' });
+    transport.calls.length = 0;
     const { body: agreement } = await call('POST', '/agreements', '/agreements', { body: validFormData() }, 201);
     const form = validFormData();
     form.delete('signerName');
@@ -171,6 +232,9 @@ test('every route answers as the document says: each success and each error it d
     const { body: signed } = await call('GET', '/agreements/{agreementId}', `/agreements/${agreement.id}`, {}, 200);
     assert.is(signed.status, 'signed');
     await call('GET', '/agreements/{agreementId}', '/agreements/agr_missing', {}, 404);
+    await portal.worker!.tick();
+    for (const made of transport.calls) checker.checkCall(made);
+    assert.equal(transport.calls.map((made) => JSON.parse(made.body).type).sort(), ['agreement-created', 'agreement-signed']);
 
     // Files: the root and a directory, with a shared file among the entries
     const dir = await portal.files.createDirectory('acct_a', { name: 'Contracts' });
@@ -263,6 +327,7 @@ test('every route answers as the document says: each success and each error it d
     assert.equal(missing, [], `documented responses the test did not see: ${missing.join(', ')}`);
     assert.ok(checker.seen.has('GET /webhooks/{webhookId} 401') && checker.seen.has('GET /files 401'));
     assert.ok(checker.seen.has('GET /webhooks 500'));
+    assert.equal([...checker.seen].filter((seen) => seen.startsWith('CALL ')).sort(), Object.keys(document.webhooks).map((type) => `CALL ${type}`).sort(), 'a call of every event type was checked');
   } finally {
     await app.close();
   }

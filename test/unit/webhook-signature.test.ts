@@ -106,6 +106,19 @@ test('a secret that is not whsec_ + base64 is refused; the prefix is optional', 
   assert.ok(verifyWebhook(SECRET.slice('whsec_'.length), signed(), BODY, { now: NOW }));
 });
 
+test('a list of secrets: a call signed with any one of them verifies (a rotation\'s old and new secret)', () => {
+  const byOld = signed({}, OTHER_SECRET);
+  const byBoth = signed({ 'webhook-signature': `${signed()['webhook-signature']} ${byOld['webhook-signature']}` });
+  for (const headers of [signed(), byOld, byBoth]) assert.ok(verifyWebhook([SECRET, OTHER_SECRET], headers, BODY, { now: NOW }));
+  assert.ok(verifyWebhook([OTHER_SECRET], byBoth, BODY, { now: NOW }), 'the old secret alone verifies a call signed with both');
+  assert.ok(verifyWebhook([SECRET], byBoth, BODY, { now: NOW }), 'and so does the new one');
+  const third = 'whsec_' + Buffer.alloc(32, 44).toString('base64');
+  assert.is(failure(() => verifyWebhook([third], byBoth, BODY, { now: NOW })), 'no-matching-signature');
+  assert.is(failure(() => verifyWebhook([], signed(), BODY, { now: NOW })), 'invalid-secret');
+  assert.is(failure(() => verifyWebhook([SECRET, 'whsec_'], signed(), BODY, { now: NOW })), 'invalid-secret', 'every secret is checked');
+  assert.is(failure(() => verifyWebhook(undefined as never, signed(), BODY, { now: NOW })), 'invalid-secret');
+});
+
 test('a signed body that is not JSON is reported as such, after the signature checked out', () => {
   const body = 'not json';
   assert.is(failure(() => verifyWebhook(SECRET, signed({}, SECRET, body), body, { now: NOW })), 'invalid-payload');

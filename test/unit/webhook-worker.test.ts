@@ -56,6 +56,38 @@ test('the default schedule: ten attempts over about three days, each wait its st
   }
 });
 
+test('a call body is serialized once per event, for every webhook, attempt and secret; a rotated webhook gets both signatures', async () => {
+  const time = manualClock(new Date('2026-05-01T00:00:00Z'));
+  const transport = memoryTransport({ respond: (call) => (transport.calls.length <= 4 ? 500 : 200) });
+  const portal = await webhookPortal({ clock: time.clock, transport, webhooks: { retrySchedule: [5, 5] } });
+  const stringify = JSON.stringify;
+  let serialized = 0;
+  try {
+    const rotated = await portal.webhooks.create('acct_a', HOOK);
+    await portal.webhooks.create('acct_a', HOOK);
+    await portal.webhooks.rotateSecret('acct_a', rotated.id, { graceMs: 3_600_000 });
+    // A call body is the one object with exactly these keys (`callBody`); the publish sends the first attempt at once.
+    JSON.stringify = ((value: unknown, ...rest: never[]) => {
+      if (typeof value === 'object' && value !== null && Object.keys(value).join() === 'id,type,createdAt,data') serialized++;
+      return stringify(value, ...rest);
+    }) as typeof JSON.stringify;
+    await portal.events.publish('acct_a', 'customer-created', data);
+    for (let round = 0; round < 3; round++) {
+      await portal.worker!.tick();
+      time.advance(6);
+    }
+    JSON.stringify = stringify;
+    assert.is(transport.calls.length, 6, 'two webhooks, three attempts each');
+    assert.is(serialized, 1, 'one body for all six calls');
+    assert.is(new Set(transport.calls.map((call) => call.body)).size, 1);
+    const toRotated = transport.calls.filter((call) => call.url === rotated.url && call.headers['webhook-signature']!.includes(' '));
+    assert.is(toRotated.length, 3, 'every attempt to the rotated webhook carries both signatures');
+  } finally {
+    JSON.stringify = stringify;
+    await portal.close();
+  }
+});
+
 test('jitter spreads retries: the same failure does not always wait the same', async () => {
   const time = manualClock(new Date('2026-05-01T00:00:00Z'));
   const portal = await webhookPortal({ clock: time.clock, transport: memoryTransport({ respond: () => 503 }), webhooks: { retrySchedule: [1000] } });

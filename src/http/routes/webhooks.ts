@@ -1,4 +1,4 @@
-import { readJson } from '../json-body.js';
+import { readJson, readOptionalJson } from '../json-body.js';
 import type { Route } from '../handler.js';
 import { refusal } from '../render-error.js';
 import { jsonString } from '../reply.js';
@@ -43,7 +43,7 @@ export function webhookRoutes(webhooks: WebhookService): Route[] {
   ];
 }
 
-/** Beyond the spec (`extensions: true`): create and list webhooks over HTTP. */
+/** Beyond the spec (`extensions: true`): create, list, test webhooks, rotate their secrets, read and redeliver their deliveries. */
 export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
   return [
     {
@@ -68,6 +68,17 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
         const delivery = await webhooks.sendTest(accountId, params.webhookId!);
         if (delivery === null) return refusal('WEBHOOK_NOT_FOUND', params.webhookId!);
         return { status: 202, body: delivery };
+      },
+    },
+    {
+      method: 'POST',
+      path: '/webhooks/:webhookId/rotate-secret',
+      async handler({ accountId, params, req }) {
+        // The body is optional: without one, the default grace.
+        const body = await readOptionalJson(req);
+        const webhook = await webhooks.rotateSecret(accountId, params.webhookId!, (body === undefined ? {} : body) as never);
+        if (webhook === null) return refusal('WEBHOOK_NOT_FOUND', params.webhookId!);
+        return { status: 200, json: webhookJson(webhook) };
       },
     },
     {
