@@ -35,7 +35,9 @@ export function parseIdempotencyKey(header: string | string[] | undefined): stri
   if (header === undefined) return undefined;
   if (typeof header !== 'string') throw new PortalError('IDEMPOTENCY_KEY_INVALID');
   const value = header.trim();
-  const quoted = SF_STRING.exec(value);
+  // A value that opens a quoted string must be one: `"abc` is a broken key, not the key `"abc`.
+  const quoted = value.startsWith('"') ? SF_STRING.exec(value) : null;
+  if (value.startsWith('"') && quoted === null) throw new PortalError('IDEMPOTENCY_KEY_INVALID');
   const key = quoted === null ? value : quoted[1]!.replace(/\\(["\\])/g, '$1');
   if (!KEY.test(key)) throw new PortalError('IDEMPOTENCY_KEY_INVALID');
   return key;
