@@ -96,6 +96,21 @@ export const ERRORS = {
       `The request body${length === undefined ? '' : ` of ${length} bytes`} is over the ${maxFormBytes} bytes a valid form can take: documents may total at most 5 MiB (${maxDocumentBytes} bytes).`,
   },
 
+  // Idempotency-Key (POST /agreements, POST /webhooks)
+  IDEMPOTENCY_KEY_INVALID: {
+    status: 400,
+    message: () => 'Idempotency-Key must be 1 to 255 visible ASCII characters, bare or as a quoted string ("…").',
+  },
+  IDEMPOTENCY_KEY_IN_PROGRESS: {
+    status: 409,
+    message: () => 'A request with this Idempotency-Key is still in progress; retry once it has been answered.',
+    headers: () => ({ 'retry-after': '1' }),
+  },
+  IDEMPOTENCY_KEY_REUSED: {
+    status: 422,
+    message: () => 'This Idempotency-Key was used for a different request; use a new key for a new request.',
+  },
+
   // Agreements
   SIGNERS_LIMIT: { status: 400, message: (max: number) => `signers: at most ${max} signers are allowed.` },
   DOCUMENTS_LIMIT: { status: 400, message: (max: number) => `documents: at most ${max} documents are allowed.` },

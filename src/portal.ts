@@ -35,7 +35,7 @@ export interface Portal {
   /** The `node:http` request handler; with `next` (Express, connect), paths outside `basePath` fall through. */
   handler(req: IncomingMessage, res: ServerResponse, next?: (error?: unknown) => void): void;
   /** Webhook records: `create`, `get`, `list`, `delete`, `rotateSecret`, `deliveries`, `redeliver`, `sendTest`. */
-  webhooks: WebhookService;
+  webhooks: Omit<WebhookService, 'createIdempotent'>;
   /** Events: `publish` stores one and enqueues its deliveries. */
   events: EventService;
   /** The delivery worker (`start`, `stop`, `tick`); `null` when `webhooks.worker` is `false`. */

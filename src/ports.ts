@@ -9,6 +9,8 @@ import type {
   EventRecord,
   FileEntryRecord,
   SecretRotation,
+  IdempotencyCompletion,
+  IdempotencyRecord,
   WebhookRecord,
 } from './records.js';
 
@@ -23,6 +25,17 @@ export interface Claim {
    * in flight (`inFlight`, by account id) and what this claim leases. Without it, no cap.
    */
   perAccount?: { max: number; inFlight: Readonly<Record<string, number>> };
+}
+
+/** What a request asks of an `Idempotency-Key`: the key of the account, for the request holding `token`, until `leaseUntil`. */
+export interface IdempotencyClaim {
+  accountId: string;
+  key: string;
+  token: string;
+  /** Known up front (a JSON body), or `null` (a form whose documents are still to be hashed). */
+  fingerprint: string | null;
+  now: string;
+  leaseUntil: string;
 }
 
 /**
@@ -49,8 +62,9 @@ export interface Storage {
   /**
    * Stores a new webhook. Given `maxPerAccount`, rejects with `WEBHOOKS_LIMIT` instead, storing
    * nothing, when the account holds that many already: the count and the insert are one atomic step.
+   * Given `idempotency`, completes that claim in the same step (see `claimIdempotencyKey`).
    */
-  insertWebhook(webhook: WebhookRecord, limits?: { maxPerAccount?: number }): Promise<void>;
+  insertWebhook(webhook: WebhookRecord, limits?: { maxPerAccount?: number }, idempotency?: IdempotencyCompletion): Promise<void>;
   /** The webhook, or `null` when absent in this account. */
   getWebhook(accountId: string, id: string): Promise<WebhookRecord | null>;
   /** Every webhook of the account, oldest first: by `createdAt`, and within one second in the order inserted. */
@@ -74,8 +88,11 @@ export interface Storage {
   /** Removes the entry; `false` when absent. */
   deleteFileEntry(accountId: string, id: string): Promise<boolean>;
 
-  /** Stores a new agreement together with `events` (see `publishEvents`), atomically. */
-  insertAgreement(agreement: AgreementRecord, events: EventRecord[]): Promise<void>;
+  /**
+   * Stores a new agreement together with `events` (see `publishEvents`), atomically; given
+   * `idempotency`, completes that claim in the same step (see `claimIdempotencyKey`).
+   */
+  insertAgreement(agreement: AgreementRecord, events: EventRecord[], idempotency?: IdempotencyCompletion): Promise<void>;
   /** The agreement, or `null` when absent in this account. */
   getAgreement(accountId: string, id: string): Promise<AgreementRecord | null>;
   /**
@@ -145,6 +162,23 @@ export interface Storage {
 
   /** Whether any record names the blob `key` (a document, file or attachment id): the orphan sweep asks. */
   isBlobReferenced(key: string): Promise<boolean>;
+
+  /**
+   * Claims an account's `Idempotency-Key` for one request, in one atomic step: when no record holds
+   * the key, or the one that does expired (`expiresAt <= now`: a lapsed claim, an old answer), stores
+   * a pending claim for `token` until `leaseUntil` and resolves `null`; otherwise changes nothing and
+   * resolves that record (a live claim, or a completed answer). Two concurrent claims of one key never
+   * both resolve `null`. An insert given an `IdempotencyCompletion` completes the claim: the record
+   * becomes `completed` with its fingerprint and answer until its `expiresAt`, in the insert's atomic
+   * step; when `token` no longer holds a pending claim on the key (its lease ran out and another request
+   * took it), that insert rejects with `IDEMPOTENCY_KEY_IN_PROGRESS` and stores nothing. A pending claim
+   * need not outlive the store instance when no other instance shares the store (memory, fs).
+   */
+  claimIdempotencyKey(claim: IdempotencyClaim): Promise<IdempotencyRecord | null>;
+  /** Removes the pending claim on the key when `token` holds it (its request failed: the key is free again); `false`, changing nothing, otherwise. */
+  releaseIdempotencyKey(accountId: string, key: string, token: string): Promise<boolean>;
+  /** Removes up to `limit` records expired at `now` (`expiresAt <= now`), of any account; resolves how many. */
+  sweepIdempotencyKeys(now: string, limit: number): Promise<number>;
 }
 
 /** A byte range, both ends inclusive, as in an HTTP `Range` header. */

@@ -176,3 +176,42 @@ export function publicShape<T extends { accountId: string }>(record: T): Omit<T,
   const { accountId: _accountId, ...rest } = record;
   return rest;
 }
+
+/**
+ * The first answer to a request made with an `Idempotency-Key`, kept to be given again: its
+ * status, its body exactly as sent (JSON text), and its `Location`.
+ */
+export interface IdempotentAnswer {
+  status: number;
+  body: string;
+  location: string | null;
+}
+
+/**
+ * What an account's `Idempotency-Key` holds: a claim while its first request runs (`pending`), or
+ * that request's answer once it created its record (`completed`). `expiresAt` ends either: a claim's
+ * lease (so the claim of a process that died frees the key), or a completed answer's 24 hours.
+ */
+export interface IdempotencyRecord {
+  accountId: string;
+  key: string;
+  status: 'pending' | 'completed';
+  /** Who holds the claim: a random token of the request that made it. */
+  token: string;
+  /** Hash of what the request asked for; `null` while a claim does not know it yet (a form still arriving). */
+  fingerprint: string | null;
+  /** The answer to give again; `null` while pending. */
+  answer: IdempotentAnswer | null;
+  createdAt: string;
+  expiresAt: string;
+}
+
+/** Handed to the insert that creates a record: the claim it completes, and the answer to keep, stored in the same atomic step. */
+export interface IdempotencyCompletion {
+  key: string;
+  token: string;
+  fingerprint: string;
+  answer: IdempotentAnswer;
+  /** When the answer stops being replayed (24 hours on). */
+  expiresAt: string;
+}

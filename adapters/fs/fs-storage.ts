@@ -9,6 +9,8 @@ import {
   type DeliveryRecord,
   type EventRecord,
   type FileEntryRecord,
+  type IdempotencyCompletion,
+  type IdempotencyRecord,
   type WebhookRecord,
   withRotation,
 } from '../../src/records.js';
@@ -31,6 +33,9 @@ export interface FsStorageOptions {
 type Change = { table: TableName; record: StoredRecord } | { table: TableName; id: string };
 
 const putDelivery = (record: DeliveryRecord): Change => ({ table: 'delivery', record });
+
+/** The one id of an account's idempotency key, as the log stores it. */
+const idempotencyId = (accountId: string, key: string): string => `${accountId}\u0000${key}`;
 
 const LOG_FILE = 'records.log';
 const LOCK_FILE = 'storage.lock';
@@ -78,6 +83,12 @@ export function fsStorage(options: FsStorageOptions): Storage {
   const dir = path.resolve(options.dir);
   const state = createRecordState();
   const agreementTurns = keyedQueue();
+  /**
+   * Idempotency keys claimed by requests still running, by `idempotencyId`. Only in memory: one
+   * process uses the directory, and a claim of a process that ended can complete nothing, so after
+   * a restart its key is free at once. A completed key is in the log, written with its record.
+   */
+  const claims = new Map<string, IdempotencyRecord>();
   let log: RecordLog | undefined;
   let lock: DirectoryLock | undefined;
   let opening: Promise<void> | undefined;
@@ -155,6 +166,25 @@ export function fsStorage(options: FsStorageOptions): Storage {
     });
   }
 
+  /**
+   * The change that completes the claim `completion` names, to commit with the record it created;
+   * the claim leaves memory now, so nothing else reads it between this and the commit.
+   */
+  function completing(accountId: string, completion: IdempotencyCompletion | undefined): Change[] {
+    if (completion === undefined) return [];
+    const id = idempotencyId(accountId, completion.key);
+    const held = claims.get(id);
+    if (held === undefined || held.token !== completion.token) throw new PortalError('IDEMPOTENCY_KEY_IN_PROGRESS');
+    const { fingerprint, answer, expiresAt } = completion;
+    const record = { id, ...held, status: 'completed' as const, fingerprint, answer, expiresAt };
+    return [{ table: 'idempotency', record }];
+  }
+
+  /** Takes the claims `changes` complete out of memory: called just before they are committed. */
+  function settleClaims(changes: Change[]): void {
+    for (const change of changes) if ('record' in change) claims.delete(change.record.id);
+  }
+
   function assertNew(table: TableName, id: string) {
     if (state.has(table, id)) throw new PortalError('RECORD_EXISTS', id);
   }
@@ -205,14 +235,16 @@ export function fsStorage(options: FsStorageOptions): Storage {
       return closing;
     },
 
-    async insertWebhook(webhook, limits) {
+    async insertWebhook(webhook, limits, idempotency) {
       await ready();
       assertNew('webhook', webhook.id);
+      const completed = completing(webhook.accountId, idempotency);
       // Counted and committed with no await between: commit applies to memory at once, so two
       // creates cannot both pass the count.
       const max = limits?.maxPerAccount;
       if (max !== undefined && [...state.webhookIds(webhook.accountId)].length >= max) throw new PortalError('WEBHOOKS_LIMIT', max);
-      await commit([{ table: 'webhook', record: webhook }]);
+      settleClaims(completed);
+      await commit([{ table: 'webhook', record: webhook }, ...completed]);
     },
     async getWebhook(accountId, id) {
       await ready();
@@ -269,11 +301,13 @@ export function fsStorage(options: FsStorageOptions): Storage {
       return true;
     },
 
-    async insertAgreement(agreement, events) {
+    async insertAgreement(agreement, events, idempotency) {
       await ready();
       assertNew('agreement', agreement.id);
+      const completed = completing(agreement.accountId, idempotency);
       const { changes } = eventChanges(events);
-      await commit([{ table: 'agreement', record: agreement }, ...changes]);
+      settleClaims(completed);
+      await commit([{ table: 'agreement', record: agreement }, ...changes, ...completed]);
     },
     async getAgreement(accountId, id) {
       await ready();
@@ -375,6 +409,44 @@ export function fsStorage(options: FsStorageOptions): Storage {
     async isBlobReferenced(key) {
       await ready();
       return state.has('file', key) || state.has('attachment', key) || state.isDocument(key);
+    },
+
+    async claimIdempotencyKey(claim) {
+      await ready();
+      const id = idempotencyId(claim.accountId, claim.key);
+      const held = claims.get(id);
+      // A live claim and a live answer never meet: a claim is made only once the answer expired.
+      if (held !== undefined && held.expiresAt > claim.now) return structuredClone(held);
+      const row = state.get('idempotency', id);
+      if (row !== undefined && state.idempotencyExpiry(id)! > claim.now) {
+        const { id: _id, ...record } = await readRecord<IdempotencyRecord & { id: string }>(row);
+        return record;
+      }
+      const { accountId, key, token, fingerprint, now, leaseUntil } = claim;
+      claims.set(id, { accountId, key, status: 'pending', token, fingerprint, answer: null, createdAt: now, expiresAt: leaseUntil });
+      return null;
+    },
+    async releaseIdempotencyKey(accountId, key, token) {
+      await ready();
+      const id = idempotencyId(accountId, key);
+      if (claims.get(id)?.token !== token) return false;
+      claims.delete(id);
+      return true;
+    },
+    async sweepIdempotencyKeys(now, limit) {
+      await ready();
+      let removed = 0;
+      for (const [id, claim] of claims) {
+        if (removed >= limit) break;
+        if (claim.expiresAt <= now && claims.delete(id)) removed++;
+      }
+      const changes: Change[] = [];
+      for (const [id, expiresAt] of state.idempotencyExpiries()) {
+        if (removed + changes.length >= limit) break;
+        if (expiresAt <= now) changes.push({ table: 'idempotency', id });
+      }
+      await commit(changes);
+      return removed + changes.length;
     },
   };
 }

@@ -1,12 +1,13 @@
 import { type AgreementRecord, type DeliveryRecord, type FileEntryRecord, directoryKey } from '../../src/records.js';
 import type { Loc, Locatable } from './record-log.js';
 
-export const TABLES = ['webhook', 'file', 'agreement', 'attachment', 'event', 'delivery'] as const;
+export const TABLES = ['webhook', 'file', 'agreement', 'attachment', 'event', 'delivery', 'idempotency'] as const;
 export type TableName = (typeof TABLES)[number];
 
 /**
  * Which tables stay in memory. Agreements and events can be large (signature images, a host's
- * event data) and are read by id only, so memory keeps just where they lie in the log.
+ * event data), and so can an idempotency key's kept answer (an agreement); they are read by id
+ * only, so memory keeps just where they lie in the log.
  */
 const KEPT: Record<TableName, boolean> = {
   webhook: true,
@@ -15,6 +16,7 @@ const KEPT: Record<TableName, boolean> = {
   attachment: true,
   event: false,
   delivery: true,
+  idempotency: false,
 };
 
 export interface Row extends Locatable {
@@ -25,6 +27,8 @@ export interface Row extends Locatable {
   readonly size: number;
   /** An agreement's document ids, which are blob keys. */
   readonly documentIds: readonly string[];
+  /** When an idempotency key's record expires; kept on the row, whose record may be on disk only. */
+  readonly expiresAt?: string;
 }
 
 export interface StoredRecord {
@@ -58,6 +62,8 @@ export function createRecordState() {
   const deliveriesByWebhook = new Map<string, Set<string>>();
   const pendingDeliveries = new Set<string>();
   const documentOwners = new Map<string, string>();
+  /** When each completed idempotency key expires: claims and the sweep decide on it without reading the log. */
+  const idempotencyExpiry = new Map<string, string>();
   let liveBytes = 0;
 
   const rowsOf = (table: TableName) => tables.get(table)!;
@@ -80,6 +86,9 @@ export function createRecordState() {
         if (delivery.status === 'pending') pendingDeliveries.add(row.id);
         break;
       }
+      case 'idempotency':
+        idempotencyExpiry.set(row.id, row.expiresAt!);
+        break;
     }
   }
 
@@ -100,6 +109,9 @@ export function createRecordState() {
       case 'delivery':
         // Deliveries stay listed under their webhook; only a removal (which the port never asks) drops that.
         pendingDeliveries.delete(row.id);
+        break;
+      case 'idempotency':
+        idempotencyExpiry.delete(row.id);
         break;
     }
   }
@@ -139,6 +151,7 @@ export function createRecordState() {
         // Rows held in memory never read the log, so they do not keep a place in it.
         loc: keep ? undefined : loc,
         documentIds: table === 'agreement' ? (record as AgreementRecord).documents.map((document) => document.id) : [],
+        expiresAt: table === 'idempotency' ? (record as StoredRecord & { expiresAt: string }).expiresAt : undefined,
       };
       if (row.value === undefined) {
         // Indexing reads the record; a row kept on disk is indexed from the parsed copy it came with.
@@ -190,6 +203,14 @@ export function createRecordState() {
     },
     pendingDeliveryIds(): Iterable<string> {
       return pendingDeliveries;
+    },
+    /** When the completed idempotency key `id` expires; `undefined` when none is stored. */
+    idempotencyExpiry(id: string): string | undefined {
+      return idempotencyExpiry.get(id);
+    },
+    /** Every completed idempotency key and when it expires. */
+    idempotencyExpiries(): Iterable<[string, string]> {
+      return idempotencyExpiry;
     },
     isDocument(id: string): boolean {
       return documentOwners.has(id);

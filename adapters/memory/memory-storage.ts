@@ -9,6 +9,8 @@ import {
   type DeliveryRecord,
   type EventRecord,
   type FileEntryRecord,
+  type IdempotencyCompletion,
+  type IdempotencyRecord,
   type WebhookRecord,
   directoryKey,
   withRotation,
@@ -110,7 +112,12 @@ export interface MemoryTables {
   readonly webhooks: ReadonlyMap<string, WebhookRecord>;
   readonly events: ReadonlyMap<string, EventRecord>;
   readonly deliveries: ReadonlyMap<string, DeliveryRecord>;
+  /** Idempotency keys by `idempotencyId(accountId, key)`. */
+  readonly idempotencyKeys: ReadonlyMap<string, IdempotencyRecord>;
 }
+
+/** The one id of an account's idempotency key. */
+export const idempotencyId = (accountId: string, key: string): string => `${accountId}\u0000${key}`;
 
 /**
  * Each store's tables, for the conformance suite's back-channel: a memory store keeps no other copy
@@ -144,6 +151,22 @@ export function memoryStorage(): Storage {
   const events = new Table<EventRecord>();
   const deliveries = new Table<DeliveryRecord>();
   const pending = new DueQueue();
+  const idempotencyKeys = new Map<string, IdempotencyRecord>();
+
+  /**
+   * Checks that `completion` finds its claim still held, and returns the change that completes it,
+   * to apply once the record's insert can no longer fail.
+   */
+  function completing(accountId: string, completion: IdempotencyCompletion | undefined): () => void {
+    if (completion === undefined) return () => {};
+    const id = idempotencyId(accountId, completion.key);
+    const held = idempotencyKeys.get(id);
+    if (held === undefined || held.status !== 'pending' || held.token !== completion.token) {
+      throw new PortalError('IDEMPOTENCY_KEY_IN_PROGRESS');
+    }
+    const { fingerprint, answer, expiresAt } = completion;
+    return () => idempotencyKeys.set(id, { ...held, status: 'completed', fingerprint, answer: { ...answer }, expiresAt });
+  }
 
   /** Stores a delivery's new state, made by the rules from the stored one; records are replaced, never changed. */
   function putDelivery(delivery: DeliveryRecord): void {
@@ -177,7 +200,8 @@ export function memoryStorage(): Storage {
   }
 
   const storage: Storage = {
-    async insertWebhook(webhook, limits) {
+    async insertWebhook(webhook, limits, idempotency) {
+      const complete = completing(webhook.accountId, idempotency);
       const max = limits?.maxPerAccount;
       if (max !== undefined && !webhooks.rows.has(webhook.id)) {
         let held = 0;
@@ -185,6 +209,7 @@ export function memoryStorage(): Storage {
         if (held >= max) throw new PortalError('WEBHOOKS_LIMIT', max);
       }
       webhooks.insert({ ...webhook });
+      complete();
     },
     async getWebhook(accountId, id) {
       const row = webhooks.get(accountId, id);
@@ -240,11 +265,13 @@ export function memoryStorage(): Storage {
       return true;
     },
 
-    async insertAgreement(agreement, batch) {
+    async insertAgreement(agreement, batch, idempotency) {
       if (agreements.rows.has(agreement.id)) throw new PortalError('RECORD_EXISTS', agreement.id);
+      const complete = completing(agreement.accountId, idempotency);
       storeEvents(batch);
       agreements.insert(structuredClone(agreement));
       for (const document of agreement.documents) documentIds.add(document.id);
+      complete();
     },
     async getAgreement(accountId, id) {
       const row = agreements.get(accountId, id);
@@ -320,7 +347,31 @@ export function memoryStorage(): Storage {
     async isBlobReferenced(key) {
       return files.rows.has(key) || attachments.rows.has(key) || documentIds.has(key);
     },
+
+    async claimIdempotencyKey(claim) {
+      const id = idempotencyId(claim.accountId, claim.key);
+      const held = idempotencyKeys.get(id);
+      if (held !== undefined && held.expiresAt > claim.now) return structuredClone(held);
+      const { accountId, key, token, fingerprint, now, leaseUntil } = claim;
+      idempotencyKeys.set(id, { accountId, key, status: 'pending', token, fingerprint, answer: null, createdAt: now, expiresAt: leaseUntil });
+      return null;
+    },
+    async releaseIdempotencyKey(accountId, key, token) {
+      const id = idempotencyId(accountId, key);
+      const held = idempotencyKeys.get(id);
+      if (held === undefined || held.status !== 'pending' || held.token !== token) return false;
+      idempotencyKeys.delete(id);
+      return true;
+    },
+    async sweepIdempotencyKeys(now, limit) {
+      let removed = 0;
+      for (const [id, record] of idempotencyKeys) {
+        if (removed >= limit) break;
+        if (record.expiresAt <= now && idempotencyKeys.delete(id)) removed++;
+      }
+      return removed;
+    },
   };
-  tablesOf.set(storage, { webhooks: webhooks.rows, events: events.rows, deliveries: deliveries.rows });
+  tablesOf.set(storage, { webhooks: webhooks.rows, events: events.rows, deliveries: deliveries.rows, idempotencyKeys });
   return storage;
 }

@@ -7,6 +7,7 @@ import { guardUntilOpen } from './guard.js';
 import { migrate } from './migrations.js';
 import { resolveNames, type SqlOptions } from './schema.js';
 import { createAgreements } from './storage-agreements.js';
+import { createIdempotencyKeys } from './storage-idempotency.js';
 import { STORAGE_MIGRATIONS } from './storage-migrations.js';
 import { createOutbox } from './storage-outbox.js';
 import {
@@ -40,7 +41,8 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
   const pool = isPool(options.client) ? (options.client as unknown as ListeningPool) : undefined;
   const channel = workChannel(names.schema);
   const outbox = createOutbox(db, names, pool === undefined ? undefined : { channel });
-  const agreements = createAgreements(db, names, outbox);
+  const idempotencyKeys = createIdempotencyKeys(db, names);
+  const agreements = createAgreements(db, names, outbox, idempotencyKeys);
 
   const sql = {
     insertWebhook: `INSERT INTO ${table('webhooks')} (id, account_id, type, url, secret, created_at)
@@ -103,18 +105,20 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
   ];
 
   const storage: Storage = {
-    async insertWebhook(webhook, limits) {
+    async insertWebhook(webhook, limits, idempotency) {
       const params = [webhook.id, webhook.accountId, webhook.type, webhook.url, webhook.secret, webhook.createdAt];
       const max = limits?.maxPerAccount;
-      if (max === undefined) {
+      if (max === undefined && idempotency === undefined) {
         await db.query(sql.insertWebhook, params);
         return;
       }
-      const inserted = await db.transaction(async (tx) => {
+      await db.transaction(async (tx) => {
+        if (idempotency !== undefined) await idempotencyKeys.complete(tx, webhook.accountId, idempotency);
+        if (max === undefined) return void (await tx.query(sql.insertWebhook, params));
         await tx.query(sql.lockAccountWebhooks, [WEBHOOK_LOCK_CLASS, `${names.schema}:${webhook.accountId}`]);
-        return (await tx.query(sql.insertWebhookWithin, [...params, max])).length === 1;
+        // Thrown inside, so that the completed key rolls back with the refused insert.
+        if ((await tx.query(sql.insertWebhookWithin, [...params, max])).length === 0) throw new PortalError('WEBHOOKS_LIMIT', max);
       });
-      if (!inserted) throw new PortalError('WEBHOOKS_LIMIT', max);
     },
     async getWebhook(accountId, id) {
       const [row] = await db.query(sql.getWebhook, [accountId, id]);
@@ -187,6 +191,10 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
       const [row] = await db.query(sql.isBlobReferenced, [key]);
       return row?.referenced === true;
     },
+
+    claimIdempotencyKey: idempotencyKeys.claimIdempotencyKey,
+    releaseIdempotencyKey: idempotencyKeys.releaseIdempotencyKey,
+    sweepIdempotencyKeys: idempotencyKeys.sweepIdempotencyKeys,
   };
 
   const guarded = guardUntilOpen(who, storage, () => migrate(db, names, 'storage', STORAGE_MIGRATIONS));

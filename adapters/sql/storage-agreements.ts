@@ -3,6 +3,7 @@ import type { AgreementDocument, AgreementRecord, AgreementSigner, AgreementStat
 import type { Db, Queryable, Row } from './client.js';
 import type { Names } from './schema.js';
 import { atomOf } from './schema.js';
+import type { IdempotencyKeys } from './storage-idempotency.js';
 import type { Outbox } from './storage-outbox.js';
 
 export type AgreementMethods = Pick<Storage, 'insertAgreement' | 'getAgreement' | 'updateAgreement'>;
@@ -11,7 +12,7 @@ export type AgreementMethods = Pick<Storage, 'insertAgreement' | 'getAgreement' 
  * An agreement is three tables (the agreement, its signers, its documents) written in one
  * transaction and read in one statement, so a reader never sees half of an update.
  */
-export function createAgreements(db: Db, { table }: Names, outbox: Outbox): AgreementMethods {
+export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys: IdempotencyKeys): AgreementMethods {
   // The signers and documents come back as JSON text built by the server, in position order.
   const select = `SELECT a.id, a.account_id, a.name, a.status, a.signer_name, a.signer_signature,
       a.signer_signature_hash, ${atomOf('a.created_at')} AS created_at,
@@ -89,8 +90,10 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox): Agre
   }
 
   return {
-    async insertAgreement(agreement, events) {
+    async insertAgreement(agreement, events, idempotency) {
       await db.transaction(async (tx) => {
+        // First: the key's row lock keeps a takeover of the claim out until this commits.
+        if (idempotency !== undefined) await keys.complete(tx, agreement.accountId, idempotency);
         await tx.query(insert, agreementParams(agreement));
         await writeParts(tx, agreement);
         await outbox.storeEvents(tx, events);

@@ -143,6 +143,29 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
       `ALTER TABLE ${table('webhooks')} ADD COLUMN previous_secret text, ADD COLUMN previous_secret_until timestamptz`,
     ],
   },
+  {
+    version: 6,
+    name: 'idempotency keys',
+    // One row per account and key: a claim while its request runs (`pending`, expires_at its lease),
+    // then the answer kept for 24 hours (`completed`). answer_body is the JSON text sent, byte for byte.
+    statements: ({ table }) => [
+      `CREATE TABLE ${table('idempotency_keys')} (
+        account_id text NOT NULL,
+        key text COLLATE "C" NOT NULL,
+        status text NOT NULL CHECK (status IN ('pending', 'completed')),
+        token text NOT NULL,
+        fingerprint text,
+        answer_status integer,
+        answer_body text,
+        answer_location text,
+        created_at timestamptz NOT NULL,
+        expires_at timestamptz NOT NULL,
+        PRIMARY KEY (account_id, key)
+      )`,
+      // The sweep of expired keys.
+      `CREATE INDEX portal_idempotency_keys_expires ON ${table('idempotency_keys')} (expires_at)`,
+    ],
+  },
 ];
 
 /** The last `MAX_ATTEMPTS_KEPT` entries of the jsonb array `expression`, in order. */

@@ -10,6 +10,8 @@ import { atom } from '../shared/time.js';
 import { safeDocumentName } from './document-name.js';
 import { MAX_DOCUMENT_BYTES, type SignerInput, checkAccountId, parseInput } from './inputs.js';
 import { newEvent } from './events.js';
+import { createIdempotency, fingerprintOf, type IdempotentCreate, type IdempotentOutcome, type KeyClaim } from './idempotency.js';
+import type { IdempotencyCompletion } from '../records.js';
 
 /**
  * What an agreement event carries: the agreement without its signature images (each up to 1 MiB),
@@ -89,6 +91,7 @@ export interface AgreementServiceDeps {
 export function createAgreementService(deps: AgreementServiceDeps) {
   const { storage, blobs, clock } = deps;
   const logger = deps.logger ?? silentLogger;
+  const idempotency = createIdempotency({ storage, clock, logger });
 
   function notify(): void {
     try {
@@ -101,14 +104,15 @@ export function createAgreementService(deps: AgreementServiceDeps) {
 
   /**
    * The documents of one form: stored as they arrive, the 5 MiB total counted across them, and all
-   * removed again by `discard` (once every store in progress has settled).
+   * removed again by `discard` (once every store in progress has settled). With `keep: false` the
+   * bytes are only measured and hashed, never stored: a replay needs the fingerprint, not the bytes.
    */
-  function documentSink() {
+  function documentSink(options: { keep: boolean } = { keep: true }) {
     const stored: { id: string; done: Promise<unknown> }[] = [];
     let total = 0;
     return {
       store(filename: string, body: Readable): Promise<StoredDocument> {
-        const id = newId('agd');
+        const id = options.keep ? newId('agd') : '';
         const hash = createHash('sha256');
         let size = 0;
         // A stream pipe, not an async generator: this runs once per chunk of every upload, and
@@ -127,9 +131,9 @@ export function createAgreementService(deps: AgreementServiceDeps) {
         meter.on('error', () => {});
         body.on('error', (error) => meter.destroy(error));
         body.pipe(meter);
-        const done = blobs
-          .put(id, meter)
-          .then(() => ({ id, documentName: safeDocumentName(filename), fileSize: size, fileHash: hash.digest('hex') }));
+        const measured = () => ({ id, documentName: safeDocumentName(filename), fileSize: size, fileHash: hash.digest('hex') });
+        if (!options.keep) return drained(meter).then(measured);
+        const done = blobs.put(id, meter).then(measured);
         stored.push({ id, done });
         return done;
       },
@@ -145,6 +149,61 @@ export function createAgreementService(deps: AgreementServiceDeps) {
     };
   }
 
+  /**
+   * Reads the form and records the agreement with its `agreement-created` event; given `complete`,
+   * the insert also completes an idempotency claim with what `complete` makes of the agreement.
+   * Whatever fails, every document stored is removed before this rejects.
+   */
+  async function createFrom(
+    accountId: string,
+    readForm: FormReader,
+    complete?: (agreement: Agreement, form: AgreementForm) => IdempotencyCompletion,
+  ): Promise<Agreement> {
+    const documents = documentSink();
+    let form: AgreementForm;
+    try {
+      form = await readForm(documents);
+    } catch (error) {
+      await documents.discard();
+      throw error;
+    }
+    const now = clock();
+    const createdAt = atom(now);
+    const record: AgreementRecord = {
+      id: newId('agr'),
+      accountId,
+      name: form.name,
+      status: 'sent',
+      signerName: form.signerName,
+      signerSignature: form.signerSignatureData,
+      signerSignatureHash: sha256Hex(form.signerSignatureData + '\n' + createdAt),
+      signers: form.signers.map(
+        (signer): AgreementSigner => ({
+          id: newId('ags'),
+          firstName: signer.firstName,
+          lastName: signer.lastName,
+          email: signer.email,
+          shouldIdentify: signer.shouldIdentify,
+          signature: null,
+          signatureHash: null,
+          signedAt: null,
+        }),
+      ),
+      documents: form.documents.map((document) => ({ ...document })),
+      createdAt,
+    };
+    const agreement = toAgreement(record);
+    try {
+      const events = [newEvent(accountId, 'agreement-created', eventData(agreement), now)];
+      await storage.insertAgreement(record, events, complete?.(agreement, form));
+    } catch (error) {
+      await documents.discard();
+      throw error;
+    }
+    notify();
+    return agreement;
+  }
+
   return {
     /**
      * Creates an agreement from the form `readForm` reads, its documents streamed into the blob
@@ -154,48 +213,36 @@ export function createAgreementService(deps: AgreementServiceDeps) {
      */
     async create(accountId: string, readForm: FormReader): Promise<Agreement> {
       checkAccountId(accountId);
-      const documents = documentSink();
-      let form: AgreementForm;
+      return createFrom(accountId, readForm);
+    },
+
+    /**
+     * `create` under an `Idempotency-Key`. The key is claimed before the form is read, so that a
+     * duplicate sent meanwhile gets a 409 at once; the form's fingerprint (its fields and each
+     * document's SHA-256, not the multipart framing) is known once it is read, and is kept with
+     * `request.answer` of the agreement in the insert. A retry of a completed request has its
+     * documents hashed but not stored, and gets the first answer again (a 422 when the form differs).
+     * The key of a request that failed is free again.
+     */
+    async createIdempotent(accountId: string, readForm: FormReader, request: IdempotentCreate<Agreement>): Promise<IdempotentOutcome> {
+      checkAccountId(accountId);
+      const start = await idempotency.begin(accountId, request.key, null);
+      if (start.completed !== undefined) {
+        const form = await readForm(documentSink({ keep: false }));
+        return idempotency.replay(start.completed, formFingerprint(form));
+      }
+      const claim: KeyClaim = start.claim;
+      let answer: IdempotentOutcome['answer'] | undefined;
       try {
-        form = await readForm(documents);
+        await createFrom(accountId, readForm, (agreement, form) => {
+          answer = request.answer(agreement);
+          return idempotency.completion(claim, formFingerprint(form), answer);
+        });
       } catch (error) {
-        await documents.discard();
+        await idempotency.release(claim);
         throw error;
       }
-      const now = clock();
-      const createdAt = atom(now);
-      const record: AgreementRecord = {
-        id: newId('agr'),
-        accountId,
-        name: form.name,
-        status: 'sent',
-        signerName: form.signerName,
-        signerSignature: form.signerSignatureData,
-        signerSignatureHash: sha256Hex(form.signerSignatureData + '\n' + createdAt),
-        signers: form.signers.map(
-          (signer): AgreementSigner => ({
-            id: newId('ags'),
-            firstName: signer.firstName,
-            lastName: signer.lastName,
-            email: signer.email,
-            shouldIdentify: signer.shouldIdentify,
-            signature: null,
-            signatureHash: null,
-            signedAt: null,
-          }),
-        ),
-        documents: form.documents.map((document) => ({ ...document })),
-        createdAt,
-      };
-      const agreement = toAgreement(record);
-      try {
-        await storage.insertAgreement(record, [newEvent(accountId, 'agreement-created', eventData(agreement), now)]);
-      } catch (error) {
-        await documents.discard();
-        throw error;
-      }
-      notify();
-      return agreement;
+      return { answer: answer!, replayed: false };
     },
 
     /** The agreement, or `null` when absent or of another account. */
@@ -238,6 +285,26 @@ export function createAgreementService(deps: AgreementServiceDeps) {
       return toAgreement(updated);
     },
   };
+}
+
+/** What a form asks for, whatever its multipart framing: the fingerprint a retry must match. */
+function formFingerprint(form: AgreementForm): string {
+  return fingerprintOf('POST /agreements', {
+    name: form.name,
+    signerName: form.signerName,
+    signerSignatureData: form.signerSignatureData,
+    signers: form.signers.map(({ firstName, lastName, email, shouldIdentify }) => ({ firstName, lastName, email, shouldIdentify })),
+    documents: form.documents.map(({ documentName, fileSize, fileHash }) => ({ documentName, fileSize, fileHash })),
+  });
+}
+
+/** Resolves once `stream` has been read to its end, its bytes dropped; rejects with its error. */
+function drained(stream: Readable): Promise<void> {
+  return new Promise((resolve, reject) => {
+    stream.on('end', resolve);
+    stream.on('error', reject);
+    stream.resume();
+  });
 }
 
 export type AgreementService = ReturnType<typeof createAgreementService>;

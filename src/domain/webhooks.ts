@@ -13,6 +13,7 @@ import {
   secretRotationInput,
   webhookInput,
 } from './inputs.js';
+import { createIdempotency, fingerprintOf, type IdempotentCreate, type IdempotentOutcome } from './idempotency.js';
 
 export interface WebhookInput {
   type: string;
@@ -64,14 +65,45 @@ export function createWebhookService(deps: {
   const { storage, clock } = deps;
   const notify = deps.notify ?? (() => {});
   const input = webhookInput(deps.eventTypes);
+  const idempotency = createIdempotency({ storage, clock });
+
+  const newRecord = (accountId: string, { type, url }: WebhookInput): WebhookRecord => ({
+    id: newId('wbh'),
+    accountId,
+    type,
+    url: normalUrl(url),
+    secret: newWebhookSecret(),
+    createdAt: atom(clock()),
+  });
 
   return {
     async create(accountId: string, body: WebhookInput): Promise<Webhook> {
       checkAccountId(accountId);
-      const { type, url } = parseInput(input, body, 'webhook');
-      const record = { id: newId('wbh'), accountId, type, url: normalUrl(url), secret: newWebhookSecret(), createdAt: atom(clock()) };
+      const record = newRecord(accountId, parseInput(input, body, 'webhook'));
       await storage.insertWebhook(record, { maxPerAccount: deps.maxPerAccount });
       return webhookShape(record);
+    },
+
+    /**
+     * `create` under an `Idempotency-Key`: the first request with the key creates the webhook and
+     * keeps `request.answer` of it; a retry with the same fields gets that answer again and creates
+     * nothing. The key of a request that failed (a 400, the account's limit) is free again.
+     */
+    async createIdempotent(accountId: string, body: WebhookInput, request: IdempotentCreate<Webhook>): Promise<IdempotentOutcome> {
+      checkAccountId(accountId);
+      const fields = parseInput(input, body, 'webhook');
+      const fingerprint = fingerprintOf('POST /webhooks', { type: fields.type, url: fields.url });
+      const start = await idempotency.begin(accountId, request.key, fingerprint);
+      if (start.completed !== undefined) return idempotency.replay(start.completed, fingerprint);
+      try {
+        const record = newRecord(accountId, fields);
+        const answer = request.answer(webhookShape(record));
+        await storage.insertWebhook(record, { maxPerAccount: deps.maxPerAccount }, idempotency.completion(start.claim, fingerprint, answer));
+        return { answer, replayed: false };
+      } catch (error) {
+        await idempotency.release(start.claim);
+        throw error;
+      }
     },
 
     /** The webhook, or `null` when absent or of another account. */

@@ -120,6 +120,12 @@ const attachmentParameters = [...messageParameters, idParameter('attachmentId', 
 const webhookIdParameter = pathParameter('webhookId', 'The webhook id (`wbh_…`); an id of another shape is a 404.');
 
 const location = { Location: header('Location') };
+/** What a create made with an `Idempotency-Key` adds: the header in, the replay mark out, 409 and 422. */
+const idempotencyKeyParameter = { $ref: '#/components/parameters/Idempotency-Key' };
+const created = { ...location, 'Idempotent-Replayed': header('Idempotent-Replayed') };
+const RETRY_AFTER = { description: 'Seconds to wait before trying again.', schema: { type: 'string' } };
+const keyInProgress = 'a request with the same `Idempotency-Key` is still in progress (on any instance; `Retry-After: 1`)';
+const keyReused = error('The `Idempotency-Key` was used in the last 24 hours for a request with other content.');
 /** A multipart upload of one file in a part named `file`. */
 const uploadBody = (name: 'FileUploadForm' | 'AttachmentUploadForm') => ({
   required: true,
@@ -195,13 +201,15 @@ const paths = {
       tags: ['Webhooks'],
       extension: true,
       description: `${extension} The secret is generated. The types listed are the default \`eventTypes\`; a portal made with others accepts those.`,
+      parameters: [idempotencyKeyParameter],
       requestBody: { required: true, content: json('WebhookInput') },
       responses: {
-        201: response('The webhook made, with its secret.', 'Webhook', location),
-        400: error('The body is not JSON, or not `{type, url}` with a known type and an http(s) URL.'),
-        409: error('The account holds `webhooks.maxPerAccount` webhooks already (default 50).'),
+        201: response('The webhook made, with its secret; with `Idempotent-Replayed: true`, the first answer to this `Idempotency-Key`, given again.', 'Webhook', created),
+        400: error('The body is not JSON, or not `{type, url}` with a known type and an http(s) URL; or a malformed `Idempotency-Key`.'),
+        409: error(`The account holds \`webhooks.maxPerAccount\` webhooks already (default 50); or ${keyInProgress}.`, { 'Retry-After': RETRY_AFTER }),
         413: error('The body is over 64 KiB.'),
         415: error('The body is not `application/json`.'),
+        422: keyReused,
       },
     }),
     get: operation({
@@ -303,6 +311,7 @@ const paths = {
       tags: ['Agreements'],
       description:
         'Documents are streamed: hashed and stored as they arrive. A failed or aborted request leaves no record and no stored bytes.',
+      parameters: [idempotencyKeyParameter],
       requestBody: {
         required: true,
         content: {
@@ -316,10 +325,16 @@ const paths = {
         },
       },
       responses: {
-        201: response('The agreement made: status `sent`, no signer has signed.', 'Agreement', location),
-        400: error('A part missing, invalid, unknown or repeated; more than 5 signers or 5 documents; a malformed body.'),
+        201: response(
+          'The agreement made: status `sent`, no signer has signed. With `Idempotent-Replayed: true`, the first answer to this `Idempotency-Key`, given again.',
+          'Agreement',
+          created,
+        ),
+        400: error('A part missing, invalid, unknown or repeated; more than 5 signers or 5 documents; a malformed body; a malformed `Idempotency-Key`.'),
+        409: error(`Answered before the body is read: ${keyInProgress}.`, { 'Retry-After': { ...RETRY_AFTER, required: true } }),
         413: error(`The documents are over 5 MiB (5,242,880 bytes) in total, or the body over ${MAX_FORM_BYTES} bytes.`),
         415: error('The body is not `multipart/form-data`, or is compressed.'),
+        422: keyReused,
       },
     }),
   },
@@ -596,8 +611,22 @@ function buildDocument(): Json {
     components: {
       schemas: toJsonSchemaDefs(componentSchemas, conversion),
       responses: { ...errorResponses, ...headResponses },
-      parameters: callParameters,
+      parameters: {
+        ...callParameters,
+        'Idempotency-Key': {
+          name: 'Idempotency-Key',
+          in: 'header',
+          required: false,
+          description:
+            'Makes a retry of this create safe (the IETF httpapi draft "The Idempotency-Key HTTP Header Field"): 1–255 visible ASCII characters, bare or as a structured-field String (`"…"`), per account, kept 24 hours. The same key with the same content gets the first answer again (`Idempotent-Replayed: true`), creating nothing; with other content, 422; while the first is in progress, 409. Only a created record (201) is kept: after a failure the key is free again.',
+          schema: { type: 'string', minLength: 1, maxLength: 257 },
+        },
+      },
       headers: {
+        'Idempotent-Replayed': {
+          description: '`true` when the answer is the first answer to this `Idempotency-Key`, given again; absent otherwise.',
+          schema: { const: 'true' },
+        },
         'X-Request-Id': {
           description: 'The client\'s own when it sent one of at most 200 characters of `[A-Za-z0-9._:-]`, else a generated UUID.',
           schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,200}$' },

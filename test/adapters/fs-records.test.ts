@@ -320,4 +320,13 @@ fsOnly('event data that JSON cannot hold rejects the whole batch and stores noth
   assert.is((delivery as DeliveryRecord).status, 'pending', 'the store still writes');
 }));
 
+// One process per directory: the claim of a process that ended can complete nothing, so a restart frees its key.
+fsOnly('an Idempotency-Key claim is not written to disk: after a reopen (a restart) the key is free at once', withStorage(factory, async (storage, { swap }) => {
+  const claim = { accountId: 'acct_a', key: 'k', token: 'first', fingerprint: null, now: T0, leaseUntil: T3 };
+  assert.is(await storage.claimIdempotencyKey(claim), null);
+  assert.is((await storage.claimIdempotencyKey({ ...claim, token: 'second' }))!.status, 'pending');
+  const reopened = await swap();
+  assert.is(await reopened.claimIdempotencyKey({ ...claim, token: 'after' }), null);
+}));
+
 fsOnly.run();

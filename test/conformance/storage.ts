@@ -2,6 +2,7 @@ import { suite } from 'uvu';
 import { agreementStorageTests } from './storage-agreements.js';
 import { attachmentStorageTests } from './storage-attachments.js';
 import { fileStorageTests } from './storage-files.js';
+import { idempotencyStorageTests } from './storage-idempotency.js';
 import { outboxStorageTests } from './storage-outbox.js';
 import { rotationStorageTests } from './storage-rotation.js';
 import { webhookStorageTests } from './storage-webhooks.js';
@@ -21,5 +22,6 @@ export function storageSuite(factory: StorageFactory): void {
   attachmentStorageTests(test, factory);
   outboxStorageTests(test, factory);
   agreementStorageTests(test, factory);
+  idempotencyStorageTests(test, factory);
   test.run();
 }

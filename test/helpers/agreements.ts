@@ -114,8 +114,8 @@ export function trackedAdapters(options: { kind?: BlobKind; blobs?: BlobStore; s
   const inserted: AgreementRecord[] = [];
   const storage: Storage = {
     ...base,
-    async insertAgreement(agreement, events) {
-      await base.insertAgreement(agreement, events);
+    async insertAgreement(agreement, events, idempotency) {
+      await base.insertAgreement(agreement, events, idempotency);
       inserted.push(agreement);
     },
     ...options.storage,

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { fsBlobs, fsStorage } from '../../adapters/fs/index.js';
 import { readRecordLog } from '../../adapters/fs/record-log.js';
 import type { BlobStore, Storage } from '../../src/ports.js';
+import type { IdempotencyRecord } from '../../src/records.js';
 import type { BlobStoreFactory, StorageBackChannel, StorageFactory } from '../conformance/types.js';
 
 /** A new empty directory under the system's temp directory. */
@@ -45,6 +46,12 @@ export function fsBackChannel(dir: string): StorageBackChannel {
     event: (id) => read('event', id),
     delivery: (id) => read('delivery', id),
     webhook: (id) => read('webhook', id),
+    async idempotencyKey(accountId, key) {
+      const stored = await read<IdempotencyRecord & { id?: string }>('idempotency', `${accountId}\u0000${key}`);
+      if (stored === null) return null;
+      const { id: _id, ...record } = stored;
+      return record;
+    },
   };
 }
 

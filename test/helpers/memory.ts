@@ -1,5 +1,5 @@
 import { memoryStorage } from '../../adapters/memory/index.js';
-import { memoryTablesOf } from '../../adapters/memory/memory-storage.js';
+import { idempotencyId, memoryTablesOf } from '../../adapters/memory/memory-storage.js';
 import type { Storage } from '../../src/ports.js';
 import type { StorageBackChannel, StorageFactory } from '../conformance/types.js';
 
@@ -20,6 +20,10 @@ export function memoryBackChannel(storage: Storage): StorageBackChannel {
     event: async (id) => copyOf(tables.events, id),
     delivery: async (id) => copyOf(tables.deliveries, id),
     webhook: async (id) => copyOf(tables.webhooks, id),
+    async idempotencyKey(accountId, key) {
+      const record = copyOf(tables.idempotencyKeys, idempotencyId(accountId, key));
+      return record?.status === 'completed' ? record : null;
+    },
   };
 }
 

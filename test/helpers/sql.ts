@@ -4,7 +4,7 @@ import pg from 'pg';
 import type { SqlClient } from '../../adapters/sql/index.js';
 import { sqlBlobs, sqlStorage } from '../../adapters/sql/index.js';
 import type { Storage } from '../../src/ports.js';
-import type { DeliveryRecord, EventRecord, WebhookRecord } from '../../src/records.js';
+import type { DeliveryRecord, EventRecord, IdempotencyRecord, WebhookRecord } from '../../src/records.js';
 import type { BlobStoreFactory, StorageBackChannel, StorageFactory } from '../conformance/types.js';
 import { namespacedBlobsFactory } from './blob-factory.js';
 
@@ -82,6 +82,26 @@ export function sqlBackChannel(client: SqlClient, schema: string): StorageBackCh
       // The rotation fields are left out of a record that has none, as every store leaves them out.
       const { previousSecret, previousSecretUntil, ...rest } = row;
       return (previousSecret === null ? rest : { ...rest, previousSecret, previousSecretUntil }) as unknown as WebhookRecord;
+    },
+    async idempotencyKey(accountId, key) {
+      const { rows } = await client.query(
+        `SELECT account_id, key, status, token, fingerprint, answer_status, answer_body, answer_location,
+          ${atom('created_at', 'createdAt')}, ${atom('expires_at', 'expiresAt')}
+        FROM "${schema}".portal_idempotency_keys WHERE account_id = $1::text AND key = $2::text AND status = 'completed'`,
+        [accountId, key],
+      );
+      const row = rows[0] as Record<string, any> | undefined;
+      if (row === undefined) return null;
+      return {
+        accountId: row.account_id,
+        key: row.key,
+        status: row.status,
+        token: row.token,
+        fingerprint: row.fingerprint,
+        answer: { status: row.answer_status, body: row.answer_body, location: row.answer_location },
+        createdAt: row.createdAt,
+        expiresAt: row.expiresAt,
+      } as IdempotencyRecord;
     },
   };
 }

@@ -1,7 +1,9 @@
 import { readAgreementForm } from '../agreement-form.js';
 import type { Route } from '../handler.js';
 import { PortalError } from '../../errors.js';
-import type { AgreementService } from '../../domain/agreements.js';
+import type { AgreementService, DocumentSink } from '../../domain/agreements.js';
+import type { Agreement } from '../../records.js';
+import { idempotencyKeyOf, idempotentReply } from '../idempotent-reply.js';
 
 /**
  * `POST /agreements` (multipart/form-data, streamed into the blob store), and, as an extension,
@@ -15,7 +17,17 @@ export function agreementRoutes(agreements: AgreementService, options: { extensi
       // A refusal (413, 400) is answered while the body still arrives, with `Connection: close`.
       streamsBody: true,
       async handler({ req, accountId, baseUrl }) {
-        const agreement = await agreements.create(accountId, (documents) => readAgreementForm(req, documents));
+        const readForm = (documents: DocumentSink) => readAgreementForm(req, documents);
+        const key = idempotencyKeyOf(req);
+        if (key !== undefined) {
+          const answer = (agreement: Agreement) => ({
+            status: 201,
+            body: JSON.stringify(agreement),
+            location: `${baseUrl}/agreements/${agreement.id}`,
+          });
+          return idempotentReply(await agreements.createIdempotent(accountId, readForm, { key, answer }));
+        }
+        const agreement = await agreements.create(accountId, readForm);
         return { status: 201, body: agreement, headers: { Location: `${baseUrl}/agreements/${agreement.id}` } };
       },
     },

@@ -1,3 +1,4 @@
+import { idempotencyKeyOf, idempotentReply } from '../idempotent-reply.js';
 import { readJson, readOptionalJson } from '../json-body.js';
 import type { Route } from '../handler.js';
 import { refusal } from '../render-error.js';
@@ -50,7 +51,13 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
       method: 'POST',
       path: '/webhooks',
       async handler({ accountId, req, baseUrl }) {
-        const webhook = await webhooks.create(accountId, (await readJson(req)) as never);
+        const key = idempotencyKeyOf(req);
+        const body = (await readJson(req)) as never;
+        if (key !== undefined) {
+          const answer = (webhook: Webhook) => ({ status: 201, body: webhookJson(webhook), location: `${baseUrl}/webhooks/${webhook.id}` });
+          return idempotentReply(await webhooks.createIdempotent(accountId, body, { key, answer }));
+        }
+        const webhook = await webhooks.create(accountId, body);
         return { status: 201, json: webhookJson(webhook), headers: { Location: `${baseUrl}/webhooks/${webhook.id}` } };
       },
     },
