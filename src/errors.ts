@@ -116,6 +116,10 @@ export const ERRORS = {
     status: 409,
     message: (max: number) => `This account already has ${max} webhooks, the most it may have (webhooks.maxPerAccount); delete one first.`,
   },
+  WEBHOOK_DISABLED: {
+    status: 409,
+    message: (id: string) => `Webhook ${id} is disabled: enable it first (POST /webhooks/${id}/enable), then recover its deliveries.`,
+  },
   DELIVERY_NOT_FOUND: {
     status: 404,
     message: (deliveryId: string, webhookId: string) => `No delivery ${deliveryId} of webhook ${webhookId} in this account.`,

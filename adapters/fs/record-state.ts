@@ -1,7 +1,7 @@
 import { type AgreementRecord, type DeliveryRecord, type FileEntryRecord, directoryKey } from '../../src/records.js';
 import type { Loc, Locatable } from './record-log.js';
 
-export const TABLES = ['webhook', 'file', 'agreement', 'attachment', 'event', 'delivery'] as const;
+export const TABLES = ['webhook', 'file', 'agreement', 'attachment', 'event', 'delivery', 'health'] as const;
 export type TableName = (typeof TABLES)[number];
 
 /**
@@ -15,6 +15,7 @@ const KEPT: Record<TableName, boolean> = {
   attachment: true,
   event: false,
   delivery: true,
+  health: true,
 };
 
 export interface Row extends Locatable {

@@ -1,4 +1,5 @@
 import * as deliveryRules from '../../src/domain/deliveries.js';
+import * as healthRules from '../../src/domain/webhook-health.js';
 import { PortalError } from '../../src/errors.js';
 import type { DeliveryTarget, Storage } from '../../src/ports.js';
 import { inListingOrder, newestFirst, oldestFirst } from '../../src/shared/order.js';
@@ -9,6 +10,7 @@ import {
   type DeliveryRecord,
   type EventRecord,
   type FileEntryRecord,
+  type WebhookHealthRecord,
   type WebhookRecord,
   directoryKey,
 } from '../../src/records.js';
@@ -109,6 +111,7 @@ export interface MemoryTables {
   readonly webhooks: ReadonlyMap<string, WebhookRecord>;
   readonly events: ReadonlyMap<string, EventRecord>;
   readonly deliveries: ReadonlyMap<string, DeliveryRecord>;
+  readonly health: ReadonlyMap<string, WebhookHealthRecord>;
 }
 
 /**
@@ -143,6 +146,12 @@ export function memoryStorage(): Storage {
   const events = new Table<EventRecord>();
   const deliveries = new Table<DeliveryRecord>();
   const pending = new DueQueue();
+  /** Each webhook's health, by webhook id; absent until an attempt or a disable writes one. */
+  const health = new Map<string, WebhookHealthRecord>();
+
+  const healthOf = (webhook: WebhookRecord) => health.get(webhook.id) ?? healthRules.freshHealth(webhook);
+  /** Whether a due delivery may be sent: its webhook exists and is not disabled. */
+  const deliverable = (row: DeliveryRecord) => webhooks.rows.has(row.webhookId) && (health.get(row.webhookId)?.disabledAt ?? null) === null;
 
   /** Stores a delivery's new state, made by the rules from the stored one; records are replaced, never changed. */
   function putDelivery(delivery: DeliveryRecord): void {
@@ -195,6 +204,7 @@ export function memoryStorage(): Storage {
     async deleteWebhook(accountId, id) {
       if (webhooks.get(accountId, id) === null) return false;
       webhooks.rows.delete(id);
+      health.delete(id);
       // Every delivery of the webhook, not only the queued ones: a pending one with no next attempt is not queued.
       for (const delivery of deliveries.rows.values()) {
         const cancelled = delivery.webhookId === id ? deliveryRules.cancel(delivery) : null;
@@ -281,7 +291,7 @@ export function memoryStorage(): Storage {
       );
     },
     async claimDeliveries(claim) {
-      const plan = deliveryRules.planClaim(pending.dueBy(claim.now), claim, (row) => webhooks.rows.has(row.webhookId));
+      const plan = deliveryRules.planClaim(pending.dueBy(claim.now), claim, deliverable);
       for (const row of plan.cancelled) putDelivery(row);
       return plan.leased.map((row): ClaimedDelivery => {
         putDelivery(row);
@@ -292,12 +302,16 @@ export function memoryStorage(): Storage {
         };
       });
     },
-    async recordAttempt(id, owner, attempt, outcome) {
+    async recordAttempt(id, owner, attempt, outcome, rule) {
       const row = deliveries.rows.get(id);
       const recorded = row === undefined ? null : deliveryRules.recordAttempt(row, owner, attempt, outcome);
       if (recorded === null) return false;
       putDelivery(recorded);
-      return true;
+      const webhook = webhooks.rows.get(recorded.webhookId);
+      if (rule === undefined || webhook === undefined) return true;
+      const change = healthRules.healthAfterAttempt(healthOf(webhook), attempt, rule);
+      if (change.changed) health.set(webhook.id, change.health);
+      return change.disabled ?? true;
     },
     async redeliver(accountId, id, nextAttemptAt) {
       const row = deliveries.get(accountId, id);
@@ -308,10 +322,45 @@ export function memoryStorage(): Storage {
       return structuredClone(again);
     },
 
+    async getWebhookHealth(accountId, webhookId) {
+      const webhook = webhooks.get(accountId, webhookId);
+      return webhook && { ...healthOf(webhook) };
+    },
+    async disableWebhook(accountId, webhookId, at) {
+      const webhook = webhooks.get(accountId, webhookId);
+      if (webhook === null) return null;
+      const disabled = healthRules.disableHealth(healthOf(webhook), at);
+      if (disabled !== null) health.set(webhookId, disabled);
+      return disabled !== null;
+    },
+    async enableWebhook(accountId, webhookId) {
+      const webhook = webhooks.get(accountId, webhookId);
+      if (webhook === null) return null;
+      const enabled = healthRules.enableHealth(healthOf(webhook));
+      if (enabled !== null) health.set(webhookId, enabled);
+      return enabled !== null;
+    },
+    async recoverDeliveries(accountId, webhookId, since, now) {
+      const webhook = webhooks.get(accountId, webhookId);
+      if (webhook === null) return null;
+      if (healthOf(webhook).disabledAt !== null) throw new PortalError('WEBHOOK_DISABLED', webhookId);
+      const ofWebhook = [...deliveries.rows.values()].filter((row) => row.webhookId === webhookId && row.accountId === accountId);
+      const missed = [...deliveryRules.undeliveredEvents(ofWebhook)]
+        .filter(([, latest]) => latest >= since)
+        .map(([eventId]) => events.rows.get(eventId)!)
+        .filter((event) => event.createdAt >= since);
+      const made = oldestFirst(missed).map((event) => deliveryRules.recoveredDelivery(event, webhookId, now));
+      for (const delivery of made) {
+        deliveries.insert(delivery);
+        pending.update(delivery);
+      }
+      return made.map((delivery) => structuredClone(delivery));
+    },
+
     async isBlobReferenced(key) {
       return files.rows.has(key) || attachments.rows.has(key) || documentIds.has(key);
     },
   };
-  tablesOf.set(storage, { webhooks: webhooks.rows, events: events.rows, deliveries: deliveries.rows });
+  tablesOf.set(storage, { webhooks: webhooks.rows, events: events.rows, deliveries: deliveries.rows, health });
   return storage;
 }

@@ -2,6 +2,7 @@ import { suite } from 'uvu';
 import { agreementStorageTests } from './storage-agreements.js';
 import { attachmentStorageTests } from './storage-attachments.js';
 import { fileStorageTests } from './storage-files.js';
+import { healthStorageTests } from './storage-health.js';
 import { outboxStorageTests } from './storage-outbox.js';
 import { webhookStorageTests } from './storage-webhooks.js';
 import type { StorageFactory } from './types.js';
@@ -18,6 +19,7 @@ export function storageSuite(factory: StorageFactory): void {
   fileStorageTests(test, factory);
   attachmentStorageTests(test, factory);
   outboxStorageTests(test, factory);
+  healthStorageTests(test, factory);
   agreementStorageTests(test, factory);
   test.run();
 }

@@ -1,5 +1,5 @@
 import type { BlobStore, Storage } from '../../src/ports.js';
-import type { DeliveryRecord, EventRecord, WebhookRecord } from '../../src/records.js';
+import type { DeliveryRecord, EventRecord, WebhookHealthRecord, WebhookRecord } from '../../src/records.js';
 
 /**
  * Reads records straight from the backing store, past the adapter's own methods (Auth.js's adapter
@@ -10,6 +10,8 @@ export interface StorageBackChannel {
   event(id: string): Promise<EventRecord | null>;
   delivery(id: string): Promise<DeliveryRecord | null>;
   webhook(id: string): Promise<WebhookRecord | null>;
+  /** The health record stored under the webhook's id; `null` when none was written. */
+  health(webhookId: string): Promise<WebhookHealthRecord | null>;
 }
 
 /**

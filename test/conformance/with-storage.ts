@@ -24,6 +24,7 @@ export function withStorage(factory: StorageFactory, body: (storage: Storage, co
       event: (id) => factory.db(storage).event(id),
       delivery: (id) => factory.db(storage).delivery(id),
       webhook: (id) => factory.db(storage).webhook(id),
+      health: (id) => factory.db(storage).health(id),
     };
     try {
       await body(storage, { swap, db });

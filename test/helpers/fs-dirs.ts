@@ -45,6 +45,7 @@ export function fsBackChannel(dir: string): StorageBackChannel {
     event: (id) => read('event', id),
     delivery: (id) => read('delivery', id),
     webhook: (id) => read('webhook', id),
+    health: (id) => read('health', id),
   };
 }
 

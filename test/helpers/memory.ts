@@ -20,6 +20,7 @@ export function memoryBackChannel(storage: Storage): StorageBackChannel {
     event: async (id) => copyOf(tables.events, id),
     delivery: async (id) => copyOf(tables.deliveries, id),
     webhook: async (id) => copyOf(tables.webhooks, id),
+    health: async (id) => copyOf(tables.health, id),
   };
 }
 
