@@ -118,7 +118,7 @@ export const ERRORS = {
   },
   WEBHOOK_DISABLED: {
     status: 409,
-    message: (id: string) => `Webhook ${id} is disabled: enable it first (POST /webhooks/${id}/enable), then recover its deliveries.`,
+    message: (id: string) => `Webhook ${id} is disabled and gets no calls: enable it first (POST /webhooks/${id}/enable).`,
   },
   DELIVERY_NOT_FOUND: {
     status: 404,
