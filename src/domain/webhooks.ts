@@ -111,10 +111,10 @@ export function createWebhookService(deps: {
     async sendTest(accountId: string, webhookId: string): Promise<Delivery | null> {
       checkAccountId(accountId);
       if (!isId('wbh', webhookId)) return null;
-      const health = await storage.getWebhookHealth(accountId, webhookId);
-      if (health === null) return null;
+      const state = await storage.getWebhookHealth(accountId, webhookId);
+      if (state === null) return null;
       // Its delivery would be cancelled unsent: say so instead.
-      if (health.disabledAt !== null) throw new PortalError('WEBHOOK_DISABLED', webhookId);
+      if (state.disabledAt !== null) throw new PortalError('WEBHOOK_DISABLED', webhookId);
       const event = { id: newId('evt'), accountId, type: TEST_EVENT_TYPE, createdAt: atom(clock()), data: { webhookId } };
       const [delivery] = await storage.publishEvents([event], { webhookId });
       // Deleted in between: there is no webhook left to test.
@@ -172,18 +172,18 @@ export function createWebhookService(deps: {
      * Sends the delivery again: pending, due now, the attempts so far kept in the log. A delivery
      * that had ended (succeeded or failed) starts the retry schedule from its first step; one still
      * pending is only brought forward. `null` when absent or of another account; a 409 when its
-     * webhook was deleted, as there is nowhere to send it, and a 409 while its call is in flight
-     * (a live lease), so that one delivery never has two calls at once, and while the webhook is disabled. Given `webhookId`, a delivery of another
-     * webhook is absent too.
+     * webhook was deleted, as there is nowhere to send it, or is disabled, and a 409 while its call
+     * is in flight (a live lease), so that one delivery never has two calls at once. Given
+     * `webhookId`, a delivery of another webhook is absent too.
      */
     async redeliver(accountId: string, deliveryId: string, webhookId?: string): Promise<Delivery | null> {
       checkAccountId(accountId);
       if (!isId('whd', deliveryId) || (webhookId !== undefined && !isId('wbh', webhookId))) return null;
       const current = await storage.getDelivery(accountId, deliveryId);
       if (current === null || (webhookId !== undefined && current.webhookId !== webhookId)) return null;
-      const health = await storage.getWebhookHealth(accountId, current.webhookId);
-      if (health === null) throw new PortalError('DELIVERY_WEBHOOK_DELETED', deliveryId);
-      if (health.disabledAt !== null) throw new PortalError('WEBHOOK_DISABLED', current.webhookId);
+      const state = await storage.getWebhookHealth(accountId, current.webhookId);
+      if (state === null) throw new PortalError('DELIVERY_WEBHOOK_DELETED', deliveryId);
+      if (state.disabledAt !== null) throw new PortalError('WEBHOOK_DISABLED', current.webhookId);
       const delivery = await storage.redeliver(accountId, deliveryId, atom(clock()));
       if (delivery === null) return null;
       notify();
