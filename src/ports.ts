@@ -159,9 +159,9 @@ export interface Storage {
    */
   enableWebhook(accountId: string, webhookId: string): Promise<boolean | null>;
   /**
-   * Queues again, once, every event this webhook had a delivery of that was created at or after
-   * `since` and that no delivery of this webhook succeeded or still holds pending (exhausted, or
-   * cancelled while the webhook was disabled): one new pending delivery each, made by
+   * Queues again, once, every event of the webhook's type that it had a delivery of, created at or
+   * after `since`, that no delivery of this webhook succeeded or still holds pending (exhausted, or
+   * cancelled while the webhook was disabled; test calls are of another type): one new pending delivery each, made by
    * `recoveredDelivery` at `now`, oldest event first. Resolves the deliveries made; `null` when the
    * webhook is absent. Rejects with `WEBHOOK_DISABLED`, changing nothing, while it is disabled.
    * Atomic: two recoveries at once never queue one event twice.

@@ -410,7 +410,8 @@ export function fsStorage(options: FsStorageOptions): Storage {
       const candidates = [...deliveryRules.undeliveredEvents(ofWebhook)].filter(([, latest]) => latest >= since);
       // Events live in the log, not in memory: read only those a delivery dates at or after `since`.
       const events = await Promise.all(candidates.map(([eventId]) => readRecord<EventRecord>(state.get('event', eventId)!)));
-      const missed = oldestFirst(events.filter((event) => event.createdAt >= since));
+      const { type } = kept<WebhookRecord>(row);
+      const missed = oldestFirst(events.filter((event) => event.createdAt >= since && event.type === type));
       // Checked again after reading: a delete, a disable or another recovery may have run meanwhile.
       const current = state.owned('webhook', accountId, webhookId);
       if (current === undefined) return null;

@@ -348,7 +348,7 @@ export function memoryStorage(): Storage {
       const missed = [...deliveryRules.undeliveredEvents(ofWebhook)]
         .filter(([, latest]) => latest >= since)
         .map(([eventId]) => events.rows.get(eventId)!)
-        .filter((event) => event.createdAt >= since);
+        .filter((event) => event.createdAt >= since && event.type === webhook.type);
       const made = oldestFirst(missed).map((event) => deliveryRules.recoveredDelivery(event, webhookId, now));
       for (const delivery of made) {
         deliveries.insert(delivery);

@@ -130,15 +130,15 @@ export function createHealth(db: Db, names: Names, announce?: { channel: string 
     SELECT (SELECT count(*) FROM webhook)::int AS found, (SELECT count(*) FROM changed)::int AS changed`;
   // Recoveries of one webhook wait for each other here (publishes, which hold the webhook FOR KEY
   // SHARE, do not): the next one then reads the deliveries this one made.
-  const lockWebhook = `SELECT w.account_id, h.disabled_at IS NOT NULL AS disabled
+  const lockWebhook = `SELECT w.type, h.disabled_at IS NOT NULL AS disabled
     FROM ${table('webhooks')} AS w LEFT JOIN ${table('webhook_health')} AS h ON h.webhook_id = w.id
     WHERE w.account_id = $1::text AND w.id = $2::text
     FOR NO KEY UPDATE OF w`;
   // undeliveredEvents of src/domain/deliveries.ts: a delivery is made no earlier than its event, so
   // every delivery of an event created at or after $2 is at or after $2 too, and the index on
-  // (webhook_id, created_at) finds them.
+  // (webhook_id, created_at) finds them. Events of another type ($3) are test calls.
   const undelivered = `SELECT d.event_id FROM ${table('deliveries')} AS d JOIN ${table('events')} AS e ON e.id = d.event_id
-    WHERE d.webhook_id = $1::text AND d.created_at >= $2::timestamptz AND e.created_at >= $2::timestamptz
+    WHERE d.webhook_id = $1::text AND d.created_at >= $2::timestamptz AND e.created_at >= $2::timestamptz AND e.type = $3::text
     GROUP BY d.event_id, e.created_at
     HAVING bool_and(d.status IN ('failed', 'cancelled'))
     ORDER BY e.created_at, min(d.seq)`;
@@ -174,7 +174,7 @@ export function createHealth(db: Db, names: Names, announce?: { channel: string 
         const [hook] = await tx.query(lockWebhook, [accountId, webhookId]);
         if (hook === undefined) return null;
         if (hook.disabled === true) throw new PortalError('WEBHOOK_DISABLED', webhookId);
-        const events = await tx.query(undelivered, [webhookId, since]);
+        const events = await tx.query(undelivered, [webhookId, since, hook.type]);
         const made = events.map((row) => recoveredDelivery({ id: row.event_id as string, accountId }, webhookId, now));
         if (made.length === 0) return [];
         await tx.query(insertDeliveries, [

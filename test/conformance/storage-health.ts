@@ -163,6 +163,7 @@ export function healthStorageTests(test: Test, factory: StorageFactory): void {
     const other = webhookRecord({ type: 'agreement-signed' });
     await storage.insertWebhook(other);
     const [ofOther] = await storage.publishEvents([eventRecord({ type: 'agreement-signed', createdAt: at(25) })]);
+    const [testCall] = await storage.publishEvents([eventRecord({ type: 'webhook.test', createdAt: at(26) })], { webhookId: webhook.id });
     // Due by 35: all but `held`, which falls due after the webhook is disabled.
     await storage.claimDeliveries({ now: at(35), leaseUntil: at(95), limit: 100, owner: 'w' });
     for (const [delivery, statusCode, outcome] of [
@@ -171,6 +172,7 @@ export function healthStorageTests(test: Test, factory: StorageFactory): void {
       [exhausted, 500, failed],
       [stillPending, 500, retry(1000)],
       [ofOther!, 500, failed],
+      [testCall!, 500, failed],
     ] as const) {
       await storage.recordAttempt(delivery.id, 'w', attempt(statusCode, 36), outcome);
     }
@@ -184,7 +186,7 @@ export function healthStorageTests(test: Test, factory: StorageFactory): void {
     await storage.enableWebhook('acct_a', webhook.id);
     assert.is(await storage.recoverDeliveries('acct_b', webhook.id, at(5), at(60)), null);
     const made = (await storage.recoverDeliveries('acct_a', webhook.id, at(5), at(60)))!;
-    assert.equal(made.map((d) => d.eventId), [exhausted.eventId, held.eventId], 'oldest first; not before `since`, not delivered, not pending');
+    assert.equal(made.map((d) => d.eventId), [exhausted.eventId, held.eventId], 'oldest first; not before `since`, not delivered, not pending, not a test call');
     for (const delivery of made) {
       assert.equal({ ...delivery, id: '', eventId: '' }, {
         id: '', accountId: 'acct_a', webhookId: webhook.id, eventId: '', status: 'pending', attempts: [], attemptCount: 0,
