@@ -131,6 +131,10 @@ export const ERRORS = {
     status: 409,
     message: (max: number) => `This account already has ${max} webhooks, the most it may have (webhooks.maxPerAccount); delete one first.`,
   },
+  WEBHOOK_DISABLED: {
+    status: 409,
+    message: (id: string) => `Webhook ${id} is disabled and gets no calls: enable it first (POST /webhooks/${id}/enable).`,
+  },
   DELIVERY_NOT_FOUND: {
     status: 404,
     message: (deliveryId: string, webhookId: string) => `No delivery ${deliveryId} of webhook ${webhookId} in this account.`,

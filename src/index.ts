@@ -15,6 +15,7 @@ export type {
   BlobStore,
   ByteRange,
   Claim,
+  HealthRule,
   PresignOptions,
   Storage,
   WebhookCall,
@@ -23,8 +24,17 @@ export type {
 } from './ports.js';
 export type * from './records.js';
 export type { FileInput, DirectoryInput, BlobBody } from './domain/files.js';
-export type { WebhookInput, WebhookService } from './domain/webhooks.js';
 export type { SecretRotationInput } from './domain/inputs.js';
+export type { RecoverInput, WebhookInput, WebhookService } from './domain/webhooks.js';
+export type {
+  DeliveryExhaustedEvent,
+  DeliveryRecoveredEvent,
+  OperationalEvent,
+  OperationalEventOf,
+  OperationalEventType,
+  OperationalListener,
+  WebhookDisabledEvent,
+} from './domain/operational-events.js';
 export type { EventService } from './domain/events.js';
 export type { WebhookWorker } from './webhooks/worker.js';
 export type { AttachmentInput, AttachmentRef } from './domain/tickets.js';

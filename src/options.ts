@@ -17,6 +17,13 @@ export interface WebhookOptions {
   retrySchedule?: readonly number[];
   /** Webhooks one account may have; one more is refused with 409 (default 50). */
   maxPerAccount?: number;
+  /**
+   * A webhook whose calls have all failed for this long (from the first failure of the run), in at
+   * least `disableAfterFailures` attempts in a row, is disabled (default 5 days: 432000000).
+   */
+  disableAfterMs?: number;
+  /** The attempts in a row that must have failed before `disableAfterMs` disables a webhook (default 10). */
+  disableAfterFailures?: number;
   /** Let the default HTTP transport call loopback and private addresses (default `false`). */
   allowPrivateNetworks?: boolean;
 }

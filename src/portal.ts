@@ -30,11 +30,19 @@ import { createTicketService, type TicketService } from './domain/tickets.js';
 import { createWebhookWorker, type WebhookWorker } from './webhooks/worker.js';
 import { createWebhookService, type WebhookService } from './domain/webhooks.js';
 import { resolveWebhookOptions } from './webhooks/options.js';
+import {
+  createOperationalEvents,
+  type OperationalEventType,
+  type OperationalListener,
+} from './domain/operational-events.js';
 
 export interface Portal {
   /** The `node:http` request handler; with `next` (Express, connect), paths outside `basePath` fall through. */
   handler(req: IncomingMessage, res: ServerResponse, next?: (error?: unknown) => void): void;
-  /** Webhook records: `create`, `get`, `list`, `delete`, `rotateSecret`, `deliveries`, `redeliver`, `sendTest`. */
+  /**
+   * Webhook records: `create`, `get`, `list`, `delete`, `rotateSecret`, `deliveries`, `redeliver`,
+   * `sendTest`, and their lifecycle: `health`, `disable`, `enable`, `recover`.
+   */
   webhooks: Omit<WebhookService, 'createIdempotent'>;
   /** Events: `publish` stores one and enqueues its deliveries. */
   events: EventService;
@@ -46,6 +54,14 @@ export interface Portal {
   tickets: Pick<TicketService, 'putAttachment' | 'getAttachment' | 'deleteAttachment' | 'downloadLink'>;
   /** Agreements: `get`, and `sign` for one signer. */
   agreements: AgreementApi;
+  /**
+   * Listens to the portal's operational events: `webhook.disabled`, `delivery.exhausted`,
+   * `delivery.recovered`, each emitted once, by the instance that made the change. A listener that
+   * throws is logged and never breaks delivery. Returns the function that stops the listener.
+   */
+  on<T extends OperationalEventType>(type: T, listener: OperationalListener<T>): () => void;
+  /** Stops a listener `on` added; `false` when it was not listening. */
+  off<T extends OperationalEventType>(type: T, listener: OperationalListener<T>): boolean;
   /** Stops background work and closes the adapters. */
   close(): Promise<void>;
 }
@@ -80,6 +96,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     throw error;
   }
 
+  const operational = createOperationalEvents(logger);
   let worker: WebhookWorker | null = null;
   /** Asks the worker for a pass now; every service that stores events calls it after the write. */
   const notify = () => worker?.poke();
@@ -87,10 +104,17 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   if (webhookOptions.worker) {
     const { timeoutMs, allowPrivateNetworks } = webhookOptions;
     transport ??= httpTransport({ timeoutMs, allowPrivateNetworks, logger });
-    worker = createWebhookWorker({ storage, transport, clock, logger, ...webhookOptions });
+    worker = createWebhookWorker({ storage, transport, clock, logger, ...webhookOptions, emit: operational.emit });
   }
 
-  const webhooks = createWebhookService({ storage, clock, eventTypes, notify, maxPerAccount: webhookOptions.maxPerAccount });
+  const webhooks = createWebhookService({
+    storage,
+    clock,
+    eventTypes,
+    notify,
+    emit: operational.emit,
+    maxPerAccount: webhookOptions.maxPerAccount,
+  });
   const events = createEventService({ storage, clock, eventTypes, notify });
   const files = createFileService({ storage, blobs, clock });
   const tickets = createTicketService({ storage, blobs, clock, signer, publicUrl });
@@ -137,6 +161,8 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
       downloadLink: tickets.downloadLink,
     },
     agreements: { get: agreements.get, sign: agreements.sign },
+    on: operational.on,
+    off: operational.off,
     close() {
       closing ??= (async () => {
         // The worker and the sweep first: work in flight still writes to the open adapters.

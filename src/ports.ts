@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream';
 import type {
   AgreementRecord,
   AttachmentRecord,
+  AutomaticDisableReason,
   ClaimedDelivery,
   DeliveryAttempt,
   DeliveryRecord,
@@ -11,8 +12,19 @@ import type {
   SecretRotation,
   IdempotencyCompletion,
   IdempotencyRecord,
+  WebhookHealthRecord,
   WebhookRecord,
 } from './records.js';
+
+/**
+ * When the worker disables a webhook (`webhooks.disableAfterMs`, `webhooks.disableAfterFailures`):
+ * once its calls have all failed for `disableAfterMs`, in at least `disableAfterFailures` attempts
+ * in a row (`healthAfterAttempt` in `domain/webhook-health.ts`).
+ */
+export interface HealthRule {
+  disableAfterMs: number;
+  disableAfterFailures: number;
+}
 
 /** What a claim asks for: the time, the lease, how many, for whom, and the share one account may hold. */
 export interface Claim {
@@ -69,7 +81,7 @@ export interface Storage {
   getWebhook(accountId: string, id: string): Promise<WebhookRecord | null>;
   /** Every webhook of the account, oldest first: by `createdAt`, and within one second in the order inserted. */
   listWebhooks(accountId: string): Promise<WebhookRecord[]>;
-  /** Removes the webhook and cancels its pending deliveries in one atomic step; `false` when absent. */
+  /** Removes the webhook (and its health) and cancels its pending deliveries in one atomic step; `false` when absent. */
   deleteWebhook(accountId: string, id: string): Promise<boolean>;
   /**
    * Makes `rotation.secret` the webhook's secret and the secret it replaces its `previousSecret` until
@@ -128,8 +140,8 @@ export interface Storage {
    * Leases up to `limit` pending deliveries that are due (`nextAttemptAt <= now`) and not leased
    * (no lease, or one that ended before `now`), oldest due first, to `owner` until `leaseUntil`,
    * in one atomic step: two concurrent claims never return the same delivery. A due delivery whose
-   * webhook no longer exists, met before `limit` are leased, is cancelled instead of returned and
-   * does not count toward `limit`. With `perAccount`, a delivery of an account that holds `max`
+   * webhook no longer exists or is disabled, met before `limit` are leased, is cancelled instead of
+   * returned and does not count toward `limit`. With `perAccount`, a delivery of an account that holds `max`
    * (its `inFlight` count plus those leased by this claim) is skipped, not leased
    * (`planClaim` in `domain/deliveries.ts`).
    */
@@ -137,20 +149,49 @@ export interface Storage {
   /**
    * Appends an attempt to a delivery leased by `owner` (keeping the last `MAX_ATTEMPTS_KEPT`, and
    * counting it in `attemptCount`), sets its status and next attempt, and releases the lease. `false`, changing nothing, when `owner` no longer holds the lease or the
-   * delivery is no longer pending (cancelled meanwhile).
+   * delivery is no longer pending (cancelled meanwhile). Given `health`, the webhook's health takes
+   * the attempt in the same atomic step (`healthAfterAttempt`), and when this very write disabled
+   * the webhook it resolves the reason (`'gone'`, `'failing'`) instead of `true`: of several
+   * instances on one store, exactly one learns of each transition.
    */
   recordAttempt(
     id: string,
     owner: string,
     attempt: DeliveryAttempt,
     outcome: { status: DeliveryStatus; nextAttemptAt: string | null },
-  ): Promise<boolean>;
+    health?: HealthRule,
+  ): Promise<boolean | AutomaticDisableReason>;
   /**
    * Makes the delivery pending again, due at `nextAttemptAt` (now), lease dropped, attempts kept;
    * `null` when absent. Rejects with `DELIVERY_IN_FLIGHT`, changing nothing, while a lease holds it
    * at `nextAttemptAt` (the check and the change atomic): never a second call of one delivery.
    */
   redeliver(accountId: string, id: string, nextAttemptAt: string): Promise<DeliveryRecord | null>;
+
+  /**
+   * The webhook's health; `null` when the webhook is absent in this account. A webhook no attempt
+   * has reached has a fresh one (`freshHealth`: enabled, nothing failed).
+   */
+  getWebhookHealth(accountId: string, webhookId: string): Promise<WebhookHealthRecord | null>;
+  /**
+   * Disables the webhook by hand at `at` (`disableHealth`): `true` when this call disabled it,
+   * `false` when it was disabled already (its reason kept), `null` when absent. Atomic.
+   */
+  disableWebhook(accountId: string, webhookId: string, at: string): Promise<boolean | null>;
+  /**
+   * Enables the webhook again, its run of failures forgotten (`enableHealth`): `true` when it was
+   * disabled, `false` when it was enabled already, `null` when absent. Atomic.
+   */
+  enableWebhook(accountId: string, webhookId: string): Promise<boolean | null>;
+  /**
+   * Queues again, once, every event of the webhook's type that it had a delivery of, created at or
+   * after `since`, that no delivery of this webhook succeeded or still holds pending (exhausted, or
+   * cancelled while the webhook was disabled; test calls are of another type): one new pending delivery each, made by
+   * `recoveredDelivery` at `now`, oldest event first. Resolves the deliveries made; `null` when the
+   * webhook is absent. Rejects with `WEBHOOK_DISABLED`, changing nothing, while it is disabled.
+   * Atomic: two recoveries at once never queue one event twice.
+   */
+  recoverDeliveries(accountId: string, webhookId: string, since: string, now: string): Promise<DeliveryRecord[] | null>;
 
   /**
    * Optional: calls `onWork` soon after any instance sharing this store published events that made

@@ -39,6 +39,40 @@ export function withRotation(webhook: WebhookRecord, rotation: SecretRotation): 
     : { ...rest, secret: rotation.secret, previousSecret: webhook.secret, previousSecretUntil: rotation.previousSecretUntil };
 }
 
+/** Why a webhook was disabled: a `410 Gone` answer, calls failing past the thresholds, or by hand. */
+export type WebhookDisabledReason = 'gone' | 'failing' | 'manual';
+/** A reason the delivery worker disables a webhook for; `manual` is the host's or the tenant's doing. */
+export type AutomaticDisableReason = Exclude<WebhookDisabledReason, 'manual'>;
+
+/** How a webhook's calls are going, as `GET /webhooks/{id}/health` answers. Date-times ATOM or `null`. */
+export interface WebhookHealth {
+  status: 'enabled' | 'disabled';
+  disabledReason: WebhookDisabledReason | null;
+  disabledAt: string | null;
+  /** The first failed attempt of the current run of failures; `null` once an attempt succeeds. */
+  failingSince: string | null;
+  lastSuccessAt: string | null;
+  lastAttemptAt: string | null;
+  /** Failed attempts since the last success (or since enabled again). */
+  consecutiveFailures: number;
+}
+/**
+ * A webhook's health as stored, under the webhook's id: a record apart from the webhook, written
+ * with each recorded attempt. A webhook no attempt has reached yet has none (it is healthy).
+ */
+export interface WebhookHealthRecord {
+  /** The webhook's id. */
+  id: string;
+  accountId: string;
+  consecutiveFailures: number;
+  failingSince: string | null;
+  lastSuccessAt: string | null;
+  lastAttemptAt: string | null;
+  /** Set while the webhook is disabled: its deliveries that fall due are cancelled, not sent. */
+  disabledAt: string | null;
+  disabledReason: WebhookDisabledReason | null;
+}
+
 export type FileEntryType = 'file' | 'directory';
 
 export interface FileEntry {

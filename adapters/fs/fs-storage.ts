@@ -1,5 +1,6 @@
 import path from 'node:path';
 import * as deliveryRules from '../../src/domain/deliveries.js';
+import * as healthRules from '../../src/domain/webhook-health.js';
 import { PortalError, storageFull } from '../../src/errors.js';
 import type { DeliveryTarget, Storage } from '../../src/ports.js';
 import { newestFirst, oldestFirst } from '../../src/shared/order.js';
@@ -11,6 +12,7 @@ import {
   type FileEntryRecord,
   type IdempotencyCompletion,
   type IdempotencyRecord,
+  type WebhookHealthRecord,
   type WebhookRecord,
   withRotation,
 } from '../../src/records.js';
@@ -33,6 +35,7 @@ export interface FsStorageOptions {
 type Change = { table: TableName; record: StoredRecord } | { table: TableName; id: string };
 
 const putDelivery = (record: DeliveryRecord): Change => ({ table: 'delivery', record });
+const putHealth = (record: WebhookHealthRecord): Change => ({ table: 'health', record });
 
 /** The one id of an account's idempotency key, as the log stores it. */
 const idempotencyId = (accountId: string, key: string): string => `${accountId}\u0000${key}`;
@@ -197,6 +200,32 @@ export function fsStorage(options: FsStorageOptions): Storage {
 
   const kept = <T>(row: Row) => row.value as T;
 
+  /** The webhook's health: its record, or a fresh one when none was written yet. */
+  const healthOf = (webhook: WebhookRecord): WebhookHealthRecord => {
+    const row = state.get('health', webhook.id);
+    return row === undefined ? healthRules.freshHealth(webhook) : kept<WebhookHealthRecord>(row);
+  };
+  /** Whether a due delivery may be sent: its webhook exists and is not disabled. */
+  const deliverable = (delivery: DeliveryRecord): boolean => {
+    if (!state.has('webhook', delivery.webhookId)) return false;
+    const row = state.get('health', delivery.webhookId);
+    return row === undefined || kept<WebhookHealthRecord>(row).disabledAt === null;
+  };
+  /** Writes the health `change` makes of the webhook's current one; `null` (no change) writes nothing. */
+  async function changeHealth(
+    accountId: string,
+    webhookId: string,
+    change: (current: WebhookHealthRecord) => WebhookHealthRecord | null,
+  ): Promise<boolean | null> {
+    await ready();
+    const row = state.owned('webhook', accountId, webhookId);
+    if (row === undefined) return null;
+    const changed = change(healthOf(kept<WebhookRecord>(row)));
+    if (changed === null) return false;
+    await commit([putHealth(changed)]);
+    return true;
+  }
+
   /** The events and one pending delivery per webhook of each event's account and type; checks every id first. */
   function eventChanges(events: EventRecord[], target?: DeliveryTarget): { changes: Change[]; deliveries: DeliveryRecord[] } {
     const seen = new Set<string>();
@@ -262,6 +291,7 @@ export function fsStorage(options: FsStorageOptions): Storage {
       await ready();
       if (state.owned('webhook', accountId, id) === undefined) return false;
       const changes: Change[] = [{ table: 'webhook', id }];
+      if (state.has('health', id)) changes.push({ table: 'health', id });
       for (const deliveryId of state.deliveryIds(id)) {
         const cancelled = deliveryRules.cancel(kept<DeliveryRecord>(state.get('delivery', deliveryId)!));
         if (cancelled !== null) changes.push(putDelivery(cancelled));
@@ -372,7 +402,7 @@ export function fsStorage(options: FsStorageOptions): Storage {
       const due = Array.from(state.pendingDeliveryIds(), (id) => kept<DeliveryRecord>(state.get('delivery', id)!))
         .filter((delivery) => deliveryRules.isClaimable(delivery, claim.now))
         .sort(deliveryRules.compareDue);
-      const { leased, cancelled } = deliveryRules.planClaim(due, claim, (delivery) => state.has('webhook', delivery.webhookId));
+      const { leased, cancelled } = deliveryRules.planClaim(due, claim, deliverable);
       // Read before waiting for the disk: a webhook deleted meanwhile is gone from the state by then.
       const claimed = leased.map((delivery) => ({
         delivery,
@@ -388,13 +418,16 @@ export function fsStorage(options: FsStorageOptions): Storage {
         })),
       );
     },
-    async recordAttempt(id, owner, attempt, outcome) {
+    async recordAttempt(id, owner, attempt, outcome, rule) {
       await ready();
       const row = state.get('delivery', id);
       const recorded = row === undefined ? null : deliveryRules.recordAttempt(kept<DeliveryRecord>(row), owner, attempt, outcome);
       if (recorded === null) return false;
-      await commit([putDelivery(recorded)]);
-      return true;
+      const webhook = state.get('webhook', recorded.webhookId);
+      // Decided and applied with no await between, so two attempts of one webhook never both see it enabled.
+      const change = rule === undefined || webhook === undefined ? null : healthRules.healthAfterAttempt(healthOf(kept<WebhookRecord>(webhook)), attempt, rule);
+      await commit(change?.changed ? [putDelivery(recorded), putHealth(change.health)] : [putDelivery(recorded)]);
+      return change?.disabled ?? true;
     },
     async redeliver(accountId, id, nextAttemptAt) {
       await ready();
@@ -404,6 +437,36 @@ export function fsStorage(options: FsStorageOptions): Storage {
       if (again === null) throw new PortalError('DELIVERY_IN_FLIGHT', id);
       await commit([putDelivery(again)]);
       return copyDelivery(again);
+    },
+
+    async getWebhookHealth(accountId, webhookId) {
+      await ready();
+      const row = state.owned('webhook', accountId, webhookId);
+      return row === undefined ? null : { ...healthOf(kept<WebhookRecord>(row)) };
+    },
+    disableWebhook: (accountId, webhookId, at) => changeHealth(accountId, webhookId, (current) => healthRules.disableHealth(current, at)),
+    enableWebhook: (accountId, webhookId) => changeHealth(accountId, webhookId, healthRules.enableHealth),
+    async recoverDeliveries(accountId, webhookId, since, now) {
+      await ready();
+      const row = state.owned('webhook', accountId, webhookId);
+      if (row === undefined) return null;
+      if (healthOf(kept<WebhookRecord>(row)).disabledAt !== null) throw new PortalError('WEBHOOK_DISABLED', webhookId);
+      const ofWebhook = Array.from(state.deliveryIds(webhookId), (id) => kept<DeliveryRecord>(state.get('delivery', id)!));
+      const candidates = [...deliveryRules.undeliveredEvents(ofWebhook)].filter(([, latest]) => latest >= since);
+      // Events live in the log, not in memory: read only those a delivery dates at or after `since`.
+      const events = await Promise.all(candidates.map(([eventId]) => readRecord<EventRecord>(state.get('event', eventId)!)));
+      const { type } = kept<WebhookRecord>(row);
+      const missed = oldestFirst(events.filter((event) => event.createdAt >= since && event.type === type));
+      // Checked again after reading: a delete, a disable or another recovery may have run meanwhile.
+      const current = state.owned('webhook', accountId, webhookId);
+      if (current === undefined) return null;
+      if (healthOf(kept<WebhookRecord>(current)).disabledAt !== null) throw new PortalError('WEBHOOK_DISABLED', webhookId);
+      const stillMissed = deliveryRules.undeliveredEvents(Array.from(state.deliveryIds(webhookId), (id) => kept<DeliveryRecord>(state.get('delivery', id)!)));
+      const made = missed
+        .filter((event) => stillMissed.has(event.id))
+        .map((event) => deliveryRules.recoveredDelivery(event, webhookId, now));
+      await commit(made.map(putDelivery));
+      return made.map(copyDelivery);
     },
 
     async isBlobReferenced(key) {

@@ -1,7 +1,7 @@
 import { type AgreementRecord, type DeliveryRecord, type FileEntryRecord, directoryKey } from '../../src/records.js';
 import type { Loc, Locatable } from './record-log.js';
 
-export const TABLES = ['webhook', 'file', 'agreement', 'attachment', 'event', 'delivery', 'idempotency'] as const;
+export const TABLES = ['webhook', 'file', 'agreement', 'attachment', 'event', 'delivery', 'idempotency', 'health'] as const;
 export type TableName = (typeof TABLES)[number];
 
 /**
@@ -17,6 +17,7 @@ const KEPT: Record<TableName, boolean> = {
   event: false,
   delivery: true,
   idempotency: false,
+  health: true,
 };
 
 export interface Row extends Locatable {

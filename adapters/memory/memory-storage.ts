@@ -1,4 +1,5 @@
 import * as deliveryRules from '../../src/domain/deliveries.js';
+import * as healthRules from '../../src/domain/webhook-health.js';
 import { PortalError } from '../../src/errors.js';
 import type { DeliveryTarget, Storage } from '../../src/ports.js';
 import { inListingOrder, newestFirst, oldestFirst } from '../../src/shared/order.js';
@@ -11,6 +12,7 @@ import {
   type FileEntryRecord,
   type IdempotencyCompletion,
   type IdempotencyRecord,
+  type WebhookHealthRecord,
   type WebhookRecord,
   directoryKey,
   withRotation,
@@ -114,6 +116,7 @@ export interface MemoryTables {
   readonly deliveries: ReadonlyMap<string, DeliveryRecord>;
   /** Idempotency keys by `idempotencyId(accountId, key)`. */
   readonly idempotencyKeys: ReadonlyMap<string, IdempotencyRecord>;
+  readonly health: ReadonlyMap<string, WebhookHealthRecord>;
 }
 
 /** The one id of an account's idempotency key. */
@@ -167,6 +170,12 @@ export function memoryStorage(): Storage {
     const { fingerprint, answer, expiresAt } = completion;
     return () => idempotencyKeys.set(id, { ...held, status: 'completed', fingerprint, answer: { ...answer }, expiresAt });
   }
+  /** Each webhook's health, by webhook id; absent until an attempt or a disable writes one. */
+  const health = new Map<string, WebhookHealthRecord>();
+
+  const healthOf = (webhook: WebhookRecord) => health.get(webhook.id) ?? healthRules.freshHealth(webhook);
+  /** Whether a due delivery may be sent: its webhook exists and is not disabled. */
+  const deliverable = (row: DeliveryRecord) => webhooks.rows.has(row.webhookId) && (health.get(row.webhookId)?.disabledAt ?? null) === null;
 
   /** Stores a delivery's new state, made by the rules from the stored one; records are replaced, never changed. */
   function putDelivery(delivery: DeliveryRecord): void {
@@ -221,6 +230,7 @@ export function memoryStorage(): Storage {
     async deleteWebhook(accountId, id) {
       if (webhooks.get(accountId, id) === null) return false;
       webhooks.rows.delete(id);
+      health.delete(id);
       // Every delivery of the webhook, not only the queued ones: a pending one with no next attempt is not queued.
       for (const delivery of deliveries.rows.values()) {
         const cancelled = delivery.webhookId === id ? deliveryRules.cancel(delivery) : null;
@@ -317,7 +327,7 @@ export function memoryStorage(): Storage {
       );
     },
     async claimDeliveries(claim) {
-      const plan = deliveryRules.planClaim(pending.dueBy(claim.now), claim, (row) => webhooks.rows.has(row.webhookId));
+      const plan = deliveryRules.planClaim(pending.dueBy(claim.now), claim, deliverable);
       for (const row of plan.cancelled) putDelivery(row);
       return plan.leased.map((row): ClaimedDelivery => {
         putDelivery(row);
@@ -328,12 +338,16 @@ export function memoryStorage(): Storage {
         };
       });
     },
-    async recordAttempt(id, owner, attempt, outcome) {
+    async recordAttempt(id, owner, attempt, outcome, rule) {
       const row = deliveries.rows.get(id);
       const recorded = row === undefined ? null : deliveryRules.recordAttempt(row, owner, attempt, outcome);
       if (recorded === null) return false;
       putDelivery(recorded);
-      return true;
+      const webhook = webhooks.rows.get(recorded.webhookId);
+      if (rule === undefined || webhook === undefined) return true;
+      const change = healthRules.healthAfterAttempt(healthOf(webhook), attempt, rule);
+      if (change.changed) health.set(webhook.id, change.health);
+      return change.disabled ?? true;
     },
     async redeliver(accountId, id, nextAttemptAt) {
       const row = deliveries.get(accountId, id);
@@ -342,6 +356,41 @@ export function memoryStorage(): Storage {
       if (again === null) throw new PortalError('DELIVERY_IN_FLIGHT', id);
       putDelivery(again);
       return structuredClone(again);
+    },
+
+    async getWebhookHealth(accountId, webhookId) {
+      const webhook = webhooks.get(accountId, webhookId);
+      return webhook && { ...healthOf(webhook) };
+    },
+    async disableWebhook(accountId, webhookId, at) {
+      const webhook = webhooks.get(accountId, webhookId);
+      if (webhook === null) return null;
+      const disabled = healthRules.disableHealth(healthOf(webhook), at);
+      if (disabled !== null) health.set(webhookId, disabled);
+      return disabled !== null;
+    },
+    async enableWebhook(accountId, webhookId) {
+      const webhook = webhooks.get(accountId, webhookId);
+      if (webhook === null) return null;
+      const enabled = healthRules.enableHealth(healthOf(webhook));
+      if (enabled !== null) health.set(webhookId, enabled);
+      return enabled !== null;
+    },
+    async recoverDeliveries(accountId, webhookId, since, now) {
+      const webhook = webhooks.get(accountId, webhookId);
+      if (webhook === null) return null;
+      if (healthOf(webhook).disabledAt !== null) throw new PortalError('WEBHOOK_DISABLED', webhookId);
+      const ofWebhook = [...deliveries.rows.values()].filter((row) => row.webhookId === webhookId && row.accountId === accountId);
+      const missed = [...deliveryRules.undeliveredEvents(ofWebhook)]
+        .filter(([, latest]) => latest >= since)
+        .map(([eventId]) => events.rows.get(eventId)!)
+        .filter((event) => event.createdAt >= since && event.type === webhook.type);
+      const made = oldestFirst(missed).map((event) => deliveryRules.recoveredDelivery(event, webhookId, now));
+      for (const delivery of made) {
+        deliveries.insert(delivery);
+        pending.update(delivery);
+      }
+      return made.map((delivery) => structuredClone(delivery));
     },
 
     async isBlobReferenced(key) {
@@ -372,6 +421,6 @@ export function memoryStorage(): Storage {
       return removed;
     },
   };
-  tablesOf.set(storage, { webhooks: webhooks.rows, events: events.rows, deliveries: deliveries.rows, idempotencyKeys });
+  tablesOf.set(storage, { webhooks: webhooks.rows, events: events.rows, deliveries: deliveries.rows, idempotencyKeys, health });
   return storage;
 }

@@ -10,6 +10,7 @@ import { createAgreements } from './storage-agreements.js';
 import { createIdempotencyKeys } from './storage-idempotency.js';
 import { STORAGE_MIGRATIONS } from './storage-migrations.js';
 import { createOutbox } from './storage-outbox.js';
+import { createHealth } from './storage-health.js';
 import {
   attachmentColumns,
   fileEntryColumns,
@@ -43,6 +44,7 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
   const outbox = createOutbox(db, names, pool === undefined ? undefined : { channel });
   const idempotencyKeys = createIdempotencyKeys(db, names);
   const agreements = createAgreements(db, names, outbox, idempotencyKeys);
+  const health = createHealth(db, names, pool === undefined ? undefined : { channel });
 
   const sql = {
     insertWebhook: `INSERT INTO ${table('webhooks')} (id, account_id, type, url, secret, created_at)
@@ -72,6 +74,7 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
     cancelDeliveries: `UPDATE ${table('deliveries')}
       SET status = 'cancelled', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL
       WHERE webhook_id = $1::text AND status = 'pending'`,
+    deleteHealth: `DELETE FROM ${table('webhook_health')} WHERE webhook_id = $1::text`,
 
     insertFileEntry: `INSERT INTO ${table('file_entries')}
       (id, account_id, directory_id, type, name, size, mime, file_share_id, created_at)
@@ -136,6 +139,7 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
         const deleted = await tx.query(sql.deleteWebhook, [accountId, id]);
         if (deleted.length === 0) return false;
         await tx.query(sql.cancelDeliveries, [id]);
+        await tx.query(sql.deleteHealth, [id]);
         return true;
       });
     },
@@ -186,6 +190,7 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
     claimDeliveries: outbox.claimDeliveries,
     recordAttempt: outbox.recordAttempt,
     redeliver: outbox.redeliver,
+    ...health,
 
     async isBlobReferenced(key) {
       const [row] = await db.query(sql.isBlobReferenced, [key]);

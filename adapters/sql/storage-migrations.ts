@@ -136,6 +136,27 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
     ],
   },
   {
+    version: 4,
+    name: 'webhook health',
+    // A table of its own rather than columns of portal_webhooks: an attempt writes here, and a
+    // webhook row stays free for publishes (FOR KEY SHARE) and deletes. No row until the first
+    // attempt or disable: absent means healthy. disabled_by: the token of the write that disabled
+    // the webhook, by which that write (and no other) knows it made the transition.
+    statements: ({ table }) => [
+      `CREATE TABLE ${table('webhook_health')} (
+        webhook_id text COLLATE "C" PRIMARY KEY,
+        account_id text NOT NULL,
+        consecutive_failures integer NOT NULL DEFAULT 0,
+        failing_since timestamptz,
+        last_success_at timestamptz,
+        last_attempt_at timestamptz,
+        disabled_at timestamptz,
+        disabled_reason text CHECK (disabled_reason IN ('gone', 'failing', 'manual')),
+        disabled_by text
+      )`,
+    ],
+  },
+  {
     version: 5,
     name: 'webhook secret rotation',
     // The secret a rotation replaced, and until when it still signs calls; both NULL otherwise.

@@ -5,6 +5,7 @@ import type { DeliveryRecord, EventRecord } from '../../src/records.js';
 import type { Db, Queryable } from './client.js';
 import type { Names } from './schema.js';
 import { lastAttempts } from './storage-migrations.js';
+import { attemptResult, deliverable, healthParams, recordAttemptWithHealth } from './storage-health.js';
 import { deliveryColumns, eventColumns, toDelivery, toEvent, toWebhook, webhookColumns } from './storage-rows.js';
 
 export type OutboxMethods = Pick<
@@ -27,7 +28,8 @@ export interface Outbox extends OutboxMethods {
  * `newDelivery`. A change to a rule there is a change to a statement here; the conformance suite
  * holds the three adapters to the same behaviour.
  */
-export function createOutbox(db: Db, { table }: Names, announce?: { channel: string }): Outbox {
+export function createOutbox(db: Db, names: Names, announce?: { channel: string }): Outbox {
+  const { table } = names;
   // Inside the publishing transaction: PostgreSQL delivers the notification when it commits, and
   // never when it rolls back, so a listener never hears of deliveries that do not exist.
   const notifyWork = `SELECT pg_notify($1::text, '')`;
@@ -50,7 +52,8 @@ export function createOutbox(db: Db, { table }: Names, announce?: { channel: str
   // isClaimable, on a row aliased d.
   const claimable = `d.status = 'pending' AND d.next_attempt_at <= $1::timestamptz
         AND (d.lease_until IS NULL OR d.lease_until < $1::timestamptz)`;
-  const webhookExists = `EXISTS (SELECT 1 FROM ${table('webhooks')} AS w WHERE w.id = d.webhook_id)`;
+  // A due delivery is sent only while its webhook exists and is not disabled; otherwise the claim cancels it.
+  const sendable = deliverable(names);
   // The fair share (planClaim's perAccount), before the lock: of each account's claimable
   // deliveries only the first (max - held in flight), in claim order, may be leased. The accounts
   // with pending deliveries are found by a skip scan of portal_deliveries_pending_account (one index
@@ -69,7 +72,7 @@ export function createOutbox(db: Db, { table }: Names, announce?: { channel: str
         LEFT JOIN unnest($5::text[], $6::int[]) AS held(account_id, n) ON held.account_id = accounts.account_id
         CROSS JOIN LATERAL (
           SELECT d.id FROM ${table('deliveries')} AS d
-          WHERE d.account_id = accounts.account_id AND ${claimable} AND ${webhookExists}
+          WHERE d.account_id = accounts.account_id AND ${claimable} AND ${sendable}
           ORDER BY d.next_attempt_at, d.id
           LIMIT greatest(0, $7::int - coalesce(held.n, 0))
         ) AS first
@@ -78,18 +81,18 @@ export function createOutbox(db: Db, { table }: Names, announce?: { channel: str
   // planClaim in one statement: lock the claimable rows no other claim holds (SKIP LOCKED), lease
   // them, return them with their event and webhook. A row another claim leased and committed
   // meanwhile is re-checked against the WHERE clause on its new version, so it is not leased twice.
-  // A claimable delivery whose webhook is gone (redelivered as the webhook was deleted) is
-  // cancelled when the walk passes it, that is when it comes before the last one leased or the
+  // A claimable delivery whose webhook is gone (redelivered as the webhook was deleted) or disabled
+  // is cancelled when the walk passes it, that is when it comes before the last one leased or the
   // limit was not reached: there is nowhere to send it, and left pending it would stay due forever.
   const claimWhere = (share: string) => `WITH due AS (
       SELECT id, next_attempt_at FROM ${table('deliveries')} AS d
-      WHERE ${claimable} AND ${webhookExists} ${share}
+      WHERE ${claimable} AND ${sendable} ${share}
       ORDER BY next_attempt_at, id
       LIMIT $3::int
       FOR UPDATE SKIP LOCKED
     ), orphans AS (
       UPDATE ${table('deliveries')} AS d SET status = 'cancelled', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL
-      WHERE ${claimable} AND NOT ${webhookExists}
+      WHERE ${claimable} AND NOT ${sendable}
         AND ((SELECT count(*) FROM due) < $3::int
           OR (d.next_attempt_at, d.id) < (SELECT next_attempt_at, id FROM due ORDER BY next_attempt_at DESC, id DESC LIMIT 1))
     ), leased AS (
@@ -105,13 +108,14 @@ export function createOutbox(db: Db, { table }: Names, announce?: { channel: str
   const claim = claimWhere('');
   const fairClaim = claimWhere(fairShare);
   // The attempt appended, and the oldest dropped once more than MAX_ATTEMPTS_KEPT are held.
-  const recordAttempt = `UPDATE ${table('deliveries')}
+  const recordAttemptUpdate = `UPDATE ${table('deliveries')}
     SET attempts = CASE WHEN jsonb_array_length(attempts) < ${MAX_ATTEMPTS_KEPT} THEN attempts || jsonb_build_array($3::jsonb)
           ELSE ${lastAttempts('attempts || jsonb_build_array($3::jsonb)')} END,
         attempt_count = attempt_count + 1, status = $4::text, next_attempt_at = $5::timestamptz,
         lease_owner = NULL, lease_until = NULL
-    WHERE id = $1::text AND lease_owner = $2::text AND status = 'pending'
-    RETURNING id`;
+    WHERE id = $1::text AND lease_owner = $2::text AND status = 'pending'`;
+  const recordAttempt = `${recordAttemptUpdate} RETURNING id`;
+  const recordAttemptAndHealth = recordAttemptWithHealth(names, recordAttemptUpdate);
   // Refused (no row) while a lease holds the delivery at $3, now: never a second call in flight.
   const redeliver = `UPDATE ${table('deliveries')}
     SET status = 'pending', next_attempt_at = $3::timestamptz, lease_owner = NULL, lease_until = NULL
@@ -175,9 +179,11 @@ export function createOutbox(db: Db, { table }: Names, announce?: { channel: str
           : await db.query(fairClaim, [now, leaseUntil, limit, owner, held.map(([account]) => account), held.map(([, n]) => n), perAccount.max]);
       return rows.map((row) => ({ delivery: toDelivery(row, 'd_'), event: toEvent(row, 'e_'), webhook: toWebhook(row, 'w_') }));
     },
-    async recordAttempt(id, owner, attempt, outcome) {
+    async recordAttempt(id, owner, attempt, outcome, health) {
       const entry = { at: attempt.at, statusCode: attempt.statusCode, error: attempt.error, durationMs: attempt.durationMs };
-      const rows = await db.query(recordAttempt, [id, owner, JSON.stringify(entry), outcome.status, outcome.nextAttemptAt]);
+      const params = [id, owner, JSON.stringify(entry), outcome.status, outcome.nextAttemptAt];
+      if (health !== undefined) return attemptResult((await db.query(recordAttemptAndHealth, [...params, ...healthParams(attempt, health)]))[0]);
+      const rows = await db.query(recordAttempt, params);
       return rows.length === 1;
     },
     async redeliver(accountId, id, nextAttemptAt) {

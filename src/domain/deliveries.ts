@@ -46,6 +46,44 @@ export function newDelivery(event: EventRecord, webhookId: string): DeliveryReco
   };
 }
 
+/**
+ * A delivery of `event` to the webhook `webhookId` made by a recovery at `now`: pending and due at
+ * once, no attempts; dated `now`, so the log lists it with what happened then.
+ */
+export function recoveredDelivery(event: Pick<EventRecord, 'id' | 'accountId'>, webhookId: string, now: string): DeliveryRecord {
+  return {
+    id: newId('whd'),
+    accountId: event.accountId,
+    webhookId,
+    eventId: event.id,
+    status: 'pending',
+    attempts: [],
+    attemptCount: 0,
+    nextAttemptAt: now,
+    createdAt: now,
+    leaseOwner: null,
+    leaseUntil: null,
+  };
+}
+
+/**
+ * The events that one webhook's `deliveries` never delivered: those with no delivery succeeded
+ * and none pending (every one failed or cancelled), each with its latest delivery's `createdAt`,
+ * in the order first met. A delivery is made no earlier than its event, so an event created at or
+ * after some time has a delivery at or after it: a caller filters on that before reading events.
+ */
+export function undeliveredEvents(deliveries: Iterable<DeliveryRecord>): Map<string, string> {
+  const latest = new Map<string, string>();
+  const delivered = new Set<string>();
+  for (const delivery of deliveries) {
+    if (delivery.status === 'succeeded' || delivery.status === 'pending') delivered.add(delivery.eventId);
+    const seen = latest.get(delivery.eventId);
+    if (seen === undefined || seen < delivery.createdAt) latest.set(delivery.eventId, delivery.createdAt);
+  }
+  for (const eventId of delivered) latest.delete(eventId);
+  return latest;
+}
+
 /** Whether the delivery is due at `now`: pending, with its next attempt at or before `now`. */
 export function isDue(delivery: DeliveryRecord, now: string): boolean {
   return delivery.status === 'pending' && delivery.nextAttemptAt !== null && delivery.nextAttemptAt <= now;
@@ -119,13 +157,17 @@ export function cancel(delivery: DeliveryRecord): DeliveryRecord | null {
 export interface ClaimPlan {
   /** Leased to the claim's owner, in claim order: what the claim returns. */
   leased: DeliveryRecord[];
-  /** Due, but their webhook is gone: nowhere to send them, so they end here instead of being leased. */
+  /**
+   * Due, but their webhook is gone (nowhere to send them) or disabled (it gets no calls): they end
+   * here instead of being leased, and a recovery can queue their events again.
+   */
   cancelled: DeliveryRecord[];
 }
 
 /**
  * What a claim does, walking `candidates` in claim order (`compareDue`): each claimable one is
- * leased to `owner` until `leaseUntil`, or cancelled when `hasWebhook` says its webhook is gone,
+ * leased to `owner` until `leaseUntil`, or cancelled when `deliverable` says its webhook is gone or
+ * disabled,
  * or skipped when its account holds its share (`perAccount`) already, so that one account's
  * backlog or hanging receivers never keep another's deliveries waiting beyond this claim; the walk
  * ends once `limit` are leased, so a cancelled or skipped one does not use up the limit.
@@ -133,14 +175,14 @@ export interface ClaimPlan {
 export function planClaim(
   candidates: Iterable<DeliveryRecord>,
   claim: Claim,
-  hasWebhook: (delivery: DeliveryRecord) => boolean,
+  deliverable: (delivery: DeliveryRecord) => boolean,
 ): ClaimPlan {
   const plan: ClaimPlan = { leased: [], cancelled: [] };
   if (claim.limit <= 0) return plan;
   const held = new Map<string, number>();
   for (const delivery of candidates) {
     if (!isClaimable(delivery, claim.now)) continue;
-    if (!hasWebhook(delivery)) {
+    if (!deliverable(delivery)) {
       plan.cancelled.push(cancel(delivery)!);
       continue;
     }

@@ -184,6 +184,23 @@ export const secretRotationInput = v.strictObject(
   'must be an object such as {"graceMs": 3600000}',
 );
 export type SecretRotationInput = v.InferInput<typeof secretRotationInput>;
+/** An RFC 3339 date-time with its offset (`Z` or `±hh:mm`), fractions of a second allowed: ATOM is one. */
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})$/;
+
+const SINCE_MESSAGE = 'must be a date-time such as 2026-11-21T09:05:07+00:00 (RFC 3339, with its offset)';
+const dateTimeText = v.pipe(
+  v.string(SINCE_MESSAGE),
+  v.check((text) => RFC3339.test(text) && !Number.isNaN(Date.parse(text)), SINCE_MESSAGE),
+  v.metadata({ format: 'date-time', examples: ['2026-11-21T09:05:07+00:00'] }),
+);
+
+/** The body of `POST /webhooks/{id}/recover`: `{ since }`, a date-time, read to the second. */
+export const recoverBody = v.strictObject({ since: dateTimeText }, 'must be an object with "since"');
+
+/** The input of `webhooks.recover`: the body, or with `since` a `Date`. */
+export const recoverInput = v.strictObject({
+  since: v.union([v.pipe(v.date(), v.check((date) => !Number.isNaN(date.getTime()))), dateTimeText], SINCE_MESSAGE),
+}, 'must be an object with "since"');
 
 // Files and attachments
 

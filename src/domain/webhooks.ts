@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { PortalError } from '../errors.js';
 import { isId, newId } from '../shared/ids.js';
 import type { Storage } from '../ports.js';
-import type { Delivery, DeliveryRecord, Webhook, WebhookRecord } from '../records.js';
+import type { Delivery, DeliveryRecord, Webhook, WebhookHealth, WebhookRecord } from '../records.js';
 import { atom } from '../shared/time.js';
 import {
   DEFAULT_SECRET_GRACE_MS,
@@ -10,14 +10,22 @@ import {
   checkAccountId,
   normalUrl,
   parseInput,
+  recoverInput,
   secretRotationInput,
   webhookInput,
 } from './inputs.js';
 import { createIdempotency, fingerprintOf, type IdempotentCreate, type IdempotentOutcome } from './idempotency.js';
+import type { OperationalEvent } from './operational-events.js';
+import { healthShape } from './webhook-health.js';
 
 export interface WebhookInput {
   type: string;
   url: string;
+}
+
+/** What `webhooks.recover` takes: events since when (ATOM or any RFC 3339 date-time, or a `Date`). */
+export interface RecoverInput {
+  since: string | Date;
 }
 
 /** The type of the event a test call carries; no webhook subscribes to it. */
@@ -61,9 +69,12 @@ export function createWebhookService(deps: {
   maxPerAccount?: number;
   /** Asks the delivery worker for a pass now (after a redeliver). */
   notify?: () => void;
+  /** Tells the host of a webhook disabled by hand (`portal.on`). */
+  emit?: (event: OperationalEvent) => void;
 }) {
   const { storage, clock } = deps;
   const notify = deps.notify ?? (() => {});
+  const emit = deps.emit ?? (() => {});
   const input = webhookInput(deps.eventTypes);
   const idempotency = createIdempotency({ storage, clock });
 
@@ -75,6 +86,13 @@ export function createWebhookService(deps: {
     secret: newWebhookSecret(),
     createdAt: atom(clock()),
   });
+
+  async function health(accountId: string, webhookId: string): Promise<WebhookHealth | null> {
+    checkAccountId(accountId);
+    if (!isId('wbh', webhookId)) return null;
+    const record = await storage.getWebhookHealth(accountId, webhookId);
+    return record && healthShape(record);
+  }
 
   return {
     async create(accountId: string, body: WebhookInput): Promise<Webhook> {
@@ -158,12 +176,15 @@ export function createWebhookService(deps: {
     /**
      * Sends a signed `webhook.test` call to the webhook now, whatever its type, recorded in its
      * delivery log and retried like any other; the event's data names the webhook. `null` when the
-     * webhook is absent or of another account.
+     * webhook is absent or of another account; a 409 while it is disabled.
      */
     async sendTest(accountId: string, webhookId: string): Promise<Delivery | null> {
       checkAccountId(accountId);
       if (!isId('wbh', webhookId)) return null;
-      if ((await storage.getWebhook(accountId, webhookId)) === null) return null;
+      const state = await storage.getWebhookHealth(accountId, webhookId);
+      if (state === null) return null;
+      // Its delivery would be cancelled unsent: say so instead.
+      if (state.disabledAt !== null) throw new PortalError('WEBHOOK_DISABLED', webhookId);
       const event = { id: newId('evt'), accountId, type: TEST_EVENT_TYPE, createdAt: atom(clock()), data: { webhookId } };
       const [delivery] = await storage.publishEvents([event], { webhookId });
       // Deleted in between: there is no webhook left to test.
@@ -172,22 +193,67 @@ export function createWebhookService(deps: {
       return deliveryShape(delivery);
     },
 
+    /** How the webhook's calls are going, and whether it is disabled; `null` when absent or of another account. */
+    health,
+
+    /**
+     * Disables the webhook: it gets no calls, and its deliveries that fall due meanwhile are
+     * cancelled (`recover` queues their events again once it is enabled). Already disabled, it
+     * stays so, its reason kept. Resolves its health; `null` when absent or of another account.
+     */
+    async disable(accountId: string, webhookId: string): Promise<WebhookHealth | null> {
+      checkAccountId(accountId);
+      if (!isId('wbh', webhookId)) return null;
+      const at = atom(clock());
+      const disabled = await storage.disableWebhook(accountId, webhookId, at);
+      if (disabled === null) return null;
+      if (disabled) emit({ type: 'webhook.disabled', accountId, webhookId, deliveryId: null, reason: 'manual', at });
+      return health(accountId, webhookId);
+    },
+
+    /**
+     * Enables the webhook again, its run of failures forgotten; events missed meanwhile are sent
+     * only by `recover`. Resolves its health; `null` when absent or of another account.
+     */
+    async enable(accountId: string, webhookId: string): Promise<WebhookHealth | null> {
+      checkAccountId(accountId);
+      if (!isId('wbh', webhookId)) return null;
+      if ((await storage.enableWebhook(accountId, webhookId)) === null) return null;
+      return health(accountId, webhookId);
+    },
+
+    /**
+     * Queues again, once, every event of the webhook since `since` that it did not get: deliveries
+     * that failed (their retries exhausted, or a 410) or were cancelled while it was disabled, and
+     * none of its deliveries succeeded or is pending. One new delivery each, due now. Resolves how
+     * many; `null` when the webhook is absent or of another account; a 409 while it is disabled.
+     */
+    async recover(accountId: string, webhookId: string, input: RecoverInput): Promise<{ queued: number } | null> {
+      checkAccountId(accountId);
+      const { since } = parseInput(recoverInput, input, 'recover');
+      if (!isId('wbh', webhookId)) return null;
+      const made = await storage.recoverDeliveries(accountId, webhookId, atom(typeof since === 'string' ? new Date(since) : since), atom(clock()));
+      if (made === null) return null;
+      if (made.length > 0) notify();
+      return { queued: made.length };
+    },
+
     /**
      * Sends the delivery again: pending, due now, the attempts so far kept in the log. A delivery
      * that had ended (succeeded or failed) starts the retry schedule from its first step; one still
      * pending is only brought forward. `null` when absent or of another account; a 409 when its
-     * webhook was deleted, as there is nowhere to send it, and a 409 while its call is in flight
-     * (a live lease), so that one delivery never has two calls at once. Given `webhookId`, a delivery of another
-     * webhook is absent too.
+     * webhook was deleted, as there is nowhere to send it, or is disabled, and a 409 while its call
+     * is in flight (a live lease), so that one delivery never has two calls at once. Given
+     * `webhookId`, a delivery of another webhook is absent too.
      */
     async redeliver(accountId: string, deliveryId: string, webhookId?: string): Promise<Delivery | null> {
       checkAccountId(accountId);
       if (!isId('whd', deliveryId) || (webhookId !== undefined && !isId('wbh', webhookId))) return null;
       const current = await storage.getDelivery(accountId, deliveryId);
       if (current === null || (webhookId !== undefined && current.webhookId !== webhookId)) return null;
-      if ((await storage.getWebhook(accountId, current.webhookId)) === null) {
-        throw new PortalError('DELIVERY_WEBHOOK_DELETED', deliveryId);
-      }
+      const state = await storage.getWebhookHealth(accountId, current.webhookId);
+      if (state === null) throw new PortalError('DELIVERY_WEBHOOK_DELETED', deliveryId);
+      if (state.disabledAt !== null) throw new PortalError('WEBHOOK_DISABLED', current.webhookId);
       const delivery = await storage.redeliver(accountId, deliveryId, atom(clock()));
       if (delivery === null) return null;
       notify();

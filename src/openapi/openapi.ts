@@ -5,7 +5,7 @@ import { UNIX_SECONDS } from '../domain/download-links.js';
 import { idPattern } from '../shared/ids.js';
 import { DEFAULT_BASE_PATH, DEFAULT_EVENT_TYPES } from '../options.js';
 import * as shapes from './shapes.js';
-import { MAX_SECRET_GRACE_MS, secretRotationInput, signerInput, webhookInput } from '../domain/inputs.js';
+import { MAX_SECRET_GRACE_MS, recoverBody, secretRotationInput, signerInput, webhookInput } from '../domain/inputs.js';
 import { TEST_EVENT_TYPE } from '../domain/webhooks.js';
 import { VERSION } from '../shared/version.js';
 
@@ -32,6 +32,9 @@ const componentSchemas = {
   Webhook: shapes.webhook,
   WebhookList: shapes.webhookList,
   WebhookInput: webhookInput(DEFAULT_EVENT_TYPES),
+  WebhookHealth: shapes.webhookHealth,
+  RecoverInput: recoverBody,
+  RecoverResult: shapes.recoverResult,
   Delivery: shapes.delivery,
   DeliveryAttempt: shapes.deliveryAttempt,
   DeliveryList: shapes.deliveryList,
@@ -268,6 +271,68 @@ const paths = {
       responses: {
         202: response('The delivery of the test call, pending; its attempts show in the delivery log.', 'Delivery'),
         404: error('No such webhook in this account.'),
+        409: error('The webhook is disabled: enable it first.'),
+      },
+    }),
+  },
+  '/webhooks/{webhookId}/health': {
+    parameters: [webhookIdParameter],
+    get: operation({
+      operationId: 'getWebhookHealth',
+      summary: 'How the calls of a webhook are going',
+      tags: ['Webhooks'],
+      extension: true,
+      description: `${extension} Whether the webhook is enabled, why it was disabled, and its run of failures. A webhook is disabled at once by a \`410 Gone\` answer, and once its calls have all failed for \`webhooks.disableAfterMs\` (default 5 days) in at least \`webhooks.disableAfterFailures\` attempts in a row (default 10).`,
+      responses: {
+        200: response('The health of the webhook.', 'WebhookHealth'),
+        404: error('No such webhook in this account.'),
+      },
+    }),
+  },
+  '/webhooks/{webhookId}/disable': {
+    parameters: [webhookIdParameter],
+    post: operation({
+      operationId: 'disableWebhook',
+      summary: 'Disable a webhook',
+      tags: ['Webhooks'],
+      extension: true,
+      description: `${extension} It gets no calls: its deliveries that fall due meanwhile are cancelled, and \`recover\` queues their events again once it is enabled. A webhook disabled already stays so, its reason kept.`,
+      responses: {
+        204: response('Disabled; no body.'),
+        404: error('No such webhook in this account.'),
+      },
+    }),
+  },
+  '/webhooks/{webhookId}/enable': {
+    parameters: [webhookIdParameter],
+    post: operation({
+      operationId: 'enableWebhook',
+      summary: 'Enable a webhook again',
+      tags: ['Webhooks'],
+      extension: true,
+      description: `${extension} Its run of failures is forgotten. Events it missed while disabled are sent only by \`recover\`.`,
+      responses: {
+        204: response('Enabled; no body.'),
+        404: error('No such webhook in this account.'),
+      },
+    }),
+  },
+  '/webhooks/{webhookId}/recover': {
+    parameters: [webhookIdParameter],
+    post: operation({
+      operationId: 'recoverWebhook',
+      summary: 'Send again what a webhook missed',
+      tags: ['Webhooks'],
+      extension: true,
+      description: `${extension} Every event of the webhook created at or after \`since\` (to the second) that it did not get (its deliveries failed, or were cancelled while it was disabled, and none succeeded or is pending) is queued again, once: one new delivery each, due now. A second recovery queues none of them twice.`,
+      requestBody: { required: true, content: json('RecoverInput') },
+      responses: {
+        202: response('How many events were queued again.', 'RecoverResult'),
+        400: error('The body is not JSON, or not `{since}` with a date-time.'),
+        404: error('No such webhook in this account.'),
+        409: error('The webhook is disabled: enable it first.'),
+        413: error('The body is over 64 KiB.'),
+        415: error('The body is not `application/json`.'),
       },
     }),
   },
@@ -300,7 +365,7 @@ const paths = {
       responses: {
         202: response('The delivery, pending again.', 'Delivery'),
         404: error('No such delivery of that webhook in this account.'),
-        409: error('The webhook of the delivery was deleted (there is nowhere to send it), or its call is in flight (one call at a time per delivery).'),
+        409: error('The webhook of the delivery was deleted (there is nowhere to send it) or is disabled, or its call is in flight (one call at a time per delivery).'),
       },
     }),
   },
@@ -554,7 +619,7 @@ const callParameters = {
 const retryAfter = { 'Retry-After': { description: 'Seconds, or an HTTP date.', schema: { type: 'string' } } };
 const callResponses = {
   '2XX': { description: 'Delivered: any 2xx answered within `webhooks.timeoutMs` (15 s by default). The answer\'s body is read up to 64 KiB and ignored.' },
-  410: { description: 'Gone: the delivery ends at once, with no more retries.' },
+  410: { description: 'Gone: the delivery ends at once, with no more retries, and the webhook is disabled (its health says `gone`).' },
   429: { description: 'A failed attempt; the retry waits for `Retry-After` when it asks for longer than the schedule\'s next step (up to a day).', headers: retryAfter },
   503: { description: 'As 429.', headers: retryAfter },
   default: {

@@ -11,6 +11,7 @@ import type {
   DownloadLink,
   FileEntry,
   Webhook,
+  WebhookHealth,
 } from '../records.js';
 import { MAX_DOCUMENTS, MAX_SIGNERS, displayName, mediaType, signatureDataUrl, signerInput } from '../domain/inputs.js';
 
@@ -46,6 +47,25 @@ export const webhook = v.strictObject({
     v.description('`whsec_` + base64 of 32 random bytes (Standard Webhooks); the key of every call\'s signature.'),
   ),
   createdAt: atomDateTime,
+});
+
+const nullableTime = (description: string) => v.nullable(v.pipe(atomDateTime, v.description(description)));
+
+export const webhookHealth = v.strictObject({
+  status: v.pipe(v.picklist(['enabled', 'disabled']), v.description('A disabled webhook gets no calls: its deliveries that fall due are cancelled.')),
+  disabledReason: v.pipe(
+    v.nullable(v.picklist(['gone', 'failing', 'manual'])),
+    v.description('`gone`: it answered 410; `failing`: its calls failed past `webhooks.disableAfterMs` and `webhooks.disableAfterFailures`; `manual`: disabled through the API.'),
+  ),
+  disabledAt: nullableTime('When it was disabled; `null` while enabled.'),
+  failingSince: nullableTime('The first failed attempt of the current run of failures; `null` when the last attempt succeeded.'),
+  lastSuccessAt: nullableTime('The last attempt that succeeded.'),
+  lastAttemptAt: nullableTime('The last attempt recorded.'),
+  consecutiveFailures: v.pipe(count, v.description('Failed attempts since the last success (or since enabled again).')),
+});
+
+export const recoverResult = v.strictObject({
+  queued: v.pipe(count, v.description('The events queued again: one new delivery each, due now.')),
 });
 
 export const deliveryAttempt = v.strictObject({
@@ -205,6 +225,7 @@ type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ?
 type Holds<T extends true> = T;
 export type SchemaMatchesRecords = [
   Holds<Equal<v.InferOutput<typeof webhook>, Webhook>>,
+  Holds<Equal<v.InferOutput<typeof webhookHealth>, WebhookHealth>>,
   Holds<Equal<v.InferOutput<typeof delivery>, Delivery>>,
   Holds<Equal<v.InferOutput<typeof deliveryAttempt>, DeliveryAttempt>>,
   Holds<Equal<v.InferOutput<typeof fileEntry>, FileEntry>>,

@@ -1,6 +1,7 @@
 import cron from 'node-cron';
 import type { WebhookOptions } from '../options.js';
 import { DEFAULT_RETRY_SCHEDULE } from '../domain/retry-schedule.js';
+import { DEFAULT_DISABLE_AFTER_FAILURES, DEFAULT_DISABLE_AFTER_MS } from '../domain/webhook-health.js';
 import { defaultConcurrencyPerAccount } from './worker.js';
 
 export type ResolvedWebhookOptions = Required<WebhookOptions>;
@@ -23,6 +24,8 @@ export function resolveWebhookOptions(options: WebhookOptions = {}): ResolvedWeb
     retrySchedule: options.retrySchedule ?? DEFAULT_RETRY_SCHEDULE,
     allowPrivateNetworks: options.allowPrivateNetworks ?? false,
     maxPerAccount: options.maxPerAccount ?? DEFAULT_MAX_WEBHOOKS_PER_ACCOUNT,
+    disableAfterMs: options.disableAfterMs ?? DEFAULT_DISABLE_AFTER_MS,
+    disableAfterFailures: options.disableAfterFailures ?? DEFAULT_DISABLE_AFTER_FAILURES,
   };
   if (typeof resolved.tick !== 'string' || !cron.validate(resolved.tick)) {
     throw new TypeError(`webhooks.tick "${String(resolved.tick)}" is not a cron expression (node-cron syntax, seconds optional)`);
@@ -31,6 +34,10 @@ export function resolveWebhookOptions(options: WebhookOptions = {}): ResolvedWeb
   if (!isPositiveInteger(resolved.concurrency)) throw new TypeError('webhooks.concurrency must be a positive whole number');
   if (!isPositiveInteger(resolved.concurrencyPerAccount)) throw new TypeError('webhooks.concurrencyPerAccount must be a positive whole number');
   if (!isPositiveInteger(resolved.maxPerAccount)) throw new TypeError('webhooks.maxPerAccount must be a positive whole number');
+  if (!(Number.isSafeInteger(resolved.disableAfterMs) && resolved.disableAfterMs >= 0)) {
+    throw new TypeError('webhooks.disableAfterMs must be a whole number of milliseconds, 0 or more');
+  }
+  if (!isPositiveInteger(resolved.disableAfterFailures)) throw new TypeError('webhooks.disableAfterFailures must be a positive whole number');
   if (
     !Array.isArray(resolved.retrySchedule) ||
     !resolved.retrySchedule.every((step) => typeof step === 'number' && Number.isFinite(step) && step >= 0)

@@ -4,10 +4,12 @@ import cron, { type ScheduledTask } from 'node-cron';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../shared/logger.js';
 import type { Storage, WebhookCall, WebhookCallResult, WebhookTransport } from '../ports.js';
-import type { ClaimedDelivery } from '../records.js';
+import type { ClaimedDelivery, DeliveryAttempt } from '../records.js';
 import { atom } from '../shared/time.js';
 import { buildCall, callBody } from './call.js';
-import { attemptsInRun, outcomeOf } from '../domain/retry-schedule.js';
+import { attemptsInRun, outcomeOf, type Outcome } from '../domain/retry-schedule.js';
+import { DEFAULT_DISABLE_AFTER_FAILURES, DEFAULT_DISABLE_AFTER_MS, attemptSucceeded } from '../domain/webhook-health.js';
+import type { OperationalEvent } from '../domain/operational-events.js';
 
 /**
  * A claim's lease outlasts the call by this much: the call itself is bounded by `timeoutMs`, and
@@ -36,6 +38,12 @@ export interface WebhookWorkerOptions {
   random?: () => number;
   /** The lease owner this worker claims as (default: a new random id). */
   owner?: string;
+  /** A webhook whose calls have all failed this long, in at least `disableAfterFailures` attempts, is disabled (default 5 days). */
+  disableAfterMs?: number;
+  /** Default 10. */
+  disableAfterFailures?: number;
+  /** Hears of what the host may want to tell its customer: a webhook disabled, a delivery exhausted or recovered. */
+  emit?: (event: OperationalEvent) => void;
 }
 
 /** Delivers due webhook calls: on its cron tick, when poked, and when asked through `tick()`. */
@@ -64,6 +72,11 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   const owner = options.owner ?? `worker_${randomUUID()}`;
   const leaseMs = timeoutMs + LEASE_MARGIN_MS;
   const perAccount = options.concurrencyPerAccount ?? defaultConcurrencyPerAccount(concurrency);
+  const health = {
+    disableAfterMs: options.disableAfterMs ?? DEFAULT_DISABLE_AFTER_MS,
+    disableAfterFailures: options.disableAfterFailures ?? DEFAULT_DISABLE_AFTER_FAILURES,
+  };
+  const emit = options.emit ?? (() => {});
   /**
    * With a backlog, a freed slot waits until this many are free before claiming again: one claim
    * (a database round trip) per few calls instead of one per call, for a few slots idle meanwhile.
@@ -206,7 +219,14 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     const redirected = result.error === null && statusCode !== null && statusCode >= 300 && statusCode < 400;
     const attempt = { at: atom(at), statusCode, error: redirected ? 'redirect not followed' : result.error, durationMs };
     const outcome = outcomeOf(result, attemptsInRun(delivery.attempts, retrySchedule.length), retrySchedule, clock(), random);
-    const recorded = await storage.recordAttempt(delivery.id, owner, attempt, outcome);
+    const recorded = await storage.recordAttempt(delivery.id, owner, attempt, outcome, health);
+    if (recorded !== false) {
+      try {
+        report({ delivery, event, webhook }, attempt, outcome, recorded);
+      } catch (error) {
+        logger.error({ deliveryId: delivery.id, err: errorMessage(error) }, 'webhook worker: reporting an operational event failed');
+      }
+    }
     logger.info(
       {
         deliveryId: delivery.id,
@@ -222,6 +242,31 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       },
       recorded ? 'webhook attempt' : 'webhook attempt not recorded: the lease was lost or the delivery cancelled',
     );
+  }
+
+  /**
+   * Tells the host what this recorded attempt changed. Only the worker whose write recorded it gets
+   * here (the lease makes that one), so each event is emitted once across instances.
+   */
+  function report({ delivery, event }: ClaimedDelivery, attempt: DeliveryAttempt, outcome: Outcome, recorded: true | string): void {
+    const base = { accountId: delivery.accountId, webhookId: delivery.webhookId, deliveryId: delivery.id, at: attempt.at };
+    if (recorded === 'gone' || recorded === 'failing') emit({ ...base, type: 'webhook.disabled', reason: recorded });
+    if (outcome.status === 'failed') {
+      emit({
+        ...base,
+        type: 'delivery.exhausted',
+        reason: attempt.statusCode === 410 ? 'gone' : 'retries-exhausted',
+        eventId: event.id,
+        attempts: delivery.attemptCount + 1,
+        statusCode: attempt.statusCode,
+        error: attempt.error,
+      });
+    } else if (outcome.status === 'succeeded') {
+      // The failures that came right before this success (those the log still holds).
+      let failedAttempts = 0;
+      for (let i = delivery.attempts.length - 1; i >= 0 && !attemptSucceeded(delivery.attempts[i]!); i--) failedAttempts++;
+      if (failedAttempts > 0) emit({ ...base, type: 'delivery.recovered', reason: 'succeeded-after-failures', eventId: event.id, failedAttempts });
+    }
   }
 
   return {

@@ -3,6 +3,7 @@ import { agreementStorageTests } from './storage-agreements.js';
 import { attachmentStorageTests } from './storage-attachments.js';
 import { fileStorageTests } from './storage-files.js';
 import { idempotencyStorageTests } from './storage-idempotency.js';
+import { healthStorageTests } from './storage-health.js';
 import { outboxStorageTests } from './storage-outbox.js';
 import { rotationStorageTests } from './storage-rotation.js';
 import { webhookStorageTests } from './storage-webhooks.js';
@@ -21,6 +22,7 @@ export function storageSuite(factory: StorageFactory): void {
   fileStorageTests(test, factory);
   attachmentStorageTests(test, factory);
   outboxStorageTests(test, factory);
+  healthStorageTests(test, factory);
   agreementStorageTests(test, factory);
   idempotencyStorageTests(test, factory);
   test.run();

@@ -1,5 +1,5 @@
 import type { BlobStore, Storage } from '../../src/ports.js';
-import type { DeliveryRecord, EventRecord, IdempotencyRecord, WebhookRecord } from '../../src/records.js';
+import type { DeliveryRecord, EventRecord, IdempotencyRecord, WebhookHealthRecord, WebhookRecord } from '../../src/records.js';
 
 /**
  * Reads records straight from the backing store, past the adapter's own methods (Auth.js's adapter
@@ -12,6 +12,8 @@ export interface StorageBackChannel {
   webhook(id: string): Promise<WebhookRecord | null>;
   /** A completed idempotency key of the account (a pending claim need not be stored where this reads). */
   idempotencyKey(accountId: string, key: string): Promise<IdempotencyRecord | null>;
+  /** The health record stored under the webhook's id; `null` when none was written. */
+  health(webhookId: string): Promise<WebhookHealthRecord | null>;
 }
 
 /**

@@ -25,6 +25,7 @@ export function withStorage(factory: StorageFactory, body: (storage: Storage, co
       delivery: (id) => factory.db(storage).delivery(id),
       webhook: (id) => factory.db(storage).webhook(id),
       idempotencyKey: (accountId, key) => factory.db(storage).idempotencyKey(accountId, key),
+      health: (id) => factory.db(storage).health(id),
     };
     try {
       await body(storage, { swap, db });

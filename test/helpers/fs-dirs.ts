@@ -52,6 +52,7 @@ export function fsBackChannel(dir: string): StorageBackChannel {
       const { id: _id, ...record } = stored;
       return record;
     },
+    health: (id) => read('health', id),
   };
 }
 

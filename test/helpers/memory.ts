@@ -24,6 +24,7 @@ export function memoryBackChannel(storage: Storage): StorageBackChannel {
       const record = copyOf(tables.idempotencyKeys, idempotencyId(accountId, key));
       return record?.status === 'completed' ? record : null;
     },
+    health: async (id) => copyOf(tables.health, id),
   };
 }
 

@@ -4,7 +4,7 @@ import pg from 'pg';
 import type { SqlClient } from '../../adapters/sql/index.js';
 import { sqlBlobs, sqlStorage } from '../../adapters/sql/index.js';
 import type { Storage } from '../../src/ports.js';
-import type { DeliveryRecord, EventRecord, IdempotencyRecord, WebhookRecord } from '../../src/records.js';
+import type { DeliveryRecord, EventRecord, IdempotencyRecord, WebhookHealthRecord, WebhookRecord } from '../../src/records.js';
 import type { BlobStoreFactory, StorageBackChannel, StorageFactory } from '../conformance/types.js';
 import { namespacedBlobsFactory } from './blob-factory.js';
 
@@ -102,6 +102,16 @@ export function sqlBackChannel(client: SqlClient, schema: string): StorageBackCh
         createdAt: row.createdAt,
         expiresAt: row.expiresAt,
       } as IdempotencyRecord;
+    },
+    async health(webhookId) {
+      const { rows } = await client.query(
+        `SELECT webhook_id AS id, account_id AS "accountId", consecutive_failures AS "consecutiveFailures",
+          ${atom('failing_since', 'failingSince')}, ${atom('last_success_at', 'lastSuccessAt')}, ${atom('last_attempt_at', 'lastAttemptAt')},
+          ${atom('disabled_at', 'disabledAt')}, disabled_reason AS "disabledReason"
+        FROM "${schema}".portal_webhook_health WHERE webhook_id = $1::text`,
+        [webhookId],
+      );
+      return (rows[0] ?? null) as WebhookHealthRecord | null;
     },
   };
 }

@@ -60,7 +60,7 @@ test('every route the handler registers is in the document, with each of its met
     }
   }
   assert.equal(undocumented, []);
-  assert.is(routes.length, 18);
+  assert.is(routes.length, 22);
 });
 
 test('every path with a GET lists its HEAD: the same statuses and headers, and no body', () => {
@@ -77,7 +77,7 @@ test('every path with a GET lists its HEAD: the same statuses and headers, and n
       assert.is(resolved.content, undefined, `HEAD ${template} ${status} has no body`);
     }
   }
-  assert.is(heads.length, 7);
+  assert.is(heads.length, 8);
 });
 
 test('the webhooks section describes the call of each event type: its body, and the signature headers', () => {
@@ -117,14 +117,19 @@ test('the document: bearer auth everywhere but the signed download route, server
     'GET /agreements/{agreementId}',
     'GET /webhooks',
     'GET /webhooks/{webhookId}/deliveries',
+    'GET /webhooks/{webhookId}/health',
     'HEAD /agreements/{agreementId}',
     'HEAD /webhooks',
     'HEAD /webhooks/{webhookId}/deliveries',
+    'HEAD /webhooks/{webhookId}/health',
     'POST /directories',
     'POST /files',
     'POST /tickets/{ticketId}/message/{messageId}/attachment',
     'POST /webhooks',
     'POST /webhooks/{webhookId}/deliveries/{deliveryId}/redeliver',
+    'POST /webhooks/{webhookId}/disable',
+    'POST /webhooks/{webhookId}/enable',
+    'POST /webhooks/{webhookId}/recover',
     'POST /webhooks/{webhookId}/rotate-secret',
     'POST /webhooks/{webhookId}/test',
   ]);
@@ -224,6 +229,25 @@ test('every route answers as the document says: each success and each error it d
     for (const made of transport.calls) checker.checkCall(made);
     const rotatedCall = transport.calls.findLast((made) => made.url === hook.url);
     assert.is(rotatedCall!.headers['webhook-signature']!.split(' ').length, 2, 'a call signed with both secrets is checked too');
+
+    // Health, disable, enable, recovery
+    await call('GET', '/webhooks/{webhookId}/health', `/webhooks/${hook.id}/health`, {}, 200);
+    await call('GET', '/webhooks/{webhookId}/health', '/webhooks/wbh_missing/health', {}, 404);
+    const recover = '/webhooks/{webhookId}/recover';
+    const since = jsonBody({ since: '2026-01-01T00:00:00+00:00' });
+    await call('POST', '/webhooks/{webhookId}/disable', `/webhooks/${hook.id}/disable`, {}, 204);
+    await call('POST', '/webhooks/{webhookId}/disable', '/webhooks/wbh_missing/disable', {}, 404);
+    const { body: disabled } = await call('GET', '/webhooks/{webhookId}/health', `/webhooks/${hook.id}/health`, {}, 200);
+    assert.is(disabled.disabledReason, 'manual', 'a disabled health is checked too');
+    await call('POST', '/webhooks/{webhookId}/test', `/webhooks/${hook.id}/test`, {}, 409);
+    await call('POST', recover, `/webhooks/${hook.id}/recover`, since, 409);
+    await call('POST', '/webhooks/{webhookId}/enable', `/webhooks/${hook.id}/enable`, {}, 204);
+    await call('POST', '/webhooks/{webhookId}/enable', '/webhooks/wbh_missing/enable', {}, 404);
+    await call('POST', recover, `/webhooks/${hook.id}/recover`, since, 202);
+    await call('POST', recover, `/webhooks/${hook.id}/recover`, jsonBody({ since: 'yesterday' }), 400);
+    await call('POST', recover, '/webhooks/wbh_missing/recover', since, 404);
+    await call('POST', recover, `/webhooks/${hook.id}/recover`, { body: 'since=x' }, 415);
+    await call('POST', recover, `/webhooks/${hook.id}/recover`, jsonBody({ since: 'x'.repeat(70_000) }), 413);
     await call('DELETE', '/webhooks/{webhookId}', `/webhooks/${hook.id}`, {}, 204);
     await call('DELETE', '/webhooks/{webhookId}', `/webhooks/${hook.id}`, {}, 404);
     await call('POST', redeliver, `/webhooks/${hook.id}/deliveries/${log.data[0].id}/redeliver`, {}, 409);

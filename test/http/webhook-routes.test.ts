@@ -203,6 +203,11 @@ test('POST …/deliveries/{id}/redeliver: 202 with the delivery pending again; 4
     });
     assert.is(asB.status, 404);
     assert.is((await app.portal.webhooks.deliveries('acct_a', hook.id))![0]!.status, 'failed', 'refused calls change nothing');
+    // The 410 disabled the webhook too: it gets no calls until enabled again.
+    const disabled = await app.api(`/webhooks/${hook.id}/deliveries/${failed!.id}/redeliver`, { method: 'POST' });
+    assert.is(disabled.status, 409);
+    assert.match((await json(disabled)).message, /disabled/);
+    await app.portal.webhooks.enable('acct_a', hook.id);
     answer = 200;
     const res = await app.api(`/webhooks/${hook.id}/deliveries/${failed!.id}/redeliver`, { method: 'POST' });
     assert.is(res.status, 202);

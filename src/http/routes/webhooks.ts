@@ -98,6 +98,40 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
       },
     },
     {
+      method: ['GET', 'HEAD'],
+      path: '/webhooks/:webhookId/health',
+      async handler({ accountId, params }) {
+        const health = await webhooks.health(accountId, params.webhookId!);
+        if (health === null) return refusal('WEBHOOK_NOT_FOUND', params.webhookId!);
+        return { status: 200, body: health };
+      },
+    },
+    {
+      method: 'POST',
+      path: '/webhooks/:webhookId/disable',
+      async handler({ accountId, params }) {
+        if ((await webhooks.disable(accountId, params.webhookId!)) === null) return refusal('WEBHOOK_NOT_FOUND', params.webhookId!);
+        return { status: 204 };
+      },
+    },
+    {
+      method: 'POST',
+      path: '/webhooks/:webhookId/enable',
+      async handler({ accountId, params }) {
+        if ((await webhooks.enable(accountId, params.webhookId!)) === null) return refusal('WEBHOOK_NOT_FOUND', params.webhookId!);
+        return { status: 204 };
+      },
+    },
+    {
+      method: 'POST',
+      path: '/webhooks/:webhookId/recover',
+      async handler({ accountId, params, req }) {
+        const recovered = await webhooks.recover(accountId, params.webhookId!, (await readJson(req)) as never);
+        if (recovered === null) return refusal('WEBHOOK_NOT_FOUND', params.webhookId!);
+        return { status: 202, body: recovered };
+      },
+    },
+    {
       method: 'POST',
       path: '/webhooks/:webhookId/deliveries/:deliveryId/redeliver',
       async handler({ accountId, params }) {

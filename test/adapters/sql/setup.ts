@@ -22,7 +22,8 @@ export function setupTests(test: Test, backend: SqlBackend): void {
       const stores = [0, 1, 2].flatMap(() => [sqlStorage({ client, schema }), sqlBlobs({ client, schema })]);
       await Promise.all(stores.map((store) => store.open!()));
       const applied = await rowsOf(client, schema, 'migrations');
-      assert.equal(applied.map((row) => `${row.component}:${row.version}`).sort(), ['blobs:1', ...STORAGE_MIGRATIONS.map((migration) => `storage:${migration.version}`)].sort());
+      const storageVersions = STORAGE_MIGRATIONS.map((migration) => `storage:${migration.version}`);
+      assert.equal(applied.map((row) => `${row.component}:${row.version}`).sort(), ['blobs:1', ...storageVersions].sort());
       // Every instance works on the tables the first one made.
       const webhook = webhookRecord();
       await (stores[0] as ReturnType<typeof sqlStorage>).insertWebhook(webhook);
@@ -41,7 +42,8 @@ export function setupTests(test: Test, backend: SqlBackend): void {
     try {
       await sqlStorage({ client, schema }).open!();
       await client.query(`INSERT INTO "${schema}".portal_migrations (component, version, name) VALUES ('storage', 99, 'future')`);
-      await rejects(() => sqlStorage({ client, schema }).open!(), new RegExp(`version 99, newer than this customer-portal knows \\(${STORAGE_MIGRATIONS.at(-1)!.version}\\)`));
+      const latest = STORAGE_MIGRATIONS.at(-1)!.version;
+      await rejects(() => sqlStorage({ client, schema }).open!(), new RegExp(`version 99, newer than this customer-portal knows \\(${latest}\\)`));
     } finally {
       await dropSchema(client, schema);
     }

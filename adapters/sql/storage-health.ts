@@ -1,0 +1,194 @@
+import { randomUUID } from 'node:crypto';
+import { recoveredDelivery } from '../../src/domain/deliveries.js';
+import { PortalError } from '../../src/errors.js';
+import type { HealthRule, Storage } from '../../src/ports.js';
+import type { AutomaticDisableReason, DeliveryAttempt, WebhookDisabledReason, WebhookHealthRecord } from '../../src/records.js';
+import type { Db, Row } from './client.js';
+import { atomOf, type Names } from './schema.js';
+
+export type HealthMethods = Pick<Storage, 'getWebhookHealth' | 'disableWebhook' | 'enableWebhook' | 'recoverDeliveries'>;
+
+/** A webhook's health as of its last write, as the columns of `portal_webhook_health` name it. */
+interface Previous {
+  failures: string;
+  failingSince: string;
+  lastSuccessAt: string;
+  disabledAt: string;
+  disabledReason: string;
+  disabledBy: string;
+}
+
+/**
+ * `healthAfterAttempt` of `src/domain/webhook-health.ts` as the column values it writes, given the
+ * previous ones and the parameters of `recordAttemptWithHealth`: $6 the attempt's time, $7 whether
+ * it succeeded, $8 whether it was a 410, $9 `disableAfterFailures`, $10 `disableAfterMs`, $11 a
+ * token of this write. `disabled_by` takes the token when this write disables the webhook: the
+ * statement then knows it made the transition, even when another instance's write raced it.
+ */
+function healthAfterAttempt(p: Previous): string {
+  const disables = `(${p.disabledAt} IS NULL AND NOT $7::boolean AND ($8::boolean OR (
+      ${p.failures} + 1 >= $9::int AND $6::timestamptz - coalesce(${p.failingSince}, $6::timestamptz) >= $10::bigint * interval '1 millisecond')))`;
+  return `CASE WHEN $7::boolean THEN 0 ELSE ${p.failures} + 1 END,
+    CASE WHEN $7::boolean THEN NULL ELSE coalesce(${p.failingSince}, $6::timestamptz) END,
+    CASE WHEN $7::boolean THEN $6::timestamptz ELSE ${p.lastSuccessAt} END,
+    $6::timestamptz,
+    CASE WHEN ${disables} THEN $6::timestamptz ELSE ${p.disabledAt} END,
+    CASE WHEN ${disables} THEN CASE WHEN $8::boolean THEN 'gone' ELSE 'failing' END ELSE ${p.disabledReason} END,
+    CASE WHEN ${disables} THEN $11::text ELSE ${p.disabledBy} END`;
+}
+
+const HEALTH_COLUMNS =
+  'consecutive_failures, failing_since, last_success_at, last_attempt_at, disabled_at, disabled_reason, disabled_by';
+
+/**
+ * The statement that records an attempt (`recordAttempt`, $1–$5, given without its RETURNING) and the
+ * webhook's health in one: one round trip per attempt, as before. A success that leaves the health as it
+ * is (its run of successes within one second) writes nothing, so a busy healthy webhook takes no
+ * row lock per call. Answers `recorded` (0 or 1) and `disabled`: the reason, when this write
+ * disabled the webhook.
+ */
+export function recordAttemptWithHealth({ table }: Names, recordAttempt: string): string {
+  const fresh: Previous = {
+    failures: '0',
+    failingSince: 'NULL::timestamptz',
+    lastSuccessAt: 'NULL::timestamptz',
+    disabledAt: 'NULL::timestamptz',
+    disabledReason: 'NULL::text',
+    disabledBy: 'NULL::text',
+  };
+  const stored: Previous = {
+    failures: 'h.consecutive_failures',
+    failingSince: 'h.failing_since',
+    lastSuccessAt: 'h.last_success_at',
+    disabledAt: 'h.disabled_at',
+    disabledReason: 'h.disabled_reason',
+    disabledBy: 'h.disabled_by',
+  };
+  return `WITH recorded AS (
+      ${recordAttempt} RETURNING webhook_id, account_id
+    ), webhook AS (
+      SELECT r.webhook_id, r.account_id FROM recorded AS r
+      WHERE EXISTS (SELECT 1 FROM ${table('webhooks')} AS w WHERE w.id = r.webhook_id)
+        AND NOT ($7::boolean AND EXISTS (
+          SELECT 1 FROM ${table('webhook_health')} AS h
+          WHERE h.webhook_id = r.webhook_id AND h.consecutive_failures = 0
+            AND h.last_success_at = $6::timestamptz AND h.last_attempt_at = $6::timestamptz))
+    ), health AS (
+      INSERT INTO ${table('webhook_health')} AS h (webhook_id, account_id, ${HEALTH_COLUMNS})
+      SELECT webhook_id, account_id, ${healthAfterAttempt(fresh)} FROM webhook
+      ON CONFLICT (webhook_id) DO UPDATE SET (${HEALTH_COLUMNS}) = ROW(${healthAfterAttempt(stored)})
+      RETURNING h.disabled_reason, h.disabled_by
+    )
+    SELECT (SELECT count(*) FROM recorded)::int AS recorded,
+      (SELECT disabled_reason FROM health WHERE disabled_by = $11::text) AS disabled`;
+}
+
+/** The parameters $6–$11 of `recordAttemptWithHealth`. */
+export function healthParams(attempt: DeliveryAttempt, rule: HealthRule): unknown[] {
+  const succeeded = attempt.statusCode !== null && attempt.statusCode >= 200 && attempt.statusCode < 300;
+  return [attempt.at, succeeded, attempt.statusCode === 410, rule.disableAfterFailures, rule.disableAfterMs, randomUUID()];
+}
+
+/** What `recordAttemptWithHealth` answered, as `Storage.recordAttempt` resolves it. */
+export function attemptResult(row: Row | undefined): boolean | AutomaticDisableReason {
+  if (row === undefined || Number(row.recorded) !== 1) return false;
+  return (row.disabled as AutomaticDisableReason | null) ?? true;
+}
+
+/** A claim's test that a delivery (aliased d) may be sent: its webhook exists and is not disabled. */
+export function deliverable({ table }: Names): string {
+  return `(EXISTS (SELECT 1 FROM ${table('webhooks')} AS w WHERE w.id = d.webhook_id)
+        AND NOT EXISTS (SELECT 1 FROM ${table('webhook_health')} AS h WHERE h.webhook_id = d.webhook_id AND h.disabled_at IS NOT NULL))`;
+}
+
+/**
+ * Health, disable, enable and recovery. `disable` and `enable` decide in one statement whose WHERE
+ * PostgreSQL checks again on the row it locks, so of two at once exactly one makes the change.
+ */
+export function createHealth(db: Db, names: Names, announce?: { channel: string }): HealthMethods {
+  const { table } = names;
+  const webhook = `SELECT id, account_id FROM ${table('webhooks')} WHERE account_id = $1::text AND id = $2::text`;
+  const getHealth = `SELECT w.id, w.account_id, coalesce(h.consecutive_failures, 0) AS consecutive_failures,
+      ${atomOf('h.failing_since')} AS failing_since, ${atomOf('h.last_success_at')} AS last_success_at,
+      ${atomOf('h.last_attempt_at')} AS last_attempt_at, ${atomOf('h.disabled_at')} AS disabled_at, h.disabled_reason
+    FROM ${table('webhooks')} AS w LEFT JOIN ${table('webhook_health')} AS h ON h.webhook_id = w.id
+    WHERE w.account_id = $1::text AND w.id = $2::text`;
+  const disable = `WITH webhook AS (${webhook}), changed AS (
+      INSERT INTO ${table('webhook_health')} AS h (webhook_id, account_id, disabled_at, disabled_reason)
+      SELECT id, account_id, $3::timestamptz, 'manual' FROM webhook
+      ON CONFLICT (webhook_id) DO UPDATE SET disabled_at = $3::timestamptz, disabled_reason = 'manual', disabled_by = NULL
+      WHERE h.disabled_at IS NULL
+      RETURNING 1
+    )
+    SELECT (SELECT count(*) FROM webhook)::int AS found, (SELECT count(*) FROM changed)::int AS changed`;
+  const enable = `WITH webhook AS (${webhook}), changed AS (
+      UPDATE ${table('webhook_health')} AS h
+      SET disabled_at = NULL, disabled_reason = NULL, disabled_by = NULL, consecutive_failures = 0, failing_since = NULL
+      FROM webhook WHERE h.webhook_id = webhook.id AND h.disabled_at IS NOT NULL
+      RETURNING 1
+    )
+    SELECT (SELECT count(*) FROM webhook)::int AS found, (SELECT count(*) FROM changed)::int AS changed`;
+  // Recoveries of one webhook wait for each other here (publishes, which hold the webhook FOR KEY
+  // SHARE, do not): the next one then reads the deliveries this one made.
+  const lockWebhook = `SELECT w.type, h.disabled_at IS NOT NULL AS disabled
+    FROM ${table('webhooks')} AS w LEFT JOIN ${table('webhook_health')} AS h ON h.webhook_id = w.id
+    WHERE w.account_id = $1::text AND w.id = $2::text
+    FOR NO KEY UPDATE OF w`;
+  // undeliveredEvents of src/domain/deliveries.ts: a delivery is made no earlier than its event, so
+  // every delivery of an event created at or after $2 is at or after $2 too, and the index on
+  // (webhook_id, created_at) finds them. Events of another type ($3) are test calls.
+  const undelivered = `SELECT d.event_id FROM ${table('deliveries')} AS d JOIN ${table('events')} AS e ON e.id = d.event_id
+    WHERE d.webhook_id = $1::text AND d.created_at >= $2::timestamptz AND e.created_at >= $2::timestamptz AND e.type = $3::text
+    GROUP BY d.event_id, e.created_at
+    HAVING bool_and(d.status IN ('failed', 'cancelled'))
+    ORDER BY e.created_at, min(d.seq)`;
+  const insertDeliveries = `INSERT INTO ${table('deliveries')} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at)
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[])`;
+  const notifyWork = `SELECT pg_notify($1::text, '')`;
+
+  const changed = (row: Row | undefined) => (Number(row?.found) === 0 ? null : Number(row?.changed) === 1);
+
+  return {
+    async getWebhookHealth(accountId, webhookId) {
+      const [row] = await db.query(getHealth, [accountId, webhookId]);
+      if (row === undefined) return null;
+      return {
+        id: row.id as string,
+        accountId: row.account_id as string,
+        consecutiveFailures: Number(row.consecutive_failures),
+        failingSince: (row.failing_since ?? null) as string | null,
+        lastSuccessAt: (row.last_success_at ?? null) as string | null,
+        lastAttemptAt: (row.last_attempt_at ?? null) as string | null,
+        disabledAt: (row.disabled_at ?? null) as string | null,
+        disabledReason: (row.disabled_reason ?? null) as WebhookDisabledReason | null,
+      } satisfies WebhookHealthRecord;
+    },
+    async disableWebhook(accountId, webhookId, at) {
+      return changed((await db.query(disable, [accountId, webhookId, at]))[0]);
+    },
+    async enableWebhook(accountId, webhookId) {
+      return changed((await db.query(enable, [accountId, webhookId]))[0]);
+    },
+    async recoverDeliveries(accountId, webhookId, since, now) {
+      return db.transaction(async (tx) => {
+        const [hook] = await tx.query(lockWebhook, [accountId, webhookId]);
+        if (hook === undefined) return null;
+        if (hook.disabled === true) throw new PortalError('WEBHOOK_DISABLED', webhookId);
+        const events = await tx.query(undelivered, [webhookId, since, hook.type]);
+        const made = events.map((row) => recoveredDelivery({ id: row.event_id as string, accountId }, webhookId, now));
+        if (made.length === 0) return [];
+        await tx.query(insertDeliveries, [
+          made.map((delivery) => delivery.id),
+          made.map((delivery) => delivery.accountId),
+          made.map((delivery) => delivery.webhookId),
+          made.map((delivery) => delivery.eventId),
+          made.map((delivery) => delivery.status),
+          made.map((delivery) => delivery.nextAttemptAt),
+          made.map((delivery) => delivery.createdAt),
+        ]);
+        if (announce !== undefined) await tx.query(notifyWork, [announce.channel]);
+        return made;
+      });
+    },
+  };
+}
