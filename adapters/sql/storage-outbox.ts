@@ -8,6 +8,9 @@ import { lastAttempts } from './storage-migrations.js';
 import { attemptResult, deliverable, healthParams, recordAttemptWithHealth } from './storage-health.js';
 import { deliveryColumns, eventColumns, toDelivery, toEvent, toWebhook, webhookColumns } from './storage-rows.js';
 
+/** How many undeliverable due deliveries one claim cancels at most (the rest, the next claims). */
+const ORPHANS_PER_CLAIM = 1000;
+
 export type OutboxMethods = Pick<
   Storage,
   'publishEvents' | 'getDelivery' | 'listDeliveries' | 'claimDeliveries' | 'recordAttempt' | 'redeliver'
@@ -84,6 +87,8 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
   // A claimable delivery whose webhook is gone (redelivered as the webhook was deleted) or disabled
   // is cancelled when the walk passes it, that is when it comes before the last one leased or the
   // limit was not reached: there is nowhere to send it, and left pending it would stay due forever.
+  // At most ORPHANS_PER_CLAIM of them, skipping rows another claim holds: a disabled webhook's backlog
+  // of thousands is cancelled over several claims instead of one long UPDATE every instance waits on.
   const claimWhere = (share: string) => `WITH due AS (
       SELECT id, next_attempt_at FROM ${table('deliveries')} AS d
       WHERE ${claimable} AND ${sendable} ${share}
@@ -91,10 +96,15 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
       LIMIT $3::int
       FOR UPDATE SKIP LOCKED
     ), orphans AS (
-      UPDATE ${table('deliveries')} AS d SET status = 'cancelled', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL
-      WHERE ${claimable} AND NOT ${sendable}
-        AND ((SELECT count(*) FROM due) < $3::int
-          OR (d.next_attempt_at, d.id) < (SELECT next_attempt_at, id FROM due ORDER BY next_attempt_at DESC, id DESC LIMIT 1))
+      UPDATE ${table('deliveries')} AS o SET status = 'cancelled', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL
+      WHERE o.id IN (
+        SELECT d.id FROM ${table('deliveries')} AS d
+        WHERE ${claimable} AND NOT ${sendable}
+          AND ((SELECT count(*) FROM due) < $3::int
+            OR (d.next_attempt_at, d.id) < (SELECT next_attempt_at, id FROM due ORDER BY next_attempt_at DESC, id DESC LIMIT 1))
+        ORDER BY d.next_attempt_at, d.id
+        LIMIT ${ORPHANS_PER_CLAIM}
+        FOR UPDATE SKIP LOCKED)
     ), leased AS (
       UPDATE ${table('deliveries')} AS d SET lease_owner = $4::text, lease_until = $2::timestamptz
       FROM due WHERE d.id = due.id
