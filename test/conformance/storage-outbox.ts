@@ -118,6 +118,34 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     assert.is((await storage.listDeliveries('acct_a', webhook.id)).length, 2);
   }));
 
+  test('outbox: calls at once each resolve their own deliveries; one with a known event id fails alone', withStorage(factory, async (storage, { db }) => {
+    const webhook = webhookRecord();
+    const other = webhookRecord({ accountId: 'acct_b' });
+    await storage.insertWebhook(webhook);
+    await storage.insertWebhook(other);
+    const known = eventRecord();
+    await storage.publishEvents([known]);
+    const events = Array.from({ length: 24 }, (_, i) => eventRecord({ accountId: i % 2 === 0 ? 'acct_a' : 'acct_b', createdAt: at(i + 1) }));
+    const pairs = [events.slice(0, 3), ...events.slice(3).map((event) => [event])];
+    const bad = [eventRecord({ createdAt: at(40) }), { ...known, data: { changed: true } }];
+    const results = await Promise.allSettled([...pairs, bad].map((batch) => storage.publishEvents(batch)));
+    const failed = results.pop()!;
+    assert.ok(failed.status === 'rejected' && isPortalError(failed.reason, 'RECORD_EXISTS'), 'the call with a known id rejects');
+    assert.is(await db.event(bad[0]!.id), null, 'and stores none of its events');
+    results.forEach((result, i) => {
+      assert.is(result.status, 'fulfilled', `call ${i} is stored`);
+      const deliveries = (result as PromiseFulfilledResult<DeliveryRecord[]>).value;
+      assert.equal(deliveries.map((delivery) => delivery.eventId), pairs[i]!.map((event) => event.id), `call ${i} resolves the deliveries of its own events`);
+      for (const delivery of deliveries) {
+        const event = pairs[i]!.find((one) => one.id === delivery.eventId)!;
+        assert.is(delivery.webhookId, event.accountId === 'acct_a' ? webhook.id : other.id);
+      }
+    });
+    for (const event of events) assert.equal(await db.event(event.id), event);
+    assert.is((await storage.listDeliveries('acct_a', webhook.id)).length, 13);
+    assert.is((await storage.listDeliveries('acct_b', other.id)).length, 12);
+  }));
+
   test('outbox: a batch holding the same new event id twice stores nothing', withStorage(factory, async (storage, { db }) => {
     const webhook = webhookRecord();
     await storage.insertWebhook(webhook);
