@@ -7,9 +7,12 @@ import type { Names } from './schema.js';
 import { lastAttempts } from './storage-migrations.js';
 import { deliveryColumns, eventColumns, toDelivery, toEvent, toWebhook, webhookColumns } from './storage-rows.js';
 
-/** Transactions storing publishes at once: more calls wait, and are stored together (see `publishEvents` below). */
+/**
+ * Transactions storing publishes, and statements recording attempts, at once (each kind): more
+ * calls wait, and are stored together (see `publishEvents` and `recordAttempt` below).
+ */
 const MAX_STORING = 2;
-/** Events of waiting calls stored in one transaction at most; a larger publish goes alone. */
+/** Events (or attempts) of waiting calls stored in one statement at most; a larger publish goes alone. */
 const MAX_GROUP_EVENTS = 512;
 
 export type OutboxMethods = Pick<
@@ -117,6 +120,16 @@ export function createOutbox(db: Db, { table }: Names, announce?: { channel: str
         lease_owner = NULL, lease_until = NULL
     WHERE id = $1::text AND lease_owner = $2::text AND status = 'pending'
     RETURNING id`;
+  // The same for several attempts of different deliveries in one statement (see `recordAttempt`).
+  const appended = 'd.attempts || jsonb_build_array(v.attempt)';
+  const recordAttempts = `UPDATE ${table('deliveries')} AS d
+    SET attempts = CASE WHEN jsonb_array_length(d.attempts) < ${MAX_ATTEMPTS_KEPT} THEN ${appended}
+          ELSE ${lastAttempts(appended)} END,
+        attempt_count = d.attempt_count + 1, status = v.status, next_attempt_at = v.next_attempt_at,
+        lease_owner = NULL, lease_until = NULL
+    FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::text[], $5::timestamptz[]) AS v(id, owner, attempt, status, next_attempt_at)
+    WHERE d.id = v.id AND d.lease_owner = v.owner AND d.status = 'pending'
+    RETURNING d.id`;
   // Refused (no row) while a lease holds the delivery at $3, now: never a second call in flight.
   const redeliver = `UPDATE ${table('deliveries')}
     SET status = 'pending', next_attempt_at = $3::timestamptz, lease_owner = NULL, lease_until = NULL
@@ -211,6 +224,57 @@ export function createOutbox(db: Db, { table }: Names, announce?: { channel: str
     }
   }
 
+  /**
+   * Attempts recorded together, as publishes are: calls that come while `MAX_STORING` statements
+   * are recording earlier ones wait, and go in the next statement (one round trip and one commit
+   * for all). Attempts of one delivery are recorded in the order they came, one statement after the other.
+   */
+  type Recording = { id: string; params: unknown[]; resolve(recorded: boolean): void; reject(error: unknown): void };
+  const recordsWaiting: Recording[] = [];
+  let recording = 0;
+
+  async function recordGroup(group: Recording[]): Promise<void> {
+    try {
+      if (group.length === 1) {
+        const [one] = group;
+        one!.resolve((await db.query(recordAttempt, one!.params)).length === 1);
+        return;
+      }
+      const column = (i: number) => group.map((one) => one.params[i]);
+      const rows = await db.query(recordAttempts, [column(0), column(1), column(2), column(3), column(4)]);
+      const recorded = new Set(rows.map((row) => row.id as string));
+      for (const one of group) one.resolve(recorded.has(one.id));
+    } catch (error) {
+      for (const one of group) one.reject(error);
+    }
+  }
+
+  /** Deliveries whose attempt a running statement records: a later attempt of one waits for it. */
+  const beingRecorded = new Set<string>();
+
+  function recordWaiting(): void {
+    while (recording < MAX_STORING && recordsWaiting.length > 0) {
+      const group: Recording[] = [];
+      for (let i = 0; i < recordsWaiting.length && group.length < MAX_GROUP_EVENTS; ) {
+        const one = recordsWaiting[i]!;
+        if (beingRecorded.has(one.id)) {
+          i++;
+          continue;
+        }
+        beingRecorded.add(one.id);
+        group.push(one);
+        recordsWaiting.splice(i, 1);
+      }
+      if (group.length === 0) return;
+      recording++;
+      void recordGroup(group).finally(() => {
+        recording--;
+        for (const one of group) beingRecorded.delete(one.id);
+        recordWaiting();
+      });
+    }
+  }
+
   return {
     storeEvents,
     async publishEvents(batch, target) {
@@ -240,8 +304,11 @@ export function createOutbox(db: Db, { table }: Names, announce?: { channel: str
     },
     async recordAttempt(id, owner, attempt, outcome) {
       const entry = { at: attempt.at, statusCode: attempt.statusCode, error: attempt.error, durationMs: attempt.durationMs };
-      const rows = await db.query(recordAttempt, [id, owner, JSON.stringify(entry), outcome.status, outcome.nextAttemptAt]);
-      return rows.length === 1;
+      const params = [id, owner, JSON.stringify(entry), outcome.status, outcome.nextAttemptAt];
+      return new Promise<boolean>((resolve, reject) => {
+        recordsWaiting.push({ id, params, resolve, reject });
+        recordWaiting();
+      });
     },
     async redeliver(accountId, id, nextAttemptAt) {
       const [row] = await db.query(redeliver, [accountId, id, nextAttemptAt]);
