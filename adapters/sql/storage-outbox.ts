@@ -1,5 +1,5 @@
 import { MAX_ATTEMPTS_KEPT, isRecipient, newDelivery } from '../../src/domain/deliveries.js';
-import { PortalError } from '../../src/errors.js';
+import { PortalError, isPortalError } from '../../src/errors.js';
 import type { DeliveryTarget, Storage } from '../../src/ports.js';
 import type { DeliveryRecord, EventRecord } from '../../src/records.js';
 import type { Db, Queryable } from './client.js';
@@ -10,6 +10,13 @@ import { deliveryColumns, eventColumns, toDelivery, toEvent, toWebhook, webhookC
 
 /** How many undeliverable due deliveries one claim cancels at most (the rest, the next claims). */
 const ORPHANS_PER_CLAIM = 1000;
+/**
+ * Transactions storing publishes at once: more calls wait, and are stored together (see
+ * `publishEvents` below).
+ */
+const MAX_STORING = 2;
+/** Events of waiting calls stored in one transaction at most; a larger publish goes alone. */
+const MAX_GROUP_EVENTS = 512;
 
 export type OutboxMethods = Pick<
   Storage,
@@ -167,11 +174,69 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
     return created;
   }
 
+  /**
+   * Publishes together: calls that come while `MAX_STORING` transactions are storing earlier ones
+   * wait, and go in the next transaction as one batch. Under load each call then costs a share of a
+   * transaction's round trips and commit instead of its own; a lone call goes at once.
+   */
+  const waiting: { batch: EventRecord[]; resolve(deliveries: DeliveryRecord[]): void; reject(error: unknown): void }[] = [];
+  let storing = 0;
+  const storeAlone = (batch: EventRecord[], target?: DeliveryTarget) => db.transaction((tx) => storeEvents(tx, batch, target));
+
+  async function storeGroup(group: typeof waiting): Promise<void> {
+    let created: DeliveryRecord[];
+    try {
+      created = await storeAlone(group.length === 1 ? group[0]!.batch : group.flatMap((one) => one.batch));
+    } catch (error) {
+      // Nothing of the group was stored. One call's events may be what failed (an id stored
+      // already): each call again on its own, so that it fails alone. A database that is
+      // unavailable (or a commit whose outcome stays unknown) answers every call the same.
+      if (group.length === 1 || isPortalError(error, 'STORAGE_UNAVAILABLE')) {
+        for (const one of group) one.reject(error);
+        return;
+      }
+      await Promise.all(group.map((one) => storeAlone(one.batch).then(one.resolve, one.reject)));
+      return;
+    }
+    if (group.length === 1) {
+      group[0]!.resolve(created);
+      return;
+    }
+    const byEvent = new Map<string, DeliveryRecord[]>();
+    for (const delivery of created) {
+      const list = byEvent.get(delivery.eventId);
+      if (list === undefined) byEvent.set(delivery.eventId, [delivery]);
+      else list.push(delivery);
+    }
+    for (const one of group) one.resolve(one.batch.flatMap((event) => byEvent.get(event.id) ?? []));
+  }
+
+  function storeWaiting(): void {
+    while (storing < MAX_STORING && waiting.length > 0) {
+      let events = 0;
+      let take = 0;
+      while (take < waiting.length && (take === 0 || events + waiting[take]!.batch.length <= MAX_GROUP_EVENTS)) {
+        events += waiting[take]!.batch.length;
+        take++;
+      }
+      storing++;
+      void storeGroup(waiting.splice(0, take)).finally(() => {
+        storing--;
+        storeWaiting();
+      });
+    }
+  }
+
   return {
     storeEvents,
     async publishEvents(batch, target) {
       if (batch.length === 0) return [];
-      return db.transaction((tx) => storeEvents(tx, batch, target));
+      // A publish to one webhook (a test event, a redeliver) is rare: it goes on its own.
+      if (target !== undefined) return storeAlone(batch, target);
+      return new Promise<DeliveryRecord[]>((resolve, reject) => {
+        waiting.push({ batch, resolve, reject });
+        storeWaiting();
+      });
     },
     async getDelivery(accountId, id) {
       const [row] = await db.query(selectDelivery, [accountId, id]);
