@@ -1,0 +1,117 @@
+/**
+ * Instructions a request, counted by callgrind: a figure that does not move with the host's other
+ * tenants, for judging a change to the hot path on a busy machine.
+ *   npm run bench:instructions                     (about 10 minutes: slow, so not part of `npm run bench`)
+ *   npm run bench:instructions -- portal           (only the contenders named)
+ *   BENCH_SCENARIOS=404 npm run bench:instructions (only the scenarios whose names contain one of these)
+ *
+ * Each server (bench/servers: the portal on memory storage, bare node:http, Fastify) runs under
+ * `valgrind --tool=callgrind` with `node --single-threaded` (compilation and GC on the main thread,
+ * so that they are counted where they happen), instrumentation off. Per scenario: a warm-up of
+ * `BENCH_CALLGRIND_WARMUP` requests (20,000) uncounted, then `BENCH_CALLGRIND_WINDOWS` (3) windows of
+ * `BENCH_CALLGRIND_REQUESTS` (2,000) requests each counted on its own, the load (autocannon, 32
+ * connections, one request at a time each, cycling through 1,000 ids) from outside valgrind. The
+ * least window counts: a window with a major GC or an optimizing compilation in it costs more, and
+ * those are not the request's steady cost.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { KEY, missingIds, webhooks } from './servers/fixture.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const WARMUP = Number(process.env.BENCH_CALLGRIND_WARMUP ?? 20_000);
+const REQUESTS = Number(process.env.BENCH_CALLGRIND_REQUESTS ?? 2_000);
+const WINDOWS = Number(process.env.BENCH_CALLGRIND_WINDOWS ?? 3);
+const SCENARIO_FILTER = process.env.BENCH_SCENARIOS?.split(',');
+const named = process.argv.slice(2);
+const CONTENDERS = named.length > 0 ? named : ['portal', 'bare', 'fastify'];
+
+const AUTH = { authorization: `Bearer ${KEY}` };
+const SCENARIOS = [
+  { name: 'GET /v1/webhooks/{id}', paths: webhooks.map((one) => `/v1/webhooks/${one.id}`), headers: AUTH, status: 200 },
+  { name: '404 (no such webhook)', paths: missingIds.map((id) => `/v1/webhooks/${id}`), headers: AUTH, status: 404 },
+  { name: '401 (no key)', paths: webhooks.map((one) => `/v1/webhooks/${one.id}`), headers: {}, status: 401 },
+].filter((scenario) => !SCENARIO_FILTER || SCENARIO_FILTER.some((part) => scenario.name.includes(part)));
+
+async function load(port: number, scenario: (typeof SCENARIOS)[number], amount: number) {
+  const result = await autocannon({
+    url: `http://127.0.0.1:${port}`,
+    headers: scenario.headers,
+    requests: scenario.paths.map((path) => ({ method: 'GET' as const, path })),
+    connections: 32,
+    amount,
+    timeout: 60,
+  });
+  const answered = result.requests.total;
+  const unexpected = scenario.status === 200 ? result.non2xx : answered - result.non2xx;
+  if (result.errors > 0 || unexpected > 0) throw new Error(`${scenario.name}: ${result.errors} errors, ${unexpected} answers other than ${scenario.status}`);
+}
+
+const control = (child: ChildProcess, ...args: string[]) => execFileSync('callgrind_control', [...args, String(child.pid)], { stdio: 'pipe' });
+
+/** The total of the `events: Ir` line of a callgrind dump. */
+function totalInstructions(file: string): number {
+  const match = /^totals: (\d+)/m.exec(readFileSync(file, 'utf8'));
+  if (!match) throw new Error(`${file}: no totals line`);
+  return Number(match[1]);
+}
+
+async function countContender(name: string): Promise<Record<string, number>> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'portal-callgrind-'));
+  const out = path.join(dir, 'callgrind.out');
+  const child = spawn(
+    'valgrind',
+    ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, process.execPath, '--single-threaded', path.join(here, 'servers', `${name}.js`)],
+    { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] },
+  );
+  let stderr = '';
+  child.stderr!.on('data', (chunk) => (stderr += chunk));
+  const figures: Record<string, number> = {};
+  try {
+    const line = await new Promise<string>((resolve, reject) => {
+      createInterface({ input: child.stdout! }).on('line', (text) => text.startsWith('READY ') && resolve(text.slice(6)));
+      child.once('exit', (code) => reject(new Error(`${name} under callgrind exited with ${code}:\n${stderr.slice(-2000)}`)));
+    });
+    const { port } = JSON.parse(line) as { port: number };
+    for (const scenario of SCENARIOS) {
+      await load(port, scenario, WARMUP);
+      const windows: number[] = [];
+      for (let window = 0; window < WINDOWS; window++) {
+        control(child, '--zero');
+        control(child, '--instr=on');
+        await load(port, scenario, REQUESTS);
+        control(child, '--instr=off');
+        const before = new Set(readdirSync(dir));
+        control(child, '--dump');
+        const dumped = readdirSync(dir).filter((file) => !before.has(file));
+        if (dumped.length !== 1) throw new Error(`${name}: expected one new callgrind dump, found ${dumped.join(', ') || 'none'}`);
+        windows.push(totalInstructions(path.join(dir, dumped[0]!)) / REQUESTS);
+      }
+      figures[scenario.name] = Math.min(...windows);
+      console.error(`  ${name} ${scenario.name}: ${windows.map((value) => (value / 1000).toFixed(1)).join(', ')} thousand a request`);
+    }
+    return figures;
+  } finally {
+    child.kill();
+    await new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve(null) : child.once('exit', resolve)));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const results: Record<string, Record<string, number>> = {};
+console.error(`instructions: ${WARMUP} warm-up requests, then ${WINDOWS} windows of ${REQUESTS} requests, the least counts`);
+for (const name of CONTENDERS) results[name] = await countContender(name);
+
+const columns = CONTENDERS;
+const lines = [
+  `| thousand instructions a request | ${columns.join(' | ')} |`,
+  `|---|${columns.map(() => '---').join('|')}|`,
+  ...SCENARIOS.map((scenario) => `| \`${scenario.name}\` | ${columns.map((name) => (results[name]![scenario.name]! / 1000).toFixed(1)).join(' | ')} |`),
+];
+console.log(lines.join('\n'));
+writeFileSync(path.join(here, 'instructions.json'), JSON.stringify({ date: new Date().toISOString(), node: process.version, warmup: WARMUP, requests: REQUESTS, windows: WINDOWS, results }, null, 2));
