@@ -15,6 +15,8 @@ export const ENTRY_COUNT = 1000;
 /** Requests cycle through this many webhook ids, so that no contender answers one record from a warm cache line. */
 export const WEBHOOK_COUNT = 1000;
 export const CREATED_AT = '2026-11-21T09:05:07+00:00';
+/** The `pg.Pool` size of both contenders on the PostgreSQL path. */
+export const POOL_SIZE = 10;
 
 /** SHA-256 as the portal takes it: the one-shot `crypto.hash` where Node has it. */
 const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'buffer') => Buffer }).hash;
