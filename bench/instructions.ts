@@ -80,7 +80,17 @@ async function countContender(name: string): Promise<Record<string, number>> {
   const out = path.join(dir, 'callgrind.out');
   const child = spawn(
     'valgrind',
-    ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, process.execPath, '--single-threaded', path.join(here, 'servers', `${name}.js`)],
+    [
+      '--tool=callgrind',
+      '--instr-atstart=no',
+      `--callgrind-out-file=${out}`,
+      process.execPath,
+      '--single-threaded',
+      // With the dumps kept, node writes /tmp/perf-<pid>.map: the JS functions behind the bare
+      // addresses callgrind_annotate shows for JIT code.
+      ...(process.env.BENCH_CALLGRIND_KEEP ? ['--perf-basic-prof'] : []),
+      path.join(here, 'servers', `${name}.js`),
+    ],
     { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] },
   );
   let stderr = '';
@@ -117,7 +127,9 @@ async function countContender(name: string): Promise<Record<string, number>> {
   } finally {
     child.kill();
     await new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve(null) : child.once('exit', resolve)));
-    rmSync(dir, { recursive: true, force: true });
+    // BENCH_CALLGRIND_KEEP=1 keeps the dumps, for callgrind_annotate.
+    if (process.env.BENCH_CALLGRIND_KEEP) console.error(`  dumps kept in ${dir}, JIT code named in /tmp/perf-${child.pid}.map`);
+    else rmSync(dir, { recursive: true, force: true });
   }
 }
 
