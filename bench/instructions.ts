@@ -1,7 +1,7 @@
 /**
  * Instructions a request, counted by callgrind: a figure that does not move with the host's other
  * tenants, for judging a change to the hot path on a busy machine.
- *   npm run bench:instructions                     (about 10 minutes: slow, so not part of `npm run bench`)
+ *   npm run bench:instructions                     (15–25 minutes: slow, so not part of `npm run bench`)
  *   npm run bench:instructions -- portal           (only the contenders named)
  *   BENCH_SCENARIOS=404 npm run bench:instructions (only the scenarios whose names contain one of these)
  *
@@ -9,8 +9,9 @@
  * `valgrind --tool=callgrind` with `node --single-threaded` (compilation and GC on the main thread,
  * so that they are counted where they happen), instrumentation off. Per scenario: a warm-up of
  * `BENCH_CALLGRIND_WARMUP` requests (20,000) uncounted, then `BENCH_CALLGRIND_WINDOWS` (3) windows of
- * `BENCH_CALLGRIND_REQUESTS` (2,000) requests each counted on its own, the load (autocannon, 32
- * connections, one request at a time each, cycling through 1,000 ids) from outside valgrind.
+ * `BENCH_CALLGRIND_REQUESTS` (2,000) requests each counted on its own, the load (node:http, 32
+ * keep-alive connections opened once, one request at a time each, cycling through 1,000 ids) from
+ * outside valgrind.
  * From each window's total, the instructions spent inside optimizing compilation (TurboFan, still
  * at work after the warm-up now and then) and major GCs are taken out, as `callgrind_annotate
  * --inclusive=yes` counts them: they come in bursts that land in one window and not the next, and
@@ -18,18 +19,19 @@
  * The least window counts.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import autocannon from 'autocannon';
 import { KEY, missingIds, webhooks } from './servers/fixture.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const WARMUP = Number(process.env.BENCH_CALLGRIND_WARMUP ?? 20_000);
 const REQUESTS = Number(process.env.BENCH_CALLGRIND_REQUESTS ?? 2_000);
 const WINDOWS = Number(process.env.BENCH_CALLGRIND_WINDOWS ?? 3);
+const CONNECTIONS = 32;
 const SCENARIO_FILTER = process.env.BENCH_SCENARIOS?.split(',');
 const named = process.argv.slice(2);
 const CONTENDERS = named.length > 0 ? named : ['portal', 'bare', 'fastify'];
@@ -41,18 +43,32 @@ const SCENARIOS = [
   { name: '401 (no key)', paths: webhooks.map((one) => `/v1/webhooks/${one.id}`), headers: {}, status: 401 },
 ].filter((scenario) => !SCENARIO_FILTER || SCENARIO_FILTER.some((part) => scenario.name.includes(part)));
 
-async function load(port: number, scenario: (typeof SCENARIOS)[number], amount: number) {
-  const result = await autocannon({
-    url: `http://127.0.0.1:${port}`,
-    headers: scenario.headers,
-    requests: scenario.paths.map((path) => ({ method: 'GET' as const, path })),
-    connections: 32,
-    amount,
-    timeout: 60,
-  });
-  const answered = result.requests.total;
-  const unexpected = scenario.status === 200 ? result.non2xx : answered - result.non2xx;
-  if (result.errors > 0 || unexpected > 0) throw new Error(`${scenario.name}: ${result.errors} errors, ${unexpected} answers other than ${scenario.status}`);
+/**
+ * Sends `amount` requests of `scenario` over the 32 keep-alive connections of `agent`, one request
+ * at a time on each. The connections stay open from the warm-up through every window, so that no
+ * window counts connection setup and teardown (autocannon opens its connections anew on each run).
+ */
+async function load(agent: http.Agent, port: number, scenario: (typeof SCENARIOS)[number], amount: number) {
+  let sent = 0;
+  let unexpected = 0;
+  const get = (path: string) =>
+    new Promise<number>((resolve, reject) => {
+      http
+        .get({ host: '127.0.0.1', port, path, headers: scenario.headers, agent }, (res) => {
+          res.resume();
+          res.once('end', () => resolve(res.statusCode!));
+        })
+        .once('error', reject);
+    });
+  await Promise.all(
+    Array.from({ length: CONNECTIONS }, async () => {
+      while (sent < amount) {
+        const path = scenario.paths[sent++ % scenario.paths.length]!;
+        if ((await get(path)) !== scenario.status) unexpected++;
+      }
+    }),
+  );
+  if (unexpected > 0) throw new Error(`${scenario.name}: ${unexpected} answers other than ${scenario.status}`);
 }
 
 const control = (child: ChildProcess, ...args: string[]) => execFileSync('callgrind_control', [...args, String(child.pid)], { stdio: 'pipe' });
@@ -96,20 +112,22 @@ async function countContender(name: string): Promise<Record<string, number>> {
   let stderr = '';
   child.stderr!.on('data', (chunk) => (stderr += chunk));
   const figures: Record<string, number> = {};
+  let agent: http.Agent | undefined;
   try {
     const line = await new Promise<string>((resolve, reject) => {
       createInterface({ input: child.stdout! }).on('line', (text) => text.startsWith('READY ') && resolve(text.slice(6)));
       child.once('exit', (code) => reject(new Error(`${name} under callgrind exited with ${code}:\n${stderr.slice(-2000)}`)));
     });
     const { port } = JSON.parse(line) as { port: number };
+    agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
     for (const scenario of SCENARIOS) {
-      await load(port, scenario, WARMUP);
+      await load(agent, port, scenario, WARMUP);
       const windows: number[] = [];
       const totals: number[] = [];
       for (let window = 0; window < WINDOWS; window++) {
         control(child, '--zero');
         control(child, '--instr=on');
-        await load(port, scenario, REQUESTS);
+        await load(agent, port, scenario, REQUESTS);
         control(child, '--instr=off');
         const before = new Set(readdirSync(dir));
         control(child, '--dump');
@@ -125,6 +143,7 @@ async function countContender(name: string): Promise<Record<string, number>> {
     }
     return figures;
   } finally {
+    agent?.destroy();
     child.kill();
     await new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve(null) : child.once('exit', resolve)));
     // BENCH_CALLGRIND_KEEP=1 keeps the dumps, for callgrind_annotate.
