@@ -31,8 +31,10 @@ export function renderChart(rows: Row[]): string {
   const left = 360;
   const plotWidth = 420;
   const top = 44;
-  const maxRatio = Math.max(1.5, ...shown.map((row) => Math.ceil(row.ratio * 4) / 4));
-  const x = (ratio: number) => left + (plotWidth * ratio) / maxRatio;
+  // The axis stops at 2×: Express's ratios (4–8×) would squeeze every other bar; longer bars are cut
+  // there and carry their figure.
+  const maxRatio = 2;
+  const x = (ratio: number) => left + (plotWidth * Math.min(ratio, maxRatio)) / maxRatio;
   const height = top + shown.length * (barHeight + gap) + 40;
   const width = left + plotWidth + 90;
   const parts: string[] = [];
