@@ -1,7 +1,7 @@
 /**
  * Instructions a request, counted by callgrind: a figure that does not move with the host's other
  * tenants, for judging a change to the hot path on a busy machine.
- *   npm run bench:instructions                     (15–25 minutes: slow, so not part of `npm run bench`)
+ *   npm run bench:instructions                     (about 7 minutes on a busy 2-core host: slow, so not part of `npm run bench`)
  *   npm run bench:instructions -- portal           (only the contenders named)
  *   BENCH_SCENARIOS=404 npm run bench:instructions (only the scenarios whose names contain one of these)
  *
