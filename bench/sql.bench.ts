@@ -10,18 +10,28 @@
  * per storage, load from this process (autocannon, 32 connections). Rounds are interleaved and the
  * median is reported with its ratio to memory. There is no target: a database round trip costs
  * what it costs; the figures say how much, on this machine, in this run.
+ *
+ * The PostgreSQL path against its peer (targets ≥ 1×): `GET /v1/webhooks/{id}` (1,000 ids cycled)
+ * and `GET /v1/files` (1,000 entries) of the portal on `sqlStorage` over a `pg.Pool` of 10, against
+ * Fastify routes doing the same parameterized SELECTs on a `pg.Pool` of 10 over the same tables
+ * (`servers/fastify-pg.ts`), each server in its own process (on core 0 with `taskset`), 32
+ * connections one request at a time; requests/s and the server's CPU time a request, median of
+ * `BENCH_ROUNDS` (5) interleaved rounds of `BENCH_SECONDS` (2).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
 import autocannon from 'autocannon';
+import type pg from 'pg';
 import { memoryStorage } from '../adapters/memory/index.js';
 import { sqlStorage } from '../adapters/sql/index.js';
 import type { Storage } from '../src/index.js';
 import { webhookRecord } from '../test/conformance/fixtures.js';
 import { connectPostgres, dropSchema } from '../test/helpers/sql.js';
 import { newEvent } from './support/records.js';
+import { checkSameAnswers } from './support/answers.js';
+import { KEY, directoryId, storageRecords, webhooks } from './servers/fixture.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
@@ -110,6 +120,122 @@ function report(scenario: string, unit: string, runs: Map<string, number[]>) {
   }
 }
 
+interface Peer {
+  name: string;
+  child: ChildProcess;
+  port: number;
+}
+
+const hasTaskset = (() => {
+  try {
+    execFileSync('taskset', ['-c', '0', 'true'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+/** A server of `servers/` on the PostgreSQL path, on core 0 where `taskset` exists, answering `cpu` over IPC. */
+async function startPeer(name: string, script: string, schema: string): Promise<Peer> {
+  const args = [fileURLToPath(new URL(`./servers/${script}.js`, import.meta.url)), schema];
+  const child = hasTaskset
+    ? spawn('taskset', ['-c', '0', process.execPath, ...args], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] })
+    : spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+  const line = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).on('line', (text) => text.startsWith('READY ') && resolve(text.slice(6)));
+    child.once('exit', (code) => reject(new Error(`${name} server exited with ${code}`)));
+  });
+  return { name, child, port: JSON.parse(line).port };
+}
+
+function askCpu(peer: Peer): Promise<number> {
+  return new Promise((resolve) => {
+    peer.child.once('message', (message: { cpu: number }) => resolve(message.cpu));
+    peer.child.send('cpu');
+  });
+}
+
+/** Requests/s and the server's CPU µs a request over one round of `seconds`, the load cycling through `paths`. */
+async function peerRound(peer: Peer, paths: string[], seconds: number) {
+  const before = await askCpu(peer);
+  const result = await autocannon({
+    url: `http://127.0.0.1:${peer.port}`,
+    headers: { authorization: `Bearer ${KEY}` },
+    requests: paths.map((path) => ({ method: 'GET' as const, path })),
+    connections: 32,
+    duration: seconds,
+  });
+  const cpu = (await askCpu(peer)) - before;
+  if (result.errors > 0 || result.non2xx > 0) throw new Error(`${peer.name} ${paths[0]}: ${result.errors} errors, ${result.non2xx} non-2xx answers`);
+  return { perSecond: result.requests.total / seconds, cpu: cpu / result.requests.total };
+}
+
+const PEER_ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const PEER_SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
+
+/** The PostgreSQL path: the portal against Fastify + pg on the same tables (see the top of this file). */
+async function postgresPeers(pool: pg.Pool): Promise<void> {
+  const schema = `${SCHEMA}_peers`;
+  const storage = sqlStorage({ client: pool, schema });
+  await storage.open?.();
+  const records = storageRecords();
+  await storage.insertFileEntry(records.directory);
+  for (const entry of records.entries) await storage.insertFileEntry(entry);
+  for (const webhook of records.webhooks) await storage.insertWebhook(webhook);
+  await pool.query(`ANALYZE "${schema}"."portal_webhooks", "${schema}"."portal_file_entries"`);
+  const peers: Peer[] = [];
+  try {
+    peers.push(await startPeer('portal', 'portal-sql', schema), await startPeer('Fastify + pg', 'fastify-pg', schema));
+    const scenarios = [
+      { name: 'PostgreSQL GET /v1/webhooks/{id}', paths: webhooks.map((one) => `/v1/webhooks/${one.id}`) },
+      { name: 'PostgreSQL GET /v1/files (1,000 entries)', paths: [`/v1/files?directoryId=${directoryId}`] },
+    ];
+    console.log(`PostgreSQL path: ${PEER_ROUNDS} rounds of ${PEER_SECONDS} s, 32 connections, one request at a time each, pg.Pool of 10 each`);
+    for (const scenario of scenarios) {
+      const urls = new Map(peers.map((peer) => [peer.name, `http://127.0.0.1:${peer.port}${scenario.paths[0]}`]));
+      await checkSameAnswers(scenario.name, urls, { authorization: `Bearer ${KEY}` });
+      for (const peer of peers) await peerRound(peer, scenario.paths, 1);
+      const rates = new Map<string, number[]>(peers.map((peer) => [peer.name, []]));
+      const cpus = new Map<string, number[]>(peers.map((peer) => [peer.name, []]));
+      for (let round = 0; round < PEER_ROUNDS; round++) {
+        for (const peer of round % 2 === 0 ? peers : [...peers].reverse()) {
+          const measured = await peerRound(peer, scenario.paths, PEER_SECONDS);
+          rates.get(peer.name)!.push(measured.perSecond);
+          cpus.get(peer.name)!.push(measured.cpu);
+        }
+      }
+      const [portal, fastify] = peers.map((peer) => ({ rate: median(rates.get(peer.name)!), cpu: median(cpus.get(peer.name)!) }));
+      console.log(
+        `  ${scenario.name}: portal ${Math.round(portal!.rate)} req/s ${portal!.cpu.toFixed(1)} µs, Fastify + pg ${Math.round(fastify!.rate)} req/s ${fastify!.cpu.toFixed(1)} µs` +
+          `  (runs: ${peers.map((peer) => rates.get(peer.name)!.map(Math.round).join('/')).join(' against ')})`,
+      );
+      const ratio = portal!.rate / fastify!.rate;
+      const row = { scenario: scenario.name, figure: portal!.rate, unit: 'req/s', baselineName: 'Fastify + pg', baseline: fastify!.rate, ratio, target: '≥ 1×', holds: ratio >= 1 };
+      const cpuRow = {
+        scenario: `${scenario.name}, server CPU a request`,
+        figure: portal!.cpu,
+        unit: 'µs',
+        baselineName: 'Fastify + pg',
+        baseline: fastify!.cpu,
+        ratio: fastify!.cpu / portal!.cpu,
+        target: 'none (reported)',
+        holds: true,
+      };
+      console.log(`BENCH ${JSON.stringify(row)}`);
+      console.log(`BENCH ${JSON.stringify(cpuRow)}`);
+    }
+  } finally {
+    for (const peer of peers) {
+      peer.child.kill();
+      await new Promise((resolve) => (peer.child.exitCode !== null ? resolve(null) : peer.child.once('exit', resolve)));
+    }
+    await storage.close?.();
+    await dropSchema(pool, schema);
+  }
+}
+
+/** `node dist/bench/sql.bench.js peers`: only the PostgreSQL path against Fastify + pg. */
+const PEERS_ONLY = process.argv[2] === 'peers';
 const postgres = await connectPostgres({ max: 10 });
 if (!postgres.pool) console.error(`sql.bench: PostgreSQL skipped: ${postgres.reason}`);
 const pglite = await PGlite.create();
@@ -119,22 +245,26 @@ contenders.push(await contender('PGlite', sqlStorage({ client: pglite, schema: S
 
 const servers: Server[] = [];
 try {
-  console.log(`sql.bench: ${ROUNDS} rounds of ${SECONDS} s, ${CONCURRENCY} calls in flight (storage level)`);
-  report(
-    'storage getWebhook',
-    'calls/s',
-    await measure(contenders, (one) => rate(() => one.storage.getWebhook('acct_bench', one.webhookId))),
-  );
-  report(
-    'storage publishEvents, 1 event and 1 delivery per call',
-    'events/s',
-    await measure(contenders, (one) => rate(() => one.storage.publishEvents([newEvent('acct_bench', 'customer-created', { n: 1 }, new Date())]))),
-  );
+  if (!PEERS_ONLY) {
+    console.log(`sql.bench: ${ROUNDS} rounds of ${SECONDS} s, ${CONCURRENCY} calls in flight (storage level)`);
+    report(
+      'storage getWebhook',
+      'calls/s',
+      await measure(contenders, (one) => rate(() => one.storage.getWebhook('acct_bench', one.webhookId))),
+    );
+    report(
+      'storage publishEvents, 1 event and 1 delivery per call',
+      'events/s',
+      await measure(contenders, (one) => rate(() => one.storage.publishEvents([newEvent('acct_bench', 'customer-created', { n: 1 }, new Date())]))),
+    );
 
-  servers.push(await startServer('memory', 'memory'));
-  if (postgres.pool) servers.push(await startServer('PostgreSQL', 'postgres'));
-  servers.push(await startServer('PGlite', 'pglite'));
-  report('HTTP GET /v1/webhooks/{id}, 32 connections', 'req/s', await measure(servers, requestsPerSecond));
+    servers.push(await startServer('memory', 'memory'));
+    if (postgres.pool) servers.push(await startServer('PostgreSQL', 'postgres'));
+    servers.push(await startServer('PGlite', 'pglite'));
+    report('HTTP GET /v1/webhooks/{id}, 32 connections', 'req/s', await measure(servers, requestsPerSecond));
+  }
+  if (postgres.pool) await postgresPeers(postgres.pool);
+  else console.error(`sql.bench: the PostgreSQL path against Fastify + pg skipped: ${postgres.reason}`);
 } finally {
   for (const server of servers) {
     server.child.kill();

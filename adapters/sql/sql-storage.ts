@@ -14,7 +14,9 @@ import { createHealth } from './storage-health.js';
 import {
   attachmentColumns,
   fileEntryColumns,
+  listedEntryColumns,
   toAttachment,
+  toListedEntry,
   toFileEntry,
   toWebhook,
   webhookColumns,
@@ -80,9 +82,14 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
       (id, account_id, directory_id, type, name, size, mime, file_share_id, created_at)
       VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::bigint, $7::text, $8::text, $9::timestamptz)`,
     getFileEntry: `SELECT ${fileEntryColumns()} FROM ${table('file_entries')} WHERE id = $2::text AND account_id = $1::text`,
-    // Two statements rather than IS NOT DISTINCT FROM, which no index serves.
-    listRoot: `SELECT ${fileEntryColumns()} FROM ${table('file_entries')} WHERE account_id = $1::text AND directory_id IS NULL`,
-    listDirectory: `SELECT ${fileEntryColumns()} FROM ${table('file_entries')} WHERE account_id = $1::text AND directory_id = $2::text`,
+    // Two statements rather than IS NOT DISTINCT FROM, which no index serves. In about the listing
+    // order (directories first, then by name without regard to case, then by id), so that the
+    // service's sort, which settles the order, finds it sorted: on 1,000 entries a sorted input
+    // costs it a pass instead of ~10,000 comparisons.
+    listRoot: `SELECT ${listedEntryColumns()} FROM ${table('file_entries')} WHERE account_id = $1::text AND directory_id IS NULL
+      ORDER BY type <> 'directory', lower(name) COLLATE "C", id`,
+    listDirectory: `SELECT ${listedEntryColumns()} FROM ${table('file_entries')} WHERE account_id = $1::text AND directory_id = $2::text
+      ORDER BY type <> 'directory', lower(name) COLLATE "C", id`,
     deleteFileEntry: `DELETE FROM ${table('file_entries')} WHERE id = $2::text AND account_id = $1::text RETURNING id`,
 
     insertAttachment: `INSERT INTO ${table('attachments')} (id, account_id, ticket_id, message_id, name, mime, size, created_at)
@@ -156,7 +163,7 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
         directoryId === null
           ? await db.query(sql.listRoot, [accountId])
           : await db.query(sql.listDirectory, [accountId, directoryId]);
-      return rows.map(toFileEntry);
+      return rows.map((row) => toListedEntry(row, accountId, directoryId));
     },
     async deleteFileEntry(accountId, id) {
       return (await db.query(sql.deleteFileEntry, [accountId, id])).length === 1;

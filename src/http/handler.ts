@@ -5,7 +5,7 @@ import type { HTTPMethod } from 'find-my-way';
 import { PortalError, describeError } from '../errors.js';
 import type { Logger } from '../shared/logger.js';
 import { answerEarly } from './answer-early.js';
-import type { Authenticator } from './auth.js';
+import { type Authenticator, Refused } from './auth.js';
 import { Exchange, type Origin, type RequestContext } from './context.js';
 import { type HeaderList, type Reply, contractHeaders, writeJson } from './reply.js';
 import { renderError } from './render-error.js';
@@ -108,14 +108,59 @@ export function createHandler(options: HandlerOptions): NodeHandler {
     writeJson(res, rendered.status, rendered.body, head(context), rendered.headers);
   }
 
-  async function run(context: Exchange, route: Route): Promise<void> {
-    try {
-      if (route.public !== true) {
-        const account = authenticate(context.req.headers.authorization);
-        context.accountId = typeof account === 'string' ? account : await account;
+  /**
+   * Authenticates, runs the route and writes its answer. Not an async function: a route that answers
+   * at once (a refusal before any await, every 401) is written without a promise, and an async
+   * route's promise is followed by one `then` instead of an awaiting frame and a promise of its own.
+   * Hot path: with `Refused` (auth.ts), a 401 went from 77.4 to 67.3 thousand instructions, and a
+   * 404 from 88.8 to 86.3 (`npm run bench:instructions`).
+   */
+  function run(context: Exchange, route: Route): Promise<void> | undefined {
+    if (route.public !== true) {
+      let account: ReturnType<Authenticator>;
+      try {
+        account = authenticate(context.req.headers.authorization);
+      } catch (error) {
+        fail(context, error, route);
+        return undefined;
       }
-      const reply = await route.handler(context);
-      if (reply === undefined) return;
+      if (typeof account !== 'string') {
+        if (account instanceof Refused) {
+          // A route still receiving a large body answers at once (`fail` → `answerEarly`).
+          if (route.streamsBody === true) fail(context, account.error, route);
+          else send(context, route, account.reply);
+          return undefined;
+        }
+        return account.then(
+          (accountId) => {
+            context.accountId = accountId;
+            return answer(context, route);
+          },
+          (error: unknown) => fail(context, error, route),
+        );
+      }
+      context.accountId = account;
+    }
+    return answer(context, route);
+  }
+
+  function answer(context: Exchange, route: Route): Promise<void> | undefined {
+    let reply: ReturnType<RouteHandler>;
+    try {
+      reply = route.handler(context);
+    } catch (error) {
+      fail(context, error, route);
+      return undefined;
+    }
+    if (reply instanceof Promise) return reply.then((settled) => send(context, route, settled), (error: unknown) => fail(context, error, route));
+    send(context, route, reply);
+    return undefined;
+  }
+
+  /** Writes a route's `Reply`; a route that wrote `res` itself answers `undefined`. */
+  function send(context: Exchange, route: Route, reply: Reply | void): void {
+    if (reply === undefined) return;
+    try {
       const { status, body, json } = reply;
       const payload = status === 204 ? undefined : json ?? (body === undefined ? undefined : JSON.stringify(body));
       writeJson(context.res, status, payload, head(context), reply.headers);
@@ -168,7 +213,10 @@ export function createHandler(options: HandlerOptions): NodeHandler {
       routeName = store.name;
       if (store.route.writesResponse === true || store.route.streamsBody === true) setContractHeaders(context);
       const pending = run(context, store.route);
-      if (options.logRequests) pending.then(() => logRequest());
+      if (options.logRequests) {
+        if (pending === undefined) logRequest();
+        else pending.then(logRequest);
+      }
       return;
     }
     if (options.logRequests) logRequest();
