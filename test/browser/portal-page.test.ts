@@ -168,6 +168,32 @@ it('rotate the secret: the new one shown once with a copy button; disable and en
   await page.context().close();
 });
 
+it('recover since: an event missed while the webhook was disabled is queued again and delivered', async () => {
+  receiver.script([], { status: 200 });
+  const webhook = await newWebhook(`${receiver.url}/recovered`);
+  await app.portal.webhooks.disable('acct_a', webhook.id);
+  const event = await app.portal.events.publish('acct_a', 'customer-created', { customerId: 'cus_1' });
+  await app.portal.worker!.tick();
+  const [missed] = await app.portal.webhooks.deliveries('acct_a', webhook.id) ?? [];
+  assert.is(missed?.status, 'cancelled');
+  const page = await signedIn();
+  await page.goto(`${app.url}/portal/#/webhooks/${webhook.id}`);
+  await page.locator('.delivery[data-status="cancelled"]').waitFor();
+  await page.getByRole('button', { name: 'Enable' }).click();
+  await page.locator('[data-health="enabled"]').waitFor();
+  // An hour ago, as the viewer's clock (Berlin) writes it in the form.
+  const since = new Date(Date.now() - 3600_000);
+  const local = new Intl.DateTimeFormat('sv-SE', { timeZone: 'Europe/Berlin', dateStyle: 'short', timeStyle: 'medium' }).format(since);
+  await page.getByLabel('Recover missed events since').fill(local.replace(' ', 'T'));
+  await page.getByRole('button', { name: 'Recover' }).click();
+  await page.getByText('1 event queued again.').waitFor();
+  const delivered = page.locator('.delivery[data-status="succeeded"]');
+  await delivered.waitFor({ timeout: 15_000 });
+  assert.match(await delivered.textContent() ?? '', new RegExp(event.id));
+  assert.equal(problemsOf(page), []);
+  await page.context().close();
+});
+
 it('an error of the API is shown as its message; delete asks first', async () => {
   const page = await signedIn();
   await page.getByLabel('URL').fill('ftp://files.example.com/hooks');
