@@ -125,6 +125,12 @@ it('a failing receiver: the log shows the failure and the retry scheduled; redel
   assert.match(await pending.locator('.next').textContent() ?? '', /Next attempt/);
   await page.getByText('Enabled, failing').waitFor();
   await shoot(page, '4-retry-scheduled');
+  // The list shows the run of failures too, and leads back.
+  await page.getByRole('link', { name: '← All webhooks' }).click();
+  const card = page.locator('.card').filter({ hasText: `${receiver.url}/failing` });
+  await card.waitFor();
+  assert.match(await card.textContent() ?? '', /Enabled, failing since /);
+  await card.getByRole('link').click();
 
   receiver.script([], { status: 204 });
   await pending.getByRole('button', { name: 'Redeliver' }).click();

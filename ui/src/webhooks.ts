@@ -49,6 +49,7 @@ function card(webhook: Webhook, health: WebhookHealth | null): HTMLLIElement {
       el('span', { class: 'type' }, webhook.type),
       ' · ',
       el('span', { class: healthClass(health) }, healthLabel(health)),
+      health?.failingSince ? el('span', {}, ' since ', time(health.failingSince)) : null,
       ' · created ',
       time(webhook.createdAt),
     ),
