@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import express from 'express';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createPortal } from '../../src/index.js';
@@ -141,6 +142,25 @@ test('with next (connect, Express): the page and the API are served, every other
     assert.is((await fetch(`${server.url}/portal/assets/nothing.js`)).status, 404, 'under the page path, the page answers');
     assert.is((await fetch(`${server.url}/v1/files`, { headers: { authorization: `Bearer ${KEY_A}` } })).status, 200);
     for (const path of ['/', '/portals', '/other/portal']) assert.is((await fetch(server.url + path)).status, 299, path);
+  } finally {
+    await server.close();
+    await portal.close();
+  }
+});
+
+test('mounted by Express under a prefix: the page, its assets and the API it calls all sit under the prefix', async () => {
+  const portal = await createPortal({ auth: { apiKeys: { [KEY_A]: 'acct_a' } }, ...UI });
+  const app = express();
+  app.use('/account', portal.handler);
+  const server = await listen(app);
+  try {
+    const redirect = await fetch(`${server.url}/account/portal`, { redirect: 'manual' });
+    assert.is(new URL(redirect.headers.get('location')!, `${server.url}/account/portal`).pathname, '/account/portal/');
+    const html = await (await fetch(`${server.url}/account/portal/`)).text();
+    for (const { href } of assetsOf(html)) assert.is((await fetch(new URL(href, `${server.url}/account/portal/`))).status, 200, href);
+    const api = new URL(/<meta name="portal-api" content="([^"]+)">/.exec(html)![1]!, `${server.url}/account/portal/`).href;
+    assert.is(api, `${server.url}/account/v1`);
+    assert.is((await fetch(`${api}/files`, { headers: { authorization: `Bearer ${KEY_A}` } })).status, 200);
   } finally {
     await server.close();
     await portal.close();
