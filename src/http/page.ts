@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { gzipSync } from 'node:zlib';
 import { PortalError } from '../errors.js';
 import { type HeaderList, contractHeaders } from './reply.js';
 
@@ -36,6 +37,8 @@ interface Manifest {
 interface Asset {
   body: Buffer;
   type: string;
+  /** The body gzipped once at start, for a client that accepts it; the assets only. */
+  gzipped?: Buffer;
 }
 
 /**
@@ -69,9 +72,13 @@ export async function createPage(options: PageOptions): Promise<Page> {
       `ui: the portal page is not built (${new URL('manifest.json', dir).pathname}: ${(error as Error).message}); run \`npm run build\``,
     );
   }
+  const asset = async (file: string, type: string): Promise<[string, Asset]> => {
+    const body = await readFile(new URL(file, dir));
+    return [file, { body, type, gzipped: gzipSync(body, { level: 9 }) }];
+  };
   const assets = new Map<string, Asset>([
-    [manifest.script.file, { body: await readFile(new URL(manifest.script.file, dir)), type: 'text/javascript; charset=utf-8' }],
-    [manifest.style.file, { body: await readFile(new URL(manifest.style.file, dir)), type: 'text/css; charset=utf-8' }],
+    await asset(manifest.script.file, 'text/javascript; charset=utf-8'),
+    await asset(manifest.style.file, 'text/css; charset=utf-8'),
   ]);
   const page: Asset = {
     body: Buffer.from(pageHtml(manifest, apiFromPage(options.path, options.basePath), options.eventTypes)),
@@ -109,12 +116,27 @@ export async function createPage(options: PageOptions): Promise<Page> {
       } else {
         // The contract's `no-store` is for API answers; an asset's name changes with its content.
         head[head.indexOf('Cache-Control') + 1] = IMMUTABLE;
+        head.push('Vary', 'Accept-Encoding');
       }
-      head.push('Content-Type', asset.type, 'Content-Length', asset.body.length);
+      const gzip = asset.gzipped !== undefined && acceptsGzip(req.headers['accept-encoding']);
+      const body = gzip ? asset.gzipped! : asset.body;
+      if (gzip) head.push('Content-Encoding', 'gzip');
+      head.push('Content-Type', asset.type, 'Content-Length', body.length);
       res.writeHead(200, head);
-      res.end(method === 'HEAD' ? undefined : asset.body);
+      res.end(method === 'HEAD' ? undefined : body);
     },
   };
+}
+
+/** Whether an `Accept-Encoding` header takes gzip: listed (or `*`) without `q=0`. */
+export function acceptsGzip(header: string | undefined): boolean {
+  if (header === undefined) return false;
+  return header.split(',').some((part) => {
+    const [coding = '', ...params] = part.trim().toLowerCase().split(';');
+    if (coding.trim() !== 'gzip' && coding.trim() !== '*') return false;
+    const q = params.map((param) => param.trim()).find((param) => param.startsWith('q='));
+    return q === undefined || Number(q.slice(2)) > 0;
+  });
 }
 
 /** The API root relative to the page at `<pagePath>/`: `../v1` for `/portal` and `/v1`. */

@@ -78,6 +78,25 @@ test('the assets: named by their content, immutable for a year, matching the int
   });
 });
 
+test('the assets go gzipped to a client that takes gzip, whole to one that does not', async () => {
+  await withPortal(UI, async ({ url }) => {
+    const [, script] = assetsOf(await (await fetch(`${url}/portal/`)).text());
+    const whole = await rawRequest(`${url}/portal/${script!.href}`, { method: 'GET' });
+    assert.is(whole.headers['content-encoding'], undefined);
+    assert.is(whole.headers.vary, 'Accept-Encoding');
+    for (const accept of ['gzip, deflate, br', 'br;q=1, gzip;q=0.5', '*']) {
+      const packed = await rawRequest(`${url}/portal/${script!.href}`, { method: 'GET', headers: { 'accept-encoding': accept } });
+      assert.is(packed.headers['content-encoding'], 'gzip', accept);
+      assert.ok(Number(packed.headers['content-length']) < Buffer.byteLength(whole.body) / 2, accept);
+    }
+    for (const accept of ['gzip;q=0', 'br', 'identity']) {
+      const plain = await rawRequest(`${url}/portal/${script!.href}`, { method: 'GET', headers: { 'accept-encoding': accept } });
+      assert.is(plain.headers['content-encoding'], undefined, accept);
+      assert.is(plain.body, whole.body);
+    }
+  });
+});
+
 test('an unknown asset or path under the page is a 404 {message}; other methods a 405; HEAD has no body', async () => {
   await withPortal(UI, async ({ url }) => {
     for (const path of ['/portal/assets/portal.0000000000000000.js', '/portal/assets/', '/portal/index.html', '/portal/x/y']) {
