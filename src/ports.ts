@@ -244,7 +244,8 @@ export interface BlobStore {
   /**
    * Streams `body` in with backpressure and resolves its size once every byte is durably stored.
    * A blob is visible to `get` only once complete. When `body` errors or is destroyed, `put` rejects
-   * with that error and nothing is left under `key`.
+   * with that error and nothing is left under `key`. A chunk is the store's only until it asks for
+   * the next: a producer may reuse its buffer then, so a store that keeps bytes across chunks copies them.
    */
   put(key: string, body: Readable | AsyncIterable<Uint8Array>): Promise<{ size: number }>;
   /** The blob's bytes (only `range`, when given) as a stream, or `null` when absent. */

@@ -5,7 +5,8 @@ import type { Readable } from 'node:stream';
 import type { BlobInfo, BlobStore } from '../../src/ports.js';
 import { atom } from '../../src/shared/time.js';
 import { storageFull } from '../../src/errors.js';
-import { PRIVATE_DIRECTORY, PRIVATE_FILE, crc32, ensureDirectory, hasCode, isDiskFull, syncDirectory, writevAll } from './durable.js';
+import { PRIVATE_DIRECTORY, PRIVATE_FILE, crc32, ensureDirectory, hasCode, isDiskFull, syncDirectory, writeAll } from './durable.js';
+import { createByteBatch } from '../shared/byte-batch.js';
 import { acquireLock, type DirectoryLock } from './lock.js';
 
 export interface FsBlobsOptions {
@@ -112,25 +113,15 @@ export function fsBlobs(options: FsBlobsOptions): BlobStore {
     const partial = path.join(temp, `${fileName(key)}.${randomBytes(6).toString('hex')}`);
     const handle = await openFile(partial, 'wx', PRIVATE_FILE);
     let size = 0;
-    const batch: Uint8Array[] = [];
-    let batched = 0;
-    const flush = async () => {
-      await writevAll(handle, batch, size);
-      size += batched;
-      batch.length = 0;
-      batched = 0;
-    };
+    const batch = createByteBatch(WRITE_BATCH, async (bytes) => {
+      await writeAll(handle, bytes, size);
+      size += bytes.length;
+    });
     try {
       // Chunks are gathered up to WRITE_BATCH bytes, then written in one call before more is asked
-      // for: the body is read no faster than the disk takes it, and a request's chunks (64 KiB from
-      // a socket) cost one `writev` in four instead of a write each (hot path of an upload).
-      for await (const chunk of body) {
-        const bytes = toBytes(chunk);
-        batch.push(bytes);
-        batched += bytes.length;
-        if (batched >= WRITE_BATCH) await flush();
-      }
-      if (batched > 0) await flush();
+      // for: the body is read no faster than the disk takes it (hot path of an upload).
+      for await (const chunk of body) await batch.add(toBytes(chunk));
+      await batch.flush();
       // The system clock dates the file as it is written; only an injected clock needs its own date.
       if (options.clock !== undefined) {
         const writtenAt = clock();

@@ -31,16 +31,19 @@ export async function migrate(db: Db, names: Names, component: string, migration
         PRIMARY KEY (component, version)
       )`,
     );
-    const applied = await appliedVersion(tx, names, component);
+    const applied = await appliedVersions(tx, names, component);
+    const newest = Math.max(0, ...applied);
     const latest = migrations.at(-1)?.version ?? 0;
-    if (applied > latest) {
+    if (newest > latest) {
       throw new Error(
-        `The ${component} tables in schema "${names.schema}" are at version ${applied}, newer than this ` +
+        `The ${component} tables in schema "${names.schema}" are at version ${newest}, newer than this ` +
           `customer-portal knows (${latest}): upgrade customer-portal, or use another schema`,
       );
     }
+    // Every version not yet recorded, in order: not only those above the newest, so that a version
+    // released out of order (a lower number that landed after a higher one) still runs once.
     for (const migration of migrations) {
-      if (migration.version <= applied) continue;
+      if (applied.has(migration.version)) continue;
       for (const statement of migration.statements(names)) await tx.query(statement);
       await tx.query(`INSERT INTO ${names.table('migrations')} (component, version, name) VALUES ($1::text, $2::int, $3::text)`, [
         component,
@@ -51,9 +54,7 @@ export async function migrate(db: Db, names: Names, component: string, migration
   });
 }
 
-async function appliedVersion(tx: Queryable, names: Names, component: string): Promise<number> {
-  const [row] = await tx.query(`SELECT max(version) AS version FROM ${names.table('migrations')} WHERE component = $1::text`, [
-    component,
-  ]);
-  return Number(row?.version ?? 0);
+async function appliedVersions(tx: Queryable, names: Names, component: string): Promise<Set<number>> {
+  const rows = await tx.query(`SELECT version FROM ${names.table('migrations')} WHERE component = $1::text`, [component]);
+  return new Set(rows.map((row) => Number(row.version)));
 }

@@ -44,6 +44,8 @@ export function createIdempotencyKeys(db: Db, { table }: Names): IdempotencyKeys
     sweep: `WITH gone AS (
         DELETE FROM ${keys} WHERE (account_id, key) IN (
           SELECT account_id, key FROM ${keys} WHERE expires_at <= $1::timestamptz ORDER BY expires_at LIMIT $2::int)
+          -- Checked again on the row as it is when deleted: a claim that took the expired key over meanwhile stays.
+          AND expires_at <= $1::timestamptz
         RETURNING 1)
       SELECT count(*)::int AS removed FROM gone`,
   };

@@ -1,5 +1,5 @@
 import { MAX_ATTEMPTS_KEPT, isRecipient, newDelivery } from '../../src/domain/deliveries.js';
-import { PortalError } from '../../src/errors.js';
+import { PortalError, isPortalError } from '../../src/errors.js';
 import type { DeliveryTarget, Storage } from '../../src/ports.js';
 import type { DeliveryRecord, EventRecord } from '../../src/records.js';
 import type { Db, Queryable } from './client.js';
@@ -7,6 +7,16 @@ import type { Names } from './schema.js';
 import { lastAttempts } from './storage-migrations.js';
 import { attemptResult, deliverable, healthParams, recordAttemptWithHealth } from './storage-health.js';
 import { deliveryColumns, eventColumns, toDelivery, toEvent, toWebhook, webhookColumns } from './storage-rows.js';
+
+/** How many undeliverable due deliveries one claim cancels at most (the rest, the next claims). */
+const ORPHANS_PER_CLAIM = 1000;
+/**
+ * Transactions storing publishes at once: more calls wait, and are stored together (see
+ * `publishEvents` below).
+ */
+const MAX_STORING = 2;
+/** Events of waiting calls stored in one transaction at most; a larger publish goes alone. */
+const MAX_GROUP_EVENTS = 512;
 
 export type OutboxMethods = Pick<
   Storage,
@@ -84,6 +94,8 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
   // A claimable delivery whose webhook is gone (redelivered as the webhook was deleted) or disabled
   // is cancelled when the walk passes it, that is when it comes before the last one leased or the
   // limit was not reached: there is nowhere to send it, and left pending it would stay due forever.
+  // At most ORPHANS_PER_CLAIM of them, skipping rows another claim holds: a disabled webhook's backlog
+  // of thousands is cancelled over several claims instead of one long UPDATE every instance waits on.
   const claimWhere = (share: string) => `WITH due AS (
       SELECT id, next_attempt_at FROM ${table('deliveries')} AS d
       WHERE ${claimable} AND ${sendable} ${share}
@@ -91,10 +103,15 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
       LIMIT $3::int
       FOR UPDATE SKIP LOCKED
     ), orphans AS (
-      UPDATE ${table('deliveries')} AS d SET status = 'cancelled', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL
-      WHERE ${claimable} AND NOT ${sendable}
-        AND ((SELECT count(*) FROM due) < $3::int
-          OR (d.next_attempt_at, d.id) < (SELECT next_attempt_at, id FROM due ORDER BY next_attempt_at DESC, id DESC LIMIT 1))
+      UPDATE ${table('deliveries')} AS o SET status = 'cancelled', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL
+      WHERE o.id IN (
+        SELECT d.id FROM ${table('deliveries')} AS d
+        WHERE ${claimable} AND NOT ${sendable}
+          AND ((SELECT count(*) FROM due) < $3::int
+            OR (d.next_attempt_at, d.id) < (SELECT next_attempt_at, id FROM due ORDER BY next_attempt_at DESC, id DESC LIMIT 1))
+        ORDER BY d.next_attempt_at, d.id
+        LIMIT ${ORPHANS_PER_CLAIM}
+        FOR UPDATE SKIP LOCKED)
     ), leased AS (
       UPDATE ${table('deliveries')} AS d SET lease_owner = $4::text, lease_until = $2::timestamptz
       FROM due WHERE d.id = due.id
@@ -157,11 +174,69 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
     return created;
   }
 
+  /**
+   * Publishes together: calls that come while `MAX_STORING` transactions are storing earlier ones
+   * wait, and go in the next transaction as one batch. Under load each call then costs a share of a
+   * transaction's round trips and commit instead of its own; a lone call goes at once.
+   */
+  const waiting: { batch: EventRecord[]; resolve(deliveries: DeliveryRecord[]): void; reject(error: unknown): void }[] = [];
+  let storing = 0;
+  const storeAlone = (batch: EventRecord[], target?: DeliveryTarget) => db.transaction((tx) => storeEvents(tx, batch, target));
+
+  async function storeGroup(group: typeof waiting): Promise<void> {
+    let created: DeliveryRecord[];
+    try {
+      created = await storeAlone(group.length === 1 ? group[0]!.batch : group.flatMap((one) => one.batch));
+    } catch (error) {
+      // Nothing of the group was stored. One call's events may be what failed (an id stored
+      // already): each call again on its own, so that it fails alone. A database that is
+      // unavailable (or a commit whose outcome stays unknown) answers every call the same.
+      if (group.length === 1 || isPortalError(error, 'STORAGE_UNAVAILABLE')) {
+        for (const one of group) one.reject(error);
+        return;
+      }
+      await Promise.all(group.map((one) => storeAlone(one.batch).then(one.resolve, one.reject)));
+      return;
+    }
+    if (group.length === 1) {
+      group[0]!.resolve(created);
+      return;
+    }
+    const byEvent = new Map<string, DeliveryRecord[]>();
+    for (const delivery of created) {
+      const list = byEvent.get(delivery.eventId);
+      if (list === undefined) byEvent.set(delivery.eventId, [delivery]);
+      else list.push(delivery);
+    }
+    for (const one of group) one.resolve(one.batch.flatMap((event) => byEvent.get(event.id) ?? []));
+  }
+
+  function storeWaiting(): void {
+    while (storing < MAX_STORING && waiting.length > 0) {
+      let events = 0;
+      let take = 0;
+      while (take < waiting.length && (take === 0 || events + waiting[take]!.batch.length <= MAX_GROUP_EVENTS)) {
+        events += waiting[take]!.batch.length;
+        take++;
+      }
+      storing++;
+      void storeGroup(waiting.splice(0, take)).finally(() => {
+        storing--;
+        storeWaiting();
+      });
+    }
+  }
+
   return {
     storeEvents,
     async publishEvents(batch, target) {
       if (batch.length === 0) return [];
-      return db.transaction((tx) => storeEvents(tx, batch, target));
+      // A publish to one webhook (a test event, a redeliver) is rare: it goes on its own.
+      if (target !== undefined) return storeAlone(batch, target);
+      return new Promise<DeliveryRecord[]>((resolve, reject) => {
+        waiting.push({ batch, resolve, reject });
+        storeWaiting();
+      });
     },
     async getDelivery(accountId, id) {
       const [row] = await db.query(selectDelivery, [accountId, id]);

@@ -119,6 +119,8 @@ export function readAgreementForm(req: IncomingMessage, documents: DocumentSink)
     },
     (cause) => {
       for (const part of parts) part.stream.destroy(cause);
+      // Each store settles once its stream is destroyed; what they wrote the caller's discard removes.
+      return Promise.allSettled(parts.map((part) => part.stored));
     },
   );
   const { parser, fail } = reading;

@@ -12,8 +12,11 @@ export interface UploadedFile {
   body: Readable;
 }
 
-/** Stores the file with the text fields sent before it; resolves what the route answers with. */
-export type UploadSink<T> = (file: UploadedFile, fields: Record<string, string>) => Promise<T>;
+/** Where an upload goes: `store` keeps the file with the text fields sent before it and resolves what the route answers with; `undo` removes that again. */
+export interface UploadSink<T> {
+  store(file: UploadedFile, fields: Record<string, string>): Promise<T>;
+  undo(stored: T): Promise<unknown>;
+}
 
 const FILE_PART = 'file';
 /** A text field holds an id: anything longer is not one. */
@@ -23,11 +26,12 @@ const MAX_FIELD_BYTES = 1024;
  * Reads a multipart upload of one file, in a part named `file`, and the text `fields` named (sent
  * before the file, as `curl -F` sends them in order). The file streams into `store` as it arrives,
  * at most 5 MiB; past that, or on a bad part, a malformed body or the client going away, reading
- * stops, the file stream is destroyed (so `store` settles and keeps nothing) and the promise
+ * stops, the file stream is destroyed (so `store` settles and keeps nothing, or is undone when it
+ * had finished before a later part failed) and the promise
  * rejects (see `MultipartReading`). The dispatcher then answers at once with `Connection: close`
  * (the route's `streamsBody`).
  */
-export function readUpload<T>(req: IncomingMessage, route: string, fields: readonly string[], store: UploadSink<T>): Promise<T> {
+export function readUpload<T>(req: IncomingMessage, route: string, fields: readonly string[], sink: UploadSink<T>): Promise<T> {
   const partList = [FILE_PART, ...fields].join(', ');
   const values: Record<string, string> = {};
   let file: BusboyFileStream | undefined;
@@ -38,8 +42,9 @@ export function readUpload<T>(req: IncomingMessage, route: string, fields: reado
     { limits: { fieldSize: MAX_FIELD_BYTES, fileSize: MAX_DOCUMENT_BYTES } },
     (cause) => {
       file?.destroy(cause);
-      // `store` settles once its stream is destroyed: nothing is kept, then the refusal goes out.
-      return stored;
+      // `store` settles once its stream is destroyed, keeping nothing; one that had already finished
+      // (a part after the file was the bad one) is undone. Then the refusal goes out.
+      return stored?.then(sink.undo, () => {});
     },
   );
   const { parser, fail } = reading;
@@ -67,7 +72,7 @@ export function readUpload<T>(req: IncomingMessage, route: string, fields: reado
     file = stream;
     // busboy truncates silently at `fileSize`; its 'limit' event is the sign, and comes before the end.
     stream.once('limit', () => fail(new PortalError('UPLOAD_TOO_LARGE', MAX_DOCUMENT_BYTES)));
-    stored = store({ name: filename!, mime, body: stream }, { ...values });
+    stored = sink.store({ name: filename!, mime, body: stream }, { ...values });
     stored.catch(fail);
   });
 

@@ -56,7 +56,7 @@ export interface WebhookWorker {
   stop(): Promise<void>;
   /**
    * Claims what is due now (up to the free slots of `concurrency`, again as slots free up) and
-   * delivers it; resolves once nothing is claimed or in flight. Tests drive the schedule with it.
+   * delivers it; resolves once nothing is claimed, in flight or being recorded. Tests drive the schedule with it.
    */
   tick(): Promise<void>;
   /** `tick()` without waiting: what `events.publish` calls so the first attempt goes out at once. */
@@ -94,7 +94,15 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   let claiming: Promise<void> | null = null;
   /** Set when more may be due than the last claim could take: a slot that frees claims again. */
   let again = false;
+  /** Calls in flight: what `concurrency` and the fair share count. */
   const inFlight = new Set<Promise<void>>();
+  /**
+   * Attempts being recorded. A call's slot frees when its answer came, not once the attempt is
+   * stored: the delivery stays leased until then, so no claim takes it again, and the next call
+   * does not wait for a database round trip. At most `concurrency` more than the free slots: a
+   * slow database slows the claims instead of piling up records.
+   */
+  const recording = new Set<Promise<void>>();
   /** This worker's calls in flight by account: what the fair share of the next claim counts. */
   const inFlightByAccount: Record<string, number> = Object.create(null);
   /**
@@ -106,8 +114,11 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   const full = new Set<string>();
   let idleWaiters: (() => void)[] = [];
 
+  /** Deliveries the next claim may take. */
+  const free = () => Math.min(concurrency - inFlight.size, 2 * concurrency - inFlight.size - recording.size);
+
   function settleIfIdle(): void {
-    if (claiming !== null || inFlight.size > 0) return;
+    if (claiming !== null || inFlight.size > 0 || recording.size > 0) return;
     const waiters = idleWaiters;
     idleWaiters = [];
     for (const resolve of waiters) resolve();
@@ -125,13 +136,13 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       again = true;
       return;
     }
-    const free = concurrency - inFlight.size;
-    if (free <= 0) {
+    const limit = free();
+    if (limit <= 0) {
       again = true;
       return;
     }
     again = false;
-    claiming = claimAndStart(free).finally(() => {
+    claiming = claimAndStart(limit).finally(() => {
       claiming = null;
       if (again) fill();
       settleIfIdle();
@@ -172,17 +183,29 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   function startCall(claimed: ClaimedDelivery): void {
     const { accountId } = claimed.delivery;
     inFlightByAccount[accountId] = (inFlightByAccount[accountId] ?? 0) + 1;
-    const call: Promise<void> = deliver(claimed)
-      .catch((error) => logger.error({ deliveryId: claimed.delivery.id, err: errorMessage(error) }, 'webhook worker: recording an attempt failed'))
+    const call: Promise<void> = makeCall(claimed)
+      .then((made) => startRecord(claimed, made))
+      .catch((error) => logger.error({ deliveryId: claimed.delivery.id, err: errorMessage(error) }, 'webhook worker: making a call failed'))
       .finally(() => {
         inFlight.delete(call);
         // An account that held its whole share may have more due that a claim skipped: claim again.
         if (full.delete(accountId)) again = true;
         if (--inFlightByAccount[accountId]! === 0) delete inFlightByAccount[accountId];
-        if (again && concurrency - inFlight.size >= refillAt) fill();
+        if (again && free() >= refillAt) fill();
         settleIfIdle();
       });
     inFlight.add(call);
+  }
+
+  function startRecord(claimed: ClaimedDelivery, made: MadeCall): void {
+    const record: Promise<void> = recordCall(claimed, made)
+      .catch((error) => logger.error({ deliveryId: claimed.delivery.id, err: errorMessage(error) }, 'webhook worker: recording an attempt failed'))
+      .finally(() => {
+        recording.delete(record);
+        if (again && free() >= refillAt) fill();
+        settleIfIdle();
+      });
+    recording.add(record);
   }
 
   /** Sends, but never waits past the deadline, whatever the transport does. */
@@ -202,7 +225,14 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     }
   }
 
-  async function deliver({ delivery, event, webhook }: ClaimedDelivery): Promise<void> {
+  interface MadeCall {
+    at: Date;
+    result: WebhookCallResult;
+    durationMs: number;
+  }
+
+  /** Builds, signs and sends the call; resolves its outcome, whatever it was. */
+  async function makeCall({ event, webhook }: ClaimedDelivery): Promise<MadeCall> {
     const at = clock();
     const started = performance.now();
     let result: WebhookCallResult;
@@ -214,7 +244,10 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       // A record the call cannot be built from (a secret that is not base64, say): an attempt that failed.
       result = { statusCode: null, headers: {}, error: `the call could not be made: ${errorMessage(error)}` };
     }
-    const durationMs = Math.round(performance.now() - started);
+    return { at, result, durationMs: Math.round(performance.now() - started) };
+  }
+
+  async function recordCall({ delivery, event, webhook }: ClaimedDelivery, { at, result, durationMs }: MadeCall): Promise<void> {
     const { statusCode } = result;
     const redirected = result.error === null && statusCode !== null && statusCode >= 300 && statusCode < 400;
     const attempt = { at: atom(at), statusCode, error: redirected ? 'redirect not followed' : result.error, durationMs };
@@ -292,9 +325,9 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       stopped = true;
       await task?.destroy();
       task = undefined;
-      while (claiming !== null || inFlight.size > 0) {
+      while (claiming !== null || inFlight.size > 0 || recording.size > 0) {
         await claiming;
-        await Promise.allSettled([...inFlight]);
+        await Promise.allSettled([...inFlight, ...recording]);
       }
     },
     tick() {

@@ -48,6 +48,22 @@ export function blobStoreSuite(factory: BlobStoreFactory): void {
     assert.is(await text((await blobs.get('fsf_iter'))!), 'hello, world');
   }));
 
+  test('a body that reuses its buffer for each chunk is stored as yielded', withBlobs(async (blobs) => {
+    const bytes = patternBytes(2 * 1024 * 1024 + 5, 9);
+    async function* reusing() {
+      // One buffer, refilled for every chunk once the store asks for the next: the store must copy.
+      const scratch = new Uint8Array(48 * 1024);
+      for (let offset = 0; offset < bytes.length; offset += scratch.length) {
+        const piece = bytes.subarray(offset, offset + scratch.length);
+        scratch.set(piece);
+        yield scratch.subarray(0, piece.length);
+        scratch.fill(0xee);
+      }
+    }
+    assert.equal(await blobs.put('fsf_reused', reusing()), { size: bytes.length });
+    assert.ok((await buffer((await blobs.get('fsf_reused'))!)).equals(bytes), 'the bytes yielded, not the buffer refilled after');
+  }));
+
   test('a range reads exactly the bytes from start to end inclusive', withBlobs(async (blobs) => {
     const bytes = patternBytes(1_000_000);
     await blobs.put('fsf_range', Readable.from(chunks(bytes, 100_000)));

@@ -118,6 +118,34 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     assert.is((await storage.listDeliveries('acct_a', webhook.id)).length, 2);
   }));
 
+  test('outbox: calls at once each resolve their own deliveries; one with a known event id fails alone', withStorage(factory, async (storage, { db }) => {
+    const webhook = webhookRecord();
+    const other = webhookRecord({ accountId: 'acct_b' });
+    await storage.insertWebhook(webhook);
+    await storage.insertWebhook(other);
+    const known = eventRecord();
+    await storage.publishEvents([known]);
+    const events = Array.from({ length: 24 }, (_, i) => eventRecord({ accountId: i % 2 === 0 ? 'acct_a' : 'acct_b', createdAt: at(i + 1) }));
+    const pairs = [events.slice(0, 3), ...events.slice(3).map((event) => [event])];
+    const bad = [eventRecord({ createdAt: at(40) }), { ...known, data: { changed: true } }];
+    const results = await Promise.allSettled([...pairs, bad].map((batch) => storage.publishEvents(batch)));
+    const failed = results.pop()!;
+    assert.ok(failed.status === 'rejected' && isPortalError(failed.reason, 'RECORD_EXISTS'), 'the call with a known id rejects');
+    assert.is(await db.event(bad[0]!.id), null, 'and stores none of its events');
+    results.forEach((result, i) => {
+      assert.is(result.status, 'fulfilled', `call ${i} is stored`);
+      const deliveries = (result as PromiseFulfilledResult<DeliveryRecord[]>).value;
+      assert.equal(deliveries.map((delivery) => delivery.eventId), pairs[i]!.map((event) => event.id), `call ${i} resolves the deliveries of its own events`);
+      for (const delivery of deliveries) {
+        const event = pairs[i]!.find((one) => one.id === delivery.eventId)!;
+        assert.is(delivery.webhookId, event.accountId === 'acct_a' ? webhook.id : other.id);
+      }
+    });
+    for (const event of events) assert.equal(await db.event(event.id), event);
+    assert.is((await storage.listDeliveries('acct_a', webhook.id)).length, 13);
+    assert.is((await storage.listDeliveries('acct_b', other.id)).length, 12);
+  }));
+
   test('outbox: a batch holding the same new event id twice stores nothing', withStorage(factory, async (storage, { db }) => {
     const webhook = webhookRecord();
     await storage.insertWebhook(webhook);
@@ -463,6 +491,38 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       release.resolve();
       await worker.stop();
     }
+  }));
+
+  test('outbox: recordAttempt calls at once each answer for their own delivery', withStorage(factory, async (storage, { db }) => {
+    const deliveries = await published(storage, 12, 0);
+    const full = deliveries[11]!;
+    // One delivery already holds 50 attempts: its next one drops the oldest, whatever else is recorded with it.
+    for (let n = 1; n <= 50; n++) {
+      await claim(storage, n * 2, 12, 'worker-1', 1);
+      await Promise.all(deliveries.map((one, i) =>
+        storage.recordAttempt(one.id, 'worker-1', { ...attempt(500, n * 2), durationMs: i === 11 ? n : 0 }, { status: 'pending', nextAttemptAt: at(n * 2 + 2) })));
+    }
+    assert.is((await claim(storage, 200, 12)).length, 12);
+    const outcome = (i: number) => (i % 2 === 0 ? { status: 'succeeded' as const, nextAttemptAt: null } : { status: 'pending' as const, nextAttemptAt: at(300 + i) });
+    const calls = [
+      storage.recordAttempt('whd_unknown', 'worker-1', attempt(200, 201), outcome(0)),
+      storage.recordAttempt(deliveries[0]!.id, 'worker-2', attempt(200, 201), outcome(0)),
+      ...deliveries.map((one, i) => storage.recordAttempt(one.id, 'worker-1', { ...attempt(200, 201), durationMs: 100 + i }, outcome(i))),
+      storage.recordAttempt(deliveries[3]!.id, 'worker-1', { ...attempt(200, 202), durationMs: 999 }, outcome(3)),
+    ];
+    const answers = await Promise.all(calls);
+    assert.equal(answers.slice(0, 2), [false, false], 'an unknown id, another owner');
+    assert.equal(answers.slice(2, 14), deliveries.map(() => true), 'each leased delivery records');
+    assert.is(answers[14], false, 'a second attempt of one delivery finds its lease released');
+    for (const [i, one] of deliveries.entries()) {
+      const stored = (await db.delivery(one.id))!;
+      assert.equal([stored.status, stored.nextAttemptAt, stored.leaseOwner], [outcome(i).status, outcome(i).nextAttemptAt, null]);
+      assert.is(stored.attemptCount, 51);
+      assert.is(stored.attempts.length, 50);
+      assert.is(stored.attempts.at(-1)!.durationMs, 100 + i, 'its own attempt, last');
+    }
+    const kept = (await db.delivery(full.id))!.attempts.map((one) => one.durationMs);
+    assert.equal(kept, [...Array.from({ length: 49 }, (_, i) => i + 2), 111], 'the oldest dropped, in order');
   }));
 
   test('outbox: a delivery keeps its last 50 attempts and counts them all', withStorage(factory, async (storage, { db }) => {

@@ -1,3 +1,6 @@
+import http from 'node:http';
+import { text } from 'node:stream/consumers';
+import { setTimeout } from 'node:timers/promises';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryBlobs } from '../../adapters/memory/index.js';
@@ -5,7 +8,7 @@ import { MAX_DOCUMENT_BYTES } from '../../src/domain/inputs.js';
 import { atom } from '../../src/shared/time.js';
 import { documentBytes } from '../helpers/agreements.js';
 import { SIGNING_KEY_1, linkPath } from '../helpers/download.js';
-import { KEY_B, json, withPortal, type TestPortal } from '../helpers/server.js';
+import { KEY_A, KEY_B, json, withPortal, type TestPortal } from '../helpers/server.js';
 
 const TICKET = 'tck_0123456789abcdefABCDEF';
 const MESSAGE = 'tcm_0123456789abcdefABCDEF';
@@ -67,6 +70,33 @@ test('POST /files refuses, naming the problem, and keeps nothing', () => {
       assert.match((await json(res)).message, message);
     }
     assert.equal((await json(await app.api('/files'))).data, [], 'no entry');
+    const kept: string[] = [];
+    for await (const blob of blobs.listBefore(atom(new Date(Date.now() + 60_000)))) kept.push(blob.key);
+    assert.equal(kept, [], 'no bytes');
+  });
+});
+
+test('a bad part after the file was stored undoes the upload: no entry, no bytes', () => {
+  const blobs = memoryBlobs();
+  return withPortal({ blobs }, async (app) => {
+    const boundary = 'late-part-boundary';
+    const req = http.request(`${app.url}/v1/files`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY_A}`, 'content-type': `multipart/form-data; boundary=${boundary}` },
+    });
+    const answered = new Promise<{ status: number; body: string }>((resolve, reject) => {
+      req.on('response', async (res) => resolve({ status: res.statusCode!, body: await text(res) }));
+      req.on('error', reject);
+    });
+    req.write(`--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="a.txt"\r\ncontent-type: text/plain\r\n\r\nhello\r\n--${boundary}\r\n`);
+    // The file part has ended: its entry is stored before the next part arrives.
+    for (let wait = 0; (await app.portal.files.list('acct_a', null)).length === 0 && wait < 100; wait++) await setTimeout(20);
+    assert.is((await app.portal.files.list('acct_a', null)).length, 1, 'the file was stored before the bad part');
+    req.end(`content-disposition: form-data; name="x"\r\n\r\nlate\r\n--${boundary}--\r\n`);
+    const { status, body } = await answered;
+    assert.is(status, 400);
+    assert.match(JSON.parse(body).message, /Unknown part "x"/);
+    assert.equal(await app.portal.files.list('acct_a', null), [], 'no entry');
     const kept: string[] = [];
     for await (const blob of blobs.listBefore(atom(new Date(Date.now() + 60_000)))) kept.push(blob.key);
     assert.equal(kept, [], 'no bytes');

@@ -418,6 +418,44 @@ test('fair share on a slow store: calls that end while a claim runs still lead t
   await worker.stop();
 });
 
+test('a call frees its slot once answered, before its attempt is stored; unstored attempts are bounded, and tick() and stop() wait for them', async () => {
+  const time = manualClock(new Date('2026-05-01T00:00:00Z'));
+  const inner = memoryStorage();
+  const release = deferred();
+  let recording = 0;
+  // A store whose writes wait (a slow database): the attempts of answered calls are still being stored.
+  const storage = {
+    ...inner,
+    async recordAttempt(...args: Parameters<typeof inner.recordAttempt>) {
+      recording++;
+      await release.promise;
+      return inner.recordAttempt(...args);
+    },
+  };
+  const transport = memoryTransport();
+  const worker = createWebhookWorker({
+    storage, transport, clock: time.clock, logger: recordingLogger().logger,
+    tick: '0 0 0 1 1 *', timeoutMs: 15_000, concurrency: 1, concurrencyPerAccount: 1, retrySchedule: [5],
+  });
+  const webhook = { id: 'wbh_slowwrite', accountId: 'acct_a', ...HOOK, secret: 'whsec_' + Buffer.alloc(32, 3).toString('base64'), createdAt: atom(time.now) };
+  await storage.insertWebhook(webhook);
+  for (let i = 0; i < 3; i++) await storage.publishEvents([newEvent('acct_a', 'customer-created', { i }, time.now)]);
+  let idle = false;
+  const ticking = worker.tick().then(() => (idle = true));
+  await waitFor(() => transport.calls.length === 2 && recording === 2, 'a second call while the first attempt is being stored');
+  await new Promise((resolve) => setTimeout(resolve, 30));
+  assert.is(transport.calls.length, 2, 'no third call while `concurrency` more attempts than free slots wait to be stored');
+  assert.is(idle, false, 'tick() waits for the attempts to be stored');
+  const leased = (await inner.listDeliveries('acct_a', webhook.id)).filter((delivery) => delivery.leaseOwner === worker.owner);
+  assert.is(leased.length, 2, 'an answered call keeps its lease until its attempt is stored');
+  release.resolve();
+  await ticking;
+  assert.is(transport.calls.length, 3);
+  const log = await inner.listDeliveries('acct_a', webhook.id);
+  assert.equal(log.map((delivery) => [delivery.status, delivery.attempts.length, delivery.leaseOwner]), log.map(() => ['succeeded', 1, null]));
+  await worker.stop();
+});
+
 test('a storage that fails to claim is logged; the worker carries on', async () => {
   const { logger, lines } = recordingLogger();
   const storage = memoryStorage();

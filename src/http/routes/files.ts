@@ -32,9 +32,11 @@ function fileExtensionRoutes(files: FileService): Route[] {
       path: '/files',
       streamsBody: true,
       async handler({ req, accountId }) {
-        const entry = await readUpload(req, 'POST /files', ['directoryId'], (file, fields) =>
-          files.put(accountId, { name: file.name, mime: file.mime, directoryId: fields.directoryId ?? null, body: file.body }),
-        );
+        const entry = await readUpload(req, 'POST /files', ['directoryId'], {
+          store: (file, fields) =>
+            files.put(accountId, { name: file.name, mime: file.mime, directoryId: fields.directoryId ?? null, body: file.body }),
+          undo: (stored) => files.delete(accountId, stored.id),
+        });
         return { status: 201, body: entry };
       },
     },

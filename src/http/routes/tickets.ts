@@ -24,9 +24,10 @@ export function ticketRoutes(tickets: TicketService, options: { extensions: bool
       streamsBody: true,
       async handler({ req, accountId, params }) {
         const { ticketId = '', messageId = '' } = params;
-        const attachment = await readUpload(req, 'POST /tickets/{ticketId}/message/{messageId}/attachment', [], (file) =>
-          tickets.putAttachment(accountId, { ticketId, messageId, name: file.name, mime: file.mime, body: file.body }),
-        );
+        const attachment = await readUpload(req, 'POST /tickets/{ticketId}/message/{messageId}/attachment', [], {
+          store: (file) => tickets.putAttachment(accountId, { ticketId, messageId, name: file.name, mime: file.mime, body: file.body }),
+          undo: (stored) => tickets.deleteAttachment(accountId, stored.id),
+        });
         return { status: 201, body: attachment };
       },
     },

@@ -1,0 +1,49 @@
+/**
+ * A portal instance of `webhook-fleet.bench.js`, in its own process, on PostgreSQL:
+ *
+ *   node dist/bench/fleet-portal.js publisher <schema> <receiver url> <accounts>
+ *   node dist/bench/fleet-portal.js worker <schema>
+ *
+ * The publisher is API-only (`webhooks: { worker: false }`): it creates one webhook per account to
+ * the receiver, then publishes through `portal.events.publish` when told, `batch` calls at once.
+ * A worker is a portal with the default worker (concurrency 32, a quarter of it per account), woken
+ * by the publisher's NOTIFY. Driven over IPC (see `support/fleet.ts`).
+ */
+import pg from 'pg';
+import { sqlStorage } from '../adapters/sql/index.js';
+import { createPortal } from '../src/index.js';
+import { DATABASE_URL, EVENT_TYPE, publishAll, serve } from './support/fleet.js';
+
+const [role, schema, url, accountCount = '8'] = process.argv.slice(2);
+if ((role !== 'publisher' && role !== 'worker') || schema === undefined || (role === 'publisher' && url === undefined)) {
+  console.error('usage: fleet-portal.js publisher <schema> <receiver url> <accounts> | worker <schema>');
+  process.exit(2);
+}
+
+const pool = new pg.Pool({ connectionString: DATABASE_URL, connectionTimeoutMillis: 5000 });
+pool.on('error', () => {});
+const portal = await createPortal({
+  auth: { apiKeys: ['bench-key-0123456789abcdef'] },
+  storage: sqlStorage({ client: pool, schema }),
+  webhooks: role === 'publisher' ? { worker: false } : { allowPrivateNetworks: true },
+});
+
+const accounts = Array.from({ length: Number(accountCount) }, (_, i) => `acct_fleet_${i}`);
+if (role === 'publisher') {
+  for (const account of accounts) await portal.webhooks.create(account, { type: EVENT_TYPE, url: url! });
+}
+
+const process_ = serve({
+  publish:
+    role === 'publisher'
+      ? (command) =>
+          publishAll(command, async (data, first) => {
+            await Promise.all(data.map((one, i) => portal.events.publish(accounts[(first + i) % accounts.length]!, EVENT_TYPE, one)));
+          })
+      : undefined,
+  async stop() {
+    await portal.close();
+    await pool.end();
+  },
+});
+process_.ready();
