@@ -95,6 +95,8 @@ async function main() {
     signingKeys,
     logger,
     webhooks: { allowPrivateNetworks },
+    // The customer portal page: sign in there with the API key.
+    ui: { path: '/portal' },
     ...(process.env.PUBLIC_URL ? { publicUrl: process.env.PUBLIC_URL } : {}),
   };
   portal = await createPortal(options);
@@ -126,7 +128,7 @@ async function main() {
 
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  logger.info({ url: `http://${host}:${address.port}/v1`, dataDir, storage: database ? 'sql' : 'filesystem' }, 'listening');
+  logger.info({ url: `http://${host}:${address.port}/v1`, page: `http://${host}:${address.port}/portal/`, dataDir, storage: database ? 'sql' : 'filesystem' }, 'listening');
 }
 
 main().catch((error: unknown) => {

@@ -54,7 +54,19 @@ export interface PortalOptions {
   clock?: () => Date;
   /** Serve the routes beyond the spec (webhook management, file and attachment uploads); default `true`. */
   extensions?: boolean;
+  /**
+   * Serve the customer portal page at `path` (default `/portal`), a path outside `basePath`: the
+   * account's webhooks, deliveries and files, for a person holding an API key. Default off.
+   */
+  ui?: UiOptions | false;
 }
+
+export interface UiOptions {
+  /** Where the page is served (default `/portal`); it must not overlap `basePath`. */
+  path?: string;
+}
+
+export const DEFAULT_UI_PATH = '/portal';
 
 export const DEFAULT_EVENT_TYPES = ['customer-created', 'agreement-created', 'agreement-signed'] as const;
 export const DEFAULT_BASE_PATH = '/v1';
@@ -79,4 +91,29 @@ export function normalizePublicUrl(publicUrl: string): string {
   const url = new URL(publicUrl);
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError('publicUrl must be http or https');
   return url.href.replace(/\/+$/, '');
+}
+
+/**
+ * The page's path from the `ui` option, or `null` when the page is off. Checked at start: a path of
+ * plain segments, not the root, and apart from `basePath` (neither inside the other).
+ */
+export function resolveUiPath(ui: unknown, basePath: string): string | null {
+  if (ui === undefined || ui === false || ui === null) return null;
+  if (typeof ui !== 'object' || Array.isArray(ui)) throw new TypeError("ui must be an object such as { path: '/portal' }, or false");
+  const { path = DEFAULT_UI_PATH, ...rest } = ui as { path?: unknown };
+  const unknown = Object.keys(rest);
+  if (unknown.length > 0) throw new TypeError(`ui has an unknown option "${unknown[0]}"; it takes only "path"`);
+  if (typeof path !== 'string') throw new TypeError('ui.path must be a string such as "/portal"');
+  const trimmed = path.replace(/\/+$/, '');
+  const segments = trimmed.split('/').slice(1);
+  if (!path.startsWith('/') || segments.length === 0 || segments.some((segment) => !/^[A-Za-z0-9._~-]+$/.test(segment) || /^\.{1,2}$/.test(segment))) {
+    throw new TypeError(`ui.path "${path}" must be an absolute path of plain segments ([A-Za-z0-9._~-]), such as "/portal", and not "/"`);
+  }
+  const within = (inner: string, outer: string) => inner === outer || inner.startsWith(outer + '/');
+  if (basePath === '' || within(trimmed, basePath) || within(basePath, trimmed)) {
+    throw new TypeError(
+      `ui.path "${trimmed}" overlaps basePath "${basePath || '/'}": the page and the API need paths apart, such as "/portal" and "/v1"`,
+    );
+  }
+  return trimmed;
 }

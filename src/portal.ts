@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createAuthenticator, type AuthOption } from './http/auth.js';
 import { createHandler, type Route } from './http/handler.js';
+import { createPage } from './http/page.js';
 import { silentLogger } from './shared/logger.js';
 import { errorMessage } from './errors.js';
 import {
@@ -9,6 +10,7 @@ import {
   apiKeysFromEnv,
   normalizeBasePath,
   normalizePublicUrl,
+  resolveUiPath,
   type PortalOptions,
 } from './options.js';
 import { createOrphanSweep } from './domain/orphan-sweep.js';
@@ -86,6 +88,12 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   const blobs: BlobStore = options.blobs ?? memoryBlobs({ clock });
   const eventTypes = options.eventTypes ?? DEFAULT_EVENT_TYPES;
   const webhookOptions = resolveWebhookOptions(options.webhooks);
+  const uiPath = resolveUiPath(options.ui, basePath);
+  if (uiPath !== null && options.extensions === false) {
+    throw new TypeError('ui: the portal page calls the extension routes (webhooks, deliveries); it cannot be served with extensions: false');
+  }
+  // Read before any adapter opens: a page that was never built stops the start with nothing to undo.
+  const page = uiPath === null ? undefined : await createPage({ path: uiPath, basePath, eventTypes });
   const signer = createLinkSigner(resolveSigningKeys(options.signingKeys, logger));
 
   await storage.open?.();
@@ -138,6 +146,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     logRequests: options.logger !== undefined,
     publicUrl,
     trustProxy: options.trustProxy ?? false,
+    page,
   });
 
   worker?.start();

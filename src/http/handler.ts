@@ -9,6 +9,7 @@ import { type Authenticator, Refused } from './auth.js';
 import { Exchange, type Origin, type RequestContext } from './context.js';
 import { type HeaderList, type Reply, contractHeaders, writeJson } from './reply.js';
 import { renderError } from './render-error.js';
+import type { Page } from './page.js';
 
 export type { RequestContext } from './context.js';
 
@@ -49,6 +50,8 @@ export interface HandlerOptions extends Origin {
   authenticate: Authenticator;
   logger: Logger;
   logRequests: boolean;
+  /** The customer portal page (the `ui` option), served at its own path outside `basePath`. */
+  page?: Page;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,200}$/;
@@ -60,7 +63,7 @@ const ALLOW_CANDIDATES: HTTPMethod[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', '
  * only looks things up.
  */
 export function createHandler(options: HandlerOptions): NodeHandler {
-  const { basePath, authenticate, logger } = options;
+  const { basePath, authenticate, logger, page } = options;
   const origin: Origin = { basePath, publicUrl: options.publicUrl, trustProxy: options.trustProxy };
   // find-my-way answers a path it cannot decode, or a too-long segment, with a handle whose store
   // is null; the dispatcher sets the contract's headers on `res` before calling it.
@@ -179,7 +182,8 @@ export function createHandler(options: HandlerOptions): NodeHandler {
   return function handler(req, res, next) {
     const url = req.url ?? '/';
     const inside = isUnder(url, basePath);
-    if (!inside && next !== undefined) return next();
+    const forPage = !inside && page !== undefined && page.owns(url);
+    if (!inside && !forPage && next !== undefined) return next();
     const header = req.headers['x-request-id'];
     const requestId = typeof header === 'string' && REQUEST_ID.test(header) ? header : randomUUID();
 
@@ -197,7 +201,14 @@ export function createHandler(options: HandlerOptions): NodeHandler {
     );
     let routeName = 'unmatched';
 
-    if (found === null) {
+    if (forPage) {
+      routeName = 'page';
+      try {
+        page!.serve(req, res, requestId);
+      } catch (error) {
+        fail(context, error);
+      }
+    } else if (found === null) {
       const allow = inside ? allowedMethods(path) : [];
       fail(
         context,

@@ -38,6 +38,12 @@ test('the tarball holds the built library and its declarations, not the tests or
   assert.ok(files.includes('package/dist/src/index.js'));
   assert.ok(files.includes('package/dist/src/index.d.ts'));
   assert.ok(files.includes('package/dist/openapi.json'), 'the OpenAPI document');
+  // The portal page, as the build made it: its manifest and its two assets, nothing else.
+  const page = files.filter((file) => file.startsWith('package/dist/ui/'));
+  assert.is(page.length, 3, page.join(', '));
+  assert.ok(page.includes('package/dist/ui/manifest.json'));
+  assert.ok(page.some((file) => /^package\/dist\/ui\/portal\.[\w-]{16}\.js$/.test(file)), 'the page script');
+  assert.ok(page.some((file) => /^package\/dist\/ui\/portal\.[\w-]{16}\.css$/.test(file)), 'the page stylesheet');
   assert.ok(files.includes('package/LICENSE'));
   assert.ok(files.includes('package/README.md'));
   assert.not.ok(files.some((file) => file.startsWith('package/dist/test/') || file.startsWith('package/test/')), 'no tests');

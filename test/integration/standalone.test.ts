@@ -52,6 +52,10 @@ test('with no key configured it makes one, prints it, keeps it in the data direc
       body: JSON.stringify({ type: 'customer-created', url: 'https://hooks.example.com/in' }),
     });
     assert.is(created.status, 201);
+    // The customer portal page is on at /portal.
+    const page = await fetch(first.url.replace(/\/v1$/, '/portal/'));
+    assert.is(page.status, 200);
+    assert.match(await page.text(), /<title>Customer portal<\/title>/);
     assert.is(await stop(first.server), 0);
     // Nothing in the data directory is readable by another local user: the record log holds every webhook secret.
     const mode = async (entry: string) => ((await stat(path.join(dataDir, entry))).mode & 0o777).toString(8);

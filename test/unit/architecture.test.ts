@@ -60,4 +60,15 @@ test('the core reaches into an adapter in one place only: portal.ts, for the def
   assert.equal(broken(({ from, to }) => under(from, 'src') && from !== 'src/portal.ts' && under(to, 'adapters')), []);
 });
 
+test('the portal page (ui/) stands apart: it imports only its own modules and nothing of npm, and no server code imports it', () => {
+  const page = sources('ui/src');
+  assert.ok(page.length > 3, `${page.length} page modules read`);
+  const outside = page.flatMap((file) => importsOf(file).filter((target) => !under(target, 'ui/src')).map((target) => `${file} → ${target}`));
+  assert.equal(outside, []);
+  // A bare specifier would be a front-end dependency (or node: in the browser): the page has none.
+  const bare = page.filter((file) => /(?:from\s+|import\s*\(\s*)['"][^.'"][^'"]*['"]/.test(readFileSync(path.join(ROOT, file), 'utf8')));
+  assert.equal(bare, []);
+  assert.equal(broken(({ to }) => under(to, 'ui')), []);
+});
+
 test.run();

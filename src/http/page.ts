@@ -1,0 +1,169 @@
+import { readFile } from 'node:fs/promises';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { gzipSync } from 'node:zlib';
+import { PortalError } from '../errors.js';
+import { type HeaderList, contractHeaders } from './reply.js';
+
+/**
+ * The customer portal page (the `ui` option): one HTML page and its two assets, a script and a
+ * stylesheet, built by `npm run build` into `dist/ui/` with content hashes in their names. The page
+ * only talks to the `/v1` API with the key the user signs in with; the server adds no power of its own.
+ *
+ * Under the page's path `P`: `P/` is the page, `P` redirects there (so that the page's relative URLs
+ * hold under any mount prefix), `P/assets/<name>` are the assets; anything else under `P/` is a 404.
+ */
+export interface Page {
+  /** Whether `url` is the page's path or below it. */
+  owns(url: string): boolean;
+  /** Answers a request `owns` accepted. Throws a `PortalError` (404, 405) for the error renderer. */
+  serve(req: IncomingMessage, res: ServerResponse, requestId: string): void;
+}
+
+export interface PageOptions {
+  /** The page's path, normalized (`/portal`). */
+  path: string;
+  /** The API's base path (`/v1`), which the page calls relative to itself. */
+  basePath: string;
+  eventTypes: readonly string[];
+  /** Where the build put the assets; default `dist/ui/` of this package. */
+  assetsDir?: URL;
+}
+
+interface Manifest {
+  script: { file: string; integrity: string };
+  style: { file: string; integrity: string };
+}
+
+interface Asset {
+  body: Buffer;
+  type: string;
+  /** The body gzipped once at start, for a client that accepts it; the assets only. */
+  gzipped?: Buffer;
+}
+
+/**
+ * The policy the page is served under: its own script and stylesheet and nothing else; no inline
+ * code; calls to its own origin only; no framing, no `<base>`, no form posts; and Trusted Types,
+ * so that no string can ever reach `innerHTML` or another HTML sink in the browsers that enforce it.
+ */
+export const PAGE_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "connect-src 'self'",
+  "img-src 'self' data:",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+  "require-trusted-types-for 'script'",
+  "trusted-types 'none'",
+].join('; ');
+
+const IMMUTABLE = 'public, max-age=31536000, immutable';
+const ALLOW = ['GET', 'HEAD'];
+
+export async function createPage(options: PageOptions): Promise<Page> {
+  const dir = options.assetsDir ?? new URL('../../ui/', import.meta.url);
+  let manifest: Manifest;
+  try {
+    manifest = JSON.parse(await readFile(new URL('manifest.json', dir), 'utf8')) as Manifest;
+  } catch (error) {
+    throw new Error(
+      `ui: the portal page is not built (${new URL('manifest.json', dir).pathname}: ${(error as Error).message}); run \`npm run build\``,
+    );
+  }
+  const asset = async (file: string, type: string): Promise<[string, Asset]> => {
+    const body = await readFile(new URL(file, dir));
+    return [file, { body, type, gzipped: gzipSync(body, { level: 9 }) }];
+  };
+  const assets = new Map<string, Asset>([
+    await asset(manifest.script.file, 'text/javascript; charset=utf-8'),
+    await asset(manifest.style.file, 'text/css; charset=utf-8'),
+  ]);
+  const page: Asset = {
+    body: Buffer.from(pageHtml(manifest, apiFromPage(options.path, options.basePath), options.eventTypes)),
+    type: 'text/html; charset=utf-8',
+  };
+  const { path } = options;
+  const last = path.slice(path.lastIndexOf('/') + 1);
+  const assetPrefix = `${path}/assets/`;
+
+  return {
+    owns(url) {
+      if (!url.startsWith(path)) return false;
+      const next = url.charCodeAt(path.length);
+      return Number.isNaN(next) || next === 47 /* / */ || next === 63 /* ? */;
+    },
+    serve(req, res, requestId) {
+      const [pathname = '', query] = (req.url ?? '').split(/\?(.*)/s, 2);
+      const method = req.method ?? 'GET';
+      const isRedirect = pathname === path;
+      const asset =
+        pathname === path + '/' ? page : pathname.startsWith(assetPrefix) ? assets.get(pathname.slice(assetPrefix.length)) : undefined;
+      if (!isRedirect && asset === undefined) {
+        throw new PortalError('ROUTE_NOT_FOUND', method, pathname.length > 200 ? pathname.slice(0, 200) + '…' : pathname);
+      }
+      if (method !== 'GET' && method !== 'HEAD') throw new PortalError('METHOD_NOT_ALLOWED', method, ALLOW);
+      const head: HeaderList = contractHeaders(requestId);
+      if (asset === undefined) {
+        // Relative, so that a host's mount prefix (`app.use('/account', portal.handler)`) is kept.
+        head.push('Location', `${last}/${query === undefined ? '' : '?' + query}`, 'Content-Length', 0);
+        res.writeHead(302, head).end();
+        return;
+      }
+      if (asset === page) {
+        head.push('Content-Security-Policy', PAGE_CSP, 'X-Frame-Options', 'DENY', 'Referrer-Policy', 'no-referrer');
+      } else {
+        // The contract's `no-store` is for API answers; an asset's name changes with its content.
+        head[head.indexOf('Cache-Control') + 1] = IMMUTABLE;
+        head.push('Vary', 'Accept-Encoding');
+      }
+      const gzip = asset.gzipped !== undefined && acceptsGzip(req.headers['accept-encoding']);
+      const body = gzip ? asset.gzipped! : asset.body;
+      if (gzip) head.push('Content-Encoding', 'gzip');
+      head.push('Content-Type', asset.type, 'Content-Length', body.length);
+      res.writeHead(200, head);
+      res.end(method === 'HEAD' ? undefined : body);
+    },
+  };
+}
+
+/** Whether an `Accept-Encoding` header takes gzip: listed (or `*`) without `q=0`. */
+export function acceptsGzip(header: string | undefined): boolean {
+  if (header === undefined) return false;
+  return header.split(',').some((part) => {
+    const [coding = '', ...params] = part.trim().toLowerCase().split(';');
+    if (coding.trim() !== 'gzip' && coding.trim() !== '*') return false;
+    const q = params.map((param) => param.trim()).find((param) => param.startsWith('q='));
+    return q === undefined || Number(q.slice(2)) > 0;
+  });
+}
+
+/** The API root relative to the page at `<pagePath>/`: `../v1` for `/portal` and `/v1`. */
+export function apiFromPage(pagePath: string, basePath: string): string {
+  const depth = pagePath.split('/').length - 1;
+  return '../'.repeat(depth) + basePath.slice(1);
+}
+
+const escapeHtml = (text: string) =>
+  text.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char]!);
+
+function pageHtml(manifest: Manifest, api: string, eventTypes: readonly string[]): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="portal-api" content="${escapeHtml(api)}">
+<meta name="portal-event-types" content="${escapeHtml(JSON.stringify(eventTypes))}">
+<title>Customer portal</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="assets/${manifest.style.file}" integrity="${manifest.style.integrity}">
+<script src="assets/${manifest.script.file}" integrity="${manifest.script.integrity}" defer></script>
+</head>
+<body>
+<div id="app"><noscript><p>The customer portal needs JavaScript.</p></noscript></div>
+</body>
+</html>
+`;
+}

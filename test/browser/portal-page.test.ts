@@ -1,0 +1,267 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Browser, Page } from 'playwright-core';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { chromiumMissing, launchChromium } from '../helpers/chromium.js';
+import { startReceiver, type Receiver } from '../helpers/receiver.js';
+import { KEY_A, json, startPortal, type TestPortal } from '../helpers/server.js';
+import { skipping } from '../helpers/skip.js';
+
+/** The customer portal page in a real browser: Debian's chromium, headless, driven by playwright-core. */
+
+const OUTPUT = fileURLToPath(new URL('../../../test-output/portal-page/', import.meta.url));
+const missing = await chromiumMissing();
+/** Each browser test: skipped, with the reason printed, where chromium cannot be had. */
+const it = missing === null ? test : skipping(test, missing);
+
+let browser: Browser;
+let app: TestPortal;
+let receiver: Receiver;
+
+test.before(async () => {
+  if (missing !== null) return;
+  mkdirSync(OUTPUT, { recursive: true });
+  console.log(`portal page screenshots: ${OUTPUT}`);
+  browser = await launchChromium();
+  receiver = await startReceiver();
+  // An hour to the first retry: what the log shows after a failure is the retry scheduled, not made.
+  app = await startPortal({ ui: { path: '/portal' }, webhooks: { allowPrivateNetworks: true, retrySchedule: [3600] } });
+});
+
+test.after(async () => {
+  await browser?.close();
+  await app?.close();
+  await receiver?.close();
+});
+
+/** A fresh browser tab (its own sessionStorage), signed in with account A's key. */
+async function signedIn(width = 1100, locale = 'en-US'): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width, height: 900 }, locale, timezoneId: 'Europe/Berlin' });
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on('pageerror', (error) => problems.push(error.message));
+  // A refused API call is logged by the browser itself ("Failed to load resource"): the tests cause
+  // those on purpose. Any other error (a script error, a CSP or Trusted Types violation) is a fault.
+  page.on('console', (message) => {
+    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) problems.push(message.text());
+  });
+  (page as Page & { problems?: string[] }).problems = problems;
+  await page.goto(`${app.url}/portal/`);
+  await page.getByLabel('API key').fill(KEY_A);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Webhooks' }).waitFor();
+  return page;
+}
+
+/** No script error and no CSP violation on the page. */
+const problemsOf = (page: Page) => (page as Page & { problems?: string[] }).problems ?? [];
+
+async function shoot(page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: path.join(OUTPUT, `${name}.png`), fullPage: true });
+}
+
+const newWebhook = (url = `${receiver.url}/hooks`) => app.portal.webhooks.create('acct_a', { type: 'customer-created', url });
+
+it('sign in: a wrong key shows the API message, the right key opens the webhooks, sign out forgets it', async () => {
+  const page = await browser.newPage({ viewport: { width: 1100, height: 700 } });
+  await page.goto(`${app.url}/portal`);
+  assert.match(page.url(), /\/portal\/$/);
+  await page.getByLabel('API key').fill('not-a-key-of-this-portal');
+  await page.keyboard.press('Enter');
+  await page.getByRole('alert').getByText('The API key is not valid.').waitFor();
+  await shoot(page, '1-sign-in');
+  await page.getByLabel('API key').fill(KEY_A);
+  await page.keyboard.press('Enter');
+  await page.getByRole('heading', { level: 1, name: 'Webhooks' }).waitFor();
+  assert.is(await page.evaluate('sessionStorage.length'), 1);
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByRole('button', { name: 'Sign in' }).waitFor();
+  assert.is(await page.evaluate('sessionStorage.length'), 0);
+  assert.equal(problemsOf(page), []);
+  await page.close();
+});
+
+it('create a webhook against a local receiver, send a test call, and see it succeed in the log', async () => {
+  receiver.script([], { status: 200 });
+  const page = await signedIn(1100, 'en-GB');
+  await page.getByLabel('Event type').selectOption('customer-created');
+  await page.getByLabel('URL').fill(`${receiver.url}/created`);
+  await page.getByRole('button', { name: 'Create webhook' }).click();
+  const link = page.getByRole('link', { name: `${receiver.url}/created` });
+  await link.waitFor();
+  await shoot(page, '2-webhooks');
+  const [webhook] = (await app.portal.webhooks.list('acct_a')).filter((item) => item.url === `${receiver.url}/created`);
+  assert.ok(webhook, 'the webhook was stored');
+
+  await link.click();
+  await page.getByRole('heading', { level: 1, name: `${receiver.url}/created` }).waitFor();
+  // Dates in the viewer's locale and time zone (en-GB, Berlin).
+  const created = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'medium', timeZone: 'Europe/Berlin' }).format(new Date(webhook.createdAt));
+  assert.is(await page.locator(`time[datetime="${webhook.createdAt}"]`).first().textContent(), created);
+  const before = receiver.received.length;
+  await page.getByRole('button', { name: 'Send test call' }).click();
+  const delivery = page.locator('.delivery[data-status="succeeded"]');
+  await delivery.waitFor({ timeout: 15_000 });
+  assert.match(await delivery.textContent() ?? '', /Succeeded/);
+  assert.match(await delivery.locator('.attempts li').first().textContent() ?? '', /HTTP 200/);
+  assert.is(receiver.received.length, before + 1);
+  assert.match(receiver.received.at(-1)!.body, /"type":"webhook.test"/);
+  await shoot(page, '3-webhook-log');
+  assert.equal(problemsOf(page), []);
+  await page.context().close();
+});
+
+it('a failing receiver: the log shows the failure and the retry scheduled; redeliver sends it again', async () => {
+  const webhook = await newWebhook(`${receiver.url}/failing`);
+  receiver.script([], { status: 500 });
+  const page = await signedIn();
+  await page.goto(`${app.url}/portal/#/webhooks/${webhook.id}`);
+  await page.getByRole('button', { name: 'Send test call' }).click();
+  const pending = page.locator('.delivery[data-status="pending"]');
+  await pending.locator('.next').waitFor({ timeout: 15_000 });
+  assert.match(await pending.locator('.attempts li').first().textContent() ?? '', /HTTP 500/);
+  assert.match(await pending.locator('.next').textContent() ?? '', /Next attempt/);
+  await page.getByText('Enabled, failing').waitFor();
+  await shoot(page, '4-retry-scheduled');
+  // The list shows the run of failures too, and leads back.
+  await page.getByRole('link', { name: '← All webhooks' }).click();
+  const card = page.locator('.card').filter({ hasText: `${receiver.url}/failing` });
+  await card.waitFor();
+  assert.match(await card.textContent() ?? '', /Enabled, failing since /);
+  await card.getByRole('link').click();
+
+  receiver.script([], { status: 204 });
+  await pending.getByRole('button', { name: 'Redeliver' }).click();
+  const done = page.locator('.delivery[data-status="succeeded"]');
+  await done.waitFor({ timeout: 15_000 });
+  assert.is(await done.locator('.attempts li').count(), 2);
+  assert.match(await done.locator('.attempts li').first().textContent() ?? '', /HTTP 204/);
+  assert.equal(problemsOf(page), []);
+  await page.context().close();
+});
+
+it('rotate the secret: the new one shown once with a copy button; disable and enable', async () => {
+  const webhook = await newWebhook(`${receiver.url}/rotated`);
+  const page = await signedIn();
+  await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: app.url });
+  await page.goto(`${app.url}/portal/#/webhooks/${webhook.id}`);
+  await page.getByRole('button', { name: 'Rotate secret' }).click();
+  const shown = page.locator('#new-secret');
+  await shown.waitFor();
+  const secret = (await shown.textContent()) ?? '';
+  assert.is(secret, (await app.portal.webhooks.get('acct_a', webhook.id))!.secret);
+  assert.is.not(secret, webhook.secret);
+  await page.getByRole('button', { name: 'Copy' }).click();
+  await page.getByText('Copied.').waitFor();
+  assert.is(await page.evaluate('navigator.clipboard.readText()'), secret);
+  await shoot(page, '5-rotated-secret');
+  await page.getByRole('button', { name: 'Done' }).click();
+  assert.is(await page.locator('#new-secret').count(), 0);
+
+  await page.getByRole('button', { name: 'Disable' }).click();
+  await page.getByText('Disabled (manual)').waitFor();
+  await page.getByText('disabled by hand').waitFor();
+  assert.is((await app.portal.webhooks.health('acct_a', webhook.id))!.status, 'disabled');
+  // The API refuses a test call to a disabled webhook: its message is what the page shows.
+  await page.getByRole('button', { name: 'Send test call' }).click();
+  await page.getByRole('alert').filter({ hasText: /disabled/ }).waitFor();
+  await page.getByRole('button', { name: 'Enable' }).click();
+  await page.locator('[data-health="enabled"]').waitFor();
+  assert.is((await app.portal.webhooks.health('acct_a', webhook.id))!.status, 'enabled');
+  assert.equal(problemsOf(page), []);
+  await page.context().close();
+});
+
+it('recover since: an event missed while the webhook was disabled is queued again and delivered', async () => {
+  receiver.script([], { status: 200 });
+  const webhook = await newWebhook(`${receiver.url}/recovered`);
+  await app.portal.webhooks.disable('acct_a', webhook.id);
+  const event = await app.portal.events.publish('acct_a', 'customer-created', { customerId: 'cus_1' });
+  await app.portal.worker!.tick();
+  const [missed] = await app.portal.webhooks.deliveries('acct_a', webhook.id) ?? [];
+  assert.is(missed?.status, 'cancelled');
+  const page = await signedIn();
+  await page.goto(`${app.url}/portal/#/webhooks/${webhook.id}`);
+  await page.locator('.delivery[data-status="cancelled"]').waitFor();
+  await page.getByRole('button', { name: 'Enable' }).click();
+  await page.locator('[data-health="enabled"]').waitFor();
+  // An hour ago, as the viewer's clock (Berlin) writes it in the form.
+  const since = new Date(Date.now() - 3600_000);
+  const local = new Intl.DateTimeFormat('sv-SE', { timeZone: 'Europe/Berlin', dateStyle: 'short', timeStyle: 'medium' }).format(since);
+  await page.getByLabel('Recover missed events since').fill(local.replace(' ', 'T'));
+  await page.getByRole('button', { name: 'Recover' }).click();
+  await page.getByText('1 event queued again.').waitFor();
+  const delivered = page.locator('.delivery[data-status="succeeded"]');
+  await delivered.waitFor({ timeout: 15_000 });
+  assert.match(await delivered.textContent() ?? '', new RegExp(event.id));
+  assert.equal(problemsOf(page), []);
+  await page.context().close();
+});
+
+it('an error of the API is shown as its message; delete asks first', async () => {
+  const page = await signedIn();
+  await page.getByLabel('URL').fill('ftp://files.example.com/hooks');
+  await page.getByRole('button', { name: 'Create webhook' }).click();
+  const alert = page.getByRole('alert').filter({ hasText: /http/ });
+  await alert.waitFor();
+  const answer = await app.api('/webhooks', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ type: 'customer-created', url: 'ftp://files.example.com/hooks' }),
+  });
+  assert.is(await alert.textContent(), (await json(answer)).message);
+
+  const webhook = await newWebhook(`${receiver.url}/to-delete`);
+  await page.goto(`${app.url}/portal/#/webhooks/${webhook.id}`);
+  page.once('dialog', (dialog) => void dialog.accept());
+  await page.getByRole('button', { name: 'Delete webhook' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Webhooks' }).waitFor();
+  assert.is(await app.portal.webhooks.get('acct_a', webhook.id), null);
+  await page.context().close();
+});
+
+it('files: browse into a directory, with sizes and dates; names are text, never markup', async () => {
+  const reports = await app.portal.files.createDirectory('acct_a', { name: 'Reports' });
+  await app.portal.files.put('acct_a', { name: 'readme.txt', mime: 'text/plain', body: Buffer.from('hello') });
+  await app.portal.files.put('acct_a', { name: '<img src=x onerror=alert(1)>.pdf', mime: 'application/pdf', directoryId: reports.id, body: Buffer.alloc(2048) });
+  const page = await signedIn();
+  await page.getByRole('link', { name: 'Files' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Files' }).waitFor();
+  await page.getByRole('cell', { name: 'readme.txt' }).waitFor();
+  assert.match(await page.getByRole('row', { name: /readme\.txt/ }).textContent() ?? '', /5 bytes/);
+  await shoot(page, '6-files');
+  await page.getByRole('link', { name: 'Reports' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Reports' }).waitFor();
+  const row = page.getByRole('row', { name: /onerror/ });
+  await row.waitFor();
+  assert.match(await row.textContent() ?? '', /<img src=x onerror=alert\(1\)>\.pdf.*2 KB/);
+  assert.is(await page.locator('main img').count(), 0);
+  await shoot(page, '7-directory');
+  await page.getByRole('navigation', { name: 'Directory path' }).getByRole('link', { name: 'Files' }).click();
+  await page.getByRole('cell', { name: 'readme.txt' }).waitFor();
+  assert.equal(problemsOf(page), []);
+  await page.context().close();
+});
+
+it('360 px wide: no sideways scroll; the keyboard reaches the sections', async () => {
+  const webhook = await newWebhook(`${receiver.url}/a-rather-long-path/that/goes/on/and/on?with=query&and=more`);
+  await app.portal.webhooks.sendTest('acct_a', webhook.id);
+  const page = await signedIn(360);
+  assert.ok(await page.evaluate('document.documentElement.scrollWidth <= 360'), 'the webhooks screen fits 360 px');
+  await page.goto(`${app.url}/portal/#/webhooks/${webhook.id}`);
+  await page.locator('.delivery').first().waitFor();
+  assert.ok(await page.evaluate('document.documentElement.scrollWidth <= 360'), 'the webhook screen fits 360 px');
+  await shoot(page, '8-webhook-360px');
+  // The heading of a new screen has the focus; back from it: the way back to the list, Sign out, Files.
+  assert.is(await page.evaluate('document.activeElement?.tagName'), 'H1');
+  for (let i = 0; i < 3; i++) await page.keyboard.press('Shift+Tab');
+  assert.is(await page.evaluate('document.activeElement?.textContent'), 'Files');
+  await page.keyboard.press('Enter');
+  await page.getByRole('heading', { level: 1, name: 'Files' }).waitFor();
+  assert.equal(problemsOf(page), []);
+  await page.context().close();
+});
+
+test.run();

@@ -1,0 +1,105 @@
+import { api, session, whenUnauthorized } from './api.js';
+import { el, errorBox, replace } from './dom.js';
+import { fileScreen } from './files.js';
+import type { Screen } from './screen.js';
+import { webhookScreen } from './webhook.js';
+import { webhookList } from './webhooks.js';
+
+/**
+ * The portal page: a sign-in form until an API key is given, then the screens, chosen by the
+ * location's hash (`#/webhooks`, `#/webhooks/wbh_…`, `#/files/fsd_…`) so that every screen has a
+ * link, the back button works, and no server route is needed beyond the page itself.
+ */
+const root = document.getElementById('app')!;
+const main = el('main', { id: 'main', tabindex: -1 });
+let leave: () => void = () => {};
+
+const NAV = [
+  { hash: '#/webhooks', label: 'Webhooks' },
+  { hash: '#/files', label: 'Files' },
+];
+
+function route(): { screen: Screen; rest: string[]; section: string } {
+  const parts = location.hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
+  const [name, ...rest] = parts;
+  if (name === 'files') return { screen: fileScreen, rest, section: '#/files' };
+  if (name === 'webhooks' && rest.length > 0) return { screen: webhookScreen, rest, section: '#/webhooks' };
+  return { screen: webhookList, rest: [], section: '#/webhooks' };
+}
+
+function show(notice?: string): void {
+  leave();
+  leave = () => {};
+  if (session.key() === null) return signInForm(notice);
+  const { screen, rest, section } = route();
+  const signOut = el('button', { type: 'button', class: 'link' }, 'Sign out');
+  signOut.addEventListener('click', () => {
+    session.signOut();
+    show('Signed out.');
+  });
+  replace(
+    root,
+    el('a', { class: 'skip', href: '#main' }, 'Skip to content'),
+    el(
+      'header',
+      { class: 'top' },
+      el('span', { class: 'brand' }, 'Customer portal'),
+      el(
+        'nav',
+        { 'aria-label': 'Sections' },
+        el('ul', {}, ...NAV.map(({ hash, label }) => el('li', {}, el('a', { href: hash, 'aria-current': hash === section ? 'page' : undefined }, label)))),
+      ),
+      signOut,
+    ),
+    main,
+  );
+  let focused = false;
+  const title = (text: string) => {
+    const heading = el('h1', { tabindex: -1 }, text);
+    // Focus moves to the new screen's heading, not on the first draw after sign-in's own focus.
+    if (!focused) queueMicrotask(() => heading.focus({ preventScroll: true }));
+    focused = true;
+    return heading;
+  };
+  leave = screen({ main, title, rest });
+}
+
+function signInForm(notice?: string): void {
+  const errors = errorBox();
+  const key = el('input', { id: 'api-key', name: 'key', type: 'password', required: true, autocomplete: 'current-password', spellcheck: 'false' });
+  const submit = el('button', { type: 'submit' }, 'Sign in');
+  const form = el(
+    'form',
+    { class: 'panel signin' },
+    el('h1', {}, 'Customer portal'),
+    notice === undefined ? null : el('p', { role: 'status' }, notice),
+    el('p', {}, 'Sign in with your API key. It is kept in this browser tab only, and forgotten when you sign out or close the tab.'),
+    el('div', { class: 'field' }, el('label', { for: 'api-key' }, 'API key'), key),
+    errors.node,
+    el('div', { class: 'actions' }, submit),
+  );
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    submit.disabled = true;
+    const candidate = key.value.trim();
+    try {
+      // A cheap read the key must be allowed: proof it is a key before it is kept.
+      await api('GET', '/files', undefined, candidate);
+      session.signIn(candidate);
+      show();
+    } catch (error) {
+      errors.show(error);
+      submit.disabled = false;
+      key.focus();
+    }
+  });
+  replace(root, el('main', { id: 'main' }, form));
+  key.focus();
+}
+
+whenUnauthorized((message) => {
+  session.signOut();
+  show(message);
+});
+addEventListener('hashchange', () => show());
+show();

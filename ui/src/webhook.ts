@@ -1,0 +1,176 @@
+import { api, segment } from './api.js';
+import { deliveryLog } from './deliveries.js';
+import { append, details, el, errorBox, replace } from './dom.js';
+import { time } from './format.js';
+import type { Screen } from './screen.js';
+import type { Webhook, WebhookHealth } from './types.js';
+import { healthClass, healthLabel } from './webhooks.js';
+
+const REASONS: Record<string, string> = {
+  gone: 'the receiver answered 410 Gone',
+  failing: 'its calls kept failing',
+  manual: 'disabled by hand',
+};
+
+/** One webhook: its health, what can be done to it, and its delivery log (refreshed while open). */
+export const webhookScreen: Screen = ({ main, title, rest }) => {
+  const id = rest[0] ?? '';
+  const base = `/webhooks/${segment(id)}`;
+  const errors = errorBox();
+  const summary = el('section', { class: 'panel', 'aria-labelledby': 'health-heading' });
+  const secretBox = el('div', { class: 'secret', hidden: true, 'aria-live': 'polite' });
+  const actions = el('div', { class: 'actions' });
+  const log = deliveryLog(base, errors, () => load());
+  const heading = title('Webhook');
+  replace(
+    main,
+    el('p', {}, el('a', { href: '#/webhooks' }, '← All webhooks')),
+    heading,
+    errors.node,
+    summary,
+    secretBox,
+    actions,
+    recoverForm(base, errors, () => void log.refresh()),
+    log.node,
+  );
+
+  let stopped = false;
+  async function load() {
+    try {
+      const [webhook, health] = await Promise.all([api<Webhook>('GET', base), api<WebhookHealth>('GET', `${base}/health`)]);
+      if (stopped) return;
+      heading.textContent = webhook.url;
+      drawSummary(webhook, health);
+      drawActions(health);
+    } catch (error) {
+      errors.show(error);
+    }
+  }
+
+  function drawSummary(webhook: Webhook, health: WebhookHealth) {
+    replace(
+      summary,
+      el('h2', { id: 'health-heading' }, 'Health'),
+      details([
+        ['Status', el('span', { class: healthClass(health), 'data-health': health.status }, healthLabel(health))],
+        ['Event type', webhook.type],
+        ['Id', el('code', {}, webhook.id)],
+        ['Created', time(webhook.createdAt)],
+        ['Disabled because', health.disabledReason === null ? null : REASONS[health.disabledReason] ?? health.disabledReason],
+        ['Disabled at', health.disabledAt === null ? null : time(health.disabledAt)],
+        ['Failing since', health.failingSince === null ? null : time(health.failingSince)],
+        ['Failures in a row', health.consecutiveFailures > 0 ? String(health.consecutiveFailures) : null],
+        ['Last success', time(health.lastSuccessAt)],
+        ['Last attempt', time(health.lastAttemptAt)],
+      ]),
+    );
+  }
+
+  /** Runs one action, shows its error if any, and redraws what it changed. */
+  const act = (button: HTMLButtonElement, run: () => Promise<unknown>) => async () => {
+    button.disabled = true;
+    try {
+      await run();
+      errors.clear();
+      await Promise.all([load(), log.refresh()]);
+    } catch (error) {
+      errors.show(error);
+    } finally {
+      button.disabled = false;
+    }
+  };
+
+  // Made once and updated in place: a refresh never takes the focus from a button.
+  let enabled = true;
+  const test = el('button', { type: 'button' }, 'Send test call');
+  test.addEventListener('click', act(test, () => api('POST', `${base}/test`)));
+  const toggle = el('button', { type: 'button' }, 'Disable');
+  toggle.addEventListener('click', act(toggle, () => api('POST', `${base}/${enabled ? 'disable' : 'enable'}`)));
+  const rotate = el('button', { type: 'button' }, 'Rotate secret');
+  rotate.addEventListener('click', act(rotate, async () => showSecret((await api<Webhook>('POST', `${base}/rotate-secret`)).secret)));
+  const remove = el('button', { type: 'button', class: 'danger' }, 'Delete webhook');
+  remove.addEventListener('click', async () => {
+    if (!confirm('Delete this webhook? Its pending deliveries are cancelled.')) return;
+    remove.disabled = true;
+    try {
+      await api('DELETE', base);
+      location.hash = '#/webhooks';
+    } catch (error) {
+      errors.show(error);
+      remove.disabled = false;
+    }
+  });
+
+  function drawActions(health: WebhookHealth) {
+    enabled = health.status === 'enabled';
+    toggle.textContent = enabled ? 'Disable' : 'Enable';
+    if (actions.childElementCount === 0) replace(actions, test, toggle, rotate, remove);
+  }
+
+  /** The new secret, shown this once: the page keeps it nowhere. */
+  function showSecret(secret: string) {
+    const value = el('code', { id: 'new-secret' }, secret);
+    const status = el('span', { class: 'hint', role: 'status' });
+    const copy = el('button', { type: 'button' }, 'Copy');
+    copy.addEventListener('click', async () => {
+      try {
+        await navigator.clipboard.writeText(secret);
+        status.textContent = 'Copied.';
+      } catch {
+        getSelection()?.selectAllChildren(value);
+        status.textContent = 'Selected: press Ctrl+C (⌘C) to copy.';
+      }
+    });
+    const done = el('button', { type: 'button' }, 'Done');
+    done.addEventListener('click', () => {
+      replace(secretBox);
+      secretBox.hidden = true;
+    });
+    replace(
+      secretBox,
+      el('h2', {}, 'New secret'),
+      el('p', {}, 'Give it to your receiver now: it is shown only this once. The previous secret still signs calls for 24 hours.'),
+      value,
+    );
+    append(secretBox, el('div', { class: 'actions' }, copy, done, status));
+    secretBox.hidden = false;
+    copy.focus();
+  }
+
+  void load();
+  log.start();
+  return () => {
+    stopped = true;
+    log.stop();
+  };
+};
+
+/** Queues again every event since a moment that the webhook missed. */
+function recoverForm(base: string, errors: ReturnType<typeof errorBox>, recovered: () => void): HTMLFormElement {
+  const since = el('input', { id: 'recover-since', name: 'since', type: 'datetime-local', required: true, step: 1 });
+  const result = el('span', { class: 'hint', role: 'status' });
+  const submit = el('button', { type: 'submit' }, 'Recover');
+  const form = el(
+    'form',
+    { class: 'panel inline' },
+    el('div', { class: 'field' }, el('label', { for: 'recover-since' }, 'Recover missed events since'), since),
+    el('div', { class: 'actions' }, submit, result),
+  );
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const moment = new Date(since.value);
+    if (Number.isNaN(moment.getTime())) return errors.show(new Error('Give the date and time to recover from.'));
+    submit.disabled = true;
+    try {
+      const { queued } = await api<{ queued: number }>('POST', `${base}/recover`, { since: moment.toISOString() });
+      errors.clear();
+      result.textContent = queued === 1 ? '1 event queued again.' : `${queued} events queued again.`;
+      recovered();
+    } catch (error) {
+      errors.show(error);
+    } finally {
+      submit.disabled = false;
+    }
+  });
+  return form;
+}

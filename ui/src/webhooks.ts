@@ -1,0 +1,88 @@
+import { api, eventTypes, segment } from './api.js';
+import { el, errorBox, replace } from './dom.js';
+import { time } from './format.js';
+import type { Screen } from './screen.js';
+import type { List, Webhook, WebhookHealth } from './types.js';
+
+/** A webhook's state in words: "Enabled", or "Disabled (failing)" and the like. */
+export function healthLabel(health: WebhookHealth | null): string {
+  if (health === null) return 'Unknown';
+  if (health.status === 'enabled') return health.failingSince === null ? 'Enabled' : 'Enabled, failing';
+  return `Disabled (${health.disabledReason ?? 'manual'})`;
+}
+
+export const healthClass = (health: WebhookHealth | null) =>
+  health === null ? 'badge' : health.status === 'disabled' ? 'badge bad' : health.failingSince === null ? 'badge good' : 'badge warn';
+
+/** The list of the account's webhooks with their health, and the form that creates one. */
+export const webhookList: Screen = ({ main, title }) => {
+  const errors = errorBox();
+  const list = el('ul', { class: 'cards', 'aria-live': 'polite' });
+  const form = createForm(() => void load());
+  replace(main, title('Webhooks'), errors.node, form, el('h2', {}, 'Your webhooks'), list);
+
+  async function load() {
+    try {
+      const { data } = await api<List<Webhook>>('GET', '/webhooks');
+      const healths = await Promise.all(
+        data.map((webhook) => api<WebhookHealth>('GET', `/webhooks/${segment(webhook.id)}/health`).catch(() => null)),
+      );
+      errors.clear();
+      if (data.length === 0) return replace(list, el('li', { class: 'empty' }, 'No webhooks yet: create one above.'));
+      replace(list, ...data.map((webhook, i) => card(webhook, healths[i] ?? null)));
+    } catch (error) {
+      errors.show(error);
+    }
+  }
+  void load();
+  return () => {};
+};
+
+function card(webhook: Webhook, health: WebhookHealth | null): HTMLLIElement {
+  return el(
+    'li',
+    { class: 'card' },
+    el('a', { class: 'url', href: `#/webhooks/${segment(webhook.id)}` }, webhook.url),
+    el(
+      'p',
+      { class: 'meta' },
+      el('span', { class: 'type' }, webhook.type),
+      ' · ',
+      el('span', { class: healthClass(health) }, healthLabel(health)),
+      health?.failingSince ? el('span', {}, ' since ', time(health.failingSince)) : null,
+      ' · created ',
+      time(webhook.createdAt),
+    ),
+  );
+}
+
+function createForm(created: () => void): HTMLFormElement {
+  const errors = errorBox();
+  const type = el('select', { id: 'new-type', name: 'type', required: true }, ...eventTypes().map((name) => el('option', { value: name }, name)));
+  const url = el('input', { id: 'new-url', name: 'url', type: 'url', required: true, placeholder: 'https://example.com/hooks', autocomplete: 'url' });
+  const submit = el('button', { type: 'submit' }, 'Create webhook');
+  const form = el(
+    'form',
+    { class: 'panel', 'aria-labelledby': 'create-heading' },
+    el('h2', { id: 'create-heading' }, 'Create a webhook'),
+    el('div', { class: 'field' }, el('label', { for: 'new-type' }, 'Event type'), type),
+    el('div', { class: 'field' }, el('label', { for: 'new-url' }, 'URL'), url),
+    errors.node,
+    el('div', { class: 'actions' }, submit),
+  );
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    submit.disabled = true;
+    try {
+      await api<Webhook>('POST', '/webhooks', { type: type.value, url: url.value });
+      errors.clear();
+      url.value = '';
+      created();
+    } catch (error) {
+      errors.show(error);
+    } finally {
+      submit.disabled = false;
+    }
+  });
+  return form;
+}
