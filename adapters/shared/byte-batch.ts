@@ -5,7 +5,8 @@
  * chunk is asked for (a `BlobStore` body may be any async iterable, not only a stream).
  *
  * Measured on 5 × 1 MB uploads into `fsBlobs`: a 64 KiB socket chunk written as it came made 85
- * `pwrite` calls per upload; batches of 256 KiB, 20. The copy costs about 0.1 ms per MB.
+ * `pwrite` calls per upload; batches of 256 KiB, 20. The copy costs under 0.1 ms per MB (0.02 ms
+ * with the chunk in cache).
  */
 export function createByteBatch(size: number, write: (bytes: Uint8Array) => Promise<void>) {
   let buffer: Buffer | undefined;
