@@ -6,7 +6,7 @@ import type { BlobInfo, BlobStore } from '../../src/ports.js';
 import { atom } from '../../src/shared/time.js';
 import { storageFull } from '../../src/errors.js';
 import { PRIVATE_DIRECTORY, PRIVATE_FILE, crc32, ensureDirectory, hasCode, isDiskFull, syncDirectory, writeAll } from './durable.js';
-import { createByteBatch } from '../shared/byte-batch.js';
+import { createBufferPool, createByteBatch } from '../shared/byte-batch.js';
 import { acquireLock, type DirectoryLock } from './lock.js';
 
 export interface FsBlobsOptions {
@@ -49,6 +49,7 @@ export function fsBlobs(options: FsBlobsOptions): BlobStore {
   const objects = path.join(dir, 'objects');
   const temp = path.join(dir, 'tmp');
   const inFlight = new Set<Promise<unknown>>();
+  const batchBuffers = createBufferPool(WRITE_BATCH, 16);
   let lock: DirectoryLock | undefined;
   /** Set when another process took the directory: writes stop, since its open would clear our temp files. */
   let lockLost: Error | undefined;
@@ -113,7 +114,7 @@ export function fsBlobs(options: FsBlobsOptions): BlobStore {
     const partial = path.join(temp, `${fileName(key)}.${randomBytes(6).toString('hex')}`);
     const handle = await openFile(partial, 'wx', PRIVATE_FILE);
     let size = 0;
-    const batch = createByteBatch(WRITE_BATCH, async (bytes) => {
+    const batch = createByteBatch(batchBuffers, async (bytes) => {
       await writeAll(handle, bytes, size);
       size += bytes.length;
     });
@@ -134,6 +135,9 @@ export function fsBlobs(options: FsBlobsOptions): BlobStore {
       await handle.close().catch(() => {});
       await rm(partial, { force: true });
       throw error;
+    } finally {
+      // Every write of the batch has settled here: each was awaited before the next chunk was taken.
+      batch.release();
     }
     await syncDirectory(shardDir(key));
     return { size };

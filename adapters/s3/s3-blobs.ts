@@ -8,7 +8,7 @@ import type { BlobInfo, BlobStore, PresignOptions } from '../../src/ports.js';
 import { storageUnavailable } from '../../src/errors.js';
 import { atom } from '../../src/shared/time.js';
 import { writeAll } from '../fs/durable.js';
-import { createByteBatch } from '../shared/byte-batch.js';
+import { createBufferPool, createByteBatch } from '../shared/byte-batch.js';
 
 export interface S3BlobsOptions {
   /** An `S3Client` the host configured (endpoint, region, credentials, `forcePathStyle`). Never destroyed here. */
@@ -274,13 +274,15 @@ export function s3Blobs(options: S3BlobsOptions): BlobStore {
  * up from memory as one buffer.
  */
 function createPartBuffer(memoryBytes: number, spoolDir: string) {
+  // A spill is rare (parts past `memoryBytes`): its one buffer is not worth a pool across uploads.
+  const spillBuffers = createBufferPool(SPILL_BATCH, 0);
   let memory = Buffer.alloc(0);
   let inMemory = 0;
   let onDisk = 0;
   let spool: { path: string; handle: FileHandle } | undefined;
   /** The part's body last handed to a request; ended before the spool file closes under it. */
   let handedOut: Readable | undefined;
-  const spill = createByteBatch(SPILL_BATCH, async (bytes) => {
+  const spill = createByteBatch(spillBuffers, async (bytes) => {
     spool ??= await openSpool(spoolDir);
     await writeAll(spool.handle, bytes, onDisk);
     onDisk += bytes.length;

