@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { KEY, directoryId, missingIds, webhooks } from './servers/fixture.js';
 import { renderChart } from './chart.js';
+import { REPORTED, type Row } from './support/row.js';
 import { checkSameAnswers } from './support/answers.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -49,17 +50,7 @@ const hasTaskset = (() => {
   }
 })();
 
-export interface Row {
-  scenario: string;
-  figure: number;
-  unit: string;
-  baselineName: string;
-  baseline: number;
-  /** figure / baseline, or baseline / figure where lower is better; `target` applies to it. */
-  ratio: number;
-  target: string;
-  holds: boolean;
-}
+export type { Row } from './support/row.js';
 
 interface Server {
   name: string;
@@ -121,7 +112,6 @@ async function round(server: Server, paths: string[], headers: Record<string, st
 }
 
 /** The target of a row that only reports a figure. */
-const REPORTED = 'none (reported)';
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 

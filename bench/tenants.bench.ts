@@ -24,6 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { POSTGRES_URL, connectPostgres, dropSchema } from '../test/helpers/sql.js';
+import { REPORTED, type Row } from './support/row.js';
 
 const KEY_A = 'tenants-bench-key-of-account-a';
 const KEY_B = 'tenants-bench-key-of-account-b';
@@ -515,17 +516,6 @@ async function redelivers(receiver: Receiver) {
 // ---------------------------------------------------------------------------------------------
 // Report.
 
-interface Row {
-  scenario: string;
-  figure: number;
-  unit: string;
-  baselineName: string;
-  baseline: number;
-  ratio: number;
-  target: string;
-  holds: boolean;
-}
-const REPORTED = 'none (reported)';
 
 /** A row against the issue's figure: `ratio` is before / after (how many times less); `holds` is the bound's. */
 function row(scenario: string, figure: number, unit: string, before: number, target: string, holds: boolean, baselineName = 'before (issue 15)'): Row {

@@ -25,6 +25,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { connectPostgres, dropSchema } from '../test/helpers/sql.js';
 import { now, type Command, type Report } from './support/fleet.js';
+import { REPORTED, emit } from './support/row.js';
 
 const EVENTS = Number(process.argv[2] ?? process.env.BENCH_FLEET_EVENTS ?? 10_000);
 const WORKER_COUNTS = (process.env.BENCH_FLEET_WORKERS ?? '1,2').split(',').map(Number);
@@ -226,18 +227,6 @@ async function phase(fleet: Fleet, receiver: Child, events: number, rate: number
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
-interface Row {
-  scenario: string;
-  figure: number;
-  unit: string;
-  baselineName: string;
-  baseline: number;
-  ratio: number;
-  target: string;
-  holds: boolean;
-}
-const REPORTED = 'none (reported)';
-const emit = (row: Row) => console.log(`BENCH ${JSON.stringify(row)}`);
 
 /** Both contenders with `workerCount` workers: warm-up, bursts, paced phase; the rows of that count. */
 async function compare(workerCount: number, receiver: Child, url: string): Promise<void> {
