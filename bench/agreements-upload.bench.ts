@@ -16,7 +16,8 @@
  * /proc/<pid>/clear_refs; elsewhere the server samples its own RSS). Idle is the RSS after two
  * uploads and a forced GC.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { pinned, spawnNode } from './support/cores.js';
 import { createHash } from 'node:crypto';
 import { close, createWriteStream, fsync, mkdtempSync, readFileSync, rename, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -191,15 +192,6 @@ function uploadBody(documents: number, size: number): Buffer {
   return Buffer.concat(chunks);
 }
 
-/** Servers on core 0 and the load on core 1, as `npm run bench` does, where `taskset` exists. */
-const pinned = (() => {
-  try {
-    execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
 
 interface Server {
   kind: Kind;
@@ -211,8 +203,7 @@ interface Server {
 async function start(kind: Kind): Promise<Server> {
   const args = ['--expose-gc', fileURLToPath(import.meta.url), '--serve', kind];
   const stdio: ['ignore', 'inherit', 'inherit', 'ipc'] = ['ignore', 'inherit', 'inherit', 'ipc'];
-  // taskset execs node in place: the pid stays the server's, which /proc is read by.
-  const child = pinned ? spawn('taskset', ['-c', '0', process.execPath, ...args], { stdio }) : spawn(process.execPath, args, { stdio });
+  const child = spawnNode(0, args, { stdio });
   const port = await new Promise<number>((resolve) => child.once('message', (message: { port: number }) => resolve(message.port)));
   const ask = (cmd: string) =>
     new Promise<number>((resolve) => {

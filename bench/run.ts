@@ -4,7 +4,8 @@
  * contenders are interleaved round by round after a warm-up, and the median round is reported.
  * Targets are ratios against a baseline measured in the same run, because this machine is shared.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { pinned, readyLine, spawnNode } from './support/cores.js';
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -41,14 +42,6 @@ const NAMED = process.argv[2] === '--scenarios' ? process.argv.slice(3) : undefi
 const ONLY = new Set((NAMED ? 'http' : (process.env.BENCH_ONLY ?? 'http,memory,others')).split(','));
 /** `BENCH_SCENARIOS=404,401` runs only the HTTP scenarios whose names contain one of these. */
 const SCENARIO_FILTER = NAMED ?? process.env.BENCH_SCENARIOS?.split(',');
-const hasTaskset = (() => {
-  try {
-    execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
 
 export type { Row } from './support/row.js';
 
@@ -62,14 +55,8 @@ interface Server {
 async function startServer(name: string): Promise<Server> {
   const script = path.join(here, 'servers', `${name}.js`);
   const args = ['--expose-gc', script];
-  const child = hasTaskset
-    ? spawn('taskset', ['-c', '0', process.execPath, ...args], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] })
-    : spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
-  const line = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).on('line', (text) => text.startsWith('READY ') && resolve(text.slice(6)));
-    child.once('exit', (code) => reject(new Error(`${name} server exited with ${code}`)));
-  });
-  const info = JSON.parse(line);
+  const child = spawnNode(0, args, { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+  const info = (await readyLine(name, child)) as Record<string, string> & { port: number };
   return { name, child, port: info.port, info };
 }
 
@@ -312,7 +299,7 @@ async function main() {
     return;
   }
   const started = Date.now();
-  console.error(`bench: ${ROUNDS} rounds of ${SECONDS} s, ${CONNECTIONS} connections, ${PIPELINING.join(' and ')} pipelined (targets at ${TARGETED_PIPELINING}), ${hasTaskset ? 'server on core 0, load on core 1' : 'no taskset: cores not pinned'}`);
+  console.error(`bench: ${ROUNDS} rounds of ${SECONDS} s, ${CONNECTIONS} connections, ${PIPELINING.join(' and ')} pipelined (targets at ${TARGETED_PIPELINING}), ${pinned ? 'server on core 0, load on core 1' : 'no taskset: cores not pinned'}`);
   let http: Awaited<ReturnType<typeof httpScenarios>> = { rows: [], figures: {} };
   if (ONLY.has('http')) {
     const servers = new Map<string, Server>();

@@ -18,8 +18,8 @@
  * connections one request at a time; requests/s and the server's CPU time a request, median of
  * `BENCH_ROUNDS` (5) interleaved rounds of `BENCH_SECONDS` (2).
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { createInterface } from 'node:readline';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readyLine, spawnNode } from './support/cores.js';
 import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
 import autocannon from 'autocannon';
@@ -79,11 +79,7 @@ interface Server {
 
 async function startServer(name: string, kind: string): Promise<Server> {
   const child = spawn(process.execPath, [SERVER, kind, SCHEMA], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const line = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).on('line', (text) => text.startsWith('READY ') && resolve(text.slice(6)));
-    child.once('exit', (code) => reject(new Error(`${name} server exited with ${code}`)));
-  });
-  const info = JSON.parse(line);
+  const info = (await readyLine(name, child)) as { port: number; webhookId: string; key: string };
   return { name, child, url: `http://127.0.0.1:${info.port}/v1/webhooks/${info.webhookId}`, key: info.key };
 }
 
@@ -126,26 +122,12 @@ interface Peer {
   port: number;
 }
 
-const hasTaskset = (() => {
-  try {
-    execFileSync('taskset', ['-c', '0', 'true'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
 
 /** A server of `servers/` on the PostgreSQL path, on core 0 where `taskset` exists, answering `cpu` over IPC. */
 async function startPeer(name: string, script: string, schema: string): Promise<Peer> {
   const args = [fileURLToPath(new URL(`./servers/${script}.js`, import.meta.url)), schema];
-  const child = hasTaskset
-    ? spawn('taskset', ['-c', '0', process.execPath, ...args], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] })
-    : spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
-  const line = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).on('line', (text) => text.startsWith('READY ') && resolve(text.slice(6)));
-    child.once('exit', (code) => reject(new Error(`${name} server exited with ${code}`)));
-  });
-  return { name, child, port: JSON.parse(line).port };
+  const child = spawnNode(0, args, { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+  return { name, child, port: (await readyLine(name, child)).port as number };
 }
 
 function askCpu(peer: Peer): Promise<number> {

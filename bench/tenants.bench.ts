@@ -14,7 +14,8 @@
  *
  *   npm run build:bench && node dist/bench/tenants.bench.js
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { pinned, spawnNode } from './support/cores.js';
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -140,14 +141,6 @@ async function servePortal(setup: PortalSetup) {
 // This process: receivers, clients, measurements.
 
 const here = fileURLToPath(import.meta.url);
-const hasTaskset = (() => {
-  try {
-    execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
 
 interface Portal {
   child: ChildProcess;
@@ -160,7 +153,7 @@ interface Portal {
 async function startPortal(setup: PortalSetup): Promise<Portal> {
   const args = [here, '--portal', JSON.stringify(setup)];
   const options = { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] as ('ignore' | 'inherit' | 'ipc')[] };
-  const child = hasTaskset ? spawn('taskset', ['-c', '0', process.execPath, ...args], options) : spawn(process.execPath, args, options);
+  const child = spawnNode(0, args, options);
   const port = await new Promise<number>((resolve, reject) => {
     child.once('message', (message: { port: number }) => resolve(message.port));
     child.once('exit', (code) => reject(new Error(`the portal process exited with ${code}`)));
@@ -598,7 +591,7 @@ async function main() {
     agent.destroy();
   }
 
-  console.log(`\ntenants (issue 15), Node ${process.version}, ${fmt((now() - started) / 1000, 0)} s${hasTaskset ? '' : ', cores not pinned'}\n`);
+  console.log(`\ntenants (issue 15), Node ${process.version}, ${fmt((now() - started) / 1000, 0)} s${pinned ? '' : ', cores not pinned'}\n`);
   console.log('| measurement | before (issue 15, d677f05) | after (this run) | bound |');
   console.log('| --- | --- | --- | --- |');
   for (const line of lines) console.log(`| ${line.join(' | ')} |`);

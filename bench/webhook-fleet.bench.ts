@@ -21,7 +21,8 @@
  *   (BENCH_FLEET_EVENTS, BENCH_FLEET_WORKERS=1,2, BENCH_FLEET_ROUNDS=1, BENCH_FLEET_PACED_SECONDS=4,
  *    BENCH_FLEET_TIMEOUT_SECONDS=60, TEST_DATABASE_URL)
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { pinned, spawnNode } from './support/cores.js';
 import { fileURLToPath } from 'node:url';
 import { connectPostgres, dropSchema } from '../test/helpers/sql.js';
 import { now, type Command, type Report } from './support/fleet.js';
@@ -45,14 +46,6 @@ const START_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 10_000;
 
 const script = (name: string) => fileURLToPath(new URL(`./${name}`, import.meta.url));
-const hasTaskset = (() => {
-  try {
-    execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
 
 /** A child process and the messages it sent, taken in order. */
 class Child {
@@ -67,10 +60,7 @@ class Child {
     args: string[],
     core: number,
   ) {
-    const node = [process.execPath, file, ...args];
-    this.child = hasTaskset
-      ? spawn('taskset', ['-c', String(core), ...node], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
-      : spawn(node[0]!, node.slice(1), { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    this.child = spawnNode(core, [file, ...args], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     this.child.on('message', (message) => {
       if (this.waiter) {
         const { resolve } = this.waiter;
@@ -337,7 +327,7 @@ async function main() {
     const { url } = await receiver.next<{ url: string }>(START_TIMEOUT_MS, 'start');
     console.error(
       `webhook-fleet.bench: ${EVENTS} events, ${BATCH} at a time, workers ${WORKER_COUNTS.join(' then ')}, ${ROUNDS} round(s); ` +
-        (hasTaskset ? 'workers on core 0, publisher and receiver on core 1' : 'no taskset: cores not pinned'),
+        (pinned ? 'workers on core 0, publisher and receiver on core 1' : 'no taskset: cores not pinned'),
     );
     for (const count of WORKER_COUNTS) await compare(count, receiver, url);
   } finally {

@@ -12,17 +12,15 @@ import pg from 'pg';
 import { POSTGRES_URL } from '../../test/helpers/sql.js';
 import {
   ACCOUNT,
-  INVALID_REALM,
   MESSAGES,
   POOL_SIZE,
-  REALM,
   announce,
-  keyMatches,
   listingSchema,
   messageSchema,
   requestIdOf,
   webhookSchema,
 } from './fixture.js';
+import { contractHook } from './fastify-contract.js';
 
 const schema = process.argv[2]!;
 const pool = new pg.Pool({ connectionString: POSTGRES_URL, max: POOL_SIZE });
@@ -41,19 +39,7 @@ const LIST_DIRECTORY = {
 };
 
 const app = Fastify({ logger: false, requestIdHeader: false, genReqId: requestIdOf });
-app.addHook('onRequest', (request, reply, done) => {
-  reply.headers({ 'x-request-id': request.id, 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' });
-  const authorization = request.headers.authorization;
-  if (authorization === undefined) {
-    reply.code(401).header('www-authenticate', REALM).send({ message: MESSAGES.missing });
-    return;
-  }
-  if (!keyMatches(authorization)) {
-    reply.code(401).header('www-authenticate', INVALID_REALM).send({ message: MESSAGES.invalid });
-    return;
-  }
-  done();
-});
+app.addHook('onRequest', contractHook);
 app.get<{ Params: { id: string } }>(
   '/v1/webhooks/:id',
   { schema: { response: { 200: webhookSchema, 401: messageSchema, 404: messageSchema } } },

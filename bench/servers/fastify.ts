@@ -5,33 +5,18 @@
  */
 import Fastify from 'fastify';
 import {
-  INVALID_REALM,
   MESSAGES,
-  REALM,
   announce,
-  keyMatches,
   messageSchema,
   requestIdOf,
   webhookSchema,
   webhooks,
 } from './fixture.js';
+import { contractHook } from './fastify-contract.js';
 
 const byId = new Map(webhooks.map((one) => [one.id, one]));
 const app = Fastify({ logger: false, requestIdHeader: false, genReqId: requestIdOf });
-app.addHook('onRequest', (request, reply, done) => {
-  // The headers the contract puts on every response, as the portal and the bare baseline send them.
-  reply.headers({ 'x-request-id': request.id, 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' });
-  const authorization = request.headers.authorization;
-  if (authorization === undefined) {
-    reply.code(401).header('www-authenticate', REALM).send({ message: MESSAGES.missing });
-    return;
-  }
-  if (!keyMatches(authorization)) {
-    reply.code(401).header('www-authenticate', INVALID_REALM).send({ message: MESSAGES.invalid });
-    return;
-  }
-  done();
-});
+app.addHook('onRequest', contractHook);
 app.get<{ Params: { id: string } }>(
   '/v1/webhooks/:id',
   { schema: { response: { 200: webhookSchema, 401: messageSchema, 404: messageSchema } } },

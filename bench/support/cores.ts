@@ -1,0 +1,33 @@
+import { execFileSync, spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { createInterface } from 'node:readline';
+
+/**
+ * Whether `taskset` exists here; where it does, importing this pins the importing process (the load)
+ * to core 1, and `spawnNode` puts servers on core 0. Children of the load inherit core 1.
+ */
+export const pinned: boolean = (() => {
+  try {
+    execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+/**
+ * `node ...args` on `core` where `taskset` exists, else unpinned. taskset execs node in place: the
+ * pid stays the server's, which /proc is read by.
+ */
+export function spawnNode(core: number, args: readonly string[], options: SpawnOptions): ChildProcess {
+  return pinned
+    ? spawn('taskset', ['-c', String(core), process.execPath, ...args], options)
+    : spawn(process.execPath, args, options);
+}
+
+/** The JSON after `READY ` on the first such line a bench server prints, or a rejection when it exits first. */
+export function readyLine(name: string, child: ChildProcess): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    createInterface({ input: child.stdout! }).on('line', (text) => text.startsWith('READY ') && resolve(JSON.parse(text.slice(6))));
+    child.once('exit', (code) => reject(new Error(`${name} server exited with ${code}`)));
+  });
+}
