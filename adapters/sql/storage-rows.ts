@@ -68,17 +68,7 @@ const FILE_ENTRY: [string, string][] = [
 ];
 export const fileEntryColumns = () => columns(FILE_ENTRY, '', '');
 export function toFileEntry(row: Row): FileEntryRecord {
-  return {
-    id: text(row, 'id'),
-    accountId: text(row, 'account_id'),
-    directoryId: textOrNull(row, 'directory_id'),
-    type: text(row, 'type') as FileEntryType,
-    name: text(row, 'name'),
-    size: integer(row, 'size'),
-    mime: text(row, 'mime'),
-    fileShareId: textOrNull(row, 'file_share_id'),
-    createdAt: text(row, 'created_at'),
-  };
+  return toListedEntry(row, text(row, 'account_id'), textOrNull(row, 'directory_id'));
 }
 
 /**

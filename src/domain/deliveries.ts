@@ -30,7 +30,7 @@ export function isRecipient(webhook: Pick<WebhookRecord, 'id' | 'type'>, event: 
 export const MAX_ATTEMPTS_KEPT = 50;
 
 /** A new delivery of `event` to the webhook `webhookId`: pending, due when the event happened, no attempts, no lease. */
-export function newDelivery(event: EventRecord, webhookId: string): DeliveryRecord {
+export function newDelivery(event: Pick<EventRecord, 'id' | 'accountId' | 'createdAt'>, webhookId: string): DeliveryRecord {
   return {
     id: newId('whd'),
     accountId: event.accountId,
@@ -47,23 +47,11 @@ export function newDelivery(event: EventRecord, webhookId: string): DeliveryReco
 }
 
 /**
- * A delivery of `event` to the webhook `webhookId` made by a recovery at `now`: pending and due at
- * once, no attempts; dated `now`, so the log lists it with what happened then.
+ * A delivery of `event` to the webhook `webhookId` made by a recovery at `now`: a new delivery due at
+ * once and dated `now`, so the log lists it with what happened then.
  */
 export function recoveredDelivery(event: Pick<EventRecord, 'id' | 'accountId'>, webhookId: string, now: string): DeliveryRecord {
-  return {
-    id: newId('whd'),
-    accountId: event.accountId,
-    webhookId,
-    eventId: event.id,
-    status: 'pending',
-    attempts: [],
-    attemptCount: 0,
-    nextAttemptAt: now,
-    createdAt: now,
-    leaseOwner: null,
-    leaseUntil: null,
-  };
+  return newDelivery({ id: event.id, accountId: event.accountId, createdAt: now }, webhookId);
 }
 
 /**

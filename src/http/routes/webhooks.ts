@@ -81,9 +81,8 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
       method: 'POST',
       path: '/webhooks/:webhookId/rotate-secret',
       async handler({ accountId, params, req }) {
-        // The body is optional: without one, the default grace.
-        const body = await readOptionalJson(req);
-        const webhook = await webhooks.rotateSecret(accountId, params.webhookId!, (body === undefined ? {} : body) as never);
+        // The body is optional: without one (undefined), the default grace.
+        const webhook = await webhooks.rotateSecret(accountId, params.webhookId!, (await readOptionalJson(req)) as never);
         if (webhook === null) return refusal('WEBHOOK_NOT_FOUND', params.webhookId!);
         return { status: 200, json: webhookJson(webhook) };
       },
