@@ -187,6 +187,15 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX portal_idempotency_keys_expires ON ${table('idempotency_keys')} (expires_at)`,
     ],
   },
+  {
+    version: 8,
+    name: 'the disabled webhooks, for the claim',
+    // The fair claim cancels the due deliveries of disabled webhooks, found from here: with none
+    // disabled, a probe of an empty index instead of a test of every due delivery.
+    statements: ({ table }) => [
+      `CREATE INDEX portal_webhook_health_disabled ON ${table('webhook_health')} (webhook_id) WHERE disabled_at IS NOT NULL`,
+    ],
+  },
 ];
 
 /** The last `MAX_ATTEMPTS_KEPT` entries of the jsonb array `expression`, in order. */

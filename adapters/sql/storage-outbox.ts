@@ -64,55 +64,10 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
         AND (d.lease_until IS NULL OR d.lease_until < $1::timestamptz)`;
   // A due delivery is sent only while its webhook exists and is not disabled; otherwise the claim cancels it.
   const sendable = deliverable(names);
-  // The fair share (planClaim's perAccount), before the lock: of each account's claimable
-  // deliveries only the first (max - held in flight), in claim order, may be leased. The accounts
-  // with pending deliveries are found by a skip scan of portal_deliveries_pending_account (one index
-  // probe per account), and each account's first ones by a LATERAL read of the same index, so a
-  // claim costs a few rows per account, not a sort of the whole due backlog. `= ANY (ARRAY(…))`
-  // has the claim look those few up by id instead of walking every due row to test membership.
-  const fairShare = `AND d.id = ANY (ARRAY(
-        WITH RECURSIVE accounts(account_id) AS (
-          (SELECT account_id FROM ${table('deliveries')} WHERE status = 'pending' ORDER BY account_id LIMIT 1)
-          UNION ALL
-          SELECT (SELECT p.account_id FROM ${table('deliveries')} AS p
-                  WHERE p.status = 'pending' AND p.account_id > accounts.account_id ORDER BY p.account_id LIMIT 1)
-          FROM accounts WHERE accounts.account_id IS NOT NULL
-        )
-        SELECT first.id FROM accounts
-        LEFT JOIN unnest($5::text[], $6::int[]) AS held(account_id, n) ON held.account_id = accounts.account_id
-        CROSS JOIN LATERAL (
-          SELECT d.id FROM ${table('deliveries')} AS d
-          WHERE d.account_id = accounts.account_id AND ${claimable} AND ${sendable}
-          ORDER BY d.next_attempt_at, d.id
-          LIMIT greatest(0, $7::int - coalesce(held.n, 0))
-        ) AS first
-        WHERE accounts.account_id IS NOT NULL
-      ))`;
-  // planClaim in one statement: lock the claimable rows no other claim holds (SKIP LOCKED), lease
-  // them, return them with their event and webhook. A row another claim leased and committed
-  // meanwhile is re-checked against the WHERE clause on its new version, so it is not leased twice.
-  // A claimable delivery whose webhook is gone (redelivered as the webhook was deleted) or disabled
-  // is cancelled when the walk passes it, that is when it comes before the last one leased or the
-  // limit was not reached: there is nowhere to send it, and left pending it would stay due forever.
-  // At most ORPHANS_PER_CLAIM of them, skipping rows another claim holds: a disabled webhook's backlog
-  // of thousands is cancelled over several claims instead of one long UPDATE every instance waits on.
-  const claimWhere = (share: string) => `WITH due AS (
-      SELECT id, next_attempt_at FROM ${table('deliveries')} AS d
-      WHERE ${claimable} AND ${sendable} ${share}
-      ORDER BY next_attempt_at, id
-      LIMIT $3::int
-      FOR UPDATE SKIP LOCKED
-    ), orphans AS (
-      UPDATE ${table('deliveries')} AS o SET status = 'cancelled', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL
-      WHERE o.id IN (
-        SELECT d.id FROM ${table('deliveries')} AS d
-        WHERE ${claimable} AND NOT ${sendable}
-          AND ((SELECT count(*) FROM due) < $3::int
-            OR (d.next_attempt_at, d.id) < (SELECT next_attempt_at, id FROM due ORDER BY next_attempt_at DESC, id DESC LIMIT 1))
-        ORDER BY d.next_attempt_at, d.id
-        LIMIT ${ORPHANS_PER_CLAIM}
-        FOR UPDATE SKIP LOCKED)
-    ), leased AS (
+  const disabled = `EXISTS (SELECT 1 FROM ${table('webhook_health')} AS h WHERE h.webhook_id = d.webhook_id AND h.disabled_at IS NOT NULL)`;
+  const cancelled = `status = 'cancelled', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL`;
+  // The leasing of the rows locked by `due`, and the claim's answer: each with its event and webhook.
+  const leasedAndReturned = `leased AS (
       UPDATE ${table('deliveries')} AS d SET lease_owner = $4::text, lease_until = $2::timestamptz
       FROM due WHERE d.id = due.id
       RETURNING d.*
@@ -122,8 +77,80 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
     JOIN ${table('events')} AS e ON e.id = d.event_id
     JOIN ${table('webhooks')} AS w ON w.id = d.webhook_id
     ORDER BY d.next_attempt_at, d.id`;
-  const claim = claimWhere('');
-  const fairClaim = claimWhere(fairShare);
+  // planClaim in one statement: lock the claimable rows no other claim holds (SKIP LOCKED), lease
+  // them, return them with their event and webhook. A row another claim leased and committed
+  // meanwhile is re-checked against the WHERE clause on its new version, so it is not leased twice.
+  // A claimable delivery whose webhook is gone (redelivered as the webhook was deleted) or disabled
+  // is cancelled when the walk passes it, that is when it comes before the last one leased or the
+  // limit was not reached: there is nowhere to send it, and left pending it would stay due forever.
+  // At most ORPHANS_PER_CLAIM of them, skipping rows another claim holds: a disabled webhook's backlog
+  // of thousands is cancelled over several claims instead of one long UPDATE every instance waits on.
+  const claim = `WITH due AS (
+      SELECT id, next_attempt_at FROM ${table('deliveries')} AS d
+      WHERE ${claimable} AND ${sendable}
+      ORDER BY next_attempt_at, id
+      LIMIT $3::int
+      FOR UPDATE SKIP LOCKED
+    ), orphans AS (
+      UPDATE ${table('deliveries')} AS o SET ${cancelled}
+      WHERE o.id IN (
+        SELECT d.id FROM ${table('deliveries')} AS d
+        WHERE ${claimable} AND NOT ${sendable}
+          AND ((SELECT count(*) FROM due) < $3::int
+            OR (d.next_attempt_at, d.id) < (SELECT next_attempt_at, id FROM due ORDER BY next_attempt_at DESC, id DESC LIMIT 1))
+        ORDER BY d.next_attempt_at, d.id
+        LIMIT ${ORPHANS_PER_CLAIM}
+        FOR UPDATE SKIP LOCKED)
+    ), ${leasedAndReturned}`;
+  // The fair claim (planClaim with perAccount), the worker's: of each account's claimable
+  // deliveries only the first (max - held in flight), in claim order, may be leased. The accounts
+  // with pending deliveries are found by a skip scan of portal_deliveries_pending_account (one index
+  // probe per account), and each account's first ones are read and locked by a LATERAL scan of the
+  // same index. Every step starts from an index and reads a few rows per account, whatever the
+  // planner believes of the table's size: a table filled seconds ago has no statistics, and a join
+  // left to the planner then read the whole due backlog (about 10 ms a claim with 10,000 due).
+  // The walk is per account: the deliveries it passes whose webhook is gone take their place in the
+  // account's share and are cancelled. A disabled webhook's due deliveries are found from the
+  // disabled webhooks instead (portal_webhook_health_disabled: a probe of an empty index when none
+  // is) and cancelled, at most ORPHANS_PER_CLAIM a claim. Rows locked and not leased (beyond the
+  // limit) are free again when the statement commits.
+  const fairClaim = `WITH RECURSIVE accounts(account_id) AS (
+      (SELECT account_id FROM ${table('deliveries')} WHERE status = 'pending' ORDER BY account_id LIMIT 1)
+      UNION ALL
+      SELECT (SELECT p.account_id FROM ${table('deliveries')} AS p
+              WHERE p.status = 'pending' AND p.account_id > accounts.account_id ORDER BY p.account_id LIMIT 1)
+      FROM accounts WHERE accounts.account_id IS NOT NULL
+    ), candidates AS MATERIALIZED (
+      SELECT first.id, first.next_attempt_at, first.sendable FROM accounts
+      LEFT JOIN unnest($5::text[], $6::int[]) AS held(account_id, n) ON held.account_id = accounts.account_id
+      CROSS JOIN LATERAL (
+        SELECT d.id, d.next_attempt_at, EXISTS (SELECT 1 FROM ${table('webhooks')} AS w WHERE w.id = d.webhook_id) AS sendable
+        FROM ${table('deliveries')} AS d
+        WHERE d.account_id = accounts.account_id AND ${claimable} AND NOT ${disabled}
+        ORDER BY d.next_attempt_at, d.id
+        LIMIT greatest(0, $7::int - coalesce(held.n, 0))
+        FOR UPDATE OF d SKIP LOCKED
+      ) AS first
+      WHERE accounts.account_id IS NOT NULL
+    ), due AS (
+      SELECT id, next_attempt_at FROM candidates WHERE sendable ORDER BY next_attempt_at, id LIMIT $3::int
+    ), gone AS (
+      UPDATE ${table('deliveries')} AS o SET ${cancelled}
+      WHERE o.id = ANY (ARRAY(SELECT id FROM candidates WHERE NOT sendable))
+    ), orphans AS (
+      UPDATE ${table('deliveries')} AS o SET ${cancelled}
+      WHERE o.id = ANY (ARRAY(
+        SELECT passed.id FROM ${table('webhook_health')} AS h
+        CROSS JOIN LATERAL (
+          SELECT d.id FROM ${table('deliveries')} AS d
+          WHERE d.account_id = h.account_id AND d.webhook_id = h.webhook_id AND ${claimable}
+          ORDER BY d.next_attempt_at, d.id
+          LIMIT ${ORPHANS_PER_CLAIM}
+          FOR UPDATE OF d SKIP LOCKED
+        ) AS passed
+        WHERE h.disabled_at IS NOT NULL
+        LIMIT ${ORPHANS_PER_CLAIM}))
+    ), ${leasedAndReturned}`;
   // The attempt appended, and the oldest dropped once more than MAX_ATTEMPTS_KEPT are held.
   const recordAttemptUpdate = `UPDATE ${table('deliveries')}
     SET attempts = CASE WHEN jsonb_array_length(attempts) < ${MAX_ATTEMPTS_KEPT} THEN attempts || jsonb_build_array($3::jsonb)

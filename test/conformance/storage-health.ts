@@ -120,6 +120,18 @@ export function healthStorageTests(test: Test, factory: StorageFactory): void {
     assert.is((await db.delivery(held!.id))!.status, 'cancelled');
   }));
 
+  test('health: a claim with perAccount cancels a disabled webhook\'s due deliveries and leases the others\'', withStorage(factory, async (storage, { db }) => {
+    const { webhook, deliveries } = await withEvents(storage, 3);
+    const other = webhookRecord({ type: 'agreement-signed' });
+    await storage.insertWebhook(other);
+    const [ofOther] = await storage.publishEvents([eventRecord({ type: 'agreement-signed' })]);
+    assert.is(await storage.disableWebhook('acct_a', webhook.id, at(0)), true);
+    const perAccount = { max: 2, inFlight: {} };
+    const claimed = await storage.claimDeliveries({ now: at(1), leaseUntil: at(61), limit: 10, owner: 'worker-1', perAccount });
+    assert.equal(claimed.map((c) => c.delivery.id), [ofOther!.id]);
+    for (const delivery of deliveries) assert.is((await db.delivery(delivery.id))!.status, 'cancelled');
+  }));
+
   test('health: disable and enable by hand: true for the change, false when already so, null when absent', withStorage(factory, async (storage, { db }) => {
     const { webhook } = await withEvents(storage, 1);
     assert.equal(await attemptAll(storage, 0, 500), [true]);

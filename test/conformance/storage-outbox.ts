@@ -169,6 +169,22 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     assert.equal(await claim(storage, 20), []);
   }));
 
+  test('outbox: a claim with perAccount cancels the webhook-less deliveries it passes, and leases the others', withStorage(factory, async (storage, { db }) => {
+    const kept = webhookRecord();
+    const doomed = webhookRecord({ type: 'agreement-signed' });
+    await storage.insertWebhook(kept);
+    await storage.insertWebhook(doomed);
+    const [gone] = await storage.publishEvents([eventRecord({ type: doomed.type, createdAt: at(0) })]);
+    const [live] = await storage.publishEvents([eventRecord({ type: kept.type, createdAt: at(1) })]);
+    await storage.deleteWebhook('acct_a', doomed.id);
+    await storage.redeliver('acct_a', gone!.id, at(0));
+    const perAccount = { max: 4, inFlight: {} };
+    const first = await storage.claimDeliveries({ now: at(5), leaseUntil: at(65), limit: 10, owner: 'worker-1', perAccount });
+    assert.equal(first.map((c) => c.delivery.id), [live!.id]);
+    assert.is((await db.delivery(gone!.id))!.status, 'cancelled');
+    assert.equal(await storage.claimDeliveries({ now: at(6), leaseUntil: at(66), limit: 10, owner: 'worker-1', perAccount }), []);
+  }));
+
   test('outbox: a claim cancels the webhook-less deliveries it passes on its way to the limit, and leaves later ones', withStorage(factory, async (storage, { db }) => {
     const kept = webhookRecord();
     const doomed = webhookRecord({ type: 'agreement-signed' });
