@@ -83,6 +83,30 @@ export function recordAttemptWithHealth({ table }: Names, recordAttempt: string)
       (SELECT disabled_reason FROM health WHERE disabled_by = $11::text) AS disabled`;
 }
 
+/**
+ * The health write of successful attempts recorded together, after the CTE `recorded` (its rows:
+ * webhook_id, account_id, at). A success sets the health the same way whatever came before it, so
+ * each webhook's attempts fold into one write: that of its latest. As for one attempt, a write that
+ * would change nothing is not made; the rows are written in webhook order, so that two such
+ * statements at once take their row locks in the same order and cannot deadlock.
+ */
+export function healthAfterSuccesses({ table }: Names): string {
+  return `latest AS (
+      SELECT r.webhook_id, r.account_id, max(r.at) AS at FROM recorded AS r
+      WHERE EXISTS (SELECT 1 FROM ${table('webhooks')} AS w WHERE w.id = r.webhook_id)
+      GROUP BY r.webhook_id, r.account_id
+    ), health AS (
+      INSERT INTO ${table('webhook_health')} AS h (webhook_id, account_id, consecutive_failures, failing_since, last_success_at, last_attempt_at)
+      SELECT l.webhook_id, l.account_id, 0, NULL, l.at, l.at FROM latest AS l
+      WHERE NOT EXISTS (
+        SELECT 1 FROM ${table('webhook_health')} AS s
+        WHERE s.webhook_id = l.webhook_id AND s.consecutive_failures = 0 AND s.last_success_at = l.at AND s.last_attempt_at = l.at)
+      ORDER BY l.webhook_id
+      ON CONFLICT (webhook_id) DO UPDATE SET consecutive_failures = 0, failing_since = NULL,
+        last_success_at = excluded.last_success_at, last_attempt_at = excluded.last_attempt_at
+    )`;
+}
+
 /** The parameters $6–$11 of `recordAttemptWithHealth`. */
 export function healthParams(attempt: DeliveryAttempt, rule: HealthRule): unknown[] {
   const succeeded = attempt.statusCode !== null && attempt.statusCode >= 200 && attempt.statusCode < 300;

@@ -1,22 +1,36 @@
 import { MAX_ATTEMPTS_KEPT, isRecipient, newDelivery } from '../../src/domain/deliveries.js';
-import { PortalError, isPortalError } from '../../src/errors.js';
+import { PortalError } from '../../src/errors.js';
+import { attemptSucceeded } from '../../src/domain/webhook-health.js';
 import type { DeliveryTarget, Storage } from '../../src/ports.js';
 import type { DeliveryRecord, EventRecord } from '../../src/records.js';
-import type { Db, Queryable } from './client.js';
+import type { Db, Queryable, Row } from './client.js';
 import type { Names } from './schema.js';
 import { lastAttempts } from './storage-migrations.js';
-import { attemptResult, deliverable, healthParams, recordAttemptWithHealth } from './storage-health.js';
+import { attemptResult, deliverable, healthParams, healthAfterSuccesses, recordAttemptWithHealth } from './storage-health.js';
+import { createBatcher } from './batch.js';
 import { deliveryColumns, eventColumns, toDelivery, toEvent, toWebhook, webhookColumns } from './storage-rows.js';
 
 /** How many undeliverable due deliveries one claim cancels at most (the rest, the next claims). */
 const ORPHANS_PER_CLAIM = 1000;
-/**
- * Transactions storing publishes at once: more calls wait, and are stored together (see
- * `publishEvents` below).
- */
+/** Transactions storing publishes at once: more calls wait, and are stored together (see batch.ts). */
 const MAX_STORING = 2;
 /** Events of waiting calls stored in one transaction at most; a larger publish goes alone. */
 const MAX_GROUP_EVENTS = 512;
+/** Statements recording successful attempts at once; more wait, and are recorded together. */
+const MAX_RECORDING = 2;
+/** Successful attempts recorded by one statement at most. */
+const MAX_GROUP_ATTEMPTS = 256;
+
+/** A successful attempt waiting to be recorded with others: the parameters of `recordSuccesses`. */
+interface SuccessfulAttempt {
+  id: string;
+  owner: string;
+  /** The attempt's log entry, as JSON. */
+  entry: string;
+  status: string;
+  nextAttemptAt: string | null;
+  at: string;
+}
 
 export type OutboxMethods = Pick<
   Storage,
@@ -26,6 +40,43 @@ export type OutboxMethods = Pick<
 export interface Outbox extends OutboxMethods {
   /** Stores events and their deliveries inside the caller's transaction; resolves the deliveries. */
   storeEvents(tx: Queryable, batch: EventRecord[]): Promise<DeliveryRecord[]>;
+}
+
+/** The columns of `insertEvents`, as arrays. */
+function eventColumnsOf(batch: EventRecord[]): unknown[] {
+  return [
+    batch.map((event) => event.id),
+    batch.map((event) => event.accountId),
+    batch.map((event) => event.type),
+    batch.map((event) => event.createdAt),
+    batch.map((event) => (event.data === undefined ? null : JSON.stringify(event.data))),
+  ];
+}
+
+/** The columns of `insertDeliveries`, as arrays. */
+function deliveryColumnsOf(made: DeliveryRecord[]): unknown[] {
+  return [
+    made.map((delivery) => delivery.id),
+    made.map((delivery) => delivery.accountId),
+    made.map((delivery) => delivery.webhookId),
+    made.map((delivery) => delivery.eventId),
+    made.map((delivery) => delivery.status),
+    made.map((delivery) => delivery.nextAttemptAt),
+    made.map((delivery) => delivery.createdAt),
+  ];
+}
+
+/** The deliveries of the events to the webhooks (rows of id, account_id, type) each is for. */
+function deliveriesOf(batch: EventRecord[], webhooks: Row[], target?: DeliveryTarget): DeliveryRecord[] {
+  const made: DeliveryRecord[] = [];
+  if (webhooks.length === 0) return made;
+  for (const event of batch) {
+    for (const webhook of webhooks) {
+      if (webhook.account_id !== event.accountId || !isRecipient(webhook as { id: string; type: string }, event, target)) continue;
+      made.push(newDelivery(event, webhook.id as string));
+    }
+  }
+  return made;
 }
 
 /**
@@ -55,6 +106,27 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
   // Stores what newDelivery made; attempts and the lease start empty (the columns' defaults).
   const insertDeliveries = `INSERT INTO ${table('deliveries')} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at)
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[])`;
+  const findWebhooks = `SELECT id, account_id, type FROM ${table('webhooks')}
+    WHERE (account_id, type) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+    ORDER BY created_at, id`;
+  // storeAtOnce's statement: $1–$5 the events, $6 the webhooks, $7–$13 the deliveries, $14 the
+  // channel to notify (NULL: none). The foreign key from deliveries to events is checked at the end
+  // of the statement, when the events are in. The notification goes out when the statement commits.
+  const storeAll = `WITH events AS (
+      INSERT INTO ${table('events')} (id, account_id, type, created_at, data)
+      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::json[])
+    ), webhooks AS (
+      SELECT id FROM ${table('webhooks')} WHERE id = ANY ($6::text[]) FOR KEY SHARE
+    ), stored AS (
+      INSERT INTO ${table('deliveries')} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at)
+      SELECT * FROM unnest($7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::timestamptz[], $13::timestamptz[])
+        AS made(id, account_id, webhook_id, event_id, status, next_attempt_at, created_at)
+      WHERE made.webhook_id IN (SELECT id FROM webhooks)
+      RETURNING id
+    ), announced AS (
+      SELECT pg_notify($14::text, '') WHERE $14::text IS NOT NULL AND EXISTS (SELECT 1 FROM stored)
+    )
+    SELECT ARRAY(SELECT id FROM stored) AS stored, (SELECT count(*) FROM announced) AS announced`;
   const selectDelivery = `SELECT ${deliveryColumns()} FROM ${table('deliveries')} WHERE account_id = $1::text AND id = $2::text`;
   const selectDeliveries = `SELECT ${deliveryColumns()} FROM ${table('deliveries')}
     WHERE webhook_id = $2::text AND account_id = $1::text
@@ -152,14 +224,24 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
         LIMIT ${ORPHANS_PER_CLAIM}))
     ), ${leasedAndReturned}`;
   // The attempt appended, and the oldest dropped once more than MAX_ATTEMPTS_KEPT are held.
+  const appendAttempt = (entry: string) => `attempts = CASE WHEN jsonb_array_length(attempts) < ${MAX_ATTEMPTS_KEPT}
+          THEN attempts || jsonb_build_array(${entry}) ELSE ${lastAttempts(`attempts || jsonb_build_array(${entry})`)} END,
+        attempt_count = attempt_count + 1`;
   const recordAttemptUpdate = `UPDATE ${table('deliveries')}
-    SET attempts = CASE WHEN jsonb_array_length(attempts) < ${MAX_ATTEMPTS_KEPT} THEN attempts || jsonb_build_array($3::jsonb)
-          ELSE ${lastAttempts('attempts || jsonb_build_array($3::jsonb)')} END,
-        attempt_count = attempt_count + 1, status = $4::text, next_attempt_at = $5::timestamptz,
-        lease_owner = NULL, lease_until = NULL
+    SET ${appendAttempt('$3::jsonb')}, status = $4::text, next_attempt_at = $5::timestamptz, lease_owner = NULL, lease_until = NULL
     WHERE id = $1::text AND lease_owner = $2::text AND status = 'pending'`;
   const recordAttempt = `${recordAttemptUpdate} RETURNING id`;
   const recordAttemptAndHealth = recordAttemptWithHealth(names, recordAttemptUpdate);
+  // recordAttempt with health, for many successful attempts in one statement (see recordSuccessesTogether).
+  const recordSuccesses = `WITH recorded AS (
+      UPDATE ${table('deliveries')} AS d
+      SET ${appendAttempt('i.entry')}, status = i.status, next_attempt_at = i.next_attempt_at, lease_owner = NULL, lease_until = NULL
+      FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::text[], $5::timestamptz[], $6::timestamptz[])
+        AS i(id, owner, entry, status, next_attempt_at, at)
+      WHERE d.id = i.id AND d.lease_owner = i.owner AND d.status = 'pending'
+      RETURNING d.id, d.webhook_id, d.account_id, i.at
+    ), ${healthAfterSuccesses(names)}
+    SELECT id FROM recorded`;
   // Refused (no row) while a lease holds the delivery at $3, now: never a second call in flight.
   const redeliver = `UPDATE ${table('deliveries')}
     SET status = 'pending', next_attempt_at = $3::timestamptz, lease_owner = NULL, lease_until = NULL
@@ -168,91 +250,79 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
 
   async function storeEvents(tx: Queryable, batch: EventRecord[], target?: DeliveryTarget): Promise<DeliveryRecord[]> {
     if (batch.length === 0) return [];
-    await tx.query(insertEvents, [
-      batch.map((event) => event.id),
-      batch.map((event) => event.accountId),
-      batch.map((event) => event.type),
-      batch.map((event) => event.createdAt),
-      batch.map((event) => (event.data === undefined ? null : JSON.stringify(event.data))),
-    ]);
+    await tx.query(insertEvents, eventColumnsOf(batch));
     const webhooks = target
       ? await tx.query(targetWebhook, [target.webhookId])
       : await tx.query(matchingWebhooks, [batch.map((event) => event.accountId), batch.map((event) => event.type)]);
-    if (webhooks.length === 0) return [];
-    const created: DeliveryRecord[] = [];
-    for (const event of batch) {
-      for (const webhook of webhooks) {
-        if (webhook.account_id !== event.accountId || !isRecipient(webhook as { id: string; type: string }, event, target)) continue;
-        created.push(newDelivery(event, webhook.id as string));
-      }
-    }
+    const created = deliveriesOf(batch, webhooks, target);
     if (created.length > 0) {
-      await tx.query(insertDeliveries, [
-        created.map((delivery) => delivery.id),
-        created.map((delivery) => delivery.accountId),
-        created.map((delivery) => delivery.webhookId),
-        created.map((delivery) => delivery.eventId),
-        created.map((delivery) => delivery.status),
-        created.map((delivery) => delivery.nextAttemptAt),
-        created.map((delivery) => delivery.createdAt),
-      ]);
+      await tx.query(insertDeliveries, deliveryColumnsOf(created));
       if (announce !== undefined) await tx.query(notifyWork, [announce.channel]);
     }
     return created;
   }
 
-  /**
-   * Publishes together: calls that come while `MAX_STORING` transactions are storing earlier ones
-   * wait, and go in the next transaction as one batch. Under load each call then costs a share of a
-   * transaction's round trips and commit instead of its own; a lone call goes at once.
-   */
-  const waiting: { batch: EventRecord[]; resolve(deliveries: DeliveryRecord[]): void; reject(error: unknown): void }[] = [];
-  let storing = 0;
   const storeAlone = (batch: EventRecord[], target?: DeliveryTarget) => db.transaction((tx) => storeEvents(tx, batch, target));
 
-  async function storeGroup(group: typeof waiting): Promise<void> {
-    let created: DeliveryRecord[];
-    try {
-      created = await storeAlone(group.length === 1 ? group[0]!.batch : group.flatMap((one) => one.batch));
-    } catch (error) {
-      // Nothing of the group was stored. One call's events may be what failed (an id stored
-      // already): each call again on its own, so that it fails alone. A database that is
-      // unavailable (or a commit whose outcome stays unknown) answers every call the same.
-      if (group.length === 1 || isPortalError(error, 'STORAGE_UNAVAILABLE')) {
-        for (const one of group) one.reject(error);
-        return;
-      }
-      await Promise.all(group.map((one) => storeAlone(one.batch).then(one.resolve, one.reject)));
-      return;
-    }
-    if (group.length === 1) {
-      group[0]!.resolve(created);
-      return;
-    }
-    const byEvent = new Map<string, DeliveryRecord[]>();
-    for (const delivery of created) {
-      const list = byEvent.get(delivery.eventId);
-      if (list === undefined) byEvent.set(delivery.eventId, [delivery]);
-      else list.push(delivery);
-    }
-    for (const one of group) one.resolve(one.batch.flatMap((event) => byEvent.get(event.id) ?? []));
+  /**
+   * storeEvents for a publish of its own, in two round trips instead of a transaction's six: the
+   * matching webhooks are read first, and the events with their deliveries are stored by one
+   * statement, which locks those webhooks FOR KEY SHARE and stores the deliveries of the ones still
+   * there. A webhook deleted in between gets no delivery (one being deleted is waited for); one
+   * created in between gets none either, as if it came after the publish.
+   */
+  async function storeAtOnce(batch: EventRecord[]): Promise<DeliveryRecord[]> {
+    const webhooks = await db.query(findWebhooks, [batch.map((event) => event.accountId), batch.map((event) => event.type)]);
+    const made = deliveriesOf(batch, webhooks);
+    const [row] = await db.query(storeAll, [
+      ...eventColumnsOf(batch),
+      [...new Set(made.map((delivery) => delivery.webhookId))],
+      ...deliveryColumnsOf(made),
+      announce?.channel ?? null,
+    ]);
+    if (made.length === 0) return [];
+    const stored = new Set(row!.stored as string[]);
+    return stored.size === made.length ? made : made.filter((delivery) => stored.has(delivery.id));
   }
-
-  function storeWaiting(): void {
-    while (storing < MAX_STORING && waiting.length > 0) {
-      let events = 0;
-      let take = 0;
-      while (take < waiting.length && (take === 0 || events + waiting[take]!.batch.length <= MAX_GROUP_EVENTS)) {
-        events += waiting[take]!.batch.length;
-        take++;
+  /** Publishes at once share a transaction (see batch.ts); each call gets its own events' deliveries. */
+  const publishTogether = createBatcher<EventRecord[], DeliveryRecord[]>({
+    maxRunning: MAX_STORING,
+    maxSize: MAX_GROUP_EVENTS,
+    size: (batch) => batch.length,
+    async run(batches) {
+      if (batches.length === 1) return [await storeAtOnce(batches[0]!)];
+      const byEvent = new Map<string, DeliveryRecord[]>();
+      for (const delivery of await storeAtOnce(batches.flat())) {
+        const list = byEvent.get(delivery.eventId);
+        if (list === undefined) byEvent.set(delivery.eventId, [delivery]);
+        else list.push(delivery);
       }
-      storing++;
-      void storeGroup(waiting.splice(0, take)).finally(() => {
-        storing--;
-        storeWaiting();
-      });
-    }
-  }
+      return batches.map((batch) => batch.flatMap((event) => byEvent.get(event.id) ?? []));
+    },
+  });
+  /**
+   * Successful attempts at once share a statement: a success changes a webhook's health the same way
+   * whatever came before it, so the attempts of one webhook fold into one health write. A failure,
+   * whose effect on the health depends on the run before it (and may disable the webhook), is
+   * recorded by a statement of its own.
+   */
+  const recordSuccessesTogether = createBatcher<SuccessfulAttempt, boolean>({
+    maxRunning: MAX_RECORDING,
+    maxSize: MAX_GROUP_ATTEMPTS,
+    size: () => 1,
+    async run(successes) {
+      const rows = await db.query(recordSuccesses, [
+        successes.map((one) => one.id),
+        successes.map((one) => one.owner),
+        successes.map((one) => one.entry),
+        successes.map((one) => one.status),
+        successes.map((one) => one.nextAttemptAt),
+        successes.map((one) => one.at),
+      ]);
+      const recorded = new Set(rows.map((row) => row.id as string));
+      return successes.map((one) => recorded.has(one.id));
+    },
+  });
 
   return {
     storeEvents,
@@ -260,10 +330,7 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
       if (batch.length === 0) return [];
       // A publish to one webhook (a test event, a redeliver) is rare: it goes on its own.
       if (target !== undefined) return storeAlone(batch, target);
-      return new Promise<DeliveryRecord[]>((resolve, reject) => {
-        waiting.push({ batch, resolve, reject });
-        storeWaiting();
-      });
+      return publishTogether(batch);
     },
     async getDelivery(accountId, id) {
       const [row] = await db.query(selectDelivery, [accountId, id]);
@@ -282,8 +349,11 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
       return rows.map((row) => ({ delivery: toDelivery(row, 'd_'), event: toEvent(row, 'e_'), webhook: toWebhook(row, 'w_') }));
     },
     async recordAttempt(id, owner, attempt, outcome, health) {
-      const entry = { at: attempt.at, statusCode: attempt.statusCode, error: attempt.error, durationMs: attempt.durationMs };
-      const params = [id, owner, JSON.stringify(entry), outcome.status, outcome.nextAttemptAt];
+      const entry = JSON.stringify({ at: attempt.at, statusCode: attempt.statusCode, error: attempt.error, durationMs: attempt.durationMs });
+      if (health !== undefined && attemptSucceeded(attempt)) {
+        return recordSuccessesTogether({ id, owner, entry, status: outcome.status, nextAttemptAt: outcome.nextAttemptAt, at: attempt.at });
+      }
+      const params = [id, owner, entry, outcome.status, outcome.nextAttemptAt];
       if (health !== undefined) return attemptResult((await db.query(recordAttemptAndHealth, [...params, ...healthParams(attempt, health)]))[0]);
       const rows = await db.query(recordAttempt, params);
       return rows.length === 1;
