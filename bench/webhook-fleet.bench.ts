@@ -22,6 +22,8 @@
  *    BENCH_FLEET_TIMEOUT_SECONDS=60, TEST_DATABASE_URL)
  */
 import type { ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import type { Pool } from 'pg';
 import { pinned, spawnNode } from './support/cores.js';
 import { fileURLToPath } from 'node:url';
 import { connectPostgres, dropSchema } from '../test/helpers/sql.js';
@@ -45,6 +47,9 @@ const RATIO_TARGET = 1.5;
 const START_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 10_000;
 
+/** USER_HZ: the unit of the CPU times in /proc/<pid>/stat (100 on Linux everywhere in practice). */
+const CLOCK_TICKS = 100;
+
 const script = (name: string) => fileURLToPath(new URL(`./${name}`, import.meta.url));
 
 /** A child process and the messages it sent, taken in order. */
@@ -59,8 +64,13 @@ class Child {
     file: string,
     args: string[],
     core: number,
+    /** The application_name of its PostgreSQL connections, by which its backends are found. */
+    applicationName = name,
   ) {
-    this.child = spawnNode(core, [file, ...args], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    this.child = spawnNode(core, [file, ...args], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      env: { ...process.env, PGAPPNAME: applicationName },
+    });
     this.child.on('message', (message) => {
       if (this.waiter) {
         const { resolve } = this.waiter;
@@ -149,12 +159,12 @@ async function startFleet(contender: Fleet['contender'], workerCount: number, ur
   const file = script(contender === 'portal' ? 'fleet-portal.js' : 'fleet-pgboss.js');
   // The publisher first: it makes the schema (tables, the queue) the workers then find.
   const publisherArgs = contender === 'portal' ? ['publisher', schema, url, String(ACCOUNTS)] : ['publisher', schema, url];
-  const fleet: Fleet = { contender, schema, publisher: new Child(`${contender} publisher`, file, publisherArgs, 1), workers: [] };
+  const fleet: Fleet = { contender, schema, publisher: new Child(`${contender} publisher`, file, publisherArgs, 1, schema), workers: [] };
   try {
     await fleet.publisher.next(START_TIMEOUT_MS, 'start');
     for (let i = 0; i < workerCount; i++) {
       const args = contender === 'portal' ? ['worker', schema] : ['worker', schema, url, String(BATCH)];
-      fleet.workers.push(new Child(`${contender} worker ${i + 1}`, file, args, 0));
+      fleet.workers.push(new Child(`${contender} worker ${i + 1}`, file, args, 0, schema));
     }
     for (const worker of fleet.workers) await worker.next(START_TIMEOUT_MS, 'start');
   } catch (error) {
@@ -177,11 +187,53 @@ interface Phase {
   duplicates: number;
   /** From the last publish to the last receipt: small when the workers kept up. */
   tailMs: number;
+  /**
+   * CPU time a delivery: the contender's processes (publisher, workers) and their PostgreSQL
+   * backends, in µs. Less swayed by other load on the host than the rates.
+   */
+  cpuPerDelivery: number;
+  /** The same, split: the publisher, the workers, their PostgreSQL backends. */
+  cpuSplit: { publisher: number; workers: number; postgres: number };
 }
 
+/** CPU seconds (user + system) each process has used, from /proc; 0 for one that is gone. */
+function cpuSeconds(pids: number[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    try {
+      // The fields after the command (which may hold spaces), from the third: utime and stime are the 14th and 15th.
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // Gone: its time is not counted.
+    }
+  }
+  return ticks / CLOCK_TICKS;
+}
+
+/** The fleet's processes and their PostgreSQL backends (found by application_name). */
+async function fleetPids(fleet: Fleet, pool: Pool): Promise<Record<keyof Phase['cpuSplit'], number[]>> {
+  const { rows } = await pool.query(`SELECT pid FROM pg_stat_activity WHERE application_name = $1`, [fleet.schema]);
+  return {
+    publisher: [fleet.publisher.child.pid!],
+    workers: fleet.workers.map((child) => child.child.pid!),
+    postgres: (rows as { pid: number }[]).map((row) => row.pid),
+  };
+}
+
+/** CPU seconds of each part of the fleet. */
+const fleetCpu = (pids: Record<keyof Phase['cpuSplit'], number[]>): Phase['cpuSplit'] => ({
+  publisher: cpuSeconds(pids.publisher),
+  workers: cpuSeconds(pids.workers),
+  postgres: cpuSeconds(pids.postgres),
+});
+
 /** Publishes `events` (at `rate` a second, 0: as fast as it goes) and waits until the receiver has every one. */
-async function phase(fleet: Fleet, receiver: Child, events: number, rate: number): Promise<Phase> {
+async function phase(fleet: Fleet, receiver: Child, pool: Pool, events: number, rate: number): Promise<Phase> {
   await receiver.request({ cmd: 'reset' }, 5000);
+  const pids = await fleetPids(fleet, pool);
+  const cpuBefore = fleetCpu(pids);
   const publishing = fleet.publisher.request<Extract<Report, { published: number }>>({ cmd: 'publish', events, batch: BATCH, rate, pad: PAD }, TIMEOUT_MS);
   const deadline = now() + TIMEOUT_MS;
   let stats = await receiver.request<Stats>({ cmd: 'stats' }, 5000);
@@ -202,6 +254,9 @@ async function phase(fleet: Fleet, receiver: Child, events: number, rate: number
   // A little longer, for a duplicate that would come late.
   await new Promise((resolve) => setTimeout(resolve, 250));
   stats = await receiver.request<Stats>({ cmd: 'stats' }, 5000);
+  const cpuAfter = fleetCpu(pids);
+  const perDelivery = (part: keyof Phase['cpuSplit']) => ((cpuAfter[part] - cpuBefore[part]) * 1e6) / stats.distinct;
+  const cpuSplit = { publisher: perDelivery('publisher'), workers: perDelivery('workers'), postgres: perDelivery('postgres') };
   if (stats.refused > 0) throw new Error(`${fleet.contender}: the receiver refused ${stats.refused} malformed calls`);
   const { started, seconds } = published!;
   return {
@@ -212,6 +267,8 @@ async function phase(fleet: Fleet, receiver: Child, events: number, rate: number
     p99: stats.p99!,
     duplicates: stats.duplicates,
     tailMs: stats.last - (started + seconds * 1000),
+    cpuPerDelivery: cpuSplit.publisher + cpuSplit.workers + cpuSplit.postgres,
+    cpuSplit,
   };
 }
 
@@ -219,7 +276,7 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
 
 
 /** Both contenders with `workerCount` workers: warm-up, bursts, paced phase; the rows of that count. */
-async function compare(workerCount: number, receiver: Child, url: string): Promise<void> {
+async function compare(workerCount: number, receiver: Child, url: string, pool: Pool): Promise<void> {
   const label = `webhook fleet, ${workerCount} worker${workerCount === 1 ? '' : 's'}`;
   const fleetsByName = new Map<Fleet['contender'], Fleet>();
   const failures: string[] = [];
@@ -231,16 +288,18 @@ async function compare(workerCount: number, receiver: Child, url: string): Promi
       const fleet = await startFleet(contender, workerCount, url);
       fleetsByName.set(contender, fleet);
       // Warm-up, not counted: every path compiled by the JIT, every pool connection open.
-      await phase(fleet, receiver, Math.min(1000, Math.max(BATCH, Math.floor(EVENTS / 10))), 0);
+      await phase(fleet, receiver, pool, Math.min(1000, Math.max(BATCH, Math.floor(EVENTS / 10))), 0);
     }
     for (let round = 0; round < ROUNDS; round++) {
       const order = round % 2 === 0 ? (['portal', 'pg-boss'] as const) : (['pg-boss', 'portal'] as const);
       for (const contender of order) {
-        const result = await phase(fleetsByName.get(contender)!, receiver, EVENTS, 0);
+        const result = await phase(fleetsByName.get(contender)!, receiver, pool, EVENTS, 0);
         bursts.get(contender)!.push(result);
         console.error(
           `  ${label}, ${contender} burst: publish ${Math.round(result.publishPerSecond)}/s, ${Math.round(result.deliveriesPerSecond)} deliveries/s, ` +
-            `lag p50 ${Math.round(result.p50)} ms p99 ${Math.round(result.p99)} ms, ${result.duplicates} duplicates`,
+            `lag p50 ${Math.round(result.p50)} ms p99 ${Math.round(result.p99)} ms, ${result.duplicates} duplicates, ` +
+            `CPU ${Math.round(result.cpuPerDelivery)} µs a delivery (publisher ${Math.round(result.cpuSplit.publisher)}, ` +
+            `workers ${Math.round(result.cpuSplit.workers)}, PostgreSQL ${Math.round(result.cpuSplit.postgres)})`,
         );
       }
     }
@@ -248,7 +307,7 @@ async function compare(workerCount: number, receiver: Child, url: string): Promi
     rate = Math.max(BATCH, Math.floor(0.5 * Math.min(...[...bursts.values()].map((runs) => median(runs.map((r) => r.deliveriesPerSecond))))));
     const events = Math.max(BATCH, Math.round(rate * PACED_SECONDS));
     for (const contender of ['pg-boss', 'portal'] as const) {
-      const result = await phase(fleetsByName.get(contender)!, receiver, events, rate);
+      const result = await phase(fleetsByName.get(contender)!, receiver, pool, events, rate);
       paced.set(contender, result);
       console.error(
         `  ${label}, ${contender} paced at ${rate}/s: lag p50 ${Math.round(result.p50)} ms p99 ${Math.round(result.p99)} ms, ` +
@@ -284,6 +343,13 @@ async function compare(workerCount: number, receiver: Child, url: string): Promi
     scenario: `${label}: publish/s, ${BATCH} at a time${failed}`,
     figure: portalPublish, unit: 'events/s', baselineName: 'pg-boss', baseline: bossPublish,
     ratio: bossPublish > 0 ? portalPublish / bossPublish : 0, target: REPORTED, holds: true,
+  });
+  const portalCpu = figure(portalBursts, (r) => r.cpuPerDelivery);
+  const bossCpu = figure(bossBursts, (r) => r.cpuPerDelivery);
+  emit({
+    scenario: `${label}: CPU a delivery, processes and their PostgreSQL backends${failed}`,
+    figure: portalCpu, unit: 'µs', baselineName: 'pg-boss', baseline: bossCpu,
+    ratio: portalCpu > 0 ? bossCpu / portalCpu : 0, target: REPORTED, holds: true,
   });
   const portalBacklogP99 = figure(portalBursts, (r) => r.p99);
   const bossBacklogP99 = figure(bossBursts, (r) => r.p99);
@@ -329,7 +395,7 @@ async function main() {
       `webhook-fleet.bench: ${EVENTS} events, ${BATCH} at a time, workers ${WORKER_COUNTS.join(' then ')}, ${ROUNDS} round(s); ` +
         (pinned ? 'workers on core 0, publisher and receiver on core 1' : 'no taskset: cores not pinned'),
     );
-    for (const count of WORKER_COUNTS) await compare(count, receiver, url);
+    for (const count of WORKER_COUNTS) await compare(count, receiver, url, pool);
   } finally {
     await receiver.stop();
     // Every schema this run made, the ones of a failed phase too.

@@ -11,9 +11,10 @@ export interface BatchOptions<I, R> {
 }
 
 /**
- * Writes together: calls that come while `maxRunning` statements are running wait, and go in the
- * next statement as one batch. Under load each call then costs a share of a statement's round trip
- * and commit instead of its own; a lone call goes at once, so an idle store adds no wait.
+ * Writes together: calls made in one turn of the event loop, and calls that come while
+ * `maxRunning` statements are running, go in the next statement as one batch. Under load each call
+ * then costs a share of a statement's round trip and commit instead of its own; a lone call waits
+ * for the end of the turn only (`setImmediate`), so an idle store adds no round trip.
  *
  * A batch that fails stored nothing (one statement, or one transaction). One call's items may be
  * what failed (an id stored already, say): each call is then tried again on its own, so that it
@@ -23,6 +24,7 @@ export interface BatchOptions<I, R> {
 export function createBatcher<I, R>({ maxRunning, maxSize, size, run }: BatchOptions<I, R>): (item: I) => Promise<R> {
   const waiting: { item: I; resolve(result: R): void; reject(error: unknown): void }[] = [];
   let running = 0;
+  let scheduled = false;
 
   async function runGroup(group: typeof waiting): Promise<void> {
     let results: R[];
@@ -55,9 +57,17 @@ export function createBatcher<I, R>({ maxRunning, maxSize, size, run }: BatchOpt
     }
   }
 
+  function runAtTurnEnd(): void {
+    scheduled = false;
+    runWaiting();
+  }
+
   return (item) =>
     new Promise<R>((resolve, reject) => {
       waiting.push({ item, resolve, reject });
-      runWaiting();
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(runAtTurnEnd);
+      }
     });
 }
