@@ -140,6 +140,17 @@ export interface AgreementRecord extends Agreement {
   accountId: string;
 }
 
+/** An agreement as a list holds it: without the signature images (`AgreementEventData`), with its account. */
+export interface AgreementSummaryRecord extends AgreementEventData {
+  accountId: string;
+}
+
+/** One page of a newest-first list: up to `limit` records, after the one whose id is `after` (from the newest without it). */
+export interface PageRequest {
+  limit: number;
+  after?: string;
+}
+
 export interface Attachment {
   id: string;
   ticketId: string;

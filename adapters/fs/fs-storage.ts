@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { agreementSummary } from '../../src/domain/agreements.js';
 import * as deliveryRules from '../../src/domain/deliveries.js';
 import * as healthRules from '../../src/domain/webhook-health.js';
 import { PortalError, storageFull } from '../../src/errors.js';
@@ -343,6 +344,14 @@ export function fsStorage(options: FsStorageOptions): Storage {
       await ready();
       const row = state.owned('agreement', accountId, id);
       return row === undefined ? null : readRecord<AgreementRecord>(row);
+    },
+    async listAgreements(accountId, page) {
+      await ready();
+      const ids = state.agreementIds(accountId, page.limit, page.after);
+      if (ids === null) return null;
+      // Rows were picked before the first read waits: a page is what the account held when asked.
+      const rows = ids.map((id) => state.get('agreement', id)!);
+      return Promise.all(rows.map(async (row) => agreementSummary(await readRecord<AgreementRecord>(row))));
     },
     async updateAgreement(accountId, id, change) {
       await ready();

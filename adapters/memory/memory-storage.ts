@@ -1,8 +1,10 @@
 import * as deliveryRules from '../../src/domain/deliveries.js';
 import * as healthRules from '../../src/domain/webhook-health.js';
+import { agreementSummary } from '../../src/domain/agreements.js';
 import { PortalError } from '../../src/errors.js';
 import type { DeliveryTarget, Storage } from '../../src/ports.js';
 import { inListingOrder, newestFirst, oldestFirst } from '../../src/shared/order.js';
+import { AccountTimeline } from '../shared/account-timeline.js';
 import {
   type AgreementRecord,
   type AttachmentRecord,
@@ -148,6 +150,7 @@ export function memoryStorage(): Storage {
    */
   const directories = new Map<string, { members: Set<string>; ordered: string[] | null }>();
   const agreements = new Table<AgreementRecord>();
+  const agreementOrder = new AccountTimeline();
   /** Every agreement document's id: the orphan sweep asks of each blob, so the answer must not walk every agreement. */
   const documentIds = new Set<string>();
   const attachments = new Table<AttachmentRecord>();
@@ -280,12 +283,17 @@ export function memoryStorage(): Storage {
       const complete = completing(agreement.accountId, idempotency);
       storeEvents(batch);
       agreements.insert(structuredClone(agreement));
+      agreementOrder.add(agreement.accountId, agreement.id, agreement.createdAt);
       for (const document of agreement.documents) documentIds.add(document.id);
       complete();
     },
     async getAgreement(accountId, id) {
       const row = agreements.get(accountId, id);
       return row && structuredClone(row);
+    },
+    async listAgreements(accountId, page) {
+      const ids = agreementOrder.newestFirst(accountId, page.limit, page.after);
+      return ids && ids.map((id) => agreementSummary(agreements.rows.get(id)!));
     },
     async updateAgreement(accountId, id, change) {
       const row = agreements.get(accountId, id);
