@@ -1,11 +1,11 @@
 import path from 'node:path';
-import { agreementSummary } from '../../src/domain/agreements.js';
 import * as deliveryRules from '../../src/domain/deliveries.js';
 import * as healthRules from '../../src/domain/webhook-health.js';
 import { PortalError, storageFull } from '../../src/errors.js';
 import type { DeliveryTarget, Storage } from '../../src/ports.js';
 import { newestFirst, oldestFirst } from '../../src/shared/order.js';
 import {
+  agreementSummary,
   type AgreementRecord,
   type AttachmentRecord,
   type DeliveryRecord,

@@ -1,11 +1,11 @@
 import * as deliveryRules from '../../src/domain/deliveries.js';
 import * as healthRules from '../../src/domain/webhook-health.js';
-import { agreementSummary } from '../../src/domain/agreements.js';
 import { PortalError } from '../../src/errors.js';
 import type { DeliveryTarget, Storage } from '../../src/ports.js';
 import { inListingOrder, newestFirst, oldestFirst } from '../../src/shared/order.js';
 import { AccountTimeline } from '../shared/account-timeline.js';
 import {
+  agreementSummary,
   type AgreementRecord,
   type AttachmentRecord,
   type ClaimedDelivery,

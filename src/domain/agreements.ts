@@ -4,7 +4,7 @@ import { PortalError } from '../errors.js';
 import { isId, newId } from '../shared/ids.js';
 import { silentLogger, type Logger } from '../shared/logger.js';
 import type { BlobStore, Storage } from '../ports.js';
-import type { Agreement, AgreementEventData, AgreementRecord, AgreementSigner, AgreementSummaryRecord, EventRecord } from '../records.js';
+import { withoutImages, type Agreement, type AgreementEventData, type AgreementRecord, type AgreementSigner, type EventRecord } from '../records.js';
 import { signatureDataUrl } from './signature-data.js';
 import { atom } from '../shared/time.js';
 import { safeDocumentName } from './document-name.js';
@@ -16,32 +16,9 @@ import type { IdempotencyCompletion } from '../records.js';
 /**
  * What an agreement event carries, and what a list of agreements holds: the agreement without its
  * signature images (each up to 1 MiB), hashes kept; receivers fetch the images with
- * `GET /agreements/{agreementId}` when they need them. Field by field, so that a summary a store
- * read (already without images) and a whole agreement give the same JSON.
+ * `GET /agreements/{agreementId}` when they need them.
  */
-export function eventData(agreement: Agreement | AgreementEventData): AgreementEventData {
-  return {
-    id: agreement.id,
-    name: agreement.name,
-    status: agreement.status,
-    signerName: agreement.signerName,
-    signerSignatureHash: agreement.signerSignatureHash,
-    documents: agreement.documents.map((document) => ({ ...document })),
-    createdAt: agreement.createdAt,
-    signers: agreement.signers.map((signer) => ({
-      id: signer.id,
-      firstName: signer.firstName,
-      lastName: signer.lastName,
-      email: signer.email,
-      shouldIdentify: signer.shouldIdentify,
-      signatureHash: signer.signatureHash,
-      signedAt: signer.signedAt,
-    })),
-  };
-}
-
-/** A stored agreement as a list holds it: `eventData` of it, with its account. */
-export const agreementSummary = (record: AgreementRecord): AgreementSummaryRecord => ({ ...eventData(record), accountId: record.accountId });
+export const eventData: (agreement: Agreement | AgreementEventData) => AgreementEventData = withoutImages;
 
 /** How many agreements a page holds when the caller does not say, and at most. */
 export const AGREEMENTS_PAGE = { default: 50, max: 100 };

@@ -1,13 +1,13 @@
 import type { Test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryBlobs } from '../../adapters/memory/index.js';
-import { agreementSummary, createAgreementService, eventData } from '../../src/domain/agreements.js';
+import { createAgreementService, eventData } from '../../src/domain/agreements.js';
 import { isPortalError } from '../../src/errors.js';
 import type { Storage, WebhookCall, WebhookTransport } from '../../src/ports.js';
 import { silentLogger } from '../../src/shared/logger.js';
 import { createWebhookWorker } from '../../src/webhooks/worker.js';
 import { newId } from '../../src/shared/ids.js';
-import type { AgreementRecord, EventRecord } from '../../src/records.js';
+import { agreementSummary, type AgreementRecord, type EventRecord } from '../../src/records.js';
 import type { StorageFactory } from './types.js';
 import { T0, agreementRecord, webhookRecord } from './fixtures.js';
 
