@@ -110,7 +110,10 @@ export interface Storage {
   /** The agreement, or `null` when absent in this account. */
   getAgreement(accountId: string, id: string): Promise<AgreementRecord | null>;
   /**
-   * Up to `page.limit` of the account's agreements without their signature images, newest first (by `createdAt`, and within one second the last made first), starting after the agreement `page.after`; `null` when `page.after` names no agreement of this account.
+   * Up to `page.limit` of the account's agreements without their signature images, newest first (by
+   * `createdAt`, and within one second the last made first), starting after the agreement
+   * `page.after`; `null` when `page.after` names no agreement of this account. An update keeps an
+   * agreement's place. Reads only the page, never the account's whole list.
    */
   listAgreements(accountId: string, page: PageRequest): Promise<AgreementSummaryRecord[] | null>;
   /**
