@@ -349,9 +349,13 @@ export function fsStorage(options: FsStorageOptions): Storage {
       await ready();
       const ids = state.agreementIds(accountId, page.limit, page.after);
       if (ids === null) return null;
-      // Rows were picked before the first read waits: a page is what the account held when asked.
-      const rows = ids.map((id) => state.get('agreement', id)!);
-      return Promise.all(rows.map(async (row) => agreementSummary(await readRecord<AgreementRecord>(row))));
+      // One at a time: a record holds its signature images (up to 6 of about 1.4 MB), which are
+      // dropped before the next is read, so a page of 100 never holds them all at once. Each row is
+      // looked up as it is read, not before: an update meanwhile replaces it, and a compaction then
+      // retires the file the replaced row points into (agreements are never removed).
+      const summaries = [];
+      for (const id of ids) summaries.push(agreementSummary(await readRecord<AgreementRecord>(state.get('agreement', id)!)));
+      return summaries;
     },
     async updateAgreement(accountId, id, change) {
       await ready();
