@@ -54,7 +54,7 @@ export interface Portal {
   files: FileService;
   /** Ticket message attachments: `putAttachment`, `getAttachment`, `deleteAttachment`, `downloadLink`. */
   tickets: Pick<TicketService, 'putAttachment' | 'getAttachment' | 'deleteAttachment' | 'downloadLink'>;
-  /** Agreements: `get`, and `sign` for one signer. */
+  /** Agreements: `get`, `list` (a page, newest first, without signature images), and `sign` for one signer. */
   agreements: AgreementApi;
   /**
    * Listens to the portal's operational events: `webhook.disabled`, `delivery.exhausted`,
@@ -169,7 +169,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
       deleteAttachment: tickets.deleteAttachment,
       downloadLink: tickets.downloadLink,
     },
-    agreements: { get: agreements.get, sign: agreements.sign },
+    agreements: { get: agreements.get, list: agreements.list, sign: agreements.sign },
     on: operational.on,
     off: operational.off,
     close() {

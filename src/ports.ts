@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
 import type {
   AgreementRecord,
+  AgreementSummaryRecord,
   AttachmentRecord,
   AutomaticDisableReason,
   ClaimedDelivery,
@@ -12,6 +13,7 @@ import type {
   SecretRotation,
   IdempotencyCompletion,
   IdempotencyRecord,
+  PageRequest,
   WebhookHealthRecord,
   WebhookRecord,
 } from './records.js';
@@ -107,6 +109,13 @@ export interface Storage {
   insertAgreement(agreement: AgreementRecord, events: EventRecord[], idempotency?: IdempotencyCompletion): Promise<void>;
   /** The agreement, or `null` when absent in this account. */
   getAgreement(accountId: string, id: string): Promise<AgreementRecord | null>;
+  /**
+   * Up to `page.limit` of the account's agreements without their signature images, newest first (by
+   * `createdAt`, and within one second the last made first), starting after the agreement
+   * `page.after`; `null` when `page.after` names no agreement of this account. An update keeps an
+   * agreement's place. Reads only the page, never the account's whole list.
+   */
+  listAgreements(accountId: string, page: PageRequest): Promise<AgreementSummaryRecord[] | null>;
   /**
    * Replaces the agreement with what `change` makes of the current one, and stores the events it
    * returns, atomically: no other update of that agreement interleaves. `change` may throw, which

@@ -140,6 +140,46 @@ export interface AgreementRecord extends Agreement {
   accountId: string;
 }
 
+/** An agreement as a list holds it: without the signature images (`AgreementEventData`), with its account. */
+export interface AgreementSummaryRecord extends AgreementEventData {
+  accountId: string;
+}
+
+/**
+ * The agreement without its signature images (`signerSignature`, each signer's `signature`), hashes
+ * kept: what agreement events carry and lists hold. Field by field, so that a summary a store read
+ * (without images already) and a whole agreement give the same JSON.
+ */
+export function withoutImages(agreement: Agreement | AgreementEventData): AgreementEventData {
+  return {
+    id: agreement.id,
+    name: agreement.name,
+    status: agreement.status,
+    signerName: agreement.signerName,
+    signerSignatureHash: agreement.signerSignatureHash,
+    documents: agreement.documents.map((document) => ({ ...document })),
+    createdAt: agreement.createdAt,
+    signers: agreement.signers.map((signer) => ({
+      id: signer.id,
+      firstName: signer.firstName,
+      lastName: signer.lastName,
+      email: signer.email,
+      shouldIdentify: signer.shouldIdentify,
+      signatureHash: signer.signatureHash,
+      signedAt: signer.signedAt,
+    })),
+  };
+}
+
+/** A stored agreement as a list holds it. */
+export const agreementSummary = (record: AgreementRecord): AgreementSummaryRecord => ({ ...withoutImages(record), accountId: record.accountId });
+
+/** One page of a newest-first list: up to `limit` records, after the one whose id is `after` (from the newest without it). */
+export interface PageRequest {
+  limit: number;
+  after?: string;
+}
+
 export interface Attachment {
   id: string;
   ticketId: string;

@@ -5,6 +5,7 @@ import { PortalError, storageFull } from '../../src/errors.js';
 import type { DeliveryTarget, Storage } from '../../src/ports.js';
 import { newestFirst, oldestFirst } from '../../src/shared/order.js';
 import {
+  agreementSummary,
   type AgreementRecord,
   type AttachmentRecord,
   type DeliveryRecord,
@@ -343,6 +344,18 @@ export function fsStorage(options: FsStorageOptions): Storage {
       await ready();
       const row = state.owned('agreement', accountId, id);
       return row === undefined ? null : readRecord<AgreementRecord>(row);
+    },
+    async listAgreements(accountId, page) {
+      await ready();
+      const ids = state.agreementIds(accountId, page.limit, page.after);
+      if (ids === null) return null;
+      // One at a time: a record holds its signature images (up to 6 of about 1.4 MB), which are
+      // dropped before the next is read, so a page of 100 never holds them all at once. Each row is
+      // looked up as it is read, not before: an update meanwhile replaces it, and a compaction then
+      // retires the file the replaced row points into (agreements are never removed).
+      const summaries = [];
+      for (const id of ids) summaries.push(agreementSummary(await readRecord<AgreementRecord>(state.get('agreement', id)!)));
+      return summaries;
     },
     async updateAgreement(accountId, id, change) {
       await ready();

@@ -1,4 +1,5 @@
 import { type AgreementRecord, type DeliveryRecord, type FileEntryRecord, directoryKey } from '../../src/records.js';
+import { AccountTimeline } from '../shared/account-timeline.js';
 import type { Loc, Locatable } from './record-log.js';
 
 export const TABLES = ['webhook', 'file', 'agreement', 'attachment', 'event', 'delivery', 'idempotency', 'health'] as const;
@@ -63,6 +64,8 @@ export function createRecordState() {
   const deliveriesByWebhook = new Map<string, Set<string>>();
   const pendingDeliveries = new Set<string>();
   const documentOwners = new Map<string, string>();
+  /** Each account's agreements in creation order: their records lie in the log, so the order is kept here. */
+  const agreementOrder = new AccountTimeline();
   /** When each completed idempotency key expires: claims and the sweep decide on it without reading the log. */
   const idempotencyExpiry = new Map<string, string>();
   let liveBytes = 0;
@@ -80,6 +83,9 @@ export function createRecordState() {
         break;
       case 'agreement':
         for (const id of row.documentIds) documentOwners.set(id, row.id);
+        // Without its value, a revert puts back a row in the log that an update replaced, which kept
+        // the agreement's place (no change removes an agreement).
+        if (value !== undefined) agreementOrder.add(row.accountId, row.id, (value as AgreementRecord).createdAt);
         break;
       case 'delivery': {
         const delivery = value as DeliveryRecord;
@@ -106,6 +112,8 @@ export function createRecordState() {
         break;
       case 'agreement':
         for (const id of row.documentIds) if (documentOwners.get(id) === row.id) documentOwners.delete(id);
+        // An update keeps the agreement's place in its account's list.
+        if (!replaced) agreementOrder.remove(row.id);
         break;
       case 'delivery':
         // Deliveries stay listed under their webhook; only a removal (which the port never asks) drops that.
@@ -198,6 +206,10 @@ export function createRecordState() {
     },
     entryIds(accountId: string, directoryId: string | null): Iterable<string> {
       return entriesByDirectory.get(directoryKey(accountId, directoryId)) ?? [];
+    },
+    /** Up to `limit` of the account's agreement ids, newest first, after `after`; `null` when `after` is not the account's. */
+    agreementIds(accountId: string, limit: number, after?: string): string[] | null {
+      return agreementOrder.newestFirst(accountId, limit, after);
     },
     deliveryIds(webhookId: string): Iterable<string> {
       return deliveriesByWebhook.get(webhookId) ?? [];

@@ -3,7 +3,9 @@ import * as healthRules from '../../src/domain/webhook-health.js';
 import { PortalError } from '../../src/errors.js';
 import type { DeliveryTarget, Storage } from '../../src/ports.js';
 import { inListingOrder, newestFirst, oldestFirst } from '../../src/shared/order.js';
+import { AccountTimeline } from '../shared/account-timeline.js';
 import {
+  agreementSummary,
   type AgreementRecord,
   type AttachmentRecord,
   type ClaimedDelivery,
@@ -148,6 +150,7 @@ export function memoryStorage(): Storage {
    */
   const directories = new Map<string, { members: Set<string>; ordered: string[] | null }>();
   const agreements = new Table<AgreementRecord>();
+  const agreementOrder = new AccountTimeline();
   /** Every agreement document's id: the orphan sweep asks of each blob, so the answer must not walk every agreement. */
   const documentIds = new Set<string>();
   const attachments = new Table<AttachmentRecord>();
@@ -280,12 +283,17 @@ export function memoryStorage(): Storage {
       const complete = completing(agreement.accountId, idempotency);
       storeEvents(batch);
       agreements.insert(structuredClone(agreement));
+      agreementOrder.add(agreement.accountId, agreement.id, agreement.createdAt);
       for (const document of agreement.documents) documentIds.add(document.id);
       complete();
     },
     async getAgreement(accountId, id) {
       const row = agreements.get(accountId, id);
       return row && structuredClone(row);
+    },
+    async listAgreements(accountId, page) {
+      const ids = agreementOrder.newestFirst(accountId, page.limit, page.after);
+      return ids && ids.map((id) => agreementSummary(agreements.rows.get(id)!));
     },
     async updateAgreement(accountId, id, change) {
       const row = agreements.get(accountId, id);

@@ -1,12 +1,19 @@
 import type { Storage } from '../../src/ports.js';
-import type { AgreementDocument, AgreementRecord, AgreementSigner, AgreementStatus } from '../../src/records.js';
+import type {
+  AgreementDocument,
+  AgreementEventSigner,
+  AgreementRecord,
+  AgreementSigner,
+  AgreementStatus,
+  AgreementSummaryRecord,
+} from '../../src/records.js';
 import type { Db, Queryable, Row } from './client.js';
 import type { Names } from './schema.js';
 import { atomOf } from './schema.js';
 import type { IdempotencyKeys } from './storage-idempotency.js';
 import type { Outbox } from './storage-outbox.js';
 
-export type AgreementMethods = Pick<Storage, 'insertAgreement' | 'getAgreement' | 'updateAgreement'>;
+export type AgreementMethods = Pick<Storage, 'insertAgreement' | 'getAgreement' | 'listAgreements' | 'updateAgreement'>;
 
 /**
  * An agreement is three tables (the agreement, its signers, its documents) written in one
@@ -27,6 +34,27 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
         FROM ${table('agreement_documents')} AS d WHERE d.agreement_id = a.id) AS documents
     FROM ${table('agreements')} AS a
     WHERE a.account_id = $1::text AND a.id = $2::text`;
+  // A page: the images (signer_signature, each signer's signature) are never read. Newest first,
+  // from just before the cursor's (created_at, seq).
+  const summaryColumns = `a.id, a.account_id, a.name, a.status, a.signer_name, a.signer_signature_hash,
+      ${atomOf('a.created_at')} AS created_at,
+      (SELECT coalesce(json_agg(json_build_object(
+          'id', s.id, 'firstName', s.first_name, 'lastName', s.last_name, 'email', s.email,
+          'shouldIdentify', s.should_identify, 'signatureHash', s.signature_hash,
+          'signedAt', ${atomOf('s.signed_at')}) ORDER BY s.position), '[]')::text
+        FROM ${table('agreement_signers')} AS s WHERE s.agreement_id = a.id) AS signers,
+      (SELECT coalesce(json_agg(json_build_object(
+          'id', d.id, 'documentName', d.document_name, 'fileSize', d.file_size, 'fileHash', d.file_hash)
+          ORDER BY d.position), '[]')::text
+        FROM ${table('agreement_documents')} AS d WHERE d.agreement_id = a.id) AS documents`;
+  const cursorKnown = `SELECT 1 FROM ${table('agreements')} WHERE account_id = $1::text AND id = $2::text`;
+  const firstPage = `SELECT ${summaryColumns} FROM ${table('agreements')} AS a
+    WHERE a.account_id = $1::text ORDER BY a.created_at DESC, a.seq DESC LIMIT $2::int`;
+  // The cursor's row is read in the statement (an init plan): its created_at goes nowhere through a driver's dates.
+  const pageAfter = `SELECT ${summaryColumns} FROM ${table('agreements')} AS a
+    WHERE a.account_id = $1::text
+      AND (a.created_at, a.seq) < (SELECT c.created_at, c.seq FROM ${table('agreements')} AS c WHERE c.id = $3::text)
+    ORDER BY a.created_at DESC, a.seq DESC LIMIT $2::int`;
   // Locking and reading are two statements on purpose. In READ COMMITTED a statement that waited
   // for a row lock re-reads only the locked row, while its subqueries (the signers) keep the
   // snapshot taken before the wait: one statement would hand `change` stale signers and lose the
@@ -103,6 +131,12 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
       const [row] = await db.query(select, [accountId, id]);
       return row === undefined ? null : toAgreement(row);
     },
+    async listAgreements(accountId, page) {
+      if (page.after === undefined) return (await db.query(firstPage, [accountId, page.limit])).map(toSummary);
+      // Two statements, no transaction: an agreement's created_at and seq never change, and none is removed.
+      if ((await db.query(cursorKnown, [accountId, page.after])).length === 0) return null;
+      return (await db.query(pageAfter, [accountId, page.limit, page.after])).map(toSummary);
+    },
     async updateAgreement(accountId, id, change) {
       return db.transaction(async (tx) => {
         // The row lock makes a concurrent update of the same agreement wait until this one commits.
@@ -134,6 +168,20 @@ function toAgreement(row: Row): AgreementRecord {
     signerSignature: row.signer_signature as string,
     signerSignatureHash: row.signer_signature_hash as string,
     signers: (JSON.parse(row.signers as string) as AgreementSigner[]).map(signerShape),
+    documents: (JSON.parse(row.documents as string) as AgreementDocument[]).map(documentShape),
+    createdAt: row.created_at as string,
+  };
+}
+
+function toSummary(row: Row): AgreementSummaryRecord {
+  return {
+    id: row.id as string,
+    accountId: row.account_id as string,
+    name: row.name as string,
+    status: row.status as AgreementStatus,
+    signerName: row.signer_name as string,
+    signerSignatureHash: row.signer_signature_hash as string,
+    signers: JSON.parse(row.signers as string) as AgreementEventSigner[],
     documents: (JSON.parse(row.documents as string) as AgreementDocument[]).map(documentShape),
     createdAt: row.created_at as string,
   };

@@ -188,6 +188,17 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
     ],
   },
   {
+    version: 7,
+    name: 'agreements listed newest first',
+    // listAgreements: created_at holds whole seconds, so a sequence orders those of one second (as
+    // for webhooks in version 2); the index serves a page from a cursor, read backwards. Rows
+    // already stored are numbered in no particular order within a second.
+    statements: ({ table }) => [
+      `ALTER TABLE ${table('agreements')} ADD COLUMN seq bigint GENERATED ALWAYS AS IDENTITY`,
+      `CREATE INDEX portal_agreements_account_created ON ${table('agreements')} (account_id, created_at, seq)`,
+    ],
+  },
+  {
     version: 8,
     name: 'the disabled webhooks, for the claim',
     // The fair claim cancels the due deliveries of disabled webhooks, found from here: with none

@@ -4,7 +4,7 @@ import { PortalError } from '../errors.js';
 import { isId, newId } from '../shared/ids.js';
 import { silentLogger, type Logger } from '../shared/logger.js';
 import type { BlobStore, Storage } from '../ports.js';
-import type { Agreement, AgreementEventData, AgreementRecord, AgreementSigner, EventRecord } from '../records.js';
+import { withoutImages, type Agreement, type AgreementEventData, type AgreementRecord, type AgreementSigner, type EventRecord } from '../records.js';
 import { signatureDataUrl } from './signature-data.js';
 import { atom } from '../shared/time.js';
 import { safeDocumentName } from './document-name.js';
@@ -14,12 +14,25 @@ import { createIdempotency, fingerprintOf, type IdempotentCreate, type Idempoten
 import type { IdempotencyCompletion } from '../records.js';
 
 /**
- * What an agreement event carries: the agreement without its signature images (each up to 1 MiB),
- * hashes kept; receivers fetch the images with `GET /agreements/{agreementId}` when they need them.
+ * What an agreement event carries, and what a list of agreements holds: the agreement without its
+ * signature images (each up to 1 MiB), hashes kept; receivers fetch the images with
+ * `GET /agreements/{agreementId}` when they need them.
  */
-export function eventData(agreement: Agreement): AgreementEventData {
-  const { signerSignature: _image, signers, ...rest } = agreement;
-  return { ...rest, signers: signers.map(({ signature: _signature, ...signer }) => signer) };
+export const eventData: (agreement: Agreement | AgreementEventData) => AgreementEventData = withoutImages;
+
+/** How many agreements a page holds when the caller does not say, and at most. */
+export const AGREEMENTS_PAGE = { default: 50, max: 100 };
+
+/** What `agreements.list` takes: how many (1–100, default 50), and the `nextCursor` of the page before. */
+export interface AgreementListInput {
+  limit?: number;
+  cursor?: string | null;
+}
+
+/** One page of agreements, newest first; `nextCursor` asks for the next page, `null` after the last. */
+export interface AgreementPage {
+  data: AgreementEventData[];
+  nextCursor: string | null;
 }
 
 /** A document already written to the blob store under `id`, with what was measured on the way in. */
@@ -255,6 +268,28 @@ export function createAgreementService(deps: AgreementServiceDeps) {
     },
 
     /**
+     * A page of the account's agreements, newest first, without signature images (as events carry
+     * them). The cursor is the last agreement of the page before (opaque to callers): a page
+     * starts right after it, so agreements created meanwhile never shift one page into the next.
+     */
+    async list(accountId: string, input: AgreementListInput = {}): Promise<AgreementPage> {
+      checkAccountId(accountId);
+      if (typeof input !== 'object' || input === null) throw new PortalError('INPUT_INVALID', 'list', 'give { limit?, cursor? }.');
+      const limit = input.limit ?? AGREEMENTS_PAGE.default;
+      if (!Number.isInteger(limit) || limit < 1 || limit > AGREEMENTS_PAGE.max) {
+        throw new PortalError('INPUT_INVALID', 'limit', `must be a whole number from 1 to ${AGREEMENTS_PAGE.max}.`);
+      }
+      const cursor = input.cursor ?? undefined;
+      const notACursor = () => new PortalError('INPUT_INVALID', 'cursor', 'is not one this list gave for this account; pass nextCursor as it came.');
+      if (cursor !== undefined && !isId('agr', cursor)) throw notACursor();
+      // One more than asked: whether it comes back says if there is a next page.
+      const summaries = await storage.listAgreements(accountId, { limit: limit + 1, after: cursor });
+      if (summaries === null) throw notACursor();
+      const data = summaries.slice(0, limit).map(eventData);
+      return { data, nextCursor: summaries.length > limit ? data.at(-1)!.id : null };
+    },
+
+    /**
      * Records one signer's signature. The last signature makes the agreement `signed` and stores
      * `agreement-signed` in the same atomic update. 404 for an unknown agreement or signer, 409 for
      * a signer who already signed, 400 for a signature that is not an acceptable image.
@@ -309,4 +344,4 @@ function drained(stream: Readable): Promise<void> {
 
 export type AgreementService = ReturnType<typeof createAgreementService>;
 /** What `portal.agreements` offers a host application. */
-export type AgreementApi = Pick<AgreementService, 'get' | 'sign'>;
+export type AgreementApi = Pick<AgreementService, 'get' | 'list' | 'sign'>;

@@ -44,6 +44,7 @@ const componentSchemas = {
   AgreementSigner: shapes.agreementSigner,
   AgreementDocument: shapes.agreementDocument,
   AgreementEventData: shapes.agreementEventData,
+  AgreementList: shapes.agreementList,
   SignerInput: signerInput,
   AgreementForm: shapes.agreementForm,
   DownloadLink: shapes.downloadLink,
@@ -370,6 +371,33 @@ const paths = {
     }),
   },
   '/agreements': {
+    get: operation({
+      operationId: 'listAgreements',
+      summary: 'List agreements',
+      tags: ['Agreements'],
+      extension: true,
+      description: `${extension} The account's agreements, newest first (by \`createdAt\`, those of one second the last made first), a page at a time, without signature images (as \`AgreementEventData\`: \`GET /agreements/{agreementId}\` has them). Each page after the first starts right after the last agreement of the page before, so agreements created meanwhile do not shift a page: they come first in a new listing.`,
+      parameters: [
+        {
+          name: 'limit',
+          in: 'query',
+          required: false,
+          description: 'How many agreements a page holds: 1–100, 50 when not given.',
+          schema: schemaOf(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100))),
+        },
+        {
+          name: 'cursor',
+          in: 'query',
+          required: false,
+          description: 'The `nextCursor` of the page before; without it, the first page.',
+          schema: schemaOf(v.pipe(v.string(), v.regex(idPattern('agr')))),
+        },
+      ],
+      responses: {
+        200: response('A page of agreements, and the cursor of the next one.', 'AgreementList'),
+        400: error('`limit` is not a whole number from 1 to 100, `cursor` is not one a list of this account gave, or either is given more than once.'),
+      },
+    }),
     post: operation({
       operationId: 'createAgreement',
       summary: 'Create an agreement',

@@ -151,6 +151,13 @@ export const attachment = v.strictObject({
 export const webhookList = v.strictObject({ data: v.array(webhook) });
 export const deliveryList = v.strictObject({ data: v.array(delivery) });
 export const fileList = v.strictObject({ data: v.array(fileEntry) });
+export const agreementList = v.strictObject({
+  data: v.pipe(v.array(agreementEventData), v.maxLength(100), v.description('Newest first, without signature images.')),
+  nextCursor: v.pipe(
+    v.nullable(id('agr')),
+    v.description('Give it as `cursor` for the next page; `null` on the last. Opaque: pass it back as it came.'),
+  ),
+});
 
 /**
  * The body of a webhook call of `type` whose `data` is `data`: exactly the four fields `callBody`

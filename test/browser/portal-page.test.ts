@@ -4,6 +4,9 @@ import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { memoryStorage } from '../../adapters/memory/index.js';
+import type { Storage } from '../../src/index.js';
+import { PNG_SIGNATURE, validFormData } from '../helpers/agreements.js';
 import { chromiumMissing, launchChromium } from '../helpers/chromium.js';
 import { startReceiver, type Receiver } from '../helpers/receiver.js';
 import { KEY_A, json, startPortal, type TestPortal } from '../helpers/server.js';
@@ -19,6 +22,8 @@ const it = missing === null ? test : skipping(test, missing);
 let browser: Browser;
 let app: TestPortal;
 let receiver: Receiver;
+/** The portal's records, read past it where the page shows nothing (a rotation's grace). */
+let storage: Storage;
 
 test.before(async () => {
   if (missing !== null) return;
@@ -27,7 +32,8 @@ test.before(async () => {
   browser = await launchChromium();
   receiver = await startReceiver();
   // An hour to the first retry: what the log shows after a failure is the retry scheduled, not made.
-  app = await startPortal({ ui: { path: '/portal' }, webhooks: { allowPrivateNetworks: true, retrySchedule: [3600] } });
+  storage = memoryStorage();
+  app = await startPortal({ storage, ui: { path: '/portal' }, webhooks: { allowPrivateNetworks: true, retrySchedule: [3600] } });
 });
 
 test.after(async () => {
@@ -58,8 +64,9 @@ async function signedIn(width = 1100, locale = 'en-US'): Promise<Page> {
 /** No script error and no CSP violation on the page. */
 const problemsOf = (page: Page) => (page as Page & { problems?: string[] }).problems ?? [];
 
-async function shoot(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: path.join(OUTPUT, `${name}.png`), fullPage: true });
+/** A screenshot of the whole page, or with `fullPage: false` of what the window shows (a long list's top). */
+async function shoot(page: Page, name: string, fullPage = true): Promise<void> {
+  await page.screenshot({ path: path.join(OUTPUT, `${name}.png`), fullPage });
 }
 
 const newWebhook = (url = `${receiver.url}/hooks`) => app.portal.webhooks.create('acct_a', { type: 'customer-created', url });
@@ -142,23 +149,40 @@ it('a failing receiver: the log shows the failure and the retry scheduled; redel
   await page.context().close();
 });
 
-it('rotate the secret: the new one shown once with a copy button; disable and enable', async () => {
+it('rotate the secret with a chosen grace: the new one shown once with a copy button; disable and enable', async () => {
   const webhook = await newWebhook(`${receiver.url}/rotated`);
   const page = await signedIn();
   await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: app.url });
   await page.goto(`${app.url}/portal/#/webhooks/${webhook.id}`);
+  const grace = page.getByLabel('Old secret keeps signing');
+  assert.is(await grace.inputValue(), String(24 * 3600_000), '24 hours, as the API, unless another is chosen');
+  await grace.selectOption({ label: 'for 1 hour' });
+  const asked = Date.now();
   await page.getByRole('button', { name: 'Rotate secret' }).click();
   const shown = page.locator('#new-secret');
   await shown.waitFor();
   const secret = (await shown.textContent()) ?? '';
-  assert.is(secret, (await app.portal.webhooks.get('acct_a', webhook.id))!.secret);
+  const stored = (await storage.getWebhook('acct_a', webhook.id))!;
+  assert.is(secret, stored.secret);
   assert.is.not(secret, webhook.secret);
+  assert.is(stored.previousSecret, webhook.secret, 'the old secret still signs');
+  const until = Date.parse(stored.previousSecretUntil!) - asked;
+  assert.ok(until > 3590_000 && until <= 3610_000, `for an hour: ${until} ms`);
+  await page.getByText('The previous secret still signs calls for 1 hour.').waitFor();
   await page.getByRole('button', { name: 'Copy' }).click();
   await page.getByText('Copied.').waitFor();
   assert.is(await page.evaluate('navigator.clipboard.readText()'), secret);
   await shoot(page, '5-rotated-secret');
   await page.getByRole('button', { name: 'Done' }).click();
   assert.is(await page.locator('#new-secret').count(), 0);
+  // No grace: the replaced secret stops signing at once.
+  await grace.selectOption({ label: 'not at all' });
+  await page.getByRole('button', { name: 'Rotate secret' }).click();
+  await page.getByText('The previous secret no longer signs calls.').waitFor();
+  const again = (await storage.getWebhook('acct_a', webhook.id))!;
+  assert.is(await page.locator('#new-secret').textContent(), again.secret);
+  assert.is(again.previousSecret, undefined);
+  await page.getByRole('button', { name: 'Done' }).click();
 
   await page.getByRole('button', { name: 'Disable' }).click();
   await page.getByText('Disabled (manual)').waitFor();
@@ -222,27 +246,111 @@ it('an error of the API is shown as its message; delete asks first', async () =>
   await page.context().close();
 });
 
-it('files: browse into a directory, with sizes and dates; names are text, never markup', async () => {
+it('files: a directory expands in place and collapses, by click and by keyboard; one opens as its own screen; names are text, never markup', async () => {
   const reports = await app.portal.files.createDirectory('acct_a', { name: 'Reports' });
+  const yearly = await app.portal.files.createDirectory('acct_a', { name: '2026', directoryId: reports.id });
   await app.portal.files.put('acct_a', { name: 'readme.txt', mime: 'text/plain', body: Buffer.from('hello') });
   await app.portal.files.put('acct_a', { name: '<img src=x onerror=alert(1)>.pdf', mime: 'application/pdf', directoryId: reports.id, body: Buffer.alloc(2048) });
+  await app.portal.files.put('acct_a', { name: 'q1.csv', mime: 'text/csv', directoryId: yearly.id, body: Buffer.alloc(3 * 1024 * 1024) });
   const page = await signedIn();
   await page.getByRole('link', { name: 'Files' }).click();
   await page.getByRole('heading', { level: 1, name: 'Files' }).waitFor();
   await page.getByRole('cell', { name: 'readme.txt' }).waitFor();
   assert.match(await page.getByRole('row', { name: /readme\.txt/ }).textContent() ?? '', /5 bytes/);
   await shoot(page, '6-files');
-  await page.getByRole('link', { name: 'Reports' }).click();
-  await page.getByRole('heading', { level: 1, name: 'Reports' }).waitFor();
-  const row = page.getByRole('row', { name: /onerror/ });
-  await row.waitFor();
-  assert.match(await row.textContent() ?? '', /<img src=x onerror=alert\(1\)>\.pdf.*2 KB/);
+
+  // Expand in place: the entries of Reports come below it, one level deeper; the heading stays.
+  const toggle = page.getByRole('button', { name: 'Reports' });
+  assert.is(await toggle.getAttribute('aria-expanded'), 'false');
+  await toggle.click();
+  const inner = page.getByRole('row', { name: /onerror/ });
+  await inner.waitFor();
+  assert.is(await toggle.getAttribute('aria-expanded'), 'true');
+  assert.match(await inner.textContent() ?? '', /<img src=x onerror=alert\(1\)>\.pdf.*2 KB/);
+  assert.is(await inner.getAttribute('data-depth'), '1');
   assert.is(await page.locator('main img').count(), 0);
-  await shoot(page, '7-directory');
+  assert.is(await page.getByRole('heading', { level: 1 }).textContent(), 'Files');
+  const indent = (name: RegExp) => page.getByRole('row', { name }).locator('td').first().evaluate((cell) => parseFloat((globalThis as any).getComputedStyle(cell).paddingLeft));
+  assert.ok((await indent(/onerror/)) > (await indent(/readme\.txt/)), 'an inner entry is indented');
+  // The keyboard: → expands the directory inside, ← collapses Reports with everything below it.
+  const nested = page.getByRole('button', { name: '2026' });
+  await nested.focus();
+  await page.keyboard.press('ArrowRight');
+  await page.getByRole('row', { name: /q1\.csv/ }).waitFor();
+  assert.match(await page.getByRole('row', { name: /q1\.csv/ }).textContent() ?? '', /3 MB/);
+  assert.is(await page.getByRole('row', { name: /q1\.csv/ }).getAttribute('data-depth'), '2');
+  await shoot(page, '7-files-tree');
+  await toggle.focus();
+  await page.keyboard.press('ArrowLeft');
+  await inner.waitFor({ state: 'detached' });
+  assert.is(await page.getByRole('row', { name: /q1\.csv/ }).count(), 0);
+  assert.is(await toggle.getAttribute('aria-expanded'), 'false');
+  // Enter toggles as a click does.
+  await page.keyboard.press('Enter');
+  await inner.waitFor();
+  await page.keyboard.press('Enter');
+  await inner.waitFor({ state: 'detached' });
+
+  // Open: the directory as a screen of its own, with the path above leading back.
+  await page.getByRole('link', { name: 'Open Reports' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Reports' }).waitFor();
+  await page.getByRole('row', { name: /onerror/ }).waitFor();
+  await shoot(page, '8-directory');
   await page.getByRole('navigation', { name: 'Directory path' }).getByRole('link', { name: 'Files' }).click();
   await page.getByRole('cell', { name: 'readme.txt' }).waitFor();
   assert.equal(problemsOf(page), []);
   await page.context().close();
+});
+
+it('agreements: those created over the API, newest first, with status and signers; "Load more" brings the next page', async () => {
+  const created = async (name: string, signers: object[]) => {
+    const form = validFormData({ signers });
+    form.set('name', name);
+    const res = await app.api('/agreements', { method: 'POST', body: form });
+    assert.is(res.status, 201);
+    return json(res);
+  };
+  const bo = { firstName: 'Bo', lastName: 'Lee', email: 'bo@example.com', shouldIdentify: true };
+  const cy = { firstName: 'Cy', lastName: 'Ng', email: 'cy@example.com', shouldIdentify: false };
+  for (let i = 1; i <= 20; i++) await created(`Older agreement ${i}`, [cy]);
+  const lease = await created('Lease 2026', [bo, cy]);
+  await app.portal.agreements.sign('acct_a', lease.id, lease.signers[0].id, { signature: PNG_SIGNATURE });
+  const nda = await created('NDA <b>bold</b>', [bo]);
+  await app.portal.agreements.sign('acct_a', nda.id, nda.signers[0].id, { signature: PNG_SIGNATURE });
+
+  const page = await signedIn();
+  await page.getByRole('link', { name: 'Agreements' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Agreements' }).waitFor();
+  const cards = page.locator('.agreement');
+  await cards.first().waitFor();
+  assert.is(await cards.count(), 20, 'a page of 20');
+  assert.equal(await cards.locator('h2').evaluateAll((nodes) => nodes.slice(0, 3).map((node) => node.textContent)), ['NDA <b>bold</b>', 'Lease 2026', 'Older agreement 20']);
+  const signed = page.locator(`.agreement[data-id="${nda.id}"]`);
+  assert.match(await signed.textContent() ?? '', /Signed · 1 of 1 signed · created /);
+  const open = page.locator(`.agreement[data-id="${lease.id}"]`);
+  assert.match(await open.textContent() ?? '', /Awaiting signatures · 1 of 2 signed/);
+  assert.match(await open.locator('.signers li[data-signed="true"]').textContent() ?? '', /^Bo Lee <bo@example\.com> · signed /);
+  assert.match(await open.locator('.signers li[data-signed="false"]').textContent() ?? '', /^Cy Ng <cy@example\.com> · not signed yet$/);
+  assert.match(await open.textContent() ?? '', /Sent by Ann Owner · 1 document: lease\.pdf/);
+  assert.is(await page.locator('main b').count(), 0, 'a name is text, never markup');
+  await shoot(page, '9-agreements', false);
+
+  const more = page.getByRole('button', { name: 'Load more' });
+  await more.click();
+  await page.getByText('All 22 shown.').waitFor();
+  assert.is(await cards.count(), 22);
+  assert.is(await page.evaluate('document.activeElement?.querySelector("h2")?.textContent'), 'Older agreement 2', 'the keyboard goes on from the first agreement brought');
+  assert.ok(await more.isHidden(), 'nothing more to load');
+  assert.equal(problemsOf(page), []);
+  await page.context().close();
+
+  const narrow = await signedIn(360);
+  await narrow.goto(`${app.url}/portal/#/agreements`);
+  await narrow.locator('.agreement').first().waitFor();
+  assert.ok(await narrow.evaluate('document.documentElement.scrollWidth <= 360'), 'the agreements screen fits 360 px');
+  await shoot(narrow, '10-agreements-360px', false);
+  assert.equal(problemsOf(narrow), []);
+  await narrow.context().close();
 });
 
 it('360 px wide: no sideways scroll; the keyboard reaches the sections', async () => {
@@ -253,7 +361,7 @@ it('360 px wide: no sideways scroll; the keyboard reaches the sections', async (
   await page.goto(`${app.url}/portal/#/webhooks/${webhook.id}`);
   await page.locator('.delivery').first().waitFor();
   assert.ok(await page.evaluate('document.documentElement.scrollWidth <= 360'), 'the webhook screen fits 360 px');
-  await shoot(page, '8-webhook-360px');
+  await shoot(page, '11-webhook-360px');
   // The heading of a new screen has the focus; back from it: the way back to the list, Sign out, Files.
   assert.is(await page.evaluate('document.activeElement?.tagName'), 'H1');
   for (let i = 0; i < 3; i++) await page.keyboard.press('Shift+Tab');

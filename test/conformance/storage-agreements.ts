@@ -3,13 +3,27 @@ import * as assert from 'uvu/assert';
 import { memoryBlobs } from '../../adapters/memory/index.js';
 import { createAgreementService, eventData } from '../../src/domain/agreements.js';
 import { isPortalError } from '../../src/errors.js';
-import type { WebhookCall, WebhookTransport } from '../../src/ports.js';
+import type { Storage, WebhookCall, WebhookTransport } from '../../src/ports.js';
 import { silentLogger } from '../../src/shared/logger.js';
 import { createWebhookWorker } from '../../src/webhooks/worker.js';
 import { newId } from '../../src/shared/ids.js';
-import type { AgreementRecord, EventRecord } from '../../src/records.js';
+import { agreementSummary, type AgreementRecord, type EventRecord } from '../../src/records.js';
 import type { StorageFactory } from './types.js';
 import { T0, agreementRecord, webhookRecord } from './fixtures.js';
+
+const at = (second: number) => `2026-01-01T00:00:${String(second).padStart(2, '0')}+00:00`;
+
+/** The ids of every page of the account's agreements, `limit` at a time, each page after the last id of the one before. */
+async function pagesOf(storage: Storage, accountId: string, limit: number): Promise<string[][]> {
+  const pages: string[][] = [];
+  let after: string | undefined;
+  for (;;) {
+    const page = (await storage.listAgreements(accountId, { limit, after }))!;
+    if (page.length === 0) return pages;
+    pages.push(page.map((agreement) => agreement.id));
+    after = page.at(-1)!.id;
+  }
+}
 import { reopenable } from './reopen.js';
 import { withStorage } from './with-storage.js';
 
@@ -200,6 +214,60 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
     assert.is(await storage.isBlobReferenced('agd_neverStored'), false);
     assert.is(await storage.isBlobReferenced(agreement.id), false, 'an agreement id names no blob');
     assert.is(await storage.isBlobReferenced(agreement.signers[0]!.id), false, 'a signer id names no blob');
+  }));
+
+  test('agreements: listAgreements is newest first, those of one second the last made first, paged after a given agreement', withStorage(factory, async (storage) => {
+    // Made out of time order (a slow request stores an earlier createdAt late), three in one second.
+    const seconds = [3, 1, 5, 3, 3, 2];
+    const made = seconds.map((second) => agreementRecord({ createdAt: at(second) }));
+    for (const agreement of made) await storage.insertAgreement(agreement, []);
+    const [s3a, s1, s5, s3b, s3c, s2] = made.map((agreement) => agreement.id);
+    const newestFirst = [s5, s3c, s3b, s3a, s2, s1];
+    assert.equal((await storage.listAgreements('acct_a', { limit: 100 }))!.map((agreement) => agreement.id), newestFirst);
+    assert.equal((await storage.listAgreements('acct_a', { limit: 2 }))!.map((agreement) => agreement.id), [s5, s3c]);
+    assert.equal((await storage.listAgreements('acct_a', { limit: 2, after: s3c }))!.map((agreement) => agreement.id), [s3b, s3a]);
+    assert.equal((await storage.listAgreements('acct_a', { limit: 10, after: s3a }))!.map((agreement) => agreement.id), [s2, s1]);
+    assert.equal(await storage.listAgreements('acct_a', { limit: 10, after: s1 }), [], 'after the oldest, an empty page');
+    assert.equal(await pagesOf(storage, 'acct_a', 4), [newestFirst.slice(0, 4), newestFirst.slice(4)]);
+  }));
+
+  test('agreements: listAgreements sees only the account\'s own; a cursor of another account or unknown is null', withStorage(factory, async (storage) => {
+    const mine = agreementRecord();
+    const theirs = agreementRecord({ accountId: 'acct_b', createdAt: at(9) });
+    await storage.insertAgreement(mine, []);
+    await storage.insertAgreement(theirs, []);
+    assert.equal((await storage.listAgreements('acct_a', { limit: 10 }))!.map((agreement) => agreement.id), [mine.id]);
+    assert.equal((await storage.listAgreements('acct_b', { limit: 10 }))!.map((agreement) => agreement.id), [theirs.id]);
+    assert.equal(await storage.listAgreements('acct_none', { limit: 10 }), []);
+    assert.is(await storage.listAgreements('acct_a', { limit: 10, after: theirs.id }), null, 'another account\'s agreement is no cursor');
+    assert.is(await storage.listAgreements('acct_a', { limit: 10, after: 'agr_unknown' }), null);
+    assert.is(await storage.listAgreements('acct_none', { limit: 10, after: mine.id }), null);
+  }));
+
+  test('agreements: listed agreements carry no signature image, hashes and signing times kept; an update shows, in its place', withStorage(factory, async (storage) => {
+    const older = agreementRecord({ createdAt: at(1) });
+    const newer = agreementRecord({ createdAt: at(2) });
+    await storage.insertAgreement(older, []);
+    await storage.insertAgreement(newer, []);
+    const signed = (await storage.updateAgreement('acct_a', older.id, signOne(older.signers[1]!.id)))!;
+    const listed = (await storage.listAgreements('acct_a', { limit: 10 }))!;
+    assert.equal(listed, [agreementSummary(newer), agreementSummary(signed)]);
+    const text = JSON.stringify(listed);
+    assert.not.ok(text.includes('data:image'), 'no image in a listed agreement');
+    assert.not.ok('signerSignature' in listed[1]! || 'signature' in listed[1]!.signers[1]!);
+    assert.is(listed[1]!.signers[1]!.signatureHash, 'd'.repeat(64));
+    assert.is(listed[1]!.signers[1]!.signedAt, T0);
+    assert.is(listed[1]!.accountId, 'acct_a');
+  }));
+
+  reopenable(test, factory)('agreements: the listing order, within one second too, survives a reopen', withStorage(factory, async (storage, { swap }) => {
+    const made = [1, 1, 1, 0].map((second) => agreementRecord({ createdAt: at(second) }));
+    for (const agreement of made) await storage.insertAgreement(agreement, []);
+    await storage.updateAgreement('acct_a', made[0]!.id, signOne(made[0]!.signers[0]!.id));
+    const expected = [made[2]!.id, made[1]!.id, made[0]!.id, made[3]!.id];
+    const reopened = await swap();
+    assert.equal((await reopened.listAgreements('acct_a', { limit: 10 }))!.map((agreement) => agreement.id), expected);
+    assert.equal((await reopened.listAgreements('acct_a', { limit: 1, after: made[1]!.id }))!.map((agreement) => agreement.id), [made[0]!.id]);
   }));
 
   reopenable(test, factory)('agreements: records, updates and their events survive a reopen', withStorage(factory, async (storage, { swap, db }) => {

@@ -60,7 +60,7 @@ test('every route the handler registers is in the document, with each of its met
     }
   }
   assert.equal(undocumented, []);
-  assert.is(routes.length, 22);
+  assert.is(routes.length, 23);
 });
 
 test('every path with a GET lists its HEAD: the same statuses and headers, and no body', () => {
@@ -77,7 +77,7 @@ test('every path with a GET lists its HEAD: the same statuses and headers, and n
       assert.is(resolved.content, undefined, `HEAD ${template} ${status} has no body`);
     }
   }
-  assert.is(heads.length, 8);
+  assert.is(heads.length, 9);
 });
 
 test('the webhooks section describes the call of each event type: its body, and the signature headers', () => {
@@ -114,10 +114,12 @@ test('the document: bearer auth everywhere but the signed download route, server
   assert.equal(extensions.sort(), [
     'DELETE /files/{entryId}',
     'DELETE /tickets/{ticketId}/message/{messageId}/attachment/{attachmentId}',
+    'GET /agreements',
     'GET /agreements/{agreementId}',
     'GET /webhooks',
     'GET /webhooks/{webhookId}/deliveries',
     'GET /webhooks/{webhookId}/health',
+    'HEAD /agreements',
     'HEAD /agreements/{agreementId}',
     'HEAD /webhooks',
     'HEAD /webhooks/{webhookId}/deliveries',
@@ -273,6 +275,11 @@ test('every route answers as the document says: each success and each error it d
     const { body: signed } = await call('GET', '/agreements/{agreementId}', `/agreements/${agreement.id}`, {}, 200);
     assert.is(signed.status, 'signed');
     await call('GET', '/agreements/{agreementId}', '/agreements/agr_missing', {}, 404);
+    const { body: page } = await call('GET', '/agreements', '/agreements?limit=1', {}, 200);
+    assert.is(page.data.length, 1, 'a listed agreement is checked too');
+    assert.is.not(page.nextCursor, null, 'and a cursor');
+    await call('GET', '/agreements', `/agreements?cursor=${page.nextCursor}`, {}, 200);
+    await call('GET', '/agreements', '/agreements?limit=0', {}, 400);
     await portal.worker!.tick();
     for (const made of transport.calls) checker.checkCall(made);
     const ofAgreement = transport.calls.map((made) => JSON.parse(made.body)).filter((event) => event.data.id === agreement.id);

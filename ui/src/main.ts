@@ -1,3 +1,4 @@
+import { agreementScreen } from './agreements.js';
 import { api, session, whenUnauthorized } from './api.js';
 import { el, errorBox, replace } from './dom.js';
 import { fileScreen } from './files.js';
@@ -7,8 +8,8 @@ import { webhookList } from './webhooks.js';
 
 /**
  * The portal page: a sign-in form until an API key is given, then the screens, chosen by the
- * location's hash (`#/webhooks`, `#/webhooks/wbh_…`, `#/files/fsd_…`) so that every screen has a
- * link, the back button works, and no server route is needed beyond the page itself.
+ * location's hash (`#/webhooks`, `#/webhooks/wbh_…`, `#/agreements`, `#/files/fsd_…`) so that
+ * every screen has a link, the back button works, and no server route is needed beyond the page itself.
  */
 const root = document.getElementById('app')!;
 const main = el('main', { id: 'main', tabindex: -1 });
@@ -16,6 +17,7 @@ let leave: () => void = () => {};
 
 const NAV = [
   { hash: '#/webhooks', label: 'Webhooks' },
+  { hash: '#/agreements', label: 'Agreements' },
   { hash: '#/files', label: 'Files' },
 ];
 
@@ -23,6 +25,7 @@ function route(): { screen: Screen; rest: string[]; section: string } {
   const parts = location.hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
   const [name, ...rest] = parts;
   if (name === 'files') return { screen: fileScreen, rest, section: '#/files' };
+  if (name === 'agreements') return { screen: agreementScreen, rest: [], section: '#/agreements' };
   if (name === 'webhooks' && rest.length > 0) return { screen: webhookScreen, rest, section: '#/webhooks' };
   return { screen: webhookList, rest: [], section: '#/webhooks' };
 }

@@ -48,3 +48,31 @@ export interface FileEntry {
 export interface List<T> {
   data: T[];
 }
+
+/** A signer as a listed agreement holds one: no signature image. */
+export interface AgreementSigner {
+  id: string;
+  firstName: string;
+  lastName: string;
+  email: string;
+  shouldIdentify: boolean;
+  signatureHash: string | null;
+  signedAt: string | null;
+}
+
+/** An agreement as `GET /agreements` lists it: without signature images. */
+export interface AgreementSummary {
+  id: string;
+  name: string;
+  status: 'sent' | 'signed';
+  signerName: string;
+  signerSignatureHash: string;
+  documents: { id: string; documentName: string; fileSize: number; fileHash: string }[];
+  createdAt: string;
+  signers: AgreementSigner[];
+}
+
+/** One page of a list that is paged: `nextCursor` asks for the next, `null` after the last. */
+export interface Page<T> extends List<T> {
+  nextCursor: string | null;
+}

@@ -86,8 +86,26 @@ export const webhookScreen: Screen = ({ main, title, rest }) => {
   test.addEventListener('click', act(test, () => api('POST', `${base}/test`)));
   const toggle = el('button', { type: 'button' }, 'Disable');
   toggle.addEventListener('click', act(toggle, () => api('POST', `${base}/${enabled ? 'disable' : 'enable'}`)));
+  const grace = el(
+    'select',
+    { id: 'rotate-grace', name: 'graceMs' },
+    ...GRACES.map(([label, ms]) => el('option', { value: String(ms), selected: ms === DEFAULT_GRACE_MS }, label)),
+  );
   const rotate = el('button', { type: 'button' }, 'Rotate secret');
-  rotate.addEventListener('click', act(rotate, async () => showSecret((await api<Webhook>('POST', `${base}/rotate-secret`)).secret)));
+  rotate.addEventListener(
+    'click',
+    act(rotate, async () => {
+      const graceMs = Number(grace.value);
+      showSecret((await api<Webhook>('POST', `${base}/rotate-secret`, { graceMs })).secret, graceMs);
+    }),
+  );
+  const rotation = el(
+    'div',
+    { class: 'rotation' },
+    el('label', { for: 'rotate-grace' }, 'Old secret keeps signing'),
+    grace,
+    rotate,
+  );
   const remove = el('button', { type: 'button', class: 'danger' }, 'Delete webhook');
   remove.addEventListener('click', async () => {
     if (!confirm('Delete this webhook? Its pending deliveries are cancelled.')) return;
@@ -104,11 +122,11 @@ export const webhookScreen: Screen = ({ main, title, rest }) => {
   function drawActions(health: WebhookHealth) {
     enabled = health.status === 'enabled';
     toggle.textContent = enabled ? 'Disable' : 'Enable';
-    if (actions.childElementCount === 0) replace(actions, test, toggle, rotate, remove);
+    if (actions.childElementCount === 0) replace(actions, test, toggle, rotation, remove);
   }
 
   /** The new secret, shown this once: the page keeps it nowhere. */
-  function showSecret(secret: string) {
+  function showSecret(secret: string, graceMs: number) {
     const value = el('code', { id: 'new-secret' }, secret);
     const status = el('span', { class: 'hint', role: 'status' });
     const copy = el('button', { type: 'button' }, 'Copy');
@@ -129,7 +147,7 @@ export const webhookScreen: Screen = ({ main, title, rest }) => {
     replace(
       secretBox,
       el('h2', {}, 'New secret'),
-      el('p', {}, 'Give it to your receiver now: it is shown only this once. The previous secret still signs calls for 24 hours.'),
+      el('p', {}, 'Give it to your receiver now: it is shown only this once. ', graceNote(graceMs)),
       value,
     );
     append(secretBox, el('div', { class: 'actions' }, copy, done, status));
@@ -144,6 +162,22 @@ export const webhookScreen: Screen = ({ main, title, rest }) => {
     log.stop();
   };
 };
+
+/** How long the replaced secret still signs calls after a rotation (the API takes 0 to 7 days; 24 h when not given). */
+const HOUR_MS = 3_600_000;
+const DEFAULT_GRACE_MS = 24 * HOUR_MS;
+const GRACES: [label: string, ms: number][] = [
+  ['not at all', 0],
+  ['for 1 hour', HOUR_MS],
+  ['for 24 hours', DEFAULT_GRACE_MS],
+  ['for 7 days', 7 * 24 * HOUR_MS],
+];
+
+function graceNote(graceMs: number): string {
+  if (graceMs === 0) return 'The previous secret no longer signs calls.';
+  const label = GRACES.find(([, ms]) => ms === graceMs)?.[0] ?? `for ${graceMs / HOUR_MS} hours`;
+  return `The previous secret still signs calls ${label}.`;
+}
 
 /** Queues again every event since a moment that the webhook missed. */
 function recoverForm(base: string, errors: ReturnType<typeof errorBox>, recovered: () => void): HTMLFormElement {

@@ -6,8 +6,9 @@ import type { Agreement } from '../../records.js';
 import { idempotencyKeyOf, idempotentReply } from '../idempotent-reply.js';
 
 /**
- * `POST /agreements` (multipart/form-data, streamed into the blob store), and, as an extension,
- * `GET /agreements/{agreementId}`: the address the `Location` of a created agreement names.
+ * `POST /agreements` (multipart/form-data, streamed into the blob store), and, as extensions,
+ * `GET /agreements` (a page of them, newest first) and `GET /agreements/{agreementId}`: the
+ * address the `Location` of a created agreement names.
  */
 export function agreementRoutes(agreements: AgreementService, options: { extensions: boolean }): Route[] {
   const routes: Route[] = [
@@ -33,6 +34,18 @@ export function agreementRoutes(agreements: AgreementService, options: { extensi
     },
   ];
   if (options.extensions) {
+    routes.push({
+      method: ['GET', 'HEAD'],
+      path: '/agreements',
+      async handler({ accountId, query }) {
+        const { limit, cursor } = query;
+        if (Array.isArray(limit)) throw new PortalError('QUERY_REPEATED', 'limit');
+        if (Array.isArray(cursor)) throw new PortalError('QUERY_REPEATED', 'cursor');
+        // Digits only: `Number` would take ' 5', '0x10' and '1e1'; anything else is NaN, which the service refuses by name.
+        const count = limit === undefined ? undefined : /^[0-9]{1,6}$/.test(limit) ? Number(limit) : Number.NaN;
+        return { status: 200, body: await agreements.list(accountId, { limit: count, cursor }) };
+      },
+    });
     routes.push({
       method: ['GET', 'HEAD'],
       path: '/agreements/:agreementId',
