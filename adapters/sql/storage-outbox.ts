@@ -232,13 +232,24 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
     WHERE id = $1::text AND lease_owner = $2::text AND status = 'pending'`;
   const recordAttempt = `${recordAttemptUpdate} RETURNING id`;
   const recordAttemptAndHealth = recordAttemptWithHealth(names, recordAttemptUpdate);
-  // recordAttempt with health, for many successful attempts in one statement (see recordSuccessesTogether).
-  const recordSuccesses = `WITH recorded AS (
+  // recordAttempt with health, for many successful attempts in one statement (see
+  // recordSuccessesTogether). Each delivery is looked up and locked by primary key first (a LATERAL
+  // per attempt), then updated by key: a join left to the planner read every pending row when the
+  // table's statistics lagged behind a burst (2.7 ms for 32 attempts with 5,000 pending, under
+  // EXPLAIN ANALYZE). The lock makes the update's checks hold until it is made.
+  const recordSuccesses = `WITH held AS MATERIALIZED (
+      SELECT i.* FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::text[], $5::timestamptz[], $6::timestamptz[])
+        AS i(id, owner, entry, status, next_attempt_at, at)
+      CROSS JOIN LATERAL (
+        SELECT 1 FROM ${table('deliveries')} AS d
+        WHERE d.id = i.id AND d.lease_owner = i.owner AND d.status = 'pending'
+        FOR UPDATE
+      ) AS leased
+    ), recorded AS (
       UPDATE ${table('deliveries')} AS d
       SET ${appendAttempt('i.entry')}, status = i.status, next_attempt_at = i.next_attempt_at, lease_owner = NULL, lease_until = NULL
-      FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::text[], $5::timestamptz[], $6::timestamptz[])
-        AS i(id, owner, entry, status, next_attempt_at, at)
-      WHERE d.id = i.id AND d.lease_owner = i.owner AND d.status = 'pending'
+      FROM held AS i
+      WHERE d.id = ANY (ARRAY(SELECT id FROM held)) AND d.id = i.id
       RETURNING d.id, d.webhook_id, d.account_id, i.at
     ), ${healthAfterSuccesses(names)}
     SELECT id FROM recorded`;
