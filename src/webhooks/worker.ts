@@ -81,7 +81,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
    * With a backlog, a freed slot waits until this many are free before claiming again: one claim
    * (a database round trip) per few calls instead of one per call, for a few slots idle meanwhile.
    */
-  const refillAt = Math.max(1, Math.floor(concurrency / 8));
+  const refillAt = Math.max(1, Math.floor(concurrency / 4));
 
   /**
    * Each event's body, serialized once for all its deliveries and retries (an event fans out to
