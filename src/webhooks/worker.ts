@@ -80,6 +80,8 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   /**
    * With a backlog, a freed slot waits until this many are free before claiming again: one claim
    * (a database round trip) per few calls instead of one per call, for a few slots idle meanwhile.
+   * A quarter, not an eighth: 15 deliveries a claim instead of 12.6 in the fleet benchmark (one
+   * worker, concurrency 32, PostgreSQL), each claim about 1 ms of the database's time.
    */
   const refillAt = Math.max(1, Math.floor(concurrency / 4));
 
