@@ -177,38 +177,51 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
   // The fair claim (planClaim with perAccount), the worker's: of each account's claimable
   // deliveries only the first (max - held in flight), in claim order, may be leased. The accounts
   // with pending deliveries are found by a skip scan of portal_deliveries_pending_account (one index
-  // probe per account), and each account's first ones are read and locked by a LATERAL scan of the
-  // same index. Every step starts from an index and reads a few rows per account, whatever the
-  // planner believes of the table's size: a table filled seconds ago has no statistics, and a join
-  // left to the planner then read the whole due backlog (about 10 ms a claim with 10,000 due).
+  // probe per account), and each account's first ones by a LATERAL read of the same index. Every
+  // step starts from an index and reads a few rows per account, whatever the planner believes of the
+  // table's size: a table filled seconds ago has no statistics, and a join left to the planner then
+  // read the whole due backlog (about 10 ms a claim with 10,000 due).
+  // Two passes over each account's first ones: the first, without a lock, finds how many of each
+  // account the claim takes (the first `limit` of all, in claim order); the second locks that many
+  // of the account (SKIP LOCKED: passing over another claim's, so that two claims at once both
+  // fill up). A lock is a write: locking every account's whole share to lease a few of them (64
+  // locks for 16 leases with 8 accounts) cost as much as the rest of the claim.
   // The walk is per account: the deliveries it passes whose webhook is gone take their place in the
-  // account's share and are cancelled. A disabled webhook's due deliveries are found from the
-  // disabled webhooks instead (portal_webhook_health_disabled: a probe of an empty index when none
-  // is) and cancelled, at most ORPHANS_PER_CLAIM a claim. Rows locked and not leased (beyond the
-  // limit) are free again when the statement commits.
+  // limit and are cancelled. A disabled webhook's due deliveries are found from the disabled
+  // webhooks instead (portal_webhook_health_disabled: a probe of an empty index when none is) and
+  // cancelled, at most ORPHANS_PER_CLAIM a claim.
+  const accountDue = `FROM ${table('deliveries')} AS d
+        WHERE d.account_id = accounts.account_id AND ${claimable} AND NOT ${disabled}
+        ORDER BY d.next_attempt_at, d.id`;
   const fairClaim = `WITH RECURSIVE accounts(account_id) AS (
       (SELECT account_id FROM ${table('deliveries')} WHERE status = 'pending' ORDER BY account_id LIMIT 1)
       UNION ALL
       SELECT (SELECT p.account_id FROM ${table('deliveries')} AS p
               WHERE p.status = 'pending' AND p.account_id > accounts.account_id ORDER BY p.account_id LIMIT 1)
       FROM accounts WHERE accounts.account_id IS NOT NULL
-    ), candidates AS MATERIALIZED (
-      SELECT first.id, first.next_attempt_at, first.sendable FROM accounts
+    ), shares AS MATERIALIZED (
+      SELECT accounts.account_id, greatest(0, $7::int - coalesce(held.n, 0)) AS n FROM accounts
       LEFT JOIN unnest($5::text[], $6::int[]) AS held(account_id, n) ON held.account_id = accounts.account_id
-      CROSS JOIN LATERAL (
-        SELECT d.id, d.next_attempt_at, EXISTS (SELECT 1 FROM ${table('webhooks')} AS w WHERE w.id = d.webhook_id) AS sendable
-        FROM ${table('deliveries')} AS d
-        WHERE d.account_id = accounts.account_id AND ${claimable} AND NOT ${disabled}
-        ORDER BY d.next_attempt_at, d.id
-        LIMIT greatest(0, $7::int - coalesce(held.n, 0))
-        FOR UPDATE OF d SKIP LOCKED
-      ) AS first
       WHERE accounts.account_id IS NOT NULL
+    ), wanted AS (
+      SELECT taken.account_id, count(*)::int AS n FROM (
+        SELECT accounts.account_id FROM shares AS accounts
+        CROSS JOIN LATERAL (SELECT d.id, d.next_attempt_at ${accountDue} LIMIT least(accounts.n, $3::int)) AS first
+        ORDER BY first.next_attempt_at, first.id
+        LIMIT $3::int
+      ) AS taken
+      GROUP BY taken.account_id
+    ), locked AS MATERIALIZED (
+      SELECT first.id, first.next_attempt_at, EXISTS (SELECT 1 FROM ${table('webhooks')} AS w WHERE w.id = first.webhook_id) AS sendable
+      FROM wanted AS accounts
+      CROSS JOIN LATERAL (
+        SELECT d.id, d.next_attempt_at, d.webhook_id ${accountDue} LIMIT accounts.n FOR UPDATE OF d SKIP LOCKED
+      ) AS first
     ), due AS (
-      SELECT id, next_attempt_at FROM candidates WHERE sendable ORDER BY next_attempt_at, id LIMIT $3::int
+      SELECT id, next_attempt_at FROM locked WHERE sendable
     ), gone AS (
       UPDATE ${table('deliveries')} AS o SET ${cancelled}
-      WHERE o.id = ANY (ARRAY(SELECT id FROM candidates WHERE NOT sendable))
+      WHERE o.id = ANY (ARRAY(SELECT id FROM locked WHERE NOT sendable))
     ), orphans AS (
       UPDATE ${table('deliveries')} AS o SET ${cancelled}
       WHERE o.id = ANY (ARRAY(
