@@ -5,6 +5,7 @@ import type { HealthRule, Storage } from '../../src/ports.js';
 import type { AutomaticDisableReason, DeliveryAttempt, WebhookDisabledReason, WebhookHealthRecord } from '../../src/records.js';
 import type { Db, Row } from './client.js';
 import { atomOf, type Names } from './schema.js';
+import { deliveryColumnsOf, insertDeliveriesStatement } from './storage-rows.js';
 
 export type HealthMethods = Pick<Storage, 'getWebhookHealth' | 'disableWebhook' | 'enableWebhook' | 'recoverDeliveries'>;
 
@@ -166,8 +167,7 @@ export function createHealth(db: Db, names: Names, announce?: { channel: string 
     GROUP BY d.event_id, e.created_at
     HAVING bool_and(d.status IN ('failed', 'cancelled'))
     ORDER BY e.created_at, min(d.seq)`;
-  const insertDeliveries = `INSERT INTO ${table('deliveries')} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at)
-    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[])`;
+  const insertDeliveries = insertDeliveriesStatement(names);
   const notifyWork = `SELECT pg_notify($1::text, '')`;
 
   const changed = (row: Row | undefined) => (Number(row?.found) === 0 ? null : Number(row?.changed) === 1);
@@ -201,15 +201,7 @@ export function createHealth(db: Db, names: Names, announce?: { channel: string 
         const events = await tx.query(undelivered, [webhookId, since, hook.type]);
         const made = events.map((row) => recoveredDelivery({ id: row.event_id as string, accountId }, webhookId, now));
         if (made.length === 0) return [];
-        await tx.query(insertDeliveries, [
-          made.map((delivery) => delivery.id),
-          made.map((delivery) => delivery.accountId),
-          made.map((delivery) => delivery.webhookId),
-          made.map((delivery) => delivery.eventId),
-          made.map((delivery) => delivery.status),
-          made.map((delivery) => delivery.nextAttemptAt),
-          made.map((delivery) => delivery.createdAt),
-        ]);
+        await tx.query(insertDeliveries, deliveryColumnsOf(made));
         if (announce !== undefined) await tx.query(notifyWork, [announce.channel]);
         return made;
       });

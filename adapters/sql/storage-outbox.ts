@@ -8,7 +8,7 @@ import type { Names } from './schema.js';
 import { lastAttempts } from './storage-migrations.js';
 import { attemptResult, deliverable, healthParams, healthAfterSuccesses, recordAttemptWithHealth } from './storage-health.js';
 import { createBatcher } from './batch.js';
-import { deliveryColumns, eventColumns, toDelivery, toEvent, toWebhook, webhookColumns } from './storage-rows.js';
+import { deliveryColumns, deliveryColumnsOf, eventColumns, insertDeliveriesStatement, toDelivery, toEvent, toWebhook, webhookColumns } from './storage-rows.js';
 
 /** How many undeliverable due deliveries one claim cancels at most (the rest, the next claims). */
 const ORPHANS_PER_CLAIM = 1000;
@@ -53,19 +53,6 @@ function eventColumnsOf(batch: EventRecord[]): unknown[] {
   ];
 }
 
-/** The columns of `insertDeliveries`, as arrays. */
-function deliveryColumnsOf(made: DeliveryRecord[]): unknown[] {
-  return [
-    made.map((delivery) => delivery.id),
-    made.map((delivery) => delivery.accountId),
-    made.map((delivery) => delivery.webhookId),
-    made.map((delivery) => delivery.eventId),
-    made.map((delivery) => delivery.status),
-    made.map((delivery) => delivery.nextAttemptAt),
-    made.map((delivery) => delivery.createdAt),
-  ];
-}
-
 /** The deliveries of the events to the webhooks (rows of id, account_id, type) each is for. */
 function deliveriesOf(batch: EventRecord[], webhooks: Row[], target?: DeliveryTarget): DeliveryRecord[] {
   const made: DeliveryRecord[] = [];
@@ -104,8 +91,7 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
     FOR KEY SHARE`;
   const targetWebhook = `SELECT id, account_id, type FROM ${table('webhooks')} WHERE id = $1::text FOR KEY SHARE`;
   // Stores what newDelivery made; attempts and the lease start empty (the columns' defaults).
-  const insertDeliveries = `INSERT INTO ${table('deliveries')} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at)
-    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[])`;
+  const insertDeliveries = insertDeliveriesStatement(names);
   const findWebhooks = `SELECT id, account_id, type FROM ${table('webhooks')}
     WHERE (account_id, type) IN (SELECT * FROM unnest($1::text[], $2::text[]))
     ORDER BY created_at, id`;

@@ -9,7 +9,7 @@ import type {
   WebhookRecord,
 } from '../../src/records.js';
 import type { Row } from './client.js';
-import { atomOf } from './schema.js';
+import { atomOf, type Names } from './schema.js';
 
 /**
  * Column lists and row readers, one pair per record. Every date-time is selected as ATOM text and
@@ -168,4 +168,25 @@ export function toDelivery(row: Row, as = ''): DeliveryRecord {
 /** jsonb orders object keys by length; the API shows an attempt's keys in their documented order. */
 function attemptShape(attempt: DeliveryAttempt): DeliveryAttempt {
   return { at: attempt.at, statusCode: attempt.statusCode, error: attempt.error, durationMs: attempt.durationMs };
+}
+
+/** Stores new deliveries, given `deliveryColumnsOf`; attempts and the lease start empty (the columns' defaults). */
+export const insertDeliveriesStatement = ({ table }: Names) =>
+  `INSERT INTO ${table('deliveries')} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at)
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[])`;
+
+/**
+ * The columns a new delivery is stored with, as arrays (for `INSERT … SELECT * FROM unnest(…)`):
+ * id, account_id, webhook_id, event_id, status, next_attempt_at, created_at.
+ */
+export function deliveryColumnsOf(made: DeliveryRecord[]): unknown[] {
+  return [
+    made.map((delivery) => delivery.id),
+    made.map((delivery) => delivery.accountId),
+    made.map((delivery) => delivery.webhookId),
+    made.map((delivery) => delivery.eventId),
+    made.map((delivery) => delivery.status),
+    made.map((delivery) => delivery.nextAttemptAt),
+    made.map((delivery) => delivery.createdAt),
+  ];
 }
