@@ -19,7 +19,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { pinned, spawnNode } from './support/cores.js';
 import { createHash } from 'node:crypto';
-import { close, createWriteStream, fsync, mkdtempSync, readFileSync, rename, writeFileSync } from 'node:fs';
+import { close, createWriteStream, fsync, mkdtempSync, readFileSync, rename, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -128,15 +128,19 @@ function sinkBlobs(): BlobStore {
 
 async function serve(kind: Kind): Promise<void> {
   let handler: http.RequestListener = bareHandler;
+  /** Where the durable contenders write: gigabytes a run, removed when the server exits. */
+  let written: string | undefined;
+  const scratch = (prefix: string) => (written = mkdtempSync(path.join(process.env.BENCH_DIR ?? os.tmpdir(), prefix)));
+  let closePortal = async () => {};
   if (kind === 'bare-durable') {
-    handler = durableHandler(mkdtempSync(path.join(process.env.BENCH_DIR ?? os.tmpdir(), 'bench-durable-')));
+    handler = durableHandler(scratch('bench-durable-'));
   } else if (kind !== 'bare') {
     const storage = memoryStorage();
     if (kind === 'portal-norecords') storage.insertAgreement = async () => {};
-    const blobs =
-      kind === 'portal-fs' ? fsBlobs({ dir: mkdtempSync(path.join(process.env.BENCH_DIR ?? os.tmpdir(), 'bench-fsblobs-')) }) : sinkBlobs();
+    const blobs = kind === 'portal-fs' ? fsBlobs({ dir: scratch('bench-fsblobs-') }) : sinkBlobs();
     const portal = await createPortal({ auth: { apiKeys: { [KEY]: 'acct_bench' } }, storage, blobs });
     handler = portal.handler;
+    closePortal = () => portal.close();
   }
   const server = http.createServer(handler);
   // The fallback where /proc is missing: the server samples its own RSS between 'idle' and 'peak'.
@@ -161,6 +165,8 @@ async function serve(kind: Kind): Promise<void> {
       process.send!({ rss: peak });
     } else if (message.cmd === 'exit') {
       server.close();
+      await closePortal();
+      if (written !== undefined) rmSync(written, { recursive: true, force: true });
       process.exit(0);
     }
   });
