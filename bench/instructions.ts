@@ -17,6 +17,10 @@
  * --inclusive=yes` counts them: they come in bursts that land in one window and not the next, and
  * are not a request's steady cost (scavenges, which every request's garbage pays for, stay in).
  * The least window counts.
+ * `BENCH_CALLGRIND_CACHE=1` also simulates the caches and branch predictors (`--cache-sim=yes
+ * --branch-sim=yes`, about twice as slow) and prints, per request of each window, the misses and
+ * mispredictions beside the instructions: what separates two servers whose instructions agree but
+ * whose CPU time does not.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
@@ -33,6 +37,7 @@ const REQUESTS = Number(process.env.BENCH_CALLGRIND_REQUESTS ?? 2_000);
 const WINDOWS = Number(process.env.BENCH_CALLGRIND_WINDOWS ?? 3);
 const CONNECTIONS = 32;
 const SCENARIO_FILTER = process.env.BENCH_SCENARIOS?.split(',');
+const CACHE_SIM = Boolean(process.env.BENCH_CALLGRIND_CACHE);
 const named = process.argv.slice(2);
 const CONTENDERS = named.length > 0 ? named : ['portal', 'bare', 'fastify'];
 
@@ -77,11 +82,21 @@ const control = (child: ChildProcess, ...args: string[]) => execFileSync('callgr
 /** Functions whose inclusive cost is taken out of a window: bursts that are not a request's steady cost. */
 const BURSTS = ['v8::internal::Compiler::CompileOptimized(', 'v8::internal::MarkCompactCollector::CollectGarbage('];
 
-/** A callgrind dump's total instructions, less the inclusive cost of `BURSTS`. */
-function steadyInstructions(file: string): { total: number; steady: number } {
-  const match = /^totals: (\d+)/m.exec(readFileSync(file, 'utf8'));
+/** The events of a dump with the caches simulated, as callgrind names them (`I1mr`: first-level instruction cache read misses, `Bcm`: mispredicted conditional branches, …). */
+const SIMULATED = ['I1mr', 'D1mr', 'D1mw', 'ILmr', 'DLmr', 'DLmw', 'Bc', 'Bcm', 'Bi', 'Bim'];
+
+/**
+ * A callgrind dump's total instructions, less the inclusive cost of `BURSTS`; with the caches
+ * simulated, also every event's total.
+ */
+function steadyInstructions(file: string): { total: number; steady: number; events: Record<string, number> } {
+  const text = readFileSync(file, 'utf8');
+  const match = /^totals: ([\d ]+)/m.exec(text);
   if (!match) throw new Error(`${file}: no totals line`);
-  const total = Number(match[1]);
+  const names = /^events: (.+)$/m.exec(text)?.[1]!.trim().split(' ') ?? ['Ir'];
+  const values = match[1]!.trim().split(' ').map(Number);
+  const events = Object.fromEntries(names.map((name, i) => [name, values[i] ?? 0]));
+  const total = values[0]!;
   const annotated = execFileSync('callgrind_annotate', ['--inclusive=yes', '--threshold=100', file], { maxBuffer: 256 * 2 ** 20 }).toString();
   let bursts = 0;
   for (const name of BURSTS) {
@@ -89,7 +104,7 @@ function steadyInstructions(file: string): { total: number; steady: number } {
     const line = annotated.split('\n').find((text) => text.includes(name));
     if (line !== undefined) bursts += Number(line.trim().split(' ')[0]!.replaceAll(',', ''));
   }
-  return { total, steady: total - bursts };
+  return { total, steady: total - bursts, events };
 }
 
 async function countContender(name: string): Promise<Record<string, number>> {
@@ -100,6 +115,7 @@ async function countContender(name: string): Promise<Record<string, number>> {
     [
       '--tool=callgrind',
       '--instr-atstart=no',
+      ...(CACHE_SIM ? ['--cache-sim=yes', '--branch-sim=yes'] : []),
       `--callgrind-out-file=${out}`,
       process.execPath,
       '--single-threaded',
@@ -142,6 +158,10 @@ async function countContender(name: string): Promise<Record<string, number>> {
       figures[scenario.name] = Math.min(...windows);
       const thousands = (values: number[]) => values.map((value) => (value / 1000).toFixed(1)).join(', ');
       console.error(`  ${name} ${scenario.name}: ${thousands(windows)} thousand a request (with compilation and major GCs: ${thousands(totals)})`);
+      if (CACHE_SIM) {
+        const perRequest = (one: (typeof counted)[number]) => SIMULATED.map((event) => `${event} ${((one.events[event] ?? 0) / REQUESTS).toFixed(0)}`).join(', ');
+        for (const one of counted) console.error(`    a request, whole window: ${perRequest(one)}`);
+      }
     }
     return figures;
   } finally {
