@@ -149,6 +149,14 @@ function copyWebhook(row: WebhookRecord): WebhookRecord {
     : { id, accountId, type, url, secret, createdAt, previousSecret, previousSecretUntil: previousSecretUntil! };
 }
 
+/** The row an insert or a rotation stores: `copyWebhook`'s copy, written out again, for the reason `entryRow` gives. */
+function webhookRow(webhook: WebhookRecord): WebhookRecord {
+  const { id, accountId, type, url, secret, createdAt, previousSecret, previousSecretUntil } = webhook;
+  return previousSecret === undefined
+    ? { id, accountId, type, url, secret, createdAt }
+    : { id, accountId, type, url, secret, createdAt, previousSecret, previousSecretUntil: previousSecretUntil! };
+}
+
 /** A copy of a file entry row, field by field, for the reason `copyWebhook` gives (a listing copies every entry). */
 function copyEntry(row: FileEntryRecord): FileEntryRecord {
   const { id, accountId, directoryId, type, name, size, mime, fileShareId, createdAt } = row;
@@ -249,7 +257,7 @@ export function memoryStorage(): Storage {
         for (const row of webhooks.rows.values()) if (row.accountId === webhook.accountId) held++;
         if (held >= max) throw new PortalError('WEBHOOKS_LIMIT', max);
       }
-      webhooks.insert(copyWebhook(webhook));
+      webhooks.insert(webhookRow(webhook));
       complete();
     },
     async getWebhook(accountId, id) {
@@ -273,7 +281,7 @@ export function memoryStorage(): Storage {
     async rotateWebhookSecret(accountId, id, rotation) {
       const row = webhooks.get(accountId, id);
       if (row === null) return null;
-      const rotated = copyWebhook(withRotation(row, rotation));
+      const rotated = webhookRow(withRotation(row, rotation));
       // Map.set on a present key keeps its place: the listing order stays.
       webhooks.rows.set(id, rotated);
       return copyWebhook(rotated);
