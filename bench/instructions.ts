@@ -17,6 +17,10 @@
  * --inclusive=yes` counts them: they come in bursts that land in one window and not the next, and
  * are not a request's steady cost (scavenges, which every request's garbage pays for, stay in).
  * The least window counts.
+ * `BENCH_CALLGRIND_CACHE=1` also simulates the caches and branch predictors (`--cache-sim=yes
+ * --branch-sim=yes`, about twice as slow) and prints, per request of each window, the misses and
+ * mispredictions beside the instructions: what separates two servers whose instructions agree but
+ * whose CPU time does not.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
@@ -25,7 +29,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { KEY, missingIds, webhooks } from './servers/fixture.js';
+import { KEY, directoryId, missingIds, webhooks } from './servers/fixture.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const WARMUP = Number(process.env.BENCH_CALLGRIND_WARMUP ?? 20_000);
@@ -33,6 +37,7 @@ const REQUESTS = Number(process.env.BENCH_CALLGRIND_REQUESTS ?? 2_000);
 const WINDOWS = Number(process.env.BENCH_CALLGRIND_WINDOWS ?? 3);
 const CONNECTIONS = 32;
 const SCENARIO_FILTER = process.env.BENCH_SCENARIOS?.split(',');
+const CACHE_SIM = Boolean(process.env.BENCH_CALLGRIND_CACHE);
 const named = process.argv.slice(2);
 const CONTENDERS = named.length > 0 ? named : ['portal', 'bare', 'fastify'];
 
@@ -41,6 +46,8 @@ const SCENARIOS = [
   { name: 'GET /v1/webhooks/{id}', paths: webhooks.map((one) => `/v1/webhooks/${one.id}`), headers: AUTH, status: 200 },
   { name: '404 (no such webhook)', paths: missingIds.map((id) => `/v1/webhooks/${id}`), headers: AUTH, status: 404 },
   { name: '401 (no key)', paths: webhooks.map((one) => `/v1/webhooks/${one.id}`), headers: {}, status: 401 },
+  // A listing costs some 25 GETs: a tenth of the requests keeps the run as long. Fastify's baseline has no listing.
+  { name: 'GET /v1/files (1,000 entries)', paths: [`/v1/files?directoryId=${directoryId}`], headers: AUTH, status: 200, share: 0.1, only: ['portal', 'bare'] },
 ].filter((scenario) => !SCENARIO_FILTER || SCENARIO_FILTER.some((part) => scenario.name.includes(part)));
 
 /**
@@ -77,11 +84,21 @@ const control = (child: ChildProcess, ...args: string[]) => execFileSync('callgr
 /** Functions whose inclusive cost is taken out of a window: bursts that are not a request's steady cost. */
 const BURSTS = ['v8::internal::Compiler::CompileOptimized(', 'v8::internal::MarkCompactCollector::CollectGarbage('];
 
-/** A callgrind dump's total instructions, less the inclusive cost of `BURSTS`. */
-function steadyInstructions(file: string): { total: number; steady: number } {
-  const match = /^totals: (\d+)/m.exec(readFileSync(file, 'utf8'));
+/** The events of a dump with the caches simulated, as callgrind names them (`I1mr`: first-level instruction cache read misses, `Bcm`: mispredicted conditional branches, …). */
+const SIMULATED = ['I1mr', 'D1mr', 'D1mw', 'ILmr', 'DLmr', 'DLmw', 'Bc', 'Bcm', 'Bi', 'Bim'];
+
+/**
+ * A callgrind dump's total instructions, less the inclusive cost of `BURSTS`; with the caches
+ * simulated, also every event's total.
+ */
+function steadyInstructions(file: string): { total: number; steady: number; events: Record<string, number> } {
+  const text = readFileSync(file, 'utf8');
+  const match = /^totals: ([\d ]+)/m.exec(text);
   if (!match) throw new Error(`${file}: no totals line`);
-  const total = Number(match[1]);
+  const names = /^events: (.+)$/m.exec(text)?.[1]!.trim().split(' ') ?? ['Ir'];
+  const values = match[1]!.trim().split(' ').map(Number);
+  const events = Object.fromEntries(names.map((name, i) => [name, values[i] ?? 0]));
+  const total = values[0]!;
   const annotated = execFileSync('callgrind_annotate', ['--inclusive=yes', '--threshold=100', file], { maxBuffer: 256 * 2 ** 20 }).toString();
   let bursts = 0;
   for (const name of BURSTS) {
@@ -89,7 +106,7 @@ function steadyInstructions(file: string): { total: number; steady: number } {
     const line = annotated.split('\n').find((text) => text.includes(name));
     if (line !== undefined) bursts += Number(line.trim().split(' ')[0]!.replaceAll(',', ''));
   }
-  return { total, steady: total - bursts };
+  return { total, steady: total - bursts, events };
 }
 
 async function countContender(name: string): Promise<Record<string, number>> {
@@ -100,6 +117,7 @@ async function countContender(name: string): Promise<Record<string, number>> {
     [
       '--tool=callgrind',
       '--instr-atstart=no',
+      ...(CACHE_SIM ? ['--cache-sim=yes', '--branch-sim=yes'] : []),
       `--callgrind-out-file=${out}`,
       process.execPath,
       '--single-threaded',
@@ -122,12 +140,14 @@ async function countContender(name: string): Promise<Record<string, number>> {
     const { port } = JSON.parse(line) as { port: number };
     agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
     for (const scenario of SCENARIOS) {
-      await load(agent, port, scenario, WARMUP);
+      if (scenario.only !== undefined && !scenario.only.includes(name)) continue;
+      const requests = Math.round(REQUESTS * (scenario.share ?? 1));
+      await load(agent, port, scenario, Math.round(WARMUP * (scenario.share ?? 1)));
       const dumps: string[] = [];
       for (let window = 0; window < WINDOWS; window++) {
         control(child, '--zero');
         control(child, '--instr=on');
-        await load(agent, port, scenario, REQUESTS);
+        await load(agent, port, scenario, requests);
         control(child, '--instr=off');
         const before = new Set(readdirSync(dir));
         control(child, '--dump');
@@ -137,11 +157,15 @@ async function countContender(name: string): Promise<Record<string, number>> {
       }
       // Read once the windows are over: the connections are not left idle between them.
       const counted = dumps.map(steadyInstructions);
-      const windows = counted.map((one) => one.steady / REQUESTS);
-      const totals = counted.map((one) => one.total / REQUESTS);
+      const windows = counted.map((one) => one.steady / requests);
+      const totals = counted.map((one) => one.total / requests);
       figures[scenario.name] = Math.min(...windows);
       const thousands = (values: number[]) => values.map((value) => (value / 1000).toFixed(1)).join(', ');
       console.error(`  ${name} ${scenario.name}: ${thousands(windows)} thousand a request (with compilation and major GCs: ${thousands(totals)})`);
+      if (CACHE_SIM) {
+        const perRequest = (one: (typeof counted)[number]) => SIMULATED.map((event) => `${event} ${((one.events[event] ?? 0) / requests).toFixed(0)}`).join(', ');
+        for (const one of counted) console.error(`    a request, whole window: ${perRequest(one)}`);
+      }
     }
     return figures;
   } finally {
@@ -162,7 +186,7 @@ const columns = CONTENDERS;
 const lines = [
   `| thousand instructions a request | ${columns.join(' | ')} |`,
   `|---|${columns.map(() => '---').join('|')}|`,
-  ...SCENARIOS.map((scenario) => `| \`${scenario.name}\` | ${columns.map((name) => (results[name]![scenario.name]! / 1000).toFixed(1)).join(' | ')} |`),
+  ...SCENARIOS.map((scenario) => `| \`${scenario.name}\` | ${columns.map((name) => (results[name]![scenario.name] === undefined ? '—' : (results[name]![scenario.name]! / 1000).toFixed(1))).join(' | ')} |`),
 ];
 console.log(lines.join('\n'));
 writeFileSync(path.join(here, 'instructions.json'), JSON.stringify({ date: new Date().toISOString(), node: process.version, warmup: WARMUP, requests: REQUESTS, windows: WINDOWS, results }, null, 2));

