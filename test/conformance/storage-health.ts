@@ -3,23 +3,14 @@ import * as assert from 'uvu/assert';
 import { isPortalError } from '../../src/errors.js';
 import type { OperationalEvent } from '../../src/domain/operational-events.js';
 import type { HealthRule, Storage, WebhookTransport } from '../../src/ports.js';
-import type { DeliveryAttempt, DeliveryRecord, WebhookRecord } from '../../src/records.js';
+import type { DeliveryRecord, WebhookRecord } from '../../src/records.js';
 import { silentLogger } from '../../src/shared/logger.js';
 import { createWebhookWorker } from '../../src/webhooks/worker.js';
 import type { StorageFactory } from './types.js';
-import { T0, eventRecord, webhookRecord } from './fixtures.js';
+import { T0, at, attempt, eventRecord, webhookRecord } from './fixtures.js';
 import { reopenable } from './reopen.js';
 import { withStorage } from './with-storage.js';
 
-/** T0 plus `seconds`, as ATOM. */
-const at = (seconds: number) => new Date(Date.parse(T0) + seconds * 1000).toISOString().slice(0, 19) + '+00:00';
-
-const attempt = (statusCode: number | null, seconds = 0): DeliveryAttempt => ({
-  at: at(seconds),
-  statusCode,
-  error: statusCode === null ? 'connect ECONNREFUSED' : null,
-  durationMs: 12,
-});
 
 /** Disabled after a minute of failures in at least three attempts. */
 const RULE: HealthRule = { disableAfterMs: 60_000, disableAfterFailures: 3 };

@@ -2,23 +2,14 @@ import type { Test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { isPortalError } from '../../src/errors.js';
 import type { Claim, Storage, WebhookTransport } from '../../src/ports.js';
-import type { ClaimedDelivery, DeliveryAttempt, DeliveryRecord, EventRecord } from '../../src/records.js';
+import type { ClaimedDelivery, DeliveryRecord, EventRecord } from '../../src/records.js';
 import { silentLogger } from '../../src/shared/logger.js';
 import { createWebhookWorker } from '../../src/webhooks/worker.js';
 import type { StorageFactory } from './types.js';
-import { T0, eventRecord, webhookRecord } from './fixtures.js';
+import { at, attempt, eventRecord, webhookRecord } from './fixtures.js';
 import { reopenable } from './reopen.js';
 import { withStorage } from './with-storage.js';
 
-/** T0 plus `seconds`, as ATOM. */
-const at = (seconds: number) => new Date(Date.parse(T0) + seconds * 1000).toISOString().slice(0, 19) + '+00:00';
-
-const attempt = (statusCode: number | null, seconds = 0): DeliveryAttempt => ({
-  at: at(seconds),
-  statusCode,
-  error: statusCode === null ? 'connect ECONNREFUSED' : null,
-  durationMs: 12,
-});
 
 /** A webhook of account A for `customer-created`, and `count` events of it published `spacing` seconds apart. */
 async function published(storage: Storage, count: number, spacing = 1): Promise<DeliveryRecord[]> {
