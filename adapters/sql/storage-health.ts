@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { recoveredDelivery } from '../../src/domain/deliveries.js';
+import { attemptSucceeded } from '../../src/domain/webhook-health.js';
 import { PortalError } from '../../src/errors.js';
 import type { HealthRule, Storage } from '../../src/ports.js';
 import type { AutomaticDisableReason, DeliveryAttempt, WebhookDisabledReason, WebhookHealthRecord } from '../../src/records.js';
@@ -110,8 +111,7 @@ export function healthAfterSuccesses({ table }: Names): string {
 
 /** The parameters $6–$11 of `recordAttemptWithHealth`. */
 export function healthParams(attempt: DeliveryAttempt, rule: HealthRule): unknown[] {
-  const succeeded = attempt.statusCode !== null && attempt.statusCode >= 200 && attempt.statusCode < 300;
-  return [attempt.at, succeeded, attempt.statusCode === 410, rule.disableAfterFailures, rule.disableAfterMs, randomUUID()];
+  return [attempt.at, attemptSucceeded(attempt), attempt.statusCode === 410, rule.disableAfterFailures, rule.disableAfterMs, randomUUID()];
 }
 
 /** What `recordAttemptWithHealth` answered, as `Storage.recordAttempt` resolves it. */
@@ -120,10 +120,14 @@ export function attemptResult(row: Row | undefined): boolean | AutomaticDisableR
   return (row.disabled as AutomaticDisableReason | null) ?? true;
 }
 
+/** Whether the webhook of a delivery (aliased d) is disabled. */
+export function webhookDisabled({ table }: Names): string {
+  return `EXISTS (SELECT 1 FROM ${table('webhook_health')} AS h WHERE h.webhook_id = d.webhook_id AND h.disabled_at IS NOT NULL)`;
+}
+
 /** A claim's test that a delivery (aliased d) may be sent: its webhook exists and is not disabled. */
-export function deliverable({ table }: Names): string {
-  return `(EXISTS (SELECT 1 FROM ${table('webhooks')} AS w WHERE w.id = d.webhook_id)
-        AND NOT EXISTS (SELECT 1 FROM ${table('webhook_health')} AS h WHERE h.webhook_id = d.webhook_id AND h.disabled_at IS NOT NULL))`;
+export function deliverable(names: Names): string {
+  return `(EXISTS (SELECT 1 FROM ${names.table('webhooks')} AS w WHERE w.id = d.webhook_id) AND NOT ${webhookDisabled(names)})`;
 }
 
 /**

@@ -6,7 +6,7 @@ import type { DeliveryRecord, EventRecord } from '../../src/records.js';
 import type { Db, Queryable, Row } from './client.js';
 import type { Names } from './schema.js';
 import { lastAttempts } from './storage-migrations.js';
-import { attemptResult, deliverable, healthParams, healthAfterSuccesses, recordAttemptWithHealth } from './storage-health.js';
+import { attemptResult, deliverable, healthParams, healthAfterSuccesses, recordAttemptWithHealth, webhookDisabled } from './storage-health.js';
 import { createBatcher } from './batch.js';
 import { deliveryColumns, deliveryColumnsOf, eventColumns, insertDeliveriesStatement, toDelivery, toEvent, toWebhook, webhookColumns } from './storage-rows.js';
 
@@ -122,7 +122,7 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
         AND (d.lease_until IS NULL OR d.lease_until < $1::timestamptz)`;
   // A due delivery is sent only while its webhook exists and is not disabled; otherwise the claim cancels it.
   const sendable = deliverable(names);
-  const disabled = `EXISTS (SELECT 1 FROM ${table('webhook_health')} AS h WHERE h.webhook_id = d.webhook_id AND h.disabled_at IS NOT NULL)`;
+  const disabled = webhookDisabled(names);
   const cancelled = `status = 'cancelled', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL`;
   // The leasing of the rows locked by `due`, and the claim's answer: each with its event and webhook.
   const leasedAndReturned = `leased AS (
@@ -300,7 +300,6 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
     maxSize: MAX_GROUP_EVENTS,
     size: (batch) => batch.length,
     async run(batches) {
-      if (batches.length === 1) return [await storeAtOnce(batches[0]!)];
       const byEvent = new Map<string, DeliveryRecord[]>();
       for (const delivery of await storeAtOnce(batches.flat())) {
         const list = byEvent.get(delivery.eventId);
