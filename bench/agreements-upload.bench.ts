@@ -268,24 +268,37 @@ function post(server: Server, agent: http.Agent, body: Buffer): Promise<void> {
   });
 }
 
-/** Sends `requests` uploads, `concurrency` at a time; MB/s of wall time, and MB per CPU-second of the server. */
-async function load(server: Server, body: Buffer, requests: number, concurrency: number): Promise<{ wall: number; cpu: number }> {
+/** MB/s of request body over wall time, and MB per CPU-second of the server. */
+interface Load {
+  wall: number;
+  cpu: number;
+}
+
+/**
+ * Sends uploads, `concurrency` at a time, until `requests` were sent or, given `{ seconds }`, until
+ * that time has passed: the clients take no new upload then and the load ends with the last answer.
+ */
+async function load(server: Server, body: Buffer, until: number | { seconds: number }, concurrency: number): Promise<Load> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
-  let next = 0;
+  let started = 0;
+  let answered = 0;
   const cpuBefore = await server.ask('cpu');
-  const started = process.hrtime.bigint();
+  const start = process.hrtime.bigint();
+  const end = typeof until === 'number' ? 0n : start + BigInt(Math.round(until.seconds * 1e9));
+  const more = typeof until === 'number' ? () => started < until : () => process.hrtime.bigint() < end;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
-      while (next < requests) {
-        next++;
+      while (more()) {
+        started++;
         await post(server, agent, body);
+        answered++;
       }
     }),
   );
-  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
   const cpuSeconds = (await server.ask('cpu')) - cpuBefore;
   agent.destroy();
-  const megabytes = (body.length * requests) / 1e6;
+  const megabytes = (body.length * answered) / 1e6;
   return { wall: megabytes / seconds, cpu: megabytes / cpuSeconds };
 }
 
@@ -319,8 +332,10 @@ async function measureGrowth(server: Server, body: Buffer, concurrency: number) 
   return { idle, peak, growth: peak - idle, source: readPeak ? 'VmHWM' : 'sampled' };
 }
 
-/** A result line for `npm run bench` (bench/run.ts collects `BENCH {row}` lines into its table). */
-/** One row for `npm run bench`; `target` null: a figure the issue sets no target for, reported only. */
+/**
+ * One row for `npm run bench` (bench/run.ts collects `BENCH {row}` lines into its table); `target`
+ * null: a figure the issue sets no target for, reported only. `ratio` defaults to figure over baseline.
+ */
 function row(
   scenario: string, figure: number, unit: string, baselineName: string, baseline: number, target: number | null, bound: 'at least' | 'at most',
   ratio = figure / baseline,
@@ -404,63 +419,43 @@ async function compareMemory(body: Buffer, concurrency: number, samples: number)
 }
 
 /**
- * Sends uploads, `concurrency` at a time, for `seconds`: the clients stop taking new uploads then
- * and the round ends with the last answer. MB/s of wall time and MB per CPU-second of the server.
- */
-async function loadFor(server: Server, body: Buffer, seconds: number, concurrency: number): Promise<{ wall: number; cpu: number }> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
-  const cpuBefore = await server.ask('cpu');
-  const started = process.hrtime.bigint();
-  const until = started + BigInt(Math.round(seconds * 1e9));
-  let requests = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (process.hrtime.bigint() < until) {
-        await post(server, agent, body);
-        requests++;
-      }
-    }),
-  );
-  const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
-  const cpuSeconds = (await server.ask('cpu')) - cpuBefore;
-  agent.destroy();
-  const megabytes = (body.length * requests) / 1e6;
-  return { wall: megabytes / elapsed, cpu: megabytes / cpuSeconds };
-}
-
-/**
  * Durable bytes: the portal on `store` against the durable floor, 8 keep-alive clients, `warmup`
  * seconds of each, then `rounds` rounds of `seconds` each, the two servers in turns whose order
  * alternates. MB/s of request body, server CPU per MB, and peak RSS (VmHWM over the rounds). The
  * ratio is the median of each round's (its two measurements a few seconds apart): the disk's pace
  * moves by a quarter between rounds here, and the pairs cancel that drift.
  */
-async function compareDurable(store: 'portal-fs' | 'portal-sql', body: Buffer, rounds: number, seconds: number, warmup: number): Promise<void> {
+const DURABLE_STORES = {
+  'portal-fs': { label: 'fsBlobs', scenario: 'POST /v1/agreements, 5 × 1 MiB, fsBlobs (fsynced)', target: 0.85 },
+  'portal-sql': { label: 'sqlBlobs (PostgreSQL)', scenario: 'POST /v1/agreements, 5 × 1 MiB, sqlBlobs on PostgreSQL', target: null },
+} as const;
+
+async function compareDurable(store: keyof typeof DURABLE_STORES, body: Buffer, rounds: number, seconds: number, warmup: number): Promise<void> {
   const concurrency = 8;
+  const { label, scenario, target } = DURABLE_STORES[store];
   const servers = await Promise.all((['bare-durable', store] as const).map(start));
   try {
-    for (const server of servers) await loadFor(server, body, warmup, concurrency);
+    for (const server of servers) await load(server, body, { seconds: warmup }, concurrency);
     const peaks = servers.map((server) => procPeak(server.child.pid!));
-    const results: { wall: number; cpu: number }[][] = [[], []];
+    const results: Load[][] = [[], []];
     for (let round = 0; round < rounds; round++) {
-      for (const i of round % 2 === 0 ? [0, 1] : [1, 0]) results[i]!.push(await loadFor(servers[i]!, body, seconds, concurrency));
+      for (const i of round % 2 === 0 ? [0, 1] : [1, 0]) results[i]!.push(await load(servers[i]!, body, { seconds }, concurrency));
     }
-    const [bare, portal] = results as [{ wall: number; cpu: number }[], { wall: number; cpu: number }[]];
+    const [bare, portal] = results as [Load[], Load[]];
     const wall = median(portal.map((result, round) => result.wall / bare[round]!.wall));
     const cpu = median(portal.map((result, round) => result.cpu / bare[round]!.cpu));
     const rss = peaks.map((peak) => peak?.() ?? NaN);
-    const medianOf = (runs: { wall: number; cpu: number }[], key: 'wall' | 'cpu') => median(runs.map((run) => run[key]));
-    console.log(`Durable upload of 5 × 1 MiB documents onto ${store === 'portal-fs' ? 'fsBlobs' : 'sqlBlobs (PostgreSQL)'}, ${concurrency} at a time, ${warmup} s of warm-up, ${rounds} rounds of ${seconds} s`);
+    const medianOf = (runs: Load[], key: keyof Load) => median(runs.map((run) => run[key]));
+    console.log(`Durable upload of 5 × 1 MiB documents onto ${label}, ${concurrency} at a time, ${warmup} s of warm-up, ${rounds} rounds of ${seconds} s`);
     for (const [i, kind] of (['bare-durable', store] as const).entries()) {
       const runs = results[i]!;
       const peak = Number.isNaN(rss[i]!) ? 'peak RSS not read (no /proc)' : `peak RSS ${mib(rss[i]!)} MiB`;
       console.log(`  ${kind.padEnd(14)} ${medianOf(runs, 'wall').toFixed(1)} MB/s   ${(1000 / medianOf(runs, 'cpu')).toFixed(2)} ms of server CPU per MB   ${peak}   (rounds: ${runs.map((run) => run.wall.toFixed(0)).join(', ')} MB/s)`);
     }
     console.log(`  ratio, median of the rounds' ratios: ${wall.toFixed(2)} in MB/s, ${cpu.toFixed(2)} per CPU-second`);
-    const scenario = store === 'portal-fs' ? 'POST /v1/agreements, 5 × 1 MiB, fsBlobs (fsynced)' : 'POST /v1/agreements, 5 × 1 MiB, sqlBlobs on PostgreSQL';
     const baseline = 'bare busboy + sha256 + fsync + rename';
     // The figures are medians of each server's rounds; the ratio is the paired one above.
-    row(scenario, medianOf(portal, 'wall'), 'MB/s', baseline, medianOf(bare, 'wall'), store === 'portal-fs' ? 0.85 : null, 'at least', wall);
+    row(scenario, medianOf(portal, 'wall'), 'MB/s', baseline, medianOf(bare, 'wall'), target, 'at least', wall);
     row(`${scenario}, per server CPU-second`, medianOf(portal, 'cpu'), 'MB', baseline, medianOf(bare, 'cpu'), null, 'at least', cpu);
     if (!Number.isNaN(rss[0]!)) row(`${scenario}, peak RSS`, rss[1]! / MiB, 'MiB', baseline, rss[0]! / MiB, null, 'at most');
   } finally {
