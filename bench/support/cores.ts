@@ -1,13 +1,19 @@
 import { execFileSync, spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { createInterface } from 'node:readline';
 
+/** Set by `spawnNode` in the processes it starts: the core taskset placed them on. */
+const PLACED = 'BENCH_CORE';
+
 /**
- * Whether `taskset` exists here; where it does, importing this pins the importing process (the load)
- * to core 1, and `spawnNode` puts servers on core 0. Children of the load inherit core 1.
+ * Whether `taskset` exists here; where it does, importing this pins the importing process (the load),
+ * every thread of it, to core 1, and `spawnNode` puts servers on core 0. Children of the load inherit
+ * core 1. A process `spawnNode` started is on its core already and stays there: a server that
+ * imports this (a bench file serving with `--serve`) must not move its main thread onto the load's core.
  */
 export const pinned: boolean = (() => {
   try {
-    execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
+    if (process.env[PLACED] === undefined) execFileSync('taskset', ['-a', '-cp', '1', String(process.pid)], { stdio: 'ignore' });
+    else execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' });
     return true;
   } catch {
     return false;
@@ -19,9 +25,10 @@ export const pinned: boolean = (() => {
  * pid stays the server's, which /proc is read by.
  */
 export function spawnNode(core: number, args: readonly string[], options: SpawnOptions): ChildProcess {
+  const env = { ...(options.env ?? process.env), [PLACED]: String(core) };
   return pinned
-    ? spawn('taskset', ['-c', String(core), process.execPath, ...args], options)
-    : spawn(process.execPath, args, options);
+    ? spawn('taskset', ['-c', String(core), process.execPath, ...args], { ...options, env })
+    : spawn(process.execPath, args, { ...options, env });
 }
 
 /** The JSON after `READY ` on the first such line a bench server prints, or a rejection when it exits first. */
