@@ -418,6 +418,12 @@ async function compareMemory(body: Buffer, concurrency: number, samples: number)
   row(scenario, portal / MiB, 'MiB', `half of ${concurrency} × 5 MiB held`, 80, 1, 'at most');
 }
 
+/** The durable stores measured against the durable floor: their label, row and target. */
+const DURABLE_STORES = {
+  'portal-fs': { label: 'fsBlobs', scenario: 'POST /v1/agreements, 5 × 1 MiB, fsBlobs (fsynced)', target: 0.85 },
+  'portal-sql': { label: 'sqlBlobs (PostgreSQL)', scenario: 'POST /v1/agreements, 5 × 1 MiB, sqlBlobs on PostgreSQL', target: null },
+} as const;
+
 /**
  * Durable bytes: the portal on `store` against the durable floor, 8 keep-alive clients, `warmup`
  * seconds of each, then `rounds` rounds of `seconds` each, the two servers in turns whose order
@@ -425,15 +431,11 @@ async function compareMemory(body: Buffer, concurrency: number, samples: number)
  * ratio is the median of each round's (its two measurements a few seconds apart): the disk's pace
  * moves by a quarter between rounds here, and the pairs cancel that drift.
  */
-const DURABLE_STORES = {
-  'portal-fs': { label: 'fsBlobs', scenario: 'POST /v1/agreements, 5 × 1 MiB, fsBlobs (fsynced)', target: 0.85 },
-  'portal-sql': { label: 'sqlBlobs (PostgreSQL)', scenario: 'POST /v1/agreements, 5 × 1 MiB, sqlBlobs on PostgreSQL', target: null },
-} as const;
-
 async function compareDurable(store: keyof typeof DURABLE_STORES, body: Buffer, rounds: number, seconds: number, warmup: number): Promise<void> {
   const concurrency = 8;
   const { label, scenario, target } = DURABLE_STORES[store];
-  const servers = await Promise.all((['bare-durable', store] as const).map(start));
+  const kinds = ['bare-durable', store] as const;
+  const servers = await Promise.all(kinds.map(start));
   try {
     for (const server of servers) await load(server, body, { seconds: warmup }, concurrency);
     const peaks = servers.map((server) => procPeak(server.child.pid!));
@@ -447,7 +449,7 @@ async function compareDurable(store: keyof typeof DURABLE_STORES, body: Buffer, 
     const rss = peaks.map((peak) => peak?.() ?? NaN);
     const medianOf = (runs: Load[], key: keyof Load) => median(runs.map((run) => run[key]));
     console.log(`Durable upload of 5 × 1 MiB documents onto ${label}, ${concurrency} at a time, ${warmup} s of warm-up, ${rounds} rounds of ${seconds} s`);
-    for (const [i, kind] of (['bare-durable', store] as const).entries()) {
+    for (const [i, kind] of kinds.entries()) {
       const runs = results[i]!;
       const peak = Number.isNaN(rss[i]!) ? 'peak RSS not read (no /proc)' : `peak RSS ${mib(rss[i]!)} MiB`;
       console.log(`  ${kind.padEnd(14)} ${medianOf(runs, 'wall').toFixed(1)} MB/s   ${(1000 / medianOf(runs, 'cpu')).toFixed(2)} ms of server CPU per MB   ${peak}   (rounds: ${runs.map((run) => run.wall.toFixed(0)).join(', ')} MB/s)`);

@@ -8,7 +8,8 @@ const PLACED = 'BENCH_CORE';
  * Whether `taskset` exists here; where it does, importing this pins the importing process (the load),
  * every thread of it, to core 1, and `spawnNode` puts servers on core 0. Children of the load inherit
  * core 1. A process `spawnNode` started is on its core already and stays there: a server that
- * imports this (a bench file serving with `--serve`) must not move its main thread onto the load's core.
+ * imports this (a bench file serving from itself: the upload bench's `--serve`, the tenants bench's
+ * `--portal`) must not move its main thread onto the load's core.
  */
 export const pinned: boolean = (() => {
   try {
@@ -25,10 +26,10 @@ export const pinned: boolean = (() => {
  * pid stays the server's, which /proc is read by.
  */
 export function spawnNode(core: number, args: readonly string[], options: SpawnOptions): ChildProcess {
-  const env = { ...(options.env ?? process.env), [PLACED]: String(core) };
+  const placed = { ...options, env: { ...(options.env ?? process.env), [PLACED]: String(core) } };
   return pinned
-    ? spawn('taskset', ['-c', String(core), process.execPath, ...args], { ...options, env })
-    : spawn(process.execPath, args, { ...options, env });
+    ? spawn('taskset', ['-c', String(core), process.execPath, ...args], placed)
+    : spawn(process.execPath, args, placed);
 }
 
 /** The JSON after `READY ` on the first such line a bench server prints, or a rejection when it exits first. */

@@ -1,10 +1,11 @@
 import { newId } from '../../src/shared/ids.js';
+import { atomAfter } from '../../src/shared/time.js';
 import type { AgreementRecord, AttachmentRecord, DeliveryAttempt, EventRecord, FileEntryRecord, WebhookRecord } from '../../src/records.js';
 
 export const T0 = '2026-01-01T00:00:00+00:00';
 
 /** T0 plus `seconds`, as ATOM. */
-export const at = (seconds: number) => new Date(Date.parse(T0) + seconds * 1000).toISOString().slice(0, 19) + '+00:00';
+export const at = (seconds: number) => atomAfter(new Date(T0), seconds);
 
 /** An attempt at `seconds`: answered with `statusCode`, or refused at connect when it is null. */
 export const attempt = (statusCode: number | null, seconds = 0): DeliveryAttempt => ({

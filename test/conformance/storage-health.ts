@@ -11,7 +11,6 @@ import { T0, at, attempt, eventRecord, webhookRecord } from './fixtures.js';
 import { reopenable } from './reopen.js';
 import { withStorage } from './with-storage.js';
 
-
 /** Disabled after a minute of failures in at least three attempts. */
 const RULE: HealthRule = { disableAfterMs: 60_000, disableAfterFailures: 3 };
 const retry = (seconds: number) => ({ status: 'pending' as const, nextAttemptAt: at(seconds) });

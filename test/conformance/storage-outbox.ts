@@ -10,7 +10,6 @@ import { at, attempt, eventRecord, webhookRecord } from './fixtures.js';
 import { reopenable } from './reopen.js';
 import { withStorage } from './with-storage.js';
 
-
 /** A webhook of account A for `customer-created`, and `count` events of it published `spacing` seconds apart. */
 async function published(storage: Storage, count: number, spacing = 1): Promise<DeliveryRecord[]> {
   const webhook = webhookRecord();
