@@ -13,7 +13,7 @@ import {
   type SignerInput,
 } from '../domain/inputs.js';
 import { SIGNATURE_MAX_LENGTH } from '../domain/signature-data.js';
-import { MultipartReading } from './multipart.js';
+import { MultipartReading, partName } from './multipart.js';
 
 /** A JSON part of one signer, or of all five, is small; anything bigger is not a signer list. */
 const MAX_SIGNERS_PART = 64 * 1024;
@@ -25,7 +25,6 @@ const PART_LIST = 'name, signerName, signerSignatureData, signers and documents'
 const tooLarge = () => new PortalError('DOCUMENTS_TOO_LARGE', MAX_DOCUMENT_BYTES);
 const endedEarly = () => new PortalError('MULTIPART_MALFORMED');
 const invalid = (where: string, problem: string) => new PortalError('INPUT_INVALID', where, problem);
-const quoted = (name: string) => JSON.stringify(name.length > 100 ? name.slice(0, 100) + '…' : name);
 
 /** Collects and checks the text parts as they arrive, so a bad one stops the upload before more bytes are stored. */
 function createTextParts() {
@@ -89,8 +88,8 @@ function createTextParts() {
 }
 
 /** Why a file part cannot be a document of this form, or `null` when it can be the next one. */
-function documentPartProblem(name: string, filename: string | undefined, count: number): PortalError | null {
-  if (!DOCUMENT_PART.test(name)) return new PortalError('MULTIPART_UNKNOWN_PART', quoted(name), PART_LIST);
+function documentPartProblem(name: string | undefined, filename: string | undefined, count: number): PortalError | null {
+  if (name === undefined || !DOCUMENT_PART.test(name)) return new PortalError('MULTIPART_UNKNOWN_PART', partName(name), PART_LIST);
   if (count === MAX_DOCUMENTS) return new PortalError('DOCUMENTS_LIMIT', MAX_DOCUMENTS);
   if (filename === undefined) return invalid(`documents[${count}]`, 'must be a file part with a filename.');
   return null;
@@ -134,7 +133,7 @@ export function readAgreementForm(req: IncomingMessage, documents: DocumentSink)
     }
   });
 
-  parser.on('file', (name: string, stream: BusboyFileStream, filename: string | undefined) => {
+  parser.on('file', (name: string | undefined, stream: BusboyFileStream, filename: string | undefined) => {
     // A file stream nobody reads stalls the parser; one nobody listens to crashes on a truncated body.
     stream.on('error', () => fail(endedEarly()));
     if (reading.failure !== undefined) return void stream.resume();

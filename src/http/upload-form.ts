@@ -3,7 +3,7 @@ import type { Readable } from 'node:stream';
 import type { BusboyFileStream } from '@fastify/busboy';
 import { PortalError } from '../errors.js';
 import { MAX_DOCUMENT_BYTES } from '../domain/inputs.js';
-import { MultipartReading } from './multipart.js';
+import { MultipartReading, partName } from './multipart.js';
 
 /** The file of an upload: its part's filename and media type, and its bytes as they arrive. */
 export interface UploadedFile {
@@ -49,20 +49,20 @@ export function readUpload<T>(req: IncomingMessage, route: string, fields: reado
   );
   const { parser, fail } = reading;
 
-  parser.on('field', (name: string, value: string, _nameTruncated: boolean, valueTruncated: boolean) => {
+  parser.on('field', (name: string | undefined, value: string, _nameTruncated: boolean, valueTruncated: boolean) => {
     if (reading.failure !== undefined) return;
-    if (!fields.includes(name)) return fail(new PortalError('MULTIPART_UNKNOWN_PART', JSON.stringify(name), partList));
+    if (name === undefined || !fields.includes(name)) return fail(new PortalError('MULTIPART_UNKNOWN_PART', partName(name), partList));
     if (file !== undefined) return fail(new PortalError('INPUT_INVALID', name, 'must come before the file part.'));
     if (name in values) return fail(new PortalError('INPUT_INVALID', name, 'was given more than once.'));
     if (valueTruncated) return fail(new PortalError('INPUT_INVALID', name, `must be at most ${MAX_FIELD_BYTES} bytes.`));
     values[name] = value;
   });
 
-  parser.on('file', (name: string, stream: BusboyFileStream, filename: string | undefined, _encoding: string, mime: string) => {
+  parser.on('file', (name: string | undefined, stream: BusboyFileStream, filename: string | undefined, _encoding: string, mime: string) => {
     stream.on('error', () => fail(new PortalError('MULTIPART_MALFORMED')));
     if (reading.failure !== undefined) return void stream.resume();
     let problem: PortalError | null = null;
-    if (name !== FILE_PART) problem = new PortalError('MULTIPART_UNKNOWN_PART', JSON.stringify(name), partList);
+    if (name !== FILE_PART) problem = new PortalError('MULTIPART_UNKNOWN_PART', partName(name), partList);
     else if (file !== undefined) problem = new PortalError('INPUT_INVALID', FILE_PART, 'send one file per request.');
     else if (filename === undefined || filename === '') problem = new PortalError('INPUT_INVALID', FILE_PART, 'must be a file part with a filename.');
     if (problem !== null) {

@@ -63,6 +63,8 @@ test('POST /files refuses, naming the problem, and keeps nothing', () => {
       [form([['file', ['x', 'a.txt', 'text/plain']], ['file', ['y', 'b.txt', 'text/plain']]]), 400, /one file per request/],
       [form([['file', [documentBytes(MAX_DOCUMENT_BYTES + 1), 'big.bin', 'application/octet-stream']]]), 413, /over the limit of 5 MiB/],
       ['{"name":"a"}', 415, /multipart\/form-data/, { 'content-type': 'application/json' }],
+      ['--b\r\nContent-Disposition: form-data\r\n\r\nx\r\n--b--\r\n', 400, /^Unknown part without a name;/, { 'content-type': 'multipart/form-data; boundary=b' }],
+      ['--b\r\nContent-Disposition: form-data; filename="a.txt"\r\n\r\nx\r\n--b--\r\n', 400, /^Unknown part without a name;/, { 'content-type': 'multipart/form-data; boundary=b' }],
     ];
     for (const [body, status, message, headers] of refusals) {
       const res = await post(app, '/files', body, headers);
