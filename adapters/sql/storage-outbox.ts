@@ -6,7 +6,7 @@ import type { DeliveryRecord, EventRecord } from '../../src/records.js';
 import type { Db, Queryable, Row } from './client.js';
 import type { Names } from './schema.js';
 import { lastAttempts } from './storage-migrations.js';
-import { attemptResult, deliverable, healthParams, healthAfterSuccesses, recordAttemptWithHealth, webhookDisabled } from './storage-health.js';
+import { attemptResult, deliverable, healthParams, healthAfterSuccesses, recordAttemptWithHealth } from './storage-health.js';
 import { createBatcher } from './batch.js';
 import { deliveryColumns, deliveryColumnsOf, eventColumns, insertDeliveriesStatement, toDelivery, toEvent, toWebhook, webhookColumns } from './storage-rows.js';
 
@@ -122,12 +122,13 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
         AND (d.lease_until IS NULL OR d.lease_until < $1::timestamptz)`;
   // A due delivery is sent only while its webhook exists and is not disabled; otherwise the claim cancels it.
   const sendable = deliverable(names);
-  const disabled = webhookDisabled(names);
   const cancelled = `status = 'cancelled', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL`;
   // The leasing of the rows locked by `due`, and the claim's answer: each with its event and webhook.
+  // The rows are found by primary key from an array: joined to `due` instead, the planner, once the
+  // table had statistics, read the whole table to hash it (2.6 ms of a claim of 16 with 10,000 due).
   const leasedAndReturned = `leased AS (
       UPDATE ${table('deliveries')} AS d SET lease_owner = $4::text, lease_until = $2::timestamptz
-      FROM due WHERE d.id = due.id
+      WHERE d.id = ANY (ARRAY(SELECT id FROM due))
       RETURNING d.*
     )
     SELECT ${deliveryColumns('d', 'd_')}, ${eventColumns('e', 'e_')}, ${webhookColumns('w', 'w_')}
@@ -176,10 +177,19 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
   // limit and are cancelled. A disabled webhook's due deliveries are found from the disabled
   // webhooks instead (portal_webhook_health_disabled: a probe of an empty index when none is) and
   // cancelled, at most ORPHANS_PER_CLAIM a claim.
+  // Two things keep each account's walk an ordered read of that index, stopped at its LIMIT, once the
+  // table has statistics too. The disabled webhooks are read once into an array that the walk tests
+  // each row against: as an anti-join, planned with statistics, each account's whole due backlog was
+  // read, hashed and sorted. The order names the account first, which only that index gives: by
+  // (next_attempt_at, id) alone, the planner could walk portal_deliveries_due, every account's rows,
+  // to find one account's. A claim of 16 with 10,000 due over 8 accounts, after ANALYZE: 9–19 ms
+  // before, 1.2–1.3 ms after; 0.8 ms either way without statistics.
   const accountDue = `FROM ${table('deliveries')} AS d
-        WHERE d.account_id = accounts.account_id AND ${claimable} AND NOT ${disabled}
-        ORDER BY d.next_attempt_at, d.id`;
-  const fairClaim = `WITH RECURSIVE accounts(account_id) AS (
+        WHERE d.account_id = accounts.account_id AND ${claimable} AND d.webhook_id <> ALL ((SELECT ids FROM disabled)::text[])
+        ORDER BY d.account_id, d.next_attempt_at, d.id`;
+  const fairClaim = `WITH RECURSIVE disabled AS MATERIALIZED (
+      SELECT coalesce(array_agg(webhook_id), '{}') AS ids FROM ${table('webhook_health')} WHERE disabled_at IS NOT NULL
+    ), accounts(account_id) AS (
       (SELECT account_id FROM ${table('deliveries')} WHERE status = 'pending' ORDER BY account_id LIMIT 1)
       UNION ALL
       SELECT (SELECT p.account_id FROM ${table('deliveries')} AS p

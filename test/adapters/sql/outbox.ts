@@ -3,6 +3,7 @@ import * as assert from 'uvu/assert';
 import type { DeliveryAttempt } from '../../../src/records.js';
 import { webhookRecord } from '../../conformance/fixtures.js';
 import { rejects } from '../../helpers/server.js';
+import type { SqlClient } from '../../../adapters/sql/index.js';
 import { eventRecord, rowsOf, withSqlStorage, type SqlBackend } from './context.js';
 
 const at = (minute: number) => `2026-01-01T00:${String(minute).padStart(2, '0')}:00+00:00`;
@@ -60,6 +61,25 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
     await rejects(() => storage.publishEvents([fresh, stored]), /./);
     assert.is(await db.event(fresh.id), null);
     assert.is((await rowsOf(backend.client, schema, 'deliveries')).length, 1);
+  }));
+
+  test('outbox: with table statistics, the fair claim reads a few rows per account, not the due backlog', withSqlStorage(backend, async (storage, { schema }) => {
+    const webhooks = Array.from({ length: 8 }, (_, i) => webhookRecord({ accountId: `acct_${i}` }));
+    for (const webhook of webhooks) await storage.insertWebhook(webhook);
+    const backlog = 600;
+    for (const webhook of webhooks) {
+      await storage.publishEvents(Array.from({ length: backlog }, (_, i) => eventRecord({ accountId: webhook.accountId, createdAt: at(i % 50) })));
+    }
+    const fair = (owner: string, limit: number) =>
+      storage.claimDeliveries({ now: at(59), leaseUntil: at(59), limit, owner, perAccount: { max: 8, inFlight: {} } });
+    // Some in flight at the front of each account's due order, as while a worker delivers.
+    assert.is((await fair('worker-1', 16)).length, 16);
+    await backend.client.query(`ANALYZE "${schema}".portal_deliveries, "${schema}".portal_webhook_health`);
+
+    const statement = await capturedClaim(backend, () => fair('worker-2', 4));
+    const read = await deliveryRowsRead(backend, statement);
+    // Each account's walk stops at its share: a few dozen rows, where reading the backlog is thousands.
+    assert.ok(read < 400, `the claim read ${read} rows of portal_deliveries, with ${webhooks.length * backlog} due`);
   }));
 
   test('outbox: claim leases due, unleased deliveries, oldest due first, up to the limit', withSqlStorage(backend, async (storage) => {
@@ -152,4 +172,70 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
     const claimed = await storage.claimDeliveries({ now: at(30), leaseUntil: at(31), limit: 10, owner: 'worker-2' });
     assert.ok(claimed.some((c) => c.delivery.id === target.id));
   }));
+}
+
+/** The text and parameters of the one statement `claim` sends with `WITH RECURSIVE`: the fair claim. */
+async function capturedClaim(backend: SqlBackend, claim: () => Promise<unknown>): Promise<{ text: string; values: unknown[] }> {
+  const client = backend.client as SqlClient & { query(config: unknown, values?: unknown[]): Promise<{ rows: unknown[] }> };
+  const original = Object.getOwnPropertyDescriptor(client, 'query');
+  const sent: { text: string; values: unknown[] }[] = [];
+  const send = client.query;
+  client.query = function (this: unknown, config: unknown, values?: unknown[]) {
+    const named = config as { text?: string; values?: unknown[] };
+    if (typeof config === 'string') sent.push({ text: config, values: values ?? [] });
+    else sent.push({ text: named.text!, values: named.values ?? [] });
+    return send.call(this, config, values);
+  } as typeof client.query;
+  try {
+    await claim();
+  } finally {
+    if (original === undefined) delete (client as { query?: unknown }).query;
+    else Object.defineProperty(client, 'query', original);
+  }
+  const claims = sent.filter((one) => one.text.includes('WITH RECURSIVE'));
+  assert.is(claims.length, 1, 'one fair claim statement');
+  return claims[0]!;
+}
+
+/** Rows of portal_deliveries the scans of `statement` read (returned or filtered out), run under EXPLAIN ANALYZE and rolled back. */
+async function deliveryRowsRead(backend: SqlBackend, { text, values }: { text: string; values: unknown[] }): Promise<number> {
+  const explain = async (query: (text: string, values?: unknown[]) => Promise<{ rows: unknown[] }>) => {
+    await query('BEGIN');
+    try {
+      return (await query(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, values)).rows[0] as Record<string, unknown>;
+    } finally {
+      await query('ROLLBACK');
+    }
+  };
+  let row: Record<string, unknown>;
+  if (backend.pool !== undefined) {
+    const connection = await backend.pool.connect();
+    try {
+      row = await explain((query, params) => connection.query(query, params));
+    } finally {
+      connection.release();
+    }
+  } else {
+    row = await explain((query, params) => backend.client.query(query, params));
+  }
+  const plan = row['QUERY PLAN'];
+  const root = (typeof plan === 'string' ? JSON.parse(plan) : plan) as { Plan: PlanNode }[];
+  let read = 0;
+  const walk = (node: PlanNode) => {
+    if (node['Relation Name'] === 'portal_deliveries' && / Scan$/.test(node['Node Type'])) {
+      read += (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0)) * node['Actual Loops'];
+    }
+    for (const child of node.Plans ?? []) walk(child);
+  };
+  walk(root[0]!.Plan);
+  return read;
+}
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Actual Rows': number;
+  'Actual Loops': number;
+  'Rows Removed by Filter'?: number;
+  Plans?: PlanNode[];
 }
