@@ -10,7 +10,7 @@ import { MAX_DOCUMENT_BYTES } from '../domain/inputs.js';
 export const MAX_FORM_BYTES = MAX_DOCUMENT_BYTES + 1.5 * 1024 * 1024;
 
 /** A value a message quotes: as JSON, cut to its first 100 characters. */
-export const quoted = (value: string) => JSON.stringify(value.length > 100 ? value.slice(0, 100) + '…' : value);
+const quoted = (value: string) => JSON.stringify(value.length > 100 ? value.slice(0, 100) + '…' : value);
 
 /** A part's name as a refusal names it: quoted, or "without a name" when its Content-Disposition has none. */
 export const partName = (name: string | undefined) => (name === undefined ? 'without a name' : quoted(name));
