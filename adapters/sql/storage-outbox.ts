@@ -19,7 +19,7 @@ const MAX_GROUP_EVENTS = 512;
 /**
  * Statements recording successful attempts at once; more wait, and are recorded together. One: in
  * the fleet benchmark with two worker instances (`webhook-fleet.bench.js`, 20,000 events, five runs
- * of each, alternating), 3,906 deliveries/s on average against 3,422 with two, and 380–418 µs of CPU
+ * of each, alternating), 3,906 deliveries/s on average against 3,422 with two, and 363–418 µs of CPU
  * a delivery against 413–495; the PostgreSQL part fell from 182–246 to 156–183 µs. With one worker
  * instance the two settings were within the runs' spread (3,670 against 3,955 deliveries/s).
  */
