@@ -5,7 +5,7 @@ import { memoryStorage, memoryTransport } from '../../adapters/memory/index.js';
 import type { Logger, WebhookCall } from '../../src/index.js';
 import { newEvent } from '../../src/domain/events.js';
 import { DEFAULT_RETRY_SCHEDULE } from '../../src/domain/retry-schedule.js';
-import { createWebhookWorker, LEASE_MARGIN_MS } from '../../src/webhooks/worker.js';
+import { createWebhookWorker, LEASE_MARGIN_MS, REFILL_WAIT_MS } from '../../src/webhooks/worker.js';
 import { atom } from '../../src/shared/time.js';
 import { deferred, manualClock, secondsBetween, waitFor, webhookPortal } from '../helpers/webhooks.js';
 
@@ -389,6 +389,78 @@ test('a transport that rejects or never answers, and a record that cannot be sig
     assert.is(transport.calls.length, 2, 'the unsignable call never reached the transport');
   } finally {
     clearInterval(keepAlive);
+    await worker.stop();
+  }
+});
+
+test('with a backlog, freed slots are refilled together: one claim fills every slot', async () => {
+  const time = manualClock(new Date('2026-05-01T00:00:00Z'));
+  const inner = memoryStorage();
+  const limits: number[] = [];
+  const storage = {
+    ...inner,
+    async claimDeliveries(claim: Parameters<typeof inner.claimDeliveries>[0]) {
+      limits.push(claim.limit);
+      return inner.claimDeliveries(claim);
+    },
+  };
+  // Answers at once: as slots free one by one, a claim per freed slot would ask for one delivery at a time.
+  const transport = memoryTransport({ respond: () => 204 });
+  const worker = createWebhookWorker({
+    storage, transport, clock: time.clock, logger: recordingLogger().logger,
+    tick: '0 0 0 1 1 *', timeoutMs: 15_000, concurrency: 8, concurrencyPerAccount: 8, retrySchedule: [5],
+  });
+  const webhook = { id: 'wbh_backlog', accountId: 'acct_a', ...HOOK, secret: 'whsec_' + Buffer.alloc(32, 4).toString('base64'), createdAt: atom(time.now) };
+  await storage.insertWebhook(webhook);
+  for (let i = 0; i < 64; i++) await storage.publishEvents([newEvent('acct_a', 'customer-created', { i }, time.now)]);
+  await worker.tick();
+  assert.is(transport.calls.length, 64);
+  assert.equal(limits.slice(0, 8), new Array(8).fill(8), 'each claim of the backlog asked for every slot');
+  assert.ok(limits.length <= 9, `64 deliveries in ${limits.length} claims`);
+  await worker.stop();
+});
+
+test('with a backlog, a hanging call holds back the refill of the other slots by REFILL_WAIT_MS at most', async () => {
+  const time = manualClock(new Date('2026-05-01T00:00:00Z'));
+  const storage = memoryStorage();
+  const hang = deferred();
+  const sentAt: number[] = [];
+  const transport = memoryTransport({
+    respond: async (call) => {
+      if (call.url.endsWith('/hang')) {
+        await hang.promise;
+        return 204;
+      }
+      sentAt.push(performance.now());
+      return 204;
+    },
+  });
+  const worker = createWebhookWorker({
+    storage, transport, clock: time.clock, logger: recordingLogger().logger,
+    tick: '0 0 0 1 1 *', timeoutMs: 15_000, concurrency: 4, concurrencyPerAccount: 4, retrySchedule: [5],
+  });
+  const secret = 'whsec_' + Buffer.alloc(32, 5).toString('base64');
+  const hanging = { id: 'wbh_a_hang', accountId: 'acct_a', ...HOOK, url: 'https://receiver.example/hang', secret, createdAt: atom(time.now) };
+  const fast = { id: 'wbh_b_fast', accountId: 'acct_a', ...HOOK, url: 'https://receiver.example/fast', secret, createdAt: atom(time.now) };
+  await storage.insertWebhook(hanging);
+  await storage.insertWebhook(fast);
+  // The first event's call hangs and keeps its slot; the other 23 are answered at once.
+  await storage.publishEvents([newEvent('acct_a', 'customer-created', { i: 0 }, time.now)], { webhookId: hanging.id });
+  time.advance(1); // the hanging one is due first, so the first claim takes it
+  for (let i = 1; i < 24; i++) await storage.publishEvents([newEvent('acct_a', 'customer-created', { i }, time.now)], { webhookId: fast.id });
+  const started = performance.now();
+  const ticking = worker.tick();
+  try {
+    await waitFor(() => sentAt.length === 23, 'every other call while one hangs');
+    // Three slots refill together each round, after REFILL_WAIT_MS: about eight rounds.
+    const rounds = Math.ceil(23 / 3);
+    const took = sentAt[22]! - started;
+    assert.ok(took < rounds * (REFILL_WAIT_MS + 60), `23 calls around a hanging one took ${took.toFixed(0)} ms`);
+    assert.ok(took >= (rounds - 1) * REFILL_WAIT_MS * 0.9, `the freed slots waited for the hanging one's (${took.toFixed(0)} ms)`);
+    assert.is((await storage.listDeliveries('acct_a', hanging.id))[0]!.status, 'pending', 'the hanging call is still in flight');
+  } finally {
+    hang.resolve();
+    await ticking;
     await worker.stop();
   }
 });
