@@ -24,6 +24,12 @@ const BODY_CACHE_CHARS = 32 * 1024 * 1024;
  * together: a bound on what a slow or hanging call holds back of the others' refill.
  */
 export const REFILL_WAIT_MS = 20;
+/**
+ * Below that bound a freed slot waits as long as this many claims take (their recent duration): a
+ * wait longer than the claims it saves would idle slots for nothing. On a store whose claims take no
+ * time (memory) the wait is a millisecond; on PostgreSQL under load (claims of 5 ms) it reaches the bound.
+ */
+const REFILL_WAIT_CLAIMS = 2;
 /** A transport that ignores its deadline is cut off this long after it: the worker never hangs on one. */
 const TRANSPORT_GRACE_MS = 1_000;
 
@@ -84,11 +90,14 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   const emit = options.emit ?? (() => {});
   /**
    * With a backlog, freed slots are refilled together: a claim is made once every slot is free, or
-   * `REFILL_WAIT_MS` after the first freed slot began to wait, whichever comes first. Most of a
-   * claim's cost does not depend on its size (on PostgreSQL, 0.9–1.0 ms of the server's CPU for 8
-   * deliveries, 1.3–1.9 ms for 32). Claiming as soon as an eighth of the slots was free, the fleet
-   * benchmark's claims took 13 deliveries each; refilled together, 28, with a quarter less CPU a
-   * delivery (docs/performance.md, "Refilling the slots together").
+   * once the first freed slot has waited as long as two claims take (at least 1 ms, at most
+   * `REFILL_WAIT_MS`), whichever comes first. Most of a claim's cost does not depend on its size (on
+   * PostgreSQL, 0.9–1.0 ms of the server's CPU for 8 deliveries, 1.3–1.9 ms for 32). Claiming as soon
+   * as an eighth of the slots was free, the fleet benchmark's claims took 13 deliveries each;
+   * refilled together, 25–28, with a quarter less CPU a delivery. A wait bound by the claims' own
+   * duration keeps a store whose claims cost nothing (memory) claiming almost as slots free: with
+   * receivers answering in 10 ms, a fixed 20 ms wait cost it a fifth of its deliveries/s
+   * (docs/performance.md, "Refilling the slots together").
    */
   const refillAt = concurrency;
 
@@ -105,6 +114,8 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   let again = false;
   /** Set while freed slots wait for more to free before one claim fills them all (see `refillAt`). */
   let refillTimer: NodeJS.Timeout | undefined;
+  /** How long the recent claims took, in ms (a moving average): what a freed slot waits for others. */
+  let claimMs = 0;
   /** Calls in flight: what `concurrency` and the fair share count. */
   const inFlight = new Set<Promise<void>>();
   /**
@@ -162,12 +173,12 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     });
   }
 
-  /** With a backlog, claims now if enough slots are free, else once they are, or at the latest after `REFILL_WAIT_MS`. */
+  /** With a backlog, claims now if every slot is free, else once they are, or after a wait (see `refillAt`). */
   function refill(): void {
     if (!again || stopped || claiming !== null) return;
     if (free() >= refillAt) return fill();
     if (refillTimer !== undefined || free() <= 0) return;
-    refillTimer = setTimeout(fill, REFILL_WAIT_MS);
+    refillTimer = setTimeout(fill, Math.min(REFILL_WAIT_MS, Math.max(1, REFILL_WAIT_CLAIMS * claimMs)));
     refillTimer.unref();
   }
 
@@ -176,6 +187,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     const held: Record<string, number> = { ...inFlightByAccount };
     let claimed: ClaimedDelivery[];
     try {
+      const started = performance.now();
       claimed = await storage.claimDeliveries({
         now: atom(now),
         leaseUntil: atom(new Date(now.getTime() + leaseMs)),
@@ -183,6 +195,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
         owner,
         perAccount: { max: perAccount, inFlight: held },
       });
+      claimMs = 0.7 * claimMs + 0.3 * (performance.now() - started);
     } catch (error) {
       again = false;
       logger.error({ err: errorMessage(error) }, 'webhook worker: claiming due deliveries failed');

@@ -420,18 +420,28 @@ test('with a backlog, freed slots are refilled together: one claim fills every s
   await worker.stop();
 });
 
-test('with a backlog, a hanging call holds back the refill of the other slots by REFILL_WAIT_MS at most', async () => {
+/**
+ * One call hangs and keeps its slot of 4 while 15 others are answered at once, on a memory store
+ * whose claims take `claimMs`: each claim's limit and start, each fast call's answer, in ms.
+ */
+async function refillAroundAHangingCall(claimMs: number) {
   const time = manualClock(new Date('2026-05-01T00:00:00Z'));
-  const storage = memoryStorage();
+  const inner = memoryStorage();
+  const claims: { limit: number; at: number }[] = [];
+  const storage = {
+    ...inner,
+    async claimDeliveries(claim: Parameters<typeof inner.claimDeliveries>[0]) {
+      claims.push({ limit: claim.limit, at: performance.now() });
+      if (claimMs > 0) await new Promise((resolve) => setTimeout(resolve, claimMs));
+      return inner.claimDeliveries(claim);
+    },
+  };
   const hang = deferred();
-  const sentAt: number[] = [];
+  const answeredAt: number[] = [];
   const transport = memoryTransport({
     respond: async (call) => {
-      if (call.url.endsWith('/hang')) {
-        await hang.promise;
-        return 204;
-      }
-      sentAt.push(performance.now());
+      if (call.url.endsWith('/hang')) await hang.promise;
+      else answeredAt.push(performance.now());
       return 204;
     },
   });
@@ -444,25 +454,43 @@ test('with a backlog, a hanging call holds back the refill of the other slots by
   const fast = { id: 'wbh_b_fast', accountId: 'acct_a', ...HOOK, url: 'https://receiver.example/fast', secret, createdAt: atom(time.now) };
   await storage.insertWebhook(hanging);
   await storage.insertWebhook(fast);
-  // The first event's call hangs and keeps its slot; the other 23 are answered at once.
   await storage.publishEvents([newEvent('acct_a', 'customer-created', { i: 0 }, time.now)], { webhookId: hanging.id });
   time.advance(1); // the hanging one is due first, so the first claim takes it
-  for (let i = 1; i < 24; i++) await storage.publishEvents([newEvent('acct_a', 'customer-created', { i }, time.now)], { webhookId: fast.id });
-  const started = performance.now();
+  for (let i = 1; i <= 15; i++) await storage.publishEvents([newEvent('acct_a', 'customer-created', { i }, time.now)], { webhookId: fast.id });
   const ticking = worker.tick();
   try {
-    await waitFor(() => sentAt.length === 23, 'every other call while one hangs');
-    // Three slots refill together each round, after REFILL_WAIT_MS: about eight rounds.
-    const rounds = Math.ceil(23 / 3);
-    const took = sentAt[22]! - started;
-    assert.ok(took < rounds * (REFILL_WAIT_MS + 60), `23 calls around a hanging one took ${took.toFixed(0)} ms`);
-    assert.ok(took >= (rounds - 1) * REFILL_WAIT_MS * 0.9, `the freed slots waited for the hanging one's (${took.toFixed(0)} ms)`);
-    assert.is((await storage.listDeliveries('acct_a', hanging.id))[0]!.status, 'pending', 'the hanging call is still in flight');
+    await waitFor(() => answeredAt.length === 15, 'every other call while one hangs');
+    assert.is((await inner.listDeliveries('acct_a', hanging.id))[0]!.status, 'pending', 'the hanging call is still in flight');
   } finally {
     hang.resolve();
     await ticking;
     await worker.stop();
   }
+  // After the first claim (the hanging call and three), the refills of the slots the fast calls freed,
+  // and how long each waited from the first call it refills that ended.
+  const refills = claims.slice(1, 5).map((claim, i) => {
+    const freed = Math.min(...answeredAt.filter((at) => at > claims[i]!.at && at < claim.at));
+    return { ...claim, waited: claim.at - freed };
+  });
+  return { refills };
+}
+
+test('with a backlog, a hanging call holds back the refill of the other slots by REFILL_WAIT_MS at most', async () => {
+  // Claims of 30 ms (a busy database): the freed slots would wait two claims, 60 ms, but for the bound.
+  const { refills } = await refillAroundAHangingCall(30);
+  assert.equal(refills.map((claim) => claim.limit), [3, 3, 3, 3], 'the freed slots were refilled together, three at a time');
+  for (const { waited } of refills) {
+    // Node's timers count from the event loop's clock, read at the start of its turn: a few ms early at most.
+    assert.ok(waited >= REFILL_WAIT_MS - 5, `the freed slots waited for the hanging one's (${waited.toFixed(1)} ms)`);
+    assert.ok(waited < REFILL_WAIT_MS + 30, `but not two claims' time: ${waited.toFixed(1)} ms, at most REFILL_WAIT_MS`);
+  }
+});
+
+test('with a backlog on a store whose claims take no time, freed slots wait about a millisecond', async () => {
+  const { refills } = await refillAroundAHangingCall(0);
+  assert.equal(refills.map((claim) => claim.limit), [3, 3, 3, 3], 'still refilled together');
+  const waits = refills.map(({ waited }) => waited).sort((a, b) => a - b);
+  assert.ok(waits[1]! < REFILL_WAIT_MS / 2, `waits ${waits.map((ms) => ms.toFixed(1)).join(', ')} ms: as long as two claims take, not REFILL_WAIT_MS`);
 });
 
 test('fair share on a slow store: calls that end while a claim runs still lead to the next claim, and one tick drains the backlog', async () => {
