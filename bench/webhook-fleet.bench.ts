@@ -287,7 +287,8 @@ async function compare(workerCount: number, receiver: Child, url: string, pool: 
     for (const contender of ['portal', 'pg-boss'] as const) {
       const fleet = await startFleet(contender, workerCount, url);
       fleetsByName.set(contender, fleet);
-      // Warm-up, not counted: every path compiled by the JIT, every pool connection open.
+      // Warm-up, not counted: every pool connection open, the paths run once. The JIT is not done
+      // by then: the first burst still compiles (about 150 functions a portal worker).
       await phase(fleet, receiver, pool, Math.min(1000, Math.max(BATCH, Math.floor(EVENTS / 10))), 0);
     }
     for (let round = 0; round < ROUNDS; round++) {
