@@ -96,7 +96,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
    * as an eighth of the slots was free, the fleet benchmark's claims took 13 deliveries each;
    * refilled together, 25–28, with a quarter less CPU a delivery. A wait bound by the claims' own
    * duration keeps a store whose claims cost nothing (memory) claiming almost as slots free: with
-   * receivers answering in 10 ms, a fixed 20 ms wait cost it a fifth of its deliveries/s
+   * receivers answering in 10 ms, a fixed 20 ms wait cost it 30 % of its deliveries/s
    * (docs/performance.md, "Refilling the slots together").
    */
   const refillAt = concurrency;
