@@ -94,7 +94,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
    * `REFILL_WAIT_MS`), whichever comes first. Most of a claim's cost does not depend on its size (on
    * PostgreSQL, 0.9–1.0 ms of the server's CPU for 8 deliveries, 1.3–1.9 ms for 32). Claiming as soon
    * as an eighth of the slots was free, the fleet benchmark's claims took 13 deliveries each;
-   * refilled together, 25–28, with a quarter less CPU a delivery. A wait bound by the claims' own
+   * refilled together, 25–28, with 18 % less CPU a delivery. A wait bound by the claims' own
    * duration keeps a store whose claims cost nothing (memory) claiming almost as slots free: with
    * receivers answering in 10 ms, a fixed 20 ms wait cost it 30 % of its deliveries/s
    * (docs/performance.md, "Refilling the slots together").
