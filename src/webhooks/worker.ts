@@ -88,18 +88,6 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     disableAfterFailures: options.disableAfterFailures ?? DEFAULT_DISABLE_AFTER_FAILURES,
   };
   const emit = options.emit ?? (() => {});
-  /**
-   * With a backlog, freed slots are refilled together: a claim is made once every slot is free, or
-   * once the first freed slot has waited as long as two claims take (at least 1 ms, at most
-   * `REFILL_WAIT_MS`), whichever comes first. Most of a claim's cost does not depend on its size (on
-   * PostgreSQL, 0.9–1.0 ms of the server's CPU for 8 deliveries, 1.3–1.9 ms for 32). Claiming as soon
-   * as an eighth of the slots was free, the fleet benchmark's claims took 13 deliveries each;
-   * refilled together, 25–28, with 18 % less CPU a delivery. A wait bound by the claims' own
-   * duration keeps a store whose claims cost nothing (memory) claiming almost as slots free: with
-   * receivers answering in 10 ms, a fixed 20 ms wait cost it 30 % of its deliveries/s
-   * (docs/performance.md, "Refilling the slots together").
-   */
-  const refillAt = concurrency;
 
   /**
    * Each event's body, serialized once for all its deliveries and retries (an event fans out to
@@ -112,7 +100,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   let claiming: Promise<void> | null = null;
   /** Set when more may be due than the last claim could take: a slot that frees claims again. */
   let again = false;
-  /** Set while freed slots wait for more to free before one claim fills them all (see `refillAt`). */
+  /** Set while freed slots wait for more to free before one claim fills them all (see `refill`). */
   let refillTimer: NodeJS.Timeout | undefined;
   /** How long the recent claims took, in ms (a moving average): what a freed slot waits for others. */
   let claimMs = 0;
@@ -173,10 +161,20 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     });
   }
 
-  /** With a backlog, claims now if every slot is free, else once they are, or after a wait (see `refillAt`). */
+  /**
+   * With a backlog, freed slots are refilled together: a claim is made once every slot is free, or
+   * once the first freed slot has waited as long as two claims take (at least 1 ms, at most
+   * `REFILL_WAIT_MS`), whichever comes first. Most of a claim's cost does not depend on its size (on
+   * PostgreSQL, 0.7–1.0 ms of the server's CPU for 8 deliveries, 1.3–1.9 ms for 28–32). Claiming as
+   * soon as an eighth of the slots was free, the fleet benchmark's claims took 13 deliveries each;
+   * refilled together, 25–28, with 18 % less CPU a delivery. A wait bound by the claims' own
+   * duration keeps a store whose claims cost nothing (memory) claiming almost as slots free: with
+   * receivers answering in 10 ms, a fixed 20 ms wait cost it 30 % of its deliveries/s
+   * (docs/performance.md, "Refilling the slots together").
+   */
   function refill(): void {
     if (!again || stopped || claiming !== null) return;
-    if (free() >= refillAt) return fill();
+    if (free() >= concurrency) return fill();
     if (refillTimer !== undefined || free() <= 0) return;
     refillTimer = setTimeout(fill, Math.min(REFILL_WAIT_MS, Math.max(1, REFILL_WAIT_CLAIMS * claimMs)));
     refillTimer.unref();
