@@ -7,6 +7,7 @@ import { newEvent } from '../../src/domain/events.js';
 import { DEFAULT_RETRY_SCHEDULE } from '../../src/domain/retry-schedule.js';
 import { createWebhookWorker, LEASE_MARGIN_MS, REFILL_WAIT_MS } from '../../src/webhooks/worker.js';
 import { atom } from '../../src/shared/time.js';
+import { webhookRecord } from '../conformance/fixtures.js';
 import { deferred, manualClock, secondsBetween, waitFor, webhookPortal } from '../helpers/webhooks.js';
 
 const data = { customer: { id: 'cus_1' } };
@@ -17,6 +18,16 @@ function recordingLogger() {
   const at = (level: string) => (object: object, message?: string) => lines.push({ level, object: object as Record<string, unknown>, message });
   const logger: Logger = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
   return { logger, lines };
+}
+
+/** A worker that claims only when ticked or poked (its cron never fires), retrying after 5 s. */
+function tickedWorker(
+  storage: Parameters<typeof createWebhookWorker>[0]['storage'],
+  transport: Parameters<typeof createWebhookWorker>[0]['transport'],
+  clock: () => Date,
+  options: { concurrency: number; concurrencyPerAccount?: number; timeoutMs?: number },
+) {
+  return createWebhookWorker({ storage, transport, clock, logger: recordingLogger().logger, tick: '0 0 0 1 1 *', timeoutMs: 15_000, retrySchedule: [5], ...options });
 }
 
 test('the default schedule: ten attempts over about three days, each wait its step ± 10 %, then failed', async () => {
@@ -108,10 +119,7 @@ test('a worker killed mid-call: its lease runs out and another worker delivers, 
   const time = manualClock(new Date('2026-05-01T00:00:00Z'));
   const publisher = await webhookPortal({ storage, clock: time.clock, webhooks: { worker: false } });
   const transport = memoryTransport();
-  const survivor = createWebhookWorker({
-    storage, transport, clock: time.clock, logger: recordingLogger().logger,
-    tick: '0 0 0 1 1 *', timeoutMs: 15_000, concurrency: 4, retrySchedule: [5],
-  });
+  const survivor = tickedWorker(storage, transport, time.clock, { concurrency: 4 });
   try {
     const webhook = await publisher.webhooks.create('acct_a', HOOK);
     const event = await publisher.events.publish('acct_a', 'customer-created', data);
@@ -369,14 +377,11 @@ test('a transport that rejects or never answers, and a record that cannot be sig
       return new Promise<never>(() => {});
     },
   };
-  const worker = createWebhookWorker({
-    storage, transport, clock: time.clock, logger: recordingLogger().logger,
-    tick: '0 0 0 1 1 *', timeoutMs: 40, concurrency: 4, concurrencyPerAccount: 4, retrySchedule: [5],
-  });
+  const worker = tickedWorker(storage, transport, time.clock, { timeoutMs: 40, concurrency: 4, concurrencyPerAccount: 4 });
   // The worker's cut-off timer is unref'd (it must not hold a host's process open); this test's process needs holding.
   const keepAlive = setInterval(() => {}, 1000);
   try {
-    const good = { id: 'wbh_reject', accountId: 'acct_a', ...HOOK, url: 'https://receiver.example/reject', secret: 'whsec_' + Buffer.alloc(32, 1).toString('base64'), createdAt: atom(time.now) };
+    const good = webhookRecord({ id: 'wbh_reject', url: 'https://receiver.example/reject' });
     await storage.insertWebhook(good);
     await storage.insertWebhook({ ...good, id: 'wbh_hang', url: 'https://receiver.example/hang' });
     await storage.insertWebhook({ ...good, id: 'wbh_broken', secret: 'whsec_***' });
@@ -406,11 +411,8 @@ test('with a backlog, freed slots are refilled together: one claim fills every s
   };
   // Answers at once: as slots free one by one, a claim per freed slot would ask for one delivery at a time.
   const transport = memoryTransport({ respond: () => 204 });
-  const worker = createWebhookWorker({
-    storage, transport, clock: time.clock, logger: recordingLogger().logger,
-    tick: '0 0 0 1 1 *', timeoutMs: 15_000, concurrency: 8, concurrencyPerAccount: 8, retrySchedule: [5],
-  });
-  const webhook = { id: 'wbh_backlog', accountId: 'acct_a', ...HOOK, secret: 'whsec_' + Buffer.alloc(32, 4).toString('base64'), createdAt: atom(time.now) };
+  const worker = tickedWorker(storage, transport, time.clock, { concurrency: 8, concurrencyPerAccount: 8 });
+  const webhook = webhookRecord({ id: 'wbh_backlog' });
   await storage.insertWebhook(webhook);
   for (let i = 0; i < 64; i++) await storage.publishEvents([newEvent('acct_a', 'customer-created', { i }, time.now)]);
   await worker.tick();
@@ -445,13 +447,9 @@ async function refillAroundAHangingCall(claimMs: number) {
       return 204;
     },
   });
-  const worker = createWebhookWorker({
-    storage, transport, clock: time.clock, logger: recordingLogger().logger,
-    tick: '0 0 0 1 1 *', timeoutMs: 15_000, concurrency: 4, concurrencyPerAccount: 4, retrySchedule: [5],
-  });
-  const secret = 'whsec_' + Buffer.alloc(32, 5).toString('base64');
-  const hanging = { id: 'wbh_a_hang', accountId: 'acct_a', ...HOOK, url: 'https://receiver.example/hang', secret, createdAt: atom(time.now) };
-  const fast = { id: 'wbh_b_fast', accountId: 'acct_a', ...HOOK, url: 'https://receiver.example/fast', secret, createdAt: atom(time.now) };
+  const worker = tickedWorker(storage, transport, time.clock, { concurrency: 4, concurrencyPerAccount: 4 });
+  const hanging = webhookRecord({ id: 'wbh_a_hang', url: 'https://receiver.example/hang' });
+  const fast = webhookRecord({ id: 'wbh_b_fast', url: 'https://receiver.example/fast' });
   await storage.insertWebhook(hanging);
   await storage.insertWebhook(fast);
   await storage.publishEvents([newEvent('acct_a', 'customer-created', { i: 0 }, time.now)], { webhookId: hanging.id });
@@ -506,11 +504,8 @@ test('fair share on a slow store: calls that end while a claim runs still lead t
     },
   };
   const transport = memoryTransport();
-  const worker = createWebhookWorker({
-    storage, transport, clock: time.clock, logger: recordingLogger().logger,
-    tick: '0 0 0 1 1 *', timeoutMs: 15_000, concurrency: 8, concurrencyPerAccount: 2, retrySchedule: [5],
-  });
-  const webhook = { id: 'wbh_slowstore', accountId: 'acct_a', ...HOOK, secret: 'whsec_' + Buffer.alloc(32, 2).toString('base64'), createdAt: atom(time.now) };
+  const worker = tickedWorker(storage, transport, time.clock, { concurrency: 8, concurrencyPerAccount: 2 });
+  const webhook = webhookRecord({ id: 'wbh_slowstore' });
   await storage.insertWebhook(webhook);
   for (let i = 0; i < 20; i++) await storage.publishEvents([newEvent('acct_a', 'customer-created', { i }, time.now)]);
   await worker.tick();
@@ -533,11 +528,8 @@ test('a call frees its slot once answered, before its attempt is stored; unstore
     },
   };
   const transport = memoryTransport();
-  const worker = createWebhookWorker({
-    storage, transport, clock: time.clock, logger: recordingLogger().logger,
-    tick: '0 0 0 1 1 *', timeoutMs: 15_000, concurrency: 1, concurrencyPerAccount: 1, retrySchedule: [5],
-  });
-  const webhook = { id: 'wbh_slowwrite', accountId: 'acct_a', ...HOOK, secret: 'whsec_' + Buffer.alloc(32, 3).toString('base64'), createdAt: atom(time.now) };
+  const worker = tickedWorker(storage, transport, time.clock, { concurrency: 1, concurrencyPerAccount: 1 });
+  const webhook = webhookRecord({ id: 'wbh_slowwrite' });
   await storage.insertWebhook(webhook);
   for (let i = 0; i < 3; i++) await storage.publishEvents([newEvent('acct_a', 'customer-created', { i }, time.now)]);
   let idle = false;
