@@ -1,6 +1,13 @@
+import { execFile, execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import type { LookupAddress } from 'node:dns';
-import type { LookupFunction } from 'node:net';
+import net, { type LookupFunction } from 'node:net';
+import tls from 'node:tls';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { httpTransport } from '../../adapters/http-transport/index.js';
@@ -8,6 +15,7 @@ import { classifyAddress, type AddressKind } from '../../adapters/http-transport
 import { MAX_RESPONSE_BYTES } from '../../adapters/http-transport/http-transport.js';
 import { guardedLookup } from '../../adapters/http-transport/http-transport.js';
 import type { WebhookCall } from '../../src/ports.js';
+import { errorMessage } from '../../src/errors.js';
 import { silentLogger } from '../../src/shared/logger.js';
 import { startReceiver } from '../helpers/receiver.js';
 
@@ -17,21 +25,30 @@ const call = (url: string, body = '{"id":"evt_1"}'): WebhookCall => ({
   headers: { 'Content-Type': 'application/json', 'webhook-id': 'evt_1', 'User-Agent': 'customer-portal/test' },
 });
 
-/** Counts connections the transport's agents open: a refused call must open none. */
+/** Counts the connections the transport opens (net.connect, tls.connect): a refused call must open none. */
 function countConnections() {
-  const original = http.Agent.prototype.createConnection;
+  const originals = { net: net.connect, tls: tls.connect };
   let count = 0;
-  http.Agent.prototype.createConnection = function (this: http.Agent, ...args: unknown[]) {
+  net.connect = function (...args: unknown[]) {
     count++;
-    return (original as (...a: unknown[]) => unknown).apply(this, args);
-  } as typeof original;
+    return (originals.net as (...a: unknown[]) => net.Socket)(...args);
+  } as typeof net.connect;
+  tls.connect = function (...args: unknown[]) {
+    count++;
+    return (originals.tls as (...a: unknown[]) => tls.TLSSocket)(...args);
+  } as typeof tls.connect;
   return {
     get count() {
       return count;
     },
-    restore: () => (http.Agent.prototype.createConnection = original),
+    restore: () => {
+      net.connect = originals.net;
+      tls.connect = originals.tls;
+    },
   };
 }
+
+const execFileAsync = promisify(execFile);
 
 /** A resolver that answers from a table and never asks DNS. */
 const fakeLookup = (table: Record<string, string[]>): LookupFunction => (hostname, options, callback) => {
@@ -345,6 +362,197 @@ test('SSRF: with allowPrivateNetworks a loopback receiver is called', async () =
   } finally {
     await transport.close!();
     await receiver.close();
+  }
+});
+
+/**
+ * A server on 127.0.0.1 that answers each request with `answer(index of the request on its
+ * connection, connection number)` as raw bytes (or destroys the socket for `'reset'`), so framings
+ * Node's server never writes can be tried. Requests are split on their Content-Length.
+ */
+async function rawServer(answer: (request: number, connection: number) => string | 'reset' | 'silent') {
+  const requests: { connection: number; head: string; body: string }[] = [];
+  let connections = 0;
+  const server = net.createServer((socket) => {
+    const connection = ++connections;
+    let buffered = '';
+    let count = 0;
+    socket.on('error', () => {});
+    socket.on('data', (chunk) => {
+      buffered += chunk.toString('latin1');
+      for (;;) {
+        const end = buffered.indexOf('\r\n\r\n');
+        if (end === -1) return;
+        const length = Number(/\r\ncontent-length: (\d+)/i.exec(buffered.slice(0, end))?.[1] ?? 0);
+        if (buffered.length < end + 4 + length) return;
+        requests.push({ connection, head: buffered.slice(0, end), body: buffered.slice(end + 4, end + 4 + length) });
+        buffered = buffered.slice(end + 4 + length);
+        const reply = answer(count++, connection);
+        if (reply === 'reset') return void socket.resetAndDestroy();
+        if (reply !== 'silent') socket.write(reply);
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}/hook`,
+    requests,
+    get connections() {
+      return connections;
+    },
+    close: () => new Promise((resolve) => server.close(resolve)),
+  };
+}
+
+test('chunked, interim and length-framed answers are read, and the connection carries the next call', async () => {
+  const answers = [
+    'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nfine\r\n0\r\n\r\n',
+    'HTTP/1.1 201 Created\r\nContent-Length: 2\r\nX-Id: 7\r\n\r\nok',
+    'HTTP/1.1 204 No Content\r\n\r\n',
+  ];
+  const server = await rawServer((request) => answers[request]!);
+  const transport = httpTransport({ allowPrivateNetworks: true });
+  const connections = countConnections();
+  try {
+    const results = [];
+    for (let i = 0; i < answers.length; i++) results.push(await transport.send(call(server.url, `{"n":${i}}`), { timeoutMs: 5000 }));
+    assert.equal(results.map((result) => [result.statusCode, result.error]), [[200, null], [201, null], [204, null]]);
+    assert.is(results[1]!.headers['x-id'], '7');
+    assert.equal([server.connections, connections.count], [1, 1], 'one connection for the three calls');
+    const [first] = server.requests;
+    assert.match(first!.head, /^POST \/hook HTTP\/1\.1\r\nHost: 127\.0\.0\.1:\d+\r\n/);
+    assert.match(first!.head, /\r\nContent-Length: 7$/);
+    assert.is(first!.body, '{"n":0}');
+  } finally {
+    connections.restore();
+    await transport.close!();
+    await server.close();
+  }
+});
+
+test('an answer with Connection: close, or read to the close, is not followed by a call on that connection', async () => {
+  const server = await rawServer((request) =>
+    request === 0 ? 'HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n' : 'HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n',
+  );
+  const transport = httpTransport({ allowPrivateNetworks: true });
+  try {
+    for (let i = 0; i < 3; i++) assert.is((await transport.send(call(server.url), { timeoutMs: 5000 })).statusCode, 200);
+    assert.equal(server.requests.map((request) => request.connection), [1, 2, 3]);
+  } finally {
+    await transport.close!();
+    await server.close();
+  }
+  const untilClose = net.createServer((socket) => {
+    socket.once('data', () => socket.end('HTTP/1.1 500 Oops\r\nContent-Type: text/plain\r\n\r\nall of it, then the close'));
+  });
+  await new Promise<void>((resolve) => untilClose.listen(0, '127.0.0.1', resolve));
+  const other = httpTransport({ allowPrivateNetworks: true });
+  try {
+    const { port } = untilClose.address() as { port: number };
+    const result = await other.send(call(`http://127.0.0.1:${port}/`), { timeoutMs: 5000 });
+    assert.equal([result.statusCode, result.error], [500, null]);
+  } finally {
+    await other.close!();
+    await new Promise((resolve) => untilClose.close(resolve));
+  }
+});
+
+test('a kept-alive connection reset as the next call goes out is retried once on a new one; a second reset is the error', async () => {
+  // Connection 1 answers its first call, then resets at the second: the retry goes to connection 2.
+  const server = await rawServer((request, connection) => (connection === 1 && request === 1 ? 'reset' : 'HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n'));
+  const transport = httpTransport({ allowPrivateNetworks: true });
+  try {
+    assert.is((await transport.send(call(server.url, '{"n":1}'), { timeoutMs: 5000 })).statusCode, 200);
+    const second = await transport.send(call(server.url, '{"n":2}'), { timeoutMs: 5000 });
+    assert.equal([second.statusCode, second.error], [200, null]);
+    assert.equal(server.requests.map((request) => [request.connection, request.body]), [[1, '{"n":1}'], [1, '{"n":2}'], [2, '{"n":2}']]);
+  } finally {
+    await transport.close!();
+    await server.close();
+  }
+  // A new connection that resets is not retried: the call fails with the reset.
+  const resetting = await rawServer(() => 'reset');
+  const other = httpTransport({ allowPrivateNetworks: true });
+  try {
+    const result = await other.send(call(resetting.url), { timeoutMs: 5000 });
+    assert.equal([result.statusCode, resetting.requests.length], [null, 1]);
+    assert.match(result.error ?? '', /ECONNRESET|closed before a response/);
+  } finally {
+    await other.close!();
+    await resetting.close();
+  }
+});
+
+test('a malformed answer is an error without a status, and its connection is closed', async () => {
+  const server = await rawServer(() => 'HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabc');
+  const transport = httpTransport({ allowPrivateNetworks: true });
+  try {
+    const result = await transport.send(call(server.url), { timeoutMs: 5000 });
+    assert.equal(result, { statusCode: null, headers: {}, error: 'invalid response: the response has two different Content-Length headers' });
+    await transport.send(call(server.url), { timeoutMs: 5000 });
+    assert.is(server.connections, 2);
+  } finally {
+    await transport.close!();
+    await server.close();
+  }
+});
+
+test('a header that would split the request is refused before any connection', async () => {
+  const transport = httpTransport({ allowPrivateNetworks: true });
+  const connections = countConnections();
+  try {
+    for (const headers of <Record<string, string>[]>[{ 'X-Evil': 'a\r\nX-Injected: 1' }, { 'X-Evil': 'a\nb' }, { 'Bad Name': 'x' }, { 'X-Nul': 'a\0b' }]) {
+      const result = await transport.send({ ...call('http://127.0.0.1:9/'), headers }, { timeoutMs: 1000 });
+      assert.is(result.statusCode, null);
+      assert.match(result.error ?? '', /^refused: the header ".+" is not a valid HTTP header$/);
+    }
+    assert.is(connections.count, 0);
+  } finally {
+    connections.restore();
+    await transport.close!();
+  }
+});
+
+test('https: a receiver whose certificate is not trusted is refused; one that is, is called', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'portal-tls-'));
+  try {
+    try {
+      execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
+        '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'], { stdio: 'ignore' });
+    } catch (error) {
+      console.log(`  skipped: the https transport test needs openssl to make a certificate (${errorMessage(error)})`);
+      return;
+    }
+    const server = https.createServer({ key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) }, (req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(202).end());
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as { port: number };
+    const transport = httpTransport({ allowPrivateNetworks: true });
+    try {
+      const untrusted = await transport.send(call(`https://localhost:${port}/`), { timeoutMs: 5000 });
+      assert.is(untrusted.statusCode, null);
+      assert.match(untrusted.error ?? '', /self[- ]signed certificate/);
+      // The certificate trusted the way an operator would: NODE_EXTRA_CA_CERTS, read at startup.
+      // Spawned, not spawnSync: the receiver answers from this process's event loop.
+      const child = await execFileAsync(process.execPath, ['--input-type=module', '-e', `
+        const { httpTransport } = await import(${JSON.stringify(new URL('../../adapters/http-transport/index.js', import.meta.url).href)});
+        const transport = httpTransport({ allowPrivateNetworks: true });
+        const call = (n) => ({ url: 'https://localhost:${port}/in', body: '{"n":' + n + '}', headers: { 'Content-Type': 'application/json' } });
+        const results = [await transport.send(call(1), { timeoutMs: 5000 }), await transport.send(call(2), { timeoutMs: 5000 })];
+        console.log(JSON.stringify(results.map((r) => [r.statusCode, r.error])));
+        await transport.close();
+      `], { env: { ...process.env, NODE_EXTRA_CA_CERTS: join(dir, 'cert.pem') }, encoding: 'utf8', timeout: 20_000 });
+      assert.is(child.stdout.trim(), '[[202,null],[202,null]]', child.stderr);
+    } finally {
+      await transport.close!();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });
 
