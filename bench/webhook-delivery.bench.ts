@@ -3,9 +3,16 @@
  * a bare loop that POSTs the same signed bodies with the same concurrency over a keep-alive agent,
  * both to one keep-alive receiver on 127.0.0.1, in the same run. Target: the worker at ≥ 0.5× the loop.
  *
+ * Then the HTTP transport alone: the CPU a call of `httpTransport().send` against `http.request`
+ * over a keep-alive agent (`scheduling: 'lifo'`, as Node's docs suggest for a client of one
+ * receiver), replaying the same signed calls, `concurrency` at once, to a receiver in another
+ * process, so that only the client's CPU is counted. Target: the transport at most half the CPU.
+ *
  *   node dist/bench/webhook-delivery.bench.js [events=5000] [concurrency=32] [rounds=5]
  */
+import { spawn } from 'node:child_process';
 import http from 'node:http';
+import { createInterface } from 'node:readline';
 import type { AddressInfo } from 'node:net';
 import { httpTransport } from '../adapters/http-transport/index.js';
 import { memoryStorage } from '../adapters/memory/index.js';
@@ -70,24 +77,26 @@ async function engine(url: string): Promise<{ perSecond: number; calls: WebhookC
   return { perSecond: events / seconds, calls };
 }
 
-/** The bare loop: `concurrency` workers POSTing prepared calls over one keep-alive agent. */
-async function bareLoop(calls: WebhookCall[]): Promise<number> {
-  const agent = new http.Agent({ keepAlive: true });
-  let next = 0;
-  const post = (call: WebhookCall) =>
-    new Promise<void>((resolve, reject) => {
-      const req = http.request(call.url, {
-        method: 'POST',
-        agent,
-        headers: { ...call.headers, 'Content-Length': String(Buffer.byteLength(call.body)) },
-      });
-      req.on('response', (res) => {
-        res.resume();
-        res.on('end', () => (res.statusCode! < 300 ? resolve() : reject(new Error(`status ${res.statusCode}`))));
-      });
-      req.on('error', reject);
-      req.end(call.body);
+/** One POST of `call` by `http.request`, resolving when its answer has been read. */
+const postWith = (agent: http.Agent) => (call: WebhookCall) =>
+  new Promise<void>((resolve, reject) => {
+    const req = http.request(call.url, {
+      method: 'POST',
+      agent,
+      headers: { ...call.headers, 'Content-Length': String(Buffer.byteLength(call.body)) },
     });
+    req.on('response', (res) => {
+      res.resume();
+      res.on('end', () => (res.statusCode! < 300 ? resolve() : reject(new Error(`status ${res.statusCode}`))));
+    });
+    req.on('error', reject);
+    req.end(call.body);
+  });
+
+/** `calls` made `concurrency` at a time by `post`: their seconds, and the CPU µs a call of this process. */
+async function replay(calls: WebhookCall[], post: (call: WebhookCall) => Promise<unknown>): Promise<{ seconds: number; cpuPerCall: number }> {
+  let next = 0;
+  const cpu = process.cpuUsage();
   const started = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
@@ -95,24 +104,79 @@ async function bareLoop(calls: WebhookCall[]): Promise<number> {
     }),
   );
   const seconds = (performance.now() - started) / 1000;
+  const used = process.cpuUsage(cpu);
+  return { seconds, cpuPerCall: (used.user + used.system) / calls.length };
+}
+
+/** The bare loop: `concurrency` workers POSTing prepared calls over one keep-alive agent. */
+async function bareLoop(calls: WebhookCall[]): Promise<number> {
+  const agent = new http.Agent({ keepAlive: true });
+  const { seconds } = await replay(calls, postWith(agent));
   agent.destroy();
   return calls.length / seconds;
 }
+
+/** A receiver answering 204 in a process of its own: its URL and a way to stop it. */
+async function startReceiverProcess(): Promise<{ url: string; stop: () => void }> {
+  const child = spawn(process.execPath, ['-e', `
+    const server = require('node:http').createServer((req, res) => { req.resume(); req.on('end', () => res.writeHead(204).end()); });
+    server.keepAliveTimeout = 30000;
+    server.listen(0, '127.0.0.1', () => console.log(server.address().port));
+  `], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once('line', resolve);
+    child.once('exit', (code) => reject(new Error(`the receiver exited with ${code}`)));
+  });
+  return { url: `http://127.0.0.1:${port}/hook`, stop: () => child.kill() };
+}
+
+/** The transport's CPU a call against `http.request`'s, rounds alternating; the medians. */
+async function transportCost(calls: WebhookCall[]): Promise<{ transport: number; bare: number }> {
+  const receiver = await startReceiverProcess();
+  const replayed = calls.map((call) => ({ ...call, url: receiver.url }));
+  const transport = httpTransport({ allowPrivateNetworks: true });
+  const agent = new http.Agent({ keepAlive: true, scheduling: 'lifo' });
+  const viaTransport = (call: WebhookCall) =>
+    transport.send(call, { timeoutMs: 15_000 }).then((result) => {
+      if (result.statusCode !== 204) throw new Error(`the transport got ${result.statusCode ?? result.error}`);
+    });
+  const costs = { transport: [] as number[], bare: [] as number[] };
+  try {
+    // The first round of each is a warm-up, not counted.
+    for (let round = 0; round <= rounds; round++) {
+      const viaAgent = await replay(replayed, postWith(agent));
+      const viaOwn = await replay(replayed, viaTransport);
+      if (round === 0) continue;
+      costs.bare.push(viaAgent.cpuPerCall);
+      costs.transport.push(viaOwn.cpuPerCall);
+      console.log(`transport round ${round}: ${viaOwn.cpuPerCall.toFixed(1)} µs a call, http.request ${viaAgent.cpuPerCall.toFixed(1)} µs`);
+    }
+  } finally {
+    await transport.close!();
+    agent.destroy();
+    receiver.stop();
+  }
+  return { transport: median(costs.transport), bare: median(costs.bare) };
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 const receiver = await startReceiver();
 // One pair first, unreported, so that neither side is measured while the JIT is still compiling it.
 await bareLoop((await engine(receiver.url)).calls);
 const results: { engine: number; bare: number; ratio: number }[] = [];
+let signed: WebhookCall[] = [];
 // Each round runs both back to back, so a neighbour's load on a shared machine hits the pair alike; the median ratio is reported.
 for (let round = 0; round < rounds; round++) {
   const { perSecond, calls } = await engine(receiver.url);
   const bare = await bareLoop(calls);
+  signed = calls;
   results.push({ engine: perSecond, bare, ratio: perSecond / bare });
   console.log(`round ${round + 1}: worker ${perSecond.toFixed(0)} deliveries/s, bare loop ${bare.toFixed(0)} POSTs/s, ratio ${(perSecond / bare).toFixed(2)}`);
 }
 await receiver.close();
+const cost = await transportCost(signed);
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const ratio = median(results.map((r) => r.ratio));
 console.log(`\nwebhook delivery, ${events} events, concurrency ${concurrency}, ${rounds} rounds (Node ${process.version})`);
 console.log(`  worker (claim, sign, send, record): ${median(results.map((r) => r.engine)).toFixed(0)} deliveries/s (median)`);
@@ -125,3 +189,11 @@ const row = {
   ratio, target: '≥ 0.5×', holds: ratio >= 0.5,
 };
 console.log(`BENCH ${JSON.stringify(row)}`);
+console.log(`  HTTP transport: ${cost.transport.toFixed(1)} µs of CPU a call, http.request with a keep-alive agent ${cost.bare.toFixed(1)} µs (medians)`);
+const transportRow = {
+  scenario: `webhook transport: CPU a call (concurrency ${concurrency})`,
+  figure: cost.transport, unit: 'µs',
+  baselineName: 'http.request, keep-alive agent', baseline: cost.bare,
+  ratio: cost.transport / cost.bare, target: '≤ 0.5×', holds: cost.transport / cost.bare <= 0.5,
+};
+console.log(`BENCH ${JSON.stringify(transportRow)}`);
