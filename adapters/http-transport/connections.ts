@@ -30,7 +30,8 @@ export class Connection {
   ) {
     // The listeners stay for the socket's life; each request only swaps `exchange`.
     socket.on('data', (chunk: Buffer) => (this.exchange === undefined ? socket.destroy() : this.exchange.data(chunk)));
-    socket.on('end', () => this.exchange?.end());
+    // An idle connection the peer closed is dropped at once, not handed to the next call.
+    socket.on('end', () => (this.exchange === undefined ? socket.destroy() : this.exchange.end()));
     socket.on('error', (error: NodeJS.ErrnoException) => this.exchange?.error(error));
     socket.on('close', () => {
       onGone(this);
@@ -112,7 +113,7 @@ export function createConnectionPool(options: ConnectionPoolOptions) {
       const stale = Date.now() - options.idleMs;
       while (list !== undefined && list.length > 0) {
         const connection = list.pop()!;
-        if (connection.idleSince > stale && !connection.socket.destroyed) return connection;
+        if (connection.idleSince > stale && connection.socket.writable) return connection;
         connection.socket.destroy();
       }
       return open(origin, key);

@@ -63,14 +63,10 @@ export class ResponseParser {
           if (failed !== null) return failed;
           break;
         }
-        case 'length': {
-          const taken = Math.min(stage.left, chunk.length - at);
-          stage.left -= taken;
-          this.bodyBytes += taken;
-          at += taken;
+        case 'length':
+          at = this.count(stage, chunk, at);
           if (stage.left === 0) return this.finish(at < chunk.length);
           break;
-        }
         case 'chunk-size': {
           const newline = chunk.indexOf(10, at);
           stage.line += chunk.toString('latin1', at, newline === -1 ? chunk.length : newline + 1);
@@ -84,14 +80,10 @@ export class ResponseParser {
           this.stage = left === 0 ? { name: 'trailers', text: '' } : { name: 'chunk-data', left };
           break;
         }
-        case 'chunk-data': {
-          const taken = Math.min(stage.left, chunk.length - at);
-          stage.left -= taken;
-          this.bodyBytes += taken;
-          at += taken;
+        case 'chunk-data':
+          at = this.count(stage, chunk, at);
           if (stage.left === 0) this.stage = { name: 'chunk-end', seen: 0 };
           break;
-        }
         case 'chunk-end': {
           if (chunk[at] !== (stage.seen === 0 ? 13 : 10)) return error('a chunk of the response does not end in CRLF');
           at++;
@@ -131,6 +123,14 @@ export class ResponseParser {
   /** Whether any byte of an answer has come. */
   get started(): boolean {
     return this.statusCode !== null || (this.stage.name === 'head' && this.stage.text.length > 0);
+  }
+
+  /** Counts the body bytes of `chunk` from `at`, up to the `left` of the stage; the offset after them. */
+  private count(stage: { left: number }, chunk: Buffer, at: number): number {
+    const taken = Math.min(stage.left, chunk.length - at);
+    stage.left -= taken;
+    this.bodyBytes += taken;
+    return at + taken;
   }
 
   private finish(extra: boolean): Progress {

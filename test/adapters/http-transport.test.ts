@@ -458,6 +458,30 @@ test('an answer with Connection: close, or read to the close, is not followed by
   }
 });
 
+test('a connection the receiver closed while idle is not used again: the next call opens another, without an error', async () => {
+  let connections = 0;
+  const server = net.createServer((socket) => {
+    connections++;
+    socket.on('error', () => {});
+    // Answers as if it kept the connection, then closes it once the answer is out.
+    socket.once('data', () => socket.end('HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n'));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const transport = httpTransport({ allowPrivateNetworks: true });
+  try {
+    const { port } = server.address() as { port: number };
+    for (let i = 0; i < 3; i++) {
+      const result = await transport.send(call(`http://127.0.0.1:${port}/`), { timeoutMs: 5000 });
+      assert.equal([result.statusCode, result.error], [200, null]);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    assert.is(connections, 3);
+  } finally {
+    await transport.close!();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
 test('a kept-alive connection reset as the next call goes out is retried once on a new one; a second reset is the error', async () => {
   // Connection 1 answers its first call, then resets at the second: the retry goes to connection 2.
   const server = await rawServer((request, connection) => (connection === 1 && request === 1 ? 'reset' : 'HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n'));
