@@ -18,8 +18,7 @@ export interface Exchange {
 
 /** One socket to an origin, carrying one request at a time. */
 export class Connection {
-  /** Set once the connection has carried a request: a reset on it may be the peer closing it idle. */
-  reused = false;
+  /** When it last became idle; 0 while it has carried no request. */
   idleSince = 0;
   private exchange: Exchange | undefined;
 
@@ -39,12 +38,23 @@ export class Connection {
     });
   }
 
+  /** Whether it has carried a request: a reset on it may be the peer closing it idle. */
+  get reused(): boolean {
+    return this.idleSince !== 0;
+  }
+
   attach(exchange: Exchange): void {
     this.exchange = exchange;
   }
 
   detach(): void {
     this.exchange = undefined;
+  }
+
+  /** Closes it without telling the exchange that was on it. */
+  destroy(): void {
+    this.exchange = undefined;
+    this.socket.destroy();
   }
 }
 
@@ -77,7 +87,7 @@ export function createConnectionPool(options: ConnectionPoolOptions) {
   const sweeper = setInterval(() => {
     const stale = Date.now() - options.idleMs;
     for (const list of idle.values()) {
-      while (list.length > 0 && list[0]!.idleSince <= stale) list.shift()!.socket.destroy();
+      while (list.length > 0 && list[0]!.idleSince <= stale) list.shift()!.destroy();
     }
   }, Math.max(100, options.idleMs / 4));
   sweeper.unref();
@@ -114,14 +124,13 @@ export function createConnectionPool(options: ConnectionPoolOptions) {
       while (list !== undefined && list.length > 0) {
         const connection = list.pop()!;
         if (connection.idleSince > stale && connection.socket.writable) return connection;
-        connection.socket.destroy();
+        connection.destroy();
       }
       return open(origin, key);
     },
     /** Back to the idle ones, after an answer that leaves it reusable. */
     release(connection: Connection): void {
       connection.detach();
-      connection.reused = true;
       connection.idleSince = Date.now();
       const list = idle.get(connection.key);
       if (list === undefined) idle.set(connection.key, [connection]);
@@ -129,14 +138,9 @@ export function createConnectionPool(options: ConnectionPoolOptions) {
     },
     close(): void {
       clearInterval(sweeper);
-      for (const connection of all) {
-        connection.detach();
-        connection.socket.destroy();
-      }
+      for (const connection of all) connection.destroy();
       all.clear();
       idle.clear();
     },
   };
 }
-
-export type ConnectionPool = ReturnType<typeof createConnectionPool>;

@@ -5,7 +5,7 @@ import { errorMessage } from '../../src/errors.js';
 import type { Logger } from '../../src/shared/logger.js';
 import { refusalOf } from './address-guard.js';
 import { createConnectionPool, type Origin } from './connections.js';
-import { ResponseParser } from './response-parser.js';
+import { HTTP_TOKEN, ResponseParser } from './response-parser.js';
 
 export interface HttpTransportOptions {
   /** The longest one call may take, connect to last byte read (default 15000); `send` may ask for less. */
@@ -89,8 +89,7 @@ function checkUrl(target: string, allowPrivateNetworks: boolean): URL | string {
 }
 
 
-/** A header name (RFC 9110 token) and a value with no line break or NUL: nothing can be smuggled into the request. */
-const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** A header value with no line break or NUL (and a token for a name): nothing can be smuggled into the request. */
 const HEADER_VALUE = /^[^\r\n\0]*$/;
 /** Headers the transport writes itself, from the URL and the body. */
 const OWN_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection']);
@@ -100,7 +99,7 @@ function requestHead(url: URL, call: WebhookCall, bodyBytes: number): string {
   let head = `POST ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\n`;
   for (const name in call.headers) {
     const value = call.headers[name]!;
-    if (!HEADER_NAME.test(name) || !HEADER_VALUE.test(value)) throw new TypeError(`refused: the header ${JSON.stringify(name)} is not a valid HTTP header`);
+    if (!HTTP_TOKEN.test(name) || !HEADER_VALUE.test(value)) throw new TypeError(`refused: the header ${JSON.stringify(name)} is not a valid HTTP header`);
     if (!OWN_HEADERS.has(name.toLowerCase())) head += `${name}: ${value}\r\n`;
   }
   return `${head}Content-Length: ${bodyBytes}\r\n\r\n`;
@@ -165,10 +164,7 @@ export function httpTransport(options: HttpTransportOptions = {}): WebhookTransp
         if (settled) return;
         settle();
         if (reusable) pool.release(connection);
-        else {
-          connection.detach();
-          connection.socket.destroy();
-        }
+        else connection.destroy();
         resolve(result);
       };
       /** The status arrived: that decides the call, whatever happens to the rest of the body. */
@@ -177,8 +173,7 @@ export function httpTransport(options: HttpTransportOptions = {}): WebhookTransp
       /** A kept-alive connection the receiver closed as the request went out: Node's advice is to retry once. */
       const retry = () => {
         settle();
-        connection.detach();
-        connection.socket.destroy();
+        connection.destroy();
         resolve(attempt({ ...job, retried: true }));
       };
       const mayRetry = () => !job.retried && connection.reused && !parser.started;
@@ -195,7 +190,7 @@ export function httpTransport(options: HttpTransportOptions = {}): WebhookTransp
           if (mayRetry()) return retry();
           const progress = parser.end();
           if (progress.state === 'done') answered();
-          else fail(progress.state === 'error' ? progress.message : 'the connection closed');
+          else fail(progress.message);
         },
         error(error) {
           if (settled) return;

@@ -11,7 +11,8 @@ export const MAX_HEAD_BYTES = 16 * 1024;
 const MAX_CHUNK_LINE_BYTES = 1024;
 
 const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?: [^\r\n]*)?$/;
-const FIELD_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** A field name (an RFC 9110 token). */
+export const HTTP_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const CHUNK_SIZE = /^([0-9A-Fa-f]{1,12})[ \t]*(?:;.*)?$/;
 
 export type Headers = Record<string, string | string[]>;
@@ -49,17 +50,10 @@ export class ResponseParser {
       const stage = this.stage;
       switch (stage.name) {
         case 'head': {
-          // latin1 maps each byte to one character: offsets in the text are offsets in the bytes.
-          const before = stage.text.length;
-          stage.text += chunk.toString('latin1', at);
-          const end = stage.text.indexOf('\r\n\r\n', Math.max(0, before - 3));
-          if (end === -1) {
-            if (stage.text.length > MAX_HEAD_BYTES) return error('the response headers are over 16 KiB');
-            return MORE;
-          }
-          if (end + 4 > MAX_HEAD_BYTES) return error('the response headers are over 16 KiB');
-          at += end + 4 - before;
-          const failed = this.readHead(stage.text.slice(0, end));
+          const next = this.fieldBlock(stage, chunk, at, 'headers');
+          if (typeof next !== 'number') return next;
+          at = next;
+          const failed = this.readHead(stage.text);
           if (failed !== null) return failed;
           break;
         }
@@ -77,7 +71,8 @@ export class ResponseParser {
           const size = CHUNK_SIZE.exec(stage.line.slice(0, -2));
           if (size === null) return error('a chunk size of the response is not a hexadecimal number');
           const left = parseInt(size[1]!, 16);
-          this.stage = left === 0 ? { name: 'trailers', text: '' } : { name: 'chunk-data', left };
+          // The trailers start with the CRLF that ended this line, so their end is an empty line as a head's is.
+          this.stage = left === 0 ? { name: 'trailers', text: '\r\n' } : { name: 'chunk-data', left };
           break;
         }
         case 'chunk-data':
@@ -92,16 +87,9 @@ export class ResponseParser {
         }
         case 'trailers': {
           // Trailer fields are dropped; the answer ends at the empty line after them.
-          const before = stage.text.length;
-          stage.text += chunk.toString('latin1', at);
-          const end = stage.text.startsWith('\r\n') ? 0 : stage.text.indexOf('\r\n\r\n', Math.max(0, before - 3));
-          if (end === -1) {
-            if (stage.text.length > MAX_HEAD_BYTES) return error('the response trailers are over 16 KiB');
-            return MORE;
-          }
-          const consumed = end === 0 ? 2 : end + 4;
-          at += consumed - before;
-          return this.finish(at < chunk.length);
+          const next = this.fieldBlock(stage, chunk, at, 'trailers');
+          if (typeof next !== 'number') return next;
+          return this.finish(next < chunk.length);
         }
         case 'until-close':
           this.bodyBytes += chunk.length - at;
@@ -115,7 +103,7 @@ export class ResponseParser {
   }
 
   /** The connection closed: complete when the body runs to the close, an error anywhere else. */
-  end(): Progress {
+  end(): Exclude<Progress, { state: 'more' }> {
     if (this.stage.name === 'until-close' || this.stage.name === 'done') return this.finish(false);
     return error(this.statusCode === null ? 'the connection closed before a response' : 'the connection closed in the middle of the response body');
   }
@@ -123,6 +111,22 @@ export class ResponseParser {
   /** Whether any byte of an answer has come. */
   get started(): boolean {
     return this.statusCode !== null || (this.stage.name === 'head' && this.stage.text.length > 0);
+  }
+
+  /**
+   * Appends `chunk` from `at` to a block of fields (a head, trailers) up to the empty line that ends
+   * it; the offset in `chunk` after that line, with `stage.text` cut before it. MORE while it has not
+   * come; an error once the block is over MAX_HEAD_BYTES.
+   */
+  private fieldBlock(stage: { text: string }, chunk: Buffer, at: number, what: string): number | Progress {
+    // latin1 maps each byte to one character: offsets in the text are offsets in the bytes.
+    const before = stage.text.length;
+    stage.text += chunk.toString('latin1', at);
+    const end = stage.text.indexOf('\r\n\r\n', Math.max(0, before - 3));
+    if ((end === -1 ? stage.text.length : end + 4) > MAX_HEAD_BYTES) return error(`the response ${what} are over 16 KiB`);
+    if (end === -1) return MORE;
+    stage.text = stage.text.slice(0, end);
+    return at + end + 4 - before;
   }
 
   /** Counts the body bytes of `chunk` from `at`, up to the `left` of the stage; the offset after them. */
@@ -133,7 +137,7 @@ export class ResponseParser {
     return at + taken;
   }
 
-  private finish(extra: boolean): Progress {
+  private finish(extra: boolean): { state: 'done'; reusable: boolean } {
     this.stage = { name: 'done' };
     return { state: 'done', reusable: this.keepAlive && !extra };
   }
@@ -149,7 +153,7 @@ export class ResponseParser {
       const line = lines[i]!;
       const colon = line.indexOf(':');
       const name = colon === -1 ? '' : line.slice(0, colon);
-      if (!FIELD_NAME.test(name)) return error('a response header line is malformed');
+      if (!HTTP_TOKEN.test(name)) return error('a response header line is malformed');
       const key = name.toLowerCase();
       const value = line.slice(colon + 1).trim();
       const held = headers[key];
@@ -187,4 +191,4 @@ export class ResponseParser {
   }
 }
 
-const error = (message: string): Progress => ({ state: 'error', message });
+const error = (message: string) => ({ state: 'error', message }) as const;
