@@ -211,7 +211,7 @@ export async function ssrf(): Promise<void> {
   const into = row(SECTION, 'SSRF through the HTTP transport');
   const transport = httpTransport({ timeoutMs: 2000 });
   const resolving = httpTransport({ timeoutMs: 2000, lookup: fakeLookup });
-  const call = (url: string) => ({ url, headers: { 'content-type': 'application/json' }, body: '{}' });
+  const call = (url: string) => ({ accountId: 'acc_ssrf', url, headers: { 'content-type': 'application/json' }, body: '{}' });
   try {
     for (const url of REFUSED_URLS) {
       const { result, outside } = await watchingConnects(() => transport.send(call(url), { timeoutMs: 2000 }));

@@ -282,6 +282,8 @@ export interface PresignOptions {
 
 /** One webhook call, fully prepared: the transport only sends it. */
 export interface WebhookCall {
+  /** The account the call is made for: a transport never lets one account's connection carry another's call. */
+  accountId: string;
   url: string;
   headers: Record<string, string>;
   body: string;

@@ -1,17 +1,26 @@
 import dns from 'node:dns';
 import type { LookupFunction } from 'node:net';
-import type { WebhookCall, WebhookCallResult, WebhookTransport } from '../../src/ports.js';
+import { Pool, type Dispatcher } from 'undici';
+import type { WebhookCallResult, WebhookTransport } from '../../src/ports.js';
 import { errorMessage } from '../../src/errors.js';
 import type { Logger } from '../../src/shared/logger.js';
 import { refusalOf } from './address-guard.js';
-import { createConnectionPool, type Origin } from './connections.js';
-import { HTTP_TOKEN, ResponseParser } from './response-parser.js';
+import { createConnector, RefusedAddressError, refusedHostMessage, type RefusalReport } from './connector.js';
+import { createPools } from './pools.js';
+
+export { refusedHostMessage, type RefusalReport } from './connector.js';
 
 export interface HttpTransportOptions {
   /** The longest one call may take, connect to last byte read (default 15000); `send` may ask for less. */
   timeoutMs?: number;
   /** Call loopback, private, link-local and other non-public addresses too (default `false`). */
   allowPrivateNetworks?: boolean;
+  /**
+   * An egress proxy (`http://host:port` or `https://host:port`, credentials in the URL if it wants
+   * them): every call goes through a `CONNECT` tunnel it opens to the receiver. The guard checks
+   * what the receiver's host resolves to before the tunnel is asked for; the proxy resolves it again.
+   */
+  proxy?: string;
   /**
    * Resolves host names (default `dns.lookup`). Every address it answers passes the guard before a
    * connection is made, so a custom resolver cannot open a way around it.
@@ -28,21 +37,15 @@ export interface HttpTransportOptions {
 
 /** At most this much of a response body is read, then dropped: a receiver's answer is never kept. */
 export const MAX_RESPONSE_BYTES = 64 * 1024;
+/** The most a response head (or its trailers) may take. */
+export const MAX_HEAD_BYTES = 16 * 1024;
+/** Interim (1xx) answers read before the final one; past this the call fails. */
+export const MAX_INTERIM_ANSWERS = 8;
 /**
  * Idle keep-alive sockets are closed after this long: shorter than Node's own server default (5 s)
  * so the transport, not the receiver, closes an idle socket, and a call rarely meets a reset one.
  */
 const IDLE_SOCKET_MS = 4000;
-
-class RefusedAddressError extends Error {
-  readonly code = 'ERR_WEBHOOK_ADDRESS_REFUSED';
-}
-
-/** What the tenant reads when a host name resolves only to addresses the guard refuses: no address, no kind. */
-export const refusedHostMessage = (hostname: string) => `refused to call ${hostname}: its address is not allowed (allowPrivateNetworks is off)`;
-
-/** A refusal's details for the operator's log: never part of the attempt's error. */
-export type RefusalReport = (details: { hostname: string; addresses: string[]; reasons: string[] }) => void;
 
 /**
  * Wraps `lookup` so that only addresses the guard allows come back. Node connects to what lookup
@@ -89,34 +92,55 @@ function checkUrl(target: string, allowPrivateNetworks: boolean): URL | string {
 }
 
 
-/** A header value with no line break or NUL (and a token for a name): nothing can be smuggled into the request. */
+/** A header name is an RFC 9110 token; a value holds no line break or NUL: nothing can be smuggled into the request. */
+const HTTP_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const HEADER_VALUE = /^[^\r\n\0]*$/;
-/** Headers the transport writes itself, from the URL and the body. */
-const OWN_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection']);
+/** Headers undici writes itself, from the URL and the body (it refuses some of them from a caller). */
+const OWN_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'expect']);
 
-/** The request's bytes before the body, or why the call's headers cannot be sent. */
-function requestHead(url: URL, call: WebhookCall, bodyBytes: number): string {
-  let head = `POST ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\n`;
-  for (const name in call.headers) {
-    const value = call.headers[name]!;
-    if (!HTTP_TOKEN.test(name) || !HEADER_VALUE.test(value)) throw new TypeError(`refused: the header ${JSON.stringify(name)} is not a valid HTTP header`);
-    if (!OWN_HEADERS.has(name.toLowerCase())) head += `${name}: ${value}\r\n`;
+/** The headers to send, or why the call's headers cannot be sent. */
+function requestHeaders(headers: Record<string, string>): Record<string, string> | string {
+  let own = false;
+  for (const name in headers) {
+    if (!HTTP_TOKEN.test(name) || !HEADER_VALUE.test(headers[name]!)) return `refused: the header ${JSON.stringify(name)} is not a valid HTTP header`;
+    if (OWN_HEADERS.has(name.toLowerCase())) own = true;
   }
-  return `${head}Content-Length: ${bodyBytes}\r\n\r\n`;
+  if (!own) return headers;
+  return Object.fromEntries(Object.entries(headers).filter(([name]) => !OWN_HEADERS.has(name.toLowerCase())));
+}
+
+/** What the tenant reads for an error undici reports: the bound or the fault, in words. */
+function describe(error: Error & { code?: string }, timeoutMs: number): string {
+  switch (error.code) {
+    case 'UND_ERR_HEADERS_OVERFLOW':
+      return `invalid response: its head or trailers are over ${MAX_HEAD_BYTES / 1024} KiB`;
+    case 'UND_ERR_CONNECT_TIMEOUT':
+      return `timed out after ${timeoutMs} ms`;
+    case 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH':
+      // Also what undici reports for two different Content-Length headers.
+      return 'invalid response: its body does not match its Content-Length';
+    case 'UND_ERR_SOCKET':
+      // undici refuses a 100 Continue the request did not ask for, and bytes that answer no request.
+      if (error.message === 'bad response') return 'invalid response: an answer that does not fit the request (an unrequested 100 Continue)';
+      if (error.message === 'other side closed' || error.message === 'closed') return 'the receiver closed the connection before answering';
+      return error.message;
+  }
+  if (error.name === 'HTTPParserError') return `invalid response: ${error.message.replace(/^Response does not match the HTTP\/1\.1 protocol \((.*)\)$/, '$1')}`;
+  return errorMessage(error);
 }
 
 /**
- * Webhook calls as HTTP/1.1 POSTs over kept-alive connections, behind an SSRF guard: http and https
+ * Webhook calls as HTTP/1.1 POSTs on undici's kept-alive pools, behind an SSRF guard: http and https
  * only, no credentials, no redirects followed (a 3xx is answered as it came), the resolved address
  * checked at connect time, the body read to 64 KiB and dropped, one deadline for the whole call.
  * `send` resolves for every outcome.
  *
- * The requests are written and their answers read here (connections.ts, response-parser.ts) instead
- * of by `http.request`: a webhook call is one POST whose answer is a status, and Node's client paid
- * for generality on every call (an OutgoingMessage, an IncomingMessage stream, agent bookkeeping,
- * listeners added and removed on the socket). The row `webhook transport: CPU a call` of
- * `webhook-delivery.bench.js` replays 5,000 signed calls 32 at a time to a receiver in another
- * process: 18.6–23 µs of CPU a call against 78.6–84 µs with `http.request` and a keep-alive agent.
+ * Bounds a receiver cannot get around: a 16 KiB head (and trailers), at most 8 interim answers, and
+ * `MAX_ANSWER_WIRE_BYTES` on the wire for the whole answer (chunk framing included). A call is sent
+ * at most once: undici never resends a POST that reached a socket; a pooled socket found closed
+ * before the request was written (undici checks an idle socket for a FIN or stray bytes before
+ * reusing it) is replaced, which sends nothing twice. Connections are pooled per account and
+ * origin, so no answer can reach another account's call.
  */
 export function httpTransport(options: HttpTransportOptions = {}): WebhookTransport {
   const defaultTimeoutMs = options.timeoutMs ?? 15_000;
@@ -124,111 +148,129 @@ export function httpTransport(options: HttpTransportOptions = {}): WebhookTransp
   const baseLookup = options.lookup ?? (dns.lookup as LookupFunction);
   const report: RefusalReport = ({ hostname, addresses, reasons }) =>
     options.logger?.warn({ hostname, addresses, reasons }, 'webhook call refused: the host resolves only to addresses the guard refuses');
-  const lookup = allowPrivateNetworks ? baseLookup : guardedLookup(baseLookup, report);
-  const pool = createConnectionPool({
-    lookup,
-    idleMs: IDLE_SOCKET_MS,
-    // Second line behind the lookup: whatever the route to the socket, its peer must pass too.
-    // This listener comes before the request's write, which waits for the same event.
-    onSocket: allowPrivateNetworks
-      ? undefined
-      : (socket, origin) =>
-          socket.once('connect', () => {
-            const refusal = socket.remoteAddress === undefined ? null : refusalOf(socket.remoteAddress);
-            if (refusal === null) return;
-            report({ hostname: origin.hostname, addresses: [socket.remoteAddress!], reasons: [refusal] });
-            socket.destroy(new RefusedAddressError(refusedHostMessage(origin.hostname)));
-          }),
-  });
-
-  interface Attempt {
-    origin: Origin;
-    bytes: string;
-    timeoutMs: number;
-    deadline: number;
-    signal: AbortSignal | undefined;
-    retried: boolean;
-  }
-
-  function attempt(job: Attempt): Promise<WebhookCallResult> {
-    const { signal } = job;
-    return new Promise((resolve) => {
-      const connection = pool.take(job.origin);
-      const parser = new ResponseParser();
-      let settled = false;
-      const settle = () => {
-        settled = true;
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-      };
-      const finish = (result: WebhookCallResult, reusable: boolean) => {
-        if (settled) return;
-        settle();
-        if (reusable) pool.release(connection);
-        else connection.destroy();
-        resolve(result);
-      };
-      /** The status arrived: that decides the call, whatever happens to the rest of the body. */
-      const answered = (reusable = false) => finish({ statusCode: parser.statusCode, headers: parser.headers, error: null }, reusable);
-      const fail = (error: string) => (parser.statusCode === null ? finish({ statusCode: null, headers: {}, error }, false) : answered());
-      /** A kept-alive connection the receiver closed as the request went out: Node's advice is to retry once. */
-      const retry = () => {
-        settle();
-        connection.destroy();
-        resolve(attempt({ ...job, retried: true }));
-      };
-      const mayRetry = () => !job.retried && connection.reused && !parser.started;
-
-      connection.attach({
-        data(chunk) {
-          const progress = parser.push(chunk);
-          if (progress.state === 'done') answered(progress.reusable);
-          else if (progress.state === 'error') fail(`invalid response: ${progress.message}`);
-          else if (parser.bodyBytes > MAX_RESPONSE_BYTES) answered();
-        },
-        end() {
-          if (settled) return;
-          if (mayRetry()) return retry();
-          const progress = parser.end();
-          if (progress.state === 'done') answered();
-          else fail(progress.message);
-        },
-        error(error) {
-          if (settled) return;
-          if (mayRetry() && (error.code === 'ECONNRESET' || error.code === 'EPIPE')) return retry();
-          fail(errorMessage(error));
-        },
-      });
-      const timer = setTimeout(() => fail(`timed out after ${job.timeoutMs} ms`), Math.max(0, job.deadline - Date.now()));
-      timer.unref();
-      const onAbort = () => fail('aborted');
-      signal?.addEventListener('abort', onAbort, { once: true });
-      connection.socket.write(job.bytes);
-    });
-  }
+  const proxy = options.proxy === undefined ? undefined : proxyUrl(options.proxy);
+  const connectorOptions = {
+    lookup: allowPrivateNetworks ? baseLookup : guardedLookup(baseLookup, report),
+    checkPeer: !allowPrivateNetworks,
+    report,
+    proxy,
+    connectTimeoutMs: defaultTimeoutMs,
+  };
+  /** The connector (with its TLS session cache) and the pools; dropped whole by `close`. */
+  let open: { connector: ReturnType<typeof createConnector>; pools: ReturnType<typeof createPools> } | undefined;
+  const opened = () => {
+    if (open !== undefined) return open;
+    const connector = createConnector(connectorOptions);
+    const poolOptions: Pool.Options = {
+      connect: connector.connect,
+      keepAliveTimeout: IDLE_SOCKET_MS,
+      keepAliveMaxTimeout: IDLE_SOCKET_MS,
+      maxHeaderSize: MAX_HEAD_BYTES,
+      headersTimeout: defaultTimeoutMs,
+      bodyTimeout: defaultTimeoutMs,
+    };
+    return (open = { connector, pools: createPools((origin) => new Pool(origin, poolOptions)) });
+  };
 
   return {
     async send(call, { timeoutMs, signal }) {
       const checked = checkUrl(call.url, allowPrivateNetworks);
       if (typeof checked === 'string') return { statusCode: null, headers: {}, error: checked };
       if (signal?.aborted) return { statusCode: null, headers: {}, error: 'aborted' };
-      let head: string;
-      try {
-        head = requestHead(checked, call, Buffer.byteLength(call.body));
-      } catch (error) {
-        return { statusCode: null, headers: {}, error: errorMessage(error) };
-      }
-      const protocol = checked.protocol as Origin['protocol'];
-      const origin: Origin = {
-        protocol,
-        hostname: checked.hostname.startsWith('[') ? checked.hostname.slice(1, -1) : checked.hostname,
-        port: checked.port === '' ? (protocol === 'https:' ? 443 : 80) : Number(checked.port),
-      };
+      const headers = requestHeaders(call.headers);
+      if (typeof headers === 'string') return { statusCode: null, headers: {}, error: headers };
       const limit = Math.min(timeoutMs, defaultTimeoutMs);
-      return attempt({ origin, bytes: head + call.body, timeoutMs: limit, deadline: Date.now() + limit, signal, retried: false });
+      const pool = opened().pools.get(call.accountId, checked.origin);
+      return exchange(pool, { path: checked.pathname + checked.search, headers, body: call.body }, limit, signal);
     },
     async close() {
-      pool.close();
+      const closing = open;
+      open = undefined;
+      await closing?.pools.close();
+      await closing?.connector.close();
     },
   };
+}
+
+/** The proxy option as a URL, refused at construction when it cannot be one. */
+function proxyUrl(text: string): URL {
+  const url = URL.canParse(text) ? new URL(text) : undefined;
+  if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    throw new TypeError('httpTransport: proxy must be an http:// or https:// URL');
+  }
+  return url;
+}
+
+interface Request {
+  path: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** Sends one POST on `pool` and resolves what came of it, once, by the deadline at the latest. */
+function exchange(pool: Dispatcher, request: Request, timeoutMs: number, signal: AbortSignal | undefined): Promise<WebhookCallResult> {
+  return new Promise((resolve) => {
+    let controller: Dispatcher.DispatchController | undefined;
+    let statusCode: number | null = null;
+    let answerHeaders: WebhookCallResult['headers'] = {};
+    let interim = 0;
+    let bodyBytes = 0;
+    let settled = false;
+    /** undici has finished with the request (answered whole, or failed): nothing left to abort. */
+    let completed = false;
+
+    const finish = (result: WebhookCallResult) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      resolve(result);
+      // A call decided before its answer was whole leaves nothing on its connection: undici closes it.
+      if (controller !== undefined && !completed) controller.abort(new Error('the call was decided'));
+    };
+    /** The status arrived: that decides the call, whatever happens to the rest of the body. */
+    const answered = () => finish({ statusCode, headers: answerHeaders, error: null });
+    const fail = (error: string) => (statusCode === null ? finish({ statusCode: null, headers: {}, error }) : answered());
+    const refuse = (error: string) => finish({ statusCode: null, headers: {}, error });
+
+    const timer = setTimeout(() => fail(`timed out after ${timeoutMs} ms`), timeoutMs);
+    timer.unref();
+    const onAbort = () => fail('aborted');
+    signal?.addEventListener('abort', onAbort, { once: true });
+
+    pool.dispatch(
+      { path: request.path, method: 'POST', headers: request.headers, body: request.body },
+      {
+        onRequestStart(started) {
+          controller = started;
+          // Decided while it waited for a connection (deadline, abort): it is not sent at all.
+          if (settled) started.abort(new Error('the call was decided'));
+        },
+        onResponseStart(started, status, headers) {
+          if (status < 100 || status > 599) return refuse(`invalid response: ${status} is not an HTTP status code (100–599)`);
+          if (status < 200) {
+            if (++interim > MAX_INTERIM_ANSWERS) refuse(`invalid response: more than ${MAX_INTERIM_ANSWERS} interim (1xx) answers`);
+            return;
+          }
+          statusCode = status;
+          answerHeaders = headers;
+        },
+        onResponseData(started, chunk) {
+          bodyBytes += chunk.length;
+          if (bodyBytes > MAX_RESPONSE_BYTES) answered();
+        },
+        onResponseEnd() {
+          completed = true;
+          answered();
+        },
+        onResponseError(started, error) {
+          completed = true;
+          const message = describe(error, timeoutMs);
+          // An answer that broke a bound or the protocol is no answer, whatever status it began with.
+          if (message.startsWith('invalid response:')) finish({ statusCode: null, headers: {}, error: message });
+          else fail(message);
+        },
+      },
+    );
+  });
 }

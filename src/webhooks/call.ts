@@ -22,6 +22,7 @@ export function buildCall(webhook: WebhookRecord, event: EventRecord, at: Date, 
     .map((secret) => signWebhook(secret, event.id, timestamp, body))
     .join(' ');
   return {
+    accountId: webhook.accountId,
     url: webhook.url,
     body,
     headers: {

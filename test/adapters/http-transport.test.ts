@@ -17,9 +17,11 @@ import { guardedLookup } from '../../adapters/http-transport/http-transport.js';
 import type { WebhookCall } from '../../src/ports.js';
 import { errorMessage } from '../../src/errors.js';
 import { silentLogger } from '../../src/shared/logger.js';
+import { rawServer } from '../helpers/raw-server.js';
 import { startReceiver } from '../helpers/receiver.js';
 
-const call = (url: string, body = '{"id":"evt_1"}'): WebhookCall => ({
+const call = (url: string, body = '{"id":"evt_1"}', accountId = 'acc_1'): WebhookCall => ({
+  accountId,
   url,
   body,
   headers: { 'Content-Type': 'application/json', 'webhook-id': 'evt_1', 'User-Agent': 'customer-portal/test' },
@@ -77,13 +79,15 @@ test('a call is POSTed with its headers and body; the status and headers come ba
   }
 });
 
-test('calls to one receiver share a kept-alive connection', async () => {
+test('calls to one receiver share kept-alive connections', async () => {
   const receiver = await startReceiver();
   const transport = httpTransport({ allowPrivateNetworks: true });
   try {
-    for (let i = 0; i < 3; i++) assert.is((await transport.send(call(receiver.url), { timeoutMs: 5000 })).statusCode, 200);
+    for (let i = 0; i < 6; i++) assert.is((await transport.send(call(receiver.url), { timeoutMs: 5000 })).statusCode, 200);
+    // undici checks an idle socket for a close or stray bytes for one turn of the event loop before
+    // reusing it, so a call sent the moment the last one ended may open a second connection: two at most.
     const ports = new Set(receiver.received.map((request) => request.remotePort));
-    assert.is(ports.size, 1, 'one socket for three sequential calls');
+    assert.ok(ports.size <= 2, `six sequential calls on ${ports.size} sockets`);
   } finally {
     await transport.close!();
     await receiver.close();
@@ -365,49 +369,9 @@ test('SSRF: with allowPrivateNetworks a loopback receiver is called', async () =
   }
 });
 
-/**
- * A server on 127.0.0.1 that answers each request with `answer(index of the request on its
- * connection, connection number)` as raw bytes (or destroys the socket for `'reset'`), so framings
- * Node's server never writes can be tried. Requests are split on their Content-Length.
- */
-async function rawServer(answer: (request: number, connection: number) => string | 'reset' | 'silent') {
-  const requests: { connection: number; head: string; body: string }[] = [];
-  let connections = 0;
-  const server = net.createServer((socket) => {
-    const connection = ++connections;
-    let buffered = '';
-    let count = 0;
-    socket.on('error', () => {});
-    socket.on('data', (chunk) => {
-      buffered += chunk.toString('latin1');
-      for (;;) {
-        const end = buffered.indexOf('\r\n\r\n');
-        if (end === -1) return;
-        const length = Number(/\r\ncontent-length: (\d+)/i.exec(buffered.slice(0, end))?.[1] ?? 0);
-        if (buffered.length < end + 4 + length) return;
-        requests.push({ connection, head: buffered.slice(0, end), body: buffered.slice(end + 4, end + 4 + length) });
-        buffered = buffered.slice(end + 4 + length);
-        const reply = answer(count++, connection);
-        if (reply === 'reset') return void socket.resetAndDestroy();
-        if (reply !== 'silent') socket.write(reply);
-      }
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  return {
-    url: `http://127.0.0.1:${port}/hook`,
-    requests,
-    get connections() {
-      return connections;
-    },
-    close: () => new Promise((resolve) => server.close(resolve)),
-  };
-}
-
 test('chunked, interim and length-framed answers are read, and the connection carries the next call', async () => {
   const answers = [
-    'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nfine\r\n0\r\n\r\n',
+    'HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nfine\r\n0\r\n\r\n',
     'HTTP/1.1 201 Created\r\nContent-Length: 2\r\nX-Id: 7\r\n\r\nok',
     'HTTP/1.1 204 No Content\r\n\r\n',
   ];
@@ -416,13 +380,17 @@ test('chunked, interim and length-framed answers are read, and the connection ca
   const connections = countConnections();
   try {
     const results = [];
-    for (let i = 0; i < answers.length; i++) results.push(await transport.send(call(server.url, `{"n":${i}}`), { timeoutMs: 5000 }));
+    for (let i = 0; i < answers.length; i++) {
+      results.push(await transport.send(call(server.url, `{"n":${i}}`), { timeoutMs: 5000 }));
+      await new Promise((resolve) => setImmediate(resolve)); // undici's idle check of the connection
+    }
     assert.equal(results.map((result) => [result.statusCode, result.error]), [[200, null], [201, null], [204, null]]);
     assert.is(results[1]!.headers['x-id'], '7');
     assert.equal([server.connections, connections.count], [1, 1], 'one connection for the three calls');
     const [first] = server.requests;
-    assert.match(first!.head, /^POST \/hook HTTP\/1\.1\r\nHost: 127\.0\.0\.1:\d+\r\n/);
-    assert.match(first!.head, /\r\nContent-Length: 7$/);
+    assert.match(first!.head, /^POST \/hook HTTP\/1\.1\r\n/);
+    assert.match(first!.head, /\r\nhost: 127\.0\.0\.1:\d+\r\n/i);
+    assert.match(first!.head, /\r\ncontent-length: 7(\r\n|$)/i);
     assert.is(first!.body, '{"n":0}');
   } finally {
     connections.restore();
@@ -482,29 +450,23 @@ test('a connection the receiver closed while idle is not used again: the next ca
   }
 });
 
-test('a kept-alive connection reset as the next call goes out is retried once on a new one; a second reset is the error', async () => {
-  // Connection 1 answers its first call, then resets at the second: the retry goes to connection 2.
+test('a call is sent once: a kept-alive connection reset after the request went out is a failed attempt, not a resend', async () => {
+  // Connection 1 answers its first call, then resets on reading the second.
   const server = await rawServer((request, connection) => (connection === 1 && request === 1 ? 'reset' : 'HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n'));
   const transport = httpTransport({ allowPrivateNetworks: true });
   try {
     assert.is((await transport.send(call(server.url, '{"n":1}'), { timeoutMs: 5000 })).statusCode, 200);
+    await new Promise((resolve) => setTimeout(resolve, 10)); // connection 1 idle and validated: the next call rides it
     const second = await transport.send(call(server.url, '{"n":2}'), { timeoutMs: 5000 });
-    assert.equal([second.statusCode, second.error], [200, null]);
-    assert.equal(server.requests.map((request) => [request.connection, request.body]), [[1, '{"n":1}'], [1, '{"n":2}'], [2, '{"n":2}']]);
+    assert.is(second.statusCode, null);
+    assert.match(second.error ?? '', /ECONNRESET|closed the connection before answering/);
+    assert.equal(server.requests.map((request) => [request.connection, request.body]), [[1, '{"n":1}'], [1, '{"n":2}']], 'the POST arrived once');
+    // The next attempt is a call of its own, on a new connection.
+    assert.is((await transport.send(call(server.url, '{"n":3}'), { timeoutMs: 5000 })).statusCode, 200);
+    assert.equal(server.requests.map((request) => request.connection), [1, 1, 2]);
   } finally {
     await transport.close!();
     await server.close();
-  }
-  // A new connection that resets is not retried: the call fails with the reset.
-  const resetting = await rawServer(() => 'reset');
-  const other = httpTransport({ allowPrivateNetworks: true });
-  try {
-    const result = await other.send(call(resetting.url), { timeoutMs: 5000 });
-    assert.equal([result.statusCode, resetting.requests.length], [null, 1]);
-    assert.match(result.error ?? '', /ECONNRESET|closed before a response/);
-  } finally {
-    await other.close!();
-    await resetting.close();
   }
 });
 
@@ -513,7 +475,7 @@ test('a malformed answer is an error without a status, and its connection is clo
   const transport = httpTransport({ allowPrivateNetworks: true });
   try {
     const result = await transport.send(call(server.url), { timeoutMs: 5000 });
-    assert.equal(result, { statusCode: null, headers: {}, error: 'invalid response: the response has two different Content-Length headers' });
+    assert.equal(result, { statusCode: null, headers: {}, error: 'invalid response: its body does not match its Content-Length' });
     await transport.send(call(server.url), { timeoutMs: 5000 });
     assert.is(server.connections, 2);
   } finally {

@@ -1,0 +1,137 @@
+import type { LookupFunction, Socket } from 'node:net';
+import { buildConnector, Pool } from 'undici';
+import { refusalOf } from './address-guard.js';
+
+/**
+ * The most an answer may put on the wire (status lines, heads, interim answers, chunk framing,
+ * trailers and body together) before its call is decided. A call decides at the 64 KiB body cap
+ * long before this; only an answer that pads its framing (chunk extensions, endless interim heads)
+ * reaches it, and its connection is closed there.
+ */
+export const MAX_ANSWER_WIRE_BYTES = 256 * 1024;
+
+/** A refusal of the SSRF guard: the address is one the portal does not call. */
+export class RefusedAddressError extends Error {
+  readonly code = 'ERR_WEBHOOK_ADDRESS_REFUSED';
+}
+
+/** The egress proxy failed, not the receiver: unreachable, or it refused the tunnel. */
+export class ProxyError extends Error {
+  readonly code = 'ERR_WEBHOOK_PROXY';
+}
+
+/** An answer that broke one of the transport's bounds; its message names which. */
+export class AnswerBoundError extends Error {
+  readonly code = 'ERR_WEBHOOK_ANSWER_BOUND';
+}
+
+/** What a refused host's message says to the tenant: no address, no kind. */
+export const refusedHostMessage = (hostname: string) => `refused to call ${hostname}: its address is not allowed (allowPrivateNetworks is off)`;
+
+/** A refusal's details for the operator's log: never part of the attempt's error. */
+export type RefusalReport = (details: { hostname: string; addresses: string[]; reasons: string[] }) => void;
+
+export interface ConnectorOptions {
+  /** Resolves the receivers' host names; guarded unless private networks are allowed. */
+  lookup: LookupFunction;
+  /** Whether the peer's address is checked again once connected (off with `allowPrivateNetworks`). */
+  checkPeer: boolean;
+  report: RefusalReport;
+  /** An egress proxy every connection is tunnelled through (`CONNECT host:port`). */
+  proxy: URL | undefined;
+  connectTimeoutMs: number;
+}
+
+export type Connect = buildConnector.connector;
+
+/**
+ * Opens the sockets undici's pools use: straight to the receiver (the guarded lookup picks the
+ * address, and the peer is checked again once connected, so the address checked is the address
+ * connected to), or through a CONNECT tunnel of the egress proxy. Every socket carries the answer
+ * budget. `close` drops the proxy's pool and the TLS session cache with it.
+ */
+export function createConnector(options: ConnectorOptions): { connect: Connect; close(): Promise<void> } {
+  const timeout = options.connectTimeoutMs;
+  const direct = buildConnector({ lookup: options.lookup, timeout });
+  const proxy = options.proxy === undefined ? undefined : createTunnels(options.proxy, timeout);
+
+  const connect: Connect = (target, callback) => {
+    const done: buildConnector.Callback = (error, socket) => {
+      if (error !== null) return callback(error, null);
+      if (options.checkPeer && proxy === undefined) {
+        // Second line behind the lookup: whatever the route to the socket, its peer must pass too.
+        const refusal = socket.remoteAddress === undefined ? null : refusalOf(socket.remoteAddress);
+        if (refusal !== null) {
+          options.report({ hostname: target.hostname, addresses: [socket.remoteAddress!], reasons: [refusal] });
+          socket.destroy();
+          return callback(new RefusedAddressError(refusedHostMessage(target.hostname)), null);
+        }
+      }
+      budgetAnswers(socket);
+      callback(null, socket);
+    };
+    if (proxy === undefined) return direct(target, done);
+    // The proxy resolves the host itself: the guard checks what it resolves to here, before the tunnel.
+    options.lookup(target.hostname, { all: true }, (error) => {
+      if (error) return callback(error, null);
+      proxy.open(target, done);
+    });
+  };
+  return { connect, close: async () => proxy?.close() };
+}
+
+/**
+ * Tunnels through an `http://` or `https://` proxy with CONNECT, for http and https receivers alike:
+ * each tunnel reaches one receiver, so every bound and the no-stray-bytes rule hold end to end, and
+ * the proxy sees which host is called (an allow-list proxy such as Smokescreen decides on it).
+ */
+function createTunnels(proxy: URL, timeout: number) {
+  const headers: Record<string, string> = {};
+  if (proxy.username !== '' || proxy.password !== '') {
+    const credentials = `${decodeURIComponent(proxy.username)}:${decodeURIComponent(proxy.password)}`;
+    headers['proxy-authorization'] = `Basic ${Buffer.from(credentials).toString('base64')}`;
+  }
+  const where = `${proxy.protocol}//${proxy.host}`;
+  const pool = new Pool(where, { connect: buildConnector({ timeout }) });
+  const tls = buildConnector({ timeout });
+
+  function open(target: buildConnector.Options, callback: buildConnector.Callback): void {
+    const port = target.port !== '' ? target.port : target.protocol === 'https:' ? '443' : '80';
+    // undici hands the host name over unbracketed; CONNECT's authority brackets an IPv6 address.
+    const authority = `${target.hostname.includes(':') ? `[${target.hostname}]` : target.hostname}:${port}`;
+    pool.connect({ path: authority, headers: { ...headers, host: authority } }).then(
+      ({ statusCode, socket }) => {
+        if (statusCode !== 200) {
+          socket.destroy();
+          return callback(new ProxyError(`the proxy ${where} answered ${statusCode} to CONNECT ${authority}`), null);
+        }
+        if (target.protocol !== 'https:') return callback(null, socket as Socket);
+        tls({ ...target, httpSocket: socket as Socket }, callback);
+      },
+      (error: Error) => callback(new ProxyError(`the proxy ${where} could not open a tunnel: ${error.message}`), null),
+    );
+  }
+  return { open, close: () => pool.close() };
+}
+
+/**
+ * Closes the socket once an answer has put more than `MAX_ANSWER_WIRE_BYTES` on the wire since
+ * the request was written. undici reads the socket on `readable`; this listener runs first, so
+ * the bytes past the budget are never parsed. A request is one write burst (pipelining is off),
+ * so a change of `bytesWritten` marks the next answer's start.
+ */
+function budgetAnswers(socket: Socket): void {
+  let written = socket.bytesWritten;
+  let start = socket.bytesRead;
+  let seen = start;
+  socket.prependListener('readable', () => {
+    if (socket.bytesWritten !== written) {
+      written = socket.bytesWritten;
+      start = seen;
+    }
+    seen = socket.bytesRead;
+    if (seen - start > MAX_ANSWER_WIRE_BYTES) {
+      socket.destroy(new AnswerBoundError(`invalid response: its framing passed ${MAX_ANSWER_WIRE_BYTES / 1024} KiB before the answer was complete`));
+    }
+  });
+}

@@ -1,0 +1,218 @@
+import net from 'node:net';
+import { Pool } from 'undici';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { httpTransport } from '../../adapters/http-transport/index.js';
+import { MAX_ANSWER_WIRE_BYTES } from '../../adapters/http-transport/connector.js';
+import { createPools } from '../../adapters/http-transport/pools.js';
+import type { WebhookCall } from '../../src/ports.js';
+import { rawServer } from '../helpers/raw-server.js';
+
+// Receivers a hostile tenant would run: each breaks one bound, and the call must end at that bound,
+// promptly, with an error that names it.
+
+const call = (url: string, accountId = 'acc_a'): WebhookCall => ({
+  accountId,
+  url,
+  body: '{"id":"evt_1"}',
+  headers: { 'Content-Type': 'application/json', 'webhook-id': 'evt_1' },
+});
+
+/** Patches `net.connect` to keep the sockets the transport opens, to read how much it took in. */
+function watchSockets() {
+  const original = net.connect;
+  const sockets: net.Socket[] = [];
+  net.connect = function (...args: unknown[]) {
+    const socket = (original as (...a: unknown[]) => net.Socket)(...args);
+    sockets.push(socket);
+    return socket;
+  } as typeof net.connect;
+  return {
+    get bytesRead() {
+      return sockets.reduce((sum, socket) => sum + socket.bytesRead, 0);
+    },
+    restore: () => void (net.connect = original),
+  };
+}
+
+/** What the transport may read of an answer that breaks a bound: the budget, plus the read that crossed it. */
+const MOST_READ = MAX_ANSWER_WIRE_BYTES + 64 * 1024;
+
+/** Writes `piece` on `socket` for as long as it stays open. */
+function flood(socket: net.Socket, piece: string): void {
+  const block = Buffer.from(piece.repeat(Math.ceil(16384 / piece.length)), 'latin1');
+  const more = () => {
+    while (!socket.destroyed && socket.writable) {
+      if (!socket.write(block)) return void socket.once('drain', more);
+    }
+  };
+  more();
+}
+
+/** A receiver that answers every request with `head` and then floods `piece` until the connection closes. */
+async function flooding(head: string, piece: string) {
+  const server = await rawServer((request, connection, socket) => {
+    socket.write(head);
+    flood(socket, piece);
+    return 'silent';
+  });
+  return { server };
+}
+
+test('an endless stream of interim (1xx) answers ends the call after the eighth, not at the deadline', async () => {
+  const { server } = await flooding('', 'HTTP/1.1 103 Early Hints\r\n\r\n');
+  const transport = httpTransport({ allowPrivateNetworks: true });
+  const sockets = watchSockets();
+  try {
+    const result = await transport.send(call(server.url), { timeoutMs: 10_000 });
+    assert.equal(result, { statusCode: null, headers: {}, error: 'invalid response: more than 8 interim (1xx) answers' });
+    assert.ok(sockets.bytesRead <= MOST_READ, `${sockets.bytesRead} bytes read`);
+  } finally {
+    sockets.restore();
+    await transport.close!();
+    await server.close();
+  }
+});
+
+test('an unrequested 100 Continue is refused at once', async () => {
+  const { server } = await flooding('', 'HTTP/1.1 100 Continue\r\n\r\n');
+  const transport = httpTransport({ allowPrivateNetworks: true });
+  try {
+    const result = await transport.send(call(server.url), { timeoutMs: 10_000 });
+    assert.equal([result.statusCode, result.error], [null, 'invalid response: an answer that does not fit the request (an unrequested 100 Continue)']);
+  } finally {
+    await transport.close!();
+    await server.close();
+  }
+});
+
+test('chunk framing is bounded: an endless chunk extension, or padding around one-byte chunks, fails the call at the wire budget', async () => {
+  const head = 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n';
+  for (const [label, start, piece] of [
+    ['one endless extension', `${head}1;`, 'x'],
+    ['padded one-byte chunks', head, `1;${'p'.repeat(500)}\r\nx\r\n`],
+  ] as const) {
+    const { server } = await flooding(start, piece);
+    const transport = httpTransport({ allowPrivateNetworks: true });
+    const sockets = watchSockets();
+    try {
+      const result = await transport.send(call(server.url), { timeoutMs: 10_000 });
+      assert.equal([result.statusCode, result.error], [null, 'invalid response: its framing passed 256 KiB before the answer was complete'], label);
+      assert.ok(sockets.bytesRead <= MOST_READ, `${label}: ${sockets.bytesRead} bytes read`);
+    } finally {
+      sockets.restore();
+      await transport.close!();
+      await server.close();
+    }
+  }
+});
+
+test('a head or trailers over 16 KiB fail the call', async () => {
+  const big = 'x'.repeat(17 * 1024);
+  const answers = [
+    `HTTP/1.1 200 OK\r\nX-Big: ${big}\r\nContent-Length: 0\r\n\r\n`,
+    `HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\nX-Trailer: ${big}\r\n\r\n`,
+  ];
+  for (const answer of answers) {
+    const server = await rawServer(() => answer);
+    const transport = httpTransport({ allowPrivateNetworks: true });
+    try {
+      const result = await transport.send(call(server.url), { timeoutMs: 5000 });
+      assert.equal([result.statusCode, result.error], [null, 'invalid response: its head or trailers are over 16 KiB']);
+    } finally {
+      await transport.close!();
+      await server.close();
+    }
+  }
+});
+
+test('a status outside 100–599 is a failed attempt that names it', async () => {
+  for (const [status, shown] of [['999', 999], ['099', 99], ['600', 600]] as const) {
+    const server = await rawServer(() => `HTTP/1.1 ${status} Odd\r\nContent-Length: 0\r\n\r\n`);
+    const transport = httpTransport({ allowPrivateNetworks: true });
+    try {
+      const result = await transport.send(call(server.url), { timeoutMs: 5000 });
+      assert.equal([result.statusCode, result.error], [null, `invalid response: ${shown} is not an HTTP status code (100–599)`]);
+    } finally {
+      await transport.close!();
+      await server.close();
+    }
+  }
+});
+
+test('an answer with bare LF line ends is settled at once, not left to time out', async () => {
+  const server = await rawServer(() => 'HTTP/1.1 200 OK\nContent-Length: 2\n\nok');
+  const transport = httpTransport({ allowPrivateNetworks: true });
+  try {
+    const started = Date.now();
+    const result = await transport.send(call(server.url), { timeoutMs: 5000 });
+    assert.ok(result.statusCode === 200 || /^invalid response: /.test(result.error ?? ''), JSON.stringify(result));
+    assert.ok(Date.now() - started < 4000, 'settled before the deadline');
+  } finally {
+    await transport.close!();
+    await server.close();
+  }
+});
+
+test('bytes a receiver sends on an idle connection close it: the next call gets its own answer on a new one', async () => {
+  const server = await rawServer((request, connection, socket) => {
+    if (connection > 1) return 'HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n';
+    setTimeout(() => socket.write('HTTP/1.1 299 Stray\r\nContent-Length: 0\r\n\r\n'), 20);
+    return 'HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n';
+  });
+  const transport = httpTransport({ allowPrivateNetworks: true });
+  try {
+    assert.is((await transport.send(call(server.url), { timeoutMs: 5000 })).statusCode, 200);
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    const next = await transport.send(call(server.url), { timeoutMs: 5000 });
+    assert.equal([next.statusCode, next.error], [202, null]);
+    assert.equal(server.requests.map((request) => request.connection), [1, 2]);
+  } finally {
+    await transport.close!();
+    await server.close();
+  }
+});
+
+test('connections are never shared across accounts: a late stray answer cannot reach another account\'s call', async () => {
+  // Connection 1 answers, then sends a stray answer a few ms later; any other connection answers 202.
+  const server = await rawServer((request, connection, socket) => {
+    if (connection > 1) return 'HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n';
+    setTimeout(() => socket.write('HTTP/1.1 299 Stray\r\nContent-Length: 0\r\n\r\n'), 3);
+    return 'HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n';
+  });
+  const transport = httpTransport({ allowPrivateNetworks: true });
+  try {
+    assert.is((await transport.send(call(server.url, 'acc_a'), { timeoutMs: 5000 })).statusCode, 200);
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    const other = await transport.send(call(server.url, 'acc_b'), { timeoutMs: 5000 });
+    assert.equal([other.statusCode, other.error], [202, null]);
+    assert.equal(server.requests.map((request) => request.connection), [1, 2]);
+  } finally {
+    await transport.close!();
+    await server.close();
+  }
+});
+
+test('a pool is dropped once its connections have closed: nothing is kept per origin ever called', async () => {
+  // Answers keep-alive, then closes the idle connection after 50 ms, as a receiver's server would.
+  const server = await rawServer((request, connection, socket) => {
+    setTimeout(() => socket.end(), 50);
+    return 'HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n';
+  });
+  const pools = createPools((origin) => new Pool(origin));
+  try {
+    for (const account of ['acc_a', 'acc_b', 'acc_c']) {
+      const { statusCode, body } = await pools.get(account, `http://127.0.0.1:${server.port}`).request({ path: '/', method: 'POST', body: '{}' });
+      await body.dump();
+      assert.is(statusCode, 200);
+    }
+    assert.is(pools.size, 3, 'one pool per account and origin');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.is(pools.size, 0, 'the receiver closed the idle connections, and the pools went with them');
+  } finally {
+    await pools.close();
+    await server.close();
+  }
+});
+
+test.run();
