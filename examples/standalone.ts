@@ -13,6 +13,7 @@ import { fsBlobs, fsStorage } from '../adapters/fs/index.js';
 import { ensureDirectory, writeFileAtomically } from '../adapters/fs/durable.js';
 import { connectDatabase } from '../adapters/sql/connect.js';
 import { sqlAdapters } from '../adapters/sql/index.js';
+import { httpTransport } from '../adapters/http-transport/index.js';
 
 const logger = jsonLineLogger(process.env.LOG_LEVEL === 'debug' ? 'debug' : 'info');
 const list = (value: string | undefined) => (value ?? '').split(',').map((item) => item.trim()).filter(Boolean);
@@ -95,6 +96,8 @@ async function main() {
     signingKeys,
     logger,
     webhooks: { allowPrivateNetworks },
+    // Webhook calls through an egress proxy (static egress addresses, an SSRF-hardening proxy).
+    ...(process.env.PORTAL_WEBHOOK_PROXY ? { transport: httpTransport({ allowPrivateNetworks, proxy: process.env.PORTAL_WEBHOOK_PROXY, logger }) } : {}),
     // The customer portal page: sign in there with the API key.
     ui: { path: '/portal' },
     ...(process.env.PUBLIC_URL ? { publicUrl: process.env.PUBLIC_URL } : {}),

@@ -526,7 +526,7 @@ test('https: a receiver whose certificate is not trusted is refused; one that is
       const child = await execFileAsync(process.execPath, ['--input-type=module', '-e', `
         const { httpTransport } = await import(${JSON.stringify(new URL('../../adapters/http-transport/index.js', import.meta.url).href)});
         const transport = httpTransport({ allowPrivateNetworks: true });
-        const call = (n) => ({ url: 'https://localhost:${port}/in', body: '{"n":' + n + '}', headers: { 'Content-Type': 'application/json' } });
+        const call = (n) => ({ accountId: 'acc_1', url: 'https://localhost:${port}/in', body: '{"n":' + n + '}', headers: { 'Content-Type': 'application/json' } });
         const results = [await transport.send(call(1), { timeoutMs: 5000 }), await transport.send(call(2), { timeoutMs: 5000 })];
         console.log(JSON.stringify(results.map((r) => [r.statusCode, r.error])));
         await transport.close();

@@ -1,0 +1,130 @@
+import { execFile, execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import https from 'node:https';
+import type { LookupAddress } from 'node:dns';
+import type { LookupFunction } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { httpTransport } from '../../adapters/http-transport/index.js';
+import type { WebhookCall } from '../../src/ports.js';
+import { errorMessage } from '../../src/errors.js';
+import { startConnectProxy } from '../helpers/connect-proxy.js';
+import { startReceiver } from '../helpers/receiver.js';
+
+const call = (url: string): WebhookCall => ({ accountId: 'acc_1', url, body: '{"id":"evt_1"}', headers: { 'Content-Type': 'application/json' } });
+
+/** DNS as the portal would see it for a receiver on the internet: `receiver.test` is public, `inside.test` private. */
+const lookup: LookupFunction = (hostname, options, callback) => {
+  const table: Record<string, string> = { 'receiver.test': '93.184.215.14', 'inside.test': '10.0.0.7' };
+  const address = table[hostname];
+  if (address === undefined) return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), '', 0);
+  if (options.all) callback(null, [{ address, family: 4 } satisfies LookupAddress]);
+  else callback(null, address, 4);
+};
+
+test('calls go through the proxy\'s CONNECT tunnel, with its credentials, and the guard still decides', async () => {
+  const receiver = await startReceiver();
+  // The proxy, not the portal, reaches the receiver: it routes receiver.test to this machine.
+  const proxy = await startConnectProxy({ route: (host) => (host === 'receiver.test' ? '127.0.0.1' : host) });
+  const transport = httpTransport({ proxy: `http://portal:s%3Acret@127.0.0.1:${proxy.port}`, lookup });
+  try {
+    const url = `http://receiver.test:${receiver.port}/hook`;
+    const first = await transport.send(call(url), { timeoutMs: 5000 });
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    const second = await transport.send(call(url), { timeoutMs: 5000 });
+    assert.equal([first.statusCode, second.statusCode, first.error], [200, 200, null]);
+    assert.is(receiver.received.length, 2);
+    assert.is(receiver.received[0]!.headers.host, `receiver.test:${receiver.port}`);
+    assert.equal(proxy.tunnels, [{ authority: `receiver.test:${receiver.port}`, authorization: `Basic ${Buffer.from('portal:s:cret').toString('base64')}` }], 'one tunnel, kept alive for the second call');
+    // A host that resolves to a private address is refused before the proxy is asked for anything.
+    const inside = await transport.send(call('http://inside.test/hook'), { timeoutMs: 5000 });
+    assert.equal([inside.statusCode, inside.error], [null, 'refused to call inside.test: its address is not allowed (allowPrivateNetworks is off)']);
+    const literal = await transport.send(call('http://127.0.0.1/hook'), { timeoutMs: 5000 });
+    assert.match(literal.error ?? '', /^refused to call 127\.0\.0\.1: a loopback address/);
+    assert.is(proxy.tunnels.length, 1);
+  } finally {
+    await transport.close!();
+    await proxy.close();
+    await receiver.close();
+  }
+});
+
+test('a proxy that refuses the tunnel, or cannot be reached, is named as the failure, without its credentials', async () => {
+  const proxy = await startConnectProxy({ refuse: 403 });
+  const refusing = httpTransport({ proxy: `http://portal:secret@127.0.0.1:${proxy.port}`, lookup });
+  try {
+    const result = await refusing.send(call('https://receiver.test/hook'), { timeoutMs: 5000 });
+    assert.equal([result.statusCode, result.error], [null, `the proxy http://127.0.0.1:${proxy.port} answered 403 to CONNECT receiver.test:443`]);
+  } finally {
+    await refusing.close!();
+    await proxy.close();
+  }
+  const gone = httpTransport({ proxy: `http://portal:secret@127.0.0.1:${proxy.port}`, lookup });
+  try {
+    const result = await gone.send(call('http://receiver.test/hook'), { timeoutMs: 5000 });
+    assert.is(result.statusCode, null);
+    assert.match(result.error ?? '', new RegExp(`^the proxy http://127\\.0\\.0\\.1:${proxy.port} could not open a tunnel: .*ECONNREFUSED`));
+    assert.not.match(result.error ?? '', /secret/);
+  } finally {
+    await gone.close!();
+  }
+});
+
+test('a proxy option that is not an http or https URL is refused when the transport is made', () => {
+  for (const proxy of ['socks5://127.0.0.1:1080', 'not a url', 'ftp://proxy']) {
+    assert.throws(() => httpTransport({ proxy }), /proxy must be an http:\/\/ or https:\/\/ URL/, proxy);
+  }
+});
+
+test('https receivers are reached through the tunnel with TLS to the receiver, trusted by NODE_EXTRA_CA_CERTS', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'portal-proxy-tls-'));
+  try {
+    try {
+      execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
+        '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost'], { stdio: 'ignore' });
+    } catch (error) {
+      console.log(`  skipped: the https-through-a-proxy test needs openssl to make a certificate (${errorMessage(error)})`);
+      return;
+    }
+    const server = https.createServer({ key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) }, (req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(202).end());
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as { port: number };
+    const proxy = await startConnectProxy({ route: () => '127.0.0.1' });
+    try {
+      // Spawned, not spawnSync: the receiver and the proxy answer from this process's event loop.
+      const child = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', `
+        const { httpTransport } = await import(${JSON.stringify(new URL('../../adapters/http-transport/index.js', import.meta.url).href)});
+        const transport = httpTransport({ allowPrivateNetworks: true, proxy: 'http://127.0.0.1:${proxy.port}' });
+        const call = { accountId: 'acc_1', url: 'https://localhost:${port}/in', body: '{}', headers: { 'Content-Type': 'application/json' } };
+        const result = await transport.send(call, { timeoutMs: 5000 });
+        console.log(JSON.stringify([result.statusCode, result.error]));
+        await transport.close();
+      `], { env: { ...process.env, NODE_EXTRA_CA_CERTS: join(dir, 'cert.pem') }, encoding: 'utf8', timeout: 20_000 });
+      assert.is(child.stdout.trim(), '[202,null]', child.stderr);
+      assert.equal(proxy.tunnels.map((tunnel) => tunnel.authority), [`localhost:${port}`]);
+      // Without the CA the receiver's certificate is refused, and the error is the receiver's, not the proxy's.
+      const untrusted = httpTransport({ allowPrivateNetworks: true, proxy: proxy.url });
+      try {
+        const result = await untrusted.send(call(`https://localhost:${port}/in`), { timeoutMs: 5000 });
+        assert.is(result.statusCode, null);
+        assert.match(result.error ?? '', /self[- ]signed certificate/);
+      } finally {
+        await untrusted.close!();
+      }
+    } finally {
+      await proxy.close();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test.run();
