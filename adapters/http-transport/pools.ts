@@ -7,19 +7,25 @@ import type { Pool } from 'undici';
  * by the connections open, not by every origin ever called.
  */
 export function createPools(make: (origin: string) => Pool) {
-  const pools = new Map<string, Pool>();
+  /** Account → origin → pool: two lookups instead of a key string made for every call. */
+  const pools = new Map<string, Map<string, Pool>>();
+  let size = 0;
 
   function get(accountId: string, origin: string): Pool {
-    const key = `${accountId} ${origin}`;
-    let pool = pools.get(key);
+    let ofAccount = pools.get(accountId);
+    const pool = ofAccount?.get(origin);
     if (pool !== undefined) return pool;
+    if (ofAccount === undefined) pools.set(accountId, (ofAccount = new Map()));
     const created = make(origin);
+    const kept = ofAccount;
     let connected = 0;
     const dropIfUnused = () => {
-      if (connected > 0 || pools.get(key) !== created) return;
-      pools.delete(key);
+      if (connected > 0 || kept.get(origin) !== created) return;
+      kept.delete(origin);
+      size--;
+      if (kept.size === 0 && pools.get(accountId) === kept) pools.delete(accountId);
       // Graceful: a call queued on it still goes out; the next call gets a new pool.
-      void created.close();
+      created.close().catch(() => {});
     };
     created
       .on('connect', () => connected++)
@@ -28,7 +34,8 @@ export function createPools(make: (origin: string) => Pool) {
         dropIfUnused();
       })
       .on('connectionError', dropIfUnused);
-    pools.set(key, created);
+    ofAccount.set(origin, created);
+    size++;
     return created;
   }
 
@@ -36,11 +43,16 @@ export function createPools(make: (origin: string) => Pool) {
     get,
     /** How many pools are kept (for the tests of the bound). */
     get size() {
-      return pools.size;
+      return size;
     },
     async close(): Promise<void> {
-      const all = [...pools.values()];
+      const all = [...pools.values()].flatMap((ofAccount) => {
+        const kept = [...ofAccount.values()];
+        ofAccount.clear();
+        return kept;
+      });
       pools.clear();
+      size = 0;
       await Promise.all(all.map((pool) => pool.destroy()));
     },
   };
