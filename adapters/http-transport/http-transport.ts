@@ -1,11 +1,13 @@
 import dns from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import { LRUCache } from 'lru-cache';
-import { Pool, type Dispatcher } from 'undici';
-import type { WebhookCallResult, WebhookTransport } from '../../src/ports.js';
-import { errorMessage } from '../../src/errors.js';
+import { Pool } from 'undici';
+import type { WebhookTransport } from '../../src/ports.js';
 import type { Logger } from '../../src/shared/logger.js';
 import { refusalOf } from './address-guard.js';
+import { CallHandler, MAX_HEAD_BYTES } from './call-handler.js';
+
+export { MAX_RESPONSE_BYTES } from './call-handler.js';
 import { createConnector, RefusedAddressError, refusedHostMessage, type RefusalReport } from './connector.js';
 import { createPools } from './pools.js';
 
@@ -36,12 +38,6 @@ export interface HttpTransportOptions {
   logger?: Logger;
 }
 
-/** At most this much of a response body is read, then dropped: a receiver's answer is never kept. */
-export const MAX_RESPONSE_BYTES = 64 * 1024;
-/** The most a response head (or its trailers) may take. */
-export const MAX_HEAD_BYTES = 16 * 1024;
-/** Interim (1xx) answers read before the final one; past this the call fails. */
-export const MAX_INTERIM_ANSWERS = 8;
 /**
  * Idle keep-alive sockets are closed after this long: shorter than Node's own server default (5 s)
  * so the transport, not the receiver, closes an idle socket, and a call rarely meets a reset one.
@@ -122,26 +118,6 @@ function requestHeaders(headers: Record<string, string>): Record<string, string>
   return Object.fromEntries(Object.entries(headers).filter(([name]) => !OWN_HEADERS.has(name.toLowerCase())));
 }
 
-/** What the tenant reads for an error undici reports: the bound or the fault, in words. */
-function describe(error: Error & { code?: string }, timeoutMs: number): string {
-  switch (error.code) {
-    case 'UND_ERR_HEADERS_OVERFLOW':
-      return `invalid response: its head or trailers are over ${MAX_HEAD_BYTES / 1024} KiB`;
-    case 'UND_ERR_CONNECT_TIMEOUT':
-      return `timed out after ${timeoutMs} ms`;
-    case 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH':
-      // Also what undici reports for two different Content-Length headers.
-      return 'invalid response: its body does not match its Content-Length';
-    case 'UND_ERR_SOCKET':
-      // undici refuses a 100 Continue the request did not ask for, and bytes that answer no request.
-      if (error.message === 'bad response') return 'invalid response: an answer that does not fit the request (an unrequested 100 Continue)';
-      if (error.message === 'other side closed' || error.message === 'closed') return 'the receiver closed the connection before answering';
-      return error.message;
-  }
-  if (error.name === 'HTTPParserError') return `invalid response: ${error.message.replace(/^Response does not match the HTTP\/1\.1 protocol \((.*)\)$/, '$1')}`;
-  return errorMessage(error);
-}
-
 /**
  * Webhook calls as HTTP/1.1 POSTs on undici's kept-alive pools, behind an SSRF guard: http and https
  * only, no credentials, no redirects followed (a 3xx is answered as it came), the resolved address
@@ -201,7 +177,10 @@ export function httpTransport(options: HttpTransportOptions = {}): WebhookTransp
       if (typeof headers === 'string') return { statusCode: null, headers: {}, error: headers };
       const limit = Math.min(timeoutMs, defaultTimeoutMs);
       const pool = opened().pools.get(call.accountId, checked.origin);
-      return exchange(pool, { path: checked.path, headers, body: call.body }, limit, signal);
+      return new Promise((resolve) => {
+        const handler = new CallHandler(resolve, limit, signal);
+        pool.dispatch({ path: checked.path, method: 'POST', headers, body: call.body }, handler);
+      });
     },
     async close() {
       const closing = open;
@@ -219,78 +198,4 @@ function proxyUrl(text: string): URL {
     throw new TypeError('httpTransport: proxy must be an http:// or https:// URL');
   }
   return url;
-}
-
-interface Request {
-  path: string;
-  headers: Record<string, string>;
-  body: string;
-}
-
-/** Sends one POST on `pool` and resolves what came of it, once, by the deadline at the latest. */
-function exchange(pool: Dispatcher, request: Request, timeoutMs: number, signal: AbortSignal | undefined): Promise<WebhookCallResult> {
-  return new Promise((resolve) => {
-    let controller: Dispatcher.DispatchController | undefined;
-    let statusCode: number | null = null;
-    let answerHeaders: WebhookCallResult['headers'] = {};
-    let interim = 0;
-    let bodyBytes = 0;
-    let settled = false;
-    /** undici has finished with the request (answered whole, or failed): nothing left to abort. */
-    let completed = false;
-
-    const finish = (result: WebhookCallResult) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-      resolve(result);
-      // A call decided before its answer was whole leaves nothing on its connection: undici closes it.
-      if (controller !== undefined && !completed) controller.abort(new Error('the call was decided'));
-    };
-    /** The status arrived: that decides the call, whatever happens to the rest of the body. */
-    const answered = () => finish({ statusCode, headers: answerHeaders, error: null });
-    const fail = (error: string) => (statusCode === null ? finish({ statusCode: null, headers: {}, error }) : answered());
-    const refuse = (error: string) => finish({ statusCode: null, headers: {}, error });
-
-    const timer = setTimeout(() => fail(`timed out after ${timeoutMs} ms`), timeoutMs);
-    timer.unref();
-    const onAbort = () => fail('aborted');
-    signal?.addEventListener('abort', onAbort, { once: true });
-
-    pool.dispatch(
-      { path: request.path, method: 'POST', headers: request.headers, body: request.body },
-      {
-        onRequestStart(started) {
-          controller = started;
-          // Decided while it waited for a connection (deadline, abort): it is not sent at all.
-          if (settled) started.abort(new Error('the call was decided'));
-        },
-        onResponseStart(started, status, headers) {
-          if (status < 100 || status > 599) return refuse(`invalid response: ${status} is not an HTTP status code (100–599)`);
-          if (status < 200) {
-            if (++interim > MAX_INTERIM_ANSWERS) refuse(`invalid response: more than ${MAX_INTERIM_ANSWERS} interim (1xx) answers`);
-            return;
-          }
-          statusCode = status;
-          answerHeaders = headers;
-        },
-        onResponseData(started, chunk) {
-          bodyBytes += chunk.length;
-          if (bodyBytes > MAX_RESPONSE_BYTES) answered();
-        },
-        onResponseEnd() {
-          completed = true;
-          answered();
-        },
-        onResponseError(started, error) {
-          completed = true;
-          const message = describe(error, timeoutMs);
-          // An answer that broke a bound or the protocol is no answer, whatever status it began with.
-          if (message.startsWith('invalid response:')) finish({ statusCode: null, headers: {}, error: message });
-          else fail(message);
-        },
-      },
-    );
-  });
 }
