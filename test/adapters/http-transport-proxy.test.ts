@@ -1,17 +1,13 @@
-import { execFile, execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import https from 'node:https';
+import { execFile } from 'node:child_process';
 import type { LookupAddress } from 'node:dns';
 import type { LookupFunction } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { httpTransport } from '../../adapters/http-transport/index.js';
 import type { WebhookCall } from '../../src/ports.js';
-import { errorMessage } from '../../src/errors.js';
 import { startConnectProxy } from '../helpers/connect-proxy.js';
+import { startHttpsReceiver } from '../helpers/https-receiver.js';
 import { startReceiver } from '../helpers/receiver.js';
 
 const call = (url: string): WebhookCall => ({ accountId: 'acc_1', url, body: '{"id":"evt_1"}', headers: { 'Content-Type': 'application/json' } });
@@ -80,50 +76,34 @@ test('a proxy option that is not an http or https URL is refused when the transp
 });
 
 test('https receivers are reached through the tunnel with TLS to the receiver, trusted by NODE_EXTRA_CA_CERTS', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'portal-proxy-tls-'));
+  const receiver = await startHttpsReceiver('the https-through-a-proxy test');
+  if (receiver === null) return;
+  const { port } = receiver;
+  const proxy = await startConnectProxy({ route: () => '127.0.0.1' });
   try {
+    // Spawned, not spawnSync: the receiver and the proxy answer from this process's event loop.
+    const child = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', `
+      const { httpTransport } = await import(${JSON.stringify(new URL('../../adapters/http-transport/index.js', import.meta.url).href)});
+      const transport = httpTransport({ allowPrivateNetworks: true, proxy: 'http://127.0.0.1:${proxy.port}' });
+      const call = { accountId: 'acc_1', url: 'https://localhost:${port}/in', body: '{}', headers: { 'Content-Type': 'application/json' } };
+      const result = await transport.send(call, { timeoutMs: 5000 });
+      console.log(JSON.stringify([result.statusCode, result.error]));
+      await transport.close();
+    `], { env: { ...process.env, NODE_EXTRA_CA_CERTS: receiver.certificate }, encoding: 'utf8', timeout: 20_000 });
+    assert.is(child.stdout.trim(), '[202,null]', child.stderr);
+    assert.equal(proxy.tunnels.map((tunnel) => tunnel.authority), [`localhost:${port}`]);
+    // Without the CA the receiver's certificate is refused, and the error is the receiver's, not the proxy's.
+    const untrusted = httpTransport({ allowPrivateNetworks: true, proxy: proxy.url });
     try {
-      execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-        '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost'], { stdio: 'ignore' });
-    } catch (error) {
-      console.log(`  skipped: the https-through-a-proxy test needs openssl to make a certificate (${errorMessage(error)})`);
-      return;
-    }
-    const server = https.createServer({ key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) }, (req, res) => {
-      req.resume();
-      req.on('end', () => res.writeHead(202).end());
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const { port } = server.address() as { port: number };
-    const proxy = await startConnectProxy({ route: () => '127.0.0.1' });
-    try {
-      // Spawned, not spawnSync: the receiver and the proxy answer from this process's event loop.
-      const child = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', `
-        const { httpTransport } = await import(${JSON.stringify(new URL('../../adapters/http-transport/index.js', import.meta.url).href)});
-        const transport = httpTransport({ allowPrivateNetworks: true, proxy: 'http://127.0.0.1:${proxy.port}' });
-        const call = { accountId: 'acc_1', url: 'https://localhost:${port}/in', body: '{}', headers: { 'Content-Type': 'application/json' } };
-        const result = await transport.send(call, { timeoutMs: 5000 });
-        console.log(JSON.stringify([result.statusCode, result.error]));
-        await transport.close();
-      `], { env: { ...process.env, NODE_EXTRA_CA_CERTS: join(dir, 'cert.pem') }, encoding: 'utf8', timeout: 20_000 });
-      assert.is(child.stdout.trim(), '[202,null]', child.stderr);
-      assert.equal(proxy.tunnels.map((tunnel) => tunnel.authority), [`localhost:${port}`]);
-      // Without the CA the receiver's certificate is refused, and the error is the receiver's, not the proxy's.
-      const untrusted = httpTransport({ allowPrivateNetworks: true, proxy: proxy.url });
-      try {
-        const result = await untrusted.send(call(`https://localhost:${port}/in`), { timeoutMs: 5000 });
-        assert.is(result.statusCode, null);
-        assert.match(result.error ?? '', /self[- ]signed certificate/);
-      } finally {
-        await untrusted.close!();
-      }
+      const result = await untrusted.send(call(`https://localhost:${port}/in`), { timeoutMs: 5000 });
+      assert.is(result.statusCode, null);
+      assert.match(result.error ?? '', /self[- ]signed certificate/);
     } finally {
-      await proxy.close();
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
+      await untrusted.close!();
     }
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    await proxy.close();
+    await receiver.close();
   }
 });
 

@@ -1,9 +1,5 @@
-import { execFile, execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execFile } from 'node:child_process';
 import http from 'node:http';
-import https from 'node:https';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { LookupAddress } from 'node:dns';
 import net, { type LookupFunction } from 'node:net';
@@ -15,9 +11,9 @@ import { classifyAddress, type AddressKind } from '../../adapters/http-transport
 import { MAX_RESPONSE_BYTES } from '../../adapters/http-transport/http-transport.js';
 import { guardedLookup } from '../../adapters/http-transport/http-transport.js';
 import type { WebhookCall } from '../../src/ports.js';
-import { errorMessage } from '../../src/errors.js';
 import { silentLogger } from '../../src/shared/logger.js';
 import { rawServer } from '../helpers/raw-server.js';
+import { startHttpsReceiver } from '../helpers/https-receiver.js';
 import { startReceiver } from '../helpers/receiver.js';
 
 const call = (url: string, body = '{"id":"evt_1"}', accountId = 'acc_1'): WebhookCall => ({
@@ -501,44 +497,28 @@ test('a header that would split the request is refused before any connection', a
 });
 
 test('https: a receiver whose certificate is not trusted is refused; one that is, is called', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'portal-tls-'));
+  const receiver = await startHttpsReceiver('the https transport test');
+  if (receiver === null) return;
+  const { port } = receiver;
+  const transport = httpTransport({ allowPrivateNetworks: true });
   try {
-    try {
-      execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-        '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'], { stdio: 'ignore' });
-    } catch (error) {
-      console.log(`  skipped: the https transport test needs openssl to make a certificate (${errorMessage(error)})`);
-      return;
-    }
-    const server = https.createServer({ key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) }, (req, res) => {
-      req.resume();
-      req.on('end', () => res.writeHead(202).end());
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const { port } = server.address() as { port: number };
-    const transport = httpTransport({ allowPrivateNetworks: true });
-    try {
-      const untrusted = await transport.send(call(`https://localhost:${port}/`), { timeoutMs: 5000 });
-      assert.is(untrusted.statusCode, null);
-      assert.match(untrusted.error ?? '', /self[- ]signed certificate/);
-      // The certificate trusted the way an operator would: NODE_EXTRA_CA_CERTS, read at startup.
-      // Spawned, not spawnSync: the receiver answers from this process's event loop.
-      const child = await execFileAsync(process.execPath, ['--input-type=module', '-e', `
-        const { httpTransport } = await import(${JSON.stringify(new URL('../../adapters/http-transport/index.js', import.meta.url).href)});
-        const transport = httpTransport({ allowPrivateNetworks: true });
-        const call = (n) => ({ accountId: 'acc_1', url: 'https://localhost:${port}/in', body: '{"n":' + n + '}', headers: { 'Content-Type': 'application/json' } });
-        const results = [await transport.send(call(1), { timeoutMs: 5000 }), await transport.send(call(2), { timeoutMs: 5000 })];
-        console.log(JSON.stringify(results.map((r) => [r.statusCode, r.error])));
-        await transport.close();
-      `], { env: { ...process.env, NODE_EXTRA_CA_CERTS: join(dir, 'cert.pem') }, encoding: 'utf8', timeout: 20_000 });
-      assert.is(child.stdout.trim(), '[[202,null],[202,null]]', child.stderr);
-    } finally {
-      await transport.close!();
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    }
+    const untrusted = await transport.send(call(`https://localhost:${port}/`), { timeoutMs: 5000 });
+    assert.is(untrusted.statusCode, null);
+    assert.match(untrusted.error ?? '', /self[- ]signed certificate/);
+    // The certificate trusted the way an operator would: NODE_EXTRA_CA_CERTS, read at startup.
+    // Spawned, not spawnSync: the receiver answers from this process's event loop.
+    const child = await execFileAsync(process.execPath, ['--input-type=module', '-e', `
+      const { httpTransport } = await import(${JSON.stringify(new URL('../../adapters/http-transport/index.js', import.meta.url).href)});
+      const transport = httpTransport({ allowPrivateNetworks: true });
+      const call = (n) => ({ accountId: 'acc_1', url: 'https://localhost:${port}/in', body: '{"n":' + n + '}', headers: { 'Content-Type': 'application/json' } });
+      const results = [await transport.send(call(1), { timeoutMs: 5000 }), await transport.send(call(2), { timeoutMs: 5000 })];
+      console.log(JSON.stringify(results.map((r) => [r.statusCode, r.error])));
+      await transport.close();
+    `], { env: { ...process.env, NODE_EXTRA_CA_CERTS: receiver.certificate }, encoding: 'utf8', timeout: 20_000 });
+    assert.is(child.stdout.trim(), '[[202,null],[202,null]]', child.stderr);
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    await transport.close!();
+    await receiver.close();
   }
 });
 
