@@ -55,6 +55,11 @@ export const ERRORS = {
   INPUT_UNKNOWN_FIELD: { status: 400, message: (owner: string, key: string) => `${owner} has an unknown field "${key}".` },
   ID_MALFORMED: { status: 400, message: idShape },
   QUERY_REPEATED: { status: 400, message: (name: string) => `${name} must be given at most once.` },
+  QUERY_UNKNOWN: {
+    status: 400,
+    message: (name: string, known: readonly string[]) =>
+      `Unknown query parameter "${name}": ${known.length === 0 ? 'this route takes none' : `this route takes ${known.join(', ')}`}.`,
+  },
   EVENT_DATA_NOT_JSON: { status: 400, message: (detail: string) => `event data cannot be written as JSON: ${detail}` },
   EVENT_DATA_NOT_OBJECT: { status: 400, message: () => 'event data must be a JSON object.' },
 

@@ -21,6 +21,8 @@ export interface DownloadGrant {
 
 /** The route's path under the API root; `:attachmentId` is the one path parameter. */
 export const DOWNLOAD_ROUTE = '/downloads/:attachmentId';
+/** The query parameters a link carries. */
+export const DOWNLOAD_QUERY = ['account', 'ticket', 'message', 'expires', 'signature'] as const;
 
 /** 32 characters: 192 bits as base64, 128 as hex; below that a key is too easy to guess offline. */
 export const MIN_SIGNING_KEY_LENGTH = 32;

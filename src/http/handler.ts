@@ -21,6 +21,8 @@ export interface Route {
   /** find-my-way pattern, relative to the base path: `/webhooks/:webhookId`. */
   path: string;
   handler: RouteHandler;
+  /** The query parameters the route reads; any other is refused with 400 (default: none). */
+  query?: readonly string[];
   /** Served without `Authorization` (the signed download route checks its own signature). */
   public?: boolean;
   /**
@@ -150,6 +152,10 @@ export function createHandler(options: HandlerOptions): NodeHandler {
   function answer(context: Exchange, route: Route): Promise<void> | undefined {
     let reply: ReturnType<RouteHandler>;
     try {
+      // A misspelt parameter (`?dir=` for `?directoryId=`) would otherwise be ignored: wrong data, no error.
+      for (const name in context.query) {
+        if (route.query === undefined || !route.query.includes(name)) throw new PortalError('QUERY_UNKNOWN', name, route.query ?? []);
+      }
       reply = route.handler(context);
     } catch (error) {
       fail(context, error, route);

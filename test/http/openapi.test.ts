@@ -41,10 +41,10 @@ test('the exported document is frozen: no importer can change it for the others'
   });
 });
 
-test('every route the handler registers is in the document, with each of its methods', () => {
-  // The route tables only keep their services for later calls: stand-ins do to read their paths.
+/** Every route the handler registers. The route tables only keep their services for later calls: stand-ins do to read their paths. */
+function allRoutes() {
   const stub = {} as never;
-  const routes = [
+  return [
     ...webhookRoutes(stub),
     ...webhookExtensionRoutes(stub),
     ...fileRoutes(stub, { extensions: true }),
@@ -52,6 +52,10 @@ test('every route the handler registers is in the document, with each of its met
     ...downloadRoutes(stub),
     ...agreementRoutes(stub, { extensions: true }),
   ];
+}
+
+test('every route the handler registers is in the document, with each of its methods', () => {
+  const routes = allRoutes();
   const undocumented: string[] = [];
   for (const route of routes) {
     const template = route.path.replace(/:(\w+)/g, '{$1}');
@@ -61,6 +65,18 @@ test('every route the handler registers is in the document, with each of its met
   }
   assert.equal(undocumented, []);
   assert.is(routes.length, 23);
+});
+
+test('the query parameters each route takes are the ones the document lists for it', () => {
+  const routes = allRoutes();
+  for (const route of routes) {
+    const template = route.path.replace(/:(\w+)/g, '{$1}');
+    for (const method of [route.method].flat()) {
+      const parameters: any[] = document.paths[template][method.toLowerCase()].parameters ?? [];
+      const documented = parameters.filter((parameter) => parameter.in === 'query').map((parameter) => parameter.name);
+      assert.equal([...documented].sort(), [...(route.query ?? [])].sort(), `${method} ${template}`);
+    }
+  }
 });
 
 test('every path with a GET lists its HEAD: the same statuses and headers, and no body', () => {

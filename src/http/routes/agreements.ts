@@ -37,6 +37,7 @@ export function agreementRoutes(agreements: AgreementService, options: { extensi
     routes.push({
       method: ['GET', 'HEAD'],
       path: '/agreements',
+      query: ['limit', 'cursor'],
       async handler({ accountId, query }) {
         const { limit, cursor } = query;
         if (Array.isArray(limit)) throw new PortalError('QUERY_REPEATED', 'limit');

@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import { type RangeRequest, parseRange } from '../byte-range.js';
 import { attachmentDisposition } from '../content-disposition.js';
-import { DOWNLOAD_ROUTE, readDownloadRequest } from '../../domain/download-links.js';
+import { DOWNLOAD_QUERY, DOWNLOAD_ROUTE, readDownloadRequest } from '../../domain/download-links.js';
 import { isMediaType } from '../../domain/inputs.js';
 import type { Route } from '../handler.js';
 import { PortalError } from '../../errors.js';
@@ -19,6 +19,7 @@ export function downloadRoutes(tickets: TicketService): Route[] {
     {
       method: ['GET', 'HEAD'],
       path: DOWNLOAD_ROUTE,
+      query: DOWNLOAD_QUERY,
       public: true,
       writesResponse: true,
       async handler({ req, res, params, query }) {

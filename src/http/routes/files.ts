@@ -10,6 +10,7 @@ export function fileRoutes(files: FileService, options: { extensions: boolean })
     {
       method: ['GET', 'HEAD'],
       path: '/files',
+      query: ['directoryId'],
       async handler({ accountId, query }) {
         const directoryId = query.directoryId;
         if (Array.isArray(directoryId)) throw new PortalError('QUERY_REPEATED', 'directoryId');
