@@ -124,6 +124,7 @@ export const ERRORS = {
     message: (maxBytes: number) => `The documents are over the limit of 5 MiB (${maxBytes} bytes) in total.`,
   },
   AGREEMENT_NOT_FOUND: { status: 404, message: (id: string) => `No agreement ${id} in this account.` },
+  DOCUMENT_NOT_FOUND: { status: 404, message: (documentId: string, agreementId: string) => `No document ${documentId} in agreement ${agreementId}.` },
   SIGNER_NOT_FOUND: { status: 404, message: (signerId: string, agreementId: string) => `No signer ${signerId} on agreement ${agreementId}.` },
   SIGNER_ALREADY_SIGNED: {
     status: 409,
@@ -169,7 +170,7 @@ export const ERRORS = {
     message: (attachmentId: string, messageId: string, ticketId: string) =>
       `No attachment ${attachmentId} under message ${messageId} of ticket ${ticketId} in this account.`,
   },
-  ATTACHMENT_REMOVED: { status: 404, message: () => 'The attachment has been removed.' },
+  DOWNLOAD_REMOVED: { status: 404, message: (what: 'attachment' | 'file' | 'document') => `The ${what} has been removed.` },
   LINK_INVALID: {
     status: 403,
     message: () => 'The download link is not valid: it is incomplete, altered, or signed with a key this server does not hold.',
@@ -177,7 +178,7 @@ export const ERRORS = {
   LINK_EXPIRED: { status: 410, message: (expiredAt: string) => `The download link expired at ${expiredAt}; ask for a new one.` },
   RANGE_NOT_SATISFIABLE: {
     status: 416,
-    message: (size: number) => `The requested range is outside the attachment's ${size} bytes.`,
+    message: (size: number) => `The requested range is outside the download's ${size} bytes.`,
     headers: (size: number) => ({ 'accept-ranges': 'bytes', 'content-range': `bytes */${size}` }),
   },
 

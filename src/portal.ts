@@ -29,6 +29,7 @@ import { createAgreementService, type AgreementApi } from './domain/agreements.j
 import { createEventService, type EventService } from './domain/events.js';
 import { createFileService, type FileService } from './domain/files.js';
 import { createTicketService, type TicketService } from './domain/tickets.js';
+import { createDownloadService } from './domain/downloads.js';
 import { createWebhookWorker, type WebhookWorker } from './webhooks/worker.js';
 import { createWebhookService, type WebhookService } from './domain/webhooks.js';
 import { resolveWebhookOptions } from './webhooks/options.js';
@@ -50,11 +51,14 @@ export interface Portal {
   events: EventService;
   /** The delivery worker (`start`, `stop`, `tick`); `null` when `webhooks.worker` is `false`. */
   worker: WebhookWorker | null;
-  /** The file tree: `list`, `createDirectory`, `put`, `get`, `delete`. */
+  /** The file tree: `list`, `createDirectory`, `put`, `get`, `delete`, `downloadLink`. */
   files: FileService;
   /** Ticket message attachments: `putAttachment`, `getAttachment`, `deleteAttachment`, `downloadLink`. */
   tickets: Pick<TicketService, 'putAttachment' | 'getAttachment' | 'deleteAttachment' | 'downloadLink'>;
-  /** Agreements: `get`, `list` (a page, newest first, without signature images), and `sign` for one signer. */
+  /**
+   * Agreements: `get`, `list` (a page, newest first, without signature images), `sign` for one
+   * signer, and `documentDownloadLink` for one of their documents.
+   */
   agreements: AgreementApi;
   /**
    * Listens to the portal's operational events: `webhook.disabled`, `delivery.exhausted`,
@@ -124,15 +128,16 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     maxPerAccount: webhookOptions.maxPerAccount,
   });
   const events = createEventService({ storage, clock, eventTypes, notify });
-  const files = createFileService({ storage, blobs, clock });
-  const tickets = createTicketService({ storage, blobs, clock, signer, publicUrl });
-  const agreements = createAgreementService({ storage, blobs, clock, logger, notify });
+  const downloads = createDownloadService({ storage, blobs, clock, signer, publicUrl });
+  const files = createFileService({ storage, blobs, clock, downloads });
+  const tickets = createTicketService({ storage, blobs, clock, downloads });
+  const agreements = createAgreementService({ storage, blobs, clock, logger, notify, downloads });
   const extensions = options.extensions ?? true;
   const routes: Route[] = [
     ...webhookRoutes(webhooks),
     ...fileRoutes(files, { extensions }),
     ...ticketRoutes(tickets, { extensions }),
-    ...downloadRoutes(tickets),
+    ...downloadRoutes(downloads),
     ...agreementRoutes(agreements, { extensions }),
   ];
   if (extensions) routes.push(...webhookExtensionRoutes(webhooks));
@@ -169,7 +174,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
       deleteAttachment: tickets.deleteAttachment,
       downloadLink: tickets.downloadLink,
     },
-    agreements: { get: agreements.get, list: agreements.list, sign: agreements.sign },
+    agreements: { get: agreements.get, list: agreements.list, sign: agreements.sign, documentDownloadLink: agreements.documentDownloadLink },
     on: operational.on,
     off: operational.off,
     close() {

@@ -4,7 +4,8 @@ import { PortalError } from '../errors.js';
 import { isId, newId } from '../shared/ids.js';
 import { silentLogger, type Logger } from '../shared/logger.js';
 import type { BlobStore, Storage } from '../ports.js';
-import { withoutImages, type Agreement, type AgreementEventData, type AgreementRecord, type AgreementSigner, type EventRecord } from '../records.js';
+import { withoutImages, type Agreement, type AgreementEventData, type AgreementRecord, type AgreementSigner, type DownloadLink, type EventRecord } from '../records.js';
+import type { DownloadService } from './downloads.js';
 import { signatureDataUrl } from './signature-data.js';
 import { atom } from '../shared/time.js';
 import { safeDocumentName } from './document-name.js';
@@ -98,6 +99,8 @@ export interface AgreementServiceDeps {
   /** Called after events were stored, so a delivery worker can start on them at once. */
   notify?: () => void;
   logger?: Logger;
+  /** Signs download links to the documents. */
+  downloads: DownloadService;
 }
 
 /** The rules for agreements: the record a form makes, the hashes, signing; routes and `portal.agreements` call these. */
@@ -290,6 +293,22 @@ export function createAgreementService(deps: AgreementServiceDeps) {
     },
 
     /**
+     * A link to one of the agreement's documents that serves for five minutes without
+     * Authorization, under `baseUrl` (default: the `publicUrl` option). 400 for a malformed id, 404
+     * for an agreement not in this account or a document that is not one of its.
+     */
+    async documentDownloadLink(accountId: string, agreementId: string, documentId: string, baseUrl?: string): Promise<DownloadLink> {
+      checkAccountId(accountId);
+      if (!isId('agr', agreementId)) throw new PortalError('ID_MALFORMED', 'agreementId', 'an agreement', 'agr');
+      if (!isId('agd', documentId)) throw new PortalError('ID_MALFORMED', 'documentId', 'a document', 'agd');
+      const agreement = await storage.getAgreement(accountId, agreementId);
+      if (agreement === null) throw new PortalError('AGREEMENT_NOT_FOUND', agreementId);
+      if (!agreement.documents.some((document) => document.id === documentId)) throw new PortalError('DOCUMENT_NOT_FOUND', documentId, agreementId);
+      const target = { kind: 'document', accountId, agreementId, id: documentId } as const;
+      return deps.downloads.link(target, baseUrl, 'agreements.documentDownloadLink');
+    },
+
+    /**
      * Records one signer's signature. The last signature makes the agreement `signed` and stores
      * `agreement-signed` in the same atomic update. 404 for an unknown agreement or signer, 409 for
      * a signer who already signed, 400 for a signature that is not an acceptable image.
@@ -344,4 +363,4 @@ function drained(stream: Readable): Promise<void> {
 
 export type AgreementService = ReturnType<typeof createAgreementService>;
 /** What `portal.agreements` offers a host application. */
-export type AgreementApi = Pick<AgreementService, 'get' | 'list' | 'sign'>;
+export type AgreementApi = Pick<AgreementService, 'get' | 'list' | 'sign' | 'documentDownloadLink'>;

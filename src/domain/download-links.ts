@@ -4,25 +4,26 @@ import type { Logger } from '../shared/logger.js';
 /**
  * Signed download links: stateless grants that any instance holding one of the keys can check.
  *
- * A link is `<API root>/downloads/<attachmentId>?account=…&ticket=…&message=…&expires=…&signature=…`,
- * where `expires` is unix seconds and `signature` the base64url HMAC-SHA256, under `signingKeys[0]`,
- * of every other part (see `grantMessage`). Nothing is stored: the link carries all it grants.
+ * A link is `<API root>/downloads/<id>?account=…[&ticket=…&message=…|&agreement=…]&expires=…&signature=…`:
+ * the id is an attachment's (`tca_`, under its ticket and message), a file's (`fsf_`) or an agreement
+ * document's (`agd_`, under its agreement); `expires` is unix seconds and `signature` the base64url
+ * HMAC-SHA256, under `signingKeys[0]`, of every other part (see `grantMessage`). Nothing is stored:
+ * the link carries all it grants.
  */
 
-/** What a link grants: one attachment of one account, under that message and ticket, until `expires`. */
-export interface DownloadGrant {
-  accountId: string;
-  ticketId: string;
-  messageId: string;
-  attachmentId: string;
-  /** Unix seconds: the link serves while the clock is before this second, and not from it on. */
-  expires: number;
-}
+/** What a link grants: one attachment, file or agreement document of one account, until `expires` (unix seconds, exclusive). */
+export type DownloadGrant =
+  | { kind: 'attachment'; accountId: string; ticketId: string; messageId: string; id: string; expires: number }
+  | { kind: 'file'; accountId: string; id: string; expires: number }
+  | { kind: 'document'; accountId: string; agreementId: string; id: string; expires: number };
 
-/** The route's path under the API root; `:attachmentId` is the one path parameter. */
-export const DOWNLOAD_ROUTE = '/downloads/:attachmentId';
-/** The query parameters a link carries. */
-export const DOWNLOAD_QUERY = ['account', 'ticket', 'message', 'expires', 'signature'] as const;
+/** The route's path under the API root; `:id` is the one path parameter. */
+export const DOWNLOAD_ROUTE = '/downloads/:id';
+/** The query parameters a link may carry (which ones, the kind of its id says). */
+export const DOWNLOAD_QUERY = ['account', 'ticket', 'message', 'agreement', 'expires', 'signature'] as const;
+
+/** The kind of download an id's prefix names. */
+const KIND_OF_PREFIX: Record<string, DownloadGrant['kind']> = { tca: 'attachment', fsf: 'file', agd: 'document' };
 
 /** 32 characters: 192 bits as base64, 128 as hex; below that a key is too easy to guess offline. */
 export const MIN_SIGNING_KEY_LENGTH = 32;
@@ -55,10 +56,18 @@ export function resolveSigningKeys(keys: readonly string[] | undefined, logger: 
 
 /**
  * The exact bytes signed. A JSON array keeps the parts apart whatever they hold (an account id is
- * any string), and the leading tag keeps these signatures from meaning anything elsewhere.
+ * any string), and the leading tag keeps these signatures from meaning anything elsewhere; each kind
+ * has its own, so a link of one kind never verifies as another.
  */
 function grantMessage(grant: DownloadGrant): string {
-  return JSON.stringify(['customer-portal/download/v1', grant.accountId, grant.ticketId, grant.messageId, grant.attachmentId, grant.expires]);
+  switch (grant.kind) {
+    case 'attachment':
+      return JSON.stringify(['customer-portal/download/v1', grant.accountId, grant.ticketId, grant.messageId, grant.id, grant.expires]);
+    case 'file':
+      return JSON.stringify(['customer-portal/download/v1/file', grant.accountId, grant.id, grant.expires]);
+    case 'document':
+      return JSON.stringify(['customer-portal/download/v1/document', grant.accountId, grant.agreementId, grant.id, grant.expires]);
+  }
 }
 
 export interface LinkSigner {
@@ -91,14 +100,16 @@ export function createLinkSigner(keys: readonly string[]): LinkSigner {
 
 /** The absolute link for `grant` under the API root `baseUrl`. */
 export function downloadLinkUrl(baseUrl: string, grant: DownloadGrant, signature: string): string {
-  const query = new URLSearchParams({
-    account: grant.accountId,
-    ticket: grant.ticketId,
-    message: grant.messageId,
-    expires: String(grant.expires),
-    signature,
-  });
-  return `${baseUrl}${DOWNLOAD_ROUTE.replace(':attachmentId', encodeURIComponent(grant.attachmentId))}?${query}`;
+  const query = new URLSearchParams({ account: grant.accountId });
+  if (grant.kind === 'attachment') {
+    query.set('ticket', grant.ticketId);
+    query.set('message', grant.messageId);
+  } else if (grant.kind === 'document') {
+    query.set('agreement', grant.agreementId);
+  }
+  query.set('expires', String(grant.expires));
+  query.set('signature', signature);
+  return `${baseUrl}${DOWNLOAD_ROUTE.replace(':id', encodeURIComponent(grant.id))}?${query}`;
 }
 
 /** Canonical decimal only: one grant has one spelling. */
@@ -106,26 +117,30 @@ export const UNIX_SECONDS = /^[1-9][0-9]{0,11}$/;
 
 /**
  * The grant and signature a request to the download route presents, or `null` when a part is
- * missing, repeated or malformed. Ids are only checked for being strings here: the signature
- * decides whether they are genuine.
+ * missing, repeated, malformed or not of its kind (a `ticket` on a file's link, say). Ids are only
+ * checked for being strings here: the signature decides whether they are genuine.
  */
 export function readDownloadRequest(
   params: Record<string, string | undefined>,
   query: Record<string, string | string[] | undefined>,
 ): { grant: DownloadGrant; signature: string } | null {
-  const { account, ticket, message, expires, signature } = query;
-  const attachmentId = params.attachmentId;
-  const parts = [attachmentId, account, ticket, message, expires, signature];
-  if (!parts.every((part): part is string => typeof part === 'string' && part !== '')) return null;
-  if (!UNIX_SECONDS.test(expires as string)) return null;
-  return {
-    grant: {
-      accountId: account as string,
-      ticketId: ticket as string,
-      messageId: message as string,
-      attachmentId: attachmentId as string,
-      expires: Number(expires),
-    },
-    signature: signature as string,
-  };
+  const { account, ticket, message, agreement, expires, signature } = query;
+  const id = params.id;
+  const present = (part: unknown): part is string => typeof part === 'string' && part !== '';
+  if (!present(id) || !present(account) || !present(expires) || !present(signature) || !UNIX_SECONDS.test(expires)) return null;
+  const kind = KIND_OF_PREFIX[id.slice(0, 3)];
+  const base = { accountId: account, id, expires: Number(expires) };
+  switch (kind) {
+    case 'attachment':
+      if (!present(ticket) || !present(message) || agreement !== undefined) return null;
+      return { grant: { kind, ...base, ticketId: ticket, messageId: message }, signature };
+    case 'file':
+      if (ticket !== undefined || message !== undefined || agreement !== undefined) return null;
+      return { grant: { kind, ...base }, signature };
+    case 'document':
+      if (!present(agreement) || ticket !== undefined || message !== undefined) return null;
+      return { grant: { kind, ...base, agreementId: agreement }, signature };
+    default:
+      return null;
+  }
 }

@@ -2,7 +2,8 @@ import { Readable } from 'node:stream';
 import { PortalError } from '../errors.js';
 import { isId, newId } from '../shared/ids.js';
 import type { BlobStore, Storage } from '../ports.js';
-import type { FileEntry, FileEntryRecord } from '../records.js';
+import type { DownloadLink, FileEntry, FileEntryRecord } from '../records.js';
+import type { DownloadService } from './downloads.js';
 import { inListingOrder } from '../shared/order.js';
 import { atom } from '../shared/time.js';
 import { checkAccountId, directoryInput, fileInput, parseInput } from './inputs.js';
@@ -67,8 +68,8 @@ function toEntry(record: FileEntryRecord): FileEntry {
 const isEntryId = (id: unknown) => isId('fsf', id) || isId('fsd', id);
 
 /** The rules for the file tree; the routes and `portal.files` both call these. */
-export function createFileService(deps: { storage: Storage; blobs: BlobStore; clock: () => Date }) {
-  const { storage, blobs, clock } = deps;
+export function createFileService(deps: { storage: Storage; blobs: BlobStore; clock: () => Date; downloads: DownloadService }) {
+  const { storage, blobs, clock, downloads } = deps;
 
   function checkDirectoryId(directoryId: string | null | undefined): void {
     if (directoryId !== undefined && directoryId !== null && !isId('fsd', directoryId)) {
@@ -143,6 +144,19 @@ export function createFileService(deps: { storage: Storage; blobs: BlobStore; cl
       if (!isEntryId(id)) return null;
       const record = await storage.getFileEntry(accountId, id);
       return record && toEntry(record);
+    },
+
+    /**
+     * A link to the file's bytes that serves for five minutes without Authorization, under `baseUrl`
+     * (default: the `publicUrl` option). 400 for an id that is no file's or directory's; 404 for a
+     * directory, or a file not in this account.
+     */
+    async downloadLink(accountId: string, fileId: string, baseUrl?: string): Promise<DownloadLink> {
+      checkAccountId(accountId);
+      if (!isEntryId(fileId)) throw new PortalError('ID_MALFORMED', 'fileId', 'a file', 'fsf');
+      const record = await storage.getFileEntry(accountId, fileId);
+      if (record === null || record.type !== 'file') throw new PortalError('FILE_NOT_FOUND', fileId);
+      return downloads.link({ kind: 'file', accountId, id: record.id }, baseUrl, 'files.downloadLink');
     },
 
     /**

@@ -1,8 +1,7 @@
-import type { Readable } from 'node:stream';
-import { type DownloadGrant, type LinkSigner, downloadLinkUrl } from './download-links.js';
+import type { DownloadService } from './downloads.js';
 import { PortalError } from '../errors.js';
 import { isId, newId } from '../shared/ids.js';
-import type { BlobStore, ByteRange, Storage } from '../ports.js';
+import type { BlobStore, Storage } from '../ports.js';
 import { type Attachment, type AttachmentRecord, type DownloadLink, publicShape } from '../records.js';
 import { atom } from '../shared/time.js';
 import { checkAccountId, attachmentInput, parseInput } from './inputs.js';
@@ -25,9 +24,6 @@ export interface AttachmentRef {
   attachmentId: string;
 }
 
-/** How long a download link serves (spec: "The link is valid for 5 minutes"). */
-export const LINK_LIFETIME_SECONDS = 5 * 60;
-
 /** The 400 for the first id of `ref` without its shape, named as in the route's path. */
 function checkRef(ref: AttachmentRef): void {
   const checks = [
@@ -40,8 +36,6 @@ function checkRef(ref: AttachmentRef): void {
   }
 }
 
-const removedSince = () => new PortalError('ATTACHMENT_REMOVED');
-
 const sitsUnder = (record: AttachmentRecord, ticketId: string, messageId: string) =>
   record.ticketId === ticketId && record.messageId === messageId;
 
@@ -49,14 +43,12 @@ export interface TicketServiceDeps {
   storage: Storage;
   blobs: BlobStore;
   clock: () => Date;
-  signer: LinkSigner;
-  /** The configured `publicUrl`: the API root of links made outside a request. */
-  publicUrl: string | undefined;
+  downloads: DownloadService;
 }
 
 /** Ticket message attachments and their download links; the routes and `portal.tickets` both call these. */
 export function createTicketService(deps: TicketServiceDeps) {
-  const { storage, blobs, clock, signer } = deps;
+  const { storage, blobs, clock, downloads } = deps;
 
   /** The attachment at `ref`, or the 400 (malformed id) or 404 (not under that message and ticket) to answer. */
   async function requireAttachment(accountId: string, ref: AttachmentRef): Promise<AttachmentRecord> {
@@ -118,62 +110,13 @@ export function createTicketService(deps: TicketServiceDeps) {
 
     /**
      * A link to the attachment that serves for five minutes without Authorization: the portal's
-     * signed route under `baseUrl` (default: the `publicUrl` option). 400 for a malformed id, 404 unless the attachment sits under that
-     * message and ticket in this account.
+     * signed route under `baseUrl` (default: the `publicUrl` option). 400 for a malformed id, 404
+     * unless the attachment sits under that message and ticket in this account.
      */
-    async downloadLink(accountId: string, ref: AttachmentRef, baseUrl = deps.publicUrl): Promise<DownloadLink> {
+    async downloadLink(accountId: string, ref: AttachmentRef, baseUrl?: string): Promise<DownloadLink> {
       await requireAttachment(accountId, ref);
-      // Whole seconds: the expiry the client reads is the second the link stops serving.
-      const expires = Math.floor(clock().getTime() / 1000) + LINK_LIFETIME_SECONDS;
-      const expiresAt = new Date(expires * 1000);
-      if (baseUrl === undefined) {
-        throw new TypeError('tickets.downloadLink: give baseUrl, or set the publicUrl option, to build a link outside a request');
-      }
-      const grant: DownloadGrant = { accountId, ...ref, expires };
-      return { link: downloadLinkUrl(baseUrl, grant, signer.sign(grant)), expiresAt: atom(expiresAt) };
-    },
-
-    /**
-     * The attachment a download request presents a grant for: 403 unless the signature is one of
-     * ours over exactly this grant, 410 once expired, 404 when the attachment has been removed since.
-     */
-    async redeem(presented: { grant: DownloadGrant; signature: string } | null): Promise<AttachmentRecord> {
-      if (presented === null || !signer.verify(presented.grant, presented.signature)) {
-        throw new PortalError('LINK_INVALID');
-      }
-      const { grant } = presented;
-      if (clock().getTime() >= grant.expires * 1000) {
-        throw new PortalError('LINK_EXPIRED', atom(new Date(grant.expires * 1000)));
-      }
-      const record = await storage.getAttachment(grant.accountId, grant.attachmentId);
-      if (record === null || !sitsUnder(record, grant.ticketId, grant.messageId)) {
-        throw removedSince();
-      }
-      return record;
-    },
-
-    /**
-     * Where the blob store serves the attachment's bytes itself (a presigned URL, valid no longer than
-     * the link that led here, whose expiry is `expires`, unix seconds), or `null` when the store does
-     * not, or less than a second of the link remains: the portal then streams the bytes.
-     */
-    async directUrl(record: AttachmentRecord, expires: number, answer: { contentType: string; contentDisposition: string }): Promise<string | null> {
-      if (blobs.presign === undefined) return null;
-      const expiresInSeconds = Math.floor((expires * 1000 - clock().getTime()) / 1000);
-      if (expiresInSeconds < 1) return null;
-      return blobs.presign(record.id, { expiresInSeconds, ...answer });
-    },
-
-    /** The attachment's bytes (only `range`, when given), or a 404 when they went meanwhile. */
-    async openBytes(record: AttachmentRecord, range?: ByteRange): Promise<Readable> {
-      const body = await blobs.get(record.id, range);
-      if (body === null) throw removedSince();
-      return body;
-    },
-
-    /** A 404 unless the attachment's bytes are still there: what a HEAD checks instead of reading them. */
-    async checkBytes(record: AttachmentRecord): Promise<void> {
-      if ((await blobs.stat(record.id)) === null) throw removedSince();
+      const { ticketId, messageId, attachmentId: id } = ref;
+      return downloads.link({ kind: 'attachment', accountId, ticketId, messageId, id }, baseUrl, 'tickets.downloadLink');
     },
   };
   return service;

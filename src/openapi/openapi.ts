@@ -139,23 +139,24 @@ const extension = 'An extension route beyond the Customer Portal API spec; serve
 
 function download(method: 'get' | 'head'): Json {
   const built = operation({
-    operationId: method === 'get' ? 'downloadAttachment' : 'headAttachment',
-    summary: method === 'get' ? 'Download an attachment through a signed link' : 'The headers of a download, without its bytes',
+    operationId: method === 'get' ? 'download' : 'headDownload',
+    summary: method === 'get' ? 'Download an attachment, a file or an agreement document through a signed link' : 'The headers of a download, without its bytes',
     tags: ['Downloads'],
     public: true,
     description:
-      'The `link` of a download-link answer: it needs no Authorization, as its signature (HMAC-SHA256 over every other part) is its authorization. Any instance holding the signing keys serves it.',
+      'The `link` of a download-link answer (a ticket attachment, a file, an agreement document): it needs no Authorization, as its signature (HMAC-SHA256 over every other part) is its authorization. Any instance holding the signing keys serves it.',
     parameters: [
-      pathParameter('attachmentId', 'The attachment id, as the link carries it.'),
+      pathParameter('id', 'The attachment (`tca_…`), file (`fsf_…`) or document (`agd_…`) id, as the link carries it.'),
       ...(
         [
-          ['account', 'The account the link was made in.', { type: 'string', minLength: 1 }],
-          ['ticket', 'The ticket id.', { type: 'string', minLength: 1 }],
-          ['message', 'The message id.', { type: 'string', minLength: 1 }],
-          ['expires', 'Unix seconds from which the link is refused.', schemaOf(v.pipe(v.string(), v.regex(UNIX_SECONDS)))],
-          ['signature', 'base64url HMAC-SHA256 of the other parts.', schemaOf(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{43}$/)))],
+          ['account', true, 'The account the link was made in.', { type: 'string', minLength: 1 }],
+          ['ticket', false, 'The ticket id: on an attachment\'s link only.', { type: 'string', minLength: 1 }],
+          ['message', false, 'The message id: on an attachment\'s link only.', { type: 'string', minLength: 1 }],
+          ['agreement', false, 'The agreement id: on a document\'s link only.', { type: 'string', minLength: 1 }],
+          ['expires', true, 'Unix seconds from which the link is refused.', schemaOf(v.pipe(v.string(), v.regex(UNIX_SECONDS)))],
+          ['signature', true, 'base64url HMAC-SHA256 of the other parts.', schemaOf(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{43}$/)))],
         ] as const
-      ).map(([name, description, schema]) => ({ name, in: 'query', required: true, description, schema })),
+      ).map(([name, required, description, schema]) => ({ name, in: 'query', required, description, schema })),
       { name: 'Range', in: 'header', required: false, description: 'One byte range (`bytes=0-99`, `bytes=100-`, `bytes=-500`).', schema: { type: 'string' } },
       { name: 'If-Range', in: 'header', required: false, description: 'The range is honoured only when this names the ETag.', schema: { type: 'string' } },
     ],
@@ -177,10 +178,11 @@ function download(method: 'get' | 'head'): Json {
           headers: { ...REQUEST_ID, Location: { schema: { type: 'string', format: 'uri' }, required: true } },
         },
       }),
+      400: failure('A query parameter no link carries.'),
       403: failure('The link is incomplete, altered, or signed with a key this server does not hold.'),
-      404: failure('The attachment was removed after the link was made.'),
+      404: failure('The attachment, file or document was removed after the link was made.'),
       410: failure('The link has expired.'),
-      416: failure('The range starts past the end of the attachment.', { 'Content-Range': header('Content-Range') }),
+      416: failure('The range starts past the end of the bytes.', { 'Content-Range': header('Content-Range') }),
     },
   });
   // A HEAD answer has no body, errors included: the shared ones too.
@@ -445,6 +447,21 @@ const paths = {
       },
     }),
   },
+  '/agreements/{agreementId}/documents/{documentId}/download': {
+    parameters: [pathParameter('agreementId', 'The agreement id (`agr_…`).'), pathParameter('documentId', 'The document id (`agd_…`), one of the agreement\'s `documents`.')],
+    get: operation({
+      operationId: 'getDocumentDownloadLink',
+      summary: 'A download link for an agreement document',
+      tags: ['Agreements'],
+      extension: true,
+      description: `${extension} The link serves for 5 minutes without Authorization, like an attachment's. A document is served as \`application/pdf\` when its name ends in \`.pdf\`, else as \`application/octet-stream\`.`,
+      responses: {
+        200: response('The link and when it expires.', 'DownloadLink'),
+        400: error('An id is malformed.'),
+        404: error('No such agreement in this account, or no such document in it.'),
+      },
+    }),
+  },
   '/files': {
     get: operation({
       operationId: 'listFiles',
@@ -513,6 +530,21 @@ const paths = {
       },
     }),
   },
+  '/files/{entryId}/download': {
+    parameters: [pathParameter('entryId', 'The file id (`fsf_…`).')],
+    get: operation({
+      operationId: 'getFileDownloadLink',
+      summary: 'A download link for a file',
+      tags: ['Files'],
+      extension: true,
+      description: `${extension} The link serves for 5 minutes without Authorization, like an attachment's (Range, HEAD, a presigned redirect with \`s3Blobs({ redirect: true })\`).`,
+      responses: {
+        200: response('The link and when it expires.', 'DownloadLink'),
+        400: error('The id is neither a file\'s nor a directory\'s.'),
+        404: error('No such file in this account (a directory has no download).'),
+      },
+    }),
+  },
   '/tickets/{ticketId}/message/{messageId}/attachment': {
     parameters: messageParameters,
     post: operation({
@@ -559,7 +591,7 @@ const paths = {
       },
     }),
   },
-  '/downloads/{attachmentId}': { get: download('get'), head: download('head') },
+  '/downloads/{id}': { get: download('get'), head: download('head') },
 };
 
 const errorResponses = {

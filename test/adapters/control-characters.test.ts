@@ -1,13 +1,8 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import path from 'node:path';
-import { fsBlobs, fsStorage } from '../../adapters/fs/index.js';
-import { sqlAdapters } from '../../adapters/sql/index.js';
-import type { PortalOptions } from '../../src/index.js';
 import { SIGNER, validFormData } from '../helpers/agreements.js';
-import { removeDir, tempDir } from '../helpers/fs-dirs.js';
+import { openBackends } from '../helpers/backends.js';
 import { withPortal, type TestPortal } from '../helpers/server.js';
-import { connectPostgres, dropSchema, freshSchema, openPglite } from '../helpers/sql.js';
 import { NEVER } from '../helpers/webhooks.js';
 
 /**
@@ -15,45 +10,7 @@ import { NEVER } from '../helpers/webhooks.js';
  * adapter, and in a path id answered as that route answers an unknown or malformed id. A `\u0000`
  * must never reach PostgreSQL, whose text type cannot hold it (it answered 500 with a stack).
  */
-interface Backend {
-  name: string;
-  options(): Promise<{ options: PortalOptions; cleanup(): Promise<void> }>;
-}
-
-const pglite = await openPglite();
-const postgres = await connectPostgres();
-const backends: Backend[] = [
-  { name: 'memory', options: async () => ({ options: {}, cleanup: async () => {} }) },
-  {
-    name: 'fs',
-    async options() {
-      const dir = tempDir('control');
-      return {
-        options: { storage: fsStorage({ dir }), blobs: fsBlobs({ dir: path.join(dir, 'blobs') }) },
-        cleanup: async () => removeDir(dir),
-      };
-    },
-  },
-  {
-    name: 'PGlite',
-    async options() {
-      const schema = freshSchema();
-      return { options: sqlAdapters({ client: pglite, schema }), cleanup: () => dropSchema(pglite, schema) };
-    },
-  },
-];
-if (postgres.pool) {
-  const pool = postgres.pool;
-  backends.push({
-    name: 'PostgreSQL',
-    async options() {
-      const schema = freshSchema();
-      return { options: sqlAdapters({ client: pool, schema }), cleanup: () => dropSchema(pool, schema) };
-    },
-  });
-} else {
-  console.log(`SKIP the PostgreSQL rows of control-characters: ${postgres.reason}`);
-}
+const { list: backends, close } = await openBackends('control-characters');
 
 /** NUL, the other C0 characters a client can send, DEL and a C1 character. */
 const CONTROLS = ['\u0000', '\u0001', '\t', '\n', '\r', '\u001b', '\u007f', '\u0085', '\u009f'];
@@ -186,8 +143,7 @@ test('every adapter answers every request alike', () => {
 });
 
 test.after(async () => {
-  await pglite.close();
-  await postgres.pool?.end();
+  await close();
 });
 
 test.run();

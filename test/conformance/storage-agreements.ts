@@ -1,3 +1,4 @@
+import { testDownloads } from '../helpers/download.js';
 import type { Test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryBlobs } from '../../adapters/memory/index.js';
@@ -67,7 +68,8 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
       storage, transport, clock: () => new Date(), logger: silentLogger,
       tick: '0 0 0 1 1 *', timeoutMs: 10_000, concurrency: 8, retrySchedule: [5],
     });
-    const service = createAgreementService({ storage, blobs: memoryBlobs(), clock: () => new Date(), notify: () => worker.poke() });
+    const blobs = memoryBlobs();
+    const service = createAgreementService({ storage, blobs, clock: () => new Date(), notify: () => worker.poke(), downloads: testDownloads(storage, blobs) });
     const image = pngDataUrl(1024 * 1024);
     try {
       const created = await service.create('acct_a', async () => ({

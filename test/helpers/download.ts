@@ -1,4 +1,7 @@
 import type { Attachment } from '../../src/index.js';
+import type { BlobStore, Storage } from '../../src/ports.js';
+import { createLinkSigner } from '../../src/domain/download-links.js';
+import { createDownloadService, type DownloadService } from '../../src/domain/downloads.js';
 import { type TestPortal, json } from './server.js';
 
 /** Signing keys of the length the option asks for (at least 32 characters). */
@@ -24,4 +27,10 @@ export function withParam(link: string, name: string, value: string | null): str
   if (value === null) url.searchParams.delete(name);
   else url.searchParams.set(name, value);
   return url.href;
+}
+
+/** A download service for a service made by hand in a test (links under `https://portal.test/v1`). */
+export function testDownloads(storage: Storage, blobs: BlobStore): DownloadService {
+  const signer = createLinkSigner([SIGNING_KEY_1]);
+  return createDownloadService({ storage, blobs, clock: () => new Date(), signer, publicUrl: 'https://portal.test/v1' });
 }

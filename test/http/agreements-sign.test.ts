@@ -1,3 +1,4 @@
+import { testDownloads } from '../helpers/download.js';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryBlobs, memoryStorage, memoryTransport } from '../../adapters/memory/index.js';
@@ -150,7 +151,7 @@ test('notify is called once events are stored: on creation and on the last signa
   const storage = memoryStorage();
   const blobs = memoryBlobs();
   let notified = 0;
-  const service = createAgreementService({ storage, blobs, clock: () => new Date(), notify: () => notified++ });
+  const service = createAgreementService({ storage, blobs, clock: () => new Date(), notify: () => notified++, downloads: testDownloads(storage, blobs) });
   const created = await service.create('acct_a', async () => ({
     name: 'N',
     signerName: 'S',
@@ -167,13 +168,15 @@ test('notify is called once events are stored: on creation and on the last signa
 
 test('a notify that throws does not undo or fail a stored signature', async () => {
   const storage = memoryStorage();
+  const blobs = memoryBlobs();
   const service = createAgreementService({
     storage,
-    blobs: memoryBlobs(),
+    blobs,
     clock: () => new Date(),
     notify: () => {
       throw new Error('worker gone');
     },
+    downloads: testDownloads(storage, blobs),
   });
   const created = await service.create('acct_a', async () => ({
     name: 'N',

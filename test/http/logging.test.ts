@@ -111,7 +111,7 @@ test('one line per request and per webhook attempt, and never a key, a secret or
     }
     const upload = requestLines.find((entry) => entry.route === 'POST /agreements' && entry.status === 201);
     assert.is(upload?.accountId, 'acct_a', 'an authenticated request names its account');
-    assert.ok(requestLines.some((entry) => entry.route === 'GET /downloads/:attachmentId' && entry.status === 403));
+    assert.ok(requestLines.some((entry) => entry.route === 'GET /downloads/:id' && entry.status === 403));
 
     const attemptLines = entries.filter((entry) => entry.msg === 'webhook attempt');
     assert.is(attemptLines.length, transport.calls.length, 'one line per webhook attempt');

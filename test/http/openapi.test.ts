@@ -64,7 +64,7 @@ test('every route the handler registers is in the document, with each of its met
     }
   }
   assert.equal(undocumented, []);
-  assert.is(routes.length, 23);
+  assert.is(routes.length, 25);
 });
 
 test('the query parameters each route takes are the ones the document lists for it', () => {
@@ -86,14 +86,14 @@ test('every path with a GET lists its HEAD: the same statuses and headers, and n
     assert.ok(item.head, `HEAD ${template}`);
     heads.push(template);
     // The signed download route writes its own HEAD (a GET may redirect, a HEAD never does).
-    if (template !== '/downloads/{attachmentId}') assert.equal(Object.keys(item.head.responses), Object.keys(item.get.responses), template);
+    if (template !== '/downloads/{id}') assert.equal(Object.keys(item.head.responses), Object.keys(item.get.responses), template);
     for (const [status, answer] of Object.entries<any>(item.head.responses)) {
       const resolved = answer.$ref === undefined ? answer : document.components.responses[answer.$ref.split('/').pop()];
       assert.ok(resolved, `HEAD ${template} ${status}`);
       assert.is(resolved.content, undefined, `HEAD ${template} ${status} has no body`);
     }
   }
-  assert.is(heads.length, 9);
+  assert.is(heads.length, 11);
 });
 
 test('the webhooks section describes the call of each event type: its body, and the signature headers', () => {
@@ -120,7 +120,7 @@ test('the document: bearer auth everywhere but the signed download route, server
   assert.equal(document.servers, [{ url: '/v1', description: document.servers[0].description }]);
   assert.equal(document.components.securitySchemes.bearerAuth, { ...document.components.securitySchemes.bearerAuth, type: 'http', scheme: 'bearer' });
   assert.equal(document.security, [{ bearerAuth: [] }]);
-  assert.equal(document.paths['/downloads/{attachmentId}'].get.security, []);
+  assert.equal(document.paths['/downloads/{id}'].get.security, []);
   const extensions: string[] = [];
   for (const [path, item] of Object.entries<any>(document.paths)) {
     for (const [method, operation] of Object.entries<any>(item)) {
@@ -132,11 +132,15 @@ test('the document: bearer auth everywhere but the signed download route, server
     'DELETE /tickets/{ticketId}/message/{messageId}/attachment/{attachmentId}',
     'GET /agreements',
     'GET /agreements/{agreementId}',
+    'GET /agreements/{agreementId}/documents/{documentId}/download',
+    'GET /files/{entryId}/download',
     'GET /webhooks',
     'GET /webhooks/{webhookId}/deliveries',
     'GET /webhooks/{webhookId}/health',
     'HEAD /agreements',
     'HEAD /agreements/{agreementId}',
+    'HEAD /agreements/{agreementId}/documents/{documentId}/download',
+    'HEAD /files/{entryId}/download',
     'HEAD /webhooks',
     'HEAD /webhooks/{webhookId}/deliveries',
     'HEAD /webhooks/{webhookId}/health',
@@ -189,7 +193,7 @@ test('every route answers as the document says: each success and each error it d
     if (status !== undefined) assert.is(res.status, status, `${method} ${path}: ${text.slice(0, 200)}`);
     checker.check(method, template, res, text);
     // Every GET answers HEAD too, as the document lists: the same status and headers, no body.
-    if (method === 'GET' && template !== '/downloads/{attachmentId}') {
+    if (method === 'GET' && template !== '/downloads/{id}') {
       const head = await app.api(path, { ...init, method: 'HEAD' });
       const headText = await head.text();
       assert.is(head.status, res.status, `HEAD ${path}`);
@@ -296,6 +300,10 @@ test('every route answers as the document says: each success and each error it d
     assert.is.not(page.nextCursor, null, 'and a cursor');
     await call('GET', '/agreements', `/agreements?cursor=${page.nextCursor}`, {}, 200);
     await call('GET', '/agreements', '/agreements?limit=0', {}, 400);
+    const documentLink = '/agreements/{agreementId}/documents/{documentId}/download';
+    const { body: documentLinked } = await call('GET', documentLink, `/agreements/${agreement.id}/documents/${agreement.documents[0].id}/download`, {}, 200);
+    await call('GET', documentLink, `/agreements/${agreement.id}/documents/nope/download`, {}, 400);
+    await call('GET', documentLink, `/agreements/${agreement.id}/documents/agd_missing/download`, {}, 404);
     await portal.worker!.tick();
     for (const made of transport.calls) checker.checkCall(made);
     const ofAgreement = transport.calls.map((made) => JSON.parse(made.body)).filter((event) => event.data.id === agreement.id);
@@ -350,7 +358,7 @@ test('every route answers as the document says: each success and each error it d
     const { body: link } = await call('GET', linkTemplate, linkPath(attachment), {}, 200);
     await call('GET', linkTemplate, linkPath({ ...attachment, id: 'nope' }), {}, 400);
     await call('GET', linkTemplate, linkPath({ ...attachment, id: 'tca_missing' }), {}, 404);
-    const downloads = '/downloads/{attachmentId}';
+    const downloads = '/downloads/{id}';
     const { body: bytes } = await call('GET', downloads, link.link, {}, 200);
     assert.is(bytes, '0123456789');
     /** The same request as GET and as HEAD: each is its own operation in the document. */
@@ -367,6 +375,15 @@ test('every route answers as the document says: each success and each error it d
     time.advance(-301);
     await portal.tickets.deleteAttachment('acct_a', attachment.id);
     await both(link.link, {}, 404);
+    await both(withParam(link.link, 'verbose', '1'), {}, 400);
+    // A file's link, and an agreement document's, are served by the same route
+    const file = await portal.files.put('acct_a', { name: 'notes.txt', mime: 'text/plain', body: 'file bytes' });
+    const fileLink = '/files/{entryId}/download';
+    const { body: fileLinked } = await call('GET', fileLink, `/files/${file.id}/download`, {}, 200);
+    await call('GET', fileLink, '/files/nope/download', {}, 400);
+    await call('GET', fileLink, '/files/fsf_missing/download', {}, 404);
+    assert.is((await call('GET', downloads, fileLinked.link, {}, 200)).body, 'file bytes');
+    assert.is((await call('GET', downloads, documentLinked.link, {}, 200)).body.length, agreement.documents[0].fileSize);
 
     // A blob store that serves the bytes itself: the link redirects there
     const direct = await startPortal({ signingKeys: [SIGNING_KEY_1], blobs: { ...memoryBlobs(), presign: async (key) => `https://bucket.example/${key}?signed` } });

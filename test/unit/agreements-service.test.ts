@@ -1,3 +1,4 @@
+import { testDownloads } from '../helpers/download.js';
 import { Readable } from 'node:stream';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -17,7 +18,7 @@ async function blobKeys(blobs: BlobStore): Promise<string[]> {
 
 function service(storage: Storage = memoryStorage()) {
   const blobs = memoryBlobs();
-  return { blobs, agreements: createAgreementService({ storage, blobs, clock: () => new Date() }) };
+  return { blobs, agreements: createAgreementService({ storage, blobs, clock: () => new Date(), downloads: testDownloads(storage, blobs) }) };
 }
 
 test('the service stores each document, measuring size and SHA-256 on the way, and records the agreement', async () => {

@@ -56,6 +56,14 @@ export function agreementRoutes(agreements: AgreementService, options: { extensi
         return { status: 200, body: agreement };
       },
     });
+    routes.push({
+      method: ['GET', 'HEAD'],
+      path: '/agreements/:agreementId/documents/:documentId/download',
+      async handler({ accountId, params, baseUrl }) {
+        const link = await agreements.documentDownloadLink(accountId, params.agreementId!, params.documentId!, baseUrl);
+        return { status: 200, body: link };
+      },
+    });
   }
   return routes;
 }

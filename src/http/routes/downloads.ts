@@ -6,15 +6,15 @@ import { DOWNLOAD_QUERY, DOWNLOAD_ROUTE, readDownloadRequest } from '../../domai
 import { isMediaType } from '../../domain/inputs.js';
 import type { Route } from '../handler.js';
 import { PortalError } from '../../errors.js';
-import type { AttachmentRecord } from '../../records.js';
-import type { TicketService } from '../../domain/tickets.js';
+import type { Downloadable, DownloadService } from '../../domain/downloads.js';
 
 /**
  * The signed download route (public: the link's signature is its authorization). Streams the
- * attachment's bytes, whole or one range, straight from the blob store to the socket; or, where
- * the store can serve them itself (`BlobStore.presign`), redirects there.
+ * bytes of an download, a file or an agreement document, whole or one range, straight from the
+ * blob store to the socket; or, where the store can serve them itself (`BlobStore.presign`),
+ * redirects there.
  */
-export function downloadRoutes(tickets: TicketService): Route[] {
+export function downloadRoutes(downloads: DownloadService): Route[] {
   return [
     {
       method: ['GET', 'HEAD'],
@@ -26,41 +26,41 @@ export function downloadRoutes(tickets: TicketService): Route[] {
         // Private bytes: no shared cache may keep them, whatever the answer turns out to be.
         res.setHeader('Cache-Control', 'private, no-store');
         const presented = readDownloadRequest(params, query);
-        const attachment = await tickets.redeem(presented);
+        const download = await downloads.redeem(presented);
         // A media type stored before they were checked as RFC 9110 writes them could not go out as a header.
-        const contentType = isMediaType(attachment.mime) ? attachment.mime : 'application/octet-stream';
-        const contentDisposition = attachmentDisposition(attachment.name);
+        const contentType = isMediaType(download.mime) ? download.mime : 'application/octet-stream';
+        const contentDisposition = attachmentDisposition(download.name);
         // A presigned URL is signed for GET alone; a HEAD is answered here, from the record.
-        const direct = req.method === 'GET' ? await tickets.directUrl(attachment, presented!.grant.expires, { contentType, contentDisposition }) : null;
+        const direct = req.method === 'GET' ? await downloads.directUrl(download, presented!.grant.expires, { contentType, contentDisposition }) : null;
         if (direct !== null) {
           // The store serves the bytes (and the Range) itself, with these headers, until the link expires.
           res.writeHead(302, { Location: direct, 'Content-Length': 0 }).end();
           return;
         }
-        const asked = requestedRange(req, attachment);
+        const asked = requestedRange(req, download);
         if (asked.kind === 'unsatisfiable') {
-          throw new PortalError('RANGE_NOT_SATISFIABLE', attachment.size);
+          throw new PortalError('RANGE_NOT_SATISFIABLE', download.size);
         }
         const range = asked.kind === 'partial' ? asked.range : undefined;
         const headers: Record<string, string | number> = {
           'Content-Type': contentType,
-          'Content-Length': range === undefined ? attachment.size : range.end - range.start + 1,
+          'Content-Length': range === undefined ? download.size : range.end - range.start + 1,
           'Content-Disposition': contentDisposition,
           'Accept-Ranges': 'bytes',
-          ETag: etagOf(attachment),
-          'Last-Modified': new Date(attachment.createdAt).toUTCString(),
+          ETag: etagOf(download),
+          'Last-Modified': new Date(download.createdAt).toUTCString(),
           // Should a browser open it anyway, uploaded HTML or SVG runs no script on our origin.
           'Content-Security-Policy': "default-src 'none'; sandbox",
         };
-        if (range !== undefined) headers['Content-Range'] = `bytes ${range.start}-${range.end}/${attachment.size}`;
+        if (range !== undefined) headers['Content-Range'] = `bytes ${range.start}-${range.end}/${download.size}`;
         const status = range === undefined ? 200 : 206;
 
         if (req.method === 'HEAD') {
-          await tickets.checkBytes(attachment);
+          await downloads.checkBytes(download);
           res.writeHead(status, headers).end();
           return;
         }
-        const body = await tickets.openBytes(attachment, range);
+        const body = await downloads.openBytes(download, range);
         res.writeHead(status, headers);
         try {
           await pipeline(body, res);
@@ -74,15 +74,15 @@ export function downloadRoutes(tickets: TicketService): Route[] {
   ];
 }
 
-/** The bytes under an attachment id never change, so its id is a strong validator. */
-const etagOf = (attachment: AttachmentRecord) => `"${attachment.id}"`;
+/** The bytes under a download id never change, so its id is a strong validator. */
+const etagOf = (download: Downloadable) => `"${download.id}"`;
 
 /**
  * The `Range` asked for. With an `If-Range`, only when it names our ETag: a date there is a weak
- * validator, which RFC 9110 §13.1.5 does not let a range rely on, so it gets the whole attachment.
+ * validator, which RFC 9110 §13.1.5 does not let a range rely on, so it gets the whole download.
  */
-function requestedRange(req: IncomingMessage, attachment: AttachmentRecord): RangeRequest {
+function requestedRange(req: IncomingMessage, download: Downloadable): RangeRequest {
   const ifRange = req.headers['if-range'];
-  if (ifRange !== undefined && ifRange !== etagOf(attachment)) return { kind: 'full' };
-  return parseRange(req.headers.range, attachment.size);
+  if (ifRange !== undefined && ifRange !== etagOf(download)) return { kind: 'full' };
+  return parseRange(req.headers.range, download.size);
 }

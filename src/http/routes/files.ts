@@ -25,7 +25,7 @@ export function fileRoutes(files: FileService, options: { extensions: boolean })
   return routes;
 }
 
-/** Extensions: upload a file (multipart, streamed), make a directory, delete either. */
+/** Extensions: upload a file (multipart, streamed), a download link to one, make a directory, delete either. */
 function fileExtensionRoutes(files: FileService): Route[] {
   return [
     {
@@ -39,6 +39,13 @@ function fileExtensionRoutes(files: FileService): Route[] {
           undo: (stored) => files.delete(accountId, stored.id),
         });
         return { status: 201, body: entry };
+      },
+    },
+    {
+      method: ['GET', 'HEAD'],
+      path: '/files/:entryId/download',
+      async handler({ accountId, params, baseUrl }) {
+        return { status: 200, body: await files.downloadLink(accountId, params.entryId!, baseUrl) };
       },
     },
     {
