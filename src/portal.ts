@@ -52,7 +52,7 @@ export interface Portal {
   /** The delivery worker (`start`, `stop`, `tick`); `null` when `webhooks.worker` is `false`. */
   worker: WebhookWorker | null;
   /** The file tree: `list`, `createDirectory`, `put`, `get`, `delete`, `downloadLink`. */
-  files: FileService;
+  files: Omit<FileService, 'receive' | 'place' | 'discard'>;
   /** Ticket message attachments: `putAttachment`, `getAttachment`, `deleteAttachment`, `downloadLink`. */
   tickets: Pick<TicketService, 'putAttachment' | 'getAttachment' | 'deleteAttachment' | 'downloadLink'>;
   /**
@@ -167,7 +167,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     webhooks,
     events,
     worker,
-    files,
+    files: { list: files.list, createDirectory: files.createDirectory, put: files.put, get: files.get, delete: files.delete, downloadLink: files.downloadLink },
     tickets: {
       putAttachment: tickets.putAttachment,
       getAttachment: tickets.getAttachment,

@@ -10,6 +10,14 @@ import { checkAccountId, directoryInput, fileInput, parseInput } from './inputs.
 
 export type BlobBody = Buffer | Uint8Array | string | Readable | AsyncIterable<Uint8Array>;
 
+/** A file's bytes in the blob store under `id`, before a record names them (`FileService.receive`). */
+export interface ReceivedFile {
+  id: string;
+  name: string;
+  mime: string;
+  size: number;
+}
+
 export interface DirectoryInput {
   name: string;
   directoryId?: string | null;
@@ -90,7 +98,7 @@ export function createFileService(deps: { storage: Storage; blobs: BlobStore; cl
     return parent.id;
   }
 
-  return {
+  const service = {
     /** The entries of a directory (the root without `directoryId`) in listing order. */
     async list(accountId: string, directoryId?: string | null): Promise<FileEntry[]> {
       checkAccountId(accountId);
@@ -121,20 +129,47 @@ export function createFileService(deps: { storage: Storage; blobs: BlobStore; cl
       checkAccountId(accountId);
       const { name, mime, directoryId, fileShareId } = parseInput(fileInput, input, 'file');
       if (input.body === undefined || input.body === null) throw new PortalError('INPUT_REQUIRED', 'file.body');
-      const parent = await requireDirectory(accountId, directoryId);
+      // Checked before the bytes are read, so that a wrong directory costs no upload.
+      await requireDirectory(accountId, directoryId);
+      return service.place(accountId, await service.receive(accountId, { name, mime, body: input.body }), { directoryId, fileShareId });
+    },
+
+    /**
+     * Streams a file's bytes into the blob store before its place is known (an upload whose
+     * `directoryId` comes after the file): `place` records it, `discard` removes the bytes again.
+     */
+    async receive(accountId: string, input: Omit<FileInput, 'directoryId' | 'fileShareId'>): Promise<ReceivedFile> {
+      checkAccountId(accountId);
+      const { name, mime } = parseInput(fileInput, { ...input, directoryId: null }, 'file');
+      if (input.body === undefined || input.body === null) throw new PortalError('INPUT_REQUIRED', 'file.body');
       const id = newId('fsf');
-      const record = await storeBytesThenRecord(blobs, id, input.body, (size): FileEntryRecord => ({
-        id,
-        accountId,
-        directoryId: parent,
-        type: 'file',
-        name,
-        size,
-        mime,
-        fileShareId: fileShareId ?? null,
-        createdAt: atom(clock()),
-      }), (made) => storage.insertFileEntry(made));
-      return toEntry(record);
+      const { size } = await blobs.put(id, toStream(input.body));
+      return { id, name, mime, size };
+    },
+
+    /** Records received bytes as a file in `directoryId` (the root without); a refusal removes the bytes. */
+    async place(accountId: string, received: ReceivedFile, at: Pick<FileInput, 'directoryId' | 'fileShareId'>): Promise<FileEntry> {
+      try {
+        const { directoryId, fileShareId } = parseInput(fileInput, { name: received.name, mime: received.mime, ...at }, 'file');
+        const record: FileEntryRecord = {
+          ...received,
+          accountId,
+          directoryId: await requireDirectory(accountId, directoryId),
+          type: 'file',
+          fileShareId: fileShareId ?? null,
+          createdAt: atom(clock()),
+        };
+        await storage.insertFileEntry(record);
+        return toEntry(record);
+      } catch (error) {
+        await service.discard(received);
+        throw error;
+      }
+    },
+
+    /** Removes received bytes no record names (what cannot be removed now, the orphan sweep removes). */
+    async discard(received: ReceivedFile): Promise<void> {
+      await blobs.delete(received.id).catch(() => {});
     },
 
     /** The entry, or `null` when absent or of another account. */
@@ -176,6 +211,7 @@ export function createFileService(deps: { storage: Storage; blobs: BlobStore; cl
       return removed;
     },
   };
+  return service;
 }
 
 export type FileService = ReturnType<typeof createFileService>;

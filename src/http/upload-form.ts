@@ -12,10 +12,16 @@ export interface UploadedFile {
   body: Readable;
 }
 
-/** Where an upload goes: `store` keeps the file with the text fields sent before it and resolves what the route answers with; `undo` removes that again. */
-export interface UploadSink<T> {
-  store(file: UploadedFile, fields: Record<string, string>): Promise<T>;
-  undo(stored: T): Promise<unknown>;
+/**
+ * Where an upload goes, in two steps: `keep` stores the file's bytes as they arrive, before the
+ * text fields are known (they may come after the file); `complete` makes the record from what was
+ * kept and every field, once the whole form is read. `discard` removes what `keep` stored, when a
+ * later part fails or `complete` refuses.
+ */
+export interface UploadSink<K, T> {
+  keep(file: UploadedFile): Promise<K>;
+  complete(kept: K, fields: Record<string, string>): Promise<T>;
+  discard(kept: K): Promise<unknown>;
 }
 
 const FILE_PART = 'file';
@@ -23,28 +29,27 @@ const FILE_PART = 'file';
 const MAX_FIELD_BYTES = 1024;
 
 /**
- * Reads a multipart upload of one file, in a part named `file`, and the text `fields` named (sent
- * before the file, as `curl -F` sends them in order). The file streams into `store` as it arrives,
- * at most 5 MiB; past that, or on a bad part, a malformed body or the client going away, reading
- * stops, the file stream is destroyed (so `store` settles and keeps nothing, or is undone when it
- * had finished before a later part failed) and the promise
- * rejects (see `MultipartReading`). The dispatcher then answers at once with `Connection: close`
- * (the route's `streamsBody`).
+ * Reads a multipart upload of one file, in a part named `file`, and the text `fields` named, in any
+ * order. The file streams into `keep` as it arrives, at most 5 MiB; once every part is read,
+ * `complete` makes the record. Past the limit, on a bad part, a malformed body or the client going
+ * away, reading stops, the file stream is destroyed (so `keep` settles and keeps nothing, or what
+ * it kept is discarded) and the promise rejects (see `MultipartReading`). The dispatcher then
+ * answers at once with `Connection: close` (the route's `streamsBody`).
  */
-export function readUpload<T>(req: IncomingMessage, route: string, fields: readonly string[], sink: UploadSink<T>): Promise<T> {
+export function readUpload<K, T>(req: IncomingMessage, route: string, fields: readonly string[], sink: UploadSink<K, T>): Promise<T> {
   const partList = [FILE_PART, ...fields].join(', ');
   const values: Record<string, string> = {};
   let file: BusboyFileStream | undefined;
-  let stored: Promise<T> | undefined;
+  let kept: Promise<K> | undefined;
   const reading = new MultipartReading<T>(
     req,
     route,
     { limits: { fieldSize: MAX_FIELD_BYTES, fileSize: MAX_DOCUMENT_BYTES } },
     (cause) => {
       file?.destroy(cause);
-      // `store` settles once its stream is destroyed, keeping nothing; one that had already finished
-      // (a part after the file was the bad one) is undone. Then the refusal goes out.
-      return stored?.then(sink.undo, () => {});
+      // `keep` settles once its stream is destroyed, keeping nothing; what it had kept is discarded.
+      // Then the refusal goes out.
+      return kept?.then(sink.discard, () => {});
     },
   );
   const { parser, fail } = reading;
@@ -52,7 +57,6 @@ export function readUpload<T>(req: IncomingMessage, route: string, fields: reado
   parser.on('field', (name: string | undefined, value: string, _nameTruncated: boolean, valueTruncated: boolean) => {
     if (reading.failure !== undefined) return;
     if (name === undefined || !fields.includes(name)) return fail(new PortalError('MULTIPART_UNKNOWN_PART', partName(name), partList));
-    if (file !== undefined) return fail(new PortalError('INPUT_INVALID', name, 'must come before the file part.'));
     if (name in values) return fail(new PortalError('INPUT_INVALID', name, 'was given more than once.'));
     if (valueTruncated) return fail(new PortalError('INPUT_INVALID', name, `must be at most ${MAX_FIELD_BYTES} bytes.`));
     values[name] = value;
@@ -72,14 +76,15 @@ export function readUpload<T>(req: IncomingMessage, route: string, fields: reado
     file = stream;
     // busboy truncates silently at `fileSize`; its 'limit' event is the sign, and comes before the end.
     stream.once('limit', () => fail(new PortalError('UPLOAD_TOO_LARGE', MAX_DOCUMENT_BYTES)));
-    stored = sink.store({ name: filename!, mime, body: stream }, { ...values });
-    stored.catch(fail);
+    kept = sink.keep({ name: filename!, mime, body: stream });
+    kept.catch(fail);
   });
 
   parser.on('finish', () => {
     if (reading.failure !== undefined) return;
-    if (stored === undefined) return fail(new PortalError('INPUT_REQUIRED', FILE_PART));
-    stored.then((result) => reading.succeed(result), fail);
+    if (kept === undefined) return fail(new PortalError('INPUT_REQUIRED', FILE_PART));
+    // A refusal of `complete` (a directory that is not there) fails the reading, which discards the bytes.
+    kept.then((bytes) => sink.complete(bytes, { ...values })).then((result) => reading.succeed(result), fail);
   });
 
   reading.start();

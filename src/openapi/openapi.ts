@@ -488,11 +488,11 @@ const paths = {
       summary: 'Upload a file',
       tags: ['Files'],
       extension: true,
-      description: `${extension} The file is streamed into the blob store as it arrives; a failed or aborted upload keeps nothing.`,
+      description: `${extension} The parts in any order. The file is streamed into the blob store as it arrives and the entry made once every part is read; a failed or aborted upload, or a \`directoryId\` that names no directory, keeps nothing.`,
       requestBody: uploadBody('FileUploadForm'),
       responses: {
         201: response('The file entry made.', 'FileEntry'),
-        400: error('`directoryId` malformed or sent after the file; the `file` part missing, repeated or without a filename; an unknown part; a malformed body.'),
+        400: error('`directoryId` malformed or repeated; the `file` part missing, repeated or without a filename; an unknown part; a malformed body.'),
         404: error('No such directory in this account.'),
         413: error('The file is over 5 MiB (5,242,880 bytes).'),
         415: error('The body is not `multipart/form-data`, or is compressed.'),

@@ -188,9 +188,9 @@ const uploadPart = v.pipe(
   v.description('The file, with a filename; 5 MiB (5,242,880 bytes) at most. Its part\'s Content-Type is kept as its mime.'),
 );
 
-/** The `POST /files` form: the file, and the directory to put it in (the root without it), sent before the file. */
+/** The `POST /files` form: the file, and the directory to put it in (the root without it), in any order. */
 export const fileUploadForm = v.strictObject({
-  directoryId: v.optional(v.pipe(id('fsd'), v.description('The directory (`fsd_…`), sent before the file part; the root without it.'))),
+  directoryId: v.optional(v.pipe(id('fsd'), v.description('The directory (`fsd_…`), before or after the file part; the root without it.'))),
   file: uploadPart,
 });
 

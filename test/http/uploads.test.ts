@@ -45,6 +45,12 @@ test('POST /files streams one file into the root or a directory; POST /directori
     const listed = await json(await app.api(`/files?directoryId=${directory.id}`));
     assert.equal(listed.data.map((item: { id: string }) => item.id).sort(), [entry.id, (await json(nested)).id].sort());
 
+    // The parts in any order: a browser's FormData, or curl -F, may put the file first.
+    const after = await post(app, '/files', form([['file', ['late', 'after.txt', 'text/plain']], ['directoryId', directory.id]]));
+    assert.is(after.status, 201);
+    const placed = await json(after);
+    assert.ok((await json(await app.api(`/files?directoryId=${directory.id}`))).data.some((item: { id: string }) => item.id === placed.id), 'filed in the directory named after it');
+
     const root = await post(app, '/files', form([['file', ['hello', 'note.txt', 'text/plain']]]));
     assert.is(root.status, 201);
     assert.ok((await json(await app.api('/files'))).data.some((item: { name: string }) => item.name === 'note.txt'));
@@ -55,7 +61,9 @@ test('POST /files refuses, naming the problem, and keeps nothing', () => {
   const blobs = memoryBlobs();
   return withPortal({ blobs }, async (app) => {
     const refusals: [FormData | string, number, RegExp, Record<string, string>?][] = [
-      [form([['file', ['x', 'a.txt', 'text/plain']], ['directoryId', 'fsd_0123456789abcdefABCDEF']]), 400, /directoryId: must come before the file part/],
+      [form([['file', ['x', 'a.txt', 'text/plain']], ['directoryId', 'fsd_0123456789abcdefABCDEF']]), 404, /No directory fsd_/],
+      [form([['file', ['x', 'a.txt', 'text/plain']], ['directoryId', 'nope']]), 400, /directoryId/],
+      [form([['directoryId', 'fsd_0123456789abcdefABCDEF'], ['file', ['x', 'a.txt', 'text/plain']], ['directoryId', 'fsd_0123456789abcdefABCDEF']]), 400, /directoryId: was given more than once/],
       [form([['other', 'x'], ['file', ['x', 'a.txt', 'text/plain']]]), 400, /Unknown part "other"/],
       [form([['directoryId', 'nope']]), 400, /file: is required|directoryId/],
       [form([['directoryId', 'nope'], ['file', ['x', 'a.txt', 'text/plain']]]), 400, /directoryId/],
@@ -78,7 +86,7 @@ test('POST /files refuses, naming the problem, and keeps nothing', () => {
   });
 });
 
-test('a bad part after the file was stored undoes the upload: no entry, no bytes', () => {
+test('a bad part after the file\'s bytes were stored undoes the upload: no entry, no bytes', () => {
   const blobs = memoryBlobs();
   return withPortal({ blobs }, async (app) => {
     const boundary = 'late-part-boundary';
@@ -91,9 +99,15 @@ test('a bad part after the file was stored undoes the upload: no entry, no bytes
       req.on('error', reject);
     });
     req.write(`--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="a.txt"\r\ncontent-type: text/plain\r\n\r\nhello\r\n--${boundary}\r\n`);
-    // The file part has ended: its entry is stored before the next part arrives.
-    for (let wait = 0; (await app.portal.files.list('acct_a', null)).length === 0 && wait < 100; wait++) await setTimeout(20);
-    assert.is((await app.portal.files.list('acct_a', null)).length, 1, 'the file was stored before the bad part');
+    // The file part has ended: its bytes are stored before the next part arrives, its entry only once every part is read.
+    const stored = async () => {
+      const keys: string[] = [];
+      for await (const blob of blobs.listBefore(atom(new Date(Date.now() + 60_000)))) keys.push(blob.key);
+      return keys;
+    };
+    for (let wait = 0; (await stored()).length === 0 && wait < 100; wait++) await setTimeout(20);
+    assert.is((await stored()).length, 1, 'the bytes were stored before the bad part');
+    assert.equal(await app.portal.files.list('acct_a', null), [], 'no entry before the form ends');
     req.end(`content-disposition: form-data; name="x"\r\n\r\nlate\r\n--${boundary}--\r\n`);
     const { status, body } = await answered;
     assert.is(status, 400);

@@ -34,9 +34,9 @@ function fileExtensionRoutes(files: FileService): Route[] {
       streamsBody: true,
       async handler({ req, accountId }) {
         const entry = await readUpload(req, 'POST /files', ['directoryId'], {
-          store: (file, fields) =>
-            files.put(accountId, { name: file.name, mime: file.mime, directoryId: fields.directoryId ?? null, body: file.body }),
-          undo: (stored) => files.delete(accountId, stored.id),
+          keep: (file) => files.receive(accountId, file),
+          complete: (received, fields) => files.place(accountId, received, { directoryId: fields.directoryId ?? null }),
+          discard: (received) => files.discard(received),
         });
         return { status: 201, body: entry };
       },

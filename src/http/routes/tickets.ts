@@ -25,8 +25,10 @@ export function ticketRoutes(tickets: TicketService, options: { extensions: bool
       async handler({ req, accountId, params }) {
         const { ticketId = '', messageId = '' } = params;
         const attachment = await readUpload(req, 'POST /tickets/{ticketId}/message/{messageId}/attachment', [], {
-          store: (file) => tickets.putAttachment(accountId, { ticketId, messageId, name: file.name, mime: file.mime, body: file.body }),
-          undo: (stored) => tickets.deleteAttachment(accountId, stored.id),
+          // No text part: the attachment is recorded as soon as its bytes are in.
+          keep: (file) => tickets.putAttachment(accountId, { ticketId, messageId, name: file.name, mime: file.mime, body: file.body }),
+          complete: async (attachment) => attachment,
+          discard: (attachment) => tickets.deleteAttachment(accountId, attachment.id),
         });
         return { status: 201, body: attachment };
       },
