@@ -255,7 +255,7 @@ it('files: a directory expands in place and collapses, by click and by keyboard;
   const page = await signedIn();
   await page.getByRole('link', { name: 'Files' }).click();
   await page.getByRole('heading', { level: 1, name: 'Files' }).waitFor();
-  await page.getByRole('cell', { name: 'readme.txt' }).waitFor();
+  await page.getByRole('cell', { name: 'readme.txt', exact: true }).waitFor();
   assert.match(await page.getByRole('row', { name: /readme\.txt/ }).textContent() ?? '', /5 bytes/);
   await shoot(page, '6-files');
 
@@ -297,7 +297,7 @@ it('files: a directory expands in place and collapses, by click and by keyboard;
   await page.getByRole('row', { name: /onerror/ }).waitFor();
   await shoot(page, '8-directory');
   await page.getByRole('navigation', { name: 'Directory path' }).getByRole('link', { name: 'Files' }).click();
-  await page.getByRole('cell', { name: 'readme.txt' }).waitFor();
+  await page.getByRole('cell', { name: 'readme.txt', exact: true }).waitFor();
   assert.equal(problemsOf(page), []);
   await page.context().close();
 });
@@ -331,7 +331,8 @@ it('agreements: those created over the API, newest first, with status and signer
   assert.match(await open.textContent() ?? '', /Awaiting signatures · 1 of 2 signed/);
   assert.match(await open.locator('.signers li[data-signed="true"]').textContent() ?? '', /^Bo Lee <bo@example\.com> · signed /);
   assert.match(await open.locator('.signers li[data-signed="false"]').textContent() ?? '', /^Cy Ng <cy@example\.com> · not signed yet$/);
-  assert.match(await open.textContent() ?? '', /Sent by Ann Owner · 1 document: lease\.pdf/);
+  assert.match(await open.textContent() ?? '', /Sent by Ann Owner · 1 document/);
+  assert.match(await open.getByRole('list', { name: 'Documents' }).textContent() ?? '', /lease\.pdf.*Download/);
   assert.is(await page.locator('main b').count(), 0, 'a name is text, never markup');
   await shoot(page, '9-agreements', false);
 
@@ -351,6 +352,37 @@ it('agreements: those created over the API, newest first, with status and signer
   await shoot(narrow, '10-agreements-360px', false);
   assert.equal(problemsOf(narrow), []);
   await narrow.context().close();
+});
+
+it('files and agreement documents: Download saves the bytes through a signed link', async () => {
+  const bytes = Buffer.from('the quarterly figures, byte for byte\n');
+  const file = await app.portal.files.put('acct_a', { name: 'Quartal Q3.txt', mime: 'text/plain', body: bytes });
+  const form = validFormData({ documents: [{ name: 'terms.pdf', bytes: Buffer.from('%PDF-1.4 terms') }] });
+  form.set('name', 'Download check');
+  const created = await app.api('/agreements', { method: 'POST', body: form });
+  assert.is(created.status, 201);
+  const agreement = await json(created);
+
+  const page = await signedIn();
+  await page.getByRole('link', { name: 'Files' }).click();
+  await page.getByRole('cell', { name: 'Quartal Q3.txt', exact: true }).waitFor();
+  const [saved] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download Quartal Q3.txt' }).click()]);
+  assert.is(saved.suggestedFilename(), 'Quartal Q3.txt');
+  const stream = await saved.createReadStream();
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  assert.ok(Buffer.concat(chunks).equals(bytes), 'the bytes stored');
+  assert.match(page.url(), /#\/files$/, 'the page stays where it was');
+  assert.ok((await app.portal.files.get('acct_a', file.id)) !== null);
+
+  await page.getByRole('link', { name: 'Agreements' }).click();
+  const card = page.locator(`.agreement[data-id="${agreement.id}"]`);
+  await card.waitFor();
+  const [document] = await Promise.all([page.waitForEvent('download'), card.getByRole('button', { name: 'Download terms.pdf' }).click()]);
+  assert.is(document.suggestedFilename(), 'terms.pdf');
+  await shoot(page, '9-agreement-documents');
+  assert.equal(problemsOf(page), []);
+  await page.context().close();
 });
 
 it('360 px wide: no sideways scroll; the keyboard reaches the sections', async () => {

@@ -119,6 +119,20 @@ test('a bad part after the file\'s bytes were stored undoes the upload: no entry
   });
 });
 
+test('two files of one name sit side by side in a directory, each with its own bytes and link', () =>
+  withPortal({ signingKeys: [SIGNING_KEY_1] }, async (app) => {
+    const first = await json(await post(app, '/files', form([['file', ['first', 'report.txt', 'text/plain']]])));
+    const second = await json(await post(app, '/files', form([['file', ['second', 'report.txt', 'text/plain']]])));
+    assert.is.not(first.id, second.id);
+    const listed = (await json(await app.api('/files'))).data;
+    assert.equal(listed.map((entry: { name: string }) => entry.name), ['report.txt', 'report.txt']);
+    assert.equal(listed.map((entry: { id: string }) => entry.id), [first.id, second.id].sort(), 'by name, then by id');
+    for (const [entry, bytes] of [[first, 'first'], [second, 'second']] as const) {
+      const { link } = await json(await app.api(`/files/${entry.id}/download`));
+      assert.is(await (await fetch(link)).text(), bytes);
+    }
+  }));
+
 test('DELETE /files/{id}: a file, an empty directory; a non-empty directory is 409, a missing one 404', () =>
   withPortal(async (app) => {
     const directory = await json(await postJson(app, '/directories', { name: 'Box' }));

@@ -1,6 +1,7 @@
-import { api } from './api.js';
+import { api, segment } from './api.js';
+import { downloadButton } from './download.js';
 import { append, el, errorBox, replace } from './dom.js';
-import { time } from './format.js';
+import { size, time } from './format.js';
 import type { Screen } from './screen.js';
 import type { AgreementSigner, AgreementSummary, Page } from './types.js';
 
@@ -32,7 +33,7 @@ export const agreementScreen: Screen = ({ main, title }) => {
       errors.clear();
       const first = shown === 0;
       if (first && page.data.length === 0) append(list, el('li', { class: 'empty' }, 'No agreements yet. Agreements created through the API are listed here.'));
-      const cards = page.data.map(agreementCard);
+      const cards = page.data.map((agreement) => agreementCard(agreement, errors.show));
       append(list, ...cards);
       shown += cards.length;
       cursor = page.nextCursor;
@@ -59,7 +60,7 @@ const AGREEMENT_STATUS: Record<AgreementSummary['status'], [label: string, class
   signed: ['Signed', 'badge good'],
 };
 
-function agreementCard(agreement: AgreementSummary): HTMLLIElement {
+function agreementCard(agreement: AgreementSummary, showError: (error: unknown) => void): HTMLLIElement {
   const [label, className] = AGREEMENT_STATUS[agreement.status] ?? [agreement.status, 'badge'];
   const signed = agreement.signers.filter((signer) => signer.signedAt !== null).length;
   return el(
@@ -79,8 +80,21 @@ function agreementCard(agreement: AgreementSummary): HTMLLIElement {
       { class: 'hint' },
       `Sent by ${agreement.signerName} · `,
       agreement.documents.length === 1 ? '1 document' : `${agreement.documents.length} documents`,
-      ': ',
-      agreement.documents.map((document) => document.documentName).join(', '),
+    ),
+    el(
+      'ul',
+      { class: 'documents', 'aria-label': 'Documents' },
+      ...agreement.documents.map((document) =>
+        el(
+          'li',
+          { 'data-id': document.id },
+          el('span', { class: 'file' }, document.documentName),
+          ' ',
+          el('span', { class: 'hint' }, size(document.fileSize)),
+          ' ',
+          downloadButton(document.documentName, `/agreements/${segment(agreement.id)}/documents/${segment(document.id)}/download`, showError),
+        ),
+      ),
     ),
   );
 }

@@ -1,4 +1,5 @@
 import { api, segment } from './api.js';
+import { downloadButton } from './download.js';
 import { el, errorBox, replace } from './dom.js';
 import { size, time } from './format.js';
 import type { Screen } from './screen.js';
@@ -28,7 +29,18 @@ export const fileScreen: Screen = ({ main, title, rest }) => {
         'table',
         { class: 'tree' },
         el('caption', { class: 'visually-hidden' }, 'Entries of this directory: directories first, then files. A directory expands in place.'),
-        el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, 'Name'), el('th', { scope: 'col', class: 'num' }, 'Size'), el('th', { scope: 'col' }, 'Created'))),
+        el(
+          'thead',
+          {},
+          el(
+            'tr',
+            {},
+            el('th', { scope: 'col' }, 'Name'),
+            el('th', { scope: 'col', class: 'num' }, 'Size'),
+            el('th', { scope: 'col' }, 'Created'),
+            el('th', { scope: 'col' }, el('span', { class: 'visually-hidden' }, 'Actions')),
+          ),
+        ),
         table,
       ),
     ),
@@ -63,7 +75,7 @@ export const fileScreen: Screen = ({ main, title, rest }) => {
   /** The rows of a directory's entries at `depth`; `path` is the directory's own path of ids. */
   function rows(entries: FileEntry[], path: string[], depth: number): HTMLTableRowElement[] {
     if (entries.length === 0) {
-      return [indented(el('tr', { class: 'empty-row' }, el('td', { colspan: 3, class: 'empty' }, depth === 0 ? 'This directory is empty.' : 'Empty directory.')), depth)];
+      return [indented(el('tr', { class: 'empty-row' }, el('td', { colspan: 4, class: 'empty' }, depth === 0 ? 'This directory is empty.' : 'Empty directory.')), depth)];
     }
     return entries.map((entry) => (entry.type === 'directory' ? directoryRow(entry, [...path, entry.id], depth) : fileRow(entry, depth)));
   }
@@ -76,6 +88,7 @@ export const fileScreen: Screen = ({ main, title, rest }) => {
         el('td', {}, el('span', { class: 'file', title: entry.mime }, entry.name)),
         el('td', { class: 'num' }, size(entry.size)),
         el('td', {}, time(entry.createdAt)),
+        el('td', { class: 'row-actions' }, downloadButton(entry.name, `/files/${segment(entry.id)}/download`, errors.show)),
       ),
       depth,
     );
@@ -96,6 +109,7 @@ export const fileScreen: Screen = ({ main, title, rest }) => {
         el('td', {}, el('span', { class: 'dir-name' }, toggle, open)),
         el('td', { class: 'num' }, '—'),
         el('td', {}, time(entry.createdAt)),
+        el('td', {}),
       ),
       depth,
     );
