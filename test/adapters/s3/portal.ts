@@ -5,7 +5,8 @@ import type { Attachment } from '../../../src/index.js';
 import { patternBytes } from '../../conformance/fixtures.js';
 import { SIGNING_KEY_1, getLink } from '../../helpers/download.js';
 import { emptyPrefix, type Moto } from '../../helpers/moto.js';
-import { type TestPortal, withPortal } from '../../helpers/server.js';
+import { type TestPortal, json, withPortal } from '../../helpers/server.js';
+import { validFormData } from '../../helpers/agreements.js';
 
 const BYTES = patternBytes(300_000, 8);
 const NAME = 'Kostenvoranschlag März.pdf';
@@ -98,4 +99,26 @@ export function s3PortalTests(test: Test, context: { moto: Moto; bucket: string 
     assert.is(head.status, 206);
     assert.is(head.headers.get('content-length'), '10');
   }));
+
+  test('a file and an agreement document in the bucket: their links redirect there, and stream without redirect', async () => {
+    for (const redirect of [true, false]) {
+      await withS3Portal(redirect, async (app) => {
+        const file = await app.portal.files.put('acct_a', { name: NAME, mime: 'application/pdf', body: BYTES });
+        const form = validFormData({ documents: [{ name: 'lease.pdf', bytes: BYTES }] });
+        const agreement = await json(await app.api('/agreements', { method: 'POST', body: form }));
+        const links = [
+          (await json(await app.api(`/files/${file.id}/download`))).link,
+          (await json(await app.api(`/agreements/${agreement.id}/documents/${agreement.documents[0].id}/download`))).link,
+        ];
+        for (const link of links) {
+          const first = await fetch(link, { redirect: 'manual' });
+          assert.is(first.status, redirect ? 302 : 200, link);
+          if (redirect) assert.ok(first.headers.get('location')!.startsWith(`${context!.moto.endpoint}/${context!.bucket}/`));
+          else await first.arrayBuffer();
+          const followed = await fetch(link);
+          assert.ok((await bytesOf(followed)).equals(BYTES), 'byte-exact');
+        }
+      })();
+    }
+  });
 }
