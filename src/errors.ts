@@ -130,6 +130,26 @@ export const ERRORS = {
     status: 409,
     message: (signerId: string, agreementId: string) => `Signer ${signerId} has already signed agreement ${agreementId}.`,
   },
+  SIGNER_DECLINED: { status: 409, message: (signerId: string, agreementId: string) => `Signer ${signerId} has declined agreement ${agreementId}.` },
+  SIGNER_NOT_YET: {
+    status: 409,
+    message: (signerId: string, waitingFor: string) => `It is not signer ${signerId}'s turn yet: the agreement is signed in order, and ${waitingFor} signs first.`,
+  },
+  AGREEMENT_CLOSED: {
+    status: 409,
+    message: (agreementId: string, why: string) => `Agreement ${agreementId} is ${why}: nothing more can be signed or declined.`,
+  },
+  SIGNING_TOKEN_INVALID: {
+    status: 401,
+    message: () => 'The signing link is not valid: it is incomplete, altered, or was not made by this portal. Ask the sender for a new one.',
+    headers: () => ({ 'www-authenticate': 'Bearer realm="customer-portal-signing"' }),
+  },
+  SIGNING_LINK_REPLACED: {
+    status: 401,
+    message: () => 'This signing link has been replaced by a newer one. Use the most recent link you received.',
+    headers: () => ({ 'www-authenticate': 'Bearer realm="customer-portal-signing", error="invalid_token"' }),
+  },
+  SIGNING_LINK_EXPIRED: { status: 410, message: (expiredAt: string) => `The signing link expired at ${expiredAt}. Ask the sender for a new one.` },
 
   // Webhooks
   WEBHOOK_NOT_FOUND: { status: 404, message: (id: string) => `No webhook ${id} in this account.` },

@@ -68,7 +68,16 @@ export interface UiOptions {
 
 export const DEFAULT_UI_PATH = '/portal';
 
-export const DEFAULT_EVENT_TYPES = ['customer-created', 'agreement-created', 'agreement-signed'] as const;
+export const DEFAULT_EVENT_TYPES = [
+  'customer-created',
+  'agreement-created',
+  'agreement-signed',
+  'agreement-viewed',
+  'agreement-signer-signed',
+  'agreement-declined',
+  'agreement-expired',
+  'agreement-reminder-due',
+] as const;
 export const DEFAULT_BASE_PATH = '/v1';
 
 /** `PORTAL_API_KEYS`: comma-separated keys, every one acting for the account `default`. */

@@ -104,7 +104,16 @@ export interface AgreementSigner {
   signature: string | null;
   signatureHash: string | null;
   signedAt: string | null;
+  /** When the signer first opened the agreement through a signing link. */
+  viewedAt: string | null;
+  declinedAt: string | null;
+  declineReason: string | null;
 }
+
+/** `parallel`: every signer may sign at any time; `sequential`: each only after those before. */
+export type SigningOrder = 'parallel' | 'sequential';
+/** Why an agreement closed unsigned. */
+export type ClosedReason = 'declined' | 'expired';
 
 export interface AgreementDocument {
   id: string;
@@ -123,6 +132,12 @@ export interface Agreement {
   signers: AgreementSigner[];
   documents: AgreementDocument[];
   createdAt: string;
+  signingOrder: SigningOrder;
+  /** When the agreement closes unsigned (ATOM), or `null`: never. */
+  expiresAt: string | null;
+  /** When it closed unsigned (declined or expired), with why; both `null` while open or once signed. */
+  closedAt: string | null;
+  closedReason: ClosedReason | null;
 }
 /** A signer as an event carries it: no signature image (its hash and time are kept). */
 export type AgreementEventSigner = Omit<AgreementSigner, 'signature'>;
@@ -135,9 +150,43 @@ export interface AgreementEventData extends Omit<Agreement, 'signerSignature' | 
   signers: AgreementEventSigner[];
 }
 
+/** A signer as stored: with the id of the one signing link that still works for them. */
+export interface AgreementSignerRecord extends AgreementSigner {
+  /** The id the signer's newest signing link carries; an older link names another and is refused. `null`: none issued. */
+  signingLinkId: string | null;
+}
+
+/** What an audit entry records. */
+export type AuditAction = 'created' | 'link-issued' | 'viewed' | 'signed' | 'declined' | 'expired' | 'reminder';
+
+/**
+ * One step of an agreement's audit trail. `hash` is the SHA-256 (hex) over `previousHash`, a line
+ * break and the entry's other fields as JSON in this order (see `domain/audit-trail.ts`); the first
+ * entry's `previousHash` is 64 zeros. Append-only: stores add entries, never change one.
+ */
+export interface AuditEntry {
+  at: string;
+  action: AuditAction;
+  /** `account:<accountId>` for what the host did through the API, the signer's id, or `system` (expiry, reminders). */
+  actor: string;
+  /** The signer the step concerns, or `null`. */
+  signerId: string | null;
+  ip: string | null;
+  userAgent: string | null;
+  /** The documents the step concerned, with their SHA-256 at that moment. */
+  documents: { id: string; fileHash: string }[];
+  /** A decline's reason; `null` otherwise. */
+  detail: string | null;
+  previousHash: string;
+  hash: string;
+}
+
 /** The bytes of each document are in the `BlobStore` under the document's id. */
-export interface AgreementRecord extends Agreement {
+export interface AgreementRecord extends Omit<Agreement, 'signers'> {
   accountId: string;
+  signers: AgreementSignerRecord[];
+  /** The audit trail, oldest first: stores append to it, never change an entry. */
+  audit: AuditEntry[];
 }
 
 /** An agreement as a list holds it: without the signature images (`AgreementEventData`), with its account. */
@@ -150,7 +199,7 @@ export interface AgreementSummaryRecord extends AgreementEventData {
  * kept: what agreement events carry and lists hold. Field by field, so that a summary a store read
  * (without images already) and a whole agreement give the same JSON.
  */
-export function withoutImages(agreement: Agreement | AgreementEventData): AgreementEventData {
+export function withoutImages(agreement: Agreement | AgreementEventData | AgreementRecord): AgreementEventData {
   return {
     id: agreement.id,
     name: agreement.name,
@@ -159,6 +208,10 @@ export function withoutImages(agreement: Agreement | AgreementEventData): Agreem
     signerSignatureHash: agreement.signerSignatureHash,
     documents: agreement.documents.map((document) => ({ ...document })),
     createdAt: agreement.createdAt,
+    signingOrder: agreement.signingOrder,
+    expiresAt: agreement.expiresAt,
+    closedAt: agreement.closedAt,
+    closedReason: agreement.closedReason,
     signers: agreement.signers.map((signer) => ({
       id: signer.id,
       firstName: signer.firstName,
@@ -167,8 +220,31 @@ export function withoutImages(agreement: Agreement | AgreementEventData): Agreem
       shouldIdentify: signer.shouldIdentify,
       signatureHash: signer.signatureHash,
       signedAt: signer.signedAt,
+      viewedAt: signer.viewedAt,
+      declinedAt: signer.declinedAt,
+      declineReason: signer.declineReason,
     })),
   };
+}
+
+/**
+ * An agreement as stored before signing existed, read as today's: parallel, no expiry, open, no
+ * signer has a link or a step, no trail. Stores that keep records as written (the fs log) read
+ * old ones through this; the SQL migration gives old rows the same defaults.
+ */
+export function withSigningDefaults(record: AgreementRecord): AgreementRecord {
+  record.signingOrder ??= 'parallel';
+  record.expiresAt ??= null;
+  record.closedAt ??= null;
+  record.closedReason ??= null;
+  record.audit ??= [];
+  for (const signer of record.signers) {
+    signer.viewedAt ??= null;
+    signer.declinedAt ??= null;
+    signer.declineReason ??= null;
+    signer.signingLinkId ??= null;
+  }
+  return record;
 }
 
 /** A stored agreement as a list holds it. */

@@ -16,6 +16,7 @@ import {
   type WebhookHealthRecord,
   type WebhookRecord,
   withRotation,
+  withSigningDefaults,
 } from '../../src/records.js';
 import { ensureDirectory, isDiskFull } from './durable.js';
 import { acquireLock, type DirectoryLock } from './lock.js';
@@ -199,6 +200,9 @@ export function fsStorage(options: FsStorageOptions): Storage {
     return JSON.parse((await log!.read(row.loc!)).toString('utf8')) as T;
   }
 
+  /** An agreement from the log, as this version reads it (one written before signing gets its defaults). */
+  const readAgreement = async (row: Row) => withSigningDefaults(await readRecord<AgreementRecord>(row));
+
   const kept = <T>(row: Row) => row.value as T;
 
   /** The webhook's health: its record, or a fresh one when none was written yet. */
@@ -343,7 +347,7 @@ export function fsStorage(options: FsStorageOptions): Storage {
     async getAgreement(accountId, id) {
       await ready();
       const row = state.owned('agreement', accountId, id);
-      return row === undefined ? null : readRecord<AgreementRecord>(row);
+      return row === undefined ? null : readAgreement(row);
     },
     async listAgreements(accountId, page) {
       await ready();
@@ -354,7 +358,7 @@ export function fsStorage(options: FsStorageOptions): Storage {
       // looked up as it is read, not before: an update meanwhile replaces it, and a compaction then
       // retires the file the replaced row points into (agreements are never removed).
       const summaries = [];
-      for (const id of ids) summaries.push(agreementSummary(await readRecord<AgreementRecord>(state.get('agreement', id)!)));
+      for (const id of ids) summaries.push(agreementSummary(await readAgreement(state.get('agreement', id)!)));
       return summaries;
     },
     async updateAgreement(accountId, id, change) {
@@ -364,7 +368,7 @@ export function fsStorage(options: FsStorageOptions): Storage {
       const outcome = await agreementTurns(id, async () => {
         const row = state.owned('agreement', accountId, id);
         if (row === undefined) return null;
-        const { agreement, events } = change(await readRecord<AgreementRecord>(row));
+        const { agreement, events } = change(await readAgreement(row));
         if (agreement.id !== id || agreement.accountId !== accountId) {
           throw new Error('updateAgreement: change must keep the id and account');
         }

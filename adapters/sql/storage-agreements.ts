@@ -3,9 +3,12 @@ import type {
   AgreementDocument,
   AgreementEventSigner,
   AgreementRecord,
-  AgreementSigner,
+  AgreementSignerRecord,
   AgreementStatus,
   AgreementSummaryRecord,
+  AuditEntry,
+  ClosedReason,
+  SigningOrder,
 } from '../../src/records.js';
 import type { Db, Queryable, Row } from './client.js';
 import type { Names } from './schema.js';
@@ -16,18 +19,23 @@ import type { Outbox } from './storage-outbox.js';
 export type AgreementMethods = Pick<Storage, 'insertAgreement' | 'getAgreement' | 'listAgreements' | 'updateAgreement'>;
 
 /**
- * An agreement is three tables (the agreement, its signers, its documents) written in one
- * transaction and read in one statement, so a reader never sees half of an update.
+ * An agreement is four tables (the agreement, its signers, its documents, its audit trail) written
+ * in one transaction and read in one statement, so a reader never sees half of an update. The trail
+ * is append-only: an update inserts the entries past those stored, and never rewrites one.
  */
 export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys: IdempotencyKeys): AgreementMethods {
+  const signingColumns = `a.signing_order, ${atomOf('a.expires_at')} AS expires_at, ${atomOf('a.closed_at')} AS closed_at, a.closed_reason`;
+  const signerSteps = `'viewedAt', ${atomOf('s.viewed_at')}, 'declinedAt', ${atomOf('s.declined_at')}, 'declineReason', s.decline_reason`;
   // The signers and documents come back as JSON text built by the server, in position order.
   const select = `SELECT a.id, a.account_id, a.name, a.status, a.signer_name, a.signer_signature,
-      a.signer_signature_hash, ${atomOf('a.created_at')} AS created_at,
+      a.signer_signature_hash, ${atomOf('a.created_at')} AS created_at, ${signingColumns},
       (SELECT coalesce(json_agg(json_build_object(
           'id', s.id, 'firstName', s.first_name, 'lastName', s.last_name, 'email', s.email,
           'shouldIdentify', s.should_identify, 'signature', s.signature, 'signatureHash', s.signature_hash,
-          'signedAt', ${atomOf('s.signed_at')}) ORDER BY s.position), '[]')::text
+          'signedAt', ${atomOf('s.signed_at')}, ${signerSteps}, 'signingLinkId', s.signing_link_id) ORDER BY s.position), '[]')::text
         FROM ${table('agreement_signers')} AS s WHERE s.agreement_id = a.id) AS signers,
+      (SELECT coalesce(json_agg(t.entry ORDER BY t.position), '[]')::text
+        FROM (SELECT position, entry::json AS entry FROM ${table('agreement_audit')} WHERE agreement_id = a.id) AS t) AS audit,
       (SELECT coalesce(json_agg(json_build_object(
           'id', d.id, 'documentName', d.document_name, 'fileSize', d.file_size, 'fileHash', d.file_hash)
           ORDER BY d.position), '[]')::text
@@ -37,11 +45,11 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
   // A page: the images (signer_signature, each signer's signature) are never read. Newest first,
   // from just before the cursor's (created_at, seq).
   const summaryColumns = `a.id, a.account_id, a.name, a.status, a.signer_name, a.signer_signature_hash,
-      ${atomOf('a.created_at')} AS created_at,
+      ${atomOf('a.created_at')} AS created_at, ${signingColumns},
       (SELECT coalesce(json_agg(json_build_object(
           'id', s.id, 'firstName', s.first_name, 'lastName', s.last_name, 'email', s.email,
           'shouldIdentify', s.should_identify, 'signatureHash', s.signature_hash,
-          'signedAt', ${atomOf('s.signed_at')}) ORDER BY s.position), '[]')::text
+          'signedAt', ${atomOf('s.signed_at')}, ${signerSteps}) ORDER BY s.position), '[]')::text
         FROM ${table('agreement_signers')} AS s WHERE s.agreement_id = a.id) AS signers,
       (SELECT coalesce(json_agg(json_build_object(
           'id', d.id, 'documentName', d.document_name, 'fileSize', d.file_size, 'fileHash', d.file_hash)
@@ -61,17 +69,26 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
   // other update. The read after the lock takes a fresh snapshot.
   const lock = `SELECT id FROM ${table('agreements')} WHERE account_id = $1::text AND id = $2::text FOR UPDATE`;
   const insert = `INSERT INTO ${table('agreements')}
-    (id, account_id, name, status, signer_name, signer_signature, signer_signature_hash, created_at)
-    VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::timestamptz)`;
+    (id, account_id, name, status, signer_name, signer_signature, signer_signature_hash, created_at,
+     signing_order, expires_at, closed_at, closed_reason)
+    VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::timestamptz,
+     $9::text, $10::timestamptz, $11::timestamptz, $12::text)`;
   const update = `UPDATE ${table('agreements')}
     SET name = $3::text, status = $4::text, signer_name = $5::text, signer_signature = $6::text,
-        signer_signature_hash = $7::text, created_at = $8::timestamptz
+        signer_signature_hash = $7::text, created_at = $8::timestamptz, signing_order = $9::text,
+        expires_at = $10::timestamptz, closed_at = $11::timestamptz, closed_reason = $12::text
     WHERE id = $1::text AND account_id = $2::text`;
   const insertSigners = `INSERT INTO ${table('agreement_signers')}
-    (agreement_id, position, id, first_name, last_name, email, should_identify, signature, signature_hash, signed_at)
-    SELECT $1::text, position - 1, id, first_name, last_name, email, should_identify, signature, signature_hash, signed_at
-    FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::boolean[], $7::text[], $8::text[], $9::timestamptz[])
-      WITH ORDINALITY AS s (id, first_name, last_name, email, should_identify, signature, signature_hash, signed_at, position)`;
+    (agreement_id, position, id, first_name, last_name, email, should_identify, signature, signature_hash, signed_at,
+     viewed_at, declined_at, decline_reason, signing_link_id)
+    SELECT $1::text, position - 1, id, first_name, last_name, email, should_identify, signature, signature_hash, signed_at,
+      viewed_at, declined_at, decline_reason, signing_link_id
+    FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::boolean[], $7::text[], $8::text[], $9::timestamptz[],
+        $10::timestamptz[], $11::timestamptz[], $12::text[], $13::text[])
+      WITH ORDINALITY AS s (id, first_name, last_name, email, should_identify, signature, signature_hash, signed_at,
+        viewed_at, declined_at, decline_reason, signing_link_id, position)`;
+  const insertAudit = `INSERT INTO ${table('agreement_audit')} (agreement_id, position, entry)
+    SELECT $1::text, $2::int + position - 1, entry FROM unnest($3::text[]) WITH ORDINALITY AS t (entry, position)`;
   const insertDocuments = `INSERT INTO ${table('agreement_documents')}
     (agreement_id, position, id, document_name, file_size, file_hash)
     SELECT $1::text, position - 1, id, document_name, file_size, file_hash
@@ -89,7 +106,17 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
     agreement.signerSignature,
     agreement.signerSignatureHash,
     agreement.createdAt,
+    agreement.signingOrder,
+    agreement.expiresAt,
+    agreement.closedAt,
+    agreement.closedReason,
   ];
+
+  /** Appends the entries of `audit` from position `from` on: those before are stored already, and never rewritten. */
+  async function appendAudit(tx: Queryable, agreementId: string, audit: readonly AuditEntry[], from: number): Promise<void> {
+    if (audit.length <= from) return;
+    await tx.query(insertAudit, [agreementId, from, audit.slice(from).map((entry) => JSON.stringify(entry))]);
+  }
 
   async function writeParts(tx: Queryable, agreement: AgreementRecord): Promise<void> {
     const { signers, documents } = agreement;
@@ -104,6 +131,10 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
         signers.map((signer) => signer.signature),
         signers.map((signer) => signer.signatureHash),
         signers.map((signer) => signer.signedAt),
+        signers.map((signer) => signer.viewedAt),
+        signers.map((signer) => signer.declinedAt),
+        signers.map((signer) => signer.declineReason),
+        signers.map((signer) => signer.signingLinkId),
       ]);
     }
     if (documents.length > 0) {
@@ -124,6 +155,7 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
         if (idempotency !== undefined) await keys.complete(tx, agreement.accountId, idempotency);
         await tx.query(insert, agreementParams(agreement));
         await writeParts(tx, agreement);
+        await appendAudit(tx, agreement.id, agreement.audit, 0);
         await outbox.storeEvents(tx, events);
       });
     },
@@ -143,7 +175,8 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
         if ((await tx.query(lock, [accountId, id])).length === 0) return null;
         const [row] = await tx.query(select, [accountId, id]);
         if (row === undefined) return null;
-        const { agreement, events } = change(toAgreement(row));
+        const current = toAgreement(row);
+        const { agreement, events } = change(current);
         if (agreement.id !== id || agreement.accountId !== accountId) {
           throw new Error('updateAgreement: change must keep the id and account');
         }
@@ -151,6 +184,7 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
         await tx.query(deleteSigners, [id]);
         await tx.query(deleteDocuments, [id]);
         await writeParts(tx, agreement);
+        await appendAudit(tx, id, agreement.audit, current.audit.length);
         await outbox.storeEvents(tx, events);
         return structuredClone(agreement);
       });
@@ -167,9 +201,20 @@ function toAgreement(row: Row): AgreementRecord {
     signerName: row.signer_name as string,
     signerSignature: row.signer_signature as string,
     signerSignatureHash: row.signer_signature_hash as string,
-    signers: (JSON.parse(row.signers as string) as AgreementSigner[]).map(signerShape),
+    signers: (JSON.parse(row.signers as string) as AgreementSignerRecord[]).map(signerShape),
     documents: (JSON.parse(row.documents as string) as AgreementDocument[]).map(documentShape),
     createdAt: row.created_at as string,
+    ...signingFields(row),
+    audit: JSON.parse(row.audit as string) as AuditEntry[],
+  };
+}
+
+function signingFields(row: Row) {
+  return {
+    signingOrder: row.signing_order as SigningOrder,
+    expiresAt: (row.expires_at as string | null) ?? null,
+    closedAt: (row.closed_at as string | null) ?? null,
+    closedReason: (row.closed_reason as ClosedReason | null) ?? null,
   };
 }
 
@@ -184,11 +229,12 @@ function toSummary(row: Row): AgreementSummaryRecord {
     signers: JSON.parse(row.signers as string) as AgreementEventSigner[],
     documents: (JSON.parse(row.documents as string) as AgreementDocument[]).map(documentShape),
     createdAt: row.created_at as string,
+    ...signingFields(row),
   };
 }
 
 /** Fixes the key order to the record's, whatever the JSON the server built. */
-function signerShape(signer: AgreementSigner): AgreementSigner {
+function signerShape(signer: AgreementSignerRecord): AgreementSignerRecord {
   return {
     id: signer.id,
     firstName: signer.firstName,
@@ -198,6 +244,10 @@ function signerShape(signer: AgreementSigner): AgreementSigner {
     signature: signer.signature,
     signatureHash: signer.signatureHash,
     signedAt: signer.signedAt,
+    viewedAt: signer.viewedAt,
+    declinedAt: signer.declinedAt,
+    declineReason: signer.declineReason,
+    signingLinkId: signer.signingLinkId,
   };
 }
 

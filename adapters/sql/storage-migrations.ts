@@ -207,6 +207,30 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX portal_webhook_health_disabled ON ${table('webhook_health')} (webhook_id) WHERE disabled_at IS NOT NULL`,
     ],
   },
+  {
+    version: 9,
+    name: 'signing: order, expiry, closing, each signer\'s link and steps, the audit trail',
+    // Agreements stored before keep the seed's behaviour: parallel, no expiry, open.
+    statements: ({ table }) => [
+      `ALTER TABLE ${table('agreements')}
+        ADD COLUMN signing_order text NOT NULL DEFAULT 'parallel' CHECK (signing_order IN ('parallel', 'sequential')),
+        ADD COLUMN expires_at timestamptz,
+        ADD COLUMN closed_at timestamptz,
+        ADD COLUMN closed_reason text CHECK (closed_reason IN ('declined', 'expired'))`,
+      `ALTER TABLE ${table('agreement_signers')}
+        ADD COLUMN viewed_at timestamptz,
+        ADD COLUMN declined_at timestamptz,
+        ADD COLUMN decline_reason text,
+        ADD COLUMN signing_link_id text`,
+      // Append-only: each entry's JSON as it was hashed, at its position in the trail.
+      `CREATE TABLE ${table('agreement_audit')} (
+        agreement_id text COLLATE "C" NOT NULL REFERENCES ${table('agreements')} (id) ON DELETE CASCADE,
+        position integer NOT NULL,
+        entry text NOT NULL,
+        PRIMARY KEY (agreement_id, position)
+      )`,
+    ],
+  },
 ];
 
 /** The last `MAX_ATTEMPTS_KEPT` entries of the jsonb array `expression`, in order. */

@@ -4,7 +4,9 @@ import { PortalError } from '../errors.js';
 import { isId, newId } from '../shared/ids.js';
 import { silentLogger, type Logger } from '../shared/logger.js';
 import type { BlobStore, Storage } from '../ports.js';
-import { withoutImages, type Agreement, type AgreementEventData, type AgreementRecord, type AgreementSigner, type DownloadLink, type EventRecord } from '../records.js';
+import { withoutImages, type Agreement, type AgreementEventData, type AgreementRecord, type AgreementSignerRecord, type DownloadLink, type SigningOrder } from '../records.js';
+import { createAgreementChanges } from './agreement-changes.js';
+import { type ClientInfo, NO_CLIENT, accountActor, created, sha256Hex, sign as signStep } from './signing-rules.js';
 import type { DownloadService } from './downloads.js';
 import { signatureDataUrl } from './signature-data.js';
 import { atom } from '../shared/time.js';
@@ -68,6 +70,10 @@ export interface AgreementForm {
   signerSignatureData: string;
   signers: SignerInput[];
   documents: StoredDocument[];
+  /** `parallel` when the form leaves it out. */
+  signingOrder?: SigningOrder;
+  /** A date-time in the future, or none: the agreement never expires. */
+  expiresAt?: string;
 }
 
 export interface SignInput {
@@ -75,10 +81,10 @@ export interface SignInput {
   signature: string;
 }
 
-export const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex');
+export { sha256Hex };
 
 /** Public shape: exactly the fields of the spec's Agreement, in its order. */
-function toAgreement(record: AgreementRecord): Agreement {
+export function toAgreement(record: AgreementRecord): Agreement {
   return {
     id: record.id,
     name: record.name,
@@ -86,9 +92,13 @@ function toAgreement(record: AgreementRecord): Agreement {
     signerName: record.signerName,
     signerSignature: record.signerSignature,
     signerSignatureHash: record.signerSignatureHash,
-    signers: record.signers.map((signer) => ({ ...signer })),
+    signers: record.signers.map(({ signingLinkId: _link, ...signer }) => signer),
     documents: record.documents.map((document) => ({ ...document })),
     createdAt: record.createdAt,
+    signingOrder: record.signingOrder,
+    expiresAt: record.expiresAt,
+    closedAt: record.closedAt,
+    closedReason: record.closedReason,
   };
 }
 
@@ -108,6 +118,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
   const { storage, blobs, clock } = deps;
   const logger = deps.logger ?? silentLogger;
   const idempotency = createIdempotency({ storage, clock, logger });
+  const apply = createAgreementChanges({ storage, notify: () => notify() });
 
   function notify(): void {
     try {
@@ -174,6 +185,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
     accountId: string,
     readForm: FormReader,
     complete?: (agreement: Agreement, form: AgreementForm) => IdempotencyCompletion,
+    client: ClientInfo = NO_CLIENT,
   ): Promise<Agreement> {
     const documents = documentSink();
     let form: AgreementForm;
@@ -185,7 +197,11 @@ export function createAgreementService(deps: AgreementServiceDeps) {
     }
     const now = clock();
     const createdAt = atom(now);
-    const record: AgreementRecord = {
+    if (form.expiresAt !== undefined && Date.parse(form.expiresAt) <= now.getTime()) {
+      await documents.discard();
+      throw new PortalError('INPUT_INVALID', 'expiresAt', 'must be in the future.');
+    }
+    const unaudited: AgreementRecord = {
       id: newId('agr'),
       accountId,
       name: form.name,
@@ -194,7 +210,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
       signerSignature: form.signerSignatureData,
       signerSignatureHash: sha256Hex(form.signerSignatureData + '\n' + createdAt),
       signers: form.signers.map(
-        (signer): AgreementSigner => ({
+        (signer): AgreementSignerRecord => ({
           id: newId('ags'),
           firstName: signer.firstName,
           lastName: signer.lastName,
@@ -203,11 +219,22 @@ export function createAgreementService(deps: AgreementServiceDeps) {
           signature: null,
           signatureHash: null,
           signedAt: null,
+          viewedAt: null,
+          declinedAt: null,
+          declineReason: null,
+          signingLinkId: null,
         }),
       ),
       documents: form.documents.map((document) => ({ ...document })),
       createdAt,
+      signingOrder: form.signingOrder ?? 'parallel',
+      // Read to the second, as every date-time the API answers.
+      expiresAt: form.expiresAt === undefined ? null : atom(new Date(form.expiresAt)),
+      closedAt: null,
+      closedReason: null,
+      audit: [],
     };
+    const record = created(unaudited, now, client);
     const agreement = toAgreement(record);
     try {
       const events = [newEvent(accountId, 'agreement-created', eventData(agreement), now)];
@@ -313,29 +340,13 @@ export function createAgreementService(deps: AgreementServiceDeps) {
      * `agreement-signed` in the same atomic update. 404 for an unknown agreement or signer, 409 for
      * a signer who already signed, 400 for a signature that is not an acceptable image.
      */
-    async sign(accountId: string, agreementId: string, signerId: string, input: SignInput): Promise<Agreement> {
+    async sign(accountId: string, agreementId: string, signerId: string, input: SignInput, client: ClientInfo = NO_CLIENT): Promise<Agreement> {
       checkAccountId(accountId);
       if (typeof input !== 'object' || input === null) throw new PortalError('INPUT_INVALID', 'sign', 'give { signature } as a data-URL.');
       const signature = parseInput(signatureDataUrl, input.signature, 'signature');
       if (!isId('agr', agreementId)) throw new PortalError('AGREEMENT_NOT_FOUND', agreementId);
       const now = clock();
-      let events: EventRecord[] = [];
-      const updated = await storage.updateAgreement(accountId, agreementId, (current) => {
-        const signer = current.signers.find((candidate) => candidate.id === signerId);
-        if (signer === undefined) throw new PortalError('SIGNER_NOT_FOUND', signerId, agreementId);
-        if (signer.signedAt !== null) throw new PortalError('SIGNER_ALREADY_SIGNED', signerId, agreementId);
-        const signers = current.signers.map((candidate) =>
-          candidate.id === signerId
-            ? { ...candidate, signature, signatureHash: sha256Hex(signature), signedAt: atom(now) }
-            : candidate,
-        );
-        const allSigned = signers.every((candidate) => candidate.signedAt !== null);
-        const agreement: AgreementRecord = { ...current, signers, status: allSigned ? 'signed' : current.status };
-        events = allSigned ? [newEvent(accountId, 'agreement-signed', eventData(toAgreement(agreement)), now)] : [];
-        return { agreement, events };
-      });
-      if (updated === null) throw new PortalError('AGREEMENT_NOT_FOUND', agreementId);
-      if (events.length > 0) notify();
+      const updated = await apply(accountId, agreementId, now, (current) => signStep(current, signerId, signature, now, accountActor(accountId), client));
       return toAgreement(updated);
     },
   };
@@ -349,6 +360,8 @@ function formFingerprint(form: AgreementForm): string {
     signerSignatureData: form.signerSignatureData,
     signers: form.signers.map(({ firstName, lastName, email, shouldIdentify }) => ({ firstName, lastName, email, shouldIdentify })),
     documents: form.documents.map(({ documentName, fileSize, fileHash }) => ({ documentName, fileSize, fileHash })),
+    signingOrder: form.signingOrder ?? 'parallel',
+    expiresAt: form.expiresAt ?? null,
   });
 }
 

@@ -94,6 +94,8 @@ export const eventType = (eventTypes: readonly string[]) =>
 
 /** The limits of one agreement (spec "Limits"): signers, documents, and the documents' bytes in total. */
 export const MAX_SIGNERS = 5;
+/** The longest reason a signer may give for declining. */
+export const MAX_DECLINE_REASON = 1000;
 export const MAX_DOCUMENTS = 5;
 export const MAX_DOCUMENT_BYTES = 5 * 1024 * 1024;
 
@@ -221,3 +223,45 @@ export const attachmentInput = v.object({
   name: entryName,
   mime: mediaType,
 }, 'must be an object');
+
+/** `POST /agreements`'s optional `signingOrder` part. */
+export const signingOrderInput = v.picklist(['parallel', 'sequential'], 'must be "parallel" or "sequential"');
+/** `POST /agreements`'s optional `expiresAt` part: a date-time (checked to lie in the future when the agreement is made). */
+export const expiresAtInput = dateTimeText;
+
+/** The shortest and longest life of a signing link, and its default (72 h). */
+export const SIGNING_LINK_SECONDS = { min: 60, max: 30 * 24 * 3600, default: 72 * 3600 } as const;
+
+/** The optional body of `POST /agreements/{id}/signers/{signerId}/signing-link`. */
+export const signingLinkInput = v.strictObject(
+  {
+    expiresInSeconds: v.optional(
+      v.pipe(
+        v.number('must be a whole number of seconds'),
+        v.integer('must be a whole number of seconds'),
+        v.minValue(SIGNING_LINK_SECONDS.min, `must be at least ${SIGNING_LINK_SECONDS.min} seconds`),
+        v.maxValue(SIGNING_LINK_SECONDS.max, `must be at most ${SIGNING_LINK_SECONDS.max} seconds (30 days)`),
+      ),
+    ),
+  },
+  'must be an object such as {"expiresInSeconds": 259200}',
+);
+
+/** The body of `POST /signing/decline`: an optional reason, at most 1,000 characters. */
+export const declineInput = v.strictObject(
+  {
+    reason: v.optional(
+      v.nullable(
+        v.pipe(
+          v.string('must be text'),
+          v.maxLength(MAX_DECLINE_REASON, `must be at most ${MAX_DECLINE_REASON} characters`),
+          noControlCharacters(),
+        ),
+      ),
+    ),
+  },
+  'must be an object such as {"reason": "…"}',
+);
+
+/** The body of `POST /signing/sign`: the signature as a data-URL, as `signerSignatureData` at creation. */
+export const signingSignatureInput = v.strictObject({ signature: signatureDataUrl }, 'must be an object such as {"signature": "data:image/png;base64,…"}');

@@ -7,9 +7,11 @@ import {
   MAX_DOCUMENT_BYTES,
   MAX_SIGNERS,
   displayName,
+  expiresAtInput,
   parseInput,
   signatureDataUrl,
   signerInput,
+  signingOrderInput,
   type SignerInput,
 } from '../domain/inputs.js';
 import { SIGNATURE_MAX_LENGTH } from '../domain/signature-data.js';
@@ -18,9 +20,9 @@ import { MultipartReading, partName } from './multipart.js';
 /** A JSON part of one signer, or of all five, is small; anything bigger is not a signer list. */
 const MAX_SIGNERS_PART = 64 * 1024;
 
-const TEXT_PARTS = new Set(['name', 'signerName', 'signerSignatureData', 'signers']);
+const TEXT_PARTS = new Set(['name', 'signerName', 'signerSignatureData', 'signers', 'signingOrder', 'expiresAt']);
 const DOCUMENT_PART = /^documents(?:\[\d{0,9}\]|\.items)?$/;
-const PART_LIST = 'name, signerName, signerSignatureData, signers and documents';
+const PART_LIST = 'name, signerName, signerSignatureData, signers, documents, signingOrder and expiresAt';
 
 const tooLarge = () => new PortalError('DOCUMENTS_TOO_LARGE', MAX_DOCUMENT_BYTES);
 const endedEarly = () => new PortalError('MULTIPART_MALFORMED');
@@ -64,6 +66,10 @@ function createTextParts() {
       if (name === 'signerSignatureData') {
         if (truncated) throw invalid('signerSignatureData', 'the image must be at most 1 MiB');
         values[name] = parseInput(signatureDataUrl, value, name);
+      } else if (name === 'signingOrder') {
+        values[name] = parseInput(signingOrderInput, value, name);
+      } else if (name === 'expiresAt') {
+        values[name] = parseInput(expiresAtInput, value, name);
       } else {
         values[name] = parseInput(displayName, value, name);
       }
@@ -82,6 +88,8 @@ function createTextParts() {
         signerSignatureData: values.signerSignatureData!,
         signers,
         documents,
+        ...(values.signingOrder === undefined ? {} : { signingOrder: values.signingOrder as 'parallel' | 'sequential' }),
+        ...(values.expiresAt === undefined ? {} : { expiresAt: values.expiresAt }),
       };
     },
   };

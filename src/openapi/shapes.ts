@@ -13,7 +13,7 @@ import type {
   Webhook,
   WebhookHealth,
 } from '../records.js';
-import { MAX_DOCUMENTS, MAX_SIGNERS, displayName, mediaType, signatureDataUrl, signerInput } from '../domain/inputs.js';
+import { MAX_DECLINE_REASON, MAX_DOCUMENTS, MAX_SIGNERS, displayName, mediaType, signatureDataUrl, signerInput } from '../domain/inputs.js';
 
 /**
  * The shapes the API answers with, as valibot schemas: the OpenAPI document is generated from them
@@ -105,6 +105,9 @@ export const agreementSigner = v.strictObject({
   signature: v.nullable(signatureDataUrl),
   signatureHash: v.nullable(sha256Hex),
   signedAt: v.nullable(atomDateTime),
+  viewedAt: v.pipe(v.nullable(atomDateTime), v.description('When the signer first opened the agreement through a signing link.')),
+  declinedAt: v.nullable(atomDateTime),
+  declineReason: v.pipe(v.nullable(v.pipe(v.string(), v.maxLength(MAX_DECLINE_REASON))), v.description('What the signer gave as the reason to decline, if anything.')),
 });
 
 export const agreementDocument = v.strictObject({
@@ -124,6 +127,10 @@ export const agreement = v.strictObject({
   signers: v.pipe(v.array(agreementSigner), v.minLength(1), v.maxLength(MAX_SIGNERS)),
   documents: v.pipe(v.array(agreementDocument), v.minLength(1), v.maxLength(MAX_DOCUMENTS)),
   createdAt: atomDateTime,
+  signingOrder: v.pipe(v.picklist(['parallel', 'sequential']), v.description('`sequential`: each signer may sign only after those before.')),
+  expiresAt: v.pipe(v.nullable(atomDateTime), v.description('When the agreement closes unsigned; `null`: never.')),
+  closedAt: v.pipe(v.nullable(atomDateTime), v.description('When it closed unsigned (declined or expired).')),
+  closedReason: v.nullable(v.picklist(['declined', 'expired'])),
 });
 
 export const agreementEventSigner = v.omit(agreementSigner, ['signature']);

@@ -75,6 +75,10 @@ export function agreementRecord(overrides: Partial<AgreementRecord> = {}): Agree
     signature: null,
     signatureHash: null,
     signedAt: null,
+    viewedAt: null,
+    declinedAt: null,
+    declineReason: null,
+    signingLinkId: null,
   });
   return {
     id: newId('agr'),
@@ -90,6 +94,11 @@ export function agreementRecord(overrides: Partial<AgreementRecord> = {}): Agree
       { id: newId('agd'), documentName: 'annex.pdf', fileSize: 0, fileHash: 'c'.repeat(64) },
     ],
     createdAt: T0,
+    signingOrder: 'parallel',
+    expiresAt: null,
+    closedAt: null,
+    closedReason: null,
+    audit: [],
     ...overrides,
   };
 }

@@ -8,7 +8,8 @@ import type { Storage, WebhookCall, WebhookTransport } from '../../src/ports.js'
 import { silentLogger } from '../../src/shared/logger.js';
 import { createWebhookWorker } from '../../src/webhooks/worker.js';
 import { newId } from '../../src/shared/ids.js';
-import { agreementSummary, type AgreementRecord, type EventRecord } from '../../src/records.js';
+import { agreementSummary, type AgreementRecord, type AuditAction, type EventRecord } from '../../src/records.js';
+import { appendAudit, verifyAudit } from '../../src/domain/audit-trail.js';
 import type { StorageFactory } from './types.js';
 import { T0, agreementRecord, webhookRecord } from './fixtures.js';
 
@@ -162,6 +163,29 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
     assert.is(updated!.signers[1]!.signedAt, null);
     assert.equal(await storage.getAgreement('acct_a', agreement.id), updated);
     assert.equal(await db.event(event.id), event);
+  }));
+
+  test('agreements: the signing fields and the audit trail are stored whole; an update appends entries after those kept', withStorage(factory, async (storage) => {
+    const step = (action: AuditAction, at: string) => ({ at, action, actor: 'account:acct_a', signerId: null, ip: '203.0.113.9', userAgent: 'Tëst/1.0', documents: [{ id: 'agd_x', fileHash: 'e'.repeat(64) }], detail: null });
+    const agreement = agreementRecord({ signingOrder: 'sequential', expiresAt: '2026-02-01T00:00:00+00:00', audit: appendAudit([], step('created', T0)) });
+    agreement.signers[0]!.signingLinkId = 'sgl_first';
+    await storage.insertAgreement(agreement, []);
+    assert.equal(await storage.getAgreement('acct_a', agreement.id), agreement);
+    const updated = await storage.updateAgreement('acct_a', agreement.id, (current) => {
+      const signers = current.signers.map((signer, i) =>
+        i === 1 ? { ...signer, viewedAt: T0, declinedAt: T0, declineReason: 'Nicht mit mir — "no"', signingLinkId: 'sgl_second' } : signer,
+      );
+      const audit = appendAudit(current.audit, step('viewed', T0), step('declined', T0));
+      return { agreement: { ...current, signers, closedAt: T0, closedReason: 'declined', audit }, events: [] };
+    });
+    assert.is(updated!.audit.length, 3);
+    const read = (await storage.getAgreement('acct_a', agreement.id))!;
+    assert.equal(read, updated);
+    assert.ok(verifyAudit(read.audit), 'the chain as stored verifies');
+    assert.equal([read.closedReason, read.signers[1]!.declineReason, read.signers[1]!.signingLinkId], ['declined', 'Nicht mit mir — "no"', 'sgl_second']);
+    const listed = (await storage.listAgreements('acct_a', { limit: 5 }))![0]!;
+    assert.equal([listed.signingOrder, listed.expiresAt, listed.closedReason, listed.signers[1]!.declinedAt], ['sequential', '2026-02-01T00:00:00+00:00', 'declined', T0]);
+    assert.not.ok('audit' in listed, 'a list holds no trail');
   }));
 
   test('agreements: updateAgreement of an absent agreement or another account\'s resolves null without calling change', withStorage(factory, async (storage) => {

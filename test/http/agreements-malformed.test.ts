@@ -65,10 +65,10 @@ function withPart(name: string, replacement: RawPart | RawPart[] | null): RawPar
 
 function registerTests(test: Test<{ app: TestPortal; tracked: Tracked }>): void {
   const expectations: [title: string, parts: RawPart[], message: string | RegExp][] = [
-    ['an unknown text part', [...validParts(), { name: 'comment', value: 'hi' }], 'Unknown part "comment"; the parts are name, signerName, signerSignatureData, signers and documents.'],
+    ['an unknown text part', [...validParts(), { name: 'comment', value: 'hi' }], 'Unknown part "comment"; the parts are name, signerName, signerSignatureData, signers, documents, signingOrder and expiresAt.'],
     ['an unknown file part', [...validParts(), { name: 'attachment', filename: 'a.pdf', bytes: documentBytes(10) }], /^Unknown part "attachment"/],
     ['a part with an empty name', [{ name: '', value: 'x' }, ...validParts()], /^Unknown part ""/],
-    ['a text part without a name', [{ name: '', disposition: 'Content-Disposition: form-data', value: 'x' }, ...validParts()], 'Unknown part without a name; the parts are name, signerName, signerSignatureData, signers and documents.'],
+    ['a text part without a name', [{ name: '', disposition: 'Content-Disposition: form-data', value: 'x' }, ...validParts()], 'Unknown part without a name; the parts are name, signerName, signerSignatureData, signers, documents, signingOrder and expiresAt.'],
     ['a file part without a name', [...validParts(), { name: '', disposition: 'Content-Disposition: form-data; filename="a.pdf"', bytes: documentBytes(10) }], /^Unknown part without a name;/],
     ['name given twice', [...validParts(), { name: 'name', value: 'Again' }], 'name: was given more than once.'],
     ['no name', withPart('name', null), 'name: is required.'],

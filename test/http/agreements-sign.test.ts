@@ -147,7 +147,7 @@ test('webhooks receive agreement-created and agreement-signed at once: the servi
   });
 });
 
-test('notify is called once events are stored: on creation and on the last signature only', async () => {
+test('notify is called once events are stored: on creation and on each signature (agreement-signer-signed)', async () => {
   const storage = memoryStorage();
   const blobs = memoryBlobs();
   let notified = 0;
@@ -161,9 +161,9 @@ test('notify is called once events are stored: on creation and on the last signa
   }));
   assert.is(notified, 1);
   await service.sign('acct_a', created.id, created.signers[0]!.id, { signature: SIGNATURE_1 });
-  assert.is(notified, 1);
-  await service.sign('acct_a', created.id, created.signers[1]!.id, { signature: SIGNATURE_1 });
   assert.is(notified, 2);
+  await service.sign('acct_a', created.id, created.signers[1]!.id, { signature: SIGNATURE_1 });
+  assert.is(notified, 3);
 });
 
 test('a notify that throws does not undo or fail a stored signature', async () => {

@@ -37,7 +37,11 @@ for (const kind of BLOB_KINDS) {
       assert.is(res.status, 201);
       const body = await json(res);
       assert.is(res.headers.get('location'), `${app.url}/v1/agreements/${body.id}`);
-      assert.equal(Object.keys(body), ['id', 'name', 'status', 'signerName', 'signerSignature', 'signerSignatureHash', 'signers', 'documents', 'createdAt']);
+      assert.equal(Object.keys(body), [
+        'id', 'name', 'status', 'signerName', 'signerSignature', 'signerSignatureHash', 'signers', 'documents', 'createdAt',
+        'signingOrder', 'expiresAt', 'closedAt', 'closedReason',
+      ]);
+      assert.equal([body.signingOrder, body.expiresAt, body.closedAt, body.closedReason], ['parallel', null, null, null]);
       assert.match(body.id, /^agr_[0-9A-Za-z]{22}$/);
       assert.is(body.name, 'Lease 2026');
       assert.is(body.status, 'sent');
@@ -47,7 +51,9 @@ for (const kind of BLOB_KINDS) {
       assert.is(body.signerSignatureHash, sha256(PNG_SIGNATURE + '\n' + body.createdAt));
       assert.is(body.signers.length, 2);
       assert.match(body.signers[0].id, /^ags_[0-9A-Za-z]{22}$/);
-      assert.equal({ ...body.signers[0], id: undefined }, { ...SIGNER, id: undefined, signature: null, signatureHash: null, signedAt: null });
+      assert.equal({ ...body.signers[0], id: undefined }, {
+        ...SIGNER, id: undefined, signature: null, signatureHash: null, signedAt: null, viewedAt: null, declinedAt: null, declineReason: null,
+      });
       assert.equal(body.signers[1].email, 's2@example.com');
       assert.equal(
         body.documents.map((document: any) => ({ ...document, id: document.id.slice(0, 4) })),

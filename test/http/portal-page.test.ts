@@ -53,7 +53,7 @@ test('the page: HTML, no-store, the strict Content-Security-Policy, one script a
     assert.match(html, /<link rel="stylesheet" href="assets\/portal\.[\w-]+\.css" integrity="sha384-[\w+/=]+">/);
     assert.not.match(html, /<style|\sstyle=|\son[a-z]+=|https?:\/\//i);
     assert.match(html, /<meta name="portal-api" content="\.\.\/v1">/);
-    assert.match(html, /<meta name="portal-event-types" content="\[&quot;customer-created&quot;,&quot;agreement-created&quot;,&quot;agreement-signed&quot;\]">/);
+    assert.match(html, /<meta name="portal-event-types" content="\[&quot;customer-created&quot;,&quot;agreement-created&quot;,&quot;agreement-signed&quot;,&quot;agreement-viewed&quot;,/);
   });
 });
 

@@ -1,0 +1,146 @@
+import { createHash } from 'node:crypto';
+import { PortalError } from '../errors.js';
+import type { AgreementRecord, AgreementSignerRecord, AuditAction, EventRecord } from '../records.js';
+import { withoutImages } from '../records.js';
+import { atom } from '../shared/time.js';
+import { appendAudit } from './audit-trail.js';
+import { newEvent } from './events.js';
+
+/**
+ * The rules of signing an agreement, as pure functions of a stored agreement: who may sign or
+ * decline and when, what each step changes, the events and the audit entry it adds. Every path
+ * that changes an agreement (the host's `sign`, a signer's link, the expiry) goes through these,
+ * inside one `updateAgreement`, so a rule lives here once.
+ */
+
+/** Where a step came from, as the audit trail records it. */
+export interface ClientInfo {
+  ip: string | null;
+  userAgent: string | null;
+}
+export const NO_CLIENT: ClientInfo = { ip: null, userAgent: null };
+
+/** Who took a step: the host through the API (`account:<id>`), a signer (their id), or the portal itself. */
+export const accountActor = (accountId: string) => `account:${accountId}`;
+export const SYSTEM_ACTOR = 'system';
+
+/** What a step makes of an agreement: the record to store and the events to store with it. */
+export interface Step {
+  agreement: AgreementRecord;
+  events: EventRecord[];
+}
+
+export const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** The data of an agreement event: the agreement without signature images, and the signer it concerns. */
+function eventOf(type: string, record: AgreementRecord, now: Date, signerId?: string): EventRecord {
+  const data = signerId === undefined ? withoutImages(record) : { ...withoutImages(record), signerId };
+  return newEvent(record.accountId, type, data, now);
+}
+
+/** `record` with one audit entry more. */
+function audited(
+  record: AgreementRecord,
+  now: Date,
+  action: AuditAction,
+  who: { actor: string; signerId?: string | null; client?: ClientInfo; detail?: string | null; withDocuments?: boolean },
+): AgreementRecord {
+  const client = who.client ?? NO_CLIENT;
+  const audit = appendAudit(record.audit, {
+    at: atom(now),
+    action,
+    actor: who.actor,
+    signerId: who.signerId ?? null,
+    ip: client.ip,
+    userAgent: client.userAgent,
+    documents: who.withDocuments === false ? [] : record.documents.map((document) => ({ id: document.id, fileHash: document.fileHash })),
+    detail: who.detail ?? null,
+  });
+  return { ...record, audit };
+}
+
+/** Whether the agreement is still open: not signed, not closed. */
+export const isOpen = (record: AgreementRecord) => record.status === 'sent' && record.closedAt === null;
+
+/** Whether `expiresAt` has come while the agreement is still open: it must then be closed before anything else. */
+export const isPastExpiry = (record: AgreementRecord, now: Date) =>
+  isOpen(record) && record.expiresAt !== null && now.getTime() >= Date.parse(record.expiresAt);
+
+/** Closes an agreement whose `expiresAt` has come: `closedReason: expired`, `agreement-expired`. */
+export function expire(record: AgreementRecord, now: Date): Step {
+  const closed = audited({ ...record, closedAt: atom(now), closedReason: 'expired' }, now, 'expired', { actor: SYSTEM_ACTOR, withDocuments: false });
+  return { agreement: closed, events: [eventOf('agreement-expired', closed, now)] };
+}
+
+function signerOf(record: AgreementRecord, signerId: string): AgreementSignerRecord {
+  const signer = record.signers.find((candidate) => candidate.id === signerId);
+  if (signer === undefined) throw new PortalError('SIGNER_NOT_FOUND', signerId, record.id);
+  return signer;
+}
+
+/** The 404 or 409 that keeps `signerId` from signing or declining now; `null` when they may. */
+export function refusalToAct(record: AgreementRecord, signerId: string): PortalError | null {
+  const signer = signerOf(record, signerId);
+  if (signer.signedAt !== null) return new PortalError('SIGNER_ALREADY_SIGNED', signerId, record.id);
+  if (signer.declinedAt !== null) return new PortalError('SIGNER_DECLINED', signerId, record.id);
+  if (record.closedReason !== null) return new PortalError('AGREEMENT_CLOSED', record.id, record.closedReason);
+  if (record.status === 'signed') return new PortalError('AGREEMENT_CLOSED', record.id, 'signed');
+  if (record.signingOrder === 'sequential') {
+    const first = record.signers.find((candidate) => candidate.signedAt === null);
+    if (first !== undefined && first.id !== signerId) return new PortalError('SIGNER_NOT_YET', signerId, first.id);
+  }
+  return null;
+}
+
+/**
+ * Records `signerId`'s signature: `agreement-signer-signed`, and for the last signer the agreement
+ * `signed` and `agreement-signed`, in the same step (so once, whichever instance stores it).
+ */
+export function sign(record: AgreementRecord, signerId: string, signature: string, now: Date, actor: string, client: ClientInfo): Step {
+  const refusal = refusalToAct(record, signerId);
+  if (refusal !== null) throw refusal;
+  const signers = record.signers.map((candidate) =>
+    candidate.id === signerId ? { ...candidate, signature, signatureHash: sha256Hex(signature), signedAt: atom(now) } : candidate,
+  );
+  const allSigned = signers.every((candidate) => candidate.signedAt !== null);
+  const signed = audited({ ...record, signers, status: allSigned ? 'signed' : record.status }, now, 'signed', { actor, signerId, client });
+  const events = [eventOf('agreement-signer-signed', signed, now, signerId)];
+  if (allSigned) events.push(eventOf('agreement-signed', signed, now));
+  return { agreement: signed, events };
+}
+
+/** `signerId` declines: the agreement closes (`closedReason: declined`), `agreement-declined`. */
+export function decline(record: AgreementRecord, signerId: string, reason: string | null, now: Date, client: ClientInfo): Step {
+  const refusal = refusalToAct(record, signerId);
+  if (refusal !== null) throw refusal;
+  const at = atom(now);
+  const signers = record.signers.map((candidate) => (candidate.id === signerId ? { ...candidate, declinedAt: at, declineReason: reason } : candidate));
+  const closed = audited({ ...record, signers, closedAt: at, closedReason: 'declined' }, now, 'declined', {
+    actor: signerId,
+    signerId,
+    client,
+    detail: reason,
+  });
+  return { agreement: closed, events: [eventOf('agreement-declined', closed, now, signerId)] };
+}
+
+/** The signer's first opening of the agreement: `viewedAt`, `agreement-viewed`; `null` when it was opened before. */
+export function view(record: AgreementRecord, signerId: string, now: Date, client: ClientInfo): Step | null {
+  if (signerOf(record, signerId).viewedAt !== null) return null;
+  const signers = record.signers.map((candidate) => (candidate.id === signerId ? { ...candidate, viewedAt: atom(now) } : candidate));
+  const viewed = audited({ ...record, signers }, now, 'viewed', { actor: signerId, signerId, client });
+  return { agreement: viewed, events: [eventOf('agreement-viewed', viewed, now, signerId)] };
+}
+
+/** A new signing link for `signerId`, named `linkId`: every older link of theirs stops working. */
+export function issueLink(record: AgreementRecord, signerId: string, linkId: string, now: Date, accountId: string, client: ClientInfo): Step {
+  const refusal = refusalToAct(record, signerId);
+  if (refusal !== null) throw refusal;
+  const signers = record.signers.map((candidate) => (candidate.id === signerId ? { ...candidate, signingLinkId: linkId } : candidate));
+  const issued = audited({ ...record, signers }, now, 'link-issued', { actor: accountActor(accountId), signerId, client, withDocuments: false });
+  return { agreement: issued, events: [] };
+}
+
+/** The audit entry of an agreement's creation. */
+export const created = (record: AgreementRecord, now: Date, client: ClientInfo): AgreementRecord =>
+  audited(record, now, 'created', { actor: accountActor(record.accountId), client });
