@@ -70,7 +70,7 @@ export const ERRORS = {
   // The rest of the body is not read: the connection is closed rather than drained.
   JSON_BODY_TOO_LARGE: {
     status: 413,
-    message: (limitBytes: number) => `The request body is larger than ${limitBytes / 1024} KiB.`,
+    message: (limitBytes: number) => `The request body is larger than ${Math.floor(limitBytes / 1024)} KiB.`,
     headers: () => ({ connection: 'close' }),
   },
   FORM_CONTENT_TYPE: {

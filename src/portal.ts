@@ -30,6 +30,8 @@ import { createEventService, type EventService } from './domain/events.js';
 import { createFileService, type FileService } from './domain/files.js';
 import { createTicketService, type TicketService } from './domain/tickets.js';
 import { createDownloadService } from './domain/downloads.js';
+import { createSigningService } from './domain/signing.js';
+import { signingRoutes } from './http/routes/signing.js';
 import { createWebhookWorker, type WebhookWorker } from './webhooks/worker.js';
 import { createWebhookService, type WebhookService } from './domain/webhooks.js';
 import { resolveWebhookOptions } from './webhooks/options.js';
@@ -132,6 +134,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   const files = createFileService({ storage, blobs, clock, downloads });
   const tickets = createTicketService({ storage, blobs, clock, downloads });
   const agreements = createAgreementService({ storage, blobs, clock, logger, notify, downloads });
+  const signing = createSigningService({ storage, clock, signer, downloads, notify });
   const extensions = options.extensions ?? true;
   const routes: Route[] = [
     ...webhookRoutes(webhooks),
@@ -140,7 +143,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     ...downloadRoutes(downloads),
     ...agreementRoutes(agreements, { extensions }),
   ];
-  if (extensions) routes.push(...webhookExtensionRoutes(webhooks));
+  if (extensions) routes.push(...webhookExtensionRoutes(webhooks), ...signingRoutes(signing));
   const orphanSweep = createOrphanSweep({ storage, blobs, clock, logger });
 
   const handler = createHandler({

@@ -111,8 +111,12 @@ class DueQueue {
 }
 
 
-/** Some tables of a memory store, by id, as the store holds them: read them, never change them. */
+/**
+ * Some tables of a memory store, by id, as the store holds them: read them, never change them (a
+ * test of tamper detection edits an agreement's trail here on purpose).
+ */
 export interface MemoryTables {
+  readonly agreements: ReadonlyMap<string, AgreementRecord>;
   readonly webhooks: ReadonlyMap<string, WebhookRecord>;
   readonly events: ReadonlyMap<string, EventRecord>;
   readonly deliveries: ReadonlyMap<string, DeliveryRecord>;
@@ -470,6 +474,6 @@ export function memoryStorage(): Storage {
       return removed;
     },
   };
-  tablesOf.set(storage, { webhooks: webhooks.rows, events: events.rows, deliveries: deliveries.rows, idempotencyKeys, health });
+  tablesOf.set(storage, { agreements: agreements.rows, webhooks: webhooks.rows, events: events.rows, deliveries: deliveries.rows, idempotencyKeys, health });
   return storage;
 }

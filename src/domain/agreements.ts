@@ -254,9 +254,9 @@ export function createAgreementService(deps: AgreementServiceDeps) {
      * (a bad part, a limit, the client gone, the store failing) or the record cannot be stored,
      * every document stored is removed before this rejects.
      */
-    async create(accountId: string, readForm: FormReader): Promise<Agreement> {
+    async create(accountId: string, readForm: FormReader, client: ClientInfo = NO_CLIENT): Promise<Agreement> {
       checkAccountId(accountId);
-      return createFrom(accountId, readForm);
+      return createFrom(accountId, readForm, undefined, client);
     },
 
     /**
@@ -267,7 +267,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
      * documents hashed but not stored, and gets the first answer again (a 422 when the form differs).
      * The key of a request that failed is free again.
      */
-    async createIdempotent(accountId: string, readForm: FormReader, request: IdempotentCreate<Agreement>): Promise<IdempotentOutcome> {
+    async createIdempotent(accountId: string, readForm: FormReader, request: IdempotentCreate<Agreement>, client: ClientInfo = NO_CLIENT): Promise<IdempotentOutcome> {
       checkAccountId(accountId);
       const start = await idempotency.begin(accountId, request.key, null);
       if (start.completed !== undefined) {
@@ -280,7 +280,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
         await createFrom(accountId, readForm, (agreement, form) => {
           answer = request.answer(agreement);
           return idempotency.completion(claim, formFingerprint(form), answer);
-        });
+        }, client);
       } catch (error) {
         await idempotency.release(claim);
         throw error;

@@ -75,26 +75,32 @@ export interface LinkSigner {
   sign(grant: DownloadGrant): string;
   /** Whether `signature` is the signature of `grant` under any of the keys; compared in constant time. */
   verify(grant: DownloadGrant, signature: string): boolean;
+  /** The same for any message (a signing token's): its caller tags it, so that no two kinds of grant share one. */
+  signText(message: string): string;
+  verifyText(message: string, signature: string): boolean;
 }
 
 export function createLinkSigner(keys: readonly string[]): LinkSigner {
   const secrets: KeyObject[] = keys.map((key) => createSecretKey(Buffer.from(key, 'utf8')));
-  const signWith = (secret: KeyObject, grant: DownloadGrant) =>
-    createHmac('sha256', secret).update(grantMessage(grant)).digest('base64url');
+  const signWith = (secret: KeyObject, message: string) => createHmac('sha256', secret).update(message).digest('base64url');
+  const signText = (message: string) => signWith(secrets[0]!, message);
+  function verifyText(message: string, signature: string): boolean {
+    const presented = Buffer.from(signature, 'utf8');
+    let valid = false;
+    // Every key is tried, matched or not, so the time taken says nothing about which key matched.
+    for (const secret of secrets) {
+      const expected = Buffer.from(signWith(secret, message), 'utf8');
+      // The length of a signature is public (always 43); comparing the string, not the decoded
+      // bytes, also refuses other spellings of the same bytes.
+      if (expected.length === presented.length && timingSafeEqual(expected, presented)) valid = true;
+    }
+    return valid;
+  }
   return {
-    sign: (grant) => signWith(secrets[0]!, grant),
-    verify(grant, signature) {
-      const presented = Buffer.from(signature, 'utf8');
-      let valid = false;
-      // Every key is tried, matched or not, so the time taken says nothing about which key matched.
-      for (const secret of secrets) {
-        const expected = Buffer.from(signWith(secret, grant), 'utf8');
-        // The length of a signature is public (always 43); comparing the string, not the decoded
-        // bytes, also refuses other spellings of the same bytes.
-        if (expected.length === presented.length && timingSafeEqual(expected, presented)) valid = true;
-      }
-      return valid;
-    },
+    sign: (grant) => signText(grantMessage(grant)),
+    verify: (grant, signature) => verifyText(grantMessage(grant), signature),
+    signText,
+    verifyText,
   };
 }
 

@@ -78,14 +78,18 @@ function signerOf(record: AgreementRecord, signerId: string): AgreementSignerRec
   return signer;
 }
 
-/** The 404 or 409 that keeps `signerId` from signing or declining now; `null` when they may. */
-export function refusalToAct(record: AgreementRecord, signerId: string): PortalError | null {
+/**
+ * The 404 or 409 that keeps `signerId` from signing or declining now; `null` when they may. With
+ * `inTurn: false`, a signer whose turn has not come in a sequential agreement passes (a link may be
+ * made for them ahead of it).
+ */
+export function refusalToAct(record: AgreementRecord, signerId: string, inTurn = true): PortalError | null {
   const signer = signerOf(record, signerId);
   if (signer.signedAt !== null) return new PortalError('SIGNER_ALREADY_SIGNED', signerId, record.id);
   if (signer.declinedAt !== null) return new PortalError('SIGNER_DECLINED', signerId, record.id);
   if (record.closedReason !== null) return new PortalError('AGREEMENT_CLOSED', record.id, record.closedReason);
   if (record.status === 'signed') return new PortalError('AGREEMENT_CLOSED', record.id, 'signed');
-  if (record.signingOrder === 'sequential') {
+  if (inTurn && record.signingOrder === 'sequential') {
     const first = record.signers.find((candidate) => candidate.signedAt === null);
     if (first !== undefined && first.id !== signerId) return new PortalError('SIGNER_NOT_YET', signerId, first.id);
   }
@@ -134,7 +138,7 @@ export function view(record: AgreementRecord, signerId: string, now: Date, clien
 
 /** A new signing link for `signerId`, named `linkId`: every older link of theirs stops working. */
 export function issueLink(record: AgreementRecord, signerId: string, linkId: string, now: Date, accountId: string, client: ClientInfo): Step {
-  const refusal = refusalToAct(record, signerId);
+  const refusal = refusalToAct(record, signerId, false);
   if (refusal !== null) throw refusal;
   const signers = record.signers.map((candidate) => (candidate.id === signerId ? { ...candidate, signingLinkId: linkId } : candidate));
   const issued = audited({ ...record, signers }, now, 'link-issued', { actor: accountActor(accountId), signerId, client, withDocuments: false });

@@ -11,6 +11,8 @@ export interface RequestContext {
   accountId: string;
   /** The absolute URL of the API root for this request (`publicUrl`, or derived from the request); worked out when read. */
   readonly baseUrl: string;
+  /** The client's address (`X-Forwarded-For`'s first with `trustProxy`) and user agent, as an audit trail records them. */
+  readonly client: { ip: string | null; userAgent: string | null };
 }
 
 /** Where the API is served, for absolute URLs (`Location`, links). */
@@ -42,6 +44,16 @@ export class Exchange implements RequestContext {
 
   get baseUrl(): string {
     return baseUrlOf(this.req, this.origin);
+  }
+
+  get client(): { ip: string | null; userAgent: string | null } {
+    const forwarded = this.origin.trustProxy ? firstForwarded(this.req.headers['x-forwarded-for']) : undefined;
+    const agent = this.req.headers['user-agent'];
+    return {
+      ip: (forwarded ?? this.req.socket.remoteAddress ?? null)?.slice(0, 64) ?? null,
+      // Kept as sent, cut to what any real browser sends: a trail entry is not a place for 8 KiB.
+      userAgent: agent === undefined || agent === '' ? null : agent.slice(0, 512),
+    };
   }
 }
 

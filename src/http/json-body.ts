@@ -5,21 +5,22 @@ import { PortalError } from '../errors.js';
 const JSON_LIMIT = 64 * 1024;
 
 /**
- * Reads and parses a JSON request body of at most 64 KiB. 415 for another content type, 413 past the
- * limit (decided from `Content-Length` before reading when it is declared), 400 when it is not JSON.
+ * Reads and parses a JSON request body of at most `limit` bytes (64 KiB). 415 for another content
+ * type, 413 past the limit (decided from `Content-Length` before reading when it is declared), 400
+ * when it is not JSON.
  */
-export async function readJson(req: IncomingMessage): Promise<unknown> {
+export async function readJson(req: IncomingMessage, limit = JSON_LIMIT): Promise<unknown> {
   const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
   if (type !== 'application/json') {
     throw new PortalError('JSON_CONTENT_TYPE');
   }
   const declared = Number(req.headers['content-length']);
-  if (declared > JSON_LIMIT) throw tooLarge();
+  if (declared > limit) throw tooLarge(limit);
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > JSON_LIMIT) throw tooLarge();
+    if (size > limit) throw tooLarge(limit);
     chunks.push(chunk);
   }
   const text = Buffer.concat(chunks).toString('utf8');
@@ -31,14 +32,14 @@ export async function readJson(req: IncomingMessage): Promise<unknown> {
   }
 }
 
-const tooLarge = () => new PortalError('JSON_BODY_TOO_LARGE', JSON_LIMIT);
+const tooLarge = (limit: number) => new PortalError('JSON_BODY_TOO_LARGE', limit);
 
 /**
  * A JSON body that may be left out: `undefined` when the request has none (no `Content-Length`, or
  * `0`, and no `Transfer-Encoding`), whatever its Content-Type; otherwise as `readJson`.
  */
-export async function readOptionalJson(req: IncomingMessage): Promise<unknown> {
+export async function readOptionalJson(req: IncomingMessage, limit = JSON_LIMIT): Promise<unknown> {
   const length = req.headers['content-length'];
   if ((length === undefined || length === '0') && req.headers['transfer-encoding'] === undefined) return undefined;
-  return readJson(req);
+  return readJson(req, limit);
 }

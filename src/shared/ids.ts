@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 
-/** Record id prefixes: the first seven come from the API spec, the last five are ours. */
+/** Record id prefixes: the first seven come from the API spec, the last six are ours. */
 export const ID_PREFIXES = [
   'wbh', 'agr', 'ags', 'agd', 'fsf', 'fsd', 'fss',
-  'tck', 'tcm', 'tca', 'evt', 'whd',
+  'tck', 'tcm', 'tca', 'evt', 'whd', 'sgl',
 ] as const;
 export type IdPrefix = (typeof ID_PREFIXES)[number];
 

@@ -1,6 +1,9 @@
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fsBlobs, fsStorage } from '../../adapters/fs/index.js';
-import { sqlAdapters } from '../../adapters/sql/index.js';
+import { memoryStorage } from '../../adapters/memory/index.js';
+import { memoryTablesOf } from '../../adapters/memory/memory-storage.js';
+import { type SqlClient, sqlAdapters } from '../../adapters/sql/index.js';
 import type { PortalOptions } from '../../src/index.js';
 import { removeDir, tempDir } from './fs-dirs.js';
 import { connectPostgres, dropSchema, freshSchema, openPglite } from './sql.js';
@@ -8,8 +11,14 @@ import { connectPostgres, dropSchema, freshSchema, openPglite } from './sql.js';
 /** One adapter pair (storage and blobs) a portal-level test runs on, each time in a fresh place. */
 export interface Backend {
   name: string;
-  options(): Promise<{ options: PortalOptions; cleanup(): Promise<void> }>;
+  options(): Promise<{ options: PortalOptions; cleanup(): Promise<void>; tamper: Tamper }>;
 }
+
+/**
+ * Edits what the store holds, past the adapter, as someone with access to the disk or the database
+ * would: the `ip` of one audit entry of an agreement (`from` becomes `to`, the same length).
+ */
+export type Tamper = (agreementId: string, from: string, to: string) => Promise<void>;
 
 /**
  * memory, fs, PGlite, and PostgreSQL when it answers (its absence printed under `what`, never
@@ -19,14 +28,34 @@ export async function openBackends(what: string): Promise<{ list: Backend[]; clo
   const pglite = await openPglite();
   const postgres = await connectPostgres();
   const list: Backend[] = [
-    { name: 'memory', options: async () => ({ options: {}, cleanup: async () => {} }) },
+    {
+      name: 'memory',
+      async options() {
+        const storage = memoryStorage();
+        const tamper: Tamper = async (agreementId, from, to) => {
+          const entry = memoryTablesOf(storage)!.agreements.get(agreementId)!.audit.find((candidate) => candidate.ip === from)!;
+          entry.ip = to;
+        };
+        return { options: { storage }, cleanup: async () => {}, tamper };
+      },
+    },
     {
       name: 'fs',
       async options() {
         const dir = tempDir('backend');
+        // Agreements are read from the log where they lie: an edit of those bytes is what the store reads next.
+        const tamper: Tamper = async (agreementId, from, to) => {
+          const file = path.join(dir, 'records.log');
+          const bytes = readFileSync(file);
+          const at = bytes.lastIndexOf(Buffer.from(`"ip":${JSON.stringify(from)}`));
+          if (at === -1 || !bytes.includes(Buffer.from(agreementId))) throw new Error('tamper: nothing to edit in the log');
+          bytes.write(`"ip":${JSON.stringify(to)}`, at);
+          writeFileSync(file, bytes);
+        };
         return {
           options: { storage: fsStorage({ dir }), blobs: fsBlobs({ dir: path.join(dir, 'blobs') }) },
           cleanup: async () => removeDir(dir),
+          tamper,
         };
       },
     },
@@ -34,7 +63,7 @@ export async function openBackends(what: string): Promise<{ list: Backend[]; clo
       name: 'PGlite',
       async options() {
         const schema = freshSchema();
-        return { options: sqlAdapters({ client: pglite, schema }), cleanup: () => dropSchema(pglite, schema) };
+        return { options: sqlAdapters({ client: pglite, schema }), cleanup: () => dropSchema(pglite, schema), tamper: sqlTamper(pglite, schema) };
       },
     },
   ];
@@ -44,7 +73,7 @@ export async function openBackends(what: string): Promise<{ list: Backend[]; clo
       name: 'PostgreSQL',
       async options() {
         const schema = freshSchema();
-        return { options: sqlAdapters({ client: pool, schema }), cleanup: () => dropSchema(pool, schema) };
+        return { options: sqlAdapters({ client: pool, schema }), cleanup: () => dropSchema(pool, schema), tamper: sqlTamper(pool, schema) };
       },
     });
   } else {
@@ -58,3 +87,12 @@ export async function openBackends(what: string): Promise<{ list: Backend[]; clo
     },
   };
 }
+
+/** An UPDATE of the stored entry's text, as a database user could make it. */
+const sqlTamper = (client: SqlClient, schema: string): Tamper => async (agreementId, from, to) => {
+  await client.query(`UPDATE "${schema}".portal_agreement_audit SET entry = replace(entry, $2, $3) WHERE agreement_id = $1 AND entry LIKE '%' || $2 || '%'`, [
+    agreementId,
+    `"ip":${JSON.stringify(from)}`,
+    `"ip":${JSON.stringify(to)}`,
+  ]);
+};

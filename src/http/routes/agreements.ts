@@ -17,7 +17,7 @@ export function agreementRoutes(agreements: AgreementService, options: { extensi
       path: '/agreements',
       // A refusal (413, 400) is answered while the body still arrives, with `Connection: close`.
       streamsBody: true,
-      async handler({ req, accountId, baseUrl }) {
+      async handler({ req, accountId, baseUrl, client }) {
         const readForm = (documents: DocumentSink) => readAgreementForm(req, documents);
         const key = idempotencyKeyOf(req);
         if (key !== undefined) {
@@ -26,9 +26,9 @@ export function agreementRoutes(agreements: AgreementService, options: { extensi
             body: JSON.stringify(agreement),
             location: `${baseUrl}/agreements/${agreement.id}`,
           });
-          return idempotentReply(await agreements.createIdempotent(accountId, readForm, { key, answer }));
+          return idempotentReply(await agreements.createIdempotent(accountId, readForm, { key, answer }, client));
         }
-        const agreement = await agreements.create(accountId, readForm);
+        const agreement = await agreements.create(accountId, readForm, client);
         return { status: 201, body: agreement, headers: { Location: `${baseUrl}/agreements/${agreement.id}` } };
       },
     },

@@ -1,0 +1,93 @@
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { memoryTransport } from '../../adapters/memory/index.js';
+import { sqlAdapters } from '../../adapters/sql/index.js';
+import { PNG_SIGNATURE, SIGNER, signer, validFormData } from '../helpers/agreements.js';
+import { openBackends } from '../helpers/backends.js';
+import { SIGNING_KEY_1 } from '../helpers/download.js';
+import { type TestPortal, json, startPortal, withPortal } from '../helpers/server.js';
+import { connectPostgres, dropSchema, freshSchema } from '../helpers/sql.js';
+import { NEVER } from '../helpers/webhooks.js';
+
+/**
+ * Signing through links on every adapter: two signers of a parallel agreement sign at the same
+ * moment, and `agreement-signed` is stored once; the audit trail verifies, and an edit of one
+ * stored entry, made past the adapter, makes it fail verification.
+ */
+const { list: backends, close } = await openBackends('signing');
+
+async function linkFor(app: TestPortal, agreementId: string, signerId: string): Promise<string> {
+  const res = await app.api(`/agreements/${agreementId}/signers/${signerId}/signing-link`, { method: 'POST' });
+  assert.is(res.status, 201);
+  return new URL((await json(res)).link).hash.slice(1);
+}
+
+const signAs = (app: TestPortal, token: string) =>
+  fetch(`${app.url}/v1/signing/sign`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ signature: PNG_SIGNATURE }),
+  });
+
+for (const backend of backends) {
+  const on = suite(`signing: ${backend.name}`);
+
+  on('two signers sign at once: agreement-signed once; the trail verifies, and an edited entry does not', async () => {
+    const { options, cleanup, tamper } = await backend.options();
+    const transport = memoryTransport();
+    try {
+      await withPortal({ ...options, transport, signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER } }, async (app) => {
+        const hook = await app.portal.webhooks.create('acct_a', { type: 'agreement-signed', url: 'https://hooks.example.com/signed' });
+        const created = await app.api('/agreements', { method: 'POST', body: validFormData({ signers: [SIGNER, signer(2)] }) });
+        const agreement = await json(created);
+        const tokens = await Promise.all(agreement.signers.map((one: { id: string }) => linkFor(app, agreement.id, one.id)));
+        const answers = await Promise.all(tokens.map((token) => signAs(app, token)));
+        assert.equal(answers.map((res) => res.status), [200, 200]);
+        const stored = (await app.portal.agreements.get('acct_a', agreement.id))!;
+        assert.is(stored.status, 'signed');
+        assert.is((await app.portal.webhooks.deliveries('acct_a', hook.id))!.length, 1, 'agreement-signed once');
+
+        const audit = await json(await app.api(`/agreements/${agreement.id}/audit`));
+        assert.is(audit.verified, true);
+        assert.equal(audit.data.map((entry: { action: string }) => entry.action).sort(), ['created', 'link-issued', 'link-issued', 'signed', 'signed'].sort());
+        await tamper(agreement.id, '127.0.0.1', '127.0.0.2');
+        const edited = await json(await app.api(`/agreements/${agreement.id}/audit`));
+        assert.is(edited.verified, false, 'an edited entry is never served as genuine');
+      });
+    } finally {
+      await cleanup();
+    }
+  });
+
+  on.run();
+}
+
+const instances = suite('signing: two instances on one PostgreSQL');
+instances('two signers on two instances at the same moment: agreement-signed is stored once', async () => {
+  const postgres = await connectPostgres();
+  if (postgres.pool === undefined) {
+    console.log(`  skipped: ${postgres.reason}`);
+    return;
+  }
+  const schema = freshSchema();
+  const shared = { signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER }, transport: memoryTransport() };
+  const one = await startPortal({ ...sqlAdapters({ client: postgres.pool, schema }), ...shared });
+  const two = await startPortal({ ...sqlAdapters({ client: postgres.pool, schema }), ...shared });
+  try {
+    const hook = await one.portal.webhooks.create('acct_a', { type: 'agreement-signed', url: 'https://hooks.example.com/signed' });
+    for (let round = 0; round < 5; round++) {
+      const agreement = await json(await one.api('/agreements', { method: 'POST', body: validFormData({ signers: [SIGNER, signer(2)] }) }));
+      const [first, second] = [await linkFor(one, agreement.id, agreement.signers[0].id), await linkFor(two, agreement.id, agreement.signers[1].id)];
+      const answers = await Promise.all([signAs(one, first), signAs(two, second)]);
+      assert.equal(answers.map((res) => res.status), [200, 200], `round ${round}`);
+    }
+    assert.is((await one.portal.webhooks.deliveries('acct_a', hook.id))!.length, 5, 'one agreement-signed for each of the five agreements');
+  } finally {
+    await one.close();
+    await two.close();
+    await dropSchema(postgres.pool, schema);
+    await postgres.pool.end();
+  }
+});
+instances.after(close);
+instances.run();

@@ -1,0 +1,244 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { memoryStorage, memoryTransport } from '../../adapters/memory/index.js';
+import { createLinkSigner } from '../../src/domain/download-links.js';
+import type { Logger } from '../../src/index.js';
+import { PNG_SIGNATURE, SIGNER, dataUrl, pngBytes, signer, validFormData } from '../helpers/agreements.js';
+import { SIGNING_KEY_1, SIGNING_KEY_2 } from '../helpers/download.js';
+import { type TestPortal, json, withPortal } from '../helpers/server.js';
+import { NEVER, manualClock } from '../helpers/webhooks.js';
+
+/** Creates an agreement over the API with `parts` set on the default form. */
+async function createAgreement(app: TestPortal, parts: Record<string, string> = {}, signers: object[] = [SIGNER, signer(2)]) {
+  const form = validFormData({ signers });
+  for (const [name, value] of Object.entries(parts)) form.set(name, value);
+  const res = await app.api('/agreements', { method: 'POST', body: form });
+  assert.is(res.status, 201, await res.clone().text());
+  return json(res);
+}
+
+/** A signing link for one signer: its token (the fragment) and expiry. */
+async function linkFor(app: TestPortal, agreementId: string, signerId: string, body?: object) {
+  const res = await app.api(`/agreements/${agreementId}/signers/${signerId}/signing-link`, {
+    method: 'POST',
+    ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+  });
+  assert.is(res.status, 201, await res.clone().text());
+  const answer = await json(res);
+  return { ...answer, token: new URL(answer.link).hash.slice(1) };
+}
+
+/** A request of the signer's API with `token` as its bearer. */
+function asSigner(app: TestPortal, token: string, path: '' | '/sign' | '/decline', body?: object) {
+  return fetch(`${app.url}/v1/signing${path}`, {
+    method: path === '' ? 'GET' : 'POST',
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+}
+
+
+test('a sequential agreement: each signer through their link, in turn; the events, the trail, the last signature closes it', async () => {
+  const transport = memoryTransport();
+  await withPortal({ signingKeys: [SIGNING_KEY_1], transport, webhooks: { tick: NEVER } }, async (app) => {
+    const types = ['agreement-created', 'agreement-viewed', 'agreement-signer-signed', 'agreement-signed'];
+    for (const type of types) await app.portal.webhooks.create('acct_a', { type, url: `https://hooks.example.com/${type}` });
+    const agreement = await createAgreement(app, { signingOrder: 'sequential' });
+    assert.is(agreement.signingOrder, 'sequential');
+    const [first, second] = agreement.signers;
+    const one = await linkFor(app, agreement.id, first.id);
+    const two = await linkFor(app, agreement.id, second.id, { expiresInSeconds: 3600 });
+    assert.match(one.link, new RegExp(`^${app.url}/v1/sign#[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]{43}$`));
+    assert.is(Date.parse(one.expiresAt) - Date.now() > 71 * 3600_000, true, 'the default is 72 hours');
+
+    // The second signer may read, but not sign before the first.
+    const early = await asSigner(app, two.token, '/sign', { signature: PNG_SIGNATURE });
+    assert.is(early.status, 409);
+    assert.match((await json(early)).message, /not signer .* turn yet/);
+
+    const view = await asSigner(app, one.token, '');
+    assert.is(view.status, 200);
+    const seen = await json(view);
+    assert.equal(Object.keys(seen), ['agreement', 'signer', 'documents']);
+    assert.is(seen.signer.id, first.id);
+    assert.ok(seen.signer.viewedAt !== null);
+    assert.not.ok('signature' in seen.signer || 'signingLinkId' in seen.signer);
+    assert.not.ok('signerSignature' in seen.agreement, 'no signature image in the view');
+    const document = await fetch(seen.documents[0].link);
+    assert.is(document.status, 200);
+    assert.is((await document.arrayBuffer()).byteLength, agreement.documents[0].fileSize);
+    // A second read records nothing more.
+    assert.is((await json(await asSigner(app, one.token, ''))).signer.viewedAt, seen.signer.viewedAt);
+
+    const signed = await asSigner(app, one.token, '/sign', { signature: PNG_SIGNATURE });
+    assert.is(signed.status, 200);
+    assert.ok((await json(signed)).signer.signedAt !== null);
+    const again = await asSigner(app, one.token, '/sign', { signature: PNG_SIGNATURE });
+    assert.is(again.status, 409, 'a used link signs nothing');
+    assert.is((await asSigner(app, two.token, '/sign', { signature: PNG_SIGNATURE })).status, 200);
+    const final = await app.portal.agreements.get('acct_a', agreement.id);
+    assert.is(final!.status, 'signed');
+
+    const delivered = async () => transport.calls.map((call) => JSON.parse(call.body)).filter((event) => event.data.id === agreement.id);
+    for (let i = 0; i < 50 && (await delivered()).length < 5; i++) await app.portal.worker!.tick();
+    // Each type has its own webhook, whose calls are independent: compared in the order the events were made.
+    const made = (await delivered()).sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : 0));
+    assert.equal(made.map((event) => event.type).sort(), [...types, 'agreement-signer-signed'].sort());
+    assert.equal(made.filter((event) => event.type === 'agreement-signer-signed').map((event) => event.data.signerId).sort(), [first.id, second.id].sort());
+
+    const audit = await json(await app.api(`/agreements/${agreement.id}/audit`));
+    assert.is(audit.verified, true);
+    assert.equal(audit.data.map((entry: { action: string }) => entry.action), ['created', 'link-issued', 'link-issued', 'viewed', 'signed', 'signed']);
+    const signedEntry = audit.data[4];
+    assert.equal([signedEntry.actor, signedEntry.signerId, signedEntry.ip], [first.id, first.id, '127.0.0.1']);
+    assert.equal(signedEntry.documents, [{ id: agreement.documents[0].id, fileHash: agreement.documents[0].fileHash }]);
+    assert.is(audit.data[1].actor, 'account:acct_a');
+  });
+});
+
+test('refused: a tampered, foreign, replaced or expired token; a missing one; each a clear status that changes nothing', async () => {
+  const time = manualClock();
+  await withPortal({ signingKeys: [SIGNING_KEY_1], clock: time.clock, webhooks: { tick: NEVER } }, async (app) => {
+    const agreement = await createAgreement(app);
+    const [first] = agreement.signers;
+    const { token } = await linkFor(app, agreement.id, first.id, { expiresInSeconds: 600 });
+    const [payload, signature] = token.split('.');
+    const foreign = createLinkSigner([SIGNING_KEY_2]).signText(`customer-portal/signing/v1.${payload}`);
+    const cases: [string, string, number, RegExp][] = [
+      ['tampered signature', `${payload}.${signature!.startsWith('A') ? 'B' : 'A'}${signature!.slice(1)}`, 401, /not valid/],
+      ['another key', `${payload}.${foreign}`, 401, /not valid/],
+      ['garbage', 'not-a-token', 401, /not valid/],
+      ['empty', '', 401, /not valid/],
+    ];
+    for (const [label, presented, status, message] of cases) {
+      const res = await asSigner(app, presented, '/sign', { signature: PNG_SIGNATURE });
+      assert.is(res.status, status, label);
+      assert.match((await json(res)).message, message, label);
+    }
+    assert.is((await fetch(`${app.url}/v1/signing`)).status, 401, 'no Authorization');
+
+    // A new link replaces the old one.
+    const newer = await linkFor(app, agreement.id, first.id);
+    const replaced = await asSigner(app, token, '');
+    assert.is(replaced.status, 401);
+    assert.match((await json(replaced)).message, /replaced by a newer one/);
+    assert.is((await asSigner(app, newer.token, '')).status, 200);
+
+    // Expired from the second in expiresAt on.
+    const short = await linkFor(app, agreement.id, first.id, { expiresInSeconds: 60 });
+    time.advance(60);
+    const expired = await asSigner(app, short.token, '/sign', { signature: PNG_SIGNATURE });
+    assert.is(expired.status, 410);
+    assert.match((await json(expired)).message, /expired at/);
+
+    const stored = (await app.portal.agreements.get('acct_a', agreement.id))!;
+    assert.equal(stored.signers.map((s) => s.signedAt), [null, null], 'nothing was signed');
+  });
+});
+
+test('bad input: link lifetimes, a signer of another agreement, signatures and decline reasons; each a 4xx naming it', async () => {
+  await withPortal({ signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER } }, async (app) => {
+    const agreement = await createAgreement(app);
+    const other = await createAgreement(app);
+    const [first] = agreement.signers;
+    const link = (body: object, signerId = first.id, agreementId = agreement.id) =>
+      app.api(`/agreements/${agreementId}/signers/${signerId}/signing-link`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+    assert.is((await link({ expiresInSeconds: 59 })).status, 400);
+    assert.is((await link({ expiresInSeconds: 2_592_001 })).status, 400);
+    assert.is((await link({ expiresInSeconds: 1.5 })).status, 400);
+    assert.is((await link({ ttl: 60 })).status, 400);
+    assert.is((await link({ expiresInSeconds: 2_592_000 })).status, 201);
+    const foreign = await link({}, other.signers[0].id);
+    assert.is(foreign.status, 404);
+    assert.match((await json(foreign)).message, /No signer .* on agreement/);
+    assert.is((await link({}, 'ags_nothere', 'agr_nothere')).status, 404);
+    assert.is((await link({}, 'nope')).status, 400);
+
+    const { token } = await linkFor(app, agreement.id, first.id);
+    const huge = dataUrl('image/png', pngBytes(1024 * 1024 + 1));
+    for (const [label, body] of [
+      ['oversized', { signature: huge }],
+      ['not an image', { signature: 'data:text/plain;base64,aGk=' }],
+      ['no signature', {}],
+      ['an extra field', { signature: PNG_SIGNATURE, name: 'x' }],
+    ] as const) {
+      const res = await asSigner(app, token, '/sign', body);
+      assert.is(res.status, 400, label);
+    }
+    const longReason = await asSigner(app, token, '/decline', { reason: 'x'.repeat(1001) });
+    assert.is(longReason.status, 400);
+    assert.match((await json(longReason)).message, /at most 1000 characters/);
+    const stored = (await app.portal.agreements.get('acct_a', agreement.id))!;
+    assert.equal([stored.closedAt, stored.signers[0]!.signedAt], [null, null]);
+  });
+});
+
+test('decline closes the agreement for everyone; a sign racing a decline: one wins, the other is a 409', async () => {
+  await withPortal({ signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER } }, async (app) => {
+    const agreement = await createAgreement(app);
+    const [first, second] = agreement.signers;
+    const one = await linkFor(app, agreement.id, first.id);
+    const two = await linkFor(app, agreement.id, second.id);
+    const declined = await asSigner(app, one.token, '/decline', { reason: 'Clause 4 is wrong.' });
+    assert.is(declined.status, 200);
+    const view = await json(declined);
+    assert.equal([view.agreement.closedReason, view.signer.declineReason], ['declined', 'Clause 4 is wrong.']);
+    const late = await asSigner(app, two.token, '/sign', { signature: PNG_SIGNATURE });
+    assert.is(late.status, 409);
+    assert.match((await json(late)).message, /is declined: nothing more can be signed/);
+    assert.is((await app.api(`/agreements/${agreement.id}/signers/${second.id}/signing-link`, { method: 'POST' })).status, 409);
+
+    for (let round = 0; round < 5; round++) {
+      const racing = await createAgreement(app, {}, [SIGNER]);
+      const { token } = await linkFor(app, racing.id, racing.signers[0].id);
+      const [signRes, declineRes] = await Promise.all([
+        asSigner(app, token, '/sign', { signature: PNG_SIGNATURE }),
+        asSigner(app, token, '/decline', {}),
+      ]);
+      assert.equal([signRes.status, declineRes.status].sort(), [200, 409], `round ${round}`);
+      const stored = (await app.portal.agreements.get('acct_a', racing.id))!;
+      assert.is(stored.status === 'signed', stored.closedReason === null, 'signed or declined, never both');
+    }
+  });
+});
+
+test('expiresAt closes the agreement at the first request that reaches it: agreement-expired once, then 409', async () => {
+  const time = manualClock();
+  const storage = memoryStorage();
+  await withPortal({ storage, signingKeys: [SIGNING_KEY_1], clock: time.clock, webhooks: { tick: NEVER } }, async (app) => {
+    const past = await app.api('/agreements', { method: 'POST', body: (() => { const form = validFormData(); form.set('expiresAt', new Date(time.now.getTime() - 1000).toISOString()); return form; })() });
+    assert.is(past.status, 400);
+    assert.match((await json(past)).message, /expiresAt: must be in the future/);
+    const expiresAt = new Date(time.now.getTime() + 3600_000).toISOString();
+    const agreement = await createAgreement(app, { expiresAt });
+    assert.is(agreement.expiresAt, expiresAt.replace(/\.\d{3}Z$/, '+00:00'));
+    const { token } = await linkFor(app, agreement.id, agreement.signers[0].id, { expiresInSeconds: 7200 });
+    time.advance(3600);
+    const view = await json(await asSigner(app, token, ''));
+    assert.equal([view.agreement.closedReason, view.agreement.closedAt], ['expired', time.now.toISOString().replace(/\.\d{3}Z$/, '+00:00')]);
+    const refused = await asSigner(app, token, '/sign', { signature: PNG_SIGNATURE });
+    assert.is(refused.status, 409);
+    assert.match((await json(refused)).message, /is expired/);
+    const audit = await json(await app.api(`/agreements/${agreement.id}/audit`));
+    assert.equal(audit.data.filter((entry: { action: string }) => entry.action === 'expired').length, 1);
+    assert.is(audit.verified, true);
+  });
+});
+
+test('the request log never holds a signing token; the audit route answers 404 for another account\'s agreement', async () => {
+  const lines: string[] = [];
+  const logger: Logger = { debug() {}, info: (object) => lines.push(JSON.stringify(object)), warn() {}, error: (object) => lines.push(JSON.stringify(object)) };
+  await withPortal({ signingKeys: [SIGNING_KEY_1], logger, webhooks: { tick: NEVER } }, async (app) => {
+    const agreement = await createAgreement(app);
+    const { token } = await linkFor(app, agreement.id, agreement.signers[0].id);
+    await asSigner(app, token, '');
+    await asSigner(app, token, '/sign', { signature: PNG_SIGNATURE });
+    const [payload, signature] = token.split('.');
+    assert.ok(lines.length >= 4);
+    for (const line of lines) assert.not.ok(line.includes(payload!) || line.includes(signature!), line);
+    assert.is((await app.api(`/agreements/${agreement.id}/audit`, { headers: { authorization: 'Bearer key-of-account-b' } })).status, 404);
+    assert.is((await app.api('/agreements/nope/audit')).status, 400);
+  });
+});
+
+test.run();
