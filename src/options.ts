@@ -76,7 +76,6 @@ export const DEFAULT_EVENT_TYPES = [
   'agreement-signer-signed',
   'agreement-declined',
   'agreement-expired',
-  'agreement-reminder-due',
 ] as const;
 export const DEFAULT_BASE_PATH = '/v1';
 

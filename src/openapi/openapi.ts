@@ -5,7 +5,7 @@ import { UNIX_SECONDS } from '../domain/download-links.js';
 import { idPattern } from '../shared/ids.js';
 import { DEFAULT_BASE_PATH, DEFAULT_EVENT_TYPES } from '../options.js';
 import * as shapes from './shapes.js';
-import { MAX_SECRET_GRACE_MS, recoverBody, secretRotationInput, signerInput, webhookInput } from '../domain/inputs.js';
+import { MAX_SECRET_GRACE_MS, declineInput, recoverBody, secretRotationInput, signerInput, signingLinkInput, signingSignatureInput, webhookInput } from '../domain/inputs.js';
 import { TEST_EVENT_TYPE } from '../domain/webhooks.js';
 import { VERSION } from '../shared/version.js';
 
@@ -57,6 +57,18 @@ const componentSchemas = {
   AgreementCreatedCall: shapes.webhookCallBody('agreement-created', v.pipe(shapes.agreementEventData, v.description('The agreement as made, without its signature images.'))),
   AgreementSignedCall: shapes.webhookCallBody('agreement-signed', v.pipe(shapes.agreementEventData, v.description('The agreement once its last signer signed, without its signature images.'))),
   WebhookTestCall: shapes.webhookCallBody(TEST_EVENT_TYPE, shapes.webhookTestData),
+  AgreementSignerEventData: shapes.agreementSignerEventData,
+  AgreementViewedCall: shapes.webhookCallBody('agreement-viewed', shapes.agreementSignerEventData),
+  AgreementSignerSignedCall: shapes.webhookCallBody('agreement-signer-signed', shapes.agreementSignerEventData),
+  AgreementDeclinedCall: shapes.webhookCallBody('agreement-declined', shapes.agreementSignerEventData),
+  AgreementExpiredCall: shapes.webhookCallBody('agreement-expired', shapes.agreementEventData),
+  SigningLinkInput: signingLinkInput,
+  SigningLink: shapes.signingLink,
+  SigningView: shapes.signingView,
+  SignInput: signingSignatureInput,
+  DeclineInput: declineInput,
+  AuditEntry: shapes.auditEntry,
+  AuditTrail: shapes.auditTrail,
 };
 
 /** A schema outside the components (a parameter's), converted the same way. */
@@ -90,17 +102,19 @@ interface Operation {
   responses: Record<string, Json>;
   extension?: boolean;
   public?: boolean;
+  /** Authorized by a signing token, not an API key (the signer's routes). */
+  signer?: boolean;
 }
 
 /** Adds what every operation answers: 401 (unless public), 404 (no route), 405, 500, 503. */
 function operation(spec: Operation): Json {
-  const { extension, public: isPublic, responses, ...rest } = spec;
+  const { extension, public: isPublic, signer, responses, ...rest } = spec;
   return {
     ...rest,
-    ...(isPublic ? { security: [] } : {}),
+    ...(isPublic ? { security: [] } : signer ? { security: [{ signingToken: [] }] } : {}),
     responses: {
       ...responses,
-      ...(isPublic ? {} : { 401: common('Unauthorized') }),
+      ...(isPublic ? {} : { 401: common(signer ? 'SigningUnauthorized' : 'Unauthorized') }),
       404: responses[404] ?? common('NotFound'),
       405: common('MethodNotAllowed'),
       500: common('InternalError'),
@@ -462,6 +476,92 @@ const paths = {
       },
     }),
   },
+  '/agreements/{agreementId}/signers/{signerId}/signing-link': {
+    parameters: [pathParameter('agreementId', 'The agreement id (`agr_…`).'), pathParameter('signerId', 'The signer id (`ags_…`).')],
+    post: operation({
+      operationId: 'createSigningLink',
+      summary: 'A signing link for one signer',
+      tags: ['Signing'],
+      extension: true,
+      description: `${extension} The link opens the signing page with the signer's token in its fragment. A new link replaces every older link of the signer. Recorded in the audit trail.`,
+      requestBody: { required: false, content: json('SigningLinkInput') },
+      responses: {
+        201: response('The link and when it expires (72 hours unless `expiresInSeconds` says otherwise).', 'SigningLink'),
+        400: error('`expiresInSeconds` outside 60 … 2,592,000, an unknown field, a malformed id or body.'),
+        404: error('No such agreement in this account, or no such signer on it.'),
+        409: error('The signer has signed or declined, or the agreement is signed or closed.'),
+        413: error('The body is over 64 KiB.'),
+        415: error('A body that is not `application/json`.'),
+      },
+    }),
+  },
+  '/agreements/{agreementId}/audit': {
+    parameters: [pathParameter('agreementId', 'The agreement id (`agr_…`).')],
+    get: operation({
+      operationId: 'getAgreementAudit',
+      summary: 'The audit trail of an agreement',
+      tags: ['Signing'],
+      extension: true,
+      description: `${extension} Every step (created, link issued, viewed, signed, declined, expired, reminder) with its time, actor, IP, user agent and the documents' hashes, each entry hashed over the one before.`,
+      responses: {
+        200: response('The trail, oldest first, and whether its chain verifies.', 'AuditTrail'),
+        400: error('A malformed id.'),
+        404: error('No such agreement in this account.'),
+      },
+    }),
+  },
+  '/signing': {
+    get: operation({
+      operationId: 'getSigning',
+      summary: 'What a signer sees',
+      tags: ['Signing'],
+      extension: true,
+      signer: true,
+      description: `${extension} Authorized by the signing token (\`Authorization: Bearer <token>\`), not an API key. The first read records the signer's \`viewedAt\` and sends \`agreement-viewed\`.`,
+      responses: {
+        200: response('The agreement without signature images, the signer, and a download link to each document.', 'SigningView'),
+        410: error('The signing link has expired.'),
+      },
+    }),
+  },
+  '/signing/sign': {
+    post: operation({
+      operationId: 'sign',
+      summary: 'Sign as the token\'s signer',
+      tags: ['Signing'],
+      extension: true,
+      signer: true,
+      description: `${extension} The signature is a data-URL checked as \`signerSignatureData\` at creation. Sends \`agreement-signer-signed\`, and with the last signer \`agreement-signed\`.`,
+      requestBody: { required: true, content: json('SignInput') },
+      responses: {
+        200: response('The view after signing.', 'SigningView'),
+        400: error('The signature is missing or not an acceptable image; an unknown field; a malformed body.'),
+        409: error('The signer has signed or declined, the agreement is signed or closed, or (sequential order) a signer before has not signed yet.'),
+        410: error('The signing link has expired.'),
+        413: error('The body is larger than the largest signature allows.'),
+        415: error('A body that is not `application/json`.'),
+      },
+    }),
+  },
+  '/signing/decline': {
+    post: operation({
+      operationId: 'decline',
+      summary: 'Decline as the token\'s signer',
+      tags: ['Signing'],
+      extension: true,
+      signer: true,
+      description: `${extension} The agreement closes (\`closedReason: declined\`) and \`agreement-declined\` is sent.`,
+      requestBody: { required: false, content: json('DeclineInput') },
+      responses: {
+        200: response('The view after declining.', 'SigningView'),
+        400: error('A reason over 1,000 characters or with control characters; an unknown field; a malformed body.'),
+        409: error('The signer has signed or declined, or the agreement is signed or closed.'),
+        410: error('The signing link has expired.'),
+        413: error('The body is over 64 KiB.'),
+        415: error('A body that is not `application/json`.'),
+      },
+    }),
+  },
   '/files': {
     get: operation({
       operationId: 'listFiles',
@@ -602,6 +702,13 @@ const errorResponses = {
       required: true,
     },
   }),
+  SigningUnauthorized: error('No signing token, a malformed, altered or unknown one, or one a newer link of the signer has replaced.', {
+    'WWW-Authenticate': {
+      description: '`Bearer realm="customer-portal-signing"`, with `, error="invalid_token"` for a replaced link.',
+      schema: { type: 'string' },
+      required: true,
+    },
+  }),
   NotFound: error('No route matches the path.'),
   MethodNotAllowed: error('The path exists, but not with this method.', {
     Allow: { description: 'The methods the path has.', schema: { type: 'string' }, required: true },
@@ -709,6 +816,10 @@ const webhookCalls = {
   'customer-created': webhookCall('customer-created', 'CustomerCreatedCall', 'customerCreatedCall', 'Published by the host (`events.publish`), with the data it gave.'),
   'agreement-created': webhookCall('agreement-created', 'AgreementCreatedCall', 'agreementCreatedCall', 'Sent when an agreement is created; its data is the agreement without its signature images (`GET /agreements/{agreementId}` has them).'),
   'agreement-signed': webhookCall('agreement-signed', 'AgreementSignedCall', 'agreementSignedCall', 'Sent when the last signer of an agreement signs; its data is the agreement without its signature images.'),
+  'agreement-viewed': webhookCall('agreement-viewed', 'AgreementViewedCall', 'agreementViewedCall', 'Sent when a signer first opens the agreement through a signing link; `signerId` names them.'),
+  'agreement-signer-signed': webhookCall('agreement-signer-signed', 'AgreementSignerSignedCall', 'agreementSignerSignedCall', 'Sent when one signer signs (through a link, or `agreements.sign`); `signerId` names them. The last one is followed by `agreement-signed`.'),
+  'agreement-declined': webhookCall('agreement-declined', 'AgreementDeclinedCall', 'agreementDeclinedCall', 'Sent when a signer declines; the agreement is then closed (`closedReason: declined`), with their `declineReason`.'),
+  'agreement-expired': webhookCall('agreement-expired', 'AgreementExpiredCall', 'agreementExpiredCall', 'Sent when an open agreement reaches its `expiresAt` and closes (`closedReason: expired`).'),
   [TEST_EVENT_TYPE]: webhookCall(TEST_EVENT_TYPE, 'WebhookTestCall', 'webhookTestCall', 'Sent by `POST /webhooks/{webhookId}/test` (`webhooks.sendTest`) to that one webhook, whatever its type.'),
 };
 
@@ -725,7 +836,7 @@ function buildDocument(): Json {
     servers: [{ url: DEFAULT_BASE_PATH, description: 'The base path, under the host the portal is mounted on.' }],
     security: [{ bearerAuth: [] }],
     tags: [
-      ...['Webhooks', 'Agreements', 'Files', 'Tickets', 'Downloads'].map((name) => ({ name })),
+      ...['Webhooks', 'Agreements', 'Signing', 'Files', 'Tickets', 'Downloads'].map((name) => ({ name })),
       {
         name: 'Webhook calls',
         description: 'The calls the portal makes to webhook URLs, one per event type of the default `eventTypes` (a portal made with types of its own sends those in the same form).',
@@ -762,6 +873,7 @@ function buildDocument(): Json {
       },
       securitySchemes: {
         bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key: `Authorization: Bearer <key>`.' },
+        signingToken: { type: 'http', scheme: 'bearer', description: 'A signing token, from the fragment of a signing link: `Authorization: Bearer <token>`.' },
       },
     },
   };

@@ -182,6 +182,49 @@ export const webhookCallBody = (type: string, data: v.GenericSchema) =>
 /** What the host publishes as `data` (`events.publish(accountId, type, data)`): any JSON object. */
 export const hostEventData = v.pipe(v.record(v.string(), v.unknown()), v.description('The JSON object the host published.'));
 
+/** The data of an agreement event about one signer: the agreement without images, and which signer. */
+export const agreementSignerEventData = v.strictObject({
+  ...agreementEventData.entries,
+  signerId: v.pipe(id('ags'), v.description('The signer the event is about.')),
+});
+
+/** The answer of `POST /agreements/{agreementId}/signers/{signerId}/signing-link`. */
+export const signingLink = v.strictObject({
+  link: v.pipe(v.string(), v.url(), v.description('`<API root>/sign#<token>`: the signing page, with the signing token in the fragment (never sent to a server by a browser).')),
+  expiresAt: atomDateTime,
+});
+
+/** What a signer sees through `GET /signing`, and what signing or declining answers. */
+export const signingView = v.strictObject({
+  agreement: agreementEventData,
+  signer: agreementEventSigner,
+  documents: v.array(
+    v.strictObject({
+      ...agreementDocument.entries,
+      link: v.pipe(v.string(), v.url(), v.description('A download link to the document, valid 5 minutes.')),
+    }),
+  ),
+});
+
+/** One step of an agreement's audit trail. */
+export const auditEntry = v.strictObject({
+  at: atomDateTime,
+  action: v.picklist(['created', 'link-issued', 'viewed', 'signed', 'declined', 'expired', 'reminder']),
+  actor: v.pipe(v.string(), v.description('`account:<accountId>` (the host through the API), a signer id (`ags_…`), or `system`.')),
+  signerId: v.nullable(id('ags')),
+  ip: v.nullable(v.string()),
+  userAgent: v.nullable(v.string()),
+  documents: v.array(v.strictObject({ id: id('agd'), fileHash: sha256Hex })),
+  detail: v.pipe(v.nullable(v.string()), v.description('A decline\'s reason.')),
+  previousHash: sha256Hex,
+  hash: v.pipe(sha256Hex, v.description('SHA-256 (hex) over `previousHash`, a line break, and the JSON array `[at, action, actor, signerId, ip, userAgent, [[documentId, fileHash]…], detail]`.')),
+});
+
+export const auditTrail = v.strictObject({
+  data: v.pipe(v.array(auditEntry), v.description('Oldest first.')),
+  verified: v.pipe(v.boolean(), v.description('Whether every entry links to the one before and hashes to what it says.')),
+});
+
 /** The data of a `webhook.test` call: the webhook it was sent to. */
 export const webhookTestData = v.strictObject({ webhookId: id('wbh') });
 

@@ -5,13 +5,14 @@ import * as assert from 'uvu/assert';
 import { memoryBlobs, memoryStorage, memoryTransport } from '../../adapters/memory/index.js';
 import { openapi } from '../../src/index.js';
 import { agreementRoutes } from '../../src/http/routes/agreements.js';
+import { signingRoutes } from '../../src/http/routes/signing.js';
 import { downloadRoutes } from '../../src/http/routes/downloads.js';
 import { fileRoutes } from '../../src/http/routes/files.js';
 import { ticketRoutes } from '../../src/http/routes/tickets.js';
 import { webhookExtensionRoutes, webhookRoutes } from '../../src/http/routes/webhooks.js';
 import { MAX_DOCUMENT_BYTES } from '../../src/domain/inputs.js';
 import { atom } from '../../src/shared/time.js';
-import { PNG_SIGNATURE, documentBytes, validFormData } from '../helpers/agreements.js';
+import { PNG_SIGNATURE, SIGNER, documentBytes, signer, validFormData } from '../helpers/agreements.js';
 import { SIGNING_KEY_1, linkPath, withParam } from '../helpers/download.js';
 import { createResponseChecker } from '../helpers/openapi.js';
 import { KEY_A, KEY_B, type TestPortal, startPortal, withPortal } from '../helpers/server.js';
@@ -51,6 +52,7 @@ function allRoutes() {
     ...ticketRoutes(stub, { extensions: true }),
     ...downloadRoutes(stub),
     ...agreementRoutes(stub, { extensions: true }),
+    ...signingRoutes(stub),
   ];
 }
 
@@ -64,7 +66,7 @@ test('every route the handler registers is in the document, with each of its met
     }
   }
   assert.equal(undocumented, []);
-  assert.is(routes.length, 25);
+  assert.is(routes.length, 30);
 });
 
 test('the query parameters each route takes are the ones the document lists for it', () => {
@@ -93,11 +95,13 @@ test('every path with a GET lists its HEAD: the same statuses and headers, and n
       assert.is(resolved.content, undefined, `HEAD ${template} ${status} has no body`);
     }
   }
-  assert.is(heads.length, 11);
+  assert.is(heads.length, 13);
 });
 
 test('the webhooks section describes the call of each event type: its body, and the signature headers', () => {
-  assert.equal(Object.keys(document.webhooks), ['customer-created', 'agreement-created', 'agreement-signed', 'webhook.test']);
+  assert.equal(Object.keys(document.webhooks), [
+    'customer-created', 'agreement-created', 'agreement-signed', 'agreement-viewed', 'agreement-signer-signed', 'agreement-declined', 'agreement-expired', 'webhook.test',
+  ]);
   for (const [type, item] of Object.entries<any>(document.webhooks)) {
     const call = item.post;
     assert.equal(call.security, [], 'a call carries no Authorization');
@@ -132,20 +136,27 @@ test('the document: bearer auth everywhere but the signed download route, server
     'DELETE /tickets/{ticketId}/message/{messageId}/attachment/{attachmentId}',
     'GET /agreements',
     'GET /agreements/{agreementId}',
+    'GET /agreements/{agreementId}/audit',
     'GET /agreements/{agreementId}/documents/{documentId}/download',
     'GET /files/{entryId}/download',
+    'GET /signing',
     'GET /webhooks',
     'GET /webhooks/{webhookId}/deliveries',
     'GET /webhooks/{webhookId}/health',
     'HEAD /agreements',
     'HEAD /agreements/{agreementId}',
+    'HEAD /agreements/{agreementId}/audit',
     'HEAD /agreements/{agreementId}/documents/{documentId}/download',
     'HEAD /files/{entryId}/download',
+    'HEAD /signing',
     'HEAD /webhooks',
     'HEAD /webhooks/{webhookId}/deliveries',
     'HEAD /webhooks/{webhookId}/health',
+    'POST /agreements/{agreementId}/signers/{signerId}/signing-link',
     'POST /directories',
     'POST /files',
+    'POST /signing/decline',
+    'POST /signing/sign',
     'POST /tickets/{ticketId}/message/{messageId}/attachment',
     'POST /webhooks',
     'POST /webhooks/{webhookId}/deliveries/{deliveryId}/redeliver',
@@ -308,6 +319,54 @@ test('every route answers as the document says: each success and each error it d
     for (const made of transport.calls) checker.checkCall(made);
     const ofAgreement = transport.calls.map((made) => JSON.parse(made.body)).filter((event) => event.data.id === agreement.id);
     assert.equal(ofAgreement.map((event) => event.type).sort(), ['agreement-created', 'agreement-signed']);
+
+    // Signing: links, the signer's API, the trail, and a call of each signing event
+    for (const type of ['agreement-viewed', 'agreement-signer-signed', 'agreement-declined', 'agreement-expired']) await portal.webhooks.create('acct_a', { type, url: 'https://r.example/signing' });
+    const { body: toSign } = await call('POST', '/agreements', '/agreements', { body: validFormData({ signers: [SIGNER, signer(2)] }) }, 201);
+    const signingLink = '/agreements/{agreementId}/signers/{signerId}/signing-link';
+    const linkOf = (agreementId: string, signerId: string) => `/agreements/${agreementId}/signers/${signerId}/signing-link`;
+    const { body: firstLink } = await call('POST', signingLink, linkOf(toSign.id, toSign.signers[0].id), {}, 201);
+    const { body: secondLink } = await call('POST', signingLink, linkOf(toSign.id, toSign.signers[1].id), jsonBody({ expiresInSeconds: 600 }), 201);
+    await call('POST', signingLink, linkOf(toSign.id, 'nope'), {}, 400);
+    await call('POST', signingLink, linkOf(toSign.id, 'ags_missing'), {}, 404);
+    await call('POST', signingLink, linkOf(agreement.id, agreement.signers[0].id), {}, 409);
+    await call('POST', signingLink, linkOf(toSign.id, toSign.signers[0].id), { body: 'x', headers: { 'content-type': 'text/plain' } }, 415);
+    await call('POST', signingLink, linkOf(toSign.id, toSign.signers[0].id), jsonBody({ pad: 'x'.repeat(70_000) }), 413);
+    const tokenOf = (link: { link: string }) => new URL(link.link).hash.slice(1);
+    const bearer = (token: string, init: RequestInit = {}): RequestInit => ({ ...init, headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${token}` } });
+    const [one, two] = [tokenOf(firstLink), tokenOf(secondLink)];
+    await call('GET', '/signing', '/signing', bearer(one), 200);
+    await call('GET', '/signing', '/signing', bearer('not-a-token'), 401);
+    await call('POST', '/signing/sign', '/signing/sign', bearer(one, jsonBody({ signature: 'data:text/plain;base64,aGk=' })), 400);
+    await call('POST', '/signing/sign', '/signing/sign', bearer(one, { body: 'x', headers: { 'content-type': 'text/plain' } }), 415);
+    await call('POST', '/signing/sign', '/signing/sign', bearer(one, jsonBody({ signature: 'x'.repeat(2 * 1024 * 1024) })), 413);
+    await call('POST', '/signing/sign', '/signing/sign', bearer('not-a-token', jsonBody({ signature: PNG_SIGNATURE })), 401);
+    await call('POST', '/signing/sign', '/signing/sign', bearer(one, jsonBody({ signature: PNG_SIGNATURE })), 200);
+    await call('POST', '/signing/sign', '/signing/sign', bearer(one, jsonBody({ signature: PNG_SIGNATURE })), 409);
+    await call('POST', '/signing/decline', '/signing/decline', bearer(two, jsonBody({ reason: 'x'.repeat(1001) })), 400);
+    await call('POST', '/signing/decline', '/signing/decline', bearer(two, { body: 'x', headers: { 'content-type': 'text/plain' } }), 415);
+    await call('POST', '/signing/decline', '/signing/decline', bearer(two, jsonBody({ reason: 'x'.repeat(70_000) })), 413);
+    await call('POST', '/signing/decline', '/signing/decline', bearer('not-a-token'), 401);
+    await call('POST', '/signing/decline', '/signing/decline', bearer(two, jsonBody({ reason: 'Not this year.' })), 200);
+    await call('POST', '/signing/decline', '/signing/decline', bearer(two), 409);
+    time.advance(601);
+    await call('GET', '/signing', '/signing', bearer(two), 410);
+    await call('POST', '/signing/sign', '/signing/sign', bearer(two, jsonBody({ signature: PNG_SIGNATURE })), 410);
+    await call('POST', '/signing/decline', '/signing/decline', bearer(two), 410);
+    time.advance(-601);
+    await call('GET', '/agreements/{agreementId}/audit', `/agreements/${toSign.id}/audit`, {}, 200);
+    await call('GET', '/agreements/{agreementId}/audit', '/agreements/nope/audit', {}, 400);
+    await call('GET', '/agreements/{agreementId}/audit', '/agreements/agr_missing/audit', {}, 404);
+    // An agreement past its expiresAt closes at the first request that reaches it.
+    const expiring = validFormData();
+    expiring.set('expiresAt', new Date(time.clock().getTime() + 120_000).toISOString());
+    const { body: soon } = await call('POST', '/agreements', '/agreements', { body: expiring }, 201);
+    const { body: soonLink } = await call('POST', signingLink, linkOf(soon.id, soon.signers[0].id), {}, 201);
+    time.advance(121);
+    await call('GET', '/signing', '/signing', bearer(tokenOf(soonLink)), 200);
+    time.advance(-121);
+    await portal.worker!.tick();
+    for (const made of transport.calls) checker.checkCall(made);
 
     // Files: the root and a directory, with a shared file among the entries
     const dir = await portal.files.createDirectory('acct_a', { name: 'Contracts' });

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryStorage, memoryTransport } from '../../adapters/memory/index.js';
@@ -93,6 +94,15 @@ test('a sequential agreement: each signer through their link, in turn; the event
     assert.equal([signedEntry.actor, signedEntry.signerId, signedEntry.ip], [first.id, first.id, '127.0.0.1']);
     assert.equal(signedEntry.documents, [{ id: agreement.documents[0].id, fileHash: agreement.documents[0].fileHash }]);
     assert.is(audit.data[1].actor, 'account:acct_a');
+    // The rule of docs/signing.md, with Node's crypto alone.
+    let previous = '0'.repeat(64);
+    for (const entry of audit.data) {
+      const body = JSON.stringify([entry.at, entry.action, entry.actor, entry.signerId, entry.ip, entry.userAgent,
+        entry.documents.map((d: { id: string; fileHash: string }) => [d.id, d.fileHash]), entry.detail]);
+      const hash = createHash('sha256').update(`${previous}\n${body}`).digest('hex');
+      assert.equal([entry.previousHash, entry.hash], [previous, hash]);
+      previous = hash;
+    }
   });
 });
 
