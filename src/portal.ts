@@ -32,6 +32,7 @@ import { createTicketService, type TicketService } from './domain/tickets.js';
 import { createDownloadService } from './domain/downloads.js';
 import { createSigningService } from './domain/signing.js';
 import { signingRoutes } from './http/routes/signing.js';
+import { signingPageRoutes } from './http/routes/signing-page.js';
 import { createWebhookWorker, type WebhookWorker } from './webhooks/worker.js';
 import { createWebhookService, type WebhookService } from './domain/webhooks.js';
 import { resolveWebhookOptions } from './webhooks/options.js';
@@ -143,7 +144,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     ...downloadRoutes(downloads),
     ...agreementRoutes(agreements, { extensions }),
   ];
-  if (extensions) routes.push(...webhookExtensionRoutes(webhooks), ...signingRoutes(signing));
+  if (extensions) routes.push(...webhookExtensionRoutes(webhooks), ...signingRoutes(signing), ...signingPageRoutes());
   const orphanSweep = createOrphanSweep({ storage, blobs, clock, logger });
 
   const handler = createHandler({

@@ -31,10 +31,12 @@ export interface PageOptions {
 
 interface Manifest {
   script: { file: string; integrity: string };
+  /** The signing page's script (`signing-page.ts`). */
+  signing: { file: string; integrity: string };
   style: { file: string; integrity: string };
 }
 
-interface Asset {
+export interface Asset {
   body: Buffer;
   type: string;
   /** The body gzipped once at start, for a client that accepts it; the assets only. */
@@ -62,8 +64,8 @@ export const PAGE_CSP = [
 const IMMUTABLE = 'public, max-age=31536000, immutable';
 const ALLOW = ['GET', 'HEAD'];
 
-export async function createPage(options: PageOptions): Promise<Page> {
-  const dir = options.assetsDir ?? new URL('../../ui/', import.meta.url);
+/** The built assets (`dist/ui/`): the manifest, and each file with its type, gzipped once. */
+export async function builtAssets(dir: URL = new URL('../../ui/', import.meta.url)): Promise<{ manifest: Manifest; assets: Map<string, Asset> }> {
   let manifest: Manifest;
   try {
     manifest = JSON.parse(await readFile(new URL('manifest.json', dir), 'utf8')) as Manifest;
@@ -78,8 +80,35 @@ export async function createPage(options: PageOptions): Promise<Page> {
   };
   const assets = new Map<string, Asset>([
     await asset(manifest.script.file, 'text/javascript; charset=utf-8'),
+    await asset(manifest.signing.file, 'text/javascript; charset=utf-8'),
     await asset(manifest.style.file, 'text/css; charset=utf-8'),
   ]);
+  return { manifest, assets };
+}
+
+/**
+ * Writes a page (its CSP, no framing, no referrer) or an asset (cached for a year, gzipped when
+ * the client takes it), with the contract's headers.
+ */
+export function writeAsset(req: IncomingMessage, res: ServerResponse, requestId: string, asset: Asset, isPage: boolean): void {
+  const head: HeaderList = contractHeaders(requestId);
+  if (isPage) {
+    head.push('Content-Security-Policy', PAGE_CSP, 'X-Frame-Options', 'DENY', 'Referrer-Policy', 'no-referrer');
+  } else {
+    // The contract's `no-store` is for API answers; an asset's name changes with its content.
+    head[head.indexOf('Cache-Control') + 1] = IMMUTABLE;
+    head.push('Vary', 'Accept-Encoding');
+  }
+  const gzip = asset.gzipped !== undefined && acceptsGzip(req.headers['accept-encoding']);
+  const body = gzip ? asset.gzipped! : asset.body;
+  if (gzip) head.push('Content-Encoding', 'gzip');
+  head.push('Content-Type', asset.type, 'Content-Length', body.length);
+  res.writeHead(200, head);
+  res.end(req.method === 'HEAD' ? undefined : body);
+}
+
+export async function createPage(options: PageOptions): Promise<Page> {
+  const { manifest, assets } = await builtAssets(options.assetsDir);
   const page: Asset = {
     body: Buffer.from(pageHtml(manifest, apiFromPage(options.path, options.basePath), options.eventTypes)),
     type: 'text/html; charset=utf-8',
@@ -104,26 +133,14 @@ export async function createPage(options: PageOptions): Promise<Page> {
         throw new PortalError('ROUTE_NOT_FOUND', method, pathname.length > 200 ? pathname.slice(0, 200) + '…' : pathname);
       }
       if (method !== 'GET' && method !== 'HEAD') throw new PortalError('METHOD_NOT_ALLOWED', method, ALLOW);
-      const head: HeaderList = contractHeaders(requestId);
       if (asset === undefined) {
         // Relative, so that a host's mount prefix (`app.use('/account', portal.handler)`) is kept.
+        const head: HeaderList = contractHeaders(requestId);
         head.push('Location', `${last}/${query === undefined ? '' : '?' + query}`, 'Content-Length', 0);
         res.writeHead(302, head).end();
         return;
       }
-      if (asset === page) {
-        head.push('Content-Security-Policy', PAGE_CSP, 'X-Frame-Options', 'DENY', 'Referrer-Policy', 'no-referrer');
-      } else {
-        // The contract's `no-store` is for API answers; an asset's name changes with its content.
-        head[head.indexOf('Cache-Control') + 1] = IMMUTABLE;
-        head.push('Vary', 'Accept-Encoding');
-      }
-      const gzip = asset.gzipped !== undefined && acceptsGzip(req.headers['accept-encoding']);
-      const body = gzip ? asset.gzipped! : asset.body;
-      if (gzip) head.push('Content-Encoding', 'gzip');
-      head.push('Content-Type', asset.type, 'Content-Length', body.length);
-      res.writeHead(200, head);
-      res.end(method === 'HEAD' ? undefined : body);
+      writeAsset(req, res, requestId, asset, asset === page);
     },
   };
 }

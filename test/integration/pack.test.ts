@@ -38,9 +38,10 @@ test('the tarball holds the built library and its declarations, not the tests or
   assert.ok(files.includes('package/dist/src/index.js'));
   assert.ok(files.includes('package/dist/src/index.d.ts'));
   assert.ok(files.includes('package/dist/openapi.json'), 'the OpenAPI document');
-  // The portal page, as the build made it: its manifest and its two assets, nothing else.
+  // The portal and signing pages, as the build made them: the manifest and three assets, nothing else.
   const page = files.filter((file) => file.startsWith('package/dist/ui/'));
-  assert.is(page.length, 3, page.join(', '));
+  assert.is(page.length, 4, page.join(', '));
+  assert.ok(page.some((file) => /^package\/dist\/ui\/signing\.[\w-]{16}\.js$/.test(file)), 'the signing page script');
   assert.ok(page.includes('package/dist/ui/manifest.json'));
   assert.ok(page.some((file) => /^package\/dist\/ui\/portal\.[\w-]{16}\.js$/.test(file)), 'the page script');
   assert.ok(page.some((file) => /^package\/dist\/ui\/portal\.[\w-]{16}\.css$/.test(file)), 'the page stylesheet');

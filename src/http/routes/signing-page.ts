@@ -1,0 +1,60 @@
+import { PortalError } from '../../errors.js';
+import type { Route } from '../handler.js';
+import { type Asset, builtAssets, writeAsset } from '../page.js';
+
+type Built = Awaited<ReturnType<typeof builtAssets>>;
+
+/**
+ * The signing page a signer's link opens (`<API root>/sign#<token>`), and its assets under
+ * `sign/assets/`: served to anyone (the page holds nothing; the token in its fragment authorizes its
+ * calls), under the portal page's strict CSP. Read from the build on the first request.
+ */
+export function signingPageRoutes(load: () => Promise<Built> = () => builtAssets()): Route[] {
+  let built: Promise<{ page: Asset; assets: Map<string, Asset> }> | undefined;
+  const ready = () =>
+    (built ??= load().then(({ manifest, assets }) => ({
+      assets,
+      page: { body: Buffer.from(pageHtml(manifest)), type: 'text/html; charset=utf-8' },
+    })));
+  return [
+    {
+      method: ['GET', 'HEAD'],
+      path: '/sign',
+      public: true,
+      writesResponse: true,
+      async handler({ req, res, requestId }) {
+        writeAsset(req, res, requestId, (await ready()).page, true);
+      },
+    },
+    {
+      method: ['GET', 'HEAD'],
+      path: '/sign/assets/:file',
+      public: true,
+      writesResponse: true,
+      async handler({ req, res, requestId, params }) {
+        const asset = (await ready()).assets.get(params.file!);
+        if (asset === undefined) throw new PortalError('ROUTE_NOT_FOUND', req.method ?? 'GET', `sign/assets/${params.file!.slice(0, 100)}`);
+        writeAsset(req, res, requestId, asset, false);
+      },
+    },
+  ];
+}
+
+function pageHtml(manifest: Built['manifest']): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>Sign</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="sign/assets/${manifest.style.file}" integrity="${manifest.style.integrity}">
+<script src="sign/assets/${manifest.signing.file}" integrity="${manifest.signing.integrity}" defer></script>
+</head>
+<body>
+<div id="app"><noscript><p>Signing needs JavaScript.</p></noscript></div>
+</body>
+</html>
+`;
+}

@@ -1,0 +1,154 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Browser, Page } from 'playwright-core';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { memoryTransport } from '../../adapters/memory/index.js';
+import { SIGNER, signer, validFormData } from '../helpers/agreements.js';
+import { chromiumMissing, launchChromium } from '../helpers/chromium.js';
+import { SIGNING_KEY_1 } from '../helpers/download.js';
+import { type TestPortal, json, startPortal } from '../helpers/server.js';
+import { skipping } from '../helpers/skip.js';
+import { NEVER } from '../helpers/webhooks.js';
+
+/** The signing page in Debian's chromium, headless: signers take their links through to a signed agreement. */
+
+const OUTPUT = fileURLToPath(new URL('../../../test-output/signing-page/', import.meta.url));
+const missing = await chromiumMissing();
+const it = missing === null ? test : skipping(test, missing);
+
+let browser: Browser;
+let app: TestPortal;
+const transport = memoryTransport();
+
+test.before(async () => {
+  if (missing !== null) return;
+  mkdirSync(OUTPUT, { recursive: true });
+  browser = await launchChromium();
+  app = await startPortal({ signingKeys: [SIGNING_KEY_1], transport, webhooks: { tick: NEVER } });
+});
+
+test.after(async () => {
+  await browser?.close();
+  await app?.close();
+});
+
+async function linkFor(agreementId: string, signerId: string): Promise<string> {
+  const res = await app.api(`/agreements/${agreementId}/signers/${signerId}/signing-link`, { method: 'POST' });
+  assert.is(res.status, 201);
+  return (await json(res)).link;
+}
+
+/** A fresh tab; a script error or a CSP or Trusted Types violation is collected as a problem. */
+async function tab(width = 1000): Promise<Page & { problems: string[] }> {
+  const context = await browser.newContext({ viewport: { width, height: 900 }, acceptDownloads: true });
+  const page = (await context.newPage()) as Page & { problems: string[] };
+  page.problems = [];
+  page.on('pageerror', (error) => page.problems.push(error.message));
+  page.on('console', (message) => {
+    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) page.problems.push(message.text());
+  });
+  return page;
+}
+
+/** Draws a stroke across the signature pad with the mouse. */
+async function draw(page: Page): Promise<void> {
+  const box = (await page.locator('canvas.pad').boundingBox())!;
+  await page.mouse.move(box.x + 20, box.y + box.height / 2);
+  await page.mouse.down();
+  for (let i = 1; i <= 10; i++) await page.mouse.move(box.x + 20 + i * 25, box.y + box.height / 2 + (i % 2 === 0 ? -15 : 15));
+  await page.mouse.up();
+}
+
+it('two signers of a sequential agreement sign through their links: drawn and typed; the events, the trail', async () => {
+  for (const type of ['agreement-viewed', 'agreement-signer-signed', 'agreement-signed']) {
+    await app.portal.webhooks.create('acct_a', { type, url: `https://hooks.example.com/${type}` });
+  }
+  const form = validFormData({ signers: [SIGNER, signer(2)] });
+  form.set('signingOrder', 'sequential');
+  form.set('name', 'Lease <b>2026</b>');
+  const agreement = await json(await app.api('/agreements', { method: 'POST', body: form }));
+  const [first, second] = agreement.signers;
+  const [one, two] = [await linkFor(agreement.id, first.id), await linkFor(agreement.id, second.id)];
+
+  // The second signer first: the page says whose turn it is, and offers no signing.
+  const early = await tab();
+  await early.goto(two);
+  await early.getByRole('heading', { level: 1, name: 'Lease <b>2026</b>' }).waitFor();
+  await early.getByText(/signs before you/).waitFor();
+  assert.is(await early.getByRole('button', { name: 'Sign' }).count(), 0);
+  assert.not.match(early.url(), /#/, 'the token is taken off the address');
+  await early.context().close();
+
+  // The first signer: reads a document, draws, agrees, signs.
+  const page = await tab();
+  await page.goto(one);
+  await page.getByRole('heading', { level: 1, name: 'Lease <b>2026</b>' }).waitFor();
+  assert.is(await page.locator('main b').count(), 0, 'the name is text, never markup');
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'lease.pdf' }).click()]);
+  assert.is(download.suggestedFilename(), 'lease.pdf');
+  await page.getByRole('button', { name: 'Sign' }).click();
+  await page.getByRole('alert').getByText('Draw or type your signature first.').waitFor();
+  await draw(page);
+  await page.getByRole('button', { name: 'Sign' }).click();
+  await page.getByRole('alert').getByText(/Tick the box/).waitFor();
+  await page.getByLabel(/agree to sign them electronically/).check();
+  await page.screenshot({ path: path.join(OUTPUT, '1-before-signing.png'), fullPage: true });
+  await page.getByRole('button', { name: 'Sign' }).click();
+  await page.getByText('Thank you: you have signed.').waitFor();
+  await page.screenshot({ path: path.join(OUTPUT, '2-signed.png'), fullPage: true });
+  assert.equal(page.problems, []);
+  await page.context().close();
+
+  // The second signer, at 360 px, by keyboard: types the signature.
+  const narrow = await tab(360);
+  await narrow.goto(two);
+  await narrow.getByRole('tab', { name: 'Type' }).click();
+  await narrow.getByLabel('Your name as your signature').fill('Signer2 Lee');
+  await narrow.getByLabel(/agree to sign them electronically/).focus();
+  await narrow.keyboard.press('Space');
+  await narrow.getByRole('button', { name: 'Sign' }).focus();
+  await narrow.keyboard.press('Enter');
+  await narrow.getByText('Thank you: you have signed.').waitFor();
+  const scrolls = await narrow.evaluate(() => { const root = (globalThis as any).document.documentElement; return root.scrollWidth > root.clientWidth; });
+  assert.not.ok(scrolls, 'no sideways scroll at 360 px');
+  await narrow.screenshot({ path: path.join(OUTPUT, '3-signed-360px.png'), fullPage: true });
+  assert.equal(narrow.problems, []);
+  await narrow.context().close();
+
+  // A used link says so; the agreement is signed, the events went out in order, the trail verifies.
+  const again = await tab();
+  await again.goto(one);
+  await again.getByText(/You signed this agreement on/).waitFor();
+  await again.context().close();
+  const stored = (await app.portal.agreements.get('acct_a', agreement.id))!;
+  assert.is(stored.status, 'signed');
+  assert.match(stored.signers[0]!.signature ?? '', /^data:image\/png;base64,/);
+  const ofAgreement = () => transport.calls.map((call) => JSON.parse(call.body)).filter((event) => event.data.id === agreement.id);
+  for (let i = 0; i < 20 && ofAgreement().length < 5; i++) await app.portal.worker!.tick();
+  const who = (event: { type: string; data: { signerId?: string } }) =>
+    `${event.type}${event.data.signerId === undefined ? '' : event.data.signerId === first.id ? ' 1' : ' 2'}`;
+  // Each type goes to its own webhook, so their calls are not ordered among each other; the trail orders the steps.
+  assert.equal(ofAgreement().map(who).sort(), ['agreement-viewed 2', 'agreement-viewed 1', 'agreement-signer-signed 1', 'agreement-signer-signed 2', 'agreement-signed'].sort());
+  const audit = await json(await app.api(`/agreements/${agreement.id}/audit`));
+  assert.is(audit.verified, true);
+  const steps = audit.data.map((entry: { action: string; signerId: string | null }) => `${entry.action}${entry.signerId === null ? '' : entry.signerId === first.id ? ' 1' : ' 2'}`);
+  assert.equal(steps, ['created', 'link-issued 1', 'link-issued 2', 'viewed 2', 'viewed 1', 'signed 1', 'signed 2']);
+});
+
+it('an expired, replaced or broken link says so plainly', async () => {
+  const agreement = await json(await app.api('/agreements', { method: 'POST', body: validFormData() }));
+  const old = await linkFor(agreement.id, agreement.signers[0].id);
+  await linkFor(agreement.id, agreement.signers[0].id);
+  const page = await tab();
+  await page.goto(old);
+  await page.getByRole('heading', { level: 1, name: 'This link has been replaced' }).waitFor();
+  await page.goto(`${app.url}/v1/sign#not-a-token`);
+  await page.reload();
+  await page.getByRole('heading', { level: 1, name: /This link does not work/ }).waitFor();
+  assert.equal(page.problems, []);
+  await page.context().close();
+});
+
+test.run();

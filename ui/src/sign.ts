@@ -1,0 +1,180 @@
+import { el, errorBox, replace } from './dom.js';
+import { size, time } from './format.js';
+import { signaturePad } from './signature-pad.js';
+
+/**
+ * The signing page: what a signer's link opens. The signing token is the link's fragment: it is
+ * read here, kept in this tab's memory only, and taken off the address, so it is in no history
+ * entry, no server log and no Referer. The page calls the signer's API (`signing`, beside the page
+ * under the API root) with it as a bearer, and nothing else.
+ */
+interface Signer {
+  id: string;
+  firstName: string;
+  lastName: string;
+  signedAt: string | null;
+  viewedAt: string | null;
+  declinedAt: string | null;
+}
+interface View {
+  agreement: {
+    id: string;
+    name: string;
+    status: 'sent' | 'signed';
+    signerName: string;
+    signingOrder: 'parallel' | 'sequential';
+    expiresAt: string | null;
+    closedReason: 'declined' | 'expired' | null;
+    signers: Signer[];
+  };
+  signer: Signer;
+  documents: { id: string; documentName: string; fileSize: number; link: string }[];
+}
+
+class SigningError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const root = document.getElementById('app')!;
+const token = decodeURIComponent(location.hash.slice(1));
+if (token !== '') history.replaceState(null, '', location.pathname + location.search);
+const apiRoot = new URL('.', location.href).href;
+
+async function call(method: 'GET' | 'POST', path: string, body?: unknown): Promise<View> {
+  let response: Response;
+  try {
+    response = await fetch(apiRoot + path, {
+      method,
+      headers: { Accept: 'application/json', Authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+      body: body === undefined ? null : JSON.stringify(body),
+      credentials: 'omit',
+      cache: 'no-store',
+    });
+  } catch (error) {
+    throw new SigningError(0, `The portal could not be reached (${error instanceof Error ? error.message : String(error)}).`);
+  }
+  const parsed = (await response.json().catch(() => undefined)) as { message?: string } | undefined;
+  if (!response.ok) throw new SigningError(response.status, parsed?.message ?? `The portal answered ${response.status}.`);
+  return parsed as unknown as View;
+}
+
+const fullName = (signer: Signer) => `${signer.firstName} ${signer.lastName}`;
+/** A date-time as words in the reader's locale. */
+const when = (atom: string) => {
+  const shown = time(atom);
+  return typeof shown === 'string' ? shown : shown.textContent ?? atom;
+};
+
+/** A page with a heading and what follows; the heading takes the focus, so a reader starts there. */
+function page(heading: string, ...children: (Node | string | null)[]): void {
+  const title = el('h1', { tabindex: -1 }, heading);
+  replace(root, el('header', { class: 'top' }, el('span', { class: 'brand' }, 'Signing')), el('main', { id: 'main', class: 'signing' }, title, ...children));
+  title.focus({ preventScroll: true });
+}
+
+/** What a refused link means, in the signer's words. */
+function refused(error: unknown): void {
+  const status = error instanceof SigningError ? error.status : 0;
+  const message = error instanceof Error ? error.message : String(error);
+  const heading = status === 410 ? 'This link has expired' : status === 401 ? (/replaced/.test(message) ? 'This link has been replaced' : 'This link does not work') : 'Something went wrong';
+  page(heading, el('p', { role: 'alert' }, message));
+}
+
+/** The state of the agreement for this signer, when there is nothing to sign; `null` when they may sign. */
+function closedNotice(view: View): string | null {
+  const { agreement, signer } = view;
+  if (signer.signedAt !== null) return `You signed this agreement on ${when(signer.signedAt)}. Nothing more is needed from you.`;
+  if (signer.declinedAt !== null) return 'You declined this agreement. It is closed.';
+  if (agreement.closedReason === 'expired') return 'This agreement has expired: it can no longer be signed.';
+  if (agreement.closedReason === 'declined') return 'This agreement was declined by a signer: it is closed.';
+  if (agreement.status === 'signed') return 'This agreement is signed by everyone.';
+  return null;
+}
+
+function waitingFor(view: View): Signer | null {
+  if (view.agreement.signingOrder !== 'sequential') return null;
+  const first = view.agreement.signers.find((candidate) => candidate.signedAt === null);
+  return first !== undefined && first.id !== view.signer.id ? first : null;
+}
+
+function show(view: View, notice?: string): void {
+  const { agreement, signer } = view;
+  const documents = el(
+    'ul',
+    { class: 'documents', 'aria-label': 'Documents' },
+    ...view.documents.map((document) =>
+      el('li', {}, el('a', { href: document.link, rel: 'noopener', download: document.documentName }, document.documentName), ' ', el('span', { class: 'hint' }, size(document.fileSize))),
+    ),
+  );
+  const about = el(
+    'p',
+    {},
+    `${agreement.signerName} asks you, ${fullName(signer)}, to sign this agreement.`,
+    agreement.expiresAt === null ? '' : ` It can be signed until ${when(agreement.expiresAt)}.`,
+  );
+  const status = notice === undefined ? null : el('p', { role: 'status', class: 'good-text' }, notice);
+  const closed = closedNotice(view);
+  if (closed !== null) return page(agreement.name, status, el('p', { role: 'status' }, closed), el('h2', {}, 'Documents'), documents);
+  const waiting = waitingFor(view);
+  if (waiting !== null) {
+    return page(agreement.name, about, el('p', { role: 'status' }, `This agreement is signed in order: ${fullName(waiting)} signs before you. Open this link again once they have.`), el('h2', {}, 'Documents'), documents);
+  }
+
+  const errors = errorBox();
+  const pad = signaturePad(fullName(signer));
+  const consent = el('input', { id: 'consent', type: 'checkbox' });
+  const signButton = el('button', { type: 'submit' }, 'Sign');
+  const form = el(
+    'form',
+    { class: 'panel' },
+    el('h2', {}, 'Your signature'),
+    pad.node,
+    el('label', { class: 'check' }, consent, el('span', {}, 'I have read the documents and agree to sign them electronically.')),
+    errors.node,
+    el('div', { class: 'actions' }, signButton),
+  );
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const signature = pad.value();
+    if (signature === null) return errors.show('Draw or type your signature first.');
+    if (!consent.checked) return errors.show('Tick the box to agree to sign electronically.');
+    signButton.disabled = true;
+    try {
+      show(await call('POST', 'signing/sign', { signature }), 'Thank you: you have signed.');
+    } catch (error) {
+      signButton.disabled = false;
+      errors.show(error);
+    }
+  });
+
+  const reason = el('textarea', { id: 'decline-reason', maxlength: 1000, rows: 3 });
+  const declineButton = el('button', { type: 'button', class: 'danger' }, 'Decline to sign');
+  const declineErrors = errorBox();
+  const decline = el(
+    'details',
+    { class: 'panel' },
+    el('summary', {}, 'Decline instead'),
+    el('div', { class: 'field' }, el('label', { for: 'decline-reason' }, 'Why (optional, sent to the sender)'), reason),
+    declineErrors.node,
+    el('div', { class: 'actions' }, declineButton),
+  );
+  declineButton.addEventListener('click', async () => {
+    declineButton.disabled = true;
+    try {
+      show(await call('POST', 'signing/decline', { reason: reason.value.trim() === '' ? null : reason.value.trim() }), 'You have declined. The sender is told.');
+    } catch (error) {
+      declineButton.disabled = false;
+      declineErrors.show(error);
+    }
+  });
+
+  page(agreement.name, status, about, el('h2', {}, 'Documents'), el('p', { class: 'hint' }, 'Open each document before you sign.'), documents, form, decline);
+}
+
+if (token === '') refused(new SigningError(401, 'This page opens from the signing link you were sent; the link is not complete.'));
+else call('GET', 'signing').then((view) => show(view), refused);
