@@ -330,7 +330,7 @@ it('agreements: those created over the API, newest first, with status and signer
   const open = page.locator(`.agreement[data-id="${lease.id}"]`);
   assert.match(await open.textContent() ?? '', /Awaiting signatures · 1 of 2 signed/);
   assert.match(await open.locator('.signers li[data-signed="true"]').textContent() ?? '', /^Bo Lee <bo@example\.com> · signed /);
-  assert.match(await open.locator('.signers li[data-signed="false"]').textContent() ?? '', /^Cy Ng <cy@example\.com> · not signed yet$/);
+  assert.match(await open.locator('.signers li[data-signed="false"]').textContent() ?? '', /^Cy Ng <cy@example\.com> · not signed yet Copy signing link $/);
   assert.match(await open.textContent() ?? '', /Sent by Ann Owner · 1 document/);
   assert.match(await open.getByRole('list', { name: 'Documents' }).textContent() ?? '', /lease\.pdf.*Download/);
   assert.is(await page.locator('main b').count(), 0, 'a name is text, never markup');
@@ -381,6 +381,31 @@ it('files and agreement documents: Download saves the bytes through a signed lin
   const [document] = await Promise.all([page.waitForEvent('download'), card.getByRole('button', { name: 'Download terms.pdf' }).click()]);
   assert.is(document.suggestedFilename(), 'terms.pdf');
   await shoot(page, '9-agreement-documents');
+  assert.equal(problemsOf(page), []);
+  await page.context().close();
+});
+
+it('agreements: each signer\'s status, Copy signing link (a link that works), and the audit trail, verified', async () => {
+  const form = validFormData({ signers: [{ firstName: 'Dee', lastName: 'Ray', email: 'dee@example.com', shouldIdentify: false }, { firstName: 'Eli', lastName: 'Ott', email: 'eli@example.com', shouldIdentify: false }] });
+  form.set('name', 'Signing from the page');
+  const agreement = await json(await app.api('/agreements', { method: 'POST', body: form }));
+  const page = await signedIn();
+  await page.getByRole('link', { name: 'Agreements' }).click();
+  const card = page.locator(`.agreement[data-id="${agreement.id}"]`);
+  await card.waitFor();
+  await card.getByRole('button', { name: 'Copy a signing link for Dee Ray' }).click();
+  const field = card.getByRole('textbox', { name: 'Signing link for Dee Ray' });
+  await field.waitFor();
+  const link = await field.inputValue();
+  assert.match(link, /\/v1\/sign#[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}$/);
+  const token = new URL(link).hash.slice(1);
+  const view = await fetch(`${app.url}/v1/signing`, { headers: { authorization: `Bearer ${token}` } });
+  assert.is(view.status, 200, 'the copied link works');
+  await json(view);
+  await card.getByText('Audit trail').click();
+  await card.getByText('Verified: every entry is intact.').waitFor();
+  assert.match(await card.locator('.trail').textContent() ?? '', /Created.*Signing link made.*Opened/s);
+  await shoot(page, '10-agreement-signing');
   assert.equal(problemsOf(page), []);
   await page.context().close();
 });

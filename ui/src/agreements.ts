@@ -3,7 +3,7 @@ import { downloadButton } from './download.js';
 import { append, el, errorBox, replace } from './dom.js';
 import { size, time } from './format.js';
 import type { Screen } from './screen.js';
-import type { AgreementSigner, AgreementSummary, Page } from './types.js';
+import type { AgreementSigner, AgreementSummary, AuditEntry, Page } from './types.js';
 
 /** How many agreements one "Load more" brings. */
 const PAGE_SIZE = 20;
@@ -59,9 +59,14 @@ const AGREEMENT_STATUS: Record<AgreementSummary['status'], [label: string, class
   sent: ['Awaiting signatures', 'badge warn'],
   signed: ['Signed', 'badge good'],
 };
+const CLOSED: Record<NonNullable<AgreementSummary['closedReason']>, [label: string, className: string]> = {
+  declined: ['Declined', 'badge bad'],
+  expired: ['Expired', 'badge bad'],
+};
 
 function agreementCard(agreement: AgreementSummary, showError: (error: unknown) => void): HTMLLIElement {
-  const [label, className] = AGREEMENT_STATUS[agreement.status] ?? [agreement.status, 'badge'];
+  const [label, className] = (agreement.closedReason !== null ? CLOSED[agreement.closedReason] : AGREEMENT_STATUS[agreement.status]) ?? [agreement.status, 'badge'];
+  const open = agreement.status === 'sent' && agreement.closedReason === null;
   const signed = agreement.signers.filter((signer) => signer.signedAt !== null).length;
   return el(
     'li',
@@ -71,10 +76,12 @@ function agreementCard(agreement: AgreementSummary, showError: (error: unknown) 
       'p',
       { class: 'meta' },
       el('span', { class: className }, label),
-      ` · ${signed} of ${agreement.signers.length} signed · created `,
+      ` · ${signed} of ${agreement.signers.length} signed${agreement.signingOrder === 'sequential' ? ', in order' : ''} · created `,
       time(agreement.createdAt),
+      agreement.expiresAt === null ? '' : ' · expires ',
+      agreement.expiresAt === null ? '' : time(agreement.expiresAt),
     ),
-    el('ul', { class: 'signers', 'aria-label': 'Signers' }, ...agreement.signers.map(signerItem)),
+    el('ul', { class: 'signers', 'aria-label': 'Signers' }, ...agreement.signers.map((signer) => signerItem(agreement, signer, open, showError))),
     el(
       'p',
       { class: 'hint' },
@@ -96,17 +103,106 @@ function agreementCard(agreement: AgreementSummary, showError: (error: unknown) 
         ),
       ),
     ),
+    auditTrail(agreement.id, showError),
   );
 }
 
-function signerItem(signer: AgreementSigner): HTMLLIElement {
-  return el(
+const ACTIONS: Record<string, string> = {
+  created: 'Created',
+  'link-issued': 'Signing link made',
+  viewed: 'Opened',
+  signed: 'Signed',
+  declined: 'Declined',
+  expired: 'Expired',
+  reminder: 'Reminder due',
+};
+
+/** The agreement's audit trail, read when it is opened; whether its hash chain verifies, said first. */
+function auditTrail(agreementId: string, showError: (error: unknown) => void): HTMLDetailsElement {
+  const body = el('div', {}, el('p', { class: 'hint' }, 'Loading…'));
+  const details = el('details', { class: 'audit' }, el('summary', {}, 'Audit trail'), body);
+  let loaded = false;
+  details.addEventListener('toggle', async () => {
+    if (!details.open || loaded) return;
+    loaded = true;
+    try {
+      const trail = await api<{ data: AuditEntry[]; verified: boolean }>('GET', `/agreements/${segment(agreementId)}/audit`);
+      replace(
+        body,
+        el('p', { class: trail.verified ? 'good-text' : 'bad-text', role: 'status' }, trail.verified ? 'Verified: every entry is intact.' : 'Not verified: an entry was changed after it was written.'),
+        el(
+          'ol',
+          { class: 'trail' },
+          ...trail.data.map((entry) =>
+            el(
+              'li',
+              {},
+              el('strong', {}, ACTIONS[entry.action] ?? entry.action),
+              ' · ',
+              time(entry.at),
+              ` · ${entry.actor}`,
+              entry.ip === null ? '' : ` · ${entry.ip}`,
+              entry.detail === null ? '' : ` · “${entry.detail}”`,
+              el('br', {}),
+              el('code', { class: 'hint', title: 'This entry\'s hash' }, entry.hash),
+            ),
+          ),
+        ),
+      );
+    } catch (error) {
+      loaded = false;
+      replace(body);
+      showError(error);
+    }
+  });
+  return details;
+}
+
+function signerStatus(signer: AgreementSigner): HTMLSpanElement {
+  if (signer.signedAt !== null) return el('span', { class: 'good-text' }, 'signed ', time(signer.signedAt));
+  if (signer.declinedAt !== null) {
+    return el('span', { class: 'bad-text' }, 'declined ', time(signer.declinedAt), signer.declineReason === null ? '' : `: “${signer.declineReason}”`);
+  }
+  if (signer.viewedAt !== null) return el('span', { class: 'warn-text' }, 'opened ', time(signer.viewedAt), ', not signed yet');
+  return el('span', { class: 'warn-text' }, 'not signed yet');
+}
+
+/**
+ * A signer, their status, and while they may still sign, **Copy signing link**: a new link (which
+ * replaces their older ones), copied for the sender to pass on, and shown to copy by hand.
+ */
+function signerItem(agreement: AgreementSummary, signer: AgreementSigner, open: boolean, showError: (error: unknown) => void): HTMLLIElement {
+  const item = el(
     'li',
-    { 'data-signed': signer.signedAt !== null ? 'true' : 'false' },
+    { 'data-signed': signer.signedAt !== null ? 'true' : 'false', 'data-id': signer.id },
     el('span', { class: 'signer-name' }, `${signer.firstName} ${signer.lastName}`),
     ' ',
     el('span', { class: 'hint' }, `<${signer.email}>`),
     ' · ',
-    signer.signedAt === null ? el('span', { class: 'warn-text' }, 'not signed yet') : el('span', { class: 'good-text' }, 'signed ', time(signer.signedAt)),
+    signerStatus(signer),
   );
+  if (!open || signer.signedAt !== null || signer.declinedAt !== null) return item;
+  const copy = el('button', { type: 'button', class: 'link-button', 'aria-label': `Copy a signing link for ${signer.firstName} ${signer.lastName}` }, 'Copy signing link');
+  const shown = el('span', { class: 'hint', role: 'status' });
+  copy.addEventListener('click', async () => {
+    copy.disabled = true;
+    try {
+      const { link, expiresAt } = await api<{ link: string; expiresAt: string }>('POST', `/agreements/${segment(agreement.id)}/signers/${segment(signer.id)}/signing-link`);
+      const field = el('input', { type: 'text', readonly: true, value: link, class: 'link-field', 'aria-label': `Signing link for ${signer.firstName} ${signer.lastName}` });
+      let copied = true;
+      try {
+        await navigator.clipboard.writeText(link);
+      } catch {
+        copied = false;
+      }
+      replace(shown, copied ? 'Copied; valid until ' : 'Select and copy it; valid until ', time(expiresAt), '. Older links of this signer no longer work.', field);
+      if (!copied) field.select();
+    } catch (error) {
+      showError(error);
+    } finally {
+      copy.disabled = false;
+    }
+  });
+  item.append(' ', copy, ' ', shown);
+  return item;
 }

@@ -58,6 +58,21 @@ export interface AgreementSigner {
   shouldIdentify: boolean;
   signatureHash: string | null;
   signedAt: string | null;
+  viewedAt: string | null;
+  declinedAt: string | null;
+  declineReason: string | null;
+}
+
+/** One step of an agreement's audit trail. */
+export interface AuditEntry {
+  at: string;
+  action: string;
+  actor: string;
+  signerId: string | null;
+  ip: string | null;
+  userAgent: string | null;
+  detail: string | null;
+  hash: string;
 }
 
 /** An agreement as `GET /agreements` lists it: without signature images. */
@@ -70,6 +85,10 @@ export interface AgreementSummary {
   documents: { id: string; documentName: string; fileSize: number; fileHash: string }[];
   createdAt: string;
   signers: AgreementSigner[];
+  signingOrder: 'parallel' | 'sequential';
+  expiresAt: string | null;
+  closedAt: string | null;
+  closedReason: 'declined' | 'expired' | null;
 }
 
 /** One page of a list that is paged: `nextCursor` asks for the next, `null` after the last. */
