@@ -135,6 +135,10 @@ export const ERRORS = {
     status: 409,
     message: (signerId: string, waitingFor: string) => `It is not signer ${signerId}'s turn yet: the agreement is signed in order, and ${waitingFor} signs first.`,
   },
+  AGREEMENT_STILL_OPEN: {
+    status: 409,
+    message: (agreementId: string) => `Agreement ${agreementId} is still awaiting signatures: its certificate of completion is made once it is signed or closed.`,
+  },
   AGREEMENT_CLOSED: {
     status: 409,
     message: (agreementId: string, why: string) => `Agreement ${agreementId} is ${why}: nothing more can be signed or declined.`,

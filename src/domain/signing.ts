@@ -6,6 +6,7 @@ import { isId, newId } from '../shared/ids.js';
 import { atom } from '../shared/time.js';
 import { createAgreementChanges } from './agreement-changes.js';
 import { verifyAudit } from './audit-trail.js';
+import { certificatePdf } from './certificate.js';
 import type { LinkSigner } from './download-links.js';
 import type { DownloadService } from './downloads.js';
 import { SIGNING_LINK_SECONDS, checkAccountId, declineInput, parseInput, signingLinkInput, signingSignatureInput } from './inputs.js';
@@ -155,6 +156,15 @@ export function createSigningService(deps: SigningServiceDeps) {
       const now = clock();
       const updated = await apply(claims.accountId, claims.agreementId, now, (current) => decline(current, claims.signerId, reason, now, client));
       return viewOf(updated, claims.signerId, baseUrl);
+    },
+
+    /** The certificate of completion (a PDF) of an agreement that is signed or closed; 409 while it is open. */
+    async certificate(accountId: string, agreementId: string): Promise<{ pdf: Buffer; agreementId: string }> {
+      checkAccountId(accountId);
+      if (!isId('agr', agreementId)) throw new PortalError('ID_MALFORMED', 'agreementId', 'an agreement', 'agr');
+      const record = await storage.getAgreement(accountId, agreementId);
+      if (record === null) throw new PortalError('AGREEMENT_NOT_FOUND', agreementId);
+      return { pdf: await certificatePdf(record, clock()), agreementId };
     },
 
     /** The agreement's audit trail, oldest first, and whether its hash chain is intact. */

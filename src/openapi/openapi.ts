@@ -510,6 +510,26 @@ const paths = {
       },
     }),
   },
+  '/agreements/{agreementId}/certificate': {
+    parameters: [pathParameter('agreementId', 'The agreement id (`agr_…`).')],
+    get: operation({
+      operationId: 'getAgreementCertificate',
+      summary: 'The certificate of completion of an agreement',
+      tags: ['Signing'],
+      extension: true,
+      description: `${extension} A PDF: the agreement, each document's name, size and SHA-256, each signer's name, e-mail, time, IP and signature image, the audit trail and its final hash, and whether the chain verifies. Made once the agreement is signed or closed.`,
+      responses: {
+        200: {
+          description: 'The certificate.',
+          headers: { ...REQUEST_ID, 'Content-Disposition': { description: '`attachment; filename="certificate-<agreementId>.pdf"`', schema: { type: 'string' }, required: true } },
+          content: { 'application/pdf': { schema: { type: 'string', contentMediaType: 'application/pdf' } } },
+        },
+        400: error('A malformed id.'),
+        404: error('No such agreement in this account.'),
+        409: error('The agreement still awaits signatures.'),
+      },
+    }),
+  },
   '/signing': {
     get: operation({
       operationId: 'getSigning',

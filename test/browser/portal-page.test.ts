@@ -406,6 +406,20 @@ it('agreements: each signer\'s status, Copy signing link (a link that works), an
   await card.getByText('Verified: every entry is intact.').waitFor();
   assert.match(await card.locator('.trail').textContent() ?? '', /Created.*Signing link made.*Opened/s);
   await shoot(page, '10-agreement-signing');
+
+  // Once everyone signed: the certificate of completion, saved as a PDF.
+  const png = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+  for (const one of agreement.signers) await app.portal.agreements.sign('acct_a', agreement.id, one.id, { signature: png });
+  await page.reload();
+  await card.waitFor();
+  const [certificate] = await Promise.all([
+    page.waitForEvent('download'),
+    card.getByRole('button', { name: 'Download the certificate of completion of Signing from the page' }).click(),
+  ]);
+  assert.is(certificate.suggestedFilename(), `certificate-${agreement.id}.pdf`);
+  const chunks: Buffer[] = [];
+  for await (const chunk of await certificate.createReadStream()) chunks.push(chunk as Buffer);
+  assert.is(Buffer.concat(chunks).subarray(0, 5).toString(), '%PDF-');
   assert.equal(problemsOf(page), []);
   await page.context().close();
 });

@@ -66,7 +66,7 @@ test('every route the handler registers is in the document, with each of its met
     }
   }
   assert.equal(undocumented, []);
-  assert.is(routes.length, 30);
+  assert.is(routes.length, 31);
 });
 
 test('the query parameters each route takes are the ones the document lists for it', () => {
@@ -95,7 +95,7 @@ test('every path with a GET lists its HEAD: the same statuses and headers, and n
       assert.is(resolved.content, undefined, `HEAD ${template} ${status} has no body`);
     }
   }
-  assert.is(heads.length, 13);
+  assert.is(heads.length, 14);
 });
 
 test('the webhooks section describes the call of each event type: its body, and the signature headers', () => {
@@ -137,6 +137,7 @@ test('the document: bearer auth everywhere but the signed download route, server
     'GET /agreements',
     'GET /agreements/{agreementId}',
     'GET /agreements/{agreementId}/audit',
+    'GET /agreements/{agreementId}/certificate',
     'GET /agreements/{agreementId}/documents/{documentId}/download',
     'GET /files/{entryId}/download',
     'GET /signing',
@@ -146,6 +147,7 @@ test('the document: bearer auth everywhere but the signed download route, server
     'HEAD /agreements',
     'HEAD /agreements/{agreementId}',
     'HEAD /agreements/{agreementId}/audit',
+    'HEAD /agreements/{agreementId}/certificate',
     'HEAD /agreements/{agreementId}/documents/{documentId}/download',
     'HEAD /files/{entryId}/download',
     'HEAD /signing',
@@ -357,6 +359,12 @@ test('every route answers as the document says: each success and each error it d
     await call('GET', '/agreements/{agreementId}/audit', `/agreements/${toSign.id}/audit`, {}, 200);
     await call('GET', '/agreements/{agreementId}/audit', '/agreements/nope/audit', {}, 400);
     await call('GET', '/agreements/{agreementId}/audit', '/agreements/agr_missing/audit', {}, 404);
+    const certificate = '/agreements/{agreementId}/certificate';
+    await call('GET', certificate, `/agreements/${toSign.id}/certificate`, {}, 200);
+    const { body: stillOpen } = await call('POST', '/agreements', '/agreements', { body: validFormData() }, 201);
+    await call('GET', certificate, `/agreements/${stillOpen.id}/certificate`, {}, 409);
+    await call('GET', certificate, '/agreements/nope/certificate', {}, 400);
+    await call('GET', certificate, '/agreements/agr_missing/certificate', {}, 404);
     // An agreement past its expiresAt closes at the first request that reaches it.
     const expiring = validFormData();
     expiring.set('expiresAt', new Date(time.clock().getTime() + 120_000).toISOString());

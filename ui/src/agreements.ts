@@ -1,4 +1,4 @@
-import { api, segment } from './api.js';
+import { api, download, segment } from './api.js';
 import { downloadButton } from './download.js';
 import { append, el, errorBox, replace } from './dom.js';
 import { size, time } from './format.js';
@@ -104,7 +104,33 @@ function agreementCard(agreement: AgreementSummary, showError: (error: unknown) 
       ),
     ),
     auditTrail(agreement.id, showError),
+    open ? null : certificateButton(agreement, showError),
   );
+}
+
+/**
+ * **Certificate** of a signed or closed agreement: the PDF is fetched with the API key (no link can
+ * carry it) and saved from memory under its name.
+ */
+function certificateButton(agreement: AgreementSummary, showError: (error: unknown) => void): HTMLElement {
+  const button = el('button', { type: 'button', class: 'link-button', 'aria-label': `Download the certificate of completion of ${agreement.name}` }, 'Certificate of completion');
+  button.addEventListener('click', async () => {
+    button.disabled = true;
+    try {
+      const pdf = await download(`/agreements/${segment(agreement.id)}/certificate`);
+      const url = URL.createObjectURL(pdf);
+      const save = el('a', { href: url, download: `certificate-${agreement.id}.pdf`, hidden: true });
+      document.body.append(save);
+      save.click();
+      save.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 60_000);
+    } catch (error) {
+      showError(error);
+    } finally {
+      button.disabled = false;
+    }
+  });
+  return el('div', { class: 'actions' }, button);
 }
 
 const ACTIONS: Record<string, string> = {

@@ -77,5 +77,18 @@ export async function api<T>(method: string, path: string, body?: unknown, key =
   return parsed as T;
 }
 
+/** Fetches bytes the API answers to the signed-in key (a certificate's PDF); rejects an `ApiError` with the API's message. */
+export async function download(path: string): Promise<Blob> {
+  const key = session.key();
+  const response = await fetch(apiRoot + path, { headers: key === null ? {} : { Authorization: `Bearer ${key}` }, credentials: 'omit', cache: 'no-store' }).catch((error: unknown) => {
+    throw new ApiError(0, `The portal could not be reached (${error instanceof Error ? error.message : String(error)}).`);
+  });
+  if (!response.ok) {
+    const parsed = (await response.json().catch(() => undefined)) as { message?: string } | undefined;
+    throw new ApiError(response.status, parsed?.message ?? `The portal answered ${response.status} ${response.statusText}.`);
+  }
+  return response.blob();
+}
+
 /** The path segment for an id taken from a link or a record. */
 export const segment = (id: string) => encodeURIComponent(id);

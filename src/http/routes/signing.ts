@@ -36,6 +36,21 @@ export function signingRoutes(signing: SigningService): Route[] {
     },
     {
       method: ['GET', 'HEAD'],
+      path: '/agreements/:agreementId/certificate',
+      // Bytes, not JSON: written here, after the contract's headers the dispatcher set on `res`.
+      writesResponse: true,
+      async handler({ req, res, accountId, params }) {
+        const { pdf, agreementId } = await signing.certificate(accountId, params.agreementId!);
+        res.writeHead(200, {
+          'Content-Type': 'application/pdf',
+          'Content-Length': pdf.length,
+          'Content-Disposition': `attachment; filename="certificate-${agreementId}.pdf"`,
+        });
+        res.end(req.method === 'HEAD' ? undefined : pdf);
+      },
+    },
+    {
+      method: ['GET', 'HEAD'],
       path: '/signing',
       public: true,
       async handler({ req, baseUrl, client }) {

@@ -1,0 +1,92 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { SIGNER, signer, validFormData } from '../helpers/agreements.js';
+import { SIGNING_KEY_1 } from '../helpers/download.js';
+import { type TestPortal, json, withPortal } from '../helpers/server.js';
+import { NEVER } from '../helpers/webhooks.js';
+
+/** A real 1×1 PNG: the certificate draws signature images, so a test image must decode. */
+const REAL_PNG = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+
+const pdftotext = spawnSync('pdftotext', ['-v'], { stdio: 'ignore' }).error === undefined;
+const reason = 'pdftotext (Debian\'s poppler-utils) is not installed to read the certificate back';
+
+/** The certificate's text, as pdftotext reads it. */
+function textOf(pdf: Buffer): string {
+  const dir = mkdtempSync(join(tmpdir(), 'portal-certificate-'));
+  try {
+    writeFileSync(join(dir, 'c.pdf'), pdf);
+    return execFileSync('pdftotext', ['-layout', join(dir, 'c.pdf'), '-'], { encoding: 'utf8' });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function signThrough(app: TestPortal, agreementId: string, signerId: string, path: '/sign' | '/decline', body: object) {
+  const made = await json(await app.api(`/agreements/${agreementId}/signers/${signerId}/signing-link`, { method: 'POST' }));
+  const token = new URL(made.link).hash.slice(1);
+  const res = await fetch(`${app.url}/v1/signing${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'user-agent': 'Certificate-Test/1.0' },
+    body: JSON.stringify(body),
+  });
+  assert.is(res.status, 200, await res.clone().text());
+}
+
+test('the certificate of completion: 409 while open; once signed, a PDF with the agreement, documents, signers and trail', async () => {
+  if (!pdftotext) return void console.log(`  skipped: ${reason}`);
+  await withPortal({ signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER } }, async (app) => {
+    const form = validFormData({ signers: [SIGNER, signer(2)] });
+    form.set('name', 'Lease Lindenstraße 2026');
+    const agreement = await json(await app.api('/agreements', { method: 'POST', body: form }));
+    const open = await app.api(`/agreements/${agreement.id}/certificate`);
+    assert.is(open.status, 409);
+    assert.match((await json(open)).message, /still awaiting signatures/);
+
+    for (const one of agreement.signers) await signThrough(app, agreement.id, one.id, '/sign', { signature: REAL_PNG });
+    const res = await app.api(`/agreements/${agreement.id}/certificate`);
+    assert.is(res.status, 200);
+    assert.is(res.headers.get('content-type'), 'application/pdf');
+    assert.is(res.headers.get('content-disposition'), `attachment; filename="certificate-${agreement.id}.pdf"`);
+    const pdf = Buffer.from(await res.arrayBuffer());
+    assert.is(pdf.subarray(0, 5).toString(), '%PDF-');
+    assert.ok((pdf.toString('latin1').match(/\/Subtype \/Image/g) ?? []).length >= 2, 'both signature images drawn');
+    const text = textOf(pdf);
+    const stored = (await app.portal.agreements.get('acct_a', agreement.id))!;
+    const audit = await json(await app.api(`/agreements/${agreement.id}/audit`));
+    const expected = [
+      'Certificate of completion',
+      'Lease Lindenstraße 2026',
+      'signed by every signer',
+      agreement.documents[0].documentName,
+      `${agreement.documents[0].fileSize} bytes`,
+      agreement.documents[0].fileHash,
+      ...stored.signers.flatMap((one) => [`${one.firstName} ${one.lastName}`, one.email, `signed at ${one.signedAt}`]),
+      '127.0.0.1, Certificate-Test/1.0',
+      audit.data.at(-1).hash,
+      'verified',
+    ];
+    for (const value of expected) assert.ok(text.includes(value), `the certificate shows ${value}`);
+    for (const entry of audit.data) assert.ok(text.includes(entry.hash), `entry ${entry.action} and its hash`);
+  });
+});
+
+test('a declined agreement has a certificate too, with the reason; another account\'s is a 404', async () => {
+  if (!pdftotext) return void console.log(`  skipped: ${reason}`);
+  await withPortal({ signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER } }, async (app) => {
+    const agreement = await json(await app.api('/agreements', { method: 'POST', body: validFormData() }));
+    await signThrough(app, agreement.id, agreement.signers[0].id, '/decline', { reason: 'The rent is too high.' });
+    const res = await app.api(`/agreements/${agreement.id}/certificate`);
+    assert.is(res.status, 200);
+    const text = textOf(Buffer.from(await res.arrayBuffer()));
+    for (const value of ['closed, declined', 'The rent is too high.', 'declined at']) assert.ok(text.includes(value), value);
+    assert.is((await app.api(`/agreements/${agreement.id}/certificate`, { headers: { authorization: 'Bearer key-of-account-b' } })).status, 404);
+    assert.is((await app.api('/agreements/nope/certificate')).status, 400);
+  });
+});
+
+test.run();
