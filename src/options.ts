@@ -28,6 +28,15 @@ export interface WebhookOptions {
   allowPrivateNetworks?: boolean;
 }
 
+export interface AgreementOptions {
+  /**
+   * Every this many ms after an agreement is created, while it is open, an `agreement-reminder-due`
+   * event per signer who may sign now (the host sends the reminder), made by the worker's tick
+   * (default off). At least 60,000 (a minute).
+   */
+  reminderIntervalMs?: number;
+}
+
 export interface PortalOptions {
   /** Where records live (default: in memory). */
   storage?: Storage;
@@ -44,6 +53,7 @@ export interface PortalOptions {
   /** HMAC keys for download links, each at least 32 characters: the first signs, every one verifies (default: one random key). */
   signingKeys?: readonly string[];
   webhooks?: WebhookOptions;
+  agreements?: AgreementOptions;
   /** Performs webhook calls (default: the HTTP transport built from `webhooks`). */
   transport?: WebhookTransport;
   /** Event types a webhook may subscribe to. */
@@ -76,6 +86,7 @@ export const DEFAULT_EVENT_TYPES = [
   'agreement-signer-signed',
   'agreement-declined',
   'agreement-expired',
+  'agreement-reminder-due',
 ] as const;
 export const DEFAULT_BASE_PATH = '/v1';
 

@@ -31,6 +31,7 @@ import { createFileService, type FileService } from './domain/files.js';
 import { createTicketService, type TicketService } from './domain/tickets.js';
 import { createDownloadService } from './domain/downloads.js';
 import { createSigningService } from './domain/signing.js';
+import { createAgreementTimer } from './domain/agreement-timer.js';
 import { signingRoutes } from './http/routes/signing.js';
 import { signingPageRoutes } from './http/routes/signing-page.js';
 import { createWebhookWorker, type WebhookWorker } from './webhooks/worker.js';
@@ -95,6 +96,10 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   const blobs: BlobStore = options.blobs ?? memoryBlobs({ clock });
   const eventTypes = options.eventTypes ?? DEFAULT_EVENT_TYPES;
   const webhookOptions = resolveWebhookOptions(options.webhooks);
+  const reminderIntervalMs = options.agreements?.reminderIntervalMs;
+  if (reminderIntervalMs !== undefined && !(Number.isSafeInteger(reminderIntervalMs) && reminderIntervalMs >= 60_000)) {
+    throw new TypeError('agreements.reminderIntervalMs must be a whole number of milliseconds, at least 60000 (a minute)');
+  }
   const uiPath = resolveUiPath(options.ui, basePath);
   if (uiPath !== null && options.extensions === false) {
     throw new TypeError('ui: the portal page calls the extension routes (webhooks, deliveries); it cannot be served with extensions: false');
@@ -119,7 +124,8 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   if (webhookOptions.worker) {
     const { timeoutMs, allowPrivateNetworks } = webhookOptions;
     transport ??= httpTransport({ timeoutMs, allowPrivateNetworks, logger });
-    worker = createWebhookWorker({ storage, transport, clock, logger, ...webhookOptions, emit: operational.emit });
+    const housekeeping = createAgreementTimer({ storage, clock, logger, notify: () => worker?.poke(), reminderIntervalMs });
+    worker = createWebhookWorker({ storage, transport, clock, logger, ...webhookOptions, emit: operational.emit, housekeeping });
   }
 
   const webhooks = createWebhookService({
@@ -134,7 +140,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   const downloads = createDownloadService({ storage, blobs, clock, signer, publicUrl });
   const files = createFileService({ storage, blobs, clock, downloads });
   const tickets = createTicketService({ storage, blobs, clock, downloads });
-  const agreements = createAgreementService({ storage, blobs, clock, logger, notify, downloads });
+  const agreements = createAgreementService({ storage, blobs, clock, logger, notify, downloads, reminderIntervalMs });
   const signing = createSigningService({ storage, clock, signer, downloads, notify });
   const extensions = options.extensions ?? true;
   const routes: Route[] = [

@@ -127,6 +127,12 @@ export interface Storage {
     id: string,
     change: (current: AgreementRecord) => { agreement: AgreementRecord; events: EventRecord[] },
   ): Promise<AgreementRecord | null>;
+  /**
+   * Up to `limit` open agreements (not signed, not closed) of any account whose `expiresAt` or
+   * `nextReminderAt` is at or before `now` (ATOM), the earliest first. Reads only those, never every
+   * agreement.
+   */
+  agreementsDue(now: string, limit: number): Promise<{ accountId: string; id: string }[]>;
 
   /** Stores a new ticket message attachment. */
   insertAttachment(attachment: AttachmentRecord): Promise<void>;

@@ -187,6 +187,8 @@ export interface AgreementRecord extends Omit<Agreement, 'signers'> {
   signers: AgreementSignerRecord[];
   /** The audit trail, oldest first: stores append to it, never change an entry. */
   audit: AuditEntry[];
+  /** When the next reminder round is due (`agreements.reminderIntervalMs`); `null`: no reminders. */
+  nextReminderAt: string | null;
 }
 
 /** An agreement as a list holds it: without the signature images (`AgreementEventData`), with its account. */
@@ -238,6 +240,7 @@ export function withSigningDefaults(record: AgreementRecord): AgreementRecord {
   record.closedAt ??= null;
   record.closedReason ??= null;
   record.audit ??= [];
+  record.nextReminderAt ??= null;
   for (const signer of record.signers) {
     signer.viewedAt ??= null;
     signer.declinedAt ??= null;

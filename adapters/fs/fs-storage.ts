@@ -18,6 +18,7 @@ import {
   withRotation,
   withSigningDefaults,
 } from '../../src/records.js';
+import { AgreementDue } from '../shared/agreement-due.js';
 import { ensureDirectory, isDiskFull } from './durable.js';
 import { acquireLock, type DirectoryLock } from './lock.js';
 import { openRecordLog, type LogChange, type RecordLog, type ReplayedChange } from './record-log.js';
@@ -88,6 +89,8 @@ export function fsStorage(options: FsStorageOptions): Storage {
   const dir = path.resolve(options.dir);
   const state = createRecordState();
   const agreementTurns = keyedQueue();
+  /** The open agreements with a time to act at: built at replay, kept by each write. */
+  const agreementsDue = new AgreementDue();
   /**
    * Idempotency keys claimed by requests still running, by `idempotencyId`. Only in memory: one
    * process uses the directory, and a claim of a process that ended can complete nothing, so after
@@ -104,8 +107,10 @@ export function fsStorage(options: FsStorageOptions): Storage {
       throw new Error(`${path.join(dir, LOG_FILE)} names a table "${change.table}" this version does not know`);
     }
     const table = change.table as TableName;
-    if (change.json === undefined) state.remove(table, change.id);
-    else state.put(table, upgraded(table, JSON.parse(change.json) as StoredRecord), change.json, change.loc);
+    if (change.json === undefined) return state.remove(table, change.id);
+    const record = upgraded(table, JSON.parse(change.json) as StoredRecord);
+    state.put(table, record, change.json, change.loc);
+    if (table === 'agreement') agreementsDue.update(withSigningDefaults(record as AgreementRecord));
   }
 
   function open(): Promise<void> {
@@ -343,6 +348,11 @@ export function fsStorage(options: FsStorageOptions): Storage {
       const { changes } = eventChanges(events);
       settleClaims(completed);
       await commit([{ table: 'agreement', record: agreement }, ...changes, ...completed]);
+      agreementsDue.update(agreement);
+    },
+    async agreementsDue(now, limit) {
+      await ready();
+      return agreementsDue.dueBy(now, limit);
     },
     async getAgreement(accountId, id) {
       await ready();
@@ -374,6 +384,7 @@ export function fsStorage(options: FsStorageOptions): Storage {
         }
         const { changes } = eventChanges(events);
         const written = commit([{ table: 'agreement', record: agreement }, ...changes]);
+        agreementsDue.update(agreement);
         return { written, stored: JSON.parse(JSON.stringify(agreement)) as AgreementRecord };
       });
       if (outcome === null) return null;

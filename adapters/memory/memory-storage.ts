@@ -4,6 +4,7 @@ import { PortalError } from '../../src/errors.js';
 import type { DeliveryTarget, Storage } from '../../src/ports.js';
 import { inListingOrder, newestFirst, oldestFirst } from '../../src/shared/order.js';
 import { AccountTimeline } from '../shared/account-timeline.js';
+import { AgreementDue } from '../shared/agreement-due.js';
 import {
   agreementSummary,
   type AgreementRecord,
@@ -195,6 +196,7 @@ export function memoryStorage(): Storage {
   const directories = new Map<string, { members: Set<string>; ordered: FileEntryRecord[] | null }>();
   const agreements = new Table<AgreementRecord>();
   const agreementOrder = new AccountTimeline();
+  const agreementsDue = new AgreementDue();
   /** Every agreement document's id: the orphan sweep asks of each blob, so the answer must not walk every agreement. */
   const documentIds = new Set<string>();
   const attachments = new Table<AttachmentRecord>();
@@ -329,12 +331,16 @@ export function memoryStorage(): Storage {
       storeEvents(batch);
       agreements.insert(structuredClone(agreement));
       agreementOrder.add(agreement.accountId, agreement.id, agreement.createdAt);
+      agreementsDue.update(agreement);
       for (const document of agreement.documents) documentIds.add(document.id);
       complete();
     },
     async getAgreement(accountId, id) {
       const row = agreements.get(accountId, id);
       return row && structuredClone(row);
+    },
+    async agreementsDue(now, limit) {
+      return agreementsDue.dueBy(now, limit);
     },
     async listAgreements(accountId, page) {
       const ids = agreementOrder.newestFirst(accountId, page.limit, page.after);
@@ -349,6 +355,7 @@ export function memoryStorage(): Storage {
       }
       storeEvents(batch);
       agreements.rows.set(id, structuredClone(agreement));
+      agreementsDue.update(agreement);
       for (const document of row.documents) documentIds.delete(document.id);
       for (const document of agreement.documents) documentIds.add(document.id);
       return structuredClone(agreement);

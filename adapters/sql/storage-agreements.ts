@@ -16,7 +16,7 @@ import { atomOf } from './schema.js';
 import type { IdempotencyKeys } from './storage-idempotency.js';
 import type { Outbox } from './storage-outbox.js';
 
-export type AgreementMethods = Pick<Storage, 'insertAgreement' | 'getAgreement' | 'listAgreements' | 'updateAgreement'>;
+export type AgreementMethods = Pick<Storage, 'insertAgreement' | 'getAgreement' | 'listAgreements' | 'updateAgreement' | 'agreementsDue'>;
 
 /**
  * An agreement is four tables (the agreement, its signers, its documents, its audit trail) written
@@ -29,6 +29,7 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
   // The signers and documents come back as JSON text built by the server, in position order.
   const select = `SELECT a.id, a.account_id, a.name, a.status, a.signer_name, a.signer_signature,
       a.signer_signature_hash, ${atomOf('a.created_at')} AS created_at, ${signingColumns},
+      ${atomOf('a.next_reminder_at')} AS next_reminder_at,
       (SELECT coalesce(json_agg(json_build_object(
           'id', s.id, 'firstName', s.first_name, 'lastName', s.last_name, 'email', s.email,
           'shouldIdentify', s.should_identify, 'signature', s.signature, 'signatureHash', s.signature_hash,
@@ -70,14 +71,18 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
   const lock = `SELECT id FROM ${table('agreements')} WHERE account_id = $1::text AND id = $2::text FOR UPDATE`;
   const insert = `INSERT INTO ${table('agreements')}
     (id, account_id, name, status, signer_name, signer_signature, signer_signature_hash, created_at,
-     signing_order, expires_at, closed_at, closed_reason)
+     signing_order, expires_at, closed_at, closed_reason, next_reminder_at)
     VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::timestamptz,
-     $9::text, $10::timestamptz, $11::timestamptz, $12::text)`;
+     $9::text, $10::timestamptz, $11::timestamptz, $12::text, $13::timestamptz)`;
   const update = `UPDATE ${table('agreements')}
     SET name = $3::text, status = $4::text, signer_name = $5::text, signer_signature = $6::text,
         signer_signature_hash = $7::text, created_at = $8::timestamptz, signing_order = $9::text,
-        expires_at = $10::timestamptz, closed_at = $11::timestamptz, closed_reason = $12::text
+        expires_at = $10::timestamptz, closed_at = $11::timestamptz, closed_reason = $12::text,
+        next_reminder_at = $13::timestamptz
     WHERE id = $1::text AND account_id = $2::text`;
+  const due = `SELECT account_id, id FROM ${table('agreements')}
+    WHERE status = 'sent' AND closed_at IS NULL AND (expires_at <= $1::timestamptz OR next_reminder_at <= $1::timestamptz)
+    ORDER BY least(expires_at, next_reminder_at) LIMIT $2::int`;
   const insertSigners = `INSERT INTO ${table('agreement_signers')}
     (agreement_id, position, id, first_name, last_name, email, should_identify, signature, signature_hash, signed_at,
      viewed_at, declined_at, decline_reason, signing_link_id)
@@ -110,6 +115,7 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
     agreement.expiresAt,
     agreement.closedAt,
     agreement.closedReason,
+    agreement.nextReminderAt,
   ];
 
   /** Appends the entries of `audit` from position `from` on: those before are stored already, and never rewritten. */
@@ -163,6 +169,9 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
       const [row] = await db.query(select, [accountId, id]);
       return row === undefined ? null : toAgreement(row);
     },
+    async agreementsDue(now, limit) {
+      return (await db.query(due, [now, limit])).map((row) => ({ accountId: row.account_id as string, id: row.id as string }));
+    },
     async listAgreements(accountId, page) {
       if (page.after === undefined) return (await db.query(firstPage, [accountId, page.limit])).map(toSummary);
       // Two statements, no transaction: an agreement's created_at and seq never change, and none is removed.
@@ -206,6 +215,7 @@ function toAgreement(row: Row): AgreementRecord {
     createdAt: row.created_at as string,
     ...signingFields(row),
     audit: JSON.parse(row.audit as string) as AuditEntry[],
+    nextReminderAt: (row.next_reminder_at as string | null) ?? null,
   };
 }
 

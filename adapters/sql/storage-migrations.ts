@@ -209,14 +209,19 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 9,
-    name: 'signing: order, expiry, closing, each signer\'s link and steps, the audit trail',
+    name: 'signing: order, expiry, closing, reminders, each signer\'s link and steps, the audit trail',
     // Agreements stored before keep the seed's behaviour: parallel, no expiry, open.
     statements: ({ table }) => [
       `ALTER TABLE ${table('agreements')}
         ADD COLUMN signing_order text NOT NULL DEFAULT 'parallel' CHECK (signing_order IN ('parallel', 'sequential')),
         ADD COLUMN expires_at timestamptz,
         ADD COLUMN closed_at timestamptz,
-        ADD COLUMN closed_reason text CHECK (closed_reason IN ('declined', 'expired'))`,
+        ADD COLUMN closed_reason text CHECK (closed_reason IN ('declined', 'expired')),
+        ADD COLUMN next_reminder_at timestamptz`,
+      // The tick reads only open agreements whose expiry or next reminder has come: two partial
+      // indexes of the open ones with such a time, which an OR of the two reads together.
+      `CREATE INDEX portal_agreements_expiring ON ${table('agreements')} (expires_at) WHERE status = 'sent' AND closed_at IS NULL AND expires_at IS NOT NULL`,
+      `CREATE INDEX portal_agreements_reminding ON ${table('agreements')} (next_reminder_at) WHERE status = 'sent' AND closed_at IS NULL AND next_reminder_at IS NOT NULL`,
       `ALTER TABLE ${table('agreement_signers')}
         ADD COLUMN viewed_at timestamptz,
         ADD COLUMN declined_at timestamptz,

@@ -111,6 +111,8 @@ export interface AgreementServiceDeps {
   logger?: Logger;
   /** Signs download links to the documents. */
   downloads: DownloadService;
+  /** A reminder round every this many ms after creation (`agreements.reminderIntervalMs`); off when undefined. */
+  reminderIntervalMs?: number;
 }
 
 /** The rules for agreements: the record a form makes, the hashes, signing; routes and `portal.agreements` call these. */
@@ -233,6 +235,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
       closedAt: null,
       closedReason: null,
       audit: [],
+      nextReminderAt: deps.reminderIntervalMs === undefined ? null : atom(new Date(now.getTime() + deps.reminderIntervalMs)),
     };
     const record = created(unaudited, now, client);
     const agreement = toAgreement(record);

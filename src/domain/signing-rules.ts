@@ -145,6 +145,33 @@ export function issueLink(record: AgreementRecord, signerId: string, linkId: str
   return { agreement: issued, events: [] };
 }
 
+/** The signers a reminder is for: those who may sign now (in a sequential agreement, the first unsigned). */
+export function signersToRemind(record: AgreementRecord): AgreementSignerRecord[] {
+  const waiting = record.signers.filter((signer) => signer.signedAt === null && signer.declinedAt === null);
+  return record.signingOrder === 'sequential' ? waiting.slice(0, 1) : waiting;
+}
+
+/**
+ * A reminder round, when `nextReminderAt` has come: `agreement-reminder-due` and an audit entry per
+ * signer to remind, and the next round `intervalMs` on (past `now`: rounds missed while no tick ran
+ * are not made up). `null` when no round is due, which is what a second instance finds once the
+ * first stored its round: one round per interval, whichever instance makes it. With reminders off
+ * (`intervalMs` undefined) a scheduled round is dropped.
+ */
+export function remind(record: AgreementRecord, now: Date, intervalMs: number | undefined): Step | null {
+  if (!isOpen(record) || record.nextReminderAt === null || now.getTime() < Date.parse(record.nextReminderAt)) return null;
+  if (intervalMs === undefined) return { agreement: { ...record, nextReminderAt: null }, events: [] };
+  let next = Date.parse(record.nextReminderAt);
+  while (next <= now.getTime()) next += intervalMs;
+  let reminded: AgreementRecord = { ...record, nextReminderAt: atom(new Date(next)) };
+  const events: EventRecord[] = [];
+  for (const signer of signersToRemind(record)) {
+    reminded = audited(reminded, now, 'reminder', { actor: SYSTEM_ACTOR, signerId: signer.id, withDocuments: false });
+    events.push(eventOf('agreement-reminder-due', reminded, now, signer.id));
+  }
+  return { agreement: reminded, events };
+}
+
 /** The audit entry of an agreement's creation. */
 export const created = (record: AgreementRecord, now: Date, client: ClientInfo): AgreementRecord =>
   audited(record, now, 'created', { actor: accountActor(record.accountId), client });

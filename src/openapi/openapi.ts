@@ -62,6 +62,7 @@ const componentSchemas = {
   AgreementSignerSignedCall: shapes.webhookCallBody('agreement-signer-signed', shapes.agreementSignerEventData),
   AgreementDeclinedCall: shapes.webhookCallBody('agreement-declined', shapes.agreementSignerEventData),
   AgreementExpiredCall: shapes.webhookCallBody('agreement-expired', shapes.agreementEventData),
+  AgreementReminderDueCall: shapes.webhookCallBody('agreement-reminder-due', shapes.agreementSignerEventData),
   SigningLinkInput: signingLinkInput,
   SigningLink: shapes.signingLink,
   SigningView: shapes.signingView,
@@ -840,6 +841,7 @@ const webhookCalls = {
   'agreement-signer-signed': webhookCall('agreement-signer-signed', 'AgreementSignerSignedCall', 'agreementSignerSignedCall', 'Sent when one signer signs (through a link, or `agreements.sign`); `signerId` names them. The last one is followed by `agreement-signed`.'),
   'agreement-declined': webhookCall('agreement-declined', 'AgreementDeclinedCall', 'agreementDeclinedCall', 'Sent when a signer declines; the agreement is then closed (`closedReason: declined`), with their `declineReason`.'),
   'agreement-expired': webhookCall('agreement-expired', 'AgreementExpiredCall', 'agreementExpiredCall', 'Sent when an open agreement reaches its `expiresAt` and closes (`closedReason: expired`).'),
+  'agreement-reminder-due': webhookCall('agreement-reminder-due', 'AgreementReminderDueCall', 'agreementReminderDueCall', 'Sent per signer who may sign now, every `agreements.reminderIntervalMs` while the agreement is open (made by the worker\'s tick); `signerId` names them. The host sends the reminder.'),
   [TEST_EVENT_TYPE]: webhookCall(TEST_EVENT_TYPE, 'WebhookTestCall', 'webhookTestCall', 'Sent by `POST /webhooks/{webhookId}/test` (`webhooks.sendTest`) to that one webhook, whatever its type.'),
 };
 

@@ -55,6 +55,8 @@ export interface WebhookWorkerOptions {
   disableAfterFailures?: number;
   /** Hears of what the host may want to tell its customer: a webhook disabled, a delivery exhausted or recovered. */
   emit?: (event: OperationalEvent) => void;
+  /** Other work of the tick (agreements' expiry and reminders): run on each cron tick and by `tick()`, one run at a time. */
+  housekeeping?: () => Promise<void>;
 }
 
 /** Delivers due webhook calls: on its cron tick, when poked, and when asked through `tick()`. */
@@ -335,11 +337,24 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     }
   }
 
+  let housekeeping: Promise<void> | undefined;
+  /** One run of `options.housekeeping` at a time; a failure is logged, the next tick tries again. */
+  function houseKeep(): Promise<void> {
+    if (options.housekeeping === undefined || stopped) return Promise.resolve();
+    housekeeping ??= options.housekeeping()
+      .catch((error: unknown) => logger.error({ worker: owner, err: errorMessage(error) }, 'webhook worker: the tick\'s other work failed'))
+      .finally(() => (housekeeping = undefined));
+    return housekeeping;
+  }
+
   return {
     owner,
     start() {
       if (stopped || task !== undefined) return;
-      task = cron.createTask(options.tick, () => fill(), {
+      task = cron.createTask(options.tick, () => {
+        fill();
+        void houseKeep();
+      }, {
         name: `customer-portal webhooks ${owner}`,
         unref: true,
         suppressMissedWarning: true,
@@ -359,12 +374,14 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       clearTimeout(refillTimer);
       await task?.destroy();
       task = undefined;
+      await housekeeping;
       while (claiming !== null || inFlight.size > 0 || recording.size > 0) {
         await claiming;
         await Promise.allSettled([...inFlight, ...recording]);
       }
     },
-    tick() {
+    async tick() {
+      await houseKeep();
       fill();
       return whenIdle();
     },

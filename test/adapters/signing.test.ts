@@ -89,5 +89,41 @@ instances('two signers on two instances at the same moment: agreement-signed is 
     await postgres.pool.end();
   }
 });
+instances('two instances ticking at the same moment make each reminder round once, and close an expired agreement once', async () => {
+  const postgres = await connectPostgres();
+  if (postgres.pool === undefined) {
+    console.log(`  skipped: ${postgres.reason}`);
+    return;
+  }
+  const schema = freshSchema();
+  let now = Date.now();
+  const clock = () => new Date(now);
+  const transport = memoryTransport();
+  const shared = { signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER }, transport, clock, agreements: { reminderIntervalMs: 60_000 } };
+  const one = await startPortal({ ...sqlAdapters({ client: postgres.pool, schema }), ...shared });
+  const two = await startPortal({ ...sqlAdapters({ client: postgres.pool, schema }), ...shared });
+  try {
+    for (const type of ['agreement-reminder-due', 'agreement-expired']) await one.portal.webhooks.create('acct_a', { type, url: `https://hooks.example.com/${type}` });
+    const reminding = await json(await one.api('/agreements', { method: 'POST', body: validFormData({ signers: [SIGNER, signer(2)] }) }));
+    const expiring = validFormData();
+    expiring.set('expiresAt', new Date(now + 90_000).toISOString());
+    const closing = await json(await one.api('/agreements', { method: 'POST', body: expiring }));
+    for (const round of [1, 2]) {
+      now += 60_000;
+      await Promise.all([one.portal.worker!.tick(), two.portal.worker!.tick(), one.portal.worker!.tick(), two.portal.worker!.tick()]);
+      const events = transport.calls.map((call) => JSON.parse(call.body));
+      const reminders = events.filter((event) => event.type === 'agreement-reminder-due' && event.data.id === reminding.id);
+      assert.is(reminders.length, 2 * round, `round ${round}: one reminder per signer`);
+    }
+    const stored = (await one.portal.agreements.get('acct_a', closing.id))!;
+    assert.is(stored.closedReason, 'expired');
+    assert.is(transport.calls.filter((call) => JSON.parse(call.body).type === 'agreement-expired').length, 1);
+  } finally {
+    await one.close();
+    await two.close();
+    await dropSchema(postgres.pool, schema);
+    await postgres.pool.end();
+  }
+});
 instances.after(close);
 instances.run();

@@ -99,6 +99,7 @@ export function agreementRecord(overrides: Partial<AgreementRecord> = {}): Agree
     closedAt: null,
     closedReason: null,
     audit: [],
+    nextReminderAt: null,
     ...overrides,
   };
 }

@@ -188,6 +188,30 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
     assert.not.ok('audit' in listed, 'a list holds no trail');
   }));
 
+  test('agreements: agreementsDue lists the open agreements whose expiry or reminder has come, the earliest first, and no other', withStorage(factory, async (storage) => {
+    const at = (minute: number) => `2026-03-01T10:${String(minute).padStart(2, '0')}:00+00:00`;
+    const expired = agreementRecord({ expiresAt: at(5) });
+    const reminded = agreementRecord({ accountId: 'acct_b', nextReminderAt: at(3) });
+    const both = agreementRecord({ expiresAt: at(8), nextReminderAt: at(1) });
+    const later = agreementRecord({ expiresAt: at(30), nextReminderAt: at(40) });
+    const closed = agreementRecord({ expiresAt: at(2), closedAt: at(2), closedReason: 'declined' });
+    const signed = agreementRecord({ nextReminderAt: at(2), status: 'signed' });
+    const plain = agreementRecord();
+    for (const agreement of [expired, reminded, both, later, closed, signed, plain]) await storage.insertAgreement(agreement, []);
+    assert.equal(await storage.agreementsDue(at(10), 10), [
+      { accountId: 'acct_a', id: both.id },
+      { accountId: 'acct_b', id: reminded.id },
+      { accountId: 'acct_a', id: expired.id },
+    ]);
+    assert.equal((await storage.agreementsDue(at(10), 2)).length, 2);
+    assert.equal(await storage.agreementsDue(at(0), 10), []);
+    // An update moves an agreement out (closed) or later (its next round).
+    await storage.updateAgreement('acct_a', both.id, (current) => ({ agreement: { ...current, nextReminderAt: at(50), expiresAt: at(45) }, events: [] }));
+    await storage.updateAgreement('acct_a', expired.id, (current) => ({ agreement: { ...current, closedAt: at(6), closedReason: 'expired' }, events: [] }));
+    assert.equal(await storage.agreementsDue(at(10), 10), [{ accountId: 'acct_b', id: reminded.id }]);
+    assert.equal((await storage.agreementsDue(at(45), 10)).map((due) => due.id), [reminded.id, later.id, both.id]);
+  }));
+
   test('agreements: updateAgreement of an absent agreement or another account\'s resolves null without calling change', withStorage(factory, async (storage) => {
     const agreement = agreementRecord();
     await storage.insertAgreement(agreement, []);
@@ -297,7 +321,7 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
   }));
 
   reopenable(test, factory)('agreements: records, updates and their events survive a reopen', withStorage(factory, async (storage, { swap, db }) => {
-    const agreement = agreementRecord();
+    const agreement = agreementRecord({ expiresAt: '2026-03-01T10:00:00+00:00' });
     const created = eventFor(agreement, 'agreement-created');
     await storage.insertAgreement(agreement, [created]);
     const updated = await storage.updateAgreement('acct_a', agreement.id, signOne(agreement.signers[2]!.id));
@@ -305,5 +329,6 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
     assert.equal(await reopened.getAgreement('acct_a', agreement.id), updated);
     assert.equal(await db.event(created.id), created);
     assert.is(await reopened.isBlobReferenced(agreement.documents[1]!.id), true);
+    assert.equal(await reopened.agreementsDue('2026-03-01T10:00:00+00:00', 10), [{ accountId: 'acct_a', id: agreement.id }], 'what is due, found after a reopen');
   }));
 }

@@ -100,7 +100,8 @@ test('every path with a GET lists its HEAD: the same statuses and headers, and n
 
 test('the webhooks section describes the call of each event type: its body, and the signature headers', () => {
   assert.equal(Object.keys(document.webhooks), [
-    'customer-created', 'agreement-created', 'agreement-signed', 'agreement-viewed', 'agreement-signer-signed', 'agreement-declined', 'agreement-expired', 'webhook.test',
+    'customer-created', 'agreement-created', 'agreement-signed', 'agreement-viewed', 'agreement-signer-signed', 'agreement-declined', 'agreement-expired',
+    'agreement-reminder-due', 'webhook.test',
   ]);
   for (const [type, item] of Object.entries<any>(document.webhooks)) {
     const call = item.post;
@@ -192,6 +193,7 @@ test('every route answers as the document says: each success and each error it d
     transport,
     signingKeys: [SIGNING_KEY_1],
     webhooks: { tick: NEVER },
+    agreements: { reminderIntervalMs: 3_600_000 },
     storage: {
       ...base,
       listWebhooks: (accountId) => (failLists ? Promise.reject(new Error('storage down')) : base.listWebhooks(accountId)),
@@ -323,7 +325,9 @@ test('every route answers as the document says: each success and each error it d
     assert.equal(ofAgreement.map((event) => event.type).sort(), ['agreement-created', 'agreement-signed']);
 
     // Signing: links, the signer's API, the trail, and a call of each signing event
-    for (const type of ['agreement-viewed', 'agreement-signer-signed', 'agreement-declined', 'agreement-expired']) await portal.webhooks.create('acct_a', { type, url: 'https://r.example/signing' });
+    for (const type of ['agreement-viewed', 'agreement-signer-signed', 'agreement-declined', 'agreement-expired', 'agreement-reminder-due']) {
+      await portal.webhooks.create('acct_a', { type, url: 'https://r.example/signing' });
+    }
     const { body: toSign } = await call('POST', '/agreements', '/agreements', { body: validFormData({ signers: [SIGNER, signer(2)] }) }, 201);
     const signingLink = '/agreements/{agreementId}/signers/{signerId}/signing-link';
     const linkOf = (agreementId: string, signerId: string) => `/agreements/${agreementId}/signers/${signerId}/signing-link`;
@@ -373,6 +377,12 @@ test('every route answers as the document says: each success and each error it d
     time.advance(121);
     await call('GET', '/signing', '/signing', bearer(tokenOf(soonLink)), 200);
     time.advance(-121);
+    // A reminder round, an hour (agreements.reminderIntervalMs) after an agreement was made.
+    const { body: waiting } = await call('POST', '/agreements', '/agreements', { body: validFormData() }, 201);
+    time.advance(3601);
+    await portal.worker!.tick();
+    time.advance(-3601);
+    assert.ok(transport.calls.some((made) => JSON.parse(made.body).type === 'agreement-reminder-due' && JSON.parse(made.body).data.id === waiting.id));
     await portal.worker!.tick();
     for (const made of transport.calls) checker.checkCall(made);
 

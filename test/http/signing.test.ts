@@ -251,4 +251,70 @@ test('the request log never holds a signing token; the audit route answers 404 f
   });
 });
 
+test('reminders: a round per interval on the tick, for the signer whose turn it is; once per round however often it ticks', async () => {
+  const time = manualClock();
+  const transport = memoryTransport();
+  await withPortal({ signingKeys: [SIGNING_KEY_1], clock: time.clock, transport, webhooks: { tick: NEVER }, agreements: { reminderIntervalMs: 60_000 } }, async (app) => {
+    await app.portal.webhooks.create('acct_a', { type: 'agreement-reminder-due', url: 'https://hooks.example.com/remind' });
+    const agreement = await createAgreement(app, { signingOrder: 'sequential' });
+    const [first, second] = agreement.signers;
+    const reminders = () =>
+      transport.calls.map((call) => JSON.parse(call.body)).filter((event) => event.type === 'agreement-reminder-due').map((event) => event.data.signerId);
+    time.advance(59);
+    await app.portal.worker!.tick();
+    assert.equal(reminders(), [], 'not before the interval');
+    time.advance(1);
+    await app.portal.worker!.tick();
+    await app.portal.worker!.tick();
+    assert.equal(reminders(), [first.id], 'one round, for the first signer only (sequential)');
+    await app.portal.agreements.sign('acct_a', agreement.id, first.id, { signature: PNG_SIGNATURE });
+    time.advance(60);
+    await app.portal.worker!.tick();
+    assert.equal(reminders(), [first.id, second.id], 'the next round, for the signer whose turn it now is');
+    // Ticks missed for five intervals make one round, not five.
+    time.advance(300);
+    await app.portal.worker!.tick();
+    await app.portal.worker!.tick();
+    assert.equal(reminders().length, 3);
+    const audit = await json(await app.api(`/agreements/${agreement.id}/audit`));
+    assert.equal(audit.data.filter((entry: { action: string }) => entry.action === 'reminder').map((entry: { signerId: string }) => entry.signerId), [first.id, second.id, second.id]);
+    assert.is(audit.verified, true);
+    // A signed agreement has no more rounds.
+    await app.portal.agreements.sign('acct_a', agreement.id, second.id, { signature: PNG_SIGNATURE });
+    time.advance(600);
+    await app.portal.worker!.tick();
+    assert.is(reminders().length, 3);
+  });
+});
+
+test('the tick closes an agreement whose expiry came, though no request reached it: agreement-expired once', async () => {
+  const time = manualClock();
+  const transport = memoryTransport();
+  await withPortal({ signingKeys: [SIGNING_KEY_1], clock: time.clock, transport, webhooks: { tick: NEVER } }, async (app) => {
+    await app.portal.webhooks.create('acct_a', { type: 'agreement-expired', url: 'https://hooks.example.com/expired' });
+    const agreement = await createAgreement(app, { expiresAt: new Date(time.now.getTime() + 3600_000).toISOString() });
+    time.advance(3599);
+    await app.portal.worker!.tick();
+    assert.is((await app.portal.agreements.get('acct_a', agreement.id))!.closedReason, null);
+    time.advance(1);
+    await app.portal.worker!.tick();
+    await app.portal.worker!.tick();
+    const stored = (await app.portal.agreements.get('acct_a', agreement.id))!;
+    assert.equal([stored.closedReason, stored.closedAt], ['expired', time.now.toISOString().replace(/\.\d{3}Z$/, '+00:00')]);
+    assert.is(transport.calls.filter((call) => JSON.parse(call.body).type === 'agreement-expired').length, 1);
+  });
+});
+
+test('agreements.reminderIntervalMs is checked when the portal is made', async () => {
+  for (const reminderIntervalMs of [0, 59_999, 1.5, -60_000, Number.NaN]) {
+    let refused = false;
+    try {
+      await withPortal({ agreements: { reminderIntervalMs } }, async () => {});
+    } catch (error) {
+      refused = /reminderIntervalMs must be a whole number of milliseconds, at least 60000/.test((error as Error).message);
+    }
+    assert.ok(refused, String(reminderIntervalMs));
+  }
+});
+
 test.run();

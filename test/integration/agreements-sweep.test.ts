@@ -165,7 +165,7 @@ test('memory storage: isBlobReferenced does not walk every agreement (20,000 agr
       {
         id: `agr_${i}`, accountId: 'acct_a', name: 'n', status: 'sent', signerName: 's', signerSignature: 'x', signerSignatureHash: 'h',
         signers: [], documents: [{ id: `agd_${i}`, documentName: 'd.pdf', fileSize: 1, fileHash: 'h' }], createdAt: '2026-05-01T12:00:00+00:00',
-        signingOrder: 'parallel', expiresAt: null, closedAt: null, closedReason: null, audit: [],
+        signingOrder: 'parallel', expiresAt: null, closedAt: null, closedReason: null, audit: [], nextReminderAt: null,
       },
       [],
     );

@@ -1,0 +1,32 @@
+import { describeError, isPortalError } from '../errors.js';
+import type { Storage } from '../ports.js';
+import type { Logger } from '../shared/logger.js';
+import { atom } from '../shared/time.js';
+import { createAgreementChanges } from './agreement-changes.js';
+import { remind } from './signing-rules.js';
+
+/** Agreements looked at, at most, by one tick; more wait for the next. */
+export const AGREEMENTS_PER_TICK = 100;
+
+/**
+ * What the worker's tick does for agreements: closes those whose `expiresAt` has come
+ * (`agreement-expired`) and makes the reminder rounds that are due (`agreement-reminder-due`), each
+ * in one `updateAgreement`, so two instances ticking at once store each close and each round once.
+ * Reads only the agreements whose time has come (`Storage.agreementsDue`), at most 100 a tick.
+ */
+export function createAgreementTimer(deps: { storage: Storage; clock: () => Date; logger: Logger; notify: () => void; reminderIntervalMs: number | undefined }) {
+  const apply = createAgreementChanges({ storage: deps.storage, notify: deps.notify });
+  return async function tick(): Promise<void> {
+    const now = deps.clock();
+    const due = await deps.storage.agreementsDue(atom(now), AGREEMENTS_PER_TICK);
+    for (const { accountId, id } of due) {
+      try {
+        // The expiry comes first (apply closes an expired agreement whatever the step); else the round.
+        await apply(accountId, id, now, (current) => remind(current, now, deps.reminderIntervalMs) ?? { agreement: current, events: [] });
+      } catch (error) {
+        if (isPortalError(error, 'AGREEMENT_CLOSED')) continue;
+        deps.logger.error({ agreementId: id, err: describeError(error) }, 'agreements: the expiry or a reminder failed; the next tick tries again');
+      }
+    }
+  };
+}
