@@ -30,6 +30,13 @@ export interface Queryable {
  */
 export interface Replay {
   replayable?: boolean;
+  /**
+   * For a write that is not replayable but can tell afterwards whether it took effect (rows with
+   * ids it chose): after a try whose connection broke with no word from the server, reads what
+   * became of it. Resolves the rows the write would have answered when it did take effect, or
+   * `null` when it did not, and the write runs again. Without it, such a try is answered 503.
+   */
+  settle?: () => Promise<Row[] | null>;
 }
 
 export interface Db {
@@ -203,9 +210,34 @@ function poolDb(pool: PoolLike, prepare: boolean, waitMs: number): Db {
     throw new Error(`txid_status(${xid}) answered ${String(status)}`);
   }
 
+  /** A write with `settle`: a lost try is settled by asking what became of it, then answered or run again. */
+  function settledQuery(text: string, params: unknown[] | undefined, settle: () => Promise<Row[] | null>): Promise<Row[]> {
+    let unsettled = false;
+    return untilReachable(
+      waitMs,
+      async () => {
+        if (unsettled) {
+          const rows = await settle();
+          if (rows !== null) return rows;
+          unsettled = false;
+        }
+        try {
+          return await direct(text, params);
+        } catch (error) {
+          if (failure(error) === 'lost') unsettled = true;
+          throw error;
+        }
+      },
+      () => true,
+      () => unsettled,
+    );
+  }
+
   return {
     query: (text, params, options) =>
-      untilReachable(waitMs, () => direct(text, params), (kind) => kind === 'not-applied' || options?.replayable === true || READ_ONLY.test(text)),
+      options?.settle !== undefined
+        ? settledQuery(text, params, options.settle)
+        : untilReachable(waitMs, () => direct(text, params), (kind) => kind === 'not-applied' || options?.replayable === true || READ_ONLY.test(text)),
     transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
       // Every broken try may run again: one broken before COMMIT was sent was rolled back by the
       // server, and one whose COMMIT went unanswered is first settled by asking the server what

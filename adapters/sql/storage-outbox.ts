@@ -104,6 +104,8 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
   // storeAtOnce's statement: $1–$5 the events, $6 the webhooks, $7–$13 the deliveries, $14 the
   // channel to notify (NULL: none). The foreign key from deliveries to events is checked at the end
   // of the statement, when the events are in. The notification goes out when the statement commits.
+  const eventsStored = `SELECT id FROM ${table('events')} WHERE id = ANY ($1::text[]) LIMIT 1`;
+  const deliveriesStored = `SELECT id FROM ${table('deliveries')} WHERE id = ANY ($1::text[])`;
   const storeAll = `WITH events AS (
       INSERT INTO ${table('events')} (id, account_id, type, created_at, data)
       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::json[])
@@ -300,12 +302,19 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
   async function storeAtOnce(batch: EventRecord[]): Promise<DeliveryRecord[]> {
     const webhooks = await db.query(findWebhooks, [batch.map((event) => event.accountId), batch.map((event) => event.type)]);
     const made = deliveriesOf(batch, webhooks);
-    const [row] = await db.query(storeAll, [
-      ...eventColumnsOf(batch),
-      [...new Set(made.map((delivery) => delivery.webhookId))],
-      ...deliveryColumnsOf(made),
-      announce?.channel ?? null,
-    ]);
+    // One statement stores them all or none: when its answer is lost (the server restarting), the
+    // events' ids say which, and the deliveries it stored are read back by theirs.
+    const settle = async () => {
+      const found = await db.query(eventsStored, [batch.map((event) => event.id)]);
+      if (found.length === 0) return null;
+      const stored = await db.query(deliveriesStored, [made.map((delivery) => delivery.id)]);
+      return [{ stored: stored.map((row) => row.id as string) }];
+    };
+    const [row] = await db.query(
+      storeAll,
+      [...eventColumnsOf(batch), [...new Set(made.map((delivery) => delivery.webhookId))], ...deliveryColumnsOf(made), announce?.channel ?? null],
+      { settle },
+    );
     if (made.length === 0) return [];
     const stored = new Set(row!.stored as string[]);
     return stored.size === made.length ? made : made.filter((delivery) => stored.has(delivery.id));

@@ -165,22 +165,34 @@ export function apiFromPage(pagePath: string, basePath: string): string {
 const escapeHtml = (text: string) =>
   text.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char]!);
 
-function pageHtml(manifest: Manifest, api: string, eventTypes: readonly string[]): string {
+/** One of the built pages: its own `<meta>`s and title, the stylesheet and one script under `assets`, an app root. */
+export function htmlPage(page: { title: string; metas: Record<string, string>; assets: string; style: Manifest['style']; script: Manifest['script']; noscript: string }): string {
+  const metas = Object.entries(page.metas).map(([name, content]) => `<meta name="${name}" content="${escapeHtml(content)}">\n`).join('');
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="portal-api" content="${escapeHtml(api)}">
-<meta name="portal-event-types" content="${escapeHtml(JSON.stringify(eventTypes))}">
-<title>Customer portal</title>
+${metas}<title>${escapeHtml(page.title)}</title>
 <link rel="icon" href="data:,">
-<link rel="stylesheet" href="assets/${manifest.style.file}" integrity="${manifest.style.integrity}">
-<script src="assets/${manifest.script.file}" integrity="${manifest.script.integrity}" defer></script>
+<link rel="stylesheet" href="${page.assets}/${page.style.file}" integrity="${page.style.integrity}">
+<script src="${page.assets}/${page.script.file}" integrity="${page.script.integrity}" defer></script>
 </head>
 <body>
-<div id="app"><noscript><p>The customer portal needs JavaScript.</p></noscript></div>
+<div id="app"><noscript><p>${escapeHtml(page.noscript)}</p></noscript></div>
 </body>
 </html>
 `;
 }
+
+function pageHtml(manifest: Manifest, api: string, eventTypes: readonly string[]): string {
+  return htmlPage({
+    title: 'Customer portal',
+    metas: { 'portal-api': api, 'portal-event-types': JSON.stringify(eventTypes) },
+    assets: 'assets',
+    style: manifest.style,
+    script: manifest.script,
+    noscript: 'The customer portal needs JavaScript.',
+  });
+}
+

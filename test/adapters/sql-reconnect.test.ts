@@ -11,7 +11,7 @@ import type { PGlite } from '@electric-sql/pglite';
 import { sqlBlobs, sqlStorage } from '../../adapters/sql/index.js';
 import { PortalError, isPortalError } from '../../src/errors.js';
 import type { Logger } from '../../src/shared/logger.js';
-import { webhookRecord } from '../conformance/fixtures.js';
+import { eventRecord, webhookRecord } from '../conformance/fixtures.js';
 import { SIGNING_KEY_1 } from '../helpers/download.js';
 import { openPglite } from '../helpers/sql.js';
 import { json, withPortal } from '../helpers/server.js';
@@ -149,6 +149,29 @@ test('a write whose connection broke with no word from the server is answered 50
   assert.match(unavailable.message, 'may or may not have been applied');
   assert.match(String((unavailable.cause as Error).message), 'Connection terminated');
   assert.is(pool.count(/^INSERT/), 1);
+});
+
+test('a publish whose answer was lost is found stored by its events\' ids: answered with its deliveries, stored once', async () => {
+  const { pool, storage } = await open();
+  const webhook = webhookRecord({ id: 'wbh_reconnectpublish', type: 'customer-created' });
+  await storage.insertWebhook(webhook);
+  const event = eventRecord({ id: 'evt_reconnectlanded', type: 'customer-created' });
+  pool.answerLost(/^WITH events AS/, lost);
+  const deliveries = await storage.publishEvents([event]);
+  assert.equal(deliveries.map((delivery) => [delivery.eventId, delivery.webhookId]), [[event.id, webhook.id]]);
+  assert.is(pool.count(/^WITH events AS/), 1, 'not run again');
+  assert.is((await storage.listDeliveries('acct_a', webhook.id)).length, 1);
+});
+
+test('a publish lost before it reached the server is found absent and run again, once', async () => {
+  const { pool, storage } = await open();
+  const webhook = webhookRecord({ id: 'wbh_reconnectabsent', type: 'customer-created' });
+  await storage.insertWebhook(webhook);
+  pool.failNext(/^WITH events AS/, lost);
+  const deliveries = await storage.publishEvents([eventRecord({ id: 'evt_reconnectabsent', type: 'customer-created' })]);
+  assert.is(deliveries.length, 1);
+  assert.is(pool.count(/^WITH events AS/), 2);
+  assert.is((await storage.listDeliveries('acct_a', webhook.id)).length, 1);
 });
 
 test('a read whose connection broke is simply run again', async () => {

@@ -1,4 +1,6 @@
-import { mkdirSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
@@ -129,12 +131,33 @@ it('two signers of a sequential agreement sign through their links: drawn and ty
   for (let i = 0; i < 20 && ofAgreement().length < 5; i++) await app.portal.worker!.tick();
   const who = (event: { type: string; data: { signerId?: string } }) =>
     `${event.type}${event.data.signerId === undefined ? '' : event.data.signerId === first.id ? ' 1' : ' 2'}`;
-  // Each type goes to its own webhook, so their calls are not ordered among each other; the trail orders the steps.
-  assert.equal(ofAgreement().map(who).sort(), ['agreement-viewed 2', 'agreement-viewed 1', 'agreement-signer-signed 1', 'agreement-signer-signed 2', 'agreement-signed'].sort());
+  // Each call went out as its step was stored (the worker is poked by every publish), so the
+  // receiver got them in the order of the steps; the last two were stored together.
+  const received = ofAgreement().map(who);
+  assert.equal(received.slice(0, 3), ['agreement-viewed 2', 'agreement-viewed 1', 'agreement-signer-signed 1']);
+  assert.equal(received.slice(3).sort(), ['agreement-signed', 'agreement-signer-signed 2']);
   const audit = await json(await app.api(`/agreements/${agreement.id}/audit`));
   assert.is(audit.verified, true);
   const steps = audit.data.map((entry: { action: string; signerId: string | null }) => `${entry.action}${entry.signerId === null ? '' : entry.signerId === first.id ? ' 1' : ' 2'}`);
   assert.equal(steps, ['created', 'link-issued 1', 'link-issued 2', 'viewed 2', 'viewed 1', 'signed 1', 'signed 2']);
+
+  // The certificate of completion, read back.
+  const certificate = await app.api(`/agreements/${agreement.id}/certificate`);
+  assert.is(certificate.status, 200);
+  if (spawnSync('pdftotext', ['-v'], { stdio: 'ignore' }).error !== undefined) {
+    console.log('  skipped the certificate\'s text: pdftotext (poppler-utils) is not installed');
+    return;
+  }
+  const dir = mkdtempSync(path.join(tmpdir(), 'signing-certificate-'));
+  try {
+    writeFileSync(path.join(dir, 'c.pdf'), Buffer.from(await certificate.arrayBuffer()));
+    const text = execFileSync('pdftotext', [path.join(dir, 'c.pdf'), '-'], { encoding: 'utf8' });
+    for (const value of ['Certificate of completion', 'signed by every signer', agreement.documents[0].fileHash, first.email, second.email, audit.data.at(-1).hash, 'verified']) {
+      assert.ok(text.includes(value), `the certificate shows ${value}`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 it('an expired, replaced or broken link says so plainly', async () => {

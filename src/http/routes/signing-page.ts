@@ -1,6 +1,6 @@
 import { PortalError } from '../../errors.js';
 import type { Route } from '../handler.js';
-import { type Asset, builtAssets, writeAsset } from '../page.js';
+import { type Asset, builtAssets, htmlPage, writeAsset } from '../page.js';
 
 type Built = Awaited<ReturnType<typeof builtAssets>>;
 
@@ -41,20 +41,12 @@ export function signingPageRoutes(load: () => Promise<Built> = () => builtAssets
 }
 
 function pageHtml(manifest: Built['manifest']): string {
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<title>Sign</title>
-<link rel="icon" href="data:,">
-<link rel="stylesheet" href="sign/assets/${manifest.style.file}" integrity="${manifest.style.integrity}">
-<script src="sign/assets/${manifest.signing.file}" integrity="${manifest.signing.integrity}" defer></script>
-</head>
-<body>
-<div id="app"><noscript><p>Signing needs JavaScript.</p></noscript></div>
-</body>
-</html>
-`;
+  return htmlPage({
+    title: 'Sign',
+    metas: { referrer: 'no-referrer' },
+    assets: 'sign/assets',
+    style: manifest.style,
+    script: manifest.signing,
+    noscript: 'Signing needs JavaScript.',
+  });
 }
