@@ -135,6 +135,10 @@ export const ERRORS = {
     status: 409,
     message: (signerId: string, waitingFor: string) => `It is not signer ${signerId}'s turn yet: the agreement is signed in order, and ${waitingFor} signs first.`,
   },
+  SIGNING_LINKS_LIMIT: {
+    status: 409,
+    message: (signerId: string, max: number) => `Signer ${signerId} has been sent ${max} signing links, the most one signer may have; the newest still works.`,
+  },
   AGREEMENT_STILL_OPEN: {
     status: 409,
     message: (agreementId: string) => `Agreement ${agreementId} is still awaiting signatures: its certificate of completion is made once it is signed or closed.`,

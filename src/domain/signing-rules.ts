@@ -32,6 +32,14 @@ export interface Step {
 
 export const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex');
 
+/**
+ * What keeps an agreement's trail (kept with the agreement, read with it) bounded whatever its
+ * account does: links made per signer, and reminder rounds per agreement, after which no more are
+ * scheduled. With five signers a trail holds under 300 entries.
+ */
+export const MAX_LINKS_PER_SIGNER = 20;
+export const MAX_REMINDER_ROUNDS = 30;
+
 /** The data of an agreement event: the agreement without signature images, and the signer it concerns. */
 function eventOf(type: string, record: AgreementRecord, now: Date, signerId?: string): EventRecord {
   const data = signerId === undefined ? withoutImages(record) : { ...withoutImages(record), signerId };
@@ -140,9 +148,11 @@ export function view(record: AgreementRecord, signerId: string, now: Date, clien
 export function issueLink(record: AgreementRecord, signerId: string, linkId: string, now: Date, accountId: string, client: ClientInfo): Step {
   const refusal = refusalToAct(record, signerId, false);
   if (refusal !== null) throw refusal;
+  const issued = record.audit.filter((entry) => entry.action === 'link-issued' && entry.signerId === signerId).length;
+  if (issued >= MAX_LINKS_PER_SIGNER) throw new PortalError('SIGNING_LINKS_LIMIT', signerId, MAX_LINKS_PER_SIGNER);
   const signers = record.signers.map((candidate) => (candidate.id === signerId ? { ...candidate, signingLinkId: linkId } : candidate));
-  const issued = audited({ ...record, signers }, now, 'link-issued', { actor: accountActor(accountId), signerId, client, withDocuments: false });
-  return { agreement: issued, events: [] };
+  const withLink = audited({ ...record, signers }, now, 'link-issued', { actor: accountActor(accountId), signerId, client, withDocuments: false });
+  return { agreement: withLink, events: [] };
 }
 
 /** The signers a reminder is for: those who may sign now (in a sequential agreement, the first unsigned). */
@@ -163,7 +173,8 @@ export function remind(record: AgreementRecord, now: Date, intervalMs: number | 
   if (intervalMs === undefined) return { agreement: { ...record, nextReminderAt: null }, events: [] };
   let next = Date.parse(record.nextReminderAt);
   while (next <= now.getTime()) next += intervalMs;
-  let reminded: AgreementRecord = { ...record, nextReminderAt: atom(new Date(next)) };
+  const rounds = new Set(record.audit.filter((entry) => entry.action === 'reminder').map((entry) => entry.at)).size + 1;
+  let reminded: AgreementRecord = { ...record, nextReminderAt: rounds >= MAX_REMINDER_ROUNDS ? null : atom(new Date(next)) };
   const events: EventRecord[] = [];
   for (const signer of signersToRemind(record)) {
     reminded = audited(reminded, now, 'reminder', { actor: SYSTEM_ACTOR, signerId: signer.id, withDocuments: false });

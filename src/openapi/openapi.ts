@@ -490,7 +490,7 @@ const paths = {
         201: response('The link and when it expires (72 hours unless `expiresInSeconds` says otherwise).', 'SigningLink'),
         400: error('`expiresInSeconds` outside 60 … 2,592,000, an unknown field, a malformed id or body.'),
         404: error('No such agreement in this account, or no such signer on it.'),
-        409: error('The signer has signed or declined, or the agreement is signed or closed.'),
+        409: error('The signer has signed or declined, the agreement is signed or closed, or the signer has been sent 20 links already.'),
         413: error('The body is over 64 KiB.'),
         415: error('A body that is not `application/json`.'),
       },
