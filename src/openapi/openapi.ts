@@ -651,8 +651,8 @@ const paths = {
       },
     }),
   },
-  '/files/{entryId}/download': {
-    parameters: [pathParameter('entryId', 'The file id (`fsf_…`).')],
+  '/files/{fileId}/download': {
+    parameters: [pathParameter('fileId', 'The file id (`fsf_…`).')],
     get: operation({
       operationId: 'getFileDownloadLink',
       summary: 'A download link for a file',

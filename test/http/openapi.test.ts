@@ -140,7 +140,7 @@ test('the document: bearer auth everywhere but the signed download route, server
     'GET /agreements/{agreementId}/audit',
     'GET /agreements/{agreementId}/certificate',
     'GET /agreements/{agreementId}/documents/{documentId}/download',
-    'GET /files/{entryId}/download',
+    'GET /files/{fileId}/download',
     'GET /signing',
     'GET /webhooks',
     'GET /webhooks/{webhookId}/deliveries',
@@ -150,7 +150,7 @@ test('the document: bearer auth everywhere but the signed download route, server
     'HEAD /agreements/{agreementId}/audit',
     'HEAD /agreements/{agreementId}/certificate',
     'HEAD /agreements/{agreementId}/documents/{documentId}/download',
-    'HEAD /files/{entryId}/download',
+    'HEAD /files/{fileId}/download',
     'HEAD /signing',
     'HEAD /webhooks',
     'HEAD /webhooks/{webhookId}/deliveries',
@@ -455,7 +455,7 @@ test('every route answers as the document says: each success and each error it d
     await both(withParam(link.link, 'verbose', '1'), {}, 400);
     // A file's link, and an agreement document's, are served by the same route
     const file = await portal.files.put('acct_a', { name: 'notes.txt', mime: 'text/plain', body: 'file bytes' });
-    const fileLink = '/files/{entryId}/download';
+    const fileLink = '/files/{fileId}/download';
     const { body: fileLinked } = await call('GET', fileLink, `/files/${file.id}/download`, {}, 200);
     await call('GET', fileLink, '/files/nope/download', {}, 400);
     await call('GET', fileLink, '/files/fsf_missing/download', {}, 404);

@@ -43,9 +43,9 @@ function fileExtensionRoutes(files: FileService): Route[] {
     },
     {
       method: ['GET', 'HEAD'],
-      path: '/files/:entryId/download',
+      path: '/files/:fileId/download',
       async handler({ accountId, params, baseUrl }) {
-        return { status: 200, body: await files.downloadLink(accountId, params.entryId!, baseUrl) };
+        return { status: 200, body: await files.downloadLink(accountId, params.fileId!, baseUrl) };
       },
     },
     {
