@@ -131,7 +131,13 @@ export function createFileService(deps: { storage: Storage; blobs: BlobStore; cl
       if (input.body === undefined || input.body === null) throw new PortalError('INPUT_REQUIRED', 'file.body');
       // Checked before the bytes are read, so that a wrong directory costs no upload.
       await requireDirectory(accountId, directoryId);
-      return service.place(accountId, await service.receive(accountId, { name, mime, body: input.body }), { directoryId, fileShareId });
+      const received = await service.receive(accountId, { name, mime, body: input.body });
+      try {
+        return await service.place(accountId, received, { directoryId, fileShareId });
+      } catch (error) {
+        await service.discard(received);
+        throw error;
+      }
     },
 
     /**
@@ -147,24 +153,19 @@ export function createFileService(deps: { storage: Storage; blobs: BlobStore; cl
       return { id, name, mime, size };
     },
 
-    /** Records received bytes as a file in `directoryId` (the root without); a refusal removes the bytes. */
+    /** Records received bytes as a file in `directoryId` (the root without); on a refusal the caller discards them. */
     async place(accountId: string, received: ReceivedFile, at: Pick<FileInput, 'directoryId' | 'fileShareId'>): Promise<FileEntry> {
-      try {
-        const { directoryId, fileShareId } = parseInput(fileInput, { name: received.name, mime: received.mime, ...at }, 'file');
-        const record: FileEntryRecord = {
-          ...received,
-          accountId,
-          directoryId: await requireDirectory(accountId, directoryId),
-          type: 'file',
-          fileShareId: fileShareId ?? null,
-          createdAt: atom(clock()),
-        };
-        await storage.insertFileEntry(record);
-        return toEntry(record);
-      } catch (error) {
-        await service.discard(received);
-        throw error;
-      }
+      const { directoryId, fileShareId } = parseInput(fileInput, { name: received.name, mime: received.mime, ...at }, 'file');
+      const record: FileEntryRecord = {
+        ...received,
+        accountId,
+        directoryId: await requireDirectory(accountId, directoryId),
+        type: 'file',
+        fileShareId: fileShareId ?? null,
+        createdAt: atom(clock()),
+      };
+      await storage.insertFileEntry(record);
+      return toEntry(record);
     },
 
     /** Removes received bytes no record names (what cannot be removed now, the orphan sweep removes). */
