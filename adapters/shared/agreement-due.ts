@@ -1,29 +1,59 @@
 import type { AgreementRecord } from '../../src/records.js';
 
+interface Entry {
+  id: string;
+  accountId: string;
+  /** The earlier of the agreement's `expiresAt` and `nextReminderAt` (ATOM in UTC: compares as the instant). */
+  at: string;
+}
+
+const before = (a: Entry, b: Entry) => a.at < b.at || (a.at === b.at && a.id < b.id);
+
 /**
- * The open agreements that have a time to act at (their `expiresAt`, or their next reminder), for
- * stores that keep no index of their own: `dueBy` reads those whose time has come without walking
- * every agreement ever made. Kept in step with each insert and update (and the fs log's replay).
+ * The open agreements that have a time to act at (their `expiresAt`, or their next reminder), in
+ * the order of that time, for stores that keep no index of their own: `dueBy` reads from the front
+ * and stops at the first not yet due, never walking every agreement. Kept in step with each insert
+ * and update (and the fs log's replay).
  */
 export class AgreementDue {
-  private readonly due = new Map<string, { accountId: string; at: string }>();
+  private readonly entries: Entry[] = [];
+  private readonly entryOf = new Map<string, Entry>();
 
-  /** Keeps the entry of `agreement` as it now is: an open one with a time, or none. */
+  /** Keeps the entry of `agreement` as it now is: an open one with a time, in its place, or none. */
   update(agreement: AgreementRecord): void {
     const open = agreement.status === 'sent' && agreement.closedAt === null;
-    const times = [agreement.expiresAt, agreement.nextReminderAt].filter((at): at is string => at !== null);
-    if (!open || times.length === 0) {
-      this.due.delete(agreement.id);
-      return;
+    const times = [agreement.expiresAt, agreement.nextReminderAt].filter((at): at is string => at !== null).sort();
+    const current = this.entryOf.get(agreement.id);
+    if (current !== undefined) {
+      if (open && current.at === times[0]) return;
+      this.entries.splice(this.indexOf(current), 1);
+      this.entryOf.delete(agreement.id);
     }
-    // ATOM strings in UTC compare as the instants they name.
-    this.due.set(agreement.id, { accountId: agreement.accountId, at: times.sort()[0]! });
+    if (!open || times.length === 0) return;
+    const entry = { id: agreement.id, accountId: agreement.accountId, at: times[0]! };
+    this.entries.splice(this.indexOf(entry), 0, entry);
+    this.entryOf.set(entry.id, entry);
   }
 
   /** Up to `limit` agreements whose time is at or before `now`, the earliest first. */
   dueBy(now: string, limit: number): { accountId: string; id: string }[] {
-    const found: { accountId: string; id: string; at: string }[] = [];
-    for (const [id, entry] of this.due) if (entry.at <= now) found.push({ id, ...entry });
-    return found.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0)).slice(0, limit).map(({ accountId, id }) => ({ accountId, id }));
+    const due: { accountId: string; id: string }[] = [];
+    for (const entry of this.entries) {
+      if (entry.at > now || due.length === limit) break;
+      due.push({ accountId: entry.accountId, id: entry.id });
+    }
+    return due;
+  }
+
+  /** Where `entry` is, or goes, in the order. */
+  private indexOf(entry: Entry): number {
+    let low = 0;
+    let high = this.entries.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (before(this.entries[middle]!, entry)) low = middle + 1;
+      else high = middle;
+    }
+    return low;
   }
 }
