@@ -41,8 +41,11 @@ export function whenUnauthorized(handler: (message: string) => void): void {
   onUnauthorized = handler;
 }
 
-/** Calls the API; resolves the parsed JSON (`undefined` for a 204), rejects an `ApiError` carrying the API's `message`. */
-export async function api<T>(method: string, path: string, body?: unknown, key = session.key()): Promise<T> {
+/**
+ * One request to the API with the key: resolves the response when it is a success; rejects an
+ * `ApiError` carrying the API's `message` otherwise (a 401 of the signed-in key also signs out).
+ */
+async function request(method: string, path: string, body: unknown, key: string | null): Promise<Response> {
   const headers: Record<string, string> = { Accept: 'application/json' };
   if (key !== null) headers.Authorization = `Bearer ${key}`;
   if (body !== undefined) headers['Content-Type'] = 'application/json';
@@ -58,36 +61,29 @@ export async function api<T>(method: string, path: string, body?: unknown, key =
   } catch (error) {
     throw new ApiError(0, `The portal could not be reached (${error instanceof Error ? error.message : String(error)}).`);
   }
-  const text = await response.text();
-  let parsed: unknown;
-  try {
-    parsed = text === '' ? undefined : JSON.parse(text);
-  } catch {
-    parsed = undefined;
-  }
-  if (!response.ok) {
-    const message =
-      typeof parsed === 'object' && parsed !== null && typeof (parsed as { message?: unknown }).message === 'string'
-        ? (parsed as { message: string }).message
-        : `The portal answered ${response.status} ${response.statusText}.`;
-    const error = new ApiError(response.status, message);
-    if (response.status === 401 && key === session.key()) onUnauthorized(message);
-    throw error;
-  }
-  return parsed as T;
+  if (response.ok) return response;
+  const parsed = (await response.json().catch(() => undefined)) as unknown;
+  const message =
+    typeof parsed === 'object' && parsed !== null && typeof (parsed as { message?: unknown }).message === 'string'
+      ? (parsed as { message: string }).message
+      : `The portal answered ${response.status} ${response.statusText}.`;
+  if (response.status === 401 && key === session.key()) onUnauthorized(message);
+  throw new ApiError(response.status, message);
 }
 
-/** Fetches bytes the API answers to the signed-in key (a certificate's PDF); rejects an `ApiError` with the API's message. */
-export async function download(path: string): Promise<Blob> {
-  const key = session.key();
-  const response = await fetch(apiRoot + path, { headers: key === null ? {} : { Authorization: `Bearer ${key}` }, credentials: 'omit', cache: 'no-store' }).catch((error: unknown) => {
-    throw new ApiError(0, `The portal could not be reached (${error instanceof Error ? error.message : String(error)}).`);
-  });
-  if (!response.ok) {
-    const parsed = (await response.json().catch(() => undefined)) as { message?: string } | undefined;
-    throw new ApiError(response.status, parsed?.message ?? `The portal answered ${response.status} ${response.statusText}.`);
+/** Calls the API; resolves the parsed JSON (`undefined` for a 204), rejects an `ApiError` carrying the API's `message`. */
+export async function api<T>(method: string, path: string, body?: unknown, key = session.key()): Promise<T> {
+  const text = await (await request(method, path, body, key)).text();
+  try {
+    return (text === '' ? undefined : JSON.parse(text)) as T;
+  } catch {
+    return undefined as T;
   }
-  return response.blob();
+}
+
+/** Fetches bytes the API answers to the signed-in key (a certificate's PDF), as `api` does JSON. */
+export async function download(path: string): Promise<Blob> {
+  return (await request('GET', path, undefined, session.key())).blob();
 }
 
 /** The path segment for an id taken from a link or a record. */
