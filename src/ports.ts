@@ -6,6 +6,8 @@ import type {
   AutomaticDisableReason,
   ClaimedDelivery,
   DeliveryAttempt,
+  DeliveryPage,
+  DeliveryQuery,
   DeliveryRecord,
   DeliveryStatus,
   EventRecord,
@@ -149,8 +151,15 @@ export interface Storage {
   publishEvents(events: EventRecord[], target?: DeliveryTarget): Promise<DeliveryRecord[]>;
   /** The delivery, or `null` when absent in this account. */
   getDelivery(accountId: string, id: string): Promise<DeliveryRecord | null>;
-  /** Every delivery of the webhook, newest first: by `createdAt`, and within one second the last made first. */
-  listDeliveries(accountId: string, webhookId: string): Promise<DeliveryRecord[]>;
+  /**
+   * A page of the webhook's deliveries, newest first (by `createdAt`, and within one second the
+   * last made first): up to `query.limit` of those matching its `status`, `eventType` and time
+   * bounds, starting just past `query.after`, with `next` set to the last one's cursor when more
+   * follow. A cursor names a delivery by the key the store chose; when that delivery is gone
+   * (removed by retention), the page starts at the deliveries made before its `createdAt`. Reads
+   * only the webhook's deliveries, from an index, never another webhook's or account's.
+   */
+  listDeliveries(accountId: string, webhookId: string, query: DeliveryQuery): Promise<DeliveryPage>;
   /**
    * Leases up to `limit` pending deliveries that are due (`nextAttemptAt <= now`) and not leased
    * (no lease, or one that ended before `now`), oldest due first, to `owner` until `leaseUntil`,

@@ -302,6 +302,8 @@ export interface Delivery {
   id: string;
   webhookId: string;
   eventId: string;
+  /** The event's type: the webhook's own, or `webhook.test` for a test call. */
+  eventType: string;
   status: DeliveryStatus;
   /** The last attempts, oldest first: at most 50 (`MAX_ATTEMPTS_KEPT`), older ones dropped. */
   attempts: DeliveryAttempt[];
@@ -315,6 +317,34 @@ export interface DeliveryRecord extends Delivery {
   /** Who holds the delivery while a call is in flight, and until when; `null` when free. */
   leaseOwner: string | null;
   leaseUntil: string | null;
+}
+
+/**
+ * Where a page of a delivery log starts: just past the delivery made at `createdAt` that the store
+ * knows by `key` (its id, or its place in a table). Given to clients as an opaque cursor.
+ */
+export interface DeliveryCursor {
+  createdAt: string;
+  key: string;
+}
+
+/** Which deliveries of a webhook a page lists, newest first. */
+export interface DeliveryQuery {
+  limit: number;
+  /** The last delivery of the page before; from the newest without it. */
+  after?: DeliveryCursor;
+  status?: DeliveryStatus;
+  eventType?: string;
+  /** Made at or after this time (ATOM). */
+  since?: string;
+  /** Made before this time (ATOM). */
+  until?: string;
+}
+
+/** A page of a delivery log, and where the next one starts (`null`: this is the last). */
+export interface DeliveryPage {
+  deliveries: DeliveryRecord[];
+  next: DeliveryCursor | null;
 }
 
 /** A delivery a worker has leased, with what it needs to make the call. */

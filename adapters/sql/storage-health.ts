@@ -203,7 +203,7 @@ export function createHealth(db: Db, names: Names, announce?: { channel: string 
         if (hook === undefined) return null;
         if (hook.disabled === true) throw new PortalError('WEBHOOK_DISABLED', webhookId);
         const events = await tx.query(undelivered, [webhookId, since, hook.type]);
-        const made = events.map((row) => recoveredDelivery({ id: row.event_id as string, accountId }, webhookId, now));
+        const made = events.map((row) => recoveredDelivery({ id: row.event_id as string, accountId, type: hook.type as string }, webhookId, now));
         if (made.length === 0) return [];
         await tx.query(insertDeliveries, deliveryColumnsOf(made));
         if (announce !== undefined) await tx.query(notifyWork, [announce.channel]);

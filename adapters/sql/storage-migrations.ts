@@ -236,6 +236,22 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    version: 10,
+    name: 'the delivery log by event type; retention',
+    statements: ({ table }) => [
+      // A delivery names its event's type, so the log filters on it without the event (which
+      // retention may remove first) and without a join.
+      `ALTER TABLE ${table('deliveries')} ADD COLUMN event_type text`,
+      `UPDATE ${table('deliveries')} AS d SET event_type = e.type FROM ${table('events')} AS e WHERE e.id = d.event_id`,
+      `ALTER TABLE ${table('deliveries')} ALTER COLUMN event_type SET NOT NULL`,
+      // Retention: finished deliveries oldest first; the events no delivery needs any more (the
+      // foreign key's check on each removed event reads this index too); events oldest first.
+      `CREATE INDEX portal_deliveries_finished ON ${table('deliveries')} (created_at) WHERE status <> 'pending'`,
+      `CREATE INDEX portal_deliveries_event ON ${table('deliveries')} (event_id)`,
+      `CREATE INDEX portal_events_created ON ${table('events')} (created_at)`,
+    ],
+  },
 ];
 
 /** The last `MAX_ATTEMPTS_KEPT` entries of the jsonb array `expression`, in order. */

@@ -2,7 +2,7 @@ import { MAX_ATTEMPTS_KEPT, isRecipient, newDelivery } from '../../src/domain/de
 import { PortalError } from '../../src/errors.js';
 import { attemptSucceeded } from '../../src/domain/webhook-health.js';
 import type { DeliveryTarget, Storage } from '../../src/ports.js';
-import type { DeliveryRecord, EventRecord } from '../../src/records.js';
+import type { DeliveryQuery, DeliveryRecord, EventRecord } from '../../src/records.js';
 import type { Db, Queryable, Row } from './client.js';
 import type { Names } from './schema.js';
 import { lastAttempts } from './storage-migrations.js';
@@ -101,7 +101,7 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
   const findWebhooks = `SELECT id, account_id, type FROM ${table('webhooks')}
     WHERE (account_id, type) IN (SELECT * FROM unnest($1::text[], $2::text[]))
     ORDER BY created_at, id`;
-  // storeAtOnce's statement: $1–$5 the events, $6 the webhooks, $7–$13 the deliveries, $14 the
+  // storeAtOnce's statement: $1–$5 the events, $6 the webhooks, $7–$14 the deliveries, $15 the
   // channel to notify (NULL: none). The foreign key from deliveries to events is checked at the end
   // of the statement, when the events are in. The notification goes out when the statement commits.
   const eventsStored = `SELECT id FROM ${table('events')} WHERE id = ANY ($1::text[]) LIMIT 1`;
@@ -112,19 +112,50 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
     ), webhooks AS (
       SELECT id FROM ${table('webhooks')} WHERE id = ANY ($6::text[]) FOR KEY SHARE
     ), stored AS (
-      INSERT INTO ${table('deliveries')} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at)
-      SELECT * FROM unnest($7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::timestamptz[], $13::timestamptz[])
-        AS made(id, account_id, webhook_id, event_id, status, next_attempt_at, created_at)
+      INSERT INTO ${table('deliveries')} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type)
+      SELECT * FROM unnest($7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::timestamptz[], $13::timestamptz[], $14::text[])
+        AS made(id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type)
       WHERE made.webhook_id IN (SELECT id FROM webhooks)
       RETURNING id
     ), announced AS (
-      SELECT pg_notify($14::text, '') WHERE $14::text IS NOT NULL AND EXISTS (SELECT 1 FROM stored)
+      SELECT pg_notify($15::text, '') WHERE $15::text IS NOT NULL AND EXISTS (SELECT 1 FROM stored)
     )
     SELECT ARRAY(SELECT id FROM stored) AS stored, (SELECT count(*) FROM announced) AS announced`;
   const selectDelivery = `SELECT ${deliveryColumns()} FROM ${table('deliveries')} WHERE account_id = $1::text AND id = $2::text`;
-  const selectDeliveries = `SELECT ${deliveryColumns()} FROM ${table('deliveries')}
-    WHERE webhook_id = $2::text AND account_id = $1::text
-    ORDER BY created_at DESC, seq DESC`;
+  /**
+   * A page of a delivery log: the statement for the filters given (one text per combination, so
+   * each is planned for what it filters on), its parameters in order. The index on (webhook_id,
+   * created_at, seq) is read backwards from the cursor or `until`, and stops at `since`.
+   */
+  const pageStatements = new Map<string, string>();
+  function deliveryPage(accountId: string, webhookId: string, query: DeliveryQuery): { text: string; params: unknown[] } {
+    const params: unknown[] = [accountId, webhookId];
+    const where = ['webhook_id = $2::text', 'account_id = $1::text'];
+    const add = (condition: (at: string) => string, ...values: unknown[]) => {
+      const at = values.map((value) => `$${params.push(value)}`);
+      where.push(condition(at.join(',')));
+    };
+    if (query.after !== undefined) {
+      if (!/^[0-9]{1,19}$/.test(query.after.key)) throw new PortalError('INPUT_INVALID', 'cursor', 'is not one this list gave; pass nextCursor as it came.');
+      params.push(query.after.createdAt, query.after.key);
+      where.push(`(created_at, seq) < ($${params.length - 1}::timestamptz, $${params.length}::bigint)`);
+    }
+    if (query.status !== undefined) add((at) => `status = ${at}::text`, query.status);
+    if (query.eventType !== undefined) add((at) => `event_type = ${at}::text`, query.eventType);
+    if (query.since !== undefined) add((at) => `created_at >= ${at}::timestamptz`, query.since);
+    if (query.until !== undefined) add((at) => `created_at < ${at}::timestamptz`, query.until);
+    params.push(query.limit + 1);
+    const shape = where.join(' AND ');
+    let text = pageStatements.get(shape);
+    if (text === undefined) {
+      text = `SELECT ${deliveryColumns()}, seq::text AS page_key FROM ${table('deliveries')}
+        WHERE ${shape}
+        ORDER BY created_at DESC, seq DESC
+        LIMIT $${params.length}::int`;
+      pageStatements.set(shape, text);
+    }
+    return { text, params };
+  }
   // isClaimable, on a row aliased d.
   const claimable = `d.status = 'pending' AND d.next_attempt_at <= $1::timestamptz
         AND (d.lease_until IS NULL OR d.lease_until < $1::timestamptz)`;
@@ -370,8 +401,12 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
       const [row] = await db.query(selectDelivery, [accountId, id]);
       return row === undefined ? null : toDelivery(row);
     },
-    async listDeliveries(accountId, webhookId) {
-      return (await db.query(selectDeliveries, [accountId, webhookId])).map((row) => toDelivery(row));
+    async listDeliveries(accountId, webhookId, query) {
+      const { text, params } = deliveryPage(accountId, webhookId, query);
+      const rows = await db.query(text, params);
+      const deliveries = rows.slice(0, query.limit).map((row) => toDelivery(row));
+      const last = rows.length > query.limit ? rows[query.limit - 1]! : undefined;
+      return { deliveries, next: last === undefined ? null : { createdAt: deliveries.at(-1)!.createdAt, key: last.page_key as string } };
     },
     async claimDeliveries({ now, leaseUntil, limit, owner, perAccount }) {
       if (limit <= 0) return [];

@@ -148,6 +148,7 @@ const DELIVERY: [string, string][] = [
   ['@account_id', 'account_id'],
   ['@webhook_id', 'webhook_id'],
   ['@event_id', 'event_id'],
+  ['@event_type', 'event_type'],
   ['@status', 'status'],
   ['@attempts::text', 'attempts'],
   ['@attempt_count', 'attempt_count'],
@@ -163,6 +164,7 @@ export function toDelivery(row: Row, as = ''): DeliveryRecord {
     accountId: text(row, as + 'account_id'),
     webhookId: text(row, as + 'webhook_id'),
     eventId: text(row, as + 'event_id'),
+    eventType: text(row, as + 'event_type'),
     status: text(row, as + 'status') as DeliveryStatus,
     attempts: (JSON.parse(text(row, as + 'attempts')) as DeliveryAttempt[]).map(attemptShape),
     attemptCount: integer(row, as + 'attempt_count'),
@@ -180,12 +182,12 @@ function attemptShape(attempt: DeliveryAttempt): DeliveryAttempt {
 
 /** Stores new deliveries, given `deliveryColumnsOf`; attempts and the lease start empty (the columns' defaults). */
 export const insertDeliveriesStatement = ({ table }: Names) =>
-  `INSERT INTO ${table('deliveries')} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at)
-    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[])`;
+  `INSERT INTO ${table('deliveries')} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type)
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::text[])`;
 
 /**
  * The columns a new delivery is stored with, as arrays (for `INSERT … SELECT * FROM unnest(…)`):
- * id, account_id, webhook_id, event_id, status, next_attempt_at, created_at.
+ * id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type.
  */
 export function deliveryColumnsOf(made: DeliveryRecord[]): unknown[] {
   return [
@@ -196,5 +198,6 @@ export function deliveryColumnsOf(made: DeliveryRecord[]): unknown[] {
     made.map((delivery) => delivery.status),
     made.map((delivery) => delivery.nextAttemptAt),
     made.map((delivery) => delivery.createdAt),
+    made.map((delivery) => delivery.eventType),
   ];
 }

@@ -30,12 +30,13 @@ export function isRecipient(webhook: Pick<WebhookRecord, 'id' | 'type'>, event: 
 export const MAX_ATTEMPTS_KEPT = 50;
 
 /** A new delivery of `event` to the webhook `webhookId`: pending, due when the event happened, no attempts, no lease. */
-export function newDelivery(event: Pick<EventRecord, 'id' | 'accountId' | 'createdAt'>, webhookId: string): DeliveryRecord {
+export function newDelivery(event: Pick<EventRecord, 'id' | 'accountId' | 'type' | 'createdAt'>, webhookId: string): DeliveryRecord {
   return {
     id: newId('whd'),
     accountId: event.accountId,
     webhookId,
     eventId: event.id,
+    eventType: event.type,
     status: 'pending',
     attempts: [],
     attemptCount: 0,
@@ -50,8 +51,8 @@ export function newDelivery(event: Pick<EventRecord, 'id' | 'accountId' | 'creat
  * A delivery of `event` to the webhook `webhookId` made by a recovery at `now`: a new delivery due at
  * once and dated `now`, so the log lists it with what happened then.
  */
-export function recoveredDelivery(event: Pick<EventRecord, 'id' | 'accountId'>, webhookId: string, now: string): DeliveryRecord {
-  return newDelivery({ id: event.id, accountId: event.accountId, createdAt: now }, webhookId);
+export function recoveredDelivery(event: Pick<EventRecord, 'id' | 'accountId' | 'type'>, webhookId: string, now: string): DeliveryRecord {
+  return newDelivery({ id: event.id, accountId: event.accountId, type: event.type, createdAt: now }, webhookId);
 }
 
 /**

@@ -199,10 +199,34 @@ const dateTimeText = v.pipe(
 /** The body of `POST /webhooks/{id}/recover`: `{ since }`, a date-time, read to the second. */
 export const recoverBody = v.strictObject({ since: dateTimeText }, 'must be an object with "since"');
 
+/** The bounds of a delivery log page (`GET /webhooks/{id}/deliveries?limit=`). */
+export const DELIVERIES_PAGE = { default: 50, max: 500 } as const;
+
+const dateTime = v.union([v.pipe(v.date(), v.check((date) => !Number.isNaN(date.getTime()))), dateTimeText], SINCE_MESSAGE);
+
+/** Which page of a delivery log: `webhooks.deliveries`' query, and the route's query string once read. */
+export const deliveryQueryInput = v.strictObject(
+  {
+    limit: v.optional(
+      v.pipe(
+        v.number(`must be a whole number from 1 to ${DELIVERIES_PAGE.max}`),
+        v.integer(`must be a whole number from 1 to ${DELIVERIES_PAGE.max}`),
+        v.minValue(1, `must be a whole number from 1 to ${DELIVERIES_PAGE.max}`),
+        v.maxValue(DELIVERIES_PAGE.max, `must be a whole number from 1 to ${DELIVERIES_PAGE.max}`),
+      ),
+    ),
+    cursor: v.optional(v.pipe(v.string('must be the nextCursor of a page, as it came'), v.maxLength(200, 'must be the nextCursor of a page, as it came'))),
+    status: v.optional(v.picklist(['pending', 'succeeded', 'failed', 'cancelled'], 'must be one of pending, succeeded, failed, cancelled')),
+    eventType: v.optional(v.pipe(v.string('must be an event type'), v.minLength(1, 'must be an event type'), v.maxLength(200, 'must be at most 200 characters'))),
+    since: v.optional(dateTime),
+    until: v.optional(dateTime),
+  },
+  'must be an object such as { limit, cursor, status, eventType, since, until }',
+);
+export type DeliveryQueryInput = v.InferInput<typeof deliveryQueryInput>;
+
 /** The input of `webhooks.recover`: the body, or with `since` a `Date`. */
-export const recoverInput = v.strictObject({
-  since: v.union([v.pipe(v.date(), v.check((date) => !Number.isNaN(date.getTime()))), dateTimeText], SINCE_MESSAGE),
-}, 'must be an object with "since"');
+export const recoverInput = v.strictObject({ since: dateTime }, 'must be an object with "since"');
 
 // Files and attachments
 

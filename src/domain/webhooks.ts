@@ -6,6 +6,7 @@ import type { Delivery, DeliveryRecord, Webhook, WebhookHealth, WebhookRecord } 
 import { atom } from '../shared/time.js';
 import {
   DEFAULT_SECRET_GRACE_MS,
+  type DeliveryQueryInput,
   type SecretRotationInput,
   checkAccountId,
   normalUrl,
@@ -14,6 +15,7 @@ import {
   secretRotationInput,
   webhookInput,
 } from './inputs.js';
+import { deliveryQuery, encodeCursor } from './delivery-log.js';
 import { createIdempotency, fingerprintOf, type IdempotentCreate, type IdempotentOutcome } from './idempotency.js';
 import type { OperationalEvent } from './operational-events.js';
 import { healthShape } from './webhook-health.js';
@@ -56,9 +58,12 @@ export function webhookShape(record: WebhookRecord): Webhook {
 
 /** A delivery as the API shows it: no account, no lease. */
 export function deliveryShape(record: DeliveryRecord): Delivery {
-  const { id, webhookId, eventId, status, attempts, attemptCount, nextAttemptAt, createdAt } = record;
-  return { id, webhookId, eventId, status, attempts, attemptCount, nextAttemptAt, createdAt };
+  const { id, webhookId, eventId, eventType, status, attempts, attemptCount, nextAttemptAt, createdAt } = record;
+  return { id, webhookId, eventId, eventType, status, attempts, attemptCount, nextAttemptAt, createdAt };
 }
+
+/** A page of a delivery log: the deliveries, and the cursor of the page after it (`null`: the last). */
+export type DeliveryList = Delivery[] & { readonly nextCursor: string | null };
 
 /** The rules for webhook records; the routes and `portal.webhooks` both call these. */
 export function createWebhookService(deps: {
@@ -163,14 +168,22 @@ export function createWebhookService(deps: {
     },
 
     /**
-     * The webhook's delivery log, newest first, every attempt included; `null` when the webhook is
-     * absent or of another account (so "no such webhook" and "nothing delivered yet" differ).
+     * A page of the webhook's delivery log, newest first, every attempt included: up to `limit`
+     * (default 50, at most 500) deliveries, after the page whose `nextCursor` is `cursor`, of one
+     * `status` or `eventType`, made at or after `since` and before `until` (each optional). The
+     * list's `nextCursor` gives the next page (`null`: none). `null` when the webhook is absent
+     * or of another account (so "no such webhook" and "nothing delivered yet" differ); a bad
+     * query is a 400 naming the part.
      */
-    async deliveries(accountId: string, webhookId: string): Promise<Delivery[] | null> {
+    async deliveries(accountId: string, webhookId: string, input: DeliveryQueryInput = {}): Promise<DeliveryList | null> {
       checkAccountId(accountId);
+      const query = deliveryQuery(input);
       if (!isId('wbh', webhookId)) return null;
       if ((await storage.getWebhook(accountId, webhookId)) === null) return null;
-      return (await storage.listDeliveries(accountId, webhookId)).map(deliveryShape);
+      const page = await storage.listDeliveries(accountId, webhookId, query);
+      const list = page.deliveries.map(deliveryShape);
+      // Not enumerable: the list is still an array of deliveries to compare, spread and serialise.
+      return Object.defineProperty(list, 'nextCursor', { value: page.next === null ? null : encodeCursor(page.next), enumerable: false }) as DeliveryList;
     },
 
     /**

@@ -79,6 +79,7 @@ export const delivery = v.strictObject({
   id: id('whd'),
   webhookId: id('wbh'),
   eventId: id('evt'),
+  eventType: v.pipe(v.string(), v.minLength(1)),
   status: v.picklist(['pending', 'succeeded', 'failed', 'cancelled']),
   attempts: v.pipe(v.array(deliveryAttempt), v.maxLength(50)),
   attemptCount: count,
@@ -156,7 +157,13 @@ export const attachment = v.strictObject({
 });
 
 export const webhookList = v.strictObject({ data: v.array(webhook) });
-export const deliveryList = v.strictObject({ data: v.array(delivery) });
+export const deliveryList = v.strictObject({
+  data: v.pipe(v.array(delivery), v.maxLength(500), v.description('Newest first.')),
+  nextCursor: v.pipe(
+    v.nullable(v.pipe(v.string(), v.minLength(1), v.maxLength(200))),
+    v.description('Give it as `cursor` for the next page; `null` on the last. Opaque: pass it back as it came.'),
+  ),
+});
 export const fileList = v.strictObject({ data: v.array(fileEntry) });
 export const agreementList = v.strictObject({
   data: v.pipe(v.array(agreementEventData), v.maxLength(100), v.description('Newest first, without signature images.')),

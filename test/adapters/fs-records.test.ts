@@ -13,6 +13,7 @@ import { withStorage } from '../conformance/with-storage.js';
 import { fsStorageFactory } from '../helpers/fs-dirs.js';
 import { memoryStorageFactory } from '../helpers/memory.js';
 import { agreementRecord, attachmentRecord, eventRecord, rejection } from '../helpers/record-fixtures.js';
+import { everyDelivery } from '../helpers/every-delivery.js';
 
 const T1 = '2026-01-01T00:01:00+00:00';
 const T2 = '2026-01-01T00:02:00+00:00';
@@ -47,7 +48,7 @@ function recordTests(factory: StorageFactory) {
     assert.equal(await storage.getAgreement('acct_a', agreement.id), agreement);
     assert.is(await storage.getAgreement('acct_b', agreement.id), null);
     assert.equal(await db.event(event.id), event);
-    const [delivery, ...rest] = await storage.listDeliveries('acct_a', webhook.id);
+    const [delivery, ...rest] = await everyDelivery(storage, 'acct_a', webhook.id);
     assert.equal(rest, []);
     assert.is(delivery!.eventId, event.id);
     assert.is(delivery!.status, 'pending');
@@ -159,13 +160,13 @@ function recordTests(factory: StorageFactory) {
     const delivery = deliveries[0]!;
     assert.ok(/^whd_[0-9A-Za-z]{22}$/.test(delivery.id));
     assert.equal(delivery, {
-      id: delivery.id, accountId: 'acct_a', webhookId: match.id, eventId: event.id, status: 'pending',
+      id: delivery.id, accountId: 'acct_a', webhookId: match.id, eventId: event.id, eventType: event.type, status: 'pending',
       attempts: [], attemptCount: 0, nextAttemptAt: T1, createdAt: T1, leaseOwner: null, leaseUntil: null,
     });
     assert.equal(await storage.getDelivery('acct_a', delivery.id), delivery);
     assert.is(await storage.getDelivery('acct_b', delivery.id), null);
     assert.equal(await db.event(event.id), event);
-    assert.equal(await storage.listDeliveries('acct_a', otherType.id), []);
+    assert.equal(await everyDelivery(storage, 'acct_a', otherType.id), []);
   }));
 
   test('outbox: a batch holding an event already stored rejects and stores nothing', withStorage(factory, async (storage, { db }) => {
@@ -176,15 +177,15 @@ function recordTests(factory: StorageFactory) {
     const fresh = eventRecord();
     await rejection(storage.publishEvents([fresh, stored]));
     assert.is(await db.event(fresh.id), null);
-    assert.is((await storage.listDeliveries('acct_a', webhook.id)).length, 1);
+    assert.is((await everyDelivery(storage, 'acct_a', webhook.id)).length, 1);
   }));
 
   test('outbox: deliveries are listed newest first', withStorage(factory, async (storage) => {
     const webhook = webhookRecord();
     await storage.insertWebhook(webhook);
     for (const createdAt of [T1, T3, T2]) await storage.publishEvents([eventRecord({ createdAt })]);
-    assert.equal((await storage.listDeliveries('acct_a', webhook.id)).map((d) => d.createdAt), [T3, T2, T1]);
-    assert.equal(await storage.listDeliveries('acct_b', webhook.id), []);
+    assert.equal((await everyDelivery(storage, 'acct_a', webhook.id)).map((d) => d.createdAt), [T3, T2, T1]);
+    assert.equal(await everyDelivery(storage, 'acct_b', webhook.id), []);
   }));
 
   test('outbox: claims take due, unleased deliveries, oldest due first, up to the limit', withStorage(factory, async (storage) => {
@@ -275,7 +276,7 @@ function recordTests(factory: StorageFactory) {
     assert.equal(await db.event(event.id), event);
     assert.equal(await reopened.getAttachment('acct_a', attachment.id), attachment);
     assert.equal(await Promise.all([reopened.getDelivery('acct_a', delivery.id), reopened.getDelivery('acct_a', leased!.id)]), before);
-    assert.equal((await reopened.listDeliveries('acct_a', webhook.id)).length, 2);
+    assert.equal((await everyDelivery(reopened, 'acct_a', webhook.id)).length, 2);
     assert.equal(await reopened.claimDeliveries({ now: T1, leaseUntil: T3, limit: 5, owner: 'w3' }), [], 'one not due, one leased');
     assert.is((await reopened.getDelivery('acct_a', leased!.id))!.leaseOwner, 'w2');
     assert.ok(await reopened.isBlobReferenced(agreement.documents[0]!.id));
@@ -306,7 +307,7 @@ fsOnly('a batch with the same event twice rejects and stores nothing', withStora
   const event = eventRecord();
   await rejection(storage.publishEvents([event, { ...event }]));
   assert.is(await db.event(event.id), null);
-  assert.equal(await storage.listDeliveries('acct_a', webhook.id), []);
+  assert.equal(await everyDelivery(storage, 'acct_a', webhook.id), []);
 }));
 
 fsOnly('event data that JSON cannot hold rejects the whole batch and stores nothing', withStorage(factory, async (storage, { db }) => {

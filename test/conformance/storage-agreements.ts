@@ -28,6 +28,7 @@ async function pagesOf(storage: Storage, accountId: string, limit: number): Prom
 }
 import { reopenable } from './reopen.js';
 import { withStorage } from './with-storage.js';
+import { everyDelivery } from '../helpers/every-delivery.js';
 
 function eventFor(agreement: AgreementRecord, type: string): EventRecord {
   const { accountId: _accountId, ...data } = agreement;
@@ -116,11 +117,11 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
     await storage.insertAgreement(agreement, [event]);
     assert.equal(await db.event(event.id), event);
     assert.is((await db.event(event.id))!.accountId, 'acct_a', 'stored under its own account');
-    const deliveries = await storage.listDeliveries('acct_a', hook.id);
+    const deliveries = await everyDelivery(storage, 'acct_a', hook.id);
     assert.is(deliveries.length, 1);
     assert.is(deliveries[0]!.eventId, event.id);
     assert.is(deliveries[0]!.status, 'pending');
-    assert.equal(await storage.listDeliveries('acct_a', otherType.id), []);
+    assert.equal(await everyDelivery(storage, 'acct_a', otherType.id), []);
   }));
 
   test('agreements: inserting an id twice rejects, keeps the first and stores none of the second\'s events', withStorage(factory, async (storage, { db }) => {

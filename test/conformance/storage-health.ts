@@ -10,6 +10,7 @@ import type { StorageFactory } from './types.js';
 import { T0, at, attempt, eventRecord, webhookRecord } from './fixtures.js';
 import { reopenable } from './reopen.js';
 import { withStorage } from './with-storage.js';
+import { everyDelivery } from '../helpers/every-delivery.js';
 
 /** Disabled after a minute of failures in at least three attempts. */
 const RULE: HealthRule = { disableAfterMs: 60_000, disableAfterFailures: 3 };
@@ -191,7 +192,7 @@ export function healthStorageTests(test: Test, factory: StorageFactory): void {
     assert.equal(made.map((d) => d.eventId), [exhausted.eventId, held.eventId], 'oldest first; not before `since`, not delivered, not pending, not a test call');
     for (const delivery of made) {
       assert.equal({ ...delivery, id: '', eventId: '' }, {
-        id: '', accountId: 'acct_a', webhookId: webhook.id, eventId: '', status: 'pending', attempts: [], attemptCount: 0,
+        id: '', accountId: 'acct_a', webhookId: webhook.id, eventId: '', eventType: webhook.type, status: 'pending', attempts: [], attemptCount: 0,
         nextAttemptAt: at(60), createdAt: at(60), leaseOwner: null, leaseUntil: null,
       });
       assert.equal(await db.delivery(delivery.id), delivery);
@@ -211,7 +212,7 @@ export function healthStorageTests(test: Test, factory: StorageFactory): void {
     await attemptAll(storage, 0, 500, failed);
     const made = await Promise.all(Array.from({ length: 4 }, () => storage.recoverDeliveries('acct_a', webhook.id, at(0), at(10))));
     assert.is(made.reduce((sum, list) => sum + list!.length, 0), 5);
-    assert.is((await storage.listDeliveries('acct_a', webhook.id)).length, 10);
+    assert.is((await everyDelivery(storage, 'acct_a', webhook.id)).length, 10);
   }));
 
   test('health: in a worker, a receiver that fails past the thresholds is disabled and `webhook.disabled` is emitted once', withStorage(factory, async (storage) => {

@@ -9,6 +9,7 @@ import type { StorageFactory } from './types.js';
 import { at, attempt, eventRecord, webhookRecord } from './fixtures.js';
 import { reopenable } from './reopen.js';
 import { withStorage } from './with-storage.js';
+import { everyDelivery } from '../helpers/every-delivery.js';
 
 /** A webhook of account A for `customer-created`, and `count` events of it published `spacing` seconds apart. */
 async function published(storage: Storage, count: number, spacing = 1): Promise<DeliveryRecord[]> {
@@ -42,13 +43,13 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     assert.equal(rest, []);
     assert.equal([delivery!.webhookId, delivery!.eventId, delivery!.status, delivery!.nextAttemptAt], [target.id, event.id, 'pending', at(5)]);
     assert.equal(await db.delivery(delivery!.id), delivery);
-    assert.equal(await storage.listDeliveries('acct_a', sameType.id), [], 'no other webhook gets it');
+    assert.equal(await everyDelivery(storage, 'acct_a', sameType.id), [], 'no other webhook gets it');
     assert.equal(await storage.publishEvents([eventRecord({ type: 'webhook.test' })], { webhookId: otherAccount.id }), [], 'not to another account');
   }));
 
   test('outbox: six deliveries made in the same second list newest first, in exact creation order', withStorage(factory, async (storage) => {
     const made = await published(storage, 6, 0);
-    const listed = await storage.listDeliveries('acct_a', made[0]!.webhookId);
+    const listed = await everyDelivery(storage, 'acct_a', made[0]!.webhookId);
     assert.equal(listed.map((delivery) => delivery.id), made.map((delivery) => delivery.id).reverse());
   }));
 
@@ -68,6 +69,7 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
         accountId: 'acct_a',
         webhookId: '',
         eventId: event.id,
+        eventType: event.type,
         status: 'pending',
         attempts: [],
         attemptCount: 0,
@@ -81,8 +83,8 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     }
     assert.equal(await db.event(event.id), event);
     assert.is.not(deliveries[0]!.id, deliveries[1]!.id);
-    assert.equal(await storage.listDeliveries('acct_a', otherType.id), []);
-    assert.equal(await storage.listDeliveries('acct_b', otherAccount.id), []);
+    assert.equal(await everyDelivery(storage, 'acct_a', otherType.id), []);
+    assert.equal(await everyDelivery(storage, 'acct_b', otherAccount.id), []);
   }));
 
   test('outbox: an event with no subscriber is stored all the same, under its own account', withStorage(factory, async (storage, { db }) => {
@@ -105,7 +107,7 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     assert.ok(rejected, 'a duplicate event id rejects');
     assert.is(await db.event(fresh.id), null, 'the rest of the batch is not stored');
     assert.equal((await db.event(one.id))!.data, one.data);
-    assert.is((await storage.listDeliveries('acct_a', webhook.id)).length, 2);
+    assert.is((await everyDelivery(storage, 'acct_a', webhook.id)).length, 2);
   }));
 
   test('outbox: calls at once each resolve their own deliveries; one with a known event id fails alone', withStorage(factory, async (storage, { db }) => {
@@ -132,8 +134,8 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       }
     });
     for (const event of events) assert.equal(await db.event(event.id), event);
-    assert.is((await storage.listDeliveries('acct_a', webhook.id)).length, 13);
-    assert.is((await storage.listDeliveries('acct_b', other.id)).length, 12);
+    assert.is((await everyDelivery(storage, 'acct_a', webhook.id)).length, 13);
+    assert.is((await everyDelivery(storage, 'acct_b', other.id)).length, 12);
   }));
 
   test('outbox: a batch holding the same new event id twice stores nothing', withStorage(factory, async (storage, { db }) => {
@@ -144,7 +146,7 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     await storage.publishEvents([twice, { ...twice, data: { second: true } }]).catch(() => (rejected = true));
     assert.ok(rejected, 'a duplicate id within the batch rejects');
     assert.is(await db.event(twice.id), null);
-    assert.equal(await storage.listDeliveries('acct_a', webhook.id), []);
+    assert.equal(await everyDelivery(storage, 'acct_a', webhook.id), []);
   }));
 
   test('outbox: a due delivery whose webhook is gone is cancelled, not claimed', withStorage(factory, async (storage, { db }) => {
@@ -390,7 +392,7 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     const refused = (await storage.getDelivery('acct_a', inFlight.id))!;
     assert.equal([refused.status, refused.attempts], ['cancelled', []]);
     assert.equal(await db.delivery(inFlight.id), refused);
-    const other = await storage.listDeliveries('acct_a', kept.id);
+    const other = await everyDelivery(storage, 'acct_a', kept.id);
     assert.equal(other.map((d) => [d.status, d.leaseOwner]), [['pending', null], ['pending', 'worker-1'], ['pending', 'worker-1']], 'the other webhook is untouched');
     const later = await claim(storage, 1000, 10, 'worker-3');
     assert.equal(later.map((c) => c.webhook.id), [kept.id, kept.id, kept.id], 'cancelled ones are never claimed; the other webhook\'s are');
@@ -551,10 +553,72 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     const other = webhookRecord({ accountId: 'acct_b' });
     await storage.insertWebhook(other);
     await storage.publishEvents([eventRecord({ accountId: 'acct_b', createdAt: at(30) })]);
-    const listed = await storage.listDeliveries('acct_a', deliveries[0]!.webhookId);
+    const listed = await everyDelivery(storage, 'acct_a', deliveries[0]!.webhookId);
     assert.equal(listed.map((d) => d.id), deliveries.map((d) => d.id).reverse());
-    assert.equal(await storage.listDeliveries('acct_b', deliveries[0]!.webhookId), []);
-    assert.is((await storage.listDeliveries('acct_b', other.id)).length, 1);
+    assert.equal(await everyDelivery(storage, 'acct_b', deliveries[0]!.webhookId), []);
+    assert.is((await everyDelivery(storage, 'acct_b', other.id)).length, 1);
+  }));
+
+  test('outbox: the log pages newest first: each page starts past the last one, the last page has no next', withStorage(factory, async (storage) => {
+    // Three per second over four seconds: pages cut inside a second too.
+    const webhook = webhookRecord();
+    await storage.insertWebhook(webhook);
+    const made: DeliveryRecord[] = [];
+    for (let i = 0; i < 12; i++) made.push(...(await storage.publishEvents([eventRecord({ createdAt: at(Math.floor(i / 3)) })])));
+    const expected = made.map((delivery) => delivery.id).reverse();
+    const pages: string[][] = [];
+    let page = await storage.listDeliveries('acct_a', webhook.id, { limit: 5 });
+    pages.push(page.deliveries.map((delivery) => delivery.id));
+    while (page.next !== null) {
+      page = await storage.listDeliveries('acct_a', webhook.id, { limit: 5, after: page.next });
+      pages.push(page.deliveries.map((delivery) => delivery.id));
+    }
+    assert.equal(pages.map((ids) => ids.length), [5, 5, 2]);
+    assert.equal(pages.flat(), expected);
+    // A page of exactly the rest has no next.
+    const exact = await storage.listDeliveries('acct_a', webhook.id, { limit: 12 });
+    assert.is(exact.next, null);
+    assert.is(exact.deliveries.length, 12);
+    // Newer deliveries do not shift a page already cut.
+    const first = await storage.listDeliveries('acct_a', webhook.id, { limit: 4 });
+    await storage.publishEvents([eventRecord({ createdAt: at(9) })]);
+    const second = await storage.listDeliveries('acct_a', webhook.id, { limit: 4, after: first.next! });
+    assert.equal(second.deliveries.map((delivery) => delivery.id), expected.slice(4, 8));
+  }));
+
+  test('outbox: the log filters on status, event type and time, together, and pages through what matches', withStorage(factory, async (storage) => {
+    const webhook = webhookRecord();
+    await storage.insertWebhook(webhook);
+    const made: DeliveryRecord[] = [];
+    for (let i = 0; i < 10; i++) made.push(...(await storage.publishEvents([eventRecord({ createdAt: at(i * 10) })])));
+    const test = await storage.publishEvents([eventRecord({ type: 'webhook.test', createdAt: at(45) })], { webhookId: webhook.id });
+    // Every other one succeeds.
+    const claimed = await claim(storage, 1000, 20);
+    for (const [index, { delivery }] of claimed.entries()) {
+      await storage.recordAttempt(delivery.id, 'worker-1', attempt(index % 2 === 0 ? 200 : 500), {
+        status: index % 2 === 0 ? 'succeeded' : 'failed',
+        nextAttemptAt: null,
+      });
+    }
+    const ids = async (query: Omit<Parameters<Storage['listDeliveries']>[2], 'limit'>, limit = 50) =>
+      (await storage.listDeliveries('acct_a', webhook.id, { limit, ...query })).deliveries.map((delivery) => delivery.id);
+    const statusOf = new Map(claimed.map(({ delivery }, index) => [delivery.id, index % 2 === 0 ? 'succeeded' : 'failed']));
+    const all = [...made, ...test].sort((a, b) => (a.createdAt < b.createdAt ? 1 : -1)).map((delivery) => delivery.id);
+    assert.equal(await ids({ status: 'succeeded' }), all.filter((id) => statusOf.get(id) === 'succeeded'));
+    assert.equal(await ids({ eventType: 'webhook.test' }), [test[0]!.id]);
+    assert.equal(await ids({ eventType: 'customer-created', since: at(30), until: at(60) }), [made[5]!.id, made[4]!.id, made[3]!.id]);
+    assert.equal(await ids({ since: at(90) }), [made[9]!.id], 'since: at or after');
+    assert.equal(await ids({ until: at(10) }), [made[0]!.id], 'until: before');
+    assert.equal(await ids({ status: 'pending' }), []);
+    // Paging through a filter: the cursor carries on past deliveries that do not match.
+    const failed = all.filter((id) => statusOf.get(id) === 'failed');
+    const firstPage = await storage.listDeliveries('acct_a', webhook.id, { limit: 2, status: 'failed' });
+    assert.equal(firstPage.deliveries.map((delivery) => delivery.id), failed.slice(0, 2));
+    const rest = await storage.listDeliveries('acct_a', webhook.id, { limit: 50, status: 'failed', after: firstPage.next! });
+    assert.equal(rest.deliveries.map((delivery) => delivery.id), failed.slice(2));
+    assert.equal((await storage.getDelivery('acct_a', test[0]!.id))!.eventType, 'webhook.test');
+    // Another account never reads the log, whatever it asks.
+    assert.equal((await storage.listDeliveries('acct_b', webhook.id, { limit: 50 })).deliveries, []);
   }));
 
   test('outbox: returned deliveries and events are copies', withStorage(factory, async (storage, { db }) => {

@@ -2,7 +2,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fsBlobs, fsStorage } from '../../adapters/fs/index.js';
 import { memoryStorage } from '../../adapters/memory/index.js';
-import { memoryTablesOf } from '../../adapters/memory/memory-storage.js';
+import { memoryRecordOf } from '../../adapters/memory/memory-storage.js';
+import type { AgreementRecord } from '../../src/records.js';
 import { type SqlClient, sqlAdapters } from '../../adapters/sql/index.js';
 import type { PortalOptions } from '../../src/index.js';
 import { removeDir, tempDir } from './fs-dirs.js';
@@ -33,7 +34,7 @@ export async function openBackends(what: string): Promise<{ list: Backend[]; clo
       async options() {
         const storage = memoryStorage();
         const tamper: Tamper = async (agreementId, from, to) => {
-          const entry = memoryTablesOf(storage)!.agreements.get(agreementId)!.audit.find((candidate) => candidate.ip === from)!;
+          const entry = (memoryRecordOf(storage, 'agreement', agreementId) as AgreementRecord).audit.find((candidate) => candidate.ip === from)!;
           entry.ip = to;
         };
         return { options: { storage }, cleanup: async () => {}, tamper };

@@ -1,30 +1,34 @@
 import { memoryStorage } from '../../adapters/memory/index.js';
-import { idempotencyId, memoryTablesOf } from '../../adapters/memory/memory-storage.js';
+import { idempotencyId, isMemoryStorage, memoryRecordOf } from '../../adapters/memory/memory-storage.js';
+import type { TableName } from '../../adapters/in-process/record-state.js';
 import type { Storage } from '../../src/ports.js';
+import type { IdempotencyRecord } from '../../src/records.js';
 import type { StorageBackChannel, StorageFactory } from '../conformance/types.js';
 
-const copyOf = <T>(table: ReadonlyMap<string, T>, id: string): T | null => {
-  const row = table.get(id);
-  return row === undefined ? null : structuredClone(row);
-};
 
 /**
- * The back-channel to `storage`, a memory store: it reads the store's own tables through the
- * adapter's internal handle (`memoryTablesOf`, not exported by the package). Memory holds no other
+ * The back-channel to `storage`, a memory store: it reads the store's own records through the
+ * adapter's internal handle (`memoryRecordOf`, not exported by the package). Memory holds no other
  * copy of the data, so this is as close to the backing store as there is.
  */
 export function memoryBackChannel(storage: Storage): StorageBackChannel {
-  const tables = memoryTablesOf(storage);
-  if (tables === undefined) throw new TypeError('memoryBackChannel: not a store memoryStorage() made');
+  if (!isMemoryStorage(storage)) throw new TypeError('memoryBackChannel: not a store memoryStorage() made');
+  const copyOf = <T>(table: TableName, id: string): T | null => {
+    const record = memoryRecordOf(storage, table, id);
+    return record === undefined ? null : (structuredClone(record) as T);
+  };
   return {
-    event: async (id) => copyOf(tables.events, id),
-    delivery: async (id) => copyOf(tables.deliveries, id),
-    webhook: async (id) => copyOf(tables.webhooks, id),
+    event: async (id) => copyOf('event', id),
+    delivery: async (id) => copyOf('delivery', id),
+    webhook: async (id) => copyOf('webhook', id),
     async idempotencyKey(accountId, key) {
-      const record = copyOf(tables.idempotencyKeys, idempotencyId(accountId, key));
-      return record?.status === 'completed' ? record : null;
+      // Stored under its one id, which the port's record does not carry.
+      const stored = copyOf<IdempotencyRecord & { id?: string }>('idempotency', idempotencyId(accountId, key));
+      if (stored === null) return null;
+      const { id: _id, ...record } = stored;
+      return record.status === 'completed' ? record : null;
     },
-    health: async (id) => copyOf(tables.health, id),
+    health: async (id) => copyOf('health', id),
   };
 }
 

@@ -69,7 +69,7 @@ export function sqlBackChannel(client: SqlClient, schema: string): StorageBackCh
       return row && ({ ...row, data: row.data === null ? null : JSON.parse(row.data as string) } as EventRecord);
     },
     async delivery(id) {
-      const columns = `id, account_id AS "accountId", webhook_id AS "webhookId", event_id AS "eventId", status, attempts::text AS attempts, attempt_count AS "attemptCount",
+      const columns = `id, account_id AS "accountId", webhook_id AS "webhookId", event_id AS "eventId", event_type AS "eventType", status, attempts::text AS attempts, attempt_count AS "attemptCount",
         ${atom('next_attempt_at', 'nextAttemptAt')}, ${atom('created_at', 'createdAt')}, lease_owner AS "leaseOwner", ${atom('lease_until', 'leaseUntil')}`;
       const row = await one('deliveries', columns, id);
       return row && ({ ...row, attempts: JSON.parse(row.attempts as string) } as DeliveryRecord);

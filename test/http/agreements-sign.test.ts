@@ -8,6 +8,7 @@ import { json, rejects, startPortal, withPortal, type TestPortal } from '../help
 import { memoryBackChannel } from '../helpers/memory.js';
 import { NEVER, waitFor } from '../helpers/webhooks.js';
 import { PNG_SIGNATURE, dataUrl, documentBytes, pngBytes, sha256, signer, validFormData } from '../helpers/agreements.js';
+import { everyDelivery } from '../helpers/every-delivery.js';
 
 const SIGNATURE_1 = dataUrl('image/png', pngBytes(100));
 const SIGNATURE_2 = dataUrl('image/jpeg', Buffer.from([0xff, 0xd8, 0xff, 0xe1, 9, 9, 9]));
@@ -24,7 +25,7 @@ async function setup() {
 
 /** The events of an account of a type, found through a webhook of that type (its deliveries name them), as stored. */
 async function eventsOf(app: TestPortal, storage: Storage, webhookId: string) {
-  const deliveries = await storage.listDeliveries('acct_a', webhookId);
+  const deliveries = await everyDelivery(storage, 'acct_a', webhookId);
   const db = memoryBackChannel(storage);
   return Promise.all(deliveries.map((delivery) => db.event(delivery.eventId)));
 }

@@ -247,6 +247,7 @@ test('every route answers as the document says: each success and each error it d
     assert.is(log.data.length, 1);
     assert.is(log.data[0].attempts.length, 1, 'an attempt is in the log, so its shape is checked too');
     await call('GET', '/webhooks/{webhookId}/deliveries', '/webhooks/wbh_missing/deliveries', {}, 404);
+    await call('GET', '/webhooks/{webhookId}/deliveries', `/webhooks/${hook.id}/deliveries?status=lost`, {}, 400);
     const redeliver = '/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver';
     await call('POST', redeliver, `/webhooks/${hook.id}/deliveries/${log.data[0].id}/redeliver`, {}, 202);
     await call('POST', redeliver, `/webhooks/${hook.id}/deliveries/whd_missing/redeliver`, {}, 404);

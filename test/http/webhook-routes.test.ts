@@ -171,7 +171,7 @@ test('GET /webhooks/{id}/deliveries: the log, newest first, with every attempt; 
     assert.is(data.length, 2);
     assert.ok(data[0].createdAt > data[1].createdAt, 'newest first');
     for (const delivery of data) {
-      assert.equal(Object.keys(delivery).sort(), ['attemptCount', 'attempts', 'createdAt', 'eventId', 'id', 'nextAttemptAt', 'status', 'webhookId']);
+      assert.equal(Object.keys(delivery).sort(), ['attemptCount', 'attempts', 'createdAt', 'eventId', 'eventType', 'id', 'nextAttemptAt', 'status', 'webhookId']);
       assert.match(delivery.id, /^whd_/);
       assert.is(delivery.webhookId, hook.id);
     }
@@ -182,6 +182,53 @@ test('GET /webhooks/{id}/deliveries: the log, newest first, with every attempt; 
     const asB = await app.api(`/webhooks/${hook.id}/deliveries`, { headers: { authorization: `Bearer ${KEY_B}` } });
     assert.is(asB.status, 404);
     assert.is((await app.api('/webhooks/wbh_nothing/deliveries')).status, 404);
+  });
+});
+
+test('GET /webhooks/{id}/deliveries: pages with nextCursor, filters by the query; a bad query is a 400 naming its part', async () => {
+  const time = manualClock(new Date('2026-05-01T10:00:00Z'));
+  await withPortal({ clock: time.clock, webhooks: { tick: NEVER } }, async (app) => {
+    const hook = await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/in' });
+    for (let i = 0; i < 7; i++) {
+      await app.portal.events.publish('acct_a', 'customer-created', { n: i });
+      time.advance(60);
+    }
+    await app.portal.webhooks.sendTest('acct_a', hook.id);
+    const path = `/webhooks/${hook.id}/deliveries`;
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const page = await json(await app.api(`${path}?limit=3${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`));
+      assert.ok(page.data.length <= 3);
+      seen.push(...page.data.map((delivery: { id: string }) => delivery.id));
+      cursor = page.nextCursor;
+      pages++;
+    } while (cursor !== null);
+    assert.is(pages, 3);
+    const everything = await app.portal.webhooks.deliveries('acct_a', hook.id, { limit: 500 });
+    assert.equal(seen, everything!.map((delivery) => delivery.id));
+    assert.is(everything!.nextCursor, null);
+    const tests = await json(await app.api(`${path}?eventType=webhook.test`));
+    assert.equal(tests.data.map((delivery: { eventType: string }) => delivery.eventType), ['webhook.test']);
+    const recent = await json(await app.api(`${path}?since=${encodeURIComponent('2026-05-01T10:05:00+00:00')}&eventType=customer-created`));
+    assert.is(recent.data.length, 2, 'the events of 10:05 and 10:06');
+    assert.is((await json(await app.api(`${path}?status=succeeded`))).data.length, 0);
+    for (const [query, named] of [
+      ['limit=0', 'limit'],
+      ['limit=501', 'limit'],
+      ['limit=ten', 'limit'],
+      ['status=lost', 'status'],
+      ['since=yesterday', 'since'],
+      ['cursor=bm90IGEgY3Vyc29y', 'cursor'],
+      ['limit=2&limit=3', 'limit'],
+      ['page=2', 'page'],
+    ] as const) {
+      const res = await app.api(`${path}?${query}`);
+      assert.is(res.status, 400, query);
+      assert.match((await json(res)).message, named, query);
+    }
+    await rejects(() => app.portal.webhooks.deliveries('acct_a', hook.id, { limit: 0 }), /limit/);
   });
 });
 

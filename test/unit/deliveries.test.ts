@@ -33,6 +33,7 @@ function delivery(overrides: Partial<DeliveryRecord> = {}): DeliveryRecord {
     accountId: 'acct_a',
     webhookId: 'wbh_1',
     eventId: 'evt_1',
+    eventType: 'agreement-signed',
     status: 'pending',
     attempts: [],
     attemptCount: 0,

@@ -55,7 +55,7 @@ test('disableHealth and enableHealth: null when nothing changes; enabling forget
 
 test('undeliveredEvents: events whose deliveries all failed or were cancelled, with the latest delivery\'s time', () => {
   const delivery = (eventId: string, status: DeliveryStatus, seconds: number): DeliveryRecord => ({
-    ...recoveredDelivery({ id: eventId, accountId: 'acct_a' }, 'wbh_1', at(seconds)),
+    ...recoveredDelivery({ id: eventId, accountId: 'acct_a', type: 'agreement-signed' }, 'wbh_1', at(seconds)),
     status,
   });
   const missed = undeliveredEvents([

@@ -9,6 +9,7 @@ import { createWebhookWorker, LEASE_MARGIN_MS, REFILL_WAIT_MS } from '../../src/
 import { atom } from '../../src/shared/time.js';
 import { webhookRecord } from '../conformance/fixtures.js';
 import { deferred, manualClock, secondsBetween, waitFor, webhookPortal } from '../helpers/webhooks.js';
+import { everyDelivery } from '../helpers/every-delivery.js';
 
 const data = { customer: { id: 'cus_1' } };
 const HOOK = { type: 'customer-created', url: 'https://receiver.example/hook' };
@@ -153,7 +154,7 @@ test('a call holds a lease of timeoutMs + 60 s, and the lease is released when t
   let seen: { leaseOwner: string | null; leaseUntil: string | null } | undefined;
   const transport = memoryTransport({
     respond: async () => {
-      const [delivery] = await storage.listDeliveries('acct_a', webhookId);
+      const [delivery] = await everyDelivery(storage, 'acct_a', webhookId);
       seen = { leaseOwner: delivery!.leaseOwner, leaseUntil: delivery!.leaseUntil };
       return 200;
     },
@@ -165,7 +166,7 @@ test('a call holds a lease of timeoutMs + 60 s, and the lease is released when t
     await portal.events.publish('acct_a', 'customer-created', data);
     await portal.worker!.tick();
     assert.equal(seen, { leaseOwner: portal.worker!.owner, leaseUntil: atom(new Date(time.now.getTime() + 80_000)) });
-    const [after] = await storage.listDeliveries('acct_a', webhookId);
+    const [after] = await everyDelivery(storage, 'acct_a', webhookId);
     assert.equal([after!.leaseOwner, after!.leaseUntil], [null, null]);
   } finally {
     await portal.close();
@@ -387,7 +388,7 @@ test('a transport that rejects or never answers, and a record that cannot be sig
     await storage.insertWebhook({ ...good, id: 'wbh_broken', secret: 'whsec_***' });
     await storage.publishEvents([newEvent('acct_a', 'customer-created', data, time.now)]);
     await worker.tick();
-    const error = async (id: string) => (await storage.listDeliveries('acct_a', id))[0]!.attempts[0]!.error;
+    const error = async (id: string) => (await everyDelivery(storage, 'acct_a', id))[0]!.attempts[0]!.error;
     assert.is(await error('wbh_reject'), 'transport bug');
     assert.is(await error('wbh_hang'), 'timed out after 40 ms');
     assert.match((await error('wbh_broken'))!, /^the call could not be made: /);
@@ -458,7 +459,7 @@ async function refillAroundAHangingCall(claimMs: number) {
   const ticking = worker.tick();
   try {
     await waitFor(() => answeredAt.length === 15, 'every other call while one hangs');
-    assert.is((await inner.listDeliveries('acct_a', hanging.id))[0]!.status, 'pending', 'the hanging call is still in flight');
+    assert.is((await everyDelivery(inner, 'acct_a', hanging.id))[0]!.status, 'pending', 'the hanging call is still in flight');
   } finally {
     hang.resolve();
     await ticking;
@@ -538,12 +539,12 @@ test('a call frees its slot once answered, before its attempt is stored; unstore
   await new Promise((resolve) => setTimeout(resolve, 30));
   assert.is(transport.calls.length, 2, 'no third call while `concurrency` more attempts than free slots wait to be stored');
   assert.is(idle, false, 'tick() waits for the attempts to be stored');
-  const leased = (await inner.listDeliveries('acct_a', webhook.id)).filter((delivery) => delivery.leaseOwner === worker.owner);
+  const leased = (await everyDelivery(inner, 'acct_a', webhook.id)).filter((delivery) => delivery.leaseOwner === worker.owner);
   assert.is(leased.length, 2, 'an answered call keeps its lease until its attempt is stored');
   release.resolve();
   await ticking;
   assert.is(transport.calls.length, 3);
-  const log = await inner.listDeliveries('acct_a', webhook.id);
+  const log = await everyDelivery(inner, 'acct_a', webhook.id);
   assert.equal(log.map((delivery) => [delivery.status, delivery.attempts.length, delivery.leaseOwner]), log.map(() => ['succeeded', 1, null]));
   await worker.stop();
 });

@@ -5,6 +5,8 @@ import { refusal } from '../render-error.js';
 import { jsonString } from '../reply.js';
 import type { Webhook } from '../../records.js';
 import type { WebhookService } from '../../domain/webhooks.js';
+import type { DeliveryQueryInput } from '../../domain/inputs.js';
+import { PortalError } from '../../errors.js';
 
 /**
  * A webhook as JSON text: what `JSON.stringify` makes of it, put together from its known fields as
@@ -42,6 +44,25 @@ export function webhookRoutes(webhooks: WebhookService): Route[] {
       },
     },
   ];
+}
+
+/** The query parameters of the delivery log, each at most once. */
+const DELIVERY_LOG_QUERY = ['limit', 'cursor', 'status', 'eventType', 'since', 'until'];
+
+/**
+ * The delivery log's query string as the service reads it: `limit` digits only (`Number` would
+ * take ' 5', '0x10' and '1e1'; anything else is NaN, which the service refuses by name); the rest
+ * as given, for the service to check.
+ */
+function deliveryLogQuery(query: Record<string, string | string[] | undefined>): DeliveryQueryInput {
+  const read: Record<string, string | number> = {};
+  for (const name of DELIVERY_LOG_QUERY) {
+    const value = query[name];
+    if (Array.isArray(value)) throw new PortalError('QUERY_REPEATED', name);
+    if (value === undefined) continue;
+    read[name] = name === 'limit' ? (/^[0-9]{1,6}$/.test(value) ? Number(value) : Number.NaN) : value;
+  }
+  return read as DeliveryQueryInput;
 }
 
 /** Beyond the spec (`extensions: true`): create, list, test webhooks, rotate their secrets, read and redeliver their deliveries. */
@@ -90,10 +111,11 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
     {
       method: ['GET', 'HEAD'],
       path: '/webhooks/:webhookId/deliveries',
-      async handler({ accountId, params }) {
-        const deliveries = await webhooks.deliveries(accountId, params.webhookId!);
+      query: DELIVERY_LOG_QUERY,
+      async handler({ accountId, params, query }) {
+        const deliveries = await webhooks.deliveries(accountId, params.webhookId!, deliveryLogQuery(query));
         if (deliveries === null) return refusal('WEBHOOK_NOT_FOUND', params.webhookId!);
-        return { status: 200, body: { data: deliveries } };
+        return { status: 200, body: { data: deliveries, nextCursor: deliveries.nextCursor } };
       },
     },
     {

@@ -5,6 +5,7 @@ import { webhookRecord } from '../../conformance/fixtures.js';
 import { rejects } from '../../helpers/server.js';
 import type { SqlClient } from '../../../adapters/sql/index.js';
 import { eventRecord, rowsOf, withSqlStorage, type SqlBackend } from './context.js';
+import { everyDelivery } from '../../helpers/every-delivery.js';
 
 const at = (minute: number) => `2026-01-01T00:${String(minute).padStart(2, '0')}:00+00:00`;
 const attempt = (minute: number, statusCode: number | null): DeliveryAttempt => ({
@@ -39,6 +40,7 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
         accountId: event.accountId,
         webhookId: delivery.webhookId,
         eventId: event.id,
+        eventType: event.type,
         status: 'pending',
         attempts: [],
         attemptCount: 0,
@@ -138,28 +140,28 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
     await storage.insertWebhook(doomed);
     await storage.insertWebhook(kept);
     const [first] = await storage.publishEvents([eventRecord({ createdAt: at(0) })]);
-    const doomedFirst = first!.webhookId === doomed.id ? first! : (await storage.listDeliveries('acct_a', doomed.id))[0]!;
+    const doomedFirst = first!.webhookId === doomed.id ? first! : (await everyDelivery(storage, 'acct_a', doomed.id))[0]!;
     await storage.claimDeliveries({ now: at(0), leaseUntil: at(1), limit: 10, owner: 'worker-1' });
     await storage.recordAttempt(doomedFirst.id, 'worker-1', attempt(0, 200), { status: 'succeeded', nextAttemptAt: null });
     await storage.publishEvents([eventRecord({ createdAt: at(2) })]);
     await storage.claimDeliveries({ now: at(3), leaseUntil: at(4), limit: 10, owner: 'worker-2' });
 
     assert.ok(await storage.deleteWebhook('acct_a', doomed.id));
-    const log = await storage.listDeliveries('acct_a', doomed.id);
+    const log = await everyDelivery(storage, 'acct_a', doomed.id);
     assert.equal(log.map((d) => d.status), ['cancelled', 'succeeded']);
     assert.equal([log[0]!.nextAttemptAt, log[0]!.leaseOwner, log[0]!.leaseUntil], [null, null, null]);
     // The worker that held the lease learns the delivery was cancelled.
     assert.not.ok(await storage.recordAttempt(log[0]!.id, 'worker-2', attempt(3, 200), { status: 'succeeded', nextAttemptAt: null }));
-    assert.equal((await storage.listDeliveries('acct_a', kept.id)).map((d) => d.status), ['pending', 'pending']);
+    assert.equal((await everyDelivery(storage, 'acct_a', kept.id)).map((d) => d.status), ['pending', 'pending']);
   }));
 
   test('outbox: redeliver makes a delivery pending again with its attempts kept; listing is newest first', withSqlStorage(backend, async (storage) => {
     const webhook = webhookRecord();
     await storage.insertWebhook(webhook);
     const created = await storage.publishEvents([0, 2, 1].map((minute) => eventRecord({ createdAt: at(minute) })));
-    assert.equal((await storage.listDeliveries('acct_a', webhook.id)).map((d) => d.createdAt), [at(2), at(1), at(0)]);
+    assert.equal((await everyDelivery(storage, 'acct_a', webhook.id)).map((d) => d.createdAt), [at(2), at(1), at(0)]);
     const same = await storage.publishEvents([eventRecord({ createdAt: at(2) })]);
-    const newest = (await storage.listDeliveries('acct_a', webhook.id)).slice(0, 2).map((d) => d.id);
+    const newest = (await everyDelivery(storage, 'acct_a', webhook.id)).slice(0, 2).map((d) => d.id);
     assert.equal(newest, [same[0]!.id, created[1]!.id], 'within one second, the one made last comes first');
 
     const target = created[0]!;

@@ -4,6 +4,7 @@ import type { AgreementRecord } from '../../../src/records.js';
 import { fileRecord, webhookRecord } from '../../conformance/fixtures.js';
 import { rejects } from '../../helpers/server.js';
 import { agreementRecord, attachmentRecord, eventRecord, rowsOf, withSqlStorage, type SqlBackend } from './context.js';
+import { everyDelivery } from '../../helpers/every-delivery.js';
 
 /** Agreements, attachments and blob references, checked against the tables directly where it matters. */
 export function recordTests(test: Test, backend: SqlBackend): void {
@@ -16,7 +17,7 @@ export function recordTests(test: Test, backend: SqlBackend): void {
     assert.equal(await storage.getAgreement('acct_a', agreement.id), agreement);
     assert.is(await storage.getAgreement('acct_b', agreement.id), null);
     assert.equal(await db.event(event.id), event);
-    const deliveries = await storage.listDeliveries('acct_a', webhook.id);
+    const deliveries = await everyDelivery(storage, 'acct_a', webhook.id);
     assert.equal(deliveries.map((delivery) => delivery.eventId), [event.id]);
     // Proper tables: one row per signer and per document, not a JSON copy of the agreement.
     assert.is((await rowsOf(backend.client, schema, 'agreement_signers', `agreement_id = '${agreement.id}'`)).length, 3);
@@ -64,7 +65,7 @@ export function recordTests(test: Test, backend: SqlBackend): void {
     assert.is(stored.signers[1]!.signedAt, '2026-01-02T03:04:05+00:00');
     assert.equal(stored.documents, agreement.documents);
     assert.equal(await db.event(signed.id), signed);
-    assert.is((await storage.listDeliveries('acct_a', webhook.id)).length, 1);
+    assert.is((await everyDelivery(storage, 'acct_a', webhook.id)).length, 1);
   }));
 
   test('agreements: a change that throws rolls back; an absent agreement is null without calling change', withSqlStorage(backend, async (storage) => {

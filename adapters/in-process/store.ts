@@ -1,0 +1,543 @@
+import * as deliveryRules from '../../src/domain/deliveries.js';
+import * as healthRules from '../../src/domain/webhook-health.js';
+import { PortalError } from '../../src/errors.js';
+import type { DeliveryTarget, Storage } from '../../src/ports.js';
+import {
+  agreementSummary,
+  type AgreementRecord,
+  type AttachmentRecord,
+  type DeliveryRecord,
+  type EventRecord,
+  type FileEntryRecord,
+  type IdempotencyCompletion,
+  type IdempotencyRecord,
+  type WebhookHealthRecord,
+  type WebhookRecord,
+  withRotation,
+  withSigningDefaults,
+} from '../../src/records.js';
+import { oldestFirst } from '../../src/shared/order.js';
+import { AgreementDue } from './agreement-due.js';
+import { createRecordState, type Row, type StoredRecord, type TableName } from './record-state.js';
+
+/** One change of a transaction: a whole record stored, or one removed. */
+export type Change = { table: TableName; record: StoredRecord } | { table: TableName; id: string };
+
+/** A change as a journal writes it: the record's JSON and the row now holding it, or the id removed; `previous` is the row it replaced. */
+export type JournalEntry<L> =
+  | { table: TableName; json: string; row: Row<L>; previous: Row<L> | undefined }
+  | { table: TableName; id: string; previous: Row<L> | undefined };
+
+/**
+ * Where an in-process store keeps its records beyond memory: the fs adapter's record log, or
+ * nowhere (the memory adapter). The store applies each transaction to memory at once and hands it
+ * to the journal, which resolves once it is kept.
+ */
+export interface Journal<L> {
+  /** Which tables hold their records in memory; the others are read back through `read`. */
+  readonly kept: Record<TableName, boolean>;
+  /** Whether the store may be used now; while not, its methods wait for `open`. */
+  readonly opened: boolean;
+  /** Resolves once the store may be used (its journal replayed); rejects when it never will (closed). */
+  open(): Promise<void>;
+  /**
+   * Keeps one transaction. When it cannot, calls `revert` (which puts memory back as it was)
+   * before rejecting with the reason; a rejection also says that later writes would fail alike.
+   */
+  append(entries: JournalEntry<L>[], revert: () => void): Promise<void>;
+  /** The JSON of a record not kept in memory, at the place the journal gave it. */
+  read(loc: L): Promise<string>;
+}
+
+/** The one id of an account's idempotency key, as the store keeps it. */
+export const idempotencyId = (accountId: string, key: string): string => `${accountId}\u0000${key}`;
+
+const putDelivery = (record: DeliveryRecord): Change => ({ table: 'delivery', record });
+const putHealth = (record: WebhookHealthRecord): Change => ({ table: 'health', record });
+
+/**
+ * A copy of a webhook row, field by field. Not `{ ...row }`: V8 spreads an object whose properties
+ * do not all sit inside it on its slow path, property by property (the bench row "GET
+ * /v1/webhooks/{id}" of `npm run bench:instructions`, figures in docs/performance.md). Hot path.
+ */
+function copyWebhook(row: WebhookRecord): WebhookRecord {
+  const { id, accountId, type, url, secret, createdAt, previousSecret, previousSecretUntil } = row;
+  // Both or neither (`withRotation`): a record never rotated has no such keys, not `undefined` ones.
+  return previousSecret === undefined
+    ? { id, accountId, type, url, secret, createdAt }
+    : { id, accountId, type, url, secret, createdAt, previousSecret, previousSecretUntil: previousSecretUntil! };
+}
+
+/**
+ * A copy of a file entry row, field by field, for the reason `copyWebhook` gives (a listing copies
+ * every entry; the bench row "GET /v1/files" of `npm run bench:instructions`).
+ */
+function copyEntry(row: FileEntryRecord): FileEntryRecord {
+  const { id, accountId, directoryId, type, name, size, mime, fileShareId, createdAt } = row;
+  return { id, accountId, directoryId, type, name, size, mime, fileShareId, createdAt };
+}
+
+const copyDelivery = (delivery: DeliveryRecord): DeliveryRecord => ({
+  ...delivery,
+  attempts: delivery.attempts.map((attempt) => ({ ...attempt })),
+});
+
+/** Runs `fn` for one key at a time, in call order; other keys run freely. */
+function keyedQueue() {
+  const tails = new Map<string, Promise<unknown>>();
+  return async <T>(key: string, fn: () => Promise<T>): Promise<T> => {
+    const result = (tails.get(key) ?? Promise.resolve()).then(fn);
+    const tail = result.catch(() => {});
+    tails.set(key, tail);
+    try {
+      return await result;
+    } finally {
+      if (tails.get(key) === tail) tails.delete(key);
+    }
+  };
+}
+
+/**
+ * A record as this version reads it: a delivery written before `attemptCount` existed counts the
+ * attempts it holds; one written before `eventType` takes its event's (`typeOf`, from the event
+ * replayed before it).
+ */
+function upgraded(table: TableName, record: StoredRecord, typeOf: (eventId: string) => string | undefined): StoredRecord {
+  if (table !== 'delivery') return record;
+  const delivery = record as DeliveryRecord;
+  delivery.attemptCount ??= delivery.attempts.length;
+  delivery.eventType ??= typeOf(delivery.eventId) ?? '';
+  return delivery;
+}
+
+/** What an in-process store offers beside the port: the replay of a journal, and a look at its rows. */
+export interface InProcessStore<L> {
+  storage: Storage;
+  /** Applies one change read back from the journal at open: a record put (its JSON, and where it lies), or removed. */
+  replay(table: TableName, change: { json: string; loc: L } | { id: string }): void;
+  /** Every live row, in the order each was first written: what a journal's compaction copies. */
+  snapshot(): Row<L>[];
+  /** Bytes of JSON the live records take. */
+  liveBytes(): number;
+  /** The stored record itself (not a copy) when its table is kept in memory: for tests that read past the port. */
+  peek(table: TableName, id: string): unknown;
+}
+
+/**
+ * Every record of the port, its indexes and its rules, in this process: the whole of the memory
+ * adapter, and the fs adapter with a record log as its journal. Each write is applied to memory
+ * at once (so the next call sees it, and calls decide in the order they came) and resolves once
+ * the journal kept it; one the journal cannot keep is undone before it rejects. Records are copied
+ * in and out through JSON, so a caller that mutates a result changes nothing stored, and every
+ * adapter hands back the same shapes.
+ */
+export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
+  const state = createRecordState<L>(journal.kept);
+  const agreementTurns = keyedQueue();
+  /** The open agreements with a time to act at: built at replay, kept by each write. */
+  const agreementsDue = new AgreementDue();
+  /**
+   * Idempotency keys claimed by requests still running, by `idempotencyId`. Only in memory: one
+   * process uses the store, and a claim of a process that ended can complete nothing, so after a
+   * restart its key is free at once. A completed key is stored with its record.
+   */
+  const claims = new Map<string, IdempotencyRecord>();
+
+  /** Waits for the journal to open; a method calls it only while it is not, so a ready store's methods add no turn. */
+  const ready = () => journal.open();
+
+  /**
+   * Applies the changes to memory and resolves once the journal kept them; one it cannot keep is
+   * undone first. Everything is serialised before anything is applied: a record JSON cannot hold
+   * (a BigInt in event data, say) rejects the whole transaction and changes nothing.
+   */
+  function commit(changes: Change[]): Promise<void> {
+    if (changes.length === 0) return Promise.resolve();
+    const serialised = changes.map((change) => ('id' in change ? change : { ...change, json: JSON.stringify(change.record) }));
+    const undo: { table: TableName; id: string; previous: Row<L> | undefined }[] = [];
+    const entries: JournalEntry<L>[] = serialised.map((change) => {
+      const id = 'id' in change ? change.id : change.record.id;
+      const previous = state.get(change.table, id);
+      undo.push({ table: change.table, id, previous });
+      if ('id' in change) {
+        state.remove(change.table, change.id);
+        return { table: change.table, id, previous };
+      }
+      const { table, json } = change;
+      return { table, json, row: state.put(table, JSON.parse(json) as StoredRecord, json), previous };
+    });
+    const revert = () => {
+      for (let i = undo.length - 1; i >= 0; i--) state.revert(undo[i]!.table, undo[i]!.id, undo[i]!.previous);
+    };
+    return journal.append(entries, revert);
+  }
+
+  /**
+   * The change that completes the claim `completion` names, to commit with the record it created;
+   * the claim leaves memory now, so nothing else reads it between this and the commit.
+   */
+  function completing(accountId: string, completion: IdempotencyCompletion | undefined): Change[] {
+    if (completion === undefined) return [];
+    const id = idempotencyId(accountId, completion.key);
+    const held = claims.get(id);
+    if (held === undefined || held.token !== completion.token) throw new PortalError('IDEMPOTENCY_KEY_IN_PROGRESS');
+    const { fingerprint, answer, expiresAt } = completion;
+    const record = { id, ...held, status: 'completed' as const, fingerprint, answer, expiresAt };
+    return [{ table: 'idempotency', record }];
+  }
+
+  /** Takes the claims `changes` complete out of memory: called just before they are committed. */
+  function settleClaims(changes: Change[]): void {
+    for (const change of changes) if ('record' in change) claims.delete(change.record.id);
+  }
+
+  function assertNew(table: TableName, id: string) {
+    if (state.has(table, id)) throw new PortalError('RECORD_EXISTS', id);
+  }
+
+  /** A copy of the record, from memory or from the journal. */
+  async function readRecord<T>(row: Row<L>): Promise<T> {
+    if (row.value !== undefined) return structuredClone(row.value) as T;
+    return JSON.parse(await journal.read(row.loc!)) as T;
+  }
+
+  /** An agreement as this version reads it (one written before signing gets its defaults). */
+  const readAgreement = async (row: Row<L>) => withSigningDefaults(await readRecord<AgreementRecord>(row));
+
+  const kept = <T>(row: Row<L>) => row.value as T;
+
+  /** The webhook's health: its record, or a fresh one when none was written yet. */
+  const healthOf = (webhook: WebhookRecord): WebhookHealthRecord => {
+    const row = state.get('health', webhook.id);
+    return row === undefined ? healthRules.freshHealth(webhook) : kept<WebhookHealthRecord>(row);
+  };
+  /** Whether a due delivery may be sent: its webhook exists and is not disabled. */
+  const deliverable = (delivery: DeliveryRecord): boolean => {
+    if (!state.has('webhook', delivery.webhookId)) return false;
+    const row = state.get('health', delivery.webhookId);
+    return row === undefined || kept<WebhookHealthRecord>(row).disabledAt === null;
+  };
+  /** Writes the health `change` makes of the webhook's current one; `null` (no change) writes nothing. */
+  async function changeHealth(
+    accountId: string,
+    webhookId: string,
+    change: (current: WebhookHealthRecord) => WebhookHealthRecord | null,
+  ): Promise<boolean | null> {
+    if (!journal.opened) await ready();
+    const row = state.owned('webhook', accountId, webhookId);
+    if (row === undefined) return null;
+    const changed = change(healthOf(kept<WebhookRecord>(row)));
+    if (changed === null) return false;
+    await commit([putHealth(changed)]);
+    return true;
+  }
+
+  /** The events and one pending delivery per webhook of each event's account and type; checks every id first. */
+  function eventChanges(events: EventRecord[], target?: DeliveryTarget): { changes: Change[]; deliveries: DeliveryRecord[] } {
+    const seen = new Set<string>();
+    for (const event of events) {
+      if (seen.has(event.id)) throw new PortalError('RECORD_EXISTS', event.id);
+      assertNew('event', event.id);
+      seen.add(event.id);
+    }
+    const deliveries: DeliveryRecord[] = [];
+    for (const event of events) {
+      for (const webhookId of state.webhookIds(event.accountId)) {
+        if (!deliveryRules.isRecipient(kept<WebhookRecord>(state.get('webhook', webhookId)!), event, target)) continue;
+        deliveries.push(deliveryRules.newDelivery(event, webhookId));
+      }
+    }
+    const changes: Change[] = [...events.map((record) => ({ table: 'event' as const, record })), ...deliveries.map(putDelivery)];
+    return { changes, deliveries };
+  }
+
+  const deliveriesOf = (webhookId: string) => Array.from(state.deliveryIds(webhookId), (id) => kept<DeliveryRecord>(state.get('delivery', id)!));
+
+  const storage: Storage = {
+    async insertWebhook(webhook, limits, idempotency) {
+      if (!journal.opened) await ready();
+      assertNew('webhook', webhook.id);
+      const completed = completing(webhook.accountId, idempotency);
+      // Counted and committed with no await between: commit applies to memory at once, so two
+      // creates cannot both pass the count.
+      const max = limits?.maxPerAccount;
+      if (max !== undefined && state.webhookIds(webhook.accountId).size >= max) throw new PortalError('WEBHOOKS_LIMIT', max);
+      settleClaims(completed);
+      await commit([{ table: 'webhook', record: webhook }, ...completed]);
+    },
+    async getWebhook(accountId, id) {
+      if (!journal.opened) await ready();
+      const row = state.owned('webhook', accountId, id);
+      return row === undefined ? null : copyWebhook(kept<WebhookRecord>(row));
+    },
+    async listWebhooks(accountId) {
+      if (!journal.opened) await ready();
+      // The index keeps the order records were written in, which a replay and a compaction keep too.
+      return oldestFirst(Array.from(state.webhookIds(accountId), (id) => copyWebhook(kept<WebhookRecord>(state.get('webhook', id)!))));
+    },
+    async deleteWebhook(accountId, id) {
+      if (!journal.opened) await ready();
+      if (state.owned('webhook', accountId, id) === undefined) return false;
+      const changes: Change[] = [{ table: 'webhook', id }];
+      if (state.has('health', id)) changes.push({ table: 'health', id });
+      // Every delivery of the webhook, not only the queued ones: a pending one with no next attempt is not queued.
+      for (const delivery of deliveriesOf(id)) {
+        const cancelled = deliveryRules.cancel(delivery);
+        if (cancelled !== null) changes.push(putDelivery(cancelled));
+      }
+      await commit(changes);
+      return true;
+    },
+    async rotateWebhookSecret(accountId, id, rotation) {
+      if (!journal.opened) await ready();
+      const row = state.owned('webhook', accountId, id);
+      if (row === undefined) return null;
+      // Read and committed with no await between: commit applies to memory at once, so a rotation
+      // that comes next reads this one's secret.
+      const rotated = withRotation(kept<WebhookRecord>(row), rotation);
+      await commit([{ table: 'webhook', record: rotated }]);
+      return copyWebhook(rotated);
+    },
+
+    async insertFileEntry(entry) {
+      if (!journal.opened) await ready();
+      assertNew('file', entry.id);
+      await commit([{ table: 'file', record: entry }]);
+    },
+    async getFileEntry(accountId, id) {
+      if (!journal.opened) await ready();
+      const row = state.owned('file', accountId, id);
+      return row === undefined ? null : copyEntry(kept<FileEntryRecord>(row));
+    },
+    async listFileEntries(accountId, directoryId) {
+      if (!journal.opened) await ready();
+      return state.entriesInOrder(accountId, directoryId).map(copyEntry);
+    },
+    async deleteFileEntry(accountId, id) {
+      if (!journal.opened) await ready();
+      if (state.owned('file', accountId, id) === undefined) return false;
+      await commit([{ table: 'file', id }]);
+      return true;
+    },
+
+    async insertAgreement(agreement, events, idempotency) {
+      if (!journal.opened) await ready();
+      assertNew('agreement', agreement.id);
+      const completed = completing(agreement.accountId, idempotency);
+      const { changes } = eventChanges(events);
+      settleClaims(completed);
+      await commit([{ table: 'agreement', record: agreement }, ...changes, ...completed]);
+      agreementsDue.update(agreement);
+    },
+    async agreementsDue(now, limit) {
+      if (!journal.opened) await ready();
+      return agreementsDue.dueBy(now, limit);
+    },
+    async getAgreement(accountId, id) {
+      if (!journal.opened) await ready();
+      const row = state.owned('agreement', accountId, id);
+      return row === undefined ? null : readAgreement(row);
+    },
+    async listAgreements(accountId, page) {
+      if (!journal.opened) await ready();
+      const ids = state.agreementIds(accountId, page.limit, page.after);
+      if (ids === null) return null;
+      // One at a time: a record holds its signature images (up to 6 of about 1.4 MB), which are
+      // dropped before the next is read, so a page of 100 never holds them all at once. Each row is
+      // looked up as it is read, not before: an update meanwhile replaces it, and a compaction then
+      // retires the file the replaced row points into (agreements are never removed).
+      const summaries = [];
+      for (const id of ids) summaries.push(agreementSummary(await readAgreement(state.get('agreement', id)!)));
+      return summaries;
+    },
+    async updateAgreement(accountId, id, change) {
+      if (!journal.opened) await ready();
+      // One update of an agreement at a time, from reading it to applying the change in memory;
+      // waiting for the journal happens outside, so updates of one agreement still share a write.
+      const outcome = await agreementTurns(id, async () => {
+        const row = state.owned('agreement', accountId, id);
+        if (row === undefined) return null;
+        const { agreement, events } = change(await readAgreement(row));
+        if (agreement.id !== id || agreement.accountId !== accountId) {
+          throw new Error('updateAgreement: change must keep the id and account');
+        }
+        const { changes } = eventChanges(events);
+        const written = commit([{ table: 'agreement', record: agreement }, ...changes]);
+        agreementsDue.update(agreement);
+        return { written, stored: JSON.parse(JSON.stringify(agreement)) as AgreementRecord };
+      });
+      if (outcome === null) return null;
+      await outcome.written;
+      return outcome.stored;
+    },
+
+    async insertAttachment(attachment) {
+      if (!journal.opened) await ready();
+      assertNew('attachment', attachment.id);
+      await commit([{ table: 'attachment', record: attachment }]);
+    },
+    async getAttachment(accountId, id) {
+      if (!journal.opened) await ready();
+      const row = state.owned('attachment', accountId, id);
+      return row === undefined ? null : { ...kept<AttachmentRecord>(row) };
+    },
+    async deleteAttachment(accountId, id) {
+      if (!journal.opened) await ready();
+      if (state.owned('attachment', accountId, id) === undefined) return false;
+      await commit([{ table: 'attachment', id }]);
+      return true;
+    },
+
+    async publishEvents(events, target) {
+      if (!journal.opened) await ready();
+      const { changes, deliveries } = eventChanges(events, target);
+      await commit(changes);
+      return deliveries.map(copyDelivery);
+    },
+    async getDelivery(accountId, id) {
+      if (!journal.opened) await ready();
+      const row = state.owned('delivery', accountId, id);
+      return row === undefined ? null : copyDelivery(kept<DeliveryRecord>(row));
+    },
+    async listDeliveries(accountId, webhookId, query) {
+      if (!journal.opened) await ready();
+      const { limit, after, status, eventType, since, until } = query;
+      const from = after === undefined ? undefined : { id: after.key, createdAt: after.createdAt };
+      const found: DeliveryRecord[] = [];
+      for (const id of state.deliveryIds(webhookId, from, until)) {
+        const delivery = kept<DeliveryRecord>(state.get('delivery', id)!);
+        if (since !== undefined && delivery.createdAt < since) break;
+        if (delivery.accountId !== accountId) continue;
+        if ((status !== undefined && delivery.status !== status) || (eventType !== undefined && delivery.eventType !== eventType)) continue;
+        if (found.length === limit) {
+          const last = found.at(-1)!;
+          return { deliveries: found.map(copyDelivery), next: { createdAt: last.createdAt, key: last.id } };
+        }
+        found.push(delivery);
+      }
+      return { deliveries: found.map(copyDelivery), next: null };
+    },
+    async claimDeliveries(claim) {
+      if (!journal.opened) await ready();
+      const { leased, cancelled } = deliveryRules.planClaim(state.dueBy(claim.now), claim, deliverable);
+      // Read before waiting for the journal: a webhook deleted meanwhile is gone from the state by then.
+      const claimed = leased.map((delivery) => ({
+        delivery,
+        webhook: copyWebhook(kept<WebhookRecord>(state.get('webhook', delivery.webhookId)!)),
+        eventRow: state.get('event', delivery.eventId)!,
+      }));
+      await commit([...cancelled, ...leased].map(putDelivery));
+      return Promise.all(
+        claimed.map(async ({ delivery, webhook, eventRow }) => ({
+          delivery: copyDelivery(delivery),
+          event: await readRecord<EventRecord>(eventRow),
+          webhook,
+        })),
+      );
+    },
+    async recordAttempt(id, owner, attempt, outcome, rule) {
+      if (!journal.opened) await ready();
+      const row = state.get('delivery', id);
+      const recorded = row === undefined ? null : deliveryRules.recordAttempt(kept<DeliveryRecord>(row), owner, attempt, outcome);
+      if (recorded === null) return false;
+      const webhook = state.get('webhook', recorded.webhookId);
+      // Decided and applied with no await between, so two attempts of one webhook never both see it enabled.
+      const change =
+        rule === undefined || webhook === undefined ? null : healthRules.healthAfterAttempt(healthOf(kept<WebhookRecord>(webhook)), attempt, rule);
+      await commit(change?.changed ? [putDelivery(recorded), putHealth(change.health)] : [putDelivery(recorded)]);
+      return change?.disabled ?? true;
+    },
+    async redeliver(accountId, id, nextAttemptAt) {
+      if (!journal.opened) await ready();
+      const row = state.owned('delivery', accountId, id);
+      if (row === undefined) return null;
+      const again = deliveryRules.redeliver(kept<DeliveryRecord>(row), nextAttemptAt);
+      if (again === null) throw new PortalError('DELIVERY_IN_FLIGHT', id);
+      await commit([putDelivery(again)]);
+      return copyDelivery(again);
+    },
+
+    async getWebhookHealth(accountId, webhookId) {
+      if (!journal.opened) await ready();
+      const row = state.owned('webhook', accountId, webhookId);
+      return row === undefined ? null : { ...healthOf(kept<WebhookRecord>(row)) };
+    },
+    disableWebhook: (accountId, webhookId, at) => changeHealth(accountId, webhookId, (current) => healthRules.disableHealth(current, at)),
+    enableWebhook: (accountId, webhookId) => changeHealth(accountId, webhookId, healthRules.enableHealth),
+    async recoverDeliveries(accountId, webhookId, since, now) {
+      if (!journal.opened) await ready();
+      const row = state.owned('webhook', accountId, webhookId);
+      if (row === undefined) return null;
+      if (healthOf(kept<WebhookRecord>(row)).disabledAt !== null) throw new PortalError('WEBHOOK_DISABLED', webhookId);
+      const candidates = [...deliveryRules.undeliveredEvents(deliveriesOf(webhookId))].filter(([, latest]) => latest >= since);
+      // Events may live in the journal, not in memory: read only those a delivery dates at or after `since`.
+      const events = await Promise.all(candidates.map(([eventId]) => readRecord<EventRecord>(state.get('event', eventId)!)));
+      const { type } = kept<WebhookRecord>(row);
+      const missed = oldestFirst(events.filter((event) => event.createdAt >= since && event.type === type));
+      // Checked again after reading: a delete, a disable or another recovery may have run meanwhile.
+      const current = state.owned('webhook', accountId, webhookId);
+      if (current === undefined) return null;
+      if (healthOf(kept<WebhookRecord>(current)).disabledAt !== null) throw new PortalError('WEBHOOK_DISABLED', webhookId);
+      const stillMissed = deliveryRules.undeliveredEvents(deliveriesOf(webhookId));
+      const made = missed.filter((event) => stillMissed.has(event.id)).map((event) => deliveryRules.recoveredDelivery(event, webhookId, now));
+      await commit(made.map(putDelivery));
+      return made.map(copyDelivery);
+    },
+
+    async isBlobReferenced(key) {
+      if (!journal.opened) await ready();
+      return state.has('file', key) || state.has('attachment', key) || state.isDocument(key);
+    },
+
+    async claimIdempotencyKey(claim) {
+      if (!journal.opened) await ready();
+      const id = idempotencyId(claim.accountId, claim.key);
+      const held = claims.get(id);
+      // A live claim and a live answer never meet: a claim is made only once the answer expired.
+      if (held !== undefined && held.expiresAt > claim.now) return structuredClone(held);
+      const row = state.get('idempotency', id);
+      if (row !== undefined && state.idempotencyExpiry(id)! > claim.now) {
+        const { id: _id, ...record } = await readRecord<IdempotencyRecord & { id: string }>(row);
+        return record;
+      }
+      const { accountId, key, token, fingerprint, now, leaseUntil } = claim;
+      claims.set(id, { accountId, key, status: 'pending', token, fingerprint, answer: null, createdAt: now, expiresAt: leaseUntil });
+      return null;
+    },
+    async releaseIdempotencyKey(accountId, key, token) {
+      if (!journal.opened) await ready();
+      const id = idempotencyId(accountId, key);
+      if (claims.get(id)?.token !== token) return false;
+      claims.delete(id);
+      return true;
+    },
+    async sweepIdempotencyKeys(now, limit) {
+      if (!journal.opened) await ready();
+      let removed = 0;
+      for (const [id, claim] of claims) {
+        if (removed >= limit) break;
+        if (claim.expiresAt <= now && claims.delete(id)) removed++;
+      }
+      const changes: Change[] = [];
+      for (const [id, expiresAt] of state.idempotencyExpiries()) {
+        if (removed + changes.length >= limit) break;
+        if (expiresAt <= now) changes.push({ table: 'idempotency', id });
+      }
+      await commit(changes);
+      return removed + changes.length;
+    },
+  };
+
+  return {
+    storage,
+    replay(table, change) {
+      if ('id' in change) return state.remove(table, change.id);
+      const record = upgraded(table, JSON.parse(change.json) as StoredRecord, (eventId) => state.get('event', eventId)?.eventType);
+      state.put(table, record, change.json, change.loc);
+      if (table === 'agreement') agreementsDue.update(withSigningDefaults(record as AgreementRecord));
+    },
+    snapshot: () => state.snapshot(),
+    liveBytes: () => state.liveBytes(),
+    peek: (table, id) => state.get(table, id)?.value,
+  };
+}
