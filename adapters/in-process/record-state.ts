@@ -1,6 +1,6 @@
 import { type AgreementRecord, type DeliveryRecord, type FileEntryRecord, directoryKey } from '../../src/records.js';
 import { inListingOrder } from '../../src/shared/order.js';
-import { DueQueue } from './due-queue.js';
+import { DueByAccount } from './due-queue.js';
 import { Timeline, type TimelinePosition } from './timeline.js';
 
 export const TABLES = ['webhook', 'file', 'agreement', 'attachment', 'event', 'delivery', 'idempotency', 'health'] as const;
@@ -88,7 +88,7 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
   const directories = new Map<string, Directory>();
   /** Each webhook's deliveries in creation order: the delivery log reads its pages from here. */
   const deliveryOrder = new Timeline();
-  const pending = new DueQueue();
+  const pending = new DueByAccount();
   const documentOwners = new Map<string, string>();
   /** Each account's agreements in creation order: their records lie in the log, so the order is kept here. */
   const agreementOrder = new Timeline();
@@ -155,7 +155,7 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
       case 'delivery':
         // Deliveries stay listed under their webhook; only a removal drops that (`remove`).
         // A replacing row is queued again by its own `index`, which keeps a lease in its place.
-        if (!replaced) pending.delete(row.id);
+        if (!replaced) pending.delete(row.accountId, row.id);
         break;
       case 'idempotency':
         idempotencyExpiry.delete(row.id);
@@ -266,8 +266,8 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
     deliveryIds(webhookId: string, from?: TimelinePosition, until?: string): Iterable<string> {
       return deliveryOrder.newestFirst(webhookId, from, until);
     },
-    /** The pending deliveries due at `now`, earliest first. */
-    dueBy(now: string): Iterable<DeliveryRecord> {
+    /** The pending deliveries due at `now`, earliest first; `skip` drops an account's from the rest of the walk. */
+    dueBy(now: string): { rows: Iterable<DeliveryRecord>; skip(accountId: string): void } {
       return pending.dueBy(now);
     },
     /** When the completed idempotency key `id` expires; `undefined` when none is stored. */

@@ -419,7 +419,9 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
     },
     async claimDeliveries(claim) {
       if (!journal.opened) await ready();
-      const { leased, cancelled } = deliveryRules.planClaim(state.dueBy(claim.now), claim, deliverable);
+      // Each account's due deliveries in a queue of its own: an account at its share is left after one look.
+      const due = state.dueBy(claim.now);
+      const { leased, cancelled } = deliveryRules.planClaim(due.rows, claim, deliverable, due.skip);
       // Read before waiting for the journal: a webhook deleted meanwhile is gone from the state by then.
       const claimed = leased.map((delivery) => ({
         delivery,

@@ -160,11 +160,14 @@ export interface ClaimPlan {
  * or skipped when its account holds its share (`perAccount`) already, so that one account's
  * backlog or hanging receivers never keep another's deliveries waiting beyond this claim; the walk
  * ends once `limit` are leased, so a cancelled or skipped one does not use up the limit.
+ * `accountFull` hears of each account met at its share: none of its candidates will be leased, so
+ * a store may stop offering them.
  */
 export function planClaim(
   candidates: Iterable<DeliveryRecord>,
   claim: Claim,
   deliverable: (delivery: DeliveryRecord) => boolean,
+  accountFull?: (accountId: string) => void,
 ): ClaimPlan {
   const plan: ClaimPlan = { leased: [], cancelled: [] };
   if (claim.limit <= 0) return plan;
@@ -179,7 +182,10 @@ export function planClaim(
       const { inFlight } = claim.perAccount;
       // Own keys only: an account id such as "constructor" must not read the object's prototype.
       const holding = held.get(delivery.accountId) ?? (Object.hasOwn(inFlight, delivery.accountId) ? inFlight[delivery.accountId]! : 0);
-      if (holding >= claim.perAccount.max) continue;
+      if (holding >= claim.perAccount.max) {
+        accountFull?.(delivery.accountId);
+        continue;
+      }
       held.set(delivery.accountId, holding + 1);
     }
     plan.leased.push(lease(delivery, claim.owner, claim.leaseUntil));
