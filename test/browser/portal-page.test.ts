@@ -424,6 +424,34 @@ it('agreements: each signer\'s status, Copy signing link (a link that works), an
   await page.context().close();
 });
 
+it('a long delivery log: one page of 50 at first, older pages on demand; a refresh asks for the first page only', async () => {
+  // A type of its own: no other test's webhook gets these 120 calls.
+  const webhook = await app.portal.webhooks.create('acct_a', { type: 'agreement-reminder-due', url: `${receiver.url}/long-log` });
+  receiver.script([], { status: 204 });
+  for (let i = 0; i < 120; i++) await app.portal.events.publish('acct_a', 'agreement-reminder-due', { n: i });
+  const page = await signedIn();
+  const asked: string[] = [];
+  page.on('request', (request) => {
+    if (request.url().includes('/deliveries')) asked.push(new URL(request.url()).search);
+  });
+  await page.goto(`${app.url}/portal/#/webhooks/${webhook.id}`);
+  await page.locator('.delivery').first().waitFor();
+  assert.is(await page.locator('.delivery').count(), 50);
+  await page.getByRole('button', { name: 'Older deliveries' }).click();
+  await page.locator('.delivery').nth(99).waitFor();
+  await page.getByRole('button', { name: 'Older deliveries' }).click();
+  await page.locator('.delivery').nth(119).waitFor();
+  assert.is(await page.locator('.delivery').count(), 120);
+  assert.ok(await page.getByRole('button', { name: 'Older deliveries' }).isHidden(), 'no page after the last');
+  await page.getByRole('button', { name: 'Refresh' }).click();
+  await page.waitForTimeout(200);
+  assert.is(await page.locator('.delivery').count(), 120, 'the older pages stay through a refresh');
+  assert.ok(asked.length >= 4);
+  assert.ok(asked.every((search) => /limit=50/.test(search)), `every request asks for one page: ${asked.join(' ')}`);
+  assert.equal(problemsOf(page), []);
+  await page.context().close();
+});
+
 it('360 px wide: no sideways scroll; the keyboard reaches the sections', async () => {
   const webhook = await newWebhook(`${receiver.url}/a-rather-long-path/that/goes/on/and/on?with=query&and=more`);
   await app.portal.webhooks.sendTest('acct_a', webhook.id);

@@ -28,6 +28,7 @@ export interface Delivery {
   id: string;
   webhookId: string;
   eventId: string;
+  eventType: string;
   status: 'pending' | 'succeeded' | 'failed' | 'cancelled';
   attempts: DeliveryAttempt[];
   attemptCount: number;
