@@ -1,5 +1,5 @@
 export { createPortal, type Portal } from './portal.js';
-export type { PortalOptions, WebhookOptions } from './options.js';
+export type { PortalOptions, RetentionOptions, WebhookOptions } from './options.js';
 export type { AuthFunction, AuthOption } from './http/auth.js';
 export type { Logger } from './shared/logger.js';
 export { PortalError, PortalError as HttpError, ERRORS, type ErrorCode } from './errors.js';

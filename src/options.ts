@@ -28,6 +28,14 @@ export interface WebhookOptions {
   allowPrivateNetworks?: boolean;
 }
 
+/** How long finished deliveries and events are kept (`retention`); `Infinity` keeps them all. */
+export interface RetentionOptions {
+  /** Events older than this go once no delivery names them. Default 30 days. */
+  eventsMs?: number;
+  /** Finished deliveries (succeeded, failed, cancelled) older than this go. Default 30 days. */
+  deliveriesMs?: number;
+}
+
 export interface AgreementOptions {
   /**
    * Every this many ms after an agreement is created, while it is open, an `agreement-reminder-due`
@@ -54,6 +62,11 @@ export interface PortalOptions {
   signingKeys?: readonly string[];
   webhooks?: WebhookOptions;
   agreements?: AgreementOptions;
+  /**
+   * How long finished deliveries and events are kept: default 30 days each; `Infinity` keeps all.
+   * Removed in batches on the webhook worker's tick, where the worker runs.
+   */
+  retention?: RetentionOptions;
   /** Performs webhook calls (default: the HTTP transport built from `webhooks`). */
   transport?: WebhookTransport;
   /** Event types a webhook may subscribe to. */

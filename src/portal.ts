@@ -32,6 +32,7 @@ import { createTicketService, type TicketService } from './domain/tickets.js';
 import { createDownloadService } from './domain/downloads.js';
 import { createSigningService } from './domain/signing.js';
 import { createAgreementTimer } from './domain/agreement-timer.js';
+import { createRetention, resolveRetention } from './domain/retention.js';
 import { signingRoutes } from './http/routes/signing.js';
 import { signingPageRoutes } from './http/routes/signing-page.js';
 import { createWebhookWorker, type WebhookWorker } from './webhooks/worker.js';
@@ -97,6 +98,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   const eventTypes = options.eventTypes ?? DEFAULT_EVENT_TYPES;
   const webhookOptions = resolveWebhookOptions(options.webhooks);
   const reminderIntervalMs = options.agreements?.reminderIntervalMs;
+  const retention = resolveRetention(options.retention);
   if (reminderIntervalMs !== undefined && !(Number.isSafeInteger(reminderIntervalMs) && reminderIntervalMs >= 60_000)) {
     throw new TypeError('agreements.reminderIntervalMs must be a whole number of milliseconds, at least 60000 (a minute)');
   }
@@ -124,7 +126,14 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   if (webhookOptions.worker) {
     const { timeoutMs, allowPrivateNetworks } = webhookOptions;
     transport ??= httpTransport({ timeoutMs, allowPrivateNetworks, logger });
-    const housekeeping = createAgreementTimer({ storage, clock, logger, notify: () => worker?.poke(), reminderIntervalMs });
+    const agreementTimer = createAgreementTimer({ storage, clock, logger, notify: () => worker?.poke(), reminderIntervalMs });
+    const removeExpired = createRetention({ storage, clock, logger, retention });
+    // Each part on its own: one failing (its error logged by the worker) does not hold back the other.
+    const housekeeping = async () => {
+      const outcomes = await Promise.allSettled([agreementTimer(), removeExpired()]);
+      const failed = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
+      if (failed !== undefined) throw failed.reason;
+    };
     worker = createWebhookWorker({ storage, transport, clock, logger, ...webhookOptions, emit: operational.emit, housekeeping });
   }
 

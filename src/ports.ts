@@ -225,6 +225,15 @@ export interface Storage {
    */
   subscribe?(onWork: () => void, onError?: (error: unknown) => void): () => void;
 
+  /**
+   * Retention: removes up to `limit` finished deliveries (succeeded, failed or cancelled; never a
+   * pending one) made before `before.deliveries`, and then up to `limit` events made before
+   * `before.events` that no delivery names any more (a pending delivery's event is never removed,
+   * nor a finished one's while it is kept); `null` leaves that kind alone. Oldest first. Resolves
+   * how many of each went. Several instances may run it at once: each record is removed once.
+   */
+  removeExpired(before: { deliveries: string | null; events: string | null }, limit: number): Promise<{ deliveries: number; events: number }>;
+
   /** Whether any record names the blob `key` (a document, file or attachment id): the orphan sweep asks. */
   isBlobReferenced(key: string): Promise<boolean>;
 

@@ -42,8 +42,9 @@ export interface Row<L = unknown> {
   readonly documentIds: readonly string[];
   /** When an idempotency key's record expires; kept on the row, whose record may be on disk only. */
   readonly expiresAt?: string;
-  /** An event's type, kept on the row, whose record may be in the journal only. */
+  /** An event's type and time, kept on the row, whose record may be in the journal only. */
   readonly eventType?: string;
+  readonly createdAt?: string;
 }
 
 export interface StoredRecord {
@@ -89,6 +90,12 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
   /** Each webhook's deliveries in creation order: the delivery log reads its pages from here. */
   const deliveryOrder = new Timeline();
   const pending = new DueByAccount();
+  /** The finished deliveries (not pending), oldest first: what retention removes. */
+  const finished = new Timeline();
+  /** How many deliveries name each event: an event none names may go once past retention. */
+  const deliveriesOfEvent = new Map<string, number>();
+  /** Every event, oldest first. */
+  const eventOrder = new Timeline();
   const documentOwners = new Map<string, string>();
   /** Each account's agreements in creation order: their records lie in the log, so the order is kept here. */
   const agreementOrder = new Timeline();
@@ -120,10 +127,18 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
         break;
       case 'delivery': {
         const delivery = value as DeliveryRecord;
-        deliveryOrder.add(delivery.webhookId, row.id, delivery.createdAt);
+        if (!deliveryOrder.holds(delivery.webhookId, row.id)) {
+          deliveryOrder.add(delivery.webhookId, row.id, delivery.createdAt);
+          deliveriesOfEvent.set(delivery.eventId, (deliveriesOfEvent.get(delivery.eventId) ?? 0) + 1);
+        }
+        if (delivery.status === 'pending') finished.remove(row.id);
+        else finished.add('', row.id, delivery.createdAt);
         pending.update(delivery);
         break;
       }
+      case 'event':
+        eventOrder.add('', row.id, row.createdAt!);
+        break;
       case 'idempotency':
         idempotencyExpiry.set(row.id, row.expiresAt!);
         break;
@@ -152,10 +167,20 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
         // An update keeps the agreement's place in its account's list.
         if (!replaced) agreementOrder.remove(row.id);
         break;
-      case 'delivery':
-        // Deliveries stay listed under their webhook; only a removal drops that (`remove`).
-        // A replacing row is queued again by its own `index`, which keeps a lease in its place.
-        if (!replaced) pending.delete(row.accountId, row.id);
+      case 'delivery': {
+        // A replacing row is listed and queued again by its own `index`, which keeps its places.
+        if (replaced) break;
+        const delivery = row.value as DeliveryRecord;
+        pending.delete(row.accountId, row.id);
+        deliveryOrder.remove(row.id);
+        finished.remove(row.id);
+        const left = deliveriesOfEvent.get(delivery.eventId)! - 1;
+        if (left > 0) deliveriesOfEvent.set(delivery.eventId, left);
+        else deliveriesOfEvent.delete(delivery.eventId);
+        break;
+      }
+      case 'event':
+        if (!replaced) eventOrder.remove(row.id);
         break;
       case 'idempotency':
         idempotencyExpiry.delete(row.id);
@@ -200,6 +225,7 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
         documentIds: table === 'agreement' ? (record as AgreementRecord).documents.map((document) => document.id) : [],
         expiresAt: table === 'idempotency' ? (record as StoredRecord & { expiresAt: string }).expiresAt : undefined,
         eventType: table === 'event' ? (record as StoredRecord & { type: string }).type : undefined,
+        createdAt: table === 'event' ? (record as StoredRecord & { createdAt: string }).createdAt : undefined,
       };
       if (row.value === undefined) {
         // Indexing reads the record; a row kept on disk is indexed from the parsed copy it came with.
@@ -220,8 +246,6 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
       const current = rows.get(id);
       if (current !== undefined) {
         unindex(current, previous !== undefined);
-        // A delivery stays listed under its webhook when it changes; one the change made goes from the list.
-        if (table === 'delivery' && previous === undefined) deliveryOrder.remove(id);
         liveBytes -= current.size;
         // Replaced rather than deleted when the change replaced a row: the table keeps its order.
         if (previous === undefined) rows.delete(id);
@@ -237,7 +261,6 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
       const row = rows.get(id);
       if (row === undefined) return;
       unindex(row);
-      if (table === 'delivery') deliveryOrder.remove(id);
       liveBytes -= row.size;
       rows.delete(id);
     },
@@ -269,6 +292,14 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
     /** The pending deliveries due at `now`, earliest first; `skip` drops an account's from the rest of the walk. */
     dueBy(now: string): { rows: Iterable<DeliveryRecord>; skip(accountId: string): void } {
       return pending.dueBy(now);
+    },
+    /** Finished deliveries made before `before`, oldest first. */
+    finishedBefore(before: string): Iterable<string> {
+      return finished.oldestFirst('', before);
+    },
+    /** Events made before `before` that no delivery names, oldest first. */
+    *unneededEventsBefore(before: string): Iterable<string> {
+      for (const id of eventOrder.oldestFirst('', before)) if (!deliveriesOfEvent.has(id)) yield id;
     },
     /** When the completed idempotency key `id` expires; `undefined` when none is stored. */
     idempotencyExpiry(id: string): string | undefined {

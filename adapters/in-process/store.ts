@@ -486,6 +486,29 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       return made.map(copyDelivery);
     },
 
+    async removeExpired(before, limit) {
+      if (!journal.opened) await ready();
+      const changes: Change[] = [];
+      // Deliveries first: their events may then go in the same pass.
+      if (before.deliveries !== null) {
+        for (const id of state.finishedBefore(before.deliveries)) {
+          if (changes.length === limit) break;
+          changes.push({ table: 'delivery', id });
+        }
+      }
+      const deliveries = changes.length;
+      await commit(changes);
+      const events: Change[] = [];
+      if (before.events !== null) {
+        for (const id of state.unneededEventsBefore(before.events)) {
+          if (events.length === limit) break;
+          events.push({ table: 'event', id });
+        }
+      }
+      await commit(events);
+      return { deliveries, events: events.length };
+    },
+
     async isBlobReferenced(key) {
       if (!journal.opened) await ready();
       return state.has('file', key) || state.has('attachment', key) || state.isDocument(key);

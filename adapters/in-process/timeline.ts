@@ -78,6 +78,18 @@ export class Timeline {
       if (!place.removed) yield place.id;
     }
   }
+
+  /** The group's ids, oldest first, made before `before`. */
+  *oldestFirst(key: string, before: string): Generator<string> {
+    const group = this.groups.get(key);
+    if (group === undefined) return;
+    // A removal inside the walk may sweep the group's array: the walk keeps the one it started on.
+    const places = group.places;
+    for (const place of places) {
+      if (place.createdAt >= before) return;
+      if (!place.removed) yield place.id;
+    }
+  }
 }
 
 /** The index of the first place made after `createdAt`. */

@@ -5,6 +5,7 @@ import { fileStorageTests } from './storage-files.js';
 import { idempotencyStorageTests } from './storage-idempotency.js';
 import { healthStorageTests } from './storage-health.js';
 import { outboxStorageTests } from './storage-outbox.js';
+import { retentionStorageTests } from './storage-retention.js';
 import { rotationStorageTests } from './storage-rotation.js';
 import { webhookStorageTests } from './storage-webhooks.js';
 import type { StorageFactory } from './types.js';
@@ -23,6 +24,7 @@ export function storageSuite(factory: StorageFactory): void {
   attachmentStorageTests(test, factory);
   outboxStorageTests(test, factory);
   healthStorageTests(test, factory);
+  retentionStorageTests(test, factory);
   agreementStorageTests(test, factory);
   idempotencyStorageTests(test, factory);
   test.run();

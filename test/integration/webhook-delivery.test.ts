@@ -77,6 +77,7 @@ test('publish stores the event and the first attempt goes out at once, signed an
       id: delivery.id,
       webhookId: app.webhook.id,
       eventId: event.id,
+      eventType: 'customer-created',
       status: 'succeeded',
       attempts: [],
       attemptCount: 1,

@@ -1,0 +1,51 @@
+import type { RetentionOptions } from '../options.js';
+import type { Storage } from '../ports.js';
+import type { Logger } from '../shared/logger.js';
+import { atom } from '../shared/time.js';
+
+
+export const DEFAULT_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
+/** The shortest retention: a minute. */
+export const MIN_RETENTION_MS = 60_000;
+/** Records one batch removes at most: a transaction a store writes at once, a short lock. */
+export const RETENTION_BATCH = 500;
+/** Batches one tick runs at most; a tick whose batches all came back full leaves the rest to the next. */
+export const RETENTION_BATCHES_PER_TICK = 20;
+
+/** The retention in force, checked: each a whole number of milliseconds, at least a minute, or `Infinity`. */
+export function resolveRetention(options: RetentionOptions | undefined): Required<RetentionOptions> {
+  if (options !== undefined && (typeof options !== 'object' || options === null)) throw new TypeError('retention must be an object such as { eventsMs, deliveriesMs }');
+  const read = (name: keyof RetentionOptions): number => {
+    const value = options?.[name] ?? DEFAULT_RETENTION_MS;
+    if (value === Infinity || (Number.isSafeInteger(value) && value >= MIN_RETENTION_MS)) return value;
+    throw new TypeError(`retention.${name} must be a whole number of milliseconds, at least ${MIN_RETENTION_MS} (a minute), or Infinity`);
+  };
+  return { eventsMs: read('eventsMs'), deliveriesMs: read('deliveriesMs') };
+}
+
+/**
+ * What the worker's tick does for retention: removes finished deliveries and events past their
+ * time, in batches of `RETENTION_BATCH`, oldest first, off the request path (`Storage.removeExpired`).
+ * A pending delivery is never removed, nor an event a delivery still names. Instances that tick at
+ * once share the work: a store removes each record once.
+ */
+export function createRetention(deps: { storage: Storage; clock: () => Date; logger: Logger; retention: Required<RetentionOptions> }) {
+  const { eventsMs, deliveriesMs } = deps.retention;
+  const cutoff = (now: number, ms: number) => (ms === Infinity ? null : atom(new Date(now - ms)));
+  return async function tick(): Promise<{ deliveries: number; events: number }> {
+    const removed = { deliveries: 0, events: 0 };
+    if (eventsMs === Infinity && deliveriesMs === Infinity) return removed;
+    const now = deps.clock().getTime();
+    const before = { deliveries: cutoff(now, deliveriesMs), events: cutoff(now, eventsMs) };
+    for (let batch = 0; batch < RETENTION_BATCHES_PER_TICK; batch++) {
+      const gone = await deps.storage.removeExpired(before, RETENTION_BATCH);
+      removed.deliveries += gone.deliveries;
+      removed.events += gone.events;
+      if (gone.deliveries < RETENTION_BATCH && gone.events < RETENTION_BATCH) break;
+      // Between batches, the requests and calls waiting for the event loop go first.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    if (removed.deliveries + removed.events > 0) deps.logger.debug(removed, 'retention: removed finished deliveries and events past their time');
+    return removed;
+  };
+}
