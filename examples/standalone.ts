@@ -84,7 +84,15 @@ async function main() {
   const database = process.env.DATABASE_URL ? await connectDatabase(process.env.DATABASE_URL) : null;
   const adapters = database
     ? sqlAdapters({ client: database.client })
-    : { storage: fsStorage({ dir: dataDir }), blobs: fsBlobs({ dir: path.join(dataDir, 'blobs') }) };
+    : {
+        storage: fsStorage({
+          dir: dataDir,
+          // One open that keeps what a damaged log still holds, after its error said how.
+          repair: process.env.PORTAL_FS_REPAIR === '1',
+          onRepair: (report) => logger.warn({ ...report }, 'storage: the record log was damaged; its whole frames were kept, the damaged bytes dropped'),
+        }),
+        blobs: fsBlobs({ dir: path.join(dataDir, 'blobs') }),
+      };
   // For trying webhooks against a receiver on this machine or a private network; never in production.
   const allowPrivateNetworks = process.env.PORTAL_ALLOW_PRIVATE_NETWORKS === '1';
   if (allowPrivateNetworks) {

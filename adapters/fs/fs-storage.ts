@@ -5,7 +5,7 @@ import { KEPT_BESIDE_A_JOURNAL, TABLES, type TableName } from '../in-process/rec
 import { inProcessStore, type Journal } from '../in-process/store.js';
 import { ensureDirectory, isDiskFull } from './durable.js';
 import { acquireLock, type DirectoryLock } from './lock.js';
-import { type Loc, openRecordLog, type RecordLog, type ReplayedChange } from './record-log.js';
+import { type Loc, openRecordLog, type RecordLog, type RepairReport, type ReplayedChange } from './record-log.js';
 
 export interface FsStorageOptions {
   /** The directory of the record log and its lock file; created when missing. One process at a time. */
@@ -15,6 +15,15 @@ export interface FsStorageOptions {
    * twice their size. Default 64 MiB.
    */
   compactAfterBytes?: number;
+  /**
+   * Open a log damaged in its middle (a disk fault or an edit; never a crash) that would otherwise
+   * be refused with `DamagedLogError`: keep every whole frame, drop the damaged bytes (saved beside
+   * the log as `records.log.damaged-<ms>`, with a `.json` report of the records they named), and
+   * rewrite the log without them. For one open, after reading the error; default `false`.
+   */
+  repair?: boolean;
+  /** Hears what a repair dropped, once the store is open. */
+  onRepair?: (report: RepairReport) => void;
 }
 
 const LOG_FILE = 'records.log';
@@ -73,7 +82,11 @@ export function fsStorage(options: FsStorageOptions): Storage {
       await ensureDirectory(dir);
       const taken = await acquireLock(dir, LOCK_FILE, 'record store', (error) => log?.fail(error));
       try {
-        log = await openRecordLog(path.join(dir, LOG_FILE), { compactAfterBytes, liveBytes: store.liveBytes, snapshot: store.snapshot }, replay);
+        log = await openRecordLog(
+          path.join(dir, LOG_FILE),
+          { compactAfterBytes, liveBytes: store.liveBytes, snapshot: store.snapshot, repair: options.repair === true, onRepair: options.onRepair },
+          replay,
+        );
       } catch (error) {
         await taken.release();
         throw error;

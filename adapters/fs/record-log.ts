@@ -31,11 +31,12 @@ export interface LogFile {
   retired: boolean;
 }
 
-/** Where a record's JSON lies in the log. */
+/** Where a record's JSON lies in the log, and the frame holding it (its header's offset). */
 export interface Loc {
   readonly file: LogFile;
   readonly offset: number;
   readonly length: number;
+  readonly frame: number;
 }
 
 /** A stored record as the log sees it: its JSON is either held in `value`, or read back at `loc`. */
@@ -66,6 +67,31 @@ export interface RecordLogOptions {
   liveBytes(): number;
   /** Every live record, for compaction: called once, synchronously, when a compaction starts. */
   snapshot(): Locatable[];
+  /**
+   * Open a log damaged in its middle anyway: skip the damaged bytes (saved beside it as
+   * `<file>.damaged-<ms>`), keep every whole frame, rewrite the log without them, and tell
+   * `onRepair` what was dropped. Without it, such a log is refused (`DamagedLogError`).
+   */
+  repair?: boolean;
+  onRepair?(report: RepairReport): void;
+}
+
+/** What a repair dropped: the damaged byte ranges, where they were saved, and the records they named (as far as they still read). */
+export interface RepairReport {
+  file: string;
+  damaged: DamagedRange[];
+  savedAs: string;
+  records: { table: string; id: string }[];
+}
+
+/** The records a damaged stretch still names, read from its change lines as far as they hold. */
+function recordsNamedIn(bytes: Buffer): { table: string; id: string }[] {
+  const text = bytes.toString('latin1');
+  const found: { table: string; id: string }[] = [];
+  for (const match of text.matchAll(/[+-]([a-z]{3,16}) (?:\{"id":"([^"]{1,100})"|"([^"]{1,100})")/g)) {
+    found.push({ table: match[1]!, id: match[2] ?? match[3]! });
+  }
+  return found;
 }
 
 export interface RecordLog {
@@ -146,18 +172,58 @@ function replayFrame(file: LogFile, payload: Buffer, payloadOffset: number, appl
     }
     const table = payload.toString('latin1', start + 1, space);
     const body = payload.toString('utf8', space + 1, end);
-    if (sign === 0x2b) apply({ table, json: body, loc: { file, offset: payloadOffset + space + 1, length: end - space - 1 } });
+    if (sign === 0x2b) apply({ table, json: body, loc: { file, offset: payloadOffset + space + 1, length: end - space - 1, frame: payloadOffset - FRAME_HEADER_SIZE } });
     else apply({ table, id: JSON.parse(body) as string });
     start = end + 1;
   }
 }
 
+/** Bytes of a damaged log that whole frames follow: what `repair` drops. */
+export interface DamagedRange {
+  from: number;
+  to: number;
+}
+
 /**
- * Reads frames from `HEADER_SIZE` on, applying each whole one, and resolves where the valid part
- * ends, and whether what follows is a plain cut-off (a last frame whose header or body runs past
- * the end of the file: a write that a crash interrupted) or something else (a bad checksum).
+ * A log damaged in its middle: a frame that does not hold, with whole frames after it. A crash
+ * never leaves this (it can only cut the last write short), so the store does not open by itself.
  */
-async function replayFrames(file: LogFile, size: number, apply: (change: ReplayedChange) => void) {
+export class DamagedLogError extends Error {
+  constructor(
+    readonly file: string,
+    readonly range: DamagedRange,
+  ) {
+    super(
+      `${file} is damaged at byte ${range.from}: the frame there does not hold (its checksum or length is wrong), and whole frames follow it from byte ${range.to}. ` +
+        'A crash never leaves this (a disk fault or an edit does), so the store does not open by itself. ' +
+        `Restore the directory from a backup, or open it once with fsStorage({ dir, repair: true }) (standalone server: PORTAL_FS_REPAIR=1): ` +
+        `that keeps every whole frame, drops the ${range.to - range.from} damaged bytes (saved beside the log as ${path.basename(file)}.damaged-<ms>) and names the records they held.`,
+    );
+    this.name = 'DamagedLogError';
+  }
+}
+
+/** Whether a payload reads as change lines: its first line starts "+table " or "-table ". */
+function looksLikeChanges(payload: Buffer): boolean {
+  const sign = payload[0];
+  if (sign !== 0x2b && sign !== 0x2d) return false;
+  const space = payload.indexOf(0x20);
+  return space > 1 && space < 64;
+}
+
+/**
+ * Reads frames from `HEADER_SIZE` on, applying each whole one. A frame that does not hold (cut
+ * off, a bad length or checksum) is the torn tail of a write a crash interrupted when no whole
+ * frame follows it: the walk resolves where the valid part ends, and whether the rest is a plain
+ * cut-off. When whole frames do follow it, the log is damaged in its middle: `DamagedLogError`,
+ * unless `repair`, which skips the damaged bytes (listed in `damaged`) and goes on.
+ */
+async function replayFrames(
+  file: LogFile,
+  size: number,
+  apply: (change: ReplayedChange) => void,
+  options: { path: string; repair: boolean; damaged?: DamagedRange[] } = { path: '', repair: false },
+) {
   let buffer: Buffer = Buffer.allocUnsafe(READ_CHUNK);
   let bufferStart = HEADER_SIZE;
   let bufferEnd = HEADER_SIZE;
@@ -184,20 +250,47 @@ async function replayFrames(file: LogFile, size: number, apply: (change: Replaye
     bufferEnd = bufferStart + filled;
   }
 
-  let position = HEADER_SIZE;
-  while (position < size) {
-    if (size - position < FRAME_HEADER_SIZE) return { end: position, cutOff: true };
+  /** The frame at `position`: whole (with its payload), cut off by the end of the file, or bad. */
+  async function frameAt(position: number): Promise<{ kind: 'whole'; payload: Buffer } | { kind: 'cut' | 'bad' }> {
+    if (size - position < FRAME_HEADER_SIZE) return { kind: 'cut' };
     await load(position, FRAME_HEADER_SIZE);
     const length = buffer.readUInt32LE(position - bufferStart);
     const checksum = buffer.readUInt32LE(position - bufferStart + 4);
-    if (length === 0 || length > MAX_FRAME_SIZE) return { end: position, cutOff: false };
-    if (position + FRAME_HEADER_SIZE + length > size) return { end: position, cutOff: true };
+    if (length === 0 || length > MAX_FRAME_SIZE) return { kind: 'bad' };
+    if (position + FRAME_HEADER_SIZE + length > size) return { kind: 'cut' };
     await load(position, FRAME_HEADER_SIZE + length);
     const from = position - bufferStart + FRAME_HEADER_SIZE;
     const payload = buffer.subarray(from, from + length);
-    if (crc32(payload) !== checksum) return { end: position, cutOff: false };
-    replayFrame(file, payload, position + FRAME_HEADER_SIZE, apply);
-    position += FRAME_HEADER_SIZE + length;
+    return crc32(payload) === checksum ? { kind: 'whole', payload } : { kind: 'bad' };
+  }
+
+  /** The first whole frame at or after `from`, its lines well formed; -1 when none is left. */
+  async function nextWholeFrame(from: number): Promise<number> {
+    for (let position = from; position + FRAME_HEADER_SIZE < size; position++) {
+      await load(position, FRAME_HEADER_SIZE);
+      // Most positions fail here, without reading a payload or summing one.
+      const length = buffer.readUInt32LE(position - bufferStart);
+      if (length === 0 || length > MAX_FRAME_SIZE || position + FRAME_HEADER_SIZE + length > size) continue;
+      const frame = await frameAt(position);
+      if (frame.kind === 'whole' && looksLikeChanges(frame.payload)) return position;
+    }
+    return -1;
+  }
+
+  let position = HEADER_SIZE;
+  while (position < size) {
+    const frame = await frameAt(position);
+    if (frame.kind === 'whole') {
+      replayFrame(file, frame.payload, position + FRAME_HEADER_SIZE, apply);
+      position += FRAME_HEADER_SIZE + frame.payload.length;
+      continue;
+    }
+    const next = await nextWholeFrame(position + 1);
+    if (next === -1) return { end: position, cutOff: frame.kind === 'cut' };
+    const range = { from: position, to: next };
+    if (!options.repair) throw new DamagedLogError(options.path, range);
+    options.damaged?.push(range);
+    position = next;
   }
   return { end: position, cutOff: true };
 }
@@ -223,7 +316,7 @@ export async function readRecordLog(file: string, apply: (change: ReplayedChange
   try {
     const size = (await handle.stat()).size;
     await checkHeader(handle, size, file);
-    await replayFrames({ handle, readers: 0, retired: true }, size, apply);
+    await replayFrames({ handle, readers: 0, retired: true }, size, apply, { path: file, repair: false });
   } finally {
     await handle.close();
   }
@@ -285,11 +378,22 @@ export async function openRecordLog(
   }
 
   let current: LogFile = { handle: await open(file, 'r+'), readers: 0, retired: false };
+  let repairReport: RepairReport | undefined;
   let size: number;
   try {
     size = (await current.handle.stat()).size;
     await checkHeader(current.handle, size, file);
-    const { end, cutOff } = await replayFrames(current, size, apply);
+    const damaged: DamagedRange[] = [];
+    const { end, cutOff } = await replayFrames(current, size, apply, { path: file, repair: options.repair === true, damaged });
+    if (damaged.length > 0) {
+      const savedAs = `${file}.damaged-${Date.now()}`;
+      const parts = await Promise.all(damaged.map(({ from, to }) => readExactly(current.handle, to - from, from)));
+      const bytes = Buffer.concat(parts);
+      await writeFileAtomically(savedAs, bytes);
+      repairReport = { file, damaged, savedAs, records: recordsNamedIn(bytes) };
+      // What was dropped, beside the bytes themselves, for whoever looks later.
+      await writeFileAtomically(`${savedAs}.json`, Buffer.from(JSON.stringify(repairReport, null, 2) + '\n'));
+    }
     if (end < size) {
       if (!cutOff) await saveRange(current.handle, end, size, `${file}.discarded-${Date.now()}`);
       await current.handle.truncate(end);
@@ -338,7 +442,7 @@ export async function openRecordLog(
     for (const pending of batch) {
       for (const put of pending.puts) {
         if (put.row.keep) continue;
-        put.row.loc = { file: current, offset: frameStart + put.offset, length: put.length };
+        put.row.loc = { file: current, offset: frameStart + put.offset, length: put.length, frame: frameStart };
         put.row.value = undefined;
       }
       frameStart += pending.frame.length;
@@ -384,7 +488,7 @@ export async function openRecordLog(
    * The snapshot may include changes still queued: they are written again after it, and a change is
    * a whole record, so applying it twice gives the same state.
    */
-  async function compact() {
+  async function compact(): Promise<boolean> {
     const rows = durableSnapshot();
     const temp = await open(compactTemp, 'w+', PRIVATE_FILE);
     const next: LogFile = { handle: temp, readers: 0, retired: false };
@@ -393,6 +497,18 @@ export async function openRecordLog(
     try {
       await writeAll(temp, headerBytes(), 0);
       const readOld = sequentialReader(current, size);
+    // A record copied from the old log is checked against its frame's checksum first: a compaction
+    // must never carry a damaged record into a new log under a fresh checksum.
+    const verified = new Set<number>();
+    const source = current;
+    const verifyFrame = async (frame: number) => {
+      if (verified.has(frame)) return;
+      const header = await readExactly(source.handle, FRAME_HEADER_SIZE, frame);
+      const length = header.readUInt32LE(0);
+      const payload = length > 0 && length <= MAX_FRAME_SIZE && frame + FRAME_HEADER_SIZE + length <= size ? await readExactly(source.handle, length, frame + FRAME_HEADER_SIZE) : null;
+      if (payload === null || crc32(payload) !== header.readUInt32LE(4)) throw new DamagedLogError(file, { from: frame, to: frame + FRAME_HEADER_SIZE + Math.max(0, Math.min(length, size - frame - FRAME_HEADER_SIZE)) });
+      verified.add(frame);
+    };
       // Records held only on disk are copied in file order, so the old log is read front to back.
       const ordered = rows.slice().sort((a, b) => offsetOf(a) - offsetOf(b));
       let changes: LogChange[] = [];
@@ -400,12 +516,13 @@ export async function openRecordLog(
       const flush = async () => {
         const { frame, puts } = encodeFrame(changes);
         await writeAll(temp, frame, position);
-        for (const put of puts) placed.push({ row: put.row, loc: { file: next, offset: position + put.offset, length: put.length } });
+        for (const put of puts) placed.push({ row: put.row, loc: { file: next, offset: position + put.offset, length: put.length, frame: position } });
         position += frame.length;
         changes = [];
         pendingBytes = 0;
       };
       for (const row of ordered) {
+        if (row.value === undefined) await verifyFrame(row.loc!.frame);
         const json = row.value !== undefined ? JSON.stringify(row.value) : await readOld(row.loc!);
         changes.push({ table: row.table, json, row });
         pendingBytes += json.length;
@@ -414,12 +531,14 @@ export async function openRecordLog(
       if (changes.length > 0) await flush();
       await temp.sync();
       await rename(compactTemp, file);
-    } catch {
-      // The old log is untouched and still the log: carry on with it, and try again later.
+    } catch (error) {
+      // The old log is untouched and still the log: carry on with it, and try again later; but a
+      // damaged record stops the store, with the error that says where and how to recover.
       await temp.close();
       await rm(compactTemp, { force: true });
+      if (error instanceof DamagedLogError) throw error;
       compactionFloor = Math.ceil(size * 1.5);
-      return;
+      return false;
     }
     // From the rename on, the new file is the log: a failure now is a failure of the store.
     await syncDirectory(path.dirname(file));
@@ -433,6 +552,7 @@ export async function openRecordLog(
     }
     old.retired = true;
     if (old.readers === 0) await old.handle.close();
+    return true;
   }
 
   /**
@@ -463,6 +583,15 @@ export async function openRecordLog(
       source.readers--;
       if (source.retired && source.readers === 0) await source.handle.close();
     }
+  }
+
+  if (repairReport !== undefined) {
+    // The damaged bytes leave the log now, before any write: the next open reads a whole log.
+    if (!(await compact())) {
+      await current.handle.close();
+      throw new Error(`${file}: the repair could not rewrite the log without its damaged bytes; nothing was changed`);
+    }
+    options.onRepair?.(repairReport);
   }
 
   return {

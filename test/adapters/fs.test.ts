@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -8,11 +8,11 @@ import { buffer } from 'node:stream/consumers';
 import { fileURLToPath } from 'node:url';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { DirectoryInUseError, fsBlobs } from '../../adapters/fs/index.js';
+import { DirectoryInUseError, fsBlobs, fsStorage, type RepairReport } from '../../adapters/fs/index.js';
 import { crc32, crc32Portable } from '../../adapters/fs/durable.js';
 import type { Storage } from '../../src/ports.js';
 import { blobStoreSuite } from '../conformance/blobs.js';
-import { patternBytes, webhookRecord } from '../conformance/fixtures.js';
+import { eventRecord, patternBytes, webhookRecord } from '../conformance/fixtures.js';
 import { storageSuite } from '../conformance/storage.js';
 import { fsBackChannel, fsBlobsFactory, fsStorageFactory, openStorage, removeDir, tempDir } from '../helpers/fs-dirs.js';
 import { rejection } from '../helpers/record-fixtures.js';
@@ -172,6 +172,80 @@ damage('a frame whose checksum fails is dropped with what follows, which is kept
   const [aside] = discarded(dir);
   assert.ok(aside, 'the dropped bytes are kept');
   assert.ok(readFileSync(path.join(dir, aside!)).equals(damaged.subarray(afterA)));
+}));
+
+/** Three writes, each closed: webhooks `a`, `b` (with a long URL), `c`, and where each frame starts. */
+async function threeWrites(dir: string) {
+  const { a, b, afterA, full } = await twoWrites(dir);
+  const c = webhookRecord();
+  const storage = await openStorage(dir);
+  await storage.insertWebhook(c);
+  await storage.close!();
+  return { a, b, c, afterA, afterB: full.length, full: readFileSync(path.join(dir, LOG)) };
+}
+
+damage('a damaged frame with whole frames after it stops the open with an error naming the file, the byte and the repair', withDir(async (dir) => {
+  const { afterA, full } = await threeWrites(dir);
+  // A flipped bit in the middle frame's body, then in its length: neither is what a crash leaves.
+  for (const at of [afterA + 100, afterA + 1]) {
+    const damaged = Buffer.from(full);
+    damaged[at] = damaged[at]! ^ 0x10;
+    writeFileSync(path.join(dir, LOG), damaged);
+    const error = await rejection(openStorage(dir));
+    assert.is(error.name, 'DamagedLogError', error.message);
+    assert.ok(error.message.includes(path.join(dir, LOG)), error.message);
+    assert.ok(error.message.includes(`damaged at byte ${afterA}`), error.message);
+    assert.ok(error.message.includes('repair: true'), error.message);
+    assert.ok(readFileSync(path.join(dir, LOG)).equals(damaged), 'the log is left exactly as it was');
+    assert.not.ok(existsSync(path.join(dir, 'storage.lock')), 'the lock is given back');
+  }
+}));
+
+damage('repair: true keeps every whole frame, drops the damaged one (saved, with the records it named), and the log opens plainly after', withDir(async (dir) => {
+  const { a, b, c, afterA, afterB, full } = await threeWrites(dir);
+  const damaged = Buffer.from(full);
+  damaged[afterA + 100] = damaged[afterA + 100]! ^ 0x10;
+  writeFileSync(path.join(dir, LOG), damaged);
+  const reports: RepairReport[] = [];
+  let storage = fsStorage({ dir, repair: true, onRepair: (report) => reports.push(report) });
+  await storage.open!();
+  assert.equal((await storage.listWebhooks('acct_a')).map((w) => w.id).sort(), [a.id, c.id].sort(), 'b was in the damaged frame');
+  await storage.close!();
+  assert.is(reports.length, 1);
+  assert.equal(reports[0]!.damaged, [{ from: afterA, to: afterB }]);
+  assert.equal(reports[0]!.records, [{ table: 'webhook', id: b.id }], 'the record the damaged bytes still name');
+  assert.ok(readFileSync(reports[0]!.savedAs).equals(damaged.subarray(afterA, afterB)), 'the damaged bytes are kept');
+  assert.equal(JSON.parse(readFileSync(`${reports[0]!.savedAs}.json`, 'utf8')).records, reports[0]!.records);
+  storage = await openStorage(dir);
+  assert.equal((await storage.listWebhooks('acct_a')).map((w) => w.id).sort(), [a.id, c.id].sort(), 'a plain open after the repair');
+  await storage.close!();
+}));
+
+damage('a compaction that meets a damaged record stops the store instead of copying it under a fresh checksum', withDir(async (dir) => {
+  // Events are read from the log by position: the compaction copies them, and checks their frames first.
+  let storage = await openStorage(dir);
+  const webhook = webhookRecord();
+  await storage.insertWebhook(webhook);
+  await storage.publishEvents([eventRecord()]);
+  // Old versions of the webhook: dead bytes enough that the next write compacts.
+  for (let i = 0; i < 20; i++) await storage.rotateWebhookSecret('acct_a', webhook.id, { secret: `whsec_${i}`, previousSecretUntil: null });
+  await storage.close!();
+  const bytes = readFileSync(path.join(dir, LOG));
+  const at = bytes.indexOf(Buffer.from('Ada Lovelace'));
+  assert.ok(at > 0);
+  storage = fsStorage({ dir, compactAfterBytes: 0 });
+  await storage.open!();
+  // Damaged under the running store, as a disk fault would.
+  const handle = openSync(path.join(dir, LOG), 'r+');
+  writeSync(handle, Buffer.from('Ada Lovelacf'), 0, 12, at);
+  closeSync(handle);
+  // The write itself is on disk; the compaction after it finds the damage and stops the store.
+  await storage.insertWebhook(webhookRecord());
+  const later = await rejection(storage.insertWebhook(webhookRecord()));
+  assert.is(later.name, 'DamagedLogError', later.message);
+  await storage.close!().catch(() => {});
+  assert.ok(readFileSync(path.join(dir, LOG)).includes(Buffer.from('Ada Lovelacf')), 'the damaged log is still there to repair');
+  assert.is((await rejection(openStorage(dir))).name, 'DamagedLogError');
 }));
 
 damage('garbage or zeros after the last frame are dropped; every frame stays', withDir(async (dir) => {
