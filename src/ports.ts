@@ -157,7 +157,9 @@ export interface Storage {
    * bounds, starting just past `query.after`, with `next` set to the last one's cursor when more
    * follow. A cursor names a delivery by the key the store chose; when that delivery is gone
    * (removed by retention), the page starts at the deliveries made before its `createdAt`. Reads
-   * only the webhook's deliveries, from an index, never another webhook's or account's.
+   * only the webhook's deliveries, from an index, never another webhook's or account's. A store may
+   * end a page early, with fewer than `limit` (even none) and `next` set, where a filter matched few
+   * of many: the list ends only where `next` is `null`.
    */
   listDeliveries(accountId: string, webhookId: string, query: DeliveryQuery): Promise<DeliveryPage>;
   /**

@@ -49,6 +49,9 @@ export interface Journal<L> {
   read(loc: L): Promise<string>;
 }
 
+/** Deliveries one page of a delivery log reads at most: past it, the page ends early with a cursor. */
+const MAX_SCANNED_PER_PAGE = 5000;
+
 /** The one id of an account's idempotency key, as the store keeps it. */
 export const idempotencyId = (accountId: string, key: string): string => `${accountId}\u0000${key}`;
 
@@ -404,9 +407,16 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       const { limit, after, status, eventType, since, until } = query;
       const from = after === undefined ? undefined : { id: after.key, createdAt: after.createdAt };
       const found: DeliveryRecord[] = [];
+      let scanned = 0;
+      let last: DeliveryRecord | undefined;
       for (const id of state.deliveryIds(webhookId, from, until)) {
         const delivery = kept<DeliveryRecord>(state.get('delivery', id)!);
         if (since !== undefined && delivery.createdAt < since) break;
+        // A filter few deliveries match ends the page early, at a cursor where the next goes on:
+        // one request never walks the whole log on the event loop (bench row "a filter matching
+        // none of them" of growth.bench.ts).
+        if (++scanned > MAX_SCANNED_PER_PAGE) return { deliveries: found.map(copyDelivery), next: { createdAt: last!.createdAt, key: last!.id } };
+        last = delivery;
         if (delivery.accountId !== accountId) continue;
         if ((status !== undefined && delivery.status !== status) || (eventType !== undefined && delivery.eventType !== eventType)) continue;
         if (found.length === limit) {

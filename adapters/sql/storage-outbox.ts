@@ -148,9 +148,11 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
     const shape = where.join(' AND ');
     let text = pageStatements.get(shape);
     if (text === undefined) {
-      text = `SELECT ${deliveryColumns()}, seq::text AS page_key FROM ${table('deliveries')}
+      // Ordered by the table's columns (d.): a bare created_at here would name the formatted text
+      // the select list gives back, and sort every delivery of the webhook by it.
+      text = `SELECT ${deliveryColumns('d')}, d.seq::text AS page_key FROM ${table('deliveries')} AS d
         WHERE ${shape}
-        ORDER BY created_at DESC, seq DESC
+        ORDER BY d.created_at DESC, d.seq DESC
         LIMIT $${params.length}::int`;
       pageStatements.set(shape, text);
     }

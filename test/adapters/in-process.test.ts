@@ -4,7 +4,8 @@ import { DueByAccount } from '../../adapters/in-process/due-queue.js';
 import { Timeline } from '../../adapters/in-process/timeline.js';
 import { newDelivery, planClaim } from '../../src/domain/deliveries.js';
 import type { DeliveryRecord } from '../../src/records.js';
-import { at, eventRecord } from '../conformance/fixtures.js';
+import { memoryStorage } from '../../adapters/memory/index.js';
+import { at, attempt, eventRecord, webhookRecord } from '../conformance/fixtures.js';
 
 const due = (accountId: string, seconds: number): DeliveryRecord => newDelivery(eventRecord({ accountId, createdAt: at(seconds) }), 'wbh_1');
 
@@ -49,6 +50,33 @@ test('timeline: newest first from a cursor, past a removed record, within until'
   for (const id of ['d0', 'd1', 'd2', 'd4', 'd5']) timeline.remove(id);
   assert.equal([...timeline.newestFirst('wbh_1')], []);
   assert.is(timeline.holds('wbh_1', 'd5'), false);
+});
+
+test('the delivery log: a filter that matches few of many ends pages early, and the cursors still reach every match', async () => {
+  const storage = memoryStorage();
+  const webhook = webhookRecord();
+  await storage.insertWebhook(webhook);
+  const made: DeliveryRecord[] = [];
+  for (let i = 0; i < 12_000; i += 500) {
+    const batch = Array.from({ length: 500 }, (_, j) => eventRecord({ createdAt: at(i + j) }));
+    made.push(...(await storage.publishEvents(batch)));
+  }
+  // Three of the 12,000 fail, far apart.
+  const failing = [made[10]!, made[6000]!, made[11_990]!];
+  const claimed = await storage.claimDeliveries({ now: at(20_000), leaseUntil: at(20_060), limit: 12_000, owner: 'w' });
+  assert.is(claimed.length, 12_000);
+  for (const delivery of failing) await storage.recordAttempt(delivery.id, 'w', attempt(500), { status: 'failed', nextAttemptAt: null });
+  const found: string[] = [];
+  const sizes: number[] = [];
+  let page = await storage.listDeliveries('acct_a', webhook.id, { limit: 50, status: 'failed' });
+  for (;;) {
+    found.push(...page.deliveries.map((delivery) => delivery.id));
+    sizes.push(page.deliveries.length);
+    if (page.next === null) break;
+    page = await storage.listDeliveries('acct_a', webhook.id, { limit: 50, status: 'failed', after: page.next });
+  }
+  assert.equal(found, failing.map((delivery) => delivery.id).reverse());
+  assert.ok(sizes.length > 2, `the walk took ${sizes.length} pages`);
 });
 
 test.run();
