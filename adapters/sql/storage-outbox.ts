@@ -4,6 +4,7 @@ import { attemptSucceeded } from '../../src/domain/webhook-health.js';
 import type { DeliveryTarget, Storage } from '../../src/ports.js';
 import type { DeliveryQuery, DeliveryRecord, EventRecord } from '../../src/records.js';
 import type { Db, Queryable, Row } from './client.js';
+import { atom } from '../../src/shared/time.js';
 import type { Names } from './schema.js';
 import { lastAttempts } from './storage-migrations.js';
 import { attemptResult, deliverable, healthParams, healthAfterSuccesses, recordAttemptWithHealth } from './storage-health.js';
@@ -72,6 +73,66 @@ function deliveriesOf(batch: EventRecord[], webhooks: Row[], target?: DeliveryTa
   return made;
 }
 
+/** Seconds a new delivery's due time may lie before the claim that first sees it (clocks, commit lag). */
+const FRESH_SLACK_MS = 2000;
+/** A full claim (every account, from the start) at least this often: a lease that ran out is found by it. */
+const FULL_CLAIM_MS = 15_000;
+
+/**
+ * Where this instance's fair claims start each account's walk (`fairClaim`). With VACUUM held back
+ * (a long transaction anywhere on the database), every claim and record leaves row versions the
+ * claim's index walk must step over, and walking each account from its first pending entry made
+ * every claim pay for every delivery since: claims slowed, deliveries fell behind, and the
+ * backlog grew (the horizon bench, `npm run bench:horizon`). So each account's walk starts at its
+ * floor: the due time of the first delivery the last claim leased for it. Below the floor there
+ * are only deliveries leased since (a call in flight), finished, or due again later. An account
+ * with a delivery that fell due since the last claim (new, a retry whose time came, redelivered)
+ * is found by a scan of just that stretch of the due index. What can fall below a floor unseen (a
+ * lease that ran out, a delivery whose due time lagged its commit by more than the slack) is found
+ * by a full claim, every `FULL_CLAIM_MS` and whenever the claim's clock jumps.
+ */
+function claimFloors() {
+  /** Each known account's floor: a timestamptz as PostgreSQL reads it (ATOM, its own text, or '-infinity'). */
+  const known = new Map<string, string>();
+  let last: { now: string; full: number } | undefined;
+  return {
+    known: known as ReadonlyMap<string, string>,
+    /** Where the next claim's scan of newly due deliveries starts; `null`: a full claim. */
+    windowFrom(now: string): string | null {
+      const previous = last === undefined ? Number.NaN : Date.parse(last.now);
+      const at = Date.parse(now);
+      // A first claim, a clock gone backwards or a minute ahead, or one due anyway: from the start.
+      if (last === undefined || !(at >= previous && at - previous <= 60_000) || performance.now() - last.full >= FULL_CLAIM_MS) return null;
+      return atom(new Date(previous - FRESH_SLACK_MS));
+    },
+    /**
+     * After a claim at `now`: each account leased for starts its next walk at the first delivery
+     * leased; one the claim looked at, with room in its share, and found nothing for, is forgotten
+     * (when the claim had room left, so nothing was passed over); the others keep the floor the
+     * claim gave them (`f_accounts`, `f_floors` of its rows).
+     */
+    claimed(now: string, from: string | null, leased: DeliveryRecord[], row: Row | undefined, claim: { limit: number; max: number; inFlight: Readonly<Record<string, number>> }) {
+      if (from === null || last === undefined) last = { now, full: performance.now() };
+      else last.now = now;
+      const first = new Map<string, string>();
+      for (const delivery of leased) {
+        const seen = first.get(delivery.accountId);
+        if (seen === undefined || delivery.nextAttemptAt! < seen) first.set(delivery.accountId, delivery.nextAttemptAt!);
+      }
+      const looked = (row?.f_accounts ?? []) as string[];
+      const given = (row?.f_floors ?? []) as string[];
+      looked.forEach((account, i) => {
+        const leasedFrom = first.get(account);
+        if (leasedFrom !== undefined) return known.set(account, leasedFrom);
+        const room = claim.max - (Object.hasOwn(claim.inFlight, account) ? claim.inFlight[account]! : 0);
+        // Room in its share, and the claim had room left: it has nothing due from its floor on.
+        if (room > 0 && leased.length < claim.limit) known.delete(account);
+        else if (!known.has(account)) known.set(account, given[i]!);
+      });
+    },
+  };
+}
+
 /**
  * Events, deliveries and the claim. Statements are built once here, not per call.
  *
@@ -84,6 +145,7 @@ function deliveriesOf(batch: EventRecord[], webhooks: Row[], target?: DeliveryTa
  */
 export function createOutbox(db: Db, names: Names, announce?: { channel: string }): Outbox {
   const { table } = names;
+  const floors = claimFloors();
   // Inside the publishing transaction: PostgreSQL delivers the notification when it commits, and
   // never when it rolls back, so a listener never hears of deliveries that do not exist.
   const notifyWork = `SELECT pg_notify($1::text, '')`;
@@ -167,15 +229,19 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
   // The leasing of the rows locked by `due`, and the claim's answer: each with its event and webhook.
   // The rows are found by primary key from an array: joined to `due` instead, the planner, once the
   // table had statistics, read the whole table to hash it (2.6 ms of a claim of 16 with 10,000 due).
-  const leasedAndReturned = `leased AS (
+  // By ctid: each row of `due` is locked by this statement, so it cannot move meanwhile, and a TID
+  // scan is what the planner takes whatever it believes of the table (see `recordSuccesses`).
+  const leasedCte = `leased AS (
       UPDATE ${table('deliveries')} AS d SET lease_owner = $4::text, lease_until = $2::timestamptz
-      WHERE d.id = ANY (ARRAY(SELECT id FROM due))
+      WHERE d.ctid = ANY (ARRAY(SELECT row FROM due))
       RETURNING d.*
-    )
-    SELECT ${deliveryColumns('d', 'd_')}, ${eventColumns('e', 'e_')}, ${webhookColumns('w', 'w_')}
+    )`;
+  const returnedSelect = `SELECT ${deliveryColumns('d', 'd_')}, ${eventColumns('e', 'e_')}, ${webhookColumns('w', 'w_')}
     FROM leased AS d
     JOIN ${table('events')} AS e ON e.id = d.event_id
-    JOIN ${table('webhooks')} AS w ON w.id = d.webhook_id
+    JOIN ${table('webhooks')} AS w ON w.id = d.webhook_id`;
+  const leasedAndReturned = () => `${leasedCte}
+    ${returnedSelect}
     ORDER BY d.next_attempt_at, d.id`;
   // planClaim in one statement: lock the claimable rows no other claim holds (SKIP LOCKED), lease
   // them, return them with their event and webhook. A row another claim leased and committed
@@ -186,7 +252,7 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
   // At most ORPHANS_PER_CLAIM of them, skipping rows another claim holds: a disabled webhook's backlog
   // of thousands is cancelled over several claims instead of one long UPDATE every instance waits on.
   const claim = `WITH due AS (
-      SELECT id, next_attempt_at FROM ${table('deliveries')} AS d
+      SELECT id, next_attempt_at, ctid AS row FROM ${table('deliveries')} AS d
       WHERE ${claimable} AND ${sendable}
       ORDER BY next_attempt_at, id
       LIMIT $3::int
@@ -201,7 +267,7 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
         ORDER BY d.next_attempt_at, d.id
         LIMIT ${ORPHANS_PER_CLAIM}
         FOR UPDATE SKIP LOCKED)
-    ), ${leasedAndReturned}`;
+    ), ${leasedAndReturned()}`;
   // The fair claim (planClaim with perAccount), the worker's: of each account's claimable
   // deliveries only the first (max - held in flight), in claim order, may be leased. The accounts
   // with pending deliveries are found by a skip scan of portal_deliveries_pending_account (one index
@@ -225,40 +291,58 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
   // (next_attempt_at, id) alone, the planner could walk portal_deliveries_due, every account's rows,
   // to find one account's. A claim of 16 with 10,000 due over 8 accounts, after ANALYZE: 9–19 ms
   // before, 1.2–1.3 ms after; 0.8 ms either way without statistics.
+  // Each account's walk starts at its floor (see `floors` below): the row versions a claim passes
+  // before the first live one are those it left behind itself, not every one since VACUUM last ran.
   const accountDue = `FROM ${table('deliveries')} AS d
-        WHERE d.account_id = accounts.account_id AND ${claimable} AND d.webhook_id <> ALL ((SELECT ids FROM disabled)::text[])
+        WHERE d.account_id = accounts.account_id AND d.next_attempt_at >= accounts.floor AND ${claimable}
+          AND d.webhook_id <> ALL ((SELECT ids FROM disabled)::text[])
         ORDER BY d.account_id, d.next_attempt_at, d.id`;
+  // The accounts a claim looks at, each with the time its walk starts at:
+  // - a full claim ($10 NULL): every account with pending deliveries, found by a skip scan, from the
+  //   start (-infinity);
+  // - otherwise the accounts this instance knows ($8, from its floors $9), and those with a delivery
+  //   that fell due since the last claim (after $10): new ones, retries whose time came, redelivered.
   const fairClaim = `WITH RECURSIVE disabled AS MATERIALIZED (
       SELECT coalesce(array_agg(webhook_id), '{}') AS ids FROM ${table('webhook_health')} WHERE disabled_at IS NOT NULL
-    ), accounts(account_id) AS (
-      (SELECT account_id FROM ${table('deliveries')} WHERE status = 'pending' ORDER BY account_id LIMIT 1)
+    ), everyAccount(account_id) AS (
+      (SELECT account_id FROM ${table('deliveries')} WHERE $10::timestamptz IS NULL AND status = 'pending' ORDER BY account_id LIMIT 1)
       UNION ALL
       SELECT (SELECT p.account_id FROM ${table('deliveries')} AS p
-              WHERE p.status = 'pending' AND p.account_id > accounts.account_id ORDER BY p.account_id LIMIT 1)
-      FROM accounts WHERE accounts.account_id IS NOT NULL
+              WHERE p.status = 'pending' AND p.account_id > everyAccount.account_id ORDER BY p.account_id LIMIT 1)
+      FROM everyAccount WHERE everyAccount.account_id IS NOT NULL
+    ), fresh AS MATERIALIZED (
+      SELECT DISTINCT d.account_id FROM ${table('deliveries')} AS d
+      WHERE $10::timestamptz IS NOT NULL AND d.status = 'pending'
+        AND d.next_attempt_at > $10::timestamptz AND d.next_attempt_at <= $1::timestamptz
+    ), floors AS MATERIALIZED (
+      SELECT every.account_id, min(every.floor) AS floor FROM (
+        SELECT account_id, '-infinity'::timestamptz AS floor FROM everyAccount WHERE account_id IS NOT NULL
+        UNION ALL SELECT * FROM unnest($8::text[], $9::timestamptz[])
+        UNION ALL SELECT account_id, $10::timestamptz FROM fresh
+      ) AS every(account_id, floor)
+      GROUP BY every.account_id
     ), shares AS MATERIALIZED (
-      SELECT accounts.account_id, greatest(0, $7::int - coalesce(held.n, 0)) AS n FROM accounts
-      LEFT JOIN unnest($5::text[], $6::int[]) AS held(account_id, n) ON held.account_id = accounts.account_id
-      WHERE accounts.account_id IS NOT NULL
+      SELECT floors.account_id, floors.floor, greatest(0, $7::int - coalesce(held.n, 0)) AS n FROM floors
+      LEFT JOIN unnest($5::text[], $6::int[]) AS held(account_id, n) ON held.account_id = floors.account_id
     ), wanted AS (
-      SELECT taken.account_id, count(*)::int AS n FROM (
-        SELECT accounts.account_id FROM shares AS accounts
+      SELECT taken.account_id, taken.floor, count(*)::int AS n FROM (
+        SELECT accounts.account_id, accounts.floor FROM shares AS accounts
         CROSS JOIN LATERAL (SELECT d.id, d.next_attempt_at ${accountDue} LIMIT least(accounts.n, $3::int)) AS first
         ORDER BY first.next_attempt_at, first.id
         LIMIT $3::int
       ) AS taken
-      GROUP BY taken.account_id
+      GROUP BY taken.account_id, taken.floor
     ), locked AS MATERIALIZED (
-      SELECT first.id, first.next_attempt_at, EXISTS (SELECT 1 FROM ${table('webhooks')} AS w WHERE w.id = first.webhook_id) AS sendable
+      SELECT first.id, first.next_attempt_at, first.row, EXISTS (SELECT 1 FROM ${table('webhooks')} AS w WHERE w.id = first.webhook_id) AS sendable
       FROM wanted AS accounts
       CROSS JOIN LATERAL (
-        SELECT d.id, d.next_attempt_at, d.webhook_id ${accountDue} LIMIT accounts.n FOR UPDATE OF d SKIP LOCKED
+        SELECT d.id, d.next_attempt_at, d.webhook_id, d.ctid AS row ${accountDue} LIMIT accounts.n FOR UPDATE OF d SKIP LOCKED
       ) AS first
     ), due AS (
-      SELECT id, next_attempt_at FROM locked WHERE sendable
+      SELECT id, next_attempt_at, row FROM locked WHERE sendable
     ), gone AS (
       UPDATE ${table('deliveries')} AS o SET ${cancelled}
-      WHERE o.id = ANY (ARRAY(SELECT id FROM locked WHERE NOT sendable))
+      WHERE o.ctid = ANY (ARRAY(SELECT row FROM locked WHERE NOT sendable))
     ), orphans AS (
       UPDATE ${table('deliveries')} AS o SET ${cancelled}
       WHERE o.id = ANY (ARRAY(
@@ -272,14 +356,20 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
         ) AS passed
         WHERE h.disabled_at IS NOT NULL
         LIMIT ${ORPHANS_PER_CLAIM}))
-    ), ${leasedAndReturned}`;
+    ), ${leasedCte}, returned AS (${returnedSelect})
+    -- One row at least, leased or not: the accounts the claim looked at, and their floors.
+    SELECT returned.*, looked.* FROM (SELECT array_agg(account_id) AS f_accounts, array_agg(floor::text) AS f_floors FROM floors) AS looked
+    LEFT JOIN returned ON true
+    ORDER BY returned.d_next_attempt_at, returned.d_id`;
   // The attempt appended, and the oldest dropped once more than MAX_ATTEMPTS_KEPT are held.
   const appendAttempt = (entry: string) => `attempts = CASE WHEN jsonb_array_length(attempts) < ${MAX_ATTEMPTS_KEPT}
           THEN attempts || jsonb_build_array(${entry}) ELSE ${lastAttempts(`attempts || jsonb_build_array(${entry})`)} END,
         attempt_count = attempt_count + 1`;
+  // status || '': the same test, in a form that does not make the partial indexes of pending rows
+  // usable, so the row is found by its key whatever the table's statistics say (see recordSuccesses).
   const recordAttemptUpdate = `UPDATE ${table('deliveries')}
     SET ${appendAttempt('$3::jsonb')}, status = $4::text, next_attempt_at = $5::timestamptz, lease_owner = NULL, lease_until = NULL
-    WHERE id = $1::text AND lease_owner = $2::text AND status = 'pending'`;
+    WHERE id = $1::text AND lease_owner = $2::text AND status || '' = 'pending'`;
   const recordAttempt = `${recordAttemptUpdate} RETURNING id`;
   const recordAttemptAndHealth = recordAttemptWithHealth(names, recordAttemptUpdate);
   // recordAttempt with health, for many successful attempts in one statement (see
@@ -287,19 +377,25 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
   // per attempt), then updated by key: a join left to the planner read every pending row when the
   // table's statistics lagged behind a burst (2.7 ms for 32 attempts with 5,000 pending, under
   // EXPLAIN ANALYZE). The lock makes the update's checks hold until it is made.
+  //
+  // The lookup names the id alone, and the lease and status are checked on the row it locked (OFFSET
+  // 0 keeps the planner from moving them into it): with "status = 'pending'" inside, a table whose
+  // statistics lagged (a burst, a long transaction holding VACUUM back) had the planner walk a whole
+  // partial index of pending rows for each id, 3-4 ms a lookup. The update then finds each locked row by its ctid (a TID scan, whatever the planner
+  // believes of the table; the row cannot move while this statement holds its lock): by id, it
+  // read the whole table once (146 ms of a 197 ms statement), in the horizon bench.
   const recordSuccesses = `WITH held AS MATERIALIZED (
-      SELECT i.* FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::text[], $5::timestamptz[], $6::timestamptz[])
+      SELECT i.*, leased.ctid AS row FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::text[], $5::timestamptz[], $6::timestamptz[])
         AS i(id, owner, entry, status, next_attempt_at, at)
       CROSS JOIN LATERAL (
-        SELECT 1 FROM ${table('deliveries')} AS d
-        WHERE d.id = i.id AND d.lease_owner = i.owner AND d.status = 'pending'
-        FOR UPDATE
+        SELECT d.ctid, d.lease_owner, d.status FROM ${table('deliveries')} AS d WHERE d.id = i.id FOR UPDATE OFFSET 0
       ) AS leased
+      WHERE leased.lease_owner = i.owner AND leased.status = 'pending'
     ), recorded AS (
       UPDATE ${table('deliveries')} AS d
       SET ${appendAttempt('i.entry')}, status = i.status, next_attempt_at = i.next_attempt_at, lease_owner = NULL, lease_until = NULL
       FROM held AS i
-      WHERE d.id = ANY (ARRAY(SELECT id FROM held)) AND d.id = i.id
+      WHERE d.ctid = ANY (ARRAY(SELECT row FROM held)) AND d.ctid = i.row
       RETURNING d.id, d.webhook_id, d.account_id, i.at
     ), ${healthAfterSuccesses(names)}
     SELECT id FROM recorded`;
@@ -412,12 +508,24 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
     },
     async claimDeliveries({ now, leaseUntil, limit, owner, perAccount }) {
       if (limit <= 0) return [];
-      const held = perAccount === undefined ? [] : Object.entries(perAccount.inFlight);
-      const rows =
-        perAccount === undefined
-          ? await db.query(claim, [now, leaseUntil, limit, owner])
-          : await db.query(fairClaim, [now, leaseUntil, limit, owner, held.map(([account]) => account), held.map(([, n]) => n), perAccount.max]);
-      return rows.map((row) => ({ delivery: toDelivery(row, 'd_'), event: toEvent(row, 'e_'), webhook: toWebhook(row, 'w_') }));
+      if (perAccount === undefined) {
+        const rows = await db.query(claim, [now, leaseUntil, limit, owner]);
+        return rows.map((row) => ({ delivery: toDelivery(row, 'd_'), event: toEvent(row, 'e_'), webhook: toWebhook(row, 'w_') }));
+      }
+      const held = Object.entries(perAccount.inFlight);
+      const from = floors.windowFrom(now);
+      const known = [...floors.known];
+      const rows = await db.query(fairClaim, [
+        now, leaseUntil, limit, owner,
+        held.map(([account]) => account), held.map(([, n]) => n), perAccount.max,
+        known.map(([account]) => account), known.map(([, floor]) => floor), from,
+      ]);
+      // The one row of a claim that leased nothing carries only what it looked at.
+      const claimed = rows
+        .filter((row) => row.d_id !== null)
+        .map((row) => ({ delivery: toDelivery(row, 'd_'), event: toEvent(row, 'e_'), webhook: toWebhook(row, 'w_') }));
+      floors.claimed(now, from, claimed.map(({ delivery }) => delivery), rows[0], { limit, ...perAccount });
+      return claimed;
     },
     async recordAttempt(id, owner, attempt, outcome, health) {
       const entry = JSON.stringify({ at: attempt.at, statusCode: attempt.statusCode, error: attempt.error, durationMs: attempt.durationMs });
