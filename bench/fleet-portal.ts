@@ -22,9 +22,21 @@ if ((role !== 'publisher' && role !== 'worker') || schema === undefined || (role
 
 const pool = new pg.Pool({ connectionString: DATABASE_URL, connectionTimeoutMillis: 5000 });
 pool.on('error', () => {});
+const storage = sqlStorage({ client: pool, schema });
+/** How long each claim took since the last `claims` command, in ms. */
+let claimTimes: number[] = [];
+const claimDeliveries = storage.claimDeliveries.bind(storage);
+storage.claimDeliveries = async (claim) => {
+  const started = performance.now();
+  try {
+    return await claimDeliveries(claim);
+  } finally {
+    claimTimes.push(performance.now() - started);
+  }
+};
 const portal = await createPortal({
   auth: { apiKeys: ['bench-key-0123456789abcdef'] },
-  storage: sqlStorage({ client: pool, schema }),
+  storage,
   webhooks: role === 'publisher' ? { worker: false } : { allowPrivateNetworks: true },
 });
 
@@ -41,6 +53,12 @@ const process_ = serve({
             await Promise.all(data.map((one, i) => portal.events.publish(accounts[(first + i) % accounts.length]!, EVENT_TYPE, one)));
           })
       : undefined,
+  claims() {
+    const sorted = claimTimes.sort((a, b) => a - b);
+    claimTimes = [];
+    const at = (p: number) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!);
+    return { claims: sorted.length, p50: at(0.5), p99: at(0.99), max: sorted.at(-1) ?? NaN };
+  },
   async stop() {
     await portal.close();
     await pool.end();

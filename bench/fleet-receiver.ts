@@ -1,7 +1,8 @@
 /**
  * The receiver of `webhook-fleet.bench.js`, in its own process: answers every POST with 204 and
  * keeps, for each call, its `webhook-id` and the lag from the publish (`data.sentAt` in the body,
- * epoch milliseconds) to the receipt. Driven over IPC: `{ cmd: 'reset' }`, `{ cmd: 'stats' }`.
+ * epoch milliseconds) to the receipt. Driven over IPC: `{ cmd: 'reset' }`, `{ cmd: 'stats' }`, and
+ * `{ cmd: 'window' }` (the calls since the last window, for the horizon bench's figures over time).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -15,6 +16,8 @@ let lags: number[] = [];
 let first = Infinity;
 let last = 0;
 let refused = 0;
+/** The lags of the calls received since the last `window` command. */
+let windowLags: number[] = [];
 
 const server = http.createServer((req, res) => {
   const chunks: Buffer[] = [];
@@ -40,6 +43,7 @@ const server = http.createServer((req, res) => {
     }
     seen.add(id);
     lags.push(at - sentAt);
+    windowLags.push(at - sentAt);
     if (at < first) first = at;
     if (at > last) last = at;
     res.writeHead(204).end();
@@ -61,6 +65,11 @@ process.on('message', (message: { cmd: string }) => {
     last = 0;
     refused = 0;
     process.send!({ reset: true });
+  } else if (message.cmd === 'window') {
+    // The calls that arrived since the last window: their count and lags, for a figure over time.
+    const sorted = windowLags.sort((a, b) => a - b);
+    windowLags = [];
+    process.send!({ distinct: seen.size, calls: sorted.length, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99) });
   } else if (message.cmd === 'stats') {
     const sorted = [...lags].sort((a, b) => a - b);
     process.send!({

@@ -21,13 +21,12 @@
  *   (BENCH_FLEET_EVENTS, BENCH_FLEET_WORKERS=1,2, BENCH_FLEET_ROUNDS=1, BENCH_FLEET_PACED_SECONDS=4,
  *    BENCH_FLEET_TIMEOUT_SECONDS=60, TEST_DATABASE_URL)
  */
-import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { Pool } from 'pg';
-import { pinned, spawnNode } from './support/cores.js';
-import { fileURLToPath } from 'node:url';
+import { pinned } from './support/cores.js';
 import { connectPostgres, dropSchema } from '../test/helpers/sql.js';
-import { now, type Command, type Report } from './support/fleet.js';
+import { now, type Report } from './support/fleet.js';
+import { Child, type Fleet, type Stats, script, startFleet, stopFleet } from './support/fleet-processes.js';
 import { REPORTED, emit } from './support/row.js';
 
 const EVENTS = Number(process.argv[2] ?? process.env.BENCH_FLEET_EVENTS ?? 10_000);
@@ -45,138 +44,9 @@ const PAD = 400;
 const LAG_TARGET_MS = 500;
 const RATIO_TARGET = 1.5;
 const START_TIMEOUT_MS = 30_000;
-const STOP_TIMEOUT_MS = 10_000;
 
 /** USER_HZ: the unit of the CPU times in /proc/<pid>/stat (100 on Linux everywhere in practice). */
 const CLOCK_TICKS = 100;
-
-const script = (name: string) => fileURLToPath(new URL(`./${name}`, import.meta.url));
-
-/** A child process and the messages it sent, taken in order. */
-class Child {
-  readonly child: ChildProcess;
-  private readonly inbox: unknown[] = [];
-  private waiter: { resolve: (message: unknown) => void; reject: (error: Error) => void } | undefined;
-  private exited: string | undefined;
-
-  constructor(
-    readonly name: string,
-    file: string,
-    args: string[],
-    core: number,
-    /** The application_name of its PostgreSQL connections, by which its backends are found. */
-    applicationName = name,
-  ) {
-    this.child = spawnNode(core, [file, ...args], {
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      env: { ...process.env, PGAPPNAME: applicationName },
-    });
-    this.child.on('message', (message) => {
-      if (this.waiter) {
-        const { resolve } = this.waiter;
-        this.waiter = undefined;
-        resolve(message);
-      } else this.inbox.push(message);
-    });
-    this.child.on('exit', (code, signal) => {
-      this.exited = `${name} exited (${signal ?? code})`;
-      this.waiter?.reject(new Error(this.exited));
-      this.waiter = undefined;
-    });
-    this.child.on('error', (error) => {
-      this.exited = `${name} could not start: ${error.message}`;
-      this.waiter?.reject(new Error(this.exited));
-      this.waiter = undefined;
-    });
-  }
-
-  /** The next message, or an error after `ms` or when the process is gone. */
-  next<T>(ms: number, what: string): Promise<T> {
-    if (this.inbox.length > 0) return Promise.resolve(this.inbox.shift() as T);
-    if (this.exited !== undefined) return Promise.reject(new Error(this.exited));
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.waiter = undefined;
-        reject(new Error(`${this.name}: no answer to ${what} within ${Math.round(ms / 1000)} s`));
-      }, ms);
-      this.waiter = {
-        resolve: (message) => (clearTimeout(timer), resolve(message as T)),
-        reject: (error) => (clearTimeout(timer), reject(error)),
-      };
-    });
-  }
-
-  send(message: Command | { cmd: 'reset' | 'stats' }): void {
-    if (this.exited !== undefined) throw new Error(this.exited);
-    this.child.send(message);
-  }
-
-  async request<T>(message: Command | { cmd: 'reset' | 'stats' }, ms: number): Promise<T> {
-    this.send(message);
-    const answer = await this.next<T & { failed?: string }>(ms, message.cmd);
-    if (answer.failed !== undefined) throw new Error(`${this.name}: ${answer.failed}`);
-    return answer;
-  }
-
-  /** Asks it to stop; kills it when it has not within `STOP_TIMEOUT_MS`. */
-  async stop(): Promise<void> {
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
-    const gone = new Promise((resolve) => this.child.once('exit', resolve));
-    try {
-      this.child.send({ cmd: 'stop' });
-    } catch {
-      this.child.kill('SIGKILL');
-    }
-    const timer = setTimeout(() => this.child.kill('SIGKILL'), STOP_TIMEOUT_MS);
-    await gone;
-    clearTimeout(timer);
-  }
-}
-
-interface Stats {
-  distinct: number;
-  calls: number;
-  duplicates: number;
-  refused: number;
-  first: number | null;
-  last: number;
-  p50: number | null;
-  p99: number | null;
-  max: number | null;
-}
-
-interface Fleet {
-  contender: 'portal' | 'pg-boss';
-  schema: string;
-  publisher: Child;
-  workers: Child[];
-}
-
-let fleets = 0;
-
-async function startFleet(contender: Fleet['contender'], workerCount: number, url: string): Promise<Fleet> {
-  const schema = `${contender === 'portal' ? 'portal' : 'pgboss'}_fleet_${process.pid}_${++fleets}`;
-  const file = script(contender === 'portal' ? 'fleet-portal.js' : 'fleet-pgboss.js');
-  // The publisher first: it makes the schema (tables, the queue) the workers then find.
-  const publisherArgs = contender === 'portal' ? ['publisher', schema, url, String(ACCOUNTS)] : ['publisher', schema, url];
-  const fleet: Fleet = { contender, schema, publisher: new Child(`${contender} publisher`, file, publisherArgs, 1, schema), workers: [] };
-  try {
-    await fleet.publisher.next(START_TIMEOUT_MS, 'start');
-    for (let i = 0; i < workerCount; i++) {
-      const args = contender === 'portal' ? ['worker', schema] : ['worker', schema, url, String(BATCH)];
-      fleet.workers.push(new Child(`${contender} worker ${i + 1}`, file, args, 0, schema));
-    }
-    for (const worker of fleet.workers) await worker.next(START_TIMEOUT_MS, 'start');
-  } catch (error) {
-    await stopFleet(fleet);
-    throw error;
-  }
-  return fleet;
-}
-
-async function stopFleet(fleet: Fleet): Promise<void> {
-  await Promise.all([...fleet.workers, fleet.publisher].map((child) => child.stop()));
-}
 
 interface Phase {
   published: number;
@@ -285,7 +155,7 @@ async function compare(workerCount: number, receiver: Child, url: string, pool: 
   let rate = 0;
   try {
     for (const contender of ['portal', 'pg-boss'] as const) {
-      const fleet = await startFleet(contender, workerCount, url);
+      const fleet = await startFleet(contender, workerCount, url, { accounts: ACCOUNTS, batch: BATCH });
       fleetsByName.set(contender, fleet);
       // Warm-up, not counted: every pool connection open, the paths run once. The JIT is not done
       // by then: the first burst still compiles (about 150 functions a portal worker).

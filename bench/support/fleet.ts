@@ -14,13 +14,15 @@ export const SECRET = 'whsec_' + Buffer.alloc(32, 7).toString('base64');
 /** Coordinator → process. */
 export type Command =
   | { cmd: 'publish'; events: number; batch: number; rate: number; pad: number }
-  | { cmd: 'stop' };
+  | { cmd: 'stop' }
+  | { cmd: 'claims' };
 
 /** Process → coordinator. */
 export type Report =
   | { ready: true }
   | { published: number; started: number; seconds: number }
-  | { failed: string };
+  | { failed: string }
+  | { claims: number; p50: number; p99: number; max: number };
 
 /** Epoch milliseconds with a fraction: one clock for every process of the machine. */
 export const now = () => performance.timeOrigin + performance.now();
@@ -58,7 +60,12 @@ export async function publishAll(
 }
 
 /** Wires a child process to the coordinator: commands in, reports out, gone with its parent. */
-export function serve(handlers: { publish?: (command: Extract<Command, { cmd: 'publish' }>) => Promise<Report>; stop: () => Promise<void> }) {
+export function serve(handlers: {
+  publish?: (command: Extract<Command, { cmd: 'publish' }>) => Promise<Report>;
+  /** The claims made since the last ask: how many, and their times (a portal worker). */
+  claims?: () => Report;
+  stop: () => Promise<void>;
+}) {
   const send = (report: Report) => process.send!(report);
   process.on('disconnect', () => process.exit(1));
   process.on('message', (command: Command) => {
@@ -70,6 +77,8 @@ export function serve(handlers: { publish?: (command: Extract<Command, { cmd: 'p
           process.exit(1);
         },
       );
+    } else if (command.cmd === 'claims' && handlers.claims !== undefined) {
+      send(handlers.claims());
     } else if (command.cmd === 'publish' && handlers.publish !== undefined) {
       handlers.publish(command).then(send, (error) => send({ failed: (error as Error).message }));
     }
