@@ -5,7 +5,7 @@ import type { DeliveryTarget, Storage } from '../../src/ports.js';
 import type { DeliveryQuery, DeliveryRecord, EventRecord } from '../../src/records.js';
 import type { Db, Queryable, Row } from './client.js';
 import { atom } from '../../src/shared/time.js';
-import type { Names } from './schema.js';
+import { atomOf, type Names } from './schema.js';
 import { lastAttempts } from './storage-migrations.js';
 import { attemptResult, deliverable, healthParams, healthAfterSuccesses, recordAttemptWithHealth } from './storage-health.js';
 import { createBatcher } from './batch.js';
@@ -73,10 +73,14 @@ function deliveriesOf(batch: EventRecord[], webhooks: Row[], target?: DeliveryTa
   return made;
 }
 
-/** Seconds a new delivery's due time may lie before the claim that first sees it (clocks, commit lag). */
+/** Milliseconds a new delivery's due time may lie before the claim that first sees it (clocks, commit lag). */
 const FRESH_SLACK_MS = 2000;
-/** A full claim (every account, from the start) at least this often: a lease that ran out is found by it. */
-const FULL_CLAIM_MS = 15_000;
+/** The rescue (see `claimFloors`) at most this often, and at most 2 % of the time when it is slow. */
+const RESCUE_MS = 15_000;
+const RESCUE_SHARE = 50;
+
+/** A floor as a number, for comparing: an ATOM time, or '-infinity'. */
+const floorMs = (floor: string) => (floor === '-infinity' ? -Infinity : Date.parse(floor));
 
 /**
  * Where this instance's fair claims start each account's walk (`fairClaim`). With VACUUM held back
@@ -87,22 +91,28 @@ const FULL_CLAIM_MS = 15_000;
  * floor: the due time of the first delivery the last claim leased for it. Below the floor there
  * are only deliveries leased since (a call in flight), finished, or due again later. An account
  * with a delivery that fell due since the last claim (new, a retry whose time came, redelivered)
- * is found by a scan of just that stretch of the due index. What can fall below a floor unseen (a
- * lease that ran out, a delivery whose due time lagged its commit by more than the slack) is found
- * by a full claim, every `FULL_CLAIM_MS` and whenever the claim's clock jumps.
+ * is found by a scan of just that stretch of the due index.
+ *
+ * What can fall below a floor unseen (a lease that ran out; a delivery whose due time lagged its
+ * commit by more than the slack) is found by the rescue: a read of every account's earliest
+ * claimable delivery, run beside the claims on a connection of its own (never holding one up),
+ * every `RESCUE_MS` or, when it is slow, after 50 times as long as it took; it lowers the floors
+ * it finds below. A first claim, and one whose clock jumped, walks every account from the start.
  */
 function claimFloors() {
-  /** Each known account's floor: a timestamptz as PostgreSQL reads it (ATOM, its own text, or '-infinity'). */
+  /** Each known account's floor: an ATOM time, or '-infinity'. */
   const known = new Map<string, string>();
-  let last: { now: string; full: number } | undefined;
+  let last: string | undefined;
+  let nextRescue = performance.now() + RESCUE_MS;
+  let rescuing = false;
   return {
     known: known as ReadonlyMap<string, string>,
     /** Where the next claim's scan of newly due deliveries starts; `null`: a full claim. */
     windowFrom(now: string): string | null {
-      const previous = last === undefined ? Number.NaN : Date.parse(last.now);
+      const previous = last === undefined ? Number.NaN : Date.parse(last);
       const at = Date.parse(now);
-      // A first claim, a clock gone backwards or a minute ahead, or one due anyway: from the start.
-      if (last === undefined || !(at >= previous && at - previous <= 60_000) || performance.now() - last.full >= FULL_CLAIM_MS) return null;
+      // A first claim, or a clock gone backwards or a minute ahead: every account, from the start.
+      if (!(at >= previous && at - previous <= 60_000)) return null;
       return atom(new Date(previous - FRESH_SLACK_MS));
     },
     /**
@@ -111,9 +121,8 @@ function claimFloors() {
      * (when the claim had room left, so nothing was passed over); the others keep the floor the
      * claim gave them (`f_accounts`, `f_floors` of its rows).
      */
-    claimed(now: string, from: string | null, leased: DeliveryRecord[], row: Row | undefined, claim: { limit: number; max: number; inFlight: Readonly<Record<string, number>> }) {
-      if (from === null || last === undefined) last = { now, full: performance.now() };
-      else last.now = now;
+    claimed(now: string, leased: DeliveryRecord[], row: Row | undefined, claim: { limit: number; max: number; inFlight: Readonly<Record<string, number>> }) {
+      last = now;
       const first = new Map<string, string>();
       for (const delivery of leased) {
         const seen = first.get(delivery.accountId);
@@ -129,6 +138,27 @@ function claimFloors() {
         if (room > 0 && leased.length < claim.limit) known.delete(account);
         else if (!known.has(account)) known.set(account, given[i]!);
       });
+    },
+    /** Runs `read` (the rescue's statement: each account's earliest claimable due time) when one is due. */
+    rescue(read: () => Promise<Row[]>): void {
+      if (rescuing || performance.now() < nextRescue) return;
+      rescuing = true;
+      const started = performance.now();
+      read()
+        .then((rows) => {
+          for (const row of rows) {
+            const account = row.account_id as string;
+            const due = row.due as string;
+            const floor = known.get(account);
+            if (floor === undefined || floorMs(due) < floorMs(floor)) known.set(account, due);
+          }
+        })
+        // A rescue that failed (the database away) is tried again at the next one's time.
+        .catch(() => {})
+        .finally(() => {
+          rescuing = false;
+          nextRescue = performance.now() + Math.max(RESCUE_MS, RESCUE_SHARE * (performance.now() - started));
+        });
     },
   };
 }
@@ -358,9 +388,16 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
         LIMIT ${ORPHANS_PER_CLAIM}))
     ), ${leasedCte}, returned AS (${returnedSelect})
     -- One row at least, leased or not: the accounts the claim looked at, and their floors.
-    SELECT returned.*, looked.* FROM (SELECT array_agg(account_id) AS f_accounts, array_agg(floor::text) AS f_floors FROM floors) AS looked
+    SELECT returned.*, looked.* FROM (
+      SELECT array_agg(account_id) AS f_accounts,
+        array_agg(CASE WHEN floor = '-infinity' THEN '-infinity' ELSE ${atomOf('floor')} END) AS f_floors
+      FROM floors) AS looked
     LEFT JOIN returned ON true
     ORDER BY returned.d_next_attempt_at, returned.d_id`;
+  // The rescue of claimFloors: each account's earliest claimable delivery, read without a lock.
+  const rescue = `SELECT d.account_id, ${atomOf('min(d.next_attempt_at)')} AS due FROM ${table('deliveries')} AS d
+    WHERE ${claimable}
+    GROUP BY d.account_id`;
   // The attempt appended, and the oldest dropped once more than MAX_ATTEMPTS_KEPT are held.
   const appendAttempt = (entry: string) => `attempts = CASE WHEN jsonb_array_length(attempts) < ${MAX_ATTEMPTS_KEPT}
           THEN attempts || jsonb_build_array(${entry}) ELSE ${lastAttempts(`attempts || jsonb_build_array(${entry})`)} END,
@@ -524,7 +561,8 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
       const claimed = rows
         .filter((row) => row.d_id !== null)
         .map((row) => ({ delivery: toDelivery(row, 'd_'), event: toEvent(row, 'e_'), webhook: toWebhook(row, 'w_') }));
-      floors.claimed(now, from, claimed.map(({ delivery }) => delivery), rows[0], { limit, ...perAccount });
+      floors.claimed(now, claimed.map(({ delivery }) => delivery), rows[0], { limit, ...perAccount });
+      floors.rescue(() => db.query(rescue, [now]));
       return claimed;
     },
     async recordAttempt(id, owner, attempt, outcome, health) {
