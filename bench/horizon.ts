@@ -7,7 +7,8 @@
  * backlog (events published and not yet received), the dead tuples of the contender's tables, and
  * the portal workers' claim times. Targets: lag p99 ≤ 1 s throughout the hold, no growing backlog,
  * and back to the figures before the hold within a minute of the release. On a server without
- * autovacuum, the bench runs VACUUM (ANALYZE) on the contender's tables every 10 s in its place.
+ * autovacuum, the bench runs VACUUM (ANALYZE) on the contender's tables every 10 s in its place,
+ * paced as autovacuum paces itself.
  *
  * Not part of `npm run bench` (it takes about half an hour): `npm run bench:horizon`, or
  *
@@ -50,13 +51,28 @@ interface Sample {
 const fixed = (value: number, digits = 0) => (Number.isFinite(value) ? value.toFixed(digits) : '—');
 
 /**
- * VACUUM (ANALYZE) of every table of `schema`: what autovacuum does, for a server that runs without
- * it. During the hold it removes nothing (the held snapshot may still see every dead version), but
- * it keeps the planner's statistics current, and after the release it does the cleanup.
+ * VACUUM (ANALYZE) of every table of `schema`, paced as autovacuum paces itself (its default cost
+ * delay of 2 ms every 200 units of work), for a server that runs without autovacuum. During the hold
+ * it removes nothing (the held snapshot may still see every dead version), but it keeps the
+ * planner's statistics current, and after the release it does the cleanup. One pass at a time: a
+ * pass still running when the next is due makes that one wait for the next sample.
  */
-async function vacuumSchema(pool: pg.Pool, schema: string): Promise<void> {
-  const { rows } = await pool.query(`SELECT tablename FROM pg_tables WHERE schemaname = $1`, [schema]);
-  for (const { tablename } of rows as { tablename: string }[]) await pool.query(`VACUUM (ANALYZE) "${schema}"."${tablename}"`);
+let vacuuming: Promise<void> | undefined;
+function vacuumSchema(pool: pg.Pool, schema: string): void {
+  vacuuming ??= (async () => {
+    const client = await pool.connect();
+    try {
+      await client.query(`SET vacuum_cost_delay = '2ms'`);
+      await client.query(`SET vacuum_cost_limit = 200`);
+      const { rows } = await client.query(`SELECT tablename FROM pg_tables WHERE schemaname = $1`, [schema]);
+      for (const { tablename } of rows as { tablename: string }[]) await client.query(`VACUUM (ANALYZE) "${schema}"."${tablename}"`);
+    } catch {
+      // The schema went meanwhile (the run ended): nothing to do.
+    } finally {
+      client.release();
+      vacuuming = undefined;
+    }
+  })();
 }
 
 async function run(contender: Fleet['contender'], receiver: Child, url: string, pool: pg.Pool, vacuum: boolean): Promise<Sample[]> {
@@ -85,7 +101,7 @@ async function run(contender: Fleet['contender'], receiver: Child, url: string, 
         await holder.query('COMMIT');
         holding = false;
       }
-      if (vacuum) await vacuumSchema(pool, fleet.schema);
+      if (vacuum) vacuumSchema(pool, fleet.schema);
       const window = await receiver.request<{ distinct: number; calls: number; p50: number; p99: number }>({ cmd: 'window' }, 5000);
       const { rows } = await pool.query(`SELECT coalesce(sum(n_dead_tup), 0)::int AS dead FROM pg_stat_user_tables WHERE schemaname = $1`, [fleet.schema]);
       const claims = contender === 'portal' ? await Promise.all(fleet.workers.map((worker) => worker.request<{ claims: number; p50: number; p99: number }>({ cmd: 'claims' }, 5000))) : [];
@@ -111,6 +127,7 @@ async function run(contender: Fleet['contender'], receiver: Child, url: string, 
   } finally {
     await holder.query('COMMIT').catch(() => {});
     await holder.end();
+    await vacuuming;
     await stopFleet(fleet);
     await dropSchema(pool, fleet.schema);
   }
@@ -152,7 +169,7 @@ async function main() {
     // the bench, every sample, for both contenders alike.
     const { rows } = await postgres.pool.query(`SELECT current_setting('autovacuum') = 'on' AS on`);
     const vacuum = !(rows[0] as { on: boolean }).on;
-    if (vacuum) console.error('horizon bench: autovacuum is off on this server: the bench runs VACUUM (ANALYZE) on the contender\'s tables every 10 s instead');
+    if (vacuum) console.error('horizon bench: autovacuum is off on this server: the bench runs VACUUM (ANALYZE) on the contender\'s tables every 10 s instead, paced as autovacuum is');
     for (const contender of CONTENDERS) report(contender, await run(contender, receiver, url, postgres.pool, vacuum));
   } finally {
     await receiver.stop();
