@@ -4,6 +4,7 @@ import { PortalError } from '../../errors.js';
 import type { AgreementService, DocumentSink } from '../../domain/agreements.js';
 import type { Agreement } from '../../records.js';
 import { idempotencyKeyOf, idempotentReply } from '../idempotent-reply.js';
+import { wholeNumber } from '../query-number.js';
 
 /**
  * `POST /agreements` (multipart/form-data, streamed into the blob store), and, as extensions,
@@ -42,8 +43,7 @@ export function agreementRoutes(agreements: AgreementService, options: { extensi
         const { limit, cursor } = query;
         if (Array.isArray(limit)) throw new PortalError('QUERY_REPEATED', 'limit');
         if (Array.isArray(cursor)) throw new PortalError('QUERY_REPEATED', 'cursor');
-        // Digits only: `Number` would take ' 5', '0x10' and '1e1'; anything else is NaN, which the service refuses by name.
-        const count = limit === undefined ? undefined : /^[0-9]{1,6}$/.test(limit) ? Number(limit) : Number.NaN;
+        const count = limit === undefined ? undefined : wholeNumber(limit);
         return { status: 200, body: await agreements.list(accountId, { limit: count, cursor }) };
       },
     });

@@ -7,6 +7,7 @@ import type { Webhook } from '../../records.js';
 import type { WebhookService } from '../../domain/webhooks.js';
 import type { DeliveryQueryInput } from '../../domain/inputs.js';
 import { PortalError } from '../../errors.js';
+import { wholeNumber } from '../query-number.js';
 
 /**
  * A webhook as JSON text: what `JSON.stringify` makes of it, put together from its known fields as
@@ -49,18 +50,14 @@ export function webhookRoutes(webhooks: WebhookService): Route[] {
 /** The query parameters of the delivery log, each at most once. */
 const DELIVERY_LOG_QUERY = ['limit', 'cursor', 'status', 'eventType', 'since', 'until'];
 
-/**
- * The delivery log's query string as the service reads it: `limit` digits only (`Number` would
- * take ' 5', '0x10' and '1e1'; anything else is NaN, which the service refuses by name); the rest
- * as given, for the service to check.
- */
+/** The delivery log's query string as the service reads it: `limit` a whole number (`wholeNumber`), the rest as given, for the service to check. */
 function deliveryLogQuery(query: Record<string, string | string[] | undefined>): DeliveryQueryInput {
   const read: Record<string, string | number> = {};
   for (const name of DELIVERY_LOG_QUERY) {
     const value = query[name];
     if (Array.isArray(value)) throw new PortalError('QUERY_REPEATED', name);
     if (value === undefined) continue;
-    read[name] = name === 'limit' ? (/^[0-9]{1,6}$/.test(value) ? Number(value) : Number.NaN) : value;
+    read[name] = name === 'limit' ? wholeNumber(value) : value;
   }
   return read as DeliveryQueryInput;
 }
