@@ -173,11 +173,6 @@ export const ERRORS = {
     status: 404,
     message: (deliveryId: string, webhookId: string) => `No delivery ${deliveryId} of webhook ${webhookId} in this account.`,
   },
-  DELIVERY_IN_FLIGHT: {
-    status: 409,
-    message: (deliveryId: string) =>
-      `Delivery ${deliveryId} is being sent right now; redeliver it once this call is recorded (see its attempts).`,
-  },
   DELIVERY_WEBHOOK_DELETED: {
     status: 409,
     message: (deliveryId: string) => `Delivery ${deliveryId} cannot be sent again: its webhook was deleted.`,

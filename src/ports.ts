@@ -178,7 +178,10 @@ export interface Storage {
    * delivery is no longer pending (cancelled meanwhile). Given `health`, the webhook's health takes
    * the attempt in the same atomic step (`healthAfterAttempt`), and when this very write disabled
    * the webhook it resolves the reason (`'gone'`, `'failing'`) instead of `true`: of several
-   * instances on one store, exactly one learns of each transition.
+   * instances on one store, exactly one learns of each transition. A redeliver queued during the
+   * call makes the delivery pending and due instead of the outcome (`recordAttempt` in
+   * `domain/deliveries.ts`); the write then resolves `'due-again'` (unless it disabled the
+   * webhook), so that the worker claims again at once.
    */
   recordAttempt(
     id: string,
@@ -186,11 +189,12 @@ export interface Storage {
     attempt: DeliveryAttempt,
     outcome: { status: DeliveryStatus; nextAttemptAt: string | null },
     health?: HealthRule,
-  ): Promise<boolean | AutomaticDisableReason>;
+  ): Promise<AttemptRecorded>;
   /**
    * Makes the delivery pending again, due at `nextAttemptAt` (now), lease dropped, attempts kept;
-   * `null` when absent. Rejects with `DELIVERY_IN_FLIGHT`, changing nothing, while a lease holds it
-   * at `nextAttemptAt` (the check and the change atomic): never a second call of one delivery.
+   * `null` when absent. While a lease holds it at `nextAttemptAt` (its call in flight), queues the
+   * redeliver instead (`redeliverQueued`), the check and the change atomic: never a second call of
+   * one delivery at once, and one more call once the current one is recorded.
    */
   redeliver(accountId: string, id: string, nextAttemptAt: string): Promise<DeliveryRecord | null>;
 
@@ -256,6 +260,12 @@ export interface Storage {
   /** Removes up to `limit` records expired at `now` (`expiresAt <= now`), of any account; resolves how many. */
   sweepIdempotencyKeys(now: string, limit: number): Promise<number>;
 }
+
+/**
+ * What `Storage.recordAttempt` resolves: `false` when nothing was recorded; otherwise `true`, the
+ * reason when this write disabled the webhook, or `'due-again'` when the delivery is due at once.
+ */
+export type AttemptRecorded = boolean | AutomaticDisableReason | 'due-again';
 
 /** A byte range, both ends inclusive, as in an HTTP `Range` header. */
 export interface ByteRange {

@@ -311,6 +311,11 @@ export interface Delivery {
   attemptCount: number;
   nextAttemptAt: string | null;
   createdAt: string;
+  /**
+   * Set by a redeliver asked for while a call of the delivery was in flight: once that call is
+   * recorded, whatever its outcome, the delivery is pending and due again, and one more call follows.
+   */
+  redeliverQueued: boolean;
 }
 export interface DeliveryRecord extends Delivery {
   accountId: string;

@@ -80,9 +80,11 @@ function copyEntry(row: FileEntryRecord): FileEntryRecord {
   return { id, accountId, directoryId, type, name, size, mime, fileShareId, createdAt };
 }
 
+/** A copy of a delivery row; one written before a field existed gets its default. */
 const copyDelivery = (delivery: DeliveryRecord): DeliveryRecord => ({
   ...delivery,
   attempts: delivery.attempts.map((attempt) => ({ ...attempt })),
+  redeliverQueued: delivery.redeliverQueued ?? false,
 });
 
 /** Runs `fn` for one key at a time, in call order; other keys run freely. */
@@ -457,14 +459,13 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       const change =
         rule === undefined || webhook === undefined ? null : healthRules.healthAfterAttempt(healthOf(kept<WebhookRecord>(webhook)), attempt, rule);
       await commit(change?.changed ? [putDelivery(recorded), putHealth(change.health)] : [putDelivery(recorded)]);
-      return change?.disabled ?? true;
+      return change?.disabled ?? (deliveryRules.isDueAfter(recorded, attempt) ? 'due-again' : true);
     },
     async redeliver(accountId, id, nextAttemptAt) {
       if (!journal.opened) await ready();
       const row = state.owned('delivery', accountId, id);
       if (row === undefined) return null;
       const again = deliveryRules.redeliver(kept<DeliveryRecord>(row), nextAttemptAt);
-      if (again === null) throw new PortalError('DELIVERY_IN_FLIGHT', id);
       await commit([putDelivery(again)]);
       return copyDelivery(again);
     },

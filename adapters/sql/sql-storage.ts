@@ -74,7 +74,7 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
     // statement after the delete, so that in READ COMMITTED it sees deliveries that a publish
     // holding the webhook (FOR KEY SHARE) committed while the delete waited for it.
     cancelDeliveries: `UPDATE ${table('deliveries')}
-      SET status = 'cancelled', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL
+      SET status = 'cancelled', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL, redeliver_queued = false
       WHERE webhook_id = $1::text AND status = 'pending'`,
     deleteHealth: `DELETE FROM ${table('webhook_health')} WHERE webhook_id = $1::text`,
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { recoveredDelivery } from '../../src/domain/deliveries.js';
 import { attemptSucceeded } from '../../src/domain/webhook-health.js';
 import { PortalError } from '../../src/errors.js';
-import type { HealthRule, Storage } from '../../src/ports.js';
+import type { AttemptRecorded, HealthRule, Storage } from '../../src/ports.js';
 import type { AutomaticDisableReason, DeliveryAttempt, WebhookDisabledReason, WebhookHealthRecord } from '../../src/records.js';
 import type { Db, Row } from './client.js';
 import { atomOf, type Names } from './schema.js';
@@ -43,13 +43,14 @@ const HEALTH_COLUMNS =
   'consecutive_failures, failing_since, last_success_at, last_attempt_at, disabled_at, disabled_reason, disabled_by';
 
 /**
- * The statement that records an attempt (`recordAttempt`, $1–$5, given without its RETURNING) and the
+ * The statement that records an attempt (`recordAttempt`, $1–$5, given without its RETURNING, and
+ * `dueAgain`, its test that the delivery is due at once) and the
  * webhook's health in one: one round trip per attempt, as before. A success that leaves the health as it
  * is (its run of successes within one second) writes nothing, so a busy healthy webhook takes no
  * row lock per call. Answers `recorded` (0 or 1) and `disabled`: the reason, when this write
  * disabled the webhook.
  */
-export function recordAttemptWithHealth({ table }: Names, recordAttempt: string): string {
+export function recordAttemptWithHealth({ table }: Names, recordAttempt: string, dueAgain: string): string {
   const fresh: Previous = {
     failures: '0',
     failingSince: 'NULL::timestamptz',
@@ -67,7 +68,7 @@ export function recordAttemptWithHealth({ table }: Names, recordAttempt: string)
     disabledBy: 'h.disabled_by',
   };
   return `WITH recorded AS (
-      ${recordAttempt} RETURNING webhook_id, account_id
+      ${recordAttempt} RETURNING webhook_id, account_id, ${dueAgain} AS due_again
     ), webhook AS (
       SELECT r.webhook_id, r.account_id FROM recorded AS r
       WHERE EXISTS (SELECT 1 FROM ${table('webhooks')} AS w WHERE w.id = r.webhook_id)
@@ -81,7 +82,7 @@ export function recordAttemptWithHealth({ table }: Names, recordAttempt: string)
       ON CONFLICT (webhook_id) DO UPDATE SET (${HEALTH_COLUMNS}) = ROW(${healthAfterAttempt(stored)})
       RETURNING h.disabled_reason, h.disabled_by
     )
-    SELECT (SELECT count(*) FROM recorded)::int AS recorded,
+    SELECT (SELECT count(*) FROM recorded)::int AS recorded, (SELECT bool_or(due_again) FROM recorded) AS due_again,
       (SELECT disabled_reason FROM health WHERE disabled_by = $11::text) AS disabled`;
 }
 
@@ -115,9 +116,9 @@ export function healthParams(attempt: DeliveryAttempt, rule: HealthRule): unknow
 }
 
 /** What `recordAttemptWithHealth` answered, as `Storage.recordAttempt` resolves it. */
-export function attemptResult(row: Row | undefined): boolean | AutomaticDisableReason {
+export function attemptResult(row: Row | undefined): AttemptRecorded {
   if (row === undefined || Number(row.recorded) !== 1) return false;
-  return (row.disabled as AutomaticDisableReason | null) ?? true;
+  return (row.disabled as AutomaticDisableReason | null) ?? (row.due_again === true ? 'due-again' : true);
 }
 
 /** Whether the webhook of a delivery (aliased d) is disabled. */

@@ -252,6 +252,11 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX portal_events_created ON ${table('events')} (created_at)`,
     ],
   },
+  {
+    version: 11,
+    name: 'a redeliver queued behind the call in flight',
+    statements: ({ table }) => [`ALTER TABLE ${table('deliveries')} ADD COLUMN redeliver_queued boolean NOT NULL DEFAULT false`],
+  },
 ];
 
 /** The last `MAX_ATTEMPTS_KEPT` entries of the jsonb array `expression`, in order. */

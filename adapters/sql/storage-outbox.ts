@@ -73,6 +73,14 @@ function deliveriesOf(batch: EventRecord[], webhooks: Row[], target?: DeliveryTa
   return made;
 }
 
+/**
+ * `dueAfter` of domain/deliveries.ts over an attempt's JSON log entry (`entry`): the attempt's
+ * start plus its duration, to the second.
+ */
+const dueAfter = (entry: string) => `date_trunc('second', (${entry}->>'at')::timestamptz + (${entry}->>'durationMs')::int * interval '1 millisecond')`;
+/** `isDueAfter` of domain/deliveries.ts on a recorded row (columns prefixed by `at`). */
+const dueAgain = (entry: string, at = '') => `(${at}status = 'pending' AND ${at}next_attempt_at <= ${dueAfter(entry)})`;
+
 /** Milliseconds a new delivery's due time may lie before the claim that first sees it (clocks, commit lag). */
 const FRESH_SLACK_MS = 2000;
 /** The rescue (see `claimFloors`) at most this often, and at most 2 % of the time when it is slow. */
@@ -255,14 +263,14 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
         AND (d.lease_until IS NULL OR d.lease_until < $1::timestamptz)`;
   // A due delivery is sent only while its webhook exists and is not disabled; otherwise the claim cancels it.
   const sendable = deliverable(names);
-  const cancelled = `status = 'cancelled', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL`;
+  const cancelled = `status = 'cancelled', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL, redeliver_queued = false`;
   // The leasing of the rows locked by `due`, and the claim's answer: each with its event and webhook.
   // The rows are found by primary key from an array: joined to `due` instead, the planner, once the
   // table had statistics, read the whole table to hash it (2.6 ms of a claim of 16 with 10,000 due).
   // By ctid: each row of `due` is locked by this statement, so it cannot move meanwhile, and a TID
   // scan is what the planner takes whatever it believes of the table (see `recordSuccesses`).
   const leasedCte = `leased AS (
-      UPDATE ${table('deliveries')} AS d SET lease_owner = $4::text, lease_until = $2::timestamptz
+      UPDATE ${table('deliveries')} AS d SET lease_owner = $4::text, lease_until = $2::timestamptz, redeliver_queued = false
       WHERE d.ctid = ANY (ARRAY(SELECT row FROM due))
       RETURNING d.*
     )`;
@@ -402,13 +410,16 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
   const appendAttempt = (entry: string) => `attempts = CASE WHEN jsonb_array_length(attempts) < ${MAX_ATTEMPTS_KEPT}
           THEN attempts || jsonb_build_array(${entry}) ELSE ${lastAttempts(`attempts || jsonb_build_array(${entry})`)} END,
         attempt_count = attempt_count + 1`;
+  // The outcome, or with a redeliver queued during the call: pending, due as the call ended.
+  const outcomeOf = (entry: string, status: string, next: string) => `status = CASE WHEN redeliver_queued THEN 'pending' ELSE ${status} END,
+        next_attempt_at = CASE WHEN redeliver_queued THEN ${dueAfter(entry)} ELSE ${next} END, redeliver_queued = false`;
   // status || '': the same test, in a form that does not make the partial indexes of pending rows
   // usable, so the row is found by its key whatever the table's statistics say (see recordSuccesses).
   const recordAttemptUpdate = `UPDATE ${table('deliveries')}
-    SET ${appendAttempt('$3::jsonb')}, status = $4::text, next_attempt_at = $5::timestamptz, lease_owner = NULL, lease_until = NULL
+    SET ${appendAttempt('$3::jsonb')}, ${outcomeOf('$3::jsonb', '$4::text', '$5::timestamptz')}, lease_owner = NULL, lease_until = NULL
     WHERE id = $1::text AND lease_owner = $2::text AND status || '' = 'pending'`;
-  const recordAttempt = `${recordAttemptUpdate} RETURNING id`;
-  const recordAttemptAndHealth = recordAttemptWithHealth(names, recordAttemptUpdate);
+  const recordAttempt = `${recordAttemptUpdate} RETURNING id, ${dueAgain('$3::jsonb')} AS due_again`;
+  const recordAttemptAndHealth = recordAttemptWithHealth(names, recordAttemptUpdate, dueAgain('$3::jsonb'));
   // recordAttempt with health, for many successful attempts in one statement (see
   // recordSuccessesTogether). Each delivery is looked up and locked by primary key first (a LATERAL
   // per attempt), then updated by key: a join left to the planner read every pending row when the
@@ -430,16 +441,23 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
       WHERE leased.lease_owner = i.owner AND leased.status = 'pending'
     ), recorded AS (
       UPDATE ${table('deliveries')} AS d
-      SET ${appendAttempt('i.entry')}, status = i.status, next_attempt_at = i.next_attempt_at, lease_owner = NULL, lease_until = NULL
+      SET ${appendAttempt('i.entry')}, ${outcomeOf('i.entry', 'i.status', 'i.next_attempt_at')}, lease_owner = NULL, lease_until = NULL
       FROM held AS i
       WHERE d.ctid = ANY (ARRAY(SELECT row FROM held)) AND d.ctid = i.row
-      RETURNING d.id, d.webhook_id, d.account_id, i.at
+      RETURNING d.id, d.webhook_id, d.account_id, i.at, ${dueAgain('i.entry', 'd.')} AS due_again
     ), ${healthAfterSuccesses(names)}
-    SELECT id FROM recorded`;
-  // Refused (no row) while a lease holds the delivery at $3, now: never a second call in flight.
+    SELECT id, due_again FROM recorded`;
+  // While a lease holds the delivery at $3, now, the redeliver is queued behind the call in flight
+  // (never a second call at once); otherwise the delivery is pending and due now. Every SET reads
+  // the row as it was.
+  const leased = `(lease_until IS NOT NULL AND lease_until >= $3::timestamptz)`;
   const redeliver = `UPDATE ${table('deliveries')}
-    SET status = 'pending', next_attempt_at = $3::timestamptz, lease_owner = NULL, lease_until = NULL
-    WHERE account_id = $1::text AND id = $2::text AND (lease_until IS NULL OR lease_until < $3::timestamptz)
+    SET redeliver_queued = ${leased},
+      status = CASE WHEN ${leased} THEN status ELSE 'pending' END,
+      next_attempt_at = CASE WHEN ${leased} THEN next_attempt_at ELSE $3::timestamptz END,
+      lease_owner = CASE WHEN ${leased} THEN lease_owner END,
+      lease_until = CASE WHEN ${leased} THEN lease_until END
+    WHERE account_id = $1::text AND id = $2::text
     RETURNING ${deliveryColumns()}`;
 
   async function storeEvents(tx: Queryable, batch: EventRecord[], target?: DeliveryTarget): Promise<DeliveryRecord[]> {
@@ -506,7 +524,7 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
    * whose effect on the health depends on the run before it (and may disable the webhook), is
    * recorded by a statement of its own.
    */
-  const recordSuccessesTogether = createBatcher<SuccessfulAttempt, boolean>({
+  const recordSuccessesTogether = createBatcher<SuccessfulAttempt, boolean | 'due-again'>({
     maxRunning: MAX_RECORDING,
     maxSize: MAX_GROUP_ATTEMPTS,
     size: () => 1,
@@ -519,8 +537,8 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
         successes.map((one) => one.nextAttemptAt),
         successes.map((one) => one.at),
       ]);
-      const recorded = new Set(rows.map((row) => row.id as string));
-      return successes.map((one) => recorded.has(one.id));
+      const recorded = new Map(rows.map((row) => [row.id as string, row.due_again === true]));
+      return successes.map((one) => (recorded.get(one.id) ? 'due-again' : recorded.has(one.id)));
     },
   });
 
@@ -573,19 +591,16 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
       const params = [id, owner, entry, outcome.status, outcome.nextAttemptAt];
       if (health !== undefined) return attemptResult((await db.query(recordAttemptAndHealth, [...params, ...healthParams(attempt, health)]))[0]);
       const rows = await db.query(recordAttempt, params);
-      return rows.length === 1;
+      return rows.length === 1 && (rows[0]!.due_again === true ? 'due-again' : true);
     },
     async redeliver(accountId, id, nextAttemptAt) {
       const [row] = await db.query(redeliver, [accountId, id, nextAttemptAt]);
-      if (row !== undefined) {
-        // Due now: the workers of other instances hear of it, as of a publish.
-        if (announce !== undefined) await db.query(notifyWork, [announce.channel]);
-        return toDelivery(row);
-      }
-      // Nothing changed: the delivery is absent, or leased (its call in flight).
-      const [current] = await db.query(selectDelivery, [accountId, id]);
-      if (current === undefined) return null;
-      throw new PortalError('DELIVERY_IN_FLIGHT', id);
+      if (row === undefined) return null;
+      const delivery = toDelivery(row);
+      // Due now: the workers of other instances hear of it, as of a publish. A queued one is due
+      // once its call is recorded, and the worker recording it claims again.
+      if (announce !== undefined && !delivery.redeliverQueued) await db.query(notifyWork, [announce.channel]);
+      return delivery;
     },
   };
 }

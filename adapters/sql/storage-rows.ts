@@ -156,6 +156,7 @@ const DELIVERY: [string, string][] = [
   [atomOf('@created_at'), 'created_at'],
   ['@lease_owner', 'lease_owner'],
   [atomOf('@lease_until'), 'lease_until'],
+  ['@redeliver_queued', 'redeliver_queued'],
 ];
 export const deliveryColumns = (alias = '', as = '') => columns(DELIVERY, alias, as);
 export function toDelivery(row: Row, as = ''): DeliveryRecord {
@@ -172,6 +173,7 @@ export function toDelivery(row: Row, as = ''): DeliveryRecord {
     createdAt: text(row, as + 'created_at'),
     leaseOwner: textOrNull(row, as + 'lease_owner'),
     leaseUntil: textOrNull(row, as + 'lease_until'),
+    redeliverQueued: row[as + 'redeliver_queued'] === true,
   };
 }
 

@@ -2,12 +2,14 @@ import { newId } from '../shared/ids.js';
 import type { Claim, DeliveryTarget } from '../ports.js';
 import type { DeliveryAttempt, DeliveryRecord, EventRecord, WebhookRecord } from '../records.js';
 import { compareKeys } from '../shared/order.js';
+import { atom } from '../shared/time.js';
 
 /*
  * The webhook delivery state machine, written once for every storage adapter:
  *
  *   newDelivery ─▶ pending ──lease──▶ pending, leased ──recordAttempt──▶ pending (a retry) | succeeded | failed
  *                     └──────────────────┴──cancel──▶ cancelled             any status ──redeliver──▶ pending
+ *                                                                            (leased: queued, pending again once recorded)
  *
  * Pure functions over `DeliveryRecord`: no I/O, and an argument is never changed. Each returns a new
  * record (nested values it does not change may be shared with its argument) or a decision. The
@@ -44,6 +46,7 @@ export function newDelivery(event: Pick<EventRecord, 'id' | 'accountId' | 'type'
     createdAt: event.createdAt,
     leaseOwner: null,
     leaseUntil: null,
+    redeliverQueued: false,
   };
 }
 
@@ -99,15 +102,36 @@ export function compareDue(a: DeliveryRecord, b: DeliveryRecord): number {
   return compareKeys(a.id, b.id);
 }
 
-/** The delivery leased to `owner` until `leaseUntil`; nothing else changes. */
+/**
+ * The delivery leased to `owner` until `leaseUntil`. A redeliver queued behind a call whose lease
+ * ran out unrecorded (its worker gone) is served by this call.
+ */
 export function lease(delivery: DeliveryRecord, owner: string, leaseUntil: string): DeliveryRecord {
-  return { ...delivery, leaseOwner: owner, leaseUntil };
+  return { ...delivery, leaseOwner: owner, leaseUntil, redeliverQueued: false };
+}
+
+/**
+ * When a delivery whose redeliver was queued during `attempt` falls due again: as the attempt
+ * ended (its start and duration), so that the next claim takes it.
+ */
+export function dueAfter(attempt: Pick<DeliveryAttempt, 'at' | 'durationMs'>): string {
+  return atom(new Date(Date.parse(attempt.at) + attempt.durationMs));
+}
+
+/**
+ * Whether `recorded` (what `recordAttempt` made of a delivery after `attempt`) is due at once: a
+ * redeliver queued during the call. A worker then claims again instead of waiting for its tick.
+ */
+export function isDueAfter(recorded: Pick<DeliveryRecord, 'status' | 'nextAttemptAt'>, attempt: Pick<DeliveryAttempt, 'at' | 'durationMs'>): boolean {
+  return recorded.status === 'pending' && recorded.nextAttemptAt !== null && recorded.nextAttemptAt <= dueAfter(attempt);
 }
 
 /**
  * The delivery after `owner`'s attempt: the attempt appended (the oldest dropped past
  * `MAX_ATTEMPTS_KEPT`, `attemptCount` one more), the outcome's status and next attempt set, the
- * lease released; `null` when `owner` does not hold the lease or the delivery is not pending.
+ * lease released; `null` when `owner` does not hold the lease or the delivery is not pending. With
+ * a redeliver queued during the call, the outcome gives way: pending, due as the call ended
+ * (`dueAfter`).
  */
 export function recordAttempt(
   delivery: DeliveryRecord,
@@ -120,27 +144,28 @@ export function recordAttempt(
     ...delivery,
     attempts: [...delivery.attempts, { ...attempt }].slice(-MAX_ATTEMPTS_KEPT),
     attemptCount: delivery.attemptCount + 1,
-    status: outcome.status,
-    nextAttemptAt: outcome.nextAttemptAt,
+    ...(delivery.redeliverQueued ? { status: 'pending', nextAttemptAt: dueAfter(attempt) } : outcome),
     leaseOwner: null,
     leaseUntil: null,
+    redeliverQueued: false,
   };
 }
 
 /**
  * The delivery, whatever its status, pending again and due at `nextAttemptAt` (the time of asking),
- * lease dropped, attempts kept; `null` while a lease holds it at that time: its call may be in
- * flight, and one call at a time per delivery is the rule, so a redeliver never starts a second.
+ * lease dropped, attempts kept. While a lease holds it at that time its call may be in flight, and
+ * one call at a time per delivery is the rule: the redeliver is queued instead (`redeliverQueued`),
+ * and `recordAttempt` makes it due once that call is recorded.
  */
-export function redeliver(delivery: DeliveryRecord, nextAttemptAt: string): DeliveryRecord | null {
-  if (isLeased(delivery, nextAttemptAt)) return null;
-  return { ...delivery, status: 'pending', nextAttemptAt, leaseOwner: null, leaseUntil: null };
+export function redeliver(delivery: DeliveryRecord, nextAttemptAt: string): DeliveryRecord {
+  if (isLeased(delivery, nextAttemptAt)) return { ...delivery, redeliverQueued: true };
+  return { ...delivery, status: 'pending', nextAttemptAt, leaseOwner: null, leaseUntil: null, redeliverQueued: false };
 }
 
 /** The delivery cancelled: never attempted again, lease dropped; `null` when it is not pending (a finished one keeps its outcome). */
 export function cancel(delivery: DeliveryRecord): DeliveryRecord | null {
   if (delivery.status !== 'pending') return null;
-  return { ...delivery, status: 'cancelled', nextAttemptAt: null, leaseOwner: null, leaseUntil: null };
+  return { ...delivery, status: 'cancelled', nextAttemptAt: null, leaseOwner: null, leaseUntil: null, redeliverQueued: false };
 }
 
 export interface ClaimPlan {

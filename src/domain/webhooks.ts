@@ -58,8 +58,8 @@ export function webhookShape(record: WebhookRecord): Webhook {
 
 /** A delivery as the API shows it: no account, no lease. */
 export function deliveryShape(record: DeliveryRecord): Delivery {
-  const { id, webhookId, eventId, eventType, status, attempts, attemptCount, nextAttemptAt, createdAt } = record;
-  return { id, webhookId, eventId, eventType, status, attempts, attemptCount, nextAttemptAt, createdAt };
+  const { id, webhookId, eventId, eventType, status, attempts, attemptCount, nextAttemptAt, createdAt, redeliverQueued } = record;
+  return { id, webhookId, eventId, eventType, status, attempts, attemptCount, nextAttemptAt, createdAt, redeliverQueued };
 }
 
 /** A page of a delivery log: the deliveries, and the cursor of the page after it (`null`: the last). */
@@ -254,10 +254,11 @@ export function createWebhookService(deps: {
     /**
      * Sends the delivery again: pending, due now, the attempts so far kept in the log. A delivery
      * that had ended (succeeded or failed) starts the retry schedule from its first step; one still
-     * pending is only brought forward. `null` when absent or of another account; a 409 when its
-     * webhook was deleted, as there is nowhere to send it, or is disabled, and a 409 while its call
-     * is in flight (a live lease), so that one delivery never has two calls at once. Given
-     * `webhookId`, a delivery of another webhook is absent too.
+     * pending is only brought forward. While its call is in flight (a live lease) the redeliver is
+     * queued (`redeliverQueued`): one more call follows once that one is recorded, and one delivery
+     * never has two calls at once. `null` when absent or of another account; a 409 when its
+     * webhook was deleted, as there is nowhere to send it, or is disabled. Given `webhookId`, a
+     * delivery of another webhook is absent too.
      */
     async redeliver(accountId: string, deliveryId: string, webhookId?: string): Promise<Delivery | null> {
       checkAccountId(accountId);

@@ -85,6 +85,7 @@ export const delivery = v.strictObject({
   attemptCount: count,
   nextAttemptAt: v.nullable(atomDateTime),
   createdAt: atomDateTime,
+  redeliverQueued: v.boolean(),
 });
 
 export const fileEntry = v.strictObject({

@@ -288,7 +288,10 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     const attempt = { at: atom(at), statusCode, error: redirected ? 'redirect not followed' : result.error, durationMs };
     const outcome = outcomeOf(result, attemptsInRun(delivery.attempts, retrySchedule.length), retrySchedule, clock(), random);
     const recorded = await storage.recordAttempt(delivery.id, owner, attempt, outcome, health);
-    if (recorded !== false) {
+    // A redeliver was queued during the call: the delivery is due again, and this worker claims it
+    // (startRecord's refill) rather than leaving it to the next tick.
+    if (recorded === 'due-again') again = true;
+    if (recorded !== false && recorded !== 'due-again') {
       try {
         report({ delivery, event, webhook }, attempt, outcome, recorded);
       } catch (error) {
@@ -305,8 +308,8 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
         statusCode,
         error: attempt.error,
         durationMs,
-        status: recorded ? outcome.status : 'not recorded',
-        nextAttemptAt: outcome.nextAttemptAt,
+        status: recorded === 'due-again' ? 'pending (redelivered)' : recorded ? outcome.status : 'not recorded',
+        nextAttemptAt: recorded === 'due-again' ? 'now' : outcome.nextAttemptAt,
       },
       recorded ? 'webhook attempt' : 'webhook attempt not recorded: the lease was lost or the delivery cancelled',
     );

@@ -77,6 +77,7 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
         createdAt: at(30),
         leaseOwner: null,
         leaseUntil: null,
+        redeliverQueued: false,
       });
       assert.equal(await storage.getDelivery('acct_a', delivery.id), delivery);
       assert.equal(await db.delivery(delivery.id), delivery, 'stored as returned');
@@ -435,24 +436,55 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     assert.equal((await claim(storage, 61, 10, 'worker-2')).map((c) => c.delivery.id), [delivery!.id]);
   }));
 
-  test('outbox: redeliver while a lease holds the delivery (its call in flight) rejects with DELIVERY_IN_FLIGHT and changes nothing', withStorage(factory, async (storage, { db }) => {
+  test('outbox: redeliver while a lease holds the delivery (its call in flight) queues one more call, due as that call ends once recorded', withStorage(factory, async (storage, { db }) => {
     const [delivery] = await published(storage, 1);
     await claim(storage, 0, 10, 'worker-1', 60);
     const leased = await db.delivery(delivery!.id);
     for (const second of [1, 30, 60]) {
-      const error = await storage.redeliver('acct_a', delivery!.id, at(second)).then(() => null, (caught: unknown) => caught);
-      assert.ok(isPortalError(error, 'DELIVERY_IN_FLIGHT'), `at ${second} s: ${String(error)}`);
-      assert.is((error as { status: number }).status, 409);
+      const queued = (await storage.redeliver('acct_a', delivery!.id, at(second)))!;
+      assert.equal(queued, { ...leased!, redeliverQueued: true }, `at ${second} s: queued, the lease and the rest as they were`);
     }
-    assert.equal(await db.delivery(delivery!.id), leased, 'the lease and the delivery are as they were');
-    assert.equal(await claim(storage, 30, 10, 'worker-2'), [], 'no second call: nobody else may claim it');
-    assert.is(await storage.recordAttempt(delivery!.id, 'worker-1', attempt(200, 2), { status: 'succeeded', nextAttemptAt: null }), true, 'the call in flight records');
-    const again = (await storage.redeliver('acct_a', delivery!.id, at(3)))!;
-    assert.equal([again.status, again.attempts.length, again.attemptCount], ['pending', 1, 1], 'once recorded it may be sent again');
-    assert.is(await storage.redeliver('acct_b', delivery!.id, at(3)), null, 'another account still sees nothing');
+    assert.equal(await db.delivery(delivery!.id), { ...leased!, redeliverQueued: true });
+    assert.equal(await claim(storage, 30, 10, 'worker-2'), [], 'no second call at once: nobody else may claim it');
+    const made = { ...attempt(200, 2), durationMs: 4_000 };
+    assert.is(await storage.recordAttempt(delivery!.id, 'worker-1', made, { status: 'succeeded', nextAttemptAt: null }), 'due-again', 'the call in flight records, and says it is due again');
+    const after = (await db.delivery(delivery!.id))!;
+    assert.equal(
+      [after.status, after.nextAttemptAt, after.redeliverQueued, after.attempts, after.attemptCount, after.leaseOwner],
+      ['pending', at(6), false, [made], 1, null],
+      'pending, due as the call ended (2 s + 4 s), the attempt kept',
+    );
+    assert.equal((await claim(storage, 6, 10, 'worker-2')).map((c) => c.delivery.id), [delivery!.id], 'the one more call');
+    assert.is(await storage.recordAttempt(delivery!.id, 'worker-2', attempt(200, 6), { status: 'succeeded', nextAttemptAt: null }), true);
+    assert.equal((await db.delivery(delivery!.id))!.status, 'succeeded', 'and no third');
+    assert.is(await storage.redeliver('acct_b', delivery!.id, at(7)), null, 'another account still sees nothing');
   }));
 
-  test('outbox: ten redelivers during a call in a worker are refused: one call of the delivery at a time, and no slot taken from others', withStorage(factory, async (storage, { db }) => {
+  test('outbox: a redeliver queued behind a call whose lease ran out is served by the next lease, not by two calls', withStorage(factory, async (storage, { db }) => {
+    const [delivery] = await published(storage, 1);
+    await claim(storage, 0, 10, 'worker-1', 10);
+    assert.ok((await storage.redeliver('acct_a', delivery!.id, at(5)))!.redeliverQueued);
+    const [taken] = await claim(storage, 11, 10, 'worker-2', 10);
+    assert.equal([taken!.delivery.id, taken!.delivery.redeliverQueued], [delivery!.id, false]);
+    assert.is(await storage.recordAttempt(delivery!.id, 'worker-1', attempt(200, 1), { status: 'succeeded', nextAttemptAt: null }), false, 'the lost lease cannot record');
+    assert.is(await storage.recordAttempt(delivery!.id, 'worker-2', attempt(200, 12), { status: 'succeeded', nextAttemptAt: null }), true);
+    assert.equal((await db.delivery(delivery!.id))!.status, 'succeeded');
+  }));
+
+  test('outbox: a redeliver queued during a call whose outcome was failed or a retry still makes it due as the call ends', withStorage(factory, async (storage, { db }) => {
+    const [first, second] = await published(storage, 2, 0);
+    await claim(storage, 0, 10, 'worker-1', 60);
+    for (const one of [first, second]) await storage.redeliver('acct_a', one!.id, at(1));
+    const health = { disableAfterFailures: 100, disableAfterMs: 1e9 };
+    assert.is(await storage.recordAttempt(first!.id, 'worker-1', attempt(500, 3), { status: 'failed', nextAttemptAt: null }, health), 'due-again');
+    assert.is(await storage.recordAttempt(second!.id, 'worker-1', attempt(500, 3), { status: 'pending', nextAttemptAt: at(600) }), 'due-again');
+    for (const one of [first, second]) {
+      const after = (await db.delivery(one!.id))!;
+      assert.equal([after.status, after.nextAttemptAt, after.redeliverQueued], ['pending', at(3), false]);
+    }
+  }));
+
+  test('outbox: ten redelivers during a call in a worker make one more call after it: one call of the delivery at a time, and no slot taken from others', withStorage(factory, async (storage, { db }) => {
     const slow = webhookRecord({ url: 'https://a.example/slow' });
     const other = webhookRecord({ accountId: 'acct_b', url: 'https://b.example/ok' });
     await storage.insertWebhook(slow);
@@ -483,8 +515,7 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       worker.poke();
       await until(async () => calls[slow.url] === 1);
       for (let n = 0; n < 10; n++) {
-        const error = await storage.redeliver('acct_a', delivery!.id, at(10)).then(() => null, (caught: unknown) => caught);
-        assert.ok(isPortalError(error, 'DELIVERY_IN_FLIGHT'), `redeliver ${n + 1}: ${String(error)}`);
+        assert.ok((await storage.redeliver('acct_a', delivery!.id, at(10)))!.redeliverQueued, `redeliver ${n + 1} is queued`);
         worker.poke(); // as portal.webhooks.redeliver does
       }
       const [ofB] = await storage.publishEvents([eventRecord({ accountId: 'acct_b', createdAt: at(10) })]);
@@ -492,9 +523,9 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       await until(async () => (await db.delivery(ofB!.id))?.status === 'succeeded');
       assert.equal([calls[slow.url], mostAtOnce], [1, 1], 'one call of the delivery, never two at once');
       release.resolve();
-      await until(async () => (await db.delivery(delivery!.id))?.status === 'succeeded');
+      await until(async () => (await db.delivery(delivery!.id))?.status === 'succeeded' && calls[slow.url] === 2);
       const done = (await db.delivery(delivery!.id))!;
-      assert.equal([done.attempts.length, done.attemptCount, done.leaseOwner, calls[slow.url]], [1, 1, null, 1]);
+      assert.equal([done.attempts.length, done.attemptCount, done.leaseOwner, calls[slow.url], mostAtOnce], [2, 2, null, 2, 1], 'ten redelivers made one more call, after the first');
     } finally {
       release.resolve();
       await worker.stop();

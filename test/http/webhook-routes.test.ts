@@ -171,7 +171,7 @@ test('GET /webhooks/{id}/deliveries: the log, newest first, with every attempt; 
     assert.is(data.length, 2);
     assert.ok(data[0].createdAt > data[1].createdAt, 'newest first');
     for (const delivery of data) {
-      assert.equal(Object.keys(delivery).sort(), ['attemptCount', 'attempts', 'createdAt', 'eventId', 'eventType', 'id', 'nextAttemptAt', 'status', 'webhookId']);
+      assert.equal(Object.keys(delivery).sort(), ['attemptCount', 'attempts', 'createdAt', 'eventId', 'eventType', 'id', 'nextAttemptAt', 'redeliverQueued', 'status', 'webhookId']);
       assert.match(delivery.id, /^whd_/);
       assert.is(delivery.webhookId, hook.id);
     }
@@ -292,7 +292,7 @@ test('POST /webhooks/{id}/test: 202, and a signed webhook.test call goes to that
   });
 });
 
-test('POST …/redeliver during the delivery\'s call answers 409 and never starts a second call', async () => {
+test('POST …/redeliver during the delivery\'s call answers 202, queued: one more call follows that one, never two at once', async () => {
   const release = deferred<number>();
   let calls = 0;
   let inFlight = 0;
@@ -313,14 +313,15 @@ test('POST …/redeliver during the delivery\'s call answers 409 and never start
     const [delivery] = (await app.portal.webhooks.deliveries('acct_a', hook.id))!;
     for (let i = 0; i < 10; i++) {
       const res = await app.api(`/webhooks/${hook.id}/deliveries/${delivery!.id}/redeliver`, { method: 'POST' });
-      assert.is(res.status, 409);
-      assert.match((await json(res)).message, /is being sent right now/);
+      assert.is(res.status, 202);
+      const body = await json(res);
+      assert.equal([body.id, body.status, body.redeliverQueued], [delivery!.id, 'pending', true]);
     }
     assert.is(calls, 1, 'no second call while the first is in flight');
     release.resolve(200);
-    await waitFor(async () => (await app.portal.webhooks.deliveries('acct_a', hook.id))![0]!.status === 'succeeded', 'the call recorded');
+    await waitFor(async () => (await app.portal.webhooks.deliveries('acct_a', hook.id))![0]!.attemptCount === 2, 'the one more call recorded');
     const [done] = (await app.portal.webhooks.deliveries('acct_a', hook.id))!;
-    assert.equal([done!.attempts.length, done!.attemptCount, most], [1, 1, 1]);
+    assert.equal([done!.status, done!.attempts.length, done!.redeliverQueued, calls, most], ['succeeded', 2, false, 2, 1], 'ten redelivers, one more call');
     assert.is((await app.api(`/webhooks/${hook.id}/deliveries/${delivery!.id}/redeliver`, { method: 'POST' })).status, 202, 'once recorded it may go again');
   });
 });

@@ -72,7 +72,7 @@ test('publish stores the event and the first attempt goes out at once, signed an
 
     await waitFor(async () => (await app.delivery()).status === 'succeeded', 'the attempt to be recorded');
     const delivery = await app.delivery();
-    assert.equal(Object.keys(delivery).sort(), ['attemptCount', 'attempts', 'createdAt', 'eventId', 'eventType', 'id', 'nextAttemptAt', 'status', 'webhookId']);
+    assert.equal(Object.keys(delivery).sort(), ['attemptCount', 'attempts', 'createdAt', 'eventId', 'eventType', 'id', 'nextAttemptAt', 'redeliverQueued', 'status', 'webhookId']);
     assert.equal({ ...delivery, attempts: [] }, {
       id: delivery.id,
       webhookId: app.webhook.id,

@@ -12,6 +12,7 @@ import {
   planClaim,
   recordAttempt,
   redeliver,
+  isDueAfter,
 } from '../../src/domain/deliveries.js';
 import type { DeliveryAttempt, DeliveryRecord } from '../../src/records.js';
 import { eventRecord } from '../conformance/fixtures.js';
@@ -41,6 +42,7 @@ function delivery(overrides: Partial<DeliveryRecord> = {}): DeliveryRecord {
     createdAt: at(10),
     leaseOwner: null,
     leaseUntil: null,
+    redeliverQueued: false,
     ...overrides,
   });
 }
@@ -68,6 +70,7 @@ test('newDelivery: pending, due when the event happened, no attempts, no lease, 
     createdAt: at(5),
     leaseOwner: null,
     leaseUntil: null,
+    redeliverQueued: false,
   });
   assert.is.not(newDelivery(event, 'wbh_x').id, made.id);
 });
@@ -151,10 +154,30 @@ test('redeliver: from any status, pending again at the given time, lease dropped
   }
 });
 
-test('redeliver: null while a lease holds the delivery, up to and including its last second: its call may be in flight', () => {
-  assert.is(redeliver(leased('worker-1', at(40)), at(30)), null);
-  assert.is(redeliver(leased('worker-1', at(30)), at(30)), null);
-  assert.ok(redeliver(leased('worker-1', at(30)), at(31)));
+test('redeliver: queued while a lease holds the delivery, up to and including its last second: its call may be in flight', () => {
+  for (const until of [at(40), at(30)]) {
+    const before = leased('worker-1', until);
+    assert.equal(redeliver(before, at(30)), { ...before, redeliverQueued: true }, `lease until ${until}: queued, nothing else changes`);
+  }
+  assert.equal(redeliver(leased('worker-1', at(30)), at(31)).redeliverQueued, false, 'a lease that ran out: due now');
+});
+
+test('recordAttempt: a queued redeliver wins over the outcome: pending, due as the call ended, queued no more', () => {
+  const made = { ...attempt(204), at: at(40), durationMs: 2_500 };
+  for (const outcome of [
+    { status: 'succeeded' as const, nextAttemptAt: null },
+    { status: 'failed' as const, nextAttemptAt: null },
+    { status: 'pending' as const, nextAttemptAt: at(900) },
+  ]) {
+    const after = recordAttempt({ ...leased('worker-1', at(100)), redeliverQueued: true }, 'worker-1', made, outcome)!;
+    assert.equal([after.status, after.nextAttemptAt, after.redeliverQueued, after.leaseOwner], ['pending', at(42), false, null], outcome.status);
+    assert.ok(isDueAfter(after, made), 'due at once');
+    assert.not.ok(isDueAfter(recordAttempt(leased('worker-1', at(100)), 'worker-1', made, outcome)!, made), 'without one: the outcome stands');
+  }
+});
+
+test('lease: a new lease serves a redeliver queued behind a call that was never recorded', () => {
+  assert.is(lease({ ...leased('worker-1', at(10)), redeliverQueued: true }, 'worker-2', at(80)).redeliverQueued, false);
 });
 
 test('recordAttempt: keeps the last MAX_ATTEMPTS_KEPT attempts and counts every one', () => {

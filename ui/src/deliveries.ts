@@ -107,7 +107,11 @@ export function deliveryLog(base: string, errors: ReturnType<typeof errorBox>, a
         el('span', { class: 'hint' }, delivery.eventType),
         el('span', { class: 'hint' }, 'queued ', time(delivery.createdAt)),
       ),
-      delivery.nextAttemptAt === null ? null : el('p', { class: 'next' }, 'Next attempt ', time(delivery.nextAttemptAt)),
+      delivery.redeliverQueued
+        ? el('p', { class: 'next' }, 'A call is in flight; it is sent again once that call is recorded.')
+        : delivery.nextAttemptAt === null
+          ? null
+          : el('p', { class: 'next' }, 'Next attempt ', time(delivery.nextAttemptAt)),
       attempts.length === 0
         ? el('p', { class: 'hint' }, 'No attempt yet.')
         : el('ol', { class: 'attempts', reversed: true, 'aria-label': 'Attempts, newest first' }, ...attempts.map(attempt)),

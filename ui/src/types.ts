@@ -34,6 +34,8 @@ export interface Delivery {
   attemptCount: number;
   nextAttemptAt: string | null;
   createdAt: string;
+  /** A redeliver asked for during a call: one more call follows once that call is recorded. */
+  redeliverQueued: boolean;
 }
 
 export interface FileEntry {
