@@ -10,6 +10,7 @@ import type {
   DeliveryQuery,
   DeliveryRecord,
   DeliveryStatus,
+  EventFilter,
   EventRecord,
   FileEntryRecord,
   SecretRotation,
@@ -94,6 +95,12 @@ export interface Storage {
    * stored webhook, or `null` when absent in this account. The webhook keeps its place in listings.
    */
   rotateWebhookSecret(accountId: string, id: string, rotation: SecretRotation): Promise<WebhookRecord | null>;
+  /**
+   * Gives the webhook `filter` (`null`: none, every event of its type), in one atomic step; nothing
+   * else changes, and it keeps its place in listings. Publishes from then on are matched against
+   * it. Resolves the stored webhook, or `null` when absent in this account.
+   */
+  setWebhookFilter(accountId: string, id: string, filter: EventFilter | null): Promise<WebhookRecord | null>;
 
   /** Stores a new file or directory entry. */
   insertFileEntry(entry: FileEntryRecord): Promise<void>;
@@ -149,6 +156,11 @@ export interface Storage {
    * `target`: to that webhook alone), all in one atomic step. Resolves the deliveries created.
    */
   publishEvents(events: EventRecord[], target?: DeliveryTarget): Promise<DeliveryRecord[]>;
+  /**
+   * Up to `limit` of the account's events of `type`, the most recent first (by `createdAt`; within
+   * one second in no set order). Reads only those, never the account's other events.
+   */
+  recentEvents(accountId: string, type: string, limit: number): Promise<EventRecord[]>;
   /** The delivery, or `null` when absent in this account. */
   getDelivery(accountId: string, id: string): Promise<DeliveryRecord | null>;
   /**

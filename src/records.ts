@@ -4,12 +4,23 @@
  * Date-times are ATOM strings (see `time.ts`), so comparing two of them as strings compares times.
  */
 
+/**
+ * A webhook's filter over its events' `data`: keys are dotted paths into the data (`customer.tier`,
+ * `items.0.sku`) or the logical operators `$and`, `$or` (arrays of filters) and `$not` (a filter);
+ * a path's value is what it must equal, an object of value operators (`{"$gte": 100}`, all of
+ * which must hold), or a filter nested under that path. Every clause of an object must hold. The
+ * rules: `domain/event-filter.ts`.
+ */
+export type EventFilter = { [key: string]: unknown };
+
 export interface Webhook {
   id: string;
   type: string;
   url: string;
   secret: string;
   createdAt: string;
+  /** Which events of its type it gets (`domain/event-filter.ts`); absent: every one. */
+  filter?: EventFilter;
 }
 export interface WebhookRecord extends Webhook {
   accountId: string;

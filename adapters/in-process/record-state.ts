@@ -3,6 +3,9 @@ import { inListingOrder } from '../../src/shared/order.js';
 import { DueByAccount } from './due-queue.js';
 import { Timeline, type TimelinePosition } from './timeline.js';
 
+/** The key of an account's events of one type. */
+const kindKey = (accountId: string, type: string) => `${accountId}\u0000${type}`;
+
 export const TABLES = ['webhook', 'file', 'agreement', 'attachment', 'event', 'delivery', 'idempotency', 'health'] as const;
 export type TableName = (typeof TABLES)[number];
 
@@ -96,6 +99,8 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
   const deliveriesOfEvent = new Map<string, number>();
   /** Every event, oldest first. */
   const eventOrder = new Timeline();
+  /** Each account's events of each type, in creation order: a filter's dry run reads the latest. */
+  const eventsOfKind = new Timeline();
   const documentOwners = new Map<string, string>();
   /** Each account's agreements in creation order: their records lie in the log, so the order is kept here. */
   const agreementOrder = new Timeline();
@@ -138,6 +143,7 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
       }
       case 'event':
         eventOrder.add('', row.id, row.createdAt!);
+        eventsOfKind.add(kindKey(row.accountId, row.eventType!), row.id, row.createdAt!);
         break;
       case 'idempotency':
         idempotencyExpiry.set(row.id, row.expiresAt!);
@@ -180,7 +186,10 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
         break;
       }
       case 'event':
-        if (!replaced) eventOrder.remove(row.id);
+        if (!replaced) {
+          eventOrder.remove(row.id);
+          eventsOfKind.remove(row.id);
+        }
         break;
       case 'idempotency':
         idempotencyExpiry.delete(row.id);
@@ -292,6 +301,15 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
     /** The pending deliveries due at `now`, earliest first; `skip` drops an account's from the rest of the walk. */
     dueBy(now: string): { rows: Iterable<DeliveryRecord>; skip(accountId: string): void } {
       return pending.dueBy(now);
+    },
+    /** Up to `limit` ids of the account's events of `type`, newest first. */
+    recentEventIds(accountId: string, type: string, limit: number): string[] {
+      const ids: string[] = [];
+      for (const id of eventsOfKind.newestFirst(kindKey(accountId, type))) {
+        if (ids.length === limit) break;
+        ids.push(id);
+      }
+      return ids;
     },
     /** Finished deliveries made before `before`, oldest first. */
     finishedBefore(before: string): Iterable<string> {

@@ -64,11 +64,14 @@ const putHealth = (record: WebhookHealthRecord): Change => ({ table: 'health', r
  * /v1/webhooks/{id}" of `npm run bench:instructions`, figures in docs/performance.md). Hot path.
  */
 function copyWebhook(row: WebhookRecord): WebhookRecord {
-  const { id, accountId, type, url, secret, createdAt, previousSecret, previousSecretUntil } = row;
+  const { id, accountId, type, url, secret, createdAt, previousSecret, previousSecretUntil, filter } = row;
   // Both or neither (`withRotation`): a record never rotated has no such keys, not `undefined` ones.
-  return previousSecret === undefined
-    ? { id, accountId, type, url, secret, createdAt }
-    : { id, accountId, type, url, secret, createdAt, previousSecret, previousSecretUntil: previousSecretUntil! };
+  const copy: WebhookRecord =
+    previousSecret === undefined
+      ? { id, accountId, type, url, secret, createdAt }
+      : { id, accountId, type, url, secret, createdAt, previousSecret, previousSecretUntil: previousSecretUntil! };
+  if (filter !== undefined) copy.filter = structuredClone(filter);
+  return copy;
 }
 
 /**
@@ -304,6 +307,16 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       return copyWebhook(rotated);
     },
 
+    async setWebhookFilter(accountId, id, filter) {
+      if (!journal.opened) await ready();
+      const row = state.owned('webhook', accountId, id);
+      if (row === undefined) return null;
+      const { filter: _old, ...rest } = kept<WebhookRecord>(row);
+      const changed: WebhookRecord = filter === null ? rest : { ...rest, filter };
+      await commit([{ table: 'webhook', record: changed }]);
+      return copyWebhook(changed);
+    },
+
     async insertFileEntry(entry) {
       if (!journal.opened) await ready();
       assertNew('file', entry.id);
@@ -398,6 +411,16 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       const { changes, deliveries } = eventChanges(events, target);
       await commit(changes);
       return deliveries.map(copyDelivery);
+    },
+    async recentEvents(accountId, type, limit) {
+      if (!journal.opened) await ready();
+      // Looked up as each is read: retention may remove one meanwhile.
+      const events: EventRecord[] = [];
+      for (const id of state.recentEventIds(accountId, type, limit)) {
+        const row = state.get('event', id);
+        if (row !== undefined) events.push(await readRecord<EventRecord>(row));
+      }
+      return events;
     },
     async getDelivery(accountId, id) {
       if (!journal.opened) await ready();

@@ -49,15 +49,15 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
   const health = createHealth(db, names, pool === undefined ? undefined : { channel });
 
   const sql = {
-    insertWebhook: `INSERT INTO ${table('webhooks')} (id, account_id, type, url, secret, created_at)
-      VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::timestamptz)`,
+    insertWebhook: `INSERT INTO ${table('webhooks')} (id, account_id, type, url, secret, created_at, filter)
+      VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::timestamptz, $7::json)`,
     // The account's webhooks are counted under a lock of the account (released at commit), so two
     // creates at once cannot both see room for one more; the count is a statement after the lock,
     // so in READ COMMITTED it sees what a create that held the lock before committed.
     lockAccountWebhooks: `SELECT pg_advisory_xact_lock($1::int, hashtext($2::text))`,
-    insertWebhookWithin: `INSERT INTO ${table('webhooks')} (id, account_id, type, url, secret, created_at)
-      SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::timestamptz
-      WHERE (SELECT count(*) FROM ${table('webhooks')} WHERE account_id = $2::text) < $7::int
+    insertWebhookWithin: `INSERT INTO ${table('webhooks')} (id, account_id, type, url, secret, created_at, filter)
+      SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::timestamptz, $7::json
+      WHERE (SELECT count(*) FROM ${table('webhooks')} WHERE account_id = $2::text) < $8::int
       RETURNING id`,
     getWebhook: `SELECT ${webhookColumns()} FROM ${table('webhooks')} WHERE id = $2::text AND account_id = $1::text`,
     listWebhooks: `SELECT ${webhookColumns()} FROM ${table('webhooks')} WHERE account_id = $1::text ORDER BY created_at, seq`,
@@ -67,6 +67,9 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
       SET previous_secret = CASE WHEN $4::timestamptz IS NULL THEN NULL ELSE secret END,
         previous_secret_until = $4::timestamptz,
         secret = $3::text
+      WHERE id = $2::text AND account_id = $1::text
+      RETURNING ${webhookColumns()}`,
+    setWebhookFilter: `UPDATE ${table('webhooks')} SET filter = $3::json
       WHERE id = $2::text AND account_id = $1::text
       RETURNING ${webhookColumns()}`,
     deleteWebhook: `DELETE FROM ${table('webhooks')} WHERE id = $2::text AND account_id = $1::text RETURNING id`,
@@ -137,7 +140,8 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
 
   const storage: Storage = {
     async insertWebhook(webhook, limits, idempotency) {
-      const params = [webhook.id, webhook.accountId, webhook.type, webhook.url, webhook.secret, webhook.createdAt];
+      const filter = webhook.filter === undefined ? null : JSON.stringify(webhook.filter);
+      const params = [webhook.id, webhook.accountId, webhook.type, webhook.url, webhook.secret, webhook.createdAt, filter];
       const max = limits?.maxPerAccount;
       if (max === undefined && idempotency === undefined) {
         await db.query(sql.insertWebhook, params);
@@ -157,6 +161,10 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
     },
     async listWebhooks(accountId) {
       return (await db.query(sql.listWebhooks, [accountId])).map((row) => toWebhook(row));
+    },
+    async setWebhookFilter(accountId, id, filter) {
+      const [row] = await db.query(sql.setWebhookFilter, [accountId, id, filter === null ? null : JSON.stringify(filter)]);
+      return row === undefined ? null : toWebhook(row);
     },
     async rotateWebhookSecret(accountId, id, rotation) {
       const [row] = await db.query(sql.rotateWebhookSecret, [accountId, id, rotation.secret, rotation.previousSecretUntil]);
@@ -213,6 +221,7 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
     },
 
     publishEvents: outbox.publishEvents,
+    recentEvents: outbox.recentEvents,
     getDelivery: outbox.getDelivery,
     listDeliveries: outbox.listDeliveries,
     claimDeliveries: outbox.claimDeliveries,

@@ -257,6 +257,16 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
     name: 'a redeliver queued behind the call in flight',
     statements: ({ table }) => [`ALTER TABLE ${table('deliveries')} ADD COLUMN redeliver_queued boolean NOT NULL DEFAULT false`],
   },
+  {
+    version: 12,
+    name: 'webhook filters; recent events of a type',
+    statements: ({ table }) => [
+      // json, not jsonb: the filter is shown as it was given, its keys in their order.
+      `ALTER TABLE ${table('webhooks')} ADD COLUMN filter json`,
+      // A filter's dry run reads an account's latest events of one type.
+      `CREATE INDEX portal_events_recent ON ${table('events')} (account_id, type, created_at)`,
+    ],
+  },
 ];
 
 /** The last `MAX_ATTEMPTS_KEPT` entries of the jsonb array `expression`, in order. */

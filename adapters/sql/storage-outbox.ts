@@ -2,7 +2,7 @@ import { MAX_ATTEMPTS_KEPT, isRecipient, newDelivery } from '../../src/domain/de
 import { PortalError } from '../../src/errors.js';
 import { attemptSucceeded } from '../../src/domain/webhook-health.js';
 import type { DeliveryTarget, Storage } from '../../src/ports.js';
-import type { DeliveryQuery, DeliveryRecord, EventRecord } from '../../src/records.js';
+import type { DeliveryQuery, DeliveryRecord, EventFilter, EventRecord } from '../../src/records.js';
 import type { Db, Queryable, Row } from './client.js';
 import { atom } from '../../src/shared/time.js';
 import { atomOf, type Names } from './schema.js';
@@ -41,7 +41,7 @@ interface SuccessfulAttempt {
 
 export type OutboxMethods = Pick<
   Storage,
-  'publishEvents' | 'getDelivery' | 'listDeliveries' | 'claimDeliveries' | 'recordAttempt' | 'redeliver'
+  'publishEvents' | 'recentEvents' | 'getDelivery' | 'listDeliveries' | 'claimDeliveries' | 'recordAttempt' | 'redeliver'
 >;
 
 export interface Outbox extends OutboxMethods {
@@ -60,14 +60,20 @@ function eventColumnsOf(batch: EventRecord[]): unknown[] {
   ];
 }
 
-/** The deliveries of the events to the webhooks (rows of id, account_id, type) each is for. */
-function deliveriesOf(batch: EventRecord[], webhooks: Row[], target?: DeliveryTarget): DeliveryRecord[] {
+/** The deliveries of the events to the webhooks (rows of id, account_id, type, filter) each is for. */
+function deliveriesOf(batch: EventRecord[], rows: Row[], target?: DeliveryTarget): DeliveryRecord[] {
   const made: DeliveryRecord[] = [];
-  if (webhooks.length === 0) return made;
+  if (rows.length === 0) return made;
+  const webhooks = rows.map((row) => ({
+    id: row.id as string,
+    accountId: row.account_id as string,
+    type: row.type as string,
+    ...(row.filter === null || row.filter === undefined ? {} : { filter: JSON.parse(row.filter as string) as EventFilter }),
+  }));
   for (const event of batch) {
     for (const webhook of webhooks) {
-      if (webhook.account_id !== event.accountId || !isRecipient(webhook as { id: string; type: string }, event, target)) continue;
-      made.push(newDelivery(event, webhook.id as string));
+      if (webhook.accountId !== event.accountId || !isRecipient(webhook, event, target)) continue;
+      made.push(newDelivery(event, webhook.id));
     }
   }
   return made;
@@ -191,14 +197,14 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::json[])`;
   // FOR KEY SHARE: a webhook being deleted meanwhile waits for this transaction, and then cancels
   // the deliveries made here, instead of leaving them pending for a webhook that is gone.
-  const matchingWebhooks = `SELECT id, account_id, type FROM ${table('webhooks')}
+  const matchingWebhooks = `SELECT id, account_id, type, filter::text FROM ${table('webhooks')}
     WHERE (account_id, type) IN (SELECT * FROM unnest($1::text[], $2::text[]))
     ORDER BY created_at, id
     FOR KEY SHARE`;
-  const targetWebhook = `SELECT id, account_id, type FROM ${table('webhooks')} WHERE id = $1::text FOR KEY SHARE`;
+  const targetWebhook = `SELECT id, account_id, type, filter::text FROM ${table('webhooks')} WHERE id = $1::text FOR KEY SHARE`;
   // Stores what newDelivery made; attempts and the lease start empty (the columns' defaults).
   const insertDeliveries = insertDeliveriesStatement(names);
-  const findWebhooks = `SELECT id, account_id, type FROM ${table('webhooks')}
+  const findWebhooks = `SELECT id, account_id, type, filter::text FROM ${table('webhooks')}
     WHERE (account_id, type) IN (SELECT * FROM unnest($1::text[], $2::text[]))
     ORDER BY created_at, id`;
   // storeAtOnce's statement: $1–$5 the events, $6 the webhooks, $7–$14 the deliveries, $15 the
@@ -221,6 +227,11 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
       SELECT pg_notify($15::text, '') WHERE $15::text IS NOT NULL AND EXISTS (SELECT 1 FROM stored)
     )
     SELECT ARRAY(SELECT id FROM stored) AS stored, (SELECT count(*) FROM announced) AS announced`;
+  // From the index on (account_id, type, created_at), read backwards.
+  const recentEvents = `SELECT ${eventColumns()} FROM ${table('events')}
+    WHERE account_id = $1::text AND type = $2::text
+    ORDER BY created_at DESC
+    LIMIT $3::int`;
   const selectDelivery = `SELECT ${deliveryColumns()} FROM ${table('deliveries')} WHERE account_id = $1::text AND id = $2::text`;
   /**
    * A page of a delivery log: the statement for the filters given (one text per combination, so
@@ -549,6 +560,9 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
       // A publish to one webhook (a test event, a redeliver) is rare: it goes on its own.
       if (target !== undefined) return storeAlone(batch, target);
       return publishTogether(batch);
+    },
+    async recentEvents(accountId, type, limit) {
+      return (await db.query(recentEvents, [accountId, type, limit])).map((row) => toEvent(row));
     },
     async getDelivery(accountId, id) {
       const [row] = await db.query(selectDelivery, [accountId, id]);

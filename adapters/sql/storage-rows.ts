@@ -3,6 +3,7 @@ import type {
   DeliveryAttempt,
   DeliveryRecord,
   DeliveryStatus,
+  EventFilter,
   EventRecord,
   FileEntryRecord,
   FileEntryType,
@@ -34,6 +35,7 @@ const WEBHOOK: [string, string][] = [
   [atomOf('@created_at'), 'created_at'],
   ['@previous_secret', 'previous_secret'],
   [atomOf('@previous_secret_until'), 'previous_secret_until'],
+  ['@filter::text', 'filter'],
 ];
 export const webhookColumns = (alias = '', as = '') => columns(WEBHOOK, alias, as);
 export function toWebhook(row: Row, as = ''): WebhookRecord {
@@ -45,7 +47,14 @@ export function toWebhook(row: Row, as = ''): WebhookRecord {
     secret: text(row, as + 'secret'),
     createdAt: text(row, as + 'created_at'),
     ...previousSecretOf(row, as),
+    ...filterOf(row, as),
   };
+}
+
+/** The filter, present only when the webhook has one. */
+function filterOf(row: Row, as: string): Pick<WebhookRecord, 'filter'> {
+  const filter = textOrNull(row, as + 'filter');
+  return filter === null ? {} : { filter: JSON.parse(filter) as EventFilter };
 }
 
 /** The rotation fields, present only while a rotation's previous secret is kept. */

@@ -2,6 +2,7 @@ import { newId } from '../shared/ids.js';
 import type { Claim, DeliveryTarget } from '../ports.js';
 import type { DeliveryAttempt, DeliveryRecord, EventRecord, WebhookRecord } from '../records.js';
 import { compareKeys } from '../shared/order.js';
+import { matchesFilter } from './event-filter.js';
 import { atom } from '../shared/time.js';
 
 /*
@@ -18,11 +19,13 @@ import { atom } from '../shared/time.js';
  */
 
 /**
- * Whether `webhook` (of the event's account) gets a delivery of `event`: the webhooks of its type,
- * or with `target` that one webhook alone, whatever its type.
+ * Whether `webhook` (of the event's account) gets a delivery of `event`: the webhooks of its type
+ * whose filter, if any, the event's data matches, or with `target` that one webhook alone, whatever
+ * its type and filter.
  */
-export function isRecipient(webhook: Pick<WebhookRecord, 'id' | 'type'>, event: EventRecord, target?: DeliveryTarget): boolean {
-  return target === undefined ? webhook.type === event.type : webhook.id === target.webhookId;
+export function isRecipient(webhook: Pick<WebhookRecord, 'id' | 'type' | 'filter'>, event: EventRecord, target?: DeliveryTarget): boolean {
+  if (target !== undefined) return webhook.id === target.webhookId;
+  return webhook.type === event.type && (webhook.filter === undefined || matchesFilter(webhook.filter, event.data));
 }
 
 /**

@@ -3,6 +3,7 @@ import { PortalError } from '../errors.js';
 import { isId } from '../shared/ids.js';
 import { hasControlCharacter } from '../shared/text.js';
 import { signatureDataUrl } from './signature-data.js';
+import type { EventFilter } from './event-filter.js';
 
 export { signatureDataUrl };
 
@@ -157,12 +158,53 @@ function webhookUrl() {
   );
 }
 
-/** The body of `POST /webhooks` and the input of `webhooks.create`: exactly `{ type, url }`. */
+/** A webhook's filter (src/domain/event-filter.ts); its grammar and limits are checked by `checkFilter`, not by this schema. */
+export const filterObject = v.custom<EventFilter>(
+  (value) => value !== null && typeof value === 'object' && !Array.isArray(value),
+  'must be an object of clauses, such as {"customer.tier": "gold"}',
+);
+export const eventFilter = v.pipe(
+  // Not v.record: it drops keys such as "constructor", which are paths a filter may name.
+  filterObject,
+  v.description(
+    'Which events of its type the webhook gets: keys are dotted paths into the event\'s `data` (`customer.tier`, `items.0.sku`) or `$and`/`$or` (arrays of filters) and `$not` (a filter); a path\'s value is what it must equal, an object of value operators (`$eq $neq $gt $gte $lt $lte $in $nin $startsWith $endsWith $exist`), or a filter nested under that path. Every clause must hold. At most 50 clauses, 8 levels, 8,192 characters.',
+  ),
+  v.metadata({ examples: [{ 'customer.tier': 'gold', amount: { $gte: 100 }, $or: [{ country: { $in: ['FR', 'DE'] } }, { vip: true }] }] }),
+);
+
+/** The body of `POST /webhooks` and the input of `webhooks.create`: `{ type, url, filter? }`. */
 export function webhookInput(eventTypes: readonly string[]) {
   return v.strictObject({
     type: eventType(eventTypes),
     url: webhookUrl(),
+    filter: v.optional(v.nullable(eventFilter)),
   }, 'must be an object with "type" and "url"');
+}
+
+/** The body of `PATCH /webhooks/{id}` and the input of `webhooks.setFilter`: `{ filter }`, `null` to remove it. */
+export const webhookFilterInput = v.strictObject({ filter: v.nullable(eventFilter) }, 'must be an object such as {"filter": {"customer.tier": "gold"}} or {"filter": null}');
+
+/** The most recent events a filter's dry run reads: 20 by default, at most 100. */
+export const DRY_RUN_LIMIT = { default: 20, max: 100 } as const;
+
+/** The body of `POST /webhooks/dry-run` and the input of `webhooks.dryRun`: `{ type, filter, limit? }`. */
+export function dryRunInput(eventTypes: readonly string[]) {
+  return v.strictObject(
+    {
+      type: eventType(eventTypes),
+      filter: v.nullable(eventFilter),
+      limit: v.optional(
+        v.pipe(
+          v.number('must be a number'),
+          v.integer('must be a whole number'),
+          v.minValue(1, 'must be 1 or more'),
+          v.maxValue(DRY_RUN_LIMIT.max, `must be at most ${DRY_RUN_LIMIT.max}`),
+          v.description(`How many of the most recent events of the type to try; default ${DRY_RUN_LIMIT.default}.`),
+        ),
+      ),
+    },
+    'must be an object with "type" and "filter"',
+  );
 }
 
 /** How long a rotated secret still signs calls when the rotation names no grace: 24 hours. */

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { PortalError } from '../errors.js';
 import { isId, newId } from '../shared/ids.js';
 import type { Storage } from '../ports.js';
-import type { Delivery, DeliveryRecord, Webhook, WebhookHealth, WebhookRecord } from '../records.js';
+import { publicShape, type Delivery, type DeliveryRecord, type PortalEvent, type Webhook, type WebhookHealth, type WebhookRecord } from '../records.js';
 import { atom } from '../shared/time.js';
 import {
   DEFAULT_SECRET_GRACE_MS,
@@ -14,7 +14,11 @@ import {
   recoverInput,
   secretRotationInput,
   webhookInput,
+  webhookFilterInput,
+  dryRunInput,
+  DRY_RUN_LIMIT,
 } from './inputs.js';
+import { checkFilter, matchesFilter, type EventFilter } from './event-filter.js';
 import { deliveryQuery, encodeCursor } from './delivery-log.js';
 import { createIdempotency, fingerprintOf, type IdempotentCreate, type IdempotentOutcome } from './idempotency.js';
 import type { OperationalEvent } from './operational-events.js';
@@ -23,6 +27,26 @@ import { healthShape } from './webhook-health.js';
 export interface WebhookInput {
   type: string;
   url: string;
+  /** Which events of its type it gets (see `domain/event-filter.ts`); absent or `null`: every one. */
+  filter?: EventFilter | null;
+}
+
+/** What `webhooks.dryRun` takes: a type, a filter (`null`: none) and how many recent events to try. */
+export interface DryRunInput {
+  type: string;
+  filter: EventFilter | null;
+  limit?: number;
+}
+
+/** One of the events a dry run tried, and whether the filter matches it. */
+export interface DryRunEvent extends PortalEvent {
+  matches: boolean;
+}
+
+/** A dry run's answer: the events tried, the most recent first, and how many matched. */
+export interface DryRunResult {
+  data: DryRunEvent[];
+  matched: number;
 }
 
 /** What `webhooks.recover` takes: events since when (ATOM or any RFC 3339 date-time, or a `Date`). */
@@ -53,7 +77,9 @@ const atomAtLeast = (date: Date, ms: number) => atom(new Date(Math.ceil((date.ge
 
 /** A webhook as the API shows it: no account. Field by field, as a copy without one key costs more. */
 export function webhookShape(record: WebhookRecord): Webhook {
-  return { id: record.id, type: record.type, url: record.url, secret: record.secret, createdAt: record.createdAt };
+  const shape: Webhook = { id: record.id, type: record.type, url: record.url, secret: record.secret, createdAt: record.createdAt };
+  if (record.filter !== undefined) shape.filter = record.filter;
+  return shape;
 }
 
 /** A delivery as the API shows it: no account, no lease. */
@@ -83,14 +109,22 @@ export function createWebhookService(deps: {
   const input = webhookInput(deps.eventTypes);
   const idempotency = createIdempotency({ storage, clock });
 
-  const newRecord = (accountId: string, { type, url }: WebhookInput): WebhookRecord => ({
+  const newRecord = (accountId: string, { type, url, filter }: WebhookInput): WebhookRecord => ({
     id: newId('wbh'),
     accountId,
     type,
     url: normalUrl(url),
     secret: newWebhookSecret(),
     createdAt: atom(clock()),
+    ...(filter === undefined || filter === null ? {} : { filter }),
   });
+  const dryRun = dryRunInput(deps.eventTypes);
+
+  /** The input of a create, its filter checked (a 400 naming the part that is wrong). */
+  function createFields(body: WebhookInput): WebhookInput {
+    const fields = parseInput(input, body, 'webhook');
+    return fields.filter === undefined || fields.filter === null ? fields : { ...fields, filter: checkFilter(fields.filter, 'webhook.filter') };
+  }
 
   async function health(accountId: string, webhookId: string): Promise<WebhookHealth | null> {
     checkAccountId(accountId);
@@ -102,7 +136,7 @@ export function createWebhookService(deps: {
   return {
     async create(accountId: string, body: WebhookInput): Promise<Webhook> {
       checkAccountId(accountId);
-      const record = newRecord(accountId, parseInput(input, body, 'webhook'));
+      const record = newRecord(accountId, createFields(body));
       await storage.insertWebhook(record, { maxPerAccount: deps.maxPerAccount });
       return webhookShape(record);
     },
@@ -114,8 +148,8 @@ export function createWebhookService(deps: {
      */
     async createIdempotent(accountId: string, body: WebhookInput, request: IdempotentCreate<Webhook>): Promise<IdempotentOutcome> {
       checkAccountId(accountId);
-      const fields = parseInput(input, body, 'webhook');
-      const fingerprint = fingerprintOf('POST /webhooks', { type: fields.type, url: fields.url });
+      const fields = createFields(body);
+      const fingerprint = fingerprintOf('POST /webhooks', { type: fields.type, url: fields.url, filter: fields.filter ?? undefined });
       const start = await idempotency.begin(accountId, request.key, fingerprint);
       if (start.completed !== undefined) return idempotency.replay(start.completed, fingerprint);
       try {
@@ -142,6 +176,34 @@ export function createWebhookService(deps: {
     async list(accountId: string): Promise<Webhook[]> {
       checkAccountId(accountId);
       return (await storage.listWebhooks(accountId)).map(webhookShape);
+    },
+
+    /**
+     * Gives the webhook `filter`, or with `null` removes it: events published from then on make a
+     * delivery only when their data matches it. Resolves the webhook, or `null` when absent or of
+     * another account; a filter that breaks the grammar or its limits is a 400 naming the part.
+     */
+    async setFilter(accountId: string, webhookId: string, body: { filter: EventFilter | null }): Promise<Webhook | null> {
+      checkAccountId(accountId);
+      const { filter } = parseInput(webhookFilterInput, body, 'webhook');
+      const checked = filter === null ? null : checkFilter(filter, 'webhook.filter');
+      if (!isId('wbh', webhookId)) return null;
+      const record = await storage.setWebhookFilter(accountId, webhookId, checked);
+      return record && webhookShape(record);
+    },
+
+    /**
+     * Which of the account's most recent events of `type` (up to `limit`, default 20, at most 100)
+     * a webhook with `filter` would get, without storing or sending anything: each event with
+     * `matches`, the most recent first, and how many matched. A bad filter is a 400 naming the part.
+     */
+    async dryRun(accountId: string, body: DryRunInput): Promise<DryRunResult> {
+      checkAccountId(accountId);
+      const { type, filter, limit = DRY_RUN_LIMIT.default } = parseInput(dryRun, body, 'dry run');
+      const checked = filter === null ? null : checkFilter(filter, 'dry run.filter');
+      const events = await storage.recentEvents(accountId, type, limit);
+      const data = events.map((event) => ({ ...publicShape(event), matches: checked === null || matchesFilter(checked, event.data) }));
+      return { data, matched: data.filter((event) => event.matches).length };
     },
 
     /** Removes the webhook and cancels its pending deliveries; `false` when absent. */

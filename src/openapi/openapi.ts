@@ -5,7 +5,7 @@ import { UNIX_SECONDS } from '../domain/download-links.js';
 import { idPattern } from '../shared/ids.js';
 import { DEFAULT_BASE_PATH, DEFAULT_EVENT_TYPES } from '../options.js';
 import * as shapes from './shapes.js';
-import { MAX_SECRET_GRACE_MS, declineInput, recoverBody, secretRotationInput, signerInput, signingLinkInput, signingSignatureInput, webhookInput } from '../domain/inputs.js';
+import { MAX_SECRET_GRACE_MS, DRY_RUN_LIMIT, dryRunInput, filterObject, webhookFilterInput, declineInput, recoverBody, secretRotationInput, signerInput, signingLinkInput, signingSignatureInput, webhookInput } from '../domain/inputs.js';
 import { TEST_EVENT_TYPE } from '../domain/webhooks.js';
 import { VERSION } from '../shared/version.js';
 
@@ -24,7 +24,9 @@ const conversion: Omit<ConversionConfig, 'definitions'> = {
   ignoreActions: ['check', 'raw_check'],
   overrideRef: ({ referenceId }) => `#/components/schemas/${referenceId}`,
   // A file part: binary, which OpenAPI 3.1 writes as a string (its media type comes from `metadata`).
-  overrideSchema: ({ valibotSchema }) => (valibotSchema.type === 'blob' ? ({ type: 'string' } as JsonSchema) : undefined),
+  // A webhook's filter is checked by a function: an object, whose grammar its description gives.
+  overrideSchema: ({ valibotSchema }) =>
+    valibotSchema.type === 'blob' ? ({ type: 'string' } as JsonSchema) : valibotSchema === filterObject ? ({ type: 'object' } as JsonSchema) : undefined,
 };
 
 const componentSchemas = {
@@ -35,6 +37,9 @@ const componentSchemas = {
   WebhookHealth: shapes.webhookHealth,
   RecoverInput: recoverBody,
   RecoverResult: shapes.recoverResult,
+  WebhookFilterInput: webhookFilterInput,
+  DryRunInput: dryRunInput(DEFAULT_EVENT_TYPES),
+  DryRunResult: shapes.dryRunResult,
   Delivery: shapes.delivery,
   DeliveryAttempt: shapes.deliveryAttempt,
   DeliveryList: shapes.deliveryList,
@@ -253,6 +258,21 @@ const paths = {
         404: error('No such webhook in this account.'),
       },
     }),
+    patch: operation({
+      operationId: 'setWebhookFilter',
+      summary: 'Give a webhook a filter, or remove it',
+      tags: ['Webhooks'],
+      extension: true,
+      description: `${extension} Events published from then on make a delivery for the webhook only when their \`data\` matches the filter; \`{"filter": null}\` removes it (every event of its type). Deliveries already made are kept. Try a filter first with \`POST /webhooks/dry-run\`.`,
+      requestBody: { required: true, content: json('WebhookFilterInput') },
+      responses: {
+        200: response('The webhook, with its filter (none shown once removed).', 'Webhook'),
+        400: error('The body is not JSON, or the filter breaks its grammar or limits; the message names the part (an unknown operator, a bad path, an operand of the wrong kind).'),
+        404: error('No such webhook in this account.'),
+        413: error('The body is over 64 KiB.'),
+        415: error('A body that is not `application/json`.'),
+      },
+    }),
     delete: operation({
       operationId: 'deleteWebhook',
       summary: 'Delete a webhook',
@@ -396,6 +416,22 @@ const paths = {
         409: error('The webhook is disabled: enable it first.'),
         413: error('The body is over 64 KiB.'),
         415: error('The body is not `application/json`.'),
+      },
+    }),
+  },
+  '/webhooks/dry-run': {
+    post: operation({
+      operationId: 'dryRunWebhookFilter',
+      summary: 'Try a filter on the account\'s recent events',
+      tags: ['Webhooks'],
+      extension: true,
+      description: `${extension} Which of the account's most recent events of \`type\` (\`limit\`, default ${DRY_RUN_LIMIT.default}, at most ${DRY_RUN_LIMIT.max}) a webhook with \`filter\` would get: each event, the most recent first, with \`matches\`. Nothing is stored or sent. Events older than the portal's retention are gone and not tried.`,
+      requestBody: { required: true, content: json('DryRunInput') },
+      responses: {
+        200: response('The events tried, and how many matched.', 'DryRunResult'),
+        400: error('The body is not JSON, `type` is not one of the event types, `limit` is out of range, or the filter breaks its grammar or limits (the message names the part).'),
+        413: error('The body is over 64 KiB.'),
+        415: error('A body that is not `application/json`.'),
       },
     }),
   },

@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import { idPattern, type IdPrefix } from '../shared/ids.js';
+import { eventFilter } from '../domain/inputs.js';
 import type {
   AgreementEventData,
   Agreement,
@@ -47,6 +48,7 @@ export const webhook = v.strictObject({
     v.description('`whsec_` + base64 of 32 random bytes (Standard Webhooks); the key of every call\'s signature.'),
   ),
   createdAt: atomDateTime,
+  filter: v.exactOptional(eventFilter),
 });
 
 const nullableTime = (description: string) => v.nullable(v.pipe(atomDateTime, v.description(description)));
@@ -66,6 +68,19 @@ export const webhookHealth = v.strictObject({
 
 export const recoverResult = v.strictObject({
   queued: v.pipe(count, v.description('The events queued again: one new delivery each, due now.')),
+});
+
+export const dryRunResult = v.strictObject({
+  data: v.array(
+    v.strictObject({
+      id: id('evt'),
+      type: v.pipe(v.string(), v.minLength(1)),
+      createdAt: atomDateTime,
+      data: v.pipe(v.unknown(), v.description('The event\'s data, as its calls carry it.')),
+      matches: v.pipe(v.boolean(), v.description('Whether the filter matches the event: a webhook with it would get a delivery.')),
+    }),
+  ),
+  matched: v.pipe(count, v.description('How many of the events the filter matches.')),
 });
 
 export const deliveryAttempt = v.strictObject({

@@ -47,6 +47,54 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     assert.equal(await storage.publishEvents([eventRecord({ type: 'webhook.test' })], { webhookId: otherAccount.id }), [], 'not to another account');
   }));
 
+  test('outbox: a webhook with a filter gets deliveries of the events whose data it matches; a targeted publish ignores it', withStorage(factory, async (storage, { db }) => {
+    const gold = webhookRecord({ filter: { 'customer.tier': 'gold', 'customer.tags': { $in: ['vip'] } } });
+    const every = webhookRecord({ url: 'https://every.example/hook' });
+    for (const webhook of [gold, every]) await storage.insertWebhook(webhook);
+    assert.equal(await db.webhook(gold.id), gold, 'the filter is stored as given');
+    assert.equal((await storage.getWebhook('acct_a', gold.id))!.filter, gold.filter);
+    const tiers = ['gold', 'silver', undefined, 'gold'];
+    const events = tiers.map((tier, i) => eventRecord({ createdAt: at(i), data: { customer: { tier, tags: i === 3 ? [] : ['vip'] } } }));
+    const made = await storage.publishEvents(events);
+    assert.equal(
+      made.filter((delivery) => delivery.webhookId === gold.id).map((delivery) => delivery.eventId),
+      [events[0]!.id],
+      'gold and vip only: a missing tier, another tier, or no vip tag make no delivery',
+    );
+    assert.is(made.filter((delivery) => delivery.webhookId === every.id).length, 4, 'a webhook without a filter gets every one');
+    const [test] = await storage.publishEvents([eventRecord({ type: 'webhook.test', data: { webhookId: gold.id } })], { webhookId: gold.id });
+    assert.is(test?.webhookId, gold.id, 'a test call goes whatever the filter');
+  }));
+
+  test('outbox: setWebhookFilter changes who gets the next publishes, keeps the rest of the webhook, and is of one account', withStorage(factory, async (storage, { db }) => {
+    const first = webhookRecord({ createdAt: at(0) });
+    const second = webhookRecord({ createdAt: at(0), url: 'https://second.example/hook' });
+    for (const webhook of [first, second]) await storage.insertWebhook(webhook);
+    const filter = { amount: { $gte: 100 }, $not: { currency: 'USD' } };
+    const changed = await storage.setWebhookFilter('acct_a', first.id, filter);
+    assert.equal(changed, { ...first, filter });
+    assert.equal(await db.webhook(first.id), { ...first, filter });
+    const publish = async (data: unknown) => (await storage.publishEvents([eventRecord({ data })])).filter((d) => d.webhookId === first.id).length;
+    assert.equal([await publish({ amount: 150, currency: 'EUR' }), await publish({ amount: 150, currency: 'USD' }), await publish({ amount: 99 })], [1, 0, 0]);
+    assert.is(await storage.setWebhookFilter('acct_b', first.id, null), null, 'another account\'s webhook is absent');
+    assert.is(await storage.setWebhookFilter('acct_a', 'wbh_missing', null), null);
+    assert.equal(await storage.setWebhookFilter('acct_a', first.id, null), first, 'removed: no filter key at all');
+    assert.equal(await db.webhook(first.id), first);
+    assert.is(await publish({ amount: 1 }), 1, 'every event again');
+    assert.equal((await storage.listWebhooks('acct_a')).map((webhook) => webhook.id), [first.id, second.id], 'it keeps its place');
+  }));
+
+  test('events: recentEvents answers the account\'s latest events of one type, newest first, up to the limit', withStorage(factory, async (storage) => {
+    const ofType = [0, 1, 2, 3, 4].map((i) => eventRecord({ createdAt: at(i * 10), data: { n: i } }));
+    const others = [eventRecord({ type: 'agreement-signed', createdAt: at(100) }), eventRecord({ accountId: 'acct_b', createdAt: at(100) })];
+    await storage.publishEvents([...ofType, ...others]);
+    assert.equal((await storage.recentEvents('acct_a', 'customer-created', 3)).map((event) => event.data), [{ n: 4 }, { n: 3 }, { n: 2 }]);
+    const all = await storage.recentEvents('acct_a', 'customer-created', 10);
+    assert.equal(all, [...ofType].reverse(), 'whole records, newest first');
+    assert.equal((await storage.recentEvents('acct_b', 'customer-created', 10)).map((event) => event.id), [others[1]!.id]);
+    assert.equal(await storage.recentEvents('acct_c', 'customer-created', 10), []);
+  }));
+
   test('outbox: six deliveries made in the same second list newest first, in exact creation order', withStorage(factory, async (storage) => {
     const made = await published(storage, 6, 0);
     const listed = await everyDelivery(storage, 'acct_a', made[0]!.webhookId);

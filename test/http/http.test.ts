@@ -48,7 +48,7 @@ test('a known path with the wrong method is a 405 listing the allowed methods', 
   await withPortal(async (app) => {
     const res = await app.api('/webhooks/wbh_abc', { method: 'PUT' });
     assert.is(res.status, 405);
-    assert.is(res.headers.get('allow'), 'GET, HEAD, DELETE');
+    assert.is(res.headers.get('allow'), 'GET, HEAD, PATCH, DELETE');
     assert.match((await json(res)).message, 'PUT');
     const files = await app.api('/files', { method: 'PUT' });
     assert.is(files.status, 405);

@@ -66,7 +66,7 @@ test('every route the handler registers is in the document, with each of its met
     }
   }
   assert.equal(undocumented, []);
-  assert.is(routes.length, 31);
+  assert.is(routes.length, 33);
 });
 
 test('the query parameters each route takes are the ones the document lists for it', () => {
@@ -155,6 +155,7 @@ test('the document: bearer auth everywhere but the signed download route, server
     'HEAD /webhooks',
     'HEAD /webhooks/{webhookId}/deliveries',
     'HEAD /webhooks/{webhookId}/health',
+    'PATCH /webhooks/{webhookId}',
     'POST /agreements/{agreementId}/signers/{signerId}/signing-link',
     'POST /directories',
     'POST /files',
@@ -162,6 +163,7 @@ test('the document: bearer auth everywhere but the signed download route, server
     'POST /signing/sign',
     'POST /tickets/{ticketId}/message/{messageId}/attachment',
     'POST /webhooks',
+    'POST /webhooks/dry-run',
     'POST /webhooks/{webhookId}/deliveries/{deliveryId}/redeliver',
     'POST /webhooks/{webhookId}/disable',
     'POST /webhooks/{webhookId}/enable',
@@ -253,6 +255,21 @@ test('every route answers as the document says: each success and each error it d
     await call('POST', redeliver, `/webhooks/${hook.id}/deliveries/whd_missing/redeliver`, {}, 404);
     await call('POST', '/webhooks/{webhookId}/test', `/webhooks/${hook.id}/test`, {}, 202);
     await call('POST', '/webhooks/{webhookId}/test', '/webhooks/wbh_missing/test', {}, 404);
+    const patch = '/webhooks/{webhookId}';
+    const { body: filtered } = await call('PATCH', patch, `/webhooks/${hook.id}`, jsonBody({ filter: { 'customer.id': { $startsWith: 'cus_' } } }), 200);
+    assert.equal(filtered.filter, { 'customer.id': { $startsWith: 'cus_' } });
+    await call('PATCH', patch, `/webhooks/${hook.id}`, jsonBody({ filter: { amount: { $gtx: 1 } } }), 400);
+    await call('PATCH', patch, '/webhooks/wbh_missing', jsonBody({ filter: null }), 404);
+    await call('PATCH', patch, `/webhooks/${hook.id}`, jsonBody({ filter: null, pad: 'x'.repeat(70_000) }), 413);
+    await call('PATCH', patch, `/webhooks/${hook.id}`, { body: 'filter=null' }, 415);
+    const { body: unfiltered } = await call('PATCH', patch, `/webhooks/${hook.id}`, jsonBody({ filter: null }), 200);
+    assert.is(unfiltered.filter, undefined);
+    const dryRun = '/webhooks/dry-run';
+    const { body: tried } = await call('POST', dryRun, dryRun, jsonBody({ type: 'customer-created', filter: { 'customer.id': 'cus_1' } }), 200);
+    assert.equal([tried.data.length, tried.matched, tried.data[0].matches], [1, 1, true]);
+    await call('POST', dryRun, dryRun, jsonBody({ type: 'customer-created', filter: { $eq: 1 } }), 400);
+    await call('POST', dryRun, dryRun, jsonBody({ type: 'customer-created', filter: null, pad: 'x'.repeat(70_000) }), 413);
+    await call('POST', dryRun, dryRun, { body: 'type=customer-created' }, 415);
     const rotate = '/webhooks/{webhookId}/rotate-secret';
     const { body: rotated } = await call('POST', rotate, `/webhooks/${hook.id}/rotate-secret`, {}, 200);
     assert.is.not(rotated.secret, hook.secret);

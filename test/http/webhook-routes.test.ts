@@ -25,6 +25,83 @@ test('POST /webhooks: 201 with the webhook and its Location; GET /webhooks lists
   });
 });
 
+test('a filter: given at create, shown by GET, changed by PATCH; only matching events are called; bad ones are a 400 naming the part', async () => {
+  const transport = memoryTransport();
+  await withPortal({ transport, webhooks: { tick: NEVER } }, async (app) => {
+    const filter = { 'customer.tier': { $in: ['gold', 'platinum'] }, $not: { 'customer.email': { $endsWith: '@test.example' } } };
+    const res = await app.api('/webhooks', post(JSON.stringify({ type: 'customer-created', url: 'https://r.example/in', filter })));
+    assert.is(res.status, 201);
+    const created = await json(res);
+    assert.equal(created.filter, filter);
+    assert.equal(Object.keys(created), ['id', 'type', 'url', 'secret', 'createdAt', 'filter'], 'the filter last, its keys in their order');
+    assert.equal(await json(await app.api(`/webhooks/${created.id}`)), created);
+    const plain = await json(await app.api('/webhooks', post(JSON.stringify({ type: 'customer-created', url: 'https://r.example/all', filter: null }))));
+    assert.not.ok('filter' in plain, 'no filter: no key, as before filters');
+
+    for (const customer of [{ tier: 'gold', email: 'a@b.example' }, { tier: 'gold', email: 'qa@test.example' }, { tier: 'silver' }, { tier: 'platinum' }]) {
+      await app.portal.events.publish('acct_a', 'customer-created', { customer });
+    }
+    await app.portal.worker!.tick();
+    const called = (url: string) => transport.calls.filter((call) => call.url === url).map((call) => JSON.parse(call.body).data.customer.tier);
+    assert.equal(called('https://r.example/in'), ['gold', 'platinum']);
+    assert.is(called('https://r.example/all').length, 4);
+    assert.is((await app.portal.webhooks.deliveries('acct_a', created.id))!.length, 2, 'an event the filter refuses makes no delivery at all');
+
+    const patched = await app.api(`/webhooks/${created.id}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ filter: { 'customer.tier': 'silver' } }) });
+    assert.is(patched.status, 200);
+    assert.equal((await json(patched)).filter, { 'customer.tier': 'silver' });
+    const asB = await app.api(`/webhooks/${created.id}`, { method: 'PATCH', headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY_B}` }, body: '{"filter":null}' });
+    assert.is(asB.status, 404, 'another account\'s webhook');
+
+    const refused = async (body: unknown, pattern: RegExp) => {
+      const answer = await app.api('/webhooks', post(JSON.stringify(body)));
+      assert.is(answer.status, 400);
+      assert.match((await json(answer)).message, pattern);
+    };
+    await refused({ type: 'customer-created', url: 'https://r.example/x', filter: { amount: { $between: [1, 2] } } }, /^webhook\.filter\.amount\.\$between: is not an operator/);
+    await refused({ type: 'customer-created', url: 'https://r.example/x', filter: { 'a..b': 1 } }, /^webhook\.filter\["a\.\.b"\]: is not a path/);
+    await refused({ type: 'customer-created', url: 'https://r.example/x', filter: ['a'] }, /^webhook\.filter: must be an object of clauses/);
+    await refused({ type: 'customer-created', url: 'https://r.example/x', filter: { constructor: { $gt: {} } } }, /^webhook\.filter\.constructor\.\$gt: must be a number or a string/);
+    const badPatch = await app.api(`/webhooks/${created.id}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: '{"filter":{"$or":{}}}' });
+    assert.is(badPatch.status, 400);
+    assert.match((await json(badPatch)).message, /^webhook\.filter\.\$or: must be a non-empty array/);
+    assert.equal((await json(await app.api(`/webhooks/${created.id}`))).filter, { 'customer.tier': 'silver' }, 'a refused change changes nothing');
+    assert.is((await json(await app.api('/webhooks'))).data.length, 2, 'a refused create makes nothing');
+  });
+});
+
+test('POST /webhooks/dry-run: the account\'s latest events of the type, each with whether the filter matches; nothing stored or sent', async () => {
+  const transport = memoryTransport();
+  await withPortal({ transport, webhooks: { tick: NEVER } }, async (app) => {
+    for (let n = 1; n <= 25; n++) await app.portal.events.publish('acct_a', 'customer-created', { n, tier: n % 5 === 0 ? 'gold' : 'basic' });
+    await app.portal.events.publish('acct_b', 'customer-created', { n: 99, tier: 'gold' });
+    const dryRun = (body: unknown, key = KEY_A) => app.api('/webhooks/dry-run', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify(body) });
+    const res = await dryRun({ type: 'customer-created', filter: { tier: 'gold' } });
+    assert.is(res.status, 200);
+    const result = await json(res);
+    assert.equal(result.data.map((event: { data: { n: number } }) => event.data.n), Array.from({ length: 20 }, (_, i) => 25 - i), '20 by default, the most recent first');
+    assert.equal(result.data.filter((event: { matches: boolean }) => event.matches).map((event: { data: { n: number } }) => event.data.n), [25, 20, 15, 10]);
+    assert.is(result.matched, 4);
+    assert.equal(Object.keys(result.data[0]), ['id', 'type', 'createdAt', 'data', 'matches']);
+    const all = await json(await dryRun({ type: 'customer-created', filter: null, limit: 100 }));
+    assert.equal([all.data.length, all.matched], [25, 25], 'no filter matches every event; another account\'s are not read');
+    const asB = await json(await dryRun({ type: 'customer-created', filter: { tier: 'gold' } }, KEY_B));
+    assert.equal([asB.data.length, asB.matched], [1, 1]);
+    assert.equal((await json(await dryRun({ type: 'agreement-signed', filter: null }))).data, []);
+    for (const [body, pattern] of [
+      [{ type: 'customer-created', filter: { tier: { $like: 'g%' } } }, /^dry run\.filter\.tier\.\$like: is not an operator/],
+      [{ type: 'customer-created', filter: null, limit: 101 }, /^dry run\.limit: must be at most 100/],
+      [{ type: 'nope', filter: null }, /^dry run\.type:/],
+      [{ type: 'customer-created' }, /^dry run\.filter: is required/],
+    ] as const) {
+      const refused = await dryRun(body);
+      assert.is(refused.status, 400);
+      assert.match((await json(refused)).message, pattern);
+    }
+    assert.equal(transport.calls, [], 'nothing was sent');
+  });
+});
+
 test('POST /webhooks: Location follows the Host header when no publicUrl is set', async () => {
   await withPortal(async (app) => {
     const res = await rawRequest(`${app.url}/v1/webhooks`, {

@@ -83,6 +83,7 @@ test('publish stores the event and the first attempt goes out at once, signed an
       attemptCount: 1,
       nextAttemptAt: null,
       createdAt: event.createdAt,
+      redeliverQueued: false,
     });
     assert.equal(delivery.attempts.map(({ durationMs: _, ...rest }) => rest), [{ at: event.createdAt, statusCode: 200, error: null }]);
     assert.ok(Number.isInteger(delivery.attempts[0]!.durationMs) && delivery.attempts[0]!.durationMs >= 0);

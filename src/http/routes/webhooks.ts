@@ -20,6 +20,7 @@ export function webhookJson(webhook: Webhook): string {
     ',"url":' + jsonString(webhook.url) +
     ',"secret":' + jsonString(webhook.secret) +
     ',"createdAt":' + jsonString(webhook.createdAt) +
+    (webhook.filter === undefined ? '' : ',"filter":' + JSON.stringify(webhook.filter)) +
     '}'
   );
 }
@@ -62,7 +63,10 @@ function deliveryLogQuery(query: Record<string, string | string[] | undefined>):
   return read as DeliveryQueryInput;
 }
 
-/** Beyond the spec (`extensions: true`): create, list, test webhooks, rotate their secrets, read and redeliver their deliveries. */
+/**
+ * Beyond the spec (`extensions: true`): create, list, filter and test webhooks, try a filter on
+ * recent events, rotate their secrets, read and redeliver their deliveries.
+ */
 export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
   return [
     {
@@ -84,6 +88,22 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
       path: '/webhooks',
       async handler({ accountId }) {
         return { status: 200, body: { data: await webhooks.list(accountId) } };
+      },
+    },
+    {
+      method: 'PATCH',
+      path: '/webhooks/:webhookId',
+      async handler({ accountId, params, req }) {
+        const webhook = await webhooks.setFilter(accountId, params.webhookId!, (await readJson(req)) as never);
+        if (webhook === null) return refusal('WEBHOOK_NOT_FOUND', params.webhookId!);
+        return { status: 200, json: webhookJson(webhook) };
+      },
+    },
+    {
+      method: 'POST',
+      path: '/webhooks/dry-run',
+      async handler({ accountId, req }) {
+        return { status: 200, body: await webhooks.dryRun(accountId, (await readJson(req)) as never) };
       },
     },
     {
