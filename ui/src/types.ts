@@ -1,10 +1,20 @@
 /** The API's shapes, as `docs/http-api.md` and `docs/webhooks.md` give them: what the page reads. */
+/** A webhook's filter over its events' data: paths and operators (see docs/webhooks.md#filters). */
+export type EventFilter = { [key: string]: unknown };
+
 export interface Webhook {
   id: string;
   type: string;
   url: string;
   secret: string;
   createdAt: string;
+  filter?: EventFilter;
+}
+
+/** What `POST /webhooks/dry-run` answers. */
+export interface DryRunResult {
+  data: { id: string; type: string; createdAt: string; data: unknown; matches: boolean }[];
+  matched: number;
 }
 
 export interface WebhookHealth {

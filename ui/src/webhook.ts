@@ -5,6 +5,7 @@ import { time } from './format.js';
 import type { Screen } from './screen.js';
 import type { Webhook, WebhookHealth } from './types.js';
 import { healthClass, healthLabel } from './webhooks.js';
+import { filterPanel } from './filter.js';
 
 const REASONS: Record<string, string> = {
   gone: 'the receiver answered 410 Gone',
@@ -21,6 +22,7 @@ export const webhookScreen: Screen = ({ main, title, rest }) => {
   const secretBox = el('div', { class: 'secret', hidden: true, 'aria-live': 'polite' });
   const actions = el('div', { class: 'actions' });
   const log = deliveryLog(base, errors, () => load());
+  const filter = filterPanel(base, errors, () => void load());
   const heading = title('Webhook');
   replace(
     main,
@@ -30,6 +32,7 @@ export const webhookScreen: Screen = ({ main, title, rest }) => {
     summary,
     secretBox,
     actions,
+    filter.node,
     recoverForm(base, errors, () => void log.refresh()),
     log.node,
   );
@@ -42,6 +45,7 @@ export const webhookScreen: Screen = ({ main, title, rest }) => {
       heading.textContent = webhook.url;
       drawSummary(webhook, health);
       drawActions(health);
+      filter.show(webhook);
     } catch (error) {
       errors.show(error);
     }
@@ -54,6 +58,7 @@ export const webhookScreen: Screen = ({ main, title, rest }) => {
       details([
         ['Status', el('span', { class: healthClass(health), 'data-health': health.status }, healthLabel(health))],
         ['Event type', webhook.type],
+        ['Filter', webhook.filter === undefined ? 'none: every event of the type' : el('code', {}, JSON.stringify(webhook.filter))],
         ['Id', el('code', {}, webhook.id)],
         ['Created', time(webhook.createdAt)],
         ['Disabled because', health.disabledReason === null ? null : REASONS[health.disabledReason] ?? health.disabledReason],

@@ -1,4 +1,5 @@
 import { api, eventTypes, segment } from './api.js';
+import { filterField, parseFilter } from './filter.js';
 import { el, errorBox, replace } from './dom.js';
 import { time } from './format.js';
 import type { Screen } from './screen.js';
@@ -47,6 +48,7 @@ function card(webhook: Webhook, health: WebhookHealth | null): HTMLLIElement {
       'p',
       { class: 'meta' },
       el('span', { class: 'type' }, webhook.type),
+      webhook.filter === undefined ? null : el('span', { class: 'hint' }, ' (filtered)'),
       ' · ',
       el('span', { class: healthClass(health) }, healthLabel(health)),
       health?.failingSince ? el('span', {}, ' since ', time(health.failingSince)) : null,
@@ -60,6 +62,7 @@ function createForm(created: () => void): HTMLFormElement {
   const errors = errorBox();
   const type = el('select', { id: 'new-type', name: 'type', required: true }, ...eventTypes().map((name) => el('option', { value: name }, name)));
   const url = el('input', { id: 'new-url', name: 'url', type: 'url', required: true, placeholder: 'https://example.com/hooks', autocomplete: 'url' });
+  const filter = filterField('new-filter', undefined);
   const submit = el('button', { type: 'submit' }, 'Create webhook');
   const form = el(
     'form',
@@ -67,6 +70,7 @@ function createForm(created: () => void): HTMLFormElement {
     el('h2', { id: 'create-heading' }, 'Create a webhook'),
     el('div', { class: 'field' }, el('label', { for: 'new-type' }, 'Event type'), type),
     el('div', { class: 'field' }, el('label', { for: 'new-url' }, 'URL'), url),
+    filter.node,
     errors.node,
     el('div', { class: 'actions' }, submit),
   );
@@ -74,9 +78,11 @@ function createForm(created: () => void): HTMLFormElement {
     event.preventDefault();
     submit.disabled = true;
     try {
-      await api<Webhook>('POST', '/webhooks', { type: type.value, url: url.value });
+      const chosen = parseFilter(filter.input.value);
+      await api<Webhook>('POST', '/webhooks', chosen === null ? { type: type.value, url: url.value } : { type: type.value, url: url.value, filter: chosen });
       errors.clear();
       url.value = '';
+      filter.input.value = '';
       created();
     } catch (error) {
       errors.show(error);
