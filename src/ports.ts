@@ -152,8 +152,10 @@ export interface Storage {
 
   /**
    * Stores the events and, for each, one pending delivery (a new `whd_` id, `nextAttemptAt` = the
-   * event's `createdAt`, no attempts, no lease) per webhook of the event's account and type (with
-   * `target`: to that webhook alone), all in one atomic step. Resolves the deliveries created.
+   * event's `createdAt`, no attempts, no lease) per webhook of the event's account and type whose
+   * filter its data matches (`isRecipient`; with `target`: to that webhook alone), all in one atomic
+   * step. A delivery with an ordering key whose key holds a pending delivery already, or follows
+   * one of its key in `events`, is held (`inKeyOrder`). Resolves the deliveries created.
    */
   publishEvents(events: EventRecord[], target?: DeliveryTarget): Promise<DeliveryRecord[]>;
   /**
@@ -193,7 +195,10 @@ export interface Storage {
    * instances on one store, exactly one learns of each transition. A redeliver queued during the
    * call makes the delivery pending and due instead of the outcome (`recordAttempt` in
    * `domain/deliveries.ts`); the write then resolves `'due-again'` (unless it disabled the
-   * webhook), so that the worker claims again at once.
+   * webhook), so that the worker claims again at once. When the write ends its ordering key's turn
+   * (`endsTurn`), it releases the key's earliest held delivery, due as the call ended (`dueAfter`),
+   * in the same atomic step. `claimed` is the delivery as the claim returned it: a store may learn
+   * its key from it rather than read it (without it, a store reads what it needs).
    */
   recordAttempt(
     id: string,
@@ -201,12 +206,14 @@ export interface Storage {
     attempt: DeliveryAttempt,
     outcome: { status: DeliveryStatus; nextAttemptAt: string | null },
     health?: HealthRule,
+    claimed?: Pick<DeliveryRecord, 'webhookId' | 'orderingKey'>,
   ): Promise<AttemptRecorded>;
   /**
    * Makes the delivery pending again, due at `nextAttemptAt` (now), lease dropped, attempts kept;
    * `null` when absent. While a lease holds it at `nextAttemptAt` (its call in flight), queues the
    * redeliver instead (`redeliverQueued`), the check and the change atomic: never a second call of
-   * one delivery at once, and one more call once the current one is recorded.
+   * one delivery at once, and one more call once the current one is recorded. While another
+   * delivery has its ordering key's turn, it is held instead (`redeliver` of `domain/deliveries.ts`).
    */
   redeliver(accountId: string, id: string, nextAttemptAt: string): Promise<DeliveryRecord | null>;
 

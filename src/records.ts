@@ -295,6 +295,11 @@ export interface PortalEvent {
   type: string;
   createdAt: string;
   data: unknown;
+  /**
+   * Deliveries of one webhook that share an ordering key are called one at a time, in publish
+   * order; absent: none (the library's agreement events carry the agreement's id).
+   */
+  orderingKey?: string;
 }
 export interface EventRecord extends PortalEvent {
   accountId: string;
@@ -322,6 +327,11 @@ export interface Delivery {
   attemptCount: number;
   nextAttemptAt: string | null;
   createdAt: string;
+  /**
+   * Its event's ordering key (`null`: none). A pending delivery of a key that waits for an earlier
+   * one of the same webhook and key has no `nextAttemptAt` until that one ends.
+   */
+  orderingKey: string | null;
   /**
    * Set by a redeliver asked for while a call of the delivery was in flight: once that call is
    * recorded, whatever its outcome, the delivery is pending and due again, and one more call follows.

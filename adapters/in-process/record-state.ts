@@ -1,6 +1,7 @@
 import { type AgreementRecord, type DeliveryRecord, type FileEntryRecord, directoryKey } from '../../src/records.js';
 import { inListingOrder } from '../../src/shared/order.js';
 import { DueByAccount } from './due-queue.js';
+import { KeyQueues } from './key-queues.js';
 import { Timeline, type TimelinePosition } from './timeline.js';
 
 /** The key of an account's events of one type. */
@@ -93,6 +94,8 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
   /** Each webhook's deliveries in creation order: the delivery log reads its pages from here. */
   const deliveryOrder = new Timeline();
   const pending = new DueByAccount();
+  /** Each ordering key's pending deliveries: whether it is taken, and which held one is next. */
+  const keys = new KeyQueues();
   /** The finished deliveries (not pending), oldest first: what retention removes. */
   const finished = new Timeline();
   /** How many deliveries name each event: an event none names may go once past retention. */
@@ -139,6 +142,7 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
         if (delivery.status === 'pending') finished.remove(row.id);
         else finished.add('', row.id, delivery.createdAt);
         pending.update(delivery);
+        keys.update(delivery);
         break;
       }
       case 'event':
@@ -178,6 +182,7 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
         if (replaced) break;
         const delivery = row.value as DeliveryRecord;
         pending.delete(row.accountId, row.id);
+        keys.delete(row.id);
         deliveryOrder.remove(row.id);
         finished.remove(row.id);
         const left = deliveriesOfEvent.get(delivery.eventId)! - 1;
@@ -310,6 +315,18 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
         ids.push(id);
       }
       return ids;
+    },
+    /** Whether the webhook's ordering key holds a pending delivery. */
+    keyTaken(webhookId: string, orderingKey: string): boolean {
+      return keys.taken(webhookId, orderingKey);
+    },
+    /** Whether a pending delivery other than `id` has the key's turn. */
+    keyTurnOf(webhookId: string, orderingKey: string, id: string): boolean {
+      return keys.turnOf(webhookId, orderingKey, id);
+    },
+    /** The key's held deliveries, earliest first. */
+    heldOf(webhookId: string, orderingKey: string): readonly string[] {
+      return keys.held(webhookId, orderingKey);
     },
     /** Finished deliveries made before `before`, oldest first. */
     finishedBefore(before: string): Iterable<string> {

@@ -83,11 +83,10 @@ function copyEntry(row: FileEntryRecord): FileEntryRecord {
   return { id, accountId, directoryId, type, name, size, mime, fileShareId, createdAt };
 }
 
-/** A copy of a delivery row; one written before a field existed gets its default. */
+/** A copy of a delivery row (one written before a field existed got its default at replay: `upgraded`). */
 const copyDelivery = (delivery: DeliveryRecord): DeliveryRecord => ({
   ...delivery,
   attempts: delivery.attempts.map((attempt) => ({ ...attempt })),
-  redeliverQueued: delivery.redeliverQueued ?? false,
 });
 
 /** Runs `fn` for one key at a time, in call order; other keys run freely. */
@@ -115,6 +114,8 @@ function upgraded(table: TableName, record: StoredRecord, typeOf: (eventId: stri
   const delivery = record as DeliveryRecord;
   delivery.attemptCount ??= delivery.attempts.length;
   delivery.eventType ??= typeOf(delivery.eventId) ?? '';
+  delivery.orderingKey ??= null;
+  delivery.redeliverQueued ??= false;
   return delivery;
 }
 
@@ -248,13 +249,15 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       assertNew('event', event.id);
       seen.add(event.id);
     }
-    const deliveries: DeliveryRecord[] = [];
+    const made: DeliveryRecord[] = [];
     for (const event of events) {
       for (const webhookId of state.webhookIds(event.accountId)) {
         if (!deliveryRules.isRecipient(kept<WebhookRecord>(state.get('webhook', webhookId)!), event, target)) continue;
-        deliveries.push(deliveryRules.newDelivery(event, webhookId));
+        made.push(deliveryRules.newDelivery(event, webhookId));
       }
     }
+    // Decided and applied with no await between: commit applies to memory at once.
+    const deliveries = deliveryRules.inKeyOrder(made, state.keyTaken);
     const changes: Change[] = [...events.map((record) => ({ table: 'event' as const, record })), ...deliveries.map(putDelivery)];
     return { changes, deliveries };
   }
@@ -457,6 +460,12 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       // Each account's due deliveries in a queue of its own: an account at its share is left after one look.
       const due = state.dueBy(claim.now);
       const { leased, cancelled } = deliveryRules.planClaim(due.rows, claim, deliverable, due.skip);
+      // A key whose turn is cancelled (its webhook disabled) has its held deliveries cancelled too:
+      // they would each be cancelled when their turn came.
+      for (const turn of [...cancelled]) {
+        if (turn.orderingKey === null) continue;
+        for (const id of state.heldOf(turn.webhookId, turn.orderingKey)) cancelled.push(deliveryRules.cancel(kept<DeliveryRecord>(state.get('delivery', id)!))!);
+      }
       // Read before waiting for the journal: a webhook deleted meanwhile is gone from the state by then.
       const claimed = leased.map((delivery) => ({
         delivery,
@@ -481,14 +490,23 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       // Decided and applied with no await between, so two attempts of one webhook never both see it enabled.
       const change =
         rule === undefined || webhook === undefined ? null : healthRules.healthAfterAttempt(healthOf(kept<WebhookRecord>(webhook)), attempt, rule);
-      await commit(change?.changed ? [putDelivery(recorded), putHealth(change.health)] : [putDelivery(recorded)]);
+      const changes = [putDelivery(recorded)];
+      if (change?.changed) changes.push(putHealth(change.health));
+      // Its key's turn ended: the earliest held delivery of the key goes next.
+      if (deliveryRules.endsTurn(recorded)) {
+        const [next] = state.heldOf(recorded.webhookId, recorded.orderingKey!);
+        if (next !== undefined) changes.push(putDelivery(deliveryRules.release(kept<DeliveryRecord>(state.get('delivery', next)!), deliveryRules.dueAfter(attempt))));
+      }
+      await commit(changes);
       return change?.disabled ?? (deliveryRules.isDueAfter(recorded, attempt) ? 'due-again' : true);
     },
     async redeliver(accountId, id, nextAttemptAt) {
       if (!journal.opened) await ready();
       const row = state.owned('delivery', accountId, id);
       if (row === undefined) return null;
-      const again = deliveryRules.redeliver(kept<DeliveryRecord>(row), nextAttemptAt);
+      const current = kept<DeliveryRecord>(row);
+      const keyTaken = current.orderingKey !== null && state.keyTurnOf(current.webhookId, current.orderingKey, current.id);
+      const again = deliveryRules.redeliver(current, nextAttemptAt, keyTaken);
       await commit([putDelivery(again)]);
       return copyDelivery(again);
     },
@@ -515,7 +533,10 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       if (current === undefined) return null;
       if (healthOf(kept<WebhookRecord>(current)).disabledAt !== null) throw new PortalError('WEBHOOK_DISABLED', webhookId);
       const stillMissed = deliveryRules.undeliveredEvents(deliveriesOf(webhookId));
-      const made = missed.filter((event) => stillMissed.has(event.id)).map((event) => deliveryRules.recoveredDelivery(event, webhookId, now));
+      const made = deliveryRules.inKeyOrder(
+        missed.filter((event) => stillMissed.has(event.id)).map((event) => deliveryRules.recoveredDelivery(event, webhookId, now)),
+        state.keyTaken,
+      );
       await commit(made.map(putDelivery));
       return made.map(copyDelivery);
     },

@@ -7,6 +7,7 @@ import type { AutomaticDisableReason, DeliveryAttempt, WebhookDisabledReason, We
 import type { Db, Row } from './client.js';
 import { atomOf, type Names } from './schema.js';
 import { deliveryColumnsOf, insertDeliveriesStatement } from './storage-rows.js';
+import { orderingKeys } from './storage-keys.js';
 
 export type HealthMethods = Pick<Storage, 'getWebhookHealth' | 'disableWebhook' | 'enableWebhook' | 'recoverDeliveries'>;
 
@@ -68,7 +69,7 @@ export function recordAttemptWithHealth({ table }: Names, recordAttempt: string,
     disabledBy: 'h.disabled_by',
   };
   return `WITH recorded AS (
-      ${recordAttempt} RETURNING webhook_id, account_id, ${dueAgain} AS due_again
+      ${recordAttempt} RETURNING webhook_id, account_id, ${dueAgain} AS due_again, ordering_key, status
     ), webhook AS (
       SELECT r.webhook_id, r.account_id FROM recorded AS r
       WHERE EXISTS (SELECT 1 FROM ${table('webhooks')} AS w WHERE w.id = r.webhook_id)
@@ -83,6 +84,7 @@ export function recordAttemptWithHealth({ table }: Names, recordAttempt: string,
       RETURNING h.disabled_reason, h.disabled_by
     )
     SELECT (SELECT count(*) FROM recorded)::int AS recorded, (SELECT bool_or(due_again) FROM recorded) AS due_again,
+      (SELECT webhook_id FROM recorded) AS webhook_id, (SELECT ordering_key FROM recorded) AS ordering_key, (SELECT status FROM recorded) AS status,
       (SELECT disabled_reason FROM health WHERE disabled_by = $11::text) AS disabled`;
 }
 
@@ -167,13 +169,14 @@ export function createHealth(db: Db, names: Names, announce?: { channel: string 
   // undeliveredEvents of src/domain/deliveries.ts: a delivery is made no earlier than its event, so
   // every delivery of an event created at or after $2 is at or after $2 too, and the index on
   // (webhook_id, created_at) finds them. Events of another type ($3) are test calls.
-  const undelivered = `SELECT d.event_id FROM ${table('deliveries')} AS d JOIN ${table('events')} AS e ON e.id = d.event_id
+  const undelivered = `SELECT d.event_id, e.ordering_key FROM ${table('deliveries')} AS d JOIN ${table('events')} AS e ON e.id = d.event_id
     WHERE d.webhook_id = $1::text AND d.created_at >= $2::timestamptz AND e.created_at >= $2::timestamptz AND e.type = $3::text
-    GROUP BY d.event_id, e.created_at
+    GROUP BY d.event_id, e.created_at, e.ordering_key
     HAVING bool_and(d.status IN ('failed', 'cancelled'))
     ORDER BY e.created_at, min(d.seq)`;
   const insertDeliveries = insertDeliveriesStatement(names);
   const notifyWork = `SELECT pg_notify($1::text, '')`;
+  const keys = orderingKeys(names);
 
   const changed = (row: Row | undefined) => (Number(row?.found) === 0 ? null : Number(row?.changed) === 1);
 
@@ -204,8 +207,15 @@ export function createHealth(db: Db, names: Names, announce?: { channel: string 
         if (hook === undefined) return null;
         if (hook.disabled === true) throw new PortalError('WEBHOOK_DISABLED', webhookId);
         const events = await tx.query(undelivered, [webhookId, since, hook.type]);
-        const made = events.map((row) => recoveredDelivery({ id: row.event_id as string, accountId, type: hook.type as string }, webhookId, now));
-        if (made.length === 0) return [];
+        const recovered = events.map((row) =>
+          recoveredDelivery(
+            { id: row.event_id as string, accountId, type: hook.type as string, ...(row.ordering_key === null ? {} : { orderingKey: row.ordering_key as string }) },
+            webhookId,
+            now,
+          ),
+        );
+        if (recovered.length === 0) return [];
+        const made = await keys.inOrder(tx, recovered);
         await tx.query(insertDeliveries, deliveryColumnsOf(made));
         if (announce !== undefined) await tx.query(notifyWork, [announce.channel]);
         return made;

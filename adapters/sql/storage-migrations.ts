@@ -267,6 +267,17 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX portal_events_recent ON ${table('events')} (account_id, type, created_at)`,
     ],
   },
+  {
+    version: 13,
+    name: 'ordering keys',
+    statements: ({ table }) => [
+      `ALTER TABLE ${table('events')} ADD COLUMN ordering_key text`,
+      `ALTER TABLE ${table('deliveries')} ADD COLUMN ordering_key text`,
+      // A key's pending deliveries in creation order: whether a key is taken, and its next held one.
+      `CREATE INDEX portal_deliveries_keyed ON ${table('deliveries')} (webhook_id, ordering_key, seq)
+        WHERE status = 'pending' AND ordering_key IS NOT NULL`,
+    ],
+  },
 ];
 
 /** The last `MAX_ATTEMPTS_KEPT` entries of the jsonb array `expression`, in order. */

@@ -1,8 +1,9 @@
-import { MAX_ATTEMPTS_KEPT, isRecipient, newDelivery } from '../../src/domain/deliveries.js';
+import { MAX_ATTEMPTS_KEPT, dueAfter as dueAfterAttempt, endsTurn, isRecipient, newDelivery } from '../../src/domain/deliveries.js';
+import { orderingKeys } from './storage-keys.js';
 import { PortalError } from '../../src/errors.js';
 import { attemptSucceeded } from '../../src/domain/webhook-health.js';
-import type { DeliveryTarget, Storage } from '../../src/ports.js';
-import type { DeliveryQuery, DeliveryRecord, EventFilter, EventRecord } from '../../src/records.js';
+import type { AttemptRecorded, DeliveryTarget, HealthRule, Storage } from '../../src/ports.js';
+import type { DeliveryAttempt, DeliveryQuery, DeliveryRecord, DeliveryStatus, EventFilter, EventRecord } from '../../src/records.js';
 import type { Db, Queryable, Row } from './client.js';
 import { atom } from '../../src/shared/time.js';
 import { atomOf, type Names } from './schema.js';
@@ -57,6 +58,7 @@ function eventColumnsOf(batch: EventRecord[]): unknown[] {
     batch.map((event) => event.type),
     batch.map((event) => event.createdAt),
     batch.map((event) => (event.data === undefined ? null : JSON.stringify(event.data))),
+    batch.map((event) => event.orderingKey ?? null),
   ];
 }
 
@@ -190,11 +192,12 @@ function claimFloors() {
 export function createOutbox(db: Db, names: Names, announce?: { channel: string }): Outbox {
   const { table } = names;
   const floors = claimFloors();
+  const keys = orderingKeys(names);
   // Inside the publishing transaction: PostgreSQL delivers the notification when it commits, and
   // never when it rolls back, so a listener never hears of deliveries that do not exist.
   const notifyWork = `SELECT pg_notify($1::text, '')`;
-  const insertEvents = `INSERT INTO ${table('events')} (id, account_id, type, created_at, data)
-    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::json[])`;
+  const insertEvents = `INSERT INTO ${table('events')} (id, account_id, type, created_at, data, ordering_key)
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::json[], $6::text[])`;
   // FOR KEY SHARE: a webhook being deleted meanwhile waits for this transaction, and then cancels
   // the deliveries made here, instead of leaving them pending for a webhook that is gone.
   const matchingWebhooks = `SELECT id, account_id, type, filter::text FROM ${table('webhooks')}
@@ -207,24 +210,24 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
   const findWebhooks = `SELECT id, account_id, type, filter::text FROM ${table('webhooks')}
     WHERE (account_id, type) IN (SELECT * FROM unnest($1::text[], $2::text[]))
     ORDER BY created_at, id`;
-  // storeAtOnce's statement: $1–$5 the events, $6 the webhooks, $7–$14 the deliveries, $15 the
+  // storeAtOnce's statement: $1–$6 the events, $7 the webhooks, $8–$16 the deliveries, $17 the
   // channel to notify (NULL: none). The foreign key from deliveries to events is checked at the end
   // of the statement, when the events are in. The notification goes out when the statement commits.
   const eventsStored = `SELECT id FROM ${table('events')} WHERE id = ANY ($1::text[]) LIMIT 1`;
   const deliveriesStored = `SELECT id FROM ${table('deliveries')} WHERE id = ANY ($1::text[])`;
   const storeAll = `WITH events AS (
-      INSERT INTO ${table('events')} (id, account_id, type, created_at, data)
-      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::json[])
+      INSERT INTO ${table('events')} (id, account_id, type, created_at, data, ordering_key)
+      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::json[], $6::text[])
     ), webhooks AS (
-      SELECT id FROM ${table('webhooks')} WHERE id = ANY ($6::text[]) FOR KEY SHARE
+      SELECT id FROM ${table('webhooks')} WHERE id = ANY ($7::text[]) FOR KEY SHARE
     ), stored AS (
-      INSERT INTO ${table('deliveries')} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type)
-      SELECT * FROM unnest($7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::timestamptz[], $13::timestamptz[], $14::text[])
-        AS made(id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type)
+      INSERT INTO ${table('deliveries')} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type, ordering_key)
+      SELECT * FROM unnest($8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::timestamptz[], $14::timestamptz[], $15::text[], $16::text[])
+        AS made(id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type, ordering_key)
       WHERE made.webhook_id IN (SELECT id FROM webhooks)
       RETURNING id
     ), announced AS (
-      SELECT pg_notify($15::text, '') WHERE $15::text IS NOT NULL AND EXISTS (SELECT 1 FROM stored)
+      SELECT pg_notify($17::text, '') WHERE $17::text IS NOT NULL AND EXISTS (SELECT 1 FROM stored)
     )
     SELECT ARRAY(SELECT id FROM stored) AS stored, (SELECT count(*) FROM announced) AS announced`;
   // From the index on (account_id, type, created_at), read backwards.
@@ -275,6 +278,9 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
   // A due delivery is sent only while its webhook exists and is not disabled; otherwise the claim cancels it.
   const sendable = deliverable(names);
   const cancelled = `status = 'cancelled', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL, redeliver_queued = false`;
+  // isHeld, on a row aliased d: it waits for an earlier one of its key. A disabled webhook's held
+  // deliveries are cancelled with its due ones: each would be when its turn came.
+  const held = `(d.status = 'pending' AND d.next_attempt_at IS NULL AND d.ordering_key IS NOT NULL)`;
   // The leasing of the rows locked by `due`, and the claim's answer: each with its event and webhook.
   // The rows are found by primary key from an array: joined to `due` instead, the planner, once the
   // table had statistics, read the whole table to hash it (2.6 ms of a claim of 16 with 10,000 due).
@@ -310,7 +316,7 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
       UPDATE ${table('deliveries')} AS o SET ${cancelled}
       WHERE o.id IN (
         SELECT d.id FROM ${table('deliveries')} AS d
-        WHERE ${claimable} AND NOT ${sendable}
+        WHERE (${claimable} OR ${held}) AND NOT ${sendable}
           AND ((SELECT count(*) FROM due) < $3::int
             OR (d.next_attempt_at, d.id) < (SELECT next_attempt_at, id FROM due ORDER BY next_attempt_at DESC, id DESC LIMIT 1))
         ORDER BY d.next_attempt_at, d.id
@@ -398,7 +404,7 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
         SELECT passed.id FROM ${table('webhook_health')} AS h
         CROSS JOIN LATERAL (
           SELECT d.id FROM ${table('deliveries')} AS d
-          WHERE d.account_id = h.account_id AND d.webhook_id = h.webhook_id AND ${claimable}
+          WHERE d.account_id = h.account_id AND d.webhook_id = h.webhook_id AND (${claimable} OR ${held})
           ORDER BY d.next_attempt_at, d.id
           LIMIT ${ORPHANS_PER_CLAIM}
           FOR UPDATE OF d SKIP LOCKED
@@ -429,7 +435,7 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
   const recordAttemptUpdate = `UPDATE ${table('deliveries')}
     SET ${appendAttempt('$3::jsonb')}, ${outcomeOf('$3::jsonb', '$4::text', '$5::timestamptz')}, lease_owner = NULL, lease_until = NULL
     WHERE id = $1::text AND lease_owner = $2::text AND status || '' = 'pending'`;
-  const recordAttempt = `${recordAttemptUpdate} RETURNING id, ${dueAgain('$3::jsonb')} AS due_again`;
+  const recordAttempt = `${recordAttemptUpdate} RETURNING id, ${dueAgain('$3::jsonb')} AS due_again, webhook_id, ordering_key, status`;
   const recordAttemptAndHealth = recordAttemptWithHealth(names, recordAttemptUpdate, dueAgain('$3::jsonb'));
   // recordAttempt with health, for many successful attempts in one statement (see
   // recordSuccessesTogether). Each delivery is looked up and locked by primary key first (a LATERAL
@@ -461,15 +467,19 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
   // While a lease holds the delivery at $3, now, the redeliver is queued behind the call in flight
   // (never a second call at once); otherwise the delivery is pending and due now. Every SET reads
   // the row as it was.
-  const leased = `(lease_until IS NOT NULL AND lease_until >= $3::timestamptz)`;
-  const redeliver = `UPDATE ${table('deliveries')}
+  // While another delivery has its key's turn, it is held (the key locked by the caller).
+  const leased = `(d.lease_until IS NOT NULL AND d.lease_until >= $3::timestamptz)`;
+  const keyTaken = `EXISTS (SELECT 1 FROM ${table('deliveries')} AS o
+    WHERE o.webhook_id = d.webhook_id AND o.ordering_key = d.ordering_key AND o.id <> d.id AND o.status = 'pending' AND o.next_attempt_at IS NOT NULL)`;
+  const redeliver = `UPDATE ${table('deliveries')} AS d
     SET redeliver_queued = ${leased},
-      status = CASE WHEN ${leased} THEN status ELSE 'pending' END,
-      next_attempt_at = CASE WHEN ${leased} THEN next_attempt_at ELSE $3::timestamptz END,
-      lease_owner = CASE WHEN ${leased} THEN lease_owner END,
-      lease_until = CASE WHEN ${leased} THEN lease_until END
-    WHERE account_id = $1::text AND id = $2::text
-    RETURNING ${deliveryColumns()}`;
+      status = CASE WHEN ${leased} THEN d.status ELSE 'pending' END,
+      next_attempt_at = CASE WHEN ${leased} THEN d.next_attempt_at WHEN ${keyTaken} THEN NULL ELSE $3::timestamptz END,
+      lease_owner = CASE WHEN ${leased} THEN d.lease_owner END,
+      lease_until = CASE WHEN ${leased} THEN d.lease_until END
+    WHERE d.account_id = $1::text AND d.id = $2::text
+    RETURNING ${deliveryColumns('d')}`;
+  const deliveryKey = `SELECT webhook_id, ordering_key FROM ${table('deliveries')} WHERE account_id = $1::text AND id = $2::text`;
 
   async function storeEvents(tx: Queryable, batch: EventRecord[], target?: DeliveryTarget): Promise<DeliveryRecord[]> {
     if (batch.length === 0) return [];
@@ -477,7 +487,7 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
     const webhooks = target
       ? await tx.query(targetWebhook, [target.webhookId])
       : await tx.query(matchingWebhooks, [batch.map((event) => event.accountId), batch.map((event) => event.type)]);
-    const created = deliveriesOf(batch, webhooks, target);
+    const created = await keys.inOrder(tx, deliveriesOf(batch, webhooks, target));
     if (created.length > 0) {
       await tx.query(insertDeliveries, deliveryColumnsOf(created));
       if (announce !== undefined) await tx.query(notifyWork, [announce.channel]);
@@ -514,6 +524,28 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
     const stored = new Set(row!.stored as string[]);
     return stored.size === made.length ? made : made.filter((delivery) => stored.has(delivery.id));
   }
+  /** `recordAttempt` in a transaction that ends the key's turn when the attempt did (`endsTurn`). */
+  function recordInTurn(
+    id: string,
+    owner: string,
+    attempt: DeliveryAttempt,
+    entry: string,
+    outcome: { status: DeliveryStatus; nextAttemptAt: string | null },
+    health: HealthRule | undefined,
+  ): Promise<AttemptRecorded> {
+    const params = [id, owner, entry, outcome.status, outcome.nextAttemptAt];
+    return db.transaction(async (tx) => {
+      const [row] = health === undefined ? await tx.query(recordAttempt, params) : await tx.query(recordAttemptAndHealth, [...params, ...healthParams(attempt, health)]);
+      const result: AttemptRecorded = health === undefined ? row !== undefined && (row.due_again === true ? 'due-again' : true) : attemptResult(row);
+      if (result === false) return false;
+      const recorded = { status: row!.status as DeliveryStatus, orderingKey: (row!.ordering_key ?? null) as string | null };
+      // After the record, under the key's lock: a publish that held the lock before saw this one
+      // pending and held its own, which the release's statement (begun after the lock) sees.
+      if (endsTurn(recorded)) await keys.endTurn(tx, row!.webhook_id as string, recorded.orderingKey!, dueAfterAttempt(attempt));
+      return result;
+    });
+  }
+
   /** Publishes at once share a transaction (see batch.ts); each call gets its own events' deliveries. */
   const publishTogether = createBatcher<EventRecord[], DeliveryRecord[]>({
     maxRunning: MAX_STORING,
@@ -521,7 +553,10 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
     size: (batch) => batch.length,
     async run(batches) {
       const byEvent = new Map<string, DeliveryRecord[]>();
-      for (const delivery of await storeAtOnce(batches.flat())) {
+      const all = batches.flat();
+      // A keyed event's deliveries are ordered in a transaction, under their keys' locks.
+      const stored = all.some((event) => event.orderingKey !== undefined) ? await storeAlone(all) : await storeAtOnce(all);
+      for (const delivery of stored) {
         const list = byEvent.get(delivery.eventId);
         if (list === undefined) byEvent.set(delivery.eventId, [delivery]);
         else list.push(delivery);
@@ -597,8 +632,11 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
       floors.rescue(() => db.query(rescue, [now]));
       return claimed;
     },
-    async recordAttempt(id, owner, attempt, outcome, health) {
+    async recordAttempt(id, owner, attempt, outcome, health, claimed) {
       const entry = JSON.stringify({ at: attempt.at, statusCode: attempt.statusCode, error: attempt.error, durationMs: attempt.durationMs });
+      // A delivery that may have a key (it has one, or the caller did not say): recorded in a
+      // transaction that, when its key's turn ends, releases the key's next one.
+      if (claimed === undefined || claimed.orderingKey !== null) return recordInTurn(id, owner, attempt, entry, outcome, health);
       if (health !== undefined && attemptSucceeded(attempt)) {
         return recordSuccessesTogether({ id, owner, entry, status: outcome.status, nextAttemptAt: outcome.nextAttemptAt, at: attempt.at });
       }
@@ -608,7 +646,15 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
       return rows.length === 1 && (rows[0]!.due_again === true ? 'due-again' : true);
     },
     async redeliver(accountId, id, nextAttemptAt) {
-      const [row] = await db.query(redeliver, [accountId, id, nextAttemptAt]);
+      const [found] = await db.query(deliveryKey, [accountId, id]);
+      if (found === undefined) return null;
+      const [row] =
+        found.ordering_key === null
+          ? await db.query(redeliver, [accountId, id, nextAttemptAt])
+          : await db.transaction(async (tx) => {
+              await keys.lock(tx, found.webhook_id as string, found.ordering_key as string);
+              return tx.query(redeliver, [accountId, id, nextAttemptAt]);
+            });
       if (row === undefined) return null;
       const delivery = toDelivery(row);
       // Due now: the workers of other instances hear of it, as of a publish. A queued one is due

@@ -139,17 +139,21 @@ const EVENT: [string, string][] = [
   ['@type', 'type'],
   [atomOf('@created_at'), 'created_at'],
   ['@data::text', 'data'],
+  ['@ordering_key', 'ordering_key'],
 ];
 export const eventColumns = (alias = '', as = '') => columns(EVENT, alias, as);
 export function toEvent(row: Row, as = ''): EventRecord {
   const data = textOrNull(row, as + 'data');
-  return {
+  const orderingKey = textOrNull(row, as + 'ordering_key');
+  const event: EventRecord = {
     id: text(row, as + 'id'),
     accountId: text(row, as + 'account_id'),
     type: text(row, as + 'type'),
     createdAt: text(row, as + 'created_at'),
     data: data === null ? null : JSON.parse(data),
   };
+  if (orderingKey !== null) event.orderingKey = orderingKey;
+  return event;
 }
 
 const DELIVERY: [string, string][] = [
@@ -166,6 +170,7 @@ const DELIVERY: [string, string][] = [
   ['@lease_owner', 'lease_owner'],
   [atomOf('@lease_until'), 'lease_until'],
   ['@redeliver_queued', 'redeliver_queued'],
+  ['@ordering_key', 'ordering_key'],
 ];
 export const deliveryColumns = (alias = '', as = '') => columns(DELIVERY, alias, as);
 export function toDelivery(row: Row, as = ''): DeliveryRecord {
@@ -182,6 +187,7 @@ export function toDelivery(row: Row, as = ''): DeliveryRecord {
     createdAt: text(row, as + 'created_at'),
     leaseOwner: textOrNull(row, as + 'lease_owner'),
     leaseUntil: textOrNull(row, as + 'lease_until'),
+    orderingKey: textOrNull(row, as + 'ordering_key'),
     redeliverQueued: row[as + 'redeliver_queued'] === true,
   };
 }
@@ -193,12 +199,12 @@ function attemptShape(attempt: DeliveryAttempt): DeliveryAttempt {
 
 /** Stores new deliveries, given `deliveryColumnsOf`; attempts and the lease start empty (the columns' defaults). */
 export const insertDeliveriesStatement = ({ table }: Names) =>
-  `INSERT INTO ${table('deliveries')} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type)
-    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::text[])`;
+  `INSERT INTO ${table('deliveries')} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type, ordering_key)
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::text[], $9::text[])`;
 
 /**
  * The columns a new delivery is stored with, as arrays (for `INSERT … SELECT * FROM unnest(…)`):
- * id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type.
+ * id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type, ordering_key.
  */
 export function deliveryColumnsOf(made: DeliveryRecord[]): unknown[] {
   return [
@@ -210,5 +216,6 @@ export function deliveryColumnsOf(made: DeliveryRecord[]): unknown[] {
     made.map((delivery) => delivery.nextAttemptAt),
     made.map((delivery) => delivery.createdAt),
     made.map((delivery) => delivery.eventType),
+    made.map((delivery) => delivery.orderingKey),
   ];
 }

@@ -240,7 +240,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
     const record = created(unaudited, now, client);
     const agreement = toAgreement(record);
     try {
-      const events = [newEvent(accountId, 'agreement-created', eventData(agreement), now)];
+      const events = [newEvent(accountId, 'agreement-created', eventData(agreement), now, record.id)];
       await storage.insertAgreement(record, events, complete?.(agreement, form));
     } catch (error) {
       await documents.discard();

@@ -34,8 +34,11 @@ export function isRecipient(webhook: Pick<WebhookRecord, 'id' | 'type' | 'filter
  */
 export const MAX_ATTEMPTS_KEPT = 50;
 
-/** A new delivery of `event` to the webhook `webhookId`: pending, due when the event happened, no attempts, no lease. */
-export function newDelivery(event: Pick<EventRecord, 'id' | 'accountId' | 'type' | 'createdAt'>, webhookId: string): DeliveryRecord {
+/**
+ * A new delivery of `event` to the webhook `webhookId`: pending, due when the event happened, no
+ * attempts, no lease, its event's ordering key. (`inKeyOrder` makes one wait behind its key.)
+ */
+export function newDelivery(event: Pick<EventRecord, 'id' | 'accountId' | 'type' | 'createdAt' | 'orderingKey'>, webhookId: string): DeliveryRecord {
   return {
     id: newId('whd'),
     accountId: event.accountId,
@@ -49,16 +52,61 @@ export function newDelivery(event: Pick<EventRecord, 'id' | 'accountId' | 'type'
     createdAt: event.createdAt,
     leaseOwner: null,
     leaseUntil: null,
+    orderingKey: event.orderingKey ?? null,
     redeliverQueued: false,
   };
 }
 
 /**
  * A delivery of `event` to the webhook `webhookId` made by a recovery at `now`: a new delivery due at
- * once and dated `now`, so the log lists it with what happened then.
+ * once and dated `now`, so the log lists it with what happened then. Keyed, it takes its place
+ * behind what its key holds pending (`inKeyOrder`), not the place its event had.
  */
-export function recoveredDelivery(event: Pick<EventRecord, 'id' | 'accountId' | 'type'>, webhookId: string, now: string): DeliveryRecord {
-  return newDelivery({ id: event.id, accountId: event.accountId, type: event.type, createdAt: now }, webhookId);
+export function recoveredDelivery(event: Pick<EventRecord, 'id' | 'accountId' | 'type' | 'orderingKey'>, webhookId: string, now: string): DeliveryRecord {
+  return newDelivery({ id: event.id, accountId: event.accountId, type: event.type, createdAt: now, orderingKey: event.orderingKey }, webhookId);
+}
+
+/*
+ * Ordering keys. Of one webhook's pending deliveries that share an ordering key, one at most is its
+ * key's turn: due, retrying or in flight. Every other one is held: pending with no `nextAttemptAt`,
+ * so no claim sees it. When the turn ends (the delivery succeeds, fails for good or is cancelled),
+ * the earliest held one of the key, in creation order, is released: due at once. A store applies
+ * these rules under one lock per key (one process's memory, or a transaction-scoped advisory lock on
+ * PostgreSQL), so that deciding whether a key is taken and acting on it are one step.
+ */
+
+/** Whether the delivery is held behind an earlier one of its key. */
+export function isHeld(delivery: Pick<DeliveryRecord, 'status' | 'nextAttemptAt' | 'orderingKey'>): boolean {
+  return delivery.status === 'pending' && delivery.nextAttemptAt === null && delivery.orderingKey !== null;
+}
+
+/** A key's name in a store's maps: the webhook and the ordering key. */
+export const keyOf = (webhookId: string, orderingKey: string) => `${webhookId}\u0000${orderingKey}`;
+
+/**
+ * New deliveries in key order: of those of one webhook and key, in the order given, the first is
+ * due unless `taken` says the key already holds a pending delivery, and each later one is held.
+ * Deliveries without a key are returned as they are.
+ */
+export function inKeyOrder(made: DeliveryRecord[], taken: (webhookId: string, orderingKey: string) => boolean): DeliveryRecord[] {
+  const seen = new Set<string>();
+  return made.map((delivery) => {
+    if (delivery.orderingKey === null) return delivery;
+    const key = keyOf(delivery.webhookId, delivery.orderingKey);
+    const waits = seen.has(key) || taken(delivery.webhookId, delivery.orderingKey);
+    seen.add(key);
+    return waits ? { ...delivery, nextAttemptAt: null } : delivery;
+  });
+}
+
+/** Whether recording `recorded` ended its key's turn: keyed, and pending no more. */
+export function endsTurn(recorded: Pick<DeliveryRecord, 'status' | 'orderingKey'>): boolean {
+  return recorded.orderingKey !== null && recorded.status !== 'pending';
+}
+
+/** The held delivery `delivery`, its key's turn now: due at `at`. */
+export function release(delivery: DeliveryRecord, at: string): DeliveryRecord {
+  return { ...delivery, nextAttemptAt: at };
 }
 
 /**
@@ -158,11 +206,12 @@ export function recordAttempt(
  * The delivery, whatever its status, pending again and due at `nextAttemptAt` (the time of asking),
  * lease dropped, attempts kept. While a lease holds it at that time its call may be in flight, and
  * one call at a time per delivery is the rule: the redeliver is queued instead (`redeliverQueued`),
- * and `recordAttempt` makes it due once that call is recorded.
+ * and `recordAttempt` makes it due once that call is recorded. When another delivery holds its key's
+ * turn (`keyTaken`), it is held instead, and goes when its place in the key comes.
  */
-export function redeliver(delivery: DeliveryRecord, nextAttemptAt: string): DeliveryRecord {
+export function redeliver(delivery: DeliveryRecord, nextAttemptAt: string, keyTaken = false): DeliveryRecord {
   if (isLeased(delivery, nextAttemptAt)) return { ...delivery, redeliverQueued: true };
-  return { ...delivery, status: 'pending', nextAttemptAt, leaseOwner: null, leaseUntil: null, redeliverQueued: false };
+  return { ...delivery, status: 'pending', nextAttemptAt: keyTaken ? null : nextAttemptAt, leaseOwner: null, leaseUntil: null, redeliverQueued: false };
 }
 
 /** The delivery cancelled: never attempted again, lease dropped; `null` when it is not pending (a finished one keeps its outcome). */

@@ -3,11 +3,22 @@ import type { Storage } from '../ports.js';
 import { publicShape, type EventRecord, type PortalEvent } from '../records.js';
 import { atom } from '../shared/time.js';
 import { PortalError, errorMessage } from '../errors.js';
-import { checkAccountId, eventType, parseInput } from './inputs.js';
+import { checkAccountId, eventType, parseInput, publishOptions } from './inputs.js';
 
 /** A new event record; stored with `Storage.publishEvents` or alongside the write that caused it. */
-export function newEvent(accountId: string, type: string, data: unknown, now: Date): EventRecord {
-  return { id: newId('evt'), accountId, type, createdAt: atom(now), data };
+export function newEvent(accountId: string, type: string, data: unknown, now: Date, orderingKey?: string): EventRecord {
+  const event: EventRecord = { id: newId('evt'), accountId, type, createdAt: atom(now), data };
+  if (orderingKey !== undefined) event.orderingKey = orderingKey;
+  return event;
+}
+
+/** What `events.publish` takes beside the event. */
+export interface PublishOptions {
+  /**
+   * Deliveries of one webhook that share this key are called one at a time, in publish order: a
+   * failing one holds back its key alone (1–255 characters, no control characters).
+   */
+  orderingKey?: string;
 }
 
 /**
@@ -41,15 +52,17 @@ export function createEventService(deps: {
 
   return {
     /**
-     * Stores the event and one pending delivery per webhook of the account subscribed to `type`, in
-     * one atomic step, and resolves the stored event once that is durable; the first attempt then
-     * goes out at once (when this instance runs the worker, or another instance hears of it through
-     * `Storage.subscribe`; otherwise at another instance's next tick).
+     * Stores the event and one pending delivery per webhook of the account subscribed to `type` (and
+     * whose filter its data matches), in one atomic step, and resolves the stored event once that
+     * is durable; the first attempt then goes out at once (when this instance runs the worker, or
+     * another instance hears of it through `Storage.subscribe`; otherwise at another instance's next
+     * tick). With `orderingKey`, a delivery waits for the earlier ones of its webhook and key.
      */
-    async publish(accountId: string, eventType: string, data: unknown): Promise<PortalEvent> {
+    async publish(accountId: string, eventType: string, data: unknown, options: PublishOptions = {}): Promise<PortalEvent> {
       checkAccountId(accountId);
       parseInput(type, eventType, 'event type');
-      const event = newEvent(accountId, eventType, jsonData(data), clock());
+      const { orderingKey } = parseInput(publishOptions, options, 'publish options');
+      const event = newEvent(accountId, eventType, jsonData(data), clock(), orderingKey);
       await storage.publishEvents([event]);
       notify();
       return publicShape(event);

@@ -207,6 +207,21 @@ export function dryRunInput(eventTypes: readonly string[]) {
   );
 }
 
+/** The options of `events.publish`: `{ orderingKey? }`. */
+export const publishOptions = v.strictObject(
+  {
+    orderingKey: v.optional(
+      v.pipe(
+        v.string('must be a string'),
+        v.minLength(1, 'must not be empty'),
+        v.maxLength(255, 'must be at most 255 characters'),
+        v.check((key) => !hasControlCharacter(key), 'must not hold control characters'),
+      ),
+    ),
+  },
+  'must be an object such as {"orderingKey": "cus_42"}',
+);
+
 /** How long a rotated secret still signs calls when the rotation names no grace: 24 hours. */
 export const DEFAULT_SECRET_GRACE_MS = 24 * 60 * 60 * 1000;
 /** The longest grace a rotation may ask for: 7 days, a week to roll the new secret out. */

@@ -43,7 +43,8 @@ export const MAX_REMINDER_ROUNDS = 30;
 /** The data of an agreement event: the agreement without signature images, and the signer it concerns. */
 function eventOf(type: string, record: AgreementRecord, now: Date, signerId?: string): EventRecord {
   const data = signerId === undefined ? withoutImages(record) : { ...withoutImages(record), signerId };
-  return newEvent(record.accountId, type, data, now);
+  // Keyed by the agreement: a receiver gets one agreement's events in the order they happened.
+  return newEvent(record.accountId, type, data, now, record.id);
 }
 
 /** `record` with one audit entry more. */

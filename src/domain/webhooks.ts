@@ -84,8 +84,8 @@ export function webhookShape(record: WebhookRecord): Webhook {
 
 /** A delivery as the API shows it: no account, no lease. */
 export function deliveryShape(record: DeliveryRecord): Delivery {
-  const { id, webhookId, eventId, eventType, status, attempts, attemptCount, nextAttemptAt, createdAt, redeliverQueued } = record;
-  return { id, webhookId, eventId, eventType, status, attempts, attemptCount, nextAttemptAt, createdAt, redeliverQueued };
+  const { id, webhookId, eventId, eventType, status, attempts, attemptCount, nextAttemptAt, createdAt, orderingKey, redeliverQueued } = record;
+  return { id, webhookId, eventId, eventType, status, attempts, attemptCount, nextAttemptAt, createdAt, orderingKey, redeliverQueued };
 }
 
 /** A page of a delivery log: the deliveries, and the cursor of the page after it (`null`: the last). */

@@ -100,7 +100,11 @@ export const delivery = v.strictObject({
   attemptCount: count,
   nextAttemptAt: v.nullable(atomDateTime),
   createdAt: atomDateTime,
-  redeliverQueued: v.boolean(),
+  orderingKey: v.pipe(
+    v.nullable(v.string()),
+    v.description('Its event\'s ordering key: deliveries of one webhook and key are called one at a time, in publish order. A pending one with no `nextAttemptAt` waits for an earlier one of its key.'),
+  ),
+  redeliverQueued: v.pipe(v.boolean(), v.description('A redeliver was asked for during a call in flight: one more call follows once that call is recorded.')),
 });
 
 export const fileEntry = v.strictObject({

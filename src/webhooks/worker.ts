@@ -7,6 +7,7 @@ import type { Storage, WebhookCall, WebhookCallResult, WebhookTransport } from '
 import type { ClaimedDelivery, DeliveryAttempt } from '../records.js';
 import { atom } from '../shared/time.js';
 import { buildCall, callBody } from './call.js';
+import { endsTurn } from '../domain/deliveries.js';
 import { attemptsInRun, outcomeOf, type Outcome } from '../domain/retry-schedule.js';
 import { DEFAULT_DISABLE_AFTER_FAILURES, DEFAULT_DISABLE_AFTER_MS, attemptSucceeded } from '../domain/webhook-health.js';
 import type { OperationalEvent } from '../domain/operational-events.js';
@@ -287,10 +288,11 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     const redirected = result.error === null && statusCode !== null && statusCode >= 300 && statusCode < 400;
     const attempt = { at: atom(at), statusCode, error: redirected ? 'redirect not followed' : result.error, durationMs };
     const outcome = outcomeOf(result, attemptsInRun(delivery.attempts, retrySchedule.length), retrySchedule, clock(), random);
-    const recorded = await storage.recordAttempt(delivery.id, owner, attempt, outcome, health);
-    // A redeliver was queued during the call: the delivery is due again, and this worker claims it
-    // (startRecord's refill) rather than leaving it to the next tick.
-    if (recorded === 'due-again') again = true;
+    const recorded = await storage.recordAttempt(delivery.id, owner, attempt, outcome, health, delivery);
+    // A redeliver was queued during the call (the delivery is due again), or its key's turn ended
+    // (the next of the key is due): this worker claims again (startRecord's refill) rather than
+    // leaving it to the next tick.
+    if (recorded === 'due-again' || (recorded !== false && endsTurn({ ...delivery, status: outcome.status }))) again = true;
     if (recorded !== false && recorded !== 'due-again') {
       try {
         report({ delivery, event, webhook }, attempt, outcome, recorded);

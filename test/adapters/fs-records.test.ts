@@ -161,7 +161,7 @@ function recordTests(factory: StorageFactory) {
     assert.ok(/^whd_[0-9A-Za-z]{22}$/.test(delivery.id));
     assert.equal(delivery, {
       id: delivery.id, accountId: 'acct_a', webhookId: match.id, eventId: event.id, eventType: event.type, status: 'pending',
-      attempts: [], attemptCount: 0, nextAttemptAt: T1, createdAt: T1, leaseOwner: null, leaseUntil: null, redeliverQueued: false,
+      attempts: [], attemptCount: 0, nextAttemptAt: T1, createdAt: T1, leaseOwner: null, leaseUntil: null, orderingKey: null, redeliverQueued: false,
     });
     assert.equal(await storage.getDelivery('acct_a', delivery.id), delivery);
     assert.is(await storage.getDelivery('acct_b', delivery.id), null);

@@ -193,7 +193,7 @@ export function healthStorageTests(test: Test, factory: StorageFactory): void {
     for (const delivery of made) {
       assert.equal({ ...delivery, id: '', eventId: '' }, {
         id: '', accountId: 'acct_a', webhookId: webhook.id, eventId: '', eventType: webhook.type, status: 'pending', attempts: [], attemptCount: 0,
-        nextAttemptAt: at(60), createdAt: at(60), leaseOwner: null, leaseUntil: null, redeliverQueued: false,
+        nextAttemptAt: at(60), createdAt: at(60), leaseOwner: null, leaseUntil: null, orderingKey: null, redeliverQueued: false,
       });
       assert.equal(await db.delivery(delivery.id), delivery);
     }

@@ -125,6 +125,7 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
         createdAt: at(30),
         leaseOwner: null,
         leaseUntil: null,
+        orderingKey: null,
         redeliverQueued: false,
       });
       assert.equal(await storage.getDelivery('acct_a', delivery.id), delivery);

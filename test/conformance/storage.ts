@@ -5,6 +5,7 @@ import { fileStorageTests } from './storage-files.js';
 import { idempotencyStorageTests } from './storage-idempotency.js';
 import { healthStorageTests } from './storage-health.js';
 import { outboxStorageTests } from './storage-outbox.js';
+import { orderingStorageTests } from './storage-ordering.js';
 import { retentionStorageTests } from './storage-retention.js';
 import { rotationStorageTests } from './storage-rotation.js';
 import { webhookStorageTests } from './storage-webhooks.js';
@@ -23,6 +24,7 @@ export function storageSuite(factory: StorageFactory): void {
   fileStorageTests(test, factory);
   attachmentStorageTests(test, factory);
   outboxStorageTests(test, factory);
+  orderingStorageTests(test, factory);
   healthStorageTests(test, factory);
   retentionStorageTests(test, factory);
   agreementStorageTests(test, factory);

@@ -65,12 +65,15 @@ export function sqlBackChannel(client: SqlClient, schema: string): StorageBackCh
   };
   return {
     async event(id) {
-      const row = await one('events', `id, account_id AS "accountId", type, ${atom('created_at', 'createdAt')}, data::text AS data`, id);
-      return row && ({ ...row, data: row.data === null ? null : JSON.parse(row.data as string) } as EventRecord);
+      const row = await one('events', `id, account_id AS "accountId", type, ${atom('created_at', 'createdAt')}, data::text AS data, ordering_key AS "orderingKey"`, id);
+      if (row === null) return null;
+      const { orderingKey, ...rest } = row;
+      const event = { ...rest, data: rest.data === null ? null : JSON.parse(rest.data as string) } as EventRecord;
+      return orderingKey === null ? event : { ...event, orderingKey: orderingKey as string };
     },
     async delivery(id) {
       const columns = `id, account_id AS "accountId", webhook_id AS "webhookId", event_id AS "eventId", event_type AS "eventType", status, attempts::text AS attempts, attempt_count AS "attemptCount",
-        ${atom('next_attempt_at', 'nextAttemptAt')}, ${atom('created_at', 'createdAt')}, lease_owner AS "leaseOwner", ${atom('lease_until', 'leaseUntil')}, redeliver_queued AS "redeliverQueued"`;
+        ${atom('next_attempt_at', 'nextAttemptAt')}, ${atom('created_at', 'createdAt')}, lease_owner AS "leaseOwner", ${atom('lease_until', 'leaseUntil')}, redeliver_queued AS "redeliverQueued", ordering_key AS "orderingKey"`;
       const row = await one('deliveries', columns, id);
       return row && ({ ...row, attempts: JSON.parse(row.attempts as string) } as DeliveryRecord);
     },

@@ -248,7 +248,7 @@ test('GET /webhooks/{id}/deliveries: the log, newest first, with every attempt; 
     assert.is(data.length, 2);
     assert.ok(data[0].createdAt > data[1].createdAt, 'newest first');
     for (const delivery of data) {
-      assert.equal(Object.keys(delivery).sort(), ['attemptCount', 'attempts', 'createdAt', 'eventId', 'eventType', 'id', 'nextAttemptAt', 'redeliverQueued', 'status', 'webhookId']);
+      assert.equal(Object.keys(delivery).sort(), ['attemptCount', 'attempts', 'createdAt', 'eventId', 'eventType', 'id', 'nextAttemptAt', 'orderingKey', 'redeliverQueued', 'status', 'webhookId']);
       assert.match(delivery.id, /^whd_/);
       assert.is(delivery.webhookId, hook.id);
     }

@@ -72,7 +72,7 @@ test('publish stores the event and the first attempt goes out at once, signed an
 
     await waitFor(async () => (await app.delivery()).status === 'succeeded', 'the attempt to be recorded');
     const delivery = await app.delivery();
-    assert.equal(Object.keys(delivery).sort(), ['attemptCount', 'attempts', 'createdAt', 'eventId', 'eventType', 'id', 'nextAttemptAt', 'redeliverQueued', 'status', 'webhookId']);
+    assert.equal(Object.keys(delivery).sort(), ['attemptCount', 'attempts', 'createdAt', 'eventId', 'eventType', 'id', 'nextAttemptAt', 'orderingKey', 'redeliverQueued', 'status', 'webhookId']);
     assert.equal({ ...delivery, attempts: [] }, {
       id: delivery.id,
       webhookId: app.webhook.id,
@@ -83,6 +83,7 @@ test('publish stores the event and the first attempt goes out at once, signed an
       attemptCount: 1,
       nextAttemptAt: null,
       createdAt: event.createdAt,
+      orderingKey: null,
       redeliverQueued: false,
     });
     assert.equal(delivery.attempts.map(({ durationMs: _, ...rest }) => rest), [{ at: event.createdAt, statusCode: 200, error: null }]);

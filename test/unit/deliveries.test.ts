@@ -42,6 +42,7 @@ function delivery(overrides: Partial<DeliveryRecord> = {}): DeliveryRecord {
     createdAt: at(10),
     leaseOwner: null,
     leaseUntil: null,
+    orderingKey: null,
     redeliverQueued: false,
     ...overrides,
   });
@@ -70,6 +71,7 @@ test('newDelivery: pending, due when the event happened, no attempts, no lease, 
     createdAt: at(5),
     leaseOwner: null,
     leaseUntil: null,
+    orderingKey: null,
     redeliverQueued: false,
   });
   assert.is.not(newDelivery(event, 'wbh_x').id, made.id);

@@ -48,6 +48,7 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
         createdAt: event.createdAt,
         leaseOwner: null,
         leaseUntil: null,
+        orderingKey: null,
         redeliverQueued: false,
       });
       assert.equal(await storage.getDelivery(delivery.accountId, delivery.id), delivery);

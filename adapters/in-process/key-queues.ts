@@ -1,0 +1,90 @@
+import { isHeld, keyOf } from '../../src/domain/deliveries.js';
+import type { DeliveryRecord } from '../../src/records.js';
+
+/** A held delivery's place in its key: creation time, then the order the store first saw it in. */
+interface Place {
+  id: string;
+  createdAt: string;
+  seen: number;
+}
+
+const before = (a: Place, b: Place) => (a.createdAt !== b.createdAt ? a.createdAt < b.createdAt : a.seen < b.seen);
+
+/** One key's pending deliveries: those whose turn it is (one, by the rules), and the held ones in order. */
+interface KeyQueue {
+  turn: Set<string>;
+  held: Place[];
+}
+
+/**
+ * The pending deliveries of each ordering key (`domain/deliveries.ts`, "Ordering keys"), kept in
+ * step with the delivery rows: whether a key is taken, and which held one comes next. Creation order
+ * is the deliveries' `createdAt`, then the order rows were first written in, which a replay and a
+ * compaction keep (as the delivery log's order does).
+ */
+export class KeyQueues {
+  private readonly queues = new Map<string, KeyQueue>();
+  /** Each keyed delivery's place: where it stood, to find it again when it changes or leaves. */
+  private readonly places = new Map<string, Place & { key: string }>();
+  private seen = 0;
+
+  /** Keeps the queues in step with `delivery`, the row's new state. */
+  update(delivery: DeliveryRecord): void {
+    if (delivery.orderingKey === null) return;
+    const key = keyOf(delivery.webhookId, delivery.orderingKey);
+    let place = this.places.get(delivery.id);
+    if (place === undefined) {
+      place = { id: delivery.id, createdAt: delivery.createdAt, seen: ++this.seen, key };
+      this.places.set(delivery.id, place);
+    } else {
+      this.leave(place);
+    }
+    if (delivery.status !== 'pending') return;
+    let queue = this.queues.get(key);
+    if (queue === undefined) this.queues.set(key, (queue = { turn: new Set(), held: [] }));
+    if (!isHeld(delivery)) {
+      queue.turn.add(delivery.id);
+      return;
+    }
+    // Almost always the newest: appended without a search.
+    const { held } = queue;
+    let at = held.length;
+    while (at > 0 && before(place, held[at - 1]!)) at--;
+    held.splice(at, 0, place);
+  }
+
+  /** Forgets the delivery (removed from the store). */
+  delete(id: string): void {
+    const place = this.places.get(id);
+    if (place === undefined) return;
+    this.leave(place);
+    this.places.delete(id);
+  }
+
+  /** Whether the key holds a pending delivery: its turn's, or a held one. */
+  taken(webhookId: string, orderingKey: string): boolean {
+    return this.queues.has(keyOf(webhookId, orderingKey));
+  }
+
+  /** Whether a pending delivery other than `id` has the key's turn. */
+  turnOf(webhookId: string, orderingKey: string, id: string): boolean {
+    const queue = this.queues.get(keyOf(webhookId, orderingKey));
+    if (queue === undefined) return false;
+    return queue.turn.size > (queue.turn.has(id) ? 1 : 0);
+  }
+
+  /** The key's held deliveries, earliest first. */
+  held(webhookId: string, orderingKey: string): readonly string[] {
+    return (this.queues.get(keyOf(webhookId, orderingKey))?.held ?? []).map((place) => place.id);
+  }
+
+  private leave(place: Place & { key: string }): void {
+    const queue = this.queues.get(place.key);
+    if (queue === undefined) return;
+    if (!queue.turn.delete(place.id)) {
+      const at = queue.held.indexOf(place);
+      if (at !== -1) queue.held.splice(at, 1);
+    }
+    if (queue.turn.size === 0 && queue.held.length === 0) this.queues.delete(place.key);
+  }
+}
