@@ -105,13 +105,16 @@ export function deliveryLog(base: string, errors: ReturnType<typeof errorBox>, a
         el('span', { class: `badge ${STATUS_CLASS[delivery.status]}` }, STATUS[delivery.status]),
         el('code', {}, delivery.eventId),
         el('span', { class: 'hint' }, delivery.eventType),
+        delivery.orderingKey === null ? null : el('span', { class: 'hint ordering-key' }, 'key ', el('code', {}, delivery.orderingKey)),
         el('span', { class: 'hint' }, 'queued ', time(delivery.createdAt)),
       ),
       delivery.redeliverQueued
         ? el('p', { class: 'next' }, 'A call is in flight; it is sent again once that call is recorded.')
-        : delivery.nextAttemptAt === null
-          ? null
-          : el('p', { class: 'next' }, 'Next attempt ', time(delivery.nextAttemptAt)),
+        : delivery.nextAttemptAt !== null
+          ? el('p', { class: 'next' }, 'Next attempt ', time(delivery.nextAttemptAt))
+          : delivery.status === 'pending' && delivery.orderingKey !== null
+            ? el('p', { class: 'next' }, 'Waiting for an earlier delivery of its key to end.')
+            : null,
       attempts.length === 0
         ? el('p', { class: 'hint' }, 'No attempt yet.')
         : el('ol', { class: 'attempts', reversed: true, 'aria-label': 'Attempts, newest first' }, ...attempts.map(attempt)),

@@ -44,6 +44,8 @@ export interface Delivery {
   attemptCount: number;
   nextAttemptAt: string | null;
   createdAt: string;
+  /** Its event's ordering key: deliveries of one webhook and key go one at a time, in order. */
+  orderingKey: string | null;
   /** A redeliver asked for during a call: one more call follows once that call is recorded. */
   redeliverQueued: boolean;
 }
