@@ -25,27 +25,33 @@ export function orderingKeys({ table, schema }: Names) {
   const taken = `SELECT DISTINCT webhook_id, ordering_key FROM ${table('deliveries')}
     WHERE status = 'pending' AND ordering_key IS NOT NULL
       AND (webhook_id, ordering_key) IN (SELECT * FROM unnest($1::text[], $2::text[]))`;
-  // The earliest held delivery of the key ($1, $2) is due at $3, unless one has the key's turn
+  // For each key ($1, $2), its earliest held delivery is due at $3, unless one has the key's turn
   // already. SKIP LOCKED: a row locked meanwhile is being cancelled (its webhook deleted or
   // disabled), which cancels the rest of the key too.
-  const releaseNext = `UPDATE ${table('deliveries')} SET next_attempt_at = $3::timestamptz
-    WHERE id = (
-      SELECT id FROM ${table('deliveries')}
-      WHERE webhook_id = $1::text AND ordering_key = $2::text AND status = 'pending' AND next_attempt_at IS NULL
-      ORDER BY seq
-      LIMIT 1
-      FOR UPDATE SKIP LOCKED)
-    AND NOT EXISTS (
-      SELECT 1 FROM ${table('deliveries')}
-      WHERE webhook_id = $1::text AND ordering_key = $2::text AND status = 'pending' AND next_attempt_at IS NOT NULL)
-    RETURNING id`;
+  const releaseNext = `WITH ended AS (
+      SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS k(webhook_id, ordering_key, at)
+    ), next AS (
+      SELECT first.id, ended.at FROM ended
+      CROSS JOIN LATERAL (
+        SELECT d.id FROM ${table('deliveries')} AS d
+        WHERE d.webhook_id = ended.webhook_id AND d.ordering_key = ended.ordering_key AND d.status = 'pending' AND d.next_attempt_at IS NULL
+        ORDER BY d.seq
+        LIMIT 1
+        FOR UPDATE OF d SKIP LOCKED
+      ) AS first
+      WHERE NOT EXISTS (
+        SELECT 1 FROM ${table('deliveries')} AS t
+        WHERE t.webhook_id = ended.webhook_id AND t.ordering_key = ended.ordering_key AND t.status = 'pending' AND t.next_attempt_at IS NOT NULL)
+    )
+    UPDATE ${table('deliveries')} AS d SET next_attempt_at = next.at FROM next WHERE d.id = next.id
+    RETURNING d.id`;
 
-  const lockAll = (tx: Queryable, pairs: [string, string][]) =>
+  const lockAll = (tx: Queryable, pairs: [webhookId: string, orderingKey: string][]) =>
     tx.query(lock, [pairs.map(([webhookId]) => webhookId), pairs.map(([, orderingKey]) => orderingKey)]);
 
   return {
-    /** Locks the key of the webhook `webhookId` until the transaction ends. */
-    lock: (tx: Queryable, webhookId: string, orderingKey: string) => lockAll(tx, [[webhookId, orderingKey]]),
+    /** Locks the keys, each a webhook and an ordering key, until the transaction ends. */
+    lock: (tx: Queryable, pairs: [webhookId: string, orderingKey: string][]) => lockAll(tx, pairs),
 
     /**
      * `made` in key order (`inKeyOrder`), inside the transaction that stores them: their keys are
@@ -64,10 +70,14 @@ export function orderingKeys({ table, schema }: Names) {
       return inKeyOrder(made, (webhookId, orderingKey) => busy.has(keyOf(webhookId, orderingKey)));
     },
 
-    /** After a delivery of the key ended its turn, in the same transaction: locks the key and releases its next one, due at `at`. */
-    async endTurn(tx: Queryable, webhookId: string, orderingKey: string, at: string): Promise<void> {
-      await lockAll(tx, [[webhookId, orderingKey]]);
-      await tx.query(releaseNext, [webhookId, orderingKey, at]);
+    /**
+     * After deliveries ended their keys' turns (one a key), in the same transaction: locks the keys
+     * and releases each one's next, due at its `at`.
+     */
+    async endTurns(tx: Queryable, ended: { webhookId: string; orderingKey: string; at: string }[]): Promise<void> {
+      if (ended.length === 0) return;
+      await lockAll(tx, ended.map((one) => [one.webhookId, one.orderingKey]));
+      await tx.query(releaseNext, [ended.map((one) => one.webhookId), ended.map((one) => one.orderingKey), ended.map((one) => one.at)]);
     },
   };
 }

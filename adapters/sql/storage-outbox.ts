@@ -1,4 +1,4 @@
-import { MAX_ATTEMPTS_KEPT, dueAfter as dueAfterAttempt, endsTurn, isRecipient, newDelivery } from '../../src/domain/deliveries.js';
+import { MAX_ATTEMPTS_KEPT, dueAfter as dueAfterAttempt, endsTurn, inKeyOrder, isRecipient, newDelivery } from '../../src/domain/deliveries.js';
 import { orderingKeys } from './storage-keys.js';
 import { PortalError } from '../../src/errors.js';
 import { attemptSucceeded } from '../../src/domain/webhook-health.js';
@@ -32,6 +32,10 @@ const MAX_GROUP_ATTEMPTS = 256;
 /** A successful attempt waiting to be recorded with others: the parameters of `recordSuccesses`. */
 interface SuccessfulAttempt {
   id: string;
+  /** Whether the delivery has an ordering key: its record may end the key's turn. */
+  keyed: boolean;
+  /** When the key's next delivery is due if this ends the turn: as the call ended (`dueAfter`). */
+  releaseAt: string;
   owner: string;
   /** The attempt's log entry, as JSON. */
   entry: string;
@@ -222,14 +226,24 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
       SELECT id FROM ${table('webhooks')} WHERE id = ANY ($7::text[]) FOR KEY SHARE
     ), stored AS (
       INSERT INTO ${table('deliveries')} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type, ordering_key)
-      SELECT * FROM unnest($8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::timestamptz[], $14::timestamptz[], $15::text[], $16::text[])
+      SELECT made.id, made.account_id, made.webhook_id, made.event_id, made.status,
+        -- Held when its key holds a pending delivery already (keyed publishes run this under their
+        -- keys' locks, taken by a statement before this one); a later one of its key in this
+        -- publish comes held already.
+        CASE WHEN made.ordering_key IS NULL OR made.next_attempt_at IS NULL THEN made.next_attempt_at
+          WHEN EXISTS (SELECT 1 FROM ${table('deliveries')} AS p
+            WHERE p.webhook_id = made.webhook_id AND p.ordering_key = made.ordering_key AND p.status = 'pending') THEN NULL
+          ELSE made.next_attempt_at END,
+        made.created_at, made.event_type, made.ordering_key
+      FROM unnest($8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::timestamptz[], $14::timestamptz[], $15::text[], $16::text[])
         AS made(id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type, ordering_key)
       WHERE made.webhook_id IN (SELECT id FROM webhooks)
-      RETURNING id
+      RETURNING id, next_attempt_at
     ), announced AS (
       SELECT pg_notify($17::text, '') WHERE $17::text IS NOT NULL AND EXISTS (SELECT 1 FROM stored)
     )
-    SELECT ARRAY(SELECT id FROM stored) AS stored, (SELECT count(*) FROM announced) AS announced`;
+    SELECT ARRAY(SELECT id FROM stored) AS stored, ARRAY(SELECT id FROM stored WHERE next_attempt_at IS NULL) AS held,
+      (SELECT count(*) FROM announced) AS announced`;
   // From the index on (account_id, type, created_at), read backwards.
   const recentEvents = `SELECT ${eventColumns()} FROM ${table('events')}
     WHERE account_id = $1::text AND type = $2::text
@@ -461,9 +475,9 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
       SET ${appendAttempt('i.entry')}, ${outcomeOf('i.entry', 'i.status', 'i.next_attempt_at')}, lease_owner = NULL, lease_until = NULL
       FROM held AS i
       WHERE d.ctid = ANY (ARRAY(SELECT row FROM held)) AND d.ctid = i.row
-      RETURNING d.id, d.webhook_id, d.account_id, i.at, ${dueAgain('i.entry', 'd.')} AS due_again
+      RETURNING d.id, d.webhook_id, d.account_id, i.at, ${dueAgain('i.entry', 'd.')} AS due_again, d.ordering_key, d.status
     ), ${healthAfterSuccesses(names)}
-    SELECT id, due_again FROM recorded`;
+    SELECT id, due_again, webhook_id, ordering_key, status FROM recorded`;
   // While a lease holds the delivery at $3, now, the redeliver is queued behind the call in flight
   // (never a second call at once); otherwise the delivery is pending and due now. Every SET reads
   // the row as it was.
@@ -506,23 +520,33 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
    */
   async function storeAtOnce(batch: EventRecord[]): Promise<DeliveryRecord[]> {
     const webhooks = await db.query(findWebhooks, [batch.map((event) => event.accountId), batch.map((event) => event.type)]);
-    const made = deliveriesOf(batch, webhooks);
-    // One statement stores them all or none: when its answer is lost (the server restarting), the
-    // events' ids say which, and the deliveries it stored are read back by theirs.
-    const settle = async () => {
-      const found = await db.query(eventsStored, [batch.map((event) => event.id)]);
-      if (found.length === 0) return null;
-      const stored = await db.query(deliveriesStored, [made.map((delivery) => delivery.id)]);
-      return [{ stored: stored.map((row) => row.id as string) }];
-    };
-    const [row] = await db.query(
-      storeAll,
-      [...eventColumnsOf(batch), [...new Set(made.map((delivery) => delivery.webhookId))], ...deliveryColumnsOf(made), announce?.channel ?? null],
-      { settle },
-    );
+    // The later ones of a key in this publish wait for its first; the statement holds the first
+    // when the key is taken already.
+    const made = inKeyOrder(deliveriesOf(batch, webhooks), () => false);
+    const params = [...eventColumnsOf(batch), [...new Set(made.map((delivery) => delivery.webhookId))], ...deliveryColumnsOf(made), announce?.channel ?? null];
+    const keyed = made.filter((delivery) => delivery.orderingKey !== null);
+    let row: Row | undefined;
+    if (keyed.length === 0) {
+      // One statement stores them all or none: when its answer is lost (the server restarting), the
+      // events' ids say which, and the deliveries it stored are read back by theirs.
+      const settle = async () => {
+        const found = await db.query(eventsStored, [batch.map((event) => event.id)]);
+        if (found.length === 0) return null;
+        const stored = await db.query(deliveriesStored, [made.map((delivery) => delivery.id)]);
+        return [{ stored: stored.map((row) => row.id as string), held: [] }];
+      };
+      [row] = await db.query(storeAll, params, { settle });
+    } else {
+      // Keyed: under the keys' locks, taken by a statement of their own before it.
+      [row] = await db.transaction(async (tx) => {
+        await keys.lock(tx, keyed.map((delivery) => [delivery.webhookId, delivery.orderingKey!]));
+        return tx.query(storeAll, params);
+      });
+    }
     if (made.length === 0) return [];
     const stored = new Set(row!.stored as string[]);
-    return stored.size === made.length ? made : made.filter((delivery) => stored.has(delivery.id));
+    const held = new Set(row!.held as string[]);
+    return made.filter((delivery) => stored.has(delivery.id)).map((delivery) => (held.has(delivery.id) && delivery.nextAttemptAt !== null ? { ...delivery, nextAttemptAt: null } : delivery));
   }
   /** `recordAttempt` in a transaction that ends the key's turn when the attempt did (`endsTurn`). */
   function recordInTurn(
@@ -541,7 +565,7 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
       const recorded = { status: row!.status as DeliveryStatus, orderingKey: (row!.ordering_key ?? null) as string | null };
       // After the record, under the key's lock: a publish that held the lock before saw this one
       // pending and held its own, which the release's statement (begun after the lock) sees.
-      if (endsTurn(recorded)) await keys.endTurn(tx, row!.webhook_id as string, recorded.orderingKey!, dueAfterAttempt(attempt));
+      if (endsTurn(recorded)) await keys.endTurns(tx, [{ webhookId: row!.webhook_id as string, orderingKey: recorded.orderingKey!, at: dueAfterAttempt(attempt) }]);
       return result;
     });
   }
@@ -554,9 +578,7 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
     async run(batches) {
       const byEvent = new Map<string, DeliveryRecord[]>();
       const all = batches.flat();
-      // A keyed event's deliveries are ordered in a transaction, under their keys' locks.
-      const stored = all.some((event) => event.orderingKey !== undefined) ? await storeAlone(all) : await storeAtOnce(all);
-      for (const delivery of stored) {
+      for (const delivery of await storeAtOnce(all)) {
         const list = byEvent.get(delivery.eventId);
         if (list === undefined) byEvent.set(delivery.eventId, [delivery]);
         else list.push(delivery);
@@ -575,14 +597,26 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
     maxSize: MAX_GROUP_ATTEMPTS,
     size: () => 1,
     async run(successes) {
-      const rows = await db.query(recordSuccesses, [
+      const params = [
         successes.map((one) => one.id),
         successes.map((one) => one.owner),
         successes.map((one) => one.entry),
         successes.map((one) => one.status),
         successes.map((one) => one.nextAttemptAt),
         successes.map((one) => one.at),
-      ]);
+      ];
+      // With keyed deliveries among them, in a transaction that ends their keys' turns.
+      const rows = !successes.some((one) => one.keyed)
+        ? await db.query(recordSuccesses, params)
+        : await db.transaction(async (tx) => {
+            const recorded = await tx.query(recordSuccesses, params);
+            const releaseAt = new Map(successes.map((one) => [one.id, one.releaseAt]));
+            const ended = recorded
+              .filter((row) => endsTurn({ status: row.status as DeliveryStatus, orderingKey: (row.ordering_key ?? null) as string | null }))
+              .map((row) => ({ webhookId: row.webhook_id as string, orderingKey: row.ordering_key as string, at: releaseAt.get(row.id as string)! }));
+            await keys.endTurns(tx, ended);
+            return recorded;
+          });
       const recorded = new Map(rows.map((row) => [row.id as string, row.due_again === true]));
       return successes.map((one) => (recorded.get(one.id) ? 'due-again' : recorded.has(one.id)));
     },
@@ -634,12 +668,13 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
     },
     async recordAttempt(id, owner, attempt, outcome, health, claimed) {
       const entry = JSON.stringify({ at: attempt.at, statusCode: attempt.statusCode, error: attempt.error, durationMs: attempt.durationMs });
+      if (claimed !== undefined && health !== undefined && attemptSucceeded(attempt)) {
+        const keyed = claimed.orderingKey !== null;
+        return recordSuccessesTogether({ id, keyed, releaseAt: dueAfterAttempt(attempt), owner, entry, status: outcome.status, nextAttemptAt: outcome.nextAttemptAt, at: attempt.at });
+      }
       // A delivery that may have a key (it has one, or the caller did not say): recorded in a
       // transaction that, when its key's turn ends, releases the key's next one.
       if (claimed === undefined || claimed.orderingKey !== null) return recordInTurn(id, owner, attempt, entry, outcome, health);
-      if (health !== undefined && attemptSucceeded(attempt)) {
-        return recordSuccessesTogether({ id, owner, entry, status: outcome.status, nextAttemptAt: outcome.nextAttemptAt, at: attempt.at });
-      }
       const params = [id, owner, entry, outcome.status, outcome.nextAttemptAt];
       if (health !== undefined) return attemptResult((await db.query(recordAttemptAndHealth, [...params, ...healthParams(attempt, health)]))[0]);
       const rows = await db.query(recordAttempt, params);
@@ -652,7 +687,7 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
         found.ordering_key === null
           ? await db.query(redeliver, [accountId, id, nextAttemptAt])
           : await db.transaction(async (tx) => {
-              await keys.lock(tx, found.webhook_id as string, found.ordering_key as string);
+              await keys.lock(tx, [[found.webhook_id as string, found.ordering_key as string]]);
               return tx.query(redeliver, [accountId, id, nextAttemptAt]);
             });
       if (row === undefined) return null;
