@@ -1,8 +1,12 @@
 /**
  * A portal instance of `webhook-fleet.bench.js`, in its own process, on PostgreSQL:
  *
- *   node dist/bench/fleet-portal.js publisher <schema> <receiver url> <accounts>
+ *   node dist/bench/fleet-portal.js publisher <schema> <receiver url> <accounts> [<keys> ordered|unordered]
  *   node dist/bench/fleet-portal.js worker <schema>
+ *
+ * With `<keys>` (the ordering bench), the i-th event's data names its key (`k<i mod keys>`) and its
+ * place in it (`n`), and `ordered` publishes it with that ordering key. `FLEET_RETRY_SCHEDULE`
+ * (seconds, comma-separated) and `FLEET_TICK` give the workers a retry schedule and a tick of their own.
  *
  * The publisher is API-only (`webhooks: { worker: false }`): it creates one webhook per account to
  * the receiver, then publishes through `portal.events.publish` when told, `batch` calls at once.
@@ -14,7 +18,10 @@ import { sqlStorage } from '../adapters/sql/index.js';
 import { createPortal } from '../src/index.js';
 import { DATABASE_URL, EVENT_TYPE, publishAll, serve } from './support/fleet.js';
 
-const [role, schema, url, accountCount = '8'] = process.argv.slice(2);
+const [role, schema, url, accountCount = '8', keyCount, keyMode] = process.argv.slice(2);
+const keys = keyCount === undefined ? 0 : Number(keyCount);
+const retrySchedule = process.env.FLEET_RETRY_SCHEDULE?.split(',').map(Number);
+const tick = process.env.FLEET_TICK;
 if ((role !== 'publisher' && role !== 'worker') || schema === undefined || (role === 'publisher' && url === undefined)) {
   console.error('usage: fleet-portal.js publisher <schema> <receiver url> <accounts> | worker <schema>');
   process.exit(2);
@@ -37,7 +44,7 @@ storage.claimDeliveries = async (claim) => {
 const portal = await createPortal({
   auth: { apiKeys: ['bench-key-0123456789abcdef'] },
   storage,
-  webhooks: role === 'publisher' ? { worker: false } : { allowPrivateNetworks: true },
+  webhooks: role === 'publisher' ? { worker: false } : { allowPrivateNetworks: true, ...(retrySchedule === undefined ? {} : { retrySchedule }), ...(tick === undefined ? {} : { tick }) },
 });
 
 const accounts = Array.from({ length: Number(accountCount) }, (_, i) => `acct_fleet_${i}`);
@@ -50,7 +57,18 @@ const process_ = serve({
     role === 'publisher'
       ? (command) =>
           publishAll(command, async (data, first) => {
-            await Promise.all(data.map((one, i) => portal.events.publish(accounts[(first + i) % accounts.length]!, EVENT_TYPE, one)));
+            await Promise.all(
+              data.map((one, i) => {
+                if (keys === 0) return portal.events.publish(accounts[(first + i) % accounts.length]!, EVENT_TYPE, one);
+                // The events of a batch have distinct keys (keys ≥ batch), and batches go one after
+                // another: each key's events are published in order, all to one account's webhook.
+                const index = (first + i) % keys;
+                const account = accounts[index % accounts.length]!;
+                const key = `k${index}`;
+                const keyed = { ...one, key, n: Math.floor((first + i) / keys) };
+                return portal.events.publish(account, EVENT_TYPE, keyed, keyMode === 'ordered' ? { orderingKey: key } : {});
+              }),
+            );
           })
       : undefined,
   claims() {

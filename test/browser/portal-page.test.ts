@@ -246,6 +246,45 @@ it('an error of the API is shown as its message; delete asks first', async () =>
   await page.context().close();
 });
 
+it('a filter: shown, tried on recent events, saved; a bad one shows the API\'s message; the log shows ordering keys and who waits', async () => {
+  receiver.script([], { status: 204 });
+  const webhook = await newWebhook(`${receiver.url}/filtered`);
+  for (const tier of ['gold', 'silver', 'gold']) await app.portal.events.publish('acct_a', 'customer-created', { customer: { tier } });
+  const page = await signedIn();
+  await page.goto(`${app.url}/portal/#/webhooks/${webhook.id}`);
+  await page.getByText('none: every event of the type').waitFor();
+  const field = page.getByLabel('Filter (optional)');
+  await field.fill('{"customer.tier": "gold"}');
+  await page.getByRole('button', { name: 'Try on recent events' }).click();
+  await page.getByText('2 of the 3 most recent events match.').waitFor();
+  assert.is(await page.locator('.dry-run-events li[data-matches="true"]').count(), 2);
+  assert.match(await page.locator('.dry-run-events li').first().textContent() ?? '', /"tier": "gold"/);
+  await page.getByRole('button', { name: 'Save filter' }).click();
+  await page.getByText('Saved: events published from now on are matched against it.').waitFor();
+  assert.equal((await app.portal.webhooks.get('acct_a', webhook.id))!.filter, { 'customer.tier': 'gold' });
+  await page.locator('dd code').filter({ hasText: '{"customer.tier":"gold"}' }).waitFor();
+  await shoot(page, '10-webhook-filter');
+
+  await field.fill('{"customer.tier": {"$like": "g%"}}');
+  await page.getByRole('button', { name: 'Save filter' }).click();
+  await page.getByRole('alert').filter({ hasText: 'webhook.filter["customer.tier"].$like: is not an operator' }).waitFor();
+  await field.fill('{not json');
+  await page.getByRole('button', { name: 'Try on recent events' }).click();
+  await page.getByRole('alert').filter({ hasText: 'The filter is not JSON' }).waitFor();
+  assert.equal((await app.portal.webhooks.get('acct_a', webhook.id))!.filter, { 'customer.tier': 'gold' }, 'a refused change changes nothing');
+
+  // Two events of one key to a receiver that never answers the first call: the second waits, and says so.
+  receiver.script([{ hang: true }], { status: 204 });
+  await app.portal.events.publish('acct_a', 'customer-created', { customer: { tier: 'gold' }, n: 1 }, { orderingKey: 'cus_42' });
+  await app.portal.events.publish('acct_a', 'customer-created', { customer: { tier: 'gold' }, n: 2 }, { orderingKey: 'cus_42' });
+  await page.getByRole('button', { name: 'Refresh' }).click();
+  await page.getByText('Waiting for an earlier delivery of its key to end.').waitFor();
+  assert.is(await page.locator('.delivery .ordering-key').filter({ hasText: 'key cus_42' }).count(), 2);
+  await shoot(page, '11-ordering-key-waiting');
+  assert.equal(problemsOf(page), []);
+  await page.context().close();
+});
+
 it('files: a directory expands in place and collapses, by click and by keyboard; one opens as its own screen; names are text, never markup', async () => {
   const reports = await app.portal.files.createDirectory('acct_a', { name: 'Reports' });
   const yearly = await app.portal.files.createDirectory('acct_a', { name: '2026', directoryId: reports.id });
