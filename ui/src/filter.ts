@@ -19,20 +19,19 @@ export function parseFilter(text: string): EventFilter | null {
 }
 
 /** A text area for a filter, with its label and a hint of the grammar. */
-export function filterField(id: string, value: EventFilter | undefined): { node: HTMLElement; input: HTMLTextAreaElement } {
+export function filterField(id: string, label: string): { node: HTMLElement; input: HTMLTextAreaElement } {
   const input = el('textarea', {
     id,
     name: 'filter',
-    rows: 4,
+    rows: 6,
     spellcheck: false,
     placeholder: '{"customer.tier": {"$in": ["gold", "platinum"]}}',
     'aria-describedby': `${id}-hint`,
   });
-  input.value = value === undefined ? '' : JSON.stringify(value, null, 2);
   const node = el(
     'div',
     { class: 'field' },
-    el('label', { for: id }, 'Filter (optional)'),
+    el('label', { for: id }, label),
     input,
     el(
       'p',
@@ -78,7 +77,7 @@ export function filterPanel(
   errors: { show(error: unknown): void; clear(): void },
   saved: (webhook: Webhook) => void,
 ): { node: HTMLElement; show(webhook: Webhook): void } {
-  const { node: field, input } = filterField('edit-filter', undefined);
+  const { node: field, input } = filterField('edit-filter', 'The filter, as JSON');
   const results = el('div', { 'aria-live': 'polite' });
   const tryButton = el('button', { type: 'button' }, 'Try on recent events');
   const save = el('button', { type: 'submit' }, 'Save filter');

@@ -62,7 +62,7 @@ function createForm(created: () => void): HTMLFormElement {
   const errors = errorBox();
   const type = el('select', { id: 'new-type', name: 'type', required: true }, ...eventTypes().map((name) => el('option', { value: name }, name)));
   const url = el('input', { id: 'new-url', name: 'url', type: 'url', required: true, placeholder: 'https://example.com/hooks', autocomplete: 'url' });
-  const filter = filterField('new-filter', undefined);
+  const filter = filterField('new-filter', 'Filter (optional)');
   const submit = el('button', { type: 'submit' }, 'Create webhook');
   const form = el(
     'form',
