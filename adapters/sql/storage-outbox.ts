@@ -228,7 +228,7 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
       INSERT INTO ${table('deliveries')} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type, ordering_key)
       SELECT made.id, made.account_id, made.webhook_id, made.event_id, made.status,
         -- Held when its key holds a pending delivery already (keyed publishes run this under their
-        -- keys' locks, taken by a statement before this one); a later one of its key in this
+        -- keys' locks, taken by a statement before this one). A later one of its key in this
         -- publish comes held already.
         CASE WHEN made.ordering_key IS NULL OR made.next_attempt_at IS NULL THEN made.next_attempt_at
           WHEN EXISTS (SELECT 1 FROM ${table('deliveries')} AS p
