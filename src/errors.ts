@@ -161,9 +161,18 @@ export const ERRORS = {
 
   // Webhooks
   WEBHOOK_NOT_FOUND: { status: 404, message: (id: string) => `No webhook ${id} in this account.` },
+  WEBHOOK_KEYS_NOT_FOUND: {
+    status: 404,
+    message: () => 'No public keys at this link: it is not one the portal made, or its webhook is gone.',
+  },
   WEBHOOKS_LIMIT: {
     status: 409,
     message: (max: number) => `This account already has ${max} webhooks, the most it may have (webhooks.maxPerAccount); delete one first.`,
+  },
+  WEBHOOK_NO_PUBLIC_KEYS: {
+    status: 409,
+    message: (id: string) =>
+      `Webhook ${id} signs with a shared secret (hmac-sha256): it has no public keys. A webhook created with "signatureScheme": "ed25519" has.`,
   },
   WEBHOOK_DISABLED: {
     status: 409,

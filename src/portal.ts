@@ -144,6 +144,8 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     notify,
     emit: operational.emit,
     maxPerAccount: webhookOptions.maxPerAccount,
+    signer,
+    publicUrl,
   });
   const events = createEventService({ storage, clock, eventTypes, notify });
   const downloads = createDownloadService({ storage, blobs, clock, signer, publicUrl });

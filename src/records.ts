@@ -17,13 +17,23 @@ export interface Webhook {
   id: string;
   type: string;
   url: string;
-  secret: string;
+  /**
+   * The `whsec_` secret its calls are signed with (`v1,` HMAC-SHA256), which the receiver verifies
+   * with; absent for a webhook signing with ed25519, whose private key never leaves the portal.
+   */
+  secret?: string;
   createdAt: string;
   /** Which events of its type it gets (`domain/event-filter.ts`); absent: every one. */
   filter?: EventFilter;
+  /** `ed25519` for a webhook whose calls carry `v1a,` signatures; absent: `v1,` HMAC-SHA256. */
+  signatureScheme?: 'ed25519';
+  /** The `whpk_` public key an ed25519 webhook's calls verify with. */
+  publicKey?: string;
 }
-export interface WebhookRecord extends Webhook {
+export interface WebhookRecord extends Omit<Webhook, 'secret' | 'publicKey' | 'signatureScheme'> {
   accountId: string;
+  /** What signs its calls: a `whsec_` secret, or a `whsk_` ed25519 private key (`shared/webhook-keys.ts`). */
+  secret: string;
   /**
    * The secret a rotation replaced, which still signs every call beside `secret` until
    * `previousSecretUntil` (ATOM, exclusive); both absent when the webhook was never rotated or its

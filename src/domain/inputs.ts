@@ -178,6 +178,12 @@ export function webhookInput(eventTypes: readonly string[]) {
     type: eventType(eventTypes),
     url: webhookUrl(),
     filter: v.optional(v.nullable(eventFilter)),
+    signatureScheme: v.optional(
+      v.pipe(
+        v.picklist(['hmac-sha256', 'ed25519'], 'must be "hmac-sha256" or "ed25519"'),
+        v.description('How its calls are signed: `hmac-sha256` (default; `v1,` under the `whsec_` secret) or `ed25519` (`v1a,`; the receiver verifies with the public key).'),
+      ),
+    ),
   }, 'must be an object with "type" and "url"');
 }
 

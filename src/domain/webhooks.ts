@@ -1,9 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import { PortalError } from '../errors.js';
 import { isId, newId } from '../shared/ids.js';
 import type { Storage } from '../ports.js';
 import { publicShape, type Delivery, type DeliveryRecord, type PortalEvent, type Webhook, type WebhookHealth, type WebhookRecord } from '../records.js';
 import { atom } from '../shared/time.js';
+import { type SignatureScheme, jwkX, newSigningSecret, publicKeyOf, schemeOf } from '../shared/webhook-keys.js';
 import {
   DEFAULT_SECRET_GRACE_MS,
   type DeliveryQueryInput,
@@ -20,6 +20,7 @@ import {
 } from './inputs.js';
 import { checkFilter, matchesFilter, type EventFilter } from './event-filter.js';
 import { deliveryQuery, encodeCursor } from './delivery-log.js';
+import type { LinkSigner } from './download-links.js';
 import { createIdempotency, fingerprintOf, type IdempotentCreate, type IdempotentOutcome } from './idempotency.js';
 import type { OperationalEvent } from './operational-events.js';
 import { healthShape } from './webhook-health.js';
@@ -27,6 +28,11 @@ import { healthShape } from './webhook-health.js';
 export interface WebhookInput {
   type: string;
   url: string;
+  /**
+   * `ed25519`: its calls carry `v1a,` signatures, verified with the webhook's public key (`whpk_…`);
+   * default `hmac-sha256`: `v1,` signatures under a shared `whsec_` secret.
+   */
+  signatureScheme?: SignatureScheme;
   /** Which events of its type it gets (see `domain/event-filter.ts`); absent or `null`: every one. */
   filter?: EventFilter | null;
 }
@@ -59,7 +65,7 @@ export const TEST_EVENT_TYPE = 'webhook.test';
 
 /** A webhook secret in the Standard Webhooks form: `whsec_` + base64 of 32 random bytes. */
 export function newWebhookSecret(): string {
-  return 'whsec_' + randomBytes(32).toString('base64');
+  return newSigningSecret('hmac-sha256');
 }
 
 /**
@@ -72,14 +78,50 @@ export function signingSecrets(webhook: WebhookRecord, at: Date): string[] {
   return at.getTime() < Date.parse(previousSecretUntil) ? [secret, previousSecret] : [secret];
 }
 
+/** What a public keys link signs: tagged, so that it means nothing anywhere else. */
+const keysMessage = (accountId: string, webhookId: string) => JSON.stringify(['customer-portal/webhook-keys/v1', accountId, webhookId]);
+
 /** `date` plus `ms`, as ATOM, rounded up to the whole second: a grace is never cut short. */
 const atomAtLeast = (date: Date, ms: number) => atom(new Date(Math.ceil((date.getTime() + ms) / 1000) * 1000));
 
 /** A webhook as the API shows it: no account. Field by field, as a copy without one key costs more. */
 export function webhookShape(record: WebhookRecord): Webhook {
+  if (schemeOf(record.secret) === 'ed25519') {
+    // The private key never leaves the portal: the receiver verifies with the public one.
+    const shape: Webhook = { id: record.id, type: record.type, url: record.url, createdAt: record.createdAt };
+    if (record.filter !== undefined) shape.filter = record.filter;
+    shape.signatureScheme = 'ed25519';
+    shape.publicKey = publicKeyOf(record.secret);
+    return shape;
+  }
   const shape: Webhook = { id: record.id, type: record.type, url: record.url, secret: record.secret, createdAt: record.createdAt };
   if (record.filter !== undefined) shape.filter = record.filter;
   return shape;
+}
+
+/** One key of a webhook's public key set (RFC 7517/8037), and which it is: the current one, or one a rotation's grace keeps. */
+export interface WebhookPublicKey {
+  kty: 'OKP';
+  crv: 'Ed25519';
+  alg: 'EdDSA';
+  use: 'sig';
+  /** The key as `whpk_…`, which `verifyWebhook` takes. */
+  kid: string;
+  /** The raw public key, base64url. */
+  x: string;
+  status: 'current' | 'previous';
+  /** Until when the previous key still signs (ATOM); `null` for the current one. */
+  until: string | null;
+}
+
+/** The public keys an ed25519 webhook's calls verify with at `at`: its own, and the previous one during a rotation's grace. */
+export function publicKeySet(record: WebhookRecord, at: Date): WebhookPublicKey[] {
+  const key = (secret: string, status: WebhookPublicKey['status'], until: string | null): WebhookPublicKey => {
+    const kid = publicKeyOf(secret);
+    return { kty: 'OKP', crv: 'Ed25519', alg: 'EdDSA', use: 'sig', kid, x: jwkX(kid), status, until };
+  };
+  const [current, previous] = signingSecrets(record, at);
+  return previous === undefined ? [key(current!, 'current', null)] : [key(current!, 'current', null), key(previous, 'previous', record.previousSecretUntil!)];
 }
 
 /** A delivery as the API shows it: no account, no lease. */
@@ -102,6 +144,10 @@ export function createWebhookService(deps: {
   notify?: () => void;
   /** Tells the host of a webhook disabled by hand (`portal.on`). */
   emit?: (event: OperationalEvent) => void;
+  /** Signs the links to webhooks' public keys. */
+  signer: LinkSigner;
+  /** The API root links are built under outside a request. */
+  publicUrl?: string;
 }) {
   const { storage, clock } = deps;
   const notify = deps.notify ?? (() => {});
@@ -109,12 +155,12 @@ export function createWebhookService(deps: {
   const input = webhookInput(deps.eventTypes);
   const idempotency = createIdempotency({ storage, clock });
 
-  const newRecord = (accountId: string, { type, url, filter }: WebhookInput): WebhookRecord => ({
+  const newRecord = (accountId: string, { type, url, filter, signatureScheme }: WebhookInput): WebhookRecord => ({
     id: newId('wbh'),
     accountId,
     type,
     url: normalUrl(url),
-    secret: newWebhookSecret(),
+    secret: newSigningSecret(signatureScheme ?? 'hmac-sha256'),
     createdAt: atom(clock()),
     ...(filter === undefined || filter === null ? {} : { filter }),
   });
@@ -149,7 +195,7 @@ export function createWebhookService(deps: {
     async createIdempotent(accountId: string, body: WebhookInput, request: IdempotentCreate<Webhook>): Promise<IdempotentOutcome> {
       checkAccountId(accountId);
       const fields = createFields(body);
-      const fingerprint = fingerprintOf('POST /webhooks', { type: fields.type, url: fields.url, filter: fields.filter ?? undefined });
+      const fingerprint = fingerprintOf('POST /webhooks', { type: fields.type, url: fields.url, filter: fields.filter ?? undefined, signatureScheme: fields.signatureScheme });
       const start = await idempotency.begin(accountId, request.key, fingerprint);
       if (start.completed !== undefined) return idempotency.replay(start.completed, fingerprint);
       try {
@@ -224,9 +270,42 @@ export function createWebhookService(deps: {
       checkAccountId(accountId);
       const { graceMs = DEFAULT_SECRET_GRACE_MS } = parseInput(secretRotationInput, options, 'rotation');
       if (!isId('wbh', webhookId)) return null;
-      const rotation = { secret: newWebhookSecret(), previousSecretUntil: graceMs === 0 ? null : atomAtLeast(clock(), graceMs) };
+      // The new key is of the webhook's scheme, which never changes.
+      const current = await storage.getWebhook(accountId, webhookId);
+      if (current === null) return null;
+      const rotation = { secret: newSigningSecret(schemeOf(current.secret)), previousSecretUntil: graceMs === 0 ? null : atomAtLeast(clock(), graceMs) };
       const record = await storage.rotateWebhookSecret(accountId, webhookId, rotation);
       return record && webhookShape(record);
+    },
+
+    /**
+     * An ed25519 webhook's public keys (`publicKeySet`: the current one, and the previous one while
+     * a rotation's grace lasts) and the link that serves them without the API key, for receivers
+     * to fetch: stable across rotations, signed with the portal's `signingKeys`, under `baseUrl`
+     * (default: the `publicUrl` option). `null` when absent or of another account; a 409 for a
+     * webhook signing with a shared secret.
+     */
+    async publicKeys(accountId: string, webhookId: string, baseUrl?: string): Promise<{ keys: WebhookPublicKey[]; url: string } | null> {
+      checkAccountId(accountId);
+      if (!isId('wbh', webhookId)) return null;
+      const record = await storage.getWebhook(accountId, webhookId);
+      if (record === null) return null;
+      if (schemeOf(record.secret) !== 'ed25519') throw new PortalError('WEBHOOK_NO_PUBLIC_KEYS', webhookId);
+      const root = baseUrl ?? deps.publicUrl;
+      if (root === undefined) throw new TypeError('webhooks.publicKeys: give baseUrl, or set the publicUrl option, to build the link outside a request');
+      const query = new URLSearchParams({ account: accountId, signature: deps.signer.signText(keysMessage(accountId, webhookId)) });
+      return { keys: publicKeySet(record, clock()), url: `${root}/webhook-keys/${webhookId}?${query}` };
+    },
+
+    /**
+     * The public keys a link of `publicKeys` serves: `null` when its signature is not one of the
+     * portal's, or the webhook is absent or signs with a shared secret (the route answers 404 alike).
+     */
+    async publicKeysByLink(accountId: string, webhookId: string, signature: string): Promise<WebhookPublicKey[] | null> {
+      if (!isId('wbh', webhookId) || !deps.signer.verifyText(keysMessage(accountId, webhookId), signature)) return null;
+      const record = await storage.getWebhook(accountId, webhookId);
+      if (record === null || schemeOf(record.secret) !== 'ed25519') return null;
+      return publicKeySet(record, clock());
     },
 
     /**

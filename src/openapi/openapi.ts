@@ -40,6 +40,9 @@ const componentSchemas = {
   WebhookFilterInput: webhookFilterInput,
   DryRunInput: dryRunInput(DEFAULT_EVENT_TYPES),
   DryRunResult: shapes.dryRunResult,
+  WebhookPublicKey: shapes.webhookPublicKey,
+  WebhookPublicKeys: shapes.webhookPublicKeys,
+  WebhookPublicKeysLink: shapes.webhookPublicKeysLink,
   Delivery: shapes.delivery,
   DeliveryAttempt: shapes.deliveryAttempt,
   DeliveryList: shapes.deliveryList,
@@ -369,6 +372,41 @@ const paths = {
       responses: {
         200: response('The health of the webhook.', 'WebhookHealth'),
         404: error('No such webhook in this account.'),
+      },
+    }),
+  },
+  '/webhooks/{webhookId}/public-keys': {
+    parameters: [webhookIdParameter],
+    get: operation({
+      operationId: 'getWebhookPublicKeys',
+      summary: 'The public keys an ed25519 webhook\'s calls verify with, and the link for receivers',
+      tags: ['Webhooks'],
+      extension: true,
+      description: `${extension} For a webhook created with \`"signatureScheme": "ed25519"\`: its current key and, while a rotation's grace lasts, the previous one, and \`url\`, a link that serves them without the API key (\`GET /webhook-keys/{webhookId}\`). The link is signed with the portal's \`signingKeys\` and stays the same across rotations.`,
+      responses: {
+        200: response('The keys and the link.', 'WebhookPublicKeysLink'),
+        404: error('No such webhook in this account.'),
+        409: error('The webhook signs with a shared secret (`hmac-sha256`): it has no public keys.'),
+      },
+    }),
+  },
+  '/webhook-keys/{webhookId}': {
+    parameters: [pathParameter('webhookId', 'The webhook id (`wbh_…`).')],
+    get: operation({
+      parameters: [
+        { name: 'account', in: 'query', required: true, description: 'The webhook\'s account, as the link gives it.', schema: { type: 'string' } },
+        { name: 'signature', in: 'query', required: true, description: 'The link\'s signature, as the link gives it.', schema: { type: 'string' } },
+      ],
+      operationId: 'fetchWebhookPublicKeys',
+      summary: 'An ed25519 webhook\'s public keys, for its receiver (no API key)',
+      tags: ['Webhooks'],
+      public: true,
+      extension: true,
+      description: `${extension} The link of \`GET /webhooks/{webhookId}/public-keys\`: a JWK Set of the webhook's current key and, during a rotation's grace, the previous one, so a receiver can verify \`v1a,\` signatures across a rotation without holding anything secret. \`Cache-Control: public, max-age=300\`.`,
+      responses: {
+        200: response('The keys.', 'WebhookPublicKeys'),
+        400: error('A query parameter other than `account` and `signature`, or one given twice.'),
+        404: error('The link is not one the portal made (a wrong or altered signature), or its webhook is gone or signs with a shared secret.'),
       },
     }),
   },
@@ -851,7 +889,9 @@ function withHeads(items: Record<string, Json>): Record<string, Json> {
 
 // The outgoing calls: what a receiver gets (OpenAPI 3.1 `webhooks`).
 
-const signatureHeader = { type: 'string', pattern: '^v1,[A-Za-z0-9+/]{43}=( v1,[A-Za-z0-9+/]{43}=)?$' };
+// One signature, or two during a rotation's grace: `v1,` (HMAC-SHA256) or `v1a,` (ed25519), as the webhook's scheme.
+const oneSignature = '(v1,[A-Za-z0-9+/]{43}=|v1a,[A-Za-z0-9+/]{86}==)';
+const signatureHeader = { type: 'string', pattern: `^${oneSignature}( ${oneSignature})?$` };
 const callParameters = {
   WebhookId: {
     name: 'webhook-id',
@@ -872,7 +912,7 @@ const callParameters = {
     in: 'header',
     required: true,
     description:
-      '`v1,` + base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the base64-decoded part of the webhook secret after `whsec_` (Standard Webhooks). During a secret rotation\'s grace two, space-separated, the new secret\'s first (`v1,<new> v1,<old>`): the call is genuine when any one matches.',
+      '`v1,` + base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the base64-decoded part of the webhook secret after `whsec_` (Standard Webhooks); for a webhook created with `"signatureScheme": "ed25519"`, `v1a,` + base64 of the ed25519 signature of the same message, verified with the webhook\'s `publicKey` (`whpk_` + base64 of the raw 32-byte key). During a rotation\'s grace two, space-separated, the new key\'s first (`v1,<new> v1,<old>`, or `v1a,…`): the call is genuine when any one matches.',
     schema: signatureHeader,
   },
   XWebhookSignature: {

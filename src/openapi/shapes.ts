@@ -42,13 +42,25 @@ export const webhook = v.strictObject({
   id: id('wbh'),
   type: v.pipe(v.string(), v.minLength(1), v.description('The event type, one of the portal\'s `eventTypes`.')),
   url: v.pipe(v.string(), v.metadata({ format: 'uri' })),
-  secret: v.pipe(
-    v.string(),
-    v.regex(/^whsec_[A-Za-z0-9+/]{43}=$/),
-    v.description('`whsec_` + base64 of 32 random bytes (Standard Webhooks); the key of every call\'s signature.'),
+  secret: v.exactOptional(
+    v.pipe(
+      v.string(),
+      v.regex(/^whsec_[A-Za-z0-9+/]{43}=$/),
+      v.description('`whsec_` + base64 of 32 random bytes (Standard Webhooks); the key of every call\'s `v1,` signature. Absent for a webhook signing with ed25519.'),
+    ),
   ),
   createdAt: atomDateTime,
   filter: v.exactOptional(eventFilter),
+  signatureScheme: v.exactOptional(
+    v.pipe(v.literal('ed25519'), v.description('Its calls carry `v1a,` ed25519 signatures, verified with `publicKey`; absent: `v1,` HMAC-SHA256 with `secret`.')),
+  ),
+  publicKey: v.exactOptional(
+    v.pipe(
+      v.string(),
+      v.regex(/^whpk_[A-Za-z0-9+/]{43}=$/),
+      v.description('`whpk_` + base64 of the 32-byte ed25519 public key the calls verify with (Standard Webhooks); the private key never leaves the portal.'),
+    ),
+  ),
 });
 
 const nullableTime = (description: string) => v.nullable(v.pipe(atomDateTime, v.description(description)));
@@ -68,6 +80,26 @@ export const webhookHealth = v.strictObject({
 
 export const recoverResult = v.strictObject({
   queued: v.pipe(count, v.description('The events queued again: one new delivery each, due now.')),
+});
+
+export const webhookPublicKey = v.strictObject({
+  kty: v.literal('OKP'),
+  crv: v.literal('Ed25519'),
+  alg: v.literal('EdDSA'),
+  use: v.literal('sig'),
+  kid: v.pipe(v.string(), v.regex(/^whpk_[A-Za-z0-9+/]{43}=$/), v.description('The key as `whpk_…`, which `verifyWebhook` takes.')),
+  x: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{43}$/), v.description('The raw 32-byte public key, base64url (RFC 8037).')),
+  status: v.pipe(v.picklist(['current', 'previous']), v.description('`current`: the key every call is signed with; `previous`: the key a rotation replaced, which still signs beside it until `until`.')),
+  until: v.pipe(v.nullable(atomDateTime), v.description('Until when a previous key still signs; `null` for the current one.')),
+});
+
+export const webhookPublicKeys = v.strictObject({
+  keys: v.pipe(v.array(webhookPublicKey), v.description('The current key first, then the previous one while a rotation\'s grace lasts (JWK Set, RFC 7517).')),
+});
+
+export const webhookPublicKeysLink = v.strictObject({
+  keys: v.array(webhookPublicKey),
+  url: v.pipe(v.string(), v.metadata({ format: 'uri' }), v.description('Serves the same keys without the API key (`GET /webhook-keys/{webhookId}`): give it to the receiver. It stays the same across rotations.')),
 });
 
 export const dryRunResult = v.strictObject({

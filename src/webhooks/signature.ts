@@ -1,5 +1,6 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { type KeyObject, createHmac, timingSafeEqual } from 'node:crypto';
 import type { PortalEvent } from '../records.js';
+import { publicKeyObject, schemeOf, signEd25519, verifyEd25519 } from '../shared/webhook-keys.js';
 
 /** How far a `webhook-timestamp` may be from the receiver's clock, either way: five minutes. */
 export const WEBHOOK_TOLERANCE_SECONDS = 5 * 60;
@@ -48,9 +49,25 @@ function hmac(key: Buffer, id: string, timestamp: number | string, body: string 
   return createHmac('sha256', key).update(`${id}.${timestamp}.`).update(body).digest();
 }
 
-/** The `webhook-signature` value of a call: `v1,` + base64 HMAC-SHA256 of `<id>.<timestamp>.<body>`. */
+/**
+ * The `webhook-signature` value of a call under one secret, over `<id>.<timestamp>.<body>`: with a
+ * `whsec_` secret `v1,` + base64 HMAC-SHA256, with a `whsk_` private key `v1a,` + base64 ed25519.
+ */
 export function signWebhook(secret: string, id: string, timestamp: number, body: string): string {
+  if (schemeOf(secret) === 'ed25519') return 'v1a,' + signEd25519(secret, Buffer.from(`${id}.${timestamp}.${body}`)).toString('base64');
   return 'v1,' + hmac(secretKey(secret), id, timestamp, body).toString('base64');
+}
+
+/** A key `verifyWebhook` checks signatures with: an HMAC secret's bytes, or an ed25519 public key. */
+type VerifyingKey = { hmac: Buffer } | { ed25519: KeyObject };
+
+function verifyingKey(key: string): VerifyingKey {
+  if (typeof key === 'string' && key.startsWith('whpk_')) {
+    const publicKey = publicKeyObject(key);
+    if (publicKey === null) throw new WebhookVerificationError('invalid-secret', 'The public key is not "whpk_" followed by the base64 of 32 bytes.');
+    return { ed25519: publicKey };
+  }
+  return { hmac: secretKey(key) };
 }
 
 export type WebhookHeaders =
@@ -71,10 +88,11 @@ function headerOf(headers: WebhookHeaders, name: string): string | undefined {
 
 /**
  * Verifies a webhook call the portal made, as its receiver: the `webhook-signature` (any one of
- * several space-separated `v1,…` values; `X-Webhook-Signature` when that header is absent), compared
- * in constant time, and a `webhook-timestamp` within five minutes of now. `secret` may be a list:
- * during a secret rotation a receiver that holds both the new and the old secret accepts a call
- * signed with either, and any one match verifies. Pass the body exactly as
+ * several space-separated values; `X-Webhook-Signature` when that header is absent) and a
+ * `webhook-timestamp` within five minutes of now. `secret` is the webhook's `whsec_` secret (its
+ * `v1,` HMAC signatures compared in constant time) or, for a webhook signing with ed25519, its
+ * `whpk_` public key (its `v1a,` signatures). It may be a list: during a rotation a receiver that
+ * holds both the new and the old key accepts a call signed with either, and any one match verifies. Pass the body exactly as
  * received, as a string, a Buffer or a Uint8Array: a parsed body (an object) is refused with reason
 `body-not-raw`, and a parsed and re-serialized one will not verify. Only the canonical base64 of a
 signature counts: another spelling of the same bytes is no match. Returns the parsed event or throws a
@@ -96,9 +114,9 @@ export function verifyWebhook<T = PortalEvent>(
   }
   const secrets: readonly string[] = typeof secret === 'string' ? [secret] : secret;
   if (!Array.isArray(secrets) || secrets.length === 0) {
-    throw new WebhookVerificationError('invalid-secret', 'No webhook secret was given: pass a "whsec_…" secret or a list of them.');
+    throw new WebhookVerificationError('invalid-secret', 'No webhook secret was given: pass a "whsec_…" secret, a "whpk_…" public key, or a list of them.');
   }
-  const keys = secrets.map((one) => secretKey(one));
+  const keys = secrets.map((one) => verifyingKey(one));
   const id = headerOf(headers, 'webhook-id');
   const timestamp = headerOf(headers, 'webhook-timestamp');
   const signatures = headerOf(headers, 'webhook-signature') ?? headerOf(headers, 'x-webhook-signature');
@@ -114,16 +132,23 @@ export function verifyWebhook<T = PortalEvent>(
   if (now - sent > tolerance) throw new WebhookVerificationError('timestamp-too-old', 'The webhook-timestamp is more than five minutes old.');
   if (sent - now > tolerance) throw new WebhookVerificationError('timestamp-too-new', 'The webhook-timestamp is more than five minutes in the future.');
 
-  const expected = keys.map((key) => hmac(key, id!, timestamp!, rawBody));
+  const expected = keys.flatMap((key) => ('hmac' in key ? [hmac(key.hmac, id!, timestamp!, rawBody)] : []));
+  const publicKeys = keys.flatMap((key) => ('ed25519' in key ? [key.ed25519] : []));
+  const message = publicKeys.length === 0 ? undefined : Buffer.concat([Buffer.from(`${id}.${timestamp}.`), Buffer.from(rawBody)]);
   let matched = false;
   for (const candidate of signatures!.split(' ')) {
     const [version, encoded] = candidate.split(',', 2);
-    if (version !== 'v1' || encoded === undefined) continue;
+    if ((version !== 'v1' && version !== 'v1a') || encoded === undefined) continue;
     const given = Buffer.from(encoded, 'base64');
     // Only the canonical spelling: Node's decoder skips characters it does not know, takes the URL-safe
     // alphabet and ignores padding and the unused low bits, so many strings decode to the same bytes.
     // Re-encoding tells them apart, and depends only on what was given, never on the expected bytes.
     if (given.toString('base64') !== encoded) continue;
+    if (version === 'v1a') {
+      // A public key holds no secret: checked against each, in any time.
+      for (const publicKey of publicKeys) if (verifyEd25519(publicKey, message!, given)) matched = true;
+      continue;
+    }
     // Lengths are public (a SHA-256 is 32 bytes); the bytes are compared in constant time, with
     // every secret's, and no early exit: the time taken does not tell which secret matched.
     for (const bytes of expected) {

@@ -66,7 +66,7 @@ test('every route the handler registers is in the document, with each of its met
     }
   }
   assert.equal(undocumented, []);
-  assert.is(routes.length, 33);
+  assert.is(routes.length, 35);
 });
 
 test('the query parameters each route takes are the ones the document lists for it', () => {
@@ -95,7 +95,7 @@ test('every path with a GET lists its HEAD: the same statuses and headers, and n
       assert.is(resolved.content, undefined, `HEAD ${template} ${status} has no body`);
     }
   }
-  assert.is(heads.length, 14);
+  assert.is(heads.length, 16);
 });
 
 test('the webhooks section describes the call of each event type: its body, and the signature headers', () => {
@@ -142,9 +142,11 @@ test('the document: bearer auth everywhere but the signed download route, server
     'GET /agreements/{agreementId}/documents/{documentId}/download',
     'GET /files/{fileId}/download',
     'GET /signing',
+    'GET /webhook-keys/{webhookId}',
     'GET /webhooks',
     'GET /webhooks/{webhookId}/deliveries',
     'GET /webhooks/{webhookId}/health',
+    'GET /webhooks/{webhookId}/public-keys',
     'HEAD /agreements',
     'HEAD /agreements/{agreementId}',
     'HEAD /agreements/{agreementId}/audit',
@@ -152,9 +154,11 @@ test('the document: bearer auth everywhere but the signed download route, server
     'HEAD /agreements/{agreementId}/documents/{documentId}/download',
     'HEAD /files/{fileId}/download',
     'HEAD /signing',
+    'HEAD /webhook-keys/{webhookId}',
     'HEAD /webhooks',
     'HEAD /webhooks/{webhookId}/deliveries',
     'HEAD /webhooks/{webhookId}/health',
+    'HEAD /webhooks/{webhookId}/public-keys',
     'PATCH /webhooks/{webhookId}',
     'POST /agreements/{agreementId}/signers/{signerId}/signing-link',
     'POST /directories',
@@ -211,7 +215,7 @@ test('every route answers as the document says: each success and each error it d
     checker.check(method, template, res, text);
     // Every GET answers HEAD too, as the document lists: the same status and headers, no body.
     if (method === 'GET' && template !== '/downloads/{id}') {
-      const head = await app.api(path, { ...init, method: 'HEAD' });
+      const head = path.startsWith('http') ? await fetch(path, { ...init, method: 'HEAD' }) : await app.api(path, { ...init, method: 'HEAD' });
       const headText = await head.text();
       assert.is(head.status, res.status, `HEAD ${path}`);
       checker.check('HEAD', template, head, headText);
@@ -270,6 +274,16 @@ test('every route answers as the document says: each success and each error it d
     await call('POST', dryRun, dryRun, jsonBody({ type: 'customer-created', filter: { $eq: 1 } }), 400);
     await call('POST', dryRun, dryRun, jsonBody({ type: 'customer-created', filter: null, pad: 'x'.repeat(70_000) }), 413);
     await call('POST', dryRun, dryRun, { body: 'type=customer-created' }, 415);
+    const ed25519 = await portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/ed', signatureScheme: 'ed25519' });
+    const keysOf = '/webhooks/{webhookId}/public-keys';
+    const { body: published } = await call('GET', keysOf, `/webhooks/${ed25519.id}/public-keys`, {}, 200);
+    await call('GET', keysOf, `/webhooks/${hook.id}/public-keys`, {}, 409);
+    await call('GET', keysOf, '/webhooks/wbh_missing/public-keys', {}, 404);
+    const keysLink = '/webhook-keys/{webhookId}';
+    const { body: fetched } = await call('GET', keysLink, published.url, {}, 200);
+    assert.equal(fetched, { keys: published.keys });
+    await call('GET', keysLink, published.url.replace(/signature=[^&]+/, 'signature=AAAA'), {}, 404);
+    await call('GET', keysLink, `${published.url}&extra=1`, {}, 400);
     const rotate = '/webhooks/{webhookId}/rotate-secret';
     const { body: rotated } = await call('POST', rotate, `/webhooks/${hook.id}/rotate-secret`, {}, 200);
     assert.is.not(rotated.secret, hook.secret);

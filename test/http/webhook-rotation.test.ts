@@ -36,21 +36,21 @@ test('POST /webhooks/{id}/rotate-secret with no body: 200 with the new secret; c
     await app.portal.events.publish('acct_a', 'customer-created', { n: 1 });
     await app.portal.worker!.tick();
     const during = transport.calls.at(-1)!;
-    assert.ok(accepts(hook.secret, during) && accepts(rotated.secret, during), 'standardwebhooks with either secret');
+    assert.ok(accepts(hook.secret!, during) && accepts(rotated.secret!, during), 'standardwebhooks with either secret');
     // The default grace is 24 h: a second before its end both still sign, at its end only the new one.
     time.advance(24 * 3600 - 1);
     await app.portal.events.publish('acct_a', 'customer-created', { n: 2 });
     await app.portal.worker!.tick();
     const last = transport.calls.at(-1)!;
     assert.is(last.headers['webhook-signature']!.split(' ').length, 2);
-    assert.ok(verifyWebhook(hook.secret, last.headers, last.body, { now: time.now }));
+    assert.ok(verifyWebhook(hook.secret!, last.headers, last.body, { now: time.now }));
     time.advance(1);
     await app.portal.events.publish('acct_a', 'customer-created', { n: 3 });
     await app.portal.worker!.tick();
     const after = transport.calls.at(-1)!;
     assert.is(after.headers['webhook-signature']!.split(' ').length, 1);
     assert.ok(verifyWebhook([hook.secret, rotated.secret], after.headers, after.body, { now: time.now }));
-    assert.throws(() => verifyWebhook(hook.secret, after.headers, after.body, { now: time.now }), /No webhook-signature matches/);
+    assert.throws(() => verifyWebhook(hook.secret!, after.headers, after.body, { now: time.now }), /No webhook-signature matches/);
   });
 });
 

@@ -358,7 +358,7 @@ test('POST /webhooks/{id}/test: 202, and a signed webhook.test call goes to that
     await waitFor(async () => transport.calls.length === 1, 'the test call sent at once, without a tick');
     const call = transport.calls[0]!;
     assert.is(call.url, hook.url);
-    const payload = verifyWebhook(hook.secret, call.headers, call.body) as { id: string; type: string; data: unknown };
+    const payload = verifyWebhook(hook.secret!, call.headers, call.body) as { id: string; type: string; data: unknown };
     assert.equal([payload.id, payload.type, payload.data], [delivery.eventId, 'webhook.test', { webhookId: hook.id }]);
     await waitFor(async () => (await app.portal.webhooks.deliveries('acct_a', hook.id))![0]!.status === 'succeeded', 'the attempt recorded');
     const { data } = await json(await app.api(`/webhooks/${hook.id}/deliveries`));

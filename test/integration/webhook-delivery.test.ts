@@ -68,7 +68,7 @@ test('publish stores the event and the first attempt goes out at once, signed an
     assert.is(headers['webhook-timestamp'], String(app.time.now.getTime() / 1000));
     assert.match(headers['webhook-signature'] as string, /^v1,[A-Za-z0-9+/]{43}=$/);
     assert.is(headers['x-webhook-signature'], headers['webhook-signature']);
-    assert.equal(verifyWebhook(app.webhook.secret, headers as Record<string, string>, request!.body), event);
+    assert.equal(verifyWebhook(app.webhook.secret!, headers as Record<string, string>, request!.body), event);
 
     await waitFor(async () => (await app.delivery()).status === 'succeeded', 'the attempt to be recorded');
     const delivery = await app.delivery();

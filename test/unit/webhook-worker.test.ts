@@ -360,7 +360,7 @@ test('each attempt is logged with ids, status and outcome, and never the secret 
       { deliveryId: '', webhookId: webhook.id, eventId: event.id, eventType: 'customer-created', attempt: 1, statusCode: 500, error: null, durationMs: 0, status: 'pending', nextAttemptAt: '' },
     );
     const text = JSON.stringify(lines);
-    assert.not.match(text, webhook.secret.slice(6));
+    assert.not.match(text, webhook.secret!.slice(6));
     assert.not.match(text, 'v1,');
   } finally {
     await portal.close();

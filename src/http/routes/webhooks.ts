@@ -18,9 +18,11 @@ export function webhookJson(webhook: Webhook): string {
     '{"id":' + jsonString(webhook.id) +
     ',"type":' + jsonString(webhook.type) +
     ',"url":' + jsonString(webhook.url) +
-    ',"secret":' + jsonString(webhook.secret) +
+    (webhook.secret === undefined ? '' : ',"secret":' + jsonString(webhook.secret)) +
     ',"createdAt":' + jsonString(webhook.createdAt) +
     (webhook.filter === undefined ? '' : ',"filter":' + JSON.stringify(webhook.filter)) +
+    (webhook.signatureScheme === undefined ? '' : ',"signatureScheme":' + jsonString(webhook.signatureScheme)) +
+    (webhook.publicKey === undefined ? '' : ',"publicKey":' + jsonString(webhook.publicKey)) +
     '}'
   );
 }
@@ -97,6 +99,29 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
         const webhook = await webhooks.setFilter(accountId, params.webhookId!, (await readJson(req)) as never);
         if (webhook === null) return refusal('WEBHOOK_NOT_FOUND', params.webhookId!);
         return { status: 200, json: webhookJson(webhook) };
+      },
+    },
+    {
+      method: ['GET', 'HEAD'],
+      path: '/webhooks/:webhookId/public-keys',
+      async handler({ accountId, params, baseUrl }) {
+        const found = await webhooks.publicKeys(accountId, params.webhookId!, baseUrl);
+        if (found === null) return refusal('WEBHOOK_NOT_FOUND', params.webhookId!);
+        return { status: 200, body: found };
+      },
+    },
+    {
+      // Public: receivers fetch an ed25519 webhook's keys here; the link's signature is its authorization.
+      method: ['GET', 'HEAD'],
+      path: '/webhook-keys/:webhookId',
+      query: ['account', 'signature'],
+      public: true,
+      async handler({ params, query }) {
+        const { account, signature } = query;
+        const keys = typeof account === 'string' && typeof signature === 'string' ? await webhooks.publicKeysByLink(account, params.webhookId!, signature) : null;
+        if (keys === null) return refusal('WEBHOOK_KEYS_NOT_FOUND');
+        // Public keys: any cache may keep them a few minutes (a rotation's grace is longer).
+        return { status: 200, body: { keys }, headers: { 'Cache-Control': 'public, max-age=300' } };
       },
     },
     {
