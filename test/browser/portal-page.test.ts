@@ -149,7 +149,7 @@ it('a failing receiver: the log shows the failure and the retry scheduled; redel
   await page.context().close();
 });
 
-it('rotate the secret with a chosen grace: the new one shown once with a copy button; disable and enable', async () => {
+it('rotate the secret with a chosen grace: the new one shown with a copy button, and behind Reveal after; disable and enable', async () => {
   const webhook = await newWebhook(`${receiver.url}/rotated`);
   const page = await signedIn();
   await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: app.url });
@@ -168,7 +168,7 @@ it('rotate the secret with a chosen grace: the new one shown once with a copy bu
   assert.is(stored.previousSecret, webhook.secret, 'the old secret still signs');
   const until = Date.parse(stored.previousSecretUntil!) - asked;
   assert.ok(until > 3590_000 && until <= 3610_000, `for an hour: ${until} ms`);
-  await page.getByText('The previous secret still signs calls for 1 hour.').waitFor();
+  await page.getByText('The previous key still signs calls for 1 hour.').waitFor();
   await page.getByRole('button', { name: 'Copy' }).click();
   await page.getByText('Copied.').waitFor();
   assert.is(await page.evaluate('navigator.clipboard.readText()'), secret);
@@ -178,11 +178,17 @@ it('rotate the secret with a chosen grace: the new one shown once with a copy bu
   // No grace: the replaced secret stops signing at once.
   await grace.selectOption({ label: 'not at all' });
   await page.getByRole('button', { name: 'Rotate secret' }).click();
-  await page.getByText('The previous secret no longer signs calls.').waitFor();
+  await page.getByText('The previous key no longer signs calls.').waitFor();
   const again = (await storage.getWebhook('acct_a', webhook.id))!;
   assert.is(await page.locator('#new-secret').textContent(), again.secret);
   assert.is(again.previousSecret, undefined);
   await page.getByRole('button', { name: 'Done' }).click();
+  // The secret stays on the page, out of sight until revealed.
+  assert.is(await page.locator('#webhook-secret').count(), 0);
+  await page.getByRole('button', { name: 'Reveal' }).click();
+  assert.is(await page.locator('#webhook-secret').textContent(), again.secret);
+  await page.getByRole('button', { name: 'Hide' }).click();
+  assert.is(await page.locator('#webhook-secret').count(), 0);
 
   await page.getByRole('button', { name: 'Disable' }).click();
   await page.getByText('Disabled (manual)').waitFor();
@@ -243,6 +249,33 @@ it('an error of the API is shown as its message; delete asks first', async () =>
   await page.getByRole('button', { name: 'Delete webhook' }).click();
   await page.getByRole('heading', { level: 1, name: 'Webhooks' }).waitFor();
   assert.is(await app.portal.webhooks.get('acct_a', webhook.id), null);
+  await page.context().close();
+});
+
+it('creating a webhook shows what its receiver verifies with: the secret, or for ed25519 the public key and its keys link', async () => {
+  const page = await signedIn();
+  await page.getByLabel('URL').fill(`${receiver.url}/shown`);
+  await page.getByRole('button', { name: 'Create webhook' }).click();
+  await page.getByRole('heading', { name: 'Webhook created' }).waitFor();
+  const hmac = (await app.portal.webhooks.list('acct_a')).find((one) => one.url === `${receiver.url}/shown`)!;
+  assert.is(await page.locator('#created-secret').textContent(), hmac.secret);
+
+  await page.getByLabel('URL').fill(`${receiver.url}/signed-ed25519`);
+  await page.getByLabel('Signatures').selectOption('ed25519');
+  await page.getByRole('button', { name: 'Create webhook' }).click();
+  const ed25519 = async () => (await app.portal.webhooks.list('acct_a')).find((one) => one.url === `${receiver.url}/signed-ed25519`);
+  await page.locator('#created-secret').filter({ hasText: /^whpk_/ }).waitFor();
+  const made = (await ed25519())!;
+  assert.is(await page.locator('#created-secret').textContent(), made.publicKey);
+  assert.is(made.secret, undefined);
+  await page.getByRole('link', { name: 'Open the webhook' }).click();
+  await page.locator('#webhook-public-key').filter({ hasText: made.publicKey! }).waitFor();
+  await page.getByRole('button', { name: 'Show the link' }).click();
+  const link = (await page.locator('#public-keys-url').textContent())!;
+  const served = (await (await fetch(link)).json()) as { keys: { kid: string }[] };
+  assert.equal(served.keys.map((key) => key.kid), [made.publicKey]);
+  await shoot(page, '16-ed25519-webhook');
+  assert.equal(problemsOf(page), []);
   await page.context().close();
 });
 

@@ -6,9 +6,13 @@ export interface Webhook {
   id: string;
   type: string;
   url: string;
-  secret: string;
+  /** The `whsec_` secret; absent for a webhook signing with ed25519. */
+  secret?: string;
   createdAt: string;
   filter?: EventFilter;
+  signatureScheme?: 'ed25519';
+  /** The `whpk_` public key an ed25519 webhook's calls verify with. */
+  publicKey?: string;
 }
 
 /** What `POST /webhooks/dry-run` answers. */

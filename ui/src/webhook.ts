@@ -1,11 +1,12 @@
 import { api, segment } from './api.js';
 import { deliveryLog } from './deliveries.js';
-import { append, details, el, errorBox, replace } from './dom.js';
+import { details, el, errorBox, replace } from './dom.js';
 import { time } from './format.js';
 import type { Screen } from './screen.js';
 import type { Webhook, WebhookHealth } from './types.js';
 import { healthClass, healthLabel } from './webhooks.js';
 import { filterPanel } from './filter.js';
+import { copyable, verificationRows } from './keys.js';
 
 const REASONS: Record<string, string> = {
   gone: 'the receiver answered 410 Gone',
@@ -58,6 +59,7 @@ export const webhookScreen: Screen = ({ main, title, rest }) => {
       details([
         ['Status', el('span', { class: healthClass(health), 'data-health': health.status }, healthLabel(health))],
         ['Event type', webhook.type],
+        ...verificationRows(webhook),
         ['Filter', webhook.filter === undefined ? 'none: every event of the type' : el('code', {}, JSON.stringify(webhook.filter))],
         ['Id', el('code', {}, webhook.id)],
         ['Created', time(webhook.createdAt)],
@@ -101,7 +103,7 @@ export const webhookScreen: Screen = ({ main, title, rest }) => {
     'click',
     act(rotate, async () => {
       const graceMs = Number(grace.value);
-      showSecret((await api<Webhook>('POST', `${base}/rotate-secret`, { graceMs })).secret, graceMs);
+      showSecret(await api<Webhook>('POST', `${base}/rotate-secret`, { graceMs }), graceMs);
     }),
   );
   const rotation = el(
@@ -130,34 +132,30 @@ export const webhookScreen: Screen = ({ main, title, rest }) => {
     if (actions.childElementCount === 0) replace(actions, test, toggle, rotation, remove);
   }
 
-  /** The new secret, shown this once: the page keeps it nowhere. */
-  function showSecret(secret: string, graceMs: number) {
-    const value = el('code', { id: 'new-secret' }, secret);
-    const status = el('span', { class: 'hint', role: 'status' });
-    const copy = el('button', { type: 'button' }, 'Copy');
-    copy.addEventListener('click', async () => {
-      try {
-        await navigator.clipboard.writeText(secret);
-        status.textContent = 'Copied.';
-      } catch {
-        getSelection()?.selectAllChildren(value);
-        status.textContent = 'Selected: press Ctrl+C (⌘C) to copy.';
-      }
-    });
+  /** The rotation's new secret (or, for ed25519, its new public key), to hand to the receiver. */
+  function showSecret(webhook: Webhook, graceMs: number) {
     const done = el('button', { type: 'button' }, 'Done');
     done.addEventListener('click', () => {
       replace(secretBox);
       secretBox.hidden = true;
     });
+    const ed25519 = webhook.publicKey !== undefined;
     replace(
       secretBox,
-      el('h2', {}, 'New secret'),
-      el('p', {}, 'Give it to your receiver now: it is shown only this once. ', graceNote(graceMs)),
-      value,
+      el('h2', {}, ed25519 ? 'New public key' : 'New secret'),
+      el(
+        'p',
+        {},
+        ed25519
+          ? 'Receivers that fetch the public keys link pick it up by themselves; give it to the others. '
+          : 'Give it to your receiver. It stays on this page, behind Reveal. ',
+        graceNote(graceMs),
+      ),
+      copyable(ed25519 ? webhook.publicKey! : webhook.secret!, 'new-secret'),
+      el('div', { class: 'actions' }, done),
     );
-    append(secretBox, el('div', { class: 'actions' }, copy, done, status));
     secretBox.hidden = false;
-    copy.focus();
+    (secretBox.querySelector('button') as HTMLButtonElement | null)?.focus();
   }
 
   void load();
@@ -179,9 +177,9 @@ const GRACES: [label: string, ms: number][] = [
 ];
 
 function graceNote(graceMs: number): string {
-  if (graceMs === 0) return 'The previous secret no longer signs calls.';
+  if (graceMs === 0) return 'The previous key no longer signs calls.';
   const label = GRACES.find(([, ms]) => ms === graceMs)?.[0] ?? `for ${graceMs / HOUR_MS} hours`;
-  return `The previous secret still signs calls ${label}.`;
+  return `The previous key still signs calls ${label}.`;
 }
 
 /** Queues again every event since a moment that the webhook missed. */

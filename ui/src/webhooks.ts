@@ -1,5 +1,6 @@
 import { api, eventTypes, segment } from './api.js';
 import { filterField, parseFilter } from './filter.js';
+import { copyable } from './keys.js';
 import { el, errorBox, replace } from './dom.js';
 import { time } from './format.js';
 import type { Screen } from './screen.js';
@@ -63,6 +64,13 @@ function createForm(created: () => void): HTMLFormElement {
   const type = el('select', { id: 'new-type', name: 'type', required: true }, ...eventTypes().map((name) => el('option', { value: name }, name)));
   const url = el('input', { id: 'new-url', name: 'url', type: 'url', required: true, placeholder: 'https://example.com/hooks', autocomplete: 'url' });
   const filter = filterField('new-filter', 'Filter (optional)');
+  const scheme = el(
+    'select',
+    { id: 'new-scheme', name: 'signatureScheme' },
+    el('option', { value: 'hmac-sha256' }, 'HMAC-SHA256 with a shared secret (v1)'),
+    el('option', { value: 'ed25519' }, 'ed25519 with a public key (v1a)'),
+  );
+  const created_ = el('div', { class: 'secret', hidden: true, 'aria-live': 'polite' });
   const submit = el('button', { type: 'submit' }, 'Create webhook');
   const form = el(
     'form',
@@ -71,18 +79,23 @@ function createForm(created: () => void): HTMLFormElement {
     el('div', { class: 'field' }, el('label', { for: 'new-type' }, 'Event type'), type),
     el('div', { class: 'field' }, el('label', { for: 'new-url' }, 'URL'), url),
     filter.node,
+    el('div', { class: 'field' }, el('label', { for: 'new-scheme' }, 'Signatures'), scheme),
     errors.node,
     el('div', { class: 'actions' }, submit),
+    created_,
   );
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
     submit.disabled = true;
     try {
       const chosen = parseFilter(filter.input.value);
-      await api<Webhook>('POST', '/webhooks', chosen === null ? { type: type.value, url: url.value } : { type: type.value, url: url.value, filter: chosen });
+      const body: Record<string, unknown> = { type: type.value, url: url.value, signatureScheme: scheme.value };
+      if (chosen !== null) body.filter = chosen;
+      const webhook = await api<Webhook>('POST', '/webhooks', body);
       errors.clear();
       url.value = '';
       filter.input.value = '';
+      showCreated(created_, webhook);
       created();
     } catch (error) {
       errors.show(error);
@@ -91,4 +104,23 @@ function createForm(created: () => void): HTMLFormElement {
     }
   });
   return form;
+}
+
+/** The webhook just made, and what its receiver verifies calls with: its secret, or its public key. */
+function showCreated(box: HTMLElement, webhook: Webhook): void {
+  const ed25519 = webhook.publicKey !== undefined;
+  replace(
+    box,
+    el('h3', {}, 'Webhook created'),
+    el(
+      'p',
+      {},
+      ed25519
+        ? 'Its calls are signed with ed25519: the receiver verifies them with this public key (or the public keys link on the webhook\'s page). '
+        : 'Give this secret to the receiver: it verifies every call with it. It stays on the webhook\'s page, behind Reveal. ',
+    ),
+    copyable(ed25519 ? webhook.publicKey! : webhook.secret!, 'created-secret'),
+    el('p', {}, el('a', { href: `#/webhooks/${segment(webhook.id)}` }, 'Open the webhook')),
+  );
+  box.hidden = false;
 }
