@@ -18,7 +18,7 @@ const SECTION = 'security';
 /** What of account A a body of another must never hold. */
 function markersOfA(target: Target): string[] {
   const { a } = target;
-  return [a.webhook.id, a.webhook.secret, a.webhook.url, a.attachment.id, a.directoryId, 'private-dir-a', 'file-a.txt', a.agreementId, a.deliveryId, 'Secret Customer A'];
+  return [a.webhook.id, a.webhook.secret!, a.webhook.url, a.attachment.id, a.directoryId, 'private-dir-a', 'file-a.txt', a.agreementId, a.deliveryId, 'Secret Customer A'];
 }
 
 export async function authMatrix(target: Target): Promise<void> {

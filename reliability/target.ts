@@ -62,8 +62,8 @@ export async function startTarget(): Promise<Target> {
   const { portal } = app;
   const webhook = await portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://hooks.example.com/a' });
   const webhookB = await portal.webhooks.create('acct_b', { type: 'customer-created', url: 'https://hooks.example.com/b' });
-  secretsUsed.add(webhook.secret);
-  secretsUsed.add(webhookB.secret);
+  secretsUsed.add(webhook.secret!);
+  secretsUsed.add(webhookB.secret!);
   await portal.events.publish('acct_a', 'customer-created', { name: 'Secret Customer A' });
   const deliveries = await portal.webhooks.deliveries('acct_a', webhook.id);
   const attachment = await portal.tickets.putAttachment('acct_a', {

@@ -1,7 +1,7 @@
 import { isHeld, keyOf } from '../../src/domain/deliveries.js';
 import type { DeliveryRecord } from '../../src/records.js';
 
-/** A held delivery's place in its key: creation time, then the order the store first saw it in. */
+/** A pending delivery's place in its key: creation time, then the order the store saw it pending in. */
 interface Place {
   id: string;
   createdAt: string;
@@ -24,7 +24,7 @@ interface KeyQueue {
  */
 export class KeyQueues {
   private readonly queues = new Map<string, KeyQueue>();
-  /** Each keyed delivery's place: where it stood, to find it again when it changes or leaves. */
+  /** Each pending keyed delivery's place: where it stands, to find it again when it changes or leaves. */
   private readonly places = new Map<string, Place & { key: string }>();
   private seen = 0;
 
@@ -33,13 +33,16 @@ export class KeyQueues {
     if (delivery.orderingKey === null) return;
     const key = keyOf(delivery.webhookId, delivery.orderingKey);
     let place = this.places.get(delivery.id);
+    if (place !== undefined) this.leave(place);
+    // Only a pending delivery holds a place: a finished one is forgotten (a redeliver gives it a new one).
+    if (delivery.status !== 'pending') {
+      this.places.delete(delivery.id);
+      return;
+    }
     if (place === undefined) {
       place = { id: delivery.id, createdAt: delivery.createdAt, seen: ++this.seen, key };
       this.places.set(delivery.id, place);
-    } else {
-      this.leave(place);
     }
-    if (delivery.status !== 'pending') return;
     let queue = this.queues.get(key);
     if (queue === undefined) this.queues.set(key, (queue = { turn: new Set(), held: [] }));
     if (!isHeld(delivery)) {
