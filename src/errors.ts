@@ -61,6 +61,10 @@ export const ERRORS = {
       `Unknown query parameter "${name}": ${known.length === 0 ? 'this route takes none' : `this route takes ${known.join(', ')}`}.`,
   },
   EVENT_DATA_NOT_JSON: { status: 400, message: (detail: string) => `event data cannot be written as JSON: ${detail}` },
+  EVENT_DATA_INVALID: {
+    status: 400,
+    message: (type: string, path: string, problem: string) => `The data of a ${type} event breaks its schema (GET /event-types): ${path} ${problem}.`,
+  },
   EVENT_DATA_NOT_OBJECT: { status: 400, message: () => 'event data must be a JSON object.' },
 
   // Request bodies

@@ -36,7 +36,8 @@ export type {
   OperationalListener,
   WebhookDisabledEvent,
 } from './domain/operational-events.js';
-export type { EventService } from './domain/events.js';
+export type { EventService, PublishOptions } from './domain/events.js';
+export type { EventType, EventTypeDefinition } from './domain/event-types.js';
 export type { WebhookWorker } from './webhooks/worker.js';
 export type { AttachmentInput, AttachmentRef } from './domain/tickets.js';
 export type { AgreementApi, SignInput } from './domain/agreements.js';

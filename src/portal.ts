@@ -37,6 +37,9 @@ import { signingRoutes } from './http/routes/signing.js';
 import { signingPageRoutes } from './http/routes/signing-page.js';
 import { createWebhookWorker, type WebhookWorker } from './webhooks/worker.js';
 import { createWebhookService, type WebhookService } from './domain/webhooks.js';
+import { createEventCatalogue, type EventCatalogue } from './domain/event-types.js';
+import { libraryEventDefinitions } from './openapi/event-catalogue.js';
+import { eventTypeRoutes } from './http/routes/event-types.js';
 import { resolveWebhookOptions } from './webhooks/options.js';
 import {
   createOperationalEvents,
@@ -54,6 +57,11 @@ export interface Portal {
   webhooks: Omit<WebhookService, 'createIdempotent'>;
   /** Events: `publish` stores one and enqueues its deliveries. */
   events: EventService;
+  /**
+   * The event catalogue: `define(name, { schema, description?, example?, deprecated? })` gives a type
+   * of `eventTypes` a JSON Schema its data must match; `list()` answers every type (`GET /event-types`).
+   */
+  eventTypes: Pick<EventCatalogue, 'define' | 'list'>;
   /** The delivery worker (`start`, `stop`, `tick`); `null` when `webhooks.worker` is `false`. */
   worker: WebhookWorker | null;
   /** The file tree: `list`, `createDirectory`, `put`, `get`, `delete`, `downloadLink`. */
@@ -147,7 +155,8 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     signer,
     publicUrl,
   });
-  const events = createEventService({ storage, clock, eventTypes, notify });
+  const catalogue = createEventCatalogue(eventTypes, libraryEventDefinitions());
+  const events = createEventService({ storage, clock, eventTypes, notify, catalogue });
   const downloads = createDownloadService({ storage, blobs, clock, signer, publicUrl });
   const files = createFileService({ storage, blobs, clock, downloads });
   const tickets = createTicketService({ storage, blobs, clock, downloads });
@@ -161,7 +170,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     ...downloadRoutes(downloads),
     ...agreementRoutes(agreements, { extensions }),
   ];
-  if (extensions) routes.push(...webhookExtensionRoutes(webhooks), ...signingRoutes(signing), ...signingPageRoutes());
+  if (extensions) routes.push(...webhookExtensionRoutes(webhooks), ...eventTypeRoutes(catalogue), ...signingRoutes(signing), ...signingPageRoutes());
   const orphanSweep = createOrphanSweep({ storage, blobs, clock, logger });
 
   const handler = createHandler({
@@ -187,6 +196,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     handler,
     webhooks,
     events,
+    eventTypes: { define: catalogue.define, list: catalogue.list },
     worker,
     files: { list: files.list, createDirectory: files.createDirectory, put: files.put, get: files.get, delete: files.delete, downloadLink: files.downloadLink },
     tickets: {

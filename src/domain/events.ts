@@ -4,6 +4,7 @@ import { publicShape, type EventRecord, type PortalEvent } from '../records.js';
 import { atom } from '../shared/time.js';
 import { PortalError, errorMessage } from '../errors.js';
 import { checkAccountId, eventType, parseInput, publishOptions } from './inputs.js';
+import type { EventCatalogue } from './event-types.js';
 
 /** A new event record; stored with `Storage.publishEvents` or alongside the write that caused it. */
 export function newEvent(accountId: string, type: string, data: unknown, now: Date, orderingKey?: string): EventRecord {
@@ -45,6 +46,8 @@ export function createEventService(deps: {
   eventTypes: readonly string[];
   /** Asks the worker for an immediate pass; called once events are stored. */
   notify?: () => void;
+  /** The schemas data must match, by type. */
+  catalogue?: EventCatalogue;
 }) {
   const { storage, clock } = deps;
   const notify = deps.notify ?? (() => {});
@@ -57,12 +60,14 @@ export function createEventService(deps: {
      * is durable; the first attempt then goes out at once (when this instance runs the worker, or
      * another instance hears of it through `Storage.subscribe`; otherwise at another instance's next
      * tick). With `orderingKey`, a delivery waits for the earlier ones of its webhook and key.
+     * Data that breaks its type's schema (`eventTypes.define`) is refused with `EVENT_DATA_INVALID`.
      */
     async publish(accountId: string, eventType: string, data: unknown, options: PublishOptions = {}): Promise<PortalEvent> {
       checkAccountId(accountId);
       parseInput(type, eventType, 'event type');
       const { orderingKey } = parseInput(publishOptions, options, 'publish options');
       const event = newEvent(accountId, eventType, jsonData(data), clock(), orderingKey);
+      deps.catalogue?.check(eventType, event.data);
       await storage.publishEvents([event]);
       notify();
       return publicShape(event);

@@ -5,6 +5,7 @@ import { UNIX_SECONDS } from '../domain/download-links.js';
 import { idPattern } from '../shared/ids.js';
 import { DEFAULT_BASE_PATH, DEFAULT_EVENT_TYPES } from '../options.js';
 import * as shapes from './shapes.js';
+import { LIBRARY_EVENT_TYPES } from './event-catalogue.js';
 import { MAX_SECRET_GRACE_MS, DRY_RUN_LIMIT, dryRunInput, filterObject, webhookFilterInput, declineInput, recoverBody, secretRotationInput, signerInput, signingLinkInput, signingSignatureInput, webhookInput } from '../domain/inputs.js';
 import { TEST_EVENT_TYPE } from '../domain/webhooks.js';
 import { VERSION } from '../shared/version.js';
@@ -62,15 +63,8 @@ const componentSchemas = {
   DirectoryInput: shapes.directoryInput,
   SecretRotationInput: secretRotationInput,
   CustomerCreatedCall: shapes.webhookCallBody('customer-created', shapes.hostEventData),
-  AgreementCreatedCall: shapes.webhookCallBody('agreement-created', v.pipe(shapes.agreementEventData, v.description('The agreement as made, without its signature images.'))),
-  AgreementSignedCall: shapes.webhookCallBody('agreement-signed', v.pipe(shapes.agreementEventData, v.description('The agreement once its last signer signed, without its signature images.'))),
   WebhookTestCall: shapes.webhookCallBody(TEST_EVENT_TYPE, shapes.webhookTestData),
   AgreementSignerEventData: shapes.agreementSignerEventData,
-  AgreementViewedCall: shapes.webhookCallBody('agreement-viewed', shapes.agreementSignerEventData),
-  AgreementSignerSignedCall: shapes.webhookCallBody('agreement-signer-signed', shapes.agreementSignerEventData),
-  AgreementDeclinedCall: shapes.webhookCallBody('agreement-declined', shapes.agreementSignerEventData),
-  AgreementExpiredCall: shapes.webhookCallBody('agreement-expired', shapes.agreementEventData),
-  AgreementReminderDueCall: shapes.webhookCallBody('agreement-reminder-due', shapes.agreementSignerEventData),
   SigningLinkInput: signingLinkInput,
   SigningLink: shapes.signingLink,
   SigningView: shapes.signingView,
@@ -78,6 +72,10 @@ const componentSchemas = {
   DeclineInput: declineInput,
   AuditEntry: shapes.auditEntry,
   AuditTrail: shapes.auditTrail,
+  EventType: shapes.eventType,
+  EventTypeList: shapes.eventTypeList,
+  // The calls of the event types the library emits, from the event catalogue.
+  ...Object.fromEntries(LIBRARY_EVENT_TYPES.map(({ name, data }) => [callSchemaName(name), shapes.webhookCallBody(name, data)])),
 };
 
 /** A schema outside the components (a parameter's), converted the same way. */
@@ -455,6 +453,16 @@ const paths = {
         413: error('The body is over 64 KiB.'),
         415: error('The body is not `application/json`.'),
       },
+    }),
+  },
+  '/event-types': {
+    get: operation({
+      operationId: 'listEventTypes',
+      summary: 'The event catalogue',
+      tags: ['Webhooks'],
+      extension: true,
+      description: `${extension} Every type a webhook may subscribe to (the portal's \`eventTypes\`), with the JSON Schema its data matches, a description and an example: the library's own types come with theirs, and the host gives its types one with \`portal.eventTypes.define\`. A publish whose data breaks its type's schema is refused (400).`,
+      responses: { 200: response('The catalogue, in the order of the `eventTypes` option.', 'EventTypeList') },
     }),
   },
   '/webhooks/dry-run': {
@@ -937,8 +945,18 @@ const callResponses = {
   },
 };
 
-/** The call of one event type: a signed `POST` to the webhook's URL. */
-function webhookCall(type: string, body: keyof typeof componentSchemas, operationId: string, description: string): Json {
+/** `agreement-created` → `AgreementCreatedCall`, the component of its call's body. */
+function callSchemaName(type: string): string {
+  return type.split(/[-.]/).map((part) => part.charAt(0).toUpperCase() + part.slice(1)).join('') + 'Call';
+}
+
+/** The call of one event type: a signed `POST` to the webhook's URL, with an example body when the catalogue gives one. */
+function webhookCall(type: string, body: string, description: string, example?: unknown): Json {
+  const operationId = callSchemaName(type).replace(/^./, (first) => first.toLowerCase());
+  const content = json(body as keyof typeof componentSchemas) as Record<string, Json>;
+  if (example !== undefined) {
+    content['application/json'] = { ...content['application/json'], example: { id: 'evt_9Lw3Nq7Xc2Vb5Zk8Rt1Ym4', type, createdAt: '2026-11-26T10:06:00+00:00', data: example } };
+  }
   return {
     post: {
       operationId,
@@ -948,22 +966,22 @@ function webhookCall(type: string, body: keyof typeof componentSchemas, operatio
       // The portal sends no Authorization: the signature is the call's proof.
       security: [],
       parameters: Object.keys(callParameters).map((name) => ({ $ref: `#/components/parameters/${name}` })),
-      requestBody: { required: true, content: json(body) },
+      requestBody: { required: true, content },
       responses: callResponses,
     },
   };
 }
 
 const webhookCalls = {
-  'customer-created': webhookCall('customer-created', 'CustomerCreatedCall', 'customerCreatedCall', 'Published by the host (`events.publish`), with the data it gave.'),
-  'agreement-created': webhookCall('agreement-created', 'AgreementCreatedCall', 'agreementCreatedCall', 'Sent when an agreement is created; its data is the agreement without its signature images (`GET /agreements/{agreementId}` has them).'),
-  'agreement-signed': webhookCall('agreement-signed', 'AgreementSignedCall', 'agreementSignedCall', 'Sent when the last signer of an agreement signs; its data is the agreement without its signature images.'),
-  'agreement-viewed': webhookCall('agreement-viewed', 'AgreementViewedCall', 'agreementViewedCall', 'Sent when a signer first opens the agreement through a signing link; `signerId` names them.'),
-  'agreement-signer-signed': webhookCall('agreement-signer-signed', 'AgreementSignerSignedCall', 'agreementSignerSignedCall', 'Sent when one signer signs (through a link, or `agreements.sign`); `signerId` names them. The last one is followed by `agreement-signed`.'),
-  'agreement-declined': webhookCall('agreement-declined', 'AgreementDeclinedCall', 'agreementDeclinedCall', 'Sent when a signer declines; the agreement is then closed (`closedReason: declined`), with their `declineReason`.'),
-  'agreement-expired': webhookCall('agreement-expired', 'AgreementExpiredCall', 'agreementExpiredCall', 'Sent when an open agreement reaches its `expiresAt` and closes (`closedReason: expired`).'),
-  'agreement-reminder-due': webhookCall('agreement-reminder-due', 'AgreementReminderDueCall', 'agreementReminderDueCall', 'Sent per signer who may sign now, every `agreements.reminderIntervalMs` while the agreement is open (made by the worker\'s tick); `signerId` names them. The host sends the reminder.'),
-  [TEST_EVENT_TYPE]: webhookCall(TEST_EVENT_TYPE, 'WebhookTestCall', 'webhookTestCall', 'Sent by `POST /webhooks/{webhookId}/test` (`webhooks.sendTest`) to that one webhook, whatever its type.'),
+  'customer-created': webhookCall('customer-created', 'CustomerCreatedCall', 'Published by the host (`events.publish`), with the data it gave.'),
+  // One entry per type of the event catalogue the library defines, with its description and example.
+  ...Object.fromEntries(
+    LIBRARY_EVENT_TYPES.map(({ name, description, example }) => [
+      name,
+      webhookCall(name, callSchemaName(name), `${description} Its schema is also served by \`GET /event-types\`.`, example),
+    ]),
+  ),
+  [TEST_EVENT_TYPE]: webhookCall(TEST_EVENT_TYPE, 'WebhookTestCall', 'Sent by `POST /webhooks/{webhookId}/test` (`webhooks.sendTest`) to that one webhook, whatever its type.'),
 };
 
 function buildDocument(): Json {

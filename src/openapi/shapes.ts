@@ -102,6 +102,16 @@ export const webhookPublicKeysLink = v.strictObject({
   url: v.pipe(v.string(), v.metadata({ format: 'uri' }), v.description('Serves the same keys without the API key (`GET /webhook-keys/{webhookId}`): give it to the receiver. It stays the same across rotations.')),
 });
 
+export const eventType = v.strictObject({
+  name: v.pipe(v.string(), v.minLength(1), v.description('The type, one of the portal\'s `eventTypes`.')),
+  description: v.nullable(v.string()),
+  schema: v.pipe(v.nullable(v.record(v.string(), v.unknown())), v.description('The JSON Schema (draft 2020-12) of the event\'s `data`; a publish whose data breaks it is refused. `null`: none defined (any JSON object).')),
+  example: v.pipe(v.unknown(), v.description('An example of the event\'s `data`, valid under its schema; `null` when none was given.')),
+  deprecated: v.boolean(),
+});
+
+export const eventTypeList = v.strictObject({ data: v.array(eventType) });
+
 export const dryRunResult = v.strictObject({
   data: v.array(
     v.strictObject({

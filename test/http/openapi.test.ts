@@ -1,3 +1,4 @@
+import { eventTypeRoutes } from '../../src/http/routes/event-types.js';
 import { readFile } from 'node:fs/promises';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { test } from 'uvu';
@@ -48,6 +49,7 @@ function allRoutes() {
   return [
     ...webhookRoutes(stub),
     ...webhookExtensionRoutes(stub),
+    ...eventTypeRoutes(stub),
     ...fileRoutes(stub, { extensions: true }),
     ...ticketRoutes(stub, { extensions: true }),
     ...downloadRoutes(stub),
@@ -66,7 +68,7 @@ test('every route the handler registers is in the document, with each of its met
     }
   }
   assert.equal(undocumented, []);
-  assert.is(routes.length, 35);
+  assert.is(routes.length, 36);
 });
 
 test('the query parameters each route takes are the ones the document lists for it', () => {
@@ -95,7 +97,7 @@ test('every path with a GET lists its HEAD: the same statuses and headers, and n
       assert.is(resolved.content, undefined, `HEAD ${template} ${status} has no body`);
     }
   }
-  assert.is(heads.length, 16);
+  assert.is(heads.length, 17);
 });
 
 test('the webhooks section describes the call of each event type: its body, and the signature headers', () => {
@@ -140,6 +142,7 @@ test('the document: bearer auth everywhere but the signed download route, server
     'GET /agreements/{agreementId}/audit',
     'GET /agreements/{agreementId}/certificate',
     'GET /agreements/{agreementId}/documents/{documentId}/download',
+    'GET /event-types',
     'GET /files/{fileId}/download',
     'GET /signing',
     'GET /webhook-keys/{webhookId}',
@@ -152,6 +155,7 @@ test('the document: bearer auth everywhere but the signed download route, server
     'HEAD /agreements/{agreementId}/audit',
     'HEAD /agreements/{agreementId}/certificate',
     'HEAD /agreements/{agreementId}/documents/{documentId}/download',
+    'HEAD /event-types',
     'HEAD /files/{fileId}/download',
     'HEAD /signing',
     'HEAD /webhook-keys/{webhookId}',
@@ -274,6 +278,8 @@ test('every route answers as the document says: each success and each error it d
     await call('POST', dryRun, dryRun, jsonBody({ type: 'customer-created', filter: { $eq: 1 } }), 400);
     await call('POST', dryRun, dryRun, jsonBody({ type: 'customer-created', filter: null, pad: 'x'.repeat(70_000) }), 413);
     await call('POST', dryRun, dryRun, { body: 'type=customer-created' }, 415);
+    const { body: catalogue } = await call('GET', '/event-types', '/event-types', {}, 200);
+    assert.equal(catalogue.data.map((type: { name: string }) => type.name), portal.eventTypes.list().map((type) => type.name));
     const ed25519 = await portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/ed', signatureScheme: 'ed25519' });
     const keysOf = '/webhooks/{webhookId}/public-keys';
     const { body: published } = await call('GET', keysOf, `/webhooks/${ed25519.id}/public-keys`, {}, 200);

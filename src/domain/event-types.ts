@@ -1,0 +1,94 @@
+import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import { PortalError } from '../errors.js';
+
+/** What `eventTypes.define` takes: the data's JSON Schema (draft 2020-12), and words for people. */
+export interface EventTypeDefinition {
+  schema: Record<string, unknown>;
+  description?: string;
+  example?: unknown;
+  deprecated?: boolean;
+}
+
+/** One entry of the event catalogue, as `GET /event-types` lists it. */
+export interface EventType {
+  name: string;
+  description: string | null;
+  /** The JSON Schema of the event's `data`; `null` for a type no schema was defined for (any JSON object). */
+  schema: Record<string, unknown> | null;
+  example: unknown;
+  deprecated: boolean;
+}
+
+// ajv-formats is CommonJS: its default export comes as the module object under Node's ESM.
+const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ?? addFormatsModule) as unknown as (ajv: Ajv2020) => Ajv2020;
+
+/** Where a schema refuses data: the first failing instance path, as a dotted path (`data.customer.id`), and why. */
+function firstFailure(errors: ErrorObject[] | null | undefined): { path: string; problem: string } {
+  const error = errors?.[0];
+  if (error === undefined) return { path: 'data', problem: 'does not match the schema' };
+  const segments = error.instancePath.split('/').slice(1).map((segment) => segment.replaceAll('~1', '/').replaceAll('~0', '~'));
+  const missing = error.keyword === 'required' ? (error.params as { missingProperty: string }).missingProperty : undefined;
+  const path = ['data', ...segments, ...(missing === undefined ? [] : [missing])].join('.');
+  return { path, problem: missing === undefined ? (error.message ?? 'does not match the schema') : 'is required' };
+}
+
+/**
+ * The event catalogue: each of the portal's `eventTypes`, with the JSON Schema its data must match
+ * once one is defined (the library's own types come defined). Schemas are compiled by ajv (draft
+ * 2020-12, with the standard formats), once, when defined: a publish checks its data against the
+ * compiled function.
+ */
+export function createEventCatalogue(eventTypes: readonly string[], builtIn: Readonly<Record<string, EventTypeDefinition>> = {}) {
+  // Not strict: a host's schema may carry keywords of its own (x-…, titles), as JSON Schema allows.
+  const ajv = addFormats(new Ajv2020({ strict: false, allErrors: false }));
+  const defined = new Map<string, EventTypeDefinition & { validate: ValidateFunction }>();
+
+  function define(name: string, definition: EventTypeDefinition): void {
+    if (!eventTypes.includes(name)) {
+      throw new TypeError(`eventTypes.define: "${name}" is not one of the eventTypes option (${eventTypes.join(', ')}); add it there first`);
+    }
+    const { schema, description, example, deprecated } = definition ?? ({} as EventTypeDefinition);
+    if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) throw new TypeError(`eventTypes.define: the schema of "${name}" must be a JSON Schema object`);
+    let validate: ValidateFunction;
+    try {
+      validate = ajv.compile(structuredClone(schema));
+    } catch (error) {
+      throw new TypeError(`eventTypes.define: the schema of "${name}" is not a valid JSON Schema: ${(error as Error).message}`);
+    }
+    if (example !== undefined && !validate(example)) {
+      const { path, problem } = firstFailure(validate.errors);
+      throw new TypeError(`eventTypes.define: the example of "${name}" breaks its own schema: ${path.replace(/^data/, 'example')} ${problem}`);
+    }
+    if (description !== undefined && typeof description !== 'string') throw new TypeError(`eventTypes.define: the description of "${name}" must be a string`);
+    defined.set(name, { schema: structuredClone(schema), description, example: structuredClone(example), deprecated: deprecated === true, validate });
+  }
+
+  for (const [name, definition] of Object.entries(builtIn)) if (eventTypes.includes(name)) define(name, definition);
+
+  return {
+    define,
+    /** Every type of the catalogue, in the order of the `eventTypes` option. */
+    list(): EventType[] {
+      return eventTypes.map((name) => {
+        const entry = defined.get(name);
+        return {
+          name,
+          description: entry?.description ?? null,
+          schema: entry === undefined ? null : structuredClone(entry.schema),
+          example: entry?.example === undefined ? null : structuredClone(entry.example),
+          deprecated: entry?.deprecated ?? false,
+        };
+      });
+    },
+    /** Throws `EVENT_DATA_INVALID` (400) naming the first path where `data` breaks its type's schema. */
+    check(type: string, data: unknown): void {
+      const entry = defined.get(type);
+      if (entry === undefined || entry.validate(data)) return;
+      const { path, problem } = firstFailure(entry.validate.errors);
+      throw new PortalError('EVENT_DATA_INVALID', type, path, problem);
+    },
+  };
+}
+
+export type EventCatalogue = ReturnType<typeof createEventCatalogue>;
