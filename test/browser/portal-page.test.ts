@@ -252,6 +252,24 @@ it('an error of the API is shown as its message; delete asks first', async () =>
   await page.context().close();
 });
 
+it('the event catalogue: every type with its description, schema and example; a host type without a schema says so', async () => {
+  const page = await signedIn();
+  await page.getByRole('link', { name: 'Event types' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Event types' }).waitFor();
+  const cards = page.locator('.event-type');
+  await cards.first().waitFor();
+  assert.equal(await cards.evaluateAll((nodes) => nodes.map((node) => node.getAttribute('data-name'))), app.portal.eventTypes.list().map((type) => type.name));
+  const host = page.locator('.event-type[data-name="customer-created"]');
+  assert.match(await host.textContent() ?? '', /No schema: any JSON object\./);
+  const signed = page.locator('.event-type[data-name="agreement-signed"]');
+  assert.match(await signed.textContent() ?? '', /The last signer of an agreement signed/);
+  await signed.locator('summary', { hasText: 'Example' }).click();
+  assert.match(await signed.locator('pre').last().textContent() ?? '', /"status": "signed"/);
+  await shoot(page, '17-event-types');
+  assert.equal(problemsOf(page), []);
+  await page.context().close();
+});
+
 it('creating a webhook shows what its receiver verifies with: the secret, or for ed25519 the public key and its keys link', async () => {
   const page = await signedIn();
   await page.getByLabel('URL').fill(`${receiver.url}/shown`);
@@ -509,7 +527,9 @@ it('a long delivery log: one page of 50 at first, older pages on demand; a refre
   // A type of its own: no other test's webhook gets these 120 calls.
   const webhook = await app.portal.webhooks.create('acct_a', { type: 'agreement-reminder-due', url: `${receiver.url}/long-log` });
   receiver.script([], { status: 204 });
-  for (let i = 0; i < 120; i++) await app.portal.events.publish('acct_a', 'agreement-reminder-due', { n: i });
+  // Its data as its schema in the event catalogue wants it: the catalogue's own example.
+  const reminder = app.portal.eventTypes.list().find((type) => type.name === 'agreement-reminder-due')!.example;
+  for (let i = 0; i < 120; i++) await app.portal.events.publish('acct_a', 'agreement-reminder-due', reminder);
   const page = await signedIn();
   const asked: string[] = [];
   page.on('request', (request) => {

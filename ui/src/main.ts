@@ -1,6 +1,7 @@
 import { agreementScreen } from './agreements.js';
 import { api, session, whenUnauthorized } from './api.js';
 import { el, errorBox, replace } from './dom.js';
+import { eventTypeScreen } from './event-types.js';
 import { fileScreen } from './files.js';
 import type { Screen } from './screen.js';
 import { webhookScreen } from './webhook.js';
@@ -17,6 +18,7 @@ let leave: () => void = () => {};
 
 const NAV = [
   { hash: '#/webhooks', label: 'Webhooks' },
+  { hash: '#/event-types', label: 'Event types' },
   { hash: '#/agreements', label: 'Agreements' },
   { hash: '#/files', label: 'Files' },
 ];
@@ -26,6 +28,7 @@ function route(): { screen: Screen; rest: string[]; section: string } {
   const [name, ...rest] = parts;
   if (name === 'files') return { screen: fileScreen, rest, section: '#/files' };
   if (name === 'agreements') return { screen: agreementScreen, rest: [], section: '#/agreements' };
+  if (name === 'event-types') return { screen: eventTypeScreen, rest: [], section: '#/event-types' };
   if (name === 'webhooks' && rest.length > 0) return { screen: webhookScreen, rest, section: '#/webhooks' };
   return { screen: webhookList, rest: [], section: '#/webhooks' };
 }

@@ -15,6 +15,15 @@ export interface Webhook {
   publicKey?: string;
 }
 
+/** One entry of the event catalogue (`GET /event-types`). */
+export interface EventType {
+  name: string;
+  description: string | null;
+  schema: Record<string, unknown> | null;
+  example: unknown;
+  deprecated: boolean;
+}
+
 /** What `POST /webhooks/dry-run` answers. */
 export interface DryRunResult {
   data: { id: string; type: string; createdAt: string; data: unknown; matches: boolean }[];
