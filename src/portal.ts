@@ -24,7 +24,7 @@ import { agreementRoutes } from './http/routes/agreements.js';
 import { downloadRoutes } from './http/routes/downloads.js';
 import { fileRoutes } from './http/routes/files.js';
 import { ticketRoutes } from './http/routes/tickets.js';
-import { webhookExtensionRoutes, webhookRoutes } from './http/routes/webhooks.js';
+import { webhookExtensionRoutes, webhookKeyRoutes, webhookRoutes } from './http/routes/webhooks.js';
 import { createAgreementService, type AgreementApi } from './domain/agreements.js';
 import { createEventService, type EventService } from './domain/events.js';
 import { createFileService, type FileService } from './domain/files.js';
@@ -168,6 +168,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     ...fileRoutes(files, { extensions }),
     ...ticketRoutes(tickets, { extensions }),
     ...downloadRoutes(downloads),
+    ...webhookKeyRoutes(webhooks),
     ...agreementRoutes(agreements, { extensions }),
   ];
   if (extensions) routes.push(...webhookExtensionRoutes(webhooks), ...eventTypeRoutes(catalogue), ...signingRoutes(signing), ...signingPageRoutes());

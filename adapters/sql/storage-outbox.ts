@@ -32,8 +32,9 @@ const MAX_GROUP_ATTEMPTS = 256;
 /** A successful attempt waiting to be recorded with others: the parameters of `recordSuccesses`. */
 interface SuccessfulAttempt {
   id: string;
-  /** Whether the delivery has an ordering key: its record may end the key's turn. */
-  keyed: boolean;
+  /** The delivery's webhook and ordering key (`null`: none): a keyed record may end the key's turn. */
+  webhookId: string;
+  orderingKey: string | null;
   /** When the key's next delivery is due if this ends the turn: as the call ended (`dueAfter`). */
   releaseAt: string;
   owner: string;
@@ -292,9 +293,13 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
   // A due delivery is sent only while its webhook exists and is not disabled; otherwise the claim cancels it.
   const sendable = deliverable(names);
   const cancelled = `status = 'cancelled', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL, redeliver_queued = false`;
-  // isHeld, on a row aliased d: it waits for an earlier one of its key. A disabled webhook's held
-  // deliveries are cancelled with its due ones: each would be when its turn came.
-  const held = `(d.status = 'pending' AND d.next_attempt_at IS NULL AND d.ordering_key IS NOT NULL)`;
+  // A key whose turn the claim cancels (its webhook disabled) has its held deliveries cancelled in
+  // the same statement: each would be when its turn came (`claimDeliveries` of the in-process store).
+  const heldOfOrphans = `heldOfOrphans AS (
+      UPDATE ${table('deliveries')} AS h SET ${cancelled}
+      FROM (SELECT DISTINCT webhook_id, ordering_key FROM orphans WHERE ordering_key IS NOT NULL) AS k
+      WHERE h.webhook_id = k.webhook_id AND h.ordering_key = k.ordering_key AND h.status = 'pending' AND h.next_attempt_at IS NULL
+    )`;
   // The leasing of the rows locked by `due`, and the claim's answer: each with its event and webhook.
   // The rows are found by primary key from an array: joined to `due` instead, the planner, once the
   // table had statistics, read the whole table to hash it (2.6 ms of a claim of 16 with 10,000 due).
@@ -330,13 +335,14 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
       UPDATE ${table('deliveries')} AS o SET ${cancelled}
       WHERE o.id IN (
         SELECT d.id FROM ${table('deliveries')} AS d
-        WHERE (${claimable} OR ${held}) AND NOT ${sendable}
+        WHERE ${claimable} AND NOT ${sendable}
           AND ((SELECT count(*) FROM due) < $3::int
             OR (d.next_attempt_at, d.id) < (SELECT next_attempt_at, id FROM due ORDER BY next_attempt_at DESC, id DESC LIMIT 1))
         ORDER BY d.next_attempt_at, d.id
         LIMIT ${ORPHANS_PER_CLAIM}
         FOR UPDATE SKIP LOCKED)
-    ), ${leasedAndReturned()}`;
+      RETURNING o.webhook_id, o.ordering_key
+    ), ${heldOfOrphans}, ${leasedAndReturned()}`;
   // The fair claim (planClaim with perAccount), the worker's: of each account's claimable
   // deliveries only the first (max - held in flight), in claim order, may be leased. The accounts
   // with pending deliveries are found by a skip scan of portal_deliveries_pending_account (one index
@@ -418,14 +424,15 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
         SELECT passed.id FROM ${table('webhook_health')} AS h
         CROSS JOIN LATERAL (
           SELECT d.id FROM ${table('deliveries')} AS d
-          WHERE d.account_id = h.account_id AND d.webhook_id = h.webhook_id AND (${claimable} OR ${held})
+          WHERE d.account_id = h.account_id AND d.webhook_id = h.webhook_id AND ${claimable}
           ORDER BY d.next_attempt_at, d.id
           LIMIT ${ORPHANS_PER_CLAIM}
           FOR UPDATE OF d SKIP LOCKED
         ) AS passed
         WHERE h.disabled_at IS NOT NULL
         LIMIT ${ORPHANS_PER_CLAIM}))
-    ), ${leasedCte}, returned AS (${returnedSelect})
+      RETURNING o.webhook_id, o.ordering_key
+    ), ${heldOfOrphans}, ${leasedCte}, returned AS (${returnedSelect})
     -- One row at least, leased or not: the accounts the claim looked at, and their floors.
     SELECT returned.*, looked.* FROM (
       SELECT array_agg(account_id) AS f_accounts,
@@ -494,6 +501,7 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
     WHERE d.account_id = $1::text AND d.id = $2::text
     RETURNING ${deliveryColumns('d')}`;
   const deliveryKey = `SELECT webhook_id, ordering_key FROM ${table('deliveries')} WHERE account_id = $1::text AND id = $2::text`;
+  const deliveryKeyById = `SELECT webhook_id, ordering_key FROM ${table('deliveries')} WHERE id = $1::text`;
 
   async function storeEvents(tx: Queryable, batch: EventRecord[], target?: DeliveryTarget): Promise<DeliveryRecord[]> {
     if (batch.length === 0) return [];
@@ -548,23 +556,30 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
     const held = new Set(row!.held as string[]);
     return made.filter((delivery) => stored.has(delivery.id)).map((delivery) => (held.has(delivery.id) && delivery.nextAttemptAt !== null ? { ...delivery, nextAttemptAt: null } : delivery));
   }
-  /** `recordAttempt` in a transaction that ends the key's turn when the attempt did (`endsTurn`). */
-  function recordInTurn(
+  /**
+   * `recordAttempt` of a keyed delivery (or one whose key the caller did not give, read first), in a
+   * transaction under its key's lock, taken before the row's: a redeliver takes them in that order
+   * too, so the two never wait for each other. When the attempt ends the key's turn (`endsTurn`),
+   * the key's next is released; a publish that held the lock before saw this one pending and held
+   * its own, which the release's statement (begun after the lock) sees.
+   */
+  async function recordInTurn(
     id: string,
     owner: string,
     attempt: DeliveryAttempt,
     entry: string,
     outcome: { status: DeliveryStatus; nextAttemptAt: string | null },
     health: HealthRule | undefined,
+    claimed: Pick<DeliveryRecord, 'webhookId' | 'orderingKey'> | undefined,
   ): Promise<AttemptRecorded> {
     const params = [id, owner, entry, outcome.status, outcome.nextAttemptAt];
+    const key = claimed ?? (await db.query(deliveryKeyById, [id])).map((row) => ({ webhookId: row.webhook_id as string, orderingKey: (row.ordering_key ?? null) as string | null }))[0];
     return db.transaction(async (tx) => {
+      if (key?.orderingKey != null) await keys.lock(tx, [[key.webhookId, key.orderingKey]]);
       const [row] = health === undefined ? await tx.query(recordAttempt, params) : await tx.query(recordAttemptAndHealth, [...params, ...healthParams(attempt, health)]);
       const result: AttemptRecorded = health === undefined ? row !== undefined && (row.due_again === true ? 'due-again' : true) : attemptResult(row);
       if (result === false) return false;
       const recorded = { status: row!.status as DeliveryStatus, orderingKey: (row!.ordering_key ?? null) as string | null };
-      // After the record, under the key's lock: a publish that held the lock before saw this one
-      // pending and held its own, which the release's statement (begun after the lock) sees.
       if (endsTurn(recorded)) await keys.endTurns(tx, [{ webhookId: row!.webhook_id as string, orderingKey: recorded.orderingKey!, at: dueAfterAttempt(attempt) }]);
       return result;
     });
@@ -606,9 +621,11 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
         successes.map((one) => one.at),
       ];
       // With keyed deliveries among them, in a transaction that ends their keys' turns.
-      const rows = !successes.some((one) => one.keyed)
+      const rows = !successes.some((one) => one.orderingKey !== null)
         ? await db.query(recordSuccesses, params)
         : await db.transaction(async (tx) => {
+            // The keys' locks before the rows' (see recordInTurn).
+            await keys.lock(tx, successes.filter((one) => one.orderingKey !== null).map((one) => [one.webhookId, one.orderingKey!]));
             const recorded = await tx.query(recordSuccesses, params);
             const releaseAt = new Map(successes.map((one) => [one.id, one.releaseAt]));
             const ended = recorded
@@ -669,12 +686,12 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
     async recordAttempt(id, owner, attempt, outcome, health, claimed) {
       const entry = JSON.stringify({ at: attempt.at, statusCode: attempt.statusCode, error: attempt.error, durationMs: attempt.durationMs });
       if (claimed !== undefined && health !== undefined && attemptSucceeded(attempt)) {
-        const keyed = claimed.orderingKey !== null;
-        return recordSuccessesTogether({ id, keyed, releaseAt: dueAfterAttempt(attempt), owner, entry, status: outcome.status, nextAttemptAt: outcome.nextAttemptAt, at: attempt.at });
+        const { webhookId, orderingKey } = claimed;
+        return recordSuccessesTogether({ id, webhookId, orderingKey, releaseAt: dueAfterAttempt(attempt), owner, entry, status: outcome.status, nextAttemptAt: outcome.nextAttemptAt, at: attempt.at });
       }
       // A delivery that may have a key (it has one, or the caller did not say): recorded in a
       // transaction that, when its key's turn ends, releases the key's next one.
-      if (claimed === undefined || claimed.orderingKey !== null) return recordInTurn(id, owner, attempt, entry, outcome, health);
+      if (claimed === undefined || claimed.orderingKey !== null) return recordInTurn(id, owner, attempt, entry, outcome, health, claimed);
       const params = [id, owner, entry, outcome.status, outcome.nextAttemptAt];
       if (health !== undefined) return attemptResult((await db.query(recordAttemptAndHealth, [...params, ...healthParams(attempt, health)]))[0]);
       const rows = await db.query(recordAttempt, params);

@@ -1,7 +1,7 @@
 import { PortalError } from '../errors.js';
 import { isId, newId } from '../shared/ids.js';
 import type { Storage } from '../ports.js';
-import { publicShape, type Delivery, type DeliveryRecord, type PortalEvent, type Webhook, type WebhookHealth, type WebhookRecord } from '../records.js';
+import { type Delivery, type DeliveryRecord, type PortalEvent, type Webhook, type WebhookHealth, type WebhookRecord } from '../records.js';
 import { atom } from '../shared/time.js';
 import { type SignatureScheme, jwkX, newSigningSecret, publicKeyOf, schemeOf } from '../shared/webhook-keys.js';
 import {
@@ -248,7 +248,7 @@ export function createWebhookService(deps: {
       const { type, filter, limit = DRY_RUN_LIMIT.default } = parseInput(dryRun, body, 'dry run');
       const checked = filter === null ? null : checkFilter(filter, 'dry run.filter');
       const events = await storage.recentEvents(accountId, type, limit);
-      const data = events.map((event) => ({ ...publicShape(event), matches: checked === null || matchesFilter(checked, event.data) }));
+      const data = events.map(({ id, type, createdAt, data }) => ({ id, type, createdAt, data, matches: checked === null || matchesFilter(checked, data) }));
       return { data, matched: data.filter((event) => event.matches).length };
     },
 

@@ -293,7 +293,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     // (the next of the key is due): this worker claims again (startRecord's refill) rather than
     // leaving it to the next tick.
     if (recorded === 'due-again' || (recorded !== false && endsTurn({ ...delivery, status: outcome.status }))) again = true;
-    if (recorded !== false && recorded !== 'due-again') {
+    if (recorded !== false) {
       try {
         report({ delivery, event, webhook }, attempt, outcome, recorded);
       } catch (error) {
@@ -324,7 +324,8 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   function report({ delivery, event }: ClaimedDelivery, attempt: DeliveryAttempt, outcome: Outcome, recorded: true | string): void {
     const base = { accountId: delivery.accountId, webhookId: delivery.webhookId, deliveryId: delivery.id, at: attempt.at };
     if (recorded === 'gone' || recorded === 'failing') emit({ ...base, type: 'webhook.disabled', reason: recorded });
-    if (outcome.status === 'failed') {
+    // With a redeliver queued during the call the delivery goes on: a failure is not its end.
+    if (outcome.status === 'failed' && recorded !== 'due-again') {
       emit({
         ...base,
         type: 'delivery.exhausted',

@@ -134,6 +134,22 @@ export function orderingStorageTests(test: Test, factory: StorageFactory): void 
     }
   }));
 
+  test('ordering: a webhook disabled while its key\'s turn waits for a retry keeps the held ones; enabled again, the key goes on', withStorage(factory, async (storage, { db }) => {
+    const webhook = webhookRecord();
+    await storage.insertWebhook(webhook);
+    const [first] = (await publish(storage, 0, 'k')).values();
+    const [second] = (await publish(storage, 0, 'k')).values();
+    await claim(storage, 1);
+    await storage.recordAttempt(first!.id, 'worker-1', attempt(503, 1), retryAt(100));
+    await storage.disableWebhook('acct_a', webhook.id, at(2));
+    assert.equal(await claim(storage, 50), [], 'nothing due: nothing cancelled');
+    assert.equal([(await db.delivery(second!.id))!.status, (await db.delivery(second!.id))!.nextAttemptAt], ['pending', null], 'still held');
+    await storage.enableWebhook('acct_a', webhook.id);
+    assert.equal(ids(await claim(storage, 100)), ids([first!]));
+    await storage.recordAttempt(first!.id, 'worker-1', ok(100), succeeded);
+    assert.equal(ids(await claim(storage, 101)), ids([second!]));
+  }));
+
   test('ordering: recovered deliveries take their place behind the key\'s pending ones, oldest event first', withStorage(factory, async (storage) => {
     const webhook = webhookRecord();
     await storage.insertWebhook(webhook);

@@ -10,7 +10,7 @@ import { signingRoutes } from '../../src/http/routes/signing.js';
 import { downloadRoutes } from '../../src/http/routes/downloads.js';
 import { fileRoutes } from '../../src/http/routes/files.js';
 import { ticketRoutes } from '../../src/http/routes/tickets.js';
-import { webhookExtensionRoutes, webhookRoutes } from '../../src/http/routes/webhooks.js';
+import { webhookExtensionRoutes, webhookKeyRoutes, webhookRoutes } from '../../src/http/routes/webhooks.js';
 import { MAX_DOCUMENT_BYTES } from '../../src/domain/inputs.js';
 import { atom } from '../../src/shared/time.js';
 import { PNG_SIGNATURE, SIGNER, documentBytes, signer, validFormData } from '../helpers/agreements.js';
@@ -50,6 +50,7 @@ function allRoutes() {
     ...webhookRoutes(stub),
     ...webhookExtensionRoutes(stub),
     ...eventTypeRoutes(stub),
+    ...webhookKeyRoutes(stub),
     ...fileRoutes(stub, { extensions: true }),
     ...ticketRoutes(stub, { extensions: true }),
     ...downloadRoutes(stub),

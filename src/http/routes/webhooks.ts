@@ -111,20 +111,6 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
       },
     },
     {
-      // Public: receivers fetch an ed25519 webhook's keys here; the link's signature is its authorization.
-      method: ['GET', 'HEAD'],
-      path: '/webhook-keys/:webhookId',
-      query: ['account', 'signature'],
-      public: true,
-      async handler({ params, query }) {
-        const { account, signature } = query;
-        const keys = typeof account === 'string' && typeof signature === 'string' ? await webhooks.publicKeysByLink(account, params.webhookId!, signature) : null;
-        if (keys === null) return refusal('WEBHOOK_KEYS_NOT_FOUND');
-        // Public keys: any cache may keep them a few minutes (a rotation's grace is longer).
-        return { status: 200, body: { keys }, headers: { 'Cache-Control': 'public, max-age=300' } };
-      },
-    },
-    {
       method: 'POST',
       path: '/webhooks/dry-run',
       async handler({ accountId, req }) {
@@ -203,6 +189,28 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
         const delivery = await webhooks.redeliver(accountId, deliveryId!, webhookId);
         if (delivery === null) return refusal('DELIVERY_NOT_FOUND', deliveryId!, webhookId!);
         return { status: 202, body: delivery };
+      },
+    },
+  ];
+}
+
+/**
+ * The public keys link of an ed25519 webhook (`webhooks.publicKeys`): served whatever `extensions`
+ * says, as a link the portal handed out must keep working. The link's signature is its authorization.
+ */
+export function webhookKeyRoutes(webhooks: WebhookService): Route[] {
+  return [
+    {
+      method: ['GET', 'HEAD'],
+      path: '/webhook-keys/:webhookId',
+      query: ['account', 'signature'],
+      public: true,
+      async handler({ params, query }) {
+        const { account, signature } = query;
+        const keys = typeof account === 'string' && typeof signature === 'string' ? await webhooks.publicKeysByLink(account, params.webhookId!, signature) : null;
+        if (keys === null) return refusal('WEBHOOK_KEYS_NOT_FOUND');
+        // Public keys: any cache may keep them a few minutes (a rotation's grace is longer).
+        return { status: 200, body: { keys }, headers: { 'Cache-Control': 'public, max-age=300' } };
       },
     },
   ];
