@@ -71,12 +71,12 @@ export function orderingKeys({ table, schema }: Names) {
     },
 
     /**
-     * After deliveries ended their keys' turns (one a key), in the same transaction: locks the keys
-     * and releases each one's next, due at its `at`.
+     * After deliveries ended their keys' turns (one a key), in the same transaction and under the
+     * keys' locks, which the caller took before it changed the deliveries: releases each key's next,
+     * due at its `at`.
      */
     async endTurns(tx: Queryable, ended: { webhookId: string; orderingKey: string; at: string }[]): Promise<void> {
       if (ended.length === 0) return;
-      await lockAll(tx, ended.map((one) => [one.webhookId, one.orderingKey]));
       await tx.query(releaseNext, [ended.map((one) => one.webhookId), ended.map((one) => one.orderingKey), ended.map((one) => one.at)]);
     },
   };
