@@ -13,7 +13,9 @@ const before = (a: Place, b: Place) => (a.createdAt !== b.createdAt ? a.createdA
 /** One key's pending deliveries: those whose turn it is (one, by the rules), and the held ones in order. */
 interface KeyQueue {
   turn: Set<string>;
+  /** The held ones in order from `head`; those before it have left (see `leave`). */
   held: Place[];
+  head: number;
 }
 
 /**
@@ -44,7 +46,7 @@ export class KeyQueues {
       this.places.set(delivery.id, place);
     }
     let queue = this.queues.get(key);
-    if (queue === undefined) this.queues.set(key, (queue = { turn: new Set(), held: [] }));
+    if (queue === undefined) this.queues.set(key, (queue = { turn: new Set(), held: [], head: 0 }));
     if (!isHeld(delivery)) {
       queue.turn.add(delivery.id);
       return;
@@ -52,7 +54,7 @@ export class KeyQueues {
     // Almost always the newest: appended without a search.
     const { held } = queue;
     let at = held.length;
-    while (at > 0 && before(place, held[at - 1]!)) at--;
+    while (at > queue.head && before(place, held[at - 1]!)) at--;
     held.splice(at, 0, place);
   }
 
@@ -78,16 +80,25 @@ export class KeyQueues {
 
   /** The key's held deliveries, earliest first. */
   held(webhookId: string, orderingKey: string): readonly string[] {
-    return (this.queues.get(keyOf(webhookId, orderingKey))?.held ?? []).map((place) => place.id);
+    const queue = this.queues.get(keyOf(webhookId, orderingKey));
+    return queue === undefined ? [] : queue.held.slice(queue.head).map((place) => place.id);
   }
 
   private leave(place: Place & { key: string }): void {
     const queue = this.queues.get(place.key);
     if (queue === undefined) return;
     if (!queue.turn.delete(place.id)) {
-      const at = queue.held.indexOf(place);
-      if (at !== -1) queue.held.splice(at, 1);
+      // Held ones leave from the front (released, or cancelled in order): the head moves on, and the
+      // array is cut once half of it is gone, so that cancelling a key of 100,000 held costs no
+      // square (a splice each: 2.9 s on the event loop).
+      const at = queue.held.indexOf(place, queue.head);
+      if (at === queue.head) queue.head++;
+      else if (at !== -1) queue.held.splice(at, 1);
+      if (queue.head > 32 && queue.head * 2 > queue.held.length) {
+        queue.held = queue.held.slice(queue.head);
+        queue.head = 0;
+      }
     }
-    if (queue.turn.size === 0 && queue.held.length === 0) this.queues.delete(place.key);
+    if (queue.turn.size === 0 && queue.held.length === queue.head) this.queues.delete(place.key);
   }
 }
