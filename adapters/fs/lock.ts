@@ -33,11 +33,15 @@ export class DirectoryInUseError extends Error {
 /** Lock files this process holds: a second store on the same directory in one process is refused too. */
 const heldHere = new Set<string>();
 
-/** Field 22 of `/proc/<pid>/stat`: when the process started. `null` where there is no `/proc`. */
-function processStart(pid: number): string | null {
+/**
+ * Fields 3 and 22 of `/proc/<pid>/stat`: the process's state letter and when it started. `null`
+ * where there is no `/proc` (or no such process).
+ */
+function processStat(pid: number): { state: string; start: string | null } | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { state: fields[0] ?? '', start: fields[19] ?? null };
   } catch {
     return null;
   }
@@ -74,7 +78,11 @@ function holderAlive(owner: LockOwner, lockPath: string, touchedAt: number): boo
   if (owner.host !== os.hostname()) return heartbeatFresh;
   if (owner.pid === process.pid) return heldHere.has(lockPath);
   if (!pidAlive(owner.pid)) return false;
-  const start = owner.start === null ? null : processStart(owner.pid);
+  const found = processStat(owner.pid);
+  // A zombie (Z) or a dying process (X) answers signal 0 until its parent reaps it, which a
+  // supervisor may take a while to do after `kill -9`: it holds nothing any more.
+  if (found !== null && (found.state === 'Z' || found.state === 'X')) return false;
+  const start = owner.start === null ? null : found?.start ?? null;
   return start === null ? heartbeatFresh : start === owner.start;
 }
 
@@ -155,7 +163,7 @@ export async function acquireLock(
   const owner: LockOwner = {
     pid: process.pid,
     host: os.hostname(),
-    start: processStart(process.pid),
+    start: processStat(process.pid)?.start ?? null,
     nonce: randomBytes(12).toString('hex'),
     since: new Date().toISOString(),
   };

@@ -94,6 +94,29 @@ for (const kind of ['storage', 'blobs'] as const) {
   }));
 }
 
+lock('the lock of a holder killed with SIGKILL and not yet reaped (a zombie) is taken over at once', withDir(async (dir) => {
+  // The holder's parent is `sleep`, which never reaps it: after SIGKILL it stays a zombie, as a
+  // process does for a while under a supervisor that has not yet noticed its death.
+  const parent = spawn('sh', ['-c', '"$0" "$1" storage "$2" hold & exec sleep 60', process.execPath, CHILD, dir], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  try {
+    let out = '';
+    parent.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+    while (!out.includes('\n')) await once(parent.stdout, 'data');
+    const held = JSON.parse(out.slice(0, out.indexOf('\n'))) as { pid: number };
+    process.kill(held.pid, 'SIGKILL');
+    const state = () => readFileSync(`/proc/${held.pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[0];
+    for (let i = 0; i < 200 && state() !== 'Z'; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.is(state(), 'Z', 'the killed holder is a zombie');
+    const store = await openStorage(dir);
+    assert.is(JSON.parse(readFileSync(path.join(dir, 'storage.lock'), 'utf8')).pid, process.pid);
+    await store.close!();
+  } finally {
+    parent.kill('SIGKILL');
+  }
+}));
+
 /** Writes a lock file as another process would have. */
 function plantLock(dir: string, owner: object, ageMs = 0) {
   const file = path.join(dir, 'storage.lock');

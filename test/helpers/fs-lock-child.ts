@@ -26,6 +26,6 @@ if (mode === 'try') {
   const webhook = webhookRecord();
   if (storage) await storage.insertWebhook(webhook);
   else await blobs!.put('fsf_held', Readable.from([Buffer.from('held')]));
-  print({ ready: true, id: storage ? webhook.id : 'fsf_held' });
+  print({ ready: true, id: storage ? webhook.id : 'fsf_held', pid: process.pid });
   setInterval(() => {}, 60_000);
 }
