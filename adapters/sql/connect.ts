@@ -35,6 +35,7 @@ export async function connectDatabase(url: string): Promise<Database> {
     // An idle connection the server drops is reported here; the pool replaces it on the next
     // checkout, and queries in flight reject on their own. Without a listener it would crash.
     pool.on('error', () => {});
+    await reachable(pool, url);
     return { client: pool, close: () => pool.end() };
   }
   if (url.startsWith('pglite:')) {
@@ -45,6 +46,46 @@ export async function connectDatabase(url: string): Promise<Database> {
     return { client: db, close: () => db.close() };
   }
   throw new TypeError(`Database URL must start with postgres://, postgresql:// or pglite: (got "${redact(url)}")`);
+}
+
+/** How long the first connection may take before the start gives up on an address that does not answer. */
+const FIRST_CONNECTION_MS = 10_000;
+
+/**
+ * One round trip before anything else: a server that is down, a wrong password or a database that
+ * does not exist stops the start here with the address and the driver's own words, instead of
+ * later as a retried request's "unavailable".
+ */
+async function reachable(pool: import('pg').Pool, url: string): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${FIRST_CONNECTION_MS / 1000} s`)), FIRST_CONNECTION_MS);
+  });
+  try {
+    await Promise.race([pool.query('SELECT 1'), timeout]);
+  } catch (error) {
+    await pool.end().catch(() => {});
+    const code = (error as { code?: unknown }).code;
+    const cause = `${(error as Error).message}${typeof code === 'string' ? ` (${code})` : ''}`;
+    throw new Error(`Cannot connect to the database ${describeAddress(url)}: ${cause}`, { cause: error });
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** `at host:port, database "name" as user "user"`, read from the URL with pg's defaults. */
+function describeAddress(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return `"${redact(url)}"`;
+  }
+  const host = parsed.searchParams.get('host') ?? (decodeURIComponent(parsed.hostname) || process.env.PGHOST || 'localhost');
+  const port = parsed.searchParams.get('port') ?? (parsed.port || process.env.PGPORT || '5432');
+  const database = decodeURIComponent(parsed.pathname.slice(1)) || process.env.PGDATABASE;
+  const user = decodeURIComponent(parsed.username) || process.env.PGUSER || process.env.USER;
+  return `at ${host}:${port}${database ? `, database "${database}"` : ''}${user ? ` as user "${user}"` : ''}`;
 }
 
 async function importPeer<T>(name: string, url: string): Promise<T> {
