@@ -71,14 +71,18 @@ async function main() {
   await ensureDirectory(dataDir);
 
   let apiKeys = list(process.env.PORTAL_API_KEYS);
-  if (apiKeys.length === 0) {
-    const key = await keptSecret(path.join(dataDir, 'api-key'));
-    apiKeys = [key.value];
-    // The one place a key is printed: the operator needs it to make a first request.
-    process.stdout.write(`API key: ${key.value}\n`);
-  }
+  const generatedKey = apiKeys.length === 0 ? (await keptSecret(path.join(dataDir, 'api-key'))).value : undefined;
+  if (generatedKey !== undefined) apiKeys = [generatedKey];
   let signingKeys = list(process.env.PORTAL_SIGNING_KEYS);
-  if (signingKeys.length === 0) signingKeys = [(await keptSecret(path.join(dataDir, 'signing-key'))).value];
+  if (signingKeys.length === 0) {
+    signingKeys = [(await keptSecret(path.join(dataDir, 'signing-key'))).value];
+    if (process.env.DATABASE_URL) {
+      logger.warn(
+        { file: path.join(dataDir, 'signing-key') },
+        'PORTAL_SIGNING_KEYS is not set: links are signed with a key kept in this instance\'s DATA_DIR, so the other instances on this database reject them; give every instance the same PORTAL_SIGNING_KEYS',
+      );
+    }
+  }
 
   // DATABASE_URL moves records and bytes to PostgreSQL (or PGlite): the way to run several instances.
   const database = process.env.DATABASE_URL ? await connectDatabase(process.env.DATABASE_URL) : null;
@@ -113,6 +117,9 @@ async function main() {
   portal = await createPortal(options);
   ready(portal);
   const started = portal;
+  // Printed once the server serves with it, never before a start that then fails; the one place a
+  // key is printed: the operator needs it to make a first request.
+  if (generatedKey !== undefined) process.stdout.write(`API key: ${generatedKey}\n`);
 
   // Handlers first: whoever reads the 'listening' line may signal at once.
   let stopping = false;
@@ -142,7 +149,19 @@ async function main() {
   logger.info({ url: `http://${host}:${address.port}/v1`, page: `http://${host}:${address.port}/portal/`, dataDir, storage: database ? 'sql' : 'filesystem' }, 'listening');
 }
 
+/** The error and each cause under it, one message a line: what the operator needs to act on. */
+function reasons(error: unknown): string[] {
+  const messages: string[] = [];
+  for (let at: unknown = error; at !== undefined && messages.length < 5; at = (at as { cause?: unknown }).cause) {
+    const message = at instanceof Error ? at.message : String(at);
+    if (!messages.some((seen) => seen.includes(message))) messages.push(message);
+    if (!(at instanceof Error)) break;
+  }
+  return messages;
+}
+
 main().catch((error: unknown) => {
-  logger.error({ err: error instanceof Error ? { message: error.message, stack: error.stack } : String(error) }, 'failed to start');
+  const [message, ...causes] = reasons(error);
+  logger.error({ err: { message, causes, stack: error instanceof Error ? error.stack : undefined } }, 'failed to start');
   process.exit(1);
 });

@@ -205,6 +205,56 @@ test('a port in use: the JSON "failed to start" line and exit 1, with nothing pr
   }
 });
 
+/** The JSON "failed to start" line of a server that exited 1. */
+async function failedStart(server: Started) {
+  assert.is(await server.exited, 1);
+  const failure = server.errorLines.map(logLine).find((line) => line?.msg === 'failed to start');
+  assert.ok(failure, `a JSON "failed to start" line on stderr; got:\n${server.errorLines.join('\n')}`);
+  return failure!.err as { message: string; causes: string[] };
+}
+
+test('a DATA_DIR another server holds: exit 1 naming the lock file and its holder, and no API key printed', async () => {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'portal-standalone-'));
+  try {
+    const first = await boot({ DATA_DIR: dataDir, PORTAL_API_KEYS: '' });
+    await first.server.waitFor((line) => line.startsWith('API key: '));
+    const second = startNode(script, { PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, PORTAL_API_KEYS: '' });
+    const err = await failedStart(second);
+    assert.ok(err.message.includes(path.join(dataDir, 'storage.lock')), err.message);
+    assert.ok(err.message.includes(`process ${first.server.child.pid} on `), err.message);
+    assert.equal(second.lines, [], 'nothing on stdout: no API key for a server that never served');
+    assert.is(await stop(first.server), 0);
+  } finally {
+    await rm(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('an unreachable DATABASE_URL: exit 1 at once, naming the host, port, database and the driver\'s error', async () => {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'portal-standalone-'));
+  const closed = net.createServer();
+  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+  const { port } = closed.address() as AddressInfo;
+  await new Promise((resolve) => closed.close(resolve));
+  try {
+    const started = Date.now();
+    const server = startNode(script, {
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+      PORTAL_API_KEYS: '',
+      DATABASE_URL: `postgres://portal:hunter2@127.0.0.1:${port}/records`,
+    });
+    const err = await failedStart(server);
+    assert.ok(Date.now() - started < 8_000, 'no retries for ten seconds first');
+    assert.match(err.message, `at 127.0.0.1:${port}, database "records" as user "portal"`);
+    assert.match(err.message, 'ECONNREFUSED');
+    assert.not.match(JSON.stringify(err), 'hunter2');
+    assert.equal(server.lines, [], 'no API key printed');
+  } finally {
+    await rm(dataDir, { recursive: true, force: true });
+  }
+});
+
 test('PORTAL_ALLOW_PRIVATE_NETWORKS=1: a warning at start, and a receiver on loopback gets the calls', async () => {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'portal-standalone-'));
   const receiver = await startReceiver();
