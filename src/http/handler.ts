@@ -238,20 +238,21 @@ export function createHandler(options: HandlerOptions): NodeHandler {
     }
     if (options.logRequests) logRequest();
 
+    /** One line a request, once its answer is out or its client gone (a cut upload, a download left unread). */
     function logRequest() {
-      const finish = () =>
-        logger.info(
-          {
-            requestId,
-            method,
-            route: routeName,
-            status: res.statusCode,
-            durationMs: Math.round((performance.now() - started) * 10) / 10,
-            accountId: context.accountId || undefined,
-          },
-          'request',
-        );
-      if (res.writableFinished) finish();
+      const finish = () => {
+        const line = {
+          requestId,
+          method,
+          route: routeName,
+          durationMs: Math.round((performance.now() - started) * 10) / 10,
+          accountId: context.accountId || undefined,
+        };
+        if (res.writableFinished) logger.info({ ...line, status: res.statusCode }, 'request');
+        // Nothing was stored from a body that did not arrive whole; the line says whether it did.
+        else logger.warn({ ...line, bodyComplete: req.complete }, 'request aborted by the client');
+      };
+      if (res.writableFinished || res.destroyed) finish();
       else res.once('close', finish);
     }
   };
