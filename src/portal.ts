@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createAuthenticator, type AuthOption } from './http/auth.js';
 import { createHandler, type Route } from './http/handler.js';
 import { createPage } from './http/page.js';
-import { silentLogger } from './shared/logger.js';
+import { processWarnings, silentLogger } from './shared/logger.js';
 import { errorMessage } from './errors.js';
 import {
   DEFAULT_BASE_PATH,
@@ -116,7 +116,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   }
   // Read before any adapter opens: a page that was never built stops the start with nothing to undo.
   const page = uiPath === null ? undefined : await createPage({ path: uiPath, basePath, eventTypes });
-  const signer = createLinkSigner(resolveSigningKeys(options.signingKeys, logger));
+  const signer = createLinkSigner(resolveSigningKeys(options.signingKeys, options.logger ?? processWarnings));
 
   await storage.open?.();
   try {

@@ -22,3 +22,19 @@ export function jsonLineLogger(level: 'debug' | 'info' | 'warn' | 'error' = 'inf
         };
   return { debug: line('debug'), info: line('info'), warn: line('warn'), error: line('error') };
 }
+
+const warned = new Set<string>();
+
+/**
+ * For a warning about the configuration when the host gave no logger: Node's own process warning
+ * (printed on stderr, and seen by `process.on('warning')`), once per message per process, so that a
+ * setting that loses data on restart is never silent.
+ */
+export const processWarnings: Logger = {
+  ...silentLogger,
+  warn(_object, message) {
+    if (message === undefined || warned.has(message)) return;
+    warned.add(message);
+    process.emitWarning(message, { code: 'CUSTOMER_PORTAL_CONFIG' });
+  },
+};

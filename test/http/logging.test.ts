@@ -1,3 +1,5 @@
+import { once } from 'node:events';
+import net from 'node:net';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryTransport } from '../../adapters/memory/index.js';
@@ -128,6 +130,56 @@ test('one line per request and per webhook attempt, and never a key, a secret or
     }
   } finally {
     await app.close();
+  }
+});
+
+test('an upload the client cuts off is logged once, with its request id, and stores nothing', async () => {
+  const { logger, entries } = capturingLogger();
+  const app = await startPortal({ logger, signingKeys: [SIGNING_KEY_1], webhooks: { worker: false } });
+  try {
+    const { port } = new URL(app.url);
+    const socket = net.connect(Number(port), '127.0.0.1');
+    await once(socket, 'connect');
+    const boundary = 'cut-off-boundary';
+    socket.write(
+      [
+        'POST /v1/files HTTP/1.1',
+        'Host: 127.0.0.1',
+        `Authorization: Bearer ${KEY_A}`,
+        'X-Request-Id: cut-upload-1',
+        `Content-Type: multipart/form-data; boundary=${boundary}`,
+        'Content-Length: 1000000',
+        '',
+        `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="half.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+      ].join('\r\n') + 'x'.repeat(64 * 1024),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    socket.destroy();
+    const lines = () => entries.filter((entry) => entry.requestId === 'cut-upload-1');
+    for (let i = 0; i < 100 && lines().length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(
+      lines().map(({ level, msg, route, bodyComplete }) => ({ level, msg, route, bodyComplete })),
+      [{ level: 'warn', msg: 'request aborted by the client', route: 'POST /files', bodyComplete: false }],
+    );
+    assert.equal(((await (await app.api('/files')).json()) as { data: unknown[] }).data, [], 'nothing stored');
+  } finally {
+    await app.close();
+  }
+});
+
+test('without a logger, a missing signingKeys is a process warning, given once', async () => {
+  const warnings: Error[] = [];
+  const listener = (warning: Error) => warnings.push(warning);
+  process.on('warning', listener);
+  try {
+    for (let i = 0; i < 2; i++) await (await startPortal({ webhooks: { worker: false } })).close();
+    await new Promise((resolve) => setImmediate(resolve));
+    const ours = warnings.filter((warning) => (warning as Error & { code?: string }).code === 'CUSTOMER_PORTAL_CONFIG');
+    assert.is(ours.length, 1);
+    assert.match(ours[0]!.message, 'signingKeys is not set');
+  } finally {
+    process.off('warning', listener);
   }
 });
 
