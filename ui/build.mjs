@@ -15,8 +15,9 @@ import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 
 const root = path.dirname(fileURLToPath(new URL('.', import.meta.url)));
-const compiled = path.join(root, 'dist/ui-build');
-const out = path.join(root, 'dist/ui');
+// `node ui/build.mjs [compiled out]`: by default from and into `dist/`; `npm start` builds elsewhere.
+const compiled = path.resolve(root, process.argv[2] ?? 'dist/ui-build');
+const out = path.resolve(root, process.argv[3] ?? 'dist/ui');
 /** Each page's entry module: the portal page, and the signing page a signer's link opens. */
 const ENTRIES = { portal: 'main.js', signing: 'sign.js' };
 const IMPORT = /^import\s+(type\s+)?\{([^}]*)\}\s+from\s+['"](\.\/[\w-]+\.js)['"];?\s*$/;
