@@ -31,6 +31,14 @@ export interface HealthRule {
   disableAfterFailures: number;
 }
 
+/** The queue of deliveries waiting for a worker (`Storage.deliveryQueue`). */
+export interface DeliveryQueue {
+  /** How many wait, up to the `limit` asked: `limit` means at least that many. */
+  waiting: number;
+  /** When the earliest of them fell due; `null` when none waits. */
+  oldestDueAt: string | null;
+}
+
 /** What a claim asks for: the time, the lease, how many, for whom, and the share one account may hold. */
 export interface Claim {
   now: string;
@@ -186,6 +194,13 @@ export interface Storage {
    * (`planClaim` in `domain/deliveries.ts`).
    */
   claimDeliveries(claim: Claim): Promise<ClaimedDelivery[]>;
+  /**
+   * The deliveries waiting for a worker at `now` (claimable: due, and no lease holds them),
+   * counted up to `limit`, and the due time of the earliest of them (`null` when none waits). What
+   * `portal.ready()` and the queue gauges read, often: a backlog costs it at most `limit` index
+   * entries. Optional for a store of the host's own; without it those report no queue.
+   */
+  deliveryQueue?(now: string, limit: number): Promise<DeliveryQueue>;
   /**
    * Appends an attempt to a delivery leased by `owner` (keeping the last `MAX_ATTEMPTS_KEPT`, and
    * counting it in `attemptCount`), sets its status and next attempt, and releases the lease. `false`, changing nothing, when `owner` no longer holds the lease or the

@@ -481,6 +481,19 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
         })),
       );
     },
+    async deliveryQueue(now, limit) {
+      if (!journal.opened) await ready();
+      let waiting = 0;
+      let oldestDueAt: string | null = null;
+      // Earliest due first; the leased ones met on the way are at most the calls in flight.
+      for (const row of state.dueBy(now).rows) {
+        if (waiting >= limit) break;
+        if (!deliveryRules.isClaimable(row, now)) continue;
+        oldestDueAt ??= row.nextAttemptAt;
+        waiting++;
+      }
+      return { waiting, oldestDueAt };
+    },
     async recordAttempt(id, owner, attempt, outcome, rule) {
       if (!journal.opened) await ready();
       const row = state.get('delivery', id);

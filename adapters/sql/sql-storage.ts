@@ -225,6 +225,7 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
     getDelivery: outbox.getDelivery,
     listDeliveries: outbox.listDeliveries,
     claimDeliveries: outbox.claimDeliveries,
+    deliveryQueue: outbox.deliveryQueue,
     recordAttempt: outbox.recordAttempt,
     redeliver: outbox.redeliver,
     ...health,

@@ -50,7 +50,7 @@ export type OutboxMethods = Pick<
   'publishEvents' | 'recentEvents' | 'getDelivery' | 'listDeliveries' | 'claimDeliveries' | 'recordAttempt' | 'redeliver'
 >;
 
-export interface Outbox extends OutboxMethods {
+export interface Outbox extends OutboxMethods, Required<Pick<Storage, 'deliveryQueue'>> {
   /** Stores events and their deliveries inside the caller's transaction; resolves the deliveries. */
   storeEvents(tx: Queryable, batch: EventRecord[]): Promise<DeliveryRecord[]>;
 }
@@ -639,8 +639,19 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
     },
   });
 
+  // The claimable deliveries, earliest due first, from the due index: at most $2 of its entries.
+  const deliveryQueue = `WITH waiting AS (
+      SELECT d.next_attempt_at FROM ${table('deliveries')} AS d WHERE ${claimable}
+      ORDER BY d.next_attempt_at LIMIT $2::int
+    )
+    SELECT count(*)::int AS waiting, ${atomOf('min(next_attempt_at)')} AS oldest FROM waiting`;
+
   return {
     storeEvents,
+    async deliveryQueue(now, limit) {
+      const [row] = await db.query(deliveryQueue, [now, limit]);
+      return { waiting: Number(row?.waiting ?? 0), oldestDueAt: typeof row?.oldest === 'string' ? row.oldest : null };
+    },
     async publishEvents(batch, target) {
       if (batch.length === 0) return [];
       // A publish to one webhook (a test event, a redeliver) is rare: it goes on its own.

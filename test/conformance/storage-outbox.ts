@@ -332,6 +332,29 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     assert.is(await storage.getDelivery('acct_a', 'whd_unknown'), null);
   }));
 
+  test('outbox: deliveryQueue counts the claimable deliveries up to its limit, and the earliest due time', withStorage(factory, async (storage) => {
+    assert.ok(storage.deliveryQueue, 'every adapter of this package has it');
+    assert.equal(await storage.deliveryQueue!(at(100), 10), { waiting: 0, oldestDueAt: null });
+    await published(storage, 5, 10); // due at 0, 10, 20, 30, 40
+    await storage.insertWebhook(webhookRecord({ accountId: 'acct_b', url: 'https://b.example/hook' }));
+    await storage.publishEvents([eventRecord({ accountId: 'acct_b', createdAt: at(5) })]);
+    assert.equal(await storage.deliveryQueue!(at(25), 10), { waiting: 4, oldestDueAt: at(0) }, 'due at 0, 5, 10, 20; not 30 and 40');
+    assert.equal(await storage.deliveryQueue!(at(100), 3), { waiting: 3, oldestDueAt: at(0) }, 'counted up to the limit');
+    // Leased ones are a worker's, not waiting: the two earliest go out, the third earliest waits.
+    const [first, second] = await claim(storage, 25, 2);
+    assert.equal([first!.delivery.nextAttemptAt, second!.delivery.nextAttemptAt], [at(0), at(5)]);
+    assert.equal(await storage.deliveryQueue!(at(26), 10), { waiting: 2, oldestDueAt: at(10) });
+    // Delivered: gone from the queue; retried later: waits again only once due.
+    await storage.recordAttempt(first!.delivery.id, 'worker-1', attempt(200, 26), { status: 'succeeded', nextAttemptAt: null });
+    await storage.recordAttempt(second!.delivery.id, 'worker-1', attempt(500, 26), { status: 'pending', nextAttemptAt: at(90) });
+    assert.equal(await storage.deliveryQueue!(at(27), 10), { waiting: 2, oldestDueAt: at(10) });
+    assert.equal(await storage.deliveryQueue!(at(95), 10), { waiting: 5, oldestDueAt: at(10) });
+    // A lease that ran out is waiting again.
+    await claim(storage, 95, 10, 'worker-2', 10);
+    assert.equal(await storage.deliveryQueue!(at(100), 10), { waiting: 0, oldestDueAt: null });
+    assert.equal(await storage.deliveryQueue!(at(106), 10), { waiting: 5, oldestDueAt: at(10) });
+  }));
+
   test('outbox: claim takes only due deliveries, oldest due first, up to the limit, with event and webhook', withStorage(factory, async (storage, { db }) => {
     const deliveries = await published(storage, 5, 10); // due at 0, 10, 20, 30, 40
     const claimed = await claim(storage, 25, 2);
