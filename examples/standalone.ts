@@ -14,6 +14,7 @@ import { ensureDirectory, writeFileAtomically } from '../adapters/fs/durable.js'
 import { connectDatabase } from '../adapters/sql/connect.js';
 import { sqlAdapters } from '../adapters/sql/index.js';
 import { httpTransport } from '../adapters/http-transport/index.js';
+import { createProbes } from './probes.js';
 
 const logger = jsonLineLogger(process.env.LOG_LEVEL === 'debug' ? 'debug' : 'info');
 const list = (value: string | undefined) => (value ?? '').split(',').map((item) => item.trim()).filter(Boolean);
@@ -51,12 +52,15 @@ function listen(server: http.Server, portNumber: number, host: string | undefine
 
 async function main() {
   let portal: Portal | undefined;
+  // /healthz and /readyz, outside the API and its keys: the portal's readiness once it is open.
+  const probes = createProbes(() => portal);
   let ready!: (portal: Portal) => void;
   const opened = new Promise<Portal>((resolve) => (ready = resolve));
   // A request that arrives between the bind and the portal's start waits for the portal. Node checks
   // the two timeouts below every `connectionsCheckingInterval` (default 30 s): checked each second, a
   // slow client is cut off close to the limit instead of up to half a minute after it.
   const server = http.createServer({ connectionsCheckingInterval: 1_000 }, (req, res) => {
+    if (probes.serve(req, res)) return;
     if (portal !== undefined) portal.handler(req, res);
     else void opened.then((started) => started.handler(req, res));
   });
@@ -129,6 +133,8 @@ async function main() {
       process.exit(1);
     }
     stopping = true;
+    // A load balancer polling /readyz stops sending new requests while those in flight finish.
+    probes.stopping();
     logger.info({ signal }, 'stopping: finishing requests in flight');
     const force = setTimeout(() => server.closeAllConnections(), 10_000).unref();
     server.close(async () => {

@@ -15,6 +15,7 @@ export type {
   BlobStore,
   ByteRange,
   Claim,
+  DeliveryQueue,
   HealthRule,
   PresignOptions,
   Storage,
@@ -39,5 +40,6 @@ export type {
 export type { EventService, PublishOptions } from './domain/events.js';
 export type { EventType, EventTypeDefinition } from './domain/event-types.js';
 export type { WebhookWorker } from './webhooks/worker.js';
+export type { CheckResult, Readiness, WorkerCheck } from './domain/readiness.js';
 export type { AttachmentInput, AttachmentRef } from './domain/tickets.js';
 export type { AgreementApi, SignInput } from './domain/agreements.js';

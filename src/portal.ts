@@ -14,6 +14,7 @@ import {
   type PortalOptions,
 } from './options.js';
 import { createOrphanSweep } from './domain/orphan-sweep.js';
+import { createReadiness, type Readiness } from './domain/readiness.js';
 import type { BlobStore, Storage, WebhookTransport } from './ports.js';
 // The one place the core reaches into an adapter: the contract makes the memory adapters the
 // default storage and blob store, and the HTTP transport the default transport.
@@ -81,6 +82,12 @@ export interface Portal {
   on<T extends OperationalEventType>(type: T, listener: OperationalListener<T>): () => void;
   /** Stops a listener `on` added; `false` when it was not listening. */
   off<T extends OperationalEventType>(type: T, listener: OperationalListener<T>): boolean;
+  /**
+   * Whether this portal can serve: the record store and the blob store each answer within 2 s, and
+   * the delivery worker runs. `checks.worker` also tells how many deliveries wait and how long the
+   * earliest has (`lagMs`). What a readiness probe (`GET /readyz` of the standalone server) answers.
+   */
+  ready(): Promise<Readiness>;
   /** Stops background work and closes the adapters. */
   close(): Promise<void>;
 }
@@ -209,6 +216,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     agreements: { get: agreements.get, list: agreements.list, sign: agreements.sign, documentDownloadLink: agreements.documentDownloadLink },
     on: operational.on,
     off: operational.off,
+    ready: createReadiness({ storage, blobs, clock, workerRunning: () => (worker === null ? null : worker.running) }),
     close() {
       closing ??= (async () => {
         // The worker and the sweep first: work in flight still writes to the open adapters.

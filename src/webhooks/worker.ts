@@ -64,6 +64,8 @@ export interface WebhookWorkerOptions {
 export interface WebhookWorker {
   /** The lease owner this worker claims deliveries as. */
   readonly owner: string;
+  /** Whether the poll runs: after `start()`, until `stop()`. */
+  readonly running: boolean;
   /** Starts the cron poll (its timer does not keep the process alive) and takes what is already due. */
   start(): void;
   /** Stops the poll, takes no more deliveries, and resolves once the calls in flight are recorded. */
@@ -355,6 +357,9 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
 
   return {
     owner,
+    get running() {
+      return task !== undefined && !stopped;
+    },
     start() {
       if (stopped || task !== undefined) return;
       task = cron.createTask(options.tick, () => {
