@@ -14,7 +14,8 @@ import {
   type PortalOptions,
 } from './options.js';
 import { createOrphanSweep } from './domain/orphan-sweep.js';
-import { createReadiness, type Readiness } from './domain/readiness.js';
+import { createReadiness, readQueue, type Readiness } from './domain/readiness.js';
+import { loadTelemetry } from './shared/telemetry.js';
 import type { BlobStore, Storage, WebhookTransport } from './ports.js';
 // The one place the core reaches into an adapter: the contract makes the memory adapters the
 // default storage and blob store, and the HTTP transport the default transport.
@@ -134,6 +135,8 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   }
 
   const operational = createOperationalEvents(logger);
+  // On when @opentelemetry/api is installed; what it reports goes to whatever SDK the host registered.
+  const telemetry = await loadTelemetry();
   let worker: WebhookWorker | null = null;
   /** Asks the worker for a pass now; every service that stores events calls it after the write. */
   const notify = () => worker?.poke();
@@ -142,14 +145,14 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     const { timeoutMs, allowPrivateNetworks } = webhookOptions;
     transport ??= httpTransport({ timeoutMs, allowPrivateNetworks, logger });
     const agreementTimer = createAgreementTimer({ storage, clock, logger, notify: () => worker?.poke(), reminderIntervalMs });
-    const removeExpired = createRetention({ storage, clock, logger, retention });
+    const removeExpired = createRetention({ storage, clock, logger, retention, telemetry });
     // Each part on its own: one failing (its error logged by the worker) does not hold back the other.
     const housekeeping = async () => {
       const outcomes = await Promise.allSettled([agreementTimer(), removeExpired()]);
       const failed = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
       if (failed !== undefined) throw failed.reason;
     };
-    worker = createWebhookWorker({ storage, transport, clock, logger, ...webhookOptions, emit: operational.emit, housekeeping });
+    worker = createWebhookWorker({ storage, transport, clock, logger, ...webhookOptions, emit: operational.emit, housekeeping, telemetry });
   }
 
   const webhooks = createWebhookService({
@@ -190,6 +193,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     publicUrl,
     trustProxy: options.trustProxy ?? false,
     page,
+    telemetry,
   });
 
   worker?.start();
@@ -199,6 +203,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     (error) => logger.warn({ err: errorMessage(error) }, 'webhook worker: not listening for new work for now; the tick still polls'),
   );
   orphanSweep.start();
+  const stopObserving = telemetry.observeQueue(() => readQueue(storage, clock()));
   let closing: Promise<void> | undefined;
   return {
     handler,
@@ -221,6 +226,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
       closing ??= (async () => {
         // The worker and the sweep first: work in flight still writes to the open adapters.
         unsubscribe?.();
+        stopObserving();
         await Promise.all([worker?.stop(), orphanSweep.stop()]);
         await Promise.allSettled([transport?.close?.(), storage.close?.(), blobs.close?.()]);
       })();

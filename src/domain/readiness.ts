@@ -1,4 +1,4 @@
-import type { BlobStore, DeliveryQueue, Storage } from '../ports.js';
+import type { BlobStore, Storage } from '../ports.js';
 import { errorMessage } from '../errors.js';
 import { atom } from '../shared/time.js';
 
@@ -32,6 +32,13 @@ export interface WorkerCheck {
 export interface Readiness {
   ok: boolean;
   checks: { storage: CheckResult; blobs: CheckResult; worker: WorkerCheck };
+}
+
+/** The queue of deliveries waiting at the clock's now; `null` for a store that cannot tell. */
+export async function readQueue(storage: Storage, now: Date): Promise<{ waiting: number; lagMs: number } | null> {
+  if (storage.deliveryQueue === undefined) return null;
+  const { waiting, oldestDueAt } = await storage.deliveryQueue(atom(now), READY_QUEUE_LIMIT);
+  return { waiting, lagMs: oldestDueAt === null ? 0 : Math.max(0, now.getTime() - Date.parse(oldestDueAt)) };
 }
 
 /** Resolves `work`, or rejects once `ms` passed: a probe never waits on a store that does not answer. */
@@ -74,10 +81,7 @@ export function createReadiness(options: ReadinessOptions): () => Promise<Readin
   const timeoutMs = options.timeoutMs ?? READY_CHECK_TIMEOUT_MS;
   return async function ready() {
     const now = clock();
-    const readStore = (): Promise<DeliveryQueue | null> =>
-      storage.deliveryQueue !== undefined
-        ? storage.deliveryQueue(atom(now), READY_QUEUE_LIMIT)
-        : storage.getWebhook('', 'wbh_readiness').then(() => null);
+    const readStore = () => (storage.deliveryQueue !== undefined ? readQueue(storage, now) : storage.getWebhook('', 'wbh_readiness').then(() => null));
     const [records, bytes] = await Promise.all([check(readStore, timeoutMs), check(() => blobs.stat(PROBE_KEY), timeoutMs)]);
     const running = options.workerRunning();
     const queue = records.value ?? null;
@@ -85,7 +89,7 @@ export function createReadiness(options: ReadinessOptions): () => Promise<Readin
       ok: running !== false,
       running: running === true,
       waiting: queue?.waiting ?? null,
-      lagMs: queue === null ? null : queue.oldestDueAt === null ? 0 : Math.max(0, now.getTime() - Date.parse(queue.oldestDueAt)),
+      lagMs: queue?.lagMs ?? null,
     };
     return { ok: records.result.ok && bytes.result.ok && worker.ok, checks: { storage: records.result, blobs: bytes.result, worker } };
   };

@@ -1,6 +1,7 @@
 import type { RetentionOptions } from '../options.js';
 import type { Storage } from '../ports.js';
 import type { Logger } from '../shared/logger.js';
+import type { Telemetry } from '../shared/telemetry.js';
 import { atom } from '../shared/time.js';
 
 
@@ -29,7 +30,13 @@ export function resolveRetention(options: RetentionOptions | undefined): Require
  * A pending delivery is never removed, nor an event a delivery still names. Instances that tick at
  * once share the work: a store removes each record once.
  */
-export function createRetention(deps: { storage: Storage; clock: () => Date; logger: Logger; retention: Required<RetentionOptions> }) {
+export function createRetention(deps: {
+  storage: Storage;
+  clock: () => Date;
+  logger: Logger;
+  retention: Required<RetentionOptions>;
+  telemetry?: Telemetry;
+}) {
   const { eventsMs, deliveriesMs } = deps.retention;
   const cutoff = (now: number, ms: number) => (ms === Infinity ? null : atom(new Date(now - ms)));
   return async function tick(): Promise<{ deliveries: number; events: number }> {
@@ -41,6 +48,8 @@ export function createRetention(deps: { storage: Storage; clock: () => Date; log
       const gone = await deps.storage.removeExpired(before, RETENTION_BATCH);
       removed.deliveries += gone.deliveries;
       removed.events += gone.events;
+      deps.telemetry?.removed('deliveries', gone.deliveries);
+      deps.telemetry?.removed('events', gone.events);
       if (gone.deliveries < RETENTION_BATCH && gone.events < RETENTION_BATCH) break;
       // Between batches, the requests and calls waiting for the event loop go first.
       await new Promise((resolve) => setImmediate(resolve));

@@ -10,6 +10,7 @@ import { Exchange, type Origin, type RequestContext } from './context.js';
 import { type Reply, contractHeaders, writeJson } from './reply.js';
 import { renderError } from './render-error.js';
 import type { Page } from './page.js';
+import { noTelemetry, type Telemetry } from '../shared/telemetry.js';
 
 export type { RequestContext } from './context.js';
 
@@ -43,6 +44,8 @@ interface RouteStore {
   route: Route;
   /** `METHOD /pattern`, for logs. */
   name: string;
+  /** The pattern under the base path (`/v1/webhooks/:webhookId`): telemetry's `http.route`. */
+  template: string;
 }
 
 export type NodeHandler = (req: IncomingMessage, res: ServerResponse, next?: (error?: unknown) => void) => void;
@@ -54,6 +57,8 @@ export interface HandlerOptions extends Origin {
   logRequests: boolean;
   /** The customer portal page (the `ui` option), served at its own path outside `basePath`. */
   page?: Page;
+  /** Spans and durations of requests (`noTelemetry` without `@opentelemetry/api`). */
+  telemetry?: Telemetry;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,200}$/;
@@ -66,6 +71,7 @@ const ALLOW_CANDIDATES: HTTPMethod[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', '
  */
 export function createHandler(options: HandlerOptions): NodeHandler {
   const { basePath, authenticate, logger, page } = options;
+  const telemetry = options.telemetry ?? noTelemetry;
   const origin: Origin = { basePath, publicUrl: options.publicUrl, trustProxy: options.trustProxy };
   // find-my-way answers a path it cannot decode, or a too-long segment, with a handle whose store
   // is null; the dispatcher sets the contract's headers on `res` before calling it.
@@ -81,7 +87,7 @@ export function createHandler(options: HandlerOptions): NodeHandler {
   for (const route of options.routes) {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     for (const method of methods) {
-      const store: RouteStore = { route, name: `${method} ${route.path}` };
+      const store: RouteStore = { route, name: `${method} ${route.path}`, template: basePath + route.path };
       router.on(method, route.path, route.handler as never, store);
     }
   }
@@ -207,36 +213,46 @@ export function createHandler(options: HandlerOptions): NodeHandler {
     );
     let routeName = 'unmatched';
 
-    if (forPage) {
-      routeName = 'page';
-      try {
-        page!.serve(req, res, requestId);
-      } catch (error) {
-        fail(context, error);
-      }
-    } else if (found === null) {
-      const allow = inside ? allowedMethods(path) : [];
-      fail(
-        context,
-        allow.length > 0
-          ? new PortalError('METHOD_NOT_ALLOWED', method, allow)
-          : new PortalError('ROUTE_NOT_FOUND', method, truncate(url.split('?')[0]!)),
-      );
-    } else if (found.store === null) {
-      setContractHeaders(context);
-      found.handler(req, res, {}, undefined, {});
-    } else {
-      const store = found.store as RouteStore;
-      routeName = store.name;
-      if (store.route.writesResponse === true || store.route.streamsBody === true) setContractHeaders(context);
-      const pending = run(context, store.route);
-      if (options.logRequests) {
-        if (pending === undefined) logRequest();
-        else pending.then(logRequest);
-      }
-      return;
+    if (telemetry.enabled) {
+      // The span is the parent of whatever the request does, and ends with its answer (or its client gone).
+      const observed = telemetry.request(req, found?.store ? (found.store as RouteStore).template : forPage ? `${page!.path}/*` : null);
+      res.once('close', () => observed.end(res.writableFinished ? res.statusCode : null));
+      return observed.within(dispatch);
     }
-    if (options.logRequests) logRequest();
+    return dispatch();
+
+    function dispatch(): void {
+      if (forPage) {
+        routeName = 'page';
+        try {
+          page!.serve(req, res, requestId);
+        } catch (error) {
+          fail(context, error);
+        }
+      } else if (found === null) {
+        const allow = inside ? allowedMethods(path) : [];
+        fail(
+          context,
+          allow.length > 0
+            ? new PortalError('METHOD_NOT_ALLOWED', method, allow)
+            : new PortalError('ROUTE_NOT_FOUND', method, truncate(url.split('?')[0]!)),
+        );
+      } else if (found.store === null) {
+        setContractHeaders(context);
+        found.handler(req, res, {}, undefined, {});
+      } else {
+        const store = found.store as RouteStore;
+        routeName = store.name;
+        if (store.route.writesResponse === true || store.route.streamsBody === true) setContractHeaders(context);
+        const pending = run(context, store.route);
+        if (options.logRequests) {
+          if (pending === undefined) logRequest();
+          else pending.then(logRequest);
+        }
+        return;
+      }
+      if (options.logRequests) logRequest();
+    }
 
     /** One line a request, once its answer is out or its client gone (a cut upload, a download left unread). */
     function logRequest() {

@@ -13,6 +13,8 @@ import { type HeaderList, contractHeaders } from './reply.js';
  * hold under any mount prefix), `P/assets/<name>` are the assets; anything else under `P/` is a 404.
  */
 export interface Page {
+  /** The page's path (`/portal`). */
+  readonly path: string;
   /** Whether `url` is the page's path or below it. */
   owns(url: string): boolean;
   /** Answers a request `owns` accepted. Throws a `PortalError` (404, 405) for the error renderer. */
@@ -118,6 +120,7 @@ export async function createPage(options: PageOptions): Promise<Page> {
   const assetPrefix = `${path}/assets/`;
 
   return {
+    path,
     owns(url) {
       if (!url.startsWith(path)) return false;
       const next = url.charCodeAt(path.length);

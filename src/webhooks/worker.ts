@@ -3,6 +3,7 @@ import { LRUCache } from 'lru-cache';
 import cron, { type ScheduledTask } from 'node-cron';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../shared/logger.js';
+import { noTelemetry, type CallOutcome, type Telemetry } from '../shared/telemetry.js';
 import type { Storage, WebhookCall, WebhookCallResult, WebhookTransport } from '../ports.js';
 import type { ClaimedDelivery, DeliveryAttempt } from '../records.js';
 import { atom } from '../shared/time.js';
@@ -58,6 +59,14 @@ export interface WebhookWorkerOptions {
   emit?: (event: OperationalEvent) => void;
   /** Other work of the tick (agreements' expiry and reminders): run on each cron tick and by `tick()`, one run at a time. */
   housekeeping?: () => Promise<void>;
+  /** A client span and a duration for each call, a count for each recorded attempt. */
+  telemetry?: Telemetry;
+}
+
+/** How a call went, for telemetry: a 2xx, another status, no answer in time, or none at all. */
+function callOutcome(result: WebhookCallResult): CallOutcome {
+  if (result.statusCode !== null) return attemptSucceeded(result) ? 'success' : 'failure';
+  return result.error !== null && result.error.startsWith('timed out') ? 'timeout' : 'error';
 }
 
 /** Delivers due webhook calls: on its cron tick, when poked, and when asked through `tick()`. */
@@ -93,6 +102,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     disableAfterFailures: options.disableAfterFailures ?? DEFAULT_DISABLE_AFTER_FAILURES,
   };
   const emit = options.emit ?? (() => {});
+  const telemetry = options.telemetry ?? noTelemetry;
 
   /**
    * Each event's body, serialized once for all its deliveries and retries (an event fans out to
@@ -270,8 +280,15 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   }
 
   /** Builds, signs and sends the call; resolves its outcome, whatever it was. */
-  async function makeCall({ event, webhook }: ClaimedDelivery): Promise<MadeCall> {
+  async function makeCall({ delivery, event, webhook }: ClaimedDelivery): Promise<MadeCall> {
     const at = clock();
+    const observed = telemetry.call({
+      url: webhook.url,
+      attempt: delivery.attemptCount + 1,
+      webhookId: webhook.id,
+      deliveryId: delivery.id,
+      eventType: event.type,
+    });
     const started = performance.now();
     let result: WebhookCallResult;
     try {
@@ -282,7 +299,9 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       // A record the call cannot be built from (a secret that is not base64, say): an attempt that failed.
       result = { statusCode: null, headers: {}, error: `the call could not be made: ${errorMessage(error)}` };
     }
-    return { at, result, durationMs: Math.round(performance.now() - started) };
+    const durationMs = Math.round(performance.now() - started);
+    observed.end(callOutcome(result), result.statusCode, result.error, durationMs);
+    return { at, result, durationMs };
   }
 
   async function recordCall({ delivery, event, webhook }: ClaimedDelivery, { at, result, durationMs }: MadeCall): Promise<void> {
@@ -295,6 +314,9 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     // (the next of the key is due): this worker claims again (startRecord's refill) rather than
     // leaving it to the next tick.
     if (recorded === 'due-again' || (recorded !== false && endsTurn({ ...delivery, status: outcome.status }))) again = true;
+    telemetry.delivery(
+      recorded === false ? 'not-recorded' : recorded === 'due-again' ? 'redelivered' : outcome.status === 'succeeded' ? 'delivered' : outcome.status === 'failed' ? 'exhausted' : 'retrying',
+    );
     if (recorded !== false) {
       try {
         report({ delivery, event, webhook }, attempt, outcome, recorded);

@@ -1,0 +1,235 @@
+/**
+ * OpenTelemetry, through `@opentelemetry/api` when it is installed (an optional peer): the spans
+ * and measurements the portal makes, named once here. Without the package every method is a no-op
+ * the rooms call at no cost; with it and no SDK registered, the API's own no-op tracer and meter
+ * answer. The SDK, exporters and providers are the host's: the portal only uses the global API.
+ */
+import type * as Otel from '@opentelemetry/api';
+import type { IncomingMessage } from 'node:http';
+import { VERSION } from './version.js';
+
+/** How a webhook call went: a 2xx, another status, no answer in time, or no answer at all. */
+export type CallOutcome = 'success' | 'failure' | 'timeout' | 'error';
+/** What a recorded attempt did to its delivery. */
+export type DeliveryOutcome = 'delivered' | 'retrying' | 'exhausted' | 'redelivered' | 'not-recorded';
+
+/** The delivery queue as the gauges report it: how many wait, and how long the earliest has. */
+export interface QueueState {
+  waiting: number;
+  lagMs: number;
+}
+
+/** One request's span and duration; `end` once its answer is out, with `null` for a client gone first. */
+export interface RequestTelemetry {
+  /** Runs `work` with the request's span active, so spans made inside (a driver's) are its children. */
+  within<T>(work: () => T): T;
+  end(status: number | null): void;
+}
+
+export interface CallTelemetry {
+  end(outcome: CallOutcome, statusCode: number | null, error: string | null, durationMs: number): void;
+}
+
+export interface CallInfo {
+  url: string;
+  /** 1 for the first attempt. */
+  attempt: number;
+  webhookId: string;
+  deliveryId: string;
+  eventType: string;
+}
+
+export interface Telemetry {
+  /** Whether `@opentelemetry/api` is there: without it the rest are no-ops. */
+  readonly enabled: boolean;
+  /** `route`: the template matched, base path included (`/v1/webhooks/:webhookId`), or `null`. */
+  request(req: IncomingMessage, route: string | null): RequestTelemetry;
+  call(info: CallInfo): CallTelemetry;
+  delivery(outcome: DeliveryOutcome): void;
+  removed(kind: 'events' | 'deliveries', count: number): void;
+  /** Reports the queue gauges from `read` at each collection; returns the function that stops it. */
+  observeQueue(read: () => Promise<QueueState | null>): () => void;
+}
+
+const NO_REQUEST: RequestTelemetry = { within: (work) => work(), end: () => {} };
+const NO_CALL: CallTelemetry = { end: () => {} };
+
+/** What the portal does without `@opentelemetry/api`. */
+export const noTelemetry: Telemetry = {
+  enabled: false,
+  request: () => NO_REQUEST,
+  call: () => NO_CALL,
+  delivery: () => {},
+  removed: () => {},
+  observeQueue: () => () => {},
+};
+
+const SCOPE = 'customer-portal';
+/** The buckets OpenTelemetry's HTTP conventions advise for durations in seconds. */
+const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10];
+
+/**
+ * `url.full` of a webhook call: no user info, and every query value replaced, since a receiver may
+ * take its own secret there (`?token=…`).
+ */
+export function redactedUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    parsed.username = '';
+    parsed.password = '';
+    for (const key of new Set(parsed.searchParams.keys())) parsed.searchParams.set(key, 'REDACTED');
+    return parsed.href;
+  } catch {
+    return 'invalid';
+  }
+}
+
+function telemetryOf(api: typeof Otel): Telemetry {
+  const { trace, metrics, context, propagation, SpanKind, SpanStatusCode, ValueType } = api;
+  const tracer = trace.getTracer(SCOPE, VERSION);
+  const meter = metrics.getMeter(SCOPE, VERSION);
+  const requestDuration = meter.createHistogram('http.server.request.duration', {
+    description: 'Duration of HTTP server requests.',
+    unit: 's',
+    advice: { explicitBucketBoundaries: DURATION_BUCKETS },
+  });
+  const callDuration = meter.createHistogram('customer_portal.webhook.call.duration', {
+    description: 'Duration of webhook calls, from the request sent to the answer, by outcome and receiver host.',
+    unit: 's',
+    advice: { explicitBucketBoundaries: DURATION_BUCKETS },
+  });
+  const deliveries = meter.createCounter('customer_portal.deliveries', {
+    description: 'Attempts recorded, by what they did to their delivery.',
+    unit: '{attempt}',
+    valueType: ValueType.INT,
+  });
+  const removals = meter.createCounter('customer_portal.retention.removed', {
+    description: 'Records retention removed, by kind.',
+    unit: '{record}',
+    valueType: ValueType.INT,
+  });
+  const depth = meter.createObservableGauge('customer_portal.webhook.queue.depth', {
+    description: 'Deliveries due and not taken by a worker, counted up to 10,000 (the store is shared: every instance reports the same queue).',
+    unit: '{delivery}',
+    valueType: ValueType.INT,
+  });
+  const oldest = meter.createObservableGauge('customer_portal.webhook.queue.oldest_age', {
+    description: 'How long the earliest waiting delivery has been due (0 when none waits).',
+    unit: 's',
+  });
+
+  return {
+    enabled: true,
+    request(req, route) {
+      const method = req.method ?? 'GET';
+      // Under a host's own HTTP instrumentation its server span is active: ours is a child of it.
+      // Otherwise the caller's trace context (traceparent) is the parent.
+      const active = trace.getSpan(context.active());
+      const parent = active === undefined ? propagation.extract(context.active(), req.headers) : context.active();
+      const attributes: Otel.Attributes = {
+        'http.request.method': method,
+        'url.path': (req.url ?? '/').split('?')[0]!,
+        'url.scheme': (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http',
+        'network.protocol.version': req.httpVersion,
+      };
+      if (route !== null) attributes['http.route'] = route;
+      const span = tracer.startSpan(
+        route === null ? method : `${method} ${route}`,
+        { kind: active === undefined ? SpanKind.SERVER : SpanKind.INTERNAL, attributes },
+        parent,
+      );
+      const started = performance.now();
+      const spanContext = trace.setSpan(parent, span);
+      return {
+        within: (work) => context.with(spanContext, work),
+        end(status) {
+          const measured: Otel.Attributes = { 'http.request.method': method };
+          if (route !== null) measured['http.route'] = route;
+          if (status === null) {
+            span.setAttribute('error.type', 'aborted');
+            measured['error.type'] = 'aborted';
+          } else {
+            span.setAttribute('http.response.status_code', status);
+            measured['http.response.status_code'] = status;
+            if (status >= 500) {
+              span.setStatus({ code: SpanStatusCode.ERROR });
+              span.setAttribute('error.type', String(status));
+              measured['error.type'] = String(status);
+            }
+          }
+          requestDuration.record((performance.now() - started) / 1000, measured);
+          span.end();
+        },
+      };
+    },
+    call(info) {
+      let host = '';
+      let port = 0;
+      try {
+        const parsed = new URL(info.url);
+        host = parsed.hostname;
+        port = Number(parsed.port) || (parsed.protocol === 'https:' ? 443 : 80);
+      } catch {
+        // A URL that does not parse is refused by the transport; the span says so.
+      }
+      const span = tracer.startSpan('POST', {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          'http.request.method': 'POST',
+          'url.full': redactedUrl(info.url),
+          'server.address': host,
+          'server.port': port,
+          'customer_portal.webhook.id': info.webhookId,
+          'customer_portal.delivery.id': info.deliveryId,
+          'customer_portal.delivery.attempt': info.attempt,
+          'customer_portal.event.type': info.eventType,
+          ...(info.attempt > 1 ? { 'http.request.resend_count': info.attempt - 1 } : {}),
+        },
+      }, context.active());
+      return {
+        end(outcome, statusCode, error, durationMs) {
+          if (statusCode !== null) span.setAttribute('http.response.status_code', statusCode);
+          if (outcome !== 'success') {
+            const type = statusCode !== null ? String(statusCode) : outcome;
+            span.setAttribute('error.type', type);
+            span.setStatus({ code: SpanStatusCode.ERROR, ...(error === null ? {} : { message: error }) });
+          }
+          callDuration.record(durationMs / 1000, { outcome, 'server.address': host });
+          span.end();
+        },
+      };
+    },
+    delivery(outcome) {
+      deliveries.add(1, { outcome });
+    },
+    removed(kind, count) {
+      if (count > 0) removals.add(count, { kind });
+    },
+    observeQueue(read) {
+      const observe: Otel.BatchObservableCallback = async (result) => {
+        const queue = await read().catch(() => null);
+        if (queue === null) return;
+        result.observe(depth, queue.waiting);
+        result.observe(oldest, queue.lagMs / 1000);
+      };
+      meter.addBatchObservableCallback(observe, [depth, oldest]);
+      return () => meter.removeBatchObservableCallback(observe, [depth, oldest]);
+    },
+  };
+}
+
+let imported: Promise<typeof Otel | null> | undefined;
+
+/**
+ * A portal's telemetry: on when `@opentelemetry/api` can be imported (once a process), a no-op
+ * otherwise. Its instruments are made here, from the meter provider registered now: the API has no
+ * stand-in for a meter provider registered later, so the host registers its SDK before `createPortal`.
+ */
+export async function loadTelemetry(): Promise<Telemetry> {
+  imported ??= import('@opentelemetry/api').then(
+    (api) => api,
+    () => null,
+  );
+  const api = await imported;
+  return api === null ? noTelemetry : telemetryOf(api);
+}
