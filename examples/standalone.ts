@@ -15,6 +15,7 @@ import { connectDatabase } from '../adapters/sql/connect.js';
 import { sqlAdapters } from '../adapters/sql/index.js';
 import { httpTransport } from '../adapters/http-transport/index.js';
 import { createProbes } from './probes.js';
+import { prometheusMetrics } from './metrics.js';
 
 const logger = jsonLineLogger(process.env.LOG_LEVEL === 'debug' ? 'debug' : 'info');
 const list = (value: string | undefined) => (value ?? '').split(',').map((item) => item.trim()).filter(Boolean);
@@ -52,8 +53,10 @@ function listen(server: http.Server, portNumber: number, host: string | undefine
 
 async function main() {
   let portal: Portal | undefined;
-  // /healthz and /readyz, outside the API and its keys: the portal's readiness once it is open.
-  const probes = createProbes(() => portal);
+  // Before the portal is made: it makes its instruments from the meter provider registered then.
+  const metrics = process.env.METRICS === '1' ? await prometheusMetrics() : undefined;
+  // /healthz, /readyz and /metrics, outside the API and its keys.
+  const probes = createProbes(() => portal, metrics);
   let ready!: (portal: Portal) => void;
   const opened = new Promise<Portal>((resolve) => (ready = resolve));
   // A request that arrives between the bind and the portal's start waits for the portal. Node checks
@@ -142,6 +145,7 @@ async function main() {
       await started.close();
       // The adapters never close a client they were handed; the server made this one, so it ends it.
       await database?.close();
+      await metrics?.close();
       logger.info({}, 'stopped');
       process.exit(0);
     });

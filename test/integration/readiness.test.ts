@@ -89,9 +89,31 @@ test('standalone: /healthz and /readyz answer without a key, outside the API; HE
     assert.is((await fetch(`${root}/readyz`, { method: 'HEAD' })).status, 200);
     assert.is((await fetch(`${root}/readyz`, { method: 'POST' })).status, 405);
     assert.is((await fetch(`${root}/v1/healthz`)).status, 404, 'not a route of the API');
+    assert.is((await fetch(`${root}/metrics`)).status, 404, 'no /metrics without METRICS=1');
   } finally {
     server.child.kill('SIGTERM');
     await server.exited;
+    await rm(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('standalone with METRICS=1: /metrics in the Prometheus text format, with the request and queue metrics', async () => {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'portal-metrics-'));
+  const { server, root } = await boot({ DATA_DIR: dataDir, METRICS: '1' });
+  try {
+    assert.is((await fetch(`${root}/v1/webhooks`, { headers: { authorization: `Bearer ${KEY}` } })).status, 200);
+    const res = await fetch(`${root}/metrics`);
+    assert.is(res.status, 200);
+    assert.match(res.headers.get('content-type') ?? '', 'text/plain');
+    const text = await res.text();
+    assert.match(text, /http_server_request_duration_count\{[^}]*http_route="\/v1\/webhooks"[^}]*\} 1/);
+    assert.match(text, /customer_portal_webhook_queue_depth(\{[^}]*\})? 0/);
+    assert.match(text, /customer_portal_webhook_queue_oldest_age(\{[^}]*\})? 0/);
+    assert.match(text, 'service_name="customer-portal"');
+    assert.not.match(text, KEY);
+  } finally {
+    server.child.kill('SIGTERM');
+    assert.is(await server.exited, 0);
     await rm(dataDir, { recursive: true, force: true });
   }
 });
