@@ -1,5 +1,7 @@
+import { execFile } from 'node:child_process';
 import { once } from 'node:events';
 import net from 'node:net';
+import { promisify } from 'node:util';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryTransport } from '../../adapters/memory/index.js';
@@ -169,18 +171,20 @@ test('an upload the client cuts off is logged once, with its request id, and sto
 });
 
 test('without a logger, a missing signingKeys is a process warning, given once', async () => {
-  const warnings: Error[] = [];
-  const listener = (warning: Error) => warnings.push(warning);
-  process.on('warning', listener);
-  try {
-    for (let i = 0; i < 2; i++) await (await startPortal({ webhooks: { worker: false } })).close();
+  // In a process of its own: the warning is given once a process, and this one has made portals.
+  const child = `
+    const { createPortal } = await import(${JSON.stringify(new URL('../../src/index.js', import.meta.url).href)});
+    const warnings = [];
+    process.on('warning', (warning) => warnings.push({ code: warning.code, message: warning.message }));
+    for (let i = 0; i < 2; i++) await (await createPortal({ auth: { apiKeys: ['a-key-of-the-child-0123'] }, webhooks: { worker: false } })).close();
     await new Promise((resolve) => setImmediate(resolve));
-    const ours = warnings.filter((warning) => (warning as Error & { code?: string }).code === 'CUSTOMER_PORTAL_CONFIG');
-    assert.is(ours.length, 1);
-    assert.match(ours[0]!.message, 'signingKeys is not set');
-  } finally {
-    process.off('warning', listener);
-  }
+    console.log(JSON.stringify(warnings.filter((warning) => warning.code === 'CUSTOMER_PORTAL_CONFIG')));
+  `;
+  const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', child]);
+  const ours = JSON.parse(stdout.trim().split('\n').at(-1)!) as { message: string }[];
+  assert.is(ours.length, 1);
+  assert.match(ours[0]!.message, 'signingKeys is not set');
+  assert.match(stderr, '[CUSTOMER_PORTAL_CONFIG] Warning: signingKeys is not set', 'printed by Node on stderr');
 });
 
 test.run();
