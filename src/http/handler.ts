@@ -213,13 +213,11 @@ export function createHandler(options: HandlerOptions): NodeHandler {
     );
     let routeName = 'unmatched';
 
-    if (telemetry.enabled) {
-      // The span is the parent of whatever the request does, and ends with its answer (or its client gone).
-      const observed = telemetry.request(req, found?.store ? (found.store as RouteStore).template : forPage ? `${page!.path}/*` : null);
-      res.once('close', () => observed.end(res.writableFinished ? res.statusCode : null));
-      return observed.within(dispatch);
-    }
-    return dispatch();
+    // The span is the parent of whatever the request does, and ends with its answer (or its client gone).
+    const observed = telemetry.enabled ? telemetry.request(req, found?.store ? (found.store as RouteStore).template : forPage ? `${page!.path}/*` : null) : null;
+    if (observed === null) return dispatch();
+    res.once('close', () => observed.end(res.writableFinished ? res.statusCode : null));
+    return observed.within(dispatch);
 
     function dispatch(): void {
       if (forPage) {

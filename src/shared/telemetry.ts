@@ -42,8 +42,11 @@ export interface CallInfo {
 export interface Telemetry {
   /** Whether `@opentelemetry/api` is there: without it the rest are no-ops. */
   readonly enabled: boolean;
-  /** `route`: the template matched, base path included (`/v1/webhooks/:webhookId`), or `null`. */
-  request(req: IncomingMessage, route: string | null): RequestTelemetry;
+  /**
+   * `route`: the template matched, base path included (`/v1/webhooks/:webhookId`), or `null`.
+   * `null` when nothing would record it (no SDK): the handler then serves as without telemetry.
+   */
+  request(req: IncomingMessage, route: string | null): RequestTelemetry | null;
   call(info: CallInfo): CallTelemetry;
   delivery(outcome: DeliveryOutcome): void;
   removed(kind: 'events' | 'deliveries', count: number): void;
@@ -51,13 +54,12 @@ export interface Telemetry {
   observeQueue(read: () => Promise<QueueState | null>): () => void;
 }
 
-const NO_REQUEST: RequestTelemetry = { within: (work) => work(), end: () => {} };
 const NO_CALL: CallTelemetry = { end: () => {} };
 
 /** What the portal does without `@opentelemetry/api`. */
 export const noTelemetry: Telemetry = {
   enabled: false,
-  request: () => NO_REQUEST,
+  request: () => null,
   call: () => NO_CALL,
   delivery: () => {},
   removed: () => {},
@@ -85,9 +87,18 @@ export function redactedUrl(url: string): string {
 }
 
 function telemetryOf(api: typeof Otel): Telemetry {
-  const { trace, metrics, context, propagation, SpanKind, SpanStatusCode, ValueType } = api;
+  const { trace, metrics, context, propagation, SpanKind, SpanStatusCode, ValueType, ProxyTracerProvider } = api;
   const tracer = trace.getTracer(SCOPE, VERSION);
   const meter = metrics.getMeter(SCOPE, VERSION);
+  // With the API and no SDK, every span and measurement would be dropped: a request then costs
+  // nothing more, where building them cost 8 % of GET /v1/webhooks/{id} (bench row "telemetry").
+  // A meter is fixed when made; a tracer provider may be registered later, so it is asked each time.
+  const measuring = meter.constructor !== api.createNoopMeter().constructor;
+  const noTracerProvider = new ProxyTracerProvider().getDelegate().constructor;
+  const tracing = () => {
+    const provider = trace.getTracerProvider();
+    return !(provider instanceof ProxyTracerProvider) || provider.getDelegate().constructor !== noTracerProvider;
+  };
   const requestDuration = meter.createHistogram('http.server.request.duration', {
     description: 'Duration of HTTP server requests.',
     unit: 's',
@@ -121,6 +132,7 @@ function telemetryOf(api: typeof Otel): Telemetry {
   return {
     enabled: true,
     request(req, route) {
+      if (!measuring && !tracing()) return null;
       const method = req.method ?? 'GET';
       // Under a host's own HTTP instrumentation its server span is active: ours is a child of it.
       // Otherwise the caller's trace context (traceparent) is the parent.
@@ -163,6 +175,7 @@ function telemetryOf(api: typeof Otel): Telemetry {
       };
     },
     call(info) {
+      if (!measuring && !tracing()) return NO_CALL;
       let host = '';
       let port = 0;
       try {
