@@ -371,6 +371,8 @@ export interface DeliveryQuery {
   after?: DeliveryCursor;
   status?: DeliveryStatus;
   eventType?: string;
+  /** The deliveries of this one event (a store finds them by the event, not by walking the log). */
+  eventId?: string;
   /** Made at or after this time (ATOM). */
   since?: string;
   /** Made before this time (ATOM). */

@@ -98,8 +98,12 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
   const keys = new KeyQueues();
   /** The finished deliveries (not pending), oldest first: what retention removes. */
   const finished = new Timeline();
-  /** How many deliveries name each event: an event none names may go once past retention. */
-  const deliveriesOfEvent = new Map<string, number>();
+  /**
+   * The deliveries that name each event: an event none names may go once past retention, and the
+   * delivery log finds an event's deliveries here. One id as a string (almost every event has one
+   * delivery a webhook), several as an array.
+   */
+  const deliveriesOfEvent = new Map<string, string | string[]>();
   /** Every event, oldest first. */
   const eventOrder = new Timeline();
   /**
@@ -141,7 +145,8 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
         const delivery = value as DeliveryRecord;
         if (!deliveryOrder.holds(delivery.webhookId, row.id)) {
           deliveryOrder.add(delivery.webhookId, row.id, delivery.createdAt);
-          deliveriesOfEvent.set(delivery.eventId, (deliveriesOfEvent.get(delivery.eventId) ?? 0) + 1);
+          const named = deliveriesOfEvent.get(delivery.eventId);
+          deliveriesOfEvent.set(delivery.eventId, named === undefined ? row.id : typeof named === 'string' ? [named, row.id] : [...named, row.id]);
         }
         if (delivery.status === 'pending') finished.remove(row.id);
         else finished.add('', row.id, delivery.createdAt);
@@ -198,9 +203,10 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
         keys.delete(row.id);
         deliveryOrder.remove(row.id);
         finished.remove(row.id);
-        const left = deliveriesOfEvent.get(delivery.eventId)! - 1;
-        if (left > 0) deliveriesOfEvent.set(delivery.eventId, left);
-        else deliveriesOfEvent.delete(delivery.eventId);
+        const named = deliveriesOfEvent.get(delivery.eventId);
+        const left = typeof named === 'string' || named === undefined ? [] : named.filter((id) => id !== row.id);
+        if (left.length === 0) deliveriesOfEvent.delete(delivery.eventId);
+        else deliveriesOfEvent.set(delivery.eventId, left.length === 1 ? left[0]! : left);
         break;
       }
       case 'event':
@@ -322,6 +328,11 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
     /** The pending deliveries due at `now`, earliest first; `skip` drops an account's from the rest of the walk. */
     dueBy(now: string): { rows: Iterable<DeliveryRecord>; skip(accountId: string): void } {
       return pending.dueBy(now);
+    },
+    /** The ids of the deliveries that name the event, in the order they were made. */
+    deliveriesOf(eventId: string): readonly string[] {
+      const named = deliveriesOfEvent.get(eventId);
+      return named === undefined ? [] : typeof named === 'string' ? [named] : named;
     },
     /** Up to `limit` ids of the account's events of `type`, newest first. */
     recentEventIds(accountId: string, type: string, limit: number): string[] {

@@ -152,6 +152,18 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
    */
   const claims = new Map<string, IdempotencyRecord>();
 
+  /** The webhook's deliveries of one event, newest first, from just past `from`, made before `until`. */
+  function eventDeliveries(webhookId: string, eventId: string, from: { id: string; createdAt: string } | undefined, until: string | undefined): string[] {
+    const delivery = (id: string) => kept<DeliveryRecord>(state.get('delivery', id)!);
+    const ids = state
+      .deliveriesOf(eventId)
+      .filter((id) => delivery(id).webhookId === webhookId)
+      .reverse();
+    const createdAt = (id: string) => delivery(id).createdAt;
+    const past = from === undefined ? -1 : ids.indexOf(from.id);
+    return ids.filter((id, at) => (from === undefined || (past >= 0 ? at > past : createdAt(id) < from.createdAt)) && (until === undefined || createdAt(id) < until));
+  }
+
   /** Waits for the journal to open; a method calls it only while it is not, so a ready store's methods add no turn. */
   const ready = () => journal.open();
 
@@ -432,12 +444,14 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
     },
     async listDeliveries(accountId, webhookId, query) {
       if (!journal.opened) await ready();
-      const { limit, after, status, eventType, since, until } = query;
+      const { limit, after, status, eventType, since, until, eventId } = query;
       const from = after === undefined ? undefined : { id: after.key, createdAt: after.createdAt };
       const found: DeliveryRecord[] = [];
       let scanned = 0;
       let last: DeliveryRecord | undefined;
-      for (const id of state.deliveryIds(webhookId, from, until)) {
+      // One event's deliveries are found by the event, not by walking the log: a few ids, newest first.
+      const ids = eventId === undefined ? state.deliveryIds(webhookId, from, until) : eventDeliveries(webhookId, eventId, from, until);
+      for (const id of ids) {
         const delivery = kept<DeliveryRecord>(state.get('delivery', id)!);
         if (since !== undefined && delivery.createdAt < since) break;
         // A filter few deliveries match ends the page early, at a cursor where the next goes on:

@@ -271,6 +271,7 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
     }
     if (query.status !== undefined) add((at) => `status = ${at}::text`, query.status);
     if (query.eventType !== undefined) add((at) => `event_type = ${at}::text`, query.eventType);
+    if (query.eventId !== undefined) add((at) => `event_id = ${at}::text`, query.eventId);
     if (query.since !== undefined) add((at) => `created_at >= ${at}::timestamptz`, query.since);
     if (query.until !== undefined) add((at) => `created_at < ${at}::timestamptz`, query.until);
     params.push(query.limit + 1);

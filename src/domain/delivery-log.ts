@@ -33,13 +33,14 @@ const toAtom = (value: string | Date | undefined) => (value === undefined ? unde
  * naming it. `since` and `until` are read to the second: made at or after `since`, before `until`.
  */
 export function deliveryQuery(input: DeliveryQueryInput): DeliveryQuery {
-  const { limit = DELIVERIES_PAGE.default, cursor, status, eventType, since, until } = parseInput(deliveryQueryInput, input, 'deliveries');
+  const { limit = DELIVERIES_PAGE.default, cursor, status, eventType, eventId, since, until } = parseInput(deliveryQueryInput, input, 'deliveries');
   const after = cursor === undefined ? undefined : decodeCursor(cursor);
   if (after === null) throw new PortalError('INPUT_INVALID', 'cursor', 'is not one this list gave; pass nextCursor as it came.');
   const query: DeliveryQuery = { limit };
   if (after !== undefined) query.after = after;
   if (status !== undefined) query.status = status;
   if (eventType !== undefined) query.eventType = eventType;
+  if (eventId !== undefined) query.eventId = eventId;
   if (since !== undefined) query.since = toAtom(since);
   if (until !== undefined) query.until = toAtom(until);
   return query;

@@ -281,10 +281,11 @@ export const deliveryQueryInput = v.strictObject(
     cursor: v.optional(v.pipe(v.string('must be the nextCursor of a page, as it came'), v.maxLength(200, 'must be the nextCursor of a page, as it came'))),
     status: v.optional(v.picklist(['pending', 'succeeded', 'failed', 'cancelled'], 'must be one of pending, succeeded, failed, cancelled')),
     eventType: v.optional(v.pipe(v.string('must be an event type'), v.minLength(1, 'must be an event type'), v.maxLength(200, 'must be at most 200 characters'))),
+    eventId: v.optional(v.custom<string>((value) => isId('evt', value), 'must be an event id (evt_…)')),
     since: v.optional(dateTime),
     until: v.optional(dateTime),
   },
-  'must be an object such as { limit, cursor, status, eventType, since, until }',
+  'must be an object such as { limit, cursor, status, eventType, eventId, since, until }',
 );
 export type DeliveryQueryInput = v.InferInput<typeof deliveryQueryInput>;
 

@@ -323,6 +323,13 @@ const paths = {
           schema: schemaOf(v.pipe(v.string(), v.minLength(1), v.maxLength(200))),
         },
         {
+          name: 'eventId',
+          in: 'query',
+          required: false,
+          description: 'Only the deliveries of this event (usually one; more when a recovery sent it again). Found by the event, not by walking the log.',
+          schema: schemaOf(v.pipe(v.string(), v.regex(idPattern('evt')))),
+        },
+        {
           name: 'since',
           in: 'query',
           required: false,

@@ -2,7 +2,7 @@ import type { Test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { isPortalError } from '../../src/errors.js';
 import type { Claim, Storage, WebhookTransport } from '../../src/ports.js';
-import type { ClaimedDelivery, DeliveryRecord, EventRecord } from '../../src/records.js';
+import type { ClaimedDelivery, DeliveryRecord, EventRecord, WebhookRecord } from '../../src/records.js';
 import { silentLogger } from '../../src/shared/logger.js';
 import { createWebhookWorker } from '../../src/webhooks/worker.js';
 import type { StorageFactory } from './types.js';
@@ -722,6 +722,24 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     assert.equal((await storage.getDelivery('acct_a', test[0]!.id))!.eventType, 'webhook.test');
     // Another account never reads the log, whatever it asks.
     assert.equal((await storage.listDeliveries('acct_b', webhook.id, { limit: 50 })).deliveries, []);
+  }));
+
+  test('outbox: the log finds the deliveries of one event, of this webhook only, with the other filters', withStorage(factory, async (storage) => {
+    const first = webhookRecord();
+    const second = webhookRecord({ url: 'https://second.example/hook' });
+    for (const webhook of [first, second]) await storage.insertWebhook(webhook);
+    const events = Array.from({ length: 5 }, (_, i) => eventRecord({ createdAt: at(i) }));
+    const made = await storage.publishEvents(events);
+    const of = (webhook: WebhookRecord, event: EventRecord) => made.find((d) => d.webhookId === webhook.id && d.eventId === event.id)!.id;
+    const ids = async (webhook: WebhookRecord, query: Omit<Parameters<Storage['listDeliveries']>[2], 'limit'>, accountId = 'acct_a') =>
+      (await storage.listDeliveries(accountId, webhook.id, { limit: 50, ...query })).deliveries.map((delivery) => delivery.id);
+    assert.equal(await ids(first, { eventId: events[2]!.id }), [of(first, events[2]!)]);
+    assert.equal(await ids(second, { eventId: events[2]!.id }), [of(second, events[2]!)]);
+    assert.equal(await ids(first, { eventId: events[2]!.id, status: 'pending', since: at(2), until: at(3) }), [of(first, events[2]!)]);
+    assert.equal(await ids(first, { eventId: events[2]!.id, status: 'succeeded' }), []);
+    assert.equal(await ids(first, { eventId: events[2]!.id, since: at(3) }), []);
+    assert.equal(await ids(first, { eventId: 'evt_none' }), []);
+    assert.equal(await ids(first, { eventId: events[2]!.id }, 'acct_b'), [], 'not another account\'s');
   }));
 
   test('outbox: returned deliveries and events are copies', withStorage(factory, async (storage, { db }) => {

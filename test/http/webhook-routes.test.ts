@@ -291,7 +291,12 @@ test('GET /webhooks/{id}/deliveries: pages with nextCursor, filters by the query
     const recent = await json(await app.api(`${path}?since=${encodeURIComponent('2026-05-01T10:05:00+00:00')}&eventType=customer-created`));
     assert.is(recent.data.length, 2, 'the events of 10:05 and 10:06');
     assert.is((await json(await app.api(`${path}?status=succeeded`))).data.length, 0);
+    const one = everything![4]!;
+    const byEvent = await json(await app.api(`${path}?eventId=${one.eventId}`));
+    assert.equal(byEvent.data.map((delivery: { id: string }) => delivery.id), [one.id]);
+    assert.is(byEvent.nextCursor, null);
     for (const [query, named] of [
+      ['eventId=whd_1', 'eventId'],
       ['limit=0', 'limit'],
       ['limit=501', 'limit'],
       ['limit=ten', 'limit'],

@@ -51,7 +51,7 @@ export function webhookRoutes(webhooks: WebhookService): Route[] {
 }
 
 /** The query parameters of the delivery log, each at most once. */
-const DELIVERY_LOG_QUERY = ['limit', 'cursor', 'status', 'eventType', 'since', 'until'];
+const DELIVERY_LOG_QUERY = ['limit', 'cursor', 'status', 'eventType', 'eventId', 'since', 'until'];
 
 /** The delivery log's query string as the service reads it: `limit` a whole number (`wholeNumber`), the rest as given, for the service to check. */
 function deliveryLogQuery(query: Record<string, string | string[] | undefined>): DeliveryQueryInput {
