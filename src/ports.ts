@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import type {
+  CallStatsHour,
   AgreementRecord,
   AgreementSummaryRecord,
   AttachmentRecord,
@@ -201,6 +202,13 @@ export interface Storage {
    * entries. Optional for a store of the host's own; without it those report no queue.
    */
   deliveryQueue?(now: string, limit: number): Promise<DeliveryQueue>;
+  /**
+   * The webhook's calls by the hour, from the hour `since` (ATOM) on, earliest first: every attempt
+   * `recordAttempt` records is counted in its hour by outcome and duration bin (`domain/call-stats.ts`),
+   * in the same atomic step. Hours are kept at least 8 days; reading costs at most that many rows.
+   * Empty for another account's webhook.
+   */
+  callStats(accountId: string, webhookId: string, since: string): Promise<CallStatsHour[]>;
   /**
    * Appends an attempt to a delivery leased by `owner` (keeping the last `MAX_ATTEMPTS_KEPT`, and
    * counting it in `attemptCount`), sets its status and next attempt, and releases the lease. `false`, changing nothing, when `owner` no longer holds the lease or the

@@ -436,3 +436,17 @@ export interface IdempotencyCompletion {
   /** When the answer stops being replayed (24 hours on). */
   expiresAt: string;
 }
+
+/** One hour of a webhook's calls, as a store keeps it (`Storage.callStats`, `domain/call-stats.ts`). */
+export interface CallStatsHour {
+  /** The hour's start (ATOM, `…T14:00:00+00:00`). */
+  hour: string;
+  /** Calls answered 2xx. */
+  succeeded: number;
+  /** Calls answered with another status. */
+  failed: number;
+  /** Calls with no answer: a timeout, a refused address, a network error. */
+  errors: number;
+  /** `latency[i]`: calls that took up to `LATENCY_BOUNDS_MS[i]` ms (and more than the bound before); the last, longer. */
+  latency: number[];
+}

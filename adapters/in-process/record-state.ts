@@ -1,5 +1,7 @@
 import { type AgreementRecord, type DeliveryRecord, type FileEntryRecord, directoryKey } from '../../src/records.js';
 import { inListingOrder } from '../../src/shared/order.js';
+import type { CallStatsHour } from '../../src/domain/call-stats.js';
+import { CallStats } from './call-stats.js';
 import { DueByAccount } from './due-queue.js';
 import { KeyQueues } from './key-queues.js';
 import { Timeline, type TimelinePosition } from './timeline.js';
@@ -106,6 +108,8 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
   const deliveriesOfEvent = new Map<string, string | string[]>();
   /** Every event, oldest first. */
   const eventOrder = new Timeline();
+  /** Each webhook's calls by the hour, from its deliveries' attempts. */
+  const callStats = new CallStats();
   /**
    * Each account's events of each type, in the order written: a filter's dry run reads the latest.
    * Ids alone, 8 bytes an event (a Timeline's place costs about 130): a removed event's id stays
@@ -150,6 +154,7 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
         }
         if (delivery.status === 'pending') finished.remove(row.id);
         else finished.add('', row.id, delivery.createdAt);
+        callStats.count(delivery, 1);
         pending.update(delivery);
         keys.update(delivery);
         break;
@@ -179,7 +184,10 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
       case 'webhook':
         // A Set keeps insertion order, which is the listing order within one second: a webhook
         // rewritten (its secret rotated) must not move to the end.
-        if (!replaced) removeFrom(webhooksByAccount, row.accountId, row.id);
+        if (!replaced) {
+          removeFrom(webhooksByAccount, row.accountId, row.id);
+          callStats.forget(row.id);
+        }
         break;
       case 'file': {
         const key = directoryKey(row.accountId, (row.value as FileEntryRecord).directoryId);
@@ -196,9 +204,14 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
         if (!replaced) agreementOrder.remove(row.id);
         break;
       case 'delivery': {
-        // A replacing row is listed and queued again by its own `index`, which keeps its places.
-        if (replaced) break;
         const delivery = row.value as DeliveryRecord;
+        // The row's attempts leave the counts when a newer row of it takes their place (and, on a
+        // revert, when the row that counted them is undone); a delivery retention removes keeps them.
+        if (replaced) {
+          callStats.count(delivery, -1);
+          // A replacing row is listed and queued again by its own `index`, which keeps its places.
+          break;
+        }
         pending.delete(row.accountId, row.id);
         keys.delete(row.id);
         deliveryOrder.remove(row.id);
@@ -328,6 +341,10 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
     /** The pending deliveries due at `now`, earliest first; `skip` drops an account's from the rest of the walk. */
     dueBy(now: string): { rows: Iterable<DeliveryRecord>; skip(accountId: string): void } {
       return pending.dueBy(now);
+    },
+    /** The webhook's calls by the hour from `since` on, earliest first. */
+    callStats(webhookId: string, since: string): CallStatsHour[] {
+      return callStats.since(webhookId, since);
     },
     /** The ids of the deliveries that name the event, in the order they were made. */
     deliveriesOf(eventId: string): readonly string[] {

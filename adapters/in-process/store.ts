@@ -495,6 +495,10 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
         })),
       );
     },
+    async callStats(accountId, webhookId, since) {
+      if (!journal.opened) await ready();
+      return state.owned('webhook', accountId, webhookId) === undefined ? [] : state.callStats(webhookId, since);
+    },
     async deliveryQueue(now, limit) {
       if (!journal.opened) await ready();
       let waiting = 0;

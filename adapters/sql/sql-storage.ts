@@ -11,6 +11,7 @@ import { createIdempotencyKeys } from './storage-idempotency.js';
 import { STORAGE_MIGRATIONS } from './storage-migrations.js';
 import { createOutbox } from './storage-outbox.js';
 import { createHealth } from './storage-health.js';
+import { createCallStats } from './storage-call-stats.js';
 import {
   attachmentColumns,
   fileEntryColumns,
@@ -47,6 +48,7 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
   const idempotencyKeys = createIdempotencyKeys(db, names);
   const agreements = createAgreements(db, names, outbox, idempotencyKeys);
   const health = createHealth(db, names, pool === undefined ? undefined : { channel });
+  const callStats = createCallStats(db, names);
 
   const sql = {
     insertWebhook: `INSERT INTO ${table('webhooks')} (id, account_id, type, url, secret, created_at, filter)
@@ -226,6 +228,7 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
     listDeliveries: outbox.listDeliveries,
     claimDeliveries: outbox.claimDeliveries,
     deliveryQueue: outbox.deliveryQueue,
+    callStats: callStats.callStats,
     recordAttempt: outbox.recordAttempt,
     redeliver: outbox.redeliver,
     ...health,
@@ -234,7 +237,10 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
       // Replayable: run twice, a removal of what is past retention only removes more of it.
       const removed = async (text: string, at: string | null) =>
         at === null ? 0 : Number((await db.query(text, [at, limit], { replayable: true }))[0]!.removed);
-      return { deliveries: await removed(sql.removeDeliveries, before.deliveries), events: await removed(sql.removeEvents, before.events) };
+      const gone = { deliveries: await removed(sql.removeDeliveries, before.deliveries), events: await removed(sql.removeEvents, before.events) };
+      // Hours of call counts past the span they are kept for go with the same tick.
+      await callStats.sweepCallStats(limit);
+      return gone;
     },
 
     async isBlobReferenced(key) {

@@ -6,6 +6,7 @@ import type { AttemptRecorded, HealthRule, Storage } from '../../src/ports.js';
 import type { AutomaticDisableReason, DeliveryAttempt, WebhookDisabledReason, WebhookHealthRecord } from '../../src/records.js';
 import type { Db, Row } from './client.js';
 import { atomOf, type Names } from './schema.js';
+import { countCalls } from './storage-call-stats.js';
 import { deliveryColumnsOf, insertDeliveriesStatement } from './storage-rows.js';
 import { orderingKeys } from './storage-keys.js';
 
@@ -51,7 +52,8 @@ const HEALTH_COLUMNS =
  * row lock per call. Answers `recorded` (0 or 1) and `disabled`: the reason, when this write
  * disabled the webhook.
  */
-export function recordAttemptWithHealth({ table }: Names, recordAttempt: string, dueAgain: string): string {
+export function recordAttemptWithHealth(names: Names, recordAttempt: string, dueAgain: string): string {
+  const { table } = names;
   const fresh: Previous = {
     failures: '0',
     failingSince: 'NULL::timestamptz',
@@ -82,7 +84,9 @@ export function recordAttemptWithHealth({ table }: Names, recordAttempt: string,
       SELECT webhook_id, account_id, ${healthAfterAttempt(fresh)} FROM webhook
       ON CONFLICT (webhook_id) DO UPDATE SET (${HEALTH_COLUMNS}) = ROW(${healthAfterAttempt(stored)})
       RETURNING h.disabled_reason, h.disabled_by
-    )
+    ),
+    -- After the health row (reading it orders the two), as every writer locks them.
+    ${countCalls(names, 'SELECT r.webhook_id, r.account_id, $3::jsonb AS entry FROM recorded AS r CROSS JOIN (SELECT count(*) FROM health) AS after_health')}
     SELECT (SELECT count(*) FROM recorded)::int AS recorded, (SELECT bool_or(due_again) FROM recorded) AS due_again,
       (SELECT webhook_id FROM recorded) AS webhook_id, (SELECT ordering_key FROM recorded) AS ordering_key, (SELECT status FROM recorded) AS status,
       (SELECT disabled_reason FROM health WHERE disabled_by = $11::text) AS disabled`;
@@ -109,6 +113,7 @@ export function healthAfterSuccesses({ table }: Names): string {
       ORDER BY l.webhook_id
       ON CONFLICT (webhook_id) DO UPDATE SET consecutive_failures = 0, failing_since = NULL,
         last_success_at = excluded.last_success_at, last_attempt_at = excluded.last_attempt_at
+      RETURNING h.webhook_id
     )`;
 }
 

@@ -1,3 +1,4 @@
+import { callStatsTable } from './storage-call-stats.js';
 import { MAX_ATTEMPTS_KEPT } from '../../src/domain/deliveries.js';
 import type { Migration } from './migrations.js';
 
@@ -277,6 +278,11 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX portal_deliveries_keyed ON ${table('deliveries')} (webhook_id, ordering_key, seq)
         WHERE status = 'pending' AND ordering_key IS NOT NULL`,
     ],
+  },
+  {
+    version: 14,
+    name: 'each webhook\'s calls by the hour',
+    statements: (names) => [callStatsTable(names)],
   },
 ];
 

@@ -7,6 +7,7 @@ import type { DeliveryAttempt, DeliveryQuery, DeliveryRecord, DeliveryStatus, Ev
 import type { Db, Queryable, Row } from './client.js';
 import { atom } from '../../src/shared/time.js';
 import { atomOf, type Names } from './schema.js';
+import { countCalls } from './storage-call-stats.js';
 import { lastAttempts } from './storage-migrations.js';
 import { attemptResult, deliverable, healthParams, healthAfterSuccesses, recordAttemptWithHealth } from './storage-health.js';
 import { createBatcher } from './batch.js';
@@ -457,7 +458,11 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
   const recordAttemptUpdate = `UPDATE ${table('deliveries')}
     SET ${appendAttempt('$3::jsonb')}, ${outcomeOf('$3::jsonb', '$4::text', '$5::timestamptz')}, lease_owner = NULL, lease_until = NULL
     WHERE id = $1::text AND lease_owner = $2::text AND status || '' = 'pending'`;
-  const recordAttempt = `${recordAttemptUpdate} RETURNING id, ${dueAgain('$3::jsonb')} AS due_again, webhook_id, ordering_key, status`;
+  // Each attempt is counted in its webhook's hour by the statement that records it (countCalls).
+  const recordAttempt = `WITH recorded AS (
+      ${recordAttemptUpdate} RETURNING id, ${dueAgain('$3::jsonb')} AS due_again, webhook_id, account_id, ordering_key, status
+    ), ${countCalls(names, 'SELECT r.webhook_id, r.account_id, $3::jsonb AS entry FROM recorded AS r')}
+    SELECT id, due_again, webhook_id, ordering_key, status FROM recorded`;
   const recordAttemptAndHealth = recordAttemptWithHealth(names, recordAttemptUpdate, dueAgain('$3::jsonb'));
   // recordAttempt with health, for many successful attempts in one statement (see
   // recordSuccessesTogether). Each delivery is looked up and locked by primary key first (a LATERAL
@@ -483,8 +488,9 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
       SET ${appendAttempt('i.entry')}, ${outcomeOf('i.entry', 'i.status', 'i.next_attempt_at')}, lease_owner = NULL, lease_until = NULL
       FROM held AS i
       WHERE d.ctid = ANY (ARRAY(SELECT row FROM held)) AND d.ctid = i.row
-      RETURNING d.id, d.webhook_id, d.account_id, i.at, ${dueAgain('i.entry', 'd.')} AS due_again, d.ordering_key, d.status
-    ), ${healthAfterSuccesses(names)}
+      RETURNING d.id, d.webhook_id, d.account_id, i.at, i.entry, ${dueAgain('i.entry', 'd.')} AS due_again, d.ordering_key, d.status
+    ), ${healthAfterSuccesses(names)},
+    ${countCalls(names, 'SELECT r.webhook_id, r.account_id, r.entry FROM recorded AS r CROSS JOIN (SELECT count(*) FROM health) AS after_health')}
     SELECT id, due_again, webhook_id, ordering_key, status FROM recorded`;
   // While a lease holds the delivery at $3, now, the redeliver is queued behind the call in flight
   // (never a second call at once); otherwise the delivery is pending and due now. Every SET reads

@@ -1,5 +1,6 @@
 import { suite } from 'uvu';
 import { agreementStorageTests } from './storage-agreements.js';
+import { callStatsStorageTests } from './storage-call-stats.js';
 import { attachmentStorageTests } from './storage-attachments.js';
 import { fileStorageTests } from './storage-files.js';
 import { idempotencyStorageTests } from './storage-idempotency.js';
@@ -27,6 +28,7 @@ export function storageSuite(factory: StorageFactory): void {
   orderingStorageTests(test, factory);
   healthStorageTests(test, factory);
   retentionStorageTests(test, factory);
+  callStatsStorageTests(test, factory);
   agreementStorageTests(test, factory);
   idempotencyStorageTests(test, factory);
   test.run();

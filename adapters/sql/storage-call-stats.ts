@@ -1,0 +1,77 @@
+import { CALL_STATS_KEPT_MS, LATENCY_BINS, LATENCY_BOUNDS_MS } from '../../src/domain/call-stats.js';
+import type { CallStatsHour } from '../../src/records.js';
+import type { Db } from './client.js';
+import { atomOf, type Names } from './schema.js';
+
+const BINS = Array.from({ length: LATENCY_BINS }, (_, i) => `latency_${i}`);
+const COUNTS = ['succeeded', 'failed', 'errors', ...BINS];
+
+/** The table of each webhook's calls by the hour (migration 14). */
+export function callStatsTable({ table }: Names): string {
+  return `CREATE TABLE ${table('webhook_call_stats')} (
+    webhook_id text NOT NULL,
+    account_id text NOT NULL,
+    hour timestamptz NOT NULL,
+    ${COUNTS.map((column) => `${column} integer NOT NULL DEFAULT 0`).join(',\n    ')},
+    PRIMARY KEY (webhook_id, hour)
+  )`;
+}
+
+/**
+ * The CTE `counted`: the attempts of `source` (a SELECT of webhook_id, account_id and entry, the
+ * attempt's jsonb) added to their webhooks' hours, as `domain/call-stats.ts` counts them (outcome by
+ * status, duration bin by `LATENCY_BOUNDS_MS`). Grouped first, so that a statement recording many
+ * attempts of one hour writes its row once, and in key order, as every writer locks the rows.
+ */
+export function countCalls({ table }: Names, source: string): string {
+  const status = `(c.entry->>'statusCode')::int`;
+  const outcome = `CASE WHEN c.entry->>'statusCode' IS NULL THEN 2 WHEN ${status} BETWEEN 200 AND 299 THEN 0 ELSE 1 END`;
+  const duration = `(c.entry->>'durationMs')::numeric`;
+  const bin = `CASE ${LATENCY_BOUNDS_MS.map((bound, i) => `WHEN ${duration} <= ${bound} THEN ${i}`).join(' ')} ELSE ${LATENCY_BOUNDS_MS.length} END`;
+  const hour = `date_trunc('hour', (c.entry->>'at')::timestamptz AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'`;
+  const sums = [
+    `count(*) FILTER (WHERE outcome = 0)`,
+    `count(*) FILTER (WHERE outcome = 1)`,
+    `count(*) FILTER (WHERE outcome = 2)`,
+    ...BINS.map((_, i) => `count(*) FILTER (WHERE bin = ${i})`),
+  ];
+  return `counted AS (
+      INSERT INTO ${table('webhook_call_stats')} AS s (webhook_id, account_id, hour, ${COUNTS.join(', ')})
+      SELECT webhook_id, account_id, hour, ${sums.join(', ')}
+      FROM (SELECT c.webhook_id, c.account_id, ${hour} AS hour, ${outcome} AS outcome, ${bin} AS bin FROM (${source}) AS c) AS calls
+      GROUP BY webhook_id, account_id, hour
+      ORDER BY webhook_id, hour
+      ON CONFLICT (webhook_id, hour) DO UPDATE SET ${COUNTS.map((column) => `${column} = s.${column} + excluded.${column}`).join(', ')}
+    )`;
+}
+
+/** `Storage.callStats`, and the sweep of hours past the kept span (run with retention). */
+export function createCallStats(db: Db, names: Names) {
+  const { table } = names;
+  const read = `SELECT ${atomOf('hour')} AS hour, ${COUNTS.join(', ')} FROM ${table('webhook_call_stats')}
+    WHERE webhook_id = $2::text AND account_id = $1::text AND hour >= $3::timestamptz
+    ORDER BY hour`;
+  // Measured from the latest hour counted, not the clock: a store written under another clock (a
+  // test's, a host's) keeps the span it counted.
+  const sweep = `WITH doomed AS (
+      SELECT ctid FROM ${table('webhook_call_stats')}
+      WHERE hour < (SELECT max(hour) FROM ${table('webhook_call_stats')}) - ${CALL_STATS_KEPT_MS / 1000} * interval '1 second'
+      LIMIT $1::int
+    )
+    DELETE FROM ${table('webhook_call_stats')} WHERE ctid IN (SELECT ctid FROM doomed)`;
+  return {
+    async callStats(accountId: string, webhookId: string, since: string): Promise<CallStatsHour[]> {
+      const rows = await db.query(read, [accountId, webhookId, since]);
+      return rows.map((row) => ({
+        hour: row.hour as string,
+        succeeded: Number(row.succeeded),
+        failed: Number(row.failed),
+        errors: Number(row.errors),
+        latency: BINS.map((column) => Number(row[column])),
+      }));
+    },
+    async sweepCallStats(limit: number): Promise<void> {
+      await db.query(sweep, [limit], { replayable: true });
+    },
+  };
+}

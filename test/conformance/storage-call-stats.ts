@@ -1,0 +1,85 @@
+import type { Test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { LATENCY_BINS, hourOf } from '../../src/domain/call-stats.js';
+import type { HealthRule, Storage } from '../../src/ports.js';
+import type { CallStatsHour, DeliveryAttempt } from '../../src/records.js';
+import type { StorageFactory } from './types.js';
+import { at, eventRecord, webhookRecord } from './fixtures.js';
+import { reopenable } from './reopen.js';
+import { withStorage } from './with-storage.js';
+
+const RULE: HealthRule = { disableAfterMs: 60_000, disableAfterFailures: 100 };
+
+const call = (seconds: number, statusCode: number | null, durationMs: number): DeliveryAttempt => ({
+  at: at(seconds),
+  statusCode,
+  error: statusCode === null ? 'timed out after 10000 ms' : null,
+  durationMs,
+});
+
+/** An hour as the store should count it: outcomes, and calls by duration bin. */
+function hour(seconds: number, counts: { succeeded?: number; failed?: number; errors?: number }, bins: Record<number, number>): CallStatsHour {
+  const latency = new Array<number>(LATENCY_BINS).fill(0);
+  for (const [bin, count] of Object.entries(bins)) latency[Number(bin)] = count;
+  return { hour: hourOf(at(seconds)), succeeded: counts.succeeded ?? 0, failed: counts.failed ?? 0, errors: counts.errors ?? 0, latency };
+}
+
+/** Publishes `count` events to `webhook`'s type and leases their deliveries to worker-1. */
+async function leased(storage: Storage, count: number, seconds: number) {
+  const made = await storage.publishEvents(Array.from({ length: count }, () => eventRecord({ createdAt: at(seconds) })));
+  await storage.claimDeliveries({ now: at(seconds), leaseUntil: at(seconds + 7200), limit: 100, owner: 'worker-1' });
+  return made;
+}
+
+export function callStatsStorageTests(test: Test, factory: StorageFactory): void {
+  test('call stats: each recorded attempt counted in its webhook\'s hour, by outcome and duration, whichever way it was recorded', withStorage(factory, async (storage) => {
+    const webhook = webhookRecord();
+    await storage.insertWebhook(webhook);
+    const [plain, withHealth, batched, refused, lost] = await leased(storage, 5, 0);
+    // Plain, with the health rule, and as a success of the batched path (health and the claimed delivery given).
+    await storage.recordAttempt(plain!.id, 'worker-1', call(10, 200, 30), { status: 'succeeded', nextAttemptAt: null });
+    await storage.recordAttempt(withHealth!.id, 'worker-1', call(20, 500, 300), { status: 'pending', nextAttemptAt: at(3000) }, RULE);
+    await storage.recordAttempt(batched!.id, 'worker-1', call(30, 204, 50), { status: 'succeeded', nextAttemptAt: null }, RULE, batched!);
+    await storage.recordAttempt(refused!.id, 'worker-1', call(3700, null, 6000), { status: 'pending', nextAttemptAt: at(9000) }, RULE);
+    // An attempt whose lease was lost records nothing, and counts nothing.
+    assert.is(await storage.recordAttempt(lost!.id, 'worker-2', call(40, 200, 10), { status: 'succeeded', nextAttemptAt: null }), false);
+
+    assert.equal(await storage.callStats('acct_a', webhook.id, hourOf(at(0))), [
+      hour(0, { succeeded: 2, failed: 1 }, { 0: 2, 3: 1 }),
+      hour(3600, { errors: 1 }, { 7: 1 }),
+    ]);
+    assert.equal(await storage.callStats('acct_a', webhook.id, hourOf(at(3600))), [hour(3600, { errors: 1 }, { 7: 1 })], 'from the hour asked');
+    assert.equal(await storage.callStats('acct_b', webhook.id, hourOf(at(0))), [], 'not another account\'s');
+
+    // The retry of the delivery that failed adds to the hour it is made in.
+    await storage.claimDeliveries({ now: at(3000), leaseUntil: at(3100), limit: 10, owner: 'worker-1' });
+    await storage.recordAttempt(withHealth!.id, 'worker-1', call(3010, 200, 120), { status: 'succeeded', nextAttemptAt: null }, RULE);
+    assert.equal(await storage.callStats('acct_a', webhook.id, hourOf(at(0))), [
+      hour(0, { succeeded: 3, failed: 1 }, { 0: 2, 2: 1, 3: 1 }),
+      hour(3600, { errors: 1 }, { 7: 1 }),
+    ]);
+  }));
+
+  test('call stats: many successes of one hour recorded at once count each', withStorage(factory, async (storage) => {
+    const webhook = webhookRecord();
+    await storage.insertWebhook(webhook);
+    const made = await leased(storage, 12, 100);
+    await Promise.all(made.map((delivery, i) => storage.recordAttempt(delivery.id, 'worker-1', call(100 + i, 200, 20 * i), { status: 'succeeded', nextAttemptAt: null }, RULE, delivery)));
+    const [counted] = await storage.callStats('acct_a', webhook.id, hourOf(at(0)));
+    assert.is(counted!.succeeded, 12);
+    assert.equal(counted!.latency.reduce((sum, n) => sum + n, 0), 12);
+    assert.equal(counted!.latency.slice(0, 4), [3, 3, 6, 0], '0–220 ms: up to 50, 100, 250, 500 ms');
+  }));
+
+  reopenable(test, factory)('call stats: the counts survive a reopen', withStorage(factory, async (storage, { swap }) => {
+    const webhook = webhookRecord();
+    await storage.insertWebhook(webhook);
+    const [first, second] = await leased(storage, 2, 0);
+    await storage.recordAttempt(first!.id, 'worker-1', call(5, 200, 40), { status: 'succeeded', nextAttemptAt: null }, RULE);
+    await storage.recordAttempt(second!.id, 'worker-1', call(6, 503, 700), { status: 'pending', nextAttemptAt: at(600) }, RULE);
+    const before = await storage.callStats('acct_a', webhook.id, hourOf(at(0)));
+    const reopened = await swap();
+    assert.equal(await reopened.callStats('acct_a', webhook.id, hourOf(at(0))), before);
+    assert.equal(before, [hour(0, { succeeded: 1, failed: 1 }, { 0: 1, 4: 1 })]);
+  }));
+}
