@@ -53,7 +53,7 @@ export interface Portal {
   /** The `node:http` request handler; with `next` (Express, connect), paths outside `basePath` fall through. */
   handler(req: IncomingMessage, res: ServerResponse, next?: (error?: unknown) => void): void;
   /**
-   * Webhook records: `create`, `get`, `list`, `delete`, `setFilter`, `dryRun`, `rotateSecret`, `deliveries`, `redeliver`,
+   * Webhook records: `create`, `get`, `list`, `delete`, `setFilter`, `dryRun`, `rotateSecret`, `deliveries`, `stats`, `redeliver`,
    * `sendTest`, and their lifecycle: `health`, `disable`, `enable`, `recover`.
    */
   webhooks: Omit<WebhookService, 'createIdempotent'>;

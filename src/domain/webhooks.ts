@@ -24,6 +24,7 @@ import type { LinkSigner } from './download-links.js';
 import { createIdempotency, fingerprintOf, type IdempotentCreate, type IdempotentOutcome } from './idempotency.js';
 import type { OperationalEvent } from './operational-events.js';
 import { healthShape } from './webhook-health.js';
+import { type WebhookStats, statsWindow, summarize, windowStart } from './call-stats.js';
 
 export interface WebhookInput {
   type: string;
@@ -363,6 +364,21 @@ export function createWebhookService(deps: {
       if (disabled === null) return null;
       if (disabled) emit({ type: 'webhook.disabled', accountId, webhookId, deliveryId: null, reason: 'manual', at });
       return health(accountId, webhookId);
+    },
+
+    /**
+     * How the webhook's calls went over `window` (`24h`, hourly buckets, the default; or `7d`, 6-hour
+     * buckets), ending with the current hour: calls by outcome and the estimated p50 and p95 of
+     * their durations, each bucket and in total. Read from the hourly counts the store keeps, so a
+     * week costs at most 168 rows. `null` when the webhook is absent or of another account.
+     */
+    async stats(accountId: string, webhookId: string, input: { window?: unknown } = {}): Promise<WebhookStats | null> {
+      checkAccountId(accountId);
+      const window = statsWindow(input.window);
+      if (!isId('wbh', webhookId)) return null;
+      if ((await storage.getWebhook(accountId, webhookId)) === null) return null;
+      const now = clock();
+      return summarize(window, now, await storage.callStats(accountId, webhookId, windowStart(window, now)));
     },
 
     /**

@@ -36,6 +36,7 @@ const componentSchemas = {
   WebhookList: shapes.webhookList,
   WebhookInput: webhookInput(DEFAULT_EVENT_TYPES),
   WebhookHealth: shapes.webhookHealth,
+  WebhookStats: shapes.webhookStats,
   RecoverInput: recoverBody,
   RecoverResult: shapes.recoverResult,
   WebhookFilterInput: webhookFilterInput,
@@ -376,6 +377,30 @@ const paths = {
       description: `${extension} Whether the webhook is enabled, why it was disabled, and its run of failures. A webhook is disabled at once by a \`410 Gone\` answer, and once its calls have all failed for \`webhooks.disableAfterMs\` (default 5 days) in at least \`webhooks.disableAfterFailures\` attempts in a row (default 10).`,
       responses: {
         200: response('The health of the webhook.', 'WebhookHealth'),
+        404: error('No such webhook in this account.'),
+      },
+    }),
+  },
+  '/webhooks/{webhookId}/stats': {
+    parameters: [webhookIdParameter],
+    get: operation({
+      operationId: 'getWebhookStats',
+      summary: 'A webhook\'s calls over the last 24 hours or 7 days',
+      tags: ['Webhooks'],
+      extension: true,
+      description: `${extension} The calls made to the webhook, in buckets ending with the current hour (hourly for \`24h\`, six-hourly for \`7d\`): by outcome, and the estimated median and 95th percentile of their durations. Counted as each attempt is recorded, so a week reads at most 168 hourly rows whatever the traffic. On memory and fs, a delivery past 50 attempts counts its last 50.`,
+      parameters: [
+        {
+          name: 'window',
+          in: 'query',
+          required: false,
+          description: '`24h` (the default) or `7d`.',
+          schema: schemaOf(v.picklist(['24h', '7d'])),
+        },
+      ],
+      responses: {
+        200: response('The calls by bucket, and the totals.', 'WebhookStats'),
+        400: error('`window` is not `24h` or `7d`, or is given more than once.'),
         404: error('No such webhook in this account.'),
       },
     }),

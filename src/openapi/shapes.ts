@@ -14,6 +14,7 @@ import type {
   Webhook,
   WebhookHealth,
 } from '../records.js';
+import type { WebhookStats } from '../domain/call-stats.js';
 import { MAX_DECLINE_REASON, MAX_DOCUMENTS, MAX_SIGNERS, displayName, mediaType, signatureDataUrl, signerInput } from '../domain/inputs.js';
 
 /**
@@ -76,6 +77,24 @@ export const webhookHealth = v.strictObject({
   lastSuccessAt: nullableTime('The last attempt that succeeded.'),
   lastAttemptAt: nullableTime('The last attempt recorded.'),
   consecutiveFailures: v.pipe(count, v.description('Failed attempts since the last success (or since enabled again).')),
+});
+
+const statsBucket = v.strictObject({
+  start: v.pipe(atomDateTime, v.description('Where the bucket starts (an hour).')),
+  succeeded: v.pipe(count, v.description('Calls answered 2xx.')),
+  failed: v.pipe(count, v.description('Calls answered with another status.')),
+  errors: v.pipe(count, v.description('Calls with no answer: a timeout, a refused address, a network error.')),
+  p50Ms: v.pipe(v.nullable(count), v.description('The median call duration in ms, estimated from duration bins (up to 50, 100, 250, 500, 1000, 2500, 5000, 10000 ms, and beyond); `null` without calls.')),
+  p95Ms: v.pipe(v.nullable(count), v.description('The 95th percentile, estimated alike.')),
+});
+
+export const webhookStats = v.strictObject({
+  window: v.pipe(v.picklist(['24h', '7d']), v.description('The window asked for.')),
+  from: v.pipe(atomDateTime, v.description('Where the first bucket starts.')),
+  until: v.pipe(atomDateTime, v.description('Where the last bucket ends: the end of the current hour.')),
+  bucketSeconds: v.pipe(count, v.description('Each bucket\'s span: 3600 for `24h`, 21600 for `7d`.')),
+  buckets: v.pipe(v.array(statsBucket), v.description('Oldest first: 24 for `24h`, 28 for `7d`.')),
+  totals: v.pipe(statsBucket, v.description('The whole window; its `start` is `from`.')),
 });
 
 export const recoverResult = v.strictObject({
@@ -352,6 +371,7 @@ type Holds<T extends true> = T;
 export type SchemaMatchesRecords = [
   Holds<Equal<v.InferOutput<typeof webhook>, Webhook>>,
   Holds<Equal<v.InferOutput<typeof webhookHealth>, WebhookHealth>>,
+  Holds<Equal<v.InferOutput<typeof webhookStats>, WebhookStats>>,
   Holds<Equal<v.InferOutput<typeof delivery>, Delivery>>,
   Holds<Equal<v.InferOutput<typeof deliveryAttempt>, DeliveryAttempt>>,
   Holds<Equal<v.InferOutput<typeof fileEntry>, FileEntry>>,

@@ -69,7 +69,7 @@ test('every route the handler registers is in the document, with each of its met
     }
   }
   assert.equal(undocumented, []);
-  assert.is(routes.length, 36);
+  assert.is(routes.length, 37);
 });
 
 test('the query parameters each route takes are the ones the document lists for it', () => {
@@ -98,7 +98,7 @@ test('every path with a GET lists its HEAD: the same statuses and headers, and n
       assert.is(resolved.content, undefined, `HEAD ${template} ${status} has no body`);
     }
   }
-  assert.is(heads.length, 17);
+  assert.is(heads.length, 18);
 });
 
 test('the webhooks section describes the call of each event type: its body, and the signature headers', () => {
@@ -151,6 +151,7 @@ test('the document: bearer auth everywhere but the signed download route, server
     'GET /webhooks/{webhookId}/deliveries',
     'GET /webhooks/{webhookId}/health',
     'GET /webhooks/{webhookId}/public-keys',
+    'GET /webhooks/{webhookId}/stats',
     'HEAD /agreements',
     'HEAD /agreements/{agreementId}',
     'HEAD /agreements/{agreementId}/audit',
@@ -164,6 +165,7 @@ test('the document: bearer auth everywhere but the signed download route, server
     'HEAD /webhooks/{webhookId}/deliveries',
     'HEAD /webhooks/{webhookId}/health',
     'HEAD /webhooks/{webhookId}/public-keys',
+    'HEAD /webhooks/{webhookId}/stats',
     'PATCH /webhooks/{webhookId}',
     'POST /agreements/{agreementId}/signers/{signerId}/signing-link',
     'POST /directories',
@@ -309,6 +311,9 @@ test('every route answers as the document says: each success and each error it d
     // Health, disable, enable, recovery
     await call('GET', '/webhooks/{webhookId}/health', `/webhooks/${hook.id}/health`, {}, 200);
     await call('GET', '/webhooks/{webhookId}/health', '/webhooks/wbh_missing/health', {}, 404);
+    await call('GET', '/webhooks/{webhookId}/stats', `/webhooks/${hook.id}/stats?window=7d`, {}, 200);
+    await call('GET', '/webhooks/{webhookId}/stats', `/webhooks/${hook.id}/stats?window=1y`, {}, 400);
+    await call('GET', '/webhooks/{webhookId}/stats', '/webhooks/wbh_missing/stats', {}, 404);
     const recover = '/webhooks/{webhookId}/recover';
     const since = jsonBody({ since: '2026-01-01T00:00:00+00:00' });
     await call('POST', '/webhooks/{webhookId}/disable', `/webhooks/${hook.id}/disable`, {}, 204);

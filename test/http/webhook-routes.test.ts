@@ -314,6 +314,43 @@ test('GET /webhooks/{id}/deliveries: pages with nextCursor, filters by the query
   });
 });
 
+test('GET /webhooks/{id}/stats: the calls of the last 24 h by hour and of 7 days by 6 hours, by outcome, with their totals', async () => {
+  const time = manualClock(new Date('2026-05-01T10:20:00Z'));
+  let answer: number | { statusCode: number } = 200;
+  const transport = memoryTransport({ respond: () => answer });
+  await withPortal({ clock: time.clock, transport, webhooks: { tick: NEVER } }, async (app) => {
+    const hook = await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/in' });
+    for (const status of [200, 200, 503]) {
+      answer = status;
+      await app.portal.events.publish('acct_a', 'customer-created', { n: status });
+      await app.portal.worker!.tick();
+    }
+    time.advance(3600);
+    answer = 204;
+    await app.portal.events.publish('acct_a', 'customer-created', { n: 4 });
+    await app.portal.worker!.tick();
+
+    const day = await json(await app.api(`/webhooks/${hook.id}/stats`));
+    assert.equal([day.window, day.from, day.until, day.bucketSeconds, day.buckets.length], ['24h', '2026-04-30T12:00:00+00:00', '2026-05-01T12:00:00+00:00', 3600, 24]);
+    const outcomes = (bucket: { succeeded: number; failed: number; errors: number }) => [bucket.succeeded, bucket.failed, bucket.errors];
+    assert.equal(outcomes(day.buckets[22]), [2, 1, 0], '10:00');
+    assert.equal(outcomes(day.buckets[23]), [2, 0, 0], '11:00: the new event, and the retry of the 503');
+    assert.equal(outcomes(day.totals), [4, 1, 0]);
+    assert.type(day.totals.p50Ms, 'number');
+    assert.is(day.buckets[0].p50Ms, null, 'no calls, no percentile');
+    const week = await json(await app.api(`/webhooks/${hook.id}/stats?window=7d`));
+    assert.equal([week.bucketSeconds, week.buckets.length], [21600, 28]);
+    assert.equal(outcomes(week.totals), [4, 1, 0]);
+    assert.equal(await app.portal.webhooks.stats('acct_a', hook.id, { window: '7d' }), week);
+
+    const bad = await app.api(`/webhooks/${hook.id}/stats?window=1y`);
+    assert.is(bad.status, 400);
+    assert.match((await json(bad)).message, 'window');
+    assert.is((await app.api(`/webhooks/${hook.id}/stats`, { headers: { authorization: `Bearer ${KEY_B}` } })).status, 404, 'another account');
+    assert.is((await app.api('/webhooks/wbh_missing/stats')).status, 404);
+  });
+});
+
 test('POST …/deliveries/{id}/redeliver: 202 with the delivery pending again; 404 under another webhook or account', async () => {
   const time = manualClock(new Date('2026-05-01T10:00:00Z'));
   let answer = 410;

@@ -148,6 +148,17 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
     },
     {
       method: ['GET', 'HEAD'],
+      path: '/webhooks/:webhookId/stats',
+      query: ['window'],
+      async handler({ accountId, params, query }) {
+        if (Array.isArray(query.window)) throw new PortalError('QUERY_REPEATED', 'window');
+        const stats = await webhooks.stats(accountId, params.webhookId!, { window: query.window });
+        if (stats === null) return refusal('WEBHOOK_NOT_FOUND', params.webhookId!);
+        return { status: 200, body: stats };
+      },
+    },
+    {
+      method: ['GET', 'HEAD'],
       path: '/webhooks/:webhookId/health',
       async handler({ accountId, params }) {
         const health = await webhooks.health(accountId, params.webhookId!);
