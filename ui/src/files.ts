@@ -1,4 +1,5 @@
-import { api, segment } from './api.js';
+import { ApiError, api, segment } from './api.js';
+import { isId, showNotFound } from './not-found.js';
 import { downloadButton } from './download.js';
 import { el, errorBox, replace } from './dom.js';
 import { size, time } from './format.js';
@@ -13,6 +14,10 @@ import type { FileEntry, List } from './types.js';
  * breadcrumb names its ancestors: each level is listed to find their names.
  */
 export const fileScreen: Screen = ({ main, title, rest }) => {
+  if (!rest.every((id) => isId('fsd', id))) {
+    showNotFound({ main, title }, 'There is no such directory in this account.', { href: '#/files', label: '← Files' });
+    return () => {};
+  }
   const errors = errorBox();
   const crumbs = el('ol', { class: 'crumbs' });
   const table = el('tbody');
@@ -65,6 +70,9 @@ export const fileScreen: Screen = ({ main, title, rest }) => {
       );
       replace(table, ...rows(levels.at(-1)!, rest, 0));
     } catch (error) {
+      if (error instanceof ApiError && error.status === 404 && rest.length > 0) {
+        return showNotFound({ main, title }, 'There is no such directory in this account.', { href: '#/files', label: '← Files' });
+      }
       errors.show(error);
     }
   }

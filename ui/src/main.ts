@@ -3,6 +3,7 @@ import { api, session, whenUnauthorized } from './api.js';
 import { el, errorBox, replace } from './dom.js';
 import { eventTypeScreen } from './event-types.js';
 import { fileScreen } from './files.js';
+import { showNotFound } from './not-found.js';
 import type { Screen } from './screen.js';
 import { webhookScreen } from './webhook.js';
 import { webhookList } from './webhooks.js';
@@ -23,8 +24,19 @@ const NAV = [
   { hash: '#/files', label: 'Files' },
 ];
 
+/** A location whose escapes do not decode (`#/webhooks/%E0%A4%A`): shown as not found. */
+const undecodable: Screen = (context) => {
+  showNotFound(context, 'This link is malformed.', { href: '#/webhooks', label: '← Webhooks' });
+  return () => {};
+};
+
 function route(): { screen: Screen; rest: string[]; section: string } {
-  const parts = location.hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
+  let parts: string[];
+  try {
+    parts = location.hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
+  } catch {
+    return { screen: undecodable, rest: [], section: '' };
+  }
   const [name, ...rest] = parts;
   if (name === 'files') return { screen: fileScreen, rest, section: '#/files' };
   if (name === 'agreements') return { screen: agreementScreen, rest: [], section: '#/agreements' };
@@ -72,7 +84,19 @@ function show(notice?: string): void {
 
 function signInForm(notice?: string): void {
   const errors = errorBox();
-  const key = el('input', { id: 'api-key', name: 'key', type: 'password', required: true, autocomplete: 'current-password', spellcheck: 'false' });
+  // Not a password field: a browser would offer to save the key with the site's passwords. The
+  // text is masked by the stylesheet instead, and nothing offers to keep it.
+  const key = el('input', {
+    id: 'api-key',
+    name: 'api-key',
+    type: 'text',
+    class: 'masked',
+    required: true,
+    autocomplete: 'off',
+    autocapitalize: 'off',
+    spellcheck: 'false',
+    'aria-describedby': 'api-key-help',
+  });
   const submit = el('button', { type: 'submit' }, 'Sign in');
   const form = el(
     'form',
@@ -81,6 +105,11 @@ function signInForm(notice?: string): void {
     notice === undefined ? null : el('p', { role: 'status' }, notice),
     el('p', {}, 'Sign in with your API key. It is kept in this browser tab only, and forgotten when you sign out or close the tab.'),
     el('div', { class: 'field' }, el('label', { for: 'api-key' }, 'API key'), key),
+    el(
+      'p',
+      { id: 'api-key-help', class: 'hint' },
+      'Your API key is the one your account uses with this service\'s API: whoever runs the service gave it to you. Anyone holding it acts for your account, so it is never saved by this page.',
+    ),
     errors.node,
     el('div', { class: 'actions' }, submit),
   );

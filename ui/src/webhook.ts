@@ -1,4 +1,6 @@
-import { api, segment } from './api.js';
+import { ApiError, api, segment } from './api.js';
+import { isId, showNotFound } from './not-found.js';
+import { callCharts } from './charts.js';
 import { deliveryLog } from './deliveries.js';
 import { details, el, errorBox, replace } from './dom.js';
 import { time } from './format.js';
@@ -16,13 +18,20 @@ const REASONS: Record<string, string> = {
 
 /** One webhook: its health, what can be done to it, and its delivery log (refreshed while open). */
 export const webhookScreen: Screen = ({ main, title, rest }) => {
-  const id = rest[0] ?? '';
+  const id = rest[0];
+  const notFound = () => showNotFound({ main, title }, 'There is no such webhook in this account.', { href: '#/webhooks', label: '← All webhooks' });
+  // An id of the wrong shape is not asked for: no request carries what a link made up.
+  if (!isId('wbh', id) || rest.length > 1) {
+    notFound();
+    return () => {};
+  }
   const base = `/webhooks/${segment(id)}`;
   const errors = errorBox();
   const summary = el('section', { class: 'panel', 'aria-labelledby': 'health-heading' });
   const secretBox = el('div', { class: 'secret', hidden: true, 'aria-live': 'polite' });
   const actions = el('div', { class: 'actions' });
   const log = deliveryLog(base, errors, () => load());
+  const charts = callCharts(base, errors);
   const filter = filterPanel(base, errors, () => void load());
   const heading = title('Webhook');
   replace(
@@ -33,21 +42,33 @@ export const webhookScreen: Screen = ({ main, title, rest }) => {
     summary,
     secretBox,
     actions,
+    charts.node,
     filter.node,
     recoverForm(base, errors, () => void log.refresh()),
     log.node,
   );
 
   let stopped = false;
+  /** Whether the webhook was found once: a 404 after that (deleted meanwhile) is shown as an error. */
+  let seen = false;
+  /** Loads so far: the charts are read again every fifth (each 15 s while the log refreshes). */
+  let loads = 0;
   async function load() {
+    if (loads++ % 5 === 0) void charts.refresh();
     try {
       const [webhook, health] = await Promise.all([api<Webhook>('GET', base), api<WebhookHealth>('GET', `${base}/health`)]);
       if (stopped) return;
+      seen = true;
       heading.textContent = webhook.url;
       drawSummary(webhook, health);
       drawActions(health);
       filter.show(webhook);
     } catch (error) {
+      if (error instanceof ApiError && error.status === 404 && !seen) {
+        stopped = true;
+        log.stop();
+        return notFound();
+      }
       errors.show(error);
     }
   }
