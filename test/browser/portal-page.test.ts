@@ -523,7 +523,7 @@ it('agreements: each signer\'s status, Copy signing link (a link that works), an
   await page.context().close();
 });
 
-it('a long delivery log: one page of 50 at first, older pages on demand; a refresh asks for the first page only', async () => {
+it('a long delivery log: one page of 50 at first, older pages on demand; a refresh asks only for what is newer', async () => {
   // A type of its own: no other test's webhook gets these 120 calls.
   const webhook = await app.portal.webhooks.create('acct_a', { type: 'agreement-reminder-due', url: `${receiver.url}/long-log` });
   receiver.script([], { status: 204 });
@@ -544,10 +544,11 @@ it('a long delivery log: one page of 50 at first, older pages on demand; a refre
   await page.locator('.delivery').nth(119).waitFor();
   assert.is(await page.locator('.delivery').count(), 120);
   assert.ok(await page.getByRole('button', { name: 'Older deliveries' }).isHidden(), 'no page after the last');
+  asked.length = 0;
   await page.getByRole('button', { name: 'Refresh' }).click();
   await page.waitForTimeout(200);
   assert.is(await page.locator('.delivery').count(), 120, 'the older pages stay through a refresh');
-  assert.ok(asked.length >= 4);
+  assert.ok(asked.length >= 1 && asked.every((search) => /since=/.test(search)), `a refresh asks for what is newer than the newest shown: ${asked.join(' ')}`);
   assert.ok(asked.every((search) => /limit=50/.test(search)), `every request asks for one page: ${asked.join(' ')}`);
   assert.equal(problemsOf(page), []);
   await page.context().close();
