@@ -279,6 +279,8 @@ export interface Storage {
    * `before.events` that no delivery names any more (a pending delivery's event is never removed,
    * nor a finished one's while it is kept); `null` leaves that kind alone. Oldest first. Resolves
    * how many of each went. Several instances may run it at once: each record is removed once.
+   * Called on every retention tick, both `null` included: a store drops there what it keeps only
+   * for a while (hourly call counts past their span).
    */
   removeExpired(before: { deliveries: string | null; events: string | null }, limit: number): Promise<{ deliveries: number; events: number }>;
 

@@ -17,13 +17,16 @@ export class CallStats {
 
   /** Counts the delivery's attempts (`sign` 1), or takes them out (-1). */
   count(delivery: DeliveryRecord, sign: 1 | -1): void {
-    if (delivery.attempts.length === 0) return;
-    let hours = this.byWebhook.get(delivery.webhookId);
     for (const attempt of delivery.attempts) {
       const hour = hourOf(attempt.at);
+      // Advancing may drop the webhook's map (all its hours past the span): it is looked up after.
       if (sign > 0 && hour > this.latest) this.advance(hour);
       if (hour < this.cutoff) continue;
-      if (hours === undefined) this.byWebhook.set(delivery.webhookId, (hours = new Map()));
+      let hours = this.byWebhook.get(delivery.webhookId);
+      if (hours === undefined) {
+        if (sign < 0) continue;
+        this.byWebhook.set(delivery.webhookId, (hours = new Map()));
+      }
       let counts = hours.get(hour);
       if (counts === undefined) {
         if (sign < 0) continue;

@@ -41,7 +41,6 @@ export function createRetention(deps: {
   const cutoff = (now: number, ms: number) => (ms === Infinity ? null : atom(new Date(now - ms)));
   return async function tick(): Promise<{ deliveries: number; events: number }> {
     const removed = { deliveries: 0, events: 0 };
-    if (eventsMs === Infinity && deliveriesMs === Infinity) return removed;
     const now = deps.clock().getTime();
     const before = { deliveries: cutoff(now, deliveriesMs), events: cutoff(now, eventsMs) };
     for (let batch = 0; batch < RETENTION_BATCHES_PER_TICK; batch++) {

@@ -71,6 +71,22 @@ export function callStatsStorageTests(test: Test, factory: StorageFactory): void
     assert.equal(counted!.latency.slice(0, 4), [3, 3, 6, 0], '0–220 ms: up to 50, 100, 250, 500 ms');
   }));
 
+  test('call stats: hours more than eight days behind the latest are dropped, by the retention tick at the latest, whatever the retention', withStorage(factory, async (storage) => {
+    const webhook = webhookRecord();
+    await storage.insertWebhook(webhook);
+    const [old] = await leased(storage, 1, 0);
+    await storage.recordAttempt(old!.id, 'worker-1', call(10, 200, 30), { status: 'succeeded', nextAttemptAt: null });
+    const later = 9 * 24 * 3600;
+    const [recent] = await leased(storage, 1, later);
+    await storage.recordAttempt(recent!.id, 'worker-1', call(later + 10, 200, 30), { status: 'succeeded', nextAttemptAt: null });
+    // Retention of Infinity for both: the tick still calls removeExpired with two nulls.
+    assert.equal(await storage.removeExpired({ deliveries: null, events: null }, 500), { deliveries: 0, events: 0 });
+    assert.equal(
+      (await storage.callStats('acct_a', webhook.id, hourOf(at(0)))).map((hour) => hour.hour),
+      [hourOf(at(later))],
+    );
+  }));
+
   reopenable(test, factory)('call stats: the counts survive a reopen', withStorage(factory, async (storage, { swap }) => {
     const webhook = webhookRecord();
     await storage.insertWebhook(webhook);
