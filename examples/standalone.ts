@@ -33,6 +33,12 @@ async function keptSecret(file: string): Promise<{ value: string; created: boole
   return { value, created: true };
 }
 
+function positive(name: string, value: string): number {
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < 1 || number > 1000) throw new Error(`${name} must be a whole number from 1 to 1000, got "${value}"`);
+  return number;
+}
+
 function port(value: string | undefined): number {
   if (value === undefined || value === '') return 3000;
   const number = Number(value);
@@ -92,7 +98,8 @@ async function main() {
   }
 
   // DATABASE_URL moves records and bytes to PostgreSQL (or PGlite): the way to run several instances.
-  const database = process.env.DATABASE_URL ? await connectDatabase(process.env.DATABASE_URL) : null;
+  const poolMax = process.env.DATABASE_POOL_MAX ? positive('DATABASE_POOL_MAX', process.env.DATABASE_POOL_MAX) : undefined;
+  const database = process.env.DATABASE_URL ? await connectDatabase(process.env.DATABASE_URL, { poolMax }) : null;
   const adapters = database
     ? sqlAdapters({ client: database.client })
     : {
@@ -124,6 +131,10 @@ async function main() {
   portal = await createPortal(options);
   ready(portal);
   const started = portal;
+  // What a customer should be told, logged once by the instance that recorded it.
+  started.on('webhook.disabled', (event) => logger.warn({ ...event }, 'webhook disabled'));
+  started.on('delivery.exhausted', (event) => logger.warn({ ...event }, 'delivery exhausted: no more retries'));
+  started.on('delivery.recovered', (event) => logger.info({ ...event }, 'delivery recovered after failures'));
   // Printed once the server serves with it, never before a start that then fails; the one place a
   // key is printed: the operator needs it to make a first request.
   if (generatedKey !== undefined) process.stdout.write(`API key: ${generatedKey}\n`);

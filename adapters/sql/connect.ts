@@ -24,14 +24,15 @@ export interface Database {
 /**
  * A client for a `DATABASE_URL`: `postgres://…` or `postgresql://…` makes a `pg.Pool`;
  * `pglite:memory` an in-memory PGlite, `pglite:<directory>` a PGlite kept in that directory.
+ * `poolMax` sizes the pool (pg's default: 10 connections).
  * The driver is imported only here, when asked for, so the adapters themselves need neither
  * package; a missing one is named in the error.
  */
-export async function connectDatabase(url: string): Promise<Database> {
+export async function connectDatabase(url: string, options: { poolMax?: number } = {}): Promise<Database> {
   if (/^postgres(ql)?:\/\//i.test(url)) {
     const pg = await importPeer<typeof import('pg')>('pg', url);
     const Pool = pg.Pool ?? pg.default.Pool;
-    const pool = new Pool({ connectionString: url });
+    const pool = new Pool({ connectionString: url, ...(options.poolMax === undefined ? {} : { max: options.poolMax }) });
     // An idle connection the server drops is reported here; the pool replaces it on the next
     // checkout, and queries in flight reject on their own. Without a listener it would crash.
     pool.on('error', () => {});

@@ -160,8 +160,13 @@ onPostgres('standalone on PostgreSQL: /readyz turns 503 while the database is un
   let server: ReturnType<typeof startNode> | undefined;
   try {
     const databaseUrl = `postgres://${url.username}@127.0.0.1:${proxy.port}/${database}`;
-    const booted = await boot({ DATA_DIR: dataDir, DATABASE_URL: databaseUrl, PORTAL_SIGNING_KEYS: auth.signingKeys[0]! });
+    const booted = await boot({ DATA_DIR: dataDir, DATABASE_URL: databaseUrl, DATABASE_POOL_MAX: '2', PORTAL_SIGNING_KEYS: auth.signingKeys[0]! });
     server = booted.server;
+    // DATABASE_POOL_MAX: twenty requests at once hold two connections at most.
+    const statuses = await Promise.all(Array.from({ length: 20 }, () => fetch(`${booted.root}/v1/files`, { headers: { authorization: `Bearer ${KEY}` } }).then((res) => res.status)));
+    assert.ok(statuses.every((status) => status === 200));
+    const [{ connections }] = (await pool.query(`SELECT count(*)::int AS connections FROM pg_stat_activity WHERE datname = $1`, [database])).rows as [{ connections: number }];
+    assert.ok(connections >= 1 && connections <= 2, `${connections} connections`);
     const readyz = async () => {
       const res = await fetch(`${booted.root}/readyz`);
       return { status: res.status, body: (await res.json()) as { ok: boolean; checks: Record<string, { ok: boolean; error?: string }> } };

@@ -257,6 +257,39 @@ test('an unreachable DATABASE_URL: exit 1 at once, naming the host, port, databa
   }
 });
 
+test('operational events are logged: a receiver answering 410 Gone disables its webhook, said once at warn', async () => {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'portal-standalone-'));
+  const receiver = await startReceiver();
+  receiver.script([], { status: 410 });
+  try {
+    const { server, url } = await boot({ DATA_DIR: dataDir, PORTAL_API_KEYS: STANDALONE_KEY, PORTAL_ALLOW_PRIVATE_NETWORKS: '1' });
+    const created = await fetch(`${url}/webhooks`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${STANDALONE_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'customer-created', url: `${receiver.url}/gone` }),
+    });
+    const webhook = (await created.json()) as { id: string };
+    assert.is((await fetch(`${url}/webhooks/${webhook.id}/test`, { method: 'POST', headers: { authorization: `Bearer ${STANDALONE_KEY}` } })).status, 202);
+    const said = () => server.errorLines.map(logLine).filter((line) => line?.msg === 'webhook disabled');
+    for (let i = 0; i < 100 && said().length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal(said().map((line) => [line!.level, line!.webhookId, line!.reason]), [['warn', webhook.id, 'gone']]);
+    assert.is(await stop(server), 0);
+  } finally {
+    await receiver.close();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('DATABASE_POOL_MAX that is not a whole number from 1 to 1000 stops the start, naming it', async () => {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'portal-standalone-'));
+  try {
+    const server = startNode(script, { PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, PORTAL_API_KEYS: STANDALONE_KEY, DATABASE_URL: 'pglite:memory', DATABASE_POOL_MAX: 'many' });
+    assert.match((await failedStart(server)).message, 'DATABASE_POOL_MAX must be a whole number from 1 to 1000, got "many"');
+  } finally {
+    await rm(dataDir, { recursive: true, force: true });
+  }
+});
+
 test('PORTAL_ALLOW_PRIVATE_NETWORKS=1: a warning at start, and a receiver on loopback gets the calls', async () => {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'portal-standalone-'));
   const receiver = await startReceiver();
