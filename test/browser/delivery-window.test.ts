@@ -9,7 +9,7 @@ import { memoryStorage } from '../../adapters/memory/index.js';
 import type { Storage } from '../../src/index.js';
 import type { EventRecord, WebhookRecord } from '../../src/records.js';
 import { newId } from '../../src/shared/ids.js';
-import { chromiumMissing, launchChromium } from '../helpers/chromium.js';
+import { chromiumMissing, launchChromium, problemsOf, signedInPage } from '../helpers/chromium.js';
 import { KEY_A, json, startPortal, type TestPortal } from '../helpers/server.js';
 import { skipping } from '../helpers/skip.js';
 
@@ -94,22 +94,7 @@ test.after(async () => {
   await app?.close();
 });
 
-async function signedIn(width: number): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width, height: 900 }, locale: 'en-US', timezoneId: 'UTC' });
-  const page = await context.newPage();
-  const problems: string[] = [];
-  page.on('pageerror', (error) => problems.push(error.message));
-  page.on('console', (message) => {
-    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) problems.push(message.text());
-  });
-  (page as Page & { problems?: string[] }).problems = problems;
-  await page.goto(`${app.url}/portal/`);
-  await page.getByLabel('API key').fill(KEY_A);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { level: 1, name: 'Webhooks' }).waitFor();
-  return page;
-}
-const problemsOf = (page: Page) => (page as Page & { problems?: string[] }).problems ?? [];
+const signedIn = (width: number): Promise<Page> => signedInPage(browser, `${app.url}/portal/`, KEY_A, { width, timezoneId: 'UTC' });
 
 /** Waits until `check` holds: the page's CSP forbids the string predicates of waitForFunction. */
 async function until(check: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {

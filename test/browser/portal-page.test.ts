@@ -7,7 +7,7 @@ import * as assert from 'uvu/assert';
 import { memoryStorage } from '../../adapters/memory/index.js';
 import type { Storage } from '../../src/index.js';
 import { PNG_SIGNATURE, validFormData } from '../helpers/agreements.js';
-import { chromiumMissing, launchChromium } from '../helpers/chromium.js';
+import { chromiumMissing, launchChromium, problemsOf, signedInPage } from '../helpers/chromium.js';
 import { startReceiver, type Receiver } from '../helpers/receiver.js';
 import { KEY_A, json, startPortal, type TestPortal } from '../helpers/server.js';
 import { skipping } from '../helpers/skip.js';
@@ -43,26 +43,7 @@ test.after(async () => {
 });
 
 /** A fresh browser tab (its own sessionStorage), signed in with account A's key. */
-async function signedIn(width = 1100, locale = 'en-US'): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width, height: 900 }, locale, timezoneId: 'Europe/Berlin' });
-  const page = await context.newPage();
-  const problems: string[] = [];
-  page.on('pageerror', (error) => problems.push(error.message));
-  // A refused API call is logged by the browser itself ("Failed to load resource"): the tests cause
-  // those on purpose. Any other error (a script error, a CSP or Trusted Types violation) is a fault.
-  page.on('console', (message) => {
-    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) problems.push(message.text());
-  });
-  (page as Page & { problems?: string[] }).problems = problems;
-  await page.goto(`${app.url}/portal/`);
-  await page.getByLabel('API key').fill(KEY_A);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { level: 1, name: 'Webhooks' }).waitFor();
-  return page;
-}
-
-/** No script error and no CSP violation on the page. */
-const problemsOf = (page: Page) => (page as Page & { problems?: string[] }).problems ?? [];
+const signedIn = (width = 1100, locale = 'en-US'): Promise<Page> => signedInPage(browser, `${app.url}/portal/`, KEY_A, { width, locale });
 
 /** A screenshot of the whole page, or with `fullPage: false` of what the window shows (a long list's top). */
 async function shoot(page: Page, name: string, fullPage = true): Promise<void> {

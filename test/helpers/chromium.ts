@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import type { Browser } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 
 export const CHROMIUM = '/usr/bin/chromium';
 
@@ -42,3 +42,33 @@ function installChromium(): string | null {
   const last = (install.stderr || update.stderr || install.error?.message || '').trim().split('\n').slice(-2).join(' ');
   return `${CHROMIUM} is missing and apt-get could not install it (exit ${install.status ?? install.signal}; ${last || 'no output'})`;
 }
+
+/**
+ * A fresh tab of its own (its own sessionStorage), on the portal page at `pageUrl`, signed in with
+ * `key`, at `width` px. It notes every script error and every console error but the browser's own
+ * "Failed to load resource" (which the tests cause on purpose): a CSP or Trusted Types violation is a
+ * fault, read with `problemsOf`.
+ */
+export async function signedInPage(
+  browser: Browser,
+  pageUrl: string,
+  key: string,
+  { width = 1100, locale = 'en-US', timezoneId = 'Europe/Berlin' }: { width?: number; locale?: string; timezoneId?: string } = {},
+): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width, height: 900 }, locale, timezoneId });
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on('pageerror', (error) => problems.push(error.message));
+  page.on('console', (message) => {
+    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) problems.push(message.text());
+  });
+  (page as Page & { problems?: string[] }).problems = problems;
+  await page.goto(pageUrl);
+  await page.getByLabel('API key').fill(key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Webhooks' }).waitFor();
+  return page;
+}
+
+/** The script errors and CSP violations `signedInPage` noted. */
+export const problemsOf = (page: Page): string[] => (page as Page & { problems?: string[] }).problems ?? [];

@@ -14,6 +14,7 @@ import { redactedUrl } from '../../src/shared/telemetry.js';
 import { KEY_A, startPortal } from '../helpers/server.js';
 import { SIGNING_KEY_1 } from '../helpers/download.js';
 import { NEVER } from '../helpers/webhooks.js';
+import { hidingPackages } from '../helpers/missing-packages.js';
 
 /** A reader the test collects from when it wants, as OpenTelemetry's own tests do. */
 class TestReader extends MetricReader {
@@ -225,19 +226,7 @@ test('redactedUrl: no user info, every query value replaced, a URL that does not
 });
 
 /** `@opentelemetry/api` fails to resolve in the child, as where it is not installed. */
-const HOOKS = `
-export async function resolve(specifier, context, next) {
-  if (specifier.startsWith('@opentelemetry/')) {
-    const error = new Error("Cannot find package '" + specifier + "' imported from " + context.parentURL);
-    error.code = 'ERR_MODULE_NOT_FOUND';
-    throw error;
-  }
-  return next(specifier, context);
-}`;
-
-const CHILD = `
-import { register } from 'node:module';
-register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(HOOKS)}));
+const CHILD = `${hidingPackages(['@opentelemetry/'])}
 const { createPortal } = await import(${JSON.stringify(new URL('../../src/index.js', import.meta.url).href)});
 const { loadTelemetry } = await import(${JSON.stringify(new URL('../../src/shared/telemetry.js', import.meta.url).href)});
 const http = await import('node:http');

@@ -3,21 +3,10 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { Test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { hidingPackages } from '../../helpers/missing-packages.js';
 
 /** Resolving `pg` or PGlite fails in the child as it would where neither is installed. */
-const HOOKS = `
-export async function resolve(specifier, context, next) {
-  if (specifier === 'pg' || specifier.startsWith('@electric-sql/pglite')) {
-    const error = new Error("Cannot find package '" + specifier + "' imported from " + context.parentURL);
-    error.code = 'ERR_MODULE_NOT_FOUND';
-    throw error;
-  }
-  return next(specifier, context);
-}`;
-
-const CHILD = `
-import { register } from 'node:module';
-register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(HOOKS)}));
+const CHILD = `${hidingPackages(['pg', '@electric-sql/pglite'])}
 const sql = await import(${JSON.stringify(new URL('../../../adapters/sql/index.js', import.meta.url).href)});
 const { connectDatabase } = await import(${JSON.stringify(new URL('../../../adapters/sql/connect.js', import.meta.url).href)});
 const client = { async query() { return { rows: [] }; } };
