@@ -139,7 +139,11 @@ export function createWebhookService(deps: {
   storage: Storage;
   clock: () => Date;
   eventTypes: readonly string[];
-  /** Webhooks one account may have (`webhooks.maxPerAccount`); default unlimited. */
+  /**
+   * Webhooks one account may have (`webhooks.maxPerAccount`, resolved with its default in
+   * `webhooks/options.ts`, which `createPortal` always passes); the store enforces it atomically as
+   * it inserts (`Storage.insertWebhook`). A service made without it sets no limit.
+   */
   maxPerAccount?: number;
   /** Asks the delivery worker for a pass now (after a redeliver). */
   notify?: () => void;
