@@ -5,27 +5,37 @@ const OUTCOMES = ['succeeded', 'failed', 'errors'] as const;
 
 /**
  * Each webhook's calls by the hour (`Storage.callStats`), kept from the attempts its deliveries
- * hold: a delivery's attempts are counted when its row is stored and taken out when a newer row of
- * it replaces that one, so a store with a journal rebuilds the same counts when it replays. A
- * delivery keeps its last 50 attempts: past that, the oldest leave the counts as they leave the row.
- * Hours older than eight days before the latest one counted are dropped.
+ * hold: when a row of a delivery replaces another, the attempts it adds (by `attemptCount`) are
+ * counted, and a revert takes out the same ones; a delivery retention removes keeps its counts. A
+ * store with a journal rebuilds the counts as it replays; from a compacted log, a delivery past 50
+ * attempts counts the 50 it holds. Hours older than eight days before the latest one counted are dropped.
  */
 export class CallStats {
   private readonly byWebhook = new Map<string, Map<string, CallStatsHour>>();
   private latest = '';
   private cutoff = '';
 
-  /** Counts the delivery's attempts (`sign` 1), or takes them out (-1). */
-  count(delivery: DeliveryRecord, sign: 1 | -1): void {
-    for (const attempt of delivery.attempts) {
+  /**
+   * A delivery's row changed from `before` to `after` (either absent): counts the attempts `after`
+   * made beyond `before`, or takes out those `before` made beyond `after` (a revert).
+   */
+  change(before: DeliveryRecord | undefined, after: DeliveryRecord | undefined): void {
+    const added = (after?.attemptCount ?? 0) - (before?.attemptCount ?? 0);
+    if (added > 0) this.count(after!.attempts.slice(-added), 1, after!.webhookId);
+    else if (added < 0) this.count(before!.attempts.slice(added), -1, before!.webhookId);
+  }
+
+  /** Counts the attempts (`sign` 1), or takes them out (-1). */
+  private count(attempts: readonly DeliveryRecord['attempts'][number][], sign: 1 | -1, webhookId: string): void {
+    for (const attempt of attempts) {
       const hour = hourOf(attempt.at);
       // Advancing may drop the webhook's map (all its hours past the span): it is looked up after.
       if (sign > 0 && hour > this.latest) this.advance(hour);
       if (hour < this.cutoff) continue;
-      let hours = this.byWebhook.get(delivery.webhookId);
+      let hours = this.byWebhook.get(webhookId);
       if (hours === undefined) {
         if (sign < 0) continue;
-        this.byWebhook.set(delivery.webhookId, (hours = new Map()));
+        this.byWebhook.set(webhookId, (hours = new Map()));
       }
       let counts = hours.get(hour);
       if (counts === undefined) {

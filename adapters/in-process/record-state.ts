@@ -154,7 +154,6 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
         }
         if (delivery.status === 'pending') finished.remove(row.id);
         else finished.add('', row.id, delivery.createdAt);
-        callStats.count(delivery, 1);
         pending.update(delivery);
         keys.update(delivery);
         break;
@@ -205,13 +204,8 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
         break;
       case 'delivery': {
         const delivery = row.value as DeliveryRecord;
-        // The row's attempts leave the counts when a newer row of it takes their place (and, on a
-        // revert, when the row that counted them is undone); a delivery retention removes keeps them.
-        if (replaced) {
-          callStats.count(delivery, -1);
-          // A replacing row is listed and queued again by its own `index`, which keeps its places.
-          break;
-        }
+        // A replacing row is listed and queued again by its own `index`, which keeps its places.
+        if (replaced) break;
         pending.delete(row.accountId, row.id);
         keys.delete(row.id);
         deliveryOrder.remove(row.id);
@@ -282,6 +276,7 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
       } else {
         index(row);
       }
+      if (table === 'delivery') callStats.change(previous?.value as DeliveryRecord | undefined, record as DeliveryRecord);
       rows.set(row.id, row);
       liveBytes += row.size;
       return row;
@@ -304,6 +299,7 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
         rows.set(id, previous);
         liveBytes += previous.size;
       }
+      if (table === 'delivery') callStats.change(current?.value as DeliveryRecord | undefined, previous?.value as DeliveryRecord | undefined);
     },
     remove(table: TableName, id: string): void {
       const rows = rowsOf(table);

@@ -388,7 +388,7 @@ const paths = {
       summary: 'A webhook\'s calls over the last 24 hours or 7 days',
       tags: ['Webhooks'],
       extension: true,
-      description: `${extension} The calls made to the webhook, in buckets ending with the current hour (hourly for \`24h\`, six-hourly for \`7d\`): by outcome, and the estimated median and 95th percentile of their durations. Counted as each attempt is recorded, so a week reads at most 168 hourly rows whatever the traffic. On memory and fs, a delivery past 50 attempts counts its last 50.`,
+      description: `${extension} The calls made to the webhook, in buckets ending with the current hour (hourly for \`24h\`, six-hourly for \`7d\`): by outcome, and the estimated median and 95th percentile of their durations. Counted as each attempt is recorded, so a week reads at most 168 hourly rows whatever the traffic. On fs, a delivery past 50 attempts read back from a compacted log counts the 50 it keeps.`,
       parameters: [
         {
           name: 'window',

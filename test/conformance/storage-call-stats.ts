@@ -60,6 +60,18 @@ export function callStatsStorageTests(test: Test, factory: StorageFactory): void
     ]);
   }));
 
+  test('call stats: a delivery past the 50 attempts it keeps still counts every one', withStorage(factory, async (storage) => {
+    const webhook = webhookRecord();
+    await storage.insertWebhook(webhook);
+    const [delivery] = await leased(storage, 1, 0);
+    for (let i = 0; i < 55; i++) {
+      if (i > 0) await storage.claimDeliveries({ now: at(i * 10), leaseUntil: at(i * 10 + 5), limit: 10, owner: 'worker-1' });
+      await storage.recordAttempt(delivery!.id, 'worker-1', call(i * 10 + 1, 503, 30), { status: 'pending', nextAttemptAt: at(i * 10 + 10) });
+    }
+    assert.is((await storage.getDelivery('acct_a', delivery!.id))!.attemptCount, 55);
+    assert.equal(await storage.callStats('acct_a', webhook.id, hourOf(at(0))), [hour(0, { failed: 55 }, { 0: 55 })]);
+  }));
+
   test('call stats: many successes of one hour recorded at once count each', withStorage(factory, async (storage) => {
     const webhook = webhookRecord();
     await storage.insertWebhook(webhook);
