@@ -6,16 +6,19 @@ import { atomOf, type Names } from './schema.js';
 const BINS = Array.from({ length: LATENCY_BINS }, (_, i) => `latency_${i}`);
 const COUNTS = ['succeeded', 'failed', 'errors', ...BINS];
 
-/** The table of each webhook's calls by the hour (migration 14). */
-export function callStatsTable({ table }: Names): string {
-  return `CREATE TABLE ${table('webhook_call_stats')} (
+/** The table of each webhook's calls by the hour, and the index its sweep reads (migration 14). */
+export function callStatsTable({ table }: Names): string[] {
+  return [`CREATE TABLE ${table('webhook_call_stats')} (
     webhook_id text NOT NULL,
     account_id text NOT NULL,
     hour timestamptz NOT NULL,
     ${COUNTS.map((column) => `${column} integer NOT NULL DEFAULT 0`).join(',\n    ')},
     PRIMARY KEY (webhook_id, hour)
-  )`;
+  )`, `CREATE INDEX portal_webhook_call_stats_hour ON ${table('webhook_call_stats')} (hour)`];
 }
+
+/** How often an instance sweeps the hours past their span: they age by the hour. */
+const SWEEP_EVERY_MS = 60_000;
 
 /**
  * The CTE `counted`: the attempts of `source` (a SELECT of webhook_id, account_id and entry, the
@@ -59,6 +62,7 @@ export function createCallStats(db: Db, names: Names) {
       LIMIT $1::int
     )
     DELETE FROM ${table('webhook_call_stats')} WHERE ctid IN (SELECT ctid FROM doomed)`;
+  let swept = 0;
   return {
     async callStats(accountId: string, webhookId: string, since: string): Promise<CallStatsHour[]> {
       const rows = await db.query(read, [accountId, webhookId, since]);
@@ -70,7 +74,10 @@ export function createCallStats(db: Db, names: Names) {
         latency: BINS.map((column) => Number(row[column])),
       }));
     },
+    /** At most once a minute per instance: retention calls it up to 20 times a tick. */
     async sweepCallStats(limit: number): Promise<void> {
+      if (Date.now() - swept < SWEEP_EVERY_MS) return;
+      swept = Date.now();
       await db.query(sweep, [limit], { replayable: true });
     },
   };

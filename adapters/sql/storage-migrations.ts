@@ -282,7 +282,7 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
   {
     version: 14,
     name: 'each webhook\'s calls by the hour',
-    statements: (names) => [callStatsTable(names)],
+    statements: (names) => callStatsTable(names),
   },
 ];
 
