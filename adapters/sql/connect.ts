@@ -65,7 +65,8 @@ async function reachable(pool: import('pg').Pool, url: string): Promise<void> {
   try {
     await Promise.race([pool.query('SELECT 1'), timeout]);
   } catch (error) {
-    await pool.end().catch(() => {});
+    // Not awaited: ending waits for a connection still being tried, up to the system's TCP timeout.
+    void pool.end().catch(() => {});
     const code = (error as { code?: unknown }).code;
     const cause = `${(error as Error).message}${typeof code === 'string' ? ` (${code})` : ''}`;
     throw new Error(`Cannot connect to the database ${describeAddress(url)}: ${cause}`, { cause: error });
