@@ -1,12 +1,14 @@
 /**
  * The standalone server's probes, served before the API and outside its keys:
  * - `GET /healthz`: 200 while the process serves requests (liveness);
- * - `GET /readyz`: 200 with `portal.ready()`'s checks, or 503 with them while a check fails, while
- *   the portal is still opening, and once the server is stopping (readiness);
+ * - `GET /readyz`: 200 with whether each of `portal.ready()`'s checks passed, or 503 while one fails,
+ *   while the portal is still opening, and once the server is stopping (readiness). The answer says
+ *   no more than that (no driver error, no queue figure: anyone who reaches the port may ask); the
+ *   causes go to the log when readiness changes. One check runs at a time, its answer kept a second;
  * - `GET /metrics`, given a metrics endpoint (`METRICS=1`): the Prometheus text.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Portal } from '../src/index.js';
+import type { Logger, Portal, Readiness } from '../src/index.js';
 import type { MetricsEndpoint } from './metrics.js';
 
 export interface Probes {
@@ -22,8 +24,32 @@ function send(res: ServerResponse, status: number, body: unknown): void {
   res.end(res.req.method === 'HEAD' ? undefined : json);
 }
 
-export function createProbes(portal: () => Portal | undefined, metrics?: MetricsEndpoint): Probes {
+/** How long a readiness answer is served again: a balancer polling often costs the stores one read a second. */
+const READY_KEPT_MS = 1_000;
+
+export function createProbes(portal: () => Portal | undefined, logger: Logger, metrics?: MetricsEndpoint): Probes {
   let draining = false;
+  let kept: { at: number; readiness: Readiness } | undefined;
+  let asking: Promise<Readiness> | undefined;
+  let wasReady: boolean | undefined;
+
+  /** The portal's readiness, read at most once a second; a change is logged with its causes. */
+  function readiness(open: Portal): Promise<Readiness> {
+    if (kept !== undefined && Date.now() - kept.at < READY_KEPT_MS) return Promise.resolve(kept.readiness);
+    asking ??= open
+      .ready()
+      .then((answer) => {
+        kept = { at: Date.now(), readiness: answer };
+        if (answer.ok !== wasReady) {
+          if (answer.ok) logger.info({ checks: answer.checks }, 'ready');
+          else logger.warn({ checks: answer.checks }, 'not ready: a check failed');
+        }
+        wasReady = answer.ok;
+        return answer;
+      })
+      .finally(() => (asking = undefined));
+    return asking;
+  }
   return {
     serve(req, res) {
       const path = (req.url ?? '').split('?')[0];
@@ -46,9 +72,13 @@ export function createProbes(portal: () => Portal | undefined, metrics?: Metrics
         send(res, 503, { ok: false, message: draining ? 'stopping' : 'starting' });
         return true;
       }
-      open.ready().then(
-        (readiness) => send(res, readiness.ok ? 200 : 503, readiness),
-        (error: unknown) => send(res, 503, { ok: false, message: error instanceof Error ? error.message : String(error) }),
+      readiness(open).then(
+        ({ ok, checks }) =>
+          send(res, ok ? 200 : 503, {
+            ok,
+            checks: { storage: { ok: checks.storage.ok }, blobs: { ok: checks.blobs.ok }, worker: { ok: checks.worker.ok, running: checks.worker.running } },
+          }),
+        () => send(res, 503, { ok: false, message: 'the readiness check failed' }),
       );
       return true;
     },

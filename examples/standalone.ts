@@ -62,7 +62,7 @@ async function main() {
   // Before the portal is made: it makes its instruments from the meter provider registered then.
   const metrics = process.env.METRICS === '1' ? await prometheusMetrics() : undefined;
   // /healthz, /readyz and /metrics, outside the API and its keys.
-  const probes = createProbes(() => portal, metrics);
+  const probes = createProbes(() => portal, logger, metrics);
   let ready!: (portal: Portal) => void;
   const opened = new Promise<Portal>((resolve) => (ready = resolve));
   // A request that arrives between the bind and the portal's start waits for the portal. Node checks
