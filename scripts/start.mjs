@@ -2,14 +2,16 @@
  * `npm start`: the standalone server, run from a build of its own under `.start/<fingerprint>/`.
  *
  * The fingerprint is a hash of every source the server is built from, so a start with nothing
- * changed builds nothing, and a change builds once. A build is made in a temporary directory and
- * renamed into place whole; a running server keeps the build it started from, whatever
- * `npm run build` (which empties `dist/`) or a later start does. A build no live server uses is
- * removed by the next start.
+ * changed builds nothing, and a change builds once. A build is made in a temporary directory, marked
+ * complete, and renamed into place whole; it is laid out as the package is (`dist/` beside a copy of
+ * `package.json`, which the server reads its version from). A running server keeps the build it
+ * started from, whatever `npm run build` (which empties `dist/`) or a later start does: a start marks
+ * the build it uses before anything else, and a build no live process has marked is moved aside
+ * whole, then removed, by the next start.
  */
 import { execFileSync, execSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -49,11 +51,15 @@ const alive = (pid) => {
 function build(target) {
   const temp = `${target}.tmp-${process.pid}`;
   rmSync(temp, { recursive: true, force: true });
+  const dist = path.join(temp, 'dist');
   const tsc = path.join(root, 'node_modules/typescript/bin/tsc');
   const run = (args) => execFileSync(process.execPath, args, { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
-  run([tsc, '-p', 'scripts/tsconfig.start.json', '--outDir', temp]);
-  run([tsc, '-p', 'ui/tsconfig.json', '--outDir', path.join(temp, 'ui-build')]);
-  run(['ui/build.mjs', path.join(temp, 'ui-build'), path.join(temp, 'ui')]);
+  run([tsc, '-p', 'scripts/tsconfig.start.json', '--outDir', dist]);
+  run([tsc, '-p', 'ui/tsconfig.json', '--outDir', path.join(dist, 'ui-build')]);
+  run(['ui/build.mjs', path.join(dist, 'ui-build'), path.join(dist, 'ui')]);
+  copyFileSync(path.join(root, 'package.json'), path.join(temp, 'package.json'));
+  mkdirSync(path.join(temp, 'in-use'));
+  writeFileSync(path.join(temp, 'complete'), '');
   try {
     renameSync(temp, target);
   } catch (error) {
@@ -62,29 +68,56 @@ function build(target) {
   }
 }
 
-/** Removes the builds and leftovers no live process uses. */
+/**
+ * Removes the builds and leftovers no live process uses: each is first renamed aside (atomic), so a
+ * start never finds a build half removed, and checked again there for a process that marked it meanwhile.
+ */
 function sweep(keep) {
   for (const name of existsSync(builds) ? readdirSync(builds) : []) {
     if (name === keep) continue;
     const dir = path.join(builds, name);
-    const leftover = /\.tmp-(\d+)$/.exec(name);
-    const users = leftover ? [Number(leftover[1])] : existsSync(path.join(dir, 'in-use')) ? readdirSync(path.join(dir, 'in-use')).map(Number) : [];
-    if (!users.some(alive)) rmSync(dir, { recursive: true, force: true });
+    const owner = /\.(?:tmp|trash)-(\d+)$/.exec(name);
+    const users = (where) => (owner ? [Number(owner[1])] : existsSync(path.join(where, 'in-use')) ? readdirSync(path.join(where, 'in-use')).map(Number) : []);
+    if (users(dir).some(alive)) continue;
+    if (owner) {
+      rmSync(dir, { recursive: true, force: true });
+      continue;
+    }
+    const aside = `${dir}.trash-${process.pid}`;
+    try {
+      renameSync(dir, aside);
+    } catch {
+      continue;
+    }
+    // Marked by a start between the look and the rename: put back.
+    if (readdirSync(path.join(aside, 'in-use')).map(Number).some(alive)) renameSync(aside, dir);
+    else rmSync(aside, { recursive: true, force: true });
   }
+}
+
+/** Marks the build as used by this process; `false` when there is no complete build to mark. */
+function mark(target) {
+  try {
+    writeFileSync(path.join(target, 'in-use', String(process.pid)), '');
+  } catch {
+    return false;
+  }
+  return existsSync(path.join(target, 'complete'));
 }
 
 const started = Date.now();
 const current = fingerprint();
 const target = path.join(builds, current);
-if (existsSync(target)) {
+if (mark(target)) {
   say(`sources unchanged, starting the build in .start/${current}`);
 } else {
   say(`building into .start/${current}`);
+  // What stands there without its mark of completion (an interrupted removal) goes first.
+  rmSync(target, { recursive: true, force: true });
   mkdirSync(builds, { recursive: true });
   build(target);
+  if (!mark(target)) throw new Error(`npm start: the build in .start/${current} could not be marked as in use`);
   say(`built in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }
-mkdirSync(path.join(target, 'in-use'), { recursive: true });
-writeFileSync(path.join(target, 'in-use', String(process.pid)), '');
 sweep(current);
-await import(pathToFileURL(path.join(target, 'examples/standalone.js')).href);
+await import(pathToFileURL(path.join(target, 'dist/examples/standalone.js')).href);
