@@ -137,9 +137,13 @@ export function callCharts(base: string, errors: ReturnType<typeof errorBox>) {
     body,
   );
 
+  /** Bumped by each read: an answer for a window no longer chosen is dropped. */
+  let asked = 0;
   async function refresh() {
+    const mine = ++asked;
     try {
       const stats = await api<Stats>('GET', `${base}/stats?window=${window}`);
+      if (mine !== asked) return;
       const { totals } = stats;
       replace(
         body,

@@ -56,8 +56,10 @@ export function deliveryLog(base: string, errors: ReturnType<typeof errorBox>, a
   /** What the list shows, newest first, and where the page after the last one shown starts. */
   let shown: Delivery[] = [];
   let olderCursor: string | null = null;
-  /** Bumped by each new search: an answer to an earlier one is dropped. */
+  /** Bumped by each new search and each change made here: an answer asked for before it is dropped. */
   let generation = 0;
+  /** The refresh under way: the timer, Refresh and an action never run two at once. */
+  let refreshing: Promise<void> | null = null;
 
   function draw() {
     // The list is drawn anew; a focused button gets the focus back in its new drawing.
@@ -107,7 +109,12 @@ export function deliveryLog(base: string, errors: ReturnType<typeof errorBox>, a
    * the second, so that one comes again and is merged), and the shown ones whose calls may be going on
    * (pending and due, or waiting behind their key): each read by its event, a few at most.
    */
-  async function refresh() {
+  function refresh(): Promise<void> {
+    refreshing ??= lookAgain().finally(() => (refreshing = null));
+    return refreshing;
+  }
+
+  async function lookAgain() {
     if (shown.length === 0) return begin(search);
     const mine = generation;
     const newest = shown[0]!.createdAt;
@@ -117,7 +124,7 @@ export function deliveryLog(base: string, errors: ReturnType<typeof errorBox>, a
     try {
       const [newer, ...again] = await Promise.all([
         api<Page<Delivery>>('GET', `${base}/deliveries?${query(search, { since })}`),
-        ...going.map((delivery) => api<Page<Delivery>>('GET', `${base}/deliveries?${query({}, { eventId: delivery.eventId, limit: '5' })}`)),
+        ...going.map((delivery) => api<Page<Delivery>>('GET', `${base}/deliveries?${query(search, { eventId: delivery.eventId, limit: '5' })}`)),
       ]);
       if (mine !== generation) return;
       // A full page with none of those shown: more came than a page holds, and the list starts again
@@ -160,6 +167,8 @@ export function deliveryLog(base: string, errors: ReturnType<typeof errorBox>, a
       try {
         const again = await api<Delivery>('POST', `${base}/deliveries/${segment(delivery.id)}/redeliver`);
         errors.clear();
+        // A refresh asked for before this change would bring back the delivery as it was.
+        generation++;
         merge([again]);
         draw();
       } catch (error) {
