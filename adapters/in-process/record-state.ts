@@ -90,7 +90,7 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
   /**
    * The entries of each directory, and their listing order once asked for: kept until the directory
    * changes, so that a listing hands the service entries already in order, which its sort then only
-   * confirms (about 200 µs less for 1,000 entries; `npm run bench:scenario -- files`).
+   * confirms (`npm run bench:scenario -- files`; docs/performance.md, "Figures behind the code": the listing).
    */
   const directories = new Map<string, Directory>();
   /** Each webhook's deliveries in creation order: the delivery log reads its pages from here. */

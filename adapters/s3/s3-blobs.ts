@@ -269,9 +269,9 @@ export function s3Blobs(options: S3BlobsOptions): BlobStore {
  * One part of an upload while it fills: its first `memoryBytes` copied into memory, what follows
  * into a temp file (opened on the first byte past them), written in batches of `SPILL_BATCH`.
  * Chunks are copied, so a producer may reuse its buffer once the next chunk is asked for.
- * Measured on moto with 5 × 1 MiB agreements: spooling every chunk to disk, one awaited write
- * each, read the body at a third of the speed the upload could take it; a 1 MiB document now goes
- * up from memory as one buffer.
+ * Spooling every chunk to disk, one awaited write each, read the body far slower than the upload
+ * could take it; a 1 MiB document now goes up from memory as one buffer (bench row "S3 upload";
+ * docs/performance.md, "Figures behind the code": S3 parts).
  */
 function createPartBuffer(memoryBytes: number, spoolDir: string) {
   // A spill is rare (parts past `memoryBytes`): its one buffer is not worth a pool across uploads.

@@ -4,10 +4,10 @@
  * the batch's pace. Chunks are copied in, so a producer may reuse its buffer as soon as the next
  * chunk is asked for (a `BlobStore` body may be any async iterable, not only a stream).
  *
- * Measured on 5 × 1 MB uploads into `fsBlobs`: a 64 KiB socket chunk written as it came made 85
- * `pwrite` calls per upload; batches of 256 KiB, 20. The copy took 4 % of the server's busy time
- * (0.13 ms per MB). The buffers come from a `BufferPool`: one fresh 256 KiB buffer per blob raised the
- * garbage collector's share of that time from 10 % to 14 %.
+ * Batches of 256 KiB make a fifth of the writes a 64 KiB socket chunk written as it came made, for a
+ * copy that costs little of the server's time. The buffers come from a `BufferPool`: a fresh buffer
+ * per blob raised the garbage collector's share (bench row "POST /v1/agreements, 5 × 1 MiB, fsBlobs";
+ * docs/performance.md, "Figures behind the code": byte batches).
  */
 export function createByteBatch(pool: BufferPool, write: (bytes: Uint8Array) => Promise<void>) {
   let buffer: Buffer | undefined;

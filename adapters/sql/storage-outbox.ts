@@ -20,11 +20,10 @@ const MAX_STORING = 2;
 /** Events of waiting calls stored in one transaction at most; a larger publish goes alone. */
 const MAX_GROUP_EVENTS = 512;
 /**
- * Statements recording successful attempts at once; more wait, and are recorded together. One: in
- * the fleet benchmark with two worker instances (`webhook-fleet.bench.js`, 20,000 events, five runs
- * of each, alternating), 3,906 deliveries/s on average against 3,422 with two, and 363–418 µs of CPU
- * a delivery against 413–495; the PostgreSQL part fell from 182–246 to 156–183 µs. With one worker
- * instance the two settings were within the runs' spread (3,670 against 3,955 deliveries/s).
+ * Statements recording successful attempts at once; more wait, and are recorded together. One: with
+ * two worker instances it delivered more a second, for less CPU a delivery, than two did; with one
+ * instance the two were within the runs' spread (bench row "webhook fleet, 2 workers";
+ * docs/performance.md, "Figures behind the code": MAX_RECORDING).
  */
 const MAX_RECORDING = 1;
 /** Successful attempts recorded by one statement at most. */
@@ -304,7 +303,7 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
     )`;
   // The leasing of the rows locked by `due`, and the claim's answer: each with its event and webhook.
   // The rows are found by primary key from an array: joined to `due` instead, the planner, once the
-  // table had statistics, read the whole table to hash it (2.6 ms of a claim of 16 with 10,000 due).
+  // table had statistics, read the whole table to hash it (docs/performance.md, "Figures behind the code": the claim).
   // By ctid: each row of `due` is locked by this statement, so it cannot move meanwhile, and a TID
   // scan is what the planner takes whatever it believes of the table (see `recordSuccesses`).
   const leasedCte = `leased AS (
@@ -351,7 +350,7 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
   // probe per account), and each account's first ones by a LATERAL read of the same index. Every
   // step starts from an index and reads a few rows per account, whatever the planner believes of the
   // table's size: a table filled seconds ago has no statistics, and a join left to the planner then
-  // read the whole due backlog (about 10 ms a claim with 10,000 due).
+  // read the whole due backlog (docs/performance.md, "Figures behind the code": the claim).
   // Two passes over each account's first ones: the first, without a lock, finds how many of each
   // account the claim takes (the first `limit` of all, in claim order); the second locks that many
   // of the account (SKIP LOCKED: passing over another claim's, so that two claims at once both
@@ -366,8 +365,7 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
   // each row against: as an anti-join, planned with statistics, each account's whole due backlog was
   // read, hashed and sorted. The order names the account first, which only that index gives: by
   // (next_attempt_at, id) alone, the planner could walk portal_deliveries_due, every account's rows,
-  // to find one account's. A claim of 16 with 10,000 due over 8 accounts, after ANALYZE: 9–19 ms
-  // before, 1.2–1.3 ms after; 0.8 ms either way without statistics.
+  // to find one account's (docs/performance.md, "Figures behind the code": the claim).
   // Each account's walk starts at its floor (see `floors` below): the row versions a claim passes
   // before the first live one are those it left behind itself, not every one since VACUUM last ran.
   const accountDue = `FROM ${table('deliveries')} AS d
@@ -467,15 +465,16 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
   // recordAttempt with health, for many successful attempts in one statement (see
   // recordSuccessesTogether). Each delivery is looked up and locked by primary key first (a LATERAL
   // per attempt), then updated by key: a join left to the planner read every pending row when the
-  // table's statistics lagged behind a burst (2.7 ms for 32 attempts with 5,000 pending, under
-  // EXPLAIN ANALYZE). The lock makes the update's checks hold until it is made.
+  // table's statistics lagged behind a burst (docs/performance.md, "Figures behind the code": recordSuccesses). The lock
+  // makes the update's checks hold until it is made.
   //
   // The lookup names the id alone, and the lease and status are checked on the row it locked (OFFSET
   // 0 keeps the planner from moving them into it): with "status = 'pending'" inside, a table whose
   // statistics lagged (a burst, a long transaction holding VACUUM back) had the planner walk a whole
-  // partial index of pending rows for each id, 3-4 ms a lookup. The update then finds each locked row by its ctid (a TID scan, whatever the planner
-  // believes of the table; the row cannot move while this statement holds its lock): by id, it
-  // read the whole table once (146 ms of a 197 ms statement), in the horizon bench.
+  // partial index of pending rows for each id. The update then finds each locked row by its ctid (a
+  // TID scan, whatever the planner believes of the table; the row cannot move while this statement
+  // holds its lock): by id, it read the whole table once, in the horizon bench (the figures of both
+  // in docs/performance.md, "Figures behind the code": recordSuccesses).
   const recordSuccesses = `WITH held AS MATERIALIZED (
       SELECT i.*, leased.ctid AS row FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::text[], $5::timestamptz[], $6::timestamptz[])
         AS i(id, owner, entry, status, next_attempt_at, at)

@@ -17,8 +17,8 @@ export type AuthOption =
 /**
  * A refused request: the catalogue error, and its answer built once. The API-key authenticator
  * returns one of three shared instances instead of throwing (hot path): a 401 thrown through the
- * dispatcher and rendered again each time cost 77.4 thousand instructions, returned 67.3, where bare
- * node:http sending the same answer takes 68.0 and Fastify 74.8 (`npm run bench:instructions`).
+ * dispatcher and rendered again each time cost as much as Fastify's, returned as little as bare
+ * node:http's (`npm run bench:instructions`, 401; the figures in docs/performance.md, "Figures behind the code": Refused).
  */
 export class Refused {
   readonly reply: Reply;

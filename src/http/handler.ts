@@ -123,8 +123,8 @@ export function createHandler(options: HandlerOptions): NodeHandler {
    * Authenticates, runs the route and writes its answer. Not an async function: a route that answers
    * at once (a refusal before any await, every 401) is written without a promise, and an async
    * route's promise is followed by one `then` instead of an awaiting frame and a promise of its own.
-   * Hot path: with `Refused` (auth.ts), a 401 went from 77.4 to 67.3 thousand instructions, and a
-   * 404 from 88.8 to 86.3 (`npm run bench:instructions`).
+   * Hot path: with `Refused` (auth.ts), a 401 and a 404 each cost fewer instructions (`npm run
+   * bench:instructions`, 401 and 404; the figures in docs/performance.md, "Figures behind the code": Refused).
    */
   function run(context: Exchange, route: Route): Promise<void> | undefined {
     if (route.public !== true) {

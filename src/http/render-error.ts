@@ -30,7 +30,8 @@ export function renderError(error: unknown, logger: Logger, requestId: string): 
  * A refusal as common as a 404 on a read route, answered as a `Reply` instead of thrown: the same
  * catalogue answer `renderError` gives the `PortalError`, without building one. Hot path: an
  * exception thrown through the async route captures a stack and rejects two promises, which made a
- * 404 cost 21.0 µs of server CPU against 16.6 µs for a found webhook (`npm run bench:scenario -- 404`).
+ * 404 cost more server CPU than a found webhook (`npm run bench:scenario -- 404`; the figures in
+ * docs/performance.md, "Figures behind the code": refusal).
  * Only for exposed client errors; everything else is thrown.
  */
 export function refusal<C extends ErrorCode>(code: C, ...args: ErrorArgs<C>): Reply {

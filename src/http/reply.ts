@@ -29,8 +29,8 @@ export function contractHeaders(requestId: string): HeaderList {
  * `res` (`requestId` null), then the content headers and `headers` (a `Cache-Control` among them
  * replaces the contract's).
  * Hot path: change with care. An answer without headers of its own gets its whole list as one
- * literal: a list grown past its first length is copied into a larger one. A GET went from 90.4 to
- * 89.9 thousand instructions (`npm run bench:instructions`).
+ * literal: a list grown past its first length is copied into a larger one (`npm run
+ * bench:instructions`, GET; the figures in docs/performance.md, "Figures behind the code": writeJson).
  */
 export function writeJson(
   res: ServerResponse,

@@ -179,13 +179,11 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   /**
    * With a backlog, freed slots are refilled together: a claim is made once every slot is free, or
    * once the first freed slot has waited as long as two claims take (at least 1 ms, at most
-   * `REFILL_WAIT_MS`), whichever comes first. Most of a claim's cost does not depend on its size (on
-   * PostgreSQL, 0.7–1.0 ms of the server's CPU for 8 deliveries, 1.3–1.9 ms for 28–32). Claiming as
-   * soon as an eighth of the slots was free, the fleet benchmark's claims took 13 deliveries each;
-   * refilled together, 25–28, with 18 % less CPU a delivery. A wait bound by the claims' own
-   * duration keeps a store whose claims cost nothing (memory) claiming almost as slots free: with
-   * receivers answering in 10 ms, a fixed 20 ms wait cost it 30 % of its deliveries/s
-   * (docs/performance.md, "Refilling the slots together").
+   * `REFILL_WAIT_MS`), whichever comes first. Most of a claim's cost does not depend on its size, so
+   * claims that take more deliveries each cost less CPU a delivery. A wait bound by the claims' own
+   * duration keeps a store whose claims cost nothing (memory) claiming almost as slots free, where a
+   * fixed wait cost it deliveries/s (bench row "webhook fleet"; the figures in docs/performance.md,
+   * "Refilling the slots together").
    */
   function refill(): void {
     if (!again || stopped || claiming !== null) return;
