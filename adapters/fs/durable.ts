@@ -1,4 +1,4 @@
-import { type FileHandle, mkdir, open, rename, rm } from 'node:fs/promises';
+import { mkdir, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import zlib from 'node:zlib';
 
@@ -55,27 +55,9 @@ export async function writeFileAtomically(target: string, bytes: Uint8Array, mod
   await syncDirectory(path.dirname(target));
 }
 
-/** Writes all of `bytes` at `position`: one `write` may take fewer bytes than it was given. */
-export async function writeAll(handle: FileHandle, bytes: Uint8Array, position: number): Promise<void> {
-  for (let done = 0; done < bytes.length; ) {
-    const { bytesWritten } = await handle.write(bytes, done, bytes.length - done, position + done);
-    done += bytesWritten;
-  }
-}
-
 /** Whether an error says the disk or the user's quota is full: a write may succeed again once space is freed. */
 export function isDiskFull(error: unknown): boolean {
   return hasCode(error, 'ENOSPC') || hasCode(error, 'EDQUOT');
-}
-
-/** Writes all of `chunks`, one after the other from `position`, in one `writev` when the system takes them whole. */
-export async function writevAll(handle: FileHandle, chunks: readonly Uint8Array[], position: number): Promise<void> {
-  let total = 0;
-  for (const chunk of chunks) total += chunk.length;
-  const { bytesWritten } = await handle.writev(chunks as Uint8Array[], position);
-  if (bytesWritten === total) return;
-  // A short write (a signal, a disk filling up): the rest as one buffer, written until it is all down.
-  await writeAll(handle, Buffer.concat(chunks, total).subarray(bytesWritten), position + bytesWritten);
 }
 
 /** Whether an error is a Node system error with this code (`ENOENT`, `EEXIST`, …). */

@@ -5,7 +5,8 @@ import type { Readable } from 'node:stream';
 import type { BlobInfo, BlobStore } from '../../src/ports.js';
 import { atom } from '../../src/shared/time.js';
 import { storageFull } from '../../src/errors.js';
-import { PRIVATE_DIRECTORY, PRIVATE_FILE, crc32, ensureDirectory, hasCode, isDiskFull, syncDirectory, writeAll } from './durable.js';
+import { PRIVATE_DIRECTORY, PRIVATE_FILE, crc32, ensureDirectory, hasCode, isDiskFull, syncDirectory } from './durable.js';
+import { writeAll } from '../shared/write-all.js';
 import { createBufferPool, createByteBatch } from '../shared/byte-batch.js';
 import { acquireLock, type DirectoryLock } from './lock.js';
 

@@ -1,6 +1,7 @@
 import { open, readdir, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { PRIVATE_FILE, crc32, hasCode, isDiskFull, syncDirectory, writeAll, writeFileAtomically } from './durable.js';
+import { PRIVATE_FILE, crc32, hasCode, isDiskFull, syncDirectory, writeFileAtomically } from './durable.js';
+import { writeAll } from '../shared/write-all.js';
 
 /*
  * The record log: one append-only file of frames.

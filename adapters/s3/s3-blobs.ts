@@ -7,7 +7,7 @@ import type { CompletedPart, S3Client } from '@aws-sdk/client-s3';
 import type { BlobInfo, BlobStore, PresignOptions } from '../../src/ports.js';
 import { storageUnavailable } from '../../src/errors.js';
 import { atom } from '../../src/shared/time.js';
-import { writeAll } from '../fs/durable.js';
+import { writeAll } from '../shared/write-all.js';
 import { createBufferPool, createByteBatch } from '../shared/byte-batch.js';
 
 export interface S3BlobsOptions {
