@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { apiKeysFromEnv } from '../src/options.js';
 
 /**
  * The keys an example app serves with: `PORTAL_API_KEYS` (comma-separated), or else one key made
@@ -7,7 +6,7 @@ import { apiKeysFromEnv } from '../src/options.js';
  * with no setup. The app keeps records in memory, so a new key each start loses nothing.
  */
 export function exampleApiKeys(): string[] {
-  const keys = apiKeysFromEnv(process.env.PORTAL_API_KEYS);
+  const keys = (process.env.PORTAL_API_KEYS ?? '').split(',').map((key) => key.trim()).filter(Boolean);
   if (keys.length > 0) return keys;
   const key = randomBytes(32).toString('base64url');
   process.stdout.write(`API key: ${key}\n`);

@@ -8,7 +8,7 @@ import http, { type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import express from 'express';
-import { createPortal, type Portal, type PortalOptions } from '../src/index.js';
+import { createPortal, type Portal, type PortalOptions } from 'customer-portal';
 import { exampleApiKeys } from './api-keys.js';
 
 /** An Express app with the portal mounted and one route of its own (`GET /health`). */

@@ -8,8 +8,7 @@
  */
 import { pathToFileURL } from 'node:url';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { createPortal, type Portal, type PortalOptions } from '../src/index.js';
-import { DEFAULT_BASE_PATH, normalizeBasePath } from '../src/options.js';
+import { createPortal, type Portal, type PortalOptions } from 'customer-portal';
 import { exampleApiKeys } from './api-keys.js';
 
 /** A Fastify app with the portal under its `basePath` (`/v1`) and one route of its own (`GET /health`). */
@@ -37,7 +36,7 @@ export async function createFastifyApp(options: PortalOptions = {}): Promise<{ a
       api.all('/*', serve);
     },
     // Fastify hands the portal the whole URL, so the scope's prefix is the portal's basePath.
-    { prefix: normalizeBasePath(options.basePath ?? DEFAULT_BASE_PATH) },
+    { prefix: (options.basePath ?? '/v1').replace(/\/+$/, '') },
   );
 
   app.get('/health', async () => ({ ok: true }));
