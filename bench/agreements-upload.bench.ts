@@ -213,13 +213,14 @@ function uploadBody(documents: number, size: number): Buffer {
   for (let i = 0; i < documents; i++) {
     const bytes = Buffer.alloc(size);
     for (let j = 0; j < size; j += 4096) bytes[j] = (i + j) & 0xff;
-    chunks.push(Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="documents"; filename="doc${i}.pdf"\r\nContent-Type: application/pdf\r\n\r\n`));
+    chunks.push(
+      Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="documents"; filename="doc${i}.pdf"\r\nContent-Type: application/pdf\r\n\r\n`),
+    );
     chunks.push(bytes, Buffer.from('\r\n'));
   }
   chunks.push(Buffer.from(`--${BOUNDARY}--\r\n`));
   return Buffer.concat(chunks);
 }
-
 
 interface Server {
   kind: Kind;
@@ -337,7 +338,13 @@ async function measureGrowth(server: Server, body: Buffer, concurrency: number) 
  * null: a figure the issue sets no target for, reported only. `ratio` defaults to figure over baseline.
  */
 function row(
-  scenario: string, figure: number, unit: string, baselineName: string, baseline: number, target: number | null, bound: 'at least' | 'at most',
+  scenario: string,
+  figure: number,
+  unit: string,
+  baselineName: string,
+  baseline: number,
+  target: number | null,
+  bound: 'at least' | 'at most',
   ratio = figure / baseline,
 ) {
   const holds = target === null || (bound === 'at least' ? ratio >= target : ratio <= target);
@@ -380,7 +387,9 @@ async function compareSpeed(body: Buffer, rounds: number, requests: number, conc
     console.log(`Upload of 5 × 1 MiB documents (${body.length} bytes a request), ${requests} requests × ${rounds} rounds, ${concurrency} at a time; medians`);
     for (const kind of kinds) {
       const label = { bare: 'bare busboy + sha256', portal: 'portal', 'portal-norecords': 'portal, no records kept' }[kind];
-      console.log(`  ${label.padEnd(24)} ${median(wall[kind]!).toFixed(1)} MB/s   ${median(cpu[kind]!).toFixed(1)} MB per server CPU-second   (rounds: ${list(wall[kind]!)} | ${list(cpu[kind]!)})`);
+      console.log(
+        `  ${label.padEnd(24)} ${median(wall[kind]!).toFixed(1)} MB/s   ${median(cpu[kind]!).toFixed(1)} MB per server CPU-second   (rounds: ${list(wall[kind]!)} | ${list(cpu[kind]!)})`,
+      );
     }
     for (const kind of ['portal', 'portal-norecords'] as const) {
       const byWall = median(wall[kind]!) / median(wall.bare!);
@@ -452,7 +461,9 @@ async function compareDurable(store: keyof typeof DURABLE_STORES, body: Buffer, 
     for (const [i, kind] of kinds.entries()) {
       const runs = results[i]!;
       const peak = Number.isNaN(rss[i]!) ? 'peak RSS not read (no /proc)' : `peak RSS ${mib(rss[i]!)} MiB`;
-      console.log(`  ${kind.padEnd(14)} ${medianOf(runs, 'wall').toFixed(1)} MB/s   ${(1000 / medianOf(runs, 'cpu')).toFixed(2)} ms of server CPU per MB   ${peak}   (rounds: ${runs.map((run) => run.wall.toFixed(0)).join(', ')} MB/s)`);
+      console.log(
+        `  ${kind.padEnd(14)} ${medianOf(runs, 'wall').toFixed(1)} MB/s   ${(1000 / medianOf(runs, 'cpu')).toFixed(2)} ms of server CPU per MB   ${peak}   (rounds: ${runs.map((run) => run.wall.toFixed(0)).join(', ')} MB/s)`,
+      );
     }
     console.log(`  ratio, median of the rounds' ratios: ${wall.toFixed(2)} in MB/s, ${cpu.toFixed(2)} per CPU-second`);
     const baseline = 'bare busboy + sha256 + fsync + rename';

@@ -12,7 +12,7 @@ const COLORS: Record<string, string> = {
   'Fastify + pg': '#059669',
 };
 
-const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+const escapeXml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 /** The target's ratio of a row (`≥ 0.9×` → 0.9), or undefined for a reported row. */
 const targetOf = (row: Row) => {
@@ -21,8 +21,7 @@ const targetOf = (row: Row) => {
 };
 
 /** Rows shown: every requests/s comparison of the portal with a peer (HTTP scenarios and the PostgreSQL path). */
-export const charted = (rows: Row[]) =>
-  rows.filter((row) => row.unit === 'req/s' && row.baselineName !== 'memory' && !row.scenario.includes('server CPU'));
+export const charted = (rows: Row[]) => rows.filter((row) => row.unit === 'req/s' && row.baselineName !== 'memory' && !row.scenario.includes('server CPU'));
 
 export function renderChart(rows: Row[]): string {
   const shown = charted(rows);
@@ -39,7 +38,9 @@ export function renderChart(rows: Row[]): string {
   const width = left + plotWidth + 90;
   const parts: string[] = [];
   parts.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif" font-size="11">`);
-  parts.push(`<text x="10" y="18" font-size="13" font-weight="bold">The portal's requests/s over each peer's (median of interleaved rounds; higher is better)</text>`);
+  parts.push(
+    `<text x="10" y="18" font-size="13" font-weight="bold">The portal's requests/s over each peer's (median of interleaved rounds; higher is better)</text>`,
+  );
   parts.push(`<text x="10" y="34" fill="#555">black tick: the target; rows without a target (pipelined) are reported only</text>`);
   for (let tick = 0; tick <= maxRatio + 1e-9; tick += 0.25) {
     const tx = x(tick);
@@ -52,10 +53,14 @@ export function renderChart(rows: Row[]): string {
     const target = targetOf(row);
     const color = COLORS[row.baselineName] ?? '#2563eb';
     const label = `${row.scenario} vs ${row.baselineName}`;
-    parts.push(`<text x="${left - 6}" y="${y + barHeight - 4}" text-anchor="end">${escape(label)}</text>`);
+    parts.push(`<text x="${left - 6}" y="${y + barHeight - 4}" text-anchor="end">${escapeXml(label)}</text>`);
     const opacity = target === undefined ? ' fill-opacity="0.45"' : '';
-    parts.push(`<rect x="${left}" y="${y}" width="${x(row.ratio) - left}" height="${barHeight}" fill="${color}"${opacity}><title>${escape(label)}: ${row.ratio.toFixed(2)}×</title></rect>`);
-    parts.push(`<text x="${x(row.ratio) + 4}" y="${y + barHeight - 4}">${row.ratio.toFixed(2)}×${target !== undefined && !row.holds ? ' (missed)' : ''}</text>`);
+    parts.push(
+      `<rect x="${left}" y="${y}" width="${x(row.ratio) - left}" height="${barHeight}" fill="${color}"${opacity}><title>${escapeXml(label)}: ${row.ratio.toFixed(2)}×</title></rect>`,
+    );
+    parts.push(
+      `<text x="${x(row.ratio) + 4}" y="${y + barHeight - 4}">${row.ratio.toFixed(2)}×${target !== undefined && !row.holds ? ' (missed)' : ''}</text>`,
+    );
     if (target !== undefined) parts.push(`<line x1="${x(target)}" x2="${x(target)}" y1="${y - 1}" y2="${y + barHeight + 1}" stroke="#111" stroke-width="2"/>`);
   });
   parts.push('</svg>');

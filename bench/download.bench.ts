@@ -47,7 +47,10 @@ function benchFileBlobs(dir: string): BlobStore {
       return info && { key, size: info.size, createdAt: atom(info.mtime) };
     },
     async delete(key) {
-      return unlink(path(key)).then(() => true, () => false);
+      return unlink(path(key)).then(
+        () => true,
+        () => false,
+      );
     },
     async *listBefore() {},
   };
@@ -82,7 +85,11 @@ try {
   servers.push(bare);
 
   async function portalLink(blobs: BlobStore | undefined): Promise<string> {
-    const portal = await createPortal({ auth: { apiKeys: { 'bench-key-0123456789abcdef': 'acct_bench' } }, signingKeys: [SIGNING_KEY_1], ...(blobs && { blobs }) });
+    const portal = await createPortal({
+      auth: { apiKeys: { 'bench-key-0123456789abcdef': 'acct_bench' } },
+      signingKeys: [SIGNING_KEY_1],
+      ...(blobs && { blobs }),
+    });
     portals.push(portal);
     const running = await listen(portal.handler);
     servers.push(running);
@@ -121,7 +128,13 @@ try {
     const figure = median(results.get(target.name)!);
     const row = {
       scenario: `5 MiB download, ${target.name.replace('portal link, ', '')}`,
-      figure, unit: 'MiB/s', baselineName: 'bare pipe', baseline, ratio: figure / baseline, target: '≥ 0.8×', holds: figure / baseline >= 0.8,
+      figure,
+      unit: 'MiB/s',
+      baselineName: 'bare pipe',
+      baseline,
+      ratio: figure / baseline,
+      target: '≥ 0.8×',
+      holds: figure / baseline >= 0.8,
     };
     console.log(`BENCH ${JSON.stringify(row)}`);
   }

@@ -54,7 +54,10 @@ const base = {
   amount: 420,
   currency: 'EUR',
   tags: ['new', 'vip'],
-  items: [{ sku: 'A-1', qty: 2, price: 100 }, { sku: 'B-7', qty: 1, price: 220 }],
+  items: [
+    { sku: 'A-1', qty: 2, price: 100 },
+    { sku: 'B-7', qty: 1, price: 220 },
+  ],
 };
 const events = [base, { ...base, items: [] }, { note: 'an event of the type with other data' }];
 const expected = events.map((event) => matchesFilter(filter, event));

@@ -44,7 +44,10 @@ storage.claimDeliveries = async (claim) => {
 const portal = await createPortal({
   auth: { apiKeys: ['bench-key-0123456789abcdef'] },
   storage,
-  webhooks: role === 'publisher' ? { worker: false } : { allowPrivateNetworks: true, ...(retrySchedule === undefined ? {} : { retrySchedule }), ...(tick === undefined ? {} : { tick }) },
+  webhooks:
+    role === 'publisher'
+      ? { worker: false }
+      : { allowPrivateNetworks: true, ...(retrySchedule === undefined ? {} : { retrySchedule }), ...(tick === undefined ? {} : { tick }) },
 });
 
 const accounts = Array.from({ length: Number(accountCount) }, (_, i) => `acct_fleet_${i}`);

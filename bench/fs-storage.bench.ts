@@ -133,12 +133,23 @@ try {
   const reference = memoryStorage();
   const memoryFilled = await time(() => fill(reference));
   report(`write ${TOTAL.toLocaleString('en')} records, ${IN_FLIGHT} in flight`, perSecond(TOTAL, filled.ms), `memory ${perSecond(TOTAL, memoryFilled.ms)}`);
-  bench(`fs: write ${TOTAL.toLocaleString('en')} records, ${IN_FLIGHT} in flight`, (TOTAL * 1000) / filled.ms, 'records/s', 'memory', (TOTAL * 1000) / memoryFilled.ms, true);
+  bench(
+    `fs: write ${TOTAL.toLocaleString('en')} records, ${IN_FLIGHT} in flight`,
+    (TOTAL * 1000) / filled.ms,
+    'records/s',
+    'memory',
+    (TOTAL * 1000) / memoryFilled.ms,
+    true,
+  );
 
   const listLarge = await listTime(storage, 'acct_a', directory.id);
   const listMemory = await listTime(reference, 'acct_a', memoryFilled.result.directory.id);
   bench(`fs: list ${DIRECTORY_SIZE.toLocaleString('en')} entries (store of ${TOTAL.toLocaleString('en')})`, listLarge, 'ms', 'memory', listMemory, false);
-  report(`list a directory of ${DIRECTORY_SIZE.toLocaleString('en')} entries`, `${millis(listLarge)} (store of ${TOTAL.toLocaleString('en')}); ${millis(listSmall)} (store of ${DIRECTORY_SIZE.toLocaleString('en')})`, `memory ${millis(listMemory)}`);
+  report(
+    `list a directory of ${DIRECTORY_SIZE.toLocaleString('en')} entries`,
+    `${millis(listLarge)} (store of ${TOTAL.toLocaleString('en')}); ${millis(listSmall)} (store of ${DIRECTORY_SIZE.toLocaleString('en')})`,
+    `memory ${millis(listMemory)}`,
+  );
 
   const entries = await storage.listFileEntries('acct_a', directory.id);
   const entryIds = entries.map((entry) => entry.id);
@@ -149,7 +160,10 @@ try {
 
   const agreementIds = agreements.map((agreement) => agreement.id);
   const getAgreement = await getTime((id) => storage.getAgreement('acct_a', id), agreementIds);
-  const getAgreementMemory = await getTime((id) => reference.getAgreement('acct_a', id), memoryFilled.result.agreements.map((agreement) => agreement.id));
+  const getAgreementMemory = await getTime(
+    (id) => reference.getAgreement('acct_a', id),
+    memoryFilled.result.agreements.map((agreement) => agreement.id),
+  );
   report('get an agreement by id (read from the log)', micros(getAgreement, agreementIds.length), `memory ${micros(getAgreementMemory, agreementIds.length)}`);
   await storage.close!();
 
@@ -157,7 +171,11 @@ try {
   const bytes = statSync(log).size;
   const bare = await time(async () => readFileSync(log).length);
   const opened = openInFreshProcess(path.join(dir, 'store'), entryIds.slice(0, 1000));
-  report(`open a store of ${TOTAL.toLocaleString('en')} records (${(bytes / 1024 / 1024).toFixed(1)} MiB log)`, millis(opened.ms), `reading the log alone ${millis(bare.ms)}`);
+  report(
+    `open a store of ${TOTAL.toLocaleString('en')} records (${(bytes / 1024 / 1024).toFixed(1)} MiB log)`,
+    millis(opened.ms),
+    `reading the log alone ${millis(bare.ms)}`,
+  );
   bench(`fs: open a store of ${TOTAL.toLocaleString('en')} records`, opened.ms, 'ms', 'reading the log alone', bare.ms, false);
   report('heap the open store holds', `${opened.heapMiB.toFixed(0)} MiB`, '');
   report('get a file entry by id after reopening', micros(opened.getMs, 1000), '');

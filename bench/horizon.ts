@@ -104,7 +104,10 @@ async function run(contender: Fleet['contender'], receiver: Child, url: string, 
       if (vacuum) vacuumSchema(pool, fleet.schema);
       const window = await receiver.request<{ distinct: number; calls: number; p50: number; p99: number }>({ cmd: 'window' }, 5000);
       const { rows } = await pool.query(`SELECT coalesce(sum(n_dead_tup), 0)::int AS dead FROM pg_stat_user_tables WHERE schemaname = $1`, [fleet.schema]);
-      const claims = contender === 'portal' ? await Promise.all(fleet.workers.map((worker) => worker.request<{ claims: number; p50: number; p99: number }>({ cmd: 'claims' }, 5000))) : [];
+      const claims =
+        contender === 'portal'
+          ? await Promise.all(fleet.workers.map((worker) => worker.request<{ claims: number; p50: number; p99: number }>({ cmd: 'claims' }, 5000)))
+          : [];
       const sample: Sample = {
         second,
         phase: second <= BEFORE ? 'before' : second <= BEFORE + HOLD ? 'hold' : 'after',
@@ -143,13 +146,49 @@ function report(contender: string, samples: Sample[]): void {
   const baseline = Math.max(...before.map((sample) => sample.p99));
   // Back to the figures before the hold: the first sample after the release whose p99 is within
   // twice the worst before (at least 100 ms of slack), and every one after it too.
-  const settled = after.findIndex((sample, i) => after.slice(i).every((later) => later.p99 <= Math.max(2 * baseline, baseline + 100)));
+  const settled = after.findIndex((_sample, i) => after.slice(i).every((later) => later.p99 <= Math.max(2 * baseline, baseline + 100)));
   const recoverySeconds = settled === -1 ? Infinity : (settled + 1) * SAMPLE_SECONDS;
   const label = `outbox beside a ${HOLD} s transaction (${contender}, ${RATE}/s, ${WORKERS} workers)`;
-  emit({ scenario: `${label}: lag p99, worst 10 s of the hold`, figure: worst, unit: 'ms', baselineName: 'before the hold', baseline, ratio: worst / baseline, target: `≤ ${LAG_TARGET_MS} ms`, holds: worst <= LAG_TARGET_MS });
-  emit({ scenario: `${label}: backlog, most during the hold`, figure: backlog, unit: 'events', baselineName: 'events a second', baseline: RATE, ratio: backlog / RATE, target: `≤ ${RATE} (1 s)`, holds: backlog <= RATE });
-  emit({ scenario: `${label}: back to the lag before the hold, after the release`, figure: recoverySeconds, unit: 's', baselineName: 'target', baseline: 60, ratio: recoverySeconds / 60, target: '≤ 60 s', holds: recoverySeconds <= 60 });
-  emit({ scenario: `${label}: dead tuples at the release`, figure: during.at(-1)?.deadTuples ?? NaN, unit: 'tuples', baselineName: 'before the hold', baseline: before.at(-1)?.deadTuples ?? NaN, ratio: 1, target: 'none (reported)', holds: true });
+  emit({
+    scenario: `${label}: lag p99, worst 10 s of the hold`,
+    figure: worst,
+    unit: 'ms',
+    baselineName: 'before the hold',
+    baseline,
+    ratio: worst / baseline,
+    target: `≤ ${LAG_TARGET_MS} ms`,
+    holds: worst <= LAG_TARGET_MS,
+  });
+  emit({
+    scenario: `${label}: backlog, most during the hold`,
+    figure: backlog,
+    unit: 'events',
+    baselineName: 'events a second',
+    baseline: RATE,
+    ratio: backlog / RATE,
+    target: `≤ ${RATE} (1 s)`,
+    holds: backlog <= RATE,
+  });
+  emit({
+    scenario: `${label}: back to the lag before the hold, after the release`,
+    figure: recoverySeconds,
+    unit: 's',
+    baselineName: 'target',
+    baseline: 60,
+    ratio: recoverySeconds / 60,
+    target: '≤ 60 s',
+    holds: recoverySeconds <= 60,
+  });
+  emit({
+    scenario: `${label}: dead tuples at the release`,
+    figure: during.at(-1)?.deadTuples ?? NaN,
+    unit: 'tuples',
+    baselineName: 'before the hold',
+    baseline: before.at(-1)?.deadTuples ?? NaN,
+    ratio: 1,
+    target: 'none (reported)',
+    holds: true,
+  });
 }
 
 async function main() {
@@ -169,7 +208,10 @@ async function main() {
     // the bench, every sample, for both contenders alike.
     const { rows } = await postgres.pool.query(`SELECT current_setting('autovacuum') = 'on' AS on`);
     const vacuum = !(rows[0] as { on: boolean }).on;
-    if (vacuum) console.error('horizon bench: autovacuum is off on this server: the bench runs VACUUM (ANALYZE) on the contender\'s tables every 10 s instead, paced as autovacuum is');
+    if (vacuum)
+      console.error(
+        "horizon bench: autovacuum is off on this server: the bench runs VACUUM (ANALYZE) on the contender's tables every 10 s instead, paced as autovacuum is",
+      );
     for (const contender of CONTENDERS) report(contender, await run(contender, receiver, url, postgres.pool, vacuum));
   } finally {
     await receiver.stop();

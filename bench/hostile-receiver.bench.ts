@@ -40,11 +40,11 @@ async function servePortal(receiverPort: number) {
   const sockets: net.Socket[] = [];
   const connect = net.connect;
   // Counts what the transport's sockets to the receiver read; undici opens them with net.connect.
-  net.connect = function (...args: unknown[]) {
+  net.connect = ((...args: unknown[]) => {
     const socket = (connect as (...a: unknown[]) => net.Socket)(...args);
     if (Number((args[0] as { port?: number | string }).port) === receiverPort) sockets.push(socket);
     return socket;
-  } as typeof net.connect;
+  }) as typeof net.connect;
   const portal = await createPortal({
     auth: { apiKeys: { [KEY_A]: 'acct_a', [KEY_B]: 'acct_b' } },
     webhooks: { allowPrivateNetworks: true, timeoutMs: WINDOW_MS },
@@ -100,10 +100,16 @@ const agent = new http.Agent({ keepAlive: true });
 
 function request(port: number, method: string, path: string, key: string, body?: object): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ port, host: '127.0.0.1', method, path, agent, headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8').on('data', (chunk) => (text += chunk)).on('end', () => resolve({ status: res.statusCode!, body: text }));
-    });
+    const req = http.request(
+      { port, host: '127.0.0.1', method, path, agent, headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' } },
+      (res) => {
+        let text = '';
+        res
+          .setEncoding('utf8')
+          .on('data', (chunk) => (text += chunk))
+          .on('end', () => resolve({ status: res.statusCode!, body: text }));
+      },
+    );
     req.on('error', reject).end(body === undefined ? undefined : JSON.stringify(body));
   });
 }
@@ -136,7 +142,10 @@ async function main() {
         `the portal used ${idleCpu.toFixed(2)} s of CPU in ${WINDOW_MS / 1000} s`,
     );
     for (const kind of Object.keys(FLOODS) as Kind[]) {
-      const created = await request(portal.port, 'POST', '/v1/webhooks', KEY_A, { url: `http://127.0.0.1:${receiver.port}/${encodeURIComponent(kind)}`, type: 'customer-created' });
+      const created = await request(portal.port, 'POST', '/v1/webhooks', KEY_A, {
+        url: `http://127.0.0.1:${receiver.port}/${encodeURIComponent(kind)}`,
+        type: 'customer-created',
+      });
       if (created.status !== 201) throw new Error(`creating the webhook answered ${created.status}: ${created.body}`);
       const { id } = JSON.parse(created.body) as { id: string };
       const before = await ask(portal.child);
@@ -158,7 +167,16 @@ async function main() {
           `${cpuSeconds.toFixed(2)} s of CPU in ${WINDOW_MS / 1000} s; B's GET p50 ${p50.toFixed(2)} ms, p99 ${percentile(during, 0.99).toFixed(2)} ms`,
       );
       const idleP50 = percentile(idle, 0.5);
-      emit({ scenario: `hostile receiver (${kind}): another tenant's GET p50`, figure: p50, unit: 'ms', baselineName: 'no flood', baseline: idleP50, ratio: p50 / idleP50, target: REPORTED, holds: true });
+      emit({
+        scenario: `hostile receiver (${kind}): another tenant's GET p50`,
+        figure: p50,
+        unit: 'ms',
+        baselineName: 'no flood',
+        baseline: idleP50,
+        ratio: p50 / idleP50,
+        target: REPORTED,
+        holds: true,
+      });
     }
   } finally {
     portal.child.send('close');

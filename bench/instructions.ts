@@ -95,7 +95,8 @@ function steadyInstructions(file: string): { total: number; steady: number; even
   const text = readFileSync(file, 'utf8');
   const match = /^totals: ([\d ]+)/m.exec(text);
   if (!match) throw new Error(`${file}: no totals line`);
-  const names = /^events: (.+)$/m.exec(text)?.[1]!.trim().split(' ') ?? ['Ir'];
+  const listed = /^events: (.+)$/m.exec(text)?.[1];
+  const names = listed === undefined ? ['Ir'] : listed.trim().split(' ');
   const values = match[1]!.trim().split(' ').map(Number);
   const events = Object.fromEntries(names.map((name, i) => [name, values[i] ?? 0]));
   const total = values[0]!;
@@ -163,7 +164,8 @@ async function countContender(name: string): Promise<Record<string, number>> {
       const thousands = (values: number[]) => values.map((value) => (value / 1000).toFixed(1)).join(', ');
       console.error(`  ${name} ${scenario.name}: ${thousands(windows)} thousand a request (with compilation and major GCs: ${thousands(totals)})`);
       if (CACHE_SIM) {
-        const perRequest = (one: (typeof counted)[number]) => SIMULATED.map((event) => `${event} ${((one.events[event] ?? 0) / requests).toFixed(0)}`).join(', ');
+        const perRequest = (one: (typeof counted)[number]) =>
+          SIMULATED.map((event) => `${event} ${((one.events[event] ?? 0) / requests).toFixed(0)}`).join(', ');
         for (const one of counted) console.error(`    a request, whole window: ${perRequest(one)}`);
       }
     }
@@ -186,7 +188,13 @@ const columns = CONTENDERS;
 const lines = [
   `| thousand instructions a request | ${columns.join(' | ')} |`,
   `|---|${columns.map(() => '---').join('|')}|`,
-  ...SCENARIOS.map((scenario) => `| \`${scenario.name}\` | ${columns.map((name) => (results[name]![scenario.name] === undefined ? '—' : (results[name]![scenario.name]! / 1000).toFixed(1))).join(' | ')} |`),
+  ...SCENARIOS.map(
+    (scenario) =>
+      `| \`${scenario.name}\` | ${columns.map((name) => (results[name]![scenario.name] === undefined ? '—' : (results[name]![scenario.name]! / 1000).toFixed(1))).join(' | ')} |`,
+  ),
 ];
 console.log(lines.join('\n'));
-writeFileSync(path.join(here, 'instructions.json'), JSON.stringify({ date: new Date().toISOString(), node: process.version, warmup: WARMUP, requests: REQUESTS, windows: WINDOWS, results }, null, 2));
+writeFileSync(
+  path.join(here, 'instructions.json'),
+  JSON.stringify({ date: new Date().toISOString(), node: process.version, warmup: WARMUP, requests: REQUESTS, windows: WINDOWS, results }, null, 2),
+);

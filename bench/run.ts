@@ -196,7 +196,10 @@ async function httpScenarios(servers: Map<string, Server>): Promise<{ rows: Row[
       const medians = Object.fromEntries([...samples].map(([name, values]) => [name, median(values)]));
       const cpuMedians = Object.fromEntries([...cpuSamples].map(([name, values]) => [name, median(values)]));
       figures[label] = medians;
-      const baselines: [string, number | null][] = [...Object.entries(scenario.targets), ...(scenario.reported ?? []).map((name): [string, null] => [name, null])];
+      const baselines: [string, number | null][] = [
+        ...Object.entries(scenario.targets),
+        ...(scenario.reported ?? []).map((name): [string, null] => [name, null]),
+      ];
       for (const [baselineName, target] of baselines) {
         const ratio = medians.portal! / medians[baselineName]!;
         rows.push({
@@ -223,7 +226,11 @@ async function httpScenarios(servers: Map<string, Server>): Promise<{ rows: Row[
           holds: true,
         });
       }
-      console.error(`  ${label}: ${Object.entries(medians).map(([n, v]) => `${n} ${Math.round(v)}/s ${cpuMedians[n]!.toFixed(1)} µs`).join(', ')}`);
+      console.error(
+        `  ${label}: ${Object.entries(medians)
+          .map(([n, v]) => `${n} ${Math.round(v)}/s ${cpuMedians[n]!.toFixed(1)} µs`)
+          .join(', ')}`,
+      );
     }
   }
   return { rows, figures };
@@ -275,7 +282,9 @@ async function memoryScenario(): Promise<Row> {
 /** Each `*.bench.js` beside this file prints its results as lines `BENCH {row as JSON}`. */
 async function otherBenches(): Promise<Row[]> {
   const rows: Row[] = [];
-  const scripts = readdirSync(here).filter((file) => file.endsWith('.bench.js')).sort();
+  const scripts = readdirSync(here)
+    .filter((file) => file.endsWith('.bench.js'))
+    .sort();
   for (const script of scripts) {
     console.error(`  ${script}…`);
     const child = spawn(process.execPath, ['--expose-gc', path.join(here, script)], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -313,7 +322,9 @@ async function main() {
     return;
   }
   const started = Date.now();
-  console.error(`bench: ${ROUNDS} rounds of ${SECONDS} s, ${CONNECTIONS} connections, ${PIPELINING.join(' and ')} pipelined (targets at ${TARGETED_PIPELINING}), ${pinned ? 'server on core 0, load on core 1' : 'no taskset: cores not pinned'}`);
+  console.error(
+    `bench: ${ROUNDS} rounds of ${SECONDS} s, ${CONNECTIONS} connections, ${PIPELINING.join(' and ')} pipelined (targets at ${TARGETED_PIPELINING}), ${pinned ? 'server on core 0, load on core 1' : 'no taskset: cores not pinned'}`,
+  );
   let http: Awaited<ReturnType<typeof httpScenarios>> = { rows: [], figures: {} };
   if (ONLY.has('http')) {
     const servers = new Map<string, Server>();
@@ -325,16 +336,20 @@ async function main() {
       for (const server of servers.values()) await stopServer(server);
     }
   }
-  const rows = [
-    ...http.rows,
-    ...(ONLY.has('memory') ? [await memoryScenario()] : []),
-    ...(ONLY.has('others') ? await otherBenches() : []),
-  ];
+  const rows = [...http.rows, ...(ONLY.has('memory') ? [await memoryScenario()] : []), ...(ONLY.has('others') ? await otherBenches() : [])];
   console.log(table(rows));
   const judged = rows.filter((row) => row.target !== REPORTED);
   const failing = judged.filter((row) => !row.holds);
   console.log(`\n${judged.length - failing.length} of ${judged.length} targets hold (${Math.round((Date.now() - started) / 1000)} s).`);
-  const results = { date: new Date().toISOString(), node: process.version, rounds: ROUNDS, seconds: SECONDS, pipelining: PIPELINING, rows, figures: http.figures };
+  const results = {
+    date: new Date().toISOString(),
+    node: process.version,
+    rounds: ROUNDS,
+    seconds: SECONDS,
+    pipelining: PIPELINING,
+    rows,
+    figures: http.figures,
+  };
   writeFileSync(path.join(here, 'results.json'), JSON.stringify(results, null, 2));
   // The chart in the source tree shows every HTTP scenario: a run of a few leaves it as it was.
   const chartTarget = path.resolve(here, '../../bench/chart.svg');

@@ -60,7 +60,10 @@ function startBareUpload(client: S3Client, bucket: string): Promise<Running> {
       uploads.push(new Upload({ client, params: { Bucket: bucket, Key: `bare/${process.pid}-${++count}`, Body: stream } }).done());
     });
     busboy.on('finish', () => {
-      Promise.all(uploads).then(() => res.writeHead(201).end(), (error: Error) => res.writeHead(500).end(error.message));
+      Promise.all(uploads).then(
+        () => res.writeHead(201).end(),
+        (error: Error) => res.writeHead(500).end(error.message),
+      );
     });
     req.pipe(busboy);
   });
@@ -113,7 +116,11 @@ async function main() {
     };
 
     // The bare download: GetObject's body piped into the response.
-    const attachment = await portal.tickets.putAttachment('acct_bench', { name: 'five.bin', mime: 'application/octet-stream', body: Buffer.concat(Array(5).fill(documentBytes)) });
+    const attachment = await portal.tickets.putAttachment('acct_bench', {
+      name: 'five.bin',
+      mime: 'application/octet-stream',
+      body: Buffer.concat(Array(5).fill(documentBytes)),
+    });
     const { link } = await portal.tickets.downloadLink(
       'acct_bench',
       { ticketId: attachment.ticketId, messageId: attachment.messageId, attachmentId: attachment.id },
@@ -146,7 +153,10 @@ async function main() {
 
     // Peak RSS of each upload server, alone in a process of its own, while 32 uploads go at once.
     const peakRss = async (kind: string) => {
-      const child = fork(fileURLToPath(import.meta.url), ['--serve', kind, moto.endpoint, bucket], { execArgv: ['--expose-gc'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+      const child = fork(fileURLToPath(import.meta.url), ['--serve', kind, moto.endpoint, bucket], {
+        execArgv: ['--expose-gc'],
+        stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+      });
       const [{ url }] = (await once(child, 'message')) as [{ url: string }];
       await Promise.all(Array.from({ length: CONCURRENT_UPLOADS }, () => post(url)));
       child.send('report');
@@ -164,9 +174,24 @@ async function main() {
     for (const row of rows) {
       const figure = median(results.get(row.portal)!);
       const baseline = median(results.get(row.bare)!);
-      const runs = (name: string) => results.get(name)!.map((value) => value.toFixed(0)).join(', ');
-      console.log(`  ${row.scenario.padEnd(38)} portal ${figure.toFixed(0)} MiB/s (${runs(row.portal)}), ${row.baselineName} ${baseline.toFixed(0)} MiB/s (${runs(row.bare)}): ${(figure / baseline).toFixed(2)}×`);
-      const result = { scenario: row.scenario, figure, unit: 'MiB/s', baselineName: row.baselineName, baseline, ratio: figure / baseline, target: '≥ 0.8×', holds: figure / baseline >= 0.8 };
+      const runs = (name: string) =>
+        results
+          .get(name)!
+          .map((value) => value.toFixed(0))
+          .join(', ');
+      console.log(
+        `  ${row.scenario.padEnd(38)} portal ${figure.toFixed(0)} MiB/s (${runs(row.portal)}), ${row.baselineName} ${baseline.toFixed(0)} MiB/s (${runs(row.bare)}): ${(figure / baseline).toFixed(2)}×`,
+      );
+      const result = {
+        scenario: row.scenario,
+        figure,
+        unit: 'MiB/s',
+        baselineName: row.baselineName,
+        baseline,
+        ratio: figure / baseline,
+        target: '≥ 0.8×',
+        holds: figure / baseline >= 0.8,
+      };
       console.log(`BENCH ${JSON.stringify(result)}`);
     }
     const mib = (bytes: number) => (bytes / MiB).toFixed(0);
@@ -174,7 +199,16 @@ async function main() {
       `  peak RSS with ${CONCURRENT_UPLOADS} uploads of 5 × 1 MiB at once: portal ${mib(portalRss.peak)} MiB (+${mib(portalRss.over)}), ` +
         `busboy → lib-storage Upload ${mib(bareRss.peak)} MiB (+${mib(bareRss.over)})`,
     );
-    const rss = { scenario: `S3 peak RSS, ${CONCURRENT_UPLOADS} uploads at once`, figure: portalRss.over / MiB, unit: 'MiB', baselineName: 'busboy → lib-storage Upload', baseline: bareRss.over / MiB, ratio: bareRss.over / portalRss.over, target: 'report', holds: true };
+    const rss = {
+      scenario: `S3 peak RSS, ${CONCURRENT_UPLOADS} uploads at once`,
+      figure: portalRss.over / MiB,
+      unit: 'MiB',
+      baselineName: 'busboy → lib-storage Upload',
+      baseline: bareRss.over / MiB,
+      ratio: bareRss.over / portalRss.over,
+      target: 'report',
+      holds: true,
+    };
     console.log(`BENCH ${JSON.stringify(rss)}`);
   } finally {
     for (const server of servers) await server.close();

@@ -119,11 +119,26 @@ function report(name: string, samples: Sample[]) {
     const before = Math.max(...early.map(pick));
     emit({
       scenario: `soak (${name}, ${EVENTS.toLocaleString('en')} events at ${RATE}/s, retention ${RETENTION_MS / 1000} s): ${figure}, most in the second half`,
-      figure: late, unit, baselineName: 'most in the first half', baseline: before, ratio: late / before, target: '≤ 1.25×', holds: late / before <= 1.25,
+      figure: late,
+      unit,
+      baselineName: 'most in the first half',
+      baseline: before,
+      ratio: late / before,
+      target: '≤ 1.25×',
+      holds: late / before <= 1.25,
     });
   }
   const last = samples.at(-1)!;
-  emit({ scenario: `soak (${name}): calls made`, figure: last.delivered, unit: 'calls', baselineName: 'events published', baseline: last.published, ratio: last.delivered / last.published, target: '≥ 1×', holds: last.delivered >= last.published });
+  emit({
+    scenario: `soak (${name}): calls made`,
+    figure: last.delivered,
+    unit: 'calls',
+    baselineName: 'events published',
+    baseline: last.published,
+    ratio: last.delivered / last.published,
+    target: '≥ 1×',
+    holds: last.delivered >= last.published,
+  });
 }
 
 async function main() {
@@ -147,11 +162,13 @@ async function main() {
       const { rows } = await postgres.pool.query(`SELECT current_setting('autovacuum') = 'on' AS on`);
       const autovacuum = (rows[0] as { on: boolean }).on;
       // Without autovacuum on this server, the bench does its work every 10 s, as it would.
-      const vacuum = autovacuum ? undefined : setInterval(() => {
-        for (const table of ['portal_deliveries', 'portal_events', 'portal_webhook_health']) {
-          postgres.pool!.query(`VACUUM (ANALYZE) "${schema}"."${table}"`).catch(() => {});
-        }
-      }, SAMPLE_MS);
+      const vacuum = autovacuum
+        ? undefined
+        : setInterval(() => {
+            for (const table of ['portal_deliveries', 'portal_events', 'portal_webhook_health']) {
+              postgres.pool!.query(`VACUUM (ANALYZE) "${schema}"."${table}"`).catch(() => {});
+            }
+          }, SAMPLE_MS);
       try {
         const size = async () => {
           const { rows } = await postgres.pool!.query(

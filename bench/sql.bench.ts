@@ -111,7 +111,16 @@ function report(scenario: string, unit: string, runs: Map<string, number[]>) {
     );
     if (name === 'memory') continue;
     // One row per SQL contender for `npm run bench`; reported, with no pass/fail target.
-    const row = { scenario: `${scenario}, ${name}`, figure, unit, baselineName: 'memory', baseline, ratio: figure / baseline, target: 'none (reported)', holds: true };
+    const row = {
+      scenario: `${scenario}, ${name}`,
+      figure,
+      unit,
+      baselineName: 'memory',
+      baseline,
+      ratio: figure / baseline,
+      target: 'none (reported)',
+      holds: true,
+    };
     console.log(`BENCH ${JSON.stringify(row)}`);
   }
 }
@@ -121,7 +130,6 @@ interface Peer {
   child: ChildProcess;
   port: number;
 }
-
 
 /** A server of `servers/` on the PostgreSQL path, on core 0 where `taskset` exists, answering `cpu` over IPC. */
 async function startPeer(name: string, script: string, schema: string): Promise<Peer> {
@@ -192,7 +200,16 @@ async function postgresPeers(pool: pg.Pool): Promise<void> {
           `  (runs: ${peers.map((peer) => rates.get(peer.name)!.map(Math.round).join('/')).join(' against ')})`,
       );
       const ratio = portal!.rate / fastify!.rate;
-      const row = { scenario: scenario.name, figure: portal!.rate, unit: 'req/s', baselineName: 'Fastify + pg', baseline: fastify!.rate, ratio, target: '≥ 1×', holds: ratio >= 1 };
+      const row = {
+        scenario: scenario.name,
+        figure: portal!.rate,
+        unit: 'req/s',
+        baselineName: 'Fastify + pg',
+        baseline: fastify!.rate,
+        ratio,
+        target: '≥ 1×',
+        holds: ratio >= 1,
+      };
       const cpuRow = {
         scenario: `${scenario.name}, server CPU a request`,
         figure: portal!.cpu,
@@ -229,11 +246,7 @@ const servers: Server[] = [];
 try {
   if (!PEERS_ONLY) {
     console.log(`sql.bench: ${ROUNDS} rounds of ${SECONDS} s, ${CONCURRENCY} calls in flight (storage level)`);
-    report(
-      'storage getWebhook',
-      'calls/s',
-      await measure(contenders, (one) => rate(() => one.storage.getWebhook('acct_bench', one.webhookId))),
-    );
+    report('storage getWebhook', 'calls/s', await measure(contenders, (one) => rate(() => one.storage.getWebhook('acct_bench', one.webhookId))));
     report(
       'storage publishEvents, 1 event and 1 delivery per call',
       'events/s',

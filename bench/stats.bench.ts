@@ -16,7 +16,7 @@ import { fsStorage } from '../adapters/fs/index.js';
 import { sqlStorage } from '../adapters/sql/index.js';
 import { hourOf, summarize, windowStart } from '../src/domain/call-stats.js';
 import type { Storage } from '../src/ports.js';
-import type { EventRecord, WebhookRecord } from '../src/records.js';
+import type { DeliveryCursor, EventRecord, WebhookRecord } from '../src/records.js';
 import { newId } from '../src/shared/ids.js';
 import { REPORTED, emit } from './support/row.js';
 
@@ -105,10 +105,11 @@ async function onFs() {
     const since = windowStart('7d', new Date(now));
     const baseline = await timed(async () => {
       const hours = new Map<string, number>();
-      let after;
+      let after: DeliveryCursor | undefined;
       do {
         const page = await storage.listDeliveries(webhook.accountId, webhook.id, { limit: 500, since, ...(after ? { after } : {}) });
-        for (const delivery of page.deliveries) for (const attempt of delivery.attempts) hours.set(hourOf(attempt.at), (hours.get(hourOf(attempt.at)) ?? 0) + 1);
+        for (const delivery of page.deliveries)
+          for (const attempt of delivery.attempts) hours.set(hourOf(attempt.at), (hours.get(hourOf(attempt.at)) ?? 0) + 1);
         after = page.next ?? undefined;
       } while (after !== undefined);
     });
@@ -151,7 +152,12 @@ async function onPostgres() {
         [webhook.id, since],
       ),
     );
-    row(`webhook stats, 7 days of ${DELIVERIES.toLocaleString('en')} deliveries, PostgreSQL`, figure, 'the attempts aggregated by one SELECT at read time', baseline);
+    row(
+      `webhook stats, 7 days of ${DELIVERIES.toLocaleString('en')} deliveries, PostgreSQL`,
+      figure,
+      'the attempts aggregated by one SELECT at read time',
+      baseline,
+    );
     console.error(`  PostgreSQL: recordAttempt with the counting, ${Math.round(perSecond)} attempts/s (100 at once, pool of 10)`);
   } finally {
     await storage.close!();

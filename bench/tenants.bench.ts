@@ -381,13 +381,13 @@ async function headOfLine(receiver: Receiver) {
     await createWebhook(portal, KEY_B, 'agreement-created', `${receiver.url}/ok/b`);
     const form = agreementForm(64);
     await postAgreement(portal, KEY_A, form);
-    await receiver.until(() => receiver.count('hang') >= 1, 'account A\'s first hanging call');
+    await receiver.until(() => receiver.count('hang') >= 1, "account A's first hanging call");
     await pause(200); // A takes every slot it is allowed
     const hanging = receiver.count('hang');
     const started = now();
     const posted = await postAgreement(portal, KEY_B, form);
     if (posted.status !== 201) throw new Error(`POST /v1/agreements as B: ${posted.status}`);
-    await receiver.until(() => receiver.count('ok') >= 1, 'account B\'s call', 30_000);
+    await receiver.until(() => receiver.count('ok') >= 1, "account B's call", 30_000);
     const waitMs = receiver.arrivals['/ok/b']! - started;
     const { log } = await portal.ask<{ log: { accounts: string[]; insertsBefore: number }[] }>('claims');
     // Claims that began after B's agreement (the second insert) was stored, up to the one that took
@@ -463,7 +463,12 @@ async function redelivers(receiver: Receiver) {
   const logBytes = () => statSync(path.join(dir, 'records.log')).size;
   const portal = await startPortal({ storage: 'fs', dir, compactAfterBytes: Number.MAX_SAFE_INTEGER, webhooks: {} });
   try {
-    const { answers, slowCalls, mostAtOnce, others: [fast] } = await redeliverDuringCall(portal, receiver, [`${receiver.url}/ok/r`]);
+    const {
+      answers,
+      slowCalls,
+      mostAtOnce,
+      others: [fast],
+    } = await redeliverDuringCall(portal, receiver, [`${receiver.url}/ok/r`]);
 
     const [delivery] = (await request(`${portal.url}/webhooks/${fast.id}/deliveries`, KEY_A)).json.data;
     const redeliver = `${portal.url}/webhooks/${fast.id}/deliveries/${delivery.id}/redeliver`;
@@ -509,7 +514,6 @@ async function redelivers(receiver: Receiver) {
 // ---------------------------------------------------------------------------------------------
 // Report.
 
-
 /** A row against the issue's figure: `ratio` is before / after (how many times less); `holds` is the bound's. */
 function row(scenario: string, figure: number, unit: string, before: number, target: string, holds: boolean, baselineName = 'before (issue 15)'): Row {
   return { scenario: `tenants: ${scenario}`, figure, unit, baselineName, baseline: before, ratio: before / figure, target, holds };
@@ -530,9 +534,19 @@ async function main() {
       const big = webhooks === 1000;
       lines.push(
         [`${name}: calls for one POST /v1/agreements`, big ? fmt(BEFORE.fanOutCalls) : '—', fmt(r.calls), `= ${webhooks} (one a webhook)`],
-        [`${name}: bytes sent`, big ? `${fmt(BEFORE.fanOutBytes / 1e9, 2)} GB` : '—', `${fmt(mb(r.bytes), 2)} MB (largest call ${fmt(r.largest, 0)} B)`, `< ${BODY_BOUND} B a call`],
+        [
+          `${name}: bytes sent`,
+          big ? `${fmt(BEFORE.fanOutBytes / 1e9, 2)} GB` : '—',
+          `${fmt(mb(r.bytes), 2)} MB (largest call ${fmt(r.largest, 0)} B)`,
+          `< ${BODY_BOUND} B a call`,
+        ],
         [`${name}: seconds until every call is recorded`, big ? fmt(BEFORE.fanOutSeconds) : '—', fmt(r.seconds, 2), 'reported'],
-        [`${name}: account B's median GET /v1/webhooks/{id}, during / idle`, big ? `${BEFORE.getDuringMs} ms / ~${BEFORE.getIdleMs} ms` : '—', `${fmt(r.duringMs, 2)} ms / ${fmt(r.idleMs, 2)} ms`, 'reported'],
+        [
+          `${name}: account B's median GET /v1/webhooks/{id}, during / idle`,
+          big ? `${BEFORE.getDuringMs} ms / ~${BEFORE.getIdleMs} ms` : '—',
+          `${fmt(r.duringMs, 2)} ms / ${fmt(r.idleMs, 2)} ms`,
+          'reported',
+        ],
         [`${name}: webhook ${webhooks + 1}`, '201 (no limit)', String(r.limitRefused), '409 WEBHOOKS_LIMIT'],
       );
       rows.push(
@@ -553,11 +567,23 @@ async function main() {
 
     const hol = await headOfLine(receiver);
     lines.push(
-      [`head-of-line: B's one call while A's 16 receivers hang (timeoutMs ${HOL_TIMEOUT_MS})`, `${fmt(BEFORE.holWaitMs / 1000, 1)} s`, `${fmt(hol.waitMs, 1)} ms, in claim round ${hol.rounds}`, '≤ 1 claim round'],
-      ['head-of-line: A\'s calls hanging at once (concurrency 16)', '16', String(hol.hanging), `≤ its share, 4`],
+      [
+        `head-of-line: B's one call while A's 16 receivers hang (timeoutMs ${HOL_TIMEOUT_MS})`,
+        `${fmt(BEFORE.holWaitMs / 1000, 1)} s`,
+        `${fmt(hol.waitMs, 1)} ms, in claim round ${hol.rounds}`,
+        '≤ 1 claim round',
+      ],
+      ["head-of-line: A's calls hanging at once (concurrency 16)", '16', String(hol.hanging), `≤ its share, 4`],
     );
     rows.push(
-      row('head-of-line, B\'s wait while A\'s 16 receivers hang', hol.waitMs, 'ms', BEFORE.holWaitMs, '≤ 1 claim round', hol.rounds === 1 && hol.waitMs < HOL_TIMEOUT_MS && hol.hanging <= 4),
+      row(
+        "head-of-line, B's wait while A's 16 receivers hang",
+        hol.waitMs,
+        'ms',
+        BEFORE.holWaitMs,
+        '≤ 1 claim round',
+        hol.rounds === 1 && hol.waitMs < HOL_TIMEOUT_MS && hol.hanging <= 4,
+      ),
     );
 
     const re = await redelivers(receiver);
@@ -569,21 +595,65 @@ async function main() {
       }
       const refused = result.answers.filter((status) => status === 409).length;
       lines.push(
-        [`redeliver ×10 during one slow call (${name}): calls of that delivery at once`, fmt(BEFORE.simultaneousCalls), `${result.mostAtOnce} (${result.slowCalls} in all)`, '1'],
-        [`redeliver ×10 during one slow call (${name}): answers`, '202 ×10', `409 ×${refused}${refused < 10 ? `, others ${result.answers.filter((s) => s !== 409).join(' ')}` : ''}`, '409 ×10'],
+        [
+          `redeliver ×10 during one slow call (${name}): calls of that delivery at once`,
+          fmt(BEFORE.simultaneousCalls),
+          `${result.mostAtOnce} (${result.slowCalls} in all)`,
+          '1',
+        ],
+        [
+          `redeliver ×10 during one slow call (${name}): answers`,
+          '202 ×10',
+          `409 ×${refused}${refused < 10 ? `, others ${result.answers.filter((s) => s !== 409).join(' ')}` : ''}`,
+          '409 ×10',
+        ],
       );
       rows.push(
-        row(`redeliver ×10 during a call (${name}), calls of it at once`, result.mostAtOnce, 'calls', BEFORE.simultaneousCalls, '= 1, 10 × 409', result.mostAtOnce === 1 && result.slowCalls === 1 && refused === 10),
+        row(
+          `redeliver ×10 during a call (${name}), calls of it at once`,
+          result.mostAtOnce,
+          'calls',
+          BEFORE.simultaneousCalls,
+          '= 1, 10 × 409',
+          result.mostAtOnce === 1 && result.slowCalls === 1 && refused === 10,
+        ),
       );
     }
     lines.push(
-      [`${fmt(REDELIVERS, 0)} redelivers of one delivery (fs): attempts kept / attemptCount`, `${fmt(BEFORE.attemptsKept)} / —`, `${re.attemptsKept} / ${re.attemptCount}`, `≤ 50 / ${REDELIVERS + 1}`],
-      [`${fmt(REDELIVERS, 0)} redelivers of one delivery (fs): bytes its log grew by`, `${fmt(BEFORE.fsBytesWritten / 1e9, 1)} GB`, `${fmt(mb(re.written), 1)} MB`, 'reported'],
-      [`${fmt(REDELIVERS, 0)} redelivers of one delivery (fs): log bytes a redeliver, first half / second half`, '— (grew quadratically)', `${fmt(re.perRedeliver[0]! / 1000, 1)} KB / ${fmt(re.perRedeliver[1]! / 1000, 1)} KB`, 'reported'],
-      [`${fmt(REDELIVERS, 0)} redelivers of one delivery (fs): seconds; 409s while the previous call was recorded`, '—', `${fmt(re.seconds, 1)} s; ${re.inFlight409}`, 'reported'],
+      [
+        `${fmt(REDELIVERS, 0)} redelivers of one delivery (fs): attempts kept / attemptCount`,
+        `${fmt(BEFORE.attemptsKept)} / —`,
+        `${re.attemptsKept} / ${re.attemptCount}`,
+        `≤ 50 / ${REDELIVERS + 1}`,
+      ],
+      [
+        `${fmt(REDELIVERS, 0)} redelivers of one delivery (fs): bytes its log grew by`,
+        `${fmt(BEFORE.fsBytesWritten / 1e9, 1)} GB`,
+        `${fmt(mb(re.written), 1)} MB`,
+        'reported',
+      ],
+      [
+        `${fmt(REDELIVERS, 0)} redelivers of one delivery (fs): log bytes a redeliver, first half / second half`,
+        '— (grew quadratically)',
+        `${fmt(re.perRedeliver[0]! / 1000, 1)} KB / ${fmt(re.perRedeliver[1]! / 1000, 1)} KB`,
+        'reported',
+      ],
+      [
+        `${fmt(REDELIVERS, 0)} redelivers of one delivery (fs): seconds; 409s while the previous call was recorded`,
+        '—',
+        `${fmt(re.seconds, 1)} s; ${re.inFlight409}`,
+        'reported',
+      ],
     );
     rows.push(
-      row(`${REDELIVERS} redelivers, attempts kept`, re.attemptsKept, 'attempts', BEFORE.attemptsKept, `≤ 50, attemptCount ${REDELIVERS + 1}`, re.attemptsKept <= 50 && re.attemptCount === REDELIVERS + 1),
+      row(
+        `${REDELIVERS} redelivers, attempts kept`,
+        re.attemptsKept,
+        'attempts',
+        BEFORE.attemptsKept,
+        `≤ 50, attemptCount ${REDELIVERS + 1}`,
+        re.attemptsKept <= 50 && re.attemptCount === REDELIVERS + 1,
+      ),
       row(`${REDELIVERS} redelivers, fs bytes written`, mb(re.written), 'MB', mb(BEFORE.fsBytesWritten), REPORTED, true),
     );
   } finally {

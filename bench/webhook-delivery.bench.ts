@@ -121,11 +121,18 @@ async function bareLoop(calls: WebhookCall[]): Promise<number> {
 
 /** A receiver answering 204 in a process of its own: its URL and a way to stop it. */
 async function startReceiverProcess(): Promise<{ url: string; stop: () => void }> {
-  const child = spawn(process.execPath, ['-e', `
+  const child = spawn(
+    process.execPath,
+    [
+      '-e',
+      `
     const server = require('node:http').createServer((req, res) => { req.resume(); req.on('end', () => res.writeHead(204).end()); });
     server.keepAliveTimeout = 30000;
     server.listen(0, '127.0.0.1', () => console.log(server.address().port));
-  `], { stdio: ['ignore', 'pipe', 'inherit'] });
+  `,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   const port = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stdout! }).once('line', resolve);
     child.once('exit', (code) => reject(new Error(`the receiver exited with ${code}`)));
@@ -199,9 +206,13 @@ console.log(`  bare keep-alive POST loop:          ${median(results.map((r) => r
 console.log(`  ratio: ${ratio.toFixed(2)}× (median of rounds; target ≥ 0.50×) ${ratio >= 0.5 ? 'met' : 'NOT met'}`);
 const row = {
   scenario: `webhook delivery (concurrency ${concurrency})`,
-  figure: median(results.map((r) => r.engine)), unit: 'calls/s',
-  baselineName: 'bare POST loop', baseline: median(results.map((r) => r.bare)),
-  ratio, target: '≥ 0.5×', holds: ratio >= 0.5,
+  figure: median(results.map((r) => r.engine)),
+  unit: 'calls/s',
+  baselineName: 'bare POST loop',
+  baseline: median(results.map((r) => r.bare)),
+  ratio,
+  target: '≥ 0.5×',
+  holds: ratio >= 0.5,
 };
 console.log(`BENCH ${JSON.stringify(row)}`);
 console.log(
@@ -213,9 +224,13 @@ for (const [baselineName, baseline, bound] of [
 ] as const) {
   const transportRow = {
     scenario: `webhook transport: CPU a call (concurrency ${concurrency})`,
-    figure: cost.transport, unit: 'µs',
-    baselineName, baseline,
-    ratio: cost.transport / baseline, target: `≤ ${bound}×`, holds: cost.transport / baseline <= bound,
+    figure: cost.transport,
+    unit: 'µs',
+    baselineName,
+    baseline,
+    ratio: cost.transport / baseline,
+    target: `≤ ${bound}×`,
+    holds: cost.transport / baseline <= bound,
   };
   console.log(`BENCH ${JSON.stringify(transportRow)}`);
 }

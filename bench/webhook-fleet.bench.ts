@@ -116,7 +116,9 @@ async function phase(fleet: Fleet, receiver: Child, pool: Pool, events: number, 
   while (stats.distinct < events || published === undefined) {
     if (publishFailed !== undefined) throw publishFailed;
     if (now() > deadline) {
-      throw new Error(`${fleet.contender}: ${stats.distinct} of ${events} events received within ${TIMEOUT_MS / 1000} s${published === undefined ? ' (publishing not finished)' : ''}`);
+      throw new Error(
+        `${fleet.contender}: ${stats.distinct} of ${events} events received within ${TIMEOUT_MS / 1000} s${published === undefined ? ' (publishing not finished)' : ''}`,
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
     stats = await receiver.request<Stats>({ cmd: 'stats' }, 5000);
@@ -144,13 +146,15 @@ async function phase(fleet: Fleet, receiver: Child, pool: Pool, events: number, 
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
-
 /** Both contenders with `workerCount` workers: warm-up, bursts, paced phase; the rows of that count. */
 async function compare(workerCount: number, receiver: Child, url: string, pool: Pool): Promise<void> {
   const label = `webhook fleet, ${workerCount} worker${workerCount === 1 ? '' : 's'}`;
   const fleetsByName = new Map<Fleet['contender'], Fleet>();
   const failures: string[] = [];
-  const bursts = new Map<Fleet['contender'], Phase[]>([['portal', []], ['pg-boss', []]]);
+  const bursts = new Map<Fleet['contender'], Phase[]>([
+    ['portal', []],
+    ['pg-boss', []],
+  ]);
   const paced = new Map<Fleet['contender'], Phase>();
   let rate = 0;
   try {
@@ -204,39 +208,64 @@ async function compare(workerCount: number, receiver: Child, url: string, pool: 
   const bossRate = figure(bossBursts, (r) => r.deliveriesPerSecond);
   emit({
     scenario: `${label}: deliveries/s, ${EVENTS.toLocaleString('en')} events${failed}`,
-    figure: portalRate, unit: 'deliveries/s', baselineName: 'pg-boss', baseline: bossRate,
-    ratio: bossRate > 0 ? portalRate / bossRate : 0, target: `≥ ${RATIO_TARGET}×`,
+    figure: portalRate,
+    unit: 'deliveries/s',
+    baselineName: 'pg-boss',
+    baseline: bossRate,
+    ratio: bossRate > 0 ? portalRate / bossRate : 0,
+    target: `≥ ${RATIO_TARGET}×`,
     holds: ok && bossRate > 0 && portalRate / bossRate >= RATIO_TARGET,
   });
   const portalPublish = figure(portalBursts, (r) => r.publishPerSecond);
   const bossPublish = figure(bossBursts, (r) => r.publishPerSecond);
   emit({
     scenario: `${label}: publish/s, ${BATCH} at a time${failed}`,
-    figure: portalPublish, unit: 'events/s', baselineName: 'pg-boss', baseline: bossPublish,
-    ratio: bossPublish > 0 ? portalPublish / bossPublish : 0, target: REPORTED, holds: true,
+    figure: portalPublish,
+    unit: 'events/s',
+    baselineName: 'pg-boss',
+    baseline: bossPublish,
+    ratio: bossPublish > 0 ? portalPublish / bossPublish : 0,
+    target: REPORTED,
+    holds: true,
   });
   const portalCpu = figure(portalBursts, (r) => r.cpuPerDelivery);
   const bossCpu = figure(bossBursts, (r) => r.cpuPerDelivery);
   emit({
     scenario: `${label}: CPU a delivery, processes and their PostgreSQL backends${failed}`,
-    figure: portalCpu, unit: 'µs', baselineName: 'pg-boss', baseline: bossCpu,
-    ratio: portalCpu > 0 ? bossCpu / portalCpu : 0, target: REPORTED, holds: true,
+    figure: portalCpu,
+    unit: 'µs',
+    baselineName: 'pg-boss',
+    baseline: bossCpu,
+    ratio: portalCpu > 0 ? bossCpu / portalCpu : 0,
+    target: REPORTED,
+    holds: true,
   });
   const portalBacklogP99 = figure(portalBursts, (r) => r.p99);
   const bossBacklogP99 = figure(bossBursts, (r) => r.p99);
   emit({
     scenario: `${label}: lag p99 draining the burst${failed}`,
-    figure: portalBacklogP99, unit: 'ms', baselineName: 'pg-boss', baseline: bossBacklogP99,
-    ratio: portalBacklogP99 > 0 ? bossBacklogP99 / portalBacklogP99 : 0, target: REPORTED, holds: true,
+    figure: portalBacklogP99,
+    unit: 'ms',
+    baselineName: 'pg-boss',
+    baseline: bossBacklogP99,
+    ratio: portalBacklogP99 > 0 ? bossBacklogP99 / portalBacklogP99 : 0,
+    target: REPORTED,
+    holds: true,
   });
   const portalPaced = paced.get('portal');
   const bossPaced = paced.get('pg-boss');
-  for (const [name, pick] of [['p50', (p: Phase) => p.p50], ['p99', (p: Phase) => p.p99]] as const) {
+  for (const [name, pick] of [
+    ['p50', (p: Phase) => p.p50],
+    ['p99', (p: Phase) => p.p99],
+  ] as const) {
     const mine = portalPaced === undefined ? 0 : pick(portalPaced);
     const theirs = bossPaced === undefined ? 0 : pick(bossPaced);
     emit({
       scenario: `${label}: lag ${name}, paced at ${rate} events/s${failed}`,
-      figure: mine, unit: 'ms', baselineName: 'pg-boss', baseline: theirs,
+      figure: mine,
+      unit: 'ms',
+      baselineName: 'pg-boss',
+      baseline: theirs,
       ratio: mine > 0 ? theirs / mine : 0,
       target: name === 'p99' ? `≤ ${LAG_TARGET_MS} ms` : REPORTED,
       holds: name === 'p99' ? ok && portalPaced !== undefined && mine <= LAG_TARGET_MS : true,
@@ -246,8 +275,13 @@ async function compare(workerCount: number, receiver: Child, url: string, pool: 
   const bossDuplicates = [...bossBursts, ...(bossPaced ? [bossPaced] : [])].reduce((sum, r) => sum + r.duplicates, 0);
   emit({
     scenario: `${label}: duplicate calls${failed}`,
-    figure: portalDuplicates, unit: 'calls', baselineName: 'pg-boss', baseline: bossDuplicates,
-    ratio: (bossDuplicates + 1) / (portalDuplicates + 1), target: '= 0', holds: ok && portalDuplicates === 0,
+    figure: portalDuplicates,
+    unit: 'calls',
+    baselineName: 'pg-boss',
+    baseline: bossDuplicates,
+    ratio: (bossDuplicates + 1) / (portalDuplicates + 1),
+    target: '= 0',
+    holds: ok && portalDuplicates === 0,
   });
 }
 

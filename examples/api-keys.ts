@@ -6,7 +6,10 @@ import { randomBytes } from 'node:crypto';
  * with no setup. The app keeps records in memory, so a new key each start loses nothing.
  */
 export function exampleApiKeys(): string[] {
-  const keys = (process.env.PORTAL_API_KEYS ?? '').split(',').map((key) => key.trim()).filter(Boolean);
+  const keys = (process.env.PORTAL_API_KEYS ?? '')
+    .split(',')
+    .map((key) => key.trim())
+    .filter(Boolean);
   if (keys.length > 0) return keys;
   const key = randomBytes(32).toString('base64url');
   process.stdout.write(`API key: ${key}\n`);

@@ -14,7 +14,12 @@ export interface MetricsEndpoint {
 const PACKAGES = ['@opentelemetry/api', '@opentelemetry/sdk-metrics', '@opentelemetry/exporter-prometheus', '@opentelemetry/resources'];
 
 export async function prometheusMetrics(): Promise<MetricsEndpoint> {
-  let modules;
+  let modules: [
+    typeof import('@opentelemetry/api'),
+    typeof import('@opentelemetry/sdk-metrics'),
+    typeof import('@opentelemetry/exporter-prometheus'),
+    typeof import('@opentelemetry/resources'),
+  ];
   try {
     modules = await Promise.all([
       import('@opentelemetry/api'),

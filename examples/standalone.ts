@@ -18,7 +18,11 @@ import { createProbes } from './probes.js';
 import { prometheusMetrics } from './metrics.js';
 
 const logger = jsonLineLogger(process.env.LOG_LEVEL === 'debug' ? 'debug' : 'info');
-const list = (value: string | undefined) => (value ?? '').split(',').map((item) => item.trim()).filter(Boolean);
+const list = (value: string | undefined) =>
+  (value ?? '')
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
 
 /** A secret kept in the data directory (mode 0600): read when present, otherwise made and written atomically. */
 async function keptSecret(file: string): Promise<{ value: string; created: boolean }> {
@@ -92,7 +96,7 @@ async function main() {
     if (process.env.DATABASE_URL) {
       logger.warn(
         { file: path.join(dataDir, 'signing-key') },
-        'PORTAL_SIGNING_KEYS is not set: links are signed with a key kept in this instance\'s DATA_DIR, so the other instances on this database reject them; give every instance the same PORTAL_SIGNING_KEYS',
+        "PORTAL_SIGNING_KEYS is not set: links are signed with a key kept in this instance's DATA_DIR, so the other instances on this database reject them; give every instance the same PORTAL_SIGNING_KEYS",
       );
     }
   }
@@ -167,7 +171,10 @@ async function main() {
 
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  logger.info({ url: `http://${host}:${address.port}/v1`, page: `http://${host}:${address.port}/portal/`, dataDir, storage: database ? 'sql' : 'filesystem' }, 'listening');
+  logger.info(
+    { url: `http://${host}:${address.port}/v1`, page: `http://${host}:${address.port}/portal/`, dataDir, storage: database ? 'sql' : 'filesystem' },
+    'listening',
+  );
 }
 
 /** The error and each cause under it, one message a line: what the operator needs to act on. */

@@ -70,13 +70,21 @@ function harness(req: http.IncomingMessage, res: http.ServerResponse): void {
     } else send(404, { message: 'no such test route' });
   })().catch((error: unknown) => {
     // As the portal's own routes answer: an HttpError (a 503 while the database is away) keeps its status.
-    if (error instanceof HttpError) res.writeHead(error.status, { ...error.headers, 'content-type': 'application/json' }).end(JSON.stringify({ message: error.message }));
+    if (error instanceof HttpError)
+      res.writeHead(error.status, { ...error.headers, 'content-type': 'application/json' }).end(JSON.stringify({ message: error.message }));
     else send(500, { message: String(error) });
   });
 }
 
 const server = http.createServer((req, res) => portal.handler(req, res, () => harness(req, res)));
-process.on('SIGTERM', () => server.close(() => portal.close().then(() => database?.close()).then(() => process.exit(0))));
+process.on('SIGTERM', () =>
+  server.close(() =>
+    portal
+      .close()
+      .then(() => database?.close())
+      .then(() => process.exit(0)),
+  ),
+);
 server.listen(0, '127.0.0.1', () => {
   const { port } = server.address() as AddressInfo;
   logger.info({ url: `http://127.0.0.1:${port}`, pid: process.pid }, 'listening');

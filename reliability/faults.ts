@@ -53,8 +53,7 @@ export async function startChild(dir: string, skew = '0', env: Record<string, st
   return { url: String(line.url).replace(/\/v1$/, ''), pid: started.child.pid!, started };
 }
 
-const startStandalone = (dir: string) =>
-  startChild(dir, '0', { PORT: '0', HOST: '127.0.0.1', PORTAL_API_KEYS: KEY_A, PORTAL_SIGNING_KEYS: '' }, standalone);
+const startStandalone = (dir: string) => startChild(dir, '0', { PORT: '0', HOST: '127.0.0.1', PORTAL_API_KEYS: KEY_A, PORTAL_SIGNING_KEYS: '' }, standalone);
 
 export async function killChild(child: Child, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
   child.started.child.kill(signal);
@@ -63,7 +62,11 @@ export async function killChild(child: Child, signal: NodeJS.Signals = 'SIGKILL'
 }
 
 async function createWebhook(child: Child, url: string, type = 'customer-created'): Promise<{ id: string; secret: string }> {
-  const res = await fetch(`${child.url}/v1/webhooks`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify({ type, url }) });
+  const res = await fetch(`${child.url}/v1/webhooks`, {
+    method: 'POST',
+    headers: { ...AUTH, 'content-type': 'application/json' },
+    body: JSON.stringify({ type, url }),
+  });
   if (res.status !== 201) throw new Error(`webhook create: ${res.status} ${await res.text()}`);
   const webhook = (await res.json()) as { id: string; secret: string };
   secretsUsed.add(webhook.secret);
@@ -139,9 +142,11 @@ async function killDuringUpload(into: Row, dir: string): Promise<void> {
     if (done.status === 201) kept.push({ id: ((await done.json()) as { id: string }).id, hash: sha256(document) });
     else count(into, done.status >= 500 ? '5xx' : 'wrong', `the upload before the kill: ${done.status}`);
     // One that dies half-way: two documents, the first whole, the second cut off by the kill.
-    const parts = [...validParts().filter((p) => p.name !== 'documents'),
+    const parts = [
+      ...validParts().filter((p) => p.name !== 'documents'),
       { name: 'documents', filename: 'one.pdf', bytes: documentBytes(1_500_000, 7) },
-      { name: 'documents', filename: 'two.pdf', bytes: documentBytes(2_000_000, 8) }];
+      { name: 'documents', filename: 'two.pdf', bytes: documentBytes(2_000_000, 8) },
+    ];
     const body = multipart(parts);
     const client = rawClient(child.url);
     await client.send(postHead({ 'Content-Type': MULTIPART, 'Content-Length': body.length }));
@@ -255,11 +260,7 @@ async function sqlSweepAndCheck(into: Row, pool: pg.Pool, schema: string): Promi
  * Runs `run` on a fresh schema of the local PostgreSQL server, dropped after; skips the row, with
  * the reason, where the server cannot be reached or `cannotRun` gives one.
  */
-async function inPostgresSchema(
-  into: Row,
-  run: (pool: pg.Pool, schema: string) => Promise<void>,
-  cannotRun: () => string | null = () => null,
-): Promise<void> {
+async function inPostgresSchema(into: Row, run: (pool: pg.Pool, schema: string) => Promise<void>, cannotRun: () => string | null = () => null): Promise<void> {
   const connected = await connectPostgres({ max: 2 });
   if (connected.pool === undefined) {
     into.skipped = connected.reason;

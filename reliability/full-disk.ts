@@ -35,9 +35,9 @@ async function call(child: Child, route: string, init: RequestInit, key: string)
 
 /** Counts one write's answer: 201, or 507 with `{message}` alone. Resolves what it was. */
 function judge(into: Row, answer: Answer | 'hung' | 'failed', what: string): 'stored' | 'full' | 'other' {
-  if (answer === 'hung') return count(into, 'hung', what), 'other';
-  if (answer === 'failed') return count(into, 'wrong', `${what}: no answer (connection failed)`), 'other';
-  if (answer.status === 201) return count(into, 'correct'), 'stored';
+  if (answer === 'hung') return (count(into, 'hung', what), 'other');
+  if (answer === 'failed') return (count(into, 'wrong', `${what}: no answer (connection failed)`), 'other');
+  if (answer.status === 201) return (count(into, 'correct'), 'stored');
   const fullAnswer = answer.status === 507 && Object.keys(answer.body).join() === 'message' && /storage is full/.test(answer.body.message ?? '');
   count(into, fullAnswer ? 'correct' : answer.status >= 500 ? '5xx' : 'wrong', `${what}: ${answer.status} ${JSON.stringify(answer.body)}`);
   return fullAnswer ? 'full' : 'other';
@@ -47,7 +47,11 @@ const postWebhook = (child: Child, n: number, key: string) =>
   call(
     child,
     '/webhooks',
-    { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ type: 'customer-created', url: `https://hooks.example.com/full-${n}` }) },
+    {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'customer-created', url: `https://hooks.example.com/full-${n}` }),
+    },
     key,
   );
 

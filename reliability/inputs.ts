@@ -59,7 +59,17 @@ export async function generatedMultipart(target: Target, seed: number, runs: num
   const value = fc.oneof(
     fc.string({ maxLength: 300 }),
     fc.string({ unit: 'binary', maxLength: 100 }),
-    fc.constantFrom('{', '[]', '[{}]', 'null', JSON.stringify(SIGNER), JSON.stringify([SIGNER, SIGNER]), PNG_SIGNATURE, 'data:image/svg+xml;base64,PHN2Zz4=', ''),
+    fc.constantFrom(
+      '{',
+      '[]',
+      '[{}]',
+      'null',
+      JSON.stringify(SIGNER),
+      JSON.stringify([SIGNER, SIGNER]),
+      PNG_SIGNATURE,
+      'data:image/svg+xml;base64,PHN2Zz4=',
+      '',
+    ),
     fc.uint8Array({ maxLength: 200 }).map((bytes) => Buffer.from(bytes).toString('latin1')),
   );
   const randomPart: fc.Arbitrary<RawPart> = fc.record({
@@ -70,12 +80,23 @@ export async function generatedMultipart(target: Target, seed: number, runs: num
   const mutation = fc.oneof(
     fc.constant({ kind: 'none' as const }),
     fc.record({ kind: fc.constant('truncate' as const), at: fc.double({ min: 0, max: 1, noNaN: true }) }),
-    fc.record({ kind: fc.constant('flip' as const), at: fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { minLength: 1, maxLength: 8 }), byte: fc.integer({ min: 0, max: 255 }) }),
+    fc.record({
+      kind: fc.constant('flip' as const),
+      at: fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { minLength: 1, maxLength: 8 }),
+      byte: fc.integer({ min: 0, max: 255 }),
+    }),
   );
   const contentType = fc.oneof(
     fc.constant(MULTIPART),
     fc.constant(MULTIPART),
-    fc.constantFrom('multipart/form-data', 'multipart/form-data; boundary=', 'multipart/form-data; boundary=other', 'text/plain', 'application/json', 'multipart/mixed; boundary=' + BOUNDARY),
+    fc.constantFrom(
+      'multipart/form-data',
+      'multipart/form-data; boundary=',
+      'multipart/form-data; boundary=other',
+      'text/plain',
+      'application/json',
+      'multipart/mixed; boundary=' + BOUNDARY,
+    ),
     fc.string({ maxLength: 80 }).filter((text) => !/[\r\n]/.test(text)),
   );
   const arbitrary = fc.record({
@@ -110,7 +131,10 @@ export async function handWrittenMultipart(target: Target): Promise<void> {
   const valid = multipart(validParts());
   const manyParts = multipart(Array.from({ length: 5000 }, (_, i) => ({ name: `field${i}`, value: 'x' })));
   const manySigners = multipart([...validParts(), ...Array.from({ length: 3000 }, () => ({ name: 'signers', value: JSON.stringify(SIGNER) }))]);
-  const manyDocs = multipart([...validParts(), ...Array.from({ length: 2000 }, (_, i) => ({ name: 'documents', filename: `d${i}.pdf`, bytes: Buffer.from('x') }))]);
+  const manyDocs = multipart([
+    ...validParts(),
+    ...Array.from({ length: 2000 }, (_, i) => ({ name: 'documents', filename: `d${i}.pdf`, bytes: Buffer.from('x') })),
+  ]);
   const hugeHeader = multipart([{ name: 'name', value: 'x', headers: [`X-Pad: ${'a'.repeat(200_000)}`] }, ...validParts()]);
   const hugeDisposition = multipart([{ name: 'n'.repeat(100_000), value: 'x' }, ...validParts()]);
   const invalidUtf8Name = Buffer.concat([
@@ -121,14 +145,18 @@ export async function handWrittenMultipart(target: Target): Promise<void> {
   ]);
   const invalidUtf8Filename = multipart(validParts().map((p) => (p.name === 'documents' ? { ...p, disposition: undefined, filename: '\udc80\ud800.pdf' } : p)));
   const badFilenameBytes = Buffer.concat([
-    ...validParts().filter((p) => p.name !== 'documents').map((p) => multipart([p], { close: false })),
+    ...validParts()
+      .filter((p) => p.name !== 'documents')
+      .map((p) => multipart([p], { close: false })),
     Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="documents"; filename="`),
     Buffer.from([0xc0, 0xaf, 0x2e, 0x2e, 0xc0, 0xaf, 0xff]),
     Buffer.from(`"\r\nContent-Type: application/pdf\r\n\r\nbytes\r\n--${BOUNDARY}--\r\n`),
   ]);
   const textAsDocument = multipart(validParts().map((p) => (p.name === 'documents' ? { name: 'documents', value: 'not a file' } : p)));
   const fileAsName = multipart(validParts().map((p) => (p.name === 'name' ? { name: 'name', filename: 'name.txt', bytes: Buffer.from('Lease') } : p)));
-  const fileAsSigners = multipart(validParts().map((p) => (p.name === 'signers' ? { name: 'signers', filename: 's.json', bytes: Buffer.from(JSON.stringify(SIGNER)) } : p)));
+  const fileAsSigners = multipart(
+    validParts().map((p) => (p.name === 'signers' ? { name: 'signers', filename: 's.json', bytes: Buffer.from(JSON.stringify(SIGNER)) } : p)),
+  );
   const withSigners = (value: string) => multipart(validParts().map((p) => (p.name === 'signers' ? { name: 'signers', value } : p)));
   const withSignature = (value: string) => multipart(validParts().map((p) => (p.name === 'signerSignatureData' ? { name: 'signerSignatureData', value } : p)));
   const cases: [string, RawRequest][] = [
@@ -146,7 +174,10 @@ export async function handWrittenMultipart(target: Target): Promise<void> {
     ['unclosed (no closing boundary)', upload(multipart(validParts(), { close: false }))],
     ['truncated in a part header', upload(valid.subarray(0, 60))],
     ['truncated in the document', upload(valid.subarray(0, valid.length - 400))],
-    ['truncated: Content-Length longer than sent, then end', { ...upload(valid.subarray(0, 500)), headers: [AUTH, ['Content-Type', MULTIPART], ['Content-Length', String(valid.length)]] }],
+    [
+      'truncated: Content-Length longer than sent, then end',
+      { ...upload(valid.subarray(0, 500)), headers: [AUTH, ['Content-Type', MULTIPART], ['Content-Length', String(valid.length)]] },
+    ],
     ['5000 unknown parts', upload(manyParts)],
     ['3000 signer parts', upload(manySigners)],
     ['2000 document parts', upload(manyDocs)],
@@ -170,9 +201,22 @@ export async function handWrittenMultipart(target: Target): Promise<void> {
     ['signature: PNG type, JPEG bytes', upload(withSignature('data:image/png;base64,/9j/4AAQSkZJRg=='))],
     ['signature: 2 MB', upload(withSignature('data:image/png;base64,' + 'A'.repeat(2_000_000)))],
     ['documents over 5 MiB', upload(multipart(validParts().map((p) => (p.name === 'documents' ? { ...p, bytes: Buffer.alloc(5 * 1024 * 1024 + 10) } : p))))],
-    ['Content-Length of 10 GB announced', { ...upload(valid.subarray(0, 100)), headers: [AUTH, ['Content-Type', MULTIPART], ['Content-Length', '10000000000']] }],
-    ['chunked with a broken chunk size', { ...upload(Buffer.from('zz\r\nabc\r\n0\r\n\r\n')), noLength: true, headers: [AUTH, ['Content-Type', MULTIPART], ['Transfer-Encoding', 'chunked']] }],
-    ['Content-Length and Transfer-Encoding both', { ...upload(Buffer.from('5\r\nhello\r\n0\r\n\r\n')), noLength: true, headers: [AUTH, ['Content-Type', MULTIPART], ['Content-Length', '5'], ['Transfer-Encoding', 'chunked']] }],
+    [
+      'Content-Length of 10 GB announced',
+      { ...upload(valid.subarray(0, 100)), headers: [AUTH, ['Content-Type', MULTIPART], ['Content-Length', '10000000000']] },
+    ],
+    [
+      'chunked with a broken chunk size',
+      { ...upload(Buffer.from('zz\r\nabc\r\n0\r\n\r\n')), noLength: true, headers: [AUTH, ['Content-Type', MULTIPART], ['Transfer-Encoding', 'chunked']] },
+    ],
+    [
+      'Content-Length and Transfer-Encoding both',
+      {
+        ...upload(Buffer.from('5\r\nhello\r\n0\r\n\r\n')),
+        noLength: true,
+        headers: [AUTH, ['Content-Type', MULTIPART], ['Content-Length', '5'], ['Transfer-Encoding', 'chunked']],
+      },
+    ],
   ];
   // The truncated-then-ended case cannot be answered (the body never completes): the server must not hang on it forever
   // only as long as the client holds the socket; it is counted by the server staying healthy, not by its answer.
@@ -184,7 +228,12 @@ export async function handWrittenMultipart(target: Target): Promise<void> {
       continue;
     }
     if (what === 'Content-Length of 10 GB announced') {
-      check(into, answer.status === 413 && isJsonError(answer), `${what}: ${answer.status} ${answer.body.slice(0, 200)}`, answer.status >= 500 ? '5xx' : answer.hung ? 'hung' : 'wrong');
+      check(
+        into,
+        answer.status === 413 && isJsonError(answer),
+        `${what}: ${answer.status} ${answer.body.slice(0, 200)}`,
+        answer.status >= 500 ? '5xx' : answer.hung ? 'hung' : 'wrong',
+      );
       continue;
     }
     judgeUpload(into, answer, what);
@@ -197,7 +246,21 @@ export async function generatedIds(target: Target, seed: number, runs: number): 
   const into = row(SECTION, 'ids and query strings, generated');
   into.notes.push(`seed ${seed}, ${runs} runs`);
   const { a } = target;
-  const prefix = fc.constantFrom('', 'wbh_', 'agr_', 'tck_', 'tcm_', 'tca_', 'fsd_', 'fsf_', 'whd_', 'evt_', 'WBH_', 'wbh-', 'wbh_' + a.webhook.id.slice(4, 10));
+  const prefix = fc.constantFrom(
+    '',
+    'wbh_',
+    'agr_',
+    'tck_',
+    'tcm_',
+    'tca_',
+    'fsd_',
+    'fsf_',
+    'whd_',
+    'evt_',
+    'WBH_',
+    'wbh-',
+    'wbh_' + a.webhook.id.slice(4, 10),
+  );
   const garbage = fc.oneof(
     fc.string({ maxLength: 60 }).map(encodeURIComponent),
     fc.string({ unit: 'binary', maxLength: 40 }).map((text) => encodeURIComponent(text.replace(/[\ud800-\udfff]/g, 'x'))),
@@ -207,7 +270,10 @@ export async function generatedIds(target: Target, seed: number, runs: number): 
     fc.stringMatching(/^[0-9A-Za-z]{1,40}$/),
   );
   // Never empty: `/webhooks/` is the list route (a trailing slash is ignored), not an id.
-  const id = fc.tuple(prefix, garbage).map(([p, g]) => p + g).filter((text) => text !== '');
+  const id = fc
+    .tuple(prefix, garbage)
+    .map(([p, g]) => p + g)
+    .filter((text) => text !== '');
   const route = fc.constantFrom(
     (x: string) => ({ method: 'GET', path: `/v1/webhooks/${x}` }),
     (x: string) => ({ method: 'DELETE', path: `/v1/webhooks/${x}` }),
@@ -224,17 +290,21 @@ export async function generatedIds(target: Target, seed: number, runs: number): 
     (x: string) => ({ method: 'GET', path: `/v1/downloads/${a.attachment.id}?${x}` }),
   );
   const cases = fc.sample(fc.tuple(route, id), { seed, numRuns: runs });
-  await batch(cases, async ([make, x]) => {
-    const { method, path } = make(x);
-    const answer = await exchange(target.app.url, { method, path, headers: [AUTH] });
-    // A generated id may collide with nothing real, so the only success that can be right is the file listing's.
-    if (answer.status === 200 && path.startsWith('/v1/files?') && !/directoryId=[^&]/.test(path)) {
-      check(into, true, '');
-      return;
-    }
-    const { outcome, detail } = judge4xx(answer, true);
-    count(into, outcome, `${method} ${path.slice(0, 120)}: ${detail}`);
-  }, 6);
+  await batch(
+    cases,
+    async ([make, x]) => {
+      const { method, path } = make(x);
+      const answer = await exchange(target.app.url, { method, path, headers: [AUTH] });
+      // A generated id may collide with nothing real, so the only success that can be right is the file listing's.
+      if (answer.status === 200 && path.startsWith('/v1/files?') && !/directoryId=[^&]/.test(path)) {
+        check(into, true, '');
+        return;
+      }
+      const { outcome, detail } = judge4xx(answer, true);
+      count(into, outcome, `${method} ${path.slice(0, 120)}: ${detail}`);
+    },
+    6,
+  );
   await healthAfter(target, into);
 }
 
@@ -313,7 +383,7 @@ export async function methods(target: Target): Promise<void> {
       else if (answer.status >= 500) count(into, '5xx', detail);
       // node:http closes a CONNECT it has no 'connect' listener for: the host's server decides, not the handler.
       else if (method === 'CONNECT') check(into, answer.status === 0 || (answer.status >= 400 && answer.status < 500), detail);
-      else if (answer.status === 405) check(into, isJsonError(answer) && (answer.headers['allow'] ?? '') !== '', detail);
+      else if (answer.status === 405) check(into, isJsonError(answer) && (answer.headers.allow ?? '') !== '', detail);
       else {
         const { outcome } = judge4xx(answer, true);
         count(into, outcome === 'correct' ? 'correct' : 'wrong', detail);
@@ -331,18 +401,83 @@ export async function bodiesOnGet(target: Target): Promise<void> {
   const chunked = Buffer.from(`${(5000).toString(16)}\r\n${'z'.repeat(5000)}\r\n0\r\n\r\n`);
   const cases: [string, RawRequest, (x: Exchange) => boolean][] = [
     ['GET /files with a JSON body', { path: '/v1/files', headers: [AUTH, ['Content-Type', 'application/json']], body }, (x) => x.status === 200],
-    ['GET /files with a chunked body', { path: '/v1/files', headers: [AUTH, ['Transfer-Encoding', 'chunked']], body: chunked, noLength: true }, (x) => x.status === 200],
+    [
+      'GET /files with a chunked body',
+      { path: '/v1/files', headers: [AUTH, ['Transfer-Encoding', 'chunked']], body: chunked, noLength: true },
+      (x) => x.status === 200,
+    ],
     ['GET /webhooks/{id} with 1 MB', { path: `/v1/webhooks/${a.webhook.id}`, headers: [AUTH], body: Buffer.alloc(1024 * 1024, 0x61) }, (x) => x.status === 200],
     ['HEAD /files with a body', { method: 'HEAD', path: '/v1/files', headers: [AUTH], body }, (x) => x.status === 200],
-    ['GET download route with a body', { path: `/v1/downloads/${a.attachment.id}?account=acct_a`, headers: [], body }, (x) => x.status === 403 && isJsonError(x)],
-    ['DELETE of a missing webhook with a body', { method: 'DELETE', path: '/v1/webhooks/wbh_missing', headers: [AUTH], body }, (x) => x.status === 404 && isJsonError(x)],
-    ['POST /webhooks: JSON that is not JSON', { method: 'POST', path: '/v1/webhooks', headers: [AUTH, ['Content-Type', 'application/json']], body: '{"type":' }, (x) => x.status === 400 && isJsonError(x)],
-    ['POST /webhooks: deep JSON', { method: 'POST', path: '/v1/webhooks', headers: [AUTH, ['Content-Type', 'application/json']], body: '['.repeat(100_000) }, (x) => x.status >= 400 && x.status < 500 && isJsonError(x)],
-    ['POST /webhooks: 5 MB JSON', { method: 'POST', path: '/v1/webhooks', headers: [AUTH, ['Content-Type', 'application/json']], body: JSON.stringify({ type: 'customer-created', url: 'https://x.example/' + 'a'.repeat(5_000_000) }) }, (x) => x.status >= 400 && x.status < 500 && isJsonError(x)],
-    ['POST /webhooks: form encoded', { method: 'POST', path: '/v1/webhooks', headers: [AUTH, ['Content-Type', 'application/x-www-form-urlencoded']], body: 'type=customer-created&url=https://x' }, (x) => x.status >= 400 && x.status < 500 && isJsonError(x)],
-    ['POST /webhooks: javascript: URL', { method: 'POST', path: '/v1/webhooks', headers: [AUTH, ['Content-Type', 'application/json']], body: JSON.stringify({ type: 'customer-created', url: 'javascript:alert(1)' }) }, (x) => x.status === 400 && isJsonError(x)],
-    ['POST /webhooks: type outside the list', { method: 'POST', path: '/v1/webhooks', headers: [AUTH, ['Content-Type', 'application/json']], body: JSON.stringify({ type: 'x', url: 'https://x.example/' }) }, (x) => x.status === 400 && isJsonError(x)],
-    ['POST /webhooks: __proto__', { method: 'POST', path: '/v1/webhooks', headers: [AUTH, ['Content-Type', 'application/json']], body: '{"__proto__":{"type":"customer-created"},"url":"https://x.example/"}' }, (x) => x.status === 400 && isJsonError(x)],
+    [
+      'GET download route with a body',
+      { path: `/v1/downloads/${a.attachment.id}?account=acct_a`, headers: [], body },
+      (x) => x.status === 403 && isJsonError(x),
+    ],
+    [
+      'DELETE of a missing webhook with a body',
+      { method: 'DELETE', path: '/v1/webhooks/wbh_missing', headers: [AUTH], body },
+      (x) => x.status === 404 && isJsonError(x),
+    ],
+    [
+      'POST /webhooks: JSON that is not JSON',
+      { method: 'POST', path: '/v1/webhooks', headers: [AUTH, ['Content-Type', 'application/json']], body: '{"type":' },
+      (x) => x.status === 400 && isJsonError(x),
+    ],
+    [
+      'POST /webhooks: deep JSON',
+      { method: 'POST', path: '/v1/webhooks', headers: [AUTH, ['Content-Type', 'application/json']], body: '['.repeat(100_000) },
+      (x) => x.status >= 400 && x.status < 500 && isJsonError(x),
+    ],
+    [
+      'POST /webhooks: 5 MB JSON',
+      {
+        method: 'POST',
+        path: '/v1/webhooks',
+        headers: [AUTH, ['Content-Type', 'application/json']],
+        body: JSON.stringify({ type: 'customer-created', url: 'https://x.example/' + 'a'.repeat(5_000_000) }),
+      },
+      (x) => x.status >= 400 && x.status < 500 && isJsonError(x),
+    ],
+    [
+      'POST /webhooks: form encoded',
+      {
+        method: 'POST',
+        path: '/v1/webhooks',
+        headers: [AUTH, ['Content-Type', 'application/x-www-form-urlencoded']],
+        body: 'type=customer-created&url=https://x',
+      },
+      (x) => x.status >= 400 && x.status < 500 && isJsonError(x),
+    ],
+    [
+      'POST /webhooks: javascript: URL',
+      {
+        method: 'POST',
+        path: '/v1/webhooks',
+        headers: [AUTH, ['Content-Type', 'application/json']],
+        body: JSON.stringify({ type: 'customer-created', url: 'javascript:alert(1)' }),
+      },
+      (x) => x.status === 400 && isJsonError(x),
+    ],
+    [
+      'POST /webhooks: type outside the list',
+      {
+        method: 'POST',
+        path: '/v1/webhooks',
+        headers: [AUTH, ['Content-Type', 'application/json']],
+        body: JSON.stringify({ type: 'x', url: 'https://x.example/' }),
+      },
+      (x) => x.status === 400 && isJsonError(x),
+    ],
+    [
+      'POST /webhooks: __proto__',
+      {
+        method: 'POST',
+        path: '/v1/webhooks',
+        headers: [AUTH, ['Content-Type', 'application/json']],
+        body: '{"__proto__":{"type":"customer-created"},"url":"https://x.example/"}',
+      },
+      (x) => x.status === 400 && isJsonError(x),
+    ],
   ];
   for (const [what, request, expect] of cases) {
     const answer = await exchange(target.app.url, request, 10_000);

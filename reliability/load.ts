@@ -44,7 +44,6 @@ async function collected(url: string): Promise<Memory> {
   return (await (await fetch(`${url}/_test/memory`, { method: 'POST' })).json()) as Memory;
 }
 
-
 export async function load(seconds: number, concurrency: number): Promise<void> {
   const into = row('load', `requests: ${seconds} s mixed traffic, ${concurrency} clients, receiver failing 20 %`);
   const dir = mkdtempSync(path.join(tmpdir(), 'portal-load-'));
@@ -118,7 +117,12 @@ export async function load(seconds: number, concurrency: number): Promise<void> 
           await timed('read', async (signal) => ok(await fetch(`${child.url}/v1/${pick % 2 ? 'files' : 'webhooks'}`, { headers: AUTH, signal })));
         } else if (pick < 11) {
           await timed('upload', async (signal) => {
-            const res = await fetch(`${child.url}/v1/agreements`, { method: 'POST', headers: { ...AUTH, 'content-type': MULTIPART }, body: uploadBody, signal });
+            const res = await fetch(`${child.url}/v1/agreements`, {
+              method: 'POST',
+              headers: { ...AUTH, 'content-type': MULTIPART },
+              body: uploadBody,
+              signal,
+            });
             if (!ok(res)) return false;
             agreements.add(((await res.json()) as { id: string }).id);
             stored(3);
@@ -126,7 +130,10 @@ export async function load(seconds: number, concurrency: number): Promise<void> 
           });
         } else if (pick < 15) {
           await timed('download', async (signal) => {
-            const linkRes = await fetch(`${child.url}/v1/tickets/${attachment.ticketId}/message/${attachment.messageId}/attachment/${attachment.id}/download`, { headers: AUTH, signal });
+            const linkRes = await fetch(`${child.url}/v1/tickets/${attachment.ticketId}/message/${attachment.messageId}/attachment/${attachment.id}/download`, {
+              headers: AUTH,
+              signal,
+            });
             if (!ok(linkRes)) return false;
             const { link } = (await linkRes.json()) as { link: string };
             const bytes = await fetch(link, { signal });
@@ -202,7 +209,9 @@ export async function load(seconds: number, concurrency: number): Promise<void> 
           readRequests++;
           if (n % 2 === 0) await (await fetch(`${child.url}/v1/files`, { headers: AUTH })).arrayBuffer();
           else {
-            const linkRes = await fetch(`${child.url}/v1/tickets/${attachment.ticketId}/message/${attachment.messageId}/attachment/${attachment.id}/download`, { headers: AUTH });
+            const linkRes = await fetch(`${child.url}/v1/tickets/${attachment.ticketId}/message/${attachment.messageId}/attachment/${attachment.id}/download`, {
+              headers: AUTH,
+            });
             const { link } = (await linkRes.json()) as { link: string };
             await (await fetch(link)).arrayBuffer();
           }

@@ -48,11 +48,7 @@ async function main(): Promise<void> {
     ],
     ['faults', async () => (await import('./faults.js')).faults()],
     ['disk', async () => (await import('./full-disk.js')).fullDisk()],
-    [
-      'load',
-      async () =>
-        (await import('./load.js')).load(Number(process.env.RELIABILITY_LOAD_S ?? 60), Number(process.env.RELIABILITY_LOAD_CLIENTS ?? 8)),
-    ],
+    ['load', async () => (await import('./load.js')).load(Number(process.env.RELIABILITY_LOAD_S ?? 60), Number(process.env.RELIABILITY_LOAD_CLIENTS ?? 8))],
     ['slow', async () => (await import('./slow-clients.js')).slowClients()],
   ];
   for (const [name, run] of parts) {

@@ -18,7 +18,18 @@ const SECTION = 'security';
 /** What of account A a body of another must never hold. */
 function markersOfA(target: Target): string[] {
   const { a } = target;
-  return [a.webhook.id, a.webhook.secret!, a.webhook.url, a.attachment.id, a.directoryId, 'private-dir-a', 'file-a.txt', a.agreementId, a.deliveryId, 'Secret Customer A'];
+  return [
+    a.webhook.id,
+    a.webhook.secret!,
+    a.webhook.url,
+    a.attachment.id,
+    a.directoryId,
+    'private-dir-a',
+    'file-a.txt',
+    a.agreementId,
+    a.deliveryId,
+    'Secret Customer A',
+  ];
 }
 
 export async function authMatrix(target: Target): Promise<void> {
@@ -42,10 +53,19 @@ export async function authMatrix(target: Target): Promise<void> {
     { name: 'GET /files', request: { path: '/v1/files' }, ownedByA: false },
     {
       name: 'POST /webhooks',
-      request: { method: 'POST', path: '/v1/webhooks', headers: [json], body: JSON.stringify({ type: 'customer-created', url: 'https://hooks.example.com/new' }) },
+      request: {
+        method: 'POST',
+        path: '/v1/webhooks',
+        headers: [json],
+        body: JSON.stringify({ type: 'customer-created', url: 'https://hooks.example.com/new' }),
+      },
       ownedByA: false,
     },
-    { name: 'POST /agreements', request: { method: 'POST', path: '/v1/agreements', headers: [['Content-Type', MULTIPART]], body: multipart(validParts()) }, ownedByA: false },
+    {
+      name: 'POST /agreements',
+      request: { method: 'POST', path: '/v1/agreements', headers: [['Content-Type', MULTIPART]], body: multipart(validParts()) },
+      ownedByA: false,
+    },
   ];
   const keys: { who: string; header: [string, string] | null }[] = [
     { who: 'no key', header: null },
@@ -98,7 +118,13 @@ export async function downloadLinks(target: Target): Promise<void> {
     const detail = `${what}: ${answer.status} ${answer.body.slice(0, 120)}`;
     if (answer.hung) count(into, 'hung', detail);
     else if (answer.status >= 500) count(into, '5xx', detail);
-    else check(into, answer.status === status && (status === 200 ? answer.body === 'private bytes of account A' : isJsonError(answer) && !answer.body.includes('private bytes')), detail);
+    else
+      check(
+        into,
+        answer.status === status &&
+          (status === 200 ? answer.body === 'private bytes of account A' : isJsonError(answer) && !answer.body.includes('private bytes')),
+        detail,
+      );
   };
   await expect('the link as given', link, 200);
   const flip = (text: string) => text.slice(0, -1) + (text.endsWith('A') ? 'B' : 'A');
@@ -134,21 +160,97 @@ export async function downloadLinks(target: Target): Promise<void> {
 /** Refused address kinds as URLs; each must be refused before any socket is opened. */
 const REFUSED_URLS = [
   // IPv4 literals, one or more per refused range
-  ...['127.0.0.1', '127.255.255.254', '10.0.0.1', '10.255.255.255', '172.16.0.1', '172.31.255.255', '192.168.0.1', '192.168.255.255', '169.254.169.254', '169.254.0.1',
-    '100.64.0.1', '100.127.255.254', '0.0.0.0', '0.1.2.3', '255.255.255.255', '224.0.0.1', '239.255.255.250', '240.0.0.1', '192.0.0.1', '192.0.2.1', '192.88.99.1',
-    '198.18.0.1', '198.19.255.255', '198.51.100.1', '203.0.113.1'].map((ip) => `http://${ip}/hook`),
+  ...[
+    '127.0.0.1',
+    '127.255.255.254',
+    '10.0.0.1',
+    '10.255.255.255',
+    '172.16.0.1',
+    '172.31.255.255',
+    '192.168.0.1',
+    '192.168.255.255',
+    '169.254.169.254',
+    '169.254.0.1',
+    '100.64.0.1',
+    '100.127.255.254',
+    '0.0.0.0',
+    '0.1.2.3',
+    '255.255.255.255',
+    '224.0.0.1',
+    '239.255.255.250',
+    '240.0.0.1',
+    '192.0.0.1',
+    '192.0.2.1',
+    '192.88.99.1',
+    '198.18.0.1',
+    '198.19.255.255',
+    '198.51.100.1',
+    '203.0.113.1',
+  ].map((ip) => `http://${ip}/hook`),
   // the same places spelled as decimal, octal, hex and short forms
-  ...['2130706433', '0x7f000001', '017700000001', '0177.0.0.1', '0x7f.0.0.1', '127.1', '127.0.1', '0', '0x0', '2852039166', '0xa9fea9fe', '0251.0376.0251.0376',
-    '169.254.43518', '0xA9.0xFE.0xA9.0xFE', '167772161', '0xc0a80001', '3232235521', '0300.0250.0.1', '127.000.000.001'].map((ip) => `http://${ip}/hook`),
+  ...[
+    '2130706433',
+    '0x7f000001',
+    '017700000001',
+    '0177.0.0.1',
+    '0x7f.0.0.1',
+    '127.1',
+    '127.0.1',
+    '0',
+    '0x0',
+    '2852039166',
+    '0xa9fea9fe',
+    '0251.0376.0251.0376',
+    '169.254.43518',
+    '0xA9.0xFE.0xA9.0xFE',
+    '167772161',
+    '0xc0a80001',
+    '3232235521',
+    '0300.0250.0.1',
+    '127.000.000.001',
+  ].map((ip) => `http://${ip}/hook`),
   // IPv6: loopback, unspecified, mapped and compatible IPv4, link-local, unique local, site-local, multicast, NAT64, 6to4, Teredo, documentation, discard
-  ...['::1', '::', '0:0:0:0:0:0:0:1', '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:169.254.169.254', '::ffff:a9fe:a9fe', '::ffff:10.0.0.1', '::127.0.0.1', '::a9fe:a9fe',
-    'fe80::1', 'febf::1', 'fc00::1', 'fd12:3456::1', 'fec0::1', 'ff02::1', 'ff0e::1', '64:ff9b::7f00:1', '64:ff9b::a9fe:a9fe', '64:ff9b:1::1', '2002:7f00:1::1',
-    '2002:a9fe:a9fe::1', '2001::1', '2001:db8::1', '100::1', '::ffff:0:7f00:1'].map((ip) => `http://[${ip}]/hook`),
+  ...[
+    '::1',
+    '::',
+    '0:0:0:0:0:0:0:1',
+    '::ffff:127.0.0.1',
+    '::ffff:7f00:1',
+    '::ffff:169.254.169.254',
+    '::ffff:a9fe:a9fe',
+    '::ffff:10.0.0.1',
+    '::127.0.0.1',
+    '::a9fe:a9fe',
+    'fe80::1',
+    'febf::1',
+    'fc00::1',
+    'fd12:3456::1',
+    'fec0::1',
+    'ff02::1',
+    'ff0e::1',
+    '64:ff9b::7f00:1',
+    '64:ff9b::a9fe:a9fe',
+    '64:ff9b:1::1',
+    '2002:7f00:1::1',
+    '2002:a9fe:a9fe::1',
+    '2001::1',
+    '2001:db8::1',
+    '100::1',
+    '::ffff:0:7f00:1',
+  ].map((ip) => `http://[${ip}]/hook`),
   'http://[fe80::1%25eth0]/hook',
   // host names that resolve to loopback (from /etc/hosts: no DNS traffic)
-  'http://localhost/hook', 'http://LOCALHOST:9/hook', 'http://localhost./hook',
+  'http://localhost/hook',
+  'http://LOCALHOST:9/hook',
+  'http://localhost./hook',
   // schemes and credentials
-  'http://user:pass@hooks.example.com/hook', 'https://user@hooks.example.com/', 'file:///etc/passwd', 'ftp://hooks.example.com/', 'gopher://127.0.0.1:25/', 'data:text/plain,x', 'not a url',
+  'http://user:pass@hooks.example.com/hook',
+  'https://user@hooks.example.com/',
+  'file:///etc/passwd',
+  'ftp://hooks.example.com/',
+  'gopher://127.0.0.1:25/',
+  'data:text/plain,x',
+  'not a url',
 ];
 
 /** Host names a custom resolver maps to refused addresses: the guard must check what the lookup answers. */
@@ -156,7 +258,10 @@ const RESOLVED: Record<string, { address: string; family: number }[]> = {
   'metadata.test': [{ address: '169.254.169.254', family: 4 }],
   'loopback.test': [{ address: '127.0.0.1', family: 4 }],
   'mapped.test': [{ address: '::ffff:127.0.0.1', family: 6 }],
-  'mixed.test': [{ address: '10.0.0.5', family: 4 }, { address: '::1', family: 6 }],
+  'mixed.test': [
+    { address: '10.0.0.5', family: 4 },
+    { address: '::1', family: 6 },
+  ],
   'private6.test': [{ address: 'fd00::5', family: 6 }],
 };
 const fakeLookup: LookupFunction = (hostname, options, callback) => {
@@ -217,12 +322,20 @@ export async function ssrf(): Promise<void> {
       const { result, outside } = await watchingConnects(() => transport.send(call(url), { timeoutMs: 2000 }));
       // A name that does not resolve (`localhost.` is not in /etc/hosts) is as good as a refusal: nothing was called.
       const stopped = /refused|ENOTFOUND/.test(result.error ?? '');
-      check(into, result.statusCode === null && stopped && outside.length === 0, `${url}: ${JSON.stringify(result)}${outside.length ? ` connected to ${outside}` : ''}`);
+      check(
+        into,
+        result.statusCode === null && stopped && outside.length === 0,
+        `${url}: ${JSON.stringify(result)}${outside.length ? ` connected to ${outside}` : ''}`,
+      );
     }
     for (const host of Object.keys(RESOLVED)) {
       const url = `http://${host}:8080/hook`;
       const { result, outside } = await watchingConnects(() => resolving.send(call(url), { timeoutMs: 2000 }));
-      check(into, result.statusCode === null && /refused/.test(result.error ?? '') && outside.length === 0, `${url} (custom lookup): ${JSON.stringify(result)}${outside.length ? ` connected to ${outside}` : ''}`);
+      check(
+        into,
+        result.statusCode === null && /refused/.test(result.error ?? '') && outside.length === 0,
+        `${url} (custom lookup): ${JSON.stringify(result)}${outside.length ? ` connected to ${outside}` : ''}`,
+      );
     }
   } finally {
     await transport.close?.();

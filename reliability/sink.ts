@@ -46,7 +46,7 @@ export async function startSink(): Promise<Sink> {
         const chunks: Buffer[] = [];
         for await (const chunk of req) chunks.push(chunk as Buffer);
         const n = ++sink.calls;
-        waiters.splice(0).forEach((wake) => wake());
+        for (const wake of waiters.splice(0)) wake();
         const signature = String(req.headers['webhook-signature'] ?? '');
         if (signature) sink.signatures.add(signature.replace(/^v1,/, ''));
         if (sink.mode.hang) return;

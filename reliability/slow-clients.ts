@@ -60,7 +60,9 @@ export async function slowClients(): Promise<void> {
     const { hostname, port } = new URL(url);
     // Slowloris: a header line every 2 s, never the blank line that ends them.
     const loris = Array.from({ length: 5 }, () => {
-      const head = `GET /v1/files HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAuthorization: Bearer ${KEY_A}\r\n` + Array.from({ length: 100 }, (_, i) => `X-Slow-${i}: ${i}\r\n`).join('');
+      const head =
+        `GET /v1/files HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAuthorization: Bearer ${KEY_A}\r\n` +
+        Array.from({ length: 100 }, (_, i) => `X-Slow-${i}: ${i}\r\n`).join('');
       return trickle(url, head, Buffer.alloc(0), 14, 2000);
     });
     // A slow upload: complete headers, then 1 kB a second of a 300 kB body.
@@ -95,7 +97,8 @@ export async function slowClients(): Promise<void> {
         count(into, 'hung', `slowloris ${i} still connected after 20 s`);
         one.destroy();
       } else check(into, closed.afterMs >= 9_000 && closed.afterMs <= 16_000, `slowloris ${i} cut off after ${closed.afterMs} ms (headersTimeout 10 s)`);
-      if (closed !== null && i === 0) into.notes.push(`slowloris cut off after ${(closed.afterMs / 1000).toFixed(1)} s (headersTimeout 10 s, checked every second)`);
+      if (closed !== null && i === 0)
+        into.notes.push(`slowloris cut off after ${(closed.afterMs / 1000).toFixed(1)} s (headersTimeout 10 s, checked every second)`);
     }
     const cut = await Promise.race([upload.closed, bound(75_000)]);
     if (cut === null) {
@@ -103,8 +106,14 @@ export async function slowClients(): Promise<void> {
       upload.destroy();
     } else {
       const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(cut.answer)?.[1] ?? 0);
-      check(into, cut.afterMs >= 59_000 && cut.afterMs <= 64_000 && (status === 408 || status === 0), `the trickled upload was cut off after ${cut.afterMs} ms with ${status} (requestTimeout 60 s)`);
-      into.notes.push(`trickled upload cut off after ${(cut.afterMs / 1000).toFixed(1)} s with ${status || 'no status'}, ${Math.round(cut.sent / 1000)} of ${Math.round(body.length / 1000)} kB sent`);
+      check(
+        into,
+        cut.afterMs >= 59_000 && cut.afterMs <= 64_000 && (status === 408 || status === 0),
+        `the trickled upload was cut off after ${cut.afterMs} ms with ${status} (requestTimeout 60 s)`,
+      );
+      into.notes.push(
+        `trickled upload cut off after ${(cut.afterMs / 1000).toFixed(1)} s with ${status || 'no status'}, ${Math.round(cut.sent / 1000)} of ${Math.round(body.length / 1000)} kB sent`,
+      );
     }
     serving = false;
     await reader;

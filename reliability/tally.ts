@@ -64,10 +64,7 @@ export function table(): string {
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((line) => String(line[i]).length)));
   const line = (cells: string[]) => '| ' + cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join(' | ') + ' |';
   const rule = '|' + widths.map((w, i) => (i === 0 ? '-'.repeat(w + 2) : '-'.repeat(w + 1) + ':')).join('|') + '|';
-  const total = rows.reduce(
-    (sum, r) => sum.map((value, i) => value + [r.tried, r.correct, r.fiveXx, r.hung, r.lost, r.wrong][i]!),
-    [0, 0, 0, 0, 0, 0],
-  );
+  const total = rows.reduce((sum, r) => sum.map((value, i) => value + [r.tried, r.correct, r.fiveXx, r.hung, r.lost, r.wrong][i]!), [0, 0, 0, 0, 0, 0]);
   return [line(head), rule, ...body.map((cells) => line(cells as string[])), line(['total', ...total.map(String)])].join('\n');
 }
 

@@ -29,12 +29,18 @@ function files(entry) {
   const full = path.join(root, entry);
   if (!existsSync(full)) return [];
   if (!statSync(full).isDirectory()) return [entry];
-  return readdirSync(full).sort().flatMap((name) => files(path.join(entry, name)));
+  return readdirSync(full)
+    .sort()
+    .flatMap((name) => files(path.join(entry, name)));
 }
 
 function fingerprint() {
   const hash = createHash('sha256');
-  for (const file of SOURCES.flatMap(files)) hash.update(`${file}\0`).update(readFileSync(path.join(root, file))).update('\0');
+  for (const file of SOURCES.flatMap(files))
+    hash
+      .update(`${file}\0`)
+      .update(readFileSync(path.join(root, file)))
+      .update('\0');
   return hash.digest('hex').slice(0, 16);
 }
 

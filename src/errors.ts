@@ -7,8 +7,7 @@
  */
 
 const REALM = 'Bearer realm="customer-portal"';
-const idShape = (field: string, what: string, prefix: string) =>
-  `${field} must be ${what} id (${prefix}_ followed by letters and digits).`;
+const idShape = (field: string, what: string, prefix: string) => `${field} must be ${what} id (${prefix}_ followed by letters and digits).`;
 
 interface ErrorSpec {
   status: number;
@@ -137,7 +136,8 @@ export const ERRORS = {
   SIGNER_DECLINED: { status: 409, message: (signerId: string, agreementId: string) => `Signer ${signerId} has declined agreement ${agreementId}.` },
   SIGNER_NOT_YET: {
     status: 409,
-    message: (signerId: string, waitingFor: string) => `It is not signer ${signerId}'s turn yet: the agreement is signed in order, and ${waitingFor} signs first.`,
+    message: (signerId: string, waitingFor: string) =>
+      `It is not signer ${signerId}'s turn yet: the agreement is signed in order, and ${waitingFor} signs first.`,
   },
   SIGNING_LINKS_LIMIT: {
     status: 409,
@@ -145,7 +145,8 @@ export const ERRORS = {
   },
   AGREEMENT_STILL_OPEN: {
     status: 409,
-    message: (agreementId: string) => `Agreement ${agreementId} is still awaiting signatures: its certificate of completion is made once it is signed or closed.`,
+    message: (agreementId: string) =>
+      `Agreement ${agreementId} is still awaiting signatures: its certificate of completion is made once it is signed or closed.`,
   },
   AGREEMENT_CLOSED: {
     status: 409,
@@ -294,8 +295,7 @@ export function storageFull(cause: unknown): PortalError {
 }
 
 /** Whether `error` is the catalogue error `code`. */
-export const isPortalError = <C extends ErrorCode>(error: unknown, code: C): error is PortalError<C> =>
-  error instanceof PortalError && error.code === code;
+export const isPortalError = <C extends ErrorCode>(error: unknown, code: C): error is PortalError<C> => error instanceof PortalError && error.code === code;
 
 /** An error as a log field: name, message and stack, never the request. */
 export function describeError(error: unknown): { name: string; message: string; stack?: string } {

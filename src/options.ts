@@ -143,9 +143,7 @@ export function resolveUiPath(ui: unknown, basePath: string): string | null {
   }
   const within = (inner: string, outer: string) => inner === outer || inner.startsWith(outer + '/');
   if (basePath === '' || within(trimmed, basePath) || within(basePath, trimmed)) {
-    throw new TypeError(
-      `ui.path "${trimmed}" overlaps basePath "${basePath || '/'}": the page and the API need paths apart, such as "/portal" and "/v1"`,
-    );
+    throw new TypeError(`ui.path "${trimmed}" overlaps basePath "${basePath || '/'}": the page and the API need paths apart, such as "/portal" and "/v1"`);
   }
   return trimmed;
 }

@@ -4,15 +4,7 @@ import { createHandler, type Route } from './http/handler.js';
 import { createPage } from './http/page.js';
 import { processWarnings, silentLogger } from './shared/logger.js';
 import { errorMessage } from './errors.js';
-import {
-  DEFAULT_BASE_PATH,
-  DEFAULT_EVENT_TYPES,
-  apiKeysFromEnv,
-  normalizeBasePath,
-  normalizePublicUrl,
-  resolveUiPath,
-  type PortalOptions,
-} from './options.js';
+import { DEFAULT_BASE_PATH, DEFAULT_EVENT_TYPES, apiKeysFromEnv, normalizeBasePath, normalizePublicUrl, resolveUiPath, type PortalOptions } from './options.js';
 import { createOrphanSweep } from './domain/orphan-sweep.js';
 import { createReadiness, readQueue, type Readiness } from './domain/readiness.js';
 import { loadTelemetry } from './shared/telemetry.js';
@@ -43,11 +35,7 @@ import { createEventCatalogue, type EventCatalogue } from './domain/event-types.
 import { libraryEventDefinitions } from './openapi/event-catalogue.js';
 import { eventTypeRoutes } from './http/routes/event-types.js';
 import { resolveWebhookOptions } from './webhooks/options.js';
-import {
-  createOperationalEvents,
-  type OperationalEventType,
-  type OperationalListener,
-} from './domain/operational-events.js';
+import { createOperationalEvents, type OperationalEventType, type OperationalListener } from './domain/operational-events.js';
 
 export interface Portal {
   /** The `node:http` request handler; with `next` (Express, connect), paths outside `basePath` fall through. */
@@ -198,10 +186,13 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
 
   worker?.start();
   // Another instance's publish wakes this worker at once; the cron tick stays the fallback.
-  const unsubscribe = worker === null ? undefined : storage.subscribe?.(
-    () => worker?.poke(),
-    (error) => logger.warn({ err: errorMessage(error) }, 'webhook worker: not listening for new work for now; the tick still polls'),
-  );
+  const unsubscribe =
+    worker === null
+      ? undefined
+      : storage.subscribe?.(
+          () => worker?.poke(),
+          (error) => logger.warn({ err: errorMessage(error) }, 'webhook worker: not listening for new work for now; the tick still polls'),
+        );
   orphanSweep.start();
   const stopObserving = telemetry.observeQueue(() => readQueue(storage, clock()));
   let closing: Promise<void> | undefined;

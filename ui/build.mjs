@@ -98,7 +98,10 @@ writeFileSync(path.join(out, 'manifest.json'), JSON.stringify({ script: named(sc
 rmSync(compiled, { recursive: true, force: true });
 
 const kb = (bytes) => `${(bytes / 1024).toFixed(1)} KB`;
-for (const [label, code] of [['portal page', script], ['signing page', signing]]) {
+for (const [label, code] of [
+  ['portal page', script],
+  ['signing page', signing],
+]) {
   const raw = code.content.length + style.content.length;
   const gzipped = gzipSync(code.content, { level: 9 }).length + gzipSync(style.content, { level: 9 }).length;
   console.log(`${label}: ${code.file} + ${style.file}: ${kb(raw)}, ${kb(gzipped)} gzipped (budget 50 KB)`);

@@ -162,9 +162,11 @@ export function fsBlobs(options: FsBlobsOptions): BlobStore {
 
     put(key, body) {
       // A full disk leaves nothing (the partial file is removed) and answers 507; the next put may find space.
-      return track(put(key, body).catch((error: unknown) => {
-        throw isDiskFull(error) ? storageFull(error) : error;
-      }));
+      return track(
+        put(key, body).catch((error: unknown) => {
+          throw isDiskFull(error) ? storageFull(error) : error;
+        }),
+      );
     },
 
     async get(key, range) {
@@ -222,7 +224,7 @@ export function fsBlobs(options: FsBlobsOptions): BlobStore {
         for (const name of await readdir(shardPath)) {
           const key = keyOf(name);
           if (!KEY.test(key) || fileName(key) !== name) continue;
-          let info;
+          let info: Awaited<ReturnType<typeof stat>>;
           try {
             info = await stat(path.join(shardPath, name));
           } catch (error) {

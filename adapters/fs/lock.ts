@@ -82,7 +82,7 @@ function holderAlive(owner: LockOwner, lockPath: string, touchedAt: number): boo
   // A zombie (Z) or a dying process (X) answers signal 0 until its parent reaps it, which a
   // supervisor may take a while to do after `kill -9`: it holds nothing any more.
   if (found !== null && (found.state === 'Z' || found.state === 'X')) return false;
-  const start = owner.start === null ? null : found?.start ?? null;
+  const start = owner.start === null ? null : (found?.start ?? null);
   return start === null ? heartbeatFresh : start === owner.start;
 }
 
@@ -153,12 +153,7 @@ async function sweepLeftovers(dir: string, name: string): Promise<void> {
  * naming the process that holds it. A lock left by a process that died is taken over. While
  * held, the file is touched every 15 s; should it ever stop being ours, `onLost` is told.
  */
-export async function acquireLock(
-  dir: string,
-  name: string,
-  what: string,
-  onLost: (error: Error) => void,
-): Promise<DirectoryLock> {
+export async function acquireLock(dir: string, name: string, what: string, onLost: (error: Error) => void): Promise<DirectoryLock> {
   const lockPath = path.resolve(dir, name);
   const owner: LockOwner = {
     pid: process.pid,

@@ -173,7 +173,8 @@ function replayFrame(file: LogFile, payload: Buffer, payloadOffset: number, appl
     }
     const table = payload.toString('latin1', start + 1, space);
     const body = payload.toString('utf8', space + 1, end);
-    if (sign === 0x2b) apply({ table, json: body, loc: { file, offset: payloadOffset + space + 1, length: end - space - 1, frame: payloadOffset - FRAME_HEADER_SIZE } });
+    if (sign === 0x2b)
+      apply({ table, json: body, loc: { file, offset: payloadOffset + space + 1, length: end - space - 1, frame: payloadOffset - FRAME_HEADER_SIZE } });
     else apply({ table, id: JSON.parse(body) as string });
     start = end + 1;
   }
@@ -360,11 +361,7 @@ async function saveRange(handle: FileHandle, start: number, end: number, target:
  * A torn tail is cut off; anything else found past the valid part (which no crash of ours
  * writes: a disk fault) is kept beside the log as `<file>.discarded-<ms>` before it is cut.
  */
-export async function openRecordLog(
-  file: string,
-  options: RecordLogOptions,
-  apply: (change: ReplayedChange) => void,
-): Promise<RecordLog> {
+export async function openRecordLog(file: string, options: RecordLogOptions, apply: (change: ReplayedChange) => void): Promise<RecordLog> {
   const compactTemp = `${file}.compact`;
   // Temp files a crash left: of a compaction (the log it was replacing is whole), or of the log's creation.
   const leftover = new RegExp(`^${path.basename(file).replace(/\./g, '\\.')}\\.(?:compact|\\d+\\.tmp)$`);
@@ -498,18 +495,22 @@ export async function openRecordLog(
     try {
       await writeAll(temp, headerBytes(), 0);
       const readOld = sequentialReader(current, size);
-    // A record copied from the old log is checked against its frame's checksum first: a compaction
-    // must never carry a damaged record into a new log under a fresh checksum.
-    const verified = new Set<number>();
-    const source = current;
-    const verifyFrame = async (frame: number) => {
-      if (verified.has(frame)) return;
-      const header = await readExactly(source.handle, FRAME_HEADER_SIZE, frame);
-      const length = header.readUInt32LE(0);
-      const payload = length > 0 && length <= MAX_FRAME_SIZE && frame + FRAME_HEADER_SIZE + length <= size ? await readExactly(source.handle, length, frame + FRAME_HEADER_SIZE) : null;
-      if (payload === null || crc32(payload) !== header.readUInt32LE(4)) throw new DamagedLogError(file, { from: frame, to: frame + FRAME_HEADER_SIZE + Math.max(0, Math.min(length, size - frame - FRAME_HEADER_SIZE)) });
-      verified.add(frame);
-    };
+      // A record copied from the old log is checked against its frame's checksum first: a compaction
+      // must never carry a damaged record into a new log under a fresh checksum.
+      const verified = new Set<number>();
+      const source = current;
+      const verifyFrame = async (frame: number) => {
+        if (verified.has(frame)) return;
+        const header = await readExactly(source.handle, FRAME_HEADER_SIZE, frame);
+        const length = header.readUInt32LE(0);
+        const payload =
+          length > 0 && length <= MAX_FRAME_SIZE && frame + FRAME_HEADER_SIZE + length <= size
+            ? await readExactly(source.handle, length, frame + FRAME_HEADER_SIZE)
+            : null;
+        if (payload === null || crc32(payload) !== header.readUInt32LE(4))
+          throw new DamagedLogError(file, { from: frame, to: frame + FRAME_HEADER_SIZE + Math.max(0, Math.min(length, size - frame - FRAME_HEADER_SIZE)) });
+        verified.add(frame);
+      };
       // Records held only on disk are copied in file order, so the old log is read front to back.
       const ordered = rows.slice().sort((a, b) => offsetOf(a) - offsetOf(b));
       let changes: LogChange[] = [];

@@ -5,17 +5,7 @@ import { isIPv4, isIPv6 } from 'node:net';
  * `allowPrivateNetworks` is set: a webhook URL is chosen by a client, and must not reach the
  * portal's own machine, its network, or a cloud metadata service.
  */
-export type AddressKind =
-  | 'public'
-  | 'loopback'
-  | 'private'
-  | 'shared'
-  | 'link-local'
-  | 'multicast'
-  | 'unspecified'
-  | 'broadcast'
-  | 'reserved'
-  | 'invalid';
+export type AddressKind = 'public' | 'loopback' | 'private' | 'shared' | 'link-local' | 'multicast' | 'unspecified' | 'broadcast' | 'reserved' | 'invalid';
 
 /** One IPv4 range: network as a 32-bit number, prefix length, and what it is. */
 type V4Range = readonly [network: number, prefix: number, kind: AddressKind];
@@ -78,7 +68,7 @@ export function parseIPv6(text: string): number[] | null {
 function classifyV4(address: number): AddressKind {
   for (const [network, prefix, kind] of V4_RANGES) {
     const mask = prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0;
-    if (((address & mask) >>> 0) === network) return kind;
+    if ((address & mask) >>> 0 === network) return kind;
   }
   return 'public';
 }

@@ -73,7 +73,7 @@ export class CallHandler implements Dispatcher.DispatchHandler {
     if (this.settled) controller.abort(new Error(DECIDED));
   }
 
-  onResponseStart(controller: Dispatcher.DispatchController, status: number, headers: WebhookCallResult['headers']): void {
+  onResponseStart(_controller: Dispatcher.DispatchController, status: number, headers: WebhookCallResult['headers']): void {
     if (status < 100 || status > 599) return this.refuse(`invalid response: ${status} is not an HTTP status code (100–599)`);
     if (status < 200) {
       if (++this.interim > MAX_INTERIM_ANSWERS) this.refuse(`invalid response: more than ${MAX_INTERIM_ANSWERS} interim (1xx) answers`);
@@ -83,7 +83,7 @@ export class CallHandler implements Dispatcher.DispatchHandler {
     this.headers = headers;
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
     this.bodyBytes += chunk.length;
     if (this.bodyBytes > MAX_RESPONSE_BYTES) this.answered();
   }
@@ -93,7 +93,7 @@ export class CallHandler implements Dispatcher.DispatchHandler {
     this.answered();
   }
 
-  onResponseError(controller: Dispatcher.DispatchController, error: Error): void {
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     this.completed = true;
     const message = describe(error, this.timeoutMs);
     // An answer that broke a bound or the protocol is no answer, whatever status it began with.

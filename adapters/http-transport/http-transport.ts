@@ -100,7 +100,6 @@ function checkUrl(target: string, allowPrivateNetworks: boolean): Target | strin
  */
 const CHECKED_URLS = 1000;
 
-
 /** A header name is an RFC 9110 token; a value holds no line break or NUL: nothing can be smuggled into the request. */
 const HTTP_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const HEADER_VALUE = /^[^\r\n\0]*$/;

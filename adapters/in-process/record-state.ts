@@ -29,9 +29,10 @@ export const KEPT_BESIDE_A_JOURNAL: Record<TableName, boolean> = {
 };
 
 /** Every table kept in memory: a store with nowhere else to read from. */
-export const KEPT_ALL: Record<TableName, boolean> = Object.fromEntries(
-  Object.keys(KEPT_BESIDE_A_JOURNAL).map((table) => [table, true]),
-) as Record<TableName, boolean>;
+export const KEPT_ALL: Record<TableName, boolean> = Object.fromEntries(Object.keys(KEPT_BESIDE_A_JOURNAL).map((table) => [table, true])) as Record<
+  TableName,
+  boolean
+>;
 
 export interface Row<L = unknown> {
   readonly table: TableName;
@@ -57,7 +58,6 @@ export interface StoredRecord {
   id: string;
   accountId: string;
 }
-
 
 function addTo<K, V>(index: Map<K, Set<V>>, key: K, value: V) {
   let members = index.get(key);

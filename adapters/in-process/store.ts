@@ -161,7 +161,9 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       .reverse();
     const createdAt = (id: string) => delivery(id).createdAt;
     const past = from === undefined ? -1 : ids.indexOf(from.id);
-    return ids.filter((id, at) => (from === undefined || (past >= 0 ? at > past : createdAt(id) < from.createdAt)) && (until === undefined || createdAt(id) < until));
+    return ids.filter(
+      (id, at) => (from === undefined || (past >= 0 ? at > past : createdAt(id) < from.createdAt)) && (until === undefined || createdAt(id) < until),
+    );
   }
 
   /** Waits for the journal to open; a method calls it only while it is not, so a ready store's methods add no turn. */
@@ -478,7 +480,8 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       // they would each be cancelled when their turn came.
       for (const turn of [...cancelled]) {
         if (turn.orderingKey === null) continue;
-        for (const id of state.heldOf(turn.webhookId, turn.orderingKey)) cancelled.push(deliveryRules.cancel(kept<DeliveryRecord>(state.get('delivery', id)!))!);
+        for (const id of state.heldOf(turn.webhookId, turn.orderingKey))
+          cancelled.push(deliveryRules.cancel(kept<DeliveryRecord>(state.get('delivery', id)!))!);
       }
       // Read before waiting for the journal: a webhook deleted meanwhile is gone from the state by then.
       const claimed = leased.map((delivery) => ({
@@ -519,14 +522,14 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       if (recorded === null) return false;
       const webhook = state.get('webhook', recorded.webhookId);
       // Decided and applied with no await between, so two attempts of one webhook never both see it enabled.
-      const change =
-        rule === undefined || webhook === undefined ? null : healthRules.healthAfterAttempt(healthOf(kept<WebhookRecord>(webhook)), attempt, rule);
+      const change = rule === undefined || webhook === undefined ? null : healthRules.healthAfterAttempt(healthOf(kept<WebhookRecord>(webhook)), attempt, rule);
       const changes = [putDelivery(recorded)];
       if (change?.changed) changes.push(putHealth(change.health));
       // Its key's turn ended: the earliest held delivery of the key goes next.
       if (deliveryRules.endsTurn(recorded)) {
         const [next] = state.heldOf(recorded.webhookId, recorded.orderingKey!);
-        if (next !== undefined) changes.push(putDelivery(deliveryRules.release(kept<DeliveryRecord>(state.get('delivery', next)!), deliveryRules.dueAfter(attempt))));
+        if (next !== undefined)
+          changes.push(putDelivery(deliveryRules.release(kept<DeliveryRecord>(state.get('delivery', next)!), deliveryRules.dueAfter(attempt))));
       }
       await commit(changes);
       return change?.disabled ?? (deliveryRules.isDueAfter(recorded, attempt) ? 'due-again' : true);

@@ -12,9 +12,7 @@ export interface MemoryTransport extends WebhookTransport {
  * Records every webhook call in `.calls` instead of sending it, and answers 200, or what
  * `respond(call)` answers. For tests and demos.
  */
-export function memoryTransport(
-  options: { respond?: (call: WebhookCall) => MemoryResponse | Promise<MemoryResponse> } = {},
-): MemoryTransport {
+export function memoryTransport(options: { respond?: (call: WebhookCall) => MemoryResponse | Promise<MemoryResponse> } = {}): MemoryTransport {
   const calls: WebhookCall[] = [];
   return {
     calls,

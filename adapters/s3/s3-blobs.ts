@@ -78,7 +78,8 @@ export function s3Blobs(options: S3BlobsOptions): BlobStore {
   const prefix = options.prefix ?? '';
   if (typeof prefix !== 'string') throw new TypeError('s3Blobs: `prefix` must be a string');
   const partSize = options.partSize ?? MIN_PART_SIZE;
-  if (!Number.isInteger(partSize) || partSize < MIN_PART_SIZE) throw new TypeError(`s3Blobs: \`partSize\` must be a whole number of at least ${MIN_PART_SIZE} bytes`);
+  if (!Number.isInteger(partSize) || partSize < MIN_PART_SIZE)
+    throw new TypeError(`s3Blobs: \`partSize\` must be a whole number of at least ${MIN_PART_SIZE} bytes`);
   const memoryBytes = options.memoryBytes ?? DEFAULT_MEMORY_BYTES;
   if (!Number.isInteger(memoryBytes) || memoryBytes < 0) throw new TypeError('s3Blobs: `memoryBytes` must be a whole number of bytes, 0 or more');
   const spoolDir = options.spoolDir ?? os.tmpdir();
@@ -107,8 +108,7 @@ export function s3Blobs(options: S3BlobsOptions): BlobStore {
 
   const objectKey = (key: string) => prefix + key;
   const metadata = () => (clock === undefined ? undefined : { [WRITTEN_AT]: atom(clock()) });
-  const dated = (head: { Metadata?: Record<string, string>; LastModified?: Date }) =>
-    head.Metadata?.[WRITTEN_AT] ?? atom(head.LastModified ?? new Date(0));
+  const dated = (head: { Metadata?: Record<string, string>; LastModified?: Date }) => head.Metadata?.[WRITTEN_AT] ?? atom(head.LastModified ?? new Date(0));
 
   async function put(key: string, body: Readable | AsyncIterable<Uint8Array>): Promise<{ size: number }> {
     if (!KEY.test(key)) throw new TypeError(`s3Blobs: ${JSON.stringify(key)} is not a record id (abc_ and letters or digits)`);
@@ -124,9 +124,9 @@ export function s3Blobs(options: S3BlobsOptions): BlobStore {
       uploadId ??= (await reach(client.send(new s3.CreateMultipartUploadCommand({ Bucket, Key, Metadata: metadata() })))).UploadId!;
       const PartNumber = parts.length + 1;
       const ContentLength = part.length;
-      const { ETag } = await reach(client.send(
-        new s3.UploadPartCommand({ Bucket, Key, UploadId: uploadId, PartNumber, Body: await part.body(), ContentLength }),
-      ));
+      const { ETag } = await reach(
+        client.send(new s3.UploadPartCommand({ Bucket, Key, UploadId: uploadId, PartNumber, Body: await part.body(), ContentLength })),
+      );
       parts.push({ ETag, PartNumber });
       part.reset();
     };
@@ -163,9 +163,7 @@ export function s3Blobs(options: S3BlobsOptions): BlobStore {
   async function stat(key: string): Promise<BlobInfo | null> {
     if (!KEY.test(key)) return null;
     const s3 = await sdk();
-    const head = await orNull(client.send(
-      new s3.HeadObjectCommand({ Bucket: bucket, Key: objectKey(key) }),
-    ));
+    const head = await orNull(client.send(new s3.HeadObjectCommand({ Bucket: bucket, Key: objectKey(key) })));
     return head === null ? null : { key, size: head.ContentLength ?? 0, createdAt: dated(head) };
   }
 
@@ -198,7 +196,9 @@ export function s3Blobs(options: S3BlobsOptions): BlobStore {
         try {
           presigner = (await import('@aws-sdk/s3-request-presigner')).getSignedUrl;
         } catch (error) {
-          throw new Error('s3Blobs: `redirect: true` needs the package @aws-sdk/s3-request-presigner (npm install @aws-sdk/s3-request-presigner)', { cause: error });
+          throw new Error('s3Blobs: `redirect: true` needs the package @aws-sdk/s3-request-presigner (npm install @aws-sdk/s3-request-presigner)', {
+            cause: error,
+          });
         }
       }
     },

@@ -38,7 +38,7 @@ export function createBatcher<I, R>({ maxRunning, maxSize, size, run }: BatchOpt
       await Promise.all(group.map((one) => run([one.item]).then(([result]) => one.resolve(result!), one.reject)));
       return;
     }
-    group.forEach((one, i) => one.resolve(results[i]!));
+    for (const [i, one] of group.entries()) one.resolve(results[i]!);
   }
 
   function runWaiting(): void {

@@ -94,11 +94,7 @@ export function wrapClient(client: SqlClient, who: string, prepare = true, waitF
   if (typeof waitForDatabaseMs !== 'number' || !(waitForDatabaseMs >= 0)) {
     throw new TypeError(`${who}: \`waitForDatabaseMs\` must be a number of milliseconds, 0 or more`);
   }
-  const db = isPool(client)
-    ? poolDb(client, prepare, waitForDatabaseMs)
-    : hasTransaction(client)
-      ? transactionDb(client)
-      : singleConnectionDb(client);
+  const db = isPool(client) ? poolDb(client, prepare, waitForDatabaseMs) : hasTransaction(client) ? transactionDb(client) : singleConnectionDb(client);
   return {
     query: (text, params, options) => db.query(text, params, options).catch(rethrowAsRecordExists),
     transaction: (work) => db.transaction(work).catch(rethrowAsRecordExists),
@@ -237,7 +233,11 @@ function poolDb(pool: PoolLike, prepare: boolean, waitMs: number): Db {
     query: (text, params, options) =>
       options?.settle !== undefined
         ? settledQuery(text, params, options.settle)
-        : untilReachable(waitMs, () => direct(text, params), (kind) => kind === 'not-applied' || options?.replayable === true || READ_ONLY.test(text)),
+        : untilReachable(
+            waitMs,
+            () => direct(text, params),
+            (kind) => kind === 'not-applied' || options?.replayable === true || READ_ONLY.test(text),
+          ),
     transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
       // Every broken try may run again: one broken before COMMIT was sent was rolled back by the
       // server, and one whose COMMIT went unanswered is first settled by asking the server what

@@ -95,10 +95,9 @@ async function importPeer<T>(name: string, url: string): Promise<T> {
     return (await import(name)) as T;
   } catch (error) {
     if ((error as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' && String((error as Error).message).includes(name)) {
-      throw new Error(
-        `The database URL "${redact(url)}" needs the package "${name}", an optional peer dependency of customer-portal: npm install ${name}`,
-        { cause: error },
-      );
+      throw new Error(`The database URL "${redact(url)}" needs the package "${name}", an optional peer dependency of customer-portal: npm install ${name}`, {
+        cause: error,
+      });
     }
     throw error;
   }

@@ -190,10 +190,7 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
       return row === undefined ? null : toFileEntry(row);
     },
     async listFileEntries(accountId, directoryId) {
-      const rows =
-        directoryId === null
-          ? await db.query(sql.listRoot, [accountId])
-          : await db.query(sql.listDirectory, [accountId, directoryId]);
+      const rows = directoryId === null ? await db.query(sql.listRoot, [accountId]) : await db.query(sql.listDirectory, [accountId, directoryId]);
       return rows.map((row) => toListedEntry(row, accountId, directoryId));
     },
     async deleteFileEntry(accountId, id) {

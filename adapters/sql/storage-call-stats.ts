@@ -8,13 +8,16 @@ const COUNTS = ['succeeded', 'failed', 'errors', ...BINS];
 
 /** The table of each webhook's calls by the hour, and the index its sweep reads (migration 14). */
 export function callStatsTable({ table }: Names): string[] {
-  return [`CREATE TABLE ${table('webhook_call_stats')} (
+  return [
+    `CREATE TABLE ${table('webhook_call_stats')} (
     webhook_id text NOT NULL,
     account_id text NOT NULL,
     hour timestamptz NOT NULL,
     ${COUNTS.map((column) => `${column} integer NOT NULL DEFAULT 0`).join(',\n    ')},
     PRIMARY KEY (webhook_id, hour)
-  )`, `CREATE INDEX portal_webhook_call_stats_hour ON ${table('webhook_call_stats')} (hour)`];
+  )`,
+    `CREATE INDEX portal_webhook_call_stats_hour ON ${table('webhook_call_stats')} (hour)`,
+  ];
 }
 
 /** How often an instance sweeps the hours past their span: they age by the hour. */

@@ -41,8 +41,7 @@ function healthAfterAttempt(p: Previous): string {
     CASE WHEN ${disables} THEN $11::text ELSE ${p.disabledBy} END`;
 }
 
-const HEALTH_COLUMNS =
-  'consecutive_failures, failing_since, last_success_at, last_attempt_at, disabled_at, disabled_reason, disabled_by';
+const HEALTH_COLUMNS = 'consecutive_failures, failing_since, last_success_at, last_attempt_at, disabled_at, disabled_reason, disabled_by';
 
 /**
  * The statement that records an attempt (`recordAttempt`, $1–$5, given without its RETURNING, and
@@ -214,7 +213,12 @@ export function createHealth(db: Db, names: Names, announce?: { channel: string 
         const events = await tx.query(undelivered, [webhookId, since, hook.type]);
         const recovered = events.map((row) =>
           recoveredDelivery(
-            { id: row.event_id as string, accountId, type: hook.type as string, ...(row.ordering_key === null ? {} : { orderingKey: row.ordering_key as string }) },
+            {
+              id: row.event_id as string,
+              accountId,
+              type: hook.type as string,
+              ...(row.ordering_key === null ? {} : { orderingKey: row.ordering_key as string }),
+            },
             webhookId,
             now,
           ),

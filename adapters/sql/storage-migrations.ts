@@ -127,7 +127,7 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 3,
-    name: 'delivery attempts capped, with a count; the fair claim\'s index',
+    name: "delivery attempts capped, with a count; the fair claim's index",
     statements: ({ table }) => [
       `ALTER TABLE ${table('deliveries')} ADD COLUMN attempt_count integer NOT NULL DEFAULT 0`,
       `UPDATE ${table('deliveries')} SET attempt_count = jsonb_array_length(attempts)`,
@@ -161,9 +161,7 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
     version: 5,
     name: 'webhook secret rotation',
     // The secret a rotation replaced, and until when it still signs calls; both NULL otherwise.
-    statements: ({ table }) => [
-      `ALTER TABLE ${table('webhooks')} ADD COLUMN previous_secret text, ADD COLUMN previous_secret_until timestamptz`,
-    ],
+    statements: ({ table }) => [`ALTER TABLE ${table('webhooks')} ADD COLUMN previous_secret text, ADD COLUMN previous_secret_until timestamptz`],
   },
   {
     version: 6,
@@ -204,13 +202,11 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
     name: 'the disabled webhooks, for the claim',
     // The fair claim cancels the due deliveries of disabled webhooks, found from here: with none
     // disabled, a probe of an empty index instead of a test of every due delivery.
-    statements: ({ table }) => [
-      `CREATE INDEX portal_webhook_health_disabled ON ${table('webhook_health')} (webhook_id) WHERE disabled_at IS NOT NULL`,
-    ],
+    statements: ({ table }) => [`CREATE INDEX portal_webhook_health_disabled ON ${table('webhook_health')} (webhook_id) WHERE disabled_at IS NOT NULL`],
   },
   {
     version: 9,
-    name: 'signing: order, expiry, closing, reminders, each signer\'s link and steps, the audit trail',
+    name: "signing: order, expiry, closing, reminders, each signer's link and steps, the audit trail",
     // Agreements stored before keep the seed's behaviour: parallel, no expiry, open.
     statements: ({ table }) => [
       `ALTER TABLE ${table('agreements')}
@@ -281,7 +277,7 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 14,
-    name: 'each webhook\'s calls by the hour',
+    name: "each webhook's calls by the hour",
     statements: (names) => callStatsTable(names),
   },
 ];

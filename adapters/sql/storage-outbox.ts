@@ -151,14 +151,17 @@ function claimFloors() {
       }
       const looked = (row?.f_accounts ?? []) as string[];
       const given = (row?.f_floors ?? []) as string[];
-      looked.forEach((account, i) => {
+      for (const [i, account] of looked.entries()) {
         const leasedFrom = first.get(account);
-        if (leasedFrom !== undefined) return known.set(account, leasedFrom);
+        if (leasedFrom !== undefined) {
+          known.set(account, leasedFrom);
+          continue;
+        }
         const room = claim.max - (Object.hasOwn(claim.inFlight, account) ? claim.inFlight[account]! : 0);
         // Room in its share, and the claim had room left: it has nothing due from its floor on.
         if (room > 0 && leased.length < claim.limit) known.delete(account);
         else if (!known.has(account)) known.set(account, given[i]!);
-      });
+      }
     },
     /** Runs `read` (the rescue's statement: each account's earliest claimable due time) when one is due. */
     rescue(read: () => Promise<Row[]>): void {
@@ -553,14 +556,19 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
     } else {
       // Keyed: under the keys' locks, taken by a statement of their own before it.
       [row] = await db.transaction(async (tx) => {
-        await keys.lock(tx, keyed.map((delivery) => [delivery.webhookId, delivery.orderingKey!]));
+        await keys.lock(
+          tx,
+          keyed.map((delivery) => [delivery.webhookId, delivery.orderingKey!]),
+        );
         return tx.query(storeAll, params);
       });
     }
     if (made.length === 0) return [];
     const stored = new Set(row!.stored as string[]);
     const held = new Set(row!.held as string[]);
-    return made.filter((delivery) => stored.has(delivery.id)).map((delivery) => (held.has(delivery.id) && delivery.nextAttemptAt !== null ? { ...delivery, nextAttemptAt: null } : delivery));
+    return made
+      .filter((delivery) => stored.has(delivery.id))
+      .map((delivery) => (held.has(delivery.id) && delivery.nextAttemptAt !== null ? { ...delivery, nextAttemptAt: null } : delivery));
   }
   /**
    * `recordAttempt` of a keyed delivery (or one whose key the caller did not give, read first), in a
@@ -579,14 +587,21 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
     claimed: Pick<DeliveryRecord, 'webhookId' | 'orderingKey'> | undefined,
   ): Promise<AttemptRecorded> {
     const params = [id, owner, entry, outcome.status, outcome.nextAttemptAt];
-    const key = claimed ?? (await db.query(deliveryKeyById, [id])).map((row) => ({ webhookId: row.webhook_id as string, orderingKey: (row.ordering_key ?? null) as string | null }))[0];
+    const key =
+      claimed ??
+      (await db.query(deliveryKeyById, [id])).map((row) => ({
+        webhookId: row.webhook_id as string,
+        orderingKey: (row.ordering_key ?? null) as string | null,
+      }))[0];
     return db.transaction(async (tx) => {
       if (key?.orderingKey != null) await keys.lock(tx, [[key.webhookId, key.orderingKey]]);
-      const [row] = health === undefined ? await tx.query(recordAttempt, params) : await tx.query(recordAttemptAndHealth, [...params, ...healthParams(attempt, health)]);
+      const [row] =
+        health === undefined ? await tx.query(recordAttempt, params) : await tx.query(recordAttemptAndHealth, [...params, ...healthParams(attempt, health)]);
       const result: AttemptRecorded = health === undefined ? row !== undefined && (row.due_again === true ? 'due-again' : true) : attemptResult(row);
       if (result === false) return false;
       const recorded = { status: row!.status as DeliveryStatus, orderingKey: (row!.ordering_key ?? null) as string | null };
-      if (endsTurn(recorded)) await keys.endTurns(tx, [{ webhookId: row!.webhook_id as string, orderingKey: recorded.orderingKey!, at: dueAfterAttempt(attempt) }]);
+      if (endsTurn(recorded))
+        await keys.endTurns(tx, [{ webhookId: row!.webhook_id as string, orderingKey: recorded.orderingKey!, at: dueAfterAttempt(attempt) }]);
       return result;
     });
   }
@@ -631,7 +646,10 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
         ? await db.query(recordSuccesses, params)
         : await db.transaction(async (tx) => {
             // The keys' locks before the rows' (see recordInTurn).
-            await keys.lock(tx, successes.filter((one) => one.orderingKey !== null).map((one) => [one.webhookId, one.orderingKey!]));
+            await keys.lock(
+              tx,
+              successes.filter((one) => one.orderingKey !== null).map((one) => [one.webhookId, one.orderingKey!]),
+            );
             const recorded = await tx.query(recordSuccesses, params);
             const releaseAt = new Map(successes.map((one) => [one.id, one.releaseAt]));
             const ended = recorded
@@ -688,15 +706,27 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
       const from = floors.windowFrom(now);
       const known = [...floors.known];
       const rows = await db.query(fairClaim, [
-        now, leaseUntil, limit, owner,
-        held.map(([account]) => account), held.map(([, n]) => n), perAccount.max,
-        known.map(([account]) => account), known.map(([, floor]) => floor), from,
+        now,
+        leaseUntil,
+        limit,
+        owner,
+        held.map(([account]) => account),
+        held.map(([, n]) => n),
+        perAccount.max,
+        known.map(([account]) => account),
+        known.map(([, floor]) => floor),
+        from,
       ]);
       // The one row of a claim that leased nothing carries only what it looked at.
       const claimed = rows
         .filter((row) => row.d_id !== null)
         .map((row) => ({ delivery: toDelivery(row, 'd_'), event: toEvent(row, 'e_'), webhook: toWebhook(row, 'w_') }));
-      floors.claimed(now, claimed.map(({ delivery }) => delivery), rows[0], { limit, ...perAccount });
+      floors.claimed(
+        now,
+        claimed.map(({ delivery }) => delivery),
+        rows[0],
+        { limit, ...perAccount },
+      );
       floors.rescue(() => db.query(rescue, [now]));
       return claimed;
     },
@@ -704,7 +734,17 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
       const entry = JSON.stringify({ at: attempt.at, statusCode: attempt.statusCode, error: attempt.error, durationMs: attempt.durationMs });
       if (claimed !== undefined && health !== undefined && attemptSucceeded(attempt)) {
         const { webhookId, orderingKey } = claimed;
-        return recordSuccessesTogether({ id, webhookId, orderingKey, releaseAt: dueAfterAttempt(attempt), owner, entry, status: outcome.status, nextAttemptAt: outcome.nextAttemptAt, at: attempt.at });
+        return recordSuccessesTogether({
+          id,
+          webhookId,
+          orderingKey,
+          releaseAt: dueAfterAttempt(attempt),
+          owner,
+          entry,
+          status: outcome.status,
+          nextAttemptAt: outcome.nextAttemptAt,
+          at: attempt.at,
+        });
       }
       // A delivery that may have a key (it has one, or the caller did not say): recorded in a
       // transaction that, when its key's turn ends, releases the key's next one.

@@ -88,7 +88,12 @@ export function toFileEntry(row: Row): FileEntryRecord {
  * order below (sql-storage.ts), `listFileEntries` of 1,000 entries on a pg.Pool went from 14.7 to
  * 11.8 million instructions (callgrind, compilation and major GCs left out).
  */
-export const listedEntryColumns = () => columns(FILE_ENTRY.filter(([, name]) => name !== 'account_id' && name !== 'directory_id'), '', '');
+export const listedEntryColumns = () =>
+  columns(
+    FILE_ENTRY.filter(([, name]) => name !== 'account_id' && name !== 'directory_id'),
+    '',
+    '',
+  );
 export function toListedEntry(row: Row, accountId: string, directoryId: string | null): FileEntryRecord {
   // Each column read by its name here, not through `text(row, key)`: that one load, shared by every
   // column of every record, is megamorphic in V8. With the size as text, a listing of 1,000 entries

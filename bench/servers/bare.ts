@@ -3,19 +3,7 @@
  * a map lookup, `JSON.stringify`, and every header in one flat `writeHead` list (as the portal writes).
  */
 import http from 'node:http';
-import {
-  ENTRY_COUNT,
-  INVALID_REALM,
-  MESSAGES,
-  REALM,
-  announce,
-  directoryId,
-  entries,
-  keyMatches,
-  requestIdOf,
-  sendJson,
-  webhooks,
-} from './fixture.js';
+import { ENTRY_COUNT, INVALID_REALM, MESSAGES, REALM, announce, directoryId, entries, keyMatches, requestIdOf, sendJson, webhooks } from './fixture.js';
 
 const listing = entries();
 const byId = new Map(webhooks.map((one) => [one.id, one]));

@@ -10,16 +10,7 @@
 import Fastify from 'fastify';
 import pg from 'pg';
 import { POSTGRES_URL } from '../../test/helpers/sql.js';
-import {
-  ACCOUNT,
-  MESSAGES,
-  POOL_SIZE,
-  announce,
-  listingSchema,
-  messageSchema,
-  requestIdOf,
-  webhookSchema,
-} from './fixture.js';
+import { ACCOUNT, MESSAGES, POOL_SIZE, announce, listingSchema, messageSchema, requestIdOf, webhookSchema } from './fixture.js';
 import { contractHook } from './fastify-contract.js';
 
 const schema = process.argv[2]!;

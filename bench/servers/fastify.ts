@@ -4,14 +4,7 @@
  * headers and the key check, a sync handler, and response schemas (its compiled serializer).
  */
 import Fastify from 'fastify';
-import {
-  MESSAGES,
-  announce,
-  messageSchema,
-  requestIdOf,
-  webhookSchema,
-  webhooks,
-} from './fixture.js';
+import { MESSAGES, announce, messageSchema, requestIdOf, webhookSchema, webhooks } from './fixture.js';
 import { contractHook } from './fastify-contract.js';
 
 const byId = new Map(webhooks.map((one) => [one.id, one]));

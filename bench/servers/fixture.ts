@@ -138,11 +138,16 @@ export const JSON_TYPE = 'application/json; charset=utf-8';
  */
 export function sendJson(res: ServerResponse, status: number, requestId: string, payload: string, name?: string, value?: string) {
   const head = [
-    'X-Request-Id', requestId,
-    'X-Content-Type-Options', 'nosniff',
-    'Cache-Control', 'no-store',
-    'Content-Type', JSON_TYPE,
-    'Content-Length', String(Buffer.byteLength(payload)),
+    'X-Request-Id',
+    requestId,
+    'X-Content-Type-Options',
+    'nosniff',
+    'Cache-Control',
+    'no-store',
+    'Content-Type',
+    JSON_TYPE,
+    'Content-Length',
+    String(Buffer.byteLength(payload)),
   ];
   if (name !== undefined) head.push(name, value!);
   res.writeHead(status, head);

@@ -5,7 +5,12 @@ import { createPortal } from '../../src/index.js';
 import { ACCOUNT, ENTRY_COUNT, KEY, announce, storageRecords } from './fixture.js';
 
 const storage = memoryStorage();
-const portal = await createPortal({ auth: { apiKeys: { [KEY]: ACCOUNT } }, signingKeys: ['a-signing-key-of-the-bench-0123456789'], webhooks: { worker: false }, storage });
+const portal = await createPortal({
+  auth: { apiKeys: { [KEY]: ACCOUNT } },
+  signingKeys: ['a-signing-key-of-the-bench-0123456789'],
+  webhooks: { worker: false },
+  storage,
+});
 const records = storageRecords();
 await storage.insertFileEntry(records.directory);
 for (const entry of records.entries) await storage.insertFileEntry(entry);

@@ -16,7 +16,10 @@ export async function checkSameAnswers(label: string, urls: Map<string, string>,
     const body = Buffer.from(await sent.arrayBuffer()).toString('base64');
     const bare = await fetch(url, { headers });
     await bare.arrayBuffer();
-    const names = [...sent.headers.keys()].filter((header) => !TRANSPORT_HEADERS.has(header)).sort().join(', ');
+    const names = [...sent.headers.keys()]
+      .filter((header) => !TRANSPORT_HEADERS.has(header))
+      .sort()
+      .join(', ');
     const made = /^[0-9a-f-]{36}$/.test(bare.headers.get('x-request-id') ?? '');
     answers.set(name, { status: sent.status, names, body, echoed: sent.headers.get('x-request-id') === 'bench.check-1', made });
   }

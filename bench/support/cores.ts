@@ -27,9 +27,7 @@ export const pinned: boolean = (() => {
  */
 export function spawnNode(core: number, args: readonly string[], options: SpawnOptions): ChildProcess {
   const placed = { ...options, env: { ...(options.env ?? process.env), [PLACED]: String(core) } };
-  return pinned
-    ? spawn('taskset', ['-c', String(core), process.execPath, ...args], placed)
-    : spawn(process.execPath, args, placed);
+  return pinned ? spawn('taskset', ['-c', String(core), process.execPath, ...args], placed) : spawn(process.execPath, args, placed);
 }
 
 /** The JSON after `READY ` on the first such line a bench server prints, or a rejection when it exits first. */

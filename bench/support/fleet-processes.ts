@@ -116,7 +116,12 @@ export interface Fleet {
 let fleets = 0;
 
 /** A fleet of `contender`: its publisher (core 1) with `accounts` webhooks, then `workerCount` workers (core 0) fetching `batch` at once. */
-export async function startFleet(contender: Fleet['contender'], workerCount: number, url: string, { accounts, batch }: { accounts: number; batch: number }): Promise<Fleet> {
+export async function startFleet(
+  contender: Fleet['contender'],
+  workerCount: number,
+  url: string,
+  { accounts, batch }: { accounts: number; batch: number },
+): Promise<Fleet> {
   const schema = `${contender === 'portal' ? 'portal' : 'pgboss'}_fleet_${process.pid}_${++fleets}`;
   const file = script(contender === 'portal' ? 'fleet-portal.js' : 'fleet-pgboss.js');
   // The publisher first: it makes the schema (tables, the queue) the workers then find.
@@ -139,4 +144,3 @@ export async function startFleet(contender: Fleet['contender'], workerCount: num
 export async function stopFleet(fleet: Fleet): Promise<void> {
   await Promise.all([...fleet.workers, fleet.publisher].map((child) => child.stop()));
 }
-

@@ -14,7 +14,13 @@ export const AGREEMENTS_PER_TICK = 100;
  * in one `updateAgreement`, so two instances ticking at once store each close and each round once.
  * Reads only the agreements whose time has come (`Storage.agreementsDue`), at most 100 a tick.
  */
-export function createAgreementTimer(deps: { storage: Storage; clock: () => Date; logger: Logger; notify: () => void; reminderIntervalMs: number | undefined }) {
+export function createAgreementTimer(deps: {
+  storage: Storage;
+  clock: () => Date;
+  logger: Logger;
+  notify: () => void;
+  reminderIntervalMs: number | undefined;
+}) {
   const apply = createAgreementChanges({ storage: deps.storage, notify: deps.notify });
   return async function tick(): Promise<void> {
     const now = deps.clock();

@@ -4,7 +4,15 @@ import { PortalError } from '../errors.js';
 import { isId, newId } from '../shared/ids.js';
 import { silentLogger, type Logger } from '../shared/logger.js';
 import type { BlobStore, Storage } from '../ports.js';
-import { withoutImages, type Agreement, type AgreementEventData, type AgreementRecord, type AgreementSignerRecord, type DownloadLink, type SigningOrder } from '../records.js';
+import {
+  withoutImages,
+  type Agreement,
+  type AgreementEventData,
+  type AgreementRecord,
+  type AgreementSignerRecord,
+  type DownloadLink,
+  type SigningOrder,
+} from '../records.js';
 import { createAgreementChanges } from './agreement-changes.js';
 import { type ClientInfo, NO_CLIENT, accountActor, created, sha256Hex, sign as signStep } from './signing-rules.js';
 import type { DownloadService } from './downloads.js';
@@ -270,7 +278,12 @@ export function createAgreementService(deps: AgreementServiceDeps) {
      * documents hashed but not stored, and gets the first answer again (a 422 when the form differs).
      * The key of a request that failed is free again.
      */
-    async createIdempotent(accountId: string, readForm: FormReader, request: IdempotentCreate<Agreement>, client: ClientInfo = NO_CLIENT): Promise<IdempotentOutcome> {
+    async createIdempotent(
+      accountId: string,
+      readForm: FormReader,
+      request: IdempotentCreate<Agreement>,
+      client: ClientInfo = NO_CLIENT,
+    ): Promise<IdempotentOutcome> {
       checkAccountId(accountId);
       const start = await idempotency.begin(accountId, request.key, null);
       if (start.completed !== undefined) {
@@ -280,10 +293,15 @@ export function createAgreementService(deps: AgreementServiceDeps) {
       const claim: KeyClaim = start.claim;
       let answer: IdempotentOutcome['answer'] | undefined;
       try {
-        await createFrom(accountId, readForm, (agreement, form) => {
-          answer = request.answer(agreement);
-          return idempotency.completion(claim, formFingerprint(form), answer);
-        }, client);
+        await createFrom(
+          accountId,
+          readForm,
+          (agreement, form) => {
+            answer = request.answer(agreement);
+            return idempotency.completion(claim, formFingerprint(form), answer);
+          },
+          client,
+        );
       } catch (error) {
         await idempotency.release(claim);
         throw error;

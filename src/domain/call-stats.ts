@@ -97,7 +97,7 @@ function bucketOf(start: string, hours: CallStatsHour[]): StatsBucket {
     succeeded += hour.succeeded;
     failed += hour.failed;
     errors += hour.errors;
-    hour.latency.forEach((count, i) => (latency[i]! += count));
+    for (const [i, count] of hour.latency.entries()) latency[i]! += count;
   }
   return { start, succeeded, failed, errors, p50Ms: percentile(latency, 0.5), p95Ms: percentile(latency, 0.95) };
 }

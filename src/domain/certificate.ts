@@ -96,13 +96,20 @@ export async function certificatePdf(record: AgreementRecord, now: Date): Promis
   heading('Audit trail');
   for (const entry of record.audit) {
     doc.font('Helvetica-Bold').text(`${entry.at}  ${ACTIONS[entry.action] ?? entry.action}`, { continued: true });
-    doc.font('Helvetica').text(printable(`  by ${entry.actor}${entry.ip === null ? '' : ` from ${entry.ip}`}${entry.detail === null ? '' : `: "${entry.detail}"`}`));
+    doc
+      .font('Helvetica')
+      .text(printable(`  by ${entry.actor}${entry.ip === null ? '' : ` from ${entry.ip}`}${entry.detail === null ? '' : `: "${entry.detail}"`}`));
     if (entry.userAgent !== null) doc.fontSize(8).text(printable(entry.userAgent)).fontSize(10);
     doc.fontSize(8).text(`hash ${entry.hash}`).fontSize(10).moveDown(0.3);
   }
   doc.moveDown(0.5);
   line('Final hash', record.audit.at(-1)?.hash ?? 'none');
-  line('Chain', verifyAudit(record.audit) ? 'verified: every entry links to the one before and hashes to what it says' : 'NOT verified: an entry was changed after it was written');
+  line(
+    'Chain',
+    verifyAudit(record.audit)
+      ? 'verified: every entry links to the one before and hashes to what it says'
+      : 'NOT verified: an entry was changed after it was written',
+  );
   doc.end();
   await ended;
   return Buffer.concat(chunks);

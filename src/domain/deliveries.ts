@@ -142,7 +142,6 @@ export function isClaimable(delivery: DeliveryRecord, now: string): boolean {
   return isDue(delivery, now) && !isLeased(delivery, now);
 }
 
-
 /** Claim order: earliest `nextAttemptAt` first (none: last), then by id, so equal times still claim in one stable order. */
 export function compareDue(a: DeliveryRecord, b: DeliveryRecord): number {
   if (a.nextAttemptAt !== b.nextAttemptAt) {

@@ -46,9 +46,7 @@ export function resolveSigningKeys(keys: readonly string[] | undefined, logger: 
   }
   keys.forEach((key, index) => {
     if (typeof key !== 'string' || key.length < MIN_SIGNING_KEY_LENGTH) {
-      throw new TypeError(
-        `signingKeys[${index}] must be a string of at least ${MIN_SIGNING_KEY_LENGTH} characters (e.g. \`openssl rand -base64 32\`)`,
-      );
+      throw new TypeError(`signingKeys[${index}] must be a string of at least ${MIN_SIGNING_KEY_LENGTH} characters (e.g. \`openssl rand -base64 32\`)`);
     }
   });
   return [...keys];

@@ -27,7 +27,10 @@ const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormat
 function firstFailure(errors: ErrorObject[] | null | undefined): { path: string; problem: string } {
   const error = errors?.[0];
   if (error === undefined) return { path: 'data', problem: 'does not match the schema' };
-  const segments = error.instancePath.split('/').slice(1).map((segment) => segment.replaceAll('~1', '/').replaceAll('~0', '~'));
+  const segments = error.instancePath
+    .split('/')
+    .slice(1)
+    .map((segment) => segment.replaceAll('~1', '/').replaceAll('~0', '~'));
   const missing = error.keyword === 'required' ? (error.params as { missingProperty: string }).missingProperty : undefined;
   const path = ['data', ...segments, ...(missing === undefined ? [] : [missing])].join('.');
   return { path, problem: missing === undefined ? (error.message ?? 'does not match the schema') : 'is required' };
@@ -49,7 +52,8 @@ export function createEventCatalogue(eventTypes: readonly string[], builtIn: Rea
       throw new TypeError(`eventTypes.define: "${name}" is not one of the eventTypes option (${eventTypes.join(', ')}); add it there first`);
     }
     const { schema, description, example, deprecated } = definition ?? ({} as EventTypeDefinition);
-    if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) throw new TypeError(`eventTypes.define: the schema of "${name}" must be a JSON Schema object`);
+    if (schema === null || typeof schema !== 'object' || Array.isArray(schema))
+      throw new TypeError(`eventTypes.define: the schema of "${name}" must be a JSON Schema object`);
     let validate: ValidateFunction;
     try {
       validate = ajv.compile(structuredClone(schema));

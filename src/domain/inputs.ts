@@ -90,8 +90,7 @@ export function checkAccountId(value: unknown): asserts value is string {
 }
 
 /** One of the portal's `eventTypes`: a webhook subscribes to one, an event is published as one. */
-export const eventType = (eventTypes: readonly string[]) =>
-  v.picklist(eventTypes, `must be one of: ${eventTypes.join(', ')}`);
+export const eventType = (eventTypes: readonly string[]) => v.picklist(eventTypes, `must be one of: ${eventTypes.join(', ')}`);
 
 /** The limits of one agreement (spec "Limits"): signers, documents, and the documents' bytes in total. */
 export const MAX_SIGNERS = 5;
@@ -167,28 +166,36 @@ export const eventFilter = v.pipe(
   // Not v.record: it drops keys such as "constructor", which are paths a filter may name.
   filterObject,
   v.description(
-    'Which events of its type the webhook gets: keys are dotted paths into the event\'s `data` (`customer.tier`, `items.0.sku`) or `$and`/`$or` (arrays of filters) and `$not` (a filter); a path\'s value is what it must equal, an object of value operators (`$eq $neq $gt $gte $lt $lte $in $nin $startsWith $endsWith $exist`), or a filter nested under that path. Every clause must hold. At most 50 clauses, 8 levels, 8,192 characters.',
+    "Which events of its type the webhook gets: keys are dotted paths into the event's `data` (`customer.tier`, `items.0.sku`) or `$and`/`$or` (arrays of filters) and `$not` (a filter); a path's value is what it must equal, an object of value operators (`$eq $neq $gt $gte $lt $lte $in $nin $startsWith $endsWith $exist`), or a filter nested under that path. Every clause must hold. At most 50 clauses, 8 levels, 8,192 characters.",
   ),
   v.metadata({ examples: [{ 'customer.tier': 'gold', amount: { $gte: 100 }, $or: [{ country: { $in: ['FR', 'DE'] } }, { vip: true }] }] }),
 );
 
 /** The body of `POST /webhooks` and the input of `webhooks.create`: `{ type, url, filter? }`. */
 export function webhookInput(eventTypes: readonly string[]) {
-  return v.strictObject({
-    type: eventType(eventTypes),
-    url: webhookUrl(),
-    filter: v.optional(v.nullable(eventFilter)),
-    signatureScheme: v.optional(
-      v.pipe(
-        v.picklist(['hmac-sha256', 'ed25519'], 'must be "hmac-sha256" or "ed25519"'),
-        v.description('How its calls are signed: `hmac-sha256` (default; `v1,` under the `whsec_` secret) or `ed25519` (`v1a,`; the receiver verifies with the public key).'),
+  return v.strictObject(
+    {
+      type: eventType(eventTypes),
+      url: webhookUrl(),
+      filter: v.optional(v.nullable(eventFilter)),
+      signatureScheme: v.optional(
+        v.pipe(
+          v.picklist(['hmac-sha256', 'ed25519'], 'must be "hmac-sha256" or "ed25519"'),
+          v.description(
+            'How its calls are signed: `hmac-sha256` (default; `v1,` under the `whsec_` secret) or `ed25519` (`v1a,`; the receiver verifies with the public key).',
+          ),
+        ),
       ),
-    ),
-  }, 'must be an object with "type" and "url"');
+    },
+    'must be an object with "type" and "url"',
+  );
 }
 
 /** The body of `PATCH /webhooks/{id}` and the input of `webhooks.setFilter`: `{ filter }`, `null` to remove it. */
-export const webhookFilterInput = v.strictObject({ filter: v.nullable(eventFilter) }, 'must be an object such as {"filter": {"customer.tier": "gold"}} or {"filter": null}');
+export const webhookFilterInput = v.strictObject(
+  { filter: v.nullable(eventFilter) },
+  'must be an object such as {"filter": {"customer.tier": "gold"}} or {"filter": null}',
+);
 
 /** The most recent events a filter's dry run reads: 20 by default, at most 100. */
 export const DRY_RUN_LIMIT = { default: 20, max: 100 } as const;
@@ -265,7 +272,16 @@ export const recoverBody = v.strictObject({ since: dateTimeText }, 'must be an o
 /** The bounds of a delivery log page (`GET /webhooks/{id}/deliveries?limit=`). */
 export const DELIVERIES_PAGE = { default: 50, max: 500 } as const;
 
-const dateTime = v.union([v.pipe(v.date(), v.check((date) => !Number.isNaN(date.getTime()))), dateTimeText], SINCE_MESSAGE);
+const dateTime = v.union(
+  [
+    v.pipe(
+      v.date(),
+      v.check((date) => !Number.isNaN(date.getTime())),
+    ),
+    dateTimeText,
+  ],
+  SINCE_MESSAGE,
+);
 
 /** Which page of a delivery log: `webhooks.deliveries`' query, and the route's query string once read. */
 export const deliveryQueryInput = v.strictObject(
@@ -280,7 +296,9 @@ export const deliveryQueryInput = v.strictObject(
     ),
     cursor: v.optional(v.pipe(v.string('must be the nextCursor of a page, as it came'), v.maxLength(200, 'must be the nextCursor of a page, as it came'))),
     status: v.optional(v.picklist(['pending', 'succeeded', 'failed', 'cancelled'], 'must be one of pending, succeeded, failed, cancelled')),
-    eventType: v.optional(v.pipe(v.string('must be an event type'), v.minLength(1, 'must be an event type'), v.maxLength(200, 'must be at most 200 characters'))),
+    eventType: v.optional(
+      v.pipe(v.string('must be an event type'), v.minLength(1, 'must be an event type'), v.maxLength(200, 'must be at most 200 characters')),
+    ),
     eventId: v.optional(v.custom<string>((value) => isId('evt', value), 'must be an event id (evt_…)')),
     since: v.optional(dateTime),
     until: v.optional(dateTime),
@@ -296,21 +314,27 @@ export const recoverInput = v.strictObject({ since: dateTime }, 'must be an obje
 
 const parentId = v.nullish(v.custom<string>((value) => isId('fsd', value), 'must be a directory id (fsd_…)'));
 export const directoryInput = v.object({ name: entryName, directoryId: parentId }, 'must be an object');
-export const fileInput = v.object({
-  name: entryName,
-  mime: mediaType,
-  directoryId: parentId,
-  fileShareId: v.nullish(v.custom<string>((value) => isId('fss', value), 'must be a file share id (fss_…)')),
-}, 'must be an object');
+export const fileInput = v.object(
+  {
+    name: entryName,
+    mime: mediaType,
+    directoryId: parentId,
+    fileShareId: v.nullish(v.custom<string>((value) => isId('fss', value), 'must be a file share id (fss_…)')),
+  },
+  'must be an object',
+);
 
 const hostId = (prefix: 'tck' | 'tcm', what: string) =>
   v.nullish(v.custom<string>((value) => isId(prefix, value), `must be a ${what} id (${prefix}_ followed by letters and digits)`));
-export const attachmentInput = v.object({
-  ticketId: hostId('tck', 'ticket'),
-  messageId: hostId('tcm', 'message'),
-  name: entryName,
-  mime: mediaType,
-}, 'must be an object');
+export const attachmentInput = v.object(
+  {
+    ticketId: hostId('tck', 'ticket'),
+    messageId: hostId('tcm', 'message'),
+    name: entryName,
+    mime: mediaType,
+  },
+  'must be an object',
+);
 
 /** `POST /agreements`'s optional `signingOrder` part. */
 export const signingOrderInput = v.picklist(['parallel', 'sequential'], 'must be "parallel" or "sequential"');
@@ -339,13 +363,7 @@ export const signingLinkInput = v.strictObject(
 export const declineInput = v.strictObject(
   {
     reason: v.optional(
-      v.nullable(
-        v.pipe(
-          v.string('must be text'),
-          v.maxLength(MAX_DECLINE_REASON, `must be at most ${MAX_DECLINE_REASON} characters`),
-          noControlCharacters(),
-        ),
-      ),
+      v.nullable(v.pipe(v.string('must be text'), v.maxLength(MAX_DECLINE_REASON, `must be at most ${MAX_DECLINE_REASON} characters`), noControlCharacters())),
     ),
   },
   'must be an object such as {"reason": "…"}',

@@ -70,9 +70,7 @@ export interface OperationalEvents {
 
 /** A typed emitter of operational events; `logger` hears of listeners that fail. */
 export function createOperationalEvents(logger: Logger): OperationalEvents {
-  const listeners = new Map<OperationalEventType, Set<(event: OperationalEvent) => unknown>>(
-    OPERATIONAL_EVENT_TYPES.map((type) => [type, new Set()]),
-  );
+  const listeners = new Map<OperationalEventType, Set<(event: OperationalEvent) => unknown>>(OPERATIONAL_EVENT_TYPES.map((type) => [type, new Set()]));
   const setOf = (type: string) => {
     const set = listeners.get(type as OperationalEventType);
     if (set === undefined) throw new TypeError(`portal.on: unknown event type "${type}"; the types are ${OPERATIONAL_EVENT_TYPES.join(', ')}`);

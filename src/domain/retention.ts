@@ -4,7 +4,6 @@ import type { Logger } from '../shared/logger.js';
 import type { Telemetry } from '../shared/telemetry.js';
 import { atom } from '../shared/time.js';
 
-
 export const DEFAULT_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 /** The shortest retention: a minute. */
 export const MIN_RETENTION_MS = 60_000;
@@ -15,7 +14,8 @@ export const RETENTION_BATCHES_PER_TICK = 20;
 
 /** The retention in force, checked: each a whole number of milliseconds, at least a minute, or `Infinity`. */
 export function resolveRetention(options: RetentionOptions | undefined): Required<RetentionOptions> {
-  if (options !== undefined && (typeof options !== 'object' || options === null)) throw new TypeError('retention must be an object such as { eventsMs, deliveriesMs }');
+  if (options !== undefined && (typeof options !== 'object' || options === null))
+    throw new TypeError('retention must be an object such as { eventsMs, deliveriesMs }');
   const read = (name: keyof RetentionOptions): number => {
     const value = options?.[name] ?? DEFAULT_RETENTION_MS;
     if (value === Infinity || (Number.isSafeInteger(value) && value >= MIN_RETENTION_MS)) return value;
@@ -30,13 +30,7 @@ export function resolveRetention(options: RetentionOptions | undefined): Require
  * A pending delivery is never removed, nor an event a delivery still names. Instances that tick at
  * once share the work: a store removes each record once.
  */
-export function createRetention(deps: {
-  storage: Storage;
-  clock: () => Date;
-  logger: Logger;
-  retention: Required<RetentionOptions>;
-  telemetry?: Telemetry;
-}) {
+export function createRetention(deps: { storage: Storage; clock: () => Date; logger: Logger; retention: Required<RetentionOptions>; telemetry?: Telemetry }) {
   const { eventsMs, deliveriesMs } = deps.retention;
   const cutoff = (now: number, ms: number) => (ms === Infinity ? null : atom(new Date(now - ms)));
   return async function tick(): Promise<{ deliveries: number; events: number }> {

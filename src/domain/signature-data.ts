@@ -13,8 +13,7 @@ type ImageType = 'png' | 'jpeg' | 'webp';
 const MAGIC: Record<ImageType, (bytes: Buffer) => boolean> = {
   png: (bytes) => bytes.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])),
   jpeg: (bytes) => bytes.length >= 3 && bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff,
-  webp: (bytes) =>
-    bytes.length >= 12 && bytes.toString('latin1', 0, 4) === 'RIFF' && bytes.toString('latin1', 8, 12) === 'WEBP',
+  webp: (bytes) => bytes.length >= 12 && bytes.toString('latin1', 0, 4) === 'RIFF' && bytes.toString('latin1', 8, 12) === 'WEBP',
 };
 
 /**
@@ -26,7 +25,7 @@ export function signatureProblem(value: string): string | null {
   const prefix = PREFIX.exec(value);
   if (prefix === null) {
     const type = ANY_DATA_URL.exec(value)?.[1]?.toLowerCase();
-    if (type !== undefined && type.startsWith('image/svg')) return 'SVG images are refused; send a PNG, JPEG or WebP image';
+    if (type?.startsWith('image/svg')) return 'SVG images are refused; send a PNG, JPEG or WebP image';
     return 'must be a data-URL of a PNG, JPEG or WebP image (data:image/png;base64,…)';
   }
   const type = prefix[1]!.toLowerCase() as ImageType;

@@ -130,7 +130,12 @@ export function createSigningService(deps: SigningServiceDeps) {
       const firstView = record.signers.find((candidate) => candidate.id === claims.signerId)!.viewedAt === null;
       if (firstView || isPastExpiry(record, now)) {
         try {
-          current = await apply(claims.accountId, claims.agreementId, now, (latest) => view(latest, claims.signerId, now, client) ?? { agreement: latest, events: [] });
+          current = await apply(
+            claims.accountId,
+            claims.agreementId,
+            now,
+            (latest) => view(latest, claims.signerId, now, client) ?? { agreement: latest, events: [] },
+          );
         } catch (error) {
           // The expiry closed it on the way: the signer reads it as it now is.
           if (!(error instanceof PortalError && error.code === 'AGREEMENT_CLOSED')) throw error;
@@ -145,7 +150,9 @@ export function createSigningService(deps: SigningServiceDeps) {
       const { claims } = await redeem(token);
       const { signature } = parseInput(signingSignatureInput, input, 'body');
       const now = clock();
-      const updated = await apply(claims.accountId, claims.agreementId, now, (current) => sign(current, claims.signerId, signature, now, claims.signerId, client));
+      const updated = await apply(claims.accountId, claims.agreementId, now, (current) =>
+        sign(current, claims.signerId, signature, now, claims.signerId, client),
+      );
       return viewOf(updated, claims.signerId, baseUrl);
     },
 

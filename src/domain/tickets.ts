@@ -36,8 +36,7 @@ function checkRef(ref: AttachmentRef): void {
   }
 }
 
-const sitsUnder = (record: AttachmentRecord, ticketId: string, messageId: string) =>
-  record.ticketId === ticketId && record.messageId === messageId;
+const sitsUnder = (record: AttachmentRecord, ticketId: string, messageId: string) => record.ticketId === ticketId && record.messageId === messageId;
 
 export interface TicketServiceDeps {
   storage: Storage;
@@ -71,16 +70,22 @@ export function createTicketService(deps: TicketServiceDeps) {
       }
       if (input.body === undefined || input.body === null) throw new PortalError('INPUT_REQUIRED', 'attachment.body');
       const id = newId('tca');
-      const record = await storeBytesThenRecord(blobs, id, input.body, (size): AttachmentRecord => ({
+      const record = await storeBytesThenRecord(
+        blobs,
         id,
-        accountId,
-        ticketId: ticketId ?? newId('tck'),
-        messageId: messageId ?? newId('tcm'),
-        name,
-        mime,
-        size,
-        createdAt: atom(clock()),
-      }), (made) => storage.insertAttachment(made));
+        input.body,
+        (size): AttachmentRecord => ({
+          id,
+          accountId,
+          ticketId: ticketId ?? newId('tck'),
+          messageId: messageId ?? newId('tcm'),
+          name,
+          mime,
+          size,
+          createdAt: atom(clock()),
+        }),
+        (made) => storage.insertAttachment(made),
+      );
       return publicShape(record);
     },
 

@@ -49,11 +49,7 @@ export interface HealthChange {
  * first to this one (`failing`). A disabled webhook stays so whatever comes back: a call that was
  * in flight when it was disabled does not enable it again.
  */
-export function healthAfterAttempt(
-  current: WebhookHealthRecord,
-  attempt: Pick<DeliveryAttempt, 'at' | 'statusCode'>,
-  rule: HealthRule,
-): HealthChange {
+export function healthAfterAttempt(current: WebhookHealthRecord, attempt: Pick<DeliveryAttempt, 'at' | 'statusCode'>, rule: HealthRule): HealthChange {
   let health: WebhookHealthRecord;
   let disabled: AutomaticDisableReason | null = null;
   if (attemptSucceeded(attempt)) {

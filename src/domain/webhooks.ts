@@ -1,7 +1,7 @@
 import { PortalError } from '../errors.js';
 import { isId, newId } from '../shared/ids.js';
 import type { Storage } from '../ports.js';
-import { type Delivery, type DeliveryRecord, type PortalEvent, type Webhook, type WebhookHealth, type WebhookRecord } from '../records.js';
+import type { Delivery, DeliveryRecord, PortalEvent, Webhook, WebhookHealth, WebhookRecord } from '../records.js';
 import { atom } from '../shared/time.js';
 import { type SignatureScheme, jwkX, newSigningSecret, publicKeyOf, schemeOf } from '../shared/webhook-keys.js';
 import {
@@ -200,7 +200,12 @@ export function createWebhookService(deps: {
     async createIdempotent(accountId: string, body: WebhookInput, request: IdempotentCreate<Webhook>): Promise<IdempotentOutcome> {
       checkAccountId(accountId);
       const fields = createFields(body);
-      const fingerprint = fingerprintOf('POST /webhooks', { type: fields.type, url: fields.url, filter: fields.filter ?? undefined, signatureScheme: fields.signatureScheme });
+      const fingerprint = fingerprintOf('POST /webhooks', {
+        type: fields.type,
+        url: fields.url,
+        filter: fields.filter ?? undefined,
+        signatureScheme: fields.signatureScheme,
+      });
       const start = await idempotency.begin(accountId, request.key, fingerprint);
       if (start.completed !== undefined) return idempotency.replay(start.completed, fingerprint);
       try {

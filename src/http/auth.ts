@@ -51,9 +51,7 @@ const REFUSED_INVALID = new Refused(INVALID as Refused['error']);
 
 /** `crypto.hash`, the one-shot digest (Node 20.12 and later): no Hash object to build (hot path). */
 const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'buffer') => Buffer }).hash;
-const digest = oneShot
-  ? (token: string) => oneShot('sha256', token, 'buffer')
-  : (token: string) => crypto.createHash('sha256').update(token).digest();
+const digest = oneShot ? (token: string) => oneShot('sha256', token, 'buffer') : (token: string) => crypto.createHash('sha256').update(token).digest();
 
 /** The token of an `Authorization: Bearer <token>` header (the scheme is case-insensitive, RFC 9110), or why there is none. */
 function bearerToken(header: string | undefined): string | Refused {
@@ -106,12 +104,10 @@ export function createAuthenticator(option: AuthOption): Authenticator {
   if (typeof option?.apiKeys !== 'object' || option.apiKeys === null) {
     throw new TypeError('auth.apiKeys must be a list of keys or a map from key to account id');
   }
-  const entries: [string, string][] = Array.isArray(option.apiKeys)
-    ? option.apiKeys.map((key) => [key, 'default'])
-    : Object.entries(option.apiKeys);
+  const entries: [string, string][] = Array.isArray(option.apiKeys) ? option.apiKeys.map((key) => [key, 'default']) : Object.entries(option.apiKeys);
   if (entries.length === 0) throw new TypeError('auth.apiKeys must hold at least one key');
   const byPrefix = new Map<number, { digest: Buffer; accountId: string }[]>();
-  entries.forEach(([key], index) => checkApiKey(key, index, entries.length));
+  for (const [index, [key]] of entries.entries()) checkApiKey(key, index, entries.length);
   for (const [key, accountId] of entries) {
     if (typeof accountId !== 'string' || accountId === '') throw new TypeError('auth.apiKeys: account ids must be non-empty strings');
     const keyDigest = digest(key);
@@ -133,7 +129,7 @@ export function createAuthenticator(option: AuthOption): Authenticator {
     // The form clients send: "Bearer " then the key. A token that matches a key is well-formed (every
     // key was checked at start), so the parse below runs only for the rest (hot path).
     let quick: string | undefined;
-    if (authorization !== undefined && authorization.startsWith('Bearer ')) {
+    if (authorization?.startsWith('Bearer ')) {
       quick = authorization.slice(7);
       const account = accountOf(quick);
       if (account !== undefined) return account;

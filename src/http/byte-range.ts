@@ -1,10 +1,7 @@
 import type { ByteRange } from '../ports.js';
 
 /** What a `Range` header asks of a representation of `size` bytes (RFC 9110 §14). */
-export type RangeRequest =
-  | { kind: 'full' }
-  | { kind: 'partial'; range: ByteRange }
-  | { kind: 'unsatisfiable' };
+export type RangeRequest = { kind: 'full' } | { kind: 'partial'; range: ByteRange } | { kind: 'unsatisfiable' };
 
 const FULL: RangeRequest = { kind: 'full' };
 const UNSATISFIABLE: RangeRequest = { kind: 'unsatisfiable' };

@@ -167,7 +167,11 @@ export function createHandler(options: HandlerOptions): NodeHandler {
       fail(context, error, route);
       return undefined;
     }
-    if (reply instanceof Promise) return reply.then((settled) => send(context, route, settled), (error: unknown) => fail(context, error, route));
+    if (reply instanceof Promise)
+      return reply.then(
+        (settled) => send(context, route, settled),
+        (error: unknown) => fail(context, error, route),
+      );
     send(context, route, reply);
     return undefined;
   }
@@ -177,7 +181,7 @@ export function createHandler(options: HandlerOptions): NodeHandler {
     if (reply === undefined) return;
     try {
       const { status, body, json } = reply;
-      const payload = status === 204 ? undefined : json ?? (body === undefined ? undefined : JSON.stringify(body));
+      const payload = status === 204 ? undefined : (json ?? (body === undefined ? undefined : JSON.stringify(body)));
       writeJson(context.res, status, payload, head(context), reply.headers);
     } catch (error) {
       fail(context, error, route);
@@ -203,18 +207,13 @@ export function createHandler(options: HandlerOptions): NodeHandler {
     const method = req.method ?? 'GET';
     const path = url.slice(basePath.length) || '/';
     const found = inside ? router.find(method as HTTPMethod, path) : null;
-    const context = new Exchange(
-      req,
-      res,
-      requestId,
-      found?.params ?? {},
-      (found?.searchParams as RequestContext['query']) ?? {},
-      origin,
-    );
+    const context = new Exchange(req, res, requestId, found?.params ?? {}, (found?.searchParams as RequestContext['query']) ?? {}, origin);
     let routeName = 'unmatched';
 
     // The span is the parent of whatever the request does, and ends with its answer (or its client gone).
-    const observed = telemetry.enabled ? telemetry.request(req, found?.store ? (found.store as RouteStore).template : forPage ? `${page!.path}/*` : null) : null;
+    const observed = telemetry.enabled
+      ? telemetry.request(req, found?.store ? (found.store as RouteStore).template : forPage ? `${page!.path}/*` : null)
+      : null;
     if (observed === null) return dispatch();
     res.once('close', () => observed.end(res.writableFinished ? res.statusCode : null));
     return observed.within(dispatch);
@@ -231,9 +230,7 @@ export function createHandler(options: HandlerOptions): NodeHandler {
         const allow = inside ? allowedMethods(path) : [];
         fail(
           context,
-          allow.length > 0
-            ? new PortalError('METHOD_NOT_ALLOWED', method, allow)
-            : new PortalError('ROUTE_NOT_FOUND', method, truncate(url.split('?')[0]!)),
+          allow.length > 0 ? new PortalError('METHOD_NOT_ALLOWED', method, allow) : new PortalError('ROUTE_NOT_FOUND', method, truncate(url.split('?')[0]!)),
         );
       } else if (found.store === null) {
         setContractHeaders(context);

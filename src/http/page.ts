@@ -72,9 +72,7 @@ export async function builtAssets(dir: URL = new URL('../../ui/', import.meta.ur
   try {
     manifest = JSON.parse(await readFile(new URL('manifest.json', dir), 'utf8')) as Manifest;
   } catch (error) {
-    throw new Error(
-      `ui: the portal page is not built (${new URL('manifest.json', dir).pathname}: ${(error as Error).message}); run \`npm run build\``,
-    );
+    throw new Error(`ui: the portal page is not built (${new URL('manifest.json', dir).pathname}: ${(error as Error).message}); run \`npm run build\``);
   }
   const asset = async (file: string, type: string): Promise<[string, Asset]> => {
     const body = await readFile(new URL(file, dir));
@@ -130,8 +128,7 @@ export async function createPage(options: PageOptions): Promise<Page> {
       const [pathname = '', query] = (req.url ?? '').split(/\?(.*)/s, 2);
       const method = req.method ?? 'GET';
       const isRedirect = pathname === path;
-      const asset =
-        pathname === path + '/' ? page : pathname.startsWith(assetPrefix) ? assets.get(pathname.slice(assetPrefix.length)) : undefined;
+      const asset = pathname === path + '/' ? page : pathname.startsWith(assetPrefix) ? assets.get(pathname.slice(assetPrefix.length)) : undefined;
       if (!isRedirect && asset === undefined) {
         throw new PortalError('ROUTE_NOT_FOUND', method, pathname.length > 200 ? pathname.slice(0, 200) + '…' : pathname);
       }
@@ -165,12 +162,20 @@ export function apiFromPage(pagePath: string, basePath: string): string {
   return '../'.repeat(depth) + basePath.slice(1);
 }
 
-const escapeHtml = (text: string) =>
-  text.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char]!);
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char]!);
 
 /** One of the built pages: its own `<meta>`s and title, the stylesheet and one script under `assets`, an app root. */
-export function htmlPage(page: { title: string; metas: Record<string, string>; assets: string; style: Manifest['style']; script: Manifest['script']; noscript: string }): string {
-  const metas = Object.entries(page.metas).map(([name, content]) => `<meta name="${name}" content="${escapeHtml(content)}">\n`).join('');
+export function htmlPage(page: {
+  title: string;
+  metas: Record<string, string>;
+  assets: string;
+  style: Manifest['style'];
+  script: Manifest['script'];
+  noscript: string;
+}): string {
+  const metas = Object.entries(page.metas)
+    .map(([name, content]) => `<meta name="${name}" content="${escapeHtml(content)}">\n`)
+    .join('');
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -198,4 +203,3 @@ function pageHtml(manifest: Manifest, api: string, eventTypes: readonly string[]
     noscript: 'The customer portal needs JavaScript.',
   });
 }
-

@@ -45,11 +45,16 @@ export function writeJson(
   else if (!body) head = contractHeaders(requestId);
   else {
     head = [
-      'X-Request-Id', requestId,
-      'X-Content-Type-Options', 'nosniff',
-      'Cache-Control', 'no-store',
-      'Content-Type', JSON_TYPE,
-      'Content-Length', Buffer.byteLength(payload),
+      'X-Request-Id',
+      requestId,
+      'X-Content-Type-Options',
+      'nosniff',
+      'Cache-Control',
+      'no-store',
+      'Content-Type',
+      JSON_TYPE,
+      'Content-Length',
+      Buffer.byteLength(payload),
     ];
   }
   if (headers !== undefined) {

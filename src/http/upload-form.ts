@@ -41,17 +41,12 @@ export function readUpload<K, T>(req: IncomingMessage, route: string, fields: re
   const values: Record<string, string> = {};
   let file: BusboyFileStream | undefined;
   let kept: Promise<K> | undefined;
-  const reading = new MultipartReading<T>(
-    req,
-    route,
-    { limits: { fieldSize: MAX_FIELD_BYTES, fileSize: MAX_DOCUMENT_BYTES } },
-    (cause) => {
-      file?.destroy(cause);
-      // `keep` settles once its stream is destroyed, keeping nothing; what it had kept is discarded.
-      // Then the refusal goes out.
-      return kept?.then(sink.discard, () => {});
-    },
-  );
+  const reading = new MultipartReading<T>(req, route, { limits: { fieldSize: MAX_FIELD_BYTES, fileSize: MAX_DOCUMENT_BYTES } }, (cause) => {
+    file?.destroy(cause);
+    // `keep` settles once its stream is destroyed, keeping nothing; what it had kept is discarded.
+    // Then the refusal goes out.
+    return kept?.then(sink.discard, () => {});
+  });
   const { parser, fail } = reading;
 
   parser.on('field', (name: string | undefined, value: string, _nameTruncated: boolean, valueTruncated: boolean) => {

@@ -86,7 +86,8 @@ export const LIBRARY_EVENT_TYPES: readonly LibraryEventType[] = [
   },
   {
     name: 'agreement-reminder-due',
-    description: 'A signer who may sign now is due a reminder, every `agreements.reminderIntervalMs` while the agreement is open (made by the worker\'s tick); `signerId` names them. The host sends the reminder.',
+    description:
+      "A signer who may sign now is due a reminder, every `agreements.reminderIntervalMs` while the agreement is open (made by the worker's tick); `signerId` names them. The host sends the reminder.",
     data: shapes.agreementSignerEventData,
     example: { ...agreement, signers: [viewed], signerId: signer.id },
   },
@@ -96,7 +97,10 @@ export const LIBRARY_EVENT_TYPES: readonly LibraryEventType[] = [
 export function libraryEventDefinitions(): Record<string, EventTypeDefinition> {
   return Object.fromEntries(
     LIBRARY_EVENT_TYPES.map(({ name, description, data, example }) => {
-      const { $schema: _dialect, ...schema } = toJsonSchema(data, { target: 'draft-2020-12', ignoreActions: ['check', 'raw_check'] }) as Record<string, unknown>;
+      const { $schema: _dialect, ...schema } = toJsonSchema(data, { target: 'draft-2020-12', ignoreActions: ['check', 'raw_check'] }) as Record<
+        string,
+        unknown
+      >;
       return [name, { schema, description, example }];
     }),
   );

@@ -6,7 +6,20 @@ import { idPattern } from '../shared/ids.js';
 import { DEFAULT_BASE_PATH, DEFAULT_EVENT_TYPES } from '../options.js';
 import * as shapes from './shapes.js';
 import { LIBRARY_EVENT_TYPES } from './event-catalogue.js';
-import { MAX_SECRET_GRACE_MS, DRY_RUN_LIMIT, dryRunInput, filterObject, webhookFilterInput, declineInput, recoverBody, secretRotationInput, signerInput, signingLinkInput, signingSignatureInput, webhookInput } from '../domain/inputs.js';
+import {
+  MAX_SECRET_GRACE_MS,
+  DRY_RUN_LIMIT,
+  dryRunInput,
+  filterObject,
+  webhookFilterInput,
+  declineInput,
+  recoverBody,
+  secretRotationInput,
+  signerInput,
+  signingLinkInput,
+  signingSignatureInput,
+  webhookInput,
+} from '../domain/inputs.js';
 import { TEST_EVENT_TYPE } from '../domain/webhooks.js';
 import { VERSION } from '../shared/version.js';
 
@@ -162,7 +175,8 @@ const extension = 'An extension route beyond the Customer Portal API spec; serve
 function download(method: 'get' | 'head'): Json {
   const built = operation({
     operationId: method === 'get' ? 'download' : 'headDownload',
-    summary: method === 'get' ? 'Download an attachment, a file or an agreement document through a signed link' : 'The headers of a download, without its bytes',
+    summary:
+      method === 'get' ? 'Download an attachment, a file or an agreement document through a signed link' : 'The headers of a download, without its bytes',
     tags: ['Downloads'],
     public: true,
     description:
@@ -172,9 +186,9 @@ function download(method: 'get' | 'head'): Json {
       ...(
         [
           ['account', true, 'The account the link was made in.', { type: 'string', minLength: 1 }],
-          ['ticket', false, 'The ticket id: on an attachment\'s link only.', { type: 'string', minLength: 1 }],
-          ['message', false, 'The message id: on an attachment\'s link only.', { type: 'string', minLength: 1 }],
-          ['agreement', false, 'The agreement id: on a document\'s link only.', { type: 'string', minLength: 1 }],
+          ['ticket', false, "The ticket id: on an attachment's link only.", { type: 'string', minLength: 1 }],
+          ['message', false, "The message id: on an attachment's link only.", { type: 'string', minLength: 1 }],
+          ['agreement', false, "The agreement id: on a document's link only.", { type: 'string', minLength: 1 }],
           ['expires', true, 'Unix seconds from which the link is refused.', schemaOf(v.pipe(v.string(), v.regex(UNIX_SECONDS)))],
           ['signature', true, 'base64url HMAC-SHA256 of the other parts.', schemaOf(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{43}$/)))],
         ] as const
@@ -208,7 +222,12 @@ function download(method: 'get' | 'head'): Json {
     },
   });
   // A HEAD answer has no body, errors included: the shared ones too.
-  return method === 'get' ? built : { ...built, responses: Object.fromEntries(Object.entries(built.responses as Record<string, Json>).map(([status, answer]) => [status, withoutBody(answer)])) };
+  return method === 'get'
+    ? built
+    : {
+        ...built,
+        responses: Object.fromEntries(Object.entries(built.responses as Record<string, Json>).map(([status, answer]) => [status, withoutBody(answer)])),
+      };
   function failure(description: string, headers: Json = {}): Json {
     return method === 'get' ? error(description, headers) : response(description, undefined, headers);
   }
@@ -232,7 +251,11 @@ const paths = {
       parameters: [idempotencyKeyParameter],
       requestBody: { required: true, content: json('WebhookInput') },
       responses: {
-        201: response('The webhook made, with its secret; with `Idempotent-Replayed: true`, the first answer to this `Idempotency-Key`, given again.', 'Webhook', created),
+        201: response(
+          'The webhook made, with its secret; with `Idempotent-Replayed: true`, the first answer to this `Idempotency-Key`, given again.',
+          'Webhook',
+          created,
+        ),
         400: error('The body is not JSON, or not `{type, url}` with a known type and an http(s) URL; or a malformed `Idempotency-Key`.'),
         409: error(`The account holds \`webhooks.maxPerAccount\` webhooks already (default 50); or ${keyInProgress}.`, { 'Retry-After': RETRY_AFTER }),
         413: error('The body is over 64 KiB.'),
@@ -269,7 +292,9 @@ const paths = {
       requestBody: { required: true, content: json('WebhookFilterInput') },
       responses: {
         200: response('The webhook, with its filter (none shown once removed).', 'Webhook'),
-        400: error('The body is not JSON, or the filter breaks its grammar or limits; the message names the part (an unknown operator, a bad path, an operand of the wrong kind).'),
+        400: error(
+          'The body is not JSON, or the filter breaks its grammar or limits; the message names the part (an unknown operator, a bad path, an operand of the wrong kind).',
+        ),
         404: error('No such webhook in this account.'),
         413: error('The body is over 64 KiB.'),
         415: error('A body that is not `application/json`.'),
@@ -320,7 +345,7 @@ const paths = {
           name: 'eventType',
           in: 'query',
           required: false,
-          description: "Only deliveries of events of this type (`webhook.test` for test calls).",
+          description: 'Only deliveries of events of this type (`webhook.test` for test calls).',
           schema: schemaOf(v.pipe(v.string(), v.minLength(1), v.maxLength(200))),
         },
         {
@@ -347,7 +372,9 @@ const paths = {
       ],
       responses: {
         200: response('A page of the delivery log, and the cursor of the next one.', 'DeliveryList'),
-        400: error('A query parameter is malformed (`limit` outside 1–500, an unknown `status`, a `since` that is not a date-time, a `cursor` this list did not give), unknown, or given more than once.'),
+        400: error(
+          'A query parameter is malformed (`limit` outside 1–500, an unknown `status`, a `since` that is not a date-time, a `cursor` this list did not give), unknown, or given more than once.',
+        ),
         404: error('No such webhook in this account.'),
       },
     }),
@@ -385,7 +412,7 @@ const paths = {
     parameters: [webhookIdParameter],
     get: operation({
       operationId: 'getWebhookStats',
-      summary: 'A webhook\'s calls over the last 24 hours or 7 days',
+      summary: "A webhook's calls over the last 24 hours or 7 days",
       tags: ['Webhooks'],
       extension: true,
       description: `${extension} The calls made to the webhook, in buckets ending with the current hour (hourly for \`24h\`, six-hourly for \`7d\`): by outcome, and the estimated median and 95th percentile of their durations. Counted as each attempt is recorded, so a week reads at most 168 hourly rows whatever the traffic. On fs, a delivery past 50 attempts read back from a compacted log counts the 50 it keeps.`,
@@ -409,7 +436,7 @@ const paths = {
     parameters: [webhookIdParameter],
     get: operation({
       operationId: 'getWebhookPublicKeys',
-      summary: 'The public keys an ed25519 webhook\'s calls verify with, and the link for receivers',
+      summary: "The public keys an ed25519 webhook's calls verify with, and the link for receivers",
       tags: ['Webhooks'],
       extension: true,
       description: `${extension} For a webhook created with \`"signatureScheme": "ed25519"\`: its current key and, while a rotation's grace lasts, the previous one, and \`url\`, a link that serves them without the API key (\`GET /webhook-keys/{webhookId}\`). The link is signed with the portal's \`signingKeys\` and stays the same across rotations.`,
@@ -424,11 +451,11 @@ const paths = {
     parameters: [pathParameter('webhookId', 'The webhook id (`wbh_…`).')],
     get: operation({
       parameters: [
-        { name: 'account', in: 'query', required: true, description: 'The webhook\'s account, as the link gives it.', schema: { type: 'string' } },
-        { name: 'signature', in: 'query', required: true, description: 'The link\'s signature, as the link gives it.', schema: { type: 'string' } },
+        { name: 'account', in: 'query', required: true, description: "The webhook's account, as the link gives it.", schema: { type: 'string' } },
+        { name: 'signature', in: 'query', required: true, description: "The link's signature, as the link gives it.", schema: { type: 'string' } },
       ],
       operationId: 'fetchWebhookPublicKeys',
-      summary: 'An ed25519 webhook\'s public keys, for its receiver (no API key)',
+      summary: "An ed25519 webhook's public keys, for its receiver (no API key)",
       tags: ['Webhooks'],
       public: true,
       extension: true,
@@ -500,14 +527,16 @@ const paths = {
   '/webhooks/dry-run': {
     post: operation({
       operationId: 'dryRunWebhookFilter',
-      summary: 'Try a filter on the account\'s recent events',
+      summary: "Try a filter on the account's recent events",
       tags: ['Webhooks'],
       extension: true,
       description: `${extension} Which of the account's most recent events of \`type\` (\`limit\`, default ${DRY_RUN_LIMIT.default}, at most ${DRY_RUN_LIMIT.max}) a webhook with \`filter\` would get: each event, the most recent first, with \`matches\`. Nothing is stored or sent. Events older than the portal's retention are gone and not tried.`,
       requestBody: { required: true, content: json('DryRunInput') },
       responses: {
         200: response('The events tried, and how many matched.', 'DryRunResult'),
-        400: error('The body is not JSON, `type` is not one of the event types, `limit` is out of range, or the filter breaks its grammar or limits (the message names the part).'),
+        400: error(
+          'The body is not JSON, `type` is not one of the event types, `limit` is out of range, or the filter breaks its grammar or limits (the message names the part).',
+        ),
         413: error('The body is over 64 KiB.'),
         415: error('A body that is not `application/json`.'),
       },
@@ -578,8 +607,7 @@ const paths = {
       operationId: 'createAgreement',
       summary: 'Create an agreement',
       tags: ['Agreements'],
-      description:
-        'Documents are streamed: hashed and stored as they arrive. A failed or aborted request leaves no record and no stored bytes.',
+      description: 'Documents are streamed: hashed and stored as they arrive. A failed or aborted request leaves no record and no stored bytes.',
       parameters: [idempotencyKeyParameter],
       requestBody: {
         required: true,
@@ -622,7 +650,10 @@ const paths = {
     }),
   },
   '/agreements/{agreementId}/documents/{documentId}/download': {
-    parameters: [pathParameter('agreementId', 'The agreement id (`agr_…`).'), pathParameter('documentId', 'The document id (`agd_…`), one of the agreement\'s `documents`.')],
+    parameters: [
+      pathParameter('agreementId', 'The agreement id (`agr_…`).'),
+      pathParameter('documentId', "The document id (`agd_…`), one of the agreement's `documents`."),
+    ],
     get: operation({
       operationId: 'getDocumentDownloadLink',
       summary: 'A download link for an agreement document',
@@ -681,7 +712,10 @@ const paths = {
       responses: {
         200: {
           description: 'The certificate.',
-          headers: { ...REQUEST_ID, 'Content-Disposition': { description: '`attachment; filename="certificate-<agreementId>.pdf"`', schema: { type: 'string' }, required: true } },
+          headers: {
+            ...REQUEST_ID,
+            'Content-Disposition': { description: '`attachment; filename="certificate-<agreementId>.pdf"`', schema: { type: 'string' }, required: true },
+          },
           content: { 'application/pdf': { schema: { type: 'string', contentMediaType: 'application/pdf' } } },
         },
         400: error('A malformed id.'),
@@ -707,7 +741,7 @@ const paths = {
   '/signing/sign': {
     post: operation({
       operationId: 'sign',
-      summary: 'Sign as the token\'s signer',
+      summary: "Sign as the token's signer",
       tags: ['Signing'],
       extension: true,
       signer: true,
@@ -726,7 +760,7 @@ const paths = {
   '/signing/decline': {
     post: operation({
       operationId: 'decline',
-      summary: 'Decline as the token\'s signer',
+      summary: "Decline as the token's signer",
       tags: ['Signing'],
       extension: true,
       signer: true,
@@ -820,7 +854,7 @@ const paths = {
       description: `${extension} The link serves for 5 minutes without Authorization, like an attachment's (Range, HEAD, a presigned redirect with \`s3Blobs({ redirect: true })\`).`,
       responses: {
         200: response('The link and when it expires.', 'DownloadLink'),
-        400: error('The id is neither a file\'s nor a directory\'s.'),
+        400: error("The id is neither a file's nor a directory's."),
         404: error('No such file in this account (a directory has no download).'),
       },
     }),
@@ -894,15 +928,16 @@ const errorResponses = {
     Allow: { description: 'The methods the path has.', schema: { type: 'string' }, required: true },
   }),
   InternalError: error('An unexpected fault, logged with the request id: `{"message":"Internal error"}`.'),
-  Unavailable: error('The storage cannot be reached for now (a database restarting); nothing was changed unless the message says it may have been. Logged as a warning.', {
-    'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'string' }, required: true },
-  }),
+  Unavailable: error(
+    'The storage cannot be reached for now (a database restarting); nothing was changed unless the message says it may have been. Logged as a warning.',
+    {
+      'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'string' }, required: true },
+    },
+  ),
 };
 
 /** The shared responses as a HEAD answers them: each under its name + `NoBody`, without the Error body. */
-const headResponses = Object.fromEntries(
-  Object.entries(errorResponses).map(([name, { content: _content, ...rest }]) => [`${name}NoBody`, rest]),
-);
+const headResponses = Object.fromEntries(Object.entries(errorResponses).map(([name, { content: _content, ...rest }]) => [`${name}NoBody`, rest]));
 
 /** A response as a HEAD answers it: the same status and headers, no body. */
 function withoutBody(item: Json): Json {
@@ -921,7 +956,13 @@ function withHeads(items: Record<string, Json>): Record<string, Json> {
       const get = item.get as Json | undefined;
       if (get === undefined || item.head !== undefined) return [path, item];
       const responses = Object.fromEntries(Object.entries(get.responses as Record<string, Json>).map(([status, answer]) => [status, withoutBody(answer)]));
-      const head = { ...get, operationId: `${get.operationId}Head`, summary: `${get.summary}: the headers alone`, description: 'The answer of the GET without its body.', responses };
+      const head = {
+        ...get,
+        operationId: `${get.operationId}Head`,
+        summary: `${get.summary}: the headers alone`,
+        description: 'The answer of the GET without its body.',
+        responses,
+      };
       return [path, { ...item, head }];
     }),
   );
@@ -959,17 +1000,26 @@ const callParameters = {
     name: 'X-Webhook-Signature',
     in: 'header',
     required: true,
-    description: 'The same value as `webhook-signature`, under the Customer Portal API spec\'s name.',
+    description: "The same value as `webhook-signature`, under the Customer Portal API spec's name.",
     schema: signatureHeader,
   },
-  UserAgent: { name: 'User-Agent', in: 'header', required: true, description: '`customer-portal/<package version>`.', schema: { type: 'string', pattern: '^customer-portal/' } },
+  UserAgent: {
+    name: 'User-Agent',
+    in: 'header',
+    required: true,
+    description: '`customer-portal/<package version>`.',
+    schema: { type: 'string', pattern: '^customer-portal/' },
+  },
 };
 
 const retryAfter = { 'Retry-After': { description: 'Seconds, or an HTTP date.', schema: { type: 'string' } } };
 const callResponses = {
-  '2XX': { description: 'Delivered: any 2xx answered within `webhooks.timeoutMs` (15 s by default). The answer\'s body is read up to 64 KiB and ignored.' },
+  '2XX': { description: "Delivered: any 2xx answered within `webhooks.timeoutMs` (15 s by default). The answer's body is read up to 64 KiB and ignored." },
   410: { description: 'Gone: the delivery ends at once, with no more retries, and the webhook is disabled (its health says `gone`).' },
-  429: { description: 'A failed attempt; the retry waits for `Retry-After` when it asks for longer than the schedule\'s next step (up to a day).', headers: retryAfter },
+  429: {
+    description: "A failed attempt; the retry waits for `Retry-After` when it asks for longer than the schedule's next step (up to a day).",
+    headers: retryAfter,
+  },
   503: { description: 'As 429.', headers: retryAfter },
   default: {
     description:
@@ -979,7 +1029,12 @@ const callResponses = {
 
 /** `agreement-created` → `AgreementCreatedCall`, the component of its call's body. */
 function callSchemaName(type: string): string {
-  return type.split(/[-.]/).map((part) => part.charAt(0).toUpperCase() + part.slice(1)).join('') + 'Call';
+  return (
+    type
+      .split(/[-.]/)
+      .map((part) => part.charAt(0).toUpperCase() + part.slice(1))
+      .join('') + 'Call'
+  );
 }
 
 /** The call of one event type: a signed `POST` to the webhook's URL, with an example body when the catalogue gives one. */
@@ -987,7 +1042,10 @@ function webhookCall(type: string, body: string, description: string, example?: 
   const operationId = callSchemaName(type).replace(/^./, (first) => first.toLowerCase());
   const content = json(body as keyof typeof componentSchemas) as Record<string, Json>;
   if (example !== undefined) {
-    content['application/json'] = { ...content['application/json'], example: { id: 'evt_9Lw3Nq7Xc2Vb5Zk8Rt1Ym4', type, createdAt: '2026-11-26T10:06:00+00:00', data: example } };
+    content['application/json'] = {
+      ...content['application/json'],
+      example: { id: 'evt_9Lw3Nq7Xc2Vb5Zk8Rt1Ym4', type, createdAt: '2026-11-26T10:06:00+00:00', data: example },
+    };
   }
   return {
     post: {
@@ -1013,7 +1071,11 @@ const webhookCalls = {
       webhookCall(name, callSchemaName(name), `${description} Its schema is also served by \`GET /event-types\`.`, example),
     ]),
   ),
-  [TEST_EVENT_TYPE]: webhookCall(TEST_EVENT_TYPE, 'WebhookTestCall', 'Sent by `POST /webhooks/{webhookId}/test` (`webhooks.sendTest`) to that one webhook, whatever its type.'),
+  [TEST_EVENT_TYPE]: webhookCall(
+    TEST_EVENT_TYPE,
+    'WebhookTestCall',
+    'Sent by `POST /webhooks/{webhookId}/test` (`webhooks.sendTest`) to that one webhook, whatever its type.',
+  ),
 };
 
 function buildDocument(): Json {
@@ -1032,7 +1094,8 @@ function buildDocument(): Json {
       ...['Webhooks', 'Agreements', 'Signing', 'Files', 'Tickets', 'Downloads'].map((name) => ({ name })),
       {
         name: 'Webhook calls',
-        description: 'The calls the portal makes to webhook URLs, one per event type of the default `eventTypes` (a portal made with types of its own sends those in the same form).',
+        description:
+          'The calls the portal makes to webhook URLs, one per event type of the default `eventTypes` (a portal made with types of its own sends those in the same form).',
       },
     ],
     paths: withHeads(paths),
@@ -1057,7 +1120,7 @@ function buildDocument(): Json {
           schema: { const: 'true' },
         },
         'X-Request-Id': {
-          description: 'The client\'s own when it sent one of at most 200 characters of `[A-Za-z0-9._:-]`, else a generated UUID.',
+          description: "The client's own when it sent one of at most 200 characters of `[A-Za-z0-9._:-]`, else a generated UUID.",
           schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,200}$' },
           required: true,
         },

@@ -41,19 +41,24 @@ export const errorBody = v.strictObject({
 
 export const webhook = v.strictObject({
   id: id('wbh'),
-  type: v.pipe(v.string(), v.minLength(1), v.description('The event type, one of the portal\'s `eventTypes`.')),
+  type: v.pipe(v.string(), v.minLength(1), v.description("The event type, one of the portal's `eventTypes`.")),
   url: v.pipe(v.string(), v.metadata({ format: 'uri' })),
   secret: v.exactOptional(
     v.pipe(
       v.string(),
       v.regex(/^whsec_[A-Za-z0-9+/]{43}=$/),
-      v.description('`whsec_` + base64 of 32 random bytes (Standard Webhooks); the key of every call\'s `v1,` signature. Absent for a webhook signing with ed25519.'),
+      v.description(
+        "`whsec_` + base64 of 32 random bytes (Standard Webhooks); the key of every call's `v1,` signature. Absent for a webhook signing with ed25519.",
+      ),
     ),
   ),
   createdAt: atomDateTime,
   filter: v.exactOptional(eventFilter),
   signatureScheme: v.exactOptional(
-    v.pipe(v.literal('ed25519'), v.description('Its calls carry `v1a,` ed25519 signatures, verified with `publicKey`; absent: `v1,` HMAC-SHA256 with `secret`.')),
+    v.pipe(
+      v.literal('ed25519'),
+      v.description('Its calls carry `v1a,` ed25519 signatures, verified with `publicKey`; absent: `v1,` HMAC-SHA256 with `secret`.'),
+    ),
   ),
   publicKey: v.exactOptional(
     v.pipe(
@@ -70,7 +75,9 @@ export const webhookHealth = v.strictObject({
   status: v.pipe(v.picklist(['enabled', 'disabled']), v.description('A disabled webhook gets no calls: its deliveries that fall due are cancelled.')),
   disabledReason: v.pipe(
     v.nullable(v.picklist(['gone', 'failing', 'manual'])),
-    v.description('`gone`: it answered 410; `failing`: its calls failed past `webhooks.disableAfterMs` and `webhooks.disableAfterFailures`; `manual`: disabled through the API.'),
+    v.description(
+      '`gone`: it answered 410; `failing`: its calls failed past `webhooks.disableAfterMs` and `webhooks.disableAfterFailures`; `manual`: disabled through the API.',
+    ),
   ),
   disabledAt: nullableTime('When it was disabled; `null` while enabled.'),
   failingSince: nullableTime('The first failed attempt of the current run of failures; `null` when the last attempt succeeded.'),
@@ -84,7 +91,12 @@ const statsBucket = v.strictObject({
   succeeded: v.pipe(count, v.description('Calls answered 2xx.')),
   failed: v.pipe(count, v.description('Calls answered with another status.')),
   errors: v.pipe(count, v.description('Calls with no answer: a timeout, a refused address, a network error.')),
-  p50Ms: v.pipe(v.nullable(count), v.description('The median call duration in ms, estimated from duration bins (up to 50, 100, 250, 500, 1000, 2500, 5000, 10000 ms, and beyond); `null` without calls.')),
+  p50Ms: v.pipe(
+    v.nullable(count),
+    v.description(
+      'The median call duration in ms, estimated from duration bins (up to 50, 100, 250, 500, 1000, 2500, 5000, 10000 ms, and beyond); `null` without calls.',
+    ),
+  ),
   p95Ms: v.pipe(v.nullable(count), v.description('The 95th percentile, estimated alike.')),
 });
 
@@ -92,7 +104,7 @@ export const webhookStats = v.strictObject({
   window: v.pipe(v.picklist(['24h', '7d']), v.description('The window asked for.')),
   from: v.pipe(atomDateTime, v.description('Where the first bucket starts.')),
   until: v.pipe(atomDateTime, v.description('Where the last bucket ends: the end of the current hour.')),
-  bucketSeconds: v.pipe(count, v.description('Each bucket\'s span: 3600 for `24h`, 21600 for `7d`.')),
+  bucketSeconds: v.pipe(count, v.description("Each bucket's span: 3600 for `24h`, 21600 for `7d`.")),
   buckets: v.pipe(v.array(statsBucket), v.description('Oldest first: 24 for `24h`, 28 for `7d`.')),
   totals: v.pipe(statsBucket, v.description('The whole window; its `start` is `from`.')),
 });
@@ -108,24 +120,34 @@ export const webhookPublicKey = v.strictObject({
   use: v.literal('sig'),
   kid: v.pipe(v.string(), v.regex(/^whpk_[A-Za-z0-9+/]{43}=$/), v.description('The key as `whpk_…`, which `verifyWebhook` takes.')),
   x: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{43}$/), v.description('The raw 32-byte public key, base64url (RFC 8037).')),
-  status: v.pipe(v.picklist(['current', 'previous']), v.description('`current`: the key every call is signed with; `previous`: the key a rotation replaced, which still signs beside it until `until`.')),
+  status: v.pipe(
+    v.picklist(['current', 'previous']),
+    v.description('`current`: the key every call is signed with; `previous`: the key a rotation replaced, which still signs beside it until `until`.'),
+  ),
   until: v.pipe(v.nullable(atomDateTime), v.description('Until when a previous key still signs; `null` for the current one.')),
 });
 
 export const webhookPublicKeys = v.strictObject({
-  keys: v.pipe(v.array(webhookPublicKey), v.description('The current key first, then the previous one while a rotation\'s grace lasts (JWK Set, RFC 7517).')),
+  keys: v.pipe(v.array(webhookPublicKey), v.description("The current key first, then the previous one while a rotation's grace lasts (JWK Set, RFC 7517).")),
 });
 
 export const webhookPublicKeysLink = v.strictObject({
   keys: v.array(webhookPublicKey),
-  url: v.pipe(v.string(), v.metadata({ format: 'uri' }), v.description('Serves the same keys without the API key (`GET /webhook-keys/{webhookId}`): give it to the receiver. It stays the same across rotations.')),
+  url: v.pipe(
+    v.string(),
+    v.metadata({ format: 'uri' }),
+    v.description('Serves the same keys without the API key (`GET /webhook-keys/{webhookId}`): give it to the receiver. It stays the same across rotations.'),
+  ),
 });
 
 export const eventType = v.strictObject({
-  name: v.pipe(v.string(), v.minLength(1), v.description('The type, one of the portal\'s `eventTypes`.')),
+  name: v.pipe(v.string(), v.minLength(1), v.description("The type, one of the portal's `eventTypes`.")),
   description: v.nullable(v.string()),
-  schema: v.pipe(v.nullable(v.record(v.string(), v.unknown())), v.description('The JSON Schema (draft 2020-12) of the event\'s `data`; a publish whose data breaks it is refused. `null`: none defined (any JSON object).')),
-  example: v.pipe(v.unknown(), v.description('An example of the event\'s `data`, valid under its schema; `null` when none was given.')),
+  schema: v.pipe(
+    v.nullable(v.record(v.string(), v.unknown())),
+    v.description("The JSON Schema (draft 2020-12) of the event's `data`; a publish whose data breaks it is refused. `null`: none defined (any JSON object)."),
+  ),
+  example: v.pipe(v.unknown(), v.description("An example of the event's `data`, valid under its schema; `null` when none was given.")),
   deprecated: v.boolean(),
 });
 
@@ -137,7 +159,7 @@ export const dryRunResult = v.strictObject({
       id: id('evt'),
       type: v.pipe(v.string(), v.minLength(1)),
       createdAt: atomDateTime,
-      data: v.pipe(v.unknown(), v.description('The event\'s data, as its calls carry it.')),
+      data: v.pipe(v.unknown(), v.description("The event's data, as its calls carry it.")),
       matches: v.pipe(v.boolean(), v.description('Whether the filter matches the event: a webhook with it would get a delivery.')),
     }),
   ),
@@ -163,7 +185,9 @@ export const delivery = v.strictObject({
   createdAt: atomDateTime,
   orderingKey: v.pipe(
     v.nullable(v.string()),
-    v.description('Its event\'s ordering key: deliveries of one webhook and key are called one at a time, in publish order. A pending one with no `nextAttemptAt` waits for an earlier one of its key.'),
+    v.description(
+      "Its event's ordering key: deliveries of one webhook and key are called one at a time, in publish order. A pending one with no `nextAttemptAt` waits for an earlier one of its key.",
+    ),
   ),
   redeliverQueued: v.pipe(v.boolean(), v.description('A redeliver was asked for during a call in flight: one more call follows once that call is recorded.')),
 });
@@ -189,7 +213,10 @@ export const agreementSigner = v.strictObject({
   signedAt: v.nullable(atomDateTime),
   viewedAt: v.pipe(v.nullable(atomDateTime), v.description('When the signer first opened the agreement through a signing link.')),
   declinedAt: v.nullable(atomDateTime),
-  declineReason: v.pipe(v.nullable(v.pipe(v.string(), v.maxLength(MAX_DECLINE_REASON))), v.description('What the signer gave as the reason to decline, if anything.')),
+  declineReason: v.pipe(
+    v.nullable(v.pipe(v.string(), v.maxLength(MAX_DECLINE_REASON))),
+    v.description('What the signer gave as the reason to decline, if anything.'),
+  ),
 });
 
 export const agreementDocument = v.strictObject({
@@ -248,10 +275,7 @@ export const deliveryList = v.strictObject({
 export const fileList = v.strictObject({ data: v.array(fileEntry) });
 export const agreementList = v.strictObject({
   data: v.pipe(v.array(agreementEventData), v.maxLength(100), v.description('Newest first, without signature images.')),
-  nextCursor: v.pipe(
-    v.nullable(id('agr')),
-    v.description('Give it as `cursor` for the next page; `null` on the last. Opaque: pass it back as it came.'),
-  ),
+  nextCursor: v.pipe(v.nullable(id('agr')), v.description('Give it as `cursor` for the next page; `null` on the last. Opaque: pass it back as it came.')),
 });
 
 /**
@@ -278,7 +302,11 @@ export const agreementSignerEventData = v.strictObject({
 
 /** The answer of `POST /agreements/{agreementId}/signers/{signerId}/signing-link`. */
 export const signingLink = v.strictObject({
-  link: v.pipe(v.string(), v.url(), v.description('`<API root>/sign#<token>`: the signing page, with the signing token in the fragment (never sent to a server by a browser).')),
+  link: v.pipe(
+    v.string(),
+    v.url(),
+    v.description('`<API root>/sign#<token>`: the signing page, with the signing token in the fragment (never sent to a server by a browser).'),
+  ),
   expiresAt: atomDateTime,
 });
 
@@ -303,9 +331,14 @@ export const auditEntry = v.strictObject({
   ip: v.nullable(v.string()),
   userAgent: v.nullable(v.string()),
   documents: v.array(v.strictObject({ id: id('agd'), fileHash: sha256Hex })),
-  detail: v.pipe(v.nullable(v.string()), v.description('A decline\'s reason.')),
+  detail: v.pipe(v.nullable(v.string()), v.description("A decline's reason.")),
   previousHash: sha256Hex,
-  hash: v.pipe(sha256Hex, v.description('SHA-256 (hex) over `previousHash`, a line break, and the JSON array `[at, action, actor, signerId, ip, userAgent, [[documentId, fileHash]…], detail]`.')),
+  hash: v.pipe(
+    sha256Hex,
+    v.description(
+      'SHA-256 (hex) over `previousHash`, a line break, and the JSON array `[at, action, actor, signerId, ip, userAgent, [[documentId, fileHash]…], detail]`.',
+    ),
+  ),
 });
 
 export const auditTrail = v.strictObject({
@@ -323,7 +356,7 @@ export const documentPart = v.pipe(v.blob(), v.metadata({ contentMediaType: 'app
 const uploadPart = v.pipe(
   v.blob(),
   v.metadata({ contentMediaType: 'application/octet-stream' }),
-  v.description('The file, with a filename; 5 MiB (5,242,880 bytes) at most. Its part\'s Content-Type is kept as its mime.'),
+  v.description("The file, with a filename; 5 MiB (5,242,880 bytes) at most. Its part's Content-Type is kept as its mime."),
 );
 
 /** The `POST /files` form: the file, and the directory to put it in (the root without it), in any order. */

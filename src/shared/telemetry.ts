@@ -183,20 +183,24 @@ function telemetryOf(api: typeof Otel): Telemetry {
       } catch {
         // A URL that does not parse is refused by the transport; the span says so.
       }
-      const span = tracer.startSpan('POST', {
-        kind: SpanKind.CLIENT,
-        attributes: {
-          'http.request.method': 'POST',
-          'url.full': redactedUrl(info.url),
-          'server.address': host,
-          'server.port': port,
-          'customer_portal.webhook.id': info.webhookId,
-          'customer_portal.delivery.id': info.deliveryId,
-          'customer_portal.delivery.attempt': info.attempt,
-          'customer_portal.event.type': info.eventType,
-          ...(info.attempt > 1 ? { 'http.request.resend_count': info.attempt - 1 } : {}),
+      const span = tracer.startSpan(
+        'POST',
+        {
+          kind: SpanKind.CLIENT,
+          attributes: {
+            'http.request.method': 'POST',
+            'url.full': redactedUrl(info.url),
+            'server.address': host,
+            'server.port': port,
+            'customer_portal.webhook.id': info.webhookId,
+            'customer_portal.delivery.id': info.deliveryId,
+            'customer_portal.delivery.attempt': info.attempt,
+            'customer_portal.event.type': info.eventType,
+            ...(info.attempt > 1 ? { 'http.request.resend_count': info.attempt - 1 } : {}),
+          },
         },
-      }, context.active());
+        context.active(),
+      );
       return {
         end(outcome, statusCode, error, durationMs) {
           if (statusCode !== null) span.setAttribute('http.response.status_code', statusCode);

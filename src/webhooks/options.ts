@@ -38,10 +38,7 @@ export function resolveWebhookOptions(options: WebhookOptions = {}): ResolvedWeb
     throw new TypeError('webhooks.disableAfterMs must be a whole number of milliseconds, 0 or more');
   }
   if (!isPositiveInteger(resolved.disableAfterFailures)) throw new TypeError('webhooks.disableAfterFailures must be a positive whole number');
-  if (
-    !Array.isArray(resolved.retrySchedule) ||
-    !resolved.retrySchedule.every((step) => typeof step === 'number' && Number.isFinite(step) && step >= 0)
-  ) {
+  if (!Array.isArray(resolved.retrySchedule) || !resolved.retrySchedule.every((step) => typeof step === 'number' && Number.isFinite(step) && step >= 0)) {
     throw new TypeError('webhooks.retrySchedule must be a list of non-negative numbers of seconds');
   }
   return { ...resolved, retrySchedule: [...resolved.retrySchedule] };

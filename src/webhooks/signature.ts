@@ -70,10 +70,7 @@ function verifyingKey(key: string): VerifyingKey {
   return { hmac: secretKey(key) };
 }
 
-export type WebhookHeaders =
-  | Headers
-  | { get(name: string): string | null }
-  | Readonly<Record<string, string | readonly string[] | undefined>>;
+export type WebhookHeaders = Headers | { get(name: string): string | null } | Readonly<Record<string, string | readonly string[] | undefined>>;
 
 function headerOf(headers: WebhookHeaders, name: string): string | undefined {
   if (typeof (headers as Headers).get === 'function') return (headers as Headers).get(name) ?? undefined;
@@ -120,7 +117,11 @@ export function verifyWebhook<T = PortalEvent>(
   const id = headerOf(headers, 'webhook-id');
   const timestamp = headerOf(headers, 'webhook-timestamp');
   const signatures = headerOf(headers, 'webhook-signature') ?? headerOf(headers, 'x-webhook-signature');
-  for (const [name, value] of [['webhook-id', id], ['webhook-timestamp', timestamp], ['webhook-signature', signatures]] as const) {
+  for (const [name, value] of [
+    ['webhook-id', id],
+    ['webhook-timestamp', timestamp],
+    ['webhook-signature', signatures],
+  ] as const) {
     if (value === undefined || value === '') throw new WebhookVerificationError('missing-header', `The ${name} header is missing.`);
   }
   if (!/^\d{1,15}$/.test(timestamp!)) {

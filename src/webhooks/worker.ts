@@ -66,7 +66,7 @@ export interface WebhookWorkerOptions {
 /** How a call went, for telemetry: a 2xx, another status, no answer in time, or none at all. */
 function callOutcome(result: WebhookCallResult): CallOutcome {
   if (result.statusCode !== null) return attemptSucceeded(result) ? 'success' : 'failure';
-  return result.error !== null && result.error.startsWith('timed out') ? 'timeout' : 'error';
+  return result.error?.startsWith('timed out') ? 'timeout' : 'error';
 }
 
 /** Delivers due webhook calls: on its cron tick, when poked, and when asked through `tick()`. */
@@ -261,9 +261,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       timer = setTimeout(() => resolve({ statusCode: null, headers: {}, error: `timed out after ${timeoutMs} ms` }), timeoutMs + TRANSPORT_GRACE_MS);
       timer.unref();
     });
-    const sent = transport
-      .send(call, { timeoutMs })
-      .catch((error: unknown) => ({ statusCode: null, headers: {}, error: errorMessage(error) }));
+    const sent = transport.send(call, { timeoutMs }).catch((error: unknown) => ({ statusCode: null, headers: {}, error: errorMessage(error) }));
     try {
       return await Promise.race([sent, cutOff]);
     } finally {
@@ -313,7 +311,15 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     // leaving it to the next tick.
     if (recorded === 'due-again' || (recorded !== false && endsTurn({ ...delivery, status: outcome.status }))) again = true;
     telemetry.delivery(
-      recorded === false ? 'not-recorded' : recorded === 'due-again' ? 'redelivered' : outcome.status === 'succeeded' ? 'delivered' : outcome.status === 'failed' ? 'exhausted' : 'retrying',
+      recorded === false
+        ? 'not-recorded'
+        : recorded === 'due-again'
+          ? 'redelivered'
+          : outcome.status === 'succeeded'
+            ? 'delivered'
+            : outcome.status === 'failed'
+              ? 'exhausted'
+              : 'retrying',
     );
     if (recorded !== false) {
       try {
@@ -369,8 +375,9 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   /** One run of `options.housekeeping` at a time; a failure is logged, the next tick tries again. */
   function houseKeep(): Promise<void> {
     if (options.housekeeping === undefined || stopped) return Promise.resolve();
-    housekeeping ??= options.housekeeping()
-      .catch((error: unknown) => logger.error({ worker: owner, err: errorMessage(error) }, 'webhook worker: the tick\'s other work failed'))
+    housekeeping ??= options
+      .housekeeping()
+      .catch((error: unknown) => logger.error({ worker: owner, err: errorMessage(error) }, "webhook worker: the tick's other work failed"))
       .finally(() => (housekeeping = undefined));
     return housekeeping;
   }
@@ -382,20 +389,24 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     },
     start() {
       if (stopped || task !== undefined) return;
-      task = cron.createTask(options.tick, () => {
-        fill();
-        void houseKeep();
-      }, {
-        name: `customer-portal webhooks ${owner}`,
-        unref: true,
-        suppressMissedWarning: true,
-        logger: {
-          info: () => {},
-          debug: () => {},
-          warn: (message) => logger.warn({ worker: owner }, `webhook worker cron: ${message}`),
-          error: (message, error) => logger.error({ worker: owner, err: errorMessage(error ?? message) }, 'webhook worker cron failed'),
+      task = cron.createTask(
+        options.tick,
+        () => {
+          fill();
+          void houseKeep();
         },
-      });
+        {
+          name: `customer-portal webhooks ${owner}`,
+          unref: true,
+          suppressMissedWarning: true,
+          logger: {
+            info: () => {},
+            debug: () => {},
+            warn: (message) => logger.warn({ worker: owner }, `webhook worker cron: ${message}`),
+            error: (message, error) => logger.error({ worker: owner, err: errorMessage(error ?? message) }, 'webhook worker cron failed'),
+          },
+        },
+      );
       task.start();
       // Deliveries that fell due while no worker ran (a restart) go out now, not at the first tick.
       fill();

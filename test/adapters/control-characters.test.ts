@@ -37,13 +37,9 @@ async function answers(app: TestPortal, captured: string[]): Promise<string[]> {
     );
     await note(`POST redeliver ${shown} in webhook id`, app.api(`/webhooks/${id}/deliveries/whd_abc/redeliver`, { method: 'POST' }));
     await note(`GET /agreements/${shown}`, app.api(`/agreements/${encodeURIComponent(`agr_a${c}`)}`));
-    await note(
-      `GET ticket download link ${shown}`,
-      app.api(`/tickets/tck_1/message/tcm_1/attachment/${encodeURIComponent(`tca_a${c}`)}/download`),
-    );
+    await note(`GET ticket download link ${shown}`, app.api(`/tickets/tck_1/message/tcm_1/attachment/${encodeURIComponent(`tca_a${c}`)}/download`));
     await note(`GET /files?directoryId=${shown}`, app.api(`/files?directoryId=${encodeURIComponent(`fsd_a${c}`)}`));
-    const post = (body: unknown) =>
-      app.api('/webhooks', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const post = (body: unknown) => app.api('/webhooks', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
     await note(`POST /webhooks url with ${shown}`, post({ type: 'customer-created', url: `https://hooks.example.com/a${c}b` }));
     await note(`POST /webhooks url host with ${shown}`, post({ type: 'customer-created', url: `https://hooks.exa${c}mple.com/` }));
     for (const field of ['name', 'signerName'] as const) {
@@ -75,9 +71,7 @@ async function inProcess(app: TestPortal): Promise<string[]> {
   for (const c of ['\u0000', '\n', '\u0085']) {
     const shown = JSON.stringify(c);
     await outcome(`files.createDirectory name ${shown}`, () => portal.files.createDirectory('acct_a', { name: `dir${c}` }));
-    await outcome(`files.put name ${shown}`, () =>
-      portal.files.put('acct_a', { name: `f${c}.txt`, mime: 'text/plain', body: Buffer.from('x') }),
-    );
+    await outcome(`files.put name ${shown}`, () => portal.files.put('acct_a', { name: `f${c}.txt`, mime: 'text/plain', body: Buffer.from('x') }));
     await outcome(`tickets.putAttachment name ${shown}`, () =>
       portal.tickets.putAttachment('acct_a', { name: `a${c}.pdf`, mime: 'application/pdf', body: Buffer.from('x') }),
     );

@@ -60,7 +60,11 @@ for (const backend of backends) {
         const directory = await app.portal.files.createDirectory('acct_a', { name: 'Reports' });
         const file = await upload(app, directory.id);
         assert.equal([file.name, file.size], ['Jahresbericht 2026.pdf', FILE.length]);
-        assert.equal((await app.portal.files.list('acct_a', directory.id)).map((entry) => entry.id), [file.id], 'filed in the directory sent after it');
+        assert.equal(
+          (await app.portal.files.list('acct_a', directory.id)).map((entry) => entry.id),
+          [file.id],
+          'filed in the directory sent after it',
+        );
 
         const fileLink = await app.api(`/files/${file.id}/download`);
         assert.is(fileLink.status, 200);
@@ -91,7 +95,10 @@ for (const backend of backends) {
         // Not found: a directory, another account's file, a document of another agreement.
         assert.is((await app.api(`/files/${directory.id}/download`)).status, 404);
         assert.is((await app.api(`/files/${file.id}/download`, { headers: { authorization: `Bearer ${KEY_B}` } })).status, 404);
-        assert.is((await app.api(`/agreements/${agreement.id}/documents/${documentId}/download`, { headers: { authorization: `Bearer ${KEY_B}` } })).status, 404);
+        assert.is(
+          (await app.api(`/agreements/${agreement.id}/documents/${documentId}/download`, { headers: { authorization: `Bearer ${KEY_B}` } })).status,
+          404,
+        );
         const other = await json(await app.api('/agreements', { method: 'POST', body: validFormData() }));
         const crossed = await app.api(`/agreements/${other.id}/documents/${documentId}/download`);
         assert.is(crossed.status, 404);

@@ -26,9 +26,7 @@ type Line = { t: 'ready' } | { t: 'B' | 'A'; op: number; s: Subject[] };
 /** JSON with keys sorted, so two equal records compare equal whatever their key order. */
 function canonical(value: unknown): string {
   return JSON.stringify(value, (_key, item: unknown) =>
-    item !== null && typeof item === 'object' && !Array.isArray(item)
-      ? Object.fromEntries(Object.entries(item).sort(([a], [b]) => (a < b ? -1 : 1)))
-      : item,
+    item !== null && typeof item === 'object' && !Array.isArray(item) ? Object.fromEntries(Object.entries(item).sort(([a], [b]) => (a < b ? -1 : 1))) : item,
   );
 }
 
@@ -67,7 +65,13 @@ function spawnWriter(dir: string, run: number): Writer {
       assert.is(signal, 'SIGKILL', `the writer ended by itself (run ${run}): ${stderr}`);
       // A line cut off by the kill has no newline yet: it is not counted.
       const complete = stdout.slice(0, stdout.lastIndexOf('\n') + 1);
-      return { lines: complete.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Line), killedAfterReady };
+      return {
+        lines: complete
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => JSON.parse(line) as Line),
+        killedAfterReady,
+      };
     },
   };
 }
@@ -79,16 +83,26 @@ async function readSubject(storage: Storage, blobs: BlobStore, disk: OnDisk, sub
   const [table, id] = subject.split(':') as [string, string];
   const account = 'acct_crash';
   switch (table) {
-    case 'webhook': return storage.getWebhook(account, id);
-    case 'file': return storage.getFileEntry(account, id);
-    case 'agreement': return storage.getAgreement(account, id);
-    case 'event': return disk.get('event')?.get(id) ?? null;
-    case 'delivery': return storage.getDelivery(account, id);
+    case 'webhook':
+      return storage.getWebhook(account, id);
+    case 'file':
+      return storage.getFileEntry(account, id);
+    case 'agreement':
+      return storage.getAgreement(account, id);
+    case 'event':
+      return disk.get('event')?.get(id) ?? null;
+    case 'delivery':
+      return storage.getDelivery(account, id);
     case 'blob': {
       const stream = await blobs.get(id);
-      return stream === null ? null : createHash('sha256').update(await buffer(stream)).digest('hex');
+      return stream === null
+        ? null
+        : createHash('sha256')
+            .update(await buffer(stream))
+            .digest('hex');
     }
-    default: throw new Error(`unknown subject ${subject}`);
+    default:
+      throw new Error(`unknown subject ${subject}`);
   }
 }
 

@@ -58,7 +58,10 @@ test('fs adapters on a full disk: 507 {message}, nothing half-made visible, and 
     const agreements: string[] = [];
     let refused = false;
     for (let i = 0; i < 12 && !refused; i++) {
-      const res = await app.api('/agreements', { method: 'POST', body: validFormData({ documents: [{ name: `big${i}.pdf`, bytes: documentBytes(400_000, i) }] }) });
+      const res = await app.api('/agreements', {
+        method: 'POST',
+        body: validFormData({ documents: [{ name: `big${i}.pdf`, bytes: documentBytes(400_000, i) }] }),
+      });
       const body = (await res.json()) as { id?: string; message?: string };
       if (res.status === 201) agreements.push(body.id!);
       else {
@@ -87,7 +90,7 @@ test('fs adapters on a full disk: 507 {message}, nothing half-made visible, and 
     assert.is(full, 3, 'the record log fills up too');
     // Writes that arrive together, queued behind one another: all refused, none kept.
     const together = await Promise.all(Array.from({ length: 8 }, (_, i) => postWebhook(app, 1000 + i, i % 2 ? asB : {})));
-    together.forEach((answer, i) => isFull(answer, `concurrent webhook ${i}`));
+    for (const [i, answer] of together.entries()) isFull(answer, `concurrent webhook ${i}`);
     const published = await app.portal.events.publish('acct_a', 'customer-created', { big: 'x'.repeat(20_000) }).then(
       () => 'stored',
       (error: unknown) => (isPortalError(error, 'STORAGE_FULL') ? 'full' : String(error)),
@@ -102,7 +105,10 @@ test('fs adapters on a full disk: 507 {message}, nothing half-made visible, and 
     // Space is back: writes succeed again, for every account, without a restart; blobs too.
     freeDisk(filler);
     filler = undefined;
-    for (const [account, headers] of [['a', {}], ['b', asB]] as const) {
+    for (const [account, headers] of [
+      ['a', {}],
+      ['b', asB],
+    ] as const) {
       const answer = await postWebhook(app, 2000, headers);
       assert.is(answer.status, 201, `after space is back (${account}): ${JSON.stringify(answer.body)}`);
       acknowledged[account].push(answer.body.url!);
@@ -118,7 +124,11 @@ test('fs adapters on a full disk: 507 {message}, nothing half-made visible, and 
     assert.equal(await listed(app), acknowledged.a.sort());
     assert.equal(await listed(app, asB), acknowledged.b.sort());
     for (const id of agreements) assert.is((await app.api(`/agreements/${id}`)).status, 200, id);
-    assert.equal(readdirSync(path.join(dir, 'store')).filter((name) => name.includes('discarded')), [], 'no damage set aside');
+    assert.equal(
+      readdirSync(path.join(dir, 'store')).filter((name) => name.includes('discarded')),
+      [],
+      'no damage set aside',
+    );
   } finally {
     if (filler !== undefined) freeDisk(filler);
     await app.close();

@@ -25,7 +25,10 @@ test('webhooks, directories and files survive a restart of the portal', async ()
       assert.equal(await listed.json(), { data: [file] });
       assert.equal(await running.portal.webhooks.get('acct_a', webhook.id), webhook);
       const root = (await (await running.api('/files')).json()) as { data: { id: string }[] };
-      assert.equal(root.data.map((entry) => entry.id), [directory.id]);
+      assert.equal(
+        root.data.map((entry) => entry.id),
+        [directory.id],
+      );
     } finally {
       await running.close();
     }
@@ -40,7 +43,7 @@ test('webhooks, directories and files survive a restart of the portal', async ()
 test('a second portal on the same directory fails to start, naming the first', async () => {
   const dir = tempDir('portal');
   try {
-    await withPortal(onDisk(dir), async (first) => {
+    await withPortal(onDisk(dir), async (_first) => {
       let message = '';
       await startPortal(onDisk(dir)).catch((error: Error) => (message = error.message));
       assert.ok(message.includes(`process ${process.pid}`), message);

@@ -22,11 +22,11 @@ const call = (url: string, accountId = 'acc_a'): WebhookCall => ({
 function watchSockets() {
   const original = net.connect;
   const sockets: net.Socket[] = [];
-  net.connect = function (...args: unknown[]) {
+  net.connect = ((...args: unknown[]) => {
     const socket = (original as (...a: unknown[]) => net.Socket)(...args);
     sockets.push(socket);
     return socket;
-  } as typeof net.connect;
+  }) as typeof net.connect;
   return {
     get bytesRead() {
       return sockets.reduce((sum, socket) => sum + socket.bytesRead, 0);
@@ -51,7 +51,7 @@ function flood(socket: net.Socket, piece: string): void {
 
 /** A receiver that answers every request with `head` and then floods `piece` until the connection closes. */
 async function flooding(head: string, piece: string) {
-  const server = await rawServer((request, connection, socket) => {
+  const server = await rawServer((_request, _connection, socket) => {
     socket.write(head);
     flood(socket, piece);
     return 'silent';
@@ -127,7 +127,11 @@ test('a head or trailers over 16 KiB fail the call', async () => {
 });
 
 test('a status outside 100–599 is a failed attempt that names it', async () => {
-  for (const [status, shown] of [['999', 999], ['099', 99], ['600', 600]] as const) {
+  for (const [status, shown] of [
+    ['999', 999],
+    ['099', 99],
+    ['600', 600],
+  ] as const) {
     const server = await rawServer(() => `HTTP/1.1 ${status} Odd\r\nContent-Length: 0\r\n\r\n`);
     const transport = httpTransport({ allowPrivateNetworks: true });
     try {
@@ -155,7 +159,7 @@ test('an answer with bare LF line ends is settled at once, not left to time out'
 });
 
 test('bytes a receiver sends on an idle connection close it: the next call gets its own answer on a new one', async () => {
-  const server = await rawServer((request, connection, socket) => {
+  const server = await rawServer((_request, connection, socket) => {
     if (connection > 1) return 'HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n';
     setTimeout(() => socket.write('HTTP/1.1 299 Stray\r\nContent-Length: 0\r\n\r\n'), 20);
     return 'HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n';
@@ -166,16 +170,19 @@ test('bytes a receiver sends on an idle connection close it: the next call gets 
     await new Promise((resolve) => setTimeout(resolve, 60));
     const next = await transport.send(call(server.url), { timeoutMs: 5000 });
     assert.equal([next.statusCode, next.error], [202, null]);
-    assert.equal(server.requests.map((request) => request.connection), [1, 2]);
+    assert.equal(
+      server.requests.map((request) => request.connection),
+      [1, 2],
+    );
   } finally {
     await transport.close!();
     await server.close();
   }
 });
 
-test('connections are never shared across accounts: a late stray answer cannot reach another account\'s call', async () => {
+test("connections are never shared across accounts: a late stray answer cannot reach another account's call", async () => {
   // Connection 1 answers, then sends a stray answer a few ms later; any other connection answers 202.
-  const server = await rawServer((request, connection, socket) => {
+  const server = await rawServer((_request, connection, socket) => {
     if (connection > 1) return 'HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n';
     setTimeout(() => socket.write('HTTP/1.1 299 Stray\r\nContent-Length: 0\r\n\r\n'), 3);
     return 'HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n';
@@ -186,7 +193,10 @@ test('connections are never shared across accounts: a late stray answer cannot r
     await new Promise((resolve) => setTimeout(resolve, 1));
     const other = await transport.send(call(server.url, 'acc_b'), { timeoutMs: 5000 });
     assert.equal([other.statusCode, other.error], [202, null]);
-    assert.equal(server.requests.map((request) => request.connection), [1, 2]);
+    assert.equal(
+      server.requests.map((request) => request.connection),
+      [1, 2],
+    );
   } finally {
     await transport.close!();
     await server.close();
@@ -195,7 +205,7 @@ test('connections are never shared across accounts: a late stray answer cannot r
 
 test('a pool is dropped once its connections have closed: nothing is kept per origin ever called', async () => {
   // Answers keep-alive, then closes the idle connection after 50 ms, as a receiver's server would.
-  const server = await rawServer((request, connection, socket) => {
+  const server = await rawServer((_request, _connection, socket) => {
     setTimeout(() => socket.end(), 50);
     return 'HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n';
   });

@@ -21,7 +21,7 @@ const lookup: LookupFunction = (hostname, options, callback) => {
   else callback(null, address, 4);
 };
 
-test('calls go through the proxy\'s CONNECT tunnel, with its credentials, and the guard still decides', async () => {
+test("calls go through the proxy's CONNECT tunnel, with its credentials, and the guard still decides", async () => {
   const receiver = await startReceiver();
   // The proxy, not the portal, reaches the receiver: it routes receiver.test to this machine.
   const proxy = await startConnectProxy({ route: (host) => (host === 'receiver.test' ? '127.0.0.1' : host) });
@@ -34,7 +34,11 @@ test('calls go through the proxy\'s CONNECT tunnel, with its credentials, and th
     assert.equal([first.statusCode, second.statusCode, first.error], [200, 200, null]);
     assert.is(receiver.received.length, 2);
     assert.is(receiver.received[0]!.headers.host, `receiver.test:${receiver.port}`);
-    assert.equal(proxy.tunnels, [{ authority: `receiver.test:${receiver.port}`, authorization: `Basic ${Buffer.from('portal:s:cret').toString('base64')}` }], 'one tunnel, kept alive for the second call');
+    assert.equal(
+      proxy.tunnels,
+      [{ authority: `receiver.test:${receiver.port}`, authorization: `Basic ${Buffer.from('portal:s:cret').toString('base64')}` }],
+      'one tunnel, kept alive for the second call',
+    );
     // A host that resolves to a private address is refused before the proxy is asked for anything.
     const inside = await transport.send(call('http://inside.test/hook'), { timeoutMs: 5000 });
     assert.equal([inside.statusCode, inside.error], [null, 'refused to call inside.test: its address is not allowed (allowPrivateNetworks is off)']);
@@ -82,16 +86,27 @@ test('https receivers are reached through the tunnel with TLS to the receiver, t
   const proxy = await startConnectProxy({ route: () => '127.0.0.1' });
   try {
     // Spawned, not spawnSync: the receiver and the proxy answer from this process's event loop.
-    const child = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', `
+    const child = await promisify(execFile)(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `
       const { httpTransport } = await import(${JSON.stringify(new URL('../../adapters/http-transport/index.js', import.meta.url).href)});
       const transport = httpTransport({ allowPrivateNetworks: true, proxy: 'http://127.0.0.1:${proxy.port}' });
       const call = { accountId: 'acc_1', url: 'https://localhost:${port}/in', body: '{}', headers: { 'Content-Type': 'application/json' } };
       const result = await transport.send(call, { timeoutMs: 5000 });
       console.log(JSON.stringify([result.statusCode, result.error]));
       await transport.close();
-    `], { env: { ...process.env, NODE_EXTRA_CA_CERTS: receiver.certificate }, encoding: 'utf8', timeout: 20_000 });
+    `,
+      ],
+      { env: { ...process.env, NODE_EXTRA_CA_CERTS: receiver.certificate }, encoding: 'utf8', timeout: 20_000 },
+    );
     assert.is(child.stdout.trim(), '[202,null]', child.stderr);
-    assert.equal(proxy.tunnels.map((tunnel) => tunnel.authority), [`localhost:${port}`]);
+    assert.equal(
+      proxy.tunnels.map((tunnel) => tunnel.authority),
+      [`localhost:${port}`],
+    );
     // Without the CA the receiver's certificate is refused, and the error is the receiver's, not the proxy's.
     const untrusted = httpTransport({ allowPrivateNetworks: true, proxy: proxy.url });
     try {

@@ -27,14 +27,14 @@ const call = (url: string, body = '{"id":"evt_1"}', accountId = 'acc_1'): Webhoo
 function countConnections() {
   const originals = { net: net.connect, tls: tls.connect };
   let count = 0;
-  net.connect = function (...args: unknown[]) {
+  net.connect = ((...args: unknown[]) => {
     count++;
     return (originals.net as (...a: unknown[]) => net.Socket)(...args);
-  } as typeof net.connect;
-  tls.connect = function (...args: unknown[]) {
+  }) as typeof net.connect;
+  tls.connect = ((...args: unknown[]) => {
     count++;
     return (originals.tls as (...a: unknown[]) => tls.TLSSocket)(...args);
-  } as typeof tls.connect;
+  }) as typeof tls.connect;
   return {
     get count() {
       return count;
@@ -49,13 +49,15 @@ function countConnections() {
 const execFileAsync = promisify(execFile);
 
 /** A resolver that answers from a table and never asks DNS. */
-const fakeLookup = (table: Record<string, string[]>): LookupFunction => (hostname, options, callback) => {
-  const addresses = table[hostname];
-  if (addresses === undefined) return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), '', 0);
-  const answer: LookupAddress[] = addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
-  if (options.all) callback(null, answer);
-  else callback(null, answer[0]!.address, answer[0]!.family);
-};
+const fakeLookup =
+  (table: Record<string, string[]>): LookupFunction =>
+  (hostname, options, callback) => {
+    const addresses = table[hostname];
+    if (addresses === undefined) return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), '', 0);
+    const answer: LookupAddress[] = addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+    if (options.all) callback(null, answer);
+    else callback(null, answer[0]!.address, answer[0]!.family);
+  };
 
 test('a call is POSTed with its headers and body; the status and headers come back', async () => {
   const receiver = await startReceiver();
@@ -97,7 +99,10 @@ test('a redirect is not followed: the 3xx comes back as the answer', async () =>
   try {
     const result = await transport.send(call(`${receiver.url}/start`), { timeoutMs: 5000 });
     assert.is(result.statusCode, 307);
-    assert.equal(receiver.received.map((request) => request.url), ['/start']);
+    assert.equal(
+      receiver.received.map((request) => request.url),
+      ['/start'],
+    );
   } finally {
     await transport.close!();
     await receiver.close();
@@ -150,7 +155,7 @@ test('a receiver that does not answer in time is a timeout, with no status', asy
   }
 });
 
-test('the transport\'s own timeoutMs caps what send asks for', async () => {
+test("the transport's own timeoutMs caps what send asks for", async () => {
   const receiver = await startReceiver();
   const transport = httpTransport({ allowPrivateNetworks: true, timeoutMs: 100 });
   receiver.script([{ hang: true }]);
@@ -345,7 +350,10 @@ test('SSRF: the guarded lookup keeps only the allowed addresses of a mixed answe
   const all = await new Promise<unknown>((resolve, reject) =>
     lookup('mixed.test', { all: true }, (error, addresses) => (error ? reject(error) : resolve(addresses))),
   );
-  assert.equal(all, [{ address: '93.184.216.34', family: 4 }, { address: '2606:4700::6810:84e5', family: 6 }]);
+  assert.equal(all, [
+    { address: '93.184.216.34', family: 4 },
+    { address: '2606:4700::6810:84e5', family: 6 },
+  ]);
   const one = await new Promise<unknown>((resolve, reject) =>
     lookup('mixed.test', {}, (error, address, family) => (error ? reject(error) : resolve([address, family]))),
   );
@@ -380,7 +388,14 @@ test('chunked, interim and length-framed answers are read, and the connection ca
       results.push(await transport.send(call(server.url, `{"n":${i}}`), { timeoutMs: 5000 }));
       await new Promise((resolve) => setImmediate(resolve)); // undici's idle check of the connection
     }
-    assert.equal(results.map((result) => [result.statusCode, result.error]), [[200, null], [201, null], [204, null]]);
+    assert.equal(
+      results.map((result) => [result.statusCode, result.error]),
+      [
+        [200, null],
+        [201, null],
+        [204, null],
+      ],
+    );
     assert.is(results[1]!.headers['x-id'], '7');
     assert.equal([server.connections, connections.count], [1, 1], 'one connection for the three calls');
     const [first] = server.requests;
@@ -402,7 +417,10 @@ test('an answer with Connection: close, or read to the close, is not followed by
   const transport = httpTransport({ allowPrivateNetworks: true });
   try {
     for (let i = 0; i < 3; i++) assert.is((await transport.send(call(server.url), { timeoutMs: 5000 })).statusCode, 200);
-    assert.equal(server.requests.map((request) => request.connection), [1, 2, 3]);
+    assert.equal(
+      server.requests.map((request) => request.connection),
+      [1, 2, 3],
+    );
   } finally {
     await transport.close!();
     await server.close();
@@ -456,10 +474,20 @@ test('a call is sent once: a kept-alive connection reset after the request went 
     const second = await transport.send(call(server.url, '{"n":2}'), { timeoutMs: 5000 });
     assert.is(second.statusCode, null);
     assert.match(second.error ?? '', /ECONNRESET|closed the connection before answering/);
-    assert.equal(server.requests.map((request) => [request.connection, request.body]), [[1, '{"n":1}'], [1, '{"n":2}']], 'the POST arrived once');
+    assert.equal(
+      server.requests.map((request) => [request.connection, request.body]),
+      [
+        [1, '{"n":1}'],
+        [1, '{"n":2}'],
+      ],
+      'the POST arrived once',
+    );
     // The next attempt is a call of its own, on a new connection.
     assert.is((await transport.send(call(server.url, '{"n":3}'), { timeoutMs: 5000 })).statusCode, 200);
-    assert.equal(server.requests.map((request) => request.connection), [1, 1, 2]);
+    assert.equal(
+      server.requests.map((request) => request.connection),
+      [1, 1, 2],
+    );
   } finally {
     await transport.close!();
     await server.close();
@@ -507,14 +535,22 @@ test('https: a receiver whose certificate is not trusted is refused; one that is
     assert.match(untrusted.error ?? '', /self[- ]signed certificate/);
     // The certificate trusted the way an operator would: NODE_EXTRA_CA_CERTS, read at startup.
     // Spawned, not spawnSync: the receiver answers from this process's event loop.
-    const child = await execFileAsync(process.execPath, ['--input-type=module', '-e', `
+    const child = await execFileAsync(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `
       const { httpTransport } = await import(${JSON.stringify(new URL('../../adapters/http-transport/index.js', import.meta.url).href)});
       const transport = httpTransport({ allowPrivateNetworks: true });
       const call = (n) => ({ accountId: 'acc_1', url: 'https://localhost:${port}/in', body: '{"n":' + n + '}', headers: { 'Content-Type': 'application/json' } });
       const results = [await transport.send(call(1), { timeoutMs: 5000 }), await transport.send(call(2), { timeoutMs: 5000 })];
       console.log(JSON.stringify(results.map((r) => [r.statusCode, r.error])));
       await transport.close();
-    `], { env: { ...process.env, NODE_EXTRA_CA_CERTS: receiver.certificate }, encoding: 'utf8', timeout: 20_000 });
+    `,
+      ],
+      { env: { ...process.env, NODE_EXTRA_CA_CERTS: receiver.certificate }, encoding: 'utf8', timeout: 20_000 },
+    );
     assert.is(child.stdout.trim(), '[[202,null],[202,null]]', child.stderr);
   } finally {
     await transport.close!();

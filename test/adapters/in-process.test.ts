@@ -24,8 +24,11 @@ test('due by account: an account at its share is looked at once, however long it
   })();
   const claim = { now: at(200), leaseUntil: at(260), limit: 10, owner: 'w', perAccount: { max: 4, inFlight: { acct_a: 4 } } };
   const plan = planClaim(counted, claim, () => true, walk.skip);
-  assert.equal(plan.leased.map((row) => row.id), [mine.id]);
-  assert.is(read, 2, 'one of A\'s, then B\'s');
+  assert.equal(
+    plan.leased.map((row) => row.id),
+    [mine.id],
+  );
+  assert.is(read, 2, "one of A's, then B's");
 });
 
 test('due by account: the walk merges accounts in due order, and stops at what is not yet due', () => {

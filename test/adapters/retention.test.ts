@@ -38,7 +38,10 @@ for (const backend of backends) {
       for (let i = 0; i < 3; i++) await portal.events.publish('acct_a', 'customer-created', { n: i });
       await portal.worker!.tick();
       await waitFor(async () => (await portal.webhooks.deliveries('acct_a', good.id, { status: 'succeeded' }))!.length === 3, 'the good calls recorded');
-      await waitFor(async () => (await portal.webhooks.deliveries('acct_a', bad.id))!.every((delivery) => delivery.attempts.length === 1), 'the bad calls recorded');
+      await waitFor(
+        async () => (await portal.webhooks.deliveries('acct_a', bad.id))!.every((delivery) => delivery.attempts.length === 1),
+        'the bad calls recorded',
+      );
       time.advance(9 * 60);
       await portal.worker!.tick();
       assert.is((await portal.webhooks.deliveries('acct_a', good.id))!.length, 3, 'not yet past retention');
@@ -46,13 +49,20 @@ for (const backend of backends) {
       await portal.worker!.tick();
       assert.is((await portal.webhooks.deliveries('acct_a', good.id))!.length, 0, 'past retention: removed');
       const pending = (await portal.webhooks.deliveries('acct_a', bad.id))!;
-      assert.equal(pending.map((delivery) => delivery.status), ['pending', 'pending', 'pending'], 'still retrying: kept');
+      assert.equal(
+        pending.map((delivery) => delivery.status),
+        ['pending', 'pending', 'pending'],
+        'still retrying: kept',
+      );
       // Their events are kept: a redeliver still sends the event's data.
       failing.delete('https://bad.example/in');
       await portal.webhooks.redeliver('acct_a', pending[0]!.id);
       await portal.worker!.tick();
       await waitFor(async () => (await portal.webhooks.deliveries('acct_a', bad.id, { status: 'succeeded' }))!.length === 1, 'the redelivery went out');
-      assert.ok(transport.calls.some((call) => call.url === 'https://bad.example/in' && call.body.includes('"n":')), 'with its data');
+      assert.ok(
+        transport.calls.some((call) => call.url === 'https://bad.example/in' && call.body.includes('"n":')),
+        'with its data',
+      );
     } finally {
       await portal.close();
       await cleanup();
@@ -94,10 +104,14 @@ instances('two instances ticking at once remove each record once', async () => {
     for (let i = 0; i < 1200; i++) await one.events.publish('acct_a', 'customer-created', { n: i });
     while ((await one.webhooks.deliveries('acct_a', hook.id, { status: 'pending', limit: 1 }))!.length > 0) await one.worker!.tick();
     time.advance(120);
-    const { rows: before } = await postgres.pool.query(`SELECT (SELECT count(*) FROM "${schema}".portal_deliveries)::int AS d, (SELECT count(*) FROM "${schema}".portal_events)::int AS e`);
+    const { rows: before } = await postgres.pool.query(
+      `SELECT (SELECT count(*) FROM "${schema}".portal_deliveries)::int AS d, (SELECT count(*) FROM "${schema}".portal_events)::int AS e`,
+    );
     assert.equal(before[0], { d: 1200, e: 1200 });
     await Promise.all([one.worker!.tick(), two.worker!.tick()]);
-    const { rows: after } = await postgres.pool.query(`SELECT (SELECT count(*) FROM "${schema}".portal_deliveries)::int AS d, (SELECT count(*) FROM "${schema}".portal_events)::int AS e`);
+    const { rows: after } = await postgres.pool.query(
+      `SELECT (SELECT count(*) FROM "${schema}".portal_deliveries)::int AS d, (SELECT count(*) FROM "${schema}".portal_events)::int AS e`,
+    );
     assert.equal(after[0], { d: 0, e: 0 });
   } finally {
     await one.close();

@@ -42,7 +42,10 @@ for (const backend of backends) {
         const agreement = await json(created);
         const tokens = await Promise.all(agreement.signers.map((one: { id: string }) => linkFor(app, agreement.id, one.id)));
         const answers = await Promise.all(tokens.map((token) => signAs(app, token)));
-        assert.equal(answers.map((res) => res.status), [200, 200]);
+        assert.equal(
+          answers.map((res) => res.status),
+          [200, 200],
+        );
         const stored = (await app.portal.agreements.get('acct_a', agreement.id))!;
         assert.is(stored.status, 'signed');
         assert.is((await app.portal.webhooks.deliveries('acct_a', hook.id))!.length, 1, 'agreement-signed once');
@@ -79,7 +82,11 @@ instances('two signers on two instances at the same moment: agreement-signed is 
       const agreement = await json(await one.api('/agreements', { method: 'POST', body: validFormData({ signers: [SIGNER, signer(2)] }) }));
       const [first, second] = [await linkFor(one, agreement.id, agreement.signers[0].id), await linkFor(two, agreement.id, agreement.signers[1].id)];
       const answers = await Promise.all([signAs(one, first), signAs(two, second)]);
-      assert.equal(answers.map((res) => res.status), [200, 200], `round ${round}`);
+      assert.equal(
+        answers.map((res) => res.status),
+        [200, 200],
+        `round ${round}`,
+      );
     }
     assert.is((await one.portal.webhooks.deliveries('acct_a', hook.id))!.length, 5, 'one agreement-signed for each of the five agreements');
   } finally {
@@ -103,7 +110,8 @@ instances('two instances ticking at the same moment make each reminder round onc
   const one = await startPortal({ ...sqlAdapters({ client: postgres.pool, schema }), ...shared });
   const two = await startPortal({ ...sqlAdapters({ client: postgres.pool, schema }), ...shared });
   try {
-    for (const type of ['agreement-reminder-due', 'agreement-expired']) await one.portal.webhooks.create('acct_a', { type, url: `https://hooks.example.com/${type}` });
+    for (const type of ['agreement-reminder-due', 'agreement-expired'])
+      await one.portal.webhooks.create('acct_a', { type, url: `https://hooks.example.com/${type}` });
     const reminding = await json(await one.api('/agreements', { method: 'POST', body: validFormData({ signers: [SIGNER, signer(2)] }) }));
     const expiring = validFormData();
     expiring.set('expiresAt', new Date(now + 90_000).toISOString());

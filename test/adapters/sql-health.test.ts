@@ -44,7 +44,10 @@ if (!postgres.pool) {
       assert.equal([health.status, health.disabledReason], ['disabled', 'gone']);
       const log = (await portals[2]!.webhooks.deliveries('acct_a', hook.id))!;
       assert.is(log.length, 30);
-      assert.ok(log.every((delivery) => delivery.status === 'failed' || delivery.status === 'cancelled'), 'nothing left pending');
+      assert.ok(
+        log.every((delivery) => delivery.status === 'failed' || delivery.status === 'cancelled'),
+        'nothing left pending',
+      );
       assert.is(log.filter((delivery) => delivery.status === 'failed').length, transport.calls.length, 'every call made was recorded');
       assert.ok(transport.calls.length < 30, `${transport.calls.length} calls: those claimed before the disable, no more`);
     } finally {

@@ -126,14 +126,15 @@ if (!postgres.pool) {
 
   test('a key claimed by an instance killed with SIGKILL mid-upload answers 409 until its lease ends, then one agreement is made', async () => {
     const bytes = documentBytes(1024 * 1024, 8);
-    const head = multipart([...validParts().filter((part) => part.name !== 'documents'), { name: 'documents', filename: 'big.bin', bytes: Buffer.alloc(0) }], { close: false });
+    const head = multipart([...validParts().filter((part) => part.name !== 'documents'), { name: 'documents', filename: 'big.bin', bytes: Buffer.alloc(0) }], {
+      close: false,
+    });
     const before = head.subarray(0, head.length - 2);
     const after = Buffer.from(`\r\n--${BOUNDARY}--\r\n`);
     const client = rawClient(child!.url);
     await client.send(postHead({ 'Content-Type': MULTIPART, 'Content-Length': before.length + bytes.length + after.length, 'Idempotency-Key': 'killed-key' }));
     await client.send(Buffer.concat([before, bytes.subarray(0, 256 * 1024)]));
-    const claimed = async () =>
-      (await pool.query(`SELECT status FROM "${schema}".portal_idempotency_keys WHERE key = 'killed-key'`)).rows[0]?.status;
+    const claimed = async () => (await pool.query(`SELECT status FROM "${schema}".portal_idempotency_keys WHERE key = 'killed-key'`)).rows[0]?.status;
     for (let i = 0; i < 200 && (await claimed()) !== 'pending'; i++) await new Promise((resolve) => setTimeout(resolve, 25));
     assert.is(await claimed(), 'pending');
     const exited = once(child!.child, 'exit');

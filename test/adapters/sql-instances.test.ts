@@ -40,10 +40,11 @@ async function startReceiver() {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
     calls,
     state,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -102,13 +103,17 @@ if (!postgres.pool) {
 } else {
   const pool = postgres.pool;
 
-  test('three instances share 300 deliveries, none twice; a killed worker\'s claims arrive through another after the lease', async () => {
+  test("three instances share 300 deliveries, none twice; a killed worker's claims arrive through another after the lease", async () => {
     const schema = freshSchema();
     const receiver = await startReceiver();
     const instances: Instance[] = [];
     const deliveries = async () =>
-      (await pool.query(`SELECT event_id, status, jsonb_array_length(attempts) AS attempts, lease_owner FROM "${schema}".portal_deliveries`))
-        .rows as { event_id: string; status: string; attempts: number; lease_owner: string | null }[];
+      (await pool.query(`SELECT event_id, status, jsonb_array_length(attempts) AS attempts, lease_owner FROM "${schema}".portal_deliveries`)).rows as {
+        event_id: string;
+        status: string;
+        attempts: number;
+        lease_owner: string | null;
+      }[];
     const answeredCount = (eventId: string) => receiver.calls.filter((call) => call.eventId === eventId && call.answered).length;
     try {
       // Started together: three processes migrate the new schema at once.
@@ -119,17 +124,26 @@ if (!postgres.pool) {
       // 1. 300 events, 100 published on each instance, all delivered exactly once.
       const published = (await Promise.all(instances.map((instance) => instance.request<string[]>({ op: 'publish', count: 100 })))).flat();
       assert.is(new Set(published).size, 300);
-      await waitUntil('every event is delivered', () => published.every((id) => answeredCount(id) >= 1), () => `${receiver.calls.length} calls`);
+      await waitUntil(
+        'every event is delivered',
+        () => published.every((id) => answeredCount(id) >= 1),
+        () => `${receiver.calls.length} calls`,
+      );
       await pause(2_000); // two more ticks on every instance: time for a duplicate to show up
       assert.is(receiver.calls.length, 300, 'one call per event, no more');
       assert.ok(published.every((id) => answeredCount(id) === 1));
       const byInstance: Record<string, number> = {};
       for (const call of receiver.calls) byInstance[call.instance] = (byInstance[call.instance] ?? 0) + 1;
-      const shares = Object.entries(byInstance).map(([name, count]) => `${name} ${count}`).join(', ');
+      const shares = Object.entries(byInstance)
+        .map(([name, count]) => `${name} ${count}`)
+        .join(', ');
       assert.ok(Object.keys(byInstance).length >= 2, `the work was shared: ${shares}`);
       const rows = await deliveries();
       assert.is(rows.length, 300);
-      assert.ok(rows.every((row) => row.status === 'succeeded' && Number(row.attempts) === 1 && row.lease_owner === null), JSON.stringify(rows.filter((row) => !(row.status === 'succeeded' && Number(row.attempts) === 1 && row.lease_owner === null)).slice(0, 3)));
+      assert.ok(
+        rows.every((row) => row.status === 'succeeded' && Number(row.attempts) === 1 && row.lease_owner === null),
+        JSON.stringify(rows.filter((row) => !(row.status === 'succeeded' && Number(row.attempts) === 1 && row.lease_owner === null)).slice(0, 3)),
+      );
 
       // 2. Instance c's calls are held open; it is killed while they are in flight.
       receiver.state.hangFor = 'c';
@@ -145,13 +159,19 @@ if (!postgres.pool) {
       const stranded = [...inFlightAtC()];
       assert.ok(stranded.length > 0, 'c was mid-call');
       const leased = (await deliveries()).filter((row) => stranded.includes(row.event_id));
-      assert.ok(leased.every((row) => row.status === 'pending' && row.lease_owner === c.owner), 'c holds the leases of its calls');
+      assert.ok(
+        leased.every((row) => row.status === 'pending' && row.lease_owner === c.owner),
+        'c holds the leases of its calls',
+      );
       c.child.kill('SIGKILL');
       await new Promise((resolve) => (c.child.exitCode !== null || c.child.signalCode !== null ? resolve(null) : c.child.once('exit', resolve)));
 
       // While the lease runs (timeoutMs 30 s + 60 s), the others leave those deliveries alone.
       await pause(3_000);
-      assert.ok(stranded.every((id) => answeredCount(id) === 0), 'no one took a leased delivery early');
+      assert.ok(
+        stranded.every((id) => answeredCount(id) === 0),
+        'no one took a leased delivery early',
+      );
       // Move the survivors' clocks past the lease instead of sleeping through it.
       await Promise.all([a, b].map((instance) => instance.request({ op: 'advanceClock', ms: 120_000 })));
       await waitUntil(
@@ -160,7 +180,10 @@ if (!postgres.pool) {
         () => `${stranded.filter((id) => answeredCount(id) === 1).length} of ${stranded.length}`,
       );
       await pause(2_000);
-      assert.ok(late.every((id) => answeredCount(id) === 1), 'every late event arrived exactly once');
+      assert.ok(
+        late.every((id) => answeredCount(id) === 1),
+        'every late event arrived exactly once',
+      );
       for (const id of stranded) {
         const answeredBy = receiver.calls.filter((call) => call.eventId === id && call.answered).map((call) => call.instance);
         assert.ok(answeredBy[0] === 'a' || answeredBy[0] === 'b', `${id} arrived through ${answeredBy[0]}`);
@@ -170,14 +193,13 @@ if (!postgres.pool) {
       assert.ok(final.every((row) => row.status === 'succeeded' && row.lease_owner === null));
       // The killed worker never recorded its attempt: the one recorded is the survivor's.
       assert.ok(final.filter((row) => stranded.includes(row.event_id)).every((row) => Number(row.attempts) === 1));
-      console.log(
-        `  multi-instance: 300 delivered once (${shares}); ` +
-          `${stranded.length} stranded by SIGKILL delivered by survivors after the lease`,
-      );
+      console.log(`  multi-instance: 300 delivered once (${shares}); ` + `${stranded.length} stranded by SIGKILL delivered by survivors after the lease`);
     } finally {
       for (const instance of instances) if (instance.child.connected) instance.child.disconnect();
       await Promise.all(
-        instances.map((instance) => (instance.child.exitCode !== null || instance.child.signalCode !== null ? null : new Promise((resolve) => instance.child.once('exit', resolve)))),
+        instances.map((instance) =>
+          instance.child.exitCode !== null || instance.child.signalCode !== null ? null : new Promise((resolve) => instance.child.once('exit', resolve)),
+        ),
       );
       await receiver.close();
       await dropSchema(pool, schema);

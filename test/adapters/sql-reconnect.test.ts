@@ -9,7 +9,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { PGlite } from '@electric-sql/pglite';
 import { sqlBlobs, sqlStorage } from '../../adapters/sql/index.js';
-import { PortalError, isPortalError } from '../../src/errors.js';
+import { type PortalError, isPortalError } from '../../src/errors.js';
 import type { Logger } from '../../src/shared/logger.js';
 import { eventRecord, webhookRecord } from '../conformance/fixtures.js';
 import { SIGNING_KEY_1 } from '../helpers/download.js';
@@ -152,14 +152,17 @@ test('a write whose connection broke with no word from the server is answered 50
   assert.is(pool.count(/^INSERT/), 1);
 });
 
-test('a publish whose answer was lost is found stored by its events\' ids: answered with its deliveries, stored once', async () => {
+test("a publish whose answer was lost is found stored by its events' ids: answered with its deliveries, stored once", async () => {
   const { pool, storage } = await open();
   const webhook = webhookRecord({ id: 'wbh_reconnectpublish', type: 'customer-created' });
   await storage.insertWebhook(webhook);
   const event = eventRecord({ id: 'evt_reconnectlanded', type: 'customer-created' });
   pool.answerLost(/^WITH events AS/, lost);
   const deliveries = await storage.publishEvents([event]);
-  assert.equal(deliveries.map((delivery) => [delivery.eventId, delivery.webhookId]), [[event.id, webhook.id]]);
+  assert.equal(
+    deliveries.map((delivery) => [delivery.eventId, delivery.webhookId]),
+    [[event.id, webhook.id]],
+  );
   assert.is(pool.count(/^WITH events AS/), 1, 'not run again');
   assert.is((await everyDelivery(storage, 'acct_a', webhook.id)).length, 1);
 });
@@ -252,7 +255,7 @@ test('a database that stays away is answered 503 after waitForDatabaseMs, having
   assert.is(await storage.getWebhook('acct_a', 'wh_reconnect_down'), null);
 });
 
-test('an error of the statement itself is not retried: a unique violation is RECORD_EXISTS, the driver\'s error its cause', async () => {
+test("an error of the statement itself is not retried: a unique violation is RECORD_EXISTS, the driver's error its cause", async () => {
   const { pool, storage } = await open();
   pool.failNext(/^INSERT/, duplicate);
   const error = await storage.insertWebhook(webhookRecord({ id: 'wh_reconnect_dup' })).catch((caught: unknown) => caught);
@@ -267,10 +270,13 @@ test('blob chunks refused, or written with their answer lost, are written again,
   pool.failNext(/blob_chunks/, refused);
   pool.answerLost(/blob_chunks/, lost);
   const bytes = Buffer.alloc(300_000, 7);
-  await blobs.put('blob_reconnect', (async function* () {
-    yield bytes.subarray(0, 100_000);
-    yield bytes.subarray(100_000);
-  })());
+  await blobs.put(
+    'blob_reconnect',
+    (async function* () {
+      yield bytes.subarray(0, 100_000);
+      yield bytes.subarray(100_000);
+    })(),
+  );
   const chunks: Buffer[] = [];
   for await (const chunk of (await blobs.get('blob_reconnect'))!) chunks.push(Buffer.from(chunk));
   assert.ok(Buffer.concat(chunks).equals(bytes));

@@ -58,7 +58,13 @@ async function seed(): Promise<void> {
   for (let start = 0; start < DELIVERIES; start += BATCH) {
     const events: EventRecord[] = [];
     for (let i = start; i < start + BATCH; i++) {
-      events.push({ id: newId('evt'), accountId: 'acct_a', type: 'customer-created', createdAt: atom(first + i * step), data: { customer: { id: `cus_${i}` } } });
+      events.push({
+        id: newId('evt'),
+        accountId: 'acct_a',
+        type: 'customer-created',
+        createdAt: atom(first + i * step),
+        data: { customer: { id: `cus_${i}` } },
+      });
     }
     const made = await storage.publishEvents(events);
     const claimed = await storage.claimDeliveries({ now: atom(now), leaseUntil: atom(now + 3600_000), limit: BATCH, owner: 'seeder' });
@@ -172,7 +178,9 @@ it('100,000 deliveries: the webhook screen in under a second, the failed deliver
   // The charts: the totals shown are the API's, and the 7-day one holds every call.
   const shown = async () =>
     Object.fromEntries(
-      await page.locator('.charts dl > div').evaluateAll((rows) => rows.map((row) => [row.querySelector('dt')!.textContent, row.querySelector('dd')!.textContent])),
+      await page
+        .locator('.charts dl > div')
+        .evaluateAll((rows) => rows.map((row) => [row.querySelector('dt')!.textContent, row.querySelector('dd')!.textContent])),
     ) as Record<string, string>;
   const day = await json(await app.api(`/webhooks/${webhook.id}/stats?window=24h`));
   const formatted = (n: number) => new Intl.NumberFormat('en-US').format(n);

@@ -92,8 +92,8 @@ it('create a webhook against a local receiver, send a test call, and see it succ
   await page.getByRole('button', { name: 'Send test call' }).click();
   const delivery = page.locator('.delivery[data-status="succeeded"]');
   await delivery.waitFor({ timeout: 15_000 });
-  assert.match(await delivery.textContent() ?? '', /Succeeded/);
-  assert.match(await delivery.locator('.attempts li').first().textContent() ?? '', /HTTP 200/);
+  assert.match((await delivery.textContent()) ?? '', /Succeeded/);
+  assert.match((await delivery.locator('.attempts li').first().textContent()) ?? '', /HTTP 200/);
   assert.is(receiver.received.length, before + 1);
   assert.match(receiver.received.at(-1)!.body, /"type":"webhook.test"/);
   await shoot(page, '3-webhook-log');
@@ -109,15 +109,15 @@ it('a failing receiver: the log shows the failure and the retry scheduled; redel
   await page.getByRole('button', { name: 'Send test call' }).click();
   const pending = page.locator('.delivery[data-status="pending"]');
   await pending.locator('.next').waitFor({ timeout: 15_000 });
-  assert.match(await pending.locator('.attempts li').first().textContent() ?? '', /HTTP 500/);
-  assert.match(await pending.locator('.next').textContent() ?? '', /Next attempt/);
+  assert.match((await pending.locator('.attempts li').first().textContent()) ?? '', /HTTP 500/);
+  assert.match((await pending.locator('.next').textContent()) ?? '', /Next attempt/);
   await page.getByText('Enabled, failing').waitFor();
   await shoot(page, '4-retry-scheduled');
   // The list shows the run of failures too, and leads back.
   await page.getByRole('link', { name: '← All webhooks' }).click();
   const card = page.locator('.card').filter({ hasText: `${receiver.url}/failing` });
   await card.waitFor();
-  assert.match(await card.textContent() ?? '', /Enabled, failing since /);
+  assert.match((await card.textContent()) ?? '', /Enabled, failing since /);
   await card.getByRole('link').click();
 
   receiver.script([], { status: 204 });
@@ -125,7 +125,7 @@ it('a failing receiver: the log shows the failure and the retry scheduled; redel
   const done = page.locator('.delivery[data-status="succeeded"]');
   await done.waitFor({ timeout: 15_000 });
   assert.is(await done.locator('.attempts li').count(), 2);
-  assert.match(await done.locator('.attempts li').first().textContent() ?? '', /HTTP 204/);
+  assert.match((await done.locator('.attempts li').first().textContent()) ?? '', /HTTP 204/);
   assert.equal(problemsOf(page), []);
   await page.context().close();
 });
@@ -177,7 +177,10 @@ it('rotate the secret with a chosen grace: the new one shown with a copy button,
   assert.is((await app.portal.webhooks.health('acct_a', webhook.id))!.status, 'disabled');
   // The API refuses a test call to a disabled webhook: its message is what the page shows.
   await page.getByRole('button', { name: 'Send test call' }).click();
-  await page.getByRole('alert').filter({ hasText: /disabled/ }).waitFor();
+  await page
+    .getByRole('alert')
+    .filter({ hasText: /disabled/ })
+    .waitFor();
   await page.getByRole('button', { name: 'Enable' }).click();
   await page.locator('[data-health="enabled"]').waitFor();
   assert.is((await app.portal.webhooks.health('acct_a', webhook.id))!.status, 'enabled');
@@ -191,7 +194,7 @@ it('recover since: an event missed while the webhook was disabled is queued agai
   await app.portal.webhooks.disable('acct_a', webhook.id);
   const event = await app.portal.events.publish('acct_a', 'customer-created', { customerId: 'cus_1' });
   await app.portal.worker!.tick();
-  const [missed] = await app.portal.webhooks.deliveries('acct_a', webhook.id) ?? [];
+  const [missed] = (await app.portal.webhooks.deliveries('acct_a', webhook.id)) ?? [];
   assert.is(missed?.status, 'cancelled');
   const page = await signedIn();
   await page.goto(`${app.url}/portal/#/webhooks/${webhook.id}`);
@@ -206,7 +209,7 @@ it('recover since: an event missed while the webhook was disabled is queued agai
   await page.getByText('1 event queued again.').waitFor();
   const delivered = page.locator('.delivery[data-status="succeeded"]');
   await delivered.waitFor({ timeout: 15_000 });
-  assert.match(await delivered.textContent() ?? '', new RegExp(event.id));
+  assert.match((await delivered.textContent()) ?? '', new RegExp(event.id));
   assert.equal(problemsOf(page), []);
   await page.context().close();
 });
@@ -239,13 +242,16 @@ it('the event catalogue: every type with its description, schema and example; a 
   await page.getByRole('heading', { level: 1, name: 'Event types' }).waitFor();
   const cards = page.locator('.event-type');
   await cards.first().waitFor();
-  assert.equal(await cards.evaluateAll((nodes) => nodes.map((node) => node.getAttribute('data-name'))), app.portal.eventTypes.list().map((type) => type.name));
+  assert.equal(
+    await cards.evaluateAll((nodes) => nodes.map((node) => node.getAttribute('data-name'))),
+    app.portal.eventTypes.list().map((type) => type.name),
+  );
   const host = page.locator('.event-type[data-name="customer-created"]');
-  assert.match(await host.textContent() ?? '', /No schema: any JSON object\./);
+  assert.match((await host.textContent()) ?? '', /No schema: any JSON object\./);
   const signed = page.locator('.event-type[data-name="agreement-signed"]');
-  assert.match(await signed.textContent() ?? '', /The last signer of an agreement signed/);
+  assert.match((await signed.textContent()) ?? '', /The last signer of an agreement signed/);
   await signed.locator('summary', { hasText: 'Example' }).click();
-  assert.match(await signed.locator('pre').last().textContent() ?? '', /"status": "signed"/);
+  assert.match((await signed.locator('pre').last().textContent()) ?? '', /"status": "signed"/);
   await shoot(page, '17-event-types');
   assert.equal(problemsOf(page), []);
   await page.context().close();
@@ -263,7 +269,10 @@ it('creating a webhook shows what its receiver verifies with: the secret, or for
   await page.getByLabel('Signatures').selectOption('ed25519');
   await page.getByRole('button', { name: 'Create webhook' }).click();
   const ed25519 = async () => (await app.portal.webhooks.list('acct_a')).find((one) => one.url === `${receiver.url}/signed-ed25519`);
-  await page.locator('#created-secret').filter({ hasText: /^whpk_/ }).waitFor();
+  await page
+    .locator('#created-secret')
+    .filter({ hasText: /^whpk_/ })
+    .waitFor();
   const made = (await ed25519())!;
   assert.is(await page.locator('#created-secret').textContent(), made.publicKey);
   assert.is(made.secret, undefined);
@@ -272,13 +281,16 @@ it('creating a webhook shows what its receiver verifies with: the secret, or for
   await page.getByRole('button', { name: 'Show the link' }).click();
   const link = (await page.locator('#public-keys-url').textContent())!;
   const served = (await (await fetch(link)).json()) as { keys: { kid: string }[] };
-  assert.equal(served.keys.map((key) => key.kid), [made.publicKey]);
+  assert.equal(
+    served.keys.map((key) => key.kid),
+    [made.publicKey],
+  );
   await shoot(page, '16-ed25519-webhook');
   assert.equal(problemsOf(page), []);
   await page.context().close();
 });
 
-it('a filter: shown, tried on recent events, saved; a bad one shows the API\'s message; the log shows ordering keys and who waits', async () => {
+it("a filter: shown, tried on recent events, saved; a bad one shows the API's message; the log shows ordering keys and who waits", async () => {
   receiver.script([], { status: 204 });
   const webhook = await newWebhook(`${receiver.url}/filtered`);
   for (const tier of ['gold', 'silver', 'gold']) await app.portal.events.publish('acct_a', 'customer-created', { customer: { tier } });
@@ -293,7 +305,7 @@ it('a filter: shown, tried on recent events, saved; a bad one shows the API\'s m
   assert.ok(expected.matched >= 2 && expected.data.length >= 3);
   await page.getByText(`${expected.matched} of the ${expected.data.length} most recent events match.`).waitFor();
   assert.is(await page.locator('.dry-run-events li[data-matches="true"]').count(), expected.matched);
-  assert.match(await page.locator('.dry-run-events li').first().textContent() ?? '', /"tier": "gold"/);
+  assert.match((await page.locator('.dry-run-events li').first().textContent()) ?? '', /"tier": "gold"/);
   await page.getByRole('button', { name: 'Save filter' }).click();
   await page.getByText('Saved: events published from now on are matched against it.').waitFor();
   assert.equal((await app.portal.webhooks.get('acct_a', webhook.id))!.filter, { 'customer.tier': 'gold' });
@@ -330,13 +342,18 @@ it('files: a directory expands in place and collapses, by click and by keyboard;
   const reports = await app.portal.files.createDirectory('acct_a', { name: 'Reports' });
   const yearly = await app.portal.files.createDirectory('acct_a', { name: '2026', directoryId: reports.id });
   await app.portal.files.put('acct_a', { name: 'readme.txt', mime: 'text/plain', body: Buffer.from('hello') });
-  await app.portal.files.put('acct_a', { name: '<img src=x onerror=alert(1)>.pdf', mime: 'application/pdf', directoryId: reports.id, body: Buffer.alloc(2048) });
+  await app.portal.files.put('acct_a', {
+    name: '<img src=x onerror=alert(1)>.pdf',
+    mime: 'application/pdf',
+    directoryId: reports.id,
+    body: Buffer.alloc(2048),
+  });
   await app.portal.files.put('acct_a', { name: 'q1.csv', mime: 'text/csv', directoryId: yearly.id, body: Buffer.alloc(3 * 1024 * 1024) });
   const page = await signedIn();
   await page.getByRole('link', { name: 'Files' }).click();
   await page.getByRole('heading', { level: 1, name: 'Files' }).waitFor();
   await page.getByRole('cell', { name: 'readme.txt', exact: true }).waitFor();
-  assert.match(await page.getByRole('row', { name: /readme\.txt/ }).textContent() ?? '', /5 bytes/);
+  assert.match((await page.getByRole('row', { name: /readme\.txt/ }).textContent()) ?? '', /5 bytes/);
   await shoot(page, '6-files');
 
   // Expand in place: the entries of Reports come below it, one level deeper; the heading stays.
@@ -346,18 +363,23 @@ it('files: a directory expands in place and collapses, by click and by keyboard;
   const inner = page.getByRole('row', { name: /onerror/ });
   await inner.waitFor();
   assert.is(await toggle.getAttribute('aria-expanded'), 'true');
-  assert.match(await inner.textContent() ?? '', /<img src=x onerror=alert\(1\)>\.pdf.*2 KB/);
+  assert.match((await inner.textContent()) ?? '', /<img src=x onerror=alert\(1\)>\.pdf.*2 KB/);
   assert.is(await inner.getAttribute('data-depth'), '1');
   assert.is(await page.locator('main img').count(), 0);
   assert.is(await page.getByRole('heading', { level: 1 }).textContent(), 'Files');
-  const indent = (name: RegExp) => page.getByRole('row', { name }).locator('td').first().evaluate((cell) => parseFloat((globalThis as any).getComputedStyle(cell).paddingLeft));
+  const indent = (name: RegExp) =>
+    page
+      .getByRole('row', { name })
+      .locator('td')
+      .first()
+      .evaluate((cell) => parseFloat((globalThis as any).getComputedStyle(cell).paddingLeft));
   assert.ok((await indent(/onerror/)) > (await indent(/readme\.txt/)), 'an inner entry is indented');
   // The keyboard: → expands the directory inside, ← collapses Reports with everything below it.
   const nested = page.getByRole('button', { name: '2026' });
   await nested.focus();
   await page.keyboard.press('ArrowRight');
   await page.getByRole('row', { name: /q1\.csv/ }).waitFor();
-  assert.match(await page.getByRole('row', { name: /q1\.csv/ }).textContent() ?? '', /3 MB/);
+  assert.match((await page.getByRole('row', { name: /q1\.csv/ }).textContent()) ?? '', /3 MB/);
   assert.is(await page.getByRole('row', { name: /q1\.csv/ }).getAttribute('data-depth'), '2');
   await shoot(page, '7-files-tree');
   await toggle.focus();
@@ -404,15 +426,19 @@ it('agreements: those created over the API, newest first, with status and signer
   const cards = page.locator('.agreement');
   await cards.first().waitFor();
   assert.is(await cards.count(), 20, 'a page of 20');
-  assert.equal(await cards.locator('h2').evaluateAll((nodes) => nodes.slice(0, 3).map((node) => node.textContent)), ['NDA <b>bold</b>', 'Lease 2026', 'Older agreement 20']);
+  assert.equal(await cards.locator('h2').evaluateAll((nodes) => nodes.slice(0, 3).map((node) => node.textContent)), [
+    'NDA <b>bold</b>',
+    'Lease 2026',
+    'Older agreement 20',
+  ]);
   const signed = page.locator(`.agreement[data-id="${nda.id}"]`);
-  assert.match(await signed.textContent() ?? '', /Signed · 1 of 1 signed · created /);
+  assert.match((await signed.textContent()) ?? '', /Signed · 1 of 1 signed · created /);
   const open = page.locator(`.agreement[data-id="${lease.id}"]`);
-  assert.match(await open.textContent() ?? '', /Awaiting signatures · 1 of 2 signed/);
-  assert.match(await open.locator('.signers li[data-signed="true"]').textContent() ?? '', /^Bo Lee <bo@example\.com> · signed /);
-  assert.match(await open.locator('.signers li[data-signed="false"]').textContent() ?? '', /^Cy Ng <cy@example\.com> · not signed yet Copy signing link $/);
-  assert.match(await open.textContent() ?? '', /Sent by Ann Owner · 1 document/);
-  assert.match(await open.getByRole('list', { name: 'Documents' }).textContent() ?? '', /lease\.pdf.*Download/);
+  assert.match((await open.textContent()) ?? '', /Awaiting signatures · 1 of 2 signed/);
+  assert.match((await open.locator('.signers li[data-signed="true"]').textContent()) ?? '', /^Bo Lee <bo@example\.com> · signed /);
+  assert.match((await open.locator('.signers li[data-signed="false"]').textContent()) ?? '', /^Cy Ng <cy@example\.com> · not signed yet Copy signing link $/);
+  assert.match((await open.textContent()) ?? '', /Sent by Ann Owner · 1 document/);
+  assert.match((await open.getByRole('list', { name: 'Documents' }).textContent()) ?? '', /lease\.pdf.*Download/);
   assert.is(await page.locator('main b').count(), 0, 'a name is text, never markup');
   await shoot(page, '9-agreements', false);
 
@@ -420,7 +446,11 @@ it('agreements: those created over the API, newest first, with status and signer
   await more.click();
   await page.getByText('All 22 shown.').waitFor();
   assert.is(await cards.count(), 22);
-  assert.is(await page.evaluate('document.activeElement?.querySelector("h2")?.textContent'), 'Older agreement 2', 'the keyboard goes on from the first agreement brought');
+  assert.is(
+    await page.evaluate('document.activeElement?.querySelector("h2")?.textContent'),
+    'Older agreement 2',
+    'the keyboard goes on from the first agreement brought',
+  );
   assert.ok(await more.isHidden(), 'nothing more to load');
   assert.equal(problemsOf(page), []);
   await page.context().close();
@@ -465,8 +495,13 @@ it('files and agreement documents: Download saves the bytes through a signed lin
   await page.context().close();
 });
 
-it('agreements: each signer\'s status, Copy signing link (a link that works), and the audit trail, verified', async () => {
-  const form = validFormData({ signers: [{ firstName: 'Dee', lastName: 'Ray', email: 'dee@example.com', shouldIdentify: false }, { firstName: 'Eli', lastName: 'Ott', email: 'eli@example.com', shouldIdentify: false }] });
+it("agreements: each signer's status, Copy signing link (a link that works), and the audit trail, verified", async () => {
+  const form = validFormData({
+    signers: [
+      { firstName: 'Dee', lastName: 'Ray', email: 'dee@example.com', shouldIdentify: false },
+      { firstName: 'Eli', lastName: 'Ott', email: 'eli@example.com', shouldIdentify: false },
+    ],
+  });
   form.set('name', 'Signing from the page');
   const agreement = await json(await app.api('/agreements', { method: 'POST', body: form }));
   const page = await signedIn();
@@ -484,7 +519,7 @@ it('agreements: each signer\'s status, Copy signing link (a link that works), an
   await json(view);
   await card.getByText('Audit trail').click();
   await card.getByText('Verified: every entry is intact.').waitFor();
-  assert.match(await card.locator('.trail').textContent() ?? '', /Created.*Signing link made.*Opened/s);
+  assert.match((await card.locator('.trail').textContent()) ?? '', /Created.*Signing link made.*Opened/s);
   await shoot(page, '10-agreement-signing');
 
   // Once everyone signed: the certificate of completion, saved as a PDF.
@@ -530,7 +565,10 @@ it('a long delivery log: one page of 50 at first, older pages on demand; a refre
   await page.waitForTimeout(200);
   assert.is(await page.locator('.delivery').count(), 120, 'the older pages stay through a refresh');
   assert.ok(asked.length >= 1 && asked.every((search) => /since=/.test(search)), `a refresh asks for what is newer than the newest shown: ${asked.join(' ')}`);
-  assert.ok(asked.every((search) => /limit=50/.test(search)), `every request asks for one page: ${asked.join(' ')}`);
+  assert.ok(
+    asked.every((search) => /limit=50/.test(search)),
+    `every request asks for one page: ${asked.join(' ')}`,
+  );
   assert.equal(problemsOf(page), []);
   await page.context().close();
 });

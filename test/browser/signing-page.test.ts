@@ -94,7 +94,10 @@ it('two signers of a sequential agreement sign through their links: drawn and ty
   await page.getByRole('alert').getByText('Draw or type your signature first.').waitFor();
   await draw(page);
   await page.getByRole('button', { name: 'Sign' }).click();
-  await page.getByRole('alert').getByText(/Tick the box/).waitFor();
+  await page
+    .getByRole('alert')
+    .getByText(/Tick the box/)
+    .waitFor();
   await page.getByLabel(/agree to sign them electronically/).check();
   await page.screenshot({ path: path.join(OUTPUT, '1-before-signing.png'), fullPage: true });
   await page.getByRole('button', { name: 'Sign' }).click();
@@ -113,7 +116,10 @@ it('two signers of a sequential agreement sign through their links: drawn and ty
   await narrow.getByRole('button', { name: 'Sign' }).focus();
   await narrow.keyboard.press('Enter');
   await narrow.getByText('Thank you: you have signed.').waitFor();
-  const scrolls = await narrow.evaluate(() => { const root = (globalThis as any).document.documentElement; return root.scrollWidth > root.clientWidth; });
+  const scrolls = await narrow.evaluate(() => {
+    const root = (globalThis as any).document.documentElement;
+    return root.scrollWidth > root.clientWidth;
+  });
   assert.not.ok(scrolls, 'no sideways scroll at 360 px');
   await narrow.screenshot({ path: path.join(OUTPUT, '3-signed-360px.png'), fullPage: true });
   assert.equal(narrow.problems, []);
@@ -138,21 +144,31 @@ it('two signers of a sequential agreement sign through their links: drawn and ty
   assert.equal(received.slice(3).sort(), ['agreement-signed', 'agreement-signer-signed 2']);
   const audit = await json(await app.api(`/agreements/${agreement.id}/audit`));
   assert.is(audit.verified, true);
-  const steps = audit.data.map((entry: { action: string; signerId: string | null }) => `${entry.action}${entry.signerId === null ? '' : entry.signerId === first.id ? ' 1' : ' 2'}`);
+  const steps = audit.data.map(
+    (entry: { action: string; signerId: string | null }) => `${entry.action}${entry.signerId === null ? '' : entry.signerId === first.id ? ' 1' : ' 2'}`,
+  );
   assert.equal(steps, ['created', 'link-issued 1', 'link-issued 2', 'viewed 2', 'viewed 1', 'signed 1', 'signed 2']);
 
   // The certificate of completion, read back.
   const certificate = await app.api(`/agreements/${agreement.id}/certificate`);
   assert.is(certificate.status, 200);
   if (spawnSync('pdftotext', ['-v'], { stdio: 'ignore' }).error !== undefined) {
-    console.log('  skipped the certificate\'s text: pdftotext (poppler-utils) is not installed');
+    console.log("  skipped the certificate's text: pdftotext (poppler-utils) is not installed");
     return;
   }
   const dir = mkdtempSync(path.join(tmpdir(), 'signing-certificate-'));
   try {
     writeFileSync(path.join(dir, 'c.pdf'), Buffer.from(await certificate.arrayBuffer()));
     const text = execFileSync('pdftotext', [path.join(dir, 'c.pdf'), '-'], { encoding: 'utf8' });
-    for (const value of ['Certificate of completion', 'signed by every signer', agreement.documents[0].fileHash, first.email, second.email, audit.data.at(-1).hash, 'verified']) {
+    for (const value of [
+      'Certificate of completion',
+      'signed by every signer',
+      agreement.documents[0].fileHash,
+      first.email,
+      second.email,
+      audit.data.at(-1).hash,
+      'verified',
+    ]) {
       assert.ok(text.includes(value), `the certificate shows ${value}`);
     }
   } finally {

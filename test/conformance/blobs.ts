@@ -25,113 +25,152 @@ export function blobStoreSuite(factory: BlobStoreFactory): void {
     }
   };
 
-  test('put resolves the size; get streams the same bytes back', withBlobs(async (blobs) => {
-    const bytes = patternBytes(3 * 1024 * 1024 + 17);
-    const { size } = await blobs.put('fsf_one', Readable.from(chunks(bytes, 64 * 1024)));
-    assert.is(size, bytes.length);
-    const read = await buffer((await blobs.get('fsf_one'))!);
-    assert.ok(read.equals(bytes), 'bytes round-trip exactly');
-    assert.equal(await blobs.stat('fsf_one'), { key: 'fsf_one', size: bytes.length, createdAt: '2026-01-01T00:00:00+00:00' });
-  }));
+  test(
+    'put resolves the size; get streams the same bytes back',
+    withBlobs(async (blobs) => {
+      const bytes = patternBytes(3 * 1024 * 1024 + 17);
+      const { size } = await blobs.put('fsf_one', Readable.from(chunks(bytes, 64 * 1024)));
+      assert.is(size, bytes.length);
+      const read = await buffer((await blobs.get('fsf_one'))!);
+      assert.ok(read.equals(bytes), 'bytes round-trip exactly');
+      assert.equal(await blobs.stat('fsf_one'), { key: 'fsf_one', size: bytes.length, createdAt: '2026-01-01T00:00:00+00:00' });
+    }),
+  );
 
-  test('an empty blob is stored and read back empty', withBlobs(async (blobs) => {
-    assert.equal(await blobs.put('fsf_empty', Readable.from([])), { size: 0 });
-    assert.is((await buffer((await blobs.get('fsf_empty'))!)).length, 0);
-  }));
+  test(
+    'an empty blob is stored and read back empty',
+    withBlobs(async (blobs) => {
+      assert.equal(await blobs.put('fsf_empty', Readable.from([])), { size: 0 });
+      assert.is((await buffer((await blobs.get('fsf_empty'))!)).length, 0);
+    }),
+  );
 
-  test('an async iterable body is accepted', withBlobs(async (blobs) => {
-    async function* body() {
-      yield Buffer.from('hello, ');
-      yield new TextEncoder().encode('world');
-    }
-    await blobs.put('fsf_iter', body());
-    assert.is(await text((await blobs.get('fsf_iter'))!), 'hello, world');
-  }));
-
-  test('a body that reuses its buffer for each chunk is stored as yielded', withBlobs(async (blobs) => {
-    const bytes = patternBytes(2 * 1024 * 1024 + 5, 9);
-    async function* reusing() {
-      // One buffer, refilled for every chunk once the store asks for the next: the store must copy.
-      const scratch = new Uint8Array(48 * 1024);
-      for (let offset = 0; offset < bytes.length; offset += scratch.length) {
-        const piece = bytes.subarray(offset, offset + scratch.length);
-        scratch.set(piece);
-        yield scratch.subarray(0, piece.length);
-        scratch.fill(0xee);
+  test(
+    'an async iterable body is accepted',
+    withBlobs(async (blobs) => {
+      async function* body() {
+        yield Buffer.from('hello, ');
+        yield new TextEncoder().encode('world');
       }
-    }
-    assert.equal(await blobs.put('fsf_reused', reusing()), { size: bytes.length });
-    assert.ok((await buffer((await blobs.get('fsf_reused'))!)).equals(bytes), 'the bytes yielded, not the buffer refilled after');
-  }));
+      await blobs.put('fsf_iter', body());
+      assert.is(await text((await blobs.get('fsf_iter'))!), 'hello, world');
+    }),
+  );
 
-  test('a range reads exactly the bytes from start to end inclusive', withBlobs(async (blobs) => {
-    const bytes = patternBytes(1_000_000);
-    await blobs.put('fsf_range', Readable.from(chunks(bytes, 100_000)));
-    for (const [start, end] of [[0, 0], [0, 99], [99_999, 100_000], [123_456, 654_321], [999_999, 999_999]] as const) {
-      const part = await buffer((await blobs.get('fsf_range', { start, end }))!);
-      assert.ok(part.equals(bytes.subarray(start, end + 1)), `range ${start}-${end}`);
-    }
-  }));
+  test(
+    'a body that reuses its buffer for each chunk is stored as yielded',
+    withBlobs(async (blobs) => {
+      const bytes = patternBytes(2 * 1024 * 1024 + 5, 9);
+      async function* reusing() {
+        // One buffer, refilled for every chunk once the store asks for the next: the store must copy.
+        const scratch = new Uint8Array(48 * 1024);
+        for (let offset = 0; offset < bytes.length; offset += scratch.length) {
+          const piece = bytes.subarray(offset, offset + scratch.length);
+          scratch.set(piece);
+          yield scratch.subarray(0, piece.length);
+          scratch.fill(0xee);
+        }
+      }
+      assert.equal(await blobs.put('fsf_reused', reusing()), { size: bytes.length });
+      assert.ok((await buffer((await blobs.get('fsf_reused'))!)).equals(bytes), 'the bytes yielded, not the buffer refilled after');
+    }),
+  );
 
-  test('an absent blob: get and stat are null, delete is false', withBlobs(async (blobs) => {
-    assert.is(await blobs.get('fsf_absent'), null);
-    assert.is(await blobs.stat('fsf_absent'), null);
-    assert.is(await blobs.delete('fsf_absent'), false);
-  }));
+  test(
+    'a range reads exactly the bytes from start to end inclusive',
+    withBlobs(async (blobs) => {
+      const bytes = patternBytes(1_000_000);
+      await blobs.put('fsf_range', Readable.from(chunks(bytes, 100_000)));
+      for (const [start, end] of [
+        [0, 0],
+        [0, 99],
+        [99_999, 100_000],
+        [123_456, 654_321],
+        [999_999, 999_999],
+      ] as const) {
+        const part = await buffer((await blobs.get('fsf_range', { start, end }))!);
+        assert.ok(part.equals(bytes.subarray(start, end + 1)), `range ${start}-${end}`);
+      }
+    }),
+  );
 
-  test('delete removes the blob once', withBlobs(async (blobs) => {
-    await blobs.put('fsf_del', Readable.from([Buffer.from('x')]));
-    assert.is(await blobs.delete('fsf_del'), true);
-    assert.is(await blobs.get('fsf_del'), null);
-    assert.is(await blobs.delete('fsf_del'), false);
-  }));
+  test(
+    'an absent blob: get and stat are null, delete is false',
+    withBlobs(async (blobs) => {
+      assert.is(await blobs.get('fsf_absent'), null);
+      assert.is(await blobs.stat('fsf_absent'), null);
+      assert.is(await blobs.delete('fsf_absent'), false);
+    }),
+  );
 
-  test('a body that fails half-way rejects with its error and leaves nothing', withBlobs(async (blobs) => {
-    async function* failing() {
-      yield patternBytes(300_000);
-      throw new Error('client went away');
-    }
-    let error: unknown;
-    await blobs.put('fsf_broken', failing()).catch((caught) => (error = caught));
-    assert.instance(error, Error);
-    assert.is((error as Error).message, 'client went away');
-    assert.is(await blobs.get('fsf_broken'), null);
-    assert.is(await blobs.stat('fsf_broken'), null);
-    const listed: string[] = [];
-    for await (const info of blobs.listBefore('2100-01-01T00:00:00+00:00')) listed.push(info.key);
-    assert.not.ok(listed.includes('fsf_broken'));
-  }));
+  test(
+    'delete removes the blob once',
+    withBlobs(async (blobs) => {
+      await blobs.put('fsf_del', Readable.from([Buffer.from('x')]));
+      assert.is(await blobs.delete('fsf_del'), true);
+      assert.is(await blobs.get('fsf_del'), null);
+      assert.is(await blobs.delete('fsf_del'), false);
+    }),
+  );
 
-  test('a destroyed stream body rejects and leaves nothing', withBlobs(async (blobs) => {
-    const body = new Readable({ read() {} });
-    body.push(patternBytes(100_000));
-    const put = blobs.put('fsf_destroyed', body);
-    setTimeout(() => body.destroy(new Error('aborted')), 10);
-    let rejected = false;
-    await put.catch(() => (rejected = true));
-    assert.ok(rejected);
-    assert.is(await blobs.stat('fsf_destroyed'), null);
-  }));
+  test(
+    'a body that fails half-way rejects with its error and leaves nothing',
+    withBlobs(async (blobs) => {
+      async function* failing() {
+        yield patternBytes(300_000);
+        throw new Error('client went away');
+      }
+      let error: unknown;
+      await blobs.put('fsf_broken', failing()).catch((caught) => (error = caught));
+      assert.instance(error, Error);
+      assert.is((error as Error).message, 'client went away');
+      assert.is(await blobs.get('fsf_broken'), null);
+      assert.is(await blobs.stat('fsf_broken'), null);
+      const listed: string[] = [];
+      for await (const info of blobs.listBefore('2100-01-01T00:00:00+00:00')) listed.push(info.key);
+      assert.not.ok(listed.includes('fsf_broken'));
+    }),
+  );
 
-  test('listBefore yields exactly the blobs written before the given time', withBlobs(async (blobs) => {
-    now = new Date('2026-01-01T00:00:00Z');
-    await blobs.put('fsf_old', Readable.from([Buffer.from('old')]));
-    now = new Date('2026-01-01T02:00:00Z');
-    await blobs.put('fsf_new', Readable.from([Buffer.from('new')]));
-    const listed = [];
-    for await (const info of blobs.listBefore('2026-01-01T01:00:00+00:00')) listed.push(info);
-    assert.equal(listed, [{ key: 'fsf_old', size: 3, createdAt: '2026-01-01T00:00:00+00:00' }]);
-  }));
+  test(
+    'a destroyed stream body rejects and leaves nothing',
+    withBlobs(async (blobs) => {
+      const body = new Readable({ read() {} });
+      body.push(patternBytes(100_000));
+      const put = blobs.put('fsf_destroyed', body);
+      setTimeout(() => body.destroy(new Error('aborted')), 10);
+      let rejected = false;
+      await put.catch(() => (rejected = true));
+      assert.ok(rejected);
+      assert.is(await blobs.stat('fsf_destroyed'), null);
+    }),
+  );
 
-  reopenable(test, factory)('blobs survive a reopen', withBlobs(async (blobs, swap) => {
-    const bytes = patternBytes(700_000, 3);
-    await blobs.put('fsf_kept', Readable.from([bytes]));
-    await blobs.put('fsf_gone', Readable.from([bytes]));
-    await blobs.delete('fsf_gone');
-    const reopened = await swap();
-    assert.ok((await buffer((await reopened.get('fsf_kept'))!)).equals(bytes));
-    assert.is(await reopened.get('fsf_gone'), null);
-  }));
+  test(
+    'listBefore yields exactly the blobs written before the given time',
+    withBlobs(async (blobs) => {
+      now = new Date('2026-01-01T00:00:00Z');
+      await blobs.put('fsf_old', Readable.from([Buffer.from('old')]));
+      now = new Date('2026-01-01T02:00:00Z');
+      await blobs.put('fsf_new', Readable.from([Buffer.from('new')]));
+      const listed = [];
+      for await (const info of blobs.listBefore('2026-01-01T01:00:00+00:00')) listed.push(info);
+      assert.equal(listed, [{ key: 'fsf_old', size: 3, createdAt: '2026-01-01T00:00:00+00:00' }]);
+    }),
+  );
+
+  reopenable(test, factory)(
+    'blobs survive a reopen',
+    withBlobs(async (blobs, swap) => {
+      const bytes = patternBytes(700_000, 3);
+      await blobs.put('fsf_kept', Readable.from([bytes]));
+      await blobs.put('fsf_gone', Readable.from([bytes]));
+      await blobs.delete('fsf_gone');
+      const reopened = await swap();
+      assert.ok((await buffer((await reopened.get('fsf_kept'))!)).equals(bytes));
+      assert.is(await reopened.get('fsf_gone'), null);
+    }),
+  );
 
   test.run();
 }

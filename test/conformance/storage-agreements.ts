@@ -60,276 +60,391 @@ async function until(check: () => boolean, what: string, timeoutMs = 10_000): Pr
 }
 
 export function agreementStorageTests(test: Test, factory: StorageFactory): void {
-  test('agreements: with 1 MiB signature images, agreement-created and agreement-signed go out at once as calls under 20 KiB; the agreement keeps its images', withStorage(factory, async (storage, { db }) => {
-    await storage.insertWebhook(webhookRecord({ type: 'agreement-created' }));
-    await storage.insertWebhook(webhookRecord({ type: 'agreement-signed' }));
-    const calls: WebhookCall[] = [];
-    const transport: WebhookTransport = { send: async (call) => (calls.push(call), { statusCode: 204, headers: {}, error: null }) };
-    // The worker never ticks: a call can only come from the service's notify, as in a portal.
-    const worker = createWebhookWorker({
-      storage, transport, clock: () => new Date(), logger: silentLogger,
-      tick: '0 0 0 1 1 *', timeoutMs: 10_000, concurrency: 8, retrySchedule: [5],
-    });
-    const blobs = memoryBlobs();
-    const service = createAgreementService({ storage, blobs, clock: () => new Date(), notify: () => worker.poke(), downloads: testDownloads(storage, blobs) });
-    const image = pngDataUrl(1024 * 1024);
-    try {
-      const created = await service.create('acct_a', async () => ({
-        name: 'Lease 2026',
-        signerName: 'Ann Owner',
-        signerSignatureData: image,
-        signers: [{ firstName: 'Bo', lastName: 'Lee', email: 'bo@example.com', shouldIdentify: false }],
-        documents: [{ id: newId('agd'), documentName: 'lease.pdf', fileSize: 1, fileHash: 'f'.repeat(64) }],
-      }));
-      await until(() => calls.length === 1, 'the agreement-created call');
-      const signed = await service.sign('acct_a', created.id, created.signers[0]!.id, { signature: image });
-      await until(() => calls.length === 2, 'the agreement-signed call');
-      const bodies = calls.map((call) => JSON.parse(call.body));
-      assert.equal(bodies.map((body) => body.type), ['agreement-created', 'agreement-signed']);
-      for (const call of calls) assert.ok(Buffer.byteLength(call.body) < 20 * 1024, `a call body of ${Buffer.byteLength(call.body)} bytes`);
-      assert.equal(bodies[0].data, eventData(created));
-      assert.equal(bodies[1].data, eventData(signed));
-      assert.is(bodies[1].data.signers[0].signatureHash, signed.signers[0]!.signatureHash, 'the hash is kept');
-      const event = (await db.event(bodies[1].id))!;
-      assert.ok(JSON.stringify(event.data).length < 20 * 1024, 'the stored event is thin too');
-      const stored = (await storage.getAgreement('acct_a', created.id))!;
-      assert.equal([stored.signerSignature, stored.signers[0]!.signature], [image, image], 'the agreement keeps both images');
-    } finally {
-      await worker.stop();
-    }
-  }));
+  test(
+    'agreements: with 1 MiB signature images, agreement-created and agreement-signed go out at once as calls under 20 KiB; the agreement keeps its images',
+    withStorage(factory, async (storage, { db }) => {
+      await storage.insertWebhook(webhookRecord({ type: 'agreement-created' }));
+      await storage.insertWebhook(webhookRecord({ type: 'agreement-signed' }));
+      const calls: WebhookCall[] = [];
+      const transport: WebhookTransport = { send: async (call) => (calls.push(call), { statusCode: 204, headers: {}, error: null }) };
+      // The worker never ticks: a call can only come from the service's notify, as in a portal.
+      const worker = createWebhookWorker({
+        storage,
+        transport,
+        clock: () => new Date(),
+        logger: silentLogger,
+        tick: '0 0 0 1 1 *',
+        timeoutMs: 10_000,
+        concurrency: 8,
+        retrySchedule: [5],
+      });
+      const blobs = memoryBlobs();
+      const service = createAgreementService({
+        storage,
+        blobs,
+        clock: () => new Date(),
+        notify: () => worker.poke(),
+        downloads: testDownloads(storage, blobs),
+      });
+      const image = pngDataUrl(1024 * 1024);
+      try {
+        const created = await service.create('acct_a', async () => ({
+          name: 'Lease 2026',
+          signerName: 'Ann Owner',
+          signerSignatureData: image,
+          signers: [{ firstName: 'Bo', lastName: 'Lee', email: 'bo@example.com', shouldIdentify: false }],
+          documents: [{ id: newId('agd'), documentName: 'lease.pdf', fileSize: 1, fileHash: 'f'.repeat(64) }],
+        }));
+        await until(() => calls.length === 1, 'the agreement-created call');
+        const signed = await service.sign('acct_a', created.id, created.signers[0]!.id, { signature: image });
+        await until(() => calls.length === 2, 'the agreement-signed call');
+        const bodies = calls.map((call) => JSON.parse(call.body));
+        assert.equal(
+          bodies.map((body) => body.type),
+          ['agreement-created', 'agreement-signed'],
+        );
+        for (const call of calls) assert.ok(Buffer.byteLength(call.body) < 20 * 1024, `a call body of ${Buffer.byteLength(call.body)} bytes`);
+        assert.equal(bodies[0].data, eventData(created));
+        assert.equal(bodies[1].data, eventData(signed));
+        assert.is(bodies[1].data.signers[0].signatureHash, signed.signers[0]!.signatureHash, 'the hash is kept');
+        const event = (await db.event(bodies[1].id))!;
+        assert.ok(JSON.stringify(event.data).length < 20 * 1024, 'the stored event is thin too');
+        const stored = (await storage.getAgreement('acct_a', created.id))!;
+        assert.equal([stored.signerSignature, stored.signers[0]!.signature], [image, image], 'the agreement keeps both images');
+      } finally {
+        await worker.stop();
+      }
+    }),
+  );
 
-  test('agreements: insert then get returns an equal record; another account or an unknown id is null', withStorage(factory, async (storage) => {
-    const agreement = agreementRecord();
-    await storage.insertAgreement(agreement, []);
-    assert.equal(await storage.getAgreement('acct_a', agreement.id), agreement);
-    assert.is(await storage.getAgreement('acct_b', agreement.id), null);
-    assert.is(await storage.getAgreement('acct_a', 'agr_unknown'), null);
-  }));
+  test(
+    'agreements: insert then get returns an equal record; another account or an unknown id is null',
+    withStorage(factory, async (storage) => {
+      const agreement = agreementRecord();
+      await storage.insertAgreement(agreement, []);
+      assert.equal(await storage.getAgreement('acct_a', agreement.id), agreement);
+      assert.is(await storage.getAgreement('acct_b', agreement.id), null);
+      assert.is(await storage.getAgreement('acct_a', 'agr_unknown'), null);
+    }),
+  );
 
-  test('agreements: the events given with an insert are stored, and fan out to the webhooks of their type', withStorage(factory, async (storage, { db }) => {
-    const hook = webhookRecord({ type: 'agreement-created' });
-    const otherType = webhookRecord({ type: 'customer-created' });
-    await storage.insertWebhook(hook);
-    await storage.insertWebhook(otherType);
-    const agreement = agreementRecord();
-    const event = eventFor(agreement, 'agreement-created');
-    await storage.insertAgreement(agreement, [event]);
-    assert.equal(await db.event(event.id), event);
-    assert.is((await db.event(event.id))!.accountId, 'acct_a', 'stored under its own account');
-    const deliveries = await everyDelivery(storage, 'acct_a', hook.id);
-    assert.is(deliveries.length, 1);
-    assert.is(deliveries[0]!.eventId, event.id);
-    assert.is(deliveries[0]!.status, 'pending');
-    assert.equal(await everyDelivery(storage, 'acct_a', otherType.id), []);
-  }));
+  test(
+    'agreements: the events given with an insert are stored, and fan out to the webhooks of their type',
+    withStorage(factory, async (storage, { db }) => {
+      const hook = webhookRecord({ type: 'agreement-created' });
+      const otherType = webhookRecord({ type: 'customer-created' });
+      await storage.insertWebhook(hook);
+      await storage.insertWebhook(otherType);
+      const agreement = agreementRecord();
+      const event = eventFor(agreement, 'agreement-created');
+      await storage.insertAgreement(agreement, [event]);
+      assert.equal(await db.event(event.id), event);
+      assert.is((await db.event(event.id))!.accountId, 'acct_a', 'stored under its own account');
+      const deliveries = await everyDelivery(storage, 'acct_a', hook.id);
+      assert.is(deliveries.length, 1);
+      assert.is(deliveries[0]!.eventId, event.id);
+      assert.is(deliveries[0]!.status, 'pending');
+      assert.equal(await everyDelivery(storage, 'acct_a', otherType.id), []);
+    }),
+  );
 
-  test('agreements: inserting an id twice rejects, keeps the first and stores none of the second\'s events', withStorage(factory, async (storage, { db }) => {
-    const agreement = agreementRecord();
-    await storage.insertAgreement(agreement, []);
-    const event = eventFor(agreement, 'agreement-created');
-    let rejected = false;
-    await storage.insertAgreement({ ...agreement, name: 'Second' }, [event]).catch((error) => (rejected = isPortalError(error, 'RECORD_EXISTS')));
-    assert.ok(rejected);
-    assert.is((await storage.getAgreement('acct_a', agreement.id))!.name, agreement.name);
-    assert.is(await db.event(event.id), null);
-  }));
+  test(
+    "agreements: inserting an id twice rejects, keeps the first and stores none of the second's events",
+    withStorage(factory, async (storage, { db }) => {
+      const agreement = agreementRecord();
+      await storage.insertAgreement(agreement, []);
+      const event = eventFor(agreement, 'agreement-created');
+      let rejected = false;
+      await storage.insertAgreement({ ...agreement, name: 'Second' }, [event]).catch((error) => (rejected = isPortalError(error, 'RECORD_EXISTS')));
+      assert.ok(rejected);
+      assert.is((await storage.getAgreement('acct_a', agreement.id))!.name, agreement.name);
+      assert.is(await db.event(event.id), null);
+    }),
+  );
 
-  test('agreements: records go in and come out as copies, nested signers and documents too', withStorage(factory, async (storage) => {
-    const agreement = agreementRecord();
-    const expected = structuredClone(agreement);
-    await storage.insertAgreement(agreement, []);
-    agreement.signers[0]!.email = 'changed@example.com';
-    agreement.documents.pop();
-    const read = (await storage.getAgreement('acct_a', agreement.id))!;
-    read.signers[1]!.signedAt = T0;
-    read.documents[0]!.fileSize = 1;
-    read.status = 'signed';
-    assert.equal(await storage.getAgreement('acct_a', agreement.id), expected);
-  }));
+  test(
+    'agreements: records go in and come out as copies, nested signers and documents too',
+    withStorage(factory, async (storage) => {
+      const agreement = agreementRecord();
+      const expected = structuredClone(agreement);
+      await storage.insertAgreement(agreement, []);
+      agreement.signers[0]!.email = 'changed@example.com';
+      agreement.documents.pop();
+      const read = (await storage.getAgreement('acct_a', agreement.id))!;
+      read.signers[1]!.signedAt = T0;
+      read.documents[0]!.fileSize = 1;
+      read.status = 'signed';
+      assert.equal(await storage.getAgreement('acct_a', agreement.id), expected);
+    }),
+  );
 
-  test('agreements: updateAgreement stores what the change returns, with its events, and resolves it', withStorage(factory, async (storage, { db }) => {
-    const agreement = agreementRecord();
-    await storage.insertAgreement(agreement, []);
-    let seen: AgreementRecord | undefined;
-    const event = eventFor(agreement, 'agreement-signed');
-    const updated = await storage.updateAgreement('acct_a', agreement.id, (current) => {
-      seen = structuredClone(current);
-      const signed = signOne(current.signers[0]!.id)(current).agreement;
-      return { agreement: signed, events: [event] };
-    });
-    assert.equal(seen, agreement);
-    assert.ok(updated);
-    assert.is(updated!.signers[0]!.signedAt, T0);
-    assert.is(updated!.signers[1]!.signedAt, null);
-    assert.equal(await storage.getAgreement('acct_a', agreement.id), updated);
-    assert.equal(await db.event(event.id), event);
-  }));
+  test(
+    'agreements: updateAgreement stores what the change returns, with its events, and resolves it',
+    withStorage(factory, async (storage, { db }) => {
+      const agreement = agreementRecord();
+      await storage.insertAgreement(agreement, []);
+      let seen: AgreementRecord | undefined;
+      const event = eventFor(agreement, 'agreement-signed');
+      const updated = await storage.updateAgreement('acct_a', agreement.id, (current) => {
+        seen = structuredClone(current);
+        const signed = signOne(current.signers[0]!.id)(current).agreement;
+        return { agreement: signed, events: [event] };
+      });
+      assert.equal(seen, agreement);
+      assert.ok(updated);
+      assert.is(updated!.signers[0]!.signedAt, T0);
+      assert.is(updated!.signers[1]!.signedAt, null);
+      assert.equal(await storage.getAgreement('acct_a', agreement.id), updated);
+      assert.equal(await db.event(event.id), event);
+    }),
+  );
 
-  test('agreements: the signing fields and the audit trail are stored whole; an update appends entries after those kept', withStorage(factory, async (storage) => {
-    const step = (action: AuditAction, at: string) => ({ at, action, actor: 'account:acct_a', signerId: null, ip: '203.0.113.9', userAgent: 'Tëst/1.0', documents: [{ id: 'agd_x', fileHash: 'e'.repeat(64) }], detail: null });
-    const agreement = agreementRecord({ signingOrder: 'sequential', expiresAt: '2026-02-01T00:00:00+00:00', audit: appendAudit([], step('created', T0)) });
-    agreement.signers[0]!.signingLinkId = 'sgl_first';
-    await storage.insertAgreement(agreement, []);
-    assert.equal(await storage.getAgreement('acct_a', agreement.id), agreement);
-    const updated = await storage.updateAgreement('acct_a', agreement.id, (current) => {
-      const signers = current.signers.map((signer, i) =>
-        i === 1 ? { ...signer, viewedAt: T0, declinedAt: T0, declineReason: 'Nicht mit mir — "no"', signingLinkId: 'sgl_second' } : signer,
+  test(
+    'agreements: the signing fields and the audit trail are stored whole; an update appends entries after those kept',
+    withStorage(factory, async (storage) => {
+      const step = (action: AuditAction, at: string) => ({
+        at,
+        action,
+        actor: 'account:acct_a',
+        signerId: null,
+        ip: '203.0.113.9',
+        userAgent: 'Tëst/1.0',
+        documents: [{ id: 'agd_x', fileHash: 'e'.repeat(64) }],
+        detail: null,
+      });
+      const agreement = agreementRecord({ signingOrder: 'sequential', expiresAt: '2026-02-01T00:00:00+00:00', audit: appendAudit([], step('created', T0)) });
+      agreement.signers[0]!.signingLinkId = 'sgl_first';
+      await storage.insertAgreement(agreement, []);
+      assert.equal(await storage.getAgreement('acct_a', agreement.id), agreement);
+      const updated = await storage.updateAgreement('acct_a', agreement.id, (current) => {
+        const signers = current.signers.map((signer, i) =>
+          i === 1 ? { ...signer, viewedAt: T0, declinedAt: T0, declineReason: 'Nicht mit mir — "no"', signingLinkId: 'sgl_second' } : signer,
+        );
+        const audit = appendAudit(current.audit, step('viewed', T0), step('declined', T0));
+        return { agreement: { ...current, signers, closedAt: T0, closedReason: 'declined', audit }, events: [] };
+      });
+      assert.is(updated!.audit.length, 3);
+      const read = (await storage.getAgreement('acct_a', agreement.id))!;
+      assert.equal(read, updated);
+      assert.ok(verifyAudit(read.audit), 'the chain as stored verifies');
+      assert.equal([read.closedReason, read.signers[1]!.declineReason, read.signers[1]!.signingLinkId], ['declined', 'Nicht mit mir — "no"', 'sgl_second']);
+      const listed = (await storage.listAgreements('acct_a', { limit: 5 }))![0]!;
+      assert.equal(
+        [listed.signingOrder, listed.expiresAt, listed.closedReason, listed.signers[1]!.declinedAt],
+        ['sequential', '2026-02-01T00:00:00+00:00', 'declined', T0],
       );
-      const audit = appendAudit(current.audit, step('viewed', T0), step('declined', T0));
-      return { agreement: { ...current, signers, closedAt: T0, closedReason: 'declined', audit }, events: [] };
-    });
-    assert.is(updated!.audit.length, 3);
-    const read = (await storage.getAgreement('acct_a', agreement.id))!;
-    assert.equal(read, updated);
-    assert.ok(verifyAudit(read.audit), 'the chain as stored verifies');
-    assert.equal([read.closedReason, read.signers[1]!.declineReason, read.signers[1]!.signingLinkId], ['declined', 'Nicht mit mir — "no"', 'sgl_second']);
-    const listed = (await storage.listAgreements('acct_a', { limit: 5 }))![0]!;
-    assert.equal([listed.signingOrder, listed.expiresAt, listed.closedReason, listed.signers[1]!.declinedAt], ['sequential', '2026-02-01T00:00:00+00:00', 'declined', T0]);
-    assert.not.ok('audit' in listed, 'a list holds no trail');
-  }));
+      assert.not.ok('audit' in listed, 'a list holds no trail');
+    }),
+  );
 
-  test('agreements: agreementsDue lists the open agreements whose expiry or reminder has come, the earliest first, and no other', withStorage(factory, async (storage) => {
-    const at = (minute: number) => `2026-03-01T10:${String(minute).padStart(2, '0')}:00+00:00`;
-    const expired = agreementRecord({ expiresAt: at(5) });
-    const reminded = agreementRecord({ accountId: 'acct_b', nextReminderAt: at(3) });
-    const both = agreementRecord({ expiresAt: at(8), nextReminderAt: at(1) });
-    const later = agreementRecord({ expiresAt: at(30), nextReminderAt: at(40) });
-    const closed = agreementRecord({ expiresAt: at(2), closedAt: at(2), closedReason: 'declined' });
-    const signed = agreementRecord({ nextReminderAt: at(2), status: 'signed' });
-    const plain = agreementRecord();
-    for (const agreement of [expired, reminded, both, later, closed, signed, plain]) await storage.insertAgreement(agreement, []);
-    assert.equal(await storage.agreementsDue(at(10), 10), [
-      { accountId: 'acct_a', id: both.id },
-      { accountId: 'acct_b', id: reminded.id },
-      { accountId: 'acct_a', id: expired.id },
-    ]);
-    assert.equal((await storage.agreementsDue(at(10), 2)).length, 2);
-    assert.equal(await storage.agreementsDue(at(0), 10), []);
-    // An update moves an agreement out (closed) or later (its next round).
-    await storage.updateAgreement('acct_a', both.id, (current) => ({ agreement: { ...current, nextReminderAt: at(50), expiresAt: at(45) }, events: [] }));
-    await storage.updateAgreement('acct_a', expired.id, (current) => ({ agreement: { ...current, closedAt: at(6), closedReason: 'expired' }, events: [] }));
-    assert.equal(await storage.agreementsDue(at(10), 10), [{ accountId: 'acct_b', id: reminded.id }]);
-    assert.equal((await storage.agreementsDue(at(45), 10)).map((due) => due.id), [reminded.id, later.id, both.id]);
-  }));
+  test(
+    'agreements: agreementsDue lists the open agreements whose expiry or reminder has come, the earliest first, and no other',
+    withStorage(factory, async (storage) => {
+      const at = (minute: number) => `2026-03-01T10:${String(minute).padStart(2, '0')}:00+00:00`;
+      const expired = agreementRecord({ expiresAt: at(5) });
+      const reminded = agreementRecord({ accountId: 'acct_b', nextReminderAt: at(3) });
+      const both = agreementRecord({ expiresAt: at(8), nextReminderAt: at(1) });
+      const later = agreementRecord({ expiresAt: at(30), nextReminderAt: at(40) });
+      const closed = agreementRecord({ expiresAt: at(2), closedAt: at(2), closedReason: 'declined' });
+      const signed = agreementRecord({ nextReminderAt: at(2), status: 'signed' });
+      const plain = agreementRecord();
+      for (const agreement of [expired, reminded, both, later, closed, signed, plain]) await storage.insertAgreement(agreement, []);
+      assert.equal(await storage.agreementsDue(at(10), 10), [
+        { accountId: 'acct_a', id: both.id },
+        { accountId: 'acct_b', id: reminded.id },
+        { accountId: 'acct_a', id: expired.id },
+      ]);
+      assert.equal((await storage.agreementsDue(at(10), 2)).length, 2);
+      assert.equal(await storage.agreementsDue(at(0), 10), []);
+      // An update moves an agreement out (closed) or later (its next round).
+      await storage.updateAgreement('acct_a', both.id, (current) => ({ agreement: { ...current, nextReminderAt: at(50), expiresAt: at(45) }, events: [] }));
+      await storage.updateAgreement('acct_a', expired.id, (current) => ({ agreement: { ...current, closedAt: at(6), closedReason: 'expired' }, events: [] }));
+      assert.equal(await storage.agreementsDue(at(10), 10), [{ accountId: 'acct_b', id: reminded.id }]);
+      assert.equal(
+        (await storage.agreementsDue(at(45), 10)).map((due) => due.id),
+        [reminded.id, later.id, both.id],
+      );
+    }),
+  );
 
-  test('agreements: updateAgreement of an absent agreement or another account\'s resolves null without calling change', withStorage(factory, async (storage) => {
-    const agreement = agreementRecord();
-    await storage.insertAgreement(agreement, []);
-    let calls = 0;
-    const change = (current: AgreementRecord) => (calls++, { agreement: current, events: [] });
-    assert.is(await storage.updateAgreement('acct_b', agreement.id, change), null);
-    assert.is(await storage.updateAgreement('acct_a', 'agr_unknown', change), null);
-    assert.is(calls, 0);
-    assert.equal(await storage.getAgreement('acct_a', agreement.id), agreement);
-  }));
+  test(
+    "agreements: updateAgreement of an absent agreement or another account's resolves null without calling change",
+    withStorage(factory, async (storage) => {
+      const agreement = agreementRecord();
+      await storage.insertAgreement(agreement, []);
+      let calls = 0;
+      const change = (current: AgreementRecord) => (calls++, { agreement: current, events: [] });
+      assert.is(await storage.updateAgreement('acct_b', agreement.id, change), null);
+      assert.is(await storage.updateAgreement('acct_a', 'agr_unknown', change), null);
+      assert.is(calls, 0);
+      assert.equal(await storage.getAgreement('acct_a', agreement.id), agreement);
+    }),
+  );
 
-  test('agreements: a change that throws, even after editing what it was given, rejects with its error and changes nothing', withStorage(factory, async (storage) => {
-    const agreement = agreementRecord();
-    await storage.insertAgreement(agreement, []);
-    const failure = new Error('signer already signed');
-    let caught: unknown;
-    await storage
-      .updateAgreement('acct_a', agreement.id, (current) => {
-        current.status = 'signed';
-        current.signers[0]!.signedAt = T0;
-        current.documents.length = 0;
-        throw failure;
-      })
-      .catch((error) => (caught = error));
-    assert.is(caught, failure);
-    assert.equal(await storage.getAgreement('acct_a', agreement.id), agreement);
-    // The agreement is still usable: the next update applies to the unchanged record.
-    const next = await storage.updateAgreement('acct_a', agreement.id, signOne(agreement.signers[1]!.id));
-    assert.is(next!.documents.length, 2);
-    assert.equal(next!.signers.map((signer) => signer.signedAt), [null, T0, null]);
-  }));
+  test(
+    'agreements: a change that throws, even after editing what it was given, rejects with its error and changes nothing',
+    withStorage(factory, async (storage) => {
+      const agreement = agreementRecord();
+      await storage.insertAgreement(agreement, []);
+      const failure = new Error('signer already signed');
+      let caught: unknown;
+      await storage
+        .updateAgreement('acct_a', agreement.id, (current) => {
+          current.status = 'signed';
+          current.signers[0]!.signedAt = T0;
+          current.documents.length = 0;
+          throw failure;
+        })
+        .catch((error) => (caught = error));
+      assert.is(caught, failure);
+      assert.equal(await storage.getAgreement('acct_a', agreement.id), agreement);
+      // The agreement is still usable: the next update applies to the unchanged record.
+      const next = await storage.updateAgreement('acct_a', agreement.id, signOne(agreement.signers[1]!.id));
+      assert.is(next!.documents.length, 2);
+      assert.equal(
+        next!.signers.map((signer) => signer.signedAt),
+        [null, T0, null],
+      );
+    }),
+  );
 
-  test('agreements: concurrent updates of one agreement each see the other\'s result; none is lost', withStorage(factory, async (storage) => {
-    const agreement = agreementRecord();
-    await storage.insertAgreement(agreement, []);
-    await Promise.all(agreement.signers.map((signer) => storage.updateAgreement('acct_a', agreement.id, signOne(signer.id))));
-    const stored = (await storage.getAgreement('acct_a', agreement.id))!;
-    assert.equal(stored.signers.map((signer) => signer.signedAt), [T0, T0, T0]);
-    assert.is(stored.status, 'signed');
-  }));
+  test(
+    "agreements: concurrent updates of one agreement each see the other's result; none is lost",
+    withStorage(factory, async (storage) => {
+      const agreement = agreementRecord();
+      await storage.insertAgreement(agreement, []);
+      await Promise.all(agreement.signers.map((signer) => storage.updateAgreement('acct_a', agreement.id, signOne(signer.id))));
+      const stored = (await storage.getAgreement('acct_a', agreement.id))!;
+      assert.equal(
+        stored.signers.map((signer) => signer.signedAt),
+        [T0, T0, T0],
+      );
+      assert.is(stored.status, 'signed');
+    }),
+  );
 
-  test('agreements: isBlobReferenced is true for every document id of any account, false otherwise', withStorage(factory, async (storage) => {
-    const agreement = agreementRecord();
-    const other = agreementRecord({ accountId: 'acct_b' });
-    await storage.insertAgreement(agreement, []);
-    await storage.insertAgreement(other, []);
-    for (const document of [...agreement.documents, ...other.documents]) {
-      assert.is(await storage.isBlobReferenced(document.id), true, document.id);
-    }
-    assert.is(await storage.isBlobReferenced('agd_neverStored'), false);
-    assert.is(await storage.isBlobReferenced(agreement.id), false, 'an agreement id names no blob');
-    assert.is(await storage.isBlobReferenced(agreement.signers[0]!.id), false, 'a signer id names no blob');
-  }));
+  test(
+    'agreements: isBlobReferenced is true for every document id of any account, false otherwise',
+    withStorage(factory, async (storage) => {
+      const agreement = agreementRecord();
+      const other = agreementRecord({ accountId: 'acct_b' });
+      await storage.insertAgreement(agreement, []);
+      await storage.insertAgreement(other, []);
+      for (const document of [...agreement.documents, ...other.documents]) {
+        assert.is(await storage.isBlobReferenced(document.id), true, document.id);
+      }
+      assert.is(await storage.isBlobReferenced('agd_neverStored'), false);
+      assert.is(await storage.isBlobReferenced(agreement.id), false, 'an agreement id names no blob');
+      assert.is(await storage.isBlobReferenced(agreement.signers[0]!.id), false, 'a signer id names no blob');
+    }),
+  );
 
-  test('agreements: listAgreements is newest first, those of one second the last made first, paged after a given agreement', withStorage(factory, async (storage) => {
-    // Made out of time order (a slow request stores an earlier createdAt late), three in one second.
-    const seconds = [3, 1, 5, 3, 3, 2];
-    const made = seconds.map((second) => agreementRecord({ createdAt: at(second) }));
-    for (const agreement of made) await storage.insertAgreement(agreement, []);
-    const [s3a, s1, s5, s3b, s3c, s2] = made.map((agreement) => agreement.id);
-    const newestFirst = [s5, s3c, s3b, s3a, s2, s1];
-    assert.equal((await storage.listAgreements('acct_a', { limit: 100 }))!.map((agreement) => agreement.id), newestFirst);
-    assert.equal((await storage.listAgreements('acct_a', { limit: 2 }))!.map((agreement) => agreement.id), [s5, s3c]);
-    assert.equal((await storage.listAgreements('acct_a', { limit: 2, after: s3c }))!.map((agreement) => agreement.id), [s3b, s3a]);
-    assert.equal((await storage.listAgreements('acct_a', { limit: 10, after: s3a }))!.map((agreement) => agreement.id), [s2, s1]);
-    assert.equal(await storage.listAgreements('acct_a', { limit: 10, after: s1 }), [], 'after the oldest, an empty page');
-    assert.equal(await pagesOf(storage, 'acct_a', 4), [newestFirst.slice(0, 4), newestFirst.slice(4)]);
-  }));
+  test(
+    'agreements: listAgreements is newest first, those of one second the last made first, paged after a given agreement',
+    withStorage(factory, async (storage) => {
+      // Made out of time order (a slow request stores an earlier createdAt late), three in one second.
+      const seconds = [3, 1, 5, 3, 3, 2];
+      const made = seconds.map((second) => agreementRecord({ createdAt: at(second) }));
+      for (const agreement of made) await storage.insertAgreement(agreement, []);
+      const [s3a, s1, s5, s3b, s3c, s2] = made.map((agreement) => agreement.id);
+      const newestFirst = [s5, s3c, s3b, s3a, s2, s1];
+      assert.equal(
+        (await storage.listAgreements('acct_a', { limit: 100 }))!.map((agreement) => agreement.id),
+        newestFirst,
+      );
+      assert.equal(
+        (await storage.listAgreements('acct_a', { limit: 2 }))!.map((agreement) => agreement.id),
+        [s5, s3c],
+      );
+      assert.equal(
+        (await storage.listAgreements('acct_a', { limit: 2, after: s3c }))!.map((agreement) => agreement.id),
+        [s3b, s3a],
+      );
+      assert.equal(
+        (await storage.listAgreements('acct_a', { limit: 10, after: s3a }))!.map((agreement) => agreement.id),
+        [s2, s1],
+      );
+      assert.equal(await storage.listAgreements('acct_a', { limit: 10, after: s1 }), [], 'after the oldest, an empty page');
+      assert.equal(await pagesOf(storage, 'acct_a', 4), [newestFirst.slice(0, 4), newestFirst.slice(4)]);
+    }),
+  );
 
-  test('agreements: listAgreements sees only the account\'s own; a cursor of another account or unknown is null', withStorage(factory, async (storage) => {
-    const mine = agreementRecord();
-    const theirs = agreementRecord({ accountId: 'acct_b', createdAt: at(9) });
-    await storage.insertAgreement(mine, []);
-    await storage.insertAgreement(theirs, []);
-    assert.equal((await storage.listAgreements('acct_a', { limit: 10 }))!.map((agreement) => agreement.id), [mine.id]);
-    assert.equal((await storage.listAgreements('acct_b', { limit: 10 }))!.map((agreement) => agreement.id), [theirs.id]);
-    assert.equal(await storage.listAgreements('acct_none', { limit: 10 }), []);
-    assert.is(await storage.listAgreements('acct_a', { limit: 10, after: theirs.id }), null, 'another account\'s agreement is no cursor');
-    assert.is(await storage.listAgreements('acct_a', { limit: 10, after: 'agr_unknown' }), null);
-    assert.is(await storage.listAgreements('acct_none', { limit: 10, after: mine.id }), null);
-  }));
+  test(
+    "agreements: listAgreements sees only the account's own; a cursor of another account or unknown is null",
+    withStorage(factory, async (storage) => {
+      const mine = agreementRecord();
+      const theirs = agreementRecord({ accountId: 'acct_b', createdAt: at(9) });
+      await storage.insertAgreement(mine, []);
+      await storage.insertAgreement(theirs, []);
+      assert.equal(
+        (await storage.listAgreements('acct_a', { limit: 10 }))!.map((agreement) => agreement.id),
+        [mine.id],
+      );
+      assert.equal(
+        (await storage.listAgreements('acct_b', { limit: 10 }))!.map((agreement) => agreement.id),
+        [theirs.id],
+      );
+      assert.equal(await storage.listAgreements('acct_none', { limit: 10 }), []);
+      assert.is(await storage.listAgreements('acct_a', { limit: 10, after: theirs.id }), null, "another account's agreement is no cursor");
+      assert.is(await storage.listAgreements('acct_a', { limit: 10, after: 'agr_unknown' }), null);
+      assert.is(await storage.listAgreements('acct_none', { limit: 10, after: mine.id }), null);
+    }),
+  );
 
-  test('agreements: listed agreements carry no signature image, hashes and signing times kept; an update shows, in its place', withStorage(factory, async (storage) => {
-    const older = agreementRecord({ createdAt: at(1) });
-    const newer = agreementRecord({ createdAt: at(2) });
-    await storage.insertAgreement(older, []);
-    await storage.insertAgreement(newer, []);
-    const signed = (await storage.updateAgreement('acct_a', older.id, signOne(older.signers[1]!.id)))!;
-    const listed = (await storage.listAgreements('acct_a', { limit: 10 }))!;
-    assert.equal(listed, [agreementSummary(newer), agreementSummary(signed)]);
-    const text = JSON.stringify(listed);
-    assert.not.ok(text.includes('data:image'), 'no image in a listed agreement');
-    assert.not.ok('signerSignature' in listed[1]! || 'signature' in listed[1]!.signers[1]!);
-    assert.is(listed[1]!.signers[1]!.signatureHash, 'd'.repeat(64));
-    assert.is(listed[1]!.signers[1]!.signedAt, T0);
-    assert.is(listed[1]!.accountId, 'acct_a');
-  }));
+  test(
+    'agreements: listed agreements carry no signature image, hashes and signing times kept; an update shows, in its place',
+    withStorage(factory, async (storage) => {
+      const older = agreementRecord({ createdAt: at(1) });
+      const newer = agreementRecord({ createdAt: at(2) });
+      await storage.insertAgreement(older, []);
+      await storage.insertAgreement(newer, []);
+      const signed = (await storage.updateAgreement('acct_a', older.id, signOne(older.signers[1]!.id)))!;
+      const listed = (await storage.listAgreements('acct_a', { limit: 10 }))!;
+      assert.equal(listed, [agreementSummary(newer), agreementSummary(signed)]);
+      const text = JSON.stringify(listed);
+      assert.not.ok(text.includes('data:image'), 'no image in a listed agreement');
+      assert.not.ok('signerSignature' in listed[1]! || 'signature' in listed[1]!.signers[1]!);
+      assert.is(listed[1]!.signers[1]!.signatureHash, 'd'.repeat(64));
+      assert.is(listed[1]!.signers[1]!.signedAt, T0);
+      assert.is(listed[1]!.accountId, 'acct_a');
+    }),
+  );
 
-  reopenable(test, factory)('agreements: the listing order, within one second too, survives a reopen', withStorage(factory, async (storage, { swap }) => {
-    const made = [1, 1, 1, 0].map((second) => agreementRecord({ createdAt: at(second) }));
-    for (const agreement of made) await storage.insertAgreement(agreement, []);
-    await storage.updateAgreement('acct_a', made[0]!.id, signOne(made[0]!.signers[0]!.id));
-    const expected = [made[2]!.id, made[1]!.id, made[0]!.id, made[3]!.id];
-    const reopened = await swap();
-    assert.equal((await reopened.listAgreements('acct_a', { limit: 10 }))!.map((agreement) => agreement.id), expected);
-    assert.equal((await reopened.listAgreements('acct_a', { limit: 1, after: made[1]!.id }))!.map((agreement) => agreement.id), [made[0]!.id]);
-  }));
+  reopenable(test, factory)(
+    'agreements: the listing order, within one second too, survives a reopen',
+    withStorage(factory, async (storage, { swap }) => {
+      const made = [1, 1, 1, 0].map((second) => agreementRecord({ createdAt: at(second) }));
+      for (const agreement of made) await storage.insertAgreement(agreement, []);
+      await storage.updateAgreement('acct_a', made[0]!.id, signOne(made[0]!.signers[0]!.id));
+      const expected = [made[2]!.id, made[1]!.id, made[0]!.id, made[3]!.id];
+      const reopened = await swap();
+      assert.equal(
+        (await reopened.listAgreements('acct_a', { limit: 10 }))!.map((agreement) => agreement.id),
+        expected,
+      );
+      assert.equal(
+        (await reopened.listAgreements('acct_a', { limit: 1, after: made[1]!.id }))!.map((agreement) => agreement.id),
+        [made[0]!.id],
+      );
+    }),
+  );
 
-  reopenable(test, factory)('agreements: records, updates and their events survive a reopen', withStorage(factory, async (storage, { swap, db }) => {
-    const agreement = agreementRecord({ expiresAt: '2026-03-01T10:00:00+00:00' });
-    const created = eventFor(agreement, 'agreement-created');
-    await storage.insertAgreement(agreement, [created]);
-    const updated = await storage.updateAgreement('acct_a', agreement.id, signOne(agreement.signers[2]!.id));
-    const reopened = await swap();
-    assert.equal(await reopened.getAgreement('acct_a', agreement.id), updated);
-    assert.equal(await db.event(created.id), created);
-    assert.is(await reopened.isBlobReferenced(agreement.documents[1]!.id), true);
-    assert.equal(await reopened.agreementsDue('2026-03-01T10:00:00+00:00', 10), [{ accountId: 'acct_a', id: agreement.id }], 'what is due, found after a reopen');
-  }));
+  reopenable(test, factory)(
+    'agreements: records, updates and their events survive a reopen',
+    withStorage(factory, async (storage, { swap, db }) => {
+      const agreement = agreementRecord({ expiresAt: '2026-03-01T10:00:00+00:00' });
+      const created = eventFor(agreement, 'agreement-created');
+      await storage.insertAgreement(agreement, [created]);
+      const updated = await storage.updateAgreement('acct_a', agreement.id, signOne(agreement.signers[2]!.id));
+      const reopened = await swap();
+      assert.equal(await reopened.getAgreement('acct_a', agreement.id), updated);
+      assert.equal(await db.event(created.id), created);
+      assert.is(await reopened.isBlobReferenced(agreement.documents[1]!.id), true);
+      assert.equal(
+        await reopened.agreementsDue('2026-03-01T10:00:00+00:00', 10),
+        [{ accountId: 'acct_a', id: agreement.id }],
+        'what is due, found after a reopen',
+      );
+    }),
+  );
 }

@@ -36,230 +36,309 @@ async function attemptAll(storage: Storage, seconds: number, statusCode: number 
 }
 
 export function healthStorageTests(test: Test, factory: StorageFactory): void {
-  test('health: a webhook no attempt has reached is enabled with nothing failed; another account\'s or an unknown one is null', withStorage(factory, async (storage, { db }) => {
-    const webhook = webhookRecord();
-    await storage.insertWebhook(webhook);
-    assert.equal(await storage.getWebhookHealth('acct_a', webhook.id), {
-      id: webhook.id,
-      accountId: 'acct_a',
-      consecutiveFailures: 0,
-      failingSince: null,
-      lastSuccessAt: null,
-      lastAttemptAt: null,
-      disabledAt: null,
-      disabledReason: null,
-    });
-    assert.is(await db.health(webhook.id), null, 'nothing is written until an attempt or a disable');
-    assert.is(await storage.getWebhookHealth('acct_b', webhook.id), null);
-    assert.is(await storage.getWebhookHealth('acct_a', 'wbh_unknown'), null);
-  }));
-
-  test('health: calls failing past both thresholds disable the webhook once (failing), reported by the write that did it', withStorage(factory, async (storage, { db }) => {
-    const { webhook } = await withEvents(storage, 2);
-    assert.equal(await attemptAll(storage, 0, 500), [true, true], 'two failures at once: under three in a row');
-    assert.equal(await attemptAll(storage, 10, null), [true, true], 'four in a row, but for 10 s only');
-    const [first, second] = await attemptAll(storage, 60, 503);
-    assert.equal([first, second], ['failing', true], 'the first write past both thresholds disables it; the next one only adds a failure');
-    const health = (await storage.getWebhookHealth('acct_a', webhook.id))!;
-    assert.equal(health, {
-      id: webhook.id,
-      accountId: 'acct_a',
-      consecutiveFailures: 6,
-      failingSince: at(0),
-      lastSuccessAt: null,
-      lastAttemptAt: at(60),
-      disabledAt: at(60),
-      disabledReason: 'failing',
-    });
-    assert.equal(await db.health(webhook.id), health);
-  }));
-
-  test('health: a 410 disables at once (gone), a success clears the run of failures and no answer enables it again', withStorage(factory, async (storage, { db }) => {
-    const { webhook, deliveries } = await withEvents(storage, 2);
-    assert.equal(await attemptAll(storage, 0, 500, retry(5)), [true, true]);
-    await storage.claimDeliveries({ now: at(5), leaseUntil: at(65), limit: 100, owner: 'worker-1' });
-    assert.is(await storage.recordAttempt(deliveries[0]!.id, 'worker-1', attempt(204, 5), done, RULE), true);
-    let health = (await storage.getWebhookHealth('acct_a', webhook.id))!;
-    assert.equal([health.consecutiveFailures, health.failingSince, health.lastSuccessAt, health.lastAttemptAt], [0, null, at(5), at(5)]);
-    assert.is(await storage.recordAttempt(deliveries[1]!.id, 'worker-1', attempt(410, 6), failed, RULE), 'gone', 'one 410 is enough');
-    health = (await storage.getWebhookHealth('acct_a', webhook.id))!;
-    assert.equal([health.disabledReason, health.disabledAt, health.consecutiveFailures, health.failingSince], ['gone', at(6), 1, at(6)]);
-    assert.equal(await db.health(webhook.id), health);
-  }));
-
-  test('health: of many attempts recorded at once, exactly one reports the transition', withStorage(factory, async (storage) => {
-    const { webhook } = await withEvents(storage, 12);
-    const claimed = await storage.claimDeliveries({ now: at(0), leaseUntil: at(60), limit: 100, owner: 'worker-1' });
-    const answers = await Promise.all(claimed.map(({ delivery }) => storage.recordAttempt(delivery.id, 'worker-1', attempt(410, 1), failed, RULE)));
-    assert.equal(answers.filter((answer) => answer === 'gone').length, 1, JSON.stringify(answers));
-    assert.equal(answers.filter((answer) => answer === true).length, 11);
-    assert.is((await storage.getWebhookHealth('acct_a', webhook.id))!.consecutiveFailures, 12);
-  }));
-
-  test('health: a disabled webhook\'s due deliveries are cancelled, not claimed; other webhooks\' go out', withStorage(factory, async (storage, { db }) => {
-    const { webhook, deliveries } = await withEvents(storage, 2);
-    const other = webhookRecord({ type: 'agreement-signed' });
-    await storage.insertWebhook(other);
-    const [ofOther] = await storage.publishEvents([eventRecord({ type: 'agreement-signed' })]);
-    assert.is(await storage.disableWebhook('acct_a', webhook.id, at(0)), true);
-    const claimed = await storage.claimDeliveries({ now: at(1), leaseUntil: at(61), limit: 10, owner: 'worker-1' });
-    assert.equal(claimed.map((c) => c.delivery.id), [ofOther!.id]);
-    for (const delivery of deliveries) assert.is((await db.delivery(delivery.id))!.status, 'cancelled');
-    const [held] = await storage.publishEvents([eventRecord({ createdAt: at(2) })]);
-    assert.ok(held, 'an event published while disabled is stored with its delivery');
-    assert.equal(await storage.claimDeliveries({ now: at(3), leaseUntil: at(63), limit: 10, owner: 'worker-1' }), []);
-    assert.is((await db.delivery(held!.id))!.status, 'cancelled');
-  }));
-
-  test('health: a claim with perAccount cancels a disabled webhook\'s due deliveries and leases the others\'', withStorage(factory, async (storage, { db }) => {
-    const { webhook, deliveries } = await withEvents(storage, 3);
-    const other = webhookRecord({ type: 'agreement-signed' });
-    await storage.insertWebhook(other);
-    const [ofOther] = await storage.publishEvents([eventRecord({ type: 'agreement-signed' })]);
-    assert.is(await storage.disableWebhook('acct_a', webhook.id, at(0)), true);
-    const perAccount = { max: 2, inFlight: {} };
-    const claimed = await storage.claimDeliveries({ now: at(1), leaseUntil: at(61), limit: 10, owner: 'worker-1', perAccount });
-    assert.equal(claimed.map((c) => c.delivery.id), [ofOther!.id]);
-    for (const delivery of deliveries) assert.is((await db.delivery(delivery.id))!.status, 'cancelled');
-  }));
-
-  test('health: disable and enable by hand: true for the change, false when already so, null when absent', withStorage(factory, async (storage, { db }) => {
-    const { webhook } = await withEvents(storage, 1);
-    assert.equal(await attemptAll(storage, 0, 500), [true]);
-    assert.is(await storage.disableWebhook('acct_b', webhook.id, at(1)), null, 'another account\'s');
-    assert.is(await storage.enableWebhook('acct_a', 'wbh_unknown'), null);
-    assert.is(await storage.enableWebhook('acct_a', webhook.id), false, 'enabled already');
-    assert.is(await storage.disableWebhook('acct_a', webhook.id, at(1)), true);
-    assert.is(await storage.disableWebhook('acct_a', webhook.id, at(2)), false);
-    let health = (await storage.getWebhookHealth('acct_a', webhook.id))!;
-    assert.equal([health.disabledAt, health.disabledReason, health.consecutiveFailures], [at(1), 'manual', 1]);
-    assert.equal(await db.health(webhook.id), health);
-    assert.is(await storage.enableWebhook('acct_a', webhook.id), true);
-    assert.is(await storage.enableWebhook('acct_a', webhook.id), false);
-    health = (await storage.getWebhookHealth('acct_a', webhook.id))!;
-    assert.equal([health.disabledAt, health.disabledReason, health.consecutiveFailures, health.failingSince, health.lastAttemptAt], [null, null, 0, null, at(0)]);
-    assert.equal(await db.health(webhook.id), health);
-    const fresh = webhookRecord();
-    await storage.insertWebhook(fresh);
-    const disables = await Promise.all(Array.from({ length: 5 }, () => storage.disableWebhook('acct_a', fresh.id, at(3))));
-    assert.equal(disables.filter(Boolean).length, 1, 'of five at once, one disables');
-  }));
-
-  test('health: deleting the webhook removes its health', withStorage(factory, async (storage, { db }) => {
-    const { webhook } = await withEvents(storage, 1);
-    await storage.disableWebhook('acct_a', webhook.id, at(0));
-    assert.ok(await db.health(webhook.id));
-    assert.ok(await storage.deleteWebhook('acct_a', webhook.id));
-    assert.is(await db.health(webhook.id), null);
-    assert.is(await storage.getWebhookHealth('acct_a', webhook.id), null);
-  }));
-
-  test('recover: queues once each event since `since` that no delivery succeeded or holds pending', withStorage(factory, async (storage, { db }) => {
-    const webhook = webhookRecord();
-    await storage.insertWebhook(webhook);
-    const publish = async (seconds: number) => (await storage.publishEvents([eventRecord({ createdAt: at(seconds) })]))[0]!;
-    const old = await publish(0);
-    const delivered = await publish(10);
-    const exhausted = await publish(20);
-    const stillPending = await publish(30);
-    const held = await publish(40);
-    const other = webhookRecord({ type: 'agreement-signed' });
-    await storage.insertWebhook(other);
-    const [ofOther] = await storage.publishEvents([eventRecord({ type: 'agreement-signed', createdAt: at(25) })]);
-    const [testCall] = await storage.publishEvents([eventRecord({ type: 'webhook.test', createdAt: at(26) })], { webhookId: webhook.id });
-    // Due by 35: all but `held`, which falls due after the webhook is disabled.
-    await storage.claimDeliveries({ now: at(35), leaseUntil: at(95), limit: 100, owner: 'w' });
-    for (const [delivery, statusCode, outcome] of [
-      [old, 500, failed],
-      [delivered, 204, done],
-      [exhausted, 500, failed],
-      [stillPending, 500, retry(1000)],
-      [ofOther!, 500, failed],
-      [testCall!, 500, failed],
-    ] as const) {
-      await storage.recordAttempt(delivery.id, 'w', attempt(statusCode, 36), outcome);
-    }
-    await storage.disableWebhook('acct_a', webhook.id, at(41));
-    await storage.claimDeliveries({ now: at(50), leaseUntil: at(110), limit: 100, owner: 'w' });
-    assert.is((await db.delivery(held.id))!.status, 'cancelled', 'held while disabled');
-
-    let refused = false;
-    await storage.recoverDeliveries('acct_a', webhook.id, at(5), at(60)).catch((error) => (refused = isPortalError(error, 'WEBHOOK_DISABLED')));
-    assert.ok(refused, 'refused while disabled');
-    await storage.enableWebhook('acct_a', webhook.id);
-    assert.is(await storage.recoverDeliveries('acct_b', webhook.id, at(5), at(60)), null);
-    const made = (await storage.recoverDeliveries('acct_a', webhook.id, at(5), at(60)))!;
-    assert.equal(made.map((d) => d.eventId), [exhausted.eventId, held.eventId], 'oldest first; not before `since`, not delivered, not pending, not a test call');
-    for (const delivery of made) {
-      assert.equal({ ...delivery, id: '', eventId: '' }, {
-        id: '', accountId: 'acct_a', webhookId: webhook.id, eventId: '', eventType: webhook.type, status: 'pending', attempts: [], attemptCount: 0,
-        nextAttemptAt: at(60), createdAt: at(60), leaseOwner: null, leaseUntil: null, orderingKey: null, redeliverQueued: false,
+  test(
+    "health: a webhook no attempt has reached is enabled with nothing failed; another account's or an unknown one is null",
+    withStorage(factory, async (storage, { db }) => {
+      const webhook = webhookRecord();
+      await storage.insertWebhook(webhook);
+      assert.equal(await storage.getWebhookHealth('acct_a', webhook.id), {
+        id: webhook.id,
+        accountId: 'acct_a',
+        consecutiveFailures: 0,
+        failingSince: null,
+        lastSuccessAt: null,
+        lastAttemptAt: null,
+        disabledAt: null,
+        disabledReason: null,
       });
-      assert.equal(await db.delivery(delivery.id), delivery);
-    }
-    assert.equal(await storage.recoverDeliveries('acct_a', webhook.id, at(5), at(61)), [], 'a second recovery queues nothing twice');
-    assert.equal(await storage.recoverDeliveries('acct_a', other.id, at(0), at(61)).then((d) => d!.map((x) => x.eventId)), [ofOther!.eventId]);
-    const claimed = await storage.claimDeliveries({ now: at(60), leaseUntil: at(120), limit: 100, owner: 'w' });
-    assert.equal(claimed.map((c) => c.delivery.id).sort(), made.map((d) => d.id).sort(), 'due at once');
-    await storage.recordAttempt(made[0]!.id, 'w', attempt(500, 61), failed);
-    assert.equal(await storage.recoverDeliveries('acct_a', webhook.id, at(5), at(62)).then((d) => d!.map((x) => x.eventId)), [exhausted.eventId], 'failed again: recoverable again');
-    const all = await storage.recoverDeliveries('acct_a', webhook.id, at(0), at(63));
-    assert.equal(all!.map((d) => d.eventId), [old.eventId]);
-  }));
+      assert.is(await db.health(webhook.id), null, 'nothing is written until an attempt or a disable');
+      assert.is(await storage.getWebhookHealth('acct_b', webhook.id), null);
+      assert.is(await storage.getWebhookHealth('acct_a', 'wbh_unknown'), null);
+    }),
+  );
 
-  test('recover: two recoveries at once never queue one event twice', withStorage(factory, async (storage) => {
-    const { webhook } = await withEvents(storage, 5);
-    await attemptAll(storage, 0, 500, failed);
-    const made = await Promise.all(Array.from({ length: 4 }, () => storage.recoverDeliveries('acct_a', webhook.id, at(0), at(10))));
-    assert.is(made.reduce((sum, list) => sum + list!.length, 0), 5);
-    assert.is((await everyDelivery(storage, 'acct_a', webhook.id)).length, 10);
-  }));
+  test(
+    'health: calls failing past both thresholds disable the webhook once (failing), reported by the write that did it',
+    withStorage(factory, async (storage, { db }) => {
+      const { webhook } = await withEvents(storage, 2);
+      assert.equal(await attemptAll(storage, 0, 500), [true, true], 'two failures at once: under three in a row');
+      assert.equal(await attemptAll(storage, 10, null), [true, true], 'four in a row, but for 10 s only');
+      const [first, second] = await attemptAll(storage, 60, 503);
+      assert.equal([first, second], ['failing', true], 'the first write past both thresholds disables it; the next one only adds a failure');
+      const health = (await storage.getWebhookHealth('acct_a', webhook.id))!;
+      assert.equal(health, {
+        id: webhook.id,
+        accountId: 'acct_a',
+        consecutiveFailures: 6,
+        failingSince: at(0),
+        lastSuccessAt: null,
+        lastAttemptAt: at(60),
+        disabledAt: at(60),
+        disabledReason: 'failing',
+      });
+      assert.equal(await db.health(webhook.id), health);
+    }),
+  );
 
-  test('health: in a worker, a receiver that fails past the thresholds is disabled and `webhook.disabled` is emitted once', withStorage(factory, async (storage) => {
-    const webhook = webhookRecord();
-    await storage.insertWebhook(webhook);
-    let now = new Date(T0);
-    const emitted: OperationalEvent[] = [];
-    let calls = 0;
-    const transport: WebhookTransport = {
-      async send() {
-        calls++;
-        return { statusCode: 500, headers: {}, error: null };
-      },
-    };
-    const worker = createWebhookWorker({
-      storage,
-      transport,
-      clock: () => now,
-      logger: silentLogger,
-      tick: '0 0 0 1 1 *',
-      timeoutMs: 1000,
-      concurrency: 4,
-      retrySchedule: [60, 60, 60, 60, 60],
-      random: () => 0.5,
-      ...RULE,
-      emit: (event) => emitted.push(event),
-    });
-    const [delivery] = await storage.publishEvents([eventRecord({ createdAt: at(0) })]);
-    for (let seconds = 0; seconds <= 600; seconds += 60) {
-      now = new Date(Date.parse(at(seconds)));
-      await worker.tick();
-    }
-    await worker.stop();
-    const disabled = emitted.filter((event) => event.type === 'webhook.disabled');
-    assert.equal(disabled, [{ type: 'webhook.disabled', accountId: 'acct_a', webhookId: webhook.id, deliveryId: delivery!.id, reason: 'failing', at: at(120) }]);
-    assert.is(calls, 3, 'no call after the third failure disabled it');
-    assert.is((await storage.getDelivery('acct_a', delivery!.id))!.status, 'cancelled', 'its retry fell due while disabled');
-    assert.equal(emitted.filter((event) => event.type !== 'webhook.disabled'), []);
-  }));
+  test(
+    'health: a 410 disables at once (gone), a success clears the run of failures and no answer enables it again',
+    withStorage(factory, async (storage, { db }) => {
+      const { webhook, deliveries } = await withEvents(storage, 2);
+      assert.equal(await attemptAll(storage, 0, 500, retry(5)), [true, true]);
+      await storage.claimDeliveries({ now: at(5), leaseUntil: at(65), limit: 100, owner: 'worker-1' });
+      assert.is(await storage.recordAttempt(deliveries[0]!.id, 'worker-1', attempt(204, 5), done, RULE), true);
+      let health = (await storage.getWebhookHealth('acct_a', webhook.id))!;
+      assert.equal([health.consecutiveFailures, health.failingSince, health.lastSuccessAt, health.lastAttemptAt], [0, null, at(5), at(5)]);
+      assert.is(await storage.recordAttempt(deliveries[1]!.id, 'worker-1', attempt(410, 6), failed, RULE), 'gone', 'one 410 is enough');
+      health = (await storage.getWebhookHealth('acct_a', webhook.id))!;
+      assert.equal([health.disabledReason, health.disabledAt, health.consecutiveFailures, health.failingSince], ['gone', at(6), 1, at(6)]);
+      assert.equal(await db.health(webhook.id), health);
+    }),
+  );
 
-  reopenable(test, factory)('health: survives a reopen', withStorage(factory, async (storage, { swap, db }) => {
-    const { webhook } = await withEvents(storage, 1);
-    await attemptAll(storage, 0, 410, failed);
-    const before = await storage.getWebhookHealth('acct_a', webhook.id);
-    const reopened = await swap();
-    assert.equal(await reopened.getWebhookHealth('acct_a', webhook.id), before);
-    assert.equal(await db.health(webhook.id), before);
-    assert.is(before!.disabledReason, 'gone');
-  }));
+  test(
+    'health: of many attempts recorded at once, exactly one reports the transition',
+    withStorage(factory, async (storage) => {
+      const { webhook } = await withEvents(storage, 12);
+      const claimed = await storage.claimDeliveries({ now: at(0), leaseUntil: at(60), limit: 100, owner: 'worker-1' });
+      const answers = await Promise.all(claimed.map(({ delivery }) => storage.recordAttempt(delivery.id, 'worker-1', attempt(410, 1), failed, RULE)));
+      assert.equal(answers.filter((answer) => answer === 'gone').length, 1, JSON.stringify(answers));
+      assert.equal(answers.filter((answer) => answer === true).length, 11);
+      assert.is((await storage.getWebhookHealth('acct_a', webhook.id))!.consecutiveFailures, 12);
+    }),
+  );
+
+  test(
+    "health: a disabled webhook's due deliveries are cancelled, not claimed; other webhooks' go out",
+    withStorage(factory, async (storage, { db }) => {
+      const { webhook, deliveries } = await withEvents(storage, 2);
+      const other = webhookRecord({ type: 'agreement-signed' });
+      await storage.insertWebhook(other);
+      const [ofOther] = await storage.publishEvents([eventRecord({ type: 'agreement-signed' })]);
+      assert.is(await storage.disableWebhook('acct_a', webhook.id, at(0)), true);
+      const claimed = await storage.claimDeliveries({ now: at(1), leaseUntil: at(61), limit: 10, owner: 'worker-1' });
+      assert.equal(
+        claimed.map((c) => c.delivery.id),
+        [ofOther!.id],
+      );
+      for (const delivery of deliveries) assert.is((await db.delivery(delivery.id))!.status, 'cancelled');
+      const [held] = await storage.publishEvents([eventRecord({ createdAt: at(2) })]);
+      assert.ok(held, 'an event published while disabled is stored with its delivery');
+      assert.equal(await storage.claimDeliveries({ now: at(3), leaseUntil: at(63), limit: 10, owner: 'worker-1' }), []);
+      assert.is((await db.delivery(held!.id))!.status, 'cancelled');
+    }),
+  );
+
+  test(
+    "health: a claim with perAccount cancels a disabled webhook's due deliveries and leases the others'",
+    withStorage(factory, async (storage, { db }) => {
+      const { webhook, deliveries } = await withEvents(storage, 3);
+      const other = webhookRecord({ type: 'agreement-signed' });
+      await storage.insertWebhook(other);
+      const [ofOther] = await storage.publishEvents([eventRecord({ type: 'agreement-signed' })]);
+      assert.is(await storage.disableWebhook('acct_a', webhook.id, at(0)), true);
+      const perAccount = { max: 2, inFlight: {} };
+      const claimed = await storage.claimDeliveries({ now: at(1), leaseUntil: at(61), limit: 10, owner: 'worker-1', perAccount });
+      assert.equal(
+        claimed.map((c) => c.delivery.id),
+        [ofOther!.id],
+      );
+      for (const delivery of deliveries) assert.is((await db.delivery(delivery.id))!.status, 'cancelled');
+    }),
+  );
+
+  test(
+    'health: disable and enable by hand: true for the change, false when already so, null when absent',
+    withStorage(factory, async (storage, { db }) => {
+      const { webhook } = await withEvents(storage, 1);
+      assert.equal(await attemptAll(storage, 0, 500), [true]);
+      assert.is(await storage.disableWebhook('acct_b', webhook.id, at(1)), null, "another account's");
+      assert.is(await storage.enableWebhook('acct_a', 'wbh_unknown'), null);
+      assert.is(await storage.enableWebhook('acct_a', webhook.id), false, 'enabled already');
+      assert.is(await storage.disableWebhook('acct_a', webhook.id, at(1)), true);
+      assert.is(await storage.disableWebhook('acct_a', webhook.id, at(2)), false);
+      let health = (await storage.getWebhookHealth('acct_a', webhook.id))!;
+      assert.equal([health.disabledAt, health.disabledReason, health.consecutiveFailures], [at(1), 'manual', 1]);
+      assert.equal(await db.health(webhook.id), health);
+      assert.is(await storage.enableWebhook('acct_a', webhook.id), true);
+      assert.is(await storage.enableWebhook('acct_a', webhook.id), false);
+      health = (await storage.getWebhookHealth('acct_a', webhook.id))!;
+      assert.equal(
+        [health.disabledAt, health.disabledReason, health.consecutiveFailures, health.failingSince, health.lastAttemptAt],
+        [null, null, 0, null, at(0)],
+      );
+      assert.equal(await db.health(webhook.id), health);
+      const fresh = webhookRecord();
+      await storage.insertWebhook(fresh);
+      const disables = await Promise.all(Array.from({ length: 5 }, () => storage.disableWebhook('acct_a', fresh.id, at(3))));
+      assert.equal(disables.filter(Boolean).length, 1, 'of five at once, one disables');
+    }),
+  );
+
+  test(
+    'health: deleting the webhook removes its health',
+    withStorage(factory, async (storage, { db }) => {
+      const { webhook } = await withEvents(storage, 1);
+      await storage.disableWebhook('acct_a', webhook.id, at(0));
+      assert.ok(await db.health(webhook.id));
+      assert.ok(await storage.deleteWebhook('acct_a', webhook.id));
+      assert.is(await db.health(webhook.id), null);
+      assert.is(await storage.getWebhookHealth('acct_a', webhook.id), null);
+    }),
+  );
+
+  test(
+    'recover: queues once each event since `since` that no delivery succeeded or holds pending',
+    withStorage(factory, async (storage, { db }) => {
+      const webhook = webhookRecord();
+      await storage.insertWebhook(webhook);
+      const publish = async (seconds: number) => (await storage.publishEvents([eventRecord({ createdAt: at(seconds) })]))[0]!;
+      const old = await publish(0);
+      const delivered = await publish(10);
+      const exhausted = await publish(20);
+      const stillPending = await publish(30);
+      const held = await publish(40);
+      const other = webhookRecord({ type: 'agreement-signed' });
+      await storage.insertWebhook(other);
+      const [ofOther] = await storage.publishEvents([eventRecord({ type: 'agreement-signed', createdAt: at(25) })]);
+      const [testCall] = await storage.publishEvents([eventRecord({ type: 'webhook.test', createdAt: at(26) })], { webhookId: webhook.id });
+      // Due by 35: all but `held`, which falls due after the webhook is disabled.
+      await storage.claimDeliveries({ now: at(35), leaseUntil: at(95), limit: 100, owner: 'w' });
+      for (const [delivery, statusCode, outcome] of [
+        [old, 500, failed],
+        [delivered, 204, done],
+        [exhausted, 500, failed],
+        [stillPending, 500, retry(1000)],
+        [ofOther!, 500, failed],
+        [testCall!, 500, failed],
+      ] as const) {
+        await storage.recordAttempt(delivery.id, 'w', attempt(statusCode, 36), outcome);
+      }
+      await storage.disableWebhook('acct_a', webhook.id, at(41));
+      await storage.claimDeliveries({ now: at(50), leaseUntil: at(110), limit: 100, owner: 'w' });
+      assert.is((await db.delivery(held.id))!.status, 'cancelled', 'held while disabled');
+
+      let refused = false;
+      await storage.recoverDeliveries('acct_a', webhook.id, at(5), at(60)).catch((error) => (refused = isPortalError(error, 'WEBHOOK_DISABLED')));
+      assert.ok(refused, 'refused while disabled');
+      await storage.enableWebhook('acct_a', webhook.id);
+      assert.is(await storage.recoverDeliveries('acct_b', webhook.id, at(5), at(60)), null);
+      const made = (await storage.recoverDeliveries('acct_a', webhook.id, at(5), at(60)))!;
+      assert.equal(
+        made.map((d) => d.eventId),
+        [exhausted.eventId, held.eventId],
+        'oldest first; not before `since`, not delivered, not pending, not a test call',
+      );
+      for (const delivery of made) {
+        assert.equal(
+          { ...delivery, id: '', eventId: '' },
+          {
+            id: '',
+            accountId: 'acct_a',
+            webhookId: webhook.id,
+            eventId: '',
+            eventType: webhook.type,
+            status: 'pending',
+            attempts: [],
+            attemptCount: 0,
+            nextAttemptAt: at(60),
+            createdAt: at(60),
+            leaseOwner: null,
+            leaseUntil: null,
+            orderingKey: null,
+            redeliverQueued: false,
+          },
+        );
+        assert.equal(await db.delivery(delivery.id), delivery);
+      }
+      assert.equal(await storage.recoverDeliveries('acct_a', webhook.id, at(5), at(61)), [], 'a second recovery queues nothing twice');
+      assert.equal(await storage.recoverDeliveries('acct_a', other.id, at(0), at(61)).then((d) => d!.map((x) => x.eventId)), [ofOther!.eventId]);
+      const claimed = await storage.claimDeliveries({ now: at(60), leaseUntil: at(120), limit: 100, owner: 'w' });
+      assert.equal(claimed.map((c) => c.delivery.id).sort(), made.map((d) => d.id).sort(), 'due at once');
+      await storage.recordAttempt(made[0]!.id, 'w', attempt(500, 61), failed);
+      assert.equal(
+        await storage.recoverDeliveries('acct_a', webhook.id, at(5), at(62)).then((d) => d!.map((x) => x.eventId)),
+        [exhausted.eventId],
+        'failed again: recoverable again',
+      );
+      const all = await storage.recoverDeliveries('acct_a', webhook.id, at(0), at(63));
+      assert.equal(
+        all!.map((d) => d.eventId),
+        [old.eventId],
+      );
+    }),
+  );
+
+  test(
+    'recover: two recoveries at once never queue one event twice',
+    withStorage(factory, async (storage) => {
+      const { webhook } = await withEvents(storage, 5);
+      await attemptAll(storage, 0, 500, failed);
+      const made = await Promise.all(Array.from({ length: 4 }, () => storage.recoverDeliveries('acct_a', webhook.id, at(0), at(10))));
+      assert.is(
+        made.reduce((sum, list) => sum + list!.length, 0),
+        5,
+      );
+      assert.is((await everyDelivery(storage, 'acct_a', webhook.id)).length, 10);
+    }),
+  );
+
+  test(
+    'health: in a worker, a receiver that fails past the thresholds is disabled and `webhook.disabled` is emitted once',
+    withStorage(factory, async (storage) => {
+      const webhook = webhookRecord();
+      await storage.insertWebhook(webhook);
+      let now = new Date(T0);
+      const emitted: OperationalEvent[] = [];
+      let calls = 0;
+      const transport: WebhookTransport = {
+        async send() {
+          calls++;
+          return { statusCode: 500, headers: {}, error: null };
+        },
+      };
+      const worker = createWebhookWorker({
+        storage,
+        transport,
+        clock: () => now,
+        logger: silentLogger,
+        tick: '0 0 0 1 1 *',
+        timeoutMs: 1000,
+        concurrency: 4,
+        retrySchedule: [60, 60, 60, 60, 60],
+        random: () => 0.5,
+        ...RULE,
+        emit: (event) => emitted.push(event),
+      });
+      const [delivery] = await storage.publishEvents([eventRecord({ createdAt: at(0) })]);
+      for (let seconds = 0; seconds <= 600; seconds += 60) {
+        now = new Date(Date.parse(at(seconds)));
+        await worker.tick();
+      }
+      await worker.stop();
+      const disabled = emitted.filter((event) => event.type === 'webhook.disabled');
+      assert.equal(disabled, [
+        { type: 'webhook.disabled', accountId: 'acct_a', webhookId: webhook.id, deliveryId: delivery!.id, reason: 'failing', at: at(120) },
+      ]);
+      assert.is(calls, 3, 'no call after the third failure disabled it');
+      assert.is((await storage.getDelivery('acct_a', delivery!.id))!.status, 'cancelled', 'its retry fell due while disabled');
+      assert.equal(
+        emitted.filter((event) => event.type !== 'webhook.disabled'),
+        [],
+      );
+    }),
+  );
+
+  reopenable(test, factory)(
+    'health: survives a reopen',
+    withStorage(factory, async (storage, { swap, db }) => {
+      const { webhook } = await withEvents(storage, 1);
+      await attemptAll(storage, 0, 410, failed);
+      const before = await storage.getWebhookHealth('acct_a', webhook.id);
+      const reopened = await swap();
+      assert.equal(await reopened.getWebhookHealth('acct_a', webhook.id), before);
+      assert.equal(await db.health(webhook.id), before);
+      assert.is(before!.disabledReason, 'gone');
+    }),
+  );
 }

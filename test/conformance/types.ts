@@ -22,9 +22,7 @@ export interface StorageBackChannel {
  * instance than the one that wrote it. A factory without it says why in `whyNoReopen`, which the
  * suite prints as it skips those tests.
  */
-export type Reopening<T> =
-  | { reopen(store: T): Promise<T>; whyNoReopen?: undefined }
-  | { reopen?: undefined; whyNoReopen: string };
+export type Reopening<T> = { reopen(store: T): Promise<T>; whyNoReopen?: undefined } | { reopen?: undefined; whyNoReopen: string };
 
 /**
  * What an adapter's test file hands the conformance suite: how to make a fresh, opened store and

@@ -62,8 +62,7 @@ export function multipart(parts: RawPart[], options: { boundary?: string; close?
   const chunks: Buffer[] = [];
   for (const part of parts) {
     const disposition =
-      part.disposition ??
-      `Content-Disposition: form-data; name="${part.name}"${part.filename === undefined ? '' : `; filename="${part.filename}"`}`;
+      part.disposition ?? `Content-Disposition: form-data; name="${part.name}"${part.filename === undefined ? '' : `; filename="${part.filename}"`}`;
     const lines = [`--${boundary}`, disposition, ...(part.headers ?? [])];
     if (part.bytes !== undefined && !lines.some((line) => /^content-type/i.test(line))) lines.push('Content-Type: application/octet-stream');
     chunks.push(Buffer.from(lines.join('\r\n') + '\r\n\r\n'));
@@ -141,7 +140,9 @@ export function observedBlobs(kind: BlobKind = BLOB_KINDS[0]!) {
   const started: string[] = [];
   const deleted: string[] = [];
   const waiters: (() => void)[] = [];
-  const notify = () => waiters.splice(0).forEach((wake) => wake());
+  const notify = () => {
+    for (const wake of waiters.splice(0)) wake();
+  };
   let gate: Promise<void> = Promise.resolve();
   let firstChunk = false;
   const blobs: BlobStore = {

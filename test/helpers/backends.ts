@@ -90,10 +90,12 @@ export async function openBackends(what: string): Promise<{ list: Backend[]; clo
 }
 
 /** An UPDATE of the stored entry's text, as a database user could make it. */
-const sqlTamper = (client: SqlClient, schema: string): Tamper => async (agreementId, from, to) => {
-  await client.query(`UPDATE "${schema}".portal_agreement_audit SET entry = replace(entry, $2, $3) WHERE agreement_id = $1 AND entry LIKE '%' || $2 || '%'`, [
-    agreementId,
-    `"ip":${JSON.stringify(from)}`,
-    `"ip":${JSON.stringify(to)}`,
-  ]);
-};
+const sqlTamper =
+  (client: SqlClient, schema: string): Tamper =>
+  async (agreementId, from, to) => {
+    await client.query(`UPDATE "${schema}".portal_agreement_audit SET entry = replace(entry, $2, $3) WHERE agreement_id = $1 AND entry LIKE '%' || $2 || '%'`, [
+      agreementId,
+      `"ip":${JSON.stringify(from)}`,
+      `"ip":${JSON.stringify(to)}`,
+    ]);
+  };

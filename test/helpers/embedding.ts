@@ -23,7 +23,12 @@ const auth = { authorization: `Bearer ${KEY_A}` };
 export async function exerciseEmbeddedPortal(url: string, portal: Portal): Promise<void> {
   // An agreement upload: multipart, streamed through the framework untouched.
   const document = documentBytes(1024 * 1024 + 17, 3);
-  const form = validFormData({ documents: [{ name: 'lease.pdf', bytes: document }, { name: 'annex.pdf', bytes: documentBytes(10, 4) }] });
+  const form = validFormData({
+    documents: [
+      { name: 'lease.pdf', bytes: document },
+      { name: 'annex.pdf', bytes: documentBytes(10, 4) },
+    ],
+  });
   const created = await fetch(`${url}/v1/agreements`, { method: 'POST', headers: auth, body: form });
   const agreement: any = await created.json();
   assert.is(created.status, 201, JSON.stringify(agreement));
@@ -67,10 +72,10 @@ export async function exerciseEmbeddedPortal(url: string, portal: Portal): Promi
   assert.is(health.headers.get('x-request-id'), null, 'the portal did not answer it');
   const outside = await fetch(`${url}/elsewhere`);
   assert.is(outside.status, 404);
-  assert.is(outside.headers.get('x-request-id'), null, 'a path outside /v1 is the app\'s to answer');
+  assert.is(outside.headers.get('x-request-id'), null, "a path outside /v1 is the app's to answer");
   const inside = await fetch(`${url}/v1/elsewhere`, { headers: auth });
   assert.is(inside.status, 404);
-  assert.ok(inside.headers.get('x-request-id'), 'a path under /v1 is the portal\'s');
+  assert.ok(inside.headers.get('x-request-id'), "a path under /v1 is the portal's");
   assert.match(((await inside.json()) as any).message, /No route matches GET \/v1\/elsewhere/);
   const anonymous = await fetch(`${url}/v1/files`);
   assert.is(anonymous.status, 401);

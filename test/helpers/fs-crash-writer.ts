@@ -38,9 +38,10 @@ let nextOp = 0;
  * Prints one line and resolves once it is in the pipe: when the parent reads slowly the pipe
  * fills and stdout queues, and an operation announced only in that queue would die unannounced.
  */
-const say = (line: object) => new Promise<void>((resolve, reject) => {
-  process.stdout.write(JSON.stringify(line) + '\n', (error) => (error ? reject(error) : resolve()));
-});
+const say = (line: object) =>
+  new Promise<void>((resolve, reject) => {
+    process.stdout.write(JSON.stringify(line) + '\n', (error) => (error ? reject(error) : resolve()));
+  });
 
 /** Announces `candidates`, runs `operation`, then reports the subjects it returns. */
 async function run(candidates: Subject[], operation: () => Promise<Subject[]>): Promise<void> {
@@ -63,14 +64,23 @@ async function files() {
 async function agreements() {
   const agreement = agreementRecord({ accountId: 'acct_crash', signerSignature: `data:image/png;base64,${padding()}` });
   const created = eventRecord({ accountId: 'acct_crash', type: 'agreement-created', data: agreement });
-  const subjects: Subject[] = [[`agreement:${agreement.id}`, agreement], [`event:${created.id}`, created]];
+  const subjects: Subject[] = [
+    [`agreement:${agreement.id}`, agreement],
+    [`event:${created.id}`, created],
+  ];
   await run(subjects, async () => (await storage.insertAgreement(agreement, [created]), subjects));
   const signed: AgreementRecord = { ...agreement, status: 'signed', name: 'Signed lease' };
   const event = eventRecord({ accountId: 'acct_crash', type: 'agreement-signed', data: signed });
-  const after: Subject[] = [[`agreement:${agreement.id}`, signed], [`event:${event.id}`, event]];
+  const after: Subject[] = [
+    [`agreement:${agreement.id}`, signed],
+    [`event:${event.id}`, event],
+  ];
   await run(after, async () => {
     const stored = await storage.updateAgreement('acct_crash', agreement.id, () => ({ agreement: signed, events: [event] }));
-    return [[`agreement:${agreement.id}`, stored], [`event:${event.id}`, event]];
+    return [
+      [`agreement:${agreement.id}`, stored],
+      [`event:${event.id}`, event],
+    ];
   });
 }
 
@@ -90,7 +100,9 @@ async function outbox() {
     // A rotation rewrites the webhook's record: after a crash it is the old record or the new one, whole.
     const rotation = { secret: 'whsec_' + Buffer.alloc(32, runNumber % 256).toString('base64'), previousSecretUntil: runAt };
     const rotated = withRotation(webhook, rotation);
-    await run([[`webhook:${webhook.id}`, rotated]], async () => [[`webhook:${webhook.id}`, await storage.rotateWebhookSecret('acct_crash', webhook.id, rotation)]]);
+    await run([[`webhook:${webhook.id}`, rotated]], async () => [
+      [`webhook:${webhook.id}`, await storage.rotateWebhookSecret('acct_crash', webhook.id, rotation)],
+    ]);
   }
   for (let i = 0; i < 4; i++) {
     const event = eventRecord({ accountId: 'acct_crash', createdAt: runAt, data: { i, padding: padding() } });
@@ -103,14 +115,25 @@ async function outbox() {
   const until = '2100-01-01T00:00:00+00:00';
   const leased = (d: DeliveryRecord): DeliveryRecord => ({ ...d, leaseOwner: 'crash-worker', leaseUntil: until });
   let claimed: DeliveryRecord[] = [];
-  await run([...pending.values()].map((d): Subject => [`delivery:${d.id}`, leased(d)]), async () => {
-    claimed = (await storage.claimDeliveries({ now: runAt, leaseUntil: until, limit: 3, owner: 'crash-worker' })).map((c) => c.delivery);
-    return claimed.map((d): Subject => [`delivery:${d.id}`, d]);
-  });
+  await run(
+    [...pending.values()].map((d): Subject => [`delivery:${d.id}`, leased(d)]),
+    async () => {
+      claimed = (await storage.claimDeliveries({ now: runAt, leaseUntil: until, limit: 3, owner: 'crash-worker' })).map((c) => c.delivery);
+      return claimed.map((d): Subject => [`delivery:${d.id}`, d]);
+    },
+  );
   for (const delivery of claimed) pending.delete(delivery.id);
   for (const delivery of claimed) {
     const attempt = { at: runAt, statusCode: 200, error: null, durationMs: 1 };
-    const done: DeliveryRecord = { ...delivery, attempts: [attempt], attemptCount: 1, status: 'succeeded', nextAttemptAt: null, leaseOwner: null, leaseUntil: null };
+    const done: DeliveryRecord = {
+      ...delivery,
+      attempts: [attempt],
+      attemptCount: 1,
+      status: 'succeeded',
+      nextAttemptAt: null,
+      leaseOwner: null,
+      leaseUntil: null,
+    };
     await run([[`delivery:${delivery.id}`, done]], async () => {
       await storage.recordAttempt(delivery.id, 'crash-worker', attempt, { status: 'succeeded', nextAttemptAt: null });
       return [[`delivery:${delivery.id}`, done]];

@@ -5,7 +5,6 @@ import type { Storage } from '../../src/ports.js';
 import type { IdempotencyRecord } from '../../src/records.js';
 import type { StorageBackChannel, StorageFactory } from '../conformance/types.js';
 
-
 /**
  * The back-channel to `storage`, a memory store: it reads the store's own records through the
  * adapter's internal handle (`memoryRecordOf`, not exported by the package). Memory holds no other

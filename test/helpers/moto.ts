@@ -2,12 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import net from 'node:net';
-import {
-  CreateBucketCommand,
-  DeleteObjectsCommand,
-  ListObjectsV2Command,
-  S3Client,
-} from '@aws-sdk/client-s3';
+import { CreateBucketCommand, DeleteObjectsCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { s3Blobs } from '../../adapters/s3/index.js';
 import type { BlobStoreFactory } from '../conformance/types.js';
 import { namespacedBlobsFactory } from './blob-factory.js';
@@ -43,7 +38,10 @@ export async function startMoto(): Promise<{ moto: Moto; reason?: undefined } | 
   const deadline = Date.now() + 20_000;
   for (;;) {
     if (child.exitCode !== null) return { reason: `moto_server exited with ${child.exitCode} before it answered` };
-    const answered = await fetch(`${endpoint}/moto-api/`).then(() => true, () => false);
+    const answered = await fetch(`${endpoint}/moto-api/`).then(
+      () => true,
+      () => false,
+    );
     if (answered) break;
     if (Date.now() > deadline) {
       child.kill();

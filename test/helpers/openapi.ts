@@ -27,8 +27,7 @@ export function createResponseChecker(document: Json) {
     const path = (item.$ref as string).replace(/^#\//, '').split('/');
     return resolve(path.reduce((node: Json, key) => node[key.replace(/~1/g, '/').replace(/~0/g, '~')], document));
   };
-  const rebase = (schema: unknown): unknown =>
-    JSON.parse(JSON.stringify(schema).replace(/"#\/components\//g, `"${BASE}#/components/`));
+  const rebase = (schema: unknown): unknown => JSON.parse(JSON.stringify(schema).replace(/"#\/components\//g, `"${BASE}#/components/`));
 
   function operationOf(method: string, template: string): Json {
     const operation = document.paths[template]?.[method.toLowerCase()];

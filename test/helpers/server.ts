@@ -58,10 +58,7 @@ export async function startPortal(options: PortalOptions = {}): Promise<TestPort
  */
 export function withPortal(body: (app: TestPortal) => Promise<void>): Promise<void>;
 export function withPortal(options: PortalOptions, body: (app: TestPortal) => Promise<void>): Promise<void>;
-export async function withPortal(
-  first: PortalOptions | ((app: TestPortal) => Promise<void>),
-  second?: (app: TestPortal) => Promise<void>,
-): Promise<void> {
+export async function withPortal(first: PortalOptions | ((app: TestPortal) => Promise<void>), second?: (app: TestPortal) => Promise<void>): Promise<void> {
   const [options, body] = typeof first === 'function' ? [{}, first] : [first, second!];
   const app = await startPortal(options);
   try {

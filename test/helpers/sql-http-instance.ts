@@ -24,6 +24,10 @@ const portal = await createPortal({
 });
 const running = await listen(portal.handler);
 process.on('disconnect', () => {
-  void running.close().then(() => portal.close()).then(() => pool.end()).finally(() => process.exit(0));
+  void running
+    .close()
+    .then(() => portal.close())
+    .then(() => pool.end())
+    .finally(() => process.exit(0));
 });
 process.send!({ url: running.url });

@@ -60,6 +60,9 @@ process.on('message', (message: Message) => {
   );
 });
 process.on('disconnect', () => {
-  void portal.close().then(() => pool.end()).finally(() => process.exit(0));
+  void portal
+    .close()
+    .then(() => pool.end())
+    .finally(() => process.exit(0));
 });
 process.send!({ ready: true, owner: portal.worker!.owner });

@@ -19,9 +19,7 @@ let schemas = 0;
 export const freshSchema = () => `${RUN}_${++schemas}`;
 
 /** A pool on the server, or why there is none: unreachable within about two seconds. */
-export async function connectPostgres(
-  options: pg.PoolConfig = {},
-): Promise<{ pool: pg.Pool; reason?: undefined } | { pool?: undefined; reason: string }> {
+export async function connectPostgres(options: pg.PoolConfig = {}): Promise<{ pool: pg.Pool; reason?: undefined } | { pool?: undefined; reason: string }> {
   const pool = new pg.Pool({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 2000, allowExitOnIdle: true, ...options });
   pool.on('error', () => {});
   try {
@@ -65,7 +63,11 @@ export function sqlBackChannel(client: SqlClient, schema: string): StorageBackCh
   };
   return {
     async event(id) {
-      const row = await one('events', `id, account_id AS "accountId", type, ${atom('created_at', 'createdAt')}, data::text AS data, ordering_key AS "orderingKey"`, id);
+      const row = await one(
+        'events',
+        `id, account_id AS "accountId", type, ${atom('created_at', 'createdAt')}, data::text AS data, ordering_key AS "orderingKey"`,
+        id,
+      );
       if (row === null) return null;
       const { orderingKey, ...rest } = row;
       const event = { ...rest, data: rest.data === null ? null : JSON.parse(rest.data as string) } as EventRecord;

@@ -38,25 +38,39 @@ curlTest('curl -F: the README example creates the agreement, hashes match the fi
     const annex = documentBytes(12_345, 5);
     await withFiles({ 'lease.pdf': lease, 'annex.pdf': annex, 'signature.txt': PNG_SIGNATURE }, async (dir) => {
       const res = await curl([
-        '-H', `Authorization: Bearer ${KEY_A}`,
-        '-F', 'name=Lease 2026',
-        '-F', 'signerName=Ann Owner',
-        '-F', `signerSignatureData=<${join(dir, 'signature.txt')}`,
-        '-F', `signers=${JSON.stringify(SIGNER)};type=application/json`,
-        '-F', `signers=${JSON.stringify(signer(2))};type=application/json`,
-        '-F', `documents=@${join(dir, 'lease.pdf')};type=application/pdf`,
-        '-F', `documents=@${join(dir, 'annex.pdf')}`,
+        '-H',
+        `Authorization: Bearer ${KEY_A}`,
+        '-F',
+        'name=Lease 2026',
+        '-F',
+        'signerName=Ann Owner',
+        '-F',
+        `signerSignatureData=<${join(dir, 'signature.txt')}`,
+        '-F',
+        `signers=${JSON.stringify(SIGNER)};type=application/json`,
+        '-F',
+        `signers=${JSON.stringify(signer(2))};type=application/json`,
+        '-F',
+        `documents=@${join(dir, 'lease.pdf')};type=application/pdf`,
+        '-F',
+        `documents=@${join(dir, 'annex.pdf')}`,
         `${app.url}/v1/agreements`,
       ]);
       assert.is(res.status, 201, res.body);
       const body = JSON.parse(res.body);
       assert.is(body.name, 'Lease 2026');
       assert.is(body.signerSignature, PNG_SIGNATURE);
-      assert.equal(body.signers.map((item: any) => item.email), ['bo@example.com', 's2@example.com']);
-      assert.equal(body.documents.map((document: any) => [document.documentName, document.fileSize, document.fileHash]), [
-        ['lease.pdf', lease.length, sha256(lease)],
-        ['annex.pdf', annex.length, sha256(annex)],
-      ]);
+      assert.equal(
+        body.signers.map((item: any) => item.email),
+        ['bo@example.com', 's2@example.com'],
+      );
+      assert.equal(
+        body.documents.map((document: any) => [document.documentName, document.fileSize, document.fileHash]),
+        [
+          ['lease.pdf', lease.length, sha256(lease)],
+          ['annex.pdf', annex.length, sha256(annex)],
+        ],
+      );
     });
   });
 });
@@ -66,14 +80,21 @@ curlTest('curl -F with documents over 5 MiB: 413 (curl sends Expect: 100-continu
   await withPortal({ storage: tracked.storage, blobs: tracked.blobs }, async (app) => {
     await withFiles({ 'a.bin': documentBytes(3 * 1024 * 1024), 'b.bin': documentBytes(2 * 1024 * 1024 + 1, 2) }, async (dir) => {
       const res = await curl([
-        '-H', `Authorization: Bearer ${KEY_A}`,
-        '-F', 'name=Too big',
-        '-F', 'signerName=Ann Owner',
+        '-H',
+        `Authorization: Bearer ${KEY_A}`,
+        '-F',
+        'name=Too big',
+        '-F',
+        'signerName=Ann Owner',
         // Unquoted, curl would read `;base64,…` as a part parameter and cut the value there.
-        '-F', `signerSignatureData="${PNG_SIGNATURE}"`,
-        '-F', `signers=${JSON.stringify(SIGNER)}`,
-        '-F', `documents=@${join(dir, 'a.bin')}`,
-        '-F', `documents=@${join(dir, 'b.bin')}`,
+        '-F',
+        `signerSignatureData="${PNG_SIGNATURE}"`,
+        '-F',
+        `signers=${JSON.stringify(SIGNER)}`,
+        '-F',
+        `documents=@${join(dir, 'a.bin')}`,
+        '-F',
+        `documents=@${join(dir, 'b.bin')}`,
         `${app.url}/v1/agreements`,
       ]);
       assert.is(res.status, 413, res.body);

@@ -27,7 +27,10 @@ test('GET /agreements: 200 { data, nextCursor }, newest first, each agreement as
     const body = await json(res);
     assert.equal(Object.keys(body), ['data', 'nextCursor']);
     // Made within one second: the last made first.
-    assert.equal(body.data.map((agreement: any) => agreement.id), made.map((agreement) => agreement.id).reverse());
+    assert.equal(
+      body.data.map((agreement: any) => agreement.id),
+      made.map((agreement) => agreement.id).reverse(),
+    );
     assert.equal(body.data[0], eventData(made[2]));
     assert.equal(JSON.stringify(body.data[0]), JSON.stringify(eventData(made[2])), 'the same JSON, key order included');
     assert.not.ok(JSON.stringify(body).includes(PNG_SIGNATURE), 'no signature image');
@@ -41,13 +44,22 @@ test('GET /agreements: pages of ?limit=, each from the nextCursor of the one bef
     const made = await createAgreements(app, 5, () => time.advance(1));
     const ids = made.map((agreement) => agreement.id).reverse();
     const first = await json(await app.api('/agreements?limit=2'));
-    assert.equal(first.data.map((agreement: any) => agreement.id), ids.slice(0, 2));
+    assert.equal(
+      first.data.map((agreement: any) => agreement.id),
+      ids.slice(0, 2),
+    );
     assert.is(first.nextCursor, ids[1]);
     await createAgreements(app, 1);
     const second = await json(await app.api(`/agreements?limit=2&cursor=${first.nextCursor}`));
-    assert.equal(second.data.map((agreement: any) => agreement.id), ids.slice(2, 4));
+    assert.equal(
+      second.data.map((agreement: any) => agreement.id),
+      ids.slice(2, 4),
+    );
     const third = await json(await app.api(`/agreements?limit=2&cursor=${second.nextCursor}`));
-    assert.equal(third.data.map((agreement: any) => agreement.id), ids.slice(4));
+    assert.equal(
+      third.data.map((agreement: any) => agreement.id),
+      ids.slice(4),
+    );
     assert.is(third.nextCursor, null, 'the last page says so');
     const exact = await json(await app.api('/agreements?limit=6'));
     assert.is(exact.data.length, 6);
@@ -91,7 +103,7 @@ test('GET /agreements: bad limit or cursor is a 400 naming it', async () => {
   });
 });
 
-test('GET /agreements: only the key\'s account; another account\'s agreement is no cursor; needs a key', async () => {
+test("GET /agreements: only the key's account; another account's agreement is no cursor; needs a key", async () => {
   await withPortal(async (app) => {
     const [mine] = await createAgreements(app, 1);
     const asB = { headers: { authorization: `Bearer ${KEY_B}` } };
@@ -101,7 +113,10 @@ test('GET /agreements: only the key\'s account; another account\'s agreement is 
     assert.match((await json(foreign)).message, /^cursor: /);
     assert.is((await fetch(`${app.url}/v1/agreements`)).status, 401);
     assert.equal((await app.portal.agreements.list('acct_b')).data, []);
-    assert.equal((await app.portal.agreements.list('acct_a', { limit: 1 })).data.map((agreement) => agreement.id), [mine.id]);
+    assert.equal(
+      (await app.portal.agreements.list('acct_a', { limit: 1 })).data.map((agreement) => agreement.id),
+      [mine.id],
+    );
   });
 });
 

@@ -65,11 +65,23 @@ function withPart(name: string, replacement: RawPart | RawPart[] | null): RawPar
 
 function registerTests(test: Test<{ app: TestPortal; tracked: Tracked }>): void {
   const expectations: [title: string, parts: RawPart[], message: string | RegExp][] = [
-    ['an unknown text part', [...validParts(), { name: 'comment', value: 'hi' }], 'Unknown part "comment"; the parts are name, signerName, signerSignatureData, signers, documents, signingOrder and expiresAt.'],
+    [
+      'an unknown text part',
+      [...validParts(), { name: 'comment', value: 'hi' }],
+      'Unknown part "comment"; the parts are name, signerName, signerSignatureData, signers, documents, signingOrder and expiresAt.',
+    ],
     ['an unknown file part', [...validParts(), { name: 'attachment', filename: 'a.pdf', bytes: documentBytes(10) }], /^Unknown part "attachment"/],
     ['a part with an empty name', [{ name: '', value: 'x' }, ...validParts()], /^Unknown part ""/],
-    ['a text part without a name', [{ name: '', disposition: 'Content-Disposition: form-data', value: 'x' }, ...validParts()], 'Unknown part without a name; the parts are name, signerName, signerSignatureData, signers, documents, signingOrder and expiresAt.'],
-    ['a file part without a name', [...validParts(), { name: '', disposition: 'Content-Disposition: form-data; filename="a.pdf"', bytes: documentBytes(10) }], /^Unknown part without a name;/],
+    [
+      'a text part without a name',
+      [{ name: '', disposition: 'Content-Disposition: form-data', value: 'x' }, ...validParts()],
+      'Unknown part without a name; the parts are name, signerName, signerSignatureData, signers, documents, signingOrder and expiresAt.',
+    ],
+    [
+      'a file part without a name',
+      [...validParts(), { name: '', disposition: 'Content-Disposition: form-data; filename="a.pdf"', bytes: documentBytes(10) }],
+      /^Unknown part without a name;/,
+    ],
     ['name given twice', [...validParts(), { name: 'name', value: 'Again' }], 'name: was given more than once.'],
     ['no name', withPart('name', null), 'name: is required.'],
     ['an empty name', withPart('name', { name: 'name', value: '' }), 'name: must not be empty'],
@@ -82,17 +94,63 @@ function registerTests(test: Test<{ app: TestPortal; tracked: Tracked }>): void 
     ['an empty signers array', withPart('signers', { name: 'signers', value: '[]' }), 'signers: at least one signer is required.'],
     ['signers that are not JSON', withPart('signers', { name: 'signers', value: "{firstName: 'Bo'}" }), 'signers: part 1 is not valid JSON.'],
     ['a signer that is not an object', withPart('signers', { name: 'signers', value: '["Bo"]' }), 'signers[0]: must be a JSON object.'],
-    ['a signer with an unknown key', withPart('signers', { name: 'signers', value: JSON.stringify({ ...SIGNER, phone: '1' }) }), 'signers[0] has an unknown field "phone".'],
-    ['a signer without lastName', withPart('signers', { name: 'signers', value: JSON.stringify({ ...SIGNER, lastName: undefined }) }), 'signers[0].lastName: is required.'],
-    ['a signer with a bad email', withPart('signers', [{ name: 'signers', value: JSON.stringify(signer(1)) }, { name: 'signers', value: JSON.stringify({ ...SIGNER, email: 'bo@' }) }]), 'signers[1].email: must be a valid e-mail address'],
-    ['a signer with shouldIdentify as a string', withPart('signers', { name: 'signers', value: JSON.stringify({ ...SIGNER, shouldIdentify: 'yes' }) }), 'signers[0].shouldIdentify: must be true or false'],
-    ['an array part after an object part', withPart('signers', [{ name: 'signers', value: JSON.stringify(SIGNER) }, { name: 'signers', value: JSON.stringify([signer(2)]) }]), /^signers: send one part per signer or one part holding an array/],
-    ['six signers in one array', withPart('signers', { name: 'signers', value: JSON.stringify([1, 2, 3, 4, 5, 6].map(signer)) }), 'signers: at most 5 signers are allowed.'],
-    ['a signers part over 64 KiB', withPart('signers', { name: 'signers', value: JSON.stringify({ ...SIGNER, firstName: 'x'.repeat(70_000) }) }), 'signers: a part must be at most 64 KiB.'],
+    [
+      'a signer with an unknown key',
+      withPart('signers', { name: 'signers', value: JSON.stringify({ ...SIGNER, phone: '1' }) }),
+      'signers[0] has an unknown field "phone".',
+    ],
+    [
+      'a signer without lastName',
+      withPart('signers', { name: 'signers', value: JSON.stringify({ ...SIGNER, lastName: undefined }) }),
+      'signers[0].lastName: is required.',
+    ],
+    [
+      'a signer with a bad email',
+      withPart('signers', [
+        { name: 'signers', value: JSON.stringify(signer(1)) },
+        { name: 'signers', value: JSON.stringify({ ...SIGNER, email: 'bo@' }) },
+      ]),
+      'signers[1].email: must be a valid e-mail address',
+    ],
+    [
+      'a signer with shouldIdentify as a string',
+      withPart('signers', { name: 'signers', value: JSON.stringify({ ...SIGNER, shouldIdentify: 'yes' }) }),
+      'signers[0].shouldIdentify: must be true or false',
+    ],
+    [
+      'an array part after an object part',
+      withPart('signers', [
+        { name: 'signers', value: JSON.stringify(SIGNER) },
+        { name: 'signers', value: JSON.stringify([signer(2)]) },
+      ]),
+      /^signers: send one part per signer or one part holding an array/,
+    ],
+    [
+      'six signers in one array',
+      withPart('signers', { name: 'signers', value: JSON.stringify([1, 2, 3, 4, 5, 6].map(signer)) }),
+      'signers: at most 5 signers are allowed.',
+    ],
+    [
+      'a signers part over 64 KiB',
+      withPart('signers', { name: 'signers', value: JSON.stringify({ ...SIGNER, firstName: 'x'.repeat(70_000) }) }),
+      'signers: a part must be at most 64 KiB.',
+    ],
     ['no documents', withPart('documents', null), 'documents: at least one document is required.'],
-    ['a documents part without a filename', withPart('documents', { name: 'documents', value: 'just text' }), 'documents[0]: must be a file part with a filename.'],
-    ['documents[x] as a part name', withPart('documents', { name: 'documents[x]', filename: 'a.pdf', bytes: documentBytes(10) }), /^Unknown part "documents\[x\]"/],
-    ['six documents', [...validParts(), ...[1, 2, 3, 4, 5].map((i) => ({ name: 'documents', filename: `d${i}`, bytes: documentBytes(50_000, i) }))], 'documents: at most 5 documents are allowed.'],
+    [
+      'a documents part without a filename',
+      withPart('documents', { name: 'documents', value: 'just text' }),
+      'documents[0]: must be a file part with a filename.',
+    ],
+    [
+      'documents[x] as a part name',
+      withPart('documents', { name: 'documents[x]', filename: 'a.pdf', bytes: documentBytes(10) }),
+      /^Unknown part "documents\[x\]"/,
+    ],
+    [
+      'six documents',
+      [...validParts(), ...[1, 2, 3, 4, 5].map((i) => ({ name: 'documents', filename: `d${i}`, bytes: documentBytes(50_000, i) }))],
+      'documents: at most 5 documents are allowed.',
+    ],
   ];
 
   for (const [title, parts, message] of expectations) {
@@ -105,15 +163,27 @@ function registerTests(test: Test<{ app: TestPortal; tracked: Tracked }>): void 
   }
 
   const signatures: [title: string, value: string, message: string][] = [
-    ['an SVG image', dataUrl('image/svg+xml', Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>')), 'SVG images are refused; send a PNG, JPEG or WebP image'],
+    [
+      'an SVG image',
+      dataUrl('image/svg+xml', Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>')),
+      'SVG images are refused; send a PNG, JPEG or WebP image',
+    ],
     ['a GIF image', dataUrl('image/gif', Buffer.from('GIF89a0000')), 'must be a data-URL of a PNG, JPEG or WebP image (data:image/png;base64,…)'],
     ['a URL that is not a data-URL', 'https://example.com/sig.png', 'must be a data-URL of a PNG, JPEG or WebP image (data:image/png;base64,…)'],
-    ['a data-URL without base64', 'data:image/png,' + encodeURIComponent(pngBytes().toString('latin1')), 'must be a data-URL of a PNG, JPEG or WebP image (data:image/png;base64,…)'],
+    [
+      'a data-URL without base64',
+      'data:image/png,' + encodeURIComponent(pngBytes().toString('latin1')),
+      'must be a data-URL of a PNG, JPEG or WebP image (data:image/png;base64,…)',
+    ],
     ['no image data', 'data:image/png;base64,', 'holds no image data'],
     ['base64 with a stray character', PNG_SIGNATURE.slice(0, -4) + '*AA=', 'is not valid base64 (standard alphabet, padded, no whitespace)'],
     ['base64 with a line break', PNG_SIGNATURE.slice(0, 40) + '\n' + PNG_SIGNATURE.slice(40), 'is not valid base64 (standard alphabet, padded, no whitespace)'],
     ['base64 without padding', PNG_SIGNATURE.replace(/=+$/, ''), 'is not valid base64 (standard alphabet, padded, no whitespace)'],
-    ['URL-safe base64', 'data:image/png;base64,' + Buffer.concat([pngBytes(8), Buffer.from([0xfb, 0xff, 0xfe])]).toString('base64url'), 'is not valid base64 (standard alphabet, padded, no whitespace)'],
+    [
+      'URL-safe base64',
+      'data:image/png;base64,' + Buffer.concat([pngBytes(8), Buffer.from([0xfb, 0xff, 0xfe])]).toString('base64url'),
+      'is not valid base64 (standard alphabet, padded, no whitespace)',
+    ],
     ['PNG bytes labelled as JPEG', dataUrl('image/jpeg', pngBytes()), 'the data is not a JPEG image'],
     ['JPEG bytes labelled as WebP', dataUrl('image/webp', Buffer.from([0xff, 0xd8, 0xff, 0xe0, 1, 2, 3, 4, 5, 6, 7, 8])), 'the data is not a WEBP image'],
     ['text labelled as PNG', dataUrl('image/png', Buffer.from('definitely not an image')), 'the data is not a PNG image'],
@@ -150,7 +220,12 @@ function registerTests(test: Test<{ app: TestPortal; tracked: Tracked }>): void 
     ['multipart/form-data without a boundary', { 'content-type': 'multipart/form-data' }, 400, /boundary/],
     ['an empty boundary', { 'content-type': 'multipart/form-data; boundary=""' }, 400, /boundary/],
     ['a boundary of 71 characters', { 'content-type': `multipart/form-data; boundary=${'b'.repeat(71)}` }, 400, /boundary/],
-    ['a boundary only inside another parameter\'s quoted value', { 'content-type': `multipart/form-data; note="; boundary=${BOUNDARY}"` }, 400, /^The Content-Type multipart\/form-data has no boundary parameter that can be read\.$/],
+    [
+      "a boundary only inside another parameter's quoted value",
+      { 'content-type': `multipart/form-data; note="; boundary=${BOUNDARY}"` },
+      400,
+      /^The Content-Type multipart\/form-data has no boundary parameter that can be read\.$/,
+    ],
   ];
 
   for (const [title, headers, status, message] of contentTypes) {

@@ -24,7 +24,7 @@ async function setup() {
 }
 
 /** The events of an account of a type, found through a webhook of that type (its deliveries name them), as stored. */
-async function eventsOf(app: TestPortal, storage: Storage, webhookId: string) {
+async function eventsOf(_app: TestPortal, storage: Storage, webhookId: string) {
   const deliveries = await everyDelivery(storage, 'acct_a', webhookId);
   const db = memoryBackChannel(storage);
   return Promise.all(deliveries.map((delivery) => db.event(delivery.eventId)));
@@ -76,13 +76,19 @@ test('signing sets signature, signatureHash and signedAt; the last signer makes 
     assert.is(events[0]!.type, 'agreement-signed');
     assert.equal(events[0]!.data, eventData(afterSecond));
     const signers = (events[0]!.data as { signers: Record<string, unknown>[] }).signers;
-    assert.equal(signers.map((signer) => [signer.signature, signer.signatureHash]), [[undefined, sha256(SIGNATURE_1)], [undefined, sha256(SIGNATURE_2)]]);
+    assert.equal(
+      signers.map((signer) => [signer.signature, signer.signatureHash]),
+      [
+        [undefined, sha256(SIGNATURE_1)],
+        [undefined, sha256(SIGNATURE_2)],
+      ],
+    );
   } finally {
     await app.close();
   }
 });
 
-test('signing: 404 for an unknown agreement, another account\'s, or an unknown signer; 409 for a second signature', async () => {
+test("signing: 404 for an unknown agreement, another account's, or an unknown signer; 409 for a second signature", async () => {
   const { app, agreement } = await setup();
   try {
     const signerId = agreement.signers[0]!.id;

@@ -121,7 +121,11 @@ for (const kind of BLOB_KINDS) {
       const app = await startPortal({ storage: tracked.storage, blobs: tracked.blobs });
       try {
         const bytes = documentBytes(2 * 1024 * 1024);
-        const complete = Array.from({ length: finishedDocuments }, (_, i) => ({ name: 'documents', filename: `done${i}.pdf`, bytes: documentBytes(300_000, i) }));
+        const complete = Array.from({ length: finishedDocuments }, (_, i) => ({
+          name: 'documents',
+          filename: `done${i}.pdf`,
+          bytes: documentBytes(300_000, i),
+        }));
         const form = splitForm(bytes, complete);
         const client = rawClient(app.url);
         await client.send(postHead({ 'Content-Type': MULTIPART, 'Content-Length': form.length }));
@@ -146,7 +150,9 @@ for (const kind of BLOB_KINDS) {
       const bytes = documentBytes(6 * 1024 * 1024);
       const form = splitForm(bytes);
       const client = rawClient(app.url);
-      const sent = client.send(Buffer.concat([Buffer.from(postHead({ 'Content-Type': MULTIPART, 'Content-Length': form.length })), form.before, bytes, form.after]));
+      const sent = client.send(
+        Buffer.concat([Buffer.from(postHead({ 'Content-Type': MULTIPART, 'Content-Length': form.length })), form.before, bytes, form.after]),
+      );
       const res = await client.response;
       assert.is(res.status, 413);
       assert.match(res.head, /\r\nconnection: close/i);

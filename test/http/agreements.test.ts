@@ -38,8 +38,19 @@ for (const kind of BLOB_KINDS) {
       const body = await json(res);
       assert.is(res.headers.get('location'), `${app.url}/v1/agreements/${body.id}`);
       assert.equal(Object.keys(body), [
-        'id', 'name', 'status', 'signerName', 'signerSignature', 'signerSignatureHash', 'signers', 'documents', 'createdAt',
-        'signingOrder', 'expiresAt', 'closedAt', 'closedReason',
+        'id',
+        'name',
+        'status',
+        'signerName',
+        'signerSignature',
+        'signerSignatureHash',
+        'signers',
+        'documents',
+        'createdAt',
+        'signingOrder',
+        'expiresAt',
+        'closedAt',
+        'closedReason',
       ]);
       assert.equal([body.signingOrder, body.expiresAt, body.closedAt, body.closedReason], ['parallel', null, null, null]);
       assert.match(body.id, /^agr_[0-9A-Za-z]{22}$/);
@@ -51,9 +62,19 @@ for (const kind of BLOB_KINDS) {
       assert.is(body.signerSignatureHash, sha256(PNG_SIGNATURE + '\n' + body.createdAt));
       assert.is(body.signers.length, 2);
       assert.match(body.signers[0].id, /^ags_[0-9A-Za-z]{22}$/);
-      assert.equal({ ...body.signers[0], id: undefined }, {
-        ...SIGNER, id: undefined, signature: null, signatureHash: null, signedAt: null, viewedAt: null, declinedAt: null, declineReason: null,
-      });
+      assert.equal(
+        { ...body.signers[0], id: undefined },
+        {
+          ...SIGNER,
+          id: undefined,
+          signature: null,
+          signatureHash: null,
+          signedAt: null,
+          viewedAt: null,
+          declinedAt: null,
+          declineReason: null,
+        },
+      );
       assert.equal(body.signers[1].email, 's2@example.com');
       assert.equal(
         body.documents.map((document: any) => ({ ...document, id: document.id.slice(0, 4) })),
@@ -110,7 +131,7 @@ test('signers as one part holding a JSON array; documents under every accepted p
     const parts = validParts().filter((part) => part.name !== 'signers' && part.name !== 'documents');
     parts.push({ name: 'signers', value: JSON.stringify([signer(1), signer(2), signer(3)]) });
     const names = ['documents', 'documents[]', 'documents[0]', 'documents[17]', 'documents.items'];
-    names.forEach((name, i) => parts.push({ name, filename: `doc${i}.txt`, bytes: documentBytes(100 + i, i) }));
+    for (const [i, name] of names.entries()) parts.push({ name, filename: `doc${i}.txt`, bytes: documentBytes(100 + i, i) });
     const res = await rawRequest(`${app.url}/v1/agreements`, {
       method: 'POST',
       headers: { authorization: 'Bearer key-of-account-a', 'content-type': MULTIPART },
@@ -118,9 +139,18 @@ test('signers as one part holding a JSON array; documents under every accepted p
     });
     assert.is(res.status, 201, res.body);
     const body = JSON.parse(res.body);
-    assert.equal(body.signers.map((item: any) => item.firstName), ['Signer1', 'Signer2', 'Signer3']);
-    assert.equal(body.documents.map((document: any) => document.documentName), ['doc0.txt', 'doc1.txt', 'doc2.txt', 'doc3.txt', 'doc4.txt']);
-    assert.equal(body.documents.map((document: any) => document.fileHash), names.map((_, i) => sha256(documentBytes(100 + i, i))));
+    assert.equal(
+      body.signers.map((item: any) => item.firstName),
+      ['Signer1', 'Signer2', 'Signer3'],
+    );
+    assert.equal(
+      body.documents.map((document: any) => document.documentName),
+      ['doc0.txt', 'doc1.txt', 'doc2.txt', 'doc3.txt', 'doc4.txt'],
+    );
+    assert.equal(
+      body.documents.map((document: any) => document.fileHash),
+      names.map((_, i) => sha256(documentBytes(100 + i, i))),
+    );
   });
 });
 
@@ -176,7 +206,10 @@ for (const kind of BLOB_KINDS) {
         body: validFormData({ documents: sizes.map((size, i) => ({ name: `p${i}`, bytes: documentBytes(size, i) })) }),
       });
       assert.is(spread.status, 201);
-      assert.equal((await json(spread)).documents.map((document: any) => document.fileSize), sizes);
+      assert.equal(
+        (await json(spread)).documents.map((document: any) => document.fileSize),
+        sizes,
+      );
     } finally {
       await app.close();
       tracked.dispose();

@@ -31,11 +31,17 @@ test('putAttachment streams the body into the blob store under the tca_ id and r
   const blobs = memoryBlobs();
   await withPortal({ storage, blobs }, async (portal) => {
     const bytes = patternBytes(1_500_001);
-    const body = Readable.from((function* () {
-      for (let offset = 0; offset < bytes.length; offset += 65_536) yield bytes.subarray(offset, offset + 65_536);
-    })());
+    const body = Readable.from(
+      (function* () {
+        for (let offset = 0; offset < bytes.length; offset += 65_536) yield bytes.subarray(offset, offset + 65_536);
+      })(),
+    );
     const attachment = await portal.tickets.putAttachment('acct_a', {
-      ticketId: 'tck_host1', messageId: 'tcm_host1', name: 'scan.pdf', mime: 'application/pdf', body,
+      ticketId: 'tck_host1',
+      messageId: 'tcm_host1',
+      name: 'scan.pdf',
+      mime: 'application/pdf',
+      body,
     });
     assert.ok(isId('tca', attachment.id), attachment.id);
     assert.equal(attachment, {
@@ -120,7 +126,7 @@ test('putAttachment removes the bytes again when the record cannot be stored', a
   });
 });
 
-test('putAttachment rejects with the body\'s error and leaves neither record nor bytes', async () => {
+test("putAttachment rejects with the body's error and leaves neither record nor bytes", async () => {
   const storage = memoryStorage();
   const blobs = memoryBlobs();
   const inserted: string[] = [];

@@ -93,7 +93,10 @@ test('an auth function decides the account; answers and misses are cached; concu
   const get = (key: string) => fetch(`${running.url}/v1/files`, { headers: { authorization: `Bearer ${key}` } });
   try {
     const first = await Promise.all([get('fn-key'), get('fn-key'), get('fn-key')]);
-    assert.equal(first.map((res) => res.status), [200, 200, 200]);
+    assert.equal(
+      first.map((res) => res.status),
+      [200, 200, 200],
+    );
     assert.equal(asked, ['fn-key']);
     assert.is((await get('fn-key')).status, 200);
     assert.is((await get('other')).status, 401);
@@ -151,14 +154,11 @@ test('without auth, PORTAL_API_KEYS is used; without either, createPortal refuse
   }
 });
 
-test('API keys are checked at start: a string of at least 16 characters, with the library\'s own message', async () => {
+test("API keys are checked at start: a string of at least 16 characters, with the library's own message", async () => {
   // What `apiKeys: [process.env.API_KEY!]` gives when the variable is unset.
   await rejects(() => createPortal({ auth: { apiKeys: [undefined as unknown as string] } }), /the key is undefined, not a string/);
   await rejects(() => createPortal({ auth: { apiKeys: [42 as unknown as string] } }), /the key is number, not a string/);
-  await rejects(
-    () => createPortal({ auth: { apiKeys: ['long-enough-key-0123', 'short-key'] } }),
-    /key 2 of 2 has 9 characters; an API key needs at least 16/,
-  );
+  await rejects(() => createPortal({ auth: { apiKeys: ['long-enough-key-0123', 'short-key'] } }), /key 2 of 2 has 9 characters; an API key needs at least 16/);
   await rejects(() => createPortal({ auth: { apiKeys: { 'short-key': 'acct_a' } } }), /at least 16/);
   await rejects(() => createPortal({ auth: { apiKeys: undefined as never } }), /auth\.apiKeys must be a list of keys or a map/);
   const error = (await createPortal({ auth: { apiKeys: ['short-key'] } }).catch((caught: unknown) => caught)) as Error;

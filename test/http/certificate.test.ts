@@ -13,7 +13,7 @@ import { NEVER } from '../helpers/webhooks.js';
 const REAL_PNG = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
 
 const pdftotext = spawnSync('pdftotext', ['-v'], { stdio: 'ignore' }).error === undefined;
-const reason = 'pdftotext (Debian\'s poppler-utils) is not installed to read the certificate back';
+const reason = "pdftotext (Debian's poppler-utils) is not installed to read the certificate back";
 
 /** The certificate's text, as pdftotext reads it. */
 function textOf(pdf: Buffer): string {
@@ -75,7 +75,7 @@ test('the certificate of completion: 409 while open; once signed, a PDF with the
   });
 });
 
-test('a declined agreement has a certificate too, with the reason; another account\'s is a 404', async () => {
+test("a declined agreement has a certificate too, with the reason; another account's is a 404", async () => {
   if (!pdftotext) return void console.log(`  skipped: ${reason}`);
   await withPortal({ signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER } }, async (app) => {
     const agreement = await json(await app.api('/agreements', { method: 'POST', body: validFormData() }));

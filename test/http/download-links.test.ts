@@ -122,8 +122,20 @@ test('altering any part of the link, or leaving one out, is a 403', async () => 
   const { app, attachment } = await portalWithAttachment();
   try {
     // A second attachment of account B under the same ids: a link whose account is changed would point at it.
-    const theirs = await app.portal.tickets.putAttachment('acct_b', { ticketId: 'tck_ticket1', messageId: 'tcm_message1', name: 'b.txt', mime: 'text/plain', body: 'b' });
-    const sibling = await app.portal.tickets.putAttachment('acct_a', { ticketId: 'tck_ticket1', messageId: 'tcm_message1', name: 's.txt', mime: 'text/plain', body: 's' });
+    const theirs = await app.portal.tickets.putAttachment('acct_b', {
+      ticketId: 'tck_ticket1',
+      messageId: 'tcm_message1',
+      name: 'b.txt',
+      mime: 'text/plain',
+      body: 'b',
+    });
+    const sibling = await app.portal.tickets.putAttachment('acct_a', {
+      ticketId: 'tck_ticket1',
+      messageId: 'tcm_message1',
+      name: 's.txt',
+      mime: 'text/plain',
+      body: 's',
+    });
     const { link } = await getLink(app, attachment);
     const signature = new URL(link).searchParams.get('signature')!;
     const flip = (text: string, at: number) => text.slice(0, at) + (text[at] === 'A' ? 'B' : 'A') + text.slice(at + 1);
@@ -288,7 +300,9 @@ test('portal.tickets.downloadLink makes the same link outside a request, under p
     await rejects(() => app.portal.tickets.downloadLink('acct_a', ref), /publicUrl/);
     const other = withPublicUrl.attachment;
     const underPublic = await withPublicUrl.app.portal.tickets.downloadLink('acct_a', {
-      ticketId: other.ticketId, messageId: other.messageId, attachmentId: other.id,
+      ticketId: other.ticketId,
+      messageId: other.messageId,
+      attachmentId: other.id,
     });
     assert.ok(underPublic.link.startsWith('https://portal.example.com/v1/downloads/'));
     const error = await rejects(() => app.portal.tickets.downloadLink('acct_b', ref, app.url), /No attachment/);

@@ -148,7 +148,7 @@ test('a unicode name: exact in filename*, an ASCII stand-in in filename', async 
     const header = (await fetch(link, { method: 'HEAD' })).headers.get('content-disposition')!;
     const fallback = /filename="([^"]*)"/.exec(header)?.[1];
     const extended = /filename\*=UTF-8''([A-Za-z0-9!#$&+\-.^_`|~%]+)$/.exec(header)?.[1];
-    assert.is(fallback, 'Resume ___ _final_ 100_ (v2)\'s.pdf');
+    assert.is(fallback, "Resume ___ _final_ 100_ (v2)'s.pdf");
     assert.ok(extended !== undefined, header);
     assert.is(decodeURIComponent(extended!), name);
     assert.ok(/^[\x20-\x7e]*$/.test(header), 'the header itself is ASCII');
@@ -169,23 +169,27 @@ function gatedBlobs(source: () => Readable): BlobStore {
 
 test('bytes reach the client as the blob store yields them, before the blob has been read to the end', async () => {
   const source = new Readable({ read() {} });
-  await withDownload({ body: Buffer.alloc(2 * 65_536, 1) }, async ({ link }) => {
-    source.push(Buffer.alloc(65_536, 1));
-    const res = await fetch(link);
-    assert.is(res.status, 200);
-    const reader = res.body!.getReader();
-    let received = 0;
-    while (received < 65_536) {
-      const { value, done } = await reader.read();
-      assert.not.ok(done, 'the body is still open');
-      received += value!.length;
-    }
-    assert.is(received, 65_536, 'the first half arrived while the second is not yet read from the store');
-    assert.not.ok(source.readableEnded);
-    source.push(Buffer.alloc(65_536, 1));
-    source.push(null);
-    while (!(await reader.read()).done);
-  }, { blobs: gatedBlobs(() => source) });
+  await withDownload(
+    { body: Buffer.alloc(2 * 65_536, 1) },
+    async ({ link }) => {
+      source.push(Buffer.alloc(65_536, 1));
+      const res = await fetch(link);
+      assert.is(res.status, 200);
+      const reader = res.body!.getReader();
+      let received = 0;
+      while (received < 65_536) {
+        const { value, done } = await reader.read();
+        assert.not.ok(done, 'the body is still open');
+        received += value!.length;
+      }
+      assert.is(received, 65_536, 'the first half arrived while the second is not yet read from the store');
+      assert.not.ok(source.readableEnded);
+      source.push(Buffer.alloc(65_536, 1));
+      source.push(null);
+      while (!(await reader.read()).done);
+    },
+    { blobs: gatedBlobs(() => source) },
+  );
 });
 
 test('a client that goes away mid-download stops the read from the blob store, and is no error', async () => {
@@ -193,33 +197,41 @@ test('a client that goes away mid-download stops the read from the blob store, a
   const logger: Logger = { debug() {}, info() {}, warn() {}, error: (_object, message) => errors.push(message ?? '') };
   const source = new Readable({ read() {} });
   const closed = new Promise<void>((resolve) => source.once('close', resolve));
-  await withDownload({ body: Buffer.alloc(10 * 65_536) }, async ({ app, link }) => {
-    source.push(Buffer.alloc(65_536));
-    const abort = new AbortController();
-    const res = await fetch(link, { signal: abort.signal });
-    await res.body!.getReader().read();
-    abort.abort();
-    await closed;
-    assert.ok(source.destroyed, 'the blob stream was destroyed');
-    assert.is((await app.api('/files')).status, 200, 'the server serves on');
-    assert.equal(errors, []);
-  }, { blobs: gatedBlobs(() => source), logger });
+  await withDownload(
+    { body: Buffer.alloc(10 * 65_536) },
+    async ({ app, link }) => {
+      source.push(Buffer.alloc(65_536));
+      const abort = new AbortController();
+      const res = await fetch(link, { signal: abort.signal });
+      await res.body!.getReader().read();
+      abort.abort();
+      await closed;
+      assert.ok(source.destroyed, 'the blob stream was destroyed');
+      assert.is((await app.api('/files')).status, 200, 'the server serves on');
+      assert.equal(errors, []);
+    },
+    { blobs: gatedBlobs(() => source), logger },
+  );
 });
 
 test('a blob stream that fails after the headers went out cuts the connection and is logged', async () => {
   const errors: string[] = [];
   const logger: Logger = { debug() {}, info() {}, warn() {}, error: (_object, message) => errors.push(message ?? '') };
   const source = new Readable({ read() {} });
-  await withDownload({ body: Buffer.alloc(4 * 65_536) }, async ({ link }) => {
-    source.push(Buffer.alloc(65_536));
-    const res = await fetch(link);
-    assert.is(res.status, 200);
-    source.destroy(new Error('disk gone'));
-    let failed = false;
-    await res.arrayBuffer().catch(() => (failed = true));
-    assert.ok(failed, 'the client sees a truncated body, not a complete one');
-    assert.equal(errors, ['response failed after headers were sent']);
-  }, { blobs: gatedBlobs(() => source), logger });
+  await withDownload(
+    { body: Buffer.alloc(4 * 65_536) },
+    async ({ link }) => {
+      source.push(Buffer.alloc(65_536));
+      const res = await fetch(link);
+      assert.is(res.status, 200);
+      source.destroy(new Error('disk gone'));
+      let failed = false;
+      await res.arrayBuffer().catch(() => (failed = true));
+      assert.ok(failed, 'the client sees a truncated body, not a complete one');
+      assert.equal(errors, ['response failed after headers were sent']);
+    },
+    { blobs: gatedBlobs(() => source), logger },
+  );
 });
 
 const curlAvailable = spawnSync('curl', ['--version']).status === 0;
@@ -229,7 +241,10 @@ if (!curlAvailable) console.log('skip: curl is not installed, so "curl -O -J get
 curlTest('curl -O -J, given only the link, saves the file under its name', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'portal-curl-'));
   try {
-    for (const [name, saved] of [['Quarterly report.pdf', 'Quarterly report.pdf'], ['Résumé.pdf', 'Resume.pdf']] as const) {
+    for (const [name, saved] of [
+      ['Quarterly report.pdf', 'Quarterly report.pdf'],
+      ['Résumé.pdf', 'Resume.pdf'],
+    ] as const) {
       await withDownload({ name, mime: 'application/pdf' }, async ({ link }) => {
         await promisify(execFile)('curl', ['--silent', '--show-error', '--fail', '-O', '-J', link], { cwd: dir });
       });

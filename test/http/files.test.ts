@@ -20,13 +20,28 @@ test('GET /files without directoryId lists the account root: directories first, 
     assert.is(res.status, 200);
     const body = await json(res);
     assert.equal(Object.keys(body), ['data']);
-    assert.equal(body.data.map((e: { id: string }) => e.id), [alpha.id, zeta.id, a.id, b.id, c.id]);
+    assert.equal(
+      body.data.map((e: { id: string }) => e.id),
+      [alpha.id, zeta.id, a.id, b.id, c.id],
+    );
     for (const entry of body.data) assert.equal(Object.keys(entry).sort(), ENTRY_FIELDS);
     assert.equal(body.data[0], {
-      id: alpha.id, type: 'directory', name: 'Alpha', size: 0, mime: 'inode/directory', fileShareId: null, createdAt: '2026-03-04T05:06:07+00:00',
+      id: alpha.id,
+      type: 'directory',
+      name: 'Alpha',
+      size: 0,
+      mime: 'inode/directory',
+      fileShareId: null,
+      createdAt: '2026-03-04T05:06:07+00:00',
     });
     assert.equal(body.data[4], {
-      id: c.id, type: 'file', name: 'c.pdf', size: 10, mime: 'application/pdf', fileShareId: 'fss_shared1', createdAt: '2026-03-04T05:06:07+00:00',
+      id: c.id,
+      type: 'file',
+      name: 'c.pdf',
+      size: 10,
+      mime: 'application/pdf',
+      fileShareId: 'fss_shared1',
+      createdAt: '2026-03-04T05:06:07+00:00',
     });
     assert.match(alpha.id, /^fsd_[0-9A-Za-z]{22}$/);
     assert.match(a.id, /^fsf_[0-9A-Za-z]{22}$/);
@@ -48,7 +63,8 @@ test('GET /files?directoryId= lists that directory only, every entry, no paginat
     const { files } = app.portal;
     const dir = await files.createDirectory('acct_a', { name: 'Contracts' });
     const inner = await files.createDirectory('acct_a', { name: 'Inner', directoryId: dir.id });
-    for (let i = 0; i < 150; i++) await files.put('acct_a', { name: `doc-${String(i).padStart(3, '0')}.txt`, mime: 'text/plain', directoryId: dir.id, body: 'x' });
+    for (let i = 0; i < 150; i++)
+      await files.put('acct_a', { name: `doc-${String(i).padStart(3, '0')}.txt`, mime: 'text/plain', directoryId: dir.id, body: 'x' });
     await files.put('acct_a', { name: 'deeper.txt', mime: 'text/plain', directoryId: inner.id, body: 'x' });
     const listed = (await json(await app.api(`/files?directoryId=${dir.id}`))).data;
     assert.is(listed.length, 151);
@@ -56,11 +72,14 @@ test('GET /files?directoryId= lists that directory only, every entry, no paginat
     assert.is(listed[1].name, 'doc-000.txt');
     assert.is(listed[150].name, 'doc-149.txt');
     const root = (await json(await app.api('/files'))).data;
-    assert.equal(root.map((e: { id: string }) => e.id), [dir.id]);
+    assert.equal(
+      root.map((e: { id: string }) => e.id),
+      [dir.id],
+    );
   });
 });
 
-test('GET /files: 400 for a malformed or repeated directoryId, 404 for an unknown one, another account\'s, or a file id shaped as one', async () => {
+test("GET /files: 400 for a malformed or repeated directoryId, 404 for an unknown one, another account's, or a file id shaped as one", async () => {
   await withPortal(async (app) => {
     const dirOfB = await app.portal.files.createDirectory('acct_b', { name: 'B' });
     for (const query of ['directoryId=fsf_abc', 'directoryId=abc', 'directoryId=', 'directoryId=fsd_%20x', 'directoryId=fsd_a&directoryId=fsd_b']) {
@@ -126,7 +145,7 @@ test('files.put and createDirectory validate their input with 400s naming the fi
   });
 });
 
-test('a file cannot be a parent, and another account\'s directory is not found', async () => {
+test("a file cannot be a parent, and another account's directory is not found", async () => {
   await withPortal(async (app) => {
     const { files } = app.portal;
     const file = await files.put('acct_a', { name: 'f', mime: 'text/plain', body: 'x' });
@@ -171,7 +190,7 @@ test('GET /files answers every change to the directory at once, though listings 
     assert.equal(await listed(path), ['a-inner']);
     const head = await app.api(path, { method: 'HEAD' });
     assert.is(head.status, 200);
-    assert.is(Number(head.headers.get('content-length')), JSON.stringify({ data: (await files.list('acct_a', dir.id)) }).length);
+    assert.is(Number(head.headers.get('content-length')), JSON.stringify({ data: await files.list('acct_a', dir.id) }).length);
     const inner = (await files.list('acct_a', dir.id))[0]!;
     assert.is(await files.delete('acct_a', inner.id), true);
     assert.is(await files.delete('acct_a', dir.id), true);
@@ -192,4 +211,3 @@ test('GET /files reads every listing afresh: a file put through the portal objec
 });
 
 test.run();
-

@@ -173,14 +173,22 @@ test('an unknown query parameter is a 400 naming it and the ones the route takes
       [`/files?directoryId=${directory.id}&sort=name`, {}, 'Unknown query parameter "sort": this route takes directoryId.'],
       ['/agreements?limit=5&curser=x', {}, 'Unknown query parameter "curser": this route takes limit, cursor.'],
       ['/webhooks/wbh_nothere?verbose=1', {}, 'Unknown query parameter "verbose": this route takes none.'],
-      ['/directories?directoryId=x', { method: 'POST', body: JSON.stringify({ name: 'Other' }) }, 'Unknown query parameter "directoryId": this route takes none.'],
+      [
+        '/directories?directoryId=x',
+        { method: 'POST', body: JSON.stringify({ name: 'Other' }) },
+        'Unknown query parameter "directoryId": this route takes none.',
+      ],
     ];
     for (const [path, init, message] of cases) {
       const res = await app.api(path, init);
       assert.is(res.status, 400, path);
       assert.equal(await json(res), { message }, path);
     }
-    assert.equal((await app.portal.files.list('acct_a')).map((entry) => entry.name), ['Contracts'], 'no directory was made');
+    assert.equal(
+      (await app.portal.files.list('acct_a')).map((entry) => entry.name),
+      ['Contracts'],
+      'no directory was made',
+    );
     // The parameters a route takes still work, and an unauthenticated request is a 401 first.
     assert.is((await app.api(`/files?directoryId=${directory.id}`)).status, 200);
     assert.is((await app.api('/files?dir=x', { headers: { authorization: '' } })).status, 401);

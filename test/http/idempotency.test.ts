@@ -5,21 +5,16 @@ import type { Storage } from '../../src/index.js';
 import { IDEMPOTENCY_LEASE_MS, IDEMPOTENCY_TTL_MS } from '../../src/domain/idempotency.js';
 import { atom } from '../../src/shared/time.js';
 import { KEY_B, json, rawRequest, withPortal } from '../helpers/server.js';
-import {
-  BOUNDARY,
-  MULTIPART,
-  documentBytes,
-  multipart,
-  postHead,
-  rawClient,
-  trackedAdapters,
-  validFormData,
-  validParts,
-} from '../helpers/agreements.js';
+import { BOUNDARY, MULTIPART, documentBytes, multipart, postHead, rawClient, trackedAdapters, validFormData, validParts } from '../helpers/agreements.js';
 
 const HOOK = { type: 'customer-created', url: 'https://receiver.example/hook' };
 
-const postWebhook = (api: (path: string, init?: RequestInit) => Promise<Response>, key: string | null, body: unknown = HOOK, headers: Record<string, string> = {}) =>
+const postWebhook = (
+  api: (path: string, init?: RequestInit) => Promise<Response>,
+  key: string | null,
+  body: unknown = HOOK,
+  headers: Record<string, string> = {},
+) =>
   api('/webhooks', {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(key === null ? {} : { 'idempotency-key': key }), ...headers },
@@ -82,7 +77,11 @@ test('POST /webhooks: a malformed key is a 400 naming the header, and nothing is
     // Bytes outside ASCII, as a raw client can send them.
     const raw = await rawRequest(`${url}/v1/webhooks`, {
       method: 'POST',
-      headers: { authorization: 'Bearer key-of-account-a', 'content-type': 'application/json', 'idempotency-key': Buffer.from('kéy', 'latin1').toString('latin1') },
+      headers: {
+        authorization: 'Bearer key-of-account-a',
+        'content-type': 'application/json',
+        'idempotency-key': Buffer.from('kéy', 'latin1').toString('latin1'),
+      },
       body: JSON.stringify(HOOK),
     });
     assert.is(raw.status, 400);
@@ -185,7 +184,10 @@ test('POST /agreements: a retry in a new multipart framing is replayed byte for 
   try {
     await withPortal({ storage: tracked.storage, blobs: tracked.blobs, webhooks: { worker: false } }, async ({ api, url }) => {
       const hook = await json(await postWebhook(api, null, { type: 'agreement-created', url: 'https://receiver.example/agreements' }));
-      const documents = [{ name: 'lease.pdf', bytes: documentBytes(200_000, 3) }, { name: 'annex.pdf', bytes: documentBytes(5_000, 4) }];
+      const documents = [
+        { name: 'lease.pdf', bytes: documentBytes(200_000, 3) },
+        { name: 'annex.pdf', bytes: documentBytes(5_000, 4) },
+      ];
       const first = await postForm(api, 'agr-1', validFormData({ documents }));
       assert.is(first.status, 201);
       const firstBody = await first.text();
@@ -203,7 +205,10 @@ test('POST /agreements: a retry in a new multipart framing is replayed byte for 
         headers: { authorization: 'Bearer key-of-account-a', 'content-type': MULTIPART, 'idempotency-key': '"agr-1"' },
         body: handBuilt,
       });
-      for (const replay of [{ status: again.status, body: await again.text(), headers: again.headers }, { ...raw, headers: new Headers(raw.headers as Record<string, string>) }]) {
+      for (const replay of [
+        { status: again.status, body: await again.text(), headers: again.headers },
+        { ...raw, headers: new Headers(raw.headers as Record<string, string>) },
+      ]) {
         assert.is(replay.status, 201);
         assert.is(replay.body, firstBody);
         assert.is(replay.headers.get('idempotent-replayed'), 'true');
@@ -242,7 +247,10 @@ test('POST /agreements: a duplicate sent while the first form still arrives gets
   try {
     await withPortal({ storage: tracked.storage, blobs: tracked.blobs }, async ({ api, url }) => {
       const bytes = documentBytes(1024 * 1024, 5);
-      const head = multipart([...validParts().filter((part) => part.name !== 'documents'), { name: 'documents', filename: 'big.bin', bytes: Buffer.alloc(0) }], { close: false });
+      const head = multipart(
+        [...validParts().filter((part) => part.name !== 'documents'), { name: 'documents', filename: 'big.bin', bytes: Buffer.alloc(0) }],
+        { close: false },
+      );
       const before = head.subarray(0, head.length - 2);
       const after = Buffer.from(`\r\n--${BOUNDARY}--\r\n`);
       const client = rawClient(url);
@@ -262,7 +270,9 @@ test('POST /agreements: a duplicate sent while the first form still arrives gets
       assert.is(tracked.inserted.length, 1);
       const replay = rawClient(url);
       const body = Buffer.concat([before, bytes, after]);
-      await replay.send(Buffer.concat([Buffer.from(postHead({ 'Content-Type': MULTIPART, 'Content-Length': body.length, 'Idempotency-Key': 'agr-race' })), body]));
+      await replay.send(
+        Buffer.concat([Buffer.from(postHead({ 'Content-Type': MULTIPART, 'Content-Length': body.length, 'Idempotency-Key': 'agr-race' })), body]),
+      );
       const replayed = await replay.response;
       replay.socket.destroy();
       assert.is(replayed.status, 201);

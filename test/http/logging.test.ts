@@ -119,7 +119,10 @@ test('one line per request and per webhook attempt, and never a key, a secret or
 
     const attemptLines = entries.filter((entry) => entry.msg === 'webhook attempt');
     assert.is(attemptLines.length, transport.calls.length, 'one line per webhook attempt');
-    assert.equal(attemptLines.map((entry) => entry.statusCode), [200, 503, 503]);
+    assert.equal(
+      attemptLines.map((entry) => entry.statusCode),
+      [200, 503, 503],
+    );
     for (const entry of attemptLines) {
       assert.ok(entry.deliveryId.startsWith('whd_') && entry.webhookId === hook.id);
       assert.type(entry.durationMs, 'number');

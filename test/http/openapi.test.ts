@@ -21,7 +21,7 @@ import { NEVER, manualClock } from '../helpers/webhooks.js';
 
 const document = openapi as Record<string, any>;
 
-test('the document is valid OpenAPI 3.1 by the specification\'s own schema', async () => {
+test("the document is valid OpenAPI 3.1 by the specification's own schema", async () => {
   const validator = new Validator();
   const result = await validator.validate(structuredClone(document) as never);
   assert.ok(result.valid, JSON.stringify(result.errors));
@@ -103,8 +103,15 @@ test('every path with a GET lists its HEAD: the same statuses and headers, and n
 
 test('the webhooks section describes the call of each event type: its body, and the signature headers', () => {
   assert.equal(Object.keys(document.webhooks), [
-    'customer-created', 'agreement-created', 'agreement-signed', 'agreement-viewed', 'agreement-signer-signed', 'agreement-declined', 'agreement-expired',
-    'agreement-reminder-due', 'webhook.test',
+    'customer-created',
+    'agreement-created',
+    'agreement-signed',
+    'agreement-viewed',
+    'agreement-signer-signed',
+    'agreement-declined',
+    'agreement-expired',
+    'agreement-reminder-due',
+    'webhook.test',
   ]);
   for (const [type, item] of Object.entries<any>(document.webhooks)) {
     const call = item.post;
@@ -113,13 +120,16 @@ test('the webhooks section describes the call of each event type: its body, and 
     assert.equal(schema.required, ['id', 'type', 'createdAt', 'data']);
     assert.equal(schema.properties.type, { const: type });
     const headers = call.parameters.map((parameter: any) => document.components.parameters[parameter.$ref.split('/').pop()]);
-    assert.equal(headers.map((header: any) => [header.name, header.in, header.required]), [
-      ['webhook-id', 'header', true],
-      ['webhook-timestamp', 'header', true],
-      ['webhook-signature', 'header', true],
-      ['X-Webhook-Signature', 'header', true],
-      ['User-Agent', 'header', true],
-    ]);
+    assert.equal(
+      headers.map((header: any) => [header.name, header.in, header.required]),
+      [
+        ['webhook-id', 'header', true],
+        ['webhook-timestamp', 'header', true],
+        ['webhook-signature', 'header', true],
+        ['X-Webhook-Signature', 'header', true],
+        ['User-Agent', 'header', true],
+      ],
+    );
     assert.ok(call.responses['2XX'] && call.responses['410'] && call.responses.default);
   }
 });
@@ -187,10 +197,19 @@ test('the document: bearer auth everywhere but the signed download route, server
 test('the checker refuses a body that drifted from the document, and a status it does not list', () => {
   const checker = createResponseChecker(document);
   const headers = new Headers({ 'content-type': 'application/json', 'x-request-id': 'r1' });
-  const webhook = { id: 'wbh_1', type: 'customer-created', url: 'https://r.example/', secret: `whsec_${Buffer.alloc(32).toString('base64')}`, createdAt: '2026-11-21T09:05:07+00:00' };
+  const webhook = {
+    id: 'wbh_1',
+    type: 'customer-created',
+    url: 'https://r.example/',
+    secret: `whsec_${Buffer.alloc(32).toString('base64')}`,
+    createdAt: '2026-11-21T09:05:07+00:00',
+  };
   checker.check('GET', '/webhooks/{webhookId}', { status: 200, headers }, JSON.stringify(webhook));
   assert.throws(() => checker.check('GET', '/webhooks/{webhookId}', { status: 200, headers }, JSON.stringify({ ...webhook, extra: 1 })), /additional/);
-  assert.throws(() => checker.check('GET', '/webhooks/{webhookId}', { status: 200, headers }, JSON.stringify({ ...webhook, createdAt: '2026-11-21T09:05:07Z' })), /pattern/);
+  assert.throws(
+    () => checker.check('GET', '/webhooks/{webhookId}', { status: 200, headers }, JSON.stringify({ ...webhook, createdAt: '2026-11-21T09:05:07Z' })),
+    /pattern/,
+  );
   assert.throws(() => checker.check('GET', '/webhooks/{webhookId}', { status: 201, headers }, JSON.stringify(webhook)), /status not in the document/);
   assert.throws(() => checker.check('DELETE', '/webhooks/{webhookId}', { status: 401, headers }, '{"message":"x"}'), /WWW-Authenticate missing/);
 });
@@ -282,7 +301,10 @@ test('every route answers as the document says: each success and each error it d
     await call('POST', dryRun, dryRun, jsonBody({ type: 'customer-created', filter: null, pad: 'x'.repeat(70_000) }), 413);
     await call('POST', dryRun, dryRun, { body: 'type=customer-created' }, 415);
     const { body: catalogue } = await call('GET', '/event-types', '/event-types', {}, 200);
-    assert.equal(catalogue.data.map((type: { name: string }) => type.name), portal.eventTypes.list().map((type) => type.name));
+    assert.equal(
+      catalogue.data.map((type: { name: string }) => type.name),
+      portal.eventTypes.list().map((type) => type.name),
+    );
     const ed25519 = await portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/ed', signatureScheme: 'ed25519' });
     const keysOf = '/webhooks/{webhookId}/public-keys';
     const { body: published } = await call('GET', keysOf, `/webhooks/${ed25519.id}/public-keys`, {}, 200);
@@ -345,9 +367,22 @@ test('every route answers as the document says: each success and each error it d
     await call('POST', '/agreements', '/agreements', jsonBody({ name: 'x' }), 415);
     const withKey = (key: string, body: FormData): RequestInit => ({ body, headers: { 'idempotency-key': key } });
     await call('POST', '/agreements', '/agreements', withKey('agreement-key', validFormData()), 201);
-    await call('POST', '/agreements', '/agreements', withKey('agreement-key', validFormData({ documents: [{ name: 'other.pdf', bytes: documentBytes(10) }] })), 422);
+    await call(
+      'POST',
+      '/agreements',
+      '/agreements',
+      withKey('agreement-key', validFormData({ documents: [{ name: 'other.pdf', bytes: documentBytes(10) }] })),
+      422,
+    );
     const at = time.clock();
-    await base.claimIdempotencyKey({ accountId: 'acct_a', key: 'running-key', token: 'elsewhere', fingerprint: null, now: atom(at), leaseUntil: atom(new Date(at.getTime() + 60_000)) });
+    await base.claimIdempotencyKey({
+      accountId: 'acct_a',
+      key: 'running-key',
+      token: 'elsewhere',
+      fingerprint: null,
+      now: atom(at),
+      leaseUntil: atom(new Date(at.getTime() + 60_000)),
+    });
     await call('POST', '/agreements', '/agreements', withKey('running-key', validFormData()), 409);
     await call('GET', '/agreements/{agreementId}', `/agreements/${agreement.id}`, {}, 200);
     await portal.agreements.sign('acct_a', agreement.id, agreement.signers[0].id, { signature: PNG_SIGNATURE });
@@ -383,7 +418,10 @@ test('every route answers as the document says: each success and each error it d
     await call('POST', signingLink, linkOf(toSign.id, toSign.signers[0].id), { body: 'x', headers: { 'content-type': 'text/plain' } }, 415);
     await call('POST', signingLink, linkOf(toSign.id, toSign.signers[0].id), jsonBody({ pad: 'x'.repeat(70_000) }), 413);
     const tokenOf = (link: { link: string }) => new URL(link.link).hash.slice(1);
-    const bearer = (token: string, init: RequestInit = {}): RequestInit => ({ ...init, headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${token}` } });
+    const bearer = (token: string, init: RequestInit = {}): RequestInit => ({
+      ...init,
+      headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${token}` },
+    });
     const [one, two] = [tokenOf(firstLink), tokenOf(secondLink)];
     await call('GET', '/signing', '/signing', bearer(one), 200);
     await call('GET', '/signing', '/signing', bearer('not-a-token'), 401);
@@ -454,9 +492,27 @@ test('every route answers as the document says: each success and each error it d
     await call('POST', '/directories', '/directories', jsonBody({ name: '' }), 400);
     await call('POST', '/directories', '/directories', jsonBody({ name: 'x', directoryId: 'fsd_missing' }), 404);
     await call('POST', '/directories', '/directories', { body: 'name=x' }, 415);
-    const { body: uploaded } = await call('POST', '/files', '/files', upload([['directoryId', box.id], ['file', small, 'u.txt']]), 201);
+    const { body: uploaded } = await call(
+      'POST',
+      '/files',
+      '/files',
+      upload([
+        ['directoryId', box.id],
+        ['file', small, 'u.txt'],
+      ]),
+      201,
+    );
     await call('POST', '/files', '/files', upload([['other', 'x']]), 400);
-    await call('POST', '/files', '/files', upload([['directoryId', 'fsd_missing'], ['file', small, 'u.txt']]), 404);
+    await call(
+      'POST',
+      '/files',
+      '/files',
+      upload([
+        ['directoryId', 'fsd_missing'],
+        ['file', small, 'u.txt'],
+      ]),
+      404,
+    );
     await call('POST', '/files', '/files', upload([['file', new Blob([documentBytes(MAX_DOCUMENT_BYTES + 1)]), 'big.bin']]), 413);
     await call('POST', '/files', '/files', jsonBody({ name: 'x' }), 415);
     await call('DELETE', '/files/{entryId}', `/files/${box.id}`, {}, 409);
@@ -507,7 +563,10 @@ test('every route answers as the document says: each success and each error it d
     assert.is((await call('GET', downloads, documentLinked.link, {}, 200)).body.length, agreement.documents[0].fileSize);
 
     // A blob store that serves the bytes itself: the link redirects there
-    const direct = await startPortal({ signingKeys: [SIGNING_KEY_1], blobs: { ...memoryBlobs(), presign: async (key) => `https://bucket.example/${key}?signed` } });
+    const direct = await startPortal({
+      signingKeys: [SIGNING_KEY_1],
+      blobs: { ...memoryBlobs(), presign: async (key) => `https://bucket.example/${key}?signed` },
+    });
     try {
       const stored = await direct.portal.tickets.putAttachment('acct_a', { name: 'a.pdf', mime: 'application/pdf', body: Buffer.from('x') });
       const ref = { ticketId: stored.ticketId, messageId: stored.messageId, attachmentId: stored.id };
@@ -530,7 +589,13 @@ test('every route answers as the document says: each success and each error it d
     assert.equal(missing, [], `documented responses the test did not see: ${missing.join(', ')}`);
     assert.ok(checker.seen.has('GET /webhooks/{webhookId} 401') && checker.seen.has('GET /files 401'));
     assert.ok(checker.seen.has('GET /webhooks 500'));
-    assert.equal([...checker.seen].filter((seen) => seen.startsWith('CALL ')).sort(), Object.keys(document.webhooks).map((type) => `CALL ${type}`).sort(), 'a call of every event type was checked');
+    assert.equal(
+      [...checker.seen].filter((seen) => seen.startsWith('CALL ')).sort(),
+      Object.keys(document.webhooks)
+        .map((type) => `CALL ${type}`)
+        .sort(),
+      'a call of every event type was checked',
+    );
   } finally {
     await app.close();
   }

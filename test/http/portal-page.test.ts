@@ -21,7 +21,8 @@ const CSP = [
   "trusted-types 'none'",
 ].join('; ');
 const UI = { ui: { path: '/portal' } };
-const assetsOf = (html: string) => [...html.matchAll(/(?:src|href)="(assets\/[^"]+)" integrity="([^"]+)"/g)].map(([, href, integrity]) => ({ href: href!, integrity: integrity! }));
+const assetsOf = (html: string) =>
+  [...html.matchAll(/(?:src|href)="(assets\/[^"]+)" integrity="([^"]+)"/g)].map(([, href, integrity]) => ({ href: href!, integrity: integrity! }));
 
 test('off by default: the page path is an unknown path, answered as the API answers one', async () => {
   await withPortal(async ({ url }) => {
@@ -53,14 +54,20 @@ test('the page: HTML, no-store, the strict Content-Security-Policy, one script a
     assert.match(html, /<link rel="stylesheet" href="assets\/portal\.[\w-]+\.css" integrity="sha384-[\w+/=]+">/);
     assert.not.match(html, /<style|\sstyle=|\son[a-z]+=|https?:\/\//i);
     assert.match(html, /<meta name="portal-api" content="\.\.\/v1">/);
-    assert.match(html, /<meta name="portal-event-types" content="\[&quot;customer-created&quot;,&quot;agreement-created&quot;,&quot;agreement-signed&quot;,&quot;agreement-viewed&quot;,/);
+    assert.match(
+      html,
+      /<meta name="portal-event-types" content="\[&quot;customer-created&quot;,&quot;agreement-created&quot;,&quot;agreement-signed&quot;,&quot;agreement-viewed&quot;,/,
+    );
   });
 });
 
 test('the assets: named by their content, immutable for a year, matching the integrity the page names', async () => {
   await withPortal(UI, async ({ url }) => {
     const assets = assetsOf(await (await fetch(`${url}/portal/`)).text());
-    assert.equal(assets.map(({ href }) => href.split('.').at(-1)), ['css', 'js']);
+    assert.equal(
+      assets.map(({ href }) => href.split('.').at(-1)),
+      ['css', 'js'],
+    );
     for (const { href, integrity } of assets) {
       const res = await fetch(`${url}/portal/${href}`);
       assert.is(res.status, 200, href);
@@ -153,9 +160,7 @@ test('event types are written into the page as text, escaped', async () => {
 
 test('with next (connect, Express): the page and the API are served, every other path falls through', async () => {
   const portal = await createPortal({ auth: { apiKeys: { [KEY_A]: 'acct_a' } }, ...UI });
-  const server = await listen((req, res) =>
-    portal.handler(req, res, () => res.writeHead(299, { 'content-type': 'text/plain' }).end('host app')),
-  );
+  const server = await listen((req, res) => portal.handler(req, res, () => res.writeHead(299, { 'content-type': 'text/plain' }).end('host app')));
   try {
     assert.is((await fetch(`${server.url}/portal/`)).status, 200);
     assert.is((await fetch(`${server.url}/portal/assets/nothing.js`)).status, 404, 'under the page path, the page answers');

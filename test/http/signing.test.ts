@@ -38,7 +38,6 @@ function asSigner(app: TestPortal, token: string, path: '' | '/sign' | '/decline
   });
 }
 
-
 test('a sequential agreement: each signer through their link, in turn; the events, the trail, the last signature closes it', async () => {
   const transport = memoryTransport();
   await withPortal({ signingKeys: [SIGNING_KEY_1], transport, webhooks: { tick: NEVER } }, async (app) => {
@@ -85,11 +84,20 @@ test('a sequential agreement: each signer through their link, in turn; the event
     // Each type has its own webhook, whose calls are independent: compared in the order the events were made.
     const made = (await delivered()).sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : 0));
     assert.equal(made.map((event) => event.type).sort(), [...types, 'agreement-signer-signed'].sort());
-    assert.equal(made.filter((event) => event.type === 'agreement-signer-signed').map((event) => event.data.signerId).sort(), [first.id, second.id].sort());
+    assert.equal(
+      made
+        .filter((event) => event.type === 'agreement-signer-signed')
+        .map((event) => event.data.signerId)
+        .sort(),
+      [first.id, second.id].sort(),
+    );
 
     const audit = await json(await app.api(`/agreements/${agreement.id}/audit`));
     assert.is(audit.verified, true);
-    assert.equal(audit.data.map((entry: { action: string }) => entry.action), ['created', 'link-issued', 'link-issued', 'viewed', 'signed', 'signed']);
+    assert.equal(
+      audit.data.map((entry: { action: string }) => entry.action),
+      ['created', 'link-issued', 'link-issued', 'viewed', 'signed', 'signed'],
+    );
     const signedEntry = audit.data[4];
     assert.equal([signedEntry.actor, signedEntry.signerId, signedEntry.ip], [first.id, first.id, '127.0.0.1']);
     assert.equal(signedEntry.documents, [{ id: agreement.documents[0].id, fileHash: agreement.documents[0].fileHash }]);
@@ -97,8 +105,16 @@ test('a sequential agreement: each signer through their link, in turn; the event
     // The rule of docs/signing.md, with Node's crypto alone.
     let previous = '0'.repeat(64);
     for (const entry of audit.data) {
-      const body = JSON.stringify([entry.at, entry.action, entry.actor, entry.signerId, entry.ip, entry.userAgent,
-        entry.documents.map((d: { id: string; fileHash: string }) => [d.id, d.fileHash]), entry.detail]);
+      const body = JSON.stringify([
+        entry.at,
+        entry.action,
+        entry.actor,
+        entry.signerId,
+        entry.ip,
+        entry.userAgent,
+        entry.documents.map((d: { id: string; fileHash: string }) => [d.id, d.fileHash]),
+        entry.detail,
+      ]);
       const hash = createHash('sha256').update(`${previous}\n${body}`).digest('hex');
       assert.equal([entry.previousHash, entry.hash], [previous, hash]);
       previous = hash;
@@ -142,7 +158,11 @@ test('refused: a tampered, foreign, replaced or expired token; a missing one; ea
     assert.match((await json(expired)).message, /expired at/);
 
     const stored = (await app.portal.agreements.get('acct_a', agreement.id))!;
-    assert.equal(stored.signers.map((s) => s.signedAt), [null, null], 'nothing was signed');
+    assert.equal(
+      stored.signers.map((s) => s.signedAt),
+      [null, null],
+      'nothing was signed',
+    );
   });
 });
 
@@ -152,7 +172,11 @@ test('bad input: link lifetimes, a signer of another agreement, signatures and d
     const other = await createAgreement(app);
     const [first] = agreement.signers;
     const link = (body: object, signerId = first.id, agreementId = agreement.id) =>
-      app.api(`/agreements/${agreementId}/signers/${signerId}/signing-link`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+      app.api(`/agreements/${agreementId}/signers/${signerId}/signing-link`, {
+        method: 'POST',
+        body: JSON.stringify(body),
+        headers: { 'content-type': 'application/json' },
+      });
     assert.is((await link({ expiresInSeconds: 59 })).status, 400);
     assert.is((await link({ expiresInSeconds: 2_592_001 })).status, 400);
     assert.is((await link({ expiresInSeconds: 1.5 })).status, 400);
@@ -201,10 +225,7 @@ test('decline closes the agreement for everyone; a sign racing a decline: one wi
     for (let round = 0; round < 5; round++) {
       const racing = await createAgreement(app, {}, [SIGNER]);
       const { token } = await linkFor(app, racing.id, racing.signers[0].id);
-      const [signRes, declineRes] = await Promise.all([
-        asSigner(app, token, '/sign', { signature: PNG_SIGNATURE }),
-        asSigner(app, token, '/decline', {}),
-      ]);
+      const [signRes, declineRes] = await Promise.all([asSigner(app, token, '/sign', { signature: PNG_SIGNATURE }), asSigner(app, token, '/decline', {})]);
       assert.equal([signRes.status, declineRes.status].sort(), [200, 409], `round ${round}`);
       const stored = (await app.portal.agreements.get('acct_a', racing.id))!;
       assert.is(stored.status === 'signed', stored.closedReason === null, 'signed or declined, never both');
@@ -216,7 +237,14 @@ test('expiresAt closes the agreement at the first request that reaches it: agree
   const time = manualClock();
   const storage = memoryStorage();
   await withPortal({ storage, signingKeys: [SIGNING_KEY_1], clock: time.clock, webhooks: { tick: NEVER } }, async (app) => {
-    const past = await app.api('/agreements', { method: 'POST', body: (() => { const form = validFormData(); form.set('expiresAt', new Date(time.now.getTime() - 1000).toISOString()); return form; })() });
+    const past = await app.api('/agreements', {
+      method: 'POST',
+      body: (() => {
+        const form = validFormData();
+        form.set('expiresAt', new Date(time.now.getTime() - 1000).toISOString());
+        return form;
+      })(),
+    });
     assert.is(past.status, 400);
     assert.match((await json(past)).message, /expiresAt: must be in the future/);
     const expiresAt = new Date(time.now.getTime() + 3600_000).toISOString();
@@ -235,7 +263,7 @@ test('expiresAt closes the agreement at the first request that reaches it: agree
   });
 });
 
-test('the request log never holds a signing token; the audit route answers 404 for another account\'s agreement', async () => {
+test("the request log never holds a signing token; the audit route answers 404 for another account's agreement", async () => {
   const lines: string[] = [];
   const logger: Logger = { debug() {}, info: (object) => lines.push(JSON.stringify(object)), warn() {}, error: (object) => lines.push(JSON.stringify(object)) };
   await withPortal({ signingKeys: [SIGNING_KEY_1], logger, webhooks: { tick: NEVER } }, async (app) => {
@@ -254,37 +282,46 @@ test('the request log never holds a signing token; the audit route answers 404 f
 test('reminders: a round per interval on the tick, for the signer whose turn it is; once per round however often it ticks', async () => {
   const time = manualClock();
   const transport = memoryTransport();
-  await withPortal({ signingKeys: [SIGNING_KEY_1], clock: time.clock, transport, webhooks: { tick: NEVER }, agreements: { reminderIntervalMs: 60_000 } }, async (app) => {
-    await app.portal.webhooks.create('acct_a', { type: 'agreement-reminder-due', url: 'https://hooks.example.com/remind' });
-    const agreement = await createAgreement(app, { signingOrder: 'sequential' });
-    const [first, second] = agreement.signers;
-    const reminders = () =>
-      transport.calls.map((call) => JSON.parse(call.body)).filter((event) => event.type === 'agreement-reminder-due').map((event) => event.data.signerId);
-    time.advance(59);
-    await app.portal.worker!.tick();
-    assert.equal(reminders(), [], 'not before the interval');
-    time.advance(1);
-    await app.portal.worker!.tick();
-    await app.portal.worker!.tick();
-    assert.equal(reminders(), [first.id], 'one round, for the first signer only (sequential)');
-    await app.portal.agreements.sign('acct_a', agreement.id, first.id, { signature: PNG_SIGNATURE });
-    time.advance(60);
-    await app.portal.worker!.tick();
-    assert.equal(reminders(), [first.id, second.id], 'the next round, for the signer whose turn it now is');
-    // Ticks missed for five intervals make one round, not five.
-    time.advance(300);
-    await app.portal.worker!.tick();
-    await app.portal.worker!.tick();
-    assert.equal(reminders().length, 3);
-    const audit = await json(await app.api(`/agreements/${agreement.id}/audit`));
-    assert.equal(audit.data.filter((entry: { action: string }) => entry.action === 'reminder').map((entry: { signerId: string }) => entry.signerId), [first.id, second.id, second.id]);
-    assert.is(audit.verified, true);
-    // A signed agreement has no more rounds.
-    await app.portal.agreements.sign('acct_a', agreement.id, second.id, { signature: PNG_SIGNATURE });
-    time.advance(600);
-    await app.portal.worker!.tick();
-    assert.is(reminders().length, 3);
-  });
+  await withPortal(
+    { signingKeys: [SIGNING_KEY_1], clock: time.clock, transport, webhooks: { tick: NEVER }, agreements: { reminderIntervalMs: 60_000 } },
+    async (app) => {
+      await app.portal.webhooks.create('acct_a', { type: 'agreement-reminder-due', url: 'https://hooks.example.com/remind' });
+      const agreement = await createAgreement(app, { signingOrder: 'sequential' });
+      const [first, second] = agreement.signers;
+      const reminders = () =>
+        transport.calls
+          .map((call) => JSON.parse(call.body))
+          .filter((event) => event.type === 'agreement-reminder-due')
+          .map((event) => event.data.signerId);
+      time.advance(59);
+      await app.portal.worker!.tick();
+      assert.equal(reminders(), [], 'not before the interval');
+      time.advance(1);
+      await app.portal.worker!.tick();
+      await app.portal.worker!.tick();
+      assert.equal(reminders(), [first.id], 'one round, for the first signer only (sequential)');
+      await app.portal.agreements.sign('acct_a', agreement.id, first.id, { signature: PNG_SIGNATURE });
+      time.advance(60);
+      await app.portal.worker!.tick();
+      assert.equal(reminders(), [first.id, second.id], 'the next round, for the signer whose turn it now is');
+      // Ticks missed for five intervals make one round, not five.
+      time.advance(300);
+      await app.portal.worker!.tick();
+      await app.portal.worker!.tick();
+      assert.equal(reminders().length, 3);
+      const audit = await json(await app.api(`/agreements/${agreement.id}/audit`));
+      assert.equal(
+        audit.data.filter((entry: { action: string }) => entry.action === 'reminder').map((entry: { signerId: string }) => entry.signerId),
+        [first.id, second.id, second.id],
+      );
+      assert.is(audit.verified, true);
+      // A signed agreement has no more rounds.
+      await app.portal.agreements.sign('acct_a', agreement.id, second.id, { signature: PNG_SIGNATURE });
+      time.advance(600);
+      await app.portal.worker!.tick();
+      assert.is(reminders().length, 3);
+    },
+  );
 });
 
 test('the tick closes an agreement whose expiry came, though no request reached it: agreement-expired once', async () => {

@@ -23,8 +23,7 @@ function form(parts: [string, string | [Buffer | string, string, string]][]): Fo
   }
   return body;
 }
-const post = (app: TestPortal, path: string, body: FormData | string, headers: Record<string, string> = {}) =>
-  app.api(path, { method: 'POST', body, headers });
+const post = (app: TestPortal, path: string, body: FormData | string, headers: Record<string, string> = {}) => app.api(path, { method: 'POST', body, headers });
 const postJson = (app: TestPortal, path: string, value: unknown) =>
   app.api(path, { method: 'POST', body: JSON.stringify(value), headers: { 'content-type': 'application/json' } });
 
@@ -38,7 +37,14 @@ test('POST /files streams one file into the root or a directory; POST /directori
     assert.is(nested.status, 201);
 
     const bytes = documentBytes(300_000, 5);
-    const uploaded = await post(app, '/files', form([['directoryId', directory.id], ['file', [bytes, 'lease.pdf', 'application/pdf']]]));
+    const uploaded = await post(
+      app,
+      '/files',
+      form([
+        ['directoryId', directory.id],
+        ['file', [bytes, 'lease.pdf', 'application/pdf']],
+      ]),
+    );
     assert.is(uploaded.status, 201);
     const entry = await json(uploaded);
     assert.equal([entry.type, entry.name, entry.size, entry.mime], ['file', 'lease.pdf', bytes.length, 'application/pdf']);
@@ -46,10 +52,20 @@ test('POST /files streams one file into the root or a directory; POST /directori
     assert.equal(listed.data.map((item: { id: string }) => item.id).sort(), [entry.id, (await json(nested)).id].sort());
 
     // The parts in any order: a browser's FormData, or curl -F, may put the file first.
-    const after = await post(app, '/files', form([['file', ['late', 'after.txt', 'text/plain']], ['directoryId', directory.id]]));
+    const after = await post(
+      app,
+      '/files',
+      form([
+        ['file', ['late', 'after.txt', 'text/plain']],
+        ['directoryId', directory.id],
+      ]),
+    );
     assert.is(after.status, 201);
     const placed = await json(after);
-    assert.ok((await json(await app.api(`/files?directoryId=${directory.id}`))).data.some((item: { id: string }) => item.id === placed.id), 'filed in the directory named after it');
+    assert.ok(
+      (await json(await app.api(`/files?directoryId=${directory.id}`))).data.some((item: { id: string }) => item.id === placed.id),
+      'filed in the directory named after it',
+    );
 
     const root = await post(app, '/files', form([['file', ['hello', 'note.txt', 'text/plain']]]));
     assert.is(root.status, 201);
@@ -61,18 +77,78 @@ test('POST /files refuses, naming the problem, and keeps nothing', () => {
   const blobs = memoryBlobs();
   return withPortal({ blobs }, async (app) => {
     const refusals: [FormData | string, number, RegExp, Record<string, string>?][] = [
-      [form([['file', ['x', 'a.txt', 'text/plain']], ['directoryId', 'fsd_0123456789abcdefABCDEF']]), 404, /No directory fsd_/],
-      [form([['file', ['x', 'a.txt', 'text/plain']], ['directoryId', 'nope']]), 400, /directoryId/],
-      [form([['directoryId', 'fsd_0123456789abcdefABCDEF'], ['file', ['x', 'a.txt', 'text/plain']], ['directoryId', 'fsd_0123456789abcdefABCDEF']]), 400, /directoryId: was given more than once/],
-      [form([['other', 'x'], ['file', ['x', 'a.txt', 'text/plain']]]), 400, /Unknown part "other"/],
+      [
+        form([
+          ['file', ['x', 'a.txt', 'text/plain']],
+          ['directoryId', 'fsd_0123456789abcdefABCDEF'],
+        ]),
+        404,
+        /No directory fsd_/,
+      ],
+      [
+        form([
+          ['file', ['x', 'a.txt', 'text/plain']],
+          ['directoryId', 'nope'],
+        ]),
+        400,
+        /directoryId/,
+      ],
+      [
+        form([
+          ['directoryId', 'fsd_0123456789abcdefABCDEF'],
+          ['file', ['x', 'a.txt', 'text/plain']],
+          ['directoryId', 'fsd_0123456789abcdefABCDEF'],
+        ]),
+        400,
+        /directoryId: was given more than once/,
+      ],
+      [
+        form([
+          ['other', 'x'],
+          ['file', ['x', 'a.txt', 'text/plain']],
+        ]),
+        400,
+        /Unknown part "other"/,
+      ],
       [form([['directoryId', 'nope']]), 400, /file: is required|directoryId/],
-      [form([['directoryId', 'nope'], ['file', ['x', 'a.txt', 'text/plain']]]), 400, /directoryId/],
-      [form([['directoryId', 'fsd_0123456789abcdefABCDEF'], ['file', ['x', 'a.txt', 'text/plain']]]), 404, /No directory fsd_/],
-      [form([['file', ['x', 'a.txt', 'text/plain']], ['file', ['y', 'b.txt', 'text/plain']]]), 400, /one file per request/],
+      [
+        form([
+          ['directoryId', 'nope'],
+          ['file', ['x', 'a.txt', 'text/plain']],
+        ]),
+        400,
+        /directoryId/,
+      ],
+      [
+        form([
+          ['directoryId', 'fsd_0123456789abcdefABCDEF'],
+          ['file', ['x', 'a.txt', 'text/plain']],
+        ]),
+        404,
+        /No directory fsd_/,
+      ],
+      [
+        form([
+          ['file', ['x', 'a.txt', 'text/plain']],
+          ['file', ['y', 'b.txt', 'text/plain']],
+        ]),
+        400,
+        /one file per request/,
+      ],
       [form([['file', [documentBytes(MAX_DOCUMENT_BYTES + 1), 'big.bin', 'application/octet-stream']]]), 413, /over the limit of 5 MiB/],
       ['{"name":"a"}', 415, /multipart\/form-data/, { 'content-type': 'application/json' }],
-      ['--b\r\nContent-Disposition: form-data\r\n\r\nx\r\n--b--\r\n', 400, /^Unknown part without a name;/, { 'content-type': 'multipart/form-data; boundary=b' }],
-      ['--b\r\nContent-Disposition: form-data; filename="a.txt"\r\n\r\nx\r\n--b--\r\n', 400, /^Unknown part without a name;/, { 'content-type': 'multipart/form-data; boundary=b' }],
+      [
+        '--b\r\nContent-Disposition: form-data\r\n\r\nx\r\n--b--\r\n',
+        400,
+        /^Unknown part without a name;/,
+        { 'content-type': 'multipart/form-data; boundary=b' },
+      ],
+      [
+        '--b\r\nContent-Disposition: form-data; filename="a.txt"\r\n\r\nx\r\n--b--\r\n',
+        400,
+        /^Unknown part without a name;/,
+        { 'content-type': 'multipart/form-data; boundary=b' },
+      ],
     ];
     for (const [body, status, message, headers] of refusals) {
       const res = await post(app, '/files', body, headers);
@@ -86,7 +162,7 @@ test('POST /files refuses, naming the problem, and keeps nothing', () => {
   });
 });
 
-test('a bad part after the file\'s bytes were stored undoes the upload: no entry, no bytes', () => {
+test("a bad part after the file's bytes were stored undoes the upload: no entry, no bytes", () => {
   const blobs = memoryBlobs();
   return withPortal({ blobs }, async (app) => {
     const boundary = 'late-part-boundary';
@@ -125,9 +201,19 @@ test('two files of one name sit side by side in a directory, each with its own b
     const second = await json(await post(app, '/files', form([['file', ['second', 'report.txt', 'text/plain']]])));
     assert.is.not(first.id, second.id);
     const listed = (await json(await app.api('/files'))).data;
-    assert.equal(listed.map((entry: { name: string }) => entry.name), ['report.txt', 'report.txt']);
-    assert.equal(listed.map((entry: { id: string }) => entry.id), [first.id, second.id].sort(), 'by name, then by id');
-    for (const [entry, bytes] of [[first, 'first'], [second, 'second']] as const) {
+    assert.equal(
+      listed.map((entry: { name: string }) => entry.name),
+      ['report.txt', 'report.txt'],
+    );
+    assert.equal(
+      listed.map((entry: { id: string }) => entry.id),
+      [first.id, second.id].sort(),
+      'by name, then by id',
+    );
+    for (const [entry, bytes] of [
+      [first, 'first'],
+      [second, 'second'],
+    ] as const) {
       const { link } = await json(await app.api(`/files/${entry.id}/download`));
       assert.is(await (await fetch(link)).text(), bytes);
     }
@@ -136,10 +222,19 @@ test('two files of one name sit side by side in a directory, each with its own b
 test('DELETE /files/{id}: a file, an empty directory; a non-empty directory is 409, a missing one 404', () =>
   withPortal(async (app) => {
     const directory = await json(await postJson(app, '/directories', { name: 'Box' }));
-    const file = await json(await post(app, '/files', form([['directoryId', directory.id], ['file', ['x', 'a.txt', 'text/plain']]])));
+    const file = await json(
+      await post(
+        app,
+        '/files',
+        form([
+          ['directoryId', directory.id],
+          ['file', ['x', 'a.txt', 'text/plain']],
+        ]),
+      ),
+    );
     assert.is((await app.api(`/files/${directory.id}`, { method: 'DELETE' })).status, 409);
     const other = await app.api(`/files/${file.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${KEY_B}` } });
-    assert.is(other.status, 404, 'another account\'s file is missing to it');
+    assert.is(other.status, 404, "another account's file is missing to it");
     assert.is((await app.api(`/files/${file.id}`, { method: 'DELETE' })).status, 204);
     assert.is((await app.api(`/files/${directory.id}`, { method: 'DELETE' })).status, 204);
     const gone = await app.api(`/files/${directory.id}`, { method: 'DELETE' });

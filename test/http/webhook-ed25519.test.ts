@@ -42,7 +42,10 @@ test('rotation and the public keys link: both keys published during the grace, t
   await withPortal({ clock: time.clock, transport, signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER } }, async (app) => {
     const created = await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/ed', signatureScheme: 'ed25519' });
     const before = await json(await app.api(`/webhooks/${created.id}/public-keys`));
-    assert.equal(before.keys.map((key: { kid: string; status: string }) => [key.kid, key.status]), [[created.publicKey, 'current']]);
+    assert.equal(
+      before.keys.map((key: { kid: string; status: string }) => [key.kid, key.status]),
+      [[created.publicKey, 'current']],
+    );
     assert.match(before.url, new RegExp(`^${app.url}/v1/webhook-keys/${created.id}\\?account=acct_a&signature=[A-Za-z0-9_-]{43}$`));
 
     const rotated = await json(await app.api(`/webhooks/${created.id}/rotate-secret`, post({ graceMs: 3_600_000 })));
@@ -53,7 +56,13 @@ test('rotation and the public keys link: both keys published during the grace, t
     assert.is(open.status, 200);
     assert.is(open.headers.get('cache-control'), 'public, max-age=300');
     const { keys } = (await open.json()) as { keys: { kid: string; status: string; until: string; kty: string; crv: string; x: string }[] };
-    assert.equal(keys.map((key: { kid: string; status: string }) => [key.kid, key.status]), [[rotated.publicKey, 'current'], [created.publicKey, 'previous']]);
+    assert.equal(
+      keys.map((key: { kid: string; status: string }) => [key.kid, key.status]),
+      [
+        [rotated.publicKey, 'current'],
+        [created.publicKey, 'previous'],
+      ],
+    );
     assert.is(keys[1]!.until, new Date(time.now.getTime() + 3_600_000).toISOString().slice(0, 19) + '+00:00');
 
     // A call during the grace verifies with either key, checked by node:crypto with the JWK as published.
@@ -64,18 +73,25 @@ test('rotation and the public keys link: both keys published during the grace, t
     const signatures = call.headers['webhook-signature']!.split(' ').map((one) => Buffer.from(one.slice('v1a,'.length), 'base64'));
     for (const jwk of keys) {
       const key = createPublicKey({ key: { kty: jwk.kty, crv: jwk.crv, x: jwk.x }, format: 'jwk' });
-      assert.ok(signatures.some((signature) => verify(null, message, key, signature)), `${jwk.status} key`);
+      assert.ok(
+        signatures.some((signature) => verify(null, message, key, signature)),
+        `${jwk.status} key`,
+      );
     }
 
     time.advance(3600);
     const after = (await (await fetch(during.url)).json()) as { keys: { status: string }[] };
-    assert.equal(after.keys.map((key: { status: string }) => key.status), ['current'], 'after the grace, the new key alone');
+    assert.equal(
+      after.keys.map((key: { status: string }) => key.status),
+      ['current'],
+      'after the grace, the new key alone',
+    );
     for (const altered of [during.url.replace('account=acct_a', 'account=acct_b'), during.url.replace(/signature=./, 'signature=x')]) {
       assert.is((await fetch(altered)).status, 404, altered);
     }
     assert.is((await app.api(`/webhooks/${created.id}/public-keys`, { headers: { authorization: 'Bearer key-of-account-b' } })).status, 404, 'another account');
     await app.api(`/webhooks/${created.id}`, { method: 'DELETE' });
-    assert.is((await fetch(during.url)).status, 404, 'a deleted webhook\'s link serves nothing');
+    assert.is((await fetch(during.url)).status, 404, "a deleted webhook's link serves nothing");
   });
 });
 

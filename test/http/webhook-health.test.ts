@@ -9,9 +9,7 @@ import { KEY_B, json, withPortal } from '../helpers/server.js';
 import { NEVER, manualClock } from '../helpers/webhooks.js';
 
 const post = (body?: unknown) =>
-  body === undefined
-    ? { method: 'POST' }
-    : { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
+  body === undefined ? { method: 'POST' } : { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
 const eventIdOf = (call: { body: string }) => (JSON.parse(call.body) as { id: string }).id;
 
 /** A logger that keeps its error lines. */
@@ -21,7 +19,7 @@ function recordingLogger() {
   return { logger, errors };
 }
 
-test('GET /webhooks/{id}/health: a new webhook is enabled with nothing failed; another account\'s is 404', async () => {
+test("GET /webhooks/{id}/health: a new webhook is enabled with nothing failed; another account's is 404", async () => {
   await withPortal(async (app) => {
     const hook = await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/' });
     const res = await app.api(`/webhooks/${hook.id}/health`);
@@ -48,11 +46,16 @@ test('a receiver answering 500 past both thresholds is disabled: webhook.disable
   const { logger, errors } = recordingLogger();
   await withPortal(
     // Retries an hour apart (± 10 % jitter): the third failure comes 108 to 132 minutes after the first.
-    { clock: time.clock, transport, logger, webhooks: { tick: NEVER, retrySchedule: [3600, 3600, 3600, 3600], disableAfterMs: 90 * 60_000, disableAfterFailures: 3 } },
+    {
+      clock: time.clock,
+      transport,
+      logger,
+      webhooks: { tick: NEVER, retrySchedule: [3600, 3600, 3600, 3600], disableAfterMs: 90 * 60_000, disableAfterFailures: 3 },
+    },
     async (app) => {
       const seen: OperationalEvent[] = [];
       app.portal.on('webhook.disabled', () => {
-        throw new Error('the host\'s mailer is down');
+        throw new Error("the host's mailer is down");
       });
       const stop = app.portal.on('webhook.disabled', (event) => void seen.push(event));
       app.portal.on('delivery.exhausted', (event) => void seen.push(event));
@@ -75,8 +78,10 @@ test('a receiver answering 500 past both thresholds is disabled: webhook.disable
         lastAttemptAt: health.disabledAt,
         consecutiveFailures: 3,
       });
-      const [delivery] = await app.portal.webhooks.deliveries('acct_a', hook.id) ?? [];
-      assert.equal(seen, [{ type: 'webhook.disabled', accountId: 'acct_a', webhookId: hook.id, deliveryId: delivery!.id, reason: 'failing', at: health.disabledAt }]);
+      const [delivery] = (await app.portal.webhooks.deliveries('acct_a', hook.id)) ?? [];
+      assert.equal(seen, [
+        { type: 'webhook.disabled', accountId: 'acct_a', webhookId: hook.id, deliveryId: delivery!.id, reason: 'failing', at: health.disabledAt },
+      ]);
       assert.is(delivery!.status, 'cancelled', 'its next retry fell due while disabled');
       assert.ok(errors.includes('an operational event listener failed'), 'the throwing listener is logged');
       stop();
@@ -107,7 +112,18 @@ test('a 410 disables the webhook at once (gone) and ends its delivery: webhook.d
     const first = log.find((delivery) => delivery.eventId === event.id)!;
     assert.equal(seen, [
       { type: 'webhook.disabled', accountId: 'acct_a', webhookId: hook.id, deliveryId: first.id, reason: 'gone', at },
-      { type: 'delivery.exhausted', accountId: 'acct_a', webhookId: hook.id, deliveryId: first.id, reason: 'gone', at, eventId: event.id, attempts: 1, statusCode: 410, error: null },
+      {
+        type: 'delivery.exhausted',
+        accountId: 'acct_a',
+        webhookId: hook.id,
+        deliveryId: first.id,
+        reason: 'gone',
+        at,
+        eventId: event.id,
+        attempts: 1,
+        statusCode: 410,
+        error: null,
+      },
     ]);
     assert.equal(log.map((delivery) => delivery.status).sort(), ['cancelled', 'failed']);
   });
@@ -128,17 +144,35 @@ test('delivery.exhausted when the last retry fails, delivery.recovered when a fa
     await app.portal.worker!.tick();
     const [delivery] = (await app.portal.webhooks.deliveries('acct_a', hook.id))!;
     assert.is(delivery!.status, 'failed');
-    assert.equal(seen, [{
-      type: 'delivery.exhausted', accountId: 'acct_a', webhookId: hook.id, deliveryId: delivery!.id, reason: 'retries-exhausted',
-      at: atom(time.now), eventId: event.id, attempts: 2, statusCode: 500, error: null,
-    }]);
+    assert.equal(seen, [
+      {
+        type: 'delivery.exhausted',
+        accountId: 'acct_a',
+        webhookId: hook.id,
+        deliveryId: delivery!.id,
+        reason: 'retries-exhausted',
+        at: atom(time.now),
+        eventId: event.id,
+        attempts: 2,
+        statusCode: 500,
+        error: null,
+      },
+    ]);
     answer = 204;
     await app.portal.webhooks.redeliver('acct_a', delivery!.id);
     await app.portal.worker!.tick();
-    assert.equal(seen.slice(1), [{
-      type: 'delivery.recovered', accountId: 'acct_a', webhookId: hook.id, deliveryId: delivery!.id, reason: 'succeeded-after-failures',
-      at: atom(time.now), eventId: event.id, failedAttempts: 2,
-    }]);
+    assert.equal(seen.slice(1), [
+      {
+        type: 'delivery.recovered',
+        accountId: 'acct_a',
+        webhookId: hook.id,
+        deliveryId: delivery!.id,
+        reason: 'succeeded-after-failures',
+        at: atom(time.now),
+        eventId: event.id,
+        failedAttempts: 2,
+      },
+    ]);
     await app.portal.events.publish('acct_a', 'customer-created', {});
     await app.portal.worker!.tick();
     assert.is(seen.length, 2, 'a first-time success is no recovery');
@@ -191,7 +225,10 @@ test('POST /webhooks/{id}/recover: exactly the missed events are delivered, once
     await app.portal.worker!.tick();
 
     const recover = (body: unknown, key?: string) =>
-      app.api(`/webhooks/${hook.id}/recover`, { ...post(body), ...(key ? { headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` } } : {}) });
+      app.api(`/webhooks/${hook.id}/recover`, {
+        ...post(body),
+        ...(key ? { headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` } } : {}),
+      });
     const refused = await recover({ since });
     assert.is(refused.status, 409);
     assert.match((await json(refused)).message, /disabled/);

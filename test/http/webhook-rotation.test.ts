@@ -66,11 +66,17 @@ test('POST …/rotate-secret with {"graceMs"}: that grace; portal.webhooks.rotat
     await app.portal.events.publish('acct_a', 'customer-created', {});
     await app.portal.worker!.tick();
     const call = transport.calls.at(-1)!;
-    assert.equal([hook.secret, first.secret, second.secret].map((secret) => accepts(secret, call)), [false, true, true]);
+    assert.equal(
+      [hook.secret, first.secret, second.secret].map((secret) => accepts(secret, call)),
+      [false, true, true],
+    );
     time.advance(60);
     await app.portal.events.publish('acct_a', 'customer-created', {});
     await app.portal.worker!.tick();
-    assert.equal([first.secret, second.secret].map((secret) => accepts(secret, transport.calls.at(-1)!)), [false, true]);
+    assert.equal(
+      [first.secret, second.secret].map((secret) => accepts(secret, transport.calls.at(-1)!)),
+      [false, true],
+    );
     // The longest grace is accepted; 0 is none.
     assert.is((await app.api(`/webhooks/${hook.id}/rotate-secret`, rotate('{"graceMs":604800000}'))).status, 200);
     const atOnce = await json(await app.api(`/webhooks/${hook.id}/rotate-secret`, rotate('{"graceMs":0}')));
@@ -109,7 +115,7 @@ test('POST …/rotate-secret refuses a bad graceMs with a 400 naming it, and cha
   });
 });
 
-test('POST …/rotate-secret: 404 for an unknown or malformed id and for another account\'s webhook, which keeps its secret', async () => {
+test("POST …/rotate-secret: 404 for an unknown or malformed id and for another account's webhook, which keeps its secret", async () => {
   await withPortal(async (app) => {
     const hook = await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/in' });
     const asB = await app.api(`/webhooks/${hook.id}/rotate-secret`, { method: 'POST', headers: { authorization: `Bearer ${KEY_B}` } });

@@ -7,7 +7,7 @@ import { NEVER, deferred, manualClock, waitFor } from '../helpers/webhooks.js';
 
 const post = (body: string, type = 'application/json') => ({ method: 'POST', headers: { 'content-type': type }, body });
 
-test('POST /webhooks: 201 with the webhook and its Location; GET /webhooks lists the account\'s own', async () => {
+test("POST /webhooks: 201 with the webhook and its Location; GET /webhooks lists the account's own", async () => {
   await withPortal({ publicUrl: 'https://portal.example.com/v1/' }, async (app) => {
     const res = await app.api('/webhooks', post(JSON.stringify({ type: 'customer-created', url: 'https://r.example/in' })));
     assert.is(res.status, 201);
@@ -47,22 +47,40 @@ test('a filter: given at create, shown by GET, changed by PATCH; only matching e
     assert.is(called('https://r.example/all').length, 4);
     assert.is((await app.portal.webhooks.deliveries('acct_a', created.id))!.length, 2, 'an event the filter refuses makes no delivery at all');
 
-    const patched = await app.api(`/webhooks/${created.id}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ filter: { 'customer.tier': 'silver' } }) });
+    const patched = await app.api(`/webhooks/${created.id}`, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ filter: { 'customer.tier': 'silver' } }),
+    });
     assert.is(patched.status, 200);
     assert.equal((await json(patched)).filter, { 'customer.tier': 'silver' });
-    const asB = await app.api(`/webhooks/${created.id}`, { method: 'PATCH', headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY_B}` }, body: '{"filter":null}' });
-    assert.is(asB.status, 404, 'another account\'s webhook');
+    const asB = await app.api(`/webhooks/${created.id}`, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY_B}` },
+      body: '{"filter":null}',
+    });
+    assert.is(asB.status, 404, "another account's webhook");
 
     const refused = async (body: unknown, pattern: RegExp) => {
       const answer = await app.api('/webhooks', post(JSON.stringify(body)));
       assert.is(answer.status, 400);
       assert.match((await json(answer)).message, pattern);
     };
-    await refused({ type: 'customer-created', url: 'https://r.example/x', filter: { amount: { $between: [1, 2] } } }, /^webhook\.filter\.amount\.\$between: is not an operator/);
+    await refused(
+      { type: 'customer-created', url: 'https://r.example/x', filter: { amount: { $between: [1, 2] } } },
+      /^webhook\.filter\.amount\.\$between: is not an operator/,
+    );
     await refused({ type: 'customer-created', url: 'https://r.example/x', filter: { 'a..b': 1 } }, /^webhook\.filter\["a\.\.b"\]: is not a path/);
     await refused({ type: 'customer-created', url: 'https://r.example/x', filter: ['a'] }, /^webhook\.filter: must be an object of clauses/);
-    await refused({ type: 'customer-created', url: 'https://r.example/x', filter: { constructor: { $gt: {} } } }, /^webhook\.filter\.constructor\.\$gt: must be a number or a string/);
-    const badPatch = await app.api(`/webhooks/${created.id}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: '{"filter":{"$or":{}}}' });
+    await refused(
+      { type: 'customer-created', url: 'https://r.example/x', filter: { constructor: { $gt: {} } } },
+      /^webhook\.filter\.constructor\.\$gt: must be a number or a string/,
+    );
+    const badPatch = await app.api(`/webhooks/${created.id}`, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/json' },
+      body: '{"filter":{"$or":{}}}',
+    });
     assert.is(badPatch.status, 400);
     assert.match((await json(badPatch)).message, /^webhook\.filter\.\$or: must be a non-empty array/);
     assert.equal((await json(await app.api(`/webhooks/${created.id}`))).filter, { 'customer.tier': 'silver' }, 'a refused change changes nothing');
@@ -70,21 +88,33 @@ test('a filter: given at create, shown by GET, changed by PATCH; only matching e
   });
 });
 
-test('POST /webhooks/dry-run: the account\'s latest events of the type, each with whether the filter matches; nothing stored or sent', async () => {
+test("POST /webhooks/dry-run: the account's latest events of the type, each with whether the filter matches; nothing stored or sent", async () => {
   const transport = memoryTransport();
   await withPortal({ transport, webhooks: { tick: NEVER } }, async (app) => {
     for (let n = 1; n <= 25; n++) await app.portal.events.publish('acct_a', 'customer-created', { n, tier: n % 5 === 0 ? 'gold' : 'basic' });
     await app.portal.events.publish('acct_b', 'customer-created', { n: 99, tier: 'gold' });
-    const dryRun = (body: unknown, key = KEY_A) => app.api('/webhooks/dry-run', { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify(body) });
+    const dryRun = (body: unknown, key = KEY_A) =>
+      app.api('/webhooks/dry-run', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+        body: JSON.stringify(body),
+      });
     const res = await dryRun({ type: 'customer-created', filter: { tier: 'gold' } });
     assert.is(res.status, 200);
     const result = await json(res);
-    assert.equal(result.data.map((event: { data: { n: number } }) => event.data.n), Array.from({ length: 20 }, (_, i) => 25 - i), '20 by default, the most recent first');
-    assert.equal(result.data.filter((event: { matches: boolean }) => event.matches).map((event: { data: { n: number } }) => event.data.n), [25, 20, 15, 10]);
+    assert.equal(
+      result.data.map((event: { data: { n: number } }) => event.data.n),
+      Array.from({ length: 20 }, (_, i) => 25 - i),
+      '20 by default, the most recent first',
+    );
+    assert.equal(
+      result.data.filter((event: { matches: boolean }) => event.matches).map((event: { data: { n: number } }) => event.data.n),
+      [25, 20, 15, 10],
+    );
     assert.is(result.matched, 4);
     assert.equal(Object.keys(result.data[0]), ['id', 'type', 'createdAt', 'data', 'matches']);
     const all = await json(await dryRun({ type: 'customer-created', filter: null, limit: 100 }));
-    assert.equal([all.data.length, all.matched], [25, 25], 'no filter matches every event; another account\'s are not read');
+    assert.equal([all.data.length, all.matched], [25, 25], "no filter matches every event; another account's are not read");
     const asB = await json(await dryRun({ type: 'customer-created', filter: { tier: 'gold' } }, KEY_B));
     assert.equal([asB.data.length, asB.matched], [1, 1]);
     assert.equal((await json(await dryRun({ type: 'agreement-signed', filter: null }))).data, []);
@@ -116,8 +146,10 @@ test('POST /webhooks: Location follows the Host header when no publicUrl is set'
       const behindProxy = await rawRequest(`${forwarded.url}/v1/webhooks`, {
         method: 'POST',
         headers: {
-          authorization: `Bearer ${KEY_A}`, 'content-type': 'application/json',
-          'x-forwarded-proto': 'https', 'x-forwarded-host': 'portal.example.org, internal:8080',
+          authorization: `Bearer ${KEY_A}`,
+          'content-type': 'application/json',
+          'x-forwarded-proto': 'https',
+          'x-forwarded-host': 'portal.example.org, internal:8080',
         },
         body: JSON.stringify({ type: 'customer-created', url: 'https://r.example/in' }),
       });
@@ -207,7 +239,12 @@ test('POST /webhooks: the URL is stored and shown as it will be called (normaliz
     await app.portal.worker!.tick();
     assert.equal(transport.calls.map((call) => call.url).sort(), cases.map(([, shown]) => shown).sort());
 
-    for (const sent of ['https://hooks.exa\tmple.com/', 'https://hooks.example.com/a\nb', 'https://hooks.example.com/\r', 'https://evil.example\n.good.example/']) {
+    for (const sent of [
+      'https://hooks.exa\tmple.com/',
+      'https://hooks.example.com/a\nb',
+      'https://hooks.example.com/\r',
+      'https://evil.example\n.good.example/',
+    ]) {
       const res = await app.api('/webhooks', post(JSON.stringify({ type: 'customer-created', url: sent })));
       assert.is(res.status, 400, JSON.stringify(sent));
       assert.match((await json(res)).message, /webhook\.url: must not contain control characters/);
@@ -241,14 +278,26 @@ test('GET /webhooks/{id}/deliveries: the log, newest first, with every attempt; 
     time.advance(60);
     await app.portal.worker!.tick();
     await app.portal.events.publish('acct_a', 'customer-created', { n: 2 });
-    await waitFor(async () => (await attempts(0)) === 1, 'the second event\'s first attempt recorded');
+    await waitFor(async () => (await attempts(0)) === 1, "the second event's first attempt recorded");
     const res = await app.api(`/webhooks/${hook.id}/deliveries`);
     assert.is(res.status, 200);
     const { data } = await json(res);
     assert.is(data.length, 2);
     assert.ok(data[0].createdAt > data[1].createdAt, 'newest first');
     for (const delivery of data) {
-      assert.equal(Object.keys(delivery).sort(), ['attemptCount', 'attempts', 'createdAt', 'eventId', 'eventType', 'id', 'nextAttemptAt', 'orderingKey', 'redeliverQueued', 'status', 'webhookId']);
+      assert.equal(Object.keys(delivery).sort(), [
+        'attemptCount',
+        'attempts',
+        'createdAt',
+        'eventId',
+        'eventType',
+        'id',
+        'nextAttemptAt',
+        'orderingKey',
+        'redeliverQueued',
+        'status',
+        'webhookId',
+      ]);
       assert.match(delivery.id, /^whd_/);
       assert.is(delivery.webhookId, hook.id);
     }
@@ -284,16 +333,25 @@ test('GET /webhooks/{id}/deliveries: pages with nextCursor, filters by the query
     } while (cursor !== null);
     assert.is(pages, 3);
     const everything = await app.portal.webhooks.deliveries('acct_a', hook.id, { limit: 500 });
-    assert.equal(seen, everything!.map((delivery) => delivery.id));
+    assert.equal(
+      seen,
+      everything!.map((delivery) => delivery.id),
+    );
     assert.is(everything!.nextCursor, null);
     const tests = await json(await app.api(`${path}?eventType=webhook.test`));
-    assert.equal(tests.data.map((delivery: { eventType: string }) => delivery.eventType), ['webhook.test']);
+    assert.equal(
+      tests.data.map((delivery: { eventType: string }) => delivery.eventType),
+      ['webhook.test'],
+    );
     const recent = await json(await app.api(`${path}?since=${encodeURIComponent('2026-05-01T10:05:00+00:00')}&eventType=customer-created`));
     assert.is(recent.data.length, 2, 'the events of 10:05 and 10:06');
     assert.is((await json(await app.api(`${path}?status=succeeded`))).data.length, 0);
     const one = everything![4]!;
     const byEvent = await json(await app.api(`${path}?eventId=${one.eventId}`));
-    assert.equal(byEvent.data.map((delivery: { id: string }) => delivery.id), [one.id]);
+    assert.equal(
+      byEvent.data.map((delivery: { id: string }) => delivery.id),
+      [one.id],
+    );
     assert.is(byEvent.nextCursor, null);
     for (const [query, named] of [
       ['eventId=whd_1', 'eventId'],
@@ -331,7 +389,10 @@ test('GET /webhooks/{id}/stats: the calls of the last 24 h by hour and of 7 days
     await app.portal.worker!.tick();
 
     const day = await json(await app.api(`/webhooks/${hook.id}/stats`));
-    assert.equal([day.window, day.from, day.until, day.bucketSeconds, day.buckets.length], ['24h', '2026-04-30T12:00:00+00:00', '2026-05-01T12:00:00+00:00', 3600, 24]);
+    assert.equal(
+      [day.window, day.from, day.until, day.bucketSeconds, day.buckets.length],
+      ['24h', '2026-04-30T12:00:00+00:00', '2026-05-01T12:00:00+00:00', 3600, 24],
+    );
     const outcomes = (bucket: { succeeded: number; failed: number; errors: number }) => [bucket.succeeded, bucket.failed, bucket.errors];
     assert.equal(outcomes(day.buckets[22]), [2, 1, 0], '10:00');
     assert.equal(outcomes(day.buckets[23]), [2, 0, 0], '11:00: the new event, and the retry of the 503');
@@ -365,7 +426,8 @@ test('POST …/deliveries/{id}/redeliver: 202 with the delivery pending again; 4
     const wrongHook = await app.api(`/webhooks/${other.id}/deliveries/${failed!.id}/redeliver`, { method: 'POST' });
     assert.is(wrongHook.status, 404);
     const asB = await app.api(`/webhooks/${hook.id}/deliveries/${failed!.id}/redeliver`, {
-      method: 'POST', headers: { authorization: `Bearer ${KEY_B}` },
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY_B}` },
     });
     assert.is(asB.status, 404);
     assert.is((await app.portal.webhooks.deliveries('acct_a', hook.id))![0]!.status, 'failed', 'refused calls change nothing');
@@ -383,10 +445,12 @@ test('POST …/deliveries/{id}/redeliver: 202 with the delivery pending again; 4
     await waitFor(async () => (await app.portal.webhooks.deliveries('acct_a', hook.id))![0]!.status === 'succeeded', 'the redelivery recorded');
     const [done] = (await app.portal.webhooks.deliveries('acct_a', hook.id))!;
     assert.is(done!.status, 'succeeded');
-    assert.equal(done!.attempts.map((attempt) => attempt.statusCode), [410, 200]);
+    assert.equal(
+      done!.attempts.map((attempt) => attempt.statusCode),
+      [410, 200],
+    );
   });
 });
-
 
 test('POST /webhooks/{id}/test: 202, and a signed webhook.test call goes to that webhook now, in its log', async () => {
   const transport = memoryTransport();
@@ -404,14 +468,17 @@ test('POST /webhooks/{id}/test: 202, and a signed webhook.test call goes to that
     assert.equal([payload.id, payload.type, payload.data], [delivery.eventId, 'webhook.test', { webhookId: hook.id }]);
     await waitFor(async () => (await app.portal.webhooks.deliveries('acct_a', hook.id))![0]!.status === 'succeeded', 'the attempt recorded');
     const { data } = await json(await app.api(`/webhooks/${hook.id}/deliveries`));
-    assert.equal(data.map((entry: { id: string }) => entry.id), [delivery.id]);
+    assert.equal(
+      data.map((entry: { id: string }) => entry.id),
+      [delivery.id],
+    );
     assert.equal(await app.portal.webhooks.deliveries('acct_a', other.id), [], 'only the webhook tested');
     assert.is((await app.api(`/webhooks/${hook.id}/test`, { method: 'POST', headers: { authorization: `Bearer ${KEY_B}` } })).status, 404);
     assert.is((await app.api('/webhooks/wbh_nothing/test', { method: 'POST' })).status, 404);
   });
 });
 
-test('POST …/redeliver during the delivery\'s call answers 202, queued: one more call follows that one, never two at once', async () => {
+test("POST …/redeliver during the delivery's call answers 202, queued: one more call follows that one, never two at once", async () => {
   const release = deferred<number>();
   let calls = 0;
   let inFlight = 0;

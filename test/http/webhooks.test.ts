@@ -24,7 +24,7 @@ test('GET /webhooks/{id}: 200 with exactly the spec fields in their formats', as
   });
 });
 
-test('GET /webhooks/{id}: 404 for an unknown id, a malformed id, and another account\'s webhook', async () => {
+test("GET /webhooks/{id}: 404 for an unknown id, a malformed id, and another account's webhook", async () => {
   await withPortal(async (app) => {
     const ofB = await app.portal.webhooks.create('acct_b', { type: 'customer-created', url: 'https://b.example/h' });
     for (const id of ['wbh_0000000000000000000000', 'not-an-id', ofB.id]) {
@@ -85,7 +85,10 @@ test('webhooks.get/list/delete: scoped to the account; get is null (never a thro
     assert.is(await app.portal.webhooks.get('acct_a', 'garbage'), null);
     assert.is(await app.portal.webhooks.delete('acct_a', ofB.id), false);
     assert.is(await app.portal.webhooks.delete('acct_a', first.id), true);
-    assert.equal((await app.portal.webhooks.list('acct_a')).map((w) => w.id), [second.id]);
+    assert.equal(
+      (await app.portal.webhooks.list('acct_a')).map((w) => w.id),
+      [second.id],
+    );
     assert.not.ok('accountId' in (await app.portal.webhooks.get('acct_a', second.id))!);
     assert.is.not(first.secret, second.secret);
   });

@@ -79,7 +79,7 @@ test('the scheduled sweep runs tick, logs a failure instead of throwing, and sto
   let walks = 0;
   const blobs = {
     ...memoryBlobs(),
-    // eslint-disable-next-line require-yield
+    // biome-ignore lint/correctness/useYield: a store that fails before it yields anything
     async *listBefore() {
       walks++;
       throw new Error('store offline');
@@ -102,7 +102,7 @@ test('the scheduled sweep runs tick, logs a failure instead of throwing, and sto
 test('a portal schedules one sweep task with node-cron and removes it on close', async () => {
   const sweeps = () => [...cron.getTasks().values()].filter((task) => task.name === 'customer-portal orphan sweep').length;
   const before = sweeps();
-  await withPortal(async (app) => {
+  await withPortal(async (_app) => {
     assert.is(sweeps(), before + 1);
   });
   assert.is(sweeps(), before);
@@ -152,7 +152,15 @@ test('the sweep looks at most maxBlobsPerRun blobs a run, and the next run goes 
   // A blob kept because a record names it is looked at again on the next walk, not skipped forever.
   await blobs.put('fsf_named', bytes('named'));
   await storage.insertFileEntry({
-    id: 'fsf_named', accountId: 'acct_a', directoryId: null, type: 'file', name: 'n', size: 5, mime: 'text/plain', fileShareId: null, createdAt: '2026-05-01T12:00:00+00:00',
+    id: 'fsf_named',
+    accountId: 'acct_a',
+    directoryId: null,
+    type: 'file',
+    name: 'n',
+    size: 5,
+    mime: 'text/plain',
+    fileShareId: null,
+    createdAt: '2026-05-01T12:00:00+00:00',
   });
   assert.equal(await sweep.tick(), []);
   assert.equal(await keys(blobs), ['fsf_named']);
@@ -163,9 +171,22 @@ test('memory storage: isBlobReferenced does not walk every agreement (20,000 agr
   for (let i = 0; i < 20_000; i++) {
     await storage.insertAgreement(
       {
-        id: `agr_${i}`, accountId: 'acct_a', name: 'n', status: 'sent', signerName: 's', signerSignature: 'x', signerSignatureHash: 'h',
-        signers: [], documents: [{ id: `agd_${i}`, documentName: 'd.pdf', fileSize: 1, fileHash: 'h' }], createdAt: '2026-05-01T12:00:00+00:00',
-        signingOrder: 'parallel', expiresAt: null, closedAt: null, closedReason: null, audit: [], nextReminderAt: null,
+        id: `agr_${i}`,
+        accountId: 'acct_a',
+        name: 'n',
+        status: 'sent',
+        signerName: 's',
+        signerSignature: 'x',
+        signerSignatureHash: 'h',
+        signers: [],
+        documents: [{ id: `agd_${i}`, documentName: 'd.pdf', fileSize: 1, fileHash: 'h' }],
+        createdAt: '2026-05-01T12:00:00+00:00',
+        signingOrder: 'parallel',
+        expiresAt: null,
+        closedAt: null,
+        closedReason: null,
+        audit: [],
+        nextReminderAt: null,
       },
       [],
     );

@@ -5,7 +5,7 @@ import { createExpressApp, serveExpressApp } from '../../examples/express.js';
 import { EMBEDDED_OPTIONS, exampleStartsWithoutKey, exerciseEmbeddedPortal } from '../helpers/embedding.js';
 import { listen } from '../helpers/server.js';
 
-test('examples/express.ts: uploads, downloads and the app\'s own routes through Express 5', async () => {
+test("examples/express.ts: uploads, downloads and the app's own routes through Express 5", async () => {
   const { app, portal } = await createExpressApp(EMBEDDED_OPTIONS);
   const running = await listen(app as unknown as RequestListener);
   try {

@@ -3,7 +3,7 @@ import * as assert from 'uvu/assert';
 import { createFastifyApp } from '../../examples/fastify.js';
 import { EMBEDDED_OPTIONS, exampleStartsWithoutKey, exerciseEmbeddedPortal } from '../helpers/embedding.js';
 
-test('examples/fastify.ts: uploads, downloads and the app\'s own routes through Fastify 5', async () => {
+test("examples/fastify.ts: uploads, downloads and the app's own routes through Fastify 5", async () => {
   const { app, portal } = await createFastifyApp(EMBEDDED_OPTIONS);
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   try {

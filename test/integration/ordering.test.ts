@@ -19,7 +19,7 @@ const UNKEYED = 12;
 /** A receiver that fails 25 % of calls (a seeded draw), answers within 3 ms, and watches each key. */
 function receiver() {
   let seed = 42;
-  const random = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+  const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
   const inFlight = new Map<string, number>();
   const delivered = new Map<string, number[]>();
   const unkeyed = new Set<number>();
@@ -79,7 +79,11 @@ async function scenario(label: string, make: (transport: WebhookTransport, insta
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     for (let k = 0; k < KEYS; k++) {
-      assert.equal(watch.delivered.get(`cus_${k}`), Array.from({ length: PER_KEY }, (_, n) => n), `${label}: cus_${k} in publish order, each once`);
+      assert.equal(
+        watch.delivered.get(`cus_${k}`),
+        Array.from({ length: PER_KEY }, (_, n) => n),
+        `${label}: cus_${k} in publish order, each once`,
+      );
     }
     assert.is(watch.unkeyed.size, UNKEYED);
     assert.is(watch.mostAtOnce(), 1, `${label}: never two calls of one key at once`);

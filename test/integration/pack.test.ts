@@ -41,17 +41,38 @@ test('the tarball holds the built library and its declarations, not the tests or
   // The portal and signing pages, as the build made them: the manifest and three assets, nothing else.
   const page = files.filter((file) => file.startsWith('package/dist/ui/'));
   assert.is(page.length, 4, page.join(', '));
-  assert.ok(page.some((file) => /^package\/dist\/ui\/signing\.[\w-]{16}\.js$/.test(file)), 'the signing page script');
+  assert.ok(
+    page.some((file) => /^package\/dist\/ui\/signing\.[\w-]{16}\.js$/.test(file)),
+    'the signing page script',
+  );
   assert.ok(page.includes('package/dist/ui/manifest.json'));
-  assert.ok(page.some((file) => /^package\/dist\/ui\/portal\.[\w-]{16}\.js$/.test(file)), 'the page script');
-  assert.ok(page.some((file) => /^package\/dist\/ui\/portal\.[\w-]{16}\.css$/.test(file)), 'the page stylesheet');
+  assert.ok(
+    page.some((file) => /^package\/dist\/ui\/portal\.[\w-]{16}\.js$/.test(file)),
+    'the page script',
+  );
+  assert.ok(
+    page.some((file) => /^package\/dist\/ui\/portal\.[\w-]{16}\.css$/.test(file)),
+    'the page stylesheet',
+  );
   assert.ok(files.includes('package/LICENSE'));
   assert.ok(files.includes('package/README.md'));
-  assert.not.ok(files.some((file) => file.startsWith('package/dist/test/') || file.startsWith('package/test/')), 'no tests');
-  assert.not.ok(files.some((file) => file.startsWith('package/src/')), 'no TypeScript sources');
-  assert.not.ok(files.some((file) => /^package\/(dist\/)?(bench|reliability)\//.test(file)), 'no bench or reliability tooling');
+  assert.not.ok(
+    files.some((file) => file.startsWith('package/dist/test/') || file.startsWith('package/test/')),
+    'no tests',
+  );
+  assert.not.ok(
+    files.some((file) => file.startsWith('package/src/')),
+    'no TypeScript sources',
+  );
+  assert.not.ok(
+    files.some((file) => /^package\/(dist\/)?(bench|reliability)\//.test(file)),
+    'no bench or reliability tooling',
+  );
   // The sources are not shipped, so neither are maps that point at them; the published build has none.
-  assert.not.ok(files.some((file) => file.endsWith('.map')), 'no source maps');
+  assert.not.ok(
+    files.some((file) => file.endsWith('.map')),
+    'no source maps',
+  );
   assert.match(pkg.scripts.prepack, /--sourceMap false/, 'the build before packing writes no maps');
 });
 
@@ -90,7 +111,10 @@ await portal.close();
   assert.is(result.status, 200);
   assert.ok(result.id);
   assert.is(result.openapi, '3.1.0', 'customer-portal/openapi.json is the exported openapi document');
-  assert.ok(result.loaded.every((count: number) => count > 0), `every export path has exports: ${result.loaded}`);
+  assert.ok(
+    result.loaded.every((count: number) => count > 0),
+    `every export path has exports: ${result.loaded}`,
+  );
 });
 
 test('the shipped declarations typecheck a consumer, and catch a misuse', async () => {
@@ -98,8 +122,13 @@ test('the shipped declarations typecheck a consumer, and catch a misuse', async 
   const tsc = path.join(root, 'node_modules', '.bin', 'tsc');
   const tsconfig = {
     compilerOptions: {
-      module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', strict: true, noEmit: true,
-      typeRoots: [path.join(root, 'node_modules', '@types')], types: ['node'],
+      module: 'NodeNext',
+      moduleResolution: 'NodeNext',
+      target: 'ES2022',
+      strict: true,
+      noEmit: true,
+      typeRoots: [path.join(root, 'node_modules', '@types')],
+      types: ['node'],
     },
     files: ['use.ts'],
   };

@@ -35,7 +35,7 @@ test('portal.ready(): every check passes on a fresh portal, the worker running, 
   assert.equal([closed.checks.worker.ok, closed.checks.worker.running], [false, false]);
 });
 
-test('portal.ready(): the deliveries waiting and how long the earliest has, by the portal\'s clock', async () => {
+test("portal.ready(): the deliveries waiting and how long the earliest has, by the portal's clock", async () => {
   let now = Date.parse('2026-11-26T10:00:00Z');
   const portal = await createPortal({ ...auth, clock: () => new Date(now), webhooks: { worker: false } });
   try {
@@ -85,7 +85,11 @@ test('standalone: /healthz and /readyz answer without a key, outside the API; HE
     const ready = await fetch(`${root}/readyz`);
     assert.is(ready.status, 200);
     const body = (await ready.json()) as { ok: boolean; checks: Record<string, { ok: boolean }> };
-    assert.equal(body, { ok: true, checks: { storage: { ok: true }, blobs: { ok: true }, worker: { ok: true, running: true } } }, 'whether each check passed, and no more');
+    assert.equal(
+      body,
+      { ok: true, checks: { storage: { ok: true }, blobs: { ok: true }, worker: { ok: true, running: true } } },
+      'whether each check passed, and no more',
+    );
     assert.is((await fetch(`${root}/readyz`, { method: 'HEAD' })).status, 200);
     assert.is((await fetch(`${root}/readyz`, { method: 'POST' })).status, 405);
     assert.is((await fetch(`${root}/v1/healthz`)).status, 404, 'not a route of the API');
@@ -143,7 +147,11 @@ async function cuttableProxy(target: URL) {
     async restore() {
       await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
     },
-    close: () => new Promise<void>((resolve) => { server.close(() => resolve()); for (const socket of sockets) socket.destroy(); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const socket of sockets) socket.destroy();
+      }),
   };
 }
 
@@ -163,9 +171,13 @@ onPostgres('standalone on PostgreSQL: /readyz turns 503 while the database is un
     const booted = await boot({ DATA_DIR: dataDir, DATABASE_URL: databaseUrl, DATABASE_POOL_MAX: '2', PORTAL_SIGNING_KEYS: auth.signingKeys[0]! });
     server = booted.server;
     // DATABASE_POOL_MAX: twenty requests at once hold two connections at most.
-    const statuses = await Promise.all(Array.from({ length: 20 }, () => fetch(`${booted.root}/v1/files`, { headers: { authorization: `Bearer ${KEY}` } }).then((res) => res.status)));
+    const statuses = await Promise.all(
+      Array.from({ length: 20 }, () => fetch(`${booted.root}/v1/files`, { headers: { authorization: `Bearer ${KEY}` } }).then((res) => res.status)),
+    );
     assert.ok(statuses.every((status) => status === 200));
-    const [{ connections }] = (await pool.query(`SELECT count(*)::int AS connections FROM pg_stat_activity WHERE datname = $1`, [database])).rows as [{ connections: number }];
+    const [{ connections }] = (await pool.query(`SELECT count(*)::int AS connections FROM pg_stat_activity WHERE datname = $1`, [database])).rows as [
+      { connections: number },
+    ];
     assert.ok(connections >= 1 && connections <= 2, `${connections} connections`);
     const readyz = async () => {
       const res = await fetch(`${booted.root}/readyz`);

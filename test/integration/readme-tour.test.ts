@@ -61,7 +61,7 @@ function bash(script: string, cwd: string): { stdout: () => string; done: Promis
   return { stdout: () => stdout, done, kill: () => child.kill() };
 }
 
-test('the README\'s curl tour runs as written against the standalone server', async () => {
+test("the README's curl tour runs as written against the standalone server", async () => {
   const [receiverBlock, startBlock, ...steps] = await tourBlocks();
   assert.ok(receiverBlock?.includes('.listen(4000)'), 'the first block starts the receiver');
   assert.match(startBlock!, /^PORTAL_ALLOW_PRIVATE_NETWORKS=1 npm start/, 'the second starts the server');
@@ -73,7 +73,12 @@ test('the README\'s curl tour runs as written against the standalone server', as
   const receiver = bash(ports(receiverBlock!), work);
   receiver.done.catch(() => {}); // it runs until killed
   // `npm start` builds, then runs this script: the test suite has built it already.
-  const server = startNode(standalone, { PORTAL_ALLOW_PRIVATE_NETWORKS: '1', PORT: String(serverPort), DATA_DIR: path.join(work, 'data'), PORTAL_API_KEYS: '' });
+  const server = startNode(standalone, {
+    PORTAL_ALLOW_PRIVATE_NETWORKS: '1',
+    PORT: String(serverPort),
+    DATA_DIR: path.join(work, 'data'),
+    PORTAL_API_KEYS: '',
+  });
   try {
     await server.waitFor((line) => logLine(line)?.msg === 'listening');
     const out = answers(await bash(`set -e\n${ports(steps.join('\n'))}`, work).done);

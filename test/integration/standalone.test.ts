@@ -96,7 +96,9 @@ test('a SIGTERM with an idle keep-alive connection open stops promptly and clean
       request(`${url}/files`, { agent, headers: { authorization: `Bearer ${STANDALONE_KEY}` } }, (res) => {
         res.resume();
         resolve(res.statusCode!);
-      }).on('error', reject).end();
+      })
+        .on('error', reject)
+        .end();
     });
     assert.is(status, 200);
     const started = Date.now();
@@ -133,9 +135,15 @@ test('data survives a restart and a kill -9: webhooks, files, attachments, pendi
     const check = async (url: string) => {
       assert.is((await fetch(`${url}/webhooks/${webhook.id}`, auth)).status, 200);
       const root = (await (await fetch(`${url}/files`, auth)).json()) as { data: { id: string }[] };
-      assert.equal(root.data.map((entry) => entry.id), [directory.id]);
+      assert.equal(
+        root.data.map((entry) => entry.id),
+        [directory.id],
+      );
       const inner = (await (await fetch(`${url}/files?directoryId=${directory.id}`, auth)).json()) as { data: { id: string; size: number }[] };
-      assert.equal(inner.data.map((entry) => [entry.id, entry.size]), [[file.id, 10]]);
+      assert.equal(
+        inner.data.map((entry) => [entry.id, entry.size]),
+        [[file.id, 10]],
+      );
       const linkPath = `/tickets/${attachment.ticketId}/message/${attachment.messageId}/attachment/${attachment.id}/download`;
       const { link } = (await (await fetch(`${url}${linkPath}`, auth)).json()) as { link: string };
       assert.is(await (await fetch(link)).text(), 'attachment bytes');
@@ -231,7 +239,7 @@ test('a DATA_DIR another server holds: exit 1 naming the lock file and its holde
   }
 });
 
-test('an unreachable DATABASE_URL: exit 1 at once, naming the host, port, database and the driver\'s error', async () => {
+test("an unreachable DATABASE_URL: exit 1 at once, naming the host, port, database and the driver's error", async () => {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'portal-standalone-'));
   const closed = net.createServer();
   await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
@@ -272,7 +280,10 @@ test('operational events are logged: a receiver answering 410 Gone disables its 
     assert.is((await fetch(`${url}/webhooks/${webhook.id}/test`, { method: 'POST', headers: { authorization: `Bearer ${STANDALONE_KEY}` } })).status, 202);
     const said = () => server.errorLines.map(logLine).filter((line) => line?.msg === 'webhook disabled');
     for (let i = 0; i < 100 && said().length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
-    assert.equal(said().map((line) => [line!.level, line!.webhookId, line!.reason]), [['warn', webhook.id, 'gone']]);
+    assert.equal(
+      said().map((line) => [line!.level, line!.webhookId, line!.reason]),
+      [['warn', webhook.id, 'gone']],
+    );
     assert.is(await stop(server), 0);
   } finally {
     await receiver.close();
@@ -283,7 +294,14 @@ test('operational events are logged: a receiver answering 410 Gone disables its 
 test('DATABASE_POOL_MAX that is not a whole number from 1 to 1000 stops the start, naming it', async () => {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'portal-standalone-'));
   try {
-    const server = startNode(script, { PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, PORTAL_API_KEYS: STANDALONE_KEY, DATABASE_URL: 'pglite:memory', DATABASE_POOL_MAX: 'many' });
+    const server = startNode(script, {
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+      PORTAL_API_KEYS: STANDALONE_KEY,
+      DATABASE_URL: 'pglite:memory',
+      DATABASE_POOL_MAX: 'many',
+    });
     assert.match((await failedStart(server)).message, 'DATABASE_POOL_MAX must be a whole number from 1 to 1000, got "many"');
   } finally {
     await rm(dataDir, { recursive: true, force: true });
@@ -308,7 +326,9 @@ test('PORTAL_ALLOW_PRIVATE_NETWORKS=1: a warning at start, and a receiver on loo
       const webhook = (await created.json()) as { id: string };
       assert.is((await fetch(`${url}/agreements`, { method: 'POST', headers: auth, body: validFormData() })).status, 201);
       const attempted = async () => {
-        const log = (await (await fetch(`${url}/webhooks/${webhook.id}/deliveries`, { headers: auth })).json()) as { data: { attempts: { statusCode: number | null; error: string | null }[] }[] };
+        const log = (await (await fetch(`${url}/webhooks/${webhook.id}/deliveries`, { headers: auth })).json()) as {
+          data: { attempts: { statusCode: number | null; error: string | null }[] }[];
+        };
         return log.data[0]?.attempts[0];
       };
       let attempt = await attempted();

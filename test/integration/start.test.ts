@@ -43,7 +43,10 @@ test('npm start builds once into .start/, reuses it, and a rebuild never pulls i
     assert.is(await served(first.url), 200);
     // Laid out as the package is: the server reads its version from the package.json beside dist/.
     const layout = await readdir(path.join(dir, '.start', built!));
-    assert.ok(['complete', 'dist', 'in-use', 'package.json'].every((entry) => layout.includes(entry)), layout.join(' '));
+    assert.ok(
+      ['complete', 'dist', 'in-use', 'package.json'].every((entry) => layout.includes(entry)),
+      layout.join(' '),
+    );
     assert.equal(await readdir(path.join(dir, '.start', built!, 'in-use')), [String(first.server.child.pid)]);
 
     const again = await start(dir, path.join(dir, 'data-2'));

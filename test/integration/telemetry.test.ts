@@ -61,7 +61,7 @@ const finished = () => spans.getFinishedSpans();
 const byName = (name: string) => finished().filter((span) => span.name === name);
 const parentOf = (span: ReadableSpan) => span.parentSpanContext?.spanId;
 
-test('a server span per request: the route template, the caller\'s trace as parent, the status; never a key or a signature', () =>
+test("a server span per request: the route template, the caller's trace as parent, the status; never a key or a signature", () =>
   withSdk(async () => {
     const app = await startPortal({ signingKeys: [SIGNING_KEY_1], webhooks: { worker: false } });
     try {
@@ -84,9 +84,14 @@ test('a server span per request: the route template, the caller\'s trace as pare
       await new Promise((resolve) => setTimeout(resolve, 20));
 
       const [span] = byName('GET /v1/webhooks/:webhookId');
-      assert.ok(span, `a span named by the route; got ${finished().map((s) => s.name).join(', ')}`);
+      assert.ok(
+        span,
+        `a span named by the route; got ${finished()
+          .map((s) => s.name)
+          .join(', ')}`,
+      );
       assert.is(span!.kind, SpanKind.SERVER);
-      assert.is(span!.spanContext().traceId, traceId, 'in the caller\'s trace');
+      assert.is(span!.spanContext().traceId, traceId, "in the caller's trace");
       assert.is(parentOf(span!), callerSpan);
       assert.equal(
         {
@@ -108,7 +113,9 @@ test('a server span per request: the route template, the caller\'s trace as pare
       for (const secret of [KEY_A, signature, hook.secret]) assert.not.ok(everything.includes(secret), 'no secret in any span');
 
       const durations = await points('http.server.request.duration');
-      const routed = durations.find((point) => point.attributes['http.route'] === '/v1/webhooks/:webhookId' && point.attributes['http.request.method'] === 'GET');
+      const routed = durations.find(
+        (point) => point.attributes['http.route'] === '/v1/webhooks/:webhookId' && point.attributes['http.request.method'] === 'GET',
+      );
       assert.ok(routed, 'a duration by route');
       assert.is(routed!.attributes['http.response.status_code'], 200);
       assert.is((routed!.value as Histogram).count, 1);
@@ -122,13 +129,17 @@ test('spans made while a request is served are children of its span', () =>
     const storage = memoryStorage();
     const tracer = trace.getTracer('a-database-driver');
     // A store whose reads make a span, as an instrumented driver does.
-    const traced: Storage = { ...storage, listWebhooks: (accountId) => tracer.startActiveSpan('SELECT webhooks', async (span) => {
-      try {
-        return await storage.listWebhooks(accountId);
-      } finally {
-        span.end();
-      }
-    }) };
+    const traced: Storage = {
+      ...storage,
+      listWebhooks: (accountId) =>
+        tracer.startActiveSpan('SELECT webhooks', async (span) => {
+          try {
+            return await storage.listWebhooks(accountId);
+          } finally {
+            span.end();
+          }
+        }),
+    };
     const app = await startPortal({ storage: traced, signingKeys: [SIGNING_KEY_1], webhooks: { worker: false } });
     try {
       assert.is((await app.api('/webhooks')).status, 200);
@@ -160,12 +171,21 @@ test('a client span per webhook call, its URL without query values, status and a
       assert.is(calls.length, 2);
       const [failed, succeeded] = calls;
       assert.equal(
-        [failed!.attributes['url.full'], failed!.attributes['http.response.status_code'], failed!.attributes['customer_portal.delivery.attempt'], failed!.attributes['error.type']],
+        [
+          failed!.attributes['url.full'],
+          failed!.attributes['http.response.status_code'],
+          failed!.attributes['customer_portal.delivery.attempt'],
+          failed!.attributes['error.type'],
+        ],
         ['https://hooks.example/REDACTED', 503, 1, '503'],
       );
       assert.is(failed!.status.code, SpanStatusCode.ERROR);
       assert.equal(
-        [succeeded!.attributes['http.response.status_code'], succeeded!.attributes['customer_portal.delivery.attempt'], succeeded!.attributes['http.request.resend_count']],
+        [
+          succeeded!.attributes['http.response.status_code'],
+          succeeded!.attributes['customer_portal.delivery.attempt'],
+          succeeded!.attributes['http.request.resend_count'],
+        ],
         [200, 2, 1],
       );
       assert.is(succeeded!.attributes['customer_portal.webhook.id'], hook.id);
@@ -174,24 +194,30 @@ test('a client span per webhook call, its URL without query values, status and a
 
       const durations = await points('customer_portal.webhook.call.duration');
       const outcomes = Object.fromEntries(durations.map((point) => [String(point.attributes.outcome), (point.value as Histogram).count]));
-      assert.ok(durations.every((point) => Object.keys(point.attributes).join() === 'outcome'), 'by outcome alone: no label a tenant chooses');
+      assert.ok(
+        durations.every((point) => Object.keys(point.attributes).join() === 'outcome'),
+        'by outcome alone: no label a tenant chooses',
+      );
       assert.equal(outcomes, { failure: 1, success: 1 });
       const deliveries = await points('customer_portal.deliveries');
-      assert.equal(
-        Object.fromEntries(deliveries.map((point) => [String(point.attributes.outcome), point.value])),
-        { retrying: 1, delivered: 1 },
-      );
+      assert.equal(Object.fromEntries(deliveries.map((point) => [String(point.attributes.outcome), point.value])), { retrying: 1, delivered: 1 });
     } finally {
       await app.close();
     }
   }));
 
-test('the queue gauges: deliveries waiting and the age of the earliest, by the portal\'s clock; retention removals counted', () =>
+test("the queue gauges: deliveries waiting and the age of the earliest, by the portal's clock; retention removals counted", () =>
   withSdk(async () => {
     let now = Date.parse('2026-11-26T10:00:00Z');
     const clock = () => new Date(now);
     const transport = memoryTransport({ respond: () => 200 });
-    const app = await startPortal({ clock, transport, signingKeys: [SIGNING_KEY_1], retention: { eventsMs: 60_000, deliveriesMs: 60_000 }, webhooks: { tick: NEVER } });
+    const app = await startPortal({
+      clock,
+      transport,
+      signingKeys: [SIGNING_KEY_1],
+      retention: { eventsMs: 60_000, deliveriesMs: 60_000 },
+      webhooks: { tick: NEVER },
+    });
     try {
       await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://hooks.example/in' });
       await app.portal.worker!.stop();
@@ -207,7 +233,13 @@ test('the queue gauges: deliveries waiting and the age of the earliest, by the p
     }
 
     // Retention: two delivered calls, then a tick past their time removes them and their events.
-    const second = await startPortal({ clock, transport, signingKeys: [SIGNING_KEY_1], retention: { eventsMs: 60_000, deliveriesMs: 60_000 }, webhooks: { tick: NEVER } });
+    const second = await startPortal({
+      clock,
+      transport,
+      signingKeys: [SIGNING_KEY_1],
+      retention: { eventsMs: 60_000, deliveriesMs: 60_000 },
+      webhooks: { tick: NEVER },
+    });
     try {
       await second.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://hooks.example/in' });
       for (const id of ['cus_1', 'cus_2']) await second.portal.events.publish('acct_a', 'customer-created', { customer: { id } });

@@ -72,21 +72,39 @@ test('publish stores the event and the first attempt goes out at once, signed an
 
     await waitFor(async () => (await app.delivery()).status === 'succeeded', 'the attempt to be recorded');
     const delivery = await app.delivery();
-    assert.equal(Object.keys(delivery).sort(), ['attemptCount', 'attempts', 'createdAt', 'eventId', 'eventType', 'id', 'nextAttemptAt', 'orderingKey', 'redeliverQueued', 'status', 'webhookId']);
-    assert.equal({ ...delivery, attempts: [] }, {
-      id: delivery.id,
-      webhookId: app.webhook.id,
-      eventId: event.id,
-      eventType: 'customer-created',
-      status: 'succeeded',
-      attempts: [],
-      attemptCount: 1,
-      nextAttemptAt: null,
-      createdAt: event.createdAt,
-      orderingKey: null,
-      redeliverQueued: false,
-    });
-    assert.equal(delivery.attempts.map(({ durationMs: _, ...rest }) => rest), [{ at: event.createdAt, statusCode: 200, error: null }]);
+    assert.equal(Object.keys(delivery).sort(), [
+      'attemptCount',
+      'attempts',
+      'createdAt',
+      'eventId',
+      'eventType',
+      'id',
+      'nextAttemptAt',
+      'orderingKey',
+      'redeliverQueued',
+      'status',
+      'webhookId',
+    ]);
+    assert.equal(
+      { ...delivery, attempts: [] },
+      {
+        id: delivery.id,
+        webhookId: app.webhook.id,
+        eventId: event.id,
+        eventType: 'customer-created',
+        status: 'succeeded',
+        attempts: [],
+        attemptCount: 1,
+        nextAttemptAt: null,
+        createdAt: event.createdAt,
+        orderingKey: null,
+        redeliverQueued: false,
+      },
+    );
+    assert.equal(
+      delivery.attempts.map(({ durationMs: _, ...rest }) => rest),
+      [{ at: event.createdAt, statusCode: 200, error: null }],
+    );
     assert.ok(Number.isInteger(delivery.attempts[0]!.durationMs) && delivery.attempts[0]!.durationMs >= 0);
   } finally {
     await app.close();
@@ -180,7 +198,10 @@ test('a receiver that hangs past timeoutMs is a failed attempt with the timeout 
     await app.portal.events.publish('acct_a', 'customer-created', customer);
     await app.portal.worker!.tick();
     let delivery = await app.delivery();
-    assert.equal(delivery.attempts.map(({ statusCode, error }) => ({ statusCode, error })), [{ statusCode: null, error: 'timed out after 200 ms' }]);
+    assert.equal(
+      delivery.attempts.map(({ statusCode, error }) => ({ statusCode, error })),
+      [{ statusCode: null, error: 'timed out after 200 ms' }],
+    );
     assert.is(delivery.status, 'pending');
     app.time.to(delivery.nextAttemptAt!);
     await app.portal.worker!.tick();
@@ -198,9 +219,15 @@ test('a redirect is a failed attempt, and the Location is never called', async (
     await app.portal.events.publish('acct_a', 'customer-created', customer);
     await app.portal.worker!.tick();
     const delivery = await app.delivery();
-    assert.equal(delivery.attempts.map(({ statusCode, error }) => ({ statusCode, error })), [{ statusCode: 302, error: 'redirect not followed' }]);
+    assert.equal(
+      delivery.attempts.map(({ statusCode, error }) => ({ statusCode, error })),
+      [{ statusCode: 302, error: 'redirect not followed' }],
+    );
     assert.is(delivery.status, 'pending');
-    assert.equal(app.receiver.received.map((request) => request.url), ['/hooks/customer']);
+    assert.equal(
+      app.receiver.received.map((request) => request.url),
+      ['/hooks/customer'],
+    );
   } finally {
     await app.close();
   }

@@ -31,12 +31,15 @@ test('the service stores each document, measuring size and SHA-256 on the way, a
     documents: [await documents.store('../contract.pdf', Readable.from([Buffer.from('hello '), Buffer.from('world')]))],
   }));
   const [document] = agreement.documents;
-  assert.equal({ ...document!, id: '' }, {
-    id: '',
-    documentName: 'contract.pdf',
-    fileSize: 11,
-    fileHash: 'b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9',
-  });
+  assert.equal(
+    { ...document!, id: '' },
+    {
+      id: '',
+      documentName: 'contract.pdf',
+      fileSize: 11,
+      fileHash: 'b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9',
+    },
+  );
   assert.equal(await blobKeys(blobs), [document!.id]);
 });
 

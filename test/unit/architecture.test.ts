@@ -26,8 +26,7 @@ function importsOf(file: string): string[] {
 const files = [...sources('src'), ...sources('adapters')];
 const edges = files.flatMap((file) => importsOf(file).map((target) => ({ from: file, to: target })));
 const under = (file: string, ...folders: string[]) => folders.some((folder) => file === folder || file.startsWith(folder + '/'));
-const broken = (rule: (edge: { from: string; to: string }) => boolean) =>
-  edges.filter(rule).map((edge) => `${edge.from} → ${edge.to}`);
+const broken = (rule: (edge: { from: string; to: string }) => boolean) => edges.filter(rule).map((edge) => `${edge.from} → ${edge.to}`);
 
 test('the layout: the rooms of src/ exist, and only the six shared files sit at its root', () => {
   const root = readdirSync(path.join(ROOT, 'src')).sort();
@@ -36,39 +35,64 @@ test('the layout: the rooms of src/ exist, and only the six shared files sit at 
 });
 
 test('no arrow from the domain, the webhook engine or the shared helpers into http/ or openapi/', () => {
-  assert.equal(broken(({ from, to }) => under(from, 'src/domain', 'src/webhooks', 'src/shared') && under(to, 'src/http', 'src/openapi')), []);
+  assert.equal(
+    broken(({ from, to }) => under(from, 'src/domain', 'src/webhooks', 'src/shared') && under(to, 'src/http', 'src/openapi')),
+    [],
+  );
 });
 
 test('the domain does not reach into the webhook engine; the HTTP layer does not reach into the OpenAPI document', () => {
-  assert.equal(broken(({ from, to }) => under(from, 'src/domain') && under(to, 'src/webhooks')), []);
-  assert.equal(broken(({ from, to }) => under(from, 'src/http') && under(to, 'src/openapi')), []);
+  assert.equal(
+    broken(({ from, to }) => under(from, 'src/domain') && under(to, 'src/webhooks')),
+    [],
+  );
+  assert.equal(
+    broken(({ from, to }) => under(from, 'src/http') && under(to, 'src/openapi')),
+    [],
+  );
 });
 
 test('the shared helpers, ports, records and errors import no room of src/', () => {
   const leaves = ['src/shared', 'src/ports.ts', 'src/records.ts', 'src/errors.ts'];
   const rooms = ['src/http', 'src/domain', 'src/webhooks', 'src/openapi', 'src/portal', 'src/options', 'src/index'];
-  assert.equal(broken(({ from, to }) => under(from, ...leaves) && under(to, ...rooms)), []);
+  assert.equal(
+    broken(({ from, to }) => under(from, ...leaves) && under(to, ...rooms)),
+    [],
+  );
 });
 
 test('adapters import only the ports, the records, the errors, the delivery, health and call-count rules and the shared helpers of src/', () => {
   // The delivery and webhook health rules are the pieces of the domain the adapters share: pure transitions, no I/O.
   const allowed = ['src/ports', 'src/records', 'src/errors', 'src/shared', 'src/domain/deliveries', 'src/domain/webhook-health', 'src/domain/call-stats'];
-  assert.equal(broken(({ from, to }) => under(from, 'adapters') && under(to, 'src') && !under(to, ...allowed)), []);
+  assert.equal(
+    broken(({ from, to }) => under(from, 'adapters') && under(to, 'src') && !under(to, ...allowed)),
+    [],
+  );
 });
 
 test('the core reaches into an adapter in one place only: portal.ts, for the defaults', () => {
-  assert.equal(broken(({ from, to }) => under(from, 'src') && from !== 'src/portal.ts' && under(to, 'adapters')), []);
+  assert.equal(
+    broken(({ from, to }) => under(from, 'src') && from !== 'src/portal.ts' && under(to, 'adapters')),
+    [],
+  );
 });
 
 test('the portal page (ui/) stands apart: it imports only its own modules and nothing of npm, and no server code imports it', () => {
   const page = sources('ui/src');
   assert.ok(page.length > 3, `${page.length} page modules read`);
-  const outside = page.flatMap((file) => importsOf(file).filter((target) => !under(target, 'ui/src')).map((target) => `${file} → ${target}`));
+  const outside = page.flatMap((file) =>
+    importsOf(file)
+      .filter((target) => !under(target, 'ui/src'))
+      .map((target) => `${file} → ${target}`),
+  );
   assert.equal(outside, []);
   // A bare specifier would be a front-end dependency (or node: in the browser): the page has none.
   const bare = page.filter((file) => /(?:from\s+|import\s*\(\s*)['"][^.'"][^'"]*['"]/.test(readFileSync(path.join(ROOT, file), 'utf8')));
   assert.equal(bare, []);
-  assert.equal(broken(({ to }) => under(to, 'ui')), []);
+  assert.equal(
+    broken(({ to }) => under(to, 'ui')),
+    [],
+  );
 });
 
 test.run();

@@ -35,7 +35,10 @@ test('summarize: buckets end with the current hour, hours outside the window are
 
 test('statsWindow: 24h by default, 7d, anything else a 400 naming window', () => {
   assert.equal([statsWindow(undefined), statsWindow('7d')], ['24h', '7d']);
-  assert.throws(() => statsWindow('30d'), (error: Error) => error.message.includes('window'));
+  assert.throws(
+    () => statsWindow('30d'),
+    (error: Error) => error.message.includes('window'),
+  );
 });
 
 test.run();

@@ -106,7 +106,10 @@ test('compareDue: earliest due first, then id in code-unit order; no next attemp
   const early = delivery({ id: 'whd_z', nextAttemptAt: at(1) });
   const never = delivery({ id: 'whd_0', nextAttemptAt: null });
   const other = delivery({ id: 'whd_1', nextAttemptAt: null });
-  assert.equal([other, a, never, upper, early].sort(compareDue).map((d) => d.id), ['whd_z', 'whd_B', 'whd_a', 'whd_0', 'whd_1']);
+  assert.equal(
+    [other, a, never, upper, early].sort(compareDue).map((d) => d.id),
+    ['whd_z', 'whd_B', 'whd_a', 'whd_0', 'whd_1'],
+  );
   assert.is(compareDue(a, a), 0);
 });
 
@@ -117,7 +120,7 @@ test('lease: owner and end set, nothing else changed, the argument untouched', (
   assert.is(before.leaseOwner, null);
 });
 
-test('recordAttempt: the owner\'s attempt is appended, the outcome set, the lease released', () => {
+test("recordAttempt: the owner's attempt is appended, the outcome set, the lease released", () => {
   const first = attempt(null);
   const before = leased('worker-1', at(40), { attempts: [first], attemptCount: 1 });
   const second = attempt(503);
@@ -202,7 +205,11 @@ test('planClaim with perAccount: an account at its share is passed over; its cou
     delivery({ id: 'whd_4', accountId: 'acct_b', nextAttemptAt: at(4) }),
   ];
   const plan = planClaim(dues, { now: at(30), leaseUntil: at(60), limit: 10, owner: 'w', perAccount: { max: 1, inFlight: { acct_b: 1 } } }, () => true);
-  assert.equal(plan.leased.map((d) => d.id), ['whd_1'], 'one of "constructor", none of acct_b, which holds its one already');
+  assert.equal(
+    plan.leased.map((d) => d.id),
+    ['whd_1'],
+    'one of "constructor", none of acct_b, which holds its one already',
+  );
 });
 
 test('cancel: a pending delivery, leased or not, ends cancelled; a finished one is null', () => {

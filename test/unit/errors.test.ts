@@ -8,9 +8,7 @@ import { silentLogger } from '../../src/shared/logger.js';
 const codes = Object.keys(ERRORS) as ErrorCode[];
 const doc = readFileSync(new URL('../../../docs/http-api.md', import.meta.url), 'utf8');
 /** The rows of the "Error codes" table: code → status as documented. */
-const documented = new Map(
-  [...doc.matchAll(/^\| `([A-Z_]+)` \| (\d{3}) \|/gm)].map((match) => [match[1]!, Number(match[2])] as const),
-);
+const documented = new Map([...doc.matchAll(/^\| `([A-Z_]+)` \| (\d{3}) \|/gm)].map((match) => [match[1]!, Number(match[2])] as const));
 
 test('every code of the catalogue is documented in docs/http-api.md, with its status', () => {
   for (const code of codes) {
@@ -44,7 +42,11 @@ test('every message is one sentence of its own, for any arguments', () => {
 
 test('the renderer: catalogue errors as themselves, faults of ours and strangers as a plain 500', () => {
   const logged: string[] = [];
-  const logger = { ...silentLogger, warn: (_: object, message?: string) => logged.push(`warn ${message}`), error: (_: object, message?: string) => logged.push(`error ${message}`) };
+  const logger = {
+    ...silentLogger,
+    warn: (_: object, message?: string) => logged.push(`warn ${message}`),
+    error: (_: object, message?: string) => logged.push(`error ${message}`),
+  };
   assert.equal(renderError(new PortalError('WEBHOOK_NOT_FOUND', 'wbh_1'), logger, 'r1'), {
     status: 404,
     body: '{"message":"No webhook wbh_1 in this account."}',

@@ -10,7 +10,10 @@ const data = {
   note: null,
   customer: { id: 'cus_42', tier: 'gold', email: 'ana@example.com', address: { country: 'FR' } },
   tags: ['new', 'priority'],
-  items: [{ sku: 'A-1', qty: 2 }, { sku: 'B-7', qty: 1 }],
+  items: [
+    { sku: 'A-1', qty: 2 },
+    { sku: 'B-7', qty: 1 },
+  ],
   'dotted.key': 'no',
   constructor: 'own',
 };
@@ -48,9 +51,9 @@ test('paths: dotted into objects and arrays, own properties only, missing anywhe
   assert.ok(matches({ 'customer.address.country': 'FR' }));
   assert.not.ok(matches({ 'items.2.sku': { $exist: true } }), 'past the end');
   assert.not.ok(matches({ 'items.01.sku': { $exist: true } }), 'not a canonical index');
-  assert.not.ok(matches({ 'tags.length': { $exist: true } }), 'an array\'s length is not a member');
-  assert.not.ok(matches({ 'currency.length': { $exist: true } }), 'nor is a string\'s');
-  assert.not.ok(matches({ 'customer.toString': { $exist: true } }), 'nor a prototype\'s method');
+  assert.not.ok(matches({ 'tags.length': { $exist: true } }), "an array's length is not a member");
+  assert.not.ok(matches({ 'currency.length': { $exist: true } }), "nor is a string's");
+  assert.not.ok(matches({ 'customer.toString': { $exist: true } }), "nor a prototype's method");
   assert.ok(matches({ constructor: 'own' }), 'an own key named constructor is a path like any other');
   assert.not.ok(matches({ 'amount.value': { $exist: true } }), 'below a number');
   assert.not.ok(matches({ 'note.x': { $exist: true } }), 'below null');

@@ -30,10 +30,13 @@ function refusal(run: () => void): string {
   throw new Error('accepted');
 }
 
-test('the library\'s types come with their schemas and examples, each example valid; a host type has none until defined', () => {
+test("the library's types come with their schemas and examples, each example valid; a host type has none until defined", () => {
   const catalogue = createEventCatalogue(DEFAULT_EVENT_TYPES, libraryEventDefinitions());
   const listed = catalogue.list();
-  assert.equal(listed.map((type) => type.name), [...DEFAULT_EVENT_TYPES]);
+  assert.equal(
+    listed.map((type) => type.name),
+    [...DEFAULT_EVENT_TYPES],
+  );
   assert.equal(listed[0], { name: 'customer-created', description: null, schema: null, example: null, deprecated: false });
   for (const { name, example } of LIBRARY_EVENT_TYPES) {
     const entry = listed.find((type) => type.name === name)!;
@@ -41,34 +44,60 @@ test('the library\'s types come with their schemas and examples, each example va
     assert.is(entry.schema!.type, 'object');
     catalogue.check(name, example);
   }
-  assert.match(refusal(() => catalogue.check('agreement-signed', { ...LIBRARY_EVENT_TYPES[1]!.example, status: 'lost' })), /data\.status must be equal to one of the allowed values/);
+  assert.match(
+    refusal(() => catalogue.check('agreement-signed', { ...LIBRARY_EVENT_TYPES[1]!.example, status: 'lost' })),
+    /data\.status must be equal to one of the allowed values/,
+  );
 });
 
 test('define: a schema for a type of eventTypes; publish-time checks name the first failing path', () => {
   const catalogue = createEventCatalogue(['customer-created']);
   catalogue.define('customer-created', { schema: customer, description: 'A customer signed up.', example: { customer: { id: 'cus_1' } }, deprecated: true });
-  assert.equal(catalogue.list(), [{ name: 'customer-created', description: 'A customer signed up.', schema: customer, example: { customer: { id: 'cus_1' } }, deprecated: true }]);
+  assert.equal(catalogue.list(), [
+    { name: 'customer-created', description: 'A customer signed up.', schema: customer, example: { customer: { id: 'cus_1' } }, deprecated: true },
+  ]);
   catalogue.check('customer-created', { customer: { id: 'cus_2', tags: ['a'] } });
-  assert.match(refusal(() => catalogue.check('customer-created', {})), /^The data of a customer-created event breaks its schema \(GET \/event-types\): data\.customer is required\.$/);
-  assert.match(refusal(() => catalogue.check('customer-created', { customer: { id: 'x' } })), /data\.customer\.id must match pattern "\^cus_"/);
-  assert.match(refusal(() => catalogue.check('customer-created', { customer: { id: 'cus_1', tags: ['a', 2] } })), /data\.customer\.tags\.1 must be string/);
-  assert.match(refusal(() => catalogue.check('customer-created', { customer: { id: 'cus_1', email: 'nope' } })), /data\.customer\.email must match format "email"/);
+  assert.match(
+    refusal(() => catalogue.check('customer-created', {})),
+    /^The data of a customer-created event breaks its schema \(GET \/event-types\): data\.customer is required\.$/,
+  );
+  assert.match(
+    refusal(() => catalogue.check('customer-created', { customer: { id: 'x' } })),
+    /data\.customer\.id must match pattern "\^cus_"/,
+  );
+  assert.match(
+    refusal(() => catalogue.check('customer-created', { customer: { id: 'cus_1', tags: ['a', 2] } })),
+    /data\.customer\.tags\.1 must be string/,
+  );
+  assert.match(
+    refusal(() => catalogue.check('customer-created', { customer: { id: 'cus_1', email: 'nope' } })),
+    /data\.customer\.email must match format "email"/,
+  );
   catalogue.check('webhook.test', { anything: true });
 });
 
 test('define refuses what it cannot use: another type, a schema that is not one, an example its schema refuses; the catalogue keeps its own copy', () => {
   const catalogue = createEventCatalogue(['customer-created']);
-  assert.throws(() => catalogue.define('invoice-paid', { schema: {} }), /"invoice-paid" is not one of the eventTypes option \(customer-created\); add it there first/);
+  assert.throws(
+    () => catalogue.define('invoice-paid', { schema: {} }),
+    /"invoice-paid" is not one of the eventTypes option \(customer-created\); add it there first/,
+  );
   assert.throws(() => catalogue.define('customer-created', { schema: { type: 'objec' } }), /the schema of "customer-created" is not a valid JSON Schema/);
   assert.throws(() => catalogue.define('customer-created', { schema: [] as never }), /must be a JSON Schema object/);
-  assert.throws(() => catalogue.define('customer-created', { schema: customer, example: { customer: {} } }), /the example of "customer-created" breaks its own schema: example\.customer\.id is required/);
+  assert.throws(
+    () => catalogue.define('customer-created', { schema: customer, example: { customer: {} } }),
+    /the example of "customer-created" breaks its own schema: example\.customer\.id is required/,
+  );
   const schema = structuredClone(customer);
   catalogue.define('customer-created', { schema });
   (schema.properties.customer as { required: string[] }).required = [];
-  assert.match(refusal(() => catalogue.check('customer-created', { customer: {} })), /data\.customer\.id is required/);
+  assert.match(
+    refusal(() => catalogue.check('customer-created', { customer: {} })),
+    /data\.customer\.id is required/,
+  );
 });
 
-test('portal.eventTypes and events.publish: data breaking its type\'s schema is refused before anything is stored', async () => {
+test("portal.eventTypes and events.publish: data breaking its type's schema is refused before anything is stored", async () => {
   const portal = await createPortal({ auth: { apiKeys: { 'event-types-test-key-a': 'acct_a' } }, webhooks: { worker: false } });
   try {
     const hook = await portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/c' });

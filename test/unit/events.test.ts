@@ -82,7 +82,10 @@ test('deliveries: newest first, null for an unknown webhook or one of another ac
       time.advance(60);
     }
     const log = (await portal.webhooks.deliveries('acct_a', webhook.id))!;
-    assert.equal(log.map((delivery) => delivery.eventId), events.map((event) => event.id).reverse());
+    assert.equal(
+      log.map((delivery) => delivery.eventId),
+      events.map((event) => event.id).reverse(),
+    );
     assert.ok(log.every((delivery) => /^whd_[0-9A-Za-z]{22}$/.test(delivery.id)));
     assert.is(await portal.webhooks.deliveries('acct_b', webhook.id), null);
     assert.is(await portal.webhooks.deliveries('acct_a', 'wbh_unknown'), null);

@@ -51,9 +51,19 @@ test('webhook secrets: whsec_ + base64 of 32 random bytes', () => {
   assert.is.not(a, newWebhookSecret());
 });
 
-
 test('jsonString and errorBody: the same text as JSON.stringify, whatever the characters', () => {
-  const samples = ['', 'No webhook wbh_abc in this account.', 'a"b', 'back\\slash', 'tab\tnew\nline', '\u0000\u001f', 'é ü 漢字', '\ud83d\ude00', '\ud800 lone', 'x'.repeat(300)];
+  const samples = [
+    '',
+    'No webhook wbh_abc in this account.',
+    'a"b',
+    'back\\slash',
+    'tab\tnew\nline',
+    '\u0000\u001f',
+    'é ü 漢字',
+    '\ud83d\ude00',
+    '\ud800 lone',
+    'x'.repeat(300),
+  ];
   for (const text of samples) {
     assert.is(jsonString(text), JSON.stringify(text), text);
     assert.is(errorBody(text), JSON.stringify({ message: text }), text);

@@ -24,9 +24,16 @@ test('parseIdempotencyKey: a bare key or a structured-field String; anything els
   assert.is(parseIdempotencyKey('a"b'), 'a"b', 'a quote inside a bare key is visible ASCII');
   assert.is(parseIdempotencyKey('~'.repeat(255)), '~'.repeat(255));
   for (const bad of ['', ' ', '"', '""', '"abc', '"a"b"', '"a b"', 'a b', 'é', '\u0001', '~'.repeat(256), `"${'a'.repeat(256)}"`]) {
-    assert.is(code(() => parseIdempotencyKey(bad)), 'IDEMPOTENCY_KEY_INVALID', JSON.stringify(bad));
+    assert.is(
+      code(() => parseIdempotencyKey(bad)),
+      'IDEMPOTENCY_KEY_INVALID',
+      JSON.stringify(bad),
+    );
   }
-  assert.is(code(() => parseIdempotencyKey(['a', 'b'])), 'IDEMPOTENCY_KEY_INVALID');
+  assert.is(
+    code(() => parseIdempotencyKey(['a', 'b'])),
+    'IDEMPOTENCY_KEY_INVALID',
+  );
 });
 
 test('fingerprintOf: the operation and the request, as JSON; equal requests match, any change does not', () => {
@@ -50,7 +57,10 @@ test('begin: a held claim is a 409; a completed key with another fingerprint a 4
   assert.ok(isPortalError(reused, 'IDEMPOTENCY_KEY_REUSED'));
   const again = await idempotency.begin('acct_a', 'k', null);
   assert.equal(idempotency.replay(again.completed!, 'f1'), { answer, replayed: true });
-  assert.is(code(() => idempotency.replay(again.completed!, 'f2')), 'IDEMPOTENCY_KEY_REUSED');
+  assert.is(
+    code(() => idempotency.replay(again.completed!, 'f2')),
+    'IDEMPOTENCY_KEY_REUSED',
+  );
 });
 
 test('release: a storage that fails to free the key is logged, never thrown: the claim lapses by itself', async () => {

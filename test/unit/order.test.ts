@@ -18,14 +18,19 @@ function reference(entries: Entry[]): Entry[] {
 }
 
 // Letters whose lowering is not one ASCII code unit each: Σ (final σ/ς), İ (two code units), Ä, ß, an emoji (a surrogate pair).
-const name = fc.array(fc.constantFrom('a', 'B', 'b', 'A', 'z', 'Z', '-', '.', '1', '_', 'Σ', 'σ', 'ς', 'İ', 'i', 'Ä', 'ä', 'ß', '😀', ' '), { maxLength: 6 }).map((chars) => chars.join(''));
+const name = fc
+  .array(fc.constantFrom('a', 'B', 'b', 'A', 'z', 'Z', '-', '.', '1', '_', 'Σ', 'σ', 'ς', 'İ', 'i', 'Ä', 'ä', 'ß', '😀', ' '), { maxLength: 6 })
+  .map((chars) => chars.join(''));
 const entries = fc.uniqueArray(
   fc.record({ id: fc.stringMatching(/^fs[fd]_[0-9A-Za-z]{1,4}$/), type: fc.constantFrom<'file' | 'directory'>('file', 'directory'), name }),
   { selector: (entry) => entry.id, maxLength: 40 },
 );
 
 test('listing order: the same as lowering every name and sorting, for names within ASCII and beyond', () => {
-  fc.assert(fc.property(entries, (list) => assert.equal(inListingOrder(list), reference(list))), { numRuns: 2000 });
+  fc.assert(
+    fc.property(entries, (list) => assert.equal(inListingOrder(list), reference(list))),
+    { numRuns: 2000 },
+  );
 });
 
 test('listing order: entries given in that order, or in the reverse order, come out in it', () => {
@@ -47,7 +52,10 @@ test('listing order: a new array; the entries given are left in their order', ()
   ];
   const copy = [...given];
   const ordered = inListingOrder(given);
-  assert.equal(ordered.map((entry) => entry.id), ['fsd_1', 'fsf_1', 'fsf_2']);
+  assert.equal(
+    ordered.map((entry) => entry.id),
+    ['fsd_1', 'fsf_1', 'fsf_2'],
+  );
   assert.equal(given, copy);
   assert.is.not(ordered, given);
 });

@@ -49,11 +49,17 @@ test('disableHealth and enableHealth: null when nothing changes; enabling forget
   assert.equal(enabled, { ...fresh, lastAttemptAt: at(0) });
   assert.is(enableHealth(enabled), null);
   assert.equal(healthShape(disabled), {
-    status: 'disabled', disabledReason: 'manual', disabledAt: at(1), failingSince: at(0), lastSuccessAt: null, lastAttemptAt: at(0), consecutiveFailures: 1,
+    status: 'disabled',
+    disabledReason: 'manual',
+    disabledAt: at(1),
+    failingSince: at(0),
+    lastSuccessAt: null,
+    lastAttemptAt: at(0),
+    consecutiveFailures: 1,
   });
 });
 
-test('undeliveredEvents: events whose deliveries all failed or were cancelled, with the latest delivery\'s time', () => {
+test("undeliveredEvents: events whose deliveries all failed or were cancelled, with the latest delivery's time", () => {
   const delivery = (eventId: string, status: DeliveryStatus, seconds: number): DeliveryRecord => ({
     ...recoveredDelivery({ id: eventId, accountId: 'acct_a', type: 'agreement-signed' }, 'wbh_1', at(seconds)),
     status,
@@ -66,7 +72,13 @@ test('undeliveredEvents: events whose deliveries all failed or were cancelled, w
     delivery('evt_c', 'pending', 20),
     delivery('evt_d', 'cancelled', 30),
   ]);
-  assert.equal([...missed], [['evt_a', at(50)], ['evt_d', at(30)]]);
+  assert.equal(
+    [...missed],
+    [
+      ['evt_a', at(50)],
+      ['evt_d', at(30)],
+    ],
+  );
 });
 
 test.run();

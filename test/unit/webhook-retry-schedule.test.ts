@@ -10,9 +10,18 @@ const attempts = (...codes: (number | null)[]): DeliveryAttempt[] =>
 
 test('jitter stays within ± 10 % of the step, and a retry is never due before the time computed', () => {
   const schedule = [100, 1000];
-  assert.equal(outcomeOf({ statusCode: 500, headers: {} }, 0, schedule, NOW, () => 0), { status: 'pending', nextAttemptAt: after(90) });
-  assert.equal(outcomeOf({ statusCode: 500, headers: {} }, 0, schedule, NOW, () => 0.5), { status: 'pending', nextAttemptAt: after(100) });
-  assert.equal(outcomeOf({ statusCode: null, headers: {} }, 1, schedule, NOW, () => 0.999999), { status: 'pending', nextAttemptAt: after(1100) });
+  assert.equal(
+    outcomeOf({ statusCode: 500, headers: {} }, 0, schedule, NOW, () => 0),
+    { status: 'pending', nextAttemptAt: after(90) },
+  );
+  assert.equal(
+    outcomeOf({ statusCode: 500, headers: {} }, 0, schedule, NOW, () => 0.5),
+    { status: 'pending', nextAttemptAt: after(100) },
+  );
+  assert.equal(
+    outcomeOf({ statusCode: null, headers: {} }, 1, schedule, NOW, () => 0.999999),
+    { status: 'pending', nextAttemptAt: after(1100) },
+  );
   assert.equal(outcomeOf({ statusCode: 500, headers: {} }, 2, schedule, NOW), { status: 'failed', nextAttemptAt: null });
 });
 
@@ -24,7 +33,8 @@ test('2xx succeeds, 410 fails at once, any other status or none is retried', () 
 });
 
 test('Retry-After on 429 and 503 only, when longer, capped at a day (or the longest step)', () => {
-  const at = (statusCode: number, value: string, schedule = [10]) => outcomeOf({ statusCode, headers: { 'retry-after': value } }, 0, schedule, NOW, () => 0.5).nextAttemptAt;
+  const at = (statusCode: number, value: string, schedule = [10]) =>
+    outcomeOf({ statusCode, headers: { 'retry-after': value } }, 0, schedule, NOW, () => 0.5).nextAttemptAt;
   assert.is(at(429, '600'), after(600));
   assert.is(at(503, '600'), after(600));
   assert.is(at(500, '600'), after(10));

@@ -54,7 +54,10 @@ test('any one of several space-separated signatures may match; other versions ar
   const bad = signWebhook(OTHER_SECRET, 'evt_1', SECONDS, BODY);
   const many = `v1a,${good.slice(3)} v2,${good.slice(3)} ${bad} ${good}`;
   assert.ok(verifyWebhook(SECRET, signed({ 'webhook-signature': many }), BODY, { now: NOW }));
-  assert.is(failure(() => verifyWebhook(SECRET, signed({ 'webhook-signature': `${bad} v2,${good.slice(3)}` }), BODY, { now: NOW })), 'no-matching-signature');
+  assert.is(
+    failure(() => verifyWebhook(SECRET, signed({ 'webhook-signature': `${bad} v2,${good.slice(3)}` }), BODY, { now: NOW })),
+    'no-matching-signature',
+  );
 });
 
 test('X-Webhook-Signature stands in when webhook-signature is absent', () => {
@@ -64,22 +67,49 @@ test('X-Webhook-Signature stands in when webhook-signature is absent', () => {
 
 test('a changed body, id, timestamp or secret does not verify', () => {
   const headers = signed();
-  assert.is(failure(() => verifyWebhook(SECRET, headers, BODY.replace('Zoë', 'Zoe'), { now: NOW })), 'no-matching-signature');
-  assert.is(failure(() => verifyWebhook(SECRET, { ...headers, 'webhook-id': 'evt_2' }, BODY, { now: NOW })), 'no-matching-signature');
-  assert.is(failure(() => verifyWebhook(SECRET, { ...headers, 'webhook-timestamp': String(SECONDS - 1) }, BODY, { now: NOW })), 'no-matching-signature');
-  assert.is(failure(() => verifyWebhook(OTHER_SECRET, headers, BODY, { now: NOW })), 'no-matching-signature');
+  assert.is(
+    failure(() => verifyWebhook(SECRET, headers, BODY.replace('Zoë', 'Zoe'), { now: NOW })),
+    'no-matching-signature',
+  );
+  assert.is(
+    failure(() => verifyWebhook(SECRET, { ...headers, 'webhook-id': 'evt_2' }, BODY, { now: NOW })),
+    'no-matching-signature',
+  );
+  assert.is(
+    failure(() => verifyWebhook(SECRET, { ...headers, 'webhook-timestamp': String(SECONDS - 1) }, BODY, { now: NOW })),
+    'no-matching-signature',
+  );
+  assert.is(
+    failure(() => verifyWebhook(OTHER_SECRET, headers, BODY, { now: NOW })),
+    'no-matching-signature',
+  );
   const truncated = headers['webhook-signature'].slice(0, -4);
-  assert.is(failure(() => verifyWebhook(SECRET, { ...headers, 'webhook-signature': truncated }, BODY, { now: NOW })), 'no-matching-signature');
+  assert.is(
+    failure(() => verifyWebhook(SECRET, { ...headers, 'webhook-signature': truncated }, BODY, { now: NOW })),
+    'no-matching-signature',
+  );
 });
 
 test('the timestamp must be within five minutes either way', () => {
   const at = (offset: number) => signed({}, SECRET, BODY, SECONDS + offset);
   assert.ok(verifyWebhook(SECRET, at(-300), BODY, { now: NOW }));
   assert.ok(verifyWebhook(SECRET, at(300), BODY, { now: NOW }));
-  assert.is(failure(() => verifyWebhook(SECRET, at(-301), BODY, { now: NOW })), 'timestamp-too-old');
-  assert.is(failure(() => verifyWebhook(SECRET, at(301), BODY, { now: NOW })), 'timestamp-too-new');
-  assert.is(failure(() => verifyWebhook(SECRET, signed({ 'webhook-timestamp': '1e9' }), BODY, { now: NOW })), 'invalid-timestamp');
-  assert.is(failure(() => verifyWebhook(SECRET, signed({ 'webhook-timestamp': '-5' }), BODY, { now: NOW })), 'invalid-timestamp');
+  assert.is(
+    failure(() => verifyWebhook(SECRET, at(-301), BODY, { now: NOW })),
+    'timestamp-too-old',
+  );
+  assert.is(
+    failure(() => verifyWebhook(SECRET, at(301), BODY, { now: NOW })),
+    'timestamp-too-new',
+  );
+  assert.is(
+    failure(() => verifyWebhook(SECRET, signed({ 'webhook-timestamp': '1e9' }), BODY, { now: NOW })),
+    'invalid-timestamp',
+  );
+  assert.is(
+    failure(() => verifyWebhook(SECRET, signed({ 'webhook-timestamp': '-5' }), BODY, { now: NOW })),
+    'invalid-timestamp',
+  );
   // Without `now`, the real clock decides: a call signed a minute ago verifies, one from 2026-03-01 need not.
   const recent = Math.floor(Date.now() / 1000) - 60;
   assert.ok(verifyWebhook(SECRET, signed({}, SECRET, BODY, recent), BODY));
@@ -101,27 +131,49 @@ test('each missing header is named', () => {
 });
 
 test('a secret that is not whsec_ + base64 is refused; the prefix is optional', () => {
-  assert.is(failure(() => verifyWebhook('whsec_', signed(), BODY, { now: NOW })), 'invalid-secret');
-  assert.is(failure(() => verifyWebhook('whsec_not base64!', signed(), BODY, { now: NOW })), 'invalid-secret');
+  assert.is(
+    failure(() => verifyWebhook('whsec_', signed(), BODY, { now: NOW })),
+    'invalid-secret',
+  );
+  assert.is(
+    failure(() => verifyWebhook('whsec_not base64!', signed(), BODY, { now: NOW })),
+    'invalid-secret',
+  );
   assert.ok(verifyWebhook(SECRET.slice('whsec_'.length), signed(), BODY, { now: NOW }));
 });
 
-test('a list of secrets: a call signed with any one of them verifies (a rotation\'s old and new secret)', () => {
+test("a list of secrets: a call signed with any one of them verifies (a rotation's old and new secret)", () => {
   const byOld = signed({}, OTHER_SECRET);
   const byBoth = signed({ 'webhook-signature': `${signed()['webhook-signature']} ${byOld['webhook-signature']}` });
   for (const headers of [signed(), byOld, byBoth]) assert.ok(verifyWebhook([SECRET, OTHER_SECRET], headers, BODY, { now: NOW }));
   assert.ok(verifyWebhook([OTHER_SECRET], byBoth, BODY, { now: NOW }), 'the old secret alone verifies a call signed with both');
   assert.ok(verifyWebhook([SECRET], byBoth, BODY, { now: NOW }), 'and so does the new one');
   const third = 'whsec_' + Buffer.alloc(32, 44).toString('base64');
-  assert.is(failure(() => verifyWebhook([third], byBoth, BODY, { now: NOW })), 'no-matching-signature');
-  assert.is(failure(() => verifyWebhook([], signed(), BODY, { now: NOW })), 'invalid-secret');
-  assert.is(failure(() => verifyWebhook([SECRET, 'whsec_'], signed(), BODY, { now: NOW })), 'invalid-secret', 'every secret is checked');
-  assert.is(failure(() => verifyWebhook(undefined as never, signed(), BODY, { now: NOW })), 'invalid-secret');
+  assert.is(
+    failure(() => verifyWebhook([third], byBoth, BODY, { now: NOW })),
+    'no-matching-signature',
+  );
+  assert.is(
+    failure(() => verifyWebhook([], signed(), BODY, { now: NOW })),
+    'invalid-secret',
+  );
+  assert.is(
+    failure(() => verifyWebhook([SECRET, 'whsec_'], signed(), BODY, { now: NOW })),
+    'invalid-secret',
+    'every secret is checked',
+  );
+  assert.is(
+    failure(() => verifyWebhook(undefined as never, signed(), BODY, { now: NOW })),
+    'invalid-secret',
+  );
 });
 
 test('a signed body that is not JSON is reported as such, after the signature checked out', () => {
   const body = 'not json';
-  assert.is(failure(() => verifyWebhook(SECRET, signed({}, SECRET, body), body, { now: NOW })), 'invalid-payload');
+  assert.is(
+    failure(() => verifyWebhook(SECRET, signed({}, SECRET, body), body, { now: NOW })),
+    'invalid-payload',
+  );
 });
 
 test('only the canonical base64 of a signature verifies: other spellings of the same bytes do not', () => {
@@ -144,14 +196,21 @@ test('only the canonical base64 of a signature verifies: other spellings of the 
     ...[1, 2, 3].map((bits) => encoded.slice(0, -2) + alphabet[(index & ~3) | ((index + bits) & 3)] + '='),
   ].filter((spelling) => spelling !== encoded);
   for (const spelling of spellings) {
-    assert.ok(Buffer.from(spelling, 'base64').equals(bytes) || Buffer.from(spelling, 'base64url').equals(bytes), `${JSON.stringify(spelling)} decodes to the same bytes`);
-    assert.is(failure(() => verifyWebhook(SECRET, signed({ 'webhook-signature': `v1,${spelling}` }), BODY, { now: NOW })), 'no-matching-signature', JSON.stringify(spelling));
+    assert.ok(
+      Buffer.from(spelling, 'base64').equals(bytes) || Buffer.from(spelling, 'base64url').equals(bytes),
+      `${JSON.stringify(spelling)} decodes to the same bytes`,
+    );
+    assert.is(
+      failure(() => verifyWebhook(SECRET, signed({ 'webhook-signature': `v1,${spelling}` }), BODY, { now: NOW })),
+      'no-matching-signature',
+      JSON.stringify(spelling),
+    );
   }
   // A canonical signature beside a non-canonical one still verifies.
   assert.ok(verifyWebhook(SECRET, signed({ 'webhook-signature': `v1,${spellings[0]} ${good}` }), BODY, { now: NOW }));
 });
 
-test('a parsed body (an object) is refused with the library\'s error, saying to pass the raw bytes or string', () => {
+test("a parsed body (an object) is refused with the library's error, saying to pass the raw bytes or string", () => {
   const headers = signed();
   for (const body of [JSON.parse(BODY), { ...JSON.parse(BODY) }, [1, 2], 42, null, undefined]) {
     try {

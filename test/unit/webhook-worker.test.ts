@@ -28,7 +28,16 @@ function tickedWorker(
   clock: () => Date,
   options: { concurrency: number; concurrencyPerAccount?: number; timeoutMs?: number },
 ) {
-  return createWebhookWorker({ storage, transport, clock, logger: recordingLogger().logger, tick: '0 0 0 1 1 *', timeoutMs: 15_000, retrySchedule: [5], ...options });
+  return createWebhookWorker({
+    storage,
+    transport,
+    clock,
+    logger: recordingLogger().logger,
+    tick: '0 0 0 1 1 *',
+    timeoutMs: 15_000,
+    retrySchedule: [5],
+    ...options,
+  });
 }
 
 test('the default schedule: ten attempts over about three days, each wait its step ± 10 %, then failed', async () => {
@@ -70,7 +79,7 @@ test('the default schedule: ten attempts over about three days, each wait its st
 
 test('a call body is serialized once per event, for every webhook, attempt and secret; a rotated webhook gets both signatures', async () => {
   const time = manualClock(new Date('2026-05-01T00:00:00Z'));
-  const transport = memoryTransport({ respond: (call) => (transport.calls.length <= 4 ? 500 : 200) });
+  const transport = memoryTransport({ respond: (_call) => (transport.calls.length <= 4 ? 500 : 200) });
   const portal = await webhookPortal({ clock: time.clock, transport, webhooks: { retrySchedule: [5, 5] } });
   const stringify = JSON.stringify;
   let serialized = 0;
@@ -126,7 +135,10 @@ test('a worker killed mid-call: its lease runs out and another worker delivers, 
     const event = await publisher.events.publish('acct_a', 'customer-created', data);
     // The dead worker: it claimed the delivery, started the call, and never came back to record it.
     const [claimed] = await storage.claimDeliveries({
-      now: atom(time.now), leaseUntil: atom(new Date(time.now.getTime() + 15_000 + LEASE_MARGIN_MS)), limit: 10, owner: 'worker-dead',
+      now: atom(time.now),
+      leaseUntil: atom(new Date(time.now.getTime() + 15_000 + LEASE_MARGIN_MS)),
+      limit: 10,
+      owner: 'worker-dead',
     });
     assert.is(claimed!.event.id, event.id);
     await survivor.tick();
@@ -324,7 +336,10 @@ test('deleting a webhook cancels what is pending; a call in flight then is not r
     // The second fails with a 500 and waits for its retry (tick() would wait for the first, held in flight).
     await waitFor(async () => (await portal.webhooks.deliveries('acct_a', webhook.id))![0]!.attempts.length === 1, 'the 500');
     const log = (await portal.webhooks.deliveries('acct_a', webhook.id))!;
-    assert.equal(log.map((d) => d.status), ['pending', 'pending']);
+    assert.equal(
+      log.map((d) => d.status),
+      ['pending', 'pending'],
+    );
     assert.is(await portal.webhooks.delete('acct_a', webhook.id), true);
     assert.is(await portal.webhooks.deliveries('acct_a', webhook.id), null, 'the log goes with the webhook');
     const tick = portal.worker!.tick();
@@ -357,7 +372,18 @@ test('each attempt is logged with ids, status and outcome, and never the secret 
     assert.ok(line);
     assert.equal(
       { ...line!.object, durationMs: 0, deliveryId: '', nextAttemptAt: '' },
-      { deliveryId: '', webhookId: webhook.id, eventId: event.id, eventType: 'customer-created', attempt: 1, statusCode: 500, error: null, durationMs: 0, status: 'pending', nextAttemptAt: '' },
+      {
+        deliveryId: '',
+        webhookId: webhook.id,
+        eventId: event.id,
+        eventType: 'customer-created',
+        attempt: 1,
+        statusCode: 500,
+        error: null,
+        durationMs: 0,
+        status: 'pending',
+        nextAttemptAt: '',
+      },
     );
     const text = JSON.stringify(lines);
     assert.not.match(text, webhook.secret!.slice(6));
@@ -477,7 +503,11 @@ async function refillAroundAHangingCall(claimMs: number) {
 test('with a backlog, a hanging call holds back the refill of the other slots by REFILL_WAIT_MS at most', async () => {
   // Claims of 30 ms (a busy database): the freed slots would wait two claims, 60 ms, but for the bound.
   const { refills } = await refillAroundAHangingCall(30);
-  assert.equal(refills.map((claim) => claim.limit), [3, 3, 3, 3], 'the freed slots were refilled together, three at a time');
+  assert.equal(
+    refills.map((claim) => claim.limit),
+    [3, 3, 3, 3],
+    'the freed slots were refilled together, three at a time',
+  );
   for (const { waited } of refills) {
     // Node's timers count from the event loop's clock, read at the start of its turn: a few ms early at most.
     assert.ok(waited >= REFILL_WAIT_MS - 5, `the freed slots waited for the hanging one's (${waited.toFixed(1)} ms)`);
@@ -487,7 +517,11 @@ test('with a backlog, a hanging call holds back the refill of the other slots by
 
 test('with a backlog on a store whose claims take no time, freed slots wait about a millisecond', async () => {
   const { refills } = await refillAroundAHangingCall(0);
-  assert.equal(refills.map((claim) => claim.limit), [3, 3, 3, 3], 'still refilled together');
+  assert.equal(
+    refills.map((claim) => claim.limit),
+    [3, 3, 3, 3],
+    'still refilled together',
+  );
   const waits = refills.map(({ waited }) => waited).sort((a, b) => a - b);
   assert.ok(waits[1]! < REFILL_WAIT_MS / 2, `waits ${waits.map((ms) => ms.toFixed(1)).join(', ')} ms: as long as two claims take, not REFILL_WAIT_MS`);
 });
@@ -545,7 +579,10 @@ test('a call frees its slot once answered, before its attempt is stored; unstore
   await ticking;
   assert.is(transport.calls.length, 3);
   const log = await everyDelivery(inner, 'acct_a', webhook.id);
-  assert.equal(log.map((delivery) => [delivery.status, delivery.attempts.length, delivery.leaseOwner]), log.map(() => ['succeeded', 1, null]));
+  assert.equal(
+    log.map((delivery) => [delivery.status, delivery.attempts.length, delivery.leaseOwner]),
+    log.map(() => ['succeeded', 1, null]),
+  );
   await worker.stop();
 });
 

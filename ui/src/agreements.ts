@@ -65,7 +65,10 @@ const CLOSED: Record<NonNullable<AgreementSummary['closedReason']>, [label: stri
 };
 
 function agreementCard(agreement: AgreementSummary, showError: (error: unknown) => void): HTMLLIElement {
-  const [label, className] = (agreement.closedReason !== null ? CLOSED[agreement.closedReason] : AGREEMENT_STATUS[agreement.status]) ?? [agreement.status, 'badge'];
+  const [label, className] = (agreement.closedReason !== null ? CLOSED[agreement.closedReason] : AGREEMENT_STATUS[agreement.status]) ?? [
+    agreement.status,
+    'badge',
+  ];
   const open = agreement.status === 'sent' && agreement.closedReason === null;
   const signed = agreement.signers.filter((signer) => signer.signedAt !== null).length;
   return el(
@@ -113,7 +116,11 @@ function agreementCard(agreement: AgreementSummary, showError: (error: unknown) 
  * carry it) and saved from memory under its name.
  */
 function certificateButton(agreement: AgreementSummary, showError: (error: unknown) => void): HTMLElement {
-  const button = el('button', { type: 'button', class: 'link-button', 'aria-label': `Download the certificate of completion of ${agreement.name}` }, 'Certificate of completion');
+  const button = el(
+    'button',
+    { type: 'button', class: 'link-button', 'aria-label': `Download the certificate of completion of ${agreement.name}` },
+    'Certificate of completion',
+  );
   button.addEventListener('click', async () => {
     button.disabled = true;
     try {
@@ -155,7 +162,11 @@ function auditTrail(agreementId: string, showError: (error: unknown) => void): H
       const trail = await api<{ data: AuditEntry[]; verified: boolean }>('GET', `/agreements/${segment(agreementId)}/audit`);
       replace(
         body,
-        el('p', { class: trail.verified ? 'good-text' : 'bad-text', role: 'status' }, trail.verified ? 'Verified: every entry is intact.' : 'Not verified: an entry was changed after it was written.'),
+        el(
+          'p',
+          { class: trail.verified ? 'good-text' : 'bad-text', role: 'status' },
+          trail.verified ? 'Verified: every entry is intact.' : 'Not verified: an entry was changed after it was written.',
+        ),
         el(
           'ol',
           { class: 'trail' },
@@ -170,7 +181,7 @@ function auditTrail(agreementId: string, showError: (error: unknown) => void): H
               entry.ip === null ? '' : ` · ${entry.ip}`,
               entry.detail === null ? '' : ` · “${entry.detail}”`,
               el('br', {}),
-              el('code', { class: 'hint', title: 'This entry\'s hash' }, entry.hash),
+              el('code', { class: 'hint', title: "This entry's hash" }, entry.hash),
             ),
           ),
         ),
@@ -208,20 +219,39 @@ function signerItem(agreement: AgreementSummary, signer: AgreementSigner, open: 
     signerStatus(signer),
   );
   if (!open || signer.signedAt !== null || signer.declinedAt !== null) return item;
-  const copy = el('button', { type: 'button', class: 'link-button', 'aria-label': `Copy a signing link for ${signer.firstName} ${signer.lastName}` }, 'Copy signing link');
+  const copy = el(
+    'button',
+    { type: 'button', class: 'link-button', 'aria-label': `Copy a signing link for ${signer.firstName} ${signer.lastName}` },
+    'Copy signing link',
+  );
   const shown = el('span', { class: 'hint', role: 'status' });
   copy.addEventListener('click', async () => {
     copy.disabled = true;
     try {
-      const { link, expiresAt } = await api<{ link: string; expiresAt: string }>('POST', `/agreements/${segment(agreement.id)}/signers/${segment(signer.id)}/signing-link`);
-      const field = el('input', { type: 'text', readonly: true, value: link, class: 'link-field', 'aria-label': `Signing link for ${signer.firstName} ${signer.lastName}` });
+      const { link, expiresAt } = await api<{ link: string; expiresAt: string }>(
+        'POST',
+        `/agreements/${segment(agreement.id)}/signers/${segment(signer.id)}/signing-link`,
+      );
+      const field = el('input', {
+        type: 'text',
+        readonly: true,
+        value: link,
+        class: 'link-field',
+        'aria-label': `Signing link for ${signer.firstName} ${signer.lastName}`,
+      });
       let copied = true;
       try {
         await navigator.clipboard.writeText(link);
       } catch {
         copied = false;
       }
-      replace(shown, copied ? 'Copied; valid until ' : 'Select and copy it; valid until ', time(expiresAt), '. Older links of this signer no longer work.', field);
+      replace(
+        shown,
+        copied ? 'Copied; valid until ' : 'Select and copy it; valid until ',
+        time(expiresAt),
+        '. Older links of this signer no longer work.',
+        field,
+      );
       if (!copied) field.select();
     } catch (error) {
       showError(error);

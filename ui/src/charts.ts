@@ -28,7 +28,11 @@ const hourFormat = new Intl.DateTimeFormat(undefined, { hour: 'numeric', minute:
 const dayFormat = new Intl.DateTimeFormat(undefined, { weekday: 'short', hour: 'numeric' });
 
 /** An SVG element with attributes: the charts are drawn as DOM, never parsed from text. */
-function svg<K extends keyof SVGElementTagNameMap>(tag: K, attributes: Record<string, string | number>, ...children: (SVGElement | string)[]): SVGElementTagNameMap[K] {
+function svg<K extends keyof SVGElementTagNameMap>(
+  tag: K,
+  attributes: Record<string, string | number>,
+  ...children: (SVGElement | string)[]
+): SVGElementTagNameMap[K] {
   const node = document.createElementNS(SVG, tag);
   for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, String(value));
   for (const child of children) node.append(child);
@@ -74,7 +78,11 @@ function outcomeChart(stats: Stats): SVGSVGElement {
     let top = HEIGHT;
     const bar = svg('g', { class: 'bar', 'data-calls': calls(bucket) });
     bar.append(svg('title', {}, `${label(stats, bucket)}: ${bucket.succeeded} succeeded, ${bucket.failed} failed, ${bucket.errors} no answer`));
-    for (const [kind, count] of [['succeeded', bucket.succeeded], ['failed', bucket.failed], ['errors', bucket.errors]] as const) {
+    for (const [kind, count] of [
+      ['succeeded', bucket.succeeded],
+      ['failed', bucket.failed],
+      ['errors', bucket.errors],
+    ] as const) {
       if (count === 0) continue;
       const height = (count / most) * (HEIGHT - 14);
       top -= height;
@@ -104,11 +112,11 @@ function latencyChart(stats: Stats): SVGSVGElement {
       if (points.length > 0) chart.append(svg('polyline', { points: points.join(' '), class: `line-${key}` }));
       points = [];
     };
-    stats.buckets.forEach((bucket, i) => {
+    for (const [i, bucket] of stats.buckets.entries()) {
       const value = bucket[key];
-      if (value === null) return flush();
-      points.push(`${(i + 0.5) * slot},${HEIGHT - (value / most) * (HEIGHT - 14)}`);
-    });
+      if (value === null) flush();
+      else points.push(`${(i + 0.5) * slot},${HEIGHT - (value / most) * (HEIGHT - 14)}`);
+    }
     flush();
   }
   return chart;
@@ -133,7 +141,12 @@ export function callCharts(base: string, errors: ReturnType<typeof errorBox>) {
   const node = el(
     'section',
     { class: 'panel', 'aria-labelledby': 'calls-heading' },
-    el('div', { class: 'section-head' }, el('h2', { id: 'calls-heading' }, 'Calls'), el('div', { class: 'choices', role: 'group', 'aria-label': 'Window' }, ...choices)),
+    el(
+      'div',
+      { class: 'section-head' },
+      el('h2', { id: 'calls-heading' }, 'Calls'),
+      el('div', { class: 'choices', role: 'group', 'aria-label': 'Window' }, ...choices),
+    ),
     body,
   );
 
@@ -155,7 +168,12 @@ export function callCharts(base: string, errors: ReturnType<typeof errorBox>) {
           ['Median duration', totals.p50Ms === null ? '—' : duration(totals.p50Ms)],
           ['95th percentile', totals.p95Ms === null ? '—' : duration(totals.p95Ms)],
         ]),
-        el('figure', {}, outcomeChart(stats), el('figcaption', { class: 'legend' }, key('succeeded', 'Succeeded'), key('failed', 'Failed'), key('errors', 'No answer'))),
+        el(
+          'figure',
+          {},
+          outcomeChart(stats),
+          el('figcaption', { class: 'legend' }, key('succeeded', 'Succeeded'), key('failed', 'Failed'), key('errors', 'No answer')),
+        ),
         el('figure', {}, latencyChart(stats), el('figcaption', { class: 'legend' }, key('p50Ms', 'Median'), key('p95Ms', '95th percentile'))),
       );
     } catch (error) {

@@ -65,7 +65,8 @@ export function deliveryLog(base: string, errors: ReturnType<typeof errorBox>, a
     // The list is drawn anew; a focused button gets the focus back in its new drawing.
     const focused = document.activeElement?.closest<HTMLElement>('.delivery')?.dataset.id;
     const searching = Object.keys(search).length > 0;
-    if (shown.length === 0) replace(list, el('li', { class: 'empty' }, searching ? 'No delivery matches this search.' : 'No deliveries yet: send a test call.'));
+    if (shown.length === 0)
+      replace(list, el('li', { class: 'empty' }, searching ? 'No delivery matches this search.' : 'No deliveries yet: send a test call.'));
     else replace(list, ...shown.map(item));
     if (focused !== undefined) {
       for (const node of list.querySelectorAll<HTMLElement>('.delivery')) if (node.dataset.id === focused) node.querySelector('button')?.focus();
@@ -120,7 +121,9 @@ export function deliveryLog(base: string, errors: ReturnType<typeof errorBox>, a
     const newest = shown[0]!.createdAt;
     const since = search.since !== undefined && search.since > newest ? search.since : newest;
     const now = new Date().toISOString();
-    const going = shown.filter((delivery) => delivery.status === 'pending' && (delivery.nextAttemptAt === null || delivery.nextAttemptAt <= now || delivery.redeliverQueued)).slice(0, REREAD);
+    const going = shown
+      .filter((delivery) => delivery.status === 'pending' && (delivery.nextAttemptAt === null || delivery.nextAttemptAt <= now || delivery.redeliverQueued))
+      .slice(0, REREAD);
     try {
       const [newer, ...again] = await Promise.all([
         api<Page<Delivery>>('GET', `${base}/deliveries?${query(search, { since })}`),
@@ -308,5 +311,14 @@ function attempt(entry: DeliveryAttempt): HTMLLIElement {
     entry.statusCode !== null
       ? el('span', { class: entry.statusCode >= 200 && entry.statusCode < 300 ? 'good-text' : 'bad-text' }, `HTTP ${entry.statusCode}`)
       : el('span', { class: 'bad-text' }, entry.error ?? 'no answer');
-  return el('li', {}, time(entry.at), ' · ', outcome, entry.statusCode !== null && entry.error !== null ? ` (${entry.error})` : null, ' · ', duration(entry.durationMs));
+  return el(
+    'li',
+    {},
+    time(entry.at),
+    ' · ',
+    outcome,
+    entry.statusCode !== null && entry.error !== null ? ` (${entry.error})` : null,
+    ' · ',
+    duration(entry.durationMs),
+  );
 }

@@ -83,7 +83,12 @@ export const fileScreen: Screen = ({ main, title, rest }) => {
   /** The rows of a directory's entries at `depth`; `path` is the directory's own path of ids. */
   function rows(entries: FileEntry[], path: string[], depth: number): HTMLTableRowElement[] {
     if (entries.length === 0) {
-      return [indented(el('tr', { class: 'empty-row' }, el('td', { colspan: 4, class: 'empty' }, depth === 0 ? 'This directory is empty.' : 'Empty directory.')), depth)];
+      return [
+        indented(
+          el('tr', { class: 'empty-row' }, el('td', { colspan: 4, class: 'empty' }, depth === 0 ? 'This directory is empty.' : 'Empty directory.')),
+          depth,
+        ),
+      ];
     }
     return entries.map((entry) => (entry.type === 'directory' ? directoryRow(entry, [...path, entry.id], depth) : fileRow(entry, depth)));
   }

@@ -109,7 +109,14 @@ export function filterPanel(
     try {
       const webhook = await api<Webhook>('PATCH', base, { filter: parseFilter(input.value) });
       errors.clear();
-      replace(results, el('p', { class: 'hint', role: 'status' }, webhook.filter === undefined ? 'Saved: every event of the type is sent.' : 'Saved: events published from now on are matched against it.'));
+      replace(
+        results,
+        el(
+          'p',
+          { class: 'hint', role: 'status' },
+          webhook.filter === undefined ? 'Saved: every event of the type is sent.' : 'Saved: events published from now on are matched against it.',
+        ),
+      );
       saved(webhook);
     } catch (error) {
       errors.show(error);

@@ -108,7 +108,7 @@ function signInForm(notice?: string): void {
     el(
       'p',
       { id: 'api-key-help', class: 'hint' },
-      'Your API key is the one your account uses with this service\'s API: whoever runs the service gave it to you. Anyone holding it acts for your account, so it is never saved by this page.',
+      "Your API key is the one your account uses with this service's API: whoever runs the service gave it to you. Anyone holding it acts for your account, so it is never saved by this page.",
     ),
     errors.node,
     el('div', { class: 'actions' }, submit),

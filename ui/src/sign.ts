@@ -67,7 +67,7 @@ const fullName = (signer: Signer) => `${signer.firstName} ${signer.lastName}`;
 /** A date-time as words in the reader's locale. */
 const when = (atom: string) => {
   const shown = time(atom);
-  return typeof shown === 'string' ? shown : shown.textContent ?? atom;
+  return typeof shown === 'string' ? shown : (shown.textContent ?? atom);
 };
 
 /** A page with a heading and what follows; the heading takes the focus, so a reader starts there. */
@@ -81,7 +81,14 @@ function page(heading: string, ...children: (Node | string | null)[]): void {
 function refused(error: unknown): void {
   const status = error instanceof SigningError ? error.status : 0;
   const message = error instanceof Error ? error.message : String(error);
-  const heading = status === 410 ? 'This link has expired' : status === 401 ? (/replaced/.test(message) ? 'This link has been replaced' : 'This link does not work') : 'Something went wrong';
+  const heading =
+    status === 410
+      ? 'This link has expired'
+      : status === 401
+        ? /replaced/.test(message)
+          ? 'This link has been replaced'
+          : 'This link does not work'
+        : 'Something went wrong';
   page(heading, el('p', { role: 'alert' }, message));
 }
 
@@ -108,7 +115,13 @@ function show(view: View, notice?: string): void {
     'ul',
     { class: 'documents', 'aria-label': 'Documents' },
     ...view.documents.map((document) =>
-      el('li', {}, el('a', { href: document.link, rel: 'noopener', download: document.documentName }, document.documentName), ' ', el('span', { class: 'hint' }, size(document.fileSize))),
+      el(
+        'li',
+        {},
+        el('a', { href: document.link, rel: 'noopener', download: document.documentName }, document.documentName),
+        ' ',
+        el('span', { class: 'hint' }, size(document.fileSize)),
+      ),
     ),
   );
   const about = el(
@@ -122,7 +135,13 @@ function show(view: View, notice?: string): void {
   if (closed !== null) return page(agreement.name, status, el('p', { role: 'status' }, closed), el('h2', {}, 'Documents'), documents);
   const waiting = waitingFor(view);
   if (waiting !== null) {
-    return page(agreement.name, about, el('p', { role: 'status' }, `This agreement is signed in order: ${fullName(waiting)} signs before you. Open this link again once they have.`), el('h2', {}, 'Documents'), documents);
+    return page(
+      agreement.name,
+      about,
+      el('p', { role: 'status' }, `This agreement is signed in order: ${fullName(waiting)} signs before you. Open this link again once they have.`),
+      el('h2', {}, 'Documents'),
+      documents,
+    );
   }
 
   const errors = errorBox();
@@ -166,7 +185,10 @@ function show(view: View, notice?: string): void {
   declineButton.addEventListener('click', async () => {
     declineButton.disabled = true;
     try {
-      show(await call('POST', 'signing/decline', { reason: reason.value.trim() === '' ? null : reason.value.trim() }), 'You have declined. The sender is told.');
+      show(
+        await call('POST', 'signing/decline', { reason: reason.value.trim() === '' ? null : reason.value.trim() }),
+        'You have declined. The sender is told.',
+      );
     } catch (error) {
       declineButton.disabled = false;
       declineErrors.show(error);

@@ -84,7 +84,7 @@ export const webhookScreen: Screen = ({ main, title, rest }) => {
         ['Filter', webhook.filter === undefined ? 'none: every event of the type' : el('code', {}, JSON.stringify(webhook.filter))],
         ['Id', el('code', {}, webhook.id)],
         ['Created', time(webhook.createdAt)],
-        ['Disabled because', health.disabledReason === null ? null : REASONS[health.disabledReason] ?? health.disabledReason],
+        ['Disabled because', health.disabledReason === null ? null : (REASONS[health.disabledReason] ?? health.disabledReason)],
         ['Disabled at', health.disabledAt === null ? null : time(health.disabledAt)],
         ['Failing since', health.failingSince === null ? null : time(health.failingSince)],
         ['Failures in a row', health.consecutiveFailures > 0 ? String(health.consecutiveFailures) : null],
@@ -111,9 +111,15 @@ export const webhookScreen: Screen = ({ main, title, rest }) => {
   // Made once and updated in place: a refresh never takes the focus from a button.
   let enabled = true;
   const test = el('button', { type: 'button' }, 'Send test call');
-  test.addEventListener('click', act(test, () => api('POST', `${base}/test`)));
+  test.addEventListener(
+    'click',
+    act(test, () => api('POST', `${base}/test`)),
+  );
   const toggle = el('button', { type: 'button' }, 'Disable');
-  toggle.addEventListener('click', act(toggle, () => api('POST', `${base}/${enabled ? 'disable' : 'enable'}`)));
+  toggle.addEventListener(
+    'click',
+    act(toggle, () => api('POST', `${base}/${enabled ? 'disable' : 'enable'}`)),
+  );
   const grace = el(
     'select',
     { id: 'rotate-grace', name: 'graceMs' },
@@ -127,13 +133,7 @@ export const webhookScreen: Screen = ({ main, title, rest }) => {
       showSecret(await api<Webhook>('POST', `${base}/rotate-secret`, { graceMs }), graceMs);
     }),
   );
-  const rotation = el(
-    'div',
-    { class: 'rotation' },
-    el('label', { for: 'rotate-grace' }, 'Old secret keeps signing'),
-    grace,
-    rotate,
-  );
+  const rotation = el('div', { class: 'rotation' }, el('label', { for: 'rotate-grace' }, 'Old secret keeps signing'), grace, rotate);
   const remove = el('button', { type: 'button', class: 'danger' }, 'Delete webhook');
   remove.addEventListener('click', async () => {
     if (!confirm('Delete this webhook? Its pending deliveries are cancelled.')) return;

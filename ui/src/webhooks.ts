@@ -26,9 +26,7 @@ export const webhookList: Screen = ({ main, title }) => {
   async function load() {
     try {
       const { data } = await api<List<Webhook>>('GET', '/webhooks');
-      const healths = await Promise.all(
-        data.map((webhook) => api<WebhookHealth>('GET', `/webhooks/${segment(webhook.id)}/health`).catch(() => null)),
-      );
+      const healths = await Promise.all(data.map((webhook) => api<WebhookHealth>('GET', `/webhooks/${segment(webhook.id)}/health`).catch(() => null)));
       errors.clear();
       if (data.length === 0) return replace(list, el('li', { class: 'empty' }, 'No webhooks yet: create one above.'));
       replace(list, ...data.map((webhook, i) => card(webhook, healths[i] ?? null)));
@@ -116,8 +114,8 @@ function showCreated(box: HTMLElement, webhook: Webhook): void {
       'p',
       {},
       ed25519
-        ? 'Its calls are signed with ed25519: the receiver verifies them with this public key (or the public keys link on the webhook\'s page). '
-        : 'Give this secret to the receiver: it verifies every call with it. It stays on the webhook\'s page, behind Reveal. ',
+        ? "Its calls are signed with ed25519: the receiver verifies them with this public key (or the public keys link on the webhook's page). "
+        : "Give this secret to the receiver: it verifies every call with it. It stays on the webhook's page, behind Reveal. ",
     ),
     copyable(ed25519 ? webhook.publicKey! : webhook.secret!, 'created-secret'),
     el('p', {}, el('a', { href: `#/webhooks/${segment(webhook.id)}` }, 'Open the webhook')),

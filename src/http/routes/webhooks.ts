@@ -15,11 +15,15 @@ import { wholeNumber } from '../query-number.js';
  */
 export function webhookJson(webhook: Webhook): string {
   return (
-    '{"id":' + jsonString(webhook.id) +
-    ',"type":' + jsonString(webhook.type) +
-    ',"url":' + jsonString(webhook.url) +
+    '{"id":' +
+    jsonString(webhook.id) +
+    ',"type":' +
+    jsonString(webhook.type) +
+    ',"url":' +
+    jsonString(webhook.url) +
     (webhook.secret === undefined ? '' : ',"secret":' + jsonString(webhook.secret)) +
-    ',"createdAt":' + jsonString(webhook.createdAt) +
+    ',"createdAt":' +
+    jsonString(webhook.createdAt) +
     (webhook.filter === undefined ? '' : ',"filter":' + JSON.stringify(webhook.filter)) +
     (webhook.signatureScheme === undefined ? '' : ',"signatureScheme":' + jsonString(webhook.signatureScheme)) +
     (webhook.publicKey === undefined ? '' : ',"publicKey":' + jsonString(webhook.publicKey)) +
@@ -218,7 +222,8 @@ export function webhookKeyRoutes(webhooks: WebhookService): Route[] {
       public: true,
       async handler({ params, query }) {
         const { account, signature } = query;
-        const keys = typeof account === 'string' && typeof signature === 'string' ? await webhooks.publicKeysByLink(account, params.webhookId!, signature) : null;
+        const keys =
+          typeof account === 'string' && typeof signature === 'string' ? await webhooks.publicKeysByLink(account, params.webhookId!, signature) : null;
         if (keys === null) return refusal('WEBHOOK_KEYS_NOT_FOUND');
         // Public keys: any cache may keep them a few minutes (a rotation's grace is longer).
         return { status: 200, body: { keys }, headers: { 'Cache-Control': 'public, max-age=300' } };

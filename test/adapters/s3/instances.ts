@@ -16,7 +16,7 @@ import { dropSchema, freshSchema } from '../../helpers/sql.js';
  * front. Two portals here, each with its own pool and S3 client: what one writes, the other serves.
  */
 export function instanceTests(test: Test, context: { moto: Moto; bucket: string; pool: pg.Pool } | undefined): void {
-  test('two portals on one PostgreSQL and one bucket serve each other\'s uploads and links', async () => {
+  test("two portals on one PostgreSQL and one bucket serve each other's uploads and links", async () => {
     const { moto, bucket, pool } = context!;
     const schema = freshSchema();
     const prefix = `instances-${Date.now()}/`;

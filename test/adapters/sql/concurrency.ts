@@ -63,25 +63,35 @@ export function concurrencyTests(test: Test): void {
     }));
 
   test('claim: rows another transaction holds are skipped, not waited for (SKIP LOCKED)', () =>
-    withPools(1, async ([pool], schema) => {
-      // A claim that waited for the lock would fail with lock_timeout instead of returning.
-      const storage = await openOn(pool!, schema);
-      await storage.insertWebhook(webhookRecord());
-      const deliveries = await storage.publishEvents([1, 2, 3, 4, 5].map((minute) => eventRecord({ createdAt: `2026-01-01T00:0${minute}:00+00:00` })));
-      const holder = await pool!.connect();
-      try {
-        await holder.query('BEGIN');
-        const held = deliveries.slice(0, 2).map((delivery) => delivery.id);
-        await holder.query(`SELECT id FROM "${schema}".portal_deliveries WHERE id = ANY($1::text[]) FOR UPDATE`, [held]);
-        const claimed = await storage.claimDeliveries({ now: NOW, leaseUntil: LEASE, limit: 10, owner: 'worker-1' });
-        assert.equal(claimed.map((c) => c.delivery.id), deliveries.slice(2).map((d) => d.id));
-        await holder.query('COMMIT');
-        const rest = await storage.claimDeliveries({ now: NOW, leaseUntil: LEASE, limit: 10, owner: 'worker-2' });
-        assert.equal(rest.map((c) => c.delivery.id), held);
-      } finally {
-        holder.release();
-      }
-    }, { options: '-c lock_timeout=5000' }));
+    withPools(
+      1,
+      async ([pool], schema) => {
+        // A claim that waited for the lock would fail with lock_timeout instead of returning.
+        const storage = await openOn(pool!, schema);
+        await storage.insertWebhook(webhookRecord());
+        const deliveries = await storage.publishEvents([1, 2, 3, 4, 5].map((minute) => eventRecord({ createdAt: `2026-01-01T00:0${minute}:00+00:00` })));
+        const holder = await pool!.connect();
+        try {
+          await holder.query('BEGIN');
+          const held = deliveries.slice(0, 2).map((delivery) => delivery.id);
+          await holder.query(`SELECT id FROM "${schema}".portal_deliveries WHERE id = ANY($1::text[]) FOR UPDATE`, [held]);
+          const claimed = await storage.claimDeliveries({ now: NOW, leaseUntil: LEASE, limit: 10, owner: 'worker-1' });
+          assert.equal(
+            claimed.map((c) => c.delivery.id),
+            deliveries.slice(2).map((d) => d.id),
+          );
+          await holder.query('COMMIT');
+          const rest = await storage.claimDeliveries({ now: NOW, leaseUntil: LEASE, limit: 10, owner: 'worker-2' });
+          assert.equal(
+            rest.map((c) => c.delivery.id),
+            held,
+          );
+        } finally {
+          holder.release();
+        }
+      },
+      { options: '-c lock_timeout=5000' },
+    ));
 
   test('updateAgreement: five concurrent signings on two pools all land (no lost update)', () =>
     withPools(2, async (pools, schema) => {
@@ -97,7 +107,10 @@ export function concurrencyTests(test: Test): void {
         });
       await Promise.all(agreement.signers.map((_, index) => sign(index % 2 === 0 ? one! : two!, index)));
       const stored = (await one!.getAgreement('acct_a', agreement.id))!;
-      assert.equal(stored.signers.map((signer) => signer.signature), ['sig-0', 'sig-1', 'sig-2', 'sig-3', 'sig-4']);
+      assert.equal(
+        stored.signers.map((signer) => signer.signature),
+        ['sig-0', 'sig-1', 'sig-2', 'sig-3', 'sig-4'],
+      );
       assert.is(stored.status, 'signed');
     }));
 
@@ -107,11 +120,7 @@ export function concurrencyTests(test: Test): void {
       for (let round = 0; round < 25; round++) {
         const webhook = webhookRecord();
         await one!.insertWebhook(webhook);
-        await Promise.all([
-          one!.publishEvents([eventRecord()]),
-          two!.deleteWebhook('acct_a', webhook.id),
-          one!.publishEvents([eventRecord(), eventRecord()]),
-        ]);
+        await Promise.all([one!.publishEvents([eventRecord()]), two!.deleteWebhook('acct_a', webhook.id), one!.publishEvents([eventRecord(), eventRecord()])]);
       }
       const orphans = await rowsOf(
         pools[0]!,
@@ -128,9 +137,13 @@ export function concurrencyTests(test: Test): void {
       const agreement = agreementRecord();
       await storage.insertAgreement(agreement, []);
       for (let i = 0; i < 12; i++) {
-        await rejects(() => storage.updateAgreement('acct_a', agreement.id, () => {
-          throw new Error('refused');
-        }), /refused/);
+        await rejects(
+          () =>
+            storage.updateAgreement('acct_a', agreement.id, () => {
+              throw new Error('refused');
+            }),
+          /refused/,
+        );
       }
       assert.ok(pool!.totalCount <= 4);
       assert.is(pool!.waitingCount, 0);
@@ -160,7 +173,10 @@ export function concurrencyTests(test: Test): void {
         assert.equal(await storage.getWebhook('acct_a', webhook.id), webhook);
         if (preparedStatements) {
           assert.is(forms.length, 3);
-          assert.ok(forms.every((form) => /^named customer_portal_[0-9a-f]{24}$/.test(form)), forms.join());
+          assert.ok(
+            forms.every((form) => /^named customer_portal_[0-9a-f]{24}$/.test(form)),
+            forms.join(),
+          );
           assert.is(forms[1], forms[2], 'the same statement keeps its name');
         } else {
           assert.equal(forms, ['text', 'text', 'text']);
@@ -184,7 +200,7 @@ export function concurrencyTests(test: Test): void {
     }
   });
 
-  test('single connection (pg.Client): a transaction never swallows another request\'s statement', async () => {
+  test("single connection (pg.Client): a transaction never swallows another request's statement", async () => {
     const schema = freshSchema();
     const client = new pg.Client({ connectionString: POSTGRES_URL });
     await client.connect();
@@ -196,9 +212,11 @@ export function concurrencyTests(test: Test): void {
       const inserted = Array.from({ length: 20 }, () => webhookRecord());
       await Promise.all(
         inserted.flatMap((webhook) => [
-          storage.updateAgreement('acct_a', agreement.id, () => {
-            throw new Error('rolled back');
-          }).catch(() => {}),
+          storage
+            .updateAgreement('acct_a', agreement.id, () => {
+              throw new Error('rolled back');
+            })
+            .catch(() => {}),
           storage.insertWebhook(webhook),
         ]),
       );

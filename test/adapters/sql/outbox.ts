@@ -17,165 +17,211 @@ const attempt = (minute: number, statusCode: number | null): DeliveryAttempt => 
 
 /** The outbox: fan-out, claim, lease, attempts, cancel and redeliver. */
 export function outboxTests(test: Test, backend: SqlBackend): void {
-  test('outbox: publishEvents makes one pending delivery per webhook of the event\'s account and type', withSqlStorage(backend, async (storage, { db }) => {
-    const first = webhookRecord();
-    const second = webhookRecord({ createdAt: at(1) });
-    const otherType = webhookRecord({ type: 'agreement-signed' });
-    const otherAccount = webhookRecord({ accountId: 'acct_b' });
-    for (const webhook of [first, second, otherType, otherAccount]) await storage.insertWebhook(webhook);
-    const inA = eventRecord({ createdAt: at(5) });
-    const inB = eventRecord({ accountId: 'acct_b', createdAt: at(6) });
-    const unheard = eventRecord({ type: 'nobody-listens' });
-    const created = await storage.publishEvents([inA, inB, unheard]);
+  test(
+    "outbox: publishEvents makes one pending delivery per webhook of the event's account and type",
+    withSqlStorage(backend, async (storage, { db }) => {
+      const first = webhookRecord();
+      const second = webhookRecord({ createdAt: at(1) });
+      const otherType = webhookRecord({ type: 'agreement-signed' });
+      const otherAccount = webhookRecord({ accountId: 'acct_b' });
+      for (const webhook of [first, second, otherType, otherAccount]) await storage.insertWebhook(webhook);
+      const inA = eventRecord({ createdAt: at(5) });
+      const inB = eventRecord({ accountId: 'acct_b', createdAt: at(6) });
+      const unheard = eventRecord({ type: 'nobody-listens' });
+      const created = await storage.publishEvents([inA, inB, unheard]);
 
-    assert.equal(
-      created.map((delivery) => [delivery.eventId, delivery.webhookId]).sort(),
-      [[inA.id, first.id], [inA.id, second.id], [inB.id, otherAccount.id]].sort(),
-    );
-    for (const delivery of created) {
-      assert.match(delivery.id, /^whd_[0-9A-Za-z]{22}$/);
-      const event = delivery.eventId === inA.id ? inA : inB;
-      assert.equal(delivery, {
-        id: delivery.id,
-        accountId: event.accountId,
-        webhookId: delivery.webhookId,
-        eventId: event.id,
-        eventType: event.type,
-        status: 'pending',
-        attempts: [],
-        attemptCount: 0,
-        nextAttemptAt: event.createdAt,
-        createdAt: event.createdAt,
-        leaseOwner: null,
-        leaseUntil: null,
-        orderingKey: null,
-        redeliverQueued: false,
-      });
-      assert.equal(await storage.getDelivery(delivery.accountId, delivery.id), delivery);
-    }
-    assert.is(await storage.getDelivery('acct_b', created.find((d) => d.accountId === 'acct_a')!.id), null);
-    assert.equal(await db.event(unheard.id), unheard);
-  }));
+      assert.equal(
+        created.map((delivery) => [delivery.eventId, delivery.webhookId]).sort(),
+        [
+          [inA.id, first.id],
+          [inA.id, second.id],
+          [inB.id, otherAccount.id],
+        ].sort(),
+      );
+      for (const delivery of created) {
+        assert.match(delivery.id, /^whd_[0-9A-Za-z]{22}$/);
+        const event = delivery.eventId === inA.id ? inA : inB;
+        assert.equal(delivery, {
+          id: delivery.id,
+          accountId: event.accountId,
+          webhookId: delivery.webhookId,
+          eventId: event.id,
+          eventType: event.type,
+          status: 'pending',
+          attempts: [],
+          attemptCount: 0,
+          nextAttemptAt: event.createdAt,
+          createdAt: event.createdAt,
+          leaseOwner: null,
+          leaseUntil: null,
+          orderingKey: null,
+          redeliverQueued: false,
+        });
+        assert.equal(await storage.getDelivery(delivery.accountId, delivery.id), delivery);
+      }
+      assert.is(await storage.getDelivery('acct_b', created.find((d) => d.accountId === 'acct_a')!.id), null);
+      assert.equal(await db.event(unheard.id), unheard);
+    }),
+  );
 
-  test('outbox: a batch with an event id already stored changes nothing', withSqlStorage(backend, async (storage, { schema, db }) => {
-    await storage.insertWebhook(webhookRecord());
-    const stored = eventRecord();
-    await storage.publishEvents([stored]);
-    const fresh = eventRecord();
-    await rejects(() => storage.publishEvents([fresh, stored]), /./);
-    assert.is(await db.event(fresh.id), null);
-    assert.is((await rowsOf(backend.client, schema, 'deliveries')).length, 1);
-  }));
+  test(
+    'outbox: a batch with an event id already stored changes nothing',
+    withSqlStorage(backend, async (storage, { schema, db }) => {
+      await storage.insertWebhook(webhookRecord());
+      const stored = eventRecord();
+      await storage.publishEvents([stored]);
+      const fresh = eventRecord();
+      await rejects(() => storage.publishEvents([fresh, stored]), /./);
+      assert.is(await db.event(fresh.id), null);
+      assert.is((await rowsOf(backend.client, schema, 'deliveries')).length, 1);
+    }),
+  );
 
-  test('outbox: with table statistics, the fair claim reads a few rows per account, not the due backlog', withSqlStorage(backend, async (storage, { schema }) => {
-    const webhooks = Array.from({ length: 8 }, (_, i) => webhookRecord({ accountId: `acct_${i}` }));
-    for (const webhook of webhooks) await storage.insertWebhook(webhook);
-    const backlog = 600;
-    for (const webhook of webhooks) {
-      await storage.publishEvents(Array.from({ length: backlog }, (_, i) => eventRecord({ accountId: webhook.accountId, createdAt: at(i % 50) })));
-    }
-    const fair = (owner: string, limit: number) =>
-      storage.claimDeliveries({ now: at(59), leaseUntil: at(59), limit, owner, perAccount: { max: 8, inFlight: {} } });
-    // Some in flight at the front of each account's due order, as while a worker delivers.
-    assert.is((await fair('worker-1', 16)).length, 16);
-    await backend.client.query(`ANALYZE "${schema}".portal_deliveries, "${schema}".portal_webhook_health`);
+  test(
+    'outbox: with table statistics, the fair claim reads a few rows per account, not the due backlog',
+    withSqlStorage(backend, async (storage, { schema }) => {
+      const webhooks = Array.from({ length: 8 }, (_, i) => webhookRecord({ accountId: `acct_${i}` }));
+      for (const webhook of webhooks) await storage.insertWebhook(webhook);
+      const backlog = 600;
+      for (const webhook of webhooks) {
+        await storage.publishEvents(Array.from({ length: backlog }, (_, i) => eventRecord({ accountId: webhook.accountId, createdAt: at(i % 50) })));
+      }
+      const fair = (owner: string, limit: number) =>
+        storage.claimDeliveries({ now: at(59), leaseUntil: at(59), limit, owner, perAccount: { max: 8, inFlight: {} } });
+      // Some in flight at the front of each account's due order, as while a worker delivers.
+      assert.is((await fair('worker-1', 16)).length, 16);
+      await backend.client.query(`ANALYZE "${schema}".portal_deliveries, "${schema}".portal_webhook_health`);
 
-    const statement = await capturedClaim(backend, () => fair('worker-2', 4));
-    const read = await deliveryRowsRead(backend, statement);
-    // Each account's walk stops at its share: a few dozen rows, where reading the backlog is thousands.
-    assert.ok(read < 400, `the claim read ${read} rows of portal_deliveries, with ${webhooks.length * backlog} due`);
-  }));
+      const statement = await capturedClaim(backend, () => fair('worker-2', 4));
+      const read = await deliveryRowsRead(backend, statement);
+      // Each account's walk stops at its share: a few dozen rows, where reading the backlog is thousands.
+      assert.ok(read < 400, `the claim read ${read} rows of portal_deliveries, with ${webhooks.length * backlog} due`);
+    }),
+  );
 
-  test('outbox: claim leases due, unleased deliveries, oldest due first, up to the limit', withSqlStorage(backend, async (storage) => {
-    const webhook = webhookRecord();
-    await storage.insertWebhook(webhook);
-    const events = [3, 1, 2, 9].map((minute) => eventRecord({ createdAt: at(minute) }));
-    await storage.publishEvents(events);
+  test(
+    'outbox: claim leases due, unleased deliveries, oldest due first, up to the limit',
+    withSqlStorage(backend, async (storage) => {
+      const webhook = webhookRecord();
+      await storage.insertWebhook(webhook);
+      const events = [3, 1, 2, 9].map((minute) => eventRecord({ createdAt: at(minute) }));
+      await storage.publishEvents(events);
 
-    const claimed = await storage.claimDeliveries({ now: at(5), leaseUntil: at(6), limit: 2, owner: 'worker-1' });
-    assert.equal(claimed.map((c) => c.delivery.nextAttemptAt), [at(1), at(2)]);
-    for (const { delivery, event, webhook: target } of claimed) {
-      assert.is(delivery.leaseOwner, 'worker-1');
-      assert.is(delivery.leaseUntil, at(6));
-      assert.equal(event, events.find((e) => e.id === delivery.eventId));
-      assert.equal(target, webhook);
-    }
-    // The third due one; the leased ones and the one due at minute 9 are not offered.
-    const next = await storage.claimDeliveries({ now: at(5), leaseUntil: at(6), limit: 10, owner: 'worker-2' });
-    assert.equal(next.map((c) => c.delivery.nextAttemptAt), [at(3)]);
-    assert.equal(await storage.claimDeliveries({ now: at(6), leaseUntil: at(7), limit: 10, owner: 'worker-3' }), []);
-    // Once a lease has ended, its delivery is claimable again.
-    const again = await storage.claimDeliveries({ now: at(7), leaseUntil: at(8), limit: 10, owner: 'worker-3' });
-    assert.equal(again.map((c) => c.delivery.nextAttemptAt), [at(1), at(2), at(3)]);
-    assert.ok(again.every((c) => c.delivery.leaseOwner === 'worker-3'));
-    assert.equal(await storage.claimDeliveries({ now: at(7), leaseUntil: at(8), limit: 0, owner: 'worker-4' }), []);
-  }));
+      const claimed = await storage.claimDeliveries({ now: at(5), leaseUntil: at(6), limit: 2, owner: 'worker-1' });
+      assert.equal(
+        claimed.map((c) => c.delivery.nextAttemptAt),
+        [at(1), at(2)],
+      );
+      for (const { delivery, event, webhook: target } of claimed) {
+        assert.is(delivery.leaseOwner, 'worker-1');
+        assert.is(delivery.leaseUntil, at(6));
+        assert.equal(
+          event,
+          events.find((e) => e.id === delivery.eventId),
+        );
+        assert.equal(target, webhook);
+      }
+      // The third due one; the leased ones and the one due at minute 9 are not offered.
+      const next = await storage.claimDeliveries({ now: at(5), leaseUntil: at(6), limit: 10, owner: 'worker-2' });
+      assert.equal(
+        next.map((c) => c.delivery.nextAttemptAt),
+        [at(3)],
+      );
+      assert.equal(await storage.claimDeliveries({ now: at(6), leaseUntil: at(7), limit: 10, owner: 'worker-3' }), []);
+      // Once a lease has ended, its delivery is claimable again.
+      const again = await storage.claimDeliveries({ now: at(7), leaseUntil: at(8), limit: 10, owner: 'worker-3' });
+      assert.equal(
+        again.map((c) => c.delivery.nextAttemptAt),
+        [at(1), at(2), at(3)],
+      );
+      assert.ok(again.every((c) => c.delivery.leaseOwner === 'worker-3'));
+      assert.equal(await storage.claimDeliveries({ now: at(7), leaseUntil: at(8), limit: 0, owner: 'worker-4' }), []);
+    }),
+  );
 
-  test('outbox: recordAttempt appends under the lease only, and releases it', withSqlStorage(backend, async (storage) => {
-    const webhook = webhookRecord();
-    await storage.insertWebhook(webhook);
-    const [delivery] = await storage.publishEvents([eventRecord({ createdAt: at(0) })]);
-    await storage.claimDeliveries({ now: at(1), leaseUntil: at(2), limit: 1, owner: 'worker-1' });
+  test(
+    'outbox: recordAttempt appends under the lease only, and releases it',
+    withSqlStorage(backend, async (storage) => {
+      const webhook = webhookRecord();
+      await storage.insertWebhook(webhook);
+      const [delivery] = await storage.publishEvents([eventRecord({ createdAt: at(0) })]);
+      await storage.claimDeliveries({ now: at(1), leaseUntil: at(2), limit: 1, owner: 'worker-1' });
 
-    assert.not.ok(await storage.recordAttempt(delivery!.id, 'worker-2', attempt(1, 500), { status: 'pending', nextAttemptAt: at(5) }));
-    assert.ok(await storage.recordAttempt(delivery!.id, 'worker-1', attempt(1, null), { status: 'pending', nextAttemptAt: at(5) }));
-    // Released: the same owner cannot record again without claiming again.
-    assert.not.ok(await storage.recordAttempt(delivery!.id, 'worker-1', attempt(1, 500), { status: 'failed', nextAttemptAt: null }));
-    let stored = (await storage.getDelivery('acct_a', delivery!.id))!;
-    assert.equal(stored.attempts, [attempt(1, null)]);
-    assert.equal([stored.status, stored.nextAttemptAt, stored.leaseOwner, stored.leaseUntil], ['pending', at(5), null, null]);
-    // Attempt keys come back in their documented order.
-    assert.equal(Object.keys(stored.attempts[0]!), ['at', 'statusCode', 'error', 'durationMs']);
+      assert.not.ok(await storage.recordAttempt(delivery!.id, 'worker-2', attempt(1, 500), { status: 'pending', nextAttemptAt: at(5) }));
+      assert.ok(await storage.recordAttempt(delivery!.id, 'worker-1', attempt(1, null), { status: 'pending', nextAttemptAt: at(5) }));
+      // Released: the same owner cannot record again without claiming again.
+      assert.not.ok(await storage.recordAttempt(delivery!.id, 'worker-1', attempt(1, 500), { status: 'failed', nextAttemptAt: null }));
+      let stored = (await storage.getDelivery('acct_a', delivery!.id))!;
+      assert.equal(stored.attempts, [attempt(1, null)]);
+      assert.equal([stored.status, stored.nextAttemptAt, stored.leaseOwner, stored.leaseUntil], ['pending', at(5), null, null]);
+      // Attempt keys come back in their documented order.
+      assert.equal(Object.keys(stored.attempts[0]!), ['at', 'statusCode', 'error', 'durationMs']);
 
-    assert.equal(await storage.claimDeliveries({ now: at(4), leaseUntil: at(9), limit: 5, owner: 'worker-2' }), []);
-    await storage.claimDeliveries({ now: at(5), leaseUntil: at(9), limit: 5, owner: 'worker-2' });
-    assert.ok(await storage.recordAttempt(delivery!.id, 'worker-2', attempt(5, 204), { status: 'succeeded', nextAttemptAt: null }));
-    stored = (await storage.getDelivery('acct_a', delivery!.id))!;
-    assert.equal(stored.attempts, [attempt(1, null), attempt(5, 204)]);
-    assert.equal([stored.status, stored.nextAttemptAt, stored.leaseOwner], ['succeeded', null, null]);
-    assert.equal(await storage.claimDeliveries({ now: at(59), leaseUntil: at(59), limit: 5, owner: 'worker-3' }), []);
-  }));
+      assert.equal(await storage.claimDeliveries({ now: at(4), leaseUntil: at(9), limit: 5, owner: 'worker-2' }), []);
+      await storage.claimDeliveries({ now: at(5), leaseUntil: at(9), limit: 5, owner: 'worker-2' });
+      assert.ok(await storage.recordAttempt(delivery!.id, 'worker-2', attempt(5, 204), { status: 'succeeded', nextAttemptAt: null }));
+      stored = (await storage.getDelivery('acct_a', delivery!.id))!;
+      assert.equal(stored.attempts, [attempt(1, null), attempt(5, 204)]);
+      assert.equal([stored.status, stored.nextAttemptAt, stored.leaseOwner], ['succeeded', null, null]);
+      assert.equal(await storage.claimDeliveries({ now: at(59), leaseUntil: at(59), limit: 5, owner: 'worker-3' }), []);
+    }),
+  );
 
-  test('outbox: deleteWebhook cancels its pending deliveries (leased ones too), not finished ones nor others\'', withSqlStorage(backend, async (storage) => {
-    const doomed = webhookRecord();
-    const kept = webhookRecord();
-    await storage.insertWebhook(doomed);
-    await storage.insertWebhook(kept);
-    const [first] = await storage.publishEvents([eventRecord({ createdAt: at(0) })]);
-    const doomedFirst = first!.webhookId === doomed.id ? first! : (await everyDelivery(storage, 'acct_a', doomed.id))[0]!;
-    await storage.claimDeliveries({ now: at(0), leaseUntil: at(1), limit: 10, owner: 'worker-1' });
-    await storage.recordAttempt(doomedFirst.id, 'worker-1', attempt(0, 200), { status: 'succeeded', nextAttemptAt: null });
-    await storage.publishEvents([eventRecord({ createdAt: at(2) })]);
-    await storage.claimDeliveries({ now: at(3), leaseUntil: at(4), limit: 10, owner: 'worker-2' });
+  test(
+    "outbox: deleteWebhook cancels its pending deliveries (leased ones too), not finished ones nor others'",
+    withSqlStorage(backend, async (storage) => {
+      const doomed = webhookRecord();
+      const kept = webhookRecord();
+      await storage.insertWebhook(doomed);
+      await storage.insertWebhook(kept);
+      const [first] = await storage.publishEvents([eventRecord({ createdAt: at(0) })]);
+      const doomedFirst = first!.webhookId === doomed.id ? first! : (await everyDelivery(storage, 'acct_a', doomed.id))[0]!;
+      await storage.claimDeliveries({ now: at(0), leaseUntil: at(1), limit: 10, owner: 'worker-1' });
+      await storage.recordAttempt(doomedFirst.id, 'worker-1', attempt(0, 200), { status: 'succeeded', nextAttemptAt: null });
+      await storage.publishEvents([eventRecord({ createdAt: at(2) })]);
+      await storage.claimDeliveries({ now: at(3), leaseUntil: at(4), limit: 10, owner: 'worker-2' });
 
-    assert.ok(await storage.deleteWebhook('acct_a', doomed.id));
-    const log = await everyDelivery(storage, 'acct_a', doomed.id);
-    assert.equal(log.map((d) => d.status), ['cancelled', 'succeeded']);
-    assert.equal([log[0]!.nextAttemptAt, log[0]!.leaseOwner, log[0]!.leaseUntil], [null, null, null]);
-    // The worker that held the lease learns the delivery was cancelled.
-    assert.not.ok(await storage.recordAttempt(log[0]!.id, 'worker-2', attempt(3, 200), { status: 'succeeded', nextAttemptAt: null }));
-    assert.equal((await everyDelivery(storage, 'acct_a', kept.id)).map((d) => d.status), ['pending', 'pending']);
-  }));
+      assert.ok(await storage.deleteWebhook('acct_a', doomed.id));
+      const log = await everyDelivery(storage, 'acct_a', doomed.id);
+      assert.equal(
+        log.map((d) => d.status),
+        ['cancelled', 'succeeded'],
+      );
+      assert.equal([log[0]!.nextAttemptAt, log[0]!.leaseOwner, log[0]!.leaseUntil], [null, null, null]);
+      // The worker that held the lease learns the delivery was cancelled.
+      assert.not.ok(await storage.recordAttempt(log[0]!.id, 'worker-2', attempt(3, 200), { status: 'succeeded', nextAttemptAt: null }));
+      assert.equal(
+        (await everyDelivery(storage, 'acct_a', kept.id)).map((d) => d.status),
+        ['pending', 'pending'],
+      );
+    }),
+  );
 
-  test('outbox: redeliver makes a delivery pending again with its attempts kept; listing is newest first', withSqlStorage(backend, async (storage) => {
-    const webhook = webhookRecord();
-    await storage.insertWebhook(webhook);
-    const created = await storage.publishEvents([0, 2, 1].map((minute) => eventRecord({ createdAt: at(minute) })));
-    assert.equal((await everyDelivery(storage, 'acct_a', webhook.id)).map((d) => d.createdAt), [at(2), at(1), at(0)]);
-    const same = await storage.publishEvents([eventRecord({ createdAt: at(2) })]);
-    const newest = (await everyDelivery(storage, 'acct_a', webhook.id)).slice(0, 2).map((d) => d.id);
-    assert.equal(newest, [same[0]!.id, created[1]!.id], 'within one second, the one made last comes first');
+  test(
+    'outbox: redeliver makes a delivery pending again with its attempts kept; listing is newest first',
+    withSqlStorage(backend, async (storage) => {
+      const webhook = webhookRecord();
+      await storage.insertWebhook(webhook);
+      const created = await storage.publishEvents([0, 2, 1].map((minute) => eventRecord({ createdAt: at(minute) })));
+      assert.equal(
+        (await everyDelivery(storage, 'acct_a', webhook.id)).map((d) => d.createdAt),
+        [at(2), at(1), at(0)],
+      );
+      const same = await storage.publishEvents([eventRecord({ createdAt: at(2) })]);
+      const newest = (await everyDelivery(storage, 'acct_a', webhook.id)).slice(0, 2).map((d) => d.id);
+      assert.equal(newest, [same[0]!.id, created[1]!.id], 'within one second, the one made last comes first');
 
-    const target = created[0]!;
-    await storage.claimDeliveries({ now: at(0), leaseUntil: at(1), limit: 1, owner: 'worker-1' });
-    await storage.recordAttempt(target.id, 'worker-1', attempt(0, 410), { status: 'failed', nextAttemptAt: null });
-    assert.is(await storage.redeliver('acct_b', target.id, at(30)), null);
-    const again = (await storage.redeliver('acct_a', target.id, at(30)))!;
-    assert.equal([again.status, again.nextAttemptAt, again.leaseOwner, again.attempts.length], ['pending', at(30), null, 1]);
-    assert.equal(await storage.getDelivery('acct_a', target.id), again);
-    const claimed = await storage.claimDeliveries({ now: at(30), leaseUntil: at(31), limit: 10, owner: 'worker-2' });
-    assert.ok(claimed.some((c) => c.delivery.id === target.id));
-  }));
+      const target = created[0]!;
+      await storage.claimDeliveries({ now: at(0), leaseUntil: at(1), limit: 1, owner: 'worker-1' });
+      await storage.recordAttempt(target.id, 'worker-1', attempt(0, 410), { status: 'failed', nextAttemptAt: null });
+      assert.is(await storage.redeliver('acct_b', target.id, at(30)), null);
+      const again = (await storage.redeliver('acct_a', target.id, at(30)))!;
+      assert.equal([again.status, again.nextAttemptAt, again.leaseOwner, again.attempts.length], ['pending', at(30), null, 1]);
+      assert.equal(await storage.getDelivery('acct_a', target.id), again);
+      const claimed = await storage.claimDeliveries({ now: at(30), leaseUntil: at(31), limit: 10, owner: 'worker-2' });
+      assert.ok(claimed.some((c) => c.delivery.id === target.id));
+    }),
+  );
 }
 
 /** The text and parameters of the one statement `claim` sends with `WITH RECURSIVE`: the fair claim. */

@@ -55,11 +55,19 @@ export function setupTests(test: Test, backend: SqlBackend): void {
       const db = wrapClient(client, 'test');
       const names = resolveNames({ schema }, 'test');
       const skipped = STORAGE_MIGRATIONS.at(-2)!;
-      await migrate(db, names, 'storage', STORAGE_MIGRATIONS.filter((migration) => migration !== skipped));
+      await migrate(
+        db,
+        names,
+        'storage',
+        STORAGE_MIGRATIONS.filter((migration) => migration !== skipped),
+      );
       const storage = sqlStorage({ client, schema });
       await storage.open!();
       const versions = (await rowsOf(client, schema, 'migrations')).filter((row) => row.component === 'storage').map((row) => Number(row.version));
-      assert.equal(versions.sort((a, b) => a - b), STORAGE_MIGRATIONS.map((migration) => migration.version));
+      assert.equal(
+        versions.sort((a, b) => a - b),
+        STORAGE_MIGRATIONS.map((migration) => migration.version),
+      );
       // The late version's columns are there: a webhook's row is read with them.
       const webhook = webhookRecord();
       await storage.insertWebhook(webhook);
@@ -75,15 +83,22 @@ export function setupTests(test: Test, backend: SqlBackend): void {
       await migrate(wrapClient(client, 'test'), resolveNames({ schema }, 'test'), 'storage', STORAGE_MIGRATIONS.slice(0, 1));
       // Ids that differ in their first character: the later ones sort before and after the first by id.
       const old = webhookRecord({ id: `wbh_M${webhookRecord().id.slice(5)}` });
-      await client.query(
-        `INSERT INTO "${schema}".portal_webhooks (id, account_id, type, url, secret, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-        [old.id, old.accountId, old.type, old.url, old.secret, old.createdAt],
-      );
+      await client.query(`INSERT INTO "${schema}".portal_webhooks (id, account_id, type, url, secret, created_at) VALUES ($1, $2, $3, $4, $5, $6)`, [
+        old.id,
+        old.accountId,
+        old.type,
+        old.url,
+        old.secret,
+        old.createdAt,
+      ]);
       const storage = sqlStorage({ client, schema });
       await storage.open!();
       const made = [webhookRecord({ id: 'wbh_Z' + old.id.slice(5) }), webhookRecord({ id: 'wbh_0' + old.id.slice(5) })];
       for (const webhook of made) await storage.insertWebhook(webhook);
-      assert.equal((await storage.listWebhooks('acct_a')).map((webhook) => webhook.id), [old.id, ...made.map((webhook) => webhook.id)]);
+      assert.equal(
+        (await storage.listWebhooks('acct_a')).map((webhook) => webhook.id),
+        [old.id, ...made.map((webhook) => webhook.id)],
+      );
       await storage.close!();
     } finally {
       await dropSchema(client, schema);
@@ -157,8 +172,14 @@ export function setupTests(test: Test, backend: SqlBackend): void {
       await client.query(`INSERT INTO ${table} (id, chunk_size, started_at) VALUES ('dead', 262144, now() - interval '2 days'), ('live', 262144, now())`);
       await client.query(`INSERT INTO "${schema}".portal_blob_chunks (blob_id, seq, data) VALUES ('dead', 0, '\\x00'), ('live', 0, '\\x01')`);
       await sqlBlobs({ client, schema }).open!();
-      assert.equal((await rowsOf(client, schema, 'blobs')).map((row) => row.id), ['live']);
-      assert.equal((await rowsOf(client, schema, 'blob_chunks')).map((row) => row.blob_id), ['live']);
+      assert.equal(
+        (await rowsOf(client, schema, 'blobs')).map((row) => row.id),
+        ['live'],
+      );
+      assert.equal(
+        (await rowsOf(client, schema, 'blob_chunks')).map((row) => row.blob_id),
+        ['live'],
+      );
     } finally {
       await dropSchema(client, schema);
     }
