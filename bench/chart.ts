@@ -21,7 +21,7 @@ const targetOf = (row: Row) => {
 };
 
 /** Rows shown: every requests/s comparison of the portal with a peer (HTTP scenarios and the PostgreSQL path). */
-export const charted = (rows: Row[]) => rows.filter((row) => row.unit === 'req/s' && row.baselineName !== 'memory' && !row.scenario.includes('server CPU'));
+const charted = (rows: Row[]) => rows.filter((row) => row.unit === 'req/s' && row.baselineName !== 'memory' && !row.scenario.includes('server CPU'));
 
 export function renderChart(rows: Row[]): string {
   const shown = charted(rows);

@@ -36,7 +36,7 @@ export interface RetentionOptions {
   deliveriesMs?: number;
 }
 
-export interface AgreementOptions {
+interface AgreementOptions {
   /**
    * Every this many ms after an agreement is created, while it is open, an `agreement-reminder-due`
    * event per signer who may sign now (the host sends the reminder), made by the worker's tick
@@ -84,12 +84,12 @@ export interface PortalOptions {
   ui?: UiOptions | false;
 }
 
-export interface UiOptions {
+interface UiOptions {
   /** Where the page is served (default `/portal`); it must not overlap `basePath`. */
   path?: string;
 }
 
-export const DEFAULT_UI_PATH = '/portal';
+const DEFAULT_UI_PATH = '/portal';
 
 export const DEFAULT_EVENT_TYPES = [
   'customer-created',

@@ -26,7 +26,7 @@ const READ_CHUNK = 1 << 20;
 const COMPACT_FRAME_SIZE = 1 << 20;
 
 /** One generation of the log file; compaction replaces it with a new one. */
-export interface LogFile {
+interface LogFile {
   readonly handle: FileHandle;
   readers: number;
   retired: boolean;
@@ -41,7 +41,7 @@ export interface Loc {
 }
 
 /** A stored record as the log sees it: its JSON is either held in `value`, or read back at `loc`. */
-export interface Locatable {
+interface Locatable {
   readonly table: string;
   /** The record; kept for tables held in memory, dropped once written for the others. */
   value: unknown;
@@ -54,7 +54,7 @@ export interface Locatable {
  * One change of a transaction. `previous` is the row it replaced or removed, as memory held it: while
  * the change is not on disk, `previous` is what the disk has, which a compaction must copy.
  */
-export type LogChange =
+type LogChange =
   | { table: string; json: string; row: Locatable; previous?: Locatable | undefined }
   | { table: string; id: string; previous?: Locatable | undefined };
 
@@ -181,7 +181,7 @@ function replayFrame(file: LogFile, payload: Buffer, payloadOffset: number, appl
 }
 
 /** Bytes of a damaged log that whole frames follow: what `repair` drops. */
-export interface DamagedRange {
+interface DamagedRange {
   from: number;
   to: number;
 }

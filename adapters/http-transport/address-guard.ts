@@ -34,13 +34,13 @@ const V4_RANGES: readonly V4Range[] = [
 ];
 
 /** A dotted-quad IPv4 address as an unsigned 32-bit number; `null` when it is not one. */
-export function parseIPv4(text: string): number | null {
+function parseIPv4(text: string): number | null {
   if (!isIPv4(text)) return null;
   return text.split('.').reduce((sum, part) => sum * 256 + Number(part), 0);
 }
 
 /** An IPv6 address as its eight 16-bit groups (an embedded dotted IPv4 tail included); `null` when it is not one. */
-export function parseIPv6(text: string): number[] | null {
+function parseIPv6(text: string): number[] | null {
   const address = text.replace(/%.*$/, ''); // a zone index names an interface, not an address
   if (!isIPv6(address)) return null;
   let groups: number[] = [];

@@ -7,7 +7,7 @@ export const MAX_RESPONSE_BYTES = 64 * 1024;
 /** The most a response head (or its trailers) may take. */
 export const MAX_HEAD_BYTES = 16 * 1024;
 /** Interim (1xx) answers read before the final one; past this the call fails. */
-export const MAX_INTERIM_ANSWERS = 8;
+const MAX_INTERIM_ANSWERS = 8;
 
 const DECIDED = 'the call was decided';
 

@@ -16,12 +16,12 @@ export class RefusedAddressError extends Error {
 }
 
 /** The egress proxy failed, not the receiver: unreachable, or it refused the tunnel. */
-export class ProxyError extends Error {
+class ProxyError extends Error {
   readonly code = 'ERR_WEBHOOK_PROXY';
 }
 
 /** An answer that broke one of the transport's bounds; its message names which. */
-export class AnswerBoundError extends Error {
+class AnswerBoundError extends Error {
   readonly code = 'ERR_WEBHOOK_ANSWER_BOUND';
 }
 

@@ -11,7 +11,7 @@ export { MAX_RESPONSE_BYTES } from './call-handler.js';
 import { createConnector, RefusedAddressError, refusedHostMessage, type RefusalReport } from './connector.js';
 import { createPools } from './pools.js';
 
-export { refusedHostMessage, type RefusalReport } from './connector.js';
+export type { RefusalReport } from './connector.js';
 
 export interface HttpTransportOptions {
   /** The longest one call may take, connect to last byte read (default 15000); `send` may ask for less. */

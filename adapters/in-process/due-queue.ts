@@ -18,7 +18,7 @@ const compareEntries = (a: QueueEntry, b: QueueEntry) => compareDue(a.row, b.row
  * due, instead of walking every delivery ever made. Removal only marks the entry (a splice per
  * recorded attempt would move the whole array); marked entries are swept when they are many.
  */
-export class DueQueue {
+class DueQueue {
   private entries: QueueEntry[] = [];
   /** Entries before this index are all removed. */
   private head = 0;

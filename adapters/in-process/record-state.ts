@@ -392,5 +392,3 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
     },
   };
 }
-
-export type RecordState<L = unknown> = ReturnType<typeof createRecordState<L>>;

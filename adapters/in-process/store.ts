@@ -21,10 +21,10 @@ import { AgreementDue } from './agreement-due.js';
 import { createRecordState, type Row, type StoredRecord, type TableName } from './record-state.js';
 
 /** One change of a transaction: a whole record stored, or one removed. */
-export type Change = { table: TableName; record: StoredRecord } | { table: TableName; id: string };
+type Change = { table: TableName; record: StoredRecord } | { table: TableName; id: string };
 
 /** A change as a journal writes it: the record's JSON and the row now holding it, or the id removed; `previous` is the row it replaced. */
-export type JournalEntry<L> =
+type JournalEntry<L> =
   | { table: TableName; json: string; row: Row<L>; previous: Row<L> | undefined }
   | { table: TableName; id: string; previous: Row<L> | undefined };
 

@@ -28,7 +28,7 @@ export interface Queryable {
  * `replayable`: running the statement twice leaves the same state as running it once (an upsert, a
  * delete by id), so a try whose connection broke with no word from the server may be run again.
  */
-export interface Replay {
+interface Replay {
   replayable?: boolean;
   /**
    * For a write that is not replayable but can tell afterwards whether it took effect (rows with

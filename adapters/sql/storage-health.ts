@@ -128,7 +128,7 @@ export function attemptResult(row: Row | undefined): AttemptRecorded {
 }
 
 /** Whether the webhook of a delivery (aliased d) is disabled. */
-export function webhookDisabled({ table }: Names): string {
+function webhookDisabled({ table }: Names): string {
   return `EXISTS (SELECT 1 FROM ${table('webhook_health')} AS h WHERE h.webhook_id = d.webhook_id AND h.disabled_at IS NOT NULL)`;
 }
 

@@ -4,7 +4,7 @@ import type { IdempotencyCompletion, IdempotencyRecord } from '../../src/records
 import type { Db, Queryable, Row } from './client.js';
 import { atomOf, type Names } from './schema.js';
 
-export type IdempotencyMethods = Pick<Storage, 'claimIdempotencyKey' | 'releaseIdempotencyKey' | 'sweepIdempotencyKeys'>;
+type IdempotencyMethods = Pick<Storage, 'claimIdempotencyKey' | 'releaseIdempotencyKey' | 'sweepIdempotencyKeys'>;
 
 /** The idempotency keys, and `complete`, which an insert runs in its own transaction. */
 export interface IdempotencyKeys extends IdempotencyMethods {

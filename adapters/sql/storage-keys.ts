@@ -82,7 +82,5 @@ export function orderingKeys({ table, schema }: Names) {
   };
 }
 
-export type OrderingKeys = ReturnType<typeof orderingKeys>;
-
 /** A string as an SQL literal. */
 const quoted = (text: string) => `'${text.replaceAll("'", "''")}'`;

@@ -45,10 +45,7 @@ interface SuccessfulAttempt {
   at: string;
 }
 
-export type OutboxMethods = Pick<
-  Storage,
-  'publishEvents' | 'recentEvents' | 'getDelivery' | 'listDeliveries' | 'claimDeliveries' | 'recordAttempt' | 'redeliver'
->;
+type OutboxMethods = Pick<Storage, 'publishEvents' | 'recentEvents' | 'getDelivery' | 'listDeliveries' | 'claimDeliveries' | 'recordAttempt' | 'redeliver'>;
 
 export interface Outbox extends OutboxMethods, Required<Pick<Storage, 'deliveryQueue'>> {
   /** Stores events and their deliveries inside the caller's transaction; resolves the deliveries. */

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { EventRecord } from '../../src/index.js';
 
 /** An id of the library's shape and length: the prefix, `_`, then 22 characters of `[0-9A-Za-z]`. */
-export function benchId(prefix: string): string {
+function benchId(prefix: string): string {
   return `${prefix}_${randomUUID().replaceAll('-', '').slice(0, 22)}`;
 }
 

@@ -26,5 +26,3 @@ export function createAgreementChanges(deps: { storage: Storage; notify: () => v
     return updated;
   };
 }
-
-export type ApplyAgreementChange = ReturnType<typeof createAgreementChanges>;

@@ -6,7 +6,7 @@ import { createAgreementChanges } from './agreement-changes.js';
 import { remind } from './signing-rules.js';
 
 /** Agreements looked at, at most, by one tick; more wait for the next. */
-export const AGREEMENTS_PER_TICK = 100;
+const AGREEMENTS_PER_TICK = 100;
 
 /**
  * What the worker's tick does for agreements: closes those whose `expiresAt` has come

@@ -32,7 +32,7 @@ import type { IdempotencyCompletion } from '../records.js';
 export const eventData: (agreement: Agreement | AgreementEventData) => AgreementEventData = withoutImages;
 
 /** How many agreements a page holds when the caller does not say, and at most. */
-export const AGREEMENTS_PAGE = { default: 50, max: 100 };
+const AGREEMENTS_PAGE = { default: 50, max: 100 };
 
 /** What `agreements.list` takes: how many (1–100, default 50), and the `nextCursor` of the page before. */
 export interface AgreementListInput {
@@ -89,10 +89,8 @@ export interface SignInput {
   signature: string;
 }
 
-export { sha256Hex };
-
 /** Public shape: exactly the fields of the spec's Agreement, in its order. */
-export function toAgreement(record: AgreementRecord): Agreement {
+function toAgreement(record: AgreementRecord): Agreement {
   return {
     id: record.id,
     name: record.name,

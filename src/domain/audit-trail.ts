@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { AuditEntry } from '../records.js';
 
 /** The `previousHash` of a trail's first entry. */
-export const GENESIS_HASH = '0'.repeat(64);
+const GENESIS_HASH = '0'.repeat(64);
 
 /** An entry before it is chained: what a step records. */
 export type AuditStep = Omit<AuditEntry, 'previousHash' | 'hash'>;
@@ -12,7 +12,7 @@ export type AuditStep = Omit<AuditEntry, 'previousHash' | 'hash'>;
  * fields as JSON in a fixed order (`at, action, actor, signerId, ip, userAgent, documents, detail`,
  * each document as `{id, fileHash}`). Anyone holding the trail can recompute it (docs/signing.md).
  */
-export function auditHash(previousHash: string, step: AuditStep): string {
+function auditHash(previousHash: string, step: AuditStep): string {
   const body = JSON.stringify([
     step.at,
     step.action,

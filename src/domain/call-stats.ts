@@ -33,14 +33,14 @@ export function latencyBin(durationMs: number): number {
 export const emptyHour = (hour: string): CallStatsHour => ({ hour, succeeded: 0, failed: 0, errors: 0, latency: new Array<number>(LATENCY_BINS).fill(0) });
 
 /** The windows a chart asks for, each in buckets of its own size. */
-export const STATS_WINDOWS = {
+const STATS_WINDOWS = {
   '24h': { hours: 24, bucketHours: 1 },
   '7d': { hours: 168, bucketHours: 6 },
 } as const;
 export type StatsWindow = keyof typeof STATS_WINDOWS;
 
 /** One bucket of a chart: its calls by outcome and the estimated percentiles of their durations. */
-export interface StatsBucket {
+interface StatsBucket {
   start: string;
   succeeded: number;
   failed: number;

@@ -12,7 +12,7 @@ const ATOM = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/;
 export const encodeCursor = (cursor: DeliveryCursor): string => Buffer.from(JSON.stringify([cursor.createdAt, cursor.key])).toString('base64url');
 
 /** The position a cursor names; `null` when the text is not one `encodeCursor` made. */
-export function decodeCursor(text: string): DeliveryCursor | null {
+function decodeCursor(text: string): DeliveryCursor | null {
   let value: unknown;
   try {
     value = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));

@@ -26,7 +26,7 @@ export const DOWNLOAD_QUERY = ['account', 'ticket', 'message', 'agreement', 'exp
 const KIND_OF_PREFIX: Record<string, DownloadGrant['kind']> = { tca: 'attachment', fsf: 'file', agd: 'document' };
 
 /** 32 characters: 192 bits as base64, 128 as hex; below that a key is too easy to guess offline. */
-export const MIN_SIGNING_KEY_LENGTH = 32;
+const MIN_SIGNING_KEY_LENGTH = 32;
 
 /**
  * The `signingKeys` option, checked: a non-empty array of strings of at least 32 characters. Without

@@ -6,7 +6,7 @@ import { atom } from '../shared/time.js';
 import { type DownloadGrant, type LinkSigner, downloadLinkUrl } from './download-links.js';
 
 /** How long a download link serves (spec: "The link is valid for 5 minutes"). */
-export const LINK_LIFETIME_SECONDS = 5 * 60;
+const LINK_LIFETIME_SECONDS = 5 * 60;
 
 /** What a link serves: the bytes under `id` in the blob store, and how they are named and typed. */
 export interface Downloadable {

@@ -5,9 +5,9 @@ import type { EventFilter } from '../records.js';
 export type { EventFilter };
 
 /** The value operators, in the order the documentation lists them. */
-export const VALUE_OPERATORS = ['$eq', '$neq', '$gt', '$gte', '$lt', '$lte', '$in', '$nin', '$startsWith', '$endsWith', '$exist'] as const;
+const VALUE_OPERATORS = ['$eq', '$neq', '$gt', '$gte', '$lt', '$lte', '$in', '$nin', '$startsWith', '$endsWith', '$exist'] as const;
 /** The logical operators. */
-export const LOGICAL_OPERATORS = ['$and', '$or', '$not'] as const;
+const LOGICAL_OPERATORS = ['$and', '$or', '$not'] as const;
 
 /**
  * What one filter may hold: a tenant's filter runs against every event of its type, so its cost

@@ -30,7 +30,7 @@ export interface FileInput extends DirectoryInput {
 }
 
 /** The bytes of a body given as a buffer or string arrive as one chunk; streams pass through as they are. */
-export function toStream(body: BlobBody): Readable | AsyncIterable<Uint8Array> {
+function toStream(body: BlobBody): Readable | AsyncIterable<Uint8Array> {
   if (typeof body === 'string') return Readable.from([Buffer.from(body)]);
   if (body instanceof Uint8Array) return Readable.from([body]);
   return body;

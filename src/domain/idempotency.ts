@@ -119,5 +119,3 @@ export function createIdempotency(deps: { storage: Storage; clock: () => Date; l
     },
   };
 }
-
-export type Idempotency = ReturnType<typeof createIdempotency>;

@@ -40,7 +40,7 @@ function pathOf(path: v.BaseIssue<unknown>['path']): string {
 }
 
 /** A display name for a file or directory: 1–255 characters, no path separators or control characters. */
-export const entryName = v.pipe(
+const entryName = v.pipe(
   v.string('must be a string'),
   v.minLength(1, 'must not be empty'),
   v.maxLength(255, 'must be at most 255 characters'),
@@ -77,7 +77,7 @@ export const mediaType = v.pipe(
 /** Refuses NUL and every other control character (see `CONTROL_CHARACTER`). */
 const noControlCharacters = () => v.check((text: string) => !hasControlCharacter(text), 'must not contain control characters');
 
-export const accountId = v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'), noControlCharacters());
+const accountId = v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'), noControlCharacters());
 
 /**
  * A 400 unless `value` is an account id (a non-empty string without control characters). Every

@@ -53,7 +53,7 @@ export type OperationalEventType = OperationalEvent['type'];
 export type OperationalEventOf<T extends OperationalEventType> = Extract<OperationalEvent, { type: T }>;
 export type OperationalListener<T extends OperationalEventType> = (event: OperationalEventOf<T>) => unknown;
 
-export const OPERATIONAL_EVENT_TYPES: readonly OperationalEventType[] = ['webhook.disabled', 'delivery.exhausted', 'delivery.recovered'];
+const OPERATIONAL_EVENT_TYPES: readonly OperationalEventType[] = ['webhook.disabled', 'delivery.exhausted', 'delivery.recovered'];
 
 export interface OperationalEvents {
   /** Calls `listener` with every event of `type`; returns the function that stops it. */

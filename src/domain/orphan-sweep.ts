@@ -5,13 +5,13 @@ import type { BlobInfo, BlobStore, Storage } from '../ports.js';
 import { atom } from '../shared/time.js';
 
 /** A blob younger than this may belong to an upload whose record is still being written. */
-export const ORPHAN_MIN_AGE_MS = 60 * 60 * 1000;
+const ORPHAN_MIN_AGE_MS = 60 * 60 * 1000;
 /** node-cron, with seconds: every ten minutes. */
-export const ORPHAN_SWEEP_SCHEDULE = '0 */10 * * * *';
+const ORPHAN_SWEEP_SCHEDULE = '0 */10 * * * *';
 /** Blobs looked at, at most, by one run; a walk over more goes on at the next run. */
-export const ORPHAN_SWEEP_MAX_BLOBS = 10_000;
+const ORPHAN_SWEEP_MAX_BLOBS = 10_000;
 /** Blobs looked at between two yields to the event loop. */
-export const ORPHAN_SWEEP_PAGE = 100;
+const ORPHAN_SWEEP_PAGE = 100;
 
 /** Lets timers and I/O run: the sweep's own awaits may all be resolved promises (memory adapters). */
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));

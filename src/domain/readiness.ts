@@ -3,9 +3,9 @@ import { errorMessage } from '../errors.js';
 import { atom } from '../shared/time.js';
 
 /** How long one check may take before it counts as failed. */
-export const READY_CHECK_TIMEOUT_MS = 2_000;
+const READY_CHECK_TIMEOUT_MS = 2_000;
 /** Deliveries `ready()` counts at most: the queue's figure is "at least" past it. */
-export const READY_QUEUE_LIMIT = 10_000;
+const READY_QUEUE_LIMIT = 10_000;
 /** A key of a record id's shape that no record has: what the blob store is asked about. */
 const PROBE_KEY = 'rdy_probe';
 

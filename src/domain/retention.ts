@@ -4,13 +4,13 @@ import type { Logger } from '../shared/logger.js';
 import type { Telemetry } from '../shared/telemetry.js';
 import { atom } from '../shared/time.js';
 
-export const DEFAULT_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
+const DEFAULT_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 /** The shortest retention: a minute. */
-export const MIN_RETENTION_MS = 60_000;
+const MIN_RETENTION_MS = 60_000;
 /** Records one batch removes at most: a transaction a store writes at once, a short lock. */
-export const RETENTION_BATCH = 500;
+const RETENTION_BATCH = 500;
 /** Batches one tick runs at most; a tick whose batches all came back full leaves the rest to the next. */
-export const RETENTION_BATCHES_PER_TICK = 20;
+const RETENTION_BATCHES_PER_TICK = 20;
 
 /** The retention in force, checked: each a whole number of milliseconds, at least a minute, or `Infinity`. */
 export function resolveRetention(options: RetentionOptions | undefined): Required<RetentionOptions> {

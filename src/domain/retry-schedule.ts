@@ -6,7 +6,7 @@ import { atom } from '../shared/time.js';
 export const DEFAULT_RETRY_SCHEDULE: readonly number[] = [5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400];
 
 /** Each retry waits its step ± this fraction, so receivers that failed together are not retried together. */
-export const JITTER = 0.1;
+const JITTER = 0.1;
 
 /** The longest `Retry-After` honoured (a day, or the schedule's longest step if longer): a receiver cannot park a delivery for a year. */
 export const MAX_RETRY_AFTER_SECONDS = 86_400;

@@ -1,7 +1,7 @@
 import * as v from 'valibot';
 
 /** The largest signature image accepted, in decoded bytes. */
-export const SIGNATURE_MAX_BYTES = 1024 * 1024;
+const SIGNATURE_MAX_BYTES = 1024 * 1024;
 
 const PREFIX = /^data:image\/(png|jpeg|webp);base64,/i;
 const ANY_DATA_URL = /^data:([^;,]*)/i;
@@ -21,7 +21,7 @@ const MAGIC: Record<ImageType, (bytes: Buffer) => boolean> = {
  * JPEG or WebP image in canonical base64 whose bytes start as that type's do, at most 1 MiB.
  * SVG is refused by name: it is a document that can carry scripts, not an image of a signature.
  */
-export function signatureProblem(value: string): string | null {
+function signatureProblem(value: string): string | null {
   const prefix = PREFIX.exec(value);
   if (prefix === null) {
     const type = ANY_DATA_URL.exec(value)?.[1]?.toLowerCase();

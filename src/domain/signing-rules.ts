@@ -22,7 +22,7 @@ export const NO_CLIENT: ClientInfo = { ip: null, userAgent: null };
 
 /** Who took a step: the host through the API (`account:<id>`), a signer (their id), or the portal itself. */
 export const accountActor = (accountId: string) => `account:${accountId}`;
-export const SYSTEM_ACTOR = 'system';
+const SYSTEM_ACTOR = 'system';
 
 /** What a step makes of an agreement: the record to store and the events to store with it. */
 export interface Step {
@@ -37,8 +37,8 @@ export const sha256Hex = (text: string) => createHash('sha256').update(text).dig
  * account does: links made per signer, and reminder rounds per agreement, after which no more are
  * scheduled. With five signers a trail holds under 300 entries.
  */
-export const MAX_LINKS_PER_SIGNER = 20;
-export const MAX_REMINDER_ROUNDS = 30;
+const MAX_LINKS_PER_SIGNER = 20;
+const MAX_REMINDER_ROUNDS = 30;
 
 /** The data of an agreement event: the agreement without signature images, and the signer it concerns. */
 function eventOf(type: string, record: AgreementRecord, now: Date, signerId?: string): EventRecord {
@@ -69,7 +69,7 @@ function audited(
 }
 
 /** Whether the agreement is still open: not signed, not closed. */
-export const isOpen = (record: AgreementRecord) => record.status === 'sent' && record.closedAt === null;
+const isOpen = (record: AgreementRecord) => record.status === 'sent' && record.closedAt === null;
 
 /** Whether `expiresAt` has come while the agreement is still open: it must then be closed before anything else. */
 export const isPastExpiry = (record: AgreementRecord, now: Date) =>
@@ -92,7 +92,7 @@ function signerOf(record: AgreementRecord, signerId: string): AgreementSignerRec
  * `inTurn: false`, a signer whose turn has not come in a sequential agreement passes (a link may be
  * made for them ahead of it).
  */
-export function refusalToAct(record: AgreementRecord, signerId: string, inTurn = true): PortalError | null {
+function refusalToAct(record: AgreementRecord, signerId: string, inTurn = true): PortalError | null {
   const signer = signerOf(record, signerId);
   if (signer.signedAt !== null) return new PortalError('SIGNER_ALREADY_SIGNED', signerId, record.id);
   if (signer.declinedAt !== null) return new PortalError('SIGNER_DECLINED', signerId, record.id);
@@ -157,7 +157,7 @@ export function issueLink(record: AgreementRecord, signerId: string, linkId: str
 }
 
 /** The signers a reminder is for: those who may sign now (in a sequential agreement, the first unsigned). */
-export function signersToRemind(record: AgreementRecord): AgreementSignerRecord[] {
+function signersToRemind(record: AgreementRecord): AgreementSignerRecord[] {
   const waiting = record.signers.filter((signer) => signer.signedAt === null && signer.declinedAt === null);
   return record.signingOrder === 'sequential' ? waiting.slice(0, 1) : waiting;
 }

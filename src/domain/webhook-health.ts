@@ -1,7 +1,7 @@
 import type { HealthRule } from '../ports.js';
 import type { AutomaticDisableReason, DeliveryAttempt, WebhookHealth, WebhookHealthRecord } from '../records.js';
 
-export type { AutomaticDisableReason, HealthRule };
+export type { HealthRule };
 
 /*
  * When a webhook is disabled, written once for every storage adapter: pure functions over

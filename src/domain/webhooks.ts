@@ -116,7 +116,7 @@ export interface WebhookPublicKey {
 }
 
 /** The public keys an ed25519 webhook's calls verify with at `at`: its own, and the previous one during a rotation's grace. */
-export function publicKeySet(record: WebhookRecord, at: Date): WebhookPublicKey[] {
+function publicKeySet(record: WebhookRecord, at: Date): WebhookPublicKey[] {
   const key = (secret: string, status: WebhookPublicKey['status'], until: string | null): WebhookPublicKey => {
     const kid = publicKeyOf(secret);
     return { kty: 'OKP', crv: 'Ed25519', alg: 'EdDSA', use: 'sig', kid, x: jwkX(kid), status, until };
@@ -126,7 +126,7 @@ export function publicKeySet(record: WebhookRecord, at: Date): WebhookPublicKey[
 }
 
 /** A delivery as the API shows it: no account, no lease. */
-export function deliveryShape(record: DeliveryRecord): Delivery {
+function deliveryShape(record: DeliveryRecord): Delivery {
   const { id, webhookId, eventId, eventType, status, attempts, attemptCount, nextAttemptAt, createdAt, orderingKey, redeliverQueued } = record;
   return { id, webhookId, eventId, eventType, status, attempts, attemptCount, nextAttemptAt, createdAt, orderingKey, redeliverQueued };
 }

@@ -73,7 +73,7 @@ function validAccount(result: unknown): string | null {
 }
 
 /** The shortest API key accepted: a shorter one is guessable, or a placeholder left in by mistake. */
-export const MIN_API_KEY_LENGTH = 16;
+const MIN_API_KEY_LENGTH = 16;
 
 /**
  * Checks one configured key before it is hashed, so that a missing one (an unset environment

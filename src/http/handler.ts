@@ -12,10 +12,8 @@ import { renderError } from './render-error.js';
 import type { Page } from './page.js';
 import { noTelemetry, type Telemetry } from '../shared/telemetry.js';
 
-export type { RequestContext } from './context.js';
-
 /** A route answers with a `Reply`, throws a `PortalError`, or answers nothing when it wrote `res` itself. */
-export type RouteHandler = (context: RequestContext) => Promise<Reply | void> | Reply | void;
+type RouteHandler = (context: RequestContext) => Promise<Reply | void> | Reply | void;
 
 export interface Route {
   method: HTTPMethod | HTTPMethod[];

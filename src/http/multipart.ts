@@ -19,7 +19,7 @@ export const partName = (name: string | undefined) => (name === undefined ? 'wit
  * What the headers alone decide, before a byte of the body is read: 415, 413, or a 400 for the
  * boundary. Every multipart route asks it.
  */
-export function checkHeaders(headers: IncomingHttpHeaders, route: string): void {
+function checkHeaders(headers: IncomingHttpHeaders, route: string): void {
   const type = headers['content-type'] ?? '';
   if (!/^multipart\/form-data\s*(;|$)/i.test(type)) {
     throw new PortalError('FORM_CONTENT_TYPE', route, type === '' ? 'a body without Content-Type' : quoted(type.split(';')[0]!.trim()));

@@ -146,7 +146,7 @@ export async function createPage(options: PageOptions): Promise<Page> {
 }
 
 /** Whether an `Accept-Encoding` header takes gzip: listed (or `*`) without `q=0`. */
-export function acceptsGzip(header: string | undefined): boolean {
+function acceptsGzip(header: string | undefined): boolean {
   if (header === undefined) return false;
   return header.split(',').some((part) => {
     const [coding = '', ...params] = part.trim().toLowerCase().split(';');
@@ -157,7 +157,7 @@ export function acceptsGzip(header: string | undefined): boolean {
 }
 
 /** The API root relative to the page at `<pagePath>/`: `../v1` for `/portal` and `/v1`. */
-export function apiFromPage(pagePath: string, basePath: string): string {
+function apiFromPage(pagePath: string, basePath: string): string {
   const depth = pagePath.split('/').length - 1;
   return '../'.repeat(depth) + basePath.slice(1);
 }

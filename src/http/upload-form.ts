@@ -6,7 +6,7 @@ import { MAX_DOCUMENT_BYTES } from '../domain/inputs.js';
 import { MultipartReading, partName } from './multipart.js';
 
 /** The file of an upload: its part's filename and media type, and its bytes as they arrive. */
-export interface UploadedFile {
+interface UploadedFile {
   name: string;
   mime: string;
   body: Readable;

@@ -27,7 +27,7 @@ import { MAX_DECLINE_REASON, MAX_DOCUMENTS, MAX_SIGNERS, displayName, mediaType,
 const id = (prefix: IdPrefix) => v.pipe(v.string(), v.regex(idPattern(prefix)));
 
 /** ATOM, UTC, second precision (`time.ts`): a narrower form of RFC 3339 `date-time`. */
-export const atomDateTime = v.pipe(
+const atomDateTime = v.pipe(
   v.string(),
   v.regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/),
   v.metadata({ format: 'date-time', examples: ['2026-11-21T09:05:07+00:00'] }),
@@ -242,7 +242,7 @@ export const agreement = v.strictObject({
   closedReason: v.nullable(v.picklist(['declined', 'expired'])),
 });
 
-export const agreementEventSigner = v.omit(agreementSigner, ['signature']);
+const agreementEventSigner = v.omit(agreementSigner, ['signature']);
 
 export const agreementEventData = v.strictObject({
   ...v.omit(agreement, ['signerSignature', 'signers']).entries,
@@ -350,7 +350,7 @@ export const auditTrail = v.strictObject({
 export const webhookTestData = v.strictObject({ webhookId: id('wbh') });
 
 /** One uploaded document: a file part. valibot's `blob` stands for it; the document renders it as binary. */
-export const documentPart = v.pipe(v.blob(), v.metadata({ contentMediaType: 'application/octet-stream' }));
+const documentPart = v.pipe(v.blob(), v.metadata({ contentMediaType: 'application/octet-stream' }));
 
 /** The one file of an upload: a file part named `file`, with a filename; its part's type is stored as the mime. */
 const uploadPart = v.pipe(
@@ -401,6 +401,7 @@ export const agreementForm = v.strictObject({
 // Each schema's output is exactly its record type; `Equal` is false for any difference, `?` included.
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
 type Holds<T extends true> = T;
+/** @public a check at compile time: each schema's output is exactly its record type. */
 export type SchemaMatchesRecords = [
   Holds<Equal<v.InferOutput<typeof webhook>, Webhook>>,
   Holds<Equal<v.InferOutput<typeof webhookHealth>, WebhookHealth>>,

@@ -10,9 +10,6 @@ const byCreatedAt = (a: { createdAt: string }, b: { createdAt: string }): number
  */
 export const oldestFirst = <T extends { createdAt: string }>(records: T[]): T[] => records.sort(byCreatedAt);
 
-/** Newest first, in place: the reverse of `oldestFirst`, for `records` in creation order. */
-export const newestFirst = <T extends { createdAt: string }>(records: T[]): T[] => records.reverse().sort((a, b) => byCreatedAt(b, a));
-
 interface Listed {
   type: string;
   name: string;

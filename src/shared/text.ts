@@ -4,7 +4,7 @@
  * break in a shown value misleads, and none has a meaning in any of them.
  */
 // eslint-disable-next-line no-control-regex
-export const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;
 
 /** Whether `text` holds a control character (see `CONTROL_CHARACTER`). */
 export const hasControlCharacter = (text: string): boolean => CONTROL_CHARACTER.test(text);

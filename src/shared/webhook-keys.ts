@@ -21,9 +21,6 @@ const BASE64 = /^[A-Za-z0-9+/]{43}=$/;
 /** The scheme a stored secret signs with: its prefix says. */
 export const schemeOf = (secret: string): SignatureScheme => (secret.startsWith(PRIVATE_PREFIX) ? 'ed25519' : 'hmac-sha256');
 
-/** Whether `key` is an ed25519 public key in its `whpk_` form. */
-export const isPublicKey = (key: string): boolean => key.startsWith(PUBLIC_PREFIX);
-
 /** A new secret of `scheme`: `whsec_…`, or a new key pair's private half, `whsk_…`. */
 export function newSigningSecret(scheme: SignatureScheme): string {
   if (scheme === 'hmac-sha256') return SECRET_PREFIX + randomBytes(32).toString('base64');

@@ -6,10 +6,10 @@ import { defaultConcurrencyPerAccount } from './worker.js';
 
 export type ResolvedWebhookOptions = Required<WebhookOptions>;
 
-export const DEFAULT_TICK = '*/5 * * * * *';
-export const DEFAULT_TIMEOUT_MS = 15_000;
-export const DEFAULT_CONCURRENCY = 32;
-export const DEFAULT_MAX_WEBHOOKS_PER_ACCOUNT = 50;
+const DEFAULT_TICK = '*/5 * * * * *';
+const DEFAULT_TIMEOUT_MS = 15_000;
+const DEFAULT_CONCURRENCY = 32;
+const DEFAULT_MAX_WEBHOOKS_PER_ACCOUNT = 50;
 
 const isPositiveInteger = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) > 0;
 

@@ -3,7 +3,7 @@ import type { PortalEvent } from '../records.js';
 import { publicKeyObject, schemeOf, signEd25519, verifyEd25519 } from '../shared/webhook-keys.js';
 
 /** How far a `webhook-timestamp` may be from the receiver's clock, either way: five minutes. */
-export const WEBHOOK_TOLERANCE_SECONDS = 5 * 60;
+const WEBHOOK_TOLERANCE_SECONDS = 5 * 60;
 
 /** Why a call did not verify; `reason` names it for code, `message` for people. */
 export type WebhookVerificationFailure =

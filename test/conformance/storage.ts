@@ -12,7 +12,7 @@ import { rotationStorageTests } from './storage-rotation.js';
 import { webhookStorageTests } from './storage-webhooks.js';
 import type { StorageFactory } from './types.js';
 
-export type { BlobStoreFactory, StorageFactory } from './types.js';
+export type { StorageFactory } from './types.js';
 
 /**
  * Runs every `Storage` behaviour against the adapter `factory` makes: one suite for all adapters,

@@ -19,7 +19,7 @@ export interface Backend {
  * Edits what the store holds, past the adapter, as someone with access to the disk or the database
  * would: the `ip` of one audit entry of an agreement (`from` becomes `to`, the same length).
  */
-export type Tamper = (agreementId: string, from: string, to: string) => Promise<void>;
+type Tamper = (agreementId: string, from: string, to: string) => Promise<void>;
 
 /**
  * memory, fs, PGlite, and PostgreSQL when it answers (its absence printed under `what`, never

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
 
-export const CHROMIUM = '/usr/bin/chromium';
+const CHROMIUM = '/usr/bin/chromium';
 
 /**
  * Debian's chromium, headless, driven by playwright-core. `chromiumMissing` installs it with apt-get

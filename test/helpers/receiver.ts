@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 
-export interface Received {
+interface Received {
   method: string;
   url: string;
   headers: http.IncomingHttpHeaders;
@@ -14,7 +14,7 @@ export interface Received {
 }
 
 /** How the receiver answers one request; `hang` never answers (the connection stays open until close). */
-export interface Answer {
+interface Answer {
   status?: number;
   headers?: Record<string, string>;
   body?: string | Buffer;

@@ -20,7 +20,7 @@ export function copyable(value: string, id?: string): HTMLElement {
 }
 
 /** A secret kept out of sight until asked for: Reveal shows it with Copy, Hide takes it away again. */
-export function revealable(secret: string): HTMLElement {
+function revealable(secret: string): HTMLElement {
   const slot = el('span', { class: 'secret-value' });
   const toggle = el('button', { type: 'button', class: 'link-button', 'aria-expanded': 'false' }, 'Reveal');
   toggle.addEventListener('click', () => {
