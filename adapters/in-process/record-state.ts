@@ -34,7 +34,7 @@ export const KEPT_ALL: Record<TableName, boolean> = Object.fromEntries(Object.ke
   boolean
 >;
 
-export interface Row<L = unknown> {
+export interface StateRow<L = unknown> {
   readonly table: TableName;
   /** The record; always set for kept tables, dropped once written for the others. */
   value: unknown;
@@ -85,7 +85,7 @@ interface Directory {
  * the journal; each write keeps it current. `kept` says which tables hold their records here.
  */
 export function createRecordState<L = unknown>(kept: Record<TableName, boolean>) {
-  const tables = new Map<TableName, Map<string, Row<L>>>(TABLES.map((table) => [table, new Map()]));
+  const tables = new Map<TableName, Map<string, StateRow<L>>>(TABLES.map((table) => [table, new Map()]));
   const webhooksByAccount = new Map<string, Set<string>>();
   /**
    * The entries of each directory, and their listing order once asked for: kept until the directory
@@ -125,7 +125,7 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
 
   const rowsOf = (table: TableName) => tables.get(table)!;
 
-  function index(row: Row<L>) {
+  function index(row: StateRow<L>) {
     const value = row.value;
     switch (row.table) {
       case 'webhook':
@@ -178,7 +178,7 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
   }
 
   /** `replaced`: a new version of the row takes its place, and keeps its place in the account's webhooks. */
-  function unindex(row: Row<L>, replaced = false) {
+  function unindex(row: StateRow<L>, replaced = false) {
     switch (row.table) {
       case 'webhook':
         // A Set keeps insertion order, which is the listing order within one second: a webhook
@@ -233,11 +233,11 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
 
   return {
     /** The row, of any account. */
-    get(table: TableName, id: string): Row<L> | undefined {
+    get(table: TableName, id: string): StateRow<L> | undefined {
       return rowsOf(table).get(id);
     },
     /** The row when it belongs to `accountId`. */
-    owned(table: TableName, accountId: string, id: string): Row<L> | undefined {
+    owned(table: TableName, accountId: string, id: string): StateRow<L> | undefined {
       const row = rowsOf(table).get(id);
       return row !== undefined && row.accountId === accountId ? row : undefined;
     },
@@ -248,7 +248,7 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
      * Stores `record` (already parsed from `json`, so the state holds its own copy). `loc` is known
      * at replay; a new write gets it once its frame is on disk, and holds the record until then.
      */
-    put(table: TableName, record: StoredRecord, json: string, loc?: L): Row<L> {
+    put(table: TableName, record: StoredRecord, json: string, loc?: L): StateRow<L> {
       const rows = rowsOf(table);
       const previous = rows.get(record.id);
       if (previous !== undefined) {
@@ -256,7 +256,7 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
         liveBytes -= previous.size;
       }
       const keep = kept[table];
-      const row: Row<L> = {
+      const row: StateRow<L> = {
         table,
         id: record.id,
         accountId: record.accountId,
@@ -285,7 +285,7 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
      * Undoes a change that did not reach the disk: the row under `id` becomes `previous` again (the
      * very row the change replaced, with its place in the log), or goes when the change made it.
      */
-    revert(table: TableName, id: string, previous: Row<L> | undefined): void {
+    revert(table: TableName, id: string, previous: StateRow<L> | undefined): void {
       const rows = rowsOf(table);
       const current = rows.get(id);
       if (current !== undefined) {
@@ -387,7 +387,7 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
     },
     liveBytes: () => liveBytes,
     /** Every live row, for compaction, in the order each was first written: listings keep creation order through it. */
-    snapshot(): Row<L>[] {
+    snapshot(): StateRow<L>[] {
       return TABLES.flatMap((table) => [...rowsOf(table).values()]);
     },
   };

@@ -18,15 +18,15 @@ import {
 } from '../../src/records.js';
 import { oldestFirst } from '../../src/shared/order.js';
 import { AgreementDue } from './agreement-due.js';
-import { createRecordState, type Row, type StoredRecord, type TableName } from './record-state.js';
+import { createRecordState, type StateRow, type StoredRecord, type TableName } from './record-state.js';
 
 /** One change of a transaction: a whole record stored, or one removed. */
 type Change = { table: TableName; record: StoredRecord } | { table: TableName; id: string };
 
 /** A change as a journal writes it: the record's JSON and the row now holding it, or the id removed; `previous` is the row it replaced. */
 type JournalEntry<L> =
-  | { table: TableName; json: string; row: Row<L>; previous: Row<L> | undefined }
-  | { table: TableName; id: string; previous: Row<L> | undefined };
+  | { table: TableName; json: string; row: StateRow<L>; previous: StateRow<L> | undefined }
+  | { table: TableName; id: string; previous: StateRow<L> | undefined };
 
 /**
  * Where an in-process store keeps its records beyond memory: the fs adapter's record log, or
@@ -125,7 +125,7 @@ export interface InProcessStore<L> {
   /** Applies one change read back from the journal at open: a record put (its JSON, and where it lies), or removed. */
   replay(table: TableName, change: { json: string; loc: L } | { id: string }): void;
   /** Every live row, in the order each was first written: what a journal's compaction copies. */
-  snapshot(): Row<L>[];
+  snapshot(): StateRow<L>[];
   /** Bytes of JSON the live records take. */
   liveBytes(): number;
   /** The stored record itself (not a copy) when its table is kept in memory: for tests that read past the port. */
@@ -177,7 +177,7 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
   function commit(changes: Change[]): Promise<void> {
     if (changes.length === 0) return Promise.resolve();
     const serialised = changes.map((change) => ('id' in change ? change : { ...change, json: JSON.stringify(change.record) }));
-    const undo: { table: TableName; id: string; previous: Row<L> | undefined }[] = [];
+    const undo: { table: TableName; id: string; previous: StateRow<L> | undefined }[] = [];
     const entries: JournalEntry<L>[] = serialised.map((change) => {
       const id = 'id' in change ? change.id : change.record.id;
       const previous = state.get(change.table, id);
@@ -219,15 +219,15 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
   }
 
   /** A copy of the record, from memory or from the journal. */
-  async function readRecord<T>(row: Row<L>): Promise<T> {
+  async function readRecord<T>(row: StateRow<L>): Promise<T> {
     if (row.value !== undefined) return structuredClone(row.value) as T;
     return JSON.parse(await journal.read(row.loc!)) as T;
   }
 
   /** An agreement as this version reads it (one written before signing gets its defaults). */
-  const readAgreement = async (row: Row<L>) => withSigningDefaults(await readRecord<AgreementRecord>(row));
+  const readAgreement = async (row: StateRow<L>) => withSigningDefaults(await readRecord<AgreementRecord>(row));
 
-  const kept = <T>(row: Row<L>) => row.value as T;
+  const kept = <T>(row: StateRow<L>) => row.value as T;
 
   /** The webhook's health: its record, or a fresh one when none was written yet. */
   const healthOf = (webhook: WebhookRecord): WebhookHealthRecord => {

@@ -167,7 +167,7 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
     },
     async getAgreement(accountId, id) {
       const [row] = await db.query(select, [accountId, id]);
-      return row === undefined ? null : toAgreement(row);
+      return row === undefined ? null : agreementOfRow(row);
     },
     async agreementsDue(now, limit) {
       return (await db.query(due, [now, limit])).map((row) => ({ accountId: row.account_id as string, id: row.id as string }));
@@ -184,7 +184,7 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
         if ((await tx.query(lock, [accountId, id])).length === 0) return null;
         const [row] = await tx.query(select, [accountId, id]);
         if (row === undefined) return null;
-        const current = toAgreement(row);
+        const current = agreementOfRow(row);
         const { agreement, events } = change(current);
         if (agreement.id !== id || agreement.accountId !== accountId) {
           throw new Error('updateAgreement: change must keep the id and account');
@@ -201,7 +201,7 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
   };
 }
 
-function toAgreement(row: Row): AgreementRecord {
+function agreementOfRow(row: Row): AgreementRecord {
   return {
     id: row.id as string,
     accountId: row.account_id as string,

@@ -90,7 +90,7 @@ export interface SignInput {
 }
 
 /** Public shape: exactly the fields of the spec's Agreement, in its order. */
-function toAgreement(record: AgreementRecord): Agreement {
+function agreementShape(record: AgreementRecord): Agreement {
   return {
     id: record.id,
     name: record.name,
@@ -244,7 +244,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
       nextReminderAt: deps.reminderIntervalMs === undefined ? null : atom(new Date(now.getTime() + deps.reminderIntervalMs)),
     };
     const record = created(unaudited, now, client);
-    const agreement = toAgreement(record);
+    const agreement = agreementShape(record);
     try {
       const events = [newEvent(accountId, 'agreement-created', eventData(agreement), now, record.id)];
       await storage.insertAgreement(record, events, complete?.(agreement, form));
@@ -313,7 +313,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
       // An id not of our shape (a control character in it, say) names nothing: it never reaches the store.
       if (!isId('agr', id)) return null;
       const record = await storage.getAgreement(accountId, id);
-      return record && toAgreement(record);
+      return record && agreementShape(record);
     },
 
     /**
@@ -366,7 +366,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
       if (!isId('agr', agreementId)) throw new PortalError('AGREEMENT_NOT_FOUND', agreementId);
       const now = clock();
       const updated = await apply(accountId, agreementId, now, (current) => signStep(current, signerId, signature, now, accountActor(accountId), client));
-      return toAgreement(updated);
+      return agreementShape(updated);
     },
   };
 }

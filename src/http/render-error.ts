@@ -1,6 +1,6 @@
 import { type ErrorArgs, type ErrorCode, PortalError, answerOf, describeError } from '../errors.js';
 import type { Logger } from '../shared/logger.js';
-import { type Reply, errorBody } from './reply.js';
+import { type Reply, errorJson } from './reply.js';
 
 /** An error as the client gets it: status, `{"message": …}` as JSON text, and the headers its code carries. */
 export interface RenderedError {
@@ -20,10 +20,10 @@ const INTERNAL = new PortalError('INTERNAL');
 export function renderError(error: unknown, logger: Logger, requestId: string): RenderedError {
   if (error instanceof PortalError && error.expose) {
     if (error.status >= 500) logger.warn({ requestId, err: describeError(error.cause ?? error) }, error.message);
-    return { status: error.status, body: errorBody(error.message), headers: error.headers };
+    return { status: error.status, body: errorJson(error.message), headers: error.headers };
   }
   logger.error({ requestId, err: describeError(error) }, 'unexpected error');
-  return { status: 500, body: errorBody(INTERNAL.message), headers: INTERNAL.headers };
+  return { status: 500, body: errorJson(INTERNAL.message), headers: INTERNAL.headers };
 }
 
 /**
@@ -36,5 +36,5 @@ export function renderError(error: unknown, logger: Logger, requestId: string): 
  */
 export function refusal<C extends ErrorCode>(code: C, ...args: ErrorArgs<C>): Reply {
   const { status, message, headers } = answerOf(code, ...args);
-  return { status, json: errorBody(message), headers };
+  return { status, json: errorJson(message), headers };
 }

@@ -82,4 +82,4 @@ export function jsonString(text: string): string {
 }
 
 /** The error body every failure gets, `{"message": …}` as JSON text. */
-export const errorBody = (message: string) => '{"message":' + jsonString(message) + '}';
+export const errorJson = (message: string) => '{"message":' + jsonString(message) + '}';

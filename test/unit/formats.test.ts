@@ -2,7 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
 import { ID_PREFIXES, isId, newId } from '../../src/shared/ids.js';
-import { errorBody, jsonString } from '../../src/http/reply.js';
+import { errorJson, jsonString } from '../../src/http/reply.js';
 import { webhookJson } from '../../src/http/routes/webhooks.js';
 import { webhookShape } from '../../src/domain/webhooks.js';
 import { newWebhookSecret } from '../../src/domain/webhooks.js';
@@ -51,7 +51,7 @@ test('webhook secrets: whsec_ + base64 of 32 random bytes', () => {
   assert.is.not(a, newWebhookSecret());
 });
 
-test('jsonString and errorBody: the same text as JSON.stringify, whatever the characters', () => {
+test('jsonString and errorJson: the same text as JSON.stringify, whatever the characters', () => {
   const samples = [
     '',
     'No webhook wbh_abc in this account.',
@@ -66,12 +66,12 @@ test('jsonString and errorBody: the same text as JSON.stringify, whatever the ch
   ];
   for (const text of samples) {
     assert.is(jsonString(text), JSON.stringify(text), text);
-    assert.is(errorBody(text), JSON.stringify({ message: text }), text);
+    assert.is(errorJson(text), JSON.stringify({ message: text }), text);
   }
   fc.assert(
     fc.property(fc.string({ unit: 'binary', maxLength: 300 }), (text) => {
       assert.is(jsonString(text), JSON.stringify(text));
-      assert.is(errorBody(text), JSON.stringify({ message: text }));
+      assert.is(errorJson(text), JSON.stringify({ message: text }));
     }),
     { numRuns: 2000, seed: 42 },
   );
