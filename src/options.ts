@@ -56,7 +56,11 @@ export interface PortalOptions {
   basePath?: string;
   /** Absolute URL of the API root, used to build links (default: from the request's Host). */
   publicUrl?: string;
-  /** Trust `X-Forwarded-Proto` / `X-Forwarded-Host` when deriving the public URL (default `false`). */
+  /**
+   * Trust the proxy in front (default `false`): `X-Forwarded-Proto` / `X-Forwarded-Host` make the
+   * public URL, and the last address of `X-Forwarded-For` (the one that proxy appended) is the
+   * client's address in the audit trail.
+   */
   trustProxy?: boolean;
   /** HMAC keys for download links, each at least 32 characters: the first signs, every one verifies (default: one random key). */
   signingKeys?: readonly string[];

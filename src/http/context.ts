@@ -47,7 +47,9 @@ export class Exchange implements RequestContext {
   }
 
   get client(): { ip: string | null; userAgent: string | null } {
-    const forwarded = this.origin.trustProxy ? firstForwarded(this.req.headers['x-forwarded-for']) : undefined;
+    // The address the proxy in front saw is the one it appended, last: what comes before it is
+    // whatever the client sent, and a client can write anything there.
+    const forwarded = this.origin.trustProxy ? lastForwarded(this.req.headers['x-forwarded-for']) : undefined;
     const agent = this.req.headers['user-agent'];
     return {
       ip: (forwarded ?? this.req.socket.remoteAddress ?? null)?.slice(0, 64) ?? null,
@@ -87,6 +89,11 @@ function mountPath(req: IncomingMessage): string {
     mount = originalUrl.slice(0, originalUrl.length - req.url.length);
   }
   return MOUNT_PATH.test(mount) ? mount : '';
+}
+
+function lastForwarded(value: string | string[] | undefined): string | undefined {
+  const last = (Array.isArray(value) ? value.at(-1) : value)?.split(',').at(-1)?.trim();
+  return last === '' ? undefined : last;
 }
 
 function firstForwarded(value: string | string[] | undefined): string | undefined {

@@ -362,6 +362,22 @@ test('the trail stays bounded: 20 links per signer, then 409; 30 reminder rounds
   });
 });
 
+test('trustProxy: the trail keeps the address the proxy appended to X-Forwarded-For, not one the client wrote before it', async () => {
+  for (const trustProxy of [true, false]) {
+    await withPortal({ signingKeys: [SIGNING_KEY_1], trustProxy, webhooks: { worker: false } }, async (app) => {
+      const agreement = await createAgreement(app, {}, [SIGNER]);
+      const { token } = await linkFor(app, agreement.id, agreement.signers[0].id);
+      const viewed = await fetch(`${app.url}/v1/signing`, {
+        headers: { authorization: `Bearer ${token}`, 'x-forwarded-for': '6.6.6.6, 203.0.113.9' },
+      });
+      assert.is(viewed.status, 200);
+      const audit = await json(await app.api(`/agreements/${agreement.id}/audit`));
+      const entry = audit.data.find((item: { action: string }) => item.action === 'viewed');
+      assert.is(entry.ip, trustProxy ? '203.0.113.9' : '127.0.0.1', `trustProxy: ${trustProxy}`);
+    });
+  }
+});
+
 test('agreements.reminderIntervalMs is checked when the portal is made', async () => {
   for (const reminderIntervalMs of [0, 59_999, 1.5, -60_000, Number.NaN]) {
     let refused = false;
