@@ -6,6 +6,7 @@ import type { BlobInfo, BlobStore } from '../../src/ports.js';
 import { atom } from '../../src/shared/time.js';
 import { storageFull } from '../../src/errors.js';
 import { PRIVATE_DIRECTORY, PRIVATE_FILE, crc32, ensureDirectory, hasCode, isDiskFull, syncDirectory } from './durable.js';
+import { takeBody } from '../shared/body.js';
 import { writeAll } from '../shared/write-all.js';
 import { createBufferPool, createByteBatch } from '../shared/byte-batch.js';
 import { acquireLock, type DirectoryLock } from './lock.js';
@@ -110,6 +111,7 @@ export function fsBlobs(options: FsBlobsOptions): BlobStore {
   }
 
   async function put(key: string, body: Readable | AsyncIterable<Uint8Array>): Promise<{ size: number }> {
+    takeBody(body);
     await readyToWrite();
     if (!KEY.test(key)) throw new TypeError(`fsBlobs: ${JSON.stringify(key)} is not a record id (abc_ and letters or digits)`);
     const partial = path.join(temp, `${fileName(key)}.${randomBytes(6).toString('hex')}`);

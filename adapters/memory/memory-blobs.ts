@@ -1,3 +1,4 @@
+import { takeBody } from '../shared/body.js';
 import { Readable } from 'node:stream';
 import type { BlobInfo, BlobStore } from '../../src/ports.js';
 import { atom } from '../../src/shared/time.js';
@@ -14,6 +15,7 @@ export function memoryBlobs(options: { clock?: () => Date } = {}): BlobStore {
 
   return {
     async put(key, body) {
+      takeBody(body);
       const chunks: Buffer[] = [];
       for await (const chunk of body) chunks.push(Buffer.from(chunk));
       // Stored only once the whole body arrived: a failed body rejects above and leaves nothing.

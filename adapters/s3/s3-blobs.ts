@@ -7,6 +7,7 @@ import type { CompletedPart, S3Client } from '@aws-sdk/client-s3';
 import type { BlobInfo, BlobStore, PresignOptions } from '../../src/ports.js';
 import { storageUnavailable } from '../../src/errors.js';
 import { atom } from '../../src/shared/time.js';
+import { takeBody } from '../shared/body.js';
 import { writeAll } from '../shared/write-all.js';
 import { createBufferPool, createByteBatch } from '../shared/byte-batch.js';
 
@@ -111,6 +112,7 @@ export function s3Blobs(options: S3BlobsOptions): BlobStore {
   const dated = (head: { Metadata?: Record<string, string>; LastModified?: Date }) => head.Metadata?.[WRITTEN_AT] ?? atom(head.LastModified ?? new Date(0));
 
   async function put(key: string, body: Readable | AsyncIterable<Uint8Array>): Promise<{ size: number }> {
+    takeBody(body);
     if (!KEY.test(key)) throw new TypeError(`s3Blobs: ${JSON.stringify(key)} is not a record id (abc_ and letters or digits)`);
     const Bucket = bucket;
     const Key = objectKey(key);

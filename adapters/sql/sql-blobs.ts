@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { takeBody } from '../shared/body.js';
 import { Readable } from 'node:stream';
 import type { BlobInfo, BlobStore } from '../../src/ports.js';
 import { atom } from '../../src/shared/time.js';
@@ -149,6 +150,7 @@ export function sqlBlobs(options: SqlBlobsOptions): BlobStore {
 
   const blobs: BlobStore = {
     async put(key, body) {
+      takeBody(body);
       const id = randomUUID();
       await db.query(sql.start, [id, CHUNK_SIZE], REPLAYABLE);
       try {

@@ -147,6 +147,20 @@ export function blobStoreSuite(factory: BlobStoreFactory): void {
   );
 
   test(
+    'a stream body that fails before the store reads it rejects the put, and the process lives on',
+    withBlobs(async (blobs) => {
+      const body = new Readable({ read() {} });
+      const put = blobs.put('fsf_early', body);
+      // At once: the store is still setting up (a temp file, a row, the SDK) and reads nothing yet.
+      body.destroy(new Error('gone before the store read it'));
+      let error: unknown;
+      await put.catch((caught) => (error = caught));
+      assert.instance(error, Error);
+      assert.is(await blobs.stat('fsf_early'), null);
+    }),
+  );
+
+  test(
     'listBefore yields exactly the blobs written before the given time',
     withBlobs(async (blobs) => {
       now = new Date('2026-01-01T00:00:00Z');
