@@ -211,13 +211,9 @@ test("the queue gauges: deliveries waiting and the age of the earliest, by the p
     let now = Date.parse('2026-11-26T10:00:00Z');
     const clock = () => new Date(now);
     const transport = memoryTransport({ respond: () => 200 });
-    const app = await startPortal({
-      clock,
-      transport,
-      signingKeys: [SIGNING_KEY_1],
-      retention: { eventsMs: 60_000, deliveriesMs: 60_000 },
-      webhooks: { tick: NEVER },
-    });
+    // Two portals on the same clock: one for the gauges, one for retention.
+    const options = { clock, transport, signingKeys: [SIGNING_KEY_1], retention: { eventsMs: 60_000, deliveriesMs: 60_000 }, webhooks: { tick: NEVER } };
+    const app = await startPortal(options);
     try {
       await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://hooks.example/in' });
       await app.portal.worker!.stop();
@@ -233,13 +229,7 @@ test("the queue gauges: deliveries waiting and the age of the earliest, by the p
     }
 
     // Retention: two delivered calls, then a tick past their time removes them and their events.
-    const second = await startPortal({
-      clock,
-      transport,
-      signingKeys: [SIGNING_KEY_1],
-      retention: { eventsMs: 60_000, deliveriesMs: 60_000 },
-      webhooks: { tick: NEVER },
-    });
+    const second = await startPortal(options);
     try {
       await second.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://hooks.example/in' });
       for (const id of ['cus_1', 'cus_2']) await second.portal.events.publish('acct_a', 'customer-created', { customer: { id } });
