@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createAuthenticator, type AuthOption } from './http/auth.js';
-import { createHandler, type Route } from './http/handler.js';
+import { createHandler } from './http/handler.js';
+import { routeTable } from './http/routes/index.js';
 import { createPage } from './http/page.js';
 import { processWarnings, silentLogger } from './shared/logger.js';
 import { errorMessage } from './errors.js';
@@ -14,11 +15,6 @@ import type { BlobStore, Storage, WebhookTransport } from './ports.js';
 import { httpTransport } from '../adapters/http-transport/index.js';
 import { memoryBlobs, memoryStorage } from '../adapters/memory/index.js';
 import { createLinkSigner, resolveSigningKeys } from './domain/download-links.js';
-import { agreementRoutes } from './http/routes/agreements.js';
-import { downloadRoutes } from './http/routes/downloads.js';
-import { fileRoutes } from './http/routes/files.js';
-import { ticketRoutes } from './http/routes/tickets.js';
-import { webhookExtensionRoutes, webhookKeyRoutes, webhookRoutes } from './http/routes/webhooks.js';
 import { createAgreementService, type AgreementApi } from './domain/agreements.js';
 import { createEventService, type EventService } from './domain/events.js';
 import { createFileService, type FileService } from './domain/files.js';
@@ -27,13 +23,10 @@ import { createDownloadService } from './domain/downloads.js';
 import { createSigningService } from './domain/signing.js';
 import { createAgreementTimer } from './domain/agreement-timer.js';
 import { createRetention, resolveRetention } from './domain/retention.js';
-import { signingRoutes } from './http/routes/signing.js';
-import { signingPageRoutes } from './http/routes/signing-page.js';
 import { createWebhookWorker, type WebhookWorker } from './webhooks/worker.js';
 import { createWebhookService, type WebhookService } from './domain/webhooks.js';
 import { createEventCatalogue, type EventCatalogue } from './domain/event-types.js';
 import { libraryEventDefinitions } from './openapi/event-catalogue.js';
-import { eventTypeRoutes } from './http/routes/event-types.js';
 import { resolveWebhookOptions } from './webhooks/options.js';
 import { createOperationalEvents, type OperationalEventType, type OperationalListener } from './domain/operational-events.js';
 
@@ -161,15 +154,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   const agreements = createAgreementService({ storage, blobs, clock, logger, notify, downloads, reminderIntervalMs });
   const signing = createSigningService({ storage, clock, signer, downloads, notify });
   const extensions = options.extensions ?? true;
-  const routes: Route[] = [
-    ...webhookRoutes(webhooks),
-    ...fileRoutes(files, { extensions }),
-    ...ticketRoutes(tickets, { extensions }),
-    ...downloadRoutes(downloads),
-    ...webhookKeyRoutes(webhooks),
-    ...agreementRoutes(agreements, { extensions }),
-  ];
-  if (extensions) routes.push(...webhookExtensionRoutes(webhooks), ...eventTypeRoutes(catalogue), ...signingRoutes(signing), ...signingPageRoutes());
+  const routes = routeTable({ webhooks, catalogue, files, tickets, downloads, agreements, signing }, { extensions });
   const orphanSweep = createOrphanSweep({ storage, blobs, clock, logger });
 
   const handler = createHandler({

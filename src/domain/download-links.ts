@@ -19,8 +19,6 @@ export type DownloadGrant =
 
 /** The route's path under the API root; `:id` is the one path parameter. */
 export const DOWNLOAD_ROUTE = '/downloads/:id';
-/** The query parameters a link may carry (which ones, the kind of its id says). */
-export const DOWNLOAD_QUERY = ['account', 'ticket', 'message', 'agreement', 'expires', 'signature'] as const;
 
 /** The kind of download an id's prefix names. */
 const KIND_OF_PREFIX: Record<string, DownloadGrant['kind']> = { tca: 'attachment', fsf: 'file', agd: 'document' };

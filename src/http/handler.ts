@@ -11,6 +11,7 @@ import { type Reply, contractHeaders, writeJson } from './reply.js';
 import { renderError } from './render-error.js';
 import type { Page } from './page.js';
 import { noTelemetry, type Telemetry } from '../shared/telemetry.js';
+import { type Operation, queryNames } from './route-doc.js';
 
 /** A route answers with a `Reply`, throws a `PortalError`, or answers nothing when it wrote `res` itself. */
 type RouteHandler = (context: RequestContext) => Promise<Reply | void> | Reply | void;
@@ -20,8 +21,19 @@ export interface Route {
   /** find-my-way pattern, relative to the base path: `/webhooks/:webhookId`. */
   path: string;
   handler: RouteHandler;
-  /** The query parameters the route reads; any other is refused with 400 (default: none). */
-  query?: readonly string[];
+  /**
+   * Its operation in the OpenAPI document, which is built from the route table. The query
+   * parameters it lists are the only ones the route takes: any other is refused with 400. `null`
+   * for a page of the portal (HTML for a browser), which is not part of the API.
+   */
+  doc: Operation | null;
+  /** The HEAD's operation, where it is not the GET's without bodies. */
+  headDoc?: Operation;
+  /**
+   * Beyond the Customer Portal API spec: marked in the document, and not served with
+   * `extensions: false`, unless `'served-always'` (a link the portal handed out keeps working).
+   */
+  extension?: true | 'served-always';
   /** Served without `Authorization` (the signed download route checks its own signature). */
   public?: boolean;
   /**
@@ -38,8 +50,13 @@ export interface Route {
   streamsBody?: boolean;
 }
 
+/** A route as served: the query parameters it takes read from its operation once, at build time. */
+interface ServedRoute extends Route {
+  query: readonly string[];
+}
+
 interface RouteStore {
-  route: Route;
+  route: ServedRoute;
   /** `METHOD /pattern`, for logs. */
   name: string;
   /** The pattern under the base path (`/v1/webhooks/:webhookId`): telemetry's `http.route`. */
@@ -82,7 +99,8 @@ export function createHandler(options: HandlerOptions): NodeHandler {
     onBadUrl: answerWith(new PortalError('PATH_NOT_DECODABLE')),
     onMaxParamLength: answerWith(new PortalError('PATH_SEGMENT_TOO_LONG')),
   });
-  for (const route of options.routes) {
+  for (const declared of options.routes) {
+    const route: ServedRoute = { ...declared, query: queryNames(declared.doc) };
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     for (const method of methods) {
       const store: RouteStore = { route, name: `${method} ${route.path}`, template: basePath + route.path };
@@ -100,7 +118,7 @@ export function createHandler(options: HandlerOptions): NodeHandler {
   /** The request id for an answer's contract headers; `null` when they are on `res` already. */
   const head = (context: Exchange): string | null => (context.headersSet ? null : context.requestId);
 
-  function fail(context: Exchange, error: unknown, route?: Route): void {
+  function fail(context: Exchange, error: unknown, route?: ServedRoute): void {
     const { req, res, requestId } = context;
     if (res.headersSent) {
       // A stream broke after the status line went out: all that is left is to cut the connection.
@@ -124,7 +142,7 @@ export function createHandler(options: HandlerOptions): NodeHandler {
    * Hot path: with `Refused` (auth.ts), a 401 and a 404 each cost fewer instructions (`npm run
    * bench:instructions`, 401 and 404; the figures in docs/performance.md, "Figures behind the code": Refused).
    */
-  function run(context: Exchange, route: Route): Promise<void> | undefined {
+  function run(context: Exchange, route: ServedRoute): Promise<void> | undefined {
     if (route.public !== true) {
       let account: ReturnType<Authenticator>;
       try {
@@ -153,12 +171,12 @@ export function createHandler(options: HandlerOptions): NodeHandler {
     return answer(context, route);
   }
 
-  function answer(context: Exchange, route: Route): Promise<void> | undefined {
+  function answer(context: Exchange, route: ServedRoute): Promise<void> | undefined {
     let reply: ReturnType<RouteHandler>;
     try {
       // A misspelt parameter (`?dir=` for `?directoryId=`) would otherwise be ignored: wrong data, no error.
       for (const name in context.query) {
-        if (route.query === undefined || !route.query.includes(name)) throw new PortalError('QUERY_UNKNOWN', name, route.query ?? []);
+        if (!route.query.includes(name)) throw new PortalError('QUERY_UNKNOWN', name, route.query);
       }
       reply = route.handler(context);
     } catch (error) {
@@ -175,7 +193,7 @@ export function createHandler(options: HandlerOptions): NodeHandler {
   }
 
   /** Writes a route's `Reply`; a route that wrote `res` itself answers `undefined`. */
-  function send(context: Exchange, route: Route, reply: Reply | void): void {
+  function send(context: Exchange, route: ServedRoute, reply: Reply | void): void {
     if (reply === undefined) return;
     try {
       const { status, body, json } = reply;

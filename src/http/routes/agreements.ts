@@ -1,3 +1,18 @@
+import { MAX_FORM_BYTES } from '../multipart.js';
+import * as v from 'valibot';
+import { idPattern } from '../../shared/ids.js';
+import {
+  RETRY_AFTER,
+  agreementIdParameter,
+  answer,
+  created,
+  failure,
+  idempotencyKeyParameter,
+  keyInProgress,
+  keyReused,
+  pathParameter,
+  ref,
+} from '../route-doc.js';
 import { readAgreementForm } from '../agreement-form.js';
 import type { Route } from '../handler.js';
 import { PortalError } from '../../errors.js';
@@ -11,11 +26,42 @@ import { wholeNumber } from '../query-number.js';
  * `GET /agreements` (a page of them, newest first) and `GET /agreements/{agreementId}`: the
  * address the `Location` of a created agreement names.
  */
-export function agreementRoutes(agreements: AgreementService, options: { extensions: boolean }): Route[] {
-  const routes: Route[] = [
+export function agreementRoutes(agreements: AgreementService): Route[] {
+  return [
     {
       method: 'POST',
       path: '/agreements',
+      doc: {
+        operationId: 'createAgreement',
+        summary: 'Create an agreement',
+        tags: ['Agreements'],
+        description: 'Documents are streamed: hashed and stored as they arrive. A failed or aborted request leaves no record and no stored bytes.',
+        parameters: [idempotencyKeyParameter],
+        requestBody: {
+          required: true,
+          content: {
+            'multipart/form-data': {
+              schema: ref('AgreementForm'),
+              encoding: {
+                signers: { contentType: 'application/json' },
+                documents: { contentType: 'application/octet-stream' },
+              },
+            },
+          },
+        },
+        responses: {
+          201: answer(
+            'The agreement made: status `sent`, no signer has signed. With `Idempotent-Replayed: true`, the first answer to this `Idempotency-Key`, given again.',
+            'Agreement',
+            created,
+          ),
+          400: failure('A part missing, invalid, unknown or repeated; more than 5 signers or 5 documents; a malformed body; a malformed `Idempotency-Key`.'),
+          409: failure(`Answered before the body is read: ${keyInProgress}.`, { 'Retry-After': { ...RETRY_AFTER, required: true } }),
+          413: failure(`The documents are over 5 MiB (5,242,880 bytes) in total, or the body over ${MAX_FORM_BYTES} bytes.`),
+          415: failure('The body is not `multipart/form-data`, or is compressed.'),
+          422: keyReused,
+        },
+      },
       // A refusal (413, 400) is answered while the body still arrives, with `Connection: close`.
       streamsBody: true,
       async handler({ req, accountId, baseUrl, client }) {
@@ -33,12 +79,36 @@ export function agreementRoutes(agreements: AgreementService, options: { extensi
         return { status: 201, body: agreement, headers: { Location: `${baseUrl}/agreements/${agreement.id}` } };
       },
     },
-  ];
-  if (options.extensions) {
-    routes.push({
+    {
       method: ['GET', 'HEAD'],
       path: '/agreements',
-      query: ['limit', 'cursor'],
+      extension: true,
+      doc: {
+        operationId: 'listAgreements',
+        summary: 'List agreements',
+        tags: ['Agreements'],
+        description: `The account's agreements, newest first (by \`createdAt\`, those of one second the last made first), a page at a time, without signature images (as \`AgreementEventData\`: \`GET /agreements/{agreementId}\` has them). Each page after the first starts right after the last agreement of the page before, so agreements created meanwhile do not shift a page: they come first in a new listing.`,
+        parameters: [
+          {
+            name: 'limit',
+            in: 'query',
+            required: false,
+            description: 'How many agreements a page holds: 1–100, 50 when not given.',
+            schema: v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100)),
+          },
+          {
+            name: 'cursor',
+            in: 'query',
+            required: false,
+            description: 'The `nextCursor` of the page before; without it, the first page.',
+            schema: v.pipe(v.string(), v.regex(idPattern('agr'))),
+          },
+        ],
+        responses: {
+          200: answer('A page of agreements, and the cursor of the next one.', 'AgreementList'),
+          400: failure('`limit` is not a whole number from 1 to 100, `cursor` is not one a list of this account gave, or either is given more than once.'),
+        },
+      },
       async handler({ accountId, query }) {
         const { limit, cursor } = query;
         if (Array.isArray(limit)) throw new PortalError('QUERY_REPEATED', 'limit');
@@ -46,24 +116,48 @@ export function agreementRoutes(agreements: AgreementService, options: { extensi
         const count = limit === undefined ? undefined : wholeNumber(limit);
         return { status: 200, body: await agreements.list(accountId, { limit: count, cursor }) };
       },
-    });
-    routes.push({
+    },
+    {
       method: ['GET', 'HEAD'],
       path: '/agreements/:agreementId',
+      extension: true,
+      doc: {
+        operationId: 'getAgreement',
+        summary: 'Get an agreement',
+        parameters: [agreementIdParameter],
+        tags: ['Agreements'],
+        description: `The address the \`Location\` of a created agreement names. The whole agreement, signature images included: the \`agreement-created\` and \`agreement-signed\` webhook events carry it without them (\`AgreementEventData\`), and a receiver that needs the images fetches them here.`,
+        responses: {
+          200: answer('The agreement, signature images included.', 'Agreement'),
+          404: failure('No such agreement in this account.'),
+        },
+      },
       async handler({ accountId, params }) {
         const agreement = await agreements.get(accountId, params.agreementId!);
         if (agreement === null) throw new PortalError('AGREEMENT_NOT_FOUND', params.agreementId!);
         return { status: 200, body: agreement };
       },
-    });
-    routes.push({
+    },
+    {
       method: ['GET', 'HEAD'],
       path: '/agreements/:agreementId/documents/:documentId/download',
+      extension: true,
+      doc: {
+        operationId: 'getDocumentDownloadLink',
+        summary: 'A download link for an agreement document',
+        parameters: [agreementIdParameter, pathParameter('documentId', "The document id (`agd_…`), one of the agreement's `documents`.")],
+        tags: ['Agreements'],
+        description: `The link serves for 5 minutes without Authorization, like an attachment's. A document is served as \`application/pdf\` when its name ends in \`.pdf\`, else as \`application/octet-stream\`.`,
+        responses: {
+          200: answer('The link and when it expires.', 'DownloadLink'),
+          400: failure('An id is malformed.'),
+          404: failure('No such agreement in this account, or no such document in it.'),
+        },
+      },
       async handler({ accountId, params, baseUrl }) {
         const link = await agreements.documentDownloadLink(accountId, params.agreementId!, params.documentId!, baseUrl);
         return { status: 200, body: link };
       },
-    });
-  }
-  return routes;
+    },
+  ];
 }

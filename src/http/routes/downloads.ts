@@ -2,7 +2,9 @@ import type { IncomingMessage } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import { type RangeRequest, parseRange } from '../byte-range.js';
 import { attachmentDisposition } from '../content-disposition.js';
-import { DOWNLOAD_QUERY, DOWNLOAD_ROUTE, readDownloadRequest } from '../../domain/download-links.js';
+import * as v from 'valibot';
+import { DOWNLOAD_ROUTE, UNIX_SECONDS, readDownloadRequest } from '../../domain/download-links.js';
+import { BYTES_HEADERS, REQUEST_ID, failure, header, type Json, type Operation, pathParameter, queryParameter } from '../route-doc.js';
 import { isMediaType } from '../../domain/inputs.js';
 import type { Route } from '../handler.js';
 import { PortalError } from '../../errors.js';
@@ -19,8 +21,9 @@ export function downloadRoutes(downloads: DownloadService): Route[] {
     {
       method: ['GET', 'HEAD'],
       path: DOWNLOAD_ROUTE,
-      query: DOWNLOAD_QUERY,
       public: true,
+      doc: downloadOperation('GET'),
+      headDoc: downloadOperation('HEAD'),
       writesResponse: true,
       async handler({ req, res, params, query }) {
         // Private bytes: no shared cache may keep them, whatever the answer turns out to be.
@@ -85,4 +88,45 @@ function requestedRange(req: IncomingMessage, download: Downloadable): RangeRequ
   const ifRange = req.headers['if-range'];
   if (ifRange !== undefined && ifRange !== etagOf(download)) return { kind: 'full' };
   return parseRange(req.headers.range, download.size);
+}
+
+/** The download route's operation; a HEAD's answers are those of the GET without their bodies, and it never redirects. */
+function downloadOperation(method: 'GET' | 'HEAD'): Operation {
+  const bytes = method === 'GET' ? { content: { '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } } : {};
+  const redirect: Record<number, Json> = {
+    302: {
+      description:
+        'With a blob store that serves bytes itself (`s3Blobs({ redirect: true })`): a presigned URL of the object, valid no longer than the link, answering with the same Content-Type and Content-Disposition and honouring Range.',
+      headers: { ...REQUEST_ID, Location: { schema: { type: 'string', format: 'uri' }, required: true } },
+    },
+  };
+  return {
+    operationId: method === 'GET' ? 'download' : 'headDownload',
+    summary:
+      method === 'GET' ? 'Download an attachment, a file or an agreement document through a signed link' : 'The headers of a download, without its bytes',
+    tags: ['Downloads'],
+    description:
+      'The `link` of a download-link answer (a ticket attachment, a file, an agreement document): it needs no Authorization, as its signature (HMAC-SHA256 over every other part) is its authorization. Any instance holding the signing keys serves it.',
+    parameters: [
+      pathParameter('id', 'The attachment (`tca_…`), file (`fsf_…`) or document (`agd_…`) id, as the link carries it.'),
+      queryParameter('account', 'The account the link was made in.', { type: 'string', minLength: 1 }, true),
+      queryParameter('ticket', "The ticket id: on an attachment's link only.", { type: 'string', minLength: 1 }),
+      queryParameter('message', "The message id: on an attachment's link only.", { type: 'string', minLength: 1 }),
+      queryParameter('agreement', "The agreement id: on a document's link only.", { type: 'string', minLength: 1 }),
+      queryParameter('expires', 'Unix seconds from which the link is refused.', v.pipe(v.string(), v.regex(UNIX_SECONDS)), true),
+      queryParameter('signature', 'base64url HMAC-SHA256 of the other parts.', v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{43}$/)), true),
+      { name: 'Range', in: 'header', required: false, description: 'One byte range (`bytes=0-99`, `bytes=100-`, `bytes=-500`).', schema: { type: 'string' } },
+      { name: 'If-Range', in: 'header', required: false, description: 'The range is honoured only when this names the ETag.', schema: { type: 'string' } },
+    ],
+    responses: {
+      200: { description: 'The whole attachment, with its stored media type.', headers: { ...REQUEST_ID, ...BYTES_HEADERS }, ...bytes },
+      206: { description: 'The one range asked for.', headers: { ...REQUEST_ID, ...BYTES_HEADERS, 'Content-Range': header('Content-Range') }, ...bytes },
+      ...(method === 'GET' ? redirect : {}),
+      400: failure('A query parameter no link carries.'),
+      403: failure('The link is incomplete, altered, or signed with a key this server does not hold.'),
+      404: failure('The attachment, file or document was removed after the link was made.'),
+      410: failure('The link has expired.'),
+      416: failure('The range starts past the end of the bytes.', { 'Content-Range': header('Content-Range') }),
+    },
+  };
 }

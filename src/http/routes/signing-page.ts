@@ -21,6 +21,8 @@ export function signingPageRoutes(load: () => Promise<Built> = () => builtAssets
       method: ['GET', 'HEAD'],
       path: '/sign',
       public: true,
+      extension: true,
+      doc: null,
       writesResponse: true,
       async handler({ req, res, requestId }) {
         writeAsset(req, res, requestId, (await ready()).page, true);
@@ -30,6 +32,8 @@ export function signingPageRoutes(load: () => Promise<Built> = () => builtAssets
       method: ['GET', 'HEAD'],
       path: '/sign/assets/:file',
       public: true,
+      extension: true,
+      doc: null,
       writesResponse: true,
       async handler({ req, res, requestId, params }) {
         const asset = (await ready()).assets.get(params.file!);

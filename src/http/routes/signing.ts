@@ -1,3 +1,4 @@
+import { REQUEST_ID, agreementIdParameter, answer, failure, json, pathParameter } from '../route-doc.js';
 import type { IncomingMessage } from 'node:http';
 import type { SigningService } from '../../domain/signing.js';
 import type { Route } from '../handler.js';
@@ -22,6 +23,23 @@ export function signingRoutes(signing: SigningService): Route[] {
     {
       method: 'POST',
       path: '/agreements/:agreementId/signers/:signerId/signing-link',
+      extension: true,
+      doc: {
+        operationId: 'createSigningLink',
+        summary: 'A signing link for one signer',
+        parameters: [agreementIdParameter, pathParameter('signerId', 'The signer id (`ags_…`).')],
+        tags: ['Signing'],
+        description: `The link opens the signing page with the signer's token in its fragment. A new link replaces every older link of the signer. Recorded in the audit trail.`,
+        requestBody: { required: false, content: json('SigningLinkInput') },
+        responses: {
+          201: answer('The link and when it expires (72 hours unless `expiresInSeconds` says otherwise).', 'SigningLink'),
+          400: failure('`expiresInSeconds` outside 60 … 2,592,000, an unknown field, a malformed id or body.'),
+          404: failure('No such agreement in this account, or no such signer on it.'),
+          409: failure('The signer has signed or declined, the agreement is signed or closed, or the signer has been sent 20 links already.'),
+          413: failure('The body is over 64 KiB.'),
+          415: failure('A body that is not `application/json`.'),
+        },
+      },
       async handler({ req, accountId, params, baseUrl, client }) {
         const input = await readOptionalJson(req);
         return { status: 201, body: await signing.issueLink(accountId, params.agreementId!, params.signerId!, input, baseUrl, client) };
@@ -30,6 +48,19 @@ export function signingRoutes(signing: SigningService): Route[] {
     {
       method: ['GET', 'HEAD'],
       path: '/agreements/:agreementId/audit',
+      extension: true,
+      doc: {
+        operationId: 'getAgreementAudit',
+        summary: 'The audit trail of an agreement',
+        parameters: [agreementIdParameter],
+        tags: ['Signing'],
+        description: `Every step (created, link issued, viewed, signed, declined, expired, reminder) with its time, actor, IP, user agent and the documents' hashes, each entry hashed over the one before.`,
+        responses: {
+          200: answer('The trail, oldest first, and whether its chain verifies.', 'AuditTrail'),
+          400: failure('A malformed id.'),
+          404: failure('No such agreement in this account.'),
+        },
+      },
       async handler({ accountId, params }) {
         return { status: 200, body: await signing.audit(accountId, params.agreementId!) };
       },
@@ -37,6 +68,27 @@ export function signingRoutes(signing: SigningService): Route[] {
     {
       method: ['GET', 'HEAD'],
       path: '/agreements/:agreementId/certificate',
+      extension: true,
+      doc: {
+        operationId: 'getAgreementCertificate',
+        summary: 'The certificate of completion of an agreement',
+        parameters: [agreementIdParameter],
+        tags: ['Signing'],
+        description: `A PDF: the agreement, each document's name, size and SHA-256, each signer's name, e-mail, time, IP and signature image, the audit trail and its final hash, and whether the chain verifies. Made once the agreement is signed or closed.`,
+        responses: {
+          200: {
+            description: 'The certificate.',
+            headers: {
+              ...REQUEST_ID,
+              'Content-Disposition': { description: '`attachment; filename="certificate-<agreementId>.pdf"`', schema: { type: 'string' }, required: true },
+            },
+            content: { 'application/pdf': { schema: { type: 'string', contentMediaType: 'application/pdf' } } },
+          },
+          400: failure('A malformed id.'),
+          404: failure('No such agreement in this account.'),
+          409: failure('The agreement still awaits signatures.'),
+        },
+      },
       // Bytes, not JSON: written here, after the contract's headers the dispatcher set on `res`.
       writesResponse: true,
       async handler({ req, res, accountId, params }) {
@@ -52,6 +104,18 @@ export function signingRoutes(signing: SigningService): Route[] {
     {
       method: ['GET', 'HEAD'],
       path: '/signing',
+      extension: true,
+      doc: {
+        operationId: 'getSigning',
+        summary: 'What a signer sees',
+        tags: ['Signing'],
+        signer: true,
+        description: `Authorized by the signing token (\`Authorization: Bearer <token>\`), not an API key. The first read records the signer's \`viewedAt\` and sends \`agreement-viewed\`.`,
+        responses: {
+          200: answer('The agreement without signature images, the signer, and a download link to each document.', 'SigningView'),
+          410: failure('The signing link has expired.'),
+        },
+      },
       public: true,
       async handler({ req, baseUrl, client }) {
         return { status: 200, body: await signing.view(bearer(req), baseUrl, client) };
@@ -60,6 +124,23 @@ export function signingRoutes(signing: SigningService): Route[] {
     {
       method: 'POST',
       path: '/signing/sign',
+      extension: true,
+      doc: {
+        operationId: 'sign',
+        summary: "Sign as the token's signer",
+        tags: ['Signing'],
+        signer: true,
+        description: `The signature is a data-URL checked as \`signerSignatureData\` at creation. Sends \`agreement-signer-signed\`, and with the last signer \`agreement-signed\`.`,
+        requestBody: { required: true, content: json('SignInput') },
+        responses: {
+          200: answer('The view after signing.', 'SigningView'),
+          400: failure('The signature is missing or not an acceptable image; an unknown field; a malformed body.'),
+          409: failure('The signer has signed or declined, the agreement is signed or closed, or (sequential order) a signer before has not signed yet.'),
+          410: failure('The signing link has expired.'),
+          413: failure('The body is larger than the largest signature allows.'),
+          415: failure('A body that is not `application/json`.'),
+        },
+      },
       public: true,
       async handler({ req, baseUrl, client }) {
         const token = bearer(req);
@@ -69,6 +150,23 @@ export function signingRoutes(signing: SigningService): Route[] {
     {
       method: 'POST',
       path: '/signing/decline',
+      extension: true,
+      doc: {
+        operationId: 'decline',
+        summary: "Decline as the token's signer",
+        tags: ['Signing'],
+        signer: true,
+        description: `The agreement closes (\`closedReason: declined\`) and \`agreement-declined\` is sent.`,
+        requestBody: { required: false, content: json('DeclineInput') },
+        responses: {
+          200: answer('The view after declining.', 'SigningView'),
+          400: failure('A reason over 1,000 characters or with control characters; an unknown field; a malformed body.'),
+          409: failure('The signer has signed or declined, or the agreement is signed or closed.'),
+          410: failure('The signing link has expired.'),
+          413: failure('The body is over 64 KiB.'),
+          415: failure('A body that is not `application/json`.'),
+        },
+      },
       public: true,
       async handler({ req, baseUrl, client }) {
         const token = bearer(req);

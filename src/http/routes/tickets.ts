@@ -1,26 +1,51 @@
+import { answer, attachmentParameters, failure, messageParameters, uploadBody } from '../route-doc.js';
 import type { Route } from '../handler.js';
 import type { TicketService } from '../../domain/tickets.js';
 import { readUpload } from '../upload-form.js';
 
 /** `GET /tickets/{ticketId}/message/{messageId}/attachment/{attachmentId}/download`: a signed link, valid 5 minutes. */
-export function ticketRoutes(tickets: TicketService, options: { extensions: boolean }): Route[] {
-  const routes: Route[] = [
+export function ticketRoutes(tickets: TicketService): Route[] {
+  return [
     {
       method: ['GET', 'HEAD'],
       path: '/tickets/:ticketId/message/:messageId/attachment/:attachmentId/download',
+      doc: {
+        operationId: 'getAttachmentDownloadLink',
+        summary: 'A download link for a ticket message attachment',
+        parameters: attachmentParameters,
+        tags: ['Tickets'],
+        description: 'The link serves for 5 minutes without Authorization.',
+        responses: {
+          200: answer('The link and when it expires.', 'DownloadLink'),
+          400: failure('An id is malformed.'),
+          404: failure('No such attachment under that message and ticket in this account.'),
+        },
+      },
       async handler({ accountId, params, baseUrl }) {
         const { ticketId = '', messageId = '', attachmentId = '' } = params;
         const link = await tickets.downloadLink(accountId, { ticketId, messageId, attachmentId }, baseUrl);
         return { status: 200, body: link };
       },
     },
-  ];
-  if (!options.extensions) return routes;
-  // Extensions: attach a file to a message (multipart, streamed), and remove an attachment.
-  routes.push(
+    // Extensions: attach a file to a message (multipart, streamed), and remove an attachment.
     {
       method: 'POST',
       path: '/tickets/:ticketId/message/:messageId/attachment',
+      extension: true,
+      doc: {
+        operationId: 'createAttachment',
+        summary: 'Attach a file to a ticket message',
+        parameters: messageParameters,
+        tags: ['Tickets'],
+        description: `The file is streamed into the blob store as it arrives; a failed or aborted upload keeps nothing.`,
+        requestBody: uploadBody('AttachmentUploadForm'),
+        responses: {
+          201: answer('The attachment, with its id.', 'Attachment'),
+          400: failure('An id is malformed; the `file` part is missing, repeated or without a filename; an unknown part; a malformed body.'),
+          413: failure('The file is over 5 MiB (5,242,880 bytes).'),
+          415: failure('The body is not `multipart/form-data`, or is compressed.'),
+        },
+      },
       streamsBody: true,
       async handler({ req, accountId, params }) {
         const { ticketId = '', messageId = '' } = params;
@@ -36,12 +61,24 @@ export function ticketRoutes(tickets: TicketService, options: { extensions: bool
     {
       method: 'DELETE',
       path: '/tickets/:ticketId/message/:messageId/attachment/:attachmentId',
+      extension: true,
+      doc: {
+        operationId: 'deleteAttachment',
+        summary: 'Remove an attachment',
+        parameters: attachmentParameters,
+        tags: ['Tickets'],
+        description: `Its bytes go with it; links to it answer 404 from then on.`,
+        responses: {
+          204: answer('Removed.'),
+          400: failure('An id is malformed.'),
+          404: failure('No such attachment under that message and ticket in this account.'),
+        },
+      },
       async handler({ accountId, params }) {
         const { ticketId = '', messageId = '', attachmentId = '' } = params;
         await tickets.removeAttachment(accountId, { ticketId, messageId, attachmentId });
         return { status: 204 };
       },
     },
-  );
-  return routes;
+  ];
 }

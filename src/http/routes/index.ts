@@ -1,0 +1,48 @@
+import type { AgreementService } from '../../domain/agreements.js';
+import type { DownloadService } from '../../domain/downloads.js';
+import type { EventCatalogue } from '../../domain/event-types.js';
+import type { FileService } from '../../domain/files.js';
+import type { SigningService } from '../../domain/signing.js';
+import type { TicketService } from '../../domain/tickets.js';
+import type { WebhookService } from '../../domain/webhooks.js';
+import type { Route } from '../handler.js';
+import { agreementRoutes } from './agreements.js';
+import { downloadRoutes } from './downloads.js';
+import { eventTypeRoutes } from './event-types.js';
+import { fileRoutes } from './files.js';
+import { signingPageRoutes } from './signing-page.js';
+import { signingRoutes } from './signing.js';
+import { ticketRoutes } from './tickets.js';
+import { webhookExtensionRoutes, webhookKeyRoutes, webhookRoutes } from './webhooks.js';
+
+export interface RouteServices {
+  webhooks: WebhookService;
+  catalogue: EventCatalogue;
+  files: FileService;
+  tickets: TicketService;
+  downloads: DownloadService;
+  agreements: AgreementService;
+  signing: SigningService;
+}
+
+/**
+ * The route table: every route of the API and of the signing page, each with its operation. The
+ * handler is built from it, and so is the OpenAPI document (`src/openapi/openapi.ts`), from the
+ * same table made with stand-in services: a route only keeps its services for its handler.
+ */
+export function routeTable(services: RouteServices, options: { extensions: boolean }): Route[] {
+  const { webhooks, catalogue, files, tickets, downloads, agreements, signing } = services;
+  const routes = [
+    ...webhookRoutes(webhooks),
+    ...webhookExtensionRoutes(webhooks),
+    ...webhookKeyRoutes(webhooks),
+    ...eventTypeRoutes(catalogue),
+    ...agreementRoutes(agreements),
+    ...signingRoutes(signing),
+    ...signingPageRoutes(),
+    ...fileRoutes(files),
+    ...ticketRoutes(tickets),
+    ...downloadRoutes(downloads),
+  ];
+  return options.extensions ? routes : routes.filter((route) => route.extension !== true);
+}
