@@ -20,7 +20,7 @@ import pg from 'pg';
 import { connectPostgres, dropSchema } from '../test/helpers/sql.js';
 import { pinned } from './support/cores.js';
 import { DATABASE_URL, now } from './support/fleet.js';
-import { Child, type Fleet, script, startFleet, stopFleet } from './support/fleet-processes.js';
+import { Child, type Fleet, fleetNode, script, startFleet, stopFleet, useNode } from './support/fleet-processes.js';
 import { emit } from './support/row.js';
 
 const RATE = Number(process.env.HORIZON_RATE ?? 500);
@@ -197,6 +197,14 @@ async function main() {
     console.error(`horizon bench: skipped: ${postgres.reason}`);
     return;
   }
+  // pg-boss 12 needs Node 22: every process of the run on the one `fleetNode` finds.
+  const node = fleetNode();
+  if (typeof node === 'string') {
+    console.error(`horizon bench: skipped: ${node}`);
+    await postgres.pool.end();
+    return;
+  }
+  useNode(node.path);
   const receiver = new Child('receiver', script('fleet-receiver.js'), [], 1);
   try {
     const { url } = await receiver.next<{ url: string }>(30_000, 'start');

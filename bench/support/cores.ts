@@ -25,9 +25,9 @@ export const pinned: boolean = (() => {
  * `node ...args` on `core` where `taskset` exists, else unpinned. taskset execs node in place: the
  * pid stays the server's, which /proc is read by.
  */
-export function spawnNode(core: number, args: readonly string[], options: SpawnOptions): ChildProcess {
+export function spawnNode(core: number, args: readonly string[], options: SpawnOptions, node = process.execPath): ChildProcess {
   const placed = { ...options, env: { ...(options.env ?? process.env), [PLACED]: String(core) } };
-  return pinned ? spawn('taskset', ['-c', String(core), process.execPath, ...args], placed) : spawn(process.execPath, args, placed);
+  return pinned ? spawn('taskset', ['-c', String(core), node, ...args], placed) : spawn(node, args, placed);
 }
 
 /** The JSON after `READY ` on the first such line a bench server prints, or a rejection when it exits first. */

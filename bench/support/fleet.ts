@@ -1,15 +1,17 @@
 /**
  * What the processes of `webhook-fleet.bench.js` share: the IPC messages, the event data, the
- * publishing loop and the signed call the pg-boss workers make. One file, so both contenders
- * publish the same data at the same pace and receive the same calls.
+ * publishing loop and the signed call the peers' workers make. One file, so every contender
+ * publishes the same data at the same pace and the receiver gets the same calls.
  */
+import http from 'node:http';
+import { Webhook } from 'standardwebhooks';
 
 /** The database of the bench (trust auth on 127.0.0.1 by default). */
 export const DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 /** The event type every webhook of the portal subscribes to, and the `type` of every call body. */
 export const EVENT_TYPE = 'customer-created';
 /** A Standard Webhooks secret, for the pg-boss workers (the portal makes its own per webhook). */
-export const SECRET = 'whsec_' + Buffer.alloc(32, 7).toString('base64');
+const SECRET = 'whsec_' + Buffer.alloc(32, 7).toString('base64');
 
 /** Coordinator → process. */
 export type Command = { cmd: 'publish'; events: number; batch: number; rate: number; pad: number } | { cmd: 'stop' } | { cmd: 'claims' };
@@ -81,4 +83,46 @@ export function serve(handlers: {
     }
   });
   return { ready: () => send({ ready: true }), failed: (message: string) => send({ failed: message }) };
+}
+
+/** The portal's default call time-out, so that a hanging receiver cannot hang a peer's worker either. */
+const CALL_TIMEOUT_MS = 15_000;
+
+const atom = (date: Date) => date.toISOString().slice(0, 19) + '+00:00';
+
+/**
+ * The call a peer's worker makes for one job: the portal's body, signed with the reference
+ * Standard Webhooks library, POSTed with `http.request` over a keep-alive agent, as users of
+ * pg-boss and graphile-worker write it. Resolves on a 2xx, rejects otherwise (the job is retried).
+ */
+export function signedPoster(url: string, userAgent: string): (id: string, data: FleetData) => Promise<void> {
+  const agent = new http.Agent({ keepAlive: true, scheduling: 'lifo' });
+  const signer = new Webhook(SECRET);
+  return (id, data) =>
+    new Promise<void>((resolve, reject) => {
+      const at = new Date();
+      const body = JSON.stringify({ id, type: EVENT_TYPE, createdAt: atom(new Date(data.sentAt)), data });
+      const signature = signer.sign(id, at, body);
+      const req = http.request(url, {
+        method: 'POST',
+        agent,
+        timeout: CALL_TIMEOUT_MS,
+        headers: {
+          'Content-Type': 'application/json',
+          'Content-Length': String(Buffer.byteLength(body)),
+          'User-Agent': userAgent,
+          'webhook-id': id,
+          'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+          'webhook-signature': signature,
+          'X-Webhook-Signature': signature,
+        },
+      });
+      req.on('timeout', () => req.destroy(new Error(`timed out after ${CALL_TIMEOUT_MS} ms`)));
+      req.on('response', (res) => {
+        res.resume();
+        res.on('end', () => (res.statusCode! < 300 ? resolve() : reject(new Error(`status ${res.statusCode}`))));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
 }
