@@ -72,8 +72,14 @@ async function engine(url: string): Promise<{ perSecond: number; calls: WebhookC
   const started = performance.now();
   await portal.worker!.tick();
   const seconds = (performance.now() - started) / 1000;
-  const log = (await portal.webhooks.deliveries('default', webhook.id))!;
-  const delivered = log.filter((delivery) => delivery.status === 'succeeded').length;
+  // The delivery log is paged (50 by default, 500 at most): walk every page of the succeeded ones.
+  let delivered = 0;
+  for (let cursor: string | undefined; ; ) {
+    const page = (await portal.webhooks.deliveries('default', webhook.id, { status: 'succeeded', limit: 500, cursor }))!;
+    delivered += page.length;
+    if (page.nextCursor === null) break;
+    cursor = page.nextCursor;
+  }
   if (delivered !== events) throw new Error(`only ${delivered} of ${events} delivered`);
   if (calls.length !== events) throw new Error(`${calls.length} calls made for ${events} deliveries`);
   await portal.close();
