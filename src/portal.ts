@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createAuthenticator, type AuthOption } from './http/auth.js';
 import { createHandler } from './http/handler.js';
-import { routeTable } from './http/routes/index.js';
+import { routeTable } from './http/route-table.js';
 import { createPage } from './http/page.js';
 import { processWarnings, silentLogger } from './shared/logger.js';
 import { errorMessage } from './errors.js';

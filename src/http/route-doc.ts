@@ -77,25 +77,18 @@ export function queryNames(operation: Operation | null): string[] {
 export const ref = (name: SchemaName) => ({ $ref: `#/components/schemas/${name}` });
 export const json = (name: SchemaName) => ({ 'application/json': { schema: ref(name) } });
 export const header = (name: string) => ({ $ref: `#/components/headers/${name}` });
-export const REQUEST_ID = { 'X-Request-Id': header('X-Request-Id') };
+export const REQUEST_ID_HEADER = { 'X-Request-Id': header('X-Request-Id') };
 
-/** An answer: its description, the component its body is (none: no body), and headers beyond `X-Request-Id`. */
-export function answer(description: string, name?: SchemaName, headers: Json = {}): Json {
+/** A response: its description, the component its body is (none: no body), and headers beyond `X-Request-Id`. */
+export function response(description: string, name?: SchemaName, headers: Json = {}): Json {
   return {
     description,
-    headers: { ...REQUEST_ID, ...headers },
+    headers: { ...REQUEST_ID_HEADER, ...headers },
     ...(name === undefined ? {} : { content: json(name) }),
   };
 }
 /** A refusal: `{"message": …}`. */
-export const failure = (description: string, headers: Json = {}) => answer(description, 'Error', headers);
-
-/** A response as a HEAD answers it: the same status and headers, no body. */
-export function withoutBody(item: Json): Json {
-  if (typeof item.$ref === 'string') return { $ref: `${item.$ref}NoBody` };
-  const { content: _content, ...rest } = item;
-  return rest;
-}
+export const failure = (description: string, headers: Json = {}) => response(description, 'Error', headers);
 
 export const pathParameter = (name: string, description: string, schema: v.GenericSchema | Json = { type: 'string' }): Parameter => ({
   name,

@@ -17,8 +17,8 @@ import {
 } from '../domain/inputs.js';
 import { TEST_EVENT_TYPE } from '../domain/webhooks.js';
 import type { Route } from '../http/handler.js';
-import { type Json, type Operation, type SchemaName, failure, withoutBody } from '../http/route-doc.js';
-import { type RouteServices, routeTable } from '../http/routes/index.js';
+import { type Json, type Operation, type SchemaName, failure } from '../http/route-doc.js';
+import { type RouteServices, routeTable } from '../http/route-table.js';
 import { idPattern } from '../shared/ids.js';
 import { VERSION } from '../shared/version.js';
 
@@ -113,6 +113,12 @@ const isValibot = (schema: v.GenericSchema | Json): schema is v.GenericSchema =>
  */
 function operation(route: Route, spec: Operation): Json {
   const { signer, responses, description, parameters, ...rest } = spec;
+  // The query parameters a route takes are read from its operation's own parameters, not from a reference.
+  for (const parameter of parameters ?? []) {
+    if ('$ref' in parameter && parameter.$ref !== '#/components/parameters/Idempotency-Key') {
+      throw new Error(`${spec.operationId}: only the Idempotency-Key header is referenced; write ${parameter.$ref} out`);
+    }
+  }
   const isPublic = route.public === true && signer !== true;
   const mark = route.extension === undefined ? undefined : route.extension === true ? EXTENSION : ALWAYS_SERVED;
   const text = [mark, description].filter((part) => part !== undefined).join(' ');
@@ -145,6 +151,13 @@ function checkPathParameters(route: Route, spec: Operation): void {
   const listed = (spec.parameters ?? []).flatMap((parameter) => ('in' in parameter && parameter.in === 'path' ? [parameter.name] : [])).sort();
   if (inPath.join() !== listed.join())
     throw new Error(`${spec.operationId}: the path ${route.path} has the parameters [${inPath}], its operation lists [${listed}]`);
+}
+
+/** A response as a HEAD answers it: the same status and headers, no body. */
+function withoutBody(item: Json): Json {
+  if (typeof item.$ref === 'string') return { $ref: `${item.$ref}NoBody` };
+  const { content: _content, ...rest } = item;
+  return rest;
 }
 
 /** A HEAD's operation: every answer without its body, the shared ones too. */
@@ -210,13 +223,11 @@ function withHeads(items: Record<string, Json>): Record<string, Json> {
     Object.entries(items).map(([path, item]) => {
       const get = item.get as Json | undefined;
       if (get === undefined || item.head !== undefined) return [path, item];
-      const responses = Object.fromEntries(Object.entries(get.responses as Record<string, Json>).map(([status, answer]) => [status, withoutBody(answer)]));
       const head = {
-        ...get,
+        ...headOf(get),
         operationId: `${get.operationId}Head`,
         summary: `${get.summary}: the headers alone`,
         description: 'The answer of the GET without its body.',
-        responses,
       };
       return [path, { ...item, head }];
     }),
@@ -340,7 +351,7 @@ function buildDocument(): Json {
       title: 'Customer Portal API',
       version: VERSION,
       description:
-        'The Customer Portal API (v1) served by the `customer-portal` package. Operations marked `x-extension: true` go beyond the spec and are served unless the portal is made with `extensions: false`. Every error is `{"message": "…"}`.',
+        'The Customer Portal API (v1) served by the `customer-portal` package. Operations marked `x-extension: true` go beyond the spec and are served unless the portal is made with `extensions: false`, except the public keys link of a webhook, which is served always (its description says so). Every error is `{"message": "…"}`.',
       license: { name: 'MIT', identifier: 'MIT' },
     },
     servers: [{ url: DEFAULT_BASE_PATH, description: 'The base path, under the host the portal is mounted on.' }],

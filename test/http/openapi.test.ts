@@ -1,4 +1,4 @@
-import { routeTable } from '../../src/http/routes/index.js';
+import { routeTable } from '../../src/http/route-table.js';
 import { readFile } from 'node:fs/promises';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { test } from 'uvu';

@@ -4,7 +4,7 @@ import { idPattern } from '../../shared/ids.js';
 import {
   RETRY_AFTER,
   agreementIdParameter,
-  answer,
+  response,
   created,
   failure,
   idempotencyKeyParameter,
@@ -12,6 +12,7 @@ import {
   keyReused,
   pathParameter,
   ref,
+  queryParameter,
 } from '../route-doc.js';
 import { readAgreementForm } from '../agreement-form.js';
 import type { Route } from '../handler.js';
@@ -50,7 +51,7 @@ export function agreementRoutes(agreements: AgreementService): Route[] {
           },
         },
         responses: {
-          201: answer(
+          201: response(
             'The agreement made: status `sent`, no signer has signed. With `Idempotent-Replayed: true`, the first answer to this `Idempotency-Key`, given again.',
             'Agreement',
             created,
@@ -89,23 +90,15 @@ export function agreementRoutes(agreements: AgreementService): Route[] {
         tags: ['Agreements'],
         description: `The account's agreements, newest first (by \`createdAt\`, those of one second the last made first), a page at a time, without signature images (as \`AgreementEventData\`: \`GET /agreements/{agreementId}\` has them). Each page after the first starts right after the last agreement of the page before, so agreements created meanwhile do not shift a page: they come first in a new listing.`,
         parameters: [
-          {
-            name: 'limit',
-            in: 'query',
-            required: false,
-            description: 'How many agreements a page holds: 1–100, 50 when not given.',
-            schema: v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100)),
-          },
-          {
-            name: 'cursor',
-            in: 'query',
-            required: false,
-            description: 'The `nextCursor` of the page before; without it, the first page.',
-            schema: v.pipe(v.string(), v.regex(idPattern('agr'))),
-          },
+          queryParameter(
+            'limit',
+            'How many agreements a page holds: 1–100, 50 when not given.',
+            v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100)),
+          ),
+          queryParameter('cursor', 'The `nextCursor` of the page before; without it, the first page.', v.pipe(v.string(), v.regex(idPattern('agr')))),
         ],
         responses: {
-          200: answer('A page of agreements, and the cursor of the next one.', 'AgreementList'),
+          200: response('A page of agreements, and the cursor of the next one.', 'AgreementList'),
           400: failure('`limit` is not a whole number from 1 to 100, `cursor` is not one a list of this account gave, or either is given more than once.'),
         },
       },
@@ -128,7 +121,7 @@ export function agreementRoutes(agreements: AgreementService): Route[] {
         tags: ['Agreements'],
         description: `The address the \`Location\` of a created agreement names. The whole agreement, signature images included: the \`agreement-created\` and \`agreement-signed\` webhook events carry it without them (\`AgreementEventData\`), and a receiver that needs the images fetches them here.`,
         responses: {
-          200: answer('The agreement, signature images included.', 'Agreement'),
+          200: response('The agreement, signature images included.', 'Agreement'),
           404: failure('No such agreement in this account.'),
         },
       },
@@ -149,7 +142,7 @@ export function agreementRoutes(agreements: AgreementService): Route[] {
         tags: ['Agreements'],
         description: `The link serves for 5 minutes without Authorization, like an attachment's. A document is served as \`application/pdf\` when its name ends in \`.pdf\`, else as \`application/octet-stream\`.`,
         responses: {
-          200: answer('The link and when it expires.', 'DownloadLink'),
+          200: response('The link and when it expires.', 'DownloadLink'),
           400: failure('An id is malformed.'),
           404: failure('No such agreement in this account, or no such document in it.'),
         },

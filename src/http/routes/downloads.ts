@@ -4,7 +4,7 @@ import { type RangeRequest, parseRange } from '../byte-range.js';
 import { attachmentDisposition } from '../content-disposition.js';
 import * as v from 'valibot';
 import { DOWNLOAD_ROUTE, UNIX_SECONDS, readDownloadRequest } from '../../domain/download-links.js';
-import { BYTES_HEADERS, REQUEST_ID, failure, header, type Json, type Operation, pathParameter, queryParameter } from '../route-doc.js';
+import { BYTES_HEADERS, REQUEST_ID_HEADER, failure, header, type Json, type Operation, pathParameter, queryParameter } from '../route-doc.js';
 import { isMediaType } from '../../domain/inputs.js';
 import type { Route } from '../handler.js';
 import { PortalError } from '../../errors.js';
@@ -97,7 +97,7 @@ function downloadOperation(method: 'GET' | 'HEAD'): Operation {
     302: {
       description:
         'With a blob store that serves bytes itself (`s3Blobs({ redirect: true })`): a presigned URL of the object, valid no longer than the link, answering with the same Content-Type and Content-Disposition and honouring Range.',
-      headers: { ...REQUEST_ID, Location: { schema: { type: 'string', format: 'uri' }, required: true } },
+      headers: { ...REQUEST_ID_HEADER, Location: { schema: { type: 'string', format: 'uri' }, required: true } },
     },
   };
   return {
@@ -119,8 +119,8 @@ function downloadOperation(method: 'GET' | 'HEAD'): Operation {
       { name: 'If-Range', in: 'header', required: false, description: 'The range is honoured only when this names the ETag.', schema: { type: 'string' } },
     ],
     responses: {
-      200: { description: 'The whole attachment, with its stored media type.', headers: { ...REQUEST_ID, ...BYTES_HEADERS }, ...bytes },
-      206: { description: 'The one range asked for.', headers: { ...REQUEST_ID, ...BYTES_HEADERS, 'Content-Range': header('Content-Range') }, ...bytes },
+      200: { description: 'The whole attachment, with its stored media type.', headers: { ...REQUEST_ID_HEADER, ...BYTES_HEADERS }, ...bytes },
+      206: { description: 'The one range asked for.', headers: { ...REQUEST_ID_HEADER, ...BYTES_HEADERS, 'Content-Range': header('Content-Range') }, ...bytes },
       ...(method === 'GET' ? redirect : {}),
       400: failure('A query parameter no link carries.'),
       403: failure('The link is incomplete, altered, or signed with a key this server does not hold.'),

@@ -1,13 +1,16 @@
 import * as v from 'valibot';
 import { idPattern } from '../../shared/ids.js';
-import { answer, failure, json, pathParameter, uploadBody } from '../route-doc.js';
+import { queryParameter, response, failure, json, pathParameter, uploadBody } from '../route-doc.js';
 import { PortalError } from '../../errors.js';
 import type { FileService } from '../../domain/files.js';
 import type { Route } from '../handler.js';
 import { readJson } from '../json-body.js';
 import { readUpload } from '../upload-form.js';
 
-/** `GET /files?directoryId=fsd_…`: one directory's entries, the account's root without the parameter. */
+/**
+ * `GET /files?directoryId=fsd_…`: one directory's entries, the account's root without the parameter;
+ * and the extensions: upload a file, make a directory, a download link to a file, delete either.
+ */
 export function fileRoutes(files: FileService): Route[] {
   return [
     {
@@ -19,16 +22,10 @@ export function fileRoutes(files: FileService): Route[] {
         tags: ['Files'],
         description: 'Directories first, then files, each by name without regard to case, then by id. Not paginated.',
         parameters: [
-          {
-            name: 'directoryId',
-            in: 'query',
-            required: false,
-            description: "The directory to list (`fsd_…`); without it, the account's root.",
-            schema: v.pipe(v.string(), v.regex(idPattern('fsd'))),
-          },
+          queryParameter('directoryId', "The directory to list (`fsd_…`); without it, the account's root.", v.pipe(v.string(), v.regex(idPattern('fsd')))),
         ],
         responses: {
-          200: answer('Every entry of the directory.', 'FileList'),
+          200: response('Every entry of the directory.', 'FileList'),
           400: failure('`directoryId` is malformed or given more than once.'),
           404: failure('No such directory in this account.'),
         },
@@ -61,7 +58,7 @@ function fileExtensionRoutes(files: FileService): Route[] {
         description: `The parts in any order. The file is streamed into the blob store as it arrives and the entry made once every part is read; a failed or aborted upload, or a \`directoryId\` that names no directory, keeps nothing.`,
         requestBody: uploadBody('FileUploadForm'),
         responses: {
-          201: answer('The file entry made.', 'FileEntry'),
+          201: response('The file entry made.', 'FileEntry'),
           400: failure('`directoryId` malformed or repeated; the `file` part missing, repeated or without a filename; an unknown part; a malformed body.'),
           404: failure('No such directory in this account.'),
           413: failure('The file is over 5 MiB (5,242,880 bytes).'),
@@ -89,7 +86,7 @@ function fileExtensionRoutes(files: FileService): Route[] {
         tags: ['Files'],
         description: `The link serves for 5 minutes without Authorization, like an attachment's (Range, HEAD, a presigned redirect with \`s3Blobs({ redirect: true })\`).`,
         responses: {
-          200: answer('The link and when it expires.', 'DownloadLink'),
+          200: response('The link and when it expires.', 'DownloadLink'),
           400: failure("The id is neither a file's nor a directory's."),
           404: failure('No such file in this account (a directory has no download).'),
         },
@@ -109,7 +106,7 @@ function fileExtensionRoutes(files: FileService): Route[] {
         description: `In the account's root, or in \`directoryId\`.`,
         requestBody: { required: true, content: json('DirectoryInput') },
         responses: {
-          201: answer('The directory made.', 'FileEntry'),
+          201: response('The directory made.', 'FileEntry'),
           400: failure('The body is not JSON, or not `{name, directoryId?}` with a valid name and id.'),
           404: failure('No such parent directory in this account.'),
           415: failure('The body is not `application/json`.'),
@@ -131,7 +128,7 @@ function fileExtensionRoutes(files: FileService): Route[] {
         tags: ['Files'],
         description: `A file's bytes go with it.`,
         responses: {
-          204: answer('Deleted.'),
+          204: response('Deleted.'),
           404: failure('No such file or directory in this account.'),
           409: failure('The directory is not empty.'),
         },

@@ -1,4 +1,4 @@
-import { REQUEST_ID, agreementIdParameter, answer, failure, json, pathParameter } from '../route-doc.js';
+import { REQUEST_ID_HEADER, agreementIdParameter, response, failure, json, pathParameter } from '../route-doc.js';
 import type { IncomingMessage } from 'node:http';
 import type { SigningService } from '../../domain/signing.js';
 import type { Route } from '../handler.js';
@@ -32,7 +32,7 @@ export function signingRoutes(signing: SigningService): Route[] {
         description: `The link opens the signing page with the signer's token in its fragment. A new link replaces every older link of the signer. Recorded in the audit trail.`,
         requestBody: { required: false, content: json('SigningLinkInput') },
         responses: {
-          201: answer('The link and when it expires (72 hours unless `expiresInSeconds` says otherwise).', 'SigningLink'),
+          201: response('The link and when it expires (72 hours unless `expiresInSeconds` says otherwise).', 'SigningLink'),
           400: failure('`expiresInSeconds` outside 60 … 2,592,000, an unknown field, a malformed id or body.'),
           404: failure('No such agreement in this account, or no such signer on it.'),
           409: failure('The signer has signed or declined, the agreement is signed or closed, or the signer has been sent 20 links already.'),
@@ -56,7 +56,7 @@ export function signingRoutes(signing: SigningService): Route[] {
         tags: ['Signing'],
         description: `Every step (created, link issued, viewed, signed, declined, expired, reminder) with its time, actor, IP, user agent and the documents' hashes, each entry hashed over the one before.`,
         responses: {
-          200: answer('The trail, oldest first, and whether its chain verifies.', 'AuditTrail'),
+          200: response('The trail, oldest first, and whether its chain verifies.', 'AuditTrail'),
           400: failure('A malformed id.'),
           404: failure('No such agreement in this account.'),
         },
@@ -79,7 +79,7 @@ export function signingRoutes(signing: SigningService): Route[] {
           200: {
             description: 'The certificate.',
             headers: {
-              ...REQUEST_ID,
+              ...REQUEST_ID_HEADER,
               'Content-Disposition': { description: '`attachment; filename="certificate-<agreementId>.pdf"`', schema: { type: 'string' }, required: true },
             },
             content: { 'application/pdf': { schema: { type: 'string', contentMediaType: 'application/pdf' } } },
@@ -112,7 +112,7 @@ export function signingRoutes(signing: SigningService): Route[] {
         signer: true,
         description: `Authorized by the signing token (\`Authorization: Bearer <token>\`), not an API key. The first read records the signer's \`viewedAt\` and sends \`agreement-viewed\`.`,
         responses: {
-          200: answer('The agreement without signature images, the signer, and a download link to each document.', 'SigningView'),
+          200: response('The agreement without signature images, the signer, and a download link to each document.', 'SigningView'),
           410: failure('The signing link has expired.'),
         },
       },
@@ -133,7 +133,7 @@ export function signingRoutes(signing: SigningService): Route[] {
         description: `The signature is a data-URL checked as \`signerSignatureData\` at creation. Sends \`agreement-signer-signed\`, and with the last signer \`agreement-signed\`.`,
         requestBody: { required: true, content: json('SignInput') },
         responses: {
-          200: answer('The view after signing.', 'SigningView'),
+          200: response('The view after signing.', 'SigningView'),
           400: failure('The signature is missing or not an acceptable image; an unknown field; a malformed body.'),
           409: failure('The signer has signed or declined, the agreement is signed or closed, or (sequential order) a signer before has not signed yet.'),
           410: failure('The signing link has expired.'),
@@ -159,7 +159,7 @@ export function signingRoutes(signing: SigningService): Route[] {
         description: `The agreement closes (\`closedReason: declined\`) and \`agreement-declined\` is sent.`,
         requestBody: { required: false, content: json('DeclineInput') },
         responses: {
-          200: answer('The view after declining.', 'SigningView'),
+          200: response('The view after declining.', 'SigningView'),
           400: failure('A reason over 1,000 characters or with control characters; an unknown field; a malformed body.'),
           409: failure('The signer has signed or declined, or the agreement is signed or closed.'),
           410: failure('The signing link has expired.'),

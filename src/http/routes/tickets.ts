@@ -1,9 +1,12 @@
-import { answer, attachmentParameters, failure, messageParameters, uploadBody } from '../route-doc.js';
+import { response, attachmentParameters, failure, messageParameters, uploadBody } from '../route-doc.js';
 import type { Route } from '../handler.js';
 import type { TicketService } from '../../domain/tickets.js';
 import { readUpload } from '../upload-form.js';
 
-/** `GET /tickets/{ticketId}/message/{messageId}/attachment/{attachmentId}/download`: a signed link, valid 5 minutes. */
+/**
+ * `GET /tickets/{ticketId}/message/{messageId}/attachment/{attachmentId}/download`: a signed link,
+ * valid 5 minutes; and the extensions: attach a file to a message, remove an attachment.
+ */
 export function ticketRoutes(tickets: TicketService): Route[] {
   return [
     {
@@ -16,7 +19,7 @@ export function ticketRoutes(tickets: TicketService): Route[] {
         tags: ['Tickets'],
         description: 'The link serves for 5 minutes without Authorization.',
         responses: {
-          200: answer('The link and when it expires.', 'DownloadLink'),
+          200: response('The link and when it expires.', 'DownloadLink'),
           400: failure('An id is malformed.'),
           404: failure('No such attachment under that message and ticket in this account.'),
         },
@@ -40,7 +43,7 @@ export function ticketRoutes(tickets: TicketService): Route[] {
         description: `The file is streamed into the blob store as it arrives; a failed or aborted upload keeps nothing.`,
         requestBody: uploadBody('AttachmentUploadForm'),
         responses: {
-          201: answer('The attachment, with its id.', 'Attachment'),
+          201: response('The attachment, with its id.', 'Attachment'),
           400: failure('An id is malformed; the `file` part is missing, repeated or without a filename; an unknown part; a malformed body.'),
           413: failure('The file is over 5 MiB (5,242,880 bytes).'),
           415: failure('The body is not `multipart/form-data`, or is compressed.'),
@@ -69,7 +72,7 @@ export function ticketRoutes(tickets: TicketService): Route[] {
         tags: ['Tickets'],
         description: `Its bytes go with it; links to it answer 404 from then on.`,
         responses: {
-          204: answer('Removed.'),
+          204: response('Removed.'),
           400: failure('An id is malformed.'),
           404: failure('No such attachment under that message and ticket in this account.'),
         },

@@ -3,7 +3,7 @@ import { idPattern } from '../../shared/ids.js';
 import { DRY_RUN_LIMIT, MAX_SECRET_GRACE_MS } from '../../domain/inputs.js';
 import {
   RETRY_AFTER,
-  answer,
+  response,
   created,
   failure,
   idempotencyKeyParameter,
@@ -12,6 +12,7 @@ import {
   keyReused,
   pathParameter,
   webhookIdParameter,
+  queryParameter,
 } from '../route-doc.js';
 import { idempotencyKeyOf, idempotentReply } from '../idempotent-reply.js';
 import { readJson, readOptionalJson } from '../json-body.js';
@@ -58,7 +59,7 @@ export function webhookRoutes(webhooks: WebhookService): Route[] {
         parameters: [webhookIdParameter],
         tags: ['Webhooks'],
         responses: {
-          200: answer('The webhook.', 'Webhook'),
+          200: response('The webhook.', 'Webhook'),
           404: failure('No such webhook in this account.'),
         },
       },
@@ -78,7 +79,7 @@ export function webhookRoutes(webhooks: WebhookService): Route[] {
         tags: ['Webhooks'],
         description: 'Its pending deliveries are cancelled.',
         responses: {
-          204: answer('Deleted; no body.'),
+          204: response('Deleted; no body.'),
           404: failure('No such webhook in this account.'),
         },
       },
@@ -122,7 +123,7 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
         parameters: [idempotencyKeyParameter],
         requestBody: { required: true, content: json('WebhookInput') },
         responses: {
-          201: answer(
+          201: response(
             'The webhook made, with its secret; with `Idempotent-Replayed: true`, the first answer to this `Idempotency-Key`, given again.',
             'Webhook',
             created,
@@ -154,7 +155,7 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
         summary: 'List the webhooks of the account',
         tags: ['Webhooks'],
         description: `Oldest first; not paginated.`,
-        responses: { 200: answer('Every webhook of the account.', 'WebhookList') },
+        responses: { 200: response('Every webhook of the account.', 'WebhookList') },
       },
       async handler({ accountId }) {
         return { status: 200, body: { data: await webhooks.list(accountId) } };
@@ -172,7 +173,7 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
         description: `Events published from then on make a delivery for the webhook only when their \`data\` matches the filter; \`{"filter": null}\` removes it (every event of its type). Deliveries already made are kept. Try a filter first with \`POST /webhooks/dry-run\`.`,
         requestBody: { required: true, content: json('WebhookFilterInput') },
         responses: {
-          200: answer('The webhook, with its filter (none shown once removed).', 'Webhook'),
+          200: response('The webhook, with its filter (none shown once removed).', 'Webhook'),
           400: failure(
             'The body is not JSON, or the filter breaks its grammar or limits; the message names the part (an unknown operator, a bad path, an operand of the wrong kind).',
           ),
@@ -198,7 +199,7 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
         tags: ['Webhooks'],
         description: `For a webhook created with \`"signatureScheme": "ed25519"\`: its current key and, while a rotation's grace lasts, the previous one, and \`url\`, a link that serves them without the API key (\`GET /webhook-keys/{webhookId}\`). The link is signed with the portal's \`signingKeys\` and stays the same across rotations.`,
         responses: {
-          200: answer('The keys and the link.', 'WebhookPublicKeysLink'),
+          200: response('The keys and the link.', 'WebhookPublicKeysLink'),
           404: failure('No such webhook in this account.'),
           409: failure('The webhook signs with a shared secret (`hmac-sha256`): it has no public keys.'),
         },
@@ -220,7 +221,7 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
         description: `Which of the account's most recent events of \`type\` (\`limit\`, default ${DRY_RUN_LIMIT.default}, at most ${DRY_RUN_LIMIT.max}) a webhook with \`filter\` would get: each event, the most recent first, with \`matches\`. Nothing is stored or sent. Events older than the portal's retention are gone and not tried.`,
         requestBody: { required: true, content: json('DryRunInput') },
         responses: {
-          200: answer('The events tried, and how many matched.', 'DryRunResult'),
+          200: response('The events tried, and how many matched.', 'DryRunResult'),
           400: failure(
             'The body is not JSON, `type` is not one of the event types, `limit` is out of range, or the filter breaks its grammar or limits (the message names the part).',
           ),
@@ -243,7 +244,7 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
         tags: ['Webhooks'],
         description: `A signed call of type \`webhook.test\` (its data \`{"webhookId"}\`) goes to the webhook now, whatever its type, and is recorded and retried like any delivery.`,
         responses: {
-          202: answer('The delivery of the test call, pending; its attempts show in the delivery log.', 'Delivery'),
+          202: response('The delivery of the test call, pending; its attempts show in the delivery log.', 'Delivery'),
           404: failure('No such webhook in this account.'),
           409: failure('The webhook is disabled: enable it first.'),
         },
@@ -266,7 +267,7 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
         description: `Until \`graceMs\` has passed (default 24 h) every call is signed with both the new and the replaced secret (\`webhook-signature: v1,<new> v1,<old>\`), so a receiver verifies with either while it moves to the new one; then with the new one alone. A rotation within an earlier one's grace keeps only the secret it replaces. The body is optional.`,
         requestBody: { required: false, content: json('SecretRotationInput') },
         responses: {
-          200: answer('The webhook with its new secret.', 'Webhook'),
+          200: response('The webhook with its new secret.', 'Webhook'),
           400: failure(`The body is not JSON, or \`graceMs\` is not a whole number of milliseconds from 0 to ${MAX_SECRET_GRACE_MS} (7 days).`),
           404: failure('No such webhook in this account.'),
           413: failure('The body is over 64 KiB.'),
@@ -291,58 +292,36 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
         description: `Newest first (by \`createdAt\`, those of one second the last made first), every attempt included, a page at a time. Each page after the first starts right after the last delivery of the page before, so deliveries made meanwhile do not shift a page; a refresh asks for the first page again, with \`since\` to get only what is newer. Filters combine: all must hold. Finished deliveries older than the portal's retention (\`retention.deliveriesMs\`, 30 days by default) are no longer listed.`,
         parameters: [
           webhookIdParameter,
-          {
-            name: 'limit',
-            in: 'query',
-            required: false,
-            description: 'How many deliveries a page holds: 1–500, 50 when not given.',
-            schema: v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(500)),
-          },
-          {
-            name: 'cursor',
-            in: 'query',
-            required: false,
-            description: 'The `nextCursor` of the page before; without it, the first page.',
-            schema: v.pipe(v.string(), v.minLength(1), v.maxLength(200)),
-          },
-          {
-            name: 'status',
-            in: 'query',
-            required: false,
-            description: 'Only deliveries in this status.',
-            schema: v.picklist(['pending', 'succeeded', 'failed', 'cancelled']),
-          },
-          {
-            name: 'eventType',
-            in: 'query',
-            required: false,
-            description: 'Only deliveries of events of this type (`webhook.test` for test calls).',
-            schema: v.pipe(v.string(), v.minLength(1), v.maxLength(200)),
-          },
-          {
-            name: 'eventId',
-            in: 'query',
-            required: false,
-            description: 'Only the deliveries of this event (usually one; more when a recovery sent it again). Found by the event, not by walking the log.',
-            schema: v.pipe(v.string(), v.regex(idPattern('evt'))),
-          },
-          {
-            name: 'since',
-            in: 'query',
-            required: false,
-            description: 'Only deliveries made at or after this time (RFC 3339 with its offset, read to the second).',
-            schema: v.pipe(v.string(), v.isoTimestamp()),
-          },
-          {
-            name: 'until',
-            in: 'query',
-            required: false,
-            description: 'Only deliveries made before this time (RFC 3339 with its offset, read to the second).',
-            schema: v.pipe(v.string(), v.isoTimestamp()),
-          },
+          queryParameter(
+            'limit',
+            'How many deliveries a page holds: 1–500, 50 when not given.',
+            v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(500)),
+          ),
+          queryParameter('cursor', 'The `nextCursor` of the page before; without it, the first page.', v.pipe(v.string(), v.minLength(1), v.maxLength(200))),
+          queryParameter('status', 'Only deliveries in this status.', v.picklist(['pending', 'succeeded', 'failed', 'cancelled'])),
+          queryParameter(
+            'eventType',
+            'Only deliveries of events of this type (`webhook.test` for test calls).',
+            v.pipe(v.string(), v.minLength(1), v.maxLength(200)),
+          ),
+          queryParameter(
+            'eventId',
+            'Only the deliveries of this event (usually one; more when a recovery sent it again). Found by the event, not by walking the log.',
+            v.pipe(v.string(), v.regex(idPattern('evt'))),
+          ),
+          queryParameter(
+            'since',
+            'Only deliveries made at or after this time (RFC 3339 with its offset, read to the second).',
+            v.pipe(v.string(), v.isoTimestamp()),
+          ),
+          queryParameter(
+            'until',
+            'Only deliveries made before this time (RFC 3339 with its offset, read to the second).',
+            v.pipe(v.string(), v.isoTimestamp()),
+          ),
         ],
         responses: {
-          200: answer('A page of the delivery log, and the cursor of the next one.', 'DeliveryList'),
+          200: response('A page of the delivery log, and the cursor of the next one.', 'DeliveryList'),
           400: failure(
             'A query parameter is malformed (`limit` outside 1–500, an unknown `status`, a `since` that is not a date-time, a `cursor` this list did not give), unknown, or given more than once.',
           ),
@@ -364,18 +343,9 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
         summary: "A webhook's calls over the last 24 hours or 7 days",
         tags: ['Webhooks'],
         description: `The calls made to the webhook, in buckets ending with the current hour (hourly for \`24h\`, six-hourly for \`7d\`): by outcome, and the estimated median and 95th percentile of their durations. Counted as each attempt is recorded, so a week reads at most 168 hourly rows whatever the traffic. On fs, a delivery past 50 attempts read back from a compacted log counts the 50 it keeps.`,
-        parameters: [
-          webhookIdParameter,
-          {
-            name: 'window',
-            in: 'query',
-            required: false,
-            description: '`24h` (the default) or `7d`.',
-            schema: v.picklist(['24h', '7d']),
-          },
-        ],
+        parameters: [webhookIdParameter, queryParameter('window', '`24h` (the default) or `7d`.', v.picklist(['24h', '7d']))],
         responses: {
-          200: answer('The calls by bucket, and the totals.', 'WebhookStats'),
+          200: response('The calls by bucket, and the totals.', 'WebhookStats'),
           400: failure('`window` is not `24h` or `7d`, or is given more than once.'),
           404: failure('No such webhook in this account.'),
         },
@@ -398,7 +368,7 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
         tags: ['Webhooks'],
         description: `Whether the webhook is enabled, why it was disabled, and its run of failures. A webhook is disabled at once by a \`410 Gone\` answer, and once its calls have all failed for \`webhooks.disableAfterMs\` (default 5 days) in at least \`webhooks.disableAfterFailures\` attempts in a row (default 10).`,
         responses: {
-          200: answer('The health of the webhook.', 'WebhookHealth'),
+          200: response('The health of the webhook.', 'WebhookHealth'),
           404: failure('No such webhook in this account.'),
         },
       },
@@ -419,7 +389,7 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
         tags: ['Webhooks'],
         description: `It gets no calls: its deliveries that fall due meanwhile are cancelled, and \`recover\` queues their events again once it is enabled. A webhook disabled already stays so, its reason kept.`,
         responses: {
-          204: answer('Disabled; no body.'),
+          204: response('Disabled; no body.'),
           404: failure('No such webhook in this account.'),
         },
       },
@@ -439,7 +409,7 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
         tags: ['Webhooks'],
         description: `Its run of failures is forgotten. Events it missed while disabled are sent only by \`recover\`.`,
         responses: {
-          204: answer('Enabled; no body.'),
+          204: response('Enabled; no body.'),
           404: failure('No such webhook in this account.'),
         },
       },
@@ -460,7 +430,7 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
         description: `Every event of the webhook created at or after \`since\` (to the second) that it did not get (its deliveries failed, or were cancelled while it was disabled, and none succeeded or is pending) is queued again, once: one new delivery each, due now. A second recovery queues none of them twice.`,
         requestBody: { required: true, content: json('RecoverInput') },
         responses: {
-          202: answer('How many events were queued again.', 'RecoverResult'),
+          202: response('How many events were queued again.', 'RecoverResult'),
           400: failure('The body is not JSON, or not `{since}` with a date-time.'),
           404: failure('No such webhook in this account.'),
           409: failure('The webhook is disabled: enable it first.'),
@@ -485,7 +455,7 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
         tags: ['Webhooks'],
         description: `The delivery becomes pending and due now, its earlier attempts kept; one that had ended starts the retry schedule again. While a call of the delivery is in flight, the redeliver is queued (\`redeliverQueued\`): one more call follows once that call is recorded, never two at once.`,
         responses: {
-          202: answer('The delivery, pending again, or with `redeliverQueued` while its call is in flight.', 'Delivery'),
+          202: response('The delivery, pending again, or with `redeliverQueued` while its call is in flight.', 'Delivery'),
           404: failure('No such delivery of that webhook in this account.'),
           409: failure('The webhook of the delivery was deleted (there is nowhere to send it) or is disabled.'),
         },
@@ -514,15 +484,15 @@ export function webhookKeyRoutes(webhooks: WebhookService): Route[] {
       doc: {
         parameters: [
           pathParameter('webhookId', 'The webhook id (`wbh_…`).'),
-          { name: 'account', in: 'query', required: true, description: "The webhook's account, as the link gives it.", schema: { type: 'string' } },
-          { name: 'signature', in: 'query', required: true, description: "The link's signature, as the link gives it.", schema: { type: 'string' } },
+          queryParameter('account', "The webhook's account, as the link gives it.", { type: 'string' }, true),
+          queryParameter('signature', "The link's signature, as the link gives it.", { type: 'string' }, true),
         ],
         operationId: 'fetchWebhookPublicKeys',
         summary: "An ed25519 webhook's public keys, for its receiver (no API key)",
         tags: ['Webhooks'],
         description: `The link of \`GET /webhooks/{webhookId}/public-keys\`: a JWK Set of the webhook's current key and, during a rotation's grace, the previous one, so a receiver can verify \`v1a,\` signatures across a rotation without holding anything secret. \`Cache-Control: public, max-age=300\`.`,
         responses: {
-          200: answer('The keys.', 'WebhookPublicKeys'),
+          200: response('The keys.', 'WebhookPublicKeys'),
           400: failure('A query parameter other than `account` and `signature`, or one given twice.'),
           404: failure('The link is not one the portal made (a wrong or altered signature), or its webhook is gone or signs with a shared secret.'),
         },

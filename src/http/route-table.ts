@@ -1,19 +1,19 @@
-import type { AgreementService } from '../../domain/agreements.js';
-import type { DownloadService } from '../../domain/downloads.js';
-import type { EventCatalogue } from '../../domain/event-types.js';
-import type { FileService } from '../../domain/files.js';
-import type { SigningService } from '../../domain/signing.js';
-import type { TicketService } from '../../domain/tickets.js';
-import type { WebhookService } from '../../domain/webhooks.js';
-import type { Route } from '../handler.js';
-import { agreementRoutes } from './agreements.js';
-import { downloadRoutes } from './downloads.js';
-import { eventTypeRoutes } from './event-types.js';
-import { fileRoutes } from './files.js';
-import { signingPageRoutes } from './signing-page.js';
-import { signingRoutes } from './signing.js';
-import { ticketRoutes } from './tickets.js';
-import { webhookExtensionRoutes, webhookKeyRoutes, webhookRoutes } from './webhooks.js';
+import type { AgreementService } from '../domain/agreements.js';
+import type { DownloadService } from '../domain/downloads.js';
+import type { EventCatalogue } from '../domain/event-types.js';
+import type { FileService } from '../domain/files.js';
+import type { SigningService } from '../domain/signing.js';
+import type { TicketService } from '../domain/tickets.js';
+import type { WebhookService } from '../domain/webhooks.js';
+import type { Route } from './handler.js';
+import { agreementRoutes } from './routes/agreements.js';
+import { downloadRoutes } from './routes/downloads.js';
+import { eventTypeRoutes } from './routes/event-types.js';
+import { fileRoutes } from './routes/files.js';
+import { signingPageRoutes } from './routes/signing-page.js';
+import { signingRoutes } from './routes/signing.js';
+import { ticketRoutes } from './routes/tickets.js';
+import { webhookExtensionRoutes, webhookKeyRoutes, webhookRoutes } from './routes/webhooks.js';
 
 export interface RouteServices {
   webhooks: WebhookService;
