@@ -593,19 +593,20 @@ async function main() {
         lines.push([`redeliver ×10 during one slow call (${name})`, '—', result, '—']);
         continue;
       }
-      const refused = result.answers.filter((status) => status === 409).length;
+      // A redeliver during a call is queued (202, `redeliverQueued`): the ten make one more call, after the first.
+      const queued = result.answers.filter((status) => status === 202).length;
       lines.push(
         [
           `redeliver ×10 during one slow call (${name}): calls of that delivery at once`,
           fmt(BEFORE.simultaneousCalls),
           `${result.mostAtOnce} (${result.slowCalls} in all)`,
-          '1',
+          '1 (2 in all)',
         ],
         [
           `redeliver ×10 during one slow call (${name}): answers`,
           '202 ×10',
-          `409 ×${refused}${refused < 10 ? `, others ${result.answers.filter((s) => s !== 409).join(' ')}` : ''}`,
-          '409 ×10',
+          `202 ×${queued}${queued < 10 ? `, others ${result.answers.filter((s) => s !== 202).join(' ')}` : ''}`,
+          '202 ×10, queued',
         ],
       );
       rows.push(
@@ -614,8 +615,8 @@ async function main() {
           result.mostAtOnce,
           'calls',
           BEFORE.simultaneousCalls,
-          '= 1, 10 × 409',
-          result.mostAtOnce === 1 && result.slowCalls === 1 && refused === 10,
+          '= 1, 10 × 202 queued into 1 more',
+          result.mostAtOnce === 1 && result.slowCalls <= 2 && queued === 10,
         ),
       );
     }
