@@ -1,4 +1,4 @@
-import { type KeyObject, createHmac, timingSafeEqual } from 'node:crypto';
+import { type KeyObject, createHmac, createSecretKey, timingSafeEqual } from 'node:crypto';
 import type { PortalEvent } from '../records.js';
 import { publicKeyObject, schemeOf, signEd25519, verifyEd25519 } from '../shared/webhook-keys.js';
 
@@ -28,12 +28,17 @@ export class WebhookVerificationError extends Error {
   }
 }
 
-/** Decoded keys by secret: the worker signs every call, mostly for the same few webhooks. */
-const keys = new Map<string, Buffer>();
+/**
+ * Decoded keys by secret: the worker signs every call, mostly for the same few webhooks. Kept as
+ * `KeyObject`s: on Node 24, `createHmac` with a `Buffer` key cost 12–14 µs a call against 2.2 µs with
+ * a `KeyObject`, most of the signing's share of a webhook worker's CPU (docs/performance.md,
+ * "Figures behind the code": signing keys).
+ */
+const keys = new Map<string, KeyObject>();
 const MAX_CACHED_KEYS = 1000;
 
 /** The HMAC key of a `whsec_…` secret (the prefix is optional, as in the Standard Webhooks libraries). */
-function secretKey(secret: string): Buffer {
+function secretKey(secret: string): KeyObject {
   if (typeof secret !== 'string') throw new WebhookVerificationError('invalid-secret', 'The webhook secret is not a string.');
   const cached = keys.get(secret);
   if (cached !== undefined) return cached;
@@ -41,11 +46,12 @@ function secretKey(secret: string): Buffer {
   const key = /^[A-Za-z0-9+/]+={0,2}$/.test(encoded) ? Buffer.from(encoded, 'base64') : Buffer.alloc(0);
   if (key.length === 0) throw new WebhookVerificationError('invalid-secret', 'The webhook secret is not "whsec_" followed by base64.');
   if (keys.size >= MAX_CACHED_KEYS) keys.clear();
-  keys.set(secret, key);
-  return key;
+  const object = createSecretKey(key);
+  keys.set(secret, object);
+  return object;
 }
 
-function hmac(key: Buffer, id: string, timestamp: number | string, body: string | Uint8Array): Buffer {
+function hmac(key: KeyObject, id: string, timestamp: number | string, body: string | Uint8Array): Buffer {
   return createHmac('sha256', key).update(`${id}.${timestamp}.`).update(body).digest();
 }
 
@@ -59,7 +65,7 @@ export function signWebhook(secret: string, id: string, timestamp: number, body:
 }
 
 /** A key `verifyWebhook` checks signatures with: an HMAC secret's bytes, or an ed25519 public key. */
-type VerifyingKey = { hmac: Buffer } | { ed25519: KeyObject };
+type VerifyingKey = { hmac: KeyObject } | { ed25519: KeyObject };
 
 function verifyingKey(key: string): VerifyingKey {
   if (typeof key === 'string' && key.startsWith('whpk_')) {
