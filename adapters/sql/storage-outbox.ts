@@ -137,7 +137,7 @@ function claimFloors() {
      * After a claim at `now`: each account leased for starts its next walk at the first delivery
      * leased; one the claim looked at, with room in its share, and found nothing for, is forgotten
      * (when the claim had room left, so nothing was passed over); the others keep the floor the
-     * claim gave them (`f_accounts`, `f_floors` of its rows).
+     * claim gave them (`f_accounts`, `f_floors` of its first row).
      */
     claimed(now: string, leased: DeliveryRecord[], row: Row | undefined, claim: { limit: number; max: number; inFlight: Readonly<Record<string, number>> }) {
       last = now;
@@ -386,9 +386,17 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
               WHERE p.status = 'pending' AND p.account_id > everyAccount.account_id ORDER BY p.account_id LIMIT 1)
       FROM everyAccount WHERE everyAccount.account_id IS NOT NULL
     ), fresh AS MATERIALIZED (
-      SELECT DISTINCT d.account_id FROM ${table('deliveries')} AS d
-      WHERE $10::timestamptz IS NOT NULL AND d.status = 'pending'
-        AND d.next_attempt_at > $10::timestamptz AND d.next_attempt_at <= $1::timestamptz
+      -- In due order, which portal_deliveries_due gives for just this stretch: read for the
+      -- accounts in their order instead, portal_deliveries_pending_account was walked whole, every
+      -- pending delivery at each claim (docs/performance.md, "Figures behind the code": the claim).
+      SELECT stretch.account_id FROM (
+        SELECT d.account_id FROM ${table('deliveries')} AS d
+        WHERE $10::timestamptz IS NOT NULL AND d.status = 'pending'
+          AND d.next_attempt_at > $10::timestamptz AND d.next_attempt_at <= $1::timestamptz
+        ORDER BY d.next_attempt_at
+        OFFSET 0
+      ) AS stretch
+      GROUP BY stretch.account_id
     ), floors AS MATERIALIZED (
       SELECT every.account_id, min(every.floor) AS floor FROM (
         SELECT account_id, '-infinity'::timestamptz AS floor FROM everyAccount WHERE account_id IS NOT NULL
@@ -418,6 +426,9 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
     ), gone AS (
       UPDATE ${table('deliveries')} AS o SET ${cancelled}
       WHERE o.ctid = ANY (ARRAY(SELECT row FROM locked WHERE NOT sendable))
+        -- A test of no row of the table: with none gone, the update reads nothing, whatever plan
+        -- it was given (one made while the table was small read all of it for an empty array).
+        AND EXISTS (SELECT 1 FROM locked WHERE NOT sendable)
     ), orphans AS (
       UPDATE ${table('deliveries')} AS o SET ${cancelled}
       WHERE o.id = ANY (ARRAY(
@@ -431,10 +442,16 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
         ) AS passed
         WHERE h.disabled_at IS NOT NULL
         LIMIT ${ORPHANS_PER_CLAIM}))
+        -- As in gone: with no webhook disabled, nothing read.
+        AND (SELECT cardinality(ids) FROM disabled) > 0
       RETURNING o.webhook_id, o.ordering_key
     ), ${heldOfOrphans}, ${leasedCte}, returned AS (${returnedSelect})
-    -- One row at least, leased or not: the accounts the claim looked at, and their floors.
-    SELECT returned.*, looked.* FROM (
+    -- One row at least, leased or not; the first carries the accounts the claim looked at, and their
+    -- floors (on every row, the driver parsed the two arrays once per delivery claimed).
+    SELECT returned.*,
+      CASE WHEN row_number() OVER (ORDER BY returned.d_next_attempt_at, returned.d_id) = 1 THEN looked.f_accounts END AS f_accounts,
+      CASE WHEN row_number() OVER (ORDER BY returned.d_next_attempt_at, returned.d_id) = 1 THEN looked.f_floors END AS f_floors
+    FROM (
       SELECT array_agg(account_id) AS f_accounts,
         array_agg(CASE WHEN floor = '-infinity' THEN '-infinity' ELSE ${atomOf('floor')} END) AS f_floors
       FROM floors) AS looked
