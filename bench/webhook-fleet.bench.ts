@@ -26,7 +26,7 @@
  *    BENCH_FLEET_TIMEOUT_SECONDS=60, BENCH_FLEET_CONTENDERS=portal,pg-boss,graphile-worker,
  *    BENCH_FLEET_NODE, TEST_DATABASE_URL)
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import type { Pool } from 'pg';
 import { pinned } from './support/cores.js';
 import { connectPostgres, dropSchema } from '../test/helpers/sql.js';
@@ -76,52 +76,88 @@ interface Phase {
   /** From the last publish to the last receipt: small when the workers kept up. */
   tailMs: number;
   /**
-   * CPU time a delivery: the contender's processes (publisher, workers) and their PostgreSQL
-   * backends, in µs. Less swayed by other load on the host than the rates.
+   * CPU time a delivery: the contender's processes (publisher, workers) and the PostgreSQL server's
+   * (`postgresPids`), in µs. Less swayed by other load on the host than the rates.
    */
   cpuPerDelivery: number;
-  /** The same, split: the publisher, the workers, their PostgreSQL backends. */
+  /** The same, split: the publisher, the workers, the PostgreSQL server. */
   cpuSplit: { publisher: number; workers: number; postgres: number };
 }
 
-/** CPU seconds (user + system) each process has used, from /proc; 0 for one that is gone. */
-function cpuSeconds(pids: number[]): number {
-  let ticks = 0;
-  for (const pid of pids) {
-    try {
-      // The fields after the command (which may hold spaces), from the third: utime and stime are the 14th and 15th.
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]);
-    } catch {
-      // Gone: its time is not counted.
-    }
+/** CPU ticks (user + system) a process has used, from /proc; undefined for one that is gone. */
+function cpuTicks(pid: number): number | undefined {
+  try {
+    // The fields after the command (which may hold spaces), from the third: utime and stime are the 14th and 15th.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return undefined;
   }
-  return ticks / CLOCK_TICKS;
 }
 
-/** The fleet's processes and their PostgreSQL backends (found by application_name). */
-async function fleetPids(fleet: Fleet, pool: Pool): Promise<Record<keyof Phase['cpuSplit'], number[]>> {
-  const { rows } = await pool.query(`SELECT pid FROM pg_stat_activity WHERE application_name = $1`, [fleet.schema]);
+/**
+ * Every process of the PostgreSQL server: the backends of whatever connects while a phase runs
+ * (a pool opens and closes connections as the load asks), autovacuum and the WAL writer. Only one
+ * contender runs at a time, so the server's CPU over a phase is that contender's.
+ */
+function postgresPids(): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'postgres') pids.push(Number(entry));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return pids;
+}
+
+/** How often a phase samples its processes' CPU: a process that ends loses at most this much of it. */
+const CPU_SAMPLE_MS = 500;
+
+/**
+ * The CPU seconds of each part of a fleet over a phase, sampled while it runs: a process that
+ * starts meanwhile counts from zero, one that ends keeps what it had used at its last sample.
+ */
+function cpuMeter(fleet: Fleet): { sample(): void; seconds(): Phase['cpuSplit'] } {
+  const parts: Record<keyof Phase['cpuSplit'], () => number[]> = {
+    publisher: () => [fleet.publisher.child.pid!],
+    workers: () => fleet.workers.map((child) => child.child.pid!),
+    postgres: postgresPids,
+  };
+  const first = new Map<number, number>();
+  const last = new Map<number, number>();
+  const partOf = new Map<number, keyof Phase['cpuSplit']>();
+  const sample = () => {
+    for (const [part, pids] of Object.entries(parts) as [keyof Phase['cpuSplit'], () => number[]][]) {
+      for (const pid of pids()) {
+        const ticks = cpuTicks(pid);
+        if (ticks === undefined) continue;
+        last.set(pid, ticks);
+        partOf.set(pid, part);
+      }
+    }
+  };
+  sample();
+  for (const [pid, ticks] of last) first.set(pid, ticks);
   return {
-    publisher: [fleet.publisher.child.pid!],
-    workers: fleet.workers.map((child) => child.child.pid!),
-    postgres: (rows as { pid: number }[]).map((row) => row.pid),
+    sample,
+    seconds() {
+      sample();
+      const split = { publisher: 0, workers: 0, postgres: 0 };
+      for (const [pid, ticks] of last) split[partOf.get(pid)!] += (ticks - (first.get(pid) ?? 0)) / CLOCK_TICKS;
+      return split;
+    },
   };
 }
 
-/** CPU seconds of each part of the fleet. */
-const fleetCpu = (pids: Record<keyof Phase['cpuSplit'], number[]>): Phase['cpuSplit'] => ({
-  publisher: cpuSeconds(pids.publisher),
-  workers: cpuSeconds(pids.workers),
-  postgres: cpuSeconds(pids.postgres),
-});
-
 /** Publishes `events` (at `rate` a second, 0: as fast as it goes) and waits until the receiver has every one. */
-async function phase(fleet: Fleet, receiver: Child, pool: Pool, events: number, rate: number): Promise<Phase> {
+async function phase(fleet: Fleet, receiver: Child, events: number, rate: number): Promise<Phase> {
   await receiver.request({ cmd: 'reset' }, 5000);
-  const pids = await fleetPids(fleet, pool);
-  const cpuBefore = fleetCpu(pids);
+  const cpu = cpuMeter(fleet);
+  const sampling = setInterval(cpu.sample, CPU_SAMPLE_MS);
   const publishing = fleet.publisher.request<Extract<Report, { published: number }>>({ cmd: 'publish', events, batch: BATCH, rate, pad: PAD }, TIMEOUT_MS);
   const deadline = now() + TIMEOUT_MS;
   let stats = await receiver.request<Stats>({ cmd: 'stats' }, 5000);
@@ -144,8 +180,9 @@ async function phase(fleet: Fleet, receiver: Child, pool: Pool, events: number, 
   // A little longer, for a duplicate that would come late.
   await new Promise((resolve) => setTimeout(resolve, 250));
   stats = await receiver.request<Stats>({ cmd: 'stats' }, 5000);
-  const cpuAfter = fleetCpu(pids);
-  const perDelivery = (part: keyof Phase['cpuSplit']) => ((cpuAfter[part] - cpuBefore[part]) * 1e6) / stats.distinct;
+  clearInterval(sampling);
+  const used = cpu.seconds();
+  const perDelivery = (part: keyof Phase['cpuSplit']) => (used[part] * 1e6) / stats.distinct;
   const cpuSplit = { publisher: perDelivery('publisher'), workers: perDelivery('workers'), postgres: perDelivery('postgres') };
   if (stats.refused > 0) throw new Error(`${fleet.contender}: the receiver refused ${stats.refused} malformed calls`);
   const { started, seconds } = published!;
@@ -211,14 +248,14 @@ async function compare(workerCount: number, receiver: Child, url: string, pool: 
       fleets.set(contender, fleet);
       // Warm-up, not counted: every pool connection open, the paths run once. The JIT is not done
       // by then: the first burst still compiles (about 150 functions a portal worker).
-      await phase(fleet, receiver, pool, Math.min(1000, Math.max(BATCH, Math.floor(EVENTS / 10))), 0);
+      await phase(fleet, receiver, Math.min(1000, Math.max(BATCH, Math.floor(EVENTS / 10))), 0);
     }
     for (let round = 0; round < ROUNDS; round++) {
       // The order rotates each round, so drift on the host hits every contender alike.
       const order = CONTENDERS.map((_, i) => CONTENDERS[(i + round) % CONTENDERS.length]!);
       for (const contender of order) {
         const fleet = fleets.get(contender)!;
-        const result = await phase(fleet, receiver, pool, EVENTS, 0);
+        const result = await phase(fleet, receiver, EVENTS, 0);
         bursts.get(contender)!.push(result);
         duplicates.set(contender, duplicates.get(contender)! + result.duplicates);
         const drained = await drain(fleet, workerCount, receiver, url, EVENTS);
@@ -237,7 +274,7 @@ async function compare(workerCount: number, receiver: Child, url: string, pool: 
     rate = Math.max(BATCH, Math.floor(0.5 * Math.min(...[...bursts.values()].map((runs) => median(runs.map((r) => r.deliveriesPerSecond))))));
     const events = Math.max(BATCH, Math.round(rate * PACED_SECONDS));
     for (const contender of CONTENDERS) {
-      const result = await phase(fleets.get(contender)!, receiver, pool, events, rate);
+      const result = await phase(fleets.get(contender)!, receiver, events, rate);
       paced.set(contender, result);
       duplicates.set(contender, duplicates.get(contender)! + result.duplicates);
       console.error(
@@ -289,7 +326,7 @@ async function compare(workerCount: number, receiver: Child, url: string, pool: 
     );
     const cpu = [burst('portal', (r) => r.cpuPerDelivery), burst(peer, (r) => r.cpuPerDelivery)] as const;
     emit({
-      scenario: `${label}: CPU a delivery, processes and their PostgreSQL backends${failed}`,
+      scenario: `${label}: CPU a delivery, processes and the PostgreSQL server${failed}`,
       figure: cpu[0],
       unit: 'µs',
       baselineName: peer,
