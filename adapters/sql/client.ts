@@ -39,6 +39,21 @@ interface Replay {
   settle?: () => Promise<Row[] | null>;
 }
 
+/** How a transaction's statements are planned. */
+export interface Planning {
+  /**
+   * With sequential and bitmap scans off (`SET LOCAL`): each table is read through an index, in the
+   * index's order, whatever its statistics say, or said when a prepared statement's plan was cached
+   * (a table just created, or analyzed in the middle of a burst). For a statement every step of
+   * which is written to start from an index and stop after a few rows.
+   */
+  byIndex?: boolean;
+}
+
+/** The `SET LOCAL` statements of a `Planning`. */
+const settingsOf = (planning: Planning | undefined): string[] =>
+  planning?.byIndex === true ? ['SET LOCAL enable_seqscan = off', 'SET LOCAL enable_bitmapscan = off'] : [];
+
 export interface Db {
   query(text: string, params?: unknown[], options?: Replay): Promise<Row[]>;
   /**
@@ -46,7 +61,7 @@ export interface Db {
    * pool, `work` runs again when the connection breaks before COMMIT, or when a COMMIT that went
    * unanswered turns out not to have landed: it must do nothing but statements on `tx`.
    */
-  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
+  transaction<T>(work: (tx: Queryable) => Promise<T>, planning?: Planning): Promise<T>;
 }
 
 /** A connection checked out of a `pg.Pool`: an `EventEmitter` reporting a connection the server ended. */
@@ -97,7 +112,7 @@ export function wrapClient(client: SqlClient, who: string, prepare = true, waitF
   const db = isPool(client) ? poolDb(client, prepare, waitForDatabaseMs) : hasTransaction(client) ? transactionDb(client) : singleConnectionDb(client);
   return {
     query: (text, params, options) => db.query(text, params, options).catch(rethrowAsRecordExists),
-    transaction: (work) => db.transaction(work).catch(rethrowAsRecordExists),
+    transaction: (work, planning) => db.transaction(work, planning).catch(rethrowAsRecordExists),
   };
 }
 
@@ -180,8 +195,11 @@ async function untilReachable<T>(
   }
 }
 
-/** Opens a transaction and learns its id, in one round trip: what `txid_status` is asked about if COMMIT goes unanswered. */
-const BEGIN = 'BEGIN; SELECT txid_current()::text AS xid';
+/**
+ * Opens a transaction, sets its planning, and learns its id, in one round trip: the id is what
+ * `txid_status` is asked about if COMMIT goes unanswered.
+ */
+const begin = (planning: Planning | undefined) => ['BEGIN', ...settingsOf(planning), 'SELECT txid_current()::text AS xid'].join('; ');
 
 function poolDb(pool: PoolLike, prepare: boolean, waitMs: number): Db {
   type Run = (text: string, params?: unknown[]) => Promise<Row[]>;
@@ -238,7 +256,7 @@ function poolDb(pool: PoolLike, prepare: boolean, waitMs: number): Db {
             () => direct(text, params),
             (kind) => kind === 'not-applied' || options?.replayable === true || READ_ONLY.test(text),
           ),
-    transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+    transaction<T>(work: (tx: Queryable) => Promise<T>, planning?: Planning): Promise<T> {
       // Every broken try may run again: one broken before COMMIT was sent was rolled back by the
       // server, and one whose COMMIT went unanswered is first settled by asking the server what
       // became of its transaction id.
@@ -267,8 +285,8 @@ function poolDb(pool: PoolLike, prepare: boolean, waitMs: number): Db {
           let xid: string | undefined;
           let result: T | undefined;
           try {
-            const opened = (await connection.query(BEGIN)) as unknown as { rows: Row[] }[];
-            xid = String(opened[1]?.rows[0]?.xid);
+            const opened = (await connection.query(begin(planning))) as unknown as { rows: Row[] }[];
+            xid = String(opened.at(-1)?.rows[0]?.xid);
             result = await work({ query: runOn(connection) });
             committing = true;
             await connection.query('COMMIT');
@@ -293,7 +311,12 @@ function poolDb(pool: PoolLike, prepare: boolean, waitMs: number): Db {
 function transactionDb(client: TransactionLike): Db {
   return {
     query: (text, params) => rowsOf(client.query(text, params)),
-    transaction: (work) => client.transaction((tx) => work({ query: (text, params) => rowsOf(tx.query(text, params)) })),
+    transaction: (work, planning) =>
+      client.transaction(async (tx) => {
+        // One statement a query: PGlite's query takes no more.
+        for (const setting of settingsOf(planning)) await tx.query(setting);
+        return work({ query: (text, params) => rowsOf(tx.query(text, params)) });
+      }),
   };
 }
 
@@ -307,9 +330,9 @@ function singleConnectionDb(client: SqlClient): Db {
   const direct: Queryable = { query: (text, params) => rowsOf(client.query(text, params)) };
   return {
     query: (text, params) => exclusive(() => direct.query(text, params)),
-    transaction: (work) =>
+    transaction: (work, planning) =>
       exclusive(async () => {
-        await client.query('BEGIN');
+        await client.query(['BEGIN', ...settingsOf(planning)].join('; '));
         try {
           const result = await work(direct);
           await client.query('COMMIT');

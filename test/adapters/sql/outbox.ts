@@ -3,7 +3,6 @@ import * as assert from 'uvu/assert';
 import type { DeliveryAttempt } from '../../../src/records.js';
 import { webhookRecord } from '../../conformance/fixtures.js';
 import { rejects } from '../../helpers/server.js';
-import type { SqlClient } from '../../../adapters/sql/index.js';
 import { eventRecord, rowsOf, withSqlStorage, type SqlBackend } from './context.js';
 import { everyDelivery } from '../../helpers/every-delivery.js';
 
@@ -224,34 +223,75 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
   );
 }
 
-/** The text and parameters of the one statement `claim` sends with `WITH RECURSIVE`: the fair claim. */
-async function capturedClaim(backend: SqlBackend, claim: () => Promise<unknown>): Promise<{ text: string; values: unknown[] }> {
-  const client = backend.client as SqlClient & { query(config: unknown, values?: unknown[]): Promise<{ rows: unknown[] }> };
-  const original = Object.getOwnPropertyDescriptor(client, 'query');
-  const sent: { text: string; values: unknown[] }[] = [];
-  const send = client.query;
-  client.query = function (this: unknown, config: unknown, values?: unknown[]) {
+/** A statement as the driver was handed it. */
+interface Sent {
+  text: string;
+  values: unknown[];
+}
+
+type Querying = { query(config: unknown, values?: unknown[]): Promise<unknown> };
+
+/** Records what `target.query` is handed, until the returned function puts it back. */
+function recordQueries(target: Querying, sent: Sent[]): () => void {
+  const original = Object.getOwnPropertyDescriptor(target, 'query');
+  const send = target.query;
+  target.query = function (this: unknown, config: unknown, values?: unknown[]) {
     const named = config as { text?: string; values?: unknown[] };
-    if (typeof config === 'string') sent.push({ text: config, values: values ?? [] });
-    else sent.push({ text: named.text!, values: named.values ?? [] });
+    sent.push(typeof config === 'string' ? { text: config, values: values ?? [] } : { text: named.text!, values: named.values ?? [] });
     return send.call(this, config, values);
-  } as typeof client.query;
+  };
+  return () => {
+    if (original === undefined) delete (target as { query?: unknown }).query;
+    else Object.defineProperty(target, 'query', original);
+  };
+}
+
+/**
+ * The one statement `claim` sends with `WITH RECURSIVE` (the fair claim), with the `SET LOCAL`s of
+ * its transaction: whatever went through the client, a connection checked out of the pool, or a
+ * PGlite transaction.
+ */
+async function capturedClaim(backend: SqlBackend, claim: () => Promise<unknown>): Promise<Sent & { settings: string[] }> {
+  const sent: Sent[] = [];
+  const restores = [recordQueries(backend.client as unknown as Querying, sent)];
+  const pool = backend.pool as unknown as { connect(): Promise<Querying> } | undefined;
+  const withTransaction = backend.client as unknown as { transaction?: (work: (tx: Querying) => Promise<unknown>) => Promise<unknown> };
+  if (pool !== undefined) {
+    const connect = pool.connect;
+    pool.connect = async function (this: unknown) {
+      const connection = await connect.call(this);
+      restores.push(recordQueries(connection, sent));
+      return connection;
+    };
+    restores.push(() => delete (pool as { connect?: unknown }).connect);
+  } else if (typeof withTransaction.transaction === 'function') {
+    const transaction = withTransaction.transaction;
+    withTransaction.transaction = function (this: unknown, work) {
+      return transaction.call(this, (tx) => {
+        restores.push(recordQueries(tx, sent));
+        return work(tx);
+      });
+    };
+    restores.push(() => delete withTransaction.transaction);
+  }
   try {
     await claim();
   } finally {
-    if (original === undefined) delete (client as { query?: unknown }).query;
-    else Object.defineProperty(client, 'query', original);
+    for (const restore of restores.reverse()) restore();
   }
   const claims = sent.filter((one) => one.text.includes('WITH RECURSIVE'));
   assert.is(claims.length, 1, 'one fair claim statement');
-  return claims[0]!;
+  const settings = sent.flatMap((one) => one.text.split('; ')).filter((statement) => statement.startsWith('SET LOCAL'));
+  return { ...claims[0]!, settings };
 }
 
 /** Rows of portal_deliveries the scans of `statement` read (returned or filtered out), run under EXPLAIN ANALYZE and rolled back. */
-async function deliveryRowsRead(backend: SqlBackend, { text, values }: { text: string; values: unknown[] }): Promise<number> {
+async function deliveryRowsRead(backend: SqlBackend, { text, values, settings }: Sent & { settings: string[] }): Promise<number> {
   const explain = async (query: (text: string, values?: unknown[]) => Promise<{ rows: unknown[] }>) => {
     await query('BEGIN');
     try {
+      // Planned as the adapter has it planned.
+      for (const setting of settings) await query(setting);
       return (await query(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, values)).rows[0] as Record<string, unknown>;
     } finally {
       await query('ROLLBACK');
