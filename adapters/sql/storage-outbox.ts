@@ -4,7 +4,7 @@ import { PortalError } from '../../src/errors.js';
 import { attemptSucceeded } from '../../src/domain/webhook-health.js';
 import type { AttemptRecorded, DeliveryTarget, HealthRule, Storage } from '../../src/ports.js';
 import type { DeliveryAttempt, DeliveryQuery, DeliveryRecord, DeliveryStatus, EventFilter, EventRecord } from '../../src/records.js';
-import type { Db, Queryable, Row } from './client.js';
+import type { Db, Planning, Queryable, Row } from './client.js';
 import { atom } from '../../src/shared/time.js';
 import { atomOf, type Names } from './schema.js';
 import { countCalls } from './storage-call-stats.js';
@@ -99,7 +99,7 @@ const dueAgain = (entry: string, at = '') => `(${at}status = 'pending' AND ${at}
  * into a bitmap and sorted it (13 ms claims instead of 2). So a claim runs in a transaction of its
  * own with sequential and bitmap scans off (docs/performance.md, "Figures behind the code": the claim).
  */
-const BY_INDEX = { byIndex: true } as const;
+const BY_INDEX: Planning = { byIndex: true };
 
 /** Milliseconds a new delivery's due time may lie before the claim that first sees it (clocks, commit lag). */
 const FRESH_SLACK_MS = 2000;
