@@ -97,7 +97,7 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /**
  * Events published on instance c while its calls hang: enough that the other two cannot drain them
  * all before c, busy publishing them, claims its share (a claim is three round trips, its planning
- * set in a transaction). With 120, a and b delivered all of them first in one CI run of twelve.
+ * set in a transaction). With 120, a and b once delivered all of them first.
  */
 const LATE = 240;
 
