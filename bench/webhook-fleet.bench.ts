@@ -80,8 +80,25 @@ interface Phase {
    * (`postgresPids`), in µs. Less swayed by other load on the host than the rates.
    */
   cpuPerDelivery: number;
-  /** The same, split: the publisher, the workers, the PostgreSQL server. */
-  cpuSplit: { publisher: number; workers: number; postgres: number };
+  /**
+   * The same, split: the publisher, the workers, the PostgreSQL server; and the receiver's, which
+   * is no contender's own (every contender's calls cost it alike) and is left out of the sum.
+   */
+  cpuSplit: CpuSplit;
+}
+
+interface CpuSplit {
+  publisher: number;
+  workers: number;
+  postgres: number;
+  receiver: number;
+}
+
+/** A drain's rate, and the CPU a delivery of its workers, the PostgreSQL server and the receiver (the publisher is idle). */
+interface Drained {
+  deliveriesPerSecond: number;
+  duplicates: number;
+  cpuSplit: CpuSplit;
 }
 
 /** CPU ticks (user + system) a process has used, from /proc; undefined for one that is gone. */
@@ -121,17 +138,18 @@ const CPU_SAMPLE_MS = 500;
  * The CPU seconds of each part of a fleet over a phase, sampled while it runs: a process that
  * starts meanwhile counts from zero, one that ends keeps what it had used at its last sample.
  */
-function cpuMeter(fleet: Fleet): { sample(): void; seconds(): Phase['cpuSplit'] } {
-  const parts: Record<keyof Phase['cpuSplit'], () => number[]> = {
+function cpuMeter(fleet: Fleet, receiver: Child): { sample(): void; seconds(): CpuSplit } {
+  const parts: Record<keyof CpuSplit, () => number[]> = {
     publisher: () => [fleet.publisher.child.pid!],
     workers: () => fleet.workers.map((child) => child.child.pid!),
     postgres: postgresPids,
+    receiver: () => [receiver.child.pid!],
   };
   const first = new Map<number, number>();
   const last = new Map<number, number>();
-  const partOf = new Map<number, keyof Phase['cpuSplit']>();
+  const partOf = new Map<number, keyof CpuSplit>();
   const sample = () => {
-    for (const [part, pids] of Object.entries(parts) as [keyof Phase['cpuSplit'], () => number[]][]) {
+    for (const [part, pids] of Object.entries(parts) as [keyof CpuSplit, () => number[]][]) {
       for (const pid of pids()) {
         const ticks = cpuTicks(pid);
         if (ticks === undefined) continue;
@@ -146,7 +164,7 @@ function cpuMeter(fleet: Fleet): { sample(): void; seconds(): Phase['cpuSplit'] 
     sample,
     seconds() {
       sample();
-      const split = { publisher: 0, workers: 0, postgres: 0 };
+      const split = { publisher: 0, workers: 0, postgres: 0, receiver: 0 };
       for (const [pid, ticks] of last) split[partOf.get(pid)!] += (ticks - (first.get(pid) ?? 0)) / CLOCK_TICKS;
       return split;
     },
@@ -156,7 +174,7 @@ function cpuMeter(fleet: Fleet): { sample(): void; seconds(): Phase['cpuSplit'] 
 /** Publishes `events` (at `rate` a second, 0: as fast as it goes) and waits until the receiver has every one. */
 async function phase(fleet: Fleet, receiver: Child, events: number, rate: number): Promise<Phase> {
   await receiver.request({ cmd: 'reset' }, 5000);
-  const cpu = cpuMeter(fleet);
+  const cpu = cpuMeter(fleet, receiver);
   const sampling = setInterval(cpu.sample, CPU_SAMPLE_MS);
   const publishing = fleet.publisher.request<Extract<Report, { published: number }>>({ cmd: 'publish', events, batch: BATCH, rate, pad: PAD }, TIMEOUT_MS);
   const deadline = now() + TIMEOUT_MS;
@@ -181,9 +199,7 @@ async function phase(fleet: Fleet, receiver: Child, events: number, rate: number
   await new Promise((resolve) => setTimeout(resolve, 250));
   stats = await receiver.request<Stats>({ cmd: 'stats' }, 5000);
   clearInterval(sampling);
-  const used = cpu.seconds();
-  const perDelivery = (part: keyof Phase['cpuSplit']) => (used[part] * 1e6) / stats.distinct;
-  const cpuSplit = { publisher: perDelivery('publisher'), workers: perDelivery('workers'), postgres: perDelivery('postgres') };
+  const cpuSplit = perDelivery(cpu.seconds(), stats.distinct);
   if (stats.refused > 0) throw new Error(`${fleet.contender}: the receiver refused ${stats.refused} malformed calls`);
   const { started, seconds } = published!;
   return {
@@ -199,35 +215,41 @@ async function phase(fleet: Fleet, receiver: Child, events: number, rate: number
   };
 }
 
+/** CPU seconds of each part over `deliveries`, as µs a delivery. */
+function perDelivery(used: CpuSplit, deliveries: number): CpuSplit {
+  const each = (seconds: number) => (seconds * 1e6) / deliveries;
+  return { publisher: each(used.publisher), workers: each(used.workers), postgres: each(used.postgres), receiver: each(used.receiver) };
+}
+
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 /**
  * A preloaded backlog: the fleet's workers stopped, `events` published and all of them queued,
  * then the workers started again; deliveries/s from the first receipt to the last, so that the
- * time each contender's processes take to start does not count.
+ * time each contender's processes take to start does not count. The CPU a delivery is counted from
+ * the workers' start on (their loading left out), over the deliveries received since.
  */
-async function drain(
-  fleet: Fleet,
-  workerCount: number,
-  receiver: Child,
-  url: string,
-  events: number,
-): Promise<{ deliveriesPerSecond: number; duplicates: number }> {
+async function drain(fleet: Fleet, workerCount: number, receiver: Child, url: string, events: number): Promise<Drained> {
   await stopWorkers(fleet);
   await receiver.request({ cmd: 'reset' }, 5000);
   await fleet.publisher.request<Extract<Report, { published: number }>>({ cmd: 'publish', events, batch: BATCH, rate: 0, pad: PAD }, TIMEOUT_MS);
   await startWorkers(fleet, workerCount, url, BATCH);
+  const cpu = cpuMeter(fleet, receiver);
+  const sampling = setInterval(cpu.sample, CPU_SAMPLE_MS);
   const deadline = now() + TIMEOUT_MS;
   let stats = await receiver.request<Stats>({ cmd: 'stats' }, 5000);
+  const before = stats.distinct;
   while (stats.distinct < events) {
     if (now() > deadline) throw new Error(`${fleet.contender}: ${stats.distinct} of ${events} queued events received within ${TIMEOUT_MS / 1000} s`);
     await new Promise((resolve) => setTimeout(resolve, 50));
     stats = await receiver.request<Stats>({ cmd: 'stats' }, 5000);
   }
+  clearInterval(sampling);
+  const cpuSplit = perDelivery(cpu.seconds(), stats.distinct - before);
   await new Promise((resolve) => setTimeout(resolve, 250));
   stats = await receiver.request<Stats>({ cmd: 'stats' }, 5000);
   if (stats.refused > 0) throw new Error(`${fleet.contender}: the receiver refused ${stats.refused} malformed calls`);
-  return { deliveriesPerSecond: stats.distinct / ((stats.last - stats.first!) / 1000), duplicates: stats.duplicates };
+  return { deliveriesPerSecond: stats.distinct / ((stats.last - stats.first!) / 1000), duplicates: stats.duplicates, cpuSplit };
 }
 
 type Contender = Fleet['contender'];
@@ -238,7 +260,7 @@ async function compare(workerCount: number, receiver: Child, url: string, pool: 
   const fleets = new Map<Contender, Fleet>();
   const failures: string[] = [];
   const bursts = new Map<Contender, Phase[]>(CONTENDERS.map((name) => [name, []]));
-  const drains = new Map<Contender, number[]>(CONTENDERS.map((name) => [name, []]));
+  const drains = new Map<Contender, Drained[]>(CONTENDERS.map((name) => [name, []]));
   const duplicates = new Map<Contender, number>(CONTENDERS.map((name) => [name, 0]));
   const paced = new Map<Contender, Phase>();
   let rate = 0;
@@ -259,14 +281,15 @@ async function compare(workerCount: number, receiver: Child, url: string, pool: 
         bursts.get(contender)!.push(result);
         duplicates.set(contender, duplicates.get(contender)! + result.duplicates);
         const drained = await drain(fleet, workerCount, receiver, url, EVENTS);
-        drains.get(contender)!.push(drained.deliveriesPerSecond);
+        drains.get(contender)!.push(drained);
         duplicates.set(contender, duplicates.get(contender)! + drained.duplicates);
         console.error(
           `  ${label}, ${contender}: while publishing ${Math.round(result.deliveriesPerSecond)} deliveries/s (publish ${Math.round(result.publishPerSecond)}/s, ` +
             `lag p50 ${Math.round(result.p50)} ms p99 ${Math.round(result.p99)} ms, ` +
             `CPU ${Math.round(result.cpuPerDelivery)} µs a delivery: publisher ${Math.round(result.cpuSplit.publisher)}, ` +
-            `workers ${Math.round(result.cpuSplit.workers)}, PostgreSQL ${Math.round(result.cpuSplit.postgres)}); ` +
-            `draining a backlog ${Math.round(drained.deliveriesPerSecond)} deliveries/s; ${result.duplicates + drained.duplicates} duplicates`,
+            `workers ${Math.round(result.cpuSplit.workers)}, PostgreSQL ${Math.round(result.cpuSplit.postgres)}; receiver ${Math.round(result.cpuSplit.receiver)}); ` +
+            `draining a backlog ${Math.round(drained.deliveriesPerSecond)} deliveries/s (CPU a delivery: workers ${Math.round(drained.cpuSplit.workers)}, ` +
+            `PostgreSQL ${Math.round(drained.cpuSplit.postgres)}, receiver ${Math.round(drained.cpuSplit.receiver)}); ${result.duplicates + drained.duplicates} duplicates`,
         );
       }
     }
@@ -295,7 +318,13 @@ async function compare(workerCount: number, receiver: Child, url: string, pool: 
     const runs = bursts.get(name)!;
     return runs.length === 0 ? 0 : median(runs.map(pick));
   };
-  const drained = (name: Contender) => (drains.get(name)!.length === 0 ? 0 : median(drains.get(name)!));
+  const drain_ = (name: Contender, pick: (drained: Drained) => number) => {
+    const runs = drains.get(name)!;
+    return runs.length === 0 ? 0 : median(runs.map(pick));
+  };
+  const drained = (name: Contender) => drain_(name, (r) => r.deliveriesPerSecond);
+  /** A drain's CPU a delivery: the workers', the PostgreSQL server's and the receiver's, which bound its rate together. */
+  const drainCpu = (name: Contender) => drain_(name, (r) => r.cpuSplit.workers + r.cpuSplit.postgres + r.cpuSplit.receiver);
   const peers = CONTENDERS.filter((name) => name !== 'portal');
   for (const peer of peers) {
     const ratioRow = (scenario: string, mine: number, theirs: number, unit: string, target: number | null) =>
@@ -332,6 +361,17 @@ async function compare(workerCount: number, receiver: Child, url: string, pool: 
       baselineName: peer,
       baseline: cpu[1],
       ratio: cpu[0] > 0 ? cpu[1] / cpu[0] : 0,
+      target: REPORTED,
+      holds: true,
+    });
+    const drainedCpu = [drainCpu('portal'), drainCpu(peer)] as const;
+    emit({
+      scenario: `${label}: CPU a delivery draining, workers, PostgreSQL server and receiver${failed}`,
+      figure: drainedCpu[0],
+      unit: 'µs',
+      baselineName: peer,
+      baseline: drainedCpu[1],
+      ratio: drainedCpu[0] > 0 ? drainedCpu[1] / drainedCpu[0] : 0,
       target: REPORTED,
       holds: true,
     });
