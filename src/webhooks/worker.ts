@@ -34,6 +34,12 @@ export const REFILL_WAIT_MS = 20;
 const REFILL_WAIT_CLAIMS = 2;
 /** A transport that ignores its deadline is cut off this long after it: the worker never hangs on one. */
 const TRANSPORT_GRACE_MS = 1_000;
+/**
+ * A delivery claimed ahead waits for a slot at most this long; one that waited longer is not called,
+ * since its call might outlast its lease (`timeoutMs` + 60 s from the claim). It stays leased, and
+ * goes out once its lease has run out, by whichever worker claims it then.
+ */
+const AHEAD_WAIT_LIMIT_MS = LEASE_MARGIN_MS / 2;
 
 export interface WebhookWorkerOptions {
   storage: Storage;
@@ -115,12 +121,26 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   let claiming: Promise<void> | null = null;
   /** Set when more may be due than the last claim could take: a slot that frees claims again. */
   let again = false;
+  /**
+   * Whether the last claim took all it asked for: more is due than this worker holds, so a claim
+   * goes out as soon as a slot's worth of room is free. One that took less was bounded by the
+   * accounts' shares, and the next waits for the refill (a claim at each freed slot took one each).
+   */
+  let filledLast = false;
   /** Set while freed slots wait for more to free before one claim fills them all (see `refill`). */
   let refillTimer: NodeJS.Timeout | undefined;
   /** How long the recent claims took, in ms (a moving average): what a freed slot waits for others. */
   let claimMs = 0;
-  /** Calls in flight: what `concurrency` and the fair share count. */
+  /** Calls in flight: what `concurrency` counts. */
   const inFlight = new Set<Promise<void>>();
+  /**
+   * Deliveries claimed ahead of free slots, in claim order, each with when it was claimed: as a call
+   * ends, the next one starts at once instead of after a claim's round trip. At most `concurrency`
+   * of them. With fast receivers a worker on PostgreSQL spent most of each call's cycle waiting for
+   * the claim that refilled its slot (bench row "webhook fleet", draining; the figures in
+   * docs/performance.md, "Figures behind the code": claiming ahead).
+   */
+  const ahead: { claimed: ClaimedDelivery; at: number }[] = [];
   /**
    * Attempts being recorded. A call's slot frees when its answer came, not once the attempt is
    * stored: the delivery stays leased until then, so no claim takes it again, and the next call
@@ -128,8 +148,11 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
    * slow database slows the claims instead of piling up records.
    */
   const recording = new Set<Promise<void>>();
-  /** This worker's calls in flight by account: what the fair share of the next claim counts. */
-  const inFlightByAccount: Record<string, number> = Object.create(null);
+  /**
+   * This worker's deliveries by account, in flight or claimed ahead: what the fair share of the next
+   * claim counts, so an account never has more than its share of calls in flight.
+   */
+  const heldByAccount: Record<string, number> = Object.create(null);
   /**
    * Accounts whose share the last claim found full, or filled: it may have skipped due deliveries of
    * theirs, so the first of their calls to end claims again. Counted from what the claim saw, not
@@ -139,11 +162,38 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   const full = new Set<string>();
   let idleWaiters: (() => void)[] = [];
 
-  /** Deliveries the next claim may take. */
-  const free = () => Math.min(concurrency - inFlight.size, 2 * concurrency - inFlight.size - recording.size);
+  /**
+   * Deliveries the next claim may take: room for `concurrency` in flight and as many ahead, less what
+   * waits to be recorded beyond `concurrency` (a slow store slows the claims instead of piling up records).
+   */
+  const free = () => Math.min(2 * concurrency - inFlight.size - ahead.length, 2 * concurrency - inFlight.size - ahead.length - recording.size + concurrency);
+  /** Whether a call may start: a slot is free, and no more than `concurrency` answered calls wait to be recorded. */
+  const canStart = () => inFlight.size < concurrency && inFlight.size + recording.size < 2 * concurrency;
+
+  /** Starts the deliveries claimed ahead, in claim order, while slots are free. */
+  function startAhead(): void {
+    while (ahead.length > 0 && canStart()) {
+      const { claimed, at } = ahead.shift()!;
+      if (performance.now() - at <= AHEAD_WAIT_LIMIT_MS) {
+        startCall(claimed);
+        continue;
+      }
+      release(claimed.delivery.accountId);
+      logger.warn(
+        { deliveryId: claimed.delivery.id, waitedMs: Math.round(performance.now() - at) },
+        'webhook worker: a delivery claimed ahead waited too long for a slot; it goes out once its lease runs out',
+      );
+    }
+  }
+
+  function release(accountId: string): void {
+    // An account that held its whole share may have more due that a claim skipped: claim again.
+    if (full.delete(accountId)) again = true;
+    if (--heldByAccount[accountId]! === 0) delete heldByAccount[accountId];
+  }
 
   function settleIfIdle(): void {
-    if (claiming !== null || inFlight.size > 0 || recording.size > 0) return;
+    if (claiming !== null || inFlight.size > 0 || recording.size > 0 || ahead.length > 0) return;
     const waiters = idleWaiters;
     idleWaiters = [];
     for (const resolve of waiters) resolve();
@@ -177,8 +227,9 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   }
 
   /**
-   * With a backlog, freed slots are refilled together: a claim is made once every slot is free, or
-   * once the first freed slot has waited as long as two claims take (at least 1 ms, at most
+   * With a backlog, freed slots are refilled together: a claim is made once nothing is in flight or
+   * claimed ahead, or once a slot's worth of room is free after a claim that took all it asked for,
+   * or once the first freed room has waited as long as two claims take (at least 1 ms, at most
    * `REFILL_WAIT_MS`), whichever comes first. Most of a claim's cost does not depend on its size, so
    * claims that take more deliveries each cost less CPU a delivery. A wait bound by the claims' own
    * duration keeps a store whose claims cost nothing (memory) claiming almost as slots free, where a
@@ -187,7 +238,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
    */
   function refill(): void {
     if (!again || stopped || claiming !== null) return;
-    if (free() >= concurrency) return fill();
+    if (inFlight.size + ahead.length === 0 || (filledLast && free() >= concurrency)) return fill();
     if (refillTimer !== undefined || free() <= 0) return;
     refillTimer = setTimeout(fill, Math.min(REFILL_WAIT_MS, Math.max(1, REFILL_WAIT_CLAIMS * claimMs)));
     refillTimer.unref();
@@ -195,7 +246,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
 
   async function claimAndStart(limit: number): Promise<void> {
     const now = clock();
-    const held: Record<string, number> = { ...inFlightByAccount };
+    const held: Record<string, number> = { ...heldByAccount };
     let claimed: ClaimedDelivery[];
     try {
       const started = performance.now();
@@ -213,30 +264,34 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       return;
     }
     // Claimed deliveries are leased to us: they go out even when stop() came meanwhile, and stop() waits.
-    for (const delivery of claimed) startCall(delivery);
-    if (claimed.length === limit) again = true;
+    const at = performance.now();
+    for (const delivery of claimed) {
+      heldByAccount[delivery.delivery.accountId] = (heldByAccount[delivery.delivery.accountId] ?? 0) + 1;
+      ahead.push({ claimed: delivery, at });
+    }
+    startAhead();
+    filledLast = claimed.length === limit;
+    if (filledLast) again = true;
     const leased = new Map<string, number>();
     for (const { delivery } of claimed) leased.set(delivery.accountId, (leased.get(delivery.accountId) ?? 0) + 1);
     full.clear();
     for (const account of new Set([...Object.keys(held), ...leased.keys()])) {
       if ((held[account] ?? 0) + (leased.get(account) ?? 0) < perAccount) continue;
       // Its calls all ended while the claim ran: nothing of its would ask again, so ask now.
-      if (inFlightByAccount[account] === undefined) again = true;
+      if (heldByAccount[account] === undefined) again = true;
       else full.add(account);
     }
   }
 
   function startCall(claimed: ClaimedDelivery): void {
     const { accountId } = claimed.delivery;
-    inFlightByAccount[accountId] = (inFlightByAccount[accountId] ?? 0) + 1;
     const call: Promise<void> = makeCall(claimed)
       .then((made) => startRecord(claimed, made))
       .catch((error) => logger.error({ deliveryId: claimed.delivery.id, err: errorMessage(error) }, 'webhook worker: making a call failed'))
       .finally(() => {
         inFlight.delete(call);
-        // An account that held its whole share may have more due that a claim skipped: claim again.
-        if (full.delete(accountId)) again = true;
-        if (--inFlightByAccount[accountId]! === 0) delete inFlightByAccount[accountId];
+        release(accountId);
+        startAhead();
         refill();
         settleIfIdle();
       });
@@ -248,6 +303,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       .catch((error) => logger.error({ deliveryId: claimed.delivery.id, err: errorMessage(error) }, 'webhook worker: recording an attempt failed'))
       .finally(() => {
         recording.delete(record);
+        startAhead();
         refill();
         settleIfIdle();
       });
@@ -417,7 +473,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       await task?.destroy();
       task = undefined;
       await housekeeping;
-      while (claiming !== null || inFlight.size > 0 || recording.size > 0) {
+      while (claiming !== null || inFlight.size > 0 || recording.size > 0 || ahead.length > 0) {
         await claiming;
         await Promise.allSettled([...inFlight, ...recording]);
       }

@@ -425,7 +425,7 @@ test('a transport that rejects or never answers, and a record that cannot be sig
   }
 });
 
-test('with a backlog, freed slots are refilled together: one claim fills every slot', async () => {
+test('with a backlog, freed slots are refilled together: one claim fills every slot and the room ahead', async () => {
   const time = manualClock(new Date('2026-05-01T00:00:00Z'));
   const inner = memoryStorage();
   const limits: number[] = [];
@@ -444,25 +444,33 @@ test('with a backlog, freed slots are refilled together: one claim fills every s
   for (let i = 0; i < 64; i++) await storage.publishEvents([newEvent('acct_a', 'customer-created', { i }, time.now)]);
   await worker.tick();
   assert.is(transport.calls.length, 64);
-  assert.equal(limits.slice(0, 8), new Array(8).fill(8), 'each claim of the backlog asked for every slot');
+  assert.is(limits[0], 16, 'the first claim asked for every slot and as many deliveries ahead');
+  assert.ok(
+    limits.every((limit) => limit >= 8),
+    `each claim of the backlog asked for a slot's worth of room at least: ${limits.join(', ')}`,
+  );
   assert.ok(limits.length <= 9, `64 deliveries in ${limits.length} claims`);
   await worker.stop();
 });
 
 /**
  * One call hangs and keeps its slot of 4 while 15 others are answered at once, on a memory store
- * whose claims take `claimMs`: each claim's limit and start, each fast call's answer, in ms.
+ * whose claims take `claimMs`: each claim's start and how many it took, each fast call's answer, in ms.
+ * The account's share (4) bounds what a claim takes: its calls in flight and claimed ahead.
  */
 async function refillAroundAHangingCall(claimMs: number) {
   const time = manualClock(new Date('2026-05-01T00:00:00Z'));
   const inner = memoryStorage();
-  const claims: { limit: number; at: number }[] = [];
+  const claims: { taken: number; at: number }[] = [];
   const storage = {
     ...inner,
     async claimDeliveries(claim: Parameters<typeof inner.claimDeliveries>[0]) {
-      claims.push({ limit: claim.limit, at: performance.now() });
+      const made = { taken: 0, at: performance.now() };
+      claims.push(made);
       if (claimMs > 0) await new Promise((resolve) => setTimeout(resolve, claimMs));
-      return inner.claimDeliveries(claim);
+      const claimed = await inner.claimDeliveries(claim);
+      made.taken = claimed.length;
+      return claimed;
     },
   };
   const hang = deferred();
@@ -504,7 +512,7 @@ test('with a backlog, a hanging call holds back the refill of the other slots by
   // Claims of 30 ms (a busy database): the freed slots would wait two claims, 60 ms, but for the bound.
   const { refills } = await refillAroundAHangingCall(30);
   assert.equal(
-    refills.map((claim) => claim.limit),
+    refills.map((claim) => claim.taken),
     [3, 3, 3, 3],
     'the freed slots were refilled together, three at a time',
   );
@@ -518,12 +526,53 @@ test('with a backlog, a hanging call holds back the refill of the other slots by
 test('with a backlog on a store whose claims take no time, freed slots wait about a millisecond', async () => {
   const { refills } = await refillAroundAHangingCall(0);
   assert.equal(
-    refills.map((claim) => claim.limit),
+    refills.map((claim) => claim.taken),
     [3, 3, 3, 3],
     'still refilled together',
   );
   const waits = refills.map(({ waited }) => waited).sort((a, b) => a - b);
   assert.ok(waits[1]! < REFILL_WAIT_MS / 2, `waits ${waits.map((ms) => ms.toFixed(1)).join(', ')} ms: as long as two claims take, not REFILL_WAIT_MS`);
+});
+
+test('deliveries claimed ahead start as calls end, without waiting for a claim; in flight stays within the slots and shares', async () => {
+  const time = manualClock(new Date('2026-05-01T00:00:00Z'));
+  const inner = memoryStorage();
+  const claims: { started: number; ended: number; limit: number }[] = [];
+  // A store whose claims take 30 ms (a busy database).
+  const storage = {
+    ...inner,
+    async claimDeliveries(claim: Parameters<typeof inner.claimDeliveries>[0]) {
+      const made = { started: performance.now(), ended: Infinity, limit: claim.limit };
+      claims.push(made);
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      const claimed = await inner.claimDeliveries(claim);
+      made.ended = performance.now();
+      return claimed;
+    },
+  };
+  let inFlight = 0;
+  let most = 0;
+  const calledAt: number[] = [];
+  const transport = memoryTransport({
+    respond: async () => {
+      calledAt.push(performance.now());
+      most = Math.max(most, ++inFlight);
+      await new Promise((resolve) => setTimeout(resolve, 2));
+      inFlight--;
+      return 204;
+    },
+  });
+  const worker = tickedWorker(storage, transport, time.clock, { concurrency: 2, concurrencyPerAccount: 2 });
+  for (const account of ['acct_a', 'acct_b']) {
+    await storage.insertWebhook(webhookRecord({ id: `wbh_${account.slice(5)}_ahead`, accountId: account }));
+    for (let i = 0; i < 2; i++) await storage.publishEvents([newEvent(account, 'customer-created', { i }, time.now)]);
+  }
+  await worker.tick();
+  assert.is(calledAt.length, 4);
+  assert.is(claims[0]!.limit, 4, 'the first claim asked for the two slots and two deliveries ahead');
+  assert.ok(calledAt[3]! < (claims[1]?.ended ?? Infinity), 'the third and fourth calls started as the first two ended, before any other claim came back');
+  assert.is(most, 2, 'never more calls in flight than slots');
+  await worker.stop();
 });
 
 test('fair share on a slow store: calls that end while a claim runs still lead to the next claim, and one tick drains the backlog', async () => {
@@ -573,8 +622,10 @@ test('a call frees its slot once answered, before its attempt is stored; unstore
   await new Promise((resolve) => setTimeout(resolve, 30));
   assert.is(transport.calls.length, 2, 'no third call while `concurrency` more attempts than free slots wait to be stored');
   assert.is(idle, false, 'tick() waits for the attempts to be stored');
+  const called = new Set(transport.calls.map((call) => call.headers['webhook-id']));
   const leased = (await everyDelivery(inner, 'acct_a', webhook.id)).filter((delivery) => delivery.leaseOwner === worker.owner);
-  assert.is(leased.length, 2, 'an answered call keeps its lease until its attempt is stored');
+  assert.is(leased.filter((delivery) => called.has(delivery.eventId)).length, 2, 'an answered call keeps its lease until its attempt is stored');
+  assert.is(leased.length, 3, 'the third, claimed ahead, is leased and waits for the records');
   release.resolve();
   await ticking;
   assert.is(transport.calls.length, 3);
