@@ -166,7 +166,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
    * Deliveries the next claim may take: room for `concurrency` in flight and as many ahead, less what
    * waits to be recorded beyond `concurrency` (a slow store slows the claims instead of piling up records).
    */
-  const free = () => Math.min(2 * concurrency - inFlight.size - ahead.length, 2 * concurrency - inFlight.size - ahead.length - recording.size + concurrency);
+  const free = () => 2 * concurrency - inFlight.size - ahead.length - Math.max(0, recording.size - concurrency);
   /** Whether a call may start: a slot is free, and no more than `concurrency` answered calls wait to be recorded. */
   const canStart = () => inFlight.size < concurrency && inFlight.size + recording.size < 2 * concurrency;
 
