@@ -575,6 +575,56 @@ test('deliveries claimed ahead start as calls end, without waiting for a claim; 
   await worker.stop();
 });
 
+test('a delivery claimed ahead that waited half the lease margin for a slot is not called: it stays leased for a later claim', async () => {
+  const time = manualClock(new Date('2026-05-01T00:00:00Z'));
+  const storage = memoryStorage();
+  const { logger, lines } = recordingLogger();
+  const hold = deferred();
+  const transport = memoryTransport({
+    respond: async () => {
+      await hold.promise;
+      return 204;
+    },
+  });
+  const worker = createWebhookWorker({
+    storage,
+    transport,
+    clock: time.clock,
+    logger,
+    tick: '0 0 0 1 1 *',
+    timeoutMs: 15_000,
+    retrySchedule: [5],
+    concurrency: 1,
+    concurrencyPerAccount: 1,
+  });
+  for (const account of ['acct_a', 'acct_b']) {
+    await storage.insertWebhook(webhookRecord({ id: `wbh_${account.slice(5)}_late`, accountId: account }));
+    await storage.publishEvents([newEvent(account, 'customer-created', { account }, time.now)]);
+  }
+  const realNow = performance.now.bind(performance);
+  try {
+    const ticking = worker.tick();
+    await waitFor(() => transport.calls.length === 1, "the first account's call");
+    // The one slot is held past half the lease margin while the other account's delivery waits ahead.
+    performance.now = () => realNow() + LEASE_MARGIN_MS / 2 + 1000;
+    hold.resolve();
+    await ticking;
+  } finally {
+    performance.now = realNow;
+    await worker.stop();
+  }
+  assert.is(transport.calls.length, 1, 'the delivery that waited too long was not called');
+  // Both were due at once: which account's went first depends on their ids.
+  const both = [...(await everyDelivery(storage, 'acct_a', 'wbh_a_late')), ...(await everyDelivery(storage, 'acct_b', 'wbh_b_late'))];
+  const waited = both.find((delivery) => delivery.eventId !== transport.calls[0]!.headers['webhook-id']);
+  assert.is(waited!.leaseOwner, worker.owner, 'it stays leased, and goes out once the lease runs out');
+  assert.is(waited!.attempts.length, 0);
+  assert.ok(
+    lines.some((line) => line.level === 'warn' && line.object.deliveryId === waited!.id),
+    'the skip is logged with the delivery',
+  );
+});
+
 test('fair share on a slow store: calls that end while a claim runs still lead to the next claim, and one tick drains the backlog', async () => {
   const time = manualClock(new Date('2026-05-01T00:00:00Z'));
   const inner = memoryStorage();
