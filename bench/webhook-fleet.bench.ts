@@ -175,7 +175,8 @@ function cpuMeter(fleet: Fleet, receiver: Child): { sample(): void; seconds(): C
 async function phase(fleet: Fleet, receiver: Child, events: number, rate: number): Promise<Phase> {
   await receiver.request({ cmd: 'reset' }, 5000);
   const cpu = cpuMeter(fleet, receiver);
-  const sampling = setInterval(cpu.sample, CPU_SAMPLE_MS);
+  // Unref'd: a phase that throws leaves it behind, and it must not keep the bench from exiting.
+  const sampling = setInterval(cpu.sample, CPU_SAMPLE_MS).unref();
   const publishing = fleet.publisher.request<Extract<Report, { published: number }>>({ cmd: 'publish', events, batch: BATCH, rate, pad: PAD }, TIMEOUT_MS);
   const deadline = now() + TIMEOUT_MS;
   let stats = await receiver.request<Stats>({ cmd: 'stats' }, 5000);
@@ -235,7 +236,8 @@ async function drain(fleet: Fleet, workerCount: number, receiver: Child, url: st
   await fleet.publisher.request<Extract<Report, { published: number }>>({ cmd: 'publish', events, batch: BATCH, rate: 0, pad: PAD }, TIMEOUT_MS);
   await startWorkers(fleet, workerCount, url, BATCH);
   const cpu = cpuMeter(fleet, receiver);
-  const sampling = setInterval(cpu.sample, CPU_SAMPLE_MS);
+  // Unref'd: a phase that throws leaves it behind, and it must not keep the bench from exiting.
+  const sampling = setInterval(cpu.sample, CPU_SAMPLE_MS).unref();
   const deadline = now() + TIMEOUT_MS;
   let stats = await receiver.request<Stats>({ cmd: 'stats' }, 5000);
   const before = stats.distinct;
@@ -318,13 +320,13 @@ async function compare(workerCount: number, receiver: Child, url: string, pool: 
     const runs = bursts.get(name)!;
     return runs.length === 0 ? 0 : median(runs.map(pick));
   };
-  const drain_ = (name: Contender, pick: (drained: Drained) => number) => {
+  const fromDrains = (name: Contender, pick: (drained: Drained) => number) => {
     const runs = drains.get(name)!;
     return runs.length === 0 ? 0 : median(runs.map(pick));
   };
-  const drained = (name: Contender) => drain_(name, (r) => r.deliveriesPerSecond);
+  const drained = (name: Contender) => fromDrains(name, (r) => r.deliveriesPerSecond);
   /** A drain's CPU a delivery: the workers', the PostgreSQL server's and the receiver's, which bound its rate together. */
-  const drainCpu = (name: Contender) => drain_(name, (r) => r.cpuSplit.workers + r.cpuSplit.postgres + r.cpuSplit.receiver);
+  const drainCpu = (name: Contender) => fromDrains(name, (r) => r.cpuSplit.workers + r.cpuSplit.postgres + r.cpuSplit.receiver);
   const peers = CONTENDERS.filter((name) => name !== 'portal');
   for (const peer of peers) {
     const ratioRow = (scenario: string, mine: number, theirs: number, unit: string, target: number | null) =>
