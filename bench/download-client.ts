@@ -37,7 +37,9 @@ let bytes = 0;
 let requests = 0;
 async function worker() {
   while (performance.now() < until) {
-    bytes += await download();
+    // Awaited first: \`bytes += await …\` would read \`bytes\` before the await and lose the other workers' sums.
+    const received = await download();
+    bytes += received;
     requests++;
   }
 }
