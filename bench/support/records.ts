@@ -11,7 +11,7 @@ function benchId(prefix: string): string {
 }
 
 /** A date-time in the API's ATOM form: UTC, second precision, `+00:00`. */
-export function atom(date: Date): string {
+function atom(date: Date): string {
   return date.toISOString().slice(0, 19) + '+00:00';
 }
 
