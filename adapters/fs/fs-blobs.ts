@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, open as openFile, readdir, rename, rm, stat, unlink, type FileHandle } from 'node:fs/promises';
+import { close, createReadStream, open } from 'node:fs';
+import { mkdir, open as openFile, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { BlobInfo, BlobStore } from '../../src/ports.js';
@@ -29,6 +30,10 @@ const SHARDS = 256;
  */
 const fileName = (key: string) => key.replace(/[A-Z]/g, (letter) => '-' + letter.toLowerCase());
 const keyOf = (name: string) => name.replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase());
+
+/** A file descriptor open for reading. */
+const openForReading = (file: string) =>
+  new Promise<number>((resolve, reject) => open(file, 'r', (error, fd) => (error === null ? resolve(fd) : reject(error))));
 
 /** How many bytes of a body are gathered before one write. */
 const WRITE_BATCH = 256 * 1024;
@@ -174,18 +179,22 @@ export function fsBlobs(options: FsBlobsOptions): BlobStore {
     async get(key, range) {
       await ready();
       if (!KEY.test(key)) return null;
-      let handle: FileHandle;
+      const file = pathOf(key);
+      let fd: number;
       try {
-        handle = await openFile(pathOf(key), 'r');
+        fd = await openForReading(file);
       } catch (error) {
         if (hasCode(error, 'ENOENT')) return null;
         throw error;
       }
-      // The open handle keeps the bytes readable even if the blob is deleted while they stream.
+      // The open descriptor keeps the bytes readable even if the blob is deleted while they stream;
+      // the stream closes it when it ends or is destroyed. A descriptor, not a FileHandle: a
+      // FileHandle's stream reads through a promise a chunk, which took 2.5 times the CPU a MiB of
+      // a bare fs.createReadStream (bench row "5 MiB download, fsBlobs, server CPU a MiB").
       try {
-        return handle.createReadStream(range === undefined ? {} : { start: range.start, end: range.end });
+        return createReadStream(file, range === undefined ? { fd } : { fd, start: range.start, end: range.end });
       } catch (error) {
-        await handle.close();
+        close(fd, () => {});
         throw error;
       }
     },

@@ -444,4 +444,31 @@ blobFiles(
   }),
 );
 
+/** The descriptors this process has open, where /proc tells (Linux). */
+const openDescriptors = () => (existsSync('/proc/self/fd') ? readdirSync('/proc/self/fd').length : undefined);
+
+blobFiles(
+  'a read leaves no descriptor open: read whole, a range, or destroyed half-way',
+  withDir(async (dir) => {
+    if (openDescriptors() === undefined) {
+      console.log('  skipped: no /proc/self/fd here to count open descriptors');
+      return;
+    }
+    const blobs = fsBlobs({ dir });
+    const bytes = patternBytes(1_000_000);
+    await blobs.put('fsf_counted', Readable.from([bytes]));
+    const before = openDescriptors()!;
+    for (let i = 0; i < 20; i++) {
+      assert.ok((await buffer((await blobs.get('fsf_counted'))!)).equals(bytes));
+      assert.ok((await buffer((await blobs.get('fsf_counted', { start: 10, end: 19 }))!)).equals(bytes.subarray(10, 20)));
+      const cut = (await blobs.get('fsf_counted'))!;
+      await new Promise<void>((resolve) => cut.once('data', () => resolve()));
+      cut.destroy();
+      await once(cut, 'close');
+    }
+    assert.is(openDescriptors(), before);
+    await blobs.close!();
+  }),
+);
+
 blobFiles.run();
