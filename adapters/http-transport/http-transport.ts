@@ -39,10 +39,18 @@ export interface HttpTransportOptions {
 }
 
 /**
- * Idle keep-alive sockets are closed after this long: shorter than Node's own server default (5 s)
- * so the transport, not the receiver, closes an idle socket, and a call rarely meets a reset one.
+ * Idle keep-alive sockets are closed after this long when the receiver does not say how long it
+ * keeps them: shorter than Node's own server default (5 s) so the transport, not the receiver,
+ * closes an idle socket, and a call rarely meets a reset one.
  */
 const IDLE_SOCKET_MS = 4000;
+/**
+ * A receiver that says how long it keeps an idle connection (`Keep-Alive: timeout=N`) has its
+ * sockets kept that long less undici's 2 s margin, up to this: a receiver called every few seconds
+ * is not reconnected to (and TLS-handshaked) each time. What all receivers together can make the
+ * transport keep open is bounded by the pools' `maxConnections`, whatever they ask.
+ */
+const IDLE_SOCKET_HINT_MAX_MS = 60_000;
 
 /**
  * Wraps `lookup` so that only addresses the guard allows come back. Node connects to what lookup
@@ -128,7 +136,8 @@ function requestHeaders(headers: Record<string, string>): Record<string, string>
  * at most once: undici never resends a POST that reached a socket; a pooled socket found closed
  * before the request was written (undici checks an idle socket for a FIN or stray bytes before
  * reusing it) is replaced, which sends nothing twice. Connections are pooled per account and
- * origin, so no answer can reach another account's call.
+ * origin, so no answer can reach another account's call, and at most 256 connections stay open
+ * across the pools (idle pools beyond it close, least recently called first).
  */
 export function httpTransport(options: HttpTransportOptions = {}): WebhookTransport {
   const defaultTimeoutMs = options.timeoutMs ?? 15_000;
@@ -152,7 +161,7 @@ export function httpTransport(options: HttpTransportOptions = {}): WebhookTransp
     const poolOptions: Pool.Options = {
       connect: connector.connect,
       keepAliveTimeout: IDLE_SOCKET_MS,
-      keepAliveMaxTimeout: IDLE_SOCKET_MS,
+      keepAliveMaxTimeout: IDLE_SOCKET_HINT_MAX_MS,
       maxHeaderSize: MAX_HEAD_BYTES,
       headersTimeout: defaultTimeoutMs,
       bodyTimeout: defaultTimeoutMs,

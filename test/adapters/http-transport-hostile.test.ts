@@ -225,4 +225,69 @@ test('a pool is dropped once its connections have closed: nothing is kept per or
   }
 });
 
+/** Resolves once `check` holds, polling every 10 ms for up to a second. */
+async function eventually(check: () => boolean, what: string): Promise<void> {
+  for (let waited = 0; !check(); waited += 10) {
+    if (waited >= 1000) assert.unreachable(what);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+test('the connections kept open are bounded: idle pools are closed, least recently called first', async () => {
+  // Keeps every connection open, as a receiver asking for long keep-alive would.
+  const server = await rawServer(() => 'HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n');
+  const origin = `http://127.0.0.1:${server.port}`;
+  const pools = createPools((at) => new Pool(at), { maxConnections: 2 });
+  const post = async (account: string) => {
+    const pool = pools.get(account, origin);
+    const { statusCode, body } = await pool.request({ path: '/', method: 'POST', body: '{}' });
+    await body.dump();
+    assert.is(statusCode, 200);
+    return pool;
+  };
+  try {
+    const a = await post('acc_a');
+    const b = await post('acc_b');
+    assert.is(await post('acc_a'), a, 'a pool is reused while it is kept');
+    // acc_b was called least recently: its idle pool goes to make room for acc_c's connection.
+    await post('acc_c');
+    await eventually(() => server.open === 2, `2 connections open, not ${server.open}`);
+    assert.is(pools.size, 2);
+    assert.is(pools.connected, 2);
+    assert.is(await post('acc_a'), a, 'the pool called more recently is kept');
+    assert.is.not(await post('acc_b'), b, 'the closed pool is replaced by a new one');
+    await eventually(() => server.open === 2, `2 connections open, not ${server.open}`);
+    assert.is(server.connections, 4, 'a connection each for a, b, c, and b again');
+  } finally {
+    await pools.close();
+    await server.close();
+  }
+});
+
+test('an idle connection is kept as long as the receiver asks (Keep-Alive: timeout), closed after 4 s otherwise', async () => {
+  const hinted = await rawServer(() => 'HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nKeep-Alive: timeout=10\r\nContent-Length: 0\r\n\r\n');
+  const silent = await rawServer(() => 'HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n');
+  const transport = httpTransport({ allowPrivateNetworks: true });
+  try {
+    for (const server of [hinted, silent]) assert.is((await transport.send(call(server.url), { timeoutMs: 2000 })).statusCode, 200);
+    await new Promise((resolve) => setTimeout(resolve, 4500));
+    assert.is(hinted.open, 1, 'kept: the receiver keeps it 10 s');
+    assert.is(silent.open, 0, 'closed after 4 s without a word from the receiver');
+    for (const server of [hinted, silent]) assert.is((await transport.send(call(server.url), { timeoutMs: 2000 })).statusCode, 200);
+    assert.equal(
+      hinted.requests.map((request) => request.connection),
+      [1, 1],
+      'the second call went on the kept connection',
+    );
+    assert.equal(
+      silent.requests.map((request) => request.connection),
+      [1, 2],
+    );
+  } finally {
+    await transport.close!();
+    await hinted.close();
+    await silent.close();
+  }
+});
+
 test.run();

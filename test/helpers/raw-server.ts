@@ -40,6 +40,10 @@ export async function rawServer(answer: (request: number, connection: number, so
     get connections() {
       return connections;
     },
+    /** Connections open now. */
+    get open() {
+      return sockets.size;
+    },
     close: () =>
       new Promise((resolve) => {
         for (const socket of sockets) socket.destroy();
