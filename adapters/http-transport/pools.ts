@@ -32,10 +32,13 @@ export function createPools(make: (origin: string) => Pool, options: PoolsOption
   const pools = new Map<string, Map<string, Entry>>();
   /** Every kept pool, least recently called first (a Set keeps insertion order). */
   const recency = new Set<Entry>();
-  let size = 0;
+  /** The connections open in the kept pools: a dropped pool's are no longer counted, as trim closed them. */
   let connected = 0;
 
-  /** Closes idle pools, least recently called first, until the connections left open fit. */
+  /**
+   * Closes idle pools, least recently called first, until the connections left open fit. A pool with
+   * a call running or queued is passed over: undici closes its idle sockets after their keep-alive.
+   */
   function trim(): void {
     let over = connected - maxConnections;
     for (const entry of recency) {
@@ -64,7 +67,7 @@ export function createPools(make: (origin: string) => Pool, options: PoolsOption
         if (kept.get(origin) !== entry) return;
         kept.delete(origin);
         recency.delete(entry);
-        size--;
+        connected -= entry.connected;
         if (kept.size === 0 && pools.get(accountId) === kept) pools.delete(accountId);
         // Graceful: a call queued on it still goes out; the next call gets a new pool.
         entry.pool.close().catch(() => {});
@@ -73,10 +76,12 @@ export function createPools(make: (origin: string) => Pool, options: PoolsOption
     entry.pool
       .on('connect', () => {
         entry.connected++;
+        if (!recency.has(entry)) return;
         if (++connected > maxConnections) trim();
       })
       .on('disconnect', () => {
         entry.connected--;
+        if (!recency.has(entry)) return;
         connected--;
         if (entry.connected === 0) entry.drop();
       })
@@ -85,7 +90,6 @@ export function createPools(make: (origin: string) => Pool, options: PoolsOption
       });
     kept.set(origin, entry);
     recency.add(entry);
-    size++;
     return entry.pool;
   }
 
@@ -93,7 +97,7 @@ export function createPools(make: (origin: string) => Pool, options: PoolsOption
     get,
     /** How many pools are kept (for the tests of the bounds). */
     get size() {
-      return size;
+      return recency.size;
     },
     /** How many connections are open across the pools (for the tests of the bounds). */
     get connected() {
@@ -103,7 +107,7 @@ export function createPools(make: (origin: string) => Pool, options: PoolsOption
       const all = [...recency].map((entry) => entry.pool);
       pools.clear();
       recency.clear();
-      size = 0;
+      connected = 0;
       await Promise.all(all.map((pool) => pool.destroy()));
     },
   };

@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import net from 'node:net';
 import { Pool } from 'undici';
 import { test } from 'uvu';
@@ -262,6 +263,38 @@ test('the connections kept open are bounded: idle pools are closed, least recent
     await pools.close();
     await server.close();
   }
+});
+
+test("a closed pool's connections stop counting at once, before their disconnect: trim closes no more than it must", async () => {
+  // Pools whose connections the test opens and closes, each event when the test says.
+  const made: (EventEmitter & { origin: string; closed: boolean })[] = [];
+  const fake = (origin: string) => {
+    const pool = Object.assign(new EventEmitter(), { origin, closed: false, stats: { running: 0, pending: 0, queued: 0 } });
+    Object.assign(pool, { close: async () => void (pool.closed = true), destroy: async () => {} });
+    made.push(pool);
+    return pool as unknown as Pool;
+  };
+  const pools = createPools(fake, { maxConnections: 2 });
+  const connect = (account: string) => (pools.get(account, 'https://a.example') as unknown as EventEmitter).emit('connect');
+  connect('acc_a');
+  connect('acc_b');
+  connect('acc_c');
+  assert.equal(
+    made.map((pool) => pool.closed),
+    [true, false, false],
+    'the least recently called pool is closed',
+  );
+  assert.is(pools.connected, 2, 'its connection is no longer counted, though its disconnect has not come');
+  connect('acc_d');
+  assert.equal(
+    made.map((pool) => pool.closed),
+    [true, true, false, false],
+    'one more is closed for one more connection, not two',
+  );
+  made[0]!.emit('disconnect');
+  assert.is(pools.connected, 2, 'the late disconnect of a closed pool changes nothing');
+  assert.is(pools.size, 2);
+  await pools.close();
 });
 
 test('an idle connection is kept as long as the receiver asks (Keep-Alive: timeout), closed after 4 s otherwise', async () => {
