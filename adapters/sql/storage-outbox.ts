@@ -102,14 +102,18 @@ const dueAgain = (entry: string, at = '') => `(${at}status = 'pending' AND ${at}
 const BY_INDEX: Planning = { byIndex: true };
 
 /**
- * Milliseconds a new delivery's due time may lie before the claim that first sees it (clocks, commit
- * lag): each claim looks back `FRESH_SLACK_MS`, and one every `WIDE_SCAN_MS` looks back
- * `WIDE_SLACK_MS`. Every claim reads the stretch it looks back over, every pending delivery due in
- * it: looking back two seconds each time, a claim while publishing read about 1,300 rows to find the
- * accounts of the few that were new (docs/performance.md, "Figures behind the code": the claim).
+ * Milliseconds a new delivery may have been made before the claim that first sees it (clocks, commit
+ * lag): each claim looks back `FRESH_SLACK_MS` from the previous claim, and one every `WIDE_SCAN_MS`
+ * looks back `WIDE_SLACK_MS`, each to the start of that second. Due times are whole seconds: a
+ * delivery made at 10.9 s and stored after a claim at 11.0 s is due at 10 s, a whole second before
+ * the claim it missed, however short the lag. Every claim reads the stretch it looks back over, every
+ * pending delivery due in it, so a claim reads the second before only when the claim before it came
+ * less than `FRESH_SLACK_MS` into its own: read at every claim, it cost the fleet bench's rate while
+ * publishing more than the rows it adds to a quarter of the claims (bench row "webhook fleet";
+ * docs/performance.md, "Figures behind the code": the claim).
  */
 const FRESH_SLACK_MS = 250;
-const WIDE_SLACK_MS = 2000;
+const WIDE_SLACK_MS = 1000;
 const WIDE_SCAN_MS = 250;
 /** The rescue (see `claimFloors`) at most this often, and at most 2 % of the time when it is slow. */
 const RESCUE_MS = 15_000;
@@ -139,12 +143,17 @@ function claimFloors() {
   /** Each known account's floor: an ATOM time, or '-infinity'. */
   const known = new Map<string, string>();
   let last: string | undefined;
+  /** How far into its second the last claim began, at least: since the first claim this instance began in that second (ms). */
+  let lastInto = 0;
+  /** The second of the latest claims, and when (performance.now()) the first of them began. */
+  let second: string | undefined;
+  let secondBegan = 0;
   let nextWideScan = 0;
   let nextRescue = performance.now() + RESCUE_MS;
   let rescuing = false;
   return {
     known: known as ReadonlyMap<string, string>,
-    /** Where the next claim's scan of newly due deliveries starts; `null`: a full claim. */
+    /** Where the next claim's scan of newly due deliveries starts (that second included); `null`: a full claim. */
     windowFrom(now: string): string | null {
       const previous = last === undefined ? Number.NaN : Date.parse(last);
       const at = Date.parse(now);
@@ -152,15 +161,29 @@ function claimFloors() {
       if (!(at >= previous && at - previous <= 60_000)) return null;
       const wide = performance.now() >= nextWideScan;
       if (wide) nextWideScan = performance.now() + WIDE_SCAN_MS;
-      return atom(new Date(previous - (wide ? WIDE_SLACK_MS : FRESH_SLACK_MS)));
+      // A delivery the last claim missed, made at most FRESH_SLACK_MS before it, is due in that
+      // claim's second if the claim came that far into it, else maybe in the second before. atom()
+      // truncates: the scan starts where that second does.
+      const lookBack = wide ? WIDE_SLACK_MS : lastInto >= FRESH_SLACK_MS ? 0 : FRESH_SLACK_MS;
+      return atom(new Date(previous - lookBack));
     },
     /**
-     * After a claim at `now`: each account leased for starts its next walk at the first delivery
+     * After a claim at `now` that began at `began` (performance.now()): each account leased for starts its next walk at the first delivery
      * leased; one the claim looked at, with room in its share, and found nothing for, is forgotten
      * (when the claim had room left, so nothing was passed over); the others keep the floor the
      * claim gave them (`f_accounts`, `f_floors` of its first row).
      */
-    claimed(now: string, leased: DeliveryRecord[], row: Row | undefined, claim: { limit: number; max: number; inFlight: Readonly<Record<string, number>> }) {
+    claimed(
+      now: string,
+      began: number,
+      leased: DeliveryRecord[],
+      row: Row | undefined,
+      claim: { limit: number; max: number; inFlight: Readonly<Record<string, number>> },
+    ) {
+      // ATOM strings sort in time order. Claims run at once (workers sharing this store) may end out of order.
+      if (second === undefined || now > second) [second, secondBegan] = [now, began];
+      else if (now === second) secondBegan = Math.min(secondBegan, began);
+      lastInto = now === second ? began - secondBegan : 0;
       last = now;
       const first = new Map<string, string>();
       for (const delivery of leased) {
@@ -397,7 +420,7 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
   // - a full claim ($10 NULL): every account with pending deliveries, found by a skip scan, from the
   //   start (-infinity);
   // - otherwise the accounts this instance knows ($8, from its floors $9), and those with a delivery
-  //   that fell due since the last claim (after $10): new ones, retries whose time came, redelivered.
+  //   that fell due since the last claim (from $10 on): new ones, retries whose time came, redelivered.
   const fairClaim = `WITH RECURSIVE disabled AS MATERIALIZED (
       SELECT coalesce(array_agg(webhook_id), '{}') AS ids FROM ${table('webhook_health')} WHERE disabled_at IS NOT NULL
     ), everyAccount(account_id) AS (
@@ -413,7 +436,7 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
       SELECT stretch.account_id FROM (
         SELECT d.account_id FROM ${table('deliveries')} AS d
         WHERE $10::timestamptz IS NOT NULL AND d.status = 'pending'
-          AND d.next_attempt_at > $10::timestamptz AND d.next_attempt_at <= $1::timestamptz
+          AND d.next_attempt_at >= $10::timestamptz AND d.next_attempt_at <= $1::timestamptz
         ORDER BY d.next_attempt_at
         OFFSET 0
       ) AS stretch
@@ -740,6 +763,7 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
       const held = Object.entries(perAccount.inFlight);
       const from = floors.windowFrom(now);
       const known = [...floors.known];
+      const began = performance.now();
       const rows = await db.transaction(
         (tx) =>
           tx.query(fairClaim, [
@@ -762,6 +786,7 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
         .map((row) => ({ delivery: toDelivery(row, 'd_'), event: toEvent(row, 'e_'), webhook: toWebhook(row, 'w_') }));
       floors.claimed(
         now,
+        began,
         claimed.map(({ delivery }) => delivery),
         rows[0],
         { limit, ...perAccount },

@@ -290,6 +290,29 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
   );
 
   test(
+    'outbox: a delivery made in the second before a claim, and stored after it, is taken by the next claim',
+    withStorage(factory, async (storage) => {
+      await storage.insertWebhook(webhookRecord());
+      const perAccount = { max: 4, inFlight: {} };
+      const fairClaim = (second: number) => storage.claimDeliveries({ now: at(second), leaseUntil: at(second + 60), limit: 10, owner: 'worker-1', perAccount });
+      const [first] = await storage.publishEvents([eventRecord({ createdAt: at(10) })]);
+      assert.equal(
+        (await fairClaim(10)).map((c) => c.delivery.id),
+        [first!.id],
+      );
+      // A claim as the next second begins, while a publish that read the clock in second 10 is
+      // still storing: due times are whole seconds, so what it stores is due a second before this claim.
+      assert.equal(await fairClaim(11), []);
+      const [late] = await storage.publishEvents([eventRecord({ createdAt: at(10) })]);
+      assert.equal(
+        (await fairClaim(11)).map((c) => c.delivery.id),
+        [late!.id],
+        'found by the claim right after, not only by a wider look back later',
+      );
+    }),
+  );
+
+  test(
     'outbox: a claim cancels the webhook-less deliveries it passes on its way to the limit, and leaves later ones',
     withStorage(factory, async (storage, { db }) => {
       const kept = webhookRecord();
