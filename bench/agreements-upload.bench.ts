@@ -37,6 +37,7 @@ import { memoryStorage } from '../adapters/memory/index.js';
 import { sqlBlobs } from '../adapters/sql/index.js';
 import { connectPostgres, dropSchema } from '../test/helpers/sql.js';
 import { createPortal, type BlobStore } from '../src/index.js';
+import { median } from './support/median.js';
 
 /**
  * `portal-norecords`: the portal on a storage whose `insertAgreement` keeps nothing, to tell the
@@ -352,7 +353,6 @@ function row(
   console.log('BENCH ' + JSON.stringify({ scenario, figure, unit, baselineName, baseline, ratio, target: text, holds }));
 }
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const mib = (bytes: number) => (bytes / MiB).toFixed(1);
 const option = (name: string, fallback: number) => {
   const at = process.argv.indexOf(name);

@@ -26,6 +26,7 @@ import { type BlobStore, createPortal } from '../src/index.js';
 import { SIGNING_KEY_1 } from '../test/helpers/download.js';
 import { pinned, readyLine, spawnNode } from './support/cores.js';
 import { REPORTED, emit } from './support/row.js';
+import { median } from './support/median.js';
 
 const SIZE = 5 * 1024 * 1024;
 const MIB = SIZE / 1024 / 1024;
@@ -138,8 +139,6 @@ async function round(server: Server): Promise<{ rate: number; cpu: number }> {
   const mib = run.bytes / 1024 / 1024;
   return { rate: mib / (run.ms / 1000), cpu: cpu / mib };
 }
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 async function measure(): Promise<void> {
   const dir = await mkdtemp(join(process.env.BENCH_DIR ?? tmpdir(), 'portal-bench-'));

@@ -26,6 +26,7 @@ import pg from 'pg';
 import { POSTGRES_URL, connectPostgres, dropSchema } from '../test/helpers/sql.js';
 import { spawnNode } from './support/cores.js';
 import { REPORTED, emit } from './support/row.js';
+import { median } from './support/median.js';
 
 const KEY_A = 'growth-bench-key-of-account-a';
 const KEY_B = 'growth-bench-key-of-account-b';
@@ -35,8 +36,6 @@ const FETCHES = 20;
 
 /** The figures issue 35 measured on main at 77abb41, quoted. */
 const BEFORE = { logBytes: 30.8e6, logMs: 1100, stallMs: 709, rssMb: 324, otherTenantMs: 323, claimFsMs: 96, claimMemoryMs: 59, callBFsMs: 85 };
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? NaN;
 
 // ---------------------------------------------------------------------------------------------
 // The portal process: `growth.bench.js --portal <json>`.

@@ -16,6 +16,7 @@ import { renderChart } from './chart.js';
 import { REPORTED, type Row } from './support/row.js';
 import { checkSameAnswers } from './support/answers.js';
 import { wrkPath, wrkRound } from './support/wrk.js';
+import { median } from './support/median.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 // Many short rounds: on a shared host the speed of a core drifts over seconds, and the median of
@@ -121,8 +122,6 @@ async function wrkLoad(server: Server, paths: string[], headers: Record<string, 
 }
 
 /** The target of a row that only reports a figure. */
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 interface Scenario {
   name: string;

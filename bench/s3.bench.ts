@@ -26,6 +26,7 @@ import { validFormData } from '../test/helpers/agreements.js';
 import { SIGNING_KEY_1 } from '../test/helpers/download.js';
 import { startMoto } from '../test/helpers/moto.js';
 import { listen, type Running } from '../test/helpers/server.js';
+import { median } from './support/median.js';
 
 const MiB = 1024 * 1024;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -37,7 +38,6 @@ const CONCURRENT_UPLOADS = 32;
 const documentBytes = Buffer.alloc(MiB);
 for (let i = 0; i < MiB; i++) documentBytes[i] = (i * 31 + (i >> 9)) & 0xff;
 const form = () => validFormData({ documents: Array.from({ length: 5 }, (_, n) => ({ name: `doc-${n}.pdf`, bytes: documentBytes })) });
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 async function startPortalServer(client: S3Client, bucket: string) {
   const portal = await createPortal({

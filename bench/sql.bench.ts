@@ -32,14 +32,13 @@ import { connectPostgres, dropSchema } from '../test/helpers/sql.js';
 import { newEvent } from './support/records.js';
 import { checkSameAnswers } from './support/answers.js';
 import { KEY, directoryId, storageRecords, webhooks } from './servers/fixture.js';
+import { median } from './support/median.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const SCHEMA = `portal_bench_${process.pid}`;
 const SERVER = fileURLToPath(new URL('./sql-server.js', import.meta.url));
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 /** Calls `operation` from `CONCURRENCY` loops for `SECONDS`; resolves completed calls per second. */
 async function rate(operation: () => Promise<unknown>): Promise<number> {

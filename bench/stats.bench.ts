@@ -19,12 +19,12 @@ import type { Storage } from '../src/ports.js';
 import type { DeliveryCursor, EventRecord, WebhookRecord } from '../src/records.js';
 import { newId } from '../src/shared/ids.js';
 import { REPORTED, emit } from './support/row.js';
+import { median } from './support/median.js';
 
 const DELIVERIES = Number(process.env.BENCH_STATS_DELIVERIES ?? 100_000);
 const READS = 30;
 const POSTGRES_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const atom = (ms: number) => new Date(ms).toISOString().replace(/\.\d+Z$/, '+00:00');
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 async function timed(run: () => Promise<unknown>): Promise<number> {
   const times: number[] = [];

@@ -26,6 +26,7 @@ import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { POSTGRES_URL, connectPostgres, dropSchema } from '../test/helpers/sql.js';
 import { REPORTED, type Row } from './support/row.js';
+import { median } from './support/median.js';
 
 const KEY_A = 'tenants-bench-key-of-account-a';
 const KEY_B = 'tenants-bench-key-of-account-b';
@@ -50,7 +51,6 @@ const BEFORE = {
 };
 
 const now = () => performance.now();
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? NaN;
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // ---------------------------------------------------------------------------------------------

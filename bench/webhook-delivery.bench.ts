@@ -21,6 +21,7 @@ import { httpTransport } from '../adapters/http-transport/index.js';
 import { memoryStorage } from '../adapters/memory/index.js';
 import { createPortal, type WebhookCall, type WebhookTransport } from '../src/index.js';
 import { newEvent } from './support/records.js';
+import { median } from './support/median.js';
 
 const [events = 5000, concurrency = 32, rounds = 5] = process.argv.slice(2).map(Number);
 
@@ -186,8 +187,6 @@ async function transportCost(calls: WebhookCall[]): Promise<{ transport: number;
   }
   return { transport: median(costs.transport), undici: median(costs.undici), bare: median(costs.bare) };
 }
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 const receiver = await startReceiver();
 // One pair first, unreported, so that neither side is measured while the JIT is still compiling it.

@@ -45,6 +45,7 @@ import {
   useNode,
 } from './support/fleet-processes.js';
 import { REPORTED, emit } from './support/row.js';
+import { median } from './support/median.js';
 
 const EVENTS = Number(process.argv[2] ?? process.env.BENCH_FLEET_EVENTS ?? 10_000);
 const WORKER_COUNTS = (process.env.BENCH_FLEET_WORKERS ?? '1,2').split(',').map(Number);
@@ -221,8 +222,6 @@ function perDelivery(used: CpuSplit, deliveries: number): CpuSplit {
   const each = (seconds: number) => (seconds * 1e6) / deliveries;
   return { publisher: each(used.publisher), workers: each(used.workers), postgres: each(used.postgres), receiver: each(used.receiver) };
 }
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 /**
  * A preloaded backlog: the fleet's workers stopped, `events` published and all of them queued,
