@@ -38,6 +38,7 @@ import { sqlBlobs } from '../adapters/sql/index.js';
 import { connectPostgres, dropSchema } from '../test/helpers/sql.js';
 import { createPortal, type BlobStore } from '../src/index.js';
 import { median } from './support/median.js';
+import { BENCH_SIGNING_KEYS } from './support/signing-keys.js';
 
 /**
  * `portal-norecords`: the portal on a storage whose `insertAgreement` keeps nothing, to tell the
@@ -160,7 +161,7 @@ async function serve(kind: Kind): Promise<void> {
         await pool.end();
       };
     }
-    const portal = await createPortal({ auth: { apiKeys: { [KEY]: 'acct_bench' } }, storage, blobs });
+    const portal = await createPortal({ auth: { apiKeys: { [KEY]: 'acct_bench' } }, signingKeys: BENCH_SIGNING_KEYS, storage, blobs });
     handler = portal.handler;
     closePortal = () => portal.close();
   }

@@ -17,6 +17,7 @@ import pg from 'pg';
 import { sqlStorage } from '../adapters/sql/index.js';
 import { createPortal } from '../src/index.js';
 import { DATABASE_URL, EVENT_TYPE, publishAll, serve } from './support/fleet.js';
+import { BENCH_SIGNING_KEYS } from './support/signing-keys.js';
 
 const [role, schema, url, accountCount = '8', keyCount, keyMode] = process.argv.slice(2);
 const keys = keyCount === undefined ? 0 : Number(keyCount);
@@ -43,6 +44,7 @@ storage.claimDeliveries = async (claim) => {
 };
 const portal = await createPortal({
   auth: { apiKeys: ['bench-key-0123456789abcdef'] },
+  signingKeys: BENCH_SIGNING_KEYS,
   storage,
   webhooks:
     role === 'publisher'

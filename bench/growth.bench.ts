@@ -27,6 +27,7 @@ import { POSTGRES_URL, connectPostgres, dropSchema } from '../test/helpers/sql.j
 import { spawnNode } from './support/cores.js';
 import { REPORTED, emit } from './support/row.js';
 import { median } from './support/median.js';
+import { BENCH_SIGNING_KEYS } from './support/signing-keys.js';
 
 const KEY_A = 'growth-bench-key-of-account-a';
 const KEY_B = 'growth-bench-key-of-account-b';
@@ -76,6 +77,7 @@ async function servePortal(setup: Setup) {
   });
   const portal = await createPortal({
     auth: { apiKeys: { [KEY_A]: 'acct_a', [KEY_B]: 'acct_b' } },
+    signingKeys: BENCH_SIGNING_KEYS,
     storage,
     transport,
     webhooks: { tick: '0 0 0 1 1 *' },

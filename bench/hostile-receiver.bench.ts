@@ -18,6 +18,7 @@ import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { spawnNode } from './support/cores.js';
 import { REPORTED, emit } from './support/row.js';
+import { BENCH_SIGNING_KEYS } from './support/signing-keys.js';
 
 const KEY_A = 'hostile-bench-key-of-account-a';
 const KEY_B = 'hostile-bench-key-of-account-b';
@@ -47,6 +48,7 @@ async function servePortal(receiverPort: number) {
   }) as typeof net.connect;
   const portal = await createPortal({
     auth: { apiKeys: { [KEY_A]: 'acct_a', [KEY_B]: 'acct_b' } },
+    signingKeys: BENCH_SIGNING_KEYS,
     webhooks: { allowPrivateNetworks: true, timeoutMs: WINDOW_MS },
   });
   const server = http.createServer(portal.handler);

@@ -22,6 +22,7 @@ import { createPortal } from '../src/index.js';
 import type { Storage } from '../src/ports.js';
 import { POSTGRES_URL, connectPostgres, dropSchema } from '../test/helpers/sql.js';
 import { emit } from './support/row.js';
+import { BENCH_SIGNING_KEYS } from './support/signing-keys.js';
 
 const EVENTS = Number(process.env.SOAK_EVENTS ?? 1_000_000);
 const RATE = Number(process.env.SOAK_RATE ?? 2500);
@@ -44,6 +45,7 @@ async function soak(name: string, storage: Storage, diskBytes: () => Promise<num
   const transport = memoryTransport();
   const portal = await createPortal({
     auth: { apiKeys: ['soak-bench-key-0123456789abcdef'] },
+    signingKeys: BENCH_SIGNING_KEYS,
     storage,
     transport,
     retention: { eventsMs: RETENTION_MS, deliveriesMs: RETENTION_MS },

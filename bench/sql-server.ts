@@ -10,6 +10,7 @@ import pg from 'pg';
 import { sqlStorage } from '../adapters/sql/index.js';
 import { createPortal, type Storage } from '../src/index.js';
 import { POSTGRES_URL } from '../test/helpers/sql.js';
+import { BENCH_SIGNING_KEYS } from './support/signing-keys.js';
 
 const [kind = 'memory', schema = 'portal_bench'] = process.argv.slice(2);
 const ACCOUNT = 'acct_bench';
@@ -23,7 +24,12 @@ if (kind === 'postgres') {
   storage = sqlStorage({ client: await PGlite.create(), schema });
 }
 
-const portal = await createPortal({ auth: { apiKeys: { [KEY]: ACCOUNT } }, webhooks: { worker: false }, ...(storage && { storage }) });
+const portal = await createPortal({
+  auth: { apiKeys: { [KEY]: ACCOUNT } },
+  signingKeys: BENCH_SIGNING_KEYS,
+  webhooks: { worker: false },
+  ...(storage && { storage }),
+});
 const hook = await portal.webhooks.create(ACCOUNT, { type: 'customer-created', url: 'https://receiver.example/hook' });
 const server = http.createServer(portal.handler).listen(0, '127.0.0.1', () => {
   const { port } = server.address() as AddressInfo;

@@ -9,11 +9,13 @@ import { sqlStorage } from '../../adapters/sql/index.js';
 import { createPortal } from '../../src/index.js';
 import { POSTGRES_URL } from '../../test/helpers/sql.js';
 import { ACCOUNT, KEY, POOL_SIZE, announce } from './fixture.js';
+import { BENCH_SIGNING_KEYS } from '../support/signing-keys.js';
 
 const schema = process.argv[2]!;
 const pool = new pg.Pool({ connectionString: POSTGRES_URL, max: POOL_SIZE });
 const portal = await createPortal({
   auth: { apiKeys: { [KEY]: ACCOUNT } },
+  signingKeys: BENCH_SIGNING_KEYS,
   webhooks: { worker: false },
   storage: sqlStorage({ client: pool, schema }),
 });

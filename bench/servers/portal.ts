@@ -3,11 +3,12 @@ import http from 'node:http';
 import { memoryStorage } from '../../adapters/memory/index.js';
 import { createPortal } from '../../src/index.js';
 import { ACCOUNT, ENTRY_COUNT, KEY, announce, storageRecords } from './fixture.js';
+import { BENCH_SIGNING_KEYS } from '../support/signing-keys.js';
 
 const storage = memoryStorage();
 const portal = await createPortal({
   auth: { apiKeys: { [KEY]: ACCOUNT } },
-  signingKeys: ['a-signing-key-of-the-bench-0123456789'],
+  signingKeys: BENCH_SIGNING_KEYS,
   webhooks: { worker: false },
   storage,
 });
