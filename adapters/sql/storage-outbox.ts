@@ -107,10 +107,9 @@ const BY_INDEX: Planning = { byIndex: true };
  * looks back `WIDE_SLACK_MS`, each to the start of that second. Due times are whole seconds: a
  * delivery made at 10.9 s and stored after a claim at 11.0 s is due at 10 s, a whole second before
  * the claim it missed, however short the lag. Every claim reads the stretch it looks back over, every
- * pending delivery due in it, so a claim reads the second before only when the claim before it came
- * less than `FRESH_SLACK_MS` into its own: read at every claim, it cost the fleet bench's rate while
- * publishing more than the rows it adds to a quarter of the claims (bench row "webhook fleet";
- * docs/performance.md, "Figures behind the code": the claim).
+ * pending delivery due in it. So a claim reads the second before only when the claim before it came
+ * less than `FRESH_SLACK_MS` into its own second: read by every claim, it slowed the deliveries while
+ * publishing (bench row "webhook fleet"; docs/performance.md, "Figures behind the code": the claim).
  */
 const FRESH_SLACK_MS = 250;
 const WIDE_SLACK_MS = 1000;
@@ -168,10 +167,10 @@ function claimFloors() {
       return atom(new Date(previous - lookBack));
     },
     /**
-     * After a claim at `now` that began at `began` (performance.now()): each account leased for starts its next walk at the first delivery
-     * leased; one the claim looked at, with room in its share, and found nothing for, is forgotten
-     * (when the claim had room left, so nothing was passed over); the others keep the floor the
-     * claim gave them (`f_accounts`, `f_floors` of its first row).
+     * After a claim at `now` that began at `began` (performance.now()): each account leased for
+     * starts its next walk at the first delivery leased; one the claim looked at, with room in its
+     * share, and found nothing for, is forgotten (when the claim had room left, so nothing was passed
+     * over); the others keep the floor the claim gave them (`f_accounts`, `f_floors` of its first row).
      */
     claimed(
       now: string,
