@@ -12,6 +12,7 @@ export {
 } from './webhooks/signature.js';
 export type {
   BlobInfo,
+  BlobReader,
   BlobStore,
   ByteRange,
   Claim,

@@ -339,6 +339,14 @@ export interface BlobStore {
   put(key: string, body: Readable | AsyncIterable<Uint8Array>): Promise<{ size: number }>;
   /** The blob's bytes (only `range`, when given) as a stream, or `null` when absent. */
   get(key: string, range?: ByteRange): Promise<Readable | null>;
+  /**
+   * The blob's bytes (only `range`, when given) read into the caller's buffers, or `null` when
+   * absent. Optional, for a store that reads from a file: a download then goes out through two
+   * buffers used again and again, where a stream hands out a new buffer for every chunk read and
+   * leaves the garbage collector to find them. Where a store has it, downloads read through it
+   * instead of `get`.
+   */
+  reader?(key: string, range?: ByteRange): Promise<BlobReader | null>;
   /** Size and write time, or `null` when absent. */
   stat(key: string): Promise<BlobInfo | null>;
   /** Removes the blob; `false` when absent. */
@@ -351,6 +359,17 @@ export interface BlobStore {
    * the blob is not checked. Only on stores that serve bytes themselves: download links redirect to it.
    */
   presign?(key: string, options: PresignOptions): Promise<string>;
+}
+
+/** A blob's bytes, read in order into buffers of the caller's (`BlobStore.reader`). */
+export interface BlobReader {
+  /**
+   * Reads the next bytes into `into`, as many as fit; resolves how many, `0` once every byte has
+   * been read. `into` is the caller's again once the read resolves. One read at a time.
+   */
+  read(into: Uint8Array): Promise<number>;
+  /** Releases what the reader holds (a file descriptor); once, and never while a read is pending. Later calls do nothing. */
+  close(): Promise<void>;
 }
 
 /** What a presigned URL serves: for how long, and the headers its answer carries. */

@@ -3,7 +3,7 @@ import { text } from 'node:stream/consumers';
 import { buffer } from 'node:stream/consumers';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { BlobStore } from '../../src/ports.js';
+import type { BlobReader, BlobStore } from '../../src/ports.js';
 import type { BlobStoreFactory } from './types.js';
 import { patternBytes } from './fixtures.js';
 import { reopenable } from './reopen.js';
@@ -91,6 +91,64 @@ export function blobStoreSuite(factory: BlobStoreFactory): void {
         const part = await buffer((await blobs.get('fsf_range', { start, end }))!);
         assert.ok(part.equals(bytes.subarray(start, end + 1)), `range ${start}-${end}`);
       }
+    }),
+  );
+
+  /** Runs `body` on a store that reads into the caller's buffers (`BlobStore.reader`); says so and passes where the store has none. */
+  const withReader = (body: (blobs: BlobStore, reader: NonNullable<BlobStore['reader']>) => Promise<void>) =>
+    withBlobs(async (blobs) => {
+      if (blobs.reader === undefined) {
+        console.log(`skip: ${factory.name} has no reader (BlobStore.reader is optional), so its reads into the caller's buffers are not checked`);
+        return;
+      }
+      await body(blobs, blobs.reader.bind(blobs));
+    });
+
+  /** Every byte `reader` gives, read through one buffer of `size` bytes used again for each read, and how many reads gave bytes. */
+  async function readAll(reader: BlobReader, size: number): Promise<{ bytes: Buffer; reads: number }> {
+    const into = Buffer.alloc(size);
+    const parts: Buffer[] = [];
+    for (let count = await reader.read(into); count > 0; count = await reader.read(into)) parts.push(Buffer.from(into.subarray(0, count)));
+    assert.is(await reader.read(into), 0, 'still 0 after the end');
+    await reader.close();
+    return { bytes: Buffer.concat(parts), reads: parts.length };
+  }
+
+  test(
+    "a reader reads the blob into the caller's buffer, then 0; over a range, exactly its bytes",
+    withReader(async (blobs, reader) => {
+      const bytes = patternBytes(1_000_000, 4);
+      await blobs.put('fsf_reader', Readable.from(chunks(bytes, 100_000)));
+      const whole = await readAll((await reader('fsf_reader'))!, 65_536);
+      assert.ok(whole.bytes.equals(bytes), 'the whole blob, byte-exact');
+      assert.ok(whole.reads >= Math.ceil(bytes.length / 65_536), 'never more than the buffer holds at a time');
+      for (const [start, end] of [
+        [0, 0],
+        [65_535, 65_536],
+        [123_456, 654_321],
+        [999_999, 999_999],
+      ] as const) {
+        const part = await readAll((await reader('fsf_reader', { start, end }))!, 10_000);
+        assert.ok(part.bytes.equals(bytes.subarray(start, end + 1)), `range ${start}-${end}`);
+      }
+      const empty = await blobs.put('fsf_readerEmpty', Readable.from([]));
+      assert.is(empty.size, 0);
+      assert.is((await readAll((await reader('fsf_readerEmpty'))!, 1024)).bytes.length, 0, 'an empty blob reads as 0 at once');
+    }),
+  );
+
+  test(
+    'a reader: null for an absent blob; closing again does nothing; a read after close rejects',
+    withReader(async (blobs, reader) => {
+      assert.is(await reader('fsf_absent'), null);
+      assert.is(await reader('../../etc/passwd'), null, 'a key that is no record id names no file');
+      await blobs.put('fsf_closed', Readable.from([Buffer.from('abc')]));
+      const open = (await reader('fsf_closed'))!;
+      await open.close();
+      await open.close();
+      let error: unknown;
+      await open.read(Buffer.alloc(8)).catch((caught) => (error = caught));
+      assert.instance(error, Error);
     }),
   );
 
