@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import { PortalError } from '../errors.js';
-import type { BlobStore, ByteRange, Storage } from '../ports.js';
+import type { BlobReader, BlobStore, ByteRange, Storage } from '../ports.js';
 import type { DownloadLink } from '../records.js';
 import { atom } from '../shared/time.js';
 import { type DownloadGrant, type LinkSigner, downloadLinkUrl } from './download-links.js';
@@ -112,9 +112,12 @@ export function createDownloadService(deps: DownloadServiceDeps) {
       return blobs.presign(download.id, { expiresInSeconds, ...answer });
     },
 
-    /** The bytes (only `range`, when given), or a 404 when they went meanwhile. */
-    async openBytes(download: Downloadable, range?: ByteRange): Promise<Readable> {
-      const body = await blobs.get(download.id, range);
+    /**
+     * The bytes (only `range`, when given), or a 404 when they went meanwhile: a reader into the
+     * caller's buffers where the store has one (`BlobStore.reader`), else a stream.
+     */
+    async openBytes(download: Downloadable, range?: ByteRange): Promise<Readable | BlobReader> {
+      const body = blobs.reader === undefined ? await blobs.get(download.id, range) : await blobs.reader(download.id, range);
       if (body === null) throw removed(download.kind);
       return body;
     },

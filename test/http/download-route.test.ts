@@ -2,7 +2,9 @@ import { execFile, spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import http from 'node:http';
 import { Readable } from 'node:stream';
+import { buffer } from 'node:stream/consumers';
 import { promisify } from 'node:util';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -233,6 +235,127 @@ test('a blob stream that fails after the headers went out cuts the connection an
     { blobs: gatedBlobs(() => source), logger },
   );
 });
+
+/**
+ * A blob store that reads into the caller's buffers (`BlobStore.reader`), over memory blobs: it
+ * records each buffer read into, waits for `gate` before every read past the first `free` reads, and
+ * may fail a read or end early; `closed` resolves when the reader is closed.
+ */
+function readerBlobs(options: { free?: number; gate?: () => Promise<void>; failAt?: number; endAt?: number } = {}) {
+  const inner = memoryBlobs();
+  const buffers = new Set<ArrayBufferLike>();
+  let reads = 0;
+  let closeReader!: () => void;
+  const closed = new Promise<void>((resolve) => (closeReader = resolve));
+  const blobs: BlobStore = {
+    ...inner,
+    async reader(key, range) {
+      const stream = await inner.get(key, range);
+      if (stream === null) return null;
+      const bytes = await buffer(stream);
+      let position = 0;
+      return {
+        async read(into) {
+          buffers.add(into.buffer);
+          reads++;
+          if (reads > (options.free ?? Number.POSITIVE_INFINITY)) await options.gate?.();
+          if (reads === options.failAt) throw new Error('disk gone');
+          const end = Math.min(bytes.length, options.endAt ?? bytes.length, position + into.byteLength);
+          into.set(bytes.subarray(position, end));
+          const count = end - position;
+          position = end;
+          return count;
+        },
+        async close() {
+          closeReader();
+        },
+      };
+    },
+  };
+  return { blobs, buffers, closed, reads: () => reads };
+}
+
+test('from a store that reads into buffers: a slow client gets every byte, through two buffers for the whole download', async () => {
+  const big = patternBytes(3 * 1024 * 1024 + 7, 11);
+  const store = readerBlobs();
+  await withDownload(
+    { body: big },
+    async ({ link }) => {
+      // The client reads nothing for a while, then everything. (Loopback sockets take in megabytes:
+      // that a buffer is read into only once the socket let go of it is checked in blob-pump.test.)
+      const received = await new Promise<Buffer>((resolve, reject) => {
+        http
+          .get(link, (res) => {
+            res.pause();
+            setTimeout(() => {
+              const parts: Buffer[] = [];
+              res.on('data', (chunk: Buffer) => parts.push(chunk));
+              res.on('end', () => resolve(Buffer.concat(parts)));
+              res.resume();
+            }, 200);
+          })
+          .on('error', reject);
+      });
+      assert.is(received.length, big.length);
+      assert.ok(received.equals(big), 'byte-exact');
+      await store.closed;
+      assert.ok(store.reads() >= big.length / 65_536, `${store.reads()} reads of at most 64 KiB`);
+      assert.ok(store.buffers.size <= 2, `read into ${store.buffers.size} buffers`);
+      const ranged = await fetch(link, { headers: { range: 'bytes=65530-200000' } });
+      assert.is(ranged.status, 206);
+      assert.ok((await bytesOf(ranged)).equals(big.subarray(65_530, 200_001)), 'a range, byte-exact');
+    },
+    { blobs: store.blobs },
+  );
+});
+
+test('from a store that reads into buffers: a client that goes away closes the reader, and is no error', async () => {
+  const errors: string[] = [];
+  const logger: Logger = { debug() {}, info() {}, warn() {}, error: (_object, message) => errors.push(message ?? '') };
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  const store = readerBlobs({ free: 2, gate: () => opened });
+  await withDownload(
+    { body: Buffer.alloc(20 * 65_536) },
+    async ({ app, link }) => {
+      const abort = new AbortController();
+      const res = await fetch(link, { signal: abort.signal });
+      await res.body!.getReader().read();
+      abort.abort();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      open();
+      await store.closed;
+      assert.ok(store.reads() < 20, `stopped reading after ${store.reads()} reads`);
+      assert.is((await app.api('/files')).status, 200, 'the server serves on');
+      assert.equal(errors, []);
+    },
+    { blobs: store.blobs, logger },
+  );
+});
+
+for (const [name, failure] of [
+  ['fails', { failAt: 3 }],
+  ['ends before its length', { endAt: 3 * 65_536 + 10 }],
+] as const) {
+  test(`from a store that reads into buffers: a blob that ${name} after the headers went out cuts the connection and is logged`, async () => {
+    const errors: string[] = [];
+    const logger: Logger = { debug() {}, info() {}, warn() {}, error: (_object, message) => errors.push(message ?? '') };
+    const store = readerBlobs(failure);
+    await withDownload(
+      { body: Buffer.alloc(8 * 65_536) },
+      async ({ link }) => {
+        const res = await fetch(link);
+        assert.is(res.status, 200);
+        let failed = false;
+        await res.arrayBuffer().catch(() => (failed = true));
+        assert.ok(failed, 'the client sees a truncated body, not a complete one');
+        await store.closed;
+        assert.equal(errors, ['response failed after headers were sent']);
+      },
+      { blobs: store.blobs, logger },
+    );
+  });
+}
 
 const curlAvailable = spawnSync('curl', ['--version']).status === 0;
 const curlTest = curlAvailable ? test : test.skip;

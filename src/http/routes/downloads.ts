@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
+import { pumpBlob } from '../blob-pump.js';
 import { type RangeRequest, parseRange } from '../byte-range.js';
 import { attachmentDisposition } from '../content-disposition.js';
 import * as v from 'valibot';
@@ -9,6 +10,7 @@ import { isMediaType } from '../../domain/inputs.js';
 import type { Route } from '../handler.js';
 import { PortalError } from '../../errors.js';
 import type { Downloadable, DownloadService } from '../../domain/downloads.js';
+import type { BlobReader } from '../../ports.js';
 
 /**
  * The signed download route (public: the link's signature is its authorization). Streams the
@@ -45,9 +47,10 @@ export function downloadRoutes(downloads: DownloadService): Route[] {
           throw new PortalError('RANGE_NOT_SATISFIABLE', download.size);
         }
         const range = asked.kind === 'partial' ? asked.range : undefined;
+        const length = range === undefined ? download.size : range.end - range.start + 1;
         const headers: Record<string, string | number> = {
           'Content-Type': contentType,
-          'Content-Length': range === undefined ? download.size : range.end - range.start + 1,
+          'Content-Length': length,
           'Content-Disposition': contentDisposition,
           'Accept-Ranges': 'bytes',
           ETag: etagOf(download),
@@ -65,7 +68,7 @@ export function downloadRoutes(downloads: DownloadService): Route[] {
         }
         const body = await downloads.openBytes(download, range);
         res.writeHead(status, headers);
-        await streamBody(body, res);
+        await (isStream(body) ? streamBody(body, res) : pumpBlob(body, res, length));
       },
     },
   ];
@@ -91,6 +94,9 @@ function streamBody(body: Readable, res: ServerResponse): Promise<void> {
     body.pipe(res);
   });
 }
+
+/** A stream by its shape, not its class: a store may hand out another library's readable streams. */
+const isStream = (body: Readable | BlobReader): body is Readable => typeof (body as Readable).pipe === 'function';
 
 /** The bytes under a download id never change, so its id is a strong validator. */
 const etagOf = (download: Downloadable) => `"${download.id}"`;
