@@ -21,9 +21,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fsBlobs } from '../adapters/fs/index.js';
-import { type BlobStore, createPortal } from '../src/index.js';
-import { SIGNING_KEY_1 } from '../test/helpers/download.js';
+import type { BlobStore } from '../src/index.js';
 import { pinned, readyLine, spawnNode } from './support/cores.js';
 import { REPORTED, emit } from './support/row.js';
 import { median } from './support/median.js';
@@ -66,6 +64,11 @@ async function serve(kind: Kind, dir: string): Promise<void> {
       createReadStream(file).pipe(res);
     };
   } else {
+    // Loaded here, not at the top: the bare server's process holds none of the portal's modules
+    // in its heap, whose size sets what each of its collections costs.
+    const { fsBlobs } = await import('../adapters/fs/index.js');
+    const { createPortal } = await import('../src/index.js');
+    const { SIGNING_KEY_1 } = await import('../test/helpers/download.js');
     const blobs: BlobStore | undefined = kind === 'fs' ? fsBlobs({ dir: join(dir, 'fs-blobs') }) : undefined;
     const portal = await createPortal({
       auth: { apiKeys: { 'bench-key-0123456789abcdef': 'acct_bench' } },
