@@ -1,4 +1,3 @@
-import PDFDocument from 'pdfkit';
 import { PortalError } from '../errors.js';
 import type { AgreementRecord, AgreementSignerRecord, AuditEntry } from '../records.js';
 import { atom } from '../shared/time.js';
@@ -34,8 +33,18 @@ function imageOf(dataUrl: string | null): Buffer | null {
 const settlingStep = (audit: readonly AuditEntry[], signer: AgreementSignerRecord) =>
   audit.findLast((entry) => entry.signerId === signer.id && (entry.action === 'signed' || entry.action === 'declined'));
 
+/**
+ * pdfkit, loaded with the first certificate: its fonts and tables are some 6 MiB of heap that every
+ * collection of a portal that never makes one would otherwise mark again (bench rows "POST
+ * /v1/agreements, 5 × 1 MiB" and "5 MiB download"; docs/performance.md, "The portal's heap").
+ */
+let pdfkit: ReturnType<typeof loadPdfkit> | undefined;
+const loadPdfkit = () => import('pdfkit');
+
 export async function certificatePdf(record: AgreementRecord, now: Date): Promise<Buffer> {
   if (record.status !== 'signed' && record.closedReason === null) throw new PortalError('AGREEMENT_STILL_OPEN', record.id);
+  pdfkit ??= loadPdfkit();
+  const { default: PDFDocument } = await pdfkit;
   const doc = new PDFDocument({
     size: 'A4',
     margin: 50,

@@ -1,7 +1,8 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { SIGNER, signer, validFormData } from '../helpers/agreements.js';
@@ -87,6 +88,16 @@ test("a declined agreement has a certificate too, with the reason; another accou
     assert.is((await app.api(`/agreements/${agreement.id}/certificate`, { headers: { authorization: 'Bearer key-of-account-b' } })).status, 404);
     assert.is((await app.api('/agreements/nope/certificate')).status, 400);
   });
+});
+
+test('pdfkit is imported by the certificate alone, when it makes the first', () => {
+  // Its fonts and tables are megabytes of heap that every collection of the process marks again.
+  const root = fileURLToPath(new URL('../..', import.meta.url));
+  const importers = readdirSync(root, { recursive: true, encoding: 'utf8' })
+    .filter((file) => file.endsWith('.js') && (file.startsWith('src/') || file.startsWith('adapters/')))
+    .filter((file) => /\bfrom ['"]pdfkit['"]|\bimport ['"]pdfkit['"]|require\(['"]pdfkit['"]\)/.test(readFileSync(join(root, file), 'utf8')));
+  assert.equal(importers, [], 'no module loads pdfkit when it is loaded');
+  assert.match(readFileSync(join(root, 'src/domain/certificate.js'), 'utf8'), "import('pdfkit')");
 });
 
 test.run();
