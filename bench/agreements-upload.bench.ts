@@ -32,13 +32,8 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { Busboy } from '@fastify/busboy';
-import { fsBlobs } from '../adapters/fs/index.js';
-import { memoryStorage } from '../adapters/memory/index.js';
-import { sqlBlobs } from '../adapters/sql/index.js';
-import { connectPostgres, dropSchema } from '../test/helpers/sql.js';
-import { createPortal, type BlobStore } from '../src/index.js';
+import type { BlobStore } from '../src/index.js';
 import { median } from './support/median.js';
-import { BENCH_SIGNING_KEYS } from './support/signing-keys.js';
 
 /**
  * `portal-norecords`: the portal on a storage whose `insertAgreement` keeps nothing, to tell the
@@ -146,6 +141,14 @@ async function serve(kind: Kind): Promise<void> {
   if (kind === 'bare-durable') {
     handler = durableHandler(scratch('bench-durable-'));
   } else if (kind !== 'bare') {
+    // Loaded here, not at the top: the bare servers' processes hold none of the portal's modules
+    // in their heaps, whose size sets what each of their collections costs.
+    const { fsBlobs } = await import('../adapters/fs/index.js');
+    const { memoryStorage } = await import('../adapters/memory/index.js');
+    const { sqlBlobs } = await import('../adapters/sql/index.js');
+    const { connectPostgres, dropSchema } = await import('../test/helpers/sql.js');
+    const { createPortal } = await import('../src/index.js');
+    const { BENCH_SIGNING_KEYS } = await import('./support/signing-keys.js');
     const storage = memoryStorage();
     if (kind === 'portal-norecords') storage.insertAgreement = async () => {};
     let blobs: BlobStore = sinkBlobs();
@@ -486,6 +489,7 @@ async function main(): Promise<void> {
     const durable = [option('--durable-rounds', 5), option('--seconds', 4), option('--warmup', 2)] as const;
     await compareDurable('portal-fs', body, ...durable);
     // On its own: PostgreSQL's writes after a round (WAL, checkpoints) would fall on the next server's.
+    const { connectPostgres } = await import('../test/helpers/sql.js');
     const postgres = await connectPostgres({ max: 1 });
     if (postgres.pool) {
       await postgres.pool.end();
