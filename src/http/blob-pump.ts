@@ -38,6 +38,12 @@ export function pumpBlob(reader: BlobReader, res: ServerResponse, length: number
       }
       release();
     };
+    if (res.destroyed) {
+      // The client went away while the blob was being opened: its 'close' has come and gone.
+      stopped = true;
+      release();
+      return resolve();
+    }
     res.once('close', () => {
       // The client went away, or the answer is out: nothing more to read either way.
       stopped = true;

@@ -3,6 +3,7 @@ import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import http from 'node:http';
+import net from 'node:net';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import { promisify } from 'node:util';
@@ -331,6 +332,52 @@ test('from a store that reads into buffers: a client that goes away closes the r
     },
     { blobs: store.blobs, logger },
   );
+});
+
+test('a client gone while the blob is being opened: the stream, or the reader, is released all the same', async () => {
+  let opened!: () => void;
+  let opening!: Promise<void>;
+  let streamClosed = false;
+  const stream = new Readable({ read() {} });
+  stream.once('close', () => (streamClosed = true));
+  const store = readerBlobs();
+  const inner = store.blobs;
+  const gated: BlobStore = {
+    ...inner,
+    get: async (key, range) => (await opening, (await inner.get(key, range)) === null ? null : stream),
+    reader: async (key, range) => (await opening, inner.reader!(key, range)),
+  };
+  for (const blobs of [{ ...gated, reader: undefined }, gated]) {
+    opening = new Promise<void>((resolve) => (opened = resolve));
+    await withDownload(
+      { body: Buffer.alloc(4 * 65_536) },
+      async ({ app, link }) => {
+        // A raw socket, closed for sure once the request is out.
+        const url = new URL(link);
+        const socket = net.connect(Number(url.port), url.hostname);
+        await new Promise((resolve) => socket.once('connect', resolve));
+        socket.write(`GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\n\r\n`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        socket.destroy();
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        opened();
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        assert.is((await app.api('/files')).status, 200, 'the server serves on');
+      },
+      { blobs },
+    );
+  }
+  assert.ok(streamClosed, 'the stream opened for a client gone is destroyed');
+  let timer: NodeJS.Timeout | undefined;
+  const never = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error('the reader opened for a client gone was never closed')), 2000);
+  });
+  try {
+    await Promise.race([store.closed, never]);
+  } finally {
+    clearTimeout(timer);
+  }
+  assert.is(store.reads(), 0, 'nothing read for a client gone');
 });
 
 for (const [name, failure] of [

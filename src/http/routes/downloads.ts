@@ -83,6 +83,11 @@ export function downloadRoutes(downloads: DownloadService): Route[] {
  */
 function streamBody(body: Readable, res: ServerResponse): Promise<void> {
   return new Promise((resolve, reject) => {
+    if (res.destroyed) {
+      // The client went away while the blob was being opened: its 'close' has come and gone.
+      body.destroy();
+      return resolve();
+    }
     body.on('error', (error) => {
       res.destroy(error);
       reject(error);
