@@ -6,7 +6,8 @@
  *   (BENCH_ROUNDS=5 BENCH_SECONDS=2 BENCH_CONCURRENCY=4 by default)
  *
  * Two portals are measured: one on the memory blob store (the default) and one on `fsBlobs`, which
- * streams a file from disk as the bare server does: that pair isolates what the portal adds
+ * reads a file from disk as the bare server does (through its reader, into two buffers used again,
+ * where bare's stream makes a new one a chunk): that pair isolates what the portal adds
  * (routing, signature check, record lookup, headers). Each server runs in its own process, on core 0
  * where `taskset` exists, so that no server shares its heap, its garbage collections or its event
  * loop with another; the load comes from a separate process (`download-client.js`) on core 1. Rounds

@@ -2,6 +2,7 @@ import { execFile, spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { once } from 'node:events';
 import http from 'node:http';
 import net from 'node:net';
 import { Readable } from 'node:stream';
@@ -334,49 +335,57 @@ test('from a store that reads into buffers: a client that goes away closes the r
   );
 });
 
+/** `promise`, or a rejection with `message` once `ms` have passed without it. */
+async function within<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), ms);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 test('a client gone while the blob is being opened: the stream, or the reader, is released all the same', async () => {
   let opened!: () => void;
   let opening!: Promise<void>;
-  let streamClosed = false;
+  let asked!: () => void;
+  let asking!: Promise<void>;
   const stream = new Readable({ read() {} });
-  stream.once('close', () => (streamClosed = true));
+  const streamClosed = once(stream, 'close');
   const store = readerBlobs();
   const inner = store.blobs;
   const gated: BlobStore = {
     ...inner,
-    get: async (key, range) => (await opening, (await inner.get(key, range)) === null ? null : stream),
-    reader: async (key, range) => (await opening, inner.reader!(key, range)),
+    get: async (key, range) => (asked(), await opening, (await inner.get(key, range)) === null ? null : stream),
+    reader: async (key, range) => (asked(), await opening, inner.reader!(key, range)),
   };
   for (const blobs of [{ ...gated, reader: undefined }, gated]) {
     opening = new Promise<void>((resolve) => (opened = resolve));
+    asking = new Promise<void>((resolve) => (asked = resolve));
     await withDownload(
       { body: Buffer.alloc(4 * 65_536) },
       async ({ app, link }) => {
-        // A raw socket, closed for sure once the request is out.
+        // A raw socket, closed once the route waits on the store, and seen closed by the server before the store answers.
         const url = new URL(link);
+        const accepted = once(app.server, 'connection') as Promise<[net.Socket]>;
         const socket = net.connect(Number(url.port), url.hostname);
-        await new Promise((resolve) => socket.once('connect', resolve));
+        const [serverSide] = await accepted;
         socket.write(`GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\n\r\n`);
-        await new Promise((resolve) => setTimeout(resolve, 50));
+        await asking;
+        const seen = once(serverSide, 'close');
         socket.destroy();
-        await new Promise((resolve) => setTimeout(resolve, 50));
+        await seen;
         opened();
-        await new Promise((resolve) => setTimeout(resolve, 50));
         assert.is((await app.api('/files')).status, 200, 'the server serves on');
       },
       { blobs },
     );
   }
-  assert.ok(streamClosed, 'the stream opened for a client gone is destroyed');
-  let timer: NodeJS.Timeout | undefined;
-  const never = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error('the reader opened for a client gone was never closed')), 2000);
-  });
-  try {
-    await Promise.race([store.closed, never]);
-  } finally {
-    clearTimeout(timer);
-  }
+  await within(streamClosed, 2000, 'the stream opened for a client gone was never destroyed');
+  await within(store.closed, 2000, 'the reader opened for a client gone was never closed');
   assert.is(store.reads(), 0, 'nothing read for a client gone');
 });
 
