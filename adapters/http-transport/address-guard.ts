@@ -1,5 +1,16 @@
 import { isIPv4, isIPv6 } from 'node:net';
 
+/** A refusal of the SSRF guard: the address is one the portal does not call. */
+export class RefusedAddressError extends Error {
+  readonly code = 'ERR_WEBHOOK_ADDRESS_REFUSED';
+}
+
+/** What a refused host's message says to the tenant: no address, no kind. */
+export const refusedHostMessage = (hostname: string) => `refused to call ${hostname}: its address is not allowed (allowPrivateNetworks is off)`;
+
+/** A refusal's details for the operator's log: never part of the attempt's error. */
+export type RefusalReport = (details: { hostname: string; addresses: string[]; reasons: string[] }) => void;
+
 /**
  * What an IP address is, for the SSRF guard. Everything but `public` is refused unless
  * `allowPrivateNetworks` is set: a webhook URL is chosen by a client, and must not reach the

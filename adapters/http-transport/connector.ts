@@ -1,6 +1,6 @@
 import type { LookupFunction, Socket } from 'node:net';
 import { buildConnector, Pool } from 'undici';
-import { refusalOf } from './address-guard.js';
+import { RefusedAddressError, refusalOf, refusedHostMessage, type RefusalReport } from './address-guard.js';
 
 /**
  * The most an answer may put on the wire (status lines, heads, interim answers, chunk framing,
@@ -9,11 +9,6 @@ import { refusalOf } from './address-guard.js';
  * reaches it, and its connection is closed there.
  */
 export const MAX_ANSWER_WIRE_BYTES = 256 * 1024;
-
-/** A refusal of the SSRF guard: the address is one the portal does not call. */
-export class RefusedAddressError extends Error {
-  readonly code = 'ERR_WEBHOOK_ADDRESS_REFUSED';
-}
 
 /** The egress proxy failed, not the receiver: unreachable, or it refused the tunnel. */
 class ProxyError extends Error {
@@ -24,12 +19,6 @@ class ProxyError extends Error {
 class AnswerBoundError extends Error {
   readonly code = 'ERR_WEBHOOK_ANSWER_BOUND';
 }
-
-/** What a refused host's message says to the tenant: no address, no kind. */
-export const refusedHostMessage = (hostname: string) => `refused to call ${hostname}: its address is not allowed (allowPrivateNetworks is off)`;
-
-/** A refusal's details for the operator's log: never part of the attempt's error. */
-export type RefusalReport = (details: { hostname: string; addresses: string[]; reasons: string[] }) => void;
 
 export interface ConnectorOptions {
   /** Resolves the receivers' host names; guarded unless private networks are allowed. */
@@ -43,6 +32,9 @@ export interface ConnectorOptions {
 }
 
 export type Connect = buildConnector.connector;
+
+/** undici's pool of connections to one origin, for the transport that loads this module with its first call. */
+export const createPool = (origin: string, options: Pool.Options): Pool => new Pool(origin, options);
 
 /**
  * Opens the sockets undici's pools use: straight to the receiver (the guarded lookup picks the

@@ -1,17 +1,17 @@
 import dns from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import { LRUCache } from 'lru-cache';
-import { Pool } from 'undici';
+import type { Pool } from 'undici';
 import type { WebhookTransport } from '../../src/ports.js';
 import type { Logger } from '../../src/shared/logger.js';
-import { refusalOf } from './address-guard.js';
+import { RefusedAddressError, refusalOf, refusedHostMessage, type RefusalReport } from './address-guard.js';
 import { CallHandler, MAX_HEAD_BYTES } from './call-handler.js';
 
 export { MAX_RESPONSE_BYTES } from './call-handler.js';
-import { createConnector, RefusedAddressError, refusedHostMessage, type RefusalReport } from './connector.js';
+import type { createConnector } from './connector.js';
 import { createPools } from './pools.js';
 
-export type { RefusalReport } from './connector.js';
+export type { RefusalReport } from './address-guard.js';
 
 export interface HttpTransportOptions {
   /** The longest one call may take, connect to last byte read (default 15000); `send` may ask for less. */
@@ -77,6 +77,18 @@ export function guardedLookup(lookup: LookupFunction, report: RefusalReport = ()
     });
   };
 }
+
+interface Open {
+  connector: ReturnType<typeof createConnector>;
+  pools: ReturnType<typeof createPools>;
+}
+
+/**
+ * undici and the connector, loaded with the first call: an instance that never calls a webhook does
+ * not carry them in its heap, where every full collection would mark them again (docs/performance.md,
+ * "The portal's heap").
+ */
+const loadConnector = () => import('./connector.js');
 
 /** Where a call goes: the pool's origin and the request's path. */
 interface Target {
@@ -153,21 +165,29 @@ export function httpTransport(options: HttpTransportOptions = {}): WebhookTransp
     proxy,
     connectTimeoutMs: defaultTimeoutMs,
   };
-  /** The connector (with its TLS session cache) and the pools; dropped whole by `close`. */
-  let open: { connector: ReturnType<typeof createConnector>; pools: ReturnType<typeof createPools> } | undefined;
-  const opened = () => {
-    if (open !== undefined) return open;
-    const connector = createConnector(connectorOptions);
-    const poolOptions: Pool.Options = {
-      connect: connector.connect,
-      keepAliveTimeout: IDLE_SOCKET_MS,
-      keepAliveMaxTimeout: IDLE_SOCKET_HINT_MAX_MS,
-      maxHeaderSize: MAX_HEAD_BYTES,
-      headersTimeout: defaultTimeoutMs,
-      bodyTimeout: defaultTimeoutMs,
-    };
-    return (open = { connector, pools: createPools((origin) => new Pool(origin, poolOptions)) });
-  };
+  /** The connector (with its TLS session cache) and the pools, made for the first call; dropped whole by `close`. */
+  let open: Open | undefined;
+  let opening: Promise<Open> | undefined;
+  const opened = (): Promise<Open> =>
+    (opening ??= loadConnector().then(
+      ({ createConnector, createPool }) => {
+        const connector = createConnector(connectorOptions);
+        const poolOptions: Pool.Options = {
+          connect: connector.connect,
+          keepAliveTimeout: IDLE_SOCKET_MS,
+          keepAliveMaxTimeout: IDLE_SOCKET_HINT_MAX_MS,
+          maxHeaderSize: MAX_HEAD_BYTES,
+          headersTimeout: defaultTimeoutMs,
+          bodyTimeout: defaultTimeoutMs,
+        };
+        return (open = { connector, pools: createPools((origin) => createPool(origin, poolOptions)) });
+      },
+      (error: unknown) => {
+        // The next call tries again; this one fails as its attempt.
+        opening = undefined;
+        throw error;
+      },
+    ));
 
   const checkedUrls = new LRUCache<string, Target | string>({ max: CHECKED_URLS });
   const check = (url: string) => {
@@ -180,21 +200,25 @@ export function httpTransport(options: HttpTransportOptions = {}): WebhookTransp
     async send(call, { timeoutMs, signal }) {
       const checked = check(call.url);
       if (typeof checked === 'string') return { statusCode: null, headers: {}, error: checked };
-      if (signal?.aborted) return { statusCode: null, headers: {}, error: 'aborted' };
       const headers = requestHeaders(call.headers);
       if (typeof headers === 'string') return { statusCode: null, headers: {}, error: headers };
       const limit = Math.min(timeoutMs, defaultTimeoutMs);
-      const pool = opened().pools.get(call.accountId, checked.origin);
+      const pools = (open ?? (await opened())).pools;
+      // After the first call's wait for undici: a signal that fired meanwhile has no event left to send.
+      if (signal?.aborted) return { statusCode: null, headers: {}, error: 'aborted' };
+      const pool = pools.get(call.accountId, checked.origin);
       return new Promise((resolve) => {
         const handler = new CallHandler(resolve, limit, signal);
         pool.dispatch({ path: checked.path, method: 'POST', headers, body: call.body }, handler);
       });
     },
     async close() {
-      const closing = open;
+      const closing = opening;
       open = undefined;
-      await closing?.pools.close();
-      await closing?.connector.close();
+      opening = undefined;
+      const was = await closing?.catch(() => undefined);
+      await was?.pools.close();
+      await was?.connector.close();
     },
   };
 }

@@ -558,6 +558,42 @@ test('https: a receiver whose certificate is not trusted is refused; one that is
   }
 });
 
+test('undici is loaded with the first call: a portal that calls no webhook does not hold it', async () => {
+  const receiver = await startReceiver();
+  try {
+    // A process of its own, so that no other test has loaded undici before; CommonJS modules an
+    // ES module imports are in require.cache.
+    const url = (path: string) => JSON.stringify(new URL(path, import.meta.url).href);
+    const child = await execFileAsync(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `
+      const { createRequire } = await import('node:module');
+      const loaded = () => Object.keys(createRequire(import.meta.url).cache).some((file) => file.includes('/node_modules/undici/'));
+      const { createPortal } = await import(${url('../../src/index.js')});
+      const { memoryStorage } = await import(${url('../../adapters/memory/index.js')});
+      const { httpTransport } = await import(${url('../../adapters/http-transport/index.js')});
+      // The portal builds its default transport.
+      const portal = await createPortal({ storage: memoryStorage(), auth: { apiKeys: ['lazy-undici-key-0123'] } });
+      const transport = httpTransport({ allowPrivateNetworks: true });
+      const seen = [loaded()];
+      const result = await transport.send({ accountId: 'acc_1', url: '${receiver.url}', body: '{}', headers: { 'Content-Type': 'application/json' } }, { timeoutMs: 5000 });
+      seen.push(loaded(), result.statusCode);
+      console.log(JSON.stringify(seen));
+      await portal.close();
+      await transport.close();
+    `,
+      ],
+      { encoding: 'utf8', timeout: 20_000 },
+    );
+    assert.is(child.stdout.trim(), '[false,true,200]', child.stderr);
+  } finally {
+    await receiver.close();
+  }
+});
+
 test('the address classifier: public addresses pass, every special range is named', () => {
   const table: [string, AddressKind][] = [
     ['8.8.8.8', 'public'],
