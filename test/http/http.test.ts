@@ -2,6 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createPortal, type Logger } from '../../src/index.js';
 import { KEY_A, json, listen, rawRequest, rejects, startPortal, withPortal } from '../helpers/server.js';
+import { waitFor } from '../helpers/webhooks.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
@@ -118,7 +119,8 @@ test('with a logger, one line per request names route, status and account but ne
   await withPortal({ logger }, async (app) => {
     await (await app.api('/files', { headers: { 'x-request-id': 'log-1' } })).arrayBuffer();
     await (await app.api('/files', { headers: { 'x-request-id': 'log-2', authorization: 'Bearer wrong-key' } })).arrayBuffer();
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    // A request's line is written once its response has closed, which may come after the client has the answer.
+    await waitFor(() => ['log-1', 'log-2'].every((id) => lines.some((line) => line.requestId === id)), 'both request lines');
     const ok = lines.find((line) => line.requestId === 'log-1');
     assert.equal(
       { method: ok?.method, route: ok?.route, status: ok?.status, accountId: ok?.accountId },

@@ -10,7 +10,7 @@ import { MAX_DOCUMENT_BYTES } from '../../src/domain/inputs.js';
 import { PNG_SIGNATURE, dataUrl, documentBytes, pngBytes, validFormData } from '../helpers/agreements.js';
 import { SIGNING_KEY_1, linkPath, withParam } from '../helpers/download.js';
 import { KEY_A, startPortal } from '../helpers/server.js';
-import { NEVER } from '../helpers/webhooks.js';
+import { NEVER, waitFor } from '../helpers/webhooks.js';
 
 /** A pino-like logger that keeps every line as the JSON a real one would print. */
 function capturingLogger() {
@@ -102,7 +102,7 @@ test('one line per request and per webhook attempt, and never a key, a secret or
     assert.is((await request('/files', { method: 'DELETE' })).status, 405);
 
     // Every request logs once its response has gone; wait for the last ones.
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await waitFor(() => entries.filter((entry) => entry.msg === 'request').length >= requestIds.length, 'a line for every request');
     const requestLines = entries.filter((entry) => entry.msg === 'request');
     assert.is(requestLines.length, requestIds.length, 'one line per request');
     assert.equal(requestLines.map((entry) => entry.requestId).sort(), [...requestIds].sort(), 'each line names its request');

@@ -13,7 +13,7 @@ import type { Storage } from '../../src/ports.js';
 import { redactedUrl } from '../../src/shared/telemetry.js';
 import { KEY_A, startPortal } from '../helpers/server.js';
 import { SIGNING_KEY_1 } from '../helpers/download.js';
-import { NEVER } from '../helpers/webhooks.js';
+import { NEVER, waitFor } from '../helpers/webhooks.js';
 import { hidingPackages } from '../helpers/missing-packages.js';
 
 /** A reader the test collects from when it wants, as OpenTelemetry's own tests do. */
@@ -81,7 +81,11 @@ test("a server span per request: the route template, the caller's trace as paren
       const signature = new URL(link.link).searchParams.get('signature')!;
       assert.is((await fetch(link.link)).status, 200);
       assert.is((await app.api('/nowhere')).status, 404);
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      // A server span ends with its response's 'close', which may come after the client has the answer.
+      await waitFor(
+        () => byName('GET /v1/webhooks/:webhookId').length > 0 && byName('GET /v1/downloads/:id').length > 0 && byName('GET').length > 0,
+        'the three server spans to end',
+      );
 
       const [span] = byName('GET /v1/webhooks/:webhookId');
       assert.ok(
@@ -143,7 +147,7 @@ test('spans made while a request is served are children of its span', () =>
     const app = await startPortal({ storage: traced, signingKeys: [SIGNING_KEY_1], webhooks: { worker: false } });
     try {
       assert.is((await app.api('/webhooks')).status, 200);
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await waitFor(() => byName('GET /v1/webhooks').length > 0, 'the server span to end');
       const [server] = byName('GET /v1/webhooks');
       const [driver] = byName('SELECT webhooks');
       assert.ok(server && driver);
