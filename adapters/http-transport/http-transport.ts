@@ -168,8 +168,9 @@ export function httpTransport(options: HttpTransportOptions = {}): WebhookTransp
   /** The connector (with its TLS session cache) and the pools, made for the first call; dropped whole by `close`. */
   let open: Open | undefined;
   let opening: Promise<Open> | undefined;
-  const opened = (): Promise<Open> =>
-    (opening ??= loadConnector().then(
+  const opened = (): Promise<Open> => {
+    if (opening !== undefined) return opening;
+    const attempt: Promise<Open> = loadConnector().then(
       ({ createConnector, createPool }) => {
         const connector = createConnector(connectorOptions);
         const poolOptions: Pool.Options = {
@@ -180,14 +181,20 @@ export function httpTransport(options: HttpTransportOptions = {}): WebhookTransp
           headersTimeout: defaultTimeoutMs,
           bodyTimeout: defaultTimeoutMs,
         };
-        return (open = { connector, pools: createPools((origin) => createPool(origin, poolOptions)) });
+        const made = { connector, pools: createPools((origin) => createPool(origin, poolOptions)) };
+        // A close() that came while undici loaded has dropped this attempt and closes what it made:
+        // the next call opens afresh rather than using what is closed.
+        if (opening === attempt) open = made;
+        return made;
       },
       (error: unknown) => {
         // The next call tries again; this one fails as its attempt.
-        opening = undefined;
+        if (opening === attempt) opening = undefined;
         throw error;
       },
-    ));
+    );
+    return (opening = attempt);
+  };
 
   const checkedUrls = new LRUCache<string, Target | string>({ max: CHECKED_URLS });
   const check = (url: string) => {

@@ -21,6 +21,26 @@ const lookup: LookupFunction = (hostname, options, callback) => {
   else callback(null, address, 4);
 };
 
+test('a close while undici loads: the call under way fails or goes, and the next call opens afresh', async () => {
+  const receiver = await startReceiver();
+  const proxy = await startConnectProxy({ route: (host) => (host === 'receiver.test' ? '127.0.0.1' : host) });
+  const transport = httpTransport({ proxy: `http://127.0.0.1:${proxy.port}`, lookup });
+  try {
+    const url = `http://receiver.test:${receiver.port}/hook`;
+    // The first call starts loading undici; close() comes before it has loaded, and closes what it makes.
+    const during = transport.send(call(url), { timeoutMs: 5000 });
+    await transport.close!();
+    const first = await during;
+    assert.ok(first.statusCode === 200 || typeof first.error === 'string', 'the call under way resolves, sent or failed');
+    const after = await transport.send(call(url), { timeoutMs: 5000 });
+    assert.equal([after.statusCode, after.error], [200, null], 'a call after close() goes out through a tunnel of its own');
+  } finally {
+    await transport.close!();
+    await proxy.close();
+    await receiver.close();
+  }
+});
+
 test("calls go through the proxy's CONNECT tunnel, with its credentials, and the guard still decides", async () => {
   const receiver = await startReceiver();
   // The proxy, not the portal, reaches the receiver: it routes receiver.test to this machine.
