@@ -36,15 +36,37 @@ function firstFailure(errors: ErrorObject[] | null | undefined): { path: string;
   return { path, problem: missing === undefined ? (error.message ?? 'does not match the schema') : 'is required' };
 }
 
+// Not strict: a host's schema may carry keywords of its own (x-…, titles), as JSON Schema allows.
+const newAjv = () => addFormats(new Ajv2020({ strict: false, allErrors: false }));
+
+/**
+ * The library's own types' validators, shared by every catalogue of the process, by the schema's
+ * JSON text: those schemas are the library's constants. Compiling them was most of what each
+ * `createPortal` took (85–210 ms a portal); now only the process's first pays it, at start rather
+ * than on a request. One entry per built-in schema, so it stays that size.
+ */
+const builtInValidators = new Map<string, ValidateFunction>();
+let builtInAjv: Ajv2020 | undefined;
+
+function builtInValidator(schema: Record<string, unknown>): ValidateFunction {
+  const key = JSON.stringify(schema);
+  let validate = builtInValidators.get(key);
+  if (validate === undefined) {
+    builtInAjv ??= newAjv();
+    validate = builtInAjv.compile(structuredClone(schema));
+    builtInValidators.set(key, validate);
+  }
+  return validate;
+}
+
 /**
  * The event catalogue: each of the portal's `eventTypes`, with the JSON Schema its data must match
  * once one is defined (the library's own types come defined). Schemas are compiled by ajv (draft
- * 2020-12, with the standard formats), once, when defined: a publish checks its data against the
- * compiled function.
+ * 2020-12, with the standard formats) once, when defined (the library's once a process): a publish
+ * checks its data against the compiled function.
  */
 export function createEventCatalogue(eventTypes: readonly string[], builtIn: Readonly<Record<string, EventTypeDefinition>> = {}) {
-  // Not strict: a host's schema may carry keywords of its own (x-…, titles), as JSON Schema allows.
-  const ajv = addFormats(new Ajv2020({ strict: false, allErrors: false }));
+  let ajv: Ajv2020 | undefined;
   const defined = new Map<string, EventTypeDefinition & { validate: ValidateFunction }>();
 
   function define(name: string, definition: EventTypeDefinition): void {
@@ -56,6 +78,7 @@ export function createEventCatalogue(eventTypes: readonly string[], builtIn: Rea
       throw new TypeError(`eventTypes.define: the schema of "${name}" must be a JSON Schema object`);
     let validate: ValidateFunction;
     try {
+      ajv ??= newAjv();
       validate = ajv.compile(structuredClone(schema));
     } catch (error) {
       throw new TypeError(`eventTypes.define: the schema of "${name}" is not a valid JSON Schema: ${(error as Error).message}`);
@@ -65,10 +88,15 @@ export function createEventCatalogue(eventTypes: readonly string[], builtIn: Rea
       throw new TypeError(`eventTypes.define: the example of "${name}" breaks its own schema: ${path.replace(/^data/, 'example')} ${problem}`);
     }
     if (description !== undefined && typeof description !== 'string') throw new TypeError(`eventTypes.define: the description of "${name}" must be a string`);
-    defined.set(name, { schema: structuredClone(schema), description, example: structuredClone(example), deprecated: deprecated === true, validate });
+    defined.set(name, { ...copied(schema, description, example, deprecated), validate });
   }
 
-  for (const [name, definition] of Object.entries(builtIn)) if (eventTypes.includes(name)) define(name, definition);
+  // The library's own: their examples are checked against their schemas by the library's tests.
+  for (const [name, { schema, description, example, deprecated }] of Object.entries(builtIn)) {
+    if (!eventTypes.includes(name)) continue;
+    const own = copied(schema, description, example, deprecated);
+    defined.set(name, { ...own, validate: builtInValidator(own.schema) });
+  }
 
   return {
     define,
@@ -93,6 +121,11 @@ export function createEventCatalogue(eventTypes: readonly string[], builtIn: Rea
       throw new PortalError('EVENT_DATA_INVALID', type, path, problem);
     },
   };
+}
+
+/** A definition's own copies, so that a caller changing its objects later changes nothing here. */
+function copied(schema: Record<string, unknown>, description: string | undefined, example: unknown, deprecated: boolean | undefined): EventTypeDefinition {
+  return { schema: structuredClone(schema), description, example: structuredClone(example), deprecated: deprecated === true };
 }
 
 export type EventCatalogue = ReturnType<typeof createEventCatalogue>;

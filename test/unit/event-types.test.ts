@@ -1,3 +1,4 @@
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createEventCatalogue } from '../../src/domain/event-types.js';
@@ -48,6 +49,33 @@ test("the library's types come with their schemas and examples, each example val
     refusal(() => catalogue.check('agreement-signed', { ...LIBRARY_EVENT_TYPES[1]!.example, status: 'lost' })),
     /data\.status must be equal to one of the allowed values/,
   );
+});
+
+test("the library's types are compiled once for every catalogue of the process; a host's when defined", () => {
+  const compile = Ajv2020.prototype.compile;
+  let compiled = 0;
+  Ajv2020.prototype.compile = function (this: Ajv2020, ...args: Parameters<typeof compile>) {
+    compiled++;
+    return compile.apply(this, args);
+  } as typeof compile;
+  try {
+    // A built-in schema of this test's own, so that no other test has compiled it in this process.
+    const builtIn = { 'customer-created': { schema: { ...customer, title: `only here ${Math.random()}` } } };
+    const first = createEventCatalogue(['customer-created'], builtIn);
+    assert.is(compiled, 1, 'the first catalogue compiles it');
+    const second = createEventCatalogue(['customer-created'], builtIn);
+    assert.is(compiled, 1, 'the next one does not');
+    first.check('customer-created', { customer: { id: 'cus_1' } });
+    assert.match(
+      refusal(() => second.check('customer-created', { customer: { id: 'nope' } })),
+      'data.customer.id',
+    );
+    assert.is(compiled, 1, 'checks compile nothing');
+    first.define('customer-created', { schema: customer });
+    assert.is(compiled, 2, "a host's definition is compiled when defined");
+  } finally {
+    Ajv2020.prototype.compile = compile;
+  }
 });
 
 test('define: a schema for a type of eventTypes; publish-time checks name the first failing path', () => {
