@@ -4,9 +4,10 @@
  * error rate, p99 latency and the server's RSS over time; checks RSS growth after warm-up and that
  * every event is delivered by the end.
  *
- * RSS is read at the end of warm-up and once the load's backlog of deliveries has gone out, each
- * time right after a full collection in the server: between collections the heap holds up to tens of MB of garbage, and
- * which side of a collection a single sample falls on would otherwise decide the check.
+ * Memory is weighed at the end of warm-up and once the load's backlog of deliveries has gone out,
+ * each time right after a full collection in the server, as RSS less the JS heap's free space:
+ * between collections the heap holds up to tens of MB of garbage, and which side of a collection a
+ * single sample falls on would otherwise decide the check.
  */
 import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
