@@ -141,19 +141,22 @@ async function serve(kind: Kind): Promise<void> {
   if (kind === 'bare-durable') {
     handler = durableHandler(scratch('bench-durable-'));
   } else if (kind !== 'bare') {
-    // Loaded here, not at the top: the bare servers' processes hold none of the portal's modules
-    // in their heaps, whose size sets what each of their collections costs.
-    const { fsBlobs } = await import('../adapters/fs/index.js');
+    // Loaded here, not at the top, and each kind only what it runs on: a process's heap size sets
+    // what each of its collections costs, so the bare servers hold none of the portal's modules,
+    // and the portals on memory storage none of the pg driver.
     const { memoryStorage } = await import('../adapters/memory/index.js');
-    const { sqlBlobs } = await import('../adapters/sql/index.js');
-    const { connectPostgres, dropSchema } = await import('../test/helpers/sql.js');
     const { createPortal } = await import('../src/index.js');
     const { BENCH_SIGNING_KEYS } = await import('./support/signing-keys.js');
     const storage = memoryStorage();
     if (kind === 'portal-norecords') storage.insertAgreement = async () => {};
     let blobs: BlobStore = sinkBlobs();
-    if (kind === 'portal-fs') blobs = fsBlobs({ dir: scratch('bench-fsblobs-') });
+    if (kind === 'portal-fs') {
+      const { fsBlobs } = await import('../adapters/fs/index.js');
+      blobs = fsBlobs({ dir: scratch('bench-fsblobs-') });
+    }
     if (kind === 'portal-sql') {
+      const { sqlBlobs } = await import('../adapters/sql/index.js');
+      const { connectPostgres, dropSchema } = await import('../test/helpers/sql.js');
       const postgres = await connectPostgres({ max: 10 });
       if (!postgres.pool) throw new Error(postgres.reason);
       const pool = postgres.pool;
