@@ -185,7 +185,7 @@ async function serve(kind: Kind): Promise<void> {
       process.send!({ rss: heapAfterGc() });
     } else if (message.cmd === 'ballast') {
       while (heapAfterGc() < message.bytes!) {
-        for (let i = 0; i < 10_000; i++) ballast.push({ id: ballast.length, name: `entry ${ballast.length}`, tags: [ballast.length] });
+        for (let i = 0; i < 2_000; i++) ballast.push({ id: ballast.length, name: `entry ${ballast.length}`, tags: [ballast.length] });
       }
       process.send!({ rss: heapAfterGc() });
     } else if (message.cmd === 'idle') {
