@@ -182,12 +182,12 @@ async function serve(kind: Kind): Promise<void> {
   const ballast: { id: number; name: string; tags: number[] }[] = [];
   process.on('message', async (message: { cmd: string; bytes?: number }) => {
     if (message.cmd === 'heap') {
-      process.send!({ rss: heapAfterGc() });
+      process.send!({ value: heapAfterGc() });
     } else if (message.cmd === 'ballast') {
       while (heapAfterGc() < message.bytes!) {
         for (let i = 0; i < 2_000; i++) ballast.push({ id: ballast.length, name: `entry ${ballast.length}`, tags: [ballast.length] });
       }
-      process.send!({ rss: heapAfterGc() });
+      process.send!({ value: heapAfterGc() });
     } else if (message.cmd === 'idle') {
       for (let i = 0; i < 3; i++) {
         (globalThis as { gc?: () => void }).gc?.();
@@ -195,14 +195,14 @@ async function serve(kind: Kind): Promise<void> {
       }
       peak = process.memoryUsage.rss();
       sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 5);
-      process.send!({ rss: peak });
+      process.send!({ value: peak });
     } else if (message.cmd === 'cpu') {
       // CPU seconds this process has used: the server's own cost, whatever else runs on the machine.
       const { user, system } = process.cpuUsage();
-      process.send!({ rss: (user + system) / 1e6 });
+      process.send!({ value: (user + system) / 1e6 });
     } else if (message.cmd === 'peak') {
       clearInterval(sampler);
-      process.send!({ rss: peak });
+      process.send!({ value: peak });
     } else if (message.cmd === 'exit') {
       server.close();
       await closePortal();
@@ -262,7 +262,7 @@ async function start(kind: Kind): Promise<Server> {
   const port = await new Promise<number>((resolve) => child.once('message', (message: { port: number }) => resolve(message.port)));
   const ask = (cmd: string, bytes?: number) =>
     new Promise<number>((resolve) => {
-      child.once('message', (message: { rss: number }) => resolve(message.rss));
+      child.once('message', (message: { value: number }) => resolve(message.value));
       child.send({ cmd, bytes });
     });
   return { kind, child, port, ask };
