@@ -525,8 +525,8 @@ async function main(): Promise<void> {
   const rounds = option('--rounds', 5);
   const body = uploadBody(5, MiB);
   if (rounds > 0) await compareSpeed(body, rounds, option('--requests', 30), 4);
-  if (rounds > 0) {
-    const durable = [option('--durable-rounds', 5), option('--seconds', 4), option('--warmup', 2)] as const;
+  const durable = [option('--durable-rounds', 5), option('--seconds', 4), option('--warmup', 2)] as const;
+  if (rounds > 0 && durable[0] > 0) {
     await compareDurable('portal-fs', body, ...durable);
     // On its own: PostgreSQL's writes after a round (WAL, checkpoints) would fall on the next server's.
     const { connectPostgres } = await import('../test/helpers/sql.js');
