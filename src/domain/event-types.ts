@@ -1,5 +1,6 @@
-import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
-import addFormatsModule from 'ajv-formats';
+import { createRequire } from 'node:module';
+import type { Ajv2020, ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
+import type addFormatsModule from 'ajv-formats';
 import { PortalError } from '../errors.js';
 
 /** What `eventTypes.define` takes: the data's JSON Schema (draft 2020-12), and words for people. */
@@ -20,9 +21,6 @@ export interface EventType {
   deprecated: boolean;
 }
 
-// ajv-formats is CommonJS: its default export comes as the module object under Node's ESM.
-const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ?? addFormatsModule) as unknown as (ajv: Ajv2020) => Ajv2020;
-
 /** Where a schema refuses data: the first failing instance path, as a dotted path (`data.customer.id`), and why. */
 function firstFailure(errors: ErrorObject[] | null | undefined): { path: string; problem: string } {
   const error = errors?.[0];
@@ -36,14 +34,30 @@ function firstFailure(errors: ErrorObject[] | null | undefined): { path: string;
   return { path, problem: missing === undefined ? (error.message ?? 'does not match the schema') : 'is required' };
 }
 
-// Not strict: a host's schema may carry keywords of its own (x-…, titles), as JSON Schema allows.
-const newAjv = () => addFormats(new Ajv2020({ strict: false, allErrors: false }));
+const require = createRequire(import.meta.url);
+
+/**
+ * A new ajv (draft 2020-12, with the standard formats). ajv and ajv-formats are CommonJS, required
+ * with the first schema compiled rather than imported with the portal: with the library's schemas
+ * compiled they are 2.2 MiB of heap that every process which checks no event's data would carry
+ * and every collection would mark ("What the heap holds", docs/performance.md).
+ * Not strict: a host's schema may carry keywords of its own (x-…, titles), as JSON Schema allows.
+ */
+function newAjv(): Ajv2020 {
+  const { Ajv2020: Ajv } = require('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js');
+  // ajv-formats' export is the function, with itself as `default` too.
+  const formats = require('ajv-formats') as typeof addFormatsModule & { default?: typeof addFormatsModule };
+  const addFormats = (formats.default ?? formats) as unknown as (ajv: Ajv2020) => Ajv2020;
+  return addFormats(new Ajv({ strict: false, allErrors: false }));
+}
 
 /**
  * The library's own types' validators, shared by every catalogue of the process, by the schema's
- * JSON text: those schemas are the library's constants. Compiling them was most of what each
- * `createPortal` took (85–210 ms a portal); now only the process's first pays it, at start rather
- * than on a request. One entry per built-in schema, so it stays that size.
+ * JSON text: those schemas are the library's constants. Each is compiled when data of its type is
+ * first checked, which only a host publishing one of the library's types does (the library stores
+ * its own events with the write that makes them): compiling all of them at start took most of
+ * what a `createPortal` cost, and their code stayed in the heap of every process. One entry per
+ * built-in schema, so it stays that size.
  */
 const builtInValidators = new Map<string, ValidateFunction>();
 let builtInAjv: Ajv2020 | undefined;
@@ -67,7 +81,8 @@ function builtInValidator(schema: Record<string, unknown>): ValidateFunction {
  */
 export function createEventCatalogue(eventTypes: readonly string[], builtIn: Readonly<Record<string, EventTypeDefinition>> = {}) {
   let ajv: Ajv2020 | undefined;
-  const defined = new Map<string, EventTypeDefinition & { validate: ValidateFunction }>();
+  /** A defined type; a built-in one's `validate` is compiled with the first check of its data. */
+  const defined = new Map<string, EventTypeDefinition & { validate?: ValidateFunction }>();
 
   function define(name: string, definition: EventTypeDefinition): void {
     if (!eventTypes.includes(name)) {
@@ -77,8 +92,8 @@ export function createEventCatalogue(eventTypes: readonly string[], builtIn: Rea
     if (schema === null || typeof schema !== 'object' || Array.isArray(schema))
       throw new TypeError(`eventTypes.define: the schema of "${name}" must be a JSON Schema object`);
     let validate: ValidateFunction;
+    ajv ??= newAjv();
     try {
-      ajv ??= newAjv();
       validate = ajv.compile(structuredClone(schema));
     } catch (error) {
       throw new TypeError(`eventTypes.define: the schema of "${name}" is not a valid JSON Schema: ${(error as Error).message}`);
@@ -95,7 +110,7 @@ export function createEventCatalogue(eventTypes: readonly string[], builtIn: Rea
   for (const [name, { schema, description, example, deprecated }] of Object.entries(builtIn)) {
     if (!eventTypes.includes(name)) continue;
     const own = copied(schema, description, example, deprecated);
-    defined.set(name, { ...own, validate: builtInValidator(own.schema) });
+    defined.set(name, own);
   }
 
   return {
@@ -116,7 +131,9 @@ export function createEventCatalogue(eventTypes: readonly string[], builtIn: Rea
     /** Throws `EVENT_DATA_INVALID` (400) naming the first path where `data` breaks its type's schema. */
     check(type: string, data: unknown): void {
       const entry = defined.get(type);
-      if (entry === undefined || entry.validate(data)) return;
+      if (entry === undefined) return;
+      entry.validate ??= builtInValidator(entry.schema);
+      if (entry.validate(data)) return;
       const { path, problem } = firstFailure(entry.validate.errors);
       throw new PortalError('EVENT_DATA_INVALID', type, path, problem);
     },

@@ -1,4 +1,6 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createEventCatalogue } from '../../src/domain/event-types.js';
@@ -6,6 +8,8 @@ import { isPortalError } from '../../src/errors.js';
 import { LIBRARY_EVENT_TYPES, libraryEventDefinitions } from '../../src/openapi/event-catalogue.js';
 import { DEFAULT_EVENT_TYPES } from '../../src/options.js';
 import { createPortal } from '../../src/index.js';
+
+const execFileAsync = promisify(execFile);
 
 const customer = {
   type: 'object',
@@ -51,7 +55,7 @@ test("the library's types come with their schemas and examples, each example val
   );
 });
 
-test("the library's types are compiled once for every catalogue of the process; a host's when defined", () => {
+test("the library's types are compiled with the first check of their data, once for every catalogue of the process; a host's when defined", () => {
   const compile = Ajv2020.prototype.compile;
   let compiled = 0;
   Ajv2020.prototype.compile = function (this: Ajv2020, ...args: Parameters<typeof compile>) {
@@ -62,20 +66,51 @@ test("the library's types are compiled once for every catalogue of the process; 
     // A built-in schema of this test's own, so that no other test has compiled it in this process.
     const builtIn = { 'customer-created': { schema: { ...customer, title: `only here ${Math.random()}` } } };
     const first = createEventCatalogue(['customer-created'], builtIn);
-    assert.is(compiled, 1, 'the first catalogue compiles it');
     const second = createEventCatalogue(['customer-created'], builtIn);
-    assert.is(compiled, 1, 'the next one does not');
+    assert.is(compiled, 0, 'making a catalogue compiles nothing');
+    assert.is(first.list()[0]!.schema!.title, builtIn['customer-created'].schema.title, 'it lists the schema all the same');
     first.check('customer-created', { customer: { id: 'cus_1' } });
+    assert.is(compiled, 1, 'the first check compiles it');
     assert.match(
       refusal(() => second.check('customer-created', { customer: { id: 'nope' } })),
       'data.customer.id',
     );
-    assert.is(compiled, 1, 'checks compile nothing');
+    assert.is(compiled, 1, 'the next checks, in any catalogue of the process, compile nothing');
     first.define('customer-created', { schema: customer });
     assert.is(compiled, 2, "a host's definition is compiled when defined");
   } finally {
     Ajv2020.prototype.compile = compile;
   }
+});
+
+test('ajv is loaded with the first schema compiled: a portal whose events no schema checks does not hold it', async () => {
+  // A process of its own, so that no other test has loaded ajv before; CommonJS modules an ES
+  // module imports are in require.cache.
+  const url = (path: string) => JSON.stringify(new URL(path, import.meta.url).href);
+  const child = await execFileAsync(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      `
+      const { createRequire } = await import('node:module');
+      const loaded = () => Object.keys(createRequire(import.meta.url).cache).some((file) => file.includes('/node_modules/ajv/'));
+      const { createPortal } = await import(${url('../../src/index.js')});
+      const { memoryStorage } = await import(${url('../../adapters/memory/index.js')});
+      const portal = await createPortal({ storage: memoryStorage(), auth: { apiKeys: ['lazy-ajv-key-0123456'] }, webhooks: { worker: false } });
+      const seen = [loaded(), portal.eventTypes.list().filter((type) => type.schema !== null).length > 0];
+      await portal.events.publish('acc_1', 'customer-created', { id: 1 });
+      seen.push(loaded());
+      const example = portal.eventTypes.list().find((type) => type.name === 'agreement-signed').example;
+      await portal.events.publish('acc_1', 'agreement-signed', example);
+      seen.push(loaded());
+      console.log(JSON.stringify(seen));
+      await portal.close();
+    `,
+    ],
+    { encoding: 'utf8', timeout: 20_000 },
+  );
+  assert.is(child.stdout.trim(), '[false,true,false,true]', child.stderr);
 });
 
 test('define: a schema for a type of eventTypes; publish-time checks name the first failing path', () => {
