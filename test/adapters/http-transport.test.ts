@@ -12,6 +12,7 @@ import { MAX_RESPONSE_BYTES } from '../../adapters/http-transport/http-transport
 import { guardedLookup } from '../../adapters/http-transport/http-transport.js';
 import type { WebhookCall } from '../../src/ports.js';
 import { silentLogger } from '../../src/shared/logger.js';
+import { loadedProbe, runModuleScript } from '../helpers/process.js';
 import { rawServer } from '../helpers/raw-server.js';
 import { startHttpsReceiver } from '../helpers/https-receiver.js';
 import { startReceiver } from '../helpers/receiver.js';
@@ -561,17 +562,10 @@ test('https: a receiver whose certificate is not trusted is refused; one that is
 test('undici is loaded with the first call: a portal that calls no webhook does not hold it', async () => {
   const receiver = await startReceiver();
   try {
-    // A process of its own, so that no other test has loaded undici before; CommonJS modules an
-    // ES module imports are in require.cache.
+    // A process of its own, so that no other test has loaded undici before.
     const url = (path: string) => JSON.stringify(new URL(path, import.meta.url).href);
-    const child = await execFileAsync(
-      process.execPath,
-      [
-        '--input-type=module',
-        '-e',
-        `
-      const { createRequire } = await import('node:module');
-      const loaded = () => Object.keys(createRequire(import.meta.url).cache).some((file) => file.includes('/node_modules/undici/'));
+    const child = await runModuleScript(`
+      ${loadedProbe('undici')}
       const { createPortal } = await import(${url('../../src/index.js')});
       const { memoryStorage } = await import(${url('../../adapters/memory/index.js')});
       const { httpTransport } = await import(${url('../../adapters/http-transport/index.js')});
@@ -584,10 +578,7 @@ test('undici is loaded with the first call: a portal that calls no webhook does 
       console.log(JSON.stringify(seen));
       await portal.close();
       await transport.close();
-    `,
-      ],
-      { encoding: 'utf8', timeout: 20_000 },
-    );
+    `);
     assert.is(child.stdout.trim(), '[false,true,200]', child.stderr);
   } finally {
     await receiver.close();

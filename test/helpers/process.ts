@@ -1,5 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { promisify } from 'node:util';
 
 export interface Started {
   child: ChildProcess;
@@ -65,4 +66,18 @@ export function logLine(line: string): Record<string, unknown> | null {
   } catch {
     return null;
   }
+}
+
+/** Runs an ES module script in a Node process of its own (`node --input-type=module -e script`) and resolves what it printed. */
+export function runModuleScript(script: string, timeoutMs = 20_000): Promise<{ stdout: string; stderr: string }> {
+  return promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: timeoutMs });
+}
+
+/**
+ * Lines for such a script that define `loaded()`: whether a file of the package `name` has been
+ * loaded. The CommonJS modules an ES module imports are in `require.cache`.
+ */
+export function loadedProbe(name: string): string {
+  return `const { createRequire } = await import('node:module');
+      const loaded = () => Object.keys(createRequire(import.meta.url).cache).some((file) => file.includes(${JSON.stringify(`/node_modules/${name}/`)}));`;
 }

@@ -1,6 +1,4 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createEventCatalogue } from '../../src/domain/event-types.js';
@@ -8,8 +6,7 @@ import { isPortalError } from '../../src/errors.js';
 import { LIBRARY_EVENT_TYPES, libraryEventDefinitions } from '../../src/openapi/event-catalogue.js';
 import { DEFAULT_EVENT_TYPES } from '../../src/options.js';
 import { createPortal } from '../../src/index.js';
-
-const execFileAsync = promisify(execFile);
+import { loadedProbe, runModuleScript } from '../helpers/process.js';
 
 const customer = {
   type: 'object',
@@ -84,17 +81,10 @@ test("the library's types are compiled with the first check of their data, once 
 });
 
 test('ajv is loaded with the first schema compiled: a portal whose events no schema checks does not hold it', async () => {
-  // A process of its own, so that no other test has loaded ajv before; CommonJS modules an ES
-  // module imports are in require.cache.
+  // A process of its own, so that no other test has loaded ajv before.
   const url = (path: string) => JSON.stringify(new URL(path, import.meta.url).href);
-  const child = await execFileAsync(
-    process.execPath,
-    [
-      '--input-type=module',
-      '-e',
-      `
-      const { createRequire } = await import('node:module');
-      const loaded = () => Object.keys(createRequire(import.meta.url).cache).some((file) => file.includes('/node_modules/ajv/'));
+  const child = await runModuleScript(`
+      ${loadedProbe('ajv')}
       const { createPortal } = await import(${url('../../src/index.js')});
       const { memoryStorage } = await import(${url('../../adapters/memory/index.js')});
       const portal = await createPortal({ storage: memoryStorage(), auth: { apiKeys: ['lazy-ajv-key-0123456'] }, webhooks: { worker: false } });
@@ -106,10 +96,7 @@ test('ajv is loaded with the first schema compiled: a portal whose events no sch
       seen.push(loaded());
       console.log(JSON.stringify(seen));
       await portal.close();
-    `,
-    ],
-    { encoding: 'utf8', timeout: 20_000 },
-  );
+    `);
   assert.is(child.stdout.trim(), '[false,true,false,true]', child.stderr);
 });
 
