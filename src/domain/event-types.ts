@@ -39,8 +39,8 @@ const require = createRequire(import.meta.url);
 /**
  * A new ajv (draft 2020-12, with the standard formats). ajv and ajv-formats are CommonJS, required
  * with the first schema compiled rather than imported with the portal: with the library's schemas
- * compiled they are 2.2 MiB of heap that every process which checks no event's data would carry
- * and every collection would mark ("What the heap holds", docs/performance.md).
+ * compiled they are heap that every process which checks no event's data would carry and every
+ * collection would mark (the figures: "What the heap holds", docs/performance.md).
  * Not strict: a host's schema may carry keywords of its own (x-…, titles), as JSON Schema allows.
  */
 function newAjv(): Ajv2020 {
