@@ -15,8 +15,9 @@
  * and `GET /v1/files` (1,000 entries) of the portal on `sqlStorage` over a `pg.Pool` of 10, against
  * Fastify routes doing the same parameterized SELECTs on a `pg.Pool` of 10 over the same tables
  * (`servers/fastify-pg.ts`), each server in its own process (on core 0 with `taskset`), 32
- * connections one request at a time; requests/s and the server's CPU time a request, median of
- * `BENCH_ROUNDS` (5) interleaved rounds of `BENCH_SECONDS` (2).
+ * connections one request at a time, loaded by `wrk` (autocannon where it is missing, saying so);
+ * requests/s, the server's CPU time a request and the PostgreSQL server's (every `postgres`
+ * process, from /proc), median of `BENCH_ROUNDS` (5) interleaved rounds of `BENCH_SECONDS` (2).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readyLine, spawnNode } from './support/cores.js';
@@ -33,6 +34,8 @@ import { newEvent } from './support/records.js';
 import { checkSameAnswers } from './support/answers.js';
 import { KEY, directoryId, storageRecords, webhooks } from './servers/fixture.js';
 import { median } from './support/median.js';
+import { postgresCpu } from './support/proc-cpu.js';
+import { wrkPath, wrkRound } from './support/wrk.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
@@ -144,20 +147,39 @@ function askCpu(peer: Peer): Promise<number> {
   });
 }
 
-/** Requests/s and the server's CPU µs a request over one round of `seconds`, the load cycling through `paths`. */
+/** The load of one round: answers and seconds, failures, and wrk's share of its core (null under autocannon). */
+async function loadRound(peer: Peer, paths: string[], seconds: number) {
+  const headers = { authorization: `Bearer ${KEY}` };
+  if (wrkPath !== null) {
+    const round = await wrkRound(peer.port, paths, headers, seconds, 32);
+    return { answered: round.answered, seconds: round.seconds, failed: round.errors + round.non2xx, loadCpuShare: round.loadCpuShare as number | null };
+  }
+  const requests = paths.map((path) => ({ method: 'GET' as const, path }));
+  const result = await autocannon({ url: `http://127.0.0.1:${peer.port}`, headers, requests, connections: 32, duration: seconds });
+  return { answered: result.requests.total, seconds, failed: result.errors + result.non2xx, loadCpuShare: null };
+}
+
+/**
+ * Requests/s, and the CPU µs a request of the server and of the PostgreSQL server, over one round
+ * of `seconds`, the load cycling through `paths`.
+ */
 async function peerRound(peer: Peer, paths: string[], seconds: number) {
   const before = await askCpu(peer);
-  const result = await autocannon({
-    url: `http://127.0.0.1:${peer.port}`,
-    headers: { authorization: `Bearer ${KEY}` },
-    requests: paths.map((path) => ({ method: 'GET' as const, path })),
-    connections: 32,
-    duration: seconds,
-  });
+  const database = postgresCpu();
+  const round = await loadRound(peer, paths, seconds);
   const cpu = (await askCpu(peer)) - before;
-  if (result.errors > 0 || result.non2xx > 0) throw new Error(`${peer.name} ${paths[0]}: ${result.errors} errors, ${result.non2xx} non-2xx answers`);
-  return { perSecond: result.requests.total / seconds, cpu: cpu / result.requests.total };
+  const databaseSeconds = database?.seconds() ?? Number.NaN;
+  if (round.failed > 0) throw new Error(`${peer.name} ${paths[0]}: ${round.failed} failed requests or non-2xx answers`);
+  return {
+    perSecond: round.answered / round.seconds,
+    cpu: cpu / round.answered,
+    databaseCpu: (databaseSeconds * 1e6) / round.answered,
+    loadCpuShare: round.loadCpuShare,
+  };
 }
+
+/** The most of its core the load generator may use while loading the faster server (as in run.ts). */
+const LOAD_CPU_LIMIT = 0.8;
 
 const PEER_ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const PEER_SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
@@ -179,23 +201,36 @@ async function postgresPeers(pool: pg.Pool): Promise<void> {
       { name: 'PostgreSQL GET /v1/webhooks/{id}', paths: webhooks.map((one) => `/v1/webhooks/${one.id}`) },
       { name: 'PostgreSQL GET /v1/files (1,000 entries)', paths: [`/v1/files?directoryId=${directoryId}`] },
     ];
-    console.log(`PostgreSQL path: ${PEER_ROUNDS} rounds of ${PEER_SECONDS} s, 32 connections, one request at a time each, pg.Pool of 10 each`);
+    const loader = wrkPath === null ? 'autocannon (wrk is not installed)' : 'wrk';
+    console.log(
+      `PostgreSQL path: ${PEER_ROUNDS} rounds of ${PEER_SECONDS} s, 32 connections, one request at a time each, loaded by ${loader}, pg.Pool of 10 each`,
+    );
     for (const scenario of scenarios) {
       const urls = new Map(peers.map((peer) => [peer.name, `http://127.0.0.1:${peer.port}${scenario.paths[0]}`]));
       await checkSameAnswers(scenario.name, urls, { authorization: `Bearer ${KEY}` });
       for (const peer of peers) await peerRound(peer, scenario.paths, 1);
       const rates = new Map<string, number[]>(peers.map((peer) => [peer.name, []]));
       const cpus = new Map<string, number[]>(peers.map((peer) => [peer.name, []]));
+      const databaseCpus = new Map<string, number[]>(peers.map((peer) => [peer.name, []]));
+      const loadShares = new Map<string, number[]>(peers.map((peer) => [peer.name, []]));
       for (let round = 0; round < PEER_ROUNDS; round++) {
         for (const peer of round % 2 === 0 ? peers : [...peers].reverse()) {
           const measured = await peerRound(peer, scenario.paths, PEER_SECONDS);
           rates.get(peer.name)!.push(measured.perSecond);
           cpus.get(peer.name)!.push(measured.cpu);
+          databaseCpus.get(peer.name)!.push(measured.databaseCpu);
+          if (measured.loadCpuShare !== null) loadShares.get(peer.name)!.push(measured.loadCpuShare);
         }
       }
-      const [portal, fastify] = peers.map((peer) => ({ rate: median(rates.get(peer.name)!), cpu: median(cpus.get(peer.name)!) }));
+      const [portal, fastify] = peers.map((peer) => ({
+        rate: median(rates.get(peer.name)!),
+        cpu: median(cpus.get(peer.name)!),
+        databaseCpu: median(databaseCpus.get(peer.name)!),
+      }));
+      const us = (value: number) => `${value.toFixed(1)} µs`;
       console.log(
-        `  ${scenario.name}: portal ${Math.round(portal!.rate)} req/s ${portal!.cpu.toFixed(1)} µs, Fastify + pg ${Math.round(fastify!.rate)} req/s ${fastify!.cpu.toFixed(1)} µs` +
+        `  ${scenario.name}: portal ${Math.round(portal!.rate)} req/s, ${us(portal!.cpu)} server and ${us(portal!.databaseCpu)} PostgreSQL CPU a request;` +
+          ` Fastify + pg ${Math.round(fastify!.rate)} req/s, ${us(fastify!.cpu)} and ${us(fastify!.databaseCpu)}` +
           `  (runs: ${peers.map((peer) => rates.get(peer.name)!.map(Math.round).join('/')).join(' against ')})`,
       );
       const ratio = portal!.rate / fastify!.rate;
@@ -221,6 +256,32 @@ async function postgresPeers(pool: pg.Pool): Promise<void> {
       };
       console.log(`BENCH ${JSON.stringify(row)}`);
       console.log(`BENCH ${JSON.stringify(cpuRow)}`);
+      if (!Number.isNaN(portal!.databaseCpu)) {
+        const databaseRow = {
+          ...cpuRow,
+          scenario: `${scenario.name}, PostgreSQL CPU a request`,
+          figure: portal!.databaseCpu,
+          baseline: fastify!.databaseCpu,
+          ratio: fastify!.databaseCpu / portal!.databaseCpu,
+        };
+        console.log(`BENCH ${JSON.stringify(databaseRow)}`);
+      }
+      const faster = portal!.rate >= fastify!.rate ? peers[0]! : peers[1]!;
+      const shares = loadShares.get(faster.name)!;
+      if (shares.length > 0) {
+        const share = median(shares);
+        const loadRow = {
+          scenario: `${scenario.name}, wrk's CPU loading the fastest (${faster.name})`,
+          figure: share * 100,
+          unit: '% of a core',
+          baselineName: 'limit',
+          baseline: LOAD_CPU_LIMIT * 100,
+          ratio: share / LOAD_CPU_LIMIT,
+          target: `≤ ${LOAD_CPU_LIMIT * 100} %`,
+          holds: share <= LOAD_CPU_LIMIT,
+        };
+        console.log(`BENCH ${JSON.stringify(loadRow)}`);
+      }
     }
   } finally {
     for (const peer of peers) {

@@ -26,7 +26,7 @@
  *    BENCH_FLEET_TIMEOUT_SECONDS=60, BENCH_FLEET_CONTENDERS=portal,pg-boss,graphile-worker,
  *    BENCH_FLEET_NODE, TEST_DATABASE_URL)
  */
-import { readFileSync, readdirSync } from 'node:fs';
+import { CLOCK_TICKS, cpuTicks, postgresPids } from './support/proc-cpu.js';
 import type { Pool } from 'pg';
 import { pinned } from './support/cores.js';
 import { connectPostgres, dropSchema } from '../test/helpers/sql.js';
@@ -64,9 +64,6 @@ const CONTENDERS = (process.env.BENCH_FLEET_CONTENDERS ?? 'portal,pg-boss,graphi
 const RATIO_TARGET = 1.5;
 const START_TIMEOUT_MS = 30_000;
 
-/** USER_HZ: the unit of the CPU times in /proc/<pid>/stat (100 on Linux everywhere in practice). */
-const CLOCK_TICKS = 100;
-
 interface Phase {
   published: number;
   publishPerSecond: number;
@@ -78,7 +75,7 @@ interface Phase {
   tailMs: number;
   /**
    * CPU time a delivery: the contender's processes (publisher, workers) and the PostgreSQL server's
-   * (`postgresPids`), in µs. Less swayed by other load on the host than the rates.
+   * (`postgresPids` of support/proc-cpu.ts), in µs. Less swayed by other load on the host than the rates.
    */
   cpuPerDelivery: number;
   /**
@@ -100,36 +97,6 @@ interface Drained {
   deliveriesPerSecond: number;
   duplicates: number;
   cpuSplit: CpuSplit;
-}
-
-/** CPU ticks (user + system) a process has used, from /proc; undefined for one that is gone. */
-function cpuTicks(pid: number): number | undefined {
-  try {
-    // The fields after the command (which may hold spaces), from the third: utime and stime are the 14th and 15th.
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(fields[11]) + Number(fields[12]);
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * Every process of the PostgreSQL server: the backends of whatever connects while a phase runs
- * (a pool opens and closes connections as the load asks), autovacuum and the WAL writer. Only one
- * contender runs at a time, so the server's CPU over a phase is that contender's.
- */
-function postgresPids(): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^[0-9]+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'postgres') pids.push(Number(entry));
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  return pids;
 }
 
 /** How often a phase samples its processes' CPU: a process that ends loses at most this much of it. */
