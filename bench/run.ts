@@ -15,7 +15,7 @@ import { KEY, directoryId, missingIds, webhooks } from './servers/fixture.js';
 import { renderChart } from './chart.js';
 import { REPORTED, type Row } from './support/row.js';
 import { checkSameAnswers } from './support/answers.js';
-import { wrkPath, wrkRound } from './support/wrk.js';
+import { loadCheckRow, wrkPath, wrkRound } from './support/wrk.js';
 import { median } from './support/median.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -41,8 +41,6 @@ const MEMORY_REQUESTS = Number(process.env.BENCH_MEMORY_REQUESTS ?? 1_000_000);
  * own answers how fast autocannon sends more than how fast the servers answer.
  */
 const LOAD = process.env.BENCH_LOAD === 'autocannon' || wrkPath === null ? 'autocannon' : 'wrk';
-/** The most of its core the load generator may use while loading the fastest server: past it, it may be what limits. */
-const LOAD_CPU_LIMIT = 0.8;
 /**
  * `run.js --scenarios 404 401` (`npm run bench:scenario -- 404 401`): only the HTTP scenarios whose
  * names contain one of these, and no other part: `BENCH_ONLY=http BENCH_SCENARIOS=404,401` in one word.
@@ -255,19 +253,7 @@ async function httpScenarios(servers: Map<string, Server>): Promise<{ rows: Row[
       // The check that the load generator is not the bottleneck: its share of its core while it loads the fastest server.
       const fastest = Object.entries(medians).sort(([, a], [, b]) => b - a)[0]![0];
       const loadShares = loadSamples.get(fastest)!;
-      if (loadShares.length > 0) {
-        const share = median(loadShares);
-        rows.push({
-          scenario: `${label}, wrk's CPU loading the fastest (${fastest})`,
-          figure: share * 100,
-          unit: '% of a core',
-          baselineName: 'limit',
-          baseline: LOAD_CPU_LIMIT * 100,
-          ratio: share / LOAD_CPU_LIMIT,
-          target: `≤ ${LOAD_CPU_LIMIT * 100} %`,
-          holds: share <= LOAD_CPU_LIMIT,
-        });
-      }
+      if (loadShares.length > 0) rows.push(loadCheckRow(label, fastest, loadShares));
       console.error(
         `  ${label}: ${Object.entries(medians)
           .map(([n, v]) => `${n} ${Math.round(v)}/s ${cpuMedians[n]!.toFixed(1)} µs`)

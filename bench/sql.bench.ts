@@ -35,7 +35,7 @@ import { checkSameAnswers } from './support/answers.js';
 import { KEY, directoryId, storageRecords, webhooks } from './servers/fixture.js';
 import { median } from './support/median.js';
 import { postgresCpu } from './support/proc-cpu.js';
-import { wrkPath, wrkRound } from './support/wrk.js';
+import { loadCheckRow, wrkPath, wrkRound } from './support/wrk.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
@@ -178,9 +178,6 @@ async function peerRound(peer: Peer, paths: string[], seconds: number) {
   };
 }
 
-/** The most of its core the load generator may use while loading the faster server (as in run.ts). */
-const LOAD_CPU_LIMIT = 0.8;
-
 const PEER_ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const PEER_SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 
@@ -268,20 +265,7 @@ async function postgresPeers(pool: pg.Pool): Promise<void> {
       }
       const faster = portal!.rate >= fastify!.rate ? peers[0]! : peers[1]!;
       const shares = loadShares.get(faster.name)!;
-      if (shares.length > 0) {
-        const share = median(shares);
-        const loadRow = {
-          scenario: `${scenario.name}, wrk's CPU loading the fastest (${faster.name})`,
-          figure: share * 100,
-          unit: '% of a core',
-          baselineName: 'limit',
-          baseline: LOAD_CPU_LIMIT * 100,
-          ratio: share / LOAD_CPU_LIMIT,
-          target: `≤ ${LOAD_CPU_LIMIT * 100} %`,
-          holds: share <= LOAD_CPU_LIMIT,
-        };
-        console.log(`BENCH ${JSON.stringify(loadRow)}`);
-      }
+      if (shares.length > 0) console.log(`BENCH ${JSON.stringify(loadCheckRow(scenario.name, faster.name, shares))}`);
     }
   } finally {
     for (const peer of peers) {

@@ -2,6 +2,8 @@ import { execFile, execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { median } from './median.js';
+import type { Row } from './row.js';
 
 /**
  * `wrk`, a load generator written in C (Debian's package `wrk`): one of its threads sends more
@@ -101,4 +103,25 @@ export function wrkRound(port: number, paths: string[], headers: Record<string, 
       });
     });
   });
+}
+
+/** The most of its core the load generator may use while it loads the fastest contender: past it, it may be what limits. */
+const LOAD_CPU_LIMIT = 0.8;
+
+/**
+ * The check that the load generator is not the bottleneck: wrk's share of its core over the rounds
+ * it loaded the fastest contender of `scenario` (the median of `shares`), at most `LOAD_CPU_LIMIT`.
+ */
+export function loadCheckRow(scenario: string, fastest: string, shares: number[]): Row {
+  const share = median(shares);
+  return {
+    scenario: `${scenario}, wrk's CPU loading the fastest (${fastest})`,
+    figure: share * 100,
+    unit: '% of a core',
+    baselineName: 'limit',
+    baseline: LOAD_CPU_LIMIT * 100,
+    ratio: share / LOAD_CPU_LIMIT,
+    target: `≤ ${LOAD_CPU_LIMIT * 100} %`,
+    holds: share <= LOAD_CPU_LIMIT,
+  };
 }
