@@ -53,7 +53,11 @@ export function postgresCpu(): { seconds(): number } | null {
   return {
     seconds() {
       let ticks = 0;
-      for (const pid of postgresPids()) ticks += (cpuTicks(pid) ?? 0) - (first.get(pid) ?? 0);
+      for (const pid of postgresPids()) {
+        // Gone between the listing and the read: left out, as one gone before the listing is.
+        const now = cpuTicks(pid);
+        if (now !== undefined) ticks += now - (first.get(pid) ?? 0);
+      }
       return ticks / CLOCK_TICKS;
     },
   };
