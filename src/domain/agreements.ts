@@ -16,7 +16,7 @@ import {
 import { createAgreementChanges } from './agreement-changes.js';
 import { type ClientInfo, NO_CLIENT, accountActor, created, sha256Hex, sign as signStep } from './signing-rules.js';
 import type { DownloadService } from './downloads.js';
-import { signatureDataUrl } from './signature-data.js';
+import { signatureInput } from './signature-data.js';
 import { atom } from '../shared/time.js';
 import { safeDocumentName } from './document-name.js';
 import { MAX_DOCUMENT_BYTES, type SignerInput, checkAccountId, parseInput } from './inputs.js';
@@ -362,7 +362,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
     async sign(accountId: string, agreementId: string, signerId: string, input: SignInput, client: ClientInfo = NO_CLIENT): Promise<Agreement> {
       checkAccountId(accountId);
       if (typeof input !== 'object' || input === null) throw new PortalError('INPUT_INVALID', 'sign', 'give { signature } as a data-URL.');
-      const signature = parseInput(signatureDataUrl, input.signature, 'signature');
+      const signature = parseInput(signatureInput, input.signature, 'signature');
       if (!isId('agr', agreementId)) throw new PortalError('AGREEMENT_NOT_FOUND', agreementId);
       const now = clock();
       const updated = await apply(accountId, agreementId, now, (current) => signStep(current, signerId, signature, now, accountActor(accountId), client));

@@ -2,6 +2,7 @@ import { PortalError } from '../errors.js';
 import type { AgreementRecord, AgreementSignerRecord, AuditEntry } from '../records.js';
 import { atom } from '../shared/time.js';
 import { verifyAudit } from './audit-trail.js';
+import { drawableSignature } from './signature-data.js';
 
 /**
  * The certificate of completion of an agreement that is signed or closed: a PDF (pdfkit) that
@@ -22,12 +23,6 @@ const ACTIONS: Record<string, string> = {
 
 /** The standard PDF fonts encode Windows-1252 only: another character is shown as `?` (the trail's JSON keeps it exact). */
 const printable = (text: string) => text.replace(/[^\x20-\x7e\u00a0-\u00ff\u20ac\u2013\u2014\u2018\u2019\u201c\u201d\u2022\u2026]/g, '?');
-
-/** A signature image pdfkit can embed (PNG or JPEG), as bytes; `null` for another kind (WebP). */
-function imageOf(dataUrl: string | null): Buffer | null {
-  const match = dataUrl === null ? null : /^data:image\/(png|jpeg);base64,(.*)$/i.exec(dataUrl);
-  return match === null ? null : Buffer.from(match[2]!, 'base64');
-}
 
 /** The step that settled a signer, from the trail: their signature or their decline. */
 const settlingStep = (audit: readonly AuditEntry[], signer: AgreementSignerRecord) =>
@@ -89,16 +84,10 @@ export async function certificatePdf(record: AgreementRecord, now: Date): Promis
     if (signer.declineReason !== null) line('Reason given', signer.declineReason);
     if (step !== undefined) line('From', `${step.ip ?? 'unknown address'}, ${step.userAgent ?? 'unknown user agent'}`);
     if (signer.signatureHash !== null) line('Signature SHA-256', signer.signatureHash);
-    const image = imageOf(signer.signature);
-    if (image !== null) {
-      try {
-        doc.image(image, { fit: [220, 70] });
-      } catch {
-        doc.text('(the signature image could not be drawn)');
-      }
-    } else if (signer.signature !== null) {
-      doc.text('(the signature image is WebP, which this certificate does not draw; its hash is above)');
-    }
+    // Never the stored bytes: a PNG redrawn within the pixel budget, or nothing (docs/signing.md, "Signature images").
+    const image = drawableSignature(signer.signature);
+    if (image !== null) doc.image(image, { fit: [220, 70] });
+    else if (signer.signature !== null) doc.text('(the signature image could not be read; its hash is above)');
     doc.moveDown(0.6);
   }
 

@@ -2,10 +2,10 @@ import * as v from 'valibot';
 import { PortalError } from '../errors.js';
 import { isId } from '../shared/ids.js';
 import { hasControlCharacter } from '../shared/text.js';
-import { signatureDataUrl } from './signature-data.js';
+import { signatureDataUrl, signatureInput } from './signature-data.js';
 import type { EventFilter } from './event-filter.js';
 
-export { signatureDataUrl };
+export { signatureDataUrl, signatureInput };
 
 type Schema<T> = v.GenericSchema<unknown, T>;
 
@@ -370,4 +370,4 @@ export const declineInput = v.strictObject(
 );
 
 /** The body of `POST /signing/sign`: the signature as a data-URL, as `signerSignatureData` at creation. */
-export const signingSignatureInput = v.strictObject({ signature: signatureDataUrl }, 'must be an object such as {"signature": "data:image/png;base64,…"}');
+export const signingSignatureInput = v.strictObject({ signature: signatureInput }, 'must be an object such as {"signature": "data:image/png;base64,…"}');

@@ -9,7 +9,7 @@ import {
   displayName,
   expiresAtInput,
   parseInput,
-  signatureDataUrl,
+  signatureInput,
   signerInput,
   signingOrderInput,
   type SignerInput,
@@ -65,7 +65,7 @@ function createTextParts() {
       seen.add(name);
       if (name === 'signerSignatureData') {
         if (truncated) throw invalid('signerSignatureData', 'the image must be at most 1 MiB');
-        values[name] = parseInput(signatureDataUrl, value, name);
+        values[name] = parseInput(signatureInput, value, name);
       } else if (name === 'signingOrder') {
         values[name] = parseInput(signingOrderInput, value, name);
       } else if (name === 'expiresAt') {

@@ -97,10 +97,10 @@ export const LIBRARY_EVENT_TYPES: readonly LibraryEventType[] = [
 export function libraryEventDefinitions(): Record<string, EventTypeDefinition> {
   return Object.fromEntries(
     LIBRARY_EVENT_TYPES.map(({ name, description, data, example }) => {
-      const { $schema: _dialect, ...schema } = toJsonSchema(data, { target: 'draft-2020-12', ignoreActions: ['check', 'raw_check'] }) as Record<
-        string,
-        unknown
-      >;
+      const { $schema: _dialect, ...schema } = toJsonSchema(data, {
+        target: 'draft-2020-12',
+        ignoreActions: ['check', 'raw_check', 'raw_transform'],
+      }) as Record<string, unknown>;
       return [name, { schema, description, example }];
     }),
   );

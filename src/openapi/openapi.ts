@@ -32,7 +32,7 @@ const conversion: Omit<ConversionConfig, 'definitions'> = {
   target: 'draft-2020-12',
   // `check` and `rawCheck` are functions JSON Schema cannot hold; each schema that uses one carries
   // `metadata` saying what it checks. Any other unsupported feature still throws, at build time.
-  ignoreActions: ['check', 'raw_check'],
+  ignoreActions: ['check', 'raw_check', 'raw_transform'],
   overrideRef: ({ referenceId }) => `#/components/schemas/${referenceId}`,
   // A file part: binary, which OpenAPI 3.1 writes as a string (its media type comes from `metadata`).
   // A webhook's filter is checked by a function: an object, whose grammar its description gives.

@@ -1,5 +1,8 @@
 import { createHash } from 'node:crypto';
 import net from 'node:net';
+import { crc32 } from 'node:zlib';
+import jpeg from 'jpeg-js';
+import { PNG } from 'pngjs';
 import type { Readable } from 'node:stream';
 import { fsBlobs } from '../../adapters/fs/index.js';
 import { memoryBlobs, memoryStorage } from '../../adapters/memory/index.js';
@@ -9,9 +12,29 @@ import { KEY_A } from './server.js';
 
 export const sha256 = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
 
-const PNG_MAGIC = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
-/** `n` bytes that start like a PNG file; enough for the signature check, which reads the magic bytes. */
-export const pngBytes = (n = 64) => Buffer.concat([PNG_MAGIC, Buffer.alloc(Math.max(0, n - 8), 0x42)]);
+/**
+ * A real PNG of `n` bytes (or the fewest it can be, some 80): a 2 × 2 image whose colour depends on
+ * `n`, so two sizes are two signatures, padded to `n` with a private ancillary chunk decoders skip.
+ */
+export function pngBytes(n = 64): Buffer {
+  const image = new PNG({ width: 2, height: 2 });
+  image.data.fill(n % 251);
+  const plain = PNG.sync.write(image);
+  const room = n - plain.length - 12;
+  if (room < 0) return plain;
+  const padding = Buffer.alloc(room, 0x42);
+  const chunk = Buffer.alloc(12 + room);
+  chunk.writeUInt32BE(room, 0);
+  chunk.write('prVt', 4, 'latin1');
+  padding.copy(chunk, 8);
+  chunk.writeUInt32BE(crc32(chunk.subarray(4, 8 + room)), 8 + room);
+  // Before IEND, the last 12 bytes.
+  return Buffer.concat([plain.subarray(0, plain.length - 12), chunk, plain.subarray(plain.length - 12)]);
+}
+/** A real baseline JPEG, `width` × `height`, grey. */
+export function jpegBytes(width = 4, height = 4): Buffer {
+  return jpeg.encode({ width, height, data: Buffer.alloc(width * height * 4, 0x80) }, 90).data;
+}
 export const dataUrl = (type: string, bytes: Buffer) => `data:${type};base64,${bytes.toString('base64')}`;
 export const PNG_SIGNATURE = dataUrl('image/png', pngBytes());
 

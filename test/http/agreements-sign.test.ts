@@ -10,8 +10,9 @@ import { NEVER, waitFor } from '../helpers/webhooks.js';
 import { PNG_SIGNATURE, dataUrl, documentBytes, pngBytes, sha256, signer, validFormData } from '../helpers/agreements.js';
 import { everyDelivery } from '../helpers/every-delivery.js';
 
-const SIGNATURE_1 = dataUrl('image/png', pngBytes(100));
-const SIGNATURE_2 = dataUrl('image/jpeg', Buffer.from([0xff, 0xd8, 0xff, 0xe1, 9, 9, 9]));
+// PNGs as the portal writes them (8-bit RGBA, no extra chunk), so they are kept byte for byte.
+const SIGNATURE_1 = dataUrl('image/png', pngBytes(1));
+const SIGNATURE_2 = dataUrl('image/png', pngBytes(2));
 
 /** A portal on a storage the test can read directly, with a clock the test moves. */
 async function setup() {

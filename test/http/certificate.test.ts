@@ -6,7 +6,9 @@ import { fileURLToPath } from 'node:url';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { SIGNER, signer, validFormData } from '../helpers/agreements.js';
+import { memoryStorage } from '../../adapters/memory/index.js';
 import { SIGNING_KEY_1 } from '../helpers/download.js';
+import { HOSTILE_IMAGES } from '../helpers/hostile-images.js';
 import { type TestPortal, json, withPortal } from '../helpers/server.js';
 import { NEVER } from '../helpers/webhooks.js';
 
@@ -87,6 +89,27 @@ test("a declined agreement has a certificate too, with the reason; another accou
     for (const value of ['closed, declined', 'The rent is too high.', 'declined at']) assert.ok(text.includes(value), value);
     assert.is((await app.api(`/agreements/${agreement.id}/certificate`, { headers: { authorization: 'Bearer key-of-account-b' } })).status, 404);
     assert.is((await app.api('/agreements/nope/certificate')).status, 400);
+  });
+});
+
+test('a hostile image stored by an earlier version is never handed to pdfkit: the certificate is made, the process lives', async () => {
+  if (!pdftotext) return void console.log(`  skipped: ${reason}`);
+  const storage = memoryStorage();
+  await withPortal({ storage, signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER } }, async (app) => {
+    const agreement = await json(await app.api('/agreements', { method: 'POST', body: validFormData({ signers: [SIGNER, signer(2)] }) }));
+    for (const one of agreement.signers) await signThrough(app, agreement.id, one.id, '/sign', { signature: REAL_PNG });
+    // What the signature check let through before images were redrawn: a 73-byte PNG whose data is not zlib, and a 3000 × 3000 bomb.
+    const [garbled, bomb] = [HOSTILE_IMAGES[0]![1], HOSTILE_IMAGES[2]![1]];
+    await storage.updateAgreement('acct_a', agreement.id, (current) => ({
+      agreement: { ...current, signers: current.signers.map((one, index) => ({ ...one, signature: index === 0 ? garbled : bomb })) },
+      events: [],
+    }));
+    const before = process.memoryUsage().rss;
+    const res = await app.api(`/agreements/${agreement.id}/certificate`);
+    assert.is(res.status, 200);
+    const text = textOf(Buffer.from(await res.arrayBuffer()));
+    assert.is(text.match(/the signature image could not be read/g)?.length, 2, 'neither image is drawn');
+    assert.ok(process.memoryUsage().rss - before < 100 * 1024 * 1024, 'the bomb was not inflated');
   });
 });
 
