@@ -198,8 +198,33 @@ export interface AuditEntry {
   documents: { id: string; fileHash: string }[];
   /** A decline's reason; `null` otherwise. */
   detail: string | null;
+  /**
+   * SHA-256 (hex) of the agreement's evidence just after this step (`domain/audit-trail.ts`,
+   * `stateDigest`): the chain commits to what was signed, not only to its own entries. Absent from
+   * entries written before the trail carried it.
+   */
+  state?: string;
   previousHash: string;
   hash: string;
+}
+
+/** The trail's last hash and its length, kept on the agreement in the same atomic update as the entries. */
+export interface AuditHead {
+  hash: string;
+  length: number;
+}
+
+/** What a store's `updateAgreement` rejects with when a change would rewrite its trail. */
+export const TRAIL_APPEND_ONLY = 'updateAgreement: the audit trail is append-only; change must keep every stored entry as it is';
+
+/**
+ * Whether `next` is `current` with entries appended, none changed, removed or reordered: stores
+ * refuse any other change of a trail.
+ */
+export function extendsTrail(current: readonly AuditEntry[], next: readonly AuditEntry[]): boolean {
+  if (next.length < current.length) return false;
+  for (let i = 0; i < current.length; i++) if (JSON.stringify(current[i]) !== JSON.stringify(next[i])) return false;
+  return true;
 }
 
 /** The bytes of each document are in the `BlobStore` under the document's id. */
@@ -208,6 +233,8 @@ export interface AgreementRecord extends Omit<Agreement, 'signers'> {
   signers: AgreementSignerRecord[];
   /** The audit trail, oldest first: stores append to it, never change an entry. */
   audit: AuditEntry[];
+  /** The trail's head as of the last step; `null` for an agreement whose trail predates it. */
+  auditHead: AuditHead | null;
   /** When the next reminder round is due (`agreements.reminderIntervalMs`); `null`: no reminders. */
   nextReminderAt: string | null;
 }
@@ -261,6 +288,7 @@ export function withSigningDefaults(record: AgreementRecord): AgreementRecord {
   record.closedAt ??= null;
   record.closedReason ??= null;
   record.audit ??= [];
+  record.auditHead ??= null;
   record.nextReminderAt ??= null;
   for (const signer of record.signers) {
     signer.viewedAt ??= null;

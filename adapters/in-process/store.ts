@@ -3,7 +3,9 @@ import * as healthRules from '../../src/domain/webhook-health.js';
 import { PortalError } from '../../src/errors.js';
 import type { DeliveryTarget, Storage } from '../../src/ports.js';
 import {
+  TRAIL_APPEND_ONLY,
   agreementSummary,
+  extendsTrail,
   type AgreementRecord,
   type AttachmentRecord,
   type DeliveryRecord,
@@ -392,10 +394,12 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       const outcome = await agreementTurns(id, async () => {
         const row = state.owned('agreement', accountId, id);
         if (row === undefined) return null;
-        const { agreement, events } = change(await readAgreement(row));
+        const current = await readAgreement(row);
+        const { agreement, events } = change(current);
         if (agreement.id !== id || agreement.accountId !== accountId) {
           throw new Error('updateAgreement: change must keep the id and account');
         }
+        if (!extendsTrail(current.audit, agreement.audit)) throw new Error(TRAIL_APPEND_ONLY);
         const { changes } = eventChanges(events);
         const written = commit([{ table: 'agreement', record: agreement }, ...changes]);
         agreementsDue.update(agreement);

@@ -10,6 +10,7 @@ import type {
   ClosedReason,
   SigningOrder,
 } from '../../src/records.js';
+import { TRAIL_APPEND_ONLY, extendsTrail } from '../../src/records.js';
 import type { Db, Queryable, Row } from './client.js';
 import type { Names } from './schema.js';
 import { atomOf } from './schema.js';
@@ -29,7 +30,7 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
   // The signers and documents come back as JSON text built by the server, in position order.
   const select = `SELECT a.id, a.account_id, a.name, a.status, a.signer_name, a.signer_signature,
       a.signer_signature_hash, ${atomOf('a.created_at')} AS created_at, ${signingColumns},
-      ${atomOf('a.next_reminder_at')} AS next_reminder_at,
+      ${atomOf('a.next_reminder_at')} AS next_reminder_at, a.audit_head, a.audit_length,
       (SELECT coalesce(json_agg(json_build_object(
           'id', s.id, 'firstName', s.first_name, 'lastName', s.last_name, 'email', s.email,
           'shouldIdentify', s.should_identify, 'signature', s.signature, 'signatureHash', s.signature_hash,
@@ -71,14 +72,14 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
   const lock = `SELECT id FROM ${table('agreements')} WHERE account_id = $1::text AND id = $2::text FOR UPDATE`;
   const insert = `INSERT INTO ${table('agreements')}
     (id, account_id, name, status, signer_name, signer_signature, signer_signature_hash, created_at,
-     signing_order, expires_at, closed_at, closed_reason, next_reminder_at)
+     signing_order, expires_at, closed_at, closed_reason, next_reminder_at, audit_head, audit_length)
     VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::timestamptz,
-     $9::text, $10::timestamptz, $11::timestamptz, $12::text, $13::timestamptz)`;
+     $9::text, $10::timestamptz, $11::timestamptz, $12::text, $13::timestamptz, $14::text, $15::int)`;
   const update = `UPDATE ${table('agreements')}
     SET name = $3::text, status = $4::text, signer_name = $5::text, signer_signature = $6::text,
         signer_signature_hash = $7::text, created_at = $8::timestamptz, signing_order = $9::text,
         expires_at = $10::timestamptz, closed_at = $11::timestamptz, closed_reason = $12::text,
-        next_reminder_at = $13::timestamptz
+        next_reminder_at = $13::timestamptz, audit_head = $14::text, audit_length = $15::int
     WHERE id = $1::text AND account_id = $2::text`;
   const due = `SELECT account_id, id FROM ${table('agreements')}
     WHERE status = 'sent' AND closed_at IS NULL AND (expires_at <= $1::timestamptz OR next_reminder_at <= $1::timestamptz)
@@ -116,6 +117,8 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
     agreement.closedAt,
     agreement.closedReason,
     agreement.nextReminderAt,
+    agreement.auditHead?.hash ?? null,
+    agreement.auditHead?.length ?? null,
   ];
 
   /** Appends the entries of `audit` from position `from` on: those before are stored already, and never rewritten. */
@@ -189,6 +192,7 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
         if (agreement.id !== id || agreement.accountId !== accountId) {
           throw new Error('updateAgreement: change must keep the id and account');
         }
+        if (!extendsTrail(current.audit, agreement.audit)) throw new Error(TRAIL_APPEND_ONLY);
         await tx.query(update, agreementParams(agreement));
         await tx.query(deleteSigners, [id]);
         await tx.query(deleteDocuments, [id]);
@@ -215,6 +219,7 @@ function agreementOfRow(row: Row): AgreementRecord {
     createdAt: row.created_at as string,
     ...signingFields(row),
     audit: JSON.parse(row.audit as string) as AuditEntry[],
+    auditHead: row.audit_head === null ? null : { hash: row.audit_head as string, length: row.audit_length as number },
     nextReminderAt: (row.next_reminder_at as string | null) ?? null,
   };
 }

@@ -290,6 +290,13 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
     // behind the code": fillfactor). Pages written before keep their fill.
     statements: ({ table }) => [`ALTER TABLE ${table('deliveries')} SET (fillfactor = 80)`],
   },
+  {
+    version: 16,
+    name: "the audit trail's head kept with its agreement",
+    // Written in the same UPDATE as the agreement, so an entry removed from the trail's end shows.
+    // Agreements from before keep NULL (their trail is held to its chain) until their next step.
+    statements: ({ table }) => [`ALTER TABLE ${table('agreements')} ADD COLUMN audit_head text, ADD COLUMN audit_length integer`],
+  },
 ];
 
 /** The last `MAX_ATTEMPTS_KEPT` entries of the jsonb array `expression`, in order. */

@@ -210,6 +210,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
       throw new PortalError('INPUT_INVALID', 'expiresAt', 'must be in the future.');
     }
     const unaudited: AgreementRecord = {
+      auditHead: null,
       id: newId('agr'),
       accountId,
       name: form.name,

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { AuditEntry } from '../records.js';
+import type { AgreementRecord, AuditEntry } from '../records.js';
 
 /** The `previousHash` of a trail's first entry. */
 const GENESIS_HASH = '0'.repeat(64);
@@ -7,13 +7,16 @@ const GENESIS_HASH = '0'.repeat(64);
 /** An entry before it is chained: what a step records. */
 export type AuditStep = Omit<AuditEntry, 'previousHash' | 'hash'>;
 
+const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex');
+
 /**
  * The hash of an entry: SHA-256 (hex) over the previous entry's hash, a line break, and the entry's
  * fields as JSON in a fixed order (`at, action, actor, signerId, ip, userAgent, documents, detail`,
- * each document as `{id, fileHash}`). Anyone holding the trail can recompute it (docs/signing.md).
+ * each document as `{id, fileHash}`, then `state` when the entry has one). Anyone holding the trail
+ * can recompute it (docs/signing.md).
  */
 function auditHash(previousHash: string, step: AuditStep): string {
-  const body = JSON.stringify([
+  const fields: unknown[] = [
     step.at,
     step.action,
     step.actor,
@@ -22,8 +25,45 @@ function auditHash(previousHash: string, step: AuditStep): string {
     step.userAgent,
     step.documents.map((document) => [document.id, document.fileHash]),
     step.detail,
-  ]);
-  return createHash('sha256').update(`${previousHash}\n${body}`).digest('hex');
+  ];
+  if (step.state !== undefined) fields.push(step.state);
+  return sha256Hex(`${previousHash}\n${JSON.stringify(fields)}`);
+}
+
+/**
+ * SHA-256 (hex) of what an agreement's evidence is: its name, sender, the sender's signature hash,
+ * dates, order and outcome, each document's id, name, size and hash, and each signer's identity,
+ * signature hash and steps, as JSON in a fixed order. What a store keeps only to work (signing
+ * link ids, the next reminder) is left out.
+ */
+export function stateDigest(record: AgreementRecord): string {
+  return sha256Hex(
+    JSON.stringify([
+      record.id,
+      record.name,
+      record.status,
+      record.signerName,
+      record.signerSignatureHash,
+      record.createdAt,
+      record.signingOrder,
+      record.expiresAt,
+      record.closedAt,
+      record.closedReason,
+      record.documents.map((document) => [document.id, document.documentName, document.fileSize, document.fileHash]),
+      record.signers.map((signer) => [
+        signer.id,
+        signer.firstName,
+        signer.lastName,
+        signer.email,
+        signer.shouldIdentify,
+        signer.signatureHash,
+        signer.signedAt,
+        signer.viewedAt,
+        signer.declinedAt,
+        signer.declineReason,
+      ]),
+    ]),
+  );
 }
 
 /** `trail` with `steps` appended, each chained to the one before. */
@@ -36,8 +76,18 @@ export function appendAudit(trail: readonly AuditEntry[], ...steps: AuditStep[])
   return out;
 }
 
+/**
+ * `record` after one step: the entry, committing to the record's evidence as it now stands,
+ * appended to its trail, and the trail's new head kept on the record, so the one atomic update
+ * that stores the step stores both.
+ */
+export function withStep(record: AgreementRecord, step: Omit<AuditStep, 'state'>): AgreementRecord {
+  const audit = appendAudit(record.audit, { ...step, state: stateDigest(record) });
+  return { ...record, audit, auditHead: { hash: audit.at(-1)!.hash, length: audit.length } };
+}
+
 /** Whether every entry links to the one before and hashes to what it says: an edited, removed or reordered entry breaks it. */
-export function verifyAudit(trail: readonly AuditEntry[]): boolean {
+function chainHolds(trail: readonly AuditEntry[]): boolean {
   let previousHash = GENESIS_HASH;
   for (const entry of trail) {
     if (entry.previousHash !== previousHash) return false;
@@ -46,4 +96,22 @@ export function verifyAudit(trail: readonly AuditEntry[]): boolean {
     previousHash = hash;
   }
   return true;
+}
+
+/**
+ * Whether the trail vouches for the agreement as stored: the chain holds; it ends where the head
+ * kept on the agreement says (no entry removed from its end); its last entry's `state` is the
+ * digest of the agreement's evidence now (no name, e-mail, document hash or outcome changed after
+ * it); and each signature image, and the sender's, hashes to the hash that evidence holds. A trail
+ * written before heads and states existed is held to its chain alone until its next step.
+ */
+export function verifyTrail(record: AgreementRecord): boolean {
+  const { audit, auditHead } = record;
+  if (!chainHolds(audit)) return false;
+  if (auditHead !== null && (auditHead.length !== audit.length || auditHead.hash !== audit.at(-1)?.hash)) return false;
+  const last = audit.at(-1);
+  if (last?.state !== undefined && last.state !== stateDigest(record)) return false;
+  if (auditHead === null) return true;
+  if (record.signerSignatureHash !== sha256Hex(`${record.signerSignature}\n${record.createdAt}`)) return false;
+  return record.signers.every((signer) => signer.signature === null || signer.signatureHash === sha256Hex(signer.signature));
 }

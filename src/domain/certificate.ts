@@ -1,7 +1,7 @@
 import { PortalError } from '../errors.js';
 import type { AgreementRecord, AgreementSignerRecord, AuditEntry } from '../records.js';
 import { atom } from '../shared/time.js';
-import { verifyAudit } from './audit-trail.js';
+import { verifyTrail } from './audit-trail.js';
 import { drawableSignature } from './signature-data.js';
 
 /**
@@ -104,9 +104,9 @@ export async function certificatePdf(record: AgreementRecord, now: Date): Promis
   line('Final hash', record.audit.at(-1)?.hash ?? 'none');
   line(
     'Chain',
-    verifyAudit(record.audit)
-      ? 'verified: every entry links to the one before and hashes to what it says'
-      : 'NOT verified: an entry was changed after it was written',
+    verifyTrail(record)
+      ? 'verified: every entry links to the one before and hashes to what it says, and the last one to the agreement as stated here'
+      : 'NOT verified: an entry, or the agreement it vouches for, was changed after it was written',
   );
   doc.end();
   await ended;

@@ -3,7 +3,7 @@ import { PortalError } from '../errors.js';
 import type { AgreementRecord, AgreementSignerRecord, AuditAction, EventRecord } from '../records.js';
 import { withoutImages } from '../records.js';
 import { atom } from '../shared/time.js';
-import { appendAudit } from './audit-trail.js';
+import { withStep } from './audit-trail.js';
 import { newEvent } from './events.js';
 
 /**
@@ -55,7 +55,7 @@ function audited(
   who: { actor: string; signerId?: string | null; client?: ClientInfo; detail?: string | null; withDocuments?: boolean },
 ): AgreementRecord {
   const client = who.client ?? NO_CLIENT;
-  const audit = appendAudit(record.audit, {
+  return withStep(record, {
     at: atom(now),
     action,
     actor: who.actor,
@@ -65,7 +65,6 @@ function audited(
     documents: who.withDocuments === false ? [] : record.documents.map((document) => ({ id: document.id, fileHash: document.fileHash })),
     detail: who.detail ?? null,
   });
-  return { ...record, audit };
 }
 
 /** Whether the agreement is still open: not signed, not closed. */

@@ -5,7 +5,7 @@ import { withoutImages } from '../records.js';
 import { isId, newId } from '../shared/ids.js';
 import { atom } from '../shared/time.js';
 import { createAgreementChanges } from './agreement-changes.js';
-import { verifyAudit } from './audit-trail.js';
+import { verifyTrail } from './audit-trail.js';
 import { certificatePdf } from './certificate.js';
 import type { LinkSigner } from './download-links.js';
 import type { DownloadService } from './downloads.js';
@@ -180,7 +180,7 @@ export function createSigningService(deps: SigningServiceDeps) {
       if (!isId('agr', agreementId)) throw new PortalError('ID_MALFORMED', 'agreementId', 'an agreement', 'agr');
       const record = await storage.getAgreement(accountId, agreementId);
       if (record === null) throw new PortalError('AGREEMENT_NOT_FOUND', agreementId);
-      return { data: record.audit, verified: verifyAudit(record.audit) };
+      return { data: record.audit, verified: verifyTrail(record) };
     },
   };
 }

@@ -332,18 +332,31 @@ export const auditEntry = v.strictObject({
   userAgent: v.nullable(v.string()),
   documents: v.array(v.strictObject({ id: id('agd'), fileHash: sha256Hex })),
   detail: v.pipe(v.nullable(v.string()), v.description("A decline's reason.")),
+  state: v.optional(
+    v.pipe(
+      sha256Hex,
+      v.description(
+        "SHA-256 (hex) of the agreement's evidence just after this step: the JSON array `[id, name, status, signerName, signerSignatureHash, createdAt, signingOrder, expiresAt, closedAt, closedReason, [[documentId, documentName, fileSize, fileHash]…], [[signerId, firstName, lastName, email, shouldIdentify, signatureHash, signedAt, viewedAt, declinedAt, declineReason]…]]`. Absent from entries written before the trail carried it.",
+      ),
+    ),
+  ),
   previousHash: sha256Hex,
   hash: v.pipe(
     sha256Hex,
     v.description(
-      'SHA-256 (hex) over `previousHash`, a line break, and the JSON array `[at, action, actor, signerId, ip, userAgent, [[documentId, fileHash]…], detail]`.',
+      'SHA-256 (hex) over `previousHash`, a line break, and the JSON array `[at, action, actor, signerId, ip, userAgent, [[documentId, fileHash]…], detail]`, with `state` appended when the entry has one.',
     ),
   ),
 });
 
 export const auditTrail = v.strictObject({
   data: v.pipe(v.array(auditEntry), v.description('Oldest first.')),
-  verified: v.pipe(v.boolean(), v.description('Whether every entry links to the one before and hashes to what it says.')),
+  verified: v.pipe(
+    v.boolean(),
+    v.description(
+      "Whether every entry links to the one before and hashes to what it says, the trail ends where the head kept with the agreement says, the last entry's `state` is the agreement as stored, and each signature image hashes to its `signatureHash`.",
+    ),
+  ),
 });
 
 /** The data of a `webhook.test` call: the webhook it was sent to. */

@@ -1,5 +1,6 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import type { Agreement } from '../../src/index.js';
 import { memoryTransport } from '../../adapters/memory/index.js';
 import { sqlAdapters } from '../../adapters/sql/index.js';
 import { PNG_SIGNATURE, SIGNER, signer, validFormData } from '../helpers/agreements.js';
@@ -56,6 +57,30 @@ for (const backend of backends) {
         await tamper(agreement.id, '127.0.0.1', '127.0.0.2');
         const edited = await json(await app.api(`/agreements/${agreement.id}/audit`));
         assert.is(edited.verified, false, 'an edited entry is never served as genuine');
+      });
+    } finally {
+      await cleanup();
+    }
+  });
+
+  on("verified is false once the agreement is edited under its trail: a signature image, a signer's e-mail, a document's hash", async () => {
+    const { options, cleanup, edit } = await backend.options();
+    try {
+      await withPortal({ ...options, signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER } }, async (app) => {
+        const edits: [string, (agreement: Agreement) => [string, string]][] = [
+          ['a signature image', (agreement) => [agreement.signers[0]!.signature!.slice(40, 52), 'AAAAAAAAAAAA']],
+          ["a signer's e-mail", () => ['bo@example.com', 'bx@example.com']],
+          ["a document's hash", (agreement) => [agreement.documents[0]!.fileHash.slice(0, 12), 'ffffffffffff']],
+        ];
+        for (const [what, change] of edits) {
+          const agreement = await json(await app.api('/agreements', { method: 'POST', body: validFormData({ signers: [SIGNER] }) }));
+          assert.is((await signAs(app, await linkFor(app, agreement.id, agreement.signers[0].id))).status, 200);
+          const signed = (await app.portal.agreements.get('acct_a', agreement.id))!;
+          assert.is((await json(await app.api(`/agreements/${agreement.id}/audit`))).verified, true, `${what}: verified before`);
+          const [from, to] = change(signed);
+          await edit(agreement.id, from, to);
+          assert.is((await json(await app.api(`/agreements/${agreement.id}/audit`))).verified, false, `${what}: not verified after`);
+        }
       });
     } finally {
       await cleanup();

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { newId } from '../../src/shared/ids.js';
 import { atomAfter } from '../../src/shared/time.js';
 import type { AgreementRecord, AttachmentRecord, DeliveryAttempt, EventRecord, FileEntryRecord, WebhookRecord } from '../../src/records.js';
@@ -87,7 +88,7 @@ export function agreementRecord(overrides: Partial<AgreementRecord> = {}): Agree
     status: 'sent',
     signerName: 'Ann Owner',
     signerSignature: 'data:image/png;base64,iVBORw0KGgo=',
-    signerSignatureHash: 'a'.repeat(64),
+    signerSignatureHash: createHash('sha256').update(`data:image/png;base64,iVBORw0KGgo=\n${T0}`).digest('hex'),
     signers: ['Bo', 'Cy', 'Di'].map(signer),
     documents: [
       { id: newId('agd'), documentName: 'lease.pdf', fileSize: 1234, fileHash: 'b'.repeat(64) },
@@ -99,6 +100,7 @@ export function agreementRecord(overrides: Partial<AgreementRecord> = {}): Agree
     closedAt: null,
     closedReason: null,
     audit: [],
+    auditHead: null,
     nextReminderAt: null,
     ...overrides,
   };

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import { PNG } from 'pngjs';
 import { testDownloads } from '../helpers/download.js';
 import type { Test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -9,7 +11,7 @@ import { silentLogger } from '../../src/shared/logger.js';
 import { createWebhookWorker } from '../../src/webhooks/worker.js';
 import { newId } from '../../src/shared/ids.js';
 import { agreementSummary, type AgreementRecord, type AuditAction, type EventRecord } from '../../src/records.js';
-import { appendAudit, verifyAudit } from '../../src/domain/audit-trail.js';
+import { verifyTrail, withStep } from '../../src/domain/audit-trail.js';
 import type { StorageFactory } from './types.js';
 import { T0, agreementRecord, webhookRecord } from './fixtures.js';
 
@@ -46,9 +48,16 @@ function signOne(signerId: string) {
   };
 }
 
-/** A PNG signature image of `bytes` bytes as a data-URL: 1 MiB, the largest accepted, is a 1.4 MB string. */
-const pngDataUrl = (bytes: number) =>
-  `data:image/png;base64,${Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(bytes - 8, 0x42)]).toString('base64')}`;
+/**
+ * A PNG signature image of noise, `side` × `side`, as a data-URL, written as the portal redraws
+ * images (so it is kept byte for byte): 500 × 500 is close to 1 MiB, the largest accepted.
+ */
+function noisyPngDataUrl(side: number): string {
+  const image = new PNG({ width: side, height: side });
+  let seed = 7;
+  for (let i = 0; i < image.data.length; i++) image.data[i] = (seed = (seed * 1103515245 + 12345) >>> 0) >>> 24;
+  return `data:image/png;base64,${PNG.sync.write(image).toString('base64')}`;
+}
 
 /** Polls `check` until it holds: for calls a worker makes on its own after a poke. */
 async function until(check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
@@ -86,7 +95,8 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
         notify: () => worker.poke(),
         downloads: testDownloads(storage, blobs),
       });
-      const image = pngDataUrl(1024 * 1024);
+      const image = noisyPngDataUrl(500);
+      assert.ok(image.length > 1_200_000, `an image close to 1 MiB: ${image.length} characters`);
       try {
         const created = await service.create('acct_a', async () => ({
           name: 'Lease 2026',
@@ -212,7 +222,7 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
         documents: [{ id: 'agd_x', fileHash: 'e'.repeat(64) }],
         detail: null,
       });
-      const agreement = agreementRecord({ signingOrder: 'sequential', expiresAt: '2026-02-01T00:00:00+00:00', audit: appendAudit([], step('created', T0)) });
+      const agreement = withStep(agreementRecord({ signingOrder: 'sequential', expiresAt: '2026-02-01T00:00:00+00:00' }), step('created', T0));
       agreement.signers[0]!.signingLinkId = 'sgl_first';
       await storage.insertAgreement(agreement, []);
       assert.equal(await storage.getAgreement('acct_a', agreement.id), agreement);
@@ -220,13 +230,14 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
         const signers = current.signers.map((signer, i) =>
           i === 1 ? { ...signer, viewedAt: T0, declinedAt: T0, declineReason: 'Nicht mit mir — "no"', signingLinkId: 'sgl_second' } : signer,
         );
-        const audit = appendAudit(current.audit, step('viewed', T0), step('declined', T0));
-        return { agreement: { ...current, signers, closedAt: T0, closedReason: 'declined', audit }, events: [] };
+        const viewed = withStep({ ...current, signers }, step('viewed', T0));
+        return { agreement: withStep({ ...viewed, closedAt: T0, closedReason: 'declined' }, step('declined', T0)), events: [] };
       });
       assert.is(updated!.audit.length, 3);
       const read = (await storage.getAgreement('acct_a', agreement.id))!;
       assert.equal(read, updated);
-      assert.ok(verifyAudit(read.audit), 'the chain as stored verifies');
+      assert.ok(verifyTrail(read), 'the trail as stored vouches for the agreement');
+      assert.equal(read.auditHead, { hash: read.audit[2]!.hash, length: 3 }, 'the head is kept with the agreement');
       assert.equal([read.closedReason, read.signers[1]!.declineReason, read.signers[1]!.signingLinkId], ['declined', 'Nicht mit mir — "no"', 'sgl_second']);
       const listed = (await storage.listAgreements('acct_a', { limit: 5 }))![0]!;
       assert.equal(
@@ -234,6 +245,60 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
         ['sequential', '2026-02-01T00:00:00+00:00', 'declined', T0],
       );
       assert.not.ok('audit' in listed, 'a list holds no trail');
+    }),
+  );
+
+  test(
+    'agreements: the trail is append-only; an update that rewrites, removes or reorders an entry is refused and changes nothing',
+    withStorage(factory, async (storage) => {
+      const step = (action: AuditAction) => ({ at: T0, action, actor: 'system', signerId: null, ip: null, userAgent: null, documents: [], detail: null });
+      const agreement = withStep(withStep(agreementRecord(), step('created')), step('reminder'));
+      await storage.insertAgreement(agreement, []);
+      const rewrites: [string, (current: AgreementRecord) => AgreementRecord][] = [
+        ['an entry edited', (current) => ({ ...current, audit: [{ ...current.audit[0]!, ip: '198.51.100.1' }, current.audit[1]!] })],
+        ['the last entry removed', (current) => ({ ...current, audit: current.audit.slice(0, 1), auditHead: { hash: current.audit[0]!.hash, length: 1 } })],
+        ['two entries swapped', (current) => ({ ...current, audit: [current.audit[1]!, current.audit[0]!] })],
+      ];
+      for (const [what, rewrite] of rewrites) {
+        const refused = await storage
+          .updateAgreement('acct_a', agreement.id, (current) => ({ agreement: rewrite(current), events: [] }))
+          .then(
+            () => null,
+            (error: Error) => error,
+          );
+        assert.match(refused?.message ?? 'accepted', /append-only/, what);
+        assert.equal(await storage.getAgreement('acct_a', agreement.id), agreement, `${what}: nothing changed`);
+      }
+    }),
+  );
+
+  test(
+    "agreements: verified does not hold once the evidence changes under the trail (a signature image, an e-mail, a document's hash, the head)",
+    withStorage(factory, async (storage) => {
+      const step = (action: AuditAction) => ({ at: T0, action, actor: 'system', signerId: null, ip: null, userAgent: null, documents: [], detail: null });
+      const signature = 'data:image/png;base64,iVBORw0KGgo=';
+      const base = agreementRecord();
+      base.signers[0] = { ...base.signers[0]!, signature, signatureHash: createHash('sha256').update(signature).digest('hex'), signedAt: T0 };
+      const edits: [string, (record: AgreementRecord) => AgreementRecord][] = [
+        [
+          'a stored signature image',
+          (record) => ({ ...record, signers: record.signers.map((one, i) => (i === 0 ? { ...one, signature: 'data:image/png;base64,AAAA' } : one)) }),
+        ],
+        ["a signer's e-mail", (record) => ({ ...record, signers: record.signers.map((one, i) => (i === 1 ? { ...one, email: 'mallory@example.com' } : one)) })],
+        ["a document's hash", (record) => ({ ...record, documents: record.documents.map((one, i) => (i === 0 ? { ...one, fileHash: 'f'.repeat(64) } : one)) })],
+        ['the outcome', (record) => ({ ...record, status: 'signed' })],
+        ['the head, as if the last entry were gone', (record) => ({ ...record, auditHead: { hash: record.audit[0]!.hash, length: 1 } })],
+      ];
+      for (const [what, edit] of edits) {
+        const signers = base.signers.map((one) => ({ ...one, id: newId('ags') }));
+        const documents = base.documents.map((one) => ({ ...one, id: newId('agd') }));
+        const agreement = withStep(withStep({ ...base, id: newId('agr'), signers, documents }, step('created')), step('signed'));
+        await storage.insertAgreement(agreement, []);
+        assert.ok(verifyTrail((await storage.getAgreement('acct_a', agreement.id))!), `${what}: verified before`);
+        // Through the store's own port, below the rules: what an edit of the backing store does.
+        await storage.updateAgreement('acct_a', agreement.id, (current) => ({ agreement: edit(current), events: [] }));
+        assert.not.ok(verifyTrail((await storage.getAgreement('acct_a', agreement.id))!), `${what}: not verified after`);
+      }
     }),
   );
 

@@ -12,8 +12,14 @@ import { connectPostgres, dropSchema, freshSchema, openPglite } from './sql.js';
 /** One adapter pair (storage and blobs) a portal-level test runs on, each time in a fresh place. */
 export interface Backend {
   name: string;
-  options(): Promise<{ options: PortalOptions; cleanup(): Promise<void>; tamper: Tamper }>;
+  options(): Promise<{ options: PortalOptions; cleanup(): Promise<void>; tamper: Tamper; edit: Edit }>;
 }
+
+/**
+ * Edits the agreement itself past the adapter: every `from` in its stored signers (names, e-mails,
+ * signature images), documents and sender's image becomes `to`, of the same length.
+ */
+type Edit = (agreementId: string, from: string, to: string) => Promise<void>;
 
 /**
  * Edits what the store holds, past the adapter, as someone with access to the disk or the database
@@ -37,7 +43,12 @@ export async function openBackends(what: string): Promise<{ list: Backend[]; clo
           const entry = (memoryRecordOf(storage, 'agreement', agreementId) as AgreementRecord).audit.find((candidate) => candidate.ip === from)!;
           entry.ip = to;
         };
-        return { options: { storage }, cleanup: async () => {}, tamper };
+        const edit: Edit = async (agreementId, from, to) => {
+          const record = memoryRecordOf(storage, 'agreement', agreementId) as AgreementRecord;
+          const { audit: _audit, ...rest } = record;
+          Object.assign(record, JSON.parse(JSON.stringify(rest).replaceAll(from, to)));
+        };
+        return { options: { storage }, cleanup: async () => {}, tamper, edit };
       },
     },
     {
@@ -53,10 +64,17 @@ export async function openBackends(what: string): Promise<{ list: Backend[]; clo
           bytes.write(`"ip":${JSON.stringify(to)}`, at);
           writeFileSync(file, bytes);
         };
+        const edit: Edit = async (agreementId, from, to) => {
+          const file = path.join(dir, 'records.log');
+          const bytes = readFileSync(file);
+          if (!bytes.includes(Buffer.from(agreementId)) || !bytes.includes(Buffer.from(from))) throw new Error('edit: nothing to edit in the log');
+          writeFileSync(file, Buffer.from(bytes.toString('latin1').replaceAll(from, to), 'latin1'));
+        };
         return {
           options: { storage: fsStorage({ dir }), blobs: fsBlobs({ dir: path.join(dir, 'blobs') }) },
           cleanup: async () => removeDir(dir),
           tamper,
+          edit,
         };
       },
     },
@@ -64,7 +82,12 @@ export async function openBackends(what: string): Promise<{ list: Backend[]; clo
       name: 'PGlite',
       async options() {
         const schema = freshSchema();
-        return { options: sqlAdapters({ client: pglite, schema }), cleanup: () => dropSchema(pglite, schema), tamper: sqlTamper(pglite, schema) };
+        return {
+          options: sqlAdapters({ client: pglite, schema }),
+          cleanup: () => dropSchema(pglite, schema),
+          tamper: sqlTamper(pglite, schema),
+          edit: sqlEdit(pglite, schema),
+        };
       },
     },
   ];
@@ -74,7 +97,12 @@ export async function openBackends(what: string): Promise<{ list: Backend[]; clo
       name: 'PostgreSQL',
       async options() {
         const schema = freshSchema();
-        return { options: sqlAdapters({ client: pool, schema }), cleanup: () => dropSchema(pool, schema), tamper: sqlTamper(pool, schema) };
+        return {
+          options: sqlAdapters({ client: pool, schema }),
+          cleanup: () => dropSchema(pool, schema),
+          tamper: sqlTamper(pool, schema),
+          edit: sqlEdit(pool, schema),
+        };
       },
     });
   } else {
@@ -98,4 +126,18 @@ const sqlTamper =
       `"ip":${JSON.stringify(from)}`,
       `"ip":${JSON.stringify(to)}`,
     ]);
+  };
+
+/** UPDATEs of the agreement's own rows, as a database user could make them. */
+const sqlEdit =
+  (client: SqlClient, schema: string): Edit =>
+  async (agreementId, from, to) => {
+    const params = [agreementId, from, to];
+    await client.query(
+      `UPDATE "${schema}".portal_agreement_signers SET first_name = replace(first_name, $2, $3), last_name = replace(last_name, $2, $3),
+        email = replace(email, $2, $3), signature = replace(signature, $2, $3) WHERE agreement_id = $1`,
+      params,
+    );
+    await client.query(`UPDATE "${schema}".portal_agreement_documents SET file_hash = replace(file_hash, $2, $3) WHERE agreement_id = $1`, params);
+    await client.query(`UPDATE "${schema}".portal_agreements SET signer_signature = replace(signer_signature, $2, $3) WHERE id = $1`, params);
   };

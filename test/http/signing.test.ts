@@ -114,11 +114,41 @@ test('a sequential agreement: each signer through their link, in turn; the event
         entry.userAgent,
         entry.documents.map((d: { id: string; fileHash: string }) => [d.id, d.fileHash]),
         entry.detail,
+        entry.state,
       ]);
       const hash = createHash('sha256').update(`${previous}\n${body}`).digest('hex');
       assert.equal([entry.previousHash, entry.hash], [previous, hash]);
       previous = hash;
     }
+    // The last entry's state is the digest of the agreement as the API shows it.
+    const shown = final!;
+    const state = JSON.stringify([
+      shown.id,
+      shown.name,
+      shown.status,
+      shown.signerName,
+      shown.signerSignatureHash,
+      shown.createdAt,
+      shown.signingOrder,
+      shown.expiresAt,
+      shown.closedAt,
+      shown.closedReason,
+      shown.documents.map((d) => [d.id, d.documentName, d.fileSize, d.fileHash]),
+      shown.signers.map((s) => [
+        s.id,
+        s.firstName,
+        s.lastName,
+        s.email,
+        s.shouldIdentify,
+        s.signatureHash,
+        s.signedAt,
+        s.viewedAt,
+        s.declinedAt,
+        s.declineReason,
+      ]),
+    ]);
+    assert.is(audit.data.at(-1).state, createHash('sha256').update(state).digest('hex'));
+    assert.is(audit.verified, true);
   });
 });
 

@@ -178,6 +178,7 @@ test('memory storage: isBlobReferenced does not walk every agreement (20,000 agr
         signerName: 's',
         signerSignature: 'x',
         signerSignatureHash: 'h',
+        auditHead: null,
         signers: [],
         documents: [{ id: `agd_${i}`, documentName: 'd.pdf', fileSize: 1, fileHash: 'h' }],
         createdAt: '2026-05-01T12:00:00+00:00',
