@@ -36,7 +36,7 @@ function auditHash(previousHash: string, step: AuditStep): string {
  * signature hash and steps, as JSON in a fixed order. What a store keeps only to work (signing
  * link ids, the next reminder) is left out.
  */
-export function stateDigest(record: AgreementRecord): string {
+function stateDigest(record: AgreementRecord): string {
   return sha256Hex(
     JSON.stringify([
       record.id,
@@ -67,7 +67,7 @@ export function stateDigest(record: AgreementRecord): string {
 }
 
 /** `trail` with `steps` appended, each chained to the one before. */
-export function appendAudit(trail: readonly AuditEntry[], ...steps: AuditStep[]): AuditEntry[] {
+function appendAudit(trail: readonly AuditEntry[], ...steps: AuditStep[]): AuditEntry[] {
   const out = [...trail];
   for (const step of steps) {
     const previousHash = out.at(-1)?.hash ?? GENESIS_HASH;
