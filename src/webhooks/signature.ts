@@ -37,7 +37,7 @@ export class WebhookVerificationError extends Error {
 const keys = new Map<string, KeyObject>();
 const MAX_CACHED_KEYS = 1000;
 
-/** The HMAC key of a `whsec_…` secret (the prefix is optional, as in the Standard Webhooks libraries). */
+/** The HMAC key of a `whsec_…` secret (the prefix may be left out when signing: the portal's own secrets). */
 function secretKey(secret: string): KeyObject {
   if (typeof secret !== 'string') throw new WebhookVerificationError('invalid-secret', 'The webhook secret is not a string.');
   const cached = keys.get(secret);
@@ -72,6 +72,15 @@ function verifyingKey(key: string): VerifyingKey {
     const publicKey = publicKeyObject(key);
     if (publicKey === null) throw new WebhookVerificationError('invalid-secret', 'The public key is not "whpk_" followed by the base64 of 32 bytes.');
     return { ed25519: publicKey };
+  }
+  // A receiver names which kind of key it holds. Taking an unprefixed key as an HMAC secret, as the
+  // Standard Webhooks libraries do, lets anyone who reads a webhook's published public key (its
+  // base64, given without "whpk_") forge v1 signatures with it.
+  if (typeof key === 'string' && !key.startsWith('whsec_')) {
+    throw new WebhookVerificationError(
+      'invalid-secret',
+      'The key has no prefix: pass the webhook secret as "whsec_…", or an ed25519 public key as "whpk_…", as the portal gave it.',
+    );
   }
   return { hmac: secretKey(key) };
 }

@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -130,7 +131,7 @@ test('each missing header is named', () => {
   }
 });
 
-test('a secret that is not whsec_ + base64 is refused; the prefix is optional', () => {
+test('a secret that is not whsec_ + base64 is refused; so is a key without its prefix', () => {
   assert.is(
     failure(() => verifyWebhook('whsec_', signed(), BODY, { now: NOW })),
     'invalid-secret',
@@ -139,7 +140,17 @@ test('a secret that is not whsec_ + base64 is refused; the prefix is optional', 
     failure(() => verifyWebhook('whsec_not base64!', signed(), BODY, { now: NOW })),
     'invalid-secret',
   );
-  assert.ok(verifyWebhook(SECRET.slice('whsec_'.length), signed(), BODY, { now: NOW }));
+  assert.is(failure(() => verifyWebhook(SECRET.slice('whsec_'.length), signed(), BODY, { now: NOW })), 'invalid-secret');
+});
+
+test('an ed25519 public key given without whpk_ is not taken as an HMAC secret: a v1 signature forged with it is refused', () => {
+  // The public key is published on an open link; anyone can sign HMAC with its base64.
+  const { publicKey } = generateKeyPairSync('ed25519');
+  const raw = publicKey.export({ format: 'der', type: 'spki' }).subarray(-32).toString('base64');
+  const forged = signed({}, `whsec_${raw}`);
+  assert.is(failure(() => verifyWebhook(raw, forged, BODY, { now: NOW })), 'invalid-secret');
+  assert.is(failure(() => verifyWebhook([`whpk_${raw}`, raw], forged, BODY, { now: NOW })), 'invalid-secret');
+  assert.is(failure(() => verifyWebhook(`whpk_${raw}`, forged, BODY, { now: NOW })), 'no-matching-signature');
 });
 
 test("a list of secrets: a call signed with any one of them verifies (a rotation's old and new secret)", () => {
