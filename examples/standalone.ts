@@ -131,6 +131,9 @@ async function main() {
     // The customer portal page: sign in there with the API key.
     ui: { path: '/portal' },
     ...(process.env.PUBLIC_URL ? { publicUrl: process.env.PUBLIC_URL } : {}),
+    // Behind the TLS proxy docs/operations.md asks for: the client's address is the last of
+    // X-Forwarded-For, not the proxy's own. Only where every request comes through that proxy.
+    trustProxy: process.env.TRUST_PROXY === '1',
   };
   portal = await createPortal(options);
   ready(portal);

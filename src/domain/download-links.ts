@@ -35,7 +35,7 @@ export function resolveSigningKeys(keys: readonly string[] | undefined, logger: 
   if (keys === undefined) {
     logger.warn(
       {},
-      'signingKeys is not set: download links are signed with a random key made at start; they stop working on restart and other instances reject them',
+      'signingKeys is not set: download links and signing links are signed with a random key made at start; both stop working on restart, and other instances reject them',
     );
     return [randomBytes(32).toString('base64url')];
   }

@@ -85,6 +85,27 @@ test('PORTAL_API_KEYS and PUBLIC_URL are honoured; no key is printed then', asyn
   }
 });
 
+test("TRUST_PROXY=1: the audit trail records X-Forwarded-For's last address; without it, the proxy's own", async () => {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'portal-standalone-'));
+  try {
+    for (const [env, ip] of [
+      [{ TRUST_PROXY: '1' }, '203.0.113.7'],
+      [{}, '127.0.0.1'],
+    ] as const) {
+      const { server, url } = await boot({ DATA_DIR: dataDir, PORTAL_API_KEYS: STANDALONE_KEY, ...env });
+      const headers = { authorization: `Bearer ${STANDALONE_KEY}`, 'x-forwarded-for': '198.51.100.1, 203.0.113.7' };
+      const created = await fetch(`${url}/agreements`, { method: 'POST', headers, body: validFormData() });
+      assert.is(created.status, 201, await created.clone().text());
+      const { id } = (await created.json()) as { id: string };
+      const audit = (await (await fetch(`${url}/agreements/${id}/audit`, { headers })).json()) as { data: { ip: string }[] };
+      assert.is(audit.data[0]!.ip, ip, JSON.stringify(env));
+      assert.is(await stop(server), 0);
+    }
+  } finally {
+    await rm(dataDir, { recursive: true, force: true });
+  }
+});
+
 test('a SIGTERM with an idle keep-alive connection open stops promptly and cleanly', async () => {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'portal-standalone-'));
   const { Agent } = await import('node:http');

@@ -140,7 +140,10 @@ test('a secret that is not whsec_ + base64 is refused; so is a key without its p
     failure(() => verifyWebhook('whsec_not base64!', signed(), BODY, { now: NOW })),
     'invalid-secret',
   );
-  assert.is(failure(() => verifyWebhook(SECRET.slice('whsec_'.length), signed(), BODY, { now: NOW })), 'invalid-secret');
+  assert.is(
+    failure(() => verifyWebhook(SECRET.slice('whsec_'.length), signed(), BODY, { now: NOW })),
+    'invalid-secret',
+  );
 });
 
 test('an ed25519 public key given without whpk_ is not taken as an HMAC secret: a v1 signature forged with it is refused', () => {
@@ -148,9 +151,18 @@ test('an ed25519 public key given without whpk_ is not taken as an HMAC secret: 
   const { publicKey } = generateKeyPairSync('ed25519');
   const raw = publicKey.export({ format: 'der', type: 'spki' }).subarray(-32).toString('base64');
   const forged = signed({}, `whsec_${raw}`);
-  assert.is(failure(() => verifyWebhook(raw, forged, BODY, { now: NOW })), 'invalid-secret');
-  assert.is(failure(() => verifyWebhook([`whpk_${raw}`, raw], forged, BODY, { now: NOW })), 'invalid-secret');
-  assert.is(failure(() => verifyWebhook(`whpk_${raw}`, forged, BODY, { now: NOW })), 'no-matching-signature');
+  assert.is(
+    failure(() => verifyWebhook(raw, forged, BODY, { now: NOW })),
+    'invalid-secret',
+  );
+  assert.is(
+    failure(() => verifyWebhook([`whpk_${raw}`, raw], forged, BODY, { now: NOW })),
+    'invalid-secret',
+  );
+  assert.is(
+    failure(() => verifyWebhook(`whpk_${raw}`, forged, BODY, { now: NOW })),
+    'no-matching-signature',
+  );
 });
 
 test("a list of secrets: a call signed with any one of them verifies (a rotation's old and new secret)", () => {
