@@ -46,6 +46,19 @@ async function main(): Promise<void> {
         await security.ssrf();
       },
     ],
+    [
+      'costs',
+      async () => {
+        const costs = await import('./costs.js');
+        const target = await startTarget();
+        try {
+          await costs.signatureImages(target);
+          await costs.filterCosts(target);
+        } finally {
+          await target.close();
+        }
+      },
+    ],
     ['faults', async () => (await import('./faults.js')).faults()],
     ['disk', async () => (await import('./full-disk.js')).fullDisk()],
     ['load', async () => (await import('./load.js')).load(Number(process.env.RELIABILITY_LOAD_S ?? 60), Number(process.env.RELIABILITY_LOAD_CLIENTS ?? 8))],

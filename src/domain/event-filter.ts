@@ -213,14 +213,51 @@ function any(tests: Test[]): Test {
 }
 
 /**
+ * A JSON value as text in one spelling whatever its objects' key order: two values are `same` when,
+ * and only when, their canonical texts are equal.
+ */
+function canonical(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  let text: string;
+  if (Array.isArray(value)) {
+    text = '[';
+    for (let i = 0; i < value.length; i++) text += (i === 0 ? '' : ',') + canonical(value[i]);
+    return `${text}]`;
+  }
+  const keys = Object.keys(value).sort();
+  text = '{';
+  for (let i = 0; i < keys.length; i++) text += `${i === 0 ? '' : ','}${JSON.stringify(keys[i])}:${canonical((value as Record<string, unknown>)[keys[i]!])}`;
+  return `${text}}`;
+}
+
+/**
+ * The canonical text of an object or array of an event's data, made once per object: every `$in`
+ * of every webhook's filter that meets it reads the same text (an event's data is one object for
+ * all its webhooks). Held weakly, so it goes with the event.
+ */
+const canonicalOf = new WeakMap<object, string>();
+function canonicalCached(value: object): string {
+  let text = canonicalOf.get(value);
+  if (text === undefined) canonicalOf.set(value, (text = canonical(value)));
+  return text;
+}
+
+/**
  * `$in`: the value found is one of `list`, or is an array holding one of them (so `{"tags": {"$in":
- * ["vip"]}}` matches `"tags": ["new", "vip"]`). Primitives are found in a set, other values compared
- * one by one.
+ * ["vip"]}}` matches `"tags": ["new", "vip"]`). Primitives are found in a set, objects and arrays by
+ * their canonical text in another: a test costs one look-up a value found, never a comparison with
+ * each of the list's values (100 objects against an array of 1,000 objects took seconds that way).
  */
 function membership(list: unknown[]): (found: unknown) => boolean {
   const primitives = new Set(list.filter((item) => item === null || typeof item !== 'object'));
-  const composites = list.filter((item) => item !== null && typeof item === 'object');
-  const one = (value: unknown) => (value === null || typeof value !== 'object' ? primitives.has(value) : composites.some((item) => same(value, item)));
+  const composites = new Set(list.filter((item) => item !== null && typeof item === 'object').map(canonical));
+  // Only a value of a kind the list holds is spelled out: an array found is never one of a list of objects.
+  const arrays = list.some(Array.isArray);
+  const objects = list.some((item) => item !== null && typeof item === 'object' && !Array.isArray(item));
+  const one = (value: unknown) => {
+    if (value === null || typeof value !== 'object') return primitives.has(value);
+    return (Array.isArray(value) ? arrays : objects) && composites.has(canonicalCached(value));
+  };
   return (found) => {
     if (found === undefined) return false;
     if (one(found)) return true;

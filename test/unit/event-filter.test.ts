@@ -97,6 +97,25 @@ test('$in and $nin: one of the values, or an array holding one of them; $nin the
   assert.ok(matches({ note: { $in: [null] } }));
 });
 
+test('$in over objects and arrays: equal whatever the key order, nested values compared whole, kinds kept apart', () => {
+  const lines = {
+    lines: [
+      { sku: 'a', qty: 1, meta: { tags: ['x', 'y'] } },
+      { sku: 'b', qty: 2, meta: { tags: [] } },
+    ],
+    pair: [1, 'one'],
+  };
+  const on = (filter: EventFilter) => matchesFilter(checkFilter(filter, 'filter'), lines);
+  assert.ok(on({ lines: { $in: [{ meta: { tags: ['x', 'y'] }, qty: 1, sku: 'a' }] } }), 'another key order');
+  assert.not.ok(on({ lines: { $in: [{ sku: 'a', qty: 1, meta: { tags: ['y', 'x'] } }] } }), 'an array in another order is another value');
+  assert.not.ok(on({ lines: { $in: [{ sku: 'a', qty: 1 }] } }), 'a part of an object is not the object');
+  assert.not.ok(on({ lines: { $in: [{ sku: 'a', qty: '1', meta: { tags: ['x', 'y'] } }] } }), '"1" is not 1');
+  assert.ok(on({ pair: { $in: [[1, 'one']] } }), 'an array found whole');
+  assert.not.ok(on({ pair: { $in: [{ 0: 1, 1: 'one' }] } }), 'an object with index keys is not an array');
+  assert.ok(on({ lines: { $nin: [{ sku: 'c', qty: 3, meta: { tags: [] } }] } }));
+  assert.not.ok(on({ lines: { $nin: [{ qty: 2, sku: 'b', meta: { tags: [] } }] } }));
+});
+
 test('$startsWith, $endsWith on strings; $exist, null counting as present', () => {
   assert.ok(matches({ 'customer.email': { $endsWith: '@example.com' } }));
   assert.ok(matches({ 'customer.id': { $startsWith: 'cus_' } }));
