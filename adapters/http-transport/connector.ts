@@ -1,3 +1,4 @@
+import type { LookupAddress } from 'node:dns';
 import type { LookupFunction, Socket } from 'node:net';
 import { buildConnector, Pool } from 'undici';
 import { RefusedAddressError, refusalOf, refusedHostMessage, type RefusalReport } from './address-guard.js';
@@ -63,10 +64,13 @@ export function createConnector(options: ConnectorOptions): { connect: Connect; 
       callback(null, socket);
     };
     if (proxy === undefined) return direct(target, done);
-    // The proxy resolves the host itself: the guard checks what it resolves to here, before the tunnel.
-    options.lookup(target.hostname, { all: true }, (error) => {
+    // Without the guard the proxy resolves the name and decides. With it, the tunnel is asked for the
+    // address the guard passed: a proxy left to resolve the name itself could get another answer
+    // (a name with a public and a loopback address, a rebinding name) and connect there.
+    if (!options.checkPeer) return proxy.open(target, target.hostname, done);
+    options.lookup(target.hostname, { all: true }, (error, addresses) => {
       if (error) return callback(error, null);
-      proxy.open(target, done);
+      proxy.open(target, (addresses as LookupAddress[])[0]!.address, done);
     });
   };
   return { connect, close: async () => proxy?.close() };
@@ -74,8 +78,10 @@ export function createConnector(options: ConnectorOptions): { connect: Connect; 
 
 /**
  * Tunnels through an `http://` or `https://` proxy with CONNECT, for http and https receivers alike:
- * each tunnel reaches one receiver, so every bound and the no-stray-bytes rule hold end to end, and
- * the proxy sees which host is called (an allow-list proxy such as Smokescreen decides on it).
+ * each tunnel reaches one receiver, so every bound and the no-stray-bytes rule hold end to end.
+ * `CONNECT` names `host` (the address the guard checked, or the receiver's name when private
+ * networks are allowed); TLS inside the tunnel is to the receiver's name, its certificate checked
+ * against it, and the request's `Host` stays the receiver's.
  */
 function createTunnels(proxy: URL, timeout: number) {
   const headers: Record<string, string> = {};
@@ -87,15 +93,17 @@ function createTunnels(proxy: URL, timeout: number) {
   const pool = new Pool(where, { connect: buildConnector({ timeout }) });
   const tls = buildConnector({ timeout });
 
-  function open(target: buildConnector.Options, callback: buildConnector.Callback): void {
+  function open(target: buildConnector.Options, host: string, callback: buildConnector.Callback): void {
     const port = target.port !== '' ? target.port : target.protocol === 'https:' ? '443' : '80';
     // undici hands the host name over unbracketed; CONNECT's authority brackets an IPv6 address.
-    const authority = `${target.hostname.includes(':') ? `[${target.hostname}]` : target.hostname}:${port}`;
+    const authority = `${host.includes(':') ? `[${host}]` : host}:${port}`;
     pool.connect({ path: authority, headers: { ...headers, host: authority } }).then(
       ({ statusCode, socket }) => {
         if (statusCode !== 200) {
           socket.destroy();
-          return callback(new ProxyError(`the proxy ${where} answered ${statusCode} to CONNECT ${authority}`), null);
+          // Named by the receiver's host, as the tenant wrote it: the address it resolved to stays with the operator.
+          const named = `${target.hostname.includes(':') ? `[${target.hostname}]` : target.hostname}:${port}`;
+          return callback(new ProxyError(`the proxy ${where} answered ${statusCode} to CONNECT ${named}`), null);
         }
         if (target.protocol !== 'https:') return callback(null, socket as Socket);
         tls({ ...target, httpSocket: socket as Socket }, callback);

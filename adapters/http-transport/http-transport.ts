@@ -20,8 +20,10 @@ export interface HttpTransportOptions {
   allowPrivateNetworks?: boolean;
   /**
    * An egress proxy (`http://host:port` or `https://host:port`, credentials in the URL if it wants
-   * them): every call goes through a `CONNECT` tunnel it opens to the receiver. The guard checks
-   * what the receiver's host resolves to before the tunnel is asked for; the proxy resolves it again.
+   * them): every call goes through a `CONNECT` tunnel it opens to the receiver. With the guard on,
+   * the tunnel is asked for the address the guard passed (`CONNECT 93.184.215.14:443`), so the proxy
+   * never resolves the name to another; TLS and `Host` still name the receiver. With
+   * `allowPrivateNetworks`, `CONNECT` names the host and the proxy resolves it.
    */
   proxy?: string;
   /**

@@ -23,7 +23,7 @@ const lookup: LookupFunction = (hostname, options, callback) => {
 
 test('a close while undici loads: the call under way fails or goes, and the next call opens afresh', async () => {
   const receiver = await startReceiver();
-  const proxy = await startConnectProxy({ route: (host) => (host === 'receiver.test' ? '127.0.0.1' : host) });
+  const proxy = await startConnectProxy({ route: (host) => (host === '93.184.215.14' ? '127.0.0.1' : host) });
   const transport = httpTransport({ proxy: `http://127.0.0.1:${proxy.port}`, lookup });
   try {
     const url = `http://receiver.test:${receiver.port}/hook`;
@@ -43,8 +43,8 @@ test('a close while undici loads: the call under way fails or goes, and the next
 
 test("calls go through the proxy's CONNECT tunnel, with its credentials, and the guard still decides", async () => {
   const receiver = await startReceiver();
-  // The proxy, not the portal, reaches the receiver: it routes receiver.test to this machine.
-  const proxy = await startConnectProxy({ route: (host) => (host === 'receiver.test' ? '127.0.0.1' : host) });
+  // The proxy, not the portal, reaches the receiver: it routes receiver.test's public address to this machine.
+  const proxy = await startConnectProxy({ route: (host) => (host === '93.184.215.14' ? '127.0.0.1' : host) });
   const transport = httpTransport({ proxy: `http://portal:s%3Acret@127.0.0.1:${proxy.port}`, lookup });
   try {
     const url = `http://receiver.test:${receiver.port}/hook`;
@@ -56,8 +56,8 @@ test("calls go through the proxy's CONNECT tunnel, with its credentials, and the
     assert.is(receiver.received[0]!.headers.host, `receiver.test:${receiver.port}`);
     assert.equal(
       proxy.tunnels,
-      [{ authority: `receiver.test:${receiver.port}`, authorization: `Basic ${Buffer.from('portal:s:cret').toString('base64')}` }],
-      'one tunnel, kept alive for the second call',
+      [{ authority: `93.184.215.14:${receiver.port}`, authorization: `Basic ${Buffer.from('portal:s:cret').toString('base64')}` }],
+      'one tunnel to the address the guard passed, kept alive for the second call',
     );
     // A host that resolves to a private address is refused before the proxy is asked for anything.
     const inside = await transport.send(call('http://inside.test/hook'), { timeoutMs: 5000 });
@@ -65,6 +65,37 @@ test("calls go through the proxy's CONNECT tunnel, with its credentials, and the
     const literal = await transport.send(call('http://127.0.0.1/hook'), { timeoutMs: 5000 });
     assert.match(literal.error ?? '', /^refused to call 127\.0\.0\.1: a loopback address/);
     assert.is(proxy.tunnels.length, 1);
+  } finally {
+    await transport.close!();
+    await proxy.close();
+    await receiver.close();
+  }
+});
+
+test('through a proxy, CONNECT names the address the guard checked: a name with a loopback address too, or one that rebinds, is never resolved by the proxy', async () => {
+  const receiver = await startReceiver();
+  // The portal's DNS: both.test has a loopback and a public address; rebind.test is public when the portal asks.
+  const twoFaced: LookupFunction = (hostname, options, callback) => {
+    const table: Record<string, string[]> = { 'both.test': ['127.0.0.1', '93.184.215.14'], 'rebind.test': ['93.184.215.14'] };
+    const answer = (table[hostname] ?? []).map((address) => ({ address, family: 4 }));
+    if (options.all) callback(null, answer);
+    else callback(null, answer[0]!.address, 4);
+  };
+  // The proxy's own DNS, asked later, would take either name to the loopback service; this stand-in
+  // for the internet takes the public address to the receiver.
+  const proxy = await startConnectProxy({ route: (host) => (host === '93.184.215.14' ? '127.0.0.1' : host) });
+  const transport = httpTransport({ proxy: proxy.url, lookup: twoFaced });
+  try {
+    for (const host of ['both.test', 'rebind.test']) {
+      const sent = await transport.send(call(`http://${host}:${receiver.port}/hook`), { timeoutMs: 5000 });
+      assert.equal([sent.statusCode, sent.error], [200, null], host);
+      assert.is(receiver.received.at(-1)!.headers.host, `${host}:${receiver.port}`, `${host}: the request still names the receiver`);
+    }
+    assert.equal(
+      proxy.tunnels.map((tunnel) => tunnel.authority),
+      [`93.184.215.14:${receiver.port}`, `93.184.215.14:${receiver.port}`],
+      'each tunnel to the public address the guard passed, never to a name the proxy resolves',
+    );
   } finally {
     await transport.close!();
     await proxy.close();
