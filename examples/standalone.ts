@@ -112,6 +112,8 @@ async function main() {
           // One open that keeps what a damaged log still holds, after its error said how.
           repair: process.env.PORTAL_FS_REPAIR === '1',
           onRepair: (report) => logger.warn({ ...report }, 'storage: the record log was damaged; its whole frames were kept, the damaged bytes dropped'),
+          onDiscard: (report) =>
+            logger.warn({ ...report }, 'storage: the last write before an unclean stop was cut from the record log; its bytes are kept beside it'),
         }),
         blobs: fsBlobs({ dir: path.join(dataDir, 'blobs') }),
       };

@@ -5,7 +5,7 @@ import { KEPT_BESIDE_A_JOURNAL, TABLES, type TableName } from '../in-process/rec
 import { inProcessStore, type Journal } from '../in-process/store.js';
 import { ensureDirectory, isDiskFull } from './durable.js';
 import { acquireLock, type DirectoryLock } from './lock.js';
-import { type Loc, openRecordLog, type RecordLog, type RepairReport, type ReplayedChange } from './record-log.js';
+import { type DiscardReport, type Loc, openRecordLog, type RecordLog, type RepairReport, type ReplayedChange } from './record-log.js';
 
 export interface FsStorageOptions {
   /** The directory of the record log and its lock file; created when missing. One process at a time. */
@@ -24,6 +24,12 @@ export interface FsStorageOptions {
   repair?: boolean;
   /** Hears what a repair dropped, once the store is open. */
   onRepair?: (report: RepairReport) => void;
+  /**
+   * Hears what an open cut from the end of a log its last process did not close (a write a crash
+   * interrupted, or a damaged last frame nothing vouches for): the bytes are saved beside the log as
+   * `records.log.discarded-<ms>`, and the report names the records they hold, as far as they read.
+   */
+  onDiscard?: (report: DiscardReport) => void;
 }
 
 const LOG_FILE = 'records.log';
@@ -84,7 +90,14 @@ export function fsStorage(options: FsStorageOptions): Storage {
       try {
         log = await openRecordLog(
           path.join(dir, LOG_FILE),
-          { compactAfterBytes, liveBytes: store.liveBytes, snapshot: store.snapshot, repair: options.repair === true, onRepair: options.onRepair },
+          {
+            compactAfterBytes,
+            liveBytes: store.liveBytes,
+            snapshot: store.snapshot,
+            repair: options.repair === true,
+            onRepair: options.onRepair,
+            onDiscard: options.onDiscard,
+          },
           replay,
         );
       } catch (error) {

@@ -1,4 +1,4 @@
 export { fsStorage, type FsStorageOptions } from './fs-storage.js';
 export { fsBlobs, type FsBlobsOptions } from './fs-blobs.js';
 export { DirectoryInUseError } from './lock.js';
-export { DamagedLogError, type RepairReport } from './record-log.js';
+export { DamagedLogError, type DiscardReport, type RepairReport } from './record-log.js';

@@ -1,4 +1,4 @@
-import { open, readdir, rename, rm, stat, type FileHandle } from 'node:fs/promises';
+import { open, readFile, readdir, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { PRIVATE_FILE, crc32, hasCode, isDiskFull, syncDirectory, writeFileAtomically } from './durable.js';
 import { writeAll } from '../shared/write-all.js';
@@ -75,6 +75,17 @@ export interface RecordLogOptions {
    */
   repair?: boolean;
   onRepair?(report: RepairReport): void;
+  /** Hears what an open cut from the log's end (the last write of a process that did not close it), saved beside it. */
+  onDiscard?(report: DiscardReport): void;
+}
+
+/** What an open cut from the end of a log that was not closed: the bytes, where they were saved, the records they name. */
+export interface DiscardReport {
+  file: string;
+  from: number;
+  to: number;
+  savedAs: string;
+  records: { table: string; id: string }[];
 }
 
 /** What a repair dropped: the damaged byte ranges, where they were saved, and the records they named (as far as they still read). */
@@ -194,9 +205,13 @@ export class DamagedLogError extends Error {
   constructor(
     readonly file: string,
     readonly range: DamagedRange,
+    /** For damage at the end: the size the log had when it was last closed, past the frames that hold. */
+    closedAt?: number,
   ) {
     super(
-      `${file} is damaged at byte ${range.from}: the frame there does not hold (its checksum or length is wrong), and whole frames follow it from byte ${range.to}. ` +
+      (closedAt === undefined
+        ? `${file} is damaged at byte ${range.from}: the frame there does not hold (its checksum or length is wrong), and whole frames follow it from byte ${range.to}. `
+        : `${file} is damaged at byte ${range.from}: the log was closed at ${closedAt} bytes, and its frames from byte ${range.from} on do not hold (their checksum or length is wrong, or they are gone). `) +
         'A crash never leaves this (a disk fault or an edit does), so the store does not open by itself. ' +
         `Restore the directory from a backup, or open it once with fsStorage({ dir, repair: true }) (standalone server: PORTAL_FS_REPAIR=1): ` +
         `that keeps every whole frame, drops the ${range.to - range.from} damaged bytes (saved beside the log as ${path.basename(file)}.damaged-<ms>) and names the records they held.`,
@@ -341,6 +356,27 @@ function sequentialReader(file: LogFile, fileSize: number) {
   };
 }
 
+/** The file that says a log was closed, and at what size. */
+const closedMark = (file: string) => `${file}.closed`;
+
+/** The size the log had when it was last closed, or `null` when it was not closed since it was last opened. */
+async function cleanCloseOf(file: string): Promise<number | null> {
+  let text: string;
+  try {
+    text = (await readFile(closedMark(file))).toString('utf8');
+  } catch (error) {
+    if (hasCode(error, 'ENOENT')) return null;
+    throw error;
+  }
+  let size: unknown;
+  try {
+    size = (JSON.parse(text) as { size?: unknown }).size;
+  } catch {
+    return null;
+  }
+  return typeof size === 'number' && Number.isSafeInteger(size) && size >= HEADER_SIZE ? size : null;
+}
+
 /** Copies bytes [start, end) of `handle` to a new file `target`, durably. */
 async function saveRange(handle: FileHandle, start: number, end: number, target: string) {
   const out = await open(target, 'wx', PRIVATE_FILE);
@@ -375,14 +411,23 @@ export async function openRecordLog(file: string, options: RecordLogOptions, app
     await writeFileAtomically(file, headerBytes());
   }
 
+  const closedAt = await cleanCloseOf(file);
   let current: LogFile = { handle: await open(file, 'r+'), readers: 0, retired: false };
   let repairReport: RepairReport | undefined;
+  let discardReport: DiscardReport | undefined;
   let size: number;
   try {
     size = (await current.handle.stat()).size;
     await checkHeader(current.handle, size, file);
     const damaged: DamagedRange[] = [];
-    const { end, cutOff } = await replayFrames(current, size, apply, { path: file, repair: options.repair === true, damaged });
+    const { end } = await replayFrames(current, size, apply, { path: file, repair: options.repair === true, damaged });
+    // A log closed at a size past its last whole frame lost committed frames: no crash of a process
+    // that closed the log cuts what it had written. Damage like any other, with the same way out.
+    const lostCommitted = closedAt !== null && closedAt > end;
+    if (lostCommitted) {
+      if (options.repair !== true) throw new DamagedLogError(file, { from: end, to: size }, closedAt);
+      if (size > end) damaged.push({ from: end, to: size });
+    }
     if (damaged.length > 0) {
       const savedAs = `${file}.damaged-${Date.now()}`;
       const parts = await Promise.all(damaged.map(({ from, to }) => readExactly(current.handle, to - from, from)));
@@ -393,7 +438,13 @@ export async function openRecordLog(file: string, options: RecordLogOptions, app
       await writeFileAtomically(`${savedAs}.json`, Buffer.from(JSON.stringify(repairReport, null, 2) + '\n'));
     }
     if (end < size) {
-      if (!cutOff) await saveRange(current.handle, end, size, `${file}.discarded-${Date.now()}`);
+      if (!lostCommitted) {
+        // The last write of a process that did not close the log: a crash cut it, or a fault damaged
+        // a frame nothing vouches for. Kept aside either way, and told.
+        const savedAs = `${file}.discarded-${Date.now()}`;
+        await saveRange(current.handle, end, size, savedAs);
+        discardReport = { file, from: end, to: size, savedAs, records: recordsNamedIn(await readExactly(current.handle, size - end, end)) };
+      }
       await current.handle.truncate(end);
       await current.handle.sync();
       size = end;
@@ -595,6 +646,10 @@ export async function openRecordLog(file: string, options: RecordLogOptions, app
     }
     options.onRepair?.(repairReport);
   }
+  // From here the log is written again: until the next close, its end vouches for nothing.
+  await rm(closedMark(file), { force: true });
+  await syncDirectory(path.dirname(file));
+  if (discardReport !== undefined) options.onDiscard?.(discardReport);
 
   return {
     get failure() {
@@ -617,6 +672,11 @@ export async function openRecordLog(file: string, options: RecordLogOptions, app
     async close() {
       closed = true;
       while (draining) await drained;
+      // The size every acknowledged frame reaches: an open that finds less lost committed frames.
+      // Without it (a full disk), the next open reads the log as a crash left it.
+      if (failure === undefined) {
+        await writeFileAtomically(closedMark(file), Buffer.from(`${JSON.stringify({ size: (await current.handle.stat()).size })}\n`)).catch(() => {});
+      }
       current.retired = true;
       if (current.readers === 0) await current.handle.close();
     },

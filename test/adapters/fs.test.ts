@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -8,7 +8,7 @@ import { buffer } from 'node:stream/consumers';
 import { fileURLToPath } from 'node:url';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { DirectoryInUseError, fsBlobs, fsStorage, type RepairReport } from '../../adapters/fs/index.js';
+import { DirectoryInUseError, type DiscardReport, fsBlobs, fsStorage, type RepairReport } from '../../adapters/fs/index.js';
 import { crc32, crc32Portable } from '../../adapters/fs/durable.js';
 import type { Storage } from '../../src/ports.js';
 import { blobStoreSuite } from '../conformance/blobs.js';
@@ -186,14 +186,26 @@ async function twoWrites(dir: string) {
 }
 
 const discarded = (dir: string) => readdirSync(dir).filter((name) => name.startsWith(`${LOG}.discarded-`));
+/** What a kill -9 leaves: no mark of a close. */
+const crashed = (dir: string) => rmSync(path.join(dir, `${LOG}.closed`), { force: true });
 
 damage(
-  'a last frame cut anywhere is dropped; the store opens, and writes after it survive',
+  'after a crash, a last frame cut anywhere is dropped, kept aside and told; the store opens, and writes after it survive',
   withDir(async (dir) => {
     const { a, b, afterA, full } = await twoWrites(dir);
     for (const cut of [afterA + 1, afterA + 7, afterA + 8, afterA + 9, afterA + 2000, full.length - 1]) {
       writeFileSync(path.join(dir, LOG), full.subarray(0, cut));
-      let storage = await openStorage(dir);
+      crashed(dir);
+      for (const name of discarded(dir)) rmSync(path.join(dir, name));
+      const told: DiscardReport[] = [];
+      let storage = fsStorage({ dir, onDiscard: (report) => told.push(report) });
+      await storage.open!();
+      assert.equal(
+        told.map(({ from, to }) => [from, to]),
+        [[afterA, cut]],
+        `cut at ${cut}: told`,
+      );
+      assert.ok(readFileSync(path.join(dir, discarded(dir)[0]!)).equals(full.subarray(afterA, cut)), `cut at ${cut}: the bytes are kept`);
       assert.equal(await storage.getWebhook('acct_a', a.id), a, `cut at ${cut}`);
       assert.is(await storage.getWebhook('acct_a', b.id), null, `cut at ${cut}`);
       const c = webhookRecord();
@@ -203,17 +215,17 @@ damage(
       assert.equal((await storage.listWebhooks('acct_a')).map((w) => w.id).sort(), [a.id, c.id].sort(), `cut at ${cut}`);
       await storage.close!();
     }
-    assert.equal(discarded(dir), [], 'a plain cut-off is not kept');
   }),
 );
 
 damage(
-  'a frame whose checksum fails is dropped with what follows, which is kept aside',
+  'after a crash, a last frame whose checksum fails is dropped with what follows, which is kept aside',
   withDir(async (dir) => {
     const { a, b, afterA, full } = await twoWrites(dir);
     const damaged = Buffer.from(full);
     damaged[afterA + 100] = damaged[afterA + 100]! ^ 0x01;
     writeFileSync(path.join(dir, LOG), damaged);
+    crashed(dir);
     const storage = await openStorage(dir);
     assert.equal(await storage.getWebhook('acct_a', a.id), a);
     assert.is(await storage.getWebhook('acct_a', b.id), null);
@@ -221,6 +233,40 @@ damage(
     const [aside] = discarded(dir);
     assert.ok(aside, 'the dropped bytes are kept');
     assert.ok(readFileSync(path.join(dir, aside!)).equals(damaged.subarray(afterA)));
+  }),
+);
+
+damage(
+  'a log closed cleanly whose last frame is damaged (its body, a bit of its length) or cut is refused; repair keeps the bytes and names the records',
+  withDir(async (dir) => {
+    const { a, b, afterA, full } = await twoWrites(dir);
+    const flipped = (at: number) => {
+      const bytes = Buffer.from(full);
+      bytes[at] = bytes[at]! ^ 0x01;
+      return bytes;
+    };
+    const cases: [string, Buffer][] = [
+      ['a flipped bit in its body', flipped(afterA + 100)],
+      ['a flipped bit in its length (it now runs past the end)', flipped(afterA + 2)],
+      ['a flipped bit in its checksum', flipped(afterA + 5)],
+      ['its last byte cut', full.subarray(0, full.length - 1)],
+    ];
+    for (const [what, bytes] of cases) {
+      writeFileSync(path.join(dir, LOG), bytes);
+      const error = await rejection(openStorage(dir));
+      assert.is(error.name, 'DamagedLogError', `${what}: ${error.message}`);
+      assert.ok(error.message.includes(`damaged at byte ${afterA}: the log was closed at ${full.length} bytes`), error.message);
+      assert.ok(readFileSync(path.join(dir, LOG)).equals(bytes), `${what}: the log is left exactly as it was`);
+    }
+    const repairs: RepairReport[] = [];
+    const storage = fsStorage({ dir, repair: true, onRepair: (report) => repairs.push(report) });
+    await storage.open!();
+    assert.equal(await storage.getWebhook('acct_a', a.id), a);
+    assert.is(await storage.getWebhook('acct_a', b.id), null);
+    assert.equal(repairs[0]!.records, [{ table: 'webhook', id: b.id }], 'the record the lost frame held is named');
+    assert.ok(readFileSync(repairs[0]!.savedAs).equals(full.subarray(afterA, full.length - 1)), 'its bytes are kept');
+    await storage.close!();
+    await (await openStorage(dir)).close!();
   }),
 );
 

@@ -1,6 +1,6 @@
 /**
  * A second process for the lock tests: `node fs-lock-child.js <storage|blobs> <dir> <try|hold>`.
- * `try` opens the store, prints `{"ok":true}` or the error, closes it and exits; `hold` opens it,
+ * `try` opens the store, closes it and prints `{"ok":true}`, or prints the error, and exits; `hold` opens it,
  * writes one record (or blob), prints `{"ready":true,"id":…}` and waits to be killed.
  */
 import { Readable } from 'node:stream';
@@ -20,8 +20,9 @@ try {
   process.exit(0);
 }
 if (mode === 'try') {
-  print({ ok: true });
+  // Closed before the word: whoever reads it may remove the directory at once.
   await store.close!();
+  print({ ok: true });
 } else {
   const webhook = webhookRecord();
   if (storage) await storage.insertWebhook(webhook);
