@@ -308,7 +308,10 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
       where.push(condition(at.join(',')));
     };
     if (query.after !== undefined) {
-      if (!/^[0-9]{1,19}$/.test(query.after.key)) throw new PortalError('INPUT_INVALID', 'cursor', 'is not one this list gave; pass nextCursor as it came.');
+      // A bigint's range, checked here: a 19-digit key past it would fail the cast in the server.
+      if (!/^[0-9]{1,19}$/.test(query.after.key) || BigInt(query.after.key) > 9223372036854775807n) {
+        throw new PortalError('INPUT_INVALID', 'cursor', 'is not one this list gave; pass nextCursor as it came.');
+      }
       params.push(query.after.createdAt, query.after.key);
       where.push(`(created_at, seq) < ($${params.length - 1}::timestamptz, $${params.length}::bigint)`);
     }

@@ -1,6 +1,6 @@
 import { PortalError } from '../errors.js';
 import type { DeliveryCursor, DeliveryQuery } from '../records.js';
-import { atom } from '../shared/time.js';
+import { atom, isRealDateTime } from '../shared/time.js';
 import { DELIVERIES_PAGE, type DeliveryQueryInput, deliveryQueryInput, parseInput } from './inputs.js';
 
 const ATOM = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/;
@@ -21,7 +21,9 @@ function decodeCursor(text: string): DeliveryCursor | null {
   }
   if (!Array.isArray(value) || value.length !== 2) return null;
   const [createdAt, key] = value as unknown[];
-  if (typeof createdAt !== 'string' || !ATOM.test(createdAt) || typeof key !== 'string' || key === '' || key.length > 64) return null;
+  if (typeof createdAt !== 'string' || !ATOM.test(createdAt) || !isRealDateTime(createdAt) || typeof key !== 'string' || key === '' || key.length > 64) {
+    return null;
+  }
   return { createdAt, key };
 }
 

@@ -1,6 +1,7 @@
 import * as v from 'valibot';
 import { PortalError } from '../errors.js';
 import { isId } from '../shared/ids.js';
+import { inDateRange, isRealDateTime } from '../shared/time.js';
 import { hasControlCharacter } from '../shared/text.js';
 import { signatureDataUrl, signatureInput } from './signature-data.js';
 import type { EventFilter } from './event-filter.js';
@@ -256,13 +257,11 @@ export const secretRotationInput = v.strictObject(
   'must be an object such as {"graceMs": 3600000}',
 );
 export type SecretRotationInput = v.InferInput<typeof secretRotationInput>;
-/** An RFC 3339 date-time with its offset (`Z` or `±hh:mm`), fractions of a second allowed: ATOM is one. */
-const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})$/;
-
-const SINCE_MESSAGE = 'must be a date-time such as 2026-11-21T09:05:07+00:00 (RFC 3339, with its offset)';
+/** An RFC 3339 date-time with its offset (`Z` or `±hh:mm`), fractions of a second allowed (ATOM is one), naming a real instant of years 0001–9999. */
+const SINCE_MESSAGE = 'must be a date-time such as 2026-11-21T09:05:07+00:00 (RFC 3339, with its offset, a real date of years 0001 to 9999)';
 const dateTimeText = v.pipe(
   v.string(SINCE_MESSAGE),
-  v.check((text) => RFC3339.test(text) && !Number.isNaN(Date.parse(text)), SINCE_MESSAGE),
+  v.check(isRealDateTime, SINCE_MESSAGE),
   v.metadata({ format: 'date-time', examples: ['2026-11-21T09:05:07+00:00'] }),
 );
 
@@ -272,16 +271,7 @@ export const recoverBody = v.strictObject({ since: dateTimeText }, 'must be an o
 /** The bounds of a delivery log page (`GET /webhooks/{id}/deliveries?limit=`). */
 export const DELIVERIES_PAGE = { default: 50, max: 500 } as const;
 
-const dateTime = v.union(
-  [
-    v.pipe(
-      v.date(),
-      v.check((date) => !Number.isNaN(date.getTime())),
-    ),
-    dateTimeText,
-  ],
-  SINCE_MESSAGE,
-);
+const dateTime = v.union([v.pipe(v.date(), v.check(inDateRange)), dateTimeText], SINCE_MESSAGE);
 
 /** Which page of a delivery log: `webhooks.deliveries`' query, and the route's query string once read. */
 export const deliveryQueryInput = v.strictObject(
