@@ -16,6 +16,11 @@ type Schema<T> = v.GenericSchema<unknown, T>;
  * reported: one clear sentence beats a list.
  */
 export function parseInput<T>(schema: Schema<T>, input: unknown, subject: string): T {
+  // valibot's objects take an array (it is an object with no unknown keys): a body of [] is no object.
+  if (Array.isArray(input) && (schema.type === 'strict_object' || schema.type === 'object')) {
+    const message = (schema as { message?: unknown }).message;
+    throw new PortalError('INPUT_INVALID', subject, typeof message === 'string' ? message : 'must be a JSON object.');
+  }
   const result = v.safeParse(schema, input, { abortEarly: true });
   if (result.success) return result.output;
   const issue = result.issues[0];

@@ -33,9 +33,13 @@ interface TokenClaims {
   expires: number;
 }
 
+/** Another signer of the agreement, as a signer sees them: who, and whether they signed or declined; nothing to reach them by. */
+export type CoSigner = Pick<AgreementSigner, 'id' | 'firstName' | 'lastName' | 'signedAt' | 'declinedAt'>;
+
 /** What a signer sees: the agreement (without signature images), themselves, and a link to each document. */
 export interface SigningView {
-  agreement: AgreementEventData;
+  /** The agreement; in `signers`, the signer whole and each other signer as a `CoSigner`. */
+  agreement: Omit<AgreementEventData, 'signers'> & { signers: (AgreementEventData['signers'][number] | CoSigner)[] };
   signer: Omit<AgreementSigner, 'signature'>;
   documents: { id: string; documentName: string; fileSize: number; fileHash: string; link: string }[];
 }
@@ -89,8 +93,14 @@ export function createSigningService(deps: SigningServiceDeps) {
 
   function viewOf(record: AgreementRecord, signerId: string, baseUrl: string): SigningView {
     const { signature: _image, signingLinkId: _link, ...signer } = record.signers.find((candidate) => candidate.id === signerId)!;
+    const agreement = withoutImages(record);
     return {
-      agreement: withoutImages(record),
+      agreement: {
+        ...agreement,
+        signers: agreement.signers.map((one) =>
+          one.id === signerId ? one : { id: one.id, firstName: one.firstName, lastName: one.lastName, signedAt: one.signedAt, declinedAt: one.declinedAt },
+        ),
+      },
       signer,
       documents: record.documents.map((document) => ({
         ...document,
@@ -113,7 +123,8 @@ export function createSigningService(deps: SigningServiceDeps) {
     async issueLink(accountId: string, agreementId: string, signerId: string, input: unknown, baseUrl: string, client: ClientInfo) {
       checkAccountId(accountId);
       checkIds(agreementId, signerId);
-      const { expiresInSeconds = SIGNING_LINK_SECONDS.default } = parseInput(signingLinkInput, input ?? {}, 'signing link');
+      // No body is no options; a body of null is not an object.
+      const { expiresInSeconds = SIGNING_LINK_SECONDS.default } = parseInput(signingLinkInput, input === undefined ? {} : input, 'signing link');
       const now = clock();
       const linkId = newId('sgl');
       await apply(accountId, agreementId, now, (current) => issueLink(current, signerId, linkId, now, accountId, client));
@@ -122,12 +133,15 @@ export function createSigningService(deps: SigningServiceDeps) {
       return { link: `${baseUrl}/sign#${token}`, expiresAt: atom(new Date(expires * 1000)) };
     },
 
-    /** What the signer sees; the first time also records `viewedAt` (and `agreement-viewed`). */
-    async view(token: string | null, baseUrl: string, client: ClientInfo): Promise<SigningView> {
+    /**
+     * What the signer sees; the first time also records `viewedAt` (and `agreement-viewed`), unless
+     * `markViewed` is false (a `HEAD`, which shows nothing to anyone).
+     */
+    async view(token: string | null, baseUrl: string, client: ClientInfo, markViewed = true): Promise<SigningView> {
       const { claims, record } = await redeem(token);
       const now = clock();
       let current = record;
-      const firstView = record.signers.find((candidate) => candidate.id === claims.signerId)!.viewedAt === null;
+      const firstView = markViewed && record.signers.find((candidate) => candidate.id === claims.signerId)!.viewedAt === null;
       if (firstView || isPastExpiry(record, now)) {
         try {
           current = await apply(

@@ -311,8 +311,20 @@ export const signingLink = v.strictObject({
 });
 
 /** What a signer sees through `GET /signing`, and what signing or declining answers. */
+/** Another signer, as a signer's view shows them: who, and their outcome; no e-mail, no decline reason. */
+const coSigner = v.strictObject({
+  id: id('ags'),
+  firstName: v.string(),
+  lastName: v.string(),
+  signedAt: v.nullable(atomDateTime),
+  declinedAt: v.nullable(atomDateTime),
+});
+
 export const signingView = v.strictObject({
-  agreement: agreementEventData,
+  agreement: v.strictObject({
+    ...agreementEventData.entries,
+    signers: v.pipe(v.array(v.union([agreementEventSigner, coSigner])), v.description('The signer whole; every other signer by name and outcome only.')),
+  }),
   signer: agreementEventSigner,
   documents: v.array(
     v.strictObject({

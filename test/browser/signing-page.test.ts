@@ -186,6 +186,10 @@ it('an expired, replaced or broken link says so plainly', async () => {
   await page.goto(`${app.url}/v1/sign#not-a-token`);
   await page.reload();
   await page.getByRole('heading', { level: 1, name: /This link does not work/ }).waitFor();
+  // A malformed escape in the fragment: the same page, not a blank one.
+  await page.goto(`${app.url}/v1/sign#abc%E0%A4%A`);
+  await page.reload();
+  await page.getByRole('heading', { level: 1, name: /This link does not work/ }).waitFor();
   assert.equal(page.problems, []);
   await page.context().close();
 });

@@ -421,3 +421,41 @@ test('agreements.reminderIntervalMs is checked when the portal is made', async (
 });
 
 test.run();
+
+test("a HEAD of /signing shows nothing and marks nothing viewed; a signer never reads another's e-mail or decline reason", async () => {
+  await withPortal({ signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER } }, async (app) => {
+    const agreement = await createAgreement(app, {}, [SIGNER, signer(2), signer(3)]);
+    const [first, second, third] = agreement.signers;
+    const declined = await linkFor(app, agreement.id, third.id);
+    assert.is((await asSigner(app, declined.token, '/decline', { reason: 'Private reason of the third signer' })).status, 200);
+    const one = await linkFor(app, agreement.id, first.id);
+    const head = await fetch(`${app.url}/v1/signing`, { method: 'HEAD', headers: { authorization: `Bearer ${one.token}` } });
+    assert.is(head.status, 200);
+    assert.is((await app.portal.agreements.get('acct_a', agreement.id))!.signers[0]!.viewedAt, null, 'a HEAD is no view');
+    const trail = await json(await app.api(`/agreements/${agreement.id}/audit`));
+    assert.not.ok(
+      trail.data.some((entry: { action: string }) => entry.action === 'viewed'),
+      'nor in the trail',
+    );
+
+    const view = await json(await asSigner(app, one.token, ''));
+    const text = JSON.stringify(view);
+    for (const secret of [second.email, third.email, 'Private reason of the third signer']) assert.not.ok(text.includes(secret), secret);
+    assert.equal(view.agreement.signers[1], { id: second.id, firstName: second.firstName, lastName: second.lastName, signedAt: null, declinedAt: null });
+    assert.is(view.agreement.signers[2].declinedAt !== null, true, "another's outcome is shown");
+    assert.is(view.agreement.signers[0].email, SIGNER.email, 'the signer sees themselves whole');
+  });
+});
+
+test('signing-link options: null and [] are no object, a 400 naming the body; no body is the defaults', async () => {
+  await withPortal({ signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER } }, async (app) => {
+    const agreement = await createAgreement(app);
+    const path = `/agreements/${agreement.id}/signers/${agreement.signers[0].id}/signing-link`;
+    for (const body of ['null', '[]', '[{"expiresInSeconds": 60}]']) {
+      const res = await app.api(path, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+      assert.is(res.status, 400, body);
+      assert.match((await json(res)).message, /^signing link: must be an object/, body);
+    }
+    assert.is((await app.api(path, { method: 'POST' })).status, 201);
+  });
+});

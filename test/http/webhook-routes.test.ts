@@ -199,7 +199,7 @@ test('POST /webhooks refuses bad bodies with a 4xx naming the problem, and store
       [post('{"type":"customer-created","url":"https://r.example/"}', 'text/plain'), 415, /Content-Type: application\/json/],
       [post('{"type":'), 400, /not valid JSON/],
       [post(''), 400, /empty/],
-      [post('[]'), 400, /webhook\.type: is required/],
+      [post('[]'), 400, /^webhook: must be /],
       [post('"text"'), 400, /webhook: must be an object/],
       [post('{"type":"nope","url":"https://r.example/"}'), 400, /webhook\.type: must be one of/],
       [post('{"type":"customer-created","url":"javascript:alert(1)"}'), 400, /webhook\.url: must use http or https/],

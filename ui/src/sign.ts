@@ -41,7 +41,15 @@ class SigningError extends Error {
 }
 
 const root = document.getElementById('app')!;
-const token = decodeURIComponent(location.hash.slice(1));
+/** The fragment as a token; a malformed escape is kept as written, for the API to refuse plainly. */
+function tokenOf(fragment: string): string {
+  try {
+    return decodeURIComponent(fragment);
+  } catch {
+    return fragment;
+  }
+}
+const token = tokenOf(location.hash.slice(1));
 if (token !== '') history.replaceState(null, '', location.pathname + location.search);
 const apiRoot = new URL('.', location.href).href;
 

@@ -110,7 +110,7 @@ export function signingRoutes(signing: SigningService): Route[] {
         summary: 'What a signer sees',
         tags: ['Signing'],
         signer: true,
-        description: `Authorized by the signing token (\`Authorization: Bearer <token>\`), not an API key. The first read records the signer's \`viewedAt\` and sends \`agreement-viewed\`.`,
+        description: `Authorized by the signing token (\`Authorization: Bearer <token>\`), not an API key. The first \`GET\` records the signer's \`viewedAt\` and sends \`agreement-viewed\` (a \`HEAD\` does not). Other signers are shown by name and outcome only: no e-mail, no decline reason.`,
         responses: {
           200: response('The agreement without signature images, the signer, and a download link to each document.', 'SigningView'),
           410: failure('The signing link has expired.'),
@@ -118,7 +118,7 @@ export function signingRoutes(signing: SigningService): Route[] {
       },
       public: true,
       async handler({ req, baseUrl, client }) {
-        return { status: 200, body: await signing.view(bearer(req), baseUrl, client) };
+        return { status: 200, body: await signing.view(bearer(req), baseUrl, client, req.method !== 'HEAD') };
       },
     },
     {
