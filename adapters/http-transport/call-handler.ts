@@ -10,6 +10,7 @@ export const MAX_HEAD_BYTES = 16 * 1024;
 const MAX_INTERIM_ANSWERS = 8;
 
 const DECIDED = 'the call was decided';
+const SWITCHED = 'invalid response: 101 Switching Protocols, a protocol switch the call did not ask for';
 
 /** What the tenant reads for an error undici reports: the bound or the fault, in words. */
 function describe(error: Error & { code?: string }, timeoutMs: number): string {
@@ -25,7 +26,12 @@ function describe(error: Error & { code?: string }, timeoutMs: number): string {
       // undici refuses a 100 Continue the request did not ask for, and bytes that answer no request.
       if (error.message === 'bad response') return 'invalid response: an answer that does not fit the request (an unrequested 100 Continue)';
       if (error.message === 'other side closed' || error.message === 'closed') return 'the receiver closed the connection before answering';
+      if (error.message === 'bad upgrade') return SWITCHED;
       return error.message;
+  }
+  // A 101 without an Upgrade header trips an assertion in undici's parser: its text is no reason.
+  if (error.name === 'AssertionError' || (error as { code?: string }).code === 'ERR_ASSERTION') {
+    return /upgrade/i.test(error.message) ? SWITCHED : 'invalid response: an answer the HTTP client could not read';
   }
   if (error.name === 'HTTPParserError') return `invalid response: ${error.message.replace(/^Response does not match the HTTP\/1\.1 protocol \((.*)\)$/, '$1')}`;
   return errorMessage(error);

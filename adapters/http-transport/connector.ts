@@ -61,6 +61,7 @@ export function createConnector(options: ConnectorOptions): { connect: Connect; 
         }
       }
       budgetAnswers(socket);
+      dropIfUnused(socket);
       callback(null, socket);
     };
     if (proxy === undefined) return direct(target, done);
@@ -112,6 +113,24 @@ function createTunnels(proxy: URL, timeout: number) {
     );
   }
   return { open, close: () => pool.close() };
+}
+
+/** How long a new connection may stay without a request written on it. */
+const UNUSED_SOCKET_MS = 100;
+
+/**
+ * Closes a new connection nothing was written on soon after it opened. undici connects again at once
+ * when a call decided early (its deadline, an abort) has its socket destroyed, while that call still
+ * counts as pending; nothing is sent on the new connection, which would otherwise stay open for the
+ * keep-alive time (128 calls cut at their deadline kept 128 sockets for seconds). A connection opened
+ * for a request has it written on the next turn of the event loop.
+ */
+function dropIfUnused(socket: Socket): void {
+  // What the handshakes wrote (TLS, a proxy's CONNECT) is not a request.
+  const handshake = socket.bytesWritten;
+  setTimeout(() => {
+    if (socket.bytesWritten === handshake && !socket.destroyed) socket.destroy();
+  }, UNUSED_SOCKET_MS).unref();
 }
 
 /**

@@ -146,6 +146,39 @@ test('a status outside 100–599 is a failed attempt that names it', async () =>
   }
 });
 
+test('a 101 Switching Protocols, with or without its Upgrade header, is a failed attempt that says so in words', async () => {
+  for (const headers of ['Upgrade: websocket\r\nConnection: Upgrade\r\n', 'Connection: Upgrade\r\n', '', 'Upgrade: h2c\r\n']) {
+    const server = await rawServer(() => `HTTP/1.1 101 Switching Protocols\r\n${headers}\r\n`);
+    const transport = httpTransport({ allowPrivateNetworks: true });
+    try {
+      const result = await transport.send(call(server.url), { timeoutMs: 5000 });
+      assert.equal(
+        [result.statusCode, result.error],
+        [null, 'invalid response: 101 Switching Protocols, a protocol switch the call did not ask for'],
+        JSON.stringify(headers),
+      );
+    } finally {
+      await transport.close!();
+      await server.close();
+    }
+  }
+});
+
+test('calls cut at their deadline leave no socket open: the connections undici opens again at once are closed unused', async () => {
+  const server = await rawServer(() => 'silent');
+  const transport = httpTransport({ allowPrivateNetworks: true });
+  try {
+    const results = await Promise.all(Array.from({ length: 32 }, () => transport.send(call(server.url), { timeoutMs: 300 })));
+    assert.ok(results.every((result) => result.error === 'timed out after 300 ms'));
+    // Idle connections are otherwise kept 4 s (the keep-alive time): these carried nothing and are gone well before.
+    await waitFor(() => server.open === 0, 'every socket closed', 2000);
+    assert.ok(server.connections >= 32);
+  } finally {
+    await transport.close!();
+    await server.close();
+  }
+});
+
 test('an answer with bare LF line ends is settled at once, not left to time out', async () => {
   const server = await rawServer(() => 'HTTP/1.1 200 OK\nContent-Length: 2\n\nok');
   const transport = httpTransport({ allowPrivateNetworks: true });
