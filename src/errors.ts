@@ -196,6 +196,7 @@ export const ERRORS = {
   DIRECTORY_NOT_FOUND: { status: 404, message: (id: string) => `No directory ${id} in this account.` },
   DIRECTORY_NOT_EMPTY: { status: 409, message: (id: string) => `Directory ${id} is not empty.` },
   FILE_NOT_FOUND: { status: 404, message: (id: string) => `No file or directory ${id} in this account.` },
+  NOT_A_FILE: { status: 404, message: (id: string) => `${id} is a directory, not a file: only a file has a download link.` },
   UPLOAD_TOO_LARGE: {
     status: 413,
     message: (maxBytes: number) => `The file is over the limit of 5 MiB (${maxBytes} bytes).`,

@@ -191,7 +191,8 @@ export function createFileService(deps: { storage: Storage; blobs: BlobStore; cl
       checkAccountId(accountId);
       if (!isEntryId(fileId)) throw new PortalError('ID_MALFORMED', 'fileId', 'a file', 'fsf');
       const record = await storage.getFileEntry(accountId, fileId);
-      if (record === null || record.type !== 'file') throw new PortalError('FILE_NOT_FOUND', fileId);
+      if (record === null) throw new PortalError('FILE_NOT_FOUND', fileId);
+      if (record.type !== 'file') throw new PortalError('NOT_A_FILE', fileId);
       return downloads.link({ kind: 'file', accountId, id: record.id }, baseUrl, 'files.downloadLink');
     },
 

@@ -219,6 +219,15 @@ test('two files of one name sit side by side in a directory, each with its own b
     }
   }));
 
+test('GET /files/{id}/download of a directory says it is a directory, not that it is missing', () =>
+  withPortal(async (app) => {
+    const directory = await json(await postJson(app, '/directories', { name: 'Box' }));
+    const res = await app.api(`/files/${directory.id}/download`);
+    assert.is(res.status, 404);
+    assert.is((await json(res)).message, `${directory.id} is a directory, not a file: only a file has a download link.`);
+    assert.match((await json(await app.api('/files/fsf_0000000000000000000000/download'))).message, /^No file or directory/);
+  }));
+
 test('DELETE /files/{id}: a file, an empty directory; a non-empty directory is 409, a missing one 404', () =>
   withPortal(async (app) => {
     const directory = await json(await postJson(app, '/directories', { name: 'Box' }));

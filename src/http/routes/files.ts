@@ -88,7 +88,7 @@ function fileExtensionRoutes(files: FileService): Route[] {
         responses: {
           200: response('The link and when it expires.', 'DownloadLink'),
           400: failure("The id is neither a file's nor a directory's."),
-          404: failure('No such file in this account (a directory has no download).'),
+          404: failure("No such file in this account, or the id is a directory's (the message says which: a directory has no download)."),
         },
       },
       async handler({ accountId, params, baseUrl }) {
