@@ -34,11 +34,12 @@ export const sha256Hex = (text: string) => createHash('sha256').update(text).dig
 
 /**
  * What keeps an agreement's trail (kept with the agreement, read with it) bounded whatever its
- * account does: links made per signer, and reminder rounds per agreement, after which no more are
- * scheduled. With five signers a trail holds under 300 entries.
+ * account does: reminder rounds per agreement, after which no more are scheduled, and links made
+ * per signer: one for each reminder round (a host answers a reminder with a fresh link) and ten
+ * more. With five signers a trail holds under 400 entries.
  */
-const MAX_LINKS_PER_SIGNER = 20;
 const MAX_REMINDER_ROUNDS = 30;
+const MAX_LINKS_PER_SIGNER = MAX_REMINDER_ROUNDS + 10;
 
 /** The data of an agreement event: the agreement without signature images, and the signer it concerns. */
 function eventOf(type: string, record: AgreementRecord, now: Date, signerId?: string): EventRecord {

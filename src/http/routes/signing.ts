@@ -35,7 +35,9 @@ export function signingRoutes(signing: SigningService): Route[] {
           201: response('The link and when it expires (72 hours unless `expiresInSeconds` says otherwise).', 'SigningLink'),
           400: failure('`expiresInSeconds` outside 60 … 2,592,000, an unknown field, a malformed id or body.'),
           404: failure('No such agreement in this account, or no such signer on it.'),
-          409: failure('The signer has signed or declined, the agreement is signed or closed, or the signer has been sent 20 links already.'),
+          409: failure(
+            'The signer has signed or declined, the agreement is signed or closed, or the signer has been sent 40 links already (one for each of the 30 reminder rounds, and ten more).',
+          ),
           413: failure('The body is over 64 KiB.'),
           415: failure('A body that is not `application/json`.'),
         },
