@@ -3,17 +3,25 @@
  * through OpenTelemetry's own SDK and Prometheus exporter. Registered as the global meter provider
  * before the portal is made, which is when the portal makes its instruments.
  */
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
 export interface MetricsEndpoint {
-  /** Answers `GET /metrics`. */
+  /** Answers `GET /metrics`: `401` without `Authorization: Bearer <token>` when a token was given. */
   serve(req: IncomingMessage, res: ServerResponse): void;
   close(): Promise<void>;
 }
 
+/** Whether `header` is `Bearer <token>`, compared in constant time (through digests of equal length). */
+function bearerMatches(header: string | undefined, token: string): boolean {
+  const given = /^Bearer (.+)$/i.exec(header ?? '')?.[1] ?? '';
+  const digest = (text: string) => createHash('sha256').update(text).digest();
+  return timingSafeEqual(digest(given), digest(token));
+}
+
 const PACKAGES = ['@opentelemetry/api', '@opentelemetry/sdk-metrics', '@opentelemetry/exporter-prometheus', '@opentelemetry/resources'];
 
-export async function prometheusMetrics(): Promise<MetricsEndpoint> {
+export async function prometheusMetrics(token?: string): Promise<MetricsEndpoint> {
   let modules: [
     typeof import('@opentelemetry/api'),
     typeof import('@opentelemetry/sdk-metrics'),
@@ -37,7 +45,14 @@ export async function prometheusMetrics(): Promise<MetricsEndpoint> {
   const provider = new MeterProvider({ resource, readers: [exporter] });
   api.metrics.setGlobalMeterProvider(provider);
   return {
-    serve: (req, res) => exporter.getMetricsRequestHandler(req, res),
+    serve(req, res) {
+      if (token !== undefined && !bearerMatches(req.headers.authorization, token)) {
+        res.writeHead(401, { 'content-type': 'application/json; charset=utf-8', 'www-authenticate': 'Bearer' });
+        res.end(JSON.stringify({ message: '/metrics needs Authorization: Bearer <METRICS_TOKEN>' }));
+        return;
+      }
+      exporter.getMetricsRequestHandler(req, res);
+    },
     close: () => provider.shutdown(),
   };
 }

@@ -64,7 +64,12 @@ function listen(server: http.Server, portNumber: number, host: string | undefine
 async function main() {
   let portal: Portal | undefined;
   // Before the portal is made: it makes its instruments from the meter provider registered then.
-  const metrics = process.env.METRICS === '1' ? await prometheusMetrics() : undefined;
+  // The figures are the operator's: with METRICS_TOKEN they need it as a bearer; without, they are open to whoever reaches the port.
+  const metricsToken = process.env.METRICS_TOKEN || undefined;
+  const metrics = process.env.METRICS === '1' ? await prometheusMetrics(metricsToken) : undefined;
+  if (metrics !== undefined && metricsToken === undefined) {
+    logger.warn({}, 'METRICS=1 without METRICS_TOKEN: GET /metrics answers anyone who reaches this port; set METRICS_TOKEN, or keep the port private');
+  }
   // /healthz, /readyz and /metrics, outside the API and its keys.
   const probes = createProbes(() => portal, logger, metrics);
   let ready!: (portal: Portal) => void;

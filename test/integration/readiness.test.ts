@@ -122,6 +122,35 @@ test('standalone with METRICS=1: /metrics in the Prometheus text format, with th
   }
 });
 
+test('standalone with METRICS_TOKEN: /metrics needs it as a bearer; without it, a warning at start says /metrics is open', async () => {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'portal-metrics-'));
+  try {
+    const guarded = await boot({ DATA_DIR: dataDir, METRICS: '1', METRICS_TOKEN: 'scrape-token-0123456789' });
+    try {
+      for (const authorization of [undefined, 'Bearer wrong-token', `Bearer ${KEY}`]) {
+        const res = await fetch(`${guarded.root}/metrics`, { headers: authorization === undefined ? {} : { authorization } });
+        assert.is(res.status, 401, String(authorization));
+        assert.match(((await res.json()) as { message: string }).message, /METRICS_TOKEN/);
+      }
+      const res = await fetch(`${guarded.root}/metrics`, { headers: { authorization: 'Bearer scrape-token-0123456789' } });
+      assert.is(res.status, 200);
+      assert.not.ok(guarded.server.errorLines.some((line) => line.includes('without METRICS_TOKEN')));
+    } finally {
+      guarded.server.child.kill('SIGTERM');
+      assert.is(await guarded.server.exited, 0);
+    }
+    const open = await boot({ DATA_DIR: dataDir, METRICS: '1' });
+    try {
+      assert.ok(open.server.errorLines.some((line) => line.includes('METRICS=1 without METRICS_TOKEN')));
+    } finally {
+      open.server.child.kill('SIGTERM');
+      assert.is(await open.server.exited, 0);
+    }
+  } finally {
+    await rm(dataDir, { recursive: true, force: true });
+  }
+});
+
 /** A TCP proxy to PostgreSQL that can be cut (every connection reset, new ones refused) and restored. */
 async function cuttableProxy(target: URL) {
   const sockets = new Set<Socket>();
