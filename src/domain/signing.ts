@@ -34,7 +34,7 @@ interface TokenClaims {
 }
 
 /** Another signer of the agreement, as a signer sees them: who, and whether they signed or declined; nothing to reach them by. */
-export type CoSigner = Pick<AgreementSigner, 'id' | 'firstName' | 'lastName' | 'signedAt' | 'declinedAt'>;
+type CoSigner = Pick<AgreementSigner, 'id' | 'firstName' | 'lastName' | 'signedAt' | 'declinedAt'>;
 
 /** What a signer sees: the agreement (without signature images), themselves, and a link to each document. */
 export interface SigningView {
