@@ -22,6 +22,7 @@ import { createTicketService, type TicketService } from './domain/tickets.js';
 import { createDownloadService } from './domain/downloads.js';
 import { createSigningService } from './domain/signing.js';
 import { createAgreementTimer } from './domain/agreement-timer.js';
+import { createCertificates } from './domain/certificates.js';
 import { createRetention, resolveRetention } from './domain/retention.js';
 import { createWebhookWorker, type WebhookWorker } from './webhooks/worker.js';
 import { createWebhookService, type WebhookService } from './domain/webhooks.js';
@@ -121,11 +122,13 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   let worker: WebhookWorker | null = null;
   /** Asks the worker for a pass now; every service that stores events calls it after the write. */
   const notify = () => worker?.poke();
+  // Made as each agreement closes, by whichever part closed it, and kept: a request only reads one.
+  const certificates = createCertificates({ blobs, clock, logger });
   let transport: WebhookTransport | undefined = options.transport;
   if (webhookOptions.worker) {
     const { timeoutMs, allowPrivateNetworks } = webhookOptions;
     transport ??= httpTransport({ timeoutMs, allowPrivateNetworks, logger });
-    const agreementTimer = createAgreementTimer({ storage, clock, logger, notify: () => worker?.poke(), reminderIntervalMs });
+    const agreementTimer = createAgreementTimer({ storage, clock, logger, notify: () => worker?.poke(), reminderIntervalMs, closed: certificates.prepare });
     const removeExpired = createRetention({ storage, clock, logger, retention, telemetry });
     // Each part on its own: one failing (its error logged by the worker) does not hold back the other.
     const housekeeping = async () => {
@@ -151,8 +154,8 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   const downloads = createDownloadService({ storage, blobs, clock, signer, publicUrl });
   const files = createFileService({ storage, blobs, clock, downloads });
   const tickets = createTicketService({ storage, blobs, clock, downloads });
-  const agreements = createAgreementService({ storage, blobs, clock, logger, notify, downloads, reminderIntervalMs });
-  const signing = createSigningService({ storage, clock, signer, downloads, notify });
+  const agreements = createAgreementService({ storage, blobs, clock, logger, notify, downloads, reminderIntervalMs, closed: certificates.prepare });
+  const signing = createSigningService({ storage, clock, signer, downloads, notify, certificates });
   const extensions = options.extensions ?? true;
   const routes = routeTable({ webhooks, catalogue, files, tickets, downloads, agreements, signing }, { extensions });
   const orphanSweep = createOrphanSweep({ storage, blobs, clock, logger });

@@ -284,7 +284,10 @@ export interface Storage {
    */
   removeExpired(before: { deliveries: string | null; events: string | null }, limit: number): Promise<{ deliveries: number; events: number }>;
 
-  /** Whether any record names the blob `key` (a document, file or attachment id): the orphan sweep asks. */
+  /**
+   * Whether any record names the blob `key` (a document, file or attachment id, or `agc_<x>`, the
+   * certificate of agreement `agr_<x>`): the orphan sweep asks.
+   */
   isBlobReferenced(key: string): Promise<boolean>;
 
   /**

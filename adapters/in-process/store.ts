@@ -604,6 +604,8 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
 
     async isBlobReferenced(key) {
       if (!journal.opened) await ready();
+      // A certificate is kept under `agc_` and its agreement id's own part (domain/certificates.ts).
+      if (key.startsWith('agc_')) return state.has('agreement', `agr_${key.slice(4)}`);
       return state.has('file', key) || state.has('attachment', key) || state.isDocument(key);
     },
 

@@ -125,7 +125,9 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
       SELECT count(*)::int AS removed FROM gone`,
     isBlobReferenced: `SELECT EXISTS (SELECT 1 FROM ${table('file_entries')} WHERE id = $1::text)
       OR EXISTS (SELECT 1 FROM ${table('attachments')} WHERE id = $1::text)
-      OR EXISTS (SELECT 1 FROM ${table('agreement_documents')} WHERE id = $1::text) AS referenced`,
+      OR EXISTS (SELECT 1 FROM ${table('agreement_documents')} WHERE id = $1::text)
+      -- A certificate is kept under agc_ and its agreement id's own part (domain/certificates.ts).
+      OR (left($1::text, 4) = 'agc_' AND EXISTS (SELECT 1 FROM ${table('agreements')} WHERE id = 'agr_' || substr($1::text, 5))) AS referenced`,
   };
 
   const fileEntryParams = (entry: FileEntryRecord) => [

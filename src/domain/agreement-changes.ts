@@ -1,27 +1,31 @@
 import { PortalError } from '../errors.js';
 import type { Storage } from '../ports.js';
 import type { AgreementRecord } from '../records.js';
-import { type Step, expire, isPastExpiry } from './signing-rules.js';
+import { type Step, expire, isOpen, isPastExpiry } from './signing-rules.js';
 
 /**
  * Applies one step of the signing rules to a stored agreement, atomically (`updateAgreement`):
  * an agreement whose `expiresAt` has come is closed first, by whichever request reaches it (the
  * step is then refused with 409, the closing kept), so expiry never waits for the tick alone.
- * Resolves the stored agreement; 404 when absent in this account.
+ * Resolves the stored agreement; 404 when absent in this account. A step that signs or closes the
+ * agreement is told to `closed` once stored (its certificate is made then, off the request).
  */
-export function createAgreementChanges(deps: { storage: Storage; notify: () => void }) {
+export function createAgreementChanges(deps: { storage: Storage; notify: () => void; closed?: ((record: AgreementRecord) => void) | undefined }) {
   return async function apply(accountId: string, agreementId: string, now: Date, step: (current: AgreementRecord) => Step): Promise<AgreementRecord> {
     let refusal: PortalError | undefined;
     let stored = 0;
+    let closes = false;
     const updated = await deps.storage.updateAgreement(accountId, agreementId, (current) => {
       refusal = undefined;
       const made = isPastExpiry(current, now) ? expire(current, now) : step(current);
+      closes = isOpen(current) && !isOpen(made.agreement);
       if (made.agreement.closedReason === 'expired' && current.closedReason === null) refusal = new PortalError('AGREEMENT_CLOSED', agreementId, 'expired');
       stored = made.events.length;
       return made;
     });
     if (updated === null) throw new PortalError('AGREEMENT_NOT_FOUND', agreementId);
     if (stored > 0) deps.notify();
+    if (closes) deps.closed?.(updated);
     if (refusal !== undefined) throw refusal;
     return updated;
   };

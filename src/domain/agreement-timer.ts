@@ -1,3 +1,4 @@
+import type { AgreementRecord } from '../records.js';
 import { describeError, isPortalError } from '../errors.js';
 import type { Storage } from '../ports.js';
 import type { Logger } from '../shared/logger.js';
@@ -20,8 +21,10 @@ export function createAgreementTimer(deps: {
   logger: Logger;
   notify: () => void;
   reminderIntervalMs: number | undefined;
+  /** Told of each agreement the timer closed (expired). */
+  closed?: (record: AgreementRecord) => void;
 }) {
-  const apply = createAgreementChanges({ storage: deps.storage, notify: deps.notify });
+  const apply = createAgreementChanges({ storage: deps.storage, notify: deps.notify, closed: deps.closed });
   return async function tick(): Promise<void> {
     const now = deps.clock();
     const due = await deps.storage.agreementsDue(atom(now), AGREEMENTS_PER_TICK);

@@ -119,6 +119,8 @@ export interface AgreementServiceDeps {
   downloads: DownloadService;
   /** A reminder round every this many ms after creation (`agreements.reminderIntervalMs`); off when undefined. */
   reminderIntervalMs?: number;
+  /** Told of each agreement a step signed or closed. */
+  closed?: (record: AgreementRecord) => void;
 }
 
 /** The rules for agreements: the record a form makes, the hashes, signing; routes and `portal.agreements` call these. */
@@ -126,7 +128,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
   const { storage, blobs, clock } = deps;
   const logger = deps.logger ?? silentLogger;
   const idempotency = createIdempotency({ storage, clock, logger });
-  const apply = createAgreementChanges({ storage, notify: () => notify() });
+  const apply = createAgreementChanges({ storage, notify: () => notify(), closed: deps.closed });
 
   function notify(): void {
     try {

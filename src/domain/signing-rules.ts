@@ -69,7 +69,7 @@ function audited(
 }
 
 /** Whether the agreement is still open: not signed, not closed. */
-const isOpen = (record: AgreementRecord) => record.status === 'sent' && record.closedAt === null;
+export const isOpen = (record: AgreementRecord) => record.status === 'sent' && record.closedAt === null;
 
 /** Whether `expiresAt` has come while the agreement is still open: it must then be closed before anything else. */
 export const isPastExpiry = (record: AgreementRecord, now: Date) =>

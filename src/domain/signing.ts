@@ -6,11 +6,11 @@ import { isId, newId } from '../shared/ids.js';
 import { atom } from '../shared/time.js';
 import { createAgreementChanges } from './agreement-changes.js';
 import { verifyTrail } from './audit-trail.js';
-import { certificatePdf } from './certificate.js';
+import type { Certificates } from './certificates.js';
 import type { LinkSigner } from './download-links.js';
 import type { DownloadService } from './downloads.js';
 import { SIGNING_LINK_SECONDS, checkAccountId, declineInput, parseInput, signingLinkInput, signingSignatureInput } from './inputs.js';
-import { type ClientInfo, decline, isPastExpiry, issueLink, sign, view } from './signing-rules.js';
+import { type ClientInfo, decline, isOpen, isPastExpiry, issueLink, sign, view } from './signing-rules.js';
 
 /**
  * Signing links and the signer's side of an agreement.
@@ -50,11 +50,13 @@ export interface SigningServiceDeps {
   signer: LinkSigner;
   downloads: DownloadService;
   notify: () => void;
+  /** Where certificates are kept; made as each agreement closes. */
+  certificates: Certificates;
 }
 
 export function createSigningService(deps: SigningServiceDeps) {
   const { storage, clock, signer: keys, downloads } = deps;
-  const apply = createAgreementChanges({ storage, notify: deps.notify });
+  const apply = createAgreementChanges({ storage, notify: deps.notify, closed: deps.certificates.prepare });
 
   function mint(claims: TokenClaims): string {
     const payload = Buffer.from(JSON.stringify([claims.accountId, claims.agreementId, claims.signerId, claims.linkId, claims.expires])).toString('base64url');
@@ -185,7 +187,8 @@ export function createSigningService(deps: SigningServiceDeps) {
       if (!isId('agr', agreementId)) throw new PortalError('ID_MALFORMED', 'agreementId', 'an agreement', 'agr');
       const record = await storage.getAgreement(accountId, agreementId);
       if (record === null) throw new PortalError('AGREEMENT_NOT_FOUND', agreementId);
-      return { pdf: await certificatePdf(record, clock()), agreementId };
+      if (isOpen(record)) throw new PortalError('AGREEMENT_STILL_OPEN', record.id);
+      return { pdf: await deps.certificates.get(record), agreementId };
     },
 
     /** The agreement's audit trail, oldest first, and whether its hash chain is intact. */

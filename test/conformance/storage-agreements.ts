@@ -401,6 +401,8 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
       assert.is(await storage.isBlobReferenced('agd_neverStored'), false);
       assert.is(await storage.isBlobReferenced(agreement.id), false, 'an agreement id names no blob');
       assert.is(await storage.isBlobReferenced(agreement.signers[0]!.id), false, 'a signer id names no blob');
+      assert.is(await storage.isBlobReferenced(`agc_${agreement.id.slice(4)}`), true, "the agreement's certificate");
+      assert.is(await storage.isBlobReferenced('agc_neverStored'), false, 'the certificate of no agreement');
     }),
   );
 

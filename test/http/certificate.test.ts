@@ -6,11 +6,12 @@ import { fileURLToPath } from 'node:url';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { SIGNER, signer, validFormData } from '../helpers/agreements.js';
-import { memoryStorage } from '../../adapters/memory/index.js';
+import { memoryBlobs, memoryStorage } from '../../adapters/memory/index.js';
+import { certificateKey } from '../../src/domain/certificates.js';
 import { SIGNING_KEY_1 } from '../helpers/download.js';
 import { HOSTILE_IMAGES } from '../helpers/hostile-images.js';
 import { type TestPortal, json, withPortal } from '../helpers/server.js';
-import { NEVER } from '../helpers/webhooks.js';
+import { NEVER, waitFor } from '../helpers/webhooks.js';
 
 /** A real 1×1 PNG: the certificate draws signature images, so a test image must decode. */
 const REAL_PNG = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
@@ -95,7 +96,8 @@ test("a declined agreement has a certificate too, with the reason; another accou
 test('a hostile image stored by an earlier version is never handed to pdfkit: the certificate is made, the process lives', async () => {
   if (!pdftotext) return void console.log(`  skipped: ${reason}`);
   const storage = memoryStorage();
-  await withPortal({ storage, signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER } }, async (app) => {
+  const blobs = memoryBlobs();
+  await withPortal({ storage, blobs, signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER } }, async (app) => {
     const agreement = await json(await app.api('/agreements', { method: 'POST', body: validFormData({ signers: [SIGNER, signer(2)] }) }));
     for (const one of agreement.signers) await signThrough(app, agreement.id, one.id, '/sign', { signature: REAL_PNG });
     // What the signature check let through before images were redrawn: a 73-byte PNG whose data is not zlib, and a 3000 × 3000 bomb.
@@ -104,12 +106,29 @@ test('a hostile image stored by an earlier version is never handed to pdfkit: th
       agreement: { ...current, signers: current.signers.map((one, index) => ({ ...one, signature: index === 0 ? garbled : bomb })) },
       events: [],
     }));
+    // An earlier version kept no certificate: this one is made at the request, from the stored images.
+    await waitFor(async () => (await blobs.stat(certificateKey(agreement.id))) !== null, 'the certificate made as the agreement closed');
+    await blobs.delete(certificateKey(agreement.id));
     const before = process.memoryUsage().rss;
     const res = await app.api(`/agreements/${agreement.id}/certificate`);
     assert.is(res.status, 200);
     const text = textOf(Buffer.from(await res.arrayBuffer()));
     assert.is(text.match(/the signature image could not be read/g)?.length, 2, 'neither image is drawn');
     assert.ok(process.memoryUsage().rss - before < 100 * 1024 * 1024, 'the bomb was not inflated');
+  });
+});
+
+test('the certificate is made once, as the agreement closes, and kept: a request reads it, never makes another', async () => {
+  const blobs = memoryBlobs();
+  await withPortal({ blobs, signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER } }, async (app) => {
+    const agreement = await json(await app.api('/agreements', { method: 'POST', body: validFormData({ signers: [SIGNER] }) }));
+    assert.is(await blobs.stat(certificateKey(agreement.id)), null, 'none while it is open');
+    await signThrough(app, agreement.id, agreement.signers[0].id, '/sign', { signature: REAL_PNG });
+    await waitFor(async () => (await blobs.stat(certificateKey(agreement.id))) !== null, 'the certificate kept as the agreement closed');
+    const kept = await blobs.get(certificateKey(agreement.id));
+    const bytes = Buffer.concat(await kept!.toArray());
+    const answers = await Promise.all([1, 2, 3].map(async () => Buffer.from(await (await app.api(`/agreements/${agreement.id}/certificate`)).arrayBuffer())));
+    for (const answer of answers) assert.ok(answer.equals(bytes), 'each request serves the kept bytes');
   });
 });
 

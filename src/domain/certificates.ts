@@ -1,0 +1,72 @@
+import { Readable } from 'node:stream';
+import { buffer } from 'node:stream/consumers';
+import { describeError } from '../errors.js';
+import type { BlobStore } from '../ports.js';
+import type { AgreementRecord } from '../records.js';
+import type { Logger } from '../shared/logger.js';
+import { certificatePdf } from './certificate.js';
+
+/**
+ * The blob key of an agreement's certificate: `agc_` and the agreement id's own part, so the key
+ * follows from the id, and the orphan sweep knows it as the agreement's (`isBlobReferenced`).
+ */
+export const certificateKey = (agreementId: string) => `agc_${agreementId.slice('agr_'.length)}`;
+
+export interface Certificates {
+  /**
+   * Starts making the certificate of an agreement that has just been signed or closed, off the
+   * request that closed it; a failure is logged, and the next `get` makes it.
+   */
+  prepare(record: AgreementRecord): void;
+  /** The kept certificate of a signed or closed agreement, made now if it is not kept yet. */
+  get(record: AgreementRecord): Promise<Buffer>;
+}
+
+/**
+ * Each certificate is made once, as its agreement closes, and kept in the blob store: a request
+ * for it reads bytes, never runs pdfkit. Makings run one at a time in a process, so closing many
+ * agreements at once queues work rather than stacking PDF renderings; two requests for one
+ * certificate share its making. An agreement is evidence as of its close, so the kept certificate
+ * stays as it was made; a step recorded after (a late view) is in the trail, not in the PDF.
+ */
+export function createCertificates(deps: { blobs: BlobStore; clock: () => Date; logger: Logger }): Certificates {
+  const { blobs, clock, logger } = deps;
+  const making = new Map<string, Promise<Buffer>>();
+  let queue: Promise<unknown> = Promise.resolve();
+
+  async function kept(key: string): Promise<Buffer | null> {
+    const stream = await blobs.get(key);
+    return stream === null ? null : buffer(stream);
+  }
+
+  function make(record: AgreementRecord): Promise<Buffer> {
+    const key = certificateKey(record.id);
+    let made = making.get(key);
+    if (made !== undefined) return made;
+    const turn = queue.then(async () => {
+      const stored = await kept(key);
+      if (stored !== null) return stored;
+      const pdf = await certificatePdf(record, clock());
+      await blobs.put(key, Readable.from([pdf]));
+      return pdf;
+    });
+    made = turn.finally(() => making.delete(key));
+    making.set(key, made);
+    queue = turn.catch(() => undefined);
+    return made;
+  }
+
+  return {
+    prepare(record) {
+      make(record).catch((error) =>
+        logger.warn(
+          { agreementId: record.id, error: describeError(error) },
+          'certificate: could not be made as the agreement closed; the next request makes it',
+        ),
+      );
+    },
+    async get(record) {
+      return (await kept(certificateKey(record.id))) ?? make(record);
+    },
+  };
+}
