@@ -7,6 +7,9 @@ interface Entry {
   at: string;
 }
 
+/** Entries one `dueBy` looks at, at most. */
+const MAX_WALKED = 100_000;
+
 const before = (a: Entry, b: Entry) => a.at < b.at || (a.at === b.at && a.id < b.id);
 
 /**
@@ -35,11 +38,21 @@ export class AgreementDue {
     this.entryOf.set(entry.id, entry);
   }
 
-  /** Up to `limit` agreements whose time is at or before `now`, the earliest first. */
-  dueBy(now: string, limit: number): { accountId: string; id: string }[] {
+  /**
+   * Up to `limit` agreements whose time is at or before `now`, the earliest first, at most
+   * `perAccount` of one account. The walk past a full account's entries is bounded
+   * (`MAX_WALKED`): behind a backlog larger than that, another account's agreements wait a tick
+   * or two more, never the backlog's length.
+   */
+  dueBy(now: string, limit: number, perAccount: number): { accountId: string; id: string }[] {
     const due: { accountId: string; id: string }[] = [];
+    const taken = new Map<string, number>();
+    let walked = 0;
     for (const entry of this.entries) {
-      if (entry.at > now || due.length === limit) break;
+      if (entry.at > now || due.length === limit || ++walked > MAX_WALKED) break;
+      const count = taken.get(entry.accountId) ?? 0;
+      if (count === perAccount) continue;
+      taken.set(entry.accountId, count + 1);
       due.push({ accountId: entry.accountId, id: entry.id });
     }
     return due;

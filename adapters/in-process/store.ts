@@ -366,9 +366,9 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       await commit([{ table: 'agreement', record: agreement }, ...changes, ...completed]);
       agreementsDue.update(agreement);
     },
-    async agreementsDue(now, limit) {
+    async agreementsDue(now, limit, perAccount) {
       if (!journal.opened) await ready();
-      return agreementsDue.dueBy(now, limit);
+      return agreementsDue.dueBy(now, limit, perAccount);
     },
     async getAgreement(accountId, id) {
       if (!journal.opened) await ready();

@@ -8,6 +8,12 @@ import { remind } from './signing-rules.js';
 
 /** Agreements looked at, at most, by one tick; more wait for the next. */
 const AGREEMENTS_PER_TICK = 100;
+/**
+ * Of one account, at most, a tick: an account with thousands of agreements due at once (a bulk
+ * send that expires together) takes a tenth of each tick, and another account's expiry or
+ * reminder is never behind its backlog.
+ */
+const AGREEMENTS_PER_ACCOUNT_PER_TICK = 10;
 
 /**
  * What the worker's tick does for agreements: closes those whose `expiresAt` has come
@@ -27,7 +33,7 @@ export function createAgreementTimer(deps: {
   const apply = createAgreementChanges({ storage: deps.storage, notify: deps.notify, closed: deps.closed });
   return async function tick(): Promise<void> {
     const now = deps.clock();
-    const due = await deps.storage.agreementsDue(atom(now), AGREEMENTS_PER_TICK);
+    const due = await deps.storage.agreementsDue(atom(now), AGREEMENTS_PER_TICK, AGREEMENTS_PER_ACCOUNT_PER_TICK);
     for (const { accountId, id } of due) {
       try {
         // The expiry comes first (apply closes an expired agreement whatever the step); else the round.

@@ -314,21 +314,39 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
       const signed = agreementRecord({ nextReminderAt: at(2), status: 'signed' });
       const plain = agreementRecord();
       for (const agreement of [expired, reminded, both, later, closed, signed, plain]) await storage.insertAgreement(agreement, []);
-      assert.equal(await storage.agreementsDue(at(10), 10), [
+      assert.equal(await storage.agreementsDue(at(10), 10, 10), [
         { accountId: 'acct_a', id: both.id },
         { accountId: 'acct_b', id: reminded.id },
         { accountId: 'acct_a', id: expired.id },
       ]);
-      assert.equal((await storage.agreementsDue(at(10), 2)).length, 2);
-      assert.equal(await storage.agreementsDue(at(0), 10), []);
+      assert.equal((await storage.agreementsDue(at(10), 2, 2)).length, 2);
+      assert.equal(await storage.agreementsDue(at(0), 10, 10), []);
       // An update moves an agreement out (closed) or later (its next round).
       await storage.updateAgreement('acct_a', both.id, (current) => ({ agreement: { ...current, nextReminderAt: at(50), expiresAt: at(45) }, events: [] }));
       await storage.updateAgreement('acct_a', expired.id, (current) => ({ agreement: { ...current, closedAt: at(6), closedReason: 'expired' }, events: [] }));
-      assert.equal(await storage.agreementsDue(at(10), 10), [{ accountId: 'acct_b', id: reminded.id }]);
+      assert.equal(await storage.agreementsDue(at(10), 10, 10), [{ accountId: 'acct_b', id: reminded.id }]);
       assert.equal(
-        (await storage.agreementsDue(at(45), 10)).map((due) => due.id),
+        (await storage.agreementsDue(at(45), 10, 10)).map((due) => due.id),
         [reminded.id, later.id, both.id],
       );
+    }),
+  );
+
+  test(
+    "agreements: agreementsDue takes at most perAccount of one account: another account's due agreement is never behind a backlog",
+    withStorage(factory, async (storage) => {
+      const at = (second: number) => `2026-03-01T10:00:${String(second).padStart(2, '0')}+00:00`;
+      const backlog = Array.from({ length: 30 }, (_, i) => agreementRecord({ accountId: 'acct_a', expiresAt: at(i % 10) }));
+      const other = agreementRecord({ accountId: 'acct_b', expiresAt: at(20) });
+      for (const agreement of [...backlog, other]) await storage.insertAgreement(agreement, []);
+      const due = await storage.agreementsDue(at(30), 10, 5);
+      assert.is(due.filter((one) => one.accountId === 'acct_a').length, 5);
+      assert.ok(
+        due.some((one) => one.id === other.id),
+        "acct_b's agreement is in the first batch",
+      );
+      assert.is(due.at(-1)!.id, other.id, 'the earliest first across accounts');
+      assert.is((await storage.agreementsDue(at(30), 3, 5)).length, 3, 'limit still bounds the batch');
     }),
   );
 
@@ -508,7 +526,7 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
       assert.equal(await db.event(created.id), created);
       assert.is(await reopened.isBlobReferenced(agreement.documents[1]!.id), true);
       assert.equal(
-        await reopened.agreementsDue('2026-03-01T10:00:00+00:00', 10),
+        await reopened.agreementsDue('2026-03-01T10:00:00+00:00', 10, 10),
         [{ accountId: 'acct_a', id: agreement.id }],
         'what is due, found after a reopen',
       );

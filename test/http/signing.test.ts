@@ -422,15 +422,13 @@ test('agreements.reminderIntervalMs is checked when the portal is made', async (
   }
 });
 
-test.run();
-
 test("a HEAD of /signing shows nothing and marks nothing viewed; a signer never reads another's e-mail or decline reason", async () => {
   await withPortal({ signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER } }, async (app) => {
     const agreement = await createAgreement(app, {}, [SIGNER, signer(2), signer(3)]);
     const [first, second, third] = agreement.signers;
+    const one = await linkFor(app, agreement.id, first.id);
     const declined = await linkFor(app, agreement.id, third.id);
     assert.is((await asSigner(app, declined.token, '/decline', { reason: 'Private reason of the third signer' })).status, 200);
-    const one = await linkFor(app, agreement.id, first.id);
     const head = await fetch(`${app.url}/v1/signing`, { method: 'HEAD', headers: { authorization: `Bearer ${one.token}` } });
     assert.is(head.status, 200);
     assert.is((await app.portal.agreements.get('acct_a', agreement.id))!.signers[0]!.viewedAt, null, 'a HEAD is no view');
@@ -461,3 +459,25 @@ test('signing-link options: null and [] are no object, a 400 naming the body; no
     assert.is((await app.api(path, { method: 'POST' })).status, 201);
   });
 });
+
+test("the tick is fair between accounts: 300 of one account's agreements expiring at once do not hold back another's", async () => {
+  const time = manualClock();
+  const storage = memoryStorage();
+  await withPortal({ storage, signingKeys: [SIGNING_KEY_1], clock: time.clock, webhooks: { tick: NEVER } }, async (app) => {
+    const soon = new Date(time.clock().getTime() + 120_000).toISOString().replace(/\.\d+Z$/, '+00:00');
+    for (let i = 0; i < 300; i++) {
+      const form = validFormData({ signers: [SIGNER] });
+      form.set('expiresAt', soon);
+      assert.is((await app.api('/agreements', { method: 'POST', body: form })).status, 201);
+    }
+    const form = validFormData({ signers: [SIGNER] });
+    form.set('expiresAt', new Date(time.clock().getTime() + 180_000).toISOString().replace(/\.\d+Z$/, '+00:00'));
+    const other = await json(await app.api('/agreements', { method: 'POST', body: form, headers: { authorization: 'Bearer key-of-account-b' } }));
+    time.advance(240);
+    await app.portal.worker!.tick();
+    const seen = await json(await app.api(`/agreements/${other.id}`, { headers: { authorization: 'Bearer key-of-account-b' } }));
+    assert.is(seen.closedReason, 'expired', "the other account's agreement closed in the first tick");
+  });
+});
+
+test.run();
