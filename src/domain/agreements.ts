@@ -365,7 +365,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
     async sign(accountId: string, agreementId: string, signerId: string, input: SignInput, client: ClientInfo = NO_CLIENT): Promise<Agreement> {
       checkAccountId(accountId);
       if (typeof input !== 'object' || input === null) throw new PortalError('INPUT_INVALID', 'sign', 'give { signature } as a data-URL.');
-      const signature = parseInput(signatureInput, input.signature, 'signature');
+      const signature = parseInput(signatureInput, input.signature, 'sign.signature');
       if (!isId('agr', agreementId)) throw new PortalError('AGREEMENT_NOT_FOUND', agreementId);
       const now = clock();
       const updated = await apply(accountId, agreementId, now, (current) => signStep(current, signerId, signature, now, accountActor(accountId), client));

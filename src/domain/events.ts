@@ -64,8 +64,8 @@ export function createEventService(deps: {
      */
     async publish(accountId: string, eventType: string, data: unknown, options: PublishOptions = {}): Promise<PortalEvent> {
       checkAccountId(accountId);
-      parseInput(type, eventType, 'event type');
-      const { orderingKey } = parseInput(publishOptions, options, 'publish options');
+      parseInput(type, eventType, 'eventType');
+      const { orderingKey } = parseInput(publishOptions, options, 'publishOptions');
       const event = newEvent(accountId, eventType, jsonData(data), clock(), orderingKey);
       deps.catalogue?.check(eventType, event.data);
       await storage.publishEvents([event]);

@@ -21,6 +21,13 @@ export function parseInput<T>(schema: Schema<T>, input: unknown, subject: string
     const message = (schema as { message?: unknown }).message;
     throw new PortalError('INPUT_INVALID', subject, typeof message === 'string' ? message : 'must be a JSON object.');
   }
+  // An unknown field is named before anything else is said of the object: a misspelt field would
+  // otherwise read as the right one missing ("filter: is required" for {"filtre": …}).
+  if (schema.type === 'strict_object' && input !== null && typeof input === 'object' && !Array.isArray(input)) {
+    const known = (schema as unknown as { entries: Record<string, unknown> }).entries;
+    const unknown = Object.keys(input).find((key) => !Object.hasOwn(known, key));
+    if (unknown !== undefined) throw new PortalError('INPUT_UNKNOWN_FIELD', subject, unknown);
+  }
   const result = v.safeParse(schema, input, { abortEarly: true });
   if (result.success) return result.output;
   const issue = result.issues[0];
@@ -308,7 +315,7 @@ export const recoverInput = v.strictObject({ since: dateTime }, 'must be an obje
 // Files and attachments
 
 const parentId = v.nullish(v.custom<string>((value) => isId('fsd', value), 'must be a directory id (fsd_…)'));
-export const directoryInput = v.object({ name: entryName, directoryId: parentId }, 'must be an object');
+export const directoryInput = v.strictObject({ name: entryName, directoryId: parentId }, 'must be an object such as {"name": "Contracts"}');
 export const fileInput = v.object(
   {
     name: entryName,

@@ -126,7 +126,7 @@ export function createSigningService(deps: SigningServiceDeps) {
       checkAccountId(accountId);
       checkIds(agreementId, signerId);
       // No body is no options; a body of null is not an object.
-      const { expiresInSeconds = SIGNING_LINK_SECONDS.default } = parseInput(signingLinkInput, input === undefined ? {} : input, 'signing link');
+      const { expiresInSeconds = SIGNING_LINK_SECONDS.default } = parseInput(signingLinkInput, input === undefined ? {} : input, 'signingLink');
       const now = clock();
       const linkId = newId('sgl');
       await apply(accountId, agreementId, now, (current) => issueLink(current, signerId, linkId, now, accountId, client));
@@ -164,7 +164,7 @@ export function createSigningService(deps: SigningServiceDeps) {
     /** Signs as the token's signer, with the signature data-URL `input.signature`. */
     async sign(token: string | null, input: unknown, baseUrl: string, client: ClientInfo): Promise<SigningView> {
       const { claims } = await redeem(token);
-      const { signature } = parseInput(signingSignatureInput, input, 'body');
+      const { signature } = parseInput(signingSignatureInput, input, 'sign');
       const now = clock();
       const updated = await apply(claims.accountId, claims.agreementId, now, (current) =>
         sign(current, claims.signerId, signature, now, claims.signerId, client),
@@ -175,7 +175,7 @@ export function createSigningService(deps: SigningServiceDeps) {
     /** Declines as the token's signer, with an optional reason: the agreement closes. */
     async decline(token: string | null, input: unknown, baseUrl: string, client: ClientInfo): Promise<SigningView> {
       const { claims } = await redeem(token);
-      const { reason = null } = parseInput(declineInput, input ?? {}, 'body');
+      const { reason = null } = parseInput(declineInput, input === undefined ? {} : input, 'decline');
       const now = clock();
       const updated = await apply(claims.accountId, claims.agreementId, now, (current) => decline(current, claims.signerId, reason, now, client));
       return viewOf(updated, claims.signerId, baseUrl);

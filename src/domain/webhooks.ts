@@ -255,8 +255,8 @@ export function createWebhookService(deps: {
      */
     async dryRun(accountId: string, body: DryRunInput): Promise<DryRunResult> {
       checkAccountId(accountId);
-      const { type, filter, limit = DRY_RUN_LIMIT.default } = parseInput(dryRun, body, 'dry run');
-      const checked = filter === null ? null : checkFilter(filter, 'dry run.filter');
+      const { type, filter, limit = DRY_RUN_LIMIT.default } = parseInput(dryRun, body, 'dryRun');
+      const checked = filter === null ? null : checkFilter(filter, 'dryRun.filter');
       const events = await storage.recentEvents(accountId, type, limit);
       const data = events.map(({ id, type, createdAt, data }) => ({ id, type, createdAt, data, matches: checked === null || matchesFilter(checked, data) }));
       return { data, matched: data.filter((event) => event.matches).length };

@@ -113,10 +113,10 @@ test('signing with a signature that is not an acceptable image is a 400 naming i
   try {
     const signerId = agreement.signers[0]!.id;
     const cases: [unknown, RegExp][] = [
-      [{ signature: dataUrl('image/svg+xml', Buffer.from('<svg/>')) }, /^signature: SVG images are refused/],
-      [{ signature: 'data:image/png;base64,AAAA' }, /^signature: the data is not a PNG image/],
-      [{ signature: 42 }, /^signature: must be a string/],
-      [{}, /^signature: must be a string/],
+      [{ signature: dataUrl('image/svg+xml', Buffer.from('<svg/>')) }, /^sign\.signature: SVG images are refused/],
+      [{ signature: 'data:image/png;base64,AAAA' }, /^sign\.signature: the data is not a PNG image/],
+      [{ signature: 42 }, /^sign\.signature: must be a string/],
+      [{}, /^sign\.signature: must be a string/],
       [null, /^sign: give \{ signature \}/],
     ];
     for (const [input, pattern] of cases) {

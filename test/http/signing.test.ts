@@ -454,7 +454,7 @@ test('signing-link options: null and [] are no object, a 400 naming the body; no
     for (const body of ['null', '[]', '[{"expiresInSeconds": 60}]']) {
       const res = await app.api(path, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
       assert.is(res.status, 400, body);
-      assert.match((await json(res)).message, /^signing link: must be an object/, body);
+      assert.match((await json(res)).message, /^signingLink: must be an object/, body);
     }
     assert.is((await app.api(path, { method: 'POST' })).status, 201);
   });

@@ -119,10 +119,10 @@ test("POST /webhooks/dry-run: the account's latest events of the type, each with
     assert.equal([asB.data.length, asB.matched], [1, 1]);
     assert.equal((await json(await dryRun({ type: 'agreement-signed', filter: null }))).data, []);
     for (const [body, pattern] of [
-      [{ type: 'customer-created', filter: { tier: { $like: 'g%' } } }, /^dry run\.filter\.tier\.\$like: is not an operator/],
-      [{ type: 'customer-created', filter: null, limit: 101 }, /^dry run\.limit: must be at most 100/],
-      [{ type: 'nope', filter: null }, /^dry run\.type:/],
-      [{ type: 'customer-created' }, /^dry run\.filter: is required/],
+      [{ type: 'customer-created', filter: { tier: { $like: 'g%' } } }, /^dryRun\.filter\.tier\.\$like: is not an operator/],
+      [{ type: 'customer-created', filter: null, limit: 101 }, /^dryRun\.limit: must be at most 100/],
+      [{ type: 'nope', filter: null }, /^dryRun\.type:/],
+      [{ type: 'customer-created' }, /^dryRun\.filter: is required/],
     ] as const) {
       const refused = await dryRun(body);
       assert.is(refused.status, 400);

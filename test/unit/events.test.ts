@@ -15,7 +15,7 @@ test('publish refuses an unknown type, data that is not a JSON object, and an em
     const cycle: Record<string, unknown> = {};
     cycle.self = cycle;
     for (const [account, type, data, pattern] of [
-      ['acct_a', 'customer-deleted', {}, /event type: must be one of: customer-created, agreement-created, agreement-signed/],
+      ['acct_a', 'customer-deleted', {}, /eventType: must be one of: customer-created, agreement-created, agreement-signed/],
       ['acct_a', 'customer-created', [1, 2], /JSON object/],
       ['acct_a', 'customer-created', 'text', /JSON object/],
       ['acct_a', 'customer-created', null, /JSON object/],
