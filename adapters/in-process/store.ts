@@ -239,6 +239,8 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
   /** Whether a due delivery may be sent: its webhook exists and is not disabled. */
   const deliverable = (delivery: DeliveryRecord): boolean => {
     if (!state.has('webhook', delivery.webhookId)) return false;
+    // Its event gone with a damaged stretch a repair dropped: there is nothing to send, ever.
+    if (!state.has('event', delivery.eventId)) return false;
     const row = state.get('health', delivery.webhookId);
     return row === undefined || kept<WebhookHealthRecord>(row).disabledAt === null;
   };

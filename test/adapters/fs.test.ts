@@ -324,6 +324,34 @@ damage(
 );
 
 damage(
+  'after a repair dropped an event, its delivery still pending is cancelled by the next claim, which goes on',
+  withDir(async (dir) => {
+    let storage = await openStorage(dir);
+    const webhook = webhookRecord();
+    await storage.insertWebhook(webhook);
+    const beforeEvent = statSync(path.join(dir, LOG)).size;
+    const event = eventRecord();
+    const [delivery] = await storage.publishEvents([event]);
+    const afterEvent = statSync(path.join(dir, LOG)).size;
+    // The delivery written again in a later frame, and one more frame after: the event's frame is in the middle.
+    await storage.redeliver('acct_a', delivery!.id, '2026-01-01T00:00:00+00:00');
+    await storage.insertWebhook(webhookRecord());
+    await storage.close!();
+    const bytes = readFileSync(path.join(dir, LOG));
+    bytes[beforeEvent + 20] = bytes[beforeEvent + 20]! ^ 0x10;
+    writeFileSync(path.join(dir, LOG), bytes);
+    storage = fsStorage({ dir, repair: true });
+    await storage.open!();
+    assert.ok(afterEvent > beforeEvent);
+    assert.is((await storage.getDelivery('acct_a', delivery!.id))!.status, 'pending', 'the delivery outlived its event');
+    const claimed = await storage.claimDeliveries({ now: '2030-01-01T00:00:00+00:00', leaseUntil: '2030-01-01T01:00:00+00:00', limit: 10, owner: 'w' });
+    assert.equal(claimed, []);
+    assert.is((await storage.getDelivery('acct_a', delivery!.id))!.status, 'cancelled', 'nothing to send, ever');
+    await storage.close!();
+  }),
+);
+
+damage(
   'a compaction that meets a damaged record stops the store instead of copying it under a fresh checksum',
   withDir(async (dir) => {
     // Events are read from the log by position: the compaction copies them, and checks their frames first.
