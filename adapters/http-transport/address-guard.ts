@@ -6,7 +6,7 @@ export class RefusedAddressError extends Error {
 }
 
 /** What a refused host's message says to the tenant: no address, no kind. */
-export const refusedHostMessage = (hostname: string) => `refused to call ${hostname}: its address is not allowed (allowPrivateNetworks is off)`;
+export const refusedHostMessage = (hostname: string) => `refused to call ${hostname}: it has no address the portal may call (allowPrivateNetworks is off)`;
 
 /** A refusal's details for the operator's log: never part of the attempt's error. */
 export type RefusalReport = (details: { hostname: string; addresses: string[]; reasons: string[] }) => void;

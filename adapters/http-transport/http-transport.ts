@@ -60,9 +60,18 @@ const IDLE_SOCKET_HINT_MAX_MS = 60_000;
  * check and the call (rebinding) cannot slip past. A refusal names the host only; what it resolved
  * to goes to `report`.
  */
+/** The resolver's answers for a name that has no address. */
+const NO_SUCH_NAME = new Set(['ENOTFOUND', 'ENODATA', 'EAI_NONAME', 'EAI_NODATA']);
+
 export function guardedLookup(lookup: LookupFunction, report: RefusalReport = () => {}): LookupFunction {
   return (hostname, options, callback) => {
     lookup(hostname, { ...options, all: true }, (error, answer) => {
+      // A name that does not resolve is refused in the same words as one that resolves only to
+      // refused addresses: which of the two an inside name is stays with the operator's log.
+      if (error && NO_SUCH_NAME.has((error as NodeJS.ErrnoException).code ?? '')) {
+        report({ hostname, addresses: [], reasons: [`does not resolve (${(error as NodeJS.ErrnoException).code})`] });
+        return callback(new RefusedAddressError(refusedHostMessage(hostname)), '', 0);
+      }
       if (error) return callback(error, '', 0);
       const addresses = Array.isArray(answer) ? answer : [{ address: answer, family: options.family === 6 ? 6 : 4 }];
       const allowed = addresses.filter((entry) => refusalOf(entry.address) === null);

@@ -61,7 +61,7 @@ test("calls go through the proxy's CONNECT tunnel, with its credentials, and the
     );
     // A host that resolves to a private address is refused before the proxy is asked for anything.
     const inside = await transport.send(call('http://inside.test/hook'), { timeoutMs: 5000 });
-    assert.equal([inside.statusCode, inside.error], [null, 'refused to call inside.test: its address is not allowed (allowPrivateNetworks is off)']);
+    assert.equal([inside.statusCode, inside.error], [null, 'refused to call inside.test: it has no address the portal may call (allowPrivateNetworks is off)']);
     const literal = await transport.send(call('http://127.0.0.1/hook'), { timeoutMs: 5000 });
     assert.match(literal.error ?? '', /^refused to call 127\.0\.0\.1: a loopback address/);
     assert.is(proxy.tunnels.length, 1);

@@ -258,11 +258,11 @@ test('SSRF: every spelling of this machine is refused before a connection, and n
     assert.is(connections.count, 0, 'a literal address is refused before any socket is made');
     const local = await transport.send(call(`http://localhost:${p}/`), { timeoutMs: 2000 });
     assert.is(local.statusCode, null);
-    assert.is(local.error, 'refused to call localhost: its address is not allowed (allowPrivateNetworks is off)');
+    assert.is(local.error, 'refused to call localhost: it has no address the portal may call (allowPrivateNetworks is off)');
     // Whether the resolver knows the fully qualified "localhost." differs between systems; either way nothing is sent.
     const qualified = await transport.send(call(`http://localhost.:${p}/`), { timeoutMs: 2000 });
     assert.is(qualified.statusCode, null);
-    assert.match(qualified.error ?? '', /^refused to call localhost\.: its address is not allowed|ENOTFOUND/);
+    assert.match(qualified.error ?? '', /^refused to call localhost\.: it has no address the portal may call|ENOTFOUND/);
     assert.is(receiver.received.length, 0, 'the receiver on 127.0.0.1 got nothing');
   } finally {
     connections.restore();
@@ -331,7 +331,7 @@ test('SSRF: a host name whose answer is private is refused at lookup; the error 
       const result = await transport.send(call(`http://${host}:8080/hook`), { timeoutMs: 2000 });
       assert.is(result.statusCode, null, host);
       // The tenant reads this in the delivery log: it names the host it gave, never what the host resolves to.
-      assert.is(result.error, `refused to call ${host}: its address is not allowed (allowPrivateNetworks is off)`);
+      assert.is(result.error, `refused to call ${host}: it has no address the portal may call (allowPrivateNetworks is off)`);
       for (const address of addresses) assert.not.ok(result.error!.includes(address), `${host}: ${result.error}`);
       assert.not.match(result.error!, /loopback|private|link-local|shared|resolved/);
       // The operator's log has the whole story.
@@ -341,6 +341,10 @@ test('SSRF: a host name whose answer is private is refused at lookup; the error 
     }
     assert.is(logged.length, Object.keys(table).length);
     assert.equal(lookups, Object.keys(table), 'each name was looked up through the guard');
+    // A name with no address at all reads the same: the delivery log does not tell an inside name from none.
+    const missing = await transport.send(call('http://no-such-name.test:8080/hook'), { timeoutMs: 2000 });
+    assert.is(missing.error, 'refused to call no-such-name.test: it has no address the portal may call (allowPrivateNetworks is off)');
+    assert.equal([logged.at(-1)!.object.hostname, logged.at(-1)!.object.reasons], ['no-such-name.test', ['does not resolve (ENOTFOUND)']]);
   } finally {
     await transport.close!();
   }

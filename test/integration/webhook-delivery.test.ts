@@ -301,7 +301,7 @@ test('a host name resolving to a refused address: the delivery log names the hos
     await portal.worker!.tick();
     const [delivery] = (await portal.webhooks.deliveries('acct_a', webhook.id))!;
     const error = delivery!.attempts[0]!.error!;
-    assert.is(error, 'refused to call localhost: its address is not allowed (allowPrivateNetworks is off)');
+    assert.is(error, 'refused to call localhost: it has no address the portal may call (allowPrivateNetworks is off)');
     assert.not.match(error, /127\.0\.0\.1|::1|loopback/);
     const refusal = warnings.find((entry) => entry.hostname === 'localhost');
     assert.ok(refusal, 'the refusal is in the operator log');
