@@ -148,10 +148,11 @@ export interface Storage {
   /**
    * Up to `limit` open agreements (not signed, not closed) of any account whose `expiresAt` or
    * `nextReminderAt` is at or before `now` (ATOM), the earliest first, at most `perAccount` of one
-   * account (so one account's backlog never holds back another's expiry). Reads only those due,
-   * never every agreement.
+   * account (so one account's backlog never holds back another's expiry). With `unscheduled`, after
+   * those, the open agreements with no `nextReminderAt` (made while reminders were off), so the
+   * tick schedules their reminders. Reads only those, never every agreement.
    */
-  agreementsDue(now: string, limit: number, perAccount: number): Promise<{ accountId: string; id: string }[]>;
+  agreementsDue(now: string, limit: number, perAccount: number, unscheduled?: boolean): Promise<{ accountId: string; id: string }[]>;
 
   /** Stores a new ticket message attachment. */
   insertAttachment(attachment: AttachmentRecord): Promise<void>;

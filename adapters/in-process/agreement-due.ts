@@ -21,10 +21,14 @@ const before = (a: Entry, b: Entry) => a.at < b.at || (a.at === b.at && a.id < b
 export class AgreementDue {
   private readonly entries: Entry[] = [];
   private readonly entryOf = new Map<string, Entry>();
+  /** The open agreements with no reminder scheduled (made while reminders were off), by id: their account. */
+  private readonly unscheduled = new Map<string, string>();
 
   /** Keeps the entry of `agreement` as it now is: an open one with a time, in its place, or none. */
   update(agreement: AgreementRecord): void {
     const open = agreement.status === 'sent' && agreement.closedAt === null;
+    if (open && agreement.nextReminderAt === null) this.unscheduled.set(agreement.id, agreement.accountId);
+    else this.unscheduled.delete(agreement.id);
     const times = [agreement.expiresAt, agreement.nextReminderAt].filter((at): at is string => at !== null).sort();
     const current = this.entryOf.get(agreement.id);
     if (current !== undefined) {
@@ -44,16 +48,24 @@ export class AgreementDue {
    * (`MAX_WALKED`): behind a backlog larger than that, another account's agreements wait a tick
    * or two more, never the backlog's length.
    */
-  dueBy(now: string, limit: number, perAccount: number): { accountId: string; id: string }[] {
+  dueBy(now: string, limit: number, perAccount: number, unscheduled: boolean): { accountId: string; id: string }[] {
     const due: { accountId: string; id: string }[] = [];
     const taken = new Map<string, number>();
+    const take = (accountId: string, id: string) => {
+      const count = taken.get(accountId) ?? 0;
+      if (count === perAccount) return;
+      taken.set(accountId, count + 1);
+      due.push({ accountId, id });
+    };
     let walked = 0;
     for (const entry of this.entries) {
       if (entry.at > now || due.length === limit || ++walked > MAX_WALKED) break;
-      const count = taken.get(entry.accountId) ?? 0;
-      if (count === perAccount) continue;
-      taken.set(entry.accountId, count + 1);
-      due.push({ accountId: entry.accountId, id: entry.id });
+      take(entry.accountId, entry.id);
+    }
+    if (!unscheduled) return due;
+    for (const [id, accountId] of this.unscheduled) {
+      if (due.length === limit || ++walked > MAX_WALKED) break;
+      if (!due.some((one) => one.id === id)) take(accountId, id);
     }
     return due;
   }

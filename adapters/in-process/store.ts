@@ -368,9 +368,9 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       await commit([{ table: 'agreement', record: agreement }, ...changes, ...completed]);
       agreementsDue.update(agreement);
     },
-    async agreementsDue(now, limit, perAccount) {
+    async agreementsDue(now, limit, perAccount, unscheduled = false) {
       if (!journal.opened) await ready();
-      return agreementsDue.dueBy(now, limit, perAccount);
+      return agreementsDue.dueBy(now, limit, perAccount, unscheduled);
     },
     async getAgreement(accountId, id) {
       if (!journal.opened) await ready();

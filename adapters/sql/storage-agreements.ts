@@ -81,14 +81,24 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
         expires_at = $10::timestamptz, closed_at = $11::timestamptz, closed_reason = $12::text,
         next_reminder_at = $13::timestamptz, audit_head = $14::text, audit_length = $15::int
     WHERE id = $1::text AND account_id = $2::text`;
-  // At most $3 of one account: the due rows numbered within their account, the earliest first.
+  // At most $3 of one account: the due rows numbered within their account, the earliest first; with
+  // $4, then the open rows with no reminder scheduled (their own partial index), oldest first.
   const due = `SELECT account_id, id FROM (
-      SELECT account_id, id, least(expires_at, next_reminder_at) AS at,
-        row_number() OVER (PARTITION BY account_id ORDER BY least(expires_at, next_reminder_at), id) AS turn
-      FROM ${table('agreements')}
-      WHERE status = 'sent' AND closed_at IS NULL AND (expires_at <= $1::timestamptz OR next_reminder_at <= $1::timestamptz)
+      SELECT account_id, id, at, unscheduled,
+        row_number() OVER (PARTITION BY account_id ORDER BY unscheduled, at, id) AS turn
+      FROM (
+        (SELECT account_id, id, least(expires_at, next_reminder_at) AS at, false AS unscheduled
+          FROM ${table('agreements')}
+          WHERE status = 'sent' AND closed_at IS NULL AND (expires_at <= $1::timestamptz OR next_reminder_at <= $1::timestamptz))
+        UNION ALL
+        (SELECT account_id, id, created_at AS at, true AS unscheduled
+          FROM ${table('agreements')}
+          WHERE $4::boolean AND status = 'sent' AND closed_at IS NULL AND next_reminder_at IS NULL
+            AND NOT (expires_at IS NOT NULL AND expires_at <= $1::timestamptz)
+          ORDER BY created_at LIMIT $2::int)
+      ) AS candidates
     ) AS due
-    WHERE turn <= $3::int ORDER BY at, id LIMIT $2::int`;
+    WHERE turn <= $3::int ORDER BY unscheduled, at, id LIMIT $2::int`;
   const insertSigners = `INSERT INTO ${table('agreement_signers')}
     (agreement_id, position, id, first_name, last_name, email, should_identify, signature, signature_hash, signed_at,
      viewed_at, declined_at, decline_reason, signing_link_id)
@@ -177,8 +187,8 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
       const [row] = await db.query(select, [accountId, id]);
       return row === undefined ? null : agreementOfRow(row);
     },
-    async agreementsDue(now, limit, perAccount) {
-      return (await db.query(due, [now, limit, perAccount])).map((row) => ({ accountId: row.account_id as string, id: row.id as string }));
+    async agreementsDue(now, limit, perAccount, unscheduled = false) {
+      return (await db.query(due, [now, limit, perAccount, unscheduled])).map((row) => ({ accountId: row.account_id as string, id: row.id as string }));
     },
     async listAgreements(accountId, page) {
       if (page.after === undefined) return (await db.query(firstPage, [accountId, page.limit])).map(toSummary);

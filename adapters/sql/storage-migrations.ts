@@ -297,6 +297,15 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
     // Agreements from before keep NULL (their trail is held to its chain) until their next step.
     statements: ({ table }) => [`ALTER TABLE ${table('agreements')} ADD COLUMN audit_head text, ADD COLUMN audit_length integer`],
   },
+  {
+    version: 17,
+    name: 'open agreements with no reminder scheduled',
+    // What the tick reads once reminders are turned on, to schedule those made while they were off;
+    // empty again as soon as it has.
+    statements: ({ table }) => [
+      `CREATE INDEX portal_agreements_unscheduled ON ${table('agreements')} (created_at) WHERE status = 'sent' AND closed_at IS NULL AND next_reminder_at IS NULL`,
+    ],
+  },
 ];
 
 /** The last `MAX_ATTEMPTS_KEPT` entries of the jsonb array `expression`, in order. */

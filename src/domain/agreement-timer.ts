@@ -33,7 +33,9 @@ export function createAgreementTimer(deps: {
   const apply = createAgreementChanges({ storage: deps.storage, notify: deps.notify, closed: deps.closed });
   return async function tick(): Promise<void> {
     const now = deps.clock();
-    const due = await deps.storage.agreementsDue(atom(now), AGREEMENTS_PER_TICK, AGREEMENTS_PER_ACCOUNT_PER_TICK);
+    // With reminders on, the agreements made while they were off are read too, to schedule theirs.
+    const unscheduled = deps.reminderIntervalMs !== undefined;
+    const due = await deps.storage.agreementsDue(atom(now), AGREEMENTS_PER_TICK, AGREEMENTS_PER_ACCOUNT_PER_TICK, unscheduled);
     for (const { accountId, id } of due) {
       try {
         // The expiry comes first (apply closes an expired agreement whatever the step); else the round.

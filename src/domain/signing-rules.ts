@@ -39,6 +39,11 @@ export const sha256Hex = (text: string) => createHash('sha256').update(text).dig
  * more. With five signers a trail holds under 400 entries.
  */
 const MAX_REMINDER_ROUNDS = 30;
+/**
+ * The `nextReminderAt` of an agreement whose rounds are all made: never due, and not `null`, which
+ * says no round was ever scheduled (made while reminders were off) and has the tick schedule one.
+ */
+const NO_MORE_ROUNDS = '9999-12-31T23:59:59+00:00';
 const MAX_LINKS_PER_SIGNER = MAX_REMINDER_ROUNDS + 10;
 
 /** The data of an agreement event: the agreement without signature images, and the signer it concerns. */
@@ -167,15 +172,22 @@ function signersToRemind(record: AgreementRecord): AgreementSignerRecord[] {
  * signer to remind, and the next round `intervalMs` on (past `now`: rounds missed while no tick ran
  * are not made up). `null` when no round is due, which is what a second instance finds once the
  * first stored its round: one round per interval, whichever instance makes it. With reminders off
- * (`intervalMs` undefined) a scheduled round is dropped.
+ * (`intervalMs` undefined) a scheduled round is dropped. An open agreement with no round scheduled
+ * (made while reminders were off) gets one, on its own rhythm: the first multiple of `intervalMs`
+ * after its creation that is still to come.
  */
 export function remind(record: AgreementRecord, now: Date, intervalMs: number | undefined): Step | null {
+  if (isOpen(record) && record.nextReminderAt === null && intervalMs !== undefined) {
+    const created = Date.parse(record.createdAt);
+    const rounds = Math.max(1, Math.ceil((now.getTime() - created + 1) / intervalMs));
+    return { agreement: { ...record, nextReminderAt: atom(new Date(created + rounds * intervalMs)) }, events: [] };
+  }
   if (!isOpen(record) || record.nextReminderAt === null || now.getTime() < Date.parse(record.nextReminderAt)) return null;
   if (intervalMs === undefined) return { agreement: { ...record, nextReminderAt: null }, events: [] };
   let next = Date.parse(record.nextReminderAt);
   while (next <= now.getTime()) next += intervalMs;
   const rounds = new Set(record.audit.filter((entry) => entry.action === 'reminder').map((entry) => entry.at)).size + 1;
-  let reminded: AgreementRecord = { ...record, nextReminderAt: rounds >= MAX_REMINDER_ROUNDS ? null : atom(new Date(next)) };
+  let reminded: AgreementRecord = { ...record, nextReminderAt: rounds >= MAX_REMINDER_ROUNDS ? NO_MORE_ROUNDS : atom(new Date(next)) };
   const events: EventRecord[] = [];
   for (const signer of signersToRemind(record)) {
     reminded = audited(reminded, now, 'reminder', { actor: SYSTEM_ACTOR, signerId: signer.id, withDocuments: false });

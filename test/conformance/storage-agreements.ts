@@ -333,6 +333,31 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
   );
 
   test(
+    'agreements: agreementsDue with unscheduled adds the open agreements with no reminder, after those due, and only then',
+    withStorage(factory, async (storage) => {
+      const at = (minute: number) => `2026-03-01T10:${String(minute).padStart(2, '0')}:00+00:00`;
+      const due = agreementRecord({ expiresAt: at(5), nextReminderAt: at(30) });
+      const none = agreementRecord({ createdAt: at(0) });
+      const expiringLater = agreementRecord({ expiresAt: at(50) });
+      const closed = agreementRecord({ closedAt: at(1), closedReason: 'declined' });
+      const scheduled = agreementRecord({ nextReminderAt: at(40) });
+      for (const agreement of [due, none, expiringLater, closed, scheduled]) await storage.insertAgreement(agreement, []);
+      assert.equal(
+        (await storage.agreementsDue(at(10), 10, 10)).map((one) => one.id),
+        [due.id],
+      );
+      const all = (await storage.agreementsDue(at(10), 10, 10, true)).map((one) => one.id);
+      assert.is(all[0], due.id, 'the due first');
+      assert.equal(all.slice(1).sort(), [none.id, expiringLater.id].sort(), 'then the open ones with no reminder, not the closed or scheduled');
+      await storage.updateAgreement('acct_a', none.id, (current) => ({ agreement: { ...current, nextReminderAt: at(20) }, events: [] }));
+      assert.not.ok(
+        (await storage.agreementsDue(at(10), 10, 10, true)).some((one) => one.id === none.id),
+        'scheduled, it is no longer listed',
+      );
+    }),
+  );
+
+  test(
     "agreements: agreementsDue takes at most perAccount of one account: another account's due agreement is never behind a backlog",
     withStorage(factory, async (storage) => {
       const at = (second: number) => `2026-03-01T10:00:${String(second).padStart(2, '0')}+00:00`;

@@ -480,4 +480,29 @@ test("the tick is fair between accounts: 300 of one account's agreements expirin
   });
 });
 
+test('reminders turned on reach the agreements made while they were off: the tick schedules them, on their own rhythm', async () => {
+  const time = manualClock();
+  const storage = memoryStorage();
+  let agreementId = '';
+  await withPortal({ storage, signingKeys: [SIGNING_KEY_1], clock: time.clock, webhooks: { tick: NEVER } }, async (app) => {
+    agreementId = (await createAgreement(app, {}, [SIGNER])).id;
+  });
+  assert.is((await storage.getAgreement('acct_a', agreementId))!.nextReminderAt, null);
+  time.advance(90);
+  const interval = 60_000;
+  await withPortal(
+    { storage, signingKeys: [SIGNING_KEY_1], clock: time.clock, webhooks: { tick: NEVER }, agreements: { reminderIntervalMs: interval } },
+    async (app) => {
+      await app.portal.worker!.tick();
+      const scheduled = (await storage.getAgreement('acct_a', agreementId))!;
+      assert.is(Date.parse(scheduled.nextReminderAt!) - Date.parse(scheduled.createdAt), 2 * interval, 'the next multiple of the interval after its creation');
+      time.advance(60);
+      await app.portal.worker!.tick();
+      const trail = await json(await app.api(`/agreements/${agreementId}/audit`));
+      assert.is(trail.data.filter((entry: { action: string }) => entry.action === 'reminder').length, 1);
+      assert.is(trail.verified, true);
+    },
+  );
+});
+
 test.run();
