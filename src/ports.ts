@@ -400,6 +400,12 @@ export interface WebhookCallResult {
   headers: Record<string, string | string[] | undefined>;
   /** Why no status came back (timeout, refused address, network error); `null` when one did. */
   error: string | null;
+  /**
+   * `true` when the call never left the portal's side: its own egress proxy failed (unreachable,
+   * or it refused the tunnel). The receiver is not to blame: the attempt is logged, but counts
+   * neither toward the webhook's auto-disable nor toward the delivery's retries.
+   */
+  local?: boolean;
 }
 
 /** Performs webhook calls. Resolves for every outcome; rejects never. */

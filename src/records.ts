@@ -350,6 +350,8 @@ export interface DeliveryAttempt {
   statusCode: number | null;
   error: string | null;
   durationMs: number;
+  /** Set when the call never left the portal (its egress proxy failed): `WebhookCallResult.local`. */
+  local?: true;
 }
 
 export interface Delivery {

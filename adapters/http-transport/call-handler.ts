@@ -55,6 +55,8 @@ export class CallHandler implements Dispatcher.DispatchHandler {
   private interim = 0;
   private bodyBytes = 0;
   private settled = false;
+  /** The egress proxy failed: the call never left the portal (`WebhookCallResult.local`). */
+  private local = false;
   /** undici has finished with the request (answered whole, or failed): nothing left to abort. */
   private completed = false;
   private readonly timer: NodeJS.Timeout;
@@ -101,6 +103,8 @@ export class CallHandler implements Dispatcher.DispatchHandler {
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     this.completed = true;
+    // The egress proxy itself failed (connector.ts): the call never left the portal.
+    if ((error as { code?: string; local?: boolean }).code === 'ERR_WEBHOOK_PROXY' && (error as { local?: boolean }).local === true) this.local = true;
     const message = describe(error, this.timeoutMs);
     // An answer that broke a bound or the protocol is no answer, whatever status it began with.
     if (message.startsWith('invalid response:')) this.refuse(message);
@@ -118,7 +122,7 @@ export class CallHandler implements Dispatcher.DispatchHandler {
   }
 
   private refuse(error: string): void {
-    this.finish({ statusCode: null, headers: {}, error });
+    this.finish(this.local ? { statusCode: null, headers: {}, error, local: true } : { statusCode: null, headers: {}, error });
   }
 
   private finish(result: WebhookCallResult): void {

@@ -11,10 +11,24 @@ import { RefusedAddressError, refusalOf, refusedHostMessage, type RefusalReport 
  */
 export const MAX_ANSWER_WIRE_BYTES = 256 * 1024;
 
-/** The egress proxy failed, not the receiver: unreachable, or it refused the tunnel. */
+/**
+ * The egress proxy refused or failed the tunnel. `local` when the proxy itself is at fault (it
+ * cannot be reached, or wants other credentials: `407`): the call never left the portal. A
+ * proxy's other answers (`403` a denied host, `502`/`503` an upstream it could not reach) speak of
+ * the receiver.
+ */
 class ProxyError extends Error {
   readonly code = 'ERR_WEBHOOK_PROXY';
+  constructor(
+    message: string,
+    readonly local: boolean,
+  ) {
+    super(message);
+  }
 }
+
+/** The errors of a connection to the proxy itself that never opened. */
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT']);
 
 /** An answer that broke one of the transport's bounds; its message names which. */
 class AnswerBoundError extends Error {
@@ -104,12 +118,13 @@ function createTunnels(proxy: URL, timeout: number) {
           socket.destroy();
           // Named by the receiver's host, as the tenant wrote it: the address it resolved to stays with the operator.
           const named = `${target.hostname.includes(':') ? `[${target.hostname}]` : target.hostname}:${port}`;
-          return callback(new ProxyError(`the proxy ${where} answered ${statusCode} to CONNECT ${named}`), null);
+          return callback(new ProxyError(`the proxy ${where} answered ${statusCode} to CONNECT ${named}`, statusCode === 407), null);
         }
         if (target.protocol !== 'https:') return callback(null, socket as Socket);
         tls({ ...target, httpSocket: socket as Socket }, callback);
       },
-      (error: Error) => callback(new ProxyError(`the proxy ${where} could not open a tunnel: ${error.message}`), null),
+      (error: Error & { code?: string }) =>
+        callback(new ProxyError(`the proxy ${where} could not open a tunnel: ${error.message}`, UNREACHABLE.has(error.code ?? '')), null),
     );
   }
   return { open, close: () => pool.close() };

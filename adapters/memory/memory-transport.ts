@@ -21,7 +21,7 @@ export function memoryTransport(options: { respond?: (call: WebhookCall) => Memo
       try {
         const answer = options.respond === undefined ? 200 : await options.respond(call);
         const result = typeof answer === 'number' ? { statusCode: answer } : answer;
-        return { statusCode: result.statusCode ?? null, headers: result.headers ?? {}, error: result.error ?? null };
+        return { statusCode: result.statusCode ?? null, headers: result.headers ?? {}, error: result.error ?? null, ...(result.local ? { local: true } : {}) };
       } catch (error) {
         return { statusCode: null, headers: {}, error: error instanceof Error ? error.message : String(error) };
       }

@@ -797,7 +797,13 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
       return claimed;
     },
     async recordAttempt(id, owner, attempt, outcome, health, claimed) {
-      const entry = JSON.stringify({ at: attempt.at, statusCode: attempt.statusCode, error: attempt.error, durationMs: attempt.durationMs });
+      const entry = JSON.stringify({
+        at: attempt.at,
+        statusCode: attempt.statusCode,
+        error: attempt.error,
+        durationMs: attempt.durationMs,
+        ...(attempt.local ? { local: true } : {}),
+      });
       if (claimed !== undefined && health !== undefined && attemptSucceeded(attempt)) {
         const { webhookId, orderingKey } = claimed;
         return recordSuccessesTogether({

@@ -199,7 +199,13 @@ export function toDelivery(row: Row, as = ''): DeliveryRecord {
 
 /** jsonb orders object keys by length; the API shows an attempt's keys in their documented order. */
 function attemptShape(attempt: DeliveryAttempt): DeliveryAttempt {
-  return { at: attempt.at, statusCode: attempt.statusCode, error: attempt.error, durationMs: attempt.durationMs };
+  return {
+    at: attempt.at,
+    statusCode: attempt.statusCode,
+    error: attempt.error,
+    durationMs: attempt.durationMs,
+    ...(attempt.local ? { local: true as const } : {}),
+  };
 }
 
 /** Stores new deliveries, given `deliveryColumnsOf`; attempts and the lease start empty (the columns' defaults). */

@@ -21,6 +21,8 @@ const isSuccess = (statusCode: number | null) => statusCode !== null && statusCo
 export function attemptsInRun(attempts: readonly DeliveryAttempt[], scheduleLength: number): number {
   let inRun = 0;
   for (const attempt of attempts) {
+    // A call that never left the portal (its egress proxy failed) is no try of the receiver.
+    if (attempt.local) continue;
     inRun++;
     if (isSuccess(attempt.statusCode) || attempt.statusCode === 410 || inRun > scheduleLength) inRun = 0;
   }

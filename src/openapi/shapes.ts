@@ -171,6 +171,14 @@ export const deliveryAttempt = v.strictObject({
   statusCode: v.nullable(v.pipe(v.number(), v.integer(), v.minValue(100), v.maxValue(599))),
   error: v.nullable(v.string()),
   durationMs: count,
+  local: v.optional(
+    v.pipe(
+      v.literal(true),
+      v.description(
+        "Present when the call never left the portal: its egress proxy failed. Such an attempt counts neither toward the webhook's auto-disable nor toward the delivery's retries.",
+      ),
+    ),
+  ),
 });
 
 export const delivery = v.strictObject({

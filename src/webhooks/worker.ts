@@ -359,9 +359,14 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   async function recordCall({ delivery, event, webhook }: ClaimedDelivery, { at, result, durationMs }: MadeCall): Promise<void> {
     const { statusCode } = result;
     const redirected = result.error === null && statusCode !== null && statusCode >= 300 && statusCode < 400;
-    const attempt = { at: atom(at), statusCode, error: redirected ? 'redirect not followed' : result.error, durationMs };
-    const outcome = outcomeOf(result, attemptsInRun(delivery.attempts, retrySchedule.length), retrySchedule, clock(), random);
-    const recorded = await storage.recordAttempt(delivery.id, owner, attempt, outcome, health, delivery);
+    const local = result.local === true && statusCode === null;
+    const attempt: DeliveryAttempt = { at: atom(at), statusCode, error: redirected ? 'redirect not followed' : result.error, durationMs };
+    if (local) attempt.local = true;
+    // A call that never left (the egress proxy failed) is the operator's: it costs the webhook no
+    // health and the delivery no retry; it comes again at the schedule's first step.
+    const previous = local ? 0 : attemptsInRun(delivery.attempts, retrySchedule.length);
+    const outcome = outcomeOf(result, previous, retrySchedule, clock(), random);
+    const recorded = await storage.recordAttempt(delivery.id, owner, attempt, outcome, local ? undefined : health, delivery);
     // A redeliver was queued during the call (the delivery is due again), or its key's turn ended
     // (the next of the key is due): this worker claims again (startRecord's refill) rather than
     // leaving it to the next tick.
@@ -399,6 +404,12 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       },
       recorded ? 'webhook attempt' : 'webhook attempt not recorded: the lease was lost or the delivery cancelled',
     );
+    if (local) {
+      logger.warn(
+        { deliveryId: delivery.id, webhookId: webhook.id, error: attempt.error },
+        'webhook call did not leave: the egress proxy failed; retried, and not charged to the webhook',
+      );
+    }
   }
 
   /**

@@ -103,12 +103,22 @@ test('through a proxy, CONNECT names the address the guard checked: a name with 
   }
 });
 
-test('a proxy that refuses the tunnel, or cannot be reached, is named as the failure, without its credentials', async () => {
+test("a proxy that refuses the tunnel, or cannot be reached, is named as the failure, without its credentials; unreachable or 407, marked the portal's own (local)", async () => {
+  const wantsCredentials = await startConnectProxy({ refuse: 407 });
+  const unauthenticated = httpTransport({ proxy: wantsCredentials.url, lookup });
+  try {
+    const result = await unauthenticated.send(call('https://receiver.test/hook'), { timeoutMs: 5000 });
+    assert.equal([result.statusCode, result.local], [null, true], result.error ?? '');
+  } finally {
+    await unauthenticated.close!();
+    await wantsCredentials.close();
+  }
   const proxy = await startConnectProxy({ refuse: 403 });
   const refusing = httpTransport({ proxy: `http://portal:secret@127.0.0.1:${proxy.port}`, lookup });
   try {
     const result = await refusing.send(call('https://receiver.test/hook'), { timeoutMs: 5000 });
     assert.equal([result.statusCode, result.error], [null, `the proxy http://127.0.0.1:${proxy.port} answered 403 to CONNECT receiver.test:443`]);
+    assert.is(result.local, undefined, 'a host the proxy denies is the receiver, not the portal');
   } finally {
     await refusing.close!();
     await proxy.close();
@@ -119,8 +129,20 @@ test('a proxy that refuses the tunnel, or cannot be reached, is named as the fai
     assert.is(result.statusCode, null);
     assert.match(result.error ?? '', new RegExp(`^the proxy http://127\\.0\\.0\\.1:${proxy.port} could not open a tunnel: .*ECONNREFUSED`));
     assert.not.match(result.error ?? '', /secret/);
+    assert.is(result.local, true);
   } finally {
     await gone.close!();
+  }
+  // A receiver's own failure through a working proxy is not local.
+  const receiverGone = await startConnectProxy({ route: () => '127.0.0.1' });
+  const through = httpTransport({ proxy: receiverGone.url, lookup });
+  try {
+    const result = await through.send(call('http://receiver.test:1/hook'), { timeoutMs: 5000 });
+    assert.is(result.statusCode, null);
+    assert.is(result.local, undefined, result.error ?? '');
+  } finally {
+    await through.close!();
+    await receiverGone.close();
   }
 });
 

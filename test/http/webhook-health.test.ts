@@ -92,6 +92,45 @@ test('a receiver answering 500 past both thresholds is disabled: webhook.disable
   );
 });
 
+test("an egress proxy's outage is not the tenant's: no auto-disable, no retry used up, the call goes once the proxy is back", async () => {
+  const time = manualClock();
+  let proxyUp = false;
+  const transport = memoryTransport({
+    respond: () =>
+      proxyUp ? 204 : { statusCode: null, error: 'the proxy http://proxy.internal:3128 could not open a tunnel: connect ECONNREFUSED', local: true },
+  });
+  await withPortal(
+    { clock: time.clock, transport, webhooks: { tick: NEVER, retrySchedule: [60, 60], disableAfterMs: 60_000, disableAfterFailures: 2 } },
+    async (app) => {
+      const disabled: OperationalEvent[] = [];
+      app.portal.on('webhook.disabled', (event) => void disabled.push(event));
+      app.portal.on('delivery.exhausted', (event) => void disabled.push(event));
+      const hook = await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/' });
+      await app.portal.events.publish('acct_a', 'customer-created', { n: 1 });
+      // Thirty minutes of outage: past both thresholds and the whole schedule many times over.
+      for (let minutes = 0; minutes < 30; minutes++) {
+        await app.portal.worker!.tick();
+        time.advance(60);
+      }
+      assert.ok(transport.calls.length >= 10, `tried again and again: ${transport.calls.length}`);
+      assert.equal(disabled, [], 'neither disabled nor exhausted');
+      const health = await json(await app.api(`/webhooks/${hook.id}/health`));
+      assert.equal([health.status, health.consecutiveFailures], ['enabled', 0]);
+      const [during] = (await app.portal.webhooks.deliveries('acct_a', hook.id)) ?? [];
+      assert.is(during!.status, 'pending');
+      assert.ok(
+        during!.attempts.every((attempt) => attempt.local === true && attempt.statusCode === null),
+        'each attempt marked local',
+      );
+      proxyUp = true;
+      time.advance(120);
+      await app.portal.worker!.tick();
+      const [after] = (await app.portal.webhooks.deliveries('acct_a', hook.id)) ?? [];
+      assert.is(after!.status, 'succeeded');
+    },
+  );
+});
+
 test('a 410 disables the webhook at once (gone) and ends its delivery: webhook.disabled and delivery.exhausted', async () => {
   const time = manualClock();
   const transport = memoryTransport({ respond: () => 410 });

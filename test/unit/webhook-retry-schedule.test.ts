@@ -65,4 +65,11 @@ test('attemptsInRun counts from the end of the last run: a success, a 410, or th
   assert.is(attemptsInRun(attempts(500, 500, 500, 500, 500, 503), 3), 2, 'redelivered after a failed run');
 });
 
+test("attemptsInRun passes over calls that never left the portal (local): an egress proxy's outage spends no retry", () => {
+  const local = { at: '2026-01-01T00:00:00+00:00', statusCode: null, error: 'the proxy … could not open a tunnel', durationMs: 1, local: true as const };
+  assert.is(attemptsInRun([...attempts(500), local, local, local, local, local], 3), 1);
+  assert.is(attemptsInRun([local, ...attempts(500, 500), local], 3), 2);
+  assert.is(attemptsInRun([...attempts(500, 500, 500, 500), local], 3), 0, 'a spent run stays spent');
+});
+
 test.run();

@@ -320,5 +320,6 @@ function attempt(entry: DeliveryAttempt): HTMLLIElement {
     entry.statusCode !== null && entry.error !== null ? ` (${entry.error})` : null,
     ' · ',
     duration(entry.durationMs),
+    entry.local ? el('span', { class: 'hint', title: "The portal's egress proxy failed: the call never left." }, " · the portal's side, not counted") : null,
   );
 }

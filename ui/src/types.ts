@@ -45,6 +45,8 @@ export interface DeliveryAttempt {
   statusCode: number | null;
   error: string | null;
   durationMs: number;
+  /** The call never left the portal (its egress proxy failed): not charged to the webhook. */
+  local?: true;
 }
 
 export interface Delivery {
