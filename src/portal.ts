@@ -207,6 +207,8 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
         unsubscribe?.();
         stopObserving();
         await Promise.all([worker?.stop(), orphanSweep.stop()]);
+        // A certificate being made still writes to the blob store.
+        await certificates.settled();
         await Promise.allSettled([transport?.close?.(), storage.close?.(), blobs.close?.()]);
       })();
       return closing;

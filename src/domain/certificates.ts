@@ -20,6 +20,8 @@ export interface Certificates {
   prepare(record: AgreementRecord): void;
   /** The kept certificate of a signed or closed agreement, made now if it is not kept yet. */
   get(record: AgreementRecord): Promise<Buffer>;
+  /** Resolves once every making begun so far has ended (the portal's `close` waits for it). */
+  settled(): Promise<void>;
 }
 
 /**
@@ -68,5 +70,6 @@ export function createCertificates(deps: { blobs: BlobStore; clock: () => Date; 
     async get(record) {
       return (await kept(certificateKey(record.id))) ?? make(record);
     },
+    settled: () => queue.then(() => undefined),
   };
 }

@@ -132,6 +132,17 @@ test('the certificate is made once, as the agreement closes, and kept: a request
   });
 });
 
+test("a portal closed right after the last signature still keeps the agreement's certificate: close waits for its making", async () => {
+  const blobs = memoryBlobs();
+  let agreementId = '';
+  await withPortal({ blobs, signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER } }, async (app) => {
+    const agreement = await json(await app.api('/agreements', { method: 'POST', body: validFormData({ signers: [SIGNER] }) }));
+    agreementId = agreement.id;
+    await signThrough(app, agreement.id, agreement.signers[0].id, '/sign', { signature: REAL_PNG });
+  });
+  assert.ok(await blobs.stat(certificateKey(agreementId)), 'kept before close resolved');
+});
+
 test('pdfkit is imported by the certificate alone, when it makes the first', () => {
   // Its fonts and tables are megabytes of heap that every collection of the process marks again.
   const root = fileURLToPath(new URL('../..', import.meta.url));
