@@ -97,6 +97,23 @@ test('$in and $nin: one of the values, or an array holding one of them; $nin the
   assert.ok(matches({ note: { $in: [null] } }));
 });
 
+test("$in over 100 objects against an event's 1,000 objects reads each object of the event a bounded number of times, not once per value of the list", () => {
+  let reads = 0;
+  const counted = (target: Record<string, unknown>) =>
+    new Proxy(target, {
+      get: (object, key) => (reads++, Reflect.get(object, key)),
+      ownKeys: (object) => (reads++, Reflect.ownKeys(object)),
+    });
+  const items = Array.from({ length: 1000 }, () => counted({ a: 0, b: 0, c: 0, d: 'x' }));
+  const filter = checkFilter({ items: { $in: Array.from({ length: 100 }, (_, i) => ({ a: 0, b: 0, c: 0, d: `y${i}` })) } }, 'filter');
+  assert.not.ok(matchesFilter(filter, { items }));
+  // Spelling an object out reads its keys and each of its four values: a handful of reads per item.
+  assert.ok(reads <= 10 * items.length, `${reads} reads of 1,000 objects`);
+  reads = 0;
+  assert.not.ok(matchesFilter(filter, { items }));
+  assert.is(reads, 0, 'a second webhook with the filter reads the same event again at no cost');
+});
+
 test('$in over objects and arrays: equal whatever the key order, nested values compared whole, kinds kept apart', () => {
   const lines = {
     lines: [
