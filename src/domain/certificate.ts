@@ -1,3 +1,4 @@
+import type { PDF, PDFPage } from '@libpdf/core';
 import { PortalError } from '../errors.js';
 import type { AgreementRecord, AgreementSignerRecord, AuditEntry } from '../records.js';
 import { atom } from '../shared/time.js';
@@ -5,10 +6,11 @@ import { verifyTrail } from './audit-trail.js';
 import { drawableSignature } from './signature-data.js';
 
 /**
- * The certificate of completion of an agreement that is signed or closed: a PDF (pdfkit) that
- * states the agreement, each document's name, size and SHA-256, each signer with their e-mail,
- * their step (time, IP), their signature image, and the whole audit trail with its final hash.
- * Everything in it is read from the stored agreement; nothing is signed here.
+ * The certificate of completion of an agreement that is signed or closed: a PDF (@libpdf/core, the
+ * one PDF library of the package) that states the agreement, each document's name, size and
+ * SHA-256, each signer with their e-mail, their step (time, IP), their signature image, and the
+ * whole audit trail with its final hash. Everything in it is read from the stored agreement;
+ * nothing is signed here.
  */
 
 const ACTIONS: Record<string, string> = {
@@ -29,86 +31,145 @@ const settlingStep = (audit: readonly AuditEntry[], signer: AgreementSignerRecor
   audit.findLast((entry) => entry.signerId === signer.id && (entry.action === 'signed' || entry.action === 'declined'));
 
 /**
- * pdfkit, loaded with the first certificate: its fonts and tables are some 6 MiB of heap that every
- * collection of a portal that never makes one would otherwise mark again (bench rows "POST
- * /v1/agreements, 5 × 1 MiB" and "5 MiB download"; docs/performance.md, "The portal's heap").
+ * @libpdf/core, loaded with the first certificate: a portal that never makes one does not hold it
+ * in its heap, where every collection would mark it again (docs/performance.md, "The portal's heap").
  */
-let pdfkit: ReturnType<typeof loadPdfkit> | undefined;
-const loadPdfkit = () => import('pdfkit');
+let libpdf: Promise<typeof import('@libpdf/core')> | undefined;
+
+/** A4, in points, and its margin. */
+const PAGE = { width: 595.28, height: 841.89, margin: 50 } as const;
+
+/**
+ * Text laid out down the page, a new page where the next line would cross the bottom margin: the
+ * few kinds of line a certificate has, each wrapped within the margins.
+ */
+class Flow {
+  private page: PDFPage;
+  private y = PAGE.height - PAGE.margin;
+  private readonly width = PAGE.width - 2 * PAGE.margin;
+
+  constructor(
+    private readonly pdf: PDF,
+    private readonly lib: typeof import('@libpdf/core'),
+  ) {
+    this.page = pdf.addPage({ size: 'a4' });
+  }
+
+  /** Room for `height` points more on this page, or a new page. */
+  private room(height: number): void {
+    if (this.y - height >= PAGE.margin) return;
+    this.page = this.pdf.addPage({ size: 'a4' });
+    this.y = PAGE.height - PAGE.margin;
+  }
+
+  /** `text` wrapped within `width` points from `x`, each line on the page it fits on. */
+  text(text: string, { size = 10, bold = false, x = PAGE.margin as number, width = this.width } = {}): void {
+    const font = bold ? this.lib.StandardFonts.HelveticaBold : this.lib.StandardFonts.Helvetica;
+    const lineHeight = size * 1.25;
+    for (const line of this.lib.layoutText(printable(text), font, size, width, lineHeight).lines) {
+      this.room(lineHeight);
+      this.page.drawText(line.text, { x, y: this.y - size, size, font });
+      this.y -= lineHeight;
+    }
+  }
+
+  /** `Label: value`, the label bold, the value wrapped beside it. */
+  line(label: string, value: string): void {
+    const size = 10;
+    const lead = `${label}: `;
+    const indent = this.lib.measureText(lead, this.lib.StandardFonts.HelveticaBold, size);
+    this.room(size * 1.25);
+    this.page.drawText(lead, { x: PAGE.margin, y: this.y - size, size, font: this.lib.StandardFonts.HelveticaBold });
+    this.text(value, { size, x: PAGE.margin + indent, width: this.width - indent });
+  }
+
+  heading(text: string): void {
+    this.gap(10);
+    this.text(text, { size: 13, bold: true });
+    this.gap(3);
+  }
+
+  gap(points: number): void {
+    this.y -= points;
+  }
+
+  /** A PNG fitted within `width` × `height` points, its proportions kept. */
+  image(png: Buffer, width: number, height: number): void {
+    const image = this.pdf.embedPng(png);
+    const scale = Math.min(width / image.width, height / image.height);
+    const drawn = { width: image.width * scale, height: image.height * scale };
+    this.room(drawn.height);
+    this.page.drawImage(image, { x: PAGE.margin, y: this.y - drawn.height, ...drawn });
+    this.y -= drawn.height + 4;
+  }
+}
 
 export async function certificatePdf(record: AgreementRecord, now: Date): Promise<Buffer> {
   if (record.status !== 'signed' && record.closedReason === null) throw new PortalError('AGREEMENT_STILL_OPEN', record.id);
-  pdfkit ??= loadPdfkit();
-  const { default: PDFDocument } = await pdfkit;
-  const doc = new PDFDocument({
-    size: 'A4',
-    margin: 50,
-    info: { Title: printable(`Certificate of completion: ${record.name}`), Producer: 'customer-portal', Creator: 'customer-portal', CreationDate: now },
-  });
-  const chunks: Buffer[] = [];
-  doc.on('data', (chunk: Buffer) => chunks.push(chunk));
-  const ended = new Promise<void>((resolve, reject) => {
-    doc.on('end', resolve);
-    doc.on('error', reject);
-  });
+  libpdf ??= import('@libpdf/core');
+  const lib = await libpdf;
+  const pdf = lib.PDF.create();
+  pdf.setTitle(printable(`Certificate of completion: ${record.name}`));
+  pdf.setProducer('customer-portal');
+  pdf.setCreator('customer-portal');
+  pdf.setCreationDate(now);
+  const flow = new Flow(pdf, lib);
 
-  const heading = (text: string) => doc.moveDown(0.8).font('Helvetica-Bold').fontSize(13).text(text).font('Helvetica').fontSize(10).moveDown(0.3);
-  const line = (label: string, value: string) => doc.font('Helvetica-Bold').text(`${label}: `, { continued: true }).font('Helvetica').text(printable(value));
+  flow.text('Certificate of completion', { size: 20, bold: true });
+  flow.gap(8);
+  flow.line('Agreement', record.name);
+  flow.line('Agreement id', record.id);
+  flow.line('Outcome', record.status === 'signed' ? 'signed by every signer' : `closed, ${record.closedReason}`);
+  flow.line('Sent by', record.signerName);
+  flow.line('Created', record.createdAt);
+  flow.line('Signing order', record.signingOrder);
+  if (record.expiresAt !== null) flow.line('Expires at', record.expiresAt);
+  if (record.closedAt !== null) flow.line('Closed at', record.closedAt);
+  flow.line('Certificate made', atom(now));
 
-  doc.font('Helvetica-Bold').fontSize(20).text('Certificate of completion');
-  doc.font('Helvetica').fontSize(10).moveDown(0.5);
-  line('Agreement', record.name);
-  line('Agreement id', record.id);
-  line('Outcome', record.status === 'signed' ? 'signed by every signer' : `closed, ${record.closedReason}`);
-  line('Sent by', record.signerName);
-  line('Created', record.createdAt);
-  line('Signing order', record.signingOrder);
-  if (record.expiresAt !== null) line('Expires at', record.expiresAt);
-  if (record.closedAt !== null) line('Closed at', record.closedAt);
-  line('Certificate made', atom(now));
-
-  heading('Documents');
+  flow.heading('Documents');
   for (const document of record.documents) {
-    line('Name', document.documentName);
-    line('Size', `${document.fileSize} bytes`);
-    line('SHA-256', document.fileHash);
-    doc.moveDown(0.4);
+    flow.line('Name', document.documentName);
+    flow.line('Size', `${document.fileSize} bytes`);
+    flow.line('SHA-256', document.fileHash);
+    flow.gap(5);
   }
 
-  heading('Signers');
+  flow.heading('Signers');
   for (const signer of record.signers) {
     const step = settlingStep(record.audit, signer);
-    line('Name', `${signer.firstName} ${signer.lastName}`);
-    line('E-mail', signer.email);
-    line('Status', signer.signedAt !== null ? `signed at ${signer.signedAt}` : signer.declinedAt !== null ? `declined at ${signer.declinedAt}` : 'not signed');
-    if (signer.declineReason !== null) line('Reason given', signer.declineReason);
-    if (step !== undefined) line('From', `${step.ip ?? 'unknown address'}, ${step.userAgent ?? 'unknown user agent'}`);
-    if (signer.signatureHash !== null) line('Signature SHA-256', signer.signatureHash);
+    flow.line('Name', `${signer.firstName} ${signer.lastName}`);
+    flow.line('E-mail', signer.email);
+    flow.line(
+      'Status',
+      signer.signedAt !== null ? `signed at ${signer.signedAt}` : signer.declinedAt !== null ? `declined at ${signer.declinedAt}` : 'not signed',
+    );
+    if (signer.declineReason !== null) flow.line('Reason given', signer.declineReason);
+    if (step !== undefined) flow.line('From', `${step.ip ?? 'unknown address'}, ${step.userAgent ?? 'unknown user agent'}`);
+    if (signer.signatureHash !== null) flow.line('Signature SHA-256', signer.signatureHash);
     // Never the stored bytes: a PNG redrawn within the pixel budget, or nothing (docs/signing.md, "Signature images").
     const image = drawableSignature(signer.signature);
-    if (image !== null) doc.image(image, { fit: [220, 70] });
-    else if (signer.signature !== null) doc.text('(the signature image could not be read; its hash is above)');
-    doc.moveDown(0.6);
+    if (image !== null) flow.image(image, 220, 70);
+    else if (signer.signature !== null) flow.text('(the signature image could not be read; its hash is above)');
+    flow.gap(8);
   }
 
-  heading('Audit trail');
+  flow.heading('Audit trail');
   for (const entry of record.audit) {
-    doc.font('Helvetica-Bold').text(`${entry.at}  ${ACTIONS[entry.action] ?? entry.action}`, { continued: true });
-    doc
-      .font('Helvetica')
-      .text(printable(`  by ${entry.actor}${entry.ip === null ? '' : ` from ${entry.ip}`}${entry.detail === null ? '' : `: "${entry.detail}"`}`));
-    if (entry.userAgent !== null) doc.fontSize(8).text(printable(entry.userAgent)).fontSize(10);
-    doc.fontSize(8).text(`hash ${entry.hash}`).fontSize(10).moveDown(0.3);
+    flow.text(`${entry.at}  ${ACTIONS[entry.action] ?? entry.action}`, { bold: true });
+    flow.text(`by ${entry.actor}${entry.ip === null ? '' : ` from ${entry.ip}`}${entry.detail === null ? '' : `: "${entry.detail}"`}`);
+    if (entry.userAgent !== null) flow.text(entry.userAgent, { size: 8 });
+    flow.text(`hash ${entry.hash}`, { size: 8 });
+    flow.gap(4);
   }
-  doc.moveDown(0.5);
-  line('Final hash', record.audit.at(-1)?.hash ?? 'none');
-  line(
+  flow.gap(6);
+  flow.line('Final hash', record.audit.at(-1)?.hash ?? 'none');
+  flow.line(
     'Chain',
     verifyTrail(record)
       ? 'verified: every entry links to the one before and hashes to what it says, and the last one to the agreement as stated here'
       : 'NOT verified: an entry, or the agreement it vouches for, was changed after it was written',
   );
-  doc.end();
-  await ended;
-  return Buffer.concat(chunks);
+  // A classic cross-reference table: readers of any age, and pdftotext, take it.
+  return Buffer.from(await pdf.save({ useXRefStream: false }));
 }

@@ -26,7 +26,7 @@ export interface Certificates {
 
 /**
  * Each certificate is made once, as its agreement closes, and kept in the blob store: a request
- * for it reads bytes, never runs pdfkit. Makings run one at a time in a process, so closing many
+ * for it reads bytes, never makes a PDF. Makings run one at a time in a process, so closing many
  * agreements at once queues work rather than stacking PDF renderings; two requests for one
  * certificate share its making. An agreement is evidence as of its close, so the kept certificate
  * stays as it was made; a step recorded after (a late view) is in the trail, not in the PDF.

@@ -93,7 +93,7 @@ test("a declined agreement has a certificate too, with the reason; another accou
   });
 });
 
-test('a hostile image stored by an earlier version is never handed to pdfkit: the certificate is made, the process lives', async () => {
+test('a hostile image stored by an earlier version is never handed to the PDF library: the certificate is made, the process lives', async () => {
   if (!pdftotext) return void console.log(`  skipped: ${reason}`);
   const storage = memoryStorage();
   const blobs = memoryBlobs();
@@ -143,14 +143,16 @@ test("a portal closed right after the last signature still keeps the agreement's
   assert.ok(await blobs.stat(certificateKey(agreementId)), 'kept before close resolved');
 });
 
-test('pdfkit is imported by the certificate alone, when it makes the first', () => {
-  // Its fonts and tables are megabytes of heap that every collection of the process marks again.
+test('the PDF library is imported by the certificate alone, when it makes the first', () => {
+  // Megabytes of heap that every collection of the process would mark again.
   const root = fileURLToPath(new URL('../..', import.meta.url));
   const importers = readdirSync(root, { recursive: true, encoding: 'utf8' })
     .filter((file) => file.endsWith('.js') && (file.startsWith('src/') || file.startsWith('adapters/')))
-    .filter((file) => /\bfrom ['"]pdfkit['"]|\bimport ['"]pdfkit['"]|require\(['"]pdfkit['"]\)/.test(readFileSync(join(root, file), 'utf8')));
-  assert.equal(importers, [], 'no module loads pdfkit when it is loaded');
-  assert.match(readFileSync(join(root, 'src/domain/certificate.js'), 'utf8'), "import('pdfkit')");
+    .filter((file) =>
+      /\bfrom ['"]@libpdf\/core['"]|\bimport ['"]@libpdf\/core['"]|require\(['"]@libpdf\/core['"]\)/.test(readFileSync(join(root, file), 'utf8')),
+    );
+  assert.equal(importers, [], 'no module loads @libpdf/core when it is loaded');
+  assert.match(readFileSync(join(root, 'src/domain/certificate.js'), 'utf8'), "import('@libpdf/core')");
 });
 
 test.run();
