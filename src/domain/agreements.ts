@@ -14,7 +14,7 @@ import {
   type SigningOrder,
 } from '../records.js';
 import { createAgreementChanges } from './agreement-changes.js';
-import { type ClientInfo, NO_CLIENT, accountActor, created, sha256Hex, sign as signStep } from './signing-rules.js';
+import { type ClientInfo, NO_CLIENT, accountActor, created, isPastExpiry, sha256Hex, sign as signStep } from './signing-rules.js';
 import type { DownloadService } from './downloads.js';
 import { signatureInput } from './signature-data.js';
 import { atom } from '../shared/time.js';
@@ -316,7 +316,16 @@ export function createAgreementService(deps: AgreementServiceDeps) {
       // An id not of our shape (a control character in it, say) names nothing: it never reaches the store.
       if (!isId('agr', id)) return null;
       const record = await storage.getAgreement(accountId, id);
-      return record && agreementShape(record);
+      if (record === null) return null;
+      const now = clock();
+      if (!isPastExpiry(record, now)) return agreementShape(record);
+      // Past its expiresAt and not yet closed by a tick: this read closes it (agreement-expired,
+      // once, whichever reaches it first), and shows it closed.
+      const expired = await apply(accountId, id, now, (current) => ({ agreement: current, events: [] })).catch((error: unknown) => {
+        if (error instanceof PortalError && error.code === 'AGREEMENT_CLOSED') return storage.getAgreement(accountId, id);
+        throw error;
+      });
+      return expired && agreementShape(expired);
     },
 
     /**

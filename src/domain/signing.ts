@@ -36,11 +36,12 @@ interface TokenClaims {
 /** Another signer of the agreement, as a signer sees them: who, and whether they signed or declined; nothing to reach them by. */
 type CoSigner = Pick<AgreementSigner, 'id' | 'firstName' | 'lastName' | 'signedAt' | 'declinedAt'>;
 
-/** What a signer sees: the agreement (without signature images), themselves, and a link to each document. */
+/** What a signer sees: the agreement (without signature images), themselves (with their own), and a link to each document. */
 export interface SigningView {
   /** The agreement; in `signers`, the signer whole and each other signer as a `CoSigner`. */
   agreement: Omit<AgreementEventData, 'signers'> & { signers: (AgreementEventData['signers'][number] | CoSigner)[] };
-  signer: Omit<AgreementSigner, 'signature'>;
+  /** The signer, with their own signature image once they signed. */
+  signer: AgreementSigner;
   documents: { id: string; documentName: string; fileSize: number; fileHash: string; link: string }[];
 }
 
@@ -94,7 +95,8 @@ export function createSigningService(deps: SigningServiceDeps) {
   }
 
   function viewOf(record: AgreementRecord, signerId: string, baseUrl: string): SigningView {
-    const { signature: _image, signingLinkId: _link, ...signer } = record.signers.find((candidate) => candidate.id === signerId)!;
+    // The signer's own signature image is theirs to see; the agreement's images are left out.
+    const { signingLinkId: _link, ...signer } = record.signers.find((candidate) => candidate.id === signerId)!;
     const agreement = withoutImages(record);
     return {
       agreement: {

@@ -333,7 +333,7 @@ export const signingView = v.strictObject({
     ...agreementEventData.entries,
     signers: v.pipe(v.array(v.union([agreementEventSigner, coSigner])), v.description('The signer whole; every other signer by name and outcome only.')),
   }),
-  signer: agreementEventSigner,
+  signer: v.pipe(agreementSigner, v.description('The signer, with their own signature image once they signed (`null` before).')),
   documents: v.array(
     v.strictObject({
       ...agreementDocument.entries,

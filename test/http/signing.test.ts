@@ -4,7 +4,7 @@ import * as assert from 'uvu/assert';
 import { memoryStorage, memoryTransport } from '../../adapters/memory/index.js';
 import { createLinkSigner } from '../../src/domain/download-links.js';
 import type { Logger } from '../../src/index.js';
-import { PNG_SIGNATURE, SIGNER, dataUrl, pngBytes, signer, validFormData } from '../helpers/agreements.js';
+import { PNG_SIGNATURE, SIGNER, dataUrl, pngBytes, sha256, signer, validFormData } from '../helpers/agreements.js';
 import { SIGNING_KEY_1, SIGNING_KEY_2 } from '../helpers/download.js';
 import { type TestPortal, json, withPortal } from '../helpers/server.js';
 import { NEVER, manualClock } from '../helpers/webhooks.js';
@@ -62,7 +62,8 @@ test('a sequential agreement: each signer through their link, in turn; the event
     assert.equal(Object.keys(seen), ['agreement', 'signer', 'documents']);
     assert.is(seen.signer.id, first.id);
     assert.ok(seen.signer.viewedAt !== null);
-    assert.not.ok('signature' in seen.signer || 'signingLinkId' in seen.signer);
+    assert.not.ok('signingLinkId' in seen.signer);
+    assert.is(seen.signer.signature, null, 'no signature of their own yet');
     assert.not.ok('signerSignature' in seen.agreement, 'no signature image in the view');
     const document = await fetch(seen.documents[0].link);
     assert.is(document.status, 200);
@@ -72,7 +73,10 @@ test('a sequential agreement: each signer through their link, in turn; the event
 
     const signed = await asSigner(app, one.token, '/sign', { signature: PNG_SIGNATURE });
     assert.is(signed.status, 200);
-    assert.ok((await json(signed)).signer.signedAt !== null);
+    const afterSigning = await json(signed);
+    assert.ok(afterSigning.signer.signedAt !== null);
+    assert.is(afterSigning.signer.signature, PNG_SIGNATURE, 'the view the signature answers shows it, as stored');
+    assert.is(afterSigning.signer.signatureHash, sha256(PNG_SIGNATURE));
     const again = await asSigner(app, one.token, '/sign', { signature: PNG_SIGNATURE });
     assert.is(again.status, 409, 'a used link signs nothing');
     assert.is((await asSigner(app, two.token, '/sign', { signature: PNG_SIGNATURE })).status, 200);
@@ -503,6 +507,23 @@ test('reminders turned on reach the agreements made while they were off: the tic
       assert.is(trail.verified, true);
     },
   );
+});
+
+test('GET /agreements/{id} of an agreement past its expiresAt shows it closed (expired) before any tick, and closes it once', async () => {
+  const time = manualClock();
+  const transport = memoryTransport();
+  await withPortal({ signingKeys: [SIGNING_KEY_1], clock: time.clock, transport, webhooks: { tick: NEVER } }, async (app) => {
+    const hook = await app.portal.webhooks.create('acct_a', { type: 'agreement-expired', url: 'https://hooks.example.com/expired' });
+    const form = validFormData({ signers: [SIGNER] });
+    form.set('expiresAt', new Date(time.clock().getTime() + 60_000).toISOString().replace(/\.\d+Z$/, '+00:00'));
+    const agreement = await json(await app.api('/agreements', { method: 'POST', body: form }));
+    assert.is((await json(await app.api(`/agreements/${agreement.id}`))).closedReason, null, 'open before its time');
+    time.advance(61);
+    const reads = await Promise.all([1, 2, 3].map(async () => json(await app.api(`/agreements/${agreement.id}`))));
+    for (const read of reads) assert.equal([read.closedReason, read.closedAt !== null], ['expired', true]);
+    assert.is((await app.portal.agreements.get('acct_a', agreement.id))!.closedReason, 'expired');
+    assert.is((await app.portal.webhooks.deliveries('acct_a', hook.id))!.length, 1, 'agreement-expired once');
+  });
 });
 
 test.run();
