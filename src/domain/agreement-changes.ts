@@ -8,10 +8,18 @@ import { type Step, expire, isOpen, isPastExpiry } from './signing-rules.js';
  * an agreement whose `expiresAt` has come is closed first, by whichever request reaches it (the
  * step is then refused with 409, the closing kept), so expiry never waits for the tick alone.
  * Resolves the stored agreement; 404 when absent in this account. A step that signs or closes the
- * agreement is told to `closed` once stored (its certificate is made then, off the request).
+ * agreement is told to `closed` once stored (its certificate is made then, off the request). A
+ * read (`reading: true`: a view, a `GET`) is not refused by the expiry it meets: it resolves the
+ * agreement as the expiry left it.
  */
 export function createAgreementChanges(deps: { storage: Storage; notify: () => void; closed?: ((record: AgreementRecord) => void) | undefined }) {
-  return async function apply(accountId: string, agreementId: string, now: Date, step: (current: AgreementRecord) => Step): Promise<AgreementRecord> {
+  return async function apply(
+    accountId: string,
+    agreementId: string,
+    now: Date,
+    step: (current: AgreementRecord) => Step,
+    { reading = false } = {},
+  ): Promise<AgreementRecord> {
     let refusal: PortalError | undefined;
     let stored = 0;
     let closes = false;
@@ -19,7 +27,9 @@ export function createAgreementChanges(deps: { storage: Storage; notify: () => v
       refusal = undefined;
       const made = isPastExpiry(current, now) ? expire(current, now) : step(current);
       closes = isOpen(current) && !isOpen(made.agreement);
-      if (made.agreement.closedReason === 'expired' && current.closedReason === null) refusal = new PortalError('AGREEMENT_CLOSED', agreementId, 'expired');
+      if (!reading && made.agreement.closedReason === 'expired' && current.closedReason === null) {
+        refusal = new PortalError('AGREEMENT_CLOSED', agreementId, 'expired');
+      }
       stored = made.events.length;
       return made;
     });

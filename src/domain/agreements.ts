@@ -321,11 +321,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
       if (!isPastExpiry(record, now)) return agreementShape(record);
       // Past its expiresAt and not yet closed by a tick: this read closes it (agreement-expired,
       // once, whichever reaches it first), and shows it closed.
-      const expired = await apply(accountId, id, now, (current) => ({ agreement: current, events: [] })).catch((error: unknown) => {
-        if (error instanceof PortalError && error.code === 'AGREEMENT_CLOSED') return storage.getAgreement(accountId, id);
-        throw error;
-      });
-      return expired && agreementShape(expired);
+      return agreementShape(await apply(accountId, id, now, (current) => ({ agreement: current, events: [] }), { reading: true }));
     },
 
     /**

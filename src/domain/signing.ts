@@ -147,18 +147,9 @@ export function createSigningService(deps: SigningServiceDeps) {
       let current = record;
       const firstView = markViewed && record.signers.find((candidate) => candidate.id === claims.signerId)!.viewedAt === null;
       if (firstView || isPastExpiry(record, now)) {
-        try {
-          current = await apply(
-            claims.accountId,
-            claims.agreementId,
-            now,
-            (latest) => view(latest, claims.signerId, now, client) ?? { agreement: latest, events: [] },
-          );
-        } catch (error) {
-          // The expiry closed it on the way: the signer reads it as it now is.
-          if (!(error instanceof PortalError && error.code === 'AGREEMENT_CLOSED')) throw error;
-          current = (await storage.getAgreement(claims.accountId, claims.agreementId))!;
-        }
+        // The expiry may close it on the way: the signer reads it as it now is.
+        const step = (latest: AgreementRecord) => view(latest, claims.signerId, now, client) ?? { agreement: latest, events: [] };
+        current = await apply(claims.accountId, claims.agreementId, now, step, { reading: true });
       }
       return viewOf(current, claims.signerId, baseUrl);
     },
