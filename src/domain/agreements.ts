@@ -14,7 +14,8 @@ import {
   type SigningOrder,
 } from '../records.js';
 import { createAgreementChanges } from './agreement-changes.js';
-import { type ClientInfo, NO_CLIENT, accountActor, created, isPastExpiry, sha256Hex, sign as signStep } from './signing-rules.js';
+import { senderSignatureHash } from './audit-trail.js';
+import { type ClientInfo, NO_CLIENT, accountActor, created, isPastExpiry, sign as signStep } from './signing-rules.js';
 import type { DownloadService } from './downloads.js';
 import { signatureInput } from './signature-data.js';
 import { atom } from '../shared/time.js';
@@ -219,7 +220,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
       status: 'sent',
       signerName: form.signerName,
       signerSignature: form.signerSignatureData,
-      signerSignatureHash: sha256Hex(form.signerSignatureData + '\n' + createdAt),
+      signerSignatureHash: senderSignatureHash(form.signerSignatureData, createdAt),
       signers: form.signers.map(
         (signer): AgreementSignerRecord => ({
           id: newId('ags'),

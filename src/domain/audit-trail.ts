@@ -9,6 +9,12 @@ export type AuditStep = Omit<AuditEntry, 'previousHash' | 'hash'>;
 
 const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex');
 
+/** A signer's `signatureHash`: SHA-256 (hex) of their signature's data-URL. */
+export const signatureHash = (dataUrl: string) => sha256Hex(dataUrl);
+
+/** The agreement's `signerSignatureHash`: SHA-256 (hex) of the sender's data-URL, a line break and `createdAt`. */
+export const senderSignatureHash = (dataUrl: string, createdAt: string) => sha256Hex(`${dataUrl}\n${createdAt}`);
+
 /**
  * The hash of an entry: SHA-256 (hex) over the previous entry's hash, a line break, and the entry's
  * fields as JSON in a fixed order (`at, action, actor, signerId, ip, userAgent, documents, detail`,
@@ -112,6 +118,6 @@ export function verifyTrail(record: AgreementRecord): boolean {
   const last = audit.at(-1);
   if (last?.state !== undefined && last.state !== stateDigest(record)) return false;
   if (auditHead === null) return true;
-  if (record.signerSignatureHash !== sha256Hex(`${record.signerSignature}\n${record.createdAt}`)) return false;
-  return record.signers.every((signer) => signer.signature === null || signer.signatureHash === sha256Hex(signer.signature));
+  if (record.signerSignatureHash !== senderSignatureHash(record.signerSignature, record.createdAt)) return false;
+  return record.signers.every((signer) => signer.signature === null || signer.signatureHash === signatureHash(signer.signature));
 }

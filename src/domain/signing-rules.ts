@@ -1,9 +1,8 @@
-import { createHash } from 'node:crypto';
 import { PortalError } from '../errors.js';
 import type { AgreementRecord, AgreementSignerRecord, AuditAction, EventRecord } from '../records.js';
 import { withoutImages } from '../records.js';
 import { atom } from '../shared/time.js';
-import { withStep } from './audit-trail.js';
+import { signatureHash, withStep } from './audit-trail.js';
 import { newEvent } from './events.js';
 
 /**
@@ -29,8 +28,6 @@ export interface Step {
   agreement: AgreementRecord;
   events: EventRecord[];
 }
-
-export const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex');
 
 /**
  * What keeps an agreement's trail (kept with the agreement, read with it) bounded whatever its
@@ -118,7 +115,7 @@ export function sign(record: AgreementRecord, signerId: string, signature: strin
   const refusal = refusalToAct(record, signerId);
   if (refusal !== null) throw refusal;
   const signers = record.signers.map((candidate) =>
-    candidate.id === signerId ? { ...candidate, signature, signatureHash: sha256Hex(signature), signedAt: atom(now) } : candidate,
+    candidate.id === signerId ? { ...candidate, signature, signatureHash: signatureHash(signature), signedAt: atom(now) } : candidate,
   );
   const allSigned = signers.every((candidate) => candidate.signedAt !== null);
   const signed = audited({ ...record, signers, status: allSigned ? 'signed' : record.status }, now, 'signed', { actor, signerId, client });
