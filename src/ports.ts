@@ -401,9 +401,9 @@ export interface WebhookCallResult {
   /** Why no status came back (timeout, refused address, network error); `null` when one did. */
   error: string | null;
   /**
-   * `true` when the call never left the portal's side: its own egress proxy failed (unreachable,
-   * or it refused the tunnel). The receiver is not to blame: the attempt is logged, but counts
-   * neither toward the webhook's auto-disable nor toward the delivery's retries.
+   * `true` when the call never left the portal's side: its own egress proxy failed (it could not be
+   * reached, or asked for other credentials with `407`). The receiver is not to blame: the attempt
+   * is logged, but counts neither toward the webhook's auto-disable nor toward the delivery's retries.
    */
   local?: boolean;
 }

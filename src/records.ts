@@ -235,7 +235,11 @@ export interface AgreementRecord extends Omit<Agreement, 'signers'> {
   audit: AuditEntry[];
   /** The trail's head as of the last step; `null` for an agreement whose trail predates it. */
   auditHead: AuditHead | null;
-  /** When the next reminder round is due (`agreements.reminderIntervalMs`); `null`: no reminders. */
+  /**
+   * When the next reminder round is due (`agreements.reminderIntervalMs`); `null`: none scheduled
+   * (made while reminders were off: the tick schedules one once they are on); 9999-12-31 once every
+   * round is made (`remind` in `domain/signing-rules.ts`).
+   */
   nextReminderAt: string | null;
 }
 

@@ -103,8 +103,9 @@ export class CallHandler implements Dispatcher.DispatchHandler {
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     this.completed = true;
-    // The egress proxy itself failed (connector.ts): the call never left the portal.
-    if ((error as { code?: string; local?: boolean }).code === 'ERR_WEBHOOK_PROXY' && (error as { local?: boolean }).local === true) this.local = true;
+    // The egress proxy itself failed (connector.ts `ProxyError`): the call never left the portal.
+    const proxyFailure = error as { code?: string; local?: boolean };
+    if (proxyFailure.code === 'ERR_WEBHOOK_PROXY' && proxyFailure.local === true) this.local = true;
     const message = describe(error, this.timeoutMs);
     // An answer that broke a bound or the protocol is no answer, whatever status it began with.
     if (message.startsWith('invalid response:')) this.refuse(message);
@@ -122,7 +123,7 @@ export class CallHandler implements Dispatcher.DispatchHandler {
   }
 
   private refuse(error: string): void {
-    this.finish(this.local ? { statusCode: null, headers: {}, error, local: true } : { statusCode: null, headers: {}, error });
+    this.finish({ statusCode: null, headers: {}, error, ...(this.local ? { local: true } : {}) });
   }
 
   private finish(result: WebhookCallResult): void {

@@ -110,15 +110,15 @@ function createTunnels(proxy: URL, timeout: number) {
 
   function open(target: buildConnector.Options, host: string, callback: buildConnector.Callback): void {
     const port = target.port !== '' ? target.port : target.protocol === 'https:' ? '443' : '80';
-    // undici hands the host name over unbracketed; CONNECT's authority brackets an IPv6 address.
-    const authority = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+    // undici hands the host name over unbracketed; an authority brackets an IPv6 address.
+    const authorityOf = (name: string) => `${name.includes(':') ? `[${name}]` : name}:${port}`;
+    const authority = authorityOf(host);
     pool.connect({ path: authority, headers: { ...headers, host: authority } }).then(
       ({ statusCode, socket }) => {
         if (statusCode !== 200) {
           socket.destroy();
           // Named by the receiver's host, as the tenant wrote it: the address it resolved to stays with the operator.
-          const named = `${target.hostname.includes(':') ? `[${target.hostname}]` : target.hostname}:${port}`;
-          return callback(new ProxyError(`the proxy ${where} answered ${statusCode} to CONNECT ${named}`, statusCode === 407), null);
+          return callback(new ProxyError(`the proxy ${where} answered ${statusCode} to CONNECT ${authorityOf(target.hostname)}`, statusCode === 407), null);
         }
         if (target.protocol !== 'https:') return callback(null, socket as Socket);
         tls({ ...target, httpSocket: socket as Socket }, callback);

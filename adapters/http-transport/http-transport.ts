@@ -54,15 +54,15 @@ const IDLE_SOCKET_MS = 4000;
  */
 const IDLE_SOCKET_HINT_MAX_MS = 60_000;
 
+/** The resolver's answers for a name that has no address. */
+const NO_SUCH_NAME = new Set(['ENOTFOUND', 'ENODATA', 'EAI_NONAME', 'EAI_NODATA']);
+
 /**
  * Wraps `lookup` so that only addresses the guard allows come back. Node connects to what lookup
  * answers, so the address checked is the address connected to: a DNS answer that changes between a
  * check and the call (rebinding) cannot slip past. A refusal names the host only; what it resolved
  * to goes to `report`.
  */
-/** The resolver's answers for a name that has no address. */
-const NO_SUCH_NAME = new Set(['ENOTFOUND', 'ENODATA', 'EAI_NONAME', 'EAI_NODATA']);
-
 export function guardedLookup(lookup: LookupFunction, report: RefusalReport = () => {}): LookupFunction {
   return (hostname, options, callback) => {
     lookup(hostname, { ...options, all: true }, (error, answer) => {
