@@ -356,6 +356,9 @@ function sequentialReader(file: LogFile, fileSize: number) {
   };
 }
 
+/** Bytes of a cut tail read back to name its records (`onDiscard`); the whole tail is saved whatever its size. */
+const DISCARD_READ_BYTES = 1 << 20;
+
 /** The file that says a log was closed, and at what size. */
 const closedMark = (file: string) => `${file}.closed`;
 
@@ -443,7 +446,9 @@ export async function openRecordLog(file: string, options: RecordLogOptions, app
         // a frame nothing vouches for. Kept aside either way, and told.
         const savedAs = `${file}.discarded-${Date.now()}`;
         await saveRange(current.handle, end, size, savedAs);
-        discardReport = { file, from: end, to: size, savedAs, records: recordsNamedIn(await readExactly(current.handle, size - end, end)) };
+        // The records named in its first MiB: the whole of a torn transaction, read back within a bound.
+        const named = await readExactly(current.handle, Math.min(size - end, DISCARD_READ_BYTES), end);
+        discardReport = { file, from: end, to: size, savedAs, records: recordsNamedIn(named) };
       }
       await current.handle.truncate(end);
       await current.handle.sync();
