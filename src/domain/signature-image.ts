@@ -56,9 +56,8 @@ export function redrawSignature(type: 'png' | 'jpeg', bytes: Buffer): Buffer {
     throw new SignatureImageError(`is not a readable ${type.toUpperCase()} image (${reasonOf(error)})`);
   }
   checkSize(width, height);
-  const out = new png.PNG({ width, height });
-  pixels.copy(out.data, 0, 0, width * height * 4);
-  const redrawn = png.PNG.sync.write(out as PNG, { colorType: 6, inputColorType: 6, bitDepth: 8 });
+  // Both decoders hand over 8-bit RGBA, written straight from their buffer: no second copy of the pixels.
+  const redrawn = png.PNG.sync.write({ width, height, data: pixels } as PNG, { colorType: 6, inputColorType: 6, bitDepth: 8 });
   if (redrawn.length > REDRAWN_MAX_BYTES) throw new SignatureImageError('holds too much detail: redrawn as a PNG it is over 1 MiB');
   return redrawn;
 }
