@@ -123,7 +123,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   /** Asks the worker for a pass now; every service that stores events calls it after the write. */
   const notify = () => worker?.poke();
   // Made as each agreement closes, by whichever part closed it, and kept: a request only reads one.
-  const certificates = createCertificates({ blobs, clock, logger });
+  const certificates = createCertificates({ storage, blobs, clock, logger });
   let transport: WebhookTransport | undefined = options.transport;
   if (webhookOptions.worker) {
     const { timeoutMs, allowPrivateNetworks } = webhookOptions;

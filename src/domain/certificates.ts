@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import { describeError } from '../errors.js';
-import type { BlobStore } from '../ports.js';
+import type { BlobStore, Storage } from '../ports.js';
 import type { AgreementRecord } from '../records.js';
 import type { Logger } from '../shared/logger.js';
 import { certificatePdf } from './certificate.js';
@@ -28,11 +28,12 @@ export interface Certificates {
  * Each certificate is made once, as its agreement closes, and kept in the blob store: a request
  * for it reads bytes, never makes a PDF. Makings run one at a time in a process, so closing many
  * agreements at once queues work rather than stacking PDF renderings; two requests for one
- * certificate share its making. An agreement is evidence as of its close, so the kept certificate
- * stays as it was made; a step recorded after (a late view) is in the trail, not in the PDF.
+ * certificate share its making. The agreement is read as its turn comes, moments after its close,
+ * and the kept certificate stays as it was made; a step recorded after that (a late view) is in
+ * the trail, not in the PDF.
  */
-export function createCertificates(deps: { blobs: BlobStore; clock: () => Date; logger: Logger }): Certificates {
-  const { blobs, clock, logger } = deps;
+export function createCertificates(deps: { storage: Storage; blobs: BlobStore; clock: () => Date; logger: Logger }): Certificates {
+  const { storage, blobs, clock, logger } = deps;
   const making = new Map<string, Promise<Buffer>>();
   let queue: Promise<unknown> = Promise.resolve();
 
@@ -41,13 +42,19 @@ export function createCertificates(deps: { blobs: BlobStore; clock: () => Date; 
     return stream === null ? null : buffer(stream);
   }
 
-  function make(record: AgreementRecord): Promise<Buffer> {
-    const key = certificateKey(record.id);
+  /**
+   * Queues the making of the certificate of agreement `id`. The queue holds ids only, the agreement
+   * read when its turn comes: however many agreements close at once, the wait costs no images.
+   */
+  function make(accountId: string, id: string): Promise<Buffer> {
+    const key = certificateKey(id);
     let made = making.get(key);
     if (made !== undefined) return made;
     const turn = queue.then(async () => {
       const stored = await kept(key);
       if (stored !== null) return stored;
+      const record = await storage.getAgreement(accountId, id);
+      if (record === null) throw new Error(`certificate: agreement ${id} is gone`);
       const pdf = await certificatePdf(record, clock());
       await blobs.put(key, Readable.from([pdf]));
       return pdf;
@@ -60,7 +67,7 @@ export function createCertificates(deps: { blobs: BlobStore; clock: () => Date; 
 
   return {
     prepare(record) {
-      make(record).catch((error) =>
+      make(record.accountId, record.id).catch((error) =>
         logger.warn(
           { agreementId: record.id, error: describeError(error) },
           'certificate: could not be made as the agreement closed; the next request makes it',
@@ -68,7 +75,7 @@ export function createCertificates(deps: { blobs: BlobStore; clock: () => Date; 
       );
     },
     async get(record) {
-      return (await kept(certificateKey(record.id))) ?? make(record);
+      return (await kept(certificateKey(record.id))) ?? make(record.accountId, record.id);
     },
     settled: () => queue.then(() => undefined),
   };
