@@ -164,6 +164,54 @@ export const ERRORS = {
   },
   SIGNING_LINK_EXPIRED: { status: 410, message: (expiredAt: string) => `The signing link expired at ${expiredAt}. Ask the sender for a new one.` },
 
+  // Signer identification
+  IDENTIFICATION_REQUIRED: {
+    status: 403,
+    message: () => 'Identify first: this signer must confirm who they are (POST /signing/identify) before seeing the documents, signing or declining.',
+  },
+  IDENTIFICATION_CODE_WRONG: {
+    status: 403,
+    message: (triesLeft: number) => `The code is not right. ${triesLeft} ${triesLeft === 1 ? 'try' : 'tries'} left before this signing link is revoked.`,
+  },
+  IDENTIFICATION_CODE_EXPIRED: {
+    status: 403,
+    message: (triesLeft: number) => `The code has expired (codes last 10 minutes): request a new one. ${triesLeft} ${triesLeft === 1 ? 'try' : 'tries'} left.`,
+  },
+  IDENTIFICATION_NO_CODE: {
+    status: 403,
+    message: () => 'No identification code is outstanding for this signing link: request one (POST /signing/identify/email-code).',
+  },
+  IDENTIFICATION_LOCKED: {
+    status: 401,
+    message: (wrong: number) => `This signing link was revoked after ${wrong} wrong codes. Ask the sender for a new one.`,
+    headers: () => ({ 'www-authenticate': 'Bearer realm="customer-portal-signing", error="invalid_token"' }),
+  },
+  IDENTIFICATION_NOT_REQUIRED: { status: 409, message: () => 'This signer does not need to identify: their link shows the documents.' },
+  IDENTIFICATION_ALREADY_VERIFIED: { status: 409, message: () => 'This signer has already identified with this link.' },
+  EMAIL_CODE_UNAVAILABLE: {
+    status: 409,
+    message: (why: string) => `An e-mail code cannot be sent: ${why}.`,
+  },
+  EMAIL_CODE_SENDS_LIMIT: {
+    status: 429,
+    message: (max: number, retryAfterSeconds: number) =>
+      `${max} codes were sent to this signer in the last hour, the most allowed; another can be sent in ${retryAfterSeconds} seconds.`,
+    headers: (_max: number, retryAfterSeconds: number) => ({ 'retry-after': String(retryAfterSeconds) }),
+  },
+  ACCESS_CODE_NEEDED: {
+    status: 409,
+    message: (signerId: string) =>
+      `Signer ${signerId} must identify (shouldIdentify), and no notifier is configured to mail them a code: issue the link with an accessCode, given to them by another channel.`,
+  },
+  NOTIFIER_MISSING: {
+    status: 409,
+    message: () => 'send: true needs a notifier (option notifier, or SMTP_URL and MAIL_FROM for the standalone server) to mail the link.',
+  },
+  DISCLOSURE_CHANGED: {
+    status: 409,
+    message: (version: string) => `consent.disclosureVersion is not the disclosure in force (version ${version}): read it again and consent to that one.`,
+  },
+
   // Webhooks
   WEBHOOK_NOT_FOUND: { status: 404, message: (id: string) => `No webhook ${id} in this account.` },
   WEBHOOK_KEYS_NOT_FOUND: {

@@ -1,6 +1,7 @@
 import type { AuthOption } from './http/auth.js';
 import type { Logger } from './shared/logger.js';
 import type { BlobStore, Storage, WebhookTransport } from './ports.js';
+import type { Notifier } from './domain/signer-mail.js';
 
 export interface WebhookOptions {
   /** Run the delivery worker in this instance (default `true`); `false` serves the API only. */
@@ -82,10 +83,78 @@ export interface PortalOptions {
   /** Serve the routes beyond the spec (webhook management, file and attachment uploads); default `true`. */
   extensions?: boolean;
   /**
+   * Mails signers: their identification code, a link issued with `send: true`, reminders with a
+   * fresh link (with `agreements.reminderIntervalMs` and `publicUrl`), and `agreement-completed`
+   * with the certificate. `smtpNotifier` from `customer-portal/adapters/smtp`, or your own. Mail is
+   * kept with its agreement until sent, retried on `webhooks.retrySchedule`. Without it, the e-mail
+   * code is not offered and `send: true` is refused.
+   */
+  notifier?: Notifier;
+  /** The signing page: the origins that may frame it, and the disclosure a signer consents to. */
+  signing?: SigningOptions;
+  /** The name mails speak in (default: the agreement's sender, `signerName`). */
+  branding?: Branding | ((accountId: string) => Promise<Branding>);
+  /**
    * Serve the customer portal page at `path` (default `/portal`), a path outside `basePath`: the
    * account's webhooks, deliveries and files, for a person holding an API key. Default off.
    */
   ui?: UiOptions | false;
+}
+
+export interface SigningOptions {
+  /**
+   * Origins (`https://app.example.com`) that may show the signing page in a frame: its CSP names
+   * them in `frame-ancestors` (default `'none'`), and the page posts its progress to the parent
+   * (`{type: "customer-portal:signing", status, agreementId, signerId}`) only when it is one of them.
+   */
+  frameAncestors?: readonly string[];
+  /** The ESIGN consumer disclosure shown before signing; the trail records its SHA-256 with the consent. */
+  disclosure?: { version: string; text: string };
+}
+
+/** Who the portal speaks for, in mails. */
+export interface Branding {
+  name: string;
+  logoUrl?: string;
+  accentColor?: string;
+  supportEmail?: string;
+}
+
+/** The disclosure a signer is shown when the host gives none. */
+const DEFAULT_DISCLOSURE = {
+  version: '2026-12-05',
+  text: [
+    'You agree to sign electronically. Your electronic signature has the same effect as a handwritten one.',
+    'You may ask the sender for a paper copy, or to sign on paper instead, by writing to them; you may withdraw this consent before you sign, by declining.',
+    'To sign you need a current web browser; to keep the documents, a PDF reader. The documents and the certificate of completion are yours to download.',
+  ].join('\n\n'),
+} as const;
+
+/** `signing.frameAncestors`, checked: each an origin (scheme, host, port; no path), https unless it is localhost. */
+export function resolveFrameAncestors(origins: unknown): string[] {
+  if (origins === undefined) return [];
+  if (!Array.isArray(origins)) throw new TypeError('signing.frameAncestors must be an array of origins such as "https://app.example.com"');
+  return origins.map((origin, index) => {
+    const where = `signing.frameAncestors[${index}]`;
+    if (typeof origin !== 'string' || !URL.canParse(origin)) throw new TypeError(`${where} must be an origin such as "https://app.example.com"`);
+    const url = new URL(origin);
+    if (url.origin === 'null' || url.origin !== origin.replace(/\/+$/, ''))
+      throw new TypeError(`${where} must be an origin alone (scheme, host and port, no path): "${url.origin}"`);
+    const local = url.hostname === 'localhost' || url.hostname === '127.0.0.1' || url.hostname === '[::1]';
+    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && local)) throw new TypeError(`${where} must be https (http only for localhost)`);
+    return url.origin;
+  });
+}
+
+/** `signing.disclosure`, checked. */
+export function resolveDisclosure(disclosure: unknown): { version: string; text: string } {
+  if (disclosure === undefined) return DEFAULT_DISCLOSURE;
+  const { version, text } = (disclosure ?? {}) as { version?: unknown; text?: unknown };
+  if (typeof version !== 'string' || !/^[\x21-\x7e]{1,64}$/.test(version))
+    throw new TypeError('signing.disclosure.version must be 1 to 64 visible ASCII characters');
+  if (typeof text !== 'string' || text.trim() === '' || text.length > 20_000)
+    throw new TypeError('signing.disclosure.text must be a non-empty string of at most 20,000 characters');
+  return { version, text };
 }
 
 interface UiOptions {

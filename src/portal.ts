@@ -1,3 +1,4 @@
+import type { AgreementRecord } from './records.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createAuthenticator, type AuthOption } from './http/auth.js';
 import { createHandler } from './http/handler.js';
@@ -5,7 +6,17 @@ import { routeTable } from './http/route-table.js';
 import { createPage } from './http/page.js';
 import { processWarnings, silentLogger } from './shared/logger.js';
 import { errorMessage } from './errors.js';
-import { DEFAULT_BASE_PATH, DEFAULT_EVENT_TYPES, apiKeysFromEnv, normalizeBasePath, normalizePublicUrl, resolveUiPath, type PortalOptions } from './options.js';
+import {
+  DEFAULT_BASE_PATH,
+  DEFAULT_EVENT_TYPES,
+  apiKeysFromEnv,
+  normalizeBasePath,
+  normalizePublicUrl,
+  resolveDisclosure,
+  resolveFrameAncestors,
+  resolveUiPath,
+  type PortalOptions,
+} from './options.js';
 import { createOrphanSweep } from './domain/orphan-sweep.js';
 import { createReadiness, readQueue, type Readiness } from './domain/readiness.js';
 import { loadTelemetry } from './shared/telemetry.js';
@@ -23,6 +34,8 @@ import { createDownloadService } from './domain/downloads.js';
 import { createSigningService } from './domain/signing.js';
 import { createAgreementTimer } from './domain/agreement-timer.js';
 import { createCertificates } from './domain/certificates.js';
+import { createSignerMail, type SenderName } from './domain/signer-mail.js';
+import { createSigningTokens } from './domain/signing-tokens.js';
 import { createRetention, resolveRetention } from './domain/retention.js';
 import { createWebhookWorker, type WebhookWorker } from './webhooks/worker.js';
 import { createWebhookService, type WebhookService } from './domain/webhooks.js';
@@ -108,6 +121,13 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   const page = uiPath === null ? undefined : await createPage({ path: uiPath, basePath, eventTypes });
   const signer = createLinkSigner(resolveSigningKeys(options.signingKeys, options.logger ?? processWarnings));
 
+  // The signing options are checked before any adapter opens, too.
+  const frameAncestors = resolveFrameAncestors(options.signing?.frameAncestors);
+  const disclosure = resolveDisclosure(options.signing?.disclosure);
+  const senderName = senderNameOf(options.branding);
+  if (options.notifier !== undefined && typeof options.notifier?.send !== 'function')
+    throw new TypeError('notifier must be an object with a send(message) method');
+
   await storage.open?.();
   try {
     await blobs.open?.();
@@ -124,11 +144,31 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   const notify = () => worker?.poke();
   // Made as each agreement closes, by whichever part closed it, and kept: a request only reads one.
   const certificates = createCertificates({ storage, blobs, clock, logger });
+  const tokens = createSigningTokens(signer);
+  const signerMail = createSignerMail({
+    storage,
+    clock,
+    logger,
+    notifier: options.notifier,
+    keys: signer,
+    tokens,
+    certificates,
+    retrySchedule: webhookOptions.retrySchedule,
+    senderName,
+  });
   let transport: WebhookTransport | undefined = options.transport;
   if (webhookOptions.worker) {
     const { timeoutMs, allowPrivateNetworks } = webhookOptions;
     transport ??= httpTransport({ timeoutMs, allowPrivateNetworks, logger });
-    const agreementTimer = createAgreementTimer({ storage, clock, logger, notify: () => worker?.poke(), reminderIntervalMs, closed: certificates.prepare });
+    const agreementTimer = createAgreementTimer({
+      storage,
+      clock,
+      logger,
+      notify: () => worker?.poke(),
+      reminderIntervalMs,
+      closed: certificates.prepare,
+      mail: signerMail.mailing ? { sender: signerMail, baseUrl: publicUrl } : undefined,
+    });
     const removeExpired = createRetention({ storage, clock, logger, retention, telemetry });
     // Each part on its own: one failing (its error logged by the worker) does not hold back the other.
     const housekeeping = async () => {
@@ -154,10 +194,31 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   const downloads = createDownloadService({ storage, blobs, clock, signer, publicUrl });
   const files = createFileService({ storage, blobs, clock, downloads });
   const tickets = createTicketService({ storage, blobs, clock, downloads });
-  const agreements = createAgreementService({ storage, blobs, clock, logger, notify, downloads, reminderIntervalMs, closed: certificates.prepare });
-  const signing = createSigningService({ storage, clock, signer, downloads, notify, certificates });
+  const mailQueued = signerMail.mailing ? { queued: (record: AgreementRecord) => signerMail.kick(record.accountId, record.id) } : undefined;
+  const agreements = createAgreementService({
+    storage,
+    blobs,
+    clock,
+    logger,
+    notify,
+    downloads,
+    reminderIntervalMs,
+    closed: certificates.prepare,
+    ...(mailQueued === undefined ? {} : { mail: mailQueued }),
+  });
+  const signing = createSigningService({
+    storage,
+    clock,
+    signer,
+    tokens,
+    downloads,
+    notify,
+    certificates,
+    mail: signerMail,
+    disclosure,
+  });
   const extensions = options.extensions ?? true;
-  const routes = routeTable({ webhooks, catalogue, files, tickets, downloads, agreements, signing }, { extensions });
+  const routes = routeTable({ webhooks, catalogue, files, tickets, downloads, agreements, signing }, { extensions, frameAncestors });
   const orphanSweep = createOrphanSweep({ storage, blobs, clock, logger });
 
   const handler = createHandler({
@@ -208,10 +269,19 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
         stopObserving();
         await Promise.all([worker?.stop(), orphanSweep.stop()]);
         // A certificate being made still writes to the blob store.
+        await signerMail.settled();
         await certificates.settled();
         await Promise.allSettled([transport?.close?.(), storage.close?.(), blobs.close?.()]);
       })();
       return closing;
     },
   };
+}
+
+/** The name mails speak in: `branding.name` (a function's is asked each time), else the agreement's sender. */
+function senderNameOf(branding: PortalOptions['branding']): SenderName {
+  if (branding === undefined) return async (_accountId, record) => record.signerName;
+  if (typeof branding === 'function') return async (accountId, record) => (await branding(accountId))?.name || record.signerName;
+  if (typeof branding?.name !== 'string' || branding.name === '') throw new TypeError('branding.name must be a non-empty string');
+  return async () => branding.name;
 }

@@ -146,8 +146,9 @@ export interface Storage {
     change: (current: AgreementRecord) => { agreement: AgreementRecord; events: EventRecord[] },
   ): Promise<AgreementRecord | null>;
   /**
-   * Up to `limit` open agreements (not signed, not closed) of any account whose `expiresAt` or
-   * `nextReminderAt` is at or before `now` (ATOM), the earliest first, at most `perAccount` of one
+   * Up to `limit` agreements of any account with something due at or before `now` (ATOM): an open
+   * one's (not signed, not closed) `expiresAt` or `nextReminderAt`, or any one's next mail to its
+   * signers (the earliest `nextAttemptAt` of its `mail`), the earliest first, at most `perAccount` of one
    * account (so one account's backlog never holds back another's expiry). With `unscheduled`, after
    * those, the open agreements with no `nextReminderAt` (made while reminders were off), so the
    * tick schedules their reminders. Reads only those, never every agreement.

@@ -129,6 +129,67 @@ export interface AgreementSigner {
   viewedAt: string | null;
   declinedAt: string | null;
   declineReason: string | null;
+  /**
+   * Whether the signer must identify before seeing the documents (`shouldIdentify`, or a link
+   * issued with an access code), and whether, how and when they did with their current link.
+   */
+  identification: SignerIdentification;
+}
+
+/** How a signer proves who they are: a code mailed to them, or a code the host gave them by another channel. */
+export type IdentificationMethod = 'email-code' | 'access-code';
+export const IDENTIFICATION_METHODS: readonly IdentificationMethod[] = ['email-code', 'access-code'];
+
+/** A signer's identification as the host sees it: `method` and `at` once verified with the current link, else `null`. */
+export interface SignerIdentification {
+  required: boolean;
+  verified: boolean;
+  method: IdentificationMethod | null;
+  at: string | null;
+}
+
+/**
+ * What a store keeps of a signer's identification (`domain/signer-identity.ts`): never a code. The
+ * e-mail code is derived from the signing keys and `code.id` when it is sent and checked; the access
+ * code is kept as an scrypt hash.
+ */
+export interface SignerIdentityRecord {
+  /** The link these hold for: a new link starts with no tries, no code and not verified. */
+  linkId: string;
+  /** `scrypt$<salt>$<hash>` (base64url) of the link's access code, or `null`. */
+  accessCode: string | null;
+  /** Wrong codes given with this link. */
+  tries: number;
+  /** The link was revoked by its fifth wrong code. */
+  locked: boolean;
+  /** The e-mail code outstanding: its id (the code is derived from it) and when it stops working. */
+  code: { id: string; expiresAt: string } | null;
+  verified: { method: IdentificationMethod; at: string } | null;
+  /** When e-mail codes were sent in the last hour (any link): at most five. */
+  sends: string[];
+}
+
+/** What a mail to a signer is for (`Notifier`). */
+export type MailKind = 'signing-invitation' | 'identification-code' | 'signing-reminder' | 'agreement-completed';
+
+/**
+ * A mail to a signer not yet sent, kept on its agreement (so it is stored in the step that makes it
+ * and survives a restart); what it says is made when it is sent. `link` names the signing link it
+ * carries (the token is minted from it), `codeId` the identification code.
+ */
+export interface PendingMail {
+  id: string;
+  kind: MailKind;
+  signerId: string;
+  link: { id: string; expires: number } | null;
+  codeId: string | null;
+  /** The API root the link is made under: the request's, or `publicUrl` for a reminder. */
+  baseUrl: string | null;
+  /** Attempts made; the next waits `webhooks.retrySchedule[attempts - 1]` seconds. */
+  attempts: number;
+  /** When it is due: its first attempt, its retry, or the end of an attempt's lease. */
+  nextAttemptAt: string;
+  lastError: string | null;
 }
 
 /** `parallel`: every signer may sign at any time; `sequential`: each only after those before. */
@@ -172,13 +233,41 @@ export interface AgreementEventData extends Omit<Agreement, 'signerSignature' | 
 }
 
 /** A signer as stored: with the id of the one signing link that still works for them. */
-export interface AgreementSignerRecord extends AgreementSigner {
+export interface AgreementSignerRecord extends Omit<AgreementSigner, 'identification'> {
   /** The id the signer's newest signing link carries; an older link names another and is refused. `null`: none issued. */
   signingLinkId: string | null;
+  /** The signer's identification state; `null` until a link that needs one is issued. */
+  identity: SignerIdentityRecord | null;
 }
 
 /** What an audit entry records. */
-export type AuditAction = 'created' | 'link-issued' | 'viewed' | 'signed' | 'declined' | 'expired' | 'reminder';
+export type AuditAction =
+  | 'created'
+  | 'link-issued'
+  | 'viewed'
+  | 'signed'
+  | 'declined'
+  | 'expired'
+  | 'reminder'
+  | 'identification-code-sent'
+  | 'identified'
+  | 'identification-failed'
+  | 'identification-locked'
+  | 'consented';
+export const AUDIT_ACTIONS: readonly AuditAction[] = [
+  'created',
+  'link-issued',
+  'viewed',
+  'signed',
+  'declined',
+  'expired',
+  'reminder',
+  'identification-code-sent',
+  'identified',
+  'identification-failed',
+  'identification-locked',
+  'consented',
+];
 
 /**
  * One step of an agreement's audit trail. `hash` is the SHA-256 (hex) over `previousHash`, a line
@@ -204,6 +293,10 @@ export interface AuditEntry {
    * entries written before the trail carried it.
    */
   state?: string;
+  /** An `identified` entry's method. */
+  method?: IdentificationMethod;
+  /** A `consented` entry's SHA-256 (hex) of the disclosure text the signer was shown. */
+  disclosureHash?: string;
   previousHash: string;
   hash: string;
 }
@@ -241,6 +334,15 @@ export interface AgreementRecord extends Omit<Agreement, 'signers'> {
    * round is made (`remind` in `domain/signing-rules.ts`).
    */
   nextReminderAt: string | null;
+  /** Mail to its signers not yet sent, oldest first (`domain/signer-mail.ts`). */
+  mail: PendingMail[];
+}
+
+/** When the agreement's next mail is due, or `null` when it owes none: what a store indexes to find it. */
+export function mailDueAt(record: Pick<AgreementRecord, 'mail'>): string | null {
+  let earliest: string | null = null;
+  for (const mail of record.mail) if (earliest === null || Date.parse(mail.nextAttemptAt) < Date.parse(earliest)) earliest = mail.nextAttemptAt;
+  return earliest;
 }
 
 /** An agreement as a list holds it: without the signature images (`AgreementEventData`), with its account. */
@@ -277,7 +379,23 @@ export function withoutImages(agreement: Agreement | AgreementEventData | Agreem
       viewedAt: signer.viewedAt,
       declinedAt: signer.declinedAt,
       declineReason: signer.declineReason,
+      identification: 'identity' in signer ? identificationOf(signer) : { ...signer.identification },
     })),
+  };
+}
+
+/**
+ * A stored signer's identification as the host sees it: required when `shouldIdentify` or their
+ * current link carries an access code; verified, with how and when, once they identified with it.
+ */
+export function identificationOf(signer: Pick<AgreementSignerRecord, 'shouldIdentify' | 'signingLinkId' | 'identity'>): SignerIdentification {
+  const identity = signer.identity !== null && signer.identity.linkId === signer.signingLinkId ? signer.identity : null;
+  const verified = identity?.verified ?? null;
+  return {
+    required: signer.shouldIdentify || (identity?.accessCode ?? null) !== null,
+    verified: verified !== null,
+    method: verified?.method ?? null,
+    at: verified?.at ?? null,
   };
 }
 
@@ -294,7 +412,9 @@ export function withSigningDefaults(record: AgreementRecord): AgreementRecord {
   record.audit ??= [];
   record.auditHead ??= null;
   record.nextReminderAt ??= null;
+  record.mail ??= [];
   for (const signer of record.signers) {
+    signer.identity ??= null;
     signer.viewedAt ??= null;
     signer.declinedAt ??= null;
     signer.declineReason ??= null;

@@ -1,9 +1,9 @@
-import type { AgreementRecord } from '../../src/records.js';
+import { type AgreementRecord, mailDueAt } from '../../src/records.js';
 
 interface Entry {
   id: string;
   accountId: string;
-  /** The earlier of the agreement's `expiresAt` and `nextReminderAt` (ATOM in UTC: compares as the instant). */
+  /** The earliest of the agreement's `expiresAt`, `nextReminderAt` and next mail (ATOM in UTC: compares as the instant). */
   at: string;
 }
 
@@ -13,7 +13,8 @@ const MAX_WALKED = 100_000;
 const before = (a: Entry, b: Entry) => a.at < b.at || (a.at === b.at && a.id < b.id);
 
 /**
- * The open agreements that have a time to act at (their `expiresAt`, or their next reminder), in
+ * The agreements that have a time to act at (an open one's `expiresAt` or next reminder, any one's
+ * next mail to its signers), in
  * the order of that time, for stores that keep no index of their own: `dueBy` reads from the front
  * and stops at the first not yet due, never walking every agreement. Kept in step with each insert
  * and update (and the fs log's replay).
@@ -29,14 +30,15 @@ export class AgreementDue {
     const open = agreement.status === 'sent' && agreement.closedAt === null;
     if (open && agreement.nextReminderAt === null) this.unscheduled.set(agreement.id, agreement.accountId);
     else this.unscheduled.delete(agreement.id);
-    const times = [agreement.expiresAt, agreement.nextReminderAt].filter((at): at is string => at !== null).sort();
+    // An open agreement's expiry and reminder; any agreement's mail to its signers, open or not.
+    const times = [...(open ? [agreement.expiresAt, agreement.nextReminderAt] : []), mailDueAt(agreement)].filter((at): at is string => at !== null).sort();
     const current = this.entryOf.get(agreement.id);
     if (current !== undefined) {
-      if (open && current.at === times[0]) return;
+      if (current.at === times[0]) return;
       this.entries.splice(this.indexOf(current), 1);
       this.entryOf.delete(agreement.id);
     }
-    if (!open || times.length === 0) return;
+    if (times.length === 0) return;
     const entry = { id: agreement.id, accountId: agreement.accountId, at: times[0]! };
     this.entries.splice(this.indexOf(entry), 0, entry);
     this.entryOf.set(entry.id, entry);

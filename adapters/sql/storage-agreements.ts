@@ -10,7 +10,8 @@ import type {
   ClosedReason,
   SigningOrder,
 } from '../../src/records.js';
-import { TRAIL_APPEND_ONLY, extendsTrail } from '../../src/records.js';
+import { TRAIL_APPEND_ONLY, extendsTrail, identificationOf, mailDueAt } from '../../src/records.js';
+import type { PendingMail } from '../../src/records.js';
 import type { Db, Queryable, Row } from './client.js';
 import type { Names } from './schema.js';
 import { atomOf } from './schema.js';
@@ -30,11 +31,12 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
   // The signers and documents come back as JSON text built by the server, in position order.
   const select = `SELECT a.id, a.account_id, a.name, a.status, a.signer_name, a.signer_signature,
       a.signer_signature_hash, ${atomOf('a.created_at')} AS created_at, ${signingColumns},
-      ${atomOf('a.next_reminder_at')} AS next_reminder_at, a.audit_head, a.audit_length,
+      ${atomOf('a.next_reminder_at')} AS next_reminder_at, a.audit_head, a.audit_length, a.mail,
       (SELECT coalesce(json_agg(json_build_object(
           'id', s.id, 'firstName', s.first_name, 'lastName', s.last_name, 'email', s.email,
           'shouldIdentify', s.should_identify, 'signature', s.signature, 'signatureHash', s.signature_hash,
-          'signedAt', ${atomOf('s.signed_at')}, ${signerSteps}, 'signingLinkId', s.signing_link_id) ORDER BY s.position), '[]')::text
+          'signedAt', ${atomOf('s.signed_at')}, ${signerSteps}, 'signingLinkId', s.signing_link_id,
+          'identity', s.identity::json) ORDER BY s.position), '[]')::text
         FROM ${table('agreement_signers')} AS s WHERE s.agreement_id = a.id) AS signers,
       (SELECT coalesce(json_agg(t.entry ORDER BY t.position), '[]')::text
         FROM (SELECT position, entry::json AS entry FROM ${table('agreement_audit')} WHERE agreement_id = a.id) AS t) AS audit,
@@ -51,7 +53,8 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
       (SELECT coalesce(json_agg(json_build_object(
           'id', s.id, 'firstName', s.first_name, 'lastName', s.last_name, 'email', s.email,
           'shouldIdentify', s.should_identify, 'signatureHash', s.signature_hash,
-          'signedAt', ${atomOf('s.signed_at')}, ${signerSteps}) ORDER BY s.position), '[]')::text
+          'signedAt', ${atomOf('s.signed_at')}, ${signerSteps}, 'signingLinkId', s.signing_link_id,
+          'identity', s.identity::json) ORDER BY s.position), '[]')::text
         FROM ${table('agreement_signers')} AS s WHERE s.agreement_id = a.id) AS signers,
       (SELECT coalesce(json_agg(json_build_object(
           'id', d.id, 'documentName', d.document_name, 'fileSize', d.file_size, 'fileHash', d.file_hash)
@@ -72,14 +75,15 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
   const lock = `SELECT id FROM ${table('agreements')} WHERE account_id = $1::text AND id = $2::text FOR UPDATE`;
   const insert = `INSERT INTO ${table('agreements')}
     (id, account_id, name, status, signer_name, signer_signature, signer_signature_hash, created_at,
-     signing_order, expires_at, closed_at, closed_reason, next_reminder_at, audit_head, audit_length)
+     signing_order, expires_at, closed_at, closed_reason, next_reminder_at, audit_head, audit_length, mail, mail_due_at)
     VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::timestamptz,
-     $9::text, $10::timestamptz, $11::timestamptz, $12::text, $13::timestamptz, $14::text, $15::int)`;
+     $9::text, $10::timestamptz, $11::timestamptz, $12::text, $13::timestamptz, $14::text, $15::int, $16::text, $17::timestamptz)`;
   const update = `UPDATE ${table('agreements')}
     SET name = $3::text, status = $4::text, signer_name = $5::text, signer_signature = $6::text,
         signer_signature_hash = $7::text, created_at = $8::timestamptz, signing_order = $9::text,
         expires_at = $10::timestamptz, closed_at = $11::timestamptz, closed_reason = $12::text,
-        next_reminder_at = $13::timestamptz, audit_head = $14::text, audit_length = $15::int
+        next_reminder_at = $13::timestamptz, audit_head = $14::text, audit_length = $15::int,
+        mail = $16::text, mail_due_at = $17::timestamptz
     WHERE id = $1::text AND account_id = $2::text`;
   // At most $3 of one account: the due rows numbered within their account, the earliest first; with
   // $4, then the open rows with no reminder scheduled (their own partial index), oldest first.
@@ -96,18 +100,24 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
           WHERE $4::boolean AND status = 'sent' AND closed_at IS NULL AND next_reminder_at IS NULL
             AND NOT (expires_at IS NOT NULL AND expires_at <= $1::timestamptz)
           ORDER BY created_at LIMIT $2::int)
+        UNION ALL
+        (SELECT account_id, id, mail_due_at AS at, false AS unscheduled
+          FROM ${table('agreements')}
+          WHERE mail_due_at <= $1::timestamptz
+            AND NOT (status = 'sent' AND closed_at IS NULL AND (expires_at <= $1::timestamptz OR next_reminder_at <= $1::timestamptz))
+          ORDER BY mail_due_at LIMIT $2::int)
       ) AS candidates
     ) AS due
     WHERE turn <= $3::int ORDER BY unscheduled, at, id LIMIT $2::int`;
   const insertSigners = `INSERT INTO ${table('agreement_signers')}
     (agreement_id, position, id, first_name, last_name, email, should_identify, signature, signature_hash, signed_at,
-     viewed_at, declined_at, decline_reason, signing_link_id)
+     viewed_at, declined_at, decline_reason, signing_link_id, identity)
     SELECT $1::text, position - 1, id, first_name, last_name, email, should_identify, signature, signature_hash, signed_at,
-      viewed_at, declined_at, decline_reason, signing_link_id
+      viewed_at, declined_at, decline_reason, signing_link_id, identity
     FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::boolean[], $7::text[], $8::text[], $9::timestamptz[],
-        $10::timestamptz[], $11::timestamptz[], $12::text[], $13::text[])
+        $10::timestamptz[], $11::timestamptz[], $12::text[], $13::text[], $14::text[])
       WITH ORDINALITY AS s (id, first_name, last_name, email, should_identify, signature, signature_hash, signed_at,
-        viewed_at, declined_at, decline_reason, signing_link_id, position)`;
+        viewed_at, declined_at, decline_reason, signing_link_id, identity, position)`;
   const insertAudit = `INSERT INTO ${table('agreement_audit')} (agreement_id, position, entry)
     SELECT $1::text, $2::int + position - 1, entry FROM unnest($3::text[]) WITH ORDINALITY AS t (entry, position)`;
   const insertDocuments = `INSERT INTO ${table('agreement_documents')}
@@ -134,6 +144,8 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
     agreement.nextReminderAt,
     agreement.auditHead?.hash ?? null,
     agreement.auditHead?.length ?? null,
+    JSON.stringify(agreement.mail),
+    mailDueAt(agreement),
   ];
 
   /** Appends the entries of `audit` from position `from` on: those before are stored already, and never rewritten. */
@@ -159,6 +171,7 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
         signers.map((signer) => signer.declinedAt),
         signers.map((signer) => signer.declineReason),
         signers.map((signer) => signer.signingLinkId),
+        signers.map((signer) => (signer.identity === null ? null : JSON.stringify(signer.identity))),
       ]);
     }
     if (documents.length > 0) {
@@ -236,6 +249,7 @@ function agreementOfRow(row: Row): AgreementRecord {
     audit: JSON.parse(row.audit as string) as AuditEntry[],
     auditHead: row.audit_head === null ? null : { hash: row.audit_head as string, length: row.audit_length as number },
     nextReminderAt: (row.next_reminder_at as string | null) ?? null,
+    mail: JSON.parse(row.mail as string) as PendingMail[],
   };
 }
 
@@ -256,7 +270,7 @@ function toSummary(row: Row): AgreementSummaryRecord {
     status: row.status as AgreementStatus,
     signerName: row.signer_name as string,
     signerSignatureHash: row.signer_signature_hash as string,
-    signers: JSON.parse(row.signers as string) as AgreementEventSigner[],
+    signers: (JSON.parse(row.signers as string) as (AgreementEventSigner & AgreementSignerRecord)[]).map(summarySigner),
     documents: (JSON.parse(row.documents as string) as AgreementDocument[]).map(documentShape),
     createdAt: row.created_at as string,
     ...signingFields(row),
@@ -278,7 +292,13 @@ function signerShape(signer: AgreementSignerRecord): AgreementSignerRecord {
     declinedAt: signer.declinedAt,
     declineReason: signer.declineReason,
     signingLinkId: signer.signingLinkId,
+    identity: signer.identity ?? null,
   };
+}
+
+/** A signer of a page: its identification worked out from what is stored, which is not shown. */
+function summarySigner({ signingLinkId, identity, ...signer }: AgreementEventSigner & AgreementSignerRecord): AgreementEventSigner {
+  return { ...signer, identification: identificationOf({ shouldIdentify: signer.shouldIdentify, signingLinkId, identity: identity ?? null }) };
 }
 
 function documentShape(document: AgreementDocument): AgreementDocument {

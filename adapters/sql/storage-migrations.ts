@@ -306,6 +306,17 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX portal_agreements_unscheduled ON ${table('agreements')} (created_at) WHERE status = 'sent' AND closed_at IS NULL AND next_reminder_at IS NULL`,
     ],
   },
+  {
+    version: 18,
+    name: 'signer identification and mail to signers',
+    // A signer's identification state (JSON: never a code, the access code as an scrypt hash); the
+    // mail an agreement owes (JSON), and when the next is due, indexed while there is any.
+    statements: ({ table }) => [
+      `ALTER TABLE ${table('agreement_signers')} ADD COLUMN identity text`,
+      `ALTER TABLE ${table('agreements')} ADD COLUMN mail text NOT NULL DEFAULT '[]', ADD COLUMN mail_due_at timestamptz`,
+      `CREATE INDEX portal_agreements_mail_due ON ${table('agreements')} (mail_due_at) WHERE mail_due_at IS NOT NULL`,
+    ],
+  },
 ];
 
 /** The last `MAX_ATTEMPTS_KEPT` entries of the jsonb array `expression`, in order. */

@@ -1,7 +1,13 @@
 import { PortalError } from '../errors.js';
 import type { Storage } from '../ports.js';
 import type { AgreementRecord } from '../records.js';
+import { queueMail } from './signer-mail-queue.js';
 import { type Step, expire, isOpen, isPastExpiry } from './signing-rules.js';
+
+/** `record`, just signed, with `agreement-completed` queued to each signer. */
+function completedMail(record: AgreementRecord, now: Date): AgreementRecord {
+  return record.signers.reduce((mailed, signer) => queueMail(mailed, { kind: 'agreement-completed', signerId: signer.id }, now), record);
+}
 
 /**
  * Applies one step of the signing rules to a stored agreement, atomically (`updateAgreement`):
@@ -12,7 +18,13 @@ import { type Step, expire, isOpen, isPastExpiry } from './signing-rules.js';
  * read (`reading: true`: a view, a `GET`) is not refused by the expiry it meets: it resolves the
  * agreement as the expiry left it.
  */
-export function createAgreementChanges(deps: { storage: Storage; notify: () => void; closed?: ((record: AgreementRecord) => void) | undefined }) {
+export function createAgreementChanges(deps: {
+  storage: Storage;
+  notify: () => void;
+  closed?: ((record: AgreementRecord) => void) | undefined;
+  /** With a notifier: the step that signs an agreement also queues `agreement-completed` to every signer, and this is told. */
+  mail?: { queued: (record: AgreementRecord) => void } | undefined;
+}) {
   return async function apply(
     accountId: string,
     agreementId: string,
@@ -23,10 +35,15 @@ export function createAgreementChanges(deps: { storage: Storage; notify: () => v
     let refusal: PortalError | undefined;
     let stored = 0;
     let closes = false;
+    let mailed = false;
     const updated = await deps.storage.updateAgreement(accountId, agreementId, (current) => {
       refusal = undefined;
-      const made = isPastExpiry(current, now) ? expire(current, now) : step(current);
+      let made = isPastExpiry(current, now) ? expire(current, now) : step(current);
       closes = isOpen(current) && !isOpen(made.agreement);
+      if (deps.mail !== undefined && current.status !== 'signed' && made.agreement.status === 'signed') {
+        made = { ...made, agreement: completedMail(made.agreement, now) };
+      }
+      mailed = made.agreement.mail.length > 0 && made.agreement.mail.some((mail) => mail.attempts === 0 && !current.mail.some((one) => one.id === mail.id));
       if (!reading && made.agreement.closedReason === 'expired' && current.closedReason === null) {
         refusal = new PortalError('AGREEMENT_CLOSED', agreementId, 'expired');
       }
@@ -36,6 +53,7 @@ export function createAgreementChanges(deps: { storage: Storage; notify: () => v
     if (updated === null) throw new PortalError('AGREEMENT_NOT_FOUND', agreementId);
     if (stored > 0) deps.notify();
     if (closes) deps.closed?.(updated);
+    if (mailed) deps.mail?.queued(updated);
     if (refusal !== undefined) throw refusal;
     return updated;
   };

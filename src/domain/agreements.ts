@@ -24,6 +24,7 @@ import { MAX_DOCUMENT_BYTES, type SignerInput, checkAccountId, parseInput } from
 import { newEvent } from './events.js';
 import { createIdempotency, fingerprintOf, type IdempotentCreate, type IdempotentOutcome, type KeyClaim } from './idempotency.js';
 import type { IdempotencyCompletion } from '../records.js';
+import { identificationOf } from '../records.js';
 
 /**
  * What an agreement event carries, and what a list of agreements holds: the agreement without its
@@ -99,7 +100,10 @@ function agreementShape(record: AgreementRecord): Agreement {
     signerName: record.signerName,
     signerSignature: record.signerSignature,
     signerSignatureHash: record.signerSignatureHash,
-    signers: record.signers.map(({ signingLinkId: _link, ...signer }) => signer),
+    signers: record.signers.map(({ signingLinkId: _link, identity: _identity, ...signer }) => ({
+      ...signer,
+      identification: identificationOf({ ...signer, signingLinkId: _link, identity: _identity }),
+    })),
     documents: record.documents.map((document) => ({ ...document })),
     createdAt: record.createdAt,
     signingOrder: record.signingOrder,
@@ -122,6 +126,8 @@ export interface AgreementServiceDeps {
   reminderIntervalMs?: number;
   /** Told of each agreement a step signed or closed. */
   closed?: (record: AgreementRecord) => void;
+  /** With a notifier: told once a step queued mail to signers (`agreement-completed`), to send it. */
+  mail?: { queued: (record: AgreementRecord) => void };
 }
 
 /** The rules for agreements: the record a form makes, the hashes, signing; routes and `portal.agreements` call these. */
@@ -129,7 +135,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
   const { storage, blobs, clock } = deps;
   const logger = deps.logger ?? silentLogger;
   const idempotency = createIdempotency({ storage, clock, logger });
-  const apply = createAgreementChanges({ storage, notify: () => notify(), closed: deps.closed });
+  const apply = createAgreementChanges({ storage, notify: () => notify(), closed: deps.closed, mail: deps.mail });
 
   function notify(): void {
     try {
@@ -235,6 +241,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
           declinedAt: null,
           declineReason: null,
           signingLinkId: null,
+          identity: null,
         }),
       ),
       documents: form.documents.map((document) => ({ ...document })),
@@ -246,6 +253,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
       closedReason: null,
       audit: [],
       nextReminderAt: deps.reminderIntervalMs === undefined ? null : atom(new Date(now.getTime() + deps.reminderIntervalMs)),
+      mail: [],
     };
     const record = created(unaudited, now, client);
     const agreement = agreementShape(record);

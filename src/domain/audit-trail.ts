@@ -7,7 +7,7 @@ const GENESIS_HASH = '0'.repeat(64);
 /** An entry before it is chained: what a step records. */
 export type AuditStep = Omit<AuditEntry, 'previousHash' | 'hash'>;
 
-const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex');
+export const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex');
 
 /** A signer's `signatureHash`: SHA-256 (hex) of their signature's data-URL. */
 export const signatureHash = (dataUrl: string) => sha256Hex(dataUrl);
@@ -18,7 +18,8 @@ export const senderSignatureHash = (dataUrl: string, createdAt: string) => sha25
 /**
  * The hash of an entry: SHA-256 (hex) over the previous entry's hash, a line break, and the entry's
  * fields as JSON in a fixed order (`at, action, actor, signerId, ip, userAgent, documents, detail`,
- * each document as `{id, fileHash}`, then `state` when the entry has one). Anyone holding the trail
+ * each document as `{id, fileHash}`, then `state` when the entry has one, then `{method}` and
+ * `{disclosureHash}` when it has them). Anyone holding the trail
  * can recompute it (docs/signing.md).
  */
 function auditHash(previousHash: string, step: AuditStep): string {
@@ -33,6 +34,8 @@ function auditHash(previousHash: string, step: AuditStep): string {
     step.detail,
   ];
   if (step.state !== undefined) fields.push(step.state);
+  if (step.method !== undefined) fields.push({ method: step.method });
+  if (step.disclosureHash !== undefined) fields.push({ disclosureHash: step.disclosureHash });
   return sha256Hex(`${previousHash}\n${JSON.stringify(fields)}`);
 }
 

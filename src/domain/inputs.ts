@@ -357,8 +357,23 @@ export const signingLinkInput = v.strictObject(
         v.maxValue(SIGNING_LINK_SECONDS.max, `must be at most ${SIGNING_LINK_SECONDS.max} seconds (30 days)`),
       ),
     ),
+    accessCode: v.optional(
+      v.pipe(
+        v.string('must be a string of 4 to 64 characters'),
+        v.minLength(4, 'must be at least 4 characters'),
+        v.maxLength(64, 'must be at most 64 characters'),
+        v.check((code) => !hasControlCharacter(code), 'must not hold control characters'),
+      ),
+    ),
+    send: v.optional(v.boolean('must be true or false')),
   },
-  'must be an object such as {"expiresInSeconds": 259200}',
+  'must be an object such as {"expiresInSeconds": 259200, "accessCode": "…", "send": true}',
+);
+
+/** The body of `POST /signing/identify`: the code the signer was mailed or given. */
+export const identifyInput = v.strictObject(
+  { code: v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'), v.maxLength(64, 'must be at most 64 characters')) },
+  'must be an object such as {"code": "123456"}',
 );
 
 /** The body of `POST /signing/decline`: an optional reason, at most 1,000 characters. */
@@ -372,4 +387,15 @@ export const declineInput = v.strictObject(
 );
 
 /** The body of `POST /signing/sign`: the signature as a data-URL, as `signerSignatureData` at creation. */
-export const signingSignatureInput = v.strictObject({ signature: signatureInput }, 'must be an object such as {"signature": "data:image/png;base64,…"}');
+export const signingSignatureInput = v.strictObject(
+  {
+    signature: signatureInput,
+    consent: v.optional(
+      v.strictObject(
+        { disclosureVersion: v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'), v.maxLength(64, 'must be at most 64 characters')) },
+        'must be an object such as {"disclosureVersion": "1"}',
+      ),
+    ),
+  },
+  'must be an object such as {"signature": "data:image/png;base64,…"}',
+);

@@ -1,9 +1,12 @@
-import { PortalError } from '../errors.js';
-import type { AgreementRecord, AgreementSignerRecord, AuditAction, EventRecord } from '../records.js';
+import { PortalError, isPortalError } from '../errors.js';
+import type { AgreementRecord, AgreementSignerRecord, AuditAction, EventRecord, IdentificationMethod } from '../records.js';
 import { withoutImages } from '../records.js';
 import { atom } from '../shared/time.js';
 import { signatureHash, withStep } from './audit-trail.js';
 import { newEvent } from './events.js';
+import { newId } from '../shared/ids.js';
+import { currentIdentity, identityForLink } from './signer-identity.js';
+import { queueMail } from './signer-mail-queue.js';
 
 /**
  * The rules of signing an agreement, as pure functions of a stored agreement: who may sign or
@@ -50,13 +53,19 @@ function eventOf(type: string, record: AgreementRecord, now: Date, signerId?: st
   return newEvent(record.accountId, type, data, now, record.id);
 }
 
+/** Who took a step, and what its entry records beside the time and action. */
+export interface StepBy {
+  actor: string;
+  signerId?: string | null;
+  client?: ClientInfo;
+  detail?: string | null;
+  withDocuments?: boolean;
+  method?: IdentificationMethod;
+  disclosureHash?: string;
+}
+
 /** `record` with one audit entry more. */
-function audited(
-  record: AgreementRecord,
-  now: Date,
-  action: AuditAction,
-  who: { actor: string; signerId?: string | null; client?: ClientInfo; detail?: string | null; withDocuments?: boolean },
-): AgreementRecord {
+export function audited(record: AgreementRecord, now: Date, action: AuditAction, who: StepBy): AgreementRecord {
   const client = who.client ?? NO_CLIENT;
   return withStep(record, {
     at: atom(now),
@@ -67,6 +76,8 @@ function audited(
     userAgent: client.userAgent,
     documents: who.withDocuments === false ? [] : record.documents.map((document) => ({ id: document.id, fileHash: document.fileHash })),
     detail: who.detail ?? null,
+    ...(who.method === undefined ? {} : { method: who.method }),
+    ...(who.disclosureHash === undefined ? {} : { disclosureHash: who.disclosureHash }),
   });
 }
 
@@ -147,14 +158,33 @@ export function view(record: AgreementRecord, signerId: string, now: Date, clien
   return { agreement: viewed, events: [eventOf('agreement-viewed', viewed, now, signerId)] };
 }
 
+/** What a new signing link carries beyond its id: the access code's hash, and whether it is mailed (and under which API root). */
+export interface LinkOptions {
+  accessCode?: string | null;
+  /** Mail the link (`signing-invitation`), made under `baseUrl`, good until `expires` (unix seconds). */
+  send?: { baseUrl: string; expires: number } | null;
+  /** Whether a notifier can mail the signer (a code, the link). */
+  mailing: boolean;
+}
+
 /** A new signing link for `signerId`, named `linkId`: every older link of theirs stops working. */
-export function issueLink(record: AgreementRecord, signerId: string, linkId: string, now: Date, accountId: string, client: ClientInfo): Step {
+export function issueLink(record: AgreementRecord, signerId: string, linkId: string, now: Date, actor: string, client: ClientInfo, options: LinkOptions): Step {
   const refusal = refusalToAct(record, signerId, false);
   if (refusal !== null) throw refusal;
+  const signer = signerOf(record, signerId);
+  const accessCode = options.accessCode ?? null;
+  // A signer who must identify, with no code to mail them and none given: they could never open it.
+  if (signer.shouldIdentify && accessCode === null && !options.mailing) throw new PortalError('ACCESS_CODE_NEEDED', signerId);
+  if (options.send != null && !options.mailing) throw new PortalError('NOTIFIER_MISSING');
   const issued = record.audit.filter((entry) => entry.action === 'link-issued' && entry.signerId === signerId).length;
   if (issued >= MAX_LINKS_PER_SIGNER) throw new PortalError('SIGNING_LINKS_LIMIT', signerId, MAX_LINKS_PER_SIGNER);
-  const signers = record.signers.map((candidate) => (candidate.id === signerId ? { ...candidate, signingLinkId: linkId } : candidate));
-  const withLink = audited({ ...record, signers }, now, 'link-issued', { actor: accountActor(accountId), signerId, client, withDocuments: false });
+  const identity = identityForLink(signer, linkId, accessCode, now);
+  const signers = record.signers.map((candidate) => (candidate.id === signerId ? { ...candidate, signingLinkId: linkId, identity } : candidate));
+  let withLink = audited({ ...record, signers }, now, 'link-issued', { actor, signerId, client, withDocuments: false });
+  if (options.send != null) {
+    const kind = actor === SYSTEM_ACTOR ? 'signing-reminder' : 'signing-invitation';
+    withLink = queueMail(withLink, { kind, signerId, link: { id: linkId, expires: options.send.expires }, baseUrl: options.send.baseUrl }, now);
+  }
   return { agreement: withLink, events: [] };
 }
 
@@ -173,7 +203,7 @@ function signersToRemind(record: AgreementRecord): AgreementSignerRecord[] {
  * (made while reminders were off) gets one, on its own rhythm: the first multiple of `intervalMs`
  * after its creation that is still to come.
  */
-export function remind(record: AgreementRecord, now: Date, intervalMs: number | undefined): Step | null {
+export function remind(record: AgreementRecord, now: Date, intervalMs: number | undefined, mail?: { baseUrl: string; linkSeconds: number }): Step | null {
   if (isOpen(record) && record.nextReminderAt === null && intervalMs !== undefined) {
     const created = Date.parse(record.createdAt);
     const rounds = Math.max(1, Math.ceil((now.getTime() - created + 1) / intervalMs));
@@ -189,8 +219,26 @@ export function remind(record: AgreementRecord, now: Date, intervalMs: number | 
   for (const signer of signersToRemind(record)) {
     reminded = audited(reminded, now, 'reminder', { actor: SYSTEM_ACTOR, signerId: signer.id, withDocuments: false });
     events.push(eventOf('agreement-reminder-due', reminded, now, signer.id));
+    if (mail !== undefined) reminded = remindByMail(reminded, signer.id, now, mail);
   }
   return { agreement: reminded, events };
+}
+
+/**
+ * A reminder's mail: a fresh link (the older one stops working; the host's access code carries
+ * over), mailed. A signer at the most links one may have is reminded by the event alone.
+ */
+function remindByMail(record: AgreementRecord, signerId: string, now: Date, mail: { baseUrl: string; linkSeconds: number }): AgreementRecord {
+  const signer = signerOf(record, signerId);
+  const accessCode = currentIdentity(signer)?.accessCode ?? null;
+  const linkId = newId('sgl');
+  const send = { baseUrl: mail.baseUrl, expires: Math.floor(now.getTime() / 1000) + mail.linkSeconds };
+  try {
+    return issueLink(record, signerId, linkId, now, SYSTEM_ACTOR, NO_CLIENT, { accessCode, send, mailing: true }).agreement;
+  } catch (error) {
+    if (isPortalError(error, 'SIGNING_LINKS_LIMIT')) return record;
+    throw error;
+  }
 }
 
 /** The audit entry of an agreement's creation. */

@@ -1,40 +1,46 @@
 import { PortalError } from '../errors.js';
 import type { Storage } from '../ports.js';
 import type { AgreementEventData, AgreementRecord, AgreementSigner, AuditEntry } from '../records.js';
-import { withoutImages } from '../records.js';
+import { identificationOf, withoutImages } from '../records.js';
 import { isId, newId } from '../shared/ids.js';
 import { atom } from '../shared/time.js';
 import { createAgreementChanges } from './agreement-changes.js';
-import { verifyTrail } from './audit-trail.js';
+import { sha256Hex, verifyTrail } from './audit-trail.js';
 import type { Certificates } from './certificates.js';
 import type { LinkSigner } from './download-links.js';
 import type { DownloadService } from './downloads.js';
-import { SIGNING_LINK_SECONDS, checkAccountId, declineInput, parseInput, signingLinkInput, signingSignatureInput } from './inputs.js';
-import { type ClientInfo, decline, isOpen, isPastExpiry, issueLink, sign, view } from './signing-rules.js';
+import { SIGNING_LINK_SECONDS, checkAccountId, declineInput, identifyInput, parseInput, signingLinkInput, signingSignatureInput } from './inputs.js';
+import {
+  CODE_TTL_MS,
+  type IdentifyOutcome,
+  MAX_WRONG_CODES,
+  type SigningIdentification,
+  accessCodeDigest,
+  hashAccessCode,
+  identify,
+  mustIdentify,
+  requestEmailCode,
+  signingIdentification,
+} from './signer-identity.js';
+import type { SignerMail } from './signer-mail.js';
+import { type SigningTokens, type TokenClaims, signingPageLink } from './signing-tokens.js';
+import { type ClientInfo, accountActor, audited, decline, isOpen, isPastExpiry, issueLink, sign, view } from './signing-rules.js';
 
 /**
- * Signing links and the signer's side of an agreement.
- *
- * A signing token is `<payload>.<signature>`: the payload is base64url JSON of
- * `[accountId, agreementId, signerId, linkId, expires]` (unix seconds), the signature the base64url
- * HMAC-SHA256 under `signingKeys[0]` of the tag `customer-portal/signing/v1` and the payload, so any
- * instance with the keys checks it. The link id is stored on the signer: a new link replaces it,
- * and a token naming an older one is refused. The token travels in the link's fragment (never in a
- * server log) and comes back as `Authorization: Bearer <token>`.
+ * Signing links and the signer's side of an agreement. The token (`signing-tokens.ts`) travels in
+ * the link's fragment (never in a server log) and comes back as `Authorization: Bearer <token>`.
+ * A signer who must identify (`shouldIdentify`, or a link with an access code) sees no document,
+ * and may not sign or decline, until they have (`signer-identity.ts`).
  */
-
-const TOKEN_TAG = 'customer-portal/signing/v1';
-
-interface TokenClaims {
-  accountId: string;
-  agreementId: string;
-  signerId: string;
-  linkId: string;
-  expires: number;
-}
 
 /** Another signer of the agreement, as a signer sees them: who, and whether they signed or declined; nothing to reach them by. */
 type CoSigner = Pick<AgreementSigner, 'id' | 'firstName' | 'lastName' | 'signedAt' | 'declinedAt'>;
+
+/** The consumer disclosure a signer is shown before signing (ESIGN §101(c)); the host may put its own. */
+export interface Disclosure {
+  version: string;
+  text: string;
+}
 
 /** What a signer sees: the agreement (without signature images), themselves (with their own), and a link to each document. */
 export interface SigningView {
@@ -42,6 +48,9 @@ export interface SigningView {
   agreement: Omit<AgreementEventData, 'signers'> & { signers: (AgreementEventData['signers'][number] | CoSigner)[] };
   /** The signer, with their own signature image once they signed. */
   signer: AgreementSigner;
+  /** Whether they must identify, and how; until they have, `documents` is empty. */
+  identification: SigningIdentification;
+  disclosure: Disclosure;
   documents: { id: string; documentName: string; fileSize: number; fileHash: string; link: string }[];
 }
 
@@ -49,55 +58,60 @@ export interface SigningServiceDeps {
   storage: Storage;
   clock: () => Date;
   signer: LinkSigner;
+  tokens: SigningTokens;
   downloads: DownloadService;
   notify: () => void;
   /** Where certificates are kept; made as each agreement closes. */
   certificates: Certificates;
+  /** Mail to signers: whether it can be sent, and the sender to wake once a step queued some. */
+  mail: Pick<SignerMail, 'mailing' | 'kick'>;
+  disclosure: Disclosure;
 }
 
 export function createSigningService(deps: SigningServiceDeps) {
-  const { storage, clock, signer: keys, downloads } = deps;
-  const apply = createAgreementChanges({ storage, notify: deps.notify, closed: deps.certificates.prepare });
-
-  function mint(claims: TokenClaims): string {
-    const payload = Buffer.from(JSON.stringify([claims.accountId, claims.agreementId, claims.signerId, claims.linkId, claims.expires])).toString('base64url');
-    return `${payload}.${keys.signText(`${TOKEN_TAG}.${payload}`)}`;
-  }
-
-  /** The claims of a genuine token, or `null` for anything else (malformed, altered, another key's). */
-  function read(token: string): TokenClaims | null {
-    const dot = token.lastIndexOf('.');
-    if (dot <= 0 || token.length > 2048) return null;
-    const payload = token.slice(0, dot);
-    if (!keys.verifyText(`${TOKEN_TAG}.${payload}`, token.slice(dot + 1))) return null;
-    try {
-      const [accountId, agreementId, signerId, linkId, expires] = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as unknown[];
-      if (![accountId, agreementId, signerId, linkId].every((part) => typeof part === 'string') || !Number.isSafeInteger(expires)) return null;
-      return { accountId, agreementId, signerId, linkId, expires } as TokenClaims;
-    } catch {
-      return null;
-    }
-  }
+  const { storage, clock, signer: keys, downloads, tokens, mail, disclosure } = deps;
+  const apply = createAgreementChanges({
+    storage,
+    notify: deps.notify,
+    closed: deps.certificates.prepare,
+    mail: mail.mailing ? { queued: (record) => mail.kick(record.accountId, record.id) } : undefined,
+  });
+  const disclosureHash = sha256Hex(disclosure.text);
+  /** Identification attempts in flight in this process, by link: one at a time, so a burst of guesses costs one scrypt at a time. */
+  const identifying = new Map<string, Promise<unknown>>();
 
   /**
    * The agreement and signer a presented token stands for: 401 unless it is genuine and the
-   * signer's newest link, 410 once expired.
+   * signer's newest link (or the link was revoked by wrong codes), 410 once expired.
    */
   async function redeem(token: string | null): Promise<{ claims: TokenClaims; record: AgreementRecord }> {
-    const claims = token === null ? null : read(token);
+    const claims = token === null ? null : tokens.read(token);
     if (claims === null) throw new PortalError('SIGNING_TOKEN_INVALID');
     if (clock().getTime() >= claims.expires * 1000) throw new PortalError('SIGNING_LINK_EXPIRED', atom(new Date(claims.expires * 1000)));
     const record = await storage.getAgreement(claims.accountId, claims.agreementId);
     const signer = record?.signers.find((candidate) => candidate.id === claims.signerId);
     if (record == null || signer === undefined) throw new PortalError('SIGNING_TOKEN_INVALID');
-    if (signer.signingLinkId !== claims.linkId) throw new PortalError('SIGNING_LINK_REPLACED');
+    if (signer.signingLinkId !== claims.linkId) {
+      if (signer.identity?.linkId === claims.linkId && signer.identity.locked) throw new PortalError('IDENTIFICATION_LOCKED', MAX_WRONG_CODES);
+      throw new PortalError('SIGNING_LINK_REPLACED');
+    }
     return { claims, record };
+  }
+
+  /** Refuses (403) a step of a signer who must identify first; checked inside the step, on the agreement as stored. */
+  function identified(record: AgreementRecord, signerId: string): AgreementRecord {
+    const signer = record.signers.find((candidate) => candidate.id === signerId);
+    if (signer !== undefined && mustIdentify(signer)) throw new PortalError('IDENTIFICATION_REQUIRED');
+    return record;
   }
 
   function viewOf(record: AgreementRecord, signerId: string, baseUrl: string): SigningView {
     // The signer's own signature image is theirs to see; the agreement's images are left out.
-    const { signingLinkId: _link, ...signer } = record.signers.find((candidate) => candidate.id === signerId)!;
+    const stored = record.signers.find((candidate) => candidate.id === signerId)!;
+    const { signingLinkId: _link, identity: _identity, ...own } = stored;
     const agreement = withoutImages(record);
+    const identification = signingIdentification(stored, mail.mailing);
+    const shown = !mustIdentify(stored);
     return {
       agreement: {
         ...agreement,
@@ -105,11 +119,15 @@ export function createSigningService(deps: SigningServiceDeps) {
           one.id === signerId ? one : { id: one.id, firstName: one.firstName, lastName: one.lastName, signedAt: one.signedAt, declinedAt: one.declinedAt },
         ),
       },
-      signer,
-      documents: record.documents.map((document) => ({
-        ...document,
-        link: downloads.link({ kind: 'document', accountId: record.accountId, agreementId: record.id, id: document.id }, baseUrl, 'signing').link,
-      })),
+      signer: { ...own, identification: identificationOf(stored) },
+      identification,
+      disclosure,
+      documents: shown
+        ? record.documents.map((document) => ({
+            ...document,
+            link: downloads.link({ kind: 'document', accountId: record.accountId, agreementId: record.id, id: document.id }, baseUrl, 'signing').link,
+          }))
+        : [],
     };
   }
 
@@ -118,50 +136,126 @@ export function createSigningService(deps: SigningServiceDeps) {
     if (!isId('ags', signerId)) throw new PortalError('ID_MALFORMED', 'signerId', 'a signer', 'ags');
   }
 
+  /** The step of a first view (`viewedAt`, `agreement-viewed`), once the signer may see the documents; else the agreement as it is. */
+  function firstView(record: AgreementRecord, signerId: string, now: Date, client: ClientInfo) {
+    const signer = record.signers.find((candidate) => candidate.id === signerId)!;
+    return (!mustIdentify(signer) && view(record, signerId, now, client)) || { agreement: record, events: [] };
+  }
+
+  /** Runs `attempt` after the identification attempts of the same link in this process. */
+  async function oneAtATime<T>(linkId: string, attempt: () => Promise<T>): Promise<T> {
+    const before = identifying.get(linkId) ?? Promise.resolve();
+    const turn = before.catch(() => undefined).then(attempt);
+    const settled = turn.catch(() => undefined);
+    identifying.set(linkId, settled);
+    try {
+      return await turn;
+    } finally {
+      if (identifying.get(linkId) === settled) identifying.delete(linkId);
+    }
+  }
+
   return {
     /**
      * A new signing link for one signer (72 h unless `expiresInSeconds` says otherwise, 60 s to 30
-     * days): `<baseUrl>/sign#<token>`. Every older link of the signer stops working. 409 once the
-     * signer signed or declined, or the agreement closed.
+     * days): `<baseUrl>/sign#<token>`. Every older link of the signer stops working. With
+     * `accessCode` the signer must give it before seeing anything (kept only as an scrypt hash);
+     * with `send` the notifier mails the link. 409 once the signer signed or declined, or the
+     * agreement closed.
      */
     async issueLink(accountId: string, agreementId: string, signerId: string, input: unknown, baseUrl: string, client: ClientInfo) {
       checkAccountId(accountId);
       checkIds(agreementId, signerId);
       // No body is no options; a body of null is not an object.
-      const { expiresInSeconds = SIGNING_LINK_SECONDS.default } = parseInput(signingLinkInput, input === undefined ? {} : input, 'signingLink');
+      const {
+        expiresInSeconds = SIGNING_LINK_SECONDS.default,
+        accessCode,
+        send = false,
+      } = parseInput(signingLinkInput, input === undefined ? {} : input, 'signingLink');
+      if (send && !mail.mailing) throw new PortalError('NOTIFIER_MISSING');
+      const hashed = accessCode === undefined ? null : await hashAccessCode(accessCode);
       const now = clock();
       const linkId = newId('sgl');
-      await apply(accountId, agreementId, now, (current) => issueLink(current, signerId, linkId, now, accountId, client));
       const expires = Math.floor(now.getTime() / 1000) + expiresInSeconds;
-      const token = mint({ accountId, agreementId, signerId, linkId, expires });
-      return { link: `${baseUrl}/sign#${token}`, expiresAt: atom(new Date(expires * 1000)) };
+      const options = { accessCode: hashed, send: send ? { baseUrl, expires } : null, mailing: mail.mailing };
+      await apply(accountId, agreementId, now, (current) => issueLink(current, signerId, linkId, now, accountActor(accountId), client, options));
+      const token = tokens.mint({ accountId, agreementId, signerId, linkId, expires });
+      return { link: signingPageLink(baseUrl, token), expiresAt: atom(new Date(expires * 1000)) };
     },
 
     /**
-     * What the signer sees; the first time also records `viewedAt` (and `agreement-viewed`), unless
-     * `markViewed` is false (a `HEAD`, which shows nothing to anyone).
+     * What the signer sees; the first time they may see the documents also records `viewedAt`
+     * (and `agreement-viewed`), unless `markViewed` is false (a `HEAD`, which shows nothing to anyone).
      */
     async view(token: string | null, baseUrl: string, client: ClientInfo, markViewed = true): Promise<SigningView> {
       const { claims, record } = await redeem(token);
       const now = clock();
       let current = record;
-      const firstView = markViewed && record.signers.find((candidate) => candidate.id === claims.signerId)!.viewedAt === null;
-      if (firstView || isPastExpiry(record, now)) {
+      const signer = record.signers.find((candidate) => candidate.id === claims.signerId)!;
+      const opening = markViewed && signer.viewedAt === null && !mustIdentify(signer);
+      if (opening || isPastExpiry(record, now)) {
         // The expiry may close it on the way: the signer reads it as it now is.
-        const step = (latest: AgreementRecord) => view(latest, claims.signerId, now, client) ?? { agreement: latest, events: [] };
+        const step = (latest: AgreementRecord) => (markViewed ? firstView(latest, claims.signerId, now, client) : { agreement: latest, events: [] });
         current = await apply(claims.accountId, claims.agreementId, now, step, { reading: true });
       }
       return viewOf(current, claims.signerId, baseUrl);
     },
 
-    /** Signs as the token's signer, with the signature data-URL `input.signature`. */
+    /** Mails the signer a new six-digit code (10 minutes), at most five an hour: the 202 says it is queued. */
+    async requestEmailCode(token: string | null, client: ClientInfo): Promise<{ expiresAt: string }> {
+      const { claims } = await redeem(token);
+      const now = clock();
+      const codeId = newId('sgc');
+      await apply(claims.accountId, claims.agreementId, now, (current) =>
+        requestEmailCode(current, claims.signerId, claims.linkId, codeId, now, mail.mailing, client),
+      );
+      return { expiresAt: atom(new Date(now.getTime() + CODE_TTL_MS)) };
+    },
+
+    /**
+     * Checks the code the signer gives (the mailed one or the host's access code): the view with
+     * the documents once it matches; 403 with the tries left when wrong or expired; the fifth wrong
+     * code revokes the link (401).
+     */
+    async identify(token: string | null, input: unknown, baseUrl: string, client: ClientInfo): Promise<SigningView> {
+      const { claims } = await redeem(token);
+      const { code } = parseInput(identifyInput, input, 'identify');
+      return oneAtATime(claims.linkId, async () => {
+        // Read again in turn: an attempt before this one may have locked the link.
+        const { record } = await redeem(token);
+        const stored = record.signers.find((candidate) => candidate.id === claims.signerId)!.identity;
+        const accessCode = stored?.linkId === claims.linkId ? stored.accessCode : null;
+        const accessDigest = accessCode === null ? null : await accessCodeDigest(code, accessCode);
+        const now = clock();
+        let outcome: IdentifyOutcome | undefined;
+        const updated = await apply(claims.accountId, claims.agreementId, now, (current) => {
+          const step = identify(current, claims.signerId, claims.linkId, { code, accessDigest }, keys, now, client, (result) => {
+            outcome = result;
+          });
+          return outcome?.kind === 'identified' ? firstView(step.agreement, claims.signerId, now, client) : step;
+        });
+        if (outcome?.kind === 'wrong') throw new PortalError('IDENTIFICATION_CODE_WRONG', outcome.triesLeft);
+        if (outcome?.kind === 'locked') throw new PortalError('IDENTIFICATION_LOCKED', MAX_WRONG_CODES);
+        return viewOf(updated, claims.signerId, baseUrl);
+      });
+    },
+
+    /**
+     * Signs as the token's signer, with the signature data-URL `input.signature`; `input.consent`
+     * records their consent to the disclosure in force (`consented`, with its SHA-256) first.
+     */
     async sign(token: string | null, input: unknown, baseUrl: string, client: ClientInfo): Promise<SigningView> {
       const { claims } = await redeem(token);
-      const { signature } = parseInput(signingSignatureInput, input, 'sign');
+      const { signature, consent } = parseInput(signingSignatureInput, input, 'sign');
+      if (consent !== undefined && consent.disclosureVersion !== disclosure.version) throw new PortalError('DISCLOSURE_CHANGED', disclosure.version);
       const now = clock();
-      const updated = await apply(claims.accountId, claims.agreementId, now, (current) =>
-        sign(current, claims.signerId, signature, now, claims.signerId, client),
-      );
+      const updated = await apply(claims.accountId, claims.agreementId, now, (current) => {
+        let ready = identified(current, claims.signerId);
+        if (consent !== undefined && isOpen(ready)) {
+          ready = audited(ready, now, 'consented', { actor: claims.signerId, signerId: claims.signerId, client, withDocuments: false, disclosureHash });
+        }
+        return sign(ready, claims.signerId, signature, now, claims.signerId, client);
+      });
       return viewOf(updated, claims.signerId, baseUrl);
     },
 
@@ -170,7 +264,9 @@ export function createSigningService(deps: SigningServiceDeps) {
       const { claims } = await redeem(token);
       const { reason = null } = parseInput(declineInput, input === undefined ? {} : input, 'decline');
       const now = clock();
-      const updated = await apply(claims.accountId, claims.agreementId, now, (current) => decline(current, claims.signerId, reason, now, client));
+      const updated = await apply(claims.accountId, claims.agreementId, now, (current) =>
+        decline(identified(current, claims.signerId), claims.signerId, reason, now, client),
+      );
       return viewOf(updated, claims.signerId, baseUrl);
     },
 

@@ -90,9 +90,20 @@ export async function builtAssets(dir: URL = new URL('../../ui/', import.meta.ur
  * Writes a page (its CSP, no framing, no referrer) or an asset (cached for a year, gzipped when
  * the client takes it), with the contract's headers.
  */
-export function writeAsset(req: IncomingMessage, res: ServerResponse, requestId: string, asset: Asset, isPage: boolean): void {
+export function writeAsset(
+  req: IncomingMessage,
+  res: ServerResponse,
+  requestId: string,
+  asset: Asset,
+  isPage: boolean,
+  frameAncestors: readonly string[] = [],
+): void {
   const head: HeaderList = contractHeaders(requestId);
-  if (isPage) {
+  if (isPage && frameAncestors.length > 0) {
+    // Framing by the named origins: the CSP says which; X-Frame-Options can only say all or none.
+    const csp = PAGE_CSP.replace("frame-ancestors 'none'", `frame-ancestors ${frameAncestors.join(' ')}`);
+    head.push('Content-Security-Policy', csp, 'Referrer-Policy', 'no-referrer');
+  } else if (isPage) {
     head.push('Content-Security-Policy', PAGE_CSP, 'X-Frame-Options', 'DENY', 'Referrer-Policy', 'no-referrer');
   } else {
     // The contract's `no-store` is for API answers; an asset's name changes with its content.

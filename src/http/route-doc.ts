@@ -43,6 +43,8 @@ export type SchemaName =
   | 'SigningLink'
   | 'SigningView'
   | 'SignInput'
+  | 'IdentifyInput'
+  | 'IdentificationCodeSent'
   | 'DeclineInput'
   | 'AuditTrail'
   | 'EventTypeList';

@@ -13,6 +13,7 @@ import {
   signerInput,
   signingLinkInput,
   signingSignatureInput,
+  identifyInput,
   webhookInput,
 } from '../domain/inputs.js';
 import { TEST_EVENT_TYPE } from '../domain/webhooks.js';
@@ -85,6 +86,8 @@ const componentSchemas = everyName({
   SigningLink: shapes.signingLink,
   SigningView: shapes.signingView,
   SignInput: signingSignatureInput,
+  IdentifyInput: identifyInput,
+  IdentificationCodeSent: shapes.identificationCodeSent,
   DeclineInput: declineInput,
   AuditEntry: shapes.auditEntry,
   AuditTrail: shapes.auditTrail,

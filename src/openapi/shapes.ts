@@ -16,6 +16,7 @@ import type {
 } from '../records.js';
 import type { WebhookStats } from '../domain/call-stats.js';
 import { MAX_DECLINE_REASON, MAX_DOCUMENTS, MAX_SIGNERS, displayName, mediaType, signatureDataUrl, signerInput } from '../domain/inputs.js';
+import { AUDIT_ACTIONS, IDENTIFICATION_METHODS } from '../records.js';
 
 /**
  * The shapes the API answers with, as valibot schemas: the OpenAPI document is generated from them
@@ -210,6 +211,8 @@ export const fileEntry = v.strictObject({
   createdAt: atomDateTime,
 });
 
+const identificationMethod = v.picklist(IDENTIFICATION_METHODS);
+
 export const agreementSigner = v.strictObject({
   id: id('ags'),
   firstName: displayName,
@@ -224,6 +227,15 @@ export const agreementSigner = v.strictObject({
   declineReason: v.pipe(
     v.nullable(v.pipe(v.string(), v.maxLength(MAX_DECLINE_REASON))),
     v.description('What the signer gave as the reason to decline, if anything.'),
+  ),
+  identification: v.pipe(
+    v.strictObject({
+      required: v.pipe(v.boolean(), v.description('`shouldIdentify`, or the current signing link was issued with an `accessCode`.')),
+      verified: v.pipe(v.boolean(), v.description('The signer identified with their current link.')),
+      method: v.nullable(identificationMethod),
+      at: v.nullable(atomDateTime),
+    }),
+    v.description("The signer's identification with their current signing link: required, and once verified how and when."),
   ),
 });
 
@@ -309,6 +321,10 @@ export const agreementSignerEventData = v.strictObject({
 });
 
 /** The answer of `POST /agreements/{agreementId}/signers/{signerId}/signing-link`. */
+export const identificationCodeSent = v.strictObject({
+  expiresAt: v.pipe(atomDateTime, v.description('When the code mailed stops working: 10 minutes on.')),
+});
+
 export const signingLink = v.strictObject({
   link: v.pipe(
     v.string(),
@@ -334,6 +350,26 @@ export const signingView = v.strictObject({
     signers: v.pipe(v.array(v.union([agreementEventSigner, coSigner])), v.description('The signer whole; every other signer by name and outcome only.')),
   }),
   signer: v.pipe(agreementSigner, v.description('The signer, with their own signature image once they signed (`null` before).')),
+  identification: v.pipe(
+    v.union([
+      v.strictObject({ required: v.literal(false) }),
+      v.strictObject({
+        required: v.literal(true),
+        verified: v.literal(false),
+        methods: v.pipe(
+          v.array(identificationMethod),
+          v.description('`access-code` when the link was issued with one; else `email-code` when a notifier is configured.'),
+        ),
+        triesLeft: v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(5), v.description('Wrong codes this link still takes; the last revokes it.')),
+      }),
+      v.strictObject({ required: v.literal(true), verified: v.literal(true), method: identificationMethod, at: atomDateTime }),
+    ]),
+    v.description('Whether the signer must identify, and how; until they have, `documents` is empty and signing or declining answers `403`.'),
+  ),
+  disclosure: v.pipe(
+    v.strictObject({ version: v.string(), text: v.string() }),
+    v.description('The consumer disclosure (ESIGN §101(c)) shown before signing; `POST /signing/sign` takes `consent: {disclosureVersion}`.'),
+  ),
   documents: v.array(
     v.strictObject({
       ...agreementDocument.entries,
@@ -345,7 +381,7 @@ export const signingView = v.strictObject({
 /** One step of an agreement's audit trail. */
 export const auditEntry = v.strictObject({
   at: atomDateTime,
-  action: v.picklist(['created', 'link-issued', 'viewed', 'signed', 'declined', 'expired', 'reminder']),
+  action: v.picklist(AUDIT_ACTIONS),
   actor: v.pipe(v.string(), v.description('`account:<accountId>` (the host through the API), a signer id (`ags_…`), or `system`.')),
   signerId: v.nullable(id('ags')),
   ip: v.nullable(v.string()),
@@ -360,11 +396,13 @@ export const auditEntry = v.strictObject({
       ),
     ),
   ),
+  method: v.optional(v.pipe(identificationMethod, v.description('How the signer identified (`identified`).'))),
+  disclosureHash: v.optional(v.pipe(sha256Hex, v.description('SHA-256 (hex) of the disclosure text the signer consented to (`consented`).'))),
   previousHash: sha256Hex,
   hash: v.pipe(
     sha256Hex,
     v.description(
-      'SHA-256 (hex) over `previousHash`, a line break, and the JSON array `[at, action, actor, signerId, ip, userAgent, [[documentId, fileHash]…], detail]`, with `state` appended when the entry has one.',
+      'SHA-256 (hex) over `previousHash`, a line break, and the JSON array `[at, action, actor, signerId, ip, userAgent, [[documentId, fileHash]…], detail]`, with `state` appended when the entry has one, then `{"method": …}` and `{"disclosureHash": …}` when it has them.',
     ),
   ),
 });

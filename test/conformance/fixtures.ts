@@ -80,6 +80,7 @@ export function agreementRecord(overrides: Partial<AgreementRecord> = {}): Agree
     declinedAt: null,
     declineReason: null,
     signingLinkId: null,
+    identity: null,
   });
   return {
     id: newId('agr'),
@@ -102,6 +103,7 @@ export function agreementRecord(overrides: Partial<AgreementRecord> = {}): Agree
     audit: [],
     auditHead: null,
     nextReminderAt: null,
+    mail: [],
     ...overrides,
   };
 }

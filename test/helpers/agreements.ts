@@ -38,8 +38,8 @@ export function jpegBytes(width = 4, height = 4): Buffer {
 export const dataUrl = (type: string, bytes: Buffer) => `data:${type};base64,${bytes.toString('base64')}`;
 export const PNG_SIGNATURE = dataUrl('image/png', pngBytes());
 
-export const SIGNER = { firstName: 'Bo', lastName: 'Lee', email: 'bo@example.com', shouldIdentify: true };
-export const signer = (n: number) => ({ firstName: `Signer${n}`, lastName: 'Lee', email: `s${n}@example.com`, shouldIdentify: n % 2 === 0 });
+export const SIGNER = { firstName: 'Bo', lastName: 'Lee', email: 'bo@example.com', shouldIdentify: false };
+export const signer = (n: number) => ({ firstName: `Signer${n}`, lastName: 'Lee', email: `s${n}@example.com`, shouldIdentify: false });
 
 /** A document of `n` bytes whose content depends on `seed` and position: a dropped or shifted chunk changes its hash. */
 export function documentBytes(n: number, seed = 1): Buffer {

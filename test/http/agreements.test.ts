@@ -73,6 +73,7 @@ for (const kind of BLOB_KINDS) {
           viewedAt: null,
           declinedAt: null,
           declineReason: null,
+          identification: { required: false, verified: false, method: null, at: null },
         },
       );
       assert.equal(body.signers[1].email, 's2@example.com');

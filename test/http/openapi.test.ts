@@ -12,6 +12,7 @@ import { SIGNING_KEY_1, linkPath, withParam } from '../helpers/download.js';
 import { createResponseChecker } from '../helpers/openapi.js';
 import { KEY_A, KEY_B, type TestPortal, startPortal, withPortal } from '../helpers/server.js';
 import { NEVER, manualClock } from '../helpers/webhooks.js';
+import { recordingNotifier, until } from '../helpers/notifier.js';
 
 const document = openapi as Record<string, any>;
 
@@ -50,7 +51,7 @@ test('every route the handler registers is in the document, with each of its met
     }
   }
   assert.equal(undocumented, []);
-  assert.is(apiRoutes.length, 37);
+  assert.is(apiRoutes.length, 39);
   // Outside the document: the signing page, HTML for a browser.
   assert.equal(
     table.filter((route) => route.doc === null).map((route) => route.path),
@@ -173,6 +174,8 @@ test('the document: bearer auth everywhere but the signed download route, server
     'POST /directories',
     'POST /files',
     'POST /signing/decline',
+    'POST /signing/identify',
+    'POST /signing/identify/email-code',
     'POST /signing/sign',
     'POST /tickets/{ticketId}/message/{messageId}/attachment',
     'POST /webhooks',
@@ -211,6 +214,7 @@ test('every route answers as the document says: each success and each error it d
   const time = manualClock();
   const transport = memoryTransport();
   let failLists = false;
+  const notifier = recordingNotifier();
   const base = memoryStorage();
   const app: TestPortal = await startPortal({
     clock: time.clock,
@@ -218,6 +222,7 @@ test('every route answers as the document says: each success and each error it d
     signingKeys: [SIGNING_KEY_1],
     webhooks: { tick: NEVER },
     agreements: { reminderIntervalMs: 3_600_000 },
+    notifier,
     storage: {
       ...base,
       listWebhooks: (accountId) => (failLists ? Promise.reject(new Error('storage down')) : base.listWebhooks(accountId)),
@@ -427,12 +432,44 @@ test('every route answers as the document says: each success and each error it d
     await call('POST', '/signing/decline', '/signing/decline', bearer(two, { body: 'x', headers: { 'content-type': 'text/plain' } }), 415);
     await call('POST', '/signing/decline', '/signing/decline', bearer(two, jsonBody({ reason: 'x'.repeat(70_000) })), 413);
     await call('POST', '/signing/decline', '/signing/decline', bearer('not-a-token'), 401);
+    // Identification: a signer who must identify, by a mailed code
+    const { body: toIdentify } = await call(
+      'POST',
+      '/agreements',
+      '/agreements',
+      { body: validFormData({ signers: [{ ...signer(3), shouldIdentify: true }] }) },
+      201,
+    );
+    const { body: idLink } = await call('POST', signingLink, linkOf(toIdentify.id, toIdentify.signers[0].id), jsonBody({ send: true }), 201);
+    const three = tokenOf(idLink);
+    const identifyCode = (token: string, code: unknown, status: number) =>
+      call('POST', '/signing/identify', '/signing/identify', bearer(token, jsonBody({ code })), status);
+    const { body: unidentified } = await call('GET', '/signing', '/signing', bearer(three), 200);
+    assert.equal(unidentified.documents, []);
+    await call('POST', '/signing/sign', '/signing/sign', bearer(three, jsonBody({ signature: PNG_SIGNATURE })), 403);
+    await call('POST', '/signing/decline', '/signing/decline', bearer(three), 403);
+    await identifyCode(three, '123456', 403);
+    await call('POST', '/signing/identify/email-code', '/signing/identify/email-code', bearer(three), 202);
+    await until(() => notifier.sent.some((mail) => mail.kind === 'identification-code'), 'the code mail');
+    await identifyCode(three, 7, 400);
+    await call('POST', '/signing/identify', '/signing/identify', bearer(three, { body: 'x', headers: { 'content-type': 'text/plain' } }), 415);
+    await call('POST', '/signing/identify', '/signing/identify', bearer(three, jsonBody({ code: 'x'.repeat(70_000) })), 413);
+    await call('POST', '/signing/identify', '/signing/identify', bearer('not-a-token', jsonBody({ code: '1' })), 401);
+    await identifyCode(two, '123456', 409);
+    await call('POST', '/signing/identify/email-code', '/signing/identify/email-code', bearer(two), 409);
+    for (let send = 2; send <= 5; send++) await call('POST', '/signing/identify/email-code', '/signing/identify/email-code', bearer(three), 202);
+    await call('POST', '/signing/identify/email-code', '/signing/identify/email-code', bearer(three), 429);
+    await until(() => notifier.sent.filter((mail) => mail.kind === 'identification-code').length === 5, 'five code mails');
+    const { body: identified } = await identifyCode(three, notifier.codeFor('s3@example.com'), 200);
+    assert.is(identified.documents.length, 1);
     await call('POST', '/signing/decline', '/signing/decline', bearer(two, jsonBody({ reason: 'Not this year.' })), 200);
     await call('POST', '/signing/decline', '/signing/decline', bearer(two), 409);
     time.advance(601);
     await call('GET', '/signing', '/signing', bearer(two), 410);
     await call('POST', '/signing/sign', '/signing/sign', bearer(two, jsonBody({ signature: PNG_SIGNATURE })), 410);
     await call('POST', '/signing/decline', '/signing/decline', bearer(two), 410);
+    await call('POST', '/signing/identify/email-code', '/signing/identify/email-code', bearer(two), 410);
+    await call('POST', '/signing/identify', '/signing/identify', bearer(two, jsonBody({ code: '123456' })), 410);
     time.advance(-601);
     await call('GET', '/agreements/{agreementId}/audit', `/agreements/${toSign.id}/audit`, {}, 200);
     await call('GET', '/agreements/{agreementId}/audit', '/agreements/nope/audit', {}, 400);

@@ -59,7 +59,8 @@ test('a sequential agreement: each signer through their link, in turn; the event
     const view = await asSigner(app, one.token, '');
     assert.is(view.status, 200);
     const seen = await json(view);
-    assert.equal(Object.keys(seen), ['agreement', 'signer', 'documents']);
+    assert.equal(Object.keys(seen), ['agreement', 'signer', 'identification', 'disclosure', 'documents']);
+    assert.equal(seen.identification, { required: false });
     assert.is(seen.signer.id, first.id);
     assert.ok(seen.signer.viewedAt !== null);
     assert.not.ok('signingLinkId' in seen.signer);

@@ -179,6 +179,7 @@ test('memory storage: isBlobReferenced does not walk every agreement (20,000 agr
         signerSignature: 'x',
         signerSignatureHash: 'h',
         auditHead: null,
+        mail: [],
         signers: [],
         documents: [{ id: `agd_${i}`, documentName: 'd.pdf', fileSize: 1, fileHash: 'h' }],
         createdAt: '2026-05-01T12:00:00+00:00',

@@ -7,14 +7,15 @@ type Built = Awaited<ReturnType<typeof builtAssets>>;
 /**
  * The signing page a signer's link opens (`<API root>/sign#<token>`), and its assets under
  * `sign/assets/`: served to anyone (the page holds nothing; the token in its fragment authorizes its
- * calls), under the portal page's strict CSP. Read from the build on the first request.
+ * calls), under the portal page's strict CSP; with `signing.frameAncestors`, those origins (and no
+ * other) may frame it. Read from the build on the first request.
  */
-export function signingPageRoutes(load: () => Promise<Built> = () => builtAssets()): Route[] {
+export function signingPageRoutes(frameAncestors: readonly string[], load: () => Promise<Built> = () => builtAssets()): Route[] {
   let built: Promise<{ page: Asset; assets: Map<string, Asset> }> | undefined;
   const ready = () =>
     (built ??= load().then(({ manifest, assets }) => ({
       assets,
-      page: { body: Buffer.from(pageHtml(manifest)), type: 'text/html; charset=utf-8' },
+      page: { body: Buffer.from(pageHtml(manifest, frameAncestors)), type: 'text/html; charset=utf-8' },
     })));
   return [
     {
@@ -25,7 +26,7 @@ export function signingPageRoutes(load: () => Promise<Built> = () => builtAssets
       doc: null,
       writesResponse: true,
       async handler({ req, res, requestId }) {
-        writeAsset(req, res, requestId, (await ready()).page, true);
+        writeAsset(req, res, requestId, (await ready()).page, true, frameAncestors);
       },
     },
     {
@@ -44,10 +45,11 @@ export function signingPageRoutes(load: () => Promise<Built> = () => builtAssets
   ];
 }
 
-function pageHtml(manifest: Built['manifest']): string {
+function pageHtml(manifest: Built['manifest'], frameAncestors: readonly string[]): string {
   return htmlPage({
     title: 'Sign',
-    metas: { referrer: 'no-referrer' },
+    // The page posts its progress to a parent frame only on one of these origins.
+    metas: { referrer: 'no-referrer', ...(frameAncestors.length > 0 ? { 'customer-portal-frame-ancestors': frameAncestors.join(' ') } : {}) },
     assets: 'sign/assets',
     style: manifest.style,
     script: manifest.signing,

@@ -29,14 +29,14 @@ export function signingRoutes(signing: SigningService): Route[] {
         summary: 'A signing link for one signer',
         parameters: [agreementIdParameter, pathParameter('signerId', 'The signer id (`ags_…`).')],
         tags: ['Signing'],
-        description: `The link opens the signing page with the signer's token in its fragment. A new link replaces every older link of the signer. Recorded in the audit trail.`,
+        description: `The link opens the signing page with the signer's token in its fragment. A new link replaces every older link of the signer. With \`accessCode\` the signer must give that code (sent to them by another channel; stored only as an scrypt hash) before seeing the documents; with \`send: true\` the notifier mails them the link. A signer with \`shouldIdentify\` must identify in any case: by a mailed code, or by the access code when there is no notifier. Recorded in the audit trail.`,
         requestBody: { required: false, content: json('SigningLinkInput') },
         responses: {
           201: response('The link and when it expires (72 hours unless `expiresInSeconds` says otherwise).', 'SigningLink'),
-          400: failure('`expiresInSeconds` outside 60 … 2,592,000, an unknown field, a malformed id or body.'),
+          400: failure('`expiresInSeconds` outside 60 … 2,592,000, an `accessCode` outside 4 … 64 characters, an unknown field, a malformed id or body.'),
           404: failure('No such agreement in this account, or no such signer on it.'),
           409: failure(
-            'The signer has signed or declined, the agreement is signed or closed, or the signer has been sent 40 links already (one for each of the 30 reminder rounds, and ten more).',
+            'The signer has signed or declined, the agreement is signed or closed, or the signer has been sent 40 links already (one for each of the 30 reminder rounds, and ten more); `send: true`, or a `shouldIdentify` signer without an `accessCode`, with no notifier configured.',
           ),
           413: failure('The body is over 64 KiB.'),
           415: failure('A body that is not `application/json`.'),
@@ -125,6 +125,58 @@ export function signingRoutes(signing: SigningService): Route[] {
     },
     {
       method: 'POST',
+      path: '/signing/identify/email-code',
+      extension: true,
+      doc: {
+        operationId: 'requestIdentificationCode',
+        summary: 'Mail the signer a code to identify with',
+        tags: ['Signing'],
+        signer: true,
+        description: `For a signer who must identify (\`identification.methods\` holds \`email-code\`): a one-time code of 6 digits, valid 10 minutes, is mailed to the signer through the notifier; a new code voids the one before. Recorded in the audit trail (\`identification-code-sent\`), never the code.`,
+        responses: {
+          202: response('The code is queued for mail; it works until `expiresAt`.', 'IdentificationCodeSent'),
+          409: failure(
+            'The signer need not identify, has identified already, or may not use an e-mail code (no notifier is configured, or the link takes the access code the sender gave).',
+          ),
+          410: failure('The signing link has expired.'),
+          429: failure('Five codes were sent to this signer in the last hour; `Retry-After` says when another may be.'),
+        },
+      },
+      public: true,
+      async handler({ req, client }) {
+        return { status: 202, body: await signing.requestEmailCode(bearer(req), client) };
+      },
+    },
+    {
+      method: 'POST',
+      path: '/signing/identify',
+      extension: true,
+      doc: {
+        operationId: 'identify',
+        summary: 'Identify with a code',
+        tags: ['Signing'],
+        signer: true,
+        description: `The code mailed to the signer, or the access code the sender gave them, checked in constant time. A wrong code costs one of the link's 5 tries (\`identification-failed\`); the fifth revokes the link (\`identification-locked\`; \`401\` from then on). An expired code costs nothing. A match records \`identified\` with its method, and the view then holds the documents.`,
+        requestBody: { required: true, content: json('IdentifyInput') },
+        responses: {
+          200: response('The view, with the documents.', 'SigningView'),
+          400: failure('No `code`, a code over 64 characters, an unknown field, a malformed body.'),
+          401: failure('The fifth wrong code revoked the link (and any later use of it), or the token is not valid.'),
+          403: failure('A wrong or expired code, or none outstanding; the message says how many tries are left.'),
+          409: failure('The signer need not identify.'),
+          410: failure('The signing link has expired.'),
+          413: failure('The body is over 64 KiB.'),
+          415: failure('A body that is not `application/json`.'),
+        },
+      },
+      public: true,
+      async handler({ req, baseUrl, client }) {
+        const token = bearer(req);
+        return { status: 200, body: await signing.identify(token, await readOptionalJson(req), baseUrl, client) };
+      },
+    },
+    {
+      method: 'POST',
       path: '/signing/sign',
       extension: true,
       doc: {
@@ -132,12 +184,15 @@ export function signingRoutes(signing: SigningService): Route[] {
         summary: "Sign as the token's signer",
         tags: ['Signing'],
         signer: true,
-        description: `The signature is a data-URL checked as \`signerSignatureData\` at creation. Sends \`agreement-signer-signed\`, and with the last signer \`agreement-signed\`.`,
+        description: `The signature is a data-URL checked as \`signerSignatureData\` at creation. With \`consent\` (the disclosure's version as the view gave it) the trail records \`consented\` and the disclosure's SHA-256 before \`signed\`. Sends \`agreement-signer-signed\`, and with the last signer \`agreement-signed\` (and, with a notifier, \`agreement-completed\` mail to every signer).`,
         requestBody: { required: true, content: json('SignInput') },
         responses: {
           200: response('The view after signing.', 'SigningView'),
           400: failure('The signature is missing or not an acceptable image; an unknown field; a malformed body.'),
-          409: failure('The signer has signed or declined, the agreement is signed or closed, or (sequential order) a signer before has not signed yet.'),
+          403: failure('The signer must identify first.'),
+          409: failure(
+            'The signer has signed or declined, the agreement is signed or closed, (sequential order) a signer before has not signed yet, or `consent.disclosureVersion` is not the disclosure in force.',
+          ),
           410: failure('The signing link has expired.'),
           413: failure('The body is larger than the largest signature allows.'),
           415: failure('A body that is not `application/json`.'),
@@ -163,6 +218,7 @@ export function signingRoutes(signing: SigningService): Route[] {
         responses: {
           200: response('The view after declining.', 'SigningView'),
           400: failure('A reason over 1,000 characters or with control characters; an unknown field; a malformed body.'),
+          403: failure('The signer must identify first.'),
           409: failure('The signer has signed or declined, or the agreement is signed or closed.'),
           410: failure('The signing link has expired.'),
           413: failure('The body is over 64 KiB.'),
