@@ -29,6 +29,16 @@ export function memoryRecordOf(storage: Storage, table: TableName, id: string): 
   return stores.get(storage)?.peek(table, id);
 }
 
+/** Every record `storage` (a `memoryStorage`) holds, for tests that read all it keeps. */
+export function memoryRecordsOf(storage: Storage): unknown[] {
+  return (
+    stores
+      .get(storage)
+      ?.snapshot()
+      .map((row) => row.value) ?? []
+  );
+}
+
 /** Whether `storage` is a store `memoryStorage` made. */
 export const isMemoryStorage = (storage: Storage): boolean => stores.has(storage);
 

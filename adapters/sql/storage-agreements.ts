@@ -86,7 +86,8 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
         mail = $16::text, mail_due_at = $17::timestamptz
     WHERE id = $1::text AND account_id = $2::text`;
   // At most $3 of one account: the due rows numbered within their account, the earliest first; with
-  // $4, then the open rows with no reminder scheduled (their own partial index), oldest first.
+  // $4, then the open rows with no reminder scheduled (their own partial index), oldest first; and
+  // the rows whose mail is due (their own partial index) that the first part did not take.
   const due = `SELECT account_id, id FROM (
       SELECT account_id, id, at, unscheduled,
         row_number() OVER (PARTITION BY account_id ORDER BY unscheduled, at, id) AS turn
@@ -104,7 +105,8 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
         (SELECT account_id, id, mail_due_at AS at, false AS unscheduled
           FROM ${table('agreements')}
           WHERE mail_due_at <= $1::timestamptz
-            AND NOT (status = 'sent' AND closed_at IS NULL AND (expires_at <= $1::timestamptz OR next_reminder_at <= $1::timestamptz))
+            AND NOT (status = 'sent' AND closed_at IS NULL
+              AND (coalesce(expires_at <= $1::timestamptz, false) OR coalesce(next_reminder_at <= $1::timestamptz, false)))
           ORDER BY mail_due_at LIMIT $2::int)
       ) AS candidates
     ) AS due

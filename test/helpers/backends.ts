@@ -1,8 +1,8 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fsBlobs, fsStorage } from '../../adapters/fs/index.js';
 import { memoryStorage } from '../../adapters/memory/index.js';
-import { memoryRecordOf } from '../../adapters/memory/memory-storage.js';
+import { memoryRecordOf, memoryRecordsOf } from '../../adapters/memory/memory-storage.js';
 import type { AgreementRecord } from '../../src/records.js';
 import { type SqlClient, sqlAdapters } from '../../adapters/sql/index.js';
 import type { PortalOptions } from '../../src/index.js';
@@ -12,8 +12,14 @@ import { connectPostgres, dropSchema, freshSchema, openPglite } from './sql.js';
 /** One adapter pair (storage and blobs) a portal-level test runs on, each time in a fresh place. */
 export interface Backend {
   name: string;
-  options(): Promise<{ options: PortalOptions; cleanup(): Promise<void>; tamper: Tamper; edit: Edit }>;
+  options(): Promise<{ options: PortalOptions; cleanup(): Promise<void>; tamper: Tamper; edit: Edit; dump: Dump; reopen: (() => PortalOptions) | null }>;
 }
+
+/**
+ * Everything the store holds, as text, read past the adapter (the memory store's records, the fs
+ * store's files, every table of the SQL schema): what someone with the disk or the database sees.
+ */
+type Dump = () => Promise<string>;
 
 /**
  * Edits the agreement itself past the adapter: every `from` in its stored signers (names, e-mails,
@@ -48,7 +54,9 @@ export async function openBackends(what: string): Promise<{ list: Backend[]; clo
           const { audit: _audit, ...rest } = record;
           Object.assign(record, JSON.parse(JSON.stringify(rest).replaceAll(from, to)));
         };
-        return { options: { storage }, cleanup: async () => {}, tamper, edit };
+        const dump: Dump = async () => JSON.stringify(memoryRecordsOf(storage));
+        // Memory keeps nothing across a restart, by design.
+        return { options: { storage }, cleanup: async () => {}, tamper, edit, dump, reopen: null };
       },
     },
     {
@@ -70,12 +78,8 @@ export async function openBackends(what: string): Promise<{ list: Backend[]; clo
           if (!bytes.includes(Buffer.from(agreementId)) || !bytes.includes(Buffer.from(from))) throw new Error('edit: nothing to edit in the log');
           writeFileSync(file, Buffer.from(bytes.toString('latin1').replaceAll(from, to), 'latin1'));
         };
-        return {
-          options: { storage: fsStorage({ dir }), blobs: fsBlobs({ dir: path.join(dir, 'blobs') }) },
-          cleanup: async () => removeDir(dir),
-          tamper,
-          edit,
-        };
+        const open = () => ({ storage: fsStorage({ dir }), blobs: fsBlobs({ dir: path.join(dir, 'blobs') }) });
+        return { options: open(), cleanup: async () => removeDir(dir), tamper, edit, dump: async () => readTree(dir), reopen: open };
       },
     },
     {
@@ -87,6 +91,8 @@ export async function openBackends(what: string): Promise<{ list: Backend[]; clo
           cleanup: () => dropSchema(pglite, schema),
           tamper: sqlTamper(pglite, schema),
           edit: sqlEdit(pglite, schema),
+          dump: sqlDump(pglite, schema),
+          reopen: () => sqlAdapters({ client: pglite, schema }),
         };
       },
     },
@@ -102,6 +108,8 @@ export async function openBackends(what: string): Promise<{ list: Backend[]; clo
           cleanup: () => dropSchema(pool, schema),
           tamper: sqlTamper(pool, schema),
           edit: sqlEdit(pool, schema),
+          dump: sqlDump(pool, schema),
+          reopen: () => sqlAdapters({ client: pool, schema }),
         };
       },
     });
@@ -141,3 +149,24 @@ const sqlEdit =
     await client.query(`UPDATE "${schema}".portal_agreement_documents SET file_hash = replace(file_hash, $2, $3) WHERE agreement_id = $1`, params);
     await client.query(`UPDATE "${schema}".portal_agreements SET signer_signature = replace(signer_signature, $2, $3) WHERE id = $1`, params);
   };
+
+/** Every row of every table of the schema, as text. */
+const sqlDump =
+  (client: SqlClient, schema: string): Dump =>
+  async () => {
+    const tables = await client.query('SELECT table_name FROM information_schema.tables WHERE table_schema = $1', [schema]);
+    let text = '';
+    for (const { table_name: table } of tables.rows as { table_name: string }[]) {
+      const rows = await client.query(`SELECT t::text AS row FROM "${schema}"."${table}" AS t`);
+      text += (rows.rows as { row: string }[]).map((row) => row.row).join('\n');
+    }
+    return text;
+  };
+
+/** Every file under `dir`, as latin1 text. */
+function readTree(dir: string): string {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => readFileSync(path.join(entry.parentPath, entry.name)).toString('latin1'))
+    .join('\n');
+}

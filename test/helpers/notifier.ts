@@ -41,9 +41,9 @@ export function recordingNotifier(): RecordingNotifier {
 }
 
 /** Resolves once `condition` holds, polling (mail is sent off the request that queued it). */
-export async function until(condition: () => boolean, what: string, ms = 5000): Promise<void> {
+export async function until(condition: () => boolean | Promise<boolean>, what: string, ms = 5000): Promise<void> {
   const end = Date.now() + ms;
-  while (!condition()) {
+  while (!(await condition())) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 5));
   }

@@ -1,0 +1,1 @@
+export { smtpNotifier, type SmtpNotifier, type SmtpNotifierOptions } from './smtp-notifier.js';
