@@ -98,7 +98,7 @@ it('two signers of a sequential agreement sign through their links: drawn and ty
     .getByRole('alert')
     .getByText(/Tick the box/)
     .waitFor();
-  await page.getByLabel(/agree to sign them electronically/).check();
+  await page.getByLabel(/agree to sign electronically/).check();
   await page.screenshot({ path: path.join(OUTPUT, '1-before-signing.png'), fullPage: true });
   await page.getByRole('button', { name: 'Sign' }).click();
   await page.getByText('Thank you: you have signed.').waitFor();
@@ -111,7 +111,7 @@ it('two signers of a sequential agreement sign through their links: drawn and ty
   await narrow.goto(two);
   await narrow.getByRole('tab', { name: 'Type' }).click();
   await narrow.getByLabel('Your name as your signature').fill('Signer2 Lee');
-  await narrow.getByLabel(/agree to sign them electronically/).focus();
+  await narrow.getByLabel(/agree to sign electronically/).focus();
   await narrow.keyboard.press('Space');
   await narrow.getByRole('button', { name: 'Sign' }).focus();
   await narrow.keyboard.press('Enter');
@@ -147,7 +147,8 @@ it('two signers of a sequential agreement sign through their links: drawn and ty
   const steps = audit.data.map(
     (entry: { action: string; signerId: string | null }) => `${entry.action}${entry.signerId === null ? '' : entry.signerId === first.id ? ' 1' : ' 2'}`,
   );
-  assert.equal(steps, ['created', 'link-issued 1', 'link-issued 2', 'viewed 2', 'viewed 1', 'signed 1', 'signed 2']);
+  // The page sends each signer's consent to the disclosure it showed: recorded just before the signature.
+  assert.equal(steps, ['created', 'link-issued 1', 'link-issued 2', 'viewed 2', 'viewed 1', 'consented 1', 'signed 1', 'consented 2', 'signed 2']);
 
   // The certificate of completion, read back.
   const certificate = await app.api(`/agreements/${agreement.id}/certificate`);

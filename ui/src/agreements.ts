@@ -148,7 +148,14 @@ const ACTIONS: Record<string, string> = {
   declined: 'Declined',
   expired: 'Expired',
   reminder: 'Reminder due',
+  'identification-code-sent': 'Identification code mailed',
+  identified: 'Identified',
+  'identification-failed': 'Wrong identification code',
+  'identification-locked': 'Link locked after wrong codes',
+  consented: 'Consented to sign electronically',
 };
+
+const METHODS: Record<string, string> = { 'email-code': 'a code mailed to them', 'access-code': 'the access code you gave them' };
 
 /** The agreement's audit trail, read when it is opened; whether its hash chain verifies, said first. */
 function auditTrail(agreementId: string, showError: (error: unknown) => void): HTMLDetailsElement {
@@ -180,6 +187,7 @@ function auditTrail(agreementId: string, showError: (error: unknown) => void): H
               ` · ${entry.actor}`,
               entry.ip === null ? '' : ` · ${entry.ip}`,
               entry.detail === null ? '' : ` · “${entry.detail}”`,
+              entry.method === undefined ? '' : ` · by ${METHODS[entry.method] ?? entry.method}`,
               el('br', {}),
               el('code', { class: 'hint', title: "This entry's hash" }, entry.hash),
             ),
@@ -204,6 +212,21 @@ function signerStatus(signer: AgreementSigner): HTMLSpanElement {
   return el('span', { class: 'warn-text' }, 'not signed yet');
 }
 
+/** Whether the signer must identify, and how and when they did; `null` when they need not. */
+function signerIdentification(signer: AgreementSigner): HTMLSpanElement | null {
+  const { identification } = signer;
+  if (!identification.required) return null;
+  if (identification.verified) {
+    return el(
+      'span',
+      { class: 'good-text identification' },
+      `identified by ${METHODS[identification.method!] ?? identification.method} `,
+      time(identification.at!),
+    );
+  }
+  return el('span', { class: 'warn-text identification' }, 'must identify before seeing the documents');
+}
+
 /**
  * A signer, their status, and while they may still sign, **Copy signing link**: a new link (which
  * replaces their older ones), copied for the sender to pass on, and shown to copy by hand.
@@ -218,19 +241,40 @@ function signerItem(agreement: AgreementSummary, signer: AgreementSigner, open: 
     ' · ',
     signerStatus(signer),
   );
+  const identification = signerIdentification(signer);
+  if (identification !== null) item.append(' · ', identification);
   if (!open || signer.signedAt !== null || signer.declinedAt !== null) return item;
-  const copy = el(
-    'button',
-    { type: 'button', class: 'link-button', 'aria-label': `Copy a signing link for ${signer.firstName} ${signer.lastName}` },
-    'Copy signing link',
-  );
+  const name = `${signer.firstName} ${signer.lastName}`;
+  const copy = el('button', { type: 'button', class: 'link-button', 'aria-label': `Copy a signing link for ${name}` }, 'Copy signing link');
   const shown = el('span', { class: 'hint', role: 'status' });
+  // How the next link is made: an access code the signer must give (passed on by phone or text),
+  // and whether the portal mails the link to them.
+  const accessCode = el('input', {
+    type: 'text',
+    minlength: 4,
+    maxlength: 64,
+    autocomplete: 'off',
+    class: 'access-code',
+    'aria-label': `Access code for ${name} (optional, 4 to 64 characters)`,
+    placeholder: 'Access code (optional)',
+  });
+  const send = el('input', { type: 'checkbox', class: 'send-link', 'aria-label': `Send the link to ${signer.email} by e-mail` });
+  const options = el(
+    'details',
+    { class: 'link-options' },
+    el('summary', {}, 'Link options'),
+    el('label', {}, accessCode),
+    ' ',
+    el('label', { class: 'check' }, send, el('span', {}, 'Send by e-mail')),
+  );
   copy.addEventListener('click', async () => {
     copy.disabled = true;
+    const code = accessCode.value.trim();
     try {
       const { link, expiresAt } = await api<{ link: string; expiresAt: string }>(
         'POST',
         `/agreements/${segment(agreement.id)}/signers/${segment(signer.id)}/signing-link`,
+        { ...(code === '' ? {} : { accessCode: code }), ...(send.checked ? { send: true } : {}) },
       );
       const field = el('input', {
         type: 'text',
@@ -247,11 +291,14 @@ function signerItem(agreement: AgreementSummary, signer: AgreementSigner, open: 
       }
       replace(
         shown,
+        send.checked ? `Mailed to ${signer.email}. ` : '',
         copied ? 'Copied; valid until ' : 'Select and copy it; valid until ',
         time(expiresAt),
         '. Older links of this signer no longer work.',
+        code === '' ? '' : ' Give them the access code by another channel than this link.',
         field,
       );
+      accessCode.value = '';
       if (!copied) field.select();
     } catch (error) {
       showError(error);
@@ -259,6 +306,6 @@ function signerItem(agreement: AgreementSummary, signer: AgreementSigner, open: 
       copy.disabled = false;
     }
   });
-  item.append(' ', copy, ' ', shown);
+  item.append(' ', copy, ' ', options, ' ', shown);
   return item;
 }

@@ -27,8 +27,29 @@ interface View {
     closedReason: 'declined' | 'expired' | null;
     signers: Signer[];
   };
-  signer: Signer;
+  signer: Signer & { email: string };
+  identification: { required: false } | Unverified | { required: true; verified: true; method: 'email-code' | 'access-code'; at: string };
+  disclosure: { version: string; text: string };
   documents: { id: string; documentName: string; fileSize: number; link: string }[];
+}
+
+interface Unverified {
+  required: true;
+  verified: false;
+  methods: ('email-code' | 'access-code')[];
+  triesLeft: number;
+}
+
+/**
+ * The origins the host allows to frame this page (`signing.frameAncestors`, in a meta tag): the page
+ * tells its parent how signing goes, and only a parent on one of them can receive it (the browser
+ * delivers a message to the parent only when its origin is the one named). Never the token.
+ */
+const frameOrigins = (document.querySelector('meta[name="customer-portal-frame-ancestors"]')?.getAttribute('content') ?? '').split(' ').filter(Boolean);
+function tellParent(status: 'loaded' | 'identified' | 'signed' | 'declined', view: View): void {
+  if (window.parent === window) return;
+  const message = { type: 'customer-portal:signing', status, agreementId: view.agreement.id, signerId: view.signer.id };
+  for (const origin of frameOrigins) window.parent.postMessage(message, origin);
 }
 
 class SigningError extends Error {
@@ -95,7 +116,9 @@ function refused(error: unknown): void {
       : status === 401
         ? /replaced/.test(message)
           ? 'This link has been replaced'
-          : 'This link does not work'
+          : /revoked/.test(message)
+            ? 'This link is locked'
+            : 'This link does not work'
         : 'Something went wrong';
   page(heading, el('p', { role: 'alert' }, message));
 }
@@ -117,8 +140,109 @@ function waitingFor(view: View): Signer | null {
   return first !== undefined && first.id !== view.signer.id ? first : null;
 }
 
+/** `bo@example.com` as `b…@example.com`: enough to recognise, not to read out to someone looking on. */
+function masked(email: string): string {
+  const at = email.lastIndexOf('@');
+  return at <= 1 ? email : `${email[0]}…${email.slice(at)}`;
+}
+
+/**
+ * The identification step: a signer who must identify asks for a code by e-mail, or enters the
+ * access code the sender gave them; the tries left are shown, and the fifth wrong code locks the
+ * link. Once identified, the agreement is shown.
+ */
+function identify(view: View, identification: Unverified): void {
+  const { agreement, signer } = view;
+  const byMail = identification.methods.includes('email-code');
+  const byAccess = identification.methods.includes('access-code');
+  if (!byMail && !byAccess) {
+    return page(
+      agreement.name,
+      el(
+        'p',
+        { role: 'status' },
+        'You need to confirm who you are before you can see this agreement, and the sender has set up no way to. Ask them for a new link.',
+      ),
+    );
+  }
+  const errors = errorBox();
+  const status = el('p', { role: 'status', class: 'hint' }, `${identification.triesLeft} ${identification.triesLeft === 1 ? 'try' : 'tries'} left.`);
+  const code = el('input', {
+    id: 'identification-code',
+    name: 'code',
+    required: true,
+    maxlength: 64,
+    autocomplete: byMail ? 'one-time-code' : 'off',
+    ...(byMail ? { inputmode: 'numeric' } : {}),
+  });
+  const confirm = el('button', { type: 'submit' }, 'Confirm');
+  const form = el(
+    'form',
+    { class: 'panel', hidden: byMail },
+    el(
+      'div',
+      { class: 'field' },
+      el('label', { for: 'identification-code' }, byMail ? 'The 6-digit code from the e-mail' : 'The access code the sender gave you'),
+      code,
+    ),
+    errors.node,
+    el('div', { class: 'actions' }, confirm),
+  );
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    if (code.value.trim() === '') return errors.show('Enter the code first.');
+    confirm.disabled = true;
+    try {
+      const identified = await call('POST', 'signing/identify', { code: code.value.trim() });
+      tellParent('identified', identified);
+      show(identified, 'Thank you: you are identified.');
+    } catch (error) {
+      confirm.disabled = false;
+      if (error instanceof SigningError && error.status === 401) return refused(error);
+      errors.show(error);
+      const left = error instanceof Error ? /(\d+) tr(?:y|ies) left/.exec(error.message) : null;
+      if (left !== null) status.textContent = `${left[1]} ${left[1] === '1' ? 'try' : 'tries'} left.`;
+      code.select();
+    }
+  });
+  const sendErrors = errorBox();
+  const send = el('button', { type: 'button' }, 'E-mail me a code');
+  send.addEventListener('click', async () => {
+    send.disabled = true;
+    sendErrors.clear();
+    try {
+      await call('POST', 'signing/identify/email-code');
+      sendErrors.clear();
+      sent.textContent = `A code is on its way to ${masked(signer.email)}. It works for 10 minutes.`;
+      sent.hidden = false;
+      send.textContent = 'Send another code';
+      form.hidden = false;
+      code.focus();
+    } catch (error) {
+      sendErrors.show(error);
+    } finally {
+      send.disabled = false;
+    }
+  });
+  const sent = el('p', { role: 'status', hidden: true });
+  const intro = byMail
+    ? `Before you see the documents, confirm it is you, ${fullName(signer)}: we e-mail a code to ${masked(signer.email)}.`
+    : `Before you see the documents, confirm it is you, ${fullName(signer)}, with the access code the sender gave you.`;
+  page(
+    agreement.name,
+    el('h2', {}, 'Confirm who you are'),
+    el('p', {}, intro),
+    byMail ? el('div', { class: 'actions' }, send) : null,
+    sendErrors.node,
+    sent,
+    form,
+    status,
+  );
+}
+
 function show(view: View, notice?: string): void {
   const { agreement, signer } = view;
+  if (view.identification.required && !view.identification.verified) return identify(view, view.identification);
   const documents = el(
     'ul',
     { class: 'documents', 'aria-label': 'Documents' },
@@ -161,7 +285,18 @@ function show(view: View, notice?: string): void {
     { class: 'panel' },
     el('h2', {}, 'Your signature'),
     pad.node,
-    el('label', { class: 'check' }, consent, el('span', {}, 'I have read the documents and agree to sign them electronically.')),
+    el(
+      'details',
+      { class: 'disclosure' },
+      el('summary', {}, 'Signing electronically: what you agree to'),
+      ...view.disclosure.text.split(/\n{2,}/).map((paragraph) => el('p', {}, paragraph)),
+    ),
+    el(
+      'label',
+      { class: 'check' },
+      consent,
+      el('span', {}, 'I have read the documents and the terms of signing electronically above, and agree to sign electronically.'),
+    ),
     errors.node,
     el('div', { class: 'actions' }, signButton),
   );
@@ -172,7 +307,9 @@ function show(view: View, notice?: string): void {
     if (!consent.checked) return errors.show('Tick the box to agree to sign electronically.');
     signButton.disabled = true;
     try {
-      show(await call('POST', 'signing/sign', { signature }), 'Thank you: you have signed.');
+      const signed = await call('POST', 'signing/sign', { signature, consent: { disclosureVersion: view.disclosure.version } });
+      tellParent('signed', signed);
+      show(signed, 'Thank you: you have signed.');
     } catch (error) {
       signButton.disabled = false;
       errors.show(error);
@@ -193,10 +330,9 @@ function show(view: View, notice?: string): void {
   declineButton.addEventListener('click', async () => {
     declineButton.disabled = true;
     try {
-      show(
-        await call('POST', 'signing/decline', { reason: reason.value.trim() === '' ? null : reason.value.trim() }),
-        'You have declined. The sender is told.',
-      );
+      const declined = await call('POST', 'signing/decline', { reason: reason.value.trim() === '' ? null : reason.value.trim() });
+      tellParent('declined', declined);
+      show(declined, 'You have declined. The sender is told.');
     } catch (error) {
       declineButton.disabled = false;
       declineErrors.show(error);
@@ -207,4 +343,8 @@ function show(view: View, notice?: string): void {
 }
 
 if (token === '') refused(new SigningError(401, 'This page opens from the signing link you were sent; the link is not complete.'));
-else call('GET', 'signing').then((view) => show(view), refused);
+else
+  call('GET', 'signing').then((view) => {
+    tellParent('loaded', view);
+    show(view);
+  }, refused);

@@ -91,6 +91,7 @@ export interface AgreementSigner {
   viewedAt: string | null;
   declinedAt: string | null;
   declineReason: string | null;
+  identification: { required: boolean; verified: boolean; method: 'email-code' | 'access-code' | null; at: string | null };
 }
 
 /** One step of an agreement's audit trail. */
@@ -102,6 +103,8 @@ export interface AuditEntry {
   ip: string | null;
   userAgent: string | null;
   detail: string | null;
+  method?: 'email-code' | 'access-code';
+  disclosureHash?: string;
   hash: string;
 }
 
