@@ -1,6 +1,6 @@
 import type { PDF, PDFPage } from '@libpdf/core';
 import { PortalError } from '../errors.js';
-import type { AgreementRecord, AgreementSignerRecord, AuditEntry } from '../records.js';
+import type { AgreementRecord, AgreementSignerRecord, AuditEntry, IdentificationMethod } from '../records.js';
 import { atom } from '../shared/time.js';
 import { verifyTrail } from './audit-trail.js';
 import { drawableSignature } from './signature-data.js';
@@ -21,6 +21,11 @@ const ACTIONS: Record<string, string> = {
   declined: 'declined',
   expired: 'expired',
   reminder: 'reminder due',
+  'identification-code-sent': 'identification code mailed',
+  identified: 'signer identified',
+  'identification-failed': 'wrong identification code',
+  'identification-locked': 'signing link locked after wrong codes',
+  consented: 'consented to sign electronically',
 };
 
 /** The standard PDF fonts encode Windows-1252 only: another character is shown as `?` (the trail's JSON keeps it exact). */
@@ -104,6 +109,18 @@ class Flow {
   }
 }
 
+const METHODS: Record<IdentificationMethod, string> = {
+  'email-code': 'a one-time code mailed to the signer',
+  'access-code': 'an access code the sender gave the signer',
+};
+
+/** How and when the signer identified, from the trail: the last `identified` entry; else that none was asked. */
+function identificationLine(audit: readonly AuditEntry[], signer: AgreementSignerRecord): string {
+  const entry = audit.findLast((one) => one.action === 'identified' && one.signerId === signer.id);
+  if (entry?.method !== undefined) return `by ${METHODS[entry.method]}, at ${entry.at}`;
+  return signer.shouldIdentify ? 'required; not identified' : 'none required (the signing link alone)';
+}
+
 export async function certificatePdf(record: AgreementRecord, now: Date): Promise<Buffer> {
   if (record.status !== 'signed' && record.closedReason === null) throw new PortalError('AGREEMENT_STILL_OPEN', record.id);
   libpdf ??= import('@libpdf/core');
@@ -146,6 +163,7 @@ export async function certificatePdf(record: AgreementRecord, now: Date): Promis
     );
     if (signer.declineReason !== null) flow.line('Reason given', signer.declineReason);
     if (step !== undefined) flow.line('From', `${step.ip ?? 'unknown address'}, ${step.userAgent ?? 'unknown user agent'}`);
+    flow.line('Identification', identificationLine(record.audit, signer));
     if (signer.signatureHash !== null) flow.line('Signature SHA-256', signer.signatureHash);
     // Never the stored bytes: a PNG redrawn within the pixel budget, or nothing (docs/signing.md, "Signature images").
     const image = drawableSignature(signer.signature);
@@ -158,6 +176,8 @@ export async function certificatePdf(record: AgreementRecord, now: Date): Promis
   for (const entry of record.audit) {
     flow.text(`${entry.at}  ${ACTIONS[entry.action] ?? entry.action}`, { bold: true });
     flow.text(`by ${entry.actor}${entry.ip === null ? '' : ` from ${entry.ip}`}${entry.detail === null ? '' : `: "${entry.detail}"`}`);
+    if (entry.method !== undefined) flow.text(`method ${METHODS[entry.method]}`);
+    if (entry.disclosureHash !== undefined) flow.text(`disclosure SHA-256 ${entry.disclosureHash}`, { size: 8 });
     if (entry.userAgent !== null) flow.text(entry.userAgent, { size: 8 });
     flow.text(`hash ${entry.hash}`, { size: 8 });
     flow.gap(4);

@@ -155,4 +155,37 @@ test('the PDF library is imported by the certificate alone, when it makes the fi
   assert.match(readFileSync(join(root, 'src/domain/certificate.js'), 'utf8'), "import('@libpdf/core')");
 });
 
+test("the certificate shows each signer's identification: the method and the time", async () => {
+  if (!pdftotext) return void console.log(`  skipped: ${reason}`);
+  await withPortal({ signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER } }, async (app) => {
+    const agreement = await json(
+      await app.api('/agreements', { method: 'POST', body: validFormData({ signers: [{ ...SIGNER, shouldIdentify: true }, signer(2)] }) }),
+    );
+    const [first, second] = agreement.signers;
+    const link = await json(
+      await app.api(`/agreements/${agreement.id}/signers/${first.id}/signing-link`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ accessCode: 'tide-pool-88' }),
+      }),
+    );
+    const token = new URL(link.link).hash.slice(1);
+    const asFirst = (path: string, body: object) =>
+      fetch(`${app.url}/v1/signing${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const identified = await json(await asFirst('/identify', { code: 'tide-pool-88' }));
+    assert.is((await asFirst('/sign', { signature: REAL_PNG, consent: { disclosureVersion: identified.disclosure.version } })).status, 200);
+    await signThrough(app, agreement.id, second.id, '/sign', { signature: REAL_PNG });
+    const text = textOf(Buffer.from(await (await app.api(`/agreements/${agreement.id}/certificate`)).arrayBuffer()));
+    const flat = text.replace(/\s+/g, ' ');
+    assert.ok(flat.includes(`by an access code the sender gave the signer, at ${identified.identification.at}`), 'the method and time of the first');
+    assert.ok(flat.includes('none required (the signing link alone)'), 'the second needed none');
+    assert.ok(flat.includes('consented to sign electronically'), 'the consent, in the trail');
+    assert.not.ok(text.includes('tide-pool-88'), 'never the code');
+  });
+});
+
 test.run();
