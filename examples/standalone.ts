@@ -14,6 +14,7 @@ import { ensureDirectory, writeFileAtomically } from '../adapters/fs/durable.js'
 import { connectDatabase } from '../adapters/sql/connect.js';
 import { sqlAdapters } from '../adapters/sql/index.js';
 import { httpTransport } from '../adapters/http-transport/index.js';
+import { smtpNotifier } from '../adapters/smtp/index.js';
 import { createProbes } from './probes.js';
 import { prometheusMetrics } from './metrics.js';
 
@@ -127,8 +128,16 @@ async function main() {
   if (allowPrivateNetworks) {
     logger.warn({}, 'PORTAL_ALLOW_PRIVATE_NETWORKS=1: webhook calls may reach loopback and private addresses');
   }
+  // Mail to signers (identification codes, links sent by e-mail, reminders, completions): both or neither.
+  const smtpUrl = process.env.SMTP_URL || undefined;
+  const mailFrom = process.env.MAIL_FROM || undefined;
+  if ((smtpUrl === undefined) !== (mailFrom === undefined)) throw new Error('SMTP_URL and MAIL_FROM go together: set both to mail signers, or neither');
+  const notifier = smtpUrl === undefined ? undefined : smtpNotifier({ url: smtpUrl, from: mailFrom! });
+  const frameAncestors = list(process.env.PORTAL_FRAME_ANCESTORS);
   const options: PortalOptions = {
     ...adapters,
+    ...(notifier === undefined ? {} : { notifier }),
+    ...(frameAncestors.length === 0 ? {} : { signing: { frameAncestors } }),
     auth: { apiKeys },
     signingKeys,
     logger,
@@ -168,6 +177,7 @@ async function main() {
     server.close(async () => {
       clearTimeout(force);
       await started.close();
+      notifier?.close();
       // The adapters never close a client they were handed; the server made this one, so it ends it.
       await database?.close();
       await metrics?.close();
@@ -182,7 +192,13 @@ async function main() {
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   logger.info(
-    { url: `http://${host}:${address.port}/v1`, page: `http://${host}:${address.port}/portal/`, dataDir, storage: database ? 'sql' : 'filesystem' },
+    {
+      url: `http://${host}:${address.port}/v1`,
+      page: `http://${host}:${address.port}/portal/`,
+      dataDir,
+      storage: database ? 'sql' : 'filesystem',
+      mail: notifier === undefined ? 'off (no SMTP_URL): signers identify with access codes only' : 'smtp',
+    },
     'listening',
   );
 }

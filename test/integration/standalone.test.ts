@@ -11,6 +11,8 @@ import { createPortal } from '../../src/index.js';
 import { validFormData } from '../helpers/agreements.js';
 import { logLine, startNode, type Started } from '../helpers/process.js';
 import { startReceiver } from '../helpers/receiver.js';
+import { until } from '../helpers/notifier.js';
+import { startSmtpSink } from '../helpers/smtp-sink.js';
 
 const STANDALONE_KEY = 'standalone-key-0123456789';
 const script = path.resolve(fileURLToPath(import.meta.url), '../../../examples/standalone.js');
@@ -204,6 +206,42 @@ test('with DATABASE_URL the SQL adapters hold the data, across a restart (PGlite
     assert.is((await fetch(`${second.url}/webhooks/${id}`, { headers: auth })).status, 200);
     assert.is(await stop(second.server), 0);
   } finally {
+    await rm(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('SMTP_URL and MAIL_FROM: a shouldIdentify signer gets the link and a code by mail, and the code signs in; one without the other stops the start', async () => {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'portal-standalone-'));
+  const sink = await startSmtpSink();
+  try {
+    const half = startNode(script, { PORT: '0', DATA_DIR: dataDir, PORTAL_API_KEYS: STANDALONE_KEY, SMTP_URL: sink.url });
+    assert.match((await failedStart(half)).message, /SMTP_URL and MAIL_FROM go together/);
+
+    const { server, url } = await boot({ DATA_DIR: dataDir, PORTAL_API_KEYS: STANDALONE_KEY, SMTP_URL: sink.url, MAIL_FROM: 'signing@acme.example' });
+    const headers = { authorization: `Bearer ${STANDALONE_KEY}` };
+    const form = validFormData({ signers: [{ firstName: 'Ida', lastName: 'Stone', email: 'ida@example.com', shouldIdentify: true }] });
+    const agreement = (await (await fetch(`${url}/agreements`, { method: 'POST', headers, body: form })).json()) as { id: string; signers: { id: string }[] };
+    const made = await fetch(`${url}/agreements/${agreement.id}/signers/${agreement.signers[0]!.id}/signing-link`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ send: true }),
+    });
+    assert.is(made.status, 201);
+    const { link } = (await made.json()) as { link: string };
+    await until(() => sink.received.length === 1, 'the invitation');
+    assert.ok(sink.received[0]!.text.includes(link));
+    const bearer = { authorization: `Bearer ${new URL(link).hash.slice(1)}`, 'content-type': 'application/json' };
+    assert.is((await fetch(`${url}/signing/identify/email-code`, { method: 'POST', headers: bearer })).status, 202);
+    await until(() => sink.received.length === 2, 'the code');
+    const code = /\b(\d{6})\b/.exec(sink.received[1]!.text)![1];
+    assert.is((await fetch(`${url}/signing/identify`, { method: 'POST', headers: bearer, body: JSON.stringify({ code }) })).status, 200);
+    assert.not.ok(
+      [...server.lines, ...server.errorLines].some((line) => line.includes(code!)),
+      'the code is in no log line',
+    );
+    assert.is(await stop(server), 0);
+  } finally {
+    await sink.close();
     await rm(dataDir, { recursive: true, force: true });
   }
 });
