@@ -194,6 +194,39 @@ for (const backend of backends) {
     }
   });
 
+  on('reminders by mail: a fresh link to each signer, the older one revoked, the access code kept', async () => {
+    const { app, notifier, time, cleanup } = await open({ agreements: { reminderIntervalMs: 3_600_000 }, publicUrl: 'https://sign.example.com/v1' });
+    try {
+      const agreement = await agreementWith(app, [signer(4), signer(5)]);
+      const [plainSigner, coded] = agreement.signers;
+      const first = tokenOf((await linkFor(app, agreement.id, plainSigner.id)).body.link);
+      const codedFirst = tokenOf((await linkFor(app, agreement.id, coded.id, { accessCode: ACCESS_CODE })).body.link);
+      time.advance(3600);
+      await app.portal.worker!.tick();
+      const reminders = notifier.sent.filter((mail) => mail.kind === 'signing-reminder');
+      assert.equal(reminders.map((mail) => mail.signerId).sort(), [plainSigner.id, coded.id].sort());
+      assert.match(reminders[0]!.subject, /^Reminder: "Lease 2026" awaits your signature$/);
+      const fresh = notifier.linkFor('s4@example.com');
+      assert.ok(fresh.startsWith('https://sign.example.com/v1/sign#'), 'made under publicUrl');
+      assert.is((await asSigner(app, first, '')).status, 401, 'the older link is revoked');
+      assert.is((await asSigner(app, tokenOf(fresh), '')).status, 200, 'the mailed one works');
+      assert.is((await asSigner(app, codedFirst, '')).status, 401);
+      const codedFresh = tokenOf(notifier.linkFor('s5@example.com'));
+      const view = await json(await asSigner(app, codedFresh, ''));
+      assert.equal(view.identification.methods, ['access-code'], 'the fresh link still asks for the access code');
+      assert.is((await asSigner(app, codedFresh, '/identify', { code: ACCESS_CODE })).status, 200);
+      const audit = await json(await app.api(`/agreements/${agreement.id}/audit`));
+      assert.equal(
+        audit.data.filter((entry: { actor: string; action: string }) => entry.actor === 'system').map((entry: { action: string }) => entry.action),
+        ['reminder', 'link-issued', 'reminder', 'link-issued'],
+      );
+      assert.is(audit.verified, true);
+    } finally {
+      await app.close();
+      await cleanup();
+    }
+  });
+
   suites.push(on);
 
   on('mail the notifier refuses twice is sent on a later tick, and by a portal started again on the store', async () => {
