@@ -28,6 +28,7 @@ const signer = {
   viewedAt: null,
   declinedAt: null,
   declineReason: null,
+  identification: { required: false, verified: false, method: null, at: null },
 };
 const agreement = {
   id: 'agr_3ZkQ8mXb1T0pLq7VwE2sYd',

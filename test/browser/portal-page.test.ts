@@ -10,6 +10,9 @@ import { PNG_SIGNATURE, validFormData } from '../helpers/agreements.js';
 import { chromiumMissing, launchChromium, problemsOf, signedInPage } from '../helpers/chromium.js';
 import { startReceiver, type Receiver } from '../helpers/receiver.js';
 import { KEY_A, json, startPortal, type TestPortal } from '../helpers/server.js';
+import { recordingNotifier, until } from '../helpers/notifier.js';
+
+const notifier = recordingNotifier();
 import { skipping } from '../helpers/skip.js';
 
 /** The customer portal page in a real browser: Debian's chromium, headless, driven by playwright-core. */
@@ -33,7 +36,7 @@ test.before(async () => {
   receiver = await startReceiver();
   // An hour to the first retry: what the log shows after a failure is the retry scheduled, not made.
   storage = memoryStorage();
-  app = await startPortal({ storage, ui: { path: '/portal' }, webhooks: { allowPrivateNetworks: true, retrySchedule: [3600] } });
+  app = await startPortal({ storage, notifier, ui: { path: '/portal' }, webhooks: { allowPrivateNetworks: true, retrySchedule: [3600] } });
 });
 
 test.after(async () => {
@@ -436,7 +439,10 @@ it('agreements: those created over the API, newest first, with status and signer
   const open = page.locator(`.agreement[data-id="${lease.id}"]`);
   assert.match((await open.textContent()) ?? '', /Awaiting signatures · 1 of 2 signed/);
   assert.match((await open.locator('.signers li[data-signed="true"]').textContent()) ?? '', /^Bo Lee <bo@example\.com> · signed /);
-  assert.match((await open.locator('.signers li[data-signed="false"]').textContent()) ?? '', /^Cy Ng <cy@example\.com> · not signed yet Copy signing link $/);
+  assert.match(
+    (await open.locator('.signers li[data-signed="false"]').textContent()) ?? '',
+    /^Cy Ng <cy@example\.com> · not signed yet Copy signing link Link options/,
+  );
   assert.match((await open.textContent()) ?? '', /Sent by Ann Owner · 1 document/);
   assert.match((await open.getByRole('list', { name: 'Documents' }).textContent()) ?? '', /lease\.pdf.*Download/);
   assert.is(await page.locator('main b').count(), 0, 'a name is text, never markup');
@@ -517,9 +523,26 @@ it("agreements: each signer's status, Copy signing link (a link that works), and
   const view = await fetch(`${app.url}/v1/signing`, { headers: { authorization: `Bearer ${token}` } });
   assert.is(view.status, 200, 'the copied link works');
   await json(view);
+  // Eli's link: with an access code, sent by e-mail; once Eli identifies, the page says how and when.
+  await card.getByText('Link options').nth(1).click();
+  await card.getByRole('textbox', { name: 'Access code for Eli Ott (optional, 4 to 64 characters)' }).fill('lantern-31');
+  await card.getByRole('checkbox', { name: 'Send the link to eli@example.com by e-mail' }).check();
+  await card.getByRole('button', { name: 'Copy a signing link for Eli Ott' }).click();
+  await card.getByText(/Mailed to eli@example\.com\./).waitFor();
+  await until(() => notifier.sent.some((mail) => mail.kind === 'signing-invitation' && mail.to.includes('eli@example.com')), 'the invitation');
+  const eli = new URL(notifier.linkFor('eli@example.com')).hash.slice(1);
+  const identified = await fetch(`${app.url}/v1/signing/identify`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${eli}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ code: 'lantern-31' }),
+  });
+  assert.is(identified.status, 200);
+  await page.reload();
+  await card.waitFor();
+  assert.match((await card.locator('li[data-id] .identification').textContent()) ?? '', /^identified by the access code you gave them /);
   await card.getByText('Audit trail').click();
   await card.getByText('Verified: every entry is intact.').waitFor();
-  assert.match((await card.locator('.trail').textContent()) ?? '', /Created.*Signing link made.*Opened/s);
+  assert.match((await card.locator('.trail').textContent()) ?? '', /Created.*Signing link made.*Opened.*Identified · .* · by the access code you gave them/s);
   await shoot(page, '10-agreement-signing');
 
   // Once everyone signed: the certificate of completion, saved as a PDF.

@@ -215,7 +215,8 @@ function signerStatus(signer: AgreementSigner): HTMLSpanElement {
 /** Whether the signer must identify, and how and when they did; `null` when they need not. */
 function signerIdentification(signer: AgreementSigner): HTMLSpanElement | null {
   const { identification } = signer;
-  if (!identification.required) return null;
+  // Signed or declined without identifying (the host signed for them): nothing left to identify for.
+  if (!identification.required || (!identification.verified && (signer.signedAt !== null || signer.declinedAt !== null))) return null;
   if (identification.verified) {
     return el(
       'span',
