@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 
 /** One mail as the sink received it: the envelope, the raw message, and its text part decoded. */
-export interface ReceivedMail {
+interface ReceivedMail {
   from: string;
   to: string[];
   raw: string;
