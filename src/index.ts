@@ -1,6 +1,6 @@
 export { createPortal, type Portal } from './portal.js';
 export type { Branding, PortalOptions, RetentionOptions, SigningOptions, WebhookOptions } from './options.js';
-export type { Notifier, NotifierMessage } from './domain/signer-mail.js';
+export type { Notifier, NotifierMessage } from './ports.js';
 export type { Disclosure, SigningView } from './domain/signing.js';
 export type { AuthFunction, AuthOption } from './http/auth.js';
 export type { Logger } from './shared/logger.js';

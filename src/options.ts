@@ -1,7 +1,6 @@
 import type { AuthOption } from './http/auth.js';
 import type { Logger } from './shared/logger.js';
-import type { BlobStore, Storage, WebhookTransport } from './ports.js';
-import type { Notifier } from './domain/signer-mail.js';
+import type { BlobStore, Notifier, Storage, WebhookTransport } from './ports.js';
 
 export interface WebhookOptions {
   /** Run the delivery worker in this instance (default `true`); `false` serves the API only. */

@@ -17,6 +17,7 @@ import type {
   SecretRotation,
   IdempotencyCompletion,
   IdempotencyRecord,
+  MailKind,
   PageRequest,
   WebhookHealthRecord,
   WebhookRecord,
@@ -414,4 +415,23 @@ export interface WebhookTransport {
   send(call: WebhookCall, options: { timeoutMs: number; signal?: AbortSignal }): Promise<WebhookCallResult>;
   /** Releases sockets and agents. */
   close?(): Promise<void>;
+}
+
+/** One mail to a signer, as the `notifier` option receives it. */
+export interface NotifierMessage {
+  kind: MailKind;
+  /** `"First Last <address>"`. */
+  to: string;
+  subject: string;
+  text: string;
+  html?: string;
+  attachments?: { filename: string; contentType: string; content: Buffer }[];
+  accountId: string;
+  agreementId: string;
+  signerId?: string;
+}
+
+/** Sends mail to signers: `customer-portal/adapters/smtp`'s `smtpNotifier`, or the host's own. Rejects when the mail was not accepted. */
+export interface Notifier {
+  send(message: NotifierMessage): Promise<void>;
 }

@@ -1,5 +1,5 @@
 import type { Transporter } from 'nodemailer';
-import type { Notifier, NotifierMessage } from '../../src/domain/signer-mail.js';
+import type { Notifier, NotifierMessage } from '../../src/ports.js';
 
 export interface SmtpNotifierOptions {
   /**

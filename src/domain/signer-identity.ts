@@ -140,6 +140,8 @@ export function requestEmailCode(
   client: ClientInfo,
 ): Step {
   const signer = signerOf(record, signerId, linkId);
+  if (signer.signedAt !== null) throw new PortalError('SIGNER_ALREADY_SIGNED', signerId, record.id);
+  if (record.status !== 'sent' || record.closedAt !== null) throw new PortalError('AGREEMENT_CLOSED', record.id, record.closedReason ?? 'signed');
   const identification = identificationOf(signer);
   if (!identification.required) throw new PortalError('IDENTIFICATION_NOT_REQUIRED');
   if (identification.verified) throw new PortalError('IDENTIFICATION_ALREADY_VERIFIED');

@@ -1,5 +1,5 @@
 import { describeError, errorMessage } from '../errors.js';
-import type { Storage } from '../ports.js';
+import type { Notifier, NotifierMessage, Storage } from '../ports.js';
 import type { AgreementRecord, AgreementSignerRecord, MailKind, PendingMail } from '../records.js';
 import type { Logger } from '../shared/logger.js';
 import { atom } from '../shared/time.js';
@@ -7,25 +7,6 @@ import type { Certificates } from './certificates.js';
 import type { LinkSigner } from './download-links.js';
 import { CODE_TTL_MS, emailCode } from './signer-identity.js';
 import { type SigningTokens, signingPageLink } from './signing-tokens.js';
-
-/** One mail to a signer, as the `notifier` option receives it. */
-export interface NotifierMessage {
-  kind: MailKind;
-  /** `"First Last <address>"`. */
-  to: string;
-  subject: string;
-  text: string;
-  html?: string;
-  attachments?: { filename: string; contentType: string; content: Buffer }[];
-  accountId: string;
-  agreementId: string;
-  signerId?: string;
-}
-
-/** Sends mail to signers: `customer-portal/adapters/smtp`'s `smtpNotifier`, or the host's own. Rejects when the mail was not accepted. */
-export interface Notifier {
-  send(message: NotifierMessage): Promise<void>;
-}
 
 /** The name mails speak in: `branding.name`, else the agreement's sender. */
 export type SenderName = (accountId: string, record: AgreementRecord) => Promise<string>;

@@ -111,13 +111,18 @@ export function createSigningService(deps: SigningServiceDeps) {
     const { signingLinkId: _link, identity: _identity, ...own } = stored;
     const agreement = withoutImages(record);
     const identification = signingIdentification(stored, mail.mailing);
+    // Before identifying, whoever holds the link learns the agreement's name and sender, and nothing
+    // of its documents or other signers.
     const shown = !mustIdentify(stored);
     return {
       agreement: {
         ...agreement,
-        signers: agreement.signers.map((one) =>
-          one.id === signerId ? one : { id: one.id, firstName: one.firstName, lastName: one.lastName, signedAt: one.signedAt, declinedAt: one.declinedAt },
-        ),
+        documents: shown ? agreement.documents : [],
+        signers: agreement.signers
+          .filter((one) => shown || one.id === signerId)
+          .map((one) =>
+            one.id === signerId ? one : { id: one.id, firstName: one.firstName, lastName: one.lastName, signedAt: one.signedAt, declinedAt: one.declinedAt },
+          ),
       },
       signer: { ...own, identification: identificationOf(stored) },
       identification,

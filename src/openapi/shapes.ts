@@ -347,6 +347,11 @@ const coSigner = v.strictObject({
 export const signingView = v.strictObject({
   agreement: v.strictObject({
     ...agreementEventData.entries,
+    documents: v.pipe(
+      v.array(agreementDocument),
+      v.maxLength(MAX_DOCUMENTS),
+      v.description('Empty, as are the other signers, until the signer has identified.'),
+    ),
     signers: v.pipe(v.array(v.union([agreementEventSigner, coSigner])), v.description('The signer whole; every other signer by name and outcome only.')),
   }),
   signer: v.pipe(agreementSigner, v.description('The signer, with their own signature image once they signed (`null` before).')),

@@ -79,6 +79,7 @@ for (const backend of backends) {
       const before = await json(await asSigner(app, token, ''));
       assert.equal(before.identification, { required: true, verified: false, methods: ['email-code'], triesLeft: 5 });
       assert.equal(before.documents, [], 'no document before identification');
+      assert.equal(before.agreement.documents, [], 'nor what they are');
       assert.is(before.signer.viewedAt, null, 'not viewed: nothing was shown');
       assert.is((await asSigner(app, token, '/sign', { signature: PNG_SIGNATURE })).status, 403);
       assert.is((await asSigner(app, token, '/decline', {})).status, 403);

@@ -10,7 +10,7 @@ import type { Storage, WebhookCall, WebhookTransport } from '../../src/ports.js'
 import { silentLogger } from '../../src/shared/logger.js';
 import { createWebhookWorker } from '../../src/webhooks/worker.js';
 import { newId } from '../../src/shared/ids.js';
-import { agreementSummary, type AgreementRecord, type AuditAction, type EventRecord } from '../../src/records.js';
+import { agreementSummary, type AgreementRecord, type AuditAction, type EventRecord, type PendingMail, type SignerIdentityRecord } from '../../src/records.js';
 import { verifyTrail, withStep } from '../../src/domain/audit-trail.js';
 import type { StorageFactory } from './types.js';
 import { T0, agreementRecord, webhookRecord } from './fixtures.js';
@@ -354,6 +354,62 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
         (await storage.agreementsDue(at(10), 10, 10, true)).some((one) => one.id === none.id),
         'scheduled, it is no longer listed',
       );
+    }),
+  );
+
+  test(
+    "agreements: mail owed and a signer's identity are kept as given; agreementsDue lists an agreement whose mail is due, open or closed, until it owes none",
+    withStorage(factory, async (storage) => {
+      const at = (minute: number) => `2026-03-01T10:${String(minute).padStart(2, '0')}:00+00:00`;
+      const mail = (id: string, nextAttemptAt: string): PendingMail => ({
+        id,
+        kind: 'signing-invitation',
+        signerId: 'ags_x',
+        link: { id: 'sgl_y', expires: 1_900_000_000 },
+        codeId: null,
+        baseUrl: 'https://portal.example.com/v1',
+        attempts: 1,
+        nextAttemptAt,
+        lastError: '550 mailbox unavailable',
+      });
+      const open = agreementRecord({ mail: [mail('sgm_a', at(5)), mail('sgm_b', at(2))] });
+      const closed = agreementRecord({ closedAt: at(1), closedReason: 'declined', mail: [mail('sgm_c', at(4))] });
+      const later = agreementRecord({ mail: [mail('sgm_d', at(30))] });
+      const none = agreementRecord();
+      const identity: SignerIdentityRecord = {
+        linkId: 'sgl_z',
+        accessCode: 'scrypt$c2FsdA$aGFzaA',
+        tries: 2,
+        locked: false,
+        code: { id: 'sgc_q', expiresAt: at(9) },
+        verified: null,
+        sends: [at(1)],
+      };
+      open.signers[0] = { ...open.signers[0]!, signingLinkId: 'sgl_z', identity };
+      for (const agreement of [open, closed, later, none]) await storage.insertAgreement(agreement, []);
+      const read = (await storage.getAgreement('acct_a', open.id))!;
+      assert.equal(read.mail, open.mail);
+      assert.equal(read.signers[0]!.identity, identity);
+      assert.equal(
+        (await storage.agreementsDue(at(10), 10, 10)).map((one) => one.id),
+        [open.id, closed.id],
+        'by the earliest mail due, the closed one too',
+      );
+      await storage.updateAgreement('acct_a', closed.id, (current) => ({ agreement: { ...current, mail: [] }, events: [] }));
+      await storage.updateAgreement('acct_a', open.id, (current) => ({ agreement: { ...current, mail: [mail('sgm_a', at(20))] }, events: [] }));
+      assert.equal(await storage.agreementsDue(at(10), 10, 10), [], 'sent, or due later: not listed');
+      assert.equal(
+        (await storage.agreementsDue(at(30), 10, 10)).map((one) => one.id),
+        [open.id, later.id],
+      );
+      const page = await storage.listAgreements('acct_a', { limit: 10 });
+      const listed = page!.find((one) => one.id === open.id)!;
+      assert.equal(
+        listed.signers[0]!.identification,
+        { required: true, verified: false, method: null, at: null },
+        'a list shows identification, never the hash',
+      );
+      assert.not.ok(JSON.stringify(page).includes('scrypt$'));
     }),
   );
 
