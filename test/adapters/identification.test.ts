@@ -2,6 +2,8 @@ import { createHash } from 'node:crypto';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryTransport } from '../../adapters/memory/index.js';
+import { sqlAdapters } from '../../adapters/sql/index.js';
+import { connectPostgres, dropSchema, freshSchema } from '../helpers/sql.js';
 import type { PortalOptions } from '../../src/index.js';
 import { PNG_SIGNATURE, signer, validFormData } from '../helpers/agreements.js';
 import { openBackends } from '../helpers/backends.js';
@@ -60,8 +62,11 @@ for (const backend of backends) {
     return { app, notifier, time, dump, cleanup, base, reopen };
   }
 
-  on('a mailed code: invitation, no documents until identified, wrong code costs a try, the right one opens them; no code stored', async () => {
-    const { app, notifier, dump, cleanup } = await open();
+  on('a mailed code: invitation, no documents until identified, wrong code costs a try, the right one opens them; no code stored or logged', async () => {
+    const logged: string[] = [];
+    const log = (level: string) => (object: object, message?: string) => void logged.push(`${level} ${message ?? ''} ${JSON.stringify(object)}`);
+    const logger = { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') };
+    const { app, notifier, dump, cleanup } = await open({ logger });
     try {
       const agreement = await agreementWith(app);
       const signerId = agreement.signers[0].id;
@@ -145,6 +150,11 @@ for (const backend of backends) {
       assert.ok(stored.includes(agreement.id), 'the dump holds the agreement');
       assert.not.ok(stored.includes(code), 'the mailed code is nowhere in the store');
       assert.not.ok(JSON.stringify(audit).includes(code), 'nor in the trail');
+      assert.ok(logged.length > 5, 'requests were logged');
+      assert.not.ok(
+        logged.some((line) => line.includes(code)),
+        'nor in any log line',
+      );
     } finally {
       await app.close();
       await cleanup();
@@ -328,6 +338,39 @@ plain('10,000 wrong guesses at one link: the fifth revokes it, and nothing after
     assert.is(audit.data.filter((entry: { action: string }) => entry.action === 'identification-failed').length, 5);
   } finally {
     await app.close();
+  }
+});
+
+plain('two instances on one PostgreSQL ticking at once send a mail once', async () => {
+  const postgres = await connectPostgres();
+  if (postgres.pool === undefined) return void console.log(`  skipped: ${postgres.reason}`);
+  const schema = freshSchema();
+  const time = manualClock();
+  const notifier = recordingNotifier();
+  const shared = { signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER }, transport: memoryTransport(), clock: time.clock, notifier };
+  const one = await startPortal({ ...sqlAdapters({ client: postgres.pool, schema }), ...shared });
+  const two = await startPortal({ ...sqlAdapters({ client: postgres.pool, schema }), ...shared });
+  try {
+    const agreements = [];
+    for (let i = 0; i < 5; i++) agreements.push(await agreementWith(one, [signer(20 + i)]));
+    notifier.refusing = 5;
+    for (const agreement of agreements) await linkFor(one, agreement.id, agreement.signers[0].id, { send: true });
+    await until(() => notifier.refused === 5, 'the first attempts, refused');
+    const pool = postgres.pool;
+    const recorded = async () =>
+      Number((await pool.query(`SELECT count(*) AS n FROM "${schema}".portal_agreements WHERE mail LIKE '%550 mailbox unavailable%'`)).rows[0].n) === 5;
+    await until(recorded, 'the refusals, recorded with their retry');
+    time.advance(5);
+    await Promise.all([one.portal.worker!.tick(), two.portal.worker!.tick(), one.portal.worker!.tick(), two.portal.worker!.tick()]);
+    assert.equal(notifier.sent.map((mail) => mail.agreementId).sort(), agreements.map((agreement) => agreement.id).sort(), 'each mail once');
+    time.advance(3600);
+    await Promise.all([one.portal.worker!.tick(), two.portal.worker!.tick()]);
+    assert.is(notifier.sent.length, 5, 'and never again');
+  } finally {
+    await one.close();
+    await two.close();
+    await dropSchema(postgres.pool, schema);
+    await postgres.pool.end();
   }
 });
 
