@@ -143,7 +143,7 @@ test("a portal closed right after the last signature still keeps the agreement's
   assert.ok(await blobs.stat(certificateKey(agreementId)), 'kept before close resolved');
 });
 
-test('the PDF library is imported by the certificate alone, when it makes the first', () => {
+test('the PDF library is imported only when the first PDF is made (a certificate, a completed copy), by pdf-layout alone', () => {
   // Megabytes of heap that every collection of the process would mark again.
   const root = fileURLToPath(new URL('../..', import.meta.url));
   const importers = readdirSync(root, { recursive: true, encoding: 'utf8' })
@@ -152,7 +152,7 @@ test('the PDF library is imported by the certificate alone, when it makes the fi
       /\bfrom ['"]@libpdf\/core['"]|\bimport ['"]@libpdf\/core['"]|require\(['"]@libpdf\/core['"]\)/.test(readFileSync(join(root, file), 'utf8')),
     );
   assert.equal(importers, [], 'no module loads @libpdf/core when it is loaded');
-  assert.match(readFileSync(join(root, 'src/domain/certificate.js'), 'utf8'), "import('@libpdf/core')");
+  assert.match(readFileSync(join(root, 'src/domain/pdf-layout.js'), 'utf8'), "import('@libpdf/core')");
 });
 
 test("the certificate shows each signer's identification: the method and the time", async () => {
