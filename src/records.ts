@@ -202,6 +202,34 @@ export interface AgreementDocument {
   documentName: string;
   fileSize: number;
   fileHash: string;
+  /** SHA-256 (hex) of the completed copy (the signatures stamped in, sealed); `null` until it is made, and for a document that is not a PDF. */
+  signedFileHash: string | null;
+}
+
+/** A document as stored: with the blob key of its completed copy. */
+export interface AgreementDocumentRecord extends AgreementDocument {
+  /** Where the completed copy's bytes are kept (`agx_…`); `null` until it is made. */
+  signedFileKey: string | null;
+}
+
+/** The public shape of a stored document: its fields in the contract's order, never the copy's key. */
+export const documentOf = (document: AgreementDocument): AgreementDocument => ({
+  id: document.id,
+  documentName: document.documentName,
+  fileSize: document.fileSize,
+  fileHash: document.fileHash,
+  signedFileHash: document.signedFileHash ?? null,
+});
+
+/**
+ * The making of an agreement's completed copies, owed from the moment it is signed until they are
+ * kept (`domain/completed-copies.ts`): claimed with a lease, retried on the retry schedule.
+ */
+export interface CompletionRecord {
+  attempts: number;
+  /** When it is due: first at once, then its retry, or the end of an attempt's lease. */
+  nextAttemptAt: string;
+  lastError: string | null;
 }
 
 export interface Agreement {
@@ -321,9 +349,12 @@ export function extendsTrail(current: readonly AuditEntry[], next: readonly Audi
 }
 
 /** The bytes of each document are in the `BlobStore` under the document's id. */
-export interface AgreementRecord extends Omit<Agreement, 'signers'> {
+export interface AgreementRecord extends Omit<Agreement, 'signers' | 'documents'> {
   accountId: string;
   signers: AgreementSignerRecord[];
+  documents: AgreementDocumentRecord[];
+  /** The completed copies still to make; `null` when none are owed (open, closed unsigned, or made). */
+  completion: CompletionRecord | null;
   /** The audit trail, oldest first: stores append to it, never change an entry. */
   audit: AuditEntry[];
   /** The trail's head as of the last step; `null` for an agreement whose trail predates it. */
@@ -337,6 +368,9 @@ export interface AgreementRecord extends Omit<Agreement, 'signers'> {
   /** Mail to its signers not yet sent, oldest first (`domain/signer-mail.ts`). */
   mail: PendingMail[];
 }
+
+/** When the agreement's completed copies are due to be made, or `null` when none are owed: what a store indexes to find it. */
+export const completionDueAt = (record: Pick<AgreementRecord, 'completion'>): string | null => record.completion?.nextAttemptAt ?? null;
 
 /** When the agreement's next mail is due, or `null` when it owes none: what a store indexes to find it. */
 export function mailDueAt(record: Pick<AgreementRecord, 'mail'>): string | null {
@@ -362,7 +396,7 @@ export function withoutImages(agreement: Agreement | AgreementEventData | Agreem
     status: agreement.status,
     signerName: agreement.signerName,
     signerSignatureHash: agreement.signerSignatureHash,
-    documents: agreement.documents.map((document) => ({ ...document })),
+    documents: agreement.documents.map(documentOf),
     createdAt: agreement.createdAt,
     signingOrder: agreement.signingOrder,
     expiresAt: agreement.expiresAt,
@@ -413,6 +447,11 @@ export function withSigningDefaults(record: AgreementRecord): AgreementRecord {
   record.auditHead ??= null;
   record.nextReminderAt ??= null;
   record.mail ??= [];
+  record.completion ??= null;
+  for (const document of record.documents) {
+    document.signedFileHash ??= null;
+    document.signedFileKey ??= null;
+  }
   for (const signer of record.signers) {
     signer.identity ??= null;
     signer.viewedAt ??= null;

@@ -1,4 +1,4 @@
-import { type AgreementRecord, mailDueAt } from '../../src/records.js';
+import { type AgreementRecord, completionDueAt, mailDueAt } from '../../src/records.js';
 
 interface Entry {
   id: string;
@@ -14,7 +14,7 @@ const before = (a: Entry, b: Entry) => a.at < b.at || (a.at === b.at && a.id < b
 
 /**
  * The agreements that have a time to act at (an open one's `expiresAt` or next reminder, any one's
- * next mail to its signers), in
+ * next mail to its signers or its completed copies still owed), in
  * the order of that time, for stores that keep no index of their own: `dueBy` reads from the front
  * and stops at the first not yet due, never walking every agreement. Kept in step with each insert
  * and update (and the fs log's replay).
@@ -31,7 +31,9 @@ export class AgreementDue {
     if (open && agreement.nextReminderAt === null) this.unscheduled.set(agreement.id, agreement.accountId);
     else this.unscheduled.delete(agreement.id);
     // An open agreement's expiry and reminder; any agreement's mail to its signers, open or not.
-    const times = [...(open ? [agreement.expiresAt, agreement.nextReminderAt] : []), mailDueAt(agreement)].filter((at): at is string => at !== null).sort();
+    const times = [...(open ? [agreement.expiresAt, agreement.nextReminderAt] : []), mailDueAt(agreement), completionDueAt(agreement)]
+      .filter((at): at is string => at !== null)
+      .sort();
     const current = this.entryOf.get(agreement.id);
     if (current !== undefined) {
       if (current.at === times[0]) return;

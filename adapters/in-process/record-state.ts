@@ -265,7 +265,13 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
         value: keep || loc === undefined ? record : undefined,
         // Rows held in memory never read the log, so they do not keep a place in it.
         loc: keep ? undefined : loc,
-        documentIds: table === 'agreement' ? (record as AgreementRecord).documents.map((document) => document.id) : [],
+        // A document's bytes, and its completed copy's once made, are blobs the agreement names.
+        documentIds:
+          table === 'agreement'
+            ? (record as AgreementRecord).documents.flatMap((document) =>
+                document.signedFileKey == null ? [document.id] : [document.id, document.signedFileKey],
+              )
+            : [],
         expiresAt: table === 'idempotency' ? (record as StoredRecord & { expiresAt: string }).expiresAt : undefined,
         eventType: table === 'event' ? (record as StoredRecord & { type: string }).type : undefined,
         createdAt: table === 'event' ? (record as StoredRecord & { createdAt: string }).createdAt : undefined,

@@ -126,6 +126,8 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
     isBlobReferenced: `SELECT EXISTS (SELECT 1 FROM ${table('file_entries')} WHERE id = $1::text)
       OR EXISTS (SELECT 1 FROM ${table('attachments')} WHERE id = $1::text)
       OR EXISTS (SELECT 1 FROM ${table('agreement_documents')} WHERE id = $1::text)
+      -- A completed copy is kept under the key its document names (domain/completed-copies.ts).
+      OR EXISTS (SELECT 1 FROM ${table('agreement_documents')} WHERE signed_file_key = $1::text)
       -- A certificate is kept under agc_ and its agreement id's own part (domain/certificates.ts).
       OR (left($1::text, 4) = 'agc_' AND EXISTS (SELECT 1 FROM ${table('agreements')} WHERE id = 'agr_' || substr($1::text, 5))) AS referenced`,
   };

@@ -10,8 +10,8 @@ import type {
   ClosedReason,
   SigningOrder,
 } from '../../src/records.js';
-import { TRAIL_APPEND_ONLY, extendsTrail, identificationOf, mailDueAt } from '../../src/records.js';
-import type { PendingMail } from '../../src/records.js';
+import { TRAIL_APPEND_ONLY, completionDueAt, documentOf, extendsTrail, identificationOf, mailDueAt } from '../../src/records.js';
+import type { AgreementDocumentRecord, CompletionRecord, PendingMail } from '../../src/records.js';
 import type { Db, Queryable, Row } from './client.js';
 import type { Names } from './schema.js';
 import { atomOf } from './schema.js';
@@ -31,7 +31,7 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
   // The signers and documents come back as JSON text built by the server, in position order.
   const select = `SELECT a.id, a.account_id, a.name, a.status, a.signer_name, a.signer_signature,
       a.signer_signature_hash, ${atomOf('a.created_at')} AS created_at, ${signingColumns},
-      ${atomOf('a.next_reminder_at')} AS next_reminder_at, a.audit_head, a.audit_length, a.mail,
+      ${atomOf('a.next_reminder_at')} AS next_reminder_at, a.audit_head, a.audit_length, a.mail, a.completion,
       (SELECT coalesce(json_agg(json_build_object(
           'id', s.id, 'firstName', s.first_name, 'lastName', s.last_name, 'email', s.email,
           'shouldIdentify', s.should_identify, 'signature', s.signature, 'signatureHash', s.signature_hash,
@@ -41,7 +41,8 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
       (SELECT coalesce(json_agg(t.entry ORDER BY t.position), '[]')::text
         FROM (SELECT position, entry::json AS entry FROM ${table('agreement_audit')} WHERE agreement_id = a.id) AS t) AS audit,
       (SELECT coalesce(json_agg(json_build_object(
-          'id', d.id, 'documentName', d.document_name, 'fileSize', d.file_size, 'fileHash', d.file_hash)
+          'id', d.id, 'documentName', d.document_name, 'fileSize', d.file_size, 'fileHash', d.file_hash,
+          'signedFileHash', d.signed_file_hash, 'signedFileKey', d.signed_file_key)
           ORDER BY d.position), '[]')::text
         FROM ${table('agreement_documents')} AS d WHERE d.agreement_id = a.id) AS documents
     FROM ${table('agreements')} AS a
@@ -57,7 +58,8 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
           'identity', s.identity::json) ORDER BY s.position), '[]')::text
         FROM ${table('agreement_signers')} AS s WHERE s.agreement_id = a.id) AS signers,
       (SELECT coalesce(json_agg(json_build_object(
-          'id', d.id, 'documentName', d.document_name, 'fileSize', d.file_size, 'fileHash', d.file_hash)
+          'id', d.id, 'documentName', d.document_name, 'fileSize', d.file_size, 'fileHash', d.file_hash,
+          'signedFileHash', d.signed_file_hash)
           ORDER BY d.position), '[]')::text
         FROM ${table('agreement_documents')} AS d WHERE d.agreement_id = a.id) AS documents`;
   const cursorKnown = `SELECT 1 FROM ${table('agreements')} WHERE account_id = $1::text AND id = $2::text`;
@@ -75,15 +77,17 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
   const lock = `SELECT id FROM ${table('agreements')} WHERE account_id = $1::text AND id = $2::text FOR UPDATE`;
   const insert = `INSERT INTO ${table('agreements')}
     (id, account_id, name, status, signer_name, signer_signature, signer_signature_hash, created_at,
-     signing_order, expires_at, closed_at, closed_reason, next_reminder_at, audit_head, audit_length, mail, mail_due_at)
+     signing_order, expires_at, closed_at, closed_reason, next_reminder_at, audit_head, audit_length, mail, mail_due_at,
+     completion, completion_due_at)
     VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::timestamptz,
-     $9::text, $10::timestamptz, $11::timestamptz, $12::text, $13::timestamptz, $14::text, $15::int, $16::text, $17::timestamptz)`;
+     $9::text, $10::timestamptz, $11::timestamptz, $12::text, $13::timestamptz, $14::text, $15::int, $16::text, $17::timestamptz,
+     $18::text, $19::timestamptz)`;
   const update = `UPDATE ${table('agreements')}
     SET name = $3::text, status = $4::text, signer_name = $5::text, signer_signature = $6::text,
         signer_signature_hash = $7::text, created_at = $8::timestamptz, signing_order = $9::text,
         expires_at = $10::timestamptz, closed_at = $11::timestamptz, closed_reason = $12::text,
         next_reminder_at = $13::timestamptz, audit_head = $14::text, audit_length = $15::int,
-        mail = $16::text, mail_due_at = $17::timestamptz
+        mail = $16::text, mail_due_at = $17::timestamptz, completion = $18::text, completion_due_at = $19::timestamptz
     WHERE id = $1::text AND account_id = $2::text`;
   // At most $3 of one account: the due rows numbered within their account, the earliest first; with
   // $4, then the open rows with no reminder scheduled (their own partial index), oldest first; and
@@ -108,6 +112,11 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
             AND NOT (status = 'sent' AND closed_at IS NULL
               AND (coalesce(expires_at <= $1::timestamptz, false) OR coalesce(next_reminder_at <= $1::timestamptz, false)))
           ORDER BY mail_due_at LIMIT $2::int)
+        UNION ALL
+        (SELECT account_id, id, completion_due_at AS at, false AS unscheduled
+          FROM ${table('agreements')}
+          WHERE completion_due_at <= $1::timestamptz AND coalesce(mail_due_at > $1::timestamptz, true)
+          ORDER BY completion_due_at LIMIT $2::int)
       ) AS candidates
     ) AS due
     WHERE turn <= $3::int ORDER BY unscheduled, at, id LIMIT $2::int`;
@@ -123,10 +132,10 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
   const insertAudit = `INSERT INTO ${table('agreement_audit')} (agreement_id, position, entry)
     SELECT $1::text, $2::int + position - 1, entry FROM unnest($3::text[]) WITH ORDINALITY AS t (entry, position)`;
   const insertDocuments = `INSERT INTO ${table('agreement_documents')}
-    (agreement_id, position, id, document_name, file_size, file_hash)
-    SELECT $1::text, position - 1, id, document_name, file_size, file_hash
-    FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[])
-      WITH ORDINALITY AS d (id, document_name, file_size, file_hash, position)`;
+    (agreement_id, position, id, document_name, file_size, file_hash, signed_file_hash, signed_file_key)
+    SELECT $1::text, position - 1, id, document_name, file_size, file_hash, signed_file_hash, signed_file_key
+    FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[])
+      WITH ORDINALITY AS d (id, document_name, file_size, file_hash, signed_file_hash, signed_file_key, position)`;
   const deleteSigners = `DELETE FROM ${table('agreement_signers')} WHERE agreement_id = $1::text`;
   const deleteDocuments = `DELETE FROM ${table('agreement_documents')} WHERE agreement_id = $1::text`;
 
@@ -148,6 +157,8 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
     agreement.auditHead?.length ?? null,
     JSON.stringify(agreement.mail),
     mailDueAt(agreement),
+    agreement.completion === null ? null : JSON.stringify(agreement.completion),
+    completionDueAt(agreement),
   ];
 
   /** Appends the entries of `audit` from position `from` on: those before are stored already, and never rewritten. */
@@ -183,6 +194,8 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
         documents.map((document) => document.documentName),
         documents.map((document) => document.fileSize),
         documents.map((document) => document.fileHash),
+        documents.map((document) => document.signedFileHash),
+        documents.map((document) => document.signedFileKey),
       ]);
     }
   }
@@ -245,13 +258,14 @@ function agreementOfRow(row: Row): AgreementRecord {
     signerSignature: row.signer_signature as string,
     signerSignatureHash: row.signer_signature_hash as string,
     signers: (JSON.parse(row.signers as string) as AgreementSignerRecord[]).map(signerShape),
-    documents: (JSON.parse(row.documents as string) as AgreementDocument[]).map(documentShape),
+    documents: (JSON.parse(row.documents as string) as AgreementDocumentRecord[]).map(documentRecordShape),
     createdAt: row.created_at as string,
     ...signingFields(row),
     audit: JSON.parse(row.audit as string) as AuditEntry[],
     auditHead: row.audit_head === null ? null : { hash: row.audit_head as string, length: row.audit_length as number },
     nextReminderAt: (row.next_reminder_at as string | null) ?? null,
     mail: JSON.parse(row.mail as string) as PendingMail[],
+    completion: row.completion === null ? null : (JSON.parse(row.completion as string) as CompletionRecord),
   };
 }
 
@@ -304,5 +318,9 @@ function summarySigner({ signingLinkId, identity, ...signer }: AgreementEventSig
 }
 
 function documentShape(document: AgreementDocument): AgreementDocument {
-  return { id: document.id, documentName: document.documentName, fileSize: Number(document.fileSize), fileHash: document.fileHash };
+  return documentOf({ ...document, fileSize: Number(document.fileSize) });
+}
+
+function documentRecordShape(document: AgreementDocumentRecord): AgreementDocumentRecord {
+  return { ...documentShape(document), signedFileKey: document.signedFileKey ?? null };
 }

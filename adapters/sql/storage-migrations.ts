@@ -317,6 +317,18 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX portal_agreements_mail_due ON ${table('agreements')} (mail_due_at) WHERE mail_due_at IS NOT NULL`,
     ],
   },
+  {
+    version: 19,
+    name: 'completed copies of signed documents',
+    // Each document's completed copy (its blob key, found by the orphan sweep through its index, and
+    // its SHA-256), and the making still owed (JSON), with when it is due, indexed while owed.
+    statements: ({ table }) => [
+      `ALTER TABLE ${table('agreement_documents')} ADD COLUMN signed_file_hash text, ADD COLUMN signed_file_key text`,
+      `CREATE UNIQUE INDEX portal_agreement_documents_signed_key ON ${table('agreement_documents')} (signed_file_key) WHERE signed_file_key IS NOT NULL`,
+      `ALTER TABLE ${table('agreements')} ADD COLUMN completion text, ADD COLUMN completion_due_at timestamptz`,
+      `CREATE INDEX portal_agreements_completion_due ON ${table('agreements')} (completion_due_at) WHERE completion_due_at IS NOT NULL`,
+    ],
+  },
 ];
 
 /** The last `MAX_ATTEMPTS_KEPT` entries of the jsonb array `expression`, in order. */

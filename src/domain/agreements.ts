@@ -24,7 +24,7 @@ import { MAX_DOCUMENT_BYTES, type SignerInput, checkAccountId, parseInput } from
 import { newEvent } from './events.js';
 import { createIdempotency, fingerprintOf, type IdempotentCreate, type IdempotentOutcome, type KeyClaim } from './idempotency.js';
 import type { IdempotencyCompletion } from '../records.js';
-import { identificationOf } from '../records.js';
+import { documentOf, identificationOf } from '../records.js';
 
 /**
  * What an agreement event carries, and what a list of agreements holds: the agreement without its
@@ -104,7 +104,7 @@ function agreementShape(record: AgreementRecord): Agreement {
       ...signer,
       identification: identificationOf({ ...signer, signingLinkId: _link, identity: _identity }),
     })),
-    documents: record.documents.map((document) => ({ ...document })),
+    documents: record.documents.map(documentOf),
     createdAt: record.createdAt,
     signingOrder: record.signingOrder,
     expiresAt: record.expiresAt,
@@ -244,7 +244,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
           identity: null,
         }),
       ),
-      documents: form.documents.map((document) => ({ ...document })),
+      documents: form.documents.map((document) => ({ ...document, signedFileHash: null, signedFileKey: null })),
       createdAt,
       signingOrder: form.signingOrder ?? 'parallel',
       // Read to the second, as every date-time the API answers.
@@ -254,6 +254,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
       audit: [],
       nextReminderAt: deps.reminderIntervalMs === undefined ? null : atom(new Date(now.getTime() + deps.reminderIntervalMs)),
       mail: [],
+      completion: null,
     };
     const record = created(unaudited, now, client);
     const agreement = agreementShape(record);

@@ -1,7 +1,7 @@
 import { PortalError } from '../errors.js';
 import type { Storage } from '../ports.js';
-import type { AgreementEventData, AgreementRecord, AgreementSigner, AuditEntry } from '../records.js';
-import { identificationOf, withoutImages } from '../records.js';
+import type { AgreementDocument, AgreementEventData, AgreementRecord, AgreementSigner, AuditEntry } from '../records.js';
+import { documentOf, identificationOf, withoutImages } from '../records.js';
 import { isId, newId } from '../shared/ids.js';
 import { atom } from '../shared/time.js';
 import { createAgreementChanges } from './agreement-changes.js';
@@ -51,7 +51,7 @@ export interface SigningView {
   /** Whether they must identify, and how; until they have, `documents` is empty. */
   identification: SigningIdentification;
   disclosure: Disclosure;
-  documents: { id: string; documentName: string; fileSize: number; fileHash: string; link: string }[];
+  documents: (AgreementDocument & { link: string })[];
 }
 
 export interface SigningServiceDeps {
@@ -129,7 +129,7 @@ export function createSigningService(deps: SigningServiceDeps) {
       disclosure,
       documents: shown
         ? record.documents.map((document) => ({
-            ...document,
+            ...documentOf(document),
             link: downloads.link({ kind: 'document', accountId: record.accountId, agreementId: record.id, id: document.id }, baseUrl, 'signing').link,
           }))
         : [],

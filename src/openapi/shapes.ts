@@ -244,6 +244,12 @@ export const agreementDocument = v.strictObject({
   documentName: v.pipe(v.string(), v.minLength(1), v.maxLength(255)),
   fileSize: count,
   fileHash: sha256Hex,
+  signedFileHash: v.pipe(
+    v.nullable(sha256Hex),
+    v.description(
+      "SHA-256 (hex) of the completed copy (every signer's signature stamped in, sealed); `null` until it is made, and for a document that is not a PDF.",
+    ),
+  ),
 });
 
 export const agreement = v.strictObject({

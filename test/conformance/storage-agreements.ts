@@ -414,6 +414,40 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
   );
 
   test(
+    "agreements: a document's completed copy is kept as given and names its blob; agreementsDue lists an agreement owing copies",
+    withStorage(factory, async (storage) => {
+      const at = (minute: number) => `2026-03-01T10:${String(minute).padStart(2, '0')}:00+00:00`;
+      const signed = agreementRecord({ status: 'signed', completion: { attempts: 0, nextAttemptAt: at(3), lastError: null } });
+      const later = agreementRecord({ status: 'signed', completion: { attempts: 2, nextAttemptAt: at(40), lastError: 'the key store did not answer' } });
+      for (const agreement of [signed, later]) await storage.insertAgreement(agreement, []);
+      assert.equal((await storage.getAgreement('acct_a', later.id))!.completion, later.completion);
+      assert.equal(
+        (await storage.agreementsDue(at(10), 10, 10)).map((one) => one.id),
+        [signed.id],
+      );
+      const hash = 'f'.repeat(64);
+      await storage.updateAgreement('acct_a', signed.id, (current) => ({
+        agreement: {
+          ...current,
+          completion: null,
+          documents: current.documents.map((document, index) => (index === 0 ? { ...document, signedFileHash: hash, signedFileKey: 'agx_copy1' } : document)),
+        },
+        events: [],
+      }));
+      const read = (await storage.getAgreement('acct_a', signed.id))!;
+      assert.equal([read.documents[0]!.signedFileHash, read.documents[0]!.signedFileKey, read.completion], [hash, 'agx_copy1', null]);
+      assert.equal([read.documents[1]!.signedFileHash, read.documents[1]!.signedFileKey], [null, null]);
+      assert.equal(await storage.agreementsDue(at(10), 10, 10), [], 'made: no longer owed');
+      assert.ok(await storage.isBlobReferenced('agx_copy1'), 'the copy is a blob the agreement names');
+      assert.not.ok(await storage.isBlobReferenced('agx_other'));
+      const listed = (await storage.listAgreements('acct_a', { limit: 10 }))!.find((one) => one.id === signed.id)!;
+      const { signedFileKey: _key, ...shown } = read.documents[0]!;
+      assert.equal(listed.documents[0], shown);
+      assert.not.ok(JSON.stringify(listed).includes('agx_copy1'), 'a list never shows the key');
+    }),
+  );
+
+  test(
     "agreements: agreementsDue takes at most perAccount of one account: another account's due agreement is never behind a backlog",
     withStorage(factory, async (storage) => {
       const at = (second: number) => `2026-03-01T10:00:${String(second).padStart(2, '0')}+00:00`;

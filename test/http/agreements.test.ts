@@ -80,8 +80,8 @@ for (const kind of BLOB_KINDS) {
       assert.equal(
         body.documents.map((document: any) => ({ ...document, id: document.id.slice(0, 4) })),
         [
-          { id: 'agd_', documentName: 'lease.pdf', fileSize: 300_000, fileHash: sha256(lease) },
-          { id: 'agd_', documentName: 'annex.pdf', fileSize: 70_001, fileHash: sha256(annex) },
+          { id: 'agd_', documentName: 'lease.pdf', fileSize: 300_000, fileHash: sha256(lease), signedFileHash: null },
+          { id: 'agd_', documentName: 'annex.pdf', fileSize: 70_001, fileHash: sha256(annex), signedFileHash: null },
         ],
       );
       // Each document's bytes are in the blob store under its id, intact.
