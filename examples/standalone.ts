@@ -134,10 +134,24 @@ async function main() {
   if ((smtpUrl === undefined) !== (mailFrom === undefined)) throw new Error('SMTP_URL and MAIL_FROM go together: set both to mail signers, or neither');
   const notifier = smtpUrl === undefined ? undefined : smtpNotifier({ url: smtpUrl, from: mailFrom! });
   const frameAncestors = list(process.env.PORTAL_FRAME_ANCESTORS);
+  // The key that seals completed copies: a PKCS#12 file, its password, and a timestamp authority.
+  const sealingFile = process.env.PORTAL_SEALING_P12 || undefined;
+  if (sealingFile === undefined && (process.env.PORTAL_SEALING_PASSWORD || process.env.PORTAL_TIMESTAMP_URL)) {
+    throw new Error('PORTAL_SEALING_PASSWORD and PORTAL_TIMESTAMP_URL need PORTAL_SEALING_P12, the path of the PKCS#12 file that seals');
+  }
+  const sealing =
+    sealingFile === undefined
+      ? undefined
+      : {
+          p12: await readFile(path.resolve(sealingFile)),
+          ...(process.env.PORTAL_SEALING_PASSWORD ? { password: process.env.PORTAL_SEALING_PASSWORD } : {}),
+          ...(process.env.PORTAL_TIMESTAMP_URL ? { timestampUrl: process.env.PORTAL_TIMESTAMP_URL } : {}),
+        };
   const options: PortalOptions = {
     ...adapters,
     ...(notifier === undefined ? {} : { notifier }),
     ...(frameAncestors.length === 0 ? {} : { signing: { frameAncestors } }),
+    ...(sealing === undefined ? {} : { sealing }),
     auth: { apiKeys },
     signingKeys,
     logger,
@@ -198,6 +212,8 @@ async function main() {
       dataDir,
       storage: database ? 'sql' : 'filesystem',
       mail: notifier === undefined ? 'off (no SMTP_URL): signers identify with access codes only' : 'smtp',
+      sealing:
+        sealing === undefined ? 'off (no PORTAL_SEALING_P12): completed copies are stamped, not sealed' : sealing.timestampUrl === undefined ? 'B-B' : 'B-T',
     },
     'listening',
   );

@@ -256,7 +256,14 @@ export const ERRORS = {
     message: (attachmentId: string, messageId: string, ticketId: string) =>
       `No attachment ${attachmentId} under message ${messageId} of ticket ${ticketId} in this account.`,
   },
-  DOWNLOAD_REMOVED: { status: 404, message: (what: 'attachment' | 'file' | 'document') => `The ${what} has been removed.` },
+  DOWNLOAD_REMOVED: {
+    status: 404,
+    message: (what: 'attachment' | 'file' | 'document' | 'signed') => `The ${what === 'signed' ? 'signed copy' : what} has been removed.`,
+  },
+  SIGNED_COPY_NOT_READY: {
+    status: 409,
+    message: (documentId: string, why: string) => `Document ${documentId} has no signed copy: ${why}.`,
+  },
   LINK_INVALID: {
     status: 403,
     message: () => 'The download link is not valid: it is incomplete, altered, or signed with a key this server does not hold.',

@@ -38,8 +38,11 @@ export type {
   OperationalEventOf,
   OperationalEventType,
   OperationalListener,
+  SealingDegradedEvent,
+  SealingFailedEvent,
   WebhookDisabledEvent,
 } from './domain/operational-events.js';
+export type { SealingOptions, SealLevel } from './domain/sealing.js';
 export type { EventService, PublishOptions } from './domain/events.js';
 export type { EventType, EventTypeDefinition } from './domain/event-types.js';
 export type { WebhookWorker } from './webhooks/worker.js';

@@ -1,6 +1,7 @@
 import type { AuthOption } from './http/auth.js';
 import type { Logger } from './shared/logger.js';
 import type { BlobStore, Notifier, Storage, WebhookTransport } from './ports.js';
+import type { SealingOptions } from './domain/sealing.js';
 
 export interface WebhookOptions {
   /** Run the delivery worker in this instance (default `true`); `false` serves the API only. */
@@ -91,6 +92,12 @@ export interface PortalOptions {
   notifier?: Notifier;
   /** The signing page: the origins that may frame it, and the disclosure a signer consents to. */
   signing?: SigningOptions;
+  /**
+   * The key that seals completed copies (PAdES): `{ p12, password?, timestampUrl? }`, or
+   * `{ certificate, sign(digest, algorithm), timestampUrl? }` for a key kept elsewhere (an HSM, a
+   * KMS). Without it, completed copies are stamped but not sealed.
+   */
+  sealing?: SealingOptions;
   /** The name mails speak in (default: the agreement's sender, `signerName`). */
   branding?: Branding | ((accountId: string) => Promise<Branding>);
   /**

@@ -36,6 +36,8 @@ import { createAgreementTimer } from './domain/agreement-timer.js';
 import { createCertificates } from './domain/certificates.js';
 import { createSignerMail, type SenderName } from './domain/signer-mail.js';
 import { createSigningTokens } from './domain/signing-tokens.js';
+import { createCompletedCopies } from './domain/completed-copies.js';
+import { createSealer } from './domain/sealing.js';
 import { createRetention, resolveRetention } from './domain/retention.js';
 import { createWebhookWorker, type WebhookWorker } from './webhooks/worker.js';
 import { createWebhookService, type WebhookService } from './domain/webhooks.js';
@@ -67,7 +69,7 @@ export interface Portal {
   tickets: Pick<TicketService, 'putAttachment' | 'getAttachment' | 'deleteAttachment' | 'downloadLink'>;
   /**
    * Agreements: `get`, `list` (a page, newest first, without signature images), `sign` for one
-   * signer, and `documentDownloadLink` for one of their documents.
+   * signer, `documentDownloadLink` for one of their documents, and `signedCopyLink` for its completed copy.
    */
   agreements: AgreementApi;
   /**
@@ -127,6 +129,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   const senderName = senderNameOf(options.branding);
   if (options.notifier !== undefined && typeof options.notifier?.send !== 'function')
     throw new TypeError('notifier must be an object with a send(message) method');
+  const sealer = await createSealer(options.sealing);
 
   await storage.open?.();
   try {
@@ -143,7 +146,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   /** Asks the worker for a pass now; every service that stores events calls it after the write. */
   const notify = () => worker?.poke();
   // Made as each agreement closes, by whichever part closed it, and kept: a request only reads one.
-  const certificates = createCertificates({ storage, blobs, clock, logger });
+  const certificates = createCertificates({ storage, blobs, clock, logger, sealer });
   const tokens = createSigningTokens(signer);
   const signerMail = createSignerMail({
     storage,
@@ -153,9 +156,23 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     keys: signer,
     tokens,
     certificates,
+    blobs,
     retrySchedule: webhookOptions.retrySchedule,
     senderName,
   });
+  const mailQueued = signerMail.mailing ? { queued: (record: AgreementRecord) => signerMail.kick(record.accountId, record.id) } : undefined;
+  // The completed copies of each signed agreement, made off the request and kept.
+  const copies = createCompletedCopies({
+    storage,
+    blobs,
+    clock,
+    logger,
+    sealer,
+    retrySchedule: webhookOptions.retrySchedule,
+    emit: operational.emit,
+    mail: mailQueued,
+  });
+  const copiesOwed = { owed: (record: AgreementRecord) => copies.kick(record.accountId, record.id) };
   let transport: WebhookTransport | undefined = options.transport;
   if (webhookOptions.worker) {
     const { timeoutMs, allowPrivateNetworks } = webhookOptions;
@@ -168,6 +185,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
       reminderIntervalMs,
       closed: certificates.prepare,
       mail: signerMail.mailing ? { sender: signerMail, baseUrl: publicUrl } : undefined,
+      copies,
     });
     const removeExpired = createRetention({ storage, clock, logger, retention, telemetry });
     // Each part on its own: one failing (its error logged by the worker) does not hold back the other.
@@ -194,7 +212,6 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   const downloads = createDownloadService({ storage, blobs, clock, signer, publicUrl });
   const files = createFileService({ storage, blobs, clock, downloads });
   const tickets = createTicketService({ storage, blobs, clock, downloads });
-  const mailQueued = signerMail.mailing ? { queued: (record: AgreementRecord) => signerMail.kick(record.accountId, record.id) } : undefined;
   const agreements = createAgreementService({
     storage,
     blobs,
@@ -205,6 +222,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     reminderIntervalMs,
     closed: certificates.prepare,
     ...(mailQueued === undefined ? {} : { mail: mailQueued }),
+    copies: copiesOwed,
   });
   const signing = createSigningService({
     storage,
@@ -215,6 +233,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     notify,
     certificates,
     mail: signerMail,
+    copies: copiesOwed,
     disclosure,
   });
   const extensions = options.extensions ?? true;
@@ -258,7 +277,13 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
       deleteAttachment: tickets.deleteAttachment,
       downloadLink: tickets.downloadLink,
     },
-    agreements: { get: agreements.get, list: agreements.list, sign: agreements.sign, documentDownloadLink: agreements.documentDownloadLink },
+    agreements: {
+      get: agreements.get,
+      list: agreements.list,
+      sign: agreements.sign,
+      documentDownloadLink: agreements.documentDownloadLink,
+      signedCopyLink: agreements.signedCopyLink,
+    },
     on: operational.on,
     off: operational.off,
     ready: createReadiness({ storage, blobs, clock, workerRunning: () => (worker === null ? null : worker.running) }),
@@ -269,6 +294,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
         stopObserving();
         await Promise.all([worker?.stop(), orphanSweep.stop()]);
         // A certificate being made still writes to the blob store.
+        await copies.settled();
         await signerMail.settled();
         await certificates.settled();
         await Promise.allSettled([transport?.close?.(), storage.close?.(), blobs.close?.()]);

@@ -1,13 +1,8 @@
 import { PortalError } from '../errors.js';
 import type { Storage } from '../ports.js';
 import type { AgreementRecord } from '../records.js';
-import { queueMail } from './signer-mail-queue.js';
+import { atom } from '../shared/time.js';
 import { type Step, expire, isOpen, isPastExpiry } from './signing-rules.js';
-
-/** `record`, just signed, with `agreement-completed` queued to each signer. */
-function completedMail(record: AgreementRecord, now: Date): AgreementRecord {
-  return record.signers.reduce((mailed, signer) => queueMail(mailed, { kind: 'agreement-completed', signerId: signer.id }, now), record);
-}
 
 /**
  * Applies one step of the signing rules to a stored agreement, atomically (`updateAgreement`):
@@ -16,14 +11,17 @@ function completedMail(record: AgreementRecord, now: Date): AgreementRecord {
  * Resolves the stored agreement; 404 when absent in this account. A step that signs or closes the
  * agreement is told to `closed` once stored (its certificate is made then, off the request). A
  * read (`reading: true`: a view, a `GET`) is not refused by the expiry it meets: it resolves the
- * agreement as the expiry left it.
+ * agreement as the expiry left it. A step that signs it also stores that its completed copies are
+ * owed, and tells `copies`.
  */
 export function createAgreementChanges(deps: {
   storage: Storage;
   notify: () => void;
   closed?: ((record: AgreementRecord) => void) | undefined;
-  /** With a notifier: the step that signs an agreement also queues `agreement-completed` to every signer, and this is told. */
+  /** Told once a step queued mail to signers (a code, a link sent), to send it. */
   mail?: { queued: (record: AgreementRecord) => void } | undefined;
+  /** Told once a step signed an agreement: its completed copies are owed (`completed-copies.ts`). */
+  copies?: { owed: (record: AgreementRecord) => void } | undefined;
 }) {
   return async function apply(
     accountId: string,
@@ -36,13 +34,13 @@ export function createAgreementChanges(deps: {
     let stored = 0;
     let closes = false;
     let mailed = false;
+    let signs = false;
     const updated = await deps.storage.updateAgreement(accountId, agreementId, (current) => {
       refusal = undefined;
       let made = isPastExpiry(current, now) ? expire(current, now) : step(current);
       closes = isOpen(current) && !isOpen(made.agreement);
-      if (deps.mail !== undefined && current.status !== 'signed' && made.agreement.status === 'signed') {
-        made = { ...made, agreement: completedMail(made.agreement, now) };
-      }
+      signs = current.status !== 'signed' && made.agreement.status === 'signed';
+      if (signs) made = { ...made, agreement: { ...made.agreement, completion: { attempts: 0, nextAttemptAt: atom(now), lastError: null } } };
       mailed = made.agreement.mail.length > 0 && made.agreement.mail.some((mail) => mail.attempts === 0 && !current.mail.some((one) => one.id === mail.id));
       if (!reading && made.agreement.closedReason === 'expired' && current.closedReason === null) {
         refusal = new PortalError('AGREEMENT_CLOSED', agreementId, 'expired');
@@ -54,6 +52,7 @@ export function createAgreementChanges(deps: {
     if (stored > 0) deps.notify();
     if (closes) deps.closed?.(updated);
     if (mailed) deps.mail?.queued(updated);
+    if (signs) deps.copies?.owed(updated);
     if (refusal !== undefined) throw refusal;
     return updated;
   };

@@ -5,6 +5,7 @@ import type { Logger } from '../shared/logger.js';
 import { atom } from '../shared/time.js';
 import { createAgreementChanges } from './agreement-changes.js';
 import { SIGNING_LINK_SECONDS } from './inputs.js';
+import type { CompletedCopies } from './completed-copies.js';
 import type { SignerMail } from './signer-mail.js';
 import { isPastExpiry, remind } from './signing-rules.js';
 
@@ -38,6 +39,8 @@ export function createAgreementTimer(deps: {
    * (`publicUrl`; without it reminders stay events only).
    */
   mail?: { sender: Pick<SignerMail, 'deliver'>; baseUrl: string | undefined } | undefined;
+  /** Makes the completed copies owed (retries, and those no request's kick made). */
+  copies?: Pick<CompletedCopies, 'deliver'>;
 }) {
   const apply = createAgreementChanges({ storage: deps.storage, notify: deps.notify, closed: deps.closed });
   const { mail } = deps;
@@ -61,6 +64,11 @@ export function createAgreementTimer(deps: {
         if (!isPortalError(error, 'AGREEMENT_CLOSED')) {
           deps.logger.error({ agreementId: id, err: describeError(error) }, 'agreements: the expiry or a reminder failed; the next tick tries again');
         }
+      }
+      try {
+        await deps.copies?.deliver(accountId, id);
+      } catch (error) {
+        deps.logger.error({ agreementId: id, err: describeError(error) }, 'agreements: the completed copies failed; the next tick tries again');
       }
       try {
         await mail?.sender.deliver(accountId, id);

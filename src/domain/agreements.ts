@@ -128,6 +128,8 @@ export interface AgreementServiceDeps {
   closed?: (record: AgreementRecord) => void;
   /** With a notifier: told once a step queued mail to signers (`agreement-completed`), to send it. */
   mail?: { queued: (record: AgreementRecord) => void };
+  /** Told once a step signed an agreement: its completed copies are owed. */
+  copies?: { owed: (record: AgreementRecord) => void };
 }
 
 /** The rules for agreements: the record a form makes, the hashes, signing; routes and `portal.agreements` call these. */
@@ -135,7 +137,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
   const { storage, blobs, clock } = deps;
   const logger = deps.logger ?? silentLogger;
   const idempotency = createIdempotency({ storage, clock, logger });
-  const apply = createAgreementChanges({ storage, notify: () => notify(), closed: deps.closed, mail: deps.mail });
+  const apply = createAgreementChanges({ storage, notify: () => notify(), closed: deps.closed, mail: deps.mail, copies: deps.copies });
 
   function notify(): void {
     try {
@@ -373,6 +375,27 @@ export function createAgreementService(deps: AgreementServiceDeps) {
     },
 
     /**
+     * A link to a document's completed copy (its signatures stamped in, sealed), served like the
+     * document's own link. 409 until the agreement is signed and the copy made, and for a document
+     * that is not a PDF (it has none).
+     */
+    async signedCopyLink(accountId: string, agreementId: string, documentId: string, baseUrl?: string): Promise<DownloadLink> {
+      checkAccountId(accountId);
+      if (!isId('agr', agreementId)) throw new PortalError('ID_MALFORMED', 'agreementId', 'an agreement', 'agr');
+      if (!isId('agd', documentId)) throw new PortalError('ID_MALFORMED', 'documentId', 'a document', 'agd');
+      const agreement = await storage.getAgreement(accountId, agreementId);
+      if (agreement === null) throw new PortalError('AGREEMENT_NOT_FOUND', agreementId);
+      const document = agreement.documents.find((candidate) => candidate.id === documentId);
+      if (document === undefined) throw new PortalError('DOCUMENT_NOT_FOUND', documentId, agreementId);
+      if (agreement.status !== 'signed') throw new PortalError('SIGNED_COPY_NOT_READY', documentId, 'the agreement is not signed');
+      if (document.signedFileKey === null) {
+        const why = agreement.completion === null ? 'it is not a PDF, or the PDF could not be read' : 'it is being made; try again in a moment';
+        throw new PortalError('SIGNED_COPY_NOT_READY', documentId, why);
+      }
+      return deps.downloads.link({ kind: 'signed', accountId, agreementId, id: documentId }, baseUrl, 'agreements.signedCopyLink');
+    },
+
+    /**
      * Records one signer's signature. The last signature makes the agreement `signed` and stores
      * `agreement-signed` in the same atomic update. 404 for an unknown agreement or signer, 409 for
      * a signer who already signed, 400 for a signature that is not an acceptable image.
@@ -413,4 +436,4 @@ function drained(stream: Readable): Promise<void> {
 
 export type AgreementService = ReturnType<typeof createAgreementService>;
 /** What `portal.agreements` offers a host application. */
-export type AgreementApi = Pick<AgreementService, 'get' | 'list' | 'sign' | 'documentDownloadLink'>;
+export type AgreementApi = Pick<AgreementService, 'get' | 'list' | 'sign' | 'documentDownloadLink' | 'signedCopyLink'>;

@@ -5,6 +5,7 @@ import type { BlobStore, Storage } from '../ports.js';
 import type { AgreementRecord } from '../records.js';
 import type { Logger } from '../shared/logger.js';
 import { certificatePdf } from './certificate.js';
+import type { Sealer } from './sealing.js';
 
 /**
  * The blob key of an agreement's certificate: `agc_` and the agreement id's own part, so the key
@@ -32,7 +33,7 @@ export interface Certificates {
  * and the kept certificate stays as it was made; a step recorded after that (a late view) is in
  * the trail, not in the PDF.
  */
-export function createCertificates(deps: { storage: Storage; blobs: BlobStore; clock: () => Date; logger: Logger }): Certificates {
+export function createCertificates(deps: { storage: Storage; blobs: BlobStore; clock: () => Date; logger: Logger; sealer?: Sealer | null }): Certificates {
   const { storage, blobs, clock, logger } = deps;
   const making = new Map<string, Promise<Buffer>>();
   let queue: Promise<unknown> = Promise.resolve();
@@ -55,7 +56,10 @@ export function createCertificates(deps: { storage: Storage; blobs: BlobStore; c
       if (stored !== null) return stored;
       const record = await storage.getAgreement(accountId, id);
       if (record === null) throw new Error(`certificate: agreement ${id} is gone`);
-      const pdf = await certificatePdf(record, clock());
+      const now = clock();
+      const drawn = await certificatePdf(record, now);
+      // Sealed like the completed copies, with the same key, when the portal has one.
+      const pdf = deps.sealer == null ? drawn : (await deps.sealer.seal(drawn, `Certificate of completion of ${record.name}`, now)).bytes;
       await blobs.put(key, Readable.from([pdf]));
       return pdf;
     });

@@ -6,7 +6,17 @@ import type { SealLevel, Sealer } from './sealing.js';
 import { drawableSignature } from './signature-data.js';
 
 /** Whether a document's bytes are a PDF: they start with `%PDF-` (DESIGN §12). */
-const isPdf = (head: Buffer) => head.subarray(0, 5).toString('latin1') === '%PDF-';
+export const isPdf = (head: Buffer) => head.subarray(0, 5).toString('latin1') === '%PDF-';
+
+/** The file name a completed copy is served and attached under: `lease.pdf` → `lease-signed.pdf`. */
+export const signedName = (documentName: string) => `${documentName.replace(/\.pdf$/i, '')}-signed.pdf`;
+
+/** The sealing key failed (a key store down, a KMS refusing): the copy is tried again, unlike a PDF that cannot be read. */
+export class SealError extends Error {
+  constructor(cause: unknown) {
+    super(`the sealing key failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+  }
+}
 
 export interface CompletedCopy {
   bytes: Buffer;
@@ -58,7 +68,12 @@ export async function completedCopy(
   if (!Buffer.from(stamped.buffer, stamped.byteOffset, original.length).equals(original)) {
     throw new Error(`${document.documentName} could not be updated incrementally: its original bytes would not be kept`);
   }
-  const sealed = sealer === null ? null : await sealer.seal(stamped, `Signed by every signer of ${record.name}`, now);
+  let sealed: Awaited<ReturnType<Sealer['seal']>> | null = null;
+  try {
+    sealed = sealer === null ? null : await sealer.seal(stamped, `Signed by every signer of ${record.name}`, now);
+  } catch (error) {
+    throw new SealError(error);
+  }
   const bytes = sealed?.bytes ?? Buffer.from(stamped);
   return { bytes, hash: createHash('sha256').update(bytes).digest('hex'), level: sealed?.level ?? null, degraded: sealed?.degraded ?? null };
 }

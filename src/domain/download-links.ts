@@ -15,7 +15,9 @@ import type { Logger } from '../shared/logger.js';
 export type DownloadGrant =
   | { kind: 'attachment'; accountId: string; ticketId: string; messageId: string; id: string; expires: number }
   | { kind: 'file'; accountId: string; id: string; expires: number }
-  | { kind: 'document'; accountId: string; agreementId: string; id: string; expires: number };
+  | { kind: 'document'; accountId: string; agreementId: string; id: string; expires: number }
+  /** A document's completed copy: the document's id, `copy=signed` in the link. */
+  | { kind: 'signed'; accountId: string; agreementId: string; id: string; expires: number };
 
 /** The route's path under the API root; `:id` is the one path parameter. */
 export const DOWNLOAD_ROUTE = '/downloads/:id';
@@ -63,6 +65,8 @@ function grantMessage(grant: DownloadGrant): string {
       return JSON.stringify(['customer-portal/download/v1/file', grant.accountId, grant.id, grant.expires]);
     case 'document':
       return JSON.stringify(['customer-portal/download/v1/document', grant.accountId, grant.agreementId, grant.id, grant.expires]);
+    case 'signed':
+      return JSON.stringify(['customer-portal/download/v1/signed', grant.accountId, grant.agreementId, grant.id, grant.expires]);
   }
 }
 
@@ -106,8 +110,9 @@ export function downloadLinkUrl(baseUrl: string, grant: DownloadGrant, signature
   if (grant.kind === 'attachment') {
     query.set('ticket', grant.ticketId);
     query.set('message', grant.messageId);
-  } else if (grant.kind === 'document') {
+  } else if (grant.kind === 'document' || grant.kind === 'signed') {
     query.set('agreement', grant.agreementId);
+    if (grant.kind === 'signed') query.set('copy', 'signed');
   }
   query.set('expires', String(grant.expires));
   query.set('signature', signature);
@@ -126,7 +131,7 @@ export function readDownloadRequest(
   params: Record<string, string | undefined>,
   query: Record<string, string | string[] | undefined>,
 ): { grant: DownloadGrant; signature: string } | null {
-  const { account, ticket, message, agreement, expires, signature } = query;
+  const { account, ticket, message, agreement, expires, signature, copy } = query;
   const id = params.id;
   const present = (part: unknown): part is string => typeof part === 'string' && part !== '';
   if (!present(id) || !present(account) || !present(expires) || !present(signature) || !UNIX_SECONDS.test(expires)) return null;
@@ -134,14 +139,14 @@ export function readDownloadRequest(
   const base = { accountId: account, id, expires: Number(expires) };
   switch (kind) {
     case 'attachment':
-      if (!present(ticket) || !present(message) || agreement !== undefined) return null;
+      if (!present(ticket) || !present(message) || agreement !== undefined || copy !== undefined) return null;
       return { grant: { kind, ...base, ticketId: ticket, messageId: message }, signature };
     case 'file':
-      if (ticket !== undefined || message !== undefined || agreement !== undefined) return null;
+      if (ticket !== undefined || message !== undefined || agreement !== undefined || copy !== undefined) return null;
       return { grant: { kind, ...base }, signature };
     case 'document':
-      if (!present(agreement) || ticket !== undefined || message !== undefined) return null;
-      return { grant: { kind, ...base, agreementId: agreement }, signature };
+      if (!present(agreement) || ticket !== undefined || message !== undefined || (copy !== undefined && copy !== 'signed')) return null;
+      return { grant: { kind: copy === 'signed' ? 'signed' : 'document', ...base, agreementId: agreement }, signature };
     default:
       return null;
   }

@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import { PortalError } from '../errors.js';
+import { signedName } from './completed-copy.js';
 import type { BlobReader, BlobStore, ByteRange, Storage } from '../ports.js';
 import type { DownloadLink } from '../records.js';
 import { atom } from '../shared/time.js';
@@ -65,6 +66,15 @@ export function createDownloadService(deps: DownloadServiceDeps) {
         if (agreement == null || document === undefined) return null;
         const { documentName: name, fileSize: size } = document;
         return { kind: grant.kind, id: document.id, name, mime: documentMime(name), size, createdAt: agreement.createdAt };
+      }
+      case 'signed': {
+        // The completed copy is its own blob; its size is the blob's.
+        const agreement = await storage.getAgreement(grant.accountId, grant.agreementId);
+        const key = agreement?.documents.find((candidate) => candidate.id === grant.id)?.signedFileKey ?? null;
+        const stat = key === null ? null : await blobs.stat(key);
+        if (agreement == null || key === null || stat === null) return null;
+        const name = signedName(agreement.documents.find((candidate) => candidate.id === grant.id)!.documentName);
+        return { kind: grant.kind, id: key, name, mime: 'application/pdf', size: stat.size, createdAt: agreement.createdAt };
       }
     }
   }

@@ -3,9 +3,10 @@ import type { Logger } from '../shared/logger.js';
 import type { WebhookDisabledReason } from '../records.js';
 
 /*
- * Operational events: what the portal tells its host about webhook delivery, so that the host can
- * tell its customer ("your endpoint has been disabled"). In process only, never stored or sent:
- * each is emitted once, by the instance whose write made the change.
+ * Operational events: what the portal tells its host about webhook delivery and the completed
+ * copies of signed agreements, so that the host can tell its customer ("your endpoint has been
+ * disabled"). In process only, never stored or sent: each is emitted once, by the instance whose
+ * write made the change.
  */
 
 interface OperationalEventBase {
@@ -47,13 +48,44 @@ export interface DeliveryRecoveredEvent extends OperationalEventBase {
   failedAttempts: number;
 }
 
-export type OperationalEvent = WebhookDisabledEvent | DeliveryExhaustedEvent | DeliveryRecoveredEvent;
+interface SealingEventBase {
+  accountId: string;
+  agreementId: string;
+  /** The document concerned, or `null` for the certificate of completion or the agreement as a whole. */
+  documentId: string | null;
+  at: string;
+  /** What went wrong, as the library or the key store said it. */
+  reason: string;
+}
+
+/** A seal was made without its timestamp: the authority (`sealing.timestampUrl`) failed, so the copy is `B-B`. */
+export interface SealingDegradedEvent extends SealingEventBase {
+  type: 'sealing.degraded';
+}
+
+/**
+ * A completed copy could not be made: the document is a PDF the library cannot read or update
+ * (`final`: it never will be; the document keeps `signedFileHash: null`), or the sealing key failed
+ * (retried on the schedule; `final` once given up).
+ */
+export interface SealingFailedEvent extends SealingEventBase {
+  type: 'sealing.failed';
+  final: boolean;
+}
+
+export type OperationalEvent = WebhookDisabledEvent | DeliveryExhaustedEvent | DeliveryRecoveredEvent | SealingDegradedEvent | SealingFailedEvent;
 export type OperationalEventType = OperationalEvent['type'];
 /** The event of type `T`. */
 export type OperationalEventOf<T extends OperationalEventType> = Extract<OperationalEvent, { type: T }>;
 export type OperationalListener<T extends OperationalEventType> = (event: OperationalEventOf<T>) => unknown;
 
-const OPERATIONAL_EVENT_TYPES: readonly OperationalEventType[] = ['webhook.disabled', 'delivery.exhausted', 'delivery.recovered'];
+const OPERATIONAL_EVENT_TYPES: readonly OperationalEventType[] = [
+  'webhook.disabled',
+  'delivery.exhausted',
+  'delivery.recovered',
+  'sealing.degraded',
+  'sealing.failed',
+];
 
 export interface OperationalEvents {
   /** Calls `listener` with every event of `type`; returns the function that stops it. */
@@ -77,7 +109,10 @@ export function createOperationalEvents(logger: Logger): OperationalEvents {
     return set;
   };
   const failed = (event: OperationalEvent, error: unknown) =>
-    logger.error({ eventType: event.type, webhookId: event.webhookId, err: errorMessage(error) }, 'an operational event listener failed');
+    logger.error(
+      { eventType: event.type, ...('webhookId' in event ? { webhookId: event.webhookId } : { agreementId: event.agreementId }), err: errorMessage(error) },
+      'an operational event listener failed',
+    );
 
   const events: OperationalEvents = {
     on(type, listener) {

@@ -1,16 +1,20 @@
 import { describeError, errorMessage } from '../errors.js';
-import type { Notifier, NotifierMessage, Storage } from '../ports.js';
+import { buffer } from 'node:stream/consumers';
+import type { BlobStore, Notifier, NotifierMessage, Storage } from '../ports.js';
 import type { AgreementRecord, AgreementSignerRecord, MailKind, PendingMail } from '../records.js';
 import type { Logger } from '../shared/logger.js';
 import { atom } from '../shared/time.js';
 import type { Certificates } from './certificates.js';
 import type { LinkSigner } from './download-links.js';
+import { signedName } from './completed-copy.js';
 import { CODE_TTL_MS, emailCode } from './signer-identity.js';
 import { type SigningTokens, signingPageLink } from './signing-tokens.js';
 
 /** The name mails speak in: `branding.name`, else the agreement's sender. */
 export type SenderName = (accountId: string, record: AgreementRecord) => Promise<string>;
 
+/** Attachments of a completion mail, at most: over it, the signed documents are left out. */
+const MAX_ATTACHED_BYTES = 10 * 1024 * 1024;
 /** A send that takes longer is a failed attempt; the lease outlasts it, so no second instance sends meanwhile. */
 const SEND_TIMEOUT_MS = 30_000;
 const LEASE_MS = 120_000;
@@ -36,6 +40,7 @@ export function createSignerMail(deps: {
   keys: LinkSigner;
   tokens: SigningTokens;
   certificates: Certificates;
+  blobs: BlobStore;
   retrySchedule: readonly number[];
   senderName: SenderName;
 }) {
@@ -88,9 +93,25 @@ export function createSignerMail(deps: {
       case 'agreement-completed': {
         const pdf = await deps.certificates.get(record);
         const attachments = [{ filename: `certificate-${record.id}.pdf`, contentType: 'application/pdf', content: pdf }];
-        return { ...base, ...render(completedMail(sender, signer, record.name)), attachments };
+        const copies = await completedCopies(record, MAX_ATTACHED_BYTES - pdf.length);
+        attachments.push(...(copies ?? []));
+        return { ...base, ...render(completedMail(sender, signer, record.name, copies !== null)), attachments };
       }
     }
+  }
+
+  /** The signed documents' completed copies as attachments, or `null` when they would come to more than `room` bytes. */
+  async function completedCopies(record: AgreementRecord, room: number): Promise<NonNullable<NotifierMessage['attachments']> | null> {
+    const copies = record.documents.filter((document) => document.signedFileKey !== null);
+    const sizes = await Promise.all(copies.map(async (document) => (await deps.blobs.stat(document.signedFileKey!))?.size ?? 0));
+    if (sizes.reduce((sum, size) => sum + size, 0) > room) return null;
+    const attached: NonNullable<NotifierMessage['attachments']> = [];
+    for (const document of copies) {
+      const stream = await deps.blobs.get(document.signedFileKey!);
+      if (stream === null) continue;
+      attached.push({ filename: signedName(document.documentName), contentType: 'application/pdf', content: await buffer(stream) });
+    }
+    return attached;
   }
 
   async function attempt(record: AgreementRecord, mail: PendingMail, now: Date): Promise<{ sent: boolean; error: string | null; dropped?: string }> {
@@ -222,12 +243,15 @@ function codeMail(sender: string, name: string, code: string): Draft {
   };
 }
 
-function completedMail(sender: string, signer: AgreementSignerRecord, name: string): Draft {
+function completedMail(sender: string, signer: AgreementSignerRecord, name: string, copiesAttached: boolean): Draft {
   return {
     subject: `"${name}" is signed`,
     paragraphs: [
       `Hello ${signer.firstName} ${signer.lastName},`,
       `Everyone has signed "${name}", sent by ${sender}. The certificate of completion is attached: it lists each document's SHA-256, each signer and the agreement's audit trail.`,
+      copiesAttached
+        ? 'The signed documents are attached too, each with every signature and sealed.'
+        : `The signed documents are over ${MAX_ATTACHED_BYTES / 1024 / 1024} MiB together: ask ${sender} for them.`,
     ],
   };
 }

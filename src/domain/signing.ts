@@ -65,6 +65,8 @@ export interface SigningServiceDeps {
   certificates: Certificates;
   /** Mail to signers: whether it can be sent, and the sender to wake once a step queued some. */
   mail: Pick<SignerMail, 'mailing' | 'kick'>;
+  /** Told once a signature completed an agreement: its completed copies are owed. */
+  copies?: { owed: (record: AgreementRecord) => void };
   disclosure: Disclosure;
 }
 
@@ -75,6 +77,7 @@ export function createSigningService(deps: SigningServiceDeps) {
     notify: deps.notify,
     closed: deps.certificates.prepare,
     mail: mail.mailing ? { queued: (record) => mail.kick(record.accountId, record.id) } : undefined,
+    copies: deps.copies,
   });
   const disclosureHash = sha256Hex(disclosure.text);
   /** Identification attempts in flight in this process, by link: one at a time, so a burst of guesses costs one scrypt at a time. */

@@ -37,7 +37,7 @@ const agreement = {
   signerName: 'Ada Lovelace',
   signerSignatureHash: HASH,
   signers: [signer],
-  documents: [{ id: 'agd_5Rt8Yw2KmN6bVc1XzQ9pLs', documentName: 'terms.pdf', fileSize: 48213, fileHash: HASH }],
+  documents: [{ id: 'agd_5Rt8Yw2KmN6bVc1XzQ9pLs', documentName: 'terms.pdf', fileSize: 48213, fileHash: HASH, signedFileHash: null }],
   createdAt: '2026-11-26T10:00:00+00:00',
   signingOrder: 'parallel',
   expiresAt: null,

@@ -3,12 +3,12 @@ import * as assert from 'uvu/assert';
 import type { Agreement } from '../../src/index.js';
 import { memoryTransport } from '../../adapters/memory/index.js';
 import { sqlAdapters } from '../../adapters/sql/index.js';
-import { PNG_SIGNATURE, SIGNER, signer, validFormData } from '../helpers/agreements.js';
+import { PNG_SIGNATURE, SIGNER, signer, simplePdf, validFormData } from '../helpers/agreements.js';
 import { openBackends } from '../helpers/backends.js';
 import { SIGNING_KEY_1 } from '../helpers/download.js';
 import { type TestPortal, json, startPortal, withPortal } from '../helpers/server.js';
 import { connectPostgres, dropSchema, freshSchema } from '../helpers/sql.js';
-import { NEVER } from '../helpers/webhooks.js';
+import { NEVER, waitFor } from '../helpers/webhooks.js';
 
 /**
  * Signing through links on every adapter: two signers of a parallel agreement sign at the same
@@ -73,8 +73,16 @@ for (const backend of backends) {
           ["a document's hash", (agreement) => [agreement.documents[0]!.fileHash.slice(0, 12), 'ffffffffffff']],
         ];
         for (const [what, change] of edits) {
-          const agreement = await json(await app.api('/agreements', { method: 'POST', body: validFormData({ signers: [SIGNER] }) }));
+          const form = validFormData({ signers: [SIGNER], documents: [{ name: 'lease.pdf', bytes: await simplePdf('The lease') }] });
+          const agreement = await json(await app.api('/agreements', { method: 'POST', body: form }));
           assert.is((await signAs(app, await linkFor(app, agreement.id, agreement.signers[0].id))).status, 200);
+          // The completed copy is made off the request; an edit past the store waits for it, as it
+          // would otherwise be written over by the copy's update.
+          await waitFor(
+            async () => (await app.portal.agreements.get('acct_a', agreement.id))!.documents[0]!.signedFileHash !== null,
+            'the completed copy',
+            10_000,
+          );
           const signed = (await app.portal.agreements.get('acct_a', agreement.id))!;
           assert.is((await json(await app.api(`/agreements/${agreement.id}/audit`))).verified, true, `${what}: verified before`);
           const [from, to] = change(signed);

@@ -2,7 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryTransport } from '../../adapters/memory/index.js';
 import { sqlStorage } from '../../adapters/sql/index.js';
-import type { OperationalEvent, Portal } from '../../src/index.js';
+import type { OperationalEventOf, Portal } from '../../src/index.js';
 import { connectPostgres, dropSchema, freshSchema } from '../helpers/sql.js';
 import { NEVER, webhookPortal } from '../helpers/webhooks.js';
 
@@ -20,7 +20,7 @@ if (!postgres.pool) {
   test('three instances send a receiver that answers 410: the webhook is disabled once, and webhook.disabled is emitted once in all', async () => {
     const schema = freshSchema();
     const portals: Portal[] = [];
-    const emitted: { instance: number; event: OperationalEvent }[] = [];
+    const emitted: { instance: number; event: OperationalEventOf<'webhook.disabled'> }[] = [];
     const transport = memoryTransport({
       respond: async () => {
         // Held a moment, so that every instance has calls in flight when the first 410 is recorded.

@@ -274,3 +274,11 @@ export async function readAll(stream: Readable): Promise<Buffer> {
   for await (const chunk of stream) chunks.push(Buffer.from(chunk));
   return Buffer.concat(chunks);
 }
+
+/** A small real PDF of one page holding `text` (@libpdf/core), for tests of completed copies. */
+export async function simplePdf(text: string): Promise<Buffer> {
+  const { PDF, StandardFonts } = await import('@libpdf/core');
+  const pdf = PDF.create();
+  pdf.addPage({ size: 'a4' }).drawText(text, { x: 60, y: 760, size: 14, font: StandardFonts.Helvetica });
+  return Buffer.from(await pdf.save());
+}

@@ -7,7 +7,7 @@ import { memoryBlobs, memoryStorage, memoryTransport } from '../../adapters/memo
 import { openapi } from '../../src/index.js';
 import { MAX_DOCUMENT_BYTES } from '../../src/domain/inputs.js';
 import { atom } from '../../src/shared/time.js';
-import { PNG_SIGNATURE, SIGNER, documentBytes, signer, validFormData } from '../helpers/agreements.js';
+import { PNG_SIGNATURE, simplePdf, SIGNER, documentBytes, signer, validFormData } from '../helpers/agreements.js';
 import { SIGNING_KEY_1, linkPath, withParam } from '../helpers/download.js';
 import { createResponseChecker } from '../helpers/openapi.js';
 import { KEY_A, KEY_B, type TestPortal, startPortal, withPortal } from '../helpers/server.js';
@@ -51,7 +51,7 @@ test('every route the handler registers is in the document, with each of its met
     }
   }
   assert.equal(undocumented, []);
-  assert.is(apiRoutes.length, 39);
+  assert.is(apiRoutes.length, 40);
   // Outside the document: the signing page, HTML for a browser.
   assert.equal(
     table.filter((route) => route.doc === null).map((route) => route.path),
@@ -91,7 +91,7 @@ test('every path with a GET lists its HEAD: the same statuses and headers, and n
       assert.is(resolved.content, undefined, `HEAD ${template} ${status} has no body`);
     }
   }
-  assert.is(heads.length, 18);
+  assert.is(heads.length, 19);
 });
 
 test('the webhooks section describes the call of each event type: its body, and the signature headers', () => {
@@ -146,6 +146,7 @@ test('the document: bearer auth everywhere but the signed download route, server
     'GET /agreements/{agreementId}/audit',
     'GET /agreements/{agreementId}/certificate',
     'GET /agreements/{agreementId}/documents/{documentId}/download',
+    'GET /agreements/{agreementId}/documents/{documentId}/signed',
     'GET /event-types',
     'GET /files/{fileId}/download',
     'GET /signing',
@@ -160,6 +161,7 @@ test('the document: bearer auth everywhere but the signed download route, server
     'HEAD /agreements/{agreementId}/audit',
     'HEAD /agreements/{agreementId}/certificate',
     'HEAD /agreements/{agreementId}/documents/{documentId}/download',
+    'HEAD /agreements/{agreementId}/documents/{documentId}/signed',
     'HEAD /event-types',
     'HEAD /files/{fileId}/download',
     'HEAD /signing',
@@ -395,6 +397,17 @@ test('every route answers as the document says: each success and each error it d
     const { body: documentLinked } = await call('GET', documentLink, `/agreements/${agreement.id}/documents/${agreement.documents[0].id}/download`, {}, 200);
     await call('GET', documentLink, `/agreements/${agreement.id}/documents/nope/download`, {}, 400);
     await call('GET', documentLink, `/agreements/${agreement.id}/documents/agd_missing/download`, {}, 404);
+    // A document's completed copy: made once the agreement is signed, for a PDF only.
+    const signedLink = '/agreements/{agreementId}/documents/{documentId}/signed';
+    const pdfForm = validFormData({ documents: [{ name: 'lease.pdf', bytes: await simplePdf('A lease') }] });
+    const { body: withPdf } = await call('POST', '/agreements', '/agreements', { body: pdfForm }, 201);
+    await call('GET', signedLink, `/agreements/${withPdf.id}/documents/${withPdf.documents[0].id}/signed`, {}, 409);
+    await portal.agreements.sign('acct_a', withPdf.id, withPdf.signers[0].id, { signature: PNG_SIGNATURE });
+    await until(async () => (await portal.agreements.get('acct_a', withPdf.id))!.documents[0]!.signedFileHash !== null, 'the completed copy');
+    const { body: copyLink } = await call('GET', signedLink, `/agreements/${withPdf.id}/documents/${withPdf.documents[0].id}/signed`, {}, 200);
+    await call('GET', '/downloads/{id}', copyLink.link, {}, 200);
+    await call('GET', signedLink, `/agreements/${withPdf.id}/documents/nope/signed`, {}, 400);
+    await call('GET', signedLink, `/agreements/${withPdf.id}/documents/agd_missing/signed`, {}, 404);
     await portal.worker!.tick();
     for (const made of transport.calls) checker.checkCall(made);
     const ofAgreement = transport.calls.map((made) => JSON.parse(made.body)).filter((event) => event.data.id === agreement.id);

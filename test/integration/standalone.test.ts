@@ -8,7 +8,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { fsBlobs, fsStorage } from '../../adapters/fs/index.js';
 import { createPortal } from '../../src/index.js';
-import { validFormData } from '../helpers/agreements.js';
+import { PNG_SIGNATURE, simplePdf, validFormData } from '../helpers/agreements.js';
+import { makePki, pdfsig, pkiMissing } from '../helpers/pki.js';
 import { logLine, startNode, type Started } from '../helpers/process.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { until } from '../helpers/notifier.js';
@@ -242,6 +243,43 @@ test('SMTP_URL and MAIL_FROM: a shouldIdentify signer gets the link and a code b
     assert.is(await stop(server), 0);
   } finally {
     await sink.close();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('PORTAL_SEALING_P12, PORTAL_SEALING_PASSWORD: a signed PDF gets a sealed copy pdfsig accepts; a password without the file stops the start', async () => {
+  const missing = pkiMissing();
+  if (missing !== null) return void console.log(`  skipped: ${missing}`);
+  const pki = makePki();
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'portal-standalone-'));
+  try {
+    const half = startNode(script, { PORT: '0', DATA_DIR: dataDir, PORTAL_API_KEYS: STANDALONE_KEY, PORTAL_SEALING_PASSWORD: 'x' });
+    assert.match((await failedStart(half)).message, /need PORTAL_SEALING_P12/);
+    const p12 = path.join(pki.dir, 'seal.p12');
+    const { server, url } = await boot({ DATA_DIR: dataDir, PORTAL_API_KEYS: STANDALONE_KEY, PORTAL_SEALING_P12: p12, PORTAL_SEALING_PASSWORD: pki.password });
+    const headers = { authorization: `Bearer ${STANDALONE_KEY}` };
+    const form = validFormData({ documents: [{ name: 'lease.pdf', bytes: await simplePdf('A lease, sealed by the standalone server') }] });
+    const agreement = (await (await fetch(`${url}/agreements`, { method: 'POST', headers, body: form })).json()) as {
+      id: string;
+      signers: { id: string }[];
+      documents: { id: string }[];
+    };
+    const made = await fetch(`${url}/agreements/${agreement.id}/signers/${agreement.signers[0]!.id}/signing-link`, { method: 'POST', headers });
+    const token = new URL(((await made.json()) as { link: string }).link).hash.slice(1);
+    const signed = await fetch(`${url}/signing/sign`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ signature: PNG_SIGNATURE }),
+    });
+    assert.is(signed.status, 200);
+    const copyUrl = `${url}/agreements/${agreement.id}/documents/${agreement.documents[0]!.id}/signed`;
+    await until(async () => (await fetch(copyUrl, { headers })).status === 200, 'the sealed copy', 15_000);
+    const { link } = (await (await fetch(copyUrl, { headers })).json()) as { link: string };
+    const copy = Buffer.from(await (await fetch(link)).arrayBuffer());
+    assert.match(pdfsig(pki, copy), /Signature is Valid\.[\s\S]*Certificate is Trusted\./);
+    assert.is(await stop(server), 0);
+  } finally {
+    pki.close();
     await rm(dataDir, { recursive: true, force: true });
   }
 });

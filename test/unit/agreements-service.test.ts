@@ -38,6 +38,7 @@ test('the service stores each document, measuring size and SHA-256 on the way, a
       documentName: 'contract.pdf',
       fileSize: 11,
       fileHash: 'b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9',
+      signedFileHash: null,
     },
   );
   assert.equal(await blobKeys(blobs), [document!.id]);

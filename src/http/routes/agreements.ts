@@ -152,5 +152,26 @@ export function agreementRoutes(agreements: AgreementService): Route[] {
         return { status: 200, body: link };
       },
     },
+    {
+      method: ['GET', 'HEAD'],
+      path: '/agreements/:agreementId/documents/:documentId/signed',
+      extension: true,
+      doc: {
+        operationId: 'getSignedCopyLink',
+        summary: "A download link for a document's completed copy",
+        parameters: [agreementIdParameter, pathParameter('documentId', "The document id (`agd_…`), one of the agreement's `documents`.")],
+        tags: ['Agreements'],
+        description: `Once the agreement is signed, each PDF document gets a completed copy: a signature page appended by an incremental update (the original bytes stay its prefix), then, with \`sealing\`, a PAdES seal over the whole file (\`B-T\` with a timestamp authority, else \`B-B\`). Its SHA-256 is the document's \`signedFileHash\`. The link serves for 5 minutes, as \`application/pdf\`.`,
+        responses: {
+          200: response('The link and when it expires.', 'DownloadLink'),
+          400: failure('An id is malformed.'),
+          404: failure('No such agreement in this account, or no such document in it.'),
+          409: failure('The agreement is not signed, the copy is still being made, or the document is not a PDF (it has no copy).'),
+        },
+      },
+      async handler({ accountId, params, baseUrl }) {
+        return { status: 200, body: await agreements.signedCopyLink(accountId, params.agreementId!, params.documentId!, baseUrl) };
+      },
+    },
   ];
 }

@@ -134,11 +134,12 @@ function downloadOperation(method: 'GET' | 'HEAD'): Operation {
     description:
       'The `link` of a download-link answer (a ticket attachment, a file, an agreement document): it needs no Authorization, as its signature (HMAC-SHA256 over every other part) is its authorization. Any instance holding the signing keys serves it.',
     parameters: [
-      pathParameter('id', 'The attachment (`tca_…`), file (`fsf_…`) or document (`agd_…`) id, as the link carries it.'),
+      pathParameter('id', "The attachment (`tca_…`), file (`fsf_…`) or document (`agd_…`, also for the document's completed copy) id, as the link carries it."),
       queryParameter('account', 'The account the link was made in.', { type: 'string', minLength: 1 }, true),
       queryParameter('ticket', "The ticket id: on an attachment's link only.", { type: 'string', minLength: 1 }),
       queryParameter('message', "The message id: on an attachment's link only.", { type: 'string', minLength: 1 }),
       queryParameter('agreement', "The agreement id: on a document's link only.", { type: 'string', minLength: 1 }),
+      queryParameter('copy', "`signed` on the link of a document's completed copy only.", v.picklist(['signed'])),
       queryParameter('expires', 'Unix seconds from which the link is refused.', v.pipe(v.string(), v.regex(UNIX_SECONDS)), true),
       queryParameter('signature', 'base64url HMAC-SHA256 of the other parts.', v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{43}$/)), true),
       { name: 'Range', in: 'header', required: false, description: 'One byte range (`bytes=0-99`, `bytes=100-`, `bytes=-500`).', schema: { type: 'string' } },
