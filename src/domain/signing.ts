@@ -51,7 +51,8 @@ export interface SigningView {
   /** Whether they must identify, and how; until they have, `documents` is empty. */
   identification: SigningIdentification;
   disclosure: Disclosure;
-  documents: (AgreementDocument & { link: string })[];
+  /** Each document with a link to it, and to its completed copy once made (`null` before, and for a document that is not a PDF). */
+  documents: (AgreementDocument & { link: string; signedLink: string | null })[];
 }
 
 export interface SigningServiceDeps {
@@ -134,6 +135,10 @@ export function createSigningService(deps: SigningServiceDeps) {
         ? record.documents.map((document) => ({
             ...documentOf(document),
             link: downloads.link({ kind: 'document', accountId: record.accountId, agreementId: record.id, id: document.id }, baseUrl, 'signing').link,
+            signedLink:
+              document.signedFileKey === null
+                ? null
+                : downloads.link({ kind: 'signed', accountId: record.accountId, agreementId: record.id, id: document.id }, baseUrl, 'signing').link,
           }))
         : [],
     };

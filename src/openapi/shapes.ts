@@ -385,6 +385,12 @@ export const signingView = v.strictObject({
     v.strictObject({
       ...agreementDocument.entries,
       link: v.pipe(v.string(), v.url(), v.description('A download link to the document, valid 5 minutes.')),
+      signedLink: v.pipe(
+        v.nullable(v.pipe(v.string(), v.url())),
+        v.description(
+          'Once the agreement is signed and the copy made, a download link to its completed copy (5 minutes); `null` before, and for a document that is not a PDF.',
+        ),
+      ),
     }),
   ),
 });

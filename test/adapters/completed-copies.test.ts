@@ -40,8 +40,11 @@ async function signedAgreement(app: TestPortal) {
   const agreement = await json(created);
   const early = await app.api(`/agreements/${agreement.id}/documents/${agreement.documents[0].id}/signed`);
   assert.is(early.status, 409, 'no copy while the agreement awaits signatures');
+  // A link made before: the signer reads the agreement through it once it is complete.
+  const made = await app.api(`/agreements/${agreement.id}/signers/${agreement.signers[0].id}/signing-link`, { method: 'POST' });
+  const token = new URL((await json(made)).link).hash.slice(1);
   for (const one of agreement.signers) await app.portal.agreements.sign('acct_a', agreement.id, one.id, { signature: REAL_PNG });
-  return { agreement, pdf };
+  return { agreement, pdf, token };
 }
 
 for (const backend of backends) {
@@ -62,7 +65,7 @@ for (const backend of backends) {
       sealing: { p12: pki!.p12, password: pki!.password, timestampUrl: tsa.url },
     });
     try {
-      const { agreement, pdf } = await signedAgreement(app);
+      const { agreement, pdf, token } = await signedAgreement(app);
       const read = async () => json(await app.api(`/agreements/${agreement.id}`));
       await until(async () => (await read()).documents[0].signedFileHash !== null, 'the completed copy', 15_000);
       const [leaseDoc, notes] = (await read()).documents;
@@ -84,6 +87,11 @@ for (const backend of backends) {
       assert.ok(tsa.stamped >= 1, 'timestamped');
       const text = pdfText(pki!, copy).replace(/\s+/g, ' ');
       assert.ok(text.includes('Lindenstrasse 5') && text.includes('Signer1 Lee') && text.includes('Signer2 Lee'));
+
+      const view = await json(await fetch(`${app.url}/v1/signing`, { headers: { authorization: `Bearer ${token}` } }));
+      assert.is(view.documents[1].signedLink, null, 'the signer: no copy of the text file');
+      const signerCopy = Buffer.from(await (await fetch(view.documents[0].signedLink)).arrayBuffer());
+      assert.ok(signerCopy.equals(copy), 'the signer downloads the same completed copy');
 
       const certificate = Buffer.from(await (await app.api(`/agreements/${agreement.id}/certificate`)).arrayBuffer());
       assert.match(pdfsig(pki!, certificate), /Signature is Valid\.[\s\S]*Certificate is Trusted\./);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -6,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryStorage } from '../../adapters/memory/index.js';
 import type { Storage } from '../../src/index.js';
-import { PNG_SIGNATURE, validFormData } from '../helpers/agreements.js';
+import { PNG_SIGNATURE, simplePdf, validFormData } from '../helpers/agreements.js';
 import { chromiumMissing, launchChromium, problemsOf, signedInPage } from '../helpers/chromium.js';
 import { startReceiver, type Receiver } from '../helpers/receiver.js';
 import { KEY_A, json, startPortal, type TestPortal } from '../helpers/server.js';
@@ -558,6 +559,26 @@ it("agreements: each signer's status, Copy signing link (a link that works), and
   const chunks: Buffer[] = [];
   for await (const chunk of await certificate.createReadStream()) chunks.push(chunk as Buffer);
   assert.is(Buffer.concat(chunks).subarray(0, 5).toString(), '%PDF-');
+  assert.equal(problemsOf(page), []);
+  await page.context().close();
+});
+
+it('a signed agreement: Download signed saves the completed copy of a PDF document', async () => {
+  const form = validFormData({ documents: [{ name: 'lease.pdf', bytes: await simplePdf('The lease, to be signed') }] });
+  form.set('name', 'Copy check');
+  const agreement = await json(await app.api('/agreements', { method: 'POST', body: form }));
+  await app.portal.agreements.sign('acct_a', agreement.id, agreement.signers[0].id, { signature: PNG_SIGNATURE });
+  await until(async () => (await app.portal.agreements.get('acct_a', agreement.id))!.documents[0]!.signedFileHash !== null, 'the completed copy', 10_000);
+  const page = await signedIn();
+  await page.getByRole('link', { name: 'Agreements' }).click();
+  const card = page.locator(`.agreement[data-id="${agreement.id}"]`);
+  await card.waitFor();
+  const [saved] = await Promise.all([page.waitForEvent('download'), card.getByRole('button', { name: 'Download signed lease.pdf' }).click()]);
+  assert.is(saved.suggestedFilename(), 'lease-signed.pdf');
+  const chunks: Buffer[] = [];
+  for await (const chunk of await saved.createReadStream()) chunks.push(chunk as Buffer);
+  const stored = (await app.portal.agreements.get('acct_a', agreement.id))!;
+  assert.is(createHash('sha256').update(Buffer.concat(chunks)).digest('hex'), stored.documents[0]!.signedFileHash, 'the copy whose hash the document carries');
   assert.equal(problemsOf(page), []);
   await page.context().close();
 });

@@ -103,6 +103,16 @@ function agreementCard(agreement: AgreementSummary, showError: (error: unknown) 
           el('span', { class: 'hint' }, size(document.fileSize)),
           ' ',
           downloadButton(document.documentName, `/agreements/${segment(agreement.id)}/documents/${segment(document.id)}/download`, showError),
+          // The completed copy: every signature stamped in, sealed (docs/signing.md).
+          document.signedFileHash === null ? null : ' ',
+          document.signedFileHash === null
+            ? null
+            : downloadButton(
+                document.documentName,
+                `/agreements/${segment(agreement.id)}/documents/${segment(document.id)}/signed`,
+                showError,
+                'Download signed',
+              ),
         ),
       ),
     ),

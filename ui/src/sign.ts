@@ -30,7 +30,7 @@ interface View {
   signer: Signer & { email: string };
   identification: { required: false } | Unverified | { required: true; verified: true; method: 'email-code' | 'access-code'; at: string };
   disclosure: { version: string; text: string };
-  documents: { id: string; documentName: string; fileSize: number; link: string }[];
+  documents: { id: string; documentName: string; fileSize: number; link: string; signedLink: string | null }[];
 }
 
 interface Unverified {
@@ -253,6 +253,8 @@ function show(view: View, notice?: string): void {
         el('a', { href: document.link, rel: 'noopener', download: document.documentName }, document.documentName),
         ' ',
         el('span', { class: 'hint' }, size(document.fileSize)),
+        document.signedLink === null ? null : ' · ',
+        document.signedLink === null ? null : el('a', { href: document.signedLink, rel: 'noopener', download: '' }, 'signed copy'),
       ),
     ),
   );

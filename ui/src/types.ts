@@ -115,7 +115,7 @@ export interface AgreementSummary {
   status: 'sent' | 'signed';
   signerName: string;
   signerSignatureHash: string;
-  documents: { id: string; documentName: string; fileSize: number; fileHash: string }[];
+  documents: { id: string; documentName: string; fileSize: number; fileHash: string; signedFileHash: string | null }[];
   createdAt: string;
   signers: AgreementSigner[];
   signingOrder: 'parallel' | 'sequential';
