@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
+import { NOTHING, createBackgroundRuns, updateUnlessNothing } from './agreement-work.js';
 import { describeError, errorMessage } from '../errors.js';
 import type { BlobStore, Storage } from '../ports.js';
 import type { AgreementRecord } from '../records.js';
@@ -13,9 +14,6 @@ import { queueMail } from './signer-mail-queue.js';
 
 /** An attempt's claim: no other instance starts the copies of the agreement until it runs out. */
 const LEASE_MS = 10 * 60_000;
-
-/** Thrown inside an update that finds nothing to change, so the store writes nothing. */
-const NOTHING = Symbol('nothing to change');
 
 /**
  * The completed copy of a document is kept under `agx_`, its document id's own part, and a random
@@ -47,24 +45,11 @@ export function createCompletedCopies(deps: {
   mail?: { queued: (record: AgreementRecord) => void } | undefined;
 }) {
   const { storage, blobs, clock, logger } = deps;
-  const running = new Set<Promise<void>>();
-
-  async function update(
-    accountId: string,
-    id: string,
-    change: (current: AgreementRecord) => AgreementRecord | typeof NOTHING,
-  ): Promise<AgreementRecord | null> {
-    try {
-      return await storage.updateAgreement(accountId, id, (current) => {
-        const next = change(current);
-        if (next === NOTHING) throw NOTHING;
-        return { agreement: next, events: [] };
-      });
-    } catch (error) {
-      if (error === NOTHING) return null;
-      throw error;
-    }
-  }
+  const background = createBackgroundRuns((error, agreementId) =>
+    logger.warn({ agreementId, err: describeError(error) }, 'completed copies: failed; the tick tries again'),
+  );
+  const update = (accountId: string, id: string, change: (current: AgreementRecord) => AgreementRecord | typeof NOTHING) =>
+    updateUnlessNothing(storage, accountId, id, change);
 
   /** Records what the attempt made, if the claim is still this attempt's; `false` when another has settled it. */
   async function record(claimed: AgreementRecord, attempts: number, copies: Map<string, { key: string; copy: CompletedCopy }>, now: Date): Promise<boolean> {
@@ -157,15 +142,10 @@ export function createCompletedCopies(deps: {
     deliver,
     /** Makes an agreement's copies now, off the request that signed it. */
     kick(accountId: string, id: string): void {
-      const run = deliver(accountId, id)
-        .catch((error) => logger.warn({ agreementId: id, err: describeError(error) }, 'completed copies: failed; the tick tries again'))
-        .finally(() => running.delete(run));
-      running.add(run);
+      background.start(id, () => deliver(accountId, id));
     },
     /** Resolves once every making begun so far has ended (the portal's `close` waits for it). */
-    settled: async () => {
-      while (running.size > 0) await Promise.allSettled([...running]);
-    },
+    settled: background.settled,
   };
 }
 

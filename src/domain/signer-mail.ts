@@ -1,3 +1,4 @@
+import { NOTHING, createBackgroundRuns, updateUnlessNothing } from './agreement-work.js';
 import { describeError, errorMessage } from '../errors.js';
 import { buffer } from 'node:stream/consumers';
 import type { BlobStore, Notifier, NotifierMessage, Storage } from '../ports.js';
@@ -18,9 +19,6 @@ const MAX_ATTACHED_BYTES = 10 * 1024 * 1024;
 /** A send that takes longer is a failed attempt; the lease outlasts it, so no second instance sends meanwhile. */
 const SEND_TIMEOUT_MS = 30_000;
 const LEASE_MS = 120_000;
-
-/** Thrown inside an update that finds nothing to change, so the store writes nothing. */
-const NOTHING = Symbol('nothing to change');
 
 /**
  * Sends the mail agreements owe their signers (`signer-mail-queue.ts`). `deliver` claims the mail
@@ -45,24 +43,11 @@ export function createSignerMail(deps: {
   senderName: SenderName;
 }) {
   const { storage, clock, logger, notifier } = deps;
-  const running = new Set<Promise<void>>();
-
-  async function update(
-    accountId: string,
-    id: string,
-    change: (current: AgreementRecord) => AgreementRecord | typeof NOTHING,
-  ): Promise<AgreementRecord | null> {
-    try {
-      return await storage.updateAgreement(accountId, id, (current) => {
-        const next = change(current);
-        if (next === NOTHING) throw NOTHING;
-        return { agreement: next, events: [] };
-      });
-    } catch (error) {
-      if (error === NOTHING) return null;
-      throw error;
-    }
-  }
+  const background = createBackgroundRuns((error, agreementId) =>
+    logger.warn({ agreementId, err: describeError(error) }, 'signer mail: sending failed; the tick tries again'),
+  );
+  const update = (accountId: string, id: string, change: (current: AgreementRecord) => AgreementRecord | typeof NOTHING) =>
+    updateUnlessNothing(storage, accountId, id, change);
 
   /** The message for `mail`, or a reason to drop it unsent. */
   async function compose(record: AgreementRecord, mail: PendingMail, now: Date): Promise<NotifierMessage | string> {
@@ -177,15 +162,10 @@ export function createSignerMail(deps: {
     /** Delivers an agreement's due mail now, off the request that queued it (a code is awaited in seconds, not at the next tick). */
     kick(accountId: string, id: string): void {
       if (notifier === undefined) return;
-      const run = deliver(accountId, id)
-        .catch((error) => logger.warn({ agreementId: id, err: describeError(error) }, 'signer mail: sending failed; the tick tries again'))
-        .finally(() => running.delete(run));
-      running.add(run);
+      background.start(id, () => deliver(accountId, id));
     },
     /** Resolves once every send begun so far has ended (the portal's `close` waits for it). */
-    settled: async () => {
-      while (running.size > 0) await Promise.allSettled([...running]);
-    },
+    settled: background.settled,
   };
 }
 
