@@ -271,6 +271,18 @@ export function createAgreementService(deps: AgreementServiceDeps) {
     return agreement;
   }
 
+  /** The agreement and one of its documents: 400 for a malformed id, 404 for either not in this account. */
+  async function documentOfAccount(accountId: string, agreementId: string, documentId: string) {
+    checkAccountId(accountId);
+    if (!isId('agr', agreementId)) throw new PortalError('ID_MALFORMED', 'agreementId', 'an agreement', 'agr');
+    if (!isId('agd', documentId)) throw new PortalError('ID_MALFORMED', 'documentId', 'a document', 'agd');
+    const agreement = await storage.getAgreement(accountId, agreementId);
+    if (agreement === null) throw new PortalError('AGREEMENT_NOT_FOUND', agreementId);
+    const document = agreement.documents.find((candidate) => candidate.id === documentId);
+    if (document === undefined) throw new PortalError('DOCUMENT_NOT_FOUND', documentId, agreementId);
+    return { agreement, document };
+  }
+
   return {
     /**
      * Creates an agreement from the form `readForm` reads, its documents streamed into the blob
@@ -364,12 +376,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
      * for an agreement not in this account or a document that is not one of its.
      */
     async documentDownloadLink(accountId: string, agreementId: string, documentId: string, baseUrl?: string): Promise<DownloadLink> {
-      checkAccountId(accountId);
-      if (!isId('agr', agreementId)) throw new PortalError('ID_MALFORMED', 'agreementId', 'an agreement', 'agr');
-      if (!isId('agd', documentId)) throw new PortalError('ID_MALFORMED', 'documentId', 'a document', 'agd');
-      const agreement = await storage.getAgreement(accountId, agreementId);
-      if (agreement === null) throw new PortalError('AGREEMENT_NOT_FOUND', agreementId);
-      if (!agreement.documents.some((document) => document.id === documentId)) throw new PortalError('DOCUMENT_NOT_FOUND', documentId, agreementId);
+      await documentOfAccount(accountId, agreementId, documentId);
       const target = { kind: 'document', accountId, agreementId, id: documentId } as const;
       return deps.downloads.link(target, baseUrl, 'agreements.documentDownloadLink');
     },
@@ -380,13 +387,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
      * that is not a PDF (it has none).
      */
     async signedCopyLink(accountId: string, agreementId: string, documentId: string, baseUrl?: string): Promise<DownloadLink> {
-      checkAccountId(accountId);
-      if (!isId('agr', agreementId)) throw new PortalError('ID_MALFORMED', 'agreementId', 'an agreement', 'agr');
-      if (!isId('agd', documentId)) throw new PortalError('ID_MALFORMED', 'documentId', 'a document', 'agd');
-      const agreement = await storage.getAgreement(accountId, agreementId);
-      if (agreement === null) throw new PortalError('AGREEMENT_NOT_FOUND', agreementId);
-      const document = agreement.documents.find((candidate) => candidate.id === documentId);
-      if (document === undefined) throw new PortalError('DOCUMENT_NOT_FOUND', documentId, agreementId);
+      const { agreement, document } = await documentOfAccount(accountId, agreementId, documentId);
       if (agreement.status !== 'signed') throw new PortalError('SIGNED_COPY_NOT_READY', documentId, 'the agreement is not signed');
       if (document.signedFileKey === null) {
         const why = agreement.completion === null ? 'it is not a PDF, or the PDF could not be read' : 'it is being made; try again in a moment';
