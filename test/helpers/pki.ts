@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -105,7 +105,7 @@ export function makePki(): TestPki {
     ].join('\n'),
   );
   const nssDir = join(dir, 'nss');
-  execFileSync('mkdir', ['-p', nssDir]);
+  mkdirSync(nssDir);
   execFileSync('certutil', ['-N', '-d', `sql:${nssDir}`, '--empty-password'], { stdio: 'pipe' });
   execFileSync('certutil', ['-A', '-d', `sql:${nssDir}`, '-n', 'portal-test-ca', '-t', 'CT,C,C', '-i', join(dir, 'ca.pem')], { stdio: 'pipe' });
   return {
