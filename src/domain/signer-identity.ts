@@ -88,15 +88,14 @@ function methodsOf(signer: AgreementSignerRecord, mailing: boolean): Identificat
 /** What the signing view says of identification (`DESIGN.md` §12). */
 export type SigningIdentification =
   | { required: false }
-  | { required: true; verified: false; methods: IdentificationMethod[]; triesLeft: number }
+  | { required: true; verified: false; methods: IdentificationMethod[] }
   | { required: true; verified: true; method: IdentificationMethod; at: string };
 
 export function signingIdentification(signer: AgreementSignerRecord, mailing: boolean): SigningIdentification {
   const identification = identificationOf(signer);
   if (!identification.required) return { required: false };
   if (identification.verified) return { required: true, verified: true, method: identification.method!, at: identification.at! };
-  const tries = currentIdentity(signer)?.tries ?? 0;
-  return { required: true, verified: false, methods: methodsOf(signer, mailing), triesLeft: MAX_WRONG_CODES - tries };
+  return { required: true, verified: false, methods: methodsOf(signer, mailing) };
 }
 
 /**

@@ -371,7 +371,6 @@ export const signingView = v.strictObject({
           v.array(identificationMethod),
           v.description('`access-code` when the link was issued with one; else `email-code` when a notifier is configured.'),
         ),
-        triesLeft: v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(5), v.description('Wrong codes this link still takes; the last revokes it.')),
       }),
       v.strictObject({ required: v.literal(true), verified: v.literal(true), method: identificationMethod, at: atomDateTime }),
     ]),

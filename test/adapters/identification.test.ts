@@ -82,7 +82,7 @@ for (const backend of backends) {
       const token = tokenOf(issued.body.link);
 
       const before = await json(await asSigner(app, token, ''));
-      assert.equal(before.identification, { required: true, verified: false, methods: ['email-code'], triesLeft: 5 });
+      assert.equal(before.identification, { required: true, verified: false, methods: ['email-code'] });
       assert.equal(before.documents, [], 'no document before identification');
       assert.equal(before.agreement.documents, [], 'nor what they are');
       assert.is(before.signer.viewedAt, null, 'not viewed: nothing was shown');
@@ -170,7 +170,7 @@ for (const backend of backends) {
       const issued = await linkFor(app, agreement.id, signerId, { accessCode: ACCESS_CODE });
       const token = tokenOf(issued.body.link);
       const before = await json(await asSigner(app, token, ''));
-      assert.equal(before.identification, { required: true, verified: false, methods: ['access-code'], triesLeft: 5 });
+      assert.equal(before.identification, { required: true, verified: false, methods: ['access-code'] });
       assert.is((await asSigner(app, token, '/identify/email-code')).status, 409, 'the access code is the way in');
       assert.is(notifier.sent.length, 0);
 

@@ -37,7 +37,6 @@ interface Unverified {
   required: true;
   verified: false;
   methods: ('email-code' | 'access-code')[];
-  triesLeft: number;
 }
 
 /**
@@ -166,7 +165,8 @@ function identify(view: View, identification: Unverified): void {
     );
   }
   const errors = errorBox();
-  const status = el('p', { role: 'status', class: 'hint' }, `${identification.triesLeft} ${identification.triesLeft === 1 ? 'try' : 'tries'} left.`);
+  // The view says nothing of tries (DESIGN §12); a wrong code's answer says how many are left.
+  const status = el('p', { role: 'status', class: 'hint' }, 'The fifth wrong code locks this link.');
   const code = el('input', {
     id: 'identification-code',
     name: 'code',
