@@ -23,6 +23,13 @@ async function linkFor(app: TestPortal, agreementId: string, signerId: string): 
   return new URL((await json(res)).link).hash.slice(1);
 }
 
+/**
+ * Waits for the agreement's completed copy, made off the request once it is signed: an edit past
+ * the store made before it would be written over by the copy's update.
+ */
+const copyMade = (app: TestPortal, agreementId: string) =>
+  waitFor(async () => (await app.portal.agreements.get('acct_a', agreementId))!.documents[0]!.signedFileHash !== null, 'the completed copy', 10_000);
+
 const signAs = (app: TestPortal, token: string) =>
   fetch(`${app.url}/v1/signing/sign`, {
     method: 'POST',
@@ -39,14 +46,15 @@ for (const backend of backends) {
     try {
       await withPortal({ ...options, transport, signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER } }, async (app) => {
         const hook = await app.portal.webhooks.create('acct_a', { type: 'agreement-signed', url: 'https://hooks.example.com/signed' });
-        const created = await app.api('/agreements', { method: 'POST', body: validFormData({ signers: [SIGNER, signer(2)] }) });
-        const agreement = await json(created);
+        const form = validFormData({ signers: [SIGNER, signer(2)], documents: [{ name: 'lease.pdf', bytes: await simplePdf('The lease') }] });
+        const agreement = await json(await app.api('/agreements', { method: 'POST', body: form }));
         const tokens = await Promise.all(agreement.signers.map((one: { id: string }) => linkFor(app, agreement.id, one.id)));
         const answers = await Promise.all(tokens.map((token) => signAs(app, token)));
         assert.equal(
           answers.map((res) => res.status),
           [200, 200],
         );
+        await copyMade(app, agreement.id);
         const stored = (await app.portal.agreements.get('acct_a', agreement.id))!;
         assert.is(stored.status, 'signed');
         assert.is((await app.portal.webhooks.deliveries('acct_a', hook.id))!.length, 1, 'agreement-signed once');
@@ -76,13 +84,7 @@ for (const backend of backends) {
           const form = validFormData({ signers: [SIGNER], documents: [{ name: 'lease.pdf', bytes: await simplePdf('The lease') }] });
           const agreement = await json(await app.api('/agreements', { method: 'POST', body: form }));
           assert.is((await signAs(app, await linkFor(app, agreement.id, agreement.signers[0].id))).status, 200);
-          // The completed copy is made off the request; an edit past the store waits for it, as it
-          // would otherwise be written over by the copy's update.
-          await waitFor(
-            async () => (await app.portal.agreements.get('acct_a', agreement.id))!.documents[0]!.signedFileHash !== null,
-            'the completed copy',
-            10_000,
-          );
+          await copyMade(app, agreement.id);
           const signed = (await app.portal.agreements.get('acct_a', agreement.id))!;
           assert.is((await json(await app.api(`/agreements/${agreement.id}/audit`))).verified, true, `${what}: verified before`);
           const [from, to] = change(signed);
