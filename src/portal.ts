@@ -38,6 +38,7 @@ import { createSignerMail, type SenderName } from './domain/signer-mail.js';
 import { createSigningTokens } from './domain/signing-tokens.js';
 import { createCompletedCopies } from './domain/completed-copies.js';
 import { createSealer } from './domain/sealing.js';
+import { createPdfWork } from './domain/pdf-work.js';
 import { createRetention, resolveRetention } from './domain/retention.js';
 import { createWebhookWorker, type WebhookWorker } from './webhooks/worker.js';
 import { createWebhookService, type WebhookService } from './domain/webhooks.js';
@@ -130,6 +131,8 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   if (options.notifier !== undefined && typeof options.notifier?.send !== 'function')
     throw new TypeError('notifier must be an object with a send(message) method');
   const sealer = await createSealer(options.sealing);
+  // Senders' PDFs are opened only there: counted at creation, stamped and sealed once signed.
+  const pdf = createPdfWork(options.sealing);
 
   await storage.open?.();
   try {
@@ -167,7 +170,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     blobs,
     clock,
     logger,
-    sealer,
+    pdf,
     retrySchedule: webhookOptions.retrySchedule,
     emit: operational.emit,
     mail: mailQueued,
@@ -223,6 +226,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     closed: certificates.prepare,
     ...(mailQueued === undefined ? {} : { mail: mailQueued }),
     copies: copiesOwed,
+    pdf,
   });
   const signing = createSigningService({
     storage,
@@ -297,6 +301,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
         await copies.settled();
         await signerMail.settled();
         await certificates.settled();
+        await pdf.close();
         await Promise.allSettled([transport?.close?.(), storage.close?.(), blobs.close?.()]);
       })();
       return closing;

@@ -206,10 +206,29 @@ export interface AgreementDocument {
   signedFileHash: string | null;
 }
 
-/** A document as stored: with the blob key of its completed copy. */
+/** What a field shows once its signer has signed (DESIGN §12): the signature image, the name, the date signed, the initials. */
+export type FieldType = 'signature' | 'name' | 'date' | 'initials';
+
+/**
+ * A place on a PDF document's page where one signer's value is stamped into the completed copy:
+ * `page` 1-based, the box in percent of the page from its top-left corner.
+ */
+export interface AgreementField {
+  signerId: string;
+  page: number;
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+  type: FieldType;
+}
+
+/** A document as stored: with the blob key of its completed copy and the fields placed on it. */
 export interface AgreementDocumentRecord extends AgreementDocument {
   /** Where the completed copy's bytes are kept (`agx_…`); `null` until it is made. */
   signedFileKey: string | null;
+  /** The fields the `fields` part placed on this document (text anchors are found when the copy is made). */
+  fields: AgreementField[];
 }
 
 /** The public shape of a stored document: its fields in the contract's order, never the copy's key. */
@@ -451,6 +470,7 @@ export function withSigningDefaults(record: AgreementRecord): AgreementRecord {
   for (const document of record.documents) {
     document.signedFileHash ??= null;
     document.signedFileKey ??= null;
+    document.fields ??= [];
   }
   for (const signer of record.signers) {
     signer.identity ??= null;

@@ -42,7 +42,7 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
         FROM (SELECT position, entry::json AS entry FROM ${table('agreement_audit')} WHERE agreement_id = a.id) AS t) AS audit,
       (SELECT coalesce(json_agg(json_build_object(
           'id', d.id, 'documentName', d.document_name, 'fileSize', d.file_size, 'fileHash', d.file_hash,
-          'signedFileHash', d.signed_file_hash, 'signedFileKey', d.signed_file_key)
+          'signedFileHash', d.signed_file_hash, 'signedFileKey', d.signed_file_key, 'fields', d.fields::json)
           ORDER BY d.position), '[]')::text
         FROM ${table('agreement_documents')} AS d WHERE d.agreement_id = a.id) AS documents
     FROM ${table('agreements')} AS a
@@ -132,10 +132,10 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
   const insertAudit = `INSERT INTO ${table('agreement_audit')} (agreement_id, position, entry)
     SELECT $1::text, $2::int + position - 1, entry FROM unnest($3::text[]) WITH ORDINALITY AS t (entry, position)`;
   const insertDocuments = `INSERT INTO ${table('agreement_documents')}
-    (agreement_id, position, id, document_name, file_size, file_hash, signed_file_hash, signed_file_key)
-    SELECT $1::text, position - 1, id, document_name, file_size, file_hash, signed_file_hash, signed_file_key
-    FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[])
-      WITH ORDINALITY AS d (id, document_name, file_size, file_hash, signed_file_hash, signed_file_key, position)`;
+    (agreement_id, position, id, document_name, file_size, file_hash, signed_file_hash, signed_file_key, fields)
+    SELECT $1::text, position - 1, id, document_name, file_size, file_hash, signed_file_hash, signed_file_key, fields
+    FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[])
+      WITH ORDINALITY AS d (id, document_name, file_size, file_hash, signed_file_hash, signed_file_key, fields, position)`;
   const deleteSigners = `DELETE FROM ${table('agreement_signers')} WHERE agreement_id = $1::text`;
   const deleteDocuments = `DELETE FROM ${table('agreement_documents')} WHERE agreement_id = $1::text`;
 
@@ -196,6 +196,7 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
         documents.map((document) => document.fileHash),
         documents.map((document) => document.signedFileHash),
         documents.map((document) => document.signedFileKey),
+        documents.map((document) => JSON.stringify(document.fields)),
       ]);
     }
   }
@@ -322,5 +323,5 @@ function documentShape(document: AgreementDocument): AgreementDocument {
 }
 
 function documentRecordShape(document: AgreementDocumentRecord): AgreementDocumentRecord {
-  return { ...documentShape(document), signedFileKey: document.signedFileKey ?? null };
+  return { ...documentShape(document), signedFileKey: document.signedFileKey ?? null, fields: document.fields ?? [] };
 }

@@ -329,6 +329,12 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX portal_agreements_completion_due ON ${table('agreements')} (completion_due_at) WHERE completion_due_at IS NOT NULL`,
     ],
   },
+  {
+    version: 20,
+    name: 'fields placed on documents',
+    // The fields of a document, as JSON: read and written only with the document.
+    statements: ({ table }) => [`ALTER TABLE ${table('agreement_documents')} ADD COLUMN fields text NOT NULL DEFAULT '[]'`],
+  },
 ];
 
 /** The last `MAX_ATTEMPTS_KEPT` entries of the jsonb array `expression`, in order. */

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { type Readable, Transform } from 'node:stream';
+import { buffer } from 'node:stream/consumers';
 import { PortalError } from '../errors.js';
 import { isId, newId } from '../shared/ids.js';
 import { silentLogger, type Logger } from '../shared/logger.js';
@@ -20,10 +21,12 @@ import type { DownloadService } from './downloads.js';
 import { signatureInput } from './signature-data.js';
 import { atom } from '../shared/time.js';
 import { safeDocumentName } from './document-name.js';
-import { MAX_DOCUMENT_BYTES, type SignerInput, checkAccountId, parseInput } from './inputs.js';
+import { type FieldInput, MAX_DOCUMENT_BYTES, type SignerInput, checkAccountId, parseInput } from './inputs.js';
+import { isPdf } from './completed-copy.js';
+import { PdfError, type PdfWork, createPdfWork } from './pdf-work.js';
 import { newEvent } from './events.js';
 import { createIdempotency, fingerprintOf, type IdempotentCreate, type IdempotentOutcome, type KeyClaim } from './idempotency.js';
-import type { IdempotencyCompletion } from '../records.js';
+import type { AgreementField, IdempotencyCompletion } from '../records.js';
 import { documentOf, identificationOf } from '../records.js';
 
 /**
@@ -84,6 +87,8 @@ export interface AgreementForm {
   signingOrder?: SigningOrder;
   /** A date-time in the future, or none: the agreement never expires. */
   expiresAt?: string;
+  /** Where each signer's values are stamped, indexes checked against the form (pages not yet). */
+  fields?: FieldInput[];
 }
 
 export interface SignInput {
@@ -130,6 +135,8 @@ export interface AgreementServiceDeps {
   mail?: { queued: (record: AgreementRecord) => void };
   /** Told once a step signed an agreement: its completed copies are owed. */
   copies?: { owed: (record: AgreementRecord) => void };
+  /** Counts the pages of the documents fields are placed on (a PDF worker of its own when left out). */
+  pdf?: Pick<PdfWork, 'pageCount'>;
 }
 
 /** The rules for agreements: the record a form makes, the hashes, signing; routes and `portal.agreements` call these. */
@@ -137,6 +144,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
   const { storage, blobs, clock } = deps;
   const logger = deps.logger ?? silentLogger;
   const idempotency = createIdempotency({ storage, clock, logger });
+  const pdf = deps.pdf ?? createPdfWork(undefined);
   const apply = createAgreementChanges({ storage, notify: () => notify(), closed: deps.closed, mail: deps.mail, copies: deps.copies });
 
   function notify(): void {
@@ -196,6 +204,52 @@ export function createAgreementService(deps: AgreementServiceDeps) {
   }
 
   /**
+   * The form's fields by document, each checked to lie on a page its document has: each document a
+   * field names is read back and its pages counted in the PDF worker. A `400` names the field or the
+   * document: a page past the last, a document that is not a PDF, or one no PDF reader can open.
+   */
+  async function fieldsOf(form: AgreementForm, signerIds: readonly string[]): Promise<AgreementField[][]> {
+    const placed = form.documents.map((): AgreementField[] => []);
+    const pages = new Map<number, number>();
+    for (const [index, field] of (form.fields ?? []).entries()) {
+      let count = pages.get(field.document);
+      if (count === undefined) {
+        count = await pageCountOf(field.document, form.documents[field.document]!, index);
+        pages.set(field.document, count);
+      }
+      if (field.page > count) {
+        throw new PortalError(
+          'INPUT_INVALID',
+          `fields[${index}].page`,
+          `is ${field.page}, but documents[${field.document}] has ${count} page${count === 1 ? '' : 's'}.`,
+        );
+      }
+      const { page, x, y, width, height, type } = field;
+      placed[field.document]!.push({ signerId: signerIds[field.signer]!, page, x, y, width, height, type });
+    }
+    return placed;
+  }
+
+  async function pageCountOf(position: number, document: StoredDocument, fieldIndex: number): Promise<number> {
+    const stream = await blobs.get(document.id);
+    if (stream === null) throw new Error(`the bytes of ${document.id} are missing from the blob store`);
+    const bytes = await buffer(stream);
+    if (!isPdf(bytes)) {
+      throw new PortalError(
+        'INPUT_INVALID',
+        `fields[${fieldIndex}].document`,
+        `documents[${position}] is not a PDF (its bytes do not start with %PDF-); fields go on PDF documents only.`,
+      );
+    }
+    try {
+      return await pdf.pageCount(bytes);
+    } catch (error) {
+      if (!(error instanceof PdfError)) throw error;
+      throw new PortalError('INPUT_INVALID', `documents[${position}]`, `is not a PDF that can be read (${error.message}), so no field can be placed on it.`);
+    }
+  }
+
+  /**
    * Reads the form and records the agreement with its `agreement-created` event; given `complete`,
    * the insert also completes an idempotency claim with what `complete` makes of the agreement.
    * Whatever fails, every document stored is removed before this rejects.
@@ -220,6 +274,14 @@ export function createAgreementService(deps: AgreementServiceDeps) {
       await documents.discard();
       throw new PortalError('INPUT_INVALID', 'expiresAt', 'must be in the future.');
     }
+    const signerIds = form.signers.map(() => newId('ags'));
+    let fields: AgreementField[][];
+    try {
+      fields = await fieldsOf(form, signerIds);
+    } catch (error) {
+      await documents.discard();
+      throw error;
+    }
     const unaudited: AgreementRecord = {
       auditHead: null,
       id: newId('agr'),
@@ -230,8 +292,8 @@ export function createAgreementService(deps: AgreementServiceDeps) {
       signerSignature: form.signerSignatureData,
       signerSignatureHash: senderSignatureHash(form.signerSignatureData, createdAt),
       signers: form.signers.map(
-        (signer): AgreementSignerRecord => ({
-          id: newId('ags'),
+        (signer, index): AgreementSignerRecord => ({
+          id: signerIds[index]!,
           firstName: signer.firstName,
           lastName: signer.lastName,
           email: signer.email,
@@ -246,7 +308,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
           identity: null,
         }),
       ),
-      documents: form.documents.map((document) => ({ ...document, signedFileHash: null, signedFileKey: null })),
+      documents: form.documents.map((document, index) => ({ ...document, signedFileHash: null, signedFileKey: null, fields: fields[index]! })),
       createdAt,
       signingOrder: form.signingOrder ?? 'parallel',
       // Read to the second, as every date-time the API answers.

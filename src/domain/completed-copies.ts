@@ -7,9 +7,9 @@ import type { BlobStore, Storage } from '../ports.js';
 import type { AgreementRecord } from '../records.js';
 import type { Logger } from '../shared/logger.js';
 import { atom } from '../shared/time.js';
-import { type CompletedCopy, SealError, completedCopy, isPdf } from './completed-copy.js';
+import { type CompletedCopy, SealError, copyPlan, isPdf } from './completed-copy.js';
 import type { OperationalEvent } from './operational-events.js';
-import type { Sealer } from './sealing.js';
+import type { PdfWork } from './pdf-work.js';
 import { queueMail } from './signer-mail-queue.js';
 
 /** An attempt's claim: no other instance starts the copies of the agreement until it runs out. */
@@ -25,7 +25,7 @@ const copyKey = (documentId: string) => `agx_${documentId.slice('agd_'.length)}$
 /**
  * Makes the completed copies of signed agreements, exactly once across instances: the step that
  * signs an agreement stores that they are owed (`completion`); `deliver` claims that with a lease
- * in one atomic update, makes each PDF's copy (`completed-copy.ts`) off any request, writes it
+ * in one atomic update, makes each PDF's copy (`completed-copy.ts`) in the PDF worker thread (`pdf-work.ts`), writes it
  * under a key of its own, and records the keys and hashes in one update that only the claim's
  * holder can make. A process killed at any point leaves either no recorded copy (the claim runs
  * out and another attempt makes them) or every copy recorded; never a copy recorded but missing.
@@ -38,7 +38,8 @@ export function createCompletedCopies(deps: {
   blobs: BlobStore;
   clock: () => Date;
   logger: Logger;
-  sealer: Sealer | null;
+  /** Where each copy is made: a worker thread with limits of its own. */
+  pdf: Pick<PdfWork, 'completedCopy'>;
   retrySchedule: readonly number[];
   emit: (event: OperationalEvent) => void;
   /** With a notifier: told once the completion mail is queued. */
@@ -89,7 +90,7 @@ export function createCompletedCopies(deps: {
         if (!isPdf(original)) continue;
         let copy: CompletedCopy;
         try {
-          copy = await completedCopy(original, claimed, document, deps.sealer, now);
+          copy = await deps.pdf.completedCopy(original, copyPlan(claimed, document, now));
         } catch (error) {
           if (error instanceof SealError) throw error;
           // This PDF will never be read: it keeps no copy, and the agreement is told once.

@@ -139,6 +139,39 @@ export const signerInput = v.strictObject(
 );
 export type SignerInput = v.InferOutput<typeof signerInput>;
 
+/** The most fields one agreement places: 20 for each of five signers. */
+export const MAX_FIELDS = 100;
+const FIELD_TYPES = ['signature', 'name', 'date', 'initials'] as const;
+const index = (what: string) =>
+  v.pipe(v.number('must be a number'), v.integer(`must be a whole number: a 0-based index into the ${what} as given`), v.minValue(0, 'must be at least 0'));
+const percent = v.pipe(v.number('must be a number'), v.minValue(0, 'must be at least 0'), v.maxValue(100, 'must be at most 100'));
+const extent = v.pipe(v.number('must be a number'), v.gtValue(0, 'must be more than 0'), v.maxValue(100, 'must be at most 100'));
+
+/**
+ * One entry of the `fields` part (DESIGN §12): where a signer's value is stamped, the box in percent
+ * of the page from its top-left corner and lying wholly on it. Which signer, document and page exist
+ * is checked against the form once it is whole.
+ */
+export const fieldInput = v.pipe(
+  v.strictObject(
+    {
+      signer: index('signers'),
+      document: index('documents'),
+      page: v.pipe(v.number('must be a number'), v.integer('must be a whole number'), v.minValue(1, 'must be at least 1 (pages count from 1)')),
+      x: percent,
+      y: percent,
+      width: extent,
+      height: extent,
+      type: v.optional(v.picklist(FIELD_TYPES, `must be one of: ${FIELD_TYPES.join(', ')}`), 'signature'),
+    },
+    'must be a JSON object such as {"signer": 0, "document": 0, "page": 1, "x": 10, "y": 80, "width": 30, "height": 8}',
+  ),
+  v.check((field) => field.x + field.width <= 100, 'x + width must be at most 100: the box must lie on the page'),
+  v.check((field) => field.y + field.height <= 100, 'y + height must be at most 100: the box must lie on the page'),
+);
+
+export type FieldInput = v.InferOutput<typeof fieldInput>;
+
 // Webhooks
 
 /**

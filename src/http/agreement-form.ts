@@ -3,11 +3,14 @@ import type { BusboyFileStream } from '@fastify/busboy';
 import { PortalError } from '../errors.js';
 import type { AgreementForm, DocumentSink, StoredDocument } from '../domain/agreements.js';
 import {
+  type FieldInput,
   MAX_DOCUMENTS,
   MAX_DOCUMENT_BYTES,
+  MAX_FIELDS,
   MAX_SIGNERS,
   displayName,
   expiresAtInput,
+  fieldInput,
   parseInput,
   signatureInput,
   signerInput,
@@ -19,10 +22,12 @@ import { MultipartReading, partName } from './multipart.js';
 
 /** A JSON part of one signer, or of all five, is small; anything bigger is not a signer list. */
 const MAX_SIGNERS_PART = 64 * 1024;
+/** A hundred fields are some 10 KiB of JSON. */
+const MAX_FIELDS_PART = 64 * 1024;
 
-const TEXT_PARTS = new Set(['name', 'signerName', 'signerSignatureData', 'signers', 'signingOrder', 'expiresAt']);
+const TEXT_PARTS = new Set(['name', 'signerName', 'signerSignatureData', 'signers', 'signingOrder', 'expiresAt', 'fields']);
 const DOCUMENT_PART = /^documents(?:\[\d{0,9}\]|\.items)?$/;
-const PART_LIST = 'name, signerName, signerSignatureData, signers, documents, signingOrder and expiresAt';
+const PART_LIST = 'name, signerName, signerSignatureData, signers, documents, signingOrder, expiresAt and fields';
 
 const tooLarge = () => new PortalError('DOCUMENTS_TOO_LARGE', MAX_DOCUMENT_BYTES);
 const endedEarly = () => new PortalError('MULTIPART_MALFORMED');
@@ -35,6 +40,39 @@ function createTextParts() {
   const signers: SignerInput[] = [];
   let signerParts = 0;
   let signerArray = false;
+  let fields: FieldInput[] | undefined;
+
+  /** The `fields` part: a JSON array of at most 100 fields, each checked on its own (the indexes once the form is whole). */
+  function addFields(value: string, truncated: boolean): void {
+    if (truncated || value.length > MAX_FIELDS_PART) throw invalid('fields', 'the part must be at most 64 KiB.');
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(value);
+    } catch {
+      throw invalid('fields', 'is not valid JSON.');
+    }
+    if (!Array.isArray(parsed)) throw invalid('fields', 'must be a JSON array of fields.');
+    if (parsed.length > MAX_FIELDS) throw invalid('fields', `must hold at most ${MAX_FIELDS} fields.`);
+    fields = parsed.map((item, index) => parseInput(fieldInput, item, `fields[${index}]`));
+  }
+
+  /** Each field's signer and document must be among the form's. */
+  function checkFieldIndexes(documentCount: number): void {
+    for (const [index, field] of (fields ?? []).entries()) {
+      if (field.signer >= signers.length) {
+        throw invalid(
+          `fields[${index}].signer`,
+          `is ${field.signer}, but the form has ${signers.length} signer${signers.length === 1 ? '' : 's'} (indexes from 0).`,
+        );
+      }
+      if (field.document >= documentCount) {
+        throw invalid(
+          `fields[${index}].document`,
+          `is ${field.document}, but the form has ${documentCount} document${documentCount === 1 ? '' : 's'} (indexes from 0).`,
+        );
+      }
+    }
+  }
 
   function addSigners(value: string): void {
     if (value.length > MAX_SIGNERS_PART) throw invalid('signers', 'a part must be at most 64 KiB.');
@@ -63,7 +101,9 @@ function createTextParts() {
       if (name === 'signers') return addSigners(value);
       if (seen.has(name)) throw invalid(name, 'was given more than once.');
       seen.add(name);
-      if (name === 'signerSignatureData') {
+      if (name === 'fields') {
+        addFields(value, truncated);
+      } else if (name === 'signerSignatureData') {
         if (truncated) throw invalid('signerSignatureData', 'the image must be at most 1 MiB');
         values[name] = parseInput(signatureInput, value, name);
       } else if (name === 'signingOrder') {
@@ -82,6 +122,7 @@ function createTextParts() {
       }
       if (signers.length === 0) throw invalid('signers', 'at least one signer is required.');
       if (documents.length === 0) throw invalid('documents', 'at least one document is required.');
+      checkFieldIndexes(documents.length);
       return {
         name: values.name!,
         signerName: values.signerName!,
@@ -90,6 +131,7 @@ function createTextParts() {
         documents,
         ...(values.signingOrder === undefined ? {} : { signingOrder: values.signingOrder as 'parallel' | 'sequential' }),
         ...(values.expiresAt === undefined ? {} : { expiresAt: values.expiresAt }),
+        ...(fields === undefined || fields.length === 0 ? {} : { fields }),
       };
     },
   };

@@ -92,8 +92,8 @@ export function agreementRecord(overrides: Partial<AgreementRecord> = {}): Agree
     signerSignatureHash: createHash('sha256').update(`data:image/png;base64,iVBORw0KGgo=\n${T0}`).digest('hex'),
     signers: ['Bo', 'Cy', 'Di'].map(signer),
     documents: [
-      { id: newId('agd'), documentName: 'lease.pdf', fileSize: 1234, fileHash: 'b'.repeat(64), signedFileHash: null, signedFileKey: null },
-      { id: newId('agd'), documentName: 'annex.pdf', fileSize: 0, fileHash: 'c'.repeat(64), signedFileHash: null, signedFileKey: null },
+      { id: newId('agd'), documentName: 'lease.pdf', fileSize: 1234, fileHash: 'b'.repeat(64), signedFileHash: null, signedFileKey: null, fields: [] },
+      { id: newId('agd'), documentName: 'annex.pdf', fileSize: 0, fileHash: 'c'.repeat(64), signedFileHash: null, signedFileKey: null, fields: [] },
     ],
     createdAt: T0,
     signingOrder: 'parallel',

@@ -196,3 +196,48 @@ export function pdfText(pki: TestPki, pdf: Buffer): string {
     rmSync(file, { force: true });
   }
 }
+
+/** The text pdftotext reads inside a box of one page, the box in percent of the page from its top-left corner (as a field's). */
+export function pdfTextIn(pki: TestPki, pdf: Buffer, page: number, box: { x: number; y: number; width: number; height: number }): string {
+  const file = join(pki.dir, `box-${process.hrtime.bigint()}.pdf`);
+  writeFileSync(file, pdf);
+  try {
+    const size = execFileSync('pdfinfo', ['-f', String(page), '-l', String(page), file], { encoding: 'utf8' });
+    const [, width, height] = /Page\s+\d+ size:\s+([\d.]+) x ([\d.]+)/.exec(size) ?? [];
+    const w = Number(width);
+    const h = Number(height);
+    const crop = [box.x * w, box.y * h, box.width * w, box.height * h].map((value) => String(Math.round(value / 100)));
+    const [x, y, cw, ch] = crop as [string, string, string, string];
+    return execFileSync('pdftotext', ['-f', String(page), '-l', String(page), '-r', '72', '-x', x, '-y', y, '-W', cw, '-H', ch, file, '-'], {
+      encoding: 'utf8',
+    });
+  } finally {
+    rmSync(file, { force: true });
+  }
+}
+
+/** The number of pages of `pdf`, as qpdf counts them. */
+export function pageCount(pki: TestPki, pdf: Buffer): number {
+  const file = join(pki.dir, `pages-${process.hrtime.bigint()}.pdf`);
+  writeFileSync(file, pdf);
+  try {
+    return Number(execFileSync('qpdf', ['--show-npages', file], { encoding: 'utf8' }).trim());
+  } finally {
+    rmSync(file, { force: true });
+  }
+}
+
+/** How many pixels are dark (below half grey) in a region of one page rendered at 72 dpi, the region in points from the top left. */
+export function darkPixels(pki: TestPki, pdf: Buffer, page: number, region: { x: number; y: number; width: number; height: number }): number {
+  const file = join(pki.dir, `ink-${process.hrtime.bigint()}.pdf`);
+  writeFileSync(file, pdf);
+  try {
+    const [x, y, w, h] = [region.x, region.y, region.width, region.height].map((value) => String(Math.round(value)));
+    const pgm = execFileSync('pdftoppm', ['-gray', '-r', '72', '-f', String(page), '-l', String(page), '-x', x!, '-y', y!, '-W', w!, '-H', h!, file]);
+    // A binary PGM: "P5\n<w> <h>\n255\n" then one byte a pixel.
+    const header = /^P5\s+(\d+)\s+(\d+)\s+255\s/.exec(pgm.subarray(0, 40).toString('latin1'))!;
+    return [...pgm.subarray(header[0].length)].filter((value) => value < 128).length;
+  } finally {
+    rmSync(file, { force: true });
+  }
+}

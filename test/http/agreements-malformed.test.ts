@@ -70,14 +70,14 @@ function registerTests(test: Test<{ app: TestPortal; tracked: Tracked }>): void 
     [
       'an unknown text part',
       [...validParts(), { name: 'comment', value: 'hi' }],
-      'Unknown part "comment"; the parts are name, signerName, signerSignatureData, signers, documents, signingOrder and expiresAt.',
+      'Unknown part "comment"; the parts are name, signerName, signerSignatureData, signers, documents, signingOrder, expiresAt and fields.',
     ],
     ['an unknown file part', [...validParts(), { name: 'attachment', filename: 'a.pdf', bytes: documentBytes(10) }], /^Unknown part "attachment"/],
     ['a part with an empty name', [{ name: '', value: 'x' }, ...validParts()], /^Unknown part ""/],
     [
       'a text part without a name',
       [{ name: '', disposition: 'Content-Disposition: form-data', value: 'x' }, ...validParts()],
-      'Unknown part without a name; the parts are name, signerName, signerSignatureData, signers, documents, signingOrder and expiresAt.',
+      'Unknown part without a name; the parts are name, signerName, signerSignatureData, signers, documents, signingOrder, expiresAt and fields.',
     ],
     [
       'a file part without a name',

@@ -182,7 +182,7 @@ test('memory storage: isBlobReferenced does not walk every agreement (20,000 agr
         mail: [],
         completion: null,
         signers: [],
-        documents: [{ id: `agd_${i}`, documentName: 'd.pdf', fileSize: 1, fileHash: 'h', signedFileHash: null, signedFileKey: null }],
+        documents: [{ id: `agd_${i}`, documentName: 'd.pdf', fileSize: 1, fileHash: 'h', signedFileHash: null, signedFileKey: null, fields: [] }],
         createdAt: '2026-05-01T12:00:00+00:00',
         signingOrder: 'parallel',
         expiresAt: null,
@@ -203,7 +203,10 @@ test('memory storage: isBlobReferenced does not walk every agreement (20,000 agr
   assert.ok(ms < 250, `5,000 look-ups took ${ms.toFixed(0)} ms`);
   // A document an update takes away is no longer named; one it adds is.
   await storage.updateAgreement('acct_a', 'agr_7', (current) => ({
-    agreement: { ...current, documents: [{ id: 'agd_new7', documentName: 'e.pdf', fileSize: 1, fileHash: 'h', signedFileHash: null, signedFileKey: null }] },
+    agreement: {
+      ...current,
+      documents: [{ id: 'agd_new7', documentName: 'e.pdf', fileSize: 1, fileHash: 'h', signedFileHash: null, signedFileKey: null, fields: [] }],
+    },
     events: [],
   }));
   assert.equal([await storage.isBlobReferenced('agd_7'), await storage.isBlobReferenced('agd_new7')], [false, true]);

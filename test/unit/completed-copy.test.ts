@@ -1,7 +1,7 @@
 import { constants, createHash, createPrivateKey, privateEncrypt } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { completedCopy } from '../../src/domain/completed-copy.js';
+import { completedCopy, copyPlan } from '../../src/domain/completed-copy.js';
 import { type Sealer, createSealer } from '../../src/domain/sealing.js';
 import { agreementRecord } from '../conformance/fixtures.js';
 import { type TestPki, makePki, pdfText, pdfsig, pkiMissing, qpdfCheck, startTsa } from '../helpers/pki.js';
@@ -50,7 +50,7 @@ it('with a PKCS#12 key and a timestamp authority: B-T, valid, trusted, the whole
     const sealer = (await createSealer({ p12: pki.p12, password: pki.password, timestampUrl: tsa.url }))!;
     const bytes = await original('The lease of the flat');
     const { record, document } = signedAgreement(bytes);
-    const copy = await completedCopy(bytes, record, document, sealer, NOW);
+    const copy = await completedCopy(bytes, copyPlan(record, document, NOW), sealer);
     assert.is(copy.level, 'B-T');
     assert.is(copy.degraded, null);
     assert.is(tsa.stamped, 1, 'the authority was asked');
@@ -81,7 +81,7 @@ it('a timestamp authority that fails: a B-B seal, still valid, and the reason', 
   const sealer = (await createSealer({ p12: pki.p12, password: pki.password, timestampUrl: 'http://127.0.0.1:9/tsa' }))!;
   const bytes = await original('Without a timestamp', true);
   const { record, document } = signedAgreement(bytes);
-  const copy = await completedCopy(bytes, record, document, sealer, NOW);
+  const copy = await completedCopy(bytes, copyPlan(record, document, NOW), sealer);
   assert.is(copy.level, 'B-B');
   assert.ok(copy.degraded !== null && copy.degraded.length > 0, 'the reason is kept');
   assert.match(pdfsig(pki, copy.bytes), /Signature is Valid\.[\s\S]*Certificate is Trusted\./);
@@ -100,7 +100,7 @@ it("a key the library never holds: the host's sign gets a SHA-256 digest, and pd
   }))!;
   const bytes = await original('Sealed by an external key');
   const { record, document } = signedAgreement(bytes);
-  const copy = await completedCopy(bytes, record, document, sealer, NOW);
+  const copy = await completedCopy(bytes, copyPlan(record, document, NOW), sealer);
   assert.equal(asked, [{ length: 32, algorithm: 'RSA-SHA256' }]);
   const report = pdfsig(pki, copy.bytes);
   assert.match(report, /Total document signed/);
@@ -111,7 +111,7 @@ it('a document already signed: the copy keeps its signature valid and adds the s
   const sealer = (await createSealer({ p12: pki.p12, password: pki.password })) as Sealer;
   const first = await sealer.seal(await original('Signed before it was sent'), 'an earlier signature', NOW);
   const { record, document } = signedAgreement(first.bytes);
-  const copy = await completedCopy(first.bytes, record, document, sealer, NOW);
+  const copy = await completedCopy(first.bytes, copyPlan(record, document, NOW), sealer);
   const report = pdfsig(pki, copy.bytes);
   assert.is((report.match(/Signature is Valid\./g) ?? []).length, 2, report);
   assert.match(report, /Signature #2:[\s\S]*Total document signed/);
@@ -120,18 +120,18 @@ it('a document already signed: the copy keeps its signature valid and adds the s
 it('without a sealing key the copy is stamped, not sealed; a document that is not a PDF, or a broken one, is refused plainly', async () => {
   const bytes = await original('Stamped only');
   const { record, document } = signedAgreement(bytes);
-  const copy = await completedCopy(bytes, record, document, null, NOW);
+  const copy = await completedCopy(bytes, copyPlan(record, document, NOW), null);
   assert.is(copy.level, null);
   assert.ok(pdfText(pki, copy.bytes).includes('Signatures'));
   assert.not.match(pdfsig(pki, copy.bytes), /Signature #1/);
   try {
-    await completedCopy(Buffer.from('plain text, not a PDF'), record, document, null, NOW);
+    await completedCopy(Buffer.from('plain text, not a PDF'), copyPlan(record, document, NOW), null);
     assert.unreachable('a text file has no copy');
   } catch (error) {
     assert.match((error as Error).message, /is not a PDF/);
   }
   const broken = Buffer.concat([Buffer.from('%PDF-1.7\n'), Buffer.alloc(2000, 0x41), Buffer.from('\nstartxref\n99999999\n%%EOF\n')]);
-  await completedCopy(broken, record, document, null, NOW).then(
+  await completedCopy(broken, copyPlan(record, document, NOW), null).then(
     () => assert.unreachable('a broken PDF has no copy'),
     (error: Error) => assert.ok(error instanceof Error),
   );

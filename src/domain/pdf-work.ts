@@ -1,0 +1,146 @@
+import { Worker } from 'node:worker_threads';
+import { errorMessage } from '../errors.js';
+import { type CompletedCopy, type CopyPlan, SealError } from './completed-copy.js';
+import type { SealingOptions } from './sealing.js';
+
+/** The sealing option as the worker thread gets it: data only; an external key's `sign` stays here. */
+export type ThreadSealing = null | { p12: Uint8Array; password?: string; timestampUrl?: string } | { certificate: string; timestampUrl?: string };
+
+/** A PDF that cannot be opened or updated within the worker's limits: that document's copy fails, never the portal. */
+export class PdfError extends Error {}
+
+export interface PdfLimits {
+  /** The worker thread's heap (V8's old generation), in MiB. */
+  memoryMb: number;
+  /** The longest a page count may take, in ms. */
+  pagesMs: number;
+  /** The longest a completed copy may take, stamping and sealing (the timestamp authority and the host's `sign` included), in ms. */
+  copyMs: number;
+}
+
+const PDF_LIMITS: PdfLimits = { memoryMb: 512, pagesMs: 15_000, copyMs: 120_000 };
+
+type Outgoing = { op: 'pages'; bytes: Uint8Array } | { op: 'copy'; bytes: Uint8Array; plan: CopyPlan };
+type Incoming =
+  | { op: 'done'; id: number; result: unknown }
+  | { op: 'failed'; id: number; seal: boolean; message: string }
+  | { op: 'sign'; request: number; digest: Uint8Array; algorithm: 'RSA-SHA256' | 'ECDSA-SHA256' };
+
+/**
+ * Where the portal opens PDFs a sender uploaded: one worker thread, with a heap of its own
+ * (`resourceLimits`) and a time limit on each job, doing one job at a time. A PDF that loops,
+ * nests without end or swells past the heap ends the thread, not the process: the job rejects
+ * with a `PdfError`, and the next job starts a new thread. The thread is unreferenced, so it
+ * never keeps the process alive, and started only with the first PDF.
+ */
+export function createPdfWork(sealing: SealingOptions | undefined, limits: PdfLimits = PDF_LIMITS) {
+  const threadSealing: ThreadSealing =
+    sealing === undefined
+      ? null
+      : 'p12' in sealing
+        ? { p12: new Uint8Array(sealing.p12), ...(sealing.password === undefined ? {} : { password: sealing.password }), ...timestamp(sealing) }
+        : { certificate: sealing.certificate, ...timestamp(sealing) };
+  let worker: Worker | null = null;
+  let jobs = 0;
+  let current: { id: number; resolve: (result: unknown) => void; reject: (error: Error) => void } | null = null;
+  let queue: Promise<unknown> = Promise.resolve();
+
+  function settle(id: number, outcome: { result: unknown } | { error: Error }): void {
+    if (current?.id !== id) return;
+    const job = current;
+    current = null;
+    if ('error' in outcome) job.reject(outcome.error);
+    else job.resolve(outcome.result);
+  }
+
+  function start(): Worker {
+    const thread = new Worker(new URL('./pdf-thread.js', import.meta.url), {
+      workerData: { sealing: threadSealing },
+      resourceLimits: { maxOldGenerationSizeMb: limits.memoryMb, maxYoungGenerationSizeMb: 32, stackSizeMb: 4 },
+    });
+    thread.unref();
+    thread.on('message', (message: Incoming) => {
+      if (message.op === 'done') return settle(message.id, { result: message.result });
+      if (message.op === 'failed') {
+        const error = message.seal ? new SealError(message.message.replace(/^the sealing key failed: /, '')) : new PdfError(message.message);
+        return settle(message.id, { error });
+      }
+      // The host's key signs here, where its `sign` lives.
+      const external = sealing !== undefined && 'sign' in sealing ? sealing : null;
+      Promise.resolve()
+        .then(() => external!.sign(Buffer.from(message.digest), message.algorithm))
+        .then(
+          (signature) => thread.postMessage({ op: 'signed', request: message.request, signature: new Uint8Array(signature) }),
+          (error: unknown) => thread.postMessage({ op: 'signed', request: message.request, error: errorMessage(error) }),
+        );
+    });
+    const ended = (reason: string) => {
+      if (worker === thread) worker = null;
+      if (current !== null) settle(current.id, { error: new PdfError(reason) });
+    };
+    thread.on('error', (error: Error & { code?: string }) =>
+      ended(
+        error.code === 'ERR_WORKER_OUT_OF_MEMORY'
+          ? `opening it needs more than the ${limits.memoryMb} MiB the PDF worker may use`
+          : `the PDF worker failed: ${errorMessage(error)}`,
+      ),
+    );
+    thread.on('exit', () => ended('the PDF worker stopped'));
+    return thread;
+  }
+
+  function run(message: Outgoing, timeoutMs: number): Promise<unknown> {
+    const thread = (worker ??= start());
+    const id = ++jobs;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        settle(id, { error: new PdfError(`it took longer than ${timeoutMs / 1000} s to open and update`) });
+        if (worker === thread) worker = null;
+        void thread.terminate();
+      }, timeoutMs);
+      current = {
+        id,
+        resolve: (result) => {
+          clearTimeout(timer);
+          resolve(result);
+        },
+        reject: (error) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      };
+      thread.postMessage({ id, ...message });
+    });
+  }
+
+  /** One job after another: the next starts once the one before has settled. */
+  function enqueue<T>(message: Outgoing, timeoutMs: number): Promise<T> {
+    const next = queue.then(() => run(message, timeoutMs));
+    queue = next.catch(() => undefined);
+    return next as Promise<T>;
+  }
+
+  return {
+    /** The number of pages of `bytes`; rejects with a `PdfError` for bytes that are no PDF it can read. */
+    pageCount: (bytes: Buffer) => enqueue<number>({ op: 'pages', bytes }, limits.pagesMs),
+
+    /** The completed copy (`completed-copy.ts`); rejects with a `PdfError` for the PDF, a `SealError` for the key. */
+    async completedCopy(original: Buffer, plan: CopyPlan): Promise<CompletedCopy> {
+      const made = await enqueue<CompletedCopy & { bytes: Uint8Array }>({ op: 'copy', bytes: original, plan }, limits.copyMs);
+      return { ...made, bytes: Buffer.from(made.bytes.buffer, made.bytes.byteOffset, made.bytes.byteLength) };
+    },
+
+    /** Stops the thread; a job still running rejects. */
+    async close(): Promise<void> {
+      const thread = worker;
+      worker = null;
+      await thread?.terminate();
+    },
+  };
+}
+
+export type PdfWork = ReturnType<typeof createPdfWork>;
+
+function timestamp(sealing: { timestampUrl?: string }) {
+  return sealing.timestampUrl === undefined ? {} : { timestampUrl: sealing.timestampUrl };
+}
