@@ -260,6 +260,9 @@ export const ERRORS = {
     status: 404,
     message: (what: 'attachment' | 'file' | 'document' | 'signed') => `The ${what === 'signed' ? 'signed copy' : what} has been removed.`,
   },
+  VERIFY_CONTENT_TYPE: { status: 415, message: () => 'The request body must be a PDF: send "Content-Type: application/pdf".' },
+  VERIFY_TOO_LARGE: { status: 413, message: () => 'The PDF is larger than 25 MiB (26,214,400 bytes).' },
+  VERIFY_NOT_PDF: { status: 400, message: () => 'The request body is not a PDF: its bytes do not start with %PDF-.' },
   SIGNED_COPY_NOT_READY: {
     status: 409,
     message: (documentId: string, why: string) => `Document ${documentId} has no signed copy: ${why}.`,

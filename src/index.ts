@@ -43,6 +43,8 @@ export type {
   WebhookDisabledEvent,
 } from './domain/operational-events.js';
 export type { SealingOptions, SealLevel } from './domain/sealing.js';
+export type { PadesLevel } from './domain/seal-check.js';
+export type { Verification } from './domain/agreements.js';
 export type { EventService, PublishOptions } from './domain/events.js';
 export type { EventType, EventTypeDefinition } from './domain/event-types.js';
 export type { WebhookWorker } from './webhooks/worker.js';

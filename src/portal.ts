@@ -70,7 +70,7 @@ export interface Portal {
   tickets: Pick<TicketService, 'putAttachment' | 'getAttachment' | 'deleteAttachment' | 'downloadLink'>;
   /**
    * Agreements: `get`, `list` (a page, newest first, without signature images), `sign` for one
-   * signer, `documentDownloadLink` for one of their documents, and `signedCopyLink` for its completed copy.
+   * signer, `documentDownloadLink` for one of their documents, `signedCopyLink` for its completed copy, and `verify` for a PDF someone holds.
    */
   agreements: AgreementApi;
   /**
@@ -287,6 +287,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
       sign: agreements.sign,
       documentDownloadLink: agreements.documentDownloadLink,
       signedCopyLink: agreements.signedCopyLink,
+      verify: agreements.verify,
     },
     on: operational.on,
     off: operational.off,

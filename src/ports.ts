@@ -129,6 +129,11 @@ export interface Storage {
   /** The agreement, or `null` when absent in this account. */
   getAgreement(accountId: string, id: string): Promise<AgreementRecord | null>;
   /**
+   * The agreement and document whose completed copy has SHA-256 `signedFileHash` (hex) in this
+   * account, or `null`: what `POST /verify` asks of a PDF. Answered from an index, never a scan.
+   */
+  findSignedCopy(accountId: string, signedFileHash: string): Promise<{ agreementId: string; documentId: string } | null>;
+  /**
    * Up to `page.limit` of the account's agreements without their signature images, newest first (by
    * `createdAt`, and within one second the last made first), starting after the agreement
    * `page.after`; `null` when `page.after` names no agreement of this account. An update keeps an

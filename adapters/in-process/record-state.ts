@@ -47,6 +47,8 @@ export interface StateRow<L = unknown> {
   readonly size: number;
   /** An agreement's document ids, which are blob keys. */
   readonly documentIds: readonly string[];
+  /** An agreement's completed copies: each one's SHA-256 and its document's id. */
+  readonly signedCopies: readonly (readonly [hash: string, documentId: string])[];
   /** When an idempotency key's record expires; kept on the row, whose record may be on disk only. */
   readonly expiresAt?: string;
   /** An event's type and time, kept on the row, whose record may be in the journal only. */
@@ -119,6 +121,8 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
   const documentOwners = new Map<string, string>();
   /** Each account's agreements in creation order: their records lie in the log, so the order is kept here. */
   const agreementOrder = new Timeline();
+  /** Each completed copy by account and SHA-256: what `/verify` looks up. */
+  const signedCopies = new Map<string, { agreementId: string; documentId: string }>();
   /** When each completed idempotency key expires: claims and the sweep decide on it without reading the log. */
   const idempotencyExpiry = new Map<string, string>();
   let liveBytes = 0;
@@ -141,6 +145,7 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
       }
       case 'agreement':
         for (const id of row.documentIds) documentOwners.set(id, row.id);
+        for (const [hash, documentId] of row.signedCopies) signedCopies.set(`${row.accountId} ${hash}`, { agreementId: row.id, documentId });
         // Without its value, a revert puts back a row in the log that an update replaced, which kept
         // the agreement's place (no change removes an agreement).
         if (value !== undefined) agreementOrder.add(row.accountId, row.id, (value as AgreementRecord).createdAt);
@@ -199,6 +204,10 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
       }
       case 'agreement':
         for (const id of row.documentIds) if (documentOwners.get(id) === row.id) documentOwners.delete(id);
+        for (const [hash] of row.signedCopies) {
+          const key = `${row.accountId} ${hash}`;
+          if (signedCopies.get(key)?.agreementId === row.id) signedCopies.delete(key);
+        }
         // An update keeps the agreement's place in its account's list.
         if (!replaced) agreementOrder.remove(row.id);
         break;
@@ -270,6 +279,12 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
           table === 'agreement'
             ? (record as AgreementRecord).documents.flatMap((document) =>
                 document.signedFileKey == null ? [document.id] : [document.id, document.signedFileKey],
+              )
+            : [],
+        signedCopies:
+          table === 'agreement'
+            ? (record as AgreementRecord).documents.flatMap((document) =>
+                document.signedFileHash == null ? [] : [[document.signedFileHash, document.id] as const],
               )
             : [],
         expiresAt: table === 'idempotency' ? (record as StoredRecord & { expiresAt: string }).expiresAt : undefined,
@@ -390,6 +405,9 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
     },
     isDocument(id: string): boolean {
       return documentOwners.has(id);
+    },
+    signedCopy(accountId: string, hash: string): { agreementId: string; documentId: string } | null {
+      return signedCopies.get(`${accountId} ${hash}`) ?? null;
     },
     liveBytes: () => liveBytes,
     /** Every live row, for compaction, in the order each was first written: listings keep creation order through it. */

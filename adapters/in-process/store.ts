@@ -604,6 +604,11 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       return { deliveries, events: events.length };
     },
 
+    async findSignedCopy(accountId, signedFileHash) {
+      if (!journal.opened) await ready();
+      return state.signedCopy(accountId, signedFileHash);
+    },
+
     async isBlobReferenced(key) {
       if (!journal.opened) await ready();
       // A certificate is kept under `agc_` and its agreement id's own part (domain/certificates.ts).

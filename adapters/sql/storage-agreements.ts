@@ -18,7 +18,7 @@ import { atomOf } from './schema.js';
 import type { IdempotencyKeys } from './storage-idempotency.js';
 import type { Outbox } from './storage-outbox.js';
 
-export type AgreementMethods = Pick<Storage, 'insertAgreement' | 'getAgreement' | 'listAgreements' | 'updateAgreement' | 'agreementsDue'>;
+export type AgreementMethods = Pick<Storage, 'insertAgreement' | 'getAgreement' | 'findSignedCopy' | 'listAgreements' | 'updateAgreement' | 'agreementsDue'>;
 
 /**
  * An agreement is four tables (the agreement, its signers, its documents, its audit trail) written
@@ -62,6 +62,10 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
           'signedFileHash', d.signed_file_hash)
           ORDER BY d.position), '[]')::text
         FROM ${table('agreement_documents')} AS d WHERE d.agreement_id = a.id) AS documents`;
+  // A completed copy by its hash, for /verify: the partial index on signed_file_hash, then the account.
+  const signedCopy = `SELECT d.agreement_id, d.id FROM ${table('agreement_documents')} AS d
+    JOIN ${table('agreements')} AS a ON a.id = d.agreement_id
+    WHERE d.signed_file_hash = $2::text AND a.account_id = $1::text LIMIT 1`;
   const cursorKnown = `SELECT 1 FROM ${table('agreements')} WHERE account_id = $1::text AND id = $2::text`;
   const firstPage = `SELECT ${summaryColumns} FROM ${table('agreements')} AS a
     WHERE a.account_id = $1::text ORDER BY a.created_at DESC, a.seq DESC LIMIT $2::int`;
@@ -215,6 +219,10 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
     async getAgreement(accountId, id) {
       const [row] = await db.query(select, [accountId, id]);
       return row === undefined ? null : agreementOfRow(row);
+    },
+    async findSignedCopy(accountId, signedFileHash) {
+      const [row] = await db.query(signedCopy, [accountId, signedFileHash]);
+      return row === undefined ? null : { agreementId: row.agreement_id as string, documentId: row.id as string };
     },
     async agreementsDue(now, limit, perAccount, unscheduled = false) {
       return (await db.query(due, [now, limit, perAccount, unscheduled])).map((row) => ({ accountId: row.account_id as string, id: row.id as string }));

@@ -331,7 +331,7 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 20,
-    name: 'fields placed on documents',
+    name: 'fields placed on documents; completed copies by hash',
     // The fields of a document, as JSON: read and written only with the document.
     statements: ({ table }) => [`ALTER TABLE ${table('agreement_documents')} ADD COLUMN fields text NOT NULL DEFAULT '[]'`],
   },

@@ -24,6 +24,7 @@ import { safeDocumentName } from './document-name.js';
 import { type FieldInput, MAX_DOCUMENT_BYTES, type SignerInput, checkAccountId, parseInput } from './inputs.js';
 import { isPdf } from './completed-copy.js';
 import { PdfError, type PdfWork, createPdfWork } from './pdf-work.js';
+import type { PadesLevel } from './seal-check.js';
 import { newEvent } from './events.js';
 import { createIdempotency, fingerprintOf, type IdempotentCreate, type IdempotentOutcome, type KeyClaim } from './idempotency.js';
 import type { AgreementField, IdempotencyCompletion } from '../records.js';
@@ -91,6 +92,16 @@ export interface AgreementForm {
   fields?: FieldInput[];
 }
 
+/** The answer of `POST /verify` (DESIGN §12). */
+export interface Verification {
+  sealed: boolean;
+  intact: boolean;
+  level: PadesLevel | null;
+  signedAt: string | null;
+  agreementId: string | null;
+  documentId: string | null;
+}
+
 export interface SignInput {
   /** The signer's signature image as a data-URL (PNG, JPEG or WebP, at most 1 MiB). */
   signature: string;
@@ -136,7 +147,7 @@ export interface AgreementServiceDeps {
   /** Told once a step signed an agreement: its completed copies are owed. */
   copies?: { owed: (record: AgreementRecord) => void };
   /** Counts the pages of the documents fields are placed on (a PDF worker of its own when left out). */
-  pdf?: Pick<PdfWork, 'pageCount'>;
+  pdf?: Pick<PdfWork, 'pageCount' | 'inspectSeal'>;
 }
 
 /** The rules for agreements: the record a form makes, the hashes, signing; routes and `portal.agreements` call these. */
@@ -459,6 +470,33 @@ export function createAgreementService(deps: AgreementServiceDeps) {
     },
 
     /**
+     * What a PDF is (`POST /verify`): `intact` when its bytes are, to the byte, a completed copy this
+     * account issued (its SHA-256 is a document's `signedFileHash`), naming the agreement and
+     * document; `sealed`, `level` and `signedAt` from the PDF's own seal, checked against the bytes it
+     * covers (`seal-check.ts`, in the PDF worker). A PDF no reader can open is not sealed.
+     */
+    async verify(accountId: string, pdfBytes: Buffer): Promise<Verification> {
+      checkAccountId(accountId);
+      if (!isPdf(pdfBytes)) throw new PortalError('VERIFY_NOT_PDF');
+      const hash = createHash('sha256').update(pdfBytes).digest('hex');
+      const [found, seal] = await Promise.all([
+        storage.findSignedCopy(accountId, hash),
+        pdf.inspectSeal(pdfBytes).catch((error: unknown) => {
+          if (error instanceof PdfError) return { sealed: false, level: null, signedAt: null };
+          throw error;
+        }),
+      ]);
+      return {
+        sealed: seal.sealed,
+        intact: found !== null,
+        level: seal.level,
+        signedAt: seal.signedAt,
+        agreementId: found?.agreementId ?? null,
+        documentId: found?.documentId ?? null,
+      };
+    },
+
+    /**
      * Records one signer's signature. The last signature makes the agreement `signed` and stores
      * `agreement-signed` in the same atomic update. 404 for an unknown agreement or signer, 409 for
      * a signer who already signed, 400 for a signature that is not an acceptable image.
@@ -499,4 +537,4 @@ function drained(stream: Readable): Promise<void> {
 
 export type AgreementService = ReturnType<typeof createAgreementService>;
 /** What `portal.agreements` offers a host application. */
-export type AgreementApi = Pick<AgreementService, 'get' | 'list' | 'sign' | 'documentDownloadLink' | 'signedCopyLink'>;
+export type AgreementApi = Pick<AgreementService, 'get' | 'list' | 'sign' | 'documentDownloadLink' | 'signedCopyLink' | 'verify'>;

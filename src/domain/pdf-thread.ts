@@ -2,6 +2,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { errorMessage } from '../errors.js';
 import { type CopyPlan, SealError, completedCopy } from './completed-copy.js';
 import { loadLibpdf } from './pdf-layout.js';
+import { inspectSeal } from './seal-check.js';
 import { type Sealer, type SealingOptions, createSealer } from './sealing.js';
 import type { ThreadSealing } from './pdf-work.js';
 
@@ -10,7 +11,10 @@ import type { ThreadSealing } from './pdf-work.js';
  * nest without end or to swell in memory exhausts this thread's limits, never the portal's.
  */
 
-type Job = { id: number; op: 'pages'; bytes: Uint8Array } | { id: number; op: 'copy'; bytes: Uint8Array; plan: CopyPlan };
+type Job =
+  | { id: number; op: 'pages'; bytes: Uint8Array }
+  | { id: number; op: 'inspect'; bytes: Uint8Array }
+  | { id: number; op: 'copy'; bytes: Uint8Array; plan: CopyPlan };
 type Answer = { op: 'signed'; request: number; signature?: Uint8Array; error?: string };
 
 const port = parentPort!;
@@ -40,6 +44,7 @@ async function run(job: Job): Promise<unknown> {
     const lib = await loadLibpdf();
     return (await lib.PDF.load(job.bytes)).getPageCount();
   }
+  if (job.op === 'inspect') return inspectSeal(job.bytes);
   sealer ??= createSealer(sealingOptions(workerData.sealing as ThreadSealing));
   const copy = await completedCopy(Buffer.from(job.bytes.buffer, job.bytes.byteOffset, job.bytes.byteLength), job.plan, await sealer);
   return { ...copy, bytes: new Uint8Array(copy.bytes.buffer, copy.bytes.byteOffset, copy.bytes.byteLength) };

@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import { errorMessage } from '../errors.js';
 import { type CompletedCopy, type CopyPlan, SealError } from './completed-copy.js';
+import type { SealReport } from './seal-check.js';
 import type { SealingOptions } from './sealing.js';
 
 /** The sealing option as the worker thread gets it: data only; an external key's `sign` stays here. */
@@ -12,7 +13,7 @@ export class PdfError extends Error {}
 export interface PdfLimits {
   /** The worker thread's heap (V8's old generation), in MiB. */
   memoryMb: number;
-  /** The longest a page count may take, in ms. */
+  /** The longest a page count, or reading a PDF's seals, may take, in ms. */
   pagesMs: number;
   /** The longest a completed copy may take, stamping and sealing (the timestamp authority and the host's `sign` included), in ms. */
   copyMs: number;
@@ -20,7 +21,7 @@ export interface PdfLimits {
 
 const PDF_LIMITS: PdfLimits = { memoryMb: 512, pagesMs: 15_000, copyMs: 120_000 };
 
-type Outgoing = { op: 'pages'; bytes: Uint8Array } | { op: 'copy'; bytes: Uint8Array; plan: CopyPlan };
+type Outgoing = { op: 'pages' | 'inspect'; bytes: Uint8Array } | { op: 'copy'; bytes: Uint8Array; plan: CopyPlan };
 type Incoming =
   | { op: 'done'; id: number; result: unknown }
   | { op: 'failed'; id: number; seal: boolean; message: string }
@@ -123,6 +124,9 @@ export function createPdfWork(sealing: SealingOptions | undefined, limits: PdfLi
   return {
     /** The number of pages of `bytes`; rejects with a `PdfError` for bytes that are no PDF it can read. */
     pageCount: (bytes: Buffer) => enqueue<number>({ op: 'pages', bytes }, limits.pagesMs),
+
+    /** What the PDF's own seals say (`seal-check.ts`); rejects with a `PdfError` past the limits. */
+    inspectSeal: (bytes: Buffer) => enqueue<SealReport>({ op: 'inspect', bytes }, limits.pagesMs),
 
     /** The completed copy (`completed-copy.ts`); rejects with a `PdfError` for the PDF, a `SealError` for the key. */
     async completedCopy(original: Buffer, plan: CopyPlan): Promise<CompletedCopy> {

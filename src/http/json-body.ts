@@ -14,16 +14,7 @@ export async function readJson(req: IncomingMessage, limit = JSON_LIMIT): Promis
   if (type !== 'application/json') {
     throw new PortalError('JSON_CONTENT_TYPE');
   }
-  const declared = Number(req.headers['content-length']);
-  if (declared > limit) throw tooLarge(limit);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw tooLarge(limit);
-    chunks.push(chunk);
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
+  const text = (await readBody(req, limit, () => tooLarge(limit))).toString('utf8');
   if (text.trim() === '') throw new PortalError('JSON_BODY_EMPTY');
   try {
     return JSON.parse(text);
@@ -33,6 +24,23 @@ export async function readJson(req: IncomingMessage, limit = JSON_LIMIT): Promis
 }
 
 const tooLarge = (limit: number) => new PortalError('JSON_BODY_TOO_LARGE', limit);
+
+/**
+ * The whole body, at most `limit` bytes: past it, `tooLarge()` is thrown, from `Content-Length`
+ * before anything is read when it is declared, else once the bytes read pass it.
+ */
+export async function readBody(req: IncomingMessage, limit: number, tooLarge: () => Error): Promise<Buffer> {
+  const declared = Number(req.headers['content-length']);
+  if (declared > limit) throw tooLarge();
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) throw tooLarge();
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
 
 /**
  * A JSON body that may be left out: `undefined` when the request has none (no `Content-Length`, or

@@ -34,6 +34,7 @@ export type SchemaName =
   | 'AgreementList'
   | 'AgreementForm'
   | 'DownloadLink'
+  | 'Verification'
   | 'Attachment'
   | 'FileUploadForm'
   | 'AttachmentUploadForm'

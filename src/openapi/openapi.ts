@@ -74,6 +74,7 @@ const componentSchemas = everyName({
   SignerInput: signerInput,
   AgreementForm: shapes.agreementForm,
   DownloadLink: shapes.downloadLink,
+  Verification: shapes.verification,
   Attachment: shapes.attachment,
   FileUploadForm: shapes.fileUploadForm,
   AttachmentUploadForm: shapes.attachmentUploadForm,

@@ -15,7 +15,20 @@ import type {
   WebhookHealth,
 } from '../records.js';
 import type { WebhookStats } from '../domain/call-stats.js';
-import { MAX_DECLINE_REASON, MAX_DOCUMENTS, MAX_SIGNERS, displayName, mediaType, signatureDataUrl, signerInput } from '../domain/inputs.js';
+import {
+  MAX_DECLINE_REASON,
+  MAX_DOCUMENTS,
+  MAX_FIELDS,
+  MAX_SIGNERS,
+  displayName,
+  expiresAtInput,
+  fieldInput,
+  mediaType,
+  signatureDataUrl,
+  signerInput,
+  signingOrderInput,
+} from '../domain/inputs.js';
+import type { Verification } from '../domain/agreements.js';
 import { AUDIT_ACTIONS, IDENTIFICATION_METHODS } from '../records.js';
 
 /**
@@ -280,6 +293,23 @@ export const downloadLink = v.strictObject({
   expiresAt: atomDateTime,
 });
 
+export const verification = v.strictObject({
+  sealed: v.pipe(
+    v.boolean(),
+    v.description(
+      "The PDF's last signature covers every byte of the file and each of its signatures checks against the bytes it covers (integrity, not trust).",
+    ),
+  ),
+  intact: v.pipe(v.boolean(), v.description('The bytes are, to the byte, a completed copy this account issued.')),
+  level: v.pipe(
+    v.nullable(v.picklist(['B-B', 'B-T', 'B-LT', 'B-LTA'])),
+    v.description("The seal's PAdES level; `null` when it is not sealed, or sealed other than as PAdES (`adbe.pkcs7.detached`)."),
+  ),
+  signedAt: v.pipe(v.nullable(atomDateTime), v.description("When it was sealed: the timestamp's time, else the signing time the seal claims.")),
+  agreementId: v.pipe(v.nullable(id('agr')), v.description('The agreement whose completed copy it is, when `intact`.')),
+  documentId: v.pipe(v.nullable(id('agd')), v.description('The document whose completed copy it is, when `intact`.')),
+});
+
 export const attachment = v.strictObject({
   id: id('tca'),
   ticketId: id('tck'),
@@ -483,6 +513,17 @@ export const agreementForm = v.strictObject({
       'File parts named `documents`, `documents[]`, `documents[N]` or `documents.items`, each with a filename; 5 MiB (5,242,880 bytes) in total at most.',
     ),
   ),
+  signingOrder: v.optional(signingOrderInput),
+  expiresAt: v.optional(expiresAtInput),
+  fields: v.optional(
+    v.pipe(
+      v.array(fieldInput),
+      v.maxLength(MAX_FIELDS),
+      v.description(
+        "One part holding a JSON array: where each signer's values are stamped into the completed copy. `signer` and `document` are 0-based indexes into the parts as given, `page` 1-based, the box in percent of the page from its top-left corner and wholly on it. Instead, a PDF may carry text anchors `{{signature:N}}`, `{{name:N}}`, `{{date:N}}`, `{{initials:N}}` (`N` the signer's 1-based position); a PDF with neither gets a signature page appended.",
+      ),
+    ),
+  ),
 });
 
 // Each schema's output is exactly its record type; `Equal` is false for any difference, `?` included.
@@ -501,5 +542,6 @@ export type SchemaMatchesRecords = [
   Holds<Equal<v.InferOutput<typeof agreementDocument>, AgreementDocument>>,
   Holds<Equal<v.InferOutput<typeof agreementEventData>, AgreementEventData>>,
   Holds<Equal<v.InferOutput<typeof downloadLink>, DownloadLink>>,
+  Holds<Equal<v.InferOutput<typeof verification>, Verification>>,
   Holds<Equal<v.InferOutput<typeof attachment>, Attachment>>,
 ];

@@ -51,7 +51,7 @@ test('every route the handler registers is in the document, with each of its met
     }
   }
   assert.equal(undocumented, []);
-  assert.is(apiRoutes.length, 40);
+  assert.is(apiRoutes.length, 41);
   // Outside the document: the signing page, HTML for a browser.
   assert.equal(
     table.filter((route) => route.doc === null).map((route) => route.path),
@@ -180,6 +180,7 @@ test('the document: bearer auth everywhere but the signed download route, server
     'POST /signing/identify/email-code',
     'POST /signing/sign',
     'POST /tickets/{ticketId}/message/{messageId}/attachment',
+    'POST /verify',
     'POST /webhooks',
     'POST /webhooks/dry-run',
     'POST /webhooks/{webhookId}/deliveries/{deliveryId}/redeliver',
@@ -406,6 +407,14 @@ test('every route answers as the document says: each success and each error it d
     await until(async () => (await portal.agreements.get('acct_a', withPdf.id))!.documents[0]!.signedFileHash !== null, 'the completed copy');
     const { body: copyLink } = await call('GET', signedLink, `/agreements/${withPdf.id}/documents/${withPdf.documents[0].id}/signed`, {}, 200);
     await call('GET', '/downloads/{id}', copyLink.link, {}, 200);
+    // The copy, verified: a PDF, at most 25 MiB.
+    const copyBytes = Buffer.from(await (await fetch(copyLink.link)).arrayBuffer());
+    const asPdf = { 'content-type': 'application/pdf' };
+    const { body: verified } = await call('POST', '/verify', '/verify', { body: copyBytes, headers: asPdf }, 200);
+    assert.equal([verified.intact, verified.agreementId], [true, withPdf.id]);
+    await call('POST', '/verify', '/verify', { body: Buffer.from('not a PDF'), headers: asPdf }, 400);
+    await call('POST', '/verify', '/verify', { body: copyBytes, headers: { 'content-type': 'text/plain' } }, 415);
+    await call('POST', '/verify', '/verify', { body: Buffer.alloc(26_214_401, 0x25), headers: asPdf }, 413);
     await call('GET', signedLink, `/agreements/${withPdf.id}/documents/nope/signed`, {}, 400);
     await call('GET', signedLink, `/agreements/${withPdf.id}/documents/agd_missing/signed`, {}, 404);
     await portal.worker!.tick();

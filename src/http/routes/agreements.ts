@@ -15,12 +15,16 @@ import {
   queryParameter,
 } from '../route-doc.js';
 import { readAgreementForm } from '../agreement-form.js';
+import { readBody } from '../json-body.js';
 import type { Route } from '../handler.js';
 import { PortalError } from '../../errors.js';
 import type { AgreementService, DocumentSink } from '../../domain/agreements.js';
 import type { Agreement } from '../../records.js';
 import { idempotencyKeyOf, idempotentReply } from '../idempotent-reply.js';
 import { wholeNumber } from '../query-number.js';
+
+/** The largest PDF `POST /verify` reads: 25 MiB (DESIGN §12). */
+const VERIFY_LIMIT = 25 * 1024 * 1024;
 
 /**
  * `POST /agreements` (multipart/form-data, streamed into the blob store), and, as extensions,
@@ -161,7 +165,7 @@ export function agreementRoutes(agreements: AgreementService): Route[] {
         summary: "A download link for a document's completed copy",
         parameters: [agreementIdParameter, pathParameter('documentId', "The document id (`agd_…`), one of the agreement's `documents`.")],
         tags: ['Agreements'],
-        description: `Once the agreement is signed, each PDF document gets a completed copy: a signature page appended by an incremental update (the original bytes stay its prefix), then, with \`sealing\`, a PAdES seal over the whole file (\`B-T\` with a timestamp authority, else \`B-B\`). Its SHA-256 is the document's \`signedFileHash\`. The link serves for 5 minutes, as \`application/pdf\`.`,
+        description: `Once the agreement is signed, each PDF document gets a completed copy: each signer's values stamped into their fields (or, for a PDF with no field, a signature page appended) by an incremental update (the original bytes stay its prefix), then, with \`sealing\`, a PAdES seal over the whole file (\`B-T\` with a timestamp authority, else \`B-B\`). Its SHA-256 is the document's \`signedFileHash\`. The link serves for 5 minutes, as \`application/pdf\`.`,
         responses: {
           200: response('The link and when it expires.', 'DownloadLink'),
           400: failure('An id is malformed.'),
@@ -171,6 +175,36 @@ export function agreementRoutes(agreements: AgreementService): Route[] {
       },
       async handler({ accountId, params, baseUrl }) {
         return { status: 200, body: await agreements.signedCopyLink(accountId, params.agreementId!, params.documentId!, baseUrl) };
+      },
+    },
+    {
+      method: 'POST',
+      path: '/verify',
+      extension: true,
+      doc: {
+        operationId: 'verifyDocument',
+        summary: 'Verify a PDF: sealed, at which level, and a completed copy this account issued, unchanged',
+        tags: ['Agreements'],
+        description:
+          "`intact` compares the bytes with every completed copy of this account (by SHA-256): one byte changed, added or taken away, and it is `false`. `sealed` checks the PDF's own signatures against the bytes they cover, whoever made them; it says nothing of trust in the signer's certificate, which a validator (pdfsig, Adobe, the EU DSS) decides against its trust list.",
+        requestBody: {
+          required: true,
+          content: { 'application/pdf': { schema: { type: 'string', format: 'binary', maxLength: VERIFY_LIMIT } } },
+        },
+        responses: {
+          200: response('What the PDF is.', 'Verification'),
+          400: failure('The body is empty or not a PDF (it does not start with `%PDF-`).'),
+          413: failure('The body is over 25 MiB (26,214,400 bytes).'),
+          415: failure('The body is not `application/pdf`.'),
+        },
+      },
+      // A PDF over the limit is refused while it still arrives, with `Connection: close`.
+      streamsBody: true,
+      async handler({ req, accountId }) {
+        const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+        if (type !== 'application/pdf') throw new PortalError('VERIFY_CONTENT_TYPE');
+        const bytes = await readBody(req, VERIFY_LIMIT, () => new PortalError('VERIFY_TOO_LARGE'));
+        return { status: 200, body: await agreements.verify(accountId, bytes) };
       },
     },
   ];

@@ -1,0 +1,27 @@
+import { completedCopy } from './dist/src/domain/completed-copy.js';
+import { createSealer } from './dist/src/domain/sealing.js';
+import { makePki } from './dist/test/helpers/pki.js';
+import { simplePdf } from './dist/test/helpers/agreements.js';
+import * as asn1js from 'asn1js';
+import * as pkijs from 'pkijs';
+import { PDF } from '@libpdf/core';
+const pki = makePki();
+const sealer = await createSealer({ p12: pki.p12, password: pki.password });
+const bytes = await simplePdf('hello');
+const plan = { agreement: { id: 'agr_1', name: 'A', senderName: 'S' }, document: { name: 'a.pdf', fileHash: 'x' }, signers: [], fields: [], completedAt: '2026-12-05T10:00:00+00:00' };
+const copy = await completedCopy(bytes, plan, sealer);
+const pdf = await PDF.load(copy.bytes);
+const fields = pdf.getForm()?.getSignatureFields() ?? [];
+console.log('fields', fields.length, fields.map(f => f.isSigned()));
+const dict = fields[0].getSignatureDict();
+console.log(dict.getArray('ByteRange')?.at(0), dict.getName('SubFilter')?.value, dict.getString('Contents')?.bytes.length);
+const c = dict.getString('Contents').bytes;
+let end = c.length; while (end > 0 && c[end-1] === 0) end--;
+const parsed = asn1js.fromBER(c.slice(0, end+2).buffer);
+console.log('offset', parsed.offset);
+const ci = new pkijs.ContentInfo({ schema: parsed.result });
+const sd = new pkijs.SignedData({ schema: ci.content });
+const r = dict.getArray('ByteRange'); const n = [0,1,2,3].map(i => r.at(i).value);
+const cov = Buffer.concat([copy.bytes.subarray(n[0], n[0]+n[1]), copy.bytes.subarray(n[2], n[2]+n[3])]);
+try { console.log('verify', await sd.verify({ signer: 0, data: new Uint8Array(cov).buffer, checkChain: false })); } catch (e) { console.log('err', e); }
+pki.close();
