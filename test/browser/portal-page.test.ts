@@ -563,7 +563,7 @@ it("agreements: each signer's status, Copy signing link (a link that works), and
   await page.context().close();
 });
 
-it('a signed agreement: Download signed saves the completed copy of a PDF document', async () => {
+it('a signed agreement: Download signed saves the completed copy of a PDF document; Verify a document says it is intact', async () => {
   const form = validFormData({ documents: [{ name: 'lease.pdf', bytes: await simplePdf('The lease, to be signed') }] });
   form.set('name', 'Copy check');
   const agreement = await json(await app.api('/agreements', { method: 'POST', body: form }));
@@ -579,6 +579,22 @@ it('a signed agreement: Download signed saves the completed copy of a PDF docume
   for await (const chunk of await saved.createReadStream()) chunks.push(chunk as Buffer);
   const stored = (await app.portal.agreements.get('acct_a', agreement.id))!;
   assert.is(createHash('sha256').update(Buffer.concat(chunks)).digest('hex'), stored.documents[0]!.signedFileHash, 'the copy whose hash the document carries');
+
+  // Verify a document: the copy saved is intact; the same bytes with one more at the end are not.
+  const verifyPanel = page.getByRole('form', { name: 'Verify a document' });
+  await verifyPanel.getByLabel('PDF').setInputFiles({ name: 'lease-signed.pdf', mimeType: 'application/pdf', buffer: Buffer.concat(chunks) });
+  await verifyPanel.getByRole('button', { name: 'Verify' }).click();
+  await verifyPanel.locator('[data-intact="true"]').waitFor();
+  assert.match(
+    await verifyPanel.locator('[data-intact]').innerText(),
+    new RegExp(`completed copy of document ${stored.documents[0]!.id} of agreement ${agreement.id}`),
+  );
+  await verifyPanel
+    .getByLabel('PDF')
+    .setInputFiles({ name: 'changed.pdf', mimeType: 'application/pdf', buffer: Buffer.concat([...chunks, Buffer.from('\n')]) });
+  await verifyPanel.getByRole('button', { name: 'Verify' }).click();
+  await verifyPanel.locator('[data-intact="false"]').waitFor();
+  assert.match(await verifyPanel.locator('[data-intact]').innerText(), /Not intact/);
   assert.equal(problemsOf(page), []);
   await page.context().close();
 });

@@ -3,7 +3,7 @@ import { downloadButton } from './download.js';
 import { append, el, errorBox, replace } from './dom.js';
 import { size, time } from './format.js';
 import type { Screen } from './screen.js';
-import type { AgreementSigner, AgreementSummary, AuditEntry, Page } from './types.js';
+import type { AgreementSigner, AgreementSummary, AuditEntry, Page, Verification } from './types.js';
 
 /** How many agreements one "Load more" brings. */
 const PAGE_SIZE = 20;
@@ -18,7 +18,7 @@ export const agreementScreen: Screen = ({ main, title }) => {
   const list = el('ul', { class: 'cards agreements' });
   const status = el('p', { class: 'hint', role: 'status' });
   const more = el('button', { type: 'button', hidden: true }, 'Load more');
-  replace(main, title('Agreements'), errors.node, list, status, el('div', { class: 'actions' }, more));
+  replace(main, title('Agreements'), verifyForm(), errors.node, list, status, el('div', { class: 'actions' }, more));
 
   let cursor: string | null = null;
   let shown = 0;
@@ -54,6 +54,71 @@ export const agreementScreen: Screen = ({ main, title }) => {
     stopped = true;
   };
 };
+
+/**
+ * **Verify a document**: a PDF someone holds, sent to `POST /verify`: whether it is a completed copy
+ * this account issued, unchanged, and what its seal says. The file is read here and sent as it is.
+ */
+function verifyForm(): HTMLFormElement {
+  const errors = errorBox();
+  const file = el('input', { id: 'verify-file', name: 'file', type: 'file', accept: 'application/pdf,.pdf', required: true });
+  const submit = el('button', { type: 'submit' }, 'Verify');
+  const result = el('div', { class: 'verification', role: 'status', 'aria-live': 'polite' });
+  const form = el(
+    'form',
+    { class: 'panel', 'aria-labelledby': 'verify-heading' },
+    el('h2', { id: 'verify-heading' }, 'Verify a document'),
+    el('p', { class: 'hint' }, 'Is this PDF a completed copy of one of your agreements, unchanged? Its bytes are checked here and its seal read.'),
+    errors.node,
+    el('div', { class: 'field' }, el('label', { for: 'verify-file' }, 'PDF'), file),
+    el('div', { class: 'actions' }, submit),
+    result,
+  );
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const chosen = file.files?.[0];
+    if (chosen === undefined) return;
+    submit.disabled = true;
+    try {
+      const answer = await api<Verification>('POST', '/verify', chosen.type === 'application/pdf' ? chosen : new Blob([chosen], { type: 'application/pdf' }));
+      errors.clear();
+      replace(result, ...verificationLines(chosen.name, answer));
+    } catch (error) {
+      replace(result);
+      errors.show(error);
+    } finally {
+      submit.disabled = false;
+    }
+  });
+  return form;
+}
+
+function verificationLines(name: string, answer: Verification): HTMLElement[] {
+  const intact = answer.intact
+    ? el(
+        'p',
+        { 'data-intact': 'true' },
+        el('span', { class: 'badge good' }, 'Intact'),
+        ` ${name} is, to the byte, the completed copy of document ${answer.documentId} of agreement ${answer.agreementId}.`,
+      )
+    : el(
+        'p',
+        { 'data-intact': 'false' },
+        el('span', { class: 'badge bad' }, 'Not intact'),
+        ` ${name} is not a completed copy this account issued, or it was changed since.`,
+      );
+  const sealed = answer.sealed
+    ? el(
+        'p',
+        { 'data-sealed': 'true' },
+        el('span', { class: 'badge good' }, answer.level === null ? 'Sealed' : `Sealed, PAdES ${answer.level}`),
+        answer.signedAt === null ? '' : ' on ',
+        answer.signedAt === null ? '' : time(answer.signedAt),
+        '. Its seal covers every byte and checks; whether its certificate is trusted, a validator such as Adobe or pdfsig says.',
+      )
+    : el('p', { 'data-sealed': 'false' }, el('span', { class: 'badge warn' }, 'Not sealed'), ' No seal covers the whole file and checks against it.');
+  return [intact, sealed];
+}
 
 const AGREEMENT_STATUS: Record<AgreementSummary['status'], [label: string, className: string]> = {
   sent: ['Awaiting signatures', 'badge warn'],

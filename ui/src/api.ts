@@ -48,13 +48,15 @@ export function whenUnauthorized(handler: (message: string) => void): void {
 async function request(method: string, path: string, body: unknown, key: string | null): Promise<Response> {
   const headers: Record<string, string> = { Accept: 'application/json' };
   if (key !== null) headers.Authorization = `Bearer ${key}`;
-  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  // A file goes as its bytes (a PDF to verify); anything else as JSON.
+  if (body instanceof Blob) headers['Content-Type'] = body.type || 'application/pdf';
+  else if (body !== undefined) headers['Content-Type'] = 'application/json';
   let response: Response;
   try {
     response = await fetch(apiRoot + path, {
       method,
       headers,
-      body: body === undefined ? null : JSON.stringify(body),
+      body: body === undefined ? null : body instanceof Blob ? body : JSON.stringify(body),
       credentials: 'omit',
       cache: 'no-store',
     });

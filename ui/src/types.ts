@@ -128,3 +128,13 @@ export interface AgreementSummary {
 export interface Page<T> extends List<T> {
   nextCursor: string | null;
 }
+
+/** What `POST /verify` says of a PDF. */
+export interface Verification {
+  sealed: boolean;
+  intact: boolean;
+  level: 'B-B' | 'B-T' | 'B-LT' | 'B-LTA' | null;
+  signedAt: string | null;
+  agreementId: string | null;
+  documentId: string | null;
+}
