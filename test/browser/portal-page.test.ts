@@ -586,7 +586,7 @@ it('a signed agreement: Download signed saves the completed copy of a PDF docume
   await verifyPanel.getByRole('button', { name: 'Verify' }).click();
   await verifyPanel.locator('[data-intact="true"]').waitFor();
   assert.match(
-    await verifyPanel.locator('[data-intact]').innerText(),
+    (await verifyPanel.locator('[data-intact]').textContent()) ?? '',
     new RegExp(`completed copy of document ${stored.documents[0]!.id} of agreement ${agreement.id}`),
   );
   await verifyPanel
@@ -594,7 +594,7 @@ it('a signed agreement: Download signed saves the completed copy of a PDF docume
     .setInputFiles({ name: 'changed.pdf', mimeType: 'application/pdf', buffer: Buffer.concat([...chunks, Buffer.from('\n')]) });
   await verifyPanel.getByRole('button', { name: 'Verify' }).click();
   await verifyPanel.locator('[data-intact="false"]').waitFor();
-  assert.match(await verifyPanel.locator('[data-intact]').innerText(), /Not intact/);
+  assert.match((await verifyPanel.locator('[data-intact]').textContent()) ?? '', /Not intact/);
   assert.equal(problemsOf(page), []);
   await page.context().close();
 });
