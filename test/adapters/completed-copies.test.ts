@@ -10,6 +10,7 @@ import { SIGNING_KEY_1 } from '../helpers/download.js';
 import { recordingNotifier, until } from '../helpers/notifier.js';
 import { type TestPki, makePki, pdfText, pdfsig, pkiMissing, startTsa } from '../helpers/pki.js';
 import { type TestPortal, json, startPortal } from '../helpers/server.js';
+import { softHsmKey, softHsmMissing } from '../helpers/softhsm.js';
 import { connectPostgres, dropSchema, freshSchema } from '../helpers/sql.js';
 import { NEVER, manualClock } from '../helpers/webhooks.js';
 
@@ -189,6 +190,37 @@ instances('ticking at the same moment, two instances make each copy once', async
   }
 });
 
+const token = suite('completed copies: a key on a PKCS#11 token (SoftHSM2)');
+token('the token signs each seal through sealing.sign; pdfsig: valid, trusted, the whole file', async () => {
+  const absent = missing ?? softHsmMissing();
+  if (absent !== null) return void console.log(`  skipped: ${absent}`);
+  const hsm = softHsmKey(pki!.keyPem);
+  const app = await startPortal({
+    signingKeys: [SIGNING_KEY_1],
+    webhooks: { tick: NEVER },
+    transport: memoryTransport(),
+    sealing: { certificate: pki!.chainPem, sign: hsm.sign },
+  });
+  try {
+    const { agreement, pdf } = await signedAgreement(app);
+    await until(async () => (await json(await app.api(`/agreements/${agreement.id}`))).documents[0].signedFileHash !== null, 'the sealed copy', 20_000);
+    const link = await json(await app.api(`/agreements/${agreement.id}/documents/${agreement.documents[0].id}/signed`));
+    const copy = Buffer.from(await (await fetch(link.link)).arrayBuffer());
+    assert.ok(copy.subarray(0, pdf.length).equals(pdf));
+    const report = pdfsig(pki!, copy);
+    assert.match(report, /Total document signed/, report);
+    assert.match(report, /Signature is Valid\./, report);
+    assert.match(report, /Certificate is Trusted\./, report);
+    assert.match(report, /Signer Certificate Common Name: Portal Seal/);
+    assert.ok(hsm.signatures >= 1, 'the token made the signature');
+    const certificate = Buffer.from(await (await app.api(`/agreements/${agreement.id}/certificate`)).arrayBuffer());
+    assert.match(pdfsig(pki!, certificate), /Signature is Valid\./, 'the certificate is sealed by the token too');
+  } finally {
+    await app.close();
+    hsm.close();
+  }
+});
+
 const setup = suite('completed copies: setup');
 setup.before(() => {
   if (missing === null) pki = makePki();
@@ -199,6 +231,7 @@ setup('the test PKI is made', () => {
 });
 setup.run();
 for (const one of suites) one.run();
+token.run();
 instances.after(async () => {
   pki?.close();
   await close();
