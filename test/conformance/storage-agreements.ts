@@ -441,9 +441,29 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
       assert.ok(await storage.isBlobReferenced('agx_copy1'), 'the copy is a blob the agreement names');
       assert.not.ok(await storage.isBlobReferenced('agx_other'));
       const listed = (await storage.listAgreements('acct_a', { limit: 10 }))!.find((one) => one.id === signed.id)!;
-      const { signedFileKey: _key, ...shown } = read.documents[0]!;
+      const { signedFileKey: _key, fields: _fields, ...shown } = read.documents[0]!;
       assert.equal(listed.documents[0], shown);
       assert.not.ok(JSON.stringify(listed).includes('agx_copy1'), 'a list never shows the key');
+      // /verify finds a copy by its hash, in its own account only.
+      assert.equal(await storage.findSignedCopy('acct_a', hash), { agreementId: signed.id, documentId: read.documents[0]!.id });
+      assert.is(await storage.findSignedCopy('acct_b', hash), null);
+      assert.is(await storage.findSignedCopy('acct_a', 'e'.repeat(64)), null);
+      await storage.updateAgreement('acct_a', signed.id, (current) => ({
+        agreement: { ...current, documents: current.documents.map((document) => ({ ...document, signedFileHash: null, signedFileKey: null })) },
+        events: [],
+      }));
+      assert.is(await storage.findSignedCopy('acct_a', hash), null, 'a copy no longer recorded is not found');
+      // Fields are kept with their document as given.
+      const fields = [{ signerId: later.signers[0]!.id, page: 2, x: 10.5, y: 70, width: 40, height: 10, type: 'signature' as const }];
+      const placed = {
+        ...agreementRecord({}),
+        documents: later.documents.map((document, index) => ({ ...document, id: `${document.id}f`, fields: index === 0 ? fields : [] })),
+      };
+      await storage.insertAgreement(placed, []);
+      assert.equal(
+        (await storage.getAgreement('acct_a', placed.id))!.documents.map((document) => document.fields),
+        [fields, []],
+      );
     }),
   );
 
