@@ -80,10 +80,15 @@ export async function completedCopy(original: Buffer, plan: CopyPlan, sealer: Se
   const lib = await loadLibpdf();
   const pdf = await lib.PDF.load(new Uint8Array(original));
   const placed = plan.fields.map((field) => placeField(pdf, field));
-  const anchored = anchoredFields(
-    pdf,
-    plan.signers.map((signer) => signer.id),
-  );
+  // Anchors stand in for a fields part (DESIGN §12): a document with fields is not searched for them,
+  // which spares reading the text of every page.
+  const anchored =
+    placed.length > 0
+      ? { fields: [], anchors: [] }
+      : anchoredFields(
+          pdf,
+          plan.signers.map((signer) => signer.id),
+        );
   const fields = [...placed, ...anchored.fields];
   if (fields.length === 0 && anchored.anchors.length === 0) {
     signaturePage(pdf, lib, plan);
