@@ -151,6 +151,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   // Made as each agreement closes, by whichever part closed it, and kept: a request only reads one.
   const certificates = createCertificates({ storage, blobs, clock, logger, sealer });
   const tokens = createSigningTokens(signer);
+  const downloads = createDownloadService({ storage, blobs, clock, signer, publicUrl });
   const signerMail = createSignerMail({
     storage,
     clock,
@@ -162,6 +163,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     blobs,
     retrySchedule: webhookOptions.retrySchedule,
     senderName,
+    downloads,
   });
   const mailQueued = signerMail.mailing ? { queued: (record: AgreementRecord) => signerMail.kick(record.accountId, record.id) } : undefined;
   // The completed copies of each signed agreement, made off the request and kept.
@@ -212,7 +214,6 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   });
   const catalogue = createEventCatalogue(eventTypes, libraryEventDefinitions());
   const events = createEventService({ storage, clock, eventTypes, notify, catalogue });
-  const downloads = createDownloadService({ storage, blobs, clock, signer, publicUrl });
   const files = createFileService({ storage, blobs, clock, downloads });
   const tickets = createTicketService({ storage, blobs, clock, downloads });
   const agreements = createAgreementService({

@@ -81,14 +81,15 @@ export function createDownloadService(deps: DownloadServiceDeps) {
 
   return {
     /**
-     * A link to `target` that serves for five minutes without Authorization, under `baseUrl`
-     * (default: the `publicUrl` option). The caller has checked that the record is the account's.
+     * A link to `target` that serves for five minutes (or `lifetimeSeconds`) without Authorization,
+     * under `baseUrl` (default: the `publicUrl` option). The caller has checked that the record is
+     * the account's.
      */
-    link(target: DownloadTarget, baseUrl: string | undefined, what: string): DownloadLink {
+    link(target: DownloadTarget, baseUrl: string | undefined, what: string, lifetimeSeconds = LINK_LIFETIME_SECONDS): DownloadLink {
       const root = baseUrl ?? deps.publicUrl;
       if (root === undefined) throw new TypeError(`${what}: give baseUrl, or set the publicUrl option, to build a link outside a request`);
       // Whole seconds: the expiry the client reads is the second the link stops serving.
-      const expires = Math.floor(clock().getTime() / 1000) + LINK_LIFETIME_SECONDS;
+      const expires = Math.floor(clock().getTime() / 1000) + lifetimeSeconds;
       const grant = { ...target, expires } as DownloadGrant;
       return { link: downloadLinkUrl(root, grant, signer.sign(grant)), expiresAt: atom(new Date(expires * 1000)) };
     },

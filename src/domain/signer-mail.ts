@@ -7,6 +7,7 @@ import type { Logger } from '../shared/logger.js';
 import { atom } from '../shared/time.js';
 import type { Certificates } from './certificates.js';
 import type { LinkSigner } from './download-links.js';
+import type { DownloadService } from './downloads.js';
 import { signedName } from './completed-copy.js';
 import { CODE_TTL_MS, emailCode } from './signer-identity.js';
 import { type SigningTokens, signingPageLink } from './signing-tokens.js';
@@ -15,6 +16,8 @@ import { type SigningTokens, signingPageLink } from './signing-tokens.js';
 export type SenderName = (accountId: string, record: AgreementRecord) => Promise<string>;
 
 /** Attachments of a completion mail, at most: over it, the signed documents are left out. */
+/** How long a completion mail's links to the copies serve: a week. */
+const MAIL_LINK_SECONDS = 7 * 24 * 3600;
 const MAX_ATTACHED_BYTES = 10 * 1024 * 1024;
 /** A send that takes longer is a failed attempt; the lease outlasts it, so no second instance sends meanwhile. */
 const SEND_TIMEOUT_MS = 30_000;
@@ -41,6 +44,8 @@ export function createSignerMail(deps: {
   blobs: BlobStore;
   retrySchedule: readonly number[];
   senderName: SenderName;
+  /** Links the completed copies when they are too big to attach. */
+  downloads?: Pick<DownloadService, 'link'>;
 }) {
   const { storage, clock, logger, notifier } = deps;
   const background = createBackgroundRuns((error, agreementId) =>
@@ -80,9 +85,30 @@ export function createSignerMail(deps: {
         const attachments = [{ filename: `certificate-${record.id}.pdf`, contentType: 'application/pdf', content: pdf }];
         const copies = await completedCopies(record, MAX_ATTACHED_BYTES - pdf.length);
         attachments.push(...(copies ?? []));
-        return { ...base, ...render(completedMail(sender, signer, record.name, copies !== null)), attachments };
+        const links = copies === null ? copyLinks(record) : [];
+        return { ...base, ...render(completedMail(sender, signer, record.name, copies !== null, links)), attachments };
       }
     }
+  }
+
+  /**
+   * Links to the completed copies, for a mail they are too big to ride in (DESIGN §12): each serves
+   * for 7 days without Authorization; none without a `publicUrl` to make them under.
+   */
+  function copyLinks(record: AgreementRecord): { name: string; link: string; expiresAt: string }[] {
+    if (deps.downloads === undefined) return [];
+    const links = [];
+    for (const document of record.documents) {
+      if (document.signedFileKey === null) continue;
+      try {
+        const target = { kind: 'signed' as const, accountId: record.accountId, agreementId: record.id, id: document.id };
+        links.push({ name: signedName(document.documentName), ...deps.downloads.link(target, undefined, 'the completion mail', MAIL_LINK_SECONDS) });
+      } catch {
+        // No publicUrl: the mail says to ask the sender.
+        return [];
+      }
+    }
+    return links;
   }
 
   /** The signed documents' completed copies as attachments, or `null` when they would come to more than `room` bytes. */
@@ -223,7 +249,14 @@ function codeMail(sender: string, name: string, code: string): Draft {
   };
 }
 
-function completedMail(sender: string, signer: AgreementSignerRecord, name: string, copiesAttached: boolean): Draft {
+function completedMail(
+  sender: string,
+  signer: AgreementSignerRecord,
+  name: string,
+  copiesAttached: boolean,
+  links: readonly { name: string; link: string; expiresAt: string }[],
+): Draft {
+  const tooBig = `The signed documents are over ${MAX_ATTACHED_BYTES / 1024 / 1024} MiB together`;
   return {
     subject: `"${name}" is signed`,
     paragraphs: [
@@ -231,7 +264,10 @@ function completedMail(sender: string, signer: AgreementSignerRecord, name: stri
       `Everyone has signed "${name}", sent by ${sender}. The certificate of completion is attached: it lists each document's SHA-256, each signer and the agreement's audit trail.`,
       copiesAttached
         ? 'The signed documents are attached too, each with every signature and sealed.'
-        : `The signed documents are over ${MAX_ATTACHED_BYTES / 1024 / 1024} MiB together: ask ${sender} for them.`,
+        : links.length === 0
+          ? `${tooBig}: ask ${sender} for them.`
+          : `${tooBig}, so they are linked instead, each with every signature and sealed. The links serve until ${links[0]!.expiresAt}:`,
+      ...links.map((one) => `${one.name}: ${one.link}`),
     ],
   };
 }

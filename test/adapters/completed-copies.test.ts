@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { memoryTransport } from '../../adapters/memory/index.js';
+import { memoryBlobs, memoryTransport } from '../../adapters/memory/index.js';
 import { sqlAdapters } from '../../adapters/sql/index.js';
-import type { PortalOptions } from '../../src/index.js';
+import type { BlobStore, PortalOptions } from '../../src/index.js';
 import { signer, simplePdf, validFormData } from '../helpers/agreements.js';
 import { openBackends } from '../helpers/backends.js';
 import { SIGNING_KEY_1 } from '../helpers/download.js';
@@ -190,6 +190,51 @@ instances('ticking at the same moment, two instances make each copy once', async
   }
 });
 
+const linked = suite('completed copies: a completion mail too big to carry them');
+linked('copies over 10 MiB with the certificate are linked in the mail, each link serving the copy for 7 days', async () => {
+  if (missing !== null) return void console.log(`  skipped: ${missing}`);
+  // The documents of one agreement are 5 MiB at most: a store that says each copy is 11 MiB stands in for a large one.
+  const inner = memoryBlobs();
+  const blobs: BlobStore = {
+    ...inner,
+    stat: async (key) => {
+      const info = await inner.stat(key);
+      return info !== null && key.startsWith('agx_') ? { ...info, size: 11 * 1024 * 1024 } : info;
+    },
+  };
+  const notifier = recordingNotifier();
+  const app = await startPortal({
+    blobs,
+    signingKeys: [SIGNING_KEY_1],
+    webhooks: { tick: NEVER },
+    transport: memoryTransport(),
+    notifier,
+    publicUrl: 'http://127.0.0.1:1/v1',
+  });
+  try {
+    const { agreement } = await signedAgreement(app);
+    await until(() => notifier.sent.filter((mail) => mail.kind === 'agreement-completed').length === 2, 'the completion mails', 20_000);
+    const mail = notifier.sent.find((one) => one.kind === 'agreement-completed')!;
+    assert.equal(
+      mail.attachments!.map((one) => one.filename),
+      [`certificate-${agreement.id}.pdf`],
+      'only the certificate rides along',
+    );
+    assert.match(mail.text, /over 10 MiB together, so they are linked instead/);
+    const link = /lease-signed\.pdf: (\S+)/.exec(mail.text)?.[1];
+    assert.ok(link !== undefined, mail.text);
+    const served = await fetch(link!.replace('http://127.0.0.1:1', app.url));
+    assert.is(served.status, 200);
+    assert.match(served.headers.get('content-disposition') ?? '', /lease-signed\.pdf/, 'the link serves the copy');
+    // Its bytes are fewer than the 11 MiB this store claims: the body is not read.
+    await served.body?.cancel();
+    const until7 = /serve until (\S+):/.exec(mail.text)![1]!;
+    assert.ok(Math.abs(Date.parse(until7) - Date.now() - 7 * 24 * 3600_000) < 120_000, 'a week');
+  } finally {
+    await app.close();
+  }
+});
+
 const token = suite('completed copies: a key on a PKCS#11 token (SoftHSM2)');
 token('the token signs each seal through sealing.sign; pdfsig: valid, trusted, the whole file', async () => {
   const absent = missing ?? softHsmMissing();
@@ -231,6 +276,7 @@ setup('the test PKI is made', () => {
 });
 setup.run();
 for (const one of suites) one.run();
+linked.run();
 token.run();
 instances.after(async () => {
   pki?.close();
