@@ -21,7 +21,7 @@ import { NEVER, manualClock } from '../helpers/webhooks.js';
  * mail carries the copies. Two instances ticking at once make each copy once.
  */
 const missing = pkiMissing();
-const { list: backends, close } = await openBackends('completed copies');
+const { list: backends, close } = await openBackends('completed copies', { s3: true });
 const suites: ReturnType<typeof suite>[] = [];
 let pki: TestPki | undefined;
 

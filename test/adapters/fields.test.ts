@@ -17,7 +17,7 @@ import { NEVER } from '../helpers/webhooks.js';
  * still sealed and valid.
  */
 const missing = pkiMissing();
-const { list: backends, close } = await openBackends('fields');
+const { list: backends, close } = await openBackends('fields', { s3: true });
 const suites: ReturnType<typeof suite>[] = [];
 let pki: TestPki | undefined;
 

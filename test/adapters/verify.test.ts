@@ -17,7 +17,7 @@ import { NEVER } from '../helpers/webhooks.js';
  * but not sealed; the body's type, size and bytes are checked.
  */
 const missing = pkiMissing();
-const { list: backends, close } = await openBackends('verify');
+const { list: backends, close } = await openBackends('verify', { s3: true });
 const suites: ReturnType<typeof suite>[] = [];
 let pki: TestPki | undefined;
 

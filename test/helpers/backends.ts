@@ -35,11 +35,13 @@ type Tamper = (agreementId: string, from: string, to: string) => Promise<void>;
 
 /**
  * memory, fs, PGlite, and PostgreSQL when it answers (its absence printed under `what`, never
- * skipped silently). `close` releases the shared clients once the suite is done.
+ * skipped silently); with `s3`, also S3 (moto) for the bytes beside PostgreSQL for the records, when
+ * both answer. `close` releases the shared clients once the suite is done.
  */
-export async function openBackends(what: string): Promise<{ list: Backend[]; close(): Promise<void> }> {
+export async function openBackends(what: string, options: { s3?: boolean } = {}): Promise<{ list: Backend[]; close(): Promise<void> }> {
   const pglite = await openPglite();
   const postgres = await connectPostgres();
+  let stopMoto = async () => {};
   const list: Backend[] = [
     {
       name: 'memory',
@@ -116,11 +118,40 @@ export async function openBackends(what: string): Promise<{ list: Backend[]; clo
   } else {
     console.log(`SKIP the PostgreSQL rows of ${what}: ${postgres.reason}`);
   }
+  if (options.s3 === true) {
+    const { startMoto } = await import('./moto.js');
+    const { s3Blobs } = await import('../../adapters/s3/index.js');
+    const started = postgres.pool === undefined ? { reason: 'PostgreSQL, which holds its records, does not answer' } : await startMoto();
+    if (started.moto === undefined) {
+      console.log(`SKIP the S3 rows of ${what}: ${started.reason}`);
+    } else {
+      const { moto } = started;
+      const pool = postgres.pool!;
+      const bucket = await moto.bucket();
+      stopMoto = () => moto.stop();
+      list.push({
+        name: 'S3 (moto) and PostgreSQL',
+        async options() {
+          const schema = freshSchema();
+          const open = () => ({ ...sqlAdapters({ client: pool, schema }), blobs: s3Blobs({ client: moto.client, bucket, prefix: `${schema}/` }) });
+          return {
+            options: open(),
+            cleanup: () => dropSchema(pool, schema),
+            tamper: sqlTamper(pool, schema),
+            edit: sqlEdit(pool, schema),
+            dump: sqlDump(pool, schema),
+            reopen: open,
+          };
+        },
+      });
+    }
+  }
   return {
     list,
     async close() {
       await pglite.close();
       await postgres.pool?.end();
+      await stopMoto();
     },
   };
 }
