@@ -4,7 +4,7 @@ import * as assert from 'uvu/assert';
 import { memoryBlobs, memoryTransport } from '../../adapters/memory/index.js';
 import { sqlAdapters } from '../../adapters/sql/index.js';
 import type { BlobStore, PortalOptions } from '../../src/index.js';
-import { signer, simplePdf, validFormData } from '../helpers/agreements.js';
+import { signer, simplePdf, validFormData, REAL_PNG } from '../helpers/agreements.js';
 import { openBackends } from '../helpers/backends.js';
 import { SIGNING_KEY_1 } from '../helpers/download.js';
 import { recordingNotifier, until } from '../helpers/notifier.js';
@@ -24,8 +24,6 @@ const missing = pkiMissing();
 const { list: backends, close } = await openBackends('completed copies', { s3: true });
 const suites: ReturnType<typeof suite>[] = [];
 let pki: TestPki | undefined;
-
-const REAL_PNG = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
 
 async function signedAgreement(app: TestPortal) {
   const pdf = await simplePdf('The lease of the flat at Lindenstrasse 5');

@@ -2,11 +2,11 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryBlobs, memoryTransport } from '../../adapters/memory/index.js';
 import type { BlobStore } from '../../src/index.js';
-import { signer, validFormData } from '../helpers/agreements.js';
+import { signer, validFormData, REAL_PNG } from '../helpers/agreements.js';
 import { openBackends } from '../helpers/backends.js';
 import { SIGNING_KEY_1 } from '../helpers/download.js';
 import { until } from '../helpers/notifier.js';
-import { type TestPki, darkPixels, makePki, pageCount, pdfText, pdfTextIn, pdfsig, pkiMissing, qpdfCheck } from '../helpers/pki.js';
+import { darkPixels, pageCount, pdfText, pdfTextIn, pdfsig, qpdfCheck, testPkiFor } from '../helpers/pki.js';
 import { type TestPortal, json, startPortal } from '../helpers/server.js';
 import { NEVER } from '../helpers/webhooks.js';
 
@@ -16,12 +16,10 @@ import { NEVER } from '../helpers/webhooks.js';
  * their fields are, by the part or by text anchors, with no signature page appended; the copy is
  * still sealed and valid.
  */
-const missing = pkiMissing();
+const keys = testPkiFor('fields');
+const missing = keys.missing;
 const { list: backends, close } = await openBackends('fields', { s3: true });
 const suites: ReturnType<typeof suite>[] = [];
-let pki: TestPki | undefined;
-
-const REAL_PNG = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
 
 /** A PDF of `pages` A4 pages, each with a line of text, and `extra` lines drawn on page 1 at the given points. */
 async function pdfOf(pages: number, extra: { text: string; x: number; y: number }[] = []): Promise<Buffer> {
@@ -119,7 +117,7 @@ for (const backend of backends) {
       signingKeys: [SIGNING_KEY_1],
       webhooks: { tick: NEVER },
       transport: memoryTransport(),
-      sealing: { p12: pki!.p12, password: pki!.password },
+      sealing: { p12: keys.pki.p12, password: keys.pki.password },
     });
     try {
       const pdf = await pdfOf(2);
@@ -140,16 +138,16 @@ for (const backend of backends) {
       const agreement = await json(created);
       const copy = await signAll(app, agreement);
       assert.ok(copy.subarray(0, pdf.length).equals(pdf), 'the original is the prefix');
-      assert.is(pageCount(pki!, copy), 2, 'no signature page when the document has fields');
+      assert.is(pageCount(keys.pki, copy), 2, 'no signature page when the document has fields');
       const today = (await json(await app.api(`/agreements/${agreement.id}`))).signers[0].signedAt.slice(0, 10);
-      assert.match(pdfTextIn(pki!, copy, 2, boxes.signature), /Signer1 Lee/);
-      assert.match(pdfTextIn(pki!, copy, 2, boxes.name), /Signer1 Lee/);
-      assert.match(pdfTextIn(pki!, copy, 2, boxes.date), new RegExp(today));
-      assert.match(pdfTextIn(pki!, copy, 1, boxes.initials), /SL/);
-      assert.not.match(pdfTextIn(pki!, copy, 1, boxes.signature), /Signer/, 'nothing where no field is');
-      const report = pdfsig(pki!, copy);
+      assert.match(pdfTextIn(keys.pki, copy, 2, boxes.signature), /Signer1 Lee/);
+      assert.match(pdfTextIn(keys.pki, copy, 2, boxes.name), /Signer1 Lee/);
+      assert.match(pdfTextIn(keys.pki, copy, 2, boxes.date), new RegExp(today));
+      assert.match(pdfTextIn(keys.pki, copy, 1, boxes.initials), /SL/);
+      assert.not.match(pdfTextIn(keys.pki, copy, 1, boxes.signature), /Signer/, 'nothing where no field is');
+      const report = pdfsig(keys.pki, copy);
       assert.match(report, /Total document signed[\s\S]*Signature is Valid\./, report);
-      assert.is(qpdfCheck(pki!, copy).status, 0);
+      assert.is(qpdfCheck(keys.pki, copy).status, 0);
 
       // Anchors instead: {{signature:2}} and {{date:1}} where the text stands; {{name:7}} names no signer.
       const anchored = await pdfOf(1, [
@@ -164,20 +162,20 @@ for (const backend of backends) {
         }),
       );
       const stamped = await signAll(app, second);
-      assert.is(pageCount(pki!, stamped), 1, 'anchors are fields: no page appended');
+      assert.is(pageCount(keys.pki, stamped), 1, 'anchors are fields: no page appended');
       // 841.89 points high: y = 300 is 64.4 % from the top; the signature sits on the anchor's line.
       const line = (y: number, height = 4) => ({ x: 8, y: ((841.89 - y) / 841.89) * 100 - height + 1, width: 60, height });
       // The anchor stays in the text layer under its white box: pdftotext reads it between the name's words.
-      assert.match(pdfTextIn(pki!, stamped, 1, line(300)), /Signer2\s[\s\S]*Lee/);
-      assert.match(pdfTextIn(pki!, stamped, 1, line(200)), /\d{4}-\d{2}-\d{2}/);
+      assert.match(pdfTextIn(keys.pki, stamped, 1, line(300)), /Signer2\s[\s\S]*Lee/);
+      assert.match(pdfTextIn(keys.pki, stamped, 1, line(200)), /\d{4}-\d{2}-\d{2}/);
       // {{name:7}} is covered in white and nothing drawn over it; the word before it is still there.
       const witness = { x: 60, y: 841.89 - 120 - 10, width: 40, height: 12 };
-      assert.ok(darkPixels(pki!, stamped, 1, witness) > 20, 'the text before the anchor shows');
-      assert.ok(darkPixels(pki!, anchored, 1, { ...witness, x: 106, width: 50 }) > 20, 'the anchor shows in the original');
-      assert.is(darkPixels(pki!, stamped, 1, { ...witness, x: 106, width: 50 }), 0, 'the anchor is hidden in the copy');
-      const text = pdfText(pki!, stamped);
+      assert.ok(darkPixels(keys.pki, stamped, 1, witness) > 20, 'the text before the anchor shows');
+      assert.ok(darkPixels(keys.pki, anchored, 1, { ...witness, x: 106, width: 50 }) > 20, 'the anchor shows in the original');
+      assert.is(darkPixels(keys.pki, stamped, 1, { ...witness, x: 106, width: 50 }), 0, 'the anchor is hidden in the copy');
+      const text = pdfText(keys.pki, stamped);
       assert.ok(text.includes('Tenant:') && text.includes('Witness:'), 'the text around the anchors stays');
-      assert.match(pdfsig(pki!, stamped), /Signature is Valid\./);
+      assert.match(pdfsig(keys.pki, stamped), /Signature is Valid\./);
     } finally {
       await app.close();
       await cleanup();
@@ -185,17 +183,4 @@ for (const backend of backends) {
   });
 }
 
-const setup = suite('fields: setup');
-setup.before(() => {
-  if (missing === null) pki = makePki();
-  else console.log(`SKIP fields: ${missing}`);
-});
-setup('the test PKI is made', () => {
-  if (missing === null) assert.ok(pki!.p12.length > 0);
-});
-suites[suites.length - 1]!.after(async () => {
-  pki?.close();
-  await close();
-});
-setup.run();
-for (const one of suites) one.run();
+keys.run(suites, close);

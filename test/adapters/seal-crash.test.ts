@@ -11,7 +11,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { fsBlobs, fsStorage } from '../../adapters/fs/index.js';
 import { memoryTransport } from '../../adapters/memory/index.js';
-import { signer, validFormData } from '../helpers/agreements.js';
+import { signer, validFormData, REAL_PNG } from '../helpers/agreements.js';
 import { SIGNING_KEY_1 } from '../helpers/download.js';
 import { removeDir, tempDir } from '../helpers/fs-dirs.js';
 import { until } from '../helpers/notifier.js';
@@ -22,7 +22,6 @@ import { NEVER } from '../helpers/webhooks.js';
 
 const CHILD = fileURLToPath(new URL('../helpers/seal-crash-child.js', import.meta.url));
 const RUNS = 4;
-const REAL_PNG = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
 
 const missing = pkiMissing();
 const it = missing === null ? test : skipping(test, missing);

@@ -6,7 +6,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryTransport } from '../../adapters/memory/index.js';
-import { signer, validFormData } from '../helpers/agreements.js';
+import { signer, validFormData, REAL_PNG } from '../helpers/agreements.js';
 import { SIGNING_KEY_1 } from '../helpers/download.js';
 import { until } from '../helpers/notifier.js';
 import { type TestPki, makePki, pdfText, pdfsig, pkiMissing, qpdfCheck } from '../helpers/pki.js';
@@ -24,8 +24,6 @@ test.before(() => {
   if (missing === null && noOffice !== null) console.log(`  varied PDFs: without LibreOffice's: ${noOffice}`);
 });
 test.after(() => pki?.close());
-
-const REAL_PNG = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
 
 /** Creates and signs an agreement over `documents`; resolves each document's completed copy. */
 async function copiesOf(app: TestPortal, documents: { name: string; bytes: Buffer }[]): Promise<Buffer[]> {

@@ -2,11 +2,11 @@ import { request } from 'node:http';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryTransport } from '../../adapters/memory/index.js';
-import { signer, simplePdf, validFormData } from '../helpers/agreements.js';
+import { signer, simplePdf, validFormData, REAL_PNG } from '../helpers/agreements.js';
 import { openBackends } from '../helpers/backends.js';
 import { SIGNING_KEY_1 } from '../helpers/download.js';
 import { until } from '../helpers/notifier.js';
-import { type TestPki, makePki, pkiMissing, startTsa } from '../helpers/pki.js';
+import { startTsa, testPkiFor } from '../helpers/pki.js';
 import { KEY_A, KEY_B, type TestPortal, json, startPortal } from '../helpers/server.js';
 import { NEVER } from '../helpers/webhooks.js';
 
@@ -16,12 +16,10 @@ import { NEVER } from '../helpers/webhooks.js';
  * intact, and a flipped byte inside the signed range breaks the seal; an unsealed copy is intact
  * but not sealed; the body's type, size and bytes are checked.
  */
-const missing = pkiMissing();
+const keys = testPkiFor('verify');
+const missing = keys.missing;
 const { list: backends, close } = await openBackends('verify', { s3: true });
 const suites: ReturnType<typeof suite>[] = [];
-let pki: TestPki | undefined;
-
-const REAL_PNG = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
 
 async function completedCopyOf(app: TestPortal, text: string) {
   const pdf = await simplePdf(text);
@@ -54,13 +52,13 @@ for (const backend of backends) {
   on('a completed copy: intact and sealed, B-T with its time; the original, another account, a changed byte: not intact', async () => {
     if (missing !== null) return void console.log(`  skipped: ${missing}`);
     const { options, cleanup } = await backend.options();
-    const tsa = await startTsa(pki!);
+    const tsa = await startTsa(keys.pki);
     const app = await startPortal({
       ...options,
       signingKeys: [SIGNING_KEY_1],
       webhooks: { tick: NEVER },
       transport: memoryTransport(),
-      sealing: { p12: pki!.p12, password: pki!.password, timestampUrl: tsa.url },
+      sealing: { p12: keys.pki.p12, password: keys.pki.password, timestampUrl: tsa.url },
     });
     try {
       const { agreement, pdf, copy } = await completedCopyOf(app, 'The lease of the flat');
@@ -143,7 +141,7 @@ flips('one byte flipped at 1,000 random places inside the signed range: never in
     signingKeys: [SIGNING_KEY_1],
     webhooks: { tick: NEVER },
     transport: memoryTransport(),
-    sealing: { p12: pki!.p12, password: pki!.password },
+    sealing: { p12: keys.pki.p12, password: keys.pki.password },
   });
   try {
     const { copy } = await completedCopyOf(app, 'A thousand changes');
@@ -185,17 +183,4 @@ function declaredTooLarge(app: TestPortal): Promise<{ status: number; body: stri
   });
 }
 
-const setup = suite('verify: setup');
-setup.before(() => {
-  if (missing === null) pki = makePki();
-  else console.log(`SKIP verify: ${missing}`);
-});
-setup('the test PKI is made', () => {
-  if (missing === null) assert.ok(pki!.p12.length > 0);
-});
-suites[suites.length - 1]!.after(async () => {
-  pki?.close();
-  await close();
-});
-setup.run();
-for (const one of suites) one.run();
+keys.run(suites, close);

@@ -37,6 +37,8 @@ export function jpegBytes(width = 4, height = 4): Buffer {
 }
 export const dataUrl = (type: string, bytes: Buffer) => `data:${type};base64,${bytes.toString('base64')}`;
 export const PNG_SIGNATURE = dataUrl('image/png', pngBytes());
+/** A one-pixel PNG that decodes: a signature the PDF library can draw. */
+export const REAL_PNG = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
 
 export const SIGNER = { firstName: 'Bo', lastName: 'Lee', email: 'bo@example.com', shouldIdentify: false };
 export const signer = (n: number) => ({ firstName: `Signer${n}`, lastName: 'Lee', email: `s${n}@example.com`, shouldIdentify: false });

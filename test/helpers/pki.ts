@@ -1,3 +1,5 @@
+import * as uvu from 'uvu';
+import * as assert from 'uvu/assert';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -240,4 +242,35 @@ export function darkPixels(pki: TestPki, pdf: Buffer, page: number, region: { x:
   } finally {
     rmSync(file, { force: true });
   }
+}
+
+/**
+ * The test PKI for a file of suites: `run` makes it in a setup suite (or prints why it cannot),
+ * runs the suites, and after the last releases it and whatever `close` holds.
+ */
+export function testPkiFor(what: string) {
+  const missing = pkiMissing();
+  let made: TestPki | undefined;
+  return {
+    missing,
+    get pki(): TestPki {
+      return made!;
+    },
+    run(suites: ReturnType<typeof uvu.suite>[], close: () => Promise<void>): void {
+      const setup = uvu.suite(`${what}: setup`);
+      setup.before(() => {
+        if (missing === null) made = makePki();
+        else console.log(`SKIP ${what}: ${missing}`);
+      });
+      setup('the test PKI is made', () => {
+        if (missing === null) assert.ok(made!.p12.length > 0);
+      });
+      suites[suites.length - 1]!.after(async () => {
+        made?.close();
+        await close();
+      });
+      setup.run();
+      for (const one of suites) one.run();
+    },
+  };
 }

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { SIGNER, signer, validFormData } from '../helpers/agreements.js';
+import { SIGNER, signer, validFormData, REAL_PNG } from '../helpers/agreements.js';
 import { memoryBlobs, memoryStorage } from '../../adapters/memory/index.js';
 import { certificateKey } from '../../src/domain/certificates.js';
 import { SIGNING_KEY_1 } from '../helpers/download.js';
@@ -14,7 +14,6 @@ import { type TestPortal, json, withPortal } from '../helpers/server.js';
 import { NEVER, waitFor } from '../helpers/webhooks.js';
 
 /** A real 1×1 PNG: the certificate draws signature images, so a test image must decode. */
-const REAL_PNG = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
 
 const pdftotext = spawnSync('pdftotext', ['-v'], { stdio: 'ignore' }).error === undefined;
 const reason = "pdftotext (Debian's poppler-utils) is not installed to read the certificate back";

@@ -6,6 +6,7 @@ import { type Sealer, createSealer } from '../../src/domain/sealing.js';
 import { agreementRecord } from '../conformance/fixtures.js';
 import { type TestPki, makePki, pdfText, pdfsig, pkiMissing, qpdfCheck, startTsa } from '../helpers/pki.js';
 import { skipping } from '../helpers/skip.js';
+import { REAL_PNG } from '../helpers/agreements.js';
 
 /**
  * The completed copy of a signed PDF: the signature page appended by an incremental update (the
@@ -22,8 +23,6 @@ test.before(() => {
   if (missing === null) pki = makePki();
 });
 test.after(() => pki?.close());
-
-const REAL_PNG = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
 
 async function original(text: string, useXRefStream = false): Promise<Buffer> {
   const { PDF, StandardFonts } = await import('@libpdf/core');
