@@ -1,3 +1,4 @@
+import { request as httpRequest } from 'node:http';
 import { routeTable } from '../../src/http/route-table.js';
 import { readFile } from 'node:fs/promises';
 import { Validator } from '@seriousme/openapi-schema-validator';
@@ -415,6 +416,21 @@ test('every route answers as the document says: each success and each error it d
     await call('POST', '/verify', '/verify', { body: Buffer.from('not a PDF'), headers: asPdf }, 400);
     await call('POST', '/verify', '/verify', { body: copyBytes, headers: { 'content-type': 'text/plain' } }, 415);
     await call('POST', '/verify', '/verify', { body: Buffer.alloc(26_214_401, 0x25), headers: asPdf }, 413);
+    // Four PDFs still arriving: a fifth is refused until one is read.
+    const arriving = Array.from({ length: 4 }, () => {
+      const request = httpRequest(`${app.url}/v1/verify`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${KEY_A}`, 'content-type': 'application/pdf', 'content-length': '100000' },
+      });
+      request.on('error', () => {});
+      request.write('%PDF-1.7\n');
+      return request;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const { res: busy } = await call('POST', '/verify', '/verify', { body: copyBytes, headers: asPdf }, 429);
+    assert.is(busy.headers.get('retry-after'), '1');
+    for (const request of arriving) request.destroy();
+    await until(async () => (await app.api('/verify', { method: 'POST', body: copyBytes, headers: asPdf })).status === 200, 'a verification after the four');
     await call('GET', signedLink, `/agreements/${withPdf.id}/documents/nope/signed`, {}, 400);
     await call('GET', signedLink, `/agreements/${withPdf.id}/documents/agd_missing/signed`, {}, 404);
     await portal.worker!.tick();

@@ -25,6 +25,11 @@ import { wholeNumber } from '../query-number.js';
 
 /** The largest PDF `POST /verify` reads: 25 MiB (DESIGN §12). */
 const VERIFY_LIMIT = 25 * 1024 * 1024;
+/**
+ * PDFs read for `/verify` at once, in this process: each is held whole (up to 25 MiB) until the
+ * PDF worker has read its seal, so their number bounds the memory the route can be made to hold.
+ */
+const MAX_VERIFYING = 4;
 
 /**
  * `POST /agreements` (multipart/form-data, streamed into the blob store), and, as extensions,
@@ -32,6 +37,7 @@ const VERIFY_LIMIT = 25 * 1024 * 1024;
  * address the `Location` of a created agreement names.
  */
 export function agreementRoutes(agreements: AgreementService): Route[] {
+  let verifying = 0;
   return [
     {
       method: 'POST',
@@ -196,6 +202,9 @@ export function agreementRoutes(agreements: AgreementService): Route[] {
           400: failure('The body is empty or not a PDF (it does not start with `%PDF-`).'),
           413: failure('The body is over 25 MiB (26,214,400 bytes).'),
           415: failure('The body is not `application/pdf`.'),
+          429: failure('Four PDFs are being verified already in this process; try again after `Retry-After` seconds.', {
+            'Retry-After': { ...RETRY_AFTER, required: true },
+          }),
         },
       },
       // A PDF over the limit is refused while it still arrives, with `Connection: close`.
@@ -203,8 +212,14 @@ export function agreementRoutes(agreements: AgreementService): Route[] {
       async handler({ req, accountId }) {
         const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
         if (type !== 'application/pdf') throw new PortalError('VERIFY_CONTENT_TYPE');
-        const bytes = await readBody(req, VERIFY_LIMIT, () => new PortalError('VERIFY_TOO_LARGE'));
-        return { status: 200, body: await agreements.verify(accountId, bytes) };
+        if (verifying === MAX_VERIFYING) throw new PortalError('VERIFY_BUSY', MAX_VERIFYING);
+        verifying++;
+        try {
+          const bytes = await readBody(req, VERIFY_LIMIT, () => new PortalError('VERIFY_TOO_LARGE'));
+          return { status: 200, body: await agreements.verify(accountId, bytes) };
+        } finally {
+          verifying--;
+        }
       },
     },
   ];
