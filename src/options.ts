@@ -179,6 +179,7 @@ export const DEFAULT_EVENT_TYPES = [
   'agreement-declined',
   'agreement-expired',
   'agreement-reminder-due',
+  'agreement-voided',
 ] as const;
 export const DEFAULT_BASE_PATH = '/v1';
 

@@ -70,7 +70,8 @@ export interface Portal {
   tickets: Pick<TicketService, 'putAttachment' | 'getAttachment' | 'deleteAttachment' | 'downloadLink'>;
   /**
    * Agreements: `get`, `list` (a page, newest first, without signature images), `sign` for one
-   * signer, `documentDownloadLink` for one of their documents, `signedCopyLink` for its completed copy, and `verify` for a PDF someone holds.
+   * signer, `documentDownloadLink` for one of their documents, `signedCopyLink` for its completed copy, `verify` for a PDF someone holds,
+   * `voidAgreement` and `correctSigner` for the sender's changes to an open agreement.
    */
   agreements: AgreementApi;
   /**
@@ -289,6 +290,8 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
       documentDownloadLink: agreements.documentDownloadLink,
       signedCopyLink: agreements.signedCopyLink,
       verify: agreements.verify,
+      voidAgreement: agreements.voidAgreement,
+      correctSigner: agreements.correctSigner,
     },
     on: operational.on,
     off: operational.off,

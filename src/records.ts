@@ -170,7 +170,7 @@ export interface SignerIdentityRecord {
 }
 
 /** What a mail to a signer is for (`Notifier`). */
-export type MailKind = 'signing-invitation' | 'identification-code' | 'signing-reminder' | 'agreement-completed';
+export type MailKind = 'signing-invitation' | 'identification-code' | 'signing-reminder' | 'agreement-completed' | 'agreement-voided';
 
 /**
  * A mail to a signer not yet sent, kept on its agreement (so it is stored in the step that makes it
@@ -195,7 +195,7 @@ export interface PendingMail {
 /** `parallel`: every signer may sign at any time; `sequential`: each only after those before. */
 export type SigningOrder = 'parallel' | 'sequential';
 /** Why an agreement closed unsigned. */
-export type ClosedReason = 'declined' | 'expired';
+export type ClosedReason = 'declined' | 'expired' | 'voided';
 
 export interface AgreementDocument {
   id: string;
@@ -300,7 +300,9 @@ export type AuditAction =
   | 'identified'
   | 'identification-failed'
   | 'identification-locked'
-  | 'consented';
+  | 'consented'
+  | 'voided'
+  | 'signer-corrected';
 export const AUDIT_ACTIONS: readonly AuditAction[] = [
   'created',
   'link-issued',
@@ -314,6 +316,8 @@ export const AUDIT_ACTIONS: readonly AuditAction[] = [
   'identification-failed',
   'identification-locked',
   'consented',
+  'voided',
+  'signer-corrected',
 ];
 
 /**

@@ -332,8 +332,21 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
   {
     version: 20,
     name: 'fields placed on documents; completed copies by hash',
-    // The fields of a document, as JSON: read and written only with the document.
-    statements: ({ table }) => [`ALTER TABLE ${table('agreement_documents')} ADD COLUMN fields text NOT NULL DEFAULT '[]'`],
+    // The fields of a document, as JSON: read and written only with the document. And the completed
+    // copies by their hash, for /verify.
+    statements: ({ table }) => [
+      `ALTER TABLE ${table('agreement_documents')} ADD COLUMN fields text NOT NULL DEFAULT '[]'`,
+      `CREATE INDEX portal_agreement_documents_signed_hash ON ${table('agreement_documents')} (signed_file_hash) WHERE signed_file_hash IS NOT NULL`,
+    ],
+  },
+  {
+    version: 21,
+    name: 'agreements the sender voided',
+    // The check made in version 9 names the reasons; a voided agreement is closed for a third one.
+    statements: ({ table }) => [
+      `ALTER TABLE ${table('agreements')} DROP CONSTRAINT portal_agreements_closed_reason_check,
+        ADD CONSTRAINT portal_agreements_closed_reason_check CHECK (closed_reason IN ('declined', 'expired', 'voided'))`,
+    ],
   },
 ];
 

@@ -16,12 +16,21 @@ import {
 } from '../records.js';
 import { createAgreementChanges } from './agreement-changes.js';
 import { senderSignatureHash } from './audit-trail.js';
-import { type ClientInfo, NO_CLIENT, accountActor, created, isPastExpiry, sign as signStep } from './signing-rules.js';
+import {
+  type ClientInfo,
+  NO_CLIENT,
+  accountActor,
+  correctSigner as correctStep,
+  created,
+  isPastExpiry,
+  sign as signStep,
+  voidAgreement as voidStep,
+} from './signing-rules.js';
 import type { DownloadService } from './downloads.js';
 import { signatureInput } from './signature-data.js';
 import { atom } from '../shared/time.js';
 import { safeDocumentName } from './document-name.js';
-import { type FieldInput, MAX_DOCUMENT_BYTES, type SignerInput, checkAccountId, parseInput } from './inputs.js';
+import { type FieldInput, MAX_DOCUMENT_BYTES, type SignerInput, checkAccountId, parseInput, signerCorrectionInput, voidInput } from './inputs.js';
 import { isPdf } from './completed-copy.js';
 import { PdfError, type PdfWork, createPdfWork } from './pdf-work.js';
 import type { PadesLevel } from './seal-check.js';
@@ -497,6 +506,36 @@ export function createAgreementService(deps: AgreementServiceDeps) {
     },
 
     /**
+     * The sender voids an open agreement (`POST /agreements/{agreementId}/void`): closed as
+     * `voided`, every signing link revoked, `agreement-voided`, the reason in the trail, and with a
+     * notifier each signer who had a link told. 409 once signed or closed.
+     */
+    async voidAgreement(accountId: string, agreementId: string, input: unknown, client: ClientInfo = NO_CLIENT): Promise<Agreement> {
+      checkAccountId(accountId);
+      if (!isId('agr', agreementId)) throw new PortalError('ID_MALFORMED', 'agreementId', 'an agreement', 'agr');
+      const { reason } = parseInput(voidInput, input, 'the body');
+      const now = clock();
+      const mailing = deps.mail !== undefined;
+      const updated = await apply(accountId, agreementId, now, (current) => voidStep(current, reason, now, accountActor(accountId), client, mailing));
+      return agreementShape(updated);
+    },
+
+    /**
+     * The sender corrects a signer's name or e-mail (`PATCH /agreements/{agreementId}/signers/{signerId}`)
+     * while the agreement is open and the signer has not signed: their link is revoked and the
+     * trail records which fields changed. 409 otherwise.
+     */
+    async correctSigner(accountId: string, agreementId: string, signerId: string, input: unknown, client: ClientInfo = NO_CLIENT): Promise<Agreement> {
+      checkAccountId(accountId);
+      if (!isId('agr', agreementId)) throw new PortalError('ID_MALFORMED', 'agreementId', 'an agreement', 'agr');
+      if (!isId('ags', signerId)) throw new PortalError('ID_MALFORMED', 'signerId', 'a signer', 'ags');
+      const correction = parseInput(signerCorrectionInput, input, 'the body');
+      const now = clock();
+      const updated = await apply(accountId, agreementId, now, (current) => correctStep(current, signerId, correction, now, accountActor(accountId), client));
+      return agreementShape(updated);
+    },
+
+    /**
      * Records one signer's signature. The last signature makes the agreement `signed` and stores
      * `agreement-signed` in the same atomic update. 404 for an unknown agreement or signer, 409 for
      * a signer who already signed, 400 for a signature that is not an acceptable image.
@@ -537,4 +576,7 @@ function drained(stream: Readable): Promise<void> {
 
 export type AgreementService = ReturnType<typeof createAgreementService>;
 /** What `portal.agreements` offers a host application. */
-export type AgreementApi = Pick<AgreementService, 'get' | 'list' | 'sign' | 'documentDownloadLink' | 'signedCopyLink' | 'verify'>;
+export type AgreementApi = Pick<
+  AgreementService,
+  'get' | 'list' | 'sign' | 'documentDownloadLink' | 'signedCopyLink' | 'verify' | 'voidAgreement' | 'correctSigner'
+>;

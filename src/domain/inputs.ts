@@ -122,22 +122,48 @@ export const displayName = v.pipe(
   v.metadata({ minLength: 1, maxLength: 255, pattern: '^[^\\u0000-\\u001f\\u007f-\\u009f]*\\S[^\\u0000-\\u001f\\u007f-\\u009f]*$' }),
 );
 
+const signerEmail = v.pipe(
+  v.string('must be a string'),
+  v.maxLength(254, 'must be at most 254 characters'),
+  noControlCharacters(),
+  v.email('must be a valid e-mail address'),
+);
+
 /** One signer as a client sends it: exactly these four keys. */
 export const signerInput = v.strictObject(
   {
     firstName: displayName,
     lastName: displayName,
-    email: v.pipe(
-      v.string('must be a string'),
-      v.maxLength(254, 'must be at most 254 characters'),
-      noControlCharacters(),
-      v.email('must be a valid e-mail address'),
-    ),
+    email: signerEmail,
     shouldIdentify: v.boolean('must be true or false'),
   },
   'must be a JSON object',
 );
 export type SignerInput = v.InferOutput<typeof signerInput>;
+
+/** The body of `PATCH /agreements/{agreementId}/signers/{signerId}`: the fields to correct, at least one. */
+export const signerCorrectionInput = v.pipe(
+  v.strictObject(
+    { firstName: v.optional(displayName), lastName: v.optional(displayName), email: v.optional(signerEmail) },
+    'must be an object such as {"email": "bo@example.com"}',
+  ),
+  v.check((input) => Object.keys(input).length > 0, 'give at least one of firstName, lastName and email'),
+);
+
+/** The longest reason a sender may give for voiding an agreement. */
+const MAX_VOID_REASON = 1000;
+/** The body of `POST /agreements/{agreementId}/void`: why, 1–1,000 characters. */
+export const voidInput = v.strictObject(
+  {
+    reason: v.pipe(
+      v.string('must be text'),
+      v.check((text) => text.trim() !== '', 'must not be empty'),
+      v.maxLength(MAX_VOID_REASON, `must be at most ${MAX_VOID_REASON} characters`),
+      noControlCharacters(),
+    ),
+  },
+  'must be an object such as {"reason": "…"}',
+);
 
 /** The most fields one agreement places: 20 for each of five signers. */
 export const MAX_FIELDS = 100;

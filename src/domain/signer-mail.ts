@@ -88,6 +88,10 @@ export function createSignerMail(deps: {
         const links = copies === null ? copyLinks(record) : [];
         return { ...base, ...render(completedMail(sender, signer, record.name, copies !== null, links)), attachments };
       }
+      case 'agreement-voided': {
+        const reason = record.audit.findLast((entry) => entry.action === 'voided')?.detail ?? null;
+        return { ...base, ...render(voidedMail(sender, signer, record.name, reason)) };
+      }
     }
   }
 
@@ -245,6 +249,17 @@ function codeMail(sender: string, name: string, code: string): Draft {
       `Your code to open "${name}", sent by ${sender}:`,
       { code },
       `It works for ${CODE_TTL_MS / 60_000} minutes. If you did not ask for it, someone else may hold your signing link: tell ${sender}.`,
+    ],
+  };
+}
+
+function voidedMail(sender: string, signer: AgreementSignerRecord, name: string, reason: string | null): Draft {
+  return {
+    subject: `"${name}" was voided`,
+    paragraphs: [
+      `Hello ${signer.firstName} ${signer.lastName},`,
+      `${sender} voided "${name}": it can no longer be signed, and the link you were sent no longer works.`,
+      ...(reason === null ? [] : [`The reason given: ${reason}`]),
     ],
   };
 }

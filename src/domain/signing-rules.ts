@@ -150,6 +150,59 @@ export function decline(record: AgreementRecord, signerId: string, reason: strin
   return { agreement: closed, events: [eventOf('agreement-declined', closed, now, signerId)] };
 }
 
+/** The 409 that keeps a sender's change (void, a correction) from an agreement that is signed or closed; `null` while it is open. */
+function refusalToChange(record: AgreementRecord): PortalError | null {
+  if (record.status === 'signed') return new PortalError('AGREEMENT_CLOSED', record.id, 'signed');
+  if (record.closedReason !== null) return new PortalError('AGREEMENT_CLOSED', record.id, record.closedReason);
+  return null;
+}
+
+/**
+ * The sender voids an open agreement: `closedReason: voided`, every signer's link revoked (so each
+ * answers 401), `agreement-voided`, and the reason in the trail. With `mail`, each signer who had
+ * a link is told.
+ */
+export function voidAgreement(record: AgreementRecord, reason: string, now: Date, actor: string, client: ClientInfo, mail: boolean): Step {
+  const refusal = refusalToChange(record);
+  if (refusal !== null) throw refusal;
+  const linked = record.signers.filter((signer) => signer.signingLinkId !== null && signer.signedAt === null);
+  const signers = record.signers.map((signer): AgreementSignerRecord => ({ ...signer, signingLinkId: null }));
+  // Mail still owed for links and codes is void with them.
+  const unsent: AgreementRecord = { ...record, signers, mail: record.mail.filter((one) => one.kind === 'agreement-completed') };
+  const told = mail ? linked.reduce((queued, signer) => queueMail(queued, { kind: 'agreement-voided', signerId: signer.id }, now), unsent) : unsent;
+  const closed = audited({ ...told, closedAt: atom(now), closedReason: 'voided' }, now, 'voided', { actor, client, detail: reason, withDocuments: false });
+  return { agreement: closed, events: [eventOf('agreement-voided', closed, now)] };
+}
+
+/** What a sender may correct of a signer who has not signed. */
+export interface SignerCorrection {
+  firstName?: string;
+  lastName?: string;
+  email?: string;
+}
+
+/**
+ * The sender corrects a signer's name or e-mail while the agreement is open and they have not
+ * signed: their link is revoked (a link sent to a wrong address must stop working), mail owed to
+ * them dropped, and the trail records which fields changed (their values are in its evidence).
+ */
+export function correctSigner(record: AgreementRecord, signerId: string, correction: SignerCorrection, now: Date, actor: string, client: ClientInfo): Step {
+  const signer = signerOf(record, signerId);
+  const refusal = refusalToChange(record) ?? (signer.signedAt !== null ? new PortalError('SIGNER_ALREADY_SIGNED', signerId, record.id) : null);
+  if (refusal !== null) throw refusal;
+  const changed = (['firstName', 'lastName', 'email'] as const).filter((field) => correction[field] !== undefined && correction[field] !== signer[field]);
+  const signers = record.signers.map((candidate) => (candidate.id === signerId ? { ...candidate, ...correction, signingLinkId: null } : candidate));
+  const mail = record.mail.filter((one) => one.signerId !== signerId);
+  const corrected = audited({ ...record, signers, mail }, now, 'signer-corrected', {
+    actor,
+    signerId,
+    client,
+    detail: changed.length === 0 ? 'nothing changed; the link revoked' : `corrected: ${changed.join(', ')}; the link revoked`,
+    withDocuments: false,
+  });
+  return { agreement: corrected, events: [] };
+}
+
 /** The signer's first opening of the agreement: `viewedAt`, `agreement-viewed`; `null` when it was opened before. */
 export function view(record: AgreementRecord, signerId: string, now: Date, client: ClientInfo): Step | null {
   if (signerOf(record, signerId).viewedAt !== null) return null;

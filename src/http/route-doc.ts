@@ -47,6 +47,8 @@ export type SchemaName =
   | 'IdentifyInput'
   | 'IdentificationCodeSent'
   | 'DeclineInput'
+  | 'VoidInput'
+  | 'SignerCorrectionInput'
   | 'AuditTrail'
   | 'EventTypeList';
 

@@ -92,6 +92,13 @@ export const LIBRARY_EVENT_TYPES: readonly LibraryEventType[] = [
     data: shapes.agreementSignerEventData,
     example: { ...agreement, signers: [viewed], signerId: signer.id },
   },
+  {
+    name: 'agreement-voided',
+    description:
+      'The sender voided an open agreement (`POST /agreements/{agreementId}/void`): it is closed (`closedReason: voided`) and every signing link revoked. The reason is in the audit trail.',
+    data: shapes.agreementEventData,
+    example: { ...agreement, closedAt: '2026-11-27T09:00:00+00:00', closedReason: 'voided' },
+  },
 ];
 
 /** The library's types as catalogue definitions: each data schema as JSON Schema (draft 2020-12). */

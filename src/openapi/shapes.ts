@@ -278,7 +278,7 @@ export const agreement = v.strictObject({
   signingOrder: v.pipe(v.picklist(['parallel', 'sequential']), v.description('`sequential`: each signer may sign only after those before.')),
   expiresAt: v.pipe(v.nullable(atomDateTime), v.description('When the agreement closes unsigned; `null`: never.')),
   closedAt: v.pipe(v.nullable(atomDateTime), v.description('When it closed unsigned (declined or expired).')),
-  closedReason: v.nullable(v.picklist(['declined', 'expired'])),
+  closedReason: v.nullable(v.picklist(['declined', 'expired', 'voided'])),
 });
 
 const agreementEventSigner = v.omit(agreementSigner, ['signature']);

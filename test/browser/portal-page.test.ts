@@ -599,6 +599,34 @@ it('a signed agreement: Download signed saves the completed copy of a PDF docume
   await page.context().close();
 });
 
+it("the sender's controls: Correct a signer's e-mail, then Void the agreement with a reason", async () => {
+  const form = validFormData();
+  form.set('name', 'To be voided');
+  const agreement = await json(await app.api('/agreements', { method: 'POST', body: form }));
+  const page = await signedIn();
+  await page.getByRole('link', { name: 'Agreements' }).click();
+  let card = page.locator(`.agreement[data-id="${agreement.id}"]`);
+  await card.waitFor();
+  const name = `${agreement.signers[0].firstName} ${agreement.signers[0].lastName}`;
+  await card.getByText('Correct', { exact: true }).click();
+  await card.getByLabel(`E-mail of ${name}`).fill('corrected@example.org');
+  await card.getByRole('button', { name: 'Save correction' }).click();
+  card = page.locator(`.agreement[data-id="${agreement.id}"]`);
+  await card.getByText('<corrected@example.org>').waitFor();
+  assert.is((await app.portal.agreements.get('acct_a', agreement.id))!.signers[0]!.email, 'corrected@example.org');
+
+  await card.getByText('Void this agreement').click();
+  await card.getByLabel('Why To be voided is voided').fill('Sent to the wrong tenant');
+  await card.getByRole('button', { name: 'Void agreement' }).click();
+  card = page.locator(`.agreement[data-id="${agreement.id}"]`);
+  await card.locator('.badge', { hasText: 'Voided' }).waitFor();
+  const stored = (await app.portal.agreements.get('acct_a', agreement.id))!;
+  assert.is(stored.closedReason, 'voided');
+  assert.is(await card.getByText('Void this agreement').count(), 0, 'a closed agreement offers no void');
+  assert.equal(problemsOf(page), []);
+  await page.context().close();
+});
+
 it('a long delivery log: one page of 50 at first, older pages on demand; a refresh asks only for what is newer', async () => {
   // A type of its own: no other test's webhook gets these 120 calls.
   const webhook = await app.portal.webhooks.create('acct_a', { type: 'agreement-reminder-due', url: `${receiver.url}/long-log` });

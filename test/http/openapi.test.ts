@@ -52,7 +52,7 @@ test('every route the handler registers is in the document, with each of its met
     }
   }
   assert.equal(undocumented, []);
-  assert.is(apiRoutes.length, 41);
+  assert.is(apiRoutes.length, 43);
   // Outside the document: the signing page, HTML for a browser.
   assert.equal(
     table.filter((route) => route.doc === null).map((route) => route.path),
@@ -105,6 +105,7 @@ test('the webhooks section describes the call of each event type: its body, and 
     'agreement-declined',
     'agreement-expired',
     'agreement-reminder-due',
+    'agreement-voided',
     'webhook.test',
   ]);
   for (const [type, item] of Object.entries<any>(document.webhooks)) {
@@ -172,8 +173,10 @@ test('the document: bearer auth everywhere but the signed download route, server
     'HEAD /webhooks/{webhookId}/health',
     'HEAD /webhooks/{webhookId}/public-keys',
     'HEAD /webhooks/{webhookId}/stats',
+    'PATCH /agreements/{agreementId}/signers/{signerId}',
     'PATCH /webhooks/{webhookId}',
     'POST /agreements/{agreementId}/signers/{signerId}/signing-link',
+    'POST /agreements/{agreementId}/void',
     'POST /directories',
     'POST /files',
     'POST /signing/decline',
@@ -439,7 +442,14 @@ test('every route answers as the document says: each success and each error it d
     assert.equal(ofAgreement.map((event) => event.type).sort(), ['agreement-created', 'agreement-signed']);
 
     // Signing: links, the signer's API, the trail, and a call of each signing event
-    for (const type of ['agreement-viewed', 'agreement-signer-signed', 'agreement-declined', 'agreement-expired', 'agreement-reminder-due']) {
+    for (const type of [
+      'agreement-viewed',
+      'agreement-signer-signed',
+      'agreement-declined',
+      'agreement-expired',
+      'agreement-reminder-due',
+      'agreement-voided',
+    ]) {
       await portal.webhooks.create('acct_a', { type, url: 'https://r.example/signing' });
     }
     const { body: toSign } = await call('POST', '/agreements', '/agreements', { body: validFormData({ signers: [SIGNER, signer(2)] }) }, 201);
@@ -452,6 +462,23 @@ test('every route answers as the document says: each success and each error it d
     await call('POST', signingLink, linkOf(agreement.id, agreement.signers[0].id), {}, 409);
     await call('POST', signingLink, linkOf(toSign.id, toSign.signers[0].id), { body: 'x', headers: { 'content-type': 'text/plain' } }, 415);
     await call('POST', signingLink, linkOf(toSign.id, toSign.signers[0].id), jsonBody({ pad: 'x'.repeat(70_000) }), 413);
+    // The sender's changes: correct a signer, void an agreement.
+    const { body: toChange } = await call('POST', '/agreements', '/agreements', { body: validFormData({ signers: [SIGNER, signer(2)] }) }, 201);
+    const correct = '/agreements/{agreementId}/signers/{signerId}';
+    const signerPath = (agreementId: string, signerId: string) => `/agreements/${agreementId}/signers/${signerId}`;
+    await call('PATCH', correct, signerPath(toChange.id, toChange.signers[0].id), jsonBody({ email: 'bo.lee@example.org' }), 200);
+    await call('PATCH', correct, signerPath(toChange.id, toChange.signers[0].id), jsonBody({}), 400);
+    await call('PATCH', correct, signerPath(toChange.id, 'ags_missing'), jsonBody({ email: 'a@example.com' }), 404);
+    await call('PATCH', correct, signerPath(agreement.id, agreement.signers[0].id), jsonBody({ email: 'a@example.com' }), 409);
+    await call('PATCH', correct, signerPath(toChange.id, toChange.signers[0].id), { body: 'x', headers: { 'content-type': 'text/plain' } }, 415);
+    await call('PATCH', correct, signerPath(toChange.id, toChange.signers[0].id), jsonBody({ pad: 'x'.repeat(70_000) }), 413);
+    const voiding = '/agreements/{agreementId}/void';
+    await call('POST', voiding, `/agreements/${toChange.id}/void`, jsonBody({}), 400);
+    await call('POST', voiding, '/agreements/agr_missing/void', jsonBody({ reason: 'x' }), 404);
+    await call('POST', voiding, `/agreements/${toChange.id}/void`, { body: 'x', headers: { 'content-type': 'text/plain' } }, 415);
+    await call('POST', voiding, `/agreements/${toChange.id}/void`, jsonBody({ reason: 'x'.repeat(70_000) }), 413);
+    await call('POST', voiding, `/agreements/${toChange.id}/void`, jsonBody({ reason: 'Sent by mistake' }), 200);
+    await call('POST', voiding, `/agreements/${toChange.id}/void`, jsonBody({ reason: 'Twice' }), 409);
     const tokenOf = (link: { link: string }) => new URL(link.link).hash.slice(1);
     const bearer = (token: string, init: RequestInit = {}): RequestInit => ({
       ...init,

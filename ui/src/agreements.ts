@@ -127,6 +127,7 @@ const AGREEMENT_STATUS: Record<AgreementSummary['status'], [label: string, class
 const CLOSED: Record<NonNullable<AgreementSummary['closedReason']>, [label: string, className: string]> = {
   declined: ['Declined', 'badge bad'],
   expired: ['Expired', 'badge bad'],
+  voided: ['Voided', 'badge bad'],
 };
 
 function agreementCard(agreement: AgreementSummary, showError: (error: unknown) => void): HTMLLIElement {
@@ -136,7 +137,13 @@ function agreementCard(agreement: AgreementSummary, showError: (error: unknown) 
   ];
   const open = agreement.status === 'sent' && agreement.closedReason === null;
   const signed = agreement.signers.filter((signer) => signer.signedAt !== null).length;
-  return el(
+  /** Draws the card again from the agreement a change answered, in place. */
+  const redraw = (updated: AgreementSummary) => {
+    const next = agreementCard(updated, showError);
+    card.replaceWith(next);
+    next.focus();
+  };
+  const card: HTMLLIElement = el(
     'li',
     { class: 'card agreement', tabindex: -1, 'data-id': agreement.id, 'data-status': agreement.status },
     el('h2', { class: 'name' }, agreement.name),
@@ -149,7 +156,7 @@ function agreementCard(agreement: AgreementSummary, showError: (error: unknown) 
       agreement.expiresAt === null ? '' : ' · expires ',
       agreement.expiresAt === null ? '' : time(agreement.expiresAt),
     ),
-    el('ul', { class: 'signers', 'aria-label': 'Signers' }, ...agreement.signers.map((signer) => signerItem(agreement, signer, open, showError))),
+    el('ul', { class: 'signers', 'aria-label': 'Signers' }, ...agreement.signers.map((signer) => signerItem(agreement, signer, open, showError, redraw))),
     el(
       'p',
       { class: 'hint' },
@@ -182,8 +189,69 @@ function agreementCard(agreement: AgreementSummary, showError: (error: unknown) 
       ),
     ),
     auditTrail(agreement.id, showError),
-    open ? null : certificateButton(agreement, showError),
+    open ? voidControl(agreement, showError, redraw) : certificateButton(agreement, showError),
   );
+  return card;
+}
+
+/** **Void this agreement**: a reason, then `POST …/void`; every signing link stops working. */
+function voidControl(agreement: AgreementSummary, showError: (error: unknown) => void, redraw: (updated: AgreementSummary) => void): HTMLDetailsElement {
+  const reason = el('input', {
+    type: 'text',
+    required: true,
+    maxlength: 1000,
+    class: 'void-reason',
+    'aria-label': `Why ${agreement.name} is voided`,
+    placeholder: 'Reason (the signers are told)',
+  });
+  const submit = el('button', { type: 'submit', class: 'danger' }, 'Void agreement');
+  const form = el('form', { class: 'void-form' }, reason, ' ', submit);
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    submit.disabled = true;
+    try {
+      redraw(await api<AgreementSummary>('POST', `/agreements/${segment(agreement.id)}/void`, { reason: reason.value }));
+    } catch (error) {
+      showError(error);
+    } finally {
+      submit.disabled = false;
+    }
+  });
+  return el(
+    'details',
+    { class: 'void' },
+    el('summary', {}, 'Void this agreement'),
+    el('p', { class: 'hint' }, 'Closes it for good: no one can sign it any more, and every signing link stops working.'),
+    form,
+  );
+}
+
+/** **Correct**: a signer's name or e-mail, while they have not signed; their signing link stops working. */
+function correctionControl(
+  agreement: AgreementSummary,
+  signer: AgreementSigner,
+  showError: (error: unknown) => void,
+  redraw: (updated: AgreementSummary) => void,
+): HTMLDetailsElement {
+  const name = `${signer.firstName} ${signer.lastName}`;
+  const field = (key: 'firstName' | 'lastName' | 'email', label: string) =>
+    el('input', { type: key === 'email' ? 'email' : 'text', required: true, value: signer[key], name: key, 'aria-label': `${label} of ${name}` });
+  const inputs = [field('firstName', 'First name'), field('lastName', 'Last name'), field('email', 'E-mail')] as const;
+  const submit = el('button', { type: 'submit' }, 'Save correction');
+  const form = el('form', { class: 'correct-form' }, ...inputs.flatMap((input) => [input, ' ']), submit);
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const changes = Object.fromEntries(inputs.filter((input) => input.value !== signer[input.name as 'email']).map((input) => [input.name, input.value]));
+    submit.disabled = true;
+    try {
+      redraw(await api<AgreementSummary>('PATCH', `/agreements/${segment(agreement.id)}/signers/${segment(signer.id)}`, changes));
+    } catch (error) {
+      showError(error);
+    } finally {
+      submit.disabled = false;
+    }
+  });
+  return el('details', { class: 'correct' }, el('summary', { 'aria-label': `Correct ${name}` }, 'Correct'), form);
 }
 
 /**
@@ -228,6 +296,8 @@ const ACTIONS: Record<string, string> = {
   'identification-failed': 'Wrong identification code',
   'identification-locked': 'Link locked after wrong codes',
   consented: 'Consented to sign electronically',
+  voided: 'Voided',
+  'signer-corrected': 'Signer corrected',
 };
 
 const METHODS: Record<string, string> = { 'email-code': 'a code mailed to them', 'access-code': 'the access code you gave them' };
@@ -307,7 +377,13 @@ function signerIdentification(signer: AgreementSigner): HTMLSpanElement | null {
  * A signer, their status, and while they may still sign, **Copy signing link**: a new link (which
  * replaces their older ones), copied for the sender to pass on, and shown to copy by hand.
  */
-function signerItem(agreement: AgreementSummary, signer: AgreementSigner, open: boolean, showError: (error: unknown) => void): HTMLLIElement {
+function signerItem(
+  agreement: AgreementSummary,
+  signer: AgreementSigner,
+  open: boolean,
+  showError: (error: unknown) => void,
+  redraw: (updated: AgreementSummary) => void,
+): HTMLLIElement {
   const item = el(
     'li',
     { 'data-signed': signer.signedAt !== null ? 'true' : 'false', 'data-id': signer.id },
@@ -382,6 +458,6 @@ function signerItem(agreement: AgreementSummary, signer: AgreementSigner, open: 
       copy.disabled = false;
     }
   });
-  item.append(' ', copy, ' ', options, ' ', shown);
+  item.append(' ', copy, ' ', options, ' ', correctionControl(agreement, signer, showError, redraw), ' ', shown);
   return item;
 }

@@ -24,7 +24,7 @@ interface View {
     signerName: string;
     signingOrder: 'parallel' | 'sequential';
     expiresAt: string | null;
-    closedReason: 'declined' | 'expired' | null;
+    closedReason: 'declined' | 'expired' | 'voided' | null;
     signers: Signer[];
   };
   signer: Signer & { email: string };
@@ -128,6 +128,7 @@ function closedNotice(view: View): string | null {
   if (signer.signedAt !== null) return `You signed this agreement on ${when(signer.signedAt)}. Nothing more is needed from you.`;
   if (signer.declinedAt !== null) return 'You declined this agreement. It is closed.';
   if (agreement.closedReason === 'expired') return 'This agreement has expired: it can no longer be signed.';
+  if (agreement.closedReason === 'voided') return 'The sender voided this agreement: it can no longer be signed.';
   if (agreement.closedReason === 'declined') return 'This agreement was declined by a signer: it is closed.';
   if (agreement.status === 'signed') return 'This agreement is signed by everyone.';
   return null;

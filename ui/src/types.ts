@@ -121,7 +121,7 @@ export interface AgreementSummary {
   signingOrder: 'parallel' | 'sequential';
   expiresAt: string | null;
   closedAt: string | null;
-  closedReason: 'declined' | 'expired' | null;
+  closedReason: 'declined' | 'expired' | 'voided' | null;
 }
 
 /** One page of a list that is paged: `nextCursor` asks for the next, `null` after the last. */

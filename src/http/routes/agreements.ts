@@ -10,12 +10,13 @@ import {
   idempotencyKeyParameter,
   keyInProgress,
   keyReused,
+  json,
   pathParameter,
   ref,
   queryParameter,
 } from '../route-doc.js';
 import { readAgreementForm } from '../agreement-form.js';
-import { readBody } from '../json-body.js';
+import { readBody, readJson } from '../json-body.js';
 import type { Route } from '../handler.js';
 import { PortalError } from '../../errors.js';
 import type { AgreementService, DocumentSink } from '../../domain/agreements.js';
@@ -181,6 +182,58 @@ export function agreementRoutes(agreements: AgreementService): Route[] {
       },
       async handler({ accountId, params, baseUrl }) {
         return { status: 200, body: await agreements.signedCopyLink(accountId, params.agreementId!, params.documentId!, baseUrl) };
+      },
+    },
+    {
+      method: 'POST',
+      path: '/agreements/:agreementId/void',
+      extension: true,
+      doc: {
+        operationId: 'voidAgreement',
+        summary: 'Void an open agreement',
+        parameters: [agreementIdParameter],
+        tags: ['Agreements'],
+        description:
+          'Closes the agreement (`closedReason: voided`): every signing link answers `401` from now on, the reason is recorded in the audit trail, `agreement-voided` is published, and with a notifier each signer who had a link is mailed that it was voided. The certificate of completion is made as for any closed agreement.',
+        requestBody: { required: true, content: json('VoidInput') },
+        responses: {
+          200: response('The agreement, closed.', 'Agreement'),
+          400: failure('A malformed id; a `reason` missing, empty or over 1,000 characters; an unknown field.'),
+          404: failure('No such agreement in this account.'),
+          409: failure('The agreement is signed, or already closed (declined, expired or voided).'),
+          413: failure('The body is over 64 KiB.'),
+          415: failure('A body that is not `application/json`.'),
+        },
+      },
+      async handler({ req, accountId, params, client }) {
+        const input = await readJson(req);
+        return { status: 200, body: await agreements.voidAgreement(accountId, params.agreementId!, input, client) };
+      },
+    },
+    {
+      method: 'PATCH',
+      path: '/agreements/:agreementId/signers/:signerId',
+      extension: true,
+      doc: {
+        operationId: 'correctSigner',
+        summary: "Correct a signer's name or e-mail",
+        parameters: [agreementIdParameter, pathParameter('signerId', 'The signer id (`ags_…`).')],
+        tags: ['Agreements'],
+        description:
+          "While the agreement is open and the signer has not signed. The signer's signing link is revoked (a link sent to a wrong address stops working; issue a new one), mail still owed to them is dropped, and the audit trail records which fields changed.",
+        requestBody: { required: true, content: json('SignerCorrectionInput') },
+        responses: {
+          200: response('The agreement, the signer corrected.', 'Agreement'),
+          400: failure('A malformed id; no field given, a field invalid or unknown.'),
+          404: failure('No such agreement in this account, or no such signer on it.'),
+          409: failure('The signer has signed, or the agreement is signed or closed.'),
+          413: failure('The body is over 64 KiB.'),
+          415: failure('A body that is not `application/json`.'),
+        },
+      },
+      async handler({ req, accountId, params, client }) {
+        const input = await readJson(req);
+        return { status: 200, body: await agreements.correctSigner(accountId, params.agreementId!, params.signerId!, input, client) };
       },
     },
     {
