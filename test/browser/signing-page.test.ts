@@ -195,4 +195,31 @@ it('an expired, replaced or broken link says so plainly', async () => {
   await page.context().close();
 });
 
+it('a document link older than four minutes is asked for again; declining asks before it closes the agreement', async () => {
+  const agreement = await json(await app.api('/agreements', { method: 'POST', body: validFormData() }));
+  const page = await tab();
+  await page.clock.install();
+  await page.goto(await linkFor(agreement.id, agreement.signers[0].id));
+  const documentLink = page.locator('.documents a').first();
+  await documentLink.waitFor();
+  const views: string[] = [];
+  page.on('request', (request) => {
+    if (new URL(request.url()).pathname === '/v1/signing') views.push(request.method());
+  });
+  await page.clock.fastForward('05:00');
+  const [saved] = await Promise.all([page.waitForEvent('download'), documentLink.click()]);
+  assert.equal(views, ['GET'], 'the view, and so a fresh link, was asked for first');
+  assert.ok((await saved.path()) !== null);
+
+  await page.getByText('Decline instead').click();
+  await page.getByRole('button', { name: 'Decline to sign' }).click();
+  await page.getByText('Declining closes the agreement for everyone').waitFor();
+  assert.is((await app.portal.agreements.get('acct_a', agreement.id))!.closedReason, null, 'the first press declines nothing');
+  await page.getByRole('button', { name: 'Yes, decline' }).click();
+  await page.getByText('You have declined').waitFor();
+  assert.is((await app.portal.agreements.get('acct_a', agreement.id))!.closedReason, 'declined');
+  assert.equal(page.problems, []);
+  await page.context().close();
+});
+
 test.run();

@@ -188,7 +188,7 @@ function agreementCard(agreement: AgreementSummary, showError: (error: unknown) 
         ),
       ),
     ),
-    auditTrail(agreement.id, showError),
+    auditTrail(agreement, showError),
     open ? voidControl(agreement, showError, redraw) : certificateButton(agreement, showError),
   );
   return card;
@@ -302,8 +302,17 @@ const ACTIONS: Record<string, string> = {
 
 const METHODS: Record<string, string> = { 'email-code': 'a code mailed to them', 'access-code': 'the access code you gave them' };
 
+/** Who took a step, in words: a signer by name, the sender, or the portal itself. */
+function actorName(agreement: AgreementSummary, actor: string): string {
+  if (actor.startsWith('account:')) return 'the sender';
+  if (actor === 'system') return 'the portal';
+  const signer = agreement.signers.find((one) => one.id === actor);
+  return signer === undefined ? actor : `${signer.firstName} ${signer.lastName}`;
+}
+
 /** The agreement's audit trail, read when it is opened; whether its hash chain verifies, said first. */
-function auditTrail(agreementId: string, showError: (error: unknown) => void): HTMLDetailsElement {
+function auditTrail(agreement: AgreementSummary, showError: (error: unknown) => void): HTMLDetailsElement {
+  const agreementId = agreement.id;
   const body = el('div', {}, el('p', { class: 'hint' }, 'Loading…'));
   const details = el('details', { class: 'audit' }, el('summary', {}, 'Audit trail'), body);
   let loaded = false;
@@ -329,7 +338,7 @@ function auditTrail(agreementId: string, showError: (error: unknown) => void): H
               el('strong', {}, ACTIONS[entry.action] ?? entry.action),
               ' · ',
               time(entry.at),
-              ` · ${entry.actor}`,
+              ` · ${actorName(agreement, entry.actor)}`,
               entry.ip === null ? '' : ` · ${entry.ip}`,
               entry.detail === null ? '' : ` · “${entry.detail}”`,
               entry.method === undefined ? '' : ` · by ${METHODS[entry.method] ?? entry.method}`,

@@ -241,6 +241,27 @@ function identify(view: View, identification: Unverified): void {
   );
 }
 
+/** A document link serves for 5 minutes; past 4, a click first asks for the view again and follows its fresh link. */
+const LINK_FRESH_MS = 4 * 60_000;
+
+function renewing(anchor: HTMLAnchorElement, documentId: string, which: 'link' | 'signedLink'): HTMLAnchorElement {
+  let freshAt = Date.now();
+  anchor.addEventListener('click', async (event) => {
+    if (Date.now() - freshAt < LINK_FRESH_MS) return;
+    event.preventDefault();
+    try {
+      const fresh = (await call('GET', 'signing')).documents.find((one) => one.id === documentId)?.[which];
+      if (fresh == null) return;
+      anchor.href = fresh;
+      freshAt = Date.now();
+      anchor.click();
+    } catch (error) {
+      refused(error);
+    }
+  });
+  return anchor;
+}
+
 function show(view: View, notice?: string): void {
   const { agreement, signer } = view;
   if (view.identification.required && !view.identification.verified) return identify(view, view.identification);
@@ -251,11 +272,13 @@ function show(view: View, notice?: string): void {
       el(
         'li',
         {},
-        el('a', { href: document.link, rel: 'noopener', download: document.documentName }, document.documentName),
+        renewing(el('a', { href: document.link, rel: 'noopener', download: document.documentName }, document.documentName), document.id, 'link'),
         ' ',
         el('span', { class: 'hint' }, size(document.fileSize)),
         document.signedLink === null ? null : ' · ',
-        document.signedLink === null ? null : el('a', { href: document.signedLink, rel: 'noopener', download: '' }, 'signed copy'),
+        document.signedLink === null
+          ? null
+          : renewing(el('a', { href: document.signedLink, rel: 'noopener', download: '' }, 'signed copy'), document.id, 'signedLink'),
       ),
     ),
   );
@@ -322,15 +345,29 @@ function show(view: View, notice?: string): void {
   const reason = el('textarea', { id: 'decline-reason', maxlength: 1000, rows: 3 });
   const declineButton = el('button', { type: 'button', class: 'danger' }, 'Decline to sign');
   const declineErrors = errorBox();
+  const declineWarning = el(
+    'p',
+    { class: 'warn-text', role: 'status', hidden: true },
+    'Declining closes the agreement for everyone: no one can sign it after you. Are you sure?',
+  );
   const decline = el(
     'details',
     { class: 'panel' },
     el('summary', {}, 'Decline instead'),
     el('div', { class: 'field' }, el('label', { for: 'decline-reason' }, 'Why (optional, sent to the sender)'), reason),
     declineErrors.node,
+    declineWarning,
     el('div', { class: 'actions' }, declineButton),
   );
+  let confirming = false;
   declineButton.addEventListener('click', async () => {
+    // The first press asks; only the second declines.
+    if (!confirming) {
+      confirming = true;
+      declineWarning.hidden = false;
+      declineButton.textContent = 'Yes, decline';
+      return;
+    }
     declineButton.disabled = true;
     try {
       const declined = await call('POST', 'signing/decline', { reason: reason.value.trim() === '' ? null : reason.value.trim() });
