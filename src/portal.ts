@@ -71,7 +71,7 @@ export interface Portal {
   /**
    * Agreements: `get`, `list` (a page, newest first, without signature images), `sign` for one
    * signer, `documentDownloadLink` for one of their documents, `signedCopyLink` for its completed copy, `verify` for a PDF someone holds,
-   * `voidAgreement` and `correctSigner` for the sender's changes to an open agreement.
+   * `voidAgreement` and `correctSigner` for the sender's changes to an open agreement, `delete` to remove one.
    */
   agreements: AgreementApi;
   /**
@@ -292,6 +292,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
       verify: agreements.verify,
       voidAgreement: agreements.voidAgreement,
       correctSigner: agreements.correctSigner,
+      delete: agreements.delete,
     },
     on: operational.on,
     off: operational.off,

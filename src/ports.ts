@@ -134,6 +134,11 @@ export interface Storage {
    */
   findSignedCopy(accountId: string, signedFileHash: string): Promise<{ agreementId: string; documentId: string } | null>;
   /**
+   * Removes the agreement with its signers, documents and trail, atomically; `false` when absent in
+   * this account. Its blobs are the caller's to remove after (bytes no record names are swept).
+   */
+  deleteAgreement(accountId: string, id: string): Promise<boolean>;
+  /**
    * Up to `page.limit` of the account's agreements without their signature images, newest first (by
    * `createdAt`, and within one second the last made first), starting after the agreement
    * `page.after`; `null` when `page.after` names no agreement of this account. An update keeps an

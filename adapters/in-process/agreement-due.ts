@@ -46,6 +46,15 @@ export class AgreementDue {
     this.entryOf.set(entry.id, entry);
   }
 
+  /** Forgets a removed agreement. */
+  remove(id: string): void {
+    this.unscheduled.delete(id);
+    const current = this.entryOf.get(id);
+    if (current === undefined) return;
+    this.entries.splice(this.indexOf(current), 1);
+    this.entryOf.delete(id);
+  }
+
   /**
    * Up to `limit` agreements whose time is at or before `now`, the earliest first, at most
    * `perAccount` of one account. The walk past a full account's entries is bounded

@@ -604,6 +604,14 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       return { deliveries, events: events.length };
     },
 
+    async deleteAgreement(accountId, id) {
+      if (!journal.opened) await ready();
+      if (state.owned('agreement', accountId, id) === undefined) return false;
+      await commit([{ table: 'agreement', id }]);
+      agreementsDue.remove(id);
+      return true;
+    },
+
     async findSignedCopy(accountId, signedFileHash) {
       if (!journal.opened) await ready();
       return state.signedCopy(accountId, signedFileHash);
@@ -658,7 +666,10 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
   return {
     storage,
     replay(table, change) {
-      if ('id' in change) return state.remove(table, change.id);
+      if ('id' in change) {
+        if (table === 'agreement') agreementsDue.remove(change.id);
+        return state.remove(table, change.id);
+      }
       const record = upgraded(table, JSON.parse(change.json) as StoredRecord, (eventId) => state.get('event', eventId)?.eventType);
       state.put(table, record, change.json, change.loc);
       if (table === 'agreement') agreementsDue.update(withSigningDefaults(record as AgreementRecord));

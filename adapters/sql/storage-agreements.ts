@@ -18,7 +18,10 @@ import { atomOf } from './schema.js';
 import type { IdempotencyKeys } from './storage-idempotency.js';
 import type { Outbox } from './storage-outbox.js';
 
-export type AgreementMethods = Pick<Storage, 'insertAgreement' | 'getAgreement' | 'findSignedCopy' | 'listAgreements' | 'updateAgreement' | 'agreementsDue'>;
+export type AgreementMethods = Pick<
+  Storage,
+  'insertAgreement' | 'getAgreement' | 'findSignedCopy' | 'deleteAgreement' | 'listAgreements' | 'updateAgreement' | 'agreementsDue'
+>;
 
 /**
  * An agreement is four tables (the agreement, its signers, its documents, its audit trail) written
@@ -62,6 +65,8 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
           'signedFileHash', d.signed_file_hash)
           ORDER BY d.position), '[]')::text
         FROM ${table('agreement_documents')} AS d WHERE d.agreement_id = a.id) AS documents`;
+  // Its signers, documents and trail go with it (ON DELETE CASCADE).
+  const deleteAgreement = `DELETE FROM ${table('agreements')} WHERE account_id = $1::text AND id = $2::text RETURNING id`;
   // A completed copy by its hash, for /verify: the partial index on signed_file_hash, then the account.
   const signedCopy = `SELECT d.agreement_id, d.id FROM ${table('agreement_documents')} AS d
     JOIN ${table('agreements')} AS a ON a.id = d.agreement_id
@@ -219,6 +224,9 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
     async getAgreement(accountId, id) {
       const [row] = await db.query(select, [accountId, id]);
       return row === undefined ? null : agreementOfRow(row);
+    },
+    async deleteAgreement(accountId, id) {
+      return (await db.query(deleteAgreement, [accountId, id])).length === 1;
     },
     async findSignedCopy(accountId, signedFileHash) {
       const [row] = await db.query(signedCopy, [accountId, signedFileHash]);

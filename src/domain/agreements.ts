@@ -31,6 +31,7 @@ import { signatureInput } from './signature-data.js';
 import { atom } from '../shared/time.js';
 import { safeDocumentName } from './document-name.js';
 import { type FieldInput, MAX_DOCUMENT_BYTES, type SignerInput, checkAccountId, parseInput, signerCorrectionInput, voidInput } from './inputs.js';
+import { certificateKey } from './certificates.js';
 import { isPdf } from './completed-copy.js';
 import { PdfError, type PdfWork, createPdfWork } from './pdf-work.js';
 import type { PadesLevel } from './seal-check.js';
@@ -506,6 +507,29 @@ export function createAgreementService(deps: AgreementServiceDeps) {
     },
 
     /**
+     * Removes an agreement (`DELETE /agreements/{agreementId}`): its record with its signers,
+     * documents and trail first, then its bytes (each document, its completed copy, the
+     * certificate). A crash between the two leaves bytes no record names, which the orphan sweep
+     * removes; never a record whose bytes are gone. `false` when absent.
+     */
+    async delete(accountId: string, agreementId: string): Promise<boolean> {
+      checkAccountId(accountId);
+      if (!isId('agr', agreementId)) throw new PortalError('ID_MALFORMED', 'agreementId', 'an agreement', 'agr');
+      const record = await storage.getAgreement(accountId, agreementId);
+      if (record === null || !(await storage.deleteAgreement(accountId, agreementId))) return false;
+      const keys = [
+        ...record.documents.flatMap((document) => (document.signedFileKey === null ? [document.id] : [document.id, document.signedFileKey])),
+        certificateKey(agreementId),
+      ];
+      const results = await Promise.allSettled(keys.map((key) => blobs.delete(key)));
+      for (const result of results) {
+        if (result.status === 'rejected')
+          logger.warn({ agreementId, err: String(result.reason) }, 'agreement removed; a blob of it is left to the orphan sweep');
+      }
+      return true;
+    },
+
+    /**
      * The sender voids an open agreement (`POST /agreements/{agreementId}/void`): closed as
      * `voided`, every signing link revoked, `agreement-voided`, the reason in the trail, and with a
      * notifier each signer who had a link told. 409 once signed or closed.
@@ -578,5 +602,5 @@ export type AgreementService = ReturnType<typeof createAgreementService>;
 /** What `portal.agreements` offers a host application. */
 export type AgreementApi = Pick<
   AgreementService,
-  'get' | 'list' | 'sign' | 'documentDownloadLink' | 'signedCopyLink' | 'verify' | 'voidAgreement' | 'correctSigner'
+  'get' | 'list' | 'sign' | 'documentDownloadLink' | 'signedCopyLink' | 'verify' | 'voidAgreement' | 'correctSigner' | 'delete'
 >;

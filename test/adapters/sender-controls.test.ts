@@ -1,11 +1,12 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { memoryTransport } from '../../adapters/memory/index.js';
-import { PNG_SIGNATURE, signer, validFormData } from '../helpers/agreements.js';
+import { memoryBlobs, memoryTransport } from '../../adapters/memory/index.js';
+import type { BlobStore } from '../../src/index.js';
+import { PNG_SIGNATURE, REAL_PNG, signer, simplePdf, validFormData } from '../helpers/agreements.js';
 import { openBackends } from '../helpers/backends.js';
 import { SIGNING_KEY_1 } from '../helpers/download.js';
 import { recordingNotifier, until } from '../helpers/notifier.js';
-import { type TestPortal, json, startPortal } from '../helpers/server.js';
+import { KEY_B, type TestPortal, json, startPortal } from '../helpers/server.js';
 import { NEVER } from '../helpers/webhooks.js';
 
 /**
@@ -162,6 +163,64 @@ for (const backend of backends) {
       await cleanup();
     }
   });
+
+  on('delete: the agreement, its documents, completed copy, certificate and trail are gone; its links stop; others stay', async () => {
+    const { options, cleanup, dump } = await backend.options();
+    const blobs = options.blobs ?? memoryBlobs();
+    const app = await startPortal({ ...options, blobs, transport: memoryTransport(), signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER } });
+    try {
+      const pdf = await simplePdf('A lease to remove');
+      const doomed = await json(
+        await app.api('/agreements', {
+          method: 'POST',
+          body: validFormData({ signers: [signer(1), signer(2)], documents: [{ name: 'lease.pdf', bytes: pdf }] }),
+        }),
+      );
+      const kept = await agreementOf(app);
+      const token = await linkFor(app, doomed.id, doomed.signers[1].id);
+      await app.portal.agreements.sign('acct_a', doomed.id, doomed.signers[0].id, { signature: REAL_PNG });
+      await app.portal.agreements.voidAgreement('acct_a', doomed.id, { reason: 'to be removed' });
+      assert.is((await app.api(`/agreements/${doomed.id}/certificate`)).status, 200, 'a certificate was made');
+      const keysBefore = await blobKeys(blobs);
+      assert.ok(keysBefore.some((key) => key.startsWith('agc_')) && keysBefore.includes(doomed.documents[0].id));
+
+      assert.is((await app.api('/agreements/nope', { method: 'DELETE' })).status, 400);
+      assert.is((await app.api('/agreements/agr_missingmissingmissing12', { method: 'DELETE' })).status, 404);
+      assert.is(
+        (await app.api(`/agreements/${doomed.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${KEY_B}` } })).status,
+        404,
+        'not from another account',
+      );
+
+      const removed = await app.api(`/agreements/${doomed.id}`, { method: 'DELETE' });
+      assert.is(removed.status, 204);
+      assert.is((await app.api(`/agreements/${doomed.id}`)).status, 404);
+      assert.is((await app.api(`/agreements/${doomed.id}/audit`)).status, 404);
+      assert.is((await app.api(`/agreements/${doomed.id}`, { method: 'DELETE' })).status, 404, 'once');
+      assert.ok([401, 404].includes((await view(app, token)).status), 'its links stop working');
+      const keysAfter = await blobKeys(blobs);
+      assert.not.ok(
+        keysAfter.some((key) => key === doomed.documents[0].id || key.startsWith('agc_') || key.startsWith('agx_')),
+        keysAfter.join(),
+      );
+      assert.ok(keysAfter.includes(kept.documents[0].id), "another agreement's bytes stay");
+      assert.equal(
+        (await json(await app.api('/agreements'))).data.map((one: { id: string }) => one.id),
+        [kept.id],
+      );
+      // The fs store's log is append-only: a removed record's bytes leave it at its next compaction.
+      if (backend.name !== 'fs') assert.not.ok((await dump()).includes('to be removed'), 'the trail is gone from the store');
+    } finally {
+      await app.close();
+      await cleanup();
+    }
+  });
+}
+
+async function blobKeys(blobs: BlobStore): Promise<string[]> {
+  const keys: string[] = [];
+  for await (const info of blobs.listBefore('9999-12-31T23:59:59+00:00')) keys.push(info.key);
+  return keys;
 }
 
 suites[suites.length - 1]!.after(close);

@@ -599,7 +599,7 @@ it('a signed agreement: Download signed saves the completed copy of a PDF docume
   await page.context().close();
 });
 
-it("the sender's controls: Correct a signer's e-mail, then Void the agreement with a reason", async () => {
+it("the sender's controls: Correct a signer's e-mail, Void the agreement with a reason, then Delete it", async () => {
   const form = validFormData();
   form.set('name', 'To be voided');
   const agreement = await json(await app.api('/agreements', { method: 'POST', body: form }));
@@ -623,6 +623,13 @@ it("the sender's controls: Correct a signer's e-mail, then Void the agreement wi
   const stored = (await app.portal.agreements.get('acct_a', agreement.id))!;
   assert.is(stored.closedReason, 'voided');
   assert.is(await card.getByText('Void this agreement').count(), 0, 'a closed agreement offers no void');
+
+  await card.getByRole('button', { name: 'Delete To be voided' }).click();
+  await card.getByText('Removes it for good').waitFor();
+  assert.ok(await app.portal.agreements.get('acct_a', agreement.id), 'the first press removes nothing');
+  await card.getByRole('button', { name: 'Yes, delete To be voided' }).click();
+  await card.waitFor({ state: 'detached' });
+  assert.is(await app.portal.agreements.get('acct_a', agreement.id), null);
   assert.equal(problemsOf(page), []);
   await page.context().close();
 });

@@ -52,7 +52,7 @@ test('every route the handler registers is in the document, with each of its met
     }
   }
   assert.equal(undocumented, []);
-  assert.is(apiRoutes.length, 43);
+  assert.is(apiRoutes.length, 44);
   // Outside the document: the signing page, HTML for a browser.
   assert.equal(
     table.filter((route) => route.doc === null).map((route) => route.path),
@@ -141,6 +141,7 @@ test('the document: bearer auth everywhere but the signed download route, server
     }
   }
   assert.equal(extensions.sort(), [
+    'DELETE /agreements/{agreementId}',
     'DELETE /files/{entryId}',
     'DELETE /tickets/{ticketId}/message/{messageId}/attachment/{attachmentId}',
     'GET /agreements',
@@ -479,6 +480,9 @@ test('every route answers as the document says: each success and each error it d
     await call('POST', voiding, `/agreements/${toChange.id}/void`, jsonBody({ reason: 'x'.repeat(70_000) }), 413);
     await call('POST', voiding, `/agreements/${toChange.id}/void`, jsonBody({ reason: 'Sent by mistake' }), 200);
     await call('POST', voiding, `/agreements/${toChange.id}/void`, jsonBody({ reason: 'Twice' }), 409);
+    await call('DELETE', '/agreements/{agreementId}', `/agreements/${toChange.id}`, {}, 204);
+    await call('DELETE', '/agreements/{agreementId}', `/agreements/${toChange.id}`, {}, 404);
+    await call('DELETE', '/agreements/{agreementId}', '/agreements/nope', {}, 400);
     const tokenOf = (link: { link: string }) => new URL(link.link).hash.slice(1);
     const bearer = (token: string, init: RequestInit = {}): RequestInit => ({
       ...init,

@@ -190,8 +190,37 @@ function agreementCard(agreement: AgreementSummary, showError: (error: unknown) 
     ),
     auditTrail(agreement, showError),
     open ? voidControl(agreement, showError, redraw) : certificateButton(agreement, showError),
+    deleteControl(agreement, showError, () => card.remove()),
   );
   return card;
+}
+
+/**
+ * **Delete**: asks first (the second press removes), then `DELETE …`: the agreement, its documents,
+ * copies, certificate and trail are gone for good, and the card with them.
+ */
+function deleteControl(agreement: AgreementSummary, showError: (error: unknown) => void, removed: () => void): HTMLElement {
+  const button = el('button', { type: 'button', class: 'link-button danger', 'aria-label': `Delete ${agreement.name}` }, 'Delete');
+  const warning = el('span', { class: 'warn-text', role: 'status', hidden: true }, 'Removes it for good, with its documents and trail. Press again to delete.');
+  let confirming = false;
+  button.addEventListener('click', async () => {
+    if (!confirming) {
+      confirming = true;
+      warning.hidden = false;
+      button.textContent = 'Yes, delete';
+      button.setAttribute('aria-label', `Yes, delete ${agreement.name}`);
+      return;
+    }
+    button.disabled = true;
+    try {
+      await api('DELETE', `/agreements/${segment(agreement.id)}`);
+      removed();
+    } catch (error) {
+      button.disabled = false;
+      showError(error);
+    }
+  });
+  return el('div', { class: 'actions delete' }, button, ' ', warning);
 }
 
 /** **Void this agreement**: a reason, then `POST …/void`; every signing link stops working. */

@@ -185,6 +185,28 @@ export function agreementRoutes(agreements: AgreementService): Route[] {
       },
     },
     {
+      method: 'DELETE',
+      path: '/agreements/:agreementId',
+      extension: true,
+      doc: {
+        operationId: 'deleteAgreement',
+        summary: 'Remove an agreement',
+        parameters: [agreementIdParameter],
+        tags: ['Agreements'],
+        description:
+          'Removes the agreement, whatever its state, with its signers, documents, completed copies, certificate and audit trail: the record first, then the bytes (what a crash leaves is removed by the orphan sweep). Its signing links stop working. Events already published about it are kept with the other events, for their retention; on the filesystem store, the removed record leaves its append-only log at the next compaction.',
+        responses: {
+          204: response('Removed.'),
+          400: failure('A malformed id.'),
+          404: failure('No such agreement in this account.'),
+        },
+      },
+      async handler({ accountId, params }) {
+        if (!(await agreements.delete(accountId, params.agreementId!))) throw new PortalError('AGREEMENT_NOT_FOUND', params.agreementId!);
+        return { status: 204 };
+      },
+    },
+    {
       method: 'POST',
       path: '/agreements/:agreementId/void',
       extension: true,
