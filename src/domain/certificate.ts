@@ -26,7 +26,17 @@ const ACTIONS: Record<string, string> = {
   'identification-failed': 'wrong identification code',
   'identification-locked': 'signing link locked after wrong codes',
   consented: 'consented to sign electronically',
+  voided: 'voided by the sender',
+  'signer-corrected': "a signer's name or e-mail corrected by the sender",
 };
+
+/** Who took a step, in words: a signer by name, the sender, or the portal itself. */
+function actorName(record: AgreementRecord, actor: string): string {
+  if (actor.startsWith('account:')) return `the sender (${actor})`;
+  if (actor === 'system') return 'the portal';
+  const signer = record.signers.find((one) => one.id === actor);
+  return signer === undefined ? actor : `${signer.firstName} ${signer.lastName} (${actor})`;
+}
 
 /** The step that settled a signer, from the trail: their signature or their decline. */
 const settlingStep = (audit: readonly AuditEntry[], signer: AgreementSignerRecord) =>
@@ -60,6 +70,10 @@ export async function certificatePdf(record: AgreementRecord, now: Date): Promis
   flow.line('Agreement id', record.id);
   flow.line('Outcome', record.status === 'signed' ? 'signed by every signer' : `closed, ${record.closedReason}`);
   flow.line('Sent by', record.signerName);
+  // The sender's own signature, given when the agreement was made.
+  const senderSignature = drawableSignature(record.signerSignature);
+  if (senderSignature !== null) flow.image(senderSignature, 180, 50);
+  flow.line("Sender's signature SHA-256", record.signerSignatureHash);
   flow.line('Created', record.createdAt);
   flow.line('Signing order', record.signingOrder);
   if (record.expiresAt !== null) flow.line('Expires at', record.expiresAt);
@@ -97,7 +111,7 @@ export async function certificatePdf(record: AgreementRecord, now: Date): Promis
   flow.heading('Audit trail');
   for (const entry of record.audit) {
     flow.text(`${entry.at}  ${ACTIONS[entry.action] ?? entry.action}`, { bold: true });
-    flow.text(`by ${entry.actor}${entry.ip === null ? '' : ` from ${entry.ip}`}${entry.detail === null ? '' : `: "${entry.detail}"`}`);
+    flow.text(`by ${actorName(record, entry.actor)}${entry.ip === null ? '' : ` from ${entry.ip}`}${entry.detail === null ? '' : `: "${entry.detail}"`}`);
     if (entry.method !== undefined) flow.text(`method ${METHODS[entry.method]}`);
     if (entry.disclosureHash !== undefined) flow.text(`disclosure SHA-256 ${entry.disclosureHash}`, { size: 8 });
     if (entry.userAgent !== null) flow.text(entry.userAgent, { size: 8 });

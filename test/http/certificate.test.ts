@@ -57,7 +57,7 @@ test('the certificate of completion: 409 while open; once signed, a PDF with the
     assert.is(res.headers.get('content-disposition'), `attachment; filename="certificate-${agreement.id}.pdf"`);
     const pdf = Buffer.from(await res.arrayBuffer());
     assert.is(pdf.subarray(0, 5).toString(), '%PDF-');
-    assert.ok((pdf.toString('latin1').match(/\/Subtype \/Image/g) ?? []).length >= 2, 'both signature images drawn');
+    assert.ok((pdf.toString('latin1').match(/\/Subtype \/Image/g) ?? []).length >= 3, "the signers' and the sender's signatures drawn");
     const text = textOf(pdf);
     const stored = (await app.portal.agreements.get('acct_a', agreement.id))!;
     const audit = await json(await app.api(`/agreements/${agreement.id}/audit`));
@@ -72,6 +72,9 @@ test('the certificate of completion: 409 while open; once signed, a PDF with the
       '127.0.0.1, Certificate-Test/1.0',
       audit.data.at(-1).hash,
       'verified',
+      stored.signerSignatureHash,
+      `by ${stored.signers[0]!.firstName} ${stored.signers[0]!.lastName} (${stored.signers[0]!.id})`,
+      'by the sender (account:acct_a)',
     ];
     for (const value of expected) assert.ok(text.includes(value), `the certificate shows ${value}`);
     for (const entry of audit.data) assert.ok(text.includes(entry.hash), `entry ${entry.action} and its hash`);
