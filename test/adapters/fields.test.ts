@@ -149,6 +149,24 @@ for (const backend of backends) {
       assert.match(report, /Total document signed[\s\S]*Signature is Valid\./, report);
       assert.is(qpdfCheck(keys.pki, copy).status, 0);
 
+      // A page shown turned a quarter: the box is measured on the page as shown, the name upright in it.
+      const { PDF, StandardFonts } = await import('@libpdf/core');
+      const turnedDoc = PDF.create();
+      const turnedPage = turnedDoc.addPage({ size: 'a4' });
+      turnedPage.drawText('A page shown in landscape', { x: 60, y: 700, size: 12, font: StandardFonts.Helvetica });
+      turnedPage.setRotation(90);
+      const turned = Buffer.from(await turnedDoc.save());
+      const landscapeBox = { x: 60, y: 70, width: 30, height: 6 };
+      const third = await json(
+        await app.api('/agreements', {
+          method: 'POST',
+          body: formWith([{ name: 'turned.pdf', bytes: turned }], [{ signer: 1, document: 0, page: 1, ...landscapeBox, type: 'name' }]),
+        }),
+      );
+      const turnedCopy = await signAll(app, third);
+      assert.match(pdfTextIn(keys.pki, turnedCopy, 1, landscapeBox), /Signer2 Lee/, 'the name where the box is on the page as shown');
+      assert.not.match(pdfTextIn(keys.pki, turnedCopy, 1, { x: 0, y: 0, width: 50, height: 50 }), /Signer2/);
+
       // Anchors instead: {{signature:2}} and {{date:1}} where the text stands; {{name:7}} names no signer.
       const anchored = await pdfOf(1, [
         { text: 'Tenant: {{signature:2}}', x: 60, y: 300 },

@@ -206,8 +206,10 @@ export function pdfTextIn(pki: TestPki, pdf: Buffer, page: number, box: { x: num
   try {
     const size = execFileSync('pdfinfo', ['-f', String(page), '-l', String(page), file], { encoding: 'utf8' });
     const [, width, height] = /Page\s+\d+ size:\s+([\d.]+) x ([\d.]+)/.exec(size) ?? [];
-    const w = Number(width);
-    const h = Number(height);
+    // pdftotext crops the page as shown: a page turned a quarter has its sides swapped.
+    const turned = /Page\s+\d+ rot:\s+(90|270)\b/.test(size);
+    const w = Number(turned ? height : width);
+    const h = Number(turned ? width : height);
     const crop = [box.x * w, box.y * h, box.width * w, box.height * h].map((value) => String(Math.round(value / 100)));
     const [x, y, cw, ch] = crop as [string, string, string, string];
     return execFileSync('pdftotext', ['-f', String(page), '-l', String(page), '-r', '72', '-x', x, '-y', y, '-W', cw, '-H', ch, file, '-'], {
