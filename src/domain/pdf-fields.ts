@@ -39,7 +39,7 @@ interface Frame {
 }
 
 /** A box on the page as shown: from its bottom-left corner, in points. */
-export interface ShownBox {
+interface ShownBox {
   left: number;
   bottom: number;
   width: number;
