@@ -92,6 +92,7 @@ const coversWholeFile = ([start, first, second, length]: Signature['ranges'], si
 async function check(signature: Signature, bytes: Uint8Array): Promise<{ signedAt: string | null; timestamped: boolean } | null> {
   const [start, first, second, length] = signature.ranges;
   if (start + first > second || second + length > bytes.length) return null;
+  if (!gapIsContents(bytes, start + first, second, signature.contents)) return null;
   const covered = new Uint8Array(first + length);
   covered.set(bytes.subarray(start, start + first), 0);
   covered.set(bytes.subarray(second, second + length), first);
@@ -119,6 +120,19 @@ async function check(signature: Signature, bytes: Uint8Array): Promise<{ signedA
   } catch {
     return null;
   }
+}
+
+/**
+ * Whether the bytes a signature leaves out are exactly its own `/Contents`, as a hex string: `<`,
+ * two hex digits a byte of the value the parser read, `>`. Without this, a file could add a new
+ * signature dictionary whose `/ByteRange` skips bytes of its choosing (a changed page among them)
+ * and still have the old signature check over what is left.
+ */
+export function gapIsContents(bytes: Uint8Array, from: number, to: number, contents: Uint8Array): boolean {
+  if (to - from !== 2 + 2 * contents.length || bytes[from] !== 0x3c || bytes[to - 1] !== 0x3e) return false;
+  const hex = Buffer.from(bytes.buffer, bytes.byteOffset + from + 1, to - from - 2).toString('latin1');
+  if (!/^[0-9A-Fa-f]*$/.test(hex)) return false;
+  return Buffer.from(hex, 'hex').equals(Buffer.from(contents.buffer, contents.byteOffset, contents.byteLength));
 }
 
 /** `/Contents` is padded with zeros past the DER it holds. */
