@@ -262,6 +262,11 @@ export const ERRORS = {
   },
   VERIFY_CONTENT_TYPE: { status: 415, message: () => 'The request body must be a PDF: send "Content-Type: application/pdf".' },
   VERIFY_TOO_LARGE: { status: 413, message: () => 'The PDF is larger than 25 MiB (26,214,400 bytes).' },
+  PDF_BUSY: {
+    status: 503,
+    message: () => 'PDFs are being read for other requests; try again in a moment.',
+    headers: () => ({ 'retry-after': '1' }),
+  },
   VERIFY_BUSY: {
     status: 429,
     message: (max: number) => `${max} PDFs are being verified already, the most at once; try again in a moment.`,

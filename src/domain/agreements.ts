@@ -33,7 +33,7 @@ import { safeDocumentName } from './document-name.js';
 import { type FieldInput, MAX_DOCUMENT_BYTES, type SignerInput, checkAccountId, parseInput, signerCorrectionInput, voidInput } from './inputs.js';
 import { certificateKey } from './certificates.js';
 import { isPdf } from './completed-copy.js';
-import { PdfError, type PdfWork, createPdfWork } from './pdf-work.js';
+import { PdfBusy, PdfError, type PdfWork, createPdfWork } from './pdf-work.js';
 import type { PadesLevel } from './seal-check.js';
 import { newEvent } from './events.js';
 import { createIdempotency, fingerprintOf, type IdempotentCreate, type IdempotentOutcome, type KeyClaim } from './idempotency.js';
@@ -265,6 +265,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
     try {
       return await pdf.pageCount(bytes);
     } catch (error) {
+      if (error instanceof PdfBusy) throw new PortalError('PDF_BUSY');
       if (!(error instanceof PdfError)) throw error;
       throw new PortalError('INPUT_INVALID', `documents[${position}]`, `is not a PDF that can be read (${error.message}), so no field can be placed on it.`);
     }
@@ -492,6 +493,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
       const [found, seal] = await Promise.all([
         storage.findSignedCopy(accountId, hash),
         pdf.inspectSeal(pdfBytes).catch((error: unknown) => {
+          if (error instanceof PdfBusy) throw new PortalError('PDF_BUSY');
           if (error instanceof PdfError) return { sealed: false, level: null, signedAt: null };
           throw error;
         }),

@@ -9,7 +9,7 @@ import type { Logger } from '../shared/logger.js';
 import { atom } from '../shared/time.js';
 import { type CompletedCopy, SealError, copyPlan, isPdf } from './completed-copy.js';
 import type { OperationalEvent } from './operational-events.js';
-import type { PdfWork } from './pdf-work.js';
+import { PdfBusy, type PdfWork } from './pdf-work.js';
 import { queueMail } from './signer-mail-queue.js';
 
 /** An attempt's claim: no other instance starts the copies of the agreement until it runs out. */
@@ -92,7 +92,8 @@ export function createCompletedCopies(deps: {
         try {
           copy = await deps.pdf.completedCopy(original, copyPlan(claimed, document, now));
         } catch (error) {
-          if (error instanceof SealError) throw error;
+          // The key, or a worker too busy to take it now: the whole attempt is tried again later.
+          if (error instanceof SealError || error instanceof PdfBusy) throw error;
           // This PDF will never be read: it keeps no copy, and the agreement is told once.
           deps.emit({ type: 'sealing.failed', ...event, documentId: document.id, reason: errorMessage(error).slice(0, 500), final: true });
           logger.warn(

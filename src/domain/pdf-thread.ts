@@ -46,7 +46,11 @@ async function run(job: Job): Promise<unknown> {
   }
   if (job.op === 'inspect') return inspectSeal(job.bytes);
   sealer ??= createSealer(sealingOptions(workerData.sealing as ThreadSealing));
-  const copy = await completedCopy(Buffer.from(job.bytes.buffer, job.bytes.byteOffset, job.bytes.byteLength), job.plan, await sealer);
+  const made = await sealer;
+  // Told when the sealing starts: past the time limit then, it is the key or the authority that is slow.
+  const sealingNow =
+    made === null ? null : { ...made, seal: (...args: Parameters<Sealer['seal']>) => (port.postMessage({ op: 'sealing', id: job.id }), made.seal(...args)) };
+  const copy = await completedCopy(Buffer.from(job.bytes.buffer, job.bytes.byteOffset, job.bytes.byteLength), job.plan, sealingNow);
   return { ...copy, bytes: new Uint8Array(copy.bytes.buffer, copy.bytes.byteOffset, copy.bytes.byteLength) };
 }
 

@@ -10,6 +10,16 @@ export type ThreadSealing = null | { p12: Uint8Array; password?: string; timesta
 /** A PDF that cannot be opened or updated within the worker's limits: that document's copy fails, never the portal. */
 export class PdfError extends Error {}
 
+/** The worker has more jobs waiting than it takes: try again later (a copy is retried on the schedule). */
+export class PdfBusy extends Error {
+  constructor(waiting: number) {
+    super(`the PDF worker has ${waiting} jobs waiting, the most it takes`);
+  }
+}
+
+/** Jobs waiting for the worker, at most: each holds its PDF (up to 25 MiB for /verify) until its turn. */
+const MAX_WAITING = 32;
+
 export interface PdfLimits {
   /** The worker thread's heap (V8's old generation), in MiB. */
   memoryMb: number;
@@ -24,6 +34,7 @@ const PDF_LIMITS: PdfLimits = { memoryMb: 512, pagesMs: 15_000, copyMs: 120_000 
 type Outgoing = { op: 'pages' | 'inspect'; bytes: Uint8Array } | { op: 'copy'; bytes: Uint8Array; plan: CopyPlan };
 type Incoming =
   | { op: 'done'; id: number; result: unknown }
+  | { op: 'sealing'; id: number }
   | { op: 'failed'; id: number; seal: boolean; message: string }
   | { op: 'sign'; request: number; digest: Uint8Array; algorithm: 'RSA-SHA256' | 'ECDSA-SHA256' };
 
@@ -43,8 +54,10 @@ export function createPdfWork(sealing: SealingOptions | undefined, limits: PdfLi
         : { certificate: sealing.certificate, ...timestamp(sealing) };
   let worker: Worker | null = null;
   let jobs = 0;
-  let current: { id: number; resolve: (result: unknown) => void; reject: (error: Error) => void } | null = null;
+  /** The job the worker is on: its thread, and whether it is sealing (the key and the timestamp authority answer then). */
+  let current: { id: number; thread: Worker; sealing: boolean; resolve: (result: unknown) => void; reject: (error: Error) => void } | null = null;
   let queue: Promise<unknown> = Promise.resolve();
+  let waiting = 0;
 
   function settle(id: number, outcome: { result: unknown } | { error: Error }): void {
     if (current?.id !== id) return;
@@ -62,6 +75,10 @@ export function createPdfWork(sealing: SealingOptions | undefined, limits: PdfLi
     thread.unref();
     thread.on('message', (message: Incoming) => {
       if (message.op === 'done') return settle(message.id, { result: message.result });
+      if (message.op === 'sealing') {
+        if (current?.id === message.id) current.sealing = true;
+        return;
+      }
       if (message.op === 'failed') {
         const error = message.seal ? new SealError(message.message.replace(/^the sealing key failed: /, '')) : new PdfError(message.message);
         return settle(message.id, { error });
@@ -70,14 +87,19 @@ export function createPdfWork(sealing: SealingOptions | undefined, limits: PdfLi
       const external = sealing !== undefined && 'sign' in sealing ? sealing : null;
       Promise.resolve()
         .then(() => external!.sign(Buffer.from(message.digest), message.algorithm))
-        .then(
-          (signature) => thread.postMessage({ op: 'signed', request: message.request, signature: new Uint8Array(signature) }),
-          (error: unknown) => thread.postMessage({ op: 'signed', request: message.request, error: errorMessage(error) }),
-        );
+        .then((signature) => {
+          if (!(signature instanceof Uint8Array)) throw new TypeError('sealing.sign must resolve a Buffer or Uint8Array');
+          return { signature: new Uint8Array(signature) };
+        })
+        .catch((error: unknown) => ({ error: errorMessage(error) }))
+        // A thread that has ended takes no message; its job is settled by its end.
+        .then((answer) => thread.postMessage({ op: 'signed', request: message.request, ...answer }))
+        .catch(() => {});
     });
+    // Only this thread's own job ends with it: after a timeout the next job may already run on a new one.
     const ended = (reason: string) => {
       if (worker === thread) worker = null;
-      if (current !== null) settle(current.id, { error: new PdfError(reason) });
+      if (current?.thread === thread) settle(current.id, { error: new PdfError(reason) });
     };
     thread.on('error', (error: Error & { code?: string }) =>
       ended(
@@ -95,12 +117,17 @@ export function createPdfWork(sealing: SealingOptions | undefined, limits: PdfLi
     const id = ++jobs;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
-        settle(id, { error: new PdfError(`it took longer than ${timeoutMs / 1000} s to open and update`) });
+        // Past the time while sealing, it is the key or the timestamp authority that is slow: tried again later.
+        const slow = current?.id === id && current.sealing;
+        const reason = `it took longer than ${timeoutMs / 1000} s to ${slow ? 'seal (the key or the timestamp authority did not answer)' : 'open and update'}`;
+        settle(id, { error: slow ? new SealError(new Error(reason)) : new PdfError(reason) });
         if (worker === thread) worker = null;
         void thread.terminate();
       }, timeoutMs);
       current = {
         id,
+        thread,
+        sealing: false,
         resolve: (result) => {
           clearTimeout(timer);
           resolve(result);
@@ -114,9 +141,11 @@ export function createPdfWork(sealing: SealingOptions | undefined, limits: PdfLi
     });
   }
 
-  /** One job after another: the next starts once the one before has settled. */
+  /** One job after another: the next starts once the one before has settled; past `MAX_WAITING`, a `PdfBusy`. */
   function enqueue<T>(message: Outgoing, timeoutMs: number): Promise<T> {
-    const next = queue.then(() => run(message, timeoutMs));
+    if (waiting >= MAX_WAITING) return Promise.reject(new PdfBusy(waiting));
+    waiting++;
+    const next = queue.then(() => run(message, timeoutMs)).finally(() => waiting--);
     queue = next.catch(() => undefined);
     return next as Promise<T>;
   }

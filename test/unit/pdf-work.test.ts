@@ -1,6 +1,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { PdfError, createPdfWork } from '../../src/domain/pdf-work.js';
+import { SealError } from '../../src/domain/completed-copy.js';
+import { PdfBusy, PdfError, createPdfWork } from '../../src/domain/pdf-work.js';
+import { makePki, pkiMissing } from '../helpers/pki.js';
 
 /**
  * The PDF worker thread: a PDF past its time or memory, or built to nest without end, fails that
@@ -45,6 +47,79 @@ test('a job past its time ends the thread and fails; the next job runs on a new 
     assert.is(await roomy.pageCount(await pdfOfPages(2)), 2, 'a failed job leaves the thread able to take the next');
   } finally {
     await roomy.close();
+  }
+});
+
+test('a job past its time fails alone: the job after it, already on a new thread, is not ended by the old one', async () => {
+  const work = createPdfWork(undefined, { memoryMb: 512, pagesMs: 15_000, copyMs: 1 });
+  try {
+    const plan = {
+      agreement: { id: 'agr_1', name: 'A', senderName: 'S' },
+      document: { name: 'a.pdf', fileHash: 'x' },
+      signers: [],
+      fields: [],
+      completedAt: '2026-12-05T10:00:00+00:00',
+    };
+    const big = await pdfOfPages(300);
+    const [copy, pages] = await Promise.allSettled([work.completedCopy(big, plan), work.pageCount(await pdfOfPages(2))]);
+    assert.is(copy.status, 'rejected');
+    assert.instance((copy as PromiseRejectedResult).reason, PdfError);
+    assert.equal(pages, { status: 'fulfilled', value: 2 }, 'the next job is answered by its own thread');
+  } finally {
+    await work.close();
+  }
+});
+
+test('a key that does not answer in time: the copy fails as the key failing (retried), not as the PDF', async () => {
+  const missing = pkiMissing();
+  if (missing !== null) return void console.log(`  skipped: ${missing}`);
+  const pki = makePki();
+  let asked = 0;
+  const work = createPdfWork(
+    {
+      certificate: pki.chainPem,
+      sign: () => {
+        asked++;
+        return new Promise<Buffer>(() => {});
+      },
+    },
+    { memoryMb: 512, pagesMs: 15_000, copyMs: 3_000 },
+  );
+  try {
+    const plan = {
+      agreement: { id: 'agr_1', name: 'A', senderName: 'S' },
+      document: { name: 'a.pdf', fileHash: 'x' },
+      signers: [],
+      fields: [],
+      completedAt: '2026-12-05T10:00:00+00:00',
+    };
+    await work.completedCopy(await pdfOfPages(2), plan).then(
+      () => assert.unreachable('no key answered'),
+      (error: Error) => {
+        assert.instance(error, SealError);
+        assert.match(error.message, /the key or the timestamp authority did not answer/);
+      },
+    );
+    assert.is(asked, 1, 'the key was asked');
+  } finally {
+    await work.close();
+    pki.close();
+  }
+});
+
+test('at most 32 jobs wait: the next is refused at once as busy', async () => {
+  const work = createPdfWork(undefined);
+  try {
+    const bytes = await pdfOfPages(50);
+    const queued = Array.from({ length: 32 }, () => work.pageCount(bytes));
+    await work.pageCount(bytes).then(
+      () => assert.unreachable('a 33rd job waits for nothing'),
+      (error: Error) => assert.instance(error, PdfBusy),
+    );
+    assert.ok((await Promise.all(queued)).every((pages) => pages === 50));
+    assert.is(await work.pageCount(bytes), 50, 'once they are done, jobs are taken again');
+  } finally {
+    await work.close();
   }
 });
 
