@@ -51,7 +51,7 @@ export interface StateRow<L = unknown> {
   readonly signedCopies: readonly (readonly [hash: string, documentId: string])[];
   /** When an idempotency key's record expires; kept on the row, whose record may be on disk only. */
   readonly expiresAt?: string;
-  /** An event's type and time, kept on the row, whose record may be in the journal only. */
+  /** An event's type and time, kept on the row, whose record may be in the journal only (an agreement's time too). */
   readonly eventType?: string;
   readonly createdAt?: string;
 }
@@ -146,9 +146,9 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
       case 'agreement':
         for (const id of row.documentIds) documentOwners.set(id, row.id);
         for (const [hash, documentId] of row.signedCopies) signedCopies.set(`${row.accountId} ${hash}`, { agreementId: row.id, documentId });
-        // Without its value, a revert puts back a row in the log that an update replaced, which kept
-        // the agreement's place (no change removes an agreement).
-        if (value !== undefined) agreementOrder.add(row.accountId, row.id, (value as AgreementRecord).createdAt);
+        // A revert puts back a row an update replaced, which kept the agreement's place, or one a
+        // removal took out, which lost it: the row's own time puts it back in its place.
+        if (!agreementOrder.holds(row.accountId, row.id)) agreementOrder.add(row.accountId, row.id, row.createdAt ?? (value as AgreementRecord).createdAt);
         break;
       case 'delivery': {
         const delivery = value as DeliveryRecord;
@@ -289,7 +289,7 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
             : [],
         expiresAt: table === 'idempotency' ? (record as StoredRecord & { expiresAt: string }).expiresAt : undefined,
         eventType: table === 'event' ? (record as StoredRecord & { type: string }).type : undefined,
-        createdAt: table === 'event' ? (record as StoredRecord & { createdAt: string }).createdAt : undefined,
+        createdAt: table === 'event' || table === 'agreement' ? (record as StoredRecord & { createdAt: string }).createdAt : undefined,
       };
       if (row.value === undefined) {
         // Indexing reads the record; a row kept on disk is indexed from the parsed copy it came with.

@@ -384,9 +384,13 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       // One at a time: a record holds its signature images (up to 6 of about 1.4 MB), which are
       // dropped before the next is read, so a page of 100 never holds them all at once. Each row is
       // looked up as it is read, not before: an update meanwhile replaces it, and a compaction then
-      // retires the file the replaced row points into (agreements are never removed).
+      // retires the file the replaced row points into.
       const summaries = [];
-      for (const id of ids) summaries.push(agreementSummary(await readAgreement(state.get('agreement', id)!)));
+      for (const id of ids) {
+        // Removed while the page was read: it is left out.
+        const row = state.get('agreement', id);
+        if (row !== undefined) summaries.push(agreementSummary(await readAgreement(row)));
+      }
       return summaries;
     },
     async updateAgreement(accountId, id, change) {
@@ -606,9 +610,15 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
 
     async deleteAgreement(accountId, id) {
       if (!journal.opened) await ready();
-      if (state.owned('agreement', accountId, id) === undefined) return false;
-      await commit([{ table: 'agreement', id }]);
-      agreementsDue.remove(id);
+      // In the agreement's turn: an update reading it meanwhile cannot put it back afterwards.
+      const outcome = await agreementTurns(id, async () => {
+        if (state.owned('agreement', accountId, id) === undefined) return null;
+        const written = commit([{ table: 'agreement', id }]);
+        agreementsDue.remove(id);
+        return { written };
+      });
+      if (outcome === null) return false;
+      await outcome.written;
       return true;
     },
 

@@ -468,6 +468,34 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
   );
 
   test(
+    'agreements: removed with everything they hold, from their own account only, once; a racing update never brings one back',
+    withStorage(factory, async (storage) => {
+      const doomed = agreementRecord({});
+      const kept = agreementRecord({});
+      for (const agreement of [doomed, kept]) await storage.insertAgreement(agreement, []);
+      assert.is(await storage.deleteAgreement('acct_b', doomed.id), false, 'not from another account');
+      assert.is(await storage.deleteAgreement('acct_a', doomed.id), true);
+      assert.is(await storage.getAgreement('acct_a', doomed.id), null);
+      assert.is(await storage.deleteAgreement('acct_a', doomed.id), false, 'once');
+      assert.not.ok(await storage.isBlobReferenced(doomed.documents[0]!.id), 'its documents are no longer named');
+      assert.equal(
+        (await storage.listAgreements('acct_a', { limit: 50 }))!.map((one) => one.id),
+        [kept.id],
+      );
+      assert.ok(await storage.getAgreement('acct_a', kept.id), 'the others stay');
+      // The removal is asked for while an update holds the agreement (from inside its change).
+      let removal: Promise<boolean> | undefined;
+      await storage.updateAgreement('acct_a', kept.id, (current) => {
+        removal ??= storage.deleteAgreement('acct_a', kept.id);
+        return { agreement: { ...current, name: 'renamed meanwhile' }, events: [] };
+      });
+      assert.is(await removal, true);
+      assert.is(await storage.getAgreement('acct_a', kept.id), null, 'a removal is not undone by an update it raced');
+      assert.equal((await storage.listAgreements('acct_a', { limit: 50 }))!, []);
+    }),
+  );
+
+  test(
     "agreements: agreementsDue takes at most perAccount of one account: another account's due agreement is never behind a backlog",
     withStorage(factory, async (storage) => {
       const at = (second: number) => `2026-03-01T10:00:${String(second).padStart(2, '0')}+00:00`;
