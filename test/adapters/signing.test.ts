@@ -24,11 +24,19 @@ async function linkFor(app: TestPortal, agreementId: string, signerId: string): 
 }
 
 /**
- * Waits for the agreement's completed copy, made off the request once it is signed: an edit past
- * the store made before it would be written over by the copy's update.
+ * Waits for the agreement's completed copy, made off the request once it is signed, to be recorded
+ * and written where the store keeps it (`dump`: the fs log, the database): an edit past the store
+ * made before would be written over by the copy's update, or miss the version the store reads.
  */
-const copyMade = (app: TestPortal, agreementId: string) =>
-  waitFor(async () => (await app.portal.agreements.get('acct_a', agreementId))!.documents[0]!.signedFileHash !== null, 'the completed copy', 10_000);
+async function copyMade(app: TestPortal, agreementId: string, dump: () => Promise<string>): Promise<void> {
+  let hash: string | null = null;
+  await waitFor(
+    async () => (hash = (await app.portal.agreements.get('acct_a', agreementId))!.documents[0]!.signedFileHash) !== null,
+    'the completed copy',
+    10_000,
+  );
+  await waitFor(async () => (await dump()).includes(hash!), 'the completed copy, written down', 10_000);
+}
 
 const signAs = (app: TestPortal, token: string) =>
   fetch(`${app.url}/v1/signing/sign`, {
@@ -41,7 +49,7 @@ for (const backend of backends) {
   const on = suite(`signing: ${backend.name}`);
 
   on('two signers sign at once: agreement-signed once; the trail verifies, and an edited entry does not', async () => {
-    const { options, cleanup, tamper } = await backend.options();
+    const { options, cleanup, tamper, dump } = await backend.options();
     const transport = memoryTransport();
     try {
       await withPortal({ ...options, transport, signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER } }, async (app) => {
@@ -54,7 +62,7 @@ for (const backend of backends) {
           answers.map((res) => res.status),
           [200, 200],
         );
-        await copyMade(app, agreement.id);
+        await copyMade(app, agreement.id, dump);
         const stored = (await app.portal.agreements.get('acct_a', agreement.id))!;
         assert.is(stored.status, 'signed');
         assert.is((await app.portal.webhooks.deliveries('acct_a', hook.id))!.length, 1, 'agreement-signed once');
@@ -72,7 +80,7 @@ for (const backend of backends) {
   });
 
   on("verified is false once the agreement is edited under its trail: a signature image, a signer's e-mail, a document's hash", async () => {
-    const { options, cleanup, edit } = await backend.options();
+    const { options, cleanup, edit, dump } = await backend.options();
     try {
       await withPortal({ ...options, signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER } }, async (app) => {
         const edits: [string, (agreement: Agreement) => [string, string]][] = [
@@ -84,7 +92,7 @@ for (const backend of backends) {
           const form = validFormData({ signers: [SIGNER], documents: [{ name: 'lease.pdf', bytes: await simplePdf('The lease') }] });
           const agreement = await json(await app.api('/agreements', { method: 'POST', body: form }));
           assert.is((await signAs(app, await linkFor(app, agreement.id, agreement.signers[0].id))).status, 200);
-          await copyMade(app, agreement.id);
+          await copyMade(app, agreement.id, dump);
           const signed = (await app.portal.agreements.get('acct_a', agreement.id))!;
           assert.is((await json(await app.api(`/agreements/${agreement.id}/audit`))).verified, true, `${what}: verified before`);
           const [from, to] = change(signed);
