@@ -86,7 +86,13 @@ for (const backend of backends) {
         const changed = Buffer.from(copy);
         const at = start + Math.floor(Math.random() * (end - start));
         changed[at] = changed[at]! ^ 0x01;
-        const flipped = await json(await verify(app, changed));
+        const answer = await verify(app, changed);
+        // A flip inside "%PDF-" makes it no PDF at all: refused, which is not intact either.
+        if (at < 5) {
+          assert.is(answer.status, 400, `byte ${at} flipped`);
+          continue;
+        }
+        const flipped = await json(answer);
         assert.is(flipped.intact, false, `byte ${at} flipped`);
         assert.is(flipped.sealed, false, `byte ${at} flipped breaks the seal`);
       }
