@@ -30,7 +30,16 @@ import type { DownloadService } from './downloads.js';
 import { signatureInput } from './signature-data.js';
 import { atom } from '../shared/time.js';
 import { safeDocumentName } from './document-name.js';
-import { type FieldInput, MAX_DOCUMENT_BYTES, type SignerInput, checkAccountId, parseInput, signerCorrectionInput, voidInput } from './inputs.js';
+import {
+  type FieldInput,
+  MAX_DOCUMENT_BYTES,
+  type SignerInput,
+  checkAccountId,
+  checkAgreementIds,
+  parseInput,
+  signerCorrectionInput,
+  voidInput,
+} from './inputs.js';
 import { certificateKey } from './certificates.js';
 import { isPdf } from './completed-copy.js';
 import { PdfBusy, PdfError, type PdfWork, createPdfWork } from './pdf-work.js';
@@ -358,8 +367,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
   /** The agreement and one of its documents: 400 for a malformed id, 404 for either not in this account. */
   async function documentOfAccount(accountId: string, agreementId: string, documentId: string) {
     checkAccountId(accountId);
-    if (!isId('agr', agreementId)) throw new PortalError('ID_MALFORMED', 'agreementId', 'an agreement', 'agr');
-    if (!isId('agd', documentId)) throw new PortalError('ID_MALFORMED', 'documentId', 'a document', 'agd');
+    checkAgreementIds({ agreementId, documentId });
     const agreement = await storage.getAgreement(accountId, agreementId);
     if (agreement === null) throw new PortalError('AGREEMENT_NOT_FOUND', agreementId);
     const document = agreement.documents.find((candidate) => candidate.id === documentId);
@@ -516,7 +524,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
      */
     async delete(accountId: string, agreementId: string): Promise<boolean> {
       checkAccountId(accountId);
-      if (!isId('agr', agreementId)) throw new PortalError('ID_MALFORMED', 'agreementId', 'an agreement', 'agr');
+      checkAgreementIds({ agreementId });
       const record = await storage.getAgreement(accountId, agreementId);
       if (record === null || !(await storage.deleteAgreement(accountId, agreementId))) return false;
       const keys = [
@@ -538,7 +546,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
      */
     async voidAgreement(accountId: string, agreementId: string, input: unknown, client: ClientInfo = NO_CLIENT): Promise<Agreement> {
       checkAccountId(accountId);
-      if (!isId('agr', agreementId)) throw new PortalError('ID_MALFORMED', 'agreementId', 'an agreement', 'agr');
+      checkAgreementIds({ agreementId });
       const { reason } = parseInput(voidInput, input, 'the body');
       const now = clock();
       const mailing = deps.mail !== undefined;
@@ -553,8 +561,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
      */
     async correctSigner(accountId: string, agreementId: string, signerId: string, input: unknown, client: ClientInfo = NO_CLIENT): Promise<Agreement> {
       checkAccountId(accountId);
-      if (!isId('agr', agreementId)) throw new PortalError('ID_MALFORMED', 'agreementId', 'an agreement', 'agr');
-      if (!isId('ags', signerId)) throw new PortalError('ID_MALFORMED', 'signerId', 'a signer', 'ags');
+      checkAgreementIds({ agreementId, signerId });
       const correction = parseInput(signerCorrectionInput, input, 'the body');
       const now = clock();
       const updated = await apply(accountId, agreementId, now, (current) => correctStep(current, signerId, correction, now, accountActor(accountId), client));

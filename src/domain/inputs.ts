@@ -105,6 +105,21 @@ export function checkAccountId(value: unknown): asserts value is string {
 /** One of the portal's `eventTypes`: a webhook subscribes to one, an event is published as one. */
 export const eventType = (eventTypes: readonly string[]) => v.picklist(eventTypes, `must be one of: ${eventTypes.join(', ')}`);
 
+/** The ids an agreement's routes take, each with its prefix and what it names. */
+const AGREEMENT_IDS = {
+  agreementId: ['agr', 'an agreement'],
+  signerId: ['ags', 'a signer'],
+  documentId: ['agd', 'a document'],
+} as const;
+
+/** A 400 naming the first of the given ids that is not of its kind (`agr_…`, `ags_…`, `agd_…`). */
+export function checkAgreementIds(ids: Partial<Record<keyof typeof AGREEMENT_IDS, string>>): void {
+  for (const [name, value] of Object.entries(ids) as [keyof typeof AGREEMENT_IDS, string][]) {
+    const [prefix, what] = AGREEMENT_IDS[name];
+    if (!isId(prefix, value)) throw new PortalError('ID_MALFORMED', name, what, prefix);
+  }
+}
+
 /** The limits of one agreement (spec "Limits"): signers, documents, and the documents' bytes in total. */
 export const MAX_SIGNERS = 5;
 /** The longest reason a signer may give for declining. */

@@ -2,14 +2,23 @@ import { PortalError } from '../errors.js';
 import type { Storage } from '../ports.js';
 import type { AgreementDocument, AgreementEventData, AgreementRecord, AgreementSigner, AuditEntry } from '../records.js';
 import { documentOf, identificationOf, withoutImages } from '../records.js';
-import { isId, newId } from '../shared/ids.js';
+import { newId } from '../shared/ids.js';
 import { atom } from '../shared/time.js';
 import { createAgreementChanges } from './agreement-changes.js';
 import { sha256Hex, verifyTrail } from './audit-trail.js';
 import type { Certificates } from './certificates.js';
 import type { LinkSigner } from './download-links.js';
 import type { DownloadService } from './downloads.js';
-import { SIGNING_LINK_SECONDS, checkAccountId, declineInput, identifyInput, parseInput, signingLinkInput, signingSignatureInput } from './inputs.js';
+import {
+  SIGNING_LINK_SECONDS,
+  checkAccountId,
+  checkAgreementIds,
+  declineInput,
+  identifyInput,
+  parseInput,
+  signingLinkInput,
+  signingSignatureInput,
+} from './inputs.js';
 import {
   CODE_TTL_MS,
   type IdentifyOutcome,
@@ -144,11 +153,6 @@ export function createSigningService(deps: SigningServiceDeps) {
     };
   }
 
-  function checkIds(agreementId: string, signerId: string): void {
-    if (!isId('agr', agreementId)) throw new PortalError('ID_MALFORMED', 'agreementId', 'an agreement', 'agr');
-    if (!isId('ags', signerId)) throw new PortalError('ID_MALFORMED', 'signerId', 'a signer', 'ags');
-  }
-
   /** The step of a first view (`viewedAt`, `agreement-viewed`), once the signer may see the documents; else the agreement as it is. */
   function firstView(record: AgreementRecord, signerId: string, now: Date, client: ClientInfo) {
     const signer = record.signers.find((candidate) => candidate.id === signerId)!;
@@ -178,7 +182,7 @@ export function createSigningService(deps: SigningServiceDeps) {
      */
     async issueLink(accountId: string, agreementId: string, signerId: string, input: unknown, baseUrl: string, client: ClientInfo) {
       checkAccountId(accountId);
-      checkIds(agreementId, signerId);
+      checkAgreementIds({ agreementId, signerId });
       // No body is no options; a body of null is not an object.
       const {
         expiresInSeconds = SIGNING_LINK_SECONDS.default,
@@ -286,7 +290,7 @@ export function createSigningService(deps: SigningServiceDeps) {
     /** The certificate of completion (a PDF) of an agreement that is signed or closed; 409 while it is open. */
     async certificate(accountId: string, agreementId: string): Promise<{ pdf: Buffer; agreementId: string }> {
       checkAccountId(accountId);
-      if (!isId('agr', agreementId)) throw new PortalError('ID_MALFORMED', 'agreementId', 'an agreement', 'agr');
+      checkAgreementIds({ agreementId });
       const record = await storage.getAgreement(accountId, agreementId);
       if (record === null) throw new PortalError('AGREEMENT_NOT_FOUND', agreementId);
       if (isOpen(record)) throw new PortalError('AGREEMENT_STILL_OPEN', record.id);
@@ -296,7 +300,7 @@ export function createSigningService(deps: SigningServiceDeps) {
     /** The agreement's audit trail, oldest first, and whether its hash chain is intact. */
     async audit(accountId: string, agreementId: string): Promise<{ data: AuditEntry[]; verified: boolean }> {
       checkAccountId(accountId);
-      if (!isId('agr', agreementId)) throw new PortalError('ID_MALFORMED', 'agreementId', 'an agreement', 'agr');
+      checkAgreementIds({ agreementId });
       const record = await storage.getAgreement(accountId, agreementId);
       if (record === null) throw new PortalError('AGREEMENT_NOT_FOUND', agreementId);
       return { data: record.audit, verified: verifyTrail(record) };
