@@ -1,8 +1,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryBlobs, memoryTransport } from '../../adapters/memory/index.js';
-import type { BlobStore } from '../../src/index.js';
-import { signer, validFormData, REAL_PNG } from '../helpers/agreements.js';
+import { signer, validFormData, REAL_PNG, blobKeysOf } from '../helpers/agreements.js';
 import { openBackends } from '../helpers/backends.js';
 import { SIGNING_KEY_1 } from '../helpers/download.js';
 import { until } from '../helpers/notifier.js';
@@ -35,12 +34,6 @@ function formWith(documents: { name: string; bytes: Buffer }[], fields: unknown)
   const form = validFormData({ signers: [signer(1), signer(2)], documents });
   form.append('fields', typeof fields === 'string' ? fields : JSON.stringify(fields));
   return form;
-}
-
-async function blobKeys(blobs: BlobStore): Promise<string[]> {
-  const keys: string[] = [];
-  for await (const info of blobs.listBefore('9999-12-31T23:59:59+00:00')) keys.push(info.key);
-  return keys;
 }
 
 async function signAll(app: TestPortal, agreement: { id: string; signers: { id: string }[] }) {
@@ -102,7 +95,7 @@ for (const backend of backends) {
       assert.is(unreadable.status, 400);
       assert.match((await json(unreadable)).message, /^documents\[0\]: is not a PDF that can be read/);
       assert.is((await json(await app.api('/agreements'))).data.length, 0, 'no agreement stored');
-      assert.equal(await blobKeys(blobs), [], 'no document kept');
+      assert.equal(await blobKeysOf(blobs), [], 'no document kept');
     } finally {
       await app.close();
       await cleanup();

@@ -1,8 +1,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryBlobs, memoryTransport } from '../../adapters/memory/index.js';
-import type { BlobStore } from '../../src/index.js';
-import { PNG_SIGNATURE, REAL_PNG, signer, simplePdf, validFormData } from '../helpers/agreements.js';
+import { PNG_SIGNATURE, REAL_PNG, signer, simplePdf, validFormData, blobKeysOf } from '../helpers/agreements.js';
 import { openBackends } from '../helpers/backends.js';
 import { SIGNING_KEY_1 } from '../helpers/download.js';
 import { recordingNotifier, until } from '../helpers/notifier.js';
@@ -181,7 +180,7 @@ for (const backend of backends) {
       await app.portal.agreements.sign('acct_a', doomed.id, doomed.signers[0].id, { signature: REAL_PNG });
       await app.portal.agreements.voidAgreement('acct_a', doomed.id, { reason: 'to be removed' });
       assert.is((await app.api(`/agreements/${doomed.id}/certificate`)).status, 200, 'a certificate was made');
-      const keysBefore = await blobKeys(blobs);
+      const keysBefore = await blobKeysOf(blobs);
       assert.ok(keysBefore.some((key) => key.startsWith('agc_')) && keysBefore.includes(doomed.documents[0].id));
 
       assert.is((await app.api('/agreements/nope', { method: 'DELETE' })).status, 400);
@@ -198,7 +197,7 @@ for (const backend of backends) {
       assert.is((await app.api(`/agreements/${doomed.id}/audit`)).status, 404);
       assert.is((await app.api(`/agreements/${doomed.id}`, { method: 'DELETE' })).status, 404, 'once');
       assert.ok([401, 404].includes((await view(app, token)).status), 'its links stop working');
-      const keysAfter = await blobKeys(blobs);
+      const keysAfter = await blobKeysOf(blobs);
       assert.not.ok(
         keysAfter.some((key) => key === doomed.documents[0].id || key.startsWith('agc_') || key.startsWith('agx_')),
         keysAfter.join(),
@@ -215,12 +214,6 @@ for (const backend of backends) {
       await cleanup();
     }
   });
-}
-
-async function blobKeys(blobs: BlobStore): Promise<string[]> {
-  const keys: string[] = [];
-  for await (const info of blobs.listBefore('9999-12-31T23:59:59+00:00')) keys.push(info.key);
-  return keys;
 }
 
 suites[suites.length - 1]!.after(close);

@@ -150,13 +150,16 @@ export function trackedAdapters(options: { kind?: BlobKind; blobs?: BlobStore; s
     storage,
     blobs,
     inserted,
-    async blobKeys(): Promise<string[]> {
-      const keys: string[] = [];
-      for await (const info of blobs.listBefore('9999-12-31T23:59:59+00:00')) keys.push(info.key);
-      return keys;
-    },
+    blobKeys: () => blobKeysOf(blobs),
     dispose: () => made?.dispose(),
   };
+}
+
+/** Every key a blob store holds, whatever its age. */
+export async function blobKeysOf(blobs: BlobStore): Promise<string[]> {
+  const keys: string[] = [];
+  for await (const info of blobs.listBefore('9999-12-31T23:59:59+00:00')) keys.push(info.key);
+  return keys;
 }
 
 /** A blob store of `kind` that reports each `put` as it starts, and can hold its consumers until released. */

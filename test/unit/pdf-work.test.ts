@@ -16,6 +16,15 @@ async function pdfOfPages(pages: number, text = 'A page'): Promise<Buffer> {
   return Buffer.from(await pdf.save());
 }
 
+/** What a completed copy of a document with no signer shows: enough to make one. */
+const PLAN = {
+  agreement: { id: 'agr_1', name: 'A', senderName: 'S' },
+  document: { name: 'a.pdf', fileHash: 'x' },
+  signers: [],
+  fields: [],
+  completedAt: '2026-12-05T10:00:00+00:00',
+};
+
 const fails = async (job: Promise<unknown>, message: RegExp) =>
   job.then(
     () => assert.unreachable('the job should fail'),
@@ -53,15 +62,8 @@ test('a job past its time ends the thread and fails; the next job runs on a new 
 test('a job past its time fails alone: the job after it, already on a new thread, is not ended by the old one', async () => {
   const work = createPdfWork(undefined, { memoryMb: 512, pagesMs: 15_000, copyMs: 1 });
   try {
-    const plan = {
-      agreement: { id: 'agr_1', name: 'A', senderName: 'S' },
-      document: { name: 'a.pdf', fileHash: 'x' },
-      signers: [],
-      fields: [],
-      completedAt: '2026-12-05T10:00:00+00:00',
-    };
     const big = await pdfOfPages(300);
-    const [copy, pages] = await Promise.allSettled([work.completedCopy(big, plan), work.pageCount(await pdfOfPages(2))]);
+    const [copy, pages] = await Promise.allSettled([work.completedCopy(big, PLAN), work.pageCount(await pdfOfPages(2))]);
     assert.is(copy.status, 'rejected');
     assert.instance((copy as PromiseRejectedResult).reason, PdfError);
     assert.equal(pages, { status: 'fulfilled', value: 2 }, 'the next job is answered by its own thread');
@@ -86,14 +88,7 @@ test('a key that does not answer in time: the copy fails as the key failing (ret
     { memoryMb: 512, pagesMs: 15_000, copyMs: 3_000 },
   );
   try {
-    const plan = {
-      agreement: { id: 'agr_1', name: 'A', senderName: 'S' },
-      document: { name: 'a.pdf', fileHash: 'x' },
-      signers: [],
-      fields: [],
-      completedAt: '2026-12-05T10:00:00+00:00',
-    };
-    await work.completedCopy(await pdfOfPages(2), plan).then(
+    await work.completedCopy(await pdfOfPages(2), PLAN).then(
       () => assert.unreachable('no key answered'),
       (error: Error) => {
         assert.instance(error, SealError);
