@@ -67,7 +67,28 @@ export interface WebhookWorkerOptions {
   housekeeping?: () => Promise<void>;
   /** A client span and a duration for each call, a count for each recorded attempt. */
   telemetry?: Telemetry;
+  /** The scheduler's own time: waits, and how long claims and calls take (default the real ones); tests pass a fake clock. */
+  timers?: WorkerTimers;
 }
+
+/** What the worker's scheduler reads time from and waits with. */
+export interface WorkerTimers {
+  /** Milliseconds, monotonic (as `timers.now()`). */
+  now(): number;
+  /** As `setTimeout`, for a timer that must not keep the process alive. */
+  setTimeout(run: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+const realTimers: WorkerTimers = {
+  now: () => performance.now(),
+  setTimeout(run, ms) {
+    const timer = setTimeout(run, ms);
+    timer.unref();
+    return timer;
+  },
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
 
 /** How a call went, for telemetry: a 2xx, another status, no answer in time, or none at all. */
 function callOutcome(result: WebhookCallResult): CallOutcome {
@@ -109,6 +130,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   };
   const emit = options.emit ?? (() => {});
   const telemetry = options.telemetry ?? noTelemetry;
+  const timers = options.timers ?? realTimers;
 
   /**
    * Each event's body, serialized once for all its deliveries and retries (an event fans out to
@@ -128,7 +150,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
    */
   let filledLast = false;
   /** Set while freed slots wait for more to free before one claim fills them all (see `refill`). */
-  let refillTimer: NodeJS.Timeout | undefined;
+  let refillTimer: unknown;
   /** How long the recent claims took, in ms (a moving average): what a freed slot waits for others. */
   let claimMs = 0;
   /** Calls in flight: what `concurrency` counts. */
@@ -174,13 +196,13 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   function startAhead(): void {
     while (ahead.length > 0 && canStart()) {
       const { claimed, at } = ahead.shift()!;
-      if (performance.now() - at <= AHEAD_WAIT_LIMIT_MS) {
+      if (timers.now() - at <= AHEAD_WAIT_LIMIT_MS) {
         startCall(claimed);
         continue;
       }
       release(claimed.delivery.accountId);
       logger.warn(
-        { deliveryId: claimed.delivery.id, waitedMs: Math.round(performance.now() - at) },
+        { deliveryId: claimed.delivery.id, waitedMs: Math.round(timers.now() - at) },
         'webhook worker: a delivery claimed ahead waited too long for a slot; it goes out once its lease runs out',
       );
     }
@@ -206,7 +228,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   }
 
   function fill(): void {
-    clearTimeout(refillTimer);
+    timers.clearTimeout(refillTimer);
     refillTimer = undefined;
     if (stopped) return;
     if (claiming !== null) {
@@ -240,8 +262,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     if (!again || stopped || claiming !== null) return;
     if (inFlight.size + ahead.length === 0 || (filledLast && free() >= concurrency)) return fill();
     if (refillTimer !== undefined || free() <= 0) return;
-    refillTimer = setTimeout(fill, Math.min(REFILL_WAIT_MS, Math.max(1, REFILL_WAIT_CLAIMS * claimMs)));
-    refillTimer.unref();
+    refillTimer = timers.setTimeout(fill, Math.min(REFILL_WAIT_MS, Math.max(1, REFILL_WAIT_CLAIMS * claimMs)));
   }
 
   async function claimAndStart(limit: number): Promise<void> {
@@ -249,7 +270,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     const held: Record<string, number> = { ...heldByAccount };
     let claimed: ClaimedDelivery[];
     try {
-      const started = performance.now();
+      const started = timers.now();
       claimed = await storage.claimDeliveries({
         now: atom(now),
         leaseUntil: atom(new Date(now.getTime() + leaseMs)),
@@ -257,14 +278,14 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
         owner,
         perAccount: { max: perAccount, inFlight: held },
       });
-      claimMs = 0.7 * claimMs + 0.3 * (performance.now() - started);
+      claimMs = 0.7 * claimMs + 0.3 * (timers.now() - started);
     } catch (error) {
       again = false;
       logger.error({ err: errorMessage(error) }, 'webhook worker: claiming due deliveries failed');
       return;
     }
     // Claimed deliveries are leased to us: they go out even when stop() came meanwhile, and stop() waits.
-    const at = performance.now();
+    const at = timers.now();
     for (const delivery of claimed) {
       heldByAccount[delivery.delivery.accountId] = (heldByAccount[delivery.delivery.accountId] ?? 0) + 1;
       ahead.push({ claimed: delivery, at });
@@ -312,16 +333,15 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
 
   /** Sends, but never waits past the deadline, whatever the transport does. */
   async function send(call: WebhookCall): Promise<WebhookCallResult> {
-    let timer: NodeJS.Timeout | undefined;
+    let timer: unknown;
     const cutOff = new Promise<WebhookCallResult>((resolve) => {
-      timer = setTimeout(() => resolve({ statusCode: null, headers: {}, error: `timed out after ${timeoutMs} ms` }), timeoutMs + TRANSPORT_GRACE_MS);
-      timer.unref();
+      timer = timers.setTimeout(() => resolve({ statusCode: null, headers: {}, error: `timed out after ${timeoutMs} ms` }), timeoutMs + TRANSPORT_GRACE_MS);
     });
     const sent = transport.send(call, { timeoutMs }).catch((error: unknown) => ({ statusCode: null, headers: {}, error: errorMessage(error) }));
     try {
       return await Promise.race([sent, cutOff]);
     } finally {
-      clearTimeout(timer);
+      timers.clearTimeout(timer);
     }
   }
 
@@ -341,7 +361,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       deliveryId: delivery.id,
       eventType: event.type,
     });
-    const started = performance.now();
+    const started = timers.now();
     let result: WebhookCallResult;
     try {
       let body = bodies.get(event.id);
@@ -351,7 +371,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       // A record the call cannot be built from (a secret that is not base64, say): an attempt that failed.
       result = { statusCode: null, headers: {}, error: `the call could not be made: ${errorMessage(error)}` };
     }
-    const durationMs = Math.round(performance.now() - started);
+    const durationMs = Math.round(timers.now() - started);
     observed.end(callOutcome(result), result.statusCode, result.error, durationMs);
     return { at, result, durationMs };
   }
@@ -480,7 +500,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     },
     async stop() {
       stopped = true;
-      clearTimeout(refillTimer);
+      timers.clearTimeout(refillTimer);
       await task?.destroy();
       task = undefined;
       await housekeeping;

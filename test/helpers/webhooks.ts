@@ -26,6 +26,49 @@ export function manualClock(start = new Date(Math.floor(Date.now() / 1000) * 100
   };
 }
 
+/**
+ * The worker scheduler's time (`WorkerTimers`), passing only when nothing else can run: a timer
+ * waits in a list, and once the event loop has nothing left but timers (a `setImmediate` after the
+ * pending promises), time jumps to the earliest and runs it. What the scheduler measures on it is
+ * what it asked for, whatever the load on the machine. Timers set for `horizonMs` or later never
+ * fire (a call's cut-off, say, while a test holds the call).
+ */
+export function fakeTimers({ horizonMs = Number.POSITIVE_INFINITY } = {}) {
+  let now = 0;
+  let last = 0;
+  const pending = new Map<number, { at: number; run: () => void }>();
+  let stepping = false;
+  const step = () => {
+    stepping = false;
+    let next: [number, { at: number; run: () => void }] | undefined;
+    for (const entry of pending) if (entry[1].at < horizonMs && (next === undefined || entry[1].at < next[1].at)) next = entry;
+    if (next === undefined) return;
+    pending.delete(next[0]);
+    now = Math.max(now, next[1].at);
+    next[1].run();
+    schedule();
+  };
+  const schedule = () => {
+    if (stepping) return;
+    stepping = true;
+    setImmediate(step);
+  };
+  const timers = {
+    now: () => now,
+    setTimeout(run: () => void, ms: number): unknown {
+      pending.set(++last, { at: now + Math.max(0, ms), run });
+      schedule();
+      return last;
+    },
+    clearTimeout(handle: unknown) {
+      pending.delete(handle as number);
+    },
+    /** Resolves after `ms` of this time. */
+    sleep: (ms: number) => new Promise<void>((resolve) => timers.setTimeout(resolve, ms)),
+  };
+  return timers;
+}
+
 /** Seconds from `from` to the ATOM `to`. */
 export const secondsBetween = (from: Date, to: string) => (Date.parse(to) - from.getTime()) / 1000;
 

@@ -5,10 +5,10 @@ import { memoryStorage, memoryTransport } from '../../adapters/memory/index.js';
 import type { Logger, WebhookCall } from '../../src/index.js';
 import { newEvent } from '../../src/domain/events.js';
 import { DEFAULT_RETRY_SCHEDULE } from '../../src/domain/retry-schedule.js';
-import { createWebhookWorker, LEASE_MARGIN_MS, REFILL_WAIT_MS } from '../../src/webhooks/worker.js';
+import { createWebhookWorker, LEASE_MARGIN_MS, REFILL_WAIT_MS, type WorkerTimers } from '../../src/webhooks/worker.js';
 import { atom } from '../../src/shared/time.js';
 import { webhookRecord } from '../conformance/fixtures.js';
-import { deferred, manualClock, secondsBetween, waitFor, webhookPortal } from '../helpers/webhooks.js';
+import { deferred, fakeTimers, manualClock, secondsBetween, waitFor, webhookPortal } from '../helpers/webhooks.js';
 import { everyDelivery } from '../helpers/every-delivery.js';
 
 const data = { customer: { id: 'cus_1' } };
@@ -26,7 +26,7 @@ function tickedWorker(
   storage: Parameters<typeof createWebhookWorker>[0]['storage'],
   transport: Parameters<typeof createWebhookWorker>[0]['transport'],
   clock: () => Date,
-  options: { concurrency: number; concurrencyPerAccount?: number; timeoutMs?: number },
+  options: { concurrency: number; concurrencyPerAccount?: number; timeoutMs?: number; timers?: WorkerTimers },
 ) {
   return createWebhookWorker({
     storage,
@@ -460,14 +460,17 @@ test('with a backlog, freed slots are refilled together: one claim fills every s
  */
 async function refillAroundAHangingCall(claimMs: number) {
   const time = manualClock(new Date('2026-05-01T00:00:00Z'));
+  // The scheduler's time passes only when nothing else can run: the waits below are what it chose, whatever the load.
+  // The hanging call's cut-off (16 s) lies past the horizon: it hangs until the test lets it go.
+  const timers = fakeTimers({ horizonMs: 10_000 });
   const inner = memoryStorage();
   const claims: { taken: number; at: number }[] = [];
   const storage = {
     ...inner,
     async claimDeliveries(claim: Parameters<typeof inner.claimDeliveries>[0]) {
-      const made = { taken: 0, at: performance.now() };
+      const made = { taken: 0, at: timers.now() };
       claims.push(made);
-      if (claimMs > 0) await new Promise((resolve) => setTimeout(resolve, claimMs));
+      if (claimMs > 0) await timers.sleep(claimMs);
       const claimed = await inner.claimDeliveries(claim);
       made.taken = claimed.length;
       return claimed;
@@ -478,11 +481,11 @@ async function refillAroundAHangingCall(claimMs: number) {
   const transport = memoryTransport({
     respond: async (call) => {
       if (call.url.endsWith('/hang')) await hang.promise;
-      else answeredAt.push(performance.now());
+      else answeredAt.push(timers.now());
       return 204;
     },
   });
-  const worker = tickedWorker(storage, transport, time.clock, { concurrency: 4, concurrencyPerAccount: 4 });
+  const worker = tickedWorker(storage, transport, time.clock, { concurrency: 4, concurrencyPerAccount: 4, timers });
   const hanging = webhookRecord({ id: 'wbh_a_hang', url: 'https://receiver.example/hang' });
   const fast = webhookRecord({ id: 'wbh_b_fast', url: 'https://receiver.example/fast' });
   await storage.insertWebhook(hanging);
@@ -536,17 +539,18 @@ test('with a backlog on a store whose claims take no time, freed slots wait abou
 
 test('deliveries claimed ahead start as calls end, without waiting for a claim; in flight stays within the slots and shares', async () => {
   const time = manualClock(new Date('2026-05-01T00:00:00Z'));
+  const timers = fakeTimers();
   const inner = memoryStorage();
   const claims: { started: number; ended: number; limit: number }[] = [];
   // A store whose claims take 30 ms (a busy database).
   const storage = {
     ...inner,
     async claimDeliveries(claim: Parameters<typeof inner.claimDeliveries>[0]) {
-      const made = { started: performance.now(), ended: Infinity, limit: claim.limit };
+      const made = { started: timers.now(), ended: Infinity, limit: claim.limit };
       claims.push(made);
-      await new Promise((resolve) => setTimeout(resolve, 30));
+      await timers.sleep(30);
       const claimed = await inner.claimDeliveries(claim);
-      made.ended = performance.now();
+      made.ended = timers.now();
       return claimed;
     },
   };
@@ -555,14 +559,14 @@ test('deliveries claimed ahead start as calls end, without waiting for a claim; 
   const calledAt: number[] = [];
   const transport = memoryTransport({
     respond: async () => {
-      calledAt.push(performance.now());
+      calledAt.push(timers.now());
       most = Math.max(most, ++inFlight);
-      await new Promise((resolve) => setTimeout(resolve, 2));
+      await timers.sleep(2);
       inFlight--;
       return 204;
     },
   });
-  const worker = tickedWorker(storage, transport, time.clock, { concurrency: 2, concurrencyPerAccount: 2 });
+  const worker = tickedWorker(storage, transport, time.clock, { concurrency: 2, concurrencyPerAccount: 2, timers });
   for (const account of ['acct_a', 'acct_b']) {
     await storage.insertWebhook(webhookRecord({ id: `wbh_${account.slice(5)}_ahead`, accountId: account }));
     for (let i = 0; i < 2; i++) await storage.publishEvents([newEvent(account, 'customer-created', { i }, time.now)]);
@@ -580,6 +584,8 @@ test('a delivery claimed ahead that waited half the lease margin for a slot is n
   const storage = memoryStorage();
   const { logger, lines } = recordingLogger();
   const hold = deferred();
+  // The scheduler's clock, moved on past half the lease margin once the first call holds the one slot.
+  let late = 0;
   const transport = memoryTransport({
     respond: async () => {
       await hold.promise;
@@ -596,21 +602,24 @@ test('a delivery claimed ahead that waited half the lease margin for a slot is n
     retrySchedule: [5],
     concurrency: 1,
     concurrencyPerAccount: 1,
+    timers: {
+      now: () => performance.now() + late,
+      setTimeout: (run, ms) => setTimeout(run, ms).unref(),
+      clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+    },
   });
   for (const account of ['acct_a', 'acct_b']) {
     await storage.insertWebhook(webhookRecord({ id: `wbh_${account.slice(5)}_late`, accountId: account }));
     await storage.publishEvents([newEvent(account, 'customer-created', { account }, time.now)]);
   }
-  const realNow = performance.now.bind(performance);
   try {
     const ticking = worker.tick();
     await waitFor(() => transport.calls.length === 1, "the first account's call");
     // The one slot is held past half the lease margin while the other account's delivery waits ahead.
-    performance.now = () => realNow() + LEASE_MARGIN_MS / 2 + 1000;
+    late = LEASE_MARGIN_MS / 2 + 1000;
     hold.resolve();
     await ticking;
   } finally {
-    performance.now = realNow;
     await worker.stop();
   }
   assert.is(transport.calls.length, 1, 'the delivery that waited too long was not called');
