@@ -1,20 +1,16 @@
-import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
 
 const CHROMIUM = '/usr/bin/chromium';
 
 /**
- * Debian's chromium, headless, driven by playwright-core. `chromiumMissing` installs it with apt-get
- * where it is missing (which needs root and a network, and may take a few minutes), and answers why
- * it cannot be had, or `null` once it is there; the caller prints the reason as its tests' skip
- * reason. `launchChromium` then starts it: a chromium that is there but does not start is a failure.
+ * Debian's chromium, headless, driven by playwright-core. `chromiumMissing` answers why it cannot be
+ * had, or `null` when it is there; the caller prints the reason as its tests' skip reason. `.ci/run`
+ * installs it; a test never does. `launchChromium` then starts it: a chromium that is there but
+ * does not start is a failure.
  */
 export async function chromiumMissing(): Promise<string | null> {
-  if (!existsSync(CHROMIUM)) {
-    const missing = installChromium();
-    if (missing !== null) return missing;
-  }
+  if (!existsSync(CHROMIUM)) return `${CHROMIUM} is missing (install it: apt-get install -y chromium; .ci/run does)`;
   try {
     await import('playwright-core');
   } catch (error) {
@@ -22,25 +18,9 @@ export async function chromiumMissing(): Promise<string | null> {
   }
   return null;
 }
-
 export async function launchChromium(): Promise<Browser> {
   const { chromium } = await import('playwright-core');
   return chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
-}
-
-/** Installs chromium with apt-get; `null` when it is there afterwards, otherwise why not. */
-function installChromium(): string | null {
-  if (process.platform !== 'linux') return `${CHROMIUM} is missing, and apt-get exists on Linux only`;
-  if (spawnSync('sh', ['-c', 'command -v apt-get']).status !== 0) return `${CHROMIUM} is missing, and there is no apt-get to install it`;
-  if (process.getuid?.() !== 0) return `${CHROMIUM} is missing, and apt-get install needs root (run: apt-get install -y chromium)`;
-  console.log(`${CHROMIUM} is missing: installing it (apt-get install -y chromium); this may take a few minutes`);
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  const run = (args: string[]) => spawnSync('apt-get', args, { env, encoding: 'utf8', timeout: 15 * 60_000 });
-  const update = run(['update', '-qq']);
-  const install = run(['install', '-y', '-qq', 'chromium']);
-  if (install.status === 0 && existsSync(CHROMIUM)) return null;
-  const last = (install.stderr || update.stderr || install.error?.message || '').trim().split('\n').slice(-2).join(' ');
-  return `${CHROMIUM} is missing and apt-get could not install it (exit ${install.status ?? install.signal}; ${last || 'no output'})`;
 }
 
 /**

@@ -8,7 +8,7 @@ export interface Started {
   lines: string[];
   /** Every stderr line so far. */
   errorLines: string[];
-  /** Resolves the first stdout line (past or future) that `match` accepts. */
+  /** Resolves the first stdout line (past or future) that `match` accepts; rejects after `timeoutMs` (60 s: a bound on a hang, on a loaded machine). */
   waitFor(match: (line: string) => boolean, timeoutMs?: number): Promise<string>;
   /** Resolves the exit code once the process has ended. */
   exited: Promise<number | null>;
@@ -37,7 +37,7 @@ export function startNode(script: string, env: Record<string, string>): Started 
     lines,
     errorLines,
     exited,
-    waitFor(match, timeoutMs = 15_000) {
+    waitFor(match, timeoutMs = 60_000) {
       const seen = lines.find(match);
       if (seen !== undefined) return Promise.resolve(seen);
       return new Promise((resolve, reject) => {

