@@ -492,20 +492,19 @@ export function createAgreementService(deps: AgreementServiceDeps) {
      * What a PDF is (`POST /verify`): `intact` when its bytes are, to the byte, a completed copy this
      * account issued (its SHA-256 is a document's `signedFileHash`), naming the agreement and
      * document; `sealed`, `level` and `signedAt` from the PDF's own seal, checked against the bytes it
-     * covers (`seal-check.ts`, in the PDF worker). A PDF no reader can open is not sealed.
+     * covers (`seal-check.ts`, in the PDF worker). A PDF no reader can open is not sealed; one that
+     * is not a copy this account issued is read strictly, and is not sealed if it opens only repaired.
      */
     async verify(accountId: string, pdfBytes: Buffer): Promise<Verification> {
       checkAccountId(accountId);
       if (!isPdf(pdfBytes)) throw new PortalError('VERIFY_NOT_PDF');
       const hash = createHash('sha256').update(pdfBytes).digest('hex');
-      const [found, seal] = await Promise.all([
-        storage.findSignedCopy(accountId, hash),
-        pdf.inspectSeal(pdfBytes).catch((error: unknown) => {
-          if (error instanceof PdfBusy) throw new PortalError('PDF_BUSY');
-          if (error instanceof PdfError) return { sealed: false, level: null, signedAt: null };
-          throw error;
-        }),
-      ]);
+      const found = await storage.findSignedCopy(accountId, hash);
+      const seal = await pdf.inspectSeal(pdfBytes, { repair: found !== null }).catch((error: unknown) => {
+        if (error instanceof PdfBusy) throw new PortalError('PDF_BUSY');
+        if (error instanceof PdfError) return { sealed: false, level: null, signedAt: null };
+        throw error;
+      });
       return {
         sealed: seal.sealed,
         intact: found !== null,

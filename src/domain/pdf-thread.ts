@@ -13,7 +13,7 @@ import type { ThreadSealing } from './pdf-work.js';
 
 type Job =
   | { id: number; op: 'pages'; bytes: Uint8Array }
-  | { id: number; op: 'inspect'; bytes: Uint8Array }
+  | { id: number; op: 'inspect'; bytes: Uint8Array; repair: boolean }
   | { id: number; op: 'copy'; bytes: Uint8Array; plan: CopyPlan };
 type Answer = { op: 'signed'; request: number; signature?: Uint8Array; error?: string };
 
@@ -44,7 +44,7 @@ async function run(job: Job): Promise<unknown> {
     const lib = await loadLibpdf();
     return (await lib.PDF.load(job.bytes)).getPageCount();
   }
-  if (job.op === 'inspect') return inspectSeal(job.bytes);
+  if (job.op === 'inspect') return inspectSeal(job.bytes, { repair: job.repair });
   sealer ??= createSealer(sealingOptions(workerData.sealing as ThreadSealing));
   const made = await sealer;
   // Told when the sealing starts: past the time limit then, it is the key or the authority that is slow.

@@ -31,7 +31,7 @@ export interface PdfLimits {
 
 const PDF_LIMITS: PdfLimits = { memoryMb: 512, pagesMs: 15_000, copyMs: 120_000 };
 
-type Outgoing = { op: 'pages' | 'inspect'; bytes: Uint8Array } | { op: 'copy'; bytes: Uint8Array; plan: CopyPlan };
+type Outgoing = { op: 'pages'; bytes: Uint8Array } | { op: 'inspect'; bytes: Uint8Array; repair: boolean } | { op: 'copy'; bytes: Uint8Array; plan: CopyPlan };
 type Incoming =
   | { op: 'done'; id: number; result: unknown }
   | { op: 'sealing'; id: number }
@@ -154,8 +154,8 @@ export function createPdfWork(sealing: SealingOptions | undefined, limits: PdfLi
     /** The number of pages of `bytes`; rejects with a `PdfError` for bytes that are no PDF it can read. */
     pageCount: (bytes: Buffer) => enqueue<number>({ op: 'pages', bytes }, limits.pagesMs),
 
-    /** What the PDF's own seals say (`seal-check.ts`); rejects with a `PdfError` past the limits. */
-    inspectSeal: (bytes: Buffer) => enqueue<SealReport>({ op: 'inspect', bytes }, limits.pagesMs),
+    /** What the PDF's own seals say (`seal-check.ts`, `repair` as there); rejects with a `PdfError` past the limits. */
+    inspectSeal: (bytes: Buffer, { repair }: { repair: boolean }) => enqueue<SealReport>({ op: 'inspect', bytes, repair }, limits.pagesMs),
 
     /** The completed copy (`completed-copy.ts`); rejects with a `PdfError` for the PDF, a `SealError` for the key. */
     async completedCopy(original: Buffer, plan: CopyPlan): Promise<CompletedCopy> {

@@ -35,16 +35,28 @@ interface Signature {
  * names: the CMS signature over its signed attributes, and their message digest over those bytes.
  * It checks integrity, not trust: the chain is not validated (a relying party's validator, pdfsig
  * or Adobe, does that against its own trust list). Runs in the PDF worker: the bytes are anyone's.
+ *
+ * `repair` reads a damaged file as a viewer would (@libpdf/core's lenient parser: a wrong offset,
+ * a broken dictionary). Only for a file known to be a completed copy the portal made: that
+ * parser's recovery can run until the thread's heap is exhausted on a stray `)`, `{` or `}` in a
+ * dictionary (@libpdf/core 0.4.2), ten seconds of CPU for a file of a few KB. Any other file is read
+ * strictly: one that only opens repaired is not sealed.
  */
-export async function inspectSeal(bytes: Uint8Array): Promise<SealReport> {
+export async function inspectSeal(bytes: Uint8Array, { repair }: { repair: boolean }): Promise<SealReport> {
   const lib = await loadLibpdf();
   let pdf: PDF;
   try {
-    pdf = await lib.PDF.load(bytes);
+    pdf = await lib.PDF.load(bytes, { lenient: repair });
   } catch {
     return NOT_SEALED;
   }
-  const signatures = signaturesOf(pdf);
+  let signatures: Signature[];
+  try {
+    signatures = signaturesOf(pdf);
+  } catch {
+    // A catalog or form the strict reader refuses (objects are read as they are reached).
+    return NOT_SEALED;
+  }
   if (signatures.length === 0) return NOT_SEALED;
   // The seal whose range ends where the file ends is the last word: anything appended after it is unsealed.
   if (!signatures.some((signature) => coversWholeFile(signature.ranges, bytes.length))) return NOT_SEALED;

@@ -130,6 +130,22 @@ test('a PDF that needs more memory than the thread may use fails that job only',
   }
 });
 
+test("a stranger's PDF with a stray ')' in a dictionary: read strictly, not sealed; repaired, it would spend the heap", async () => {
+  // @libpdf/core 0.4.2's lenient parser loops on a ')' where a key should be, growing its warnings until the heap is spent.
+  const body = `1 0 obj\n<< /Type /Catalog ) /Pages 2 0 R >>\nendobj\n2 0 obj\n<< /Type /Pages /Kids [] /Count 0 >>\nendobj\n`;
+  const head = '%PDF-1.7\n';
+  const xref = `xref\n0 3\n0000000000 65535 f \n${String(head.length).padStart(10, '0')} 00000 n \n${String(head.length + body.indexOf('2 0 obj')).padStart(10, '0')} 00000 n \n`;
+  const pdf = Buffer.from(`${head}${body}${xref}trailer\n<< /Size 3 /Root 1 0 R >>\nstartxref\n${head.length + body.length}\n%%EOF\n`);
+  const work = createPdfWork(undefined, { memoryMb: 32, pagesMs: 60_000, copyMs: 60_000 });
+  try {
+    assert.equal(await work.inspectSeal(pdf, { repair: false }), { sealed: false, level: null, signedAt: null }, 'read strictly: not sealed');
+    await fails(work.inspectSeal(pdf, { repair: true }), /more than the 32 MiB|PDF worker/);
+    assert.is(await work.pageCount(await pdfOfPages(1)), 1, 'the next job has a thread');
+  } finally {
+    await work.close();
+  }
+});
+
 test('arrays nested 200,000 deep: the reader fails, the process goes on', async () => {
   const work = createPdfWork(undefined);
   const depth = 200_000;
