@@ -53,8 +53,12 @@ const REFUSED_INVALID = new Refused(INVALID as Refused['error']);
 const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'buffer') => Buffer }).hash;
 const digest = oneShot ? (token: string) => oneShot('sha256', token, 'buffer') : (token: string) => crypto.createHash('sha256').update(token).digest();
 
-/** The token of an `Authorization: Bearer <token>` header (the scheme is case-insensitive, RFC 9110), or why there is none. */
-function bearerToken(header: string | undefined): string | Refused {
+/**
+ * The token of an `Authorization: Bearer <token>` header (the scheme is case-insensitive, RFC 9110;
+ * the token a token68, at most 4,096 characters), or why there is none: the one reading of the
+ * header, for API keys and signing tokens alike.
+ */
+export function bearerToken(header: string | undefined): string | Refused {
   if (header === undefined || header === '') return REFUSED_MISSING;
   const space = header.indexOf(' ');
   if (space !== 6 || header.slice(0, 6).toLowerCase() !== 'bearer') return REFUSED_MALFORMED;

@@ -184,6 +184,11 @@ test('refused: a tampered, foreign, replaced or expired token; a missing one; ea
     assert.is(replaced.status, 401);
     assert.match((await json(replaced)).message, /replaced by a newer one/);
     assert.is((await asSigner(app, newer.token, '')).status, 200);
+    // The header is read as an API key's is: the scheme in any case (RFC 9110), spaces around the token.
+    for (const header of [`bearer ${newer.token}`, `BEARER ${newer.token}`, `Bearer ${newer.token} `]) {
+      assert.is((await fetch(`${app.url}/v1/signing`, { headers: { authorization: header } })).status, 200, header.slice(0, 7));
+    }
+    assert.is((await fetch(`${app.url}/v1/signing`, { headers: { authorization: `Basic ${newer.token}` } })).status, 401, 'another scheme');
 
     // Expired from the second in expiresAt on.
     const short = await linkFor(app, agreement.id, first.id, { expiresInSeconds: 60 });

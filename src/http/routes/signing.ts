@@ -4,14 +4,15 @@ import type { SigningService } from '../../domain/signing.js';
 import type { Route } from '../handler.js';
 import { SIGNATURE_MAX_LENGTH } from '../../domain/signature-data.js';
 import { readOptionalJson } from '../json-body.js';
+import { bearerToken } from '../auth.js';
 
 /** `{"signature": "data:…"}` with the largest image a signature may be, and room for the JSON around it. */
 const SIGN_BODY_LIMIT = SIGNATURE_MAX_LENGTH + 1024;
 
-/** The signing token of `Authorization: Bearer <token>`, or `null` (the service answers 401). */
+/** The signing token of `Authorization: Bearer <token>` (`bearerToken`), or `null` (the service answers 401). */
 function bearer(req: IncomingMessage): string | null {
-  const match = /^Bearer +([A-Za-z0-9_.-]{1,2048})$/.exec(req.headers.authorization ?? '');
-  return match === null ? null : match[1]!;
+  const token = bearerToken(req.headers.authorization);
+  return typeof token === 'string' ? token : null;
 }
 
 /**
