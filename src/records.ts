@@ -392,6 +392,9 @@ export interface AgreementRecord extends Omit<Agreement, 'signers' | 'documents'
   mail: PendingMail[];
 }
 
+/** Whether the agreement is still open: not signed, not closed (declined, expired, voided). */
+export const isOpen = (record: Pick<AgreementRecord, 'status' | 'closedAt'>): boolean => record.status === 'sent' && record.closedAt === null;
+
 /** When the agreement's completed copies are due to be made, or `null` when none are owed: what a store indexes to find it. */
 export const completionDueAt = (record: Pick<AgreementRecord, 'completion'>): string | null => record.completion?.nextAttemptAt ?? null;
 

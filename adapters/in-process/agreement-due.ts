@@ -1,4 +1,4 @@
-import { type AgreementRecord, completionDueAt, mailDueAt } from '../../src/records.js';
+import { type AgreementRecord, completionDueAt, isOpen, mailDueAt } from '../../src/records.js';
 
 interface Entry {
   id: string;
@@ -27,7 +27,7 @@ export class AgreementDue {
 
   /** Keeps the entry of `agreement` as it now is: an open one with a time, in its place, or none. */
   update(agreement: AgreementRecord): void {
-    const open = agreement.status === 'sent' && agreement.closedAt === null;
+    const open = isOpen(agreement);
     if (open && agreement.nextReminderAt === null) this.unscheduled.set(agreement.id, agreement.accountId);
     else this.unscheduled.delete(agreement.id);
     // An open agreement's expiry and reminder; any agreement's mail to its signers, open or not.

@@ -2,7 +2,7 @@ import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
 import { PortalError } from '../errors.js';
 import type { AgreementRecord, AgreementSignerRecord, IdentificationMethod, SignerIdentityRecord } from '../records.js';
-import { identificationOf } from '../records.js';
+import { identificationOf, isOpen } from '../records.js';
 import { atom } from '../shared/time.js';
 import type { LinkSigner } from './download-links.js';
 import { queueMail } from './signer-mail-queue.js';
@@ -140,7 +140,7 @@ export function requestEmailCode(
 ): Step {
   const signer = signerOf(record, signerId, linkId);
   if (signer.signedAt !== null) throw new PortalError('SIGNER_ALREADY_SIGNED', signerId, record.id);
-  if (record.status !== 'sent' || record.closedAt !== null) throw new PortalError('AGREEMENT_CLOSED', record.id, record.closedReason ?? 'signed');
+  if (!isOpen(record)) throw new PortalError('AGREEMENT_CLOSED', record.id, record.closedReason ?? 'signed');
   const identification = identificationOf(signer);
   if (!identification.required) throw new PortalError('IDENTIFICATION_NOT_REQUIRED');
   if (identification.verified) throw new PortalError('IDENTIFICATION_ALREADY_VERIFIED');

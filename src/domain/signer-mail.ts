@@ -2,7 +2,7 @@ import { NOTHING, createBackgroundRuns, updateUnlessNothing } from './agreement-
 import { describeError, errorMessage } from '../errors.js';
 import { buffer } from 'node:stream/consumers';
 import type { BlobStore, Notifier, NotifierMessage, Storage } from '../ports.js';
-import type { AgreementRecord, AgreementSignerRecord, MailKind, PendingMail } from '../records.js';
+import { type AgreementRecord, type AgreementSignerRecord, type MailKind, type PendingMail, isOpen } from '../records.js';
 import type { Logger } from '../shared/logger.js';
 import { atom } from '../shared/time.js';
 import type { Certificates } from './certificates.js';
@@ -73,8 +73,7 @@ export function createSignerMail(deps: {
         const link = mail.link!;
         if (signer.signingLinkId !== link.id) return 'a newer link replaced it';
         if (now.getTime() >= link.expires * 1000) return 'the link expired before it could be sent';
-        if (signer.signedAt !== null || signer.declinedAt !== null || record.status !== 'sent' || record.closedAt !== null)
-          return 'the signer has nothing left to sign';
+        if (signer.signedAt !== null || signer.declinedAt !== null || !isOpen(record)) return 'the signer has nothing left to sign';
         if (mail.baseUrl === null) return 'no publicUrl to make the link under';
         const token = deps.tokens.mint({ accountId: record.accountId, agreementId: record.id, signerId: signer.id, linkId: link.id, expires: link.expires });
         const url = signingPageLink(mail.baseUrl, token);

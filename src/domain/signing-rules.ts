@@ -1,6 +1,6 @@
 import { PortalError, isPortalError } from '../errors.js';
 import type { AgreementRecord, AgreementSignerRecord, AuditAction, EventRecord, IdentificationMethod } from '../records.js';
-import { withoutImages } from '../records.js';
+import { isOpen, withoutImages } from '../records.js';
 import { atom } from '../shared/time.js';
 import { signatureHash, withStep } from './audit-trail.js';
 import { newEvent } from './events.js';
@@ -80,9 +80,6 @@ export function audited(record: AgreementRecord, now: Date, action: AuditAction,
     ...(who.disclosureHash === undefined ? {} : { disclosureHash: who.disclosureHash }),
   });
 }
-
-/** Whether the agreement is still open: not signed, not closed. */
-export const isOpen = (record: AgreementRecord) => record.status === 'sent' && record.closedAt === null;
 
 /** Whether `expiresAt` has come while the agreement is still open: it must then be closed before anything else. */
 export const isPastExpiry = (record: AgreementRecord, now: Date) =>

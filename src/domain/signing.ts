@@ -33,7 +33,8 @@ import {
 } from './signer-identity.js';
 import type { SignerMail } from './signer-mail.js';
 import { type SigningTokens, type TokenClaims, signingPageLink } from './signing-tokens.js';
-import { type ClientInfo, accountActor, audited, decline, isOpen, isPastExpiry, issueLink, sign, view } from './signing-rules.js';
+import { type ClientInfo, accountActor, audited, decline, isPastExpiry, issueLink, sign, view } from './signing-rules.js';
+import { isOpen } from '../records.js';
 
 /**
  * Signing links and the signer's side of an agreement. The token (`signing-tokens.ts`) travels in
