@@ -43,7 +43,15 @@ import { median } from './support/median.js';
  * file fsynced and renamed into place before the answer, and the portal on `fsBlobs`. `portal-sql`:
  * the portal on `sqlBlobs` over a `pg.Pool` of 10 (PostgreSQL commits each blob before the answer).
  */
-type Kind = 'bare' | 'bare-ballast' | 'fastify' | 'portal' | 'portal-norecords' | 'bare-durable' | 'portal-fs' | 'portal-sql';
+type Kind =
+  | 'bare'
+  | 'bare-ballast'
+  | 'fastify'
+  | 'portal'
+  | 'portal-norecords'
+  | 'bare-durable'
+  | 'portal-fs'
+  | 'portal-sql';
 const KEY = 'bench-key-0123456789abcdef';
 const MiB = 1024 * 1024;
 
@@ -192,7 +200,12 @@ async function serve(kind: Kind): Promise<void> {
         await pool.end();
       };
     }
-    const portal = await createPortal({ auth: { apiKeys: { [KEY]: 'acct_bench' } }, signingKeys: BENCH_SIGNING_KEYS, storage, blobs });
+    const portal = await createPortal({
+      auth: { apiKeys: { [KEY]: 'acct_bench' } },
+      signingKeys: BENCH_SIGNING_KEYS,
+      storage,
+      blobs,
+    });
     handler = portal.handler;
     closePortal = () => portal.close();
   }
@@ -208,7 +221,8 @@ async function serve(kind: Kind): Promise<void> {
       process.send!({ value: heapAfterGc() });
     } else if (message.cmd === 'ballast') {
       while (heapAfterGc() < message.bytes!) {
-        for (let i = 0; i < 2_000; i++) ballast.push({ id: ballast.length, name: `entry ${ballast.length}`, tags: [ballast.length] });
+        for (let i = 0; i < 2_000; i++)
+          ballast.push({ id: ballast.length, name: `entry ${ballast.length}`, tags: [ballast.length] });
       }
       process.send!({ value: heapAfterGc() });
     } else if (message.cmd === 'idle') {
@@ -256,7 +270,9 @@ function uploadBody(documents: number, size: number): Buffer {
     const bytes = Buffer.alloc(size);
     for (let j = 0; j < size; j += 4096) bytes[j] = (i + j) & 0xff;
     chunks.push(
-      Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="documents"; filename="doc${i}.pdf"\r\nContent-Type: application/pdf\r\n\r\n`),
+      Buffer.from(
+        `--${BOUNDARY}\r\nContent-Disposition: form-data; name="documents"; filename="doc${i}.pdf"\r\nContent-Type: application/pdf\r\n\r\n`,
+      ),
     );
     chunks.push(bytes, Buffer.from('\r\n'));
   }
@@ -285,7 +301,9 @@ async function start(kind: Kind): Promise<Server> {
   const args = ['--expose-gc', fileURLToPath(import.meta.url), '--serve', kind];
   const stdio: ['ignore', 'inherit', 'inherit', 'ipc'] = ['ignore', 'inherit', 'inherit', 'ipc'];
   const child = spawnNode(0, args, { stdio });
-  const port = await new Promise<number>((resolve) => child.once('message', (message: { port: number }) => resolve(message.port)));
+  const port = await new Promise<number>((resolve) =>
+    child.once('message', (message: { port: number }) => resolve(message.port)),
+  );
   const ask = (cmd: string, bytes?: number) =>
     new Promise<number>((resolve) => {
       child.once('message', (message: { value: number }) => resolve(message.value));
@@ -313,7 +331,9 @@ function post(server: Server, agent: http.Agent, body: Buffer): Promise<void> {
         const expected = server.kind.startsWith('portal') ? 201 : 200;
         let text = '';
         res.on('data', (chunk) => (text += chunk));
-        res.on('end', () => (res.statusCode === expected ? resolve() : reject(new Error(`${server.kind}: ${res.statusCode} ${text}`))));
+        res.on('end', () =>
+          res.statusCode === expected ? resolve() : reject(new Error(`${server.kind}: ${res.statusCode} ${text}`)),
+        );
       },
     );
     req.on('error', reject);
@@ -331,7 +351,12 @@ interface Load {
  * Sends uploads, `concurrency` at a time, until `requests` were sent or, given `{ seconds }`, until
  * that time has passed: the clients take no new upload then and the load ends with the last answer.
  */
-async function load(server: Server, body: Buffer, until: number | { seconds: number }, concurrency: number): Promise<Load> {
+async function load(
+  server: Server,
+  body: Buffer,
+  until: number | { seconds: number },
+  concurrency: number,
+): Promise<Load> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   let started = 0;
   let answered = 0;
@@ -401,7 +426,9 @@ function row(
 ) {
   const holds = target === null || (bound === 'at least' ? ratio >= target : ratio <= target);
   const text = target === null ? 'none (reported)' : `${bound === 'at least' ? '≥' : '≤'} ${target}×`;
-  console.log('BENCH ' + JSON.stringify({ scenario, figure, unit, baselineName, baseline, ratio, target: text, holds }));
+  console.log(
+    'BENCH ' + JSON.stringify({ scenario, figure, unit, baselineName, baseline, ratio, target: text, holds }),
+  );
 }
 
 const mib = (bytes: number) => (bytes / MiB).toFixed(1);
@@ -452,7 +479,9 @@ async function compareSpeed(body: Buffer, rounds: number, requests: number, conc
     const ballastHeap = await servers[kinds.indexOf('bare-ballast')]!.ask('ballast', portalHeap);
     const { wall, cpu } = await measureRounds(servers, body, rounds, requests, concurrency);
     const list = (values: number[]) => values.map((value) => value.toFixed(0)).join(', ');
-    console.log(`Upload of 5 × 1 MiB documents (${body.length} bytes a request), ${requests} requests × ${rounds} rounds, ${concurrency} at a time; medians`);
+    console.log(
+      `Upload of 5 × 1 MiB documents (${body.length} bytes a request), ${requests} requests × ${rounds} rounds, ${concurrency} at a time; medians`,
+    );
     for (const kind of kinds) {
       const label = {
         bare: 'bare busboy + sha256',
@@ -465,7 +494,9 @@ async function compareSpeed(body: Buffer, rounds: number, requests: number, conc
         `  ${label.padEnd(24)} ${median(wall[kind]!).toFixed(1)} MB/s   ${median(cpu[kind]!).toFixed(1)} MB per server CPU-second   (rounds: ${list(wall[kind]!)} | ${list(cpu[kind]!)})`,
       );
     }
-    console.log(`  collected heap after warm-up: portal ${mib(portalHeap)} MiB, Fastify ${mib(fastifyHeap)} MiB, bare with ballast ${mib(ballastHeap)} MiB`);
+    console.log(
+      `  collected heap after warm-up: portal ${mib(portalHeap)} MiB, Fastify ${mib(fastifyHeap)} MiB, bare with ballast ${mib(ballastHeap)} MiB`,
+    );
     for (const [kind, against] of [
       ['portal', 'fastify'],
       ['portal-norecords', 'fastify'],
@@ -475,17 +506,35 @@ async function compareSpeed(body: Buffer, rounds: number, requests: number, conc
       const byWall = median(wall[kind]!) / median(wall[against]!);
       const byCpu = median(cpu[kind]!) / median(cpu[against]!);
       const target = kind === 'portal' && against === 'fastify' ? '   (target >= 0.80)' : '';
-      console.log(`  ratio ${kind} / ${against}: ${byWall.toFixed(2)} in MB/s, ${byCpu.toFixed(2)} per CPU-second${target}`);
+      console.log(
+        `  ratio ${kind} / ${against}: ${byWall.toFixed(2)} in MB/s, ${byCpu.toFixed(2)} per CPU-second${target}`,
+      );
     }
     const scenario = 'POST /v1/agreements, 5 × 1 MiB';
     const fastify = 'Fastify, busboy + sha256';
     const bare = 'bare busboy + sha256';
     row(scenario, median(wall.portal!), 'MB/s', fastify, median(wall.fastify!), 0.8, 'at least');
     row(scenario, median(wall.portal!), 'MB/s', bare, median(wall.bare!), null, 'at least');
-    row(`${scenario}, per server CPU-second`, median(cpu.portal!), 'MB', fastify, median(cpu.fastify!), null, 'at least');
+    row(
+      `${scenario}, per server CPU-second`,
+      median(cpu.portal!),
+      'MB',
+      fastify,
+      median(cpu.fastify!),
+      null,
+      'at least',
+    );
     row(`${scenario}, per server CPU-second`, median(cpu.portal!), 'MB', bare, median(cpu.bare!), null, 'at least');
     const ballast = `${bare}, heap as the portal`;
-    row(`${scenario}, against bare with the portal's heap`, median(wall.portal!), 'MB/s', ballast, median(wall['bare-ballast']!), null, 'at least');
+    row(
+      `${scenario}, against bare with the portal's heap`,
+      median(wall.portal!),
+      'MB/s',
+      ballast,
+      median(wall['bare-ballast']!),
+      null,
+      'at least',
+    );
   } finally {
     for (const server of servers) server.child.send({ cmd: 'exit' });
   }
@@ -504,7 +553,9 @@ async function compareMemory(body: Buffer, concurrency: number, samples: number)
   }
   const bare = median(growth.bare);
   const portal = median(growth.portal);
-  console.log(`Peak RSS growth over idle, ${concurrency} concurrent uploads of 5 MiB, median of ${samples} fresh servers each (${source})`);
+  console.log(
+    `Peak RSS growth over idle, ${concurrency} concurrent uploads of 5 MiB, median of ${samples} fresh servers each (${source})`,
+  );
   console.log(`  bare     ${mib(bare)} MiB   (samples: ${growth.bare.map(mib).join(', ')})`);
   console.log(`  portal   ${mib(portal)} MiB   (samples: ${growth.portal.map(mib).join(', ')})`);
   console.log(`  ratio portal / bare    ${(portal / bare).toFixed(2)}   (target <= 1.25)`);
@@ -517,7 +568,11 @@ async function compareMemory(body: Buffer, concurrency: number, samples: number)
 /** The durable stores measured against the durable floor: their label, row and target. */
 const DURABLE_STORES = {
   'portal-fs': { label: 'fsBlobs', scenario: 'POST /v1/agreements, 5 × 1 MiB, fsBlobs (fsynced)', target: 0.85 },
-  'portal-sql': { label: 'sqlBlobs (PostgreSQL)', scenario: 'POST /v1/agreements, 5 × 1 MiB, sqlBlobs on PostgreSQL', target: null },
+  'portal-sql': {
+    label: 'sqlBlobs (PostgreSQL)',
+    scenario: 'POST /v1/agreements, 5 × 1 MiB, sqlBlobs on PostgreSQL',
+    target: null,
+  },
 } as const;
 
 /**
@@ -527,7 +582,13 @@ const DURABLE_STORES = {
  * ratio is the median of each round's (its two measurements a few seconds apart): the disk's pace
  * moves by a quarter between rounds here, and the pairs cancel that drift.
  */
-async function compareDurable(store: keyof typeof DURABLE_STORES, body: Buffer, rounds: number, seconds: number, warmup: number): Promise<void> {
+async function compareDurable(
+  store: keyof typeof DURABLE_STORES,
+  body: Buffer,
+  rounds: number,
+  seconds: number,
+  warmup: number,
+): Promise<void> {
   const concurrency = 8;
   const { label, scenario, target } = DURABLE_STORES[store];
   const kinds = ['bare-durable', store] as const;
@@ -537,14 +598,17 @@ async function compareDurable(store: keyof typeof DURABLE_STORES, body: Buffer, 
     const peaks = servers.map((server) => procPeak(server.child.pid!));
     const results: Load[][] = [[], []];
     for (let round = 0; round < rounds; round++) {
-      for (const i of round % 2 === 0 ? [0, 1] : [1, 0]) results[i]!.push(await load(servers[i]!, body, { seconds }, concurrency));
+      for (const i of round % 2 === 0 ? [0, 1] : [1, 0])
+        results[i]!.push(await load(servers[i]!, body, { seconds }, concurrency));
     }
     const [bare, portal] = results as [Load[], Load[]];
     const wall = median(portal.map((result, round) => result.wall / bare[round]!.wall));
     const cpu = median(portal.map((result, round) => result.cpu / bare[round]!.cpu));
     const rss = peaks.map((peak) => peak?.() ?? NaN);
     const medianOf = (runs: Load[], key: keyof Load) => median(runs.map((run) => run[key]));
-    console.log(`Durable upload of 5 × 1 MiB documents onto ${label}, ${concurrency} at a time, ${warmup} s of warm-up, ${rounds} rounds of ${seconds} s`);
+    console.log(
+      `Durable upload of 5 × 1 MiB documents onto ${label}, ${concurrency} at a time, ${warmup} s of warm-up, ${rounds} rounds of ${seconds} s`,
+    );
     for (const [i, kind] of kinds.entries()) {
       const runs = results[i]!;
       const peak = Number.isNaN(rss[i]!) ? 'peak RSS not read (no /proc)' : `peak RSS ${mib(rss[i]!)} MiB`;
@@ -556,8 +620,18 @@ async function compareDurable(store: keyof typeof DURABLE_STORES, body: Buffer, 
     const baseline = 'bare busboy + sha256 + fsync + rename';
     // The figures are medians of each server's rounds; the ratio is the paired one above.
     row(scenario, medianOf(portal, 'wall'), 'MB/s', baseline, medianOf(bare, 'wall'), target, 'at least', wall);
-    row(`${scenario}, per server CPU-second`, medianOf(portal, 'cpu'), 'MB', baseline, medianOf(bare, 'cpu'), null, 'at least', cpu);
-    if (!Number.isNaN(rss[0]!)) row(`${scenario}, peak RSS`, rss[1]! / MiB, 'MiB', baseline, rss[0]! / MiB, null, 'at most');
+    row(
+      `${scenario}, per server CPU-second`,
+      medianOf(portal, 'cpu'),
+      'MB',
+      baseline,
+      medianOf(bare, 'cpu'),
+      null,
+      'at least',
+      cpu,
+    );
+    if (!Number.isNaN(rss[0]!))
+      row(`${scenario}, peak RSS`, rss[1]! / MiB, 'MiB', baseline, rss[0]! / MiB, null, 'at most');
   } finally {
     for (const server of servers) server.child.send({ cmd: 'exit' });
   }

@@ -21,7 +21,8 @@ const targetOf = (row: Row) => {
 };
 
 /** Rows shown: every requests/s comparison of the portal with a peer (HTTP scenarios and the PostgreSQL path). */
-const charted = (rows: Row[]) => rows.filter((row) => row.unit === 'req/s' && row.baselineName !== 'memory' && !row.scenario.includes('server CPU'));
+const charted = (rows: Row[]) =>
+  rows.filter((row) => row.unit === 'req/s' && row.baselineName !== 'memory' && !row.scenario.includes('server CPU'));
 
 export function renderChart(rows: Row[]): string {
   const shown = charted(rows);
@@ -37,16 +38,23 @@ export function renderChart(rows: Row[]): string {
   const height = top + shown.length * (barHeight + gap) + 40;
   const width = left + plotWidth + 90;
   const parts: string[] = [];
-  parts.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif" font-size="11">`);
+  parts.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif" font-size="11">`,
+  );
   parts.push(
     `<text x="10" y="18" font-size="13" font-weight="bold">The portal's requests/s over each peer's (median of interleaved rounds; higher is better)</text>`,
   );
-  parts.push(`<text x="10" y="34" fill="#555">black tick: the target; rows without a target (pipelined) are reported only</text>`);
+  parts.push(
+    `<text x="10" y="34" fill="#555">black tick: the target; rows without a target (pipelined) are reported only</text>`,
+  );
   for (let tick = 0; tick <= maxRatio + 1e-9; tick += 0.25) {
     const tx = x(tick);
     const strong = Math.abs(tick - 1) < 1e-9;
-    parts.push(`<line x1="${tx}" x2="${tx}" y1="${top - 4}" y2="${height - 30}" stroke="${strong ? '#9ca3af' : '#e5e7eb'}"/>`);
-    if (Math.abs(tick * 2 - Math.round(tick * 2)) < 1e-9) parts.push(`<text x="${tx}" y="${height - 16}" text-anchor="middle">${tick.toFixed(1)}×</text>`);
+    parts.push(
+      `<line x1="${tx}" x2="${tx}" y1="${top - 4}" y2="${height - 30}" stroke="${strong ? '#9ca3af' : '#e5e7eb'}"/>`,
+    );
+    if (Math.abs(tick * 2 - Math.round(tick * 2)) < 1e-9)
+      parts.push(`<text x="${tx}" y="${height - 16}" text-anchor="middle">${tick.toFixed(1)}×</text>`);
   }
   shown.forEach((row, i) => {
     const y = top + i * (barHeight + gap);
@@ -61,7 +69,10 @@ export function renderChart(rows: Row[]): string {
     parts.push(
       `<text x="${x(row.ratio) + 4}" y="${y + barHeight - 4}">${row.ratio.toFixed(2)}×${target !== undefined && !row.holds ? ' (missed)' : ''}</text>`,
     );
-    if (target !== undefined) parts.push(`<line x1="${x(target)}" x2="${x(target)}" y1="${y - 1}" y2="${y + barHeight + 1}" stroke="#111" stroke-width="2"/>`);
+    if (target !== undefined)
+      parts.push(
+        `<line x1="${x(target)}" x2="${x(target)}" y1="${y - 1}" y2="${y + barHeight + 1}" stroke="#111" stroke-width="2"/>`,
+      );
   });
   parts.push('</svg>');
   return parts.join('\n') + '\n';

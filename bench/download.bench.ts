@@ -77,7 +77,11 @@ async function serve(kind: Kind, dir: string): Promise<void> {
       webhooks: { worker: false },
       ...(blobs && { blobs }),
     });
-    const attachment = await portal.tickets.putAttachment('acct_bench', { name: 'five-mib.bin', mime: 'application/octet-stream', body: bytes });
+    const attachment = await portal.tickets.putAttachment('acct_bench', {
+      name: 'five-mib.bin',
+      mime: 'application/octet-stream',
+      body: bytes,
+    });
     const { link } = await portal.tickets.downloadLink(
       'acct_bench',
       { ticketId: attachment.ticketId, messageId: attachment.messageId, attachmentId: attachment.id },
@@ -127,11 +131,15 @@ function cpuOf(server: Server): Promise<number> {
 
 function runClient(url: string): Promise<{ bytes: number; requests: number; ms: number }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLIENT, url, String(SECONDS), String(CONCURRENCY)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [CLIENT, url, String(SECONDS), String(CONCURRENCY)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     child.stdout.on('data', (chunk) => (out += chunk));
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`client exited with ${code}`))));
+    child.on('close', (code) =>
+      code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`client exited with ${code}`)),
+    );
   });
 }
 
@@ -204,7 +212,14 @@ async function measure(): Promise<void> {
     }
   } finally {
     for (const server of servers) server.child.send('exit');
-    await Promise.all(servers.map((server) => new Promise((resolve) => (server.child.exitCode !== null ? resolve(null) : server.child.once('exit', resolve)))));
+    await Promise.all(
+      servers.map(
+        (server) =>
+          new Promise((resolve) =>
+            server.child.exitCode !== null ? resolve(null) : server.child.once('exit', resolve),
+          ),
+      ),
+    );
     await rm(dir, { recursive: true, force: true });
   }
 }

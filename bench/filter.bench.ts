@@ -62,7 +62,9 @@ const base = {
 const events = [base, { ...base, items: [] }, { note: 'an event of the type with other data' }];
 const expected = events.map((event) => matchesFilter(filter, event));
 if (expected.join() !== 'true,false,false' || events.map(byHand).join() !== expected.join()) {
-  throw new Error(`the filter and the hand-written test disagree: ${expected.join()} against ${events.map(byHand).join()}`);
+  throw new Error(
+    `the filter and the hand-written test disagree: ${expected.join()} against ${events.map(byHand).join()}`,
+  );
 }
 
 function measure(test: (data: unknown) => boolean): { p50: number; p99: number } {
@@ -83,7 +85,8 @@ function measure(test: (data: unknown) => boolean): { p50: number; p99: number }
 
 // Interleaved, three rounds each, the median round's figures.
 const rounds: { filter: { p50: number; p99: number }; hand: { p50: number; p99: number } }[] = [];
-for (let round = 0; round < 3; round++) rounds.push({ filter: measure((data) => matchesFilter(filter, data)), hand: measure(byHand) });
+for (let round = 0; round < 3; round++)
+  rounds.push({ filter: measure((data) => matchesFilter(filter, data)), hand: measure(byHand) });
 rounds.sort((a, b) => a.filter.p99 - b.filter.p99);
 const { filter: compiled, hand } = rounds[1]!;
 const round2 = (value: number) => Math.round(value * 100) / 100;

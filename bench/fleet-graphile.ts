@@ -31,7 +31,8 @@ const logger = new Logger(() => (level, message) => {
 });
 
 let runner: Runner | undefined;
-const utils = role === 'publisher' ? await makeWorkerUtils({ connectionString: DATABASE_URL, schema, logger }) : undefined;
+const utils =
+  role === 'publisher' ? await makeWorkerUtils({ connectionString: DATABASE_URL, schema, logger }) : undefined;
 if (utils !== undefined) {
   await utils.migrate();
 } else {

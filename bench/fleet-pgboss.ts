@@ -22,7 +22,12 @@ if ((role !== 'publisher' && role !== 'worker') || schema === undefined || url =
 }
 
 // application_name: pg-boss names its connections 'pgboss' unless told; the bench finds them by this.
-const boss = new PgBoss({ connectionString: DATABASE_URL, schema, application_name: process.env.PGAPPNAME ?? 'pgboss', useListenNotify: true });
+const boss = new PgBoss({
+  connectionString: DATABASE_URL,
+  schema,
+  application_name: process.env.PGAPPNAME ?? 'pgboss',
+  useListenNotify: true,
+});
 boss.on('error', (error: Error) => console.error(`pg-boss ${role}: ${error.message}`));
 await boss.start();
 

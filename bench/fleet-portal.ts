@@ -23,7 +23,11 @@ const [role, schema, url, accountCount = '8', keyCount, keyMode] = process.argv.
 const keys = keyCount === undefined ? 0 : Number(keyCount);
 const retrySchedule = process.env.FLEET_RETRY_SCHEDULE?.split(',').map(Number);
 const tick = process.env.FLEET_TICK;
-if ((role !== 'publisher' && role !== 'worker') || schema === undefined || (role === 'publisher' && url === undefined)) {
+if (
+  (role !== 'publisher' && role !== 'worker') ||
+  schema === undefined ||
+  (role === 'publisher' && url === undefined)
+) {
   console.error('usage: fleet-portal.js publisher <schema> <receiver url> <accounts> | worker <schema>');
   process.exit(2);
 }
@@ -49,7 +53,11 @@ const portal = await createPortal({
   webhooks:
     role === 'publisher'
       ? { worker: false }
-      : { allowPrivateNetworks: true, ...(retrySchedule === undefined ? {} : { retrySchedule }), ...(tick === undefined ? {} : { tick }) },
+      : {
+          allowPrivateNetworks: true,
+          ...(retrySchedule === undefined ? {} : { retrySchedule }),
+          ...(tick === undefined ? {} : { tick }),
+        },
 });
 
 const accounts = Array.from({ length: Number(accountCount) }, (_, i) => `acct_fleet_${i}`);
@@ -71,7 +79,12 @@ const process_ = serve({
                 const account = accounts[index % accounts.length]!;
                 const key = `k${index}`;
                 const keyed = { ...one, key, n: Math.floor((first + i) / keys) };
-                return portal.events.publish(account, EVENT_TYPE, keyed, keyMode === 'ordered' ? { orderingKey: key } : {});
+                return portal.events.publish(
+                  account,
+                  EVENT_TYPE,
+                  keyed,
+                  keyMode === 'ordered' ? { orderingKey: key } : {},
+                );
               }),
             );
           })
@@ -79,7 +92,8 @@ const process_ = serve({
   claims() {
     const sorted = claimTimes.sort((a, b) => a - b);
     claimTimes = [];
-    const at = (p: number) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!);
+    const at = (p: number) =>
+      sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
     return { claims: sorted.length, p50: at(0.5), p99: at(0.99), max: sorted.at(-1) ?? NaN };
   },
   async stop() {

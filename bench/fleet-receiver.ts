@@ -51,7 +51,8 @@ const server = http.createServer((req, res) => {
 });
 server.keepAliveTimeout = 30_000;
 
-const percentile = (sorted: number[], p: number) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!);
+const percentile = (sorted: number[], p: number) =>
+  sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
 
 process.on('message', (message: { cmd: string }) => {
   if (message.cmd === 'stop') {
@@ -69,7 +70,12 @@ process.on('message', (message: { cmd: string }) => {
     // The calls that arrived since the last window: their count and lags, for a figure over time.
     const sorted = windowLags.sort((a, b) => a - b);
     windowLags = [];
-    process.send!({ distinct: seen.size, calls: sorted.length, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99) });
+    process.send!({
+      distinct: seen.size,
+      calls: sorted.length,
+      p50: percentile(sorted, 0.5),
+      p99: percentile(sorted, 0.99),
+    });
   } else if (message.cmd === 'stats') {
     const sorted = [...lags].sort((a, b) => a - b);
     process.send!({

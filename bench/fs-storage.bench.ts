@@ -28,7 +28,9 @@ const IN_FLIGHT = 256;
  */
 function openInFreshProcess(storeDir: string, ids: string[]): { ms: number; heapMiB: number; getMs: number } {
   const self = fileURLToPath(import.meta.url);
-  const result = spawnSync(process.execPath, ['--expose-gc', self, '--open', storeDir, ids.join(',')], { encoding: 'utf8' });
+  const result = spawnSync(process.execPath, ['--expose-gc', self, '--open', storeDir, ids.join(',')], {
+    encoding: 'utf8',
+  });
   if (result.status !== 0) throw new Error(`opening in a fresh process failed: ${result.stderr}`);
   return JSON.parse(result.stdout) as { ms: number; heapMiB: number; getMs: number };
 }
@@ -75,18 +77,23 @@ const report = (what: string, measured: string, baseline: string) => rows.push([
 async function fill(storage: Storage, onDirectoryFull?: () => Promise<void>) {
   const directory = directoryRecord();
   await storage.insertFileEntry(directory);
-  await writeMany(DIRECTORY_SIZE, IN_FLIGHT, (i) => storage.insertFileEntry(fileRecord({ directoryId: directory.id, name: `file-${i}.pdf` })));
+  await writeMany(DIRECTORY_SIZE, IN_FLIGHT, (i) =>
+    storage.insertFileEntry(fileRecord({ directoryId: directory.id, name: `file-${i}.pdf` })),
+  );
   await onDirectoryFull?.();
   const agreements = Array.from({ length: AGREEMENTS }, () => agreementRecord());
   await writeMany(AGREEMENTS, IN_FLIGHT, (i) => storage.insertAgreement(agreements[i]!, []));
-  await writeMany(TOTAL - DIRECTORY_SIZE - AGREEMENTS - 1, IN_FLIGHT, (i) => storage.insertFileEntry(fileRecord({ name: `root-${i}.txt` })));
+  await writeMany(TOTAL - DIRECTORY_SIZE - AGREEMENTS - 1, IN_FLIGHT, (i) =>
+    storage.insertFileEntry(fileRecord({ name: `root-${i}.txt` })),
+  );
   return { directory, agreements };
 }
 
 async function listTime(storage: Storage, accountId: string, directoryId: string, rounds = 20) {
   const { ms, result } = await time(async () => {
     let listed = 0;
-    for (let round = 0; round < rounds; round++) listed = (await storage.listFileEntries(accountId, directoryId)).length;
+    for (let round = 0; round < rounds; round++)
+      listed = (await storage.listFileEntries(accountId, directoryId)).length;
     return listed;
   });
   if (result !== DIRECTORY_SIZE) throw new Error(`listed ${result} entries, expected ${DIRECTORY_SIZE}`);
@@ -104,9 +111,18 @@ async function getTime(get: (id: string) => Promise<unknown>, ids: string[]) {
  * One row for `npm run bench`. The filesystem adapter's issue sets no ratio target, so the rows are
  * reported with the ratio that makes higher better (memory is faster by nature).
  */
-function bench(scenario: string, figure: number, unit: string, baselineName: string, baseline: number, higherIsBetter: boolean) {
+function bench(
+  scenario: string,
+  figure: number,
+  unit: string,
+  baselineName: string,
+  baseline: number,
+  higherIsBetter: boolean,
+) {
   const ratio = higherIsBetter ? figure / baseline : baseline / figure;
-  console.log(`BENCH ${JSON.stringify({ scenario, figure, unit, baselineName, baseline, ratio, target: 'none (reported)', holds: true })}`);
+  console.log(
+    `BENCH ${JSON.stringify({ scenario, figure, unit, baselineName, baseline, ratio, target: 'none (reported)', holds: true })}`,
+  );
 }
 
 try {
@@ -117,7 +133,11 @@ try {
   const SEQUENTIAL = 500;
   const oneByOne = await time(() => writeMany(SEQUENTIAL, 1, () => sequential.insertFileEntry(fileRecord())));
   const memoryOneByOne = await time(() => writeMany(SEQUENTIAL, 1, () => memory.insertFileEntry(fileRecord())));
-  report(`write, one at a time (${SEQUENTIAL})`, perSecond(SEQUENTIAL, oneByOne.ms), `memory ${perSecond(SEQUENTIAL, memoryOneByOne.ms)}`);
+  report(
+    `write, one at a time (${SEQUENTIAL})`,
+    perSecond(SEQUENTIAL, oneByOne.ms),
+    `memory ${perSecond(SEQUENTIAL, memoryOneByOne.ms)}`,
+  );
   await sequential.close!();
 
   // 100,000 records with 256 writes in flight: group commit shares each fsync among them.
@@ -132,7 +152,11 @@ try {
   const { directory, agreements } = filled.result;
   const reference = memoryStorage();
   const memoryFilled = await time(() => fill(reference));
-  report(`write ${TOTAL.toLocaleString('en')} records, ${IN_FLIGHT} in flight`, perSecond(TOTAL, filled.ms), `memory ${perSecond(TOTAL, memoryFilled.ms)}`);
+  report(
+    `write ${TOTAL.toLocaleString('en')} records, ${IN_FLIGHT} in flight`,
+    perSecond(TOTAL, filled.ms),
+    `memory ${perSecond(TOTAL, memoryFilled.ms)}`,
+  );
   bench(
     `fs: write ${TOTAL.toLocaleString('en')} records, ${IN_FLIGHT} in flight`,
     (TOTAL * 1000) / filled.ms,
@@ -144,7 +168,14 @@ try {
 
   const listLarge = await listTime(storage, 'acct_a', directory.id);
   const listMemory = await listTime(reference, 'acct_a', memoryFilled.result.directory.id);
-  bench(`fs: list ${DIRECTORY_SIZE.toLocaleString('en')} entries (store of ${TOTAL.toLocaleString('en')})`, listLarge, 'ms', 'memory', listMemory, false);
+  bench(
+    `fs: list ${DIRECTORY_SIZE.toLocaleString('en')} entries (store of ${TOTAL.toLocaleString('en')})`,
+    listLarge,
+    'ms',
+    'memory',
+    listMemory,
+    false,
+  );
   report(
     `list a directory of ${DIRECTORY_SIZE.toLocaleString('en')} entries`,
     `${millis(listLarge)} (store of ${TOTAL.toLocaleString('en')}); ${millis(listSmall)} (store of ${DIRECTORY_SIZE.toLocaleString('en')})`,
@@ -153,10 +184,16 @@ try {
 
   const entries = await storage.listFileEntries('acct_a', directory.id);
   const entryIds = entries.map((entry) => entry.id);
-  const memoryEntryIds = (await reference.listFileEntries('acct_a', memoryFilled.result.directory.id)).map((entry) => entry.id);
+  const memoryEntryIds = (await reference.listFileEntries('acct_a', memoryFilled.result.directory.id)).map(
+    (entry) => entry.id,
+  );
   const getEntry = await getTime((id) => storage.getFileEntry('acct_a', id), entryIds);
   const getEntryMemory = await getTime((id) => reference.getFileEntry('acct_a', id), memoryEntryIds);
-  report('get a file entry by id (held in memory)', micros(getEntry, entryIds.length), `memory ${micros(getEntryMemory, memoryEntryIds.length)}`);
+  report(
+    'get a file entry by id (held in memory)',
+    micros(getEntry, entryIds.length),
+    `memory ${micros(getEntryMemory, memoryEntryIds.length)}`,
+  );
 
   const agreementIds = agreements.map((agreement) => agreement.id);
   const getAgreement = await getTime((id) => storage.getAgreement('acct_a', id), agreementIds);
@@ -164,7 +201,11 @@ try {
     (id) => reference.getAgreement('acct_a', id),
     memoryFilled.result.agreements.map((agreement) => agreement.id),
   );
-  report('get an agreement by id (read from the log)', micros(getAgreement, agreementIds.length), `memory ${micros(getAgreementMemory, agreementIds.length)}`);
+  report(
+    'get an agreement by id (read from the log)',
+    micros(getAgreement, agreementIds.length),
+    `memory ${micros(getAgreementMemory, agreementIds.length)}`,
+  );
   await storage.close!();
 
   const log = path.join(dir, 'store', 'records.log');
@@ -176,14 +217,24 @@ try {
     millis(opened.ms),
     `reading the log alone ${millis(bare.ms)}`,
   );
-  bench(`fs: open a store of ${TOTAL.toLocaleString('en')} records`, opened.ms, 'ms', 'reading the log alone', bare.ms, false);
+  bench(
+    `fs: open a store of ${TOTAL.toLocaleString('en')} records`,
+    opened.ms,
+    'ms',
+    'reading the log alone',
+    bare.ms,
+    false,
+  );
   report('heap the open store holds', `${opened.heapMiB.toFixed(0)} MiB`, '');
   report('get a file entry by id after reopening', micros(opened.getMs, 1000), '');
 
   const width = Math.max(...rows.map(([what]) => what.length));
   const measuredWidth = Math.max(...rows.map(([, measured]) => measured.length));
-  console.log(`fs-storage bench — Node ${process.version}, ${os.platform()} ${os.arch()}, ${os.cpus().length} CPUs, store in ${dir}\n`);
-  for (const [what, measured, baseline] of rows) console.log(`${what.padEnd(width)}  ${measured.padEnd(measuredWidth)}  ${baseline}`);
+  console.log(
+    `fs-storage bench — Node ${process.version}, ${os.platform()} ${os.arch()}, ${os.cpus().length} CPUs, store in ${dir}\n`,
+  );
+  for (const [what, measured, baseline] of rows)
+    console.log(`${what.padEnd(width)}  ${measured.padEnd(measuredWidth)}  ${baseline}`);
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

@@ -36,7 +36,16 @@ const BACKLOG = Number(process.env.BENCH_GROWTH_BACKLOG ?? 50_000);
 const FETCHES = 20;
 
 /** The figures issue 35 measured on main at 77abb41, quoted. */
-const BEFORE = { logBytes: 30.8e6, logMs: 1100, stallMs: 709, rssMb: 324, otherTenantMs: 323, claimFsMs: 96, claimMemoryMs: 59, callBFsMs: 85 };
+const BEFORE = {
+  logBytes: 30.8e6,
+  logMs: 1100,
+  stallMs: 709,
+  rssMb: 324,
+  otherTenantMs: 323,
+  claimFsMs: 96,
+  claimMemoryMs: 59,
+  callBFsMs: 85,
+};
 
 // ---------------------------------------------------------------------------------------------
 // The portal process: `growth.bench.js --portal <json>`.
@@ -47,7 +56,12 @@ interface Setup {
   schema?: string;
 }
 
-type Message = { op: 'fill'; count: number } | { op: 'measure-start' } | { op: 'measure-stop' } | { op: 'backlog'; count: number } | { op: 'close' };
+type Message =
+  | { op: 'fill'; count: number }
+  | { op: 'measure-start' }
+  | { op: 'measure-stop' }
+  | { op: 'backlog'; count: number }
+  | { op: 'close' };
 
 async function servePortal(setup: Setup) {
   const { createPortal } = await import('../src/index.js');
@@ -61,7 +75,10 @@ async function servePortal(setup: Setup) {
     setup.storage === 'fs'
       ? fsStorage({ dir: setup.dir! })
       : setup.storage === 'postgres'
-        ? sqlStorage({ client: (pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 8 })), schema: setup.schema! })
+        ? sqlStorage({
+            client: (pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 8 })),
+            schema: setup.schema!,
+          })
         : memoryStorage();
   // Account A's calls hang until the end; B's are answered at once, and timed.
   const hanging: (() => void)[] = [];
@@ -114,7 +131,8 @@ async function servePortal(setup: Setup) {
         await publishMany(a.id, message.count);
         // What autovacuum does within a minute of a load like this: without statistics the planner
         // takes the webhook's 100,000 rows for a few hundred, and sorts them instead of reading the index.
-        if (pool !== undefined) await pool.query(`ANALYZE "${setup.schema}".portal_deliveries, "${setup.schema}".portal_events`);
+        if (pool !== undefined)
+          await pool.query(`ANALYZE "${setup.schema}".portal_deliveries, "${setup.schema}".portal_events`);
         return process.send!({ op: 'fill', a: a.id, b: b.id });
       }
       case 'measure-start':
@@ -156,7 +174,12 @@ async function servePortal(setup: Setup) {
           calls.push(performance.now() - started);
           await new Promise((resolve) => setTimeout(resolve, 20));
         }
-        return process.send!({ op: 'backlog', claimMs: median(claims), callBMs: median(calls), callBMaxMs: Math.max(...calls) });
+        return process.send!({
+          op: 'backlog',
+          claimMs: median(claims),
+          callBMs: median(calls),
+          callBMaxMs: Math.max(...calls),
+        });
       }
       case 'close':
         for (const release of hanging) release();
@@ -208,7 +231,11 @@ async function startPortal(setup: Setup): Promise<Portal> {
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
 
-function get(port: number, key: string, pathname: string): Promise<{ status: number; bytes: number; ms: number; body: string }> {
+function get(
+  port: number,
+  key: string,
+  pathname: string,
+): Promise<{ status: number; bytes: number; ms: number; body: string }> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
     http
@@ -217,7 +244,12 @@ function get(port: number, key: string, pathname: string): Promise<{ status: num
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('end', () => {
           const body = Buffer.concat(chunks);
-          resolve({ status: res.statusCode!, bytes: body.length, ms: performance.now() - started, body: body.toString('utf8') });
+          resolve({
+            status: res.statusCode!,
+            bytes: body.length,
+            ms: performance.now() - started,
+            body: body.toString('utf8'),
+          });
         });
       })
       .on('error', reject);
@@ -241,7 +273,11 @@ async function deliveryLog(setup: Setup, name: string) {
     let cursor: string | null = null;
     for (let i = 0; i < FETCHES; i++) {
       // Half first pages (a refresh), half the pages after them (a walk back through the log).
-      const answer = await get(portal.port, KEY_A, i % 2 === 0 || cursor === null ? log : `${log}?cursor=${encodeURIComponent(cursor)}`);
+      const answer = await get(
+        portal.port,
+        KEY_A,
+        i % 2 === 0 || cursor === null ? log : `${log}?cursor=${encodeURIComponent(cursor)}`,
+      );
       if (answer.status !== 200) throw new Error(`the log answered ${answer.status}: ${answer.body.slice(0, 200)}`);
       cursor = JSON.parse(answer.body).nextCursor;
       pages.push(answer);
@@ -277,7 +313,9 @@ async function deliveryLog(setup: Setup, name: string) {
 async function backlog(setup: Setup, name: string) {
   const portal = await startPortal(setup);
   try {
-    const { claimMs, callBMs, callBMaxMs } = await portal.ask<{ claimMs: number; callBMs: number; callBMaxMs: number }>({ op: 'backlog', count: BACKLOG });
+    const { claimMs, callBMs, callBMaxMs } = await portal.ask<{ claimMs: number; callBMs: number; callBMaxMs: number }>(
+      { op: 'backlog', count: BACKLOG },
+    );
     const beforeClaim = name === 'fs' ? BEFORE.claimFsMs : BEFORE.claimMemoryMs;
     const label = `claims beside another account's backlog (${name}, ${BACKLOG.toLocaleString('en')} due)`;
     emit({

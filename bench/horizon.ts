@@ -65,7 +65,8 @@ function vacuumSchema(pool: pg.Pool, schema: string): void {
       await client.query(`SET vacuum_cost_delay = '2ms'`);
       await client.query(`SET vacuum_cost_limit = 200`);
       const { rows } = await client.query(`SELECT tablename FROM pg_tables WHERE schemaname = $1`, [schema]);
-      for (const { tablename } of rows as { tablename: string }[]) await client.query(`VACUUM (ANALYZE) "${schema}"."${tablename}"`);
+      for (const { tablename } of rows as { tablename: string }[])
+        await client.query(`VACUUM (ANALYZE) "${schema}"."${tablename}"`);
     } catch {
       // The schema went meanwhile (the run ended): nothing to do.
     } finally {
@@ -75,7 +76,13 @@ function vacuumSchema(pool: pg.Pool, schema: string): void {
   })();
 }
 
-async function run(contender: Fleet['contender'], receiver: Child, url: string, pool: pg.Pool, vacuum: boolean): Promise<Sample[]> {
+async function run(
+  contender: Fleet['contender'],
+  receiver: Child,
+  url: string,
+  pool: pg.Pool,
+  vacuum: boolean,
+): Promise<Sample[]> {
   const fleet = await startFleet(contender, WORKERS, url, { accounts: ACCOUNTS, batch: BATCH });
   const total = BEFORE + HOLD + AFTER;
   const events = RATE * total;
@@ -84,7 +91,10 @@ async function run(contender: Fleet['contender'], receiver: Child, url: string, 
   await holder.connect();
   try {
     await receiver.request({ cmd: 'reset' }, 5000);
-    const publishing = fleet.publisher.request({ cmd: 'publish', events, batch: BATCH, rate: RATE, pad: PAD }, (total + 600) * 1000);
+    const publishing = fleet.publisher.request(
+      { cmd: 'publish', events, batch: BATCH, rate: RATE, pad: PAD },
+      (total + 600) * 1000,
+    );
     publishing.catch(() => {});
     const started = now();
     let holding = false;
@@ -102,11 +112,21 @@ async function run(contender: Fleet['contender'], receiver: Child, url: string, 
         holding = false;
       }
       if (vacuum) vacuumSchema(pool, fleet.schema);
-      const window = await receiver.request<{ distinct: number; calls: number; p50: number; p99: number }>({ cmd: 'window' }, 5000);
-      const { rows } = await pool.query(`SELECT coalesce(sum(n_dead_tup), 0)::int AS dead FROM pg_stat_user_tables WHERE schemaname = $1`, [fleet.schema]);
+      const window = await receiver.request<{ distinct: number; calls: number; p50: number; p99: number }>(
+        { cmd: 'window' },
+        5000,
+      );
+      const { rows } = await pool.query(
+        `SELECT coalesce(sum(n_dead_tup), 0)::int AS dead FROM pg_stat_user_tables WHERE schemaname = $1`,
+        [fleet.schema],
+      );
       const claims =
         contender === 'portal'
-          ? await Promise.all(fleet.workers.map((worker) => worker.request<{ claims: number; p50: number; p99: number }>({ cmd: 'claims' }, 5000)))
+          ? await Promise.all(
+              fleet.workers.map((worker) =>
+                worker.request<{ claims: number; p50: number; p99: number }>({ cmd: 'claims' }, 5000),
+              ),
+            )
           : [];
       const sample: Sample = {
         second,
@@ -124,7 +144,9 @@ async function run(contender: Fleet['contender'], receiver: Child, url: string, 
       console.error(
         `  ${contender} ${String(second).padStart(4)} s ${sample.phase.padEnd(6)} calls ${String(sample.calls).padStart(5)}  lag p50 ${fixed(sample.p50).padStart(6)} ms p99 ${fixed(sample.p99).padStart(6)} ms  ` +
           `backlog ${String(sample.backlog).padStart(6)}  dead tuples ${String(sample.deadTuples).padStart(7)}` +
-          (contender === 'portal' ? `  claims ${sample.claims} (p50 ${fixed(sample.claimP50, 1)} ms, p99 ${fixed(sample.claimP99, 1)} ms)` : ''),
+          (contender === 'portal'
+            ? `  claims ${sample.claims} (p50 ${fixed(sample.claimP50, 1)} ms, p99 ${fixed(sample.claimP99, 1)} ms)`
+            : ''),
       );
     }
   } finally {
@@ -146,7 +168,9 @@ function report(contender: string, samples: Sample[]): void {
   const baseline = Math.max(...before.map((sample) => sample.p99));
   // Back to the figures before the hold: the first sample after the release whose p99 is within
   // twice the worst before (at least 100 ms of slack), and every one after it too.
-  const settled = after.findIndex((_sample, i) => after.slice(i).every((later) => later.p99 <= Math.max(2 * baseline, baseline + 100)));
+  const settled = after.findIndex((_sample, i) =>
+    after.slice(i).every((later) => later.p99 <= Math.max(2 * baseline, baseline + 100)),
+  );
   const recoverySeconds = settled === -1 ? Infinity : (settled + 1) * SAMPLE_SECONDS;
   const label = `outbox beside a ${HOLD} s transaction (${contender}, ${RATE}/s, ${WORKERS} workers)`;
   emit({

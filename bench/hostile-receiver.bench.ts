@@ -100,10 +100,23 @@ const ask = (child: ChildProcess) =>
 
 const agent = new http.Agent({ keepAlive: true });
 
-function request(port: number, method: string, path: string, key: string, body?: object): Promise<{ status: number; body: string }> {
+function request(
+  port: number,
+  method: string,
+  path: string,
+  key: string,
+  body?: object,
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { port, host: '127.0.0.1', method, path, agent, headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' } },
+      {
+        port,
+        host: '127.0.0.1',
+        method,
+        path,
+        agent,
+        headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+      },
       (res) => {
         let text = '';
         res
@@ -128,13 +141,17 @@ async function reads(port: number, ms: number): Promise<number[]> {
   return latencies;
 }
 
-const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * p))] ?? NaN;
+const percentile = (values: number[], p: number) =>
+  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * p))] ?? NaN;
 
 async function main() {
   const receiver = await start(['--receiver'], 1);
   const portal = await start(['--portal', String(receiver.port)], 0);
   try {
-    await request(portal.port, 'POST', '/v1/webhooks', KEY_B, { url: 'http://127.0.0.1:9/b', type: 'customer-created' });
+    await request(portal.port, 'POST', '/v1/webhooks', KEY_B, {
+      url: 'http://127.0.0.1:9/b',
+      type: 'customer-created',
+    });
     await reads(portal.port, 1000); // warm-up
     const idleStart = await ask(portal.child);
     const idle = await reads(portal.port, WINDOW_MS);
@@ -153,7 +170,10 @@ async function main() {
       const before = await ask(portal.child);
       let calls = 0;
       const burst = () => {
-        for (let i = 0; i < BURST; i++) void request(portal.port, 'POST', `/v1/webhooks/${id}/test`, KEY_A).then(({ status }) => status === 202 && calls++);
+        for (let i = 0; i < BURST; i++)
+          void request(portal.port, 'POST', `/v1/webhooks/${id}/test`, KEY_A).then(
+            ({ status }) => status === 202 && calls++,
+          );
       };
       const bursts = setInterval(burst, BURST_EVERY_MS);
       burst();

@@ -47,7 +47,14 @@ const SCENARIOS = [
   { name: '404 (no such webhook)', paths: missingIds.map((id) => `/v1/webhooks/${id}`), headers: AUTH, status: 404 },
   { name: '401 (no key)', paths: webhooks.map((one) => `/v1/webhooks/${one.id}`), headers: {}, status: 401 },
   // A listing costs some 25 GETs: a tenth of the requests keeps the run as long. Fastify's baseline has no listing.
-  { name: 'GET /v1/files (1,000 entries)', paths: [`/v1/files?directoryId=${directoryId}`], headers: AUTH, status: 200, share: 0.1, only: ['portal', 'bare'] },
+  {
+    name: 'GET /v1/files (1,000 entries)',
+    paths: [`/v1/files?directoryId=${directoryId}`],
+    headers: AUTH,
+    status: 200,
+    share: 0.1,
+    only: ['portal', 'bare'],
+  },
 ].filter((scenario) => !SCENARIO_FILTER || SCENARIO_FILTER.some((part) => scenario.name.includes(part)));
 
 /**
@@ -66,7 +73,9 @@ async function load(agent: http.Agent, port: number, scenario: (typeof SCENARIOS
       });
       // A kept connection the server closed as idle just as it was reused: the request never
       // reached it, and goes again on a new connection (as node's documentation advises).
-      req.once('error', (error: NodeJS.ErrnoException) => (req.reusedSocket && error.code === 'ECONNRESET' ? get(path).then(resolve, reject) : reject(error)));
+      req.once('error', (error: NodeJS.ErrnoException) =>
+        req.reusedSocket && error.code === 'ECONNRESET' ? get(path).then(resolve, reject) : reject(error),
+      );
     });
   await Promise.all(
     Array.from({ length: CONNECTIONS }, async () => {
@@ -79,7 +88,8 @@ async function load(agent: http.Agent, port: number, scenario: (typeof SCENARIOS
   if (unexpected > 0) throw new Error(`${scenario.name}: ${unexpected} answers other than ${scenario.status}`);
 }
 
-const control = (child: ChildProcess, ...args: string[]) => execFileSync('callgrind_control', [...args, String(child.pid)], { stdio: 'pipe' });
+const control = (child: ChildProcess, ...args: string[]) =>
+  execFileSync('callgrind_control', [...args, String(child.pid)], { stdio: 'pipe' });
 
 /** Functions whose inclusive cost is taken out of a window: bursts that are not a request's steady cost. */
 const BURSTS = ['v8::internal::Compiler::CompileOptimized(', 'v8::internal::MarkCompactCollector::CollectGarbage('];
@@ -100,7 +110,9 @@ function steadyInstructions(file: string): { total: number; steady: number; even
   const values = match[1]!.trim().split(' ').map(Number);
   const events = Object.fromEntries(names.map((name, i) => [name, values[i] ?? 0]));
   const total = values[0]!;
-  const annotated = execFileSync('callgrind_annotate', ['--inclusive=yes', '--threshold=100', file], { maxBuffer: 256 * 2 ** 20 }).toString();
+  const annotated = execFileSync('callgrind_annotate', ['--inclusive=yes', '--threshold=100', file], {
+    maxBuffer: 256 * 2 ** 20,
+  }).toString();
   let bursts = 0;
   for (const name of BURSTS) {
     // Sorted by inclusive cost: the first line naming the function is its whole cost.
@@ -135,8 +147,13 @@ async function countContender(name: string): Promise<Record<string, number>> {
   let agent: http.Agent | undefined;
   try {
     const line = await new Promise<string>((resolve, reject) => {
-      createInterface({ input: child.stdout! }).on('line', (text) => text.startsWith('READY ') && resolve(text.slice(6)));
-      child.once('exit', (code) => reject(new Error(`${name} under callgrind exited with ${code}:\n${stderr.slice(-2000)}`)));
+      createInterface({ input: child.stdout! }).on(
+        'line',
+        (text) => text.startsWith('READY ') && resolve(text.slice(6)),
+      );
+      child.once('exit', (code) =>
+        reject(new Error(`${name} under callgrind exited with ${code}:\n${stderr.slice(-2000)}`)),
+      );
     });
     const { port } = JSON.parse(line) as { port: number };
     agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
@@ -153,7 +170,8 @@ async function countContender(name: string): Promise<Record<string, number>> {
         const before = new Set(readdirSync(dir));
         control(child, '--dump');
         const dumped = readdirSync(dir).filter((file) => !before.has(file));
-        if (dumped.length !== 1) throw new Error(`${name}: expected one new callgrind dump, found ${dumped.join(', ') || 'none'}`);
+        if (dumped.length !== 1)
+          throw new Error(`${name}: expected one new callgrind dump, found ${dumped.join(', ') || 'none'}`);
         dumps.push(path.join(dir, dumped[0]!));
       }
       // Read once the windows are over: the connections are not left idle between them.
@@ -162,7 +180,9 @@ async function countContender(name: string): Promise<Record<string, number>> {
       const totals = counted.map((one) => one.total / requests);
       figures[scenario.name] = Math.min(...windows);
       const thousands = (values: number[]) => values.map((value) => (value / 1000).toFixed(1)).join(', ');
-      console.error(`  ${name} ${scenario.name}: ${thousands(windows)} thousand a request (with compilation and major GCs: ${thousands(totals)})`);
+      console.error(
+        `  ${name} ${scenario.name}: ${thousands(windows)} thousand a request (with compilation and major GCs: ${thousands(totals)})`,
+      );
       if (CACHE_SIM) {
         const perRequest = (one: (typeof counted)[number]) =>
           SIMULATED.map((event) => `${event} ${((one.events[event] ?? 0) / requests).toFixed(0)}`).join(', ');
@@ -173,15 +193,20 @@ async function countContender(name: string): Promise<Record<string, number>> {
   } finally {
     agent?.destroy();
     child.kill();
-    await new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve(null) : child.once('exit', resolve)));
+    await new Promise((resolve) =>
+      child.exitCode !== null || child.signalCode !== null ? resolve(null) : child.once('exit', resolve),
+    );
     // BENCH_CALLGRIND_KEEP=1 keeps the dumps, for callgrind_annotate.
-    if (process.env.BENCH_CALLGRIND_KEEP) console.error(`  dumps kept in ${dir}, JIT code named in /tmp/perf-${child.pid}.map`);
+    if (process.env.BENCH_CALLGRIND_KEEP)
+      console.error(`  dumps kept in ${dir}, JIT code named in /tmp/perf-${child.pid}.map`);
     else rmSync(dir, { recursive: true, force: true });
   }
 }
 
 const results: Record<string, Record<string, number>> = {};
-console.error(`instructions: ${WARMUP} warm-up requests, then ${WINDOWS} windows of ${REQUESTS} requests, the least counts`);
+console.error(
+  `instructions: ${WARMUP} warm-up requests, then ${WINDOWS} windows of ${REQUESTS} requests, the least counts`,
+);
 for (const name of CONTENDERS) results[name] = await countContender(name);
 
 const columns = CONTENDERS;
@@ -196,5 +221,16 @@ const lines = [
 console.log(lines.join('\n'));
 writeFileSync(
   path.join(here, 'instructions.json'),
-  JSON.stringify({ date: new Date().toISOString(), node: process.version, warmup: WARMUP, requests: REQUESTS, windows: WINDOWS, results }, null, 2),
+  JSON.stringify(
+    {
+      date: new Date().toISOString(),
+      node: process.version,
+      warmup: WARMUP,
+      requests: REQUESTS,
+      windows: WINDOWS,
+      results,
+    },
+    null,
+    2,
+  ),
 );

@@ -52,11 +52,18 @@ async function run(mode: 'ordered' | 'unordered', receiver: Child, url: string):
   // a second, found by a tick every second once no other work makes the worker claim.
   process.env.FLEET_RETRY_SCHEDULE = RETRY_SCHEDULE;
   process.env.FLEET_TICK = '* * * * * *';
-  const publisher = new Child(`${mode} publisher`, file, ['publisher', schema, url, String(ACCOUNTS), String(KEYS), mode], 1, schema);
+  const publisher = new Child(
+    `${mode} publisher`,
+    file,
+    ['publisher', schema, url, String(ACCOUNTS), String(KEYS), mode],
+    1,
+    schema,
+  );
   const workers: Child[] = [];
   try {
     await publisher.next(START_TIMEOUT_MS, 'start');
-    for (let i = 0; i < WORKERS; i++) workers.push(new Child(`${mode} worker ${i + 1}`, file, ['worker', schema], 0, schema));
+    for (let i = 0; i < WORKERS; i++)
+      workers.push(new Child(`${mode} worker ${i + 1}`, file, ['worker', schema], 0, schema));
     for (const worker of workers) await worker.next(START_TIMEOUT_MS, 'start');
     await receiver.request({ cmd: 'reset' }, 10_000);
     const published = await publisher.request<{ published: number; started: number; seconds: number }>(
@@ -66,11 +73,16 @@ async function run(mode: 'ordered' | 'unordered', receiver: Child, url: string):
     const deadline = now() + TIMEOUT_MS;
     let stats = await receiver.request<Stats>({ cmd: 'stats' }, 10_000);
     while (stats.delivered < EVENTS) {
-      if (now() > deadline) throw new Error(`${mode}: ${stats.delivered} of ${EVENTS} delivered within ${TIMEOUT_MS / 1000} s`);
+      if (now() > deadline)
+        throw new Error(`${mode}: ${stats.delivered} of ${EVENTS} delivered within ${TIMEOUT_MS / 1000} s`);
       await new Promise((resolve) => setTimeout(resolve, 200));
       stats = await receiver.request<Stats>({ cmd: 'stats' }, 10_000);
     }
-    return { stats, publishSeconds: published.seconds, deliveriesPerSecond: EVENTS / ((stats.last - published.started) / 1000) };
+    return {
+      stats,
+      publishSeconds: published.seconds,
+      deliveriesPerSecond: EVENTS / ((stats.last - published.started) / 1000),
+    };
   } finally {
     delete process.env.FLEET_RETRY_SCHEDULE;
     delete process.env.FLEET_TICK;

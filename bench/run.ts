@@ -87,7 +87,14 @@ function askCpu(server: Server): Promise<number> {
  * whose other tenants take the core now and then, it moves far less than the first.
  * The requests cycle through `paths` on every connection.
  */
-async function round(server: Server, paths: string[], headers: Record<string, string>, seconds: number, expectStatus: number, pipelining: number) {
+async function round(
+  server: Server,
+  paths: string[],
+  headers: Record<string, string>,
+  seconds: number,
+  expectStatus: number,
+  pipelining: number,
+) {
   if (LOAD === 'wrk' && pipelining === 1) return wrkLoad(server, paths, headers, seconds, expectStatus);
   const cpuBefore = await askCpu(server);
   const result = await autocannon({
@@ -102,21 +109,35 @@ async function round(server: Server, paths: string[], headers: Record<string, st
   const answered = result.requests.total;
   const unexpected = expectStatus === 200 ? result.non2xx : answered - result.non2xx;
   if (result.errors > 0 || unexpected > answered * 0.001) {
-    throw new Error(`${server.name} ${paths[0]}: ${result.errors} errors, ${unexpected} answers other than ${expectStatus}`);
+    throw new Error(
+      `${server.name} ${paths[0]}: ${result.errors} errors, ${unexpected} answers other than ${expectStatus}`,
+    );
   }
   return { perSecond: answered / seconds, cpuPerRequest: cpu / answered, loadCpuShare: null };
 }
 
 /** A round loaded by wrk (see `support/wrk.ts`), with the share of its core wrk itself used. */
-async function wrkLoad(server: Server, paths: string[], headers: Record<string, string>, seconds: number, expectStatus: number) {
+async function wrkLoad(
+  server: Server,
+  paths: string[],
+  headers: Record<string, string>,
+  seconds: number,
+  expectStatus: number,
+) {
   const cpuBefore = await askCpu(server);
   const result = await wrkRound(server.port, paths, headers, seconds, CONNECTIONS);
   const cpu = (await askCpu(server)) - cpuBefore;
   const unexpected = expectStatus < 300 ? result.non2xx : result.answered - result.non2xx;
   if (result.errors > 0 || unexpected > result.answered * 0.001) {
-    throw new Error(`${server.name} ${paths[0]}: ${result.errors} socket errors, ${unexpected} answers other than ${expectStatus}`);
+    throw new Error(
+      `${server.name} ${paths[0]}: ${result.errors} socket errors, ${unexpected} answers other than ${expectStatus}`,
+    );
   }
-  return { perSecond: result.answered / result.seconds, cpuPerRequest: cpu / result.answered, loadCpuShare: result.loadCpuShare };
+  return {
+    perSecond: result.answered / result.seconds,
+    cpuPerRequest: cpu / result.answered,
+    loadCpuShare: result.loadCpuShare,
+  };
 }
 
 /** The target of a row that only reports a figure. */
@@ -191,9 +212,13 @@ export type Figures = Record<string, Record<string, number>>;
 async function httpScenarios(servers: Map<string, Server>): Promise<{ rows: Row[]; figures: Figures }> {
   const rows: Row[] = [];
   const figures: Figures = {};
-  const scenarios = SCENARIOS.filter((scenario) => !SCENARIO_FILTER || SCENARIO_FILTER.some((part) => scenario.name.includes(part)));
+  const scenarios = SCENARIOS.filter(
+    (scenario) => !SCENARIO_FILTER || SCENARIO_FILTER.some((part) => scenario.name.includes(part)),
+  );
   for (const scenario of scenarios) {
-    const urls = new Map(scenario.contenders.map((name) => [name, `http://127.0.0.1:${servers.get(name)!.port}${scenario.paths[0]}`]));
+    const urls = new Map(
+      scenario.contenders.map((name) => [name, `http://127.0.0.1:${servers.get(name)!.port}${scenario.paths[0]}`]),
+    );
     await checkSameAnswers(scenario.name, urls, scenario.headers);
   }
   for (const pipelining of PIPELINING) {
@@ -211,7 +236,14 @@ async function httpScenarios(servers: Map<string, Server>): Promise<{ rows: Row[
         // Interleaved, and the order rotates each round, so drift on the machine hits every contender alike.
         const order = scenario.contenders.map((_, i) => scenario.contenders[(i + turn) % scenario.contenders.length]!);
         for (const name of order) {
-          const measured = await round(servers.get(name)!, scenario.paths, scenario.headers, SECONDS, scenario.status, pipelining);
+          const measured = await round(
+            servers.get(name)!,
+            scenario.paths,
+            scenario.headers,
+            SECONDS,
+            scenario.status,
+            pipelining,
+          );
           samples.get(name)!.push(measured.perSecond);
           cpuSamples.get(name)!.push(measured.cpuPerRequest);
           if (measured.loadCpuShare !== null) loadSamples.get(name)!.push(measured.loadCpuShare);
@@ -315,11 +347,15 @@ async function otherBenches(): Promise<Row[]> {
     .sort();
   for (const script of scripts) {
     console.error(`  ${script}…`);
-    const child = spawn(process.execPath, ['--expose-gc', path.join(here, script)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--expose-gc', path.join(here, script)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     for await (const line of createInterface({ input: child.stdout! })) {
       if (line.startsWith('BENCH ')) rows.push(JSON.parse(line.slice(6)));
     }
-    const code = await new Promise((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', resolve)));
+    const code = await new Promise((resolve) =>
+      child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', resolve),
+    );
     if (code !== 0) throw new Error(`${script} exited with ${code}`);
   }
   return rows;
@@ -345,7 +381,9 @@ export function table(rows: Row[]): string {
 
 async function main() {
   if (NAMED?.length === 0) {
-    console.error(`usage: npm run bench:scenario -- <part of a name>…  (scenarios: ${SCENARIOS.map((s) => s.name).join('; ')})`);
+    console.error(
+      `usage: npm run bench:scenario -- <part of a name>…  (scenarios: ${SCENARIOS.map((s) => s.name).join('; ')})`,
+    );
     process.exitCode = 2;
     return;
   }
@@ -363,19 +401,28 @@ async function main() {
   let http: Awaited<ReturnType<typeof httpScenarios>> = { rows: [], figures: {} };
   if (ONLY.has('http')) {
     const servers = new Map<string, Server>();
-    const chosen = SCENARIOS.filter((scenario) => !SCENARIO_FILTER || SCENARIO_FILTER.some((part) => scenario.name.includes(part)));
-    for (const name of new Set(chosen.flatMap((scenario) => scenario.contenders))) servers.set(name, await startServer(name));
+    const chosen = SCENARIOS.filter(
+      (scenario) => !SCENARIO_FILTER || SCENARIO_FILTER.some((part) => scenario.name.includes(part)),
+    );
+    for (const name of new Set(chosen.flatMap((scenario) => scenario.contenders)))
+      servers.set(name, await startServer(name));
     try {
       http = await httpScenarios(servers);
     } finally {
       for (const server of servers.values()) await stopServer(server);
     }
   }
-  const rows = [...http.rows, ...(ONLY.has('memory') ? [await memoryScenario()] : []), ...(ONLY.has('others') ? await otherBenches() : [])];
+  const rows = [
+    ...http.rows,
+    ...(ONLY.has('memory') ? [await memoryScenario()] : []),
+    ...(ONLY.has('others') ? await otherBenches() : []),
+  ];
   console.log(table(rows));
   const judged = rows.filter((row) => row.target !== REPORTED);
   const failing = judged.filter((row) => !row.holds);
-  console.log(`\n${judged.length - failing.length} of ${judged.length} targets hold (${Math.round((Date.now() - started) / 1000)} s).`);
+  console.log(
+    `\n${judged.length - failing.length} of ${judged.length} targets hold (${Math.round((Date.now() - started) / 1000)} s).`,
+  );
   const results = {
     date: new Date().toISOString(),
     node: process.version,
@@ -389,7 +436,8 @@ async function main() {
   writeFileSync(path.join(here, 'results.json'), JSON.stringify(results, null, 2));
   // The chart in the source tree shows every HTTP scenario: a run of a few leaves it as it was.
   const chartTarget = path.resolve(here, '../../bench/chart.svg');
-  if (ONLY.has('http') && !SCENARIO_FILTER && existsSync(path.dirname(chartTarget))) writeFileSync(chartTarget, renderChart(rows));
+  if (ONLY.has('http') && !SCENARIO_FILTER && existsSync(path.dirname(chartTarget)))
+    writeFileSync(chartTarget, renderChart(rows));
   process.exitCode = failing.length === 0 ? 0 : 1;
 }
 

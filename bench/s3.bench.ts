@@ -37,7 +37,8 @@ const CONCURRENT_UPLOADS = 32;
 
 const documentBytes = Buffer.alloc(MiB);
 for (let i = 0; i < MiB; i++) documentBytes[i] = (i * 31 + (i >> 9)) & 0xff;
-const form = () => validFormData({ documents: Array.from({ length: 5 }, (_, n) => ({ name: `doc-${n}.pdf`, bytes: documentBytes })) });
+const form = () =>
+  validFormData({ documents: Array.from({ length: 5 }, (_, n) => ({ name: `doc-${n}.pdf`, bytes: documentBytes })) });
 
 async function startPortalServer(client: S3Client, bucket: string) {
   const portal = await createPortal({
@@ -57,7 +58,9 @@ function startBareUpload(client: S3Client, bucket: string): Promise<Running> {
     const uploads: Promise<unknown>[] = [];
     const busboy = new Busboy({ headers: req.headers as { 'content-type': string } });
     busboy.on('file', (_field, stream) => {
-      uploads.push(new Upload({ client, params: { Bucket: bucket, Key: `bare/${process.pid}-${++count}`, Body: stream } }).done());
+      uploads.push(
+        new Upload({ client, params: { Bucket: bucket, Key: `bare/${process.pid}-${++count}`, Body: stream } }).done(),
+      );
     });
     busboy.on('finish', () => {
       Promise.all(uploads).then(
@@ -73,7 +76,12 @@ function startBareUpload(client: S3Client, bucket: string): Promise<Running> {
 // which reports its peak RSS when asked over IPC: the figure for 32 uploads at once, client apart.
 if (process.argv[2] === '--serve') {
   const [kind, endpoint, bucket] = process.argv.slice(3) as [string, string, string];
-  const client = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
+  const client = new S3Client({
+    endpoint,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+  });
   const server = kind === 'portal' ? await startPortalServer(client, bucket) : await startBareUpload(client, bucket);
   const url = kind === 'portal' ? `${server.url}/agreements` : server.url;
   global.gc?.();
@@ -104,7 +112,11 @@ async function main() {
     servers.push(bareUpload);
 
     const post = async (url: string) => {
-      const res = await fetch(url, { method: 'POST', body: form(), headers: { authorization: 'Bearer bench-key-0123456789' } });
+      const res = await fetch(url, {
+        method: 'POST',
+        body: form(),
+        headers: { authorization: 'Bearer bench-key-0123456789' },
+      });
       await res.arrayBuffer();
       if (res.status !== 201) throw new Error(`${url}: ${res.status}`);
     };
@@ -168,8 +180,18 @@ async function main() {
 
     console.log(`S3 (moto_server on loopback), ${ROUNDS} rounds; median MiB/s of document bytes`);
     const rows = [
-      { scenario: 'S3 upload, 5 × 1 MiB agreement', portal: 'upload portal', bare: 'upload bare', baselineName: 'busboy → lib-storage Upload' },
-      { scenario: 'S3 download, 5 MiB through the link', portal: 'download portal', bare: 'download bare', baselineName: 'GetObject pipe' },
+      {
+        scenario: 'S3 upload, 5 × 1 MiB agreement',
+        portal: 'upload portal',
+        bare: 'upload bare',
+        baselineName: 'busboy → lib-storage Upload',
+      },
+      {
+        scenario: 'S3 download, 5 MiB through the link',
+        portal: 'download portal',
+        bare: 'download bare',
+        baselineName: 'GetObject pipe',
+      },
     ];
     for (const row of rows) {
       const figure = median(results.get(row.portal)!);

@@ -31,7 +31,12 @@ async function bigPdf(): Promise<Buffer> {
     const image = pdf.embedPng(PNG.sync.write(png));
     const page = pdf.addPage({ size: 'a4' });
     for (let line = 0; line < 30; line++)
-      page.drawText(`Page ${n}, clause ${line}: the parties agree as follows.`, { x: 50, y: 780 - line * 20, size: 10, font: StandardFonts.Helvetica });
+      page.drawText(`Page ${n}, clause ${line}: the parties agree as follows.`, {
+        x: 50,
+        y: 780 - line * 20,
+        size: 10,
+        font: StandardFonts.Helvetica,
+      });
     page.drawImage(image, { x: 480, y: 60, width: 52, height: 52 });
   }
   return Buffer.from(await pdf.save());
@@ -48,9 +53,21 @@ async function child(which: string, file: string, p12File: string, password: str
     const plan = {
       agreement: { id: 'agr_bench', name: 'Bench', senderName: 'Ann Owner' },
       document: { name: 'big.pdf', fileHash: 'b'.repeat(64) },
-      signers: [{ id: 'ags_1', name: 'Bo Lee', email: 'bo@example.com', signedAt: '2026-12-05T10:00:00+00:00', identified: null, signature: null }],
+      signers: [
+        {
+          id: 'ags_1',
+          name: 'Bo Lee',
+          email: 'bo@example.com',
+          signedAt: '2026-12-05T10:00:00+00:00',
+          identified: null,
+          signature: null,
+        },
+      ],
       // Without fields, every page's text is searched for anchors before a signature page is added.
-      fields: which === 'anchors' ? [] : [{ signerId: 'ags_1', page: PAGES, x: 10, y: 80, width: 40, height: 8, type: 'signature' as const }],
+      fields:
+        which === 'anchors'
+          ? []
+          : [{ signerId: 'ags_1', page: PAGES, x: 10, y: 80, width: 40, height: 8, type: 'signature' as const }],
       completedAt: '2026-12-05T10:05:00+00:00',
     };
     const copy = await work.completedCopy(bytes, plan);
@@ -73,18 +90,46 @@ async function main(): Promise<void> {
     const bytes = await bigPdf();
     writeFileSync(file, bytes);
     const password = 'bench';
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'k.pem', '-out', 'c.pem', '-days', '2', '-subj', '/CN=Bench Seal'], {
-      cwd: dir,
-      stdio: 'pipe',
-    });
-    execFileSync('openssl', ['pkcs12', '-export', '-inkey', 'k.pem', '-in', 'c.pem', '-out', 's.p12', '-passout', `pass:${password}`], {
-      cwd: dir,
-      stdio: 'pipe',
-    });
-    const rounds: Record<'ours' | 'anchors' | 'libpdf', { ms: number; rssMiB: number }[]> = { ours: [], anchors: [], libpdf: [] };
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        'k.pem',
+        '-out',
+        'c.pem',
+        '-days',
+        '2',
+        '-subj',
+        '/CN=Bench Seal',
+      ],
+      {
+        cwd: dir,
+        stdio: 'pipe',
+      },
+    );
+    execFileSync(
+      'openssl',
+      ['pkcs12', '-export', '-inkey', 'k.pem', '-in', 'c.pem', '-out', 's.p12', '-passout', `pass:${password}`],
+      {
+        cwd: dir,
+        stdio: 'pipe',
+      },
+    );
+    const rounds: Record<'ours' | 'anchors' | 'libpdf', { ms: number; rssMiB: number }[]> = {
+      ours: [],
+      anchors: [],
+      libpdf: [],
+    };
     for (let round = 0; round < ROUNDS; round++) {
       for (const which of ['libpdf', 'ours', 'anchors'] as const) {
-        const run = spawnSync(process.execPath, [here, which, file, path.join(dir, 's.p12'), password], { encoding: 'utf8' });
+        const run = spawnSync(process.execPath, [here, which, file, path.join(dir, 's.p12'), password], {
+          encoding: 'utf8',
+        });
         if (run.status !== 0) throw new Error(`${which}: ${run.stderr}`);
         rounds[which].push(JSON.parse(run.stdout.trim().split('\n').pop()!));
       }
@@ -127,5 +172,6 @@ async function main(): Promise<void> {
   }
 }
 
-if (['ours', 'anchors', 'libpdf'].includes(process.argv[2] ?? '')) await child(process.argv[2]!, process.argv[3]!, process.argv[4]!, process.argv[5]!);
+if (['ours', 'anchors', 'libpdf'].includes(process.argv[2] ?? ''))
+  await child(process.argv[2]!, process.argv[3]!, process.argv[4]!, process.argv[5]!);
 else await main();

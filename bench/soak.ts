@@ -52,7 +52,8 @@ async function soak(name: string, storage: Storage, diskBytes: () => Promise<num
     webhooks: { tick: '* * * * * *' },
   });
   const accounts = Array.from({ length: ACCOUNTS }, (_, i) => `acct_soak_${i}`);
-  for (const account of accounts) await portal.webhooks.create(account, { type: 'customer-created', url: 'https://soak.example/in' });
+  for (const account of accounts)
+    await portal.webhooks.create(account, { type: 'customer-created', url: 'https://soak.example/in' });
   const samples: Sample[] = [];
   const started = performance.now();
   let published = 0;
@@ -91,7 +92,9 @@ async function soak(name: string, storage: Storage, diskBytes: () => Promise<num
       const size = Math.min(AT_ONCE, EVENTS - first);
       await Promise.all(
         Array.from({ length: size }, (_, i) =>
-          portal.events.publish(accounts[(first + i) % ACCOUNTS]!, 'customer-created', { customer: { id: `cus_${first + i}`, name: 'Ada Lovelace' } }),
+          portal.events.publish(accounts[(first + i) % ACCOUNTS]!, 'customer-created', {
+            customer: { id: `cus_${first + i}`, name: 'Ada Lovelace' },
+          }),
         ),
       );
       published += size;

@@ -86,13 +86,22 @@ async function startServer(name: string, kind: string): Promise<Server> {
 }
 
 async function requestsPerSecond(server: Server, seconds: number): Promise<number> {
-  const result = await autocannon({ url: server.url, headers: { authorization: `Bearer ${server.key}` }, connections: 32, duration: seconds });
-  if (result.errors > 0 || result.non2xx > 0) throw new Error(`${server.name}: ${result.errors} errors, ${result.non2xx} non-2xx answers`);
+  const result = await autocannon({
+    url: server.url,
+    headers: { authorization: `Bearer ${server.key}` },
+    connections: 32,
+    duration: seconds,
+  });
+  if (result.errors > 0 || result.non2xx > 0)
+    throw new Error(`${server.name}: ${result.errors} errors, ${result.non2xx} non-2xx answers`);
   return result.requests.total / seconds;
 }
 
 /** Interleaved rounds after one warm-up each; resolves the runs of every contender. */
-async function measure<T extends { name: string }>(contenders: T[], run: (contender: T, seconds: number) => Promise<number>) {
+async function measure<T extends { name: string }>(
+  contenders: T[],
+  run: (contender: T, seconds: number) => Promise<number>,
+) {
   for (const one of contenders) await run(one, 1);
   const runs = new Map<string, number[]>(contenders.map((one) => [one.name, []]));
   for (let round = 0; round < ROUNDS; round++) {
@@ -152,10 +161,21 @@ async function loadRound(peer: Peer, paths: string[], seconds: number) {
   const headers = { authorization: `Bearer ${KEY}` };
   if (wrkPath !== null) {
     const round = await wrkRound(peer.port, paths, headers, seconds, 32);
-    return { answered: round.answered, seconds: round.seconds, failed: round.errors + round.non2xx, loadCpuShare: round.loadCpuShare as number | null };
+    return {
+      answered: round.answered,
+      seconds: round.seconds,
+      failed: round.errors + round.non2xx,
+      loadCpuShare: round.loadCpuShare as number | null,
+    };
   }
   const requests = paths.map((path) => ({ method: 'GET' as const, path }));
-  const result = await autocannon({ url: `http://127.0.0.1:${peer.port}`, headers, requests, connections: 32, duration: seconds });
+  const result = await autocannon({
+    url: `http://127.0.0.1:${peer.port}`,
+    headers,
+    requests,
+    connections: 32,
+    duration: seconds,
+  });
   return { answered: result.requests.total, seconds, failed: result.errors + result.non2xx, loadCpuShare: null };
 }
 
@@ -283,18 +303,25 @@ const postgres = await connectPostgres({ max: 10 });
 if (!postgres.pool) console.error(`sql.bench: PostgreSQL skipped: ${postgres.reason}`);
 const pglite = await PGlite.create();
 const contenders = [await contender('memory', memoryStorage())];
-if (postgres.pool) contenders.push(await contender('PostgreSQL', sqlStorage({ client: postgres.pool, schema: SCHEMA })));
+if (postgres.pool)
+  contenders.push(await contender('PostgreSQL', sqlStorage({ client: postgres.pool, schema: SCHEMA })));
 contenders.push(await contender('PGlite', sqlStorage({ client: pglite, schema: SCHEMA })));
 
 const servers: Server[] = [];
 try {
   if (!PEERS_ONLY) {
     console.log(`sql.bench: ${ROUNDS} rounds of ${SECONDS} s, ${CONCURRENCY} calls in flight (storage level)`);
-    report('storage getWebhook', 'calls/s', await measure(contenders, (one) => rate(() => one.storage.getWebhook('acct_bench', one.webhookId))));
+    report(
+      'storage getWebhook',
+      'calls/s',
+      await measure(contenders, (one) => rate(() => one.storage.getWebhook('acct_bench', one.webhookId))),
+    );
     report(
       'storage publishEvents, 1 event and 1 delivery per call',
       'events/s',
-      await measure(contenders, (one) => rate(() => one.storage.publishEvents([newEvent('acct_bench', 'customer-created', { n: 1 }, new Date())]))),
+      await measure(contenders, (one) =>
+        rate(() => one.storage.publishEvents([newEvent('acct_bench', 'customer-created', { n: 1 }, new Date())])),
+      ),
     );
 
     servers.push(await startServer('memory', 'memory'));
@@ -307,7 +334,9 @@ try {
 } finally {
   for (const server of servers) {
     server.child.kill();
-    await new Promise((resolve) => (server.child.exitCode !== null ? resolve(null) : server.child.once('exit', resolve)));
+    await new Promise((resolve) =>
+      server.child.exitCode !== null ? resolve(null) : server.child.once('exit', resolve),
+    );
   }
   for (const one of contenders) await one.storage.close?.();
   if (postgres.pool) {

@@ -53,10 +53,21 @@ async function seed(storage: Storage, now: number): Promise<{ webhook: WebhookRe
   for (let start = 0; start < DELIVERIES; start += 1000) {
     const events: EventRecord[] = [];
     for (let i = start; i < Math.min(DELIVERIES, start + 1000); i++) {
-      events.push({ id: newId('evt'), accountId: webhook.accountId, type: webhook.type, createdAt: atom(first + i * step), data: { n: i } });
+      events.push({
+        id: newId('evt'),
+        accountId: webhook.accountId,
+        type: webhook.type,
+        createdAt: atom(first + i * step),
+        data: { n: i },
+      });
     }
     await storage.publishEvents(events);
-    const claimed = await storage.claimDeliveries({ now: atom(now), leaseUntil: atom(now + 3600_000), limit: 1000, owner: 'bench' });
+    const claimed = await storage.claimDeliveries({
+      now: atom(now),
+      leaseUntil: atom(now + 3600_000),
+      limit: 1000,
+      owner: 'bench',
+    });
     const began = performance.now();
     for (let k = 0; k < claimed.length; k += 100) {
       await Promise.all(
@@ -66,7 +77,12 @@ async function seed(storage: Storage, now: number): Promise<{ webhook: WebhookRe
           return storage.recordAttempt(
             delivery.id,
             'bench',
-            { at: atom(Date.parse(delivery.createdAt) + 1000), statusCode: failed ? 500 : 200, error: null, durationMs: 40 + ((i * 37) % 860) },
+            {
+              at: atom(Date.parse(delivery.createdAt) + 1000),
+              statusCode: failed ? 500 : 200,
+              error: null,
+              durationMs: 40 + ((i * 37) % 860),
+            },
             { status: failed ? 'failed' : 'succeeded', nextAttemptAt: null },
           );
         }),
@@ -89,7 +105,16 @@ function check(storage: Storage, webhook: WebhookRecord, now: Date) {
 }
 
 function row(scenario: string, figure: number, baselineName: string, baseline: number) {
-  emit({ scenario, figure, unit: 'ms', baselineName, baseline, ratio: baseline / figure, target: REPORTED, holds: true });
+  emit({
+    scenario,
+    figure,
+    unit: 'ms',
+    baselineName,
+    baseline,
+    ratio: baseline / figure,
+    target: REPORTED,
+    holds: true,
+  });
 }
 
 async function onFs() {
@@ -107,13 +132,23 @@ async function onFs() {
       const hours = new Map<string, number>();
       let after: DeliveryCursor | undefined;
       do {
-        const page = await storage.listDeliveries(webhook.accountId, webhook.id, { limit: 500, since, ...(after ? { after } : {}) });
+        const page = await storage.listDeliveries(webhook.accountId, webhook.id, {
+          limit: 500,
+          since,
+          ...(after ? { after } : {}),
+        });
         for (const delivery of page.deliveries)
-          for (const attempt of delivery.attempts) hours.set(hourOf(attempt.at), (hours.get(hourOf(attempt.at)) ?? 0) + 1);
+          for (const attempt of delivery.attempts)
+            hours.set(hourOf(attempt.at), (hours.get(hourOf(attempt.at)) ?? 0) + 1);
         after = page.next ?? undefined;
       } while (after !== undefined);
     });
-    row(`webhook stats, 7 days of ${DELIVERIES.toLocaleString('en')} deliveries, fs`, figure, 'the log paged through at read time', baseline);
+    row(
+      `webhook stats, 7 days of ${DELIVERIES.toLocaleString('en')} deliveries, fs`,
+      figure,
+      'the log paged through at read time',
+      baseline,
+    );
     console.error(`  fs: recordAttempt with the counting, ${Math.round(perSecond)} attempts/s (100 at once)`);
   } finally {
     await storage.close!();
@@ -127,7 +162,9 @@ async function onPostgres() {
   try {
     await pool.query('SELECT 1');
   } catch (error) {
-    console.error(`  SKIP webhook stats on PostgreSQL: ${POSTGRES_URL} cannot be reached (${(error as Error).message})`);
+    console.error(
+      `  SKIP webhook stats on PostgreSQL: ${POSTGRES_URL} cannot be reached (${(error as Error).message})`,
+    );
     await pool.end();
     return;
   }
@@ -158,7 +195,9 @@ async function onPostgres() {
       'the attempts aggregated by one SELECT at read time',
       baseline,
     );
-    console.error(`  PostgreSQL: recordAttempt with the counting, ${Math.round(perSecond)} attempts/s (100 at once, pool of 10)`);
+    console.error(
+      `  PostgreSQL: recordAttempt with the counting, ${Math.round(perSecond)} attempts/s (100 at once, pool of 10)`,
+    );
   } finally {
     await storage.close!();
     await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => {});

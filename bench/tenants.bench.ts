@@ -160,7 +160,8 @@ async function startPortal(setup: PortalSetup): Promise<Portal> {
   });
   const ask = <T>(op: PortalMessage['op']) =>
     new Promise<T>((resolve, reject) => {
-      const exited = (code: number | null) => reject(new Error(`the portal process exited with ${code} before answering ${op}`));
+      const exited = (code: number | null) =>
+        reject(new Error(`the portal process exited with ${code} before answering ${op}`));
       const listen = (message: { op: string }) => {
         if (message.op !== op) return;
         child.off('message', listen);
@@ -279,7 +280,10 @@ async function createWebhook(portal: Portal, key: string, type: string, url: str
 const BOUNDARY = 'tenants-bench-boundary-4f9a';
 /** A valid `POST /v1/agreements` body: a signature image of `signatureBytes` (a PNG), one signer, one document. */
 function agreementForm(signatureBytes: number): Buffer {
-  const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(signatureBytes - 8, 0x42)]);
+  const png = Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    Buffer.alloc(signatureBytes - 8, 0x42),
+  ]);
   const parts: [string, string | Buffer, string?][] = [
     ['name', 'Lease 2026'],
     ['signerName', 'Ann Owner'],
@@ -350,7 +354,8 @@ async function fanOut(receiver: Receiver, webhooks: number): Promise<FanOut> {
     const during = probe(portal, probeHook.json.id);
     const started = now();
     const created = await postAgreement(portal, KEY_A, form);
-    if (created.status !== 201) throw new Error(`POST /v1/agreements: ${created.status} ${JSON.stringify(created.json)}`);
+    if (created.status !== 201)
+      throw new Error(`POST /v1/agreements: ${created.status} ${JSON.stringify(created.json)}`);
     await receiver.until(() => receiver.count('ok') >= webhooks, `${webhooks} calls`);
     await portal.ask('settle');
     const seconds = (now() - started) / 1000;
@@ -393,7 +398,8 @@ async function headOfLine(receiver: Receiver) {
     // Claims that began after B's agreement (the second insert) was stored, up to the one that took
     // B's call; a claim already running when it was stored that took it counts as the first.
     const taking = log.findIndex((entry) => entry.accounts.includes('acct_b'));
-    const rounds = taking < 0 ? Infinity : Math.max(1, log.slice(0, taking + 1).filter((entry) => entry.insertsBefore >= 2).length);
+    const rounds =
+      taking < 0 ? Infinity : Math.max(1, log.slice(0, taking + 1).filter((entry) => entry.insertsBefore >= 2).length);
     receiver.releaseHeld();
     return { hanging, waitMs, rounds };
   } finally {
@@ -414,7 +420,11 @@ async function redeliverDuringCall(portal: Portal, receiver: Receiver, alsoTo: s
   await receiver.until(() => receiver.count('slow') >= 1 && receiver.count('ok') >= alsoTo.length, 'the first calls');
   const [slowDelivery] = (await request(`${portal.url}/webhooks/${slow.id}/deliveries`, KEY_A)).json.data;
   const answers: number[] = [];
-  for (let i = 0; i < 10; i++) answers.push((await request(`${portal.url}/webhooks/${slow.id}/deliveries/${slowDelivery.id}/redeliver`, KEY_A, 'POST')).status);
+  for (let i = 0; i < 10; i++)
+    answers.push(
+      (await request(`${portal.url}/webhooks/${slow.id}/deliveries/${slowDelivery.id}/redeliver`, KEY_A, 'POST'))
+        .status,
+    );
   await pause(SLOW_CALL_MS);
   await portal.ask('settle');
   return { answers, slowCalls: receiver.count('slow'), mostAtOnce: receiver.stats.mostAtOnce, others };
@@ -501,7 +511,10 @@ async function redelivers(receiver: Receiver) {
       attemptCount: after.attemptCount as number,
       written: writtenAfter - writtenBefore,
       // Bytes a redeliver in the first half and in the second: equal when history is bounded, growing when not.
-      perRedeliver: [(writtenHalfway - writtenBefore) / Math.floor(REDELIVERS / 2), (writtenAfter - writtenHalfway) / Math.ceil(REDELIVERS / 2)],
+      perRedeliver: [
+        (writtenHalfway - writtenBefore) / Math.floor(REDELIVERS / 2),
+        (writtenAfter - writtenHalfway) / Math.ceil(REDELIVERS / 2),
+      ],
       seconds,
       inFlight409,
     };
@@ -515,12 +528,30 @@ async function redelivers(receiver: Receiver) {
 // Report.
 
 /** A row against the issue's figure: `ratio` is before / after (how many times less); `holds` is the bound's. */
-function row(scenario: string, figure: number, unit: string, before: number, target: string, holds: boolean, baselineName = 'before (issue 15)'): Row {
-  return { scenario: `tenants: ${scenario}`, figure, unit, baselineName, baseline: before, ratio: before / figure, target, holds };
+function row(
+  scenario: string,
+  figure: number,
+  unit: string,
+  before: number,
+  target: string,
+  holds: boolean,
+  baselineName = 'before (issue 15)',
+): Row {
+  return {
+    scenario: `tenants: ${scenario}`,
+    figure,
+    unit,
+    baselineName,
+    baseline: before,
+    ratio: before / figure,
+    target,
+    holds,
+  };
 }
 
 const mb = (bytes: number) => bytes / 1e6;
-const fmt = (value: number, digits = 1) => (Number.isNaN(value) ? 'n/a' : value.toLocaleString('en', { maximumFractionDigits: digits }));
+const fmt = (value: number, digits = 1) =>
+  Number.isNaN(value) ? 'n/a' : value.toLocaleString('en', { maximumFractionDigits: digits });
 
 async function main() {
   const started = now();
@@ -533,14 +564,24 @@ async function main() {
       const name = `fan-out, ${webhooks.toLocaleString('en')} webhooks`;
       const big = webhooks === 1000;
       lines.push(
-        [`${name}: calls for one POST /v1/agreements`, big ? fmt(BEFORE.fanOutCalls) : '—', fmt(r.calls), `= ${webhooks} (one a webhook)`],
+        [
+          `${name}: calls for one POST /v1/agreements`,
+          big ? fmt(BEFORE.fanOutCalls) : '—',
+          fmt(r.calls),
+          `= ${webhooks} (one a webhook)`,
+        ],
         [
           `${name}: bytes sent`,
           big ? `${fmt(BEFORE.fanOutBytes / 1e9, 2)} GB` : '—',
           `${fmt(mb(r.bytes), 2)} MB (largest call ${fmt(r.largest, 0)} B)`,
           `< ${BODY_BOUND} B a call`,
         ],
-        [`${name}: seconds until every call is recorded`, big ? fmt(BEFORE.fanOutSeconds) : '—', fmt(r.seconds, 2), 'reported'],
+        [
+          `${name}: seconds until every call is recorded`,
+          big ? fmt(BEFORE.fanOutSeconds) : '—',
+          fmt(r.seconds, 2),
+          'reported',
+        ],
         [
           `${name}: account B's median GET /v1/webhooks/{id}, during / idle`,
           big ? `${BEFORE.getDuringMs} ms / ~${BEFORE.getIdleMs} ms` : '—',
@@ -554,15 +595,50 @@ async function main() {
           ? row(`${name}, calls`, r.calls, 'calls', BEFORE.fanOutCalls, `= ${webhooks}`, r.calls === webhooks)
           : row(`${name}, calls`, r.calls, 'calls', webhooks, `= ${webhooks}`, r.calls === webhooks, 'webhooks'),
         big
-          ? row(`${name}, bytes sent`, mb(r.bytes), 'MB', mb(BEFORE.fanOutBytes), '< 20 KiB a call', r.largest < BODY_BOUND)
-          : row(`${name}, largest call body`, r.largest, 'B', BODY_BOUND, '< 20 KiB a call', r.largest < BODY_BOUND, 'bound'),
+          ? row(
+              `${name}, bytes sent`,
+              mb(r.bytes),
+              'MB',
+              mb(BEFORE.fanOutBytes),
+              '< 20 KiB a call',
+              r.largest < BODY_BOUND,
+            )
+          : row(
+              `${name}, largest call body`,
+              r.largest,
+              'B',
+              BODY_BOUND,
+              '< 20 KiB a call',
+              r.largest < BODY_BOUND,
+              'bound',
+            ),
         ...(big ? [row(`${name}, seconds`, r.seconds, 's', BEFORE.fanOutSeconds, REPORTED, true)] : []),
-        row(`${name}, B's median GET meanwhile`, r.duringMs, 'ms', big ? BEFORE.getDuringMs : r.idleMs, REPORTED, true, big ? 'before (issue 15)' : 'idle'),
+        row(
+          `${name}, B's median GET meanwhile`,
+          r.duringMs,
+          'ms',
+          big ? BEFORE.getDuringMs : r.idleMs,
+          REPORTED,
+          true,
+          big ? 'before (issue 15)' : 'idle',
+        ),
         ...(big ? [row(`${name}, B's median GET meanwhile`, r.duringMs, 'ms', r.idleMs, REPORTED, true, 'idle')] : []),
         // A status, not a quantity: no ratio.
-        { ...row(`${name}, one more webhook`, r.limitRefused, 'status', 201, '409', r.limitRefused === 409, 'before (no limit)'), ratio: 1 },
+        {
+          ...row(
+            `${name}, one more webhook`,
+            r.limitRefused,
+            'status',
+            201,
+            '409',
+            r.limitRefused === 409,
+            'before (no limit)',
+          ),
+          ratio: 1,
+        },
       );
-      if (r.fullAgreementBytes < SIGNATURE_BYTES) throw new Error(`GET /v1/agreements/{id} returned ${r.fullAgreementBytes} bytes, not the whole agreement`);
+      if (r.fullAgreementBytes < SIGNATURE_BYTES)
+        throw new Error(`GET /v1/agreements/{id} returned ${r.fullAgreementBytes} bytes, not the whole agreement`);
     }
 
     const hol = await headOfLine(receiver);
@@ -587,7 +663,10 @@ async function main() {
     );
 
     const re = await redelivers(receiver);
-    const duringCall = [...(await duringCallElsewhere(receiver)), { name: 'fs', result: { ...re, others: [] } as DuringCall }];
+    const duringCall = [
+      ...(await duringCallElsewhere(receiver)),
+      { name: 'fs', result: { ...re, others: [] } as DuringCall },
+    ];
     for (const { name, result } of duringCall) {
       if (typeof result === 'string') {
         lines.push([`redeliver ×10 during one slow call (${name})`, '—', result, '—']);
@@ -655,19 +734,30 @@ async function main() {
         `≤ 50, attemptCount ${REDELIVERS + 1}`,
         re.attemptsKept <= 50 && re.attemptCount === REDELIVERS + 1,
       ),
-      row(`${REDELIVERS} redelivers, fs bytes written`, mb(re.written), 'MB', mb(BEFORE.fsBytesWritten), REPORTED, true),
+      row(
+        `${REDELIVERS} redelivers, fs bytes written`,
+        mb(re.written),
+        'MB',
+        mb(BEFORE.fsBytesWritten),
+        REPORTED,
+        true,
+      ),
     );
   } finally {
     await receiver.close();
     agent.destroy();
   }
 
-  console.log(`\ntenants (issue 15), Node ${process.version}, ${fmt((now() - started) / 1000, 0)} s${pinned ? '' : ', cores not pinned'}\n`);
+  console.log(
+    `\ntenants (issue 15), Node ${process.version}, ${fmt((now() - started) / 1000, 0)} s${pinned ? '' : ', cores not pinned'}\n`,
+  );
   console.log('| measurement | before (issue 15, d677f05) | after (this run) | bound |');
   console.log('| --- | --- | --- | --- |');
   for (const line of lines) console.log(`| ${line.join(' | ')} |`);
   const failing = rows.filter((r) => r.target !== REPORTED && !r.holds);
-  console.log(`\n${failing.length === 0 ? 'every bound holds' : `NOT held: ${failing.map((r) => r.scenario).join('; ')}`}\n`);
+  console.log(
+    `\n${failing.length === 0 ? 'every bound holds' : `NOT held: ${failing.map((r) => r.scenario).join('; ')}`}\n`,
+  );
   // Exit 0 either way, as every bench: run.js reads the rows' `holds`, and stops at a bench that fails.
   for (const r of rows) console.log(`BENCH ${JSON.stringify(r)}`);
 }

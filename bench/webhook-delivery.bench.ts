@@ -67,7 +67,12 @@ async function engine(url: string): Promise<{ perSecond: number; calls: WebhookC
   const webhook = await portal.webhooks.create('default', { type: 'customer-created', url });
   const now = new Date();
   const batch = Array.from({ length: events }, (_, i) =>
-    newEvent('default', 'customer-created', { customer: { id: `cus_${i}`, name: 'Ada Lovelace', email: 'ada@example.com' } }, now),
+    newEvent(
+      'default',
+      'customer-created',
+      { customer: { id: `cus_${i}`, name: 'Ada Lovelace', email: 'ada@example.com' } },
+      now,
+    ),
   );
   await storage.publishEvents(batch);
   const started = performance.now();
@@ -76,7 +81,11 @@ async function engine(url: string): Promise<{ perSecond: number; calls: WebhookC
   // The delivery log is paged (50 by default, 500 at most): walk every page of the succeeded ones.
   let delivered = 0;
   for (let cursor: string | undefined; ; ) {
-    const page = (await portal.webhooks.deliveries('default', webhook.id, { status: 'succeeded', limit: 500, cursor }))!;
+    const page = (await portal.webhooks.deliveries('default', webhook.id, {
+      status: 'succeeded',
+      limit: 500,
+      cursor,
+    }))!;
     delivered += page.length;
     if (page.nextCursor === null) break;
     cursor = page.nextCursor;
@@ -104,7 +113,10 @@ const postWith = (agent: http.Agent) => (call: WebhookCall) =>
   });
 
 /** `calls` made `concurrency` at a time by `post`: their seconds, and the CPU µs a call of this process. */
-async function replay(calls: WebhookCall[], post: (call: WebhookCall) => Promise<unknown>): Promise<{ seconds: number; cpuPerCall: number }> {
+async function replay(
+  calls: WebhookCall[],
+  post: (call: WebhookCall) => Promise<unknown>,
+): Promise<{ seconds: number; cpuPerCall: number }> {
   let next = 0;
   const cpu = process.cpuUsage();
   const started = performance.now();
@@ -199,14 +211,20 @@ for (let round = 0; round < rounds; round++) {
   const bare = await bareLoop(calls);
   signed = calls;
   results.push({ engine: perSecond, bare, ratio: perSecond / bare });
-  console.log(`round ${round + 1}: worker ${perSecond.toFixed(0)} deliveries/s, bare loop ${bare.toFixed(0)} POSTs/s, ratio ${(perSecond / bare).toFixed(2)}`);
+  console.log(
+    `round ${round + 1}: worker ${perSecond.toFixed(0)} deliveries/s, bare loop ${bare.toFixed(0)} POSTs/s, ratio ${(perSecond / bare).toFixed(2)}`,
+  );
 }
 await receiver.close();
 const cost = await transportCost(signed);
 
 const ratio = median(results.map((r) => r.ratio));
-console.log(`\nwebhook delivery, ${events} events, concurrency ${concurrency}, ${rounds} rounds (Node ${process.version})`);
-console.log(`  worker (claim, sign, send, record): ${median(results.map((r) => r.engine)).toFixed(0)} deliveries/s (median)`);
+console.log(
+  `\nwebhook delivery, ${events} events, concurrency ${concurrency}, ${rounds} rounds (Node ${process.version})`,
+);
+console.log(
+  `  worker (claim, sign, send, record): ${median(results.map((r) => r.engine)).toFixed(0)} deliveries/s (median)`,
+);
 console.log(`  bare keep-alive POST loop:          ${median(results.map((r) => r.bare)).toFixed(0)} POSTs/s (median)`);
 console.log(`  ratio: ${ratio.toFixed(2)}× (median of rounds; target ≥ 0.50×) ${ratio >= 0.5 ? 'met' : 'NOT met'}`);
 const row = {

@@ -60,7 +60,9 @@ const ACCOUNTS = 8;
 /** Padding of each event's data: a call body of about 600 bytes. */
 const PAD = 400;
 const LAG_TARGET_MS = 50;
-const CONTENDERS = (process.env.BENCH_FLEET_CONTENDERS ?? 'portal,pg-boss,graphile-worker').split(',') as Fleet['contender'][];
+const CONTENDERS = (process.env.BENCH_FLEET_CONTENDERS ?? 'portal,pg-boss,graphile-worker').split(
+  ',',
+) as Fleet['contender'][];
 const RATIO_TARGET = 1.5;
 const START_TIMEOUT_MS = 30_000;
 
@@ -145,7 +147,10 @@ async function phase(fleet: Fleet, receiver: Child, events: number, rate: number
   const cpu = cpuMeter(fleet, receiver);
   // Unref'd: a phase that throws leaves it behind, and it must not keep the bench from exiting.
   const sampling = setInterval(cpu.sample, CPU_SAMPLE_MS).unref();
-  const publishing = fleet.publisher.request<Extract<Report, { published: number }>>({ cmd: 'publish', events, batch: BATCH, rate, pad: PAD }, TIMEOUT_MS);
+  const publishing = fleet.publisher.request<Extract<Report, { published: number }>>(
+    { cmd: 'publish', events, batch: BATCH, rate, pad: PAD },
+    TIMEOUT_MS,
+  );
   const deadline = now() + TIMEOUT_MS;
   let stats = await receiver.request<Stats>({ cmd: 'stats' }, 5000);
   let published: Extract<Report, { published: number }> | undefined;
@@ -187,7 +192,12 @@ async function phase(fleet: Fleet, receiver: Child, events: number, rate: number
 /** CPU seconds of each part over `deliveries`, as µs a delivery. */
 function perDelivery(used: CpuSplit, deliveries: number): CpuSplit {
   const each = (seconds: number) => (seconds * 1e6) / deliveries;
-  return { publisher: each(used.publisher), workers: each(used.workers), postgres: each(used.postgres), receiver: each(used.receiver) };
+  return {
+    publisher: each(used.publisher),
+    workers: each(used.workers),
+    postgres: each(used.postgres),
+    receiver: each(used.receiver),
+  };
 }
 
 /**
@@ -196,10 +206,19 @@ function perDelivery(used: CpuSplit, deliveries: number): CpuSplit {
  * time each contender's processes take to start does not count. The CPU a delivery is counted from
  * the workers' start on (their loading left out), over the deliveries received since.
  */
-async function drain(fleet: Fleet, workerCount: number, receiver: Child, url: string, events: number): Promise<Drained> {
+async function drain(
+  fleet: Fleet,
+  workerCount: number,
+  receiver: Child,
+  url: string,
+  events: number,
+): Promise<Drained> {
   await stopWorkers(fleet);
   await receiver.request({ cmd: 'reset' }, 5000);
-  await fleet.publisher.request<Extract<Report, { published: number }>>({ cmd: 'publish', events, batch: BATCH, rate: 0, pad: PAD }, TIMEOUT_MS);
+  await fleet.publisher.request<Extract<Report, { published: number }>>(
+    { cmd: 'publish', events, batch: BATCH, rate: 0, pad: PAD },
+    TIMEOUT_MS,
+  );
   await startWorkers(fleet, workerCount, url, BATCH);
   const cpu = cpuMeter(fleet, receiver);
   // Unref'd: a phase that throws leaves it behind, and it must not keep the bench from exiting.
@@ -208,7 +227,10 @@ async function drain(fleet: Fleet, workerCount: number, receiver: Child, url: st
   let stats = await receiver.request<Stats>({ cmd: 'stats' }, 5000);
   const before = stats.distinct;
   while (stats.distinct < events) {
-    if (now() > deadline) throw new Error(`${fleet.contender}: ${stats.distinct} of ${events} queued events received within ${TIMEOUT_MS / 1000} s`);
+    if (now() > deadline)
+      throw new Error(
+        `${fleet.contender}: ${stats.distinct} of ${events} queued events received within ${TIMEOUT_MS / 1000} s`,
+      );
     await new Promise((resolve) => setTimeout(resolve, 50));
     stats = await receiver.request<Stats>({ cmd: 'stats' }, 5000);
   }
@@ -217,7 +239,11 @@ async function drain(fleet: Fleet, workerCount: number, receiver: Child, url: st
   await new Promise((resolve) => setTimeout(resolve, 250));
   stats = await receiver.request<Stats>({ cmd: 'stats' }, 5000);
   if (stats.refused > 0) throw new Error(`${fleet.contender}: the receiver refused ${stats.refused} malformed calls`);
-  return { deliveriesPerSecond: stats.distinct / ((stats.last - stats.first!) / 1000), duplicates: stats.duplicates, cpuSplit };
+  return {
+    deliveriesPerSecond: stats.distinct / ((stats.last - stats.first!) / 1000),
+    duplicates: stats.duplicates,
+    cpuSplit,
+  };
 }
 
 type Contender = Fleet['contender'];
@@ -262,7 +288,10 @@ async function compare(workerCount: number, receiver: Child, url: string, pool: 
       }
     }
     // Half the slowest contender's throughput: a load every one keeps up with, the same for all.
-    rate = Math.max(BATCH, Math.floor(0.5 * Math.min(...[...bursts.values()].map((runs) => median(runs.map((r) => r.deliveriesPerSecond))))));
+    rate = Math.max(
+      BATCH,
+      Math.floor(0.5 * Math.min(...[...bursts.values()].map((runs) => median(runs.map((r) => r.deliveriesPerSecond))))),
+    );
     const events = Math.max(BATCH, Math.round(rate * PACED_SECONDS));
     for (const contender of CONTENDERS) {
       const result = await phase(fleets.get(contender)!, receiver, events, rate);
@@ -292,7 +321,8 @@ async function compare(workerCount: number, receiver: Child, url: string, pool: 
   };
   const drained = (name: Contender) => fromDrains(name, (r) => r.deliveriesPerSecond);
   /** A drain's CPU a delivery: the workers', the PostgreSQL server's and the receiver's, which bound its rate together. */
-  const drainCpu = (name: Contender) => fromDrains(name, (r) => r.cpuSplit.workers + r.cpuSplit.postgres + r.cpuSplit.receiver);
+  const drainCpu = (name: Contender) =>
+    fromDrains(name, (r) => r.cpuSplit.workers + r.cpuSplit.postgres + r.cpuSplit.receiver);
   const peers = CONTENDERS.filter((name) => name !== 'portal');
   for (const peer of peers) {
     const ratioRow = (scenario: string, mine: number, theirs: number, unit: string, target: number | null) =>
@@ -313,7 +343,13 @@ async function compare(workerCount: number, receiver: Child, url: string, pool: 
       'deliveries/s',
       RATIO_TARGET,
     );
-    ratioRow(`deliveries/s draining ${EVENTS.toLocaleString('en')} queued events`, drained('portal'), drained(peer), 'deliveries/s', RATIO_TARGET);
+    ratioRow(
+      `deliveries/s draining ${EVENTS.toLocaleString('en')} queued events`,
+      drained('portal'),
+      drained(peer),
+      'deliveries/s',
+      RATIO_TARGET,
+    );
     ratioRow(
       `publish/s, ${BATCH} at a time`,
       burst('portal', (r) => r.publishPerSecond),

@@ -19,7 +19,12 @@ function bearerMatches(header: string | undefined, token: string): boolean {
   return timingSafeEqual(digest(given), digest(token));
 }
 
-const PACKAGES = ['@opentelemetry/api', '@opentelemetry/sdk-metrics', '@opentelemetry/exporter-prometheus', '@opentelemetry/resources'];
+const PACKAGES = [
+  '@opentelemetry/api',
+  '@opentelemetry/sdk-metrics',
+  '@opentelemetry/exporter-prometheus',
+  '@opentelemetry/resources',
+];
 
 export async function prometheusMetrics(token?: string): Promise<MetricsEndpoint> {
   let modules: [

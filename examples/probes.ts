@@ -20,7 +20,11 @@ export interface Probes {
 
 function send(res: ServerResponse, status: number, body: unknown): void {
   const json = JSON.stringify(body);
-  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store', 'Content-Length': Buffer.byteLength(json) });
+  res.writeHead(status, {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Cache-Control': 'no-store',
+    'Content-Length': Buffer.byteLength(json),
+  });
   res.end(res.req.method === 'HEAD' ? undefined : json);
 }
 
@@ -76,7 +80,11 @@ export function createProbes(portal: () => Portal | undefined, logger: Logger, m
         ({ ok, checks }) =>
           send(res, ok ? 200 : 503, {
             ok,
-            checks: { storage: { ok: checks.storage.ok }, blobs: { ok: checks.blobs.ok }, worker: { ok: checks.worker.ok, running: checks.worker.running } },
+            checks: {
+              storage: { ok: checks.storage.ok },
+              blobs: { ok: checks.blobs.ok },
+              worker: { ok: checks.worker.ok, running: checks.worker.running },
+            },
           }),
         () => send(res, 503, { ok: false, message: 'the readiness check failed' }),
       );

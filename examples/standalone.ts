@@ -40,14 +40,16 @@ async function keptSecret(file: string): Promise<{ value: string; created: boole
 
 function positive(name: string, value: string): number {
   const number = Number(value);
-  if (!Number.isInteger(number) || number < 1 || number > 1000) throw new Error(`${name} must be a whole number from 1 to 1000, got "${value}"`);
+  if (!Number.isInteger(number) || number < 1 || number > 1000)
+    throw new Error(`${name} must be a whole number from 1 to 1000, got "${value}"`);
   return number;
 }
 
 function port(value: string | undefined): number {
   if (value === undefined || value === '') return 3000;
   const number = Number(value);
-  if (!Number.isInteger(number) || number < 0 || number > 65535) throw new Error(`PORT must be a port number, got "${value}"`);
+  if (!Number.isInteger(number) || number < 0 || number > 65535)
+    throw new Error(`PORT must be a port number, got "${value}"`);
   return number;
 }
 
@@ -69,7 +71,10 @@ async function main() {
   const metricsToken = process.env.METRICS_TOKEN || undefined;
   const metrics = process.env.METRICS === '1' ? await prometheusMetrics(metricsToken) : undefined;
   if (metrics !== undefined && metricsToken === undefined) {
-    logger.warn({}, 'METRICS=1 without METRICS_TOKEN: GET /metrics answers anyone who reaches this port; set METRICS_TOKEN, or keep the port private');
+    logger.warn(
+      {},
+      'METRICS=1 without METRICS_TOKEN: GET /metrics answers anyone who reaches this port; set METRICS_TOKEN, or keep the port private',
+    );
   }
   // /healthz, /readyz and /metrics, outside the API and its keys.
   const probes = createProbes(() => portal, logger, metrics);
@@ -108,7 +113,9 @@ async function main() {
   }
 
   // DATABASE_URL moves records and bytes to PostgreSQL (or PGlite): the way to run several instances.
-  const poolMax = process.env.DATABASE_POOL_MAX ? positive('DATABASE_POOL_MAX', process.env.DATABASE_POOL_MAX) : undefined;
+  const poolMax = process.env.DATABASE_POOL_MAX
+    ? positive('DATABASE_POOL_MAX', process.env.DATABASE_POOL_MAX)
+    : undefined;
   const database = process.env.DATABASE_URL ? await connectDatabase(process.env.DATABASE_URL, { poolMax }) : null;
   const adapters = database
     ? sqlAdapters({ client: database.client })
@@ -117,9 +124,16 @@ async function main() {
           dir: dataDir,
           // One open that keeps what a damaged log still holds, after its error said how.
           repair: process.env.PORTAL_FS_REPAIR === '1',
-          onRepair: (report) => logger.warn({ ...report }, 'storage: the record log was damaged; its whole frames were kept, the damaged bytes dropped'),
+          onRepair: (report) =>
+            logger.warn(
+              { ...report },
+              'storage: the record log was damaged; its whole frames were kept, the damaged bytes dropped',
+            ),
           onDiscard: (report) =>
-            logger.warn({ ...report }, 'storage: the last write before an unclean stop was cut from the record log; its bytes are kept beside it'),
+            logger.warn(
+              { ...report },
+              'storage: the last write before an unclean stop was cut from the record log; its bytes are kept beside it',
+            ),
         }),
         blobs: fsBlobs({ dir: path.join(dataDir, 'blobs') }),
       };
@@ -131,13 +145,16 @@ async function main() {
   // Mail to signers (identification codes, links sent by e-mail, reminders, completions): both or neither.
   const smtpUrl = process.env.SMTP_URL || undefined;
   const mailFrom = process.env.MAIL_FROM || undefined;
-  if ((smtpUrl === undefined) !== (mailFrom === undefined)) throw new Error('SMTP_URL and MAIL_FROM go together: set both to mail signers, or neither');
+  if ((smtpUrl === undefined) !== (mailFrom === undefined))
+    throw new Error('SMTP_URL and MAIL_FROM go together: set both to mail signers, or neither');
   const notifier = smtpUrl === undefined ? undefined : smtpNotifier({ url: smtpUrl, from: mailFrom! });
   const frameAncestors = list(process.env.PORTAL_FRAME_ANCESTORS);
   // The key that seals completed copies: a PKCS#12 file, its password, and a timestamp authority.
   const sealingFile = process.env.PORTAL_SEALING_P12 || undefined;
   if (sealingFile === undefined && (process.env.PORTAL_SEALING_PASSWORD || process.env.PORTAL_TIMESTAMP_URL)) {
-    throw new Error('PORTAL_SEALING_PASSWORD and PORTAL_TIMESTAMP_URL need PORTAL_SEALING_P12, the path of the PKCS#12 file that seals');
+    throw new Error(
+      'PORTAL_SEALING_PASSWORD and PORTAL_TIMESTAMP_URL need PORTAL_SEALING_P12, the path of the PKCS#12 file that seals',
+    );
   }
   const sealing =
     sealingFile === undefined
@@ -157,7 +174,9 @@ async function main() {
     logger,
     webhooks: { allowPrivateNetworks },
     // Webhook calls through an egress proxy (static egress addresses, an SSRF-hardening proxy).
-    ...(process.env.PORTAL_WEBHOOK_PROXY ? { transport: httpTransport({ allowPrivateNetworks, proxy: process.env.PORTAL_WEBHOOK_PROXY, logger }) } : {}),
+    ...(process.env.PORTAL_WEBHOOK_PROXY
+      ? { transport: httpTransport({ allowPrivateNetworks, proxy: process.env.PORTAL_WEBHOOK_PROXY, logger }) }
+      : {}),
     // The customer portal page: sign in there with the API key.
     ui: { path: '/portal' },
     ...(process.env.PUBLIC_URL ? { publicUrl: process.env.PUBLIC_URL } : {}),
@@ -213,7 +232,11 @@ async function main() {
       storage: database ? 'sql' : 'filesystem',
       mail: notifier === undefined ? 'off (no SMTP_URL): signers identify with access codes only' : 'smtp',
       sealing:
-        sealing === undefined ? 'off (no PORTAL_SEALING_P12): completed copies are stamped, not sealed' : sealing.timestampUrl === undefined ? 'B-B' : 'B-T',
+        sealing === undefined
+          ? 'off (no PORTAL_SEALING_P12): completed copies are stamped, not sealed'
+          : sealing.timestampUrl === undefined
+            ? 'B-B'
+            : 'B-T',
     },
     'listening',
   );
@@ -232,6 +255,9 @@ function reasons(error: unknown): string[] {
 
 main().catch((error: unknown) => {
   const [message, ...causes] = reasons(error);
-  logger.error({ err: { message, causes, stack: error instanceof Error ? error.stack : undefined } }, 'failed to start');
+  logger.error(
+    { err: { message, causes, stack: error instanceof Error ? error.stack : undefined } },
+    'failed to start',
+  );
   process.exit(1);
 });

@@ -23,7 +23,12 @@ import { KEY_A, KEY_B } from '../test/helpers/server.js';
 function jsonLines(): Logger {
   const line = (level: string, stream: NodeJS.WritableStream) => (object: object, msg?: string) =>
     stream.write(JSON.stringify({ time: new Date().toISOString(), level, ...object, msg }) + '\n');
-  return { debug: () => {}, info: line('info', process.stdout), warn: line('warn', process.stderr), error: line('error', process.stderr) };
+  return {
+    debug: () => {},
+    info: line('info', process.stdout),
+    warn: line('warn', process.stderr),
+    error: line('error', process.stderr),
+  };
 }
 
 const dir = process.env.DATA_DIR!;
@@ -57,13 +62,21 @@ async function body(req: http.IncomingMessage): Promise<Buffer> {
 }
 
 function harness(req: http.IncomingMessage, res: http.ServerResponse): void {
-  const send = (status: number, value: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
+  const send = (status: number, value: unknown) =>
+    res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
   (async () => {
     if (req.method === 'POST' && req.url === '/_test/publish') {
       const data = JSON.parse((await body(req)).toString() || '{}');
       send(201, await portal.events.publish('acct_a', 'customer-created', data));
     } else if (req.method === 'POST' && req.url === '/_test/attachment') {
-      send(201, await portal.tickets.putAttachment('acct_a', { name: 'load.bin', mime: 'application/octet-stream', body: await body(req) }));
+      send(
+        201,
+        await portal.tickets.putAttachment('acct_a', {
+          name: 'load.bin',
+          mime: 'application/octet-stream',
+          body: await body(req),
+        }),
+      );
     } else if (req.method === 'POST' && req.url === '/_test/memory') {
       // Twice, a moment apart: a buffer's memory outside the heap is freed by V8's sweeper after the
       // collection that found it dead, so one collection and an immediate reading would still count it.
@@ -77,7 +90,9 @@ function harness(req: http.IncomingMessage, res: http.ServerResponse): void {
   })().catch((error: unknown) => {
     // As the portal's own routes answer: an HttpError (a 503 while the database is away) keeps its status.
     if (error instanceof HttpError)
-      res.writeHead(error.status, { ...error.headers, 'content-type': 'application/json' }).end(JSON.stringify({ message: error.message }));
+      res
+        .writeHead(error.status, { ...error.headers, 'content-type': 'application/json' })
+        .end(JSON.stringify({ message: error.message }));
     else send(500, { message: String(error) });
   });
 }

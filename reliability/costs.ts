@@ -17,7 +17,9 @@ const STALL_MS = 250;
 const AUTH = { authorization: `Bearer ${KEY_A}` };
 
 /** Runs `request`, measuring the event loop's longest stall meanwhile and the RSS it added. */
-async function measured(request: () => Promise<Response>): Promise<{ status: number; body: string; stallMs: number; rssMiB: number }> {
+async function measured(
+  request: () => Promise<Response>,
+): Promise<{ status: number; body: string; stallMs: number; rssMiB: number }> {
   const delay = monitorEventLoopDelay({ resolution: 10 });
   const rss = process.memoryUsage().rss;
   delay.enable();
@@ -27,7 +29,12 @@ async function measured(request: () => Promise<Response>): Promise<{ status: num
   return { status: res.status, body, stallMs: delay.max / 1e6, rssMiB: (process.memoryUsage().rss - rss) / 2 ** 20 };
 }
 
-function judge(into: Row, what: string, answer: { status: number; body: string; stallMs: number; rssMiB: number }, status: number): void {
+function judge(
+  into: Row,
+  what: string,
+  answer: { status: number; body: string; stallMs: number; rssMiB: number },
+  status: number,
+): void {
   const detail = `${what}: ${answer.status} in a stall of ${answer.stallMs.toFixed(0)} ms, RSS +${answer.rssMiB.toFixed(0)} MiB: ${answer.body.slice(0, 120)}`;
   if (answer.status >= 500) count(into, '5xx', detail);
   else check(into, answer.status === status && answer.stallMs < STALL_MS && answer.rssMiB < 100, detail);
@@ -39,13 +46,27 @@ export async function signatureImages(target: Target): Promise<void> {
   for (const [title, value] of HOSTILE_IMAGES) {
     const form = validFormData();
     form.set('signerSignatureData', value);
-    judge(into, `created with ${title}`, await measured(() => fetch(`${app.url}/v1/agreements`, { method: 'POST', headers: AUTH, body: form })), 400);
+    judge(
+      into,
+      `created with ${title}`,
+      await measured(() => fetch(`${app.url}/v1/agreements`, { method: 'POST', headers: AUTH, body: form })),
+      400,
+    );
   }
-  const agreement = (await (await fetch(`${app.url}/v1/agreements`, { method: 'POST', headers: AUTH, body: validFormData({ signers: [SIGNER] }) })).json()) as {
+  const agreement = (await (
+    await fetch(`${app.url}/v1/agreements`, {
+      method: 'POST',
+      headers: AUTH,
+      body: validFormData({ signers: [SIGNER] }),
+    })
+  ).json()) as {
     id: string;
     signers: { id: string }[];
   };
-  const made = await fetch(`${app.url}/v1/agreements/${agreement.id}/signers/${agreement.signers[0]!.id}/signing-link`, { method: 'POST', headers: AUTH });
+  const made = await fetch(
+    `${app.url}/v1/agreements/${agreement.id}/signers/${agreement.signers[0]!.id}/signing-link`,
+    { method: 'POST', headers: AUTH },
+  );
   const token = new URL(((await made.json()) as { link: string }).link).hash.slice(1);
   const sign = (signature: string) => () =>
     fetch(`${app.url}/v1/signing/sign`, {
@@ -72,19 +93,34 @@ export async function filterCosts(target: Target): Promise<void> {
   const data = { items: Array.from({ length: 1000 }, () => item('x')) };
   for (let i = 0; i < 20; i++) await portal.events.publish('acct_a', 'customer-created', data);
   // Under 8,192 characters and 50 clauses: lists of 100 objects (the most a list takes), none found.
-  const lists = Array.from({ length: 4 }, (_, list) => ({ items: { $in: Array.from({ length: 100 }, (_, i) => item(`${list}${i}`)) } }));
+  const lists = Array.from({ length: 4 }, (_, list) => ({
+    items: { $in: Array.from({ length: 100 }, (_, i) => item(`${list}${i}`)) },
+  }));
   const filter = { $or: lists.map((one) => one) };
   while (JSON.stringify(filter).length > 8192) filter.$or.pop();
   const body = JSON.stringify({ type: 'customer-created', filter, limit: 20 });
   judge(
     into,
     `a dry run of a ${JSON.stringify(filter).length}-character filter over 20 events`,
-    await measured(() => fetch(`${app.url}/v1/webhooks/dry-run`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body })),
+    await measured(() =>
+      fetch(`${app.url}/v1/webhooks/dry-run`, {
+        method: 'POST',
+        headers: { ...AUTH, 'content-type': 'application/json' },
+        body,
+      }),
+    ),
     200,
   );
   const hooks = [];
   // 49 beside the one the target made: the most an account may have.
-  for (let i = 0; i < 49; i++) hooks.push(await portal.webhooks.create('acct_a', { type: 'customer-created', url: `https://hooks.example.com/f${i}`, filter }));
+  for (let i = 0; i < 49; i++)
+    hooks.push(
+      await portal.webhooks.create('acct_a', {
+        type: 'customer-created',
+        url: `https://hooks.example.com/f${i}`,
+        filter,
+      }),
+    );
   const started = process.hrtime.bigint();
   const delay = monitorEventLoopDelay({ resolution: 10 });
   delay.enable();

@@ -16,7 +16,15 @@ import { fsBlobs, fsStorage } from '../adapters/fs/index.js';
 import type { Logger } from '../src/index.js';
 // Internal on purpose: these checks run the library's own sweep, which no public API triggers on demand.
 import { createOrphanSweep } from '../src/domain/orphan-sweep.js';
-import { MULTIPART, documentBytes, multipart, postHead, rawClient, sha256, validParts } from '../test/helpers/agreements.js';
+import {
+  MULTIPART,
+  documentBytes,
+  multipart,
+  postHead,
+  rawClient,
+  sha256,
+  validParts,
+} from '../test/helpers/agreements.js';
 import { startNode, logLine, type Started } from '../test/helpers/process.js';
 import { POSTGRES_URL, connectPostgres, dropSchema, freshSchema } from '../test/helpers/sql.js';
 import { sqlBlobs, sqlStorage } from '../adapters/sql/index.js';
@@ -46,14 +54,22 @@ export interface Child {
 }
 
 /** Starts the child server on `dir`; its log lines go to the scan for secrets. */
-export async function startChild(dir: string, skew = '0', env: Record<string, string> = {}, file = script): Promise<Child> {
+export async function startChild(
+  dir: string,
+  skew = '0',
+  env: Record<string, string> = {},
+  file = script,
+): Promise<Child> {
   const started = startNode(file, { DATA_DIR: dir, CLOCK_SKEW_S: skew, ...env });
-  started.child.stderr!.on('data', (chunk: Buffer) => capturedLogs.push(...chunk.toString().split('\n').filter(Boolean)));
+  started.child.stderr!.on('data', (chunk: Buffer) =>
+    capturedLogs.push(...chunk.toString().split('\n').filter(Boolean)),
+  );
   const line = logLine(await started.waitFor((text) => logLine(text)?.msg === 'listening', 20_000))!;
   return { url: String(line.url).replace(/\/v1$/, ''), pid: started.child.pid!, started };
 }
 
-const startStandalone = (dir: string) => startChild(dir, '0', { PORT: '0', HOST: '127.0.0.1', PORTAL_API_KEYS: KEY_A, PORTAL_SIGNING_KEYS: '' }, standalone);
+const startStandalone = (dir: string) =>
+  startChild(dir, '0', { PORT: '0', HOST: '127.0.0.1', PORTAL_API_KEYS: KEY_A, PORTAL_SIGNING_KEYS: '' }, standalone);
 
 export async function killChild(child: Child, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
   child.started.child.kill(signal);
@@ -61,7 +77,11 @@ export async function killChild(child: Child, signal: NodeJS.Signals = 'SIGKILL'
   capturedLogs.push(...child.started.lines);
 }
 
-async function createWebhook(child: Child, url: string, type = 'customer-created'): Promise<{ id: string; secret: string }> {
+async function createWebhook(
+  child: Child,
+  url: string,
+  type = 'customer-created',
+): Promise<{ id: string; secret: string }> {
   const res = await fetch(`${child.url}/v1/webhooks`, {
     method: 'POST',
     headers: { ...AUTH, 'content-type': 'application/json' },
@@ -75,7 +95,11 @@ async function createWebhook(child: Child, url: string, type = 'customer-created
 
 export async function publish(child: Child, data: object = {}): Promise<string | null> {
   try {
-    const res = await fetch(`${child.url}/_test/publish`, { method: 'POST', body: JSON.stringify(data), signal: AbortSignal.timeout(10_000) });
+    const res = await fetch(`${child.url}/_test/publish`, {
+      method: 'POST',
+      body: JSON.stringify(data),
+      signal: AbortSignal.timeout(10_000),
+    });
     if (res.status !== 201) return null;
     return ((await res.json()) as { id: string }).id;
   } catch {
@@ -100,10 +124,17 @@ async function expectDelivered(into: Row, sink: Sink, ids: Iterable<string>, ms:
 }
 
 /** Every acknowledged agreement is there with its document's hash; one that is not is counted lost. */
-async function expectAgreements(into: Row, child: Child, kept: { id: string; hash: string }[], when: string): Promise<void> {
+async function expectAgreements(
+  into: Row,
+  child: Child,
+  kept: { id: string; hash: string }[],
+  when: string,
+): Promise<void> {
   for (const { id, hash } of kept) {
     const res = await fetch(`${child.url}/v1/agreements/${id}`, { headers: AUTH });
-    const ok = res.status === 200 && ((await res.json()) as { documents: { fileHash: string }[] }).documents[0]?.fileHash === hash;
+    const ok =
+      res.status === 200 &&
+      ((await res.json()) as { documents: { fileHash: string }[] }).documents[0]?.fileHash === hash;
     check(into, ok, `agreement ${id} acknowledged ${when} is gone or changed (${res.status})`, 'lost');
   }
 }
@@ -118,7 +149,8 @@ async function sweepAndCheck(into: Row, dir: string): Promise<number> {
     const later = () => new Date(Date.now() + 2 * 3600_000);
     const removed = await createOrphanSweep({ storage, blobs, clock: later, logger: silentLogger }).tick();
     let orphans = 0;
-    for await (const info of blobs.listBefore('9999-12-31T23:59:59+00:00')) if (!(await storage.isBlobReferenced(info.key))) orphans++;
+    for await (const info of blobs.listBefore('9999-12-31T23:59:59+00:00'))
+      if (!(await storage.isBlobReferenced(info.key))) orphans++;
     check(into, orphans === 0, `${orphans} blobs no record names are left after the sweep`);
     return removed.length;
   } finally {
@@ -218,7 +250,8 @@ async function killDuringWrites(
             headers: { ...AUTH, 'content-type': MULTIPART },
             body: multipart(validParts().map((p) => (p.name === 'documents' ? { ...p, bytes: document } : p))),
           });
-          if (res.status === 201) uploads.push({ id: ((await res.json()) as { id: string }).id, hash: sha256(document) });
+          if (res.status === 201)
+            uploads.push({ id: ((await res.json()) as { id: string }).id, hash: sha256(document) });
         } catch {}
       }
     };
@@ -232,7 +265,9 @@ async function killDuringWrites(
   }
   await expectAgreements(into, child, uploads, 'before a kill');
   await expectDelivered(into, sink, acknowledged, 30_000, 'published before a kill');
-  into.notes.push(`3 kills under writes: ${acknowledged.size} events and ${uploads.length} uploads acknowledged before the kills, all checked after`);
+  into.notes.push(
+    `3 kills under writes: ${acknowledged.size} events and ${uploads.length} uploads acknowledged before the kills, all checked after`,
+  );
   await killChild(child, 'SIGTERM');
   await sweep(into);
 }
@@ -247,7 +282,8 @@ async function sqlSweepAndCheck(into: Row, pool: pg.Pool, schema: string): Promi
   try {
     const removed = await createOrphanSweep({ storage, blobs, clock: later, logger: silentLogger }).tick();
     let orphans = 0;
-    for await (const info of blobs.listBefore('9999-12-31T23:59:59+00:00')) if (!(await storage.isBlobReferenced(info.key))) orphans++;
+    for await (const info of blobs.listBefore('9999-12-31T23:59:59+00:00'))
+      if (!(await storage.isBlobReferenced(info.key))) orphans++;
     check(into, orphans === 0, `${orphans} blobs no record names are left after the sweep`);
     into.notes.push(`the sweep removed ${removed.length} orphan blob(s)`);
   } finally {
@@ -260,7 +296,11 @@ async function sqlSweepAndCheck(into: Row, pool: pg.Pool, schema: string): Promi
  * Runs `run` on a fresh schema of the local PostgreSQL server, dropped after; skips the row, with
  * the reason, where the server cannot be reached or `cannotRun` gives one.
  */
-async function inPostgresSchema(into: Row, run: (pool: pg.Pool, schema: string) => Promise<void>, cannotRun: () => string | null = () => null): Promise<void> {
+async function inPostgresSchema(
+  into: Row,
+  run: (pool: pg.Pool, schema: string) => Promise<void>,
+  cannotRun: () => string | null = () => null,
+): Promise<void> {
   const connected = await connectPostgres({ max: 2 });
   if (connected.pool === undefined) {
     into.skipped = connected.reason;
@@ -280,7 +320,9 @@ async function inPostgresSchema(into: Row, run: (pool: pg.Pool, schema: string) 
 /** The same on the SQL adapters, in a fresh schema of the local PostgreSQL server. */
 const killDuringSqlWrites = (into: Row, dir: string, sink: Sink) =>
   inPostgresSchema(into, (pool, schema) =>
-    killDuringWrites(into, dir, sink, { SQL_SCHEMA: schema, DATABASE_URL: POSTGRES_URL }, (target) => sqlSweepAndCheck(target, pool, schema)),
+    killDuringWrites(into, dir, sink, { SQL_SCHEMA: schema, DATABASE_URL: POSTGRES_URL }, (target) =>
+      sqlSweepAndCheck(target, pool, schema),
+    ),
   );
 
 /** Why the PostgreSQL server cannot be restarted here, or null when it can. */
@@ -288,7 +330,9 @@ function cannotRestartPostgres(): string | null {
   if (process.getuid?.() !== 0) return 'not run: restarting PostgreSQL needs root (pg_ctlcluster)';
   try {
     execFileSync('sh', ['-c', 'command -v pg_ctlcluster'], { stdio: 'ignore' });
-    return readdirSync('/etc/postgresql').length === 1 ? null : 'not run: not exactly one PostgreSQL version in /etc/postgresql';
+    return readdirSync('/etc/postgresql').length === 1
+      ? null
+      : 'not run: not exactly one PostgreSQL version in /etc/postgresql';
   } catch {
     return 'not run: pg_ctlcluster is not installed';
   }
@@ -337,7 +381,9 @@ async function restartsUnderWrites(into: Row, dir: string, sink: Sink, pool: pg.
     };
     const publisher = async () => {
       for (let n = 0; running; n++) {
-        const res = await attempt('publish', (signal) => fetch(`${child.url}/_test/publish`, { method: 'POST', body: JSON.stringify({ n }), signal }));
+        const res = await attempt('publish', (signal) =>
+          fetch(`${child.url}/_test/publish`, { method: 'POST', body: JSON.stringify({ n }), signal }),
+        );
         if (res) acknowledged.add(((await res.json()) as { id: string }).id);
       }
     };
@@ -346,14 +392,21 @@ async function restartsUnderWrites(into: Row, dir: string, sink: Sink, pool: pg.
         const document = documentBytes(80_000, uploads.length + 31);
         const body = multipart(validParts().map((p) => (p.name === 'documents' ? { ...p, bytes: document } : p)));
         const res = await attempt('upload', (signal) =>
-          fetch(`${child.url}/v1/agreements`, { method: 'POST', headers: { ...AUTH, 'content-type': MULTIPART }, body, signal }),
+          fetch(`${child.url}/v1/agreements`, {
+            method: 'POST',
+            headers: { ...AUTH, 'content-type': MULTIPART },
+            body,
+            signal,
+          }),
         );
         if (res) uploads.push({ id: ((await res.json()) as { id: string }).id, hash: sha256(document) });
       }
     };
     const reader = async () => {
       for (let n = 0; running; n++) {
-        const res = await attempt('read', (signal) => fetch(`${child.url}/v1/${n % 2 ? 'files' : 'webhooks'}`, { headers: AUTH, signal }));
+        const res = await attempt('read', (signal) =>
+          fetch(`${child.url}/v1/${n % 2 ? 'files' : 'webhooks'}`, { headers: AUTH, signal }),
+        );
         await res?.arrayBuffer();
       }
     };
@@ -416,7 +469,9 @@ export async function faults(): Promise<void> {
     await part('kill -9 during writes (fs adapter)', (into, dir) => killDuringWrites(into, dir, sink));
     await part('kill -9 during writes (SQL adapter, PostgreSQL)', (into, dir) => killDuringSqlWrites(into, dir, sink));
     await part('receiver down 4 s, then back', (into, dir) => receiverDown(into, dir, sink));
-    await part('PostgreSQL restarted twice under writes (SQL adapter)', (into, dir) => postgresRestarted(into, dir, sink));
+    await part('PostgreSQL restarted twice under writes (SQL adapter)', (into, dir) =>
+      postgresRestarted(into, dir, sink),
+    );
     for (const signature of sink.signatures) secretsUsed.add(signature);
   } finally {
     await sink.stop();

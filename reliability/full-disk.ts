@@ -24,7 +24,10 @@ interface Answer {
 async function call(child: Child, route: string, init: RequestInit, key: string): Promise<Answer | 'hung' | 'failed'> {
   const answer = await within(15_000, async () => {
     try {
-      const res = await fetch(`${child.url}/v1${route}`, { ...init, headers: { ...(init.headers as object), authorization: `Bearer ${key}` } });
+      const res = await fetch(`${child.url}/v1${route}`, {
+        ...init,
+        headers: { ...(init.headers as object), authorization: `Bearer ${key}` },
+      });
       return { status: res.status, body: (await res.json()) as Answer['body'] };
     } catch {
       return 'failed' as const;
@@ -38,8 +41,15 @@ function judge(into: Row, answer: Answer | 'hung' | 'failed', what: string): 'st
   if (answer === 'hung') return (count(into, 'hung', what), 'other');
   if (answer === 'failed') return (count(into, 'wrong', `${what}: no answer (connection failed)`), 'other');
   if (answer.status === 201) return (count(into, 'correct'), 'stored');
-  const fullAnswer = answer.status === 507 && Object.keys(answer.body).join() === 'message' && /storage is full/.test(answer.body.message ?? '');
-  count(into, fullAnswer ? 'correct' : answer.status >= 500 ? '5xx' : 'wrong', `${what}: ${answer.status} ${JSON.stringify(answer.body)}`);
+  const fullAnswer =
+    answer.status === 507 &&
+    Object.keys(answer.body).join() === 'message' &&
+    /storage is full/.test(answer.body.message ?? '');
+  count(
+    into,
+    fullAnswer ? 'correct' : answer.status >= 500 ? '5xx' : 'wrong',
+    `${what}: ${answer.status} ${JSON.stringify(answer.body)}`,
+  );
   return fullAnswer ? 'full' : 'other';
 }
 
@@ -57,7 +67,9 @@ const postWebhook = (child: Child, n: number, key: string) =>
 
 async function listed(child: Child, key: string): Promise<string[] | null> {
   const answer = await call(child, '/webhooks', {}, key);
-  return typeof answer === 'object' && answer.status === 200 ? answer.body.data!.map((webhook) => webhook.url).sort() : null;
+  return typeof answer === 'object' && answer.status === 200
+    ? answer.body.data!.map((webhook) => webhook.url).sort()
+    : null;
 }
 
 /** Whether the listing is exactly what was acknowledged: a missing one is lost, an extra one wrong. */
@@ -102,7 +114,9 @@ export async function fullDisk(): Promise<void> {
       if (outcome === 'full') full++;
     }
     check(into, full === 3, 'the record log never filled up');
-    const together = await Promise.all(Array.from({ length: 8 }, (_, i) => postWebhook(child!, 1000 + i, i % 2 ? KEY_B : KEY_A)));
+    const together = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => postWebhook(child!, 1000 + i, i % 2 ? KEY_B : KEY_A)),
+    );
     together.forEach((answer, i) => {
       const outcome = judge(into, answer, `concurrent webhook ${i}`);
       if (outcome === 'stored') acknowledged[i % 2 ? KEY_B : KEY_A]!.push((answer as Answer).body.url!);
@@ -115,11 +129,13 @@ export async function fullDisk(): Promise<void> {
     filler = undefined;
     for (const key of [KEY_A, KEY_B]) {
       const answer = await postWebhook(child, 2000, key);
-      if (judge(into, answer, 'a webhook once space is back') === 'stored') acknowledged[key]!.push((answer as Answer).body.url!);
+      if (judge(into, answer, 'a webhook once space is back') === 'stored')
+        acknowledged[key]!.push((answer as Answer).body.url!);
       else count(into, 'wrong', 'a webhook write still refused once space was back');
     }
     const upload = await call(child, '/agreements', { method: 'POST', body: validFormData() }, KEY_A);
-    if (judge(into, upload, 'an upload once space is back') !== 'stored') count(into, 'wrong', 'an upload still refused once space was back');
+    if (judge(into, upload, 'an upload once space is back') !== 'stored')
+      count(into, 'wrong', 'an upload still refused once space was back');
 
     // kill -9 and a restart: exactly what was acknowledged.
     await killChild(child);

@@ -4,7 +4,16 @@
  * ordinary read after each batch.
  */
 import fc from 'fast-check';
-import { BOUNDARY, MULTIPART, PNG_SIGNATURE, SIGNER, documentBytes, multipart, validParts, type RawPart } from '../test/helpers/agreements.js';
+import {
+  BOUNDARY,
+  MULTIPART,
+  PNG_SIGNATURE,
+  SIGNER,
+  documentBytes,
+  multipart,
+  validParts,
+  type RawPart,
+} from '../test/helpers/agreements.js';
 import { KEY_A } from '../test/helpers/server.js';
 import { exchange, judge4xx, isJsonError, type Exchange, type RawRequest } from './raw-http.js';
 import { check, count, row, type Row } from './tally.js';
@@ -53,7 +62,17 @@ export async function generatedMultipart(target: Target, seed: number, runs: num
   const into = row(SECTION, 'multipart, generated (fast-check)');
   into.notes.push(`seed ${seed}, ${runs} runs (replay: FC_SEED=${seed})`);
   const partName = fc.oneof(
-    fc.constantFrom('name', 'signerName', 'signerSignatureData', 'signers', 'documents', 'documents[]', 'documents[3]', 'documents.items', 'other'),
+    fc.constantFrom(
+      'name',
+      'signerName',
+      'signerSignatureData',
+      'signers',
+      'documents',
+      'documents[]',
+      'documents[3]',
+      'documents.items',
+      'other',
+    ),
     fc.string({ maxLength: 40 }),
   );
   const value = fc.oneof(
@@ -109,7 +128,9 @@ export async function generatedMultipart(target: Target, seed: number, runs: num
   });
   const cases = fc.sample(arbitrary, { seed, numRuns: runs });
   await batch(cases, async (input) => {
-    let parts: RawPart[] = validParts().map((part) => (part.bytes === undefined ? part : { ...part, bytes: documentBytes(300) }));
+    let parts: RawPart[] = validParts().map((part) =>
+      part.bytes === undefined ? part : { ...part, bytes: documentBytes(300) },
+    );
     parts = parts.filter((_, i) => input.keep[i]);
     parts.push(...input.extra);
     if (input.shuffle) parts.reverse();
@@ -117,7 +138,8 @@ export async function generatedMultipart(target: Target, seed: number, runs: num
     if (input.mutation.kind === 'truncate') body = body.subarray(0, Math.floor(body.length * input.mutation.at));
     if (input.mutation.kind === 'flip') {
       body = Buffer.from(body);
-      for (const at of input.mutation.at) if (body.length > 0) body[Math.min(body.length - 1, Math.floor(at * body.length))] = input.mutation.byte;
+      for (const at of input.mutation.at)
+        if (body.length > 0) body[Math.min(body.length - 1, Math.floor(at * body.length))] = input.mutation.byte;
     }
     const answer = await exchange(target.app.url, upload(body, input.contentType), 10_000);
     judgeUpload(into, answer, `case ${JSON.stringify({ ...input, extra: input.extra.length })}`);
@@ -130,12 +152,18 @@ export async function handWrittenMultipart(target: Target): Promise<void> {
   const into = row(SECTION, 'multipart, hand-written');
   const valid = multipart(validParts());
   const manyParts = multipart(Array.from({ length: 5000 }, (_, i) => ({ name: `field${i}`, value: 'x' })));
-  const manySigners = multipart([...validParts(), ...Array.from({ length: 3000 }, () => ({ name: 'signers', value: JSON.stringify(SIGNER) }))]);
+  const manySigners = multipart([
+    ...validParts(),
+    ...Array.from({ length: 3000 }, () => ({ name: 'signers', value: JSON.stringify(SIGNER) })),
+  ]);
   const manyDocs = multipart([
     ...validParts(),
     ...Array.from({ length: 2000 }, (_, i) => ({ name: 'documents', filename: `d${i}.pdf`, bytes: Buffer.from('x') })),
   ]);
-  const hugeHeader = multipart([{ name: 'name', value: 'x', headers: [`X-Pad: ${'a'.repeat(200_000)}`] }, ...validParts()]);
+  const hugeHeader = multipart([
+    { name: 'name', value: 'x', headers: [`X-Pad: ${'a'.repeat(200_000)}`] },
+    ...validParts(),
+  ]);
   const hugeDisposition = multipart([{ name: 'n'.repeat(100_000), value: 'x' }, ...validParts()]);
   const invalidUtf8Name = Buffer.concat([
     Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="`),
@@ -143,7 +171,11 @@ export async function handWrittenMultipart(target: Target): Promise<void> {
     Buffer.from(`"\r\n\r\nvalue\r\n`),
     multipart(validParts()),
   ]);
-  const invalidUtf8Filename = multipart(validParts().map((p) => (p.name === 'documents' ? { ...p, disposition: undefined, filename: '\udc80\ud800.pdf' } : p)));
+  const invalidUtf8Filename = multipart(
+    validParts().map((p) =>
+      p.name === 'documents' ? { ...p, disposition: undefined, filename: '\udc80\ud800.pdf' } : p,
+    ),
+  );
   const badFilenameBytes = Buffer.concat([
     ...validParts()
       .filter((p) => p.name !== 'documents')
@@ -152,13 +184,23 @@ export async function handWrittenMultipart(target: Target): Promise<void> {
     Buffer.from([0xc0, 0xaf, 0x2e, 0x2e, 0xc0, 0xaf, 0xff]),
     Buffer.from(`"\r\nContent-Type: application/pdf\r\n\r\nbytes\r\n--${BOUNDARY}--\r\n`),
   ]);
-  const textAsDocument = multipart(validParts().map((p) => (p.name === 'documents' ? { name: 'documents', value: 'not a file' } : p)));
-  const fileAsName = multipart(validParts().map((p) => (p.name === 'name' ? { name: 'name', filename: 'name.txt', bytes: Buffer.from('Lease') } : p)));
-  const fileAsSigners = multipart(
-    validParts().map((p) => (p.name === 'signers' ? { name: 'signers', filename: 's.json', bytes: Buffer.from(JSON.stringify(SIGNER)) } : p)),
+  const textAsDocument = multipart(
+    validParts().map((p) => (p.name === 'documents' ? { name: 'documents', value: 'not a file' } : p)),
   );
-  const withSigners = (value: string) => multipart(validParts().map((p) => (p.name === 'signers' ? { name: 'signers', value } : p)));
-  const withSignature = (value: string) => multipart(validParts().map((p) => (p.name === 'signerSignatureData' ? { name: 'signerSignatureData', value } : p)));
+  const fileAsName = multipart(
+    validParts().map((p) =>
+      p.name === 'name' ? { name: 'name', filename: 'name.txt', bytes: Buffer.from('Lease') } : p,
+    ),
+  );
+  const fileAsSigners = multipart(
+    validParts().map((p) =>
+      p.name === 'signers' ? { name: 'signers', filename: 's.json', bytes: Buffer.from(JSON.stringify(SIGNER)) } : p,
+    ),
+  );
+  const withSigners = (value: string) =>
+    multipart(validParts().map((p) => (p.name === 'signers' ? { name: 'signers', value } : p)));
+  const withSignature = (value: string) =>
+    multipart(validParts().map((p) => (p.name === 'signerSignatureData' ? { name: 'signerSignatureData', value } : p)));
   const cases: [string, RawRequest][] = [
     ['no Content-Type', upload(valid, null)],
     ['no boundary', upload(valid, 'multipart/form-data')],
@@ -176,7 +218,10 @@ export async function handWrittenMultipart(target: Target): Promise<void> {
     ['truncated in the document', upload(valid.subarray(0, valid.length - 400))],
     [
       'truncated: Content-Length longer than sent, then end',
-      { ...upload(valid.subarray(0, 500)), headers: [AUTH, ['Content-Type', MULTIPART], ['Content-Length', String(valid.length)]] },
+      {
+        ...upload(valid.subarray(0, 500)),
+        headers: [AUTH, ['Content-Type', MULTIPART], ['Content-Length', String(valid.length)]],
+      },
     ],
     ['5000 unknown parts', upload(manyParts)],
     ['3000 signer parts', upload(manySigners)],
@@ -195,19 +240,40 @@ export async function handWrittenMultipart(target: Target): Promise<void> {
     ['signers: null', upload(withSigners('null'))],
     ['signers: nested 10000 deep', upload(withSigners('['.repeat(10_000) + ']'.repeat(10_000)))],
     ['signers: 6 in one array', upload(withSigners(JSON.stringify(Array.from({ length: 6 }, () => SIGNER))))],
-    ['signers: __proto__ key', upload(withSigners('{"__proto__":{"admin":true},"firstName":"a","lastName":"b","email":"a@b.co","shouldIdentify":true}'))],
+    [
+      'signers: __proto__ key',
+      upload(
+        withSigners(
+          '{"__proto__":{"admin":true},"firstName":"a","lastName":"b","email":"a@b.co","shouldIdentify":true}',
+        ),
+      ),
+    ],
     ['signature: SVG', upload(withSignature('data:image/svg+xml;base64,PHN2ZyBvbmxvYWQ9YWxlcnQoMSk+'))],
     ['signature: bad base64', upload(withSignature('data:image/png;base64,@@@@'))],
     ['signature: PNG type, JPEG bytes', upload(withSignature('data:image/png;base64,/9j/4AAQSkZJRg=='))],
     ['signature: 2 MB', upload(withSignature('data:image/png;base64,' + 'A'.repeat(2_000_000)))],
-    ['documents over 5 MiB', upload(multipart(validParts().map((p) => (p.name === 'documents' ? { ...p, bytes: Buffer.alloc(5 * 1024 * 1024 + 10) } : p))))],
+    [
+      'documents over 5 MiB',
+      upload(
+        multipart(
+          validParts().map((p) => (p.name === 'documents' ? { ...p, bytes: Buffer.alloc(5 * 1024 * 1024 + 10) } : p)),
+        ),
+      ),
+    ],
     [
       'Content-Length of 10 GB announced',
-      { ...upload(valid.subarray(0, 100)), headers: [AUTH, ['Content-Type', MULTIPART], ['Content-Length', '10000000000']] },
+      {
+        ...upload(valid.subarray(0, 100)),
+        headers: [AUTH, ['Content-Type', MULTIPART], ['Content-Length', '10000000000']],
+      },
     ],
     [
       'chunked with a broken chunk size',
-      { ...upload(Buffer.from('zz\r\nabc\r\n0\r\n\r\n')), noLength: true, headers: [AUTH, ['Content-Type', MULTIPART], ['Transfer-Encoding', 'chunked']] },
+      {
+        ...upload(Buffer.from('zz\r\nabc\r\n0\r\n\r\n')),
+        noLength: true,
+        headers: [AUTH, ['Content-Type', MULTIPART], ['Transfer-Encoding', 'chunked']],
+      },
     ],
     [
       'Content-Length and Transfer-Encoding both',
@@ -263,9 +329,29 @@ export async function generatedIds(target: Target, seed: number, runs: number): 
   );
   const garbage = fc.oneof(
     fc.string({ maxLength: 60 }).map(encodeURIComponent),
-    fc.string({ unit: 'binary', maxLength: 40 }).map((text) => encodeURIComponent(text.replace(/[\ud800-\udfff]/g, 'x'))),
-    fc.uint8Array({ maxLength: 30 }).map((bytes) => [...bytes].map((b) => '%' + b.toString(16).padStart(2, '0')).join('')),
-    fc.constantFrom('%', '%z', '%zz', '%%', '%c0%af', '%ed%a0%80', '%00', '..', '%2e%2e', '%2F', '%u0041', '~', '*', ';', '$'),
+    fc
+      .string({ unit: 'binary', maxLength: 40 })
+      .map((text) => encodeURIComponent(text.replace(/[\ud800-\udfff]/g, 'x'))),
+    fc
+      .uint8Array({ maxLength: 30 })
+      .map((bytes) => [...bytes].map((b) => '%' + b.toString(16).padStart(2, '0')).join('')),
+    fc.constantFrom(
+      '%',
+      '%z',
+      '%zz',
+      '%%',
+      '%c0%af',
+      '%ed%a0%80',
+      '%00',
+      '..',
+      '%2e%2e',
+      '%2F',
+      '%u0041',
+      '~',
+      '*',
+      ';',
+      '$',
+    ),
     fc.integer({ min: 300, max: 5000 }).map((n) => 'A'.repeat(n)),
     fc.stringMatching(/^[0-9A-Za-z]{1,40}$/),
   );
@@ -283,10 +369,22 @@ export async function generatedIds(target: Target, seed: number, runs: number): 
     (x: string) => ({ method: 'GET', path: `/v1/agreements/${x}` }),
     (x: string) => ({ method: 'GET', path: `/v1/files?directoryId=${x}` }),
     (x: string) => ({ method: 'GET', path: `/v1/files?directoryId=${a.directoryId}&directoryId=${x}` }),
-    (x: string) => ({ method: 'GET', path: `/v1/tickets/${x}/message/${a.attachment.messageId}/attachment/${a.attachment.id}/download` }),
-    (x: string) => ({ method: 'GET', path: `/v1/tickets/${a.attachment.ticketId}/message/${x}/attachment/${a.attachment.id}/download` }),
-    (x: string) => ({ method: 'GET', path: `/v1/tickets/${a.attachment.ticketId}/message/${a.attachment.messageId}/attachment/${x}/download` }),
-    (x: string) => ({ method: 'GET', path: `/v1/downloads/${x}?account=acct_a&ticket=${x}&message=${x}&expires=${x}&signature=${x}` }),
+    (x: string) => ({
+      method: 'GET',
+      path: `/v1/tickets/${x}/message/${a.attachment.messageId}/attachment/${a.attachment.id}/download`,
+    }),
+    (x: string) => ({
+      method: 'GET',
+      path: `/v1/tickets/${a.attachment.ticketId}/message/${x}/attachment/${a.attachment.id}/download`,
+    }),
+    (x: string) => ({
+      method: 'GET',
+      path: `/v1/tickets/${a.attachment.ticketId}/message/${a.attachment.messageId}/attachment/${x}/download`,
+    }),
+    (x: string) => ({
+      method: 'GET',
+      path: `/v1/downloads/${x}?account=acct_a&ticket=${x}&message=${x}&expires=${x}&signature=${x}`,
+    }),
     (x: string) => ({ method: 'GET', path: `/v1/downloads/${a.attachment.id}?${x}` }),
   );
   const cases = fc.sample(fc.tuple(route, id), { seed, numRuns: runs });
@@ -314,15 +412,24 @@ export async function headers(target: Target): Promise<void> {
   const url = target.app.url;
   type Expect = (answer: Exchange) => boolean;
   const ok200: Expect = (x) => x.status === 200;
-  const is401: Expect = (x) => x.status === 401 && isJsonError(x) && /Bearer realm="customer-portal"/.test(x.headers['www-authenticate'] ?? '');
+  const is401: Expect = (x) =>
+    x.status === 401 && isJsonError(x) && /Bearer realm="customer-portal"/.test(x.headers['www-authenticate'] ?? '');
   const parserOr4xx: Expect = (x) => x.status >= 400 && x.status < 500;
   const cases: [string, [string, string][], Expect][] = [
     ['Authorization of 60 kB', [['Authorization', `Bearer ${'k'.repeat(60_000)}`]], (x) => is401(x) || parserOr4xx(x)],
     ['one header of 100 kB', [AUTH, ['X-Pad', 'p'.repeat(100_000)]], parserOr4xx],
-    ['2000 headers', [AUTH, ...Array.from({ length: 2000 }, (_, i) => [`X-H${i}`, 'v'] as [string, string])], (x) => ok200(x) || parserOr4xx(x)],
+    [
+      '2000 headers',
+      [AUTH, ...Array.from({ length: 2000 }, (_, i) => [`X-H${i}`, 'v'] as [string, string])],
+      (x) => ok200(x) || parserOr4xx(x),
+    ],
     ['Authorization twice, valid first', [AUTH, ['Authorization', 'Bearer wrong-key']], (x) => ok200(x) || is401(x)],
     ['Authorization twice, wrong first', [['Authorization', 'Bearer wrong-key'], AUTH], is401],
-    ['Authorization twice, other account first', [['Authorization', 'Bearer key-of-account-b'], AUTH], (x) => ok200(x) && !x.body.includes('private-dir-a')],
+    [
+      'Authorization twice, other account first',
+      [['Authorization', 'Bearer key-of-account-b'], AUTH],
+      (x) => ok200(x) && !x.body.includes('private-dir-a'),
+    ],
     ['AUTHORIZATION in capitals', [['AUTHORIZATION', `Bearer ${KEY_A}`]], ok200],
     ['scheme in lower case', [['Authorization', `bearer ${KEY_A}`]], ok200],
     ['scheme in odd case', [['Authorization', `BeArEr ${KEY_A}`]], ok200],
@@ -335,7 +442,11 @@ export async function headers(target: Target): Promise<void> {
     ['key as a prefix of the real one', [['Authorization', `Bearer ${KEY_A.slice(0, -1)}`]], is401],
     ['key with a character appended', [['Authorization', `Bearer ${KEY_A}x`]], is401],
     ['key in latin1 bytes', [['Authorization', `Bearer ${KEY_A}\u00ff\u00e9`]], is401],
-    ['X-Request-Id of 10 kB', [AUTH, ['X-Request-Id', 'r'.repeat(10_000)]], (x) => ok200(x) && (x.headers['x-request-id'] ?? '').length < 300],
+    [
+      'X-Request-Id of 10 kB',
+      [AUTH, ['X-Request-Id', 'r'.repeat(10_000)]],
+      (x) => ok200(x) && (x.headers['x-request-id'] ?? '').length < 300,
+    ],
     ['X-Request-Id with a CR', [AUTH, ['X-Request-Id', 'a\rb']], parserOr4xx],
     ['X-Request-Id repeated', [AUTH, ['X-Request-Id', 'one'], ['X-Request-Id', 'two']], ok200],
     ['Host missing', [AUTH, ['Host', '']], (x) => ok200(x) || parserOr4xx(x)],
@@ -374,7 +485,20 @@ export async function methods(target: Target): Promise<void> {
     `/v1`,
     `/`,
   ];
-  const verbs = ['PUT', 'PATCH', 'OPTIONS', 'TRACE', 'PROPFIND', 'MKCOL', 'LOCK', 'PURGE', 'SEARCH', 'FOO', 'get', 'CONNECT'];
+  const verbs = [
+    'PUT',
+    'PATCH',
+    'OPTIONS',
+    'TRACE',
+    'PROPFIND',
+    'MKCOL',
+    'LOCK',
+    'PURGE',
+    'SEARCH',
+    'FOO',
+    'get',
+    'CONNECT',
+  ];
   for (const path of paths) {
     for (const method of verbs) {
       const answer = await exchange(target.app.url, { method, path, headers: [AUTH] });
@@ -382,7 +506,8 @@ export async function methods(target: Target): Promise<void> {
       if (answer.hung) count(into, 'hung', detail);
       else if (answer.status >= 500) count(into, '5xx', detail);
       // node:http closes a CONNECT it has no 'connect' listener for: the host's server decides, not the handler.
-      else if (method === 'CONNECT') check(into, answer.status === 0 || (answer.status >= 400 && answer.status < 500), detail);
+      else if (method === 'CONNECT')
+        check(into, answer.status === 0 || (answer.status >= 400 && answer.status < 500), detail);
       else if (answer.status === 405) check(into, isJsonError(answer) && (answer.headers.allow ?? '') !== '', detail);
       else {
         const { outcome } = judge4xx(answer, true);
@@ -400,13 +525,21 @@ export async function bodiesOnGet(target: Target): Promise<void> {
   const body = Buffer.from(JSON.stringify({ directoryId: 'fsd_x', junk: 'y'.repeat(5000) }));
   const chunked = Buffer.from(`${(5000).toString(16)}\r\n${'z'.repeat(5000)}\r\n0\r\n\r\n`);
   const cases: [string, RawRequest, (x: Exchange) => boolean][] = [
-    ['GET /files with a JSON body', { path: '/v1/files', headers: [AUTH, ['Content-Type', 'application/json']], body }, (x) => x.status === 200],
+    [
+      'GET /files with a JSON body',
+      { path: '/v1/files', headers: [AUTH, ['Content-Type', 'application/json']], body },
+      (x) => x.status === 200,
+    ],
     [
       'GET /files with a chunked body',
       { path: '/v1/files', headers: [AUTH, ['Transfer-Encoding', 'chunked']], body: chunked, noLength: true },
       (x) => x.status === 200,
     ],
-    ['GET /webhooks/{id} with 1 MB', { path: `/v1/webhooks/${a.webhook.id}`, headers: [AUTH], body: Buffer.alloc(1024 * 1024, 0x61) }, (x) => x.status === 200],
+    [
+      'GET /webhooks/{id} with 1 MB',
+      { path: `/v1/webhooks/${a.webhook.id}`, headers: [AUTH], body: Buffer.alloc(1024 * 1024, 0x61) },
+      (x) => x.status === 200,
+    ],
     ['HEAD /files with a body', { method: 'HEAD', path: '/v1/files', headers: [AUTH], body }, (x) => x.status === 200],
     [
       'GET download route with a body',
@@ -425,7 +558,12 @@ export async function bodiesOnGet(target: Target): Promise<void> {
     ],
     [
       'POST /webhooks: deep JSON',
-      { method: 'POST', path: '/v1/webhooks', headers: [AUTH, ['Content-Type', 'application/json']], body: '['.repeat(100_000) },
+      {
+        method: 'POST',
+        path: '/v1/webhooks',
+        headers: [AUTH, ['Content-Type', 'application/json']],
+        body: '['.repeat(100_000),
+      },
       (x) => x.status >= 400 && x.status < 500 && isJsonError(x),
     ],
     [

@@ -64,12 +64,16 @@ export async function load(seconds: number, concurrency: number): Promise<void> 
       secretsUsed.add(((await res.json()) as { secret: string }).secret);
     }
     const attachmentBytes = documentBytes(100_000, 3);
-    const attachment = (await (await fetch(`${child.url}/_test/attachment`, { method: 'POST', body: attachmentBytes })).json()) as {
+    const attachment = (await (
+      await fetch(`${child.url}/_test/attachment`, { method: 'POST', body: attachmentBytes })
+    ).json()) as {
       id: string;
       ticketId: string;
       messageId: string;
     };
-    const uploadBody = multipart(validParts().map((p) => (p.name === 'documents' ? { ...p, bytes: documentBytes(30_000, 5) } : p)));
+    const uploadBody = multipart(
+      validParts().map((p) => (p.name === 'documents' ? { ...p, bytes: documentBytes(30_000, 5) } : p)),
+    );
 
     const published = new Set<string>();
     /** Records stored after warm-up: an event and a delivery a publish, an agreement besides for an upload. */
@@ -115,7 +119,9 @@ export async function load(seconds: number, concurrency: number): Promise<void> 
       while (Date.now() < end) {
         const pick = turn++ % 20;
         if (pick < 8) {
-          await timed('read', async (signal) => ok(await fetch(`${child.url}/v1/${pick % 2 ? 'files' : 'webhooks'}`, { headers: AUTH, signal })));
+          await timed('read', async (signal) =>
+            ok(await fetch(`${child.url}/v1/${pick % 2 ? 'files' : 'webhooks'}`, { headers: AUTH, signal })),
+          );
         } else if (pick < 11) {
           await timed('upload', async (signal) => {
             const res = await fetch(`${child.url}/v1/agreements`, {
@@ -131,10 +137,13 @@ export async function load(seconds: number, concurrency: number): Promise<void> 
           });
         } else if (pick < 15) {
           await timed('download', async (signal) => {
-            const linkRes = await fetch(`${child.url}/v1/tickets/${attachment.ticketId}/message/${attachment.messageId}/attachment/${attachment.id}/download`, {
-              headers: AUTH,
-              signal,
-            });
+            const linkRes = await fetch(
+              `${child.url}/v1/tickets/${attachment.ticketId}/message/${attachment.messageId}/attachment/${attachment.id}/download`,
+              {
+                headers: AUTH,
+                signal,
+              },
+            );
             if (!ok(linkRes)) return false;
             const { link } = (await linkRes.json()) as { link: string };
             const bytes = await fetch(link, { signal });
@@ -156,14 +165,16 @@ export async function load(seconds: number, concurrency: number): Promise<void> 
 
     // Every event reaches the receiver in the end: retries every 1-2 s, one call in five failing.
     const drainStart = Date.now();
-    const delivered = () => [...published].every((id) => sink.delivered.has(id)) && [...agreements].every((id) => sink.deliveredData.has(id));
+    const delivered = () =>
+      [...published].every((id) => sink.delivered.has(id)) && [...agreements].every((id) => sink.deliveredData.has(id));
     while (!delivered() && Date.now() - drainStart < 45_000) await sleep(200);
     // Weighed once the backlog has gone out: the deliveries still waiting when the load stops are
     // work in hand, and how many there are depends on how fast the machine is, not on a leak.
     const loaded = await collected(child.url);
     const events = row('load', 'events published under load, delivered by the end');
     for (const id of published) check(events, sink.delivered.has(id), `event ${id} never delivered`, 'lost');
-    for (const id of agreements) check(events, sink.deliveredData.has(id), `agreement-created for ${id} never delivered`, 'lost');
+    for (const id of agreements)
+      check(events, sink.deliveredData.has(id), `agreement-created for ${id} never delivered`, 'lost');
     const memory = row('load', 'server RSS growth after warm-up, beyond the records index, under 10 %');
 
     const total = latencies.length;
@@ -177,7 +188,9 @@ export async function load(seconds: number, concurrency: number): Promise<void> 
     const leakGrowth = (held(loaded) - base - allowance) / base;
     const heapPerRecord = (loaded.heapUsed - warm!.heapUsed) / Math.max(1, recordsAfterWarmUp);
     const mb = (bytes: number) => (bytes / 1048576).toFixed(0);
-    const series = rss.filter((_, i) => i % 5 === 0 || i === rss.length - 1).map((s) => `${s.at.toFixed(0)}s ${mb(s.bytes)}`);
+    const series = rss
+      .filter((_, i) => i % 5 === 0 || i === rss.length - 1)
+      .map((s) => `${s.at.toFixed(0)}s ${mb(s.bytes)}`);
     into.notes.push(
       `${total} requests (${kinds.read} reads, ${kinds.upload} uploads, ${kinds.download} downloads, ${kinds.publish} publishes), ` +
         `${(total / seconds).toFixed(0)}/s; error rate ${((100 * errors) / Math.max(1, total)).toFixed(2)} %; ` +
@@ -212,9 +225,12 @@ export async function load(seconds: number, concurrency: number): Promise<void> 
           readRequests++;
           if (n % 2 === 0) await (await fetch(`${child.url}/v1/files`, { headers: AUTH })).arrayBuffer();
           else {
-            const linkRes = await fetch(`${child.url}/v1/tickets/${attachment.ticketId}/message/${attachment.messageId}/attachment/${attachment.id}/download`, {
-              headers: AUTH,
-            });
+            const linkRes = await fetch(
+              `${child.url}/v1/tickets/${attachment.ticketId}/message/${attachment.messageId}/attachment/${attachment.id}/download`,
+              {
+                headers: AUTH,
+              },
+            );
             const { link } = (await linkRes.json()) as { link: string };
             await (await fetch(link)).arrayBuffer();
           }
@@ -231,7 +247,11 @@ export async function load(seconds: number, concurrency: number): Promise<void> 
         `after a full collection RSS ${mb(readStart.rss)} MB before, ${mb(readDone.rss)} MB after; less the JS heap's free space ` +
         `${mb(held(readStart))} MB and ${mb(held(readDone))} MB: growth ${(readGrowth * 100).toFixed(1)} %`,
     );
-    check(readOnly, readGrowth < 0.1, `RSS less the JS heap's free space grew ${(readGrowth * 100).toFixed(1)} % over reads and downloads alone`);
+    check(
+      readOnly,
+      readGrowth < 0.1,
+      `RSS less the JS heap's free space grew ${(readGrowth * 100).toFixed(1)} % over reads and downloads alone`,
+    );
     for (const signature of sink.signatures) secretsUsed.add(signature);
   } finally {
     await killChild(child, 'SIGTERM').catch(() => {});

@@ -37,7 +37,8 @@ export function exchange(base: string, request: RawRequest, timeoutMs = 5000): P
     if (!has('host')) lines.push(`Host: ${hostname}:${port}`);
     if (!has('connection')) lines.push('Connection: close');
     for (const [name, value] of given) lines.push(`${name}: ${value}`);
-    if (!request.noLength && !has('content-length') && (body.length > 0 || request.method === 'POST')) lines.push(`Content-Length: ${body.length}`);
+    if (!request.noLength && !has('content-length') && (body.length > 0 || request.method === 'POST'))
+      lines.push(`Content-Length: ${body.length}`);
     head = lines.join('\r\n') + '\r\n\r\n';
   }
   const started = performance.now();
@@ -105,11 +106,17 @@ export function isJsonError(answer: Exchange): boolean {
  * line it cannot read): no body, `Connection: close`. The host's server, not the library, answers it.
  */
 export function isParserRefusal(answer: Exchange): boolean {
-  return (answer.status === 400 || answer.status === 431 || answer.status === 413 || answer.status === 505) && answer.body === '';
+  return (
+    (answer.status === 400 || answer.status === 431 || answer.status === 413 || answer.status === 505) &&
+    answer.body === ''
+  );
 }
 
 /** A classification for the tally: what any 4xx-expected request should count as. */
-export function judge4xx(answer: Exchange, allowParser = false): { outcome: 'correct' | '5xx' | 'hung' | 'wrong'; detail: string } {
+export function judge4xx(
+  answer: Exchange,
+  allowParser = false,
+): { outcome: 'correct' | '5xx' | 'hung' | 'wrong'; detail: string } {
   const detail = `${answer.status} ${answer.body.slice(0, 200)}`;
   if (answer.hung) return { outcome: 'hung', detail: 'no answer' };
   if (answer.status >= 500) return { outcome: '5xx', detail };

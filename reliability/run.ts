@@ -61,7 +61,14 @@ async function main(): Promise<void> {
     ],
     ['faults', async () => (await import('./faults.js')).faults()],
     ['disk', async () => (await import('./full-disk.js')).fullDisk()],
-    ['load', async () => (await import('./load.js')).load(Number(process.env.RELIABILITY_LOAD_S ?? 60), Number(process.env.RELIABILITY_LOAD_CLIENTS ?? 8))],
+    [
+      'load',
+      async () =>
+        (await import('./load.js')).load(
+          Number(process.env.RELIABILITY_LOAD_S ?? 60),
+          Number(process.env.RELIABILITY_LOAD_CLIENTS ?? 8),
+        ),
+    ],
     ['slow', async () => (await import('./slow-clients.js')).slowClients()],
   ];
   for (const [name, run] of parts) {
@@ -83,7 +90,11 @@ async function main(): Promise<void> {
   const notes = details();
   if (notes) console.log(notes + '\n');
   const bad = failed();
-  console.log(bad ? `reliability: FAILED (seed ${seed})` : `reliability: ${allRows().length} categories, no 5xx, no hang, nothing lost`);
+  console.log(
+    bad
+      ? `reliability: FAILED (seed ${seed})`
+      : `reliability: ${allRows().length} categories, no 5xx, no hang, nothing lost`,
+  );
   process.exit(bad ? 1 : 0);
 }
 

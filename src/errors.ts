@@ -7,7 +7,8 @@
  */
 
 const REALM = 'Bearer realm="customer-portal"';
-const idShape = (field: string, what: string, prefix: string) => `${field} must be ${what} id (${prefix}_ followed by letters and digits).`;
+const idShape = (field: string, what: string, prefix: string) =>
+  `${field} must be ${what} id (${prefix}_ followed by letters and digits).`;
 
 interface ErrorSpec {
   status: number;
@@ -42,7 +43,8 @@ export const ERRORS = {
   ROUTE_NOT_FOUND: { status: 404, message: (method: string, path: string) => `No route matches ${method} ${path}.` },
   METHOD_NOT_ALLOWED: {
     status: 405,
-    message: (method: string, allow: readonly string[]) => `Method ${method} is not allowed here; allowed: ${allow.join(', ')}.`,
+    message: (method: string, allow: readonly string[]) =>
+      `Method ${method} is not allowed here; allowed: ${allow.join(', ')}.`,
     headers: (_method: string, allow: readonly string[]) => ({ allow: allow.join(', ') }),
   },
   PATH_NOT_DECODABLE: { status: 400, message: () => 'The request path is not valid percent-encoding.' },
@@ -51,7 +53,10 @@ export const ERRORS = {
   // Input: fields, ids, query parameters
   INPUT_INVALID: { status: 400, message: (where: string, problem: string) => `${where}: ${problem}` },
   INPUT_REQUIRED: { status: 400, message: (where: string) => `${where}: is required.` },
-  INPUT_UNKNOWN_FIELD: { status: 400, message: (owner: string, key: string) => `${owner} has an unknown field "${key}".` },
+  INPUT_UNKNOWN_FIELD: {
+    status: 400,
+    message: (owner: string, key: string) => `${owner} has an unknown field "${key}".`,
+  },
   ID_MALFORMED: { status: 400, message: idShape },
   QUERY_REPEATED: { status: 400, message: (name: string) => `${name} must be given at most once.` },
   QUERY_UNKNOWN: {
@@ -62,12 +67,16 @@ export const ERRORS = {
   EVENT_DATA_NOT_JSON: { status: 400, message: (detail: string) => `event data cannot be written as JSON: ${detail}` },
   EVENT_DATA_INVALID: {
     status: 400,
-    message: (type: string, path: string, problem: string) => `The data of a ${type} event breaks its schema (GET /event-types): ${path} ${problem}.`,
+    message: (type: string, path: string, problem: string) =>
+      `The data of a ${type} event breaks its schema (GET /event-types): ${path} ${problem}.`,
   },
   EVENT_DATA_NOT_OBJECT: { status: 400, message: () => 'event data must be a JSON object.' },
 
   // Request bodies
-  JSON_CONTENT_TYPE: { status: 415, message: () => 'The request body must be JSON: send "Content-Type: application/json".' },
+  JSON_CONTENT_TYPE: {
+    status: 415,
+    message: () => 'The request body must be JSON: send "Content-Type: application/json".',
+  },
   JSON_BODY_EMPTY: { status: 400, message: () => 'The request body is empty; a JSON object was expected.' },
   JSON_BODY_INVALID: { status: 400, message: () => 'The request body is not valid JSON.' },
   // The rest of the body is not read: the connection is closed rather than drained.
@@ -92,7 +101,10 @@ export const ERRORS = {
     status: 400,
     message: () => 'The Content-Type multipart/form-data has no boundary parameter that can be read.',
   },
-  MULTIPART_MALFORMED: { status: 400, message: () => 'The multipart body is malformed or ended before its closing boundary.' },
+  MULTIPART_MALFORMED: {
+    status: 400,
+    message: () => 'The multipart body is malformed or ended before its closing boundary.',
+  },
   MULTIPART_UNKNOWN_PART: {
     status: 400,
     message: (name: string, parts: string) => `Unknown part ${name}; the parts are ${parts}.`,
@@ -127,13 +139,23 @@ export const ERRORS = {
     message: (maxBytes: number) => `The documents are over the limit of 5 MiB (${maxBytes} bytes) in total.`,
   },
   AGREEMENT_NOT_FOUND: { status: 404, message: (id: string) => `No agreement ${id} in this account.` },
-  DOCUMENT_NOT_FOUND: { status: 404, message: (documentId: string, agreementId: string) => `No document ${documentId} in agreement ${agreementId}.` },
-  SIGNER_NOT_FOUND: { status: 404, message: (signerId: string, agreementId: string) => `No signer ${signerId} on agreement ${agreementId}.` },
+  DOCUMENT_NOT_FOUND: {
+    status: 404,
+    message: (documentId: string, agreementId: string) => `No document ${documentId} in agreement ${agreementId}.`,
+  },
+  SIGNER_NOT_FOUND: {
+    status: 404,
+    message: (signerId: string, agreementId: string) => `No signer ${signerId} on agreement ${agreementId}.`,
+  },
   SIGNER_ALREADY_SIGNED: {
     status: 409,
-    message: (signerId: string, agreementId: string) => `Signer ${signerId} has already signed agreement ${agreementId}.`,
+    message: (signerId: string, agreementId: string) =>
+      `Signer ${signerId} has already signed agreement ${agreementId}.`,
   },
-  SIGNER_DECLINED: { status: 409, message: (signerId: string, agreementId: string) => `Signer ${signerId} has declined agreement ${agreementId}.` },
+  SIGNER_DECLINED: {
+    status: 409,
+    message: (signerId: string, agreementId: string) => `Signer ${signerId} has declined agreement ${agreementId}.`,
+  },
   SIGNER_NOT_YET: {
     status: 409,
     message: (signerId: string, waitingFor: string) =>
@@ -141,7 +163,8 @@ export const ERRORS = {
   },
   SIGNING_LINKS_LIMIT: {
     status: 409,
-    message: (signerId: string, max: number) => `Signer ${signerId} has been sent ${max} signing links, the most one signer may have; the newest still works.`,
+    message: (signerId: string, max: number) =>
+      `Signer ${signerId} has been sent ${max} signing links, the most one signer may have; the newest still works.`,
   },
   AGREEMENT_STILL_OPEN: {
     status: 409,
@@ -150,11 +173,13 @@ export const ERRORS = {
   },
   AGREEMENT_CLOSED: {
     status: 409,
-    message: (agreementId: string, why: string) => `Agreement ${agreementId} is ${why}: nothing more can be signed or declined.`,
+    message: (agreementId: string, why: string) =>
+      `Agreement ${agreementId} is ${why}: nothing more can be signed or declined.`,
   },
   SIGNING_TOKEN_INVALID: {
     status: 401,
-    message: () => 'The signing link is not valid: it is incomplete, altered, or was not made by this portal. Ask the sender for a new one.',
+    message: () =>
+      'The signing link is not valid: it is incomplete, altered, or was not made by this portal. Ask the sender for a new one.',
     headers: () => ({ 'www-authenticate': 'Bearer realm="customer-portal-signing"' }),
   },
   SIGNING_LINK_REPLACED: {
@@ -162,31 +187,42 @@ export const ERRORS = {
     message: () => 'This signing link has been replaced by a newer one. Use the most recent link you received.',
     headers: () => ({ 'www-authenticate': 'Bearer realm="customer-portal-signing", error="invalid_token"' }),
   },
-  SIGNING_LINK_EXPIRED: { status: 410, message: (expiredAt: string) => `The signing link expired at ${expiredAt}. Ask the sender for a new one.` },
+  SIGNING_LINK_EXPIRED: {
+    status: 410,
+    message: (expiredAt: string) => `The signing link expired at ${expiredAt}. Ask the sender for a new one.`,
+  },
 
   // Signer identification
   IDENTIFICATION_REQUIRED: {
     status: 403,
-    message: () => 'Identify first: this signer must confirm who they are (POST /signing/identify) before seeing the documents, signing or declining.',
+    message: () =>
+      'Identify first: this signer must confirm who they are (POST /signing/identify) before seeing the documents, signing or declining.',
   },
   IDENTIFICATION_CODE_WRONG: {
     status: 403,
-    message: (triesLeft: number) => `The code is not right. ${triesLeft} ${triesLeft === 1 ? 'try' : 'tries'} left before this signing link is revoked.`,
+    message: (triesLeft: number) =>
+      `The code is not right. ${triesLeft} ${triesLeft === 1 ? 'try' : 'tries'} left before this signing link is revoked.`,
   },
   IDENTIFICATION_CODE_EXPIRED: {
     status: 403,
-    message: (triesLeft: number) => `The code has expired (codes last 10 minutes): request a new one. ${triesLeft} ${triesLeft === 1 ? 'try' : 'tries'} left.`,
+    message: (triesLeft: number) =>
+      `The code has expired (codes last 10 minutes): request a new one. ${triesLeft} ${triesLeft === 1 ? 'try' : 'tries'} left.`,
   },
   IDENTIFICATION_NO_CODE: {
     status: 403,
-    message: () => 'No identification code is outstanding for this signing link: request one (POST /signing/identify/email-code).',
+    message: () =>
+      'No identification code is outstanding for this signing link: request one (POST /signing/identify/email-code).',
   },
   IDENTIFICATION_LOCKED: {
     status: 401,
-    message: (wrong: number) => `This signing link was revoked after ${wrong} wrong codes. Ask the sender for a new one.`,
+    message: (wrong: number) =>
+      `This signing link was revoked after ${wrong} wrong codes. Ask the sender for a new one.`,
     headers: () => ({ 'www-authenticate': 'Bearer realm="customer-portal-signing", error="invalid_token"' }),
   },
-  IDENTIFICATION_NOT_REQUIRED: { status: 409, message: () => 'This signer does not need to identify: their link shows the documents.' },
+  IDENTIFICATION_NOT_REQUIRED: {
+    status: 409,
+    message: () => 'This signer does not need to identify: their link shows the documents.',
+  },
   IDENTIFICATION_ALREADY_VERIFIED: { status: 409, message: () => 'This signer has already identified with this link.' },
   EMAIL_CODE_UNAVAILABLE: {
     status: 409,
@@ -205,11 +241,13 @@ export const ERRORS = {
   },
   NOTIFIER_MISSING: {
     status: 409,
-    message: () => 'send: true needs a notifier (option notifier, or SMTP_URL and MAIL_FROM for the standalone server) to mail the link.',
+    message: () =>
+      'send: true needs a notifier (option notifier, or SMTP_URL and MAIL_FROM for the standalone server) to mail the link.',
   },
   DISCLOSURE_CHANGED: {
     status: 409,
-    message: (version: string) => `consent.disclosureVersion is not the disclosure in force (version ${version}): read it again and consent to that one.`,
+    message: (version: string) =>
+      `consent.disclosureVersion is not the disclosure in force (version ${version}): read it again and consent to that one.`,
   },
 
   // Webhooks
@@ -220,7 +258,8 @@ export const ERRORS = {
   },
   WEBHOOKS_LIMIT: {
     status: 409,
-    message: (max: number) => `This account already has ${max} webhooks, the most it may have (webhooks.maxPerAccount); delete one first.`,
+    message: (max: number) =>
+      `This account already has ${max} webhooks, the most it may have (webhooks.maxPerAccount); delete one first.`,
   },
   WEBHOOK_NO_PUBLIC_KEYS: {
     status: 409,
@@ -229,11 +268,13 @@ export const ERRORS = {
   },
   WEBHOOK_DISABLED: {
     status: 409,
-    message: (id: string) => `Webhook ${id} is disabled and gets no calls: enable it first (POST /webhooks/${id}/enable).`,
+    message: (id: string) =>
+      `Webhook ${id} is disabled and gets no calls: enable it first (POST /webhooks/${id}/enable).`,
   },
   DELIVERY_NOT_FOUND: {
     status: 404,
-    message: (deliveryId: string, webhookId: string) => `No delivery ${deliveryId} of webhook ${webhookId} in this account.`,
+    message: (deliveryId: string, webhookId: string) =>
+      `No delivery ${deliveryId} of webhook ${webhookId} in this account.`,
   },
   DELIVERY_WEBHOOK_DELETED: {
     status: 409,
@@ -244,7 +285,10 @@ export const ERRORS = {
   DIRECTORY_NOT_FOUND: { status: 404, message: (id: string) => `No directory ${id} in this account.` },
   DIRECTORY_NOT_EMPTY: { status: 409, message: (id: string) => `Directory ${id} is not empty.` },
   FILE_NOT_FOUND: { status: 404, message: (id: string) => `No file or directory ${id} in this account.` },
-  NOT_A_FILE: { status: 404, message: (id: string) => `${id} is a directory, not a file: only a file has a download link.` },
+  NOT_A_FILE: {
+    status: 404,
+    message: (id: string) => `${id} is a directory, not a file: only a file has a download link.`,
+  },
   UPLOAD_TOO_LARGE: {
     status: 413,
     message: (maxBytes: number) => `The file is over the limit of 5 MiB (${maxBytes} bytes).`,
@@ -258,9 +302,13 @@ export const ERRORS = {
   },
   DOWNLOAD_REMOVED: {
     status: 404,
-    message: (what: 'attachment' | 'file' | 'document' | 'signed') => `The ${what === 'signed' ? 'signed copy' : what} has been removed.`,
+    message: (what: 'attachment' | 'file' | 'document' | 'signed') =>
+      `The ${what === 'signed' ? 'signed copy' : what} has been removed.`,
   },
-  VERIFY_CONTENT_TYPE: { status: 415, message: () => 'The request body must be a PDF: send "Content-Type: application/pdf".' },
+  VERIFY_CONTENT_TYPE: {
+    status: 415,
+    message: () => 'The request body must be a PDF: send "Content-Type: application/pdf".',
+  },
   VERIFY_TOO_LARGE: { status: 413, message: () => 'The PDF is larger than 25 MiB (26,214,400 bytes).' },
   PDF_BUSY: {
     status: 503,
@@ -279,9 +327,13 @@ export const ERRORS = {
   },
   LINK_INVALID: {
     status: 403,
-    message: () => 'The download link is not valid: it is incomplete, altered, or signed with a key this server does not hold.',
+    message: () =>
+      'The download link is not valid: it is incomplete, altered, or signed with a key this server does not hold.',
   },
-  LINK_EXPIRED: { status: 410, message: (expiredAt: string) => `The download link expired at ${expiredAt}; ask for a new one.` },
+  LINK_EXPIRED: {
+    status: 410,
+    message: (expiredAt: string) => `The download link expired at ${expiredAt}; ask for a new one.`,
+  },
   RANGE_NOT_SATISFIABLE: {
     status: 416,
     message: (size: number) => `The requested range is outside the download's ${size} bytes.`,
@@ -350,7 +402,10 @@ export class PortalError<C extends ErrorCode = ErrorCode> extends Error {
  * Thrown by an adapter whose backend cannot be reached for now (a database refusing connections,
  * restarting, or dropping the connection under a statement); `cause` holds the driver's error.
  */
-export function storageUnavailable(detail: string, options: { cause?: unknown; retryAfterSeconds?: number } = {}): PortalError {
+export function storageUnavailable(
+  detail: string,
+  options: { cause?: unknown; retryAfterSeconds?: number } = {},
+): PortalError {
   const error = new PortalError('STORAGE_UNAVAILABLE', detail, options.retryAfterSeconds ?? 1);
   if (options.cause !== undefined) error.cause = options.cause;
   return error;
@@ -364,7 +419,8 @@ export function storageFull(cause: unknown): PortalError {
 }
 
 /** Whether `error` is the catalogue error `code`. */
-export const isPortalError = <C extends ErrorCode>(error: unknown, code: C): error is PortalError<C> => error instanceof PortalError && error.code === code;
+export const isPortalError = <C extends ErrorCode>(error: unknown, code: C): error is PortalError<C> =>
+  error instanceof PortalError && error.code === code;
 
 /** An error as a log field: name, message and stack, never the request. */
 export function describeError(error: unknown): { name: string; message: string; stack?: string } {

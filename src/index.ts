@@ -29,7 +29,14 @@ export type {
 export type * from './records.js';
 export type { FileInput, DirectoryInput, BlobBody } from './domain/files.js';
 export type { SecretRotationInput } from './domain/inputs.js';
-export type { DryRunEvent, DryRunInput, DryRunResult, RecoverInput, WebhookInput, WebhookService } from './domain/webhooks.js';
+export type {
+  DryRunEvent,
+  DryRunInput,
+  DryRunResult,
+  RecoverInput,
+  WebhookInput,
+  WebhookService,
+} from './domain/webhooks.js';
 export type { EventFilter } from './domain/event-filter.js';
 export type {
   DeliveryExhaustedEvent,

@@ -139,15 +139,18 @@ const DEFAULT_DISCLOSURE = {
 /** `signing.frameAncestors`, checked: each an origin (scheme, host, port; no path), https unless it is localhost. */
 export function resolveFrameAncestors(origins: unknown): string[] {
   if (origins === undefined) return [];
-  if (!Array.isArray(origins)) throw new TypeError('signing.frameAncestors must be an array of origins such as "https://app.example.com"');
+  if (!Array.isArray(origins))
+    throw new TypeError('signing.frameAncestors must be an array of origins such as "https://app.example.com"');
   return origins.map((origin, index) => {
     const where = `signing.frameAncestors[${index}]`;
-    if (typeof origin !== 'string' || !URL.canParse(origin)) throw new TypeError(`${where} must be an origin such as "https://app.example.com"`);
+    if (typeof origin !== 'string' || !URL.canParse(origin))
+      throw new TypeError(`${where} must be an origin such as "https://app.example.com"`);
     const url = new URL(origin);
     if (url.origin === 'null' || url.origin !== origin.replace(/\/+$/, ''))
       throw new TypeError(`${where} must be an origin alone (scheme, host and port, no path): "${url.origin}"`);
     const local = url.hostname === 'localhost' || url.hostname === '127.0.0.1' || url.hostname === '[::1]';
-    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && local)) throw new TypeError(`${where} must be https (http only for localhost)`);
+    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && local))
+      throw new TypeError(`${where} must be https (http only for localhost)`);
     return url.origin;
   });
 }
@@ -194,7 +197,8 @@ export function apiKeysFromEnv(value: string | undefined): string[] {
 /** `/v1`, `v1/` and `/v1/` all mean `/v1`; `''` and `/` mean the root. */
 export function normalizeBasePath(basePath: string): string {
   const trimmed = basePath.replace(/^\/+|\/+$/g, '');
-  if (!/^[A-Za-z0-9._~\-/]*$/.test(trimmed)) throw new TypeError(`basePath "${basePath}" has characters a path cannot hold`);
+  if (!/^[A-Za-z0-9._~\-/]*$/.test(trimmed))
+    throw new TypeError(`basePath "${basePath}" has characters a path cannot hold`);
   return trimmed === '' ? '' : '/' + trimmed;
 }
 
@@ -211,19 +215,28 @@ export function normalizePublicUrl(publicUrl: string): string {
  */
 export function resolveUiPath(ui: unknown, basePath: string): string | null {
   if (ui === undefined || ui === false || ui === null) return null;
-  if (typeof ui !== 'object' || Array.isArray(ui)) throw new TypeError("ui must be an object such as { path: '/portal' }, or false");
+  if (typeof ui !== 'object' || Array.isArray(ui))
+    throw new TypeError("ui must be an object such as { path: '/portal' }, or false");
   const { path = DEFAULT_UI_PATH, ...rest } = ui as { path?: unknown };
   const unknown = Object.keys(rest);
   if (unknown.length > 0) throw new TypeError(`ui has an unknown option "${unknown[0]}"; it takes only "path"`);
   if (typeof path !== 'string') throw new TypeError('ui.path must be a string such as "/portal"');
   const trimmed = path.replace(/\/+$/, '');
   const segments = trimmed.split('/').slice(1);
-  if (!path.startsWith('/') || segments.length === 0 || segments.some((segment) => !/^[A-Za-z0-9._~-]+$/.test(segment) || /^\.{1,2}$/.test(segment))) {
-    throw new TypeError(`ui.path "${path}" must be an absolute path of plain segments ([A-Za-z0-9._~-]), such as "/portal", and not "/"`);
+  if (
+    !path.startsWith('/') ||
+    segments.length === 0 ||
+    segments.some((segment) => !/^[A-Za-z0-9._~-]+$/.test(segment) || /^\.{1,2}$/.test(segment))
+  ) {
+    throw new TypeError(
+      `ui.path "${path}" must be an absolute path of plain segments ([A-Za-z0-9._~-]), such as "/portal", and not "/"`,
+    );
   }
   const within = (inner: string, outer: string) => inner === outer || inner.startsWith(outer + '/');
   if (basePath === '' || within(trimmed, basePath) || within(basePath, trimmed)) {
-    throw new TypeError(`ui.path "${trimmed}" overlaps basePath "${basePath || '/'}": the page and the API need paths apart, such as "/portal" and "/v1"`);
+    throw new TypeError(
+      `ui.path "${trimmed}" overlaps basePath "${basePath || '/'}": the page and the API need paths apart, such as "/portal" and "/v1"`,
+    );
   }
   return trimmed;
 }

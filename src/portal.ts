@@ -45,7 +45,11 @@ import { createWebhookService, type WebhookService } from './domain/webhooks.js'
 import { createEventCatalogue, type EventCatalogue } from './domain/event-types.js';
 import { libraryEventDefinitions } from './openapi/event-catalogue.js';
 import { resolveWebhookOptions } from './webhooks/options.js';
-import { createOperationalEvents, type OperationalEventType, type OperationalListener } from './domain/operational-events.js';
+import {
+  createOperationalEvents,
+  type OperationalEventType,
+  type OperationalListener,
+} from './domain/operational-events.js';
 
 export interface Portal {
   /** The `node:http` request handler; with `next` (Express, connect), paths outside `basePath` fall through. */
@@ -115,11 +119,15 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   const reminderIntervalMs = options.agreements?.reminderIntervalMs;
   const retention = resolveRetention(options.retention);
   if (reminderIntervalMs !== undefined && !(Number.isSafeInteger(reminderIntervalMs) && reminderIntervalMs >= 60_000)) {
-    throw new TypeError('agreements.reminderIntervalMs must be a whole number of milliseconds, at least 60000 (a minute)');
+    throw new TypeError(
+      'agreements.reminderIntervalMs must be a whole number of milliseconds, at least 60000 (a minute)',
+    );
   }
   const uiPath = resolveUiPath(options.ui, basePath);
   if (uiPath !== null && options.extensions === false) {
-    throw new TypeError('ui: the portal page calls the extension routes (webhooks, deliveries); it cannot be served with extensions: false');
+    throw new TypeError(
+      'ui: the portal page calls the extension routes (webhooks, deliveries); it cannot be served with extensions: false',
+    );
   }
   // Read before any adapter opens: a page that was never built stops the start with nothing to undo.
   const page = uiPath === null ? undefined : await createPage({ path: uiPath, basePath, eventTypes });
@@ -166,7 +174,9 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     senderName,
     downloads,
   });
-  const mailQueued = signerMail.mailing ? { queued: (record: AgreementRecord) => signerMail.kick(record.accountId, record.id) } : undefined;
+  const mailQueued = signerMail.mailing
+    ? { queued: (record: AgreementRecord) => signerMail.kick(record.accountId, record.id) }
+    : undefined;
   // The completed copies of each signed agreement, made off the request and kept.
   const copies = createCompletedCopies({
     storage,
@@ -200,7 +210,16 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
       const failed = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
       if (failed !== undefined) throw failed.reason;
     };
-    worker = createWebhookWorker({ storage, transport, clock, logger, ...webhookOptions, emit: operational.emit, housekeeping, telemetry });
+    worker = createWebhookWorker({
+      storage,
+      transport,
+      clock,
+      logger,
+      ...webhookOptions,
+      emit: operational.emit,
+      housekeeping,
+      telemetry,
+    });
   }
 
   const webhooks = createWebhookService({
@@ -243,7 +262,10 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     disclosure,
   });
   const extensions = options.extensions ?? true;
-  const routes = routeTable({ webhooks, catalogue, files, tickets, downloads, agreements, signing }, { extensions, frameAncestors });
+  const routes = routeTable(
+    { webhooks, catalogue, files, tickets, downloads, agreements, signing },
+    { extensions, frameAncestors },
+  );
   const orphanSweep = createOrphanSweep({ storage, blobs, clock, logger });
 
   const handler = createHandler({
@@ -265,7 +287,11 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
       ? undefined
       : storage.subscribe?.(
           () => worker?.poke(),
-          (error) => logger.warn({ err: errorMessage(error) }, 'webhook worker: not listening for new work for now; the tick still polls'),
+          (error) =>
+            logger.warn(
+              { err: errorMessage(error) },
+              'webhook worker: not listening for new work for now; the tick still polls',
+            ),
         );
   orphanSweep.start();
   const stopObserving = telemetry.observeQueue(() => readQueue(storage, clock()));
@@ -276,7 +302,14 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     events,
     eventTypes: { define: catalogue.define, list: catalogue.list },
     worker,
-    files: { list: files.list, createDirectory: files.createDirectory, put: files.put, get: files.get, delete: files.delete, downloadLink: files.downloadLink },
+    files: {
+      list: files.list,
+      createDirectory: files.createDirectory,
+      put: files.put,
+      get: files.get,
+      delete: files.delete,
+      downloadLink: files.downloadLink,
+    },
     tickets: {
       putAttachment: tickets.putAttachment,
       getAttachment: tickets.getAttachment,
@@ -318,7 +351,9 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
 /** The name mails speak in: `branding.name` (a function's is asked each time), else the agreement's sender. */
 function senderNameOf(branding: PortalOptions['branding']): SenderName {
   if (branding === undefined) return async (_accountId, record) => record.signerName;
-  if (typeof branding === 'function') return async (accountId, record) => (await branding(accountId))?.name || record.signerName;
-  if (typeof branding?.name !== 'string' || branding.name === '') throw new TypeError('branding.name must be a non-empty string');
+  if (typeof branding === 'function')
+    return async (accountId, record) => (await branding(accountId))?.name || record.signerName;
+  if (typeof branding?.name !== 'string' || branding.name === '')
+    throw new TypeError('branding.name must be a non-empty string');
   return async () => branding.name;
 }

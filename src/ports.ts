@@ -91,7 +91,11 @@ export interface Storage {
    * nothing, when the account holds that many already: the count and the insert are one atomic step.
    * Given `idempotency`, completes that claim in the same step (see `claimIdempotencyKey`).
    */
-  insertWebhook(webhook: WebhookRecord, limits?: { maxPerAccount?: number }, idempotency?: IdempotencyCompletion): Promise<void>;
+  insertWebhook(
+    webhook: WebhookRecord,
+    limits?: { maxPerAccount?: number },
+    idempotency?: IdempotencyCompletion,
+  ): Promise<void>;
   /** The webhook, or `null` when absent in this account. */
   getWebhook(accountId: string, id: string): Promise<WebhookRecord | null>;
   /** Every webhook of the account, oldest first: by `createdAt`, and within one second in the order inserted. */
@@ -125,14 +129,21 @@ export interface Storage {
    * Stores a new agreement together with `events` (see `publishEvents`), atomically; given
    * `idempotency`, completes that claim in the same step (see `claimIdempotencyKey`).
    */
-  insertAgreement(agreement: AgreementRecord, events: EventRecord[], idempotency?: IdempotencyCompletion): Promise<void>;
+  insertAgreement(
+    agreement: AgreementRecord,
+    events: EventRecord[],
+    idempotency?: IdempotencyCompletion,
+  ): Promise<void>;
   /** The agreement, or `null` when absent in this account. */
   getAgreement(accountId: string, id: string): Promise<AgreementRecord | null>;
   /**
    * The agreement and document whose completed copy has SHA-256 `signedFileHash` (hex) in this
    * account, or `null`: what `POST /verify` asks of a PDF. Answered from an index, never a scan.
    */
-  findSignedCopy(accountId: string, signedFileHash: string): Promise<{ agreementId: string; documentId: string } | null>;
+  findSignedCopy(
+    accountId: string,
+    signedFileHash: string,
+  ): Promise<{ agreementId: string; documentId: string } | null>;
   /**
    * Removes the agreement with its signers, documents and trail, atomically; `false` when absent in
    * this account. Its blobs are the caller's to remove after (bytes no record names are swept).
@@ -164,7 +175,12 @@ export interface Storage {
    * those, the open agreements with no `nextReminderAt` (made while reminders were off), so the
    * tick schedules their reminders. Reads only those, never every agreement.
    */
-  agreementsDue(now: string, limit: number, perAccount: number, unscheduled?: boolean): Promise<{ accountId: string; id: string }[]>;
+  agreementsDue(
+    now: string,
+    limit: number,
+    perAccount: number,
+    unscheduled?: boolean,
+  ): Promise<{ accountId: string; id: string }[]>;
 
   /** Stores a new ticket message attachment. */
   insertAttachment(attachment: AttachmentRecord): Promise<void>;
@@ -296,7 +312,10 @@ export interface Storage {
    * Called on every retention tick, both `null` included: a store drops there what it keeps only
    * for a while (hourly call counts past their span).
    */
-  removeExpired(before: { deliveries: string | null; events: string | null }, limit: number): Promise<{ deliveries: number; events: number }>;
+  removeExpired(
+    before: { deliveries: string | null; events: string | null },
+    limit: number,
+  ): Promise<{ deliveries: number; events: number }>;
 
   /**
    * Whether any record names the blob `key` (a document, file or attachment id, or `agc_<x>`, the

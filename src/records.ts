@@ -57,7 +57,12 @@ export function withRotation(webhook: WebhookRecord, rotation: SecretRotation): 
   const { previousSecret: _dropped, previousSecretUntil: _until, ...rest } = webhook;
   return rotation.previousSecretUntil === null
     ? { ...rest, secret: rotation.secret }
-    : { ...rest, secret: rotation.secret, previousSecret: webhook.secret, previousSecretUntil: rotation.previousSecretUntil };
+    : {
+        ...rest,
+        secret: rotation.secret,
+        previousSecret: webhook.secret,
+        previousSecretUntil: rotation.previousSecretUntil,
+      };
 }
 
 /** Why a webhook was disabled: a `410 Gone` answer, calls failing past the thresholds, or by hand. */
@@ -112,7 +117,8 @@ export interface FileEntryRecord extends FileEntry {
 }
 
 /** One key for the entries of a directory (`null`: the account's root), for a store's index of them. */
-export const directoryKey = (accountId: string, directoryId: string | null): string => `${accountId}\u0000${directoryId ?? ''}`;
+export const directoryKey = (accountId: string, directoryId: string | null): string =>
+  `${accountId}\u0000${directoryId ?? ''}`;
 
 export type AgreementStatus = 'sent' | 'signed';
 
@@ -170,7 +176,12 @@ export interface SignerIdentityRecord {
 }
 
 /** What a mail to a signer is for (`Notifier`). */
-export type MailKind = 'signing-invitation' | 'identification-code' | 'signing-reminder' | 'agreement-completed' | 'agreement-voided';
+export type MailKind =
+  | 'signing-invitation'
+  | 'identification-code'
+  | 'signing-reminder'
+  | 'agreement-completed'
+  | 'agreement-voided';
 
 /**
  * A mail to a signer not yet sent, kept on its agreement (so it is stored in the step that makes it
@@ -359,7 +370,8 @@ export interface AuditHead {
 }
 
 /** What a store's `updateAgreement` rejects with when a change would rewrite its trail. */
-export const TRAIL_APPEND_ONLY = 'updateAgreement: the audit trail is append-only; change must keep every stored entry as it is';
+export const TRAIL_APPEND_ONLY =
+  'updateAgreement: the audit trail is append-only; change must keep every stored entry as it is';
 
 /**
  * Whether `next` is `current` with entries appended, none changed, removed or reordered: stores
@@ -393,15 +405,18 @@ export interface AgreementRecord extends Omit<Agreement, 'signers' | 'documents'
 }
 
 /** Whether the agreement is still open: not signed, not closed (declined, expired, voided). */
-export const isOpen = (record: Pick<AgreementRecord, 'status' | 'closedAt'>): boolean => record.status === 'sent' && record.closedAt === null;
+export const isOpen = (record: Pick<AgreementRecord, 'status' | 'closedAt'>): boolean =>
+  record.status === 'sent' && record.closedAt === null;
 
 /** When the agreement's completed copies are due to be made, or `null` when none are owed: what a store indexes to find it. */
-export const completionDueAt = (record: Pick<AgreementRecord, 'completion'>): string | null => record.completion?.nextAttemptAt ?? null;
+export const completionDueAt = (record: Pick<AgreementRecord, 'completion'>): string | null =>
+  record.completion?.nextAttemptAt ?? null;
 
 /** When the agreement's next mail is due, or `null` when it owes none: what a store indexes to find it. */
 export function mailDueAt(record: Pick<AgreementRecord, 'mail'>): string | null {
   let earliest: string | null = null;
-  for (const mail of record.mail) if (earliest === null || Date.parse(mail.nextAttemptAt) < Date.parse(earliest)) earliest = mail.nextAttemptAt;
+  for (const mail of record.mail)
+    if (earliest === null || Date.parse(mail.nextAttemptAt) < Date.parse(earliest)) earliest = mail.nextAttemptAt;
   return earliest;
 }
 
@@ -448,7 +463,9 @@ export function withoutImages(agreement: Agreement | AgreementEventData | Agreem
  * A stored signer's identification as the host sees it: required when `shouldIdentify` or their
  * current link carries an access code; verified, with how and when, once they identified with it.
  */
-export function identificationOf(signer: Pick<AgreementSignerRecord, 'shouldIdentify' | 'signingLinkId' | 'identity'>): SignerIdentification {
+export function identificationOf(
+  signer: Pick<AgreementSignerRecord, 'shouldIdentify' | 'signingLinkId' | 'identity'>,
+): SignerIdentification {
   const identity = signer.identity !== null && signer.identity.linkId === signer.signingLinkId ? signer.identity : null;
   const verified = identity?.verified ?? null;
   return {
@@ -490,7 +507,10 @@ export function withSigningDefaults(record: AgreementRecord): AgreementRecord {
 }
 
 /** A stored agreement as a list holds it. */
-export const agreementSummary = (record: AgreementRecord): AgreementSummaryRecord => ({ ...withoutImages(record), accountId: record.accountId });
+export const agreementSummary = (record: AgreementRecord): AgreementSummaryRecord => ({
+  ...withoutImages(record),
+  accountId: record.accountId,
+});
 
 /** One page of a newest-first list: up to `limit` records, after the one whose id is `after` (from the newest without it). */
 export interface PageRequest {

@@ -47,7 +47,8 @@ function ordered(entry) {
       if (/^export\s*\{\s*\};?\s*$/.test(line)) continue;
       if (/^\s*import\b/.test(line) || /^\s*export\s*(\{|\*|default)/.test(line)) {
         const match = IMPORT.exec(line);
-        if (match === null || /\bas\b/.test(match[2])) fail(`${file}: only \`import { a, b } from './x.js'\` is joined: ${line}`);
+        if (match === null || /\bas\b/.test(match[2]))
+          fail(`${file}: only \`import { a, b } from './x.js'\` is joined: ${line}`);
         visit(match[3].slice(2), [...chain, file]);
         continue;
       }
@@ -94,7 +95,10 @@ rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
 for (const asset of [script, signing, style]) writeFileSync(path.join(out, asset.file), asset.content);
 const named = (asset) => ({ file: asset.file, integrity: asset.integrity });
-writeFileSync(path.join(out, 'manifest.json'), JSON.stringify({ script: named(script), signing: named(signing), style: named(style) }, null, 2) + '\n');
+writeFileSync(
+  path.join(out, 'manifest.json'),
+  JSON.stringify({ script: named(script), signing: named(signing), style: named(style) }, null, 2) + '\n',
+);
 rmSync(compiled, { recursive: true, force: true });
 
 const kb = (bytes) => `${(bytes / 1024).toFixed(1)} KB`;

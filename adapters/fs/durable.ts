@@ -83,4 +83,5 @@ export function crc32Portable(bytes: Uint8Array): number {
 }
 
 /** CRC-32 (IEEE): zlib's native one where Node has it (20.15+), the same sum in JS before that. */
-export const crc32: (bytes: Uint8Array) => number = typeof zlib.crc32 === 'function' ? (bytes) => zlib.crc32(bytes) : crc32Portable;
+export const crc32: (bytes: Uint8Array) => number =
+  typeof zlib.crc32 === 'function' ? (bytes) => zlib.crc32(bytes) : crc32Portable;

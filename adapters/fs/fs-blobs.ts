@@ -6,7 +6,15 @@ import type { Readable } from 'node:stream';
 import type { BlobInfo, BlobReader, BlobStore, ByteRange } from '../../src/ports.js';
 import { atom } from '../../src/shared/time.js';
 import { storageFull } from '../../src/errors.js';
-import { PRIVATE_DIRECTORY, PRIVATE_FILE, crc32, ensureDirectory, hasCode, isDiskFull, syncDirectory } from './durable.js';
+import {
+  PRIVATE_DIRECTORY,
+  PRIVATE_FILE,
+  crc32,
+  ensureDirectory,
+  hasCode,
+  isDiskFull,
+  syncDirectory,
+} from './durable.js';
 import { takeBody } from '../shared/body.js';
 import { writeAll } from '../shared/write-all.js';
 import { createBufferPool, createByteBatch } from '../shared/byte-batch.js';
@@ -33,7 +41,9 @@ const keyOf = (name: string) => name.replace(/-([a-z])/g, (_, letter: string) =>
 
 /** A file descriptor open for reading. */
 const openForReading = (file: string) =>
-  new Promise<number>((resolve, reject) => open(file, 'r', (error, fd) => (error === null ? resolve(fd) : reject(error))));
+  new Promise<number>((resolve, reject) =>
+    open(file, 'r', (error, fd) => (error === null ? resolve(fd) : reject(error))),
+  );
 
 /**
  * Reads `fd` from `range.start` (else 0) to `range.end` (else its end) into the caller's buffers,
@@ -71,7 +81,11 @@ const WRITE_BATCH = 256 * 1024;
 const shardOf = (key: string) => (crc32(Buffer.from(key)) % SHARDS).toString(16).padStart(2, '0');
 
 const toBytes = (chunk: unknown): Uint8Array =>
-  chunk instanceof Uint8Array ? chunk : typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.from(chunk as ArrayBuffer);
+  chunk instanceof Uint8Array
+    ? chunk
+    : typeof chunk === 'string'
+      ? Buffer.from(chunk)
+      : Buffer.from(chunk as ArrayBuffer);
 
 /**
  * Keeps each blob as a file `objects/<shard>/<key>` under `dir`. A put streams into `tmp/`, fsyncs,
@@ -79,7 +93,8 @@ const toBytes = (chunk: unknown): Uint8Array =>
  * leaves at most a temp file, removed at the next open. The write time is the file's mtime.
  */
 export function fsBlobs(options: FsBlobsOptions): BlobStore {
-  if (typeof options?.dir !== 'string' || options.dir === '') throw new TypeError('fsBlobs: `dir` must be a directory path');
+  if (typeof options?.dir !== 'string' || options.dir === '')
+    throw new TypeError('fsBlobs: `dir` must be a directory path');
   const dir = path.resolve(options.dir);
   const clock = options.clock ?? (() => new Date());
   const objects = path.join(dir, 'objects');
@@ -147,7 +162,8 @@ export function fsBlobs(options: FsBlobsOptions): BlobStore {
   async function put(key: string, body: Readable | AsyncIterable<Uint8Array>): Promise<{ size: number }> {
     takeBody(body);
     await readyToWrite();
-    if (!KEY.test(key)) throw new TypeError(`fsBlobs: ${JSON.stringify(key)} is not a record id (abc_ and letters or digits)`);
+    if (!KEY.test(key))
+      throw new TypeError(`fsBlobs: ${JSON.stringify(key)} is not a record id (abc_ and letters or digits)`);
     const partial = path.join(temp, `${fileName(key)}.${randomBytes(6).toString('hex')}`);
     const handle = await openFile(partial, 'wx', PRIVATE_FILE);
     let size = 0;

@@ -5,7 +5,14 @@ import { KEPT_BESIDE_A_JOURNAL, TABLES, type TableName } from '../in-process/rec
 import { inProcessStore, type Journal } from '../in-process/store.js';
 import { ensureDirectory, isDiskFull } from './durable.js';
 import { acquireLock, type DirectoryLock } from './lock.js';
-import { type DiscardReport, type Loc, openRecordLog, type RecordLog, type RepairReport, type ReplayedChange } from './record-log.js';
+import {
+  type DiscardReport,
+  type Loc,
+  openRecordLog,
+  type RecordLog,
+  type RepairReport,
+  type ReplayedChange,
+} from './record-log.js';
 
 export interface FsStorageOptions {
   /** The directory of the record log and its lock file; created when missing. One process at a time. */
@@ -43,7 +50,8 @@ const LOCK_FILE = 'storage.lock';
  * called before `open()` open the store first.
  */
 export function fsStorage(options: FsStorageOptions): Storage {
-  if (typeof options?.dir !== 'string' || options.dir === '') throw new TypeError('fsStorage: `dir` must be a directory path');
+  if (typeof options?.dir !== 'string' || options.dir === '')
+    throw new TypeError('fsStorage: `dir` must be a directory path');
   const compactAfterBytes = options.compactAfterBytes ?? 64 * 1024 * 1024;
   if (!(compactAfterBytes >= 0)) throw new TypeError('fsStorage: `compactAfterBytes` must be a number of bytes');
   const dir = path.resolve(options.dir);
@@ -80,7 +88,10 @@ export function fsStorage(options: FsStorageOptions): Storage {
     if (!(TABLES as readonly string[]).includes(change.table)) {
       throw new Error(`${path.join(dir, LOG_FILE)} names a table "${change.table}" this version does not know`);
     }
-    store.replay(change.table as TableName, change.json === undefined ? { id: change.id } : { json: change.json, loc: change.loc });
+    store.replay(
+      change.table as TableName,
+      change.json === undefined ? { id: change.id } : { json: change.json, loc: change.loc },
+    );
   }
 
   function open(): Promise<void> {

@@ -51,7 +51,13 @@ function parseOwner(text: string): LockOwner | null {
   try {
     const owner = JSON.parse(text) as Partial<LockOwner>;
     if (!Number.isInteger(owner.pid) || typeof owner.host !== 'string' || typeof owner.nonce !== 'string') return null;
-    return { pid: owner.pid!, host: owner.host, start: owner.start ?? null, nonce: owner.nonce, since: String(owner.since) };
+    return {
+      pid: owner.pid!,
+      host: owner.host,
+      start: owner.start ?? null,
+      nonce: owner.nonce,
+      since: String(owner.since),
+    };
   } catch {
     return null;
   }
@@ -143,7 +149,8 @@ async function sweepLeftovers(dir: string, name: string): Promise<void> {
     if (match === null) continue;
     const file = path.join(dir, entry);
     const pid = match[1] === undefined ? null : Number(match[1]);
-    const old = pid === null && Date.now() - (await stat(file).catch(() => ({ mtimeMs: Date.now() }))).mtimeMs > ABANDONED_MS;
+    const old =
+      pid === null && Date.now() - (await stat(file).catch(() => ({ mtimeMs: Date.now() }))).mtimeMs > ABANDONED_MS;
     if ((pid !== null && pid !== process.pid && !pidAlive(pid)) || old) await rm(file, { force: true });
   }
 }
@@ -153,7 +160,12 @@ async function sweepLeftovers(dir: string, name: string): Promise<void> {
  * naming the process that holds it. A lock left by a process that died is taken over. While
  * held, the file is touched every 15 s; should it ever stop being ours, `onLost` is told.
  */
-export async function acquireLock(dir: string, name: string, what: string, onLost: (error: Error) => void): Promise<DirectoryLock> {
+export async function acquireLock(
+  dir: string,
+  name: string,
+  what: string,
+  onLost: (error: Error) => void,
+): Promise<DirectoryLock> {
   const lockPath = path.resolve(dir, name);
   const owner: LockOwner = {
     pid: process.pid,
@@ -180,7 +192,10 @@ export async function acquireLock(dir: string, name: string, what: string, onLos
     }
     await removeAbandoned(lockPath, found.text);
   }
-  if (!placed) throw new DirectoryInUseError(`Cannot open the ${what} in ${path.resolve(dir)}: the lock file ${lockPath} keeps changing hands.`);
+  if (!placed)
+    throw new DirectoryInUseError(
+      `Cannot open the ${what} in ${path.resolve(dir)}: the lock file ${lockPath} keeps changing hands.`,
+    );
   heldHere.add(lockPath);
   await sweepLeftovers(path.dirname(lockPath), name);
 

@@ -59,7 +59,9 @@ type LogChange =
   | { table: string; id: string; previous?: Locatable | undefined };
 
 /** A change read back at open. */
-export type ReplayedChange = { table: string; json: string; loc: Loc } | { table: string; id: string; json?: undefined };
+export type ReplayedChange =
+  | { table: string; json: string; loc: Loc }
+  | { table: string; id: string; json?: undefined };
 
 export interface RecordLogOptions {
   /** The log is rewritten once it is this large and more than twice the size of the live records. */
@@ -185,7 +187,16 @@ function replayFrame(file: LogFile, payload: Buffer, payloadOffset: number, appl
     const table = payload.toString('latin1', start + 1, space);
     const body = payload.toString('utf8', space + 1, end);
     if (sign === 0x2b)
-      apply({ table, json: body, loc: { file, offset: payloadOffset + space + 1, length: end - space - 1, frame: payloadOffset - FRAME_HEADER_SIZE } });
+      apply({
+        table,
+        json: body,
+        loc: {
+          file,
+          offset: payloadOffset + space + 1,
+          length: end - space - 1,
+          frame: payloadOffset - FRAME_HEADER_SIZE,
+        },
+      });
     else apply({ table, id: JSON.parse(body) as string });
     start = end + 1;
   }
@@ -319,7 +330,8 @@ async function checkHeader(handle: FileHandle, size: number, file: string): Prom
     throw new Error(`${file} is not a customer-portal record log`);
   }
   const version = header.readUInt32LE(8);
-  if (version !== VERSION) throw new Error(`${file} is a record log of version ${version}; this version reads ${VERSION}`);
+  if (version !== VERSION)
+    throw new Error(`${file} is a record log of version ${version}; this version reads ${VERSION}`);
 }
 
 /**
@@ -340,7 +352,8 @@ export async function readRecordLog(file: string, apply: (change: ReplayedChange
 }
 
 /** Rows whose JSON is in memory sort last: they need no read. */
-const offsetOf = (row: Locatable) => (row.value !== undefined || row.loc === undefined ? Number.MAX_SAFE_INTEGER : row.loc.offset);
+const offsetOf = (row: Locatable) =>
+  row.value !== undefined || row.loc === undefined ? Number.MAX_SAFE_INTEGER : row.loc.offset;
 
 /** Reads the JSON at ascending locations of `file` through one large window instead of one read each. */
 function sequentialReader(file: LogFile, fileSize: number) {
@@ -400,7 +413,11 @@ async function saveRange(handle: FileHandle, start: number, end: number, target:
  * A torn tail is cut off; anything else found past the valid part (which no crash of ours
  * writes: a disk fault) is kept beside the log as `<file>.discarded-<ms>` before it is cut.
  */
-export async function openRecordLog(file: string, options: RecordLogOptions, apply: (change: ReplayedChange) => void): Promise<RecordLog> {
+export async function openRecordLog(
+  file: string,
+  options: RecordLogOptions,
+  apply: (change: ReplayedChange) => void,
+): Promise<RecordLog> {
   const compactTemp = `${file}.compact`;
   // Temp files a crash left: of a compaction (the log it was replacing is whole), or of the log's creation.
   const leftover = new RegExp(`^${path.basename(file).replace(/\./g, '\\.')}\\.(?:compact|\\d+\\.tmp)$`);
@@ -564,7 +581,10 @@ export async function openRecordLog(file: string, options: RecordLogOptions, app
             ? await readExactly(source.handle, length, frame + FRAME_HEADER_SIZE)
             : null;
         if (payload === null || crc32(payload) !== header.readUInt32LE(4))
-          throw new DamagedLogError(file, { from: frame, to: frame + FRAME_HEADER_SIZE + Math.max(0, Math.min(length, size - frame - FRAME_HEADER_SIZE)) });
+          throw new DamagedLogError(file, {
+            from: frame,
+            to: frame + FRAME_HEADER_SIZE + Math.max(0, Math.min(length, size - frame - FRAME_HEADER_SIZE)),
+          });
         verified.add(frame);
       };
       // Records held only on disk are copied in file order, so the old log is read front to back.
@@ -574,7 +594,11 @@ export async function openRecordLog(file: string, options: RecordLogOptions, app
       const flush = async () => {
         const { frame, puts } = encodeFrame(changes);
         await writeAll(temp, frame, position);
-        for (const put of puts) placed.push({ row: put.row, loc: { file: next, offset: position + put.offset, length: put.length, frame: position } });
+        for (const put of puts)
+          placed.push({
+            row: put.row,
+            loc: { file: next, offset: position + put.offset, length: put.length, frame: position },
+          });
         position += frame.length;
         changes = [];
         pendingBytes = 0;
@@ -680,7 +704,10 @@ export async function openRecordLog(file: string, options: RecordLogOptions, app
       // The size every acknowledged frame reaches: an open that finds less lost committed frames.
       // Without it (a full disk), the next open reads the log as a crash left it.
       if (failure === undefined) {
-        await writeFileAtomically(closedMark(file), Buffer.from(`${JSON.stringify({ size: (await current.handle.stat()).size })}\n`)).catch(() => {});
+        await writeFileAtomically(
+          closedMark(file),
+          Buffer.from(`${JSON.stringify({ size: (await current.handle.stat()).size })}\n`),
+        ).catch(() => {});
       }
       current.retired = true;
       if (current.readers === 0) await current.handle.close();

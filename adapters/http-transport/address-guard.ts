@@ -6,7 +6,8 @@ export class RefusedAddressError extends Error {
 }
 
 /** What a refused host's message says to the tenant: no address, no kind. */
-export const refusedHostMessage = (hostname: string) => `refused to call ${hostname}: it has no address the portal may call (allowPrivateNetworks is off)`;
+export const refusedHostMessage = (hostname: string) =>
+  `refused to call ${hostname}: it has no address the portal may call (allowPrivateNetworks is off)`;
 
 /** A refusal's details for the operator's log: never part of the attempt's error. */
 export type RefusalReport = (details: { hostname: string; addresses: string[]; reasons: string[] }) => void;
@@ -16,7 +17,17 @@ export type RefusalReport = (details: { hostname: string; addresses: string[]; r
  * `allowPrivateNetworks` is set: a webhook URL is chosen by a client, and must not reach the
  * portal's own machine, its network, or a cloud metadata service.
  */
-export type AddressKind = 'public' | 'loopback' | 'private' | 'shared' | 'link-local' | 'multicast' | 'unspecified' | 'broadcast' | 'reserved' | 'invalid';
+export type AddressKind =
+  | 'public'
+  | 'loopback'
+  | 'private'
+  | 'shared'
+  | 'link-local'
+  | 'multicast'
+  | 'unspecified'
+  | 'broadcast'
+  | 'reserved'
+  | 'invalid';
 
 /** One IPv4 range: network as a 32-bit number, prefix length, and what it is. */
 type V4Range = readonly [network: number, prefix: number, kind: AddressKind];
@@ -98,7 +109,8 @@ function classifyV6(groups: number[]): AddressKind {
   // IPv4-translated (::ffff:0:a.b.c.d, SIIT): a translator on the path turns it into the IPv4 address it holds.
   if (zeroTo(4) && g4 === 0xffff && g5 === 0) return classifyV4(embeddedV4(groups, 6));
   // NAT64 (64:ff9b::/96 and the local-use 64:ff9b:1::/48) reaches the IPv4 address it embeds.
-  if (g0 === 0x64 && g1 === 0xff9b && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0) return classifyV4(embeddedV4(groups, 6));
+  if (g0 === 0x64 && g1 === 0xff9b && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0)
+    return classifyV4(embeddedV4(groups, 6));
   if (g0 === 0x64 && g1 === 0xff9b && g2 === 1) return 'reserved';
   // The rest of ::/8 is reserved by the IETF (RFC 4291): no unicast address anyone should call lives there.
   if ((g0 & 0xff00) === 0) return 'reserved';

@@ -24,8 +24,10 @@ function describe(error: Error & { code?: string }, timeoutMs: number): string {
       return 'invalid response: its body does not match its Content-Length';
     case 'UND_ERR_SOCKET':
       // undici refuses a 100 Continue the request did not ask for, and bytes that answer no request.
-      if (error.message === 'bad response') return 'invalid response: an answer that does not fit the request (an unrequested 100 Continue)';
-      if (error.message === 'other side closed' || error.message === 'closed') return 'the receiver closed the connection before answering';
+      if (error.message === 'bad response')
+        return 'invalid response: an answer that does not fit the request (an unrequested 100 Continue)';
+      if (error.message === 'other side closed' || error.message === 'closed')
+        return 'the receiver closed the connection before answering';
       if (error.message === 'bad upgrade') return SWITCHED;
       return error.message;
   }
@@ -33,7 +35,8 @@ function describe(error: Error & { code?: string }, timeoutMs: number): string {
   if (error.name === 'AssertionError' || (error as { code?: string }).code === 'ERR_ASSERTION') {
     return /upgrade/i.test(error.message) ? SWITCHED : 'invalid response: an answer the HTTP client could not read';
   }
-  if (error.name === 'HTTPParserError') return `invalid response: ${error.message.replace(/^Response does not match the HTTP\/1\.1 protocol \((.*)\)$/, '$1')}`;
+  if (error.name === 'HTTPParserError')
+    return `invalid response: ${error.message.replace(/^Response does not match the HTTP\/1\.1 protocol \((.*)\)$/, '$1')}`;
   return errorMessage(error);
 }
 
@@ -81,10 +84,16 @@ export class CallHandler implements Dispatcher.DispatchHandler {
     if (this.settled) controller.abort(new Error(DECIDED));
   }
 
-  onResponseStart(_controller: Dispatcher.DispatchController, status: number, headers: WebhookCallResult['headers']): void {
-    if (status < 100 || status > 599) return this.refuse(`invalid response: ${status} is not an HTTP status code (100–599)`);
+  onResponseStart(
+    _controller: Dispatcher.DispatchController,
+    status: number,
+    headers: WebhookCallResult['headers'],
+  ): void {
+    if (status < 100 || status > 599)
+      return this.refuse(`invalid response: ${status} is not an HTTP status code (100–599)`);
     if (status < 200) {
-      if (++this.interim > MAX_INTERIM_ANSWERS) this.refuse(`invalid response: more than ${MAX_INTERIM_ANSWERS} interim (1xx) answers`);
+      if (++this.interim > MAX_INTERIM_ANSWERS)
+        this.refuse(`invalid response: more than ${MAX_INTERIM_ANSWERS} interim (1xx) answers`);
       return;
     }
     this.statusCode = status;

@@ -28,7 +28,16 @@ class ProxyError extends Error {
 }
 
 /** The errors of a connection to the proxy itself that never opened. */
-const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT']);
+const UNREACHABLE = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
 
 /** An answer that broke one of the transport's bounds; its message names which. */
 class AnswerBoundError extends Error {
@@ -118,13 +127,25 @@ function createTunnels(proxy: URL, timeout: number) {
         if (statusCode !== 200) {
           socket.destroy();
           // Named by the receiver's host, as the tenant wrote it: the address it resolved to stays with the operator.
-          return callback(new ProxyError(`the proxy ${where} answered ${statusCode} to CONNECT ${authorityOf(target.hostname)}`, statusCode === 407), null);
+          return callback(
+            new ProxyError(
+              `the proxy ${where} answered ${statusCode} to CONNECT ${authorityOf(target.hostname)}`,
+              statusCode === 407,
+            ),
+            null,
+          );
         }
         if (target.protocol !== 'https:') return callback(null, socket as Socket);
         tls({ ...target, httpSocket: socket as Socket }, callback);
       },
       (error: Error & { code?: string }) =>
-        callback(new ProxyError(`the proxy ${where} could not open a tunnel: ${error.message}`, UNREACHABLE.has(error.code ?? '')), null),
+        callback(
+          new ProxyError(
+            `the proxy ${where} could not open a tunnel: ${error.message}`,
+            UNREACHABLE.has(error.code ?? ''),
+          ),
+          null,
+        ),
     );
   }
   return { open, close: () => pool.close() };
@@ -165,7 +186,11 @@ function budgetAnswers(socket: Socket): void {
     }
     seen = socket.bytesRead;
     if (seen - start > MAX_ANSWER_WIRE_BYTES) {
-      socket.destroy(new AnswerBoundError(`invalid response: its framing passed ${MAX_ANSWER_WIRE_BYTES / 1024} KiB before the answer was complete`));
+      socket.destroy(
+        new AnswerBoundError(
+          `invalid response: its framing passed ${MAX_ANSWER_WIRE_BYTES / 1024} KiB before the answer was complete`,
+        ),
+      );
     }
   });
 }

@@ -112,7 +112,8 @@ function checkUrl(target: string, allowPrivateNetworks: boolean): Target | strin
   if (!URL.canParse(target)) return 'refused: the webhook URL is not an absolute URL';
   // The WHATWG parser has already turned odd IPv4 spellings (127.1, 0x7f000001, 2130706433) into dotted quads.
   const url = new URL(target);
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return `refused: ${url.protocol} URLs are not called, only http and https`;
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    return `refused: ${url.protocol} URLs are not called, only http and https`;
   if (url.username !== '' || url.password !== '') return 'refused: the webhook URL carries credentials';
   if (!allowPrivateNetworks) {
     const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
@@ -135,13 +136,22 @@ const CHECKED_URLS = 1000;
 const HTTP_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const HEADER_VALUE = /^[^\r\n\0]*$/;
 /** Headers undici writes itself, from the URL and the body (it refuses some of them from a caller). */
-const OWN_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'expect']);
+const OWN_HEADERS = new Set([
+  'host',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'upgrade',
+  'expect',
+]);
 
 /** The headers to send, or why the call's headers cannot be sent. */
 function requestHeaders(headers: Record<string, string>): Record<string, string> | string {
   let own = false;
   for (const name in headers) {
-    if (!HTTP_TOKEN.test(name) || !HEADER_VALUE.test(headers[name]!)) return `refused: the header ${JSON.stringify(name)} is not a valid HTTP header`;
+    if (!HTTP_TOKEN.test(name) || !HEADER_VALUE.test(headers[name]!))
+      return `refused: the header ${JSON.stringify(name)} is not a valid HTTP header`;
     if (OWN_HEADERS.has(name.toLowerCase())) own = true;
   }
   if (!own) return headers;
@@ -167,7 +177,10 @@ export function httpTransport(options: HttpTransportOptions = {}): WebhookTransp
   const allowPrivateNetworks = options.allowPrivateNetworks ?? false;
   const baseLookup = options.lookup ?? (dns.lookup as LookupFunction);
   const report: RefusalReport = ({ hostname, addresses, reasons }) =>
-    options.logger?.warn({ hostname, addresses, reasons }, 'webhook call refused: the host resolves only to addresses the guard refuses');
+    options.logger?.warn(
+      { hostname, addresses, reasons },
+      'webhook call refused: the host resolves only to addresses the guard refuses',
+    );
   const proxy = options.proxy === undefined ? undefined : proxyUrl(options.proxy);
   const connectorOptions = {
     lookup: allowPrivateNetworks ? baseLookup : guardedLookup(baseLookup, report),

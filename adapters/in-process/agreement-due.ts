@@ -31,7 +31,11 @@ export class AgreementDue {
     if (open && agreement.nextReminderAt === null) this.unscheduled.set(agreement.id, agreement.accountId);
     else this.unscheduled.delete(agreement.id);
     // An open agreement's expiry and reminder; any agreement's mail to its signers, open or not.
-    const times = [...(open ? [agreement.expiresAt, agreement.nextReminderAt] : []), mailDueAt(agreement), completionDueAt(agreement)]
+    const times = [
+      ...(open ? [agreement.expiresAt, agreement.nextReminderAt] : []),
+      mailDueAt(agreement),
+      completionDueAt(agreement),
+    ]
       .filter((at): at is string => at !== null)
       .sort();
     const current = this.entryOf.get(agreement.id);

@@ -1,4 +1,11 @@
-import { CALL_STATS_KEPT_MS, type CallStatsHour, emptyHour, hourOf, latencyBin, outcomeIndex } from '../../src/domain/call-stats.js';
+import {
+  CALL_STATS_KEPT_MS,
+  type CallStatsHour,
+  emptyHour,
+  hourOf,
+  latencyBin,
+  outcomeIndex,
+} from '../../src/domain/call-stats.js';
 import type { DeliveryRecord } from '../../src/records.js';
 
 const OUTCOMES = ['succeeded', 'failed', 'errors'] as const;

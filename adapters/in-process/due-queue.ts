@@ -224,7 +224,8 @@ export class DueByAccount {
     const heap = this.heap;
     for (;;) {
       let least = index;
-      for (const child of [2 * index + 1, 2 * index + 2]) if (child < heap.length && earlier(heap[child]!, heap[least]!)) least = child;
+      for (const child of [2 * index + 1, 2 * index + 2])
+        if (child < heap.length && earlier(heap[child]!, heap[least]!)) least = child;
       if (least === index) return;
       this.swap(index, least);
       index = least;

@@ -9,7 +9,16 @@ import { Timeline, type TimelinePosition } from './timeline.js';
 /** The key of an account's events of one type. */
 const kindKey = (accountId: string, type: string) => `${accountId}\u0000${type}`;
 
-export const TABLES = ['webhook', 'file', 'agreement', 'attachment', 'event', 'delivery', 'idempotency', 'health'] as const;
+export const TABLES = [
+  'webhook',
+  'file',
+  'agreement',
+  'attachment',
+  'event',
+  'delivery',
+  'idempotency',
+  'health',
+] as const;
 export type TableName = (typeof TABLES)[number];
 
 /**
@@ -29,10 +38,9 @@ export const KEPT_BESIDE_A_JOURNAL: Record<TableName, boolean> = {
 };
 
 /** Every table kept in memory: a store with nowhere else to read from. */
-export const KEPT_ALL: Record<TableName, boolean> = Object.fromEntries(Object.keys(KEPT_BESIDE_A_JOURNAL).map((table) => [table, true])) as Record<
-  TableName,
-  boolean
->;
+export const KEPT_ALL: Record<TableName, boolean> = Object.fromEntries(
+  Object.keys(KEPT_BESIDE_A_JOURNAL).map((table) => [table, true]),
+) as Record<TableName, boolean>;
 
 export interface StateRow<L = unknown> {
   readonly table: TableName;
@@ -145,17 +153,22 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
       }
       case 'agreement':
         for (const id of row.documentIds) documentOwners.set(id, row.id);
-        for (const [hash, documentId] of row.signedCopies) signedCopies.set(`${row.accountId} ${hash}`, { agreementId: row.id, documentId });
+        for (const [hash, documentId] of row.signedCopies)
+          signedCopies.set(`${row.accountId} ${hash}`, { agreementId: row.id, documentId });
         // A revert puts back a row an update replaced, which kept the agreement's place, or one a
         // removal took out, which lost it: the row's own time puts it back in its place.
-        if (!agreementOrder.holds(row.accountId, row.id)) agreementOrder.add(row.accountId, row.id, row.createdAt ?? (value as AgreementRecord).createdAt);
+        if (!agreementOrder.holds(row.accountId, row.id))
+          agreementOrder.add(row.accountId, row.id, row.createdAt ?? (value as AgreementRecord).createdAt);
         break;
       case 'delivery': {
         const delivery = value as DeliveryRecord;
         if (!deliveryOrder.holds(delivery.webhookId, row.id)) {
           deliveryOrder.add(delivery.webhookId, row.id, delivery.createdAt);
           const named = deliveriesOfEvent.get(delivery.eventId);
-          deliveriesOfEvent.set(delivery.eventId, named === undefined ? row.id : typeof named === 'string' ? [named, row.id] : [...named, row.id]);
+          deliveriesOfEvent.set(
+            delivery.eventId,
+            named === undefined ? row.id : typeof named === 'string' ? [named, row.id] : [...named, row.id],
+          );
         }
         if (delivery.status === 'pending') finished.remove(row.id);
         else finished.add('', row.id, delivery.createdAt);
@@ -231,7 +244,8 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
           const key = kindKey(row.accountId, row.eventType!);
           const kind = eventsOfKind.get(key);
           if (kind !== undefined && --kind.live === 0) eventsOfKind.delete(key);
-          else if (kind !== undefined && kind.ids.length > 2 * kind.live + 64) kind.ids = kind.ids.filter((id) => rowsOf('event').has(id) && id !== row.id);
+          else if (kind !== undefined && kind.ids.length > 2 * kind.live + 64)
+            kind.ids = kind.ids.filter((id) => rowsOf('event').has(id) && id !== row.id);
         }
         break;
       case 'idempotency':
@@ -289,7 +303,10 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
             : [],
         expiresAt: table === 'idempotency' ? (record as StoredRecord & { expiresAt: string }).expiresAt : undefined,
         eventType: table === 'event' ? (record as StoredRecord & { type: string }).type : undefined,
-        createdAt: table === 'event' || table === 'agreement' ? (record as StoredRecord & { createdAt: string }).createdAt : undefined,
+        createdAt:
+          table === 'event' || table === 'agreement'
+            ? (record as StoredRecord & { createdAt: string }).createdAt
+            : undefined,
       };
       if (row.value === undefined) {
         // Indexing reads the record; a row kept on disk is indexed from the parsed copy it came with.
@@ -297,7 +314,8 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
       } else {
         index(row);
       }
-      if (table === 'delivery') callStats.change(previous?.value as DeliveryRecord | undefined, record as DeliveryRecord);
+      if (table === 'delivery')
+        callStats.change(previous?.value as DeliveryRecord | undefined, record as DeliveryRecord);
       rows.set(row.id, row);
       liveBytes += row.size;
       return row;
@@ -320,7 +338,8 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
         rows.set(id, previous);
         liveBytes += previous.size;
       }
-      if (table === 'delivery') callStats.change(current?.value as DeliveryRecord | undefined, previous?.value as DeliveryRecord | undefined);
+      if (table === 'delivery')
+        callStats.change(current?.value as DeliveryRecord | undefined, previous?.value as DeliveryRecord | undefined);
     },
     remove(table: TableName, id: string): void {
       const rows = rowsOf(table);
@@ -338,7 +357,9 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
     entriesInOrder(accountId: string, directoryId: string | null): readonly FileEntryRecord[] {
       const directory = directories.get(directoryKey(accountId, directoryId));
       if (directory === undefined) return [];
-      directory.ordered ??= inListingOrder([...directory.members].map((id) => rowsOf('file').get(id)!.value as FileEntryRecord));
+      directory.ordered ??= inListingOrder(
+        [...directory.members].map((id) => rowsOf('file').get(id)!.value as FileEntryRecord),
+      );
       return directory.ordered;
     },
     /** Up to `limit` of the account's agreement ids, newest first, after `after`; `null` when `after` is not the account's. */
@@ -372,7 +393,8 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
     recentEventIds(accountId: string, type: string, limit: number): string[] {
       const found: string[] = [];
       const ids = eventsOfKind.get(kindKey(accountId, type))?.ids ?? [];
-      for (let i = ids.length - 1; i >= 0 && found.length < limit; i--) if (rowsOf('event').has(ids[i]!)) found.push(ids[i]!);
+      for (let i = ids.length - 1; i >= 0 && found.length < limit; i--)
+        if (rowsOf('event').has(ids[i]!)) found.push(ids[i]!);
       return found;
     },
     /** Whether the webhook's ordering key holds a pending delivery. */

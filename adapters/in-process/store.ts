@@ -111,7 +111,11 @@ function keyedQueue() {
  * attempts it holds; one written before `eventType` takes its event's (`typeOf`, from the event
  * replayed before it).
  */
-function upgraded(table: TableName, record: StoredRecord, typeOf: (eventId: string) => string | undefined): StoredRecord {
+function upgraded(
+  table: TableName,
+  record: StoredRecord,
+  typeOf: (eventId: string) => string | undefined,
+): StoredRecord {
   if (table !== 'delivery') return record;
   const delivery = record as DeliveryRecord;
   delivery.attemptCount ??= delivery.attempts.length;
@@ -155,7 +159,12 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
   const claims = new Map<string, IdempotencyRecord>();
 
   /** The webhook's deliveries of one event, newest first, from just past `from`, made before `until`. */
-  function eventDeliveries(webhookId: string, eventId: string, from: { id: string; createdAt: string } | undefined, until: string | undefined): string[] {
+  function eventDeliveries(
+    webhookId: string,
+    eventId: string,
+    from: { id: string; createdAt: string } | undefined,
+    until: string | undefined,
+  ): string[] {
     const delivery = (id: string) => kept<DeliveryRecord>(state.get('delivery', id)!);
     const ids = state
       .deliveriesOf(eventId)
@@ -164,7 +173,9 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
     const createdAt = (id: string) => delivery(id).createdAt;
     const past = from === undefined ? -1 : ids.indexOf(from.id);
     return ids.filter(
-      (id, at) => (from === undefined || (past >= 0 ? at > past : createdAt(id) < from.createdAt)) && (until === undefined || createdAt(id) < until),
+      (id, at) =>
+        (from === undefined || (past >= 0 ? at > past : createdAt(id) < from.createdAt)) &&
+        (until === undefined || createdAt(id) < until),
     );
   }
 
@@ -178,7 +189,9 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
    */
   function commit(changes: Change[]): Promise<void> {
     if (changes.length === 0) return Promise.resolve();
-    const serialised = changes.map((change) => ('id' in change ? change : { ...change, json: JSON.stringify(change.record) }));
+    const serialised = changes.map((change) =>
+      'id' in change ? change : { ...change, json: JSON.stringify(change.record) },
+    );
     const undo: { table: TableName; id: string; previous: StateRow<L> | undefined }[] = [];
     const entries: JournalEntry<L>[] = serialised.map((change) => {
       const id = 'id' in change ? change.id : change.record.id;
@@ -260,7 +273,10 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
   }
 
   /** The events and one pending delivery per webhook of each event's account and type; checks every id first. */
-  function eventChanges(events: EventRecord[], target?: DeliveryTarget): { changes: Change[]; deliveries: DeliveryRecord[] } {
+  function eventChanges(
+    events: EventRecord[],
+    target?: DeliveryTarget,
+  ): { changes: Change[]; deliveries: DeliveryRecord[] } {
     const seen = new Set<string>();
     for (const event of events) {
       if (seen.has(event.id)) throw new PortalError('RECORD_EXISTS', event.id);
@@ -276,11 +292,15 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
     }
     // Decided and applied with no await between: commit applies to memory at once.
     const deliveries = deliveryRules.inKeyOrder(made, state.keyTaken);
-    const changes: Change[] = [...events.map((record) => ({ table: 'event' as const, record })), ...deliveries.map(putDelivery)];
+    const changes: Change[] = [
+      ...events.map((record) => ({ table: 'event' as const, record })),
+      ...deliveries.map(putDelivery),
+    ];
     return { changes, deliveries };
   }
 
-  const deliveriesOf = (webhookId: string) => Array.from(state.deliveryIds(webhookId), (id) => kept<DeliveryRecord>(state.get('delivery', id)!));
+  const deliveriesOf = (webhookId: string) =>
+    Array.from(state.deliveryIds(webhookId), (id) => kept<DeliveryRecord>(state.get('delivery', id)!));
 
   const storage: Storage = {
     async insertWebhook(webhook, limits, idempotency) {
@@ -290,7 +310,8 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       // Counted and committed with no await between: commit applies to memory at once, so two
       // creates cannot both pass the count.
       const max = limits?.maxPerAccount;
-      if (max !== undefined && state.webhookIds(webhook.accountId).size >= max) throw new PortalError('WEBHOOKS_LIMIT', max);
+      if (max !== undefined && state.webhookIds(webhook.accountId).size >= max)
+        throw new PortalError('WEBHOOKS_LIMIT', max);
       settleClaims(completed);
       await commit([{ table: 'webhook', record: webhook }, ...completed]);
     },
@@ -302,7 +323,9 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
     async listWebhooks(accountId) {
       if (!journal.opened) await ready();
       // The index keeps the order records were written in, which a replay and a compaction keep too.
-      return oldestFirst(Array.from(state.webhookIds(accountId), (id) => copyWebhook(kept<WebhookRecord>(state.get('webhook', id)!))));
+      return oldestFirst(
+        Array.from(state.webhookIds(accountId), (id) => copyWebhook(kept<WebhookRecord>(state.get('webhook', id)!))),
+      );
     },
     async deleteWebhook(accountId, id) {
       if (!journal.opened) await ready();
@@ -462,17 +485,25 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       let scanned = 0;
       let last: DeliveryRecord | undefined;
       // One event's deliveries are found by the event, not by walking the log: a few ids, newest first.
-      const ids = eventId === undefined ? state.deliveryIds(webhookId, from, until) : eventDeliveries(webhookId, eventId, from, until);
+      const ids =
+        eventId === undefined
+          ? state.deliveryIds(webhookId, from, until)
+          : eventDeliveries(webhookId, eventId, from, until);
       for (const id of ids) {
         const delivery = kept<DeliveryRecord>(state.get('delivery', id)!);
         if (since !== undefined && delivery.createdAt < since) break;
         // A filter few deliveries match ends the page early, at a cursor where the next goes on:
         // one request never walks the whole log on the event loop (bench row "a filter matching
         // none of them" of growth.bench.ts).
-        if (++scanned > MAX_SCANNED_PER_PAGE) return { deliveries: found.map(copyDelivery), next: { createdAt: last!.createdAt, key: last!.id } };
+        if (++scanned > MAX_SCANNED_PER_PAGE)
+          return { deliveries: found.map(copyDelivery), next: { createdAt: last!.createdAt, key: last!.id } };
         last = delivery;
         if (delivery.accountId !== accountId) continue;
-        if ((status !== undefined && delivery.status !== status) || (eventType !== undefined && delivery.eventType !== eventType)) continue;
+        if (
+          (status !== undefined && delivery.status !== status) ||
+          (eventType !== undefined && delivery.eventType !== eventType)
+        )
+          continue;
         if (found.length === limit) {
           const last = found.at(-1)!;
           return { deliveries: found.map(copyDelivery), next: { createdAt: last.createdAt, key: last.id } };
@@ -528,18 +559,29 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
     async recordAttempt(id, owner, attempt, outcome, rule) {
       if (!journal.opened) await ready();
       const row = state.get('delivery', id);
-      const recorded = row === undefined ? null : deliveryRules.recordAttempt(kept<DeliveryRecord>(row), owner, attempt, outcome);
+      const recorded =
+        row === undefined ? null : deliveryRules.recordAttempt(kept<DeliveryRecord>(row), owner, attempt, outcome);
       if (recorded === null) return false;
       const webhook = state.get('webhook', recorded.webhookId);
       // Decided and applied with no await between, so two attempts of one webhook never both see it enabled.
-      const change = rule === undefined || webhook === undefined ? null : healthRules.healthAfterAttempt(healthOf(kept<WebhookRecord>(webhook)), attempt, rule);
+      const change =
+        rule === undefined || webhook === undefined
+          ? null
+          : healthRules.healthAfterAttempt(healthOf(kept<WebhookRecord>(webhook)), attempt, rule);
       const changes = [putDelivery(recorded)];
       if (change?.changed) changes.push(putHealth(change.health));
       // Its key's turn ended: the earliest held delivery of the key goes next.
       if (deliveryRules.endsTurn(recorded)) {
         const [next] = state.heldOf(recorded.webhookId, recorded.orderingKey!);
         if (next !== undefined)
-          changes.push(putDelivery(deliveryRules.release(kept<DeliveryRecord>(state.get('delivery', next)!), deliveryRules.dueAfter(attempt))));
+          changes.push(
+            putDelivery(
+              deliveryRules.release(
+                kept<DeliveryRecord>(state.get('delivery', next)!),
+                deliveryRules.dueAfter(attempt),
+              ),
+            ),
+          );
       }
       await commit(changes);
       return change?.disabled ?? (deliveryRules.isDueAfter(recorded, attempt) ? 'due-again' : true);
@@ -549,7 +591,8 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       const row = state.owned('delivery', accountId, id);
       if (row === undefined) return null;
       const current = kept<DeliveryRecord>(row);
-      const keyTaken = current.orderingKey !== null && state.keyTurnOf(current.webhookId, current.orderingKey, current.id);
+      const keyTaken =
+        current.orderingKey !== null && state.keyTurnOf(current.webhookId, current.orderingKey, current.id);
       const again = deliveryRules.redeliver(current, nextAttemptAt, keyTaken);
       await commit([putDelivery(again)]);
       return copyDelivery(again);
@@ -560,25 +603,33 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       const row = state.owned('webhook', accountId, webhookId);
       return row === undefined ? null : { ...healthOf(kept<WebhookRecord>(row)) };
     },
-    disableWebhook: (accountId, webhookId, at) => changeHealth(accountId, webhookId, (current) => healthRules.disableHealth(current, at)),
+    disableWebhook: (accountId, webhookId, at) =>
+      changeHealth(accountId, webhookId, (current) => healthRules.disableHealth(current, at)),
     enableWebhook: (accountId, webhookId) => changeHealth(accountId, webhookId, healthRules.enableHealth),
     async recoverDeliveries(accountId, webhookId, since, now) {
       if (!journal.opened) await ready();
       const row = state.owned('webhook', accountId, webhookId);
       if (row === undefined) return null;
       if (healthOf(kept<WebhookRecord>(row)).disabledAt !== null) throw new PortalError('WEBHOOK_DISABLED', webhookId);
-      const candidates = [...deliveryRules.undeliveredEvents(deliveriesOf(webhookId))].filter(([, latest]) => latest >= since);
+      const candidates = [...deliveryRules.undeliveredEvents(deliveriesOf(webhookId))].filter(
+        ([, latest]) => latest >= since,
+      );
       // Events may live in the journal, not in memory: read only those a delivery dates at or after `since`.
-      const events = await Promise.all(candidates.map(([eventId]) => readRecord<EventRecord>(state.get('event', eventId)!)));
+      const events = await Promise.all(
+        candidates.map(([eventId]) => readRecord<EventRecord>(state.get('event', eventId)!)),
+      );
       const { type } = kept<WebhookRecord>(row);
       const missed = oldestFirst(events.filter((event) => event.createdAt >= since && event.type === type));
       // Checked again after reading: a delete, a disable or another recovery may have run meanwhile.
       const current = state.owned('webhook', accountId, webhookId);
       if (current === undefined) return null;
-      if (healthOf(kept<WebhookRecord>(current)).disabledAt !== null) throw new PortalError('WEBHOOK_DISABLED', webhookId);
+      if (healthOf(kept<WebhookRecord>(current)).disabledAt !== null)
+        throw new PortalError('WEBHOOK_DISABLED', webhookId);
       const stillMissed = deliveryRules.undeliveredEvents(deliveriesOf(webhookId));
       const made = deliveryRules.inKeyOrder(
-        missed.filter((event) => stillMissed.has(event.id)).map((event) => deliveryRules.recoveredDelivery(event, webhookId, now)),
+        missed
+          .filter((event) => stillMissed.has(event.id))
+          .map((event) => deliveryRules.recoveredDelivery(event, webhookId, now)),
         state.keyTaken,
       );
       await commit(made.map(putDelivery));
@@ -646,7 +697,16 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
         return record;
       }
       const { accountId, key, token, fingerprint, now, leaseUntil } = claim;
-      claims.set(id, { accountId, key, status: 'pending', token, fingerprint, answer: null, createdAt: now, expiresAt: leaseUntil });
+      claims.set(id, {
+        accountId,
+        key,
+        status: 'pending',
+        token,
+        fingerprint,
+        answer: null,
+        createdAt: now,
+        expiresAt: leaseUntil,
+      });
       return null;
     },
     async releaseIdempotencyKey(accountId, key, token) {
@@ -680,7 +740,11 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
         if (table === 'agreement') agreementsDue.remove(change.id);
         return state.remove(table, change.id);
       }
-      const record = upgraded(table, JSON.parse(change.json) as StoredRecord, (eventId) => state.get('event', eventId)?.eventType);
+      const record = upgraded(
+        table,
+        JSON.parse(change.json) as StoredRecord,
+        (eventId) => state.get('event', eventId)?.eventType,
+      );
       state.put(table, record, change.json, change.loc);
       if (table === 'agreement') agreementsDue.update(withSigningDefaults(record as AgreementRecord));
     },

@@ -40,7 +40,8 @@ export function memoryBlobs(options: { clock?: () => Date } = {}): BlobStore {
       // The keys only: a walk may pause for a while (the orphan sweep's bound), and must not keep deleted bytes alive.
       for (const key of [...blobs.keys()]) {
         const blob = blobs.get(key);
-        if (blob !== undefined && blob.createdAt < before) yield { key, size: blob.bytes.length, createdAt: blob.createdAt };
+        if (blob !== undefined && blob.createdAt < before)
+          yield { key, size: blob.bytes.length, createdAt: blob.createdAt };
       }
     },
   };

@@ -12,7 +12,9 @@ export interface MemoryTransport extends WebhookTransport {
  * Records every webhook call in `.calls` instead of sending it, and answers 200, or what
  * `respond(call)` answers. For tests and demos.
  */
-export function memoryTransport(options: { respond?: (call: WebhookCall) => MemoryResponse | Promise<MemoryResponse> } = {}): MemoryTransport {
+export function memoryTransport(
+  options: { respond?: (call: WebhookCall) => MemoryResponse | Promise<MemoryResponse> } = {},
+): MemoryTransport {
   const calls: WebhookCall[] = [];
   return {
     calls,
@@ -21,7 +23,12 @@ export function memoryTransport(options: { respond?: (call: WebhookCall) => Memo
       try {
         const answer = options.respond === undefined ? 200 : await options.respond(call);
         const result = typeof answer === 'number' ? { statusCode: answer } : answer;
-        return { statusCode: result.statusCode ?? null, headers: result.headers ?? {}, error: result.error ?? null, ...(result.local ? { local: true } : {}) };
+        return {
+          statusCode: result.statusCode ?? null,
+          headers: result.headers ?? {},
+          error: result.error ?? null,
+          ...(result.local ? { local: true } : {}),
+        };
       } catch (error) {
         return { statusCode: null, headers: {}, error: error instanceof Error ? error.message : String(error) };
       }

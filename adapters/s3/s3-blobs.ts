@@ -60,7 +60,11 @@ const sdk = () => (sdkLoading ??= import('@aws-sdk/client-s3'));
 const statusOf = (error: unknown) => (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
 
 const toBytes = (chunk: unknown): Uint8Array =>
-  chunk instanceof Uint8Array ? chunk : typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.from(chunk as ArrayBuffer);
+  chunk instanceof Uint8Array
+    ? chunk
+    : typeof chunk === 'string'
+      ? Buffer.from(chunk)
+      : Buffer.from(chunk as ArrayBuffer);
 
 /**
  * Blobs as objects `<prefix><key>` in an S3-compatible bucket (AWS S3, R2, MinIO, Ceph, GCS's S3 API).
@@ -74,7 +78,8 @@ const toBytes = (chunk: unknown): Uint8Array =>
  */
 export function s3Blobs(options: S3BlobsOptions): BlobStore {
   const { client, bucket } = options ?? ({} as S3BlobsOptions);
-  if (typeof client?.send !== 'function') throw new TypeError('s3Blobs: `client` must be an S3Client from @aws-sdk/client-s3');
+  if (typeof client?.send !== 'function')
+    throw new TypeError('s3Blobs: `client` must be an S3Client from @aws-sdk/client-s3');
   if (typeof bucket !== 'string' || bucket === '') throw new TypeError('s3Blobs: `bucket` must be a bucket name');
   const prefix = options.prefix ?? '';
   if (typeof prefix !== 'string') throw new TypeError('s3Blobs: `prefix` must be a string');
@@ -82,7 +87,8 @@ export function s3Blobs(options: S3BlobsOptions): BlobStore {
   if (!Number.isInteger(partSize) || partSize < MIN_PART_SIZE)
     throw new TypeError(`s3Blobs: \`partSize\` must be a whole number of at least ${MIN_PART_SIZE} bytes`);
   const memoryBytes = options.memoryBytes ?? DEFAULT_MEMORY_BYTES;
-  if (!Number.isInteger(memoryBytes) || memoryBytes < 0) throw new TypeError('s3Blobs: `memoryBytes` must be a whole number of bytes, 0 or more');
+  if (!Number.isInteger(memoryBytes) || memoryBytes < 0)
+    throw new TypeError('s3Blobs: `memoryBytes` must be a whole number of bytes, 0 or more');
   const spoolDir = options.spoolDir ?? os.tmpdir();
   const clock = options.clock;
   let presigner: Presigner | undefined;
@@ -94,7 +100,9 @@ export function s3Blobs(options: S3BlobsOptions): BlobStore {
     } catch (error) {
       const status = statusOf(error);
       if (status === undefined || status >= 500) {
-        throw storageUnavailable(`The object store (bucket ${bucket}) cannot be reached: ${(error as Error).message}`, { cause: error });
+        throw storageUnavailable(`The object store (bucket ${bucket}) cannot be reached: ${(error as Error).message}`, {
+          cause: error,
+        });
       }
       throw error;
     }
@@ -109,11 +117,13 @@ export function s3Blobs(options: S3BlobsOptions): BlobStore {
 
   const objectKey = (key: string) => prefix + key;
   const metadata = () => (clock === undefined ? undefined : { [WRITTEN_AT]: atom(clock()) });
-  const dated = (head: { Metadata?: Record<string, string>; LastModified?: Date }) => head.Metadata?.[WRITTEN_AT] ?? atom(head.LastModified ?? new Date(0));
+  const dated = (head: { Metadata?: Record<string, string>; LastModified?: Date }) =>
+    head.Metadata?.[WRITTEN_AT] ?? atom(head.LastModified ?? new Date(0));
 
   async function put(key: string, body: Readable | AsyncIterable<Uint8Array>): Promise<{ size: number }> {
     takeBody(body);
-    if (!KEY.test(key)) throw new TypeError(`s3Blobs: ${JSON.stringify(key)} is not a record id (abc_ and letters or digits)`);
+    if (!KEY.test(key))
+      throw new TypeError(`s3Blobs: ${JSON.stringify(key)} is not a record id (abc_ and letters or digits)`);
     const Bucket = bucket;
     const Key = objectKey(key);
     const s3 = await sdk();
@@ -123,11 +133,22 @@ export function s3Blobs(options: S3BlobsOptions): BlobStore {
     let size = 0;
 
     const sendPart = async () => {
-      uploadId ??= (await reach(client.send(new s3.CreateMultipartUploadCommand({ Bucket, Key, Metadata: metadata() })))).UploadId!;
+      uploadId ??= (
+        await reach(client.send(new s3.CreateMultipartUploadCommand({ Bucket, Key, Metadata: metadata() })))
+      ).UploadId!;
       const PartNumber = parts.length + 1;
       const ContentLength = part.length;
       const { ETag } = await reach(
-        client.send(new s3.UploadPartCommand({ Bucket, Key, UploadId: uploadId, PartNumber, Body: await part.body(), ContentLength })),
+        client.send(
+          new s3.UploadPartCommand({
+            Bucket,
+            Key,
+            UploadId: uploadId,
+            PartNumber,
+            Body: await part.body(),
+            ContentLength,
+          }),
+        ),
       );
       parts.push({ ETag, PartNumber });
       part.reset();
@@ -147,15 +168,31 @@ export function s3Blobs(options: S3BlobsOptions): BlobStore {
       }
       if (uploadId === undefined) {
         const ContentLength = part.length;
-        await reach(client.send(new s3.PutObjectCommand({ Bucket, Key, Body: await part.body(), ContentLength, Metadata: metadata() })));
+        await reach(
+          client.send(
+            new s3.PutObjectCommand({ Bucket, Key, Body: await part.body(), ContentLength, Metadata: metadata() }),
+          ),
+        );
       } else {
         await sendPart();
-        await reach(client.send(new s3.CompleteMultipartUploadCommand({ Bucket, Key, UploadId: uploadId, MultipartUpload: { Parts: parts } })));
+        await reach(
+          client.send(
+            new s3.CompleteMultipartUploadCommand({
+              Bucket,
+              Key,
+              UploadId: uploadId,
+              MultipartUpload: { Parts: parts },
+            }),
+          ),
+        );
       }
       return { size };
     } catch (error) {
       // Should the abort fail too, the sweep's walk aborts the upload a day later (see `listBefore`).
-      if (uploadId !== undefined) await reach(client.send(new s3.AbortMultipartUploadCommand({ Bucket, Key, UploadId: uploadId }))).catch(() => {});
+      if (uploadId !== undefined)
+        await reach(client.send(new s3.AbortMultipartUploadCommand({ Bucket, Key, UploadId: uploadId }))).catch(
+          () => {},
+        );
       throw error;
     } finally {
       await part.dispose();
@@ -176,12 +213,21 @@ export function s3Blobs(options: S3BlobsOptions): BlobStore {
     let KeyMarker: string | undefined;
     let UploadIdMarker: string | undefined;
     do {
-      const page = await reach(client.send(new s3.ListMultipartUploadsCommand({ Bucket: bucket, Prefix: prefix, KeyMarker, UploadIdMarker })));
+      const page = await reach(
+        client.send(new s3.ListMultipartUploadsCommand({ Bucket: bucket, Prefix: prefix, KeyMarker, UploadIdMarker })),
+      );
       for (const upload of page.Uploads ?? []) {
-        if ((upload.Initiated?.getTime() ?? Infinity) >= before || !KEY.test(upload.Key!.slice(prefix.length))) continue;
-        await orNull(client.send(new s3.AbortMultipartUploadCommand({ Bucket: bucket, Key: upload.Key, UploadId: upload.UploadId })));
+        if ((upload.Initiated?.getTime() ?? Infinity) >= before || !KEY.test(upload.Key!.slice(prefix.length)))
+          continue;
+        await orNull(
+          client.send(
+            new s3.AbortMultipartUploadCommand({ Bucket: bucket, Key: upload.Key, UploadId: upload.UploadId }),
+          ),
+        );
       }
-      [KeyMarker, UploadIdMarker] = page.IsTruncated ? [page.NextKeyMarker, page.NextUploadIdMarker] : [undefined, undefined];
+      [KeyMarker, UploadIdMarker] = page.IsTruncated
+        ? [page.NextKeyMarker, page.NextUploadIdMarker]
+        : [undefined, undefined];
     } while (KeyMarker !== undefined);
   }
 
@@ -198,9 +244,12 @@ export function s3Blobs(options: S3BlobsOptions): BlobStore {
         try {
           presigner = (await import('@aws-sdk/s3-request-presigner')).getSignedUrl;
         } catch (error) {
-          throw new Error('s3Blobs: `redirect: true` needs the package @aws-sdk/s3-request-presigner (npm install @aws-sdk/s3-request-presigner)', {
-            cause: error,
-          });
+          throw new Error(
+            's3Blobs: `redirect: true` needs the package @aws-sdk/s3-request-presigner (npm install @aws-sdk/s3-request-presigner)',
+            {
+              cause: error,
+            },
+          );
         }
       }
     },
@@ -240,11 +289,14 @@ export function s3Blobs(options: S3BlobsOptions): BlobStore {
       const s3 = await sdk();
       let ContinuationToken: string | undefined;
       do {
-        const page = await reach(client.send(new s3.ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken })));
+        const page = await reach(
+          client.send(new s3.ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken })),
+        );
         for (const object of page.Contents ?? []) {
           const key = object.Key!.slice(prefix.length);
           if (!KEY.test(key)) continue;
-          const info = clock === undefined ? { key, size: object.Size ?? 0, createdAt: dated(object) } : await stat(key);
+          const info =
+            clock === undefined ? { key, size: object.Size ?? 0, createdAt: dated(object) } : await stat(key);
           if (info !== null && info.createdAt < before) yield info;
         }
         ContinuationToken = page.NextContinuationToken;

@@ -27,7 +27,9 @@ type Nodemailer = typeof import('nodemailer');
 export function smtpNotifier(options: SmtpNotifierOptions): SmtpNotifier {
   const { url, from } = options ?? ({} as SmtpNotifierOptions);
   if (typeof url !== 'string' || !URL.canParse(url) || !['smtp:', 'smtps:'].includes(new URL(url).protocol)) {
-    throw new TypeError('smtpNotifier: url must be an smtp:// or smtps:// URL, such as "smtp://user:pass@mail.example.com:587"');
+    throw new TypeError(
+      'smtpNotifier: url must be an smtp:// or smtps:// URL, such as "smtp://user:pass@mail.example.com:587"',
+    );
   }
   if (typeof from !== 'string' || !/@/.test(from) || /[\r\n]/.test(from)) {
     throw new TypeError('smtpNotifier: from must be an address, or "Name <address>"');
@@ -48,7 +50,8 @@ export function smtpNotifier(options: SmtpNotifierOptions): SmtpNotifier {
       )
       .catch((error: NodeJS.ErrnoException) => {
         transport = undefined;
-        if (error.code === 'ERR_MODULE_NOT_FOUND') throw new Error('smtpNotifier needs the nodemailer package: npm install nodemailer');
+        if (error.code === 'ERR_MODULE_NOT_FOUND')
+          throw new Error('smtpNotifier needs the nodemailer package: npm install nodemailer');
         throw error;
       }));
   return {
@@ -60,7 +63,11 @@ export function smtpNotifier(options: SmtpNotifierOptions): SmtpNotifier {
         subject: message.subject,
         text: message.text,
         ...(message.html === undefined ? {} : { html: message.html }),
-        attachments: (message.attachments ?? []).map(({ filename, contentType, content }) => ({ filename, contentType, content })),
+        attachments: (message.attachments ?? []).map(({ filename, contentType, content }) => ({
+          filename,
+          contentType,
+          content,
+        })),
         // Sent by a program, on the signer's behalf: no out-of-office replies.
         headers: { 'Auto-Submitted': 'auto-generated' },
       });

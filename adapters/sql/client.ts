@@ -109,7 +109,11 @@ export function wrapClient(client: SqlClient, who: string, prepare = true, waitF
   if (typeof waitForDatabaseMs !== 'number' || !(waitForDatabaseMs >= 0)) {
     throw new TypeError(`${who}: \`waitForDatabaseMs\` must be a number of milliseconds, 0 or more`);
   }
-  const db = isPool(client) ? poolDb(client, prepare, waitForDatabaseMs) : hasTransaction(client) ? transactionDb(client) : singleConnectionDb(client);
+  const db = isPool(client)
+    ? poolDb(client, prepare, waitForDatabaseMs)
+    : hasTransaction(client)
+      ? transactionDb(client)
+      : singleConnectionDb(client);
   return {
     query: (text, params, options) => db.query(text, params, options).catch(rethrowAsRecordExists),
     transaction: (work, planning) => db.transaction(work, planning).catch(rethrowAsRecordExists),
@@ -163,7 +167,8 @@ function rethrowAsRecordExists(error: unknown): never {
 /** A statement that reads only: running it again is harmless whatever happened to the first try. */
 const READ_ONLY = /^\s*SELECT\b/i;
 
-const MAY_HAVE_APPLIED = 'The database connection was lost while the change was being saved: it may or may not have been applied';
+const MAY_HAVE_APPLIED =
+  'The database connection was lost while the change was being saved: it may or may not have been applied';
 
 /**
  * Runs `attempt`, and again while the database is unreachable, for up to `waitMs`: a restart or a
@@ -187,7 +192,9 @@ async function untilReachable<T>(
       if (kind === null) throw error;
       if (!replayable(kind)) throw storageUnavailable(MAY_HAVE_APPLIED, { cause: error });
       if (Date.now() + pause > deadline) {
-        const message = unsettled() ? MAY_HAVE_APPLIED : 'The database is unavailable; nothing was changed, try again shortly';
+        const message = unsettled()
+          ? MAY_HAVE_APPLIED
+          : 'The database is unavailable; nothing was changed, try again shortly';
         throw storageUnavailable(message, { cause: error });
       }
       await sleep(pause);
@@ -199,7 +206,8 @@ async function untilReachable<T>(
  * Opens a transaction, sets its planning, and learns its id, in one round trip: the id is what
  * `txid_status` is asked about if COMMIT goes unanswered.
  */
-const begin = (planning: Planning | undefined) => ['BEGIN', ...settingsOf(planning), 'SELECT txid_current()::text AS xid'].join('; ');
+const begin = (planning: Planning | undefined) =>
+  ['BEGIN', ...settingsOf(planning), 'SELECT txid_current()::text AS xid'].join('; ');
 
 function poolDb(pool: PoolLike, prepare: boolean, waitMs: number): Db {
   type Run = (text: string, params?: unknown[]) => Promise<Row[]>;
@@ -225,7 +233,11 @@ function poolDb(pool: PoolLike, prepare: boolean, waitMs: number): Db {
   }
 
   /** A write with `settle`: a lost try is settled by asking what became of it, then answered or run again. */
-  function settledQuery(text: string, params: unknown[] | undefined, settle: () => Promise<Row[] | null>): Promise<Row[]> {
+  function settledQuery(
+    text: string,
+    params: unknown[] | undefined,
+    settle: () => Promise<Row[] | null>,
+  ): Promise<Row[]> {
     let unsettled = false;
     return untilReachable(
       waitMs,

@@ -32,7 +32,10 @@ export async function connectDatabase(url: string, options: { poolMax?: number }
   if (/^postgres(ql)?:\/\//i.test(url)) {
     const pg = await importPeer<typeof import('pg')>('pg', url);
     const Pool = pg.Pool ?? pg.default.Pool;
-    const pool = new Pool({ connectionString: url, ...(options.poolMax === undefined ? {} : { max: options.poolMax }) });
+    const pool = new Pool({
+      connectionString: url,
+      ...(options.poolMax === undefined ? {} : { max: options.poolMax }),
+    });
     // An idle connection the server drops is reported here; the pool replaces it on the next
     // checkout, and queries in flight reject on their own. Without a listener it would crash.
     pool.on('error', () => {});
@@ -60,7 +63,10 @@ const FIRST_CONNECTION_MS = 10_000;
 async function reachable(pool: import('pg').Pool, url: string): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${FIRST_CONNECTION_MS / 1000} s`)), FIRST_CONNECTION_MS);
+    timer = setTimeout(
+      () => reject(new Error(`no answer within ${FIRST_CONNECTION_MS / 1000} s`)),
+      FIRST_CONNECTION_MS,
+    );
   });
   try {
     await Promise.race([pool.query('SELECT 1'), timeout]);
@@ -83,7 +89,8 @@ function describeAddress(url: string): string {
   } catch {
     return `"${redact(url)}"`;
   }
-  const host = parsed.searchParams.get('host') ?? (decodeURIComponent(parsed.hostname) || process.env.PGHOST || 'localhost');
+  const host =
+    parsed.searchParams.get('host') ?? (decodeURIComponent(parsed.hostname) || process.env.PGHOST || 'localhost');
   const port = parsed.searchParams.get('port') ?? (parsed.port || process.env.PGPORT || '5432');
   const database = decodeURIComponent(parsed.pathname.slice(1)) || process.env.PGDATABASE;
   const user = decodeURIComponent(parsed.username) || process.env.PGUSER || process.env.USER;
@@ -94,10 +101,16 @@ async function importPeer<T>(name: string, url: string): Promise<T> {
   try {
     return (await import(name)) as T;
   } catch (error) {
-    if ((error as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' && String((error as Error).message).includes(name)) {
-      throw new Error(`The database URL "${redact(url)}" needs the package "${name}", an optional peer dependency of customer-portal: npm install ${name}`, {
-        cause: error,
-      });
+    if (
+      (error as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' &&
+      String((error as Error).message).includes(name)
+    ) {
+      throw new Error(
+        `The database URL "${redact(url)}" needs the package "${name}", an optional peer dependency of customer-portal: npm install ${name}`,
+        {
+          cause: error,
+        },
+      );
     }
     throw error;
   }

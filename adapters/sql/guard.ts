@@ -15,7 +15,11 @@ export function guardUntilOpen<T extends object>(
 
   const check = () => {
     if (state === 'open') return;
-    throw new Error(state === 'closed' ? `${who}: used after close()` : `${who}: call open() first and wait for it (createPortal does)`);
+    throw new Error(
+      state === 'closed'
+        ? `${who}: used after close()`
+        : `${who}: call open() first and wait for it (createPortal does)`,
+    );
   };
 
   const guarded: Record<string, unknown> = {};

@@ -22,7 +22,9 @@ const RECONNECT_LAST_MS = 10_000;
  */
 export function workChannel(schema: string): string {
   const channel = `customer_portal_work_${schema}`;
-  return channel.length <= 63 ? channel : `customer_portal_work_${createHash('sha256').update(schema).digest('hex').slice(0, 40)}`;
+  return channel.length <= 63
+    ? channel
+    : `customer_portal_work_${createHash('sha256').update(schema).digest('hex').slice(0, 40)}`;
 }
 
 /**
@@ -32,7 +34,12 @@ export function workChannel(schema: string): string {
  * meanwhile); the caller's poll covers the gap. Resolves nothing: the returned function stops it
  * and gives the connection back.
  */
-export function listenForWork(pool: ListeningPool, channel: string, onWork: () => void, onError: (error: unknown) => void): () => void {
+export function listenForWork(
+  pool: ListeningPool,
+  channel: string,
+  onWork: () => void,
+  onError: (error: unknown) => void,
+): () => void {
   let stopped = false;
   let current: { client: ListeningClient; detach(): void } | undefined;
   let timer: NodeJS.Timeout | undefined;

@@ -18,7 +18,12 @@ const LOCK_CLASS = 0x63706f72;
  * waits for the first to commit, then finds nothing left to do. DDL in PostgreSQL is transactional,
  * so a failed migration leaves the previous version whole.
  */
-export async function migrate(db: Db, names: Names, component: string, migrations: readonly Migration[]): Promise<void> {
+export async function migrate(
+  db: Db,
+  names: Names,
+  component: string,
+  migrations: readonly Migration[],
+): Promise<void> {
   await db.transaction(async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock($1::int, hashtext($2::text))', [LOCK_CLASS, names.schema]);
     await tx.query(`CREATE SCHEMA IF NOT EXISTS ${names.quotedSchema}`);
@@ -45,16 +50,17 @@ export async function migrate(db: Db, names: Names, component: string, migration
     for (const migration of migrations) {
       if (applied.has(migration.version)) continue;
       for (const statement of migration.statements(names)) await tx.query(statement);
-      await tx.query(`INSERT INTO ${names.table('migrations')} (component, version, name) VALUES ($1::text, $2::int, $3::text)`, [
-        component,
-        migration.version,
-        migration.name,
-      ]);
+      await tx.query(
+        `INSERT INTO ${names.table('migrations')} (component, version, name) VALUES ($1::text, $2::int, $3::text)`,
+        [component, migration.version, migration.name],
+      );
     }
   });
 }
 
 async function appliedVersions(tx: Queryable, names: Names, component: string): Promise<Set<number>> {
-  const rows = await tx.query(`SELECT version FROM ${names.table('migrations')} WHERE component = $1::text`, [component]);
+  const rows = await tx.query(`SELECT version FROM ${names.table('migrations')} WHERE component = $1::text`, [
+    component,
+  ]);
   return new Set(rows.map((row) => Number(row.version)));
 }

@@ -38,7 +38,9 @@ export interface Names {
 export function resolveNames(options: SqlOptions, who: string): Names {
   const schema = options.schema ?? 'public';
   if (typeof schema !== 'string' || !SCHEMA_NAME.test(schema)) {
-    throw new TypeError(`${who}: schema ${JSON.stringify(schema)} must be 1–63 lower-case letters, digits or underscores, not starting with a digit`);
+    throw new TypeError(
+      `${who}: schema ${JSON.stringify(schema)} must be 1–63 lower-case letters, digits or underscores, not starting with a digit`,
+    );
   }
   const quotedSchema = `"${schema}"`;
   return { schema, quotedSchema, table: (name) => `${quotedSchema}."${TABLE_PREFIX}${name}"` };

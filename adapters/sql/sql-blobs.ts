@@ -59,7 +59,12 @@ export interface SqlBlobsOptions extends SqlOptions {
 /** Blobs in PostgreSQL (through `pg`) or PGlite, as chunked `bytea` rows streamed both ways. */
 export function sqlBlobs(options: SqlBlobsOptions): BlobStore {
   const who = 'sqlBlobs';
-  const db = wrapClient(options?.client, who, options?.preparedStatements ?? true, options?.waitForDatabaseMs ?? 10_000);
+  const db = wrapClient(
+    options?.client,
+    who,
+    options?.preparedStatements ?? true,
+    options?.waitForDatabaseMs ?? 10_000,
+  );
   const names = resolveNames(options, who);
   const clock = options.clock ?? (() => new Date());
   const { table } = names;
@@ -132,7 +137,15 @@ export function sqlBlobs(options: SqlBlobsOptions): BlobStore {
     return size;
   }
 
-  async function* readChunks(db: Db, id: string, first: number, last: number, start: number, end: number, chunkSize: number) {
+  async function* readChunks(
+    db: Db,
+    id: string,
+    first: number,
+    last: number,
+    start: number,
+    end: number,
+    chunkSize: number,
+  ) {
     for (let from = first; from <= last; from += READ_BATCH) {
       const to = Math.min(from + READ_BATCH - 1, last);
       const rows = await db.query(sql.readChunks, [id, from, to]);
@@ -193,7 +206,8 @@ export function sqlBlobs(options: SqlBlobsOptions): BlobStore {
       let after: { at: string; key: string } | null = null;
       for (;;) {
         const rows = await db.query(sql.list, [before, after?.at ?? null, after?.key ?? null]);
-        for (const row of rows) yield { key: row.key as string, size: Number(row.size), createdAt: row.created_at as string };
+        for (const row of rows)
+          yield { key: row.key as string, size: Number(row.size), createdAt: row.created_at as string };
         const lastRow = rows.at(-1);
         if (rows.length < LIST_PAGE || lastRow === undefined) return;
         after = { at: lastRow.created_at as string, key: lastRow.key as string };

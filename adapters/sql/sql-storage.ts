@@ -37,7 +37,12 @@ export interface SqlStorageOptions extends SqlOptions {
  */
 export function sqlStorage(options: SqlStorageOptions): Storage {
   const who = 'sqlStorage';
-  const db = wrapClient(options?.client, who, options?.preparedStatements ?? true, options?.waitForDatabaseMs ?? 10_000);
+  const db = wrapClient(
+    options?.client,
+    who,
+    options?.preparedStatements ?? true,
+    options?.waitForDatabaseMs ?? 10_000,
+  );
   const names = resolveNames(options, who);
   const { table } = names;
   // On a pg.Pool other instances may share the database: publishes are announced to them (NOTIFY)
@@ -147,7 +152,15 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
   const storage: Storage = {
     async insertWebhook(webhook, limits, idempotency) {
       const filter = webhook.filter === undefined ? null : JSON.stringify(webhook.filter);
-      const params = [webhook.id, webhook.accountId, webhook.type, webhook.url, webhook.secret, webhook.createdAt, filter];
+      const params = [
+        webhook.id,
+        webhook.accountId,
+        webhook.type,
+        webhook.url,
+        webhook.secret,
+        webhook.createdAt,
+        filter,
+      ];
       const max = limits?.maxPerAccount;
       if (max === undefined && idempotency === undefined) {
         await db.query(sql.insertWebhook, params);
@@ -158,7 +171,8 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
         if (max === undefined) return void (await tx.query(sql.insertWebhook, params));
         await tx.query(sql.lockAccountWebhooks, [WEBHOOK_LOCK_CLASS, `${names.schema}:${webhook.accountId}`]);
         // Thrown inside, so that the completed key rolls back with the refused insert.
-        if ((await tx.query(sql.insertWebhookWithin, [...params, max])).length === 0) throw new PortalError('WEBHOOKS_LIMIT', max);
+        if ((await tx.query(sql.insertWebhookWithin, [...params, max])).length === 0)
+          throw new PortalError('WEBHOOKS_LIMIT', max);
       });
     },
     async getWebhook(accountId, id) {
@@ -169,11 +183,20 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
       return (await db.query(sql.listWebhooks, [accountId])).map((row) => toWebhook(row));
     },
     async setWebhookFilter(accountId, id, filter) {
-      const [row] = await db.query(sql.setWebhookFilter, [accountId, id, filter === null ? null : JSON.stringify(filter)]);
+      const [row] = await db.query(sql.setWebhookFilter, [
+        accountId,
+        id,
+        filter === null ? null : JSON.stringify(filter),
+      ]);
       return row === undefined ? null : toWebhook(row);
     },
     async rotateWebhookSecret(accountId, id, rotation) {
-      const [row] = await db.query(sql.rotateWebhookSecret, [accountId, id, rotation.secret, rotation.previousSecretUntil]);
+      const [row] = await db.query(sql.rotateWebhookSecret, [
+        accountId,
+        id,
+        rotation.secret,
+        rotation.previousSecretUntil,
+      ]);
       return row === undefined ? null : toWebhook(row);
     },
     async deleteWebhook(accountId, id) {
@@ -194,7 +217,10 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
       return row === undefined ? null : toFileEntry(row);
     },
     async listFileEntries(accountId, directoryId) {
-      const rows = directoryId === null ? await db.query(sql.listRoot, [accountId]) : await db.query(sql.listDirectory, [accountId, directoryId]);
+      const rows =
+        directoryId === null
+          ? await db.query(sql.listRoot, [accountId])
+          : await db.query(sql.listDirectory, [accountId, directoryId]);
       return rows.map((row) => toListedEntry(row, accountId, directoryId));
     },
     async deleteFileEntry(accountId, id) {
@@ -238,7 +264,10 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
       // Replayable: run twice, a removal of what is past retention only removes more of it.
       const removed = async (text: string, at: string | null) =>
         at === null ? 0 : Number((await db.query(text, [at, limit], { replayable: true }))[0]!.removed);
-      const gone = { deliveries: await removed(sql.removeDeliveries, before.deliveries), events: await removed(sql.removeEvents, before.events) };
+      const gone = {
+        deliveries: await removed(sql.removeDeliveries, before.deliveries),
+        events: await removed(sql.removeEvents, before.events),
+      };
       // Hours of call counts past the span they are kept for go with the same tick.
       await callStats.sweepCallStats(limit);
       return gone;

@@ -10,7 +10,14 @@ import type {
   ClosedReason,
   SigningOrder,
 } from '../../src/records.js';
-import { TRAIL_APPEND_ONLY, completionDueAt, documentOf, extendsTrail, identificationOf, mailDueAt } from '../../src/records.js';
+import {
+  TRAIL_APPEND_ONLY,
+  completionDueAt,
+  documentOf,
+  extendsTrail,
+  identificationOf,
+  mailDueAt,
+} from '../../src/records.js';
 import type { AgreementDocumentRecord, CompletionRecord, PendingMail } from '../../src/records.js';
 import type { Db, Queryable, Row } from './client.js';
 import type { Names } from './schema.js';
@@ -20,7 +27,13 @@ import type { Outbox } from './storage-outbox.js';
 
 export type AgreementMethods = Pick<
   Storage,
-  'insertAgreement' | 'getAgreement' | 'findSignedCopy' | 'deleteAgreement' | 'listAgreements' | 'updateAgreement' | 'agreementsDue'
+  | 'insertAgreement'
+  | 'getAgreement'
+  | 'findSignedCopy'
+  | 'deleteAgreement'
+  | 'listAgreements'
+  | 'updateAgreement'
+  | 'agreementsDue'
 >;
 
 /**
@@ -171,7 +184,12 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
   ];
 
   /** Appends the entries of `audit` from position `from` on: those before are stored already, and never rewritten. */
-  async function appendAudit(tx: Queryable, agreementId: string, audit: readonly AuditEntry[], from: number): Promise<void> {
+  async function appendAudit(
+    tx: Queryable,
+    agreementId: string,
+    audit: readonly AuditEntry[],
+    from: number,
+  ): Promise<void> {
     if (audit.length <= from) return;
     await tx.query(insertAudit, [agreementId, from, audit.slice(from).map((entry) => JSON.stringify(entry))]);
   }
@@ -233,7 +251,10 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
       return row === undefined ? null : { agreementId: row.agreement_id as string, documentId: row.id as string };
     },
     async agreementsDue(now, limit, perAccount, unscheduled = false) {
-      return (await db.query(due, [now, limit, perAccount, unscheduled])).map((row) => ({ accountId: row.account_id as string, id: row.id as string }));
+      return (await db.query(due, [now, limit, perAccount, unscheduled])).map((row) => ({
+        accountId: row.account_id as string,
+        id: row.id as string,
+      }));
     },
     async listAgreements(accountId, page) {
       if (page.after === undefined) return (await db.query(firstPage, [accountId, page.limit])).map(toSummary);
@@ -330,8 +351,19 @@ function signerShape(signer: AgreementSignerRecord): AgreementSignerRecord {
 }
 
 /** A signer of a page: its identification worked out from what is stored, which is not shown. */
-function summarySigner({ signingLinkId, identity, ...signer }: AgreementEventSigner & AgreementSignerRecord): AgreementEventSigner {
-  return { ...signer, identification: identificationOf({ shouldIdentify: signer.shouldIdentify, signingLinkId, identity: identity ?? null }) };
+function summarySigner({
+  signingLinkId,
+  identity,
+  ...signer
+}: AgreementEventSigner & AgreementSignerRecord): AgreementEventSigner {
+  return {
+    ...signer,
+    identification: identificationOf({
+      shouldIdentify: signer.shouldIdentify,
+      signingLinkId,
+      identity: identity ?? null,
+    }),
+  };
 }
 
 function documentShape(document: AgreementDocument): AgreementDocument {

@@ -3,14 +3,22 @@ import { recoveredDelivery } from '../../src/domain/deliveries.js';
 import { attemptSucceeded } from '../../src/domain/webhook-health.js';
 import { PortalError } from '../../src/errors.js';
 import type { AttemptRecorded, HealthRule, Storage } from '../../src/ports.js';
-import type { AutomaticDisableReason, DeliveryAttempt, WebhookDisabledReason, WebhookHealthRecord } from '../../src/records.js';
+import type {
+  AutomaticDisableReason,
+  DeliveryAttempt,
+  WebhookDisabledReason,
+  WebhookHealthRecord,
+} from '../../src/records.js';
 import type { Db, Row } from './client.js';
 import { atomOf, type Names } from './schema.js';
 import { countCalls } from './storage-call-stats.js';
 import { deliveryColumnsOf, insertDeliveriesStatement } from './storage-rows.js';
 import { orderingKeys } from './storage-keys.js';
 
-export type HealthMethods = Pick<Storage, 'getWebhookHealth' | 'disableWebhook' | 'enableWebhook' | 'recoverDeliveries'>;
+export type HealthMethods = Pick<
+  Storage,
+  'getWebhookHealth' | 'disableWebhook' | 'enableWebhook' | 'recoverDeliveries'
+>;
 
 /** A webhook's health as of its last write, as the columns of `portal_webhook_health` name it. */
 interface Previous {
@@ -41,7 +49,8 @@ function healthAfterAttempt(p: Previous): string {
     CASE WHEN ${disables} THEN $11::text ELSE ${p.disabledBy} END`;
 }
 
-const HEALTH_COLUMNS = 'consecutive_failures, failing_since, last_success_at, last_attempt_at, disabled_at, disabled_reason, disabled_by';
+const HEALTH_COLUMNS =
+  'consecutive_failures, failing_since, last_success_at, last_attempt_at, disabled_at, disabled_reason, disabled_by';
 
 /**
  * The statement that records an attempt (`recordAttempt`, $1–$5, given without its RETURNING, and
@@ -118,7 +127,14 @@ export function healthAfterSuccesses({ table }: Names): string {
 
 /** The parameters $6–$11 of `recordAttemptWithHealth`. */
 export function healthParams(attempt: DeliveryAttempt, rule: HealthRule): unknown[] {
-  return [attempt.at, attemptSucceeded(attempt), attempt.statusCode === 410, rule.disableAfterFailures, rule.disableAfterMs, randomUUID()];
+  return [
+    attempt.at,
+    attemptSucceeded(attempt),
+    attempt.statusCode === 410,
+    rule.disableAfterFailures,
+    rule.disableAfterMs,
+    randomUUID(),
+  ];
 }
 
 /** What `recordAttemptWithHealth` answered, as `Storage.recordAttempt` resolves it. */

@@ -84,7 +84,13 @@ function toRecord(row: Row): IdempotencyRecord {
     status: completed ? 'completed' : 'pending',
     token: row.token as string,
     fingerprint: (row.fingerprint as string | null) ?? null,
-    answer: completed ? { status: Number(row.answer_status), body: row.answer_body as string, location: (row.answer_location as string | null) ?? null } : null,
+    answer: completed
+      ? {
+          status: Number(row.answer_status),
+          body: row.answer_body as string,
+          location: (row.answer_location as string | null) ?? null,
+        }
+      : null,
     createdAt: row.created_at as string,
     expiresAt: row.expires_at as string,
   };

@@ -60,12 +60,16 @@ export function orderingKeys({ table, schema }: Names) {
     async inOrder(tx: Queryable, made: DeliveryRecord[]): Promise<DeliveryRecord[]> {
       const pairs = new Map<string, [string, string]>();
       for (const delivery of made) {
-        if (delivery.orderingKey !== null) pairs.set(keyOf(delivery.webhookId, delivery.orderingKey), [delivery.webhookId, delivery.orderingKey]);
+        if (delivery.orderingKey !== null)
+          pairs.set(keyOf(delivery.webhookId, delivery.orderingKey), [delivery.webhookId, delivery.orderingKey]);
       }
       if (pairs.size === 0) return made;
       const keys = [...pairs.values()];
       await lockAll(tx, keys);
-      const rows = await tx.query(taken, [keys.map(([webhookId]) => webhookId), keys.map(([, orderingKey]) => orderingKey)]);
+      const rows = await tx.query(taken, [
+        keys.map(([webhookId]) => webhookId),
+        keys.map(([, orderingKey]) => orderingKey),
+      ]);
       const busy = new Set(rows.map((row) => keyOf(row.webhook_id as string, row.ordering_key as string)));
       return inKeyOrder(made, (webhookId, orderingKey) => busy.has(keyOf(webhookId, orderingKey)));
     },
@@ -77,7 +81,11 @@ export function orderingKeys({ table, schema }: Names) {
      */
     async endTurns(tx: Queryable, ended: { webhookId: string; orderingKey: string; at: string }[]): Promise<void> {
       if (ended.length === 0) return;
-      await tx.query(releaseNext, [ended.map((one) => one.webhookId), ended.map((one) => one.orderingKey), ended.map((one) => one.at)]);
+      await tx.query(releaseNext, [
+        ended.map((one) => one.webhookId),
+        ended.map((one) => one.orderingKey),
+        ended.map((one) => one.at),
+      ]);
     },
   };
 }

@@ -161,7 +161,9 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
     version: 5,
     name: 'webhook secret rotation',
     // The secret a rotation replaced, and until when it still signs calls; both NULL otherwise.
-    statements: ({ table }) => [`ALTER TABLE ${table('webhooks')} ADD COLUMN previous_secret text, ADD COLUMN previous_secret_until timestamptz`],
+    statements: ({ table }) => [
+      `ALTER TABLE ${table('webhooks')} ADD COLUMN previous_secret text, ADD COLUMN previous_secret_until timestamptz`,
+    ],
   },
   {
     version: 6,
@@ -202,7 +204,9 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
     name: 'the disabled webhooks, for the claim',
     // The fair claim cancels the due deliveries of disabled webhooks, found from here: with none
     // disabled, a probe of an empty index instead of a test of every due delivery.
-    statements: ({ table }) => [`CREATE INDEX portal_webhook_health_disabled ON ${table('webhook_health')} (webhook_id) WHERE disabled_at IS NOT NULL`],
+    statements: ({ table }) => [
+      `CREATE INDEX portal_webhook_health_disabled ON ${table('webhook_health')} (webhook_id) WHERE disabled_at IS NOT NULL`,
+    ],
   },
   {
     version: 9,
@@ -252,7 +256,9 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
   {
     version: 11,
     name: 'a redeliver queued behind the call in flight',
-    statements: ({ table }) => [`ALTER TABLE ${table('deliveries')} ADD COLUMN redeliver_queued boolean NOT NULL DEFAULT false`],
+    statements: ({ table }) => [
+      `ALTER TABLE ${table('deliveries')} ADD COLUMN redeliver_queued boolean NOT NULL DEFAULT false`,
+    ],
   },
   {
     version: 12,
@@ -295,7 +301,9 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
     name: "the audit trail's head kept with its agreement",
     // Written in the same UPDATE as the agreement, so an entry removed from the trail's end shows.
     // Agreements from before keep NULL (their trail is held to its chain) until their next step.
-    statements: ({ table }) => [`ALTER TABLE ${table('agreements')} ADD COLUMN audit_head text, ADD COLUMN audit_length integer`],
+    statements: ({ table }) => [
+      `ALTER TABLE ${table('agreements')} ADD COLUMN audit_head text, ADD COLUMN audit_length integer`,
+    ],
   },
   {
     version: 17,

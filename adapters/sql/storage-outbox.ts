@@ -1,17 +1,46 @@
-import { MAX_ATTEMPTS_KEPT, dueAfter as dueAfterAttempt, endsTurn, inKeyOrder, isRecipient, newDelivery } from '../../src/domain/deliveries.js';
+import {
+  MAX_ATTEMPTS_KEPT,
+  dueAfter as dueAfterAttempt,
+  endsTurn,
+  inKeyOrder,
+  isRecipient,
+  newDelivery,
+} from '../../src/domain/deliveries.js';
 import { orderingKeys } from './storage-keys.js';
 import { PortalError } from '../../src/errors.js';
 import { attemptSucceeded } from '../../src/domain/webhook-health.js';
 import type { AttemptRecorded, DeliveryTarget, HealthRule, Storage } from '../../src/ports.js';
-import type { DeliveryAttempt, DeliveryQuery, DeliveryRecord, DeliveryStatus, EventFilter, EventRecord } from '../../src/records.js';
+import type {
+  DeliveryAttempt,
+  DeliveryQuery,
+  DeliveryRecord,
+  DeliveryStatus,
+  EventFilter,
+  EventRecord,
+} from '../../src/records.js';
 import type { Db, Planning, Queryable, Row } from './client.js';
 import { atom } from '../../src/shared/time.js';
 import { atomOf, type Names } from './schema.js';
 import { countCalls } from './storage-call-stats.js';
 import { lastAttempts } from './storage-migrations.js';
-import { attemptResult, deliverable, healthParams, healthAfterSuccesses, recordAttemptWithHealth } from './storage-health.js';
+import {
+  attemptResult,
+  deliverable,
+  healthParams,
+  healthAfterSuccesses,
+  recordAttemptWithHealth,
+} from './storage-health.js';
 import { createBatcher } from './batch.js';
-import { deliveryColumns, deliveryColumnsOf, eventColumns, insertDeliveriesStatement, toDelivery, toEvent, toWebhook, webhookColumns } from './storage-rows.js';
+import {
+  deliveryColumns,
+  deliveryColumnsOf,
+  eventColumns,
+  insertDeliveriesStatement,
+  toDelivery,
+  toEvent,
+  toWebhook,
+  webhookColumns,
+} from './storage-rows.js';
 
 /** How many undeliverable due deliveries one claim cancels at most (the rest, the next claims). */
 const ORPHANS_PER_CLAIM = 1000;
@@ -45,7 +74,16 @@ interface SuccessfulAttempt {
   at: string;
 }
 
-type OutboxMethods = Pick<Storage, 'publishEvents' | 'recentEvents' | 'getDelivery' | 'listDeliveries' | 'claimDeliveries' | 'recordAttempt' | 'redeliver'>;
+type OutboxMethods = Pick<
+  Storage,
+  | 'publishEvents'
+  | 'recentEvents'
+  | 'getDelivery'
+  | 'listDeliveries'
+  | 'claimDeliveries'
+  | 'recordAttempt'
+  | 'redeliver'
+>;
 
 export interface Outbox extends OutboxMethods, Required<Pick<Storage, 'deliveryQueue'>> {
   /** Stores events and their deliveries inside the caller's transaction; resolves the deliveries. */
@@ -72,7 +110,9 @@ function deliveriesOf(batch: EventRecord[], rows: Row[], target?: DeliveryTarget
     id: row.id as string,
     accountId: row.account_id as string,
     type: row.type as string,
-    ...(row.filter === null || row.filter === undefined ? {} : { filter: JSON.parse(row.filter as string) as EventFilter }),
+    ...(row.filter === null || row.filter === undefined
+      ? {}
+      : { filter: JSON.parse(row.filter as string) as EventFilter }),
   }));
   for (const event of batch) {
     for (const webhook of webhooks) {
@@ -87,7 +127,8 @@ function deliveriesOf(batch: EventRecord[], rows: Row[], target?: DeliveryTarget
  * `dueAfter` of domain/deliveries.ts over an attempt's JSON log entry (`entry`): the attempt's
  * start plus its duration, to the second.
  */
-const dueAfter = (entry: string) => `date_trunc('second', (${entry}->>'at')::timestamptz + (${entry}->>'durationMs')::int * interval '1 millisecond')`;
+const dueAfter = (entry: string) =>
+  `date_trunc('second', (${entry}->>'at')::timestamptz + (${entry}->>'durationMs')::int * interval '1 millisecond')`;
 /** `isDueAfter` of domain/deliveries.ts on a recorded row (columns prefixed by `at`). */
 const dueAgain = (entry: string, at = '') => `(${at}status = 'pending' AND ${at}next_attempt_at <= ${dueAfter(entry)})`;
 
@@ -187,7 +228,8 @@ function claimFloors() {
       const first = new Map<string, string>();
       for (const delivery of leased) {
         const seen = first.get(delivery.accountId);
-        if (seen === undefined || delivery.nextAttemptAt! < seen) first.set(delivery.accountId, delivery.nextAttemptAt!);
+        if (seen === undefined || delivery.nextAttemptAt! < seen)
+          first.set(delivery.accountId, delivery.nextAttemptAt!);
       }
       const looked = (row?.f_accounts ?? []) as string[];
       const given = (row?.f_floors ?? []) as string[];
@@ -300,7 +342,11 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
    * created_at, seq) is read backwards from the cursor or `until`, and stops at `since`.
    */
   const pageStatements = new Map<string, string>();
-  function deliveryPage(accountId: string, webhookId: string, query: DeliveryQuery): { text: string; params: unknown[] } {
+  function deliveryPage(
+    accountId: string,
+    webhookId: string,
+    query: DeliveryQuery,
+  ): { text: string; params: unknown[] } {
     const params: unknown[] = [accountId, webhookId];
     const where = ['webhook_id = $2::text', 'account_id = $1::text'];
     const add = (condition: (at: string) => string, ...values: unknown[]) => {
@@ -512,7 +558,11 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
           THEN attempts || jsonb_build_array(${entry}) ELSE ${lastAttempts(`attempts || jsonb_build_array(${entry})`)} END,
         attempt_count = attempt_count + 1`;
   // The outcome, or with a redeliver queued during the call: pending, due as the call ended.
-  const outcomeOf = (entry: string, status: string, next: string) => `status = CASE WHEN redeliver_queued THEN 'pending' ELSE ${status} END,
+  const outcomeOf = (
+    entry: string,
+    status: string,
+    next: string,
+  ) => `status = CASE WHEN redeliver_queued THEN 'pending' ELSE ${status} END,
         next_attempt_at = CASE WHEN redeliver_queued THEN ${dueAfter(entry)} ELSE ${next} END, redeliver_queued = false`;
   // status || '': the same test, in a form that does not make the partial indexes of pending rows
   // usable, so the row is found by its key whatever the table's statistics say (see recordSuccesses).
@@ -586,7 +636,8 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
     return created;
   }
 
-  const storeAlone = (batch: EventRecord[], target?: DeliveryTarget) => db.transaction((tx) => storeEvents(tx, batch, target));
+  const storeAlone = (batch: EventRecord[], target?: DeliveryTarget) =>
+    db.transaction((tx) => storeEvents(tx, batch, target));
 
   /**
    * storeEvents for a publish of its own, in two round trips instead of a transaction's six: the
@@ -596,11 +647,19 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
    * created in between gets none either, as if it came after the publish.
    */
   async function storeAtOnce(batch: EventRecord[]): Promise<DeliveryRecord[]> {
-    const webhooks = await db.query(findWebhooks, [batch.map((event) => event.accountId), batch.map((event) => event.type)]);
+    const webhooks = await db.query(findWebhooks, [
+      batch.map((event) => event.accountId),
+      batch.map((event) => event.type),
+    ]);
     // The later ones of a key in this publish wait for its first; the statement holds the first
     // when the key is taken already.
     const made = inKeyOrder(deliveriesOf(batch, webhooks), () => false);
-    const params = [...eventColumnsOf(batch), [...new Set(made.map((delivery) => delivery.webhookId))], ...deliveryColumnsOf(made), announce?.channel ?? null];
+    const params = [
+      ...eventColumnsOf(batch),
+      [...new Set(made.map((delivery) => delivery.webhookId))],
+      ...deliveryColumnsOf(made),
+      announce?.channel ?? null,
+    ];
     const keyed = made.filter((delivery) => delivery.orderingKey !== null);
     let row: Row | undefined;
     if (keyed.length === 0) {
@@ -628,7 +687,9 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
     const held = new Set(row!.held as string[]);
     return made
       .filter((delivery) => stored.has(delivery.id))
-      .map((delivery) => (held.has(delivery.id) && delivery.nextAttemptAt !== null ? { ...delivery, nextAttemptAt: null } : delivery));
+      .map((delivery) =>
+        held.has(delivery.id) && delivery.nextAttemptAt !== null ? { ...delivery, nextAttemptAt: null } : delivery,
+      );
   }
   /**
    * `recordAttempt` of a keyed delivery (or one whose key the caller did not give, read first), in a
@@ -656,12 +717,20 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
     return db.transaction(async (tx) => {
       if (key?.orderingKey != null) await keys.lock(tx, [[key.webhookId, key.orderingKey]]);
       const [row] =
-        health === undefined ? await tx.query(recordAttempt, params) : await tx.query(recordAttemptAndHealth, [...params, ...healthParams(attempt, health)]);
-      const result: AttemptRecorded = health === undefined ? row !== undefined && (row.due_again === true ? 'due-again' : true) : attemptResult(row);
+        health === undefined
+          ? await tx.query(recordAttempt, params)
+          : await tx.query(recordAttemptAndHealth, [...params, ...healthParams(attempt, health)]);
+      const result: AttemptRecorded =
+        health === undefined ? row !== undefined && (row.due_again === true ? 'due-again' : true) : attemptResult(row);
       if (result === false) return false;
-      const recorded = { status: row!.status as DeliveryStatus, orderingKey: (row!.ordering_key ?? null) as string | null };
+      const recorded = {
+        status: row!.status as DeliveryStatus,
+        orderingKey: (row!.ordering_key ?? null) as string | null,
+      };
       if (endsTurn(recorded))
-        await keys.endTurns(tx, [{ webhookId: row!.webhook_id as string, orderingKey: recorded.orderingKey!, at: dueAfterAttempt(attempt) }]);
+        await keys.endTurns(tx, [
+          { webhookId: row!.webhook_id as string, orderingKey: recorded.orderingKey!, at: dueAfterAttempt(attempt) },
+        ]);
       return result;
     });
   }
@@ -713,8 +782,17 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
             const recorded = await tx.query(recordSuccesses, params);
             const releaseAt = new Map(successes.map((one) => [one.id, one.releaseAt]));
             const ended = recorded
-              .filter((row) => endsTurn({ status: row.status as DeliveryStatus, orderingKey: (row.ordering_key ?? null) as string | null }))
-              .map((row) => ({ webhookId: row.webhook_id as string, orderingKey: row.ordering_key as string, at: releaseAt.get(row.id as string)! }));
+              .filter((row) =>
+                endsTurn({
+                  status: row.status as DeliveryStatus,
+                  orderingKey: (row.ordering_key ?? null) as string | null,
+                }),
+              )
+              .map((row) => ({
+                webhookId: row.webhook_id as string,
+                orderingKey: row.ordering_key as string,
+                at: releaseAt.get(row.id as string)!,
+              }));
             await keys.endTurns(tx, ended);
             return recorded;
           });
@@ -754,13 +832,20 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
       const rows = await db.query(text, params);
       const deliveries = rows.slice(0, query.limit).map((row) => toDelivery(row));
       const last = rows.length > query.limit ? rows[query.limit - 1]! : undefined;
-      return { deliveries, next: last === undefined ? null : { createdAt: deliveries.at(-1)!.createdAt, key: last.page_key as string } };
+      return {
+        deliveries,
+        next: last === undefined ? null : { createdAt: deliveries.at(-1)!.createdAt, key: last.page_key as string },
+      };
     },
     async claimDeliveries({ now, leaseUntil, limit, owner, perAccount }) {
       if (limit <= 0) return [];
       if (perAccount === undefined) {
         const rows = await db.transaction((tx) => tx.query(claim, [now, leaseUntil, limit, owner]), BY_INDEX);
-        return rows.map((row) => ({ delivery: toDelivery(row, 'd_'), event: toEvent(row, 'e_'), webhook: toWebhook(row, 'w_') }));
+        return rows.map((row) => ({
+          delivery: toDelivery(row, 'd_'),
+          event: toEvent(row, 'e_'),
+          webhook: toWebhook(row, 'w_'),
+        }));
       }
       const held = Object.entries(perAccount.inFlight);
       const from = floors.windowFrom(now);
@@ -820,9 +905,13 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
       }
       // A delivery that may have a key (it has one, or the caller did not say): recorded in a
       // transaction that, when its key's turn ends, releases the key's next one.
-      if (claimed === undefined || claimed.orderingKey !== null) return recordInTurn(id, owner, attempt, entry, outcome, health, claimed);
+      if (claimed === undefined || claimed.orderingKey !== null)
+        return recordInTurn(id, owner, attempt, entry, outcome, health, claimed);
       const params = [id, owner, entry, outcome.status, outcome.nextAttemptAt];
-      if (health !== undefined) return attemptResult((await db.query(recordAttemptAndHealth, [...params, ...healthParams(attempt, health)]))[0]);
+      if (health !== undefined)
+        return attemptResult(
+          (await db.query(recordAttemptAndHealth, [...params, ...healthParams(attempt, health)]))[0],
+        );
       const rows = await db.query(recordAttempt, params);
       return rows.length === 1 && (rows[0]!.due_again === true ? 'due-again' : true);
     },

@@ -19,7 +19,9 @@ import { atomOf, type Names } from './schema.js';
  * Uint8Array). `alias` qualifies the columns, `as` prefixes their output names (for joins).
  */
 const columns = (list: [string, string][], alias: string, as: string) =>
-  list.map(([expression, name]) => `${expression.replaceAll('@', alias === '' ? '' : alias + '.')} AS ${as}${name}`).join(', ');
+  list
+    .map(([expression, name]) => `${expression.replaceAll('@', alias === '' ? '' : alias + '.')} AS ${as}${name}`)
+    .join(', ');
 
 const text = (row: Row, key: string) => row[key] as string;
 const textOrNull = (row: Row, key: string) => (row[key] ?? null) as string | null;
@@ -100,7 +102,17 @@ export function toListedEntry(row: Row, accountId: string, directoryId: string |
   // on pg went from 20.5 to 18.0 million instructions outside GC and compilation, and its GC from
   // 5.0 to 4.2 (callgrind over 300 listings of the bench's portal-sql server).
   const { id, type, name, size, mime, file_share_id: fileShareId, created_at: createdAt } = row as unknown as ListedRow;
-  return { id, accountId, directoryId, type, name, size: Number(size), mime, fileShareId: fileShareId ?? null, createdAt };
+  return {
+    id,
+    accountId,
+    directoryId,
+    type,
+    name,
+    size: Number(size),
+    mime,
+    fileShareId: fileShareId ?? null,
+    createdAt,
+  };
 }
 
 /** A row of `listedEntryColumns`, as a driver returns it. */

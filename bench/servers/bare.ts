@@ -3,7 +3,19 @@
  * a map lookup, `JSON.stringify`, and every header in one flat `writeHead` list (as the portal writes).
  */
 import http from 'node:http';
-import { ENTRY_COUNT, INVALID_REALM, MESSAGES, REALM, announce, directoryId, entries, keyMatches, requestIdOf, sendJson, webhooks } from './fixture.js';
+import {
+  ENTRY_COUNT,
+  INVALID_REALM,
+  MESSAGES,
+  REALM,
+  announce,
+  directoryId,
+  entries,
+  keyMatches,
+  requestIdOf,
+  sendJson,
+  webhooks,
+} from './fixture.js';
 
 const listing = entries();
 const byId = new Map(webhooks.map((one) => [one.id, one]));
@@ -15,12 +27,16 @@ const server = http.createServer((req, res) => {
   const url = req.url!;
   const requestId = requestIdOf(req);
   const authorization = req.headers.authorization;
-  if (authorization === undefined) return sendJson(res, 401, requestId, message(MESSAGES.missing), 'www-authenticate', REALM);
-  if (!keyMatches(authorization)) return sendJson(res, 401, requestId, message(MESSAGES.invalid), 'www-authenticate', INVALID_REALM);
+  if (authorization === undefined)
+    return sendJson(res, 401, requestId, message(MESSAGES.missing), 'www-authenticate', REALM);
+  if (!keyMatches(authorization))
+    return sendJson(res, 401, requestId, message(MESSAGES.invalid), 'www-authenticate', INVALID_REALM);
   if (url.startsWith(WEBHOOKS)) {
     const id = url.slice(WEBHOOKS.length);
     const found = byId.get(id);
-    return found ? sendJson(res, 200, requestId, JSON.stringify(found)) : sendJson(res, 404, requestId, message(MESSAGES.webhookNotFound(id)));
+    return found
+      ? sendJson(res, 200, requestId, JSON.stringify(found))
+      : sendJson(res, 404, requestId, message(MESSAGES.webhookNotFound(id)));
   }
   if (url.startsWith(FILES)) {
     const id = url.slice(FILES.length);

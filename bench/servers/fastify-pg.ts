@@ -10,7 +10,16 @@
 import Fastify from 'fastify';
 import pg from 'pg';
 import { POSTGRES_URL } from '../../test/helpers/sql.js';
-import { ACCOUNT, MESSAGES, POOL_SIZE, announce, listingSchema, messageSchema, requestIdOf, webhookSchema } from './fixture.js';
+import {
+  ACCOUNT,
+  MESSAGES,
+  POOL_SIZE,
+  announce,
+  listingSchema,
+  messageSchema,
+  requestIdOf,
+  webhookSchema,
+} from './fixture.js';
 import { contractHook } from './fastify-contract.js';
 
 const schema = process.argv[2]!;
@@ -21,7 +30,10 @@ const GET_WEBHOOK = {
   name: 'bench_get_webhook',
   text: `SELECT id, type, url, secret, ${atom('created_at')} AS "createdAt" FROM ${table('webhooks')} WHERE id = $1 AND account_id = $2`,
 };
-const GET_DIRECTORY = { name: 'bench_get_directory', text: `SELECT type FROM ${table('file_entries')} WHERE id = $1 AND account_id = $2` };
+const GET_DIRECTORY = {
+  name: 'bench_get_directory',
+  text: `SELECT type FROM ${table('file_entries')} WHERE id = $1 AND account_id = $2`,
+};
 const LIST_DIRECTORY = {
   name: 'bench_list_directory',
   text: `SELECT id, type, name, size::float8 AS size, mime, file_share_id AS "fileShareId", ${atom('created_at')} AS "createdAt"
@@ -47,7 +59,8 @@ app.get<{ Querystring: { directoryId: string } }>(
   async (request, reply) => {
     const { directoryId } = request.query;
     const directory = await pool.query({ ...GET_DIRECTORY, values: [directoryId, ACCOUNT] });
-    if (directory.rows[0]?.type !== 'directory') return reply.code(404).send({ message: MESSAGES.directoryNotFound(directoryId) });
+    if (directory.rows[0]?.type !== 'directory')
+      return reply.code(404).send({ message: MESSAGES.directoryNotFound(directoryId) });
     const { rows } = await pool.query({ ...LIST_DIRECTORY, values: [ACCOUNT, directoryId] });
     return { data: rows };
   },

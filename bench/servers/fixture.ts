@@ -20,7 +20,9 @@ export const POOL_SIZE = 10;
 
 /** SHA-256 as the portal takes it: the one-shot `crypto.hash` where Node has it. */
 const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'buffer') => Buffer }).hash;
-const sha256 = oneShot ? (text: string) => oneShot('sha256', text, 'buffer') : (text: string) => createHash('sha256').update(text).digest();
+const sha256 = oneShot
+  ? (text: string) => oneShot('sha256', text, 'buffer')
+  : (text: string) => createHash('sha256').update(text).digest();
 const keyDigest = sha256(KEY);
 
 /** The baselines' key check: the same SHA-256 + timingSafeEqual the portal does, minus the map. */
@@ -29,7 +31,8 @@ export function keyMatches(header: string): boolean {
 }
 
 /** An id of the portal's shape (prefix, `_`, 22 base-62 characters), numbered. */
-const benchId = (prefix: string, n: number, word = 'bench') => `${prefix}_${word}${String(n).padStart(22 - word.length, '0')}`;
+const benchId = (prefix: string, n: number, word = 'bench') =>
+  `${prefix}_${word}${String(n).padStart(22 - word.length, '0')}`;
 
 export interface BenchWebhook {
   id: string;
@@ -136,7 +139,14 @@ export const JSON_TYPE = 'application/json; charset=utf-8';
  * nosniff, no-store) and the content headers in one flat list, the form `writeHead` takes without
  * copying the headers into a table first.
  */
-export function sendJson(res: ServerResponse, status: number, requestId: string, payload: string, name?: string, value?: string) {
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  requestId: string,
+  payload: string,
+  name?: string,
+  value?: string,
+) {
   const head = [
     'X-Request-Id',
     requestId,

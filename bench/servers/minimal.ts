@@ -21,6 +21,11 @@ const server = http.createServer((req, res) => {
   }
   const id = req.url!.slice(WEBHOOKS.length);
   const body = bodies.get(id);
-  sendJson(res, body === undefined ? 404 : 200, requestId, body ?? JSON.stringify({ message: MESSAGES.webhookNotFound(id) }));
+  sendJson(
+    res,
+    body === undefined ? 404 : 200,
+    requestId,
+    body ?? JSON.stringify({ message: MESSAGES.webhookNotFound(id) }),
+  );
 });
 server.listen(0, '127.0.0.1', () => announce(server));

@@ -7,8 +7,18 @@
 import { context, metrics, propagation, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator, type ExportResult } from '@opentelemetry/core';
-import { InMemoryMetricExporter, AggregationTemporality, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
-import { BasicTracerProvider, BatchSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import {
+  InMemoryMetricExporter,
+  AggregationTemporality,
+  MeterProvider,
+  PeriodicExportingMetricReader,
+} from '@opentelemetry/sdk-metrics';
+import {
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  type ReadableSpan,
+  type SpanExporter,
+} from '@opentelemetry/sdk-trace-base';
 
 const dropping: SpanExporter = {
   export: (_spans: ReadableSpan[], done: (result: ExportResult) => void) => done({ code: 0 }),
@@ -18,6 +28,8 @@ trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new Bat
 context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
 propagation.setGlobalPropagator(new W3CTraceContextPropagator());
 const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
-metrics.setGlobalMeterProvider(new MeterProvider({ readers: [new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 10_000 })] }));
+metrics.setGlobalMeterProvider(
+  new MeterProvider({ readers: [new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 10_000 })] }),
+);
 setInterval(() => exporter.reset(), 10_000).unref();
 await import('./portal.js');

@@ -16,4 +16,6 @@ const records = storageRecords();
 await storage.insertFileEntry(records.directory);
 for (const entry of records.entries) await storage.insertFileEntry(entry);
 for (const webhook of records.webhooks) await storage.insertWebhook(webhook);
-const server = http.createServer(portal.handler).listen(0, '127.0.0.1', () => announce(server, { entries: ENTRY_COUNT }));
+const server = http
+  .createServer(portal.handler)
+  .listen(0, '127.0.0.1', () => announce(server, { entries: ENTRY_COUNT }));

@@ -8,7 +8,11 @@ const TRANSPORT_HEADERS = new Set(['date', 'connection', 'keep-alive']);
  * loudly unless each has the portal's status, header names and body bytes, and each echoes a request id it was sent and makes one when
  * it was sent none: a baseline that did less work would make every ratio flattering.
  */
-export async function checkSameAnswers(label: string, urls: Map<string, string>, headers: Record<string, string>): Promise<void> {
+export async function checkSameAnswers(
+  label: string,
+  urls: Map<string, string>,
+  headers: Record<string, string>,
+): Promise<void> {
   type Answer = { status: number; names: string; body: string; echoed: boolean; made: boolean };
   const answers = new Map<string, Answer>();
   for (const [name, url] of urls) {
@@ -21,7 +25,13 @@ export async function checkSameAnswers(label: string, urls: Map<string, string>,
       .sort()
       .join(', ');
     const made = /^[0-9a-f-]{36}$/.test(bare.headers.get('x-request-id') ?? '');
-    answers.set(name, { status: sent.status, names, body, echoed: sent.headers.get('x-request-id') === 'bench.check-1', made });
+    answers.set(name, {
+      status: sent.status,
+      names,
+      body,
+      echoed: sent.headers.get('x-request-id') === 'bench.check-1',
+      made,
+    });
   }
   const [[reference, expected], ...others] = [...answers] as [[string, Answer], ...[string, Answer][]];
   const problems: string[] = [];
@@ -30,11 +40,15 @@ export async function checkSameAnswers(label: string, urls: Map<string, string>,
     if (!answer.made) problems.push(`${name} makes no X-Request-Id (a UUID) when the request has none`);
   }
   for (const [name, answer] of others) {
-    if (answer.status !== expected.status) problems.push(`${name} answers ${answer.status}, ${reference} ${expected.status}`);
-    if (answer.names !== expected.names) problems.push(`${name} sends headers [${answer.names}], ${reference} [${expected.names}]`);
+    if (answer.status !== expected.status)
+      problems.push(`${name} answers ${answer.status}, ${reference} ${expected.status}`);
+    if (answer.names !== expected.names)
+      problems.push(`${name} sends headers [${answer.names}], ${reference} [${expected.names}]`);
     if (answer.body !== expected.body) {
       const text = (base64: string) => Buffer.from(base64, 'base64').toString().slice(0, 300);
-      problems.push(`${name} sends other body bytes than ${reference}:\n    ${text(answer.body)}\n    ${text(expected.body)}`);
+      problems.push(
+        `${name} sends other body bytes than ${reference}:\n    ${text(answer.body)}\n    ${text(expected.body)}`,
+      );
     }
   }
   if (problems.length > 0) throw new Error(`${label}: the contenders do not answer alike:\n  ${problems.join('\n  ')}`);

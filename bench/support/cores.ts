@@ -13,7 +13,8 @@ const PLACED = 'BENCH_CORE';
  */
 export const pinned: boolean = (() => {
   try {
-    if (process.env[PLACED] === undefined) execFileSync('taskset', ['-a', '-cp', '1', String(process.pid)], { stdio: 'ignore' });
+    if (process.env[PLACED] === undefined)
+      execFileSync('taskset', ['-a', '-cp', '1', String(process.pid)], { stdio: 'ignore' });
     else execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' });
     return true;
   } catch {
@@ -25,7 +26,12 @@ export const pinned: boolean = (() => {
  * `node ...args` on `core` where `taskset` exists, else unpinned. taskset execs node in place: the
  * pid stays the server's, which /proc is read by.
  */
-export function spawnNode(core: number, args: readonly string[], options: SpawnOptions, node = process.execPath): ChildProcess {
+export function spawnNode(
+  core: number,
+  args: readonly string[],
+  options: SpawnOptions,
+  node = process.execPath,
+): ChildProcess {
   const placed = { ...options, env: { ...(options.env ?? process.env), [PLACED]: String(core) } };
   return pinned ? spawn('taskset', ['-c', String(core), node, ...args], placed) : spawn(node, args, placed);
 }
@@ -33,7 +39,10 @@ export function spawnNode(core: number, args: readonly string[], options: SpawnO
 /** The JSON after `READY ` on the first such line a bench server prints, or a rejection when it exits first. */
 export function readyLine(name: string, child: ChildProcess): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {
-    createInterface({ input: child.stdout! }).on('line', (text) => text.startsWith('READY ') && resolve(JSON.parse(text.slice(6))));
+    createInterface({ input: child.stdout! }).on(
+      'line',
+      (text) => text.startsWith('READY ') && resolve(JSON.parse(text.slice(6))),
+    );
     child.once('exit', (code) => reject(new Error(`${name} server exited with ${code}`)));
   });
 }

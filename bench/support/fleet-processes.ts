@@ -27,7 +27,13 @@ const PEERS_NEED = [22, 18] as const;
 export function fleetNode(): { path: string; version: string } | string {
   const [major, minor] = process.versions.node.split('.').map(Number) as [number, number];
   const recent = major > PEERS_NEED[0] || (major === PEERS_NEED[0] && minor >= PEERS_NEED[1]);
-  const cached = path.join(process.env.XDG_CACHE_HOME ?? path.join(homedir(), '.cache'), 'customer-portal-ci', 'node-24', 'bin', 'node');
+  const cached = path.join(
+    process.env.XDG_CACHE_HOME ?? path.join(homedir(), '.cache'),
+    'customer-portal-ci',
+    'node-24',
+    'bin',
+    'node',
+  );
   const chosen = process.env.BENCH_FLEET_NODE ?? (recent ? process.execPath : existsSync(cached) ? cached : undefined);
   if (chosen === undefined) {
     return `the peers (pg-boss 12, graphile-worker 0.18) need Node ${PEERS_NEED.join('.')} or later, this is ${process.version}: set BENCH_FLEET_NODE, or run .ci/run once (it fetches Node 24 into ${path.dirname(path.dirname(cached))})`;
@@ -148,8 +154,16 @@ export interface Fleet {
 
 let fleets = 0;
 /** The start of each contender's schema names: every schema a run made is found by it and dropped. */
-export const SCHEMA_PREFIX: Record<Fleet['contender'], string> = { portal: 'portal', 'pg-boss': 'pgboss', 'graphile-worker': 'graphile' };
-const SCRIPT: Record<Fleet['contender'], string> = { portal: 'fleet-portal.js', 'pg-boss': 'fleet-pgboss.js', 'graphile-worker': 'fleet-graphile.js' };
+export const SCHEMA_PREFIX: Record<Fleet['contender'], string> = {
+  portal: 'portal',
+  'pg-boss': 'pgboss',
+  'graphile-worker': 'graphile',
+};
+const SCRIPT: Record<Fleet['contender'], string> = {
+  portal: 'fleet-portal.js',
+  'pg-boss': 'fleet-pgboss.js',
+  'graphile-worker': 'fleet-graphile.js',
+};
 
 /** A fleet of `contender`: its publisher (core 1) with `accounts` webhooks, then `workerCount` workers (core 0) fetching `batch` at once. */
 export async function startFleet(
@@ -166,7 +180,8 @@ export async function startFleet(
 /** A fleet's publisher alone (core 1), which makes the schema: the tables, the queue, `accounts` webhooks. */
 async function startPublisher(contender: Fleet['contender'], url: string, accounts: number): Promise<Fleet> {
   const schema = `${SCHEMA_PREFIX[contender]}_fleet_${process.pid}_${++fleets}`;
-  const publisherArgs = contender === 'portal' ? ['publisher', schema, url, String(accounts)] : ['publisher', schema, url];
+  const publisherArgs =
+    contender === 'portal' ? ['publisher', schema, url, String(accounts)] : ['publisher', schema, url];
   const fleet: Fleet = {
     contender,
     schema,
@@ -189,7 +204,9 @@ export async function startWorkers(fleet: Fleet, workerCount: number, url: strin
     const added: Child[] = [];
     for (let i = 0; i < workerCount; i++) {
       const args = contender === 'portal' ? ['worker', schema] : ['worker', schema, url, String(batch)];
-      added.push(new Child(`${contender} worker ${fleet.workers.length + 1}`, script(SCRIPT[contender]), args, 0, schema));
+      added.push(
+        new Child(`${contender} worker ${fleet.workers.length + 1}`, script(SCRIPT[contender]), args, 0, schema),
+      );
       fleet.workers.push(added.at(-1)!);
     }
     for (const worker of added) await worker.next(START_TIMEOUT_MS, 'start');

@@ -14,7 +14,10 @@ export const EVENT_TYPE = 'customer-created';
 const SECRET = 'whsec_' + Buffer.alloc(32, 7).toString('base64');
 
 /** Coordinator → process. */
-export type Command = { cmd: 'publish'; events: number; batch: number; rate: number; pad: number } | { cmd: 'stop' } | { cmd: 'claims' };
+export type Command =
+  | { cmd: 'publish'; events: number; batch: number; rate: number; pad: number }
+  | { cmd: 'stop' }
+  | { cmd: 'claims' };
 
 /** Process → coordinator. */
 export type Report =

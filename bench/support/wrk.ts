@@ -78,30 +78,41 @@ export interface WrkRound {
  * on each. wrk runs under `sh`, which reads its own children's CPU times (`cutime`, `cstime` of
  * `/proc/<pid>/stat`) once wrk has exited: wrk's CPU, counted by the kernel.
  */
-export function wrkRound(port: number, paths: string[], headers: Record<string, string>, seconds: number, connections: number): Promise<WrkRound> {
+export function wrkRound(
+  port: number,
+  paths: string[],
+  headers: Record<string, string>,
+  seconds: number,
+  connections: number,
+): Promise<WrkRound> {
   const script = scriptFor(paths, headers);
   const command = `"$0" -t1 -c${connections} -d${seconds}s --latency -s "$1" "$2" && cat /proc/$$/stat`;
   return new Promise((resolve, reject) => {
     const started = process.hrtime.bigint();
-    execFile('sh', ['-c', command, wrkPath!, script, `http://127.0.0.1:${port}`], { encoding: 'utf8' }, (error, stdout, stderr) => {
-      if (error) return reject(new Error(`wrk: ${stderr || error.message}`));
-      const wall = Number(process.hrtime.bigint() - started) / 1e9;
-      const total = /(\d+) requests in ([\d.]+)(m?s)/.exec(stdout);
-      if (total === null) return reject(new Error(`wrk: no total in ${stdout}`));
-      const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(stdout);
-      const non2xx = /Non-2xx or 3xx responses: (\d+)/.exec(stdout);
-      // The last line is sh's own stat: fields 16 and 17 (1-based) are its waited-for children's times.
-      const stat = stdout.trim().split('\n').pop()!;
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const childTicks = Number(fields[13]) + Number(fields[14]);
-      resolve({
-        answered: Number(total[1]),
-        seconds: Number(total[2]) / (total[3] === 'ms' ? 1000 : 1),
-        non2xx: non2xx === null ? 0 : Number(non2xx[1]),
-        errors: socket === null ? 0 : socket.slice(1).reduce((sum, n) => sum + Number(n), 0),
-        loadCpuShare: childTicks / TICKS / Math.min(wall, Number(total[2]) / (total[3] === 'ms' ? 1000 : 1)),
-      });
-    });
+    execFile(
+      'sh',
+      ['-c', command, wrkPath!, script, `http://127.0.0.1:${port}`],
+      { encoding: 'utf8' },
+      (error, stdout, stderr) => {
+        if (error) return reject(new Error(`wrk: ${stderr || error.message}`));
+        const wall = Number(process.hrtime.bigint() - started) / 1e9;
+        const total = /(\d+) requests in ([\d.]+)(m?s)/.exec(stdout);
+        if (total === null) return reject(new Error(`wrk: no total in ${stdout}`));
+        const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(stdout);
+        const non2xx = /Non-2xx or 3xx responses: (\d+)/.exec(stdout);
+        // The last line is sh's own stat: fields 16 and 17 (1-based) are its waited-for children's times.
+        const stat = stdout.trim().split('\n').pop()!;
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        const childTicks = Number(fields[13]) + Number(fields[14]);
+        resolve({
+          answered: Number(total[1]),
+          seconds: Number(total[2]) / (total[3] === 'ms' ? 1000 : 1),
+          non2xx: non2xx === null ? 0 : Number(non2xx[1]),
+          errors: socket === null ? 0 : socket.slice(1).reduce((sum, n) => sum + Number(n), 0),
+          loadCpuShare: childTicks / TICKS / Math.min(wall, Number(total[2]) / (total[3] === 'ms' ? 1000 : 1)),
+        });
+      },
+    );
   });
 }
 

@@ -41,8 +41,14 @@ export function createAgreementChanges(deps: {
       let made = isPastExpiry(current, now) ? expire(current, now) : step(current);
       closes = isOpen(current) && !isOpen(made.agreement);
       signs = current.status !== 'signed' && made.agreement.status === 'signed';
-      if (signs) made = { ...made, agreement: { ...made.agreement, completion: { attempts: 0, nextAttemptAt: atom(now), lastError: null } } };
-      mailed = made.agreement.mail.length > 0 && made.agreement.mail.some((mail) => mail.attempts === 0 && !current.mail.some((one) => one.id === mail.id));
+      if (signs)
+        made = {
+          ...made,
+          agreement: { ...made.agreement, completion: { attempts: 0, nextAttemptAt: atom(now), lastError: null } },
+        };
+      mailed =
+        made.agreement.mail.length > 0 &&
+        made.agreement.mail.some((mail) => mail.attempts === 0 && !current.mail.some((one) => one.id === mail.id));
       if (!reading && made.agreement.closedReason === 'expired' && current.closedReason === null) {
         refusal = new PortalError('AGREEMENT_CLOSED', agreementId, 'expired');
       }

@@ -44,13 +44,19 @@ export function createAgreementTimer(deps: {
 }) {
   const apply = createAgreementChanges({ storage: deps.storage, notify: deps.notify, closed: deps.closed });
   const { mail } = deps;
-  const byMail = mail?.baseUrl === undefined ? undefined : { baseUrl: mail.baseUrl, linkSeconds: SIGNING_LINK_SECONDS.default };
+  const byMail =
+    mail?.baseUrl === undefined ? undefined : { baseUrl: mail.baseUrl, linkSeconds: SIGNING_LINK_SECONDS.default };
   const step = (current: AgreementRecord, now: Date) => remind(current, now, deps.reminderIntervalMs, byMail);
   return async function tick(): Promise<void> {
     const now = deps.clock();
     // With reminders on, the agreements made while they were off are read too, to schedule theirs.
     const unscheduled = deps.reminderIntervalMs !== undefined;
-    const due = await deps.storage.agreementsDue(atom(now), AGREEMENTS_PER_TICK, AGREEMENTS_PER_ACCOUNT_PER_TICK, unscheduled);
+    const due = await deps.storage.agreementsDue(
+      atom(now),
+      AGREEMENTS_PER_TICK,
+      AGREEMENTS_PER_ACCOUNT_PER_TICK,
+      unscheduled,
+    );
     for (const { accountId, id } of due) {
       try {
         // Found for its mail alone, an agreement is not written for nothing.
@@ -62,18 +68,27 @@ export function createAgreementTimer(deps: {
         }
       } catch (error) {
         if (!isPortalError(error, 'AGREEMENT_CLOSED')) {
-          deps.logger.error({ agreementId: id, err: describeError(error) }, 'agreements: the expiry or a reminder failed; the next tick tries again');
+          deps.logger.error(
+            { agreementId: id, err: describeError(error) },
+            'agreements: the expiry or a reminder failed; the next tick tries again',
+          );
         }
       }
       try {
         await deps.copies?.deliver(accountId, id);
       } catch (error) {
-        deps.logger.error({ agreementId: id, err: describeError(error) }, 'agreements: the completed copies failed; the next tick tries again');
+        deps.logger.error(
+          { agreementId: id, err: describeError(error) },
+          'agreements: the completed copies failed; the next tick tries again',
+        );
       }
       try {
         await mail?.sender.deliver(accountId, id);
       } catch (error) {
-        deps.logger.error({ agreementId: id, err: describeError(error) }, 'agreements: mail to signers failed; the next tick tries again');
+        deps.logger.error(
+          { agreementId: id, err: describeError(error) },
+          'agreements: mail to signers failed; the next tick tries again',
+        );
       }
     }
   };

@@ -45,7 +45,13 @@ import { isPdf } from './completed-copy.js';
 import { PdfBusy, PdfError, type PdfWork, createPdfWork } from './pdf-work.js';
 import type { PadesLevel } from './seal-check.js';
 import { newEvent } from './events.js';
-import { createIdempotency, fingerprintOf, type IdempotentCreate, type IdempotentOutcome, type KeyClaim } from './idempotency.js';
+import {
+  createIdempotency,
+  fingerprintOf,
+  type IdempotentCreate,
+  type IdempotentOutcome,
+  type KeyClaim,
+} from './idempotency.js';
 import type { AgreementField, IdempotencyCompletion } from '../records.js';
 import { documentOf, identificationOf } from '../records.js';
 
@@ -175,7 +181,13 @@ export function createAgreementService(deps: AgreementServiceDeps) {
   const logger = deps.logger ?? silentLogger;
   const idempotency = createIdempotency({ storage, clock, logger });
   const pdf = deps.pdf ?? createPdfWork(undefined);
-  const apply = createAgreementChanges({ storage, notify: () => notify(), closed: deps.closed, mail: deps.mail, copies: deps.copies });
+  const apply = createAgreementChanges({
+    storage,
+    notify: () => notify(),
+    closed: deps.closed,
+    mail: deps.mail,
+    copies: deps.copies,
+  });
 
   function notify(): void {
     try {
@@ -215,7 +227,12 @@ export function createAgreementService(deps: AgreementServiceDeps) {
         meter.on('error', () => {});
         body.on('error', (error) => meter.destroy(error));
         body.pipe(meter);
-        const measured = () => ({ id, documentName: safeDocumentName(filename), fileSize: size, fileHash: hash.digest('hex') });
+        const measured = () => ({
+          id,
+          documentName: safeDocumentName(filename),
+          fileSize: size,
+          fileHash: hash.digest('hex'),
+        });
         if (!options.keep) return drained(meter).then(measured);
         const done = blobs.put(id, meter).then(measured);
         stored.push({ id, done });
@@ -227,7 +244,8 @@ export function createAgreementService(deps: AgreementServiceDeps) {
         await Promise.allSettled(stored.map((document) => document.done));
         const results = await Promise.allSettled(stored.map((document) => blobs.delete(document.id)));
         for (const result of results) {
-          if (result.status === 'rejected') logger.warn({ err: String(result.reason) }, 'could not remove an agreement document');
+          if (result.status === 'rejected')
+            logger.warn({ err: String(result.reason) }, 'could not remove an agreement document');
         }
       },
     };
@@ -276,7 +294,11 @@ export function createAgreementService(deps: AgreementServiceDeps) {
     } catch (error) {
       if (error instanceof PdfBusy) throw new PortalError('PDF_BUSY');
       if (!(error instanceof PdfError)) throw error;
-      throw new PortalError('INPUT_INVALID', `documents[${position}]`, `is not a PDF that can be read (${error.message}), so no field can be placed on it.`);
+      throw new PortalError(
+        'INPUT_INVALID',
+        `documents[${position}]`,
+        `is not a PDF that can be read (${error.message}), so no field can be placed on it.`,
+      );
     }
   }
 
@@ -339,7 +361,12 @@ export function createAgreementService(deps: AgreementServiceDeps) {
           identity: null,
         }),
       ),
-      documents: form.documents.map((document, index) => ({ ...document, signedFileHash: null, signedFileKey: null, fields: fields[index]! })),
+      documents: form.documents.map((document, index) => ({
+        ...document,
+        signedFileHash: null,
+        signedFileKey: null,
+        fields: fields[index]!,
+      })),
       createdAt,
       signingOrder: form.signingOrder ?? 'parallel',
       // Read to the second, as every date-time the API answers.
@@ -347,7 +374,8 @@ export function createAgreementService(deps: AgreementServiceDeps) {
       closedAt: null,
       closedReason: null,
       audit: [],
-      nextReminderAt: deps.reminderIntervalMs === undefined ? null : atom(new Date(now.getTime() + deps.reminderIntervalMs)),
+      nextReminderAt:
+        deps.reminderIntervalMs === undefined ? null : atom(new Date(now.getTime() + deps.reminderIntervalMs)),
       mail: [],
       completion: null,
     };
@@ -437,7 +465,9 @@ export function createAgreementService(deps: AgreementServiceDeps) {
       if (!isPastExpiry(record, now)) return agreementShape(record);
       // Past its expiresAt and not yet closed by a tick: this read closes it (agreement-expired,
       // once, whichever reaches it first), and shows it closed.
-      return agreementShape(await apply(accountId, id, now, (current) => ({ agreement: current, events: [] }), { reading: true }));
+      return agreementShape(
+        await apply(accountId, id, now, (current) => ({ agreement: current, events: [] }), { reading: true }),
+      );
     },
 
     /**
@@ -447,13 +477,19 @@ export function createAgreementService(deps: AgreementServiceDeps) {
      */
     async list(accountId: string, input: AgreementListInput = {}): Promise<AgreementPage> {
       checkAccountId(accountId);
-      if (typeof input !== 'object' || input === null) throw new PortalError('INPUT_INVALID', 'list', 'give { limit?, cursor? }.');
+      if (typeof input !== 'object' || input === null)
+        throw new PortalError('INPUT_INVALID', 'list', 'give { limit?, cursor? }.');
       const limit = input.limit ?? AGREEMENTS_PAGE.default;
       if (!Number.isInteger(limit) || limit < 1 || limit > AGREEMENTS_PAGE.max) {
         throw new PortalError('INPUT_INVALID', 'limit', `must be a whole number from 1 to ${AGREEMENTS_PAGE.max}.`);
       }
       const cursor = input.cursor ?? undefined;
-      const notACursor = () => new PortalError('INPUT_INVALID', 'cursor', 'is not one this list gave for this account; pass nextCursor as it came.');
+      const notACursor = () =>
+        new PortalError(
+          'INPUT_INVALID',
+          'cursor',
+          'is not one this list gave for this account; pass nextCursor as it came.',
+        );
       if (cursor !== undefined && !isId('agr', cursor)) throw notACursor();
       // One more than asked: whether it comes back says if there is a next page.
       const summaries = await storage.listAgreements(accountId, { limit: limit + 1, after: cursor });
@@ -467,7 +503,12 @@ export function createAgreementService(deps: AgreementServiceDeps) {
      * Authorization, under `baseUrl` (default: the `publicUrl` option). 400 for a malformed id, 404
      * for an agreement not in this account or a document that is not one of its.
      */
-    async documentDownloadLink(accountId: string, agreementId: string, documentId: string, baseUrl?: string): Promise<DownloadLink> {
+    async documentDownloadLink(
+      accountId: string,
+      agreementId: string,
+      documentId: string,
+      baseUrl?: string,
+    ): Promise<DownloadLink> {
       await documentOfAccount(accountId, agreementId, documentId);
       const target = { kind: 'document', accountId, agreementId, id: documentId } as const;
       return deps.downloads.link(target, baseUrl, 'agreements.documentDownloadLink');
@@ -478,14 +519,27 @@ export function createAgreementService(deps: AgreementServiceDeps) {
      * document's own link. 409 until the agreement is signed and the copy made, and for a document
      * that is not a PDF (it has none).
      */
-    async signedCopyLink(accountId: string, agreementId: string, documentId: string, baseUrl?: string): Promise<DownloadLink> {
+    async signedCopyLink(
+      accountId: string,
+      agreementId: string,
+      documentId: string,
+      baseUrl?: string,
+    ): Promise<DownloadLink> {
       const { agreement, document } = await documentOfAccount(accountId, agreementId, documentId);
-      if (agreement.status !== 'signed') throw new PortalError('SIGNED_COPY_NOT_READY', documentId, 'the agreement is not signed');
+      if (agreement.status !== 'signed')
+        throw new PortalError('SIGNED_COPY_NOT_READY', documentId, 'the agreement is not signed');
       if (document.signedFileKey === null) {
-        const why = agreement.completion === null ? 'it is not a PDF, or the PDF could not be read' : 'it is being made; try again in a moment';
+        const why =
+          agreement.completion === null
+            ? 'it is not a PDF, or the PDF could not be read'
+            : 'it is being made; try again in a moment';
         throw new PortalError('SIGNED_COPY_NOT_READY', documentId, why);
       }
-      return deps.downloads.link({ kind: 'signed', accountId, agreementId, id: documentId }, baseUrl, 'agreements.signedCopyLink');
+      return deps.downloads.link(
+        { kind: 'signed', accountId, agreementId, id: documentId },
+        baseUrl,
+        'agreements.signedCopyLink',
+      );
     },
 
     /**
@@ -527,13 +581,18 @@ export function createAgreementService(deps: AgreementServiceDeps) {
       const record = await storage.getAgreement(accountId, agreementId);
       if (record === null || !(await storage.deleteAgreement(accountId, agreementId))) return false;
       const keys = [
-        ...record.documents.flatMap((document) => (document.signedFileKey === null ? [document.id] : [document.id, document.signedFileKey])),
+        ...record.documents.flatMap((document) =>
+          document.signedFileKey === null ? [document.id] : [document.id, document.signedFileKey],
+        ),
         certificateKey(agreementId),
       ];
       const results = await Promise.allSettled(keys.map((key) => blobs.delete(key)));
       for (const result of results) {
         if (result.status === 'rejected')
-          logger.warn({ agreementId, err: String(result.reason) }, 'agreement removed; a blob of it is left to the orphan sweep');
+          logger.warn(
+            { agreementId, err: String(result.reason) },
+            'agreement removed; a blob of it is left to the orphan sweep',
+          );
       }
       return true;
     },
@@ -543,13 +602,20 @@ export function createAgreementService(deps: AgreementServiceDeps) {
      * `voided`, every signing link revoked, `agreement-voided`, the reason in the trail, and with a
      * notifier each signer who had a link told. 409 once signed or closed.
      */
-    async voidAgreement(accountId: string, agreementId: string, input: unknown, client: ClientInfo = NO_CLIENT): Promise<Agreement> {
+    async voidAgreement(
+      accountId: string,
+      agreementId: string,
+      input: unknown,
+      client: ClientInfo = NO_CLIENT,
+    ): Promise<Agreement> {
       checkAccountId(accountId);
       checkAgreementIds({ agreementId });
       const { reason } = parseInput(voidInput, input, 'the body');
       const now = clock();
       const mailing = deps.mail !== undefined;
-      const updated = await apply(accountId, agreementId, now, (current) => voidStep(current, reason, now, accountActor(accountId), client, mailing));
+      const updated = await apply(accountId, agreementId, now, (current) =>
+        voidStep(current, reason, now, accountActor(accountId), client, mailing),
+      );
       return agreementShape(updated);
     },
 
@@ -558,12 +624,20 @@ export function createAgreementService(deps: AgreementServiceDeps) {
      * while the agreement is open and the signer has not signed: their link is revoked and the
      * trail records which fields changed. 409 otherwise.
      */
-    async correctSigner(accountId: string, agreementId: string, signerId: string, input: unknown, client: ClientInfo = NO_CLIENT): Promise<Agreement> {
+    async correctSigner(
+      accountId: string,
+      agreementId: string,
+      signerId: string,
+      input: unknown,
+      client: ClientInfo = NO_CLIENT,
+    ): Promise<Agreement> {
       checkAccountId(accountId);
       checkAgreementIds({ agreementId, signerId });
       const correction = parseInput(signerCorrectionInput, input, 'the body');
       const now = clock();
-      const updated = await apply(accountId, agreementId, now, (current) => correctStep(current, signerId, correction, now, accountActor(accountId), client));
+      const updated = await apply(accountId, agreementId, now, (current) =>
+        correctStep(current, signerId, correction, now, accountActor(accountId), client),
+      );
       return agreementShape(updated);
     },
 
@@ -572,13 +646,22 @@ export function createAgreementService(deps: AgreementServiceDeps) {
      * `agreement-signed` in the same atomic update. 404 for an unknown agreement or signer, 409 for
      * a signer who already signed, 400 for a signature that is not an acceptable image.
      */
-    async sign(accountId: string, agreementId: string, signerId: string, input: SignInput, client: ClientInfo = NO_CLIENT): Promise<Agreement> {
+    async sign(
+      accountId: string,
+      agreementId: string,
+      signerId: string,
+      input: SignInput,
+      client: ClientInfo = NO_CLIENT,
+    ): Promise<Agreement> {
       checkAccountId(accountId);
-      if (typeof input !== 'object' || input === null) throw new PortalError('INPUT_INVALID', 'sign', 'give { signature } as a data-URL.');
+      if (typeof input !== 'object' || input === null)
+        throw new PortalError('INPUT_INVALID', 'sign', 'give { signature } as a data-URL.');
       const signature = parseInput(signatureInput, input.signature, 'sign.signature');
       if (!isId('agr', agreementId)) throw new PortalError('AGREEMENT_NOT_FOUND', agreementId);
       const now = clock();
-      const updated = await apply(accountId, agreementId, now, (current) => signStep(current, signerId, signature, now, accountActor(accountId), client));
+      const updated = await apply(accountId, agreementId, now, (current) =>
+        signStep(current, signerId, signature, now, accountActor(accountId), client),
+      );
       return agreementShape(updated);
     },
   };
@@ -590,7 +673,12 @@ function formFingerprint(form: AgreementForm): string {
     name: form.name,
     signerName: form.signerName,
     signerSignatureData: form.signerSignatureData,
-    signers: form.signers.map(({ firstName, lastName, email, shouldIdentify }) => ({ firstName, lastName, email, shouldIdentify })),
+    signers: form.signers.map(({ firstName, lastName, email, shouldIdentify }) => ({
+      firstName,
+      lastName,
+      email,
+      shouldIdentify,
+    })),
     documents: form.documents.map(({ documentName, fileSize, fileHash }) => ({ documentName, fileSize, fileHash })),
     signingOrder: form.signingOrder ?? 'parallel',
     expiresAt: form.expiresAt ?? null,
@@ -610,5 +698,13 @@ export type AgreementService = ReturnType<typeof createAgreementService>;
 /** What `portal.agreements` offers a host application. */
 export type AgreementApi = Pick<
   AgreementService,
-  'get' | 'list' | 'sign' | 'documentDownloadLink' | 'signedCopyLink' | 'verify' | 'voidAgreement' | 'correctSigner' | 'delete'
+  | 'get'
+  | 'list'
+  | 'sign'
+  | 'documentDownloadLink'
+  | 'signedCopyLink'
+  | 'verify'
+  | 'voidAgreement'
+  | 'correctSigner'
+  | 'delete'
 >;

@@ -122,5 +122,7 @@ export function verifyTrail(record: AgreementRecord): boolean {
   if (last?.state !== undefined && last.state !== stateDigest(record)) return false;
   if (auditHead === null) return true;
   if (record.signerSignatureHash !== senderSignatureHash(record.signerSignature, record.createdAt)) return false;
-  return record.signers.every((signer) => signer.signature === null || signer.signatureHash === signatureHash(signer.signature));
+  return record.signers.every(
+    (signer) => signer.signature === null || signer.signatureHash === signatureHash(signer.signature),
+  );
 }

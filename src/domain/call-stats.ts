@@ -30,7 +30,13 @@ export function latencyBin(durationMs: number): number {
 }
 
 /** An empty hour. */
-export const emptyHour = (hour: string): CallStatsHour => ({ hour, succeeded: 0, failed: 0, errors: 0, latency: new Array<number>(LATENCY_BINS).fill(0) });
+export const emptyHour = (hour: string): CallStatsHour => ({
+  hour,
+  succeeded: 0,
+  failed: 0,
+  errors: 0,
+  latency: new Array<number>(LATENCY_BINS).fill(0),
+});
 
 /** The windows a chart asks for, each in buckets of its own size. */
 const STATS_WINDOWS = {

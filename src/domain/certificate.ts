@@ -55,7 +55,8 @@ function identificationLine(audit: readonly AuditEntry[], signer: AgreementSigne
 }
 
 export async function certificatePdf(record: AgreementRecord, now: Date): Promise<Buffer> {
-  if (record.status !== 'signed' && record.closedReason === null) throw new PortalError('AGREEMENT_STILL_OPEN', record.id);
+  if (record.status !== 'signed' && record.closedReason === null)
+    throw new PortalError('AGREEMENT_STILL_OPEN', record.id);
   const lib = await loadLibpdf();
   const pdf = lib.PDF.create();
   pdf.setTitle(printable(`Certificate of completion: ${record.name}`));
@@ -95,10 +96,15 @@ export async function certificatePdf(record: AgreementRecord, now: Date): Promis
     flow.line('E-mail', signer.email);
     flow.line(
       'Status',
-      signer.signedAt !== null ? `signed at ${signer.signedAt}` : signer.declinedAt !== null ? `declined at ${signer.declinedAt}` : 'not signed',
+      signer.signedAt !== null
+        ? `signed at ${signer.signedAt}`
+        : signer.declinedAt !== null
+          ? `declined at ${signer.declinedAt}`
+          : 'not signed',
     );
     if (signer.declineReason !== null) flow.line('Reason given', signer.declineReason);
-    if (step !== undefined) flow.line('From', `${step.ip ?? 'unknown address'}, ${step.userAgent ?? 'unknown user agent'}`);
+    if (step !== undefined)
+      flow.line('From', `${step.ip ?? 'unknown address'}, ${step.userAgent ?? 'unknown user agent'}`);
     flow.line('Identification', identificationLine(record.audit, signer));
     if (signer.signatureHash !== null) flow.line('Signature SHA-256', signer.signatureHash);
     // Never the stored bytes: a PNG redrawn within the pixel budget, or nothing (docs/signing.md, "Signature images").
@@ -111,7 +117,9 @@ export async function certificatePdf(record: AgreementRecord, now: Date): Promis
   flow.heading('Audit trail');
   for (const entry of record.audit) {
     flow.text(`${entry.at}  ${ACTIONS[entry.action] ?? entry.action}`, { bold: true });
-    flow.text(`by ${actorName(record, entry.actor)}${entry.ip === null ? '' : ` from ${entry.ip}`}${entry.detail === null ? '' : `: "${entry.detail}"`}`);
+    flow.text(
+      `by ${actorName(record, entry.actor)}${entry.ip === null ? '' : ` from ${entry.ip}`}${entry.detail === null ? '' : `: "${entry.detail}"`}`,
+    );
     if (entry.method !== undefined) flow.text(`method ${METHODS[entry.method]}`);
     if (entry.disclosureHash !== undefined) flow.text(`disclosure SHA-256 ${entry.disclosureHash}`, { size: 8 });
     if (entry.userAgent !== null) flow.text(entry.userAgent, { size: 8 });

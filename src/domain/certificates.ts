@@ -33,7 +33,13 @@ export interface Certificates {
  * and the kept certificate stays as it was made; a step recorded after that (a late view) is in
  * the trail, not in the PDF.
  */
-export function createCertificates(deps: { storage: Storage; blobs: BlobStore; clock: () => Date; logger: Logger; sealer?: Sealer | null }): Certificates {
+export function createCertificates(deps: {
+  storage: Storage;
+  blobs: BlobStore;
+  clock: () => Date;
+  logger: Logger;
+  sealer?: Sealer | null;
+}): Certificates {
   const { storage, blobs, clock, logger } = deps;
   const making = new Map<string, Promise<Buffer>>();
   let queue: Promise<unknown> = Promise.resolve();
@@ -59,7 +65,10 @@ export function createCertificates(deps: { storage: Storage; blobs: BlobStore; c
       const now = clock();
       const drawn = await certificatePdf(record, now);
       // Sealed like the completed copies, with the same key, when the portal has one.
-      const pdf = deps.sealer == null ? drawn : (await deps.sealer.seal(drawn, `Certificate of completion of ${record.name}`, now)).bytes;
+      const pdf =
+        deps.sealer == null
+          ? drawn
+          : (await deps.sealer.seal(drawn, `Certificate of completion of ${record.name}`, now)).bytes;
       await blobs.put(key, Readable.from([pdf]));
       return pdf;
     });

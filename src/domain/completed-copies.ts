@@ -49,11 +49,19 @@ export function createCompletedCopies(deps: {
   const background = createBackgroundRuns((error, agreementId) =>
     logger.warn({ agreementId, err: describeError(error) }, 'completed copies: failed; the tick tries again'),
   );
-  const update = (accountId: string, id: string, change: (current: AgreementRecord) => AgreementRecord | typeof NOTHING) =>
-    updateUnlessNothing(storage, accountId, id, change);
+  const update = (
+    accountId: string,
+    id: string,
+    change: (current: AgreementRecord) => AgreementRecord | typeof NOTHING,
+  ) => updateUnlessNothing(storage, accountId, id, change);
 
   /** Records what the attempt made, if the claim is still this attempt's; `false` when another has settled it. */
-  async function record(claimed: AgreementRecord, attempts: number, copies: Map<string, { key: string; copy: CompletedCopy }>, now: Date): Promise<boolean> {
+  async function record(
+    claimed: AgreementRecord,
+    attempts: number,
+    copies: Map<string, { key: string; copy: CompletedCopy }>,
+    now: Date,
+  ): Promise<boolean> {
     const stored = await update(claimed.accountId, claimed.id, (current) => {
       if (current.completion?.attempts !== attempts) return NOTHING;
       const documents = current.documents.map((document) => {
@@ -62,7 +70,10 @@ export function createCompletedCopies(deps: {
       });
       const done: AgreementRecord = { ...current, documents, completion: null };
       if (deps.mail === undefined) return done;
-      return done.signers.reduce((mailed, signer) => queueMail(mailed, { kind: 'agreement-completed', signerId: signer.id }, now), done);
+      return done.signers.reduce(
+        (mailed, signer) => queueMail(mailed, { kind: 'agreement-completed', signerId: signer.id }, now),
+        done,
+      );
     });
     if (stored !== null) deps.mail?.queued(stored);
     return stored !== null;
@@ -95,14 +106,26 @@ export function createCompletedCopies(deps: {
           // The key, or a worker too busy to take it now: the whole attempt is tried again later.
           if (error instanceof SealError || error instanceof PdfBusy) throw error;
           // This PDF will never be read: it keeps no copy, and the agreement is told once.
-          deps.emit({ type: 'sealing.failed', ...event, documentId: document.id, reason: errorMessage(error).slice(0, 500), final: true });
+          deps.emit({
+            type: 'sealing.failed',
+            ...event,
+            documentId: document.id,
+            reason: errorMessage(error).slice(0, 500),
+            final: true,
+          });
           logger.warn(
             { agreementId: id, documentId: document.id, err: describeError(error) },
             'completed copy: the PDF could not be read or updated; it keeps no copy',
           );
           continue;
         }
-        if (copy.degraded !== null) deps.emit({ type: 'sealing.degraded', ...event, documentId: document.id, reason: copy.degraded.slice(0, 500) });
+        if (copy.degraded !== null)
+          deps.emit({
+            type: 'sealing.degraded',
+            ...event,
+            documentId: document.id,
+            reason: copy.degraded.slice(0, 500),
+          });
         const key = copyKey(document.id);
         await blobs.put(key, Readable.from([copy.bytes]));
         copies.set(document.id, { key, copy });
@@ -128,7 +151,10 @@ export function createCompletedCopies(deps: {
     const now = clock();
     const reason = errorMessage(error).slice(0, 500);
     const givenUp = attempts > deps.retrySchedule.length;
-    logger.warn({ agreementId: claimed.id, attempts, givenUp, err: describeError(error) }, 'completed copies: the attempt failed');
+    logger.warn(
+      { agreementId: claimed.id, attempts, givenUp, err: describeError(error) },
+      'completed copies: the attempt failed',
+    );
     deps.emit({ type: 'sealing.failed', ...event, documentId: null, reason, final: givenUp });
     await update(claimed.accountId, claimed.id, (current) => {
       if (current.completion?.attempts !== attempts) return NOTHING;
@@ -136,7 +162,10 @@ export function createCompletedCopies(deps: {
       const nextAttemptAt = atom(new Date(now.getTime() + deps.retrySchedule[attempts - 1]! * 1000));
       return { ...current, completion: { attempts, nextAttemptAt, lastError: reason } };
     }).catch((failure) =>
-      logger.error({ agreementId: claimed.id, err: describeError(failure) }, 'completed copies: the retry could not be recorded; the lease runs out'),
+      logger.error(
+        { agreementId: claimed.id, err: describeError(failure) },
+        'completed copies: the retry could not be recorded; the lease runs out',
+      ),
     );
   }
 

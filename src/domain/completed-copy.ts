@@ -38,7 +38,14 @@ export interface CompletedCopy {
 export interface CopyPlan {
   agreement: { id: string; name: string; senderName: string };
   document: { name: string; fileHash: string };
-  signers: { id: string; name: string; email: string; signedAt: string | null; identified: string | null; signature: string | null }[];
+  signers: {
+    id: string;
+    name: string;
+    email: string;
+    signedAt: string | null;
+    identified: string | null;
+    signature: string | null;
+  }[];
   /** The fields the `fields` part placed on this document. */
   fields: AgreementField[];
   completedAt: string;
@@ -49,7 +56,9 @@ export function copyPlan(record: AgreementRecord, document: AgreementDocumentRec
     agreement: { id: record.id, name: record.name, senderName: record.signerName },
     document: { name: document.documentName, fileHash: document.fileHash },
     signers: record.signers.map((signer) => {
-      const identified = record.audit.findLast((entry) => entry.action === 'identified' && entry.signerId === signer.id);
+      const identified = record.audit.findLast(
+        (entry) => entry.action === 'identified' && entry.signerId === signer.id,
+      );
       return {
         id: signer.id,
         name: `${signer.firstName} ${signer.lastName}`,
@@ -112,12 +121,20 @@ export async function completedCopy(original: Buffer, plan: CopyPlan, sealer: Se
   }
   let sealed: Awaited<ReturnType<Sealer['seal']>> | null = null;
   try {
-    sealed = sealer === null ? null : await sealer.seal(stamped, `Signed by every signer of ${plan.agreement.name}`, new Date(plan.completedAt));
+    sealed =
+      sealer === null
+        ? null
+        : await sealer.seal(stamped, `Signed by every signer of ${plan.agreement.name}`, new Date(plan.completedAt));
   } catch (error) {
     throw new SealError(error);
   }
   const bytes = sealed?.bytes ?? Buffer.from(stamped);
-  return { bytes, hash: createHash('sha256').update(bytes).digest('hex'), level: sealed?.level ?? null, degraded: sealed?.degraded ?? null };
+  return {
+    bytes,
+    hash: createHash('sha256').update(bytes).digest('hex'),
+    level: sealed?.level ?? null,
+    degraded: sealed?.degraded ?? null,
+  };
 }
 
 /** The page appended to a PDF with no field: who signed, when, how identified, and each signature. */

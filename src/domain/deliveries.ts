@@ -23,7 +23,11 @@ import { atom } from '../shared/time.js';
  * whose filter, if any, the event's data matches, or with `target` that one webhook alone, whatever
  * its type and filter.
  */
-export function isRecipient(webhook: Pick<WebhookRecord, 'id' | 'type' | 'filter'>, event: EventRecord, target?: DeliveryTarget): boolean {
+export function isRecipient(
+  webhook: Pick<WebhookRecord, 'id' | 'type' | 'filter'>,
+  event: EventRecord,
+  target?: DeliveryTarget,
+): boolean {
   if (target !== undefined) return webhook.id === target.webhookId;
   return webhook.type === event.type && (webhook.filter === undefined || matchesFilter(webhook.filter, event.data));
 }
@@ -38,7 +42,10 @@ export const MAX_ATTEMPTS_KEPT = 50;
  * A new delivery of `event` to the webhook `webhookId`: pending, due when the event happened, no
  * attempts, no lease, its event's ordering key. (`inKeyOrder` makes one wait behind its key.)
  */
-export function newDelivery(event: Pick<EventRecord, 'id' | 'accountId' | 'type' | 'createdAt' | 'orderingKey'>, webhookId: string): DeliveryRecord {
+export function newDelivery(
+  event: Pick<EventRecord, 'id' | 'accountId' | 'type' | 'createdAt' | 'orderingKey'>,
+  webhookId: string,
+): DeliveryRecord {
   return {
     id: newId('whd'),
     accountId: event.accountId,
@@ -62,8 +69,15 @@ export function newDelivery(event: Pick<EventRecord, 'id' | 'accountId' | 'type'
  * once and dated `now`, so the log lists it with what happened then. Keyed, it takes its place
  * behind what its key holds pending (`inKeyOrder`), not the place its event had.
  */
-export function recoveredDelivery(event: Pick<EventRecord, 'id' | 'accountId' | 'type' | 'orderingKey'>, webhookId: string, now: string): DeliveryRecord {
-  return newDelivery({ id: event.id, accountId: event.accountId, type: event.type, createdAt: now, orderingKey: event.orderingKey }, webhookId);
+export function recoveredDelivery(
+  event: Pick<EventRecord, 'id' | 'accountId' | 'type' | 'orderingKey'>,
+  webhookId: string,
+  now: string,
+): DeliveryRecord {
+  return newDelivery(
+    { id: event.id, accountId: event.accountId, type: event.type, createdAt: now, orderingKey: event.orderingKey },
+    webhookId,
+  );
 }
 
 /*
@@ -88,7 +102,10 @@ export const keyOf = (webhookId: string, orderingKey: string) => `${webhookId}\u
  * due unless `taken` says the key already holds a pending delivery, and each later one is held.
  * Deliveries without a key are returned as they are.
  */
-export function inKeyOrder(made: DeliveryRecord[], taken: (webhookId: string, orderingKey: string) => boolean): DeliveryRecord[] {
+export function inKeyOrder(
+  made: DeliveryRecord[],
+  taken: (webhookId: string, orderingKey: string) => boolean,
+): DeliveryRecord[] {
   const seen = new Set<string>();
   return made.map((delivery) => {
     if (delivery.orderingKey === null) return delivery;
@@ -172,8 +189,13 @@ export function dueAfter(attempt: Pick<DeliveryAttempt, 'at' | 'durationMs'>): s
  * Whether `recorded` (what `recordAttempt` made of a delivery after `attempt`) is due at once: a
  * redeliver queued during the call. A worker then claims again instead of waiting for its tick.
  */
-export function isDueAfter(recorded: Pick<DeliveryRecord, 'status' | 'nextAttemptAt'>, attempt: Pick<DeliveryAttempt, 'at' | 'durationMs'>): boolean {
-  return recorded.status === 'pending' && recorded.nextAttemptAt !== null && recorded.nextAttemptAt <= dueAfter(attempt);
+export function isDueAfter(
+  recorded: Pick<DeliveryRecord, 'status' | 'nextAttemptAt'>,
+  attempt: Pick<DeliveryAttempt, 'at' | 'durationMs'>,
+): boolean {
+  return (
+    recorded.status === 'pending' && recorded.nextAttemptAt !== null && recorded.nextAttemptAt <= dueAfter(attempt)
+  );
 }
 
 /**
@@ -210,13 +232,27 @@ export function recordAttempt(
  */
 export function redeliver(delivery: DeliveryRecord, nextAttemptAt: string, keyTaken = false): DeliveryRecord {
   if (isLeased(delivery, nextAttemptAt)) return { ...delivery, redeliverQueued: true };
-  return { ...delivery, status: 'pending', nextAttemptAt: keyTaken ? null : nextAttemptAt, leaseOwner: null, leaseUntil: null, redeliverQueued: false };
+  return {
+    ...delivery,
+    status: 'pending',
+    nextAttemptAt: keyTaken ? null : nextAttemptAt,
+    leaseOwner: null,
+    leaseUntil: null,
+    redeliverQueued: false,
+  };
 }
 
 /** The delivery cancelled: never attempted again, lease dropped; `null` when it is not pending (a finished one keeps its outcome). */
 export function cancel(delivery: DeliveryRecord): DeliveryRecord | null {
   if (delivery.status !== 'pending') return null;
-  return { ...delivery, status: 'cancelled', nextAttemptAt: null, leaseOwner: null, leaseUntil: null, redeliverQueued: false };
+  return {
+    ...delivery,
+    status: 'cancelled',
+    nextAttemptAt: null,
+    leaseOwner: null,
+    leaseUntil: null,
+    redeliverQueued: false,
+  };
 }
 
 export interface ClaimPlan {
@@ -257,7 +293,9 @@ export function planClaim(
     if (claim.perAccount !== undefined) {
       const { inFlight } = claim.perAccount;
       // Own keys only: an account id such as "constructor" must not read the object's prototype.
-      const holding = held.get(delivery.accountId) ?? (Object.hasOwn(inFlight, delivery.accountId) ? inFlight[delivery.accountId]! : 0);
+      const holding =
+        held.get(delivery.accountId) ??
+        (Object.hasOwn(inFlight, delivery.accountId) ? inFlight[delivery.accountId]! : 0);
       if (holding >= claim.perAccount.max) {
         accountFull?.(delivery.accountId);
         continue;

@@ -46,7 +46,9 @@ export function resolveSigningKeys(keys: readonly string[] | undefined, logger: 
   }
   keys.forEach((key, index) => {
     if (typeof key !== 'string' || key.length < MIN_SIGNING_KEY_LENGTH) {
-      throw new TypeError(`signingKeys[${index}] must be a string of at least ${MIN_SIGNING_KEY_LENGTH} characters (e.g. \`openssl rand -base64 32\`)`);
+      throw new TypeError(
+        `signingKeys[${index}] must be a string of at least ${MIN_SIGNING_KEY_LENGTH} characters (e.g. \`openssl rand -base64 32\`)`,
+      );
     }
   });
   return [...keys];
@@ -60,13 +62,32 @@ export function resolveSigningKeys(keys: readonly string[] | undefined, logger: 
 function grantMessage(grant: DownloadGrant): string {
   switch (grant.kind) {
     case 'attachment':
-      return JSON.stringify(['customer-portal/download/v1', grant.accountId, grant.ticketId, grant.messageId, grant.id, grant.expires]);
+      return JSON.stringify([
+        'customer-portal/download/v1',
+        grant.accountId,
+        grant.ticketId,
+        grant.messageId,
+        grant.id,
+        grant.expires,
+      ]);
     case 'file':
       return JSON.stringify(['customer-portal/download/v1/file', grant.accountId, grant.id, grant.expires]);
     case 'document':
-      return JSON.stringify(['customer-portal/download/v1/document', grant.accountId, grant.agreementId, grant.id, grant.expires]);
+      return JSON.stringify([
+        'customer-portal/download/v1/document',
+        grant.accountId,
+        grant.agreementId,
+        grant.id,
+        grant.expires,
+      ]);
     case 'signed':
-      return JSON.stringify(['customer-portal/download/v1/signed', grant.accountId, grant.agreementId, grant.id, grant.expires]);
+      return JSON.stringify([
+        'customer-portal/download/v1/signed',
+        grant.accountId,
+        grant.agreementId,
+        grant.id,
+        grant.expires,
+      ]);
   }
 }
 
@@ -82,7 +103,8 @@ export interface LinkSigner {
 
 export function createLinkSigner(keys: readonly string[]): LinkSigner {
   const secrets: KeyObject[] = keys.map((key) => createSecretKey(Buffer.from(key, 'utf8')));
-  const signWith = (secret: KeyObject, message: string) => createHmac('sha256', secret).update(message).digest('base64url');
+  const signWith = (secret: KeyObject, message: string) =>
+    createHmac('sha256', secret).update(message).digest('base64url');
   const signText = (message: string) => signWith(secrets[0]!, message);
   function verifyText(message: string, signature: string): boolean {
     const presented = Buffer.from(signature, 'utf8');
@@ -134,7 +156,8 @@ export function readDownloadRequest(
   const { account, ticket, message, agreement, expires, signature, copy } = query;
   const id = params.id;
   const present = (part: unknown): part is string => typeof part === 'string' && part !== '';
-  if (!present(id) || !present(account) || !present(expires) || !present(signature) || !UNIX_SECONDS.test(expires)) return null;
+  if (!present(id) || !present(account) || !present(expires) || !present(signature) || !UNIX_SECONDS.test(expires))
+    return null;
   const kind = KIND_OF_PREFIX[id.slice(0, 3)];
   const base = { accountId: account, id, expires: Number(expires) };
   switch (kind) {
@@ -145,7 +168,13 @@ export function readDownloadRequest(
       if (ticket !== undefined || message !== undefined || agreement !== undefined || copy !== undefined) return null;
       return { grant: { kind, ...base }, signature };
     case 'document':
-      if (!present(agreement) || ticket !== undefined || message !== undefined || (copy !== undefined && copy !== 'signed')) return null;
+      if (
+        !present(agreement) ||
+        ticket !== undefined ||
+        message !== undefined ||
+        (copy !== undefined && copy !== 'signed')
+      )
+        return null;
       return { grant: { kind: copy === 'signed' ? 'signed' : 'document', ...base, agreementId: agreement }, signature };
     default:
       return null;

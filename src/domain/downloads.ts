@@ -20,7 +20,11 @@ export interface Downloadable {
 }
 
 /** A grant before its expiry is set: what a service asks a link for. */
-export type DownloadTarget = DownloadGrant extends infer G ? (G extends DownloadGrant ? Omit<G, 'expires'> : never) : never;
+export type DownloadTarget = DownloadGrant extends infer G
+  ? G extends DownloadGrant
+    ? Omit<G, 'expires'>
+    : never
+  : never;
 
 /**
  * An agreement document's media type: a document is stored without one, and a PDF is what
@@ -53,19 +57,40 @@ export function createDownloadService(deps: DownloadServiceDeps) {
       case 'attachment': {
         const record = await storage.getAttachment(grant.accountId, grant.id);
         if (record === null || record.ticketId !== grant.ticketId || record.messageId !== grant.messageId) return null;
-        return { kind: grant.kind, id: record.id, name: record.name, mime: record.mime, size: record.size, createdAt: record.createdAt };
+        return {
+          kind: grant.kind,
+          id: record.id,
+          name: record.name,
+          mime: record.mime,
+          size: record.size,
+          createdAt: record.createdAt,
+        };
       }
       case 'file': {
         const record = await storage.getFileEntry(grant.accountId, grant.id);
         if (record === null || record.type !== 'file') return null;
-        return { kind: grant.kind, id: record.id, name: record.name, mime: record.mime, size: record.size, createdAt: record.createdAt };
+        return {
+          kind: grant.kind,
+          id: record.id,
+          name: record.name,
+          mime: record.mime,
+          size: record.size,
+          createdAt: record.createdAt,
+        };
       }
       case 'document': {
         const agreement = await storage.getAgreement(grant.accountId, grant.agreementId);
         const document = agreement?.documents.find((candidate) => candidate.id === grant.id);
         if (agreement == null || document === undefined) return null;
         const { documentName: name, fileSize: size } = document;
-        return { kind: grant.kind, id: document.id, name, mime: documentMime(name), size, createdAt: agreement.createdAt };
+        return {
+          kind: grant.kind,
+          id: document.id,
+          name,
+          mime: documentMime(name),
+          size,
+          createdAt: agreement.createdAt,
+        };
       }
       case 'signed': {
         // The completed copy is its own blob; its size is the blob's.
@@ -74,7 +99,14 @@ export function createDownloadService(deps: DownloadServiceDeps) {
         const stat = key === null ? null : await blobs.stat(key);
         if (agreement == null || key === null || stat === null) return null;
         const name = signedName(agreement.documents.find((candidate) => candidate.id === grant.id)!.documentName);
-        return { kind: grant.kind, id: key, name, mime: 'application/pdf', size: stat.size, createdAt: agreement.createdAt };
+        return {
+          kind: grant.kind,
+          id: key,
+          name,
+          mime: 'application/pdf',
+          size: stat.size,
+          createdAt: agreement.createdAt,
+        };
       }
     }
   }
@@ -85,9 +117,15 @@ export function createDownloadService(deps: DownloadServiceDeps) {
      * under `baseUrl` (default: the `publicUrl` option). The caller has checked that the record is
      * the account's.
      */
-    link(target: DownloadTarget, baseUrl: string | undefined, what: string, lifetimeSeconds = LINK_LIFETIME_SECONDS): DownloadLink {
+    link(
+      target: DownloadTarget,
+      baseUrl: string | undefined,
+      what: string,
+      lifetimeSeconds = LINK_LIFETIME_SECONDS,
+    ): DownloadLink {
       const root = baseUrl ?? deps.publicUrl;
-      if (root === undefined) throw new TypeError(`${what}: give baseUrl, or set the publicUrl option, to build a link outside a request`);
+      if (root === undefined)
+        throw new TypeError(`${what}: give baseUrl, or set the publicUrl option, to build a link outside a request`);
       // Whole seconds: the expiry the client reads is the second the link stops serving.
       const expires = Math.floor(clock().getTime() / 1000) + lifetimeSeconds;
       const grant = { ...target, expires } as DownloadGrant;
@@ -116,7 +154,11 @@ export function createDownloadService(deps: DownloadServiceDeps) {
      * that led here, whose expiry is `expires`, unix seconds), or `null` when the store does not, or
      * less than a second of the link remains: the portal then streams the bytes.
      */
-    async directUrl(download: Downloadable, expires: number, answer: { contentType: string; contentDisposition: string }): Promise<string | null> {
+    async directUrl(
+      download: Downloadable,
+      expires: number,
+      answer: { contentType: string; contentDisposition: string },
+    ): Promise<string | null> {
       if (blobs.presign === undefined) return null;
       const expiresInSeconds = Math.floor((expires * 1000 - clock().getTime()) / 1000);
       if (expiresInSeconds < 1) return null;
@@ -128,7 +170,8 @@ export function createDownloadService(deps: DownloadServiceDeps) {
      * caller's buffers where the store has one (`BlobStore.reader`), else a stream.
      */
     async openBytes(download: Downloadable, range?: ByteRange): Promise<Readable | BlobReader> {
-      const body = blobs.reader === undefined ? await blobs.get(download.id, range) : await blobs.reader(download.id, range);
+      const body =
+        blobs.reader === undefined ? await blobs.get(download.id, range) : await blobs.reader(download.id, range);
       if (body === null) throw removed(download.kind);
       return body;
     },

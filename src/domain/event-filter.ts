@@ -5,7 +5,19 @@ import type { EventFilter } from '../records.js';
 export type { EventFilter };
 
 /** The value operators, in the order the documentation lists them. */
-const VALUE_OPERATORS = ['$eq', '$neq', '$gt', '$gte', '$lt', '$lte', '$in', '$nin', '$startsWith', '$endsWith', '$exist'] as const;
+const VALUE_OPERATORS = [
+  '$eq',
+  '$neq',
+  '$gt',
+  '$gte',
+  '$lt',
+  '$lte',
+  '$in',
+  '$nin',
+  '$startsWith',
+  '$endsWith',
+  '$exist',
+] as const;
 /** The logical operators. */
 const LOGICAL_OPERATORS = ['$and', '$or', '$not'] as const;
 
@@ -32,7 +44,8 @@ const isValueOperator = (key: string) => (VALUE_OPERATORS as readonly string[]).
 const OPERATOR_LIST = [...VALUE_OPERATORS, ...LOGICAL_OPERATORS].join(', ');
 const ARRAY_INDEX = /^(?:0|[1-9][0-9]{0,8})$/;
 
-const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === 'object' && !Array.isArray(value);
 
 /** Whether two JSON values are equal: the same primitive, or arrays and objects equal member by member. */
 function same(a: unknown, b: unknown): boolean {
@@ -47,7 +60,8 @@ function same(a: unknown, b: unknown): boolean {
   const keys = Object.keys(a);
   if (keys.length !== Object.keys(b).length) return false;
   for (const key of keys) {
-    if (!Object.hasOwn(b, key) || !same((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key])) return false;
+    if (!Object.hasOwn(b, key) || !same((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key]))
+      return false;
   }
   return true;
 }
@@ -74,7 +88,8 @@ function reader(segments: readonly string[]): (data: unknown) => unknown {
 }
 
 /** Where a part of a filter sits, for error messages: `webhook.filter["customer.tier"].$gte`. */
-const child = (where: string, key: string) => (/^[A-Za-z_$][A-Za-z0-9_$]*$/.test(key) ? `${where}.${key}` : `${where}[${JSON.stringify(key)}]`);
+const child = (where: string, key: string) =>
+  /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(key) ? `${where}.${key}` : `${where}[${JSON.stringify(key)}]`;
 
 /** Compiles one filter, counting its clauses against the limits as it goes. */
 class Compiler {
@@ -85,7 +100,8 @@ class Compiler {
   }
 
   private count(where: string): void {
-    if (++this.clauses > FILTER_LIMITS.clauses) this.fail(where, `a filter holds at most ${FILTER_LIMITS.clauses} clauses (operators and equalities).`);
+    if (++this.clauses > FILTER_LIMITS.clauses)
+      this.fail(where, `a filter holds at most ${FILTER_LIMITS.clauses} clauses (operators and equalities).`);
   }
 
   /** A filter: an object whose every clause must hold. */
@@ -108,12 +124,15 @@ class Compiler {
       return (data) => !test(data);
     }
     if (key.startsWith('$')) {
-      if (isValueOperator(key)) this.fail(where, `needs a path to test: put it under one, as {"amount": {"${key}": …}}.`);
+      if (isValueOperator(key))
+        this.fail(where, `needs a path to test: put it under one, as {"amount": {"${key}": …}}.`);
       this.fail(where, `is not an operator; use one of ${OPERATOR_LIST}.`);
     }
     const segments = key.split('.');
-    if (segments.some((segment) => segment === '')) this.fail(where, 'is not a path: segments are separated by single dots, none empty.');
-    if (segments.length > FILTER_LIMITS.segments) this.fail(where, `a path has at most ${FILTER_LIMITS.segments} segments.`);
+    if (segments.some((segment) => segment === ''))
+      this.fail(where, 'is not a path: segments are separated by single dots, none empty.');
+    if (segments.length > FILTER_LIMITS.segments)
+      this.fail(where, `a path has at most ${FILTER_LIMITS.segments} segments.`);
     return this.value(value, where, reader(segments), depth);
   }
 
@@ -127,12 +146,14 @@ class Compiler {
       };
     }
     const keys = Object.keys(value);
-    if (keys.length === 0) this.fail(where, 'an empty object tests nothing: give operators, as {"$exist": true}, or paths under it.');
+    if (keys.length === 0)
+      this.fail(where, 'an empty object tests nothing: give operators, as {"$exist": true}, or paths under it.');
     if (keys.some(isValueOperator)) {
       const tests: Test[] = [];
       for (const key of keys) {
         const at = child(where, key);
-        if (!key.startsWith('$')) this.fail(at, 'mixes a path with value operators: put the path beside this one, joined to it by a dot.');
+        if (!key.startsWith('$'))
+          this.fail(at, 'mixes a path with value operators: put the path beside this one, joined to it by a dot.');
         if (!isValueOperator(key)) this.fail(at, `is not a value operator; use one of ${VALUE_OPERATORS.join(', ')}.`);
         this.count(at);
         tests.push(this.operator(key, value[key], at));
@@ -173,7 +194,8 @@ class Compiler {
           : (found) => typeof found === 'string' && found.endsWith(operand);
       }
       default: {
-        if (typeof operand !== 'boolean') this.fail(where, 'must be true (the path holds a value, null included) or false (it does not).');
+        if (typeof operand !== 'boolean')
+          this.fail(where, 'must be true (the path holds a value, null included) or false (it does not).');
         return operand ? (found) => found !== undefined : (found) => found === undefined;
       }
     }
@@ -181,7 +203,8 @@ class Compiler {
 
   /** `$gt`, `$gte`, `$lt`, `$lte`: numbers against numbers, strings against strings (code unit order, as ATOM times sort); anything else does not match. */
   private comparison(operator: string, operand: unknown, where: string): (found: unknown) => boolean {
-    if (typeof operand !== 'string' && !(typeof operand === 'number' && Number.isFinite(operand))) this.fail(where, 'must be a number or a string.');
+    if (typeof operand !== 'string' && !(typeof operand === 'number' && Number.isFinite(operand)))
+      this.fail(where, 'must be a number or a string.');
     const kind = typeof operand;
     const limit = operand as number | string;
     switch (operator) {
@@ -226,7 +249,8 @@ function canonical(value: unknown): string {
   }
   const keys = Object.keys(value).sort();
   text = '{';
-  for (let i = 0; i < keys.length; i++) text += `${i === 0 ? '' : ','}${JSON.stringify(keys[i])}:${canonical((value as Record<string, unknown>)[keys[i]!])}`;
+  for (let i = 0; i < keys.length; i++)
+    text += `${i === 0 ? '' : ','}${JSON.stringify(keys[i])}:${canonical((value as Record<string, unknown>)[keys[i]!])}`;
   return `${text}}`;
 }
 
@@ -278,7 +302,8 @@ export function checkFilter(input: unknown, where: string): EventFilter {
     throw new PortalError('INPUT_INVALID', where, 'must be JSON.');
   }
   if (text === undefined) throw new PortalError('INPUT_INVALID', where, 'must be an object of clauses.');
-  if (text.length > FILTER_LIMITS.chars) throw new PortalError('INPUT_INVALID', where, `must be at most ${FILTER_LIMITS.chars} characters as JSON.`);
+  if (text.length > FILTER_LIMITS.chars)
+    throw new PortalError('INPUT_INVALID', where, `must be at most ${FILTER_LIMITS.chars} characters as JSON.`);
   const filter = JSON.parse(text) as unknown;
   compiled.set(filter as object, new Compiler().filter(filter, where, 1));
   return filter as EventFilter;

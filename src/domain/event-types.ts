@@ -29,7 +29,8 @@ function firstFailure(errors: ErrorObject[] | null | undefined): { path: string;
     .split('/')
     .slice(1)
     .map((segment) => segment.replaceAll('~1', '/').replaceAll('~0', '~'));
-  const missing = error.keyword === 'required' ? (error.params as { missingProperty: string }).missingProperty : undefined;
+  const missing =
+    error.keyword === 'required' ? (error.params as { missingProperty: string }).missingProperty : undefined;
   const path = ['data', ...segments, ...(missing === undefined ? [] : [missing])].join('.');
   return { path, problem: missing === undefined ? (error.message ?? 'does not match the schema') : 'is required' };
 }
@@ -79,14 +80,19 @@ function builtInValidator(schema: Record<string, unknown>): ValidateFunction {
  * 2020-12, with the standard formats) once, when defined (the library's once a process): a publish
  * checks its data against the compiled function.
  */
-export function createEventCatalogue(eventTypes: readonly string[], builtIn: Readonly<Record<string, EventTypeDefinition>> = {}) {
+export function createEventCatalogue(
+  eventTypes: readonly string[],
+  builtIn: Readonly<Record<string, EventTypeDefinition>> = {},
+) {
   let ajv: Ajv2020 | undefined;
   /** A defined type; a built-in one's `validate` is compiled with the first check of its data. */
   const defined = new Map<string, EventTypeDefinition & { validate?: ValidateFunction }>();
 
   function define(name: string, definition: EventTypeDefinition): void {
     if (!eventTypes.includes(name)) {
-      throw new TypeError(`eventTypes.define: "${name}" is not one of the eventTypes option (${eventTypes.join(', ')}); add it there first`);
+      throw new TypeError(
+        `eventTypes.define: "${name}" is not one of the eventTypes option (${eventTypes.join(', ')}); add it there first`,
+      );
     }
     const { schema, description, example, deprecated } = definition ?? ({} as EventTypeDefinition);
     if (schema === null || typeof schema !== 'object' || Array.isArray(schema))
@@ -96,13 +102,18 @@ export function createEventCatalogue(eventTypes: readonly string[], builtIn: Rea
     try {
       validate = ajv.compile(structuredClone(schema));
     } catch (error) {
-      throw new TypeError(`eventTypes.define: the schema of "${name}" is not a valid JSON Schema: ${(error as Error).message}`);
+      throw new TypeError(
+        `eventTypes.define: the schema of "${name}" is not a valid JSON Schema: ${(error as Error).message}`,
+      );
     }
     if (example !== undefined && !validate(example)) {
       const { path, problem } = firstFailure(validate.errors);
-      throw new TypeError(`eventTypes.define: the example of "${name}" breaks its own schema: ${path.replace(/^data/, 'example')} ${problem}`);
+      throw new TypeError(
+        `eventTypes.define: the example of "${name}" breaks its own schema: ${path.replace(/^data/, 'example')} ${problem}`,
+      );
     }
-    if (description !== undefined && typeof description !== 'string') throw new TypeError(`eventTypes.define: the description of "${name}" must be a string`);
+    if (description !== undefined && typeof description !== 'string')
+      throw new TypeError(`eventTypes.define: the description of "${name}" must be a string`);
     defined.set(name, { ...copied(schema, description, example, deprecated), validate });
   }
 
@@ -141,8 +152,18 @@ export function createEventCatalogue(eventTypes: readonly string[], builtIn: Rea
 }
 
 /** A definition's own copies, so that a caller changing its objects later changes nothing here. */
-function copied(schema: Record<string, unknown>, description: string | undefined, example: unknown, deprecated: boolean | undefined): EventTypeDefinition {
-  return { schema: structuredClone(schema), description, example: structuredClone(example), deprecated: deprecated === true };
+function copied(
+  schema: Record<string, unknown>,
+  description: string | undefined,
+  example: unknown,
+  deprecated: boolean | undefined,
+): EventTypeDefinition {
+  return {
+    schema: structuredClone(schema),
+    description,
+    example: structuredClone(example),
+    deprecated: deprecated === true,
+  };
 }
 
 export type EventCatalogue = ReturnType<typeof createEventCatalogue>;

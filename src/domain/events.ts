@@ -35,7 +35,8 @@ function jsonData(data: unknown): Record<string, unknown> {
     throw new PortalError('EVENT_DATA_NOT_JSON', errorMessage(error));
   }
   const parsed: unknown = text === undefined ? undefined : JSON.parse(text);
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new PortalError('EVENT_DATA_NOT_OBJECT');
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new PortalError('EVENT_DATA_NOT_OBJECT');
   return parsed as Record<string, unknown>;
 }
 
@@ -62,7 +63,12 @@ export function createEventService(deps: {
      * tick). With `orderingKey`, a delivery waits for the earlier ones of its webhook and key.
      * Data that breaks its type's schema (`eventTypes.define`) is refused with `EVENT_DATA_INVALID`.
      */
-    async publish(accountId: string, eventType: string, data: unknown, options: PublishOptions = {}): Promise<PortalEvent> {
+    async publish(
+      accountId: string,
+      eventType: string,
+      data: unknown,
+      options: PublishOptions = {},
+    ): Promise<PortalEvent> {
       checkAccountId(accountId);
       parseInput(type, eventType, 'eventType');
       const { orderingKey } = parseInput(publishOptions, options, 'publishOptions');

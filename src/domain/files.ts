@@ -76,7 +76,12 @@ function toEntry(record: FileEntryRecord): FileEntry {
 const isEntryId = (id: unknown) => isId('fsf', id) || isId('fsd', id);
 
 /** The rules for the file tree; the routes and `portal.files` both call these. */
-export function createFileService(deps: { storage: Storage; blobs: BlobStore; clock: () => Date; downloads: DownloadService }) {
+export function createFileService(deps: {
+  storage: Storage;
+  blobs: BlobStore;
+  clock: () => Date;
+  downloads: DownloadService;
+}) {
   const { storage, blobs, clock, downloads } = deps;
 
   function checkDirectoryId(directoryId: string | null | undefined): void {
@@ -154,8 +159,16 @@ export function createFileService(deps: { storage: Storage; blobs: BlobStore; cl
     },
 
     /** Records received bytes as a file in `directoryId` (the root without); on a refusal the caller discards them. */
-    async place(accountId: string, received: ReceivedFile, at: Pick<FileInput, 'directoryId' | 'fileShareId'>): Promise<FileEntry> {
-      const { directoryId, fileShareId } = parseInput(fileInput, { name: received.name, mime: received.mime, ...at }, 'file');
+    async place(
+      accountId: string,
+      received: ReceivedFile,
+      at: Pick<FileInput, 'directoryId' | 'fileShareId'>,
+    ): Promise<FileEntry> {
+      const { directoryId, fileShareId } = parseInput(
+        fileInput,
+        { name: received.name, mime: received.mime, ...at },
+        'file',
+      );
       const record: FileEntryRecord = {
         ...received,
         accountId,

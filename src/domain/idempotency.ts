@@ -114,7 +114,10 @@ export function createIdempotency(deps: { storage: Storage; clock: () => Date; l
       try {
         await storage.releaseIdempotencyKey(claim.accountId, claim.key, claim.token);
       } catch (error) {
-        logger.warn({ err: String(error) }, 'could not release an Idempotency-Key; it is free again once its claim lapses');
+        logger.warn(
+          { err: String(error) },
+          'could not release an Idempotency-Key; it is free again once its claim lapses',
+        );
       }
     },
   };

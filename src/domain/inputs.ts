@@ -32,7 +32,12 @@ export function parseInput<T>(schema: Schema<T>, input: unknown, subject: string
   if (result.success) return result.output;
   const issue = result.issues[0];
   const where = subject + pathOf(issue.path);
-  if (issue.type.endsWith('object') && issue.path !== undefined && issue.input === undefined && issue.expected !== 'never') {
+  if (
+    issue.type.endsWith('object') &&
+    issue.path !== undefined &&
+    issue.input === undefined &&
+    issue.expected !== 'never'
+  ) {
     throw new PortalError('INPUT_REQUIRED', where);
   }
   if (issue.type === 'strict_object' && issue.expected === 'never' && issue.path !== undefined) {
@@ -88,7 +93,8 @@ export const mediaType = v.pipe(
 );
 
 /** Refuses NUL and every other control character (see `CONTROL_CHARACTER`). */
-const noControlCharacters = () => v.check((text: string) => !hasControlCharacter(text), 'must not contain control characters');
+const noControlCharacters = () =>
+  v.check((text: string) => !hasControlCharacter(text), 'must not contain control characters');
 
 const accountId = v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'), noControlCharacters());
 
@@ -103,7 +109,8 @@ export function checkAccountId(value: unknown): asserts value is string {
 }
 
 /** One of the portal's `eventTypes`: a webhook subscribes to one, an event is published as one. */
-export const eventType = (eventTypes: readonly string[]) => v.picklist(eventTypes, `must be one of: ${eventTypes.join(', ')}`);
+export const eventType = (eventTypes: readonly string[]) =>
+  v.picklist(eventTypes, `must be one of: ${eventTypes.join(', ')}`);
 
 /** The ids an agreement's routes take, each with its prefix and what it names. */
 const AGREEMENT_IDS = {
@@ -134,7 +141,11 @@ export const displayName = v.pipe(
   v.check((text) => [...text].length <= 255, 'must be at most 255 characters'),
   noControlCharacters(),
   // The checks above for the OpenAPI document: JSON Schema counts code points too, and \S is "not only white space".
-  v.metadata({ minLength: 1, maxLength: 255, pattern: '^[^\\u0000-\\u001f\\u007f-\\u009f]*\\S[^\\u0000-\\u001f\\u007f-\\u009f]*$' }),
+  v.metadata({
+    minLength: 1,
+    maxLength: 255,
+    pattern: '^[^\\u0000-\\u001f\\u007f-\\u009f]*\\S[^\\u0000-\\u001f\\u007f-\\u009f]*$',
+  }),
 );
 
 const signerEmail = v.pipe(
@@ -184,9 +195,21 @@ export const voidInput = v.strictObject(
 export const MAX_FIELDS = 100;
 const FIELD_TYPES = ['signature', 'name', 'date', 'initials'] as const;
 const index = (what: string) =>
-  v.pipe(v.number('must be a number'), v.integer(`must be a whole number: a 0-based index into the ${what} as given`), v.minValue(0, 'must be at least 0'));
-const percent = v.pipe(v.number('must be a number'), v.minValue(0, 'must be at least 0'), v.maxValue(100, 'must be at most 100'));
-const extent = v.pipe(v.number('must be a number'), v.gtValue(0, 'must be more than 0'), v.maxValue(100, 'must be at most 100'));
+  v.pipe(
+    v.number('must be a number'),
+    v.integer(`must be a whole number: a 0-based index into the ${what} as given`),
+    v.minValue(0, 'must be at least 0'),
+  );
+const percent = v.pipe(
+  v.number('must be a number'),
+  v.minValue(0, 'must be at least 0'),
+  v.maxValue(100, 'must be at most 100'),
+);
+const extent = v.pipe(
+  v.number('must be a number'),
+  v.gtValue(0, 'must be more than 0'),
+  v.maxValue(100, 'must be at most 100'),
+);
 
 /**
  * One entry of the `fields` part (DESIGN §12): where a signer's value is stamped, the box in percent
@@ -198,7 +221,11 @@ export const fieldInput = v.pipe(
     {
       signer: index('signers'),
       document: index('documents'),
-      page: v.pipe(v.number('must be a number'), v.integer('must be a whole number'), v.minValue(1, 'must be at least 1 (pages count from 1)')),
+      page: v.pipe(
+        v.number('must be a number'),
+        v.integer('must be a whole number'),
+        v.minValue(1, 'must be at least 1 (pages count from 1)'),
+      ),
       x: percent,
       y: percent,
       width: extent,
@@ -255,7 +282,11 @@ export const eventFilter = v.pipe(
   v.description(
     "Which events of its type the webhook gets: keys are dotted paths into the event's `data` (`customer.tier`, `items.0.sku`) or `$and`/`$or` (arrays of filters) and `$not` (a filter); a path's value is what it must equal, an object of value operators (`$eq $neq $gt $gte $lt $lte $in $nin $startsWith $endsWith $exist`), or a filter nested under that path. Every clause must hold. At most 50 clauses, 8 levels, 8,192 characters.",
   ),
-  v.metadata({ examples: [{ 'customer.tier': 'gold', amount: { $gte: 100 }, $or: [{ country: { $in: ['FR', 'DE'] } }, { vip: true }] }] }),
+  v.metadata({
+    examples: [
+      { 'customer.tier': 'gold', amount: { $gte: 100 }, $or: [{ country: { $in: ['FR', 'DE'] } }, { vip: true }] },
+    ],
+  }),
 );
 
 /** The body of `POST /webhooks` and the input of `webhooks.create`: `{ type, url, filter? }`. */
@@ -336,7 +367,9 @@ export const secretRotationInput = v.strictObject(
         v.integer('must be a whole number of milliseconds'),
         v.minValue(0, 'must be 0 or more'),
         v.maxValue(MAX_SECRET_GRACE_MS, `must be at most ${MAX_SECRET_GRACE_MS} (7 days)`),
-        v.description('How long the replaced secret still signs calls, beside the new one; 0 ends it at once. Default 86400000 (24 h).'),
+        v.description(
+          'How long the replaced secret still signs calls, beside the new one; 0 ends it at once. Default 86400000 (24 h).',
+        ),
       ),
     ),
   },
@@ -344,7 +377,8 @@ export const secretRotationInput = v.strictObject(
 );
 export type SecretRotationInput = v.InferInput<typeof secretRotationInput>;
 /** An RFC 3339 date-time with its offset (`Z` or `±hh:mm`), fractions of a second allowed (ATOM is one), naming a real instant of years 0001–9999. */
-const SINCE_MESSAGE = 'must be a date-time such as 2026-11-21T09:05:07+00:00 (RFC 3339, with its offset, a real date of years 0001 to 9999)';
+const SINCE_MESSAGE =
+  'must be a date-time such as 2026-11-21T09:05:07+00:00 (RFC 3339, with its offset, a real date of years 0001 to 9999)';
 const dateTimeText = v.pipe(
   v.string(SINCE_MESSAGE),
   v.check(isRealDateTime, SINCE_MESSAGE),
@@ -370,10 +404,24 @@ export const deliveryQueryInput = v.strictObject(
         v.maxValue(DELIVERIES_PAGE.max, `must be a whole number from 1 to ${DELIVERIES_PAGE.max}`),
       ),
     ),
-    cursor: v.optional(v.pipe(v.string('must be the nextCursor of a page, as it came'), v.maxLength(200, 'must be the nextCursor of a page, as it came'))),
-    status: v.optional(v.picklist(['pending', 'succeeded', 'failed', 'cancelled'], 'must be one of pending, succeeded, failed, cancelled')),
+    cursor: v.optional(
+      v.pipe(
+        v.string('must be the nextCursor of a page, as it came'),
+        v.maxLength(200, 'must be the nextCursor of a page, as it came'),
+      ),
+    ),
+    status: v.optional(
+      v.picklist(
+        ['pending', 'succeeded', 'failed', 'cancelled'],
+        'must be one of pending, succeeded, failed, cancelled',
+      ),
+    ),
     eventType: v.optional(
-      v.pipe(v.string('must be an event type'), v.minLength(1, 'must be an event type'), v.maxLength(200, 'must be at most 200 characters')),
+      v.pipe(
+        v.string('must be an event type'),
+        v.minLength(1, 'must be an event type'),
+        v.maxLength(200, 'must be at most 200 characters'),
+      ),
     ),
     eventId: v.optional(v.custom<string>((value) => isId('evt', value), 'must be an event id (evt_…)')),
     since: v.optional(dateTime),
@@ -389,7 +437,10 @@ export const recoverInput = v.strictObject({ since: dateTime }, 'must be an obje
 // Files and attachments
 
 const parentId = v.nullish(v.custom<string>((value) => isId('fsd', value), 'must be a directory id (fsd_…)'));
-export const directoryInput = v.strictObject({ name: entryName, directoryId: parentId }, 'must be an object such as {"name": "Contracts"}');
+export const directoryInput = v.strictObject(
+  { name: entryName, directoryId: parentId },
+  'must be an object such as {"name": "Contracts"}',
+);
 export const fileInput = v.object(
   {
     name: entryName,
@@ -401,7 +452,12 @@ export const fileInput = v.object(
 );
 
 const hostId = (prefix: 'tck' | 'tcm', what: string) =>
-  v.nullish(v.custom<string>((value) => isId(prefix, value), `must be a ${what} id (${prefix}_ followed by letters and digits)`));
+  v.nullish(
+    v.custom<string>(
+      (value) => isId(prefix, value),
+      `must be a ${what} id (${prefix}_ followed by letters and digits)`,
+    ),
+  );
 export const attachmentInput = v.object(
   {
     ticketId: hostId('tck', 'ticket'),
@@ -446,7 +502,13 @@ export const signingLinkInput = v.strictObject(
 
 /** The body of `POST /signing/identify`: the code the signer was mailed or given. */
 export const identifyInput = v.strictObject(
-  { code: v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'), v.maxLength(64, 'must be at most 64 characters')) },
+  {
+    code: v.pipe(
+      v.string('must be a string'),
+      v.minLength(1, 'must not be empty'),
+      v.maxLength(64, 'must be at most 64 characters'),
+    ),
+  },
   'must be an object such as {"code": "123456"}',
 );
 
@@ -454,7 +516,13 @@ export const identifyInput = v.strictObject(
 export const declineInput = v.strictObject(
   {
     reason: v.optional(
-      v.nullable(v.pipe(v.string('must be text'), v.maxLength(MAX_DECLINE_REASON, `must be at most ${MAX_DECLINE_REASON} characters`), noControlCharacters())),
+      v.nullable(
+        v.pipe(
+          v.string('must be text'),
+          v.maxLength(MAX_DECLINE_REASON, `must be at most ${MAX_DECLINE_REASON} characters`),
+          noControlCharacters(),
+        ),
+      ),
     ),
   },
   'must be an object such as {"reason": "…"}',
@@ -466,7 +534,13 @@ export const signingSignatureInput = v.strictObject(
     signature: signatureInput,
     consent: v.optional(
       v.strictObject(
-        { disclosureVersion: v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'), v.maxLength(64, 'must be at most 64 characters')) },
+        {
+          disclosureVersion: v.pipe(
+            v.string('must be a string'),
+            v.minLength(1, 'must not be empty'),
+            v.maxLength(64, 'must be at most 64 characters'),
+          ),
+        },
         'must be an object such as {"disclosureVersion": "1"}',
       ),
     ),

@@ -73,7 +73,12 @@ export interface SealingFailedEvent extends SealingEventBase {
   final: boolean;
 }
 
-export type OperationalEvent = WebhookDisabledEvent | DeliveryExhaustedEvent | DeliveryRecoveredEvent | SealingDegradedEvent | SealingFailedEvent;
+export type OperationalEvent =
+  | WebhookDisabledEvent
+  | DeliveryExhaustedEvent
+  | DeliveryRecoveredEvent
+  | SealingDegradedEvent
+  | SealingFailedEvent;
 export type OperationalEventType = OperationalEvent['type'];
 /** The event of type `T`. */
 export type OperationalEventOf<T extends OperationalEventType> = Extract<OperationalEvent, { type: T }>;
@@ -102,15 +107,24 @@ export interface OperationalEvents {
 
 /** A typed emitter of operational events; `logger` hears of listeners that fail. */
 export function createOperationalEvents(logger: Logger): OperationalEvents {
-  const listeners = new Map<OperationalEventType, Set<(event: OperationalEvent) => unknown>>(OPERATIONAL_EVENT_TYPES.map((type) => [type, new Set()]));
+  const listeners = new Map<OperationalEventType, Set<(event: OperationalEvent) => unknown>>(
+    OPERATIONAL_EVENT_TYPES.map((type) => [type, new Set()]),
+  );
   const setOf = (type: string) => {
     const set = listeners.get(type as OperationalEventType);
-    if (set === undefined) throw new TypeError(`portal.on: unknown event type "${type}"; the types are ${OPERATIONAL_EVENT_TYPES.join(', ')}`);
+    if (set === undefined)
+      throw new TypeError(
+        `portal.on: unknown event type "${type}"; the types are ${OPERATIONAL_EVENT_TYPES.join(', ')}`,
+      );
     return set;
   };
   const failed = (event: OperationalEvent, error: unknown) =>
     logger.error(
-      { eventType: event.type, ...('webhookId' in event ? { webhookId: event.webhookId } : { agreementId: event.agreementId }), err: errorMessage(error) },
+      {
+        eventType: event.type,
+        ...('webhookId' in event ? { webhookId: event.webhookId } : { agreementId: event.agreementId }),
+        err: errorMessage(error),
+      },
       'an operational event listener failed',
     );
 

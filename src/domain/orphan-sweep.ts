@@ -95,7 +95,8 @@ export function createOrphanSweep(deps: {
       await endWalk();
       throw error;
     }
-    if (removed.length > 0) logger.info({ removed: removed.length, looked }, 'orphan sweep removed blobs no record names');
+    if (removed.length > 0)
+      logger.info({ removed: removed.length, looked }, 'orphan sweep removed blobs no record names');
     return removed;
   }
 

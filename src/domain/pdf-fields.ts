@@ -145,7 +145,12 @@ export function anchoredFields(pdf: PDF, signerIds: readonly string[]): { fields
     const shown = { width: Math.abs(corners[0]!.u - corners[1]!.u), height: Math.abs(corners[0]!.w - corners[1]!.w) };
     const placed: ShownBox =
       type === 'signature'
-        ? { left, bottom, width: Math.max(shown.width, ANCHORED_SIGNATURE.width), height: Math.max(shown.height, ANCHORED_SIGNATURE.height) }
+        ? {
+            left,
+            bottom,
+            width: Math.max(shown.width, ANCHORED_SIGNATURE.width),
+            height: Math.max(shown.height, ANCHORED_SIGNATURE.height),
+          }
         : { left, bottom, width: Math.max(shown.width, 120), height: shown.height };
     fields.push({ pageIndex: match.pageIndex, signerId, type: type as FieldType, box: placed });
   }
@@ -175,7 +180,13 @@ export function stampFields(
   for (const anchor of anchors) {
     const { left, bottom, width, height } = anchor.box;
     // The box reaches a little below the baseline's descenders and past the last glyph.
-    pdf.getPage(anchor.pageIndex)?.drawRectangle({ x: left - 1, y: bottom - height * 0.3, width: width + 2, height: height * 1.4, color: lib.white });
+    pdf.getPage(anchor.pageIndex)?.drawRectangle({
+      x: left - 1,
+      y: bottom - height * 0.3,
+      width: width + 2,
+      height: height * 1.4,
+      color: lib.white,
+    });
   }
   for (const field of fields) {
     const page = pdf.getPage(field.pageIndex);
@@ -191,7 +202,12 @@ export function stampFields(
         const image = pdf.embedPng(value.png);
         const scale = Math.min(room.width / image.width, room.height / image.height);
         const at = toPage(frame, left, bottom + caption * 1.4);
-        page.drawImage(image, { ...at, width: image.width * scale, height: image.height * scale, ...upright(frame, at) });
+        page.drawImage(image, {
+          ...at,
+          width: image.width * scale,
+          height: image.height * scale,
+          ...upright(frame, at),
+        });
       }
       continue;
     }
@@ -201,10 +217,18 @@ export function stampFields(
 }
 
 /** On a page shown turned, what is drawn turns the other way about its corner, to stand upright. */
-const upright = (frame: Frame, at: { x: number; y: number }) => (frame.rotation === 0 ? {} : { rotate: { angle: frame.rotation, origin: at } });
+const upright = (frame: Frame, at: { x: number; y: number }) =>
+  frame.rotation === 0 ? {} : { rotate: { angle: frame.rotation, origin: at } };
 
 /** One line of text at the box's bottom left, as large as `size` but shrunk to the box's width (never below 4 points). */
-function drawFitted(page: PDFPage, lib: typeof import('@libpdf/core'), frame: Frame, text: string, box: ShownBox, size: number): void {
+function drawFitted(
+  page: PDFPage,
+  lib: typeof import('@libpdf/core'),
+  frame: Frame,
+  text: string,
+  box: ShownBox,
+  size: number,
+): void {
   const shown = printable(text);
   const font = lib.StandardFonts.Helvetica;
   const natural = lib.measureText(shown, font, size);

@@ -1,7 +1,8 @@
 import type { PDF, PDFPage } from '@libpdf/core';
 
 /** The standard PDF fonts encode Windows-1252 only: another character is shown as `?` (the trail's JSON keeps it exact). */
-export const printable = (text: string) => text.replace(/[^\x20-\x7e\u00a0-\u00ff\u20ac\u2013\u2014\u2018\u2019\u201c\u201d\u2022\u2026]/g, '?');
+export const printable = (text: string) =>
+  text.replace(/[^\x20-\x7e\u00a0-\u00ff\u20ac\u2013\u2014\u2018\u2019\u201c\u201d\u2022\u2026]/g, '?');
 
 /**
  * @libpdf/core, loaded with the first PDF made (a certificate, a completed copy): a portal that never makes one does not hold it

@@ -33,7 +33,12 @@ function signOnMainThread(digest: Buffer, algorithm: 'RSA-SHA256' | 'ECDSA-SHA25
 function sealingOptions(sealing: ThreadSealing): SealingOptions | undefined {
   if (sealing === null) return undefined;
   const timestamp = sealing.timestampUrl === undefined ? {} : { timestampUrl: sealing.timestampUrl };
-  if ('p12' in sealing) return { p12: Buffer.from(sealing.p12), ...(sealing.password === undefined ? {} : { password: sealing.password }), ...timestamp };
+  if ('p12' in sealing)
+    return {
+      p12: Buffer.from(sealing.p12),
+      ...(sealing.password === undefined ? {} : { password: sealing.password }),
+      ...timestamp,
+    };
   return { certificate: sealing.certificate, sign: signOnMainThread, ...timestamp };
 }
 
@@ -49,8 +54,19 @@ async function run(job: Job): Promise<unknown> {
   const made = await sealer;
   // Told when the sealing starts: past the time limit then, it is the key or the authority that is slow.
   const sealingNow =
-    made === null ? null : { ...made, seal: (...args: Parameters<Sealer['seal']>) => (port.postMessage({ op: 'sealing', id: job.id }), made.seal(...args)) };
-  const copy = await completedCopy(Buffer.from(job.bytes.buffer, job.bytes.byteOffset, job.bytes.byteLength), job.plan, sealingNow);
+    made === null
+      ? null
+      : {
+          ...made,
+          seal: (...args: Parameters<Sealer['seal']>) => (
+            port.postMessage({ op: 'sealing', id: job.id }), made.seal(...args)
+          ),
+        };
+  const copy = await completedCopy(
+    Buffer.from(job.bytes.buffer, job.bytes.byteOffset, job.bytes.byteLength),
+    job.plan,
+    sealingNow,
+  );
   return { ...copy, bytes: new Uint8Array(copy.bytes.buffer, copy.bytes.byteOffset, copy.bytes.byteLength) };
 }
 
@@ -64,6 +80,12 @@ port.on('message', (message: Job | Answer) => {
   }
   run(message).then(
     (result) => port.postMessage({ op: 'done', id: message.id, result }),
-    (error: unknown) => port.postMessage({ op: 'failed', id: message.id, seal: error instanceof SealError, message: errorMessage(error) }),
+    (error: unknown) =>
+      port.postMessage({
+        op: 'failed',
+        id: message.id,
+        seal: error instanceof SealError,
+        message: errorMessage(error),
+      }),
   );
 });

@@ -5,7 +5,10 @@ import type { SealReport } from './seal-check.js';
 import type { SealingOptions } from './sealing.js';
 
 /** The sealing option as the worker thread gets it: data only; an external key's `sign` stays here. */
-export type ThreadSealing = null | { p12: Uint8Array; password?: string; timestampUrl?: string } | { certificate: string; timestampUrl?: string };
+export type ThreadSealing =
+  | null
+  | { p12: Uint8Array; password?: string; timestampUrl?: string }
+  | { certificate: string; timestampUrl?: string };
 
 /** A PDF that cannot be opened or updated within the worker's limits: that document's copy fails, never the portal. */
 export class PdfError extends Error {}
@@ -31,7 +34,10 @@ export interface PdfLimits {
 
 const PDF_LIMITS: PdfLimits = { memoryMb: 512, pagesMs: 15_000, copyMs: 120_000 };
 
-type Outgoing = { op: 'pages'; bytes: Uint8Array } | { op: 'inspect'; bytes: Uint8Array; repair: boolean } | { op: 'copy'; bytes: Uint8Array; plan: CopyPlan };
+type Outgoing =
+  | { op: 'pages'; bytes: Uint8Array }
+  | { op: 'inspect'; bytes: Uint8Array; repair: boolean }
+  | { op: 'copy'; bytes: Uint8Array; plan: CopyPlan };
 type Incoming =
   | { op: 'done'; id: number; result: unknown }
   | { op: 'sealing'; id: number }
@@ -50,12 +56,22 @@ export function createPdfWork(sealing: SealingOptions | undefined, limits: PdfLi
     sealing === undefined
       ? null
       : 'p12' in sealing
-        ? { p12: new Uint8Array(sealing.p12), ...(sealing.password === undefined ? {} : { password: sealing.password }), ...timestamp(sealing) }
+        ? {
+            p12: new Uint8Array(sealing.p12),
+            ...(sealing.password === undefined ? {} : { password: sealing.password }),
+            ...timestamp(sealing),
+          }
         : { certificate: sealing.certificate, ...timestamp(sealing) };
   let worker: Worker | null = null;
   let jobs = 0;
   /** The job the worker is on: its thread, and whether it is sealing (the key and the timestamp authority answer then). */
-  let current: { id: number; thread: Worker; sealing: boolean; resolve: (result: unknown) => void; reject: (error: Error) => void } | null = null;
+  let current: {
+    id: number;
+    thread: Worker;
+    sealing: boolean;
+    resolve: (result: unknown) => void;
+    reject: (error: Error) => void;
+  } | null = null;
   let queue: Promise<unknown> = Promise.resolve();
   let waiting = 0;
 
@@ -80,7 +96,9 @@ export function createPdfWork(sealing: SealingOptions | undefined, limits: PdfLi
         return;
       }
       if (message.op === 'failed') {
-        const error = message.seal ? new SealError(message.message.replace(/^the sealing key failed: /, '')) : new PdfError(message.message);
+        const error = message.seal
+          ? new SealError(message.message.replace(/^the sealing key failed: /, ''))
+          : new PdfError(message.message);
         return settle(message.id, { error });
       }
       // The host's key signs here, where its `sign` lives.
@@ -88,7 +106,8 @@ export function createPdfWork(sealing: SealingOptions | undefined, limits: PdfLi
       Promise.resolve()
         .then(() => external!.sign(Buffer.from(message.digest), message.algorithm))
         .then((signature) => {
-          if (!(signature instanceof Uint8Array)) throw new TypeError('sealing.sign must resolve a Buffer or Uint8Array');
+          if (!(signature instanceof Uint8Array))
+            throw new TypeError('sealing.sign must resolve a Buffer or Uint8Array');
           return { signature: new Uint8Array(signature) };
         })
         .catch((error: unknown) => ({ error: errorMessage(error) }))
@@ -155,11 +174,15 @@ export function createPdfWork(sealing: SealingOptions | undefined, limits: PdfLi
     pageCount: (bytes: Buffer) => enqueue<number>({ op: 'pages', bytes }, limits.pagesMs),
 
     /** What the PDF's own seals say (`seal-check.ts`, `repair` as there); rejects with a `PdfError` past the limits. */
-    inspectSeal: (bytes: Buffer, { repair }: { repair: boolean }) => enqueue<SealReport>({ op: 'inspect', bytes, repair }, limits.pagesMs),
+    inspectSeal: (bytes: Buffer, { repair }: { repair: boolean }) =>
+      enqueue<SealReport>({ op: 'inspect', bytes, repair }, limits.pagesMs),
 
     /** The completed copy (`completed-copy.ts`); rejects with a `PdfError` for the PDF, a `SealError` for the key. */
     async completedCopy(original: Buffer, plan: CopyPlan): Promise<CompletedCopy> {
-      const made = await enqueue<CompletedCopy & { bytes: Uint8Array }>({ op: 'copy', bytes: original, plan }, limits.copyMs);
+      const made = await enqueue<CompletedCopy & { bytes: Uint8Array }>(
+        { op: 'copy', bytes: original, plan },
+        limits.copyMs,
+      );
       return { ...made, bytes: Buffer.from(made.bytes.buffer, made.bytes.byteOffset, made.bytes.byteLength) };
     },
 

@@ -50,7 +50,10 @@ function within<T>(work: Promise<T>, ms: number): Promise<T> {
   return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }
 
-async function check<T>(run: () => Promise<T>, timeoutMs: number): Promise<{ result: CheckResult; value: T | undefined }> {
+async function check<T>(
+  run: () => Promise<T>,
+  timeoutMs: number,
+): Promise<{ result: CheckResult; value: T | undefined }> {
   const started = performance.now();
   const took = () => Math.round((performance.now() - started) * 10) / 10;
   try {
@@ -81,8 +84,14 @@ export function createReadiness(options: ReadinessOptions): () => Promise<Readin
   const timeoutMs = options.timeoutMs ?? READY_CHECK_TIMEOUT_MS;
   return async function ready() {
     const now = clock();
-    const readStore = () => (storage.deliveryQueue !== undefined ? readQueue(storage, now) : storage.getWebhook('', 'wbh_readiness').then(() => null));
-    const [records, bytes] = await Promise.all([check(readStore, timeoutMs), check(() => blobs.stat(PROBE_KEY), timeoutMs)]);
+    const readStore = () =>
+      storage.deliveryQueue !== undefined
+        ? readQueue(storage, now)
+        : storage.getWebhook('', 'wbh_readiness').then(() => null);
+    const [records, bytes] = await Promise.all([
+      check(readStore, timeoutMs),
+      check(() => blobs.stat(PROBE_KEY), timeoutMs),
+    ]);
     const running = options.workerRunning();
     const queue = records.value ?? null;
     const worker: WorkerCheck = {
@@ -91,6 +100,9 @@ export function createReadiness(options: ReadinessOptions): () => Promise<Readin
       waiting: queue?.waiting ?? null,
       lagMs: queue?.lagMs ?? null,
     };
-    return { ok: records.result.ok && bytes.result.ok && worker.ok, checks: { storage: records.result, blobs: bytes.result, worker } };
+    return {
+      ok: records.result.ok && bytes.result.ok && worker.ok,
+      checks: { storage: records.result, blobs: bytes.result, worker },
+    };
   };
 }

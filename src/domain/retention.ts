@@ -19,7 +19,9 @@ export function resolveRetention(options: RetentionOptions | undefined): Require
   const read = (name: keyof RetentionOptions): number => {
     const value = options?.[name] ?? DEFAULT_RETENTION_MS;
     if (value === Infinity || (Number.isSafeInteger(value) && value >= MIN_RETENTION_MS)) return value;
-    throw new TypeError(`retention.${name} must be a whole number of milliseconds, at least ${MIN_RETENTION_MS} (a minute), or Infinity`);
+    throw new TypeError(
+      `retention.${name} must be a whole number of milliseconds, at least ${MIN_RETENTION_MS} (a minute), or Infinity`,
+    );
   };
   return { eventsMs: read('eventsMs'), deliveriesMs: read('deliveriesMs') };
 }
@@ -30,7 +32,13 @@ export function resolveRetention(options: RetentionOptions | undefined): Require
  * A pending delivery is never removed, nor an event a delivery still names. Instances that tick at
  * once share the work: a store removes each record once.
  */
-export function createRetention(deps: { storage: Storage; clock: () => Date; logger: Logger; retention: Required<RetentionOptions>; telemetry?: Telemetry }) {
+export function createRetention(deps: {
+  storage: Storage;
+  clock: () => Date;
+  logger: Logger;
+  retention: Required<RetentionOptions>;
+  telemetry?: Telemetry;
+}) {
   const { eventsMs, deliveriesMs } = deps.retention;
   const cutoff = (now: number, ms: number) => (ms === Infinity ? null : atom(new Date(now - ms)));
   return async function tick(): Promise<{ deliveries: number; events: number }> {
@@ -47,7 +55,8 @@ export function createRetention(deps: { storage: Storage; clock: () => Date; log
       // Between batches, the requests and calls waiting for the event loop go first.
       await new Promise((resolve) => setImmediate(resolve));
     }
-    if (removed.deliveries + removed.events > 0) deps.logger.debug(removed, 'retention: removed finished deliveries and events past their time');
+    if (removed.deliveries + removed.events > 0)
+      deps.logger.debug(removed, 'retention: removed finished deliveries and events past their time');
     return removed;
   };
 }

@@ -70,7 +70,15 @@ export async function inspectSeal(bytes: Uint8Array, { repair }: { repair: boole
   const cades = signatures.some((signature) => signature.subFilter === 'ETSI.CAdES.detached');
   const dss = pdf.getCatalog().has('DSS');
   const documentTimestamp = signatures.some((signature) => signature.subFilter === 'ETSI.RFC3161');
-  const level: PadesLevel | null = !cades ? null : dss && documentTimestamp ? 'B-LTA' : dss && seal.timestamped ? 'B-LT' : seal.timestamped ? 'B-T' : 'B-B';
+  const level: PadesLevel | null = !cades
+    ? null
+    : dss && documentTimestamp
+      ? 'B-LTA'
+      : dss && seal.timestamped
+        ? 'B-LT'
+        : seal.timestamped
+          ? 'B-T'
+          : 'B-B';
   return { sealed: true, level, signedAt: seal.signedAt };
 }
 
@@ -98,10 +106,14 @@ function signatureOf(dict: PdfDict): Signature | null {
   return { subFilter, ranges: numbers as Signature['ranges'], contents: contents.bytes };
 }
 
-const coversWholeFile = ([start, first, second, length]: Signature['ranges'], size: number) => start === 0 && first <= second && second + length === size;
+const coversWholeFile = ([start, first, second, length]: Signature['ranges'], size: number) =>
+  start === 0 && first <= second && second + length === size;
 
 /** The signature checked against the bytes it covers: its time and whether it is timestamped, or `null` when it does not check. */
-async function check(signature: Signature, bytes: Uint8Array): Promise<{ signedAt: string | null; timestamped: boolean } | null> {
+async function check(
+  signature: Signature,
+  bytes: Uint8Array,
+): Promise<{ signedAt: string | null; timestamped: boolean } | null> {
   const [start, first, second, length] = signature.ranges;
   if (start + first > second || second + length > bytes.length) return null;
   if (!gapIsContents(bytes, start + first, second, signature.contents)) return null;
@@ -118,14 +130,16 @@ async function check(signature: Signature, bytes: Uint8Array): Promise<{ signedA
     if (signature.subFilter === 'ETSI.RFC3161') {
       // A document timestamp: the token signs a TSTInfo whose message imprint is the covered bytes' hash.
       const info = tstInfo(signed);
-      if (info === null || !signerVerifies(signed, new Uint8Array(signed.encapContentInfo.eContent!.getValue()))) return null;
+      if (info === null || !signerVerifies(signed, new Uint8Array(signed.encapContentInfo.eContent!.getValue())))
+        return null;
       if (!imprintMatches(info, covered)) return null;
       return { signedAt: atomOf(info.genTime), timestamped: true };
     }
     if (!signerVerifies(signed, covered)) return null;
     const info = signed.signerInfos[0]!;
     const token = info.unsignedAttrs?.attributes.find((attribute) => attribute.type === SIGNATURE_TIMESTAMP);
-    const timestampTime = token === undefined ? null : tokenTime(token.values[0], new Uint8Array(info.signature.valueBlock.valueHexView));
+    const timestampTime =
+      token === undefined ? null : tokenTime(token.values[0], new Uint8Array(info.signature.valueBlock.valueHexView));
     const claimed = info.signedAttrs?.attributes.find((attribute) => attribute.type === SIGNING_TIME);
     const signingTime = claimed === undefined ? null : timeOf(claimed.values[0]);
     return { signedAt: timestampTime ?? signingTime, timestamped: token !== undefined && timestampTime !== null };
@@ -157,7 +171,10 @@ function trimmed(contents: Uint8Array): ArrayBuffer {
 function imprintMatches(info: pkijs.TSTInfo, covered: Uint8Array): boolean {
   const hash = HASHES[info.messageImprint.hashAlgorithm.algorithmId];
   if (hash === undefined) return false;
-  return createHash(hash).update(covered).digest().equals(Buffer.from(info.messageImprint.hashedMessage.valueBlock.valueHexView));
+  return createHash(hash)
+    .update(covered)
+    .digest()
+    .equals(Buffer.from(info.messageImprint.hashedMessage.valueBlock.valueHexView));
 }
 
 /** The digest algorithms a seal may use, by OID, as node:crypto names them. */
@@ -180,16 +197,26 @@ function signerVerifies(signed: pkijs.SignedData, content: Uint8Array): boolean 
   const hash = HASHES[info.digestAlgorithm.algorithmId];
   const attributes = info.signedAttrs;
   if (hash === undefined || attributes === undefined) return false;
-  const digest = attributes.attributes.find((attribute) => attribute.type === MESSAGE_DIGEST)?.values[0] as asn1js.OctetString | undefined;
-  if (digest === undefined || !createHash(hash).update(content).digest().equals(Buffer.from(digest.valueBlock.valueHexView))) return false;
+  const digest = attributes.attributes.find((attribute) => attribute.type === MESSAGE_DIGEST)?.values[0] as
+    | asn1js.OctetString
+    | undefined;
+  if (
+    digest === undefined ||
+    !createHash(hash).update(content).digest().equals(Buffer.from(digest.valueBlock.valueHexView))
+  )
+    return false;
   const sid = info.sid as pkijs.IssuerAndSerialNumber;
   const serial = sid.serialNumber === undefined ? null : Buffer.from(sid.serialNumber.valueBlock.valueHexView);
   const certificate = (signed.certificates ?? []).find(
     (one): one is pkijs.Certificate =>
-      one instanceof pkijs.Certificate && serial !== null && Buffer.from(one.serialNumber.valueBlock.valueHexView).equals(serial),
+      one instanceof pkijs.Certificate &&
+      serial !== null &&
+      Buffer.from(one.serialNumber.valueBlock.valueHexView).equals(serial),
   );
   if (certificate === undefined) return false;
-  const encoded = new Uint8Array(attributes.encodedValue.byteLength === 0 ? attributes.toSchema().toBER() : attributes.encodedValue.slice(0));
+  const encoded = new Uint8Array(
+    attributes.encodedValue.byteLength === 0 ? attributes.toSchema().toBER() : attributes.encodedValue.slice(0),
+  );
   // Signed as a SET OF (RFC 5652 §5.4), stored under the [0] IMPLICIT tag.
   encoded[0] = 0x31;
   const key = new X509Certificate(Buffer.from(certificate.toSchema().toBER())).publicKey;
@@ -210,7 +237,13 @@ function tokenTime(value: unknown, signatureValue: Uint8Array): string | null {
     const token = new pkijs.SignedData({ schema: content.content });
     const info = tstInfo(token);
     const tst = token.encapContentInfo.eContent;
-    if (info === null || tst === undefined || !signerVerifies(token, new Uint8Array(tst.getValue())) || !imprintMatches(info, signatureValue)) return null;
+    if (
+      info === null ||
+      tst === undefined ||
+      !signerVerifies(token, new Uint8Array(tst.getValue())) ||
+      !imprintMatches(info, signatureValue)
+    )
+      return null;
     return atomOf(info.genTime);
   } catch {
     return null;

@@ -46,12 +46,17 @@ export async function createSealer(options: SealingOptions | undefined): Promise
   if (options === null || typeof options !== 'object')
     throw new TypeError('sealing must be { p12, password?, timestampUrl? } or { certificate, sign, timestampUrl? }');
   const timestampUrl = options.timestampUrl;
-  if (timestampUrl !== undefined && (typeof timestampUrl !== 'string' || !/^https?:$/.test(URL.canParse(timestampUrl) ? new URL(timestampUrl).protocol : ''))) {
+  if (
+    timestampUrl !== undefined &&
+    (typeof timestampUrl !== 'string' ||
+      !/^https?:$/.test(URL.canParse(timestampUrl) ? new URL(timestampUrl).protocol : ''))
+  ) {
     throw new TypeError('sealing.timestampUrl must be an http or https URL');
   }
   const lib = await loadLibpdf();
   const signer = 'p12' in options ? await p12Signer(lib, options) : externalSigner(options);
-  const authority = timestampUrl === undefined ? null : new lib.HttpTimestampAuthority(timestampUrl, { timeout: 10_000 });
+  const authority =
+    timestampUrl === undefined ? null : new lib.HttpTimestampAuthority(timestampUrl, { timeout: 10_000 });
   return {
     async seal(pdf, reason, now) {
       const load = () => lib.PDF.load(pdf);
@@ -73,9 +78,14 @@ export async function createSealer(options: SealingOptions | undefined): Promise
   };
 }
 
-async function p12Signer(lib: typeof import('@libpdf/core'), options: { p12: Buffer; password?: string }): Promise<Signer> {
-  if (!Buffer.isBuffer(options.p12)) throw new TypeError('sealing.p12 must be a Buffer holding a PKCS#12 (.p12, .pfx) file');
-  if (options.password !== undefined && typeof options.password !== 'string') throw new TypeError('sealing.password must be a string');
+async function p12Signer(
+  lib: typeof import('@libpdf/core'),
+  options: { p12: Buffer; password?: string },
+): Promise<Signer> {
+  if (!Buffer.isBuffer(options.p12))
+    throw new TypeError('sealing.p12 must be a Buffer holding a PKCS#12 (.p12, .pfx) file');
+  if (options.password !== undefined && typeof options.password !== 'string')
+    throw new TypeError('sealing.password must be a string');
   try {
     return await lib.P12Signer.create(new Uint8Array(options.p12), options.password ?? '');
   } catch (error) {
@@ -85,10 +95,14 @@ async function p12Signer(lib: typeof import('@libpdf/core'), options: { p12: Buf
 
 /** A signer over the host's `sign`: libpdf hands it the signed attributes, it hands the host their SHA-256. */
 function externalSigner(options: Extract<SealingOptions, { certificate: string }>): Signer {
-  if (typeof options.sign !== 'function') throw new TypeError('sealing.sign must be a function (digest, algorithm) => Promise<Buffer>');
+  if (typeof options.sign !== 'function')
+    throw new TypeError('sealing.sign must be a function (digest, algorithm) => Promise<Buffer>');
   const blocks =
-    typeof options.certificate === 'string' ? (options.certificate.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? []) : [];
-  if (blocks.length === 0) throw new TypeError('sealing.certificate must be PEM: the sealing certificate first, then its chain');
+    typeof options.certificate === 'string'
+      ? (options.certificate.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [])
+      : [];
+  if (blocks.length === 0)
+    throw new TypeError('sealing.certificate must be PEM: the sealing certificate first, then its chain');
   const chain = blocks.map((block, index) => {
     try {
       return new X509Certificate(block);
@@ -98,7 +112,8 @@ function externalSigner(options: Extract<SealingOptions, { certificate: string }
   });
   const leaf = chain[0]!;
   const type = leaf.publicKey.asymmetricKeyType;
-  if (type !== 'rsa' && type !== 'ec') throw new TypeError(`sealing.certificate: an RSA or EC key is needed, not ${type}`);
+  if (type !== 'rsa' && type !== 'ec')
+    throw new TypeError(`sealing.certificate: an RSA or EC key is needed, not ${type}`);
   const algorithm = type === 'rsa' ? 'RSA-SHA256' : 'ECDSA-SHA256';
   return {
     certificate: new Uint8Array(leaf.raw),
@@ -106,7 +121,8 @@ function externalSigner(options: Extract<SealingOptions, { certificate: string }
     keyType: type === 'rsa' ? 'RSA' : 'EC',
     signatureAlgorithm: type === 'rsa' ? 'RSASSA-PKCS1-v1_5' : 'ECDSA',
     async sign(data, digestAlgorithm) {
-      if (digestAlgorithm !== 'SHA-256') throw new Error(`sealing: ${digestAlgorithm} asked for; the external key signs SHA-256 digests`);
+      if (digestAlgorithm !== 'SHA-256')
+        throw new Error(`sealing: ${digestAlgorithm} asked for; the external key signs SHA-256 digests`);
       const digest = createHash('sha256').update(data).digest();
       return new Uint8Array(await options.sign(digest, algorithm));
     },

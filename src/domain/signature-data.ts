@@ -87,7 +87,10 @@ export function drawableSignature(dataUrl: string | null): Buffer | null {
   const prefix = dataUrl === null ? null : PREFIX.exec(dataUrl);
   if (prefix == null || signatureProblem(dataUrl!) !== null) return null;
   try {
-    return redrawSignature(prefix[1]!.toLowerCase() as ImageType, Buffer.from(dataUrl!.slice(prefix[0].length), 'base64'));
+    return redrawSignature(
+      prefix[1]!.toLowerCase() as ImageType,
+      Buffer.from(dataUrl!.slice(prefix[0].length), 'base64'),
+    );
   } catch (error) {
     if (error instanceof SignatureImageError) return null;
     throw error;

@@ -23,7 +23,11 @@ export class SignatureImageError extends Error {}
 // pngjs and jpeg-js are CommonJS, loaded with the first signature: a portal that never signs never holds them.
 const require = createRequire(import.meta.url);
 let codecs: { png: typeof import('pngjs'); jpeg: typeof import('jpeg-js') } | undefined;
-const loadCodecs = () => (codecs ??= { png: require('pngjs') as typeof import('pngjs'), jpeg: require('jpeg-js') as typeof import('jpeg-js') });
+const loadCodecs = () =>
+  (codecs ??= {
+    png: require('pngjs') as typeof import('pngjs'),
+    jpeg: require('jpeg-js') as typeof import('jpeg-js'),
+  });
 
 /**
  * `bytes` (a PNG or a JPEG) decoded within the budget and written again as a PNG; throws
@@ -57,15 +61,21 @@ export function redrawSignature(type: 'png' | 'jpeg', bytes: Buffer): Buffer {
   }
   checkSize(width, height);
   // Both decoders hand over 8-bit RGBA, written straight from their buffer: no second copy of the pixels.
-  const redrawn = png.PNG.sync.write({ width, height, data: pixels } as PNG, { colorType: 6, inputColorType: 6, bitDepth: 8 });
-  if (redrawn.length > REDRAWN_MAX_BYTES) throw new SignatureImageError('holds too much detail: redrawn as a PNG it is over 1 MiB');
+  const redrawn = png.PNG.sync.write({ width, height, data: pixels } as PNG, {
+    colorType: 6,
+    inputColorType: 6,
+    bitDepth: 8,
+  });
+  if (redrawn.length > REDRAWN_MAX_BYTES)
+    throw new SignatureImageError('holds too much detail: redrawn as a PNG it is over 1 MiB');
   return redrawn;
 }
 
 /** Refuses a PNG whose header declares too many pixels, or whose compressed data expands past what they need. */
 function boundPng(bytes: Buffer): void {
   // The signature (8 bytes), then IHDR: length (4), type (4), width (4), height (4), depth, colour, compression, filter, interlace.
-  if (bytes.length < 33 || bytes.toString('latin1', 12, 16) !== 'IHDR') throw new SignatureImageError('is not a readable PNG image (no IHDR header)');
+  if (bytes.length < 33 || bytes.toString('latin1', 12, 16) !== 'IHDR')
+    throw new SignatureImageError('is not a readable PNG image (no IHDR header)');
   const width = bytes.readUInt32BE(16);
   const height = bytes.readUInt32BE(20);
   checkSize(width, height);
@@ -75,7 +85,8 @@ function boundPng(bytes: Buffer): void {
   for (let at = 8; at + 8 <= bytes.length; ) {
     const length = bytes.readUInt32BE(at);
     const kind = bytes.toString('latin1', at + 4, at + 8);
-    if (at + 12 + length > bytes.length) throw new SignatureImageError(`is not a readable PNG image (its ${kind} chunk is cut short)`);
+    if (at + 12 + length > bytes.length)
+      throw new SignatureImageError(`is not a readable PNG image (its ${kind} chunk is cut short)`);
     if (kind === 'IDAT') compressed.push(bytes.subarray(at + 8, at + 8 + length));
     if (kind === 'IEND') break;
     at += 12 + length;
@@ -83,7 +94,8 @@ function boundPng(bytes: Buffer): void {
   try {
     inflateSync(Buffer.concat(compressed), { maxOutputLength: ceiling });
   } catch (error) {
-    if (error instanceof RangeError) throw new SignatureImageError('is not a readable PNG image (its data expands past what its size needs)');
+    if (error instanceof RangeError)
+      throw new SignatureImageError('is not a readable PNG image (its data expands past what its size needs)');
     throw new SignatureImageError(`is not a readable PNG image (${reasonOf(error)})`);
   }
 }

@@ -32,7 +32,12 @@ const CODE_TAG = 'customer-portal/identify/v1';
 // scrypt's interactive cost (N = 2^14, r = 8): about 16 MiB and tens of milliseconds per check.
 const SCRYPT_COST = { N: 16_384, r: 8, p: 1 };
 const SCRYPT_LENGTH = 32;
-const scryptAsync = promisify(scrypt) as (password: string, salt: Buffer, keylen: number, options: typeof SCRYPT_COST) => Promise<Buffer>;
+const scryptAsync = promisify(scrypt) as (
+  password: string,
+  salt: Buffer,
+  keylen: number,
+  options: typeof SCRYPT_COST,
+) => Promise<Buffer>;
 
 /** `scrypt$<salt>$<hash>` (base64url) of an access code: what is stored instead of it. */
 export async function hashAccessCode(code: string): Promise<string> {
@@ -54,12 +59,26 @@ function accessCodeMatches(digest: Buffer | null, stored: string | null): boolea
 }
 
 /** The six digits of e-mail code `codeId` of a signer: an HMAC under the first signing key, never stored. */
-export function emailCode(keys: LinkSigner, record: Pick<AgreementRecord, 'accountId' | 'id'>, signerId: string, codeId: string): string {
-  const mac = Buffer.from(keys.signText(`${CODE_TAG}.${JSON.stringify([record.accountId, record.id, signerId, codeId])}`), 'base64url');
+export function emailCode(
+  keys: LinkSigner,
+  record: Pick<AgreementRecord, 'accountId' | 'id'>,
+  signerId: string,
+  codeId: string,
+): string {
+  const mac = Buffer.from(
+    keys.signText(`${CODE_TAG}.${JSON.stringify([record.accountId, record.id, signerId, codeId])}`),
+    'base64url',
+  );
   return String(mac.readUInt32BE(0) % 1_000_000).padStart(6, '0');
 }
 
-function emailCodeMatches(keys: LinkSigner, record: AgreementRecord, signerId: string, codeId: string, presented: string): boolean {
+function emailCodeMatches(
+  keys: LinkSigner,
+  record: AgreementRecord,
+  signerId: string,
+  codeId: string,
+  presented: string,
+): boolean {
   const expected = Buffer.from(emailCode(keys, record, signerId, codeId));
   // Compared at the code's length whatever was sent: only its digits, spaces and dashes dropped.
   const given = Buffer.alloc(expected.length);
@@ -94,7 +113,8 @@ export type SigningIdentification =
 export function signingIdentification(signer: AgreementSignerRecord, mailing: boolean): SigningIdentification {
   const identification = identificationOf(signer);
   if (!identification.required) return { required: false };
-  if (identification.verified) return { required: true, verified: true, method: identification.method!, at: identification.at! };
+  if (identification.verified)
+    return { required: true, verified: true, method: identification.method!, at: identification.at! };
   return { required: true, verified: false, methods: methodsOf(signer, mailing) };
 }
 
@@ -103,15 +123,28 @@ export function signingIdentification(signer: AgreementSignerRecord, mailing: bo
  * access code's hash when given (or `carry`: a reminder's fresh link keeps the host's code); the
  * sends of the last hour kept (they are counted per signer). `null` when none is needed or kept.
  */
-export function identityForLink(signer: AgreementSignerRecord, linkId: string, accessCode: string | null, now: Date): SignerIdentityRecord | null {
+export function identityForLink(
+  signer: AgreementSignerRecord,
+  linkId: string,
+  accessCode: string | null,
+  now: Date,
+): SignerIdentityRecord | null {
   const sends = (signer.identity?.sends ?? []).filter((at) => Date.parse(at) > now.getTime() - HOUR_MS);
   if (!signer.shouldIdentify && accessCode === null && sends.length === 0) return null;
   return { linkId, accessCode, tries: 0, locked: false, code: null, verified: null, sends };
 }
 
 /** A step on one signer's identification: the record with `identity` replaced. */
-function withIdentity(record: AgreementRecord, signerId: string, identity: SignerIdentityRecord, extra: Partial<AgreementSignerRecord> = {}): AgreementRecord {
-  return { ...record, signers: record.signers.map((one) => (one.id === signerId ? { ...one, ...extra, identity } : one)) };
+function withIdentity(
+  record: AgreementRecord,
+  signerId: string,
+  identity: SignerIdentityRecord,
+  extra: Partial<AgreementSignerRecord> = {},
+): AgreementRecord {
+  return {
+    ...record,
+    signers: record.signers.map((one) => (one.id === signerId ? { ...one, ...extra, identity } : one)),
+  };
 }
 
 function signerOf(record: AgreementRecord, signerId: string, linkId: string): AgreementSignerRecord {
@@ -153,14 +186,26 @@ export function requestEmailCode(
     const retryAfter = Math.max(1, Math.ceil((Date.parse(sends[0]!) + HOUR_MS - now.getTime()) / 1000));
     throw new PortalError('EMAIL_CODE_SENDS_LIMIT', MAX_SENDS_PER_HOUR, retryAfter);
   }
-  const next = { ...identity, code: { id: codeId, expiresAt: atom(new Date(now.getTime() + CODE_TTL_MS)) }, sends: [...sends, atom(now)] };
-  let agreement = audited(withIdentity(record, signerId, next), now, 'identification-code-sent', { actor: signerId, signerId, client, withDocuments: false });
+  const next = {
+    ...identity,
+    code: { id: codeId, expiresAt: atom(new Date(now.getTime() + CODE_TTL_MS)) },
+    sends: [...sends, atom(now)],
+  };
+  let agreement = audited(withIdentity(record, signerId, next), now, 'identification-code-sent', {
+    actor: signerId,
+    signerId,
+    client,
+    withDocuments: false,
+  });
   agreement = queueMail(agreement, { kind: 'identification-code', signerId, codeId }, now);
   return { agreement, events: [] };
 }
 
 /** What a code given to `identify` turned out to be. */
-export type IdentifyOutcome = { kind: 'identified'; method: IdentificationMethod } | { kind: 'wrong'; triesLeft: number } | { kind: 'locked' };
+export type IdentifyOutcome =
+  | { kind: 'identified'; method: IdentificationMethod }
+  | { kind: 'wrong'; triesLeft: number }
+  | { kind: 'locked' };
 
 /**
  * Checks `presented` against the link's e-mail code and access code (`accessDigest`: its scrypt
@@ -192,7 +237,13 @@ export function identify(
     const method: IdentificationMethod = byAccess ? 'access-code' : 'email-code';
     const verified = { ...identity, code: byEmail ? null : identity.code, verified: { method, at: atom(now) } };
     outcome({ kind: 'identified', method });
-    const agreement = audited(withIdentity(record, signerId, verified), now, 'identified', { actor: signerId, signerId, client, withDocuments: false, method });
+    const agreement = audited(withIdentity(record, signerId, verified), now, 'identified', {
+      actor: signerId,
+      signerId,
+      client,
+      withDocuments: false,
+      method,
+    });
     return { agreement, events: [] };
   }
   if (identity.accessCode === null) {
@@ -212,11 +263,16 @@ export function identify(
   }
   // The fifth: the link no longer works; the host may issue a new one.
   const locked = { ...identity, tries, locked: true, code: null };
-  agreement = audited(withIdentity(agreement, signerId, locked, { signingLinkId: null }), now, 'identification-locked', {
-    actor: 'system',
-    signerId,
-    withDocuments: false,
-  });
+  agreement = audited(
+    withIdentity(agreement, signerId, locked, { signingLinkId: null }),
+    now,
+    'identification-locked',
+    {
+      actor: 'system',
+      signerId,
+      withDocuments: false,
+    },
+  );
   outcome({ kind: 'locked' });
   return { agreement, events: [] };
 }

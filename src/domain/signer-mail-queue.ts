@@ -12,7 +12,13 @@ import { atom } from '../shared/time.js';
  */
 export function queueMail(
   record: AgreementRecord,
-  mail: { kind: MailKind; signerId: string; link?: { id: string; expires: number }; codeId?: string; baseUrl?: string | null },
+  mail: {
+    kind: MailKind;
+    signerId: string;
+    link?: { id: string; expires: number };
+    codeId?: string;
+    baseUrl?: string | null;
+  },
   now: Date,
 ): AgreementRecord {
   const kept = record.mail.filter((one) => !(one.kind === mail.kind && one.signerId === mail.signerId));

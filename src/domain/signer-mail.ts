@@ -2,7 +2,13 @@ import { NOTHING, createBackgroundRuns, updateUnlessNothing } from './agreement-
 import { describeError, errorMessage } from '../errors.js';
 import { buffer } from 'node:stream/consumers';
 import type { BlobStore, Notifier, NotifierMessage, Storage } from '../ports.js';
-import { type AgreementRecord, type AgreementSignerRecord, type MailKind, type PendingMail, isOpen } from '../records.js';
+import {
+  type AgreementRecord,
+  type AgreementSignerRecord,
+  type MailKind,
+  type PendingMail,
+  isOpen,
+} from '../records.js';
 import type { Logger } from '../shared/logger.js';
 import { atom } from '../shared/time.js';
 import type { Certificates } from './certificates.js';
@@ -51,15 +57,24 @@ export function createSignerMail(deps: {
   const background = createBackgroundRuns((error, agreementId) =>
     logger.warn({ agreementId, err: describeError(error) }, 'signer mail: sending failed; the tick tries again'),
   );
-  const update = (accountId: string, id: string, change: (current: AgreementRecord) => AgreementRecord | typeof NOTHING) =>
-    updateUnlessNothing(storage, accountId, id, change);
+  const update = (
+    accountId: string,
+    id: string,
+    change: (current: AgreementRecord) => AgreementRecord | typeof NOTHING,
+  ) => updateUnlessNothing(storage, accountId, id, change);
 
   /** The message for `mail`, or a reason to drop it unsent. */
   async function compose(record: AgreementRecord, mail: PendingMail, now: Date): Promise<NotifierMessage | string> {
     const signer = record.signers.find((one) => one.id === mail.signerId);
     if (signer === undefined) return 'the signer is gone';
     const sender = await deps.senderName(record.accountId, record);
-    const base = { kind: mail.kind, to: addressOf(signer), accountId: record.accountId, agreementId: record.id, signerId: signer.id };
+    const base = {
+      kind: mail.kind,
+      to: addressOf(signer),
+      accountId: record.accountId,
+      agreementId: record.id,
+      signerId: signer.id,
+    };
     switch (mail.kind) {
       case 'identification-code': {
         const code = signer.identity?.code;
@@ -73,15 +88,27 @@ export function createSignerMail(deps: {
         const link = mail.link!;
         if (signer.signingLinkId !== link.id) return 'a newer link replaced it';
         if (now.getTime() >= link.expires * 1000) return 'the link expired before it could be sent';
-        if (signer.signedAt !== null || signer.declinedAt !== null || !isOpen(record)) return 'the signer has nothing left to sign';
+        if (signer.signedAt !== null || signer.declinedAt !== null || !isOpen(record))
+          return 'the signer has nothing left to sign';
         if (mail.baseUrl === null) return 'no publicUrl to make the link under';
-        const token = deps.tokens.mint({ accountId: record.accountId, agreementId: record.id, signerId: signer.id, linkId: link.id, expires: link.expires });
+        const token = deps.tokens.mint({
+          accountId: record.accountId,
+          agreementId: record.id,
+          signerId: signer.id,
+          linkId: link.id,
+          expires: link.expires,
+        });
         const url = signingPageLink(mail.baseUrl, token);
-        return { ...base, ...render(linkMail(mail.kind, sender, signer, record.name, url, atom(new Date(link.expires * 1000)))) };
+        return {
+          ...base,
+          ...render(linkMail(mail.kind, sender, signer, record.name, url, atom(new Date(link.expires * 1000)))),
+        };
       }
       case 'agreement-completed': {
         const pdf = await deps.certificates.get(record);
-        const attachments = [{ filename: `certificate-${record.id}.pdf`, contentType: 'application/pdf', content: pdf }];
+        const attachments = [
+          { filename: `certificate-${record.id}.pdf`, contentType: 'application/pdf', content: pdf },
+        ];
         const copies = await completedCopies(record, MAX_ATTACHED_BYTES - pdf.length);
         attachments.push(...(copies ?? []));
         const links = copies === null ? copyLinks(record) : [];
@@ -104,8 +131,16 @@ export function createSignerMail(deps: {
     for (const document of record.documents) {
       if (document.signedFileKey === null) continue;
       try {
-        const target = { kind: 'signed' as const, accountId: record.accountId, agreementId: record.id, id: document.id };
-        links.push({ name: signedName(document.documentName), ...deps.downloads.link(target, undefined, 'the completion mail', MAIL_LINK_SECONDS) });
+        const target = {
+          kind: 'signed' as const,
+          accountId: record.accountId,
+          agreementId: record.id,
+          id: document.id,
+        };
+        links.push({
+          name: signedName(document.documentName),
+          ...deps.downloads.link(target, undefined, 'the completion mail', MAIL_LINK_SECONDS),
+        });
       } catch {
         // No publicUrl: the mail says to ask the sender.
         return [];
@@ -115,25 +150,41 @@ export function createSignerMail(deps: {
   }
 
   /** The signed documents' completed copies as attachments, or `null` when they would come to more than `room` bytes. */
-  async function completedCopies(record: AgreementRecord, room: number): Promise<NonNullable<NotifierMessage['attachments']> | null> {
+  async function completedCopies(
+    record: AgreementRecord,
+    room: number,
+  ): Promise<NonNullable<NotifierMessage['attachments']> | null> {
     const copies = record.documents.filter((document) => document.signedFileKey !== null);
-    const sizes = await Promise.all(copies.map(async (document) => (await deps.blobs.stat(document.signedFileKey!))?.size ?? 0));
+    const sizes = await Promise.all(
+      copies.map(async (document) => (await deps.blobs.stat(document.signedFileKey!))?.size ?? 0),
+    );
     if (sizes.reduce((sum, size) => sum + size, 0) > room) return null;
     const attached: NonNullable<NotifierMessage['attachments']> = [];
     for (const document of copies) {
       const stream = await deps.blobs.get(document.signedFileKey!);
       if (stream === null) continue;
-      attached.push({ filename: signedName(document.documentName), contentType: 'application/pdf', content: await buffer(stream) });
+      attached.push({
+        filename: signedName(document.documentName),
+        contentType: 'application/pdf',
+        content: await buffer(stream),
+      });
     }
     return attached;
   }
 
-  async function attempt(record: AgreementRecord, mail: PendingMail, now: Date): Promise<{ sent: boolean; error: string | null; dropped?: string }> {
+  async function attempt(
+    record: AgreementRecord,
+    mail: PendingMail,
+    now: Date,
+  ): Promise<{ sent: boolean; error: string | null; dropped?: string }> {
     const message = await compose(record, mail, now);
     if (typeof message === 'string') return { sent: false, error: null, dropped: message };
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`the notifier did not answer within ${SEND_TIMEOUT_MS / 1000} s`)), SEND_TIMEOUT_MS);
+      timer = setTimeout(
+        () => reject(new Error(`the notifier did not answer within ${SEND_TIMEOUT_MS / 1000} s`)),
+        SEND_TIMEOUT_MS,
+      );
     });
     try {
       await Promise.race([notifier!.send(message), timeout]);
@@ -146,18 +197,31 @@ export function createSignerMail(deps: {
   }
 
   /** Records how `mail`'s attempt ended: gone from the queue, or due again on the schedule (given up past it). */
-  async function settle(record: AgreementRecord, mail: PendingMail, result: Awaited<ReturnType<typeof attempt>>): Promise<void> {
+  async function settle(
+    record: AgreementRecord,
+    mail: PendingMail,
+    result: Awaited<ReturnType<typeof attempt>>,
+  ): Promise<void> {
     const now = clock();
     const givenUp = !result.sent && result.dropped === undefined && mail.attempts > deps.retrySchedule.length;
-    const log = { accountId: record.accountId, agreementId: record.id, signerId: mail.signerId, kind: mail.kind, mailId: mail.id, attempts: mail.attempts };
+    const log = {
+      accountId: record.accountId,
+      agreementId: record.id,
+      signerId: mail.signerId,
+      kind: mail.kind,
+      mailId: mail.id,
+      attempts: mail.attempts,
+    };
     if (result.dropped !== undefined) logger.info({ ...log, why: result.dropped }, 'signer mail: dropped unsent');
     else if (givenUp) logger.error({ ...log, err: result.error }, 'signer mail: given up after the last retry');
-    else if (!result.sent) logger.warn({ ...log, err: result.error }, 'signer mail: the notifier failed; retried on the schedule');
+    else if (!result.sent)
+      logger.warn({ ...log, err: result.error }, 'signer mail: the notifier failed; retried on the schedule');
     await update(record.accountId, record.id, (current) => {
       const stored = current.mail.find((one) => one.id === mail.id);
       // Replaced meanwhile (a newer link or code), or settled by another instance after our lease ran out.
       if (stored === undefined || stored.attempts !== mail.attempts) return NOTHING;
-      if (result.sent || result.dropped !== undefined || givenUp) return { ...current, mail: current.mail.filter((one) => one.id !== mail.id) };
+      if (result.sent || result.dropped !== undefined || givenUp)
+        return { ...current, mail: current.mail.filter((one) => one.id !== mail.id) };
       const wait = deps.retrySchedule[mail.attempts - 1]! * 1000;
       const retried = { ...stored, nextAttemptAt: atom(new Date(now.getTime() + wait)), lastError: result.error };
       return { ...current, mail: current.mail.map((one) => (one.id === mail.id ? retried : one)) };
@@ -179,7 +243,10 @@ export function createSignerMail(deps: {
     });
     if (record === null) return;
     for (const mail of claimed) {
-      const result = await attempt(record, mail, now).catch((error) => ({ sent: false, error: errorMessage(error).slice(0, 500) }));
+      const result = await attempt(record, mail, now).catch((error) => ({
+        sent: false,
+        error: errorMessage(error).slice(0, 500),
+      }));
       await settle(record, mail, result);
     }
   }
@@ -200,7 +267,8 @@ export function createSignerMail(deps: {
 
 export type SignerMail = ReturnType<typeof createSignerMail>;
 
-const addressOf = (signer: AgreementSignerRecord) => `${quoteName(`${signer.firstName} ${signer.lastName}`)} <${signer.email}>`;
+const addressOf = (signer: AgreementSignerRecord) =>
+  `${quoteName(`${signer.firstName} ${signer.lastName}`)} <${signer.email}>`;
 
 /** A display name as RFC 5322 takes it: quoted, its quotes and backslashes escaped, no line breaks. */
 function quoteName(name: string): string {
@@ -214,7 +282,9 @@ interface Draft {
 }
 
 function render(draft: Draft): { subject: string; text: string; html: string } {
-  const text = draft.paragraphs.map((part) => (typeof part === 'string' ? part : 'link' in part ? part.link : part.code)).join('\n\n');
+  const text = draft.paragraphs
+    .map((part) => (typeof part === 'string' ? part : 'link' in part ? part.link : part.code))
+    .join('\n\n');
   const html = draft.paragraphs
     .map((part) => {
       if (typeof part === 'string') return `<p>${escapeHtml(part)}</p>`;
@@ -222,19 +292,32 @@ function render(draft: Draft): { subject: string; text: string; html: string } {
       return `<p style="font-size:24px;letter-spacing:4px;font-family:monospace"><strong>${escapeHtml(part.code)}</strong></p>`;
     })
     .join('\n');
-  return { subject: oneLine(draft.subject), text: `${text}\n`, html: `<!doctype html>\n<html><body>\n${html}\n</body></html>\n` };
+  return {
+    subject: oneLine(draft.subject),
+    text: `${text}\n`,
+    html: `<!doctype html>\n<html><body>\n${html}\n</body></html>\n`,
+  };
 }
 
 const oneLine = (text: string) => text.replace(/[\r\n]+/g, ' ');
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
 
-function linkMail(kind: MailKind, sender: string, signer: AgreementSignerRecord, name: string, url: string, expiresAt: string): Draft {
+function linkMail(
+  kind: MailKind,
+  sender: string,
+  signer: AgreementSignerRecord,
+  name: string,
+  url: string,
+  expiresAt: string,
+): Draft {
   const reminder = kind === 'signing-reminder';
   return {
     subject: reminder ? `Reminder: "${name}" awaits your signature` : `${sender} asks you to sign "${name}"`,
     paragraphs: [
       `Hello ${signer.firstName} ${signer.lastName},`,
-      reminder ? `"${name}", sent by ${sender}, still awaits your signature.` : `${sender} asks you to read and sign "${name}".`,
+      reminder
+        ? `"${name}", sent by ${sender}, still awaits your signature.`
+        : `${sender} asks you to read and sign "${name}".`,
       { link: url, label: 'Open the documents to sign' },
       `The link works until ${expiresAt}${reminder ? ' and replaces any link you received before' : ''}. Do not forward this mail: the link signs as you.`,
     ],

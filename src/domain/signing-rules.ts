@@ -1,5 +1,11 @@
 import { PortalError, isPortalError } from '../errors.js';
-import type { AgreementRecord, AgreementSignerRecord, AuditAction, EventRecord, IdentificationMethod } from '../records.js';
+import type {
+  AgreementRecord,
+  AgreementSignerRecord,
+  AuditAction,
+  EventRecord,
+  IdentificationMethod,
+} from '../records.js';
 import { isOpen, withoutImages } from '../records.js';
 import { atom } from '../shared/time.js';
 import { signatureHash, withStep } from './audit-trail.js';
@@ -74,7 +80,10 @@ export function audited(record: AgreementRecord, now: Date, action: AuditAction,
     signerId: who.signerId ?? null,
     ip: client.ip,
     userAgent: client.userAgent,
-    documents: who.withDocuments === false ? [] : record.documents.map((document) => ({ id: document.id, fileHash: document.fileHash })),
+    documents:
+      who.withDocuments === false
+        ? []
+        : record.documents.map((document) => ({ id: document.id, fileHash: document.fileHash })),
     detail: who.detail ?? null,
     ...(who.method === undefined ? {} : { method: who.method }),
     ...(who.disclosureHash === undefined ? {} : { disclosureHash: who.disclosureHash }),
@@ -87,7 +96,10 @@ export const isPastExpiry = (record: AgreementRecord, now: Date) =>
 
 /** Closes an agreement whose `expiresAt` has come: `closedReason: expired`, `agreement-expired`. */
 export function expire(record: AgreementRecord, now: Date): Step {
-  const closed = audited({ ...record, closedAt: atom(now), closedReason: 'expired' }, now, 'expired', { actor: SYSTEM_ACTOR, withDocuments: false });
+  const closed = audited({ ...record, closedAt: atom(now), closedReason: 'expired' }, now, 'expired', {
+    actor: SYSTEM_ACTOR,
+    withDocuments: false,
+  });
   return { agreement: closed, events: [eventOf('agreement-expired', closed, now)] };
 }
 
@@ -119,25 +131,46 @@ function refusalToAct(record: AgreementRecord, signerId: string, inTurn = true):
  * Records `signerId`'s signature: `agreement-signer-signed`, and for the last signer the agreement
  * `signed` and `agreement-signed`, in the same step (so once, whichever instance stores it).
  */
-export function sign(record: AgreementRecord, signerId: string, signature: string, now: Date, actor: string, client: ClientInfo): Step {
+export function sign(
+  record: AgreementRecord,
+  signerId: string,
+  signature: string,
+  now: Date,
+  actor: string,
+  client: ClientInfo,
+): Step {
   const refusal = refusalToAct(record, signerId);
   if (refusal !== null) throw refusal;
   const signers = record.signers.map((candidate) =>
-    candidate.id === signerId ? { ...candidate, signature, signatureHash: signatureHash(signature), signedAt: atom(now) } : candidate,
+    candidate.id === signerId
+      ? { ...candidate, signature, signatureHash: signatureHash(signature), signedAt: atom(now) }
+      : candidate,
   );
   const allSigned = signers.every((candidate) => candidate.signedAt !== null);
-  const signed = audited({ ...record, signers, status: allSigned ? 'signed' : record.status }, now, 'signed', { actor, signerId, client });
+  const signed = audited({ ...record, signers, status: allSigned ? 'signed' : record.status }, now, 'signed', {
+    actor,
+    signerId,
+    client,
+  });
   const events = [eventOf('agreement-signer-signed', signed, now, signerId)];
   if (allSigned) events.push(eventOf('agreement-signed', signed, now));
   return { agreement: signed, events };
 }
 
 /** `signerId` declines: the agreement closes (`closedReason: declined`), `agreement-declined`. */
-export function decline(record: AgreementRecord, signerId: string, reason: string | null, now: Date, client: ClientInfo): Step {
+export function decline(
+  record: AgreementRecord,
+  signerId: string,
+  reason: string | null,
+  now: Date,
+  client: ClientInfo,
+): Step {
   const refusal = refusalToAct(record, signerId);
   if (refusal !== null) throw refusal;
   const at = atom(now);
-  const signers = record.signers.map((candidate) => (candidate.id === signerId ? { ...candidate, declinedAt: at, declineReason: reason } : candidate));
+  const signers = record.signers.map((candidate) =>
+    candidate.id === signerId ? { ...candidate, declinedAt: at, declineReason: reason } : candidate,
+  );
   const closed = audited({ ...record, signers, closedAt: at, closedReason: 'declined' }, now, 'declined', {
     actor: signerId,
     signerId,
@@ -159,15 +192,36 @@ function refusalToChange(record: AgreementRecord): PortalError | null {
  * answers 401), `agreement-voided`, and the reason in the trail. With `mail`, each signer who had
  * a link is told.
  */
-export function voidAgreement(record: AgreementRecord, reason: string, now: Date, actor: string, client: ClientInfo, mail: boolean): Step {
+export function voidAgreement(
+  record: AgreementRecord,
+  reason: string,
+  now: Date,
+  actor: string,
+  client: ClientInfo,
+  mail: boolean,
+): Step {
   const refusal = refusalToChange(record);
   if (refusal !== null) throw refusal;
   const linked = record.signers.filter((signer) => signer.signingLinkId !== null && signer.signedAt === null);
   const signers = record.signers.map((signer): AgreementSignerRecord => ({ ...signer, signingLinkId: null }));
   // Mail still owed for links and codes is void with them.
-  const unsent: AgreementRecord = { ...record, signers, mail: record.mail.filter((one) => one.kind === 'agreement-completed') };
-  const told = mail ? linked.reduce((queued, signer) => queueMail(queued, { kind: 'agreement-voided', signerId: signer.id }, now), unsent) : unsent;
-  const closed = audited({ ...told, closedAt: atom(now), closedReason: 'voided' }, now, 'voided', { actor, client, detail: reason, withDocuments: false });
+  const unsent: AgreementRecord = {
+    ...record,
+    signers,
+    mail: record.mail.filter((one) => one.kind === 'agreement-completed'),
+  };
+  const told = mail
+    ? linked.reduce(
+        (queued, signer) => queueMail(queued, { kind: 'agreement-voided', signerId: signer.id }, now),
+        unsent,
+      )
+    : unsent;
+  const closed = audited({ ...told, closedAt: atom(now), closedReason: 'voided' }, now, 'voided', {
+    actor,
+    client,
+    detail: reason,
+    withDocuments: false,
+  });
   return { agreement: closed, events: [eventOf('agreement-voided', closed, now)] };
 }
 
@@ -183,18 +237,32 @@ export interface SignerCorrection {
  * signed: their link is revoked (a link sent to a wrong address must stop working), mail owed to
  * them dropped, and the trail records which fields changed (their values are in its evidence).
  */
-export function correctSigner(record: AgreementRecord, signerId: string, correction: SignerCorrection, now: Date, actor: string, client: ClientInfo): Step {
+export function correctSigner(
+  record: AgreementRecord,
+  signerId: string,
+  correction: SignerCorrection,
+  now: Date,
+  actor: string,
+  client: ClientInfo,
+): Step {
   const signer = signerOf(record, signerId);
-  const refusal = refusalToChange(record) ?? (signer.signedAt !== null ? new PortalError('SIGNER_ALREADY_SIGNED', signerId, record.id) : null);
+  const refusal =
+    refusalToChange(record) ??
+    (signer.signedAt !== null ? new PortalError('SIGNER_ALREADY_SIGNED', signerId, record.id) : null);
   if (refusal !== null) throw refusal;
-  const changed = (['firstName', 'lastName', 'email'] as const).filter((field) => correction[field] !== undefined && correction[field] !== signer[field]);
-  const signers = record.signers.map((candidate) => (candidate.id === signerId ? { ...candidate, ...correction, signingLinkId: null } : candidate));
+  const changed = (['firstName', 'lastName', 'email'] as const).filter(
+    (field) => correction[field] !== undefined && correction[field] !== signer[field],
+  );
+  const signers = record.signers.map((candidate) =>
+    candidate.id === signerId ? { ...candidate, ...correction, signingLinkId: null } : candidate,
+  );
   const mail = record.mail.filter((one) => one.signerId !== signerId);
   const corrected = audited({ ...record, signers, mail }, now, 'signer-corrected', {
     actor,
     signerId,
     client,
-    detail: changed.length === 0 ? 'nothing changed; the link revoked' : `corrected: ${changed.join(', ')}; the link revoked`,
+    detail:
+      changed.length === 0 ? 'nothing changed; the link revoked' : `corrected: ${changed.join(', ')}; the link revoked`,
     withDocuments: false,
   });
   return { agreement: corrected, events: [] };
@@ -203,7 +271,9 @@ export function correctSigner(record: AgreementRecord, signerId: string, correct
 /** The signer's first opening of the agreement: `viewedAt`, `agreement-viewed`; `null` when it was opened before. */
 export function view(record: AgreementRecord, signerId: string, now: Date, client: ClientInfo): Step | null {
   if (signerOf(record, signerId).viewedAt !== null) return null;
-  const signers = record.signers.map((candidate) => (candidate.id === signerId ? { ...candidate, viewedAt: atom(now) } : candidate));
+  const signers = record.signers.map((candidate) =>
+    candidate.id === signerId ? { ...candidate, viewedAt: atom(now) } : candidate,
+  );
   const viewed = audited({ ...record, signers }, now, 'viewed', { actor: signerId, signerId, client });
   return { agreement: viewed, events: [eventOf('agreement-viewed', viewed, now, signerId)] };
 }
@@ -218,22 +288,37 @@ export interface LinkOptions {
 }
 
 /** A new signing link for `signerId`, named `linkId`: every older link of theirs stops working. */
-export function issueLink(record: AgreementRecord, signerId: string, linkId: string, now: Date, actor: string, client: ClientInfo, options: LinkOptions): Step {
+export function issueLink(
+  record: AgreementRecord,
+  signerId: string,
+  linkId: string,
+  now: Date,
+  actor: string,
+  client: ClientInfo,
+  options: LinkOptions,
+): Step {
   const refusal = refusalToAct(record, signerId, false);
   if (refusal !== null) throw refusal;
   const signer = signerOf(record, signerId);
   const accessCode = options.accessCode ?? null;
   // A signer who must identify, with no code to mail them and none given: they could never open it.
-  if (signer.shouldIdentify && accessCode === null && !options.mailing) throw new PortalError('ACCESS_CODE_NEEDED', signerId);
+  if (signer.shouldIdentify && accessCode === null && !options.mailing)
+    throw new PortalError('ACCESS_CODE_NEEDED', signerId);
   if (options.send != null && !options.mailing) throw new PortalError('NOTIFIER_MISSING');
   const issued = record.audit.filter((entry) => entry.action === 'link-issued' && entry.signerId === signerId).length;
   if (issued >= MAX_LINKS_PER_SIGNER) throw new PortalError('SIGNING_LINKS_LIMIT', signerId, MAX_LINKS_PER_SIGNER);
   const identity = identityForLink(signer, linkId, accessCode, now);
-  const signers = record.signers.map((candidate) => (candidate.id === signerId ? { ...candidate, signingLinkId: linkId, identity } : candidate));
+  const signers = record.signers.map((candidate) =>
+    candidate.id === signerId ? { ...candidate, signingLinkId: linkId, identity } : candidate,
+  );
   let withLink = audited({ ...record, signers }, now, 'link-issued', { actor, signerId, client, withDocuments: false });
   if (options.send != null) {
     const kind = actor === SYSTEM_ACTOR ? 'signing-reminder' : 'signing-invitation';
-    withLink = queueMail(withLink, { kind, signerId, link: { id: linkId, expires: options.send.expires }, baseUrl: options.send.baseUrl }, now);
+    withLink = queueMail(
+      withLink,
+      { kind, signerId, link: { id: linkId, expires: options.send.expires }, baseUrl: options.send.baseUrl },
+      now,
+    );
   }
   return { agreement: withLink, events: [] };
 }
@@ -253,18 +338,27 @@ function signersToRemind(record: AgreementRecord): AgreementSignerRecord[] {
  * (made while reminders were off) gets one, on its own rhythm: the first multiple of `intervalMs`
  * after its creation that is still to come.
  */
-export function remind(record: AgreementRecord, now: Date, intervalMs: number | undefined, mail?: { baseUrl: string; linkSeconds: number }): Step | null {
+export function remind(
+  record: AgreementRecord,
+  now: Date,
+  intervalMs: number | undefined,
+  mail?: { baseUrl: string; linkSeconds: number },
+): Step | null {
   if (isOpen(record) && record.nextReminderAt === null && intervalMs !== undefined) {
     const created = Date.parse(record.createdAt);
     const rounds = Math.max(1, Math.ceil((now.getTime() - created + 1) / intervalMs));
     return { agreement: { ...record, nextReminderAt: atom(new Date(created + rounds * intervalMs)) }, events: [] };
   }
-  if (!isOpen(record) || record.nextReminderAt === null || now.getTime() < Date.parse(record.nextReminderAt)) return null;
+  if (!isOpen(record) || record.nextReminderAt === null || now.getTime() < Date.parse(record.nextReminderAt))
+    return null;
   if (intervalMs === undefined) return { agreement: { ...record, nextReminderAt: null }, events: [] };
   let next = Date.parse(record.nextReminderAt);
   while (next <= now.getTime()) next += intervalMs;
   const rounds = new Set(record.audit.filter((entry) => entry.action === 'reminder').map((entry) => entry.at)).size + 1;
-  let reminded: AgreementRecord = { ...record, nextReminderAt: rounds >= MAX_REMINDER_ROUNDS ? NO_MORE_ROUNDS : atom(new Date(next)) };
+  let reminded: AgreementRecord = {
+    ...record,
+    nextReminderAt: rounds >= MAX_REMINDER_ROUNDS ? NO_MORE_ROUNDS : atom(new Date(next)),
+  };
   const events: EventRecord[] = [];
   for (const signer of signersToRemind(record)) {
     reminded = audited(reminded, now, 'reminder', { actor: SYSTEM_ACTOR, signerId: signer.id, withDocuments: false });
@@ -278,13 +372,19 @@ export function remind(record: AgreementRecord, now: Date, intervalMs: number | 
  * A reminder's mail: a fresh link (the older one stops working; the host's access code carries
  * over), mailed. A signer at the most links one may have is reminded by the event alone.
  */
-function remindByMail(record: AgreementRecord, signerId: string, now: Date, mail: { baseUrl: string; linkSeconds: number }): AgreementRecord {
+function remindByMail(
+  record: AgreementRecord,
+  signerId: string,
+  now: Date,
+  mail: { baseUrl: string; linkSeconds: number },
+): AgreementRecord {
   const signer = signerOf(record, signerId);
   const accessCode = currentIdentity(signer)?.accessCode ?? null;
   const linkId = newId('sgl');
   const send = { baseUrl: mail.baseUrl, expires: Math.floor(now.getTime() / 1000) + mail.linkSeconds };
   try {
-    return issueLink(record, signerId, linkId, now, SYSTEM_ACTOR, NO_CLIENT, { accessCode, send, mailing: true }).agreement;
+    return issueLink(record, signerId, linkId, now, SYSTEM_ACTOR, NO_CLIENT, { accessCode, send, mailing: true })
+      .agreement;
   } catch (error) {
     if (isPortalError(error, 'SIGNING_LINKS_LIMIT')) return record;
     throw error;

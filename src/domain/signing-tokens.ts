@@ -20,7 +20,9 @@ export interface TokenClaims {
 export function createSigningTokens(keys: LinkSigner) {
   return {
     mint(claims: TokenClaims): string {
-      const payload = Buffer.from(JSON.stringify([claims.accountId, claims.agreementId, claims.signerId, claims.linkId, claims.expires])).toString('base64url');
+      const payload = Buffer.from(
+        JSON.stringify([claims.accountId, claims.agreementId, claims.signerId, claims.linkId, claims.expires]),
+      ).toString('base64url');
       return `${payload}.${keys.signText(`${TOKEN_TAG}.${payload}`)}`;
     },
 
@@ -31,8 +33,14 @@ export function createSigningTokens(keys: LinkSigner) {
       const payload = token.slice(0, dot);
       if (!keys.verifyText(`${TOKEN_TAG}.${payload}`, token.slice(dot + 1))) return null;
       try {
-        const [accountId, agreementId, signerId, linkId, expires] = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as unknown[];
-        if (![accountId, agreementId, signerId, linkId].every((part) => typeof part === 'string') || !Number.isSafeInteger(expires)) return null;
+        const [accountId, agreementId, signerId, linkId, expires] = JSON.parse(
+          Buffer.from(payload, 'base64url').toString('utf8'),
+        ) as unknown[];
+        if (
+          ![accountId, agreementId, signerId, linkId].every((part) => typeof part === 'string') ||
+          !Number.isSafeInteger(expires)
+        )
+          return null;
         return { accountId, agreementId, signerId, linkId, expires } as TokenClaims;
       } catch {
         return null;

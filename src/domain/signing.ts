@@ -1,6 +1,12 @@
 import { PortalError } from '../errors.js';
 import type { Storage } from '../ports.js';
-import type { AgreementDocument, AgreementEventData, AgreementRecord, AgreementSigner, AuditEntry } from '../records.js';
+import type {
+  AgreementDocument,
+  AgreementEventData,
+  AgreementRecord,
+  AgreementSigner,
+  AuditEntry,
+} from '../records.js';
 import { documentOf, identificationOf, withoutImages } from '../records.js';
 import { newId } from '../shared/ids.js';
 import { atom } from '../shared/time.js';
@@ -33,7 +39,16 @@ import {
 } from './signer-identity.js';
 import type { SignerMail } from './signer-mail.js';
 import { type SigningTokens, type TokenClaims, signingPageLink } from './signing-tokens.js';
-import { type ClientInfo, accountActor, audited, decline, isPastExpiry, issueLink, sign, view } from './signing-rules.js';
+import {
+  type ClientInfo,
+  accountActor,
+  audited,
+  decline,
+  isPastExpiry,
+  issueLink,
+  sign,
+  view,
+} from './signing-rules.js';
 import { isOpen } from '../records.js';
 
 /**
@@ -101,12 +116,14 @@ export function createSigningService(deps: SigningServiceDeps) {
   async function redeem(token: string | null): Promise<{ claims: TokenClaims; record: AgreementRecord }> {
     const claims = token === null ? null : tokens.read(token);
     if (claims === null) throw new PortalError('SIGNING_TOKEN_INVALID');
-    if (clock().getTime() >= claims.expires * 1000) throw new PortalError('SIGNING_LINK_EXPIRED', atom(new Date(claims.expires * 1000)));
+    if (clock().getTime() >= claims.expires * 1000)
+      throw new PortalError('SIGNING_LINK_EXPIRED', atom(new Date(claims.expires * 1000)));
     const record = await storage.getAgreement(claims.accountId, claims.agreementId);
     const signer = record?.signers.find((candidate) => candidate.id === claims.signerId);
     if (record == null || signer === undefined) throw new PortalError('SIGNING_TOKEN_INVALID');
     if (signer.signingLinkId !== claims.linkId) {
-      if (signer.identity?.linkId === claims.linkId && signer.identity.locked) throw new PortalError('IDENTIFICATION_LOCKED', MAX_WRONG_CODES);
+      if (signer.identity?.linkId === claims.linkId && signer.identity.locked)
+        throw new PortalError('IDENTIFICATION_LOCKED', MAX_WRONG_CODES);
       throw new PortalError('SIGNING_LINK_REPLACED');
     }
     return { claims, record };
@@ -135,7 +152,15 @@ export function createSigningService(deps: SigningServiceDeps) {
         signers: agreement.signers
           .filter((one) => shown || one.id === signerId)
           .map((one) =>
-            one.id === signerId ? one : { id: one.id, firstName: one.firstName, lastName: one.lastName, signedAt: one.signedAt, declinedAt: one.declinedAt },
+            one.id === signerId
+              ? one
+              : {
+                  id: one.id,
+                  firstName: one.firstName,
+                  lastName: one.lastName,
+                  signedAt: one.signedAt,
+                  declinedAt: one.declinedAt,
+                },
           ),
       },
       signer: { ...own, identification: identificationOf(stored) },
@@ -144,11 +169,19 @@ export function createSigningService(deps: SigningServiceDeps) {
       documents: shown
         ? record.documents.map((document) => ({
             ...documentOf(document),
-            link: downloads.link({ kind: 'document', accountId: record.accountId, agreementId: record.id, id: document.id }, baseUrl, 'signing').link,
+            link: downloads.link(
+              { kind: 'document', accountId: record.accountId, agreementId: record.id, id: document.id },
+              baseUrl,
+              'signing',
+            ).link,
             signedLink:
               document.signedFileKey === null
                 ? null
-                : downloads.link({ kind: 'signed', accountId: record.accountId, agreementId: record.id, id: document.id }, baseUrl, 'signing').link,
+                : downloads.link(
+                    { kind: 'signed', accountId: record.accountId, agreementId: record.id, id: document.id },
+                    baseUrl,
+                    'signing',
+                  ).link,
           }))
         : [],
     };
@@ -181,7 +214,14 @@ export function createSigningService(deps: SigningServiceDeps) {
      * with `send` the notifier mails the link. 409 once the signer signed or declined, or the
      * agreement closed.
      */
-    async issueLink(accountId: string, agreementId: string, signerId: string, input: unknown, baseUrl: string, client: ClientInfo) {
+    async issueLink(
+      accountId: string,
+      agreementId: string,
+      signerId: string,
+      input: unknown,
+      baseUrl: string,
+      client: ClientInfo,
+    ) {
       checkAccountId(accountId);
       checkAgreementIds({ agreementId, signerId });
       // No body is no options; a body of null is not an object.
@@ -196,7 +236,9 @@ export function createSigningService(deps: SigningServiceDeps) {
       const linkId = newId('sgl');
       const expires = Math.floor(now.getTime() / 1000) + expiresInSeconds;
       const options = { accessCode: hashed, send: send ? { baseUrl, expires } : null, mailing: mail.mailing };
-      await apply(accountId, agreementId, now, (current) => issueLink(current, signerId, linkId, now, accountActor(accountId), client, options));
+      await apply(accountId, agreementId, now, (current) =>
+        issueLink(current, signerId, linkId, now, accountActor(accountId), client, options),
+      );
       const token = tokens.mint({ accountId, agreementId, signerId, linkId, expires });
       return { link: signingPageLink(baseUrl, token), expiresAt: atom(new Date(expires * 1000)) };
     },
@@ -213,7 +255,8 @@ export function createSigningService(deps: SigningServiceDeps) {
       const opening = markViewed && signer.viewedAt === null && !mustIdentify(signer);
       if (opening || isPastExpiry(record, now)) {
         // The expiry may close it on the way: the signer reads it as it now is.
-        const step = (latest: AgreementRecord) => (markViewed ? firstView(latest, claims.signerId, now, client) : { agreement: latest, events: [] });
+        const step = (latest: AgreementRecord) =>
+          markViewed ? firstView(latest, claims.signerId, now, client) : { agreement: latest, events: [] };
         current = await apply(claims.accountId, claims.agreementId, now, step, { reading: true });
       }
       return viewOf(current, claims.signerId, baseUrl);
@@ -247,9 +290,18 @@ export function createSigningService(deps: SigningServiceDeps) {
         const now = clock();
         let outcome: IdentifyOutcome | undefined;
         const updated = await apply(claims.accountId, claims.agreementId, now, (current) => {
-          const step = identify(current, claims.signerId, claims.linkId, { code, accessDigest }, keys, now, client, (result) => {
-            outcome = result;
-          });
+          const step = identify(
+            current,
+            claims.signerId,
+            claims.linkId,
+            { code, accessDigest },
+            keys,
+            now,
+            client,
+            (result) => {
+              outcome = result;
+            },
+          );
           return outcome?.kind === 'identified' ? firstView(step.agreement, claims.signerId, now, client) : step;
         });
         if (outcome?.kind === 'wrong') throw new PortalError('IDENTIFICATION_CODE_WRONG', outcome.triesLeft);
@@ -265,12 +317,19 @@ export function createSigningService(deps: SigningServiceDeps) {
     async sign(token: string | null, input: unknown, baseUrl: string, client: ClientInfo): Promise<SigningView> {
       const { claims } = await redeem(token);
       const { signature, consent } = parseInput(signingSignatureInput, input, 'sign');
-      if (consent !== undefined && consent.disclosureVersion !== disclosure.version) throw new PortalError('DISCLOSURE_CHANGED', disclosure.version);
+      if (consent !== undefined && consent.disclosureVersion !== disclosure.version)
+        throw new PortalError('DISCLOSURE_CHANGED', disclosure.version);
       const now = clock();
       const updated = await apply(claims.accountId, claims.agreementId, now, (current) => {
         let ready = identified(current, claims.signerId);
         if (consent !== undefined && isOpen(ready)) {
-          ready = audited(ready, now, 'consented', { actor: claims.signerId, signerId: claims.signerId, client, withDocuments: false, disclosureHash });
+          ready = audited(ready, now, 'consented', {
+            actor: claims.signerId,
+            signerId: claims.signerId,
+            client,
+            withDocuments: false,
+            disclosureHash,
+          });
         }
         return sign(ready, claims.signerId, signature, now, claims.signerId, client);
       });

@@ -36,7 +36,8 @@ function checkRef(ref: AttachmentRef): void {
   }
 }
 
-const sitsUnder = (record: AttachmentRecord, ticketId: string, messageId: string) => record.ticketId === ticketId && record.messageId === messageId;
+const sitsUnder = (record: AttachmentRecord, ticketId: string, messageId: string) =>
+  record.ticketId === ticketId && record.messageId === messageId;
 
 export interface TicketServiceDeps {
   storage: Storage;
@@ -66,7 +67,11 @@ export function createTicketService(deps: TicketServiceDeps) {
       checkAccountId(accountId);
       const { ticketId, messageId, name, mime } = parseInput(attachmentInput, input, 'attachment');
       if (messageId != null && ticketId == null) {
-        throw new PortalError('INPUT_INVALID', 'attachment.ticketId', 'is required when messageId is given (a message belongs to a ticket).');
+        throw new PortalError(
+          'INPUT_INVALID',
+          'attachment.ticketId',
+          'is required when messageId is given (a message belongs to a ticket).',
+        );
       }
       if (input.body === undefined || input.body === null) throw new PortalError('INPUT_REQUIRED', 'attachment.body');
       const id = newId('tca');
@@ -121,7 +126,11 @@ export function createTicketService(deps: TicketServiceDeps) {
     async downloadLink(accountId: string, ref: AttachmentRef, baseUrl?: string): Promise<DownloadLink> {
       await requireAttachment(accountId, ref);
       const { ticketId, messageId, attachmentId: id } = ref;
-      return downloads.link({ kind: 'attachment', accountId, ticketId, messageId, id }, baseUrl, 'tickets.downloadLink');
+      return downloads.link(
+        { kind: 'attachment', accountId, ticketId, messageId, id },
+        baseUrl,
+        'tickets.downloadLink',
+      );
     },
   };
   return service;

@@ -49,18 +49,32 @@ export interface HealthChange {
  * first to this one (`failing`). A disabled webhook stays so whatever comes back: a call that was
  * in flight when it was disabled does not enable it again.
  */
-export function healthAfterAttempt(current: WebhookHealthRecord, attempt: Pick<DeliveryAttempt, 'at' | 'statusCode'>, rule: HealthRule): HealthChange {
+export function healthAfterAttempt(
+  current: WebhookHealthRecord,
+  attempt: Pick<DeliveryAttempt, 'at' | 'statusCode'>,
+  rule: HealthRule,
+): HealthChange {
   let health: WebhookHealthRecord;
   let disabled: AutomaticDisableReason | null = null;
   if (attemptSucceeded(attempt)) {
-    health = { ...current, consecutiveFailures: 0, failingSince: null, lastSuccessAt: attempt.at, lastAttemptAt: attempt.at };
+    health = {
+      ...current,
+      consecutiveFailures: 0,
+      failingSince: null,
+      lastSuccessAt: attempt.at,
+      lastAttemptAt: attempt.at,
+    };
   } else {
     const consecutiveFailures = current.consecutiveFailures + 1;
     const failingSince = current.failingSince ?? attempt.at;
     health = { ...current, consecutiveFailures, failingSince, lastAttemptAt: attempt.at };
     if (current.disabledAt === null) {
       if (attempt.statusCode === 410) disabled = 'gone';
-      else if (consecutiveFailures >= rule.disableAfterFailures && between(failingSince, attempt.at) >= rule.disableAfterMs) disabled = 'failing';
+      else if (
+        consecutiveFailures >= rule.disableAfterFailures &&
+        between(failingSince, attempt.at) >= rule.disableAfterMs
+      )
+        disabled = 'failing';
       if (disabled !== null) health = { ...health, disabledAt: attempt.at, disabledReason: disabled };
     }
   }

@@ -80,7 +80,8 @@ export function signingSecrets(webhook: WebhookRecord, at: Date): string[] {
 }
 
 /** What a public keys link signs: tagged, so that it means nothing anywhere else. */
-const keysMessage = (accountId: string, webhookId: string) => JSON.stringify(['customer-portal/webhook-keys/v1', accountId, webhookId]);
+const keysMessage = (accountId: string, webhookId: string) =>
+  JSON.stringify(['customer-portal/webhook-keys/v1', accountId, webhookId]);
 
 /** `date` plus `ms`, as ATOM, rounded up to the whole second: a grace is never cut short. */
 const atomAtLeast = (date: Date, ms: number) => atom(new Date(Math.ceil((date.getTime() + ms) / 1000) * 1000));
@@ -95,7 +96,13 @@ export function webhookShape(record: WebhookRecord): Webhook {
     shape.publicKey = publicKeyOf(record.secret);
     return shape;
   }
-  const shape: Webhook = { id: record.id, type: record.type, url: record.url, secret: record.secret, createdAt: record.createdAt };
+  const shape: Webhook = {
+    id: record.id,
+    type: record.type,
+    url: record.url,
+    secret: record.secret,
+    createdAt: record.createdAt,
+  };
   if (record.filter !== undefined) shape.filter = record.filter;
   return shape;
 }
@@ -122,13 +129,39 @@ function publicKeySet(record: WebhookRecord, at: Date): WebhookPublicKey[] {
     return { kty: 'OKP', crv: 'Ed25519', alg: 'EdDSA', use: 'sig', kid, x: jwkX(kid), status, until };
   };
   const [current, previous] = signingSecrets(record, at);
-  return previous === undefined ? [key(current!, 'current', null)] : [key(current!, 'current', null), key(previous, 'previous', record.previousSecretUntil!)];
+  return previous === undefined
+    ? [key(current!, 'current', null)]
+    : [key(current!, 'current', null), key(previous, 'previous', record.previousSecretUntil!)];
 }
 
 /** A delivery as the API shows it: no account, no lease. */
 function deliveryShape(record: DeliveryRecord): Delivery {
-  const { id, webhookId, eventId, eventType, status, attempts, attemptCount, nextAttemptAt, createdAt, orderingKey, redeliverQueued } = record;
-  return { id, webhookId, eventId, eventType, status, attempts, attemptCount, nextAttemptAt, createdAt, orderingKey, redeliverQueued };
+  const {
+    id,
+    webhookId,
+    eventId,
+    eventType,
+    status,
+    attempts,
+    attemptCount,
+    nextAttemptAt,
+    createdAt,
+    orderingKey,
+    redeliverQueued,
+  } = record;
+  return {
+    id,
+    webhookId,
+    eventId,
+    eventType,
+    status,
+    attempts,
+    attemptCount,
+    nextAttemptAt,
+    createdAt,
+    orderingKey,
+    redeliverQueued,
+  };
 }
 
 /** A page of a delivery log: the deliveries, and the cursor of the page after it (`null`: the last). */
@@ -174,7 +207,9 @@ export function createWebhookService(deps: {
   /** The input of a create, its filter checked (a 400 naming the part that is wrong). */
   function createFields(body: WebhookInput): WebhookInput {
     const fields = parseInput(input, body, 'webhook');
-    return fields.filter === undefined || fields.filter === null ? fields : { ...fields, filter: checkFilter(fields.filter, 'webhook.filter') };
+    return fields.filter === undefined || fields.filter === null
+      ? fields
+      : { ...fields, filter: checkFilter(fields.filter, 'webhook.filter') };
   }
 
   async function health(accountId: string, webhookId: string): Promise<WebhookHealth | null> {
@@ -197,7 +232,11 @@ export function createWebhookService(deps: {
      * keeps `request.answer` of it; a retry with the same fields gets that answer again and creates
      * nothing. The key of a request that failed (a 400, the account's limit) is free again.
      */
-    async createIdempotent(accountId: string, body: WebhookInput, request: IdempotentCreate<Webhook>): Promise<IdempotentOutcome> {
+    async createIdempotent(
+      accountId: string,
+      body: WebhookInput,
+      request: IdempotentCreate<Webhook>,
+    ): Promise<IdempotentOutcome> {
       checkAccountId(accountId);
       const fields = createFields(body);
       const fingerprint = fingerprintOf('POST /webhooks', {
@@ -211,7 +250,11 @@ export function createWebhookService(deps: {
       try {
         const record = newRecord(accountId, fields);
         const answer = request.answer(webhookShape(record));
-        await storage.insertWebhook(record, { maxPerAccount: deps.maxPerAccount }, idempotency.completion(start.claim, fingerprint, answer));
+        await storage.insertWebhook(
+          record,
+          { maxPerAccount: deps.maxPerAccount },
+          idempotency.completion(start.claim, fingerprint, answer),
+        );
         return { answer, replayed: false };
       } catch (error) {
         await idempotency.release(start.claim);
@@ -239,7 +282,11 @@ export function createWebhookService(deps: {
      * delivery only when their data matches it. Resolves the webhook, or `null` when absent or of
      * another account; a filter that breaks the grammar or its limits is a 400 naming the part.
      */
-    async setFilter(accountId: string, webhookId: string, body: { filter: EventFilter | null }): Promise<Webhook | null> {
+    async setFilter(
+      accountId: string,
+      webhookId: string,
+      body: { filter: EventFilter | null },
+    ): Promise<Webhook | null> {
       checkAccountId(accountId);
       const { filter } = parseInput(webhookFilterInput, body, 'webhook');
       const checked = filter === null ? null : checkFilter(filter, 'webhook.filter');
@@ -258,7 +305,13 @@ export function createWebhookService(deps: {
       const { type, filter, limit = DRY_RUN_LIMIT.default } = parseInput(dryRun, body, 'dryRun');
       const checked = filter === null ? null : checkFilter(filter, 'dryRun.filter');
       const events = await storage.recentEvents(accountId, type, limit);
-      const data = events.map(({ id, type, createdAt, data }) => ({ id, type, createdAt, data, matches: checked === null || matchesFilter(checked, data) }));
+      const data = events.map(({ id, type, createdAt, data }) => ({
+        id,
+        type,
+        createdAt,
+        data,
+        matches: checked === null || matchesFilter(checked, data),
+      }));
       return { data, matched: data.filter((event) => event.matches).length };
     },
 
@@ -276,14 +329,21 @@ export function createWebhookService(deps: {
      * keeps only the secret it replaces. Resolves the webhook with its new secret, or `null` when
      * absent or of another account; a bad `graceMs` is a 400 naming it.
      */
-    async rotateSecret(accountId: string, webhookId: string, options: SecretRotationInput = {}): Promise<Webhook | null> {
+    async rotateSecret(
+      accountId: string,
+      webhookId: string,
+      options: SecretRotationInput = {},
+    ): Promise<Webhook | null> {
       checkAccountId(accountId);
       const { graceMs = DEFAULT_SECRET_GRACE_MS } = parseInput(secretRotationInput, options, 'rotation');
       if (!isId('wbh', webhookId)) return null;
       // The new key is of the webhook's scheme, which never changes.
       const current = await storage.getWebhook(accountId, webhookId);
       if (current === null) return null;
-      const rotation = { secret: newSigningSecret(schemeOf(current.secret)), previousSecretUntil: graceMs === 0 ? null : atomAtLeast(clock(), graceMs) };
+      const rotation = {
+        secret: newSigningSecret(schemeOf(current.secret)),
+        previousSecretUntil: graceMs === 0 ? null : atomAtLeast(clock(), graceMs),
+      };
       const record = await storage.rotateWebhookSecret(accountId, webhookId, rotation);
       return record && webhookShape(record);
     },
@@ -295,15 +355,25 @@ export function createWebhookService(deps: {
      * (default: the `publicUrl` option). `null` when absent or of another account; a 409 for a
      * webhook signing with a shared secret.
      */
-    async publicKeys(accountId: string, webhookId: string, baseUrl?: string): Promise<{ keys: WebhookPublicKey[]; url: string } | null> {
+    async publicKeys(
+      accountId: string,
+      webhookId: string,
+      baseUrl?: string,
+    ): Promise<{ keys: WebhookPublicKey[]; url: string } | null> {
       checkAccountId(accountId);
       if (!isId('wbh', webhookId)) return null;
       const record = await storage.getWebhook(accountId, webhookId);
       if (record === null) return null;
       if (schemeOf(record.secret) !== 'ed25519') throw new PortalError('WEBHOOK_NO_PUBLIC_KEYS', webhookId);
       const root = baseUrl ?? deps.publicUrl;
-      if (root === undefined) throw new TypeError('webhooks.publicKeys: give baseUrl, or set the publicUrl option, to build the link outside a request');
-      const query = new URLSearchParams({ account: accountId, signature: deps.signer.signText(keysMessage(accountId, webhookId)) });
+      if (root === undefined)
+        throw new TypeError(
+          'webhooks.publicKeys: give baseUrl, or set the publicUrl option, to build the link outside a request',
+        );
+      const query = new URLSearchParams({
+        account: accountId,
+        signature: deps.signer.signText(keysMessage(accountId, webhookId)),
+      });
       return { keys: publicKeySet(record, clock()), url: `${root}/webhook-keys/${webhookId}?${query}` };
     },
 
@@ -311,7 +381,11 @@ export function createWebhookService(deps: {
      * The public keys a link of `publicKeys` serves: `null` when its signature is not one of the
      * portal's, or the webhook is absent or signs with a shared secret (the route answers 404 alike).
      */
-    async publicKeysByLink(accountId: string, webhookId: string, signature: string): Promise<WebhookPublicKey[] | null> {
+    async publicKeysByLink(
+      accountId: string,
+      webhookId: string,
+      signature: string,
+    ): Promise<WebhookPublicKey[] | null> {
       if (!isId('wbh', webhookId) || !deps.signer.verifyText(keysMessage(accountId, webhookId), signature)) return null;
       const record = await storage.getWebhook(accountId, webhookId);
       if (record === null || schemeOf(record.secret) !== 'ed25519') return null;
@@ -326,7 +400,11 @@ export function createWebhookService(deps: {
      * or of another account (so "no such webhook" and "nothing delivered yet" differ); a bad
      * query is a 400 naming the part.
      */
-    async deliveries(accountId: string, webhookId: string, input: DeliveryQueryInput = {}): Promise<DeliveryList | null> {
+    async deliveries(
+      accountId: string,
+      webhookId: string,
+      input: DeliveryQueryInput = {},
+    ): Promise<DeliveryList | null> {
       checkAccountId(accountId);
       const query = deliveryQuery(input);
       if (!isId('wbh', webhookId)) return null;
@@ -334,7 +412,10 @@ export function createWebhookService(deps: {
       const page = await storage.listDeliveries(accountId, webhookId, query);
       const list = page.deliveries.map(deliveryShape);
       // Not enumerable: the list is still an array of deliveries to compare, spread and serialise.
-      return Object.defineProperty(list, 'nextCursor', { value: page.next === null ? null : encodeCursor(page.next), enumerable: false }) as DeliveryList;
+      return Object.defineProperty(list, 'nextCursor', {
+        value: page.next === null ? null : encodeCursor(page.next),
+        enumerable: false,
+      }) as DeliveryList;
     },
 
     /**
@@ -349,7 +430,13 @@ export function createWebhookService(deps: {
       if (state === null) return null;
       // Its delivery would be cancelled unsent: say so instead.
       if (state.disabledAt !== null) throw new PortalError('WEBHOOK_DISABLED', webhookId);
-      const event = { id: newId('evt'), accountId, type: TEST_EVENT_TYPE, createdAt: atom(clock()), data: { webhookId } };
+      const event = {
+        id: newId('evt'),
+        accountId,
+        type: TEST_EVENT_TYPE,
+        createdAt: atom(clock()),
+        data: { webhookId },
+      };
       const [delivery] = await storage.publishEvents([event], { webhookId });
       // Deleted in between: there is no webhook left to test.
       if (delivery === undefined) return null;
@@ -411,7 +498,12 @@ export function createWebhookService(deps: {
       checkAccountId(accountId);
       const { since } = parseInput(recoverInput, input, 'recover');
       if (!isId('wbh', webhookId)) return null;
-      const made = await storage.recoverDeliveries(accountId, webhookId, atom(typeof since === 'string' ? new Date(since) : since), atom(clock()));
+      const made = await storage.recoverDeliveries(
+        accountId,
+        webhookId,
+        atom(typeof since === 'string' ? new Date(since) : since),
+        atom(clock()),
+      );
       if (made === null) return null;
       if (made.length > 0) notify();
       return { queued: made.length };

@@ -25,7 +25,15 @@ const MAX_SIGNERS_PART = 64 * 1024;
 /** A hundred fields are some 10 KiB of JSON. */
 const MAX_FIELDS_PART = 64 * 1024;
 
-const TEXT_PARTS = new Set(['name', 'signerName', 'signerSignatureData', 'signers', 'signingOrder', 'expiresAt', 'fields']);
+const TEXT_PARTS = new Set([
+  'name',
+  'signerName',
+  'signerSignatureData',
+  'signers',
+  'signingOrder',
+  'expiresAt',
+  'fields',
+]);
 const DOCUMENT_PART = /^documents(?:\[\d{0,9}\]|\.items)?$/;
 const PART_LIST = 'name, signerName, signerSignatureData, signers, documents, signingOrder, expiresAt and fields';
 
@@ -91,7 +99,8 @@ function createTextParts() {
     for (const item of isArray ? (parsed as unknown[]) : [parsed]) {
       if (signers.length === MAX_SIGNERS) throw new PortalError('SIGNERS_LIMIT', MAX_SIGNERS);
       const subject = `signers[${signers.length}]`;
-      if (typeof item !== 'object' || item === null || Array.isArray(item)) throw invalid(subject, 'must be a JSON object.');
+      if (typeof item !== 'object' || item === null || Array.isArray(item))
+        throw invalid(subject, 'must be a JSON object.');
       signers.push(parseInput(signerInput, item, subject));
     }
   }
@@ -129,7 +138,9 @@ function createTextParts() {
         signerSignatureData: values.signerSignatureData!,
         signers,
         documents,
-        ...(values.signingOrder === undefined ? {} : { signingOrder: values.signingOrder as 'parallel' | 'sequential' }),
+        ...(values.signingOrder === undefined
+          ? {}
+          : { signingOrder: values.signingOrder as 'parallel' | 'sequential' }),
         ...(values.expiresAt === undefined ? {} : { expiresAt: values.expiresAt }),
         ...(fields === undefined || fields.length === 0 ? {} : { fields }),
       };
@@ -138,8 +149,13 @@ function createTextParts() {
 }
 
 /** Why a file part cannot be a document of this form, or `null` when it can be the next one. */
-function documentPartProblem(name: string | undefined, filename: string | undefined, count: number): PortalError | null {
-  if (name === undefined || !DOCUMENT_PART.test(name)) return new PortalError('MULTIPART_UNKNOWN_PART', partName(name), PART_LIST);
+function documentPartProblem(
+  name: string | undefined,
+  filename: string | undefined,
+  count: number,
+): PortalError | null {
+  if (name === undefined || !DOCUMENT_PART.test(name))
+    return new PortalError('MULTIPART_UNKNOWN_PART', partName(name), PART_LIST);
   if (count === MAX_DOCUMENTS) return new PortalError('DOCUMENTS_LIMIT', MAX_DOCUMENTS);
   if (filename === undefined) return invalid(`documents[${count}]`, 'must be a file part with a filename.');
   return null;

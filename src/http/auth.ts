@@ -51,7 +51,9 @@ const REFUSED_INVALID = new Refused(INVALID as Refused['error']);
 
 /** `crypto.hash`, the one-shot digest (Node 20.12 and later): no Hash object to build (hot path). */
 const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'buffer') => Buffer }).hash;
-const digest = oneShot ? (token: string) => oneShot('sha256', token, 'buffer') : (token: string) => crypto.createHash('sha256').update(token).digest();
+const digest = oneShot
+  ? (token: string) => oneShot('sha256', token, 'buffer')
+  : (token: string) => crypto.createHash('sha256').update(token).digest();
 
 /**
  * The token of an `Authorization: Bearer <token>` header (the scheme is case-insensitive, RFC 9110;
@@ -86,12 +88,19 @@ const MIN_API_KEY_LENGTH = 16;
 function checkApiKey(key: unknown, index: number, count: number): void {
   const which = count === 1 ? 'the key' : `key ${index + 1} of ${count}`;
   if (typeof key !== 'string') {
-    throw new TypeError(`auth.apiKeys: ${which} is ${key === undefined ? 'undefined' : typeof key}, not a string (is its environment variable set?)`);
+    throw new TypeError(
+      `auth.apiKeys: ${which} is ${key === undefined ? 'undefined' : typeof key}, not a string (is its environment variable set?)`,
+    );
   }
   if (key.length < MIN_API_KEY_LENGTH) {
-    throw new TypeError(`auth.apiKeys: ${which} has ${key.length} characters; an API key needs at least ${MIN_API_KEY_LENGTH}`);
+    throw new TypeError(
+      `auth.apiKeys: ${which} has ${key.length} characters; an API key needs at least ${MIN_API_KEY_LENGTH}`,
+    );
   }
-  if (!TOKEN68.test(key)) throw new TypeError(`auth.apiKeys: ${which} must be a token68 string (letters, digits, -._~+/, optional trailing =)`);
+  if (!TOKEN68.test(key))
+    throw new TypeError(
+      `auth.apiKeys: ${which} must be a token68 string (letters, digits, -._~+/, optional trailing =)`,
+    );
 }
 
 /** The first 6 bytes of a SHA-256 digest as a number: a map key made without a string (hot path). */
@@ -108,12 +117,15 @@ export function createAuthenticator(option: AuthOption): Authenticator {
   if (typeof option?.apiKeys !== 'object' || option.apiKeys === null) {
     throw new TypeError('auth.apiKeys must be a list of keys or a map from key to account id');
   }
-  const entries: [string, string][] = Array.isArray(option.apiKeys) ? option.apiKeys.map((key) => [key, 'default']) : Object.entries(option.apiKeys);
+  const entries: [string, string][] = Array.isArray(option.apiKeys)
+    ? option.apiKeys.map((key) => [key, 'default'])
+    : Object.entries(option.apiKeys);
   if (entries.length === 0) throw new TypeError('auth.apiKeys must hold at least one key');
   const byPrefix = new Map<number, { digest: Buffer; accountId: string }[]>();
   for (const [index, [key]] of entries.entries()) checkApiKey(key, index, entries.length);
   for (const [key, accountId] of entries) {
-    if (typeof accountId !== 'string' || accountId === '') throw new TypeError('auth.apiKeys: account ids must be non-empty strings');
+    if (typeof accountId !== 'string' || accountId === '')
+      throw new TypeError('auth.apiKeys: account ids must be non-empty strings');
     const keyDigest = digest(key);
     const prefix = prefixOf(keyDigest);
     const candidates = byPrefix.get(prefix);

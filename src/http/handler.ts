@@ -223,7 +223,14 @@ export function createHandler(options: HandlerOptions): NodeHandler {
     const method = req.method ?? 'GET';
     const path = url.slice(basePath.length) || '/';
     const found = inside ? router.find(method as HTTPMethod, path) : null;
-    const context = new Exchange(req, res, requestId, found?.params ?? {}, (found?.searchParams as RequestContext['query']) ?? {}, origin);
+    const context = new Exchange(
+      req,
+      res,
+      requestId,
+      found?.params ?? {},
+      (found?.searchParams as RequestContext['query']) ?? {},
+      origin,
+    );
     let routeName = 'unmatched';
 
     // The span is the parent of whatever the request does, and ends with its answer (or its client gone).
@@ -246,7 +253,9 @@ export function createHandler(options: HandlerOptions): NodeHandler {
         const allow = inside ? allowedMethods(path) : [];
         fail(
           context,
-          allow.length > 0 ? new PortalError('METHOD_NOT_ALLOWED', method, allow) : new PortalError('ROUTE_NOT_FOUND', method, truncate(url.split('?')[0]!)),
+          allow.length > 0
+            ? new PortalError('METHOD_NOT_ALLOWED', method, allow)
+            : new PortalError('ROUTE_NOT_FOUND', method, truncate(url.split('?')[0]!)),
         );
       } else if (found.store === null) {
         setContractHeaders(context);

@@ -3,7 +3,8 @@ import { parseIdempotencyKey, type IdempotentOutcome } from '../domain/idempoten
 import type { Reply } from './reply.js';
 
 /** The request's `Idempotency-Key`, or `undefined` without one; a malformed key is a 400. */
-export const idempotencyKeyOf = (req: IncomingMessage): string | undefined => parseIdempotencyKey(req.headers['idempotency-key']);
+export const idempotencyKeyOf = (req: IncomingMessage): string | undefined =>
+  parseIdempotencyKey(req.headers['idempotency-key']);
 
 /** The answer of a create made with a key, as first given: a replay says so in `Idempotent-Replayed: true`. */
 export function idempotentReply({ answer, replayed }: IdempotentOutcome): Reply {

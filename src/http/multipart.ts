@@ -22,7 +22,11 @@ export const partName = (name: string | undefined) => (name === undefined ? 'wit
 function checkHeaders(headers: IncomingHttpHeaders, route: string): void {
   const type = headers['content-type'] ?? '';
   if (!/^multipart\/form-data\s*(;|$)/i.test(type)) {
-    throw new PortalError('FORM_CONTENT_TYPE', route, type === '' ? 'a body without Content-Type' : quoted(type.split(';')[0]!.trim()));
+    throw new PortalError(
+      'FORM_CONTENT_TYPE',
+      route,
+      type === '' ? 'a body without Content-Type' : quoted(type.split(';')[0]!.trim()),
+    );
   }
   const encoding = headers['content-encoding'];
   if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
@@ -103,7 +107,8 @@ export class MultipartReading<T> {
 
   private readonly countBody = (chunk: Buffer): void => {
     this.bodyBytes += chunk.length;
-    if (this.bodyBytes > MAX_FORM_BYTES) this.fail(new PortalError('FORM_TOO_LARGE', MAX_FORM_BYTES, MAX_DOCUMENT_BYTES));
+    if (this.bodyBytes > MAX_FORM_BYTES)
+      this.fail(new PortalError('FORM_TOO_LARGE', MAX_FORM_BYTES, MAX_DOCUMENT_BYTES));
   };
 
   private readonly onRequestGone = (): void => this.fail(new PortalError('REQUEST_ABORTED'));

@@ -67,12 +67,16 @@ const IMMUTABLE = 'public, max-age=31536000, immutable';
 const ALLOW = ['GET', 'HEAD'];
 
 /** The built assets (`dist/ui/`): the manifest, and each file with its type, gzipped once. */
-export async function builtAssets(dir: URL = new URL('../../ui/', import.meta.url)): Promise<{ manifest: Manifest; assets: Map<string, Asset> }> {
+export async function builtAssets(
+  dir: URL = new URL('../../ui/', import.meta.url),
+): Promise<{ manifest: Manifest; assets: Map<string, Asset> }> {
   let manifest: Manifest;
   try {
     manifest = JSON.parse(await readFile(new URL('manifest.json', dir), 'utf8')) as Manifest;
   } catch (error) {
-    throw new Error(`ui: the portal page is not built (${new URL('manifest.json', dir).pathname}: ${(error as Error).message}); run \`npm run build\``);
+    throw new Error(
+      `ui: the portal page is not built (${new URL('manifest.json', dir).pathname}: ${(error as Error).message}); run \`npm run build\``,
+    );
   }
   const asset = async (file: string, type: string): Promise<[string, Asset]> => {
     const body = await readFile(new URL(file, dir));
@@ -139,9 +143,18 @@ export async function createPage(options: PageOptions): Promise<Page> {
       const [pathname = '', query] = (req.url ?? '').split(/\?(.*)/s, 2);
       const method = req.method ?? 'GET';
       const isRedirect = pathname === path;
-      const asset = pathname === path + '/' ? page : pathname.startsWith(assetPrefix) ? assets.get(pathname.slice(assetPrefix.length)) : undefined;
+      const asset =
+        pathname === path + '/'
+          ? page
+          : pathname.startsWith(assetPrefix)
+            ? assets.get(pathname.slice(assetPrefix.length))
+            : undefined;
       if (!isRedirect && asset === undefined) {
-        throw new PortalError('ROUTE_NOT_FOUND', method, pathname.length > 200 ? pathname.slice(0, 200) + '…' : pathname);
+        throw new PortalError(
+          'ROUTE_NOT_FOUND',
+          method,
+          pathname.length > 200 ? pathname.slice(0, 200) + '…' : pathname,
+        );
       }
       if (method !== 'GET' && method !== 'HEAD') throw new PortalError('METHOD_NOT_ALLOWED', method, ALLOW);
       if (asset === undefined) {
@@ -173,7 +186,8 @@ function apiFromPage(pagePath: string, basePath: string): string {
   return '../'.repeat(depth) + basePath.slice(1);
 }
 
-const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char]!);
+const escapeHtml = (text: string) =>
+  text.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char]!);
 
 /** One of the built pages: its own `<meta>`s and title, the stylesheet and one script under `assets`, an app root. */
 export function htmlPage(page: {

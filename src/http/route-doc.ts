@@ -76,7 +76,9 @@ export interface Operation {
 
 /** The names of the query parameters an operation lists: the route refuses any other with 400. */
 export function queryNames(operation: Operation | null): string[] {
-  return (operation?.parameters ?? []).flatMap((parameter) => ('in' in parameter && parameter.in === 'query' ? [parameter.name] : []));
+  return (operation?.parameters ?? []).flatMap((parameter) =>
+    'in' in parameter && parameter.in === 'query' ? [parameter.name] : [],
+  );
 }
 
 export const ref = (name: SchemaName) => ({ $ref: `#/components/schemas/${name}` });
@@ -95,14 +97,23 @@ export function response(description: string, name?: SchemaName, headers: Json =
 /** A refusal: `{"message": …}`. */
 export const failure = (description: string, headers: Json = {}) => response(description, 'Error', headers);
 
-export const pathParameter = (name: string, description: string, schema: v.GenericSchema | Json = { type: 'string' }): Parameter => ({
+export const pathParameter = (
+  name: string,
+  description: string,
+  schema: v.GenericSchema | Json = { type: 'string' },
+): Parameter => ({
   name,
   in: 'path',
   required: true,
   description,
   schema,
 });
-export const queryParameter = (name: string, description: string, schema: v.GenericSchema | Json, required = false): Parameter => ({
+export const queryParameter = (
+  name: string,
+  description: string,
+  schema: v.GenericSchema | Json,
+  required = false,
+): Parameter => ({
   name,
   in: 'query',
   required,
@@ -110,29 +121,45 @@ export const queryParameter = (name: string, description: string, schema: v.Gene
   schema,
 });
 const idParameter = (name: string, prefix: 'tck' | 'tcm' | 'tca', what: string) =>
-  pathParameter(name, `The ${what} id (\`${prefix}_…\`); another shape is a 400.`, v.pipe(v.string(), v.regex(idPattern(prefix))));
+  pathParameter(
+    name,
+    `The ${what} id (\`${prefix}_…\`); another shape is a 400.`,
+    v.pipe(v.string(), v.regex(idPattern(prefix))),
+  );
 export const messageParameters = [idParameter('ticketId', 'tck', 'ticket'), idParameter('messageId', 'tcm', 'message')];
 export const attachmentParameters = [...messageParameters, idParameter('attachmentId', 'tca', 'attachment')];
-export const webhookIdParameter = pathParameter('webhookId', 'The webhook id (`wbh_…`); an id of another shape is a 404.');
+export const webhookIdParameter = pathParameter(
+  'webhookId',
+  'The webhook id (`wbh_…`); an id of another shape is a 404.',
+);
 export const agreementIdParameter = pathParameter('agreementId', 'The agreement id (`agr_…`).');
 
 /** What a create made with an `Idempotency-Key` adds: the header in, the replay mark out, 409 and 422. */
 export const idempotencyKeyParameter = { $ref: '#/components/parameters/Idempotency-Key' };
 export const created = { Location: header('Location'), 'Idempotent-Replayed': header('Idempotent-Replayed') };
 export const RETRY_AFTER = { description: 'Seconds to wait before trying again.', schema: { type: 'string' } };
-export const keyInProgress = 'a request with the same `Idempotency-Key` is still in progress (on any instance; `Retry-After: 1`)';
-export const keyReused = failure('The `Idempotency-Key` was used in the last 24 hours for a request with other content.');
+export const keyInProgress =
+  'a request with the same `Idempotency-Key` is still in progress (on any instance; `Retry-After: 1`)';
+export const keyReused = failure(
+  'The `Idempotency-Key` was used in the last 24 hours for a request with other content.',
+);
 
 /** A multipart upload of one file in a part named `file`. */
 export const uploadBody = (name: 'FileUploadForm' | 'AttachmentUploadForm') => ({
   required: true,
-  content: { 'multipart/form-data': { schema: ref(name), encoding: { file: { contentType: 'application/octet-stream' } } } },
+  content: {
+    'multipart/form-data': { schema: ref(name), encoding: { file: { contentType: 'application/octet-stream' } } },
+  },
 });
 
 /** The headers of bytes served whole or by range. */
 export const BYTES_HEADERS = {
   'Content-Length': { schema: { type: 'integer', minimum: 0 }, required: true },
-  'Content-Disposition': { description: '`attachment` with the filename (RFC 6266, RFC 8187).', schema: { type: 'string' }, required: true },
+  'Content-Disposition': {
+    description: '`attachment` with the filename (RFC 6266, RFC 8187).',
+    schema: { type: 'string' },
+    required: true,
+  },
   'Accept-Ranges': { schema: { const: 'bytes' }, required: true },
   ETag: { schema: { type: 'string' }, required: true },
 };

@@ -30,7 +30,10 @@ export interface RouteServices {
  * handler is built from it, and so is the OpenAPI document (`src/openapi/openapi.ts`), from the
  * same table made with stand-in services: a route only keeps its services for its handler.
  */
-export function routeTable(services: RouteServices, options: { extensions: boolean; frameAncestors?: readonly string[] }): Route[] {
+export function routeTable(
+  services: RouteServices,
+  options: { extensions: boolean; frameAncestors?: readonly string[] },
+): Route[] {
   const { webhooks, catalogue, files, tickets, downloads, agreements, signing } = services;
   const routes = [
     ...webhookRoutes(webhooks),

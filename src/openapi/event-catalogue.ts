@@ -37,7 +37,15 @@ const agreement = {
   signerName: 'Ada Lovelace',
   signerSignatureHash: HASH,
   signers: [signer],
-  documents: [{ id: 'agd_5Rt8Yw2KmN6bVc1XzQ9pLs', documentName: 'terms.pdf', fileSize: 48213, fileHash: HASH, signedFileHash: null }],
+  documents: [
+    {
+      id: 'agd_5Rt8Yw2KmN6bVc1XzQ9pLs',
+      documentName: 'terms.pdf',
+      fileSize: 48213,
+      fileHash: HASH,
+      signedFileHash: null,
+    },
+  ],
   createdAt: '2026-11-26T10:00:00+00:00',
   signingOrder: 'parallel',
   expiresAt: null,
@@ -51,7 +59,8 @@ const declined = { ...viewed, declinedAt: '2026-11-26T10:06:00+00:00', declineRe
 export const LIBRARY_EVENT_TYPES: readonly LibraryEventType[] = [
   {
     name: 'agreement-created',
-    description: 'An agreement was created; its data is the agreement without its signature images (`GET /agreements/{agreementId}` has them).',
+    description:
+      'An agreement was created; its data is the agreement without its signature images (`GET /agreements/{agreementId}` has them).',
     data: shapes.agreementEventData,
     example: agreement,
   },
@@ -69,21 +78,34 @@ export const LIBRARY_EVENT_TYPES: readonly LibraryEventType[] = [
   },
   {
     name: 'agreement-signer-signed',
-    description: 'One signer signed (through a link, or `agreements.sign`); `signerId` names them. The last one is followed by `agreement-signed`.',
+    description:
+      'One signer signed (through a link, or `agreements.sign`); `signerId` names them. The last one is followed by `agreement-signed`.',
     data: shapes.agreementSignerEventData,
     example: { ...agreement, signers: [signed], signerId: signer.id },
   },
   {
     name: 'agreement-declined',
-    description: 'A signer declined; the agreement is then closed (`closedReason: declined`), with their `declineReason`.',
+    description:
+      'A signer declined; the agreement is then closed (`closedReason: declined`), with their `declineReason`.',
     data: shapes.agreementSignerEventData,
-    example: { ...agreement, signers: [declined], closedAt: '2026-11-26T10:06:00+00:00', closedReason: 'declined', signerId: signer.id },
+    example: {
+      ...agreement,
+      signers: [declined],
+      closedAt: '2026-11-26T10:06:00+00:00',
+      closedReason: 'declined',
+      signerId: signer.id,
+    },
   },
   {
     name: 'agreement-expired',
     description: 'An open agreement reached its `expiresAt` and closed (`closedReason: expired`).',
     data: shapes.agreementEventData,
-    example: { ...agreement, expiresAt: '2026-12-26T10:00:00+00:00', closedAt: '2026-12-26T10:00:00+00:00', closedReason: 'expired' },
+    example: {
+      ...agreement,
+      expiresAt: '2026-12-26T10:00:00+00:00',
+      closedAt: '2026-12-26T10:00:00+00:00',
+      closedReason: 'expired',
+    },
   },
   {
     name: 'agreement-reminder-due',

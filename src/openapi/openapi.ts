@@ -40,7 +40,11 @@ const conversion: Omit<ConversionConfig, 'definitions'> = {
   // A file part: binary, which OpenAPI 3.1 writes as a string (its media type comes from `metadata`).
   // A webhook's filter is checked by a function: an object, whose grammar its description gives.
   overrideSchema: ({ valibotSchema }) =>
-    valibotSchema.type === 'blob' ? ({ type: 'string' } as JsonSchema) : valibotSchema === filterObject ? ({ type: 'object' } as JsonSchema) : undefined,
+    valibotSchema.type === 'blob'
+      ? ({ type: 'string' } as JsonSchema)
+      : valibotSchema === filterObject
+        ? ({ type: 'object' } as JsonSchema)
+        : undefined,
 };
 
 /** The components, checked to hold every name a route may give. */
@@ -99,7 +103,9 @@ const componentSchemas = everyName({
   EventType: shapes.eventType,
   EventTypeList: shapes.eventTypeList,
   // The calls of the event types the library emits, from the event catalogue.
-  ...Object.fromEntries(LIBRARY_EVENT_TYPES.map(({ name, data }) => [callSchemaName(name), shapes.webhookCallBody(name, data)])),
+  ...Object.fromEntries(
+    LIBRARY_EVENT_TYPES.map(({ name, data }) => [callSchemaName(name), shapes.webhookCallBody(name, data)]),
+  ),
 });
 
 /** A schema outside the components (a parameter's), converted the same way. */
@@ -109,11 +115,13 @@ const schemaOf = (schema: v.GenericSchema) => {
 };
 
 const common = (name: string) => ({ $ref: `#/components/responses/${name}` });
-const EXTENSION = 'An extension route beyond the Customer Portal API spec; served unless the portal is made with `extensions: false`.';
+const EXTENSION =
+  'An extension route beyond the Customer Portal API spec; served unless the portal is made with `extensions: false`.';
 const ALWAYS_SERVED =
   'An extension route beyond the Customer Portal API spec, served even with `extensions: false`: a link the portal handed out keeps working.';
 
-const isValibot = (schema: v.GenericSchema | Json): schema is v.GenericSchema => (schema as { kind?: unknown }).kind === 'schema';
+const isValibot = (schema: v.GenericSchema | Json): schema is v.GenericSchema =>
+  (schema as { kind?: unknown }).kind === 'schema';
 
 /**
  * A route's operation as the document gives it: with what every operation answers (401 unless
@@ -124,7 +132,9 @@ function operation(route: Route, spec: Operation): Json {
   // The query parameters a route takes are read from its operation's own parameters, not from a reference.
   for (const parameter of parameters ?? []) {
     if ('$ref' in parameter && parameter.$ref !== '#/components/parameters/Idempotency-Key') {
-      throw new Error(`${spec.operationId}: only the Idempotency-Key header is referenced; write ${parameter.$ref} out`);
+      throw new Error(
+        `${spec.operationId}: only the Idempotency-Key header is referenced; write ${parameter.$ref} out`,
+      );
     }
   }
   const isPublic = route.public === true && signer !== true;
@@ -137,7 +147,9 @@ function operation(route: Route, spec: Operation): Json {
       ? {}
       : {
           parameters: parameters.map((parameter) =>
-            '$ref' in parameter || !isValibot(parameter.schema) ? parameter : { ...parameter, schema: schemaOf(parameter.schema) },
+            '$ref' in parameter || !isValibot(parameter.schema)
+              ? parameter
+              : { ...parameter, schema: schemaOf(parameter.schema) },
           ),
         }),
     ...(isPublic ? { security: [] } : signer ? { security: [{ signingToken: [] }] } : {}),
@@ -156,9 +168,13 @@ function operation(route: Route, spec: Operation): Json {
 /** Each `:name` of a route's path has its path parameter in the operation, and no other is listed. */
 function checkPathParameters(route: Route, spec: Operation): void {
   const inPath = [...route.path.matchAll(/:(\w+)/g)].map((match) => match[1]).sort();
-  const listed = (spec.parameters ?? []).flatMap((parameter) => ('in' in parameter && parameter.in === 'path' ? [parameter.name] : [])).sort();
+  const listed = (spec.parameters ?? [])
+    .flatMap((parameter) => ('in' in parameter && parameter.in === 'path' ? [parameter.name] : []))
+    .sort();
   if (inPath.join() !== listed.join())
-    throw new Error(`${spec.operationId}: the path ${route.path} has the parameters [${inPath}], its operation lists [${listed}]`);
+    throw new Error(
+      `${spec.operationId}: the path ${route.path} has the parameters [${inPath}], its operation lists [${listed}]`,
+    );
 }
 
 /** A response as a HEAD answers it: the same status and headers, no body. */
@@ -172,7 +188,9 @@ function withoutBody(item: Json): Json {
 function headOf(built: Json): Json {
   return {
     ...built,
-    responses: Object.fromEntries(Object.entries(built.responses as Record<string, Json>).map(([status, item]) => [status, withoutBody(item)])),
+    responses: Object.fromEntries(
+      Object.entries(built.responses as Record<string, Json>).map(([status, item]) => [status, withoutBody(item)]),
+    ),
   };
 }
 
@@ -199,13 +217,16 @@ const errorResponses = {
       required: true,
     },
   }),
-  SigningUnauthorized: failure('No signing token, a malformed, altered or unknown one, or one a newer link of the signer has replaced.', {
-    'WWW-Authenticate': {
-      description: '`Bearer realm="customer-portal-signing"`, with `, error="invalid_token"` for a replaced link.',
-      schema: { type: 'string' },
-      required: true,
+  SigningUnauthorized: failure(
+    'No signing token, a malformed, altered or unknown one, or one a newer link of the signer has replaced.',
+    {
+      'WWW-Authenticate': {
+        description: '`Bearer realm="customer-portal-signing"`, with `, error="invalid_token"` for a replaced link.',
+        schema: { type: 'string' },
+        required: true,
+      },
     },
-  }),
+  ),
   NotFound: failure('No route matches the path.'),
   MethodNotAllowed: failure('The path exists, but not with this method.', {
     Allow: { description: 'The methods the path has.', schema: { type: 'string' }, required: true },
@@ -214,13 +235,19 @@ const errorResponses = {
   Unavailable: failure(
     'The storage cannot be reached for now (a database restarting); nothing was changed unless the message says it may have been. Logged as a warning.',
     {
-      'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'string' }, required: true },
+      'Retry-After': {
+        description: 'Seconds to wait before trying again.',
+        schema: { type: 'string' },
+        required: true,
+      },
     },
   ),
 };
 
 /** The shared responses as a HEAD answers them: each under its name + `NoBody`, without the Error body. */
-const headResponses = Object.fromEntries(Object.entries(errorResponses).map(([name, { content: _content, ...rest }]) => [`${name}NoBody`, rest]));
+const headResponses = Object.fromEntries(
+  Object.entries(errorResponses).map(([name, { content: _content, ...rest }]) => [`${name}NoBody`, rest]),
+);
 
 /**
  * Every GET route answers HEAD too, with the status and headers of the GET and no body: each path
@@ -288,10 +315,17 @@ const callParameters = {
 
 const retryAfter = { 'Retry-After': { description: 'Seconds, or an HTTP date.', schema: { type: 'string' } } };
 const callResponses = {
-  '2XX': { description: "Delivered: any 2xx answered within `webhooks.timeoutMs` (15 s by default). The answer's body is read up to 64 KiB and ignored." },
-  410: { description: 'Gone: the delivery ends at once, with no more retries, and the webhook is disabled (its health says `gone`).' },
+  '2XX': {
+    description:
+      "Delivered: any 2xx answered within `webhooks.timeoutMs` (15 s by default). The answer's body is read up to 64 KiB and ignored.",
+  },
+  410: {
+    description:
+      'Gone: the delivery ends at once, with no more retries, and the webhook is disabled (its health says `gone`).',
+  },
   429: {
-    description: "A failed attempt; the retry waits for `Retry-After` when it asks for longer than the schedule's next step (up to a day).",
+    description:
+      "A failed attempt; the retry waits for `Retry-After` when it asks for longer than the schedule's next step (up to a day).",
     headers: retryAfter,
   },
   503: { description: 'As 429.', headers: retryAfter },
@@ -337,12 +371,21 @@ function webhookCall(type: string, body: string, description: string, example?: 
 }
 
 const webhookCalls = {
-  'customer-created': webhookCall('customer-created', 'CustomerCreatedCall', 'Published by the host (`events.publish`), with the data it gave.'),
+  'customer-created': webhookCall(
+    'customer-created',
+    'CustomerCreatedCall',
+    'Published by the host (`events.publish`), with the data it gave.',
+  ),
   // One entry per type of the event catalogue the library defines, with its description and example.
   ...Object.fromEntries(
     LIBRARY_EVENT_TYPES.map(({ name, description, example }) => [
       name,
-      webhookCall(name, callSchemaName(name), `${description} Its schema is also served by \`GET /event-types\`.`, example),
+      webhookCall(
+        name,
+        callSchemaName(name),
+        `${description} Its schema is also served by \`GET /event-types\`.`,
+        example,
+      ),
     ]),
   ),
   [TEST_EVENT_TYPE]: webhookCall(
@@ -390,20 +433,34 @@ function buildDocument(): Json {
       },
       headers: {
         'Idempotent-Replayed': {
-          description: '`true` when the answer is the first answer to this `Idempotency-Key`, given again; absent otherwise.',
+          description:
+            '`true` when the answer is the first answer to this `Idempotency-Key`, given again; absent otherwise.',
           schema: { const: 'true' },
         },
         'X-Request-Id': {
-          description: "The client's own when it sent one of at most 200 characters of `[A-Za-z0-9._:-]`, else a generated UUID.",
+          description:
+            "The client's own when it sent one of at most 200 characters of `[A-Za-z0-9._:-]`, else a generated UUID.",
           schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,200}$' },
           required: true,
         },
-        Location: { description: 'The absolute URL of the record made.', schema: { type: 'string', format: 'uri' }, required: true },
-        'Content-Range': { description: '`bytes <first>-<last>/<size>`, or `bytes */<size>` on a 416.', schema: { type: 'string' }, required: true },
+        Location: {
+          description: 'The absolute URL of the record made.',
+          schema: { type: 'string', format: 'uri' },
+          required: true,
+        },
+        'Content-Range': {
+          description: '`bytes <first>-<last>/<size>`, or `bytes */<size>` on a 416.',
+          schema: { type: 'string' },
+          required: true,
+        },
       },
       securitySchemes: {
         bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key: `Authorization: Bearer <key>`.' },
-        signingToken: { type: 'http', scheme: 'bearer', description: 'A signing token, from the fragment of a signing link: `Authorization: Bearer <token>`.' },
+        signingToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'A signing token, from the fragment of a signing link: `Authorization: Bearer <token>`.',
+        },
       },
     },
   };

@@ -71,14 +71,18 @@ export const webhook = v.strictObject({
   signatureScheme: v.exactOptional(
     v.pipe(
       v.literal('ed25519'),
-      v.description('Its calls carry `v1a,` ed25519 signatures, verified with `publicKey`; absent: `v1,` HMAC-SHA256 with `secret`.'),
+      v.description(
+        'Its calls carry `v1a,` ed25519 signatures, verified with `publicKey`; absent: `v1,` HMAC-SHA256 with `secret`.',
+      ),
     ),
   ),
   publicKey: v.exactOptional(
     v.pipe(
       v.string(),
       v.regex(/^whpk_[A-Za-z0-9+/]{43}=$/),
-      v.description('`whpk_` + base64 of the 32-byte ed25519 public key the calls verify with (Standard Webhooks); the private key never leaves the portal.'),
+      v.description(
+        '`whpk_` + base64 of the 32-byte ed25519 public key the calls verify with (Standard Webhooks); the private key never leaves the portal.',
+      ),
     ),
   ),
 });
@@ -86,7 +90,10 @@ export const webhook = v.strictObject({
 const nullableTime = (description: string) => v.nullable(v.pipe(atomDateTime, v.description(description)));
 
 export const webhookHealth = v.strictObject({
-  status: v.pipe(v.picklist(['enabled', 'disabled']), v.description('A disabled webhook gets no calls: its deliveries that fall due are cancelled.')),
+  status: v.pipe(
+    v.picklist(['enabled', 'disabled']),
+    v.description('A disabled webhook gets no calls: its deliveries that fall due are cancelled.'),
+  ),
   disabledReason: v.pipe(
     v.nullable(v.picklist(['gone', 'failing', 'manual'])),
     v.description(
@@ -94,7 +101,9 @@ export const webhookHealth = v.strictObject({
     ),
   ),
   disabledAt: nullableTime('When it was disabled; `null` while enabled.'),
-  failingSince: nullableTime('The first failed attempt of the current run of failures; `null` when the last attempt succeeded.'),
+  failingSince: nullableTime(
+    'The first failed attempt of the current run of failures; `null` when the last attempt succeeded.',
+  ),
   lastSuccessAt: nullableTime('The last attempt that succeeded.'),
   lastAttemptAt: nullableTime('The last attempt recorded.'),
   consecutiveFailures: v.pipe(count, v.description('Failed attempts since the last success (or since enabled again).')),
@@ -132,17 +141,33 @@ export const webhookPublicKey = v.strictObject({
   crv: v.literal('Ed25519'),
   alg: v.literal('EdDSA'),
   use: v.literal('sig'),
-  kid: v.pipe(v.string(), v.regex(/^whpk_[A-Za-z0-9+/]{43}=$/), v.description('The key as `whpk_…`, which `verifyWebhook` takes.')),
-  x: v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{43}$/), v.description('The raw 32-byte public key, base64url (RFC 8037).')),
+  kid: v.pipe(
+    v.string(),
+    v.regex(/^whpk_[A-Za-z0-9+/]{43}=$/),
+    v.description('The key as `whpk_…`, which `verifyWebhook` takes.'),
+  ),
+  x: v.pipe(
+    v.string(),
+    v.regex(/^[A-Za-z0-9_-]{43}$/),
+    v.description('The raw 32-byte public key, base64url (RFC 8037).'),
+  ),
   status: v.pipe(
     v.picklist(['current', 'previous']),
-    v.description('`current`: the key every call is signed with; `previous`: the key a rotation replaced, which still signs beside it until `until`.'),
+    v.description(
+      '`current`: the key every call is signed with; `previous`: the key a rotation replaced, which still signs beside it until `until`.',
+    ),
   ),
-  until: v.pipe(v.nullable(atomDateTime), v.description('Until when a previous key still signs; `null` for the current one.')),
+  until: v.pipe(
+    v.nullable(atomDateTime),
+    v.description('Until when a previous key still signs; `null` for the current one.'),
+  ),
 });
 
 export const webhookPublicKeys = v.strictObject({
-  keys: v.pipe(v.array(webhookPublicKey), v.description("The current key first, then the previous one while a rotation's grace lasts (JWK Set, RFC 7517).")),
+  keys: v.pipe(
+    v.array(webhookPublicKey),
+    v.description("The current key first, then the previous one while a rotation's grace lasts (JWK Set, RFC 7517)."),
+  ),
 });
 
 export const webhookPublicKeysLink = v.strictObject({
@@ -150,7 +175,9 @@ export const webhookPublicKeysLink = v.strictObject({
   url: v.pipe(
     v.string(),
     v.metadata({ format: 'uri' }),
-    v.description('Serves the same keys without the API key (`GET /webhook-keys/{webhookId}`): give it to the receiver. It stays the same across rotations.'),
+    v.description(
+      'Serves the same keys without the API key (`GET /webhook-keys/{webhookId}`): give it to the receiver. It stays the same across rotations.',
+    ),
   ),
 });
 
@@ -159,9 +186,14 @@ export const eventType = v.strictObject({
   description: v.nullable(v.string()),
   schema: v.pipe(
     v.nullable(v.record(v.string(), v.unknown())),
-    v.description("The JSON Schema (draft 2020-12) of the event's `data`; a publish whose data breaks it is refused. `null`: none defined (any JSON object)."),
+    v.description(
+      "The JSON Schema (draft 2020-12) of the event's `data`; a publish whose data breaks it is refused. `null`: none defined (any JSON object).",
+    ),
   ),
-  example: v.pipe(v.unknown(), v.description("An example of the event's `data`, valid under its schema; `null` when none was given.")),
+  example: v.pipe(
+    v.unknown(),
+    v.description("An example of the event's `data`, valid under its schema; `null` when none was given."),
+  ),
   deprecated: v.boolean(),
 });
 
@@ -174,7 +206,10 @@ export const dryRunResult = v.strictObject({
       type: v.pipe(v.string(), v.minLength(1)),
       createdAt: atomDateTime,
       data: v.pipe(v.unknown(), v.description("The event's data, as its calls carry it.")),
-      matches: v.pipe(v.boolean(), v.description('Whether the filter matches the event: a webhook with it would get a delivery.')),
+      matches: v.pipe(
+        v.boolean(),
+        v.description('Whether the filter matches the event: a webhook with it would get a delivery.'),
+      ),
     }),
   ),
   matched: v.pipe(count, v.description('How many of the events the filter matches.')),
@@ -211,7 +246,12 @@ export const delivery = v.strictObject({
       "Its event's ordering key: deliveries of one webhook and key are called one at a time, in publish order. A pending one with no `nextAttemptAt` waits for an earlier one of its key.",
     ),
   ),
-  redeliverQueued: v.pipe(v.boolean(), v.description('A redeliver was asked for during a call in flight: one more call follows once that call is recorded.')),
+  redeliverQueued: v.pipe(
+    v.boolean(),
+    v.description(
+      'A redeliver was asked for during a call in flight: one more call follows once that call is recorded.',
+    ),
+  ),
 });
 
 export const fileEntry = v.strictObject({
@@ -235,7 +275,10 @@ export const agreementSigner = v.strictObject({
   signature: v.nullable(signatureDataUrl),
   signatureHash: v.nullable(sha256Hex),
   signedAt: v.nullable(atomDateTime),
-  viewedAt: v.pipe(v.nullable(atomDateTime), v.description('When the signer first opened the agreement through a signing link.')),
+  viewedAt: v.pipe(
+    v.nullable(atomDateTime),
+    v.description('When the signer first opened the agreement through a signing link.'),
+  ),
   declinedAt: v.nullable(atomDateTime),
   declineReason: v.pipe(
     v.nullable(v.pipe(v.string(), v.maxLength(MAX_DECLINE_REASON))),
@@ -243,12 +286,17 @@ export const agreementSigner = v.strictObject({
   ),
   identification: v.pipe(
     v.strictObject({
-      required: v.pipe(v.boolean(), v.description('`shouldIdentify`, or the current signing link was issued with an `accessCode`.')),
+      required: v.pipe(
+        v.boolean(),
+        v.description('`shouldIdentify`, or the current signing link was issued with an `accessCode`.'),
+      ),
       verified: v.pipe(v.boolean(), v.description('The signer identified with their current link.')),
       method: v.nullable(identificationMethod),
       at: v.nullable(atomDateTime),
     }),
-    v.description("The signer's identification with their current signing link: required, and once verified how and when."),
+    v.description(
+      "The signer's identification with their current signing link: required, and once verified how and when.",
+    ),
   ),
 });
 
@@ -275,7 +323,10 @@ export const agreement = v.strictObject({
   signers: v.pipe(v.array(agreementSigner), v.minLength(1), v.maxLength(MAX_SIGNERS)),
   documents: v.pipe(v.array(agreementDocument), v.minLength(1), v.maxLength(MAX_DOCUMENTS)),
   createdAt: atomDateTime,
-  signingOrder: v.pipe(v.picklist(['parallel', 'sequential']), v.description('`sequential`: each signer may sign only after those before.')),
+  signingOrder: v.pipe(
+    v.picklist(['parallel', 'sequential']),
+    v.description('`sequential`: each signer may sign only after those before.'),
+  ),
   expiresAt: v.pipe(v.nullable(atomDateTime), v.description('When the agreement closes unsigned; `null`: never.')),
   closedAt: v.pipe(v.nullable(atomDateTime), v.description('When it closed unsigned (declined or expired).')),
   closedReason: v.nullable(v.picklist(['declined', 'expired', 'voided'])),
@@ -303,9 +354,14 @@ export const verification = v.strictObject({
   intact: v.pipe(v.boolean(), v.description('The bytes are, to the byte, a completed copy this account issued.')),
   level: v.pipe(
     v.nullable(v.picklist(['B-B', 'B-T', 'B-LT', 'B-LTA'])),
-    v.description("The seal's PAdES level; `null` when it is not sealed, or sealed other than as PAdES (`adbe.pkcs7.detached`)."),
+    v.description(
+      "The seal's PAdES level; `null` when it is not sealed, or sealed other than as PAdES (`adbe.pkcs7.detached`).",
+    ),
   ),
-  signedAt: v.pipe(v.nullable(atomDateTime), v.description("When it was sealed: the timestamp's time, else the signing time the seal claims.")),
+  signedAt: v.pipe(
+    v.nullable(atomDateTime),
+    v.description("When it was sealed: the timestamp's time, else the signing time the seal claims."),
+  ),
   agreementId: v.pipe(v.nullable(id('agr')), v.description('The agreement whose completed copy it is, when `intact`.')),
   documentId: v.pipe(v.nullable(id('agd')), v.description('The document whose completed copy it is, when `intact`.')),
 });
@@ -331,7 +387,10 @@ export const deliveryList = v.strictObject({
 export const fileList = v.strictObject({ data: v.array(fileEntry) });
 export const agreementList = v.strictObject({
   data: v.pipe(v.array(agreementEventData), v.maxLength(100), v.description('Newest first, without signature images.')),
-  nextCursor: v.pipe(v.nullable(id('agr')), v.description('Give it as `cursor` for the next page; `null` on the last. Opaque: pass it back as it came.')),
+  nextCursor: v.pipe(
+    v.nullable(id('agr')),
+    v.description('Give it as `cursor` for the next page; `null` on the last. Opaque: pass it back as it came.'),
+  ),
 });
 
 /**
@@ -341,14 +400,22 @@ export const agreementList = v.strictObject({
  */
 export const webhookCallBody = (type: string, data: v.GenericSchema) =>
   v.strictObject({
-    id: v.pipe(id('evt'), v.description('The event id, also sent as the `webhook-id` header: the same on every retry, so a receiver can drop duplicates.')),
+    id: v.pipe(
+      id('evt'),
+      v.description(
+        'The event id, also sent as the `webhook-id` header: the same on every retry, so a receiver can drop duplicates.',
+      ),
+    ),
     type: v.literal(type),
     createdAt: atomDateTime,
     data,
   });
 
 /** What the host publishes as `data` (`events.publish(accountId, type, data)`): any JSON object. */
-export const hostEventData = v.pipe(v.record(v.string(), v.unknown()), v.description('The JSON object the host published.'));
+export const hostEventData = v.pipe(
+  v.record(v.string(), v.unknown()),
+  v.description('The JSON object the host published.'),
+);
 
 /** The data of an agreement event about one signer: the agreement without images, and which signer. */
 export const agreementSignerEventData = v.strictObject({
@@ -365,7 +432,9 @@ export const signingLink = v.strictObject({
   link: v.pipe(
     v.string(),
     v.url(),
-    v.description('`<API root>/sign#<token>`: the signing page, with the signing token in the fragment (never sent to a server by a browser).'),
+    v.description(
+      '`<API root>/sign#<token>`: the signing page, with the signing token in the fragment (never sent to a server by a browser).',
+    ),
   ),
   expiresAt: atomDateTime,
 });
@@ -388,9 +457,15 @@ export const signingView = v.strictObject({
       v.maxLength(MAX_DOCUMENTS),
       v.description('Empty, as are the other signers, until the signer has identified.'),
     ),
-    signers: v.pipe(v.array(v.union([agreementEventSigner, coSigner])), v.description('The signer whole; every other signer by name and outcome only.')),
+    signers: v.pipe(
+      v.array(v.union([agreementEventSigner, coSigner])),
+      v.description('The signer whole; every other signer by name and outcome only.'),
+    ),
   }),
-  signer: v.pipe(agreementSigner, v.description('The signer, with their own signature image once they signed (`null` before).')),
+  signer: v.pipe(
+    agreementSigner,
+    v.description('The signer, with their own signature image once they signed (`null` before).'),
+  ),
   identification: v.pipe(
     v.union([
       v.strictObject({ required: v.literal(false) }),
@@ -399,16 +474,27 @@ export const signingView = v.strictObject({
         verified: v.literal(false),
         methods: v.pipe(
           v.array(identificationMethod),
-          v.description('`access-code` when the link was issued with one; else `email-code` when a notifier is configured.'),
+          v.description(
+            '`access-code` when the link was issued with one; else `email-code` when a notifier is configured.',
+          ),
         ),
       }),
-      v.strictObject({ required: v.literal(true), verified: v.literal(true), method: identificationMethod, at: atomDateTime }),
+      v.strictObject({
+        required: v.literal(true),
+        verified: v.literal(true),
+        method: identificationMethod,
+        at: atomDateTime,
+      }),
     ]),
-    v.description('Whether the signer must identify, and how; until they have, `documents` is empty and signing or declining answers `403`.'),
+    v.description(
+      'Whether the signer must identify, and how; until they have, `documents` is empty and signing or declining answers `403`.',
+    ),
   ),
   disclosure: v.pipe(
     v.strictObject({ version: v.string(), text: v.string() }),
-    v.description('The consumer disclosure (ESIGN §101(c)) shown before signing; `POST /signing/sign` takes `consent: {disclosureVersion}`.'),
+    v.description(
+      'The consumer disclosure (ESIGN §101(c)) shown before signing; `POST /signing/sign` takes `consent: {disclosureVersion}`.',
+    ),
   ),
   documents: v.array(
     v.strictObject({
@@ -428,7 +514,10 @@ export const signingView = v.strictObject({
 export const auditEntry = v.strictObject({
   at: atomDateTime,
   action: v.picklist(AUDIT_ACTIONS),
-  actor: v.pipe(v.string(), v.description('`account:<accountId>` (the host through the API), a signer id (`ags_…`), or `system`.')),
+  actor: v.pipe(
+    v.string(),
+    v.description('`account:<accountId>` (the host through the API), a signer id (`ags_…`), or `system`.'),
+  ),
   signerId: v.nullable(id('ags')),
   ip: v.nullable(v.string()),
   userAgent: v.nullable(v.string()),
@@ -443,7 +532,9 @@ export const auditEntry = v.strictObject({
     ),
   ),
   method: v.optional(v.pipe(identificationMethod, v.description('How the signer identified (`identified`).'))),
-  disclosureHash: v.optional(v.pipe(sha256Hex, v.description('SHA-256 (hex) of the disclosure text the signer consented to (`consented`).'))),
+  disclosureHash: v.optional(
+    v.pipe(sha256Hex, v.description('SHA-256 (hex) of the disclosure text the signer consented to (`consented`).')),
+  ),
   previousHash: sha256Hex,
   hash: v.pipe(
     sha256Hex,
@@ -473,12 +564,16 @@ const documentPart = v.pipe(v.blob(), v.metadata({ contentMediaType: 'applicatio
 const uploadPart = v.pipe(
   v.blob(),
   v.metadata({ contentMediaType: 'application/octet-stream' }),
-  v.description("The file, with a filename; 5 MiB (5,242,880 bytes) at most. Its part's Content-Type is kept as its mime."),
+  v.description(
+    "The file, with a filename; 5 MiB (5,242,880 bytes) at most. Its part's Content-Type is kept as its mime.",
+  ),
 );
 
 /** The `POST /files` form: the file, and the directory to put it in (the root without it), in any order. */
 export const fileUploadForm = v.strictObject({
-  directoryId: v.optional(v.pipe(id('fsd'), v.description('The directory (`fsd_…`), before or after the file part; the root without it.'))),
+  directoryId: v.optional(
+    v.pipe(id('fsd'), v.description('The directory (`fsd_…`), before or after the file part; the root without it.')),
+  ),
   file: uploadPart,
 });
 

@@ -1,7 +1,23 @@
 import { randomBytes } from 'node:crypto';
 
 /** Record id prefixes: the first seven come from the API spec, the last six are ours. */
-export const ID_PREFIXES = ['wbh', 'agr', 'ags', 'agd', 'fsf', 'fsd', 'fss', 'tck', 'tcm', 'tca', 'evt', 'whd', 'sgl', 'sgc', 'sgm'] as const;
+export const ID_PREFIXES = [
+  'wbh',
+  'agr',
+  'ags',
+  'agd',
+  'fsf',
+  'fsd',
+  'fss',
+  'tck',
+  'tcm',
+  'tca',
+  'evt',
+  'whd',
+  'sgl',
+  'sgc',
+  'sgm',
+] as const;
 export type IdPrefix = (typeof ID_PREFIXES)[number];
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';

@@ -1,7 +1,8 @@
 /** Code-unit order of two strings, which for ATOM date-times is time order. */
 export const compareKeys = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
-const byCreatedAt = (a: { createdAt: string }, b: { createdAt: string }): number => compareKeys(a.createdAt, b.createdAt);
+const byCreatedAt = (a: { createdAt: string }, b: { createdAt: string }): number =>
+  compareKeys(a.createdAt, b.createdAt);
 
 /**
  * Oldest first, in place. `records` come in creation order (how the memory and filesystem stores
@@ -26,7 +27,8 @@ interface Listed {
 export function inListingOrder<T extends Listed>(entries: readonly T[]): T[] {
   const keys = entries.map((entry) => entry.name.toLowerCase());
   let ordered = true;
-  for (let i = 1; i < entries.length && ordered; i++) ordered = compareListed(entries[i - 1]!, keys[i - 1]!, entries[i]!, keys[i]!) < 0;
+  for (let i = 1; i < entries.length && ordered; i++)
+    ordered = compareListed(entries[i - 1]!, keys[i - 1]!, entries[i]!, keys[i]!) < 0;
   if (ordered) return entries.slice();
   return entries
     .map((entry, i) => ({ key: keys[i]!, entry }))

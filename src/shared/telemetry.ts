@@ -118,7 +118,8 @@ function telemetryOf(api: typeof Otel): Telemetry {
     valueType: ValueType.INT,
   });
   const depth = meter.createObservableGauge('customer_portal.webhook.queue.depth', {
-    description: 'Deliveries due and not taken by a worker, counted up to 10,000 (the store is shared: every instance reports the same queue).',
+    description:
+      'Deliveries due and not taken by a worker, counted up to 10,000 (the store is shared: every instance reports the same queue).',
     unit: '{delivery}',
     valueType: ValueType.INT,
   });

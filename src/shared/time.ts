@@ -16,7 +16,8 @@ const EARLIEST = new Date('0001-01-01T00:00:00Z').getTime();
 const LATEST = new Date('9999-12-31T23:59:59Z').getTime();
 
 /** Whether `date` is a valid instant from year 0001 to 9999 (UTC). */
-export const inDateRange = (date: Date) => !Number.isNaN(date.getTime()) && date.getTime() >= EARLIEST && date.getTime() <= LATEST;
+export const inDateRange = (date: Date) =>
+  !Number.isNaN(date.getTime()) && date.getTime() >= EARLIEST && date.getTime() <= LATEST;
 
 const RFC3339_PARTS = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:[Zz]|[+-](\d{2}):(\d{2}))$/;
 
@@ -28,8 +29,16 @@ const RFC3339_PARTS = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.\
 export function isRealDateTime(text: string): boolean {
   const parts = RFC3339_PARTS.exec(text);
   if (parts === null) return false;
-  const [year, month, day, hour, minute, second] = parts.slice(1, 7).map(Number) as [number, number, number, number, number, number];
-  if (month < 1 || month > 12 || day < 1 || day > daysIn(year, month) || hour > 23 || minute > 59 || second > 59) return false;
+  const [year, month, day, hour, minute, second] = parts.slice(1, 7).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  if (month < 1 || month > 12 || day < 1 || day > daysIn(year, month) || hour > 23 || minute > 59 || second > 59)
+    return false;
   if (parts[7] !== undefined && (Number(parts[7]) > 23 || Number(parts[8]) > 59)) return false;
   return inDateRange(new Date(text));
 }

@@ -6,7 +6,9 @@ import { readFileSync } from 'node:fs';
  */
 export const VERSION: string = (() => {
   try {
-    const manifest = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+    const manifest = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as {
+      version?: unknown;
+    };
     return typeof manifest.version === 'string' ? manifest.version : '0.0.0';
   } catch {
     return '0.0.0';

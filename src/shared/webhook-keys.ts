@@ -1,4 +1,12 @@
-import { type KeyObject, createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, sign, verify } from 'node:crypto';
+import {
+  type KeyObject,
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  randomBytes,
+  sign,
+  verify,
+} from 'node:crypto';
 
 /**
  * Webhook signing keys in the Standard Webhooks forms:
@@ -19,7 +27,8 @@ const SPKI_ED25519 = Buffer.from('302a300506032b6570032100', 'hex');
 const BASE64 = /^[A-Za-z0-9+/]{43}=$/;
 
 /** The scheme a stored secret signs with: its prefix says. */
-export const schemeOf = (secret: string): SignatureScheme => (secret.startsWith(PRIVATE_PREFIX) ? 'ed25519' : 'hmac-sha256');
+export const schemeOf = (secret: string): SignatureScheme =>
+  secret.startsWith(PRIVATE_PREFIX) ? 'ed25519' : 'hmac-sha256';
 
 /** A new secret of `scheme`: `whsec_…`, or a new key pair's private half, `whsk_…`. */
 export function newSigningSecret(scheme: SignatureScheme): string {
@@ -47,8 +56,13 @@ function cached(text: string, make: () => KeyObject): KeyObject {
 function privateKeyOf(secret: string): KeyObject {
   return cached(secret, () => {
     const encoded = secret.slice(PRIVATE_PREFIX.length);
-    if (!secret.startsWith(PRIVATE_PREFIX) || !BASE64.test(encoded)) throw new Error('The signing key is not "whsk_" followed by the base64 of 32 bytes.');
-    return createPrivateKey({ key: Buffer.concat([PKCS8_ED25519, Buffer.from(encoded, 'base64')]), format: 'der', type: 'pkcs8' });
+    if (!secret.startsWith(PRIVATE_PREFIX) || !BASE64.test(encoded))
+      throw new Error('The signing key is not "whsk_" followed by the base64 of 32 bytes.');
+    return createPrivateKey({
+      key: Buffer.concat([PKCS8_ED25519, Buffer.from(encoded, 'base64')]),
+      format: 'der',
+      type: 'pkcs8',
+    });
   });
 }
 
@@ -56,7 +70,13 @@ function privateKeyOf(secret: string): KeyObject {
 export function publicKeyObject(key: string): KeyObject | null {
   const encoded = key.slice(PUBLIC_PREFIX.length);
   if (!key.startsWith(PUBLIC_PREFIX) || !BASE64.test(encoded)) return null;
-  return cached(key, () => createPublicKey({ key: Buffer.concat([SPKI_ED25519, Buffer.from(encoded, 'base64')]), format: 'der', type: 'spki' }));
+  return cached(key, () =>
+    createPublicKey({
+      key: Buffer.concat([SPKI_ED25519, Buffer.from(encoded, 'base64')]),
+      format: 'der',
+      type: 'spki',
+    }),
+  );
 }
 
 /** Public keys by their secret: a webhook's is shown with every read of it. */
@@ -75,7 +95,8 @@ export function publicKeyOf(secret: string): string {
 }
 
 /** The raw 32 bytes of a `whpk_…` key, base64url: a JWK's `x`. */
-export const jwkX = (publicKey: string): string => Buffer.from(publicKey.slice(PUBLIC_PREFIX.length), 'base64').toString('base64url');
+export const jwkX = (publicKey: string): string =>
+  Buffer.from(publicKey.slice(PUBLIC_PREFIX.length), 'base64').toString('base64url');
 
 /** The ed25519 signature of `message` under a `whsk_…` secret. */
 export function signEd25519(secret: string, message: Buffer): Buffer {

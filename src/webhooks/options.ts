@@ -20,7 +20,8 @@ export function resolveWebhookOptions(options: WebhookOptions = {}): ResolvedWeb
     tick: options.tick ?? DEFAULT_TICK,
     timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     concurrency: options.concurrency ?? DEFAULT_CONCURRENCY,
-    concurrencyPerAccount: options.concurrencyPerAccount ?? defaultConcurrencyPerAccount(options.concurrency ?? DEFAULT_CONCURRENCY),
+    concurrencyPerAccount:
+      options.concurrencyPerAccount ?? defaultConcurrencyPerAccount(options.concurrency ?? DEFAULT_CONCURRENCY),
     retrySchedule: options.retrySchedule ?? DEFAULT_RETRY_SCHEDULE,
     allowPrivateNetworks: options.allowPrivateNetworks ?? false,
     maxPerAccount: options.maxPerAccount ?? DEFAULT_MAX_WEBHOOKS_PER_ACCOUNT,
@@ -28,17 +29,27 @@ export function resolveWebhookOptions(options: WebhookOptions = {}): ResolvedWeb
     disableAfterFailures: options.disableAfterFailures ?? DEFAULT_DISABLE_AFTER_FAILURES,
   };
   if (typeof resolved.tick !== 'string' || !cron.validate(resolved.tick)) {
-    throw new TypeError(`webhooks.tick "${String(resolved.tick)}" is not a cron expression (node-cron syntax, seconds optional)`);
+    throw new TypeError(
+      `webhooks.tick "${String(resolved.tick)}" is not a cron expression (node-cron syntax, seconds optional)`,
+    );
   }
-  if (!isPositiveInteger(resolved.timeoutMs)) throw new TypeError('webhooks.timeoutMs must be a positive whole number of milliseconds');
-  if (!isPositiveInteger(resolved.concurrency)) throw new TypeError('webhooks.concurrency must be a positive whole number');
-  if (!isPositiveInteger(resolved.concurrencyPerAccount)) throw new TypeError('webhooks.concurrencyPerAccount must be a positive whole number');
-  if (!isPositiveInteger(resolved.maxPerAccount)) throw new TypeError('webhooks.maxPerAccount must be a positive whole number');
+  if (!isPositiveInteger(resolved.timeoutMs))
+    throw new TypeError('webhooks.timeoutMs must be a positive whole number of milliseconds');
+  if (!isPositiveInteger(resolved.concurrency))
+    throw new TypeError('webhooks.concurrency must be a positive whole number');
+  if (!isPositiveInteger(resolved.concurrencyPerAccount))
+    throw new TypeError('webhooks.concurrencyPerAccount must be a positive whole number');
+  if (!isPositiveInteger(resolved.maxPerAccount))
+    throw new TypeError('webhooks.maxPerAccount must be a positive whole number');
   if (!(Number.isSafeInteger(resolved.disableAfterMs) && resolved.disableAfterMs >= 0)) {
     throw new TypeError('webhooks.disableAfterMs must be a whole number of milliseconds, 0 or more');
   }
-  if (!isPositiveInteger(resolved.disableAfterFailures)) throw new TypeError('webhooks.disableAfterFailures must be a positive whole number');
-  if (!Array.isArray(resolved.retrySchedule) || !resolved.retrySchedule.every((step) => typeof step === 'number' && Number.isFinite(step) && step >= 0)) {
+  if (!isPositiveInteger(resolved.disableAfterFailures))
+    throw new TypeError('webhooks.disableAfterFailures must be a positive whole number');
+  if (
+    !Array.isArray(resolved.retrySchedule) ||
+    !resolved.retrySchedule.every((step) => typeof step === 'number' && Number.isFinite(step) && step >= 0)
+  ) {
     throw new TypeError('webhooks.retrySchedule must be a list of non-negative numbers of seconds');
   }
   return { ...resolved, retrySchedule: [...resolved.retrySchedule] };

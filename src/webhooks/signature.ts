@@ -39,12 +39,14 @@ const MAX_CACHED_KEYS = 1000;
 
 /** The HMAC key of a `whsec_…` secret (the prefix may be left out when signing: the portal's own secrets). */
 function secretKey(secret: string): KeyObject {
-  if (typeof secret !== 'string') throw new WebhookVerificationError('invalid-secret', 'The webhook secret is not a string.');
+  if (typeof secret !== 'string')
+    throw new WebhookVerificationError('invalid-secret', 'The webhook secret is not a string.');
   const cached = keys.get(secret);
   if (cached !== undefined) return cached;
   const encoded = secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret;
   const key = /^[A-Za-z0-9+/]+={0,2}$/.test(encoded) ? Buffer.from(encoded, 'base64') : Buffer.alloc(0);
-  if (key.length === 0) throw new WebhookVerificationError('invalid-secret', 'The webhook secret is not "whsec_" followed by base64.');
+  if (key.length === 0)
+    throw new WebhookVerificationError('invalid-secret', 'The webhook secret is not "whsec_" followed by base64.');
   if (keys.size >= MAX_CACHED_KEYS) keys.clear();
   const object = createSecretKey(key);
   keys.set(secret, object);
@@ -60,7 +62,8 @@ function hmac(key: KeyObject, id: string, timestamp: number | string, body: stri
  * `whsec_` secret `v1,` + base64 HMAC-SHA256, with a `whsk_` private key `v1a,` + base64 ed25519.
  */
 export function signWebhook(secret: string, id: string, timestamp: number, body: string): string {
-  if (schemeOf(secret) === 'ed25519') return 'v1a,' + signEd25519(secret, Buffer.from(`${id}.${timestamp}.${body}`)).toString('base64');
+  if (schemeOf(secret) === 'ed25519')
+    return 'v1a,' + signEd25519(secret, Buffer.from(`${id}.${timestamp}.${body}`)).toString('base64');
   return 'v1,' + hmac(secretKey(secret), id, timestamp, body).toString('base64');
 }
 
@@ -70,7 +73,11 @@ type VerifyingKey = { hmac: KeyObject } | { ed25519: KeyObject };
 function verifyingKey(key: string): VerifyingKey {
   if (typeof key === 'string' && key.startsWith('whpk_')) {
     const publicKey = publicKeyObject(key);
-    if (publicKey === null) throw new WebhookVerificationError('invalid-secret', 'The public key is not "whpk_" followed by the base64 of 32 bytes.');
+    if (publicKey === null)
+      throw new WebhookVerificationError(
+        'invalid-secret',
+        'The public key is not "whpk_" followed by the base64 of 32 bytes.',
+      );
     return { ed25519: publicKey };
   }
   // A receiver names which kind of key it holds. Taking an unprefixed key as an HMAC secret, as the
@@ -85,7 +92,10 @@ function verifyingKey(key: string): VerifyingKey {
   return { hmac: secretKey(key) };
 }
 
-export type WebhookHeaders = Headers | { get(name: string): string | null } | Readonly<Record<string, string | readonly string[] | undefined>>;
+export type WebhookHeaders =
+  | Headers
+  | { get(name: string): string | null }
+  | Readonly<Record<string, string | readonly string[] | undefined>>;
 
 function headerOf(headers: WebhookHeaders, name: string): string | undefined {
   if (typeof (headers as Headers).get === 'function') return (headers as Headers).get(name) ?? undefined;
@@ -126,7 +136,10 @@ export function verifyWebhook<T = PortalEvent>(
   }
   const secrets: readonly string[] = typeof secret === 'string' ? [secret] : secret;
   if (!Array.isArray(secrets) || secrets.length === 0) {
-    throw new WebhookVerificationError('invalid-secret', 'No webhook secret was given: pass a "whsec_…" secret, a "whpk_…" public key, or a list of them.');
+    throw new WebhookVerificationError(
+      'invalid-secret',
+      'No webhook secret was given: pass a "whsec_…" secret, a "whpk_…" public key, or a list of them.',
+    );
   }
   const keys = secrets.map((one) => verifyingKey(one));
   const id = headerOf(headers, 'webhook-id');
@@ -137,7 +150,8 @@ export function verifyWebhook<T = PortalEvent>(
     ['webhook-timestamp', timestamp],
     ['webhook-signature', signatures],
   ] as const) {
-    if (value === undefined || value === '') throw new WebhookVerificationError('missing-header', `The ${name} header is missing.`);
+    if (value === undefined || value === '')
+      throw new WebhookVerificationError('missing-header', `The ${name} header is missing.`);
   }
   if (!/^\d{1,15}$/.test(timestamp!)) {
     throw new WebhookVerificationError('invalid-timestamp', 'The webhook-timestamp header is not a number of seconds.');
@@ -145,12 +159,18 @@ export function verifyWebhook<T = PortalEvent>(
   const now = Math.floor((options.now ?? new Date()).getTime() / 1000);
   const tolerance = options.toleranceSeconds ?? WEBHOOK_TOLERANCE_SECONDS;
   const sent = Number(timestamp);
-  if (now - sent > tolerance) throw new WebhookVerificationError('timestamp-too-old', 'The webhook-timestamp is more than five minutes old.');
-  if (sent - now > tolerance) throw new WebhookVerificationError('timestamp-too-new', 'The webhook-timestamp is more than five minutes in the future.');
+  if (now - sent > tolerance)
+    throw new WebhookVerificationError('timestamp-too-old', 'The webhook-timestamp is more than five minutes old.');
+  if (sent - now > tolerance)
+    throw new WebhookVerificationError(
+      'timestamp-too-new',
+      'The webhook-timestamp is more than five minutes in the future.',
+    );
 
   const expected = keys.flatMap((key) => ('hmac' in key ? [hmac(key.hmac, id!, timestamp!, rawBody)] : []));
   const publicKeys = keys.flatMap((key) => ('ed25519' in key ? [key.ed25519] : []));
-  const message = publicKeys.length === 0 ? undefined : Buffer.concat([Buffer.from(`${id}.${timestamp}.`), Buffer.from(rawBody)]);
+  const message =
+    publicKeys.length === 0 ? undefined : Buffer.concat([Buffer.from(`${id}.${timestamp}.`), Buffer.from(rawBody)]);
   let matched = false;
   for (const candidate of signatures!.split(' ')) {
     const [version, encoded] = candidate.split(',', 2);
@@ -171,10 +191,15 @@ export function verifyWebhook<T = PortalEvent>(
       if (given.length === bytes.length && timingSafeEqual(given, bytes)) matched = true;
     }
   }
-  if (!matched) throw new WebhookVerificationError('no-matching-signature', 'No webhook-signature matches the body and secret.');
+  if (!matched)
+    throw new WebhookVerificationError('no-matching-signature', 'No webhook-signature matches the body and secret.');
 
   try {
-    return JSON.parse(typeof rawBody === 'string' ? rawBody : Buffer.from(rawBody.buffer, rawBody.byteOffset, rawBody.byteLength).toString('utf8')) as T;
+    return JSON.parse(
+      typeof rawBody === 'string'
+        ? rawBody
+        : Buffer.from(rawBody.buffer, rawBody.byteOffset, rawBody.byteLength).toString('utf8'),
+    ) as T;
   } catch {
     throw new WebhookVerificationError('invalid-payload', 'The webhook body is signed but is not JSON.');
   }

@@ -10,7 +10,11 @@ import { atom } from '../shared/time.js';
 import { buildCall, callBody } from './call.js';
 import { endsTurn } from '../domain/deliveries.js';
 import { attemptsInRun, outcomeOf, type Outcome } from '../domain/retry-schedule.js';
-import { DEFAULT_DISABLE_AFTER_FAILURES, DEFAULT_DISABLE_AFTER_MS, attemptSucceeded } from '../domain/webhook-health.js';
+import {
+  DEFAULT_DISABLE_AFTER_FAILURES,
+  DEFAULT_DISABLE_AFTER_MS,
+  attemptSucceeded,
+} from '../domain/webhook-health.js';
 import type { OperationalEvent } from '../domain/operational-events.js';
 
 /**
@@ -136,7 +140,10 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
    * Each event's body, serialized once for all its deliveries and retries (an event fans out to
    * every webhook of its type): bounded by size, so a burst of large events cannot hold memory.
    */
-  const bodies = new LRUCache<string, string>({ maxSize: BODY_CACHE_CHARS, sizeCalculation: (body) => Math.max(1, body.length) });
+  const bodies = new LRUCache<string, string>({
+    maxSize: BODY_CACHE_CHARS,
+    sizeCalculation: (body) => Math.max(1, body.length),
+  });
 
   let task: ScheduledTask | undefined;
   let stopped = false;
@@ -308,7 +315,12 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     const { accountId } = claimed.delivery;
     const call: Promise<void> = makeCall(claimed)
       .then((made) => startRecord(claimed, made))
-      .catch((error) => logger.error({ deliveryId: claimed.delivery.id, err: errorMessage(error) }, 'webhook worker: making a call failed'))
+      .catch((error) =>
+        logger.error(
+          { deliveryId: claimed.delivery.id, err: errorMessage(error) },
+          'webhook worker: making a call failed',
+        ),
+      )
       .finally(() => {
         inFlight.delete(call);
         release(accountId);
@@ -321,7 +333,12 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
 
   function startRecord(claimed: ClaimedDelivery, made: MadeCall): void {
     const record: Promise<void> = recordCall(claimed, made)
-      .catch((error) => logger.error({ deliveryId: claimed.delivery.id, err: errorMessage(error) }, 'webhook worker: recording an attempt failed'))
+      .catch((error) =>
+        logger.error(
+          { deliveryId: claimed.delivery.id, err: errorMessage(error) },
+          'webhook worker: recording an attempt failed',
+        ),
+      )
       .finally(() => {
         recording.delete(record);
         startAhead();
@@ -335,9 +352,14 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   async function send(call: WebhookCall): Promise<WebhookCallResult> {
     let timer: unknown;
     const cutOff = new Promise<WebhookCallResult>((resolve) => {
-      timer = timers.setTimeout(() => resolve({ statusCode: null, headers: {}, error: `timed out after ${timeoutMs} ms` }), timeoutMs + TRANSPORT_GRACE_MS);
+      timer = timers.setTimeout(
+        () => resolve({ statusCode: null, headers: {}, error: `timed out after ${timeoutMs} ms` }),
+        timeoutMs + TRANSPORT_GRACE_MS,
+      );
     });
-    const sent = transport.send(call, { timeoutMs }).catch((error: unknown) => ({ statusCode: null, headers: {}, error: errorMessage(error) }));
+    const sent = transport
+      .send(call, { timeoutMs })
+      .catch((error: unknown) => ({ statusCode: null, headers: {}, error: errorMessage(error) }));
     try {
       return await Promise.race([sent, cutOff]);
     } finally {
@@ -376,21 +398,37 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     return { at, result, durationMs };
   }
 
-  async function recordCall({ delivery, event, webhook }: ClaimedDelivery, { at, result, durationMs }: MadeCall): Promise<void> {
+  async function recordCall(
+    { delivery, event, webhook }: ClaimedDelivery,
+    { at, result, durationMs }: MadeCall,
+  ): Promise<void> {
     const { statusCode } = result;
     const redirected = result.error === null && statusCode !== null && statusCode >= 300 && statusCode < 400;
     const local = result.local === true && statusCode === null;
-    const attempt: DeliveryAttempt = { at: atom(at), statusCode, error: redirected ? 'redirect not followed' : result.error, durationMs };
+    const attempt: DeliveryAttempt = {
+      at: atom(at),
+      statusCode,
+      error: redirected ? 'redirect not followed' : result.error,
+      durationMs,
+    };
     if (local) attempt.local = true;
     // A call that never left (the egress proxy failed) is the operator's: it costs the webhook no
     // health and the delivery no retry; it comes again at the schedule's first step.
     const previous = local ? 0 : attemptsInRun(delivery.attempts, retrySchedule.length);
     const outcome = outcomeOf(result, previous, retrySchedule, clock(), random);
-    const recorded = await storage.recordAttempt(delivery.id, owner, attempt, outcome, local ? undefined : health, delivery);
+    const recorded = await storage.recordAttempt(
+      delivery.id,
+      owner,
+      attempt,
+      outcome,
+      local ? undefined : health,
+      delivery,
+    );
     // A redeliver was queued during the call (the delivery is due again), or its key's turn ended
     // (the next of the key is due): this worker claims again (startRecord's refill) rather than
     // leaving it to the next tick.
-    if (recorded === 'due-again' || (recorded !== false && endsTurn({ ...delivery, status: outcome.status }))) again = true;
+    if (recorded === 'due-again' || (recorded !== false && endsTurn({ ...delivery, status: outcome.status })))
+      again = true;
     telemetry.delivery(
       recorded === false
         ? 'not-recorded'
@@ -406,7 +444,10 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       try {
         report({ delivery, event, webhook }, attempt, outcome, recorded);
       } catch (error) {
-        logger.error({ deliveryId: delivery.id, err: errorMessage(error) }, 'webhook worker: reporting an operational event failed');
+        logger.error(
+          { deliveryId: delivery.id, err: errorMessage(error) },
+          'webhook worker: reporting an operational event failed',
+        );
       }
     }
     logger.info(
@@ -436,8 +477,18 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
    * Tells the host what this recorded attempt changed. Only the worker whose write recorded it gets
    * here (the lease makes that one), so each event is emitted once across instances.
    */
-  function report({ delivery, event }: ClaimedDelivery, attempt: DeliveryAttempt, outcome: Outcome, recorded: true | string): void {
-    const base = { accountId: delivery.accountId, webhookId: delivery.webhookId, deliveryId: delivery.id, at: attempt.at };
+  function report(
+    { delivery, event }: ClaimedDelivery,
+    attempt: DeliveryAttempt,
+    outcome: Outcome,
+    recorded: true | string,
+  ): void {
+    const base = {
+      accountId: delivery.accountId,
+      webhookId: delivery.webhookId,
+      deliveryId: delivery.id,
+      at: attempt.at,
+    };
     if (recorded === 'gone' || recorded === 'failing') emit({ ...base, type: 'webhook.disabled', reason: recorded });
     // With a redeliver queued during the call the delivery goes on: a failure is not its end.
     if (outcome.status === 'failed' && recorded !== 'due-again') {
@@ -453,8 +504,16 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     } else if (outcome.status === 'succeeded') {
       // The failures that came right before this success (those the log still holds).
       let failedAttempts = 0;
-      for (let i = delivery.attempts.length - 1; i >= 0 && !attemptSucceeded(delivery.attempts[i]!); i--) failedAttempts++;
-      if (failedAttempts > 0) emit({ ...base, type: 'delivery.recovered', reason: 'succeeded-after-failures', eventId: event.id, failedAttempts });
+      for (let i = delivery.attempts.length - 1; i >= 0 && !attemptSucceeded(delivery.attempts[i]!); i--)
+        failedAttempts++;
+      if (failedAttempts > 0)
+        emit({
+          ...base,
+          type: 'delivery.recovered',
+          reason: 'succeeded-after-failures',
+          eventId: event.id,
+          failedAttempts,
+        });
     }
   }
 
@@ -464,7 +523,9 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     if (options.housekeeping === undefined || stopped) return Promise.resolve();
     housekeeping ??= options
       .housekeeping()
-      .catch((error: unknown) => logger.error({ worker: owner, err: errorMessage(error) }, "webhook worker: the tick's other work failed"))
+      .catch((error: unknown) =>
+        logger.error({ worker: owner, err: errorMessage(error) }, "webhook worker: the tick's other work failed"),
+      )
       .finally(() => (housekeeping = undefined));
     return housekeeping;
   }
@@ -490,7 +551,8 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
             info: () => {},
             debug: () => {},
             warn: (message) => logger.warn({ worker: owner }, `webhook worker cron: ${message}`),
-            error: (message, error) => logger.error({ worker: owner, err: errorMessage(error ?? message) }, 'webhook worker cron failed'),
+            error: (message, error) =>
+              logger.error({ worker: owner, err: errorMessage(error ?? message) }, 'webhook worker cron failed'),
           },
         },
       );

@@ -24,7 +24,10 @@ async function answers(app: TestPortal, captured: string[]): Promise<string[]> {
     out.push(`${what} → ${r.status}`);
     if (r.status >= 500) captured.push(`${what}: ${text}`);
   };
-  const webhook = await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://hooks.example.com/a' });
+  const webhook = await app.portal.webhooks.create('acct_a', {
+    type: 'customer-created',
+    url: 'https://hooks.example.com/a',
+  });
   for (const c of CONTROLS) {
     const id = encodeURIComponent(`wbh_a${c}b`);
     const shown = JSON.stringify(c);
@@ -35,21 +38,43 @@ async function answers(app: TestPortal, captured: string[]): Promise<string[]> {
       `POST redeliver ${shown} in delivery id`,
       app.api(`/webhooks/${webhook.id}/deliveries/${encodeURIComponent(`whd_a${c}`)}/redeliver`, { method: 'POST' }),
     );
-    await note(`POST redeliver ${shown} in webhook id`, app.api(`/webhooks/${id}/deliveries/whd_abc/redeliver`, { method: 'POST' }));
+    await note(
+      `POST redeliver ${shown} in webhook id`,
+      app.api(`/webhooks/${id}/deliveries/whd_abc/redeliver`, { method: 'POST' }),
+    );
     await note(`GET /agreements/${shown}`, app.api(`/agreements/${encodeURIComponent(`agr_a${c}`)}`));
-    await note(`GET ticket download link ${shown}`, app.api(`/tickets/tck_1/message/tcm_1/attachment/${encodeURIComponent(`tca_a${c}`)}/download`));
+    await note(
+      `GET ticket download link ${shown}`,
+      app.api(`/tickets/tck_1/message/tcm_1/attachment/${encodeURIComponent(`tca_a${c}`)}/download`),
+    );
     await note(`GET /files?directoryId=${shown}`, app.api(`/files?directoryId=${encodeURIComponent(`fsd_a${c}`)}`));
-    const post = (body: unknown) => app.api('/webhooks', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    await note(`POST /webhooks url with ${shown}`, post({ type: 'customer-created', url: `https://hooks.example.com/a${c}b` }));
-    await note(`POST /webhooks url host with ${shown}`, post({ type: 'customer-created', url: `https://hooks.exa${c}mple.com/` }));
+    const post = (body: unknown) =>
+      app.api('/webhooks', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    await note(
+      `POST /webhooks url with ${shown}`,
+      post({ type: 'customer-created', url: `https://hooks.example.com/a${c}b` }),
+    );
+    await note(
+      `POST /webhooks url host with ${shown}`,
+      post({ type: 'customer-created', url: `https://hooks.exa${c}mple.com/` }),
+    );
     for (const field of ['name', 'signerName'] as const) {
       const form = validFormData();
       form.set(field, `Lease${c}2026`);
       await note(`POST /agreements ${field} with ${shown}`, app.api('/agreements', { method: 'POST', body: form }));
     }
     for (const field of ['firstName', 'lastName', 'email'] as const) {
-      const form = validFormData({ signers: [{ ...SIGNER, [field]: field === 'email' ? `bo${c}@example.com` : `Bo${c}` }] });
-      await note(`POST /agreements signer ${field} with ${shown}`, app.api('/agreements', { method: 'POST', body: form }));
+      const form = validFormData({
+        signers: [{ ...SIGNER, [field]: field === 'email' ? `bo${c}@example.com` : `Bo${c}` }],
+      });
+      await note(
+        `POST /agreements signer ${field} with ${shown}`,
+        app.api('/agreements', { method: 'POST', body: form }),
+      );
     }
   }
   return out;
@@ -70,8 +95,12 @@ async function inProcess(app: TestPortal): Promise<string[]> {
   };
   for (const c of ['\u0000', '\n', '\u0085']) {
     const shown = JSON.stringify(c);
-    await outcome(`files.createDirectory name ${shown}`, () => portal.files.createDirectory('acct_a', { name: `dir${c}` }));
-    await outcome(`files.put name ${shown}`, () => portal.files.put('acct_a', { name: `f${c}.txt`, mime: 'text/plain', body: Buffer.from('x') }));
+    await outcome(`files.createDirectory name ${shown}`, () =>
+      portal.files.createDirectory('acct_a', { name: `dir${c}` }),
+    );
+    await outcome(`files.put name ${shown}`, () =>
+      portal.files.put('acct_a', { name: `f${c}.txt`, mime: 'text/plain', body: Buffer.from('x') }),
+    );
     await outcome(`tickets.putAttachment name ${shown}`, () =>
       portal.tickets.putAttachment('acct_a', { name: `a${c}.pdf`, mime: 'application/pdf', body: Buffer.from('x') }),
     );

@@ -6,7 +6,8 @@ import { NEVER } from '../helpers/webhooks.js';
 
 const { list: backends, close } = await openBackends('the delivery log input tests');
 
-const cursorOf = (createdAt: string, key: string) => Buffer.from(JSON.stringify([createdAt, key])).toString('base64url');
+const cursorOf = (createdAt: string, key: string) =>
+  Buffer.from(JSON.stringify([createdAt, key])).toString('base64url');
 
 for (const backend of backends) {
   const on = suite(`delivery log, crafted input: ${backend.name}`);
@@ -15,7 +16,10 @@ for (const backend of backends) {
     const { options, cleanup } = await backend.options();
     try {
       await withPortal({ ...options, webhooks: { tick: NEVER } }, async (app) => {
-        const hook = await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://hooks.example.com/a' });
+        const hook = await app.portal.webhooks.create('acct_a', {
+          type: 'customer-created',
+          url: 'https://hooks.example.com/a',
+        });
         await app.portal.events.publish('acct_a', 'customer-created', { name: 'A' });
         const page = async (query: string) => app.api(`/webhooks/${hook.id}/deliveries?${query}`);
         const refused: [string, RegExp][] = [

@@ -52,72 +52,88 @@ async function servesBytes(link: string, bytes: Buffer, type: string, name: stri
 for (const backend of backends) {
   const on = suite(`downloads: ${backend.name}`);
 
-  on('a file and an agreement document download through their links; tampered, foreign and expired links are refused', async () => {
-    const { options, cleanup } = await backend.options();
-    const time = manualClock();
-    try {
-      await withPortal({ ...options, clock: time.clock, signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER } }, async (app) => {
-        const directory = await app.portal.files.createDirectory('acct_a', { name: 'Reports' });
-        const file = await upload(app, directory.id);
-        assert.equal([file.name, file.size], ['Jahresbericht 2026.pdf', FILE.length]);
-        assert.equal(
-          (await app.portal.files.list('acct_a', directory.id)).map((entry) => entry.id),
-          [file.id],
-          'filed in the directory sent after it',
+  on(
+    'a file and an agreement document download through their links; tampered, foreign and expired links are refused',
+    async () => {
+      const { options, cleanup } = await backend.options();
+      const time = manualClock();
+      try {
+        await withPortal(
+          { ...options, clock: time.clock, signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER } },
+          async (app) => {
+            const directory = await app.portal.files.createDirectory('acct_a', { name: 'Reports' });
+            const file = await upload(app, directory.id);
+            assert.equal([file.name, file.size], ['Jahresbericht 2026.pdf', FILE.length]);
+            assert.equal(
+              (await app.portal.files.list('acct_a', directory.id)).map((entry) => entry.id),
+              [file.id],
+              'filed in the directory sent after it',
+            );
+
+            const fileLink = await app.api(`/files/${file.id}/download`);
+            assert.is(fileLink.status, 200);
+            const { link, expiresAt } = await json(fileLink);
+            assert.is(Date.parse(expiresAt), time.now.getTime() + 300_000);
+            await servesBytes(link, FILE, 'application/pdf', 'Jahresbericht 2026.pdf');
+
+            const created = await app.api('/agreements', {
+              method: 'POST',
+              body: validFormData({ documents: [{ name: 'lease.pdf', bytes: DOCUMENT }] }),
+            });
+            assert.is(created.status, 201);
+            const agreement = await json(created);
+            const documentId = agreement.documents[0].id;
+            const documentLink = await app.api(`/agreements/${agreement.id}/documents/${documentId}/download`);
+            assert.is(documentLink.status, 200);
+            const document = (await json(documentLink)).link;
+            await servesBytes(document, DOCUMENT, 'application/pdf', 'lease.pdf');
+
+            // Tampered: another id, an account, an agreement, a signature; a file's link with a document's id.
+            const refused = [
+              withParam(link, 'account', 'acct_b'),
+              withParam(link, 'signature', altered(new URL(link).searchParams.get('signature')!)),
+              link.replace(file.id, documentId),
+              withParam(document, 'agreement', 'agr_other'),
+              document.replace(documentId, file.id),
+            ];
+            for (const url of refused) assert.is((await fetch(url)).status, 403, url);
+            assert.is((await fetch(withParam(link, 'ticket', 'tck_1'))).status, 403, 'a ticket on a file link');
+
+            // Not found: a directory, another account's file, a document of another agreement.
+            assert.is((await app.api(`/files/${directory.id}/download`)).status, 404);
+            assert.is(
+              (await app.api(`/files/${file.id}/download`, { headers: { authorization: `Bearer ${KEY_B}` } })).status,
+              404,
+            );
+            assert.is(
+              (
+                await app.api(`/agreements/${agreement.id}/documents/${documentId}/download`, {
+                  headers: { authorization: `Bearer ${KEY_B}` },
+                })
+              ).status,
+              404,
+            );
+            const other = await json(await app.api('/agreements', { method: 'POST', body: validFormData() }));
+            const crossed = await app.api(`/agreements/${other.id}/documents/${documentId}/download`);
+            assert.is(crossed.status, 404);
+            assert.match((await json(crossed)).message, `No document ${documentId} in agreement ${other.id}.`);
+            assert.is((await app.api('/files/nope/download')).status, 400);
+
+            // Expired from the second in expiresAt on; a file removed since is a 404.
+            time.advance(300);
+            assert.is((await fetch(link)).status, 410);
+            assert.is((await fetch(document)).status, 410);
+            time.advance(-300);
+            assert.is(await app.portal.files.delete('acct_a', file.id), true);
+            assert.is((await fetch(link)).status, 404);
+            assert.equal(await json(await fetch(link)), { message: 'The file has been removed.' });
+          },
         );
-
-        const fileLink = await app.api(`/files/${file.id}/download`);
-        assert.is(fileLink.status, 200);
-        const { link, expiresAt } = await json(fileLink);
-        assert.is(Date.parse(expiresAt), time.now.getTime() + 300_000);
-        await servesBytes(link, FILE, 'application/pdf', 'Jahresbericht 2026.pdf');
-
-        const created = await app.api('/agreements', { method: 'POST', body: validFormData({ documents: [{ name: 'lease.pdf', bytes: DOCUMENT }] }) });
-        assert.is(created.status, 201);
-        const agreement = await json(created);
-        const documentId = agreement.documents[0].id;
-        const documentLink = await app.api(`/agreements/${agreement.id}/documents/${documentId}/download`);
-        assert.is(documentLink.status, 200);
-        const document = (await json(documentLink)).link;
-        await servesBytes(document, DOCUMENT, 'application/pdf', 'lease.pdf');
-
-        // Tampered: another id, an account, an agreement, a signature; a file's link with a document's id.
-        const refused = [
-          withParam(link, 'account', 'acct_b'),
-          withParam(link, 'signature', altered(new URL(link).searchParams.get('signature')!)),
-          link.replace(file.id, documentId),
-          withParam(document, 'agreement', 'agr_other'),
-          document.replace(documentId, file.id),
-        ];
-        for (const url of refused) assert.is((await fetch(url)).status, 403, url);
-        assert.is((await fetch(withParam(link, 'ticket', 'tck_1'))).status, 403, 'a ticket on a file link');
-
-        // Not found: a directory, another account's file, a document of another agreement.
-        assert.is((await app.api(`/files/${directory.id}/download`)).status, 404);
-        assert.is((await app.api(`/files/${file.id}/download`, { headers: { authorization: `Bearer ${KEY_B}` } })).status, 404);
-        assert.is(
-          (await app.api(`/agreements/${agreement.id}/documents/${documentId}/download`, { headers: { authorization: `Bearer ${KEY_B}` } })).status,
-          404,
-        );
-        const other = await json(await app.api('/agreements', { method: 'POST', body: validFormData() }));
-        const crossed = await app.api(`/agreements/${other.id}/documents/${documentId}/download`);
-        assert.is(crossed.status, 404);
-        assert.match((await json(crossed)).message, `No document ${documentId} in agreement ${other.id}.`);
-        assert.is((await app.api('/files/nope/download')).status, 400);
-
-        // Expired from the second in expiresAt on; a file removed since is a 404.
-        time.advance(300);
-        assert.is((await fetch(link)).status, 410);
-        assert.is((await fetch(document)).status, 410);
-        time.advance(-300);
-        assert.is(await app.portal.files.delete('acct_a', file.id), true);
-        assert.is((await fetch(link)).status, 404);
-        assert.equal(await json(await fetch(link)), { message: 'The file has been removed.' });
-      });
-    } finally {
-      await cleanup();
-    }
-  });
+      } finally {
+        await cleanup();
+      }
+    },
+  );
 
   on.run();
 }

@@ -26,7 +26,9 @@ type Line = { t: 'ready' } | { t: 'B' | 'A'; op: number; s: Subject[] };
 /** JSON with keys sorted, so two equal records compare equal whatever their key order. */
 function canonical(value: unknown): string {
   return JSON.stringify(value, (_key, item: unknown) =>
-    item !== null && typeof item === 'object' && !Array.isArray(item) ? Object.fromEntries(Object.entries(item).sort(([a], [b]) => (a < b ? -1 : 1))) : item,
+    item !== null && typeof item === 'object' && !Array.isArray(item)
+      ? Object.fromEntries(Object.entries(item).sort(([a], [b]) => (a < b ? -1 : 1)))
+      : item,
   );
 }
 
@@ -149,8 +151,12 @@ test(`acknowledged writes survive SIGKILL at ${RUNS} random moments, and the sto
           const found = canonical(await readSubject(storage, blobs, disk, subject));
           const allowed = new Set([settled.get(subject) ?? canonical(null), ...(mayBe.get(subject) ?? [])]);
           if (!allowed.has(found)) {
-            const said = lines.filter((line) => JSON.stringify(line).includes(subject.split(':')[1]!)).map((line) => JSON.stringify(line).slice(0, 500));
-            assert.unreachable(`run ${run}: ${subject} is ${found}; allowed: ${[...allowed].join(' | ')}; the writer said:\n${said.join('\n')}`);
+            const said = lines
+              .filter((line) => JSON.stringify(line).includes(subject.split(':')[1]!))
+              .map((line) => JSON.stringify(line).slice(0, 500));
+            assert.unreachable(
+              `run ${run}: ${subject} is ${found}; allowed: ${[...allowed].join(' | ')}; the writer said:\n${said.join('\n')}`,
+            );
           }
           settled.set(subject, found);
           if (subject.startsWith('delivery:') && found !== 'null') {
@@ -163,14 +169,20 @@ test(`acknowledged writes survive SIGKILL at ${RUNS} random moments, and the sto
         for (const subjects of unacknowledged.values()) {
           if (!subjects.some(([subject]) => subject.startsWith('agreement:'))) continue;
           const present = subjects.map(([subject, state]) => settled.get(subject) === canonical(state));
-          assert.ok(present.every(Boolean) || !present.some(Boolean), `run ${run}: an agreement transaction was applied in part`);
+          assert.ok(
+            present.every(Boolean) || !present.some(Boolean),
+            `run ${run}: an agreement transaction was applied in part`,
+          );
         }
       } finally {
         await storage.close!();
         await blobs.close!();
       }
     }
-    assert.ok(killedWhileWriting >= RUNS / 2, `${killedWhileWriting} of ${RUNS} kills landed while a write was in flight`);
+    assert.ok(
+      killedWhileWriting >= RUNS / 2,
+      `${killedWhileWriting} of ${RUNS} kills landed while a write was in flight`,
+    );
     assert.ok(checkedSubjects > RUNS * 10, `only ${checkedSubjects} checks were made`);
   } finally {
     next?.kill();

@@ -89,7 +89,9 @@ test('fs adapters on a full disk: 507 {message}, nothing half-made visible, and 
     }
     assert.is(full, 3, 'the record log fills up too');
     // Writes that arrive together, queued behind one another: all refused, none kept.
-    const together = await Promise.all(Array.from({ length: 8 }, (_, i) => postWebhook(app, 1000 + i, i % 2 ? asB : {})));
+    const together = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => postWebhook(app, 1000 + i, i % 2 ? asB : {})),
+    );
     for (const [i, answer] of together.entries()) isFull(answer, `concurrent webhook ${i}`);
     const published = await app.portal.events.publish('acct_a', 'customer-created', { big: 'x'.repeat(20_000) }).then(
       () => 'stored',

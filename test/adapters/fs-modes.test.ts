@@ -34,7 +34,10 @@ test('fs adapters: the directories they create are 0700, the files 0600, under t
     const blobs = fsBlobs({ dir: path.join(root, 'data', 'blobs', 'nested') });
     await storage.open!();
     await blobs.open!();
-    for (let i = 0; i < 40; i++) await storage.insertWebhook(webhookRecord({ id: `wbh_modes${i}`, url: `https://hooks.example.com/${'x'.repeat(100)}` }));
+    for (let i = 0; i < 40; i++)
+      await storage.insertWebhook(
+        webhookRecord({ id: `wbh_modes${i}`, url: `https://hooks.example.com/${'x'.repeat(100)}` }),
+      );
     await blobs.put('fsf_modes1', Readable.from([Buffer.from('private bytes')]));
     await blobs.put('tca_modes2', Readable.from([Buffer.alloc(70_000, 1)]));
 

@@ -13,9 +13,17 @@ test('webhooks, directories and files survive a restart of the portal', async ()
   const dir = tempDir('portal');
   try {
     let running = await startPortal(onDisk(dir));
-    const webhook = await running.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://receiver.example/hook' });
+    const webhook = await running.portal.webhooks.create('acct_a', {
+      type: 'customer-created',
+      url: 'https://receiver.example/hook',
+    });
     const directory = await running.portal.files.createDirectory('acct_a', { name: 'Contracts' });
-    const file = await running.portal.files.put('acct_a', { name: 'lease.txt', mime: 'text/plain', directoryId: directory.id, body: 'the bytes' });
+    const file = await running.portal.files.put('acct_a', {
+      name: 'lease.txt',
+      mime: 'text/plain',
+      directoryId: directory.id,
+      body: 'the bytes',
+    });
     await running.close();
 
     running = await startPortal(onDisk(dir));

@@ -24,7 +24,9 @@ function signFirst(current: AgreementRecord, at = T1) {
     ...current,
     status: 'signed',
     signers: current.signers.map((signer, index) =>
-      index === 0 ? { ...signer, signature: 'data:image/png;base64,AA==', signatureHash: 'c'.repeat(64), signedAt: at } : signer,
+      index === 0
+        ? { ...signer, signature: 'data:image/png;base64,AA==', signatureHash: 'c'.repeat(64), signedAt: at }
+        : signer,
     ),
   };
   return { agreement, events: [eventRecord({ type: 'agreement-signed', createdAt: at, data: agreement })] };
@@ -117,7 +119,9 @@ function recordTests(factory: StorageFactory) {
       assert.is(error.message, 'already signed');
       const duplicate = eventRecord();
       await storage.publishEvents([duplicate]);
-      await rejection(storage.updateAgreement('acct_a', agreement.id, (current) => ({ ...signFirst(current), events: [duplicate] })));
+      await rejection(
+        storage.updateAgreement('acct_a', agreement.id, (current) => ({ ...signFirst(current), events: [duplicate] })),
+      );
       assert.equal(await storage.getAgreement('acct_a', agreement.id), agreement);
     }),
   );
@@ -129,7 +133,10 @@ function recordTests(factory: StorageFactory) {
       await storage.insertAgreement(agreement, []);
       await Promise.all(
         Array.from({ length: 25 }, (_, i) =>
-          storage.updateAgreement('acct_a', agreement.id, (current) => ({ agreement: { ...current, name: `${current.name}${i},` }, events: [] })),
+          storage.updateAgreement('acct_a', agreement.id, (current) => ({
+            agreement: { ...current, name: `${current.name}${i},` },
+            events: [],
+          })),
         ),
       );
       const names = (await storage.getAgreement('acct_a', agreement.id))!.name.split(',').filter(Boolean);
@@ -278,11 +285,17 @@ function recordTests(factory: StorageFactory) {
       const webhook = webhookRecord();
       await storage.insertWebhook(webhook);
       for (let i = 0; i < 6; i++) await storage.publishEvents([eventRecord()]);
-      const claims = await Promise.all(['a', 'b', 'c'].map((owner) => storage.claimDeliveries({ now: T0, leaseUntil: T1, limit: 3, owner })));
+      const claims = await Promise.all(
+        ['a', 'b', 'c'].map((owner) => storage.claimDeliveries({ now: T0, leaseUntil: T1, limit: 3, owner })),
+      );
       const ids = claims.flat().map((c) => c.delivery.id);
       assert.is(ids.length, 6);
       assert.is(new Set(ids).size, 6);
-      assert.equal(await storage.claimDeliveries({ now: T1, leaseUntil: T2, limit: 10, owner: 'd' }), [], 'a lease ending now still holds');
+      assert.equal(
+        await storage.claimDeliveries({ now: T1, leaseUntil: T2, limit: 10, owner: 'd' }),
+        [],
+        'a lease ending now still holds',
+      );
       assert.is((await storage.claimDeliveries({ now: T2, leaseUntil: T3, limit: 10, owner: 'd' })).length, 6);
     }),
   );
@@ -293,13 +306,29 @@ function recordTests(factory: StorageFactory) {
       const { delivery } = await oneDelivery(storage);
       await storage.claimDeliveries({ now: T0, leaseUntil: T1, limit: 1, owner: 'w1' });
       const attempt = { at: T0, statusCode: 503, error: null, durationMs: 12 };
-      assert.is(await storage.recordAttempt(delivery.id, 'w2', attempt, { status: 'pending', nextAttemptAt: T2 }), false);
-      assert.is(await storage.recordAttempt(delivery.id, 'w1', attempt, { status: 'pending', nextAttemptAt: T2 }), true);
+      assert.is(
+        await storage.recordAttempt(delivery.id, 'w2', attempt, { status: 'pending', nextAttemptAt: T2 }),
+        false,
+      );
+      assert.is(
+        await storage.recordAttempt(delivery.id, 'w1', attempt, { status: 'pending', nextAttemptAt: T2 }),
+        true,
+      );
       const stored = (await storage.getDelivery('acct_a', delivery.id))!;
       assert.equal(stored.attempts, [attempt]);
-      assert.equal([stored.status, stored.nextAttemptAt, stored.leaseOwner, stored.leaseUntil], ['pending', T2, null, null]);
-      assert.is(await storage.recordAttempt(delivery.id, 'w1', attempt, { status: 'succeeded', nextAttemptAt: null }), false, 'lease released');
-      assert.is(await storage.recordAttempt('whd_unknown', 'w1', attempt, { status: 'succeeded', nextAttemptAt: null }), false);
+      assert.equal(
+        [stored.status, stored.nextAttemptAt, stored.leaseOwner, stored.leaseUntil],
+        ['pending', T2, null, null],
+      );
+      assert.is(
+        await storage.recordAttempt(delivery.id, 'w1', attempt, { status: 'succeeded', nextAttemptAt: null }),
+        false,
+        'lease released',
+      );
+      assert.is(
+        await storage.recordAttempt('whd_unknown', 'w1', attempt, { status: 'succeeded', nextAttemptAt: null }),
+        false,
+      );
     }),
   );
 
@@ -308,7 +337,12 @@ function recordTests(factory: StorageFactory) {
     withStorage(factory, async (storage) => {
       const { webhook, delivery: done } = await oneDelivery(storage);
       await storage.claimDeliveries({ now: T0, leaseUntil: T1, limit: 1, owner: 'w1' });
-      await storage.recordAttempt(done.id, 'w1', { at: T0, statusCode: 200, error: null, durationMs: 3 }, { status: 'succeeded', nextAttemptAt: null });
+      await storage.recordAttempt(
+        done.id,
+        'w1',
+        { at: T0, statusCode: 200, error: null, durationMs: 3 },
+        { status: 'succeeded', nextAttemptAt: null },
+      );
       const [pending] = await storage.publishEvents([eventRecord()]);
       await storage.claimDeliveries({ now: T0, leaseUntil: T1, limit: 1, owner: 'w1' });
       assert.is(await storage.deleteWebhook('acct_a', webhook.id), true);
@@ -316,7 +350,10 @@ function recordTests(factory: StorageFactory) {
       assert.equal([cancelled.status, cancelled.nextAttemptAt, cancelled.leaseOwner], ['cancelled', null, null]);
       assert.is((await storage.getDelivery('acct_a', done.id))!.status, 'succeeded');
       const attempt = { at: T0, statusCode: 200, error: null, durationMs: 3 };
-      assert.is(await storage.recordAttempt(pending!.id, 'w1', attempt, { status: 'succeeded', nextAttemptAt: null }), false);
+      assert.is(
+        await storage.recordAttempt(pending!.id, 'w1', attempt, { status: 'succeeded', nextAttemptAt: null }),
+        false,
+      );
       assert.equal(await storage.claimDeliveries({ now: T3, leaseUntil: T3, limit: 10, owner: 'w1' }), []);
     }),
   );
@@ -331,7 +368,10 @@ function recordTests(factory: StorageFactory) {
       assert.is(await storage.redeliver('acct_b', delivery.id, T2), null);
       assert.is(await storage.redeliver('acct_a', 'whd_unknown', T2), null);
       const again = (await storage.redeliver('acct_a', delivery.id, T2))!;
-      assert.equal([again.status, again.nextAttemptAt, again.attempts, again.leaseOwner], ['pending', T2, [attempt], null]);
+      assert.equal(
+        [again.status, again.nextAttemptAt, again.attempts, again.leaseOwner],
+        ['pending', T2, [attempt], null],
+      );
       assert.equal(await storage.getDelivery('acct_a', delivery.id), again);
       assert.equal(
         (await storage.claimDeliveries({ now: T2, leaseUntil: T3, limit: 5, owner: 'w2' })).map((c) => c.delivery.id),
@@ -357,15 +397,25 @@ function recordTests(factory: StorageFactory) {
       const signed = await storage.updateAgreement('acct_a', agreement.id, (current) => signFirst(current));
       const attachment = attachmentRecord();
       await storage.insertAttachment(attachment);
-      const before = await Promise.all([storage.getDelivery('acct_a', delivery.id), storage.getDelivery('acct_a', leased!.id)]);
+      const before = await Promise.all([
+        storage.getDelivery('acct_a', delivery.id),
+        storage.getDelivery('acct_a', leased!.id),
+      ]);
 
       const reopened = await swap();
       assert.equal(await reopened.getAgreement('acct_a', agreement.id), signed);
       assert.equal(await db.event(event.id), event);
       assert.equal(await reopened.getAttachment('acct_a', attachment.id), attachment);
-      assert.equal(await Promise.all([reopened.getDelivery('acct_a', delivery.id), reopened.getDelivery('acct_a', leased!.id)]), before);
+      assert.equal(
+        await Promise.all([reopened.getDelivery('acct_a', delivery.id), reopened.getDelivery('acct_a', leased!.id)]),
+        before,
+      );
       assert.equal((await everyDelivery(reopened, 'acct_a', webhook.id)).length, 2);
-      assert.equal(await reopened.claimDeliveries({ now: T1, leaseUntil: T3, limit: 5, owner: 'w3' }), [], 'one not due, one leased');
+      assert.equal(
+        await reopened.claimDeliveries({ now: T1, leaseUntil: T3, limit: 5, owner: 'w3' }),
+        [],
+        'one not due, one leased',
+      );
       assert.is((await reopened.getDelivery('acct_a', leased!.id))!.leaseOwner, 'w2');
       assert.ok(await reopened.isBlobReferenced(agreement.documents[0]!.id));
     }),

@@ -1,6 +1,17 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -8,13 +19,26 @@ import { buffer } from 'node:stream/consumers';
 import { fileURLToPath } from 'node:url';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { DirectoryInUseError, type DiscardReport, fsBlobs, fsStorage, type RepairReport } from '../../adapters/fs/index.js';
+import {
+  DirectoryInUseError,
+  type DiscardReport,
+  fsBlobs,
+  fsStorage,
+  type RepairReport,
+} from '../../adapters/fs/index.js';
 import { crc32, crc32Portable } from '../../adapters/fs/durable.js';
 import type { Storage } from '../../src/ports.js';
 import { blobStoreSuite } from '../conformance/blobs.js';
 import { eventRecord, patternBytes, webhookRecord } from '../conformance/fixtures.js';
 import { storageSuite } from '../conformance/storage.js';
-import { fsBackChannel, fsBlobsFactory, fsStorageFactory, openStorage, removeDir, tempDir } from '../helpers/fs-dirs.js';
+import {
+  fsBackChannel,
+  fsBlobsFactory,
+  fsStorageFactory,
+  openStorage,
+  removeDir,
+  tempDir,
+} from '../helpers/fs-dirs.js';
 import { rejection } from '../helpers/record-fixtures.js';
 
 storageSuite(fsStorageFactory('fs'));
@@ -97,7 +121,11 @@ for (const kind of ['storage', 'blobs'] as const) {
       assert.ok(existsSync(lockFile(dir)), 'the killed holder left its lock file');
       const store = await openHere(dir);
       assert.is(JSON.parse(readFileSync(lockFile(dir), 'utf8')).pid, process.pid);
-      if (kind === 'storage') assert.ok(await (store as Storage).getWebhook('acct_a', String(holder.line.id)), 'what the holder wrote is there');
+      if (kind === 'storage')
+        assert.ok(
+          await (store as Storage).getWebhook('acct_a', String(holder.line.id)),
+          'what the holder wrote is there',
+        );
       await store.close!();
     }),
   );
@@ -205,14 +233,21 @@ damage(
         [[afterA, cut]],
         `cut at ${cut}: told`,
       );
-      assert.ok(readFileSync(path.join(dir, discarded(dir)[0]!)).equals(full.subarray(afterA, cut)), `cut at ${cut}: the bytes are kept`);
+      assert.ok(
+        readFileSync(path.join(dir, discarded(dir)[0]!)).equals(full.subarray(afterA, cut)),
+        `cut at ${cut}: the bytes are kept`,
+      );
       assert.equal(await storage.getWebhook('acct_a', a.id), a, `cut at ${cut}`);
       assert.is(await storage.getWebhook('acct_a', b.id), null, `cut at ${cut}`);
       const c = webhookRecord();
       await storage.insertWebhook(c);
       await storage.close!();
       storage = await openStorage(dir);
-      assert.equal((await storage.listWebhooks('acct_a')).map((w) => w.id).sort(), [a.id, c.id].sort(), `cut at ${cut}`);
+      assert.equal(
+        (await storage.listWebhooks('acct_a')).map((w) => w.id).sort(),
+        [a.id, c.id].sort(),
+        `cut at ${cut}`,
+      );
       await storage.close!();
     }
   }),
@@ -255,7 +290,10 @@ damage(
       writeFileSync(path.join(dir, LOG), bytes);
       const error = await rejection(openStorage(dir));
       assert.is(error.name, 'DamagedLogError', `${what}: ${error.message}`);
-      assert.ok(error.message.includes(`damaged at byte ${afterA}: the log was closed at ${full.length} bytes`), error.message);
+      assert.ok(
+        error.message.includes(`damaged at byte ${afterA}: the log was closed at ${full.length} bytes`),
+        error.message,
+      );
       assert.ok(readFileSync(path.join(dir, LOG)).equals(bytes), `${what}: the log is left exactly as it was`);
     }
     const repairs: RepairReport[] = [];
@@ -310,7 +348,11 @@ damage(
     const reports: RepairReport[] = [];
     let storage = fsStorage({ dir, repair: true, onRepair: (report) => reports.push(report) });
     await storage.open!();
-    assert.equal((await storage.listWebhooks('acct_a')).map((w) => w.id).sort(), [a.id, c.id].sort(), 'b was in the damaged frame');
+    assert.equal(
+      (await storage.listWebhooks('acct_a')).map((w) => w.id).sort(),
+      [a.id, c.id].sort(),
+      'b was in the damaged frame',
+    );
     await storage.close!();
     assert.is(reports.length, 1);
     assert.equal(reports[0]!.damaged, [{ from: afterA, to: afterB }]);
@@ -318,7 +360,11 @@ damage(
     assert.ok(readFileSync(reports[0]!.savedAs).equals(damaged.subarray(afterA, afterB)), 'the damaged bytes are kept');
     assert.equal(JSON.parse(readFileSync(`${reports[0]!.savedAs}.json`, 'utf8')).records, reports[0]!.records);
     storage = await openStorage(dir);
-    assert.equal((await storage.listWebhooks('acct_a')).map((w) => w.id).sort(), [a.id, c.id].sort(), 'a plain open after the repair');
+    assert.equal(
+      (await storage.listWebhooks('acct_a')).map((w) => w.id).sort(),
+      [a.id, c.id].sort(),
+      'a plain open after the repair',
+    );
     await storage.close!();
   }),
 );
@@ -343,8 +389,17 @@ damage(
     storage = fsStorage({ dir, repair: true });
     await storage.open!();
     assert.ok(afterEvent > beforeEvent);
-    assert.is((await storage.getDelivery('acct_a', delivery!.id))!.status, 'pending', 'the delivery outlived its event');
-    const claimed = await storage.claimDeliveries({ now: '2030-01-01T00:00:00+00:00', leaseUntil: '2030-01-01T01:00:00+00:00', limit: 10, owner: 'w' });
+    assert.is(
+      (await storage.getDelivery('acct_a', delivery!.id))!.status,
+      'pending',
+      'the delivery outlived its event',
+    );
+    const claimed = await storage.claimDeliveries({
+      now: '2030-01-01T00:00:00+00:00',
+      leaseUntil: '2030-01-01T01:00:00+00:00',
+      limit: 10,
+      owner: 'w',
+    });
     assert.equal(claimed, []);
     assert.is((await storage.getDelivery('acct_a', delivery!.id))!.status, 'cancelled', 'nothing to send, ever');
     await storage.close!();
@@ -360,7 +415,8 @@ damage(
     await storage.insertWebhook(webhook);
     await storage.publishEvents([eventRecord()]);
     // Old versions of the webhook: dead bytes enough that the next write compacts.
-    for (let i = 0; i < 20; i++) await storage.rotateWebhookSecret('acct_a', webhook.id, { secret: `whsec_${i}`, previousSecretUntil: null });
+    for (let i = 0; i < 20; i++)
+      await storage.rotateWebhookSecret('acct_a', webhook.id, { secret: `whsec_${i}`, previousSecretUntil: null });
     await storage.close!();
     const bytes = readFileSync(path.join(dir, LOG));
     const at = bytes.indexOf(Buffer.from('Ada Lovelace'));
@@ -376,7 +432,10 @@ damage(
     const later = await rejection(storage.insertWebhook(webhookRecord()));
     assert.is(later.name, 'DamagedLogError', later.message);
     await storage.close!().catch(() => {});
-    assert.ok(readFileSync(path.join(dir, LOG)).includes(Buffer.from('Ada Lovelacf')), 'the damaged log is still there to repair');
+    assert.ok(
+      readFileSync(path.join(dir, LOG)).includes(Buffer.from('Ada Lovelacf')),
+      'the damaged log is still there to repair',
+    );
     assert.is((await rejection(openStorage(dir))).name, 'DamagedLogError');
   }),
 );
@@ -426,9 +485,16 @@ damage(
     const webhook = webhookRecord();
     await storage.insertWebhook(webhook);
     const [delivery] = await storage.publishEvents([
-      { id: 'evt_compact1', accountId: 'acct_a', type: webhook.type, createdAt: webhook.createdAt, data: { big: 'x'.repeat(3000) } },
+      {
+        id: 'evt_compact1',
+        accountId: 'acct_a',
+        type: webhook.type,
+        createdAt: webhook.createdAt,
+        data: { big: 'x'.repeat(3000) },
+      },
     ]);
-    for (let i = 0; i < 200; i++) await storage.redeliver('acct_a', delivery!.id, `2026-01-01T00:00:${String(i % 60).padStart(2, '0')}+00:00`);
+    for (let i = 0; i < 200; i++)
+      await storage.redeliver('acct_a', delivery!.id, `2026-01-01T00:00:${String(i % 60).padStart(2, '0')}+00:00`);
     await storage.close!();
     const size = statSync(path.join(dir, LOG)).size;
     // Uncompacted, 200 rewrites of a ~300-byte delivery would take some 60 KiB.
@@ -441,7 +507,8 @@ damage(
 );
 
 damage('CRC-32 in JS and zlib agree', async () => {
-  for (const bytes of [Buffer.alloc(0), Buffer.from('123456789'), patternBytes(100_000)]) assert.is(crc32Portable(bytes), crc32(bytes));
+  for (const bytes of [Buffer.alloc(0), Buffer.from('123456789'), patternBytes(100_000)])
+    assert.is(crc32Portable(bytes), crc32(bytes));
   assert.is(crc32Portable(Buffer.from('123456789')), 0xcbf43926);
 });
 
@@ -534,7 +601,9 @@ blobFiles(
     const before = openDescriptors()!;
     for (let i = 0; i < 20; i++) {
       assert.ok((await buffer((await blobs.get('fsf_counted'))!)).equals(bytes));
-      assert.ok((await buffer((await blobs.get('fsf_counted', { start: 10, end: 19 }))!)).equals(bytes.subarray(10, 20)));
+      assert.ok(
+        (await buffer((await blobs.get('fsf_counted', { start: 10, end: 19 }))!)).equals(bytes.subarray(10, 20)),
+      );
       const cut = (await blobs.get('fsf_counted'))!;
       await new Promise<void>((resolve) => cut.once('data', () => resolve()));
       cut.destroy();

@@ -67,7 +67,11 @@ test('an endless stream of interim (1xx) answers ends the call after the eighth,
   const sockets = watchSockets();
   try {
     const result = await transport.send(call(server.url), { timeoutMs: 10_000 });
-    assert.equal(result, { statusCode: null, headers: {}, error: 'invalid response: more than 8 interim (1xx) answers' });
+    assert.equal(result, {
+      statusCode: null,
+      headers: {},
+      error: 'invalid response: more than 8 interim (1xx) answers',
+    });
     assert.ok(sockets.bytesRead <= MOST_READ, `${sockets.bytesRead} bytes read`);
   } finally {
     sockets.restore();
@@ -81,7 +85,10 @@ test('an unrequested 100 Continue is refused at once', async () => {
   const transport = httpTransport({ allowPrivateNetworks: true });
   try {
     const result = await transport.send(call(server.url), { timeoutMs: 10_000 });
-    assert.equal([result.statusCode, result.error], [null, 'invalid response: an answer that does not fit the request (an unrequested 100 Continue)']);
+    assert.equal(
+      [result.statusCode, result.error],
+      [null, 'invalid response: an answer that does not fit the request (an unrequested 100 Continue)'],
+    );
   } finally {
     await transport.close!();
     await server.close();
@@ -99,7 +106,11 @@ test('chunk framing is bounded: an endless chunk extension, or padding around on
     const sockets = watchSockets();
     try {
       const result = await transport.send(call(server.url), { timeoutMs: 10_000 });
-      assert.equal([result.statusCode, result.error], [null, 'invalid response: its framing passed 256 KiB before the answer was complete'], label);
+      assert.equal(
+        [result.statusCode, result.error],
+        [null, 'invalid response: its framing passed 256 KiB before the answer was complete'],
+        label,
+      );
       assert.ok(sockets.bytesRead <= MOST_READ, `${label}: ${sockets.bytesRead} bytes read`);
     } finally {
       sockets.restore();
@@ -138,7 +149,10 @@ test('a status outside 100–599 is a failed attempt that names it', async () =>
     const transport = httpTransport({ allowPrivateNetworks: true });
     try {
       const result = await transport.send(call(server.url), { timeoutMs: 5000 });
-      assert.equal([result.statusCode, result.error], [null, `invalid response: ${shown} is not an HTTP status code (100–599)`]);
+      assert.equal(
+        [result.statusCode, result.error],
+        [null, `invalid response: ${shown} is not an HTTP status code (100–599)`],
+      );
     } finally {
       await transport.close!();
       await server.close();
@@ -147,7 +161,12 @@ test('a status outside 100–599 is a failed attempt that names it', async () =>
 });
 
 test('a 101 Switching Protocols, with or without its Upgrade header, is a failed attempt that says so in words', async () => {
-  for (const headers of ['Upgrade: websocket\r\nConnection: Upgrade\r\n', 'Connection: Upgrade\r\n', '', 'Upgrade: h2c\r\n']) {
+  for (const headers of [
+    'Upgrade: websocket\r\nConnection: Upgrade\r\n',
+    'Connection: Upgrade\r\n',
+    '',
+    'Upgrade: h2c\r\n',
+  ]) {
     const server = await rawServer(() => `HTTP/1.1 101 Switching Protocols\r\n${headers}\r\n`);
     const transport = httpTransport({ allowPrivateNetworks: true });
     try {
@@ -168,7 +187,9 @@ test('calls cut at their deadline leave no socket open: the connections undici o
   const server = await rawServer(() => 'silent');
   const transport = httpTransport({ allowPrivateNetworks: true });
   try {
-    const results = await Promise.all(Array.from({ length: 32 }, () => transport.send(call(server.url), { timeoutMs: 300 })));
+    const results = await Promise.all(
+      Array.from({ length: 32 }, () => transport.send(call(server.url), { timeoutMs: 300 })),
+    );
     assert.ok(results.every((result) => result.error === 'timed out after 300 ms'));
     // Idle connections are otherwise kept 4 s (the keep-alive time): these carried nothing and are gone well before.
     await waitFor(() => server.open === 0, 'every socket closed', 2000);
@@ -247,7 +268,9 @@ test('a pool is dropped once its connections have closed: nothing is kept per or
   const pools = createPools((origin) => new Pool(origin));
   try {
     for (const account of ['acc_a', 'acc_b', 'acc_c']) {
-      const { statusCode, body } = await pools.get(account, `http://127.0.0.1:${server.port}`).request({ path: '/', method: 'POST', body: '{}' });
+      const { statusCode, body } = await pools
+        .get(account, `http://127.0.0.1:${server.port}`)
+        .request({ path: '/', method: 'POST', body: '{}' });
       await body.dump();
       assert.is(statusCode, 200);
     }
@@ -303,13 +326,18 @@ test("a closed pool's connections stop counting at once, before their disconnect
   // Pools whose connections the test opens and closes, each event when the test says.
   const made: (EventEmitter & { origin: string; closed: boolean })[] = [];
   const fake = (origin: string) => {
-    const pool = Object.assign(new EventEmitter(), { origin, closed: false, stats: { running: 0, pending: 0, queued: 0 } });
+    const pool = Object.assign(new EventEmitter(), {
+      origin,
+      closed: false,
+      stats: { running: 0, pending: 0, queued: 0 },
+    });
     Object.assign(pool, { close: async () => void (pool.closed = true), destroy: async () => {} });
     made.push(pool);
     return pool as unknown as Pool;
   };
   const pools = createPools(fake, { maxConnections: 2 });
-  const connect = (account: string) => (pools.get(account, 'https://a.example') as unknown as EventEmitter).emit('connect');
+  const connect = (account: string) =>
+    (pools.get(account, 'https://a.example') as unknown as EventEmitter).emit('connect');
   connect('acc_a');
   connect('acc_b');
   connect('acc_c');
@@ -332,15 +360,19 @@ test("a closed pool's connections stop counting at once, before their disconnect
 });
 
 test('an idle connection is kept as long as the receiver asks (Keep-Alive: timeout), closed after 4 s otherwise', async () => {
-  const hinted = await rawServer(() => 'HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nKeep-Alive: timeout=10\r\nContent-Length: 0\r\n\r\n');
+  const hinted = await rawServer(
+    () => 'HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nKeep-Alive: timeout=10\r\nContent-Length: 0\r\n\r\n',
+  );
   const silent = await rawServer(() => 'HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n');
   const transport = httpTransport({ allowPrivateNetworks: true });
   try {
-    for (const server of [hinted, silent]) assert.is((await transport.send(call(server.url), { timeoutMs: 2000 })).statusCode, 200);
+    for (const server of [hinted, silent])
+      assert.is((await transport.send(call(server.url), { timeoutMs: 2000 })).statusCode, 200);
     await new Promise((resolve) => setTimeout(resolve, 4500));
     assert.is(hinted.open, 1, 'kept: the receiver keeps it 10 s');
     await eventually(() => silent.open === 0, 'closed after 4 s without a word from the receiver');
-    for (const server of [hinted, silent]) assert.is((await transport.send(call(server.url), { timeoutMs: 2000 })).statusCode, 200);
+    for (const server of [hinted, silent])
+      assert.is((await transport.send(call(server.url), { timeoutMs: 2000 })).statusCode, 200);
     assert.equal(
       hinted.requests.map((request) => request.connection),
       [1, 1],

@@ -10,13 +10,19 @@ import { startConnectProxy } from '../helpers/connect-proxy.js';
 import { startHttpsReceiver } from '../helpers/https-receiver.js';
 import { startReceiver } from '../helpers/receiver.js';
 
-const call = (url: string): WebhookCall => ({ accountId: 'acc_1', url, body: '{"id":"evt_1"}', headers: { 'Content-Type': 'application/json' } });
+const call = (url: string): WebhookCall => ({
+  accountId: 'acc_1',
+  url,
+  body: '{"id":"evt_1"}',
+  headers: { 'Content-Type': 'application/json' },
+});
 
 /** DNS as the portal would see it for a receiver on the internet: `receiver.test` is public, `inside.test` private. */
 const lookup: LookupFunction = (hostname, options, callback) => {
   const table: Record<string, string> = { 'receiver.test': '93.184.215.14', 'inside.test': '10.0.0.7' };
   const address = table[hostname];
-  if (address === undefined) return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), '', 0);
+  if (address === undefined)
+    return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), '', 0);
   if (options.all) callback(null, [{ address, family: 4 } satisfies LookupAddress]);
   else callback(null, address, 4);
 };
@@ -31,9 +37,16 @@ test('a close while undici loads: the call under way fails or goes, and the next
     const during = transport.send(call(url), { timeoutMs: 5000 });
     await transport.close!();
     const first = await during;
-    assert.ok(first.statusCode === 200 || typeof first.error === 'string', 'the call under way resolves, sent or failed');
+    assert.ok(
+      first.statusCode === 200 || typeof first.error === 'string',
+      'the call under way resolves, sent or failed',
+    );
     const after = await transport.send(call(url), { timeoutMs: 5000 });
-    assert.equal([after.statusCode, after.error], [200, null], 'a call after close() goes out through a tunnel of its own');
+    assert.equal(
+      [after.statusCode, after.error],
+      [200, null],
+      'a call after close() goes out through a tunnel of its own',
+    );
   } finally {
     await transport.close!();
     await proxy.close();
@@ -56,12 +69,20 @@ test("calls go through the proxy's CONNECT tunnel, with its credentials, and the
     assert.is(receiver.received[0]!.headers.host, `receiver.test:${receiver.port}`);
     assert.equal(
       proxy.tunnels,
-      [{ authority: `93.184.215.14:${receiver.port}`, authorization: `Basic ${Buffer.from('portal:s:cret').toString('base64')}` }],
+      [
+        {
+          authority: `93.184.215.14:${receiver.port}`,
+          authorization: `Basic ${Buffer.from('portal:s:cret').toString('base64')}`,
+        },
+      ],
       'one tunnel to the address the guard passed, kept alive for the second call',
     );
     // A host that resolves to a private address is refused before the proxy is asked for anything.
     const inside = await transport.send(call('http://inside.test/hook'), { timeoutMs: 5000 });
-    assert.equal([inside.statusCode, inside.error], [null, 'refused to call inside.test: it has no address the portal may call (allowPrivateNetworks is off)']);
+    assert.equal(
+      [inside.statusCode, inside.error],
+      [null, 'refused to call inside.test: it has no address the portal may call (allowPrivateNetworks is off)'],
+    );
     const literal = await transport.send(call('http://127.0.0.1/hook'), { timeoutMs: 5000 });
     assert.match(literal.error ?? '', /^refused to call 127\.0\.0\.1: a loopback address/);
     assert.is(proxy.tunnels.length, 1);
@@ -76,7 +97,10 @@ test('through a proxy, CONNECT names the address the guard checked: a name with 
   const receiver = await startReceiver();
   // The portal's DNS: both.test has a loopback and a public address; rebind.test is public when the portal asks.
   const twoFaced: LookupFunction = (hostname, options, callback) => {
-    const table: Record<string, string[]> = { 'both.test': ['127.0.0.1', '93.184.215.14'], 'rebind.test': ['93.184.215.14'] };
+    const table: Record<string, string[]> = {
+      'both.test': ['127.0.0.1', '93.184.215.14'],
+      'rebind.test': ['93.184.215.14'],
+    };
     const answer = (table[hostname] ?? []).map((address) => ({ address, family: 4 }));
     if (options.all) callback(null, answer);
     else callback(null, answer[0]!.address, 4);
@@ -89,7 +113,11 @@ test('through a proxy, CONNECT names the address the guard checked: a name with 
     for (const host of ['both.test', 'rebind.test']) {
       const sent = await transport.send(call(`http://${host}:${receiver.port}/hook`), { timeoutMs: 5000 });
       assert.equal([sent.statusCode, sent.error], [200, null], host);
-      assert.is(receiver.received.at(-1)!.headers.host, `${host}:${receiver.port}`, `${host}: the request still names the receiver`);
+      assert.is(
+        receiver.received.at(-1)!.headers.host,
+        `${host}:${receiver.port}`,
+        `${host}: the request still names the receiver`,
+      );
     }
     assert.equal(
       proxy.tunnels.map((tunnel) => tunnel.authority),
@@ -117,7 +145,10 @@ test("a proxy that refuses the tunnel, or cannot be reached, is named as the fai
   const refusing = httpTransport({ proxy: `http://portal:secret@127.0.0.1:${proxy.port}`, lookup });
   try {
     const result = await refusing.send(call('https://receiver.test/hook'), { timeoutMs: 5000 });
-    assert.equal([result.statusCode, result.error], [null, `the proxy http://127.0.0.1:${proxy.port} answered 403 to CONNECT receiver.test:443`]);
+    assert.equal(
+      [result.statusCode, result.error],
+      [null, `the proxy http://127.0.0.1:${proxy.port} answered 403 to CONNECT receiver.test:443`],
+    );
     assert.is(result.local, undefined, 'a host the proxy denies is the receiver, not the portal');
   } finally {
     await refusing.close!();
@@ -127,7 +158,10 @@ test("a proxy that refuses the tunnel, or cannot be reached, is named as the fai
   try {
     const result = await gone.send(call('http://receiver.test/hook'), { timeoutMs: 5000 });
     assert.is(result.statusCode, null);
-    assert.match(result.error ?? '', new RegExp(`^the proxy http://127\\.0\\.0\\.1:${proxy.port} could not open a tunnel: .*ECONNREFUSED`));
+    assert.match(
+      result.error ?? '',
+      new RegExp(`^the proxy http://127\\.0\\.0\\.1:${proxy.port} could not open a tunnel: .*ECONNREFUSED`),
+    );
     assert.not.match(result.error ?? '', /secret/);
     assert.is(result.local, true);
   } finally {

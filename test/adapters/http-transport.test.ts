@@ -54,7 +54,8 @@ const fakeLookup =
   (table: Record<string, string[]>): LookupFunction =>
   (hostname, options, callback) => {
     const addresses = table[hostname];
-    if (addresses === undefined) return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), '', 0);
+    if (addresses === undefined)
+      return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), '', 0);
     const answer: LookupAddress[] = addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
     if (options.all) callback(null, answer);
     else callback(null, answer[0]!.address, answer[0]!.family);
@@ -65,10 +66,19 @@ test('a call is POSTed with its headers and body; the status and headers come ba
   const transport = httpTransport({ allowPrivateNetworks: true });
   receiver.script([{ status: 202, headers: { 'Retry-After': '7', 'X-Thing': 'yes' } }]);
   try {
-    const result = await transport.send(call(`${receiver.url}/hooks/in?tenant=1`, '{"id":"evt_1","data":{"name":"Zoë"}}'), { timeoutMs: 5000 });
-    assert.equal([result.statusCode, result.error, result.headers['retry-after'], result.headers['x-thing']], [202, null, '7', 'yes']);
+    const result = await transport.send(
+      call(`${receiver.url}/hooks/in?tenant=1`, '{"id":"evt_1","data":{"name":"Zoë"}}'),
+      { timeoutMs: 5000 },
+    );
+    assert.equal(
+      [result.statusCode, result.error, result.headers['retry-after'], result.headers['x-thing']],
+      [202, null, '7', 'yes'],
+    );
     const [request] = receiver.received;
-    assert.equal([request!.method, request!.url, request!.body], ['POST', '/hooks/in?tenant=1', '{"id":"evt_1","data":{"name":"Zoë"}}']);
+    assert.equal(
+      [request!.method, request!.url, request!.body],
+      ['POST', '/hooks/in?tenant=1', '{"id":"evt_1","data":{"name":"Zoë"}}'],
+    );
     assert.is(request!.headers['content-type'], 'application/json');
     assert.is(request!.headers['webhook-id'], 'evt_1');
     assert.is(request!.headers['content-length'], String(Buffer.byteLength('{"id":"evt_1","data":{"name":"Zoë"}}')));
@@ -82,7 +92,8 @@ test('calls to one receiver share kept-alive connections', async () => {
   const receiver = await startReceiver();
   const transport = httpTransport({ allowPrivateNetworks: true });
   try {
-    for (let i = 0; i < 6; i++) assert.is((await transport.send(call(receiver.url), { timeoutMs: 5000 })).statusCode, 200);
+    for (let i = 0; i < 6; i++)
+      assert.is((await transport.send(call(receiver.url), { timeoutMs: 5000 })).statusCode, 200);
     // undici checks an idle socket for a close or stray bytes for one turn of the event loop before
     // reusing it, so a call sent the moment the last one ended may open a second connection: two at most.
     const ports = new Set(receiver.received.map((request) => request.remotePort));
@@ -196,7 +207,10 @@ test('a refused connection resolves with the network error; send never rejects',
     const result = await transport.send(call(`http://127.0.0.1:${closedPort}/`), { timeoutMs: 5000 });
     assert.is(result.statusCode, null);
     assert.match(result.error ?? '', /ECONNREFUSED/);
-    const unknown = await httpTransport({ allowPrivateNetworks: true, lookup: fakeLookup({}) }).send(call('http://nowhere.test/'), { timeoutMs: 5000 });
+    const unknown = await httpTransport({ allowPrivateNetworks: true, lookup: fakeLookup({}) }).send(
+      call('http://nowhere.test/'),
+      { timeoutMs: 5000 },
+    );
     assert.match(unknown.error ?? '', /ENOTFOUND/);
   } finally {
     await transport.close!();
@@ -259,11 +273,17 @@ test('SSRF: every spelling of this machine is refused before a connection, and n
     assert.is(connections.count, 0, 'a literal address is refused before any socket is made');
     const local = await transport.send(call(`http://localhost:${p}/`), { timeoutMs: 2000 });
     assert.is(local.statusCode, null);
-    assert.is(local.error, 'refused to call localhost: it has no address the portal may call (allowPrivateNetworks is off)');
+    assert.is(
+      local.error,
+      'refused to call localhost: it has no address the portal may call (allowPrivateNetworks is off)',
+    );
     // Whether the resolver knows the fully qualified "localhost." differs between systems; either way nothing is sent.
     const qualified = await transport.send(call(`http://localhost.:${p}/`), { timeoutMs: 2000 });
     assert.is(qualified.statusCode, null);
-    assert.match(qualified.error ?? '', /^refused to call localhost\.: it has no address the portal may call|ENOTFOUND/);
+    assert.match(
+      qualified.error ?? '',
+      /^refused to call localhost\.: it has no address the portal may call|ENOTFOUND/,
+    );
     assert.is(receiver.received.length, 0, 'the receiver on 127.0.0.1 got nothing');
   } finally {
     connections.restore();
@@ -301,7 +321,11 @@ test('SSRF: private, shared, link-local, metadata, multicast and mapped addresse
     ] as const) {
       const result = await transport.send(call(url), { timeoutMs: 2000 });
       assert.is(result.statusCode, null, url);
-      assert.match(result.error ?? '', new RegExp(`an? ${kind === 'shared' ? 'shared \\(carrier-grade NAT\\)' : kind} address`), url);
+      assert.match(
+        result.error ?? '',
+        new RegExp(`an? ${kind === 'shared' ? 'shared \\(carrier-grade NAT\\)' : kind} address`),
+        url,
+      );
     }
     assert.is(connections.count, 0);
   } finally {
@@ -325,14 +349,20 @@ test('SSRF: a host name whose answer is private is refused at lookup; the error 
     fakeLookup(table)(hostname, options, callback);
   };
   const logged: { object: Record<string, unknown>; message?: string }[] = [];
-  const logger = { ...silentLogger, warn: (object: object, message?: string) => logged.push({ object: object as Record<string, unknown>, message }) };
+  const logger = {
+    ...silentLogger,
+    warn: (object: object, message?: string) => logged.push({ object: object as Record<string, unknown>, message }),
+  };
   const transport = httpTransport({ lookup, logger });
   try {
     for (const [host, addresses] of Object.entries(table)) {
       const result = await transport.send(call(`http://${host}:8080/hook`), { timeoutMs: 2000 });
       assert.is(result.statusCode, null, host);
       // The tenant reads this in the delivery log: it names the host it gave, never what the host resolves to.
-      assert.is(result.error, `refused to call ${host}: it has no address the portal may call (allowPrivateNetworks is off)`);
+      assert.is(
+        result.error,
+        `refused to call ${host}: it has no address the portal may call (allowPrivateNetworks is off)`,
+      );
       for (const address of addresses) assert.not.ok(result.error!.includes(address), `${host}: ${result.error}`);
       assert.not.match(result.error!, /loopback|private|link-local|shared|resolved/);
       // The operator's log has the whole story.
@@ -344,15 +374,23 @@ test('SSRF: a host name whose answer is private is refused at lookup; the error 
     assert.equal(lookups, Object.keys(table), 'each name was looked up through the guard');
     // A name with no address at all reads the same: the delivery log does not tell an inside name from none.
     const missing = await transport.send(call('http://no-such-name.test:8080/hook'), { timeoutMs: 2000 });
-    assert.is(missing.error, 'refused to call no-such-name.test: it has no address the portal may call (allowPrivateNetworks is off)');
-    assert.equal([logged.at(-1)!.object.hostname, logged.at(-1)!.object.reasons], ['no-such-name.test', ['does not resolve (ENOTFOUND)']]);
+    assert.is(
+      missing.error,
+      'refused to call no-such-name.test: it has no address the portal may call (allowPrivateNetworks is off)',
+    );
+    assert.equal(
+      [logged.at(-1)!.object.hostname, logged.at(-1)!.object.reasons],
+      ['no-such-name.test', ['does not resolve (ENOTFOUND)']],
+    );
   } finally {
     await transport.close!();
   }
 });
 
 test('SSRF: the guarded lookup keeps only the allowed addresses of a mixed answer', async () => {
-  const lookup = guardedLookup(fakeLookup({ 'mixed.test': ['10.0.0.5', '93.184.216.34', '127.0.0.1', '2606:4700::6810:84e5'] }));
+  const lookup = guardedLookup(
+    fakeLookup({ 'mixed.test': ['10.0.0.5', '93.184.216.34', '127.0.0.1', '2606:4700::6810:84e5'] }),
+  );
   const all = await new Promise<unknown>((resolve, reject) =>
     lookup('mixed.test', { all: true }, (error, addresses) => (error ? reject(error) : resolve(addresses))),
   );
@@ -418,11 +456,14 @@ test('chunked, interim and length-framed answers are read, and the connection ca
 
 test('an answer with Connection: close, or read to the close, is not followed by a call on that connection', async () => {
   const server = await rawServer((request) =>
-    request === 0 ? 'HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n' : 'HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n',
+    request === 0
+      ? 'HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n'
+      : 'HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n',
   );
   const transport = httpTransport({ allowPrivateNetworks: true });
   try {
-    for (let i = 0; i < 3; i++) assert.is((await transport.send(call(server.url), { timeoutMs: 5000 })).statusCode, 200);
+    for (let i = 0; i < 3; i++)
+      assert.is((await transport.send(call(server.url), { timeoutMs: 5000 })).statusCode, 200);
     assert.equal(
       server.requests.map((request) => request.connection),
       [1, 2, 3],
@@ -432,7 +473,9 @@ test('an answer with Connection: close, or read to the close, is not followed by
     await server.close();
   }
   const untilClose = net.createServer((socket) => {
-    socket.once('data', () => socket.end('HTTP/1.1 500 Oops\r\nContent-Type: text/plain\r\n\r\nall of it, then the close'));
+    socket.once('data', () =>
+      socket.end('HTTP/1.1 500 Oops\r\nContent-Type: text/plain\r\n\r\nall of it, then the close'),
+    );
   });
   await new Promise<void>((resolve) => untilClose.listen(0, '127.0.0.1', resolve));
   const other = httpTransport({ allowPrivateNetworks: true });
@@ -472,7 +515,9 @@ test('a connection the receiver closed while idle is not used again: the next ca
 
 test('a call is sent once: a kept-alive connection reset after the request went out is a failed attempt, not a resend', async () => {
   // Connection 1 answers its first call, then resets on reading the second.
-  const server = await rawServer((request, connection) => (connection === 1 && request === 1 ? 'reset' : 'HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n'));
+  const server = await rawServer((request, connection) =>
+    connection === 1 && request === 1 ? 'reset' : 'HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n',
+  );
   const transport = httpTransport({ allowPrivateNetworks: true });
   try {
     assert.is((await transport.send(call(server.url, '{"n":1}'), { timeoutMs: 5000 })).statusCode, 200);
@@ -505,7 +550,11 @@ test('a malformed answer is an error without a status, and its connection is clo
   const transport = httpTransport({ allowPrivateNetworks: true });
   try {
     const result = await transport.send(call(server.url), { timeoutMs: 5000 });
-    assert.equal(result, { statusCode: null, headers: {}, error: 'invalid response: its body does not match its Content-Length' });
+    assert.equal(result, {
+      statusCode: null,
+      headers: {},
+      error: 'invalid response: its body does not match its Content-Length',
+    });
     await transport.send(call(server.url), { timeoutMs: 5000 });
     assert.is(server.connections, 2);
   } finally {
@@ -518,7 +567,12 @@ test('a header that would split the request is refused before any connection', a
   const transport = httpTransport({ allowPrivateNetworks: true });
   const connections = countConnections();
   try {
-    for (const headers of <Record<string, string>[]>[{ 'X-Evil': 'a\r\nX-Injected: 1' }, { 'X-Evil': 'a\nb' }, { 'Bad Name': 'x' }, { 'X-Nul': 'a\0b' }]) {
+    for (const headers of <Record<string, string>[]>[
+      { 'X-Evil': 'a\r\nX-Injected: 1' },
+      { 'X-Evil': 'a\nb' },
+      { 'Bad Name': 'x' },
+      { 'X-Nul': 'a\0b' },
+    ]) {
       const result = await transport.send({ ...call('http://127.0.0.1:9/'), headers }, { timeoutMs: 1000 });
       assert.is(result.statusCode, null);
       assert.match(result.error ?? '', /^refused: the header ".+" is not a valid HTTP header$/);

@@ -44,7 +44,10 @@ const tokenOf = (link: string) => new URL(link).hash.slice(1);
 function asSigner(app: TestPortal, token: string, path: string, body?: object) {
   return fetch(`${app.url}/v1/signing${path}`, {
     method: body === undefined && path === '' ? 'GET' : 'POST',
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
 }
@@ -57,148 +60,192 @@ for (const backend of backends) {
     const { options, cleanup, dump, reopen } = await backend.options();
     const notifier = recordingNotifier();
     const time = manualClock();
-    const base = { transport: memoryTransport(), signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER }, clock: time.clock, notifier };
+    const base = {
+      transport: memoryTransport(),
+      signingKeys: [SIGNING_KEY_1],
+      webhooks: { tick: NEVER },
+      clock: time.clock,
+      notifier,
+    };
     const app = await startPortal({ ...options, ...base, ...extra });
     return { app, notifier, time, dump, cleanup, base, reopen };
   }
 
-  on('a mailed code: invitation, no documents until identified, wrong code costs a try, the right one opens them; no code stored or logged', async () => {
-    const logged: string[] = [];
-    const log = (level: string) => (object: object, message?: string) => void logged.push(`${level} ${message ?? ''} ${JSON.stringify(object)}`);
-    const logger = { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') };
-    const { app, notifier, dump, cleanup } = await open({ logger });
-    try {
-      const agreement = await agreementWith(app);
-      const signerId = agreement.signers[0].id;
-      const issued = await linkFor(app, agreement.id, signerId, { send: true });
-      assert.is(issued.status, 201);
-      await until(() => notifier.sent.length === 1, 'the invitation');
-      const invitation = notifier.sent[0]!;
-      assert.is(invitation.kind, 'signing-invitation');
-      assert.is(invitation.to, '"Signer1 Lee" <s1@example.com>');
-      assert.is(notifier.linkFor('s1@example.com'), issued.body.link, 'the mail carries the link the host was given');
-      assert.match(invitation.html!, /<a href="http/);
-      assert.not.match(invitation.html!, /<img/, 'no tracking pixel');
-      const token = tokenOf(issued.body.link);
+  on(
+    'a mailed code: invitation, no documents until identified, wrong code costs a try, the right one opens them; no code stored or logged',
+    async () => {
+      const logged: string[] = [];
+      const log = (level: string) => (object: object, message?: string) =>
+        void logged.push(`${level} ${message ?? ''} ${JSON.stringify(object)}`);
+      const logger = { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') };
+      const { app, notifier, dump, cleanup } = await open({ logger });
+      try {
+        const agreement = await agreementWith(app);
+        const signerId = agreement.signers[0].id;
+        const issued = await linkFor(app, agreement.id, signerId, { send: true });
+        assert.is(issued.status, 201);
+        await until(() => notifier.sent.length === 1, 'the invitation');
+        const invitation = notifier.sent[0]!;
+        assert.is(invitation.kind, 'signing-invitation');
+        assert.is(invitation.to, '"Signer1 Lee" <s1@example.com>');
+        assert.is(notifier.linkFor('s1@example.com'), issued.body.link, 'the mail carries the link the host was given');
+        assert.match(invitation.html!, /<a href="http/);
+        assert.not.match(invitation.html!, /<img/, 'no tracking pixel');
+        const token = tokenOf(issued.body.link);
 
-      const before = await json(await asSigner(app, token, ''));
-      assert.equal(before.identification, { required: true, verified: false, methods: ['email-code'] });
-      assert.equal(before.documents, [], 'no document before identification');
-      assert.equal(before.agreement.documents, [], 'nor what they are');
-      assert.is(before.signer.viewedAt, null, 'not viewed: nothing was shown');
-      assert.is((await asSigner(app, token, '/sign', { signature: PNG_SIGNATURE })).status, 403);
-      assert.is((await asSigner(app, token, '/decline', {})).status, 403);
+        const before = await json(await asSigner(app, token, ''));
+        assert.equal(before.identification, { required: true, verified: false, methods: ['email-code'] });
+        assert.equal(before.documents, [], 'no document before identification');
+        assert.equal(before.agreement.documents, [], 'nor what they are');
+        assert.is(before.signer.viewedAt, null, 'not viewed: nothing was shown');
+        assert.is((await asSigner(app, token, '/sign', { signature: PNG_SIGNATURE })).status, 403);
+        assert.is((await asSigner(app, token, '/decline', {})).status, 403);
 
-      const sent = await asSigner(app, token, '/identify/email-code');
-      assert.is(sent.status, 202);
-      await until(() => notifier.sent.length === 2, 'the code');
-      const code = notifier.codeFor('s1@example.com');
-      assert.match(code, /^\d{6}$/);
-      const wrong = String((Number(code) + 1) % 1_000_000).padStart(6, '0');
-      const refused = await asSigner(app, token, '/identify', { code: wrong });
-      assert.is(refused.status, 403);
-      assert.match((await json(refused)).message, /4 tries left/);
+        const sent = await asSigner(app, token, '/identify/email-code');
+        assert.is(sent.status, 202);
+        await until(() => notifier.sent.length === 2, 'the code');
+        const code = notifier.codeFor('s1@example.com');
+        assert.match(code, /^\d{6}$/);
+        const wrong = String((Number(code) + 1) % 1_000_000).padStart(6, '0');
+        const refused = await asSigner(app, token, '/identify', { code: wrong });
+        assert.is(refused.status, 403);
+        assert.match((await json(refused)).message, /4 tries left/);
 
-      const identified = await asSigner(app, token, '/identify', { code });
-      assert.is(identified.status, 200);
-      const view = await json(identified);
-      assert.is(view.identification.verified, true);
-      assert.is(view.identification.method, 'email-code');
-      assert.is(view.documents.length, 1);
-      assert.ok(view.signer.viewedAt !== null, 'viewed once the documents were shown');
-      assert.is((await asSigner(app, token, '/identify', { code })).status, 403, 'a spent code is refused');
+        const identified = await asSigner(app, token, '/identify', { code });
+        assert.is(identified.status, 200);
+        const view = await json(identified);
+        assert.is(view.identification.verified, true);
+        assert.is(view.identification.method, 'email-code');
+        assert.is(view.documents.length, 1);
+        assert.ok(view.signer.viewedAt !== null, 'viewed once the documents were shown');
+        assert.is((await asSigner(app, token, '/identify', { code })).status, 403, 'a spent code is refused');
 
-      const signed = await asSigner(app, token, '/sign', { signature: PNG_SIGNATURE, consent: { disclosureVersion: view.disclosure.version } });
-      assert.is(signed.status, 200);
-      const host = await json(await app.api(`/agreements/${agreement.id}`));
-      assert.equal(host.signers[0].identification, { required: true, verified: true, method: 'email-code', at: view.identification.at });
+        const signed = await asSigner(app, token, '/sign', {
+          signature: PNG_SIGNATURE,
+          consent: { disclosureVersion: view.disclosure.version },
+        });
+        assert.is(signed.status, 200);
+        const host = await json(await app.api(`/agreements/${agreement.id}`));
+        assert.equal(host.signers[0].identification, {
+          required: true,
+          verified: true,
+          method: 'email-code',
+          at: view.identification.at,
+        });
 
-      const audit = await json(await app.api(`/agreements/${agreement.id}/audit`));
-      assert.is(audit.verified, true);
-      const actions = audit.data.map((entry: { action: string }) => entry.action);
-      assert.equal(actions, ['created', 'link-issued', 'identification-code-sent', 'identification-failed', 'identified', 'viewed', 'consented', 'signed']);
-      assert.is(audit.data[4].method, 'email-code');
-      assert.is(audit.data[6].disclosureHash, createHash('sha256').update(view.disclosure.text).digest('hex'));
-      // The rule of docs/signing.md, with Node's crypto alone: the method and the disclosure's hash are in the chain.
-      let previous = '0'.repeat(64);
-      for (const entry of audit.data) {
-        const fields: unknown[] = [entry.at, entry.action, entry.actor, entry.signerId, entry.ip, entry.userAgent];
-        fields.push(
-          entry.documents.map((d: { id: string; fileHash: string }) => [d.id, d.fileHash]),
-          entry.detail,
-          entry.state,
+        const audit = await json(await app.api(`/agreements/${agreement.id}/audit`));
+        assert.is(audit.verified, true);
+        const actions = audit.data.map((entry: { action: string }) => entry.action);
+        assert.equal(actions, [
+          'created',
+          'link-issued',
+          'identification-code-sent',
+          'identification-failed',
+          'identified',
+          'viewed',
+          'consented',
+          'signed',
+        ]);
+        assert.is(audit.data[4].method, 'email-code');
+        assert.is(audit.data[6].disclosureHash, createHash('sha256').update(view.disclosure.text).digest('hex'));
+        // The rule of docs/signing.md, with Node's crypto alone: the method and the disclosure's hash are in the chain.
+        let previous = '0'.repeat(64);
+        for (const entry of audit.data) {
+          const fields: unknown[] = [entry.at, entry.action, entry.actor, entry.signerId, entry.ip, entry.userAgent];
+          fields.push(
+            entry.documents.map((d: { id: string; fileHash: string }) => [d.id, d.fileHash]),
+            entry.detail,
+            entry.state,
+          );
+          if (entry.method !== undefined) fields.push({ method: entry.method });
+          if (entry.disclosureHash !== undefined) fields.push({ disclosureHash: entry.disclosureHash });
+          assert.is(
+            entry.hash,
+            createHash('sha256')
+              .update(`${previous}\n${JSON.stringify(fields)}`)
+              .digest('hex'),
+          );
+          previous = entry.hash;
+        }
+
+        await until(() => notifier.sent.some((mail) => mail.kind === 'agreement-completed'), 'the completion mail');
+        const completed = notifier.sent.find((mail) => mail.kind === 'agreement-completed')!;
+        assert.equal(
+          completed.attachments!.map((one) => [one.filename, one.contentType, one.content.subarray(0, 5).toString()]),
+          [[`certificate-${agreement.id}.pdf`, 'application/pdf', '%PDF-']],
         );
-        if (entry.method !== undefined) fields.push({ method: entry.method });
-        if (entry.disclosureHash !== undefined) fields.push({ disclosureHash: entry.disclosureHash });
-        assert.is(
-          entry.hash,
-          createHash('sha256')
-            .update(`${previous}\n${JSON.stringify(fields)}`)
-            .digest('hex'),
+
+        const stored = await dump();
+        assert.ok(stored.includes(agreement.id), 'the dump holds the agreement');
+        assert.not.ok(stored.includes(code), 'the mailed code is nowhere in the store');
+        assert.not.ok(JSON.stringify(audit).includes(code), 'nor in the trail');
+        assert.ok(logged.length > 5, 'requests were logged');
+        assert.not.ok(
+          logged.some((line) => line.includes(code)),
+          'nor in any log line',
         );
-        previous = entry.hash;
+      } finally {
+        await app.close();
+        await cleanup();
       }
+    },
+  );
 
-      await until(() => notifier.sent.some((mail) => mail.kind === 'agreement-completed'), 'the completion mail');
-      const completed = notifier.sent.find((mail) => mail.kind === 'agreement-completed')!;
-      assert.equal(
-        completed.attachments!.map((one) => [one.filename, one.contentType, one.content.subarray(0, 5).toString()]),
-        [[`certificate-${agreement.id}.pdf`, 'application/pdf', '%PDF-']],
-      );
+  on(
+    'an access code: the only method offered; kept as a hash; the fifth of 200 concurrent wrong codes revokes the link',
+    async () => {
+      const { app, notifier, dump, cleanup } = await open();
+      try {
+        const agreement = await agreementWith(app, [{ ...signer(2), shouldIdentify: false }]);
+        const signerId = agreement.signers[0].id;
+        assert.is(
+          (await linkFor(app, agreement.id, signerId, { accessCode: 'abc' })).status,
+          400,
+          'at least 4 characters',
+        );
+        const issued = await linkFor(app, agreement.id, signerId, { accessCode: ACCESS_CODE });
+        const token = tokenOf(issued.body.link);
+        const before = await json(await asSigner(app, token, ''));
+        assert.equal(before.identification, { required: true, verified: false, methods: ['access-code'] });
+        assert.is((await asSigner(app, token, '/identify/email-code')).status, 409, 'the access code is the way in');
+        assert.is(notifier.sent.length, 0);
 
-      const stored = await dump();
-      assert.ok(stored.includes(agreement.id), 'the dump holds the agreement');
-      assert.not.ok(stored.includes(code), 'the mailed code is nowhere in the store');
-      assert.not.ok(JSON.stringify(audit).includes(code), 'nor in the trail');
-      assert.ok(logged.length > 5, 'requests were logged');
-      assert.not.ok(
-        logged.some((line) => line.includes(code)),
-        'nor in any log line',
-      );
-    } finally {
-      await app.close();
-      await cleanup();
-    }
-  });
+        const guesses = await Promise.all(
+          Array.from({ length: 200 }, (_, i) => asSigner(app, token, '/identify', { code: `guess-${i}` })),
+        );
+        const statuses = guesses.map((res) => res.status);
+        assert.is(statuses.filter((status) => status === 403).length, 4, 'four wrong codes are told the tries left');
+        assert.is(
+          statuses.filter((status) => status === 401).length,
+          196,
+          'the fifth, and every one after, finds the link revoked',
+        );
+        assert.is(
+          (await asSigner(app, token, '/identify', { code: ACCESS_CODE })).status,
+          401,
+          'the right code no longer helps',
+        );
+        assert.is((await asSigner(app, token, '')).status, 401);
 
-  on('an access code: the only method offered; kept as a hash; the fifth of 200 concurrent wrong codes revokes the link', async () => {
-    const { app, notifier, dump, cleanup } = await open();
-    try {
-      const agreement = await agreementWith(app, [{ ...signer(2), shouldIdentify: false }]);
-      const signerId = agreement.signers[0].id;
-      assert.is((await linkFor(app, agreement.id, signerId, { accessCode: 'abc' })).status, 400, 'at least 4 characters');
-      const issued = await linkFor(app, agreement.id, signerId, { accessCode: ACCESS_CODE });
-      const token = tokenOf(issued.body.link);
-      const before = await json(await asSigner(app, token, ''));
-      assert.equal(before.identification, { required: true, verified: false, methods: ['access-code'] });
-      assert.is((await asSigner(app, token, '/identify/email-code')).status, 409, 'the access code is the way in');
-      assert.is(notifier.sent.length, 0);
+        const audit = await json(await app.api(`/agreements/${agreement.id}/audit`));
+        const actions = audit.data.map((entry: { action: string }) => entry.action);
+        assert.is(actions.filter((action: string) => action === 'identification-failed').length, 5);
+        assert.is(actions.at(-1), 'identification-locked');
 
-      const guesses = await Promise.all(Array.from({ length: 200 }, (_, i) => asSigner(app, token, '/identify', { code: `guess-${i}` })));
-      const statuses = guesses.map((res) => res.status);
-      assert.is(statuses.filter((status) => status === 403).length, 4, 'four wrong codes are told the tries left');
-      assert.is(statuses.filter((status) => status === 401).length, 196, 'the fifth, and every one after, finds the link revoked');
-      assert.is((await asSigner(app, token, '/identify', { code: ACCESS_CODE })).status, 401, 'the right code no longer helps');
-      assert.is((await asSigner(app, token, '')).status, 401);
-
-      const audit = await json(await app.api(`/agreements/${agreement.id}/audit`));
-      const actions = audit.data.map((entry: { action: string }) => entry.action);
-      assert.is(actions.filter((action: string) => action === 'identification-failed').length, 5);
-      assert.is(actions.at(-1), 'identification-locked');
-
-      // A new link starts again, with its own code.
-      const again = await linkFor(app, agreement.id, signerId, { accessCode: ACCESS_CODE });
-      const opened = await asSigner(app, tokenOf(again.body.link), '/identify', { code: ACCESS_CODE });
-      assert.is(opened.status, 200);
-      assert.is((await json(opened)).identification.method, 'access-code');
-      const stored = await dump();
-      assert.not.ok(stored.includes(ACCESS_CODE), 'the access code is nowhere in the store');
-      assert.ok(stored.includes('scrypt$'), 'its hash is');
-    } finally {
-      await app.close();
-      await cleanup();
-    }
-  });
+        // A new link starts again, with its own code.
+        const again = await linkFor(app, agreement.id, signerId, { accessCode: ACCESS_CODE });
+        const opened = await asSigner(app, tokenOf(again.body.link), '/identify', { code: ACCESS_CODE });
+        assert.is(opened.status, 200);
+        assert.is((await json(opened)).identification.method, 'access-code');
+        const stored = await dump();
+        assert.not.ok(stored.includes(ACCESS_CODE), 'the access code is nowhere in the store');
+        assert.ok(stored.includes('scrypt$'), 'its hash is');
+      } finally {
+        await app.close();
+        await cleanup();
+      }
+    },
+  );
 
   on('an expired code costs no try; five sends an hour, then 429 with Retry-After', async () => {
     const { app, notifier, time, cleanup } = await open();
@@ -226,7 +273,10 @@ for (const backend of backends) {
   });
 
   on('reminders by mail: a fresh link to each signer, the older one revoked, the access code kept', async () => {
-    const { app, notifier, time, cleanup } = await open({ agreements: { reminderIntervalMs: 3_600_000 }, publicUrl: 'https://sign.example.com/v1' });
+    const { app, notifier, time, cleanup } = await open({
+      agreements: { reminderIntervalMs: 3_600_000 },
+      publicUrl: 'https://sign.example.com/v1',
+    });
     try {
       const agreement = await agreementWith(app, [signer(4), signer(5)]);
       const [plainSigner, coded] = agreement.signers;
@@ -248,7 +298,9 @@ for (const backend of backends) {
       assert.is((await asSigner(app, codedFresh, '/identify', { code: ACCESS_CODE })).status, 200);
       const audit = await json(await app.api(`/agreements/${agreement.id}/audit`));
       assert.equal(
-        audit.data.filter((entry: { actor: string; action: string }) => entry.actor === 'system').map((entry: { action: string }) => entry.action),
+        audit.data
+          .filter((entry: { actor: string; action: string }) => entry.actor === 'system')
+          .map((entry: { action: string }) => entry.action),
         ['reminder', 'link-issued', 'reminder', 'link-issued'],
       );
       assert.is(audit.verified, true);
@@ -260,74 +312,87 @@ for (const backend of backends) {
 
   suites.push(on);
 
-  on('mail the notifier refuses twice is sent on a later tick, and by a portal started again on the store', async () => {
-    const { app, notifier, time, cleanup, base, reopen, dump } = await open();
-    let second: TestPortal | undefined;
-    try {
-      const agreement = await agreementWith(app, [{ ...signer(3), shouldIdentify: false }]);
-      notifier.refusing = 2;
-      assert.is((await linkFor(app, agreement.id, agreement.signers[0].id, { send: true })).status, 201);
-      // Once the refusal is stored, with the retry's time.
-      await until(async () => (await dump()).includes('550 mailbox unavailable'), 'the first refusal, recorded');
-      time.advance(5);
-      await app.portal.worker!.tick();
-      assert.is(notifier.refused, 2, 'the retry, 5 s on (the schedule), refused too');
-      assert.is(notifier.sent.length, 0);
-      if (reopen === null) {
-        console.log(`SKIP the restart half on ${backend.name}: a memory store keeps nothing across a restart`);
-        time.advance(300);
+  on(
+    'mail the notifier refuses twice is sent on a later tick, and by a portal started again on the store',
+    async () => {
+      const { app, notifier, time, cleanup, base, reopen, dump } = await open();
+      let second: TestPortal | undefined;
+      try {
+        const agreement = await agreementWith(app, [{ ...signer(3), shouldIdentify: false }]);
+        notifier.refusing = 2;
+        assert.is((await linkFor(app, agreement.id, agreement.signers[0].id, { send: true })).status, 201);
+        // Once the refusal is stored, with the retry's time.
+        await until(async () => (await dump()).includes('550 mailbox unavailable'), 'the first refusal, recorded');
+        time.advance(5);
         await app.portal.worker!.tick();
-      } else {
-        await app.close();
-        second = await startPortal({ ...reopen(), ...base, notifier });
-        time.advance(300);
-        await second.portal.worker!.tick();
+        assert.is(notifier.refused, 2, 'the retry, 5 s on (the schedule), refused too');
+        assert.is(notifier.sent.length, 0);
+        if (reopen === null) {
+          console.log(`SKIP the restart half on ${backend.name}: a memory store keeps nothing across a restart`);
+          time.advance(300);
+          await app.portal.worker!.tick();
+        } else {
+          await app.close();
+          second = await startPortal({ ...reopen(), ...base, notifier });
+          time.advance(300);
+          await second.portal.worker!.tick();
+        }
+        assert.is(notifier.sent.length, 1, 'sent on the third attempt');
+        assert.is(notifier.sent[0]!.kind, 'signing-invitation');
+        await (second ?? app).portal.worker!.tick();
+        assert.is(notifier.sent.length, 1, 'once');
+      } finally {
+        await (second ?? app).close();
+        await cleanup();
       }
-      assert.is(notifier.sent.length, 1, 'sent on the third attempt');
-      assert.is(notifier.sent[0]!.kind, 'signing-invitation');
-      await (second ?? app).portal.worker!.tick();
-      assert.is(notifier.sent.length, 1, 'once');
-    } finally {
-      await (second ?? app).close();
-      await cleanup();
-    }
-  });
+    },
+  );
 }
 
 const plain = suite('identification: without a notifier');
 
-plain('a shouldIdentify signer needs an access code; send: true is refused; the e-mail code is not offered', async () => {
-  const app = await startPortal({ signingKeys: [SIGNING_KEY_1], webhooks: { worker: false } });
-  try {
-    const agreement = await agreementWith(app);
-    const signerId = agreement.signers[0].id;
-    const bare = await linkFor(app, agreement.id, signerId);
-    assert.is(bare.status, 409);
-    assert.match(bare.body.message, /accessCode/);
-    assert.is((await linkFor(app, agreement.id, signerId, { accessCode: ACCESS_CODE, send: true })).status, 409);
-    const issued = await linkFor(app, agreement.id, signerId, { accessCode: ACCESS_CODE });
-    assert.is(issued.status, 201);
-    const token = tokenOf(issued.body.link);
-    assert.equal((await json(await asSigner(app, token, ''))).identification.methods, ['access-code']);
-    assert.is((await asSigner(app, token, '/identify/email-code')).status, 409);
-    assert.is((await asSigner(app, token, '/identify', { code: ACCESS_CODE })).status, 200);
-    const stale = await asSigner(app, token, '/sign', { signature: PNG_SIGNATURE, consent: { disclosureVersion: 'old' } });
-    assert.is(stale.status, 409);
-    assert.match((await json(stale)).message, /disclosure in force/);
-  } finally {
-    await app.close();
-  }
-});
+plain(
+  'a shouldIdentify signer needs an access code; send: true is refused; the e-mail code is not offered',
+  async () => {
+    const app = await startPortal({ signingKeys: [SIGNING_KEY_1], webhooks: { worker: false } });
+    try {
+      const agreement = await agreementWith(app);
+      const signerId = agreement.signers[0].id;
+      const bare = await linkFor(app, agreement.id, signerId);
+      assert.is(bare.status, 409);
+      assert.match(bare.body.message, /accessCode/);
+      assert.is((await linkFor(app, agreement.id, signerId, { accessCode: ACCESS_CODE, send: true })).status, 409);
+      const issued = await linkFor(app, agreement.id, signerId, { accessCode: ACCESS_CODE });
+      assert.is(issued.status, 201);
+      const token = tokenOf(issued.body.link);
+      assert.equal((await json(await asSigner(app, token, ''))).identification.methods, ['access-code']);
+      assert.is((await asSigner(app, token, '/identify/email-code')).status, 409);
+      assert.is((await asSigner(app, token, '/identify', { code: ACCESS_CODE })).status, 200);
+      const stale = await asSigner(app, token, '/sign', {
+        signature: PNG_SIGNATURE,
+        consent: { disclosureVersion: 'old' },
+      });
+      assert.is(stale.status, 409);
+      assert.match((await json(stale)).message, /disclosure in force/);
+    } finally {
+      await app.close();
+    }
+  },
+);
 
 plain('10,000 wrong guesses at one link: the fifth revokes it, and nothing after is checked', async () => {
   const app = await startPortal({ signingKeys: [SIGNING_KEY_1], webhooks: { worker: false } });
   try {
     const agreement = await agreementWith(app);
-    const token = tokenOf((await linkFor(app, agreement.id, agreement.signers[0].id, { accessCode: ACCESS_CODE })).body.link);
+    const token = tokenOf(
+      (await linkFor(app, agreement.id, agreement.signers[0].id, { accessCode: ACCESS_CODE })).body.link,
+    );
     const statuses = new Map<number, number>();
     const started = performance.now();
     for (let batch = 0; batch < 100; batch++) {
-      const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => asSigner(app, token, '/identify', { code: `${batch}-${i}-wrong` })));
+      const answers = await Promise.all(
+        Array.from({ length: 100 }, (_, i) => asSigner(app, token, '/identify', { code: `${batch}-${i}-wrong` })),
+      );
       for (const res of answers) statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
     }
     const elapsed = performance.now() - started;
@@ -347,7 +412,13 @@ plain('two instances on one PostgreSQL ticking at once send a mail once', async 
   const schema = freshSchema();
   const time = manualClock();
   const notifier = recordingNotifier();
-  const shared = { signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER }, transport: memoryTransport(), clock: time.clock, notifier };
+  const shared = {
+    signingKeys: [SIGNING_KEY_1],
+    webhooks: { tick: NEVER },
+    transport: memoryTransport(),
+    clock: time.clock,
+    notifier,
+  };
   const one = await startPortal({ ...sqlAdapters({ client: postgres.pool, schema }), ...shared });
   const two = await startPortal({ ...sqlAdapters({ client: postgres.pool, schema }), ...shared });
   try {
@@ -358,11 +429,26 @@ plain('two instances on one PostgreSQL ticking at once send a mail once', async 
     await until(() => notifier.refused === 5, 'the first attempts, refused');
     const pool = postgres.pool;
     const recorded = async () =>
-      Number((await pool.query(`SELECT count(*) AS n FROM "${schema}".portal_agreements WHERE mail LIKE '%550 mailbox unavailable%'`)).rows[0].n) === 5;
+      Number(
+        (
+          await pool.query(
+            `SELECT count(*) AS n FROM "${schema}".portal_agreements WHERE mail LIKE '%550 mailbox unavailable%'`,
+          )
+        ).rows[0].n,
+      ) === 5;
     await until(recorded, 'the refusals, recorded with their retry');
     time.advance(5);
-    await Promise.all([one.portal.worker!.tick(), two.portal.worker!.tick(), one.portal.worker!.tick(), two.portal.worker!.tick()]);
-    assert.equal(notifier.sent.map((mail) => mail.agreementId).sort(), agreements.map((agreement) => agreement.id).sort(), 'each mail once');
+    await Promise.all([
+      one.portal.worker!.tick(),
+      two.portal.worker!.tick(),
+      one.portal.worker!.tick(),
+      two.portal.worker!.tick(),
+    ]);
+    assert.equal(
+      notifier.sent.map((mail) => mail.agreementId).sort(),
+      agreements.map((agreement) => agreement.id).sort(),
+      'each mail once',
+    );
     time.advance(3600);
     await Promise.all([one.portal.worker!.tick(), two.portal.worker!.tick()]);
     assert.is(notifier.sent.length, 5, 'and never again');

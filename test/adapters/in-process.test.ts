@@ -7,7 +7,8 @@ import type { DeliveryRecord } from '../../src/records.js';
 import { memoryStorage } from '../../adapters/memory/index.js';
 import { at, attempt, eventRecord, webhookRecord } from '../conformance/fixtures.js';
 
-const due = (accountId: string, seconds: number): DeliveryRecord => newDelivery(eventRecord({ accountId, createdAt: at(seconds) }), 'wbh_1');
+const due = (accountId: string, seconds: number): DeliveryRecord =>
+  newDelivery(eventRecord({ accountId, createdAt: at(seconds) }), 'wbh_1');
 
 test('due by account: an account at its share is looked at once, however long its backlog', () => {
   const queues = new DueByAccount();
@@ -22,7 +23,13 @@ test('due by account: an account at its share is looked at once, however long it
       yield row;
     }
   })();
-  const claim = { now: at(200), leaseUntil: at(260), limit: 10, owner: 'w', perAccount: { max: 4, inFlight: { acct_a: 4 } } };
+  const claim = {
+    now: at(200),
+    leaseUntil: at(260),
+    limit: 10,
+    owner: 'w',
+    perAccount: { max: 4, inFlight: { acct_a: 4 } },
+  };
   const plan = planClaim(counted, claim, () => true, walk.skip);
   assert.equal(
     plan.leased.map((row) => row.id),
@@ -33,7 +40,14 @@ test('due by account: an account at its share is looked at once, however long it
 
 test('due by account: the walk merges accounts in due order, and stops at what is not yet due', () => {
   const queues = new DueByAccount();
-  const rows = [due('acct_a', 5), due('acct_b', 1), due('acct_c', 3), due('acct_a', 2), due('acct_b', 9), due('acct_c', 40)];
+  const rows = [
+    due('acct_a', 5),
+    due('acct_b', 1),
+    due('acct_c', 3),
+    due('acct_a', 2),
+    due('acct_b', 9),
+    due('acct_c', 40),
+  ];
   for (const row of rows) queues.update(row);
   const order = [...queues.dueBy(at(10)).rows].map((row) => row.createdAt);
   assert.equal(order, [at(1), at(2), at(3), at(5), at(9)]);
@@ -48,7 +62,11 @@ test('timeline: newest first from a cursor, past a removed record, within until'
   assert.equal([...timeline.newestFirst('wbh_1')], ['d5', 'd4', 'd3', 'd2', 'd1', 'd0']);
   assert.equal([...timeline.newestFirst('wbh_1', { id: 'd4', createdAt: at(2) })], ['d3', 'd2', 'd1', 'd0']);
   timeline.remove('d3');
-  assert.equal([...timeline.newestFirst('wbh_1', { id: 'd3', createdAt: at(1) })], ['d1', 'd0'], 'a removed record: from the second before its own');
+  assert.equal(
+    [...timeline.newestFirst('wbh_1', { id: 'd3', createdAt: at(1) })],
+    ['d1', 'd0'],
+    'a removed record: from the second before its own',
+  );
   assert.equal([...timeline.newestFirst('wbh_1', undefined, at(1))], ['d1', 'd0'], 'until is exclusive');
   for (const id of ['d0', 'd1', 'd2', 'd4', 'd5']) timeline.remove(id);
   assert.equal([...timeline.newestFirst('wbh_1')], []);
@@ -68,7 +86,8 @@ test('the delivery log: a filter that matches few of many ends pages early, and 
   const failing = [made[10]!, made[6000]!, made[11_990]!];
   const claimed = await storage.claimDeliveries({ now: at(20_000), leaseUntil: at(20_060), limit: 12_000, owner: 'w' });
   assert.is(claimed.length, 12_000);
-  for (const delivery of failing) await storage.recordAttempt(delivery.id, 'w', attempt(500), { status: 'failed', nextAttemptAt: null });
+  for (const delivery of failing)
+    await storage.recordAttempt(delivery.id, 'w', attempt(500), { status: 'failed', nextAttemptAt: null });
   const found: string[] = [];
   const sizes: number[] = [];
   let page = await storage.listDeliveries('acct_a', webhook.id, { limit: 50, status: 'failed' });

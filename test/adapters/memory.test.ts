@@ -4,4 +4,9 @@ import { storageSuite } from '../conformance/storage.js';
 import { NOTHING_OUTLIVES, memoryStorageFactory } from '../helpers/memory.js';
 
 storageSuite(memoryStorageFactory());
-blobStoreSuite({ name: 'memory', create: async ({ clock }) => memoryBlobs({ clock }), destroy: async () => {}, whyNoReopen: NOTHING_OUTLIVES });
+blobStoreSuite({
+  name: 'memory',
+  create: async ({ clock }) => memoryBlobs({ clock }),
+  destroy: async () => {},
+  whyNoReopen: NOTHING_OUTLIVES,
+});

@@ -18,63 +18,81 @@ const { list: backends, close } = await openBackends('retention');
 for (const backend of backends) {
   const on = suite(`retention: ${backend.name}`);
 
-  on('the tick removes finished deliveries past retention; a failing one still retrying stays, with its event', async () => {
-    const { options, cleanup } = await backend.options();
-    const time = manualClock();
-    const failing = new Set<string>();
-    const transport = memoryTransport({ respond: (call) => (failing.has(call.url) ? 503 : 200) });
-    const portal = await createPortal({
-      ...options,
-      auth: { apiKeys: [KEY_A] },
-      transport,
-      clock: time.clock,
-      retention: { deliveriesMs: 10 * 60_000, eventsMs: 10 * 60_000 },
-      webhooks: { tick: NEVER, retrySchedule: [3600, 3600] },
-    });
-    try {
-      const good = await portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://good.example/in' });
-      const bad = await portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://bad.example/in' });
-      failing.add('https://bad.example/in');
-      for (let i = 0; i < 3; i++) await portal.events.publish('acct_a', 'customer-created', { n: i });
-      await portal.worker!.tick();
-      await waitFor(async () => (await portal.webhooks.deliveries('acct_a', good.id, { status: 'succeeded' }))!.length === 3, 'the good calls recorded');
-      await waitFor(
-        async () => (await portal.webhooks.deliveries('acct_a', bad.id))!.every((delivery) => delivery.attempts.length === 1),
-        'the bad calls recorded',
-      );
-      time.advance(9 * 60);
-      await portal.worker!.tick();
-      assert.is((await portal.webhooks.deliveries('acct_a', good.id))!.length, 3, 'not yet past retention');
-      time.advance(2 * 60);
-      await portal.worker!.tick();
-      assert.is((await portal.webhooks.deliveries('acct_a', good.id))!.length, 0, 'past retention: removed');
-      const pending = (await portal.webhooks.deliveries('acct_a', bad.id))!;
-      assert.equal(
-        pending.map((delivery) => delivery.status),
-        ['pending', 'pending', 'pending'],
-        'still retrying: kept',
-      );
-      // Their events are kept: a redeliver still sends the event's data.
-      failing.delete('https://bad.example/in');
-      await portal.webhooks.redeliver('acct_a', pending[0]!.id);
-      await portal.worker!.tick();
-      await waitFor(async () => (await portal.webhooks.deliveries('acct_a', bad.id, { status: 'succeeded' }))!.length === 1, 'the redelivery went out');
-      assert.ok(
-        transport.calls.some((call) => call.url === 'https://bad.example/in' && call.body.includes('"n":')),
-        'with its data',
-      );
-    } finally {
-      await portal.close();
-      await cleanup();
-    }
-  });
+  on(
+    'the tick removes finished deliveries past retention; a failing one still retrying stays, with its event',
+    async () => {
+      const { options, cleanup } = await backend.options();
+      const time = manualClock();
+      const failing = new Set<string>();
+      const transport = memoryTransport({ respond: (call) => (failing.has(call.url) ? 503 : 200) });
+      const portal = await createPortal({
+        ...options,
+        auth: { apiKeys: [KEY_A] },
+        transport,
+        clock: time.clock,
+        retention: { deliveriesMs: 10 * 60_000, eventsMs: 10 * 60_000 },
+        webhooks: { tick: NEVER, retrySchedule: [3600, 3600] },
+      });
+      try {
+        const good = await portal.webhooks.create('acct_a', {
+          type: 'customer-created',
+          url: 'https://good.example/in',
+        });
+        const bad = await portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://bad.example/in' });
+        failing.add('https://bad.example/in');
+        for (let i = 0; i < 3; i++) await portal.events.publish('acct_a', 'customer-created', { n: i });
+        await portal.worker!.tick();
+        await waitFor(
+          async () => (await portal.webhooks.deliveries('acct_a', good.id, { status: 'succeeded' }))!.length === 3,
+          'the good calls recorded',
+        );
+        await waitFor(
+          async () =>
+            (await portal.webhooks.deliveries('acct_a', bad.id))!.every((delivery) => delivery.attempts.length === 1),
+          'the bad calls recorded',
+        );
+        time.advance(9 * 60);
+        await portal.worker!.tick();
+        assert.is((await portal.webhooks.deliveries('acct_a', good.id))!.length, 3, 'not yet past retention');
+        time.advance(2 * 60);
+        await portal.worker!.tick();
+        assert.is((await portal.webhooks.deliveries('acct_a', good.id))!.length, 0, 'past retention: removed');
+        const pending = (await portal.webhooks.deliveries('acct_a', bad.id))!;
+        assert.equal(
+          pending.map((delivery) => delivery.status),
+          ['pending', 'pending', 'pending'],
+          'still retrying: kept',
+        );
+        // Their events are kept: a redeliver still sends the event's data.
+        failing.delete('https://bad.example/in');
+        await portal.webhooks.redeliver('acct_a', pending[0]!.id);
+        await portal.worker!.tick();
+        await waitFor(
+          async () => (await portal.webhooks.deliveries('acct_a', bad.id, { status: 'succeeded' }))!.length === 1,
+          'the redelivery went out',
+        );
+        assert.ok(
+          transport.calls.some((call) => call.url === 'https://bad.example/in' && call.body.includes('"n":')),
+          'with its data',
+        );
+      } finally {
+        await portal.close();
+        await cleanup();
+      }
+    },
+  );
 
   on.run();
 }
 
 const options = suite('retention: options');
 options('retention is checked at start: at least a minute, or Infinity', async () => {
-  for (const retention of [{ eventsMs: 1000 }, { deliveriesMs: -1 }, { deliveriesMs: 90_000.5 }, { eventsMs: Number.NaN }]) {
+  for (const retention of [
+    { eventsMs: 1000 },
+    { deliveriesMs: -1 },
+    { deliveriesMs: 90_000.5 },
+    { eventsMs: Number.NaN },
+  ]) {
     try {
       await createPortal({ auth: { apiKeys: [KEY_A] }, retention, webhooks: { worker: false } });
       assert.unreachable(JSON.stringify(retention));
@@ -82,7 +100,11 @@ options('retention is checked at start: at least a minute, or Infinity', async (
       assert.match(String(error), /retention\.(eventsMs|deliveriesMs) must be/);
     }
   }
-  const portal = await createPortal({ auth: { apiKeys: [KEY_A] }, retention: { eventsMs: Infinity, deliveriesMs: 60_000 }, webhooks: { worker: false } });
+  const portal = await createPortal({
+    auth: { apiKeys: [KEY_A] },
+    retention: { eventsMs: Infinity, deliveriesMs: 60_000 },
+    webhooks: { worker: false },
+  });
   await portal.close();
 });
 options.run();
@@ -96,13 +118,27 @@ instances('two instances ticking at once remove each record once', async () => {
   }
   const schema = freshSchema();
   const time = manualClock();
-  const shared = { auth: { apiKeys: [KEY_A] }, clock: time.clock, transport: memoryTransport(), retention: { deliveriesMs: 60_000, eventsMs: 60_000 } };
-  const one = await createPortal({ ...sqlAdapters({ client: postgres.pool, schema }), ...shared, webhooks: { tick: NEVER } });
-  const two = await createPortal({ ...sqlAdapters({ client: postgres.pool, schema }), ...shared, webhooks: { tick: NEVER } });
+  const shared = {
+    auth: { apiKeys: [KEY_A] },
+    clock: time.clock,
+    transport: memoryTransport(),
+    retention: { deliveriesMs: 60_000, eventsMs: 60_000 },
+  };
+  const one = await createPortal({
+    ...sqlAdapters({ client: postgres.pool, schema }),
+    ...shared,
+    webhooks: { tick: NEVER },
+  });
+  const two = await createPortal({
+    ...sqlAdapters({ client: postgres.pool, schema }),
+    ...shared,
+    webhooks: { tick: NEVER },
+  });
   try {
     const hook = await one.webhooks.create('acct_a', { type: 'customer-created', url: 'https://hooks.example.com/in' });
     for (let i = 0; i < 1200; i++) await one.events.publish('acct_a', 'customer-created', { n: i });
-    while ((await one.webhooks.deliveries('acct_a', hook.id, { status: 'pending', limit: 1 }))!.length > 0) await one.worker!.tick();
+    while ((await one.webhooks.deliveries('acct_a', hook.id, { status: 'pending', limit: 1 }))!.length > 0)
+      await one.worker!.tick();
     time.advance(120);
     const { rows: before } = await postgres.pool.query(
       `SELECT (SELECT count(*) FROM "${schema}".portal_deliveries)::int AS d, (SELECT count(*) FROM "${schema}".portal_events)::int AS e`,

@@ -38,12 +38,20 @@ async function longPdf(): Promise<Buffer> {
   for (let n = 1; n <= 120; n++) {
     const page = pdf.addPage({ size: 'a4' });
     for (let line = 0; line < 40; line++)
-      page.drawText(`Clause ${n}.${line}: the tenant keeps the flat in good order.`, { x: 50, y: 800 - line * 18, size: 10, font: StandardFonts.Helvetica });
+      page.drawText(`Clause ${n}.${line}: the tenant keeps the flat in good order.`, {
+        x: 50,
+        y: 800 - line * 18,
+        size: 10,
+        font: StandardFonts.Helvetica,
+      });
   }
   return Buffer.from(await pdf.save());
 }
 
-const adapters = (dir: string) => ({ storage: fsStorage({ dir: path.join(dir, 'records') }), blobs: fsBlobs({ dir: path.join(dir, 'blobs') }) });
+const adapters = (dir: string) => ({
+  storage: fsStorage({ dir: path.join(dir, 'records') }),
+  blobs: fsBlobs({ dir: path.join(dir, 'blobs') }),
+});
 
 it(`killed while making the copy, ${RUNS} times at random moments: after a restart, exactly one copy, sealed`, async () => {
   const pdf = await longPdf();
@@ -51,19 +59,33 @@ it(`killed while making the copy, ${RUNS} times at random moments: after a resta
   for (let run = 0; run < RUNS; run++) {
     const dir = tempDir('seal-crash');
     try {
-      const first = await startPortal({ ...adapters(dir), signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER }, transport: memoryTransport() });
+      const first = await startPortal({
+        ...adapters(dir),
+        signingKeys: [SIGNING_KEY_1],
+        webhooks: { tick: NEVER },
+        transport: memoryTransport(),
+      });
       const agreement = await json(
-        await first.api('/agreements', { method: 'POST', body: validFormData({ signers: [signer(1)], documents: [{ name: 'lease.pdf', bytes: pdf }] }) }),
+        await first.api('/agreements', {
+          method: 'POST',
+          body: validFormData({ signers: [signer(1)], documents: [{ name: 'lease.pdf', bytes: pdf }] }),
+        }),
       );
       await first.close();
 
       const p12 = path.join(pki.dir, 'seal.p12');
-      const child = spawn(process.execPath, [CHILD, dir, agreement.id, agreement.signers[0].id, p12, pki.password, REAL_PNG], {
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
+      const child = spawn(
+        process.execPath,
+        [CHILD, dir, agreement.id, agreement.signers[0].id, p12, pki.password, REAL_PNG],
+        {
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
       let stderr = '';
       child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-      const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+      const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+        child.on('exit', (_code, signal) => resolve(signal)),
+      );
       await new Promise<void>((resolve, reject) => {
         child.stdout.setEncoding('utf8').on('data', (chunk: string) => chunk.includes('signed') && resolve());
         child.on('exit', () => reject(new Error(`the child ended before signing: ${stderr}`)));
@@ -102,7 +124,8 @@ it(`killed while making the copy, ${RUNS} times at random moments: after a resta
         const copy = await buffer((await blobs.get(key))!);
         assert.match(pdfsig(pki, copy), /Total document signed[\s\S]*Signature is Valid\./);
         const copies: string[] = [];
-        for await (const info of blobs.listBefore('9999-12-31T23:59:59+00:00')) if (info.key.startsWith('agx_')) copies.push(info.key);
+        for await (const info of blobs.listBefore('9999-12-31T23:59:59+00:00'))
+          if (info.key.startsWith('agx_')) copies.push(info.key);
         const named = [];
         for (const one of copies) if (await storage.isBlobReferenced(one)) named.push(one);
         assert.equal(named, [key], 'one copy is named; any other is an orphan');

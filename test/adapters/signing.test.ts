@@ -31,7 +31,8 @@ async function linkFor(app: TestPortal, agreementId: string, signerId: string): 
 async function copyMade(app: TestPortal, agreementId: string, dump: () => Promise<string>): Promise<void> {
   let hash: string | null = null;
   await waitFor(
-    async () => (hash = (await app.portal.agreements.get('acct_a', agreementId))!.documents[0]!.signedFileHash) !== null,
+    async () =>
+      (hash = (await app.portal.agreements.get('acct_a', agreementId))!.documents[0]!.signedFileHash) !== null,
     'the completed copy',
     10_000,
   );
@@ -55,58 +56,86 @@ for (const backend of backends) {
     const { options, cleanup, tamper, dump } = await backend.options();
     const transport = memoryTransport();
     try {
-      await withPortal({ ...options, transport, signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER } }, async (app) => {
-        const hook = await app.portal.webhooks.create('acct_a', { type: 'agreement-signed', url: 'https://hooks.example.com/signed' });
-        const form = validFormData({ signers: [SIGNER, signer(2)], documents: [{ name: 'lease.pdf', bytes: await simplePdf('The lease') }] });
-        const agreement = await json(await app.api('/agreements', { method: 'POST', body: form }));
-        const tokens = await Promise.all(agreement.signers.map((one: { id: string }) => linkFor(app, agreement.id, one.id)));
-        const answers = await Promise.all(tokens.map((token) => signAs(app, token)));
-        assert.equal(
-          answers.map((res) => res.status),
-          [200, 200],
-        );
-        await copyMade(app, agreement.id, dump);
-        const stored = (await app.portal.agreements.get('acct_a', agreement.id))!;
-        assert.is(stored.status, 'signed');
-        assert.is((await app.portal.webhooks.deliveries('acct_a', hook.id))!.length, 1, 'agreement-signed once');
-
-        const audit = await json(await app.api(`/agreements/${agreement.id}/audit`));
-        assert.is(audit.verified, true);
-        assert.equal(audit.data.map((entry: { action: string }) => entry.action).sort(), ['created', 'link-issued', 'link-issued', 'signed', 'signed'].sort());
-        await tamper(agreement.id, '127.0.0.1', '127.0.0.2');
-        const edited = await json(await app.api(`/agreements/${agreement.id}/audit`));
-        assert.is(edited.verified, false, 'an edited entry is never served as genuine');
-      });
-    } finally {
-      await cleanup();
-    }
-  });
-
-  on("verified is false once the agreement is edited under its trail: a signature image, a signer's e-mail, a document's hash", async () => {
-    const { options, cleanup, edit, dump } = await backend.options();
-    try {
-      await withPortal({ ...options, signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER } }, async (app) => {
-        const edits: [string, (agreement: Agreement) => [string, string]][] = [
-          ['a signature image', (agreement) => [agreement.signers[0]!.signature!.slice(40, 52), 'AAAAAAAAAAAA']],
-          ["a signer's e-mail", () => ['bo@example.com', 'bx@example.com']],
-          ["a document's hash", (agreement) => [agreement.documents[0]!.fileHash.slice(0, 12), 'ffffffffffff']],
-        ];
-        for (const [what, change] of edits) {
-          const form = validFormData({ signers: [SIGNER], documents: [{ name: 'lease.pdf', bytes: await simplePdf('The lease') }] });
+      await withPortal(
+        { ...options, transport, signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER } },
+        async (app) => {
+          const hook = await app.portal.webhooks.create('acct_a', {
+            type: 'agreement-signed',
+            url: 'https://hooks.example.com/signed',
+          });
+          const form = validFormData({
+            signers: [SIGNER, signer(2)],
+            documents: [{ name: 'lease.pdf', bytes: await simplePdf('The lease') }],
+          });
           const agreement = await json(await app.api('/agreements', { method: 'POST', body: form }));
-          assert.is((await signAs(app, await linkFor(app, agreement.id, agreement.signers[0].id))).status, 200);
+          const tokens = await Promise.all(
+            agreement.signers.map((one: { id: string }) => linkFor(app, agreement.id, one.id)),
+          );
+          const answers = await Promise.all(tokens.map((token) => signAs(app, token)));
+          assert.equal(
+            answers.map((res) => res.status),
+            [200, 200],
+          );
           await copyMade(app, agreement.id, dump);
-          const signed = (await app.portal.agreements.get('acct_a', agreement.id))!;
-          assert.is((await json(await app.api(`/agreements/${agreement.id}/audit`))).verified, true, `${what}: verified before`);
-          const [from, to] = change(signed);
-          await edit(agreement.id, from, to);
-          assert.is((await json(await app.api(`/agreements/${agreement.id}/audit`))).verified, false, `${what}: not verified after`);
-        }
-      });
+          const stored = (await app.portal.agreements.get('acct_a', agreement.id))!;
+          assert.is(stored.status, 'signed');
+          assert.is((await app.portal.webhooks.deliveries('acct_a', hook.id))!.length, 1, 'agreement-signed once');
+
+          const audit = await json(await app.api(`/agreements/${agreement.id}/audit`));
+          assert.is(audit.verified, true);
+          assert.equal(
+            audit.data.map((entry: { action: string }) => entry.action).sort(),
+            ['created', 'link-issued', 'link-issued', 'signed', 'signed'].sort(),
+          );
+          await tamper(agreement.id, '127.0.0.1', '127.0.0.2');
+          const edited = await json(await app.api(`/agreements/${agreement.id}/audit`));
+          assert.is(edited.verified, false, 'an edited entry is never served as genuine');
+        },
+      );
     } finally {
       await cleanup();
     }
   });
+
+  on(
+    "verified is false once the agreement is edited under its trail: a signature image, a signer's e-mail, a document's hash",
+    async () => {
+      const { options, cleanup, edit, dump } = await backend.options();
+      try {
+        await withPortal({ ...options, signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER } }, async (app) => {
+          const edits: [string, (agreement: Agreement) => [string, string]][] = [
+            ['a signature image', (agreement) => [agreement.signers[0]!.signature!.slice(40, 52), 'AAAAAAAAAAAA']],
+            ["a signer's e-mail", () => ['bo@example.com', 'bx@example.com']],
+            ["a document's hash", (agreement) => [agreement.documents[0]!.fileHash.slice(0, 12), 'ffffffffffff']],
+          ];
+          for (const [what, change] of edits) {
+            const form = validFormData({
+              signers: [SIGNER],
+              documents: [{ name: 'lease.pdf', bytes: await simplePdf('The lease') }],
+            });
+            const agreement = await json(await app.api('/agreements', { method: 'POST', body: form }));
+            assert.is((await signAs(app, await linkFor(app, agreement.id, agreement.signers[0].id))).status, 200);
+            await copyMade(app, agreement.id, dump);
+            const signed = (await app.portal.agreements.get('acct_a', agreement.id))!;
+            assert.is(
+              (await json(await app.api(`/agreements/${agreement.id}/audit`))).verified,
+              true,
+              `${what}: verified before`,
+            );
+            const [from, to] = change(signed);
+            await edit(agreement.id, from, to);
+            assert.is(
+              (await json(await app.api(`/agreements/${agreement.id}/audit`))).verified,
+              false,
+              `${what}: not verified after`,
+            );
+          }
+        });
+      } finally {
+        await cleanup();
+      }
+    },
+  );
 
   on.run();
 }
@@ -123,10 +152,18 @@ instances('two signers on two instances at the same moment: agreement-signed is 
   const one = await startPortal({ ...sqlAdapters({ client: postgres.pool, schema }), ...shared });
   const two = await startPortal({ ...sqlAdapters({ client: postgres.pool, schema }), ...shared });
   try {
-    const hook = await one.portal.webhooks.create('acct_a', { type: 'agreement-signed', url: 'https://hooks.example.com/signed' });
+    const hook = await one.portal.webhooks.create('acct_a', {
+      type: 'agreement-signed',
+      url: 'https://hooks.example.com/signed',
+    });
     for (let round = 0; round < 5; round++) {
-      const agreement = await json(await one.api('/agreements', { method: 'POST', body: validFormData({ signers: [SIGNER, signer(2)] }) }));
-      const [first, second] = [await linkFor(one, agreement.id, agreement.signers[0].id), await linkFor(two, agreement.id, agreement.signers[1].id)];
+      const agreement = await json(
+        await one.api('/agreements', { method: 'POST', body: validFormData({ signers: [SIGNER, signer(2)] }) }),
+      );
+      const [first, second] = [
+        await linkFor(one, agreement.id, agreement.signers[0].id),
+        await linkFor(two, agreement.id, agreement.signers[1].id),
+      ];
       const answers = await Promise.all([signAs(one, first), signAs(two, second)]);
       assert.equal(
         answers.map((res) => res.status),
@@ -134,7 +171,11 @@ instances('two signers on two instances at the same moment: agreement-signed is 
         `round ${round}`,
       );
     }
-    assert.is((await one.portal.webhooks.deliveries('acct_a', hook.id))!.length, 5, 'one agreement-signed for each of the five agreements');
+    assert.is(
+      (await one.portal.webhooks.deliveries('acct_a', hook.id))!.length,
+      5,
+      'one agreement-signed for each of the five agreements',
+    );
   } finally {
     await one.close();
     await two.close();
@@ -142,42 +183,60 @@ instances('two signers on two instances at the same moment: agreement-signed is 
     await postgres.pool.end();
   }
 });
-instances('two instances ticking at the same moment make each reminder round once, and close an expired agreement once', async () => {
-  const postgres = await connectPostgres();
-  if (postgres.pool === undefined) {
-    console.log(`  skipped: ${postgres.reason}`);
-    return;
-  }
-  const schema = freshSchema();
-  let now = Date.now();
-  const clock = () => new Date(now);
-  const transport = memoryTransport();
-  const shared = { signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER }, transport, clock, agreements: { reminderIntervalMs: 60_000 } };
-  const one = await startPortal({ ...sqlAdapters({ client: postgres.pool, schema }), ...shared });
-  const two = await startPortal({ ...sqlAdapters({ client: postgres.pool, schema }), ...shared });
-  try {
-    for (const type of ['agreement-reminder-due', 'agreement-expired'])
-      await one.portal.webhooks.create('acct_a', { type, url: `https://hooks.example.com/${type}` });
-    const reminding = await json(await one.api('/agreements', { method: 'POST', body: validFormData({ signers: [SIGNER, signer(2)] }) }));
-    const expiring = validFormData();
-    expiring.set('expiresAt', new Date(now + 90_000).toISOString());
-    const closing = await json(await one.api('/agreements', { method: 'POST', body: expiring }));
-    for (const round of [1, 2]) {
-      now += 60_000;
-      await Promise.all([one.portal.worker!.tick(), two.portal.worker!.tick(), one.portal.worker!.tick(), two.portal.worker!.tick()]);
-      const events = transport.calls.map((call) => JSON.parse(call.body));
-      const reminders = events.filter((event) => event.type === 'agreement-reminder-due' && event.data.id === reminding.id);
-      assert.is(reminders.length, 2 * round, `round ${round}: one reminder per signer`);
+instances(
+  'two instances ticking at the same moment make each reminder round once, and close an expired agreement once',
+  async () => {
+    const postgres = await connectPostgres();
+    if (postgres.pool === undefined) {
+      console.log(`  skipped: ${postgres.reason}`);
+      return;
     }
-    const stored = (await one.portal.agreements.get('acct_a', closing.id))!;
-    assert.is(stored.closedReason, 'expired');
-    assert.is(transport.calls.filter((call) => JSON.parse(call.body).type === 'agreement-expired').length, 1);
-  } finally {
-    await one.close();
-    await two.close();
-    await dropSchema(postgres.pool, schema);
-    await postgres.pool.end();
-  }
-});
+    const schema = freshSchema();
+    let now = Date.now();
+    const clock = () => new Date(now);
+    const transport = memoryTransport();
+    const shared = {
+      signingKeys: [SIGNING_KEY_1],
+      webhooks: { tick: NEVER },
+      transport,
+      clock,
+      agreements: { reminderIntervalMs: 60_000 },
+    };
+    const one = await startPortal({ ...sqlAdapters({ client: postgres.pool, schema }), ...shared });
+    const two = await startPortal({ ...sqlAdapters({ client: postgres.pool, schema }), ...shared });
+    try {
+      for (const type of ['agreement-reminder-due', 'agreement-expired'])
+        await one.portal.webhooks.create('acct_a', { type, url: `https://hooks.example.com/${type}` });
+      const reminding = await json(
+        await one.api('/agreements', { method: 'POST', body: validFormData({ signers: [SIGNER, signer(2)] }) }),
+      );
+      const expiring = validFormData();
+      expiring.set('expiresAt', new Date(now + 90_000).toISOString());
+      const closing = await json(await one.api('/agreements', { method: 'POST', body: expiring }));
+      for (const round of [1, 2]) {
+        now += 60_000;
+        await Promise.all([
+          one.portal.worker!.tick(),
+          two.portal.worker!.tick(),
+          one.portal.worker!.tick(),
+          two.portal.worker!.tick(),
+        ]);
+        const events = transport.calls.map((call) => JSON.parse(call.body));
+        const reminders = events.filter(
+          (event) => event.type === 'agreement-reminder-due' && event.data.id === reminding.id,
+        );
+        assert.is(reminders.length, 2 * round, `round ${round}: one reminder per signer`);
+      }
+      const stored = (await one.portal.agreements.get('acct_a', closing.id))!;
+      assert.is(stored.closedReason, 'expired');
+      assert.is(transport.calls.filter((call) => JSON.parse(call.body).type === 'agreement-expired').length, 1);
+    } finally {
+      await one.close();
+      await two.close();
+      await dropSchema(postgres.pool, schema);
+      await postgres.pool.end();
+    }
+  },
+);
 instances.after(close);
 instances.run();

@@ -22,23 +22,44 @@ const post = (app: TestPortal, path: string, body: object) =>
 const asSigner = (app: TestPortal, token: string, path: string, body?: object) =>
   fetch(`${app.url}/v1/signing${path}`, {
     method: path === '' ? 'GET' : 'POST',
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
 
 test('smtpNotifier checks its options', () => {
-  assert.throws(() => smtpNotifier({ url: 'http://mail.example.com', from: 'a@example.com' }), /smtp:\/\/ or smtps:\/\//);
+  assert.throws(
+    () => smtpNotifier({ url: 'http://mail.example.com', from: 'a@example.com' }),
+    /smtp:\/\/ or smtps:\/\//,
+  );
   assert.throws(() => smtpNotifier({ url: 'smtp://mail.example.com', from: 'nobody' }), /from must be an address/);
-  assert.throws(() => smtpNotifier({ url: 'smtp://mail.example.com', from: 'a@example.com\r\nBcc: x@example.com' }), /from must be an address/);
+  assert.throws(
+    () => smtpNotifier({ url: 'smtp://mail.example.com', from: 'a@example.com\r\nBcc: x@example.com' }),
+    /from must be an address/,
+  );
 });
 
 test('a real SMTP exchange: the link, the code that signs in, the completion with its certificate', async () => {
   const sink = await startSmtpSink();
   const notifier = smtpNotifier({ url: sink.url, from: '"Acme Signing" <signing@acme.example>' });
-  const app = await startPortal({ signingKeys: [SIGNING_KEY_1], webhooks: { worker: false }, notifier, branding: { name: 'Acme Ltd' } });
+  const app = await startPortal({
+    signingKeys: [SIGNING_KEY_1],
+    webhooks: { worker: false },
+    notifier,
+    branding: { name: 'Acme Ltd' },
+  });
   try {
-    const agreement = await json(await app.api('/agreements', { method: 'POST', body: validFormData({ signers: [{ ...signer(1), shouldIdentify: true }] }) }));
-    const issued = await json(await post(app, `/agreements/${agreement.id}/signers/${agreement.signers[0].id}/signing-link`, { send: true }));
+    const agreement = await json(
+      await app.api('/agreements', {
+        method: 'POST',
+        body: validFormData({ signers: [{ ...signer(1), shouldIdentify: true }] }),
+      }),
+    );
+    const issued = await json(
+      await post(app, `/agreements/${agreement.id}/signers/${agreement.signers[0].id}/signing-link`, { send: true }),
+    );
     await until(() => sink.received.length === 1, 'the invitation');
     const invitation = sink.received[0]!;
     assert.equal(invitation.to, ['s1@example.com']);
@@ -73,12 +94,24 @@ test('the SMTP server refusing twice: the invitation goes out on a later tick, a
   const time = manualClock();
   const notifier = smtpNotifier({ url: sink.url, from: 'signing@acme.example' });
   const adapters = () => ({ storage: fsStorage({ dir }), blobs: fsBlobs({ dir: `${dir}/blobs` }) });
-  const options = { signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER }, transport: memoryTransport(), clock: time.clock, notifier };
+  const options = {
+    signingKeys: [SIGNING_KEY_1],
+    webhooks: { tick: NEVER },
+    transport: memoryTransport(),
+    clock: time.clock,
+    notifier,
+  };
   let app = await startPortal({ ...adapters(), ...options });
   try {
-    const agreement = await json(await app.api('/agreements', { method: 'POST', body: validFormData({ signers: [signer(2)] }) }));
+    const agreement = await json(
+      await app.api('/agreements', { method: 'POST', body: validFormData({ signers: [signer(2)] }) }),
+    );
     sink.refusing = 2;
-    assert.is((await post(app, `/agreements/${agreement.id}/signers/${agreement.signers[0].id}/signing-link`, { send: true })).status, 201);
+    assert.is(
+      (await post(app, `/agreements/${agreement.id}/signers/${agreement.signers[0].id}/signing-link`, { send: true }))
+        .status,
+      201,
+    );
     await until(() => sink.refused === 1, 'the first refusal');
     await app.close();
     app = await startPortal({ ...adapters(), ...options });

@@ -30,11 +30,18 @@ if (!postgres.pool) {
     });
     try {
       for (let instance = 0; instance < 3; instance++) {
-        const portal = await webhookPortal({ storage: sqlStorage({ client: pool, schema }), transport, webhooks: { tick: NEVER, concurrency: 8 } });
+        const portal = await webhookPortal({
+          storage: sqlStorage({ client: pool, schema }),
+          transport,
+          webhooks: { tick: NEVER, concurrency: 8 },
+        });
         portal.on('webhook.disabled', (event) => void emitted.push({ instance, event }));
         portals.push(portal);
       }
-      const hook = await portals[0]!.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/in' });
+      const hook = await portals[0]!.webhooks.create('acct_a', {
+        type: 'customer-created',
+        url: 'https://r.example/in',
+      });
       for (let i = 0; i < 30; i++) await portals[i % 3]!.events.publish('acct_a', 'customer-created', { n: i });
       await Promise.all(portals.map((portal) => portal.worker!.tick()));
       await Promise.all(portals.map((portal) => portal.worker!.tick()));
@@ -48,8 +55,15 @@ if (!postgres.pool) {
         log.every((delivery) => delivery.status === 'failed' || delivery.status === 'cancelled'),
         'nothing left pending',
       );
-      assert.is(log.filter((delivery) => delivery.status === 'failed').length, transport.calls.length, 'every call made was recorded');
-      assert.ok(transport.calls.length < 30, `${transport.calls.length} calls: those claimed before the disable, no more`);
+      assert.is(
+        log.filter((delivery) => delivery.status === 'failed').length,
+        transport.calls.length,
+        'every call made was recorded',
+      );
+      assert.ok(
+        transport.calls.length < 30,
+        `${transport.calls.length} calls: those claimed before the disable, no more`,
+      );
     } finally {
       for (const portal of portals) await portal.close();
       await dropSchema(pool, schema);

@@ -12,7 +12,16 @@ import * as assert from 'uvu/assert';
 import { sqlAdapters } from '../../adapters/sql/index.js';
 import { createPortal } from '../../src/index.js';
 import { IDEMPOTENCY_LEASE_MS } from '../../src/domain/idempotency.js';
-import { BOUNDARY, MULTIPART, documentBytes, multipart, postHead, rawClient, validFormData, validParts } from '../helpers/agreements.js';
+import {
+  BOUNDARY,
+  MULTIPART,
+  documentBytes,
+  multipart,
+  postHead,
+  rawClient,
+  validFormData,
+  validParts,
+} from '../helpers/agreements.js';
 import { listen } from '../helpers/server.js';
 import { POSTGRES_URL, connectPostgres, dropSchema, freshSchema } from '../helpers/sql.js';
 
@@ -57,7 +66,11 @@ async function startHere(schema: string) {
 }
 
 const postWebhook = (base: string, key: string) =>
-  fetch(`${base}/v1/webhooks`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json', 'idempotency-key': key }, body: HOOK });
+  fetch(`${base}/v1/webhooks`, {
+    method: 'POST',
+    headers: { ...AUTH, 'content-type': 'application/json', 'idempotency-key': key },
+    body: HOOK,
+  });
 
 const postForm = (base: string, key: string, form: FormData) =>
   fetch(`${base}/v1/agreements`, { method: 'POST', headers: { ...AUTH, 'idempotency-key': key }, body: form });
@@ -70,7 +83,8 @@ if (!postgres.pool) {
   const schema = freshSchema();
   let child: { child: ChildProcess; url: string } | undefined;
   let here: Awaited<ReturnType<typeof startHere>> | undefined;
-  const count = async (table: string) => Number((await pool.query(`SELECT count(*) AS n FROM "${schema}".portal_${table}`)).rows[0].n);
+  const count = async (table: string) =>
+    Number((await pool.query(`SELECT count(*) AS n FROM "${schema}".portal_${table}`)).rows[0].n);
 
   test.before(async () => {
     here = await startHere(schema);
@@ -126,16 +140,31 @@ if (!postgres.pool) {
 
   test('a key claimed by an instance killed with SIGKILL mid-upload answers 409 until its lease ends, then one agreement is made', async () => {
     const bytes = documentBytes(1024 * 1024, 8);
-    const head = multipart([...validParts().filter((part) => part.name !== 'documents'), { name: 'documents', filename: 'big.bin', bytes: Buffer.alloc(0) }], {
-      close: false,
-    });
+    const head = multipart(
+      [
+        ...validParts().filter((part) => part.name !== 'documents'),
+        { name: 'documents', filename: 'big.bin', bytes: Buffer.alloc(0) },
+      ],
+      {
+        close: false,
+      },
+    );
     const before = head.subarray(0, head.length - 2);
     const after = Buffer.from(`\r\n--${BOUNDARY}--\r\n`);
     const client = rawClient(child!.url);
-    await client.send(postHead({ 'Content-Type': MULTIPART, 'Content-Length': before.length + bytes.length + after.length, 'Idempotency-Key': 'killed-key' }));
+    await client.send(
+      postHead({
+        'Content-Type': MULTIPART,
+        'Content-Length': before.length + bytes.length + after.length,
+        'Idempotency-Key': 'killed-key',
+      }),
+    );
     await client.send(Buffer.concat([before, bytes.subarray(0, 256 * 1024)]));
-    const claimed = async () => (await pool.query(`SELECT status FROM "${schema}".portal_idempotency_keys WHERE key = 'killed-key'`)).rows[0]?.status;
-    for (let i = 0; i < 200 && (await claimed()) !== 'pending'; i++) await new Promise((resolve) => setTimeout(resolve, 25));
+    const claimed = async () =>
+      (await pool.query(`SELECT status FROM "${schema}".portal_idempotency_keys WHERE key = 'killed-key'`)).rows[0]
+        ?.status;
+    for (let i = 0; i < 200 && (await claimed()) !== 'pending'; i++)
+      await new Promise((resolve) => setTimeout(resolve, 25));
     assert.is(await claimed(), 'pending');
     const exited = once(child!.child, 'exit');
     child!.child.kill('SIGKILL');
@@ -143,7 +172,11 @@ if (!postgres.pool) {
     client.socket.destroy();
 
     const agreementsBefore = await count('agreements');
-    assert.is((await postForm(here!.url, 'killed-key', validFormData())).status, 409, 'the dead claim holds while its lease runs');
+    assert.is(
+      (await postForm(here!.url, 'killed-key', validFormData())).status,
+      409,
+      'the dead claim holds while its lease runs',
+    );
     here!.advance(IDEMPOTENCY_LEASE_MS);
     const retried = await postForm(here!.url, 'killed-key', validFormData());
     assert.is(retried.status, 201);

@@ -26,7 +26,11 @@ async function startReceiver() {
   const state = { hangFor: null as string | null };
   const server = http.createServer(async (req, res) => {
     for await (const _ of req);
-    const call: Call = { instance: String(req.headers['x-instance']), eventId: String(req.headers['webhook-id']), answered: false };
+    const call: Call = {
+      instance: String(req.headers['x-instance']),
+      eventId: String(req.headers['webhook-id']),
+      answered: false,
+    };
     calls.push(call);
     if (call.instance === state.hangFor) {
       held.add(res);
@@ -60,13 +64,16 @@ async function startInstance(schema: string, name: string): Promise<Instance> {
   let nextId = 0;
   const pending = new Map<number, { resolve: (value: any) => void; reject: (error: Error) => void }>();
   const ready = new Promise<string>((resolve, reject) => {
-    child.on('message', (message: { ready?: boolean; owner?: string; id?: number; result?: unknown; error?: string }) => {
-      if (message.ready) return resolve(message.owner!);
-      const waiter = pending.get(message.id!);
-      pending.delete(message.id!);
-      if (message.error !== undefined) waiter?.reject(new Error(`${name}: ${message.error}`));
-      else waiter?.resolve(message.result);
-    });
+    child.on(
+      'message',
+      (message: { ready?: boolean; owner?: string; id?: number; result?: unknown; error?: string }) => {
+        if (message.ready) return resolve(message.owner!);
+        const waiter = pending.get(message.id!);
+        pending.delete(message.id!);
+        if (message.error !== undefined) waiter?.reject(new Error(`${name}: ${message.error}`));
+        else waiter?.resolve(message.result);
+      },
+    );
     child.once('exit', (code) => reject(new Error(`instance ${name} exited with ${code} before it was ready`)));
   });
   const owner = await ready;
@@ -112,13 +119,18 @@ if (!postgres.pool) {
     const receiver = await startReceiver();
     const instances: Instance[] = [];
     const deliveries = async () =>
-      (await pool.query(`SELECT event_id, status, jsonb_array_length(attempts) AS attempts, lease_owner FROM "${schema}".portal_deliveries`)).rows as {
+      (
+        await pool.query(
+          `SELECT event_id, status, jsonb_array_length(attempts) AS attempts, lease_owner FROM "${schema}".portal_deliveries`,
+        )
+      ).rows as {
         event_id: string;
         status: string;
         attempts: number;
         lease_owner: string | null;
       }[];
-    const answeredCount = (eventId: string) => receiver.calls.filter((call) => call.eventId === eventId && call.answered).length;
+    const answeredCount = (eventId: string) =>
+      receiver.calls.filter((call) => call.eventId === eventId && call.answered).length;
     try {
       // Started together: three processes migrate the new schema at once.
       instances.push(...(await Promise.all(['a', 'b', 'c'].map((name) => startInstance(schema, name)))));
@@ -126,7 +138,9 @@ if (!postgres.pool) {
       await a.request({ op: 'createWebhook', url: receiver.url });
 
       // 1. 300 events, 100 published on each instance, all delivered exactly once.
-      const published = (await Promise.all(instances.map((instance) => instance.request<string[]>({ op: 'publish', count: 100 })))).flat();
+      const published = (
+        await Promise.all(instances.map((instance) => instance.request<string[]>({ op: 'publish', count: 100 })))
+      ).flat();
       assert.is(new Set(published).size, 300);
       await waitUntil(
         'every event is delivered',
@@ -146,7 +160,11 @@ if (!postgres.pool) {
       assert.is(rows.length, 300);
       assert.ok(
         rows.every((row) => row.status === 'succeeded' && Number(row.attempts) === 1 && row.lease_owner === null),
-        JSON.stringify(rows.filter((row) => !(row.status === 'succeeded' && Number(row.attempts) === 1 && row.lease_owner === null)).slice(0, 3)),
+        JSON.stringify(
+          rows
+            .filter((row) => !(row.status === 'succeeded' && Number(row.attempts) === 1 && row.lease_owner === null))
+            .slice(0, 3),
+        ),
       );
 
       // 2. Instance c's calls are held open; it is killed while they are in flight.
@@ -154,7 +172,12 @@ if (!postgres.pool) {
       // Enough that the other two cannot drain them all before c's own worker, poked by its
       // publish, claims its share: on a loaded host 30 went to a and b before c claimed once.
       const late = await c.request<string[]>({ op: 'publish', count: LATE });
-      const inFlightAtC = () => new Set(receiver.calls.filter((call) => call.instance === 'c' && late.includes(call.eventId)).map((call) => call.eventId));
+      const inFlightAtC = () =>
+        new Set(
+          receiver.calls
+            .filter((call) => call.instance === 'c' && late.includes(call.eventId))
+            .map((call) => call.eventId),
+        );
       await waitUntil(
         'each late event is answered elsewhere or held at c',
         () => late.every((id) => answeredCount(id) === 1 || inFlightAtC().has(id)),
@@ -168,7 +191,9 @@ if (!postgres.pool) {
         'c holds the leases of its calls',
       );
       c.child.kill('SIGKILL');
-      await new Promise((resolve) => (c.child.exitCode !== null || c.child.signalCode !== null ? resolve(null) : c.child.once('exit', resolve)));
+      await new Promise((resolve) =>
+        c.child.exitCode !== null || c.child.signalCode !== null ? resolve(null) : c.child.once('exit', resolve),
+      );
 
       // While the lease runs (timeoutMs 30 s + 60 s), the others leave those deliveries alone.
       await pause(3_000);
@@ -189,7 +214,9 @@ if (!postgres.pool) {
         'every late event arrived exactly once',
       );
       for (const id of stranded) {
-        const answeredBy = receiver.calls.filter((call) => call.eventId === id && call.answered).map((call) => call.instance);
+        const answeredBy = receiver.calls
+          .filter((call) => call.eventId === id && call.answered)
+          .map((call) => call.instance);
         assert.ok(answeredBy[0] === 'a' || answeredBy[0] === 'b', `${id} arrived through ${answeredBy[0]}`);
       }
       const final = await deliveries();
@@ -197,12 +224,17 @@ if (!postgres.pool) {
       assert.ok(final.every((row) => row.status === 'succeeded' && row.lease_owner === null));
       // The killed worker never recorded its attempt: the one recorded is the survivor's.
       assert.ok(final.filter((row) => stranded.includes(row.event_id)).every((row) => Number(row.attempts) === 1));
-      console.log(`  multi-instance: 300 delivered once (${shares}); ` + `${stranded.length} stranded by SIGKILL delivered by survivors after the lease`);
+      console.log(
+        `  multi-instance: 300 delivered once (${shares}); ` +
+          `${stranded.length} stranded by SIGKILL delivered by survivors after the lease`,
+      );
     } finally {
       for (const instance of instances) if (instance.child.connected) instance.child.disconnect();
       await Promise.all(
         instances.map((instance) =>
-          instance.child.exitCode !== null || instance.child.signalCode !== null ? null : new Promise((resolve) => instance.child.once('exit', resolve)),
+          instance.child.exitCode !== null || instance.child.signalCode !== null
+            ? null
+            : new Promise((resolve) => instance.child.once('exit', resolve)),
         ),
       );
       await receiver.close();

@@ -23,7 +23,11 @@ test('PGlite serves one process: its storage offers no subscribe, and the local 
     try {
       await portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/in' });
       const event = await portal.events.publish('acct_a', 'customer-created', { n: 1 });
-      await waitFor(() => transport.calls.some((call) => call.headers['webhook-id'] === event.id), 'the event delivered through the local poke', 10_000);
+      await waitFor(
+        () => transport.calls.some((call) => call.headers['webhook-id'] === event.id),
+        'the event delivered through the local poke',
+        10_000,
+      );
     } finally {
       await portal.close();
     }
@@ -41,8 +45,15 @@ if (!postgres.pool) {
   /** An API-only instance and a worker instance on one schema, their webhook, and the worker's calls. */
   async function twoInstances(schema: string) {
     const transport = memoryTransport({ respond: () => 204 });
-    const publisher = await webhookPortal({ storage: sqlStorage({ client: pool, schema }), webhooks: { worker: false } });
-    const worker = await webhookPortal({ storage: sqlStorage({ client: pool, schema }), transport, webhooks: { tick: NEVER } });
+    const publisher = await webhookPortal({
+      storage: sqlStorage({ client: pool, schema }),
+      webhooks: { worker: false },
+    });
+    const worker = await webhookPortal({
+      storage: sqlStorage({ client: pool, schema }),
+      transport,
+      webhooks: { tick: NEVER },
+    });
     const hook = await publisher.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/in' });
     return { publisher, worker, transport, hook };
   }
@@ -56,13 +67,24 @@ if (!postgres.pool) {
     try {
       for (let n = 1; n <= 3; n++) {
         const event = await publisher.events.publish('acct_a', 'customer-created', { n });
-        await waitFor(() => transport.calls.some((call) => call.headers['webhook-id'] === event.id), `event ${n} delivered through the notification`, 10_000);
+        await waitFor(
+          () => transport.calls.some((call) => call.headers['webhook-id'] === event.id),
+          `event ${n} delivered through the notification`,
+          10_000,
+        );
       }
       assert.is(transport.calls.length, 3);
       const [delivery] = (await publisher.webhooks.deliveries('acct_a', hook.id))!;
-      await waitFor(async () => (await publisher.webhooks.deliveries('acct_a', hook.id))!.every((d) => d.status === 'succeeded'), 'every attempt recorded');
+      await waitFor(
+        async () => (await publisher.webhooks.deliveries('acct_a', hook.id))!.every((d) => d.status === 'succeeded'),
+        'every attempt recorded',
+      );
       await publisher.webhooks.redeliver('acct_a', delivery!.id);
-      await waitFor(() => transport.calls.length === 4, 'a redeliver on the API-only instance delivered by the worker instance', 10_000);
+      await waitFor(
+        () => transport.calls.length === 4,
+        'a redeliver on the API-only instance delivered by the worker instance',
+        10_000,
+      );
     } finally {
       await closeAll(publisher, worker);
       await dropSchema(pool, schema);
@@ -74,13 +96,25 @@ if (!postgres.pool) {
     const { publisher, worker, transport } = await twoInstances(schema);
     try {
       const listeners = async () =>
-        (await pool.query(`SELECT pid FROM pg_stat_activity WHERE query = $1`, [`LISTEN "customer_portal_work_${schema}"`])).rows as { pid: number }[];
+        (
+          await pool.query(`SELECT pid FROM pg_stat_activity WHERE query = $1`, [
+            `LISTEN "customer_portal_work_${schema}"`,
+          ])
+        ).rows as { pid: number }[];
       await waitFor(async () => (await listeners()).length === 1, 'the worker instance to listen');
       const [first] = await listeners();
       await pool.query('SELECT pg_terminate_backend($1)', [first!.pid]);
-      await waitFor(async () => (await listeners()).some((row) => row.pid !== first!.pid), 'a new listening connection', 10_000);
+      await waitFor(
+        async () => (await listeners()).some((row) => row.pid !== first!.pid),
+        'a new listening connection',
+        10_000,
+      );
       const event = await publisher.events.publish('acct_a', 'customer-created', { after: 'reconnect' });
-      await waitFor(() => transport.calls.some((call) => call.headers['webhook-id'] === event.id), 'the event delivered after the reconnect', 10_000);
+      await waitFor(
+        () => transport.calls.some((call) => call.headers['webhook-id'] === event.id),
+        'the event delivered after the reconnect',
+        10_000,
+      );
     } finally {
       await closeAll(publisher, worker);
       await dropSchema(pool, schema);

@@ -19,7 +19,8 @@ import { everyDelivery } from '../helpers/every-delivery.js';
 
 const refused = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
 const starting = () => Object.assign(new Error('the database system is starting up'), { code: '57P03' });
-const terminated = () => Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
+const terminated = () =>
+  Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
 const lost = () => new Error('Connection terminated unexpectedly');
 const duplicate = () => Object.assign(new Error('duplicate key value violates unique constraint'), { code: '23505' });
 
@@ -172,7 +173,9 @@ test('a publish lost before it reached the server is found absent and run again,
   const webhook = webhookRecord({ id: 'wbh_reconnectabsent', type: 'customer-created' });
   await storage.insertWebhook(webhook);
   pool.failNext(/^WITH events AS/, lost);
-  const deliveries = await storage.publishEvents([eventRecord({ id: 'evt_reconnectabsent', type: 'customer-created' })]);
+  const deliveries = await storage.publishEvents([
+    eventRecord({ id: 'evt_reconnectabsent', type: 'customer-created' }),
+  ]);
   assert.is(deliveries.length, 1);
   assert.is(pool.count(/^WITH events AS/), 2);
   assert.is((await everyDelivery(storage, 'acct_a', webhook.id)).length, 1);
@@ -246,7 +249,9 @@ test('a database that stays away is answered 503 after waitForDatabaseMs, having
   const { pool, storage } = await open({ waitForDatabaseMs: 400 });
   pool.down = refused;
   const started = Date.now();
-  const error = await storage.insertWebhook(webhookRecord({ id: 'wh_reconnect_down' })).catch((caught: unknown) => caught);
+  const error = await storage
+    .insertWebhook(webhookRecord({ id: 'wh_reconnect_down' }))
+    .catch((caught: unknown) => caught);
   const waited = Date.now() - started;
   assert.ok(isPortalError(error, 'STORAGE_UNAVAILABLE'));
   assert.match((error as Error).message, 'nothing was changed');
@@ -258,7 +263,9 @@ test('a database that stays away is answered 503 after waitForDatabaseMs, having
 test("an error of the statement itself is not retried: a unique violation is RECORD_EXISTS, the driver's error its cause", async () => {
   const { pool, storage } = await open();
   pool.failNext(/^INSERT/, duplicate);
-  const error = await storage.insertWebhook(webhookRecord({ id: 'wh_reconnect_dup' })).catch((caught: unknown) => caught);
+  const error = await storage
+    .insertWebhook(webhookRecord({ id: 'wh_reconnect_dup' }))
+    .catch((caught: unknown) => caught);
   assert.not.ok(isPortalError(error, 'STORAGE_UNAVAILABLE'));
   assert.ok(isPortalError(error, 'RECORD_EXISTS'));
   assert.is(((error as Error).cause as { code?: string }).code, '23505');
@@ -288,21 +295,29 @@ test('over HTTP: 503 with Retry-After and a message while the database is away, 
   const { pool, storage, blobs } = await open({ waitForDatabaseMs: 200 });
   const warnings: { object: object; message?: string }[] = [];
   const ignore = () => {};
-  const logger: Logger = { debug: ignore, info: ignore, error: ignore, warn: (object, message) => warnings.push({ object, message }) };
-  await withPortal({ storage, blobs, logger, signingKeys: [SIGNING_KEY_1], webhooks: { tick: '0 0 1 1 *' } }, async (app) => {
-    pool.down = refused;
-    const res = await app.api('/webhooks');
-    assert.is(res.status, 503);
-    assert.is(res.headers.get('retry-after'), '1');
-    assert.match((await json(res)).message, 'The database is unavailable');
-    const logged = warnings.filter((entry) => 'requestId' in entry.object);
-    assert.is(logged.length, 1);
-    assert.is(logged[0]!.message, 'The database is unavailable; nothing was changed, try again shortly');
-    assert.match(JSON.stringify(logged[0]!.object), 'ECONNREFUSED');
-    pool.down = null;
-    const back = await app.api('/webhooks');
-    assert.is(back.status, 200);
-  });
+  const logger: Logger = {
+    debug: ignore,
+    info: ignore,
+    error: ignore,
+    warn: (object, message) => warnings.push({ object, message }),
+  };
+  await withPortal(
+    { storage, blobs, logger, signingKeys: [SIGNING_KEY_1], webhooks: { tick: '0 0 1 1 *' } },
+    async (app) => {
+      pool.down = refused;
+      const res = await app.api('/webhooks');
+      assert.is(res.status, 503);
+      assert.is(res.headers.get('retry-after'), '1');
+      assert.match((await json(res)).message, 'The database is unavailable');
+      const logged = warnings.filter((entry) => 'requestId' in entry.object);
+      assert.is(logged.length, 1);
+      assert.is(logged[0]!.message, 'The database is unavailable; nothing was changed, try again shortly');
+      assert.match(JSON.stringify(logged[0]!.object), 'ECONNREFUSED');
+      pool.down = null;
+      const back = await app.api('/webhooks');
+      assert.is(back.status, 200);
+    },
+  );
 });
 
 test.run();

@@ -27,12 +27,18 @@ test.after(() => pki?.close());
 
 /** Creates and signs an agreement over `documents`; resolves each document's completed copy. */
 async function copiesOf(app: TestPortal, documents: { name: string; bytes: Buffer }[]): Promise<Buffer[]> {
-  const created = await app.api('/agreements', { method: 'POST', body: validFormData({ signers: [signer(1)], documents }) });
+  const created = await app.api('/agreements', {
+    method: 'POST',
+    body: validFormData({ signers: [signer(1)], documents }),
+  });
   assert.is(created.status, 201, await created.clone().text());
   const agreement = await json(created);
   await app.portal.agreements.sign('acct_a', agreement.id, agreement.signers[0].id, { signature: REAL_PNG });
   await until(
-    async () => (await app.portal.agreements.get('acct_a', agreement.id))!.documents.every((document) => document.signedFileHash !== null),
+    async () =>
+      (await app.portal.agreements.get('acct_a', agreement.id))!.documents.every(
+        (document) => document.signedFileHash !== null,
+      ),
     'every copy',
     60_000,
   );
@@ -54,7 +60,10 @@ it('50 PDFs of varied make, one already sealed: each copy checks, keeps its text
   try {
     const made = await variedPdfs(49);
     const [sealedBefore] = await copiesOf(app, [{ name: 'sealed-before.pdf', bytes: made[0]!.bytes }]);
-    const all = [...made, { name: 'already-sealed.pdf', maker: 'already sealed', bytes: sealedBefore!, text: made[0]!.text }];
+    const all = [
+      ...made,
+      { name: 'already-sealed.pdf', maker: 'already sealed', bytes: sealedBefore!, text: made[0]!.text },
+    ];
     const makers = new Set<string>();
     for (let start = 0; start < all.length; start += 5) {
       const batch = all.slice(start, start + 5);

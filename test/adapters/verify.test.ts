@@ -24,10 +24,17 @@ const suites: ReturnType<typeof suite>[] = [];
 async function completedCopyOf(app: TestPortal, text: string) {
   const pdf = await simplePdf(text);
   const agreement = await json(
-    await app.api('/agreements', { method: 'POST', body: validFormData({ signers: [signer(1)], documents: [{ name: 'lease.pdf', bytes: pdf }] }) }),
+    await app.api('/agreements', {
+      method: 'POST',
+      body: validFormData({ signers: [signer(1)], documents: [{ name: 'lease.pdf', bytes: pdf }] }),
+    }),
   );
   await app.portal.agreements.sign('acct_a', agreement.id, agreement.signers[0].id, { signature: REAL_PNG });
-  await until(async () => (await json(await app.api(`/agreements/${agreement.id}`))).documents[0].signedFileHash !== null, 'the completed copy', 20_000);
+  await until(
+    async () => (await json(await app.api(`/agreements/${agreement.id}`))).documents[0].signedFileHash !== null,
+    'the completed copy',
+    20_000,
+  );
   const link = await json(await app.api(`/agreements/${agreement.id}/documents/${agreement.documents[0].id}/signed`));
   return { agreement, pdf, copy: Buffer.from(await (await fetch(link.link)).arrayBuffer()) };
 }
@@ -49,94 +56,120 @@ for (const backend of backends) {
   const on = suite(`verify: ${backend.name}`);
   suites.push(on);
 
-  on('a completed copy: intact and sealed, B-T with its time; the original, another account, a changed byte: not intact', async () => {
-    if (missing !== null) return void console.log(`  skipped: ${missing}`);
-    const { options, cleanup } = await backend.options();
-    const tsa = await startTsa(keys.pki);
-    const app = await startPortal({
-      ...options,
-      signingKeys: [SIGNING_KEY_1],
-      webhooks: { tick: NEVER },
-      transport: memoryTransport(),
-      sealing: { p12: keys.pki.p12, password: keys.pki.password, timestampUrl: tsa.url },
-    });
-    try {
-      const { agreement, pdf, copy } = await completedCopyOf(app, 'The lease of the flat');
-      const answer = await verify(app, copy);
-      assert.is(answer.status, 200);
-      const result = await json(answer);
-      assert.equal(Object.keys(result), ['sealed', 'intact', 'level', 'signedAt', 'agreementId', 'documentId']);
-      assert.is(result.sealed, true);
-      assert.is(result.intact, true);
-      assert.is(result.level, 'B-T');
-      assert.match(result.signedAt, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/);
-      assert.ok(Math.abs(Date.parse(result.signedAt) - Date.now()) < 120_000, 'the timestamp is of now');
-      assert.is(result.agreementId, agreement.id);
-      assert.is(result.documentId, agreement.documents[0].id);
-
-      assert.equal(await json(await verify(app, pdf)), { sealed: false, intact: false, level: null, signedAt: null, agreementId: null, documentId: null });
-      const elsewhere = await json(await verify(app, copy, { authorization: `Bearer ${KEY_B}` }));
-      assert.is(elsewhere.intact, false, 'another account did not issue it');
-      assert.is(elsewhere.sealed, true, 'the seal is still a seal');
-
-      // Ten bytes flipped inside the signed ranges, one at a time: never intact, never sealed.
-      const ranges = signedRanges(copy);
-      for (let n = 0; n < 10; n++) {
-        const [start, end] = ranges[n % 2]!;
-        const changed = Buffer.from(copy);
-        const at = start + Math.floor(Math.random() * (end - start));
-        changed[at] = changed[at]! ^ 0x01;
-        const answer = await verify(app, changed);
-        // A flip inside "%PDF-" makes it no PDF at all: refused, which is not intact either.
-        if (at < 5) {
-          assert.is(answer.status, 400, `byte ${at} flipped`);
-          continue;
-        }
-        const flipped = await json(answer);
-        assert.is(flipped.intact, false, `byte ${at} flipped`);
-        assert.is(flipped.sealed, false, `byte ${at} flipped breaks the seal`);
-      }
-      // A byte appended after the seal: the seal no longer covers the file.
-      const appended = await json(await verify(app, Buffer.concat([copy, Buffer.from('\n%')])));
-      assert.equal([appended.intact, appended.sealed], [false, false]);
-    } finally {
-      await app.close();
-      await tsa.close();
-      await cleanup();
-    }
-  });
-
-  on('an unsealed copy is intact, not sealed; the body is checked: 415, 413, 400; a hostile PDF is not sealed', async () => {
-    if (missing !== null) return void console.log(`  skipped: ${missing}`);
-    const { options, cleanup } = await backend.options();
-    const app = await startPortal({ ...options, signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER }, transport: memoryTransport() });
-    try {
-      const { agreement, copy } = await completedCopyOf(app, 'Stamped, not sealed');
-      assert.equal(await json(await verify(app, copy)), {
-        sealed: false,
-        intact: true,
-        level: null,
-        signedAt: null,
-        agreementId: agreement.id,
-        documentId: agreement.documents[0].id,
+  on(
+    'a completed copy: intact and sealed, B-T with its time; the original, another account, a changed byte: not intact',
+    async () => {
+      if (missing !== null) return void console.log(`  skipped: ${missing}`);
+      const { options, cleanup } = await backend.options();
+      const tsa = await startTsa(keys.pki);
+      const app = await startPortal({
+        ...options,
+        signingKeys: [SIGNING_KEY_1],
+        webhooks: { tick: NEVER },
+        transport: memoryTransport(),
+        sealing: { p12: keys.pki.p12, password: keys.pki.password, timestampUrl: tsa.url },
       });
-      const json415 = await app.api('/verify', { method: 'POST', body: copy, headers: { 'content-type': 'application/json' } });
-      assert.is(json415.status, 415);
-      assert.match((await json(json415)).message, /application\/pdf/);
-      const notPdf = await verify(app, Buffer.from('hello'));
-      assert.is(notPdf.status, 400);
-      assert.match((await json(notPdf)).message, /not a PDF/);
-      assert.is((await verify(app, Buffer.alloc(0))).status, 400);
-      const large = await declaredTooLarge(app);
-      assert.is(large.status, 413);
-      assert.match(large.body, /25 MiB/);
-      const hostile = Buffer.concat([Buffer.from('%PDF-1.7\n1 0 obj << /Length 99999999 >> stream\n'), Buffer.alloc(4096, 0x41), Buffer.from('\n%%EOF\n')]);
-      assert.is((await json(await verify(app, hostile))).sealed, false);
-    } finally {
-      await app.close();
-      await cleanup();
-    }
-  });
+      try {
+        const { agreement, pdf, copy } = await completedCopyOf(app, 'The lease of the flat');
+        const answer = await verify(app, copy);
+        assert.is(answer.status, 200);
+        const result = await json(answer);
+        assert.equal(Object.keys(result), ['sealed', 'intact', 'level', 'signedAt', 'agreementId', 'documentId']);
+        assert.is(result.sealed, true);
+        assert.is(result.intact, true);
+        assert.is(result.level, 'B-T');
+        assert.match(result.signedAt, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/);
+        assert.ok(Math.abs(Date.parse(result.signedAt) - Date.now()) < 120_000, 'the timestamp is of now');
+        assert.is(result.agreementId, agreement.id);
+        assert.is(result.documentId, agreement.documents[0].id);
+
+        assert.equal(await json(await verify(app, pdf)), {
+          sealed: false,
+          intact: false,
+          level: null,
+          signedAt: null,
+          agreementId: null,
+          documentId: null,
+        });
+        const elsewhere = await json(await verify(app, copy, { authorization: `Bearer ${KEY_B}` }));
+        assert.is(elsewhere.intact, false, 'another account did not issue it');
+        assert.is(elsewhere.sealed, true, 'the seal is still a seal');
+
+        // Ten bytes flipped inside the signed ranges, one at a time: never intact, never sealed.
+        const ranges = signedRanges(copy);
+        for (let n = 0; n < 10; n++) {
+          const [start, end] = ranges[n % 2]!;
+          const changed = Buffer.from(copy);
+          const at = start + Math.floor(Math.random() * (end - start));
+          changed[at] = changed[at]! ^ 0x01;
+          const answer = await verify(app, changed);
+          // A flip inside "%PDF-" makes it no PDF at all: refused, which is not intact either.
+          if (at < 5) {
+            assert.is(answer.status, 400, `byte ${at} flipped`);
+            continue;
+          }
+          const flipped = await json(answer);
+          assert.is(flipped.intact, false, `byte ${at} flipped`);
+          assert.is(flipped.sealed, false, `byte ${at} flipped breaks the seal`);
+        }
+        // A byte appended after the seal: the seal no longer covers the file.
+        const appended = await json(await verify(app, Buffer.concat([copy, Buffer.from('\n%')])));
+        assert.equal([appended.intact, appended.sealed], [false, false]);
+      } finally {
+        await app.close();
+        await tsa.close();
+        await cleanup();
+      }
+    },
+  );
+
+  on(
+    'an unsealed copy is intact, not sealed; the body is checked: 415, 413, 400; a hostile PDF is not sealed',
+    async () => {
+      if (missing !== null) return void console.log(`  skipped: ${missing}`);
+      const { options, cleanup } = await backend.options();
+      const app = await startPortal({
+        ...options,
+        signingKeys: [SIGNING_KEY_1],
+        webhooks: { tick: NEVER },
+        transport: memoryTransport(),
+      });
+      try {
+        const { agreement, copy } = await completedCopyOf(app, 'Stamped, not sealed');
+        assert.equal(await json(await verify(app, copy)), {
+          sealed: false,
+          intact: true,
+          level: null,
+          signedAt: null,
+          agreementId: agreement.id,
+          documentId: agreement.documents[0].id,
+        });
+        const json415 = await app.api('/verify', {
+          method: 'POST',
+          body: copy,
+          headers: { 'content-type': 'application/json' },
+        });
+        assert.is(json415.status, 415);
+        assert.match((await json(json415)).message, /application\/pdf/);
+        const notPdf = await verify(app, Buffer.from('hello'));
+        assert.is(notPdf.status, 400);
+        assert.match((await json(notPdf)).message, /not a PDF/);
+        assert.is((await verify(app, Buffer.alloc(0))).status, 400);
+        const large = await declaredTooLarge(app);
+        assert.is(large.status, 413);
+        assert.match(large.body, /25 MiB/);
+        const hostile = Buffer.concat([
+          Buffer.from('%PDF-1.7\n1 0 obj << /Length 99999999 >> stream\n'),
+          Buffer.alloc(4096, 0x41),
+          Buffer.from('\n%%EOF\n'),
+        ]);
+        assert.is((await json(await verify(app, hostile))).sealed, false);
+      } finally {
+        await app.close();
+        await cleanup();
+      }
+    },
+  );
 }
 
 const flips = suite('verify: 1,000 flipped bytes');
@@ -161,7 +194,9 @@ flips('one byte flipped at 1,000 random places inside the signed range: never in
       const at = offset < first[1] - first[0] ? first[0] + offset : second[0] + (offset -= first[1] - first[0]);
       const changed = Buffer.from(copy);
       changed[at] = changed[at]! ^ (1 << (n % 8));
-      const result = await app.portal.agreements.verify('acct_a', changed).catch(() => ({ intact: false, sealed: false }));
+      const result = await app.portal.agreements
+        .verify('acct_a', changed)
+        .catch(() => ({ intact: false, sealed: false }));
       if (result.intact) seen.intact++;
       if (result.sealed) seen.sealed++;
     }
@@ -177,7 +212,14 @@ function declaredTooLarge(app: TestPortal): Promise<{ status: number; body: stri
   return new Promise((resolve, reject) => {
     const call = request(
       `${app.url}/v1/verify`,
-      { method: 'POST', headers: { authorization: `Bearer ${KEY_A}`, 'content-type': 'application/pdf', 'content-length': String(26_214_401) } },
+      {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${KEY_A}`,
+          'content-type': 'application/pdf',
+          'content-length': String(26_214_401),
+        },
+      },
       (response) => {
         let body = '';
         response.on('data', (chunk) => (body += chunk));

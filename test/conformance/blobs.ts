@@ -33,7 +33,11 @@ export function blobStoreSuite(factory: BlobStoreFactory): void {
       assert.is(size, bytes.length);
       const read = await buffer((await blobs.get('fsf_one'))!);
       assert.ok(read.equals(bytes), 'bytes round-trip exactly');
-      assert.equal(await blobs.stat('fsf_one'), { key: 'fsf_one', size: bytes.length, createdAt: '2026-01-01T00:00:00+00:00' });
+      assert.equal(await blobs.stat('fsf_one'), {
+        key: 'fsf_one',
+        size: bytes.length,
+        createdAt: '2026-01-01T00:00:00+00:00',
+      });
     }),
   );
 
@@ -72,7 +76,10 @@ export function blobStoreSuite(factory: BlobStoreFactory): void {
         }
       }
       assert.equal(await blobs.put('fsf_reused', reusing()), { size: bytes.length });
-      assert.ok((await buffer((await blobs.get('fsf_reused'))!)).equals(bytes), 'the bytes yielded, not the buffer refilled after');
+      assert.ok(
+        (await buffer((await blobs.get('fsf_reused'))!)).equals(bytes),
+        'the bytes yielded, not the buffer refilled after',
+      );
     }),
   );
 
@@ -98,7 +105,9 @@ export function blobStoreSuite(factory: BlobStoreFactory): void {
   const withReader = (body: (blobs: BlobStore, reader: NonNullable<BlobStore['reader']>) => Promise<void>) =>
     withBlobs(async (blobs) => {
       if (blobs.reader === undefined) {
-        console.log(`skip: ${factory.name} has no reader (BlobStore.reader is optional), so its reads into the caller's buffers are not checked`);
+        console.log(
+          `skip: ${factory.name} has no reader (BlobStore.reader is optional), so its reads into the caller's buffers are not checked`,
+        );
         return;
       }
       await body(blobs, blobs.reader.bind(blobs));
@@ -108,7 +117,8 @@ export function blobStoreSuite(factory: BlobStoreFactory): void {
   async function readAll(reader: BlobReader, size: number): Promise<{ bytes: Buffer; reads: number }> {
     const into = Buffer.alloc(size);
     const parts: Buffer[] = [];
-    for (let count = await reader.read(into); count > 0; count = await reader.read(into)) parts.push(Buffer.from(into.subarray(0, count)));
+    for (let count = await reader.read(into); count > 0; count = await reader.read(into))
+      parts.push(Buffer.from(into.subarray(0, count)));
     assert.is(await reader.read(into), 0, 'still 0 after the end');
     await reader.close();
     return { bytes: Buffer.concat(parts), reads: parts.length };
@@ -133,7 +143,11 @@ export function blobStoreSuite(factory: BlobStoreFactory): void {
       }
       const empty = await blobs.put('fsf_readerEmpty', Readable.from([]));
       assert.is(empty.size, 0);
-      assert.is((await readAll((await reader('fsf_readerEmpty'))!, 1024)).bytes.length, 0, 'an empty blob reads as 0 at once');
+      assert.is(
+        (await readAll((await reader('fsf_readerEmpty'))!, 1024)).bytes.length,
+        0,
+        'an empty blob reads as 0 at once',
+      );
     }),
   );
 

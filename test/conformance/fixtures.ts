@@ -1,7 +1,14 @@
 import { createHash } from 'node:crypto';
 import { newId } from '../../src/shared/ids.js';
 import { atomAfter } from '../../src/shared/time.js';
-import type { AgreementRecord, AttachmentRecord, DeliveryAttempt, EventRecord, FileEntryRecord, WebhookRecord } from '../../src/records.js';
+import type {
+  AgreementRecord,
+  AttachmentRecord,
+  DeliveryAttempt,
+  EventRecord,
+  FileEntryRecord,
+  WebhookRecord,
+} from '../../src/records.js';
 
 export const T0 = '2026-01-01T00:00:00+00:00';
 
@@ -44,7 +51,14 @@ export function fileRecord(overrides: Partial<FileEntryRecord> = {}): FileEntryR
 }
 
 export function directoryRecord(overrides: Partial<FileEntryRecord> = {}): FileEntryRecord {
-  return fileRecord({ id: newId('fsd'), type: 'directory', name: 'Contracts', size: 0, mime: 'inode/directory', ...overrides });
+  return fileRecord({
+    id: newId('fsd'),
+    type: 'directory',
+    name: 'Contracts',
+    size: 0,
+    mime: 'inode/directory',
+    ...overrides,
+  });
 }
 
 /** `n` bytes of a repeating, position-dependent pattern: a shifted or dropped chunk shows up. */
@@ -92,8 +106,24 @@ export function agreementRecord(overrides: Partial<AgreementRecord> = {}): Agree
     signerSignatureHash: createHash('sha256').update(`data:image/png;base64,iVBORw0KGgo=\n${T0}`).digest('hex'),
     signers: ['Bo', 'Cy', 'Di'].map(signer),
     documents: [
-      { id: newId('agd'), documentName: 'lease.pdf', fileSize: 1234, fileHash: 'b'.repeat(64), signedFileHash: null, signedFileKey: null, fields: [] },
-      { id: newId('agd'), documentName: 'annex.pdf', fileSize: 0, fileHash: 'c'.repeat(64), signedFileHash: null, signedFileKey: null, fields: [] },
+      {
+        id: newId('agd'),
+        documentName: 'lease.pdf',
+        fileSize: 1234,
+        fileHash: 'b'.repeat(64),
+        signedFileHash: null,
+        signedFileKey: null,
+        fields: [],
+      },
+      {
+        id: newId('agd'),
+        documentName: 'annex.pdf',
+        fileSize: 0,
+        fileHash: 'c'.repeat(64),
+        signedFileHash: null,
+        signedFileKey: null,
+        fields: [],
+      },
     ],
     createdAt: T0,
     signingOrder: 'parallel',

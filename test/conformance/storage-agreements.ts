@@ -10,7 +10,14 @@ import type { Storage, WebhookCall, WebhookTransport } from '../../src/ports.js'
 import { silentLogger } from '../../src/shared/logger.js';
 import { createWebhookWorker } from '../../src/webhooks/worker.js';
 import { newId } from '../../src/shared/ids.js';
-import { agreementSummary, type AgreementRecord, type AuditAction, type EventRecord, type PendingMail, type SignerIdentityRecord } from '../../src/records.js';
+import {
+  agreementSummary,
+  type AgreementRecord,
+  type AuditAction,
+  type EventRecord,
+  type PendingMail,
+  type SignerIdentityRecord,
+} from '../../src/records.js';
 import { verifyTrail, withStep } from '../../src/domain/audit-trail.js';
 import type { StorageFactory } from './types.js';
 import { T0, agreementRecord, webhookRecord } from './fixtures.js';
@@ -41,7 +48,9 @@ function eventFor(agreement: AgreementRecord, type: string): EventRecord {
 function signOne(signerId: string) {
   return (current: AgreementRecord) => {
     const signers = current.signers.map((signer) =>
-      signer.id === signerId ? { ...signer, signature: 'data:image/png;base64,AA==', signatureHash: 'd'.repeat(64), signedAt: T0 } : signer,
+      signer.id === signerId
+        ? { ...signer, signature: 'data:image/png;base64,AA==', signatureHash: 'd'.repeat(64), signedAt: T0 }
+        : signer,
     );
     const status = signers.every((signer) => signer.signedAt !== null) ? ('signed' as const) : current.status;
     return { agreement: { ...current, signers, status }, events: [] as EventRecord[] };
@@ -75,7 +84,9 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
       await storage.insertWebhook(webhookRecord({ type: 'agreement-created' }));
       await storage.insertWebhook(webhookRecord({ type: 'agreement-signed' }));
       const calls: WebhookCall[] = [];
-      const transport: WebhookTransport = { send: async (call) => (calls.push(call), { statusCode: 204, headers: {}, error: null }) };
+      const transport: WebhookTransport = {
+        send: async (call) => (calls.push(call), { statusCode: 204, headers: {}, error: null }),
+      };
       // The worker never ticks: a call can only come from the service's notify, as in a portal.
       const worker = createWebhookWorker({
         storage,
@@ -113,14 +124,19 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
           bodies.map((body) => body.type),
           ['agreement-created', 'agreement-signed'],
         );
-        for (const call of calls) assert.ok(Buffer.byteLength(call.body) < 20 * 1024, `a call body of ${Buffer.byteLength(call.body)} bytes`);
+        for (const call of calls)
+          assert.ok(Buffer.byteLength(call.body) < 20 * 1024, `a call body of ${Buffer.byteLength(call.body)} bytes`);
         assert.equal(bodies[0].data, eventData(created));
         assert.equal(bodies[1].data, eventData(signed));
         assert.is(bodies[1].data.signers[0].signatureHash, signed.signers[0]!.signatureHash, 'the hash is kept');
         const event = (await db.event(bodies[1].id))!;
         assert.ok(JSON.stringify(event.data).length < 20 * 1024, 'the stored event is thin too');
         const stored = (await storage.getAgreement('acct_a', created.id))!;
-        assert.equal([stored.signerSignature, stored.signers[0]!.signature], [image, image], 'the agreement keeps both images');
+        assert.equal(
+          [stored.signerSignature, stored.signers[0]!.signature],
+          [image, image],
+          'the agreement keeps both images',
+        );
       } finally {
         await worker.stop();
       }
@@ -165,7 +181,9 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
       await storage.insertAgreement(agreement, []);
       const event = eventFor(agreement, 'agreement-created');
       let rejected = false;
-      await storage.insertAgreement({ ...agreement, name: 'Second' }, [event]).catch((error) => (rejected = isPortalError(error, 'RECORD_EXISTS')));
+      await storage
+        .insertAgreement({ ...agreement, name: 'Second' }, [event])
+        .catch((error) => (rejected = isPortalError(error, 'RECORD_EXISTS')));
       assert.ok(rejected);
       assert.is((await storage.getAgreement('acct_a', agreement.id))!.name, agreement.name);
       assert.is(await db.event(event.id), null);
@@ -222,23 +240,40 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
         documents: [{ id: 'agd_x', fileHash: 'e'.repeat(64) }],
         detail: null,
       });
-      const agreement = withStep(agreementRecord({ signingOrder: 'sequential', expiresAt: '2026-02-01T00:00:00+00:00' }), step('created', T0));
+      const agreement = withStep(
+        agreementRecord({ signingOrder: 'sequential', expiresAt: '2026-02-01T00:00:00+00:00' }),
+        step('created', T0),
+      );
       agreement.signers[0]!.signingLinkId = 'sgl_first';
       await storage.insertAgreement(agreement, []);
       assert.equal(await storage.getAgreement('acct_a', agreement.id), agreement);
       const updated = await storage.updateAgreement('acct_a', agreement.id, (current) => {
         const signers = current.signers.map((signer, i) =>
-          i === 1 ? { ...signer, viewedAt: T0, declinedAt: T0, declineReason: 'Nicht mit mir — "no"', signingLinkId: 'sgl_second' } : signer,
+          i === 1
+            ? {
+                ...signer,
+                viewedAt: T0,
+                declinedAt: T0,
+                declineReason: 'Nicht mit mir — "no"',
+                signingLinkId: 'sgl_second',
+              }
+            : signer,
         );
         const viewed = withStep({ ...current, signers }, step('viewed', T0));
-        return { agreement: withStep({ ...viewed, closedAt: T0, closedReason: 'declined' }, step('declined', T0)), events: [] };
+        return {
+          agreement: withStep({ ...viewed, closedAt: T0, closedReason: 'declined' }, step('declined', T0)),
+          events: [],
+        };
       });
       assert.is(updated!.audit.length, 3);
       const read = (await storage.getAgreement('acct_a', agreement.id))!;
       assert.equal(read, updated);
       assert.ok(verifyTrail(read), 'the trail as stored vouches for the agreement');
       assert.equal(read.auditHead, { hash: read.audit[2]!.hash, length: 3 }, 'the head is kept with the agreement');
-      assert.equal([read.closedReason, read.signers[1]!.declineReason, read.signers[1]!.signingLinkId], ['declined', 'Nicht mit mir — "no"', 'sgl_second']);
+      assert.equal(
+        [read.closedReason, read.signers[1]!.declineReason, read.signers[1]!.signingLinkId],
+        ['declined', 'Nicht mit mir — "no"', 'sgl_second'],
+      );
       const listed = (await storage.listAgreements('acct_a', { limit: 5 }))![0]!;
       assert.equal(
         [listed.signingOrder, listed.expiresAt, listed.closedReason, listed.signers[1]!.declinedAt],
@@ -251,12 +286,31 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
   test(
     'agreements: the trail is append-only; an update that rewrites, removes or reorders an entry is refused and changes nothing',
     withStorage(factory, async (storage) => {
-      const step = (action: AuditAction) => ({ at: T0, action, actor: 'system', signerId: null, ip: null, userAgent: null, documents: [], detail: null });
+      const step = (action: AuditAction) => ({
+        at: T0,
+        action,
+        actor: 'system',
+        signerId: null,
+        ip: null,
+        userAgent: null,
+        documents: [],
+        detail: null,
+      });
       const agreement = withStep(withStep(agreementRecord(), step('created')), step('reminder'));
       await storage.insertAgreement(agreement, []);
       const rewrites: [string, (current: AgreementRecord) => AgreementRecord][] = [
-        ['an entry edited', (current) => ({ ...current, audit: [{ ...current.audit[0]!, ip: '198.51.100.1' }, current.audit[1]!] })],
-        ['the last entry removed', (current) => ({ ...current, audit: current.audit.slice(0, 1), auditHead: { hash: current.audit[0]!.hash, length: 1 } })],
+        [
+          'an entry edited',
+          (current) => ({ ...current, audit: [{ ...current.audit[0]!, ip: '198.51.100.1' }, current.audit[1]!] }),
+        ],
+        [
+          'the last entry removed',
+          (current) => ({
+            ...current,
+            audit: current.audit.slice(0, 1),
+            auditHead: { hash: current.audit[0]!.hash, length: 1 },
+          }),
+        ],
         ['two entries swapped', (current) => ({ ...current, audit: [current.audit[1]!, current.audit[0]!] })],
       ];
       for (const [what, rewrite] of rewrites) {
@@ -275,29 +329,69 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
   test(
     "agreements: verified does not hold once the evidence changes under the trail (a signature image, an e-mail, a document's hash, the head)",
     withStorage(factory, async (storage) => {
-      const step = (action: AuditAction) => ({ at: T0, action, actor: 'system', signerId: null, ip: null, userAgent: null, documents: [], detail: null });
+      const step = (action: AuditAction) => ({
+        at: T0,
+        action,
+        actor: 'system',
+        signerId: null,
+        ip: null,
+        userAgent: null,
+        documents: [],
+        detail: null,
+      });
       const signature = 'data:image/png;base64,iVBORw0KGgo=';
       const base = agreementRecord();
-      base.signers[0] = { ...base.signers[0]!, signature, signatureHash: createHash('sha256').update(signature).digest('hex'), signedAt: T0 };
+      base.signers[0] = {
+        ...base.signers[0]!,
+        signature,
+        signatureHash: createHash('sha256').update(signature).digest('hex'),
+        signedAt: T0,
+      };
       const edits: [string, (record: AgreementRecord) => AgreementRecord][] = [
         [
           'a stored signature image',
-          (record) => ({ ...record, signers: record.signers.map((one, i) => (i === 0 ? { ...one, signature: 'data:image/png;base64,AAAA' } : one)) }),
+          (record) => ({
+            ...record,
+            signers: record.signers.map((one, i) =>
+              i === 0 ? { ...one, signature: 'data:image/png;base64,AAAA' } : one,
+            ),
+          }),
         ],
-        ["a signer's e-mail", (record) => ({ ...record, signers: record.signers.map((one, i) => (i === 1 ? { ...one, email: 'mallory@example.com' } : one)) })],
-        ["a document's hash", (record) => ({ ...record, documents: record.documents.map((one, i) => (i === 0 ? { ...one, fileHash: 'f'.repeat(64) } : one)) })],
+        [
+          "a signer's e-mail",
+          (record) => ({
+            ...record,
+            signers: record.signers.map((one, i) => (i === 1 ? { ...one, email: 'mallory@example.com' } : one)),
+          }),
+        ],
+        [
+          "a document's hash",
+          (record) => ({
+            ...record,
+            documents: record.documents.map((one, i) => (i === 0 ? { ...one, fileHash: 'f'.repeat(64) } : one)),
+          }),
+        ],
         ['the outcome', (record) => ({ ...record, status: 'signed' })],
-        ['the head, as if the last entry were gone', (record) => ({ ...record, auditHead: { hash: record.audit[0]!.hash, length: 1 } })],
+        [
+          'the head, as if the last entry were gone',
+          (record) => ({ ...record, auditHead: { hash: record.audit[0]!.hash, length: 1 } }),
+        ],
       ];
       for (const [what, edit] of edits) {
         const signers = base.signers.map((one) => ({ ...one, id: newId('ags') }));
         const documents = base.documents.map((one) => ({ ...one, id: newId('agd') }));
-        const agreement = withStep(withStep({ ...base, id: newId('agr'), signers, documents }, step('created')), step('signed'));
+        const agreement = withStep(
+          withStep({ ...base, id: newId('agr'), signers, documents }, step('created')),
+          step('signed'),
+        );
         await storage.insertAgreement(agreement, []);
         assert.ok(verifyTrail((await storage.getAgreement('acct_a', agreement.id))!), `${what}: verified before`);
         // Through the store's own port, below the rules: what an edit of the backing store does.
         await storage.updateAgreement('acct_a', agreement.id, (current) => ({ agreement: edit(current), events: [] }));
-        assert.not.ok(verifyTrail((await storage.getAgreement('acct_a', agreement.id))!), `${what}: not verified after`);
+        assert.not.ok(
+          verifyTrail((await storage.getAgreement('acct_a', agreement.id))!),
+          `${what}: not verified after`,
+        );
       }
     }),
   );
@@ -313,7 +407,8 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
       const closed = agreementRecord({ expiresAt: at(2), closedAt: at(2), closedReason: 'declined' });
       const signed = agreementRecord({ nextReminderAt: at(2), status: 'signed' });
       const plain = agreementRecord();
-      for (const agreement of [expired, reminded, both, later, closed, signed, plain]) await storage.insertAgreement(agreement, []);
+      for (const agreement of [expired, reminded, both, later, closed, signed, plain])
+        await storage.insertAgreement(agreement, []);
       assert.equal(await storage.agreementsDue(at(10), 10, 10), [
         { accountId: 'acct_a', id: both.id },
         { accountId: 'acct_b', id: reminded.id },
@@ -322,8 +417,14 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
       assert.equal((await storage.agreementsDue(at(10), 2, 2)).length, 2);
       assert.equal(await storage.agreementsDue(at(0), 10, 10), []);
       // An update moves an agreement out (closed) or later (its next round).
-      await storage.updateAgreement('acct_a', both.id, (current) => ({ agreement: { ...current, nextReminderAt: at(50), expiresAt: at(45) }, events: [] }));
-      await storage.updateAgreement('acct_a', expired.id, (current) => ({ agreement: { ...current, closedAt: at(6), closedReason: 'expired' }, events: [] }));
+      await storage.updateAgreement('acct_a', both.id, (current) => ({
+        agreement: { ...current, nextReminderAt: at(50), expiresAt: at(45) },
+        events: [],
+      }));
+      await storage.updateAgreement('acct_a', expired.id, (current) => ({
+        agreement: { ...current, closedAt: at(6), closedReason: 'expired' },
+        events: [],
+      }));
       assert.equal(await storage.agreementsDue(at(10), 10, 10), [{ accountId: 'acct_b', id: reminded.id }]);
       assert.equal(
         (await storage.agreementsDue(at(45), 10, 10)).map((due) => due.id),
@@ -341,15 +442,23 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
       const expiringLater = agreementRecord({ expiresAt: at(50) });
       const closed = agreementRecord({ closedAt: at(1), closedReason: 'declined' });
       const scheduled = agreementRecord({ nextReminderAt: at(40) });
-      for (const agreement of [due, none, expiringLater, closed, scheduled]) await storage.insertAgreement(agreement, []);
+      for (const agreement of [due, none, expiringLater, closed, scheduled])
+        await storage.insertAgreement(agreement, []);
       assert.equal(
         (await storage.agreementsDue(at(10), 10, 10)).map((one) => one.id),
         [due.id],
       );
       const all = (await storage.agreementsDue(at(10), 10, 10, true)).map((one) => one.id);
       assert.is(all[0], due.id, 'the due first');
-      assert.equal(all.slice(1).sort(), [none.id, expiringLater.id].sort(), 'then the open ones with no reminder, not the closed or scheduled');
-      await storage.updateAgreement('acct_a', none.id, (current) => ({ agreement: { ...current, nextReminderAt: at(20) }, events: [] }));
+      assert.equal(
+        all.slice(1).sort(),
+        [none.id, expiringLater.id].sort(),
+        'then the open ones with no reminder, not the closed or scheduled',
+      );
+      await storage.updateAgreement('acct_a', none.id, (current) => ({
+        agreement: { ...current, nextReminderAt: at(20) },
+        events: [],
+      }));
       assert.not.ok(
         (await storage.agreementsDue(at(10), 10, 10, true)).some((one) => one.id === none.id),
         'scheduled, it is no longer listed',
@@ -395,8 +504,14 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
         [open.id, closed.id],
         'by the earliest mail due, the closed one too',
       );
-      await storage.updateAgreement('acct_a', closed.id, (current) => ({ agreement: { ...current, mail: [] }, events: [] }));
-      await storage.updateAgreement('acct_a', open.id, (current) => ({ agreement: { ...current, mail: [mail('sgm_a', at(20))] }, events: [] }));
+      await storage.updateAgreement('acct_a', closed.id, (current) => ({
+        agreement: { ...current, mail: [] },
+        events: [],
+      }));
+      await storage.updateAgreement('acct_a', open.id, (current) => ({
+        agreement: { ...current, mail: [mail('sgm_a', at(20))] },
+        events: [],
+      }));
       assert.equal(await storage.agreementsDue(at(10), 10, 10), [], 'sent, or due later: not listed');
       assert.equal(
         (await storage.agreementsDue(at(30), 10, 10)).map((one) => one.id),
@@ -417,8 +532,14 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
     "agreements: a document's completed copy is kept as given and names its blob; agreementsDue lists an agreement owing copies",
     withStorage(factory, async (storage) => {
       const at = (minute: number) => `2026-03-01T10:${String(minute).padStart(2, '0')}:00+00:00`;
-      const signed = agreementRecord({ status: 'signed', completion: { attempts: 0, nextAttemptAt: at(3), lastError: null } });
-      const later = agreementRecord({ status: 'signed', completion: { attempts: 2, nextAttemptAt: at(40), lastError: 'the key store did not answer' } });
+      const signed = agreementRecord({
+        status: 'signed',
+        completion: { attempts: 0, nextAttemptAt: at(3), lastError: null },
+      });
+      const later = agreementRecord({
+        status: 'signed',
+        completion: { attempts: 2, nextAttemptAt: at(40), lastError: 'the key store did not answer' },
+      });
       for (const agreement of [signed, later]) await storage.insertAgreement(agreement, []);
       assert.equal((await storage.getAgreement('acct_a', later.id))!.completion, later.completion);
       assert.equal(
@@ -430,12 +551,17 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
         agreement: {
           ...current,
           completion: null,
-          documents: current.documents.map((document, index) => (index === 0 ? { ...document, signedFileHash: hash, signedFileKey: 'agx_copy1' } : document)),
+          documents: current.documents.map((document, index) =>
+            index === 0 ? { ...document, signedFileHash: hash, signedFileKey: 'agx_copy1' } : document,
+          ),
         },
         events: [],
       }));
       const read = (await storage.getAgreement('acct_a', signed.id))!;
-      assert.equal([read.documents[0]!.signedFileHash, read.documents[0]!.signedFileKey, read.completion], [hash, 'agx_copy1', null]);
+      assert.equal(
+        [read.documents[0]!.signedFileHash, read.documents[0]!.signedFileKey, read.completion],
+        [hash, 'agx_copy1', null],
+      );
       assert.equal([read.documents[1]!.signedFileHash, read.documents[1]!.signedFileKey], [null, null]);
       assert.equal(await storage.agreementsDue(at(10), 10, 10), [], 'made: no longer owed');
       assert.ok(await storage.isBlobReferenced('agx_copy1'), 'the copy is a blob the agreement names');
@@ -445,19 +571,31 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
       assert.equal(listed.documents[0], shown);
       assert.not.ok(JSON.stringify(listed).includes('agx_copy1'), 'a list never shows the key');
       // /verify finds a copy by its hash, in its own account only.
-      assert.equal(await storage.findSignedCopy('acct_a', hash), { agreementId: signed.id, documentId: read.documents[0]!.id });
+      assert.equal(await storage.findSignedCopy('acct_a', hash), {
+        agreementId: signed.id,
+        documentId: read.documents[0]!.id,
+      });
       assert.is(await storage.findSignedCopy('acct_b', hash), null);
       assert.is(await storage.findSignedCopy('acct_a', 'e'.repeat(64)), null);
       await storage.updateAgreement('acct_a', signed.id, (current) => ({
-        agreement: { ...current, documents: current.documents.map((document) => ({ ...document, signedFileHash: null, signedFileKey: null })) },
+        agreement: {
+          ...current,
+          documents: current.documents.map((document) => ({ ...document, signedFileHash: null, signedFileKey: null })),
+        },
         events: [],
       }));
       assert.is(await storage.findSignedCopy('acct_a', hash), null, 'a copy no longer recorded is not found');
       // Fields are kept with their document as given.
-      const fields = [{ signerId: later.signers[0]!.id, page: 2, x: 10.5, y: 70, width: 40, height: 10, type: 'signature' as const }];
+      const fields = [
+        { signerId: later.signers[0]!.id, page: 2, x: 10.5, y: 70, width: 40, height: 10, type: 'signature' as const },
+      ];
       const placed = {
         ...agreementRecord({}),
-        documents: later.documents.map((document, index) => ({ ...document, id: `${document.id}f`, fields: index === 0 ? fields : [] })),
+        documents: later.documents.map((document, index) => ({
+          ...document,
+          id: `${document.id}f`,
+          fields: index === 0 ? fields : [],
+        })),
       };
       await storage.insertAgreement(placed, []);
       assert.equal(
@@ -499,7 +637,9 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
     "agreements: agreementsDue takes at most perAccount of one account: another account's due agreement is never behind a backlog",
     withStorage(factory, async (storage) => {
       const at = (second: number) => `2026-03-01T10:00:${String(second).padStart(2, '0')}+00:00`;
-      const backlog = Array.from({ length: 30 }, (_, i) => agreementRecord({ accountId: 'acct_a', expiresAt: at(i % 10) }));
+      const backlog = Array.from({ length: 30 }, (_, i) =>
+        agreementRecord({ accountId: 'acct_a', expiresAt: at(i % 10) }),
+      );
       const other = agreementRecord({ accountId: 'acct_b', expiresAt: at(20) });
       for (const agreement of [...backlog, other]) await storage.insertAgreement(agreement, []);
       const due = await storage.agreementsDue(at(30), 10, 5);
@@ -559,7 +699,9 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
     withStorage(factory, async (storage) => {
       const agreement = agreementRecord();
       await storage.insertAgreement(agreement, []);
-      await Promise.all(agreement.signers.map((signer) => storage.updateAgreement('acct_a', agreement.id, signOne(signer.id))));
+      await Promise.all(
+        agreement.signers.map((signer) => storage.updateAgreement('acct_a', agreement.id, signOne(signer.id))),
+      );
       const stored = (await storage.getAgreement('acct_a', agreement.id))!;
       assert.equal(
         stored.signers.map((signer) => signer.signedAt),
@@ -612,7 +754,11 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
         (await storage.listAgreements('acct_a', { limit: 10, after: s3a }))!.map((agreement) => agreement.id),
         [s2, s1],
       );
-      assert.equal(await storage.listAgreements('acct_a', { limit: 10, after: s1 }), [], 'after the oldest, an empty page');
+      assert.equal(
+        await storage.listAgreements('acct_a', { limit: 10, after: s1 }),
+        [],
+        'after the oldest, an empty page',
+      );
       assert.equal(await pagesOf(storage, 'acct_a', 4), [newestFirst.slice(0, 4), newestFirst.slice(4)]);
     }),
   );
@@ -633,7 +779,11 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
         [theirs.id],
       );
       assert.equal(await storage.listAgreements('acct_none', { limit: 10 }), []);
-      assert.is(await storage.listAgreements('acct_a', { limit: 10, after: theirs.id }), null, "another account's agreement is no cursor");
+      assert.is(
+        await storage.listAgreements('acct_a', { limit: 10, after: theirs.id }),
+        null,
+        "another account's agreement is no cursor",
+      );
       assert.is(await storage.listAgreements('acct_a', { limit: 10, after: 'agr_unknown' }), null);
       assert.is(await storage.listAgreements('acct_none', { limit: 10, after: mine.id }), null);
     }),

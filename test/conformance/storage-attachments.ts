@@ -21,7 +21,11 @@ export function attachmentStorageTests(test: Test, factory: StorageFactory): voi
   test(
     'attachments: names, media type parameters and zero sizes are kept exactly',
     withStorage(factory, async (storage) => {
-      const record = attachmentRecord({ name: 'Résumé "final" 日本語 😀.txt', mime: 'text/plain; charset=utf-8', size: 0 });
+      const record = attachmentRecord({
+        name: 'Résumé "final" 日本語 😀.txt',
+        mime: 'text/plain; charset=utf-8',
+        size: 0,
+      });
       await storage.insertAttachment(record);
       assert.equal(await storage.getAttachment('acct_a', record.id), record);
     }),
@@ -73,7 +77,12 @@ export function attachmentStorageTests(test: Test, factory: StorageFactory): voi
     'attachments: the same ticket and message ids in two accounts stay apart',
     withStorage(factory, async (storage) => {
       const mine = attachmentRecord();
-      const theirs = attachmentRecord({ accountId: 'acct_b', ticketId: mine.ticketId, messageId: mine.messageId, name: 'theirs.pdf' });
+      const theirs = attachmentRecord({
+        accountId: 'acct_b',
+        ticketId: mine.ticketId,
+        messageId: mine.messageId,
+        name: 'theirs.pdf',
+      });
       await storage.insertAttachment(mine);
       await storage.insertAttachment(theirs);
       assert.equal(await storage.getAttachment('acct_a', mine.id), mine);

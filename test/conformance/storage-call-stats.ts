@@ -18,15 +18,27 @@ const call = (seconds: number, statusCode: number | null, durationMs: number): D
 });
 
 /** An hour as the store should count it: outcomes, and calls by duration bin. */
-function hour(seconds: number, counts: { succeeded?: number; failed?: number; errors?: number }, bins: Record<number, number>): CallStatsHour {
+function hour(
+  seconds: number,
+  counts: { succeeded?: number; failed?: number; errors?: number },
+  bins: Record<number, number>,
+): CallStatsHour {
   const latency = new Array<number>(LATENCY_BINS).fill(0);
   for (const [bin, count] of Object.entries(bins)) latency[Number(bin)] = count;
-  return { hour: hourOf(at(seconds)), succeeded: counts.succeeded ?? 0, failed: counts.failed ?? 0, errors: counts.errors ?? 0, latency };
+  return {
+    hour: hourOf(at(seconds)),
+    succeeded: counts.succeeded ?? 0,
+    failed: counts.failed ?? 0,
+    errors: counts.errors ?? 0,
+    latency,
+  };
 }
 
 /** Publishes `count` events to `webhook`'s type and leases their deliveries to worker-1. */
 async function leased(storage: Storage, count: number, seconds: number) {
-  const made = await storage.publishEvents(Array.from({ length: count }, () => eventRecord({ createdAt: at(seconds) })));
+  const made = await storage.publishEvents(
+    Array.from({ length: count }, () => eventRecord({ createdAt: at(seconds) })),
+  );
   await storage.claimDeliveries({ now: at(seconds), leaseUntil: at(seconds + 7200), limit: 100, owner: 'worker-1' });
   return made;
 }
@@ -39,23 +51,61 @@ export function callStatsStorageTests(test: Test, factory: StorageFactory): void
       await storage.insertWebhook(webhook);
       const [plain, withHealth, batched, refused, lost] = await leased(storage, 5, 0);
       // Plain, with the health rule, and as a success of the batched path (health and the claimed delivery given).
-      await storage.recordAttempt(plain!.id, 'worker-1', call(10, 200, 30), { status: 'succeeded', nextAttemptAt: null });
-      await storage.recordAttempt(withHealth!.id, 'worker-1', call(20, 500, 300), { status: 'pending', nextAttemptAt: at(3000) }, RULE);
-      await storage.recordAttempt(batched!.id, 'worker-1', call(30, 204, 50), { status: 'succeeded', nextAttemptAt: null }, RULE, batched!);
-      await storage.recordAttempt(refused!.id, 'worker-1', call(3700, null, 6000), { status: 'pending', nextAttemptAt: at(9000) }, RULE);
+      await storage.recordAttempt(plain!.id, 'worker-1', call(10, 200, 30), {
+        status: 'succeeded',
+        nextAttemptAt: null,
+      });
+      await storage.recordAttempt(
+        withHealth!.id,
+        'worker-1',
+        call(20, 500, 300),
+        { status: 'pending', nextAttemptAt: at(3000) },
+        RULE,
+      );
+      await storage.recordAttempt(
+        batched!.id,
+        'worker-1',
+        call(30, 204, 50),
+        { status: 'succeeded', nextAttemptAt: null },
+        RULE,
+        batched!,
+      );
+      await storage.recordAttempt(
+        refused!.id,
+        'worker-1',
+        call(3700, null, 6000),
+        { status: 'pending', nextAttemptAt: at(9000) },
+        RULE,
+      );
       // An attempt whose lease was lost records nothing, and counts nothing.
-      assert.is(await storage.recordAttempt(lost!.id, 'worker-2', call(40, 200, 10), { status: 'succeeded', nextAttemptAt: null }), false);
+      assert.is(
+        await storage.recordAttempt(lost!.id, 'worker-2', call(40, 200, 10), {
+          status: 'succeeded',
+          nextAttemptAt: null,
+        }),
+        false,
+      );
 
       assert.equal(await storage.callStats('acct_a', webhook.id, hourOf(at(0))), [
         hour(0, { succeeded: 2, failed: 1 }, { 0: 2, 3: 1 }),
         hour(3600, { errors: 1 }, { 7: 1 }),
       ]);
-      assert.equal(await storage.callStats('acct_a', webhook.id, hourOf(at(3600))), [hour(3600, { errors: 1 }, { 7: 1 })], 'from the hour asked');
+      assert.equal(
+        await storage.callStats('acct_a', webhook.id, hourOf(at(3600))),
+        [hour(3600, { errors: 1 }, { 7: 1 })],
+        'from the hour asked',
+      );
       assert.equal(await storage.callStats('acct_b', webhook.id, hourOf(at(0))), [], "not another account's");
 
       // The retry of the delivery that failed adds to the hour it is made in.
       await storage.claimDeliveries({ now: at(3000), leaseUntil: at(3100), limit: 10, owner: 'worker-1' });
-      await storage.recordAttempt(withHealth!.id, 'worker-1', call(3010, 200, 120), { status: 'succeeded', nextAttemptAt: null }, RULE);
+      await storage.recordAttempt(
+        withHealth!.id,
+        'worker-1',
+        call(3010, 200, 120),
+        { status: 'succeeded', nextAttemptAt: null },
+        RULE,
+      );
       assert.equal(await storage.callStats('acct_a', webhook.id, hourOf(at(0))), [
         hour(0, { succeeded: 3, failed: 1 }, { 0: 2, 2: 1, 3: 1 }),
         hour(3600, { errors: 1 }, { 7: 1 }),
@@ -70,8 +120,12 @@ export function callStatsStorageTests(test: Test, factory: StorageFactory): void
       await storage.insertWebhook(webhook);
       const [delivery] = await leased(storage, 1, 0);
       for (let i = 0; i < 55; i++) {
-        if (i > 0) await storage.claimDeliveries({ now: at(i * 10), leaseUntil: at(i * 10 + 5), limit: 10, owner: 'worker-1' });
-        await storage.recordAttempt(delivery!.id, 'worker-1', call(i * 10 + 1, 503, 30), { status: 'pending', nextAttemptAt: at(i * 10 + 10) });
+        if (i > 0)
+          await storage.claimDeliveries({ now: at(i * 10), leaseUntil: at(i * 10 + 5), limit: 10, owner: 'worker-1' });
+        await storage.recordAttempt(delivery!.id, 'worker-1', call(i * 10 + 1, 503, 30), {
+          status: 'pending',
+          nextAttemptAt: at(i * 10 + 10),
+        });
       }
       assert.is((await storage.getDelivery('acct_a', delivery!.id))!.attemptCount, 55);
       assert.equal(await storage.callStats('acct_a', webhook.id, hourOf(at(0))), [hour(0, { failed: 55 }, { 0: 55 })]);
@@ -86,7 +140,14 @@ export function callStatsStorageTests(test: Test, factory: StorageFactory): void
       const made = await leased(storage, 12, 100);
       await Promise.all(
         made.map((delivery, i) =>
-          storage.recordAttempt(delivery.id, 'worker-1', call(100 + i, 200, 20 * i), { status: 'succeeded', nextAttemptAt: null }, RULE, delivery),
+          storage.recordAttempt(
+            delivery.id,
+            'worker-1',
+            call(100 + i, 200, 20 * i),
+            { status: 'succeeded', nextAttemptAt: null },
+            RULE,
+            delivery,
+          ),
         ),
       );
       const [counted] = await storage.callStats('acct_a', webhook.id, hourOf(at(0)));
@@ -108,7 +169,10 @@ export function callStatsStorageTests(test: Test, factory: StorageFactory): void
       await storage.recordAttempt(old!.id, 'worker-1', call(10, 200, 30), { status: 'succeeded', nextAttemptAt: null });
       const later = 9 * 24 * 3600;
       const [recent] = await leased(storage, 1, later);
-      await storage.recordAttempt(recent!.id, 'worker-1', call(later + 10, 200, 30), { status: 'succeeded', nextAttemptAt: null });
+      await storage.recordAttempt(recent!.id, 'worker-1', call(later + 10, 200, 30), {
+        status: 'succeeded',
+        nextAttemptAt: null,
+      });
       // Retention of Infinity for both: the tick still calls removeExpired with two nulls.
       assert.equal(await storage.removeExpired({ deliveries: null, events: null }, 500), { deliveries: 0, events: 0 });
       assert.equal(
@@ -124,8 +188,20 @@ export function callStatsStorageTests(test: Test, factory: StorageFactory): void
       const webhook = webhookRecord();
       await storage.insertWebhook(webhook);
       const [first, second] = await leased(storage, 2, 0);
-      await storage.recordAttempt(first!.id, 'worker-1', call(5, 200, 40), { status: 'succeeded', nextAttemptAt: null }, RULE);
-      await storage.recordAttempt(second!.id, 'worker-1', call(6, 503, 700), { status: 'pending', nextAttemptAt: at(600) }, RULE);
+      await storage.recordAttempt(
+        first!.id,
+        'worker-1',
+        call(5, 200, 40),
+        { status: 'succeeded', nextAttemptAt: null },
+        RULE,
+      );
+      await storage.recordAttempt(
+        second!.id,
+        'worker-1',
+        call(6, 503, 700),
+        { status: 'pending', nextAttemptAt: at(600) },
+        RULE,
+      );
       const before = await storage.callStats('acct_a', webhook.id, hourOf(at(0)));
       const reopened = await swap();
       assert.equal(await reopened.callStats('acct_a', webhook.id, hourOf(at(0))), before);

@@ -31,7 +31,8 @@ export function fileStorageTests(test: Test, factory: StorageFactory): void {
       const inDirectory = fileRecord({ directoryId: directory.id });
       const deeper = fileRecord({ directoryId: nested.id });
       const otherAccount = fileRecord({ accountId: 'acct_b' });
-      for (const entry of [directory, nested, atRoot, inDirectory, deeper, otherAccount]) await storage.insertFileEntry(entry);
+      for (const entry of [directory, nested, atRoot, inDirectory, deeper, otherAccount])
+        await storage.insertFileEntry(entry);
       assert.equal(ids(await storage.listFileEntries('acct_a', null)), ids([directory, atRoot]));
       assert.equal(ids(await storage.listFileEntries('acct_a', directory.id)), ids([nested, inDirectory]));
       assert.equal(ids(await storage.listFileEntries('acct_a', nested.id)), ids([deeper]));

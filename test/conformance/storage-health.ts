@@ -19,19 +19,32 @@ const done = { status: 'succeeded' as const, nextAttemptAt: null };
 const failed = { status: 'failed' as const, nextAttemptAt: null };
 
 /** A webhook of account A, and `count` of its events published at `seconds`. */
-async function withEvents(storage: Storage, count: number, seconds = 0): Promise<{ webhook: WebhookRecord; deliveries: DeliveryRecord[] }> {
+async function withEvents(
+  storage: Storage,
+  count: number,
+  seconds = 0,
+): Promise<{ webhook: WebhookRecord; deliveries: DeliveryRecord[] }> {
   const webhook = webhookRecord();
   await storage.insertWebhook(webhook);
-  const deliveries = await storage.publishEvents(Array.from({ length: count }, () => eventRecord({ createdAt: at(seconds) })));
+  const deliveries = await storage.publishEvents(
+    Array.from({ length: count }, () => eventRecord({ createdAt: at(seconds) })),
+  );
   return { webhook, deliveries };
 }
 
 /** Claims what is due at `seconds` for `owner`, and records `status` for each, in turn; resolves what each record answered. */
 type Outcome = { status: 'pending' | 'succeeded' | 'failed'; nextAttemptAt: string | null };
-async function attemptAll(storage: Storage, seconds: number, statusCode: number | null, outcome: Outcome = retry(seconds + 10), owner = 'worker-1') {
+async function attemptAll(
+  storage: Storage,
+  seconds: number,
+  statusCode: number | null,
+  outcome: Outcome = retry(seconds + 10),
+  owner = 'worker-1',
+) {
   const claimed = await storage.claimDeliveries({ now: at(seconds), leaseUntil: at(seconds + 60), limit: 100, owner });
   const answers = [];
-  for (const { delivery } of claimed) answers.push(await storage.recordAttempt(delivery.id, owner, attempt(statusCode, seconds), outcome, RULE));
+  for (const { delivery } of claimed)
+    answers.push(await storage.recordAttempt(delivery.id, owner, attempt(statusCode, seconds), outcome, RULE));
   return answers;
 }
 
@@ -64,7 +77,11 @@ export function healthStorageTests(test: Test, factory: StorageFactory): void {
       assert.equal(await attemptAll(storage, 0, 500), [true, true], 'two failures at once: under three in a row');
       assert.equal(await attemptAll(storage, 10, null), [true, true], 'four in a row, but for 10 s only');
       const [first, second] = await attemptAll(storage, 60, 503);
-      assert.equal([first, second], ['failing', true], 'the first write past both thresholds disables it; the next one only adds a failure');
+      assert.equal(
+        [first, second],
+        ['failing', true],
+        'the first write past both thresholds disables it; the next one only adds a failure',
+      );
       const health = (await storage.getWebhookHealth('acct_a', webhook.id))!;
       assert.equal(health, {
         id: webhook.id,
@@ -88,10 +105,20 @@ export function healthStorageTests(test: Test, factory: StorageFactory): void {
       await storage.claimDeliveries({ now: at(5), leaseUntil: at(65), limit: 100, owner: 'worker-1' });
       assert.is(await storage.recordAttempt(deliveries[0]!.id, 'worker-1', attempt(204, 5), done, RULE), true);
       let health = (await storage.getWebhookHealth('acct_a', webhook.id))!;
-      assert.equal([health.consecutiveFailures, health.failingSince, health.lastSuccessAt, health.lastAttemptAt], [0, null, at(5), at(5)]);
-      assert.is(await storage.recordAttempt(deliveries[1]!.id, 'worker-1', attempt(410, 6), failed, RULE), 'gone', 'one 410 is enough');
+      assert.equal(
+        [health.consecutiveFailures, health.failingSince, health.lastSuccessAt, health.lastAttemptAt],
+        [0, null, at(5), at(5)],
+      );
+      assert.is(
+        await storage.recordAttempt(deliveries[1]!.id, 'worker-1', attempt(410, 6), failed, RULE),
+        'gone',
+        'one 410 is enough',
+      );
       health = (await storage.getWebhookHealth('acct_a', webhook.id))!;
-      assert.equal([health.disabledReason, health.disabledAt, health.consecutiveFailures, health.failingSince], ['gone', at(6), 1, at(6)]);
+      assert.equal(
+        [health.disabledReason, health.disabledAt, health.consecutiveFailures, health.failingSince],
+        ['gone', at(6), 1, at(6)],
+      );
       assert.equal(await db.health(webhook.id), health);
     }),
   );
@@ -101,7 +128,9 @@ export function healthStorageTests(test: Test, factory: StorageFactory): void {
     withStorage(factory, async (storage) => {
       const { webhook } = await withEvents(storage, 12);
       const claimed = await storage.claimDeliveries({ now: at(0), leaseUntil: at(60), limit: 100, owner: 'worker-1' });
-      const answers = await Promise.all(claimed.map(({ delivery }) => storage.recordAttempt(delivery.id, 'worker-1', attempt(410, 1), failed, RULE)));
+      const answers = await Promise.all(
+        claimed.map(({ delivery }) => storage.recordAttempt(delivery.id, 'worker-1', attempt(410, 1), failed, RULE)),
+      );
       assert.equal(answers.filter((answer) => answer === 'gone').length, 1, JSON.stringify(answers));
       assert.equal(answers.filter((answer) => answer === true).length, 11);
       assert.is((await storage.getWebhookHealth('acct_a', webhook.id))!.consecutiveFailures, 12);
@@ -138,7 +167,13 @@ export function healthStorageTests(test: Test, factory: StorageFactory): void {
       const [ofOther] = await storage.publishEvents([eventRecord({ type: 'agreement-signed' })]);
       assert.is(await storage.disableWebhook('acct_a', webhook.id, at(0)), true);
       const perAccount = { max: 2, inFlight: {} };
-      const claimed = await storage.claimDeliveries({ now: at(1), leaseUntil: at(61), limit: 10, owner: 'worker-1', perAccount });
+      const claimed = await storage.claimDeliveries({
+        now: at(1),
+        leaseUntil: at(61),
+        limit: 10,
+        owner: 'worker-1',
+        perAccount,
+      });
       assert.equal(
         claimed.map((c) => c.delivery.id),
         [ofOther!.id],
@@ -164,13 +199,21 @@ export function healthStorageTests(test: Test, factory: StorageFactory): void {
       assert.is(await storage.enableWebhook('acct_a', webhook.id), false);
       health = (await storage.getWebhookHealth('acct_a', webhook.id))!;
       assert.equal(
-        [health.disabledAt, health.disabledReason, health.consecutiveFailures, health.failingSince, health.lastAttemptAt],
+        [
+          health.disabledAt,
+          health.disabledReason,
+          health.consecutiveFailures,
+          health.failingSince,
+          health.lastAttemptAt,
+        ],
         [null, null, 0, null, at(0)],
       );
       assert.equal(await db.health(webhook.id), health);
       const fresh = webhookRecord();
       await storage.insertWebhook(fresh);
-      const disables = await Promise.all(Array.from({ length: 5 }, () => storage.disableWebhook('acct_a', fresh.id, at(3))));
+      const disables = await Promise.all(
+        Array.from({ length: 5 }, () => storage.disableWebhook('acct_a', fresh.id, at(3))),
+      );
       assert.equal(disables.filter(Boolean).length, 1, 'of five at once, one disables');
     }),
   );
@@ -192,7 +235,8 @@ export function healthStorageTests(test: Test, factory: StorageFactory): void {
     withStorage(factory, async (storage, { db }) => {
       const webhook = webhookRecord();
       await storage.insertWebhook(webhook);
-      const publish = async (seconds: number) => (await storage.publishEvents([eventRecord({ createdAt: at(seconds) })]))[0]!;
+      const publish = async (seconds: number) =>
+        (await storage.publishEvents([eventRecord({ createdAt: at(seconds) })]))[0]!;
       const old = await publish(0);
       const delivered = await publish(10);
       const exhausted = await publish(20);
@@ -201,7 +245,9 @@ export function healthStorageTests(test: Test, factory: StorageFactory): void {
       const other = webhookRecord({ type: 'agreement-signed' });
       await storage.insertWebhook(other);
       const [ofOther] = await storage.publishEvents([eventRecord({ type: 'agreement-signed', createdAt: at(25) })]);
-      const [testCall] = await storage.publishEvents([eventRecord({ type: 'webhook.test', createdAt: at(26) })], { webhookId: webhook.id });
+      const [testCall] = await storage.publishEvents([eventRecord({ type: 'webhook.test', createdAt: at(26) })], {
+        webhookId: webhook.id,
+      });
       // Due by 35: all but `held`, which falls due after the webhook is disabled.
       await storage.claimDeliveries({ now: at(35), leaseUntil: at(95), limit: 100, owner: 'w' });
       for (const [delivery, statusCode, outcome] of [
@@ -219,7 +265,9 @@ export function healthStorageTests(test: Test, factory: StorageFactory): void {
       assert.is((await db.delivery(held.id))!.status, 'cancelled', 'held while disabled');
 
       let refused = false;
-      await storage.recoverDeliveries('acct_a', webhook.id, at(5), at(60)).catch((error) => (refused = isPortalError(error, 'WEBHOOK_DISABLED')));
+      await storage
+        .recoverDeliveries('acct_a', webhook.id, at(5), at(60))
+        .catch((error) => (refused = isPortalError(error, 'WEBHOOK_DISABLED')));
       assert.ok(refused, 'refused while disabled');
       await storage.enableWebhook('acct_a', webhook.id);
       assert.is(await storage.recoverDeliveries('acct_b', webhook.id, at(5), at(60)), null);
@@ -251,8 +299,15 @@ export function healthStorageTests(test: Test, factory: StorageFactory): void {
         );
         assert.equal(await db.delivery(delivery.id), delivery);
       }
-      assert.equal(await storage.recoverDeliveries('acct_a', webhook.id, at(5), at(61)), [], 'a second recovery queues nothing twice');
-      assert.equal(await storage.recoverDeliveries('acct_a', other.id, at(0), at(61)).then((d) => d!.map((x) => x.eventId)), [ofOther!.eventId]);
+      assert.equal(
+        await storage.recoverDeliveries('acct_a', webhook.id, at(5), at(61)),
+        [],
+        'a second recovery queues nothing twice',
+      );
+      assert.equal(
+        await storage.recoverDeliveries('acct_a', other.id, at(0), at(61)).then((d) => d!.map((x) => x.eventId)),
+        [ofOther!.eventId],
+      );
       const claimed = await storage.claimDeliveries({ now: at(60), leaseUntil: at(120), limit: 100, owner: 'w' });
       assert.equal(claimed.map((c) => c.delivery.id).sort(), made.map((d) => d.id).sort(), 'due at once');
       await storage.recordAttempt(made[0]!.id, 'w', attempt(500, 61), failed);
@@ -274,7 +329,9 @@ export function healthStorageTests(test: Test, factory: StorageFactory): void {
     withStorage(factory, async (storage) => {
       const { webhook } = await withEvents(storage, 5);
       await attemptAll(storage, 0, 500, failed);
-      const made = await Promise.all(Array.from({ length: 4 }, () => storage.recoverDeliveries('acct_a', webhook.id, at(0), at(10))));
+      const made = await Promise.all(
+        Array.from({ length: 4 }, () => storage.recoverDeliveries('acct_a', webhook.id, at(0), at(10))),
+      );
       assert.is(
         made.reduce((sum, list) => sum + list!.length, 0),
         5,
@@ -318,10 +375,21 @@ export function healthStorageTests(test: Test, factory: StorageFactory): void {
       await worker.stop();
       const disabled = emitted.filter((event) => event.type === 'webhook.disabled');
       assert.equal(disabled, [
-        { type: 'webhook.disabled', accountId: 'acct_a', webhookId: webhook.id, deliveryId: delivery!.id, reason: 'failing', at: at(120) },
+        {
+          type: 'webhook.disabled',
+          accountId: 'acct_a',
+          webhookId: webhook.id,
+          deliveryId: delivery!.id,
+          reason: 'failing',
+          at: at(120),
+        },
       ]);
       assert.is(calls, 3, 'no call after the third failure disabled it');
-      assert.is((await storage.getDelivery('acct_a', delivery!.id))!.status, 'cancelled', 'its retry fell due while disabled');
+      assert.is(
+        (await storage.getDelivery('acct_a', delivery!.id))!.status,
+        'cancelled',
+        'its retry fell due while disabled',
+      );
       assert.equal(
         emitted.filter((event) => event.type !== 'webhook.disabled'),
         [],

@@ -26,7 +26,10 @@ const claimOf = (overrides: Partial<IdempotencyClaim> = {}): IdempotencyClaim =>
 /** An answer with what a byte-for-byte store must keep: escapes, non-ASCII, a line separator. */
 const BODY = '{"id":"wbh_x","name":"Ünïcødé \\u2028 \\"quoted\\"","n":1.50}';
 
-const completionOf = (claim: IdempotencyClaim, overrides: Partial<IdempotencyCompletion> = {}): IdempotencyCompletion => ({
+const completionOf = (
+  claim: IdempotencyClaim,
+  overrides: Partial<IdempotencyCompletion> = {},
+): IdempotencyCompletion => ({
   key: claim.key,
   token: claim.token,
   fingerprint: 'f'.repeat(64),
@@ -98,7 +101,11 @@ export function idempotencyStorageTests(test: Test, factory: StorageFactory): vo
       const stored = (await db.idempotencyKey('acct_a', 'key-1'))!;
       assert.is(stored.answer!.body, BODY, 'stored as given');
       assert.is(stored.status, 'completed');
-      assert.is(await storage.releaseIdempotencyKey('acct_a', 'key-1', claim.token), false, 'a completed key is not released');
+      assert.is(
+        await storage.releaseIdempotencyKey('acct_a', 'key-1', claim.token),
+        false,
+        'a completed key is not released',
+      );
     }),
   );
 
@@ -109,7 +116,11 @@ export function idempotencyStorageTests(test: Test, factory: StorageFactory): vo
       await storage.claimIdempotencyKey(claim);
       const agreement = agreementRecord();
       const event = eventRecord({ type: 'agreement-created' });
-      await storage.insertAgreement(agreement, [event], completionOf(claim, { answer: { status: 201, body: '{}', location: null } }));
+      await storage.insertAgreement(
+        agreement,
+        [event],
+        completionOf(claim, { answer: { status: 201, body: '{}', location: null } }),
+      );
       assert.ok(await storage.getAgreement('acct_a', agreement.id));
       assert.ok(await db.event(event.id));
       assert.equal((await db.idempotencyKey('acct_a', 'key-1'))!.answer, { status: 201, body: '{}', location: null });
@@ -183,7 +194,11 @@ export function idempotencyStorageTests(test: Test, factory: StorageFactory): vo
       const later = claimOf({ now: ANSWER_END, leaseUntil: '2026-01-02T00:05:00+00:00' });
       assert.is(await storage.claimIdempotencyKey(later), null);
       assert.is((await storage.claimIdempotencyKey(claimOf({ now: ANSWER_END })))!.token, later.token);
-      await storage.insertWebhook(webhookRecord(), undefined, completionOf(later, { expiresAt: '2026-01-03T00:00:00+00:00' }));
+      await storage.insertWebhook(
+        webhookRecord(),
+        undefined,
+        completionOf(later, { expiresAt: '2026-01-03T00:00:00+00:00' }),
+      );
       assert.is((await db.idempotencyKey('acct_a', 'key-1'))!.expiresAt, '2026-01-03T00:00:00+00:00');
     }),
   );

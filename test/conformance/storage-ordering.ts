@@ -8,10 +8,17 @@ import { reopenable } from './reopen.js';
 import { withStorage } from './with-storage.js';
 
 const claim = async (storage: Storage, now: number, owner = 'worker-1') =>
-  (await storage.claimDeliveries({ now: at(now), leaseUntil: at(now + 60), limit: 50, owner })).map(({ delivery }) => delivery);
+  (await storage.claimDeliveries({ now: at(now), leaseUntil: at(now + 60), limit: 50, owner })).map(
+    ({ delivery }) => delivery,
+  );
 
 /** Publishes one event with `orderingKey` (none: `undefined`) at `second`; resolves its deliveries by webhook id. */
-async function publish(storage: Storage, second: number, orderingKey?: string, accountId = 'acct_a'): Promise<Map<string, DeliveryRecord>> {
+async function publish(
+  storage: Storage,
+  second: number,
+  orderingKey?: string,
+  accountId = 'acct_a',
+): Promise<Map<string, DeliveryRecord>> {
   const event = eventRecord({ accountId, createdAt: at(second), data: { second } });
   if (orderingKey !== undefined) event.orderingKey = orderingKey;
   return new Map((await storage.publishEvents([event])).map((delivery) => [delivery.webhookId, delivery]));
@@ -36,8 +43,16 @@ export function orderingStorageTests(test: Test, factory: StorageFactory): void 
       const free = await publish(storage, 1);
       const a3 = await publish(storage, 2, 'cus_a');
       const waiting = (await db.delivery(a2.get(one.id)!.id))!;
-      assert.equal([waiting.status, waiting.nextAttemptAt, waiting.orderingKey], ['pending', null, 'cus_a'], 'held: pending, no next attempt');
-      assert.equal([a1.get(one.id)!.nextAttemptAt, a2.get(one.id)!.nextAttemptAt], [at(0), null], 'publishEvents answers as stored');
+      assert.equal(
+        [waiting.status, waiting.nextAttemptAt, waiting.orderingKey],
+        ['pending', null, 'cus_a'],
+        'held: pending, no next attempt',
+      );
+      assert.equal(
+        [a1.get(one.id)!.nextAttemptAt, a2.get(one.id)!.nextAttemptAt],
+        [at(0), null],
+        'publishEvents answers as stored',
+      );
 
       const first = await claim(storage, 5);
       const expected = [a1, b1, free].flatMap((made) => [made.get(one.id)!, made.get(two.id)!]);
@@ -50,7 +65,11 @@ export function orderingStorageTests(test: Test, factory: StorageFactory): void 
       const b2 = await publish(storage, 7, 'cus_b');
       assert.is(b2.get(one.id)!.nextAttemptAt, null, 'cus_b of webhook one: its first is still in flight');
       const second = await claim(storage, 8);
-      assert.equal(ids(second), ids([a2.get(two.id)!]), "webhook two goes on with cus_a; nothing of webhook one's cus_a");
+      assert.equal(
+        ids(second),
+        ids([a2.get(two.id)!]),
+        "webhook two goes on with cus_a; nothing of webhook one's cus_a",
+      );
       assert.equal(keyed(await claim(storage, 20), 'cus_a'), [], 'a retry not yet due holds its key back');
 
       // The retry succeeds: the next of the key is due as the call ended, the one after still held.
@@ -62,7 +81,13 @@ export function orderingStorageTests(test: Test, factory: StorageFactory): void 
       assert.is((await db.delivery(a3.get(one.id)!.id))!.nextAttemptAt, null);
       assert.equal(ids(keyed(await claim(storage, 33), 'cus_a')), ids([a2.get(one.id)!]));
       // A delivery that fails for good ends its turn too.
-      assert.is(await storage.recordAttempt(a2.get(one.id)!.id, 'worker-1', attempt(410, 34), { status: 'failed', nextAttemptAt: null }), true);
+      assert.is(
+        await storage.recordAttempt(a2.get(one.id)!.id, 'worker-1', attempt(410, 34), {
+          status: 'failed',
+          nextAttemptAt: null,
+        }),
+        true,
+      );
       assert.equal(ids(keyed(await claim(storage, 35), 'cus_a')), ids([a3.get(one.id)!]));
     }),
   );
@@ -108,7 +133,11 @@ export function orderingStorageTests(test: Test, factory: StorageFactory): void 
       await claim(storage, 4);
       await storage.recordAttempt(second!.id, 'worker-1', attempt(503, 4), retryAt(100));
       const again = (await storage.redeliver('acct_a', first!.id, at(5)))!;
-      assert.equal([again.status, again.nextAttemptAt], ['pending', null], "held behind the key's turn (the second, retrying)");
+      assert.equal(
+        [again.status, again.nextAttemptAt],
+        ['pending', null],
+        "held behind the key's turn (the second, retrying)",
+      );
       assert.equal(await claim(storage, 6), []);
       const held = (await storage.redeliver('acct_a', third!.id, at(7)))!;
       assert.equal([held.status, held.nextAttemptAt], ['pending', null], 'a held one redelivered stays held');
@@ -166,7 +195,11 @@ export function orderingStorageTests(test: Test, factory: StorageFactory): void 
       await storage.recordAttempt(first!.id, 'worker-1', attempt(503, 1), retryAt(100));
       await storage.disableWebhook('acct_a', webhook.id, at(2));
       assert.equal(await claim(storage, 50), [], 'nothing due: nothing cancelled');
-      assert.equal([(await db.delivery(second!.id))!.status, (await db.delivery(second!.id))!.nextAttemptAt], ['pending', null], 'still held');
+      assert.equal(
+        [(await db.delivery(second!.id))!.status, (await db.delivery(second!.id))!.nextAttemptAt],
+        ['pending', null],
+        'still held',
+      );
       await storage.enableWebhook('acct_a', webhook.id);
       assert.equal(ids(await claim(storage, 100)), ids([first!]));
       await storage.recordAttempt(first!.id, 'worker-1', ok(100), succeeded);

@@ -16,7 +16,8 @@ async function published(storage: Storage, count: number, spacing = 1): Promise<
   const webhook = webhookRecord();
   await storage.insertWebhook(webhook);
   const deliveries: DeliveryRecord[] = [];
-  for (let i = 0; i < count; i++) deliveries.push(...(await storage.publishEvents([eventRecord({ createdAt: at(i * spacing) })])));
+  for (let i = 0; i < count; i++)
+    deliveries.push(...(await storage.publishEvents([eventRecord({ createdAt: at(i * spacing) })])));
   return deliveries;
 }
 
@@ -43,10 +44,17 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       const event = eventRecord({ type: 'webhook.test', createdAt: at(5) });
       const [delivery, ...rest] = await storage.publishEvents([event], { webhookId: target.id });
       assert.equal(rest, []);
-      assert.equal([delivery!.webhookId, delivery!.eventId, delivery!.status, delivery!.nextAttemptAt], [target.id, event.id, 'pending', at(5)]);
+      assert.equal(
+        [delivery!.webhookId, delivery!.eventId, delivery!.status, delivery!.nextAttemptAt],
+        [target.id, event.id, 'pending', at(5)],
+      );
       assert.equal(await db.delivery(delivery!.id), delivery);
       assert.equal(await everyDelivery(storage, 'acct_a', sameType.id), [], 'no other webhook gets it');
-      assert.equal(await storage.publishEvents([eventRecord({ type: 'webhook.test' })], { webhookId: otherAccount.id }), [], 'not to another account');
+      assert.equal(
+        await storage.publishEvents([eventRecord({ type: 'webhook.test' })], { webhookId: otherAccount.id }),
+        [],
+        'not to another account',
+      );
     }),
   );
 
@@ -59,15 +67,24 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       assert.equal(await db.webhook(gold.id), gold, 'the filter is stored as given');
       assert.equal((await storage.getWebhook('acct_a', gold.id))!.filter, gold.filter);
       const tiers = ['gold', 'silver', undefined, 'gold'];
-      const events = tiers.map((tier, i) => eventRecord({ createdAt: at(i), data: { customer: { tier, tags: i === 3 ? [] : ['vip'] } } }));
+      const events = tiers.map((tier, i) =>
+        eventRecord({ createdAt: at(i), data: { customer: { tier, tags: i === 3 ? [] : ['vip'] } } }),
+      );
       const made = await storage.publishEvents(events);
       assert.equal(
         made.filter((delivery) => delivery.webhookId === gold.id).map((delivery) => delivery.eventId),
         [events[0]!.id],
         'gold and vip only: a missing tier, another tier, or no vip tag make no delivery',
       );
-      assert.is(made.filter((delivery) => delivery.webhookId === every.id).length, 4, 'a webhook without a filter gets every one');
-      const [test] = await storage.publishEvents([eventRecord({ type: 'webhook.test', data: { webhookId: gold.id } })], { webhookId: gold.id });
+      assert.is(
+        made.filter((delivery) => delivery.webhookId === every.id).length,
+        4,
+        'a webhook without a filter gets every one',
+      );
+      const [test] = await storage.publishEvents(
+        [eventRecord({ type: 'webhook.test', data: { webhookId: gold.id } })],
+        { webhookId: gold.id },
+      );
       assert.is(test?.webhookId, gold.id, 'a test call goes whatever the filter');
     }),
   );
@@ -82,9 +99,14 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       const changed = await storage.setWebhookFilter('acct_a', first.id, filter);
       assert.equal(changed, { ...first, filter });
       assert.equal(await db.webhook(first.id), { ...first, filter });
-      const publish = async (data: unknown) => (await storage.publishEvents([eventRecord({ data })])).filter((d) => d.webhookId === first.id).length;
+      const publish = async (data: unknown) =>
+        (await storage.publishEvents([eventRecord({ data })])).filter((d) => d.webhookId === first.id).length;
       assert.equal(
-        [await publish({ amount: 150, currency: 'EUR' }), await publish({ amount: 150, currency: 'USD' }), await publish({ amount: 99 })],
+        [
+          await publish({ amount: 150, currency: 'EUR' }),
+          await publish({ amount: 150, currency: 'USD' }),
+          await publish({ amount: 99 }),
+        ],
         [1, 0, 0],
       );
       assert.is(await storage.setWebhookFilter('acct_b', first.id, null), null, "another account's webhook is absent");
@@ -104,7 +126,10 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     "events: recentEvents answers the account's latest events of one type, newest first, up to the limit",
     withStorage(factory, async (storage) => {
       const ofType = [0, 1, 2, 3, 4].map((i) => eventRecord({ createdAt: at(i * 10), data: { n: i } }));
-      const others = [eventRecord({ type: 'agreement-signed', createdAt: at(100) }), eventRecord({ accountId: 'acct_b', createdAt: at(100) })];
+      const others = [
+        eventRecord({ type: 'agreement-signed', createdAt: at(100) }),
+        eventRecord({ accountId: 'acct_b', createdAt: at(100) }),
+      ];
       await storage.publishEvents([...ofType, ...others]);
       assert.equal(
         (await storage.recentEvents('acct_a', 'customer-created', 3)).map((event) => event.data),
@@ -195,7 +220,9 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       assert.is((await storage.publishEvents([one, two])).length, 2);
       const fresh = eventRecord({ createdAt: at(2) });
       let rejected = false;
-      await storage.publishEvents([fresh, { ...one, data: { changed: true } }]).catch((error) => (rejected = isPortalError(error, 'RECORD_EXISTS')));
+      await storage
+        .publishEvents([fresh, { ...one, data: { changed: true } }])
+        .catch((error) => (rejected = isPortalError(error, 'RECORD_EXISTS')));
       assert.ok(rejected, 'a duplicate event id rejects');
       assert.is(await db.event(fresh.id), null, 'the rest of the batch is not stored');
       assert.equal((await db.event(one.id))!.data, one.data);
@@ -212,12 +239,17 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       await storage.insertWebhook(other);
       const known = eventRecord();
       await storage.publishEvents([known]);
-      const events = Array.from({ length: 24 }, (_, i) => eventRecord({ accountId: i % 2 === 0 ? 'acct_a' : 'acct_b', createdAt: at(i + 1) }));
+      const events = Array.from({ length: 24 }, (_, i) =>
+        eventRecord({ accountId: i % 2 === 0 ? 'acct_a' : 'acct_b', createdAt: at(i + 1) }),
+      );
       const pairs = [events.slice(0, 3), ...events.slice(3).map((event) => [event])];
       const bad = [eventRecord({ createdAt: at(40) }), { ...known, data: { changed: true } }];
       const results = await Promise.allSettled([...pairs, bad].map((batch) => storage.publishEvents(batch)));
       const failed = results.pop()!;
-      assert.ok(failed.status === 'rejected' && isPortalError(failed.reason, 'RECORD_EXISTS'), 'the call with a known id rejects');
+      assert.ok(
+        failed.status === 'rejected' && isPortalError(failed.reason, 'RECORD_EXISTS'),
+        'the call with a known id rejects',
+      );
       assert.is(await db.event(bad[0]!.id), null, 'and stores none of its events');
       results.forEach((result, i) => {
         assert.is(result.status, 'fulfilled', `call ${i} is stored`);
@@ -279,13 +311,22 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       await storage.deleteWebhook('acct_a', doomed.id);
       await storage.redeliver('acct_a', gone!.id, at(0));
       const perAccount = { max: 4, inFlight: {} };
-      const first = await storage.claimDeliveries({ now: at(5), leaseUntil: at(65), limit: 10, owner: 'worker-1', perAccount });
+      const first = await storage.claimDeliveries({
+        now: at(5),
+        leaseUntil: at(65),
+        limit: 10,
+        owner: 'worker-1',
+        perAccount,
+      });
       assert.equal(
         first.map((c) => c.delivery.id),
         [live!.id],
       );
       assert.is((await db.delivery(gone!.id))!.status, 'cancelled');
-      assert.equal(await storage.claimDeliveries({ now: at(6), leaseUntil: at(66), limit: 10, owner: 'worker-1', perAccount }), []);
+      assert.equal(
+        await storage.claimDeliveries({ now: at(6), leaseUntil: at(66), limit: 10, owner: 'worker-1', perAccount }),
+        [],
+      );
     }),
   );
 
@@ -294,7 +335,14 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     withStorage(factory, async (storage) => {
       await storage.insertWebhook(webhookRecord());
       const perAccount = { max: 4, inFlight: {} };
-      const fairClaim = (second: number) => storage.claimDeliveries({ now: at(second), leaseUntil: at(second + 60), limit: 10, owner: 'worker-1', perAccount });
+      const fairClaim = (second: number) =>
+        storage.claimDeliveries({
+          now: at(second),
+          leaseUntil: at(second + 60),
+          limit: 10,
+          owner: 'worker-1',
+          perAccount,
+        });
       const [first] = await storage.publishEvents([eventRecord({ createdAt: at(10) })]);
       assert.equal(
         (await fairClaim(10)).map((c) => c.delivery.id),
@@ -356,13 +404,25 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       const [ofB] = await storage.publishEvents([eventRecord({ accountId: 'acct_b', createdAt: at(10) })]);
       const [ofC] = await storage.publishEvents([eventRecord({ accountId: 'acct_c', createdAt: at(11) })]);
       const perAccount = { max: 2, inFlight: { acct_a: 1, acct_c: 2 } };
-      const first = await storage.claimDeliveries({ now: at(20), leaseUntil: at(80), limit: 4, owner: 'worker-1', perAccount });
+      const first = await storage.claimDeliveries({
+        now: at(20),
+        leaseUntil: at(80),
+        limit: 4,
+        owner: 'worker-1',
+        perAccount,
+      });
       assert.equal(
         first.map((c) => c.delivery.id),
         [ofA[0]!.id, ofB!.id],
         "A has one slot left, B two, C none; the walk goes past A's backlog",
       );
-      const second = await storage.claimDeliveries({ now: at(20), leaseUntil: at(80), limit: 4, owner: 'worker-1', perAccount: { max: 2, inFlight: {} } });
+      const second = await storage.claimDeliveries({
+        now: at(20),
+        leaseUntil: at(80),
+        limit: 4,
+        owner: 'worker-1',
+        perAccount: { max: 2, inFlight: {} },
+      });
       assert.equal(
         second.map((c) => c.delivery.id),
         [ofA[1]!.id, ofA[2]!.id, ofC!.id],
@@ -423,8 +483,16 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
           rounds[0]!.some((c) => c.delivery.id === ofB!.id),
           "B's delivery is in the first claim",
         );
-        assert.is(rounds[0]!.filter((c) => c.delivery.accountId === 'acct_a').length, 2, 'A holds its share, a quarter of 8');
-        assert.is(sent.filter((url) => url.includes('hang')).length, 2, "no more of A's calls start while its two hang");
+        assert.is(
+          rounds[0]!.filter((c) => c.delivery.accountId === 'acct_a').length,
+          2,
+          'A holds its share, a quarter of 8',
+        );
+        assert.is(
+          sent.filter((url) => url.includes('hang')).length,
+          2,
+          "no more of A's calls start while its two hang",
+        );
       } finally {
         release.resolve();
         await worker.stop();
@@ -451,7 +519,8 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       await storage.insertWebhook(webhookRecord());
       const made = await storage.publishEvents(Array.from({ length: 12 }, () => eventRecord({ createdAt: at(5) })));
       const claimed: string[] = [];
-      for (let round = 0; round < 12; round++) claimed.push(...(await claim(storage, 5, 1, `worker-${round}`)).map((c) => c.delivery.id));
+      for (let round = 0; round < 12; round++)
+        claimed.push(...(await claim(storage, 5, 1, `worker-${round}`)).map((c) => c.delivery.id));
       assert.equal(
         claimed,
         made.map((d) => d.id).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)),
@@ -477,15 +546,29 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       await published(storage, 5, 10); // due at 0, 10, 20, 30, 40
       await storage.insertWebhook(webhookRecord({ accountId: 'acct_b', url: 'https://b.example/hook' }));
       await storage.publishEvents([eventRecord({ accountId: 'acct_b', createdAt: at(5) })]);
-      assert.equal(await storage.deliveryQueue!(at(25), 10), { waiting: 4, oldestDueAt: at(0) }, 'due at 0, 5, 10, 20; not 30 and 40');
-      assert.equal(await storage.deliveryQueue!(at(100), 3), { waiting: 3, oldestDueAt: at(0) }, 'counted up to the limit');
+      assert.equal(
+        await storage.deliveryQueue!(at(25), 10),
+        { waiting: 4, oldestDueAt: at(0) },
+        'due at 0, 5, 10, 20; not 30 and 40',
+      );
+      assert.equal(
+        await storage.deliveryQueue!(at(100), 3),
+        { waiting: 3, oldestDueAt: at(0) },
+        'counted up to the limit',
+      );
       // Leased ones are a worker's, not waiting: the two earliest go out, the third earliest waits.
       const [first, second] = await claim(storage, 25, 2);
       assert.equal([first!.delivery.nextAttemptAt, second!.delivery.nextAttemptAt], [at(0), at(5)]);
       assert.equal(await storage.deliveryQueue!(at(26), 10), { waiting: 2, oldestDueAt: at(10) });
       // Delivered: gone from the queue; retried later: waits again only once due.
-      await storage.recordAttempt(first!.delivery.id, 'worker-1', attempt(200, 26), { status: 'succeeded', nextAttemptAt: null });
-      await storage.recordAttempt(second!.delivery.id, 'worker-1', attempt(500, 26), { status: 'pending', nextAttemptAt: at(90) });
+      await storage.recordAttempt(first!.delivery.id, 'worker-1', attempt(200, 26), {
+        status: 'succeeded',
+        nextAttemptAt: null,
+      });
+      await storage.recordAttempt(second!.delivery.id, 'worker-1', attempt(500, 26), {
+        status: 'pending',
+        nextAttemptAt: at(90),
+      });
       assert.equal(await storage.deliveryQueue!(at(27), 10), { waiting: 2, oldestDueAt: at(10) });
       assert.equal(await storage.deliveryQueue!(at(95), 10), { waiting: 5, oldestDueAt: at(10) });
       // A lease that ran out is waiting again.
@@ -563,9 +646,21 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
         again.map((c) => c.delivery.id),
         [delivery!.id],
       );
-      assert.is(await storage.recordAttempt(delivery!.id, 'dead-worker', attempt(200, 70), { status: 'succeeded', nextAttemptAt: null }), false);
+      assert.is(
+        await storage.recordAttempt(delivery!.id, 'dead-worker', attempt(200, 70), {
+          status: 'succeeded',
+          nextAttemptAt: null,
+        }),
+        false,
+      );
       assert.equal((await storage.getDelivery('acct_a', delivery!.id))!.attempts, []);
-      assert.is(await storage.recordAttempt(delivery!.id, 'worker-2', attempt(200, 71), { status: 'succeeded', nextAttemptAt: null }), true);
+      assert.is(
+        await storage.recordAttempt(delivery!.id, 'worker-2', attempt(200, 71), {
+          status: 'succeeded',
+          nextAttemptAt: null,
+        }),
+        true,
+      );
     }),
   );
 
@@ -575,14 +670,23 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       const [delivery] = await published(storage, 1);
       await claim(storage, 0);
       const failed = attempt(null, 1);
-      assert.is(await storage.recordAttempt(delivery!.id, 'worker-1', failed, { status: 'pending', nextAttemptAt: at(6) }), true);
+      assert.is(
+        await storage.recordAttempt(delivery!.id, 'worker-1', failed, { status: 'pending', nextAttemptAt: at(6) }),
+        true,
+      );
       let stored = (await storage.getDelivery('acct_a', delivery!.id))!;
-      assert.equal([stored.status, stored.nextAttemptAt, stored.leaseOwner, stored.leaseUntil, stored.attempts], ['pending', at(6), null, null, [failed]]);
+      assert.equal(
+        [stored.status, stored.nextAttemptAt, stored.leaseOwner, stored.leaseUntil, stored.attempts],
+        ['pending', at(6), null, null, [failed]],
+      );
       assert.equal(await db.delivery(delivery!.id), stored);
       assert.equal(await claim(storage, 5), [], 'not due before its next attempt');
       await claim(storage, 6);
       const succeeded = attempt(204, 7);
-      assert.is(await storage.recordAttempt(delivery!.id, 'worker-1', succeeded, { status: 'succeeded', nextAttemptAt: null }), true);
+      assert.is(
+        await storage.recordAttempt(delivery!.id, 'worker-1', succeeded, { status: 'succeeded', nextAttemptAt: null }),
+        true,
+      );
       stored = (await storage.getDelivery('acct_a', delivery!.id))!;
       assert.equal([stored.status, stored.nextAttemptAt, stored.attempts], ['succeeded', null, [failed, succeeded]]);
       assert.equal(await db.delivery(delivery!.id), stored);
@@ -624,14 +728,21 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       const waiting = mineOf(await storage.publishEvents([eventRecord({ createdAt: at(2) })]), webhook.id);
 
       assert.is(await storage.deleteWebhook('acct_a', webhook.id), true);
-      assert.is((await storage.getDelivery('acct_a', done.id))!.status, 'succeeded', 'a finished delivery stays as it was');
+      assert.is(
+        (await storage.getDelivery('acct_a', done.id))!.status,
+        'succeeded',
+        'a finished delivery stays as it was',
+      );
       for (const id of [inFlight.id, waiting.id]) {
         const cancelled = (await storage.getDelivery('acct_a', id))!;
         assert.equal([cancelled.status, cancelled.nextAttemptAt], ['cancelled', null]);
         assert.equal(await db.delivery(id), cancelled);
       }
       assert.is((await db.delivery(done.id))!.status, 'succeeded');
-      assert.is(await storage.recordAttempt(inFlight.id, 'worker-1', attempt(500), { status: 'pending', nextAttemptAt: at(5) }), false);
+      assert.is(
+        await storage.recordAttempt(inFlight.id, 'worker-1', attempt(500), { status: 'pending', nextAttemptAt: at(5) }),
+        false,
+      );
       const refused = (await storage.getDelivery('acct_a', inFlight.id))!;
       assert.equal([refused.status, refused.attempts], ['cancelled', []]);
       assert.equal(await db.delivery(inFlight.id), refused);
@@ -659,7 +770,10 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     withStorage(factory, async (storage, { db }) => {
       const [delivery] = await published(storage, 1);
       await claim(storage, 0);
-      await storage.recordAttempt(delivery!.id, 'worker-1', attempt(500, 1), { status: 'pending', nextAttemptAt: null });
+      await storage.recordAttempt(delivery!.id, 'worker-1', attempt(500, 1), {
+        status: 'pending',
+        nextAttemptAt: null,
+      });
       assert.is(await storage.deleteWebhook('acct_a', delivery!.webhookId), true);
       const stored = (await storage.getDelivery('acct_a', delivery!.id))!;
       assert.equal([stored.status, stored.nextAttemptAt, stored.attempts.length], ['cancelled', null, 1]);
@@ -676,7 +790,10 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       await storage.recordAttempt(delivery!.id, 'worker-1', gone, { status: 'failed', nextAttemptAt: null });
       const again = await storage.redeliver('acct_a', delivery!.id, at(500));
       assert.ok(again);
-      assert.equal([again!.status, again!.nextAttemptAt, again!.attempts, again!.leaseOwner, again!.leaseUntil], ['pending', at(500), [gone], null, null]);
+      assert.equal(
+        [again!.status, again!.nextAttemptAt, again!.attempts, again!.leaseOwner, again!.leaseUntil],
+        ['pending', at(500), [gone], null, null],
+      );
       assert.equal(await storage.getDelivery('acct_a', delivery!.id), again);
       assert.equal(await db.delivery(delivery!.id), again);
       assert.equal(await claim(storage, 499), []);
@@ -695,7 +812,13 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       const [delivery] = await published(storage, 1);
       await claim(storage, 0, 10, 'worker-1');
       await storage.redeliver('acct_a', delivery!.id, at(61));
-      assert.is(await storage.recordAttempt(delivery!.id, 'worker-1', attempt(200), { status: 'succeeded', nextAttemptAt: null }), false);
+      assert.is(
+        await storage.recordAttempt(delivery!.id, 'worker-1', attempt(200), {
+          status: 'succeeded',
+          nextAttemptAt: null,
+        }),
+        false,
+      );
       assert.equal(
         (await claim(storage, 61, 10, 'worker-2')).map((c) => c.delivery.id),
         [delivery!.id],
@@ -711,7 +834,11 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       const leased = await db.delivery(delivery!.id);
       for (const second of [1, 30, 60]) {
         const queued = (await storage.redeliver('acct_a', delivery!.id, at(second)))!;
-        assert.equal(queued, { ...leased!, redeliverQueued: true }, `at ${second} s: queued, the lease and the rest as they were`);
+        assert.equal(
+          queued,
+          { ...leased!, redeliverQueued: true },
+          `at ${second} s: queued, the lease and the rest as they were`,
+        );
       }
       assert.equal(await db.delivery(delivery!.id), { ...leased!, redeliverQueued: true });
       assert.equal(await claim(storage, 30, 10, 'worker-2'), [], 'no second call at once: nobody else may claim it');
@@ -723,7 +850,14 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       );
       const after = (await db.delivery(delivery!.id))!;
       assert.equal(
-        [after.status, after.nextAttemptAt, after.redeliverQueued, after.attempts, after.attemptCount, after.leaseOwner],
+        [
+          after.status,
+          after.nextAttemptAt,
+          after.redeliverQueued,
+          after.attempts,
+          after.attemptCount,
+          after.leaseOwner,
+        ],
         ['pending', at(6), false, [made], 1, null],
         'pending, due as the call ended (2 s + 4 s), the attempt kept',
       );
@@ -732,7 +866,13 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
         [delivery!.id],
         'the one more call',
       );
-      assert.is(await storage.recordAttempt(delivery!.id, 'worker-2', attempt(200, 6), { status: 'succeeded', nextAttemptAt: null }), true);
+      assert.is(
+        await storage.recordAttempt(delivery!.id, 'worker-2', attempt(200, 6), {
+          status: 'succeeded',
+          nextAttemptAt: null,
+        }),
+        true,
+      );
       assert.equal((await db.delivery(delivery!.id))!.status, 'succeeded', 'and no third');
       assert.is(await storage.redeliver('acct_b', delivery!.id, at(7)), null, 'another account still sees nothing');
     }),
@@ -747,11 +887,20 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       const [taken] = await claim(storage, 11, 10, 'worker-2', 10);
       assert.equal([taken!.delivery.id, taken!.delivery.redeliverQueued], [delivery!.id, false]);
       assert.is(
-        await storage.recordAttempt(delivery!.id, 'worker-1', attempt(200, 1), { status: 'succeeded', nextAttemptAt: null }),
+        await storage.recordAttempt(delivery!.id, 'worker-1', attempt(200, 1), {
+          status: 'succeeded',
+          nextAttemptAt: null,
+        }),
         false,
         'the lost lease cannot record',
       );
-      assert.is(await storage.recordAttempt(delivery!.id, 'worker-2', attempt(200, 12), { status: 'succeeded', nextAttemptAt: null }), true);
+      assert.is(
+        await storage.recordAttempt(delivery!.id, 'worker-2', attempt(200, 12), {
+          status: 'succeeded',
+          nextAttemptAt: null,
+        }),
+        true,
+      );
       assert.equal((await db.delivery(delivery!.id))!.status, 'succeeded');
     }),
   );
@@ -763,8 +912,23 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       await claim(storage, 0, 10, 'worker-1', 60);
       for (const one of [first, second]) await storage.redeliver('acct_a', one!.id, at(1));
       const health = { disableAfterFailures: 100, disableAfterMs: 1e9 };
-      assert.is(await storage.recordAttempt(first!.id, 'worker-1', attempt(500, 3), { status: 'failed', nextAttemptAt: null }, health), 'due-again');
-      assert.is(await storage.recordAttempt(second!.id, 'worker-1', attempt(500, 3), { status: 'pending', nextAttemptAt: at(600) }), 'due-again');
+      assert.is(
+        await storage.recordAttempt(
+          first!.id,
+          'worker-1',
+          attempt(500, 3),
+          { status: 'failed', nextAttemptAt: null },
+          health,
+        ),
+        'due-again',
+      );
+      assert.is(
+        await storage.recordAttempt(second!.id, 'worker-1', attempt(500, 3), {
+          status: 'pending',
+          nextAttemptAt: at(600),
+        }),
+        'due-again',
+      );
       for (const one of [first, second]) {
         const after = (await db.delivery(one!.id))!;
         assert.equal([after.status, after.nextAttemptAt, after.redeliverQueued], ['pending', at(3), false]);
@@ -812,7 +976,10 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
         worker.poke();
         await until(async () => calls[slow.url] === 1);
         for (let n = 0; n < 10; n++) {
-          assert.ok((await storage.redeliver('acct_a', delivery!.id, at(10)))!.redeliverQueued, `redeliver ${n + 1} is queued`);
+          assert.ok(
+            (await storage.redeliver('acct_a', delivery!.id, at(10)))!.redeliverQueued,
+            `redeliver ${n + 1} is queued`,
+          );
           worker.poke(); // as portal.webhooks.redeliver does
         }
         const [ofB] = await storage.publishEvents([eventRecord({ accountId: 'acct_b', createdAt: at(10) })]);
@@ -855,11 +1022,15 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       }
       assert.is((await claim(storage, 200, 12)).length, 12);
       const outcome = (i: number) =>
-        i % 2 === 0 ? { status: 'succeeded' as const, nextAttemptAt: null } : { status: 'pending' as const, nextAttemptAt: at(300 + i) };
+        i % 2 === 0
+          ? { status: 'succeeded' as const, nextAttemptAt: null }
+          : { status: 'pending' as const, nextAttemptAt: at(300 + i) };
       const calls = [
         storage.recordAttempt('whd_unknown', 'worker-1', attempt(200, 201), outcome(0)),
         storage.recordAttempt(deliveries[0]!.id, 'worker-2', attempt(200, 201), outcome(0)),
-        ...deliveries.map((one, i) => storage.recordAttempt(one.id, 'worker-1', { ...attempt(200, 201), durationMs: 100 + i }, outcome(i))),
+        ...deliveries.map((one, i) =>
+          storage.recordAttempt(one.id, 'worker-1', { ...attempt(200, 201), durationMs: 100 + i }, outcome(i)),
+        ),
         storage.recordAttempt(deliveries[3]!.id, 'worker-1', { ...attempt(200, 202), durationMs: 999 }, outcome(3)),
       ];
       const answers = await Promise.all(calls);
@@ -875,10 +1046,17 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       );
       for (const [i, one] of deliveries.entries()) {
         const stored = (await db.delivery(one.id))!;
-        assert.equal([stored.status, stored.nextAttemptAt, stored.leaseOwner], [outcome(i).status, outcome(i).nextAttemptAt, null]);
+        assert.equal(
+          [stored.status, stored.nextAttemptAt, stored.leaseOwner],
+          [outcome(i).status, outcome(i).nextAttemptAt, null],
+        );
         assert.is(stored.attemptCount, 51);
         assert.is(stored.attempts.length, 50);
-        assert.is(stored.attempts.at(-1)!.durationMs, i === 3 && answers[14] === true ? 999 : 100 + i, 'its own attempt, last');
+        assert.is(
+          stored.attempts.at(-1)!.durationMs,
+          i === 3 && answers[14] === true ? 999 : 100 + i,
+          'its own attempt, last',
+        );
       }
       const kept = (await db.delivery(full.id))!.attempts.map((one) => one.durationMs);
       assert.equal(kept, [...Array.from({ length: 49 }, (_, i) => i + 2), 111], 'the oldest dropped, in order');
@@ -893,7 +1071,12 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       for (let n = 1; n <= total; n++) {
         assert.is((await claim(storage, n * 2, 10, 'worker-1', 1)).length, 1);
         const made = { ...attempt(500, n * 2), durationMs: n };
-        assert.ok(await storage.recordAttempt(delivery!.id, 'worker-1', made, { status: 'pending', nextAttemptAt: at(n * 2 + 2) }));
+        assert.ok(
+          await storage.recordAttempt(delivery!.id, 'worker-1', made, {
+            status: 'pending',
+            nextAttemptAt: at(n * 2 + 2),
+          }),
+        );
       }
       const stored = (await db.delivery(delivery!.id))!;
       assert.is(stored.attemptCount, total);
@@ -931,7 +1114,8 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       const webhook = webhookRecord();
       await storage.insertWebhook(webhook);
       const made: DeliveryRecord[] = [];
-      for (let i = 0; i < 12; i++) made.push(...(await storage.publishEvents([eventRecord({ createdAt: at(Math.floor(i / 3)) })])));
+      for (let i = 0; i < 12; i++)
+        made.push(...(await storage.publishEvents([eventRecord({ createdAt: at(Math.floor(i / 3)) })])));
       const expected = made.map((delivery) => delivery.id).reverse();
       const pages: string[][] = [];
       let page = await storage.listDeliveries('acct_a', webhook.id, { limit: 5 });
@@ -966,8 +1150,11 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       const webhook = webhookRecord();
       await storage.insertWebhook(webhook);
       const made: DeliveryRecord[] = [];
-      for (let i = 0; i < 10; i++) made.push(...(await storage.publishEvents([eventRecord({ createdAt: at(i * 10) })])));
-      const test = await storage.publishEvents([eventRecord({ type: 'webhook.test', createdAt: at(45) })], { webhookId: webhook.id });
+      for (let i = 0; i < 10; i++)
+        made.push(...(await storage.publishEvents([eventRecord({ createdAt: at(i * 10) })])));
+      const test = await storage.publishEvents([eventRecord({ type: 'webhook.test', createdAt: at(45) })], {
+        webhookId: webhook.id,
+      });
       // Every other one succeeds.
       const claimed = await claim(storage, 1000, 20);
       for (const [index, { delivery }] of claimed.entries()) {
@@ -977,15 +1164,25 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
         });
       }
       const ids = async (query: Omit<Parameters<Storage['listDeliveries']>[2], 'limit'>, limit = 50) =>
-        (await storage.listDeliveries('acct_a', webhook.id, { limit, ...query })).deliveries.map((delivery) => delivery.id);
-      const statusOf = new Map(claimed.map(({ delivery }, index) => [delivery.id, index % 2 === 0 ? 'succeeded' : 'failed']));
-      const all = [...made, ...test].sort((a, b) => (a.createdAt < b.createdAt ? 1 : -1)).map((delivery) => delivery.id);
+        (await storage.listDeliveries('acct_a', webhook.id, { limit, ...query })).deliveries.map(
+          (delivery) => delivery.id,
+        );
+      const statusOf = new Map(
+        claimed.map(({ delivery }, index) => [delivery.id, index % 2 === 0 ? 'succeeded' : 'failed']),
+      );
+      const all = [...made, ...test]
+        .sort((a, b) => (a.createdAt < b.createdAt ? 1 : -1))
+        .map((delivery) => delivery.id);
       assert.equal(
         await ids({ status: 'succeeded' }),
         all.filter((id) => statusOf.get(id) === 'succeeded'),
       );
       assert.equal(await ids({ eventType: 'webhook.test' }), [test[0]!.id]);
-      assert.equal(await ids({ eventType: 'customer-created', since: at(30), until: at(60) }), [made[5]!.id, made[4]!.id, made[3]!.id]);
+      assert.equal(await ids({ eventType: 'customer-created', since: at(30), until: at(60) }), [
+        made[5]!.id,
+        made[4]!.id,
+        made[3]!.id,
+      ]);
       assert.equal(await ids({ since: at(90) }), [made[9]!.id], 'since: at or after');
       assert.equal(await ids({ until: at(10) }), [made[0]!.id], 'until: before');
       assert.equal(await ids({ status: 'pending' }), []);
@@ -996,7 +1193,11 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
         firstPage.deliveries.map((delivery) => delivery.id),
         failed.slice(0, 2),
       );
-      const rest = await storage.listDeliveries('acct_a', webhook.id, { limit: 50, status: 'failed', after: firstPage.next! });
+      const rest = await storage.listDeliveries('acct_a', webhook.id, {
+        limit: 50,
+        status: 'failed',
+        after: firstPage.next!,
+      });
       assert.equal(
         rest.deliveries.map((delivery) => delivery.id),
         failed.slice(2),
@@ -1015,12 +1216,21 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       for (const webhook of [first, second]) await storage.insertWebhook(webhook);
       const events = Array.from({ length: 5 }, (_, i) => eventRecord({ createdAt: at(i) }));
       const made = await storage.publishEvents(events);
-      const of = (webhook: WebhookRecord, event: EventRecord) => made.find((d) => d.webhookId === webhook.id && d.eventId === event.id)!.id;
-      const ids = async (webhook: WebhookRecord, query: Omit<Parameters<Storage['listDeliveries']>[2], 'limit'>, accountId = 'acct_a') =>
-        (await storage.listDeliveries(accountId, webhook.id, { limit: 50, ...query })).deliveries.map((delivery) => delivery.id);
+      const of = (webhook: WebhookRecord, event: EventRecord) =>
+        made.find((d) => d.webhookId === webhook.id && d.eventId === event.id)!.id;
+      const ids = async (
+        webhook: WebhookRecord,
+        query: Omit<Parameters<Storage['listDeliveries']>[2], 'limit'>,
+        accountId = 'acct_a',
+      ) =>
+        (await storage.listDeliveries(accountId, webhook.id, { limit: 50, ...query })).deliveries.map(
+          (delivery) => delivery.id,
+        );
       assert.equal(await ids(first, { eventId: events[2]!.id }), [of(first, events[2]!)]);
       assert.equal(await ids(second, { eventId: events[2]!.id }), [of(second, events[2]!)]);
-      assert.equal(await ids(first, { eventId: events[2]!.id, status: 'pending', since: at(2), until: at(3) }), [of(first, events[2]!)]);
+      assert.equal(await ids(first, { eventId: events[2]!.id, status: 'pending', since: at(2), until: at(3) }), [
+        of(first, events[2]!),
+      ]);
       assert.equal(await ids(first, { eventId: events[2]!.id, status: 'succeeded' }), []);
       assert.equal(await ids(first, { eventId: events[2]!.id, since: at(3) }), []);
       assert.equal(await ids(first, { eventId: 'evt_none' }), []);
@@ -1040,7 +1250,10 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       claimed!.delivery.attempts.push(attempt(500));
       const stored = (await storage.getDelivery('acct_a', delivery!.id))!;
       assert.equal([stored.status, stored.attempts], ['pending', []]);
-      assert.is(((await db.event(delivery!.eventId))!.data as { customer: { name: string } }).customer.name, 'Ada Lovelace');
+      assert.is(
+        ((await db.event(delivery!.eventId))!.data as { customer: { name: string } }).customer.name,
+        'Ada Lovelace',
+      );
     }),
   );
 
@@ -1054,7 +1267,12 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       const seen = new Set<string>();
       let last = '';
       for (let round = 0; round < 100; round++) {
-        const claimed = await storage.claimDeliveries({ now: at(100), leaseUntil: at(160), limit: 64, owner: 'worker-1' });
+        const claimed = await storage.claimDeliveries({
+          now: at(100),
+          leaseUntil: at(160),
+          limit: 64,
+          owner: 'worker-1',
+        });
         if (claimed.length === 0) break;
         for (const { delivery } of claimed) {
           assert.ok(!seen.has(delivery.id), 'claimed once');
@@ -1070,8 +1288,18 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
         }
       }
       assert.is(seen.size, 1100);
-      assert.equal(await storage.claimDeliveries({ now: at(999), leaseUntil: at(1060), limit: 1000, owner: 'worker-2' }).then((c) => c.length), 0);
-      const retried = await storage.claimDeliveries({ now: at(1006), leaseUntil: at(1066), limit: 1000, owner: 'worker-2' });
+      assert.equal(
+        await storage
+          .claimDeliveries({ now: at(999), leaseUntil: at(1060), limit: 1000, owner: 'worker-2' })
+          .then((c) => c.length),
+        0,
+      );
+      const retried = await storage.claimDeliveries({
+        now: at(1006),
+        leaseUntil: at(1066),
+        limit: 1000,
+        owner: 'worker-2',
+      });
       assert.is(retried.length, 110);
       const dues = retried.map((c) => c.delivery.nextAttemptAt!);
       assert.equal(dues, [...dues].sort(), 'retries are claimed earliest due first');
@@ -1100,13 +1328,24 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       const reopened = await swap();
       assert.equal(await db.event(event.id), event);
       const stored = (await reopened.getDelivery('acct_a', mine.id))!;
-      assert.equal([stored.status, stored.nextAttemptAt, stored.attempts, stored.leaseOwner], ['pending', at(300), [failed], null]);
+      assert.equal(
+        [stored.status, stored.nextAttemptAt, stored.attempts, stored.leaseOwner],
+        ['pending', at(300), [failed], null],
+      );
       assert.equal(await db.delivery(mine.id), stored);
       assert.is((await db.delivery(cancelled.id))!.status, 'cancelled');
       assert.is((await reopened.getDelivery('acct_a', cancelled.id))!.status, 'cancelled');
       assert.equal([(await reopened.getDelivery('acct_a', late!.id))!.leaseOwner], ['worker-2'], 'a lease is kept');
-      assert.equal(await reopened.claimDeliveries({ now: at(10), leaseUntil: at(70), limit: 10, owner: 'worker-3' }), []);
-      const expired = await reopened.claimDeliveries({ now: at(63), leaseUntil: at(123), limit: 10, owner: 'worker-3' });
+      assert.equal(
+        await reopened.claimDeliveries({ now: at(10), leaseUntil: at(70), limit: 10, owner: 'worker-3' }),
+        [],
+      );
+      const expired = await reopened.claimDeliveries({
+        now: at(63),
+        leaseUntil: at(123),
+        limit: 10,
+        owner: 'worker-3',
+      });
       assert.equal(
         expired.map((c) => c.delivery.id),
         [late!.id],

@@ -13,7 +13,8 @@ async function minutely(storage: Storage, count: number) {
   const webhook = webhookRecord();
   await storage.insertWebhook(webhook);
   const deliveries: DeliveryRecord[] = [];
-  for (let i = 0; i < count; i++) deliveries.push(...(await storage.publishEvents([eventRecord({ createdAt: at(i * 60) })])));
+  for (let i = 0; i < count; i++)
+    deliveries.push(...(await storage.publishEvents([eventRecord({ createdAt: at(i * 60) })])));
   return { webhook, deliveries };
 }
 
@@ -23,10 +24,16 @@ async function finish(storage: Storage, deliveries: DeliveryRecord[], status: 's
   const wanted = new Set(deliveries.map((delivery) => delivery.id));
   for (const { delivery } of claimed) {
     if (wanted.has(delivery.id)) {
-      await storage.recordAttempt(delivery.id, 'w', attempt(status === 'succeeded' ? 200 : 500, now), { status, nextAttemptAt: null });
+      await storage.recordAttempt(delivery.id, 'w', attempt(status === 'succeeded' ? 200 : 500, now), {
+        status,
+        nextAttemptAt: null,
+      });
     } else {
       // Not meant to finish: made due again later, still pending.
-      await storage.recordAttempt(delivery.id, 'w', attempt(503, now), { status: 'pending', nextAttemptAt: at(now + 3600) });
+      await storage.recordAttempt(delivery.id, 'w', attempt(503, now), {
+        status: 'pending',
+        nextAttemptAt: at(now + 3600),
+      });
     }
   }
 }
@@ -47,8 +54,15 @@ export function retentionStorageTests(test: Test, factory: StorageFactory): void
       );
       assert.is(await db.delivery(deliveries[1]!.id), null, 'gone from the store itself');
       assert.is(await storage.getDelivery('acct_a', deliveries[4]!.id), null);
-      assert.equal(await storage.removeExpired({ deliveries: at(8 * 60), events: null }, 4), { deliveries: 3, events: 0 }, 'the rest before the time');
-      assert.equal(await storage.removeExpired({ deliveries: at(8 * 60), events: null }, 4), { deliveries: 0, events: 0 });
+      assert.equal(
+        await storage.removeExpired({ deliveries: at(8 * 60), events: null }, 4),
+        { deliveries: 3, events: 0 },
+        'the rest before the time',
+      );
+      assert.equal(await storage.removeExpired({ deliveries: at(8 * 60), events: null }, 4), {
+        deliveries: 0,
+        events: 0,
+      });
       assert.is((await storage.getDelivery('acct_a', deliveries[0]!.id))!.status, 'pending', 'pending: kept');
       assert.ok(await db.event(deliveries[0]!.eventId), 'and so is its event');
     }),
@@ -62,17 +76,26 @@ export function retentionStorageTests(test: Test, factory: StorageFactory): void
       assert.equal(await storage.publishEvents([lonely]), [], 'no webhook of its type');
       await finish(storage, deliveries.slice(0, 3), 'failed');
       // Events past their time, deliveries kept longer: only the lonely event goes.
-      assert.equal(await storage.removeExpired({ deliveries: null, events: at(10_000) }, 100), { deliveries: 0, events: 1 });
+      assert.equal(await storage.removeExpired({ deliveries: null, events: at(10_000) }, 100), {
+        deliveries: 0,
+        events: 1,
+      });
       assert.is(await db.event(lonely.id), null);
       for (const delivery of deliveries) assert.ok(await db.event(delivery.eventId), 'a delivery names it');
       // Both past their time: the finished deliveries, then their events; the pending one and its event stay.
-      assert.equal(await storage.removeExpired({ deliveries: at(10_000), events: at(10_000) }, 100), { deliveries: 3, events: 3 });
+      assert.equal(await storage.removeExpired({ deliveries: at(10_000), events: at(10_000) }, 100), {
+        deliveries: 3,
+        events: 3,
+      });
       assert.ok(await db.event(deliveries[3]!.eventId));
       assert.ok(await storage.getDelivery('acct_a', deliveries[3]!.id));
       // A delivery made pending again by a redeliver is not finished any more.
       await finish(storage, [deliveries[3]!], 'succeeded', 200_000);
       await storage.redeliver('acct_a', deliveries[3]!.id, at(200_100));
-      assert.equal(await storage.removeExpired({ deliveries: at(10_000), events: at(10_000) }, 100), { deliveries: 0, events: 0 });
+      assert.equal(await storage.removeExpired({ deliveries: at(10_000), events: at(10_000) }, 100), {
+        deliveries: 0,
+        events: 0,
+      });
     }),
   );
 
@@ -81,12 +104,17 @@ export function retentionStorageTests(test: Test, factory: StorageFactory): void
     withStorage(factory, async (storage) => {
       const { deliveries } = await minutely(storage, 30);
       await finish(storage, deliveries, 'succeeded');
-      const passes = await Promise.all([0, 1, 2].map(() => storage.removeExpired({ deliveries: at(100_000), events: at(100_000) }, 7)));
+      const passes = await Promise.all(
+        [0, 1, 2].map(() => storage.removeExpired({ deliveries: at(100_000), events: at(100_000) }, 7)),
+      );
       const more = await storage.removeExpired({ deliveries: at(100_000), events: at(100_000) }, 100);
-      const total = [...passes, more].reduce((sum, pass) => ({ deliveries: sum.deliveries + pass.deliveries, events: sum.events + pass.events }), {
-        deliveries: 0,
-        events: 0,
-      });
+      const total = [...passes, more].reduce(
+        (sum, pass) => ({ deliveries: sum.deliveries + pass.deliveries, events: sum.events + pass.events }),
+        {
+          deliveries: 0,
+          events: 0,
+        },
+      );
       assert.equal(total, { deliveries: 30, events: 30 });
     }),
   );
@@ -122,7 +150,10 @@ export function retentionStorageTests(test: Test, factory: StorageFactory): void
         (await everyDelivery(reopened, 'acct_a', webhook.id)).map((delivery) => delivery.id),
         [deliveries[4]!.id, deliveries[3]!.id],
       );
-      assert.equal(await reopened.removeExpired({ deliveries: at(100_000), events: at(100_000) }, 100), { deliveries: 0, events: 0 });
+      assert.equal(await reopened.removeExpired({ deliveries: at(100_000), events: at(100_000) }, 100), {
+        deliveries: 0,
+        events: 0,
+      });
     }),
   );
 }

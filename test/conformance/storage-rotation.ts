@@ -24,7 +24,10 @@ function nodeVerdicts(publicKeys: string[], call: WebhookCall): boolean[] {
     .filter((one) => one.startsWith('v1a,'))
     .map((one) => Buffer.from(one.slice(4), 'base64'));
   return publicKeys.map((whpk) => {
-    const key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(whpk.slice(5), 'base64').toString('base64url') }, format: 'jwk' });
+    const key = createPublicKey({
+      key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(whpk.slice(5), 'base64').toString('base64url') },
+      format: 'jwk',
+    });
     return signatures.some((signature) => cryptoVerify(null, message, key, signature));
   });
 }
@@ -50,7 +53,9 @@ export function rotationStorageTests(test: Test, factory: StorageFactory): void 
     withStorage(factory, async (storage, { db }) => {
       const time = manualClock();
       const calls: WebhookCall[] = [];
-      const transport: WebhookTransport = { send: async (call) => (calls.push(call), { statusCode: 200, headers: {}, error: null }) };
+      const transport: WebhookTransport = {
+        send: async (call) => (calls.push(call), { statusCode: 200, headers: {}, error: null }),
+      };
       const worker = createWebhookWorker({
         storage,
         transport,
@@ -88,7 +93,10 @@ export function rotationStorageTests(test: Test, factory: StorageFactory): void 
         assert.match(during.headers['webhook-signature']!, /^v1,[A-Za-z0-9+/]{43}= v1,[A-Za-z0-9+/]{43}=$/);
         assert.is(during.headers['X-Webhook-Signature'], during.headers['webhook-signature']);
         assert.equal([verdict(oldSecret, during), verdict(newSecret, during)], ['ok', 'ok']);
-        assert.ok(verifyWebhook([oldSecret], during.headers, during.body, { now: time.now }), 'verifyWebhook with the old secret alone');
+        assert.ok(
+          verifyWebhook([oldSecret], during.headers, during.body, { now: time.now }),
+          'verifyWebhook with the old secret alone',
+        );
         assert.ok(verifyWebhook(newSecret, during.headers, during.body, { now: time.now }), 'and with the new one');
 
         // A second within the grace is still signed with both; at its end, with the new secret alone.
@@ -102,8 +110,14 @@ export function rotationStorageTests(test: Test, factory: StorageFactory): void 
         const after = calls.at(-1)!;
         assert.match(after.headers['webhook-signature']!, /^v1,[A-Za-z0-9+/]{43}=$/);
         assert.equal([verdict(oldSecret, after), verdict(newSecret, after)], ['No matching signature found', 'ok']);
-        assert.ok(verifyWebhook([oldSecret, newSecret], after.headers, after.body, { now: time.now }), 'a receiver holding both still verifies');
-        assert.throws(() => verifyWebhook(oldSecret, after.headers, after.body, { now: time.now }), /No webhook-signature matches/);
+        assert.ok(
+          verifyWebhook([oldSecret, newSecret], after.headers, after.body, { now: time.now }),
+          'a receiver holding both still verifies',
+        );
+        assert.throws(
+          () => verifyWebhook(oldSecret, after.headers, after.body, { now: time.now }),
+          /No webhook-signature matches/,
+        );
         assert.is(calls.length, 3);
       } finally {
         await worker.stop();
@@ -116,7 +130,9 @@ export function rotationStorageTests(test: Test, factory: StorageFactory): void 
     withStorage(factory, async (storage, { db }) => {
       const time = manualClock();
       const calls: WebhookCall[] = [];
-      const transport: WebhookTransport = { send: async (call) => (calls.push(call), { statusCode: 200, headers: {}, error: null }) };
+      const transport: WebhookTransport = {
+        send: async (call) => (calls.push(call), { statusCode: 200, headers: {}, error: null }),
+      };
       const worker = createWebhookWorker({
         storage,
         transport,
@@ -134,8 +150,16 @@ export function rotationStorageTests(test: Test, factory: StorageFactory): void 
         signer: createLinkSigner(['a-signing-key-of-the-rotation-tests-0123']),
       });
       try {
-        const created = await webhooks.create('acct_a', { type: 'customer-created', url: 'https://receiver.example/ed', signatureScheme: 'ed25519' });
-        assert.equal(Object.keys(created), ['id', 'type', 'url', 'createdAt', 'signatureScheme', 'publicKey'], 'no secret in the API shape');
+        const created = await webhooks.create('acct_a', {
+          type: 'customer-created',
+          url: 'https://receiver.example/ed',
+          signatureScheme: 'ed25519',
+        });
+        assert.equal(
+          Object.keys(created),
+          ['id', 'type', 'url', 'createdAt', 'signatureScheme', 'publicKey'],
+          'no secret in the API shape',
+        );
         assert.match(created.publicKey!, /^whpk_[A-Za-z0-9+/]{43}=$/);
         const stored = (await db.webhook(created.id))!;
         assert.match(stored.secret, /^whsk_[A-Za-z0-9+/]{43}=$/, 'the private key is stored as a secret is');
@@ -146,7 +170,10 @@ export function rotationStorageTests(test: Test, factory: StorageFactory): void 
         const first = calls.at(-1)!;
         assert.match(first.headers['webhook-signature']!, /^v1a,[A-Za-z0-9+/]{86}==$/);
         assert.equal(nodeVerdicts([created.publicKey!], first), [true], 'verified by node:crypto alone');
-        assert.ok(verifyWebhook(created.publicKey!, first.headers, first.body, { now: time.now }), 'and by verifyWebhook with the whpk_ key');
+        assert.ok(
+          verifyWebhook(created.publicKey!, first.headers, first.body, { now: time.now }),
+          'and by verifyWebhook with the whpk_ key',
+        );
 
         const rotated = (await webhooks.rotateSecret('acct_a', created.id, { graceMs: 60_000 }))!;
         assert.is.not(rotated.publicKey, created.publicKey);
@@ -154,9 +181,16 @@ export function rotationStorageTests(test: Test, factory: StorageFactory): void 
         await storage.publishEvents([eventRecord({ createdAt: atom(time.now) })]);
         await worker.tick();
         const during = calls.at(-1)!;
-        assert.match(during.headers['webhook-signature']!, /^v1a,\S{88} v1a,\S{88}$/, "two v1a signatures, the new key's first");
+        assert.match(
+          during.headers['webhook-signature']!,
+          /^v1a,\S{88} v1a,\S{88}$/,
+          "two v1a signatures, the new key's first",
+        );
         assert.equal(nodeVerdicts([rotated.publicKey!, created.publicKey!], during), [true, true]);
-        assert.ok(verifyWebhook([created.publicKey!], during.headers, during.body, { now: time.now }), 'the old key alone still verifies');
+        assert.ok(
+          verifyWebhook([created.publicKey!], during.headers, during.body, { now: time.now }),
+          'the old key alone still verifies',
+        );
         const keys = (await webhooks.publicKeys('acct_a', created.id, 'https://portal.example/v1'))!.keys;
         assert.equal(
           keys.map((key) => [key.kid, key.status]),
@@ -170,9 +204,20 @@ export function rotationStorageTests(test: Test, factory: StorageFactory): void 
         await storage.publishEvents([eventRecord({ createdAt: atom(time.now) })]);
         await worker.tick();
         const after = calls.at(-1)!;
-        assert.equal(nodeVerdicts([rotated.publicKey!, created.publicKey!], after), [true, false], 'the new key alone after the grace');
-        assert.throws(() => verifyWebhook(created.publicKey!, after.headers, after.body, { now: time.now }), /No webhook-signature matches/);
-        assert.throws(() => verifyWebhook(stored.secret, after.headers, after.body, { now: time.now }), /secret/, 'a private key is no verifying key');
+        assert.equal(
+          nodeVerdicts([rotated.publicKey!, created.publicKey!], after),
+          [true, false],
+          'the new key alone after the grace',
+        );
+        assert.throws(
+          () => verifyWebhook(created.publicKey!, after.headers, after.body, { now: time.now }),
+          /No webhook-signature matches/,
+        );
+        assert.throws(
+          () => verifyWebhook(stored.secret, after.headers, after.body, { now: time.now }),
+          /secret/,
+          'a private key is no verifying key',
+        );
       } finally {
         await worker.stop();
       }
@@ -193,7 +238,11 @@ export function rotationStorageTests(test: Test, factory: StorageFactory): void 
       await storage.insertWebhook(webhook);
       const rotated = (await webhooks.rotateSecret('acct_a', webhook.id, { graceMs: 0 }))!;
       assert.equal(await db.webhook(webhook.id), { ...webhook, secret: rotated.secret });
-      assert.equal(Object.keys(rotated), ['id', 'type', 'url', 'secret', 'createdAt'], 'the API shape: no previous secret');
+      assert.equal(
+        Object.keys(rotated),
+        ['id', 'type', 'url', 'secret', 'createdAt'],
+        'the API shape: no previous secret',
+      );
       assert.is(await webhooks.rotateSecret('acct_b', webhook.id), null);
       assert.is(await webhooks.rotateSecret('acct_a', 'wbh_missing'), null);
       assert.equal((await db.webhook(webhook.id))!.secret, rotated.secret, 'unchanged by the refused rotations');

@@ -50,7 +50,9 @@ export function webhookStorageTests(test: Test, factory: StorageFactory): void {
       for (let i = 0; i < 3; i++) await storage.insertWebhook(webhookRecord(), { maxPerAccount: 3 });
       const refused = webhookRecord();
       let code: unknown;
-      await storage.insertWebhook(refused, { maxPerAccount: 3 }).catch((error) => (code = isPortalError(error, 'WEBHOOKS_LIMIT') && error.status));
+      await storage
+        .insertWebhook(refused, { maxPerAccount: 3 })
+        .catch((error) => (code = isPortalError(error, 'WEBHOOKS_LIMIT') && error.status));
       assert.is(code, 409);
       assert.is(await db.webhook(refused.id), null);
       assert.is((await storage.listWebhooks('acct_a')).length, 3);
@@ -64,10 +66,13 @@ export function webhookStorageTests(test: Test, factory: StorageFactory): void {
   test(
     'webhooks: concurrent inserts never pass maxPerAccount together',
     withStorage(factory, async (storage) => {
-      const results = await Promise.allSettled(Array.from({ length: 12 }, () => storage.insertWebhook(webhookRecord(), { maxPerAccount: 5 })));
+      const results = await Promise.allSettled(
+        Array.from({ length: 12 }, () => storage.insertWebhook(webhookRecord(), { maxPerAccount: 5 })),
+      );
       assert.is(results.filter((result) => result.status === 'fulfilled').length, 5);
       for (const result of results) {
-        if (result.status === 'rejected') assert.ok(isPortalError(result.reason, 'WEBHOOKS_LIMIT'), String(result.reason));
+        if (result.status === 'rejected')
+          assert.ok(isPortalError(result.reason, 'WEBHOOKS_LIMIT'), String(result.reason));
       }
       assert.is((await storage.listWebhooks('acct_a')).length, 5);
     }),
@@ -79,7 +84,9 @@ export function webhookStorageTests(test: Test, factory: StorageFactory): void {
       const record = webhookRecord();
       await storage.insertWebhook(record);
       let rejected = false;
-      await storage.insertWebhook({ ...record, url: 'https://second.example/' }).catch((error) => (rejected = isPortalError(error, 'RECORD_EXISTS')));
+      await storage
+        .insertWebhook({ ...record, url: 'https://second.example/' })
+        .catch((error) => (rejected = isPortalError(error, 'RECORD_EXISTS')));
       assert.ok(rejected);
       assert.is((await storage.getWebhook('acct_a', record.id))!.url, record.url);
       assert.equal(await db.webhook(record.id), record);
@@ -151,7 +158,8 @@ export function webhookStorageTests(test: Test, factory: StorageFactory): void {
   );
 
   // Ids in descending order, so that an order by id (or by chance) shows up.
-  const sameSecond = () => ['F', 'E', 'D', 'C', 'B', 'A'].map((letter) => webhookRecord({ id: `wbh_${letter}${newId('wbh').slice(4)}` }));
+  const sameSecond = () =>
+    ['F', 'E', 'D', 'C', 'B', 'A'].map((letter) => webhookRecord({ id: `wbh_${letter}${newId('wbh').slice(4)}` }));
   const secret = (fill: number) => 'whsec_' + Buffer.alloc(32, fill).toString('base64');
 
   test(
@@ -159,16 +167,25 @@ export function webhookStorageTests(test: Test, factory: StorageFactory): void {
     withStorage(factory, async (storage, { db }) => {
       const record = webhookRecord();
       await storage.insertWebhook(record);
-      const rotated = await storage.rotateWebhookSecret('acct_a', record.id, { secret: secret(1), previousSecretUntil: T1 });
+      const rotated = await storage.rotateWebhookSecret('acct_a', record.id, {
+        secret: secret(1),
+        previousSecretUntil: T1,
+      });
       const expected = { ...record, secret: secret(1), previousSecret: record.secret, previousSecretUntil: T1 };
       assert.equal(rotated, expected);
       assert.equal(await storage.getWebhook('acct_a', record.id), expected);
       assert.equal(await db.webhook(record.id), expected, 'stored so');
       // A second rotation keeps the secret it replaces, the first one's new secret; the oldest goes.
-      const again = await storage.rotateWebhookSecret('acct_a', record.id, { secret: secret(2), previousSecretUntil: T2 });
+      const again = await storage.rotateWebhookSecret('acct_a', record.id, {
+        secret: secret(2),
+        previousSecretUntil: T2,
+      });
       assert.equal(again, { ...record, secret: secret(2), previousSecret: secret(1), previousSecretUntil: T2 });
       // No grace: no previous secret at all.
-      const atOnce = await storage.rotateWebhookSecret('acct_a', record.id, { secret: secret(3), previousSecretUntil: null });
+      const atOnce = await storage.rotateWebhookSecret('acct_a', record.id, {
+        secret: secret(3),
+        previousSecretUntil: null,
+      });
       assert.equal(atOnce, { ...record, secret: secret(3) });
       assert.equal(await db.webhook(record.id), { ...record, secret: secret(3) });
     }),
@@ -179,8 +196,14 @@ export function webhookStorageTests(test: Test, factory: StorageFactory): void {
     withStorage(factory, async (storage, { db }) => {
       const record = webhookRecord();
       await storage.insertWebhook(record);
-      assert.is(await storage.rotateWebhookSecret('acct_b', record.id, { secret: secret(1), previousSecretUntil: T1 }), null);
-      assert.is(await storage.rotateWebhookSecret('acct_a', 'wbh_unknown', { secret: secret(1), previousSecretUntil: T1 }), null);
+      assert.is(
+        await storage.rotateWebhookSecret('acct_b', record.id, { secret: secret(1), previousSecretUntil: T1 }),
+        null,
+      );
+      assert.is(
+        await storage.rotateWebhookSecret('acct_a', 'wbh_unknown', { secret: secret(1), previousSecretUntil: T1 }),
+        null,
+      );
       assert.equal(await db.webhook(record.id), record);
     }),
   );
@@ -190,7 +213,11 @@ export function webhookStorageTests(test: Test, factory: StorageFactory): void {
     withStorage(factory, async (storage) => {
       const record = webhookRecord();
       await storage.insertWebhook(record);
-      await Promise.all([1, 2].map((fill) => storage.rotateWebhookSecret('acct_a', record.id, { secret: secret(fill), previousSecretUntil: T1 })));
+      await Promise.all(
+        [1, 2].map((fill) =>
+          storage.rotateWebhookSecret('acct_a', record.id, { secret: secret(fill), previousSecretUntil: T1 }),
+        ),
+      );
       const stored = (await storage.getWebhook('acct_a', record.id))!;
       assert.equal([stored.secret, stored.previousSecret].sort(), [secret(1), secret(2)].sort(), 'no rotation lost');
     }),
@@ -209,7 +236,12 @@ export function webhookStorageTests(test: Test, factory: StorageFactory): void {
       await storage.publishEvents([eventRecord({ type: made[0]!.type })]);
       const claimed = await storage.claimDeliveries({ now: T1, leaseUntil: T2, limit: 10, owner: 'worker-1' });
       const mine = claimed.find((item) => item.webhook.id === made[0]!.id)!;
-      assert.equal(mine.webhook, { ...made[0]!, secret: secret(1), previousSecret: made[0]!.secret, previousSecretUntil: T1 });
+      assert.equal(mine.webhook, {
+        ...made[0]!,
+        secret: secret(1),
+        previousSecret: made[0]!.secret,
+        previousSecretUntil: T1,
+      });
       const other = claimed.find((item) => item.webhook.id === made[1]!.id)!;
       assert.equal(other.webhook, made[1], 'a webhook never rotated has no rotation fields');
     }),

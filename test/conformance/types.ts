@@ -1,5 +1,11 @@
 import type { BlobStore, Storage } from '../../src/ports.js';
-import type { DeliveryRecord, EventRecord, IdempotencyRecord, WebhookHealthRecord, WebhookRecord } from '../../src/records.js';
+import type {
+  DeliveryRecord,
+  EventRecord,
+  IdempotencyRecord,
+  WebhookHealthRecord,
+  WebhookRecord,
+} from '../../src/records.js';
 
 /**
  * Reads records straight from the backing store, past the adapter's own methods (Auth.js's adapter
@@ -22,7 +28,9 @@ export interface StorageBackChannel {
  * instance than the one that wrote it. A factory without it says why in `whyNoReopen`, which the
  * suite prints as it skips those tests.
  */
-export type Reopening<T> = { reopen(store: T): Promise<T>; whyNoReopen?: undefined } | { reopen?: undefined; whyNoReopen: string };
+export type Reopening<T> =
+  | { reopen(store: T): Promise<T>; whyNoReopen?: undefined }
+  | { reopen?: undefined; whyNoReopen: string };
 
 /**
  * What an adapter's test file hands the conformance suite: how to make a fresh, opened store and

@@ -13,7 +13,10 @@ export interface StorageContext {
  * Wraps a test body: a fresh store for each test (tests never depend on each other's data), always
  * destroyed, also after `swap` replaced it with a reopened instance.
  */
-export function withStorage(factory: StorageFactory, body: (storage: Storage, context: StorageContext) => Promise<void>) {
+export function withStorage(
+  factory: StorageFactory,
+  body: (storage: Storage, context: StorageContext) => Promise<void>,
+) {
   return async () => {
     let storage = await factory.create();
     const swap = async () => {

@@ -67,7 +67,12 @@ async function seed(): Promise<void> {
       });
     }
     const made = await storage.publishEvents(events);
-    const claimed = await storage.claimDeliveries({ now: atom(now), leaseUntil: atom(now + 3600_000), limit: BATCH, owner: 'seeder' });
+    const claimed = await storage.claimDeliveries({
+      now: atom(now),
+      leaseUntil: atom(now + 3600_000),
+      limit: BATCH,
+      owner: 'seeder',
+    });
     assert.is(claimed.length, made.length);
     await Promise.all(
       claimed.map(({ delivery }, k) => {
@@ -100,7 +105,8 @@ test.after(async () => {
   await app?.close();
 });
 
-const signedIn = (width: number): Promise<Page> => signedInPage(browser, `${app.url}/portal/`, KEY_A, { width, timezoneId: 'UTC' });
+const signedIn = (width: number): Promise<Page> =>
+  signedInPage(browser, `${app.url}/portal/`, KEY_A, { width, timezoneId: 'UTC' });
 
 /** Waits until `check` holds: the page's CSP forbids the string predicates of waitForFunction. */
 async function until(check: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
@@ -119,7 +125,8 @@ const count = (page: Page, selector: string) => page.locator(selector).count();
  */
 async function accessibilityProblems(page: Page): Promise<string[]> {
   if (!(await page.evaluate('typeof window.axe === "object"'))) await page.evaluate(AXE);
-  const found = (await page.evaluate(`axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } })
+  const found =
+    (await page.evaluate(`axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } })
     .then((result) => result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
       .map((v) => v.id + ': ' + v.help + ' (' + v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join('; ') + ')'))`)) as string[];
   return found;
@@ -130,7 +137,11 @@ it('the key field is not a password a browser offers to save, and says where the
   await page.goto(`${app.url}/portal/`);
   const key = page.getByLabel('API key');
   assert.equal(
-    [await key.getAttribute('type'), await key.getAttribute('autocomplete'), await key.getAttribute('aria-describedby')],
+    [
+      await key.getAttribute('type'),
+      await key.getAttribute('autocomplete'),
+      await key.getAttribute('aria-describedby'),
+    ],
     ['text', 'off', 'api-key-help'],
   );
   assert.match((await page.locator('#api-key-help').textContent()) ?? '', 'whoever runs the service gave it to you');
@@ -144,7 +155,8 @@ it('deep links that do not hold: a malformed escape, an id of the wrong shape, a
   // for is told apart by the id it names.
   const asked: string[] = [];
   page.on('request', (request) => {
-    if (request.url().includes('/v1/')) asked.push(decodeURIComponent(new URL(request.url()).pathname + new URL(request.url()).search));
+    if (request.url().includes('/v1/'))
+      asked.push(decodeURIComponent(new URL(request.url()).pathname + new URL(request.url()).search));
   });
   for (const [hash, asks] of [
     ['#/webhooks/%E0%A4%A', false],
@@ -194,13 +206,19 @@ it('100,000 deliveries: the webhook screen in under a second, the failed deliver
     Object.fromEntries(
       await page
         .locator('.charts dl > div')
-        .evaluateAll((rows) => rows.map((row) => [row.querySelector('dt')!.textContent, row.querySelector('dd')!.textContent])),
+        .evaluateAll((rows) =>
+          rows.map((row) => [row.querySelector('dt')!.textContent, row.querySelector('dd')!.textContent]),
+        ),
     ) as Record<string, string>;
   const day = await json(await app.api(`/webhooks/${webhook.id}/stats?window=24h`));
   const formatted = (n: number) => new Intl.NumberFormat('en-US').format(n);
   assert.equal(
     [(await shown()).Calls, (await shown()).Succeeded, (await shown()).Failed],
-    [formatted(day.totals.succeeded + day.totals.failed + day.totals.errors), formatted(day.totals.succeeded), formatted(day.totals.failed)],
+    [
+      formatted(day.totals.succeeded + day.totals.failed + day.totals.errors),
+      formatted(day.totals.succeeded),
+      formatted(day.totals.failed),
+    ],
   );
   assert.is(await page.locator('#calls-chart .bar').count(), 24);
   await page.getByRole('button', { name: 'Last 7 days' }).click();
@@ -209,7 +227,9 @@ it('100,000 deliveries: the webhook screen in under a second, the failed deliver
   assert.is(week.totals.succeeded + week.totals.failed, DELIVERIES, 'the week holds every call');
   assert.is((await shown()).Calls, formatted(DELIVERIES));
   assert.is((await shown()).Failed, formatted(DELIVERIES / 10));
-  const barCalls = await page.locator('#calls-chart .bar').evaluateAll((bars) => bars.reduce((sum, bar) => sum + Number(bar.getAttribute('data-calls')), 0));
+  const barCalls = await page
+    .locator('#calls-chart .bar')
+    .evaluateAll((bars) => bars.reduce((sum, bar) => sum + Number(bar.getAttribute('data-calls')), 0));
   assert.is(barCalls, DELIVERIES, 'the bars add up to the total');
   await page.screenshot({ path: path.join(OUTPUT, '21-webhook-charts.png'), fullPage: false });
 
@@ -244,7 +264,9 @@ it('100,000 deliveries: the screen left open for 30 s transfers under 1 MB', asy
     requests++;
   });
   await page.waitForTimeout(30_000);
-  console.log(`portal page, 30 s open on a log of ${DELIVERIES} deliveries: ${requests} requests, ${(bytes / 1024).toFixed(1)} KiB`);
+  console.log(
+    `portal page, 30 s open on a log of ${DELIVERIES} deliveries: ${requests} requests, ${(bytes / 1024).toFixed(1)} KiB`,
+  );
   assert.ok(requests >= 10, `it kept refreshing (${requests} requests)`);
   assert.ok(bytes < 1024 * 1024, `${bytes} bytes in 30 s`);
   await page.context().close();
@@ -252,7 +274,12 @@ it('100,000 deliveries: the screen left open for 30 s transfers under 1 MB', asy
 
 it('every screen at 1280 and 360 px: no serious accessibility finding, no sideways scroll at 360; screenshots kept', async () => {
   const directory = await app.portal.files.createDirectory('acct_a', { name: 'Reports' });
-  await app.portal.files.put('acct_a', { name: 'summary.txt', mime: 'text/plain', directoryId: directory.id, body: 'a summary' });
+  await app.portal.files.put('acct_a', {
+    name: 'summary.txt',
+    mime: 'text/plain',
+    directoryId: directory.id,
+    body: 'a summary',
+  });
   for (const width of [1280, 360]) {
     const page = await signedIn(width);
     for (const [name, hash, ready] of [
@@ -267,7 +294,8 @@ it('every screen at 1280 and 360 px: no serious accessibility finding, no sidewa
       await page.locator(ready).first().waitFor();
       await page.screenshot({ path: path.join(OUTPUT, `22-${name}-${width}px.png`), fullPage: false });
       assert.equal(await accessibilityProblems(page), [], `${name} at ${width} px`);
-      if (width === 360) assert.ok(await page.evaluate('document.documentElement.scrollWidth <= 360'), `${name} fits 360 px`);
+      if (width === 360)
+        assert.ok(await page.evaluate('document.documentElement.scrollWidth <= 360'), `${name} fits 360 px`);
     }
     assert.equal(problemsOf(page), []);
     await page.context().close();

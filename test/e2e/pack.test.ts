@@ -19,13 +19,18 @@ let tarball = '';
 test.before(async () => {
   work = await mkdtemp(path.join(tmpdir(), 'customer-portal-pack-'));
   // --ignore-scripts: pack the dist/ this test run built, without rebuilding it under the other suites.
-  const { stdout } = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], { cwd: root });
+  const { stdout } = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], {
+    cwd: root,
+  });
   const [packed] = JSON.parse(stdout);
   tarball = path.join(work, packed.filename);
   const consumer = path.join(work, 'app');
   await run('mkdir', ['-p', consumer]);
   await writeFile(path.join(consumer, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module' }));
-  await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball], { cwd: consumer, timeout: 180_000 });
+  await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball], {
+    cwd: consumer,
+    timeout: 180_000,
+  });
 });
 
 test.after(async () => {
@@ -146,7 +151,10 @@ export { hook, entries };
 `;
   await writeFile(path.join(consumer, 'use.ts'), good);
   await run(tsc, ['-p', 'tsconfig.json'], { cwd: consumer });
-  await writeFile(path.join(consumer, 'use.ts'), good.replace("auth: { apiKeys: { 'pack-key-0123456789': 'acct' } }", 'auth: { apiKeys: 42 }'));
+  await writeFile(
+    path.join(consumer, 'use.ts'),
+    good.replace("auth: { apiKeys: { 'pack-key-0123456789': 'acct' } }", 'auth: { apiKeys: 42 }'),
+  );
   let failed = false;
   await run(tsc, ['-p', 'tsconfig.json'], { cwd: consumer }).catch(() => (failed = true));
   assert.ok(failed, 'a wrong option type is a compile error');

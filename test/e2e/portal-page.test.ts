@@ -37,7 +37,12 @@ test.before(async () => {
   receiver = await startReceiver();
   // An hour to the first retry: what the log shows after a failure is the retry scheduled, not made.
   storage = memoryStorage();
-  app = await startPortal({ storage, notifier, ui: { path: '/portal' }, webhooks: { allowPrivateNetworks: true, retrySchedule: [3600] } });
+  app = await startPortal({
+    storage,
+    notifier,
+    ui: { path: '/portal' },
+    webhooks: { allowPrivateNetworks: true, retrySchedule: [3600] },
+  });
 });
 
 test.after(async () => {
@@ -47,14 +52,16 @@ test.after(async () => {
 });
 
 /** A fresh browser tab (its own sessionStorage), signed in with account A's key. */
-const signedIn = (width = 1100, locale = 'en-US'): Promise<Page> => signedInPage(browser, `${app.url}/portal/`, KEY_A, { width, locale });
+const signedIn = (width = 1100, locale = 'en-US'): Promise<Page> =>
+  signedInPage(browser, `${app.url}/portal/`, KEY_A, { width, locale });
 
 /** A screenshot of the whole page, or with `fullPage: false` of what the window shows (a long list's top). */
 async function shoot(page: Page, name: string, fullPage = true): Promise<void> {
   await page.screenshot({ path: path.join(OUTPUT, `${name}.png`), fullPage });
 }
 
-const newWebhook = (url = `${receiver.url}/hooks`) => app.portal.webhooks.create('acct_a', { type: 'customer-created', url });
+const newWebhook = (url = `${receiver.url}/hooks`) =>
+  app.portal.webhooks.create('acct_a', { type: 'customer-created', url });
 
 it('sign in: a wrong key shows the API message, the right key opens the webhooks, sign out forgets it', async () => {
   const page = await browser.newPage({ viewport: { width: 1100, height: 700 } });
@@ -90,7 +97,11 @@ it('create a webhook against a local receiver, send a test call, and see it succ
   await link.click();
   await page.getByRole('heading', { level: 1, name: `${receiver.url}/created` }).waitFor();
   // Dates in the viewer's locale and time zone (en-GB, Berlin).
-  const created = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'medium', timeZone: 'Europe/Berlin' }).format(new Date(webhook.createdAt));
+  const created = new Intl.DateTimeFormat('en-GB', {
+    dateStyle: 'medium',
+    timeStyle: 'medium',
+    timeZone: 'Europe/Berlin',
+  }).format(new Date(webhook.createdAt));
   assert.is(await page.locator(`time[datetime="${webhook.createdAt}"]`).first().textContent(), created);
   const before = receiver.received.length;
   await page.getByRole('button', { name: 'Send test call' }).click();
@@ -207,7 +218,11 @@ it('recover since: an event missed while the webhook was disabled is queued agai
   await page.locator('[data-health="enabled"]').waitFor();
   // An hour ago, as the viewer's clock (Berlin) writes it in the form.
   const since = new Date(Date.now() - 3600_000);
-  const local = new Intl.DateTimeFormat('sv-SE', { timeZone: 'Europe/Berlin', dateStyle: 'short', timeStyle: 'medium' }).format(since);
+  const local = new Intl.DateTimeFormat('sv-SE', {
+    timeZone: 'Europe/Berlin',
+    dateStyle: 'short',
+    timeStyle: 'medium',
+  }).format(since);
   await page.getByLabel('Recover missed events since').fill(local.replace(' ', 'T'));
   await page.getByRole('button', { name: 'Recover' }).click();
   await page.getByText('1 event queued again.').waitFor();
@@ -272,7 +287,8 @@ it('creating a webhook shows what its receiver verifies with: the secret, or for
   await page.getByLabel('URL').fill(`${receiver.url}/signed-ed25519`);
   await page.getByLabel('Signatures').selectOption('ed25519');
   await page.getByRole('button', { name: 'Create webhook' }).click();
-  const ed25519 = async () => (await app.portal.webhooks.list('acct_a')).find((one) => one.url === `${receiver.url}/signed-ed25519`);
+  const ed25519 = async () =>
+    (await app.portal.webhooks.list('acct_a')).find((one) => one.url === `${receiver.url}/signed-ed25519`);
   await page
     .locator('#created-secret')
     .filter({ hasText: /^whpk_/ })
@@ -297,7 +313,8 @@ it('creating a webhook shows what its receiver verifies with: the secret, or for
 it("a filter: shown, tried on recent events, saved; a bad one shows the API's message; the log shows ordering keys and who waits", async () => {
   receiver.script([], { status: 204 });
   const webhook = await newWebhook(`${receiver.url}/filtered`);
-  for (const tier of ['gold', 'silver', 'gold']) await app.portal.events.publish('acct_a', 'customer-created', { customer: { tier } });
+  for (const tier of ['gold', 'silver', 'gold'])
+    await app.portal.events.publish('acct_a', 'customer-created', { customer: { tier } });
   const page = await signedIn();
   await page.goto(`${app.url}/portal/#/webhooks/${webhook.id}`);
   await page.getByText('none: every event of the type').waitFor();
@@ -305,7 +322,10 @@ it("a filter: shown, tried on recent events, saved; a bad one shows the API's me
   await field.fill('{"customer.tier": "gold"}');
   await page.getByRole('button', { name: 'Try on recent events' }).click();
   // Other tests publish events of the type too: the page says what the API says.
-  const expected = await app.portal.webhooks.dryRun('acct_a', { type: 'customer-created', filter: { 'customer.tier': 'gold' } });
+  const expected = await app.portal.webhooks.dryRun('acct_a', {
+    type: 'customer-created',
+    filter: { 'customer.tier': 'gold' },
+  });
   assert.ok(expected.matched >= 2 && expected.data.length >= 3);
   await page.getByText(`${expected.matched} of the ${expected.data.length} most recent events match.`).waitFor();
   assert.is(await page.locator('.dry-run-events li[data-matches="true"]').count(), expected.matched);
@@ -318,17 +338,28 @@ it("a filter: shown, tried on recent events, saved; a bad one shows the API's me
 
   await field.fill('{"customer.tier": {"$like": "g%"}}');
   await page.getByRole('button', { name: 'Save filter' }).click();
-  await page.getByRole('alert').filter({ hasText: 'webhook.filter["customer.tier"].$like: is not an operator' }).waitFor();
+  await page
+    .getByRole('alert')
+    .filter({ hasText: 'webhook.filter["customer.tier"].$like: is not an operator' })
+    .waitFor();
   await field.fill('{not json');
   await page.getByRole('button', { name: 'Try on recent events' }).click();
   await page.getByRole('alert').filter({ hasText: 'The filter is not JSON' }).waitFor();
-  assert.equal((await app.portal.webhooks.get('acct_a', webhook.id))!.filter, { 'customer.tier': 'gold' }, 'a refused change changes nothing');
+  assert.equal(
+    (await app.portal.webhooks.get('acct_a', webhook.id))!.filter,
+    { 'customer.tier': 'gold' },
+    'a refused change changes nothing',
+  );
 
   // Two events of one key to a receiver that never answers: the second waits for the first, and says so.
   const holding = await startReceiver();
   holding.script([], { hang: true });
   try {
-    const ordered = await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: `${holding.url}/held`, filter: { n: { $exist: true } } });
+    const ordered = await app.portal.webhooks.create('acct_a', {
+      type: 'customer-created',
+      url: `${holding.url}/held`,
+      filter: { n: { $exist: true } },
+    });
     await app.portal.events.publish('acct_a', 'customer-created', { n: 1 }, { orderingKey: 'cus_42' });
     await app.portal.events.publish('acct_a', 'customer-created', { n: 2 }, { orderingKey: 'cus_42' });
     await page.goto(`${app.url}/portal/#/webhooks/${ordered.id}`);
@@ -352,7 +383,12 @@ it('files: a directory expands in place and collapses, by click and by keyboard;
     directoryId: reports.id,
     body: Buffer.alloc(2048),
   });
-  await app.portal.files.put('acct_a', { name: 'q1.csv', mime: 'text/csv', directoryId: yearly.id, body: Buffer.alloc(3 * 1024 * 1024) });
+  await app.portal.files.put('acct_a', {
+    name: 'q1.csv',
+    mime: 'text/csv',
+    directoryId: yearly.id,
+    body: Buffer.alloc(3 * 1024 * 1024),
+  });
   const page = await signedIn();
   await page.getByRole('link', { name: 'Files' }).click();
   await page.getByRole('heading', { level: 1, name: 'Files' }).waitFor();
@@ -439,7 +475,10 @@ it('agreements: those created over the API, newest first, with status and signer
   assert.match((await signed.textContent()) ?? '', /Signed · 1 of 1 signed · created /);
   const open = page.locator(`.agreement[data-id="${lease.id}"]`);
   assert.match((await open.textContent()) ?? '', /Awaiting signatures · 1 of 2 signed/);
-  assert.match((await open.locator('.signers li[data-signed="true"]').textContent()) ?? '', /^Bo Lee <bo@example\.com> · signed /);
+  assert.match(
+    (await open.locator('.signers li[data-signed="true"]').textContent()) ?? '',
+    /^Bo Lee <bo@example\.com> · signed /,
+  );
   assert.match(
     (await open.locator('.signers li[data-signed="false"]').textContent()) ?? '',
     /^Cy Ng <cy@example\.com> · not signed yet Copy signing link Link options/,
@@ -483,7 +522,10 @@ it('files and agreement documents: Download saves the bytes through a signed lin
   const page = await signedIn();
   await page.getByRole('link', { name: 'Files' }).click();
   await page.getByRole('cell', { name: 'Quartal Q3.txt', exact: true }).waitFor();
-  const [saved] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download Quartal Q3.txt' }).click()]);
+  const [saved] = await Promise.all([
+    page.waitForEvent('download'),
+    page.getByRole('button', { name: 'Download Quartal Q3.txt' }).click(),
+  ]);
   assert.is(saved.suggestedFilename(), 'Quartal Q3.txt');
   const stream = await saved.createReadStream();
   const chunks: Buffer[] = [];
@@ -495,7 +537,10 @@ it('files and agreement documents: Download saves the bytes through a signed lin
   await page.getByRole('link', { name: 'Agreements' }).click();
   const card = page.locator(`.agreement[data-id="${agreement.id}"]`);
   await card.waitFor();
-  const [document] = await Promise.all([page.waitForEvent('download'), card.getByRole('button', { name: 'Download terms.pdf' }).click()]);
+  const [document] = await Promise.all([
+    page.waitForEvent('download'),
+    card.getByRole('button', { name: 'Download terms.pdf' }).click(),
+  ]);
   assert.is(document.suggestedFilename(), 'terms.pdf');
   await shoot(page, '9-agreement-documents');
   assert.equal(problemsOf(page), []);
@@ -526,11 +571,16 @@ it("agreements: each signer's status, Copy signing link (a link that works), and
   await json(view);
   // Eli's link: with an access code, sent by e-mail; once Eli identifies, the page says how and when.
   await card.getByText('Link options').nth(1).click();
-  await card.getByRole('textbox', { name: 'Access code for Eli Ott (optional, 4 to 64 characters)' }).fill('lantern-31');
+  await card
+    .getByRole('textbox', { name: 'Access code for Eli Ott (optional, 4 to 64 characters)' })
+    .fill('lantern-31');
   await card.getByRole('checkbox', { name: 'Send the link to eli@example.com by e-mail' }).check();
   await card.getByRole('button', { name: 'Copy a signing link for Eli Ott' }).click();
   await card.getByText(/Mailed to eli@example\.com\./).waitFor();
-  await until(() => notifier.sent.some((mail) => mail.kind === 'signing-invitation' && mail.to.includes('eli@example.com')), 'the invitation');
+  await until(
+    () => notifier.sent.some((mail) => mail.kind === 'signing-invitation' && mail.to.includes('eli@example.com')),
+    'the invitation',
+  );
   const eli = new URL(notifier.linkFor('eli@example.com')).hash.slice(1);
   const identified = await fetch(`${app.url}/v1/signing/identify`, {
     method: 'POST',
@@ -540,15 +590,23 @@ it("agreements: each signer's status, Copy signing link (a link that works), and
   assert.is(identified.status, 200);
   await page.reload();
   await card.waitFor();
-  assert.match((await card.locator('li[data-id] .identification').textContent()) ?? '', /^identified by the access code you gave them /);
+  assert.match(
+    (await card.locator('li[data-id] .identification').textContent()) ?? '',
+    /^identified by the access code you gave them /,
+  );
   await card.getByText('Audit trail').click();
   await card.getByText('Verified: every entry is intact.').waitFor();
-  assert.match((await card.locator('.trail').textContent()) ?? '', /Created.*Signing link made.*Opened.*Identified · .* · by the access code you gave them/s);
+  assert.match(
+    (await card.locator('.trail').textContent()) ?? '',
+    /Created.*Signing link made.*Opened.*Identified · .* · by the access code you gave them/s,
+  );
   await shoot(page, '10-agreement-signing');
 
   // Once everyone signed: the certificate of completion, saved as a PDF.
-  const png = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
-  for (const one of agreement.signers) await app.portal.agreements.sign('acct_a', agreement.id, one.id, { signature: png });
+  const png =
+    'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+  for (const one of agreement.signers)
+    await app.portal.agreements.sign('acct_a', agreement.id, one.id, { signature: png });
   await page.reload();
   await card.waitFor();
   const [certificate] = await Promise.all([
@@ -568,30 +626,45 @@ it('a signed agreement: Download signed saves the completed copy of a PDF docume
   form.set('name', 'Copy check');
   const agreement = await json(await app.api('/agreements', { method: 'POST', body: form }));
   await app.portal.agreements.sign('acct_a', agreement.id, agreement.signers[0].id, { signature: PNG_SIGNATURE });
-  await until(async () => (await app.portal.agreements.get('acct_a', agreement.id))!.documents[0]!.signedFileHash !== null, 'the completed copy', 10_000);
+  await until(
+    async () => (await app.portal.agreements.get('acct_a', agreement.id))!.documents[0]!.signedFileHash !== null,
+    'the completed copy',
+    10_000,
+  );
   const page = await signedIn();
   await page.getByRole('link', { name: 'Agreements' }).click();
   const card = page.locator(`.agreement[data-id="${agreement.id}"]`);
   await card.waitFor();
-  const [saved] = await Promise.all([page.waitForEvent('download'), card.getByRole('button', { name: 'Download signed lease.pdf' }).click()]);
+  const [saved] = await Promise.all([
+    page.waitForEvent('download'),
+    card.getByRole('button', { name: 'Download signed lease.pdf' }).click(),
+  ]);
   assert.is(saved.suggestedFilename(), 'lease-signed.pdf');
   const chunks: Buffer[] = [];
   for await (const chunk of await saved.createReadStream()) chunks.push(chunk as Buffer);
   const stored = (await app.portal.agreements.get('acct_a', agreement.id))!;
-  assert.is(createHash('sha256').update(Buffer.concat(chunks)).digest('hex'), stored.documents[0]!.signedFileHash, 'the copy whose hash the document carries');
+  assert.is(
+    createHash('sha256').update(Buffer.concat(chunks)).digest('hex'),
+    stored.documents[0]!.signedFileHash,
+    'the copy whose hash the document carries',
+  );
 
   // Verify a document: the copy saved is intact; the same bytes with one more at the end are not.
   const verifyPanel = page.getByRole('form', { name: 'Verify a document' });
-  await verifyPanel.getByLabel('PDF').setInputFiles({ name: 'lease-signed.pdf', mimeType: 'application/pdf', buffer: Buffer.concat(chunks) });
+  await verifyPanel
+    .getByLabel('PDF')
+    .setInputFiles({ name: 'lease-signed.pdf', mimeType: 'application/pdf', buffer: Buffer.concat(chunks) });
   await verifyPanel.getByRole('button', { name: 'Verify' }).click();
   await verifyPanel.locator('[data-intact="true"]').waitFor();
   assert.match(
     (await verifyPanel.locator('[data-intact]').textContent()) ?? '',
     new RegExp(`completed copy of document ${stored.documents[0]!.id} of agreement ${agreement.id}`),
   );
-  await verifyPanel
-    .getByLabel('PDF')
-    .setInputFiles({ name: 'changed.pdf', mimeType: 'application/pdf', buffer: Buffer.concat([...chunks, Buffer.from('\n')]) });
+  await verifyPanel.getByLabel('PDF').setInputFiles({
+    name: 'changed.pdf',
+    mimeType: 'application/pdf',
+    buffer: Buffer.concat([...chunks, Buffer.from('\n')]),
+  });
   await verifyPanel.getByRole('button', { name: 'Verify' }).click();
   await verifyPanel.locator('[data-intact="false"]').waitFor();
   assert.match((await verifyPanel.locator('[data-intact]').textContent()) ?? '', /Not intact/);
@@ -636,7 +709,10 @@ it("the sender's controls: Correct a signer's e-mail, Void the agreement with a 
 
 it('a long delivery log: one page of 50 at first, older pages on demand; a refresh asks only for what is newer', async () => {
   // A type of its own: no other test's webhook gets these 120 calls.
-  const webhook = await app.portal.webhooks.create('acct_a', { type: 'agreement-reminder-due', url: `${receiver.url}/long-log` });
+  const webhook = await app.portal.webhooks.create('acct_a', {
+    type: 'agreement-reminder-due',
+    url: `${receiver.url}/long-log`,
+  });
   receiver.script([], { status: 204 });
   // Its data as its schema in the event catalogue wants it: the catalogue's own example.
   const reminder = app.portal.eventTypes.list().find((type) => type.name === 'agreement-reminder-due')!.example;
@@ -659,7 +735,10 @@ it('a long delivery log: one page of 50 at first, older pages on demand; a refre
   await page.getByRole('button', { name: 'Refresh' }).click();
   await page.waitForTimeout(200);
   assert.is(await page.locator('.delivery').count(), 120, 'the older pages stay through a refresh');
-  assert.ok(asked.length >= 1 && asked.every((search) => /since=/.test(search)), `a refresh asks for what is newer than the newest shown: ${asked.join(' ')}`);
+  assert.ok(
+    asked.length >= 1 && asked.every((search) => /since=/.test(search)),
+    `a refresh asks for what is newer than the newest shown: ${asked.join(' ')}`,
+  );
   assert.ok(
     asked.every((search) => /limit=50/.test(search)),
     `every request asks for one page: ${asked.join(' ')}`,

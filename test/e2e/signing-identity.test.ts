@@ -65,7 +65,9 @@ test.after(async () => {
 });
 
 async function agreementFor(person: object): Promise<{ id: string; signerId: string }> {
-  const agreement = await json(await app.api('/agreements', { method: 'POST', body: validFormData({ signers: [person] }) }));
+  const agreement = await json(
+    await app.api('/agreements', { method: 'POST', body: validFormData({ signers: [person] }) }),
+  );
   return { id: agreement.id, signerId: agreement.signers[0].id };
 }
 
@@ -85,7 +87,8 @@ async function tab(width: number): Promise<Page & { problems: string[] }> {
   page.problems = [];
   page.on('pageerror', (error) => page.problems.push(error.message));
   page.on('console', (message) => {
-    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) page.problems.push(message.text());
+    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource'))
+      page.problems.push(message.text());
   });
   return page;
 }
@@ -104,7 +107,10 @@ it('a shouldIdentify signer at 360 px, by keyboard: asks for a code, a wrong one
   await page.getByRole('button', { name: 'E-mail me a code' }).focus();
   await page.keyboard.press('Enter');
   await page.getByText(/A code is on its way/).waitFor();
-  await until(() => notifier.sent.some((mail) => mail.kind === 'identification-code' && mail.signerId === signerId), 'the code');
+  await until(
+    () => notifier.sent.some((mail) => mail.kind === 'identification-code' && mail.signerId === signerId),
+    'the code',
+  );
   const code = notifier.codeFor('s7@example.com');
   const field = page.getByLabel('The 6-digit code from the e-mail');
   await field.fill(code === '000000' ? '111111' : '000000');
@@ -133,7 +139,16 @@ it('a shouldIdentify signer at 360 px, by keyboard: asks for a code, a wrong one
   const audit = await json(await app.api(`/agreements/${id}/audit`));
   assert.equal(
     audit.data.map((entry: { action: string }) => entry.action),
-    ['created', 'link-issued', 'identification-code-sent', 'identification-failed', 'identified', 'viewed', 'consented', 'signed'],
+    [
+      'created',
+      'link-issued',
+      'identification-code-sent',
+      'identification-failed',
+      'identified',
+      'viewed',
+      'consented',
+      'signed',
+    ],
   );
 });
 

@@ -49,7 +49,8 @@ async function tab(width = 1000): Promise<Page & { problems: string[] }> {
   page.problems = [];
   page.on('pageerror', (error) => page.problems.push(error.message));
   page.on('console', (message) => {
-    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) page.problems.push(message.text());
+    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource'))
+      page.problems.push(message.text());
   });
   return page;
 }
@@ -59,7 +60,8 @@ async function draw(page: Page): Promise<void> {
   const box = (await page.locator('canvas.pad').boundingBox())!;
   await page.mouse.move(box.x + 20, box.y + box.height / 2);
   await page.mouse.down();
-  for (let i = 1; i <= 10; i++) await page.mouse.move(box.x + 20 + i * 25, box.y + box.height / 2 + (i % 2 === 0 ? -15 : 15));
+  for (let i = 1; i <= 10; i++)
+    await page.mouse.move(box.x + 20 + i * 25, box.y + box.height / 2 + (i % 2 === 0 ? -15 : 15));
   await page.mouse.up();
 }
 
@@ -88,7 +90,10 @@ it('two signers of a sequential agreement sign through their links: drawn and ty
   await page.goto(one);
   await page.getByRole('heading', { level: 1, name: 'Lease <b>2026</b>' }).waitFor();
   assert.is(await page.locator('main b').count(), 0, 'the name is text, never markup');
-  const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'lease.pdf' }).click()]);
+  const [download] = await Promise.all([
+    page.waitForEvent('download'),
+    page.getByRole('link', { name: 'lease.pdf' }).click(),
+  ]);
   assert.is(download.suggestedFilename(), 'lease.pdf');
   await page.getByRole('button', { name: 'Sign' }).click();
   await page.getByRole('alert').getByText('Draw or type your signature first.').waitFor();
@@ -133,7 +138,8 @@ it('two signers of a sequential agreement sign through their links: drawn and ty
   const stored = (await app.portal.agreements.get('acct_a', agreement.id))!;
   assert.is(stored.status, 'signed');
   assert.match(stored.signers[0]!.signature ?? '', /^data:image\/png;base64,/);
-  const ofAgreement = () => transport.calls.map((call) => JSON.parse(call.body)).filter((event) => event.data.id === agreement.id);
+  const ofAgreement = () =>
+    transport.calls.map((call) => JSON.parse(call.body)).filter((event) => event.data.id === agreement.id);
   for (let i = 0; i < 20 && ofAgreement().length < 5; i++) await app.portal.worker!.tick();
   const who = (event: { type: string; data: { signerId?: string } }) =>
     `${event.type}${event.data.signerId === undefined ? '' : event.data.signerId === first.id ? ' 1' : ' 2'}`;
@@ -145,10 +151,21 @@ it('two signers of a sequential agreement sign through their links: drawn and ty
   const audit = await json(await app.api(`/agreements/${agreement.id}/audit`));
   assert.is(audit.verified, true);
   const steps = audit.data.map(
-    (entry: { action: string; signerId: string | null }) => `${entry.action}${entry.signerId === null ? '' : entry.signerId === first.id ? ' 1' : ' 2'}`,
+    (entry: { action: string; signerId: string | null }) =>
+      `${entry.action}${entry.signerId === null ? '' : entry.signerId === first.id ? ' 1' : ' 2'}`,
   );
   // The page sends each signer's consent to the disclosure it showed: recorded just before the signature.
-  assert.equal(steps, ['created', 'link-issued 1', 'link-issued 2', 'viewed 2', 'viewed 1', 'consented 1', 'signed 1', 'consented 2', 'signed 2']);
+  assert.equal(steps, [
+    'created',
+    'link-issued 1',
+    'link-issued 2',
+    'viewed 2',
+    'viewed 1',
+    'consented 1',
+    'signed 1',
+    'consented 2',
+    'signed 2',
+  ]);
 
   // The certificate of completion, read back.
   const certificate = await app.api(`/agreements/${agreement.id}/certificate`);
@@ -214,7 +231,11 @@ it('a document link older than four minutes is asked for again; declining asks b
   await page.getByText('Decline instead').click();
   await page.getByRole('button', { name: 'Decline to sign' }).click();
   await page.getByText('Declining closes the agreement for everyone').waitFor();
-  assert.is((await app.portal.agreements.get('acct_a', agreement.id))!.closedReason, null, 'the first press declines nothing');
+  assert.is(
+    (await app.portal.agreements.get('acct_a', agreement.id))!.closedReason,
+    null,
+    'the first press declines nothing',
+  );
   await page.getByRole('button', { name: 'Yes, decline' }).click();
   await page.getByText('You have declined').waitFor();
   assert.is((await app.portal.agreements.get('acct_a', agreement.id))!.closedReason, 'declined');

@@ -12,7 +12,16 @@ const KEY = 'start-key-0123456789abcdef';
 /** A copy of the sources `npm start` builds from, sharing this checkout's node_modules. */
 async function project(): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), 'portal-start-'));
-  for (const entry of ['src', 'adapters', 'examples', 'ui', 'scripts', 'package.json', 'package-lock.json', 'tsconfig.json']) {
+  for (const entry of [
+    'src',
+    'adapters',
+    'examples',
+    'ui',
+    'scripts',
+    'package.json',
+    'package-lock.json',
+    'tsconfig.json',
+  ]) {
     await cp(path.join(root, entry), path.join(dir, entry), { recursive: true });
   }
   await symlink(path.join(root, 'node_modules'), path.join(dir, 'node_modules'));
@@ -20,7 +29,12 @@ async function project(): Promise<string> {
 }
 
 async function start(dir: string, dataDir: string) {
-  const server = startNode(path.join(dir, 'scripts/start.mjs'), { PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, PORTAL_API_KEYS: KEY });
+  const server = startNode(path.join(dir, 'scripts/start.mjs'), {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATA_DIR: dataDir,
+    PORTAL_API_KEYS: KEY,
+  });
   const listening = logLine(await server.waitFor((line) => logLine(line)?.msg === 'listening', 60_000));
   const said = server.errorLines.filter((line) => line.startsWith('npm start: ')).join('\n');
   return { server, url: String(listening!.url), said };
@@ -32,7 +46,8 @@ async function stop(server: Started) {
 }
 
 const builds = async (dir: string) => (await readdir(path.join(dir, '.start'))).sort();
-const served = async (url: string) => (await fetch(`${url}/files`, { headers: { authorization: `Bearer ${KEY}` } })).status;
+const served = async (url: string) =>
+  (await fetch(`${url}/files`, { headers: { authorization: `Bearer ${KEY}` } })).status;
 
 test('npm start builds once into .start/, reuses it, and a rebuild never pulls it from under a running server', async () => {
   const dir = await project();

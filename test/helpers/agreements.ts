@@ -38,10 +38,16 @@ export function jpegBytes(width = 4, height = 4): Buffer {
 export const dataUrl = (type: string, bytes: Buffer) => `data:${type};base64,${bytes.toString('base64')}`;
 export const PNG_SIGNATURE = dataUrl('image/png', pngBytes());
 /** A one-pixel PNG that decodes: a signature the PDF library can draw. */
-export const REAL_PNG = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+export const REAL_PNG =
+  'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
 
 export const SIGNER = { firstName: 'Bo', lastName: 'Lee', email: 'bo@example.com', shouldIdentify: false };
-export const signer = (n: number) => ({ firstName: `Signer${n}`, lastName: 'Lee', email: `s${n}@example.com`, shouldIdentify: false });
+export const signer = (n: number) => ({
+  firstName: `Signer${n}`,
+  lastName: 'Lee',
+  email: `s${n}@example.com`,
+  shouldIdentify: false,
+});
 
 /** A document of `n` bytes whose content depends on `seed` and position: a dropped or shifted chunk changes its hash. */
 export function documentBytes(n: number, seed = 1): Buffer {
@@ -87,9 +93,11 @@ export function multipart(parts: RawPart[], options: { boundary?: string; close?
   const chunks: Buffer[] = [];
   for (const part of parts) {
     const disposition =
-      part.disposition ?? `Content-Disposition: form-data; name="${part.name}"${part.filename === undefined ? '' : `; filename="${part.filename}"`}`;
+      part.disposition ??
+      `Content-Disposition: form-data; name="${part.name}"${part.filename === undefined ? '' : `; filename="${part.filename}"`}`;
     const lines = [`--${boundary}`, disposition, ...(part.headers ?? [])];
-    if (part.bytes !== undefined && !lines.some((line) => /^content-type/i.test(line))) lines.push('Content-Type: application/octet-stream');
+    if (part.bytes !== undefined && !lines.some((line) => /^content-type/i.test(line)))
+      lines.push('Content-Type: application/octet-stream');
     chunks.push(Buffer.from(lines.join('\r\n') + '\r\n\r\n'));
     chunks.push(part.bytes ?? Buffer.from(part.value ?? ''));
     chunks.push(Buffer.from('\r\n'));

@@ -12,7 +12,14 @@ import { connectPostgres, dropSchema, freshSchema, openPglite } from './sql.js';
 /** One adapter pair (storage and blobs) a portal-level test runs on, each time in a fresh place. */
 export interface Backend {
   name: string;
-  options(): Promise<{ options: PortalOptions; cleanup(): Promise<void>; tamper: Tamper; edit: Edit; dump: Dump; reopen: (() => PortalOptions) | null }>;
+  options(): Promise<{
+    options: PortalOptions;
+    cleanup(): Promise<void>;
+    tamper: Tamper;
+    edit: Edit;
+    dump: Dump;
+    reopen: (() => PortalOptions) | null;
+  }>;
 }
 
 /**
@@ -38,7 +45,10 @@ type Tamper = (agreementId: string, from: string, to: string) => Promise<void>;
  * skipped silently); with `s3`, also S3 (moto) for the bytes beside PostgreSQL for the records, when
  * both answer. `close` releases the shared clients once the suite is done.
  */
-export async function openBackends(what: string, options: { s3?: boolean } = {}): Promise<{ list: Backend[]; close(): Promise<void> }> {
+export async function openBackends(
+  what: string,
+  options: { s3?: boolean } = {},
+): Promise<{ list: Backend[]; close(): Promise<void> }> {
   const pglite = await openPglite();
   const postgres = await connectPostgres();
   let stopMoto = async () => {};
@@ -48,7 +58,9 @@ export async function openBackends(what: string, options: { s3?: boolean } = {})
       async options() {
         const storage = memoryStorage();
         const tamper: Tamper = async (agreementId, from, to) => {
-          const entry = (memoryRecordOf(storage, 'agreement', agreementId) as AgreementRecord).audit.find((candidate) => candidate.ip === from)!;
+          const entry = (memoryRecordOf(storage, 'agreement', agreementId) as AgreementRecord).audit.find(
+            (candidate) => candidate.ip === from,
+          )!;
           entry.ip = to;
         };
         const edit: Edit = async (agreementId, from, to) => {
@@ -70,18 +82,27 @@ export async function openBackends(what: string, options: { s3?: boolean } = {})
           const file = path.join(dir, 'records.log');
           const bytes = readFileSync(file);
           const at = bytes.lastIndexOf(Buffer.from(`"ip":${JSON.stringify(from)}`));
-          if (at === -1 || !bytes.includes(Buffer.from(agreementId))) throw new Error('tamper: nothing to edit in the log');
+          if (at === -1 || !bytes.includes(Buffer.from(agreementId)))
+            throw new Error('tamper: nothing to edit in the log');
           bytes.write(`"ip":${JSON.stringify(to)}`, at);
           writeFileSync(file, bytes);
         };
         const edit: Edit = async (agreementId, from, to) => {
           const file = path.join(dir, 'records.log');
           const bytes = readFileSync(file);
-          if (!bytes.includes(Buffer.from(agreementId)) || !bytes.includes(Buffer.from(from))) throw new Error('edit: nothing to edit in the log');
+          if (!bytes.includes(Buffer.from(agreementId)) || !bytes.includes(Buffer.from(from)))
+            throw new Error('edit: nothing to edit in the log');
           writeFileSync(file, Buffer.from(bytes.toString('latin1').replaceAll(from, to), 'latin1'));
         };
         const open = () => ({ storage: fsStorage({ dir }), blobs: fsBlobs({ dir: path.join(dir, 'blobs') }) });
-        return { options: open(), cleanup: async () => removeDir(dir), tamper, edit, dump: async () => readTree(dir), reopen: open };
+        return {
+          options: open(),
+          cleanup: async () => removeDir(dir),
+          tamper,
+          edit,
+          dump: async () => readTree(dir),
+          reopen: open,
+        };
       },
     },
     {
@@ -121,7 +142,10 @@ export async function openBackends(what: string, options: { s3?: boolean } = {})
   if (options.s3 === true) {
     const { startMoto } = await import('./moto.js');
     const { s3Blobs } = await import('../../adapters/s3/index.js');
-    const started = postgres.pool === undefined ? { reason: 'PostgreSQL, which holds its records, does not answer' } : await startMoto();
+    const started =
+      postgres.pool === undefined
+        ? { reason: 'PostgreSQL, which holds its records, does not answer' }
+        : await startMoto();
     if (started.moto === undefined) {
       console.log(`SKIP the S3 rows of ${what}: ${started.reason}`);
     } else {
@@ -133,7 +157,10 @@ export async function openBackends(what: string, options: { s3?: boolean } = {})
         name: 'S3 (moto) and PostgreSQL',
         async options() {
           const schema = freshSchema();
-          const open = () => ({ ...sqlAdapters({ client: pool, schema }), blobs: s3Blobs({ client: moto.client, bucket, prefix: `${schema}/` }) });
+          const open = () => ({
+            ...sqlAdapters({ client: pool, schema }),
+            blobs: s3Blobs({ client: moto.client, bucket, prefix: `${schema}/` }),
+          });
           return {
             options: open(),
             cleanup: () => dropSchema(pool, schema),
@@ -160,11 +187,10 @@ export async function openBackends(what: string, options: { s3?: boolean } = {})
 const sqlTamper =
   (client: SqlClient, schema: string): Tamper =>
   async (agreementId, from, to) => {
-    await client.query(`UPDATE "${schema}".portal_agreement_audit SET entry = replace(entry, $2, $3) WHERE agreement_id = $1 AND entry LIKE '%' || $2 || '%'`, [
-      agreementId,
-      `"ip":${JSON.stringify(from)}`,
-      `"ip":${JSON.stringify(to)}`,
-    ]);
+    await client.query(
+      `UPDATE "${schema}".portal_agreement_audit SET entry = replace(entry, $2, $3) WHERE agreement_id = $1 AND entry LIKE '%' || $2 || '%'`,
+      [agreementId, `"ip":${JSON.stringify(from)}`, `"ip":${JSON.stringify(to)}`],
+    );
   };
 
 /** UPDATEs of the agreement's own rows, as a database user could make them. */
@@ -177,15 +203,23 @@ const sqlEdit =
         email = replace(email, $2, $3), signature = replace(signature, $2, $3) WHERE agreement_id = $1`,
       params,
     );
-    await client.query(`UPDATE "${schema}".portal_agreement_documents SET file_hash = replace(file_hash, $2, $3) WHERE agreement_id = $1`, params);
-    await client.query(`UPDATE "${schema}".portal_agreements SET signer_signature = replace(signer_signature, $2, $3) WHERE id = $1`, params);
+    await client.query(
+      `UPDATE "${schema}".portal_agreement_documents SET file_hash = replace(file_hash, $2, $3) WHERE agreement_id = $1`,
+      params,
+    );
+    await client.query(
+      `UPDATE "${schema}".portal_agreements SET signer_signature = replace(signer_signature, $2, $3) WHERE id = $1`,
+      params,
+    );
   };
 
 /** Every row of every table of the schema, as text. */
 const sqlDump =
   (client: SqlClient, schema: string): Dump =>
   async () => {
-    const tables = await client.query('SELECT table_name FROM information_schema.tables WHERE table_schema = $1', [schema]);
+    const tables = await client.query('SELECT table_name FROM information_schema.tables WHERE table_schema = $1', [
+      schema,
+    ]);
     let text = '';
     for (const { table_name: table } of tables.rows as { table_name: string }[]) {
       const rows = await client.query(`SELECT t::text AS row FROM "${schema}"."${table}" AS t`);

@@ -33,14 +33,19 @@ export async function signedInPage(
   browser: Browser,
   pageUrl: string,
   key: string,
-  { width = 1100, locale = 'en-US', timezoneId = 'Europe/Berlin' }: { width?: number; locale?: string; timezoneId?: string } = {},
+  {
+    width = 1100,
+    locale = 'en-US',
+    timezoneId = 'Europe/Berlin',
+  }: { width?: number; locale?: string; timezoneId?: string } = {},
 ): Promise<Page> {
   const context = await browser.newContext({ viewport: { width, height: 900 }, locale, timezoneId });
   const page = await context.newPage();
   const problems: string[] = [];
   page.on('pageerror', (error) => problems.push(error.message));
   page.on('console', (message) => {
-    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) problems.push(message.text());
+    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource'))
+      problems.push(message.text());
   });
   (page as Page & { problems?: string[] }).problems = problems;
   await page.goto(pageUrl);

@@ -13,7 +13,9 @@ export interface ConnectProxy {
  * the host itself) and the asked port, answers `200`, and pipes both ways; `refuse` answers that
  * status instead, as an allow-list proxy does for a host it denies.
  */
-export async function startConnectProxy(options: { route?: (host: string) => string; refuse?: number } = {}): Promise<ConnectProxy> {
+export async function startConnectProxy(
+  options: { route?: (host: string) => string; refuse?: number } = {},
+): Promise<ConnectProxy> {
   const tunnels: ConnectProxy['tunnels'] = [];
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
@@ -31,10 +33,14 @@ export async function startConnectProxy(options: { route?: (host: string) => str
       const authorization = lines.find((line) => /^proxy-authorization:/i.test(line))?.replace(/^[^:]+:\s*/, '');
       tunnels.push({ authority, authorization });
       if (method !== 'CONNECT') return void client.end('HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n');
-      if (options.refuse !== undefined) return void client.end(`HTTP/1.1 ${options.refuse} Refused\r\nContent-Length: 0\r\n\r\n`);
+      if (options.refuse !== undefined)
+        return void client.end(`HTTP/1.1 ${options.refuse} Refused\r\nContent-Length: 0\r\n\r\n`);
       const colon = authority.lastIndexOf(':');
       const host = authority.slice(0, colon).replace(/^\[(.*)\]$/, '$1');
-      const upstream = net.connect({ host: (options.route ?? ((name) => name))(host), port: Number(authority.slice(colon + 1)) });
+      const upstream = net.connect({
+        host: (options.route ?? ((name) => name))(host),
+        port: Number(authority.slice(colon + 1)),
+      });
       sockets.add(upstream);
       upstream.on('close', () => sockets.delete(upstream));
       upstream.on('error', () => client.destroy());

@@ -14,7 +14,11 @@ export function linkPath(ref: { ticketId: string; messageId: string; id: string 
 }
 
 /** Asks the API for a download link, as account A unless `key` says otherwise; fails loudly unless 200. */
-export async function getLink(app: TestPortal, attachment: Attachment, key?: string): Promise<{ link: string; expiresAt: string }> {
+export async function getLink(
+  app: TestPortal,
+  attachment: Attachment,
+  key?: string,
+): Promise<{ link: string; expiresAt: string }> {
   const init = key === undefined ? {} : { headers: { authorization: `Bearer ${key}` } };
   const res = await app.api(linkPath(attachment), init);
   if (res.status !== 200) throw new Error(`download link: expected 200, got ${res.status} ${await res.text()}`);
@@ -32,5 +36,11 @@ export function withParam(link: string, name: string, value: string | null): str
 /** A download service for a service made by hand in a test (links under `https://portal.test/v1`). */
 export function testDownloads(storage: Storage, blobs: BlobStore): DownloadService {
   const signer = createLinkSigner([SIGNING_KEY_1]);
-  return createDownloadService({ storage, blobs, clock: () => new Date(), signer, publicUrl: 'https://portal.test/v1' });
+  return createDownloadService({
+    storage,
+    blobs,
+    clock: () => new Date(),
+    signer,
+    publicUrl: 'https://portal.test/v1',
+  });
 }

@@ -37,7 +37,11 @@ export async function exerciseEmbeddedPortal(url: string, portal: Portal): Promi
   assert.is(agreement.documents[0].fileHash, sha256(document), 'every byte arrived, in order');
   const fetched = await fetch(`${url}/v1/agreements/${agreement.id}`, { headers: auth });
   assert.equal(await fetched.json(), agreement);
-  const refused = await fetch(`${url}/v1/agreements`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'x' }) });
+  const refused = await fetch(`${url}/v1/agreements`, {
+    method: 'POST',
+    headers: auth,
+    body: JSON.stringify({ name: 'x' }),
+  });
   assert.is(refused.status, 415, 'the portal, not the framework, judges the body');
 
   // A JSON body reaches the portal unread too (a framework's JSON parser would have drained it).
@@ -51,7 +55,11 @@ export async function exerciseEmbeddedPortal(url: string, portal: Portal): Promi
 
   // A download through a signed link.
   const bytes = documentBytes(300_000, 9);
-  const attachment = await portal.tickets.putAttachment('acct_a', { name: 'Résumé.pdf', mime: 'application/pdf', body: bytes });
+  const attachment = await portal.tickets.putAttachment('acct_a', {
+    name: 'Résumé.pdf',
+    mime: 'application/pdf',
+    body: bytes,
+  });
   const linkRes = await fetch(`${url}/v1${linkPath(attachment)}`, { headers: auth });
   const { link }: any = await linkRes.json();
   assert.is(linkRes.status, 200);
@@ -95,7 +103,10 @@ export async function exampleStartsWithoutKey(name: 'express' | 'fastify'): Prom
     const banner = await app.waitFor((line) => / app on http:\/\//.test(line));
     const url = /(http:\/\/[^ ]+)/.exec(banner)![1]!;
     assert.is((await fetch(`${url}/v1/files`, { headers: { authorization: `Bearer ${key}` } })).status, 200);
-    assert.is((await fetch(`${url}/v1/files`, { headers: { authorization: 'Bearer some-other-key-0123' } })).status, 401);
+    assert.is(
+      (await fetch(`${url}/v1/files`, { headers: { authorization: 'Bearer some-other-key-0123' } })).status,
+      401,
+    );
   } finally {
     app.child.kill('SIGTERM');
     await app.exited;

@@ -58,7 +58,11 @@ async function files() {
   const entry = fileRecord({ accountId: 'acct_crash', name: `f-${padding().length}` });
   const subject = `file:${entry.id}`;
   await run([[subject, entry]], async () => (await storage.insertFileEntry(entry), [[subject, entry]]));
-  if (random() < 0.4) await run([[subject, null]], async () => (await storage.deleteFileEntry('acct_crash', entry.id), [[subject, null]]));
+  if (random() < 0.4)
+    await run(
+      [[subject, null]],
+      async () => (await storage.deleteFileEntry('acct_crash', entry.id), [[subject, null]]),
+    );
 }
 
 async function agreements() {
@@ -76,7 +80,10 @@ async function agreements() {
     [`event:${event.id}`, event],
   ];
   await run(after, async () => {
-    const stored = await storage.updateAgreement('acct_crash', agreement.id, () => ({ agreement: signed, events: [event] }));
+    const stored = await storage.updateAgreement('acct_crash', agreement.id, () => ({
+      agreement: signed,
+      events: [event],
+    }));
     return [
       [`agreement:${agreement.id}`, stored],
       [`event:${event.id}`, event],
@@ -95,10 +102,16 @@ const pending = new Map<string, DeliveryRecord>();
  */
 async function outbox() {
   const webhook = webhookRecord({ accountId: 'acct_crash', createdAt: runAt });
-  await run([[`webhook:${webhook.id}`, webhook]], async () => (await storage.insertWebhook(webhook), [[`webhook:${webhook.id}`, webhook]]));
+  await run(
+    [[`webhook:${webhook.id}`, webhook]],
+    async () => (await storage.insertWebhook(webhook), [[`webhook:${webhook.id}`, webhook]]),
+  );
   if (random() < 0.5) {
     // A rotation rewrites the webhook's record: after a crash it is the old record or the new one, whole.
-    const rotation = { secret: 'whsec_' + Buffer.alloc(32, runNumber % 256).toString('base64'), previousSecretUntil: runAt };
+    const rotation = {
+      secret: 'whsec_' + Buffer.alloc(32, runNumber % 256).toString('base64'),
+      previousSecretUntil: runAt,
+    };
     const rotated = withRotation(webhook, rotation);
     await run([[`webhook:${webhook.id}`, rotated]], async () => [
       [`webhook:${webhook.id}`, await storage.rotateWebhookSecret('acct_crash', webhook.id, rotation)],
@@ -118,7 +131,9 @@ async function outbox() {
   await run(
     [...pending.values()].map((d): Subject => [`delivery:${d.id}`, leased(d)]),
     async () => {
-      claimed = (await storage.claimDeliveries({ now: runAt, leaseUntil: until, limit: 3, owner: 'crash-worker' })).map((c) => c.delivery);
+      claimed = (await storage.claimDeliveries({ now: runAt, leaseUntil: until, limit: 3, owner: 'crash-worker' })).map(
+        (c) => c.delivery,
+      );
       return claimed.map((d): Subject => [`delivery:${d.id}`, d]);
     },
   );
@@ -148,7 +163,8 @@ async function blobWrites() {
     await blobs.put(key, Readable.from([bytes.subarray(0, bytes.length >> 1), bytes.subarray(bytes.length >> 1)]));
     return [[`blob:${key}`, sha256(bytes)]];
   });
-  if (random() < 0.3) await run([[`blob:${key}`, null]], async () => (await blobs.delete(key), [[`blob:${key}`, null]]));
+  if (random() < 0.3)
+    await run([[`blob:${key}`, null]], async () => (await blobs.delete(key), [[`blob:${key}`, null]]));
 }
 
 async function worker(steps: (() => Promise<void>)[]) {

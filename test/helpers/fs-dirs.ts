@@ -41,7 +41,8 @@ export async function recordsOnDisk(dir: string): Promise<Map<string, Map<string
 
 /** The back-channel to the store in `dir`: each read replays the log from disk afresh. */
 export function fsBackChannel(dir: string): StorageBackChannel {
-  const read = async <T>(table: string, id: string) => ((await recordsOnDisk(dir)).get(table)?.get(id) ?? null) as T | null;
+  const read = async <T>(table: string, id: string) =>
+    ((await recordsOnDisk(dir)).get(table)?.get(id) ?? null) as T | null;
   return {
     event: (id) => read('event', id),
     delivery: (id) => read('delivery', id),

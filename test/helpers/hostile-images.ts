@@ -14,7 +14,12 @@ function chunk(type: string, data: Buffer): Buffer {
 
 /** A PNG file from its header's fields and the bytes of its one IDAT chunk, CRCs right, content as given. */
 function craftedPng(
-  { width, height, colorType = 6, interlace = 0 }: { width: number; height: number; colorType?: number; interlace?: number },
+  {
+    width,
+    height,
+    colorType = 6,
+    interlace = 0,
+  }: { width: number; height: number; colorType?: number; interlace?: number },
   idat: Buffer,
 ): Buffer {
   const ihdr = Buffer.alloc(13);
@@ -77,7 +82,10 @@ export const HOSTILE_IMAGES: [title: string, value: string, message: RegExp][] =
   ],
   [
     'an interlaced 10 × 10 PNG whose data inflates to 50 MB',
-    url('image/png', craftedPng({ width: 10, height: 10, interlace: 1 }, deflateSync(Buffer.alloc(50_000_000), { level: 9 }))),
+    url(
+      'image/png',
+      craftedPng({ width: 10, height: 10, interlace: 1 }, deflateSync(Buffer.alloc(50_000_000), { level: 9 })),
+    ),
     /expands past/,
   ],
   [
@@ -85,7 +93,19 @@ export const HOSTILE_IMAGES: [title: string, value: string, message: RegExp][] =
     url('image/png', craftedPng({ width: 65_535, height: 65_535 }, deflateSync(Buffer.alloc(100)))),
     /^is 65535 × 65535 pixels/,
   ],
-  ['a PNG of 0 × 0 pixels', url('image/png', craftedPng({ width: 0, height: 0 }, deflateSync(Buffer.alloc(0)))), /^is an image without pixels$/],
-  ['a JPEG claiming 60000 × 60000 pixels', url('image/jpeg', jpegClaiming(60_000, 60_000)), /^is not a readable JPEG image \(maxResolutionInMP limit exceeded/],
-  ['a JPEG cut after its header', url('image/jpeg', Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0, 16, 0x4a, 0x46, 0x49, 0x46, 0])), /^is not a readable JPEG image/],
+  [
+    'a PNG of 0 × 0 pixels',
+    url('image/png', craftedPng({ width: 0, height: 0 }, deflateSync(Buffer.alloc(0)))),
+    /^is an image without pixels$/,
+  ],
+  [
+    'a JPEG claiming 60000 × 60000 pixels',
+    url('image/jpeg', jpegClaiming(60_000, 60_000)),
+    /^is not a readable JPEG image \(maxResolutionInMP limit exceeded/,
+  ],
+  [
+    'a JPEG cut after its header',
+    url('image/jpeg', Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0, 16, 0x4a, 0x46, 0x49, 0x46, 0])),
+    /^is not a readable JPEG image/,
+  ],
 ];

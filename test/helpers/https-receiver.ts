@@ -48,10 +48,13 @@ export async function startHttpsReceiver(what: string): Promise<HttpsReceiver | 
     console.log(`  skipped: ${what} needs openssl to make a certificate (${errorMessage(error)})`);
     return null;
   }
-  const server = https.createServer({ key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) }, (req, res) => {
-    req.resume();
-    req.on('end', () => res.writeHead(202).end());
-  });
+  const server = https.createServer(
+    { key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) },
+    (req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(202).end());
+    },
+  );
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     port: (server.address() as AddressInfo).port,

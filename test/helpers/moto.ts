@@ -33,7 +33,9 @@ export async function startMoto(): Promise<{ moto: Moto; reason?: undefined } | 
     child = spawn('moto_server', ['-H', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' });
     await Promise.race([once(child, 'spawn'), once(child, 'error').then(([error]) => Promise.reject(error))]);
   } catch (error) {
-    return { reason: `moto_server cannot be started (${(error as Error).message}); install it with \`pip install 'moto[server]'\`` };
+    return {
+      reason: `moto_server cannot be started (${(error as Error).message}); install it with \`pip install 'moto[server]'\``,
+    };
   }
   const deadline = Date.now() + 20_000;
   for (;;) {

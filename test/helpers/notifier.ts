@@ -31,7 +31,10 @@ export function recordingNotifier(): RecordingNotifier {
       return code;
     },
     linkFor(email) {
-      const mail = notifier.sent.findLast((one) => (one.kind === 'signing-invitation' || one.kind === 'signing-reminder') && one.to.includes(`<${email}>`));
+      const mail = notifier.sent.findLast(
+        (one) =>
+          (one.kind === 'signing-invitation' || one.kind === 'signing-reminder') && one.to.includes(`<${email}>`),
+      );
       const link = mail?.text.match(/https?:\/\/\S+\/sign#\S+/)?.[0];
       if (link === undefined) throw new Error(`no link was mailed to ${email}`);
       return link;

@@ -27,7 +27,8 @@ export function createResponseChecker(document: Json) {
     const path = (item.$ref as string).replace(/^#\//, '').split('/');
     return resolve(path.reduce((node: Json, key) => node[key.replace(/~1/g, '/').replace(/~0/g, '~')], document));
   };
-  const rebase = (schema: unknown): unknown => JSON.parse(JSON.stringify(schema).replace(/"#\/components\//g, `"${BASE}#/components/`));
+  const rebase = (schema: unknown): unknown =>
+    JSON.parse(JSON.stringify(schema).replace(/"#\/components\//g, `"${BASE}#/components/`));
 
   function operationOf(method: string, template: string): Json {
     const operation = document.paths[template]?.[method.toLowerCase()];
@@ -42,10 +43,12 @@ export function createResponseChecker(document: Json) {
       const where = `${method} ${template} → ${res.status}`;
       const operation = operationOf(method, template);
       const documented = operation.responses[String(res.status)];
-      if (documented === undefined) throw new Error(`${where}: status not in the document (body ${text.slice(0, 200)})`);
+      if (documented === undefined)
+        throw new Error(`${where}: status not in the document (body ${text.slice(0, 200)})`);
       const response = resolve(documented);
       for (const [name, spec] of Object.entries<Json>(response.headers ?? {})) {
-        if (resolve(spec).required === true && !res.headers.has(name)) throw new Error(`${where}: header ${name} missing`);
+        if (resolve(spec).required === true && !res.headers.has(name))
+          throw new Error(`${where}: header ${name} missing`);
       }
       const content = response.content as Json | undefined;
       if (content === undefined) {
@@ -60,7 +63,9 @@ export function createResponseChecker(document: Json) {
           compiled.set(key, validate);
         }
         if (!validate(JSON.parse(text))) {
-          throw new Error(`${where}: body does not match the document: ${ajv.errorsText(validate.errors)} (body ${text.slice(0, 300)})`);
+          throw new Error(
+            `${where}: body does not match the document: ${ajv.errorsText(validate.errors)} (body ${text.slice(0, 300)})`,
+          );
         }
       }
       seen.add(`${method.toUpperCase()} ${template} ${res.status}`);
@@ -82,16 +87,21 @@ export function createResponseChecker(document: Json) {
         return validate;
       };
       const validateBody = validator(where, operation.requestBody.content['application/json'].schema);
-      if (!validateBody(body)) throw new Error(`${where}: body does not match the document: ${ajv.errorsText(validateBody.errors)}`);
+      if (!validateBody(body))
+        throw new Error(`${where}: body does not match the document: ${ajv.errorsText(validateBody.errors)}`);
       for (const parameter of (operation.parameters as Json[]).map(resolve)) {
-        const name = Object.keys(call.headers).find((header) => header.toLowerCase() === String(parameter.name).toLowerCase());
+        const name = Object.keys(call.headers).find(
+          (header) => header.toLowerCase() === String(parameter.name).toLowerCase(),
+        );
         if (name === undefined) {
           if (parameter.required === true) throw new Error(`${where}: header ${parameter.name} missing`);
           continue;
         }
         const validateHeader = validator(`${where} ${parameter.name}`, parameter.schema);
         if (!validateHeader(call.headers[name])) {
-          throw new Error(`${where}: header ${parameter.name} does not match the document: ${ajv.errorsText(validateHeader.errors)} (${call.headers[name]})`);
+          throw new Error(
+            `${where}: header ${parameter.name} does not match the document: ${ajv.errorsText(validateHeader.errors)} (${call.headers[name]})`,
+          );
         }
       }
       seen.add(`CALL ${type}`);

@@ -21,7 +21,8 @@ export function pkiMissing(): string | null {
     ['qpdf', ['--version'], 'qpdf'],
     ['pdftotext', ['-v'], 'poppler-utils'],
   ] as const) {
-    if (spawnSync(tool, args, { stdio: 'ignore' }).error !== undefined) return `${tool} is not installed (Debian: apt-get install ${pkg})`;
+    if (spawnSync(tool, args, { stdio: 'ignore' }).error !== undefined)
+      return `${tool} is not installed (Debian: apt-get install ${pkg})`;
   }
   return null;
 }
@@ -62,7 +63,18 @@ export function makePki(): TestPki {
     'keyUsage=critical,keyCertSign,cRLSign',
   ]);
   const issue = (name: string, subject: string, extensions: string) => {
-    run(dir, ['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subject]);
+    run(dir, [
+      'req',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      `${name}.key`,
+      '-out',
+      `${name}.csr`,
+      '-subj',
+      subject,
+    ]);
     writeFileSync(join(dir, `${name}.ext`), extensions);
     run(dir, [
       'x509',
@@ -82,10 +94,31 @@ export function makePki(): TestPki {
       `${name}.ext`,
     ]);
   };
-  issue('seal', '/CN=Portal Seal/O=Acme Ltd', 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,nonRepudiation\n');
-  issue('tsa', '/CN=Portal Test TSA', 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=critical,timeStamping\n');
+  issue(
+    'seal',
+    '/CN=Portal Seal/O=Acme Ltd',
+    'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,nonRepudiation\n',
+  );
+  issue(
+    'tsa',
+    '/CN=Portal Test TSA',
+    'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=critical,timeStamping\n',
+  );
   const password = 'test-seal-password';
-  run(dir, ['pkcs12', '-export', '-inkey', 'seal.key', '-in', 'seal.pem', '-certfile', 'ca.pem', '-out', 'seal.p12', '-passout', `pass:${password}`]);
+  run(dir, [
+    'pkcs12',
+    '-export',
+    '-inkey',
+    'seal.key',
+    '-in',
+    'seal.pem',
+    '-certfile',
+    'ca.pem',
+    '-out',
+    'seal.p12',
+    '-passout',
+    `pass:${password}`,
+  ]);
   writeFileSync(join(dir, 'tsaserial'), '01\n');
   writeFileSync(
     join(dir, 'tsa.cnf'),
@@ -109,7 +142,11 @@ export function makePki(): TestPki {
   const nssDir = join(dir, 'nss');
   mkdirSync(nssDir);
   execFileSync('certutil', ['-N', '-d', `sql:${nssDir}`, '--empty-password'], { stdio: 'pipe' });
-  execFileSync('certutil', ['-A', '-d', `sql:${nssDir}`, '-n', 'portal-test-ca', '-t', 'CT,C,C', '-i', join(dir, 'ca.pem')], { stdio: 'pipe' });
+  execFileSync(
+    'certutil',
+    ['-A', '-d', `sql:${nssDir}`, '-n', 'portal-test-ca', '-t', 'CT,C,C', '-i', join(dir, 'ca.pem')],
+    { stdio: 'pipe' },
+  );
   return {
     dir,
     p12: readFileSync(join(dir, 'seal.p12')),
@@ -200,7 +237,12 @@ export function pdfText(pki: TestPki, pdf: Buffer): string {
 }
 
 /** The text pdftotext reads inside a box of one page, the box in percent of the page from its top-left corner (as a field's). */
-export function pdfTextIn(pki: TestPki, pdf: Buffer, page: number, box: { x: number; y: number; width: number; height: number }): string {
+export function pdfTextIn(
+  pki: TestPki,
+  pdf: Buffer,
+  page: number,
+  box: { x: number; y: number; width: number; height: number },
+): string {
   const file = join(pki.dir, `box-${process.hrtime.bigint()}.pdf`);
   writeFileSync(file, pdf);
   try {
@@ -212,9 +254,13 @@ export function pdfTextIn(pki: TestPki, pdf: Buffer, page: number, box: { x: num
     const h = Number(turned ? width : height);
     const crop = [box.x * w, box.y * h, box.width * w, box.height * h].map((value) => String(Math.round(value / 100)));
     const [x, y, cw, ch] = crop as [string, string, string, string];
-    return execFileSync('pdftotext', ['-f', String(page), '-l', String(page), '-r', '72', '-x', x, '-y', y, '-W', cw, '-H', ch, file, '-'], {
-      encoding: 'utf8',
-    });
+    return execFileSync(
+      'pdftotext',
+      ['-f', String(page), '-l', String(page), '-r', '72', '-x', x, '-y', y, '-W', cw, '-H', ch, file, '-'],
+      {
+        encoding: 'utf8',
+      },
+    );
   } finally {
     rmSync(file, { force: true });
   }
@@ -232,12 +278,34 @@ export function pageCount(pki: TestPki, pdf: Buffer): number {
 }
 
 /** How many pixels are dark (below half grey) in a region of one page rendered at 72 dpi, the region in points from the top left. */
-export function darkPixels(pki: TestPki, pdf: Buffer, page: number, region: { x: number; y: number; width: number; height: number }): number {
+export function darkPixels(
+  pki: TestPki,
+  pdf: Buffer,
+  page: number,
+  region: { x: number; y: number; width: number; height: number },
+): number {
   const file = join(pki.dir, `ink-${process.hrtime.bigint()}.pdf`);
   writeFileSync(file, pdf);
   try {
     const [x, y, w, h] = [region.x, region.y, region.width, region.height].map((value) => String(Math.round(value)));
-    const pgm = execFileSync('pdftoppm', ['-gray', '-r', '72', '-f', String(page), '-l', String(page), '-x', x!, '-y', y!, '-W', w!, '-H', h!, file]);
+    const pgm = execFileSync('pdftoppm', [
+      '-gray',
+      '-r',
+      '72',
+      '-f',
+      String(page),
+      '-l',
+      String(page),
+      '-x',
+      x!,
+      '-y',
+      y!,
+      '-W',
+      w!,
+      '-H',
+      h!,
+      file,
+    ]);
     // A binary PGM: "P5\n<w> <h>\n255\n" then one byte a pixel.
     const header = /^P5\s+(\d+)\s+(\d+)\s+255\s/.exec(pgm.subarray(0, 40).toString('latin1'))!;
     return [...pgm.subarray(header[0].length)].filter((value) => value < 128).length;

@@ -16,9 +16,16 @@ export interface Started {
 
 /** Starts `node script` with `env` added, and follows its stdout line by line. */
 export function startNode(script: string, env: Record<string, string>): Started {
-  const child = spawn(process.execPath, [script], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [script], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const lines: string[] = [];
-  const waiting = new Set<{ match: (line: string) => boolean; resolve: (line: string) => void; timer?: NodeJS.Timeout }>();
+  const waiting = new Set<{
+    match: (line: string) => boolean;
+    resolve: (line: string) => void;
+    timer?: NodeJS.Timeout;
+  }>();
   createInterface({ input: child.stdout! }).on('line', (line) => {
     lines.push(line);
     for (const waiter of waiting) {
@@ -41,11 +48,18 @@ export function startNode(script: string, env: Record<string, string>): Started 
       const seen = lines.find(match);
       if (seen !== undefined) return Promise.resolve(seen);
       return new Promise((resolve, reject) => {
-        const waiter: { match: (line: string) => boolean; resolve: (line: string) => void; timer?: NodeJS.Timeout } = { match, resolve };
+        const waiter: { match: (line: string) => boolean; resolve: (line: string) => void; timer?: NodeJS.Timeout } = {
+          match,
+          resolve,
+        };
         waiting.add(waiter);
         const timer = (waiter.timer = setTimeout(() => {
           waiting.delete(waiter);
-          reject(new Error(`no matching line within ${timeoutMs} ms; stdout:\n${lines.join('\n')}\nstderr:\n${errorLines.join('\n')}`));
+          reject(
+            new Error(
+              `no matching line within ${timeoutMs} ms; stdout:\n${lines.join('\n')}\nstderr:\n${errorLines.join('\n')}`,
+            ),
+          );
         }, timeoutMs));
         exited.then(() => {
           if (!waiting.has(waiter)) return;
@@ -70,7 +84,10 @@ export function logLine(line: string): Record<string, unknown> | null {
 
 /** Runs an ES module script in a Node process of its own (`node --input-type=module -e script`) and resolves what it printed. */
 export function runModuleScript(script: string, timeoutMs = 20_000): Promise<{ stdout: string; stderr: string }> {
-  return promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: timeoutMs });
+  return promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], {
+    encoding: 'utf8',
+    timeout: timeoutMs,
+  });
 }
 
 /**

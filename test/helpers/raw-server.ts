@@ -5,7 +5,9 @@ import net from 'node:net';
  * connection, connection number, socket)` as raw bytes (or destroys the socket for `'reset'`), so
  * framings Node's server never writes can be tried. Requests are split on their Content-Length.
  */
-export async function rawServer(answer: (request: number, connection: number, socket: net.Socket) => string | 'reset' | 'silent') {
+export async function rawServer(
+  answer: (request: number, connection: number, socket: net.Socket) => string | 'reset' | 'silent',
+) {
   const requests: { connection: number; head: string; body: string }[] = [];
   let connections = 0;
   const sockets = new Set<net.Socket>();

@@ -54,7 +54,14 @@ export async function startReceiver(options: { secret?: () => string | undefined
         verified = error instanceof Error ? error.message : String(error);
       }
     }
-    received.push({ method: req.method!, url: req.url!, headers: req.headers, body, remotePort: req.socket.remotePort!, verified });
+    received.push({
+      method: req.method!,
+      url: req.url!,
+      headers: req.headers,
+      body,
+      remotePort: req.socket.remotePort!,
+      verified,
+    });
     const answer = queue.shift() ?? otherwise;
     if (answer.hang) return;
     if (verified !== null && verified !== 'ok') {

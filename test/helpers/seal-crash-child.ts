@@ -12,7 +12,14 @@ import { createPortal } from '../../src/index.js';
 import { SIGNING_KEY_1 } from './download.js';
 import { NEVER } from './webhooks.js';
 
-const [dir, agreementId, signerId, p12Path, password, signature] = process.argv.slice(2) as [string, string, string, string, string, string];
+const [dir, agreementId, signerId, p12Path, password, signature] = process.argv.slice(2) as [
+  string,
+  string,
+  string,
+  string,
+  string,
+  string,
+];
 const portal = await createPortal({
   storage: fsStorage({ dir: path.join(dir, 'records') }),
   blobs: fsBlobs({ dir: path.join(dir, 'blobs') }),

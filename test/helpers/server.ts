@@ -58,7 +58,10 @@ export async function startPortal(options: PortalOptions = {}): Promise<TestPort
  */
 export function withPortal(body: (app: TestPortal) => Promise<void>): Promise<void>;
 export function withPortal(options: PortalOptions, body: (app: TestPortal) => Promise<void>): Promise<void>;
-export async function withPortal(first: PortalOptions | ((app: TestPortal) => Promise<void>), second?: (app: TestPortal) => Promise<void>): Promise<void> {
+export async function withPortal(
+  first: PortalOptions | ((app: TestPortal) => Promise<void>),
+  second?: (app: TestPortal) => Promise<void>,
+): Promise<void> {
   const [options, body] = typeof first === 'function' ? [{}, first] : [first, second!];
   const app = await startPortal(options);
   try {
@@ -77,7 +80,9 @@ export function rawRequest(
     const req = http.request(url, options, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks).toString() }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks).toString() }),
+      );
     });
     req.on('error', reject);
     req.end(options.body);

@@ -11,7 +11,9 @@ import { join } from 'node:path';
  * that asks the token.
  */
 
-const LIBRARY = ['/usr/lib/softhsm/libsofthsm2.so', '/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so'].find((path) => existsSync(path));
+const LIBRARY = ['/usr/lib/softhsm/libsofthsm2.so', '/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so'].find((path) =>
+  existsSync(path),
+);
 const PIN = '1234';
 /** The DER prefix of a SHA-256 DigestInfo (RFC 8017 §9.2): CKM_RSA_PKCS signs it with the digest after it. */
 const DIGEST_INFO_SHA256 = Buffer.from('3031300d060960864801650304020105000420', 'hex');
@@ -48,10 +50,17 @@ export function softHsmKey(keyPem: string): SoftHsmKey {
   // The library reads its configuration from the environment when it is initialised.
   process.env.SOFTHSM2_CONF = conf;
   const env = { ...process.env, SOFTHSM2_CONF: conf };
-  execFileSync('softhsm2-util', ['--init-token', '--free', '--label', 'portal', '--pin', PIN, '--so-pin', '5678'], { env, stdio: 'pipe' });
+  execFileSync('softhsm2-util', ['--init-token', '--free', '--label', 'portal', '--pin', PIN, '--so-pin', '5678'], {
+    env,
+    stdio: 'pipe',
+  });
   const keyFile = join(dir, 'seal.key');
   writeFileSync(keyFile, keyPem);
-  execFileSync('softhsm2-util', ['--import', keyFile, '--token', 'portal', '--label', 'seal', '--id', '01', '--pin', PIN], { env, stdio: 'pipe' });
+  execFileSync(
+    'softhsm2-util',
+    ['--import', keyFile, '--token', 'portal', '--label', 'seal', '--id', '01', '--pin', PIN],
+    { env, stdio: 'pipe' },
+  );
   rmSync(keyFile);
 
   const pkcs11js = createRequire(import.meta.url)('pkcs11js') as Pkcs11Module;

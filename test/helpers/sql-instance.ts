@@ -35,7 +35,10 @@ const portal = await createPortal({
   webhooks: { worker: true, tick: '* * * * * *', timeoutMs: 30_000, concurrency: 32 },
 });
 
-type Message = { id: number; op: 'createWebhook'; url: string } | { id: number; op: 'publish'; count: number } | { id: number; op: 'advanceClock'; ms: number };
+type Message =
+  | { id: number; op: 'createWebhook'; url: string }
+  | { id: number; op: 'publish'; count: number }
+  | { id: number; op: 'advanceClock'; ms: number };
 
 async function handle(message: Message): Promise<unknown> {
   switch (message.op) {
@@ -43,7 +46,9 @@ async function handle(message: Message): Promise<unknown> {
       return portal.webhooks.create('default', { type: 'customer-created', url: message.url });
     case 'publish': {
       const events = await Promise.all(
-        Array.from({ length: message.count }, (_, n) => portal.events.publish('default', 'customer-created', { instance: name, n })),
+        Array.from({ length: message.count }, (_, n) =>
+          portal.events.publish('default', 'customer-created', { instance: name, n }),
+        ),
       );
       return events.map((event) => event.id);
     }

@@ -5,7 +5,13 @@ import pg from 'pg';
 import type { SqlClient } from '../../adapters/sql/index.js';
 import { sqlBlobs, sqlStorage } from '../../adapters/sql/index.js';
 import type { Storage } from '../../src/ports.js';
-import type { DeliveryRecord, EventRecord, IdempotencyRecord, WebhookHealthRecord, WebhookRecord } from '../../src/records.js';
+import type {
+  DeliveryRecord,
+  EventRecord,
+  IdempotencyRecord,
+  WebhookHealthRecord,
+  WebhookRecord,
+} from '../../src/records.js';
 import type { BlobStoreFactory, StorageBackChannel, StorageFactory } from '../conformance/types.js';
 import { namespacedBlobsFactory } from './blob-factory.js';
 
@@ -20,15 +26,24 @@ let schemas = 0;
 export const freshSchema = () => `${RUN}_${++schemas}`;
 
 /** A pool on the server, or why there is none: unreachable within about two seconds. */
-export async function connectPostgres(options: pg.PoolConfig = {}): Promise<{ pool: pg.Pool; reason?: undefined } | { pool?: undefined; reason: string }> {
-  const pool = new pg.Pool({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 2000, allowExitOnIdle: true, ...options });
+export async function connectPostgres(
+  options: pg.PoolConfig = {},
+): Promise<{ pool: pg.Pool; reason?: undefined } | { pool?: undefined; reason: string }> {
+  const pool = new pg.Pool({
+    connectionString: POSTGRES_URL,
+    connectionTimeoutMillis: 2000,
+    allowExitOnIdle: true,
+    ...options,
+  });
   pool.on('error', () => {});
   try {
     await pool.query('SELECT 1');
     return { pool };
   } catch (error) {
     await pool.end().catch(() => {});
-    return { reason: `PostgreSQL at ${POSTGRES_URL} cannot be reached (${(error as Error).message || (error as Error).name})` };
+    return {
+      reason: `PostgreSQL at ${POSTGRES_URL} cannot be reached (${(error as Error).message || (error as Error).name})`,
+    };
   }
 }
 
@@ -38,7 +53,8 @@ export async function connectPostgres(options: pg.PoolConfig = {}): Promise<{ po
  */
 export async function openPglite(): Promise<PGlite> {
   const data = process.env.CP_TEST_PGLITE_DATA;
-  const db = data !== undefined && existsSync(data) ? new PGlite({ loadDataDir: new Blob([readFileSync(data)]) }) : new PGlite();
+  const db =
+    data !== undefined && existsSync(data) ? new PGlite({ loadDataDir: new Blob([readFileSync(data)]) }) : new PGlite();
   await db.waitReady;
   return db;
 }
@@ -56,7 +72,8 @@ export async function dropRunSchemas(client: SqlClient): Promise<void> {
 const schemaOf = new WeakMap<object, string>();
 
 /** A timestamptz column as ATOM, computed by the server, under the record's (camelCase) key. */
-const atom = (column: string, key: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"') AS "${key}"`;
+const atom = (column: string, key: string) =>
+  `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"') AS "${key}"`;
 
 /**
  * The back-channel to the tables in `schema`: plain SQL written here, column by column, so no read
@@ -93,7 +110,9 @@ export function sqlBackChannel(client: SqlClient, schema: string): StorageBackCh
       // The rotation fields and the filter are left out of a record that has none, as every store leaves them out.
       const { previousSecret, previousSecretUntil, filter, ...rest } = row;
       const rotated = previousSecret === null ? rest : { ...rest, previousSecret, previousSecretUntil };
-      return (filter === null ? rotated : { ...rotated, filter: JSON.parse(filter as string) }) as unknown as WebhookRecord;
+      return (filter === null
+        ? rotated
+        : { ...rotated, filter: JSON.parse(filter as string) }) as unknown as WebhookRecord;
     },
     async idempotencyKey(accountId, key) {
       const { rows } = await client.query(

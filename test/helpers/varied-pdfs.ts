@@ -37,7 +37,10 @@ export async function variedPdfs(count: number): Promise<MadePdf[]> {
         writeFileSync(txt, `${letterText(n)}\n\nThe terms follow.\n`);
         return txt;
       });
-      execFileSync('soffice', ['--headless', '--convert-to', 'pdf', '--outdir', dir, ...files], { stdio: 'pipe', env: { ...process.env, HOME: dir } });
+      execFileSync('soffice', ['--headless', '--convert-to', 'pdf', '--outdir', dir, ...files], {
+        stdio: 'pipe',
+        env: { ...process.env, HOME: dir },
+      });
     }
     for (let n = 0; made.length < count; n++) {
       const text = letterText(n);

@@ -41,7 +41,8 @@ export function fakeTimers({ horizonMs = Number.POSITIVE_INFINITY } = {}) {
   const step = () => {
     stepping = false;
     let next: [number, { at: number; run: () => void }] | undefined;
-    for (const entry of pending) if (entry[1].at < horizonMs && (next === undefined || entry[1].at < next[1].at)) next = entry;
+    for (const entry of pending)
+      if (entry[1].at < horizonMs && (next === undefined || entry[1].at < next[1].at)) next = entry;
     if (next === undefined) return;
     pending.delete(next[0]);
     now = Math.max(now, next[1].at);

@@ -14,11 +14,16 @@ if (!curlFound) console.log('agreements-curl: skipping every test: curl is not o
 /** Runs curl, resolving the status code and body it printed (`-w` puts the status on the last line). */
 function curl(args: string[]): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    execFile('curl', ['-sS', '-w', '\n%{http_code}', ...args], { maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-      if (error) return reject(new Error(`curl failed: ${stderr || error.message}`));
-      const cut = stdout.lastIndexOf('\n');
-      resolve({ status: Number(stdout.slice(cut + 1)), body: stdout.slice(0, cut) });
-    });
+    execFile(
+      'curl',
+      ['-sS', '-w', '\n%{http_code}', ...args],
+      { maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        if (error) return reject(new Error(`curl failed: ${stderr || error.message}`));
+        const cut = stdout.lastIndexOf('\n');
+        resolve({ status: Number(stdout.slice(cut + 1)), body: stdout.slice(0, cut) });
+      },
+    );
   });
 }
 
@@ -78,28 +83,31 @@ curlTest('curl -F: the README example creates the agreement, hashes match the fi
 curlTest('curl -F with documents over 5 MiB: 413 (curl sends Expect: 100-continue), and no blob is left', async () => {
   const tracked = trackedAdapters();
   await withPortal({ storage: tracked.storage, blobs: tracked.blobs }, async (app) => {
-    await withFiles({ 'a.bin': documentBytes(3 * 1024 * 1024), 'b.bin': documentBytes(2 * 1024 * 1024 + 1, 2) }, async (dir) => {
-      const res = await curl([
-        '-H',
-        `Authorization: Bearer ${KEY_A}`,
-        '-F',
-        'name=Too big',
-        '-F',
-        'signerName=Ann Owner',
-        // Unquoted, curl would read `;base64,…` as a part parameter and cut the value there.
-        '-F',
-        `signerSignatureData="${PNG_SIGNATURE}"`,
-        '-F',
-        `signers=${JSON.stringify(SIGNER)}`,
-        '-F',
-        `documents=@${join(dir, 'a.bin')}`,
-        '-F',
-        `documents=@${join(dir, 'b.bin')}`,
-        `${app.url}/v1/agreements`,
-      ]);
-      assert.is(res.status, 413, res.body);
-      assert.match(JSON.parse(res.body).message, '5 MiB');
-    });
+    await withFiles(
+      { 'a.bin': documentBytes(3 * 1024 * 1024), 'b.bin': documentBytes(2 * 1024 * 1024 + 1, 2) },
+      async (dir) => {
+        const res = await curl([
+          '-H',
+          `Authorization: Bearer ${KEY_A}`,
+          '-F',
+          'name=Too big',
+          '-F',
+          'signerName=Ann Owner',
+          // Unquoted, curl would read `;base64,…` as a part parameter and cut the value there.
+          '-F',
+          `signerSignatureData="${PNG_SIGNATURE}"`,
+          '-F',
+          `signers=${JSON.stringify(SIGNER)}`,
+          '-F',
+          `documents=@${join(dir, 'a.bin')}`,
+          '-F',
+          `documents=@${join(dir, 'b.bin')}`,
+          `${app.url}/v1/agreements`,
+        ]);
+        assert.is(res.status, 413, res.body);
+        assert.match(JSON.parse(res.body).message, '5 MiB');
+      },
+    );
     assert.equal(await tracked.blobKeys(), []);
     assert.is(tracked.inserted.length, 0);
   });
@@ -107,7 +115,15 @@ curlTest('curl -F with documents over 5 MiB: 413 (curl sends Expect: 100-continu
 
 curlTest('curl -F with an unknown part: 400 naming it', async () => {
   await withPortal(async (app) => {
-    const res = await curl(['-H', `Authorization: Bearer ${KEY_A}`, '-F', 'name=x', '-F', 'title=y', `${app.url}/v1/agreements`]);
+    const res = await curl([
+      '-H',
+      `Authorization: Bearer ${KEY_A}`,
+      '-F',
+      'name=x',
+      '-F',
+      'title=y',
+      `${app.url}/v1/agreements`,
+    ]);
     assert.is(res.status, 400);
     assert.match(JSON.parse(res.body).message, 'Unknown part "title"');
   });

@@ -74,7 +74,9 @@ test('GET /agreements: the default page is 50, at most 100; a signed agreement s
     assert.is(page.data.length, 50);
     assert.is(page.nextCursor, page.data[49].id);
     assert.is((await json(await app.api('/agreements?limit=100'))).data.length, 100);
-    const signed = await app.portal.agreements.sign('acct_a', made[100].id, made[100].signers[0].id, { signature: PNG_SIGNATURE });
+    const signed = await app.portal.agreements.sign('acct_a', made[100].id, made[100].signers[0].id, {
+      signature: PNG_SIGNATURE,
+    });
     const [top] = (await json(await app.api('/agreements?limit=1'))).data;
     assert.is(top.status, 'signed');
     assert.is(top.signers[0].signedAt, signed.signers[0]!.signedAt);

@@ -44,7 +44,11 @@ function malformedSuite(kind: BlobKind): void {
   test.run();
 }
 
-async function post(app: TestPortal, body: Buffer | string, headers: Record<string, string> = { 'content-type': MULTIPART }) {
+async function post(
+  app: TestPortal,
+  body: Buffer | string,
+  headers: Record<string, string> = { 'content-type': MULTIPART },
+) {
   const res = await rawRequest(`${app.url}/v1/agreements`, {
     method: 'POST',
     headers: { authorization: `Bearer ${KEY_A}`, ...headers },
@@ -72,7 +76,11 @@ function registerTests(test: Test<{ app: TestPortal; tracked: Tracked }>): void 
       [...validParts(), { name: 'comment', value: 'hi' }],
       'Unknown part "comment"; the parts are name, signerName, signerSignatureData, signers, documents, signingOrder, expiresAt and fields.',
     ],
-    ['an unknown file part', [...validParts(), { name: 'attachment', filename: 'a.pdf', bytes: documentBytes(10) }], /^Unknown part "attachment"/],
+    [
+      'an unknown file part',
+      [...validParts(), { name: 'attachment', filename: 'a.pdf', bytes: documentBytes(10) }],
+      /^Unknown part "attachment"/,
+    ],
     ['a part with an empty name', [{ name: '', value: 'x' }, ...validParts()], /^Unknown part ""/],
     [
       'a text part without a name',
@@ -81,21 +89,44 @@ function registerTests(test: Test<{ app: TestPortal; tracked: Tracked }>): void 
     ],
     [
       'a file part without a name',
-      [...validParts(), { name: '', disposition: 'Content-Disposition: form-data; filename="a.pdf"', bytes: documentBytes(10) }],
+      [
+        ...validParts(),
+        { name: '', disposition: 'Content-Disposition: form-data; filename="a.pdf"', bytes: documentBytes(10) },
+      ],
       /^Unknown part without a name;/,
     ],
     ['name given twice', [...validParts(), { name: 'name', value: 'Again' }], 'name: was given more than once.'],
     ['no name', withPart('name', null), 'name: is required.'],
     ['an empty name', withPart('name', { name: 'name', value: '' }), 'name: must not be empty'],
     ['a blank name', withPart('name', { name: 'name', value: '   ' }), 'name: must not be empty'],
-    ['a name of 256 characters', withPart('name', { name: 'name', value: 'n'.repeat(256) }), 'name: must be at most 255 characters'],
+    [
+      'a name of 256 characters',
+      withPart('name', { name: 'name', value: 'n'.repeat(256) }),
+      'name: must be at most 255 characters',
+    ],
     ['no signerName', withPart('signerName', null), 'signerName: is required.'],
-    ['a signerName of 256 characters', withPart('signerName', { name: 'signerName', value: 'é'.repeat(256) }), 'signerName: must be at most 255 characters'],
+    [
+      'a signerName of 256 characters',
+      withPart('signerName', { name: 'signerName', value: 'é'.repeat(256) }),
+      'signerName: must be at most 255 characters',
+    ],
     ['no signerSignatureData', withPart('signerSignatureData', null), 'signerSignatureData: is required.'],
     ['no signers', withPart('signers', null), 'signers: at least one signer is required.'],
-    ['an empty signers array', withPart('signers', { name: 'signers', value: '[]' }), 'signers: at least one signer is required.'],
-    ['signers that are not JSON', withPart('signers', { name: 'signers', value: "{firstName: 'Bo'}" }), 'signers: part 1 is not valid JSON.'],
-    ['a signer that is not an object', withPart('signers', { name: 'signers', value: '["Bo"]' }), 'signers[0]: must be a JSON object.'],
+    [
+      'an empty signers array',
+      withPart('signers', { name: 'signers', value: '[]' }),
+      'signers: at least one signer is required.',
+    ],
+    [
+      'signers that are not JSON',
+      withPart('signers', { name: 'signers', value: "{firstName: 'Bo'}" }),
+      'signers: part 1 is not valid JSON.',
+    ],
+    [
+      'a signer that is not an object',
+      withPart('signers', { name: 'signers', value: '["Bo"]' }),
+      'signers[0]: must be a JSON object.',
+    ],
     [
       'a signer with an unknown key',
       withPart('signers', { name: 'signers', value: JSON.stringify({ ...SIGNER, phone: '1' }) }),
@@ -150,7 +181,10 @@ function registerTests(test: Test<{ app: TestPortal; tracked: Tracked }>): void 
     ],
     [
       'six documents',
-      [...validParts(), ...[1, 2, 3, 4, 5].map((i) => ({ name: 'documents', filename: `d${i}`, bytes: documentBytes(50_000, i) }))],
+      [
+        ...validParts(),
+        ...[1, 2, 3, 4, 5].map((i) => ({ name: 'documents', filename: `d${i}`, bytes: documentBytes(50_000, i) })),
+      ],
       'documents: at most 5 documents are allowed.',
     ],
   ];
@@ -170,17 +204,37 @@ function registerTests(test: Test<{ app: TestPortal; tracked: Tracked }>): void 
       dataUrl('image/svg+xml', Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>')),
       'SVG images are refused; send a PNG or JPEG image',
     ],
-    ['a GIF image', dataUrl('image/gif', Buffer.from('GIF89a0000')), 'must be a data-URL of a PNG or JPEG image (data:image/png;base64,…)'],
-    ['a URL that is not a data-URL', 'https://example.com/sig.png', 'must be a data-URL of a PNG or JPEG image (data:image/png;base64,…)'],
+    [
+      'a GIF image',
+      dataUrl('image/gif', Buffer.from('GIF89a0000')),
+      'must be a data-URL of a PNG or JPEG image (data:image/png;base64,…)',
+    ],
+    [
+      'a URL that is not a data-URL',
+      'https://example.com/sig.png',
+      'must be a data-URL of a PNG or JPEG image (data:image/png;base64,…)',
+    ],
     [
       'a data-URL without base64',
       'data:image/png,' + encodeURIComponent(pngBytes().toString('latin1')),
       'must be a data-URL of a PNG or JPEG image (data:image/png;base64,…)',
     ],
     ['no image data', 'data:image/png;base64,', 'holds no image data'],
-    ['base64 with a stray character', PNG_SIGNATURE.slice(0, -4) + '*AA=', 'is not valid base64 (standard alphabet, padded, no whitespace)'],
-    ['base64 with a line break', PNG_SIGNATURE.slice(0, 40) + '\n' + PNG_SIGNATURE.slice(40), 'is not valid base64 (standard alphabet, padded, no whitespace)'],
-    ['base64 without padding', PNG_SIGNATURE.replace(/=+$/, ''), 'is not valid base64 (standard alphabet, padded, no whitespace)'],
+    [
+      'base64 with a stray character',
+      PNG_SIGNATURE.slice(0, -4) + '*AA=',
+      'is not valid base64 (standard alphabet, padded, no whitespace)',
+    ],
+    [
+      'base64 with a line break',
+      PNG_SIGNATURE.slice(0, 40) + '\n' + PNG_SIGNATURE.slice(40),
+      'is not valid base64 (standard alphabet, padded, no whitespace)',
+    ],
+    [
+      'base64 without padding',
+      PNG_SIGNATURE.replace(/=+$/, ''),
+      'is not valid base64 (standard alphabet, padded, no whitespace)',
+    ],
     [
       'URL-safe base64',
       'data:image/png;base64,' + Buffer.concat([pngBytes(8), Buffer.from([0xfb, 0xff, 0xfe])]).toString('base64url'),
@@ -189,12 +243,23 @@ function registerTests(test: Test<{ app: TestPortal; tracked: Tracked }>): void 
     ['PNG bytes labelled as JPEG', dataUrl('image/jpeg', pngBytes()), 'the data is not a JPEG image'],
     [
       'a WebP image',
-      dataUrl('image/webp', Buffer.concat([Buffer.from('RIFF'), Buffer.alloc(4), Buffer.from('WEBPVP8 '), Buffer.alloc(20)])),
+      dataUrl(
+        'image/webp',
+        Buffer.concat([Buffer.from('RIFF'), Buffer.alloc(4), Buffer.from('WEBPVP8 '), Buffer.alloc(20)]),
+      ),
       'WebP images are refused; send a PNG or JPEG image',
     ],
-    ['text labelled as PNG', dataUrl('image/png', Buffer.from('definitely not an image')), 'the data is not a PNG image'],
+    [
+      'text labelled as PNG',
+      dataUrl('image/png', Buffer.from('definitely not an image')),
+      'the data is not a PNG image',
+    ],
     ['an image of 1 MiB + 1 byte', dataUrl('image/png', pngBytes(1024 * 1024 + 1)), 'the image must be at most 1 MiB'],
-    ['a value far over 1 MiB', 'data:image/png;base64,' + 'A'.repeat(2 * 1024 * 1024), 'the image must be at most 1 MiB'],
+    [
+      'a value far over 1 MiB',
+      'data:image/png;base64,' + 'A'.repeat(2 * 1024 * 1024),
+      'the image must be at most 1 MiB',
+    ],
     ...HOSTILE_IMAGES,
   ];
 
@@ -207,7 +272,10 @@ function registerTests(test: Test<{ app: TestPortal; tracked: Tracked }>): void 
     });
   }
 
-  test('a signature of exactly 1 MiB and a JPEG signature are accepted, and kept redrawn as PNG', async ({ app, tracked }) => {
+  test('a signature of exactly 1 MiB and a JPEG signature are accepted, and kept redrawn as PNG', async ({
+    app,
+    tracked,
+  }) => {
     for (const value of [dataUrl('image/png', pngBytes(1024 * 1024)), dataUrl('image/jpeg', jpegBytes(30, 10))]) {
       const res = await post(app, multipart(withPart('signerSignatureData', { name: 'signerSignatureData', value })));
       assert.is(res.status, 201, res.message);
@@ -223,12 +291,27 @@ function registerTests(test: Test<{ app: TestPortal; tracked: Tracked }>): void 
   const contentTypes: [title: string, headers: Record<string, string>, status: number, message: RegExp][] = [
     ['no Content-Type', {}, 415, /^POST \/agreements takes multipart\/form-data, not a body without Content-Type\.$/],
     ['application/json', { 'content-type': 'application/json' }, 415, /not "application\/json"/],
-    ['application/x-www-form-urlencoded', { 'content-type': 'application/x-www-form-urlencoded' }, 415, /not "application\/x-www-form-urlencoded"/],
+    [
+      'application/x-www-form-urlencoded',
+      { 'content-type': 'application/x-www-form-urlencoded' },
+      415,
+      /not "application\/x-www-form-urlencoded"/,
+    ],
     ['multipart/mixed', { 'content-type': `multipart/mixed; boundary=${BOUNDARY}` }, 415, /not "multipart\/mixed"/],
-    ['a gzip Content-Encoding', { 'content-type': MULTIPART, 'content-encoding': 'gzip' }, 415, /^Content-Encoding "gzip" is not supported/],
+    [
+      'a gzip Content-Encoding',
+      { 'content-type': MULTIPART, 'content-encoding': 'gzip' },
+      415,
+      /^Content-Encoding "gzip" is not supported/,
+    ],
     ['multipart/form-data without a boundary', { 'content-type': 'multipart/form-data' }, 400, /boundary/],
     ['an empty boundary', { 'content-type': 'multipart/form-data; boundary=""' }, 400, /boundary/],
-    ['a boundary of 71 characters', { 'content-type': `multipart/form-data; boundary=${'b'.repeat(71)}` }, 400, /boundary/],
+    [
+      'a boundary of 71 characters',
+      { 'content-type': `multipart/form-data; boundary=${'b'.repeat(71)}` },
+      400,
+      /boundary/,
+    ],
     [
       "a boundary only inside another parameter's quoted value",
       { 'content-type': `multipart/form-data; note="; boundary=${BOUNDARY}"` },
@@ -246,7 +329,9 @@ function registerTests(test: Test<{ app: TestPortal; tracked: Tracked }>): void 
   }
 
   test('a Content-Type with parameters in another case and a quoted boundary is accepted', async ({ app, tracked }) => {
-    const res = await post(app, multipart(validParts()), { 'content-type': `Multipart/Form-Data; charset=utf-8; boundary="${BOUNDARY}"` });
+    const res = await post(app, multipart(validParts()), {
+      'content-type': `Multipart/Form-Data; charset=utf-8; boundary="${BOUNDARY}"`,
+    });
     assert.is(res.status, 201, res.message);
     tracked.inserted.length = 0;
     for (const key of await tracked.blobKeys()) await tracked.blobs.delete(key);
@@ -256,7 +341,10 @@ function registerTests(test: Test<{ app: TestPortal; tracked: Tracked }>): void 
     ['an empty body', Buffer.alloc(0)],
     ['a body whose boundary never appears', multipart(validParts(), { boundary: 'another-boundary' })],
     ['a body without its closing boundary', multipart(validParts(), { close: false })],
-    ['a body cut in the middle of a document', multipart(validParts()).subarray(0, multipart(validParts()).length - 1000)],
+    [
+      'a body cut in the middle of a document',
+      multipart(validParts()).subarray(0, multipart(validParts()).length - 1000),
+    ],
     ['a body cut in the middle of a part header', Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-da`)],
   ];
 

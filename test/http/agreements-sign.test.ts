@@ -7,7 +7,15 @@ import { createAgreementService, eventData } from '../../src/domain/agreements.j
 import { json, rejects, startPortal, withPortal, type TestPortal } from '../helpers/server.js';
 import { memoryBackChannel } from '../helpers/memory.js';
 import { NEVER, waitFor } from '../helpers/webhooks.js';
-import { PNG_SIGNATURE, dataUrl, documentBytes, pngBytes, sha256, signer, validFormData } from '../helpers/agreements.js';
+import {
+  PNG_SIGNATURE,
+  dataUrl,
+  documentBytes,
+  pngBytes,
+  sha256,
+  signer,
+  validFormData,
+} from '../helpers/agreements.js';
 import { everyDelivery } from '../helpers/every-delivery.js';
 
 // PNGs as the portal writes them (8-bit RGBA, no extra chunk), so they are kept byte for byte.
@@ -19,7 +27,10 @@ async function setup() {
   const storage = memoryStorage();
   let now = new Date('2026-03-01T10:00:00.900Z');
   const app = await startPortal({ storage, clock: () => now });
-  const res = await app.api('/agreements', { method: 'POST', body: validFormData({ signers: [signer(1), signer(2)] }) });
+  const res = await app.api('/agreements', {
+    method: 'POST',
+    body: validFormData({ signers: [signer(1), signer(2)] }),
+  });
   const agreement: Agreement = await json(res);
   return { app, storage, agreement, setNow: (date: string) => (now = new Date(date)) };
 }
@@ -34,7 +45,10 @@ async function eventsOf(_app: TestPortal, storage: Storage, webhookId: string) {
 test('creation uses the clock, and stores agreement-created with the Agreement as data', async () => {
   const storage = memoryStorage();
   await withPortal({ storage, clock: () => new Date('2026-03-01T10:00:00.900Z') }, async (app) => {
-    const hook = await app.portal.webhooks.create('acct_a', { type: 'agreement-created', url: 'https://receiver.example/hook' });
+    const hook = await app.portal.webhooks.create('acct_a', {
+      type: 'agreement-created',
+      url: 'https://receiver.example/hook',
+    });
     const agreement = await json(await app.api('/agreements', { method: 'POST', body: validFormData() }));
     assert.is(agreement.createdAt, '2026-03-01T10:00:00+00:00');
     assert.is(agreement.signerSignatureHash, sha256(PNG_SIGNATURE + '\n2026-03-01T10:00:00+00:00'));
@@ -52,17 +66,27 @@ test('creation uses the clock, and stores agreement-created with the Agreement a
 test('signing sets signature, signatureHash and signedAt; the last signer makes it signed and emits agreement-signed', async () => {
   const { app, storage, agreement, setNow } = await setup();
   try {
-    const hook = await app.portal.webhooks.create('acct_a', { type: 'agreement-signed', url: 'https://receiver.example/hook' });
+    const hook = await app.portal.webhooks.create('acct_a', {
+      type: 'agreement-signed',
+      url: 'https://receiver.example/hook',
+    });
     const [first, second] = agreement.signers;
     setNow('2026-03-02T08:30:15Z');
     const afterFirst = await app.portal.agreements.sign('acct_a', agreement.id, first!.id, { signature: SIGNATURE_1 });
     assert.is(afterFirst.status, 'sent');
-    assert.equal(afterFirst.signers[0], { ...first, signature: SIGNATURE_1, signatureHash: sha256(SIGNATURE_1), signedAt: '2026-03-02T08:30:15+00:00' });
+    assert.equal(afterFirst.signers[0], {
+      ...first,
+      signature: SIGNATURE_1,
+      signatureHash: sha256(SIGNATURE_1),
+      signedAt: '2026-03-02T08:30:15+00:00',
+    });
     assert.equal(afterFirst.signers[1], second);
     assert.equal(await eventsOf(app, storage, hook.id), []);
 
     setNow('2026-03-03T09:00:00Z');
-    const afterSecond = await app.portal.agreements.sign('acct_a', agreement.id, second!.id, { signature: SIGNATURE_2 });
+    const afterSecond = await app.portal.agreements.sign('acct_a', agreement.id, second!.id, {
+      signature: SIGNATURE_2,
+    });
     assert.is(afterSecond.status, 'signed');
     assert.is(afterSecond.signers[1]!.signatureHash, sha256(SIGNATURE_2));
     assert.is(afterSecond.signers[1]!.signedAt, '2026-03-03T09:00:00+00:00');
@@ -94,11 +118,33 @@ test("signing: 404 for an unknown agreement, another account's, or an unknown si
   try {
     const signerId = agreement.signers[0]!.id;
     const sign = app.portal.agreements.sign;
-    assert.is((await rejects(() => sign('acct_a', 'agr_unknown', signerId, { signature: SIGNATURE_1 }), /No agreement agr_unknown/)).status, 404);
-    assert.is((await rejects(() => sign('acct_b', agreement.id, signerId, { signature: SIGNATURE_1 }), /No agreement/)).status, 404);
-    assert.is((await rejects(() => sign('acct_a', agreement.id, 'ags_unknown', { signature: SIGNATURE_1 }), /No signer ags_unknown/)).status, 404);
+    assert.is(
+      (
+        await rejects(
+          () => sign('acct_a', 'agr_unknown', signerId, { signature: SIGNATURE_1 }),
+          /No agreement agr_unknown/,
+        )
+      ).status,
+      404,
+    );
+    assert.is(
+      (await rejects(() => sign('acct_b', agreement.id, signerId, { signature: SIGNATURE_1 }), /No agreement/)).status,
+      404,
+    );
+    assert.is(
+      (
+        await rejects(
+          () => sign('acct_a', agreement.id, 'ags_unknown', { signature: SIGNATURE_1 }),
+          /No signer ags_unknown/,
+        )
+      ).status,
+      404,
+    );
     await sign('acct_a', agreement.id, signerId, { signature: SIGNATURE_1 });
-    const again = await rejects(() => sign('acct_a', agreement.id, signerId, { signature: SIGNATURE_2 }), /already signed/);
+    const again = await rejects(
+      () => sign('acct_a', agreement.id, signerId, { signature: SIGNATURE_2 }),
+      /already signed/,
+    );
     assert.is(again.status, 409);
     const stored = (await app.portal.agreements.get('acct_a', agreement.id))!;
     assert.is(stored.signers[0]!.signature, SIGNATURE_1);
@@ -120,7 +166,10 @@ test('signing with a signature that is not an acceptable image is a 400 naming i
       [null, /^sign: give \{ signature \}/],
     ];
     for (const [input, pattern] of cases) {
-      const error = await rejects(() => app.portal.agreements.sign('acct_a', agreement.id, signerId, input as never), pattern);
+      const error = await rejects(
+        () => app.portal.agreements.sign('acct_a', agreement.id, signerId, input as never),
+        pattern,
+      );
       assert.is(error.status, 400);
     }
     assert.equal(await app.portal.agreements.get('acct_a', agreement.id), agreement);
@@ -144,9 +193,18 @@ test('webhooks receive agreement-created and agreement-signed at once: the servi
     const first = JSON.parse(transport.calls[0]!.body);
     assert.is(first.type, 'agreement-created');
     assert.equal(first.data, eventData(created));
-    assert.ok(transport.calls[0]!.body.length < 20 * 1024, `the call body stays under 20 KB: ${transport.calls[0]!.body.length} bytes`);
-    assert.equal(await json(await app.api(`/agreements/${created.id}`)), created, 'the whole agreement, images included, is one GET away');
-    const signed = await app.portal.agreements.sign('acct_a', created.id, created.signers[0].id, { signature: SIGNATURE_1 });
+    assert.ok(
+      transport.calls[0]!.body.length < 20 * 1024,
+      `the call body stays under 20 KB: ${transport.calls[0]!.body.length} bytes`,
+    );
+    assert.equal(
+      await json(await app.api(`/agreements/${created.id}`)),
+      created,
+      'the whole agreement, images included, is one GET away',
+    );
+    const signed = await app.portal.agreements.sign('acct_a', created.id, created.signers[0].id, {
+      signature: SIGNATURE_1,
+    });
     await waitFor(() => transport.calls.length === 2, 'the agreement-signed call');
     const second = JSON.parse(transport.calls[1]!.body);
     assert.is(second.type, 'agreement-signed');
@@ -159,7 +217,13 @@ test('notify is called once events are stored: on creation and on each signature
   const storage = memoryStorage();
   const blobs = memoryBlobs();
   let notified = 0;
-  const service = createAgreementService({ storage, blobs, clock: () => new Date(), notify: () => notified++, downloads: testDownloads(storage, blobs) });
+  const service = createAgreementService({
+    storage,
+    blobs,
+    clock: () => new Date(),
+    notify: () => notified++,
+    downloads: testDownloads(storage, blobs),
+  });
   const created = await service.create('acct_a', async () => ({
     name: 'N',
     signerName: 'S',

@@ -23,7 +23,10 @@ const textParts = () => validParts().filter((part) => part.name !== 'documents')
 
 /** A valid form whose last document has `bytes`, split where that document's bytes begin. */
 function splitForm(bytes: Buffer, earlier: RawPart[] = []) {
-  const head = multipart([...textParts(), ...earlier, { name: 'documents', filename: 'big.bin', bytes: Buffer.alloc(0) }], { close: false });
+  const head = multipart(
+    [...textParts(), ...earlier, { name: 'documents', filename: 'big.bin', bytes: Buffer.alloc(0) }],
+    { close: false },
+  );
   // `head` ends with the empty document and its CRLF; cut those two bytes so the document follows.
   const before = head.subarray(0, head.length - 2);
   const after = Buffer.from(`\r\n--${BOUNDARY}--\r\n`);
@@ -75,7 +78,14 @@ for (const kind of BLOB_KINDS) {
       const bytes = documentBytes(4 * 1024 * 1024, 9);
       const form = splitForm(bytes);
       const client = rawClient(app.url);
-      void client.send(Buffer.concat([Buffer.from(postHead({ 'Content-Type': MULTIPART, 'Content-Length': form.length })), form.before, bytes, form.after]));
+      void client.send(
+        Buffer.concat([
+          Buffer.from(postHead({ 'Content-Type': MULTIPART, 'Content-Length': form.length })),
+          form.before,
+          bytes,
+          form.after,
+        ]),
+      );
       await observed.until(() => observed.started.length === 1);
       const readWhileHeld = await stable(() => serverSocket!.bytesRead);
       assert.ok(readWhileHeld < 1024 * 1024, `read ${readWhileHeld} bytes of ${form.length} while the store held`);
@@ -151,7 +161,12 @@ for (const kind of BLOB_KINDS) {
       const form = splitForm(bytes);
       const client = rawClient(app.url);
       const sent = client.send(
-        Buffer.concat([Buffer.from(postHead({ 'Content-Type': MULTIPART, 'Content-Length': form.length })), form.before, bytes, form.after]),
+        Buffer.concat([
+          Buffer.from(postHead({ 'Content-Type': MULTIPART, 'Content-Length': form.length })),
+          form.before,
+          bytes,
+          form.after,
+        ]),
       );
       const res = await client.response;
       assert.is(res.status, 413);
@@ -230,7 +245,14 @@ for (const kind of BLOB_KINDS) {
       const parts = [...validParts(), { name: 'documents', filename: 'second.pdf', bytes: documentBytes(500_000) }];
       const client = rawClient(app.url);
       const body = multipart(parts);
-      await client.send(Buffer.concat([Buffer.from(postHead({ 'Content-Type': MULTIPART, 'Content-Length': body.length, 'X-Request-Id': 'upload-1' })), body]));
+      await client.send(
+        Buffer.concat([
+          Buffer.from(
+            postHead({ 'Content-Type': MULTIPART, 'Content-Length': body.length, 'X-Request-Id': 'upload-1' }),
+          ),
+          body,
+        ]),
+      );
       const res = await client.response;
       assert.is(res.status, 500);
       assert.equal(JSON.parse(res.body), { message: 'Internal error' });

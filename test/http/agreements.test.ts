@@ -52,7 +52,10 @@ for (const kind of BLOB_KINDS) {
         'closedAt',
         'closedReason',
       ]);
-      assert.equal([body.signingOrder, body.expiresAt, body.closedAt, body.closedReason], ['parallel', null, null, null]);
+      assert.equal(
+        [body.signingOrder, body.expiresAt, body.closedAt, body.closedReason],
+        ['parallel', null, null, null],
+      );
       assert.match(body.id, /^agr_[0-9A-Za-z]{22}$/);
       assert.is(body.name, 'Lease 2026');
       assert.is(body.status, 'sent');
@@ -132,7 +135,8 @@ test('signers as one part holding a JSON array; documents under every accepted p
     const parts = validParts().filter((part) => part.name !== 'signers' && part.name !== 'documents');
     parts.push({ name: 'signers', value: JSON.stringify([signer(1), signer(2), signer(3)]) });
     const names = ['documents', 'documents[]', 'documents[0]', 'documents[17]', 'documents.items'];
-    for (const [i, name] of names.entries()) parts.push({ name, filename: `doc${i}.txt`, bytes: documentBytes(100 + i, i) });
+    for (const [i, name] of names.entries())
+      parts.push({ name, filename: `doc${i}.txt`, bytes: documentBytes(100 + i, i) });
     const res = await rawRequest(`${app.url}/v1/agreements`, {
       method: 'POST',
       headers: { authorization: 'Bearer key-of-account-a', 'content-type': MULTIPART },
@@ -173,7 +177,13 @@ test('five signers and five documents are accepted; text parts may come after th
 
 test('document names are reduced to a safe base name; text parts keep their Unicode', async () => {
   await withPortal(async (app) => {
-    const names = ['C:\\Users\\ann\\Vertrag – Ünïcødé.pdf', '../../etc/passwd', '..', '\u202Efdp.exe', 'a'.repeat(300) + '.pdf'];
+    const names = [
+      'C:\\Users\\ann\\Vertrag – Ünïcødé.pdf',
+      '../../etc/passwd',
+      '..',
+      '\u202Efdp.exe',
+      'a'.repeat(300) + '.pdf',
+    ];
     const form = new FormData();
     form.append('name', 'Miete – Ünïcødé ✓');
     form.append('signerName', 'Zoë Ångström');
@@ -196,7 +206,10 @@ for (const kind of BLOB_KINDS) {
     const app = await startPortal({ storage: tracked.storage, blobs: tracked.blobs });
     try {
       const whole = documentBytes(LIMIT, 3);
-      const one = await app.api('/agreements', { method: 'POST', body: validFormData({ documents: [{ name: 'big.bin', bytes: whole }] }) });
+      const one = await app.api('/agreements', {
+        method: 'POST',
+        body: validFormData({ documents: [{ name: 'big.bin', bytes: whole }] }),
+      });
       assert.is(one.status, 201);
       const body = await json(one);
       assert.equal(body.documents[0].fileSize, LIMIT);

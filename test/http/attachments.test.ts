@@ -18,7 +18,12 @@ async function blobKeys(blobs: BlobStore): Promise<string[]> {
 }
 
 async function withPortal(options: PortalOptions, body: (portal: Portal) => Promise<void>): Promise<void> {
-  const portal = await createPortal({ auth: { apiKeys: ['attachments-key-0123'] }, signingKeys: [SIGNING_KEY_1], clock: () => NOW, ...options });
+  const portal = await createPortal({
+    auth: { apiKeys: ['attachments-key-0123'] },
+    signingKeys: [SIGNING_KEY_1],
+    clock: () => NOW,
+    ...options,
+  });
   try {
     await body(portal);
   } finally {
@@ -63,7 +68,12 @@ test('putAttachment makes ticket and message ids the host leaves out; a given ti
     const both = await portal.tickets.putAttachment('acct_a', { name: 'a.txt', mime: 'text/plain', body: 'a' });
     assert.ok(isId('tck', both.ticketId), both.ticketId);
     assert.ok(isId('tcm', both.messageId), both.messageId);
-    const inTicket = await portal.tickets.putAttachment('acct_a', { ticketId: both.ticketId, name: 'b.txt', mime: 'text/plain', body: 'b' });
+    const inTicket = await portal.tickets.putAttachment('acct_a', {
+      ticketId: both.ticketId,
+      name: 'b.txt',
+      mime: 'text/plain',
+      body: 'b',
+    });
     assert.is(inTicket.ticketId, both.ticketId);
     assert.ok(isId('tcm', inTicket.messageId));
     assert.is.not(inTicket.messageId, both.messageId);
@@ -80,7 +90,11 @@ test('putAttachment accepts a Buffer, a string, a Uint8Array and an async iterab
     const bodies = [Buffer.from('buffer'), 'string', new Uint8Array([1, 2, 3]), iterable()];
     const expected = [Buffer.from('buffer'), Buffer.from('string'), Buffer.from([1, 2, 3]), Buffer.from('iterable')];
     for (const [i, body] of bodies.entries()) {
-      const attachment = await portal.tickets.putAttachment('acct_a', { name: `b${i}`, mime: 'application/octet-stream', body });
+      const attachment = await portal.tickets.putAttachment('acct_a', {
+        name: `b${i}`,
+        mime: 'application/octet-stream',
+        body,
+      });
       assert.is(attachment.size, expected[i]!.length);
       assert.ok((await buffer((await blobs.get(attachment.id))!)).equals(expected[i]!), `body ${i}`);
     }
@@ -121,7 +135,10 @@ test('putAttachment removes the bytes again when the record cannot be stored', a
     throw new Error('disk full');
   };
   await withPortal({ storage, blobs }, async (portal) => {
-    await rejects(() => portal.tickets.putAttachment('acct_a', { name: 'a.txt', mime: 'text/plain', body: 'x' }), /disk full/);
+    await rejects(
+      () => portal.tickets.putAttachment('acct_a', { name: 'a.txt', mime: 'text/plain', body: 'x' }),
+      /disk full/,
+    );
     assert.equal(await blobKeys(blobs), []);
   });
 });
@@ -140,7 +157,10 @@ test("putAttachment rejects with the body's error and leaves neither record nor 
       yield Buffer.from('partial');
       throw new Error('upload cut');
     }
-    await rejects(() => portal.tickets.putAttachment('acct_a', { name: 'a.txt', mime: 'text/plain', body: failing() }), /upload cut/);
+    await rejects(
+      () => portal.tickets.putAttachment('acct_a', { name: 'a.txt', mime: 'text/plain', body: failing() }),
+      /upload cut/,
+    );
     assert.equal(inserted, []);
     assert.equal(await blobKeys(blobs), []);
   });

@@ -16,7 +16,16 @@ test('no Authorization header: 401 with the realm and a message saying what to s
 
 test('a header that is not a bearer token: 401 naming the expected form', async () => {
   await withPortal(async (app) => {
-    for (const header of ['Basic dXNlcjpwYXNz', 'Bearer', 'Bearer ', `Bearer${KEY_A}`, 'Token abc', 'Bearer a b', 'Bearer ü', `Bearer ${KEY_A} x`]) {
+    for (const header of [
+      'Basic dXNlcjpwYXNz',
+      'Bearer',
+      'Bearer ',
+      `Bearer${KEY_A}`,
+      'Token abc',
+      'Bearer a b',
+      'Bearer ü',
+      `Bearer ${KEY_A} x`,
+    ]) {
       const res = await rawRequest(`${app.url}/v1/files`, { headers: { authorization: header } });
       assert.is(res.status, 401, header);
       assert.is(res.headers['www-authenticate'], REALM, header);
@@ -38,13 +47,19 @@ test('an unknown key: 401 with error="invalid_token"; the scheme is case-insensi
       assert.is((await app.api('/files', { headers: { authorization: `${scheme} ${KEY_A}` } })).status, 200, scheme);
     }
     // Extra blanks around the key are not part of it.
-    assert.is((await rawRequest(`${app.url}/v1/files`, { headers: { authorization: `Bearer   ${KEY_A}` } })).status, 200);
+    assert.is(
+      (await rawRequest(`${app.url}/v1/files`, { headers: { authorization: `Bearer   ${KEY_A}` } })).status,
+      200,
+    );
   });
 });
 
 test('auth runs before the route: an unauthenticated request reveals nothing of a record', async () => {
   await withPortal(async (app) => {
-    const webhook = await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/h' });
+    const webhook = await app.portal.webhooks.create('acct_a', {
+      type: 'customer-created',
+      url: 'https://r.example/h',
+    });
     for (const init of [{ headers: { authorization: 'Bearer nope' } }, { headers: { authorization: '' } }]) {
       const res = await app.api(`/webhooks/${webhook.id}`, init);
       assert.is(res.status, 401);
@@ -59,7 +74,9 @@ test('apiKeys as a list: every key acts for the account "default"', async () => 
   try {
     const webhook = await portal.webhooks.create('default', { type: 'customer-created', url: 'https://r.example/h' });
     for (const key of ['key-one-0123456789', 'key-two-0123456789']) {
-      const res = await fetch(`${running.url}/v1/webhooks/${webhook.id}`, { headers: { authorization: `Bearer ${key}` } });
+      const res = await fetch(`${running.url}/v1/webhooks/${webhook.id}`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
       assert.is(res.status, 200, key);
     }
   } finally {
@@ -103,7 +120,9 @@ test('an auth function decides the account; answers and misses are cached; concu
     assert.is((await get('other')).status, 401);
     assert.equal(asked, ['fn-key', 'other']);
     const webhook = await portal.webhooks.create('acct_fn', { type: 'customer-created', url: 'https://r.example/h' });
-    const res = await fetch(`${running.url}/v1/webhooks/${webhook.id}`, { headers: { authorization: 'Bearer fn-key' } });
+    const res = await fetch(`${running.url}/v1/webhooks/${webhook.id}`, {
+      headers: { authorization: 'Bearer fn-key' },
+    });
     assert.is(res.status, 200);
   } finally {
     await running.close();
@@ -156,11 +175,23 @@ test('without auth, PORTAL_API_KEYS is used; without either, createPortal refuse
 
 test("API keys are checked at start: a string of at least 16 characters, with the library's own message", async () => {
   // What `apiKeys: [process.env.API_KEY!]` gives when the variable is unset.
-  await rejects(() => createPortal({ auth: { apiKeys: [undefined as unknown as string] } }), /the key is undefined, not a string/);
-  await rejects(() => createPortal({ auth: { apiKeys: [42 as unknown as string] } }), /the key is number, not a string/);
-  await rejects(() => createPortal({ auth: { apiKeys: ['long-enough-key-0123', 'short-key'] } }), /key 2 of 2 has 9 characters; an API key needs at least 16/);
+  await rejects(
+    () => createPortal({ auth: { apiKeys: [undefined as unknown as string] } }),
+    /the key is undefined, not a string/,
+  );
+  await rejects(
+    () => createPortal({ auth: { apiKeys: [42 as unknown as string] } }),
+    /the key is number, not a string/,
+  );
+  await rejects(
+    () => createPortal({ auth: { apiKeys: ['long-enough-key-0123', 'short-key'] } }),
+    /key 2 of 2 has 9 characters; an API key needs at least 16/,
+  );
   await rejects(() => createPortal({ auth: { apiKeys: { 'short-key': 'acct_a' } } }), /at least 16/);
-  await rejects(() => createPortal({ auth: { apiKeys: undefined as never } }), /auth\.apiKeys must be a list of keys or a map/);
+  await rejects(
+    () => createPortal({ auth: { apiKeys: undefined as never } }),
+    /auth\.apiKeys must be a list of keys or a map/,
+  );
   const error = (await createPortal({ auth: { apiKeys: ['short-key'] } }).catch((caught: unknown) => caught)) as Error;
   assert.not.match(error.message, 'short-key', 'the message never quotes the key');
   const portal = await createPortal({ auth: { apiKeys: ['exactly-16-chars'] } });

@@ -15,7 +15,11 @@ interface Held {
 
 /** A response whose writes the test lets go of one at a time, as a socket that drains slowly would. */
 function slowResponse() {
-  const res = new EventEmitter() as EventEmitter & { held: Held[]; ended: Buffer | null; destroyed: Error | null | undefined };
+  const res = new EventEmitter() as EventEmitter & {
+    held: Held[];
+    ended: Buffer | null;
+    destroyed: Error | null | undefined;
+  };
   res.held = [];
   res.ended = null;
   res.destroyed = undefined;
@@ -72,7 +76,8 @@ test('a buffer is read into again only once the write of it was called back, and
     assert.ok(res.held.length <= 2, `${res.held.length} writes held at once`);
     const pending = new Set(res.held.map((held) => held.chunk.buffer));
     const last = reads.at(-1);
-    if (res.held.length === 2 && last !== undefined) assert.ok(pending.has(last.buffer), 'the last read is one of the held writes');
+    if (res.held.length === 2 && last !== undefined)
+      assert.ok(pending.has(last.buffer), 'the last read is one of the held writes');
     const oldest = res.held.shift();
     if (oldest === undefined) continue;
     assert.ok(oldest.chunk.equals(oldest.copy), 'the bytes of a write stay as written until its callback');

@@ -29,12 +29,24 @@ function textOf(pdf: Buffer): string {
   }
 }
 
-async function signThrough(app: TestPortal, agreementId: string, signerId: string, path: '/sign' | '/decline', body: object) {
-  const made = await json(await app.api(`/agreements/${agreementId}/signers/${signerId}/signing-link`, { method: 'POST' }));
+async function signThrough(
+  app: TestPortal,
+  agreementId: string,
+  signerId: string,
+  path: '/sign' | '/decline',
+  body: object,
+) {
+  const made = await json(
+    await app.api(`/agreements/${agreementId}/signers/${signerId}/signing-link`, { method: 'POST' }),
+  );
   const token = new URL(made.link).hash.slice(1);
   const res = await fetch(`${app.url}/v1/signing${path}`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'user-agent': 'Certificate-Test/1.0' },
+    headers: {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      'user-agent': 'Certificate-Test/1.0',
+    },
     body: JSON.stringify(body),
   });
   assert.is(res.status, 200, await res.clone().text());
@@ -57,7 +69,10 @@ test('the certificate of completion: 409 while open; once signed, a PDF with the
     assert.is(res.headers.get('content-disposition'), `attachment; filename="certificate-${agreement.id}.pdf"`);
     const pdf = Buffer.from(await res.arrayBuffer());
     assert.is(pdf.subarray(0, 5).toString(), '%PDF-');
-    assert.ok((pdf.toString('latin1').match(/\/Subtype \/Image/g) ?? []).length >= 3, "the signers' and the sender's signatures drawn");
+    assert.ok(
+      (pdf.toString('latin1').match(/\/Subtype \/Image/g) ?? []).length >= 3,
+      "the signers' and the sender's signatures drawn",
+    );
     const text = textOf(pdf);
     const stored = (await app.portal.agreements.get('acct_a', agreement.id))!;
     const audit = await json(await app.api(`/agreements/${agreement.id}/audit`));
@@ -89,8 +104,16 @@ test("a declined agreement has a certificate too, with the reason; another accou
     const res = await app.api(`/agreements/${agreement.id}/certificate`);
     assert.is(res.status, 200);
     const text = textOf(Buffer.from(await res.arrayBuffer()));
-    for (const value of ['closed, declined', 'The rent is too high.', 'declined at']) assert.ok(text.includes(value), value);
-    assert.is((await app.api(`/agreements/${agreement.id}/certificate`, { headers: { authorization: 'Bearer key-of-account-b' } })).status, 404);
+    for (const value of ['closed, declined', 'The rent is too high.', 'declined at'])
+      assert.ok(text.includes(value), value);
+    assert.is(
+      (
+        await app.api(`/agreements/${agreement.id}/certificate`, {
+          headers: { authorization: 'Bearer key-of-account-b' },
+        })
+      ).status,
+      404,
+    );
     assert.is((await app.api('/agreements/nope/certificate')).status, 400);
   });
 });
@@ -100,16 +123,24 @@ test('a hostile image stored by an earlier version is never handed to the PDF li
   const storage = memoryStorage();
   const blobs = memoryBlobs();
   await withPortal({ storage, blobs, signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER } }, async (app) => {
-    const agreement = await json(await app.api('/agreements', { method: 'POST', body: validFormData({ signers: [SIGNER, signer(2)] }) }));
+    const agreement = await json(
+      await app.api('/agreements', { method: 'POST', body: validFormData({ signers: [SIGNER, signer(2)] }) }),
+    );
     for (const one of agreement.signers) await signThrough(app, agreement.id, one.id, '/sign', { signature: REAL_PNG });
     // What the signature check let through before images were redrawn: a 73-byte PNG whose data is not zlib, and a 3000 × 3000 bomb.
     const [garbled, bomb] = [HOSTILE_IMAGES[0]![1], HOSTILE_IMAGES[2]![1]];
     await storage.updateAgreement('acct_a', agreement.id, (current) => ({
-      agreement: { ...current, signers: current.signers.map((one, index) => ({ ...one, signature: index === 0 ? garbled : bomb })) },
+      agreement: {
+        ...current,
+        signers: current.signers.map((one, index) => ({ ...one, signature: index === 0 ? garbled : bomb })),
+      },
       events: [],
     }));
     // An earlier version kept no certificate: this one is made at the request, from the stored images.
-    await waitFor(async () => (await blobs.stat(certificateKey(agreement.id))) !== null, 'the certificate made as the agreement closed');
+    await waitFor(
+      async () => (await blobs.stat(certificateKey(agreement.id))) !== null,
+      'the certificate made as the agreement closed',
+    );
     await blobs.delete(certificateKey(agreement.id));
     const before = process.memoryUsage().rss;
     const res = await app.api(`/agreements/${agreement.id}/certificate`);
@@ -123,13 +154,22 @@ test('a hostile image stored by an earlier version is never handed to the PDF li
 test('the certificate is made once, as the agreement closes, and kept: a request reads it, never makes another', async () => {
   const blobs = memoryBlobs();
   await withPortal({ blobs, signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER } }, async (app) => {
-    const agreement = await json(await app.api('/agreements', { method: 'POST', body: validFormData({ signers: [SIGNER] }) }));
+    const agreement = await json(
+      await app.api('/agreements', { method: 'POST', body: validFormData({ signers: [SIGNER] }) }),
+    );
     assert.is(await blobs.stat(certificateKey(agreement.id)), null, 'none while it is open');
     await signThrough(app, agreement.id, agreement.signers[0].id, '/sign', { signature: REAL_PNG });
-    await waitFor(async () => (await blobs.stat(certificateKey(agreement.id))) !== null, 'the certificate kept as the agreement closed');
+    await waitFor(
+      async () => (await blobs.stat(certificateKey(agreement.id))) !== null,
+      'the certificate kept as the agreement closed',
+    );
     const kept = await blobs.get(certificateKey(agreement.id));
     const bytes = Buffer.concat(await kept!.toArray());
-    const answers = await Promise.all([1, 2, 3].map(async () => Buffer.from(await (await app.api(`/agreements/${agreement.id}/certificate`)).arrayBuffer())));
+    const answers = await Promise.all(
+      [1, 2, 3].map(async () =>
+        Buffer.from(await (await app.api(`/agreements/${agreement.id}/certificate`)).arrayBuffer()),
+      ),
+    );
     for (const answer of answers) assert.ok(answer.equals(bytes), 'each request serves the kept bytes');
   });
 });
@@ -138,7 +178,9 @@ test("a portal closed right after the last signature still keeps the agreement's
   const blobs = memoryBlobs();
   let agreementId = '';
   await withPortal({ blobs, signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER } }, async (app) => {
-    const agreement = await json(await app.api('/agreements', { method: 'POST', body: validFormData({ signers: [SIGNER] }) }));
+    const agreement = await json(
+      await app.api('/agreements', { method: 'POST', body: validFormData({ signers: [SIGNER] }) }),
+    );
     agreementId = agreement.id;
     await signThrough(app, agreement.id, agreement.signers[0].id, '/sign', { signature: REAL_PNG });
   });
@@ -151,7 +193,9 @@ test('the PDF library is imported only when the first PDF is made (a certificate
   const importers = readdirSync(root, { recursive: true, encoding: 'utf8' })
     .filter((file) => file.endsWith('.js') && (file.startsWith('src/') || file.startsWith('adapters/')))
     .filter((file) =>
-      /\bfrom ['"]@libpdf\/core['"]|\bimport ['"]@libpdf\/core['"]|require\(['"]@libpdf\/core['"]\)/.test(readFileSync(join(root, file), 'utf8')),
+      /\bfrom ['"]@libpdf\/core['"]|\bimport ['"]@libpdf\/core['"]|require\(['"]@libpdf\/core['"]\)/.test(
+        readFileSync(join(root, file), 'utf8'),
+      ),
     );
   assert.equal(importers, [], 'no module loads @libpdf/core when it is loaded');
   assert.match(readFileSync(join(root, 'src/domain/pdf-layout.js'), 'utf8'), "import('@libpdf/core')");
@@ -161,7 +205,10 @@ test("the certificate shows each signer's identification: the method and the tim
   if (!pdftotext) return void console.log(`  skipped: ${reason}`);
   await withPortal({ signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER } }, async (app) => {
     const agreement = await json(
-      await app.api('/agreements', { method: 'POST', body: validFormData({ signers: [{ ...SIGNER, shouldIdentify: true }, signer(2)] }) }),
+      await app.api('/agreements', {
+        method: 'POST',
+        body: validFormData({ signers: [{ ...SIGNER, shouldIdentify: true }, signer(2)] }),
+      }),
     );
     const [first, second] = agreement.signers;
     const link = await json(
@@ -179,11 +226,18 @@ test("the certificate shows each signer's identification: the method and the tim
         body: JSON.stringify(body),
       });
     const identified = await json(await asFirst('/identify', { code: 'tide-pool-88' }));
-    assert.is((await asFirst('/sign', { signature: REAL_PNG, consent: { disclosureVersion: identified.disclosure.version } })).status, 200);
+    assert.is(
+      (await asFirst('/sign', { signature: REAL_PNG, consent: { disclosureVersion: identified.disclosure.version } }))
+        .status,
+      200,
+    );
     await signThrough(app, agreement.id, second.id, '/sign', { signature: REAL_PNG });
     const text = textOf(Buffer.from(await (await app.api(`/agreements/${agreement.id}/certificate`)).arrayBuffer()));
     const flat = text.replace(/\s+/g, ' ');
-    assert.ok(flat.includes(`by an access code the sender gave the signer, at ${identified.identification.at}`), 'the method and time of the first');
+    assert.ok(
+      flat.includes(`by an access code the sender gave the signer, at ${identified.identification.at}`),
+      'the method and time of the first',
+    );
     assert.ok(flat.includes('none required (the signing link alone)'), 'the second needed none');
     assert.ok(flat.includes('consented to sign electronically'), 'the consent, in the trail');
     assert.not.ok(text.includes('tide-pool-88'), 'never the code');

@@ -152,8 +152,18 @@ test('altering any part of the link, or leaving one out, is a 403', async () => 
       ['signature, last character', withParam(link, 'signature', flip(signature, signature.length - 1))],
       ['signature, truncated', withParam(link, 'signature', signature.slice(0, -1))],
       ['signature, padded', withParam(link, 'signature', signature + '=')],
-      ['signature, base64 spelling', withParam(link, 'signature', Buffer.from(signature, 'base64url').toString('base64'))],
-      ['signature of another portal', withParam(link, 'signature', new URL((await getLink(other.app, other.attachment)).link).searchParams.get('signature')!)],
+      [
+        'signature, base64 spelling',
+        withParam(link, 'signature', Buffer.from(signature, 'base64url').toString('base64')),
+      ],
+      [
+        'signature of another portal',
+        withParam(
+          link,
+          'signature',
+          new URL((await getLink(other.app, other.attachment)).link).searchParams.get('signature')!,
+        ),
+      ],
     ];
     for (const name of ['account', 'ticket', 'message', 'expires', 'signature']) {
       altered.push([`without ${name}`, withParam(link, name, null)]);
@@ -245,7 +255,8 @@ test('rotation: a link signed with an old key serves while the key is listed, an
     const oldLink = (await getLink(before, attachment)).link;
     const newLink = (await getLink(during, attachment)).link;
     assert.is.not(new URL(newLink).searchParams.get('signature'), new URL(oldLink).searchParams.get('signature'));
-    const on = (app: TestPortal, link: string) => fetch(link.replace(/^http:\/\/[^/]+/, app.url)).then((res) => res.status);
+    const on = (app: TestPortal, link: string) =>
+      fetch(link.replace(/^http:\/\/[^/]+/, app.url)).then((res) => res.status);
     assert.is(await on(during, oldLink), 200, 'old key still listed');
     assert.is(await on(after, oldLink), 403, 'old key removed');
     assert.is(await on(during, newLink), 200);
@@ -258,7 +269,12 @@ test('rotation: a link signed with an old key serves while the key is listed, an
 
 test('without signingKeys a random key is made and a warning logged; other instances refuse its links', async () => {
   const warnings: string[] = [];
-  const logger: Logger = { debug() {}, info() {}, error() {}, warn: (_object, message) => warnings.push(message ?? '') };
+  const logger: Logger = {
+    debug() {},
+    info() {},
+    error() {},
+    warn: (_object, message) => warnings.push(message ?? ''),
+  };
   const storage = memoryStorage();
   const blobs = memoryBlobs();
   const { app: first, attachment } = await portalWithAttachment({ storage, blobs, signingKeys: undefined, logger });
@@ -283,7 +299,10 @@ test('signingKeys is checked when the portal is made', async () => {
     [[SIGNING_KEY_1, ''], /signingKeys\[1\]/],
   ];
   for (const [signingKeys, pattern] of bad) {
-    await rejects(() => createPortal({ auth: { apiKeys: ['download-key-0123456'] }, signingKeys: signingKeys as string[] }), pattern);
+    await rejects(
+      () => createPortal({ auth: { apiKeys: ['download-key-0123456'] }, signingKeys: signingKeys as string[] }),
+      pattern,
+    );
   }
   const portal = await createPortal({ auth: { apiKeys: ['download-key-0123456'] }, signingKeys: ['x'.repeat(32)] });
   await portal.close();

@@ -41,19 +41,25 @@ const bytesOf = async (res: Response) => Buffer.from(await res.arrayBuffer());
 
 test('GET on the link streams the exact bytes with the download headers', async () => {
   const big = patternBytes(3 * 1024 * 1024 + 7, 9);
-  await withDownload({ name: 'Quarterly report.pdf', mime: 'application/pdf', body: big }, async ({ attachment, link }) => {
-    const res = await fetch(link);
-    assert.is(res.status, 200);
-    assert.ok((await bytesOf(res)).equals(big), 'byte-exact');
-    assert.is(res.headers.get('content-type'), 'application/pdf');
-    assert.is(res.headers.get('content-length'), String(big.length));
-    assert.is(res.headers.get('content-disposition'), `attachment; filename="Quarterly report.pdf"; filename*=UTF-8''Quarterly%20report.pdf`);
-    assert.is(res.headers.get('accept-ranges'), 'bytes');
-    assert.is(res.headers.get('x-content-type-options'), 'nosniff');
-    assert.is(res.headers.get('cache-control'), 'private, no-store');
-    assert.is(res.headers.get('etag'), `"${attachment.id}"`);
-    assert.is(res.headers.get('content-range'), null);
-  });
+  await withDownload(
+    { name: 'Quarterly report.pdf', mime: 'application/pdf', body: big },
+    async ({ attachment, link }) => {
+      const res = await fetch(link);
+      assert.is(res.status, 200);
+      assert.ok((await bytesOf(res)).equals(big), 'byte-exact');
+      assert.is(res.headers.get('content-type'), 'application/pdf');
+      assert.is(res.headers.get('content-length'), String(big.length));
+      assert.is(
+        res.headers.get('content-disposition'),
+        `attachment; filename="Quarterly report.pdf"; filename*=UTF-8''Quarterly%20report.pdf`,
+      );
+      assert.is(res.headers.get('accept-ranges'), 'bytes');
+      assert.is(res.headers.get('x-content-type-options'), 'nosniff');
+      assert.is(res.headers.get('cache-control'), 'private, no-store');
+      assert.is(res.headers.get('etag'), `"${attachment.id}"`);
+      assert.is(res.headers.get('content-range'), null);
+    },
+  );
 });
 
 test('one Range is answered 206 with exactly those bytes and a Content-Range', async () => {
@@ -93,7 +99,16 @@ test('a range past the end, or an empty suffix, is a 416 with Content-Range: byt
 
 test('several ranges, another unit or a malformed Range get the whole attachment, 200', async () => {
   await withDownload({}, async ({ link }) => {
-    for (const range of ['bytes=0-1,5-6', 'bytes=0-1, 500-', 'items=0-9', 'bytes=abc', 'bytes=5-2', 'bytes=-', 'bytes=1-2-3', '']) {
+    for (const range of [
+      'bytes=0-1,5-6',
+      'bytes=0-1, 500-',
+      'items=0-9',
+      'bytes=abc',
+      'bytes=5-2',
+      'bytes=-',
+      'bytes=1-2-3',
+      '',
+    ]) {
       const res = await fetch(link, { headers: { range } });
       assert.is(res.status, 200, range);
       assert.is(res.headers.get('content-range'), null, range);
@@ -121,7 +136,15 @@ test('HEAD answers the headers GET would, and no body', async () => {
     await get.arrayBuffer();
     const head = await fetch(link, { method: 'HEAD' });
     assert.is(head.status, 200);
-    for (const name of ['content-type', 'content-length', 'content-disposition', 'accept-ranges', 'etag', 'cache-control', 'x-content-type-options']) {
+    for (const name of [
+      'content-type',
+      'content-length',
+      'content-disposition',
+      'accept-ranges',
+      'etag',
+      'cache-control',
+      'x-content-type-options',
+    ]) {
       assert.is(head.headers.get(name), get.headers.get(name), name);
     }
     assert.is((await head.arrayBuffer()).byteLength, 0);
@@ -403,7 +426,12 @@ for (const [name, failure] of [
 ] as const) {
   test(`from a store that reads into buffers: a blob that ${name} after the headers went out cuts the connection and is logged`, async () => {
     const errors: string[] = [];
-    const logger: Logger = { debug() {}, info() {}, warn() {}, error: (_object, message) => errors.push(message ?? '') };
+    const logger: Logger = {
+      debug() {},
+      info() {},
+      warn() {},
+      error: (_object, message) => errors.push(message ?? ''),
+    };
     const store = readerBlobs(failure);
     await withDownload(
       { body: Buffer.alloc(8 * 65_536) },
@@ -423,7 +451,8 @@ for (const [name, failure] of [
 
 const curlAvailable = spawnSync('curl', ['--version']).status === 0;
 const curlTest = curlAvailable ? test : test.skip;
-if (!curlAvailable) console.log('skip: curl is not installed, so "curl -O -J gets the file with its name" is not checked');
+if (!curlAvailable)
+  console.log('skip: curl is not installed, so "curl -O -J gets the file with its name" is not checked');
 
 curlTest('curl -O -J, given only the link, saves the file under its name', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'portal-curl-'));

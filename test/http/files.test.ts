@@ -14,7 +14,12 @@ test('GET /files without directoryId lists the account root: directories first, 
     const a = await files.put('acct_a', { name: 'A.txt', mime: 'text/plain', body: 'a' });
     const zeta = await files.createDirectory('acct_a', { name: 'zeta' });
     const alpha = await files.createDirectory('acct_a', { name: 'Alpha' });
-    const c = await files.put('acct_a', { name: 'c.pdf', mime: 'application/pdf', body: Buffer.alloc(10), fileShareId: 'fss_shared1' });
+    const c = await files.put('acct_a', {
+      name: 'c.pdf',
+      mime: 'application/pdf',
+      body: Buffer.alloc(10),
+      fileShareId: 'fss_shared1',
+    });
     await files.put('acct_b', { name: 'other.txt', mime: 'text/plain', body: 'x' });
     const res = await app.api('/files');
     assert.is(res.status, 200);
@@ -52,7 +57,8 @@ test('GET /files without directoryId lists the account root: directories first, 
 test('equal names are ordered by id, so the listing is stable', async () => {
   await withPortal(async (app) => {
     const made = [];
-    for (let i = 0; i < 6; i++) made.push(await app.portal.files.put('acct_a', { name: i % 2 ? 'same' : 'SAME', mime: 'text/plain', body: '' }));
+    for (let i = 0; i < 6; i++)
+      made.push(await app.portal.files.put('acct_a', { name: i % 2 ? 'same' : 'SAME', mime: 'text/plain', body: '' }));
     const listed = (await json(await app.api('/files'))).data.map((e: { id: string }) => e.id);
     assert.equal(listed, made.map((e) => e.id).sort());
   });
@@ -64,7 +70,12 @@ test('GET /files?directoryId= lists that directory only, every entry, no paginat
     const dir = await files.createDirectory('acct_a', { name: 'Contracts' });
     const inner = await files.createDirectory('acct_a', { name: 'Inner', directoryId: dir.id });
     for (let i = 0; i < 150; i++)
-      await files.put('acct_a', { name: `doc-${String(i).padStart(3, '0')}.txt`, mime: 'text/plain', directoryId: dir.id, body: 'x' });
+      await files.put('acct_a', {
+        name: `doc-${String(i).padStart(3, '0')}.txt`,
+        mime: 'text/plain',
+        directoryId: dir.id,
+        body: 'x',
+      });
     await files.put('acct_a', { name: 'deeper.txt', mime: 'text/plain', directoryId: inner.id, body: 'x' });
     const listed = (await json(await app.api(`/files?directoryId=${dir.id}`))).data;
     assert.is(listed.length, 151);
@@ -82,7 +93,13 @@ test('GET /files?directoryId= lists that directory only, every entry, no paginat
 test("GET /files: 400 for a malformed or repeated directoryId, 404 for an unknown one, another account's, or a file id shaped as one", async () => {
   await withPortal(async (app) => {
     const dirOfB = await app.portal.files.createDirectory('acct_b', { name: 'B' });
-    for (const query of ['directoryId=fsf_abc', 'directoryId=abc', 'directoryId=', 'directoryId=fsd_%20x', 'directoryId=fsd_a&directoryId=fsd_b']) {
+    for (const query of [
+      'directoryId=fsf_abc',
+      'directoryId=abc',
+      'directoryId=',
+      'directoryId=fsd_%20x',
+      'directoryId=fsd_a&directoryId=fsd_b',
+    ]) {
       const res = await app.api(`/files?${query}`);
       assert.is(res.status, 400, query);
       assert.match((await json(res)).message, 'directoryId', query);
@@ -101,7 +118,11 @@ test('files.put streams a Readable into the blob store and records its size and 
   const blobs = memoryBlobs();
   await withPortal({ blobs }, async (app) => {
     const parts = Array.from({ length: 40 }, (_, i) => Buffer.alloc(64 * 1024, i));
-    const entry = await app.portal.files.put('acct_a', { name: 'big.bin', mime: 'application/octet-stream', body: Readable.from(parts) });
+    const entry = await app.portal.files.put('acct_a', {
+      name: 'big.bin',
+      mime: 'application/octet-stream',
+      body: Readable.from(parts),
+    });
     assert.is(entry.size, 40 * 64 * 1024);
     assert.is(entry.mime, 'application/octet-stream');
     const stored = await buffer((await blobs.get(entry.id))!);
@@ -116,7 +137,10 @@ test('files.put: a failing body rejects and leaves neither entry nor blob', asyn
       yield Buffer.from('partial');
       throw new Error('upstream closed');
     }
-    await rejects(() => app.portal.files.put('acct_a', { name: 'x.bin', mime: 'application/octet-stream', body: broken() }), /upstream closed/);
+    await rejects(
+      () => app.portal.files.put('acct_a', { name: 'x.bin', mime: 'application/octet-stream', body: broken() }),
+      /upstream closed/,
+    );
     assert.equal(await app.portal.files.list('acct_a'), []);
     const left = [];
     for await (const info of blobs.listBefore('2100-01-01T00:00:00+00:00')) left.push(info);
@@ -130,17 +154,42 @@ test('files.put and createDirectory validate their input with 400s naming the fi
     const cases: [() => Promise<unknown>, RegExp, number][] = [
       [() => files.put('acct_a', { name: '', mime: 'text/plain', body: 'x' }), /file\.name: must not be empty/, 400],
       [() => files.put('acct_a', { name: 'a/b', mime: 'text/plain', body: 'x' }), /file\.name: must not contain/, 400],
-      [() => files.put('acct_a', { name: '..', mime: 'text/plain', body: 'x' }), /file\.name: must not be "\." or "\.\."/, 400],
+      [
+        () => files.put('acct_a', { name: '..', mime: 'text/plain', body: 'x' }),
+        /file\.name: must not be "\." or "\.\."/,
+        400,
+      ],
       [() => files.put('acct_a', { name: 'n'.repeat(256), mime: 'text/plain', body: 'x' }), /at most 255/, 400],
       [() => files.put('acct_a', { name: 'a', mime: 'text', body: 'x' }), /file\.mime: must be a media type/, 400],
-      [() => files.put('acct_a', { name: 'a', mime: 'text/plain', body: undefined as never }), /file\.body: is required/, 400],
-      [() => files.put('acct_a', { name: 'a', mime: 'text/plain', fileShareId: 'share', body: 'x' }), /file\.fileShareId: must be a file share id/, 400],
-      [() => files.put('acct_a', { name: 'a', mime: 'text/plain', directoryId: 'fsf_x', body: 'x' }), /file\.directoryId: must be a directory id/, 400],
-      [() => files.put('acct_a', { name: 'a', mime: 'text/plain', directoryId: 'fsd_missing', body: 'x' }), /No directory fsd_missing/, 404],
-      [() => files.createDirectory('acct_a', { name: 'x', directoryId: 'fsd_missing' }), /No directory fsd_missing/, 404],
+      [
+        () => files.put('acct_a', { name: 'a', mime: 'text/plain', body: undefined as never }),
+        /file\.body: is required/,
+        400,
+      ],
+      [
+        () => files.put('acct_a', { name: 'a', mime: 'text/plain', fileShareId: 'share', body: 'x' }),
+        /file\.fileShareId: must be a file share id/,
+        400,
+      ],
+      [
+        () => files.put('acct_a', { name: 'a', mime: 'text/plain', directoryId: 'fsf_x', body: 'x' }),
+        /file\.directoryId: must be a directory id/,
+        400,
+      ],
+      [
+        () => files.put('acct_a', { name: 'a', mime: 'text/plain', directoryId: 'fsd_missing', body: 'x' }),
+        /No directory fsd_missing/,
+        404,
+      ],
+      [
+        () => files.createDirectory('acct_a', { name: 'x', directoryId: 'fsd_missing' }),
+        /No directory fsd_missing/,
+        404,
+      ],
       [() => files.createDirectory('acct_a', {} as never), /directory\.name: is required/, 400],
     ];
-    for (const [call, pattern, status] of cases) assert.is((await rejects(call, pattern)).status, status, pattern.source);
+    for (const [call, pattern, status] of cases)
+      assert.is((await rejects(call, pattern)).status, status, pattern.source);
     assert.equal(await files.list('acct_a'), []);
   });
 });
@@ -150,8 +199,14 @@ test("a file cannot be a parent, and another account's directory is not found", 
     const { files } = app.portal;
     const file = await files.put('acct_a', { name: 'f', mime: 'text/plain', body: 'x' });
     const dirOfB = await files.createDirectory('acct_b', { name: 'B' });
-    await rejects(() => files.createDirectory('acct_a', { name: 'x', directoryId: file.id.replace('fsf_', 'fsd_') }), /No directory/);
-    await rejects(() => files.put('acct_a', { name: 'x', mime: 'text/plain', directoryId: dirOfB.id, body: 'x' }), /No directory/);
+    await rejects(
+      () => files.createDirectory('acct_a', { name: 'x', directoryId: file.id.replace('fsf_', 'fsd_') }),
+      /No directory/,
+    );
+    await rejects(
+      () => files.put('acct_a', { name: 'x', mime: 'text/plain', directoryId: dirOfB.id, body: 'x' }),
+      /No directory/,
+    );
   });
 });
 
@@ -185,12 +240,19 @@ test('GET /files answers every change to the directory at once, though listings 
     await files.createDirectory('acct_a', { name: 'a-inner', directoryId: dir.id });
     assert.equal(await listed(path), ['a-inner', 'b.txt']);
     assert.equal(await listed('/files'), ['Reports'], 'the root is listed apart');
-    assert.is((await app.api(path, { headers: { authorization: `Bearer ${KEY_B}` } })).status, 404, 'another account, after the listing was kept');
+    assert.is(
+      (await app.api(path, { headers: { authorization: `Bearer ${KEY_B}` } })).status,
+      404,
+      'another account, after the listing was kept',
+    );
     assert.is(await files.delete('acct_a', first.id), true);
     assert.equal(await listed(path), ['a-inner']);
     const head = await app.api(path, { method: 'HEAD' });
     assert.is(head.status, 200);
-    assert.is(Number(head.headers.get('content-length')), JSON.stringify({ data: await files.list('acct_a', dir.id) }).length);
+    assert.is(
+      Number(head.headers.get('content-length')),
+      JSON.stringify({ data: await files.list('acct_a', dir.id) }).length,
+    );
     const inner = (await files.list('acct_a', dir.id))[0]!;
     assert.is(await files.delete('acct_a', inner.id), true);
     assert.is(await files.delete('acct_a', dir.id), true);

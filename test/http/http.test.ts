@@ -115,12 +115,22 @@ test('an unexpected fault is a plain 500, logged with the request id and no stac
 
 test('with a logger, one line per request names route, status and account but never the key', async () => {
   const lines: Record<string, unknown>[] = [];
-  const logger: Logger = { debug() {}, info: (object) => lines.push(object as Record<string, unknown>), warn() {}, error() {} };
+  const logger: Logger = {
+    debug() {},
+    info: (object) => lines.push(object as Record<string, unknown>),
+    warn() {},
+    error() {},
+  };
   await withPortal({ logger }, async (app) => {
     await (await app.api('/files', { headers: { 'x-request-id': 'log-1' } })).arrayBuffer();
-    await (await app.api('/files', { headers: { 'x-request-id': 'log-2', authorization: 'Bearer wrong-key' } })).arrayBuffer();
+    await (
+      await app.api('/files', { headers: { 'x-request-id': 'log-2', authorization: 'Bearer wrong-key' } })
+    ).arrayBuffer();
     // A request's line is written once its response has closed, which may come after the client has the answer.
-    await waitFor(() => ['log-1', 'log-2'].every((id) => lines.some((line) => line.requestId === id)), 'both request lines');
+    await waitFor(
+      () => ['log-1', 'log-2'].every((id) => lines.some((line) => line.requestId === id)),
+      'both request lines',
+    );
     const ok = lines.find((line) => line.requestId === 'log-1');
     assert.equal(
       { method: ok?.method, route: ok?.route, status: ok?.status, accountId: ok?.accountId },
@@ -144,7 +154,10 @@ test('a path that is not valid percent-encoding is a 400', async () => {
 test('HEAD of a JSON route answers the headers of GET and no body', async () => {
   await withPortal(async (app) => {
     const get = await app.api('/files');
-    const head = await rawRequest(`${app.url}/v1/files`, { method: 'HEAD', headers: { authorization: `Bearer ${KEY_A}` } });
+    const head = await rawRequest(`${app.url}/v1/files`, {
+      method: 'HEAD',
+      headers: { authorization: `Bearer ${KEY_A}` },
+    });
     assert.is(head.status, 200);
     assert.is(head.body, '');
     assert.is(head.headers['content-length'], get.headers.get('content-length'));
@@ -172,7 +185,11 @@ test('an unknown query parameter is a 400 naming it and the ones the route takes
     await app.portal.files.put('acct_a', { name: 'a.txt', mime: 'text/plain', directoryId: directory.id, body: 'a' });
     const cases: [string, RequestInit, string][] = [
       [`/files?dir=${directory.id}`, {}, 'Unknown query parameter "dir": this route takes directoryId.'],
-      [`/files?directoryId=${directory.id}&sort=name`, {}, 'Unknown query parameter "sort": this route takes directoryId.'],
+      [
+        `/files?directoryId=${directory.id}&sort=name`,
+        {},
+        'Unknown query parameter "sort": this route takes directoryId.',
+      ],
       ['/agreements?limit=5&curser=x', {}, 'Unknown query parameter "curser": this route takes limit, cursor.'],
       ['/webhooks/wbh_nothere?verbose=1', {}, 'Unknown query parameter "verbose": this route takes none.'],
       [

@@ -5,7 +5,17 @@ import type { Storage } from '../../src/index.js';
 import { IDEMPOTENCY_LEASE_MS, IDEMPOTENCY_TTL_MS } from '../../src/domain/idempotency.js';
 import { atom } from '../../src/shared/time.js';
 import { KEY_B, json, rawRequest, withPortal } from '../helpers/server.js';
-import { BOUNDARY, MULTIPART, documentBytes, multipart, postHead, rawClient, trackedAdapters, validFormData, validParts } from '../helpers/agreements.js';
+import {
+  BOUNDARY,
+  MULTIPART,
+  documentBytes,
+  multipart,
+  postHead,
+  rawClient,
+  trackedAdapters,
+  validFormData,
+  validParts,
+} from '../helpers/agreements.js';
 
 const HOOK = { type: 'customer-created', url: 'https://receiver.example/hook' };
 
@@ -182,43 +192,52 @@ const postForm = (api: (path: string, init?: RequestInit) => Promise<Response>, 
 test('POST /agreements: a retry in a new multipart framing is replayed byte for byte; one agreement, one event, no blob left by the retry', async () => {
   const tracked = trackedAdapters();
   try {
-    await withPortal({ storage: tracked.storage, blobs: tracked.blobs, webhooks: { worker: false } }, async ({ api, url }) => {
-      const hook = await json(await postWebhook(api, null, { type: 'agreement-created', url: 'https://receiver.example/agreements' }));
-      const documents = [
-        { name: 'lease.pdf', bytes: documentBytes(200_000, 3) },
-        { name: 'annex.pdf', bytes: documentBytes(5_000, 4) },
-      ];
-      const first = await postForm(api, 'agr-1', validFormData({ documents }));
-      assert.is(first.status, 201);
-      const firstBody = await first.text();
-      const blobsAfterFirst = (await tracked.blobKeys()).sort();
-      assert.is(blobsAfterFirst.length, 2);
-      // fetch draws a new boundary for each FormData; a hand-built body has another framing again.
-      const again = await postForm(api, 'agr-1', validFormData({ documents }));
-      const handBuilt = multipart([
-        ...validParts().filter((part) => part.name !== 'documents'),
-        { name: 'documents[0]', filename: 'lease.pdf', bytes: documents[0]!.bytes },
-        { name: 'documents[1]', filename: 'annex.pdf', bytes: documents[1]!.bytes },
-      ]);
-      const raw = await rawRequest(`${url}/v1/agreements`, {
-        method: 'POST',
-        headers: { authorization: 'Bearer key-of-account-a', 'content-type': MULTIPART, 'idempotency-key': '"agr-1"' },
-        body: handBuilt,
-      });
-      for (const replay of [
-        { status: again.status, body: await again.text(), headers: again.headers },
-        { ...raw, headers: new Headers(raw.headers as Record<string, string>) },
-      ]) {
-        assert.is(replay.status, 201);
-        assert.is(replay.body, firstBody);
-        assert.is(replay.headers.get('idempotent-replayed'), 'true');
-        assert.is(replay.headers.get('location'), first.headers.get('location'));
-      }
-      assert.is(tracked.inserted.length, 1);
-      assert.equal((await tracked.blobKeys()).sort(), blobsAfterFirst, 'a replay stores no blob');
-      const deliveries = (await json(await api(`/webhooks/${hook.id}/deliveries`))).data;
-      assert.is(deliveries.length, 1, 'one agreement-created event, one delivery');
-    });
+    await withPortal(
+      { storage: tracked.storage, blobs: tracked.blobs, webhooks: { worker: false } },
+      async ({ api, url }) => {
+        const hook = await json(
+          await postWebhook(api, null, { type: 'agreement-created', url: 'https://receiver.example/agreements' }),
+        );
+        const documents = [
+          { name: 'lease.pdf', bytes: documentBytes(200_000, 3) },
+          { name: 'annex.pdf', bytes: documentBytes(5_000, 4) },
+        ];
+        const first = await postForm(api, 'agr-1', validFormData({ documents }));
+        assert.is(first.status, 201);
+        const firstBody = await first.text();
+        const blobsAfterFirst = (await tracked.blobKeys()).sort();
+        assert.is(blobsAfterFirst.length, 2);
+        // fetch draws a new boundary for each FormData; a hand-built body has another framing again.
+        const again = await postForm(api, 'agr-1', validFormData({ documents }));
+        const handBuilt = multipart([
+          ...validParts().filter((part) => part.name !== 'documents'),
+          { name: 'documents[0]', filename: 'lease.pdf', bytes: documents[0]!.bytes },
+          { name: 'documents[1]', filename: 'annex.pdf', bytes: documents[1]!.bytes },
+        ]);
+        const raw = await rawRequest(`${url}/v1/agreements`, {
+          method: 'POST',
+          headers: {
+            authorization: 'Bearer key-of-account-a',
+            'content-type': MULTIPART,
+            'idempotency-key': '"agr-1"',
+          },
+          body: handBuilt,
+        });
+        for (const replay of [
+          { status: again.status, body: await again.text(), headers: again.headers },
+          { ...raw, headers: new Headers(raw.headers as Record<string, string>) },
+        ]) {
+          assert.is(replay.status, 201);
+          assert.is(replay.body, firstBody);
+          assert.is(replay.headers.get('idempotent-replayed'), 'true');
+          assert.is(replay.headers.get('location'), first.headers.get('location'));
+        }
+        assert.is(tracked.inserted.length, 1);
+        assert.equal((await tracked.blobKeys()).sort(), blobsAfterFirst, 'a replay stores no blob');
+        const deliveries = (await json(await api(`/webhooks/${hook.id}/deliveries`))).data;
+        assert.is(deliveries.length, 1, 'one agreement-created event, one delivery');
+      },
+    );
   } finally {
     tracked.dispose();
   }
@@ -228,11 +247,23 @@ test('POST /agreements: the same key with another document is a 422, and leaves 
   const tracked = trackedAdapters();
   try {
     await withPortal({ storage: tracked.storage, blobs: tracked.blobs }, async ({ api }) => {
-      await postForm(api, 'agr-2', validFormData({ documents: [{ name: 'lease.pdf', bytes: documentBytes(10_000, 1) }] }));
+      await postForm(
+        api,
+        'agr-2',
+        validFormData({ documents: [{ name: 'lease.pdf', bytes: documentBytes(10_000, 1) }] }),
+      );
       const blobs = await tracked.blobKeys();
-      const changed = await postForm(api, 'agr-2', validFormData({ documents: [{ name: 'lease.pdf', bytes: documentBytes(10_000, 2) }] }));
+      const changed = await postForm(
+        api,
+        'agr-2',
+        validFormData({ documents: [{ name: 'lease.pdf', bytes: documentBytes(10_000, 2) }] }),
+      );
       assert.is(changed.status, 422);
-      const renamed = await postForm(api, 'agr-2', validFormData({ documents: [{ name: 'other.pdf', bytes: documentBytes(10_000, 1) }] }));
+      const renamed = await postForm(
+        api,
+        'agr-2',
+        validFormData({ documents: [{ name: 'other.pdf', bytes: documentBytes(10_000, 1) }] }),
+      );
       assert.is(renamed.status, 422);
       assert.is(tracked.inserted.length, 1);
       assert.equal(await tracked.blobKeys(), blobs);
@@ -248,13 +279,22 @@ test('POST /agreements: a duplicate sent while the first form still arrives gets
     await withPortal({ storage: tracked.storage, blobs: tracked.blobs }, async ({ api, url }) => {
       const bytes = documentBytes(1024 * 1024, 5);
       const head = multipart(
-        [...validParts().filter((part) => part.name !== 'documents'), { name: 'documents', filename: 'big.bin', bytes: Buffer.alloc(0) }],
+        [
+          ...validParts().filter((part) => part.name !== 'documents'),
+          { name: 'documents', filename: 'big.bin', bytes: Buffer.alloc(0) },
+        ],
         { close: false },
       );
       const before = head.subarray(0, head.length - 2);
       const after = Buffer.from(`\r\n--${BOUNDARY}--\r\n`);
       const client = rawClient(url);
-      await client.send(postHead({ 'Content-Type': MULTIPART, 'Content-Length': before.length + bytes.length + after.length, 'Idempotency-Key': 'agr-race' }));
+      await client.send(
+        postHead({
+          'Content-Type': MULTIPART,
+          'Content-Length': before.length + bytes.length + after.length,
+          'Idempotency-Key': 'agr-race',
+        }),
+      );
       await client.send(Buffer.concat([before, bytes.subarray(0, 512 * 1024)]));
       // The first holds the key from its headers on: a duplicate needs no body read to be refused.
       let duplicate: Response | undefined;
@@ -271,7 +311,12 @@ test('POST /agreements: a duplicate sent while the first form still arrives gets
       const replay = rawClient(url);
       const body = Buffer.concat([before, bytes, after]);
       await replay.send(
-        Buffer.concat([Buffer.from(postHead({ 'Content-Type': MULTIPART, 'Content-Length': body.length, 'Idempotency-Key': 'agr-race' })), body]),
+        Buffer.concat([
+          Buffer.from(
+            postHead({ 'Content-Type': MULTIPART, 'Content-Length': body.length, 'Idempotency-Key': 'agr-race' }),
+          ),
+          body,
+        ]),
       );
       const replayed = await replay.response;
       replay.socket.destroy();
@@ -291,7 +336,11 @@ test('POST /agreements: a form refused for a bad part frees its key, and removes
   try {
     await withPortal({ storage: tracked.storage, blobs: tracked.blobs }, async ({ api }) => {
       const bad = multipart([...validParts(), { name: 'comment', value: 'unknown part' }]);
-      const refused = await api('/agreements', { method: 'POST', headers: { 'content-type': MULTIPART, 'idempotency-key': 'agr-3' }, body: bad });
+      const refused = await api('/agreements', {
+        method: 'POST',
+        headers: { 'content-type': MULTIPART, 'idempotency-key': 'agr-3' },
+        body: bad,
+      });
       assert.is(refused.status, 400);
       assert.equal(await tracked.blobKeys(), []);
       const created = await postForm(api, 'agr-3', validFormData());

@@ -85,7 +85,11 @@ test('one line per request and per webhook attempt, and never a key, a secret or
     assert.is((await request('/agreements', { method: 'POST', body: tooBig })).status, 413);
 
     // A signed link, used, altered and asked for with a wrong key.
-    const attachment = await app.portal.tickets.putAttachment('acct_a', { name: 'a.pdf', mime: 'application/pdf', body: 'bytes' });
+    const attachment = await app.portal.tickets.putAttachment('acct_a', {
+      name: 'a.pdf',
+      mime: 'application/pdf',
+      body: 'bytes',
+    });
     const linkRes = await app.api(linkPath(attachment));
     requestIds.push(linkRes.headers.get('x-request-id')!);
     const { link }: any = await linkRes.json();
@@ -102,16 +106,26 @@ test('one line per request and per webhook attempt, and never a key, a secret or
     assert.is((await request('/files', { method: 'DELETE' })).status, 405);
 
     // Every request logs once its response has gone; wait for the last ones.
-    await waitFor(() => entries.filter((entry) => entry.msg === 'request').length >= requestIds.length, 'a line for every request');
+    await waitFor(
+      () => entries.filter((entry) => entry.msg === 'request').length >= requestIds.length,
+      'a line for every request',
+    );
     const requestLines = entries.filter((entry) => entry.msg === 'request');
     assert.is(requestLines.length, requestIds.length, 'one line per request');
-    assert.equal(requestLines.map((entry) => entry.requestId).sort(), [...requestIds].sort(), 'each line names its request');
+    assert.equal(
+      requestLines.map((entry) => entry.requestId).sort(),
+      [...requestIds].sort(),
+      'each line names its request',
+    );
     for (const entry of requestLines) {
       assert.type(entry.method, 'string');
       assert.type(entry.route, 'string');
       assert.type(entry.status, 'number');
       assert.type(entry.durationMs, 'number');
-      assert.ok(!entry.route.includes('?') && !entry.route.includes('wbh_'), `the route is the pattern, not the URL: ${entry.route}`);
+      assert.ok(
+        !entry.route.includes('?') && !entry.route.includes('wbh_'),
+        `the route is the pattern, not the URL: ${entry.route}`,
+      );
     }
     const upload = requestLines.find((entry) => entry.route === 'POST /agreements' && entry.status === 201);
     assert.is(upload?.accountId, 'acct_a', 'an authenticated request names its account');

@@ -25,9 +25,11 @@ test("the document is valid OpenAPI 3.1 by the specification's own schema", asyn
 });
 
 test('dist/openapi.json, the file the package ships, is the exported document', async () => {
-  const text = await readFile(new URL('../../openapi.json', import.meta.url), 'utf8').catch((error: NodeJS.ErrnoException) => {
-    throw new Error(`dist/openapi.json is written by \`npm run build\`, not by tsc alone (${error.code})`);
-  });
+  const text = await readFile(new URL('../../openapi.json', import.meta.url), 'utf8').catch(
+    (error: NodeJS.ErrnoException) => {
+      throw new Error(`dist/openapi.json is written by \`npm run build\`, not by tsc alone (${error.code})`);
+    },
+  );
   const file = JSON.parse(text);
   assert.equal(file, JSON.parse(JSON.stringify(document)));
 });
@@ -48,7 +50,8 @@ test('every route the handler registers is in the document, with each of its met
   const undocumented: string[] = [];
   for (const route of apiRoutes) {
     for (const method of [route.method].flat()) {
-      if (document.paths[template(route.path)]?.[method.toLowerCase()] === undefined) undocumented.push(`${method} ${route.path}`);
+      if (document.paths[template(route.path)]?.[method.toLowerCase()] === undefined)
+        undocumented.push(`${method} ${route.path}`);
     }
   }
   assert.equal(undocumented, []);
@@ -85,7 +88,8 @@ test('every path with a GET lists its HEAD: the same statuses and headers, and n
     assert.ok(item.head, `HEAD ${template}`);
     heads.push(template);
     // The signed download route writes its own HEAD (a GET may redirect, a HEAD never does).
-    if (template !== '/downloads/{id}') assert.equal(Object.keys(item.head.responses), Object.keys(item.get.responses), template);
+    if (template !== '/downloads/{id}')
+      assert.equal(Object.keys(item.head.responses), Object.keys(item.get.responses), template);
     for (const [status, answer] of Object.entries<any>(item.head.responses)) {
       const resolved = answer.$ref === undefined ? answer : document.components.responses[answer.$ref.split('/').pop()];
       assert.ok(resolved, `HEAD ${template} ${status}`);
@@ -111,10 +115,13 @@ test('the webhooks section describes the call of each event type: its body, and 
   for (const [type, item] of Object.entries<any>(document.webhooks)) {
     const call = item.post;
     assert.equal(call.security, [], 'a call carries no Authorization');
-    const schema = document.components.schemas[call.requestBody.content['application/json'].schema.$ref.split('/').pop()];
+    const schema =
+      document.components.schemas[call.requestBody.content['application/json'].schema.$ref.split('/').pop()];
     assert.equal(schema.required, ['id', 'type', 'createdAt', 'data']);
     assert.equal(schema.properties.type, { const: type });
-    const headers = call.parameters.map((parameter: any) => document.components.parameters[parameter.$ref.split('/').pop()]);
+    const headers = call.parameters.map(
+      (parameter: any) => document.components.parameters[parameter.$ref.split('/').pop()],
+    );
     assert.equal(
       headers.map((header: any) => [header.name, header.in, header.required]),
       [
@@ -131,7 +138,11 @@ test('the webhooks section describes the call of each event type: its body, and 
 
 test('the document: bearer auth everywhere but the signed download route, servers /v1, extensions marked', () => {
   assert.equal(document.servers, [{ url: '/v1', description: document.servers[0].description }]);
-  assert.equal(document.components.securitySchemes.bearerAuth, { ...document.components.securitySchemes.bearerAuth, type: 'http', scheme: 'bearer' });
+  assert.equal(document.components.securitySchemes.bearerAuth, {
+    ...document.components.securitySchemes.bearerAuth,
+    type: 'http',
+    scheme: 'bearer',
+  });
   assert.equal(document.security, [{ bearerAuth: [] }]);
   assert.equal(document.paths['/downloads/{id}'].get.security, []);
   const extensions: string[] = [];
@@ -208,13 +219,29 @@ test('the checker refuses a body that drifted from the document, and a status it
     createdAt: '2026-11-21T09:05:07+00:00',
   };
   checker.check('GET', '/webhooks/{webhookId}', { status: 200, headers }, JSON.stringify(webhook));
-  assert.throws(() => checker.check('GET', '/webhooks/{webhookId}', { status: 200, headers }, JSON.stringify({ ...webhook, extra: 1 })), /additional/);
   assert.throws(
-    () => checker.check('GET', '/webhooks/{webhookId}', { status: 200, headers }, JSON.stringify({ ...webhook, createdAt: '2026-11-21T09:05:07Z' })),
+    () =>
+      checker.check('GET', '/webhooks/{webhookId}', { status: 200, headers }, JSON.stringify({ ...webhook, extra: 1 })),
+    /additional/,
+  );
+  assert.throws(
+    () =>
+      checker.check(
+        'GET',
+        '/webhooks/{webhookId}',
+        { status: 200, headers },
+        JSON.stringify({ ...webhook, createdAt: '2026-11-21T09:05:07Z' }),
+      ),
     /pattern/,
   );
-  assert.throws(() => checker.check('GET', '/webhooks/{webhookId}', { status: 201, headers }, JSON.stringify(webhook)), /status not in the document/);
-  assert.throws(() => checker.check('DELETE', '/webhooks/{webhookId}', { status: 401, headers }, '{"message":"x"}'), /WWW-Authenticate missing/);
+  assert.throws(
+    () => checker.check('GET', '/webhooks/{webhookId}', { status: 201, headers }, JSON.stringify(webhook)),
+    /status not in the document/,
+  );
+  assert.throws(
+    () => checker.check('DELETE', '/webhooks/{webhookId}', { status: 401, headers }, '{"message":"x"}'),
+    /WWW-Authenticate missing/,
+  );
 });
 
 test('every route answers as the document says: each success and each error it documents', async () => {
@@ -233,37 +260,68 @@ test('every route answers as the document says: each success and each error it d
     notifier,
     storage: {
       ...base,
-      listWebhooks: (accountId) => (failLists ? Promise.reject(new Error('storage down')) : base.listWebhooks(accountId)),
+      listWebhooks: (accountId) =>
+        failLists ? Promise.reject(new Error('storage down')) : base.listWebhooks(accountId),
     },
   });
   const portal = app.portal;
 
   /** Requests `path` and checks the answer against the operation `method template`; resolves the parsed body. */
   async function call(method: string, template: string, path: string, init: RequestInit = {}, status?: number) {
-    const res = path.startsWith('http') ? await fetch(path, { method, ...init }) : await app.api(path, { method, ...init });
+    const res = path.startsWith('http')
+      ? await fetch(path, { method, ...init })
+      : await app.api(path, { method, ...init });
     const text = await res.text();
     if (status !== undefined) assert.is(res.status, status, `${method} ${path}: ${text.slice(0, 200)}`);
     checker.check(method, template, res, text);
     // Every GET answers HEAD too, as the document lists: the same status and headers, no body.
     if (method === 'GET' && template !== '/downloads/{id}') {
-      const head = path.startsWith('http') ? await fetch(path, { ...init, method: 'HEAD' }) : await app.api(path, { ...init, method: 'HEAD' });
+      const head = path.startsWith('http')
+        ? await fetch(path, { ...init, method: 'HEAD' })
+        : await app.api(path, { ...init, method: 'HEAD' });
       const headText = await head.text();
       assert.is(head.status, res.status, `HEAD ${path}`);
       checker.check('HEAD', template, head, headText);
     }
-    return { res, body: text !== '' && (res.headers.get('content-type') ?? '').startsWith('application/json') ? JSON.parse(text) : text };
+    return {
+      res,
+      body:
+        text !== '' && (res.headers.get('content-type') ?? '').startsWith('application/json') ? JSON.parse(text) : text,
+    };
   }
-  const jsonBody = (value: unknown): RequestInit => ({ body: JSON.stringify(value), headers: { 'content-type': 'application/json' } });
+  const jsonBody = (value: unknown): RequestInit => ({
+    body: JSON.stringify(value),
+    headers: { 'content-type': 'application/json' },
+  });
 
   try {
     // Webhooks, and their deliveries
-    const { body: hook } = await call('POST', '/webhooks', '/webhooks', jsonBody({ type: 'customer-created', url: 'https://r.example/hook' }), 201);
+    const { body: hook } = await call(
+      'POST',
+      '/webhooks',
+      '/webhooks',
+      jsonBody({ type: 'customer-created', url: 'https://r.example/hook' }),
+      201,
+    );
     await call('POST', '/webhooks', '/webhooks', jsonBody({ type: 'nope', url: 'https://r.example/' }), 400);
     await call('POST', '/webhooks', '/webhooks', { body: 'type=x' }, 415);
-    await call('POST', '/webhooks', '/webhooks', jsonBody({ type: 'customer-created', url: 'https://r.example/', pad: 'x'.repeat(70_000) }), 413);
-    for (let i = 0; i < 50; i++) await portal.webhooks.create('acct_b', { type: 'customer-created', url: 'https://b.example/' });
+    await call(
+      'POST',
+      '/webhooks',
+      '/webhooks',
+      jsonBody({ type: 'customer-created', url: 'https://r.example/', pad: 'x'.repeat(70_000) }),
+      413,
+    );
+    for (let i = 0; i < 50; i++)
+      await portal.webhooks.create('acct_b', { type: 'customer-created', url: 'https://b.example/' });
     const asB = jsonBody({ type: 'customer-created', url: 'https://b.example/' });
-    await call('POST', '/webhooks', '/webhooks', { ...asB, headers: { ...(asB.headers as Record<string, string>), authorization: `Bearer ${KEY_B}` } }, 409);
+    await call(
+      'POST',
+      '/webhooks',
+      '/webhooks',
+      { ...asB, headers: { ...(asB.headers as Record<string, string>), authorization: `Bearer ${KEY_B}` } },
+      409,
+    );
     await call('GET', '/webhooks', '/webhooks', {}, 200);
     // Idempotency-Key: a first answer, its replay, and the same key for other fields
     const keyed = (key: string, url: string): RequestInit => {
@@ -271,7 +329,13 @@ test('every route answers as the document says: each success and each error it d
       return { ...init, headers: { ...(init.headers as Record<string, string>), 'idempotency-key': key } };
     };
     await call('POST', '/webhooks', '/webhooks', keyed('doc-key', 'https://r.example/keyed'), 201);
-    const { res: replayed } = await call('POST', '/webhooks', '/webhooks', keyed('doc-key', 'https://r.example/keyed'), 201);
+    const { res: replayed } = await call(
+      'POST',
+      '/webhooks',
+      '/webhooks',
+      keyed('doc-key', 'https://r.example/keyed'),
+      201,
+    );
     assert.is(replayed.headers.get('idempotent-replayed'), 'true');
     await call('POST', '/webhooks', '/webhooks', keyed('doc-key', 'https://r.example/other'), 422);
     await call('GET', '/webhooks/{webhookId}', `/webhooks/${hook.id}`, {}, 200);
@@ -280,7 +344,13 @@ test('every route answers as the document says: each success and each error it d
     transport.calls.length = 0;
     await portal.events.publish('acct_a', 'customer-created', { customer: { id: 'cus_1' } });
     await portal.worker!.tick();
-    const { body: log } = await call('GET', '/webhooks/{webhookId}/deliveries', `/webhooks/${hook.id}/deliveries`, {}, 200);
+    const { body: log } = await call(
+      'GET',
+      '/webhooks/{webhookId}/deliveries',
+      `/webhooks/${hook.id}/deliveries`,
+      {},
+      200,
+    );
     assert.is(log.data.length, 1);
     assert.is(log.data[0].attempts.length, 1, 'an attempt is in the log, so its shape is checked too');
     await call('GET', '/webhooks/{webhookId}/deliveries', '/webhooks/wbh_missing/deliveries', {}, 404);
@@ -291,7 +361,13 @@ test('every route answers as the document says: each success and each error it d
     await call('POST', '/webhooks/{webhookId}/test', `/webhooks/${hook.id}/test`, {}, 202);
     await call('POST', '/webhooks/{webhookId}/test', '/webhooks/wbh_missing/test', {}, 404);
     const patch = '/webhooks/{webhookId}';
-    const { body: filtered } = await call('PATCH', patch, `/webhooks/${hook.id}`, jsonBody({ filter: { 'customer.id': { $startsWith: 'cus_' } } }), 200);
+    const { body: filtered } = await call(
+      'PATCH',
+      patch,
+      `/webhooks/${hook.id}`,
+      jsonBody({ filter: { 'customer.id': { $startsWith: 'cus_' } } }),
+      200,
+    );
     assert.equal(filtered.filter, { 'customer.id': { $startsWith: 'cus_' } });
     await call('PATCH', patch, `/webhooks/${hook.id}`, jsonBody({ filter: { amount: { $gtx: 1 } } }), 400);
     await call('PATCH', patch, '/webhooks/wbh_missing', jsonBody({ filter: null }), 404);
@@ -300,17 +376,33 @@ test('every route answers as the document says: each success and each error it d
     const { body: unfiltered } = await call('PATCH', patch, `/webhooks/${hook.id}`, jsonBody({ filter: null }), 200);
     assert.is(unfiltered.filter, undefined);
     const dryRun = '/webhooks/dry-run';
-    const { body: tried } = await call('POST', dryRun, dryRun, jsonBody({ type: 'customer-created', filter: { 'customer.id': 'cus_1' } }), 200);
+    const { body: tried } = await call(
+      'POST',
+      dryRun,
+      dryRun,
+      jsonBody({ type: 'customer-created', filter: { 'customer.id': 'cus_1' } }),
+      200,
+    );
     assert.equal([tried.data.length, tried.matched, tried.data[0].matches], [1, 1, true]);
     await call('POST', dryRun, dryRun, jsonBody({ type: 'customer-created', filter: { $eq: 1 } }), 400);
-    await call('POST', dryRun, dryRun, jsonBody({ type: 'customer-created', filter: null, pad: 'x'.repeat(70_000) }), 413);
+    await call(
+      'POST',
+      dryRun,
+      dryRun,
+      jsonBody({ type: 'customer-created', filter: null, pad: 'x'.repeat(70_000) }),
+      413,
+    );
     await call('POST', dryRun, dryRun, { body: 'type=customer-created' }, 415);
     const { body: catalogue } = await call('GET', '/event-types', '/event-types', {}, 200);
     assert.equal(
       catalogue.data.map((type: { name: string }) => type.name),
       portal.eventTypes.list().map((type) => type.name),
     );
-    const ed25519 = await portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/ed', signatureScheme: 'ed25519' });
+    const ed25519 = await portal.webhooks.create('acct_a', {
+      type: 'customer-created',
+      url: 'https://r.example/ed',
+      signatureScheme: 'ed25519',
+    });
     const keysOf = '/webhooks/{webhookId}/public-keys';
     const { body: published } = await call('GET', keysOf, `/webhooks/${ed25519.id}/public-keys`, {}, 200);
     await call('GET', keysOf, `/webhooks/${hook.id}/public-keys`, {}, 409);
@@ -326,14 +418,24 @@ test('every route answers as the document says: each success and each error it d
     await call('POST', rotate, `/webhooks/${hook.id}/rotate-secret`, jsonBody({ graceMs: 60_000 }), 200);
     await call('POST', rotate, `/webhooks/${hook.id}/rotate-secret`, jsonBody({ graceMs: -1 }), 400);
     await call('POST', rotate, '/webhooks/wbh_missing/rotate-secret', {}, 404);
-    await call('POST', rotate, `/webhooks/${hook.id}/rotate-secret`, jsonBody({ graceMs: 1, pad: 'x'.repeat(70_000) }), 413);
+    await call(
+      'POST',
+      rotate,
+      `/webhooks/${hook.id}/rotate-secret`,
+      jsonBody({ graceMs: 1, pad: 'x'.repeat(70_000) }),
+      413,
+    );
     await call('POST', rotate, `/webhooks/${hook.id}/rotate-secret`, { body: 'graceMs=1' }, 415);
     // The calls made so far (a customer-created one, during a rotation's grace, and a test call) are as the webhooks section says.
     await portal.events.publish('acct_a', 'customer-created', { customer: { id: 'cus_2' } });
     await portal.worker!.tick();
     for (const made of transport.calls) checker.checkCall(made);
     const rotatedCall = transport.calls.findLast((made) => made.url === hook.url);
-    assert.is(rotatedCall!.headers['webhook-signature']!.split(' ').length, 2, 'a call signed with both secrets is checked too');
+    assert.is(
+      rotatedCall!.headers['webhook-signature']!.split(' ').length,
+      2,
+      'a call signed with both secrets is checked too',
+    );
 
     // Health, disable, enable, recovery
     await call('GET', '/webhooks/{webhookId}/health', `/webhooks/${hook.id}/health`, {}, 200);
@@ -345,7 +447,13 @@ test('every route answers as the document says: each success and each error it d
     const since = jsonBody({ since: '2026-01-01T00:00:00+00:00' });
     await call('POST', '/webhooks/{webhookId}/disable', `/webhooks/${hook.id}/disable`, {}, 204);
     await call('POST', '/webhooks/{webhookId}/disable', '/webhooks/wbh_missing/disable', {}, 404);
-    const { body: disabled } = await call('GET', '/webhooks/{webhookId}/health', `/webhooks/${hook.id}/health`, {}, 200);
+    const { body: disabled } = await call(
+      'GET',
+      '/webhooks/{webhookId}/health',
+      `/webhooks/${hook.id}/health`,
+      {},
+      200,
+    );
     assert.is(disabled.disabledReason, 'manual', 'a disabled health is checked too');
     await call('POST', '/webhooks/{webhookId}/test', `/webhooks/${hook.id}/test`, {}, 409);
     await call('POST', recover, `/webhooks/${hook.id}/recover`, since, 409);
@@ -361,7 +469,8 @@ test('every route answers as the document says: each success and each error it d
     await call('POST', redeliver, `/webhooks/${hook.id}/deliveries/${log.data[0].id}/redeliver`, {}, 409);
 
     // Agreements: a fresh one (no signer has signed) and one whose signers all signed; their calls go out too
-    for (const type of ['agreement-created', 'agreement-signed']) await portal.webhooks.create('acct_a', { type, url: 'https://r.example/agreements' });
+    for (const type of ['agreement-created', 'agreement-signed'])
+      await portal.webhooks.create('acct_a', { type, url: 'https://r.example/agreements' });
     transport.calls.length = 0;
     const { body: agreement } = await call('POST', '/agreements', '/agreements', { body: validFormData() }, 201);
     const form = validFormData();
@@ -400,7 +509,13 @@ test('every route answers as the document says: each success and each error it d
     await call('GET', '/agreements', `/agreements?cursor=${page.nextCursor}`, {}, 200);
     await call('GET', '/agreements', '/agreements?limit=0', {}, 400);
     const documentLink = '/agreements/{agreementId}/documents/{documentId}/download';
-    const { body: documentLinked } = await call('GET', documentLink, `/agreements/${agreement.id}/documents/${agreement.documents[0].id}/download`, {}, 200);
+    const { body: documentLinked } = await call(
+      'GET',
+      documentLink,
+      `/agreements/${agreement.id}/documents/${agreement.documents[0].id}/download`,
+      {},
+      200,
+    );
     await call('GET', documentLink, `/agreements/${agreement.id}/documents/nope/download`, {}, 400);
     await call('GET', documentLink, `/agreements/${agreement.id}/documents/agd_missing/download`, {}, 404);
     // A document's completed copy: made once the agreement is signed, for a PDF only.
@@ -409,8 +524,17 @@ test('every route answers as the document says: each success and each error it d
     const { body: withPdf } = await call('POST', '/agreements', '/agreements', { body: pdfForm }, 201);
     await call('GET', signedLink, `/agreements/${withPdf.id}/documents/${withPdf.documents[0].id}/signed`, {}, 409);
     await portal.agreements.sign('acct_a', withPdf.id, withPdf.signers[0].id, { signature: PNG_SIGNATURE });
-    await until(async () => (await portal.agreements.get('acct_a', withPdf.id))!.documents[0]!.signedFileHash !== null, 'the completed copy');
-    const { body: copyLink } = await call('GET', signedLink, `/agreements/${withPdf.id}/documents/${withPdf.documents[0].id}/signed`, {}, 200);
+    await until(
+      async () => (await portal.agreements.get('acct_a', withPdf.id))!.documents[0]!.signedFileHash !== null,
+      'the completed copy',
+    );
+    const { body: copyLink } = await call(
+      'GET',
+      signedLink,
+      `/agreements/${withPdf.id}/documents/${withPdf.documents[0].id}/signed`,
+      {},
+      200,
+    );
     await call('GET', '/downloads/{id}', copyLink.link, {}, 200);
     // The copy, verified: a PDF, at most 25 MiB.
     const copyBytes = Buffer.from(await (await fetch(copyLink.link)).arrayBuffer());
@@ -434,12 +558,17 @@ test('every route answers as the document says: each success and each error it d
     const { res: busy } = await call('POST', '/verify', '/verify', { body: copyBytes, headers: asPdf }, 429);
     assert.is(busy.headers.get('retry-after'), '1');
     for (const request of arriving) request.destroy();
-    await until(async () => (await app.api('/verify', { method: 'POST', body: copyBytes, headers: asPdf })).status === 200, 'a verification after the four');
+    await until(
+      async () => (await app.api('/verify', { method: 'POST', body: copyBytes, headers: asPdf })).status === 200,
+      'a verification after the four',
+    );
     await call('GET', signedLink, `/agreements/${withPdf.id}/documents/nope/signed`, {}, 400);
     await call('GET', signedLink, `/agreements/${withPdf.id}/documents/agd_missing/signed`, {}, 404);
     await portal.worker!.tick();
     for (const made of transport.calls) checker.checkCall(made);
-    const ofAgreement = transport.calls.map((made) => JSON.parse(made.body)).filter((event) => event.data.id === agreement.id);
+    const ofAgreement = transport.calls
+      .map((made) => JSON.parse(made.body))
+      .filter((event) => event.data.id === agreement.id);
     assert.equal(ofAgreement.map((event) => event.type).sort(), ['agreement-created', 'agreement-signed']);
 
     // Signing: links, the signer's API, the trail, and a call of each signing event
@@ -453,30 +582,91 @@ test('every route answers as the document says: each success and each error it d
     ]) {
       await portal.webhooks.create('acct_a', { type, url: 'https://r.example/signing' });
     }
-    const { body: toSign } = await call('POST', '/agreements', '/agreements', { body: validFormData({ signers: [SIGNER, signer(2)] }) }, 201);
+    const { body: toSign } = await call(
+      'POST',
+      '/agreements',
+      '/agreements',
+      { body: validFormData({ signers: [SIGNER, signer(2)] }) },
+      201,
+    );
     const signingLink = '/agreements/{agreementId}/signers/{signerId}/signing-link';
-    const linkOf = (agreementId: string, signerId: string) => `/agreements/${agreementId}/signers/${signerId}/signing-link`;
+    const linkOf = (agreementId: string, signerId: string) =>
+      `/agreements/${agreementId}/signers/${signerId}/signing-link`;
     const { body: firstLink } = await call('POST', signingLink, linkOf(toSign.id, toSign.signers[0].id), {}, 201);
-    const { body: secondLink } = await call('POST', signingLink, linkOf(toSign.id, toSign.signers[1].id), jsonBody({ expiresInSeconds: 600 }), 201);
+    const { body: secondLink } = await call(
+      'POST',
+      signingLink,
+      linkOf(toSign.id, toSign.signers[1].id),
+      jsonBody({ expiresInSeconds: 600 }),
+      201,
+    );
     await call('POST', signingLink, linkOf(toSign.id, 'nope'), {}, 400);
     await call('POST', signingLink, linkOf(toSign.id, 'ags_missing'), {}, 404);
     await call('POST', signingLink, linkOf(agreement.id, agreement.signers[0].id), {}, 409);
-    await call('POST', signingLink, linkOf(toSign.id, toSign.signers[0].id), { body: 'x', headers: { 'content-type': 'text/plain' } }, 415);
-    await call('POST', signingLink, linkOf(toSign.id, toSign.signers[0].id), jsonBody({ pad: 'x'.repeat(70_000) }), 413);
+    await call(
+      'POST',
+      signingLink,
+      linkOf(toSign.id, toSign.signers[0].id),
+      { body: 'x', headers: { 'content-type': 'text/plain' } },
+      415,
+    );
+    await call(
+      'POST',
+      signingLink,
+      linkOf(toSign.id, toSign.signers[0].id),
+      jsonBody({ pad: 'x'.repeat(70_000) }),
+      413,
+    );
     // The sender's changes: correct a signer, void an agreement.
-    const { body: toChange } = await call('POST', '/agreements', '/agreements', { body: validFormData({ signers: [SIGNER, signer(2)] }) }, 201);
+    const { body: toChange } = await call(
+      'POST',
+      '/agreements',
+      '/agreements',
+      { body: validFormData({ signers: [SIGNER, signer(2)] }) },
+      201,
+    );
     const correct = '/agreements/{agreementId}/signers/{signerId}';
     const signerPath = (agreementId: string, signerId: string) => `/agreements/${agreementId}/signers/${signerId}`;
-    await call('PATCH', correct, signerPath(toChange.id, toChange.signers[0].id), jsonBody({ email: 'bo.lee@example.org' }), 200);
+    await call(
+      'PATCH',
+      correct,
+      signerPath(toChange.id, toChange.signers[0].id),
+      jsonBody({ email: 'bo.lee@example.org' }),
+      200,
+    );
     await call('PATCH', correct, signerPath(toChange.id, toChange.signers[0].id), jsonBody({}), 400);
     await call('PATCH', correct, signerPath(toChange.id, 'ags_missing'), jsonBody({ email: 'a@example.com' }), 404);
-    await call('PATCH', correct, signerPath(agreement.id, agreement.signers[0].id), jsonBody({ email: 'a@example.com' }), 409);
-    await call('PATCH', correct, signerPath(toChange.id, toChange.signers[0].id), { body: 'x', headers: { 'content-type': 'text/plain' } }, 415);
-    await call('PATCH', correct, signerPath(toChange.id, toChange.signers[0].id), jsonBody({ pad: 'x'.repeat(70_000) }), 413);
+    await call(
+      'PATCH',
+      correct,
+      signerPath(agreement.id, agreement.signers[0].id),
+      jsonBody({ email: 'a@example.com' }),
+      409,
+    );
+    await call(
+      'PATCH',
+      correct,
+      signerPath(toChange.id, toChange.signers[0].id),
+      { body: 'x', headers: { 'content-type': 'text/plain' } },
+      415,
+    );
+    await call(
+      'PATCH',
+      correct,
+      signerPath(toChange.id, toChange.signers[0].id),
+      jsonBody({ pad: 'x'.repeat(70_000) }),
+      413,
+    );
     const voiding = '/agreements/{agreementId}/void';
     await call('POST', voiding, `/agreements/${toChange.id}/void`, jsonBody({}), 400);
     await call('POST', voiding, '/agreements/agr_missing/void', jsonBody({ reason: 'x' }), 404);
-    await call('POST', voiding, `/agreements/${toChange.id}/void`, { body: 'x', headers: { 'content-type': 'text/plain' } }, 415);
+    await call(
+      'POST',
+      voiding,
+      `/agreements/${toChange.id}/void`,
+      { body: 'x', headers: { 'content-type': 'text/plain' } },
+      415,
+    );
     await call('POST', voiding, `/agreements/${toChange.id}/void`, jsonBody({ reason: 'x'.repeat(70_000) }), 413);
     await call('POST', voiding, `/agreements/${toChange.id}/void`, jsonBody({ reason: 'Sent by mistake' }), 200);
     await call('POST', voiding, `/agreements/${toChange.id}/void`, jsonBody({ reason: 'Twice' }), 409);
@@ -491,15 +681,57 @@ test('every route answers as the document says: each success and each error it d
     const [one, two] = [tokenOf(firstLink), tokenOf(secondLink)];
     await call('GET', '/signing', '/signing', bearer(one), 200);
     await call('GET', '/signing', '/signing', bearer('not-a-token'), 401);
-    await call('POST', '/signing/sign', '/signing/sign', bearer(one, jsonBody({ signature: 'data:text/plain;base64,aGk=' })), 400);
-    await call('POST', '/signing/sign', '/signing/sign', bearer(one, { body: 'x', headers: { 'content-type': 'text/plain' } }), 415);
-    await call('POST', '/signing/sign', '/signing/sign', bearer(one, jsonBody({ signature: 'x'.repeat(2 * 1024 * 1024) })), 413);
-    await call('POST', '/signing/sign', '/signing/sign', bearer('not-a-token', jsonBody({ signature: PNG_SIGNATURE })), 401);
+    await call(
+      'POST',
+      '/signing/sign',
+      '/signing/sign',
+      bearer(one, jsonBody({ signature: 'data:text/plain;base64,aGk=' })),
+      400,
+    );
+    await call(
+      'POST',
+      '/signing/sign',
+      '/signing/sign',
+      bearer(one, { body: 'x', headers: { 'content-type': 'text/plain' } }),
+      415,
+    );
+    await call(
+      'POST',
+      '/signing/sign',
+      '/signing/sign',
+      bearer(one, jsonBody({ signature: 'x'.repeat(2 * 1024 * 1024) })),
+      413,
+    );
+    await call(
+      'POST',
+      '/signing/sign',
+      '/signing/sign',
+      bearer('not-a-token', jsonBody({ signature: PNG_SIGNATURE })),
+      401,
+    );
     await call('POST', '/signing/sign', '/signing/sign', bearer(one, jsonBody({ signature: PNG_SIGNATURE })), 200);
     await call('POST', '/signing/sign', '/signing/sign', bearer(one, jsonBody({ signature: PNG_SIGNATURE })), 409);
-    await call('POST', '/signing/decline', '/signing/decline', bearer(two, jsonBody({ reason: 'x'.repeat(1001) })), 400);
-    await call('POST', '/signing/decline', '/signing/decline', bearer(two, { body: 'x', headers: { 'content-type': 'text/plain' } }), 415);
-    await call('POST', '/signing/decline', '/signing/decline', bearer(two, jsonBody({ reason: 'x'.repeat(70_000) })), 413);
+    await call(
+      'POST',
+      '/signing/decline',
+      '/signing/decline',
+      bearer(two, jsonBody({ reason: 'x'.repeat(1001) })),
+      400,
+    );
+    await call(
+      'POST',
+      '/signing/decline',
+      '/signing/decline',
+      bearer(two, { body: 'x', headers: { 'content-type': 'text/plain' } }),
+      415,
+    );
+    await call(
+      'POST',
+      '/signing/decline',
+      '/signing/decline',
+      bearer(two, jsonBody({ reason: 'x'.repeat(70_000) })),
+      413,
+    );
     await call('POST', '/signing/decline', '/signing/decline', bearer('not-a-token'), 401);
     // Identification: a signer who must identify, by a mailed code
     const { body: toIdentify } = await call(
@@ -509,7 +741,13 @@ test('every route answers as the document says: each success and each error it d
       { body: validFormData({ signers: [{ ...signer(3), shouldIdentify: true }] }) },
       201,
     );
-    const { body: idLink } = await call('POST', signingLink, linkOf(toIdentify.id, toIdentify.signers[0].id), jsonBody({ send: true }), 201);
+    const { body: idLink } = await call(
+      'POST',
+      signingLink,
+      linkOf(toIdentify.id, toIdentify.signers[0].id),
+      jsonBody({ send: true }),
+      201,
+    );
     const three = tokenOf(idLink);
     const identifyCode = (token: string, code: unknown, status: number) =>
       call('POST', '/signing/identify', '/signing/identify', bearer(token, jsonBody({ code })), status);
@@ -521,17 +759,39 @@ test('every route answers as the document says: each success and each error it d
     await call('POST', '/signing/identify/email-code', '/signing/identify/email-code', bearer(three), 202);
     await until(() => notifier.sent.some((mail) => mail.kind === 'identification-code'), 'the code mail');
     await identifyCode(three, 7, 400);
-    await call('POST', '/signing/identify', '/signing/identify', bearer(three, { body: 'x', headers: { 'content-type': 'text/plain' } }), 415);
-    await call('POST', '/signing/identify', '/signing/identify', bearer(three, jsonBody({ code: 'x'.repeat(70_000) })), 413);
+    await call(
+      'POST',
+      '/signing/identify',
+      '/signing/identify',
+      bearer(three, { body: 'x', headers: { 'content-type': 'text/plain' } }),
+      415,
+    );
+    await call(
+      'POST',
+      '/signing/identify',
+      '/signing/identify',
+      bearer(three, jsonBody({ code: 'x'.repeat(70_000) })),
+      413,
+    );
     await call('POST', '/signing/identify', '/signing/identify', bearer('not-a-token', jsonBody({ code: '1' })), 401);
     await identifyCode(two, '123456', 409);
     await call('POST', '/signing/identify/email-code', '/signing/identify/email-code', bearer(two), 409);
-    for (let send = 2; send <= 5; send++) await call('POST', '/signing/identify/email-code', '/signing/identify/email-code', bearer(three), 202);
+    for (let send = 2; send <= 5; send++)
+      await call('POST', '/signing/identify/email-code', '/signing/identify/email-code', bearer(three), 202);
     await call('POST', '/signing/identify/email-code', '/signing/identify/email-code', bearer(three), 429);
-    await until(() => notifier.sent.filter((mail) => mail.kind === 'identification-code').length === 5, 'five code mails');
+    await until(
+      () => notifier.sent.filter((mail) => mail.kind === 'identification-code').length === 5,
+      'five code mails',
+    );
     const { body: identified } = await identifyCode(three, notifier.codeFor('s3@example.com'), 200);
     assert.is(identified.documents.length, 1);
-    await call('POST', '/signing/decline', '/signing/decline', bearer(two, jsonBody({ reason: 'Not this year.' })), 200);
+    await call(
+      'POST',
+      '/signing/decline',
+      '/signing/decline',
+      bearer(two, jsonBody({ reason: 'Not this year.' })),
+      200,
+    );
     await call('POST', '/signing/decline', '/signing/decline', bearer(two), 409);
     time.advance(601);
     await call('GET', '/signing', '/signing', bearer(two), 410);
@@ -562,13 +822,24 @@ test('every route answers as the document says: each success and each error it d
     time.advance(3601);
     await portal.worker!.tick();
     time.advance(-3601);
-    assert.ok(transport.calls.some((made) => JSON.parse(made.body).type === 'agreement-reminder-due' && JSON.parse(made.body).data.id === waiting.id));
+    assert.ok(
+      transport.calls.some(
+        (made) =>
+          JSON.parse(made.body).type === 'agreement-reminder-due' && JSON.parse(made.body).data.id === waiting.id,
+      ),
+    );
     await portal.worker!.tick();
     for (const made of transport.calls) checker.checkCall(made);
 
     // Files: the root and a directory, with a shared file among the entries
     const dir = await portal.files.createDirectory('acct_a', { name: 'Contracts' });
-    await portal.files.put('acct_a', { name: 'a.txt', mime: 'text/plain; charset=utf-8', body: 'a', directoryId: dir.id, fileShareId: 'fss_1' });
+    await portal.files.put('acct_a', {
+      name: 'a.txt',
+      mime: 'text/plain; charset=utf-8',
+      body: 'a',
+      directoryId: dir.id,
+      fileShareId: 'fss_1',
+    });
     await portal.files.put('acct_a', { name: 'b.pdf', mime: 'application/pdf', body: 'b' });
     const { body: root } = await call('GET', '/files', '/files', {}, 200);
     assert.is(root.data.length, 2);
@@ -611,7 +882,13 @@ test('every route answers as the document says: each success and each error it d
       ]),
       404,
     );
-    await call('POST', '/files', '/files', upload([['file', new Blob([documentBytes(MAX_DOCUMENT_BYTES + 1)]), 'big.bin']]), 413);
+    await call(
+      'POST',
+      '/files',
+      '/files',
+      upload([['file', new Blob([documentBytes(MAX_DOCUMENT_BYTES + 1)]), 'big.bin']]),
+      413,
+    );
     await call('POST', '/files', '/files', jsonBody({ name: 'x' }), 415);
     await call('DELETE', '/files/{entryId}', `/files/${box.id}`, {}, 409);
     await call('DELETE', '/files/{entryId}', `/files/${uploaded.id}`, {}, 204);
@@ -620,7 +897,13 @@ test('every route answers as the document says: each success and each error it d
     const ticketPath = '/tickets/tck_0123456789abcdefABCD/message/tcm_0123456789abcdefABCD/attachment';
     const { body: attached } = await call('POST', attach, ticketPath, upload([['file', small, 'a.txt']]), 201);
     await call('POST', attach, ticketPath, upload([['other', 'x']]), 400);
-    await call('POST', attach, ticketPath, upload([['file', new Blob([documentBytes(MAX_DOCUMENT_BYTES + 1)]), 'big.bin']]), 413);
+    await call(
+      'POST',
+      attach,
+      ticketPath,
+      upload([['file', new Blob([documentBytes(MAX_DOCUMENT_BYTES + 1)]), 'big.bin']]),
+      413,
+    );
     await call('POST', attach, ticketPath, jsonBody({ name: 'x' }), 415);
     const attachmentAt = `${attach}/{attachmentId}`;
     await call('DELETE', attachmentAt, `${ticketPath}/nope`, {}, 400);
@@ -628,7 +911,11 @@ test('every route answers as the document says: each success and each error it d
     await call('DELETE', attachmentAt, `${ticketPath}/${attached.id}`, {}, 404);
 
     // Download links, and the signed route they point to
-    const attachment = await portal.tickets.putAttachment('acct_a', { name: 'Résumé.pdf', mime: 'application/pdf', body: Buffer.from('0123456789') });
+    const attachment = await portal.tickets.putAttachment('acct_a', {
+      name: 'Résumé.pdf',
+      mime: 'application/pdf',
+      body: Buffer.from('0123456789'),
+    });
     const linkTemplate = '/tickets/{ticketId}/message/{messageId}/attachment/{attachmentId}/download';
     const { body: link } = await call('GET', linkTemplate, linkPath(attachment), {}, 200);
     await call('GET', linkTemplate, linkPath({ ...attachment, id: 'nope' }), {}, 400);
@@ -658,7 +945,10 @@ test('every route answers as the document says: each success and each error it d
     await call('GET', fileLink, '/files/nope/download', {}, 400);
     await call('GET', fileLink, '/files/fsf_missing/download', {}, 404);
     assert.is((await call('GET', downloads, fileLinked.link, {}, 200)).body, 'file bytes');
-    assert.is((await call('GET', downloads, documentLinked.link, {}, 200)).body.length, agreement.documents[0].fileSize);
+    assert.is(
+      (await call('GET', downloads, documentLinked.link, {}, 200)).body.length,
+      agreement.documents[0].fileSize,
+    );
 
     // A blob store that serves the bytes itself: the link redirects there
     const direct = await startPortal({
@@ -666,7 +956,11 @@ test('every route answers as the document says: each success and each error it d
       blobs: { ...memoryBlobs(), presign: async (key) => `https://bucket.example/${key}?signed` },
     });
     try {
-      const stored = await direct.portal.tickets.putAttachment('acct_a', { name: 'a.pdf', mime: 'application/pdf', body: Buffer.from('x') });
+      const stored = await direct.portal.tickets.putAttachment('acct_a', {
+        name: 'a.pdf',
+        mime: 'application/pdf',
+        body: Buffer.from('x'),
+      });
       const ref = { ticketId: stored.ticketId, messageId: stored.messageId, attachmentId: stored.id };
       const { link: directLink } = await direct.portal.tickets.downloadLink('acct_a', ref, `${direct.url}/v1`);
       await call('GET', downloads, directLink, { redirect: 'manual' }, 302);

@@ -22,7 +22,10 @@ const CSP = [
 ].join('; ');
 const UI = { ui: { path: '/portal' } };
 const assetsOf = (html: string) =>
-  [...html.matchAll(/(?:src|href)="(assets\/[^"]+)" integrity="([^"]+)"/g)].map(([, href, integrity]) => ({ href: href!, integrity: integrity! }));
+  [...html.matchAll(/(?:src|href)="(assets\/[^"]+)" integrity="([^"]+)"/g)].map(([, href, integrity]) => ({
+    href: href!,
+    integrity: integrity!,
+  }));
 
 test('off by default: the page path is an unknown path, answered as the API answers one', async () => {
   await withPortal(async ({ url }) => {
@@ -72,7 +75,10 @@ test('the assets: named by their content, immutable for a year, matching the int
       const res = await fetch(`${url}/portal/${href}`);
       assert.is(res.status, 200, href);
       assert.is(res.headers.get('cache-control'), 'public, max-age=31536000, immutable');
-      assert.is(res.headers.get('content-type'), href.endsWith('.js') ? 'text/javascript; charset=utf-8' : 'text/css; charset=utf-8');
+      assert.is(
+        res.headers.get('content-type'),
+        href.endsWith('.js') ? 'text/javascript; charset=utf-8' : 'text/css; charset=utf-8',
+      );
       assert.is(res.headers.get('x-content-type-options'), 'nosniff');
       const body = Buffer.from(await res.arrayBuffer());
       assert.is(integrity, 'sha384-' + createHash('sha384').update(body).digest('base64'));
@@ -92,12 +98,18 @@ test('the assets go gzipped to a client that takes gzip, whole to one that does 
     assert.is(whole.headers['content-encoding'], undefined);
     assert.is(whole.headers.vary, 'Accept-Encoding');
     for (const accept of ['gzip, deflate, br', 'br;q=1, gzip;q=0.5', '*']) {
-      const packed = await rawRequest(`${url}/portal/${script!.href}`, { method: 'GET', headers: { 'accept-encoding': accept } });
+      const packed = await rawRequest(`${url}/portal/${script!.href}`, {
+        method: 'GET',
+        headers: { 'accept-encoding': accept },
+      });
       assert.is(packed.headers['content-encoding'], 'gzip', accept);
       assert.ok(Number(packed.headers['content-length']) < Buffer.byteLength(whole.body) / 2, accept);
     }
     for (const accept of ['gzip;q=0', 'br', 'identity']) {
-      const plain = await rawRequest(`${url}/portal/${script!.href}`, { method: 'GET', headers: { 'accept-encoding': accept } });
+      const plain = await rawRequest(`${url}/portal/${script!.href}`, {
+        method: 'GET',
+        headers: { 'accept-encoding': accept },
+      });
       assert.is(plain.headers['content-encoding'], undefined, accept);
       assert.is(plain.body, whole.body);
     }
@@ -106,7 +118,12 @@ test('the assets go gzipped to a client that takes gzip, whole to one that does 
 
 test('an unknown asset or path under the page is a 404 {message}; other methods a 405; HEAD has no body', async () => {
   await withPortal(UI, async ({ url }) => {
-    for (const path of ['/portal/assets/portal.0000000000000000.js', '/portal/assets/', '/portal/index.html', '/portal/x/y']) {
+    for (const path of [
+      '/portal/assets/portal.0000000000000000.js',
+      '/portal/assets/',
+      '/portal/index.html',
+      '/portal/x/y',
+    ]) {
       const res = await fetch(url + path);
       assert.is(res.status, 404, path);
       assert.is(res.headers.get('content-type'), 'application/json; charset=utf-8');
@@ -160,12 +177,19 @@ test('event types are written into the page as text, escaped', async () => {
 
 test('with next (connect, Express): the page and the API are served, every other path falls through', async () => {
   const portal = await createPortal({ auth: { apiKeys: { [KEY_A]: 'acct_a' } }, ...UI });
-  const server = await listen((req, res) => portal.handler(req, res, () => res.writeHead(299, { 'content-type': 'text/plain' }).end('host app')));
+  const server = await listen((req, res) =>
+    portal.handler(req, res, () => res.writeHead(299, { 'content-type': 'text/plain' }).end('host app')),
+  );
   try {
     assert.is((await fetch(`${server.url}/portal/`)).status, 200);
-    assert.is((await fetch(`${server.url}/portal/assets/nothing.js`)).status, 404, 'under the page path, the page answers');
+    assert.is(
+      (await fetch(`${server.url}/portal/assets/nothing.js`)).status,
+      404,
+      'under the page path, the page answers',
+    );
     assert.is((await fetch(`${server.url}/v1/files`, { headers: { authorization: `Bearer ${KEY_A}` } })).status, 200);
-    for (const path of ['/', '/portals', '/other/portal']) assert.is((await fetch(server.url + path)).status, 299, path);
+    for (const path of ['/', '/portals', '/other/portal'])
+      assert.is((await fetch(server.url + path)).status, 299, path);
   } finally {
     await server.close();
     await portal.close();
@@ -181,8 +205,10 @@ test('mounted by Express under a prefix: the page, its assets and the API it cal
     const redirect = await fetch(`${server.url}/account/portal`, { redirect: 'manual' });
     assert.is(new URL(redirect.headers.get('location')!, `${server.url}/account/portal`).pathname, '/account/portal/');
     const html = await (await fetch(`${server.url}/account/portal/`)).text();
-    for (const { href } of assetsOf(html)) assert.is((await fetch(new URL(href, `${server.url}/account/portal/`))).status, 200, href);
-    const api = new URL(/<meta name="portal-api" content="([^"]+)">/.exec(html)![1]!, `${server.url}/account/portal/`).href;
+    for (const { href } of assetsOf(html))
+      assert.is((await fetch(new URL(href, `${server.url}/account/portal/`))).status, 200, href);
+    const api = new URL(/<meta name="portal-api" content="([^"]+)">/.exec(html)![1]!, `${server.url}/account/portal/`)
+      .href;
     assert.is(api, `${server.url}/account/v1`);
     assert.is((await fetch(`${api}/files`, { headers: { authorization: `Bearer ${KEY_A}` } })).status, 200);
   } finally {
@@ -193,18 +219,27 @@ test('mounted by Express under a prefix: the page, its assets and the API it cal
 
 test('ui.path is checked at start, with an error that names the problem', async () => {
   const start = (options: object) => createPortal({ auth: { apiKeys: { [KEY_A]: 'acct_a' } }, ...options });
-  await rejects(() => start({ ui: { path: 'portal' } }), /ui\.path "portal" must be an absolute path of plain segments/);
+  await rejects(
+    () => start({ ui: { path: 'portal' } }),
+    /ui\.path "portal" must be an absolute path of plain segments/,
+  );
   await rejects(() => start({ ui: { path: '/' } }), /ui\.path "\/" must be an absolute path .* and not "\/"/);
   await rejects(() => start({ ui: { path: '/a b' } }), /ui\.path "\/a b" must be an absolute path/);
   await rejects(() => start({ ui: { path: '/a/../v1' } }), /ui\.path "\/a\/\.\.\/v1" must be an absolute path/);
   await rejects(() => start({ ui: { path: 42 } }), /ui\.path must be a string/);
   await rejects(() => start({ ui: 'yes' }), /ui must be an object such as \{ path: '\/portal' \}, or false/);
   await rejects(() => start({ ui: { path: '/portal', theme: 'dark' } }), /ui has an unknown option "theme"/);
-  await rejects(() => start({ ui: { path: '/v1' } }), /ui\.path "\/v1" overlaps basePath "\/v1": the page and the API need paths apart/);
+  await rejects(
+    () => start({ ui: { path: '/v1' } }),
+    /ui\.path "\/v1" overlaps basePath "\/v1": the page and the API need paths apart/,
+  );
   await rejects(() => start({ ui: { path: '/v1/portal' } }), /ui\.path "\/v1\/portal" overlaps basePath "\/v1"/);
   await rejects(() => start({ ui: { path: '/portal' }, basePath: '/portal/v1' }), /overlaps basePath "\/portal\/v1"/);
   await rejects(() => start({ ui: { path: '/portal' }, basePath: '' }), /overlaps basePath "\/"/);
-  await rejects(() => start({ ui: { path: '/portal' }, extensions: false }), /calls the extension routes .* extensions: false/);
+  await rejects(
+    () => start({ ui: { path: '/portal' }, extensions: false }),
+    /calls the extension routes .* extensions: false/,
+  );
   // `ui: {}` is the page at /portal; `ui: false` is no page.
   await withPortal({ ui: {} }, async ({ url }) => assert.is((await fetch(`${url}/portal/`)).status, 200));
   await withPortal({ ui: false }, async ({ url }) => assert.is((await fetch(`${url}/portal/`)).status, 404));
@@ -213,7 +248,13 @@ test('ui.path is checked at start, with an error that names the problem', async 
 test('a page that was never built stops the start with what to do', async () => {
   const { createPage } = await import('../../src/http/page.js');
   await rejects(
-    () => createPage({ path: '/portal', basePath: '/v1', eventTypes: [], assetsDir: new URL('file:///nonexistent-portal-ui/') }),
+    () =>
+      createPage({
+        path: '/portal',
+        basePath: '/v1',
+        eventTypes: [],
+        assetsDir: new URL('file:///nonexistent-portal-ui/'),
+      }),
     /ui: the portal page is not built \(\/nonexistent-portal-ui\/manifest\.json: .*\); run `npm run build`/,
   );
 });

@@ -10,7 +10,11 @@ import { type TestPortal, json, withPortal } from '../helpers/server.js';
 import { NEVER, manualClock } from '../helpers/webhooks.js';
 
 /** Creates an agreement over the API with `parts` set on the default form. */
-async function createAgreement(app: TestPortal, parts: Record<string, string> = {}, signers: object[] = [SIGNER, signer(2)]) {
+async function createAgreement(
+  app: TestPortal,
+  parts: Record<string, string> = {},
+  signers: object[] = [SIGNER, signer(2)],
+) {
   const form = validFormData({ signers });
   for (const [name, value] of Object.entries(parts)) form.set(name, value);
   const res = await app.api('/agreements', { method: 'POST', body: form });
@@ -33,7 +37,10 @@ async function linkFor(app: TestPortal, agreementId: string, signerId: string, b
 function asSigner(app: TestPortal, token: string, path: '' | '/sign' | '/decline', body?: object) {
   return fetch(`${app.url}/v1/signing${path}`, {
     method: path === '' ? 'GET' : 'POST',
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
 }
@@ -42,7 +49,8 @@ test('a sequential agreement: each signer through their link, in turn; the event
   const transport = memoryTransport();
   await withPortal({ signingKeys: [SIGNING_KEY_1], transport, webhooks: { tick: NEVER } }, async (app) => {
     const types = ['agreement-created', 'agreement-viewed', 'agreement-signer-signed', 'agreement-signed'];
-    for (const type of types) await app.portal.webhooks.create('acct_a', { type, url: `https://hooks.example.com/${type}` });
+    for (const type of types)
+      await app.portal.webhooks.create('acct_a', { type, url: `https://hooks.example.com/${type}` });
     const agreement = await createAgreement(app, { signingOrder: 'sequential' });
     assert.is(agreement.signingOrder, 'sequential');
     const [first, second] = agreement.signers;
@@ -84,10 +92,13 @@ test('a sequential agreement: each signer through their link, in turn; the event
     const final = await app.portal.agreements.get('acct_a', agreement.id);
     assert.is(final!.status, 'signed');
 
-    const delivered = async () => transport.calls.map((call) => JSON.parse(call.body)).filter((event) => event.data.id === agreement.id);
+    const delivered = async () =>
+      transport.calls.map((call) => JSON.parse(call.body)).filter((event) => event.data.id === agreement.id);
     for (let i = 0; i < 50 && (await delivered()).length < 5; i++) await app.portal.worker!.tick();
     // Each type has its own webhook, whose calls are independent: compared in the order the events were made.
-    const made = (await delivered()).sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : 0));
+    const made = (await delivered()).sort((a, b) =>
+      a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : 0,
+    );
     assert.equal(made.map((event) => event.type).sort(), [...types, 'agreement-signer-signed'].sort());
     assert.equal(
       made
@@ -166,7 +177,12 @@ test('refused: a tampered, foreign, replaced or expired token; a missing one; ea
     const [payload, signature] = token.split('.');
     const foreign = createLinkSigner([SIGNING_KEY_2]).signText(`customer-portal/signing/v1.${payload}`);
     const cases: [string, string, number, RegExp][] = [
-      ['tampered signature', `${payload}.${signature!.startsWith('A') ? 'B' : 'A'}${signature!.slice(1)}`, 401, /not valid/],
+      [
+        'tampered signature',
+        `${payload}.${signature!.startsWith('A') ? 'B' : 'A'}${signature!.slice(1)}`,
+        401,
+        /not valid/,
+      ],
       ['another key', `${payload}.${foreign}`, 401, /not valid/],
       ['garbage', 'not-a-token', 401, /not valid/],
       ['empty', '', 401, /not valid/],
@@ -186,9 +202,17 @@ test('refused: a tampered, foreign, replaced or expired token; a missing one; ea
     assert.is((await asSigner(app, newer.token, '')).status, 200);
     // The header is read as an API key's is: the scheme in any case (RFC 9110), spaces around the token.
     for (const header of [`bearer ${newer.token}`, `BEARER ${newer.token}`, `Bearer ${newer.token} `]) {
-      assert.is((await fetch(`${app.url}/v1/signing`, { headers: { authorization: header } })).status, 200, header.slice(0, 7));
+      assert.is(
+        (await fetch(`${app.url}/v1/signing`, { headers: { authorization: header } })).status,
+        200,
+        header.slice(0, 7),
+      );
     }
-    assert.is((await fetch(`${app.url}/v1/signing`, { headers: { authorization: `Basic ${newer.token}` } })).status, 401, 'another scheme');
+    assert.is(
+      (await fetch(`${app.url}/v1/signing`, { headers: { authorization: `Basic ${newer.token}` } })).status,
+      401,
+      'another scheme',
+    );
 
     // Expired from the second in expiresAt on.
     const short = await linkFor(app, agreement.id, first.id, { expiresInSeconds: 60 });
@@ -260,12 +284,18 @@ test('decline closes the agreement for everyone; a sign racing a decline: one wi
     const late = await asSigner(app, two.token, '/sign', { signature: PNG_SIGNATURE });
     assert.is(late.status, 409);
     assert.match((await json(late)).message, /is declined: nothing more can be signed/);
-    assert.is((await app.api(`/agreements/${agreement.id}/signers/${second.id}/signing-link`, { method: 'POST' })).status, 409);
+    assert.is(
+      (await app.api(`/agreements/${agreement.id}/signers/${second.id}/signing-link`, { method: 'POST' })).status,
+      409,
+    );
 
     for (let round = 0; round < 5; round++) {
       const racing = await createAgreement(app, {}, [SIGNER]);
       const { token } = await linkFor(app, racing.id, racing.signers[0].id);
-      const [signRes, declineRes] = await Promise.all([asSigner(app, token, '/sign', { signature: PNG_SIGNATURE }), asSigner(app, token, '/decline', {})]);
+      const [signRes, declineRes] = await Promise.all([
+        asSigner(app, token, '/sign', { signature: PNG_SIGNATURE }),
+        asSigner(app, token, '/decline', {}),
+      ]);
       assert.equal([signRes.status, declineRes.status].sort(), [200, 409], `round ${round}`);
       const stored = (await app.portal.agreements.get('acct_a', racing.id))!;
       assert.is(stored.status === 'signed', stored.closedReason === null, 'signed or declined, never both');
@@ -276,36 +306,47 @@ test('decline closes the agreement for everyone; a sign racing a decline: one wi
 test('expiresAt closes the agreement at the first request that reaches it: agreement-expired once, then 409', async () => {
   const time = manualClock();
   const storage = memoryStorage();
-  await withPortal({ storage, signingKeys: [SIGNING_KEY_1], clock: time.clock, webhooks: { tick: NEVER } }, async (app) => {
-    const past = await app.api('/agreements', {
-      method: 'POST',
-      body: (() => {
-        const form = validFormData();
-        form.set('expiresAt', new Date(time.now.getTime() - 1000).toISOString());
-        return form;
-      })(),
-    });
-    assert.is(past.status, 400);
-    assert.match((await json(past)).message, /expiresAt: must be in the future/);
-    const expiresAt = new Date(time.now.getTime() + 3600_000).toISOString();
-    const agreement = await createAgreement(app, { expiresAt });
-    assert.is(agreement.expiresAt, expiresAt.replace(/\.\d{3}Z$/, '+00:00'));
-    const { token } = await linkFor(app, agreement.id, agreement.signers[0].id, { expiresInSeconds: 7200 });
-    time.advance(3600);
-    const view = await json(await asSigner(app, token, ''));
-    assert.equal([view.agreement.closedReason, view.agreement.closedAt], ['expired', time.now.toISOString().replace(/\.\d{3}Z$/, '+00:00')]);
-    const refused = await asSigner(app, token, '/sign', { signature: PNG_SIGNATURE });
-    assert.is(refused.status, 409);
-    assert.match((await json(refused)).message, /is expired/);
-    const audit = await json(await app.api(`/agreements/${agreement.id}/audit`));
-    assert.equal(audit.data.filter((entry: { action: string }) => entry.action === 'expired').length, 1);
-    assert.is(audit.verified, true);
-  });
+  await withPortal(
+    { storage, signingKeys: [SIGNING_KEY_1], clock: time.clock, webhooks: { tick: NEVER } },
+    async (app) => {
+      const past = await app.api('/agreements', {
+        method: 'POST',
+        body: (() => {
+          const form = validFormData();
+          form.set('expiresAt', new Date(time.now.getTime() - 1000).toISOString());
+          return form;
+        })(),
+      });
+      assert.is(past.status, 400);
+      assert.match((await json(past)).message, /expiresAt: must be in the future/);
+      const expiresAt = new Date(time.now.getTime() + 3600_000).toISOString();
+      const agreement = await createAgreement(app, { expiresAt });
+      assert.is(agreement.expiresAt, expiresAt.replace(/\.\d{3}Z$/, '+00:00'));
+      const { token } = await linkFor(app, agreement.id, agreement.signers[0].id, { expiresInSeconds: 7200 });
+      time.advance(3600);
+      const view = await json(await asSigner(app, token, ''));
+      assert.equal(
+        [view.agreement.closedReason, view.agreement.closedAt],
+        ['expired', time.now.toISOString().replace(/\.\d{3}Z$/, '+00:00')],
+      );
+      const refused = await asSigner(app, token, '/sign', { signature: PNG_SIGNATURE });
+      assert.is(refused.status, 409);
+      assert.match((await json(refused)).message, /is expired/);
+      const audit = await json(await app.api(`/agreements/${agreement.id}/audit`));
+      assert.equal(audit.data.filter((entry: { action: string }) => entry.action === 'expired').length, 1);
+      assert.is(audit.verified, true);
+    },
+  );
 });
 
 test("the request log never holds a signing token; the audit route answers 404 for another account's agreement", async () => {
   const lines: string[] = [];
-  const logger: Logger = { debug() {}, info: (object) => lines.push(JSON.stringify(object)), warn() {}, error: (object) => lines.push(JSON.stringify(object)) };
+  const logger: Logger = {
+    debug() {},
+    info: (object) => lines.push(JSON.stringify(object)),
+    warn() {},
+    error: (object) => lines.push(JSON.stringify(object)),
+  };
   await withPortal({ signingKeys: [SIGNING_KEY_1], logger, webhooks: { tick: NEVER } }, async (app) => {
     const agreement = await createAgreement(app);
     const { token } = await linkFor(app, agreement.id, agreement.signers[0].id);
@@ -314,7 +355,11 @@ test("the request log never holds a signing token; the audit route answers 404 f
     const [payload, signature] = token.split('.');
     assert.ok(lines.length >= 4);
     for (const line of lines) assert.not.ok(line.includes(payload!) || line.includes(signature!), line);
-    assert.is((await app.api(`/agreements/${agreement.id}/audit`, { headers: { authorization: 'Bearer key-of-account-b' } })).status, 404);
+    assert.is(
+      (await app.api(`/agreements/${agreement.id}/audit`, { headers: { authorization: 'Bearer key-of-account-b' } }))
+        .status,
+      404,
+    );
     assert.is((await app.api('/agreements/nope/audit')).status, 400);
   });
 });
@@ -323,9 +368,18 @@ test('reminders: a round per interval on the tick, for the signer whose turn it 
   const time = manualClock();
   const transport = memoryTransport();
   await withPortal(
-    { signingKeys: [SIGNING_KEY_1], clock: time.clock, transport, webhooks: { tick: NEVER }, agreements: { reminderIntervalMs: 60_000 } },
+    {
+      signingKeys: [SIGNING_KEY_1],
+      clock: time.clock,
+      transport,
+      webhooks: { tick: NEVER },
+      agreements: { reminderIntervalMs: 60_000 },
+    },
     async (app) => {
-      await app.portal.webhooks.create('acct_a', { type: 'agreement-reminder-due', url: 'https://hooks.example.com/remind' });
+      await app.portal.webhooks.create('acct_a', {
+        type: 'agreement-reminder-due',
+        url: 'https://hooks.example.com/remind',
+      });
       const agreement = await createAgreement(app, { signingOrder: 'sequential' });
       const [first, second] = agreement.signers;
       const reminders = () =>
@@ -351,7 +405,9 @@ test('reminders: a round per interval on the tick, for the signer whose turn it 
       assert.equal(reminders().length, 3);
       const audit = await json(await app.api(`/agreements/${agreement.id}/audit`));
       assert.equal(
-        audit.data.filter((entry: { action: string }) => entry.action === 'reminder').map((entry: { signerId: string }) => entry.signerId),
+        audit.data
+          .filter((entry: { action: string }) => entry.action === 'reminder')
+          .map((entry: { signerId: string }) => entry.signerId),
         [first.id, second.id, second.id],
       );
       assert.is(audit.verified, true);
@@ -367,41 +423,60 @@ test('reminders: a round per interval on the tick, for the signer whose turn it 
 test('the tick closes an agreement whose expiry came, though no request reached it: agreement-expired once', async () => {
   const time = manualClock();
   const transport = memoryTransport();
-  await withPortal({ signingKeys: [SIGNING_KEY_1], clock: time.clock, transport, webhooks: { tick: NEVER } }, async (app) => {
-    await app.portal.webhooks.create('acct_a', { type: 'agreement-expired', url: 'https://hooks.example.com/expired' });
-    const agreement = await createAgreement(app, { expiresAt: new Date(time.now.getTime() + 3600_000).toISOString() });
-    time.advance(3599);
-    await app.portal.worker!.tick();
-    assert.is((await app.portal.agreements.get('acct_a', agreement.id))!.closedReason, null);
-    time.advance(1);
-    await app.portal.worker!.tick();
-    await app.portal.worker!.tick();
-    const stored = (await app.portal.agreements.get('acct_a', agreement.id))!;
-    assert.equal([stored.closedReason, stored.closedAt], ['expired', time.now.toISOString().replace(/\.\d{3}Z$/, '+00:00')]);
-    assert.is(transport.calls.filter((call) => JSON.parse(call.body).type === 'agreement-expired').length, 1);
-  });
+  await withPortal(
+    { signingKeys: [SIGNING_KEY_1], clock: time.clock, transport, webhooks: { tick: NEVER } },
+    async (app) => {
+      await app.portal.webhooks.create('acct_a', {
+        type: 'agreement-expired',
+        url: 'https://hooks.example.com/expired',
+      });
+      const agreement = await createAgreement(app, {
+        expiresAt: new Date(time.now.getTime() + 3600_000).toISOString(),
+      });
+      time.advance(3599);
+      await app.portal.worker!.tick();
+      assert.is((await app.portal.agreements.get('acct_a', agreement.id))!.closedReason, null);
+      time.advance(1);
+      await app.portal.worker!.tick();
+      await app.portal.worker!.tick();
+      const stored = (await app.portal.agreements.get('acct_a', agreement.id))!;
+      assert.equal(
+        [stored.closedReason, stored.closedAt],
+        ['expired', time.now.toISOString().replace(/\.\d{3}Z$/, '+00:00')],
+      );
+      assert.is(transport.calls.filter((call) => JSON.parse(call.body).type === 'agreement-expired').length, 1);
+    },
+  );
 });
 
 test('the trail stays bounded: 30 reminder rounds, then none; a fresh link for each round and ten more, then 409', async () => {
   const time = manualClock();
-  await withPortal({ signingKeys: [SIGNING_KEY_1], clock: time.clock, webhooks: { tick: NEVER }, agreements: { reminderIntervalMs: 60_000 } }, async (app) => {
-    const agreement = await createAgreement(app, {}, [SIGNER]);
-    const signerId = agreement.signers[0].id;
-    // A host that answers each reminder with a fresh link is never refused one.
-    for (let round = 0; round < 35; round++) {
-      time.advance(60);
-      await app.portal.worker!.tick();
-      if (round < 30) await linkFor(app, agreement.id, signerId);
-    }
-    for (let n = 0; n < 10; n++) await linkFor(app, agreement.id, signerId);
-    const refused = await app.api(`/agreements/${agreement.id}/signers/${signerId}/signing-link`, { method: 'POST' });
-    assert.is(refused.status, 409);
-    assert.match((await json(refused)).message, /has been sent 40 signing links/);
-    const audit = await json(await app.api(`/agreements/${agreement.id}/audit`));
-    assert.is(audit.data.filter((entry: { action: string }) => entry.action === 'reminder').length, 30);
-    assert.is(audit.data.length, 1 + 40 + 30);
-    assert.is(audit.verified, true);
-  });
+  await withPortal(
+    {
+      signingKeys: [SIGNING_KEY_1],
+      clock: time.clock,
+      webhooks: { tick: NEVER },
+      agreements: { reminderIntervalMs: 60_000 },
+    },
+    async (app) => {
+      const agreement = await createAgreement(app, {}, [SIGNER]);
+      const signerId = agreement.signers[0].id;
+      // A host that answers each reminder with a fresh link is never refused one.
+      for (let round = 0; round < 35; round++) {
+        time.advance(60);
+        await app.portal.worker!.tick();
+        if (round < 30) await linkFor(app, agreement.id, signerId);
+      }
+      for (let n = 0; n < 10; n++) await linkFor(app, agreement.id, signerId);
+      const refused = await app.api(`/agreements/${agreement.id}/signers/${signerId}/signing-link`, { method: 'POST' });
+      assert.is(refused.status, 409);
+      assert.match((await json(refused)).message, /has been sent 40 signing links/);
+      const audit = await json(await app.api(`/agreements/${agreement.id}/audit`));
+      assert.is(audit.data.filter((entry: { action: string }) => entry.action === 'reminder').length, 30);
+      assert.is(audit.data.length, 1 + 40 + 30);
+      assert.is(audit.verified, true);
+    },
+  );
 });
 
 test('trustProxy: the trail keeps the address the proxy appended to X-Forwarded-For, not one the client wrote before it', async () => {
@@ -426,7 +501,9 @@ test('agreements.reminderIntervalMs is checked when the portal is made', async (
     try {
       await withPortal({ agreements: { reminderIntervalMs } }, async () => {});
     } catch (error) {
-      refused = /reminderIntervalMs must be a whole number of milliseconds, at least 60000/.test((error as Error).message);
+      refused = /reminderIntervalMs must be a whole number of milliseconds, at least 60000/.test(
+        (error as Error).message,
+      );
     }
     assert.ok(refused, String(reminderIntervalMs));
   }
@@ -438,10 +515,20 @@ test("a HEAD of /signing shows nothing and marks nothing viewed; a signer never 
     const [first, second, third] = agreement.signers;
     const one = await linkFor(app, agreement.id, first.id);
     const declined = await linkFor(app, agreement.id, third.id);
-    assert.is((await asSigner(app, declined.token, '/decline', { reason: 'Private reason of the third signer' })).status, 200);
-    const head = await fetch(`${app.url}/v1/signing`, { method: 'HEAD', headers: { authorization: `Bearer ${one.token}` } });
+    assert.is(
+      (await asSigner(app, declined.token, '/decline', { reason: 'Private reason of the third signer' })).status,
+      200,
+    );
+    const head = await fetch(`${app.url}/v1/signing`, {
+      method: 'HEAD',
+      headers: { authorization: `Bearer ${one.token}` },
+    });
     assert.is(head.status, 200);
-    assert.is((await app.portal.agreements.get('acct_a', agreement.id))!.signers[0]!.viewedAt, null, 'a HEAD is no view');
+    assert.is(
+      (await app.portal.agreements.get('acct_a', agreement.id))!.signers[0]!.viewedAt,
+      null,
+      'a HEAD is no view',
+    );
     const trail = await json(await app.api(`/agreements/${agreement.id}/audit`));
     assert.not.ok(
       trail.data.some((entry: { action: string }) => entry.action === 'viewed'),
@@ -450,8 +537,15 @@ test("a HEAD of /signing shows nothing and marks nothing viewed; a signer never 
 
     const view = await json(await asSigner(app, one.token, ''));
     const text = JSON.stringify(view);
-    for (const secret of [second.email, third.email, 'Private reason of the third signer']) assert.not.ok(text.includes(secret), secret);
-    assert.equal(view.agreement.signers[1], { id: second.id, firstName: second.firstName, lastName: second.lastName, signedAt: null, declinedAt: null });
+    for (const secret of [second.email, third.email, 'Private reason of the third signer'])
+      assert.not.ok(text.includes(secret), secret);
+    assert.equal(view.agreement.signers[1], {
+      id: second.id,
+      firstName: second.firstName,
+      lastName: second.lastName,
+      signedAt: null,
+      declinedAt: null,
+    });
     assert.is(view.agreement.signers[2].declinedAt !== null, true, "another's outcome is shown");
     assert.is(view.agreement.signers[0].email, SIGNER.email, 'the signer sees themselves whole');
   });
@@ -473,39 +567,63 @@ test('signing-link options: null and [] are no object, a 400 naming the body; no
 test("the tick is fair between accounts: 300 of one account's agreements expiring at once do not hold back another's", async () => {
   const time = manualClock();
   const storage = memoryStorage();
-  await withPortal({ storage, signingKeys: [SIGNING_KEY_1], clock: time.clock, webhooks: { tick: NEVER } }, async (app) => {
-    const soon = new Date(time.clock().getTime() + 120_000).toISOString().replace(/\.\d+Z$/, '+00:00');
-    for (let i = 0; i < 300; i++) {
+  await withPortal(
+    { storage, signingKeys: [SIGNING_KEY_1], clock: time.clock, webhooks: { tick: NEVER } },
+    async (app) => {
+      const soon = new Date(time.clock().getTime() + 120_000).toISOString().replace(/\.\d+Z$/, '+00:00');
+      for (let i = 0; i < 300; i++) {
+        const form = validFormData({ signers: [SIGNER] });
+        form.set('expiresAt', soon);
+        assert.is((await app.api('/agreements', { method: 'POST', body: form })).status, 201);
+      }
       const form = validFormData({ signers: [SIGNER] });
-      form.set('expiresAt', soon);
-      assert.is((await app.api('/agreements', { method: 'POST', body: form })).status, 201);
-    }
-    const form = validFormData({ signers: [SIGNER] });
-    form.set('expiresAt', new Date(time.clock().getTime() + 180_000).toISOString().replace(/\.\d+Z$/, '+00:00'));
-    const other = await json(await app.api('/agreements', { method: 'POST', body: form, headers: { authorization: 'Bearer key-of-account-b' } }));
-    time.advance(240);
-    await app.portal.worker!.tick();
-    const seen = await json(await app.api(`/agreements/${other.id}`, { headers: { authorization: 'Bearer key-of-account-b' } }));
-    assert.is(seen.closedReason, 'expired', "the other account's agreement closed in the first tick");
-  });
+      form.set('expiresAt', new Date(time.clock().getTime() + 180_000).toISOString().replace(/\.\d+Z$/, '+00:00'));
+      const other = await json(
+        await app.api('/agreements', {
+          method: 'POST',
+          body: form,
+          headers: { authorization: 'Bearer key-of-account-b' },
+        }),
+      );
+      time.advance(240);
+      await app.portal.worker!.tick();
+      const seen = await json(
+        await app.api(`/agreements/${other.id}`, { headers: { authorization: 'Bearer key-of-account-b' } }),
+      );
+      assert.is(seen.closedReason, 'expired', "the other account's agreement closed in the first tick");
+    },
+  );
 });
 
 test('reminders turned on reach the agreements made while they were off: the tick schedules them, on their own rhythm', async () => {
   const time = manualClock();
   const storage = memoryStorage();
   let agreementId = '';
-  await withPortal({ storage, signingKeys: [SIGNING_KEY_1], clock: time.clock, webhooks: { tick: NEVER } }, async (app) => {
-    agreementId = (await createAgreement(app, {}, [SIGNER])).id;
-  });
+  await withPortal(
+    { storage, signingKeys: [SIGNING_KEY_1], clock: time.clock, webhooks: { tick: NEVER } },
+    async (app) => {
+      agreementId = (await createAgreement(app, {}, [SIGNER])).id;
+    },
+  );
   assert.is((await storage.getAgreement('acct_a', agreementId))!.nextReminderAt, null);
   time.advance(90);
   const interval = 60_000;
   await withPortal(
-    { storage, signingKeys: [SIGNING_KEY_1], clock: time.clock, webhooks: { tick: NEVER }, agreements: { reminderIntervalMs: interval } },
+    {
+      storage,
+      signingKeys: [SIGNING_KEY_1],
+      clock: time.clock,
+      webhooks: { tick: NEVER },
+      agreements: { reminderIntervalMs: interval },
+    },
     async (app) => {
       await app.portal.worker!.tick();
       const scheduled = (await storage.getAgreement('acct_a', agreementId))!;
-      assert.is(Date.parse(scheduled.nextReminderAt!) - Date.parse(scheduled.createdAt), 2 * interval, 'the next multiple of the interval after its creation');
+      assert.is(
+        Date.parse(scheduled.nextReminderAt!) - Date.parse(scheduled.createdAt),
+        2 * interval,
+        'the next multiple of the interval after its creation',
+      );
       time.advance(60);
       await app.portal.worker!.tick();
       const trail = await json(await app.api(`/agreements/${agreementId}/audit`));
@@ -518,18 +636,24 @@ test('reminders turned on reach the agreements made while they were off: the tic
 test('GET /agreements/{id} of an agreement past its expiresAt shows it closed (expired) before any tick, and closes it once', async () => {
   const time = manualClock();
   const transport = memoryTransport();
-  await withPortal({ signingKeys: [SIGNING_KEY_1], clock: time.clock, transport, webhooks: { tick: NEVER } }, async (app) => {
-    const hook = await app.portal.webhooks.create('acct_a', { type: 'agreement-expired', url: 'https://hooks.example.com/expired' });
-    const form = validFormData({ signers: [SIGNER] });
-    form.set('expiresAt', new Date(time.clock().getTime() + 60_000).toISOString().replace(/\.\d+Z$/, '+00:00'));
-    const agreement = await json(await app.api('/agreements', { method: 'POST', body: form }));
-    assert.is((await json(await app.api(`/agreements/${agreement.id}`))).closedReason, null, 'open before its time');
-    time.advance(61);
-    const reads = await Promise.all([1, 2, 3].map(async () => json(await app.api(`/agreements/${agreement.id}`))));
-    for (const read of reads) assert.equal([read.closedReason, read.closedAt !== null], ['expired', true]);
-    assert.is((await app.portal.agreements.get('acct_a', agreement.id))!.closedReason, 'expired');
-    assert.is((await app.portal.webhooks.deliveries('acct_a', hook.id))!.length, 1, 'agreement-expired once');
-  });
+  await withPortal(
+    { signingKeys: [SIGNING_KEY_1], clock: time.clock, transport, webhooks: { tick: NEVER } },
+    async (app) => {
+      const hook = await app.portal.webhooks.create('acct_a', {
+        type: 'agreement-expired',
+        url: 'https://hooks.example.com/expired',
+      });
+      const form = validFormData({ signers: [SIGNER] });
+      form.set('expiresAt', new Date(time.clock().getTime() + 60_000).toISOString().replace(/\.\d+Z$/, '+00:00'));
+      const agreement = await json(await app.api('/agreements', { method: 'POST', body: form }));
+      assert.is((await json(await app.api(`/agreements/${agreement.id}`))).closedReason, null, 'open before its time');
+      time.advance(61);
+      const reads = await Promise.all([1, 2, 3].map(async () => json(await app.api(`/agreements/${agreement.id}`))));
+      for (const read of reads) assert.equal([read.closedReason, read.closedAt !== null], ['expired', true]);
+      assert.is((await app.portal.agreements.get('acct_a', agreement.id))!.closedReason, 'expired');
+      assert.is((await app.portal.webhooks.deliveries('acct_a', hook.id))!.length, 1, 'agreement-expired once');
+    },
+  );
 });
 
 test.run();

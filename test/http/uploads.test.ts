@@ -23,7 +23,8 @@ function form(parts: [string, string | [Buffer | string, string, string]][]): Fo
   }
   return body;
 }
-const post = (app: TestPortal, path: string, body: FormData | string, headers: Record<string, string> = {}) => app.api(path, { method: 'POST', body, headers });
+const post = (app: TestPortal, path: string, body: FormData | string, headers: Record<string, string> = {}) =>
+  app.api(path, { method: 'POST', body, headers });
 const postJson = (app: TestPortal, path: string, value: unknown) =>
   app.api(path, { method: 'POST', body: JSON.stringify(value), headers: { 'content-type': 'application/json' } });
 
@@ -47,7 +48,10 @@ test('POST /files streams one file into the root or a directory; POST /directori
     );
     assert.is(uploaded.status, 201);
     const entry = await json(uploaded);
-    assert.equal([entry.type, entry.name, entry.size, entry.mime], ['file', 'lease.pdf', bytes.length, 'application/pdf']);
+    assert.equal(
+      [entry.type, entry.name, entry.size, entry.mime],
+      ['file', 'lease.pdf', bytes.length, 'application/pdf'],
+    );
     const listed = await json(await app.api(`/files?directoryId=${directory.id}`));
     assert.equal(listed.data.map((item: { id: string }) => item.id).sort(), [entry.id, (await json(nested)).id].sort());
 
@@ -63,14 +67,20 @@ test('POST /files streams one file into the root or a directory; POST /directori
     assert.is(after.status, 201);
     const placed = await json(after);
     assert.ok(
-      (await json(await app.api(`/files?directoryId=${directory.id}`))).data.some((item: { id: string }) => item.id === placed.id),
+      (await json(await app.api(`/files?directoryId=${directory.id}`))).data.some(
+        (item: { id: string }) => item.id === placed.id,
+      ),
       'filed in the directory named after it',
     );
 
     const root = await post(app, '/files', form([['file', ['hello', 'note.txt', 'text/plain']]]));
     assert.is(root.status, 201);
     assert.ok((await json(await app.api('/files'))).data.some((item: { name: string }) => item.name === 'note.txt'));
-    assert.is((await json(await app.api('/files', { headers: { authorization: `Bearer ${KEY_B}` } }))).data.length, 0, 'another account sees none of it');
+    assert.is(
+      (await json(await app.api('/files', { headers: { authorization: `Bearer ${KEY_B}` } }))).data.length,
+      0,
+      'another account sees none of it',
+    );
   }));
 
 test('POST /files refuses, naming the problem, and keeps nothing', () => {
@@ -135,7 +145,11 @@ test('POST /files refuses, naming the problem, and keeps nothing', () => {
         400,
         /one file per request/,
       ],
-      [form([['file', [documentBytes(MAX_DOCUMENT_BYTES + 1), 'big.bin', 'application/octet-stream']]]), 413, /over the limit of 5 MiB/],
+      [
+        form([['file', [documentBytes(MAX_DOCUMENT_BYTES + 1), 'big.bin', 'application/octet-stream']]]),
+        413,
+        /over the limit of 5 MiB/,
+      ],
       ['{"name":"a"}', 415, /multipart\/form-data/, { 'content-type': 'application/json' }],
       [
         '--b\r\nContent-Disposition: form-data\r\n\r\nx\r\n--b--\r\n',
@@ -174,7 +188,9 @@ test("a bad part after the file's bytes were stored undoes the upload: no entry,
       req.on('response', async (res) => resolve({ status: res.statusCode!, body: await text(res) }));
       req.on('error', reject);
     });
-    req.write(`--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="a.txt"\r\ncontent-type: text/plain\r\n\r\nhello\r\n--${boundary}\r\n`);
+    req.write(
+      `--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="a.txt"\r\ncontent-type: text/plain\r\n\r\nhello\r\n--${boundary}\r\n`,
+    );
     // The file part has ended: its bytes are stored before the next part arrives, its entry only once every part is read.
     const stored = async () => {
       const keys: string[] = [];
@@ -224,8 +240,14 @@ test('GET /files/{id}/download of a directory says it is a directory, not that i
     const directory = await json(await postJson(app, '/directories', { name: 'Box' }));
     const res = await app.api(`/files/${directory.id}/download`);
     assert.is(res.status, 404);
-    assert.is((await json(res)).message, `${directory.id} is a directory, not a file: only a file has a download link.`);
-    assert.match((await json(await app.api('/files/fsf_0000000000000000000000/download'))).message, /^No file or directory/);
+    assert.is(
+      (await json(res)).message,
+      `${directory.id} is a directory, not a file: only a file has a download link.`,
+    );
+    assert.match(
+      (await json(await app.api('/files/fsf_0000000000000000000000/download'))).message,
+      /^No file or directory/,
+    );
   }));
 
 test('DELETE /files/{id}: a file, an empty directory; a non-empty directory is 409, a missing one 404', () =>
@@ -242,7 +264,10 @@ test('DELETE /files/{id}: a file, an empty directory; a non-empty directory is 4
       ),
     );
     assert.is((await app.api(`/files/${directory.id}`, { method: 'DELETE' })).status, 409);
-    const other = await app.api(`/files/${file.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${KEY_B}` } });
+    const other = await app.api(`/files/${file.id}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${KEY_B}` },
+    });
     assert.is(other.status, 404, "another account's file is missing to it");
     assert.is((await app.api(`/files/${file.id}`, { method: 'DELETE' })).status, 204);
     assert.is((await app.api(`/files/${directory.id}`, { method: 'DELETE' })).status, 204);
@@ -258,7 +283,10 @@ test('an attachment uploaded over HTTP gets an id, downloads through its link, a
     assert.is(created.status, 201);
     const attachment = await json(created);
     assert.match(attachment.id, /^tca_/);
-    assert.equal([attachment.ticketId, attachment.messageId, attachment.name, attachment.size], [TICKET, MESSAGE, 'notes.txt', 14]);
+    assert.equal(
+      [attachment.ticketId, attachment.messageId, attachment.name, attachment.size],
+      [TICKET, MESSAGE, 'notes.txt', 14],
+    );
     const { link } = await json(await app.api(linkPath(attachment)));
     assert.is(await (await fetch(link)).text(), 'attached bytes');
 
@@ -269,8 +297,21 @@ test('an attachment uploaded over HTTP gets an id, downloads through its link, a
     assert.is((await fetch(link)).status, 404, 'the link answers 404 once the attachment is removed');
     assert.is((await app.api(`${attachmentPath}/${attachment.id}`, { method: 'DELETE' })).status, 404);
 
-    assert.is((await post(app, '/tickets/nope/message/tcm_x0123456789abcdef/attachment', form([['file', ['x', 'a.txt', 'text/plain']]]))).status, 400);
-    const big = await post(app, attachmentPath, form([['file', [documentBytes(MAX_DOCUMENT_BYTES + 1), 'big.bin', 'application/octet-stream']]]));
+    assert.is(
+      (
+        await post(
+          app,
+          '/tickets/nope/message/tcm_x0123456789abcdef/attachment',
+          form([['file', ['x', 'a.txt', 'text/plain']]]),
+        )
+      ).status,
+      400,
+    );
+    const big = await post(
+      app,
+      attachmentPath,
+      form([['file', [documentBytes(MAX_DOCUMENT_BYTES + 1), 'big.bin', 'application/octet-stream']]]),
+    );
     assert.is(big.status, 413);
   }));
 

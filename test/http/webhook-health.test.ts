@@ -9,13 +9,18 @@ import { KEY_B, json, withPortal } from '../helpers/server.js';
 import { NEVER, manualClock } from '../helpers/webhooks.js';
 
 const post = (body?: unknown) =>
-  body === undefined ? { method: 'POST' } : { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
+  body === undefined
+    ? { method: 'POST' }
+    : { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
 const eventIdOf = (call: { body: string }) => (JSON.parse(call.body) as { id: string }).id;
 
 /** A logger that keeps its error lines. */
 function recordingLogger() {
   const errors: string[] = [];
-  const logger: Logger = { ...silentLogger, error: (_fields: unknown, message?: string) => void errors.push(String(message)) };
+  const logger: Logger = {
+    ...silentLogger,
+    error: (_fields: unknown, message?: string) => void errors.push(String(message)),
+  };
   return { logger, errors };
 }
 
@@ -33,7 +38,10 @@ test("GET /webhooks/{id}/health: a new webhook is enabled with nothing failed; a
       lastAttemptAt: null,
       consecutiveFailures: 0,
     });
-    assert.is((await app.api(`/webhooks/${hook.id}/health`, { headers: { authorization: `Bearer ${KEY_B}` } })).status, 404);
+    assert.is(
+      (await app.api(`/webhooks/${hook.id}/health`, { headers: { authorization: `Bearer ${KEY_B}` } })).status,
+      404,
+    );
     assert.is((await app.api('/webhooks/wbh_nope/health')).status, 404);
     assert.is((await app.api('/webhooks/not-an-id/health')).status, 404);
     assert.is(await app.portal.webhooks.health('acct_b', hook.id), null);
@@ -50,7 +58,12 @@ test('a receiver answering 500 past both thresholds is disabled: webhook.disable
       clock: time.clock,
       transport,
       logger,
-      webhooks: { tick: NEVER, retrySchedule: [3600, 3600, 3600, 3600], disableAfterMs: 90 * 60_000, disableAfterFailures: 3 },
+      webhooks: {
+        tick: NEVER,
+        retrySchedule: [3600, 3600, 3600, 3600],
+        disableAfterMs: 90 * 60_000,
+        disableAfterFailures: 3,
+      },
     },
     async (app) => {
       const seen: OperationalEvent[] = [];
@@ -66,7 +79,11 @@ test('a receiver answering 500 past both thresholds is disabled: webhook.disable
         await app.portal.worker!.tick();
         time.advance(300);
       }
-      assert.is(transport.calls.length, 3, 'the third failure, over 90 minutes after the first, disables it; no call after');
+      assert.is(
+        transport.calls.length,
+        3,
+        'the third failure, over 90 minutes after the first, disables it; no call after',
+      );
       const health = await json(await app.api(`/webhooks/${hook.id}/health`));
       assert.ok(Date.parse(health.disabledAt) - Date.parse(failingSince) >= 90 * 60_000);
       assert.equal(health, {
@@ -80,7 +97,14 @@ test('a receiver answering 500 past both thresholds is disabled: webhook.disable
       });
       const [delivery] = (await app.portal.webhooks.deliveries('acct_a', hook.id)) ?? [];
       assert.equal(seen, [
-        { type: 'webhook.disabled', accountId: 'acct_a', webhookId: hook.id, deliveryId: delivery!.id, reason: 'failing', at: health.disabledAt },
+        {
+          type: 'webhook.disabled',
+          accountId: 'acct_a',
+          webhookId: hook.id,
+          deliveryId: delivery!.id,
+          reason: 'failing',
+          at: health.disabledAt,
+        },
       ]);
       assert.is(delivery!.status, 'cancelled', 'its next retry fell due while disabled');
       assert.ok(errors.includes('an operational event listener failed'), 'the throwing listener is logged');
@@ -97,10 +121,20 @@ test("an egress proxy's outage is not the tenant's: no auto-disable, no retry us
   let proxyUp = false;
   const transport = memoryTransport({
     respond: () =>
-      proxyUp ? 204 : { statusCode: null, error: 'the proxy http://proxy.internal:3128 could not open a tunnel: connect ECONNREFUSED', local: true },
+      proxyUp
+        ? 204
+        : {
+            statusCode: null,
+            error: 'the proxy http://proxy.internal:3128 could not open a tunnel: connect ECONNREFUSED',
+            local: true,
+          },
   });
   await withPortal(
-    { clock: time.clock, transport, webhooks: { tick: NEVER, retrySchedule: [60, 60], disableAfterMs: 60_000, disableAfterFailures: 2 } },
+    {
+      clock: time.clock,
+      transport,
+      webhooks: { tick: NEVER, retrySchedule: [60, 60], disableAfterMs: 60_000, disableAfterFailures: 2 },
+    },
     async (app) => {
       const disabled: OperationalEvent[] = [];
       app.portal.on('webhook.disabled', (event) => void disabled.push(event));
@@ -136,7 +170,8 @@ test('a 410 disables the webhook at once (gone) and ends its delivery: webhook.d
   const transport = memoryTransport({ respond: () => 410 });
   await withPortal({ clock: time.clock, transport, webhooks: { tick: NEVER } }, async (app) => {
     const seen: OperationalEvent[] = [];
-    for (const type of ['webhook.disabled', 'delivery.exhausted', 'delivery.recovered'] as const) app.portal.on(type, (event) => void seen.push(event));
+    for (const type of ['webhook.disabled', 'delivery.exhausted', 'delivery.recovered'] as const)
+      app.portal.on(type, (event) => void seen.push(event));
     const hook = await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/' });
     const event = await app.portal.events.publish('acct_a', 'customer-created', { n: 1 });
     await app.portal.worker!.tick();
@@ -172,50 +207,53 @@ test('delivery.exhausted when the last retry fails, delivery.recovered when a fa
   const time = manualClock();
   let answer = 500;
   const transport = memoryTransport({ respond: () => answer });
-  await withPortal({ clock: time.clock, transport, webhooks: { tick: NEVER, retrySchedule: [60], disableAfterFailures: 100 } }, async (app) => {
-    const seen: OperationalEvent[] = [];
-    app.portal.on('delivery.exhausted', (event) => void seen.push(event));
-    app.portal.on('delivery.recovered', (event) => void seen.push(event));
-    const hook = await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/' });
-    const event = await app.portal.events.publish('acct_a', 'customer-created', {});
-    await app.portal.worker!.tick();
-    time.advance(70);
-    await app.portal.worker!.tick();
-    const [delivery] = (await app.portal.webhooks.deliveries('acct_a', hook.id))!;
-    assert.is(delivery!.status, 'failed');
-    assert.equal(seen, [
-      {
-        type: 'delivery.exhausted',
-        accountId: 'acct_a',
-        webhookId: hook.id,
-        deliveryId: delivery!.id,
-        reason: 'retries-exhausted',
-        at: atom(time.now),
-        eventId: event.id,
-        attempts: 2,
-        statusCode: 500,
-        error: null,
-      },
-    ]);
-    answer = 204;
-    await app.portal.webhooks.redeliver('acct_a', delivery!.id);
-    await app.portal.worker!.tick();
-    assert.equal(seen.slice(1), [
-      {
-        type: 'delivery.recovered',
-        accountId: 'acct_a',
-        webhookId: hook.id,
-        deliveryId: delivery!.id,
-        reason: 'succeeded-after-failures',
-        at: atom(time.now),
-        eventId: event.id,
-        failedAttempts: 2,
-      },
-    ]);
-    await app.portal.events.publish('acct_a', 'customer-created', {});
-    await app.portal.worker!.tick();
-    assert.is(seen.length, 2, 'a first-time success is no recovery');
-  });
+  await withPortal(
+    { clock: time.clock, transport, webhooks: { tick: NEVER, retrySchedule: [60], disableAfterFailures: 100 } },
+    async (app) => {
+      const seen: OperationalEvent[] = [];
+      app.portal.on('delivery.exhausted', (event) => void seen.push(event));
+      app.portal.on('delivery.recovered', (event) => void seen.push(event));
+      const hook = await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/' });
+      const event = await app.portal.events.publish('acct_a', 'customer-created', {});
+      await app.portal.worker!.tick();
+      time.advance(70);
+      await app.portal.worker!.tick();
+      const [delivery] = (await app.portal.webhooks.deliveries('acct_a', hook.id))!;
+      assert.is(delivery!.status, 'failed');
+      assert.equal(seen, [
+        {
+          type: 'delivery.exhausted',
+          accountId: 'acct_a',
+          webhookId: hook.id,
+          deliveryId: delivery!.id,
+          reason: 'retries-exhausted',
+          at: atom(time.now),
+          eventId: event.id,
+          attempts: 2,
+          statusCode: 500,
+          error: null,
+        },
+      ]);
+      answer = 204;
+      await app.portal.webhooks.redeliver('acct_a', delivery!.id);
+      await app.portal.worker!.tick();
+      assert.equal(seen.slice(1), [
+        {
+          type: 'delivery.recovered',
+          accountId: 'acct_a',
+          webhookId: hook.id,
+          deliveryId: delivery!.id,
+          reason: 'succeeded-after-failures',
+          at: atom(time.now),
+          eventId: event.id,
+          failedAttempts: 2,
+        },
+      ]);
+      await app.portal.events.publish('acct_a', 'customer-created', {});
+      await app.portal.worker!.tick();
+      assert.is(seen.length, 2, 'a first-time success is no recovery');
+    },
+  );
 });
 
 test('POST /webhooks/{id}/disable and /enable: 204, once each in effect; disabling by hand emits webhook.disabled (manual)', async () => {
@@ -229,13 +267,20 @@ test('POST /webhooks/{id}/disable and /enable: 204, once each in effect; disabli
       assert.is(await res.text(), '');
     }
     assert.is(seen.length, 1);
-    assert.equal({ ...seen[0], at: '' }, { type: 'webhook.disabled', accountId: 'acct_a', webhookId: hook.id, deliveryId: null, reason: 'manual', at: '' });
+    assert.equal(
+      { ...seen[0], at: '' },
+      { type: 'webhook.disabled', accountId: 'acct_a', webhookId: hook.id, deliveryId: null, reason: 'manual', at: '' },
+    );
     assert.is((await json(await app.api(`/webhooks/${hook.id}/health`))).disabledReason, 'manual');
     assert.is((await app.api(`/webhooks/${hook.id}/enable`, post())).status, 204);
     assert.is((await app.api(`/webhooks/${hook.id}/enable`, post())).status, 204);
     assert.is((await json(await app.api(`/webhooks/${hook.id}/health`))).status, 'enabled');
     for (const action of ['disable', 'enable']) {
-      assert.is((await app.api(`/webhooks/${hook.id}/${action}`, { ...post(), headers: { authorization: `Bearer ${KEY_B}` } })).status, 404);
+      assert.is(
+        (await app.api(`/webhooks/${hook.id}/${action}`, { ...post(), headers: { authorization: `Bearer ${KEY_B}` } }))
+          .status,
+        404,
+      );
       assert.is((await app.api(`/webhooks/wbh_nope/${action}`, post())).status, 404);
     }
     assert.is(await app.portal.webhooks.disable('acct_b', hook.id), null);
@@ -294,8 +339,16 @@ test('POST /webhooks/{id}/recover: exactly the missed events are delivered, once
     assert.is(res.status, 202);
     assert.equal(await json(res), { queued: 2 });
     await app.portal.worker!.tick();
-    assert.equal(transport.calls.map(eventIdOf).sort(), [exhausted.id, held.id].sort(), 'the exhausted and the held event; not the delivered one');
-    assert.equal(await json(await recover({ since: new Date(0).toISOString() })), { queued: 0 }, 'a second recovery queues nothing twice');
+    assert.equal(
+      transport.calls.map(eventIdOf).sort(),
+      [exhausted.id, held.id].sort(),
+      'the exhausted and the held event; not the delivered one',
+    );
+    assert.equal(
+      await json(await recover({ since: new Date(0).toISOString() })),
+      { queued: 0 },
+      'a second recovery queues nothing twice',
+    );
     assert.equal(await app.portal.webhooks.recover('acct_a', hook.id, { since: new Date(0) }), { queued: 0 });
     assert.ok(!transport.calls.map(eventIdOf).includes(delivered.id));
   });
@@ -316,7 +369,8 @@ test('with extensions: false the lifecycle routes are not served', async () => {
   await withPortal({ extensions: false }, async (app) => {
     const hook = await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/' });
     assert.is((await app.api(`/webhooks/${hook.id}/health`)).status, 404);
-    for (const action of ['disable', 'enable', 'recover']) assert.is((await app.api(`/webhooks/${hook.id}/${action}`, post({}))).status, 404);
+    for (const action of ['disable', 'enable', 'recover'])
+      assert.is((await app.api(`/webhooks/${hook.id}/${action}`, post({}))).status, 404);
   });
 });
 

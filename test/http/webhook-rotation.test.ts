@@ -50,7 +50,10 @@ test('POST /webhooks/{id}/rotate-secret with no body: 200 with the new secret; c
     const after = transport.calls.at(-1)!;
     assert.is(after.headers['webhook-signature']!.split(' ').length, 1);
     assert.ok(verifyWebhook([hook.secret, rotated.secret], after.headers, after.body, { now: time.now }));
-    assert.throws(() => verifyWebhook(hook.secret!, after.headers, after.body, { now: time.now }), /No webhook-signature matches/);
+    assert.throws(
+      () => verifyWebhook(hook.secret!, after.headers, after.body, { now: time.now }),
+      /No webhook-signature matches/,
+    );
   });
 });
 
@@ -107,8 +110,15 @@ test('POST …/rotate-secret refuses a bad graceMs with a 400 naming it, and cha
       assert.is(res.status, 400, body);
       assert.match((await json(res)).message, message, body);
     }
-    assert.is((await app.api(`/webhooks/${hook.id}/rotate-secret`, rotate('graceMs=1', 'application/x-www-form-urlencoded'))).status, 415);
-    const thrown = await rejects(() => app.portal.webhooks.rotateSecret('acct_a', hook.id, { graceMs: -5 }), /graceMs: must be 0 or more/);
+    assert.is(
+      (await app.api(`/webhooks/${hook.id}/rotate-secret`, rotate('graceMs=1', 'application/x-www-form-urlencoded')))
+        .status,
+      415,
+    );
+    const thrown = await rejects(
+      () => app.portal.webhooks.rotateSecret('acct_a', hook.id, { graceMs: -5 }),
+      /graceMs: must be 0 or more/,
+    );
     assert.instance(thrown, HttpError);
     assert.is(thrown.status, 400);
     assert.equal(await app.portal.webhooks.get('acct_a', hook.id), hook, 'the secret is unchanged');
@@ -118,7 +128,10 @@ test('POST …/rotate-secret refuses a bad graceMs with a 400 naming it, and cha
 test("POST …/rotate-secret: 404 for an unknown or malformed id and for another account's webhook, which keeps its secret", async () => {
   await withPortal(async (app) => {
     const hook = await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/in' });
-    const asB = await app.api(`/webhooks/${hook.id}/rotate-secret`, { method: 'POST', headers: { authorization: `Bearer ${KEY_B}` } });
+    const asB = await app.api(`/webhooks/${hook.id}/rotate-secret`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY_B}` },
+    });
     assert.is(asB.status, 404);
     assert.equal(await json(asB), { message: `No webhook ${hook.id} in this account.` });
     assert.is((await app.api('/webhooks/wbh_missing/rotate-secret', rotate())).status, 404);

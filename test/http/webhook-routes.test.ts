@@ -9,7 +9,10 @@ const post = (body: string, type = 'application/json') => ({ method: 'POST', hea
 
 test("POST /webhooks: 201 with the webhook and its Location; GET /webhooks lists the account's own", async () => {
   await withPortal({ publicUrl: 'https://portal.example.com/v1/' }, async (app) => {
-    const res = await app.api('/webhooks', post(JSON.stringify({ type: 'customer-created', url: 'https://r.example/in' })));
+    const res = await app.api(
+      '/webhooks',
+      post(JSON.stringify({ type: 'customer-created', url: 'https://r.example/in' })),
+    );
     assert.is(res.status, 201);
     const created = await json(res);
     assert.match(created.id, /^wbh_/);
@@ -28,24 +31,49 @@ test("POST /webhooks: 201 with the webhook and its Location; GET /webhooks lists
 test('a filter: given at create, shown by GET, changed by PATCH; only matching events are called; bad ones are a 400 naming the part', async () => {
   const transport = memoryTransport();
   await withPortal({ transport, webhooks: { tick: NEVER } }, async (app) => {
-    const filter = { 'customer.tier': { $in: ['gold', 'platinum'] }, $not: { 'customer.email': { $endsWith: '@test.example' } } };
-    const res = await app.api('/webhooks', post(JSON.stringify({ type: 'customer-created', url: 'https://r.example/in', filter })));
+    const filter = {
+      'customer.tier': { $in: ['gold', 'platinum'] },
+      $not: { 'customer.email': { $endsWith: '@test.example' } },
+    };
+    const res = await app.api(
+      '/webhooks',
+      post(JSON.stringify({ type: 'customer-created', url: 'https://r.example/in', filter })),
+    );
     assert.is(res.status, 201);
     const created = await json(res);
     assert.equal(created.filter, filter);
-    assert.equal(Object.keys(created), ['id', 'type', 'url', 'secret', 'createdAt', 'filter'], 'the filter last, its keys in their order');
+    assert.equal(
+      Object.keys(created),
+      ['id', 'type', 'url', 'secret', 'createdAt', 'filter'],
+      'the filter last, its keys in their order',
+    );
     assert.equal(await json(await app.api(`/webhooks/${created.id}`)), created);
-    const plain = await json(await app.api('/webhooks', post(JSON.stringify({ type: 'customer-created', url: 'https://r.example/all', filter: null }))));
+    const plain = await json(
+      await app.api(
+        '/webhooks',
+        post(JSON.stringify({ type: 'customer-created', url: 'https://r.example/all', filter: null })),
+      ),
+    );
     assert.not.ok('filter' in plain, 'no filter: no key, as before filters');
 
-    for (const customer of [{ tier: 'gold', email: 'a@b.example' }, { tier: 'gold', email: 'qa@test.example' }, { tier: 'silver' }, { tier: 'platinum' }]) {
+    for (const customer of [
+      { tier: 'gold', email: 'a@b.example' },
+      { tier: 'gold', email: 'qa@test.example' },
+      { tier: 'silver' },
+      { tier: 'platinum' },
+    ]) {
       await app.portal.events.publish('acct_a', 'customer-created', { customer });
     }
     await app.portal.worker!.tick();
-    const called = (url: string) => transport.calls.filter((call) => call.url === url).map((call) => JSON.parse(call.body).data.customer.tier);
+    const called = (url: string) =>
+      transport.calls.filter((call) => call.url === url).map((call) => JSON.parse(call.body).data.customer.tier);
     assert.equal(called('https://r.example/in'), ['gold', 'platinum']);
     assert.is(called('https://r.example/all').length, 4);
-    assert.is((await app.portal.webhooks.deliveries('acct_a', created.id))!.length, 2, 'an event the filter refuses makes no delivery at all');
+    assert.is(
+      (await app.portal.webhooks.deliveries('acct_a', created.id))!.length,
+      2,
+      'an event the filter refuses makes no delivery at all',
+    );
 
     const patched = await app.api(`/webhooks/${created.id}`, {
       method: 'PATCH',
@@ -70,8 +98,14 @@ test('a filter: given at create, shown by GET, changed by PATCH; only matching e
       { type: 'customer-created', url: 'https://r.example/x', filter: { amount: { $between: [1, 2] } } },
       /^webhook\.filter\.amount\.\$between: is not an operator/,
     );
-    await refused({ type: 'customer-created', url: 'https://r.example/x', filter: { 'a..b': 1 } }, /^webhook\.filter\["a\.\.b"\]: is not a path/);
-    await refused({ type: 'customer-created', url: 'https://r.example/x', filter: ['a'] }, /^webhook\.filter: must be an object of clauses/);
+    await refused(
+      { type: 'customer-created', url: 'https://r.example/x', filter: { 'a..b': 1 } },
+      /^webhook\.filter\["a\.\.b"\]: is not a path/,
+    );
+    await refused(
+      { type: 'customer-created', url: 'https://r.example/x', filter: ['a'] },
+      /^webhook\.filter: must be an object of clauses/,
+    );
     await refused(
       { type: 'customer-created', url: 'https://r.example/x', filter: { constructor: { $gt: {} } } },
       /^webhook\.filter\.constructor\.\$gt: must be a number or a string/,
@@ -83,7 +117,11 @@ test('a filter: given at create, shown by GET, changed by PATCH; only matching e
     });
     assert.is(badPatch.status, 400);
     assert.match((await json(badPatch)).message, /^webhook\.filter\.\$or: must be a non-empty array/);
-    assert.equal((await json(await app.api(`/webhooks/${created.id}`))).filter, { 'customer.tier': 'silver' }, 'a refused change changes nothing');
+    assert.equal(
+      (await json(await app.api(`/webhooks/${created.id}`))).filter,
+      { 'customer.tier': 'silver' },
+      'a refused change changes nothing',
+    );
     assert.is((await json(await app.api('/webhooks'))).data.length, 2, 'a refused create makes nothing');
   });
 });
@@ -91,7 +129,8 @@ test('a filter: given at create, shown by GET, changed by PATCH; only matching e
 test("POST /webhooks/dry-run: the account's latest events of the type, each with whether the filter matches; nothing stored or sent", async () => {
   const transport = memoryTransport();
   await withPortal({ transport, webhooks: { tick: NEVER } }, async (app) => {
-    for (let n = 1; n <= 25; n++) await app.portal.events.publish('acct_a', 'customer-created', { n, tier: n % 5 === 0 ? 'gold' : 'basic' });
+    for (let n = 1; n <= 25; n++)
+      await app.portal.events.publish('acct_a', 'customer-created', { n, tier: n % 5 === 0 ? 'gold' : 'basic' });
     await app.portal.events.publish('acct_b', 'customer-created', { n: 99, tier: 'gold' });
     const dryRun = (body: unknown, key = KEY_A) =>
       app.api('/webhooks/dry-run', {
@@ -108,18 +147,27 @@ test("POST /webhooks/dry-run: the account's latest events of the type, each with
       '20 by default, the most recent first',
     );
     assert.equal(
-      result.data.filter((event: { matches: boolean }) => event.matches).map((event: { data: { n: number } }) => event.data.n),
+      result.data
+        .filter((event: { matches: boolean }) => event.matches)
+        .map((event: { data: { n: number } }) => event.data.n),
       [25, 20, 15, 10],
     );
     assert.is(result.matched, 4);
     assert.equal(Object.keys(result.data[0]), ['id', 'type', 'createdAt', 'data', 'matches']);
     const all = await json(await dryRun({ type: 'customer-created', filter: null, limit: 100 }));
-    assert.equal([all.data.length, all.matched], [25, 25], "no filter matches every event; another account's are not read");
+    assert.equal(
+      [all.data.length, all.matched],
+      [25, 25],
+      "no filter matches every event; another account's are not read",
+    );
     const asB = await json(await dryRun({ type: 'customer-created', filter: { tier: 'gold' } }, KEY_B));
     assert.equal([asB.data.length, asB.matched], [1, 1]);
     assert.equal((await json(await dryRun({ type: 'agreement-signed', filter: null }))).data, []);
     for (const [body, pattern] of [
-      [{ type: 'customer-created', filter: { tier: { $like: 'g%' } } }, /^dryRun\.filter\.tier\.\$like: is not an operator/],
+      [
+        { type: 'customer-created', filter: { tier: { $like: 'g%' } } },
+        /^dryRun\.filter\.tier\.\$like: is not an operator/,
+      ],
       [{ type: 'customer-created', filter: null, limit: 101 }, /^dryRun\.limit: must be at most 100/],
       [{ type: 'nope', filter: null }, /^dryRun\.type:/],
       [{ type: 'customer-created' }, /^dryRun\.filter: is required/],
@@ -159,10 +207,19 @@ test('POST /webhooks: Location follows the Host header when no publicUrl is set'
     }
     const ignored = await rawRequest(`${app.url}/v1/webhooks`, {
       method: 'POST',
-      headers: { host: 'h.example', authorization: `Bearer ${KEY_A}`, 'content-type': 'application/json', 'x-forwarded-host': 'evil.example' },
+      headers: {
+        host: 'h.example',
+        authorization: `Bearer ${KEY_A}`,
+        'content-type': 'application/json',
+        'x-forwarded-host': 'evil.example',
+      },
       body: JSON.stringify({ type: 'customer-created', url: 'https://r.example/in' }),
     });
-    assert.match(String(ignored.headers.location), /^http:\/\/h\.example\/v1\//, 'forwarded headers are ignored without trustProxy');
+    assert.match(
+      String(ignored.headers.location),
+      /^http:\/\/h\.example\/v1\//,
+      'forwarded headers are ignored without trustProxy',
+    );
   });
 });
 
@@ -173,7 +230,10 @@ test('webhooks.maxPerAccount: the next POST /webhooks and webhooks.create answer
     const refused = await app.api('/webhooks', post(body));
     assert.is(refused.status, 409);
     assert.match((await json(refused)).message, /already has 3 webhooks.*webhooks\.maxPerAccount/);
-    const thrown = await rejects(() => app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/' }), /3 webhooks/);
+    const thrown = await rejects(
+      () => app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/' }),
+      /3 webhooks/,
+    );
     assert.is(thrown.status, 409);
     assert.is((await app.portal.webhooks.list('acct_a')).length, 3, 'nothing stored past the limit');
     assert.ok(await app.portal.webhooks.create('acct_b', { type: 'customer-created', url: 'https://b.example/' }));
@@ -185,18 +245,32 @@ test('webhooks.maxPerAccount: the next POST /webhooks and webhooks.create answer
 
 test('webhooks.maxPerAccount defaults to 50 and must be a positive whole number', async () => {
   await withPortal(async (app) => {
-    await Promise.all(Array.from({ length: 50 }, () => app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/' })));
-    await rejects(() => app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/' }), /already has 50 webhooks/);
+    await Promise.all(
+      Array.from({ length: 50 }, () =>
+        app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/' }),
+      ),
+    );
+    await rejects(
+      () => app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/' }),
+      /already has 50 webhooks/,
+    );
   });
   for (const maxPerAccount of [0, -1, 1.5, '5']) {
-    await rejects(() => startPortal({ webhooks: { maxPerAccount: maxPerAccount as number } }), /webhooks\.maxPerAccount must be a positive whole number/);
+    await rejects(
+      () => startPortal({ webhooks: { maxPerAccount: maxPerAccount as number } }),
+      /webhooks\.maxPerAccount must be a positive whole number/,
+    );
   }
 });
 
 test('POST /webhooks refuses bad bodies with a 4xx naming the problem, and stores nothing', async () => {
   await withPortal(async (app) => {
     const cases: [RequestInit, number, RegExp][] = [
-      [post('{"type":"customer-created","url":"https://r.example/"}', 'text/plain'), 415, /Content-Type: application\/json/],
+      [
+        post('{"type":"customer-created","url":"https://r.example/"}', 'text/plain'),
+        415,
+        /Content-Type: application\/json/,
+      ],
       [post('{"type":'), 400, /not valid JSON/],
       [post(''), 400, /empty/],
       [post('[]'), 400, /^webhook: must be /],
@@ -204,8 +278,16 @@ test('POST /webhooks refuses bad bodies with a 4xx naming the problem, and store
       [post('{"type":"nope","url":"https://r.example/"}'), 400, /webhook\.type: must be one of/],
       [post('{"type":"customer-created","url":"javascript:alert(1)"}'), 400, /webhook\.url: must use http or https/],
       [post('{"type":"customer-created"}'), 400, /webhook\.url: is required/],
-      [post(JSON.stringify({ type: 'customer-created', url: 'https://r.example/', id: 'wbh_mine' })), 400, /unknown field "id"/],
-      [post(JSON.stringify({ type: 'customer-created', url: 'https://r.example/' + 'x'.repeat(70_000) })), 413, /64 KiB/],
+      [
+        post(JSON.stringify({ type: 'customer-created', url: 'https://r.example/', id: 'wbh_mine' })),
+        400,
+        /unknown field "id"/,
+      ],
+      [
+        post(JSON.stringify({ type: 'customer-created', url: 'https://r.example/' + 'x'.repeat(70_000) })),
+        413,
+        /64 KiB/,
+      ],
     ];
     for (const [init, status, pattern] of cases) {
       const res = await app.api('/webhooks', init);
@@ -273,7 +355,8 @@ test('GET /webhooks/{id}/deliveries: the log, newest first, with every attempt; 
   await withPortal({ clock: time.clock, transport, webhooks: { tick: NEVER, retrySchedule: [30] } }, async (app) => {
     const hook = await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/in' });
     await app.portal.events.publish('acct_a', 'customer-created', { n: 1 });
-    const attempts = async (index: number) => (await app.portal.webhooks.deliveries('acct_a', hook.id))![index]!.attempts.length;
+    const attempts = async (index: number) =>
+      (await app.portal.webhooks.deliveries('acct_a', hook.id))![index]!.attempts.length;
     await waitFor(async () => (await attempts(0)) === 1, 'the first attempt recorded');
     time.advance(60);
     await app.portal.worker!.tick();
@@ -325,7 +408,9 @@ test('GET /webhooks/{id}/deliveries: pages with nextCursor, filters by the query
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const page = await json(await app.api(`${path}?limit=3${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`));
+      const page = await json(
+        await app.api(`${path}?limit=3${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`),
+      );
       assert.ok(page.data.length <= 3);
       seen.push(...page.data.map((delivery: { id: string }) => delivery.id));
       cursor = page.nextCursor;
@@ -343,7 +428,9 @@ test('GET /webhooks/{id}/deliveries: pages with nextCursor, filters by the query
       tests.data.map((delivery: { eventType: string }) => delivery.eventType),
       ['webhook.test'],
     );
-    const recent = await json(await app.api(`${path}?since=${encodeURIComponent('2026-05-01T10:05:00+00:00')}&eventType=customer-created`));
+    const recent = await json(
+      await app.api(`${path}?since=${encodeURIComponent('2026-05-01T10:05:00+00:00')}&eventType=customer-created`),
+    );
     assert.is(recent.data.length, 2, 'the events of 10:05 and 10:06');
     assert.is((await json(await app.api(`${path}?status=succeeded`))).data.length, 0);
     const one = everything![4]!;
@@ -393,7 +480,11 @@ test('GET /webhooks/{id}/stats: the calls of the last 24 h by hour and of 7 days
       [day.window, day.from, day.until, day.bucketSeconds, day.buckets.length],
       ['24h', '2026-04-30T12:00:00+00:00', '2026-05-01T12:00:00+00:00', 3600, 24],
     );
-    const outcomes = (bucket: { succeeded: number; failed: number; errors: number }) => [bucket.succeeded, bucket.failed, bucket.errors];
+    const outcomes = (bucket: { succeeded: number; failed: number; errors: number }) => [
+      bucket.succeeded,
+      bucket.failed,
+      bucket.errors,
+    ];
     assert.equal(outcomes(day.buckets[22]), [2, 1, 0], '10:00');
     assert.equal(outcomes(day.buckets[23]), [2, 0, 0], '11:00: the new event, and the retry of the 503');
     assert.equal(outcomes(day.totals), [4, 1, 0]);
@@ -407,7 +498,11 @@ test('GET /webhooks/{id}/stats: the calls of the last 24 h by hour and of 7 days
     const bad = await app.api(`/webhooks/${hook.id}/stats?window=1y`);
     assert.is(bad.status, 400);
     assert.match((await json(bad)).message, 'window');
-    assert.is((await app.api(`/webhooks/${hook.id}/stats`, { headers: { authorization: `Bearer ${KEY_B}` } })).status, 404, 'another account');
+    assert.is(
+      (await app.api(`/webhooks/${hook.id}/stats`, { headers: { authorization: `Bearer ${KEY_B}` } })).status,
+      404,
+      'another account',
+    );
     assert.is((await app.api('/webhooks/wbh_missing/stats')).status, 404);
   });
 });
@@ -418,9 +513,15 @@ test('POST …/deliveries/{id}/redeliver: 202 with the delivery pending again; 4
   const transport = memoryTransport({ respond: () => answer });
   await withPortal({ clock: time.clock, transport, webhooks: { tick: NEVER } }, async (app) => {
     const hook = await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/in' });
-    const other = await app.portal.webhooks.create('acct_a', { type: 'agreement-created', url: 'https://r.example/other' });
+    const other = await app.portal.webhooks.create('acct_a', {
+      type: 'agreement-created',
+      url: 'https://r.example/other',
+    });
     await app.portal.events.publish('acct_a', 'customer-created', { n: 1 });
-    await waitFor(async () => (await app.portal.webhooks.deliveries('acct_a', hook.id))![0]!.status === 'failed', 'the 410 recorded');
+    await waitFor(
+      async () => (await app.portal.webhooks.deliveries('acct_a', hook.id))![0]!.status === 'failed',
+      'the 410 recorded',
+    );
     const [failed] = (await app.portal.webhooks.deliveries('acct_a', hook.id))!;
     assert.is(failed!.status, 'failed', '410 ends the delivery');
     const wrongHook = await app.api(`/webhooks/${other.id}/deliveries/${failed!.id}/redeliver`, { method: 'POST' });
@@ -430,7 +531,11 @@ test('POST …/deliveries/{id}/redeliver: 202 with the delivery pending again; 4
       headers: { authorization: `Bearer ${KEY_B}` },
     });
     assert.is(asB.status, 404);
-    assert.is((await app.portal.webhooks.deliveries('acct_a', hook.id))![0]!.status, 'failed', 'refused calls change nothing');
+    assert.is(
+      (await app.portal.webhooks.deliveries('acct_a', hook.id))![0]!.status,
+      'failed',
+      'refused calls change nothing',
+    );
     // The 410 disabled the webhook too: it gets no calls until enabled again.
     const disabled = await app.api(`/webhooks/${hook.id}/deliveries/${failed!.id}/redeliver`, { method: 'POST' });
     assert.is(disabled.status, 409);
@@ -442,7 +547,10 @@ test('POST …/deliveries/{id}/redeliver: 202 with the delivery pending again; 4
     const body = await json(res);
     assert.is(body.id, failed!.id);
     assert.is(body.status, 'pending');
-    await waitFor(async () => (await app.portal.webhooks.deliveries('acct_a', hook.id))![0]!.status === 'succeeded', 'the redelivery recorded');
+    await waitFor(
+      async () => (await app.portal.webhooks.deliveries('acct_a', hook.id))![0]!.status === 'succeeded',
+      'the redelivery recorded',
+    );
     const [done] = (await app.portal.webhooks.deliveries('acct_a', hook.id))!;
     assert.is(done!.status, 'succeeded');
     assert.equal(
@@ -456,7 +564,10 @@ test('POST /webhooks/{id}/test: 202, and a signed webhook.test call goes to that
   const transport = memoryTransport();
   await withPortal({ transport, webhooks: { tick: NEVER } }, async (app) => {
     const hook = await app.portal.webhooks.create('acct_a', { type: 'agreement-signed', url: 'https://r.example/in' });
-    const other = await app.portal.webhooks.create('acct_a', { type: 'agreement-signed', url: 'https://other.example/in' });
+    const other = await app.portal.webhooks.create('acct_a', {
+      type: 'agreement-signed',
+      url: 'https://other.example/in',
+    });
     const res = await app.api(`/webhooks/${hook.id}/test`, { method: 'POST' });
     assert.is(res.status, 202);
     const delivery = await json(res);
@@ -466,14 +577,21 @@ test('POST /webhooks/{id}/test: 202, and a signed webhook.test call goes to that
     assert.is(call.url, hook.url);
     const payload = verifyWebhook(hook.secret!, call.headers, call.body) as { id: string; type: string; data: unknown };
     assert.equal([payload.id, payload.type, payload.data], [delivery.eventId, 'webhook.test', { webhookId: hook.id }]);
-    await waitFor(async () => (await app.portal.webhooks.deliveries('acct_a', hook.id))![0]!.status === 'succeeded', 'the attempt recorded');
+    await waitFor(
+      async () => (await app.portal.webhooks.deliveries('acct_a', hook.id))![0]!.status === 'succeeded',
+      'the attempt recorded',
+    );
     const { data } = await json(await app.api(`/webhooks/${hook.id}/deliveries`));
     assert.equal(
       data.map((entry: { id: string }) => entry.id),
       [delivery.id],
     );
     assert.equal(await app.portal.webhooks.deliveries('acct_a', other.id), [], 'only the webhook tested');
-    assert.is((await app.api(`/webhooks/${hook.id}/test`, { method: 'POST', headers: { authorization: `Bearer ${KEY_B}` } })).status, 404);
+    assert.is(
+      (await app.api(`/webhooks/${hook.id}/test`, { method: 'POST', headers: { authorization: `Bearer ${KEY_B}` } }))
+        .status,
+      404,
+    );
     assert.is((await app.api('/webhooks/wbh_nothing/test', { method: 'POST' })).status, 404);
   });
 });
@@ -505,10 +623,21 @@ test("POST …/redeliver during the delivery's call answers 202, queued: one mor
     }
     assert.is(calls, 1, 'no second call while the first is in flight');
     release.resolve(200);
-    await waitFor(async () => (await app.portal.webhooks.deliveries('acct_a', hook.id))![0]!.attemptCount === 2, 'the one more call recorded');
+    await waitFor(
+      async () => (await app.portal.webhooks.deliveries('acct_a', hook.id))![0]!.attemptCount === 2,
+      'the one more call recorded',
+    );
     const [done] = (await app.portal.webhooks.deliveries('acct_a', hook.id))!;
-    assert.equal([done!.status, done!.attempts.length, done!.redeliverQueued, calls, most], ['succeeded', 2, false, 2, 1], 'ten redelivers, one more call');
-    assert.is((await app.api(`/webhooks/${hook.id}/deliveries/${delivery!.id}/redeliver`, { method: 'POST' })).status, 202, 'once recorded it may go again');
+    assert.equal(
+      [done!.status, done!.attempts.length, done!.redeliverQueued, calls, most],
+      ['succeeded', 2, false, 2, 1],
+      'ten redelivers, one more call',
+    );
+    assert.is(
+      (await app.api(`/webhooks/${hook.id}/deliveries/${delivery!.id}/redeliver`, { method: 'POST' })).status,
+      202,
+      'once recorded it may go again',
+    );
   });
 });
 

@@ -85,7 +85,13 @@ test('the scheduled sweep runs tick, logs a failure instead of throwing, and sto
       throw new Error('store offline');
     },
   };
-  const sweep = createOrphanSweep({ storage: memoryStorage(), blobs, clock: () => new Date(), logger, schedule: '* * * * * *' });
+  const sweep = createOrphanSweep({
+    storage: memoryStorage(),
+    blobs,
+    clock: () => new Date(),
+    logger,
+    schedule: '* * * * * *',
+  });
   sweep.start();
   sweep.start();
   await new Promise<void>((resolve) => {
@@ -100,7 +106,8 @@ test('the scheduled sweep runs tick, logs a failure instead of throwing, and sto
 });
 
 test('a portal schedules one sweep task with node-cron and removes it on close', async () => {
-  const sweeps = () => [...cron.getTasks().values()].filter((task) => task.name === 'customer-portal orphan sweep').length;
+  const sweeps = () =>
+    [...cron.getTasks().values()].filter((task) => task.name === 'customer-portal orphan sweep').length;
   const before = sweeps();
   await withPortal(async (_app) => {
     assert.is(sweeps(), before + 1);
@@ -182,7 +189,17 @@ test('memory storage: isBlobReferenced does not walk every agreement (20,000 agr
         mail: [],
         completion: null,
         signers: [],
-        documents: [{ id: `agd_${i}`, documentName: 'd.pdf', fileSize: 1, fileHash: 'h', signedFileHash: null, signedFileKey: null, fields: [] }],
+        documents: [
+          {
+            id: `agd_${i}`,
+            documentName: 'd.pdf',
+            fileSize: 1,
+            fileHash: 'h',
+            signedFileHash: null,
+            signedFileKey: null,
+            fields: [],
+          },
+        ],
         createdAt: '2026-05-01T12:00:00+00:00',
         signingOrder: 'parallel',
         expiresAt: null,
@@ -205,7 +222,17 @@ test('memory storage: isBlobReferenced does not walk every agreement (20,000 agr
   await storage.updateAgreement('acct_a', 'agr_7', (current) => ({
     agreement: {
       ...current,
-      documents: [{ id: 'agd_new7', documentName: 'e.pdf', fileSize: 1, fileHash: 'h', signedFileHash: null, signedFileKey: null, fields: [] }],
+      documents: [
+        {
+          id: 'agd_new7',
+          documentName: 'e.pdf',
+          fileSize: 1,
+          fileHash: 'h',
+          signedFileHash: null,
+          signedFileKey: null,
+          fields: [],
+        },
+      ],
     },
     events: [],
   }));

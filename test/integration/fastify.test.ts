@@ -11,7 +11,10 @@ test("examples/fastify.ts: uploads, downloads and the app's own routes through F
     const root = await fetch(`${url}/v1`);
     assert.is(root.status, 404);
     assert.ok(root.headers.get('x-request-id'), '/v1 itself reaches the portal too');
-    const head = await fetch(`${url}/v1/files`, { method: 'HEAD', headers: { authorization: 'Bearer key-of-account-a' } });
+    const head = await fetch(`${url}/v1/files`, {
+      method: 'HEAD',
+      headers: { authorization: 'Bearer key-of-account-a' },
+    });
     assert.is(head.status, 200, 'HEAD reaches the portal');
   } finally {
     await app.close();
@@ -22,7 +25,10 @@ test('examples/fastify.ts: its server cuts off slow clients (headersTimeout, req
   const { app } = await createFastifyApp(EMBEDDED_OPTIONS);
   try {
     await app.ready();
-    assert.equal([app.server.headersTimeout, app.server.requestTimeout, app.server.keepAliveTimeout], [10_000, 60_000, 5_000]);
+    assert.equal(
+      [app.server.headersTimeout, app.server.requestTimeout, app.server.keepAliveTimeout],
+      [10_000, 60_000, 5_000],
+    );
   } finally {
     await app.close();
   }

@@ -7,7 +7,11 @@ import { createPortal, type Portal, type PortalOptions } from '../../src/index.j
 import { SIGNING_KEY_1, linkPath } from '../helpers/download.js';
 import { KEY_A, listen } from '../helpers/server.js';
 
-const OPTIONS: PortalOptions = { auth: { apiKeys: { [KEY_A]: 'acct_a' } }, signingKeys: [SIGNING_KEY_1], webhooks: { worker: false } };
+const OPTIONS: PortalOptions = {
+  auth: { apiKeys: { [KEY_A]: 'acct_a' } },
+  signingKeys: [SIGNING_KEY_1],
+  webhooks: { worker: false },
+};
 const auth = { authorization: `Bearer ${KEY_A}` };
 
 /**
@@ -23,9 +27,17 @@ async function absoluteUrlsFollowTheMount(api: string, expected: string, portal:
   assert.is(created.status, 201);
   const { id } = (await created.json()) as { id: string };
   assert.is(created.headers.get('location'), `${expected}/webhooks/${id}`);
-  assert.is((await fetch(created.headers.get('location')!, { headers: auth })).status, 200, 'the Location can be followed');
+  assert.is(
+    (await fetch(created.headers.get('location')!, { headers: auth })).status,
+    200,
+    'the Location can be followed',
+  );
 
-  const attachment = await portal.tickets.putAttachment('acct_a', { name: 'note.txt', mime: 'text/plain', body: 'mounted bytes' });
+  const attachment = await portal.tickets.putAttachment('acct_a', {
+    name: 'note.txt',
+    mime: 'text/plain',
+    body: 'mounted bytes',
+  });
   const answer = await fetch(`${api}${linkPath(attachment)}`, { headers: auth });
   const { link } = (await answer.json()) as { link: string };
   assert.ok(link.startsWith(`${expected}/downloads/`), link);
@@ -35,7 +47,10 @@ async function absoluteUrlsFollowTheMount(api: string, expected: string, portal:
 }
 
 /** Runs `body` against an Express app that mounts a portal made with `options` under `/api`. */
-async function withExpressUnderApi(options: PortalOptions, body: (url: string, portal: Portal) => Promise<void>): Promise<void> {
+async function withExpressUnderApi(
+  options: PortalOptions,
+  body: (url: string, portal: Portal) => Promise<void>,
+): Promise<void> {
   const portal = await createPortal(options);
   const app = express();
   app.use('/api', portal.handler);

@@ -46,7 +46,8 @@ function receiver() {
       return { statusCode: fails ? 500 : 204, headers: {}, error: null };
     },
   });
-  const done = () => unkeyed.size === UNKEYED && [...delivered.values()].reduce((sum, list) => sum + list.length, 0) >= KEYS * PER_KEY;
+  const done = () =>
+    unkeyed.size === UNKEYED && [...delivered.values()].reduce((sum, list) => sum + list.length, 0) >= KEYS * PER_KEY;
   return { transport, delivered, unkeyed, done, mostAtOnce: () => mostAtOnce, instances: () => instances };
 }
 
@@ -57,19 +58,36 @@ async function publishAll(portals: Portal[]): Promise<void> {
   await Promise.all([
     ...Array.from({ length: KEYS }, async (_, k) => {
       for (let n = 0; n < PER_KEY; n++) {
-        await portals[n % portals.length]!.events.publish('acct_a', 'customer-created', { key: `cus_${k}`, n }, { orderingKey: `cus_${k}` });
+        await portals[n % portals.length]!.events.publish(
+          'acct_a',
+          'customer-created',
+          { key: `cus_${k}`, n },
+          { orderingKey: `cus_${k}` },
+        );
       }
     }),
-    ...Array.from({ length: UNKEYED }, (_, n) => portals[n % portals.length]!.events.publish('acct_a', 'customer-created', { key: null, n })),
+    ...Array.from({ length: UNKEYED }, (_, n) =>
+      portals[n % portals.length]!.events.publish('acct_a', 'customer-created', { key: null, n }),
+    ),
   ]);
 }
 
-async function scenario(label: string, make: (transport: WebhookTransport, instance: number) => PortalOptions, instances = 1): Promise<string[]> {
+async function scenario(
+  label: string,
+  make: (transport: WebhookTransport, instance: number) => PortalOptions,
+  instances = 1,
+): Promise<string[]> {
   const watch = receiver();
   const portals: Portal[] = [];
   try {
     for (let i = 0; i < instances; i++) {
-      portals.push(await createPortal({ auth: { apiKeys: { 'ordering-test-key-of-a': 'acct_a' } }, ...make(watch.transport(`instance-${i}`), i), webhooks }));
+      portals.push(
+        await createPortal({
+          auth: { apiKeys: { 'ordering-test-key-of-a': 'acct_a' } },
+          ...make(watch.transport(`instance-${i}`), i),
+          webhooks,
+        }),
+      );
     }
     await portals[0]!.webhooks.create('acct_a', { type: 'customer-created', url: 'https://receiver.example/hook' });
     await publishAll(portals);
@@ -100,7 +118,11 @@ test('memory: each key in publish order under failures and retries', async () =>
 test('fs: each key in publish order under failures and retries', async () => {
   const dir = tempDir('ordering');
   try {
-    await scenario('fs', (transport) => ({ storage: fsStorage({ dir }), blobs: fsBlobs({ dir: `${dir}/blobs` }), transport }));
+    await scenario('fs', (transport) => ({
+      storage: fsStorage({ dir }),
+      blobs: fsBlobs({ dir: `${dir}/blobs` }),
+      transport,
+    }));
   } finally {
     removeDir(dir);
   }
@@ -124,7 +146,11 @@ test('PostgreSQL, two instances: each key in publish order under failures and re
   }
   const schema = freshSchema();
   try {
-    const delivering = await scenario('PostgreSQL', (transport, i) => ({ ...sqlAdapters({ client: pools[i]!.pool!, schema }), transport }), 2);
+    const delivering = await scenario(
+      'PostgreSQL',
+      (transport, i) => ({ ...sqlAdapters({ client: pools[i]!.pool!, schema }), transport }),
+      2,
+    );
     assert.equal(delivering.sort(), ['instance-0', 'instance-1'], 'both instances made calls');
   } finally {
     await dropSchema(pools[0]!.pool, schema);

@@ -57,7 +57,13 @@ test('ready: a store that does not answer fails its check at the timeout, naming
   const hanging: Storage = { ...storage, deliveryQueue: () => new Promise(() => {}) };
   const blobs = memoryBlobs();
   const broken: BlobStore = { ...blobs, stat: () => Promise.reject(new Error('EACCES: permission denied, stat')) };
-  const ready = createReadiness({ storage: hanging, blobs: broken, clock: () => new Date(), workerRunning: () => true, timeoutMs: 50 });
+  const ready = createReadiness({
+    storage: hanging,
+    blobs: broken,
+    clock: () => new Date(),
+    workerRunning: () => true,
+    timeoutMs: 50,
+  });
   const readiness = await ready();
   assert.is(readiness.ok, false);
   assert.equal(readiness.checks.storage.ok, false);
@@ -128,11 +134,15 @@ test('standalone with METRICS_TOKEN: /metrics needs it as a bearer; without it, 
     const guarded = await boot({ DATA_DIR: dataDir, METRICS: '1', METRICS_TOKEN: 'scrape-token-0123456789' });
     try {
       for (const authorization of [undefined, 'Bearer wrong-token', `Bearer ${KEY}`]) {
-        const res = await fetch(`${guarded.root}/metrics`, { headers: authorization === undefined ? {} : { authorization } });
+        const res = await fetch(`${guarded.root}/metrics`, {
+          headers: authorization === undefined ? {} : { authorization },
+        });
         assert.is(res.status, 401, String(authorization));
         assert.match(((await res.json()) as { message: string }).message, /METRICS_TOKEN/);
       }
-      const res = await fetch(`${guarded.root}/metrics`, { headers: { authorization: 'Bearer scrape-token-0123456789' } });
+      const res = await fetch(`${guarded.root}/metrics`, {
+        headers: { authorization: 'Bearer scrape-token-0123456789' },
+      });
       assert.is(res.status, 200);
       assert.not.ok(guarded.server.errorLines.some((line) => line.includes('without METRICS_TOKEN')));
     } finally {
@@ -187,59 +197,72 @@ async function cuttableProxy(target: URL) {
 const postgres = await connectPostgres();
 const onPostgres = postgres.pool ? test : skipping(test, postgres.reason!);
 
-onPostgres('standalone on PostgreSQL: /readyz turns 503 while the database is unreachable, naming it, and 200 once it is back', async () => {
-  const pool = postgres.pool!;
-  const database = `cp_readyz_${randomBytes(4).toString('hex')}`;
-  await pool.query(`CREATE DATABASE ${database}`);
-  const dataDir = await mkdtemp(path.join(tmpdir(), 'portal-readyz-'));
-  const url = new URL(POSTGRES_URL);
-  const proxy = await cuttableProxy(url);
-  let server: ReturnType<typeof startNode> | undefined;
-  try {
-    const databaseUrl = `postgres://${url.username}@127.0.0.1:${proxy.port}/${database}`;
-    const booted = await boot({ DATA_DIR: dataDir, DATABASE_URL: databaseUrl, DATABASE_POOL_MAX: '2', PORTAL_SIGNING_KEYS: auth.signingKeys[0]! });
-    server = booted.server;
-    // DATABASE_POOL_MAX: twenty requests at once hold two connections at most.
-    const statuses = await Promise.all(
-      Array.from({ length: 20 }, () => fetch(`${booted.root}/v1/files`, { headers: { authorization: `Bearer ${KEY}` } }).then((res) => res.status)),
-    );
-    assert.ok(statuses.every((status) => status === 200));
-    const [{ connections }] = (await pool.query(`SELECT count(*)::int AS connections FROM pg_stat_activity WHERE datname = $1`, [database])).rows as [
-      { connections: number },
-    ];
-    assert.ok(connections >= 1 && connections <= 2, `${connections} connections`);
-    const readyz = async () => {
-      const res = await fetch(`${booted.root}/readyz`);
-      return { status: res.status, body: (await res.json()) as { ok: boolean; checks: Record<string, { ok: boolean; error?: string }> } };
-    };
-    assert.is((await readyz()).status, 200);
+onPostgres(
+  'standalone on PostgreSQL: /readyz turns 503 while the database is unreachable, naming it, and 200 once it is back',
+  async () => {
+    const pool = postgres.pool!;
+    const database = `cp_readyz_${randomBytes(4).toString('hex')}`;
+    await pool.query(`CREATE DATABASE ${database}`);
+    const dataDir = await mkdtemp(path.join(tmpdir(), 'portal-readyz-'));
+    const url = new URL(POSTGRES_URL);
+    const proxy = await cuttableProxy(url);
+    let server: ReturnType<typeof startNode> | undefined;
+    try {
+      const databaseUrl = `postgres://${url.username}@127.0.0.1:${proxy.port}/${database}`;
+      const booted = await boot({
+        DATA_DIR: dataDir,
+        DATABASE_URL: databaseUrl,
+        DATABASE_POOL_MAX: '2',
+        PORTAL_SIGNING_KEYS: auth.signingKeys[0]!,
+      });
+      server = booted.server;
+      // DATABASE_POOL_MAX: twenty requests at once hold two connections at most.
+      const statuses = await Promise.all(
+        Array.from({ length: 20 }, () =>
+          fetch(`${booted.root}/v1/files`, { headers: { authorization: `Bearer ${KEY}` } }).then((res) => res.status),
+        ),
+      );
+      assert.ok(statuses.every((status) => status === 200));
+      const [{ connections }] = (
+        await pool.query(`SELECT count(*)::int AS connections FROM pg_stat_activity WHERE datname = $1`, [database])
+      ).rows as [{ connections: number }];
+      assert.ok(connections >= 1 && connections <= 2, `${connections} connections`);
+      const readyz = async () => {
+        const res = await fetch(`${booted.root}/readyz`);
+        return {
+          status: res.status,
+          body: (await res.json()) as { ok: boolean; checks: Record<string, { ok: boolean; error?: string }> },
+        };
+      };
+      assert.is((await readyz()).status, 200);
 
-    await proxy.cut();
-    await new Promise((resolve) => setTimeout(resolve, 1_100)); // past the kept answer
-    const down = await readyz();
-    assert.is(down.status, 503);
-    assert.equal(down.body.checks.storage, { ok: false }, 'no driver error in the answer');
-    const logged = server.errorLines.map(logLine).find((line) => line?.msg === 'not ready: a check failed');
-    assert.ok(logged, 'the cause is logged');
-    assert.match(JSON.stringify(logged!.checks), 'no answer within 2000 ms');
-    assert.is((await fetch(`${booted.root}/healthz`)).status, 200, 'the process still serves: alive, not ready');
+      await proxy.cut();
+      await new Promise((resolve) => setTimeout(resolve, 1_100)); // past the kept answer
+      const down = await readyz();
+      assert.is(down.status, 503);
+      assert.equal(down.body.checks.storage, { ok: false }, 'no driver error in the answer');
+      const logged = server.errorLines.map(logLine).find((line) => line?.msg === 'not ready: a check failed');
+      assert.ok(logged, 'the cause is logged');
+      assert.match(JSON.stringify(logged!.checks), 'no answer within 2000 ms');
+      assert.is((await fetch(`${booted.root}/healthz`)).status, 200, 'the process still serves: alive, not ready');
 
-    await proxy.restore();
-    let back = await readyz();
-    for (let i = 0; i < 50 && back.status !== 200; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      back = await readyz();
+      await proxy.restore();
+      let back = await readyz();
+      for (let i = 0; i < 50 && back.status !== 200; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        back = await readyz();
+      }
+      assert.is(back.status, 200);
+      assert.is(back.body.ok, true);
+    } finally {
+      server?.child.kill('SIGTERM');
+      await server?.exited;
+      await proxy.close();
+      await pool.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => {});
+      await pool.end();
+      await rm(dataDir, { recursive: true, force: true });
     }
-    assert.is(back.status, 200);
-    assert.is(back.body.ok, true);
-  } finally {
-    server?.child.kill('SIGTERM');
-    await server?.exited;
-    await proxy.close();
-    await pool.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => {});
-    await pool.end();
-    await rm(dataDir, { recursive: true, force: true });
-  }
-});
+  },
+);
 
 test.run();

@@ -50,13 +50,18 @@ function answers(output: string): string[] {
 
 /** Runs `script` in bash in `cwd`; resolves its stdout, or rejects with its stderr. */
 function bash(script: string, cwd: string): { stdout: () => string; done: Promise<string>; kill: () => void } {
-  const child = spawn('bash', ['-c', script], { cwd, env: { ...process.env, PATH: `${path.dirname(process.execPath)}:${process.env.PATH}` } });
+  const child = spawn('bash', ['-c', script], {
+    cwd,
+    env: { ...process.env, PATH: `${path.dirname(process.execPath)}:${process.env.PATH}` },
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk) => (stdout += chunk));
   child.stderr.on('data', (chunk) => (stderr += chunk));
   const done = new Promise<string>((resolve, reject) =>
-    child.once('close', (code) => (code === 0 ? resolve(stdout) : reject(new Error(`exit ${code}\n${stdout}\n${stderr}`)))),
+    child.once('close', (code) =>
+      code === 0 ? resolve(stdout) : reject(new Error(`exit ${code}\n${stdout}\n${stderr}`)),
+    ),
   );
   return { stdout: () => stdout, done, kill: () => child.kill() };
 }
@@ -69,7 +74,8 @@ test("the README's curl tour runs as written against the standalone server", asy
 
   const work = await mkdtemp(path.join(tmpdir(), 'portal-tour-'));
   const [receiverPort, serverPort] = [await freePort(), await freePort()];
-  const ports = (text: string) => text.replaceAll('4000', String(receiverPort)).replaceAll('localhost:3000', `localhost:${serverPort}`);
+  const ports = (text: string) =>
+    text.replaceAll('4000', String(receiverPort)).replaceAll('localhost:3000', `localhost:${serverPort}`);
   const receiver = bash(ports(receiverBlock!), work);
   receiver.done.catch(() => {}); // it runs until killed
   // `npm start` builds, then runs this script: the test suite has built it already.
@@ -84,16 +90,24 @@ test("the README's curl tour runs as written against the standalone server", asy
     const out = answers(await bash(`set -e\n${ports(steps.join('\n'))}`, work).done);
 
     const [webhook, testCall, file, listing, agreement, downloaded] = out;
-    assert.match(webhook!, /^\{"id":"wbh_\w+","type":"agreement-created","url":"http:\/\/localhost:\d+\/hooks","secret":"whsec_/);
+    assert.match(
+      webhook!,
+      /^\{"id":"wbh_\w+","type":"agreement-created","url":"http:\/\/localhost:\d+\/hooks","secret":"whsec_/,
+    );
     assert.is(JSON.parse(testCall!).webhookId, JSON.parse(webhook!).id);
-    assert.match(file!, /^\{"id":"fsf_\w+","type":"file","name":"terms.txt","size":19,"mime":"text\/plain","fileShareId":null,/);
+    assert.match(
+      file!,
+      /^\{"id":"fsf_\w+","type":"file","name":"terms.txt","size":19,"mime":"text\/plain","fileShareId":null,/,
+    );
     assert.ok(listing!.includes(JSON.parse(file!).id), 'the directory lists the file');
     assert.is(JSON.parse(agreement!).status, 'sent');
     assert.is(downloaded, 'Terms of the lease');
 
-    const printed = () => ['"type":"webhook.test"', '"type":"agreement-created"'].every((type) => receiver.stdout().includes(type));
+    const printed = () =>
+      ['"type":"webhook.test"', '"type":"agreement-created"'].every((type) => receiver.stdout().includes(type));
     for (let i = 0; !printed(); i++) {
-      if (i === 400) throw new Error(`the receiver printed no webhook.test and agreement-created calls:\n${receiver.stdout()}`);
+      if (i === 400)
+        throw new Error(`the receiver printed no webhook.test and agreement-created calls:\n${receiver.stdout()}`);
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
     assert.ok(receiver.stdout().includes(JSON.parse(agreement!).id), 'the call carries the agreement');

@@ -40,7 +40,9 @@ test('with no key configured it makes one, prints it, keeps it in the data direc
     assert.match(key, /^[A-Za-z0-9_-]{43}$/);
     assert.is((await readFile(path.join(dataDir, 'api-key'), 'utf8')).trim(), key);
     assert.is((await stat(path.join(dataDir, 'api-key'))).mode & 0o777, 0o600);
-    const ok = await fetch(`${first.url}/files`, { headers: { authorization: `Bearer ${key}`, 'x-request-id': 'standalone-1' } });
+    const ok = await fetch(`${first.url}/files`, {
+      headers: { authorization: `Bearer ${key}`, 'x-request-id': 'standalone-1' },
+    });
     assert.is(ok.status, 200);
     assert.is((await fetch(`${first.url}/files`)).status, 401);
     const logged = logLine(await first.server.waitFor((line) => logLine(line)?.requestId === 'standalone-1'));
@@ -67,7 +69,11 @@ test('with no key configured it makes one, prints it, keeps it in the data direc
     for (const file of ['api-key', 'signing-key', 'records.log']) assert.is(await mode(file), '600', file);
 
     const second = await boot({ DATA_DIR: dataDir, PORTAL_API_KEYS: '' });
-    assert.is(await second.server.waitFor((line) => line.startsWith('API key: ')), keyLine, 'the same key on every start');
+    assert.is(
+      await second.server.waitFor((line) => line.startsWith('API key: ')),
+      keyLine,
+      'the same key on every start',
+    );
     assert.is(await stop(second.server), 0);
   } finally {
     await rm(root, { recursive: true, force: true });
@@ -77,7 +83,10 @@ test('with no key configured it makes one, prints it, keeps it in the data direc
 test('PORTAL_API_KEYS and PUBLIC_URL are honoured; no key is printed then', async () => {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'portal-standalone-'));
   try {
-    const { server, url } = await boot({ DATA_DIR: dataDir, PORTAL_API_KEYS: 'env-key-one-0123456789,env-key-two-0123456789' });
+    const { server, url } = await boot({
+      DATA_DIR: dataDir,
+      PORTAL_API_KEYS: 'env-key-one-0123456789,env-key-two-0123456789',
+    });
     for (const key of ['env-key-one-0123456789', 'env-key-two-0123456789']) {
       assert.is((await fetch(`${url}/files`, { headers: { authorization: `Bearer ${key}` } })).status, 200);
     }
@@ -100,7 +109,9 @@ test("TRUST_PROXY=1: the audit trail records X-Forwarded-For's last address; wit
       const created = await fetch(`${url}/agreements`, { method: 'POST', headers, body: validFormData() });
       assert.is(created.status, 201, await created.clone().text());
       const { id } = (await created.json()) as { id: string };
-      const audit = (await (await fetch(`${url}/agreements/${id}/audit`, { headers })).json()) as { data: { ip: string }[] };
+      const audit = (await (await fetch(`${url}/agreements/${id}/audit`, { headers })).json()) as {
+        data: { ip: string }[];
+      };
       assert.is(audit.data[0]!.ip, ip, JSON.stringify(env));
       assert.is(await stop(server), 0);
     }
@@ -147,10 +158,22 @@ test('data survives a restart and a kill -9: webhooks, files, attachments, pendi
       signingKeys: [signingKey],
       webhooks: { worker: false },
     });
-    const webhook = await seed.webhooks.create('default', { type: 'customer-created', url: 'https://hooks.invalid/in' });
+    const webhook = await seed.webhooks.create('default', {
+      type: 'customer-created',
+      url: 'https://hooks.invalid/in',
+    });
     const directory = await seed.files.createDirectory('default', { name: 'Kept' });
-    const file = await seed.files.put('default', { name: 'kept.txt', mime: 'text/plain', directoryId: directory.id, body: 'file bytes' });
-    const attachment = await seed.tickets.putAttachment('default', { name: 'note.txt', mime: 'text/plain', body: 'attachment bytes' });
+    const file = await seed.files.put('default', {
+      name: 'kept.txt',
+      mime: 'text/plain',
+      directoryId: directory.id,
+      body: 'file bytes',
+    });
+    const attachment = await seed.tickets.putAttachment('default', {
+      name: 'note.txt',
+      mime: 'text/plain',
+      body: 'attachment bytes',
+    });
     await seed.events.publish('default', 'customer-created', { customer: { id: 'cus_1' } });
     await seed.close();
 
@@ -163,7 +186,9 @@ test('data survives a restart and a kill -9: webhooks, files, attachments, pendi
         root.data.map((entry) => entry.id),
         [directory.id],
       );
-      const inner = (await (await fetch(`${url}/files?directoryId=${directory.id}`, auth)).json()) as { data: { id: string; size: number }[] };
+      const inner = (await (await fetch(`${url}/files?directoryId=${directory.id}`, auth)).json()) as {
+        data: { id: string; size: number }[];
+      };
       assert.equal(
         inner.data.map((entry) => [entry.id, entry.size]),
         [[file.id, 10]],
@@ -171,7 +196,9 @@ test('data survives a restart and a kill -9: webhooks, files, attachments, pendi
       const linkPath = `/tickets/${attachment.ticketId}/message/${attachment.messageId}/attachment/${attachment.id}/download`;
       const { link } = (await (await fetch(`${url}${linkPath}`, auth)).json()) as { link: string };
       assert.is(await (await fetch(link)).text(), 'attachment bytes');
-      const log = (await (await fetch(`${url}/webhooks/${webhook.id}/deliveries`, auth)).json()) as { data: { status: string }[] };
+      const log = (await (await fetch(`${url}/webhooks/${webhook.id}/deliveries`, auth)).json()) as {
+        data: { status: string }[];
+      };
       assert.is(log.data.length, 1);
       assert.is(log.data[0]!.status, 'pending', 'an undeliverable call stays pending for its retries');
     };
@@ -191,7 +218,11 @@ test('data survives a restart and a kill -9: webhooks, files, attachments, pendi
 test('with DATABASE_URL the SQL adapters hold the data, across a restart (PGlite in a directory)', async () => {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'portal-standalone-'));
   try {
-    const env = { DATA_DIR: dataDir, PORTAL_API_KEYS: STANDALONE_KEY, DATABASE_URL: `pglite:${path.join(dataDir, 'pg')}` };
+    const env = {
+      DATA_DIR: dataDir,
+      PORTAL_API_KEYS: STANDALONE_KEY,
+      DATABASE_URL: `pglite:${path.join(dataDir, 'pg')}`,
+    };
     const auth = { authorization: `Bearer ${STANDALONE_KEY}` };
     const first = await boot(env);
     assert.ok(first.server.lines.some((line) => logLine(line)?.storage === 'sql'));
@@ -215,13 +246,28 @@ test('SMTP_URL and MAIL_FROM: a shouldIdentify signer gets the link and a code b
   const dataDir = await mkdtemp(path.join(tmpdir(), 'portal-standalone-'));
   const sink = await startSmtpSink();
   try {
-    const half = startNode(script, { PORT: '0', DATA_DIR: dataDir, PORTAL_API_KEYS: STANDALONE_KEY, SMTP_URL: sink.url });
+    const half = startNode(script, {
+      PORT: '0',
+      DATA_DIR: dataDir,
+      PORTAL_API_KEYS: STANDALONE_KEY,
+      SMTP_URL: sink.url,
+    });
     assert.match((await failedStart(half)).message, /SMTP_URL and MAIL_FROM go together/);
 
-    const { server, url } = await boot({ DATA_DIR: dataDir, PORTAL_API_KEYS: STANDALONE_KEY, SMTP_URL: sink.url, MAIL_FROM: 'signing@acme.example' });
+    const { server, url } = await boot({
+      DATA_DIR: dataDir,
+      PORTAL_API_KEYS: STANDALONE_KEY,
+      SMTP_URL: sink.url,
+      MAIL_FROM: 'signing@acme.example',
+    });
     const headers = { authorization: `Bearer ${STANDALONE_KEY}` };
-    const form = validFormData({ signers: [{ firstName: 'Ida', lastName: 'Stone', email: 'ida@example.com', shouldIdentify: true }] });
-    const agreement = (await (await fetch(`${url}/agreements`, { method: 'POST', headers, body: form })).json()) as { id: string; signers: { id: string }[] };
+    const form = validFormData({
+      signers: [{ firstName: 'Ida', lastName: 'Stone', email: 'ida@example.com', shouldIdentify: true }],
+    });
+    const agreement = (await (await fetch(`${url}/agreements`, { method: 'POST', headers, body: form })).json()) as {
+      id: string;
+      signers: { id: string }[];
+    };
     const made = await fetch(`${url}/agreements/${agreement.id}/signers/${agreement.signers[0]!.id}/signing-link`, {
       method: 'POST',
       headers: { ...headers, 'content-type': 'application/json' },
@@ -235,7 +281,11 @@ test('SMTP_URL and MAIL_FROM: a shouldIdentify signer gets the link and a code b
     assert.is((await fetch(`${url}/signing/identify/email-code`, { method: 'POST', headers: bearer })).status, 202);
     await until(() => sink.received.length === 2, 'the code');
     const code = /\b(\d{6})\b/.exec(sink.received[1]!.text)![1];
-    assert.is((await fetch(`${url}/signing/identify`, { method: 'POST', headers: bearer, body: JSON.stringify({ code }) })).status, 200);
+    assert.is(
+      (await fetch(`${url}/signing/identify`, { method: 'POST', headers: bearer, body: JSON.stringify({ code }) }))
+        .status,
+      200,
+    );
     assert.not.ok(
       [...server.lines, ...server.errorLines].some((line) => line.includes(code!)),
       'the code is in no log line',
@@ -253,18 +303,33 @@ test('PORTAL_SEALING_P12, PORTAL_SEALING_PASSWORD: a signed PDF gets a sealed co
   const pki = makePki();
   const dataDir = await mkdtemp(path.join(tmpdir(), 'portal-standalone-'));
   try {
-    const half = startNode(script, { PORT: '0', DATA_DIR: dataDir, PORTAL_API_KEYS: STANDALONE_KEY, PORTAL_SEALING_PASSWORD: 'x' });
+    const half = startNode(script, {
+      PORT: '0',
+      DATA_DIR: dataDir,
+      PORTAL_API_KEYS: STANDALONE_KEY,
+      PORTAL_SEALING_PASSWORD: 'x',
+    });
     assert.match((await failedStart(half)).message, /need PORTAL_SEALING_P12/);
     const p12 = path.join(pki.dir, 'seal.p12');
-    const { server, url } = await boot({ DATA_DIR: dataDir, PORTAL_API_KEYS: STANDALONE_KEY, PORTAL_SEALING_P12: p12, PORTAL_SEALING_PASSWORD: pki.password });
+    const { server, url } = await boot({
+      DATA_DIR: dataDir,
+      PORTAL_API_KEYS: STANDALONE_KEY,
+      PORTAL_SEALING_P12: p12,
+      PORTAL_SEALING_PASSWORD: pki.password,
+    });
     const headers = { authorization: `Bearer ${STANDALONE_KEY}` };
-    const form = validFormData({ documents: [{ name: 'lease.pdf', bytes: await simplePdf('A lease, sealed by the standalone server') }] });
+    const form = validFormData({
+      documents: [{ name: 'lease.pdf', bytes: await simplePdf('A lease, sealed by the standalone server') }],
+    });
     const agreement = (await (await fetch(`${url}/agreements`, { method: 'POST', headers, body: form })).json()) as {
       id: string;
       signers: { id: string }[];
       documents: { id: string }[];
     };
-    const made = await fetch(`${url}/agreements/${agreement.id}/signers/${agreement.signers[0]!.id}/signing-link`, { method: 'POST', headers });
+    const made = await fetch(`${url}/agreements/${agreement.id}/signers/${agreement.signers[0]!.id}/signing-link`, {
+      method: 'POST',
+      headers,
+    });
     const token = new URL(((await made.json()) as { link: string }).link).hash.slice(1);
     const signed = await fetch(`${url}/signing/sign`, {
       method: 'POST',
@@ -367,14 +432,26 @@ test('operational events are logged: a receiver answering 410 Gone disables its 
   const receiver = await startReceiver();
   receiver.script([], { status: 410 });
   try {
-    const { server, url } = await boot({ DATA_DIR: dataDir, PORTAL_API_KEYS: STANDALONE_KEY, PORTAL_ALLOW_PRIVATE_NETWORKS: '1' });
+    const { server, url } = await boot({
+      DATA_DIR: dataDir,
+      PORTAL_API_KEYS: STANDALONE_KEY,
+      PORTAL_ALLOW_PRIVATE_NETWORKS: '1',
+    });
     const created = await fetch(`${url}/webhooks`, {
       method: 'POST',
       headers: { authorization: `Bearer ${STANDALONE_KEY}`, 'content-type': 'application/json' },
       body: JSON.stringify({ type: 'customer-created', url: `${receiver.url}/gone` }),
     });
     const webhook = (await created.json()) as { id: string };
-    assert.is((await fetch(`${url}/webhooks/${webhook.id}/test`, { method: 'POST', headers: { authorization: `Bearer ${STANDALONE_KEY}` } })).status, 202);
+    assert.is(
+      (
+        await fetch(`${url}/webhooks/${webhook.id}/test`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${STANDALONE_KEY}` },
+        })
+      ).status,
+      202,
+    );
     const said = () => server.errorLines.map(logLine).filter((line) => line?.msg === 'webhook disabled');
     for (let i = 0; i < 100 && said().length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
     assert.equal(
@@ -399,7 +476,10 @@ test('DATABASE_POOL_MAX that is not a whole number from 1 to 1000 stops the star
       DATABASE_URL: 'pglite:memory',
       DATABASE_POOL_MAX: 'many',
     });
-    assert.match((await failedStart(server)).message, 'DATABASE_POOL_MAX must be a whole number from 1 to 1000, got "many"');
+    assert.match(
+      (await failedStart(server)).message,
+      'DATABASE_POOL_MAX must be a whole number from 1 to 1000, got "many"',
+    );
   } finally {
     await rm(dataDir, { recursive: true, force: true });
   }
@@ -411,8 +491,14 @@ test('PORTAL_ALLOW_PRIVATE_NETWORKS=1: a warning at start, and a receiver on loo
   const auth = { authorization: `Bearer ${STANDALONE_KEY}` };
   try {
     for (const allow of ['', '1']) {
-      const { server, url } = await boot({ DATA_DIR: dataDir, PORTAL_API_KEYS: STANDALONE_KEY, PORTAL_ALLOW_PRIVATE_NETWORKS: allow });
-      const warned = server.errorLines.map(logLine).some((line) => line?.level === 'warn' && String(line.msg).includes('PORTAL_ALLOW_PRIVATE_NETWORKS'));
+      const { server, url } = await boot({
+        DATA_DIR: dataDir,
+        PORTAL_API_KEYS: STANDALONE_KEY,
+        PORTAL_ALLOW_PRIVATE_NETWORKS: allow,
+      });
+      const warned = server.errorLines
+        .map(logLine)
+        .some((line) => line?.level === 'warn' && String(line.msg).includes('PORTAL_ALLOW_PRIVATE_NETWORKS'));
       assert.is(warned, allow === '1');
       const created = await fetch(`${url}/webhooks`, {
         method: 'POST',
@@ -421,7 +507,10 @@ test('PORTAL_ALLOW_PRIVATE_NETWORKS=1: a warning at start, and a receiver on loo
       });
       assert.is(created.status, 201);
       const webhook = (await created.json()) as { id: string };
-      assert.is((await fetch(`${url}/agreements`, { method: 'POST', headers: auth, body: validFormData() })).status, 201);
+      assert.is(
+        (await fetch(`${url}/agreements`, { method: 'POST', headers: auth, body: validFormData() })).status,
+        201,
+      );
       const attempted = async () => {
         const log = (await (await fetch(`${url}/webhooks/${webhook.id}/deliveries`, { headers: auth })).json()) as {
           data: { attempts: { statusCode: number | null; error: string | null }[] }[];

@@ -5,7 +5,12 @@ import { context, metrics, propagation, trace, SpanKind, SpanStatusCode } from '
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { MeterProvider, MetricReader, type DataPoint, type Histogram } from '@opentelemetry/sdk-metrics';
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+  type ReadableSpan,
+} from '@opentelemetry/sdk-trace-base';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryStorage, memoryTransport } from '../../adapters/memory/index.js';
@@ -53,7 +58,9 @@ async function withSdk(body: () => Promise<void>) {
 async function points(name: string): Promise<DataPoint<unknown>[]> {
   const { resourceMetrics } = await reader.collect();
   return resourceMetrics.scopeMetrics.flatMap((scope) =>
-    scope.metrics.filter((metric) => metric.descriptor.name === name).flatMap((metric) => metric.dataPoints as DataPoint<unknown>[]),
+    scope.metrics
+      .filter((metric) => metric.descriptor.name === name)
+      .flatMap((metric) => metric.dataPoints as DataPoint<unknown>[]),
   );
 }
 
@@ -73,17 +80,30 @@ test("a server span per request: the route template, the caller's trace as paren
       const hook = (await created.json()) as { id: string; secret: string };
       const traceId = '0af7651916cd43dd8448eb211c80319c';
       const callerSpan = 'b7ad6b7169203331';
-      const read = await app.api(`/webhooks/${hook.id}`, { headers: { traceparent: `00-${traceId}-${callerSpan}-01` } });
+      const read = await app.api(`/webhooks/${hook.id}`, {
+        headers: { traceparent: `00-${traceId}-${callerSpan}-01` },
+      });
       assert.is(read.status, 200);
       await read.arrayBuffer();
-      const attachment = await app.portal.tickets.putAttachment('acct_a', { name: 'a.txt', mime: 'text/plain', body: 'bytes' });
-      const link = await app.portal.tickets.downloadLink('acct_a', { ...attachment, attachmentId: attachment.id }, `${app.url}/v1`);
+      const attachment = await app.portal.tickets.putAttachment('acct_a', {
+        name: 'a.txt',
+        mime: 'text/plain',
+        body: 'bytes',
+      });
+      const link = await app.portal.tickets.downloadLink(
+        'acct_a',
+        { ...attachment, attachmentId: attachment.id },
+        `${app.url}/v1`,
+      );
       const signature = new URL(link.link).searchParams.get('signature')!;
       assert.is((await fetch(link.link)).status, 200);
       assert.is((await app.api('/nowhere')).status, 404);
       // A server span ends with its response's 'close', which may come after the client has the answer.
       await waitFor(
-        () => byName('GET /v1/webhooks/:webhookId').length > 0 && byName('GET /v1/downloads/:id').length > 0 && byName('GET').length > 0,
+        () =>
+          byName('GET /v1/webhooks/:webhookId').length > 0 &&
+          byName('GET /v1/downloads/:id').length > 0 &&
+          byName('GET').length > 0,
         'the three server spans to end',
       );
 
@@ -114,11 +134,14 @@ test("a server span per request: the route template, the caller's trace as paren
       assert.is(unmatched!.attributes['http.route'], undefined);
       assert.is(unmatched!.attributes['http.response.status_code'], 404);
       const everything = JSON.stringify(finished().map((s) => s.attributes));
-      for (const secret of [KEY_A, signature, hook.secret]) assert.not.ok(everything.includes(secret), 'no secret in any span');
+      for (const secret of [KEY_A, signature, hook.secret])
+        assert.not.ok(everything.includes(secret), 'no secret in any span');
 
       const durations = await points('http.server.request.duration');
       const routed = durations.find(
-        (point) => point.attributes['http.route'] === '/v1/webhooks/:webhookId' && point.attributes['http.request.method'] === 'GET',
+        (point) =>
+          point.attributes['http.route'] === '/v1/webhooks/:webhookId' &&
+          point.attributes['http.request.method'] === 'GET',
       );
       assert.ok(routed, 'a duration by route');
       assert.is(routed!.attributes['http.response.status_code'], 200);
@@ -163,7 +186,10 @@ test('a client span per webhook call, its URL without query values, status and a
     const transport = memoryTransport({ respond: () => answer });
     const app = await startPortal({ transport, signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER } });
     try {
-      const hook = await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://hooks.example/in?token=receiver-secret-123' });
+      const hook = await app.portal.webhooks.create('acct_a', {
+        type: 'customer-created',
+        url: 'https://hooks.example/in?token=receiver-secret-123',
+      });
       await app.portal.events.publish('acct_a', 'customer-created', { customer: { id: 'cus_1' } });
       await app.portal.worker!.tick();
       const [delivery] = (await app.portal.webhooks.deliveries('acct_a', hook.id))!;
@@ -197,14 +223,19 @@ test('a client span per webhook call, its URL without query values, status and a
       assert.not.match(JSON.stringify(calls.map((span) => span.attributes)), 'receiver-secret-123');
 
       const durations = await points('customer_portal.webhook.call.duration');
-      const outcomes = Object.fromEntries(durations.map((point) => [String(point.attributes.outcome), (point.value as Histogram).count]));
+      const outcomes = Object.fromEntries(
+        durations.map((point) => [String(point.attributes.outcome), (point.value as Histogram).count]),
+      );
       assert.ok(
         durations.every((point) => Object.keys(point.attributes).join() === 'outcome'),
         'by outcome alone: no label a tenant chooses',
       );
       assert.equal(outcomes, { failure: 1, success: 1 });
       const deliveries = await points('customer_portal.deliveries');
-      assert.equal(Object.fromEntries(deliveries.map((point) => [String(point.attributes.outcome), point.value])), { retrying: 1, delivered: 1 });
+      assert.equal(Object.fromEntries(deliveries.map((point) => [String(point.attributes.outcome), point.value])), {
+        retrying: 1,
+        delivered: 1,
+      });
     } finally {
       await app.close();
     }
@@ -216,7 +247,13 @@ test("the queue gauges: deliveries waiting and the age of the earliest, by the p
     const clock = () => new Date(now);
     const transport = memoryTransport({ respond: () => 200 });
     // Two portals on the same clock: one for the gauges, one for retention.
-    const options = { clock, transport, signingKeys: [SIGNING_KEY_1], retention: { eventsMs: 60_000, deliveriesMs: 60_000 }, webhooks: { tick: NEVER } };
+    const options = {
+      clock,
+      transport,
+      signingKeys: [SIGNING_KEY_1],
+      retention: { eventsMs: 60_000, deliveriesMs: 60_000 },
+      webhooks: { tick: NEVER },
+    };
     const app = await startPortal(options);
     try {
       await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://hooks.example/in' });
@@ -236,20 +273,30 @@ test("the queue gauges: deliveries waiting and the age of the earliest, by the p
     const second = await startPortal(options);
     try {
       await second.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://hooks.example/in' });
-      for (const id of ['cus_1', 'cus_2']) await second.portal.events.publish('acct_a', 'customer-created', { customer: { id } });
+      for (const id of ['cus_1', 'cus_2'])
+        await second.portal.events.publish('acct_a', 'customer-created', { customer: { id } });
       await second.portal.worker!.tick();
       now += 120_000;
       await second.portal.worker!.tick();
       const removed = await points('customer_portal.retention.removed');
-      assert.equal(Object.fromEntries(removed.map((point) => [String(point.attributes.kind), point.value])), { deliveries: 2, events: 2 });
+      assert.equal(Object.fromEntries(removed.map((point) => [String(point.attributes.kind), point.value])), {
+        deliveries: 2,
+        events: 2,
+      });
     } finally {
       await second.close();
     }
   }));
 
 test('redactedUrl: the origin only, never the user info, the path or the query; a URL that does not parse named as such', () => {
-  assert.is(redactedUrl('https://user:pw@hooks.example:8443/in?token=abc&token=def&x=1#frag'), 'https://hooks.example:8443/REDACTED');
-  assert.is(redactedUrl('https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXXXXXXXXXX'), 'https://hooks.slack.com/REDACTED');
+  assert.is(
+    redactedUrl('https://user:pw@hooks.example:8443/in?token=abc&token=def&x=1#frag'),
+    'https://hooks.example:8443/REDACTED',
+  );
+  assert.is(
+    redactedUrl('https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXXXXXXXXXX'),
+    'https://hooks.slack.com/REDACTED',
+  );
   assert.is(redactedUrl('https://hooks.example'), 'https://hooks.example/');
   assert.is(redactedUrl('not a url'), 'invalid');
 });

@@ -25,8 +25,14 @@ async function setup(webhooks: { retrySchedule?: number[]; timeoutMs?: number } 
   let secret: string | undefined;
   const receiver = await startReceiver({ secret: () => secret });
   const time = manualClock();
-  const portal = await webhookPortal({ clock: time.clock, webhooks: { allowPrivateNetworks: true, retrySchedule: [10, 60], ...webhooks } });
-  const webhook = await portal.webhooks.create('acct_a', { type: 'customer-created', url: `${receiver.url}/hooks/customer` });
+  const portal = await webhookPortal({
+    clock: time.clock,
+    webhooks: { allowPrivateNetworks: true, retrySchedule: [10, 60], ...webhooks },
+  });
+  const webhook = await portal.webhooks.create('acct_a', {
+    type: 'customer-created',
+    url: `${receiver.url}/hooks/customer`,
+  });
   secret = webhook.secret;
   return {
     portal,
@@ -58,7 +64,10 @@ test('publish stores the event and the first attempt goes out at once, signed an
     assert.is(request!.verified, 'ok', 'the Standard Webhooks library accepts the call');
     assert.is(request!.method, 'POST');
     assert.is(request!.url, '/hooks/customer');
-    assert.is(request!.body, JSON.stringify({ id: event.id, type: 'customer-created', createdAt: event.createdAt, data: customer }));
+    assert.is(
+      request!.body,
+      JSON.stringify({ id: event.id, type: 'customer-created', createdAt: event.createdAt, data: customer }),
+    );
     assert.equal(Object.keys(JSON.parse(request!.body)), ['id', 'type', 'createdAt', 'data']);
     const { headers } = request!;
     assert.is(headers['content-type'], 'application/json');
@@ -128,7 +137,10 @@ test('a 500 is retried on schedule, the same webhook-id and a new timestamp; the
     app.time.to(delivery.nextAttemptAt!);
     await app.portal.worker!.tick();
     delivery = await app.delivery();
-    assert.equal([delivery.status, delivery.nextAttemptAt, delivery.attempts.map((a) => a.statusCode)], ['succeeded', null, [500, 200]]);
+    assert.equal(
+      [delivery.status, delivery.nextAttemptAt, delivery.attempts.map((a) => a.statusCode)],
+      ['succeeded', null, [500, 200]],
+    );
     const [first, second] = app.receiver.received;
     assert.equal([first!.verified, second!.verified], ['ok', 'ok']);
     assert.equal([first!.headers['webhook-id'], second!.headers['webhook-id']], [event.id, event.id]);
@@ -148,7 +160,10 @@ test('410 Gone ends the delivery at once: failed, no retry', async () => {
     await app.portal.events.publish('acct_a', 'customer-created', customer);
     await app.portal.worker!.tick();
     const delivery = await app.delivery();
-    assert.equal([delivery.status, delivery.nextAttemptAt, delivery.attempts.map((a) => a.statusCode)], ['failed', null, [410]]);
+    assert.equal(
+      [delivery.status, delivery.nextAttemptAt, delivery.attempts.map((a) => a.statusCode)],
+      ['failed', null, [410]],
+    );
     app.time.advance(86_400);
     await app.portal.worker!.tick();
     assert.is(app.receiver.received.length, 1);
@@ -184,7 +199,10 @@ test('429 with a longer Retry-After waits as asked; a shorter one, or one on a 5
     assert.ok(dateWait > 60, 'the date asks for longer than the schedule');
     assert.is(waits[3], dateWait, 'an HTTP-date Retry-After on a 503');
     const delivery = await app.delivery();
-    assert.equal([delivery.status, delivery.attempts.map((a) => a.statusCode)], ['succeeded', [429, 503, 500, 503, 200]]);
+    assert.equal(
+      [delivery.status, delivery.attempts.map((a) => a.statusCode)],
+      ['succeeded', [429, 503, 500, 503, 200]],
+    );
     assert.ok(app.receiver.received.every((request) => request.verified === 'ok'));
   } finally {
     await app.close();
@@ -262,7 +280,10 @@ test('after the last retry the delivery is failed; redeliver starts a fresh sche
     app.time.to(delivery.nextAttemptAt!);
     await app.portal.worker!.tick();
     delivery = await app.delivery();
-    assert.equal([delivery.status, delivery.attempts.map((a) => a.statusCode)], ['succeeded', [500, 500, 500, 500, 204]]);
+    assert.equal(
+      [delivery.status, delivery.attempts.map((a) => a.statusCode)],
+      ['succeeded', [500, 500, 500, 500, 204]],
+    );
     assert.ok(app.receiver.received.every((request) => request.verified === 'ok'));
   } finally {
     await app.close();
@@ -296,7 +317,10 @@ test('a host name resolving to a refused address: the delivery log names the hos
   const portal = await webhookPortal({ clock: time.clock, logger });
   try {
     const port = new URL(receiver.url).port;
-    const webhook = await portal.webhooks.create('acct_a', { type: 'customer-created', url: `http://localhost:${port}/hook` });
+    const webhook = await portal.webhooks.create('acct_a', {
+      type: 'customer-created',
+      url: `http://localhost:${port}/hook`,
+    });
     await portal.events.publish('acct_a', 'customer-created', customer);
     await portal.worker!.tick();
     const [delivery] = (await portal.webhooks.deliveries('acct_a', webhook.id))!;

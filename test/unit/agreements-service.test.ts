@@ -18,7 +18,15 @@ async function blobKeys(blobs: BlobStore): Promise<string[]> {
 
 function service(storage: Storage = memoryStorage()) {
   const blobs = memoryBlobs();
-  return { blobs, agreements: createAgreementService({ storage, blobs, clock: () => new Date(), downloads: testDownloads(storage, blobs) }) };
+  return {
+    blobs,
+    agreements: createAgreementService({
+      storage,
+      blobs,
+      clock: () => new Date(),
+      downloads: testDownloads(storage, blobs),
+    }),
+  };
 }
 
 test('the service stores each document, measuring size and SHA-256 on the way, and records the agreement', async () => {

@@ -25,18 +25,34 @@ function importsOf(file: string): string[] {
 
 const files = [...sources('src'), ...sources('adapters')];
 const edges = files.flatMap((file) => importsOf(file).map((target) => ({ from: file, to: target })));
-const under = (file: string, ...folders: string[]) => folders.some((folder) => file === folder || file.startsWith(folder + '/'));
-const broken = (rule: (edge: { from: string; to: string }) => boolean) => edges.filter(rule).map((edge) => `${edge.from} → ${edge.to}`);
+const under = (file: string, ...folders: string[]) =>
+  folders.some((folder) => file === folder || file.startsWith(folder + '/'));
+const broken = (rule: (edge: { from: string; to: string }) => boolean) =>
+  edges.filter(rule).map((edge) => `${edge.from} → ${edge.to}`);
 
 test('the layout: the rooms of src/ exist, and only the six shared files sit at its root', () => {
   const root = readdirSync(path.join(ROOT, 'src')).sort();
-  assert.equal(root, ['domain', 'errors.ts', 'http', 'index.ts', 'openapi', 'options.ts', 'portal.ts', 'ports.ts', 'records.ts', 'shared', 'webhooks']);
+  assert.equal(root, [
+    'domain',
+    'errors.ts',
+    'http',
+    'index.ts',
+    'openapi',
+    'options.ts',
+    'portal.ts',
+    'ports.ts',
+    'records.ts',
+    'shared',
+    'webhooks',
+  ]);
   assert.ok(edges.length > 100, `${edges.length} imports read`);
 });
 
 test('no arrow from the domain, the webhook engine or the shared helpers into http/ or openapi/', () => {
   assert.equal(
-    broken(({ from, to }) => under(from, 'src/domain', 'src/webhooks', 'src/shared') && under(to, 'src/http', 'src/openapi')),
+    broken(
+      ({ from, to }) => under(from, 'src/domain', 'src/webhooks', 'src/shared') && under(to, 'src/http', 'src/openapi'),
+    ),
     [],
   );
 });
@@ -63,7 +79,15 @@ test('the shared helpers, ports, records and errors import no room of src/', () 
 
 test('adapters import only the ports, the records, the errors, the delivery, health and call-count rules and the shared helpers of src/', () => {
   // The delivery and webhook health rules are the pieces of the domain the adapters share: pure transitions, no I/O.
-  const allowed = ['src/ports', 'src/records', 'src/errors', 'src/shared', 'src/domain/deliveries', 'src/domain/webhook-health', 'src/domain/call-stats'];
+  const allowed = [
+    'src/ports',
+    'src/records',
+    'src/errors',
+    'src/shared',
+    'src/domain/deliveries',
+    'src/domain/webhook-health',
+    'src/domain/call-stats',
+  ];
   assert.equal(
     broken(({ from, to }) => under(from, 'adapters') && under(to, 'src') && !under(to, ...allowed)),
     [],
@@ -87,7 +111,9 @@ test('the portal page (ui/) stands apart: it imports only its own modules and no
   );
   assert.equal(outside, []);
   // A bare specifier would be a front-end dependency (or node: in the browser): the page has none.
-  const bare = page.filter((file) => /(?:from\s+|import\s*\(\s*)['"][^.'"][^'"]*['"]/.test(readFileSync(path.join(ROOT, file), 'utf8')));
+  const bare = page.filter((file) =>
+    /(?:from\s+|import\s*\(\s*)['"][^.'"][^'"]*['"]/.test(readFileSync(path.join(ROOT, file), 'utf8')),
+  );
   assert.equal(bare, []);
   assert.equal(
     broken(({ to }) => under(to, 'ui')),

@@ -1,6 +1,14 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { LATENCY_BINS, emptyHour, hourOf, latencyBin, percentile, statsWindow, summarize } from '../../src/domain/call-stats.js';
+import {
+  LATENCY_BINS,
+  emptyHour,
+  hourOf,
+  latencyBin,
+  percentile,
+  statsWindow,
+  summarize,
+} from '../../src/domain/call-stats.js';
 
 const bins = (entries: Record<number, number>) => {
   const latency = new Array<number>(LATENCY_BINS).fill(0);
@@ -22,12 +30,28 @@ test('percentile: interpolated within the bin the rank falls in; null without ca
 
 test('summarize: buckets end with the current hour, hours outside the window are left out, totals add up', () => {
   const now = new Date('2026-05-01T10:20:00Z');
-  const at = (iso: string, succeeded: number, failed: number) => ({ ...emptyHour(hourOf(iso)), succeeded, failed, latency: bins({ 1: succeeded + failed }) });
-  const stored = [at('2026-05-01T10:05:00+00:00', 3, 1), at('2026-04-30T11:00:00+00:00', 2, 0), at('2026-04-30T10:59:00+00:00', 7, 7)];
+  const at = (iso: string, succeeded: number, failed: number) => ({
+    ...emptyHour(hourOf(iso)),
+    succeeded,
+    failed,
+    latency: bins({ 1: succeeded + failed }),
+  });
+  const stored = [
+    at('2026-05-01T10:05:00+00:00', 3, 1),
+    at('2026-04-30T11:00:00+00:00', 2, 0),
+    at('2026-04-30T10:59:00+00:00', 7, 7),
+  ];
   const day = summarize('24h', now, stored);
-  assert.equal([day.from, day.until, day.buckets.length], ['2026-04-30T11:00:00+00:00', '2026-05-01T11:00:00+00:00', 24]);
+  assert.equal(
+    [day.from, day.until, day.buckets.length],
+    ['2026-04-30T11:00:00+00:00', '2026-05-01T11:00:00+00:00', 24],
+  );
   assert.equal([day.buckets[0]!.succeeded, day.buckets[23]!.succeeded, day.buckets[23]!.failed], [2, 3, 1]);
-  assert.equal([day.totals.succeeded, day.totals.failed, day.totals.p50Ms], [5, 1, 75], 'the 10:00 of the day before is outside');
+  assert.equal(
+    [day.totals.succeeded, day.totals.failed, day.totals.p50Ms],
+    [5, 1, 75],
+    'the 10:00 of the day before is outside',
+  );
   const week = summarize('7d', now, stored);
   assert.equal([week.buckets.length, week.totals.succeeded, week.totals.failed], [28, 12, 8]);
   assert.is(week.buckets.at(-1)!.start, '2026-05-01T05:00:00+00:00', 'the last bucket ends with the current hour');

@@ -27,15 +27,27 @@ test.after(() => pki?.close());
 async function original(text: string, useXRefStream = false): Promise<Buffer> {
   const { PDF, StandardFonts } = await import('@libpdf/core');
   const pdf = PDF.create();
-  for (let n = 1; n <= 3; n++) pdf.addPage({ size: 'a4' }).drawText(`${text}, page ${n}`, { x: 60, y: 760, size: 14, font: StandardFonts.Helvetica });
+  for (let n = 1; n <= 3; n++)
+    pdf
+      .addPage({ size: 'a4' })
+      .drawText(`${text}, page ${n}`, { x: 60, y: 760, size: 14, font: StandardFonts.Helvetica });
   return Buffer.from(await pdf.save({ useXRefStream }));
 }
 
 function signedAgreement(bytes: Buffer) {
   const record = agreementRecord({ status: 'signed', name: 'Lease Lindenstrasse 2026' });
   const at = '2026-12-05T10:00:00+00:00';
-  record.signers = record.signers.map((signer) => ({ ...signer, signature: REAL_PNG, signatureHash: 'a'.repeat(64), signedAt: at }));
-  const document = { ...record.documents[0]!, fileHash: createHash('sha256').update(bytes).digest('hex'), fileSize: bytes.length };
+  record.signers = record.signers.map((signer) => ({
+    ...signer,
+    signature: REAL_PNG,
+    signatureHash: 'a'.repeat(64),
+    signedAt: at,
+  }));
+  const document = {
+    ...record.documents[0]!,
+    fileHash: createHash('sha256').update(bytes).digest('hex'),
+    fileSize: bytes.length,
+  };
   return { record: { ...record, documents: [document] }, document };
 }
 
@@ -77,7 +89,11 @@ it('with a PKCS#12 key and a timestamp authority: B-T, valid, trusted, the whole
 });
 
 it('a timestamp authority that fails: a B-B seal, still valid, and the reason', async () => {
-  const sealer = (await createSealer({ p12: pki.p12, password: pki.password, timestampUrl: 'http://127.0.0.1:9/tsa' }))!;
+  const sealer = (await createSealer({
+    p12: pki.p12,
+    password: pki.password,
+    timestampUrl: 'http://127.0.0.1:9/tsa',
+  }))!;
   const bytes = await original('Without a timestamp', true);
   const { record, document } = signedAgreement(bytes);
   const copy = await completedCopy(bytes, copyPlan(record, document, NOW), sealer);
@@ -129,7 +145,11 @@ it('without a sealing key the copy is stamped, not sealed; a document that is no
   } catch (error) {
     assert.match((error as Error).message, /is not a PDF/);
   }
-  const broken = Buffer.concat([Buffer.from('%PDF-1.7\n'), Buffer.alloc(2000, 0x41), Buffer.from('\nstartxref\n99999999\n%%EOF\n')]);
+  const broken = Buffer.concat([
+    Buffer.from('%PDF-1.7\n'),
+    Buffer.alloc(2000, 0x41),
+    Buffer.from('\nstartxref\n99999999\n%%EOF\n'),
+  ]);
   await completedCopy(broken, copyPlan(record, document, NOW), null).then(
     () => assert.unreachable('a broken PDF has no copy'),
     (error: Error) => assert.ok(error instanceof Error),

@@ -82,7 +82,8 @@ test('isDue: pending with a next attempt at or before now', () => {
   assert.ok(isDue(delivery(), at(11)));
   assert.not.ok(isDue(delivery(), at(9)), 'not yet');
   assert.not.ok(isDue(delivery({ nextAttemptAt: null }), at(59)), 'pending with no next attempt is never due');
-  for (const status of ['succeeded', 'failed', 'cancelled'] as const) assert.not.ok(isDue(delivery({ status }), at(59)), status);
+  for (const status of ['succeeded', 'failed', 'cancelled'] as const)
+    assert.not.ok(isDue(delivery({ status }), at(59)), status);
 });
 
 test('isLeased: a lease holds until its end, that second included', () => {
@@ -125,7 +126,14 @@ test("recordAttempt: the owner's attempt is appended, the outcome set, the lease
   const before = leased('worker-1', at(40), { attempts: [first], attemptCount: 1 });
   const second = attempt(503);
   const after = recordAttempt(before, 'worker-1', second, { status: 'pending', nextAttemptAt: at(55) })!;
-  assert.equal(after, { ...before, attempts: [first, second], attemptCount: 2, nextAttemptAt: at(55), leaseOwner: null, leaseUntil: null });
+  assert.equal(after, {
+    ...before,
+    attempts: [first, second],
+    attemptCount: 2,
+    nextAttemptAt: at(55),
+    leaseOwner: null,
+    leaseUntil: null,
+  });
   assert.is.not(after.attempts[1], second, 'the attempt is copied in');
   assert.equal(before.attempts, [first], 'the argument keeps its attempts');
   const done = recordAttempt(leased(), 'worker-1', attempt(204), { status: 'succeeded', nextAttemptAt: null })!;
@@ -136,12 +144,23 @@ test('recordAttempt: null for another owner, no lease at all, or a delivery no l
   const outcome = { status: 'succeeded' as const, nextAttemptAt: null };
   assert.is(recordAttempt(leased('worker-1'), 'worker-2', attempt(200), outcome), null);
   assert.is(recordAttempt(delivery(), 'worker-1', attempt(200), outcome), null);
-  assert.is(recordAttempt(leased('worker-1', at(40), { status: 'cancelled', nextAttemptAt: null }), 'worker-1', attempt(200), outcome), null);
+  assert.is(
+    recordAttempt(
+      leased('worker-1', at(40), { status: 'cancelled', nextAttemptAt: null }),
+      'worker-1',
+      attempt(200),
+      outcome,
+    ),
+    null,
+  );
 });
 
 test('recordAttempt: a lease that ran out but was not taken over still lets its owner record', () => {
   // The rule has no clock: only another claim (which takes the lease) stops a slow call from recording.
-  const after = recordAttempt(leased('worker-1', at(1)), 'worker-1', attempt(200), { status: 'succeeded', nextAttemptAt: null });
+  const after = recordAttempt(leased('worker-1', at(1)), 'worker-1', attempt(200), {
+    status: 'succeeded',
+    nextAttemptAt: null,
+  });
   assert.is(after?.status, 'succeeded');
 });
 
@@ -155,14 +174,22 @@ test('redeliver: from any status, pending again at the given time, lease dropped
     leased('worker-1', at(29), { attempts }),
   ]) {
     const after = redeliver(before, at(30));
-    assert.equal(after, { ...before, status: 'pending', nextAttemptAt: at(30), leaseOwner: null, leaseUntil: null, attempts }, before.status);
+    assert.equal(
+      after,
+      { ...before, status: 'pending', nextAttemptAt: at(30), leaseOwner: null, leaseUntil: null, attempts },
+      before.status,
+    );
   }
 });
 
 test('redeliver: queued while a lease holds the delivery, up to and including its last second: its call may be in flight', () => {
   for (const until of [at(40), at(30)]) {
     const before = leased('worker-1', until);
-    assert.equal(redeliver(before, at(30)), { ...before, redeliverQueued: true }, `lease until ${until}: queued, nothing else changes`);
+    assert.equal(
+      redeliver(before, at(30)),
+      { ...before, redeliverQueued: true },
+      `lease until ${until}: queued, nothing else changes`,
+    );
   }
   assert.equal(redeliver(leased('worker-1', at(30)), at(31)).redeliverQueued, false, 'a lease that ran out: due now');
 });
@@ -175,9 +202,16 @@ test('recordAttempt: a queued redeliver wins over the outcome: pending, due as t
     { status: 'pending' as const, nextAttemptAt: at(900) },
   ]) {
     const after = recordAttempt({ ...leased('worker-1', at(100)), redeliverQueued: true }, 'worker-1', made, outcome)!;
-    assert.equal([after.status, after.nextAttemptAt, after.redeliverQueued, after.leaseOwner], ['pending', at(42), false, null], outcome.status);
+    assert.equal(
+      [after.status, after.nextAttemptAt, after.redeliverQueued, after.leaseOwner],
+      ['pending', at(42), false, null],
+      outcome.status,
+    );
     assert.ok(isDueAfter(after, made), 'due at once');
-    assert.not.ok(isDueAfter(recordAttempt(leased('worker-1', at(100)), 'worker-1', made, outcome)!, made), 'without one: the outcome stands');
+    assert.not.ok(
+      isDueAfter(recordAttempt(leased('worker-1', at(100)), 'worker-1', made, outcome)!, made),
+      'without one: the outcome stands',
+    );
   }
 });
 
@@ -189,7 +223,10 @@ test('recordAttempt: keeps the last MAX_ATTEMPTS_KEPT attempts and counts every 
   let current: DeliveryRecord = delivery();
   for (let n = 1; n <= MAX_ATTEMPTS_KEPT + 3; n++) {
     const made = { ...attempt(500), durationMs: n };
-    current = recordAttempt(lease(current, 'worker-1', at(40)), 'worker-1', made, { status: 'pending', nextAttemptAt: at(10) })!;
+    current = recordAttempt(lease(current, 'worker-1', at(40)), 'worker-1', made, {
+      status: 'pending',
+      nextAttemptAt: at(10),
+    })!;
   }
   assert.is(current.attemptCount, MAX_ATTEMPTS_KEPT + 3);
   assert.is(current.attempts.length, MAX_ATTEMPTS_KEPT);
@@ -204,7 +241,11 @@ test('planClaim with perAccount: an account at its share is passed over; its cou
     delivery({ id: 'whd_3', accountId: 'acct_b', nextAttemptAt: at(3) }),
     delivery({ id: 'whd_4', accountId: 'acct_b', nextAttemptAt: at(4) }),
   ];
-  const plan = planClaim(dues, { now: at(30), leaseUntil: at(60), limit: 10, owner: 'w', perAccount: { max: 1, inFlight: { acct_b: 1 } } }, () => true);
+  const plan = planClaim(
+    dues,
+    { now: at(30), leaseUntil: at(60), limit: 10, owner: 'w', perAccount: { max: 1, inFlight: { acct_b: 1 } } },
+    () => true,
+  );
   assert.equal(
     plan.leased.map((d) => d.id),
     ['whd_1'],
@@ -214,14 +255,23 @@ test('planClaim with perAccount: an account at its share is passed over; its cou
 
 test('cancel: a pending delivery, leased or not, ends cancelled; a finished one is null', () => {
   for (const before of [delivery(), leased(), delivery({ nextAttemptAt: null })]) {
-    assert.equal(cancel(before), { ...before, status: 'cancelled', nextAttemptAt: null, leaseOwner: null, leaseUntil: null });
+    assert.equal(cancel(before), {
+      ...before,
+      status: 'cancelled',
+      nextAttemptAt: null,
+      leaseOwner: null,
+      leaseUntil: null,
+    });
   }
-  for (const status of ['succeeded', 'failed', 'cancelled'] as const) assert.is(cancel(delivery({ status, nextAttemptAt: null })), null, status);
+  for (const status of ['succeeded', 'failed', 'cancelled'] as const)
+    assert.is(cancel(delivery({ status, nextAttemptAt: null })), null, status);
 });
 
 /** Deliveries `whd_<n>` due at second `n`, of webhook `wbh_live` unless listed in `orphans`. */
 function queue(dues: number[], orphans: number[] = []): DeliveryRecord[] {
-  return dues.map((n) => delivery({ id: `whd_${n}`, nextAttemptAt: at(n), webhookId: orphans.includes(n) ? 'wbh_gone' : 'wbh_live' }));
+  return dues.map((n) =>
+    delivery({ id: `whd_${n}`, nextAttemptAt: at(n), webhookId: orphans.includes(n) ? 'wbh_gone' : 'wbh_live' }),
+  );
 }
 const live = (d: DeliveryRecord) => d.webhookId === 'wbh_live';
 const claim = (now: number, limit: number) => ({ now: at(now), leaseUntil: at(now + 30), limit, owner: 'worker-9' });
@@ -232,11 +282,19 @@ test('planClaim: leases claimable candidates in the order given, up to the limit
   assert.equal(ids(plan.leased), ['whd_1', 'whd_2']);
   assert.ok(plan.leased.every((d) => d.leaseOwner === 'worker-9' && d.leaseUntil === at(33)));
   assert.equal(plan.cancelled, []);
-  assert.equal(ids(planClaim(queue([1, 2, 3, 4]), claim(3, 10), live).leased), ['whd_1', 'whd_2', 'whd_3'], 'one not yet due is left');
+  assert.equal(
+    ids(planClaim(queue([1, 2, 3, 4]), claim(3, 10), live).leased),
+    ['whd_1', 'whd_2', 'whd_3'],
+    'one not yet due is left',
+  );
 });
 
 test('planClaim: leased and finished candidates are passed over', () => {
-  const candidates = [leased('worker-1', at(40)), delivery({ id: 'whd_done', status: 'succeeded', nextAttemptAt: null }), ...queue([5])];
+  const candidates = [
+    leased('worker-1', at(40)),
+    delivery({ id: 'whd_done', status: 'succeeded', nextAttemptAt: null }),
+    ...queue([5]),
+  ];
   assert.equal(ids(planClaim(candidates, claim(10, 10), () => true).leased), ['whd_5']);
 });
 

@@ -8,7 +8,9 @@ import { silentLogger } from '../../src/shared/logger.js';
 const codes = Object.keys(ERRORS) as ErrorCode[];
 const doc = readFileSync(new URL('../../../docs/http-api.md', import.meta.url), 'utf8');
 /** The rows of the "Error codes" table: code → status as documented. */
-const documented = new Map([...doc.matchAll(/^\| `([A-Z_]+)` \| (\d{3}) \|/gm)].map((match) => [match[1]!, Number(match[2])] as const));
+const documented = new Map(
+  [...doc.matchAll(/^\| `([A-Z_]+)` \| (\d{3}) \|/gm)].map((match) => [match[1]!, Number(match[2])] as const),
+);
 
 test('every code of the catalogue is documented in docs/http-api.md, with its status', () => {
   for (const code of codes) {
@@ -18,7 +20,8 @@ test('every code of the catalogue is documented in docs/http-api.md, with its st
 });
 
 test('the documentation lists no code the catalogue does not have', () => {
-  for (const code of documented.keys()) assert.ok(code in ERRORS, `docs/http-api.md lists ${code}, which the catalogue lacks`);
+  for (const code of documented.keys())
+    assert.ok(code in ERRORS, `docs/http-api.md lists ${code}, which the catalogue lacks`);
 });
 
 test('PortalError takes status, message and headers from the catalogue; HttpError is the same class', () => {
@@ -53,7 +56,11 @@ test('the renderer: catalogue errors as themselves, faults of ours and strangers
     headers: {},
   });
   const unavailable = renderError(new PortalError('STORAGE_UNAVAILABLE', 'The database is away', 3), logger, 'r2');
-  assert.equal(unavailable, { status: 503, body: '{"message":"The database is away"}', headers: { 'retry-after': '3' } });
+  assert.equal(unavailable, {
+    status: 503,
+    body: '{"message":"The database is away"}',
+    headers: { 'retry-after': '3' },
+  });
   const internal = { status: 500, body: '{"message":"Internal error"}', headers: {} };
   assert.equal(renderError(new PortalError('RECORD_EXISTS', 'wbh_1'), logger, 'r3'), internal);
   assert.equal(renderError(new TypeError('secret detail'), logger, 'r4'), internal);

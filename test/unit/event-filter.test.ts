@@ -81,7 +81,10 @@ test('$gt $gte $lt $lte: numbers against numbers, strings against strings, nothi
   assert.not.ok(matches({ amount: { $gt: '1' } }), 'a number is not compared with a string');
   assert.not.ok(matches({ 'customer.id': { $gt: 0 } }));
   assert.not.ok(matches({ missing: { $lt: 1 } }));
-  assert.ok(matches({ at: { $gte: '2026-11-01T00:00:00+00:00' } }, { at: '2026-11-26T10:00:00+00:00' }), 'ATOM times sort as text');
+  assert.ok(
+    matches({ at: { $gte: '2026-11-01T00:00:00+00:00' } }, { at: '2026-11-26T10:00:00+00:00' }),
+    'ATOM times sort as text',
+  );
 });
 
 test('$in and $nin: one of the values, or an array holding one of them; $nin the opposite, missing included', () => {
@@ -105,7 +108,10 @@ test("$in over 100 objects against an event's 1,000 objects reads each object of
       ownKeys: (object) => (reads++, Reflect.ownKeys(object)),
     });
   const items = Array.from({ length: 1000 }, () => counted({ a: 0, b: 0, c: 0, d: 'x' }));
-  const filter = checkFilter({ items: { $in: Array.from({ length: 100 }, (_, i) => ({ a: 0, b: 0, c: 0, d: `y${i}` })) } }, 'filter');
+  const filter = checkFilter(
+    { items: { $in: Array.from({ length: 100 }, (_, i) => ({ a: 0, b: 0, c: 0, d: `y${i}` })) } },
+    'filter',
+  );
   assert.not.ok(matchesFilter(filter, { items }));
   // Spelling an object out reads its keys and each of its four values: a handful of reads per item.
   assert.ok(reads <= 10 * items.length, `${reads} reads of 1,000 objects`);
@@ -124,7 +130,10 @@ test('$in over objects and arrays: equal whatever the key order, nested values c
   };
   const on = (filter: EventFilter) => matchesFilter(checkFilter(filter, 'filter'), lines);
   assert.ok(on({ lines: { $in: [{ meta: { tags: ['x', 'y'] }, qty: 1, sku: 'a' }] } }), 'another key order');
-  assert.not.ok(on({ lines: { $in: [{ sku: 'a', qty: 1, meta: { tags: ['y', 'x'] } }] } }), 'an array in another order is another value');
+  assert.not.ok(
+    on({ lines: { $in: [{ sku: 'a', qty: 1, meta: { tags: ['y', 'x'] } }] } }),
+    'an array in another order is another value',
+  );
   assert.not.ok(on({ lines: { $in: [{ sku: 'a', qty: 1 }] } }), 'a part of an object is not the object');
   assert.not.ok(on({ lines: { $in: [{ sku: 'a', qty: '1', meta: { tags: ['x', 'y'] } }] } }), '"1" is not 1');
   assert.ok(on({ pair: { $in: [[1, 'one']] } }), 'an array found whole');
@@ -149,14 +158,20 @@ test('$and, $or, $not, and filters nested under a path, any depth within the lim
   assert.ok(matches({ $and: [{ amount: { $gt: 100 } }, { $not: { vip: true } }] }));
   assert.not.ok(matches({ $not: { currency: 'EUR' } }));
   assert.ok(matches({ customer: { tier: 'gold', address: { country: { $in: ['FR', 'DE'] } } } }), 'nested under paths');
-  assert.ok(matches({ customer: { $or: [{ tier: 'silver' }, { 'address.country': 'FR' }] } }), 'logic inside a nested filter');
+  assert.ok(
+    matches({ customer: { $or: [{ tier: 'silver' }, { 'address.country': 'FR' }] } }),
+    'logic inside a nested filter',
+  );
   assert.not.ok(matches({ customer: { tier: 'silver' } }));
   assert.ok(matches({ missing: { $not: { x: 1 } } }), 'a nested filter over a missing path: its clauses see nothing');
   assert.not.ok(matches({ missing: { x: { $exist: true } } }));
 });
 
 test('a bad filter is a 400 naming the part that is wrong', () => {
-  assert.match(refusal({ amount: { $gtx: 1 } }), /^webhook\.filter\.amount\.\$gtx: is not an operator; use one of \$eq, \$neq/);
+  assert.match(
+    refusal({ amount: { $gtx: 1 } }),
+    /^webhook\.filter\.amount\.\$gtx: is not an operator; use one of \$eq, \$neq/,
+  );
   assert.match(refusal({ amount: { $gt: 1, $gtx: 1 } }), /^webhook\.filter\.amount\.\$gtx: is not a value operator/);
   assert.match(refusal({ $nor: [] }), /^webhook\.filter\.\$nor: is not an operator/);
   assert.match(refusal({ $gte: 1 }), /^webhook\.filter\.\$gte: needs a path to test/);
@@ -199,7 +214,10 @@ test('checkFilter stores a JSON copy: a Date is its text, undefined members vani
   assert.equal(stored, { at: { $gte: '2026-11-01T00:00:00.000Z' } });
   (input.at as Record<string, unknown>).$gte = 'changed';
   assert.ok(matchesFilter(stored, { at: '2026-11-02T00:00:00.000Z' }));
-  assert.ok(matchesFilter({ amount: { $gt: 1 } }, { amount: 2 }), 'a filter never checked here is compiled on first use');
+  assert.ok(
+    matchesFilter({ amount: { $gt: 1 } }, { amount: 2 }),
+    'a filter never checked here is compiled on first use',
+  );
 });
 
 test.run();

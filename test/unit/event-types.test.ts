@@ -15,7 +15,11 @@ const customer = {
     customer: {
       type: 'object',
       required: ['id'],
-      properties: { id: { type: 'string', pattern: '^cus_' }, email: { type: 'string', format: 'email' }, tags: { type: 'array', items: { type: 'string' } } },
+      properties: {
+        id: { type: 'string', pattern: '^cus_' },
+        email: { type: 'string', format: 'email' },
+        tags: { type: 'array', items: { type: 'string' } },
+      },
     },
   },
 };
@@ -39,7 +43,13 @@ test("the library's types come with their schemas and examples, each example val
     listed.map((type) => type.name),
     [...DEFAULT_EVENT_TYPES],
   );
-  assert.equal(listed[0], { name: 'customer-created', description: null, schema: null, example: null, deprecated: false });
+  assert.equal(listed[0], {
+    name: 'customer-created',
+    description: null,
+    schema: null,
+    example: null,
+    deprecated: false,
+  });
   for (const { name, example } of LIBRARY_EVENT_TYPES) {
     const entry = listed.find((type) => type.name === name)!;
     assert.equal(entry.example, example, name);
@@ -65,7 +75,11 @@ test("the library's types are compiled with the first check of their data, once 
     const first = createEventCatalogue(['customer-created'], builtIn);
     const second = createEventCatalogue(['customer-created'], builtIn);
     assert.is(compiled, 0, 'making a catalogue compiles nothing');
-    assert.is(first.list()[0]!.schema!.title, builtIn['customer-created'].schema.title, 'it lists the schema all the same');
+    assert.is(
+      first.list()[0]!.schema!.title,
+      builtIn['customer-created'].schema.title,
+      'it lists the schema all the same',
+    );
     first.check('customer-created', { customer: { id: 'cus_1' } });
     assert.is(compiled, 1, 'the first check compiles it');
     assert.match(
@@ -102,9 +116,20 @@ test('ajv is loaded with the first schema compiled: a portal whose events no sch
 
 test('define: a schema for a type of eventTypes; publish-time checks name the first failing path', () => {
   const catalogue = createEventCatalogue(['customer-created']);
-  catalogue.define('customer-created', { schema: customer, description: 'A customer signed up.', example: { customer: { id: 'cus_1' } }, deprecated: true });
+  catalogue.define('customer-created', {
+    schema: customer,
+    description: 'A customer signed up.',
+    example: { customer: { id: 'cus_1' } },
+    deprecated: true,
+  });
   assert.equal(catalogue.list(), [
-    { name: 'customer-created', description: 'A customer signed up.', schema: customer, example: { customer: { id: 'cus_1' } }, deprecated: true },
+    {
+      name: 'customer-created',
+      description: 'A customer signed up.',
+      schema: customer,
+      example: { customer: { id: 'cus_1' } },
+      deprecated: true,
+    },
   ]);
   catalogue.check('customer-created', { customer: { id: 'cus_2', tags: ['a'] } });
   assert.match(
@@ -132,7 +157,10 @@ test('define refuses what it cannot use: another type, a schema that is not one,
     () => catalogue.define('invoice-paid', { schema: {} }),
     /"invoice-paid" is not one of the eventTypes option \(customer-created\); add it there first/,
   );
-  assert.throws(() => catalogue.define('customer-created', { schema: { type: 'objec' } }), /the schema of "customer-created" is not a valid JSON Schema/);
+  assert.throws(
+    () => catalogue.define('customer-created', { schema: { type: 'objec' } }),
+    /the schema of "customer-created" is not a valid JSON Schema/,
+  );
   assert.throws(() => catalogue.define('customer-created', { schema: [] as never }), /must be a JSON Schema object/);
   assert.throws(
     () => catalogue.define('customer-created', { schema: customer, example: { customer: {} } }),
@@ -148,12 +176,17 @@ test('define refuses what it cannot use: another type, a schema that is not one,
 });
 
 test("portal.eventTypes and events.publish: data breaking its type's schema is refused before anything is stored", async () => {
-  const portal = await createPortal({ auth: { apiKeys: { 'event-types-test-key-a': 'acct_a' } }, webhooks: { worker: false } });
+  const portal = await createPortal({
+    auth: { apiKeys: { 'event-types-test-key-a': 'acct_a' } },
+    webhooks: { worker: false },
+  });
   try {
     const hook = await portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/c' });
     portal.eventTypes.define('customer-created', { schema: customer });
     await portal.events.publish('acct_a', 'customer-created', { customer: { id: 'cus_1' } });
-    const error = await portal.events.publish('acct_a', 'customer-created', { customer: { id: 7 } }).catch((caught: unknown) => caught);
+    const error = await portal.events
+      .publish('acct_a', 'customer-created', { customer: { id: 7 } })
+      .catch((caught: unknown) => caught);
     assert.ok(isPortalError(error, 'EVENT_DATA_INVALID'));
     assert.match((error as Error).message, /data\.customer\.id must be string/);
     assert.is((await portal.webhooks.deliveries('acct_a', hook.id))!.length, 1, 'the refused event made no delivery');

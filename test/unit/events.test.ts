@@ -15,7 +15,12 @@ test('publish refuses an unknown type, data that is not a JSON object, and an em
     const cycle: Record<string, unknown> = {};
     cycle.self = cycle;
     for (const [account, type, data, pattern] of [
-      ['acct_a', 'customer-deleted', {}, /eventType: must be one of: customer-created, agreement-created, agreement-signed/],
+      [
+        'acct_a',
+        'customer-deleted',
+        {},
+        /eventType: must be one of: customer-created, agreement-created, agreement-signed/,
+      ],
       ['acct_a', 'customer-created', [1, 2], /JSON object/],
       ['acct_a', 'customer-created', 'text', /JSON object/],
       ['acct_a', 'customer-created', null, /JSON object/],
@@ -39,7 +44,11 @@ test('publish stores data as the JSON it is sent as, and eventTypes decides what
   const portal = await webhookPortal({ transport, eventTypes: ['invoice-paid'] });
   try {
     await portal.webhooks.create('acct_a', { ...HOOK, type: 'invoice-paid' });
-    const event = await portal.events.publish('acct_a', 'invoice-paid', { at: new Date('2026-01-02T03:04:05Z'), skip: undefined, n: 1 });
+    const event = await portal.events.publish('acct_a', 'invoice-paid', {
+      at: new Date('2026-01-02T03:04:05Z'),
+      skip: undefined,
+      n: 1,
+    });
     assert.equal(event.data, { at: '2026-01-02T03:04:05.000Z', n: 1 });
     await portal.worker!.tick();
     assert.equal(JSON.parse(transport.calls[0]!.body).data, event.data);
@@ -59,9 +68,16 @@ test('an event reaches only the webhooks of its account and type', async () => {
     const otherAccount = await portal.webhooks.create('acct_b', HOOK);
     const event = await portal.events.publish('acct_a', 'customer-created', { customer: { id: 'cus_1' } });
     await portal.worker!.tick();
-    assert.equal(transport.calls.map((call) => call.url).sort(), ['https://receiver.example/hook', 'https://second.example/hook']);
+    assert.equal(transport.calls.map((call) => call.url).sort(), [
+      'https://receiver.example/hook',
+      'https://second.example/hook',
+    ]);
     assert.ok(transport.calls.every((call) => call.headers['webhook-id'] === event.id));
-    assert.is.not(transport.calls[0]!.headers['webhook-signature'], transport.calls[1]!.headers['webhook-signature'], 'each signed with its own secret');
+    assert.is.not(
+      transport.calls[0]!.headers['webhook-signature'],
+      transport.calls[1]!.headers['webhook-signature'],
+      'each signed with its own secret',
+    );
     assert.is((await portal.webhooks.deliveries('acct_a', mine.id))!.length, 1);
     assert.is((await portal.webhooks.deliveries('acct_a', second.id))!.length, 1);
     assert.equal(await portal.webhooks.deliveries('acct_a', otherType.id), []);

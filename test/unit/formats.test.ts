@@ -21,7 +21,8 @@ test('ids: every prefix, 22 base-62 characters, no repeats over 100,000', () => 
 test('ids: characters are spread evenly over the 62 (no modulo bias)', () => {
   const counts = new Map<string, number>();
   const samples = 20_000;
-  for (let i = 0; i < samples; i++) for (const char of newId('evt').slice(4)) counts.set(char, (counts.get(char) ?? 0) + 1);
+  for (let i = 0; i < samples; i++)
+    for (const char of newId('evt').slice(4)) counts.set(char, (counts.get(char) ?? 0) + 1);
   assert.is(counts.size, 62);
   const expected = (samples * 22) / 62;
   for (const [char, count] of counts) {
@@ -33,7 +34,17 @@ test('ids: characters are spread evenly over the 62 (no modulo bias)', () => {
 test('isId: prefix and shape', () => {
   assert.ok(isId('fsd', 'fsd_abcXYZ019'));
   assert.ok(isId('tck', newId('tck')));
-  for (const bad of ['fsf_abc', 'fsd_', 'fsd-abc', 'fsd_ab-c', 'fsd_' + 'a'.repeat(65), ' fsd_abc', 'fsd_abc\n', 42, null]) {
+  for (const bad of [
+    'fsf_abc',
+    'fsd_',
+    'fsd-abc',
+    'fsd_ab-c',
+    'fsd_' + 'a'.repeat(65),
+    ' fsd_abc',
+    'fsd_abc\n',
+    42,
+    null,
+  ]) {
     assert.not.ok(isId('fsd', bad), String(bad));
   }
 });
@@ -79,10 +90,20 @@ test('jsonString and errorJson: the same text as JSON.stringify, whatever the ch
 
 test('webhookJson: the text JSON.stringify makes of a webhook, whatever its fields hold', () => {
   fc.assert(
-    fc.property(fc.array(fc.string({ unit: 'binary' }), { minLength: 5, maxLength: 5 }), ([id, type, url, secret, createdAt]) => {
-      const webhook = webhookShape({ id: id!, accountId: 'acct', type: type!, url: url!, secret: secret!, createdAt: createdAt! });
-      assert.is(webhookJson(webhook), JSON.stringify(webhook));
-    }),
+    fc.property(
+      fc.array(fc.string({ unit: 'binary' }), { minLength: 5, maxLength: 5 }),
+      ([id, type, url, secret, createdAt]) => {
+        const webhook = webhookShape({
+          id: id!,
+          accountId: 'acct',
+          type: type!,
+          url: url!,
+          secret: secret!,
+          createdAt: createdAt!,
+        });
+        assert.is(webhookJson(webhook), JSON.stringify(webhook));
+      },
+    ),
     { numRuns: 1000, seed: 7 },
   );
 });
@@ -135,12 +156,16 @@ test('media types: RFC 9110 type "/" subtype *( OWS ";" OWS parameter ), token c
 
 test('media types: whatever is accepted can go out as a Content-Type header (a download never answers 500)', () => {
   fc.assert(
-    fc.property(fc.string({ unit: 'binary', maxLength: 60 }), fc.string({ unit: 'binary', maxLength: 20 }), (tail, quoted) => {
-      for (const candidate of [`text/${tail}`, `text/plain; a="${quoted}"`, `text/plain;${tail}`]) {
-        if (!isMediaType(candidate)) continue;
-        validateHeaderValue('Content-Type', candidate);
-      }
-    }),
+    fc.property(
+      fc.string({ unit: 'binary', maxLength: 60 }),
+      fc.string({ unit: 'binary', maxLength: 20 }),
+      (tail, quoted) => {
+        for (const candidate of [`text/${tail}`, `text/plain; a="${quoted}"`, `text/plain;${tail}`]) {
+          if (!isMediaType(candidate)) continue;
+          validateHeaderValue('Content-Type', candidate);
+        }
+      },
+    ),
     { numRuns: 5000 },
   );
 });

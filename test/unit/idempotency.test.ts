@@ -2,7 +2,12 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryBlobs, memoryStorage } from '../../adapters/memory/index.js';
 import { isPortalError } from '../../src/errors.js';
-import { IDEMPOTENCY_TTL_MS, createIdempotency, fingerprintOf, parseIdempotencyKey } from '../../src/domain/idempotency.js';
+import {
+  IDEMPOTENCY_TTL_MS,
+  createIdempotency,
+  fingerprintOf,
+  parseIdempotencyKey,
+} from '../../src/domain/idempotency.js';
 import { createOrphanSweep } from '../../src/domain/orphan-sweep.js';
 import { silentLogger } from '../../src/shared/logger.js';
 import { webhookRecord } from '../conformance/fixtures.js';
@@ -23,7 +28,20 @@ test('parseIdempotencyKey: a bare key or a structured-field String; anything els
   assert.is(parseIdempotencyKey('"a\\"b\\\\c"'), 'a"b\\c', 'the escapes of an sf-string');
   assert.is(parseIdempotencyKey('a"b'), 'a"b', 'a quote inside a bare key is visible ASCII');
   assert.is(parseIdempotencyKey('~'.repeat(255)), '~'.repeat(255));
-  for (const bad of ['', ' ', '"', '""', '"abc', '"a"b"', '"a b"', 'a b', 'é', '\u0001', '~'.repeat(256), `"${'a'.repeat(256)}"`]) {
+  for (const bad of [
+    '',
+    ' ',
+    '"',
+    '""',
+    '"abc',
+    '"a"b"',
+    '"a b"',
+    'a b',
+    'é',
+    '\u0001',
+    '~'.repeat(256),
+    `"${'a'.repeat(256)}"`,
+  ]) {
     assert.is(
       code(() => parseIdempotencyKey(bad)),
       'IDEMPOTENCY_KEY_INVALID',
@@ -78,7 +96,11 @@ test('the orphan sweep removes expired idempotency keys with its run', async () 
   const storage = memoryStorage();
   const idempotency = createIdempotency({ storage, clock });
   const start = await idempotency.begin('acct_a', 'k', 'f');
-  await storage.insertWebhook(webhookRecord(), undefined, idempotency.completion(start.claim!, 'f', { status: 201, body: '{}', location: null }));
+  await storage.insertWebhook(
+    webhookRecord(),
+    undefined,
+    idempotency.completion(start.claim!, 'f', { status: 201, body: '{}', location: null }),
+  );
   const sweep = createOrphanSweep({ storage, blobs: memoryBlobs({ clock }), clock, logger: silentLogger });
   await sweep.tick();
   assert.is(await storage.sweepIdempotencyKeys('2026-01-01T23:59:59+00:00', 10), 0, 'a live answer is kept');

@@ -4,7 +4,10 @@ import * as v from 'valibot';
 import { parseInput } from '../../src/domain/inputs.js';
 import { PortalError } from '../../src/errors.js';
 
-const shape = v.strictObject({ filter: v.string(), limit: v.optional(v.number()) }, 'must be an object such as {"filter": "…"}');
+const shape = v.strictObject(
+  { filter: v.string(), limit: v.optional(v.number()) },
+  'must be an object such as {"filter": "…"}',
+);
 
 function refusal(input: unknown): string {
   try {
@@ -24,7 +27,8 @@ test('an unknown field is named first, before a required one is said to be missi
 });
 
 test("an array, or null, is no object: the object's own message", () => {
-  for (const input of [[], [{ filter: 'x' }], null, 'text']) assert.match(refusal(input), /^thing: must be an object such as/, JSON.stringify(input));
+  for (const input of [[], [{ filter: 'x' }], null, 'text'])
+    assert.match(refusal(input), /^thing: must be an object such as/, JSON.stringify(input));
 });
 
 test('a field of the wrong kind or missing is named with its path', () => {

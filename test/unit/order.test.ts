@@ -13,16 +13,49 @@ interface Entry {
 function reference(entries: Entry[]): Entry[] {
   return entries
     .map((entry) => ({ rank: entry.type === 'directory' ? 0 : 1, key: entry.name.toLowerCase(), entry }))
-    .sort((a, b) => a.rank - b.rank || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0) || (a.entry.id < b.entry.id ? -1 : a.entry.id > b.entry.id ? 1 : 0))
+    .sort(
+      (a, b) =>
+        a.rank - b.rank ||
+        (a.key < b.key ? -1 : a.key > b.key ? 1 : 0) ||
+        (a.entry.id < b.entry.id ? -1 : a.entry.id > b.entry.id ? 1 : 0),
+    )
     .map((item) => item.entry);
 }
 
 // Letters whose lowering is not one ASCII code unit each: Σ (final σ/ς), İ (two code units), Ä, ß, an emoji (a surrogate pair).
 const name = fc
-  .array(fc.constantFrom('a', 'B', 'b', 'A', 'z', 'Z', '-', '.', '1', '_', 'Σ', 'σ', 'ς', 'İ', 'i', 'Ä', 'ä', 'ß', '😀', ' '), { maxLength: 6 })
+  .array(
+    fc.constantFrom(
+      'a',
+      'B',
+      'b',
+      'A',
+      'z',
+      'Z',
+      '-',
+      '.',
+      '1',
+      '_',
+      'Σ',
+      'σ',
+      'ς',
+      'İ',
+      'i',
+      'Ä',
+      'ä',
+      'ß',
+      '😀',
+      ' ',
+    ),
+    { maxLength: 6 },
+  )
   .map((chars) => chars.join(''));
 const entries = fc.uniqueArray(
-  fc.record({ id: fc.stringMatching(/^fs[fd]_[0-9A-Za-z]{1,4}$/), type: fc.constantFrom<'file' | 'directory'>('file', 'directory'), name }),
+  fc.record({
+    id: fc.stringMatching(/^fs[fd]_[0-9A-Za-z]{1,4}$/),
+    type: fc.constantFrom<'file' | 'directory'>('file', 'directory'),
+    name,
+  }),
   { selector: (entry) => entry.id, maxLength: 40 },
 );
 

@@ -12,7 +12,8 @@ import { makePki, pkiMissing } from '../helpers/pki.js';
 async function pdfOfPages(pages: number, text = 'A page'): Promise<Buffer> {
   const { PDF, StandardFonts } = await import('@libpdf/core');
   const pdf = PDF.create();
-  for (let n = 1; n <= pages; n++) pdf.addPage({ size: 'a4' }).drawText(`${text} ${n}`, { x: 60, y: 760, size: 14, font: StandardFonts.Helvetica });
+  for (let n = 1; n <= pages; n++)
+    pdf.addPage({ size: 'a4' }).drawText(`${text} ${n}`, { x: 60, y: 760, size: 14, font: StandardFonts.Helvetica });
   return Buffer.from(await pdf.save());
 }
 
@@ -63,7 +64,10 @@ test('a job past its time fails alone: the job after it, already on a new thread
   const work = createPdfWork(undefined, { memoryMb: 512, pagesMs: 15_000, copyMs: 1 });
   try {
     const big = await pdfOfPages(300);
-    const [copy, pages] = await Promise.allSettled([work.completedCopy(big, PLAN), work.pageCount(await pdfOfPages(2))]);
+    const [copy, pages] = await Promise.allSettled([
+      work.completedCopy(big, PLAN),
+      work.pageCount(await pdfOfPages(2)),
+    ]);
     assert.is(copy.status, 'rejected');
     assert.instance((copy as PromiseRejectedResult).reason, PdfError);
     assert.equal(pages, { status: 'fulfilled', value: 2 }, 'the next job is answered by its own thread');
@@ -135,10 +139,16 @@ test("a stranger's PDF with a stray ')' in a dictionary: read strictly, not seal
   const body = `1 0 obj\n<< /Type /Catalog ) /Pages 2 0 R >>\nendobj\n2 0 obj\n<< /Type /Pages /Kids [] /Count 0 >>\nendobj\n`;
   const head = '%PDF-1.7\n';
   const xref = `xref\n0 3\n0000000000 65535 f \n${String(head.length).padStart(10, '0')} 00000 n \n${String(head.length + body.indexOf('2 0 obj')).padStart(10, '0')} 00000 n \n`;
-  const pdf = Buffer.from(`${head}${body}${xref}trailer\n<< /Size 3 /Root 1 0 R >>\nstartxref\n${head.length + body.length}\n%%EOF\n`);
+  const pdf = Buffer.from(
+    `${head}${body}${xref}trailer\n<< /Size 3 /Root 1 0 R >>\nstartxref\n${head.length + body.length}\n%%EOF\n`,
+  );
   const work = createPdfWork(undefined, { memoryMb: 32, pagesMs: 60_000, copyMs: 60_000 });
   try {
-    assert.equal(await work.inspectSeal(pdf, { repair: false }), { sealed: false, level: null, signedAt: null }, 'read strictly: not sealed');
+    assert.equal(
+      await work.inspectSeal(pdf, { repair: false }),
+      { sealed: false, level: null, signedAt: null },
+      'read strictly: not sealed',
+    );
     await fails(work.inspectSeal(pdf, { repair: true }), /more than the 32 MiB|PDF worker/);
     assert.is(await work.pageCount(await pdfOfPages(1)), 1, 'the next job has a thread');
   } finally {
@@ -152,7 +162,9 @@ test('arrays nested 200,000 deep: the reader fails, the process goes on', async 
   const body = `1 0 obj\n<< /Type /Catalog /Pages 2 0 R /Deep ${'['.repeat(depth)}${']'.repeat(depth)} >>\nendobj\n2 0 obj\n<< /Type /Pages /Kids [] /Count 0 >>\nendobj\n`;
   const head = '%PDF-1.7\n';
   const xref = `xref\n0 3\n0000000000 65535 f \n${String(head.length).padStart(10, '0')} 00000 n \n${String(head.length + body.indexOf('2 0 obj')).padStart(10, '0')} 00000 n \n`;
-  const pdf = Buffer.from(`${head}${body}${xref}trailer\n<< /Size 3 /Root 1 0 R >>\nstartxref\n${head.length + body.length}\n%%EOF\n`);
+  const pdf = Buffer.from(
+    `${head}${body}${xref}trailer\n<< /Size 3 /Root 1 0 R >>\nstartxref\n${head.length + body.length}\n%%EOF\n`,
+  );
   try {
     const outcome = await work.pageCount(pdf).then(
       (pages) => ({ pages }),

@@ -1,6 +1,12 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { disableHealth, enableHealth, freshHealth, healthAfterAttempt, healthShape } from '../../src/domain/webhook-health.js';
+import {
+  disableHealth,
+  enableHealth,
+  freshHealth,
+  healthAfterAttempt,
+  healthShape,
+} from '../../src/domain/webhook-health.js';
 import { recoveredDelivery, undeliveredEvents } from '../../src/domain/deliveries.js';
 import type { DeliveryRecord, DeliveryStatus } from '../../src/records.js';
 
@@ -26,18 +32,38 @@ test('healthAfterAttempt: failures disable only once both thresholds hold, the t
     assert.ok(change.changed);
     health = change.health;
   }
-  assert.equal(health, { ...fresh, consecutiveFailures: 6, failingSince: at(0), lastAttemptAt: at(7200), disabledAt: at(3600), disabledReason: 'failing' });
+  assert.equal(health, {
+    ...fresh,
+    consecutiveFailures: 6,
+    failingSince: at(0),
+    lastAttemptAt: at(7200),
+    disabledAt: at(3600),
+    disabledReason: 'failing',
+  });
 });
 
 test('healthAfterAttempt: a 410 disables at once; a success clears the run and never enables; an unchanged success reports no change', () => {
   const gone = healthAfterAttempt(fresh, attempt(410, 5), RULE);
-  assert.equal([gone.disabled, gone.health.disabledReason, gone.health.disabledAt, gone.health.consecutiveFailures], ['gone', 'gone', at(5), 1]);
+  assert.equal(
+    [gone.disabled, gone.health.disabledReason, gone.health.disabledAt, gone.health.consecutiveFailures],
+    ['gone', 'gone', at(5), 1],
+  );
   const after = healthAfterAttempt(gone.health, attempt(204, 6), RULE);
-  assert.equal(after.health, { ...gone.health, consecutiveFailures: 0, failingSince: null, lastSuccessAt: at(6), lastAttemptAt: at(6) });
+  assert.equal(after.health, {
+    ...gone.health,
+    consecutiveFailures: 0,
+    failingSince: null,
+    lastSuccessAt: at(6),
+    lastAttemptAt: at(6),
+  });
   assert.is(after.disabled, null);
   assert.is(healthAfterAttempt(after.health, attempt(200, 6), RULE).changed, false, 'the same second, the same state');
   assert.is(healthAfterAttempt(after.health, attempt(200, 7), RULE).changed, true);
-  assert.is(healthAfterAttempt(gone.health, attempt(410, 9), RULE).disabled, null, 'a disabled webhook is not disabled twice');
+  assert.is(
+    healthAfterAttempt(gone.health, attempt(410, 9), RULE).disabled,
+    null,
+    'a disabled webhook is not disabled twice',
+  );
 });
 
 test('disableHealth and enableHealth: null when nothing changes; enabling forgets the run of failures', () => {

@@ -1,12 +1,23 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { DeliveryAttempt } from '../../src/records.js';
-import { attemptsInRun, MAX_RETRY_AFTER_SECONDS, outcomeOf, retryAfterSeconds } from '../../src/domain/retry-schedule.js';
+import {
+  attemptsInRun,
+  MAX_RETRY_AFTER_SECONDS,
+  outcomeOf,
+  retryAfterSeconds,
+} from '../../src/domain/retry-schedule.js';
 
 const NOW = new Date('2026-05-01T00:00:00.250Z');
-const after = (seconds: number) => new Date(Math.ceil((NOW.getTime() + seconds * 1000) / 1000) * 1000).toISOString().slice(0, 19) + '+00:00';
+const after = (seconds: number) =>
+  new Date(Math.ceil((NOW.getTime() + seconds * 1000) / 1000) * 1000).toISOString().slice(0, 19) + '+00:00';
 const attempts = (...codes: (number | null)[]): DeliveryAttempt[] =>
-  codes.map((statusCode) => ({ at: '2026-05-01T00:00:00+00:00', statusCode, error: statusCode === null ? 'timeout' : null, durationMs: 1 }));
+  codes.map((statusCode) => ({
+    at: '2026-05-01T00:00:00+00:00',
+    statusCode,
+    error: statusCode === null ? 'timeout' : null,
+    durationMs: 1,
+  }));
 
 test('jitter stays within ± 10 % of the step, and a retry is never due before the time computed', () => {
   const schedule = [100, 1000];
@@ -22,13 +33,18 @@ test('jitter stays within ± 10 % of the step, and a retry is never due before t
     outcomeOf({ statusCode: null, headers: {} }, 1, schedule, NOW, () => 0.999999),
     { status: 'pending', nextAttemptAt: after(1100) },
   );
-  assert.equal(outcomeOf({ statusCode: 500, headers: {} }, 2, schedule, NOW), { status: 'failed', nextAttemptAt: null });
+  assert.equal(outcomeOf({ statusCode: 500, headers: {} }, 2, schedule, NOW), {
+    status: 'failed',
+    nextAttemptAt: null,
+  });
 });
 
 test('2xx succeeds, 410 fails at once, any other status or none is retried', () => {
-  for (const code of [200, 201, 204, 299]) assert.is(outcomeOf({ statusCode: code, headers: {} }, 0, [5], NOW).status, 'succeeded');
+  for (const code of [200, 201, 204, 299])
+    assert.is(outcomeOf({ statusCode: code, headers: {} }, 0, [5], NOW).status, 'succeeded');
   assert.is(outcomeOf({ statusCode: 410, headers: {} }, 0, [5], NOW).status, 'failed');
-  for (const code of [null, 199, 301, 400, 404, 429, 500, 503]) assert.is(outcomeOf({ statusCode: code, headers: {} }, 0, [5], NOW).status, 'pending');
+  for (const code of [null, 199, 301, 400, 404, 429, 500, 503])
+    assert.is(outcomeOf({ statusCode: code, headers: {} }, 0, [5], NOW).status, 'pending');
   assert.is(outcomeOf({ statusCode: 500, headers: {} }, 0, [], NOW).status, 'failed', 'an empty schedule: one attempt');
 });
 
@@ -66,7 +82,13 @@ test('attemptsInRun counts from the end of the last run: a success, a 410, or th
 });
 
 test("attemptsInRun passes over calls that never left the portal (local): an egress proxy's outage spends no retry", () => {
-  const local = { at: '2026-01-01T00:00:00+00:00', statusCode: null, error: 'the proxy … could not open a tunnel', durationMs: 1, local: true as const };
+  const local = {
+    at: '2026-01-01T00:00:00+00:00',
+    statusCode: null,
+    error: 'the proxy … could not open a tunnel',
+    durationMs: 1,
+    local: true as const,
+  };
   assert.is(attemptsInRun([...attempts(500), local, local, local, local, local], 3), 1);
   assert.is(attemptsInRun([local, ...attempts(500, 500), local], 3), 2);
   assert.is(attemptsInRun([...attempts(500, 500, 500, 500), local], 3), 0, 'a spent run stays spent');

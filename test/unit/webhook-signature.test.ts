@@ -9,11 +9,21 @@ const SECRET = 'whsec_' + Buffer.alloc(32, 42).toString('base64');
 const OTHER_SECRET = 'whsec_' + Buffer.alloc(32, 43).toString('base64');
 const NOW = new Date('2026-03-01T12:00:00Z');
 const SECONDS = Math.floor(NOW.getTime() / 1000);
-const BODY = JSON.stringify({ id: 'evt_1', type: 'customer-created', createdAt: '2026-03-01T12:00:00+00:00', data: { name: 'Zoë' } });
+const BODY = JSON.stringify({
+  id: 'evt_1',
+  type: 'customer-created',
+  createdAt: '2026-03-01T12:00:00+00:00',
+  data: { name: 'Zoë' },
+});
 
 function signed(overrides: Record<string, string> = {}, secret = SECRET, body = BODY, timestamp = SECONDS) {
   const signature = signWebhook(secret, 'evt_1', timestamp, body);
-  return { 'webhook-id': 'evt_1', 'webhook-timestamp': String(timestamp), 'webhook-signature': signature, ...overrides };
+  return {
+    'webhook-id': 'evt_1',
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': signature,
+    ...overrides,
+  };
 }
 
 function failure(run: () => unknown): WebhookVerificationFailure {
@@ -47,7 +57,11 @@ test('headers may be a Headers object, or a plain object with any case and array
   assert.ok(verifyWebhook(SECRET, new Headers(plain), BODY, { now: NOW }));
   const shouting = Object.fromEntries(Object.entries(plain).map(([name, value]) => [name.toUpperCase(), value]));
   assert.ok(verifyWebhook(SECRET, shouting, BODY, { now: NOW }));
-  assert.ok(verifyWebhook(SECRET, { ...plain, 'webhook-signature': ['v1,bm9wZQ==', plain['webhook-signature']] }, BODY, { now: NOW }));
+  assert.ok(
+    verifyWebhook(SECRET, { ...plain, 'webhook-signature': ['v1,bm9wZQ==', plain['webhook-signature']] }, BODY, {
+      now: NOW,
+    }),
+  );
 });
 
 test('any one of several space-separated signatures may match; other versions are ignored', () => {
@@ -56,7 +70,9 @@ test('any one of several space-separated signatures may match; other versions ar
   const many = `v1a,${good.slice(3)} v2,${good.slice(3)} ${bad} ${good}`;
   assert.ok(verifyWebhook(SECRET, signed({ 'webhook-signature': many }), BODY, { now: NOW }));
   assert.is(
-    failure(() => verifyWebhook(SECRET, signed({ 'webhook-signature': `${bad} v2,${good.slice(3)}` }), BODY, { now: NOW })),
+    failure(() =>
+      verifyWebhook(SECRET, signed({ 'webhook-signature': `${bad} v2,${good.slice(3)}` }), BODY, { now: NOW }),
+    ),
     'no-matching-signature',
   );
 });
@@ -168,8 +184,12 @@ test('an ed25519 public key given without whpk_ is not taken as an HMAC secret: 
 test("a list of secrets: a call signed with any one of them verifies (a rotation's old and new secret)", () => {
   const byOld = signed({}, OTHER_SECRET);
   const byBoth = signed({ 'webhook-signature': `${signed()['webhook-signature']} ${byOld['webhook-signature']}` });
-  for (const headers of [signed(), byOld, byBoth]) assert.ok(verifyWebhook([SECRET, OTHER_SECRET], headers, BODY, { now: NOW }));
-  assert.ok(verifyWebhook([OTHER_SECRET], byBoth, BODY, { now: NOW }), 'the old secret alone verifies a call signed with both');
+  for (const headers of [signed(), byOld, byBoth])
+    assert.ok(verifyWebhook([SECRET, OTHER_SECRET], headers, BODY, { now: NOW }));
+  assert.ok(
+    verifyWebhook([OTHER_SECRET], byBoth, BODY, { now: NOW }),
+    'the old secret alone verifies a call signed with both',
+  );
   assert.ok(verifyWebhook([SECRET], byBoth, BODY, { now: NOW }), 'and so does the new one');
   const third = 'whsec_' + Buffer.alloc(32, 44).toString('base64');
   assert.is(

@@ -16,7 +16,8 @@ const HOOK = { type: 'customer-created', url: 'https://receiver.example/hook' };
 
 function recordingLogger() {
   const lines: { level: string; object: Record<string, unknown>; message?: string }[] = [];
-  const at = (level: string) => (object: object, message?: string) => lines.push({ level, object: object as Record<string, unknown>, message });
+  const at = (level: string) => (object: object, message?: string) =>
+    lines.push({ level, object: object as Record<string, unknown>, message });
   const logger: Logger = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
   return { logger, lines };
 }
@@ -63,10 +64,16 @@ test('the default schedule: ten attempts over about three days, each wait its st
     assert.is(waits.length, DEFAULT_RETRY_SCHEDULE.length);
     waits.forEach((wait, i) => {
       const step = DEFAULT_RETRY_SCHEDULE[i]!;
-      assert.ok(wait >= Math.floor(step * 0.9) && wait <= Math.ceil(step * 1.1) + 1, `retry ${i + 1}: ${wait} s for a ${step} s step`);
+      assert.ok(
+        wait >= Math.floor(step * 0.9) && wait <= Math.ceil(step * 1.1) + 1,
+        `retry ${i + 1}: ${wait} s for a ${step} s step`,
+      );
     });
     const total = waits.reduce((sum, wait) => sum + wait, 0);
-    assert.ok(total > 2.8 * 86_400 && total < 3.5 * 86_400, `about three days from first to last (${total / 86_400} days)`);
+    assert.ok(
+      total > 2.8 * 86_400 && total < 3.5 * 86_400,
+      `about three days from first to last (${total / 86_400} days)`,
+    );
     const [delivery] = (await portal.webhooks.deliveries('acct_a', webhook.id))!;
     assert.equal([delivery!.status, delivery!.nextAttemptAt, delivery!.attempts.length], ['failed', null, 10]);
     time.advance(30 * 86_400);
@@ -89,7 +96,8 @@ test('a call body is serialized once per event, for every webhook, attempt and s
     await portal.webhooks.rotateSecret('acct_a', rotated.id, { graceMs: 3_600_000 });
     // A call body is the one object with exactly these keys (`callBody`); the publish sends the first attempt at once.
     JSON.stringify = ((value: unknown, ...rest: never[]) => {
-      if (typeof value === 'object' && value !== null && Object.keys(value).join() === 'id,type,createdAt,data') serialized++;
+      if (typeof value === 'object' && value !== null && Object.keys(value).join() === 'id,type,createdAt,data')
+        serialized++;
       return stringify(value, ...rest);
     }) as typeof JSON.stringify;
     await portal.events.publish('acct_a', 'customer-created', data);
@@ -101,7 +109,9 @@ test('a call body is serialized once per event, for every webhook, attempt and s
     assert.is(transport.calls.length, 6, 'two webhooks, three attempts each');
     assert.is(serialized, 1, 'one body for all six calls');
     assert.is(new Set(transport.calls.map((call) => call.body)).size, 1);
-    const toRotated = transport.calls.filter((call) => call.url === rotated.url && call.headers['webhook-signature']!.includes(' '));
+    const toRotated = transport.calls.filter(
+      (call) => call.url === rotated.url && call.headers['webhook-signature']!.includes(' '),
+    );
     assert.is(toRotated.length, 3, 'every attempt to the rotated webhook carries both signatures');
   } finally {
     JSON.stringify = stringify;
@@ -111,12 +121,18 @@ test('a call body is serialized once per event, for every webhook, attempt and s
 
 test('jitter spreads retries: the same failure does not always wait the same', async () => {
   const time = manualClock(new Date('2026-05-01T00:00:00Z'));
-  const portal = await webhookPortal({ clock: time.clock, transport: memoryTransport({ respond: () => 503 }), webhooks: { retrySchedule: [1000] } });
+  const portal = await webhookPortal({
+    clock: time.clock,
+    transport: memoryTransport({ respond: () => 503 }),
+    webhooks: { retrySchedule: [1000] },
+  });
   try {
     const webhook = await portal.webhooks.create('acct_a', HOOK);
     for (let i = 0; i < 20; i++) await portal.events.publish('acct_a', 'customer-created', data);
     await portal.worker!.tick();
-    const waits = new Set((await portal.webhooks.deliveries('acct_a', webhook.id))!.map((d) => secondsBetween(time.now, d.nextAttemptAt!)));
+    const waits = new Set(
+      (await portal.webhooks.deliveries('acct_a', webhook.id))!.map((d) => secondsBetween(time.now, d.nextAttemptAt!)),
+    );
     assert.ok(waits.size > 3, `20 retries spread over several times (${[...waits]})`);
     for (const wait of waits) assert.ok(wait >= 900 && wait <= 1100, String(wait));
   } finally {
@@ -153,7 +169,10 @@ test('a worker killed mid-call: its lease runs out and another worker delivers, 
     const [delivery] = (await publisher.webhooks.deliveries('acct_a', webhook.id))!;
     assert.equal([delivery!.status, delivery!.attempts.length], ['succeeded', 1]);
     const late = { at: atom(time.now), statusCode: 200, error: null, durationMs: 1 };
-    assert.is(await storage.recordAttempt(delivery!.id, 'worker-dead', late, { status: 'succeeded', nextAttemptAt: null }), false);
+    assert.is(
+      await storage.recordAttempt(delivery!.id, 'worker-dead', late, { status: 'succeeded', nextAttemptAt: null }),
+      false,
+    );
   } finally {
     await survivor.stop();
     await publisher.close();
@@ -211,7 +230,10 @@ test('no more than `concurrency` calls are in flight; every event still goes out
     await portal.worker!.tick();
     assert.is(most(), 3);
     assert.is(transport.calls.length, 25);
-    assert.equal(new Set(transport.calls.map((call) => call.headers['webhook-id'])), new Set(events.map((event) => event.id)));
+    assert.equal(
+      new Set(transport.calls.map((call) => call.headers['webhook-id'])),
+      new Set(events.map((event) => event.id)),
+    );
     const log = (await portal.webhooks.deliveries('acct_a', webhook.id))!;
     assert.ok(log.every((delivery) => delivery.status === 'succeeded'));
   } finally {
@@ -228,7 +250,9 @@ test('an account holds at most its share of the slots (a quarter by default), ye
     await portal.worker!.tick();
     assert.is(most(), 2, 'floor(8 / 4) calls of the account at once');
     assert.is(transport.calls.length, 12);
-    assert.ok((await portal.webhooks.deliveries('acct_a', webhook.id))!.every((delivery) => delivery.status === 'succeeded'));
+    assert.ok(
+      (await portal.webhooks.deliveries('acct_a', webhook.id))!.every((delivery) => delivery.status === 'succeeded'),
+    );
   } finally {
     await portal.close();
   }
@@ -244,7 +268,8 @@ test('close() stops the cron job and waits for the call in flight, which is reco
     },
   });
   // The portal schedules other cron tasks too (the orphan sweep): count the worker's own.
-  const workerTasks = () => [...cron.getTasks().values()].filter((task) => task.name?.startsWith('customer-portal webhooks')).length;
+  const workerTasks = () =>
+    [...cron.getTasks().values()].filter((task) => task.name?.startsWith('customer-portal webhooks')).length;
   const before = workerTasks();
   const portal = await webhookPortal({ transport });
   let closing: Promise<unknown> | undefined;
@@ -306,7 +331,10 @@ test('the cron tick picks up deliveries that are due without being poked', async
     // Stored behind the worker's back, as another instance would: only the tick can find it.
     await storage.publishEvents([newEvent('acct_a', 'customer-created', data, new Date())]);
     await waitFor(() => transport.calls.length === 1, 'the cron tick to deliver');
-    await waitFor(async () => (await portal.webhooks.deliveries('acct_a', webhook.id))![0]!.status === 'succeeded', 'the attempt recorded');
+    await waitFor(
+      async () => (await portal.webhooks.deliveries('acct_a', webhook.id))![0]!.status === 'succeeded',
+      'the attempt recorded',
+    );
   } finally {
     await portal.close();
   }
@@ -334,7 +362,10 @@ test('deleting a webhook cancels what is pending; a call in flight then is not r
     time.advance(1);
     await portal.events.publish('acct_a', 'customer-created', data);
     // The second fails with a 500 and waits for its retry (tick() would wait for the first, held in flight).
-    await waitFor(async () => (await portal.webhooks.deliveries('acct_a', webhook.id))![0]!.attempts.length === 1, 'the 500');
+    await waitFor(
+      async () => (await portal.webhooks.deliveries('acct_a', webhook.id))![0]!.attempts.length === 1,
+      'the 500',
+    );
     const log = (await portal.webhooks.deliveries('acct_a', webhook.id))!;
     assert.equal(
       log.map((d) => d.status),
@@ -404,7 +435,11 @@ test('a transport that rejects or never answers, and a record that cannot be sig
       return new Promise<never>(() => {});
     },
   };
-  const worker = tickedWorker(storage, transport, time.clock, { timeoutMs: 40, concurrency: 4, concurrencyPerAccount: 4 });
+  const worker = tickedWorker(storage, transport, time.clock, {
+    timeoutMs: 40,
+    concurrency: 4,
+    concurrencyPerAccount: 4,
+  });
   // The worker's cut-off timer is unref'd (it must not hold a host's process open); this test's process needs holding.
   const keepAlive = setInterval(() => {}, 1000);
   try {
@@ -492,11 +527,16 @@ async function refillAroundAHangingCall(claimMs: number) {
   await storage.insertWebhook(fast);
   await storage.publishEvents([newEvent('acct_a', 'customer-created', { i: 0 }, time.now)], { webhookId: hanging.id });
   time.advance(1); // the hanging one is due first, so the first claim takes it
-  for (let i = 1; i <= 15; i++) await storage.publishEvents([newEvent('acct_a', 'customer-created', { i }, time.now)], { webhookId: fast.id });
+  for (let i = 1; i <= 15; i++)
+    await storage.publishEvents([newEvent('acct_a', 'customer-created', { i }, time.now)], { webhookId: fast.id });
   const ticking = worker.tick();
   try {
     await waitFor(() => answeredAt.length === 15, 'every other call while one hangs');
-    assert.is((await everyDelivery(inner, 'acct_a', hanging.id))[0]!.status, 'pending', 'the hanging call is still in flight');
+    assert.is(
+      (await everyDelivery(inner, 'acct_a', hanging.id))[0]!.status,
+      'pending',
+      'the hanging call is still in flight',
+    );
   } finally {
     hang.resolve();
     await ticking;
@@ -522,7 +562,10 @@ test('with a backlog, a hanging call holds back the refill of the other slots by
   for (const { waited } of refills) {
     // Node's timers count from the event loop's clock, read at the start of its turn: a few ms early at most.
     assert.ok(waited >= REFILL_WAIT_MS - 5, `the freed slots waited for the hanging one's (${waited.toFixed(1)} ms)`);
-    assert.ok(waited < REFILL_WAIT_MS + 30, `but not two claims' time: ${waited.toFixed(1)} ms, at most REFILL_WAIT_MS`);
+    assert.ok(
+      waited < REFILL_WAIT_MS + 30,
+      `but not two claims' time: ${waited.toFixed(1)} ms, at most REFILL_WAIT_MS`,
+    );
   }
 });
 
@@ -534,7 +577,10 @@ test('with a backlog on a store whose claims take no time, freed slots wait abou
     'still refilled together',
   );
   const waits = refills.map(({ waited }) => waited).sort((a, b) => a - b);
-  assert.ok(waits[1]! < REFILL_WAIT_MS / 2, `waits ${waits.map((ms) => ms.toFixed(1)).join(', ')} ms: as long as two claims take, not REFILL_WAIT_MS`);
+  assert.ok(
+    waits[1]! < REFILL_WAIT_MS / 2,
+    `waits ${waits.map((ms) => ms.toFixed(1)).join(', ')} ms: as long as two claims take, not REFILL_WAIT_MS`,
+  );
 });
 
 test('deliveries claimed ahead start as calls end, without waiting for a claim; in flight stays within the slots and shares', async () => {
@@ -574,7 +620,10 @@ test('deliveries claimed ahead start as calls end, without waiting for a claim; 
   await worker.tick();
   assert.is(calledAt.length, 4);
   assert.is(claims[0]!.limit, 4, 'the first claim asked for the two slots and two deliveries ahead');
-  assert.ok(calledAt[3]! < (claims[1]?.ended ?? Infinity), 'the third and fourth calls started as the first two ended, before any other claim came back');
+  assert.ok(
+    calledAt[3]! < (claims[1]?.ended ?? Infinity),
+    'the third and fourth calls started as the first two ended, before any other claim came back',
+  );
   assert.is(most, 2, 'never more calls in flight than slots');
   await worker.stop();
 });
@@ -624,7 +673,10 @@ test('a delivery claimed ahead that waited half the lease margin for a slot is n
   }
   assert.is(transport.calls.length, 1, 'the delivery that waited too long was not called');
   // Both were due at once: which account's went first depends on their ids.
-  const both = [...(await everyDelivery(storage, 'acct_a', 'wbh_a_late')), ...(await everyDelivery(storage, 'acct_b', 'wbh_b_late'))];
+  const both = [
+    ...(await everyDelivery(storage, 'acct_a', 'wbh_a_late')),
+    ...(await everyDelivery(storage, 'acct_b', 'wbh_b_late')),
+  ];
   const waited = both.find((delivery) => delivery.eventId !== transport.calls[0]!.headers['webhook-id']);
   assert.is(waited!.leaseOwner, worker.owner, 'it stays leased, and goes out once the lease runs out');
   assert.is(waited!.attempts.length, 0);
@@ -677,13 +729,26 @@ test('a call frees its slot once answered, before its attempt is stored; unstore
   for (let i = 0; i < 3; i++) await storage.publishEvents([newEvent('acct_a', 'customer-created', { i }, time.now)]);
   let idle = false;
   const ticking = worker.tick().then(() => (idle = true));
-  await waitFor(() => transport.calls.length === 2 && recording === 2, 'a second call while the first attempt is being stored');
+  await waitFor(
+    () => transport.calls.length === 2 && recording === 2,
+    'a second call while the first attempt is being stored',
+  );
   await new Promise((resolve) => setTimeout(resolve, 30));
-  assert.is(transport.calls.length, 2, 'no third call while `concurrency` more attempts than free slots wait to be stored');
+  assert.is(
+    transport.calls.length,
+    2,
+    'no third call while `concurrency` more attempts than free slots wait to be stored',
+  );
   assert.is(idle, false, 'tick() waits for the attempts to be stored');
   const called = new Set(transport.calls.map((call) => call.headers['webhook-id']));
-  const leased = (await everyDelivery(inner, 'acct_a', webhook.id)).filter((delivery) => delivery.leaseOwner === worker.owner);
-  assert.is(leased.filter((delivery) => called.has(delivery.eventId)).length, 2, 'an answered call keeps its lease until its attempt is stored');
+  const leased = (await everyDelivery(inner, 'acct_a', webhook.id)).filter(
+    (delivery) => delivery.leaseOwner === worker.owner,
+  );
+  assert.is(
+    leased.filter((delivery) => called.has(delivery.eventId)).length,
+    2,
+    'an answered call keeps its lease until its attempt is stored',
+  );
   assert.is(leased.length, 3, 'the third, claimed ahead, is leased and waits for the records');
   release.resolve();
   await ticking;

@@ -32,7 +32,11 @@ export const agreementScreen: Screen = ({ main, title }) => {
       if (stopped) return;
       errors.clear();
       const first = shown === 0;
-      if (first && page.data.length === 0) append(list, el('li', { class: 'empty' }, 'No agreements yet. Agreements created through the API are listed here.'));
+      if (first && page.data.length === 0)
+        append(
+          list,
+          el('li', { class: 'empty' }, 'No agreements yet. Agreements created through the API are listed here.'),
+        );
       const cards = page.data.map((agreement) => agreementCard(agreement, errors.show));
       append(list, ...cards);
       shown += cards.length;
@@ -61,14 +65,24 @@ export const agreementScreen: Screen = ({ main, title }) => {
  */
 function verifyForm(): HTMLFormElement {
   const errors = errorBox();
-  const file = el('input', { id: 'verify-file', name: 'file', type: 'file', accept: 'application/pdf,.pdf', required: true });
+  const file = el('input', {
+    id: 'verify-file',
+    name: 'file',
+    type: 'file',
+    accept: 'application/pdf,.pdf',
+    required: true,
+  });
   const submit = el('button', { type: 'submit' }, 'Verify');
   const result = el('div', { class: 'verification', role: 'status', 'aria-live': 'polite' });
   const form = el(
     'form',
     { class: 'panel', 'aria-labelledby': 'verify-heading' },
     el('h2', { id: 'verify-heading' }, 'Verify a document'),
-    el('p', { class: 'hint' }, 'Is this PDF a completed copy of one of your agreements, unchanged? Its bytes are checked here and its seal read.'),
+    el(
+      'p',
+      { class: 'hint' },
+      'Is this PDF a completed copy of one of your agreements, unchanged? Its bytes are checked here and its seal read.',
+    ),
     errors.node,
     el('div', { class: 'field' }, el('label', { for: 'verify-file' }, 'PDF'), file),
     el('div', { class: 'actions' }, submit),
@@ -80,7 +94,11 @@ function verifyForm(): HTMLFormElement {
     if (chosen === undefined) return;
     submit.disabled = true;
     try {
-      const answer = await api<Verification>('POST', '/verify', chosen.type === 'application/pdf' ? chosen : new Blob([chosen], { type: 'application/pdf' }));
+      const answer = await api<Verification>(
+        'POST',
+        '/verify',
+        chosen.type === 'application/pdf' ? chosen : new Blob([chosen], { type: 'application/pdf' }),
+      );
       errors.clear();
       replace(result, ...verificationLines(chosen.name, answer));
     } catch (error) {
@@ -116,7 +134,12 @@ function verificationLines(name: string, answer: Verification): HTMLElement[] {
         answer.signedAt === null ? '' : time(answer.signedAt),
         '. Its seal covers every byte and checks; whether its certificate is trusted, a validator such as Adobe or pdfsig says.',
       )
-    : el('p', { 'data-sealed': 'false' }, el('span', { class: 'badge warn' }, 'Not sealed'), ' No seal covers the whole file and checks against it.');
+    : el(
+        'p',
+        { 'data-sealed': 'false' },
+        el('span', { class: 'badge warn' }, 'Not sealed'),
+        ' No seal covers the whole file and checks against it.',
+      );
   return [intact, sealed];
 }
 
@@ -131,10 +154,9 @@ const CLOSED: Record<NonNullable<AgreementSummary['closedReason']>, [label: stri
 };
 
 function agreementCard(agreement: AgreementSummary, showError: (error: unknown) => void): HTMLLIElement {
-  const [label, className] = (agreement.closedReason !== null ? CLOSED[agreement.closedReason] : AGREEMENT_STATUS[agreement.status]) ?? [
-    agreement.status,
-    'badge',
-  ];
+  const [label, className] = (agreement.closedReason !== null
+    ? CLOSED[agreement.closedReason]
+    : AGREEMENT_STATUS[agreement.status]) ?? [agreement.status, 'badge'];
   const open = agreement.status === 'sent' && agreement.closedReason === null;
   const signed = agreement.signers.filter((signer) => signer.signedAt !== null).length;
   /** Draws the card again from the agreement a change answered, in place. */
@@ -156,7 +178,11 @@ function agreementCard(agreement: AgreementSummary, showError: (error: unknown) 
       agreement.expiresAt === null ? '' : ' · expires ',
       agreement.expiresAt === null ? '' : time(agreement.expiresAt),
     ),
-    el('ul', { class: 'signers', 'aria-label': 'Signers' }, ...agreement.signers.map((signer) => signerItem(agreement, signer, open, showError, redraw))),
+    el(
+      'ul',
+      { class: 'signers', 'aria-label': 'Signers' },
+      ...agreement.signers.map((signer) => signerItem(agreement, signer, open, showError, redraw)),
+    ),
     el(
       'p',
       { class: 'hint' },
@@ -174,7 +200,11 @@ function agreementCard(agreement: AgreementSummary, showError: (error: unknown) 
           ' ',
           el('span', { class: 'hint' }, size(document.fileSize)),
           ' ',
-          downloadButton(document.documentName, `/agreements/${segment(agreement.id)}/documents/${segment(document.id)}/download`, showError),
+          downloadButton(
+            document.documentName,
+            `/agreements/${segment(agreement.id)}/documents/${segment(document.id)}/download`,
+            showError,
+          ),
           // The completed copy: every signature stamped in, sealed (docs/signing.md).
           document.signedFileHash === null ? null : ' ',
           document.signedFileHash === null
@@ -199,9 +229,21 @@ function agreementCard(agreement: AgreementSummary, showError: (error: unknown) 
  * **Delete**: asks first (the second press removes), then `DELETE …`: the agreement, its documents,
  * copies, certificate and trail are gone for good, and the card with them.
  */
-function deleteControl(agreement: AgreementSummary, showError: (error: unknown) => void, removed: () => void): HTMLElement {
-  const button = el('button', { type: 'button', class: 'link-button danger', 'aria-label': `Delete ${agreement.name}` }, 'Delete');
-  const warning = el('span', { class: 'warn-text', role: 'status', hidden: true }, 'Removes it for good, with its documents and trail. Press again to delete.');
+function deleteControl(
+  agreement: AgreementSummary,
+  showError: (error: unknown) => void,
+  removed: () => void,
+): HTMLElement {
+  const button = el(
+    'button',
+    { type: 'button', class: 'link-button danger', 'aria-label': `Delete ${agreement.name}` },
+    'Delete',
+  );
+  const warning = el(
+    'span',
+    { class: 'warn-text', role: 'status', hidden: true },
+    'Removes it for good, with its documents and trail. Press again to delete.',
+  );
   let confirming = false;
   button.addEventListener('click', async () => {
     if (!confirming) {
@@ -224,7 +266,11 @@ function deleteControl(agreement: AgreementSummary, showError: (error: unknown) 
 }
 
 /** **Void this agreement**: a reason, then `POST …/void`; every signing link stops working. */
-function voidControl(agreement: AgreementSummary, showError: (error: unknown) => void, redraw: (updated: AgreementSummary) => void): HTMLDetailsElement {
+function voidControl(
+  agreement: AgreementSummary,
+  showError: (error: unknown) => void,
+  redraw: (updated: AgreementSummary) => void,
+): HTMLDetailsElement {
   const reason = el('input', {
     type: 'text',
     required: true,
@@ -239,7 +285,9 @@ function voidControl(agreement: AgreementSummary, showError: (error: unknown) =>
     event.preventDefault();
     submit.disabled = true;
     try {
-      redraw(await api<AgreementSummary>('POST', `/agreements/${segment(agreement.id)}/void`, { reason: reason.value }));
+      redraw(
+        await api<AgreementSummary>('POST', `/agreements/${segment(agreement.id)}/void`, { reason: reason.value }),
+      );
     } catch (error) {
       showError(error);
     } finally {
@@ -250,7 +298,11 @@ function voidControl(agreement: AgreementSummary, showError: (error: unknown) =>
     'details',
     { class: 'void' },
     el('summary', {}, 'Void this agreement'),
-    el('p', { class: 'hint' }, 'Closes it for good: no one can sign it any more, and every signing link stops working.'),
+    el(
+      'p',
+      { class: 'hint' },
+      'Closes it for good: no one can sign it any more, and every signing link stops working.',
+    ),
     form,
   );
 }
@@ -264,16 +316,30 @@ function correctionControl(
 ): HTMLDetailsElement {
   const name = `${signer.firstName} ${signer.lastName}`;
   const field = (key: 'firstName' | 'lastName' | 'email', label: string) =>
-    el('input', { type: key === 'email' ? 'email' : 'text', required: true, value: signer[key], name: key, 'aria-label': `${label} of ${name}` });
+    el('input', {
+      type: key === 'email' ? 'email' : 'text',
+      required: true,
+      value: signer[key],
+      name: key,
+      'aria-label': `${label} of ${name}`,
+    });
   const inputs = [field('firstName', 'First name'), field('lastName', 'Last name'), field('email', 'E-mail')] as const;
   const submit = el('button', { type: 'submit' }, 'Save correction');
   const form = el('form', { class: 'correct-form' }, ...inputs.flatMap((input) => [input, ' ']), submit);
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
-    const changes = Object.fromEntries(inputs.filter((input) => input.value !== signer[input.name as 'email']).map((input) => [input.name, input.value]));
+    const changes = Object.fromEntries(
+      inputs.filter((input) => input.value !== signer[input.name as 'email']).map((input) => [input.name, input.value]),
+    );
     submit.disabled = true;
     try {
-      redraw(await api<AgreementSummary>('PATCH', `/agreements/${segment(agreement.id)}/signers/${segment(signer.id)}`, changes));
+      redraw(
+        await api<AgreementSummary>(
+          'PATCH',
+          `/agreements/${segment(agreement.id)}/signers/${segment(signer.id)}`,
+          changes,
+        ),
+      );
     } catch (error) {
       showError(error);
     } finally {
@@ -290,7 +356,11 @@ function correctionControl(
 function certificateButton(agreement: AgreementSummary, showError: (error: unknown) => void): HTMLElement {
   const button = el(
     'button',
-    { type: 'button', class: 'link-button', 'aria-label': `Download the certificate of completion of ${agreement.name}` },
+    {
+      type: 'button',
+      class: 'link-button',
+      'aria-label': `Download the certificate of completion of ${agreement.name}`,
+    },
     'Certificate of completion',
   );
   button.addEventListener('click', async () => {
@@ -329,7 +399,10 @@ const ACTIONS: Record<string, string> = {
   'signer-corrected': 'Signer corrected',
 };
 
-const METHODS: Record<string, string> = { 'email-code': 'a code mailed to them', 'access-code': 'the access code you gave them' };
+const METHODS: Record<string, string> = {
+  'email-code': 'a code mailed to them',
+  'access-code': 'the access code you gave them',
+};
 
 /** Who took a step, in words: a signer by name, the sender, or the portal itself. */
 function actorName(agreement: AgreementSummary, actor: string): string {
@@ -349,13 +422,18 @@ function auditTrail(agreement: AgreementSummary, showError: (error: unknown) => 
     if (!details.open || loaded) return;
     loaded = true;
     try {
-      const trail = await api<{ data: AuditEntry[]; verified: boolean }>('GET', `/agreements/${segment(agreementId)}/audit`);
+      const trail = await api<{ data: AuditEntry[]; verified: boolean }>(
+        'GET',
+        `/agreements/${segment(agreementId)}/audit`,
+      );
       replace(
         body,
         el(
           'p',
           { class: trail.verified ? 'good-text' : 'bad-text', role: 'status' },
-          trail.verified ? 'Verified: every entry is intact.' : 'Not verified: an entry was changed after it was written.',
+          trail.verified
+            ? 'Verified: every entry is intact.'
+            : 'Not verified: an entry was changed after it was written.',
         ),
         el(
           'ol',
@@ -389,9 +467,16 @@ function auditTrail(agreement: AgreementSummary, showError: (error: unknown) => 
 function signerStatus(signer: AgreementSigner): HTMLSpanElement {
   if (signer.signedAt !== null) return el('span', { class: 'good-text' }, 'signed ', time(signer.signedAt));
   if (signer.declinedAt !== null) {
-    return el('span', { class: 'bad-text' }, 'declined ', time(signer.declinedAt), signer.declineReason === null ? '' : `: “${signer.declineReason}”`);
+    return el(
+      'span',
+      { class: 'bad-text' },
+      'declined ',
+      time(signer.declinedAt),
+      signer.declineReason === null ? '' : `: “${signer.declineReason}”`,
+    );
   }
-  if (signer.viewedAt !== null) return el('span', { class: 'warn-text' }, 'opened ', time(signer.viewedAt), ', not signed yet');
+  if (signer.viewedAt !== null)
+    return el('span', { class: 'warn-text' }, 'opened ', time(signer.viewedAt), ', not signed yet');
   return el('span', { class: 'warn-text' }, 'not signed yet');
 }
 
@@ -399,7 +484,11 @@ function signerStatus(signer: AgreementSigner): HTMLSpanElement {
 function signerIdentification(signer: AgreementSigner): HTMLSpanElement | null {
   const { identification } = signer;
   // Signed or declined without identifying (the host signed for them): nothing left to identify for.
-  if (!identification.required || (!identification.verified && (signer.signedAt !== null || signer.declinedAt !== null))) return null;
+  if (
+    !identification.required ||
+    (!identification.verified && (signer.signedAt !== null || signer.declinedAt !== null))
+  )
+    return null;
   if (identification.verified) {
     return el(
       'span',
@@ -435,7 +524,11 @@ function signerItem(
   if (identification !== null) item.append(' · ', identification);
   if (!open || signer.signedAt !== null || signer.declinedAt !== null) return item;
   const name = `${signer.firstName} ${signer.lastName}`;
-  const copy = el('button', { type: 'button', class: 'link-button', 'aria-label': `Copy a signing link for ${name}` }, 'Copy signing link');
+  const copy = el(
+    'button',
+    { type: 'button', class: 'link-button', 'aria-label': `Copy a signing link for ${name}` },
+    'Copy signing link',
+  );
   const shown = el('span', { class: 'hint', role: 'status' });
   // How the next link is made: an access code the signer must give (passed on by phone or text),
   // and whether the portal mails the link to them.
@@ -448,7 +541,11 @@ function signerItem(
     'aria-label': `Access code for ${name} (optional, 4 to 64 characters)`,
     placeholder: 'Access code (optional)',
   });
-  const send = el('input', { type: 'checkbox', class: 'send-link', 'aria-label': `Send the link to ${signer.email} by e-mail` });
+  const send = el('input', {
+    type: 'checkbox',
+    class: 'send-link',
+    'aria-label': `Send the link to ${signer.email} by e-mail`,
+  });
   const options = el(
     'details',
     { class: 'link-options' },

@@ -61,7 +61,10 @@ async function request(method: string, path: string, body: unknown, key: string 
       cache: 'no-store',
     });
   } catch (error) {
-    throw new ApiError(0, `The portal could not be reached (${error instanceof Error ? error.message : String(error)}).`);
+    throw new ApiError(
+      0,
+      `The portal could not be reached (${error instanceof Error ? error.message : String(error)}).`,
+    );
   }
   if (response.ok) return response;
   const parsed = (await response.json().catch(() => undefined)) as unknown;

@@ -50,7 +50,13 @@ function label(stats: Stats, bucket: Bucket): string {
 
 /** A chart's frame: its title and description for screen readers, and the axis labels. */
 function frame(id: string, title: string, description: string, stats: Stats, max: string): SVGSVGElement {
-  const chart = svg('svg', { viewBox: `0 0 ${WIDTH} ${HEIGHT + 20}`, role: 'img', 'aria-labelledby': `${id}-title ${id}-desc`, class: 'chart', id });
+  const chart = svg('svg', {
+    viewBox: `0 0 ${WIDTH} ${HEIGHT + 20}`,
+    role: 'img',
+    'aria-labelledby': `${id}-title ${id}-desc`,
+    class: 'chart',
+    id,
+  });
   chart.append(
     svg('title', { id: `${id}-title` }, title),
     svg('desc', { id: `${id}-desc` }, description),
@@ -77,7 +83,13 @@ function outcomeChart(stats: Stats): SVGSVGElement {
   stats.buckets.forEach((bucket, i) => {
     let top = HEIGHT;
     const bar = svg('g', { class: 'bar', 'data-calls': calls(bucket) });
-    bar.append(svg('title', {}, `${label(stats, bucket)}: ${bucket.succeeded} succeeded, ${bucket.failed} failed, ${bucket.errors} no answer`));
+    bar.append(
+      svg(
+        'title',
+        {},
+        `${label(stats, bucket)}: ${bucket.succeeded} succeeded, ${bucket.failed} failed, ${bucket.errors} no answer`,
+      ),
+    );
     for (const [kind, count] of [
       ['succeeded', bucket.succeeded],
       ['failed', bucket.failed],
@@ -100,7 +112,9 @@ function latencyChart(stats: Stats): SVGSVGElement {
   const chart = frame(
     'latency-chart',
     'Call durations',
-    totals.p50Ms === null ? 'No calls in this window.' : `Median ${duration(totals.p50Ms)}, 95th percentile ${duration(totals.p95Ms!)}.`,
+    totals.p50Ms === null
+      ? 'No calls in this window.'
+      : `Median ${duration(totals.p50Ms)}, 95th percentile ${duration(totals.p95Ms!)}.`,
     stats,
     duration(most),
   );
@@ -130,10 +144,15 @@ export function callCharts(base: string, errors: ReturnType<typeof errorBox>) {
   let window: Stats['window'] = '24h';
   const body = el('div', { class: 'charts' });
   const choices = (['24h', '7d'] as const).map((value) => {
-    const button = el('button', { type: 'button', 'aria-pressed': value === window ? 'true' : 'false' }, value === '24h' ? 'Last 24 hours' : 'Last 7 days');
+    const button = el(
+      'button',
+      { type: 'button', 'aria-pressed': value === window ? 'true' : 'false' },
+      value === '24h' ? 'Last 24 hours' : 'Last 7 days',
+    );
     button.addEventListener('click', () => {
       window = value;
-      for (const [i, other] of choices.entries()) other.setAttribute('aria-pressed', String((['24h', '7d'] as const)[i] === window));
+      for (const [i, other] of choices.entries())
+        other.setAttribute('aria-pressed', String((['24h', '7d'] as const)[i] === window));
       void refresh();
     });
     return button;
@@ -172,9 +191,20 @@ export function callCharts(base: string, errors: ReturnType<typeof errorBox>) {
           'figure',
           {},
           outcomeChart(stats),
-          el('figcaption', { class: 'legend' }, key('succeeded', 'Succeeded'), key('failed', 'Failed'), key('errors', 'No answer')),
+          el(
+            'figcaption',
+            { class: 'legend' },
+            key('succeeded', 'Succeeded'),
+            key('failed', 'Failed'),
+            key('errors', 'No answer'),
+          ),
         ),
-        el('figure', {}, latencyChart(stats), el('figcaption', { class: 'legend' }, key('p50Ms', 'Median'), key('p95Ms', '95th percentile'))),
+        el(
+          'figure',
+          {},
+          latencyChart(stats),
+          el('figcaption', { class: 'legend' }, key('p50Ms', 'Median'), key('p95Ms', '95th percentile')),
+        ),
       );
     } catch (error) {
       errors.show(error);

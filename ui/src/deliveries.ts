@@ -21,7 +21,11 @@ interface Search {
 }
 
 const query = (search: Search, extra: Record<string, string>) =>
-  new URLSearchParams({ limit: String(PAGE), ...Object.fromEntries(Object.entries(search).filter(([, value]) => value !== undefined)), ...extra }).toString();
+  new URLSearchParams({
+    limit: String(PAGE),
+    ...Object.fromEntries(Object.entries(search).filter(([, value]) => value !== undefined)),
+    ...extra,
+  }).toString();
 
 /** `2026-05-01T10:00` of a `datetime-local` input, in the viewer's zone, as the API's instant. */
 function instant(value: string): string | undefined {
@@ -66,10 +70,18 @@ export function deliveryLog(base: string, errors: ReturnType<typeof errorBox>, a
     const focused = document.activeElement?.closest<HTMLElement>('.delivery')?.dataset.id;
     const searching = Object.keys(search).length > 0;
     if (shown.length === 0)
-      replace(list, el('li', { class: 'empty' }, searching ? 'No delivery matches this search.' : 'No deliveries yet: send a test call.'));
+      replace(
+        list,
+        el(
+          'li',
+          { class: 'empty' },
+          searching ? 'No delivery matches this search.' : 'No deliveries yet: send a test call.',
+        ),
+      );
     else replace(list, ...shown.map(item));
     if (focused !== undefined) {
-      for (const node of list.querySelectorAll<HTMLElement>('.delivery')) if (node.dataset.id === focused) node.querySelector('button')?.focus();
+      for (const node of list.querySelectorAll<HTMLElement>('.delivery'))
+        if (node.dataset.id === focused) node.querySelector('button')?.focus();
     }
     olderButton.hidden = olderCursor === null;
   }
@@ -122,12 +134,18 @@ export function deliveryLog(base: string, errors: ReturnType<typeof errorBox>, a
     const since = search.since !== undefined && search.since > newest ? search.since : newest;
     const now = new Date().toISOString();
     const going = shown
-      .filter((delivery) => delivery.status === 'pending' && (delivery.nextAttemptAt === null || delivery.nextAttemptAt <= now || delivery.redeliverQueued))
+      .filter(
+        (delivery) =>
+          delivery.status === 'pending' &&
+          (delivery.nextAttemptAt === null || delivery.nextAttemptAt <= now || delivery.redeliverQueued),
+      )
       .slice(0, REREAD);
     try {
       const [newer, ...again] = await Promise.all([
         api<Page<Delivery>>('GET', `${base}/deliveries?${query(search, { since })}`),
-        ...going.map((delivery) => api<Page<Delivery>>('GET', `${base}/deliveries?${query(search, { eventId: delivery.eventId, limit: '5' })}`)),
+        ...going.map((delivery) =>
+          api<Page<Delivery>>('GET', `${base}/deliveries?${query(search, { eventId: delivery.eventId, limit: '5' })}`),
+        ),
       ]);
       if (mine !== generation) return;
       // A full page with none of those shown: more came than a page holds, and the list starts again
@@ -147,7 +165,10 @@ export function deliveryLog(base: string, errors: ReturnType<typeof errorBox>, a
     const mine = generation;
     olderButton.disabled = true;
     try {
-      const { data, nextCursor } = await api<Page<Delivery>>('GET', `${base}/deliveries?${query(search, { cursor: olderCursor })}`);
+      const { data, nextCursor } = await api<Page<Delivery>>(
+        'GET',
+        `${base}/deliveries?${query(search, { cursor: olderCursor })}`,
+      );
       if (mine !== generation) return;
       const known = new Set(shown.map((delivery) => delivery.id));
       shown = [...shown, ...data.filter((delivery) => !known.has(delivery.id))];
@@ -193,7 +214,9 @@ export function deliveryLog(base: string, errors: ReturnType<typeof errorBox>, a
         el('span', { class: `badge ${STATUS_CLASS[delivery.status]}` }, STATUS[delivery.status]),
         el('code', {}, byEvent),
         el('span', { class: 'hint' }, delivery.eventType),
-        delivery.orderingKey === null ? null : el('span', { class: 'hint ordering-key' }, 'key ', el('code', {}, delivery.orderingKey)),
+        delivery.orderingKey === null
+          ? null
+          : el('span', { class: 'hint ordering-key' }, 'key ', el('code', {}, delivery.orderingKey)),
         el('span', { class: 'hint' }, 'queued ', time(delivery.createdAt)),
       ),
       delivery.redeliverQueued
@@ -205,7 +228,11 @@ export function deliveryLog(base: string, errors: ReturnType<typeof errorBox>, a
             : null,
       attempts.length === 0
         ? el('p', { class: 'hint' }, 'No attempt yet.')
-        : el('ol', { class: 'attempts', reversed: true, 'aria-label': 'Attempts, newest first' }, ...attempts.map(attempt)),
+        : el(
+            'ol',
+            { class: 'attempts', reversed: true, 'aria-label': 'Attempts, newest first' },
+            ...attempts.map(attempt),
+          ),
       older > 0 ? el('p', { class: 'hint' }, `${older} older attempts not kept.`) : null,
       el('div', { class: 'actions' }, redeliver),
     );
@@ -240,12 +267,20 @@ function searchForm(searched: (search: Search) => void) {
     el('option', { value: '' }, 'Any event type'),
     ...[...eventTypes(), 'webhook.test'].map((name) => el('option', { value: name }, name)),
   );
-  const eventId = el('input', { id: 'search-event', name: 'eventId', type: 'text', placeholder: 'evt_…', autocomplete: 'off', spellcheck: 'false' });
+  const eventId = el('input', {
+    id: 'search-event',
+    name: 'eventId',
+    type: 'text',
+    placeholder: 'evt_…',
+    autocomplete: 'off',
+    spellcheck: 'false',
+  });
   const since = el('input', { id: 'search-since', name: 'since', type: 'datetime-local', step: 1 });
   const until = el('input', { id: 'search-until', name: 'until', type: 'datetime-local', step: 1 });
   const problem = el('p', { class: 'error', role: 'alert', hidden: true });
   const clear = el('button', { type: 'button' }, 'Clear');
-  const field = (id: string, label: string, input: HTMLElement) => el('div', { class: 'field' }, el('label', { for: id }, label), input);
+  const field = (id: string, label: string, input: HTMLElement) =>
+    el('div', { class: 'field' }, el('label', { for: id }, label), input);
   const node = el(
     'form',
     { class: 'panel search', role: 'search', 'aria-label': 'Search the deliveries' },
@@ -304,12 +339,21 @@ const STATUS: Record<Delivery['status'], string> = {
   failed: 'Failed',
   cancelled: 'Cancelled',
 };
-const STATUS_CLASS: Record<Delivery['status'], string> = { pending: 'warn', succeeded: 'good', failed: 'bad', cancelled: '' };
+const STATUS_CLASS: Record<Delivery['status'], string> = {
+  pending: 'warn',
+  succeeded: 'good',
+  failed: 'bad',
+  cancelled: '',
+};
 
 function attempt(entry: DeliveryAttempt): HTMLLIElement {
   const outcome =
     entry.statusCode !== null
-      ? el('span', { class: entry.statusCode >= 200 && entry.statusCode < 300 ? 'good-text' : 'bad-text' }, `HTTP ${entry.statusCode}`)
+      ? el(
+          'span',
+          { class: entry.statusCode >= 200 && entry.statusCode < 300 ? 'good-text' : 'bad-text' },
+          `HTTP ${entry.statusCode}`,
+        )
       : el('span', { class: 'bad-text' }, entry.error ?? 'no answer');
   return el(
     'li',
@@ -320,6 +364,12 @@ function attempt(entry: DeliveryAttempt): HTMLLIElement {
     entry.statusCode !== null && entry.error !== null ? ` (${entry.error})` : null,
     ' · ',
     duration(entry.durationMs),
-    entry.local ? el('span', { class: 'hint', title: "The portal's egress proxy failed: the call never left." }, " · the portal's side, not counted") : null,
+    entry.local
+      ? el(
+          'span',
+          { class: 'hint', title: "The portal's egress proxy failed: the call never left." },
+          " · the portal's side, not counted",
+        )
+      : null,
   );
 }

@@ -6,7 +6,12 @@ import { el } from './dom.js';
  * on click it asks for a fresh signed link and opens it. The link answers with
  * `Content-Disposition: attachment`, so the browser saves the file and the page stays.
  */
-export function downloadButton(name: string, linkPath: string, showError: (error: unknown) => void, label = 'Download'): HTMLButtonElement {
+export function downloadButton(
+  name: string,
+  linkPath: string,
+  showError: (error: unknown) => void,
+  label = 'Download',
+): HTMLButtonElement {
   const button = el('button', { type: 'button', class: 'link-button', 'aria-label': `${label} ${name}` }, label);
   button.addEventListener('click', async () => {
     button.disabled = true;

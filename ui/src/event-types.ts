@@ -10,7 +10,11 @@ export const eventTypeScreen: Screen = ({ main, title }) => {
   replace(
     main,
     title('Event types'),
-    el('p', { class: 'hint' }, 'What each event a webhook may subscribe to carries as its data: an event whose data breaks its schema is never sent.'),
+    el(
+      'p',
+      { class: 'hint' },
+      'What each event a webhook may subscribe to carries as its data: an event whose data breaks its schema is never sent.',
+    ),
     errors.node,
     list,
   );
@@ -33,7 +37,19 @@ function eventTypeCard(type: EventType): HTMLLIElement {
     el('p', {}, type.description ?? 'No description.'),
     type.schema === null
       ? el('p', { class: 'hint' }, 'No schema: any JSON object.')
-      : el('details', {}, el('summary', {}, 'Schema of the data'), el('pre', { class: 'event-data' }, JSON.stringify(type.schema, null, 2))),
-    type.example === null ? null : el('details', {}, el('summary', {}, 'Example'), el('pre', { class: 'event-data' }, JSON.stringify(type.example, null, 2))),
+      : el(
+          'details',
+          {},
+          el('summary', {}, 'Schema of the data'),
+          el('pre', { class: 'event-data' }, JSON.stringify(type.schema, null, 2)),
+        ),
+    type.example === null
+      ? null
+      : el(
+          'details',
+          {},
+          el('summary', {}, 'Example'),
+          el('pre', { class: 'event-data' }, JSON.stringify(type.example, null, 2)),
+        ),
   );
 }

@@ -33,7 +33,11 @@ export const fileScreen: Screen = ({ main, title, rest }) => {
       el(
         'table',
         { class: 'tree' },
-        el('caption', { class: 'visually-hidden' }, 'Entries of this directory: directories first, then files. A directory expands in place.'),
+        el(
+          'caption',
+          { class: 'visually-hidden' },
+          'Entries of this directory: directories first, then files. A directory expands in place.',
+        ),
         el(
           'thead',
           {},
@@ -65,32 +69,52 @@ export const fileScreen: Screen = ({ main, title, rest }) => {
       replace(
         crumbs,
         ...names.map((name, i) =>
-          el('li', {}, i === names.length - 1 ? el('span', { 'aria-current': 'page' }, name) : el('a', { href: href(rest.slice(0, i)) }, name)),
+          el(
+            'li',
+            {},
+            i === names.length - 1
+              ? el('span', { 'aria-current': 'page' }, name)
+              : el('a', { href: href(rest.slice(0, i)) }, name),
+          ),
         ),
       );
       replace(table, ...rows(levels.at(-1)!, rest, 0));
     } catch (error) {
       if (error instanceof ApiError && error.status === 404 && rest.length > 0) {
-        return showNotFound({ main, title }, 'There is no such directory in this account.', { href: '#/files', label: '← Files' });
+        return showNotFound({ main, title }, 'There is no such directory in this account.', {
+          href: '#/files',
+          label: '← Files',
+        });
       }
       errors.show(error);
     }
   }
 
   const list = async (directoryId: string | undefined) =>
-    (await api<List<FileEntry>>('GET', directoryId === undefined ? '/files' : `/files?directoryId=${segment(directoryId)}`)).data;
+    (
+      await api<List<FileEntry>>(
+        'GET',
+        directoryId === undefined ? '/files' : `/files?directoryId=${segment(directoryId)}`,
+      )
+    ).data;
 
   /** The rows of a directory's entries at `depth`; `path` is the directory's own path of ids. */
   function rows(entries: FileEntry[], path: string[], depth: number): HTMLTableRowElement[] {
     if (entries.length === 0) {
       return [
         indented(
-          el('tr', { class: 'empty-row' }, el('td', { colspan: 4, class: 'empty' }, depth === 0 ? 'This directory is empty.' : 'Empty directory.')),
+          el(
+            'tr',
+            { class: 'empty-row' },
+            el('td', { colspan: 4, class: 'empty' }, depth === 0 ? 'This directory is empty.' : 'Empty directory.'),
+          ),
           depth,
         ),
       ];
     }
-    return entries.map((entry) => (entry.type === 'directory' ? directoryRow(entry, [...path, entry.id], depth) : fileRow(entry, depth)));
+    return entries.map((entry) =>
+      entry.type === 'directory' ? directoryRow(entry, [...path, entry.id], depth) : fileRow(entry, depth),
+    );
   }
 
   function fileRow(entry: FileEntry, depth: number): HTMLTableRowElement {
@@ -101,7 +125,11 @@ export const fileScreen: Screen = ({ main, title, rest }) => {
         el('td', {}, el('span', { class: 'file', title: entry.mime }, entry.name)),
         el('td', { class: 'num' }, size(entry.size)),
         el('td', {}, time(entry.createdAt)),
-        el('td', { class: 'row-actions' }, downloadButton(entry.name, `/files/${segment(entry.id)}/download`, errors.show)),
+        el(
+          'td',
+          { class: 'row-actions' },
+          downloadButton(entry.name, `/files/${segment(entry.id)}/download`, errors.show),
+        ),
       ),
       depth,
     );

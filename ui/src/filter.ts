@@ -13,7 +13,9 @@ export function parseFilter(text: string): EventFilter | null {
   try {
     parsed = JSON.parse(text);
   } catch {
-    throw new Error('The filter is not JSON: write it as an object, such as {"customer.tier": "gold"}, or leave it empty.');
+    throw new Error(
+      'The filter is not JSON: write it as an object, such as {"customer.tier": "gold"}, or leave it empty.',
+    );
   }
   return parsed as EventFilter;
 }
@@ -44,7 +46,8 @@ export function filterField(id: string, label: string): { node: HTMLElement; inp
 
 /** The result of a dry run: how many of the recent events matched, and each one. */
 function dryRunList(result: DryRunResult): HTMLElement {
-  if (result.data.length === 0) return el('p', { class: 'hint', role: 'status' }, 'No event of this type yet to try the filter on.');
+  if (result.data.length === 0)
+    return el('p', { class: 'hint', role: 'status' }, 'No event of this type yet to try the filter on.');
   return el(
     'div',
     { class: 'dry-run' },
@@ -114,7 +117,9 @@ export function filterPanel(
         el(
           'p',
           { class: 'hint', role: 'status' },
-          webhook.filter === undefined ? 'Saved: every event of the type is sent.' : 'Saved: events published from now on are matched against it.',
+          webhook.filter === undefined
+            ? 'Saved: every event of the type is sent.'
+            : 'Saved: events published from now on are matched against it.',
         ),
       );
       saved(webhook);

@@ -35,7 +35,8 @@ function revealable(secret: string): HTMLElement {
 
 /** What a receiver verifies a webhook's calls with: its secret behind Reveal, or its public key and the link that serves its keys. */
 export function verificationRows(webhook: Webhook): [string, HTMLElement | string][] {
-  if (webhook.publicKey === undefined) return [['Secret', webhook.secret === undefined ? '—' : revealable(webhook.secret)]];
+  if (webhook.publicKey === undefined)
+    return [['Secret', webhook.secret === undefined ? '—' : revealable(webhook.secret)]];
   const link = el('span', {});
   const get = el('button', { type: 'button', class: 'link-button' }, 'Show the link');
   get.addEventListener('click', async () => {

@@ -65,7 +65,13 @@ function show(notice?: string): void {
       el(
         'nav',
         { 'aria-label': 'Sections' },
-        el('ul', {}, ...NAV.map(({ hash, label }) => el('li', {}, el('a', { href: hash, 'aria-current': hash === section ? 'page' : undefined }, label)))),
+        el(
+          'ul',
+          {},
+          ...NAV.map(({ hash, label }) =>
+            el('li', {}, el('a', { href: hash, 'aria-current': hash === section ? 'page' : undefined }, label)),
+          ),
+        ),
       ),
       signOut,
     ),
@@ -103,7 +109,11 @@ function signInForm(notice?: string): void {
     { class: 'panel signin' },
     el('h1', {}, 'Customer portal'),
     notice === undefined ? null : el('p', { role: 'status' }, notice),
-    el('p', {}, 'Sign in with your API key. It is kept in this browser tab only, and forgotten when you sign out or close the tab.'),
+    el(
+      'p',
+      {},
+      'Sign in with your API key. It is kept in this browser tab only, and forgotten when you sign out or close the tab.',
+    ),
     el('div', { class: 'field' }, el('label', { for: 'api-key' }, 'API key'), key),
     el(
       'p',

@@ -9,7 +9,11 @@ export const isId = (prefix: string, value: string | undefined): value is string
  * What a link to something that is not there shows: a malformed id (checked before any request),
  * a location that does not decode, or an id the API does not know in this account.
  */
-export function showNotFound({ main, title }: Pick<ScreenContext, 'main' | 'title'>, what: string, back: { href: string; label: string }): void {
+export function showNotFound(
+  { main, title }: Pick<ScreenContext, 'main' | 'title'>,
+  what: string,
+  back: { href: string; label: string },
+): void {
   replace(
     main,
     title('Not found'),

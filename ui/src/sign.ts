@@ -28,7 +28,10 @@ interface View {
     signers: Signer[];
   };
   signer: Signer & { email: string };
-  identification: { required: false } | Unverified | { required: true; verified: true; method: 'email-code' | 'access-code'; at: string };
+  identification:
+    | { required: false }
+    | Unverified
+    | { required: true; verified: true; method: 'email-code' | 'access-code'; at: string };
   disclosure: { version: string; text: string };
   documents: { id: string; documentName: string; fileSize: number; link: string; signedLink: string | null }[];
 }
@@ -44,7 +47,11 @@ interface Unverified {
  * tells its parent how signing goes, and only a parent on one of them can receive it (the browser
  * delivers a message to the parent only when its origin is the one named). Never the token.
  */
-const frameOrigins = (document.querySelector('meta[name="customer-portal-frame-ancestors"]')?.getAttribute('content') ?? '').split(' ').filter(Boolean);
+const frameOrigins = (
+  document.querySelector('meta[name="customer-portal-frame-ancestors"]')?.getAttribute('content') ?? ''
+)
+  .split(' ')
+  .filter(Boolean);
 function tellParent(status: 'loaded' | 'identified' | 'signed' | 'declined', view: View): void {
   if (window.parent === window) return;
   const message = { type: 'customer-portal:signing', status, agreementId: view.agreement.id, signerId: view.signer.id };
@@ -78,16 +85,24 @@ async function call(method: 'GET' | 'POST', path: string, body?: unknown): Promi
   try {
     response = await fetch(apiRoot + path, {
       method,
-      headers: { Accept: 'application/json', Authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+      headers: {
+        Accept: 'application/json',
+        Authorization: `Bearer ${token}`,
+        ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+      },
       body: body === undefined ? null : JSON.stringify(body),
       credentials: 'omit',
       cache: 'no-store',
     });
   } catch (error) {
-    throw new SigningError(0, `The portal could not be reached (${error instanceof Error ? error.message : String(error)}).`);
+    throw new SigningError(
+      0,
+      `The portal could not be reached (${error instanceof Error ? error.message : String(error)}).`,
+    );
   }
   const parsed = (await response.json().catch(() => undefined)) as { message?: string } | undefined;
-  if (!response.ok) throw new SigningError(response.status, parsed?.message ?? `The portal answered ${response.status}.`);
+  if (!response.ok)
+    throw new SigningError(response.status, parsed?.message ?? `The portal answered ${response.status}.`);
   return parsed as unknown as View;
 }
 
@@ -101,7 +116,11 @@ const when = (atom: string) => {
 /** A page with a heading and what follows; the heading takes the focus, so a reader starts there. */
 function page(heading: string, ...children: (Node | string | null)[]): void {
   const title = el('h1', { tabindex: -1 }, heading);
-  replace(root, el('header', { class: 'top' }, el('span', { class: 'brand' }, 'Signing')), el('main', { id: 'main', class: 'signing' }, title, ...children));
+  replace(
+    root,
+    el('header', { class: 'top' }, el('span', { class: 'brand' }, 'Signing')),
+    el('main', { id: 'main', class: 'signing' }, title, ...children),
+  );
   title.focus({ preventScroll: true });
 }
 
@@ -125,7 +144,8 @@ function refused(error: unknown): void {
 /** The state of the agreement for this signer, when there is nothing to sign; `null` when they may sign. */
 function closedNotice(view: View): string | null {
   const { agreement, signer } = view;
-  if (signer.signedAt !== null) return `You signed this agreement on ${when(signer.signedAt)}. Nothing more is needed from you.`;
+  if (signer.signedAt !== null)
+    return `You signed this agreement on ${when(signer.signedAt)}. Nothing more is needed from you.`;
   if (signer.declinedAt !== null) return 'You declined this agreement. It is closed.';
   if (agreement.closedReason === 'expired') return 'This agreement has expired: it can no longer be signed.';
   if (agreement.closedReason === 'voided') return 'The sender voided this agreement: it can no longer be signed.';
@@ -183,7 +203,11 @@ function identify(view: View, identification: Unverified): void {
     el(
       'div',
       { class: 'field' },
-      el('label', { for: 'identification-code' }, byMail ? 'The 6-digit code from the e-mail' : 'The access code the sender gave you'),
+      el(
+        'label',
+        { for: 'identification-code' },
+        byMail ? 'The 6-digit code from the e-mail' : 'The access code the sender gave you',
+      ),
       code,
     ),
     errors.node,
@@ -272,13 +296,21 @@ function show(view: View, notice?: string): void {
       el(
         'li',
         {},
-        renewing(el('a', { href: document.link, rel: 'noopener', download: document.documentName }, document.documentName), document.id, 'link'),
+        renewing(
+          el('a', { href: document.link, rel: 'noopener', download: document.documentName }, document.documentName),
+          document.id,
+          'link',
+        ),
         ' ',
         el('span', { class: 'hint' }, size(document.fileSize)),
         document.signedLink === null ? null : ' · ',
         document.signedLink === null
           ? null
-          : renewing(el('a', { href: document.signedLink, rel: 'noopener', download: '' }, 'signed copy'), document.id, 'signedLink'),
+          : renewing(
+              el('a', { href: document.signedLink, rel: 'noopener', download: '' }, 'signed copy'),
+              document.id,
+              'signedLink',
+            ),
       ),
     ),
   );
@@ -290,13 +322,18 @@ function show(view: View, notice?: string): void {
   );
   const status = notice === undefined ? null : el('p', { role: 'status', class: 'good-text' }, notice);
   const closed = closedNotice(view);
-  if (closed !== null) return page(agreement.name, status, el('p', { role: 'status' }, closed), el('h2', {}, 'Documents'), documents);
+  if (closed !== null)
+    return page(agreement.name, status, el('p', { role: 'status' }, closed), el('h2', {}, 'Documents'), documents);
   const waiting = waitingFor(view);
   if (waiting !== null) {
     return page(
       agreement.name,
       about,
-      el('p', { role: 'status' }, `This agreement is signed in order: ${fullName(waiting)} signs before you. Open this link again once they have.`),
+      el(
+        'p',
+        { role: 'status' },
+        `This agreement is signed in order: ${fullName(waiting)} signs before you. Open this link again once they have.`,
+      ),
       el('h2', {}, 'Documents'),
       documents,
     );
@@ -321,7 +358,11 @@ function show(view: View, notice?: string): void {
       'label',
       { class: 'check' },
       consent,
-      el('span', {}, 'I have read the documents and the terms of signing electronically above, and agree to sign electronically.'),
+      el(
+        'span',
+        {},
+        'I have read the documents and the terms of signing electronically above, and agree to sign electronically.',
+      ),
     ),
     errors.node,
     el('div', { class: 'actions' }, signButton),
@@ -333,7 +374,10 @@ function show(view: View, notice?: string): void {
     if (!consent.checked) return errors.show('Tick the box to agree to sign electronically.');
     signButton.disabled = true;
     try {
-      const signed = await call('POST', 'signing/sign', { signature, consent: { disclosureVersion: view.disclosure.version } });
+      const signed = await call('POST', 'signing/sign', {
+        signature,
+        consent: { disclosureVersion: view.disclosure.version },
+      });
       tellParent('signed', signed);
       show(signed, 'Thank you: you have signed.');
     } catch (error) {
@@ -370,7 +414,9 @@ function show(view: View, notice?: string): void {
     }
     declineButton.disabled = true;
     try {
-      const declined = await call('POST', 'signing/decline', { reason: reason.value.trim() === '' ? null : reason.value.trim() });
+      const declined = await call('POST', 'signing/decline', {
+        reason: reason.value.trim() === '' ? null : reason.value.trim(),
+      });
       tellParent('declined', declined);
       show(declined, 'You have declined. The sender is told.');
     } catch (error) {
@@ -379,10 +425,20 @@ function show(view: View, notice?: string): void {
     }
   });
 
-  page(agreement.name, status, about, el('h2', {}, 'Documents'), el('p', { class: 'hint' }, 'Open each document before you sign.'), documents, form, decline);
+  page(
+    agreement.name,
+    status,
+    about,
+    el('h2', {}, 'Documents'),
+    el('p', { class: 'hint' }, 'Open each document before you sign.'),
+    documents,
+    form,
+    decline,
+  );
 }
 
-if (token === '') refused(new SigningError(401, 'This page opens from the signing link you were sent; the link is not complete.'));
+if (token === '')
+  refused(new SigningError(401, 'This page opens from the signing link you were sent; the link is not complete.'));
 else
   call('GET', 'signing').then((view) => {
     tellParent('loaded', view);

@@ -15,7 +15,12 @@ export interface SignaturePad {
  * face on the same canvas, which the keyboard alone can do. Either way it leaves as a PNG data-URL.
  */
 export function signaturePad(name: string): SignaturePad {
-  const canvas = el('canvas', { class: 'pad', width: WIDTH * 2, height: HEIGHT * 2, 'aria-label': 'Draw your signature here with a mouse, pen or finger' });
+  const canvas = el('canvas', {
+    class: 'pad',
+    width: WIDTH * 2,
+    height: HEIGHT * 2,
+    'aria-label': 'Draw your signature here with a mouse, pen or finger',
+  });
   const context = canvas.getContext('2d')!;
   context.scale(2, 2);
   context.lineWidth = 2.2;
@@ -29,7 +34,12 @@ export function signaturePad(name: string): SignaturePad {
   const clear = el('button', { type: 'button', class: 'link-button' }, 'Clear');
   const drawTab = el('button', { type: 'button', role: 'tab', 'aria-selected': 'true', id: 'tab-draw' }, 'Draw');
   const typeTab = el('button', { type: 'button', role: 'tab', 'aria-selected': 'false', id: 'tab-type' }, 'Type');
-  const typePanel = el('div', { class: 'field', hidden: true }, el('label', { for: 'typed-signature' }, 'Your name as your signature'), typed);
+  const typePanel = el(
+    'div',
+    { class: 'field', hidden: true },
+    el('label', { for: 'typed-signature' }, 'Your name as your signature'),
+    typed,
+  );
 
   function wipe(): void {
     context.clearRect(0, 0, WIDTH, HEIGHT);
@@ -62,7 +72,10 @@ export function signaturePad(name: string): SignaturePad {
 
   const point = (event: PointerEvent) => {
     const box = canvas.getBoundingClientRect();
-    return [((event.clientX - box.left) / box.width) * WIDTH, ((event.clientY - box.top) / box.height) * HEIGHT] as const;
+    return [
+      ((event.clientX - box.left) / box.width) * WIDTH,
+      ((event.clientY - box.top) / box.height) * HEIGHT,
+    ] as const;
   };
   let down = false;
   canvas.addEventListener('pointerdown', (event) => {

@@ -91,7 +91,12 @@ export interface AgreementSigner {
   viewedAt: string | null;
   declinedAt: string | null;
   declineReason: string | null;
-  identification: { required: boolean; verified: boolean; method: 'email-code' | 'access-code' | null; at: string | null };
+  identification: {
+    required: boolean;
+    verified: boolean;
+    method: 'email-code' | 'access-code' | null;
+    at: string | null;
+  };
 }
 
 /** One step of an agreement's audit trail. */

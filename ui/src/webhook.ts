@@ -19,7 +19,11 @@ const REASONS: Record<string, string> = {
 /** One webhook: its health, what can be done to it, and its delivery log (refreshed while open). */
 export const webhookScreen: Screen = ({ main, title, rest }) => {
   const id = rest[0];
-  const notFound = () => showNotFound({ main, title }, 'There is no such webhook in this account.', { href: '#/webhooks', label: '← All webhooks' });
+  const notFound = () =>
+    showNotFound({ main, title }, 'There is no such webhook in this account.', {
+      href: '#/webhooks',
+      label: '← All webhooks',
+    });
   // An id of the wrong shape is not asked for: no request carries what a link made up.
   if (!isId('wbh', id) || rest.length > 1) {
     notFound();
@@ -56,7 +60,10 @@ export const webhookScreen: Screen = ({ main, title, rest }) => {
   async function load() {
     if (loads++ % 5 === 0) void charts.refresh();
     try {
-      const [webhook, health] = await Promise.all([api<Webhook>('GET', base), api<WebhookHealth>('GET', `${base}/health`)]);
+      const [webhook, health] = await Promise.all([
+        api<Webhook>('GET', base),
+        api<WebhookHealth>('GET', `${base}/health`),
+      ]);
       if (stopped) return;
       seen = true;
       heading.textContent = webhook.url;
@@ -81,10 +88,18 @@ export const webhookScreen: Screen = ({ main, title, rest }) => {
         ['Status', el('span', { class: healthClass(health), 'data-health': health.status }, healthLabel(health))],
         ['Event type', webhook.type],
         ...verificationRows(webhook),
-        ['Filter', webhook.filter === undefined ? 'none: every event of the type' : el('code', {}, JSON.stringify(webhook.filter))],
+        [
+          'Filter',
+          webhook.filter === undefined
+            ? 'none: every event of the type'
+            : el('code', {}, JSON.stringify(webhook.filter)),
+        ],
         ['Id', el('code', {}, webhook.id)],
         ['Created', time(webhook.createdAt)],
-        ['Disabled because', health.disabledReason === null ? null : (REASONS[health.disabledReason] ?? health.disabledReason)],
+        [
+          'Disabled because',
+          health.disabledReason === null ? null : (REASONS[health.disabledReason] ?? health.disabledReason),
+        ],
         ['Disabled at', health.disabledAt === null ? null : time(health.disabledAt)],
         ['Failing since', health.failingSince === null ? null : time(health.failingSince)],
         ['Failures in a row', health.consecutiveFailures > 0 ? String(health.consecutiveFailures) : null],
@@ -133,7 +148,13 @@ export const webhookScreen: Screen = ({ main, title, rest }) => {
       showSecret(await api<Webhook>('POST', `${base}/rotate-secret`, { graceMs }), graceMs);
     }),
   );
-  const rotation = el('div', { class: 'rotation' }, el('label', { for: 'rotate-grace' }, 'Old secret keeps signing'), grace, rotate);
+  const rotation = el(
+    'div',
+    { class: 'rotation' },
+    el('label', { for: 'rotate-grace' }, 'Old secret keeps signing'),
+    grace,
+    rotate,
+  );
   const remove = el('button', { type: 'button', class: 'danger' }, 'Delete webhook');
   remove.addEventListener('click', async () => {
     if (!confirm('Delete this webhook? Its pending deliveries are cancelled.')) return;

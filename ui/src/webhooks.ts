@@ -14,7 +14,13 @@ export function healthLabel(health: WebhookHealth | null): string {
 }
 
 export const healthClass = (health: WebhookHealth | null) =>
-  health === null ? 'badge' : health.status === 'disabled' ? 'badge bad' : health.failingSince === null ? 'badge good' : 'badge warn';
+  health === null
+    ? 'badge'
+    : health.status === 'disabled'
+      ? 'badge bad'
+      : health.failingSince === null
+        ? 'badge good'
+        : 'badge warn';
 
 /** The list of the account's webhooks with their health, and the form that creates one. */
 export const webhookList: Screen = ({ main, title }) => {
@@ -26,7 +32,9 @@ export const webhookList: Screen = ({ main, title }) => {
   async function load() {
     try {
       const { data } = await api<List<Webhook>>('GET', '/webhooks');
-      const healths = await Promise.all(data.map((webhook) => api<WebhookHealth>('GET', `/webhooks/${segment(webhook.id)}/health`).catch(() => null)));
+      const healths = await Promise.all(
+        data.map((webhook) => api<WebhookHealth>('GET', `/webhooks/${segment(webhook.id)}/health`).catch(() => null)),
+      );
       errors.clear();
       if (data.length === 0) return replace(list, el('li', { class: 'empty' }, 'No webhooks yet: create one above.'));
       replace(list, ...data.map((webhook, i) => card(webhook, healths[i] ?? null)));
@@ -59,8 +67,19 @@ function card(webhook: Webhook, health: WebhookHealth | null): HTMLLIElement {
 
 function createForm(created: () => void): HTMLFormElement {
   const errors = errorBox();
-  const type = el('select', { id: 'new-type', name: 'type', required: true }, ...eventTypes().map((name) => el('option', { value: name }, name)));
-  const url = el('input', { id: 'new-url', name: 'url', type: 'url', required: true, placeholder: 'https://example.com/hooks', autocomplete: 'url' });
+  const type = el(
+    'select',
+    { id: 'new-type', name: 'type', required: true },
+    ...eventTypes().map((name) => el('option', { value: name }, name)),
+  );
+  const url = el('input', {
+    id: 'new-url',
+    name: 'url',
+    type: 'url',
+    required: true,
+    placeholder: 'https://example.com/hooks',
+    autocomplete: 'url',
+  });
   const filter = filterField('new-filter', 'Filter (optional)');
   const scheme = el(
     'select',

@@ -47,7 +47,8 @@ export function agreementRoutes(agreements: AgreementService): Route[] {
         operationId: 'createAgreement',
         summary: 'Create an agreement',
         tags: ['Agreements'],
-        description: 'Documents are streamed: hashed and stored as they arrive. A failed or aborted request leaves no record and no stored bytes.',
+        description:
+          'Documents are streamed: hashed and stored as they arrive. A failed or aborted request leaves no record and no stored bytes.',
         parameters: [idempotencyKeyParameter],
         requestBody: {
           required: true,
@@ -67,9 +68,15 @@ export function agreementRoutes(agreements: AgreementService): Route[] {
             'Agreement',
             created,
           ),
-          400: failure('A part missing, invalid, unknown or repeated; more than 5 signers or 5 documents; a malformed body; a malformed `Idempotency-Key`.'),
-          409: failure(`Answered before the body is read: ${keyInProgress}.`, { 'Retry-After': { ...RETRY_AFTER, required: true } }),
-          413: failure(`The documents are over 5 MiB (5,242,880 bytes) in total, or the body over ${MAX_FORM_BYTES} bytes.`),
+          400: failure(
+            'A part missing, invalid, unknown or repeated; more than 5 signers or 5 documents; a malformed body; a malformed `Idempotency-Key`.',
+          ),
+          409: failure(`Answered before the body is read: ${keyInProgress}.`, {
+            'Retry-After': { ...RETRY_AFTER, required: true },
+          }),
+          413: failure(
+            `The documents are over 5 MiB (5,242,880 bytes) in total, or the body over ${MAX_FORM_BYTES} bytes.`,
+          ),
           415: failure('The body is not `multipart/form-data`, or is compressed.'),
           422: keyReused,
         },
@@ -106,11 +113,17 @@ export function agreementRoutes(agreements: AgreementService): Route[] {
             'How many agreements a page holds: 1–100, 50 when not given.',
             v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100)),
           ),
-          queryParameter('cursor', 'The `nextCursor` of the page before; without it, the first page.', v.pipe(v.string(), v.regex(idPattern('agr')))),
+          queryParameter(
+            'cursor',
+            'The `nextCursor` of the page before; without it, the first page.',
+            v.pipe(v.string(), v.regex(idPattern('agr'))),
+          ),
         ],
         responses: {
           200: response('A page of agreements, and the cursor of the next one.', 'AgreementList'),
-          400: failure('`limit` is not a whole number from 1 to 100, `cursor` is not one a list of this account gave, or either is given more than once.'),
+          400: failure(
+            '`limit` is not a whole number from 1 to 100, `cursor` is not one a list of this account gave, or either is given more than once.',
+          ),
         },
       },
       async handler({ accountId, query }) {
@@ -149,7 +162,10 @@ export function agreementRoutes(agreements: AgreementService): Route[] {
       doc: {
         operationId: 'getDocumentDownloadLink',
         summary: 'A download link for an agreement document',
-        parameters: [agreementIdParameter, pathParameter('documentId', "The document id (`agd_…`), one of the agreement's `documents`.")],
+        parameters: [
+          agreementIdParameter,
+          pathParameter('documentId', "The document id (`agd_…`), one of the agreement's `documents`."),
+        ],
         tags: ['Agreements'],
         description: `The link serves for 5 minutes without Authorization, like an attachment's. A document is served as \`application/pdf\` when its name ends in \`.pdf\`, else as \`application/octet-stream\`.`,
         responses: {
@@ -170,18 +186,26 @@ export function agreementRoutes(agreements: AgreementService): Route[] {
       doc: {
         operationId: 'getSignedCopyLink',
         summary: "A download link for a document's completed copy",
-        parameters: [agreementIdParameter, pathParameter('documentId', "The document id (`agd_…`), one of the agreement's `documents`.")],
+        parameters: [
+          agreementIdParameter,
+          pathParameter('documentId', "The document id (`agd_…`), one of the agreement's `documents`."),
+        ],
         tags: ['Agreements'],
         description: `Once the agreement is signed, each PDF document gets a completed copy: each signer's values stamped into their fields (or, for a PDF with no field, a signature page appended) by an incremental update (the original bytes stay its prefix), then, with \`sealing\`, a PAdES seal over the whole file (\`B-T\` with a timestamp authority, else \`B-B\`). Its SHA-256 is the document's \`signedFileHash\`. The link serves for 5 minutes, as \`application/pdf\`.`,
         responses: {
           200: response('The link and when it expires.', 'DownloadLink'),
           400: failure('An id is malformed.'),
           404: failure('No such agreement in this account, or no such document in it.'),
-          409: failure('The agreement is not signed, the copy is still being made, or the document is not a PDF (it has no copy).'),
+          409: failure(
+            'The agreement is not signed, the copy is still being made, or the document is not a PDF (it has no copy).',
+          ),
         },
       },
       async handler({ accountId, params, baseUrl }) {
-        return { status: 200, body: await agreements.signedCopyLink(accountId, params.agreementId!, params.documentId!, baseUrl) };
+        return {
+          status: 200,
+          body: await agreements.signedCopyLink(accountId, params.agreementId!, params.documentId!, baseUrl),
+        };
       },
     },
     {
@@ -202,7 +226,8 @@ export function agreementRoutes(agreements: AgreementService): Route[] {
         },
       },
       async handler({ accountId, params }) {
-        if (!(await agreements.delete(accountId, params.agreementId!))) throw new PortalError('AGREEMENT_NOT_FOUND', params.agreementId!);
+        if (!(await agreements.delete(accountId, params.agreementId!)))
+          throw new PortalError('AGREEMENT_NOT_FOUND', params.agreementId!);
         return { status: 204 };
       },
     },
@@ -255,7 +280,10 @@ export function agreementRoutes(agreements: AgreementService): Route[] {
       },
       async handler({ req, accountId, params, client }) {
         const input = await readJson(req);
-        return { status: 200, body: await agreements.correctSigner(accountId, params.agreementId!, params.signerId!, input, client) };
+        return {
+          status: 200,
+          body: await agreements.correctSigner(accountId, params.agreementId!, params.signerId!, input, client),
+        };
       },
     },
     {

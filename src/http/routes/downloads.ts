@@ -5,7 +5,16 @@ import { type RangeRequest, parseRange } from '../byte-range.js';
 import { attachmentDisposition } from '../content-disposition.js';
 import * as v from 'valibot';
 import { DOWNLOAD_ROUTE, UNIX_SECONDS, readDownloadRequest } from '../../domain/download-links.js';
-import { BYTES_HEADERS, REQUEST_ID_HEADER, failure, header, type Json, type Operation, pathParameter, queryParameter } from '../route-doc.js';
+import {
+  BYTES_HEADERS,
+  REQUEST_ID_HEADER,
+  failure,
+  header,
+  type Json,
+  type Operation,
+  pathParameter,
+  queryParameter,
+} from '../route-doc.js';
 import { isMediaType } from '../../domain/inputs.js';
 import type { Route } from '../handler.js';
 import { PortalError } from '../../errors.js';
@@ -36,7 +45,10 @@ export function downloadRoutes(downloads: DownloadService): Route[] {
         const contentType = isMediaType(download.mime) ? download.mime : 'application/octet-stream';
         const contentDisposition = attachmentDisposition(download.name);
         // A presigned URL is signed for GET alone; a HEAD is answered here, from the record.
-        const direct = req.method === 'GET' ? await downloads.directUrl(download, presented!.grant.expires, { contentType, contentDisposition }) : null;
+        const direct =
+          req.method === 'GET'
+            ? await downloads.directUrl(download, presented!.grant.expires, { contentType, contentDisposition })
+            : null;
         if (direct !== null) {
           // The store serves the bytes (and the Range) itself, with these headers, until the link expires.
           res.writeHead(302, { Location: direct, 'Content-Length': 0 }).end();
@@ -118,7 +130,10 @@ function requestedRange(req: IncomingMessage, download: Downloadable): RangeRequ
 
 /** The download route's operation; a HEAD's answers are those of the GET without their bodies, and it never redirects. */
 function downloadOperation(method: 'GET' | 'HEAD'): Operation {
-  const bytes = method === 'GET' ? { content: { '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } } : {};
+  const bytes =
+    method === 'GET'
+      ? { content: { '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } }
+      : {};
   const redirect: Record<number, Json> = {
     302: {
       description:
@@ -129,25 +144,60 @@ function downloadOperation(method: 'GET' | 'HEAD'): Operation {
   return {
     operationId: method === 'GET' ? 'download' : 'headDownload',
     summary:
-      method === 'GET' ? 'Download an attachment, a file or an agreement document through a signed link' : 'The headers of a download, without its bytes',
+      method === 'GET'
+        ? 'Download an attachment, a file or an agreement document through a signed link'
+        : 'The headers of a download, without its bytes',
     tags: ['Downloads'],
     description:
       'The `link` of a download-link answer (a ticket attachment, a file, an agreement document): it needs no Authorization, as its signature (HMAC-SHA256 over every other part) is its authorization. Any instance holding the signing keys serves it.',
     parameters: [
-      pathParameter('id', "The attachment (`tca_…`), file (`fsf_…`) or document (`agd_…`, also for the document's completed copy) id, as the link carries it."),
+      pathParameter(
+        'id',
+        "The attachment (`tca_…`), file (`fsf_…`) or document (`agd_…`, also for the document's completed copy) id, as the link carries it.",
+      ),
       queryParameter('account', 'The account the link was made in.', { type: 'string', minLength: 1 }, true),
       queryParameter('ticket', "The ticket id: on an attachment's link only.", { type: 'string', minLength: 1 }),
       queryParameter('message', "The message id: on an attachment's link only.", { type: 'string', minLength: 1 }),
       queryParameter('agreement', "The agreement id: on a document's link only.", { type: 'string', minLength: 1 }),
       queryParameter('copy', "`signed` on the link of a document's completed copy only.", v.picklist(['signed'])),
-      queryParameter('expires', 'Unix seconds from which the link is refused.', v.pipe(v.string(), v.regex(UNIX_SECONDS)), true),
-      queryParameter('signature', 'base64url HMAC-SHA256 of the other parts.', v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{43}$/)), true),
-      { name: 'Range', in: 'header', required: false, description: 'One byte range (`bytes=0-99`, `bytes=100-`, `bytes=-500`).', schema: { type: 'string' } },
-      { name: 'If-Range', in: 'header', required: false, description: 'The range is honoured only when this names the ETag.', schema: { type: 'string' } },
+      queryParameter(
+        'expires',
+        'Unix seconds from which the link is refused.',
+        v.pipe(v.string(), v.regex(UNIX_SECONDS)),
+        true,
+      ),
+      queryParameter(
+        'signature',
+        'base64url HMAC-SHA256 of the other parts.',
+        v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{43}$/)),
+        true,
+      ),
+      {
+        name: 'Range',
+        in: 'header',
+        required: false,
+        description: 'One byte range (`bytes=0-99`, `bytes=100-`, `bytes=-500`).',
+        schema: { type: 'string' },
+      },
+      {
+        name: 'If-Range',
+        in: 'header',
+        required: false,
+        description: 'The range is honoured only when this names the ETag.',
+        schema: { type: 'string' },
+      },
     ],
     responses: {
-      200: { description: 'The whole attachment, with its stored media type.', headers: { ...REQUEST_ID_HEADER, ...BYTES_HEADERS }, ...bytes },
-      206: { description: 'The one range asked for.', headers: { ...REQUEST_ID_HEADER, ...BYTES_HEADERS, 'Content-Range': header('Content-Range') }, ...bytes },
+      200: {
+        description: 'The whole attachment, with its stored media type.',
+        headers: { ...REQUEST_ID_HEADER, ...BYTES_HEADERS },
+        ...bytes,
+      },
+      206: {
+        description: 'The one range asked for.',
+        headers: { ...REQUEST_ID_HEADER, ...BYTES_HEADERS, 'Content-Range': header('Content-Range') },
+        ...bytes,
+      },
       ...(method === 'GET' ? redirect : {}),
       400: failure('A query parameter no link carries.'),
       403: failure('The link is incomplete, altered, or signed with a key this server does not hold.'),

@@ -22,7 +22,11 @@ export function fileRoutes(files: FileService): Route[] {
         tags: ['Files'],
         description: 'Directories first, then files, each by name without regard to case, then by id. Not paginated.',
         parameters: [
-          queryParameter('directoryId', "The directory to list (`fsd_…`); without it, the account's root.", v.pipe(v.string(), v.regex(idPattern('fsd')))),
+          queryParameter(
+            'directoryId',
+            "The directory to list (`fsd_…`); without it, the account's root.",
+            v.pipe(v.string(), v.regex(idPattern('fsd'))),
+          ),
         ],
         responses: {
           200: response('Every entry of the directory.', 'FileList'),
@@ -59,7 +63,9 @@ function fileExtensionRoutes(files: FileService): Route[] {
         requestBody: uploadBody('FileUploadForm'),
         responses: {
           201: response('The file entry made.', 'FileEntry'),
-          400: failure('`directoryId` malformed or repeated; the `file` part missing, repeated or without a filename; an unknown part; a malformed body.'),
+          400: failure(
+            '`directoryId` malformed or repeated; the `file` part missing, repeated or without a filename; an unknown part; a malformed body.',
+          ),
           404: failure('No such directory in this account.'),
           413: failure('The file is over 5 MiB (5,242,880 bytes).'),
           415: failure('The body is not `multipart/form-data`, or is compressed.'),
@@ -88,7 +94,9 @@ function fileExtensionRoutes(files: FileService): Route[] {
         responses: {
           200: response('The link and when it expires.', 'DownloadLink'),
           400: failure("The id is neither a file's nor a directory's."),
-          404: failure("No such file in this account, or the id is a directory's (the message says which: a directory has no download)."),
+          404: failure(
+            "No such file in this account, or the id is a directory's (the message says which: a directory has no download).",
+          ),
         },
       },
       async handler({ accountId, params, baseUrl }) {

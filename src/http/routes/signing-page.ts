@@ -10,7 +10,10 @@ type Built = Awaited<ReturnType<typeof builtAssets>>;
  * calls), under the portal page's strict CSP; with `signing.frameAncestors`, those origins (and no
  * other) may frame it. Read from the build on the first request.
  */
-export function signingPageRoutes(frameAncestors: readonly string[], load: () => Promise<Built> = () => builtAssets()): Route[] {
+export function signingPageRoutes(
+  frameAncestors: readonly string[],
+  load: () => Promise<Built> = () => builtAssets(),
+): Route[] {
   let built: Promise<{ page: Asset; assets: Map<string, Asset> }> | undefined;
   const ready = () =>
     (built ??= load().then(({ manifest, assets }) => ({
@@ -38,7 +41,8 @@ export function signingPageRoutes(frameAncestors: readonly string[], load: () =>
       writesResponse: true,
       async handler({ req, res, requestId, params }) {
         const asset = (await ready()).assets.get(params.file!);
-        if (asset === undefined) throw new PortalError('ROUTE_NOT_FOUND', req.method ?? 'GET', `sign/assets/${params.file!.slice(0, 100)}`);
+        if (asset === undefined)
+          throw new PortalError('ROUTE_NOT_FOUND', req.method ?? 'GET', `sign/assets/${params.file!.slice(0, 100)}`);
         writeAsset(req, res, requestId, asset, false);
       },
     },
@@ -49,7 +53,10 @@ function pageHtml(manifest: Built['manifest'], frameAncestors: readonly string[]
   return htmlPage({
     title: 'Sign',
     // The page posts its progress to a parent frame only on one of these origins.
-    metas: { referrer: 'no-referrer', ...(frameAncestors.length > 0 ? { 'customer-portal-frame-ancestors': frameAncestors.join(' ') } : {}) },
+    metas: {
+      referrer: 'no-referrer',
+      ...(frameAncestors.length > 0 ? { 'customer-portal-frame-ancestors': frameAncestors.join(' ') } : {}),
+    },
     assets: 'sign/assets',
     style: manifest.style,
     script: manifest.signing,

@@ -33,8 +33,13 @@ export function signingRoutes(signing: SigningService): Route[] {
         description: `The link opens the signing page with the signer's token in its fragment. A new link replaces every older link of the signer. With \`accessCode\` the signer must give that code (sent to them by another channel; stored only as an scrypt hash) before seeing the documents; with \`send: true\` the notifier mails them the link. A signer with \`shouldIdentify\` must identify in any case: by a mailed code, or by the access code when there is no notifier. Recorded in the audit trail.`,
         requestBody: { required: false, content: json('SigningLinkInput') },
         responses: {
-          201: response('The link and when it expires (72 hours unless `expiresInSeconds` says otherwise).', 'SigningLink'),
-          400: failure('`expiresInSeconds` outside 60 … 2,592,000, an `accessCode` outside 4 … 64 characters, an unknown field, a malformed id or body.'),
+          201: response(
+            'The link and when it expires (72 hours unless `expiresInSeconds` says otherwise).',
+            'SigningLink',
+          ),
+          400: failure(
+            '`expiresInSeconds` outside 60 … 2,592,000, an `accessCode` outside 4 … 64 characters, an unknown field, a malformed id or body.',
+          ),
           404: failure('No such agreement in this account, or no such signer on it.'),
           409: failure(
             'The signer has signed or declined, the agreement is signed or closed, or the signer has been sent 40 links already (one for each of the 30 reminder rounds, and ten more); `send: true`, or a `shouldIdentify` signer without an `accessCode`, with no notifier configured.',
@@ -45,7 +50,10 @@ export function signingRoutes(signing: SigningService): Route[] {
       },
       async handler({ req, accountId, params, baseUrl, client }) {
         const input = await readOptionalJson(req);
-        return { status: 201, body: await signing.issueLink(accountId, params.agreementId!, params.signerId!, input, baseUrl, client) };
+        return {
+          status: 201,
+          body: await signing.issueLink(accountId, params.agreementId!, params.signerId!, input, baseUrl, client),
+        };
       },
     },
     {
@@ -83,7 +91,11 @@ export function signingRoutes(signing: SigningService): Route[] {
             description: 'The certificate.',
             headers: {
               ...REQUEST_ID_HEADER,
-              'Content-Disposition': { description: '`attachment; filename="certificate-<agreementId>.pdf"`', schema: { type: 'string' }, required: true },
+              'Content-Disposition': {
+                description: '`attachment; filename="certificate-<agreementId>.pdf"`',
+                schema: { type: 'string' },
+                required: true,
+              },
             },
             content: { 'application/pdf': { schema: { type: 'string', contentMediaType: 'application/pdf' } } },
           },
@@ -115,7 +127,10 @@ export function signingRoutes(signing: SigningService): Route[] {
         signer: true,
         description: `Authorized by the signing token (\`Authorization: Bearer <token>\`), not an API key. The first \`GET\` records the signer's \`viewedAt\` and sends \`agreement-viewed\` (a \`HEAD\` does not). Other signers are shown by name and outcome only: no e-mail, no decline reason.`,
         responses: {
-          200: response('The agreement without signature images, the signer, and a download link to each document.', 'SigningView'),
+          200: response(
+            'The agreement without signature images, the signer, and a download link to each document.',
+            'SigningView',
+          ),
           410: failure('The signing link has expired.'),
         },
       },
@@ -202,7 +217,10 @@ export function signingRoutes(signing: SigningService): Route[] {
       public: true,
       async handler({ req, baseUrl, client }) {
         const token = bearer(req);
-        return { status: 200, body: await signing.sign(token, await readOptionalJson(req, SIGN_BODY_LIMIT), baseUrl, client) };
+        return {
+          status: 200,
+          body: await signing.sign(token, await readOptionalJson(req, SIGN_BODY_LIMIT), baseUrl, client),
+        };
       },
     },
     {
@@ -218,7 +236,9 @@ export function signingRoutes(signing: SigningService): Route[] {
         requestBody: { required: false, content: json('DeclineInput') },
         responses: {
           200: response('The view after declining.', 'SigningView'),
-          400: failure('A reason over 1,000 characters or with control characters; an unknown field; a malformed body.'),
+          400: failure(
+            'A reason over 1,000 characters or with control characters; an unknown field; a malformed body.',
+          ),
           403: failure('The signer must identify first.'),
           409: failure('The signer has signed or declined, or the agreement is signed or closed.'),
           410: failure('The signing link has expired.'),

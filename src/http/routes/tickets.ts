@@ -44,7 +44,9 @@ export function ticketRoutes(tickets: TicketService): Route[] {
         requestBody: uploadBody('AttachmentUploadForm'),
         responses: {
           201: response('The attachment, with its id.', 'Attachment'),
-          400: failure('An id is malformed; the `file` part is missing, repeated or without a filename; an unknown part; a malformed body.'),
+          400: failure(
+            'An id is malformed; the `file` part is missing, repeated or without a filename; an unknown part; a malformed body.',
+          ),
           413: failure('The file is over 5 MiB (5,242,880 bytes).'),
           415: failure('The body is not `multipart/form-data`, or is compressed.'),
         },
@@ -54,7 +56,14 @@ export function ticketRoutes(tickets: TicketService): Route[] {
         const { ticketId = '', messageId = '' } = params;
         const attachment = await readUpload(req, 'POST /tickets/{ticketId}/message/{messageId}/attachment', [], {
           // No text part: the attachment is recorded as soon as its bytes are in.
-          keep: (file) => tickets.putAttachment(accountId, { ticketId, messageId, name: file.name, mime: file.mime, body: file.body }),
+          keep: (file) =>
+            tickets.putAttachment(accountId, {
+              ticketId,
+              messageId,
+              name: file.name,
+              mime: file.mime,
+              body: file.body,
+            }),
           complete: async (attachment) => attachment,
           discard: (attachment) => tickets.deleteAttachment(accountId, attachment.id),
         });

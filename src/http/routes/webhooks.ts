@@ -84,7 +84,8 @@ export function webhookRoutes(webhooks: WebhookService): Route[] {
         },
       },
       async handler({ accountId, params }) {
-        if (!(await webhooks.delete(accountId, params.webhookId!))) return refusal('WEBHOOK_NOT_FOUND', params.webhookId!);
+        if (!(await webhooks.delete(accountId, params.webhookId!)))
+          return refusal('WEBHOOK_NOT_FOUND', params.webhookId!);
         return { status: 204 };
       },
     },
@@ -128,8 +129,13 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
             'Webhook',
             created,
           ),
-          400: failure('The body is not JSON, or not `{type, url}` with a known type and an http(s) URL; or a malformed `Idempotency-Key`.'),
-          409: failure(`The account holds \`webhooks.maxPerAccount\` webhooks already (default 50); or ${keyInProgress}.`, { 'Retry-After': RETRY_AFTER }),
+          400: failure(
+            'The body is not JSON, or not `{type, url}` with a known type and an http(s) URL; or a malformed `Idempotency-Key`.',
+          ),
+          409: failure(
+            `The account holds \`webhooks.maxPerAccount\` webhooks already (default 50); or ${keyInProgress}.`,
+            { 'Retry-After': RETRY_AFTER },
+          ),
           413: failure('The body is over 64 KiB.'),
           415: failure('The body is not `application/json`.'),
           422: keyReused,
@@ -139,7 +145,11 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
         const key = idempotencyKeyOf(req);
         const body = (await readJson(req)) as never;
         if (key !== undefined) {
-          const answer = (webhook: Webhook) => ({ status: 201, body: webhookJson(webhook), location: `${baseUrl}/webhooks/${webhook.id}` });
+          const answer = (webhook: Webhook) => ({
+            status: 201,
+            body: webhookJson(webhook),
+            location: `${baseUrl}/webhooks/${webhook.id}`,
+          });
           return idempotentReply(await webhooks.createIdempotent(accountId, body, { key, answer }));
         }
         const webhook = await webhooks.create(accountId, body);
@@ -268,7 +278,9 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
         requestBody: { required: false, content: json('SecretRotationInput') },
         responses: {
           200: response('The webhook with its new secret.', 'Webhook'),
-          400: failure(`The body is not JSON, or \`graceMs\` is not a whole number of milliseconds from 0 to ${MAX_SECRET_GRACE_MS} (7 days).`),
+          400: failure(
+            `The body is not JSON, or \`graceMs\` is not a whole number of milliseconds from 0 to ${MAX_SECRET_GRACE_MS} (7 days).`,
+          ),
           404: failure('No such webhook in this account.'),
           413: failure('The body is over 64 KiB.'),
           415: failure('A body that is not `application/json`.'),
@@ -276,7 +288,11 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
       },
       async handler({ accountId, params, req }) {
         // The body is optional: without one (undefined), the default grace.
-        const webhook = await webhooks.rotateSecret(accountId, params.webhookId!, (await readOptionalJson(req)) as never);
+        const webhook = await webhooks.rotateSecret(
+          accountId,
+          params.webhookId!,
+          (await readOptionalJson(req)) as never,
+        );
         if (webhook === null) return refusal('WEBHOOK_NOT_FOUND', params.webhookId!);
         return { status: 200, json: webhookJson(webhook) };
       },
@@ -297,8 +313,16 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
             'How many deliveries a page holds: 1–500, 50 when not given.',
             v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(500)),
           ),
-          queryParameter('cursor', 'The `nextCursor` of the page before; without it, the first page.', v.pipe(v.string(), v.minLength(1), v.maxLength(200))),
-          queryParameter('status', 'Only deliveries in this status.', v.picklist(['pending', 'succeeded', 'failed', 'cancelled'])),
+          queryParameter(
+            'cursor',
+            'The `nextCursor` of the page before; without it, the first page.',
+            v.pipe(v.string(), v.minLength(1), v.maxLength(200)),
+          ),
+          queryParameter(
+            'status',
+            'Only deliveries in this status.',
+            v.picklist(['pending', 'succeeded', 'failed', 'cancelled']),
+          ),
           queryParameter(
             'eventType',
             'Only deliveries of events of this type (`webhook.test` for test calls).',
@@ -343,7 +367,10 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
         summary: "A webhook's calls over the last 24 hours or 7 days",
         tags: ['Webhooks'],
         description: `The calls made to the webhook, in buckets ending with the current hour (hourly for \`24h\`, six-hourly for \`7d\`): by outcome, and the estimated median and 95th percentile of their durations. Counted as each attempt is recorded, so a week reads at most 168 hourly rows whatever the traffic. On fs, a delivery past 50 attempts read back from a compacted log counts the 50 it keeps.`,
-        parameters: [webhookIdParameter, queryParameter('window', '`24h` (the default) or `7d`.', v.picklist(['24h', '7d']))],
+        parameters: [
+          webhookIdParameter,
+          queryParameter('window', '`24h` (the default) or `7d`.', v.picklist(['24h', '7d'])),
+        ],
         responses: {
           200: response('The calls by bucket, and the totals.', 'WebhookStats'),
           400: failure('`window` is not `24h` or `7d`, or is given more than once.'),
@@ -394,7 +421,8 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
         },
       },
       async handler({ accountId, params }) {
-        if ((await webhooks.disable(accountId, params.webhookId!)) === null) return refusal('WEBHOOK_NOT_FOUND', params.webhookId!);
+        if ((await webhooks.disable(accountId, params.webhookId!)) === null)
+          return refusal('WEBHOOK_NOT_FOUND', params.webhookId!);
         return { status: 204 };
       },
     },
@@ -414,7 +442,8 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
         },
       },
       async handler({ accountId, params }) {
-        if ((await webhooks.enable(accountId, params.webhookId!)) === null) return refusal('WEBHOOK_NOT_FOUND', params.webhookId!);
+        if ((await webhooks.enable(accountId, params.webhookId!)) === null)
+          return refusal('WEBHOOK_NOT_FOUND', params.webhookId!);
         return { status: 204 };
       },
     },
@@ -455,7 +484,10 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
         tags: ['Webhooks'],
         description: `The delivery becomes pending and due now, its earlier attempts kept; one that had ended starts the retry schedule again. While a call of the delivery is in flight, the redeliver is queued (\`redeliverQueued\`): one more call follows once that call is recorded, never two at once.`,
         responses: {
-          202: response('The delivery, pending again, or with `redeliverQueued` while its call is in flight.', 'Delivery'),
+          202: response(
+            'The delivery, pending again, or with `redeliverQueued` while its call is in flight.',
+            'Delivery',
+          ),
           404: failure('No such delivery of that webhook in this account.'),
           409: failure('The webhook of the delivery was deleted (there is nowhere to send it) or is disabled.'),
         },
@@ -494,14 +526,18 @@ export function webhookKeyRoutes(webhooks: WebhookService): Route[] {
         responses: {
           200: response('The keys.', 'WebhookPublicKeys'),
           400: failure('A query parameter other than `account` and `signature`, or one given twice.'),
-          404: failure('The link is not one the portal made (a wrong or altered signature), or its webhook is gone or signs with a shared secret.'),
+          404: failure(
+            'The link is not one the portal made (a wrong or altered signature), or its webhook is gone or signs with a shared secret.',
+          ),
         },
       },
       public: true,
       async handler({ params, query }) {
         const { account, signature } = query;
         const keys =
-          typeof account === 'string' && typeof signature === 'string' ? await webhooks.publicKeysByLink(account, params.webhookId!, signature) : null;
+          typeof account === 'string' && typeof signature === 'string'
+            ? await webhooks.publicKeysByLink(account, params.webhookId!, signature)
+            : null;
         if (keys === null) return refusal('WEBHOOK_KEYS_NOT_FOUND');
         // Public keys: any cache may keep them a few minutes (a rotation's grace is longer).
         return { status: 200, body: { keys }, headers: { 'Cache-Control': 'public, max-age=300' } };

@@ -28,21 +28,23 @@ function* slices(bytes: Buffer, size: number) {
 export function s3Tests(test: Test, context: { moto: Moto; bucket: string } | undefined): void {
   let run = 0;
   /** A store under a fresh prefix, its spool in a fresh directory, both emptied after `body`. */
-  const withStore = (body: (store: ReturnType<typeof s3Blobs>, prefix: string, spoolDir: string) => Promise<void>) => async () => {
-    const { moto, bucket } = context!;
-    const prefix = `s3-tests-${++run}-${Date.now()}/`;
-    const spoolDir = tempDir('spool');
-    const store = s3Blobs({ client: moto.client, bucket, prefix, spoolDir });
-    await store.open!();
-    try {
-      await body(store, prefix, spoolDir);
-    } finally {
-      await emptyPrefix(moto.client, bucket, prefix);
-      removeDir(spoolDir);
-    }
-  };
+  const withStore =
+    (body: (store: ReturnType<typeof s3Blobs>, prefix: string, spoolDir: string) => Promise<void>) => async () => {
+      const { moto, bucket } = context!;
+      const prefix = `s3-tests-${++run}-${Date.now()}/`;
+      const spoolDir = tempDir('spool');
+      const store = s3Blobs({ client: moto.client, bucket, prefix, spoolDir });
+      await store.open!();
+      try {
+        await body(store, prefix, spoolDir);
+      } finally {
+        await emptyPrefix(moto.client, bucket, prefix);
+        removeDir(spoolDir);
+      }
+    };
   const uploadsUnder = async (prefix: string) =>
-    (await context!.moto.client.send(new ListMultipartUploadsCommand({ Bucket: context!.bucket, Prefix: prefix }))).Uploads ?? [];
+    (await context!.moto.client.send(new ListMultipartUploadsCommand({ Bucket: context!.bucket, Prefix: prefix })))
+      .Uploads ?? [];
 
   test(
     'a body over one part goes up in parts and reads back whole; no spool file stays',
@@ -50,7 +52,9 @@ export function s3Tests(test: Test, context: { moto: Moto; bucket: string } | un
       const bytes = patternBytes(11 * MiB + 5, 4);
       assert.equal(await store.put('fsf_multi', Readable.from(slices(bytes, 64 * 1024))), { size: bytes.length });
       assert.ok((await buffer((await store.get('fsf_multi'))!)).equals(bytes));
-      const head = await context!.moto.client.send(new HeadObjectCommand({ Bucket: context!.bucket, Key: `${prefix}fsf_multi` }));
+      const head = await context!.moto.client.send(
+        new HeadObjectCommand({ Bucket: context!.bucket, Key: `${prefix}fsf_multi` }),
+      );
       assert.match(head.ETag ?? '', /-3"$/, 'a multipart ETag names its three parts');
       const part = await buffer((await store.get('fsf_multi', { start: 5 * MiB - 3, end: 5 * MiB + 2 }))!);
       assert.ok(part.equals(bytes.subarray(5 * MiB - 3, 5 * MiB + 3)), 'a range across a part boundary');
@@ -91,7 +95,9 @@ export function s3Tests(test: Test, context: { moto: Moto; bucket: string } | un
     withStore(async (store, prefix) => {
       const bytes = patternBytes(5 * MiB, 6);
       await store.put('fsf_exact', Readable.from(slices(bytes, 100_000)));
-      const head = await context!.moto.client.send(new HeadObjectCommand({ Bucket: context!.bucket, Key: `${prefix}fsf_exact` }));
+      const head = await context!.moto.client.send(
+        new HeadObjectCommand({ Bucket: context!.bucket, Key: `${prefix}fsf_exact` }),
+      );
       assert.not.match(head.ETag ?? '', /-\d+"$/, 'a single PutObject');
       assert.is(head.ContentLength, 5 * MiB);
     }),
@@ -121,7 +127,9 @@ export function s3Tests(test: Test, context: { moto: Moto; bucket: string } | un
         assert.is(await store.stat(key), null);
         assert.is(await store.delete(key), false);
       }
-      const listed = await context!.moto.client.send(new ListObjectsV2Command({ Bucket: context!.bucket, Prefix: prefix }));
+      const listed = await context!.moto.client.send(
+        new ListObjectsV2Command({ Bucket: context!.bucket, Prefix: prefix }),
+      );
       assert.is(listed.KeyCount ?? 0, 0);
     }),
   );
@@ -131,7 +139,9 @@ export function s3Tests(test: Test, context: { moto: Moto; bucket: string } | un
     withStore(async (store, prefix) => {
       const before = Date.now();
       await store.put('fsf_dated', Readable.from([Buffer.from('abc')]));
-      await context!.moto.client.send(new PutObjectCommand({ Bucket: context!.bucket, Key: `${prefix}notes/readme.txt`, Body: 'not ours' }));
+      await context!.moto.client.send(
+        new PutObjectCommand({ Bucket: context!.bucket, Key: `${prefix}notes/readme.txt`, Body: 'not ours' }),
+      );
       const info = (await store.stat('fsf_dated'))!;
       const written = new Date(info.createdAt).getTime();
       assert.ok(written >= Math.floor(before / 1000) * 1000 - 5_000 && written <= Date.now() + 5_000, info.createdAt);
@@ -152,7 +162,11 @@ export function s3Tests(test: Test, context: { moto: Moto; bucket: string } | un
       await moto.client.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: `${prefix}fsf_abandoned` }));
       // moto dates every upload 2010-11-10T20:48:33Z, whatever the time: the horizons straddle that.
       for await (const _ of store.listBefore('2010-11-11T20:00:00+00:00')) void _;
-      assert.is((await uploadsUnder(prefix)).length, 1, 'an upload younger than a day before the horizon may still be running');
+      assert.is(
+        (await uploadsUnder(prefix)).length,
+        1,
+        'an upload younger than a day before the horizon may still be running',
+      );
       for await (const _ of store.listBefore('2010-11-11T21:00:00+00:00')) void _;
       assert.equal(await uploadsUnder(prefix), []);
     }),
@@ -178,8 +192,14 @@ export function s3Tests(test: Test, context: { moto: Moto; bucket: string } | un
     const client = context!.moto.client;
     assert.throws(() => s3Blobs({ client: {} as S3Client, bucket: 'b' }), /`client` must be an S3Client/);
     assert.throws(() => s3Blobs({ client, bucket: '' }), /`bucket` must be a bucket name/);
-    assert.throws(() => s3Blobs({ client, bucket: 'b', partSize: MiB }), /`partSize` must be a whole number of at least 5242880 bytes/);
-    assert.throws(() => s3Blobs({ client, bucket: 'b', memoryBytes: -1 }), /`memoryBytes` must be a whole number of bytes, 0 or more/);
+    assert.throws(
+      () => s3Blobs({ client, bucket: 'b', partSize: MiB }),
+      /`partSize` must be a whole number of at least 5242880 bytes/,
+    );
+    assert.throws(
+      () => s3Blobs({ client, bucket: 'b', memoryBytes: -1 }),
+      /`memoryBytes` must be a whole number of bytes, 0 or more/,
+    );
   });
 
   test('a store that stops answering mid-life answers STORAGE_UNAVAILABLE', async () => {

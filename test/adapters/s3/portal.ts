@@ -17,20 +17,32 @@ const bytesOf = async (res: Response) => Buffer.from(await res.arrayBuffer());
 /** Download links on a portal whose bytes are in S3: streamed through it, or redirected to the bucket. */
 export function s3PortalTests(test: Test, context: { moto: Moto; bucket: string } | undefined): void {
   let run = 0;
-  const withS3Portal = (redirect: boolean, body: (app: TestPortal, attachment: Attachment, advance: (ms: number) => void) => Promise<void>) => async () => {
-    const { moto, bucket } = context!;
-    const prefix = `portal-${++run}-${Date.now()}/`;
-    let offset = 0;
-    const clock = () => new Date(Date.now() + offset);
-    await withPortal({ signingKeys: [SIGNING_KEY_1], clock, blobs: s3Blobs({ client: moto.client, bucket, prefix, redirect }) }, async (app) => {
-      try {
-        const attachment = await app.portal.tickets.putAttachment('acct_a', { name: NAME, mime: 'application/pdf', body: BYTES });
-        await body(app, attachment, (ms) => (offset += ms));
-      } finally {
-        await emptyPrefix(moto.client, bucket, prefix);
-      }
-    });
-  };
+  const withS3Portal =
+    (
+      redirect: boolean,
+      body: (app: TestPortal, attachment: Attachment, advance: (ms: number) => void) => Promise<void>,
+    ) =>
+    async () => {
+      const { moto, bucket } = context!;
+      const prefix = `portal-${++run}-${Date.now()}/`;
+      let offset = 0;
+      const clock = () => new Date(Date.now() + offset);
+      await withPortal(
+        { signingKeys: [SIGNING_KEY_1], clock, blobs: s3Blobs({ client: moto.client, bucket, prefix, redirect }) },
+        async (app) => {
+          try {
+            const attachment = await app.portal.tickets.putAttachment('acct_a', {
+              name: NAME,
+              mime: 'application/pdf',
+              body: BYTES,
+            });
+            await body(app, attachment, (ms) => (offset += ms));
+          } finally {
+            await emptyPrefix(moto.client, bucket, prefix);
+          }
+        },
+      );
+    };
 
   test(
     "redirect: GET on the link answers 302 to a presigned URL valid no longer than the link, with the portal's headers",
@@ -85,7 +97,10 @@ export function s3PortalTests(test: Test, context: { moto: Moto; bucket: string 
     "redirect: the link's own checks come first (403 altered, 410 expired, 404 removed)",
     withS3Portal(true, async (app, attachment, advance) => {
       const { link } = await getLink(app, attachment);
-      assert.is((await fetch(link.replace(/signature=[^&]+/, 'signature=' + 'A'.repeat(43)), { redirect: 'manual' })).status, 403);
+      assert.is(
+        (await fetch(link.replace(/signature=[^&]+/, 'signature=' + 'A'.repeat(43)), { redirect: 'manual' })).status,
+        403,
+      );
       await app.portal.tickets.deleteAttachment('acct_a', attachment.id);
       assert.is((await fetch(link, { redirect: 'manual' })).status, 404);
       advance(301_000);
@@ -120,12 +135,14 @@ export function s3PortalTests(test: Test, context: { moto: Moto; bucket: string 
         const agreement = await json(await app.api('/agreements', { method: 'POST', body: form }));
         const links = [
           (await json(await app.api(`/files/${file.id}/download`))).link,
-          (await json(await app.api(`/agreements/${agreement.id}/documents/${agreement.documents[0].id}/download`))).link,
+          (await json(await app.api(`/agreements/${agreement.id}/documents/${agreement.documents[0].id}/download`)))
+            .link,
         ];
         for (const link of links) {
           const first = await fetch(link, { redirect: 'manual' });
           assert.is(first.status, redirect ? 302 : 200, link);
-          if (redirect) assert.ok(first.headers.get('location')!.startsWith(`${context!.moto.endpoint}/${context!.bucket}/`));
+          if (redirect)
+            assert.ok(first.headers.get('location')!.startsWith(`${context!.moto.endpoint}/${context!.bucket}/`));
           else await first.arrayBuffer();
           const followed = await fetch(link);
           assert.ok((await bytesOf(followed)).equals(BYTES), 'byte-exact');

@@ -25,11 +25,15 @@ function spying(client: SqlClient) {
     const own = (client as unknown as Record<string, unknown>)[method];
     if (typeof own === 'function') spy[method] = own.bind(client);
   }
-  if ('totalCount' in client) Object.defineProperty(spy, 'totalCount', { get: () => (client as { totalCount: number }).totalCount });
+  if ('totalCount' in client)
+    Object.defineProperty(spy, 'totalCount', { get: () => (client as { totalCount: number }).totalCount });
   return { spy, log };
 }
 
-function withBlobs(backend: SqlBackend, body: (blobs: BlobStore, schema: string, log: { text: string; params: unknown[] }[]) => Promise<void>) {
+function withBlobs(
+  backend: SqlBackend,
+  body: (blobs: BlobStore, schema: string, log: { text: string; params: unknown[] }[]) => Promise<void>,
+) {
   return async () => {
     const schema = freshSchema();
     const { spy, log } = spying(backend.client);
@@ -51,7 +55,9 @@ function* pieces(bytes: Buffer, size: number) {
 
 export function blobTests(test: Test, backend: SqlBackend): void {
   const chunkRows = async (schema: string) =>
-    (await rowsOf(backend.client, schema, 'blob_chunks')).map((row) => [Number(row.seq), (row.data as Uint8Array).byteLength]).sort((a, b) => a[0]! - b[0]!);
+    (await rowsOf(backend.client, schema, 'blob_chunks'))
+      .map((row) => [Number(row.seq), (row.data as Uint8Array).byteLength])
+      .sort((a, b) => a[0]! - b[0]!);
 
   for (const size of [1, CHUNK_SIZE - 1, CHUNK_SIZE, CHUNK_SIZE + 1, 2 * CHUNK_SIZE, 3 * CHUNK_SIZE + 5]) {
     test(
@@ -59,7 +65,10 @@ export function blobTests(test: Test, backend: SqlBackend): void {
       withBlobs(backend, async (blobs, schema) => {
         const bytes = patternBytes(size, 5);
         assert.equal(await blobs.put('fsf_sized', Readable.from(pieces(bytes, 100_003))), { size });
-        const expected = Array.from({ length: Math.ceil(size / CHUNK_SIZE) }, (_, seq) => [seq, Math.min(CHUNK_SIZE, size - seq * CHUNK_SIZE)]);
+        const expected = Array.from({ length: Math.ceil(size / CHUNK_SIZE) }, (_, seq) => [
+          seq,
+          Math.min(CHUNK_SIZE, size - seq * CHUNK_SIZE),
+        ]);
         assert.equal(await chunkRows(schema), expected);
         assert.ok((await buffer((await blobs.get('fsf_sized'))!)).equals(bytes));
       }),
@@ -109,7 +118,9 @@ export function blobTests(test: Test, backend: SqlBackend): void {
         );
       }
       // A range running past the end stops at the last byte.
-      const tail = await buffer((await blobs.get('fsf_ranges', { start: bytes.length - 3, end: bytes.length + 1000 }))!);
+      const tail = await buffer(
+        (await blobs.get('fsf_ranges', { start: bytes.length - 3, end: bytes.length + 1000 }))!,
+      );
       assert.ok(tail.equals(bytes.subarray(bytes.length - 3)));
     }),
   );
@@ -180,7 +191,8 @@ export function blobTests(test: Test, backend: SqlBackend): void {
       let received = CHUNK_SIZE;
       const error = await (async () => {
         try {
-          for (let step = await iterator.next(); !step.done; step = await iterator.next()) received += (step.value as Buffer).length;
+          for (let step = await iterator.next(); !step.done; step = await iterator.next())
+            received += (step.value as Buffer).length;
         } catch (caught) {
           return caught as Error;
         }

@@ -14,7 +14,11 @@ const NOW = '2026-01-01T00:10:00+00:00';
 const LEASE = '2026-01-01T00:11:00+00:00';
 
 /** Separate pools on the server: as separate processes would be. */
-async function withPools(count: number, body: (pools: pg.Pool[], schema: string) => Promise<void>, config: pg.PoolConfig = {}) {
+async function withPools(
+  count: number,
+  body: (pools: pg.Pool[], schema: string) => Promise<void>,
+  config: pg.PoolConfig = {},
+) {
   const schema = freshSchema();
   const pools = Array.from({ length: count }, () => {
     const pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 4, allowExitOnIdle: true, ...config });
@@ -41,7 +45,9 @@ export function concurrencyTests(test: Test): void {
     withPools(2, async (pools, schema) => {
       const [one, two] = await Promise.all(pools.map((pool) => openOn(pool, schema)));
       await one!.insertWebhook(webhookRecord());
-      await one!.publishEvents(Array.from({ length: 400 }, (_, i) => eventRecord({ createdAt: `2026-01-01T00:0${i % 10}:00+00:00` })));
+      await one!.publishEvents(
+        Array.from({ length: 400 }, (_, i) => eventRecord({ createdAt: `2026-01-01T00:0${i % 10}:00+00:00` })),
+      );
       const claimedBy = new Map<string, string>();
       const duplicates: string[] = [];
       const claimer = async (storage: Storage, owner: string) => {
@@ -58,7 +64,8 @@ export function concurrencyTests(test: Test): void {
       assert.equal(duplicates, []);
       assert.is(claimedBy.size, 400);
       // The database agrees with what each claimer was told.
-      for (const row of await rowsOf(pools[0]!, schema, 'deliveries')) assert.is(row.lease_owner, claimedBy.get(row.id as string));
+      for (const row of await rowsOf(pools[0]!, schema, 'deliveries'))
+        assert.is(row.lease_owner, claimedBy.get(row.id as string));
       assert.ok(new Set(claimedBy.values()).size > 1, 'more than one claimer got work');
     }));
 
@@ -69,12 +76,16 @@ export function concurrencyTests(test: Test): void {
         // A claim that waited for the lock would fail with lock_timeout instead of returning.
         const storage = await openOn(pool!, schema);
         await storage.insertWebhook(webhookRecord());
-        const deliveries = await storage.publishEvents([1, 2, 3, 4, 5].map((minute) => eventRecord({ createdAt: `2026-01-01T00:0${minute}:00+00:00` })));
+        const deliveries = await storage.publishEvents(
+          [1, 2, 3, 4, 5].map((minute) => eventRecord({ createdAt: `2026-01-01T00:0${minute}:00+00:00` })),
+        );
         const holder = await pool!.connect();
         try {
           await holder.query('BEGIN');
           const held = deliveries.slice(0, 2).map((delivery) => delivery.id);
-          await holder.query(`SELECT id FROM "${schema}".portal_deliveries WHERE id = ANY($1::text[]) FOR UPDATE`, [held]);
+          await holder.query(`SELECT id FROM "${schema}".portal_deliveries WHERE id = ANY($1::text[]) FOR UPDATE`, [
+            held,
+          ]);
           const claimed = await storage.claimDeliveries({ now: NOW, leaseUntil: LEASE, limit: 10, owner: 'worker-1' });
           assert.equal(
             claimed.map((c) => c.delivery.id),
@@ -102,8 +113,13 @@ export function concurrencyTests(test: Test): void {
       await one!.insertAgreement(agreement, []);
       const sign = (storage: Storage, index: number) =>
         storage.updateAgreement('acct_a', agreement.id, (current): { agreement: AgreementRecord; events: [] } => {
-          const signers = current.signers.map((signer, i) => (i === index ? { ...signer, signature: `sig-${i}`, signedAt: NOW } : signer));
-          return { agreement: { ...current, signers, status: signers.every((s) => s.signature !== null) ? 'signed' : 'sent' }, events: [] };
+          const signers = current.signers.map((signer, i) =>
+            i === index ? { ...signer, signature: `sig-${i}`, signedAt: NOW } : signer,
+          );
+          return {
+            agreement: { ...current, signers, status: signers.every((s) => s.signature !== null) ? 'signed' : 'sent' },
+            events: [],
+          };
         });
       await Promise.all(agreement.signers.map((_, index) => sign(index % 2 === 0 ? one! : two!, index)));
       const stored = (await one!.getAgreement('acct_a', agreement.id))!;
@@ -120,7 +136,11 @@ export function concurrencyTests(test: Test): void {
       for (let round = 0; round < 25; round++) {
         const webhook = webhookRecord();
         await one!.insertWebhook(webhook);
-        await Promise.all([one!.publishEvents([eventRecord()]), two!.deleteWebhook('acct_a', webhook.id), one!.publishEvents([eventRecord(), eventRecord()])]);
+        await Promise.all([
+          one!.publishEvents([eventRecord()]),
+          two!.deleteWebhook('acct_a', webhook.id),
+          one!.publishEvents([eventRecord(), eventRecord()]),
+        ]);
       }
       const orphans = await rowsOf(
         pools[0]!,
@@ -157,7 +177,10 @@ export function concurrencyTests(test: Test): void {
         const watched = {
           query: (statement: unknown, params?: unknown[]) => {
             forms.push(typeof statement === 'string' ? 'text' : `named ${(statement as { name: string }).name}`);
-            return (pool!.query as (statement: unknown, params?: unknown[]) => Promise<pg.QueryResult>)(statement, params);
+            return (pool!.query as (statement: unknown, params?: unknown[]) => Promise<pg.QueryResult>)(
+              statement,
+              params,
+            );
           },
           connect: () => pool!.connect(),
           get totalCount() {

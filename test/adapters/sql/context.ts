@@ -17,7 +17,10 @@ export interface SqlBackend {
  * Runs `body` with an opened storage on a fresh schema, dropped afterwards, and the back-channel
  * `db` that reads that schema's tables in plain SQL.
  */
-export function withSqlStorage(backend: SqlBackend, body: (storage: Storage, context: { schema: string; db: StorageBackChannel }) => Promise<void>) {
+export function withSqlStorage(
+  backend: SqlBackend,
+  body: (storage: Storage, context: { schema: string; db: StorageBackChannel }) => Promise<void>,
+) {
   return async () => {
     const schema = freshSchema();
     const storage = sqlStorage({ client: backend.client, schema });
@@ -32,8 +35,16 @@ export function withSqlStorage(backend: SqlBackend, body: (storage: Storage, con
 }
 
 /** Rows of a table in `schema`, read directly: the back channel that does not trust the adapter. */
-export async function rowsOf(client: SqlClient, schema: string, table: string, where = 'true'): Promise<Record<string, unknown>[]> {
-  return (await client.query(`SELECT * FROM "${schema}"."portal_${table}" WHERE ${where}`)).rows as Record<string, unknown>[];
+export async function rowsOf(
+  client: SqlClient,
+  schema: string,
+  table: string,
+  where = 'true',
+): Promise<Record<string, unknown>[]> {
+  return (await client.query(`SELECT * FROM "${schema}"."portal_${table}" WHERE ${where}`)).rows as Record<
+    string,
+    unknown
+  >[];
 }
 
 export { agreementRecord, attachmentRecord, eventRecord } from '../../conformance/fixtures.js';

@@ -83,10 +83,20 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
       for (const webhook of webhooks) await storage.insertWebhook(webhook);
       const backlog = 600;
       for (const webhook of webhooks) {
-        await storage.publishEvents(Array.from({ length: backlog }, (_, i) => eventRecord({ accountId: webhook.accountId, createdAt: at(i % 50) })));
+        await storage.publishEvents(
+          Array.from({ length: backlog }, (_, i) =>
+            eventRecord({ accountId: webhook.accountId, createdAt: at(i % 50) }),
+          ),
+        );
       }
       const fair = (owner: string, limit: number) =>
-        storage.claimDeliveries({ now: at(59), leaseUntil: at(59), limit, owner, perAccount: { max: 8, inFlight: {} } });
+        storage.claimDeliveries({
+          now: at(59),
+          leaseUntil: at(59),
+          limit,
+          owner,
+          perAccount: { max: 8, inFlight: {} },
+        });
       // Some in flight at the front of each account's due order, as while a worker delivers.
       assert.is((await fair('worker-1', 16)).length, 16);
       await backend.client.query(`ANALYZE "${schema}".portal_deliveries, "${schema}".portal_webhook_health`);
@@ -149,19 +159,42 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
       const [delivery] = await storage.publishEvents([eventRecord({ createdAt: at(0) })]);
       await storage.claimDeliveries({ now: at(1), leaseUntil: at(2), limit: 1, owner: 'worker-1' });
 
-      assert.not.ok(await storage.recordAttempt(delivery!.id, 'worker-2', attempt(1, 500), { status: 'pending', nextAttemptAt: at(5) }));
-      assert.ok(await storage.recordAttempt(delivery!.id, 'worker-1', attempt(1, null), { status: 'pending', nextAttemptAt: at(5) }));
+      assert.not.ok(
+        await storage.recordAttempt(delivery!.id, 'worker-2', attempt(1, 500), {
+          status: 'pending',
+          nextAttemptAt: at(5),
+        }),
+      );
+      assert.ok(
+        await storage.recordAttempt(delivery!.id, 'worker-1', attempt(1, null), {
+          status: 'pending',
+          nextAttemptAt: at(5),
+        }),
+      );
       // Released: the same owner cannot record again without claiming again.
-      assert.not.ok(await storage.recordAttempt(delivery!.id, 'worker-1', attempt(1, 500), { status: 'failed', nextAttemptAt: null }));
+      assert.not.ok(
+        await storage.recordAttempt(delivery!.id, 'worker-1', attempt(1, 500), {
+          status: 'failed',
+          nextAttemptAt: null,
+        }),
+      );
       let stored = (await storage.getDelivery('acct_a', delivery!.id))!;
       assert.equal(stored.attempts, [attempt(1, null)]);
-      assert.equal([stored.status, stored.nextAttemptAt, stored.leaseOwner, stored.leaseUntil], ['pending', at(5), null, null]);
+      assert.equal(
+        [stored.status, stored.nextAttemptAt, stored.leaseOwner, stored.leaseUntil],
+        ['pending', at(5), null, null],
+      );
       // Attempt keys come back in their documented order.
       assert.equal(Object.keys(stored.attempts[0]!), ['at', 'statusCode', 'error', 'durationMs']);
 
       assert.equal(await storage.claimDeliveries({ now: at(4), leaseUntil: at(9), limit: 5, owner: 'worker-2' }), []);
       await storage.claimDeliveries({ now: at(5), leaseUntil: at(9), limit: 5, owner: 'worker-2' });
-      assert.ok(await storage.recordAttempt(delivery!.id, 'worker-2', attempt(5, 204), { status: 'succeeded', nextAttemptAt: null }));
+      assert.ok(
+        await storage.recordAttempt(delivery!.id, 'worker-2', attempt(5, 204), {
+          status: 'succeeded',
+          nextAttemptAt: null,
+        }),
+      );
       stored = (await storage.getDelivery('acct_a', delivery!.id))!;
       assert.equal(stored.attempts, [attempt(1, null), attempt(5, 204)]);
       assert.equal([stored.status, stored.nextAttemptAt, stored.leaseOwner], ['succeeded', null, null]);
@@ -177,9 +210,13 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
       await storage.insertWebhook(doomed);
       await storage.insertWebhook(kept);
       const [first] = await storage.publishEvents([eventRecord({ createdAt: at(0) })]);
-      const doomedFirst = first!.webhookId === doomed.id ? first! : (await everyDelivery(storage, 'acct_a', doomed.id))[0]!;
+      const doomedFirst =
+        first!.webhookId === doomed.id ? first! : (await everyDelivery(storage, 'acct_a', doomed.id))[0]!;
       await storage.claimDeliveries({ now: at(0), leaseUntil: at(1), limit: 10, owner: 'worker-1' });
-      await storage.recordAttempt(doomedFirst.id, 'worker-1', attempt(0, 200), { status: 'succeeded', nextAttemptAt: null });
+      await storage.recordAttempt(doomedFirst.id, 'worker-1', attempt(0, 200), {
+        status: 'succeeded',
+        nextAttemptAt: null,
+      });
       await storage.publishEvents([eventRecord({ createdAt: at(2) })]);
       await storage.claimDeliveries({ now: at(3), leaseUntil: at(4), limit: 10, owner: 'worker-2' });
 
@@ -191,7 +228,12 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
       );
       assert.equal([log[0]!.nextAttemptAt, log[0]!.leaseOwner, log[0]!.leaseUntil], [null, null, null]);
       // The worker that held the lease learns the delivery was cancelled.
-      assert.not.ok(await storage.recordAttempt(log[0]!.id, 'worker-2', attempt(3, 200), { status: 'succeeded', nextAttemptAt: null }));
+      assert.not.ok(
+        await storage.recordAttempt(log[0]!.id, 'worker-2', attempt(3, 200), {
+          status: 'succeeded',
+          nextAttemptAt: null,
+        }),
+      );
       assert.equal(
         (await everyDelivery(storage, 'acct_a', kept.id)).map((d) => d.status),
         ['pending', 'pending'],
@@ -218,7 +260,10 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
       await storage.recordAttempt(target.id, 'worker-1', attempt(0, 410), { status: 'failed', nextAttemptAt: null });
       assert.is(await storage.redeliver('acct_b', target.id, at(30)), null);
       const again = (await storage.redeliver('acct_a', target.id, at(30)))!;
-      assert.equal([again.status, again.nextAttemptAt, again.leaseOwner, again.attempts.length], ['pending', at(30), null, 1]);
+      assert.equal(
+        [again.status, again.nextAttemptAt, again.leaseOwner, again.attempts.length],
+        ['pending', at(30), null, 1],
+      );
       assert.equal(await storage.getDelivery('acct_a', target.id), again);
       const claimed = await storage.claimDeliveries({ now: at(30), leaseUntil: at(31), limit: 10, owner: 'worker-2' });
       assert.ok(claimed.some((c) => c.delivery.id === target.id));
@@ -240,7 +285,11 @@ function recordQueries(target: Querying, sent: Sent[]): () => void {
   const send = target.query;
   target.query = function (this: unknown, config: unknown, values?: unknown[]) {
     const named = config as { text?: string; values?: unknown[] };
-    sent.push(typeof config === 'string' ? { text: config, values: values ?? [] } : { text: named.text!, values: named.values ?? [] });
+    sent.push(
+      typeof config === 'string'
+        ? { text: config, values: values ?? [] }
+        : { text: named.text!, values: named.values ?? [] },
+    );
     return send.call(this, config, values);
   };
   return () => {
@@ -254,11 +303,16 @@ function recordQueries(target: Querying, sent: Sent[]): () => void {
  * its transaction: whatever went through the client, a connection checked out of the pool, or a
  * PGlite transaction.
  */
-async function capturedClaim(backend: SqlBackend, claim: () => Promise<unknown>): Promise<Sent & { settings: string[] }> {
+async function capturedClaim(
+  backend: SqlBackend,
+  claim: () => Promise<unknown>,
+): Promise<Sent & { settings: string[] }> {
   const sent: Sent[] = [];
   const restores = [recordQueries(backend.client as unknown as Querying, sent)];
   const pool = backend.pool as unknown as { connect(): Promise<Querying> } | undefined;
-  const withTransaction = backend.client as unknown as { transaction?: (work: (tx: Querying) => Promise<unknown>) => Promise<unknown> };
+  const withTransaction = backend.client as unknown as {
+    transaction?: (work: (tx: Querying) => Promise<unknown>) => Promise<unknown>;
+  };
   if (pool !== undefined) {
     const connect = pool.connect;
     pool.connect = async function (this: unknown) {
@@ -289,7 +343,10 @@ async function capturedClaim(backend: SqlBackend, claim: () => Promise<unknown>)
 }
 
 /** Rows of portal_deliveries the scans of `statement` read (returned or filtered out), run under EXPLAIN ANALYZE and rolled back. */
-async function deliveryRowsRead(backend: SqlBackend, { text, values, settings }: Sent & { settings: string[] }): Promise<number> {
+async function deliveryRowsRead(
+  backend: SqlBackend,
+  { text, values, settings }: Sent & { settings: string[] },
+): Promise<number> {
   const explain = async (query: (text: string, values?: unknown[]) => Promise<{ rows: unknown[] }>) => {
     await query('BEGIN');
     try {

@@ -25,8 +25,14 @@ export function recordTests(test: Test, backend: SqlBackend): void {
         [event.id],
       );
       // Proper tables: one row per signer and per document, not a JSON copy of the agreement.
-      assert.is((await rowsOf(backend.client, schema, 'agreement_signers', `agreement_id = '${agreement.id}'`)).length, 3);
-      assert.is((await rowsOf(backend.client, schema, 'agreement_documents', `agreement_id = '${agreement.id}'`)).length, 2);
+      assert.is(
+        (await rowsOf(backend.client, schema, 'agreement_signers', `agreement_id = '${agreement.id}'`)).length,
+        3,
+      );
+      assert.is(
+        (await rowsOf(backend.client, schema, 'agreement_documents', `agreement_id = '${agreement.id}'`)).length,
+        2,
+      );
     }),
   );
 
@@ -96,14 +102,22 @@ export function recordTests(test: Test, backend: SqlBackend): void {
         /^already signed$/,
       );
       await rejects(
-        () => storage.updateAgreement('acct_a', agreement.id, (current) => ({ agreement: { ...current, id: 'agr_other' }, events: [] })),
+        () =>
+          storage.updateAgreement('acct_a', agreement.id, (current) => ({
+            agreement: { ...current, id: 'agr_other' },
+            events: [],
+          })),
         /keep the id/,
       );
       // An event that cannot be stored (its id exists) undoes the agreement's change too.
       const existing = eventRecord();
       await storage.publishEvents([existing]);
       await rejects(
-        () => storage.updateAgreement('acct_a', agreement.id, (current) => ({ agreement: { ...current, status: 'signed', signers: [] }, events: [existing] })),
+        () =>
+          storage.updateAgreement('acct_a', agreement.id, (current) => ({
+            agreement: { ...current, status: 'signed', signers: [] },
+            events: [existing],
+          })),
         /./,
       );
       assert.equal(await storage.getAgreement('acct_a', agreement.id), agreement);
@@ -141,8 +155,10 @@ export function recordTests(test: Test, backend: SqlBackend): void {
       await storage.insertFileEntry(file);
       await storage.insertAttachment(attachment);
       await storage.insertAgreement(agreement, []);
-      for (const key of [file.id, attachment.id, agreement.documents[1]!.id]) assert.ok(await storage.isBlobReferenced(key), key);
-      for (const key of ['fsf_unknown', agreement.id, agreement.signers[0]!.id]) assert.not.ok(await storage.isBlobReferenced(key), key);
+      for (const key of [file.id, attachment.id, agreement.documents[1]!.id])
+        assert.ok(await storage.isBlobReferenced(key), key);
+      for (const key of ['fsf_unknown', agreement.id, agreement.signers[0]!.id])
+        assert.not.ok(await storage.isBlobReferenced(key), key);
       await storage.deleteAttachment('acct_a', attachment.id);
       assert.not.ok(await storage.isBlobReferenced(attachment.id));
     }),
@@ -151,7 +167,9 @@ export function recordTests(test: Test, backend: SqlBackend): void {
   test(
     'events: data keeps its JSON exactly, key order included',
     withSqlStorage(backend, async (storage, { db }) => {
-      const event = eventRecord({ data: { zeta: 1, alpha: 'ä€😀', list: [3, 1.5, -0.25, true, null], deep: { b: 1, a: 2 }, big: 2 ** 53 - 1 } });
+      const event = eventRecord({
+        data: { zeta: 1, alpha: 'ä€😀', list: [3, 1.5, -0.25, true, null], deep: { b: 1, a: 2 }, big: 2 ** 53 - 1 },
+      });
       await storage.publishEvents([event]);
       const stored = (await db.event(event.id))!;
       assert.equal(stored, event);

@@ -23,7 +23,10 @@ export function setupTests(test: Test, backend: SqlBackend): void {
       await Promise.all(stores.map((store) => store.open!()));
       const applied = await rowsOf(client, schema, 'migrations');
       const storageVersions = STORAGE_MIGRATIONS.map((migration) => `storage:${migration.version}`);
-      assert.equal(applied.map((row) => `${row.component}:${row.version}`).sort(), ['blobs:1', ...storageVersions].sort());
+      assert.equal(
+        applied.map((row) => `${row.component}:${row.version}`).sort(),
+        ['blobs:1', ...storageVersions].sort(),
+      );
       // Every instance works on the tables the first one made.
       const webhook = webhookRecord();
       await (stores[0] as ReturnType<typeof sqlStorage>).insertWebhook(webhook);
@@ -41,9 +44,14 @@ export function setupTests(test: Test, backend: SqlBackend): void {
     const schema = freshSchema();
     try {
       await sqlStorage({ client, schema }).open!();
-      await client.query(`INSERT INTO "${schema}".portal_migrations (component, version, name) VALUES ('storage', 99, 'future')`);
+      await client.query(
+        `INSERT INTO "${schema}".portal_migrations (component, version, name) VALUES ('storage', 99, 'future')`,
+      );
       const latest = STORAGE_MIGRATIONS.at(-1)!.version;
-      await rejects(() => sqlStorage({ client, schema }).open!(), new RegExp(`version 99, newer than this customer-portal knows \\(${latest}\\)`));
+      await rejects(
+        () => sqlStorage({ client, schema }).open!(),
+        new RegExp(`version 99, newer than this customer-portal knows \\(${latest}\\)`),
+      );
     } finally {
       await dropSchema(client, schema);
     }
@@ -63,7 +71,9 @@ export function setupTests(test: Test, backend: SqlBackend): void {
       );
       const storage = sqlStorage({ client, schema });
       await storage.open!();
-      const versions = (await rowsOf(client, schema, 'migrations')).filter((row) => row.component === 'storage').map((row) => Number(row.version));
+      const versions = (await rowsOf(client, schema, 'migrations'))
+        .filter((row) => row.component === 'storage')
+        .map((row) => Number(row.version));
       assert.equal(
         versions.sort((a, b) => a - b),
         STORAGE_MIGRATIONS.map((migration) => migration.version),
@@ -80,17 +90,18 @@ export function setupTests(test: Test, backend: SqlBackend): void {
   test('migrations: version 2 keeps the rows of version 1, and new rows follow them in creation order', async () => {
     const schema = freshSchema();
     try {
-      await migrate(wrapClient(client, 'test'), resolveNames({ schema }, 'test'), 'storage', STORAGE_MIGRATIONS.slice(0, 1));
+      await migrate(
+        wrapClient(client, 'test'),
+        resolveNames({ schema }, 'test'),
+        'storage',
+        STORAGE_MIGRATIONS.slice(0, 1),
+      );
       // Ids that differ in their first character: the later ones sort before and after the first by id.
       const old = webhookRecord({ id: `wbh_M${webhookRecord().id.slice(5)}` });
-      await client.query(`INSERT INTO "${schema}".portal_webhooks (id, account_id, type, url, secret, created_at) VALUES ($1, $2, $3, $4, $5, $6)`, [
-        old.id,
-        old.accountId,
-        old.type,
-        old.url,
-        old.secret,
-        old.createdAt,
-      ]);
+      await client.query(
+        `INSERT INTO "${schema}".portal_webhooks (id, account_id, type, url, secret, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+        [old.id, old.accountId, old.type, old.url, old.secret, old.createdAt],
+      );
       const storage = sqlStorage({ client, schema });
       await storage.open!();
       const made = [webhookRecord({ id: 'wbh_Z' + old.id.slice(5) }), webhookRecord({ id: 'wbh_0' + old.id.slice(5) })];
@@ -129,7 +140,11 @@ export function setupTests(test: Test, backend: SqlBackend): void {
 
   test('schema option: names that are not plain lower-case identifiers are refused before any query', () => {
     for (const schema of ['', 'Public', 'has-dash', '1st', 'a'.repeat(64), 'x"; DROP SCHEMA public; --', 'ä']) {
-      assert.throws(() => sqlStorage({ client, schema }), /schema .* must be 1–63 lower-case letters/, JSON.stringify(schema));
+      assert.throws(
+        () => sqlStorage({ client, schema }),
+        /schema .* must be 1–63 lower-case letters/,
+        JSON.stringify(schema),
+      );
       assert.throws(() => sqlBlobs({ client, schema }), /schema .* must be/, JSON.stringify(schema));
     }
     assert.not.throws(() => sqlStorage({ client, schema: '_a'.repeat(31) + 'b' }));
@@ -169,8 +184,12 @@ export function setupTests(test: Test, backend: SqlBackend): void {
     try {
       await sqlBlobs({ client, schema }).open!();
       const table = `"${schema}".portal_blobs`;
-      await client.query(`INSERT INTO ${table} (id, chunk_size, started_at) VALUES ('dead', 262144, now() - interval '2 days'), ('live', 262144, now())`);
-      await client.query(`INSERT INTO "${schema}".portal_blob_chunks (blob_id, seq, data) VALUES ('dead', 0, '\\x00'), ('live', 0, '\\x01')`);
+      await client.query(
+        `INSERT INTO ${table} (id, chunk_size, started_at) VALUES ('dead', 262144, now() - interval '2 days'), ('live', 262144, now())`,
+      );
+      await client.query(
+        `INSERT INTO "${schema}".portal_blob_chunks (blob_id, seq, data) VALUES ('dead', 0, '\\x00'), ('live', 0, '\\x01')`,
+      );
       await sqlBlobs({ client, schema }).open!();
       assert.equal(
         (await rowsOf(client, schema, 'blobs')).map((row) => row.id),
@@ -186,7 +205,10 @@ export function setupTests(test: Test, backend: SqlBackend): void {
   });
 
   test('connectDatabase: refuses a URL it cannot serve, without showing the password', async () => {
-    const error = await rejects(() => connectDatabase('mysql://user:hunter2@db.example/portal'), /must start with postgres:\/\//);
+    const error = await rejects(
+      () => connectDatabase('mysql://user:hunter2@db.example/portal'),
+      /must start with postgres:\/\//,
+    );
     assert.not.match(error.message, 'hunter2');
     assert.match(error.message, 'user:***@');
   });
