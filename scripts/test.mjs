@@ -2,7 +2,7 @@
 // once, on this Node and on the other LTS lines, then one closing summary.
 //
 //   node scripts/test.mjs              the suite on this Node, on Node 20/22/24 beside it, the
-//                                      end-to-end tests once, the reliability suite once
+//                                      end-to-end tests once, then the reliability suite alone
 //   node scripts/test.mjs --suite      the suite on this Node only (the quick loop)
 //   node scripts/test.mjs --e2e        the end-to-end tests only (browser, pack, start)
 //   node scripts/test.mjs --lines 22   the other lines to run the suite on (default: the LTS lines but this one)
@@ -152,8 +152,13 @@ const totals = { total: 0, passed: 0, skipped: 0 };
 
 if (only !== 'e2e') for (const file of suiteFiles) queue.push(fileJob(file, process.execPath, thisLine));
 if (only !== 'suite') for (const file of e2eFiles) queue.push(fileJob(file, process.execPath, thisLine));
+/**
+ * The reliability suite runs last, alone: it bounds an event-loop stall and the growth of a
+ * server's memory under load, figures a machine busy with other test files would distort.
+ */
+const alone = [];
 if (only === 'all' && filter === undefined) {
-  queue.push({
+  alone.push({
     label: 'reliability suite',
     key: 'reliability',
     bin: process.execPath,
@@ -255,8 +260,11 @@ async function worker() {
     report(job, await runJob(job));
   }
 }
-console.log(`${queue.length} test processes, ${Math.min(jobs, queue.length)} at once`);
+console.log(
+  `${queue.length} test processes, ${Math.min(jobs, queue.length)} at once${alone.length ? `, then ${alone.map((job) => job.label).join(', ')} alone` : ''}`,
+);
 await Promise.all([...Array.from({ length: Math.min(jobs, queue.length) }, worker), pgliteReady]);
+for (const job of alone) report(job, await runJob(job));
 
 mkdirSync(path.dirname(timesFile), { recursive: true });
 writeFileSync(timesFile, `${JSON.stringify(times, null, 1)}\n`);
