@@ -143,6 +143,8 @@ async function makePgliteData(file) {
 const started = Date.now();
 const runDir = mkdtempSync(path.join(tmpdir(), 'portal-test-run-'));
 process.on('exit', () => rmSync(runDir, { recursive: true, force: true }));
+// Made once for the run and shared by its files: PGlite's cluster, and the test PKI (test/helpers/pki.ts).
+process.env.CP_TEST_RUN_DIR = runDir;
 process.env.CP_TEST_PGLITE_DATA = path.join(runDir, 'pglite-data.tar.gz');
 const pgliteReady = only === 'e2e' ? Promise.resolve() : makePgliteData(process.env.CP_TEST_PGLITE_DATA);
 /** @type {Job[]} */

@@ -1,7 +1,7 @@
 import * as uvu from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -41,8 +41,43 @@ export interface TestPki {
 
 const run = (dir: string, args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
 
+/**
+ * A test PKI in a directory of its own. Under `npm test` the keys are made once for the run: the
+ * first file to ask makes them and leaves a copy in the run's directory (`CP_TEST_RUN_DIR`), and
+ * each file after it copies that (three RSA keys and an NSS database cost a second of CPU).
+ */
 export function makePki(): TestPki {
   const dir = mkdtempSync(join(tmpdir(), 'portal-pki-'));
+  const shared = process.env.CP_TEST_RUN_DIR === undefined ? undefined : join(process.env.CP_TEST_RUN_DIR, 'pki');
+  if (shared !== undefined && existsSync(shared)) {
+    cpSync(shared, dir, { recursive: true });
+  } else {
+    generatePki(dir);
+    if (shared !== undefined) {
+      // Copied whole under a name of its own, then renamed into place: a file reading it sees all or nothing.
+      const part = `${shared}-${process.pid}`;
+      cpSync(dir, part, { recursive: true });
+      try {
+        renameSync(part, shared);
+      } catch {
+        rmSync(part, { recursive: true, force: true }); // another file's copy got there first
+      }
+    }
+  }
+  return {
+    dir,
+    p12: readFileSync(join(dir, 'seal.p12')),
+    password: PKI_PASSWORD,
+    chainPem: readFileSync(join(dir, 'seal.pem'), 'utf8') + readFileSync(join(dir, 'ca.pem'), 'utf8'),
+    keyPem: readFileSync(join(dir, 'seal.key'), 'utf8'),
+    nssDir: join(dir, 'nss'),
+    close: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+const PKI_PASSWORD = 'test-seal-password';
+
+function generatePki(dir: string): void {
   run(dir, [
     'req',
     '-x509',
@@ -104,7 +139,6 @@ export function makePki(): TestPki {
     '/CN=Portal Test TSA',
     'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=critical,timeStamping\n',
   );
-  const password = 'test-seal-password';
   run(dir, [
     'pkcs12',
     '-export',
@@ -117,7 +151,7 @@ export function makePki(): TestPki {
     '-out',
     'seal.p12',
     '-passout',
-    `pass:${password}`,
+    `pass:${PKI_PASSWORD}`,
   ]);
   writeFileSync(join(dir, 'tsaserial'), '01\n');
   writeFileSync(
@@ -147,15 +181,6 @@ export function makePki(): TestPki {
     ['-A', '-d', `sql:${nssDir}`, '-n', 'portal-test-ca', '-t', 'CT,C,C', '-i', join(dir, 'ca.pem')],
     { stdio: 'pipe' },
   );
-  return {
-    dir,
-    p12: readFileSync(join(dir, 'seal.p12')),
-    password,
-    chainPem: readFileSync(join(dir, 'seal.pem'), 'utf8') + readFileSync(join(dir, 'ca.pem'), 'utf8'),
-    keyPem: readFileSync(join(dir, 'seal.key'), 'utf8'),
-    nssDir,
-    close: () => rmSync(dir, { recursive: true, force: true }),
-  };
 }
 
 /** An RFC 3161 timestamp authority on 127.0.0.1: each query answered by `openssl ts -reply`. */
