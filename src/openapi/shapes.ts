@@ -348,7 +348,7 @@ export const verification = v.strictObject({
   sealed: v.pipe(
     v.boolean(),
     v.description(
-      "The PDF's last signature covers every byte of the file and each of its signatures checks against the bytes it covers (integrity, not trust).",
+      "The PDF's last signature covers every byte of the file and each of its signatures checks against the bytes it covers (integrity, not trust). A file that is not `intact` is read strictly: one that opens only once repaired is not sealed.",
     ),
   ),
   intact: v.pipe(v.boolean(), v.description('The bytes are, to the byte, a completed copy this account issued.')),
