@@ -172,7 +172,9 @@ const MAY_HAVE_APPLIED =
 
 /**
  * Runs `attempt`, and again while the database is unreachable, for up to `waitMs`: a restart or a
- * failover then costs the request a wait instead of an error. `replayable` says whether a try that
+ * failover then costs the request a wait instead of an error. Pauses double from 50 ms to 1 s, the
+ * last one cut short so that a try falls at the deadline: an unreachable database is given the
+ * whole wait, however long each try took. `replayable` says whether a try that
  * failed may be run again (by default every one may); one that may have taken effect is not, and
  * is answered 503 at once. `unsettled` says whether, at the deadline, an earlier try may still
  * have taken effect.
@@ -191,13 +193,14 @@ async function untilReachable<T>(
       const kind = failure(error);
       if (kind === null) throw error;
       if (!replayable(kind)) throw storageUnavailable(MAY_HAVE_APPLIED, { cause: error });
-      if (Date.now() + pause > deadline) {
+      const left = deadline - Date.now();
+      if (left <= 0) {
         const message = unsettled()
           ? MAY_HAVE_APPLIED
           : 'The database is unavailable; nothing was changed, try again shortly';
         throw storageUnavailable(message, { cause: error });
       }
-      await sleep(pause);
+      await sleep(Math.min(pause, left));
     }
   }
 }
