@@ -222,7 +222,15 @@ function runJob(job) {
   });
 }
 
-function report(job, { output, code, signal, timedOut, ms }) {
+/**
+ * Files that failed beside others, run again alone once the pool is done. One that passes alone
+ * counts as passed and is named as flaky at the end: its test leans on timing that a loaded machine
+ * breaks, and wants fixing. One that fails again is a failure.
+ */
+const again = [];
+const flaky = [];
+
+function report(job, { output, code, signal, timedOut, ms }, { last = false } = {}) {
   times[job.key] = ms;
   const seconds = `${(ms / 1000).toFixed(1)} s`.padStart(8);
   let total = job.summary ? count(output, 'Total') : 1;
@@ -233,6 +241,14 @@ function report(job, { output, code, signal, timedOut, ms }) {
   if (code !== 0 && passed === total) total += 1;
   if (!ended && job.summary) total = Math.max(total, passed + 1);
   const ok = code === 0 && passed === total;
+  if (!ok && job.summary && !last) {
+    again.push(job);
+    console.log(
+      `✘ ${seconds}  ${job.label}  (${passed}/${total} passed): runs again alone at the end\n${output.replace(/^/gm, '    ')}`,
+    );
+    return;
+  }
+  if (ok && job.retried) flaky.push(job.label);
   totals.total += total;
   totals.passed += passed;
   totals.skipped += skipped;
@@ -241,7 +257,7 @@ function report(job, { output, code, signal, timedOut, ms }) {
     const at = line.indexOf('skip: ');
     return at === -1 ? [] : [line.slice(at).trim()];
   });
-  const head = `${ok ? '✓' : '✘'} ${seconds}  ${job.label}  (${passed}/${total} passed${skipped ? `, ${skipped} skipped` : ''})`;
+  const head = `${ok ? '✓' : '✘'} ${seconds}  ${job.label}  (${passed}/${total} passed${skipped ? `, ${skipped} skipped` : ''})${job.retried ? ' alone' : ''}`;
   if (ok) {
     console.log(head + (skips.length ? `\n${[...new Set(skips.map((line) => `    ${line.trim()}`))].join('\n')}` : ''));
   } else {
@@ -266,12 +282,16 @@ console.log(
   `${queue.length} test processes, ${Math.min(jobs, queue.length)} at once${alone.length ? `, then ${alone.map((job) => job.label).join(', ')} alone` : ''}`,
 );
 await Promise.all([...Array.from({ length: Math.min(jobs, queue.length) }, worker), pgliteReady]);
-for (const job of alone) report(job, await runJob(job));
+for (const job of again) report({ ...job, retried: true }, await runJob(job), { last: true });
+for (const job of alone) report(job, await runJob(job), { last: true });
 
 mkdirSync(path.dirname(timesFile), { recursive: true });
 writeFileSync(timesFile, `${JSON.stringify(times, null, 1)}\n`);
 
 const minutes = ((Date.now() - started) / 60_000).toFixed(1);
+if (flaky.length > 0) {
+  console.log(`\nFlaky (failed beside other files, passed alone):\n${flaky.map((label) => `  ${label}`).join('\n')}`);
+}
 if (failures.length > 0) console.log(`\nFailed:\n${failures.map((label) => `  ${label}`).join('\n')}`);
 // uvu's summary form, summed over every process, then one plain closing line.
 console.log(
