@@ -200,8 +200,8 @@ test('refused: a tampered, foreign, replaced or expired token; a missing one; ea
     assert.is(replaced.status, 401);
     assert.match((await json(replaced)).message, /replaced by a newer one/);
     assert.is((await asSigner(app, newer.token, '')).status, 200);
-    // The header is read as an API key's is: the scheme in any case (RFC 9110), spaces around the token.
-    for (const header of [`bearer ${newer.token}`, `BEARER ${newer.token}`, `Bearer ${newer.token} `]) {
+    // The header is read as an API key's is: the scheme in any case, one or more spaces before the token (RFC 9110).
+    for (const header of [`bearer ${newer.token}`, `BEARER ${newer.token}`, `Bearer  ${newer.token}`]) {
       assert.is(
         (await fetch(`${app.url}/v1/signing`, { headers: { authorization: header } })).status,
         200,
