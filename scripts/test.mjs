@@ -99,7 +99,10 @@ const lastTimes = (() => {
   }
 })();
 
-/** @typedef {{ label: string, key: string, argv: string[], env: NodeJS.ProcessEnv, summary: boolean }} Job */
+/**
+ * @typedef {{ label: string, key: string, bin: string, argv: string[], env: NodeJS.ProcessEnv, summary: boolean, retried?: boolean }} Job
+ * `summary`: the job prints uvu's summary (a test file), else it counts as one test, passed when it exits 0.
+ */
 
 /** @returns {Job} a test file on the Node binary `bin` (this process's own when it is `process.execPath`). */
 function fileJob(file, bin, line) {
@@ -283,7 +286,7 @@ console.log(
 );
 await Promise.all([...Array.from({ length: Math.min(jobs, queue.length) }, worker), pgliteReady]);
 for (const job of again) report({ ...job, retried: true }, await runJob(job), { last: true });
-for (const job of alone) report(job, await runJob(job), { last: true });
+for (const job of alone) report(job, await runJob(job));
 
 mkdirSync(path.dirname(timesFile), { recursive: true });
 writeFileSync(timesFile, `${JSON.stringify(times, null, 1)}\n`);
