@@ -6,7 +6,7 @@
  *
  *   npm run build:bench && node dist/bench/filter.bench.js
  */
-import { checkFilter, matchesFilter } from '../src/domain/event-filter.js';
+import { checkFilter, matchesFilter } from '../src/rules/event-filter.js';
 import { emit } from './support/row.js';
 
 const SAMPLES = Number(process.env.BENCH_FILTER_SAMPLES ?? 200_000);

@@ -14,7 +14,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { fsStorage } from '../adapters/fs/index.js';
 import { sqlStorage } from '../adapters/sql/index.js';
-import { hourOf, summarize, windowStart } from '../src/domain/call-stats.js';
+import { hourOf, summarize, windowStart } from '../src/rules/call-stats.js';
 import type { Storage } from '../src/ports.js';
 import type { DeliveryCursor, EventRecord, WebhookRecord } from '../src/records.js';
 import { newId } from '../src/shared/ids.js';

@@ -37,7 +37,7 @@ export type {
   WebhookInput,
   WebhookService,
 } from './domain/webhooks.js';
-export type { EventFilter } from './domain/event-filter.js';
+export type { EventFilter } from './rules/event-filter.js';
 export type {
   DeliveryExhaustedEvent,
   DeliveryRecoveredEvent,

@@ -26,7 +26,7 @@ import type {
 /**
  * When the worker disables a webhook (`webhooks.disableAfterMs`, `webhooks.disableAfterFailures`):
  * once its calls have all failed for `disableAfterMs`, in at least `disableAfterFailures` attempts
- * in a row (`healthAfterAttempt` in `domain/webhook-health.ts`).
+ * in a row (`healthAfterAttempt` in `rules/webhook-health.ts`).
  */
 export interface HealthRule {
   disableAfterMs: number;
@@ -222,7 +222,7 @@ export interface Storage {
    * webhook no longer exists or is disabled, met before `limit` are leased, is cancelled instead of
    * returned and does not count toward `limit`. With `perAccount`, a delivery of an account that holds `max`
    * (its `inFlight` count plus those leased by this claim) is skipped, not leased
-   * (`planClaim` in `domain/deliveries.ts`).
+   * (`planClaim` in `rules/deliveries.ts`).
    */
   claimDeliveries(claim: Claim): Promise<ClaimedDelivery[]>;
   /**
@@ -234,7 +234,7 @@ export interface Storage {
   deliveryQueue?(now: string, limit: number): Promise<DeliveryQueue>;
   /**
    * The webhook's calls by the hour, from the hour `since` (ATOM) on, earliest first: every attempt
-   * `recordAttempt` records is counted in its hour by outcome and duration bin (`domain/call-stats.ts`),
+   * `recordAttempt` records is counted in its hour by outcome and duration bin (`rules/call-stats.ts`),
    * in the same atomic step. Hours are kept at least 8 days; reading costs at most that many rows.
    * Empty for another account's webhook.
    */
@@ -247,7 +247,7 @@ export interface Storage {
    * the webhook it resolves the reason (`'gone'`, `'failing'`) instead of `true`: of several
    * instances on one store, exactly one learns of each transition. A redeliver queued during the
    * call makes the delivery pending and due instead of the outcome (`recordAttempt` in
-   * `domain/deliveries.ts`); the write then resolves `'due-again'` (unless it disabled the
+   * `rules/deliveries.ts`); the write then resolves `'due-again'` (unless it disabled the
    * webhook), so that the worker claims again at once. When the write ends its ordering key's turn
    * (`endsTurn`), it releases the key's earliest held delivery, due as the call ended (`dueAfter`),
    * in the same atomic step. `claimed` is the delivery as the claim returned it: a store may learn
@@ -266,7 +266,7 @@ export interface Storage {
    * `null` when absent. While a lease holds it at `nextAttemptAt` (its call in flight), queues the
    * redeliver instead (`redeliverQueued`), the check and the change atomic: never a second call of
    * one delivery at once, and one more call once the current one is recorded. While another
-   * delivery has its ordering key's turn, it is held instead (`redeliver` of `domain/deliveries.ts`).
+   * delivery has its ordering key's turn, it is held instead (`redeliver` of `rules/deliveries.ts`).
    */
   redeliver(accountId: string, id: string, nextAttemptAt: string): Promise<DeliveryRecord | null>;
 

@@ -9,7 +9,7 @@
  * `items.0.sku`) or the logical operators `$and`, `$or` (arrays of filters) and `$not` (a filter);
  * a path's value is what it must equal, an object of value operators (`{"$gte": 100}`, all of
  * which must hold), or a filter nested under that path. Every clause of an object must hold. The
- * rules: `domain/event-filter.ts`.
+ * rules: `rules/event-filter.ts`.
  */
 export type EventFilter = { [key: string]: unknown };
 
@@ -23,7 +23,7 @@ export interface Webhook {
    */
   secret?: string;
   createdAt: string;
-  /** Which events of its type it gets (`domain/event-filter.ts`); absent: every one. */
+  /** Which events of its type it gets (`rules/event-filter.ts`); absent: every one. */
   filter?: EventFilter;
   /** `ed25519` for a webhook whose calls carry `v1a,` signatures; absent: `v1,` HMAC-SHA256. */
   signatureScheme?: 'ed25519';
@@ -677,7 +677,7 @@ export interface IdempotencyCompletion {
   expiresAt: string;
 }
 
-/** One hour of a webhook's calls, as a store keeps it (`Storage.callStats`, `domain/call-stats.ts`). */
+/** One hour of a webhook's calls, as a store keeps it (`Storage.callStats`, `rules/call-stats.ts`). */
 export interface CallStatsHour {
   /** The hour's start (ATOM, `…T14:00:00+00:00`). */
   hour: string;

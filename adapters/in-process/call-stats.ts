@@ -5,7 +5,7 @@ import {
   hourOf,
   latencyBin,
   outcomeIndex,
-} from '../../src/domain/call-stats.js';
+} from '../../src/rules/call-stats.js';
 import type { DeliveryRecord } from '../../src/records.js';
 
 const OUTCOMES = ['succeeded', 'failed', 'errors'] as const;

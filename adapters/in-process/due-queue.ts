@@ -1,4 +1,4 @@
-import { compareDue } from '../../src/domain/deliveries.js';
+import { compareDue } from '../../src/rules/deliveries.js';
 import type { DeliveryRecord } from '../../src/records.js';
 
 interface QueueEntry {

@@ -1,4 +1,4 @@
-import { isHeld, keyOf } from '../../src/domain/deliveries.js';
+import { isHeld, keyOf } from '../../src/rules/deliveries.js';
 import type { DeliveryRecord } from '../../src/records.js';
 
 /** A pending delivery's place in its key: creation time, then the order the store saw it pending in. */
@@ -19,7 +19,7 @@ interface KeyQueue {
 }
 
 /**
- * The pending deliveries of each ordering key (`domain/deliveries.ts`, "Ordering keys"), kept in
+ * The pending deliveries of each ordering key (`rules/deliveries.ts`, "Ordering keys"), kept in
  * step with the delivery rows: whether a key is taken, and which held one comes next. Creation order
  * is the deliveries' `createdAt`, then the order rows were first written in, which a replay and a
  * compaction keep (as the delivery log's order does).

@@ -1,6 +1,6 @@
 import { type AgreementRecord, type DeliveryRecord, type FileEntryRecord, directoryKey } from '../../src/records.js';
 import { inListingOrder } from '../../src/shared/order.js';
-import type { CallStatsHour } from '../../src/domain/call-stats.js';
+import type { CallStatsHour } from '../../src/rules/call-stats.js';
 import { CallStats } from './call-stats.js';
 import { DueByAccount } from './due-queue.js';
 import { KeyQueues } from './key-queues.js';

@@ -1,5 +1,5 @@
-import * as deliveryRules from '../../src/domain/deliveries.js';
-import * as healthRules from '../../src/domain/webhook-health.js';
+import * as deliveryRules from '../../src/rules/deliveries.js';
+import * as healthRules from '../../src/rules/webhook-health.js';
 import { PortalError } from '../../src/errors.js';
 import type { DeliveryTarget, Storage } from '../../src/ports.js';
 import {

@@ -80,7 +80,7 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
       WHERE id = $2::text AND account_id = $1::text
       RETURNING ${webhookColumns()}`,
     deleteWebhook: `DELETE FROM ${table('webhooks')} WHERE id = $2::text AND account_id = $1::text RETURNING id`,
-    // `cancel` of src/domain/deliveries.ts, on every pending delivery of the webhook. A separate
+    // `cancel` of src/rules/deliveries.ts, on every pending delivery of the webhook. A separate
     // statement after the delete, so that in READ COMMITTED it sees deliveries that a publish
     // holding the webhook (FOR KEY SHARE) committed while the delete waited for it.
     cancelDeliveries: `UPDATE ${table('deliveries')}

@@ -1,4 +1,4 @@
-import { CALL_STATS_KEPT_MS, LATENCY_BINS, LATENCY_BOUNDS_MS } from '../../src/domain/call-stats.js';
+import { CALL_STATS_KEPT_MS, LATENCY_BINS, LATENCY_BOUNDS_MS } from '../../src/rules/call-stats.js';
 import type { CallStatsHour } from '../../src/records.js';
 import type { Db } from './client.js';
 import { atomOf, type Names } from './schema.js';
@@ -25,7 +25,7 @@ const SWEEP_EVERY_MS = 60_000;
 
 /**
  * The CTE `counted`: the attempts of `source` (a SELECT of webhook_id, account_id and entry, the
- * attempt's jsonb) added to their webhooks' hours, as `domain/call-stats.ts` counts them (outcome by
+ * attempt's jsonb) added to their webhooks' hours, as `rules/call-stats.ts` counts them (outcome by
  * status, duration bin by `LATENCY_BOUNDS_MS`). Grouped first, so that a statement recording many
  * attempts of one hour writes its row once, and in key order, as every writer locks the rows.
  */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { recoveredDelivery } from '../../src/domain/deliveries.js';
-import { attemptSucceeded } from '../../src/domain/webhook-health.js';
+import { recoveredDelivery } from '../../src/rules/deliveries.js';
+import { attemptSucceeded } from '../../src/rules/webhook-health.js';
 import { PortalError } from '../../src/errors.js';
 import type { AttemptRecorded, HealthRule, Storage } from '../../src/ports.js';
 import type {
@@ -31,7 +31,7 @@ interface Previous {
 }
 
 /**
- * `healthAfterAttempt` of `src/domain/webhook-health.ts` as the column values it writes, given the
+ * `healthAfterAttempt` of `src/rules/webhook-health.ts` as the column values it writes, given the
  * previous ones and the parameters of `recordAttemptWithHealth`: $6 the attempt's time, $7 whether
  * it succeeded, $8 whether it was a 410, $9 `disableAfterFailures`, $10 `disableAfterMs`, $11 a
  * token of this write. `disabled_by` takes the token when this write disables the webhook: the
@@ -186,7 +186,7 @@ export function createHealth(db: Db, names: Names, announce?: { channel: string 
     FROM ${table('webhooks')} AS w LEFT JOIN ${table('webhook_health')} AS h ON h.webhook_id = w.id
     WHERE w.account_id = $1::text AND w.id = $2::text
     FOR NO KEY UPDATE OF w`;
-  // undeliveredEvents of src/domain/deliveries.ts: a delivery is made no earlier than its event, so
+  // undeliveredEvents of src/rules/deliveries.ts: a delivery is made no earlier than its event, so
   // every delivery of an event created at or after $2 is at or after $2 too, and the index on
   // (webhook_id, created_at) finds them. Events of another type ($3) are test calls.
   const undelivered = `SELECT d.event_id, e.ordering_key FROM ${table('deliveries')} AS d JOIN ${table('events')} AS e ON e.id = d.event_id

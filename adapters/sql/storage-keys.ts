@@ -1,4 +1,4 @@
-import { inKeyOrder, keyOf } from '../../src/domain/deliveries.js';
+import { inKeyOrder, keyOf } from '../../src/rules/deliveries.js';
 import type { DeliveryRecord } from '../../src/records.js';
 import type { Queryable } from './client.js';
 import type { Names } from './schema.js';
@@ -7,7 +7,7 @@ import type { Names } from './schema.js';
 const KEY_LOCK_CLASS = 0x63706f6b;
 
 /**
- * Ordering keys on PostgreSQL (`domain/deliveries.ts`, "Ordering keys"). Whether a key is taken and
+ * Ordering keys on PostgreSQL (`rules/deliveries.ts`, "Ordering keys"). Whether a key is taken and
  * what is done about it are decided under a transaction-scoped advisory lock of the key, by a
  * statement that starts after the lock is held: in READ COMMITTED it then sees every delivery that
  * the lock's previous holder committed. A statement that took the lock itself could not: its

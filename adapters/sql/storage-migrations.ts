@@ -1,5 +1,5 @@
 import { callStatsTable } from './storage-call-stats.js';
-import { MAX_ATTEMPTS_KEPT } from '../../src/domain/deliveries.js';
+import { MAX_ATTEMPTS_KEPT } from '../../src/rules/deliveries.js';
 import type { Migration } from './migrations.js';
 
 /**

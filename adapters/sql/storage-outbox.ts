@@ -5,10 +5,10 @@ import {
   inKeyOrder,
   isRecipient,
   newDelivery,
-} from '../../src/domain/deliveries.js';
+} from '../../src/rules/deliveries.js';
 import { orderingKeys } from './storage-keys.js';
 import { PortalError } from '../../src/errors.js';
-import { attemptSucceeded } from '../../src/domain/webhook-health.js';
+import { attemptSucceeded } from '../../src/rules/webhook-health.js';
 import type { AttemptRecorded, DeliveryTarget, HealthRule, Storage } from '../../src/ports.js';
 import type {
   DeliveryAttempt,
@@ -124,12 +124,12 @@ function deliveriesOf(batch: EventRecord[], rows: Row[], target?: DeliveryTarget
 }
 
 /**
- * `dueAfter` of domain/deliveries.ts over an attempt's JSON log entry (`entry`): the attempt's
+ * `dueAfter` of rules/deliveries.ts over an attempt's JSON log entry (`entry`): the attempt's
  * start plus its duration, to the second.
  */
 const dueAfter = (entry: string) =>
   `date_trunc('second', (${entry}->>'at')::timestamptz + (${entry}->>'durationMs')::int * interval '1 millisecond')`;
-/** `isDueAfter` of domain/deliveries.ts on a recorded row (columns prefixed by `at`). */
+/** `isDueAfter` of rules/deliveries.ts on a recorded row (columns prefixed by `at`). */
 const dueAgain = (entry: string, at = '') => `(${at}status = 'pending' AND ${at}next_attempt_at <= ${dueAfter(entry)})`;
 
 /**
@@ -272,7 +272,7 @@ function claimFloors() {
 /**
  * Events, deliveries and the claim. Statements are built once here, not per call.
  *
- * The delivery statements implement the rules of `src/domain/deliveries.ts`, the pure functions the
+ * The delivery statements implement the rules of `src/rules/deliveries.ts`, the pure functions the
  * memory and fs adapters call: claimable (`isClaimable`), claim order (`compareDue`: ids are
  * `COLLATE "C"`, code-unit order), the claim walk (`planClaim`), `lease`, `recordAttempt`,
  * `redeliver`, `cancel` (also on webhook delete, in sql-storage.ts), and deliveries are made by

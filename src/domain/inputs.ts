@@ -4,7 +4,7 @@ import { isId } from '../shared/ids.js';
 import { inDateRange, isRealDateTime } from '../shared/time.js';
 import { hasControlCharacter } from '../shared/text.js';
 import { signatureDataUrl, signatureInput } from './signature-data.js';
-import type { EventFilter } from './event-filter.js';
+import type { EventFilter } from '../rules/event-filter.js';
 
 export { signatureDataUrl, signatureInput };
 
@@ -271,7 +271,7 @@ function webhookUrl() {
   );
 }
 
-/** A webhook's filter (src/domain/event-filter.ts); its grammar and limits are checked by `checkFilter`, not by this schema. */
+/** A webhook's filter (src/rules/event-filter.ts); its grammar and limits are checked by `checkFilter`, not by this schema. */
 export const filterObject = v.custom<EventFilter>(
   (value) => value !== null && typeof value === 'object' && !Array.isArray(value),
   'must be an object of clauses, such as {"customer.tier": "gold"}',

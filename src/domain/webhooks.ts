@@ -18,13 +18,13 @@ import {
   dryRunInput,
   DRY_RUN_LIMIT,
 } from './inputs.js';
-import { checkFilter, matchesFilter, type EventFilter } from './event-filter.js';
+import { checkFilter, matchesFilter, type EventFilter } from '../rules/event-filter.js';
 import { deliveryQuery, encodeCursor } from './delivery-log.js';
 import type { LinkSigner } from './download-links.js';
 import { createIdempotency, fingerprintOf, type IdempotentCreate, type IdempotentOutcome } from './idempotency.js';
 import type { OperationalEvent } from './operational-events.js';
-import { healthShape } from './webhook-health.js';
-import { type WebhookStats, statsWindow, summarize, windowStart } from './call-stats.js';
+import { healthShape } from '../rules/webhook-health.js';
+import { type WebhookStats, statsWindow, summarize, windowStart } from '../rules/call-stats.js';
 
 export interface WebhookInput {
   type: string;
@@ -34,7 +34,7 @@ export interface WebhookInput {
    * default `hmac-sha256`: `v1,` signatures under a shared `whsec_` secret.
    */
   signatureScheme?: SignatureScheme;
-  /** Which events of its type it gets (see `domain/event-filter.ts`); absent or `null`: every one. */
+  /** Which events of its type it gets (see `rules/event-filter.ts`); absent or `null`: every one. */
   filter?: EventFilter | null;
 }
 

@@ -14,7 +14,7 @@ import type {
   Webhook,
   WebhookHealth,
 } from '../records.js';
-import type { WebhookStats } from '../domain/call-stats.js';
+import type { WebhookStats } from '../rules/call-stats.js';
 import {
   MAX_DECLINE_REASON,
   MAX_DOCUMENTS,

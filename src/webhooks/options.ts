@@ -1,7 +1,7 @@
 import cron from 'node-cron';
 import type { WebhookOptions } from '../options.js';
-import { DEFAULT_RETRY_SCHEDULE } from '../domain/retry-schedule.js';
-import { DEFAULT_DISABLE_AFTER_FAILURES, DEFAULT_DISABLE_AFTER_MS } from '../domain/webhook-health.js';
+import { DEFAULT_RETRY_SCHEDULE } from '../rules/retry-schedule.js';
+import { DEFAULT_DISABLE_AFTER_FAILURES, DEFAULT_DISABLE_AFTER_MS } from '../rules/webhook-health.js';
 import { defaultConcurrencyPerAccount } from './worker.js';
 
 export type ResolvedWebhookOptions = Required<WebhookOptions>;

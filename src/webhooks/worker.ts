@@ -8,13 +8,9 @@ import type { Storage, WebhookCall, WebhookCallResult, WebhookTransport } from '
 import type { ClaimedDelivery, DeliveryAttempt } from '../records.js';
 import { atom } from '../shared/time.js';
 import { buildCall, callBody } from './call.js';
-import { endsTurn } from '../domain/deliveries.js';
-import { attemptsInRun, outcomeOf, type Outcome } from '../domain/retry-schedule.js';
-import {
-  DEFAULT_DISABLE_AFTER_FAILURES,
-  DEFAULT_DISABLE_AFTER_MS,
-  attemptSucceeded,
-} from '../domain/webhook-health.js';
+import { endsTurn } from '../rules/deliveries.js';
+import { attemptsInRun, outcomeOf, type Outcome } from '../rules/retry-schedule.js';
+import { DEFAULT_DISABLE_AFTER_FAILURES, DEFAULT_DISABLE_AFTER_MS, attemptSucceeded } from '../rules/webhook-health.js';
 import type { OperationalEvent } from '../domain/operational-events.js';
 
 /**

@@ -2,7 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { DueByAccount } from '../../adapters/in-process/due-queue.js';
 import { Timeline } from '../../adapters/in-process/timeline.js';
-import { newDelivery, planClaim } from '../../src/domain/deliveries.js';
+import { newDelivery, planClaim } from '../../src/rules/deliveries.js';
 import type { DeliveryRecord } from '../../src/records.js';
 import { memoryStorage } from '../../adapters/memory/index.js';
 import { at, attempt, eventRecord, webhookRecord } from '../conformance/fixtures.js';

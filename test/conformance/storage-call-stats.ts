@@ -1,6 +1,6 @@
 import type { Test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { LATENCY_BINS, hourOf } from '../../src/domain/call-stats.js';
+import { LATENCY_BINS, hourOf } from '../../src/rules/call-stats.js';
 import type { HealthRule, Storage } from '../../src/ports.js';
 import type { CallStatsHour, DeliveryAttempt } from '../../src/records.js';
 import type { StorageFactory } from './types.js';

@@ -42,16 +42,18 @@ test('the layout: the rooms of src/ exist, and only the six shared files sit at 
     'portal.ts',
     'ports.ts',
     'records.ts',
+    'rules',
     'shared',
     'webhooks',
   ]);
   assert.ok(edges.length > 100, `${edges.length} imports read`);
 });
 
-test('no arrow from the domain, the webhook engine or the shared helpers into http/ or openapi/', () => {
+test('no arrow from the domain, the rules, the webhook engine or the shared helpers into http/ or openapi/', () => {
   assert.equal(
     broken(
-      ({ from, to }) => under(from, 'src/domain', 'src/webhooks', 'src/shared') && under(to, 'src/http', 'src/openapi'),
+      ({ from, to }) =>
+        under(from, 'src/domain', 'src/rules', 'src/webhooks', 'src/shared') && under(to, 'src/http', 'src/openapi'),
     ),
     [],
   );
@@ -70,26 +72,36 @@ test('the domain does not reach into the webhook engine; the HTTP layer does not
 
 test('the shared helpers, ports, records and errors import no room of src/', () => {
   const leaves = ['src/shared', 'src/ports.ts', 'src/records.ts', 'src/errors.ts'];
-  const rooms = ['src/http', 'src/domain', 'src/webhooks', 'src/openapi', 'src/portal', 'src/options', 'src/index'];
+  const rooms = [
+    'src/http',
+    'src/domain',
+    'src/rules',
+    'src/webhooks',
+    'src/openapi',
+    'src/portal',
+    'src/options',
+    'src/index',
+  ];
   assert.equal(
     broken(({ from, to }) => under(from, ...leaves) && under(to, ...rooms)),
     [],
   );
 });
 
-test('adapters import only the ports, the records, the errors, the delivery, health and call-count rules and the shared helpers of src/', () => {
-  // The delivery and webhook health rules are the pieces of the domain the adapters share: pure transitions, no I/O.
-  const allowed = [
-    'src/ports',
-    'src/records',
-    'src/errors',
-    'src/shared',
-    'src/domain/deliveries',
-    'src/domain/webhook-health',
-    'src/domain/call-stats',
-  ];
+test('adapters import only the ports, the records, the errors, the pure rules and the shared helpers of src/', () => {
+  // rules/ is the part of the domain the adapters share: pure transitions and counts, no I/O.
+  const allowed = ['src/ports', 'src/records', 'src/errors', 'src/shared', 'src/rules'];
   assert.equal(
     broken(({ from, to }) => under(from, 'adapters') && under(to, 'src') && !under(to, ...allowed)),
+    [],
+  );
+});
+
+test('the pure rules import only each other, the shared helpers, the ports, the records and the errors', () => {
+  const allowed = ['src/rules', 'src/shared', 'src/ports', 'src/records', 'src/errors'];
+  assert.ok(sources('src/rules').length >= 5, 'the rules are read');
+  assert.equal(
+    broken(({ from, to }) => under(from, 'src/rules') && !under(to, ...allowed)),
     [],
   );
 });

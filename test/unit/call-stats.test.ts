@@ -8,7 +8,7 @@ import {
   percentile,
   statsWindow,
   summarize,
-} from '../../src/domain/call-stats.js';
+} from '../../src/rules/call-stats.js';
 
 const bins = (entries: Record<number, number>) => {
   const latency = new Array<number>(LATENCY_BINS).fill(0);

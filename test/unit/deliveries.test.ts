@@ -13,7 +13,7 @@ import {
   recordAttempt,
   redeliver,
   isDueAfter,
-} from '../../src/domain/deliveries.js';
+} from '../../src/rules/deliveries.js';
 import type { DeliveryAttempt, DeliveryRecord } from '../../src/records.js';
 import { eventRecord } from '../conformance/fixtures.js';
 

@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { FILTER_LIMITS, checkFilter, matchesFilter, type EventFilter } from '../../src/domain/event-filter.js';
+import { FILTER_LIMITS, checkFilter, matchesFilter, type EventFilter } from '../../src/rules/event-filter.js';
 import { isPortalError } from '../../src/errors.js';
 
 const data = {

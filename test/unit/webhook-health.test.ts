@@ -6,8 +6,8 @@ import {
   freshHealth,
   healthAfterAttempt,
   healthShape,
-} from '../../src/domain/webhook-health.js';
-import { recoveredDelivery, undeliveredEvents } from '../../src/domain/deliveries.js';
+} from '../../src/rules/webhook-health.js';
+import { recoveredDelivery, undeliveredEvents } from '../../src/rules/deliveries.js';
 import type { DeliveryRecord, DeliveryStatus } from '../../src/records.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');

@@ -6,7 +6,7 @@ import {
   MAX_RETRY_AFTER_SECONDS,
   outcomeOf,
   retryAfterSeconds,
-} from '../../src/domain/retry-schedule.js';
+} from '../../src/rules/retry-schedule.js';
 
 const NOW = new Date('2026-05-01T00:00:00.250Z');
 const after = (seconds: number) =>

@@ -4,7 +4,7 @@ import * as assert from 'uvu/assert';
 import { memoryStorage, memoryTransport } from '../../adapters/memory/index.js';
 import type { Logger, WebhookCall } from '../../src/index.js';
 import { newEvent } from '../../src/domain/events.js';
-import { DEFAULT_RETRY_SCHEDULE } from '../../src/domain/retry-schedule.js';
+import { DEFAULT_RETRY_SCHEDULE } from '../../src/rules/retry-schedule.js';
 import { createWebhookWorker, LEASE_MARGIN_MS, REFILL_WAIT_MS, type WorkerTimers } from '../../src/webhooks/worker.js';
 import { atom } from '../../src/shared/time.js';
 import { webhookRecord } from '../conformance/fixtures.js';
