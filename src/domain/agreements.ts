@@ -35,7 +35,7 @@ import {
   MAX_DOCUMENT_BYTES,
   type SignerInput,
   checkAccountId,
-  checkAgreementIds,
+  agreementIdOf,
   parseInput,
   signerCorrectionInput,
   voidInput,
@@ -395,7 +395,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
   /** The agreement and one of its documents: 400 for a malformed id, 404 for either not in this account. */
   async function documentOfAccount(accountId: string, agreementId: string, documentId: string) {
     checkAccountId(accountId);
-    checkAgreementIds({ agreementId, documentId });
+    agreementIdOf({ agreementId, documentId });
     const agreement = await storage.getAgreement(accountId, agreementId);
     if (agreement === null) throw new PortalError('AGREEMENT_NOT_FOUND', agreementId);
     const document = agreement.documents.find((candidate) => candidate.id === documentId);
@@ -454,11 +454,10 @@ export function createAgreementService(deps: AgreementServiceDeps) {
       return { answer: answer!, replayed: false };
     },
 
-    /** The agreement, or `null` when absent or of another account. */
+    /** The agreement, or `null` when absent or of another account; a malformed id is a 400 (`agreementIdOf`). */
     async get(accountId: string, id: string): Promise<Agreement | null> {
       checkAccountId(accountId);
-      // An id not of our shape (a control character in it, say) names nothing: it never reaches the store.
-      if (!isId('agr', id)) return null;
+      agreementIdOf({ agreementId: id });
       const record = await storage.getAgreement(accountId, id);
       if (record === null) return null;
       const now = clock();
@@ -577,7 +576,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
      */
     async delete(accountId: string, agreementId: string): Promise<boolean> {
       checkAccountId(accountId);
-      checkAgreementIds({ agreementId });
+      agreementIdOf({ agreementId });
       const record = await storage.getAgreement(accountId, agreementId);
       if (record === null || !(await storage.deleteAgreement(accountId, agreementId))) return false;
       const keys = [
@@ -609,7 +608,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
       client: ClientInfo = NO_CLIENT,
     ): Promise<Agreement> {
       checkAccountId(accountId);
-      checkAgreementIds({ agreementId });
+      agreementIdOf({ agreementId });
       const { reason } = parseInput(voidInput, input, 'the body');
       const now = clock();
       const mailing = deps.mail !== undefined;
@@ -632,7 +631,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
       client: ClientInfo = NO_CLIENT,
     ): Promise<Agreement> {
       checkAccountId(accountId);
-      checkAgreementIds({ agreementId, signerId });
+      agreementIdOf({ agreementId, signerId });
       const correction = parseInput(signerCorrectionInput, input, 'the body');
       const now = clock();
       const updated = await apply(accountId, agreementId, now, (current) =>
@@ -657,7 +656,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
       if (typeof input !== 'object' || input === null)
         throw new PortalError('INPUT_INVALID', 'sign', 'give { signature } as a data-URL.');
       const signature = parseInput(signatureInput, input.signature, 'sign.signature');
-      if (!isId('agr', agreementId)) throw new PortalError('AGREEMENT_NOT_FOUND', agreementId);
+      agreementIdOf({ agreementId, signerId });
       const now = clock();
       const updated = await apply(accountId, agreementId, now, (current) =>
         signStep(current, signerId, signature, now, accountActor(accountId), client),

@@ -119,12 +119,21 @@ const AGREEMENT_IDS = {
   documentId: ['agd', 'a document'],
 } as const;
 
-/** A 400 naming the first of the given ids that is not of its kind (`agr_…`, `ags_…`, `agd_…`). */
-export function checkAgreementIds(ids: Partial<Record<keyof typeof AGREEMENT_IDS, string>>): void {
+/**
+ * The agreement id a caller gave, with the signer and document ids given beside it, checked: a 400
+ * (`ID_MALFORMED`) naming the first that is not of its kind (`agr_…`, `ags_…`, `agd_…`). Every
+ * route and method that takes an agreement id asks here first, so a malformed id gets one answer
+ * everywhere (the table in docs/http-api.md, "Malformed ids"); a well-formed id that names nothing
+ * of the account is the caller's 404.
+ */
+export function agreementIdOf(
+  ids: { agreementId: string } & Partial<Record<keyof typeof AGREEMENT_IDS, string>>,
+): string {
   for (const [name, value] of Object.entries(ids) as [keyof typeof AGREEMENT_IDS, string][]) {
     const [prefix, what] = AGREEMENT_IDS[name];
     if (!isId(prefix, value)) throw new PortalError('ID_MALFORMED', name, what, prefix);
   }
+  return ids.agreementId;
 }
 
 /** The limits of one agreement (spec "Limits"): signers, documents, and the documents' bytes in total. */

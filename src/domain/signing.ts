@@ -18,7 +18,7 @@ import type { DownloadService } from './downloads.js';
 import {
   SIGNING_LINK_SECONDS,
   checkAccountId,
-  checkAgreementIds,
+  agreementIdOf,
   declineInput,
   identifyInput,
   parseInput,
@@ -223,7 +223,7 @@ export function createSigningService(deps: SigningServiceDeps) {
       client: ClientInfo,
     ) {
       checkAccountId(accountId);
-      checkAgreementIds({ agreementId, signerId });
+      agreementIdOf({ agreementId, signerId });
       // No body is no options; a body of null is not an object.
       const {
         expiresInSeconds = SIGNING_LINK_SECONDS.default,
@@ -350,7 +350,7 @@ export function createSigningService(deps: SigningServiceDeps) {
     /** The certificate of completion (a PDF) of an agreement that is signed or closed; 409 while it is open. */
     async certificate(accountId: string, agreementId: string): Promise<{ pdf: Buffer; agreementId: string }> {
       checkAccountId(accountId);
-      checkAgreementIds({ agreementId });
+      agreementIdOf({ agreementId });
       const record = await storage.getAgreement(accountId, agreementId);
       if (record === null) throw new PortalError('AGREEMENT_NOT_FOUND', agreementId);
       if (isOpen(record)) throw new PortalError('AGREEMENT_STILL_OPEN', record.id);
@@ -360,7 +360,7 @@ export function createSigningService(deps: SigningServiceDeps) {
     /** The agreement's audit trail, oldest first, and whether its hash chain is intact. */
     async audit(accountId: string, agreementId: string): Promise<{ data: AuditEntry[]; verified: boolean }> {
       checkAccountId(accountId);
-      checkAgreementIds({ agreementId });
+      agreementIdOf({ agreementId });
       const record = await storage.getAgreement(accountId, agreementId);
       if (record === null) throw new PortalError('AGREEMENT_NOT_FOUND', agreementId);
       return { data: record.audit, verified: verifyTrail(record) };

@@ -132,7 +132,11 @@ export const webhookIdParameter = pathParameter(
   'webhookId',
   'The webhook id (`wbh_…`); an id of another shape is a 404.',
 );
-export const agreementIdParameter = pathParameter('agreementId', 'The agreement id (`agr_…`).');
+export const agreementIdParameter = pathParameter(
+  'agreementId',
+  'The agreement id (`agr_…`); another shape is a 400.',
+  v.pipe(v.string(), v.regex(idPattern('agr'))),
+);
 
 /** What a create made with an `Idempotency-Key` adds: the header in, the replay mark out, 409 and 422. */
 export const idempotencyKeyParameter = { $ref: '#/components/parameters/Idempotency-Key' };

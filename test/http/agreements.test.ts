@@ -113,6 +113,46 @@ test('the created agreement is what portal.agreements.get and GET /agreements/{i
   });
 });
 
+test('a malformed agreement, signer or document id is a 400 naming it on every route and method, before any lookup', async () => {
+  await withPortal({}, async (app) => {
+    const created = await json(await app.api('/agreements', { method: 'POST', body: validFormData() }));
+    const signerId = created.signers[0].id;
+    const documentId = created.documents[0].id;
+    const routes: [string, string, string, unknown?][] = [
+      ['GET', '/agreements/nope', 'agreementId'],
+      ['DELETE', '/agreements/nope', 'agreementId'],
+      ['POST', '/agreements/nope/void', 'agreementId', { reason: 'x' }],
+      ['PATCH', `/agreements/nope/signers/${signerId}`, 'agreementId', { firstName: 'X' }],
+      ['PATCH', `/agreements/${created.id}/signers/nope`, 'signerId', { firstName: 'X' }],
+      ['GET', `/agreements/nope/documents/${documentId}/download`, 'agreementId'],
+      ['GET', `/agreements/${created.id}/documents/nope/download`, 'documentId'],
+      ['GET', `/agreements/${created.id}/documents/nope/signed`, 'documentId'],
+      ['POST', `/agreements/nope/signers/${signerId}/signing-link`, 'agreementId', {}],
+      ['POST', `/agreements/${created.id}/signers/nope/signing-link`, 'signerId', {}],
+      ['GET', '/agreements/nope/audit', 'agreementId'],
+      ['GET', '/agreements/nope/certificate', 'agreementId'],
+    ];
+    for (const [method, path, named, body] of routes) {
+      const res = await app.api(path, {
+        method,
+        ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+      });
+      assert.is(res.status, 400, `${method} ${path}`);
+      assert.match((await json(res)).message, `${named} must be`, `${method} ${path}`);
+    }
+    const refused = (promise: Promise<unknown>) =>
+      promise.then(
+        () => assert.unreachable('resolved'),
+        (error) => assert.is(error.code, 'ID_MALFORMED'),
+      );
+    await refused(app.portal.agreements.get('acct_a', 'nope'));
+    await refused(app.portal.agreements.sign('acct_a', 'nope', signerId, { signature: PNG_SIGNATURE }));
+    await refused(app.portal.agreements.sign('acct_a', created.id, 'nope', { signature: PNG_SIGNATURE }));
+    // Nothing was touched: the agreement is as it was made.
+    assert.equal(await app.portal.agreements.get('acct_a', created.id), created);
+  });
+});
+
 test('with extensions: false there is no GET /agreements/{id}, and POST still works', async () => {
   await withPortal({ extensions: false }, async (app) => {
     const res = await app.api('/agreements', { method: 'POST', body: validFormData() });

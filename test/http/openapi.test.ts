@@ -503,6 +503,7 @@ test('every route answers as the document says: each success and each error it d
     const { body: signed } = await call('GET', '/agreements/{agreementId}', `/agreements/${agreement.id}`, {}, 200);
     assert.is(signed.status, 'signed');
     await call('GET', '/agreements/{agreementId}', '/agreements/agr_missing', {}, 404);
+    await call('GET', '/agreements/{agreementId}', '/agreements/nope', {}, 400);
     const { body: page } = await call('GET', '/agreements', '/agreements?limit=1', {}, 200);
     assert.is(page.data.length, 1, 'a listed agreement is checked too');
     assert.is.not(page.nextCursor, null, 'and a cursor');

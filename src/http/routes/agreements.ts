@@ -146,6 +146,7 @@ export function agreementRoutes(agreements: AgreementService): Route[] {
         description: `The address the \`Location\` of a created agreement names. The whole agreement, signature images included: the \`agreement-created\` and \`agreement-signed\` webhook events carry it without them (\`AgreementEventData\`), and a receiver that needs the images fetches them here.`,
         responses: {
           200: response('The agreement, signature images included.', 'Agreement'),
+          400: failure('A malformed id.'),
           404: failure('No such agreement in this account.'),
         },
       },
