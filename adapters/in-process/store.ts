@@ -51,6 +51,19 @@ export interface Journal<L> {
   read(loc: L): Promise<string>;
 }
 
+/**
+ * The store's methods, each waiting for the journal to open (a reopen replaying its log) before it
+ * runs. Once open, a call goes straight to the method, which runs up to its first await at once.
+ */
+function guarded<T extends object>(journal: Pick<Journal<unknown>, 'opened' | 'open'>, methods: T): T {
+  const wrapped = {} as Record<string, unknown>;
+  for (const [name, method] of Object.entries(methods) as [string, (...args: unknown[]) => Promise<unknown>][]) {
+    wrapped[name] = (...args: unknown[]) =>
+      journal.opened ? method(...args) : journal.open().then(() => method(...args));
+  }
+  return wrapped as T;
+}
+
 /** Deliveries one page of a delivery log reads at most: past it, the page ends early with a cursor. */
 const MAX_SCANNED_PER_PAGE = 5000;
 
@@ -179,9 +192,6 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
     );
   }
 
-  /** Waits for the journal to open; a method calls it only while it is not, so a ready store's methods add no turn. */
-  const ready = () => journal.open();
-
   /**
    * Applies the changes to memory and resolves once the journal kept them; one it cannot keep is
    * undone first. Everything is serialised before anything is applied: a record JSON cannot hold
@@ -263,7 +273,6 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
     webhookId: string,
     change: (current: WebhookHealthRecord) => WebhookHealthRecord | null,
   ): Promise<boolean | null> {
-    if (!journal.opened) await ready();
     const row = state.owned('webhook', accountId, webhookId);
     if (row === undefined) return null;
     const changed = change(healthOf(kept<WebhookRecord>(row)));
@@ -302,9 +311,8 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
   const deliveriesOf = (webhookId: string) =>
     Array.from(state.deliveryIds(webhookId), (id) => kept<DeliveryRecord>(state.get('delivery', id)!));
 
-  const storage: Storage = {
+  const storage: Storage = guarded(journal, {
     async insertWebhook(webhook, limits, idempotency) {
-      if (!journal.opened) await ready();
       assertNew('webhook', webhook.id);
       const completed = completing(webhook.accountId, idempotency);
       // Counted and committed with no await between: commit applies to memory at once, so two
@@ -316,19 +324,16 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       await commit([{ table: 'webhook', record: webhook }, ...completed]);
     },
     async getWebhook(accountId, id) {
-      if (!journal.opened) await ready();
       const row = state.owned('webhook', accountId, id);
       return row === undefined ? null : copyWebhook(kept<WebhookRecord>(row));
     },
     async listWebhooks(accountId) {
-      if (!journal.opened) await ready();
       // The index keeps the order records were written in, which a replay and a compaction keep too.
       return oldestFirst(
         Array.from(state.webhookIds(accountId), (id) => copyWebhook(kept<WebhookRecord>(state.get('webhook', id)!))),
       );
     },
     async deleteWebhook(accountId, id) {
-      if (!journal.opened) await ready();
       if (state.owned('webhook', accountId, id) === undefined) return false;
       const changes: Change[] = [{ table: 'webhook', id }];
       if (state.has('health', id)) changes.push({ table: 'health', id });
@@ -341,7 +346,6 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       return true;
     },
     async rotateWebhookSecret(accountId, id, rotation) {
-      if (!journal.opened) await ready();
       const row = state.owned('webhook', accountId, id);
       if (row === undefined) return null;
       // Read and committed with no await between: commit applies to memory at once, so a rotation
@@ -352,7 +356,6 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
     },
 
     async setWebhookFilter(accountId, id, filter) {
-      if (!journal.opened) await ready();
       const row = state.owned('webhook', accountId, id);
       if (row === undefined) return null;
       const { filter: _old, ...rest } = kept<WebhookRecord>(row);
@@ -362,28 +365,23 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
     },
 
     async insertFileEntry(entry) {
-      if (!journal.opened) await ready();
       assertNew('file', entry.id);
       await commit([{ table: 'file', record: entry }]);
     },
     async getFileEntry(accountId, id) {
-      if (!journal.opened) await ready();
       const row = state.owned('file', accountId, id);
       return row === undefined ? null : copyEntry(kept<FileEntryRecord>(row));
     },
     async listFileEntries(accountId, directoryId) {
-      if (!journal.opened) await ready();
       return state.entriesInOrder(accountId, directoryId).map(copyEntry);
     },
     async deleteFileEntry(accountId, id) {
-      if (!journal.opened) await ready();
       if (state.owned('file', accountId, id) === undefined) return false;
       await commit([{ table: 'file', id }]);
       return true;
     },
 
     async insertAgreement(agreement, events, idempotency) {
-      if (!journal.opened) await ready();
       assertNew('agreement', agreement.id);
       const completed = completing(agreement.accountId, idempotency);
       const { changes } = eventChanges(events);
@@ -392,16 +390,13 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       agreementsDue.update(agreement);
     },
     async agreementsDue(now, limit, perAccount, unscheduled = false) {
-      if (!journal.opened) await ready();
       return agreementsDue.dueBy(now, limit, perAccount, unscheduled);
     },
     async getAgreement(accountId, id) {
-      if (!journal.opened) await ready();
       const row = state.owned('agreement', accountId, id);
       return row === undefined ? null : readAgreement(row);
     },
     async listAgreements(accountId, page) {
-      if (!journal.opened) await ready();
       const ids = state.agreementIds(accountId, page.limit, page.after);
       if (ids === null) return null;
       // One at a time: a record holds its signature images (up to 6 of about 1.4 MB), which are
@@ -417,7 +412,6 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       return summaries;
     },
     async updateAgreement(accountId, id, change) {
-      if (!journal.opened) await ready();
       // One update of an agreement at a time, from reading it to applying the change in memory;
       // waiting for the journal happens outside, so updates of one agreement still share a write.
       const outcome = await agreementTurns(id, async () => {
@@ -440,30 +434,25 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
     },
 
     async insertAttachment(attachment) {
-      if (!journal.opened) await ready();
       assertNew('attachment', attachment.id);
       await commit([{ table: 'attachment', record: attachment }]);
     },
     async getAttachment(accountId, id) {
-      if (!journal.opened) await ready();
       const row = state.owned('attachment', accountId, id);
       return row === undefined ? null : { ...kept<AttachmentRecord>(row) };
     },
     async deleteAttachment(accountId, id) {
-      if (!journal.opened) await ready();
       if (state.owned('attachment', accountId, id) === undefined) return false;
       await commit([{ table: 'attachment', id }]);
       return true;
     },
 
     async publishEvents(events, target) {
-      if (!journal.opened) await ready();
       const { changes, deliveries } = eventChanges(events, target);
       await commit(changes);
       return deliveries.map(copyDelivery);
     },
     async recentEvents(accountId, type, limit) {
-      if (!journal.opened) await ready();
       // Looked up as each is read: retention may remove one meanwhile.
       const events: EventRecord[] = [];
       for (const id of state.recentEventIds(accountId, type, limit)) {
@@ -473,12 +462,10 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       return events;
     },
     async getDelivery(accountId, id) {
-      if (!journal.opened) await ready();
       const row = state.owned('delivery', accountId, id);
       return row === undefined ? null : copyDelivery(kept<DeliveryRecord>(row));
     },
     async listDeliveries(accountId, webhookId, query) {
-      if (!journal.opened) await ready();
       const { limit, after, status, eventType, since, until, eventId } = query;
       const from = after === undefined ? undefined : { id: after.key, createdAt: after.createdAt };
       const found: DeliveryRecord[] = [];
@@ -513,7 +500,6 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       return { deliveries: found.map(copyDelivery), next: null };
     },
     async claimDeliveries(claim) {
-      if (!journal.opened) await ready();
       // Each account's due deliveries in a queue of its own: an account at its share is left after one look.
       const due = state.dueBy(claim.now);
       const { leased, cancelled } = deliveryRules.planClaim(due.rows, claim, deliverable, due.skip);
@@ -540,11 +526,9 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       );
     },
     async callStats(accountId, webhookId, since) {
-      if (!journal.opened) await ready();
       return state.owned('webhook', accountId, webhookId) === undefined ? [] : state.callStats(webhookId, since);
     },
     async deliveryQueue(now, limit) {
-      if (!journal.opened) await ready();
       let waiting = 0;
       let oldestDueAt: string | null = null;
       // Earliest due first; the leased ones met on the way are at most the calls in flight.
@@ -557,7 +541,6 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       return { waiting, oldestDueAt };
     },
     async recordAttempt(id, owner, attempt, outcome, rule) {
-      if (!journal.opened) await ready();
       const row = state.get('delivery', id);
       const recorded =
         row === undefined ? null : deliveryRules.recordAttempt(kept<DeliveryRecord>(row), owner, attempt, outcome);
@@ -587,7 +570,6 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       return change?.disabled ?? (deliveryRules.isDueAfter(recorded, attempt) ? 'due-again' : true);
     },
     async redeliver(accountId, id, nextAttemptAt) {
-      if (!journal.opened) await ready();
       const row = state.owned('delivery', accountId, id);
       if (row === undefined) return null;
       const current = kept<DeliveryRecord>(row);
@@ -599,7 +581,6 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
     },
 
     async getWebhookHealth(accountId, webhookId) {
-      if (!journal.opened) await ready();
       const row = state.owned('webhook', accountId, webhookId);
       return row === undefined ? null : { ...healthOf(kept<WebhookRecord>(row)) };
     },
@@ -607,7 +588,6 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       changeHealth(accountId, webhookId, (current) => healthRules.disableHealth(current, at)),
     enableWebhook: (accountId, webhookId) => changeHealth(accountId, webhookId, healthRules.enableHealth),
     async recoverDeliveries(accountId, webhookId, since, now) {
-      if (!journal.opened) await ready();
       const row = state.owned('webhook', accountId, webhookId);
       if (row === undefined) return null;
       if (healthOf(kept<WebhookRecord>(row)).disabledAt !== null) throw new PortalError('WEBHOOK_DISABLED', webhookId);
@@ -637,7 +617,6 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
     },
 
     async removeExpired(before, limit) {
-      if (!journal.opened) await ready();
       const changes: Change[] = [];
       // Deliveries first: their events may then go in the same pass.
       if (before.deliveries !== null) {
@@ -660,7 +639,6 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
     },
 
     async deleteAgreement(accountId, id) {
-      if (!journal.opened) await ready();
       // In the agreement's turn: an update reading it meanwhile cannot put it back afterwards.
       const outcome = await agreementTurns(id, async () => {
         if (state.owned('agreement', accountId, id) === undefined) return null;
@@ -674,19 +652,16 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
     },
 
     async findSignedCopy(accountId, signedFileHash) {
-      if (!journal.opened) await ready();
       return state.signedCopy(accountId, signedFileHash);
     },
 
     async isBlobReferenced(key) {
-      if (!journal.opened) await ready();
       // A certificate is kept under `agc_` and its agreement id's own part (domain/certificates.ts).
       if (key.startsWith('agc_')) return state.has('agreement', `agr_${key.slice(4)}`);
       return state.has('file', key) || state.has('attachment', key) || state.isDocument(key);
     },
 
     async claimIdempotencyKey(claim) {
-      if (!journal.opened) await ready();
       const id = idempotencyId(claim.accountId, claim.key);
       const held = claims.get(id);
       // A live claim and a live answer never meet: a claim is made only once the answer expired.
@@ -710,14 +685,12 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       return null;
     },
     async releaseIdempotencyKey(accountId, key, token) {
-      if (!journal.opened) await ready();
       const id = idempotencyId(accountId, key);
       if (claims.get(id)?.token !== token) return false;
       claims.delete(id);
       return true;
     },
     async sweepIdempotencyKeys(now, limit) {
-      if (!journal.opened) await ready();
       let removed = 0;
       for (const [id, claim] of claims) {
         if (removed >= limit) break;
@@ -731,7 +704,7 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       await commit(changes);
       return removed + changes.length;
     },
-  };
+  });
 
   return {
     storage,
