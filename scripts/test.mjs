@@ -233,9 +233,15 @@ function runJob(job) {
 const again = [];
 const flaky = [];
 
+/** CPU seconds each Node line's files cost, as their processes told (scripts/test-file.mjs). */
+const cpuByLine = new Map();
+
 function report(job, { output, code, signal, timedOut, ms }, { last = false } = {}) {
   times[job.key] = ms;
-  const seconds = `${(ms / 1000).toFixed(1)} s`.padStart(8);
+  const cpu = Number(/^cpu: ([\d.]+) s$/m.exec(output)?.[1] ?? Number.NaN);
+  const line = job.label.split('  ')[0];
+  if (!Number.isNaN(cpu)) cpuByLine.set(line, (cpuByLine.get(line) ?? 0) + cpu);
+  const seconds = `${(ms / 1000).toFixed(1)} s${Number.isNaN(cpu) ? '' : `, cpu ${cpu.toFixed(1)} s`}`.padStart(19);
   let total = job.summary ? count(output, 'Total') : 1;
   const passed = job.summary ? count(output, 'Passed') : code === 0 ? 1 : 0;
   const skipped = job.summary ? count(output, 'Skipped') : 0;
@@ -292,6 +298,10 @@ mkdirSync(path.dirname(timesFile), { recursive: true });
 writeFileSync(timesFile, `${JSON.stringify(times, null, 1)}\n`);
 
 const minutes = ((Date.now() - started) / 60_000).toFixed(1);
+if (cpuByLine.size > 0) {
+  const lines = [...cpuByLine].map(([line, cpu]) => `${line} ${Math.round(cpu)} s`).join(', ');
+  console.log(`\nCPU of the test processes (own and reaped children's): ${lines}`);
+}
 if (flaky.length > 0) {
   console.log(`\nFlaky (failed beside other files, passed alone):\n${flaky.map((label) => `  ${label}`).join('\n')}`);
 }
