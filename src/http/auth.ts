@@ -142,17 +142,8 @@ export function createAuthenticator(option: AuthOption): Authenticator {
     return undefined;
   }
   return (authorization) => {
-    // The form clients send: "Bearer " then the key. A token that matches a key is well-formed (every
-    // key was checked at start), so the parse below runs only for the rest (hot path).
-    let quick: string | undefined;
-    if (authorization?.startsWith('Bearer ')) {
-      quick = authorization.slice(7);
-      const account = accountOf(quick);
-      if (account !== undefined) return account;
-    }
     const token = bearerToken(authorization);
     if (typeof token !== 'string') return token;
-    if (token === quick) return REFUSED_INVALID;
     return accountOf(token) ?? REFUSED_INVALID;
   };
 }
