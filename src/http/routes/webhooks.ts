@@ -18,34 +18,11 @@ import { idempotencyKeyOf, idempotentReply } from '../idempotent-reply.js';
 import { readJson, readOptionalJson } from '../json-body.js';
 import type { Route } from '../handler.js';
 import { refusal } from '../render-error.js';
-import { jsonString } from '../reply.js';
 import type { Webhook } from '../../records.js';
 import type { WebhookService } from '../../domain/webhooks.js';
 import type { DeliveryQueryInput } from '../../domain/inputs.js';
 import { PortalError } from '../../errors.js';
 import { wholeNumber } from '../query-number.js';
-
-/**
- * A webhook as JSON text: what `JSON.stringify` makes of it, put together from its known fields as
- * Fastify does from a response schema (hot path: the most read record).
- */
-export function webhookJson(webhook: Webhook): string {
-  return (
-    '{"id":' +
-    jsonString(webhook.id) +
-    ',"type":' +
-    jsonString(webhook.type) +
-    ',"url":' +
-    jsonString(webhook.url) +
-    (webhook.secret === undefined ? '' : ',"secret":' + jsonString(webhook.secret)) +
-    ',"createdAt":' +
-    jsonString(webhook.createdAt) +
-    (webhook.filter === undefined ? '' : ',"filter":' + JSON.stringify(webhook.filter)) +
-    (webhook.signatureScheme === undefined ? '' : ',"signatureScheme":' + jsonString(webhook.signatureScheme)) +
-    (webhook.publicKey === undefined ? '' : ',"publicKey":' + jsonString(webhook.publicKey)) +
-    '}'
-  );
-}
 
 /** `GET` and `DELETE /webhooks/{webhookId}`. An id of the wrong shape cannot exist: 404, as the spec lists no 400. */
 export function webhookRoutes(webhooks: WebhookService): Route[] {
@@ -66,7 +43,7 @@ export function webhookRoutes(webhooks: WebhookService): Route[] {
       async handler({ accountId, params }) {
         const webhook = await webhooks.get(accountId, params.webhookId!);
         if (webhook === null) return refusal('WEBHOOK_NOT_FOUND', params.webhookId!);
-        return { status: 200, json: webhookJson(webhook) };
+        return { status: 200, body: webhook };
       },
     },
     {
@@ -147,13 +124,13 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
         if (key !== undefined) {
           const answer = (webhook: Webhook) => ({
             status: 201,
-            body: webhookJson(webhook),
+            body: JSON.stringify(webhook),
             location: `${baseUrl}/webhooks/${webhook.id}`,
           });
           return idempotentReply(await webhooks.createIdempotent(accountId, body, { key, answer }));
         }
         const webhook = await webhooks.create(accountId, body);
-        return { status: 201, json: webhookJson(webhook), headers: { Location: `${baseUrl}/webhooks/${webhook.id}` } };
+        return { status: 201, body: webhook, headers: { Location: `${baseUrl}/webhooks/${webhook.id}` } };
       },
     },
     {
@@ -195,7 +172,7 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
       async handler({ accountId, params, req }) {
         const webhook = await webhooks.setFilter(accountId, params.webhookId!, (await readJson(req)) as never);
         if (webhook === null) return refusal('WEBHOOK_NOT_FOUND', params.webhookId!);
-        return { status: 200, json: webhookJson(webhook) };
+        return { status: 200, body: webhook };
       },
     },
     {
@@ -294,7 +271,7 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
           (await readOptionalJson(req)) as never,
         );
         if (webhook === null) return refusal('WEBHOOK_NOT_FOUND', params.webhookId!);
-        return { status: 200, json: webhookJson(webhook) };
+        return { status: 200, body: webhook };
       },
     },
     {
