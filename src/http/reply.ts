@@ -28,9 +28,6 @@ export function contractHeaders(requestId: string): HeaderList {
  * with the contract's headers for `requestId`, or none of them when a route already set them on
  * `res` (`requestId` null), then the content headers and `headers` (a `Cache-Control` among them
  * replaces the contract's).
- * Hot path: change with care. An answer without headers of its own gets its whole list as one
- * literal: a list grown past its first length is copied into a larger one (`npm run
- * bench:instructions`, GET; the figures in docs/performance.md, "Figures behind the code": writeJson).
  */
 export function writeJson(
   res: ServerResponse,
@@ -40,23 +37,8 @@ export function writeJson(
   headers?: Readonly<Record<string, string>>,
 ): void {
   const body = payload !== undefined && status !== 204;
-  let head: HeaderList;
-  if (requestId === null) head = body ? ['Content-Type', JSON_TYPE, 'Content-Length', Buffer.byteLength(payload)] : [];
-  else if (!body) head = contractHeaders(requestId);
-  else {
-    head = [
-      'X-Request-Id',
-      requestId,
-      'X-Content-Type-Options',
-      'nosniff',
-      'Cache-Control',
-      'no-store',
-      'Content-Type',
-      JSON_TYPE,
-      'Content-Length',
-      Buffer.byteLength(payload),
-    ];
-  }
+  const head = requestId === null ? [] : contractHeaders(requestId);
+  if (body) head.push('Content-Type', JSON_TYPE, 'Content-Length', Buffer.byteLength(payload));
   if (headers !== undefined) {
     for (const name in headers) {
       // A route's own Cache-Control takes the contract's place (public keys may be kept a while).
