@@ -99,8 +99,8 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
   const webhooksByAccount = new Map<string, Set<string>>();
   /**
    * The entries of each directory, and their listing order once asked for: kept until the directory
-   * changes, so that a listing hands the service entries already in order, which its sort then only
-   * confirms (`npm run bench:scenario -- files`; docs/performance.md, "Figures behind the code": the listing).
+   * changes, so that a listing hands the service entries already in order, which its sort passes
+   * through as one run.
    */
   const directories = new Map<string, Directory>();
   /** Each webhook's deliveries in creation order: the delivery log reads its pages from here. */

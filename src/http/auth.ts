@@ -18,7 +18,7 @@ export type AuthOption =
  * A refused request: the catalogue error, and its answer built once. The API-key authenticator
  * returns one of three shared instances instead of throwing (hot path): a 401 thrown through the
  * dispatcher and rendered again each time cost as much as Fastify's, returned as little as bare
- * node:http's (`npm run bench:instructions`, 401; the figures in docs/performance.md, "Figures behind the code": Refused).
+ * node:http's (`npm run bench:instructions`, 401; the figures in docs/performance.md, "Figures behind the code": refusals returned, not thrown).
  */
 export class Refused {
   readonly reply: Reply;

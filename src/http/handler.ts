@@ -140,7 +140,7 @@ export function createHandler(options: HandlerOptions): NodeHandler {
    * at once (a refusal before any await, every 401) is written without a promise, and an async
    * route's promise is followed by one `then` instead of an awaiting frame and a promise of its own.
    * Hot path: with `Refused` (auth.ts), a 401 and a 404 each cost fewer instructions (`npm run
-   * bench:instructions`, 401 and 404; the figures in docs/performance.md, "Figures behind the code": Refused).
+   * bench:instructions`, 401 and 404; the figures in docs/performance.md, "Figures behind the code": refusals returned, not thrown).
    */
   function run(context: Exchange, route: ServedRoute): Promise<void> | undefined {
     if (route.public !== true) {

@@ -31,7 +31,7 @@ export function renderError(error: unknown, logger: Logger, requestId: string): 
  * catalogue answer `renderError` gives the `PortalError`, without building one. Hot path: an
  * exception thrown through the async route captures a stack and rejects two promises, which made a
  * 404 cost more server CPU than a found webhook (`npm run bench:scenario -- 404`; the figures in
- * docs/performance.md, "Figures behind the code": refusal).
+ * docs/performance.md, "Figures behind the code": refusals returned, not thrown).
  * Only for exposed client errors; everything else is thrown.
  */
 export function refusal<C extends ErrorCode>(code: C, ...args: ErrorArgs<C>): Reply {
