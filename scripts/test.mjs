@@ -6,7 +6,7 @@
 //   node scripts/test.mjs --suite      the suite on this Node only (the quick loop)
 //   node scripts/test.mjs --e2e        the end-to-end tests only (browser, pack, start)
 //   node scripts/test.mjs --lines 22   the other lines to run the suite on (default: the LTS lines but this one)
-//   node scripts/test.mjs --jobs 3     processes at once (default: twice the cores, at least 2)
+//   node scripts/test.mjs --jobs 3     processes at once (default: three times the cores, at least 3)
 //   node scripts/test.mjs <regex>      only the files whose path matches
 //
 // Files are started longest first, by the times of the last run on this machine (kept in
@@ -42,7 +42,7 @@ const value = (name) => {
 };
 const filter = args.find((arg, i) => !arg.startsWith('--') && !['--lines', '--jobs'].includes(args[i - 1]));
 const only = flag('--suite') ? 'suite' : flag('--e2e') ? 'e2e' : 'all';
-const jobs = Number(value('--jobs') ?? Math.max(2, availableParallelism() * 2));
+const jobs = Number(value('--jobs') ?? Math.max(3, availableParallelism() * 3));
 const thisLine = Number(process.versions.node.split('.')[0]);
 const otherLines =
   value('--lines') === undefined
@@ -158,19 +158,24 @@ const totals = { total: 0, passed: 0, skipped: 0 };
 if (only !== 'e2e') for (const file of suiteFiles) queue.push(fileJob(file, process.execPath, thisLine));
 if (only !== 'suite') for (const file of e2eFiles) queue.push(fileJob(file, process.execPath, thisLine));
 /**
- * The reliability suite runs last, alone: it bounds an event-loop stall and the growth of a
- * server's memory under load, figures a machine busy with other test files would distort.
+ * The reliability suite (reliability/run.ts) runs in two parts. Its bad input, security, full-disk
+ * and slow-client parts run in the pool beside the files. Its costs and load parts bound an
+ * event-loop stall and the growth of a server's memory under load, figures a machine busy with
+ * other files would distort, and its faults part restarts the PostgreSQL server other files use:
+ * those three run last, alone.
  */
+const reliability = (parts) => ({
+  label: `reliability suite (${parts})`,
+  key: `reliability ${parts}`,
+  bin: process.execPath,
+  argv: [path.join(root, 'dist/reliability/run.js')],
+  env: { ...process.env, NO_COLOR: '1', RELIABILITY_ONLY: parts },
+  summary: false,
+});
 const alone = [];
 if (only === 'all' && filter === undefined) {
-  alone.push({
-    label: 'reliability suite',
-    key: 'reliability',
-    bin: process.execPath,
-    argv: [path.join(root, 'dist/reliability/run.js')],
-    env: { ...process.env, NO_COLOR: '1' },
-    summary: false,
-  });
+  queue.push(reliability('inputs,security,disk,slow'));
+  alone.push(reliability('costs,faults,load'));
 }
 if (only === 'all') {
   for (const line of otherLines) {
@@ -250,7 +255,7 @@ function report(job, { output, code, signal, timedOut, ms }, { last = false } = 
   if (code !== 0 && passed === total) total += 1;
   if (!ended && job.summary) total = Math.max(total, passed + 1);
   const ok = code === 0 && passed === total;
-  if (!ok && job.summary && !last) {
+  if (!ok && !last) {
     again.push(job);
     console.log(
       `✘ ${seconds}  ${job.label}  (${passed}/${total} passed): runs again alone at the end\n${output.replace(/^/gm, '    ')}`,
@@ -292,7 +297,7 @@ console.log(
 );
 await Promise.all([...Array.from({ length: Math.min(jobs, queue.length) }, worker), pgliteReady]);
 for (const job of again) report({ ...job, retried: true }, await runJob(job), { last: true });
-for (const job of alone) report(job, await runJob(job));
+for (const job of alone) report(job, await runJob(job), { last: true });
 
 mkdirSync(path.dirname(timesFile), { recursive: true });
 writeFileSync(timesFile, `${JSON.stringify(times, null, 1)}\n`);
