@@ -87,7 +87,7 @@ const keysMessage = (accountId: string, webhookId: string) =>
 const atomAtLeast = (date: Date, ms: number) => atom(new Date(Math.ceil((date.getTime() + ms) / 1000) * 1000));
 
 /** A webhook as the API shows it: no account. Field by field, as a copy without one key costs more. */
-export function webhookShape(record: WebhookRecord): Webhook {
+function webhookShape(record: WebhookRecord): Webhook {
   if (schemeOf(record.secret) === 'ed25519') {
     // The private key never leaves the portal: the receiver verifies with the public one.
     const shape: Webhook = { id: record.id, type: record.type, url: record.url, createdAt: record.createdAt };
