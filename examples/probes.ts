@@ -8,7 +8,7 @@
  * - `GET /metrics`, given a metrics endpoint (`METRICS=1`): the Prometheus text.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Logger, Portal, Readiness } from '../src/index.js';
+import type { Logger, Portal, Readiness } from 'customer-portal';
 import type { MetricsEndpoint } from './metrics.js';
 
 export interface Probes {

@@ -3,7 +3,7 @@ export type { Branding, PortalOptions, RetentionOptions, SigningOptions, Webhook
 export type { Notifier, NotifierMessage } from './ports.js';
 export type { Disclosure, SigningView } from './domain/signing.js';
 export type { AuthFunction, AuthOption } from './http/auth.js';
-export type { Logger } from './shared/logger.js';
+export { jsonLineLogger, type Logger } from './shared/logger.js';
 export { PortalError, PortalError as HttpError, ERRORS, type ErrorCode } from './errors.js';
 export { openapi } from './openapi/openapi.js';
 export {

@@ -1,5 +1,5 @@
 export { sqlStorage, type SqlStorageOptions } from './sql-storage.js';
 export { sqlBlobs, type SqlBlobsOptions } from './sql-blobs.js';
-export { sqlAdapters, type SqlAdaptersOptions } from './connect.js';
+export { sqlAdapters, connectDatabase, type Database, type SqlAdaptersOptions } from './connect.js';
 export type { SqlClient } from './client.js';
 export type { SqlOptions } from './schema.js';
