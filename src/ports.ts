@@ -66,13 +66,6 @@ export interface IdempotencyClaim {
 }
 
 /**
- * Where records live. Every read is scoped to an account: a record of another account is absent.
- * Methods resolve `null` (or `false`) when a record is absent and reject only on I/O failure (a
- * backend out of reach: the catalogue's `STORAGE_UNAVAILABLE`), or when a record with the same id
- * already exists (`RECORD_EXISTS`: a bug, never a client's doing).
- * A write that resolves is durable to the degree the adapter promises (memory: until the process ends).
- */
-/**
  * Sends events to one webhook, whatever its type, instead of to every webhook of their type: a
  * test call. Each event then makes one delivery, or none when that webhook is not in its account.
  */
@@ -80,12 +73,16 @@ export interface DeliveryTarget {
   webhookId: string;
 }
 
-export interface Storage {
+/** Opening and closing a store: `reopen.ts` of the conformance suite holds a store to what it kept. */
+export interface StoreLifecycle {
   /** Prepares the store (tables, indexes, locks). Called once by `createPortal` before any other method. */
   open?(): Promise<void>;
   /** Releases what `open` took. Never closes a database client it was handed. */
   close?(): Promise<void>;
+}
 
+/** Webhooks, their secrets and filters (conformance: `storage-webhooks.ts`, `storage-rotation.ts`). */
+export interface WebhookStore {
   /**
    * Stores a new webhook. Given `maxPerAccount`, rejects with `WEBHOOKS_LIMIT` instead, storing
    * nothing, when the account holds that many already: the count and the insert are one atomic step.
@@ -115,7 +112,10 @@ export interface Storage {
    * it. Resolves the stored webhook, or `null` when absent in this account.
    */
   setWebhookFilter(accountId: string, id: string, filter: EventFilter | null): Promise<WebhookRecord | null>;
+}
 
+/** File and directory entries (conformance: `storage-files.ts`). */
+export interface FileStore {
   /** Stores a new file or directory entry. */
   insertFileEntry(entry: FileEntryRecord): Promise<void>;
   /** The entry, or `null` when absent in this account. */
@@ -124,7 +124,10 @@ export interface Storage {
   listFileEntries(accountId: string, directoryId: string | null): Promise<FileEntryRecord[]>;
   /** Removes the entry; `false` when absent. */
   deleteFileEntry(accountId: string, id: string): Promise<boolean>;
+}
 
+/** Agreements and their signing state (conformance: `storage-agreements.ts`). */
+export interface AgreementStore {
   /**
    * Stores a new agreement together with `events` (see `publishEvents`), atomically; given
    * `idempotency`, completes that claim in the same step (see `claimIdempotencyKey`).
@@ -181,14 +184,23 @@ export interface Storage {
     perAccount: number,
     unscheduled?: boolean,
   ): Promise<{ accountId: string; id: string }[]>;
+}
 
+/** Ticket message attachments (conformance: `storage-attachments.ts`). */
+export interface AttachmentStore {
   /** Stores a new ticket message attachment. */
   insertAttachment(attachment: AttachmentRecord): Promise<void>;
   /** The attachment, or `null` when absent in this account. */
   getAttachment(accountId: string, id: string): Promise<AttachmentRecord | null>;
   /** Removes the attachment; `false` when absent. */
   deleteAttachment(accountId: string, id: string): Promise<boolean>;
+}
 
+/**
+ * The outbox: events, their deliveries, claims, attempts and call counts (conformance:
+ * `storage-outbox.ts`, `storage-ordering.ts`, `storage-call-stats.ts`).
+ */
+export interface OutboxStore {
   /**
    * Stores the events and, for each, one pending delivery (a new `whd_` id, `nextAttemptAt` = the
    * event's `createdAt`, no attempts, no lease) per webhook of the event's account and type whose
@@ -271,21 +283,6 @@ export interface Storage {
   redeliver(accountId: string, id: string, nextAttemptAt: string): Promise<DeliveryRecord | null>;
 
   /**
-   * The webhook's health; `null` when the webhook is absent in this account. A webhook no attempt
-   * has reached has a fresh one (`freshHealth`: enabled, nothing failed).
-   */
-  getWebhookHealth(accountId: string, webhookId: string): Promise<WebhookHealthRecord | null>;
-  /**
-   * Disables the webhook by hand at `at` (`disableHealth`): `true` when this call disabled it,
-   * `false` when it was disabled already (its reason kept), `null` when absent. Atomic.
-   */
-  disableWebhook(accountId: string, webhookId: string, at: string): Promise<boolean | null>;
-  /**
-   * Enables the webhook again, its run of failures forgotten (`enableHealth`): `true` when it was
-   * disabled, `false` when it was enabled already, `null` when absent. Atomic.
-   */
-  enableWebhook(accountId: string, webhookId: string): Promise<boolean | null>;
-  /**
    * Queues again, once, every event of the webhook's type that it had a delivery of, created at or
    * after `since`, that no delivery of this webhook succeeded or still holds pending (exhausted, or
    * cancelled while the webhook was disabled; test calls are of another type): one new pending delivery each, made by
@@ -302,7 +299,29 @@ export interface Storage {
    * again. Returns the function that stops it. Stores with no other instance to hear from leave it out.
    */
   subscribe?(onWork: () => void, onError?: (error: unknown) => void): () => void;
+}
 
+/** A webhook's health: failures in a row, automatic disabling (conformance: `storage-health.ts`). */
+export interface WebhookHealthStore {
+  /**
+   * The webhook's health; `null` when the webhook is absent in this account. A webhook no attempt
+   * has reached has a fresh one (`freshHealth`: enabled, nothing failed).
+   */
+  getWebhookHealth(accountId: string, webhookId: string): Promise<WebhookHealthRecord | null>;
+  /**
+   * Disables the webhook by hand at `at` (`disableHealth`): `true` when this call disabled it,
+   * `false` when it was disabled already (its reason kept), `null` when absent. Atomic.
+   */
+  disableWebhook(accountId: string, webhookId: string, at: string): Promise<boolean | null>;
+  /**
+   * Enables the webhook again, its run of failures forgotten (`enableHealth`): `true` when it was
+   * disabled, `false` when it was enabled already, `null` when absent. Atomic.
+   */
+  enableWebhook(accountId: string, webhookId: string): Promise<boolean | null>;
+}
+
+/** What retention and the orphan sweep ask (conformance: `storage-retention.ts`). */
+export interface RetentionStore {
   /**
    * Retention: removes up to `limit` finished deliveries (succeeded, failed or cancelled; never a
    * pending one) made before `before.deliveries`, and then up to `limit` events made before
@@ -322,7 +341,10 @@ export interface Storage {
    * certificate of agreement `agr_<x>`): the orphan sweep asks.
    */
   isBlobReferenced(key: string): Promise<boolean>;
+}
 
+/** Idempotency keys (conformance: `storage-idempotency.ts`). */
+export interface IdempotencyStore {
   /**
    * Claims an account's `Idempotency-Key` for one request, in one atomic step: when no record holds
    * the key, or the one that does expired (`expiresAt <= now`: a lapsed claim, an old answer), stores
@@ -340,6 +362,25 @@ export interface Storage {
   /** Removes up to `limit` records expired at `now` (`expiresAt <= now`), of any account; resolves how many. */
   sweepIdempotencyKeys(now: string, limit: number): Promise<number>;
 }
+
+/**
+ * Where records live. Every read is scoped to an account: a record of another account is absent.
+ * Methods resolve `null` (or `false`) when a record is absent and reject only on I/O failure (a
+ * backend out of reach: the catalogue's `STORAGE_UNAVAILABLE`), or when a record with the same id
+ * already exists (`RECORD_EXISTS`: a bug, never a client's doing).
+ * A write that resolves is durable to the degree the adapter promises (memory: until the process ends).
+ * The store of each area is a port of its own, held to its conformance file in `test/conformance/`.
+ */
+export interface Storage
+  extends StoreLifecycle,
+    WebhookStore,
+    FileStore,
+    AgreementStore,
+    AttachmentStore,
+    OutboxStore,
+    WebhookHealthStore,
+    RetentionStore,
+    IdempotencyStore {}
 
 /**
  * What `Storage.recordAttempt` resolves: `false` when nothing was recorded; otherwise `true`, the
