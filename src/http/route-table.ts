@@ -13,7 +13,10 @@ import { fileRoutes } from './routes/files.js';
 import { signingPageRoutes } from './routes/signing-page.js';
 import { signingRoutes } from './routes/signing.js';
 import { ticketRoutes } from './routes/tickets.js';
-import { webhookExtensionRoutes, webhookKeyRoutes, webhookRoutes } from './routes/webhooks.js';
+import { webhookDeliveryRoutes } from './routes/webhook-deliveries.js';
+import { webhookHealthRoutes } from './routes/webhook-health.js';
+import { webhookKeyRoutes, webhookSecretRoutes } from './routes/webhook-keys.js';
+import { webhookExtensionRoutes, webhookRoutes } from './routes/webhooks.js';
 
 export interface RouteServices {
   webhooks: WebhookService;
@@ -38,6 +41,9 @@ export function routeTable(
   const routes = [
     ...webhookRoutes(webhooks),
     ...webhookExtensionRoutes(webhooks),
+    ...webhookSecretRoutes(webhooks),
+    ...webhookDeliveryRoutes(webhooks),
+    ...webhookHealthRoutes(webhooks),
     ...webhookKeyRoutes(webhooks),
     ...eventTypeRoutes(catalogue),
     ...agreementRoutes(agreements),
