@@ -7,7 +7,7 @@ import type { AgreementRecord } from '../../src/records.js';
 import { type SqlClient, sqlAdapters } from '../../adapters/sql/index.js';
 import type { PortalOptions } from '../../src/index.js';
 import { removeDir, tempDir } from './fs-dirs.js';
-import { connectPostgres, dropSchema, freshSchema, openPglite } from './sql.js';
+import { connectPostgres, dropSchema, freshSchema, giveBackSchema, openPglite, takeSchema } from './sql.js';
 
 /** One adapter pair (storage and blobs) a portal-level test runs on, each time in a fresh place. */
 export interface Backend {
@@ -108,10 +108,10 @@ export async function openBackends(
     {
       name: 'PGlite',
       async options() {
-        const schema = freshSchema();
+        const schema = takeSchema(pglite);
         return {
           options: sqlAdapters({ client: pglite, schema }),
-          cleanup: () => dropSchema(pglite, schema),
+          cleanup: () => giveBackSchema(pglite, schema),
           tamper: sqlTamper(pglite, schema),
           edit: sqlEdit(pglite, schema),
           dump: sqlDump(pglite, schema),
@@ -125,10 +125,10 @@ export async function openBackends(
     list.push({
       name: 'PostgreSQL',
       async options() {
-        const schema = freshSchema();
+        const schema = takeSchema(pool);
         return {
           options: sqlAdapters({ client: pool, schema }),
-          cleanup: () => dropSchema(pool, schema),
+          cleanup: () => giveBackSchema(pool, schema),
           tamper: sqlTamper(pool, schema),
           edit: sqlEdit(pool, schema),
           dump: sqlDump(pool, schema),
