@@ -482,6 +482,10 @@ export interface WebhookCallResult {
 
 /** Performs webhook calls. Resolves for every outcome; rejects never. */
 export interface WebhookTransport {
+  /**
+   * Makes the call within `timeoutMs`. The worker cuts off a transport that overruns by a second,
+   * and then aborts `signal`: the call is to end at once, its result no longer read.
+   */
   send(call: WebhookCall, options: { timeoutMs: number; signal?: AbortSignal }): Promise<WebhookCallResult>;
   /** Releases sockets and agents. */
   close?(): Promise<void>;

@@ -132,14 +132,17 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   /** Sends, but never waits past the deadline, whatever the transport does. */
   async function send(call: WebhookCall): Promise<WebhookCallResult> {
     let timer: unknown;
+    // Told to the transport when the worker stops waiting for it: a call it let run past its
+    // deadline is then ended, not left holding a socket.
+    const abandoned = new AbortController();
     const cutOff = new Promise<WebhookCallResult>((resolve) => {
-      timer = timers.setTimeout(
-        () => resolve({ statusCode: null, headers: {}, error: `timed out after ${timeoutMs} ms` }),
-        timeoutMs + TRANSPORT_GRACE_MS,
-      );
+      timer = timers.setTimeout(() => {
+        abandoned.abort();
+        resolve({ statusCode: null, headers: {}, error: `timed out after ${timeoutMs} ms` });
+      }, timeoutMs + TRANSPORT_GRACE_MS);
     });
     const sent = transport
-      .send(call, { timeoutMs })
+      .send(call, { timeoutMs, signal: abandoned.signal })
       .catch((error: unknown) => ({ statusCode: null, headers: {}, error: errorMessage(error) }));
     try {
       return await Promise.race([sent, cutOff]);

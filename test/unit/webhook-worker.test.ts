@@ -424,14 +424,16 @@ test('each attempt is logged with ids, status and outcome, and never the secret 
   }
 });
 
-test('a transport that rejects or never answers, and a record that cannot be signed, are failed attempts', async () => {
+test('a transport that rejects or never answers, and a record that cannot be signed, are failed attempts; a hanging call is aborted', async () => {
   const storage = memoryStorage();
   const time = manualClock(new Date('2026-05-01T00:00:00Z'));
+  const aborted: string[] = [];
   const transport = {
     calls: [] as WebhookCall[],
-    async send(call: WebhookCall) {
+    async send(call: WebhookCall, { signal }: { timeoutMs: number; signal?: AbortSignal }) {
       this.calls.push(call);
       if (call.url.endsWith('/reject')) throw new Error('transport bug');
+      signal?.addEventListener('abort', () => aborted.push(call.url));
       return new Promise<never>(() => {});
     },
   };
@@ -452,6 +454,7 @@ test('a transport that rejects or never answers, and a record that cannot be sig
     const error = async (id: string) => (await everyDelivery(storage, 'acct_a', id))[0]!.attempts[0]!.error;
     assert.is(await error('wbh_reject'), 'transport bug');
     assert.is(await error('wbh_hang'), 'timed out after 40 ms');
+    assert.equal(aborted, ['https://receiver.example/hang'], 'the call the worker stopped waiting for is aborted');
     assert.match((await error('wbh_broken'))!, /^the call could not be made: /);
     assert.is(transport.calls.length, 2, 'the unsignable call never reached the transport');
   } finally {
