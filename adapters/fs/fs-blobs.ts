@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { BLOB_KEY } from '../../src/shared/ids.js';
 import { close, createReadStream, open, read } from 'node:fs';
 import { mkdir, open as openFile, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
@@ -27,8 +28,6 @@ export interface FsBlobsOptions {
   clock?: () => Date;
 }
 
-/** Keys are record ids: a lower-case prefix, an underscore, base-62 characters. Nothing else becomes a path. */
-const KEY = /^[a-z]{3}_[0-9A-Za-z]{1,64}$/;
 const LOCK_FILE = 'blobs.lock';
 const SHARDS = 256;
 
@@ -162,7 +161,7 @@ export function fsBlobs(options: FsBlobsOptions): BlobStore {
   async function put(key: string, body: Readable | AsyncIterable<Uint8Array>): Promise<{ size: number }> {
     takeBody(body);
     await readyToWrite();
-    if (!KEY.test(key))
+    if (!BLOB_KEY.test(key))
       throw new TypeError(`fsBlobs: ${JSON.stringify(key)} is not a record id (abc_ and letters or digits)`);
     const partial = path.join(temp, `${fileName(key)}.${randomBytes(6).toString('hex')}`);
     const handle = await openFile(partial, 'wx', PRIVATE_FILE);
@@ -199,7 +198,7 @@ export function fsBlobs(options: FsBlobsOptions): BlobStore {
   /** A descriptor of the blob under `key`, open for reading; `null` when there is none. */
   async function openBlob(key: string): Promise<number | null> {
     await ready();
-    if (!KEY.test(key)) return null;
+    if (!BLOB_KEY.test(key)) return null;
     try {
       return await openForReading(pathOf(key));
     } catch (error) {
@@ -255,7 +254,7 @@ export function fsBlobs(options: FsBlobsOptions): BlobStore {
 
     async stat(key) {
       await ready();
-      if (!KEY.test(key)) return null;
+      if (!BLOB_KEY.test(key)) return null;
       try {
         const info = await stat(pathOf(key));
         return { key, size: info.size, createdAt: atom(info.mtime) };
@@ -269,7 +268,7 @@ export function fsBlobs(options: FsBlobsOptions): BlobStore {
       return track(
         (async () => {
           await readyToWrite();
-          if (!KEY.test(key)) return false;
+          if (!BLOB_KEY.test(key)) return false;
           try {
             await unlink(pathOf(key));
           } catch (error) {
@@ -288,7 +287,7 @@ export function fsBlobs(options: FsBlobsOptions): BlobStore {
         const shardPath = path.join(objects, shard.toString(16).padStart(2, '0'));
         for (const name of await readdir(shardPath)) {
           const key = keyOf(name);
-          if (!KEY.test(key) || fileName(key) !== name) continue;
+          if (!BLOB_KEY.test(key) || fileName(key) !== name) continue;
           let info: Awaited<ReturnType<typeof stat>>;
           try {
             info = await stat(path.join(shardPath, name));

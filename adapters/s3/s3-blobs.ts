@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { BLOB_KEY } from '../../src/shared/ids.js';
 import { open as openFile, rm, type FileHandle } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -41,8 +42,6 @@ const MIN_PART_SIZE = 5 * 1024 * 1024;
 const DEFAULT_MEMORY_BYTES = 1024 * 1024;
 /** A spilled part is written in batches of this size: one `writev` per batch instead of one write per chunk. */
 const SPILL_BATCH = 256 * 1024;
-/** Keys are record ids: an object that is not named like one is none of ours, and never listed. */
-const KEY = /^[a-z]{3}_[0-9A-Za-z]{1,64}$/;
 const WRITTEN_AT = 'written-at';
 /** A multipart upload started this long before the sweep's horizon belonged to a process that died. */
 const ABANDONED_UPLOAD_MS = 24 * 60 * 60 * 1000;
@@ -122,7 +121,7 @@ export function s3Blobs(options: S3BlobsOptions): BlobStore {
 
   async function put(key: string, body: Readable | AsyncIterable<Uint8Array>): Promise<{ size: number }> {
     takeBody(body);
-    if (!KEY.test(key))
+    if (!BLOB_KEY.test(key))
       throw new TypeError(`s3Blobs: ${JSON.stringify(key)} is not a record id (abc_ and letters or digits)`);
     const Bucket = bucket;
     const Key = objectKey(key);
@@ -200,7 +199,7 @@ export function s3Blobs(options: S3BlobsOptions): BlobStore {
   }
 
   async function stat(key: string): Promise<BlobInfo | null> {
-    if (!KEY.test(key)) return null;
+    if (!BLOB_KEY.test(key)) return null;
     const s3 = await sdk();
     const head = await orNull(client.send(new s3.HeadObjectCommand({ Bucket: bucket, Key: objectKey(key) })));
     return head === null ? null : { key, size: head.ContentLength ?? 0, createdAt: dated(head) };
@@ -217,7 +216,7 @@ export function s3Blobs(options: S3BlobsOptions): BlobStore {
         client.send(new s3.ListMultipartUploadsCommand({ Bucket: bucket, Prefix: prefix, KeyMarker, UploadIdMarker })),
       );
       for (const upload of page.Uploads ?? []) {
-        if ((upload.Initiated?.getTime() ?? Infinity) >= before || !KEY.test(upload.Key!.slice(prefix.length)))
+        if ((upload.Initiated?.getTime() ?? Infinity) >= before || !BLOB_KEY.test(upload.Key!.slice(prefix.length)))
           continue;
         await orNull(
           client.send(
@@ -257,7 +256,7 @@ export function s3Blobs(options: S3BlobsOptions): BlobStore {
     put,
 
     async get(key, range) {
-      if (!KEY.test(key)) return null;
+      if (!BLOB_KEY.test(key)) return null;
       const s3 = await sdk();
       const command = new s3.GetObjectCommand({
         Bucket: bucket,
@@ -294,7 +293,7 @@ export function s3Blobs(options: S3BlobsOptions): BlobStore {
         );
         for (const object of page.Contents ?? []) {
           const key = object.Key!.slice(prefix.length);
-          if (!KEY.test(key)) continue;
+          if (!BLOB_KEY.test(key)) continue;
           const info =
             clock === undefined ? { key, size: object.Size ?? 0, createdAt: dated(object) } : await stat(key);
           if (info !== null && info.createdAt < before) yield info;

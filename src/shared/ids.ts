@@ -48,6 +48,13 @@ export function newId(prefix: IdPrefix): string {
   return id;
 }
 
+/**
+ * A blob store's key: a record id of any prefix (a document, file or attachment id, or `agc_<x>`
+ * for a certificate). Nothing else becomes a path or an object name; an object not named like one
+ * is none of the portal's.
+ */
+export const BLOB_KEY = /^[a-z]{3}_[0-9A-Za-z]{1,64}$/;
+
 /** The shape of an id with this prefix: the prefix, `_`, then 1–64 base-62 characters. */
 export const idPattern = (prefix: IdPrefix) => new RegExp(`^${prefix}_[0-9A-Za-z]{1,64}$`);
 
