@@ -2,7 +2,8 @@ import { PortalError } from '../errors.js';
 import type { Storage } from '../ports.js';
 import type { AgreementRecord } from '../records.js';
 import { atom } from '../shared/time.js';
-import { type Step, expire, isPastExpiry } from './signing-rules.js';
+import type { Step } from './audit-trail.js';
+import { expire, isPastExpiry } from './signing-rules.js';
 import { isOpen } from '../records.js';
 
 /**

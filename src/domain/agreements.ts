@@ -15,10 +15,8 @@ import {
   type SigningOrder,
 } from '../records.js';
 import { createAgreementChanges } from './agreement-changes.js';
-import { senderSignatureHash } from './audit-trail.js';
+import { type ClientInfo, NO_CLIENT, senderSignatureHash } from './audit-trail.js';
 import {
-  type ClientInfo,
-  NO_CLIENT,
   accountActor,
   correctSigner as correctStep,
   created,

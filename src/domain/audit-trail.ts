@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { AgreementRecord, AuditEntry } from '../records.js';
+import type { AgreementRecord, AuditAction, AuditEntry, EventRecord, IdentificationMethod } from '../records.js';
+import { atom } from '../shared/time.js';
 
 /** The `previousHash` of a trail's first entry. */
 const GENESIS_HASH = '0'.repeat(64);
@@ -125,4 +126,48 @@ export function verifyTrail(record: AgreementRecord): boolean {
   return record.signers.every(
     (signer) => signer.signature === null || signer.signatureHash === signatureHash(signer.signature),
   );
+}
+
+/** Where a step came from, as the audit trail records it. */
+export interface ClientInfo {
+  ip: string | null;
+  userAgent: string | null;
+}
+export const NO_CLIENT: ClientInfo = { ip: null, userAgent: null };
+
+/** What a step of the signing rules makes of an agreement: the record to store and the events to store with it. */
+export interface Step {
+  agreement: AgreementRecord;
+  events: EventRecord[];
+}
+
+/** Who took a step, and what its entry records beside the time and action. */
+export interface StepBy {
+  actor: string;
+  signerId?: string | null;
+  client?: ClientInfo;
+  detail?: string | null;
+  withDocuments?: boolean;
+  method?: IdentificationMethod;
+  disclosureHash?: string;
+}
+
+/** `record` with one audit entry more. */
+export function audited(record: AgreementRecord, now: Date, action: AuditAction, who: StepBy): AgreementRecord {
+  const client = who.client ?? NO_CLIENT;
+  return withStep(record, {
+    at: atom(now),
+    action,
+    actor: who.actor,
+    signerId: who.signerId ?? null,
+    ip: client.ip,
+    userAgent: client.userAgent,
+    documents:
+      who.withDocuments === false
+        ? []
+        : record.documents.map((document) => ({ id: document.id, fileHash: document.fileHash })),
+    detail: who.detail ?? null,
+    ...(who.method === undefined ? {} : { method: who.method }),
+    ...(who.disclosureHash === undefined ? {} : { disclosureHash: who.disclosureHash }),
+  });
 }

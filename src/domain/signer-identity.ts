@@ -6,7 +6,7 @@ import { identificationOf, isOpen } from '../records.js';
 import { atom } from '../shared/time.js';
 import type { LinkSigner } from './download-links.js';
 import { queueMail } from './signer-mail-queue.js';
-import { type ClientInfo, type Step, audited } from './signing-rules.js';
+import { type ClientInfo, type Step, audited } from './audit-trail.js';
 
 /**
  * Signer identification: the rules (pure functions of a stored agreement, applied inside one

@@ -1,14 +1,8 @@
 import { PortalError, isPortalError } from '../errors.js';
-import type {
-  AgreementRecord,
-  AgreementSignerRecord,
-  AuditAction,
-  EventRecord,
-  IdentificationMethod,
-} from '../records.js';
+import type { AgreementRecord, AgreementSignerRecord, EventRecord } from '../records.js';
 import { isOpen, withoutImages } from '../records.js';
 import { atom } from '../shared/time.js';
-import { signatureHash, withStep } from './audit-trail.js';
+import { type ClientInfo, NO_CLIENT, type Step, audited, signatureHash } from './audit-trail.js';
 import { newEvent } from './events.js';
 import { newId } from '../shared/ids.js';
 import { currentIdentity, identityForLink } from './signer-identity.js';
@@ -21,22 +15,9 @@ import { queueMail } from './signer-mail-queue.js';
  * inside one `updateAgreement`, so a rule lives here once.
  */
 
-/** Where a step came from, as the audit trail records it. */
-export interface ClientInfo {
-  ip: string | null;
-  userAgent: string | null;
-}
-export const NO_CLIENT: ClientInfo = { ip: null, userAgent: null };
-
 /** Who took a step: the host through the API (`account:<id>`), a signer (their id), or the portal itself. */
 export const accountActor = (accountId: string) => `account:${accountId}`;
 const SYSTEM_ACTOR = 'system';
-
-/** What a step makes of an agreement: the record to store and the events to store with it. */
-export interface Step {
-  agreement: AgreementRecord;
-  events: EventRecord[];
-}
 
 /**
  * What keeps an agreement's trail (kept with the agreement, read with it) bounded whatever its
@@ -57,37 +38,6 @@ function eventOf(type: string, record: AgreementRecord, now: Date, signerId?: st
   const data = signerId === undefined ? withoutImages(record) : { ...withoutImages(record), signerId };
   // Keyed by the agreement: a receiver gets one agreement's events in the order they happened.
   return newEvent(record.accountId, type, data, now, record.id);
-}
-
-/** Who took a step, and what its entry records beside the time and action. */
-export interface StepBy {
-  actor: string;
-  signerId?: string | null;
-  client?: ClientInfo;
-  detail?: string | null;
-  withDocuments?: boolean;
-  method?: IdentificationMethod;
-  disclosureHash?: string;
-}
-
-/** `record` with one audit entry more. */
-export function audited(record: AgreementRecord, now: Date, action: AuditAction, who: StepBy): AgreementRecord {
-  const client = who.client ?? NO_CLIENT;
-  return withStep(record, {
-    at: atom(now),
-    action,
-    actor: who.actor,
-    signerId: who.signerId ?? null,
-    ip: client.ip,
-    userAgent: client.userAgent,
-    documents:
-      who.withDocuments === false
-        ? []
-        : record.documents.map((document) => ({ id: document.id, fileHash: document.fileHash })),
-    detail: who.detail ?? null,
-    ...(who.method === undefined ? {} : { method: who.method }),
-    ...(who.disclosureHash === undefined ? {} : { disclosureHash: who.disclosureHash }),
-  });
 }
 
 /** Whether `expiresAt` has come while the agreement is still open: it must then be closed before anything else. */

@@ -11,7 +11,7 @@ import { documentOf, identificationOf, withoutImages } from '../records.js';
 import { newId } from '../shared/ids.js';
 import { atom } from '../shared/time.js';
 import { createAgreementChanges } from './agreement-changes.js';
-import { sha256Hex, verifyTrail } from './audit-trail.js';
+import { type ClientInfo, audited, sha256Hex, verifyTrail } from './audit-trail.js';
 import type { Certificates } from './certificates.js';
 import type { LinkSigner } from './download-links.js';
 import type { DownloadService } from './downloads.js';
@@ -39,16 +39,7 @@ import {
 } from './signer-identity.js';
 import type { SignerMail } from './signer-mail.js';
 import { type SigningTokens, type TokenClaims, signingPageLink } from './signing-tokens.js';
-import {
-  type ClientInfo,
-  accountActor,
-  audited,
-  decline,
-  isPastExpiry,
-  issueLink,
-  sign,
-  view,
-} from './signing-rules.js';
+import { accountActor, decline, isPastExpiry, issueLink, sign, view } from './signing-rules.js';
 import { isOpen } from '../records.js';
 
 /**
