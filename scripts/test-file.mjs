@@ -1,5 +1,5 @@
-// One compiled test file, run as uvu's own CLI runs it (its suites deferred, then run in order):
-// the child process scripts/test.mjs starts for each file.
+// Compiled test files, run as uvu's own CLI runs them (their suites deferred, then run in order,
+// one file after another): the child process scripts/test.mjs starts for a file or a group.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { run } from 'uvu/run';
@@ -15,5 +15,8 @@ process.on('exit', () => {
   } catch {}
 });
 
-const file = path.resolve(process.argv[2]);
-await run([{ name: path.basename(file), file }], {});
+const files = process.argv.slice(2).map((file) => path.resolve(file));
+await run(
+  files.map((file) => ({ name: path.relative(path.resolve('dist/test'), file), file })),
+  {},
+);

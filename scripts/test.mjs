@@ -104,9 +104,16 @@ const lastTimes = (() => {
  * `summary`: the job prints uvu's summary (a test file), else it counts as one test, passed when it exits 0.
  */
 
-/** @returns {Job} a test file on the Node binary `bin` (this process's own when it is `process.execPath`). */
-function fileJob(file, bin, line) {
-  const name = path.relative(tests, file);
+/**
+ * The unit and HTTP test files are quick: most of what each costs on its own is loading the code
+ * (a second of CPU a process). They run in a few processes of several files each, uvu running the
+ * files of a process one after another; every other file runs in a process of its own.
+ */
+const GROUPED = /^(unit|http)\//;
+const GROUPS = 4;
+
+/** @returns {Job} test files (run one after another) on the Node binary `bin` (this process's own when it is `process.execPath`). */
+function filesJob(files, bin, line, name = path.relative(tests, files[0])) {
   const env = {
     ...process.env,
     NO_COLOR: '1',
@@ -119,10 +126,35 @@ function fileJob(file, bin, line) {
     label: `node ${line}  ${name}`,
     key: `${line === thisLine ? 'this' : line} ${name}`,
     bin,
-    argv: [path.join(root, 'scripts/test-file.mjs'), file],
+    argv: [path.join(root, 'scripts/test-file.mjs'), ...files],
     env,
     summary: true,
   };
+}
+
+/** The jobs of one Node line: the quick files in `GROUPS` processes, balanced by their last times; the others alone. */
+function lineJobs(files, bin, line) {
+  const quick = files.filter((file) => GROUPED.test(path.relative(tests, file)));
+  const jobsOfLine = files.filter((file) => !quick.includes(file)).map((file) => filesJob([file], bin, line));
+  if (quick.length < 2 * GROUPS) return [...jobsOfLine, ...quick.map((file) => filesJob([file], bin, line))];
+  const key = (file) => `${line === thisLine ? 'this' : line} ${path.relative(tests, file)}`;
+  const groups = Array.from({ length: GROUPS }, () => ({ files: [], ms: 0 }));
+  for (const file of [...quick].sort((a, b) => (lastTimes[key(b)] ?? 5000) - (lastTimes[key(a)] ?? 5000))) {
+    const lightest = groups.reduce((least, group) => (group.ms < least.ms ? group : least));
+    lightest.files.push(file);
+    lightest.ms += lastTimes[key(file)] ?? 5000;
+  }
+  return [
+    ...jobsOfLine,
+    ...groups.map((group, i) =>
+      filesJob(
+        group.files.sort(),
+        bin,
+        line,
+        `unit and http, part ${i + 1} of ${GROUPS} (${group.files.length} files)`,
+      ),
+    ),
+  ];
 }
 
 /**
@@ -155,8 +187,8 @@ const queue = [];
 const failures = [];
 const totals = { total: 0, passed: 0, skipped: 0 };
 
-if (only !== 'e2e') for (const file of suiteFiles) queue.push(fileJob(file, process.execPath, thisLine));
-if (only !== 'suite') for (const file of e2eFiles) queue.push(fileJob(file, process.execPath, thisLine));
+if (only !== 'e2e') queue.push(...lineJobs(suiteFiles, process.execPath, thisLine));
+if (only !== 'suite') for (const file of e2eFiles) queue.push(filesJob([file], process.execPath, thisLine));
 /**
  * The reliability suite (reliability/run.ts) runs in two parts. Its bad input, security, full-disk
  * and slow-client parts run in the pool beside the files. Its costs and load parts bound an
@@ -188,7 +220,7 @@ if (only === 'all') {
       totals.total += 1;
       continue;
     }
-    for (const file of suiteFiles) queue.push(fileJob(file, bin, line));
+    queue.push(...lineJobs(suiteFiles, bin, line));
   }
 }
 
