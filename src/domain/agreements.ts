@@ -452,10 +452,11 @@ export function createAgreementService(deps: AgreementServiceDeps) {
       return { answer: answer!, replayed: false };
     },
 
-    /** The agreement, or `null` when absent or of another account; a malformed id is a 400 (`agreementIdOf`). */
+    /** The agreement, or `null` when absent or of another account (a malformed id names none). */
     async get(accountId: string, id: string): Promise<Agreement | null> {
       checkAccountId(accountId);
-      agreementIdOf({ agreementId: id });
+      // An id not of our shape (a control character in it, say) names nothing: it never reaches the store.
+      if (!isId('agr', id)) return null;
       const record = await storage.getAgreement(accountId, id);
       if (record === null) return null;
       const now = clock();

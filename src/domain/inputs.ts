@@ -112,28 +112,21 @@ export function checkAccountId(value: unknown): asserts value is string {
 export const eventType = (eventTypes: readonly string[]) =>
   v.picklist(eventTypes, `must be one of: ${eventTypes.join(', ')}`);
 
-/** The ids an agreement's routes take, each with its prefix and what it names. */
-const AGREEMENT_IDS = {
-  agreementId: ['agr', 'an agreement'],
-  signerId: ['ags', 'a signer'],
-  documentId: ['agd', 'a document'],
-} as const;
-
 /**
- * The agreement id a caller gave, with the signer and document ids given beside it, checked: a 400
- * (`ID_MALFORMED`) naming the first that is not of its kind (`agr_…`, `ags_…`, `agd_…`). Every
- * route and method that takes an agreement id asks here first, so a malformed id gets one answer
- * everywhere (the table in docs/http-api.md, "Malformed ids"); a well-formed id that names nothing
- * of the account is the caller's 404.
+ * The agreement id a caller gave, with the signer or document id given beside it, checked before
+ * any lookup: an id not of its kind (`agr_…`, `ags_…`, `agd_…`) names nothing, and is answered as
+ * one that names nothing in the account, `404` (DESIGN §5: a path id of the wrong shape is 404
+ * where the route table lists no 400). Every route and method that takes an agreement id asks here
+ * first (the table in docs/http-api.md, "Malformed ids").
  */
-export function agreementIdOf(
-  ids: { agreementId: string } & Partial<Record<keyof typeof AGREEMENT_IDS, string>>,
-): string {
-  for (const [name, value] of Object.entries(ids) as [keyof typeof AGREEMENT_IDS, string][]) {
-    const [prefix, what] = AGREEMENT_IDS[name];
-    if (!isId(prefix, value)) throw new PortalError('ID_MALFORMED', name, what, prefix);
-  }
-  return ids.agreementId;
+export function agreementIdOf(ids: { agreementId: string; signerId?: string; documentId?: string }): string {
+  const { agreementId, signerId, documentId } = ids;
+  if (!isId('agr', agreementId)) throw new PortalError('AGREEMENT_NOT_FOUND', agreementId);
+  if (signerId !== undefined && !isId('ags', signerId))
+    throw new PortalError('SIGNER_NOT_FOUND', signerId, agreementId);
+  if (documentId !== undefined && !isId('agd', documentId))
+    throw new PortalError('DOCUMENT_NOT_FOUND', documentId, agreementId);
+  return agreementId;
 }
 
 /** The limits of one agreement (spec "Limits"): signers, documents, and the documents' bytes in total. */

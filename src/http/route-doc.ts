@@ -134,8 +134,7 @@ export const webhookIdParameter = pathParameter(
 );
 export const agreementIdParameter = pathParameter(
   'agreementId',
-  'The agreement id (`agr_…`); another shape is a 400.',
-  v.pipe(v.string(), v.regex(idPattern('agr'))),
+  'The agreement id (`agr_…`); an id of another shape is a 404.',
 );
 
 /** What a create made with an `Idempotency-Key` adds: the header in, the replay mark out, 409 and 422. */

@@ -155,12 +155,12 @@ test('every adapter answers every request alike', () => {
     assert.equal(result.http, first![1].http, `${name} against ${first![0]} over HTTP`);
     assert.equal(result.inProcess, first![1].inProcess, `${name} against ${first![0]} in process`);
   }
-  // The route's own answer to a malformed id: 404 for a webhook (the spec's answer for an identifier
-  // no webhook has), 400 for every other kind (docs/http-api.md, "Malformed ids").
+  // The route's own answer to a malformed id: 400 where the route table lists one (DESIGN §5), else
+  // 404, as for an id that names nothing (docs/http-api.md, "Malformed ids").
   const http = first![1].http;
   const status = (prefix: string) => http.filter((line) => line.startsWith(prefix)).map((line) => line.split(' → ')[1]);
   assert.ok(status('GET /webhooks/').every((s) => s === '404'));
-  assert.ok(status('GET /agreements/').every((s) => s === '400'));
+  assert.ok(status('GET /agreements/').every((s) => s === '404'));
   assert.ok(status('GET ticket download link').every((s) => s === '400'));
   assert.ok(status('POST /webhooks url').every((s) => s === '400'));
   assert.ok(status('POST /agreements').every((s) => s === '400'));

@@ -81,7 +81,7 @@ for (const backend of backends) {
           assert.match((await json(refused)).message, message);
         }
         assert.is((await post(app, '/agreements/agr_missingmissingmissing12/void', { reason: 'x' })).status, 404);
-        assert.is((await post(app, '/agreements/nope/void', { reason: 'x' })).status, 400);
+        assert.is((await post(app, '/agreements/nope/void', { reason: 'x' })).status, 404);
         assert.is(
           (await json(await app.api(`/agreements/${agreement.id}`))).closedReason,
           null,
@@ -265,7 +265,7 @@ for (const backend of backends) {
         const keysBefore = await blobKeysOf(blobs);
         assert.ok(keysBefore.some((key) => key.startsWith('agc_')) && keysBefore.includes(doomed.documents[0].id));
 
-        assert.is((await app.api('/agreements/nope', { method: 'DELETE' })).status, 400);
+        assert.is((await app.api('/agreements/nope', { method: 'DELETE' })).status, 404);
         assert.is((await app.api('/agreements/agr_missingmissingmissing12', { method: 'DELETE' })).status, 404);
         assert.is(
           (

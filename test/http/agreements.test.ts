@@ -113,41 +113,47 @@ test('the created agreement is what portal.agreements.get and GET /agreements/{i
   });
 });
 
-test('a malformed agreement, signer or document id is a 400 naming it on every route and method, before any lookup', async () => {
+test('a malformed agreement, signer or document id is a 404 naming it on every route and method, before any lookup', async () => {
   await withPortal({}, async (app) => {
     const created = await json(await app.api('/agreements', { method: 'POST', body: validFormData() }));
     const signerId = created.signers[0].id;
     const documentId = created.documents[0].id;
-    const routes: [string, string, string, unknown?][] = [
-      ['GET', '/agreements/nope', 'agreementId'],
-      ['DELETE', '/agreements/nope', 'agreementId'],
-      ['POST', '/agreements/nope/void', 'agreementId', { reason: 'x' }],
-      ['PATCH', `/agreements/nope/signers/${signerId}`, 'agreementId', { firstName: 'X' }],
-      ['PATCH', `/agreements/${created.id}/signers/nope`, 'signerId', { firstName: 'X' }],
-      ['GET', `/agreements/nope/documents/${documentId}/download`, 'agreementId'],
-      ['GET', `/agreements/${created.id}/documents/nope/download`, 'documentId'],
-      ['GET', `/agreements/${created.id}/documents/nope/signed`, 'documentId'],
-      ['POST', `/agreements/nope/signers/${signerId}/signing-link`, 'agreementId', {}],
-      ['POST', `/agreements/${created.id}/signers/nope/signing-link`, 'signerId', {}],
-      ['GET', '/agreements/nope/audit', 'agreementId'],
-      ['GET', '/agreements/nope/certificate', 'agreementId'],
+    const routes: [string, string, RegExp, unknown?][] = [
+      ['GET', '/agreements/nope', /^No agreement nope /],
+      ['DELETE', '/agreements/nope', /^No agreement nope /],
+      ['POST', '/agreements/nope/void', /^No agreement nope /, { reason: 'x' }],
+      ['PATCH', `/agreements/nope/signers/${signerId}`, /^No agreement nope /, { firstName: 'X' }],
+      ['PATCH', `/agreements/${created.id}/signers/nope`, /^No signer nope /, { firstName: 'X' }],
+      ['GET', `/agreements/nope/documents/${documentId}/download`, /^No agreement nope /],
+      ['GET', `/agreements/${created.id}/documents/nope/download`, /^No document nope /],
+      ['GET', `/agreements/${created.id}/documents/nope/signed`, /^No document nope /],
+      ['POST', `/agreements/nope/signers/${signerId}/signing-link`, /^No agreement nope /, {}],
+      ['POST', `/agreements/${created.id}/signers/nope/signing-link`, /^No signer nope /, {}],
+      ['GET', '/agreements/nope/audit', /^No agreement nope /],
+      ['GET', '/agreements/nope/certificate', /^No agreement nope /],
     ];
-    for (const [method, path, named, body] of routes) {
+    for (const [method, path, message, body] of routes) {
       const res = await app.api(path, {
         method,
         ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
       });
-      assert.is(res.status, 400, `${method} ${path}`);
-      assert.match((await json(res)).message, `${named} must be`, `${method} ${path}`);
+      assert.is(res.status, 404, `${method} ${path}`);
+      assert.match((await json(res)).message, message, `${method} ${path}`);
     }
-    const refused = (promise: Promise<unknown>) =>
+    const notFound = (promise: Promise<unknown>, code: string) =>
       promise.then(
         () => assert.unreachable('resolved'),
-        (error) => assert.is(error.code, 'ID_MALFORMED'),
+        (error) => assert.is(error.code, code),
       );
-    await refused(app.portal.agreements.get('acct_a', 'nope'));
-    await refused(app.portal.agreements.sign('acct_a', 'nope', signerId, { signature: PNG_SIGNATURE }));
-    await refused(app.portal.agreements.sign('acct_a', created.id, 'nope', { signature: PNG_SIGNATURE }));
+    assert.is(await app.portal.agreements.get('acct_a', 'nope'), null);
+    await notFound(
+      app.portal.agreements.sign('acct_a', 'nope', signerId, { signature: PNG_SIGNATURE }),
+      'AGREEMENT_NOT_FOUND',
+    );
+    await notFound(
+      app.portal.agreements.sign('acct_a', created.id, 'nope', { signature: PNG_SIGNATURE }),
+      'SIGNER_NOT_FOUND',
+    );
     // Nothing was touched: the agreement is as it was made.
     assert.equal(await app.portal.agreements.get('acct_a', created.id), created);
   });

@@ -114,7 +114,7 @@ test("a declined agreement has a certificate too, with the reason; another accou
       ).status,
       404,
     );
-    assert.is((await app.api('/agreements/nope/certificate')).status, 400);
+    assert.is((await app.api('/agreements/nope/certificate')).status, 404);
   });
 });
 

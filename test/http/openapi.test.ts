@@ -503,7 +503,7 @@ test('every route answers as the document says: each success and each error it d
     const { body: signed } = await call('GET', '/agreements/{agreementId}', `/agreements/${agreement.id}`, {}, 200);
     assert.is(signed.status, 'signed');
     await call('GET', '/agreements/{agreementId}', '/agreements/agr_missing', {}, 404);
-    await call('GET', '/agreements/{agreementId}', '/agreements/nope', {}, 400);
+    await call('GET', '/agreements/{agreementId}', '/agreements/nope', {}, 404);
     const { body: page } = await call('GET', '/agreements', '/agreements?limit=1', {}, 200);
     assert.is(page.data.length, 1, 'a listed agreement is checked too');
     assert.is.not(page.nextCursor, null, 'and a cursor');
@@ -517,7 +517,7 @@ test('every route answers as the document says: each success and each error it d
       {},
       200,
     );
-    await call('GET', documentLink, `/agreements/${agreement.id}/documents/nope/download`, {}, 400);
+    await call('GET', documentLink, `/agreements/${agreement.id}/documents/nope/download`, {}, 404);
     await call('GET', documentLink, `/agreements/${agreement.id}/documents/agd_missing/download`, {}, 404);
     // A document's completed copy: made once the agreement is signed, for a PDF only.
     const signedLink = '/agreements/{agreementId}/documents/{documentId}/signed';
@@ -563,7 +563,7 @@ test('every route answers as the document says: each success and each error it d
       async () => (await app.api('/verify', { method: 'POST', body: copyBytes, headers: asPdf })).status === 200,
       'a verification after the four',
     );
-    await call('GET', signedLink, `/agreements/${withPdf.id}/documents/nope/signed`, {}, 400);
+    await call('GET', signedLink, `/agreements/${withPdf.id}/documents/nope/signed`, {}, 404);
     await call('GET', signedLink, `/agreements/${withPdf.id}/documents/agd_missing/signed`, {}, 404);
     await portal.worker!.tick();
     for (const made of transport.calls) checker.checkCall(made);
@@ -601,7 +601,8 @@ test('every route answers as the document says: each success and each error it d
       jsonBody({ expiresInSeconds: 600 }),
       201,
     );
-    await call('POST', signingLink, linkOf(toSign.id, 'nope'), {}, 400);
+    await call('POST', signingLink, linkOf(toSign.id, 'nope'), {}, 404);
+    await call('POST', signingLink, linkOf(toSign.id, toSign.signers[0].id), jsonBody({ expiresInSeconds: 59 }), 400);
     await call('POST', signingLink, linkOf(toSign.id, 'ags_missing'), {}, 404);
     await call('POST', signingLink, linkOf(agreement.id, agreement.signers[0].id), {}, 409);
     await call(
@@ -673,7 +674,7 @@ test('every route answers as the document says: each success and each error it d
     await call('POST', voiding, `/agreements/${toChange.id}/void`, jsonBody({ reason: 'Twice' }), 409);
     await call('DELETE', '/agreements/{agreementId}', `/agreements/${toChange.id}`, {}, 204);
     await call('DELETE', '/agreements/{agreementId}', `/agreements/${toChange.id}`, {}, 404);
-    await call('DELETE', '/agreements/{agreementId}', '/agreements/nope', {}, 400);
+    await call('DELETE', '/agreements/{agreementId}', '/agreements/nope', {}, 404);
     const tokenOf = (link: { link: string }) => new URL(link.link).hash.slice(1);
     const bearer = (token: string, init: RequestInit = {}): RequestInit => ({
       ...init,
@@ -802,13 +803,13 @@ test('every route answers as the document says: each success and each error it d
     await call('POST', '/signing/identify', '/signing/identify', bearer(two, jsonBody({ code: '123456' })), 410);
     time.advance(-601);
     await call('GET', '/agreements/{agreementId}/audit', `/agreements/${toSign.id}/audit`, {}, 200);
-    await call('GET', '/agreements/{agreementId}/audit', '/agreements/nope/audit', {}, 400);
+    await call('GET', '/agreements/{agreementId}/audit', '/agreements/nope/audit', {}, 404);
     await call('GET', '/agreements/{agreementId}/audit', '/agreements/agr_missing/audit', {}, 404);
     const certificate = '/agreements/{agreementId}/certificate';
     await call('GET', certificate, `/agreements/${toSign.id}/certificate`, {}, 200);
     const { body: stillOpen } = await call('POST', '/agreements', '/agreements', { body: validFormData() }, 201);
     await call('GET', certificate, `/agreements/${stillOpen.id}/certificate`, {}, 409);
-    await call('GET', certificate, '/agreements/nope/certificate', {}, 400);
+    await call('GET', certificate, '/agreements/nope/certificate', {}, 404);
     await call('GET', certificate, '/agreements/agr_missing/certificate', {}, 404);
     // An agreement past its expiresAt closes at the first request that reaches it.
     const expiring = validFormData();

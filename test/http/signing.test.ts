@@ -250,7 +250,7 @@ test('bad input: link lifetimes, a signer of another agreement, signatures and d
     assert.is(foreign.status, 404);
     assert.match((await json(foreign)).message, /No signer .* on agreement/);
     assert.is((await link({}, 'ags_nothere', 'agr_nothere')).status, 404);
-    assert.is((await link({}, 'nope')).status, 400);
+    assert.is((await link({}, 'nope')).status, 404);
 
     const { token } = await linkFor(app, agreement.id, first.id);
     const huge = dataUrl('image/png', pngBytes(1024 * 1024 + 1));
@@ -360,7 +360,7 @@ test("the request log never holds a signing token; the audit route answers 404 f
         .status,
       404,
     );
-    assert.is((await app.api('/agreements/nope/audit')).status, 400);
+    assert.is((await app.api('/agreements/nope/audit')).status, 404);
   });
 });
 

@@ -146,7 +146,6 @@ export function agreementRoutes(agreements: AgreementService): Route[] {
         description: `The address the \`Location\` of a created agreement names. The whole agreement, signature images included: the \`agreement-created\` and \`agreement-signed\` webhook events carry it without them (\`AgreementEventData\`), and a receiver that needs the images fetches them here.`,
         responses: {
           200: response('The agreement, signature images included.', 'Agreement'),
-          400: failure('A malformed id.'),
           404: failure('No such agreement in this account.'),
         },
       },
@@ -171,7 +170,6 @@ export function agreementRoutes(agreements: AgreementService): Route[] {
         description: `The link serves for 5 minutes without Authorization, like an attachment's. A document is served as \`application/pdf\` when its name ends in \`.pdf\`, else as \`application/octet-stream\`.`,
         responses: {
           200: response('The link and when it expires.', 'DownloadLink'),
-          400: failure('An id is malformed.'),
           404: failure('No such agreement in this account, or no such document in it.'),
         },
       },
@@ -195,7 +193,6 @@ export function agreementRoutes(agreements: AgreementService): Route[] {
         description: `Once the agreement is signed, each PDF document gets a completed copy: each signer's values stamped into their fields (or, for a PDF with no field, a signature page appended) by an incremental update (the original bytes stay its prefix), then, with \`sealing\`, a PAdES seal over the whole file (\`B-T\` with a timestamp authority, else \`B-B\`). Its SHA-256 is the document's \`signedFileHash\`. The link serves for 5 minutes, as \`application/pdf\`.`,
         responses: {
           200: response('The link and when it expires.', 'DownloadLink'),
-          400: failure('An id is malformed.'),
           404: failure('No such agreement in this account, or no such document in it.'),
           409: failure(
             'The agreement is not signed, the copy is still being made, or the document is not a PDF (it has no copy).',
@@ -222,7 +219,6 @@ export function agreementRoutes(agreements: AgreementService): Route[] {
           'Removes the agreement, whatever its state, with its signers, documents, completed copies, certificate and audit trail: the record first, then the bytes (what a crash leaves is removed by the orphan sweep). Its signing links stop working. Events already published about it are kept with the other events, for their retention; on the filesystem store, the removed record leaves its append-only log at the next compaction.',
         responses: {
           204: response('Removed.'),
-          400: failure('A malformed id.'),
           404: failure('No such agreement in this account.'),
         },
       },
@@ -246,7 +242,7 @@ export function agreementRoutes(agreements: AgreementService): Route[] {
         requestBody: { required: true, content: json('VoidInput') },
         responses: {
           200: response('The agreement, closed.', 'Agreement'),
-          400: failure('A malformed id; a `reason` missing, empty or over 1,000 characters; an unknown field.'),
+          400: failure('A `reason` missing, empty or over 1,000 characters; an unknown field.'),
           404: failure('No such agreement in this account.'),
           409: failure('The agreement is signed, or already closed (declined, expired or voided).'),
           413: failure('The body is over 64 KiB.'),
@@ -272,7 +268,7 @@ export function agreementRoutes(agreements: AgreementService): Route[] {
         requestBody: { required: true, content: json('SignerCorrectionInput') },
         responses: {
           200: response('The agreement, the signer corrected.', 'Agreement'),
-          400: failure('A malformed id; no field given, a field invalid or unknown.'),
+          400: failure('No field given, a field invalid or unknown.'),
           404: failure('No such agreement in this account, or no such signer on it.'),
           409: failure('The signer has signed, or the agreement is signed or closed.'),
           413: failure('The body is over 64 KiB.'),

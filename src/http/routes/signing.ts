@@ -38,7 +38,7 @@ export function signingRoutes(signing: SigningService): Route[] {
             'SigningLink',
           ),
           400: failure(
-            '`expiresInSeconds` outside 60 … 2,592,000, an `accessCode` outside 4 … 64 characters, an unknown field, a malformed id or body.',
+            '`expiresInSeconds` outside 60 … 2,592,000, an `accessCode` outside 4 … 64 characters, an unknown field, a malformed body.',
           ),
           404: failure('No such agreement in this account, or no such signer on it.'),
           409: failure(
@@ -68,7 +68,6 @@ export function signingRoutes(signing: SigningService): Route[] {
         description: `Every step (created, link issued, viewed, signed, declined, expired, reminder) with its time, actor, IP, user agent and the documents' hashes, each entry hashed over the one before.`,
         responses: {
           200: response('The trail, oldest first, and whether its chain verifies.', 'AuditTrail'),
-          400: failure('A malformed id.'),
           404: failure('No such agreement in this account.'),
         },
       },
@@ -99,7 +98,6 @@ export function signingRoutes(signing: SigningService): Route[] {
             },
             content: { 'application/pdf': { schema: { type: 'string', contentMediaType: 'application/pdf' } } },
           },
-          400: failure('A malformed id.'),
           404: failure('No such agreement in this account.'),
           409: failure('The agreement still awaits signatures.'),
         },
