@@ -147,12 +147,8 @@ function lineJobs(files, bin, line) {
   return [
     ...jobsOfLine,
     ...groups.map((group, i) =>
-      filesJob(
-        group.files.sort(),
-        bin,
-        line,
-        `unit and http, part ${i + 1} of ${GROUPS} (${group.files.length} files)`,
-      ),
+      // Named by its place, not its files, so that its last time is found again next run.
+      filesJob(group.files.sort(), bin, line, `unit and http, part ${i + 1} of ${GROUPS}`),
     ),
   ];
 }
