@@ -142,8 +142,14 @@ async function shapeOf(client: SqlClient, schema: string): Promise<string> {
 async function pristineShape(client: SqlClient, components: string): Promise<string> {
   const schema = freshSchema();
   try {
-    if (components.split(',').includes('storage')) await sqlStorage({ client, schema }).open!();
-    if (components.split(',').includes('blobs')) await sqlBlobs({ client, schema }).open!();
+    for (const store of [
+      components.split(',').includes('storage') ? sqlStorage({ client, schema }) : null,
+      components.split(',').includes('blobs') ? sqlBlobs({ client, schema }) : null,
+    ]) {
+      if (store === null) continue;
+      await store.open!();
+      await store.close!();
+    }
     // A name of its own in every relation name is the schema's, not its shape: compared without it.
     return (await shapeOf(client, schema)).replaceAll(schema, '');
   } finally {
