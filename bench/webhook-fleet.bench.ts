@@ -26,7 +26,7 @@
  *    BENCH_FLEET_TIMEOUT_SECONDS=60, BENCH_FLEET_CONTENDERS=portal,pg-boss,graphile-worker,
  *    BENCH_FLEET_NODE, TEST_DATABASE_URL)
  */
-import { CLOCK_TICKS, cpuTicks, postgresPids } from './support/proc-cpu.js';
+import { CLOCK_TICKS, cpuTicks, postgresTicks } from './support/proc-cpu.js';
 import type { Pool } from 'pg';
 import { pinned } from './support/cores.js';
 import { connectPostgres, dropSchema } from '../test/helpers/sql.js';
@@ -77,7 +77,7 @@ interface Phase {
   tailMs: number;
   /**
    * CPU time a delivery: the contender's processes (publisher, workers) and the PostgreSQL server's
-   * (`postgresPids` of support/proc-cpu.ts), in µs. Less swayed by other load on the host than the rates.
+   * (`postgresTicks` of support/proc-cpu.ts), in µs. Less swayed by other load on the host than the rates.
    */
   cpuPerDelivery: number;
   /**
@@ -85,6 +85,10 @@ interface Phase {
    * is no contender's own (every contender's calls cost it alike) and is left out of the sum.
    */
   cpuSplit: CpuSplit;
+  /** WAL the PostgreSQL server wrote a delivery, in bytes (`walMeter`). */
+  walPerDelivery: number;
+  /** Of `cpuSplit.postgres`, the VACUUM of the phase's writes at its end (`settle`), in µs a delivery. */
+  vacuum: number;
 }
 
 interface CpuSplit {
@@ -99,27 +103,93 @@ interface Drained {
   deliveriesPerSecond: number;
   duplicates: number;
   cpuSplit: CpuSplit;
+  walPerDelivery: number;
+  /**
+   * What queueing the backlog cost, a delivery: the PostgreSQL server's CPU (µs) and WAL (bytes)
+   * while the publisher stored it, the workers stopped. Left out of `cpuSplit` and `walPerDelivery`,
+   * which start with the workers; a delivery's whole cost to the server is the sum.
+   */
+  queued: { postgres: number; wal: number };
+  /** Of `cpuSplit.postgres`, the VACUUM at the end (`settle`), of the queueing's writes too, in µs a delivery. */
+  vacuum: number;
+}
+
+/**
+ * The WAL the PostgreSQL server writes from now until `bytes()`: the distance between two of its
+ * insert positions (`pg_current_wal_lsn`), which counts every record and full-page image written
+ * meanwhile, by any backend, autovacuum included, as `pg_stat_wal.wal_bytes` sums them (that view is
+ * updated when backends report, up to seconds late). One contender runs at a time: it is that one's.
+ */
+async function walMeter(pool: Pool): Promise<{ bytes(): Promise<number> }> {
+  const position = async () =>
+    (await pool.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')).rows[0]!.lsn;
+  const first = await position();
+  return {
+    async bytes() {
+      const { rows } = await pool.query<{ bytes: string }>(
+        'SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::text AS bytes',
+        [await position(), first],
+      );
+      return Number(rows[0]!.bytes);
+    },
+  };
+}
+
+/** How long a phase waits at most for autovacuum to finish before it starts and before it ends. */
+const VACUUM_WAIT_MS = 60_000;
+
+/**
+ * Waits until no autovacuum worker runs, then vacuums every table of `schema`: what a phase's
+ * writes left for VACUUM is done within that phase and charged to the contender that wrote them,
+ * instead of landing, by autovacuum's timing, in the next contender's round. Before a phase, with
+ * no schema: only the wait. Resolves to the PostgreSQL CPU ticks it took.
+ *
+ * VACUUM, not VACUUM (ANALYZE): statistics taken of a drained, empty table made graphile-worker's
+ * next burst 5× slower, at 2,100–2,400 µs of the server's CPU a job instead of 70–100 (its job
+ * fetch planned for an empty table): an effect of when autovacuum last analyzed, not of the work
+ * measured (bench/results/2026-12-06-fleet-accounting.md).
+ */
+async function settle(pool: Pool, schema?: string): Promise<number> {
+  const first = postgresTicks() ?? 0;
+  const until = now() + VACUUM_WAIT_MS;
+  for (;;) {
+    const { rows } = await pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'`,
+    );
+    if (rows[0]!.n === 0 || now() > until) break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  if (schema !== undefined) {
+    const { rows } = await pool.query<{ name: string }>(
+      `SELECT format('%I.%I', schemaname, relname) AS name FROM pg_stat_user_tables WHERE schemaname = $1`,
+      [schema],
+    );
+    for (const { name } of rows) await pool.query(`VACUUM ${name}`);
+  }
+  return (postgresTicks() ?? first) - first;
 }
 
 /** How often a phase samples its processes' CPU: a process that ends loses at most this much of it. */
 const CPU_SAMPLE_MS = 500;
 
 /**
- * The CPU seconds of each part of a fleet over a phase, sampled while it runs: a process that
- * starts meanwhile counts from zero, one that ends keeps what it had used at its last sample.
+ * The CPU seconds of each part of a fleet over a phase. The contender's processes and the receiver
+ * are sampled while it runs: one that starts meanwhile counts from zero, one that ends keeps what it
+ * had used at its last sample (none of them ends during a phase). The PostgreSQL server is read at
+ * the start and the end, with the backends that ended in between (`postgresTicks`): a pool that
+ * closes and opens connections is charged for every backend it used.
  */
 function cpuMeter(fleet: Fleet, receiver: Child): { sample(): void; seconds(): CpuSplit } {
-  const parts: Record<keyof CpuSplit, () => number[]> = {
+  const parts: Record<Exclude<keyof CpuSplit, 'postgres'>, () => number[]> = {
     publisher: () => [fleet.publisher.child.pid!],
     workers: () => fleet.workers.map((child) => child.child.pid!),
-    postgres: postgresPids,
     receiver: () => [receiver.child.pid!],
   };
   const first = new Map<number, number>();
   const last = new Map<number, number>();
-  const partOf = new Map<number, keyof CpuSplit>();
+  const partOf = new Map<number, keyof typeof parts>();
   const sample = () => {
-    for (const [part, pids] of Object.entries(parts) as [keyof CpuSplit, () => number[]][]) {
+    for (const [part, pids] of Object.entries(parts) as [keyof typeof parts, () => number[]][]) {
       for (const pid of pids()) {
         const ticks = cpuTicks(pid);
         if (ticks === undefined) continue;
@@ -130,11 +200,19 @@ function cpuMeter(fleet: Fleet, receiver: Child): { sample(): void; seconds(): C
   };
   sample();
   for (const [pid, ticks] of last) first.set(pid, ticks);
+  const postgresFirst = postgresTicks();
   return {
     sample,
     seconds() {
       sample();
-      const split = { publisher: 0, workers: 0, postgres: 0, receiver: 0 };
+      const postgresLast = postgresTicks();
+      const split = {
+        publisher: 0,
+        workers: 0,
+        postgres:
+          postgresFirst === undefined || postgresLast === undefined ? 0 : (postgresLast - postgresFirst) / CLOCK_TICKS,
+        receiver: 0,
+      };
       for (const [pid, ticks] of last) split[partOf.get(pid)!] += (ticks - (first.get(pid) ?? 0)) / CLOCK_TICKS;
       return split;
     },
@@ -142,8 +220,10 @@ function cpuMeter(fleet: Fleet, receiver: Child): { sample(): void; seconds(): C
 }
 
 /** Publishes `events` (at `rate` a second, 0: as fast as it goes) and waits until the receiver has every one. */
-async function phase(fleet: Fleet, receiver: Child, events: number, rate: number): Promise<Phase> {
+async function phase(fleet: Fleet, receiver: Child, pool: Pool, events: number, rate: number): Promise<Phase> {
   await receiver.request({ cmd: 'reset' }, 5000);
+  await settle(pool);
+  const wal = await walMeter(pool);
   const cpu = cpuMeter(fleet, receiver);
   // Unref'd: a phase that throws leaves it behind, and it must not keep the bench from exiting.
   const sampling = setInterval(cpu.sample, CPU_SAMPLE_MS).unref();
@@ -173,7 +253,9 @@ async function phase(fleet: Fleet, receiver: Child, events: number, rate: number
   await new Promise((resolve) => setTimeout(resolve, 250));
   stats = await receiver.request<Stats>({ cmd: 'stats' }, 5000);
   clearInterval(sampling);
+  const vacuum = await settle(pool, fleet.schema);
   const cpuSplit = perDelivery(cpu.seconds(), stats.distinct);
+  const walPerDelivery = (await wal.bytes()) / stats.distinct;
   if (stats.refused > 0) throw new Error(`${fleet.contender}: the receiver refused ${stats.refused} malformed calls`);
   const { started, seconds } = published!;
   return {
@@ -186,6 +268,8 @@ async function phase(fleet: Fleet, receiver: Child, events: number, rate: number
     tailMs: stats.last - (started + seconds * 1000),
     cpuPerDelivery: cpuSplit.publisher + cpuSplit.workers + cpuSplit.postgres,
     cpuSplit,
+    walPerDelivery,
+    vacuum: (vacuum / CLOCK_TICKS / stats.distinct) * 1e6,
   };
 }
 
@@ -210,16 +294,26 @@ async function drain(
   fleet: Fleet,
   workerCount: number,
   receiver: Child,
+  pool: Pool,
   url: string,
   events: number,
 ): Promise<Drained> {
   await stopWorkers(fleet);
   await receiver.request({ cmd: 'reset' }, 5000);
+  await settle(pool);
+  const queueWal = await walMeter(pool);
+  const queueCpu = postgresTicks();
   await fleet.publisher.request<Extract<Report, { published: number }>>(
     { cmd: 'publish', events, batch: BATCH, rate: 0, pad: PAD },
     TIMEOUT_MS,
   );
+  const queueTicks = queueCpu === undefined ? 0 : (postgresTicks() ?? queueCpu) - queueCpu;
+  const queued = {
+    postgres: (queueTicks / CLOCK_TICKS / events) * 1e6,
+    wal: (await queueWal.bytes()) / events,
+  };
   await startWorkers(fleet, workerCount, url, BATCH);
+  const wal = await walMeter(pool);
   const cpu = cpuMeter(fleet, receiver);
   // Unref'd: a phase that throws leaves it behind, and it must not keep the bench from exiting.
   const sampling = setInterval(cpu.sample, CPU_SAMPLE_MS).unref();
@@ -235,7 +329,9 @@ async function drain(
     stats = await receiver.request<Stats>({ cmd: 'stats' }, 5000);
   }
   clearInterval(sampling);
+  const vacuum = await settle(pool, fleet.schema);
   const cpuSplit = perDelivery(cpu.seconds(), stats.distinct - before);
+  const walPerDelivery = (await wal.bytes()) / (stats.distinct - before);
   await new Promise((resolve) => setTimeout(resolve, 250));
   stats = await receiver.request<Stats>({ cmd: 'stats' }, 5000);
   if (stats.refused > 0) throw new Error(`${fleet.contender}: the receiver refused ${stats.refused} malformed calls`);
@@ -243,6 +339,9 @@ async function drain(
     deliveriesPerSecond: stats.distinct / ((stats.last - stats.first!) / 1000),
     duplicates: stats.duplicates,
     cpuSplit,
+    walPerDelivery,
+    queued,
+    vacuum: (vacuum / CLOCK_TICKS / (stats.distinct - before)) * 1e6,
   };
 }
 
@@ -264,26 +363,26 @@ async function compare(workerCount: number, receiver: Child, url: string, pool: 
       fleets.set(contender, fleet);
       // Warm-up, not counted: every pool connection open, the paths run once. The JIT is not done
       // by then: the first burst still compiles (about 150 functions a portal worker).
-      await phase(fleet, receiver, Math.min(1000, Math.max(BATCH, Math.floor(EVENTS / 10))), 0);
+      await phase(fleet, receiver, pool, Math.min(1000, Math.max(BATCH, Math.floor(EVENTS / 10))), 0);
     }
     for (let round = 0; round < ROUNDS; round++) {
       // The order rotates each round, so drift on the host hits every contender alike.
       const order = CONTENDERS.map((_, i) => CONTENDERS[(i + round) % CONTENDERS.length]!);
       for (const contender of order) {
         const fleet = fleets.get(contender)!;
-        const result = await phase(fleet, receiver, EVENTS, 0);
+        const result = await phase(fleet, receiver, pool, EVENTS, 0);
         bursts.get(contender)!.push(result);
         duplicates.set(contender, duplicates.get(contender)! + result.duplicates);
-        const drained = await drain(fleet, workerCount, receiver, url, EVENTS);
+        const drained = await drain(fleet, workerCount, receiver, pool, url, EVENTS);
         drains.get(contender)!.push(drained);
         duplicates.set(contender, duplicates.get(contender)! + drained.duplicates);
         console.error(
           `  ${label}, ${contender}: while publishing ${Math.round(result.deliveriesPerSecond)} deliveries/s (publish ${Math.round(result.publishPerSecond)}/s, ` +
             `lag p50 ${Math.round(result.p50)} ms p99 ${Math.round(result.p99)} ms, ` +
             `CPU ${Math.round(result.cpuPerDelivery)} µs a delivery: publisher ${Math.round(result.cpuSplit.publisher)}, ` +
-            `workers ${Math.round(result.cpuSplit.workers)}, PostgreSQL ${Math.round(result.cpuSplit.postgres)}; receiver ${Math.round(result.cpuSplit.receiver)}); ` +
+            `workers ${Math.round(result.cpuSplit.workers)}, PostgreSQL ${Math.round(result.cpuSplit.postgres)} (VACUUM ${Math.round(result.vacuum)}); receiver ${Math.round(result.cpuSplit.receiver)}; WAL ${Math.round(result.walPerDelivery)} B); ` +
             `draining a backlog ${Math.round(drained.deliveriesPerSecond)} deliveries/s (CPU a delivery: workers ${Math.round(drained.cpuSplit.workers)}, ` +
-            `PostgreSQL ${Math.round(drained.cpuSplit.postgres)}, receiver ${Math.round(drained.cpuSplit.receiver)}); ${result.duplicates + drained.duplicates} duplicates`,
+            `PostgreSQL ${Math.round(drained.cpuSplit.postgres)} (VACUUM ${Math.round(drained.vacuum)}), receiver ${Math.round(drained.cpuSplit.receiver)}; WAL ${Math.round(drained.walPerDelivery)} B; queueing it: PostgreSQL ${Math.round(drained.queued.postgres)}, WAL ${Math.round(drained.queued.wal)} B); ${result.duplicates + drained.duplicates} duplicates`,
         );
       }
     }
@@ -294,7 +393,7 @@ async function compare(workerCount: number, receiver: Child, url: string, pool: 
     );
     const events = Math.max(BATCH, Math.round(rate * PACED_SECONDS));
     for (const contender of CONTENDERS) {
-      const result = await phase(fleets.get(contender)!, receiver, events, rate);
+      const result = await phase(fleets.get(contender)!, receiver, pool, events, rate);
       paced.set(contender, result);
       duplicates.set(contender, duplicates.get(contender)! + result.duplicates);
       console.error(
@@ -379,6 +478,29 @@ async function compare(workerCount: number, receiver: Child, url: string, pool: 
       target: REPORTED,
       holds: true,
     });
+    // The server's share: while publishing, the store and the delivery together; a backlog's, the
+    // store (the workers stopped) and the drain measured apart and summed.
+    const serverRows: [string, (phase: Phase) => number, (drained: Drained) => number, string][] = [
+      ['PostgreSQL CPU a delivery', (r) => r.cpuSplit.postgres, (r) => r.queued.postgres + r.cpuSplit.postgres, 'µs'],
+      ['WAL a delivery', (r) => r.walPerDelivery, (r) => r.queued.wal + r.walPerDelivery, 'bytes'],
+    ];
+    for (const [name, ofPhase, ofDrain, unit] of serverRows) {
+      for (const [when, mine, theirs] of [
+        ['while publishing', burst('portal', ofPhase), burst(peer, ofPhase)],
+        ['queued then drained', fromDrains('portal', ofDrain), fromDrains(peer, ofDrain)],
+      ] as const) {
+        emit({
+          scenario: `${label}: ${name} ${when}${failed}`,
+          figure: mine,
+          unit,
+          baselineName: peer,
+          baseline: theirs,
+          ratio: mine > 0 ? theirs / mine : 0,
+          target: REPORTED,
+          holds: true,
+        });
+      }
+    }
     const lags: [string, (phase: Phase) => number, Map<Contender, Phase> | null][] = [
       ['lag p99 while publishing as fast as it goes', (r) => r.p99, null],
       [`lag p50, paced at ${rate} events/s`, (r) => r.p50, paced],
