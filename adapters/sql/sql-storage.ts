@@ -9,7 +9,8 @@ import { resolveNames, type SqlOptions } from './schema.js';
 import { createAgreements } from './storage-agreements.js';
 import { createIdempotencyKeys } from './storage-idempotency.js';
 import { STORAGE_MIGRATIONS } from './storage-migrations.js';
-import { createOutbox } from './storage-outbox.js';
+import { createOutbox } from './outbox/index.js';
+import { createRetention } from './outbox/retention.js';
 import { createHealth } from './storage-health.js';
 import { createCallStats } from './storage-call-stats.js';
 import {
@@ -50,6 +51,7 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
   const pool = isPool(options.client) ? (options.client as unknown as ListeningPool) : undefined;
   const channel = workChannel(names.schema);
   const outbox = createOutbox(db, names, pool === undefined ? undefined : { channel });
+  const retention = createRetention(db, names);
   const idempotencyKeys = createIdempotencyKeys(db, names);
   const agreements = createAgreements(db, names, outbox, idempotencyKeys);
   const health = createHealth(db, names, pool === undefined ? undefined : { channel });
@@ -107,27 +109,6 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
     getAttachment: `SELECT ${attachmentColumns()} FROM ${table('attachments')} WHERE id = $2::text AND account_id = $1::text`,
     deleteAttachment: `DELETE FROM ${table('attachments')} WHERE id = $2::text AND account_id = $1::text RETURNING id`,
 
-    // Retention, oldest first, each row once across instances (SKIP LOCKED): a row another instance
-    // is removing, or a redeliver holds, is left to the next pass. FOR UPDATE re-reads the status of a
-    // row changed meanwhile, so a delivery made pending again is not removed.
-    removeDeliveries: `WITH doomed AS (
-        SELECT id FROM ${table('deliveries')}
-        WHERE status <> 'pending' AND created_at < $1::timestamptz
-        ORDER BY created_at LIMIT $2::int
-        FOR UPDATE SKIP LOCKED
-      )
-      , gone AS (DELETE FROM ${table('deliveries')} AS d USING doomed WHERE d.id = doomed.id RETURNING 1)
-      SELECT count(*)::int AS removed FROM gone`,
-    // An event goes once no delivery names it: a pending delivery's event, or a kept one's, stays.
-    removeEvents: `WITH doomed AS (
-        SELECT e.id FROM ${table('events')} AS e
-        WHERE e.created_at < $1::timestamptz
-          AND NOT EXISTS (SELECT 1 FROM ${table('deliveries')} AS d WHERE d.event_id = e.id)
-        ORDER BY e.created_at LIMIT $2::int
-        FOR UPDATE SKIP LOCKED
-      )
-      , gone AS (DELETE FROM ${table('events')} AS e USING doomed WHERE e.id = doomed.id RETURNING 1)
-      SELECT count(*)::int AS removed FROM gone`,
     isBlobReferenced: `SELECT EXISTS (SELECT 1 FROM ${table('file_entries')} WHERE id = $1::text)
       OR EXISTS (SELECT 1 FROM ${table('attachments')} WHERE id = $1::text)
       OR EXISTS (SELECT 1 FROM ${table('agreement_documents')} WHERE id = $1::text)
@@ -261,13 +242,7 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
     ...health,
 
     async removeExpired(before, limit) {
-      // Replayable: run twice, a removal of what is past retention only removes more of it.
-      const removed = async (text: string, at: string | null) =>
-        at === null ? 0 : Number((await db.query(text, [at, limit], { replayable: true }))[0]!.removed);
-      const gone = {
-        deliveries: await removed(sql.removeDeliveries, before.deliveries),
-        events: await removed(sql.removeEvents, before.events),
-      };
+      const gone = await retention.removeExpired(before, limit);
       // Hours of call counts past the span they are kept for go with the same tick.
       await callStats.sweepCallStats(limit);
       return gone;

@@ -23,7 +23,7 @@ import type { Db, Queryable, Row } from './client.js';
 import type { Names } from './schema.js';
 import { atomOf } from './schema.js';
 import type { IdempotencyKeys } from './storage-idempotency.js';
-import type { Outbox } from './storage-outbox.js';
+import type { Outbox } from './outbox/index.js';
 
 export type AgreementMethods = Pick<
   Storage,

@@ -14,7 +14,7 @@ import { atom } from '../shared/time.js';
  *
  * Pure functions over `DeliveryRecord`: no I/O, and an argument is never changed. Each returns a new
  * record (nested values it does not change may be shared with its argument) or a decision. The
- * memory and fs adapters call them; the SQL adapter's statements (`adapters/sql/storage-outbox.ts`)
+ * memory and fs adapters call them; the SQL adapter's statements (`adapters/sql/outbox/`)
  * implement the same rules, and the conformance suite holds all three to them.
  */
 

@@ -1,0 +1,262 @@
+/**
+ * The claim: `planClaim` of src/rules/deliveries.ts in one statement. The claimable deliveries
+ * (`isClaimable`), in claim order (`compareDue`: ids are `COLLATE "C"`, code-unit order), leased
+ * (`lease`) with their events and webhooks; the fair claim keeps each account to its share. A due
+ * delivery with nowhere to go is cancelled (`cancel`). Where each account's walk starts is
+ * floors.ts's.
+ */
+import type { Storage } from '../../../src/ports.js';
+import type { Db, Planning } from '../client.js';
+import { atomOf, type Names } from '../schema.js';
+import { deliverable } from '../storage-health.js';
+import { deliveryColumns, eventColumns, toDelivery, toEvent, toWebhook, webhookColumns } from '../storage-rows.js';
+import { claimFloors } from './floors.js';
+
+/** How many undeliverable due deliveries one claim cancels at most (the rest, the next claims). */
+const ORPHANS_PER_CLAIM = 1000;
+
+/**
+ * How the claims are planned. Each of their steps is written to start from an index and stop after
+ * a few rows, but the planner chooses by the table's statistics, which a queue's table outruns: a
+ * plan cached while the table was new read every row for the leasing update and the join to the
+ * events, and after an ANALYZE in the middle of a burst each account's walk read its whole backlog
+ * into a bitmap and sorted it (claims of 9 ms instead of 2.4). So a claim runs in a transaction of its
+ * own with sequential and bitmap scans off (docs/performance.md, "Figures behind the code": the claim).
+ */
+const BY_INDEX: Planning = { byIndex: true };
+
+export function createClaim(db: Db, names: Names): Required<Pick<Storage, 'claimDeliveries' | 'deliveryQueue'>> {
+  const { table } = names;
+  const floors = claimFloors();
+  // isClaimable, on a row aliased d.
+  const claimable = `d.status = 'pending' AND d.next_attempt_at <= $1::timestamptz
+        AND (d.lease_until IS NULL OR d.lease_until < $1::timestamptz)`;
+  // A due delivery is sent only while its webhook exists and is not disabled; otherwise the claim cancels it.
+  const sendable = deliverable(names);
+  const cancelled = `status = 'cancelled', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL, redeliver_queued = false`;
+  // A key whose turn the claim cancels (its webhook disabled) has its held deliveries cancelled in
+  // the same statement: each would be when its turn came (`claimDeliveries` of the in-process store).
+  const heldOfOrphans = `heldOfOrphans AS (
+      UPDATE ${table('deliveries')} AS h SET ${cancelled}
+      FROM (SELECT DISTINCT webhook_id, ordering_key FROM orphans WHERE ordering_key IS NOT NULL) AS k
+      WHERE h.webhook_id = k.webhook_id AND h.ordering_key = k.ordering_key AND h.status = 'pending' AND h.next_attempt_at IS NULL
+    )`;
+  // The leasing of the rows locked by `due`, and the claim's answer: each with its event and webhook.
+  // The rows are found by primary key from an array: joined to `due` instead, the planner, once the
+  // table had statistics, read the whole table to hash it (docs/performance.md, "Figures behind the code": the claim).
+  // By ctid: each row of `due` is locked by this statement, so it cannot move meanwhile, and a TID
+  // scan is what the planner takes whatever it believes of the table (see `recordSuccesses`).
+  const leasedCte = `leased AS (
+      UPDATE ${table('deliveries')} AS d SET lease_owner = $4::text, lease_until = $2::timestamptz, redeliver_queued = false
+      WHERE d.ctid = ANY (ARRAY(SELECT row FROM due))
+      RETURNING d.*
+    )`;
+  const returnedSelect = `SELECT ${deliveryColumns('d', 'd_')}, ${eventColumns('e', 'e_')}, ${webhookColumns('w', 'w_')}
+    FROM leased AS d
+    JOIN ${table('events')} AS e ON e.id = d.event_id
+    JOIN ${table('webhooks')} AS w ON w.id = d.webhook_id`;
+  const leasedAndReturned = () => `${leasedCte}
+    ${returnedSelect}
+    ORDER BY d.next_attempt_at, d.id`;
+  // planClaim in one statement: lock the claimable rows no other claim holds (SKIP LOCKED), lease
+  // them, return them with their event and webhook. A row another claim leased and committed
+  // meanwhile is re-checked against the WHERE clause on its new version, so it is not leased twice.
+  // A claimable delivery whose webhook is gone (redelivered as the webhook was deleted) or disabled
+  // is cancelled when the walk passes it, that is when it comes before the last one leased or the
+  // limit was not reached: there is nowhere to send it, and left pending it would stay due forever.
+  // At most ORPHANS_PER_CLAIM of them, skipping rows another claim holds: a disabled webhook's backlog
+  // of thousands is cancelled over several claims instead of one long UPDATE every instance waits on.
+  const claim = `WITH due AS (
+      SELECT id, next_attempt_at, ctid AS row FROM ${table('deliveries')} AS d
+      WHERE ${claimable} AND ${sendable}
+      ORDER BY next_attempt_at, id
+      LIMIT $3::int
+      FOR UPDATE SKIP LOCKED
+    ), orphans AS (
+      UPDATE ${table('deliveries')} AS o SET ${cancelled}
+      WHERE o.id IN (
+        SELECT d.id FROM ${table('deliveries')} AS d
+        WHERE ${claimable} AND NOT ${sendable}
+          AND ((SELECT count(*) FROM due) < $3::int
+            OR (d.next_attempt_at, d.id) < (SELECT next_attempt_at, id FROM due ORDER BY next_attempt_at DESC, id DESC LIMIT 1))
+        ORDER BY d.next_attempt_at, d.id
+        LIMIT ${ORPHANS_PER_CLAIM}
+        FOR UPDATE SKIP LOCKED)
+      RETURNING o.webhook_id, o.ordering_key
+    ), ${heldOfOrphans}, ${leasedAndReturned()}`;
+  // The fair claim (planClaim with perAccount), the worker's: of each account's claimable
+  // deliveries only the first (max - held in flight), in claim order, may be leased. The accounts
+  // with pending deliveries are found by a skip scan of portal_deliveries_pending_account (one index
+  // probe per account), and each account's first ones by a LATERAL read of the same index. Every
+  // step starts from an index and reads a few rows per account, whatever the planner believes of the
+  // table's size: a table filled seconds ago has no statistics, and a join left to the planner then
+  // read the whole due backlog (docs/performance.md, "Figures behind the code": the claim).
+  // Two passes over each account's first ones: the first, without a lock, finds how many of each
+  // account the claim takes (the first `limit` of all, in claim order); the second locks that many
+  // of the account (SKIP LOCKED: passing over another claim's, so that two claims at once both
+  // fill up). A lock is a write: locking every account's whole share to lease a few of them (64
+  // locks for 16 leases with 8 accounts) cost as much as the rest of the claim.
+  // The walk is per account: the deliveries it passes whose webhook is gone take their place in the
+  // limit and are cancelled. A disabled webhook's due deliveries are found from the disabled
+  // webhooks instead (portal_webhook_health_disabled: a probe of an empty index when none is) and
+  // cancelled, at most ORPHANS_PER_CLAIM a claim.
+  // Two things keep each account's walk an ordered read of that index, stopped at its LIMIT, once the
+  // table has statistics too. The disabled webhooks are read once into an array that the walk tests
+  // each row against: as an anti-join, planned with statistics, each account's whole due backlog was
+  // read, hashed and sorted. The order names the account first, which only that index gives: by
+  // (next_attempt_at, id) alone, the planner could walk portal_deliveries_due, every account's rows,
+  // to find one account's (docs/performance.md, "Figures behind the code": the claim).
+  // Each account's walk starts at its floor (see `floors` below): the row versions a claim passes
+  // before the first live one are those it left behind itself, not every one since VACUUM last ran.
+  const accountDue = `FROM ${table('deliveries')} AS d
+        WHERE d.account_id = accounts.account_id AND d.next_attempt_at >= accounts.floor AND ${claimable}
+          AND d.webhook_id <> ALL ((SELECT ids FROM disabled)::text[])
+        ORDER BY d.account_id, d.next_attempt_at, d.id`;
+  // The accounts a claim looks at, each with the time its walk starts at:
+  // - a full claim ($10 NULL): every account with pending deliveries, found by a skip scan, from the
+  //   start (-infinity);
+  // - otherwise the accounts this instance knows ($8, from its floors $9), and those with a delivery
+  //   that fell due since the last claim (from $10 on): new ones, retries whose time came, redelivered.
+  const fairClaim = `WITH RECURSIVE disabled AS MATERIALIZED (
+      SELECT coalesce(array_agg(webhook_id), '{}') AS ids FROM ${table('webhook_health')} WHERE disabled_at IS NOT NULL
+    ), everyAccount(account_id) AS (
+      (SELECT account_id FROM ${table('deliveries')} WHERE $10::timestamptz IS NULL AND status = 'pending' ORDER BY account_id LIMIT 1)
+      UNION ALL
+      SELECT (SELECT p.account_id FROM ${table('deliveries')} AS p
+              WHERE p.status = 'pending' AND p.account_id > everyAccount.account_id ORDER BY p.account_id LIMIT 1)
+      FROM everyAccount WHERE everyAccount.account_id IS NOT NULL
+    ), fresh AS MATERIALIZED (
+      -- In due order, which portal_deliveries_due gives for just this stretch: read for the
+      -- accounts in their order instead, portal_deliveries_pending_account was walked whole, every
+      -- pending delivery at each claim (docs/performance.md, "Figures behind the code": the claim).
+      SELECT stretch.account_id FROM (
+        SELECT d.account_id FROM ${table('deliveries')} AS d
+        WHERE $10::timestamptz IS NOT NULL AND d.status = 'pending'
+          AND d.next_attempt_at >= $10::timestamptz AND d.next_attempt_at <= $1::timestamptz
+        ORDER BY d.next_attempt_at
+        OFFSET 0
+      ) AS stretch
+      GROUP BY stretch.account_id
+    ), floors AS MATERIALIZED (
+      SELECT every.account_id, min(every.floor) AS floor FROM (
+        SELECT account_id, '-infinity'::timestamptz AS floor FROM everyAccount WHERE account_id IS NOT NULL
+        UNION ALL SELECT * FROM unnest($8::text[], $9::timestamptz[])
+        UNION ALL SELECT account_id, $10::timestamptz FROM fresh
+      ) AS every(account_id, floor)
+      GROUP BY every.account_id
+    ), shares AS MATERIALIZED (
+      SELECT floors.account_id, floors.floor, greatest(0, $7::int - coalesce(held.n, 0)) AS n FROM floors
+      LEFT JOIN unnest($5::text[], $6::int[]) AS held(account_id, n) ON held.account_id = floors.account_id
+    ), wanted AS (
+      SELECT taken.account_id, taken.floor, count(*)::int AS n FROM (
+        SELECT accounts.account_id, accounts.floor FROM shares AS accounts
+        CROSS JOIN LATERAL (SELECT d.id, d.next_attempt_at ${accountDue} LIMIT least(accounts.n, $3::int)) AS first
+        ORDER BY first.next_attempt_at, first.id
+        LIMIT $3::int
+      ) AS taken
+      GROUP BY taken.account_id, taken.floor
+    ), locked AS MATERIALIZED (
+      SELECT first.id, first.next_attempt_at, first.row, EXISTS (SELECT 1 FROM ${table('webhooks')} AS w WHERE w.id = first.webhook_id) AS sendable
+      FROM wanted AS accounts
+      CROSS JOIN LATERAL (
+        SELECT d.id, d.next_attempt_at, d.webhook_id, d.ctid AS row ${accountDue} LIMIT accounts.n FOR UPDATE OF d SKIP LOCKED
+      ) AS first
+    ), due AS (
+      SELECT id, next_attempt_at, row FROM locked WHERE sendable
+    ), gone AS (
+      UPDATE ${table('deliveries')} AS o SET ${cancelled}
+      WHERE o.ctid = ANY (ARRAY(SELECT row FROM locked WHERE NOT sendable))
+        -- A test of no row of the table: with none gone, the update reads nothing, whatever plan
+        -- it was given (one made while the table was small read all of it for an empty array).
+        AND EXISTS (SELECT 1 FROM locked WHERE NOT sendable)
+    ), orphans AS (
+      UPDATE ${table('deliveries')} AS o SET ${cancelled}
+      WHERE o.id = ANY (ARRAY(
+        SELECT passed.id FROM ${table('webhook_health')} AS h
+        CROSS JOIN LATERAL (
+          SELECT d.id FROM ${table('deliveries')} AS d
+          WHERE d.account_id = h.account_id AND d.webhook_id = h.webhook_id AND ${claimable}
+          ORDER BY d.next_attempt_at, d.id
+          LIMIT ${ORPHANS_PER_CLAIM}
+          FOR UPDATE OF d SKIP LOCKED
+        ) AS passed
+        WHERE h.disabled_at IS NOT NULL
+        LIMIT ${ORPHANS_PER_CLAIM}))
+        -- As in gone: with no webhook disabled, nothing read.
+        AND (SELECT cardinality(ids) FROM disabled) > 0
+      RETURNING o.webhook_id, o.ordering_key
+    ), ${heldOfOrphans}, ${leasedCte}, returned AS (${returnedSelect})
+    -- One row at least, leased or not; the first carries the accounts the claim looked at, and their
+    -- floors (on every row, the driver parsed the two arrays once per delivery claimed).
+    SELECT returned.*,
+      CASE WHEN row_number() OVER (ORDER BY returned.d_next_attempt_at, returned.d_id) = 1 THEN looked.f_accounts END AS f_accounts,
+      CASE WHEN row_number() OVER (ORDER BY returned.d_next_attempt_at, returned.d_id) = 1 THEN looked.f_floors END AS f_floors
+    FROM (
+      SELECT array_agg(account_id) AS f_accounts,
+        array_agg(CASE WHEN floor = '-infinity' THEN '-infinity' ELSE ${atomOf('floor')} END) AS f_floors
+      FROM floors) AS looked
+    LEFT JOIN returned ON true
+    ORDER BY returned.d_next_attempt_at, returned.d_id`;
+  // The rescue of claimFloors: each account's earliest claimable delivery, read without a lock.
+  const rescue = `SELECT d.account_id, ${atomOf('min(d.next_attempt_at)')} AS due FROM ${table('deliveries')} AS d
+    WHERE ${claimable}
+    GROUP BY d.account_id`;
+
+  // The claimable deliveries, earliest due first, from the due index: at most $2 of its entries.
+  const deliveryQueue = `WITH waiting AS (
+      SELECT d.next_attempt_at FROM ${table('deliveries')} AS d WHERE ${claimable}
+      ORDER BY d.next_attempt_at LIMIT $2::int
+    )
+    SELECT count(*)::int AS waiting, ${atomOf('min(next_attempt_at)')} AS oldest FROM waiting`;
+
+  return {
+    async deliveryQueue(now, limit) {
+      const [row] = await db.query(deliveryQueue, [now, limit]);
+      return { waiting: Number(row?.waiting ?? 0), oldestDueAt: typeof row?.oldest === 'string' ? row.oldest : null };
+    },
+    async claimDeliveries({ now, leaseUntil, limit, owner, perAccount }) {
+      if (limit <= 0) return [];
+      if (perAccount === undefined) {
+        const rows = await db.transaction((tx) => tx.query(claim, [now, leaseUntil, limit, owner]), BY_INDEX);
+        return rows.map((row) => ({
+          delivery: toDelivery(row, 'd_'),
+          event: toEvent(row, 'e_'),
+          webhook: toWebhook(row, 'w_'),
+        }));
+      }
+      const held = Object.entries(perAccount.inFlight);
+      const from = floors.windowFrom(now);
+      const known = [...floors.known];
+      const began = performance.now();
+      const rows = await db.transaction(
+        (tx) =>
+          tx.query(fairClaim, [
+            now,
+            leaseUntil,
+            limit,
+            owner,
+            held.map(([account]) => account),
+            held.map(([, n]) => n),
+            perAccount.max,
+            known.map(([account]) => account),
+            known.map(([, floor]) => floor),
+            from,
+          ]),
+        BY_INDEX,
+      );
+      // The one row of a claim that leased nothing carries only what it looked at.
+      const claimed = rows
+        .filter((row) => row.d_id !== null)
+        .map((row) => ({ delivery: toDelivery(row, 'd_'), event: toEvent(row, 'e_'), webhook: toWebhook(row, 'w_') }));
+      floors.claimed(
+        now,
+        began,
+        claimed.map(({ delivery }) => delivery),
+        rows[0],
+        { limit, ...perAccount },
+      );
+      floors.rescue(() => db.query(rescue, [now]));
+      return claimed;
+    },
+  };
+}

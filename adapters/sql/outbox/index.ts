@@ -1,0 +1,37 @@
+import type { Storage } from '../../../src/ports.js';
+import type { Db } from '../client.js';
+import type { Names } from '../schema.js';
+import { orderingKeys } from '../storage-keys.js';
+import { createClaim } from './claim.js';
+import { createDeliveryLog } from './delivery-log.js';
+import { type Publishing, createPublish } from './publish.js';
+import { createRecord } from './record.js';
+import { createRedeliver } from './redeliver.js';
+
+type OutboxMethods = Pick<
+  Storage,
+  'recentEvents' | 'getDelivery' | 'listDeliveries' | 'claimDeliveries' | 'recordAttempt' | 'redeliver'
+>;
+
+export interface Outbox extends OutboxMethods, Publishing, Required<Pick<Storage, 'deliveryQueue'>> {}
+
+/**
+ * Events, deliveries and the claim, one file an operation: publish.ts, claim.ts (with floors.ts),
+ * record.ts, redeliver.ts, delivery-log.ts, and retention.ts beside them. Statements are built once,
+ * not per call.
+ *
+ * The statements implement the rules of `src/rules/deliveries.ts`, the pure functions the memory
+ * and fs adapters call; each file names the rules it carries out (`cancel` runs on webhook delete
+ * too, in sql-storage.ts). A change to a rule there is a change to a statement here; the conformance
+ * suite holds the three adapters to the same behaviour.
+ */
+export function createOutbox(db: Db, names: Names, announce?: { channel: string }): Outbox {
+  const keys = orderingKeys(names);
+  return {
+    ...createPublish(db, names, keys, announce),
+    ...createDeliveryLog(db, names),
+    ...createClaim(db, names),
+    ...createRecord(db, names, keys),
+    ...createRedeliver(db, names, keys, announce),
+  };
+}

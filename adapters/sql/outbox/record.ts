@@ -1,0 +1,243 @@
+/**
+ * Recording an attempt: `recordAttempt` of src/rules/deliveries.ts (the attempt appended to the
+ * log, at most `MAX_ATTEMPTS_KEPT` kept; the outcome, or pending again when a redeliver was queued
+ * during the call, due as it ended: `dueAfter`, `isDueAfter`), with the webhook's health and its
+ * hour's call counts; a keyed delivery's turn ended (`endsTurn`) releases the key's next one.
+ */
+import { MAX_ATTEMPTS_KEPT, dueAfter as dueAfterAttempt, endsTurn } from '../../../src/rules/deliveries.js';
+import { attemptSucceeded } from '../../../src/rules/webhook-health.js';
+import type { AttemptRecorded, HealthRule, Storage } from '../../../src/ports.js';
+import type { DeliveryAttempt, DeliveryRecord, DeliveryStatus } from '../../../src/records.js';
+import { createBatcher } from '../batch.js';
+import type { Db } from '../client.js';
+import type { Names } from '../schema.js';
+import { countCalls } from '../storage-call-stats.js';
+import { attemptResult, healthAfterSuccesses, healthParams, recordAttemptWithHealth } from '../storage-health.js';
+import type { orderingKeys } from '../storage-keys.js';
+import { lastAttempts } from '../storage-migrations.js';
+
+/**
+ * Statements recording successful attempts at once; more wait, and are recorded together. One: with
+ * two worker instances it delivered more a second, for less CPU a delivery, than two did; with one
+ * instance the two were within the runs' spread (bench row "webhook fleet, 2 workers";
+ * docs/performance.md, "Figures behind the code": MAX_RECORDING).
+ */
+const MAX_RECORDING = 1;
+/** Successful attempts recorded by one statement at most. */
+const MAX_GROUP_ATTEMPTS = 256;
+
+/** A successful attempt waiting to be recorded with others: the parameters of `recordSuccesses`. */
+interface SuccessfulAttempt {
+  id: string;
+  /** The delivery's webhook and ordering key (`null`: none): a keyed record may end the key's turn. */
+  webhookId: string;
+  orderingKey: string | null;
+  /** When the key's next delivery is due if this ends the turn: as the call ended (`dueAfter`). */
+  releaseAt: string;
+  owner: string;
+  /** The attempt's log entry, as JSON. */
+  entry: string;
+  status: string;
+  nextAttemptAt: string | null;
+  at: string;
+}
+
+/**
+ * `dueAfter` of rules/deliveries.ts over an attempt's JSON log entry (`entry`): the attempt's
+ * start plus its duration, to the second.
+ */
+const dueAfter = (entry: string) =>
+  `date_trunc('second', (${entry}->>'at')::timestamptz + (${entry}->>'durationMs')::int * interval '1 millisecond')`;
+/** `isDueAfter` of rules/deliveries.ts on a recorded row (columns prefixed by `at`). */
+const dueAgain = (entry: string, at = '') => `(${at}status = 'pending' AND ${at}next_attempt_at <= ${dueAfter(entry)})`;
+
+export function createRecord(
+  db: Db,
+  names: Names,
+  keys: ReturnType<typeof orderingKeys>,
+): Pick<Storage, 'recordAttempt'> {
+  const { table } = names;
+  // The attempt appended, and the oldest dropped once more than MAX_ATTEMPTS_KEPT are held.
+  const appendAttempt = (entry: string) => `attempts = CASE WHEN jsonb_array_length(attempts) < ${MAX_ATTEMPTS_KEPT}
+          THEN attempts || jsonb_build_array(${entry}) ELSE ${lastAttempts(`attempts || jsonb_build_array(${entry})`)} END,
+        attempt_count = attempt_count + 1`;
+  // The outcome, or with a redeliver queued during the call: pending, due as the call ended.
+  const outcomeOf = (
+    entry: string,
+    status: string,
+    next: string,
+  ) => `status = CASE WHEN redeliver_queued THEN 'pending' ELSE ${status} END,
+        next_attempt_at = CASE WHEN redeliver_queued THEN ${dueAfter(entry)} ELSE ${next} END, redeliver_queued = false`;
+  // status || '': the same test, in a form that does not make the partial indexes of pending rows
+  // usable, so the row is found by its key whatever the table's statistics say (see recordSuccesses).
+  const recordAttemptUpdate = `UPDATE ${table('deliveries')}
+    SET ${appendAttempt('$3::jsonb')}, ${outcomeOf('$3::jsonb', '$4::text', '$5::timestamptz')}, lease_owner = NULL, lease_until = NULL
+    WHERE id = $1::text AND lease_owner = $2::text AND status || '' = 'pending'`;
+  // Each attempt is counted in its webhook's hour by the statement that records it (countCalls).
+  const recordAttempt = `WITH recorded AS (
+      ${recordAttemptUpdate} RETURNING id, ${dueAgain('$3::jsonb')} AS due_again, webhook_id, account_id, ordering_key, status
+    ), ${countCalls(names, 'SELECT r.webhook_id, r.account_id, $3::jsonb AS entry FROM recorded AS r')}
+    SELECT id, due_again, webhook_id, ordering_key, status FROM recorded`;
+  const recordAttemptAndHealth = recordAttemptWithHealth(names, recordAttemptUpdate, dueAgain('$3::jsonb'));
+  // recordAttempt with health, for many successful attempts in one statement (see
+  // recordSuccessesTogether). Each delivery is looked up and locked by primary key first (a LATERAL
+  // per attempt), then updated by key: a join left to the planner read every pending row when the
+  // table's statistics lagged behind a burst (docs/performance.md, "Figures behind the code": recordSuccesses). The lock
+  // makes the update's checks hold until it is made.
+  //
+  // The lookup names the id alone, and the lease and status are checked on the row it locked (OFFSET
+  // 0 keeps the planner from moving them into it): with "status = 'pending'" inside, a table whose
+  // statistics lagged (a burst, a long transaction holding VACUUM back) had the planner walk a whole
+  // partial index of pending rows for each id. The update then finds each locked row by its ctid (a
+  // TID scan, whatever the planner believes of the table; the row cannot move while this statement
+  // holds its lock): by id, it read the whole table once, in the horizon bench (the figures of both
+  // in docs/performance.md, "Figures behind the code": recordSuccesses).
+  const recordSuccesses = `WITH held AS MATERIALIZED (
+      SELECT i.*, leased.ctid AS row FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::text[], $5::timestamptz[], $6::timestamptz[])
+        AS i(id, owner, entry, status, next_attempt_at, at)
+      CROSS JOIN LATERAL (
+        SELECT d.ctid, d.lease_owner, d.status FROM ${table('deliveries')} AS d WHERE d.id = i.id FOR UPDATE OFFSET 0
+      ) AS leased
+      WHERE leased.lease_owner = i.owner AND leased.status = 'pending'
+    ), recorded AS (
+      UPDATE ${table('deliveries')} AS d
+      SET ${appendAttempt('i.entry')}, ${outcomeOf('i.entry', 'i.status', 'i.next_attempt_at')}, lease_owner = NULL, lease_until = NULL
+      FROM held AS i
+      WHERE d.ctid = ANY (ARRAY(SELECT row FROM held)) AND d.ctid = i.row
+      RETURNING d.id, d.webhook_id, d.account_id, i.at, i.entry, ${dueAgain('i.entry', 'd.')} AS due_again, d.ordering_key, d.status
+    ), ${healthAfterSuccesses(names)},
+    ${countCalls(names, 'SELECT r.webhook_id, r.account_id, r.entry FROM recorded AS r CROSS JOIN (SELECT count(*) FROM health) AS after_health')}
+    SELECT id, due_again, webhook_id, ordering_key, status FROM recorded`;
+  const deliveryKeyById = `SELECT webhook_id, ordering_key FROM ${table('deliveries')} WHERE id = $1::text`;
+
+  /**
+   * `recordAttempt` of a keyed delivery (or one whose key the caller did not give, read first), in a
+   * transaction under its key's lock, taken before the row's: a redeliver takes them in that order
+   * too, so the two never wait for each other. When the attempt ends the key's turn (`endsTurn`),
+   * the key's next is released; a publish that held the lock before saw this one pending and held
+   * its own, which the release's statement (begun after the lock) sees.
+   */
+  async function recordInTurn(
+    id: string,
+    owner: string,
+    attempt: DeliveryAttempt,
+    entry: string,
+    outcome: { status: DeliveryStatus; nextAttemptAt: string | null },
+    health: HealthRule | undefined,
+    claimed: Pick<DeliveryRecord, 'webhookId' | 'orderingKey'> | undefined,
+  ): Promise<AttemptRecorded> {
+    const params = [id, owner, entry, outcome.status, outcome.nextAttemptAt];
+    const key =
+      claimed ??
+      (await db.query(deliveryKeyById, [id])).map((row) => ({
+        webhookId: row.webhook_id as string,
+        orderingKey: (row.ordering_key ?? null) as string | null,
+      }))[0];
+    return db.transaction(async (tx) => {
+      if (key?.orderingKey != null) await keys.lock(tx, [[key.webhookId, key.orderingKey]]);
+      const [row] =
+        health === undefined
+          ? await tx.query(recordAttempt, params)
+          : await tx.query(recordAttemptAndHealth, [...params, ...healthParams(attempt, health)]);
+      const result: AttemptRecorded =
+        health === undefined ? row !== undefined && (row.due_again === true ? 'due-again' : true) : attemptResult(row);
+      if (result === false) return false;
+      const recorded = {
+        status: row!.status as DeliveryStatus,
+        orderingKey: (row!.ordering_key ?? null) as string | null,
+      };
+      if (endsTurn(recorded))
+        await keys.endTurns(tx, [
+          { webhookId: row!.webhook_id as string, orderingKey: recorded.orderingKey!, at: dueAfterAttempt(attempt) },
+        ]);
+      return result;
+    });
+  }
+
+  /**
+   * Successful attempts at once share a statement: a success changes a webhook's health the same way
+   * whatever came before it, so the attempts of one webhook fold into one health write. A failure,
+   * whose effect on the health depends on the run before it (and may disable the webhook), is
+   * recorded by a statement of its own.
+   */
+  const recordSuccessesTogether = createBatcher<SuccessfulAttempt, boolean | 'due-again'>({
+    maxRunning: MAX_RECORDING,
+    maxSize: MAX_GROUP_ATTEMPTS,
+    size: () => 1,
+    async run(successes) {
+      const params = [
+        successes.map((one) => one.id),
+        successes.map((one) => one.owner),
+        successes.map((one) => one.entry),
+        successes.map((one) => one.status),
+        successes.map((one) => one.nextAttemptAt),
+        successes.map((one) => one.at),
+      ];
+      // With keyed deliveries among them, in a transaction that ends their keys' turns.
+      const rows = !successes.some((one) => one.orderingKey !== null)
+        ? await db.query(recordSuccesses, params)
+        : await db.transaction(async (tx) => {
+            // The keys' locks before the rows' (see recordInTurn).
+            await keys.lock(
+              tx,
+              successes.filter((one) => one.orderingKey !== null).map((one) => [one.webhookId, one.orderingKey!]),
+            );
+            const recorded = await tx.query(recordSuccesses, params);
+            const releaseAt = new Map(successes.map((one) => [one.id, one.releaseAt]));
+            const ended = recorded
+              .filter((row) =>
+                endsTurn({
+                  status: row.status as DeliveryStatus,
+                  orderingKey: (row.ordering_key ?? null) as string | null,
+                }),
+              )
+              .map((row) => ({
+                webhookId: row.webhook_id as string,
+                orderingKey: row.ordering_key as string,
+                at: releaseAt.get(row.id as string)!,
+              }));
+            await keys.endTurns(tx, ended);
+            return recorded;
+          });
+      const recorded = new Map(rows.map((row) => [row.id as string, row.due_again === true]));
+      return successes.map((one) => (recorded.get(one.id) ? 'due-again' : recorded.has(one.id)));
+    },
+  });
+
+  return {
+    async recordAttempt(id, owner, attempt, outcome, health, claimed) {
+      const entry = JSON.stringify({
+        at: attempt.at,
+        statusCode: attempt.statusCode,
+        error: attempt.error,
+        durationMs: attempt.durationMs,
+        ...(attempt.local ? { local: true } : {}),
+      });
+      if (claimed !== undefined && health !== undefined && attemptSucceeded(attempt)) {
+        const { webhookId, orderingKey } = claimed;
+        return recordSuccessesTogether({
+          id,
+          webhookId,
+          orderingKey,
+          releaseAt: dueAfterAttempt(attempt),
+          owner,
+          entry,
+          status: outcome.status,
+          nextAttemptAt: outcome.nextAttemptAt,
+          at: attempt.at,
+        });
+      }
+      // A delivery that may have a key (it has one, or the caller did not say): recorded in a
+      // transaction that, when its key's turn ends, releases the key's next one.
+      if (claimed === undefined || claimed.orderingKey !== null)
+        return recordInTurn(id, owner, attempt, entry, outcome, health, claimed);
+      const params = [id, owner, entry, outcome.status, outcome.nextAttemptAt];
+      if (health !== undefined)
+        return attemptResult(
+          (await db.query(recordAttemptAndHealth, [...params, ...healthParams(attempt, health)]))[0],
+        );
+      const rows = await db.query(recordAttempt, params);
+      return rows.length === 1 && (rows[0]!.due_again === true ? 'due-again' : true);
+    },
+  };
+}

@@ -1,0 +1,43 @@
+/**
+ * Retention: finished deliveries (`status` not pending) and the events no delivery names, once past
+ * the host's `retention`, removed oldest first in batches of at most `limit` a pass.
+ */
+import type { Storage } from '../../../src/ports.js';
+import type { Db } from '../client.js';
+import type { Names } from '../schema.js';
+
+export function createRetention(db: Db, { table }: Names): Pick<Storage, 'removeExpired'> {
+  // Retention, oldest first, each row once across instances (SKIP LOCKED): a row another instance
+  // is removing, or a redeliver holds, is left to the next pass. FOR UPDATE re-reads the status of a
+  // row changed meanwhile, so a delivery made pending again is not removed.
+  const removeDeliveries = `WITH doomed AS (
+      SELECT id FROM ${table('deliveries')}
+      WHERE status <> 'pending' AND created_at < $1::timestamptz
+      ORDER BY created_at LIMIT $2::int
+      FOR UPDATE SKIP LOCKED
+    )
+    , gone AS (DELETE FROM ${table('deliveries')} AS d USING doomed WHERE d.id = doomed.id RETURNING 1)
+    SELECT count(*)::int AS removed FROM gone`;
+  // An event goes once no delivery names it: a pending delivery's event, or a kept one's, stays.
+  const removeEvents = `WITH doomed AS (
+      SELECT e.id FROM ${table('events')} AS e
+      WHERE e.created_at < $1::timestamptz
+        AND NOT EXISTS (SELECT 1 FROM ${table('deliveries')} AS d WHERE d.event_id = e.id)
+      ORDER BY e.created_at LIMIT $2::int
+      FOR UPDATE SKIP LOCKED
+    )
+    , gone AS (DELETE FROM ${table('events')} AS e USING doomed WHERE e.id = doomed.id RETURNING 1)
+    SELECT count(*)::int AS removed FROM gone`;
+
+  return {
+    async removeExpired(before, limit) {
+      // Replayable: run twice, a removal of what is past retention only removes more of it.
+      const removed = async (text: string, at: string | null) =>
+        at === null ? 0 : Number((await db.query(text, [at, limit], { replayable: true }))[0]!.removed);
+      return {
+        deliveries: await removed(removeDeliveries, before.deliveries),
+        events: await removed(removeEvents, before.events),
+      };
+    },
+  };
+}
