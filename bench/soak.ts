@@ -170,7 +170,12 @@ async function main() {
       const vacuum = autovacuum
         ? undefined
         : setInterval(() => {
-            for (const table of ['portal_deliveries', 'portal_events', 'portal_webhook_health']) {
+            for (const table of [
+              'portal_delivery_queue',
+              'portal_deliveries',
+              'portal_events',
+              'portal_webhook_health',
+            ]) {
               postgres.pool!.query(`VACUUM (ANALYZE) "${schema}"."${table}"`).catch(() => {});
             }
           }, SAMPLE_MS);

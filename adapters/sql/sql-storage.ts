@@ -14,6 +14,7 @@ import { createRetention } from './outbox/retention.js';
 import { createHealth } from './storage-health.js';
 import { createCallStats } from './storage-call-stats.js';
 import {
+  finishedFrom,
   attachmentColumns,
   fileEntryColumns,
   listedEntryColumns,
@@ -85,9 +86,9 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
     // `cancel` of src/rules/deliveries.ts, on every pending delivery of the webhook. A separate
     // statement after the delete, so that in READ COMMITTED it sees deliveries that a publish
     // holding the webhook (FOR KEY SHARE) committed while the delete waited for it.
-    cancelDeliveries: `UPDATE ${table('deliveries')}
-      SET status = 'cancelled', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL, redeliver_queued = false
-      WHERE webhook_id = $1::text AND status = 'pending'`,
+    cancelDeliveries: `WITH cancelled AS (
+        DELETE FROM ${table('delivery_queue')} WHERE webhook_id = $1::text RETURNING *
+      ) ${finishedFrom(names, 'cancelled', "'cancelled'")}`,
     deleteHealth: `DELETE FROM ${table('webhook_health')} WHERE webhook_id = $1::text`,
 
     insertFileEntry: `INSERT INTO ${table('file_entries')}

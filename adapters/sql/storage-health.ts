@@ -53,14 +53,14 @@ const HEALTH_COLUMNS =
   'consecutive_failures, failing_since, last_success_at, last_attempt_at, disabled_at, disabled_reason, disabled_by';
 
 /**
- * The statement that records an attempt (`recordAttempt`, $1–$5, given without its RETURNING, and
- * `dueAgain`, its test that the delivery is due at once) and the
- * webhook's health in one: one round trip per attempt, as before. A success that leaves the health as it
- * is (its run of successes within one second) writes nothing, so a busy healthy webhook takes no
- * row lock per call. Answers `recorded` (0 or 1) and `disabled`: the reason, when this write
- * disabled the webhook.
+ * The statement that records an attempt (`recording`, CTEs ending with `recorded`: its parameters
+ * $1–$5 and its rows' webhook_id, account_id, due_again, ordering_key, status) and the webhook's
+ * health in one: one round trip per attempt, as before. A success that leaves the health as it is
+ * (its run of successes within one second) writes nothing, so a busy healthy webhook takes no row
+ * lock per call. Answers `recorded` (0 or 1) and `disabled`: the reason, when this write disabled
+ * the webhook.
  */
-export function recordAttemptWithHealth(names: Names, recordAttempt: string, dueAgain: string): string {
+export function recordAttemptWithHealth(names: Names, recording: string): string {
   const { table } = names;
   const fresh: Previous = {
     failures: '0',
@@ -78,9 +78,7 @@ export function recordAttemptWithHealth(names: Names, recordAttempt: string, due
     disabledReason: 'h.disabled_reason',
     disabledBy: 'h.disabled_by',
   };
-  return `WITH recorded AS (
-      ${recordAttempt} RETURNING webhook_id, account_id, ${dueAgain} AS due_again, ordering_key, status
-    ), webhook AS (
+  return `WITH ${recording}, webhook AS (
       SELECT r.webhook_id, r.account_id FROM recorded AS r
       WHERE EXISTS (SELECT 1 FROM ${table('webhooks')} AS w WHERE w.id = r.webhook_id)
         AND NOT ($7::boolean AND EXISTS (
@@ -189,8 +187,13 @@ export function createHealth(db: Db, names: Names, announce?: { channel: string 
   // undeliveredEvents of src/rules/deliveries.ts: a delivery is made no earlier than its event, so
   // every delivery of an event created at or after $2 is at or after $2 too, and the index on
   // (webhook_id, created_at) finds them. Events of another type ($3) are test calls.
-  const undelivered = `SELECT d.event_id, e.ordering_key FROM ${table('deliveries')} AS d JOIN ${table('events')} AS e ON e.id = d.event_id
-    WHERE d.webhook_id = $1::text AND d.created_at >= $2::timestamptz AND e.created_at >= $2::timestamptz AND e.type = $3::text
+  // Pending deliveries are in the queue, finished ones in the log.
+  const undelivered = `SELECT d.event_id, e.ordering_key FROM (
+      SELECT event_id, status, seq FROM ${table('delivery_queue')} WHERE webhook_id = $1::text AND created_at >= $2::timestamptz
+      UNION ALL
+      SELECT event_id, status, seq FROM ${table('deliveries')} WHERE webhook_id = $1::text AND created_at >= $2::timestamptz
+    ) AS d JOIN ${table('events')} AS e ON e.id = d.event_id
+    WHERE e.created_at >= $2::timestamptz AND e.type = $3::text
     GROUP BY d.event_id, e.created_at, e.ordering_key
     HAVING bool_and(d.status IN ('failed', 'cancelled'))
     ORDER BY e.created_at, min(d.seq)`;

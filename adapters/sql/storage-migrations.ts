@@ -356,6 +356,55 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
         ADD CONSTRAINT portal_agreements_closed_reason_check CHECK (closed_reason IN ('declined', 'expired', 'voided'))`,
     ],
   },
+  {
+    version: 22,
+    name: 'the delivery queue apart from the delivery log',
+    // The deliveries still to make (pending: due, leased, held behind their key) move to a queue of
+    // their own, which the claim, the record and the keys read; a delivery leaves it when it
+    // finishes, for portal_deliveries, which from now on holds finished deliveries only and is
+    // written once a delivery (and by a redeliver, which takes one back to the queue). A delivery
+    // keeps its seq: the queue draws from the same sequence, so the log's order holds across both.
+    // The partial indexes of pending rows leave portal_deliveries but the due one, kept (empty) to
+    // find a pending row an instance of an earlier version stores during an upgrade.
+    statements: ({ table, quotedSchema }) => [
+      `CREATE TABLE ${table('delivery_queue')} (
+        id text COLLATE "C" PRIMARY KEY,
+        account_id text NOT NULL,
+        webhook_id text COLLATE "C" NOT NULL,
+        event_id text COLLATE "C" NOT NULL REFERENCES ${table('events')} (id),
+        status text NOT NULL DEFAULT 'pending' CHECK (status = 'pending'),
+        attempts jsonb NOT NULL DEFAULT '[]',
+        attempt_count integer NOT NULL DEFAULT 0,
+        next_attempt_at timestamptz,
+        created_at timestamptz NOT NULL,
+        event_type text NOT NULL,
+        ordering_key text,
+        lease_owner text,
+        lease_until timestamptz,
+        redeliver_queued boolean NOT NULL DEFAULT false,
+        seq bigint NOT NULL
+      ) WITH (fillfactor = 80)`,
+      `DO $$ BEGIN
+        EXECUTE format('ALTER TABLE ${table('delivery_queue').replaceAll("'", "''")} ALTER COLUMN seq SET DEFAULT nextval(%L::regclass)',
+          pg_get_serial_sequence('${table('deliveries').replaceAll("'", "''")}', 'seq'));
+      END $$`,
+      // The claim: in the order they fall due; the fair claim's, by account; a key's deliveries in
+      // creation order; the log's pending part, newest first; the events still needed.
+      `CREATE INDEX portal_delivery_queue_due ON ${table('delivery_queue')} (next_attempt_at, id)`,
+      `CREATE INDEX portal_delivery_queue_account ON ${table('delivery_queue')} (account_id, next_attempt_at, id)`,
+      `CREATE INDEX portal_delivery_queue_keyed ON ${table('delivery_queue')} (webhook_id, ordering_key, seq) WHERE ordering_key IS NOT NULL`,
+      `CREATE INDEX portal_delivery_queue_webhook ON ${table('delivery_queue')} (webhook_id, created_at, seq)`,
+      `CREATE INDEX portal_delivery_queue_event ON ${table('delivery_queue')} (event_id)`,
+      `INSERT INTO ${table('delivery_queue')} (id, account_id, webhook_id, event_id, status, attempts, attempt_count,
+          next_attempt_at, created_at, event_type, ordering_key, lease_owner, lease_until, redeliver_queued, seq)
+        SELECT id, account_id, webhook_id, event_id, status, attempts, attempt_count, next_attempt_at, created_at,
+          event_type, ordering_key, lease_owner, lease_until, redeliver_queued, seq
+        FROM ${table('deliveries')} WHERE status = 'pending'`,
+      `DELETE FROM ${table('deliveries')} WHERE status = 'pending'`,
+      `DROP INDEX ${quotedSchema}.portal_deliveries_pending_account`,
+      `DROP INDEX ${quotedSchema}.portal_deliveries_keyed`,
+    ],
+  },
 ];
 
 /** The last `MAX_ATTEMPTS_KEPT` entries of the jsonb array `expression`, in order. */

@@ -209,6 +209,32 @@ export function toDelivery(row: Row, as = ''): DeliveryRecord {
   };
 }
 
+/** What a delivery holds, in the queue and in the log alike: the columns a move copies. */
+const STORED =
+  'id, account_id, webhook_id, event_id, status, attempts, attempt_count, next_attempt_at, created_at, event_type, ordering_key, lease_owner, lease_until, redeliver_queued, seq';
+
+/**
+ * Moves deliveries a statement took out of the queue (the CTE or table `source`, its rows as the
+ * queue's) into the log, finished with `status` (an SQL expression over `s`, the source's row):
+ * no next attempt, no lease, keeping attempts, seq and the rest. Never again pending there.
+ */
+export const finishedFrom = ({ table }: Names, source: string, status: string) =>
+  `INSERT INTO ${table('deliveries')} (${STORED}) OVERRIDING SYSTEM VALUE
+    SELECT s.id, s.account_id, s.webhook_id, s.event_id, ${status}, s.attempts, s.attempt_count, NULL, s.created_at,
+      s.event_type, s.ordering_key, NULL, NULL, false, s.seq
+    FROM ${source} AS s`;
+
+/**
+ * Moves deliveries a statement took out of the log (the CTE `source`) back into the queue, pending
+ * and due at `nextAttemptAt` (an SQL expression over `s`); answers them as `deliveryColumns` does.
+ */
+export const queuedFrom = ({ table }: Names, source: string, nextAttemptAt: string) =>
+  `INSERT INTO ${table('delivery_queue')} (${STORED})
+    SELECT s.id, s.account_id, s.webhook_id, s.event_id, 'pending', s.attempts, s.attempt_count, ${nextAttemptAt},
+      s.created_at, s.event_type, s.ordering_key, NULL, NULL, false, s.seq
+    FROM ${source} AS s
+    RETURNING ${columns(DELIVERY, '', '')}`;
+
 /** jsonb orders object keys by length; the API shows an attempt's keys in their documented order. */
 function attemptShape(attempt: DeliveryAttempt): DeliveryAttempt {
   return {
@@ -220,9 +246,9 @@ function attemptShape(attempt: DeliveryAttempt): DeliveryAttempt {
   };
 }
 
-/** Stores new deliveries, given `deliveryColumnsOf`; attempts and the lease start empty (the columns' defaults). */
+/** Queues new deliveries, given `deliveryColumnsOf`; attempts and the lease start empty (the columns' defaults). */
 export const insertDeliveriesStatement = ({ table }: Names) =>
-  `INSERT INTO ${table('deliveries')} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type, ordering_key)
+  `INSERT INTO ${table('delivery_queue')} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type, ordering_key)
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::text[], $9::text[])`;
 
 /**

@@ -121,7 +121,8 @@ if (!postgres.pool) {
     const deliveries = async () =>
       (
         await pool.query(
-          `SELECT event_id, status, jsonb_array_length(attempts) AS attempts, lease_owner FROM "${schema}".portal_deliveries`,
+          `SELECT event_id, status, jsonb_array_length(attempts) AS attempts, lease_owner FROM "${schema}".portal_delivery_queue
+            UNION ALL SELECT event_id, status, jsonb_array_length(attempts), lease_owner FROM "${schema}".portal_deliveries`,
         )
       ).rows as {
         event_id: string;

@@ -187,7 +187,8 @@ export function sqlBackChannel(client: SqlClient, schema: string): StorageBackCh
     async delivery(id) {
       const columns = `id, account_id AS "accountId", webhook_id AS "webhookId", event_id AS "eventId", event_type AS "eventType", status, attempts::text AS attempts, attempt_count AS "attemptCount",
         ${atom('next_attempt_at', 'nextAttemptAt')}, ${atom('created_at', 'createdAt')}, lease_owner AS "leaseOwner", ${atom('lease_until', 'leaseUntil')}, redeliver_queued AS "redeliverQueued", ordering_key AS "orderingKey"`;
-      const row = await one('deliveries', columns, id);
+      // Pending in the queue, finished in the log.
+      const row = (await one('delivery_queue', columns, id)) ?? (await one('deliveries', columns, id));
       return row && ({ ...row, attempts: JSON.parse(row.attempts as string) } as DeliveryRecord);
     },
     async webhook(id) {

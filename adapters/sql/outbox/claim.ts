@@ -9,7 +9,16 @@ import type { Storage } from '../../../src/ports.js';
 import type { Db, Planning } from '../client.js';
 import { atomOf, type Names } from '../schema.js';
 import { deliverable } from '../storage-health.js';
-import { deliveryColumns, eventColumns, toDelivery, toEvent, toWebhook, webhookColumns } from '../storage-rows.js';
+import {
+  deliveryColumns,
+  eventColumns,
+  finishedFrom,
+  queuedFrom,
+  toDelivery,
+  toEvent,
+  toWebhook,
+  webhookColumns,
+} from '../storage-rows.js';
 import { claimFloors } from './floors.js';
 
 /** How many undeliverable due deliveries one claim cancels at most (the rest, the next claims). */
@@ -28,26 +37,27 @@ const BY_INDEX: Planning = { byIndex: true };
 export function createClaim(db: Db, names: Names): Required<Pick<Storage, 'claimDeliveries' | 'deliveryQueue'>> {
   const { table } = names;
   const floors = claimFloors();
-  // isClaimable, on a row aliased d.
-  const claimable = `d.status = 'pending' AND d.next_attempt_at <= $1::timestamptz
-        AND (d.lease_until IS NULL OR d.lease_until < $1::timestamptz)`;
+  // isClaimable, on a row aliased d of the queue (every delivery there is pending).
+  const claimable = `d.next_attempt_at <= $1::timestamptz AND (d.lease_until IS NULL OR d.lease_until < $1::timestamptz)`;
   // A due delivery is sent only while its webhook exists and is not disabled; otherwise the claim cancels it.
   const sendable = deliverable(names);
-  const cancelled = `status = 'cancelled', next_attempt_at = NULL, lease_owner = NULL, lease_until = NULL, redeliver_queued = false`;
+  // `cancel`: the deliveries a CTE named `cte` took out of the queue (RETURNING the row) go to the log, cancelled.
+  const cancelled = (cte: string) => `${cte}Kept AS (${finishedFrom(names, cte, "'cancelled'")})`;
   // A key whose turn the claim cancels (its webhook disabled) has its held deliveries cancelled in
   // the same statement: each would be when its turn came (`claimDeliveries` of the in-process store).
   const heldOfOrphans = `heldOfOrphans AS (
-      UPDATE ${table('deliveries')} AS h SET ${cancelled}
-      FROM (SELECT DISTINCT webhook_id, ordering_key FROM orphans WHERE ordering_key IS NOT NULL) AS k
-      WHERE h.webhook_id = k.webhook_id AND h.ordering_key = k.ordering_key AND h.status = 'pending' AND h.next_attempt_at IS NULL
-    )`;
+      DELETE FROM ${table('delivery_queue')} AS h
+      USING (SELECT DISTINCT webhook_id, ordering_key FROM orphans WHERE ordering_key IS NOT NULL) AS k
+      WHERE h.webhook_id = k.webhook_id AND h.ordering_key = k.ordering_key AND h.next_attempt_at IS NULL
+      RETURNING h.*
+    ), ${cancelled('heldOfOrphans')}`;
   // The leasing of the rows locked by `due`, and the claim's answer: each with its event and webhook.
   // The rows are found by primary key from an array: joined to `due` instead, the planner, once the
   // table had statistics, read the whole table to hash it (docs/performance.md, "Figures behind the code": the claim).
   // By ctid: each row of `due` is locked by this statement, so it cannot move meanwhile, and a TID
   // scan is what the planner takes whatever it believes of the table (see `recordSuccesses`).
   const leasedCte = `leased AS (
-      UPDATE ${table('deliveries')} AS d SET lease_owner = $4::text, lease_until = $2::timestamptz, redeliver_queued = false
+      UPDATE ${table('delivery_queue')} AS d SET lease_owner = $4::text, lease_until = $2::timestamptz, redeliver_queued = false
       WHERE d.ctid = ANY (ARRAY(SELECT row FROM due))
       RETURNING d.*
     )`;
@@ -67,26 +77,26 @@ export function createClaim(db: Db, names: Names): Required<Pick<Storage, 'claim
   // At most ORPHANS_PER_CLAIM of them, skipping rows another claim holds: a disabled webhook's backlog
   // of thousands is cancelled over several claims instead of one long UPDATE every instance waits on.
   const claim = `WITH due AS (
-      SELECT id, next_attempt_at, ctid AS row FROM ${table('deliveries')} AS d
+      SELECT id, next_attempt_at, ctid AS row FROM ${table('delivery_queue')} AS d
       WHERE ${claimable} AND ${sendable}
       ORDER BY next_attempt_at, id
       LIMIT $3::int
       FOR UPDATE SKIP LOCKED
     ), orphans AS (
-      UPDATE ${table('deliveries')} AS o SET ${cancelled}
+      DELETE FROM ${table('delivery_queue')} AS o
       WHERE o.id IN (
-        SELECT d.id FROM ${table('deliveries')} AS d
+        SELECT d.id FROM ${table('delivery_queue')} AS d
         WHERE ${claimable} AND NOT ${sendable}
           AND ((SELECT count(*) FROM due) < $3::int
             OR (d.next_attempt_at, d.id) < (SELECT next_attempt_at, id FROM due ORDER BY next_attempt_at DESC, id DESC LIMIT 1))
         ORDER BY d.next_attempt_at, d.id
         LIMIT ${ORPHANS_PER_CLAIM}
         FOR UPDATE SKIP LOCKED)
-      RETURNING o.webhook_id, o.ordering_key
-    ), ${heldOfOrphans}, ${leasedAndReturned()}`;
+      RETURNING o.*
+    ), ${cancelled('orphans')}, ${heldOfOrphans}, ${leasedAndReturned()}`;
   // The fair claim (planClaim with perAccount), the worker's: of each account's claimable
   // deliveries only the first (max - held in flight), in claim order, may be leased. The accounts
-  // with pending deliveries are found by a skip scan of portal_deliveries_pending_account (one index
+  // with pending deliveries are found by a skip scan of portal_delivery_queue_account (one index
   // probe per account), and each account's first ones by a LATERAL read of the same index. Every
   // step starts from an index and reads a few rows per account, whatever the planner believes of the
   // table's size: a table filled seconds ago has no statistics, and a join left to the planner then
@@ -104,11 +114,11 @@ export function createClaim(db: Db, names: Names): Required<Pick<Storage, 'claim
   // table has statistics too. The disabled webhooks are read once into an array that the walk tests
   // each row against: as an anti-join, planned with statistics, each account's whole due backlog was
   // read, hashed and sorted. The order names the account first, which only that index gives: by
-  // (next_attempt_at, id) alone, the planner could walk portal_deliveries_due, every account's rows,
+  // (next_attempt_at, id) alone, the planner could walk portal_delivery_queue_due, every account's rows,
   // to find one account's (docs/performance.md, "Figures behind the code": the claim).
   // Each account's walk starts at its floor (see `floors` below): the row versions a claim passes
   // before the first live one are those it left behind itself, not every one since VACUUM last ran.
-  const accountDue = `FROM ${table('deliveries')} AS d
+  const accountDue = `FROM ${table('delivery_queue')} AS d
         WHERE d.account_id = accounts.account_id AND d.next_attempt_at >= accounts.floor AND ${claimable}
           AND d.webhook_id <> ALL ((SELECT ids FROM disabled)::text[])
         ORDER BY d.account_id, d.next_attempt_at, d.id`;
@@ -120,18 +130,18 @@ export function createClaim(db: Db, names: Names): Required<Pick<Storage, 'claim
   const fairClaim = `WITH RECURSIVE disabled AS MATERIALIZED (
       SELECT coalesce(array_agg(webhook_id), '{}') AS ids FROM ${table('webhook_health')} WHERE disabled_at IS NOT NULL
     ), everyAccount(account_id) AS (
-      (SELECT account_id FROM ${table('deliveries')} WHERE $10::timestamptz IS NULL AND status = 'pending' ORDER BY account_id LIMIT 1)
+      (SELECT account_id FROM ${table('delivery_queue')} WHERE $10::timestamptz IS NULL ORDER BY account_id LIMIT 1)
       UNION ALL
-      SELECT (SELECT p.account_id FROM ${table('deliveries')} AS p
-              WHERE p.status = 'pending' AND p.account_id > everyAccount.account_id ORDER BY p.account_id LIMIT 1)
+      SELECT (SELECT p.account_id FROM ${table('delivery_queue')} AS p
+              WHERE p.account_id > everyAccount.account_id ORDER BY p.account_id LIMIT 1)
       FROM everyAccount WHERE everyAccount.account_id IS NOT NULL
     ), fresh AS MATERIALIZED (
-      -- In due order, which portal_deliveries_due gives for just this stretch: read for the
-      -- accounts in their order instead, portal_deliveries_pending_account was walked whole, every
+      -- In due order, which portal_delivery_queue_due gives for just this stretch: read for the
+      -- accounts in their order instead, portal_delivery_queue_account was walked whole, every
       -- pending delivery at each claim (docs/performance.md, "Figures behind the code": the claim).
       SELECT stretch.account_id FROM (
-        SELECT d.account_id FROM ${table('deliveries')} AS d
-        WHERE $10::timestamptz IS NOT NULL AND d.status = 'pending'
+        SELECT d.account_id FROM ${table('delivery_queue')} AS d
+        WHERE $10::timestamptz IS NOT NULL
           AND d.next_attempt_at >= $10::timestamptz AND d.next_attempt_at <= $1::timestamptz
         ORDER BY d.next_attempt_at
         OFFSET 0
@@ -164,17 +174,18 @@ export function createClaim(db: Db, names: Names): Required<Pick<Storage, 'claim
     ), due AS (
       SELECT id, next_attempt_at, row FROM locked WHERE sendable
     ), gone AS (
-      UPDATE ${table('deliveries')} AS o SET ${cancelled}
+      DELETE FROM ${table('delivery_queue')} AS o
       WHERE o.ctid = ANY (ARRAY(SELECT row FROM locked WHERE NOT sendable))
         -- A test of no row of the table: with none gone, the update reads nothing, whatever plan
         -- it was given (one made while the table was small read all of it for an empty array).
         AND EXISTS (SELECT 1 FROM locked WHERE NOT sendable)
-    ), orphans AS (
-      UPDATE ${table('deliveries')} AS o SET ${cancelled}
+      RETURNING o.*
+    ), ${cancelled('gone')}, orphans AS (
+      DELETE FROM ${table('delivery_queue')} AS o
       WHERE o.id = ANY (ARRAY(
         SELECT passed.id FROM ${table('webhook_health')} AS h
         CROSS JOIN LATERAL (
-          SELECT d.id FROM ${table('deliveries')} AS d
+          SELECT d.id FROM ${table('delivery_queue')} AS d
           WHERE d.account_id = h.account_id AND d.webhook_id = h.webhook_id AND ${claimable}
           ORDER BY d.next_attempt_at, d.id
           LIMIT ${ORPHANS_PER_CLAIM}
@@ -184,8 +195,8 @@ export function createClaim(db: Db, names: Names): Required<Pick<Storage, 'claim
         LIMIT ${ORPHANS_PER_CLAIM}))
         -- As in gone: with no webhook disabled, nothing read.
         AND (SELECT cardinality(ids) FROM disabled) > 0
-      RETURNING o.webhook_id, o.ordering_key
-    ), ${heldOfOrphans}, ${leasedCte}, returned AS (${returnedSelect})
+      RETURNING o.*
+    ), ${cancelled('orphans')}, ${heldOfOrphans}, ${leasedCte}, returned AS (${returnedSelect})
     -- One row at least, leased or not; the first carries the accounts the claim looked at, and their
     -- floors (on every row, the driver parsed the two arrays once per delivery claimed).
     SELECT returned.*,
@@ -197,14 +208,21 @@ export function createClaim(db: Db, names: Names): Required<Pick<Storage, 'claim
       FROM floors) AS looked
     LEFT JOIN returned ON true
     ORDER BY returned.d_next_attempt_at, returned.d_id`;
+  // A pending delivery stored in the log by an instance of a version before the queue (during an
+  // upgrade, when instances of both run), moved to the queue as it stands, its lease dropped: a full
+  // claim and the rescue run this first. The log's index of pending rows is empty otherwise, and the
+  // statement a probe of it.
+  const adopt = `WITH strays AS (
+      DELETE FROM ${table('deliveries')} WHERE status = 'pending' RETURNING *
+    ) ${queuedFrom(names, 'strays', 's.next_attempt_at')}`;
   // The rescue of claimFloors: each account's earliest claimable delivery, read without a lock.
-  const rescue = `SELECT d.account_id, ${atomOf('min(d.next_attempt_at)')} AS due FROM ${table('deliveries')} AS d
+  const rescue = `SELECT d.account_id, ${atomOf('min(d.next_attempt_at)')} AS due FROM ${table('delivery_queue')} AS d
     WHERE ${claimable}
     GROUP BY d.account_id`;
 
   // The claimable deliveries, earliest due first, from the due index: at most $2 of its entries.
   const deliveryQueue = `WITH waiting AS (
-      SELECT d.next_attempt_at FROM ${table('deliveries')} AS d WHERE ${claimable}
+      SELECT d.next_attempt_at FROM ${table('delivery_queue')} AS d WHERE ${claimable}
       ORDER BY d.next_attempt_at LIMIT $2::int
     )
     SELECT count(*)::int AS waiting, ${atomOf('min(next_attempt_at)')} AS oldest FROM waiting`;
@@ -226,6 +244,7 @@ export function createClaim(db: Db, names: Names): Required<Pick<Storage, 'claim
       }
       const held = Object.entries(perAccount.inFlight);
       const from = floors.windowFrom(now);
+      if (from === null) await db.query(adopt);
       const known = [...floors.known];
       const began = performance.now();
       const rows = await db.transaction(
@@ -255,7 +274,10 @@ export function createClaim(db: Db, names: Names): Required<Pick<Storage, 'claim
         rows[0],
         { limit, ...perAccount },
       );
-      floors.rescue(() => db.query(rescue, [now]));
+      floors.rescue(async () => {
+        await db.query(adopt);
+        return db.query(rescue, [now]);
+      });
       return claimed;
     },
   };

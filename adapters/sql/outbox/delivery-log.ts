@@ -1,6 +1,8 @@
 /**
  * The delivery log and the events read back: a delivery by id, a webhook's deliveries newest first
  * in pages (the order of `listDeliveries` in every adapter), an account's latest events of a type.
+ * A delivery is in the queue while pending and in portal_deliveries once finished, moved in one
+ * statement: a read, in one snapshot, finds it in exactly one of the two.
  */
 import { PortalError } from '../../../src/errors.js';
 import type { Storage } from '../../../src/ports.js';
@@ -19,11 +21,13 @@ export function createDeliveryLog(
     WHERE account_id = $1::text AND type = $2::text
     ORDER BY created_at DESC
     LIMIT $3::int`;
-  const selectDelivery = `SELECT ${deliveryColumns()} FROM ${table('deliveries')} WHERE account_id = $1::text AND id = $2::text`;
+  const selectDelivery = `SELECT ${deliveryColumns()} FROM ${table('delivery_queue')} WHERE account_id = $1::text AND id = $2::text
+    UNION ALL SELECT ${deliveryColumns()} FROM ${table('deliveries')} WHERE account_id = $1::text AND id = $2::text`;
   /**
    * A page of a delivery log: the statement for the filters given (one text per combination, so
-   * each is planned for what it filters on), its parameters in order. The index on (webhook_id,
-   * created_at, seq) is read backwards from the cursor or `until`, and stops at `since`.
+   * each is planned for what it filters on), its parameters in order. In the queue and in the log,
+   * the index on (webhook_id, created_at, seq) is read backwards from the cursor or `until`, and stops
+   * at `since` or the page's length; the two are merged.
    */
   const pageStatements = new Map<string, string>();
   function deliveryPage(
@@ -56,9 +60,15 @@ export function createDeliveryLog(
     if (text === undefined) {
       // Ordered by the table's columns (d.): a bare created_at here would name the formatted text
       // the select list gives back, and sort every delivery of the webhook by it.
-      text = `SELECT ${deliveryColumns('d')}, d.seq::text AS page_key FROM ${table('deliveries')} AS d
+      const part = (
+        name: string,
+      ) => `(SELECT ${deliveryColumns('d')}, d.seq::text AS page_key, d.created_at AS page_at, d.seq AS page_seq
+        FROM ${table(name)} AS d
         WHERE ${shape}
         ORDER BY d.created_at DESC, d.seq DESC
+        LIMIT $${params.length}::int)`;
+      text = `SELECT * FROM (${part('delivery_queue')} UNION ALL ${part('deliveries')}) AS page
+        ORDER BY page.page_at DESC, page.page_seq DESC
         LIMIT $${params.length}::int`;
       pageStatements.set(shape, text);
     }

@@ -87,21 +87,23 @@ export function createPublish(
   // channel to notify (NULL: none). The foreign key from deliveries to events is checked at the end
   // of the statement, when the events are in. The notification goes out when the statement commits.
   const eventsStored = `SELECT id FROM ${table('events')} WHERE id = ANY ($1::text[]) LIMIT 1`;
-  const deliveriesStored = `SELECT id FROM ${table('deliveries')} WHERE id = ANY ($1::text[])`;
+  // Stored, and maybe finished since (in the log).
+  const deliveriesStored = `SELECT id FROM ${table('delivery_queue')} WHERE id = ANY ($1::text[])
+    UNION ALL SELECT id FROM ${table('deliveries')} WHERE id = ANY ($1::text[])`;
   const storeAll = `WITH events AS (
       INSERT INTO ${table('events')} (id, account_id, type, created_at, data, ordering_key)
       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::json[], $6::text[])
     ), webhooks AS (
       SELECT id FROM ${table('webhooks')} WHERE id = ANY ($7::text[]) FOR KEY SHARE
     ), stored AS (
-      INSERT INTO ${table('deliveries')} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type, ordering_key)
+      INSERT INTO ${table('delivery_queue')} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type, ordering_key)
       SELECT made.id, made.account_id, made.webhook_id, made.event_id, made.status,
         -- Held when its key holds a pending delivery already (keyed publishes run this under their
         -- keys' locks, taken by a statement before this one). A later one of its key in this
         -- publish comes held already.
         CASE WHEN made.ordering_key IS NULL OR made.next_attempt_at IS NULL THEN made.next_attempt_at
-          WHEN EXISTS (SELECT 1 FROM ${table('deliveries')} AS p
-            WHERE p.webhook_id = made.webhook_id AND p.ordering_key = made.ordering_key AND p.status = 'pending') THEN NULL
+          WHEN EXISTS (SELECT 1 FROM ${table('delivery_queue')} AS p
+            WHERE p.webhook_id = made.webhook_id AND p.ordering_key = made.ordering_key) THEN NULL
           ELSE made.next_attempt_at END,
         made.created_at, made.event_type, made.ordering_key
       FROM unnest($8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::timestamptz[], $14::timestamptz[], $15::text[], $16::text[])

@@ -15,6 +15,7 @@ import { countCalls } from '../storage-call-stats.js';
 import { attemptResult, healthAfterSuccesses, healthParams, recordAttemptWithHealth } from '../storage-health.js';
 import type { orderingKeys } from '../storage-keys.js';
 import { lastAttempts } from '../storage-migrations.js';
+import { finishedFrom } from '../storage-rows.js';
 
 /**
  * Statements recording successful attempts at once; more wait, and are recorded together. One: with
@@ -57,58 +58,67 @@ export function createRecord(
   keys: ReturnType<typeof orderingKeys>,
 ): Pick<Storage, 'recordAttempt'> {
   const { table } = names;
-  // The attempt appended, and the oldest dropped once more than MAX_ATTEMPTS_KEPT are held.
-  const appendAttempt = (entry: string) => `attempts = CASE WHEN jsonb_array_length(attempts) < ${MAX_ATTEMPTS_KEPT}
-          THEN attempts || jsonb_build_array(${entry}) ELSE ${lastAttempts(`attempts || jsonb_build_array(${entry})`)} END,
-        attempt_count = attempt_count + 1`;
-  // The outcome, or with a redeliver queued during the call: pending, due as the call ended.
-  const outcomeOf = (
-    entry: string,
-    status: string,
-    next: string,
-  ) => `status = CASE WHEN redeliver_queued THEN 'pending' ELSE ${status} END,
-        next_attempt_at = CASE WHEN redeliver_queued THEN ${dueAfter(entry)} ELSE ${next} END, redeliver_queued = false`;
-  // status || '': the same test, in a form that does not make the partial indexes of pending rows
-  // usable, so the row is found by its key whatever the table's statistics say (see recordSuccesses).
-  const recordAttemptUpdate = `UPDATE ${table('deliveries')}
-    SET ${appendAttempt('$3::jsonb')}, ${outcomeOf('$3::jsonb', '$4::text', '$5::timestamptz')}, lease_owner = NULL, lease_until = NULL
-    WHERE id = $1::text AND lease_owner = $2::text AND status || '' = 'pending'`;
-  // Each attempt is counted in its webhook's hour by the statement that records it (countCalls).
-  const recordAttempt = `WITH recorded AS (
-      ${recordAttemptUpdate} RETURNING id, ${dueAgain('$3::jsonb')} AS due_again, webhook_id, account_id, ordering_key, status
-    ), ${countCalls(names, 'SELECT r.webhook_id, r.account_id, $3::jsonb AS entry FROM recorded AS r')}
-    SELECT id, due_again, webhook_id, ordering_key, status FROM recorded`;
-  const recordAttemptAndHealth = recordAttemptWithHealth(names, recordAttemptUpdate, dueAgain('$3::jsonb'));
-  // recordAttempt with health, for many successful attempts in one statement (see
-  // recordSuccessesTogether). Each delivery is looked up and locked by primary key first (a LATERAL
-  // per attempt), then updated by key: a join left to the planner read every pending row when the
-  // table's statistics lagged behind a burst (docs/performance.md, "Figures behind the code": recordSuccesses). The lock
-  // makes the update's checks hold until it is made.
-  //
-  // The lookup names the id alone, and the lease and status are checked on the row it locked (OFFSET
-  // 0 keeps the planner from moving them into it): with "status = 'pending'" inside, a table whose
-  // statistics lagged (a burst, a long transaction holding VACUUM back) had the planner walk a whole
-  // partial index of pending rows for each id. The update then finds each locked row by its ctid (a
-  // TID scan, whatever the planner believes of the table; the row cannot move while this statement
-  // holds its lock): by id, it read the whole table once, in the horizon bench (the figures of both
-  // in docs/performance.md, "Figures behind the code": recordSuccesses).
-  const recordSuccesses = `WITH held AS MATERIALIZED (
-      SELECT i.*, leased.ctid AS row FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::text[], $5::timestamptz[], $6::timestamptz[])
-        AS i(id, owner, entry, status, next_attempt_at, at)
+  /**
+   * The attempts of `source` (rows of id, owner, entry, status, next_attempt_at, at), each recorded
+   * on the delivery its owner leases: the attempt appended, the oldest dropped once more than
+   * MAX_ATTEMPTS_KEPT are held; the outcome, or with a redeliver queued during the call, pending and
+   * due as the call ended. A delivery still pending stays in the queue, updated; a finished one
+   * moves to the log. Ends with the CTE `recorded`: id, webhook_id, account_id, at, entry,
+   * ordering_key, status, due_again.
+   *
+   * Each delivery is looked up and locked by primary key first (a LATERAL per attempt), and the
+   * lease is checked on the row it locked (OFFSET 0 keeps the planner from moving the test into the
+   * lookup); then each is changed by its ctid, a TID scan whatever the planner believes of the table
+   * (the row cannot move while this statement holds its lock). A join left to the planner read every
+   * pending row when the table's statistics lagged behind a burst (docs/performance.md, "Figures
+   * behind the code": recordSuccesses).
+   */
+  const recording = (source: string) => `held AS MATERIALIZED (
+      SELECT i.id, i.entry, i.at, q.row, q.account_id, q.webhook_id, q.ordering_key,
+        CASE WHEN q.redeliver_queued THEN 'pending' ELSE i.status END AS status,
+        CASE WHEN q.redeliver_queued THEN ${dueAfter('i.entry')} ELSE i.next_attempt_at END AS next_attempt_at,
+        CASE WHEN jsonb_array_length(q.attempts) < ${MAX_ATTEMPTS_KEPT} THEN q.attempts || jsonb_build_array(i.entry)
+          ELSE ${lastAttempts('q.attempts || jsonb_build_array(i.entry)')} END AS attempts,
+        q.attempt_count + 1 AS attempt_count
+      FROM (${source}) AS i
       CROSS JOIN LATERAL (
-        SELECT d.ctid, d.lease_owner, d.status FROM ${table('deliveries')} AS d WHERE d.id = i.id FOR UPDATE OFFSET 0
-      ) AS leased
-      WHERE leased.lease_owner = i.owner AND leased.status = 'pending'
+        SELECT d.ctid AS row, d.* FROM ${table('delivery_queue')} AS d WHERE d.id = i.id FOR UPDATE OFFSET 0
+      ) AS q
+      WHERE q.lease_owner = i.owner
+    ), stays AS (
+      UPDATE ${table('delivery_queue')} AS d
+      SET attempts = h.attempts, attempt_count = h.attempt_count, next_attempt_at = h.next_attempt_at,
+        lease_owner = NULL, lease_until = NULL, redeliver_queued = false
+      FROM held AS h
+      WHERE d.ctid = ANY (ARRAY(SELECT row FROM held WHERE status = 'pending')) AND d.ctid = h.row
+    ), finished AS (
+      DELETE FROM ${table('delivery_queue')} AS d
+      WHERE d.ctid = ANY (ARRAY(SELECT row FROM held WHERE status <> 'pending'))
+      RETURNING d.*
+    ), done AS (
+      SELECT f.id, f.account_id, f.webhook_id, f.event_id, h.status, h.attempts, h.attempt_count, f.created_at,
+        f.event_type, f.ordering_key, f.seq
+      FROM finished AS f JOIN held AS h ON h.id = f.id
+    ), logged AS (${finishedFrom(names, 'done', 's.status')}
     ), recorded AS (
-      UPDATE ${table('deliveries')} AS d
-      SET ${appendAttempt('i.entry')}, ${outcomeOf('i.entry', 'i.status', 'i.next_attempt_at')}, lease_owner = NULL, lease_until = NULL
-      FROM held AS i
-      WHERE d.ctid = ANY (ARRAY(SELECT row FROM held)) AND d.ctid = i.row
-      RETURNING d.id, d.webhook_id, d.account_id, i.at, i.entry, ${dueAgain('i.entry', 'd.')} AS due_again, d.ordering_key, d.status
-    ), ${healthAfterSuccesses(names)},
+      SELECT h.id, h.webhook_id, h.account_id, h.at, h.entry, h.ordering_key, h.status,
+        ${dueAgain('h.entry', 'h.')} AS due_again
+      FROM held AS h
+    )`;
+  const oneAttempt = `SELECT $1::text AS id, $2::text AS owner, $3::jsonb AS entry, $4::text AS status,
+      $5::timestamptz AS next_attempt_at, ($3::jsonb->>'at')::timestamptz AS at`;
+  // Each attempt is counted in its webhook's hour by the statement that records it (countCalls).
+  const recordAttempt = `WITH ${recording(oneAttempt)},
+    ${countCalls(names, 'SELECT r.webhook_id, r.account_id, r.entry FROM recorded AS r')}
+    SELECT id, due_again, webhook_id, ordering_key, status FROM recorded`;
+  const recordAttemptAndHealth = recordAttemptWithHealth(names, recording(oneAttempt));
+  // recordAttempt with health, for many successful attempts in one statement (see recordSuccessesTogether).
+  const recordSuccesses = `WITH ${recording(`SELECT * FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::text[], $5::timestamptz[], $6::timestamptz[])
+        AS i(id, owner, entry, status, next_attempt_at, at)`)},
+    ${healthAfterSuccesses(names)},
     ${countCalls(names, 'SELECT r.webhook_id, r.account_id, r.entry FROM recorded AS r CROSS JOIN (SELECT count(*) FROM health) AS after_health')}
     SELECT id, due_again, webhook_id, ordering_key, status FROM recorded`;
-  const deliveryKeyById = `SELECT webhook_id, ordering_key FROM ${table('deliveries')} WHERE id = $1::text`;
+  const deliveryKeyById = `SELECT webhook_id, ordering_key FROM ${table('delivery_queue')} WHERE id = $1::text`;
 
   /**
    * `recordAttempt` of a keyed delivery (or one whose key the caller did not give, read first), in a

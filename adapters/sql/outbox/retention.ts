@@ -1,5 +1,5 @@
 /**
- * Retention: finished deliveries (`status` not pending) and the events no delivery names, once past
+ * Retention: finished deliveries (the log; pending ones are in the queue) and the events no delivery names, once past
  * the host's `retention`, removed oldest first in batches of at most `limit` a pass.
  */
 import type { Storage } from '../../../src/ports.js';
@@ -8,11 +8,10 @@ import type { Names } from '../schema.js';
 
 export function createRetention(db: Db, { table }: Names): Pick<Storage, 'removeExpired'> {
   // Retention, oldest first, each row once across instances (SKIP LOCKED): a row another instance
-  // is removing, or a redeliver holds, is left to the next pass. FOR UPDATE re-reads the status of a
-  // row changed meanwhile, so a delivery made pending again is not removed.
+  // is removing, or a redeliver is taking back to the queue, is left to the next pass.
   const removeDeliveries = `WITH doomed AS (
       SELECT id FROM ${table('deliveries')}
-      WHERE status <> 'pending' AND created_at < $1::timestamptz
+      WHERE created_at < $1::timestamptz
       ORDER BY created_at LIMIT $2::int
       FOR UPDATE SKIP LOCKED
     )
@@ -23,6 +22,7 @@ export function createRetention(db: Db, { table }: Names): Pick<Storage, 'remove
       SELECT e.id FROM ${table('events')} AS e
       WHERE e.created_at < $1::timestamptz
         AND NOT EXISTS (SELECT 1 FROM ${table('deliveries')} AS d WHERE d.event_id = e.id)
+        AND NOT EXISTS (SELECT 1 FROM ${table('delivery_queue')} AS q WHERE q.event_id = e.id)
       ORDER BY e.created_at LIMIT $2::int
       FOR UPDATE SKIP LOCKED
     )

@@ -5,6 +5,12 @@ import { webhookRecord } from '../../conformance/fixtures.js';
 import { rejects } from '../../helpers/server.js';
 import { eventRecord, rowsOf, withSqlStorage, type SqlBackend } from './context.js';
 import { everyDelivery } from '../../helpers/every-delivery.js';
+import { wrapClient } from '../../../adapters/sql/client.js';
+import { sqlStorage } from '../../../adapters/sql/index.js';
+import { migrate } from '../../../adapters/sql/migrations.js';
+import { resolveNames } from '../../../adapters/sql/schema.js';
+import { STORAGE_MIGRATIONS } from '../../../adapters/sql/storage-migrations.js';
+import { dropSchema, freshSchema } from '../../helpers/sql.js';
 
 const at = (minute: number) => `2026-01-01T00:${String(minute).padStart(2, '0')}:00+00:00`;
 const attempt = (minute: number, statusCode: number | null): DeliveryAttempt => ({
@@ -72,7 +78,7 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
       const fresh = eventRecord();
       await rejects(() => storage.publishEvents([fresh, stored]), /./);
       assert.is(await db.event(fresh.id), null);
-      assert.is((await rowsOf(backend.client, schema, 'deliveries')).length, 1);
+      assert.is((await rowsOf(backend.client, schema, 'delivery_queue')).length, 1);
     }),
   );
 
@@ -99,7 +105,7 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
         });
       // Some in flight at the front of each account's due order, as while a worker delivers.
       assert.is((await fair('worker-1', 16)).length, 16);
-      await backend.client.query(`ANALYZE "${schema}".portal_deliveries, "${schema}".portal_webhook_health`);
+      await backend.client.query(`ANALYZE "${schema}".portal_delivery_queue, "${schema}".portal_webhook_health`);
 
       const statement = await capturedClaim(backend, () => fair('worker-2', 4));
       // Planned by index whatever the statistics say (a table analyzed mid-burst gave a bitmap scan
@@ -107,7 +113,10 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
       assert.equal(statement.settings, ['SET LOCAL enable_seqscan = off', 'SET LOCAL enable_bitmapscan = off']);
       const read = await deliveryRowsRead(backend, statement);
       // Each account's walk stops at its share: a few dozen rows, where reading the backlog is thousands.
-      assert.ok(read < 400, `the claim read ${read} rows of portal_deliveries, with ${webhooks.length * backlog} due`);
+      assert.ok(
+        read < 400,
+        `the claim read ${read} rows of portal_delivery_queue, with ${webhooks.length * backlog} due`,
+      );
     }),
   );
 
@@ -269,6 +278,145 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
       assert.ok(claimed.some((c) => c.delivery.id === target.id));
     }),
   );
+
+  test(
+    'outbox: a pending delivery is in the queue, a finished one in the log only, and a redeliver takes it back',
+    withSqlStorage(backend, async (storage, { schema }) => {
+      await storage.insertWebhook(webhookRecord());
+      const [delivery] = await storage.publishEvents([eventRecord({ createdAt: at(0) })]);
+      const where = async () => ({
+        queue: (await rowsOf(backend.client, schema, 'delivery_queue')).map((row) => row.id),
+        log: (await rowsOf(backend.client, schema, 'deliveries')).map((row) => [row.id, row.status]),
+      });
+      assert.equal(await where(), { queue: [delivery!.id], log: [] });
+      await storage.claimDeliveries({ now: at(0), leaseUntil: at(1), limit: 1, owner: 'worker-1' });
+      await storage.recordAttempt(delivery!.id, 'worker-1', attempt(0, 500), {
+        status: 'pending',
+        nextAttemptAt: at(5),
+      });
+      assert.equal(await where(), { queue: [delivery!.id], log: [] }, 'a retry stays queued');
+      await storage.claimDeliveries({ now: at(5), leaseUntil: at(6), limit: 1, owner: 'worker-1' });
+      await storage.recordAttempt(delivery!.id, 'worker-1', attempt(5, 204), {
+        status: 'succeeded',
+        nextAttemptAt: null,
+      });
+      assert.equal(await where(), { queue: [], log: [[delivery!.id, 'succeeded']] });
+      const [kept] = await rowsOf(backend.client, schema, 'deliveries');
+      assert.equal([kept!.attempt_count, kept!.lease_owner, kept!.next_attempt_at], [2, null, null]);
+      await storage.redeliver('acct_a', delivery!.id, at(9));
+      assert.equal(await where(), { queue: [delivery!.id], log: [] });
+    }),
+  );
+
+  test("migrations: version 22 moves pending deliveries to the queue, keeps the log's order, and adopts strays", async () => {
+    const schema = freshSchema();
+    const db = wrapClient(backend.client, 'test');
+    try {
+      await migrate(db, resolveNames({ schema }, 'test'), 'storage', STORAGE_MIGRATIONS.slice(0, 21));
+      const webhook = webhookRecord();
+      const events = [0, 1, 2].map(() => eventRecord({ createdAt: at(0) }));
+      await backend.client.query(
+        `INSERT INTO "${schema}".portal_webhooks (id, account_id, type, url, secret, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+        [webhook.id, webhook.accountId, webhook.type, webhook.url, webhook.secret, webhook.createdAt],
+      );
+      const store = async (event: (typeof events)[number], id: string, status: string) => {
+        await backend.client.query(
+          `INSERT INTO "${schema}".portal_events (id, account_id, type, created_at, data) VALUES ($1, $2, $3, $4, '{}')
+            ON CONFLICT DO NOTHING`,
+          [event.id, event.accountId, event.type, event.createdAt],
+        );
+        await backend.client.query(
+          `INSERT INTO "${schema}".portal_deliveries (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type, attempts, attempt_count)
+            VALUES ($1, 'acct_a', $2, $3, $4, CASE WHEN $4 = 'pending' THEN $5::timestamptz END, $5, $6, $7::jsonb, 1)`,
+          [id, webhook.id, event.id, status, event.createdAt, event.type, JSON.stringify([attempt(0, 500)])],
+        );
+      };
+      // Stored within one second, in this order: the log lists them newest first by their sequence.
+      await store(events[0]!, 'whd_c', 'succeeded');
+      await store(events[1]!, 'whd_b', 'pending');
+      await store(events[2]!, 'whd_a', 'failed');
+      const storage = sqlStorage({ client: backend.client, schema });
+      await storage.open!();
+      try {
+        assert.equal(
+          (await rowsOf(backend.client, schema, 'delivery_queue')).map((row) => row.id),
+          ['whd_b'],
+        );
+        assert.equal((await rowsOf(backend.client, schema, 'deliveries')).map((row) => row.id).sort(), [
+          'whd_a',
+          'whd_c',
+        ]);
+        const [pending] = await storage.publishEvents([eventRecord({ createdAt: at(0) })]);
+        assert.equal(
+          (await everyDelivery(storage, 'acct_a', webhook.id)).map((d) => [d.id, d.status]),
+          [
+            [pending!.id, 'pending'],
+            ['whd_a', 'failed'],
+            ['whd_b', 'pending'],
+            ['whd_c', 'succeeded'],
+          ],
+          "the queue draws from the log's sequence: made last, listed first",
+        );
+        // An instance of the version before, still running, stores a pending delivery in the log:
+        // the next full claim moves it to the queue and leases it.
+        const stray = eventRecord({ createdAt: at(0) });
+        await store(stray, 'whd_stray', 'pending');
+        const claimed = await storage.claimDeliveries({
+          now: at(1),
+          leaseUntil: at(2),
+          limit: 10,
+          owner: 'worker-1',
+          perAccount: { max: 10, inFlight: {} },
+        });
+        assert.equal(claimed.map((c) => c.delivery.id).sort(), [pending!.id, 'whd_b', 'whd_stray'].sort());
+        assert.equal((await rowsOf(backend.client, schema, 'deliveries', "status = 'pending'")).length, 0);
+        assert.equal(
+          (await storage.getDelivery('acct_a', 'whd_stray'))!.attempts,
+          [attempt(0, 500)],
+          'with its attempts',
+        );
+      } finally {
+        await storage.close!();
+      }
+    } finally {
+      await dropSchema(backend.client, schema);
+    }
+  });
+
+  if (backend.pool !== undefined) {
+    const pool = backend.pool;
+    test(
+      'outbox: a redeliver that waited while the call was recorded finds the delivery in the log and takes it back',
+      withSqlStorage(backend, async (storage, { schema }) => {
+        await storage.insertWebhook(webhookRecord());
+        const [delivery] = await storage.publishEvents([eventRecord({ createdAt: at(0) })]);
+        const holder = await pool.connect();
+        try {
+          // A record's move, held open: the delivery leaves the queue for the log.
+          await holder.query('BEGIN');
+          await holder.query(
+            `WITH finished AS (DELETE FROM "${schema}".portal_delivery_queue WHERE id = $1 RETURNING *)
+            INSERT INTO "${schema}".portal_deliveries (id, account_id, webhook_id, event_id, status, created_at, event_type, seq)
+              OVERRIDING SYSTEM VALUE
+              SELECT id, account_id, webhook_id, event_id, 'succeeded', created_at, event_type, seq FROM finished`,
+            [delivery!.id],
+          );
+          const redelivered = storage.redeliver('acct_a', delivery!.id, at(9));
+          await new Promise((resolve) => setTimeout(resolve, 200));
+          await holder.query('COMMIT');
+          const again = await redelivered;
+          assert.equal([again?.status, again?.nextAttemptAt], ['pending', at(9)]);
+          assert.equal(
+            (await rowsOf(backend.client, schema, 'delivery_queue')).map((row) => row.id),
+            [delivery!.id],
+          );
+          assert.equal(await rowsOf(backend.client, schema, 'deliveries'), []);
+        } finally {
+          holder.release();
+        }
+      }),
+    );
+  }
 }
 
 /** A statement as the driver was handed it. */
@@ -342,7 +490,7 @@ async function capturedClaim(
   return { ...claims[0]!, settings };
 }
 
-/** Rows of portal_deliveries the scans of `statement` read (returned or filtered out), run under EXPLAIN ANALYZE and rolled back. */
+/** Rows of portal_delivery_queue the scans of `statement` read (returned or filtered out), run under EXPLAIN ANALYZE and rolled back. */
 async function deliveryRowsRead(
   backend: SqlBackend,
   { text, values, settings }: Sent & { settings: string[] },
@@ -372,7 +520,7 @@ async function deliveryRowsRead(
   const root = (typeof plan === 'string' ? JSON.parse(plan) : plan) as { Plan: PlanNode }[];
   let read = 0;
   const walk = (node: PlanNode) => {
-    if (node['Relation Name'] === 'portal_deliveries' && / Scan$/.test(node['Node Type'])) {
+    if (node['Relation Name'] === 'portal_delivery_queue' && / Scan$/.test(node['Node Type'])) {
       read += (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0)) * node['Actual Loops'];
     }
     for (const child of node.Plans ?? []) walk(child);
