@@ -403,6 +403,10 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
       `DELETE FROM ${table('deliveries')} WHERE status = 'pending'`,
       `DROP INDEX ${quotedSchema}.portal_deliveries_pending_account`,
       `DROP INDEX ${quotedSchema}.portal_deliveries_keyed`,
+      // A delivery reaches the log from the queue, whose foreign key held its event; retention
+      // removes an event only once neither names it. Checked again at each move, the key cost a
+      // lock on the event row (and its WAL) a delivery.
+      `ALTER TABLE ${table('deliveries')} DROP CONSTRAINT portal_deliveries_event_id_fkey`,
     ],
   },
 ];

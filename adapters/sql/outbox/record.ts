@@ -93,13 +93,11 @@ export function createRecord(
       WHERE d.ctid = ANY (ARRAY(SELECT row FROM held WHERE status = 'pending')) AND d.ctid = h.row
     ), finished AS (
       DELETE FROM ${table('delivery_queue')} AS d
-      WHERE d.ctid = ANY (ARRAY(SELECT row FROM held WHERE status <> 'pending'))
-      RETURNING d.*
-    ), done AS (
-      SELECT f.id, f.account_id, f.webhook_id, f.event_id, h.status, h.attempts, h.attempt_count, f.created_at,
-        f.event_type, f.ordering_key, f.seq
-      FROM finished AS f JOIN held AS h ON h.id = f.id
-    ), logged AS (${finishedFrom(names, 'done', 's.status')}
+      USING held AS h
+      WHERE d.ctid = ANY (ARRAY(SELECT row FROM held WHERE status <> 'pending')) AND d.ctid = h.row
+      RETURNING d.id, d.account_id, d.webhook_id, d.event_id, h.status, h.attempts, h.attempt_count, d.created_at,
+        d.event_type, d.ordering_key, d.seq
+    ), logged AS (${finishedFrom(names, 'finished', 's.status')}
     ), recorded AS (
       SELECT h.id, h.webhook_id, h.account_id, h.at, h.entry, h.ordering_key, h.status,
         ${dueAgain('h.entry', 'h.')} AS due_again
