@@ -1,3 +1,8 @@
+/**
+ * Where the fair claim starts each account's walk: `planClaim` of src/rules/deliveries.ts reads
+ * each account's claimable deliveries in claim order; the floors let the SQL walk begin past what
+ * the last claims took, which changes what is read, never what is leased.
+ */
 import { atom } from '../../../src/shared/time.js';
 import type { DeliveryRecord } from '../../../src/records.js';
 import type { Row } from '../client.js';
