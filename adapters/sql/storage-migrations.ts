@@ -363,7 +363,7 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
     // their own, which the claim, the record and the keys read; a delivery leaves it when it
     // finishes, for portal_deliveries, which from now on holds finished deliveries only and is
     // written once a delivery (and by a redeliver, which takes one back to the queue). A delivery
-    // keeps its seq: the queue draws from the same sequence, so the log's order holds across both.
+    // keeps its seq, so the log's order holds across both.
     // The partial indexes of pending rows leave portal_deliveries but the due one, kept (empty) to
     // find a pending row an instance of an earlier version stores during an upgrade.
     statements: ({ table, quotedSchema }) => [
@@ -384,10 +384,14 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
         redeliver_queued boolean NOT NULL DEFAULT false,
         seq bigint NOT NULL
       ) WITH (fillfactor = 80)`,
-      `DO $$ BEGIN
-        EXECUTE format('ALTER TABLE ${table('delivery_queue').replaceAll("'", "''")} ALTER COLUMN seq SET DEFAULT nextval(%L::regclass)',
-          pg_get_serial_sequence('${table('deliveries').replaceAll("'", "''")}', 'seq'));
-      END $$`,
+      // One sequence for the queue and the log, standing alone (the log's identity column gives it
+      // up): a delivery is numbered once, when queued, and keeps its number in the log. An instance
+      // of an earlier release storing in the log meanwhile draws from it too.
+      `CREATE SEQUENCE ${table('delivery_seq')} AS bigint`,
+      `SELECT setval('${table('delivery_seq')}', coalesce((SELECT max(seq) FROM ${table('deliveries')}), 0) + 1, false)`,
+      `ALTER TABLE ${table('delivery_queue')} ALTER COLUMN seq SET DEFAULT nextval('${table('delivery_seq')}'::regclass)`,
+      `ALTER TABLE ${table('deliveries')} ALTER COLUMN seq DROP IDENTITY`,
+      `ALTER TABLE ${table('deliveries')} ALTER COLUMN seq SET DEFAULT nextval('${table('delivery_seq')}'::regclass)`,
       // The claim: in the order they fall due; the fair claim's, by account; a key's deliveries in
       // creation order; the log's pending part, newest first; the events still needed.
       `CREATE INDEX portal_delivery_queue_due ON ${table('delivery_queue')} (next_attempt_at, id)`,

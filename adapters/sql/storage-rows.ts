@@ -219,7 +219,7 @@ const STORED =
  * no next attempt, no lease, keeping attempts, seq and the rest. Never again pending there.
  */
 export const finishedFrom = ({ table }: Names, source: string, status: string) =>
-  `INSERT INTO ${table('deliveries')} (${STORED}) OVERRIDING SYSTEM VALUE
+  `INSERT INTO ${table('deliveries')} (${STORED})
     SELECT s.id, s.account_id, s.webhook_id, s.event_id, ${status}, s.attempts, s.attempt_count, NULL, s.created_at,
       s.event_type, s.ordering_key, NULL, NULL, false, s.seq
     FROM ${source} AS s`;

@@ -397,7 +397,6 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
           await holder.query(
             `WITH finished AS (DELETE FROM "${schema}".portal_delivery_queue WHERE id = $1 RETURNING *)
             INSERT INTO "${schema}".portal_deliveries (id, account_id, webhook_id, event_id, status, created_at, event_type, seq)
-              OVERRIDING SYSTEM VALUE
               SELECT id, account_id, webhook_id, event_id, 'succeeded', created_at, event_type, seq FROM finished`,
             [delivery!.id],
           );
