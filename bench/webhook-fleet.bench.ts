@@ -87,8 +87,6 @@ interface Phase {
   cpuSplit: CpuSplit;
   /** WAL the PostgreSQL server wrote a delivery, in bytes (`walMeter`). */
   walPerDelivery: number;
-  /** Of `cpuSplit.postgres`, the VACUUM of the phase's writes at its end (`settle`), in µs a delivery. */
-  vacuum: number;
 }
 
 interface CpuSplit {
@@ -110,8 +108,6 @@ interface Drained {
    * which start with the workers; a delivery's whole cost to the server is the sum.
    */
   queued: { postgres: number; wal: number };
-  /** Of `cpuSplit.postgres`, the VACUUM at the end (`settle`), of the queueing's writes too, in µs a delivery. */
-  vacuum: number;
 }
 
 /**
@@ -135,38 +131,28 @@ async function walMeter(pool: Pool): Promise<{ bytes(): Promise<number> }> {
   };
 }
 
-/** How long a phase waits at most for autovacuum to finish before it starts and before it ends. */
+/** How long a phase waits at most for autovacuum to finish, before it starts and before it ends. */
 const VACUUM_WAIT_MS = 60_000;
 
 /**
- * Waits until no autovacuum worker runs, then vacuums every table of `schema`: what a phase's
- * writes left for VACUUM is done within that phase and charged to the contender that wrote them,
- * instead of landing, by autovacuum's timing, in the next contender's round. Before a phase, with
- * no schema: only the wait. Resolves to the PostgreSQL CPU ticks it took.
- *
- * VACUUM, not VACUUM (ANALYZE): statistics taken of a drained, empty table made graphile-worker's
- * next burst 5× slower, at 2,100–2,400 µs of the server's CPU a job instead of 70–100 (its job
- * fetch planned for an empty table): an effect of when autovacuum last analyzed, not of the work
- * measured (bench/results/2026-12-06-fleet-accounting.md).
+ * Waits until no autovacuum worker runs: before a phase, so that what the contender before left
+ * for autovacuum is not charged to this one; at its end, so that what autovacuum does of this
+ * phase's writes is charged to it. Nothing more: a VACUUM of the contender's tables at the end of
+ * each phase was tried, and the statistics it left of a drained, empty table (`reltuples` 0) had
+ * graphile-worker's next burst run at 394–776 deliveries/s and 2,100–2,700 µs of server CPU a job,
+ * its job fetch planned for an empty table. On a server without autovacuum nothing is vacuumed
+ * during the bench, and the cost of cleaning up after a contender is in no figure
+ * (bench/results/2026-12-06-fleet-accounting.md).
  */
-async function settle(pool: Pool, schema?: string): Promise<number> {
-  const first = postgresTicks() ?? 0;
+async function settle(pool: Pool): Promise<void> {
   const until = now() + VACUUM_WAIT_MS;
   for (;;) {
     const { rows } = await pool.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'`,
     );
-    if (rows[0]!.n === 0 || now() > until) break;
+    if (rows[0]!.n === 0 || now() > until) return;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  if (schema !== undefined) {
-    const { rows } = await pool.query<{ name: string }>(
-      `SELECT format('%I.%I', schemaname, relname) AS name FROM pg_stat_user_tables WHERE schemaname = $1`,
-      [schema],
-    );
-    for (const { name } of rows) await pool.query(`VACUUM ${name}`);
-  }
-  return (postgresTicks() ?? first) - first;
 }
 
 /** How often a phase samples its processes' CPU: a process that ends loses at most this much of it. */
@@ -253,7 +239,7 @@ async function phase(fleet: Fleet, receiver: Child, pool: Pool, events: number, 
   await new Promise((resolve) => setTimeout(resolve, 250));
   stats = await receiver.request<Stats>({ cmd: 'stats' }, 5000);
   clearInterval(sampling);
-  const vacuum = await settle(pool, fleet.schema);
+  await settle(pool);
   const cpuSplit = perDelivery(cpu.seconds(), stats.distinct);
   const walPerDelivery = (await wal.bytes()) / stats.distinct;
   if (stats.refused > 0) throw new Error(`${fleet.contender}: the receiver refused ${stats.refused} malformed calls`);
@@ -269,7 +255,6 @@ async function phase(fleet: Fleet, receiver: Child, pool: Pool, events: number, 
     cpuPerDelivery: cpuSplit.publisher + cpuSplit.workers + cpuSplit.postgres,
     cpuSplit,
     walPerDelivery,
-    vacuum: (vacuum / CLOCK_TICKS / stats.distinct) * 1e6,
   };
 }
 
@@ -329,7 +314,7 @@ async function drain(
     stats = await receiver.request<Stats>({ cmd: 'stats' }, 5000);
   }
   clearInterval(sampling);
-  const vacuum = await settle(pool, fleet.schema);
+  await settle(pool);
   const cpuSplit = perDelivery(cpu.seconds(), stats.distinct - before);
   const walPerDelivery = (await wal.bytes()) / (stats.distinct - before);
   await new Promise((resolve) => setTimeout(resolve, 250));
@@ -341,7 +326,6 @@ async function drain(
     cpuSplit,
     walPerDelivery,
     queued,
-    vacuum: (vacuum / CLOCK_TICKS / (stats.distinct - before)) * 1e6,
   };
 }
 
@@ -380,9 +364,9 @@ async function compare(workerCount: number, receiver: Child, url: string, pool: 
           `  ${label}, ${contender}: while publishing ${Math.round(result.deliveriesPerSecond)} deliveries/s (publish ${Math.round(result.publishPerSecond)}/s, ` +
             `lag p50 ${Math.round(result.p50)} ms p99 ${Math.round(result.p99)} ms, ` +
             `CPU ${Math.round(result.cpuPerDelivery)} µs a delivery: publisher ${Math.round(result.cpuSplit.publisher)}, ` +
-            `workers ${Math.round(result.cpuSplit.workers)}, PostgreSQL ${Math.round(result.cpuSplit.postgres)} (VACUUM ${Math.round(result.vacuum)}); receiver ${Math.round(result.cpuSplit.receiver)}; WAL ${Math.round(result.walPerDelivery)} B); ` +
+            `workers ${Math.round(result.cpuSplit.workers)}, PostgreSQL ${Math.round(result.cpuSplit.postgres)}; receiver ${Math.round(result.cpuSplit.receiver)}; WAL ${Math.round(result.walPerDelivery)} B); ` +
             `draining a backlog ${Math.round(drained.deliveriesPerSecond)} deliveries/s (CPU a delivery: workers ${Math.round(drained.cpuSplit.workers)}, ` +
-            `PostgreSQL ${Math.round(drained.cpuSplit.postgres)} (VACUUM ${Math.round(drained.vacuum)}), receiver ${Math.round(drained.cpuSplit.receiver)}; WAL ${Math.round(drained.walPerDelivery)} B; queueing it: PostgreSQL ${Math.round(drained.queued.postgres)}, WAL ${Math.round(drained.queued.wal)} B); ${result.duplicates + drained.duplicates} duplicates`,
+            `PostgreSQL ${Math.round(drained.cpuSplit.postgres)}, receiver ${Math.round(drained.cpuSplit.receiver)}; WAL ${Math.round(drained.walPerDelivery)} B; queueing it: PostgreSQL ${Math.round(drained.queued.postgres)}, WAL ${Math.round(drained.queued.wal)} B); ${result.duplicates + drained.duplicates} duplicates`,
         );
       }
     }
@@ -549,13 +533,15 @@ async function main() {
     return;
   }
   useNode(node.path);
+  const autovacuum = (await pool.query<{ autovacuum: string }>('SHOW autovacuum')).rows[0]!.autovacuum;
   const receiver = new Child('receiver', script('fleet-receiver.js'), [], 1);
   const started = performance.now();
   try {
     const { url } = await receiver.next<{ url: string }>(START_TIMEOUT_MS, 'start');
     console.error(
       `webhook-fleet.bench: ${CONTENDERS.join(', ')} on ${node.version}; ${EVENTS} events, ${BATCH} at a time, workers ${WORKER_COUNTS.join(' then ')}, ${ROUNDS} round(s); ` +
-        (pinned ? 'workers on core 0, publisher and receiver on core 1' : 'no taskset: cores not pinned'),
+        (pinned ? 'workers on core 0, publisher and receiver on core 1' : 'no taskset: cores not pinned') +
+        (autovacuum === 'off' ? '; autovacuum is off on this server: nothing is vacuumed during the run' : ''),
     );
     for (const count of WORKER_COUNTS) await compare(count, receiver, url, pool);
   } finally {
