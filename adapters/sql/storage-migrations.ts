@@ -388,7 +388,8 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
       // up): a delivery is numbered once, when queued, and keeps its number in the log. An instance
       // of an earlier release storing in the log meanwhile draws from it too.
       `CREATE SEQUENCE ${table('delivery_seq')} AS bigint`,
-      `SELECT setval('${table('delivery_seq')}', coalesce((SELECT max(seq) FROM ${table('deliveries')}), 0) + 1, false)`,
+      // Past every number the identity gave (read from its sequence, not by scanning the log).
+      `SELECT setval('${table('delivery_seq')}', nextval(pg_get_serial_sequence('${table('deliveries')}', 'seq')))`,
       `ALTER TABLE ${table('delivery_queue')} ALTER COLUMN seq SET DEFAULT nextval('${table('delivery_seq')}'::regclass)`,
       `ALTER TABLE ${table('deliveries')} ALTER COLUMN seq DROP IDENTITY`,
       `ALTER TABLE ${table('deliveries')} ALTER COLUMN seq SET DEFAULT nextval('${table('delivery_seq')}'::regclass)`,
