@@ -2,7 +2,9 @@
  * Ordering keys through the worker, on every adapter, against a receiver that fails a quarter of
  * its calls at random: each key's events arrive in publish order, one call of a key at a time, each
  * event once; other keys and the unkeyed events are not held up. On PostgreSQL, by two instances
- * (two pools, two workers) publishing and delivering together.
+ * (two pools, two workers) publishing and delivering together. The workers run on a clock the
+ * test moves, a second at a time, once every instance's tick has nothing left to do: a retry falls
+ * due when the clock reaches it, not after a second of waiting.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -11,6 +13,7 @@ import { sqlAdapters } from '../../adapters/sql/index.js';
 import { createPortal, type Portal, type PortalOptions, type WebhookTransport } from '../../src/index.js';
 import { connectPostgres, dropSchema, freshSchema, openPglite } from '../helpers/sql.js';
 import { removeDir, tempDir } from '../helpers/fs-dirs.js';
+import { NEVER, manualClock } from '../helpers/webhooks.js';
 
 const KEYS = 8;
 const PER_KEY = 10;
@@ -51,7 +54,9 @@ function receiver() {
   return { transport, delivered, unkeyed, done, mostAtOnce: () => mostAtOnce, instances: () => instances };
 }
 
-const webhooks = { tick: '* * * * * *', concurrency: 32, retrySchedule: Array.from({ length: 12 }, () => 1) };
+const webhooks = { tick: NEVER, concurrency: 32, retrySchedule: Array.from({ length: 12 }, () => 1) };
+/** Seconds the clock may move before every event must have arrived: 12 retries of a second, 10 events a key. */
+const MOST_SECONDS = 300;
 
 /** Publishes every key's events in order (each awaited before the next of its key, keys at once), taking turns among `portals`. */
 async function publishAll(portals: Portal[]): Promise<void> {
@@ -78,6 +83,7 @@ async function scenario(
   instances = 1,
 ): Promise<string[]> {
   const watch = receiver();
+  const time = manualClock();
   const portals: Portal[] = [];
   try {
     for (let i = 0; i < instances; i++) {
@@ -85,16 +91,18 @@ async function scenario(
         await createPortal({
           auth: { apiKeys: { 'ordering-test-key-of-a': 'acct_a' } },
           ...make(watch.transport(`instance-${i}`), i),
+          clock: time.clock,
           webhooks,
         }),
       );
     }
     await portals[0]!.webhooks.create('acct_a', { type: 'customer-created', url: 'https://receiver.example/hook' });
     await publishAll(portals);
-    const deadline = Date.now() + 60_000;
-    while (!watch.done()) {
-      if (Date.now() > deadline) throw new Error(`${label}: not every event delivered within 60 s`);
-      await new Promise((resolve) => setTimeout(resolve, 20));
+    for (let second = 0; !watch.done(); second++) {
+      if (second > MOST_SECONDS) throw new Error(`${label}: not every event delivered within ${MOST_SECONDS} s`);
+      // Every instance at once, as their cron ticks would run: each resolves when it has nothing due.
+      await Promise.all(portals.map((portal) => portal.worker!.tick()));
+      if (!watch.done()) time.advance(1);
     }
     for (let k = 0; k < KEYS; k++) {
       assert.equal(
