@@ -3,7 +3,7 @@ import type { Storage } from '../../../src/ports.js';
 import type { SqlClient } from '../../../adapters/sql/index.js';
 import { sqlStorage } from '../../../adapters/sql/index.js';
 import type { StorageBackChannel } from '../../conformance/types.js';
-import { dropSchema, freshSchema, sqlBackChannel } from '../../helpers/sql.js';
+import { giveBackSchema, sqlBackChannel, takeSchema } from '../../helpers/sql.js';
 
 /** A database the SQL tests run on: PGlite always, the PostgreSQL server when it answers. */
 export interface SqlBackend {
@@ -14,22 +14,23 @@ export interface SqlBackend {
 }
 
 /**
- * Runs `body` with an opened storage on a fresh schema, dropped afterwards, and the back-channel
- * `db` that reads that schema's tables in plain SQL.
+ * Runs `body` with an opened storage on a schema of its own (`takeSchema`: an emptied one with the
+ * tables as migrated, or a fresh one), given back afterwards, and the back-channel `db` that reads
+ * that schema's tables in plain SQL.
  */
 export function withSqlStorage(
   backend: SqlBackend,
   body: (storage: Storage, context: { schema: string; db: StorageBackChannel }) => Promise<void>,
 ) {
   return async () => {
-    const schema = freshSchema();
+    const schema = takeSchema(backend.client);
     const storage = sqlStorage({ client: backend.client, schema });
     await storage.open!();
     try {
       await body(storage, { schema, db: sqlBackChannel(backend.client, schema) });
     } finally {
       await storage.close!();
-      await dropSchema(backend.client, schema);
+      await giveBackSchema(backend.client, schema);
     }
   };
 }
