@@ -210,7 +210,8 @@ test('429 with a longer Retry-After waits as asked; a shorter one, or one on a 5
 });
 
 test('a receiver that hangs past timeoutMs is a failed attempt with the timeout as its error', async () => {
-  const app = await setup({ timeoutMs: 200 });
+  // A second, not less: the next call must answer within it on a machine busy with other tests.
+  const app = await setup({ timeoutMs: 1000 });
   app.receiver.script([{ hang: true }]);
   try {
     await app.portal.events.publish('acct_a', 'customer-created', customer);
@@ -218,7 +219,7 @@ test('a receiver that hangs past timeoutMs is a failed attempt with the timeout 
     let delivery = await app.delivery();
     assert.equal(
       delivery.attempts.map(({ statusCode, error }) => ({ statusCode, error })),
-      [{ statusCode: null, error: 'timed out after 200 ms' }],
+      [{ statusCode: null, error: 'timed out after 1000 ms' }],
     );
     assert.is(delivery.status, 'pending');
     app.time.to(delivery.nextAttemptAt!);
