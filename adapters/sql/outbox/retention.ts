@@ -8,10 +8,13 @@ import type { Names } from '../schema.js';
 
 export function createRetention(db: Db, { table }: Names): Pick<Storage, 'removeExpired'> {
   // Retention, oldest first, each row once across instances (SKIP LOCKED): a row another instance
-  // is removing, or a redeliver is taking back to the queue, is left to the next pass.
+  // is removing, or a redeliver is taking back to the queue, is left to the next pass. The status
+  // test is what lets the log's index of finished rows (created_at) serve the walk; without it the
+  // whole log was read and sorted each pass. A pending row there is one an earlier release stored
+  // during an upgrade, for the claim to adopt, not to remove.
   const removeDeliveries = `WITH doomed AS (
       SELECT id FROM ${table('deliveries')}
-      WHERE created_at < $1::timestamptz
+      WHERE status <> 'pending' AND created_at < $1::timestamptz
       ORDER BY created_at LIMIT $2::int
       FOR UPDATE SKIP LOCKED
     )
