@@ -337,6 +337,15 @@ export interface RetentionStore {
   ): Promise<{ deliveries: number; events: number }>;
 
   /**
+   * For a store that keeps events and finished deliveries in generations, each a span of time it
+   * removes whole (SQL: a partition of each table): called on every retention tick before
+   * `removeExpired`, starts a new generation once the current one began `spanMs` before `now` or
+   * earlier. Such a store removes a record once everything in its generation is past its time:
+   * kept at least as long as the retention says, and at most about `spanMs` longer.
+   */
+  rotateHistory?(now: string, spanMs: number): Promise<void>;
+
+  /**
    * Whether any record names the blob `key` (a document, file or attachment id, or `agc_<x>`, the
    * certificate of agreement `agr_<x>`): the orphan sweep asks.
    */

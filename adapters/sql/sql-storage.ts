@@ -10,6 +10,7 @@ import { createAgreements } from './storage-agreements.js';
 import { createIdempotencyKeys } from './storage-idempotency.js';
 import { STORAGE_MIGRATIONS } from './storage-migrations.js';
 import { createOutbox } from './outbox/index.js';
+import { createPartitions } from './outbox/partitions.js';
 import { createRetention } from './outbox/retention.js';
 import { createHealth } from './storage-health.js';
 import { createCallStats } from './storage-call-stats.js';
@@ -53,6 +54,7 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
   const channel = workChannel(names.schema);
   const outbox = createOutbox(db, names, pool === undefined ? undefined : { channel });
   const retention = createRetention(db, names);
+  const partitions = createPartitions(db, names);
   const idempotencyKeys = createIdempotencyKeys(db, names);
   const agreements = createAgreements(db, names, outbox, idempotencyKeys);
   const health = createHealth(db, names, pool === undefined ? undefined : { channel });
@@ -241,6 +243,8 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
     recordAttempt: outbox.recordAttempt,
     redeliver: outbox.redeliver,
     ...health,
+
+    rotateHistory: partitions.rotateHistory,
 
     async removeExpired(before, limit) {
       const gone = await retention.removeExpired(before, limit);

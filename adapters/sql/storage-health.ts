@@ -188,13 +188,13 @@ export function createHealth(db: Db, names: Names, announce?: { channel: string 
   // every delivery of an event created at or after $2 is at or after $2 too, and the index on
   // (webhook_id, created_at) finds them. Events of another type ($3) are test calls.
   // Pending deliveries are in the queue, finished ones in the log.
-  const undelivered = `SELECT d.event_id, e.ordering_key FROM (
-      SELECT event_id, status, seq FROM ${table('delivery_queue')} WHERE webhook_id = $1::text AND created_at >= $2::timestamptz
+  const undelivered = `SELECT d.event_id, e.ordering_key, e.gen FROM (
+      SELECT event_id, event_gen, status, seq FROM ${table('delivery_queue')} WHERE webhook_id = $1::text AND created_at >= $2::timestamptz
       UNION ALL
-      SELECT event_id, status, seq FROM ${table('deliveries')} WHERE webhook_id = $1::text AND created_at >= $2::timestamptz
-    ) AS d JOIN ${table('events')} AS e ON e.id = d.event_id
+      SELECT event_id, event_gen, status, seq FROM ${table('deliveries')} WHERE webhook_id = $1::text AND created_at >= $2::timestamptz
+    ) AS d JOIN ${table('events')} AS e ON e.gen = d.event_gen AND e.id = d.event_id
     WHERE e.created_at >= $2::timestamptz AND e.type = $3::text
-    GROUP BY d.event_id, e.created_at, e.ordering_key
+    GROUP BY d.event_id, e.gen, e.created_at, e.ordering_key
     HAVING bool_and(d.status IN ('failed', 'cancelled'))
     ORDER BY e.created_at, min(d.seq)`;
   const insertDeliveries = insertDeliveriesStatement(names);
@@ -244,7 +244,12 @@ export function createHealth(db: Db, names: Names, announce?: { channel: string 
         );
         if (recovered.length === 0) return [];
         const made = await keys.inOrder(tx, recovered);
-        await tx.query(insertDeliveries, deliveryColumnsOf(made));
+        // Each in its event's generation, as a delivery made when the event was published.
+        const generations = new Map(events.map((row) => [row.event_id as string, Number(row.gen)]));
+        await tx.query(insertDeliveries, [
+          ...deliveryColumnsOf(made),
+          made.map((delivery) => generations.get(delivery.eventId)!),
+        ]);
         if (announce !== undefined) await tx.query(notifyWork, [announce.channel]);
         return made;
       });

@@ -1,6 +1,7 @@
 import { callStatsTable } from './storage-call-stats.js';
 import { MAX_ATTEMPTS_KEPT } from '../../src/rules/deliveries.js';
 import type { Migration } from './migrations.js';
+import { type History, partitionName, partitionStatements } from './outbox/partitions.js';
 
 /**
  * The record tables. Ids are `COLLATE "C"` so that ordering by id is code-unit order, as in every
@@ -413,6 +414,52 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
       // lock on the event row (and its WAL) a delivery.
       `ALTER TABLE ${table('deliveries')} DROP CONSTRAINT portal_deliveries_event_id_fkey`,
     ],
+  },
+  {
+    version: 23,
+    name: 'events and the delivery log in generations, partitions retention drops whole',
+    // portal_events and portal_deliveries become partitioned (LIST, by generation: see
+    // outbox/partitions.ts), the tables as they were adopted as generation 0 without moving a row:
+    // a column with a constant default (no rewrite), a CHECK that proves the partition's bound (one
+    // scan), and the attach, which then needs no scan. The parents have no index of their own, so the
+    // old tables' indexes serve generation 0 as they are. Generations 1 (current) and 2 (ahead) and
+    // the default partitions start empty. The queue's foreign key to events goes: a key cannot
+    // name a partitioned table by id alone; retention keeps the events pending deliveries name.
+    statements: (names) => {
+      const { table, quotedSchema } = names;
+      const adopt = (history: History, column: string) => [
+        `ALTER TABLE ${table(history)} ADD COLUMN ${column} integer NOT NULL DEFAULT 0`,
+        `ALTER TABLE ${table(history)} ADD CONSTRAINT ${partitionName(history, 0)}_bound CHECK (${column} = 0)`,
+        `ALTER TABLE ${table(history)} RENAME TO ${partitionName(history, 0)}`,
+        `CREATE TABLE ${table(history)} (LIKE ${quotedSchema}.${partitionName(history, 0)} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)
+          PARTITION BY LIST (${column})`,
+        `ALTER TABLE ${table(history)} DROP CONSTRAINT ${partitionName(history, 0)}_bound`,
+        `ALTER TABLE ${table(history)} ATTACH PARTITION ${quotedSchema}.${partitionName(history, 0)} FOR VALUES IN (0)`,
+        ...partitionStatements(names, history, 'default'),
+        ...partitionStatements(names, history, 1),
+        ...partitionStatements(names, history, 2),
+      ];
+      return [
+        `ALTER TABLE ${table('delivery_queue')} DROP CONSTRAINT portal_delivery_queue_event_id_fkey`,
+        `ALTER TABLE ${table('delivery_queue')} ADD COLUMN event_gen integer NOT NULL DEFAULT 0`,
+        `ALTER TABLE ${table('delivery_queue')} ALTER COLUMN event_gen DROP DEFAULT`,
+        // started_at: -infinity for what came before; generation 1 begins now, by the database's clock
+        // (the first rotation goes by the host's clock, see rotateHistory).
+        // until: the latest created_at of the generation's events, learnt once it is closed;
+        // log_until: of its deliveries, when a drop found a later one (a recovered delivery).
+        `CREATE TABLE ${table('generations')} (
+          gen integer PRIMARY KEY,
+          started_at timestamptz NOT NULL,
+          until timestamptz,
+          log_until timestamptz
+        )`,
+        `INSERT INTO ${table('generations')} (gen, started_at) VALUES (0, '-infinity'), (1, now())`,
+        ...adopt('events', 'gen'),
+        // The log's CHECK of status goes from generation 0 to the parent (LIKE … INCLUDING
+        // CONSTRAINTS), and from the parent to each new partition.
+        ...adopt('deliveries', 'event_gen'),
+      ];
+    },
   },
 ];
 

@@ -211,7 +211,7 @@ export function toDelivery(row: Row, as = ''): DeliveryRecord {
 
 /** What a delivery holds, in the queue and in the log alike: the columns a move copies. */
 const STORED =
-  'id, account_id, webhook_id, event_id, status, attempts, attempt_count, next_attempt_at, created_at, event_type, ordering_key, lease_owner, lease_until, redeliver_queued, seq';
+  'id, account_id, webhook_id, event_id, status, attempts, attempt_count, next_attempt_at, created_at, event_type, ordering_key, lease_owner, lease_until, redeliver_queued, seq, event_gen';
 
 /**
  * Moves deliveries a statement took out of the queue (the CTE or table `source`, its rows as the
@@ -221,7 +221,7 @@ const STORED =
 export const finishedFrom = ({ table }: Names, source: string, status: string) =>
   `INSERT INTO ${table('deliveries')} (${STORED})
     SELECT s.id, s.account_id, s.webhook_id, s.event_id, ${status}, s.attempts, s.attempt_count, NULL, s.created_at,
-      s.event_type, s.ordering_key, NULL, NULL, false, s.seq
+      s.event_type, s.ordering_key, NULL, NULL, false, s.seq, s.event_gen
     FROM ${source} AS s`;
 
 /**
@@ -231,7 +231,7 @@ export const finishedFrom = ({ table }: Names, source: string, status: string) =
 export const queuedFrom = ({ table }: Names, source: string, nextAttemptAt: string) =>
   `INSERT INTO ${table('delivery_queue')} (${STORED})
     SELECT s.id, s.account_id, s.webhook_id, s.event_id, 'pending', s.attempts, s.attempt_count, ${nextAttemptAt},
-      s.created_at, s.event_type, s.ordering_key, NULL, NULL, false, s.seq
+      s.created_at, s.event_type, s.ordering_key, NULL, NULL, false, s.seq, s.event_gen
     FROM ${source} AS s
     RETURNING ${columns(DELIVERY, '', '')}`;
 
@@ -246,10 +246,13 @@ function attemptShape(attempt: DeliveryAttempt): DeliveryAttempt {
   };
 }
 
-/** Queues new deliveries, given `deliveryColumnsOf`; attempts and the lease start empty (the columns' defaults). */
+/**
+ * Queues new deliveries, given `deliveryColumnsOf` and, tenth, their events' generations; attempts
+ * and the lease start empty (the columns' defaults).
+ */
 export const insertDeliveriesStatement = ({ table }: Names) =>
-  `INSERT INTO ${table('delivery_queue')} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type, ordering_key)
-    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::text[], $9::text[])`;
+  `INSERT INTO ${table('delivery_queue')} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type, ordering_key, event_gen)
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::text[], $9::text[], $10::int[])`;
 
 /**
  * The columns a new delivery is stored with, as arrays (for `INSERT … SELECT * FROM unnest(…)`):

@@ -11,6 +11,23 @@ const MIN_RETENTION_MS = 60_000;
 const RETENTION_BATCH = 500;
 /** Batches one tick runs at most; a tick whose batches all came back full leaves the rest to the next. */
 const RETENTION_BATCHES_PER_TICK = 20;
+/** A generation of a store that removes whole ones (`rotateHistory`): an eighth of the shorter retention, from a minute to a day. */
+const GENERATIONS_PER_RETENTION = 8;
+const GENERATION_SPAN_MS = { min: 60_000, max: 24 * 60 * 60 * 1000 };
+
+/**
+ * How long a generation spans, for the retention in force: `Infinity` (never a new one) when
+ * nothing is ever removed. A record is kept at most about this much longer than its retention; a
+ * store holds about `retention / span` generations (30 days: 31 of a day).
+ */
+export function generationSpan({ eventsMs, deliveriesMs }: Required<RetentionOptions>): number {
+  const shorter = Math.min(eventsMs, deliveriesMs);
+  if (shorter === Infinity) return Infinity;
+  return Math.min(
+    GENERATION_SPAN_MS.max,
+    Math.max(GENERATION_SPAN_MS.min, Math.floor(shorter / GENERATIONS_PER_RETENTION)),
+  );
+}
 
 /** The retention in force, checked: each a whole number of milliseconds, at least a minute, or `Infinity`. */
 export function resolveRetention(options: RetentionOptions | undefined): Required<RetentionOptions> {
@@ -28,7 +45,8 @@ export function resolveRetention(options: RetentionOptions | undefined): Require
 
 /**
  * What the worker's tick does for retention: removes finished deliveries and events past their
- * time, in batches of `RETENTION_BATCH`, oldest first, off the request path (`Storage.removeExpired`).
+ * time, in batches of `RETENTION_BATCH`, oldest first, off the request path (`Storage.removeExpired`);
+ * a store that removes whole generations starts the next one first (`Storage.rotateHistory`).
  * A pending delivery is never removed, nor an event a delivery still names. Instances that tick at
  * once share the work: a store removes each record once.
  */
@@ -40,10 +58,12 @@ export function createRetention(deps: {
   telemetry?: Telemetry;
 }) {
   const { eventsMs, deliveriesMs } = deps.retention;
+  const span = generationSpan(deps.retention);
   const cutoff = (now: number, ms: number) => (ms === Infinity ? null : atom(new Date(now - ms)));
   return async function tick(): Promise<{ deliveries: number; events: number }> {
     const removed = { deliveries: 0, events: 0 };
     const now = deps.clock().getTime();
+    if (span !== Infinity) await deps.storage.rotateHistory?.(atom(new Date(now)), span);
     const before = { deliveries: cutoff(now, deliveriesMs), events: cutoff(now, eventsMs) };
     for (let batch = 0; batch < RETENTION_BATCHES_PER_TICK; batch++) {
       const gone = await deps.storage.removeExpired(before, RETENTION_BATCH);

@@ -158,13 +158,13 @@ test("a publish whose answer was lost is found stored by its events' ids: answer
   const webhook = webhookRecord({ id: 'wbh_reconnectpublish', type: 'customer-created' });
   await storage.insertWebhook(webhook);
   const event = eventRecord({ id: 'evt_reconnectlanded', type: 'customer-created' });
-  pool.answerLost(/^WITH events AS/, lost);
+  pool.answerLost(/^WITH generation AS/, lost);
   const deliveries = await storage.publishEvents([event]);
   assert.equal(
     deliveries.map((delivery) => [delivery.eventId, delivery.webhookId]),
     [[event.id, webhook.id]],
   );
-  assert.is(pool.count(/^WITH events AS/), 1, 'not run again');
+  assert.is(pool.count(/^WITH generation AS/), 1, 'not run again');
   assert.is((await everyDelivery(storage, 'acct_a', webhook.id)).length, 1);
 });
 
@@ -172,12 +172,12 @@ test('a publish lost before it reached the server is found absent and run again,
   const { pool, storage } = await open();
   const webhook = webhookRecord({ id: 'wbh_reconnectabsent', type: 'customer-created' });
   await storage.insertWebhook(webhook);
-  pool.failNext(/^WITH events AS/, lost);
+  pool.failNext(/^WITH generation AS/, lost);
   const deliveries = await storage.publishEvents([
     eventRecord({ id: 'evt_reconnectabsent', type: 'customer-created' }),
   ]);
   assert.is(deliveries.length, 1);
-  assert.is(pool.count(/^WITH events AS/), 2);
+  assert.is(pool.count(/^WITH generation AS/), 2);
   assert.is((await everyDelivery(storage, 'acct_a', webhook.id)).length, 1);
 });
 

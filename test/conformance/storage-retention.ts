@@ -8,13 +8,22 @@ import type { StorageFactory } from './types.js';
 import { withStorage } from './with-storage.js';
 import { everyDelivery } from '../helpers/every-delivery.js';
 
-/** A webhook, and one event a minute for `count` minutes, each with its delivery. */
+/**
+ * A store that removes whole generations (`rotateHistory`) starts one at `seconds`, a minute long:
+ * what it holds from then on can be removed apart from what came before. A store that removes
+ * records one by one has nothing to do.
+ */
+const nextGeneration = (storage: Storage, seconds: number) => storage.rotateHistory?.(at(seconds), 60_000);
+
+/** A webhook, and one event a minute for `count` minutes, each with its delivery (and generation). */
 async function minutely(storage: Storage, count: number) {
   const webhook = webhookRecord();
   await storage.insertWebhook(webhook);
   const deliveries: DeliveryRecord[] = [];
-  for (let i = 0; i < count; i++)
+  for (let i = 0; i < count; i++) {
+    await nextGeneration(storage, i * 60);
     deliveries.push(...(await storage.publishEvents([eventRecord({ createdAt: at(i * 60) })])));
+  }
   return { webhook, deliveries };
 }
 
@@ -72,8 +81,10 @@ export function retentionStorageTests(test: Test, factory: StorageFactory): void
     'retention: an event goes once no delivery names it; one without a webhook goes at its time',
     withStorage(factory, async (storage, { db }) => {
       const { deliveries } = await minutely(storage, 4);
-      const lonely = eventRecord({ type: 'agreement-signed', createdAt: at(30) });
+      await nextGeneration(storage, 4 * 60);
+      const lonely = eventRecord({ type: 'agreement-signed', createdAt: at(4 * 60 + 30) });
       assert.equal(await storage.publishEvents([lonely]), [], 'no webhook of its type');
+      await nextGeneration(storage, 5 * 60);
       await finish(storage, deliveries.slice(0, 3), 'failed');
       // Events past their time, deliveries kept longer: only the lonely event goes.
       assert.equal(await storage.removeExpired({ deliveries: null, events: at(10_000) }, 100), {
@@ -103,6 +114,7 @@ export function retentionStorageTests(test: Test, factory: StorageFactory): void
     'retention: two passes at once remove each record once',
     withStorage(factory, async (storage) => {
       const { deliveries } = await minutely(storage, 30);
+      await nextGeneration(storage, 30 * 60);
       await finish(storage, deliveries, 'succeeded');
       const passes = await Promise.all(
         [0, 1, 2].map(() => storage.removeExpired({ deliveries: at(100_000), events: at(100_000) }, 7)),

@@ -73,7 +73,8 @@ export async function dropRunSchemas(client: SqlClient): Promise<void> {
  * Migrated schemas tests gave back, emptied, for the next test on the same client to take: a schema
  * made and migrated costs hundreds of milliseconds of the database's time (PGlite: 160 ms of this
  * process's CPU), one emptied and reopened about ten. A schema whose shape a test changed (a table, a
- * column, an index, a migration record) is dropped instead of kept.
+ * column, an index, a migration record, a partition) is dropped instead of kept. The generations
+ * stay as migrated: a test that started one made a partition, and its schema is dropped.
  */
 const spares = new WeakMap<SqlClient, string[]>();
 /** The shape of a schema freshly migrated with each set of components, by client. */
@@ -94,7 +95,7 @@ export async function giveBackSchema(client: SqlClient, schema: string): Promise
     if (expected === undefined) shapes.set(components, (expected = pristineShape(client, components)));
     if ((await shapeOf(client, schema)).replaceAll(schema, '') === (await expected)) {
       const { rows } = await client.query(
-        `SELECT tablename FROM pg_tables WHERE schemaname = $1::text AND tablename <> 'portal_migrations'`,
+        `SELECT tablename FROM pg_tables WHERE schemaname = $1::text AND tablename NOT IN ('portal_migrations', 'portal_generations')`,
         [schema],
       );
       const tables = (rows as { tablename: string }[]).map(({ tablename }) => `"${schema}"."${tablename}"`);

@@ -61,9 +61,10 @@ export function createClaim(db: Db, names: Names): Required<Pick<Storage, 'claim
       WHERE d.ctid = ANY (ARRAY(SELECT row FROM due))
       RETURNING d.*
     )`;
+  // Each event from its generation's partition alone (pruned as the join runs, by the row's event_gen).
   const returnedSelect = `SELECT ${deliveryColumns('d', 'd_')}, ${eventColumns('e', 'e_')}, ${webhookColumns('w', 'w_')}
     FROM leased AS d
-    JOIN ${table('events')} AS e ON e.id = d.event_id
+    JOIN ${table('events')} AS e ON e.gen = d.event_gen AND e.id = d.event_id
     JOIN ${table('webhooks')} AS w ON w.id = d.webhook_id`;
   const leasedAndReturned = () => `${leasedCte}
     ${returnedSelect}

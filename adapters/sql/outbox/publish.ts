@@ -11,6 +11,7 @@ import type { Db, Queryable, Row } from '../client.js';
 import type { Names } from '../schema.js';
 import type { orderingKeys } from '../storage-keys.js';
 import { deliveryColumnsOf, insertDeliveriesStatement } from '../storage-rows.js';
+import { currentGeneration } from './partitions.js';
 
 /** Transactions storing publishes at once: more calls wait, and are stored together (see batch.ts). */
 const MAX_STORING = 2;
@@ -69,8 +70,11 @@ export function createPublish(
   announce: { channel: string } | undefined,
 ): Publishing {
   const { table } = names;
-  const insertEvents = `INSERT INTO ${table('events')} (id, account_id, type, created_at, data, ordering_key)
-    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::json[], $6::text[])`;
+  // In the current generation, answered so that the deliveries name it.
+  const insertEvents = `INSERT INTO ${table('events')} (id, account_id, type, created_at, data, ordering_key, gen)
+    SELECT made.*, ${currentGeneration(names)}
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::json[], $6::text[]) AS made
+    RETURNING gen`;
   // FOR KEY SHARE: a webhook being deleted meanwhile waits for this transaction, and then cancels
   // the deliveries made here, instead of leaving them pending for a webhook that is gone.
   const matchingWebhooks = `SELECT id, account_id, type, filter::text FROM ${table('webhooks')}
@@ -84,19 +88,22 @@ export function createPublish(
     WHERE (account_id, type) IN (SELECT * FROM unnest($1::text[], $2::text[]))
     ORDER BY created_at, id`;
   // storeAtOnce's statement: $1–$6 the events, $7 the webhooks, $8–$16 the deliveries, $17 the
-  // channel to notify (NULL: none). The foreign key from deliveries to events is checked at the end
-  // of the statement, when the events are in. The notification goes out when the statement commits.
+  // channel to notify (NULL: none). The events and their deliveries name the generation current when
+  // the statement starts. The notification goes out when the statement commits.
   const eventsStored = `SELECT id FROM ${table('events')} WHERE id = ANY ($1::text[]) LIMIT 1`;
   // Stored, and maybe finished since (in the log).
   const deliveriesStored = `SELECT id FROM ${table('delivery_queue')} WHERE id = ANY ($1::text[])
     UNION ALL SELECT id FROM ${table('deliveries')} WHERE id = ANY ($1::text[])`;
-  const storeAll = `WITH events AS (
-      INSERT INTO ${table('events')} (id, account_id, type, created_at, data, ordering_key)
-      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::json[], $6::text[])
+  const storeAll = `WITH generation AS (
+      SELECT ${currentGeneration(names)} AS gen
+    ), events AS (
+      INSERT INTO ${table('events')} (id, account_id, type, created_at, data, ordering_key, gen)
+      SELECT made.*, generation.gen
+      FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::json[], $6::text[]) AS made, generation
     ), webhooks AS (
       SELECT id FROM ${table('webhooks')} WHERE id = ANY ($7::text[]) FOR KEY SHARE
     ), stored AS (
-      INSERT INTO ${table('delivery_queue')} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type, ordering_key)
+      INSERT INTO ${table('delivery_queue')} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type, ordering_key, event_gen)
       SELECT made.id, made.account_id, made.webhook_id, made.event_id, made.status,
         -- Held when its key holds a pending delivery already (keyed publishes run this under their
         -- keys' locks, taken by a statement before this one). A later one of its key in this
@@ -105,9 +112,9 @@ export function createPublish(
           WHEN EXISTS (SELECT 1 FROM ${table('delivery_queue')} AS p
             WHERE p.webhook_id = made.webhook_id AND p.ordering_key = made.ordering_key) THEN NULL
           ELSE made.next_attempt_at END,
-        made.created_at, made.event_type, made.ordering_key
+        made.created_at, made.event_type, made.ordering_key, generation.gen
       FROM unnest($8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::timestamptz[], $14::timestamptz[], $15::text[], $16::text[])
-        AS made(id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type, ordering_key)
+        AS made(id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type, ordering_key), generation
       WHERE made.webhook_id IN (SELECT id FROM webhooks)
       RETURNING id, next_attempt_at
     ), announced AS (
@@ -118,13 +125,13 @@ export function createPublish(
 
   async function storeEvents(tx: Queryable, batch: EventRecord[], target?: DeliveryTarget): Promise<DeliveryRecord[]> {
     if (batch.length === 0) return [];
-    await tx.query(insertEvents, eventColumnsOf(batch));
+    const [stored] = await tx.query(insertEvents, eventColumnsOf(batch));
     const webhooks = target
       ? await tx.query(targetWebhook, [target.webhookId])
       : await tx.query(matchingWebhooks, [batch.map((event) => event.accountId), batch.map((event) => event.type)]);
     const created = await keys.inOrder(tx, deliveriesOf(batch, webhooks, target));
     if (created.length > 0) {
-      await tx.query(insertDeliveries, deliveryColumnsOf(created));
+      await tx.query(insertDeliveries, [...deliveryColumnsOf(created), created.map(() => stored!.gen)]);
       if (announce !== undefined) await tx.query(NOTIFY_WORK, [announce.channel]);
     }
     return created;

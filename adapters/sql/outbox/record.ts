@@ -96,7 +96,7 @@ export function createRecord(
       USING held AS h
       WHERE d.ctid = ANY (ARRAY(SELECT row FROM held WHERE status <> 'pending')) AND d.ctid = h.row
       RETURNING d.id, d.account_id, d.webhook_id, d.event_id, h.status, h.attempts, h.attempt_count, d.created_at,
-        d.event_type, d.ordering_key, d.seq
+        d.event_type, d.ordering_key, d.seq, d.event_gen
     ), logged AS (${finishedFrom(names, 'finished', 's.status')}
     ), recorded AS (
       SELECT h.id, h.webhook_id, h.account_id, h.at, h.entry, h.ordering_key, h.status,

@@ -1,46 +1,191 @@
 /**
- * Retention: finished deliveries (the log; pending ones are in the queue) and the events no delivery names, once past
- * the host's `retention`, removed oldest first in batches of at most `limit` a pass.
+ * Retention (`removeExpired` of src/domain/retention.ts): a generation's partitions dropped whole
+ * once every record in them is past the host's `retention` (see partitions.ts), oldest first.
+ *
+ * - The log's partition of generation g goes once its latest delivery was made before the
+ *   deliveries' time. Its deliveries were made with their events, so the generation's events tell
+ *   when, learnt once it is closed (`until`); a delivery a recovery made later in it keeps the
+ *   partition longer (`log_until`, learnt when a drop finds it).
+ * - The events' partition of g goes once its latest event is past the events' time and the log's
+ *   partition of g is gone or empty (a finished delivery that is kept keeps its event). An event a
+ *   pending delivery names, or a delivery kept in the log's default partition, is copied to the
+ *   events' default partition first: never dropped.
+ * - The default partitions hold few rows (see partitions.ts); theirs go one by one, oldest first.
+ *
+ * A drop holds the parent's ACCESS EXCLUSIVE lock for as long as it counts the partition, copies what
+ * is kept, detaches and drops it; waiting longer than DDL_LOCK_TIMEOUT for it, the pass gives up
+ * and the next tick tries again. Instances take turns on the lock: the later finds it gone.
  */
 import type { Storage } from '../../../src/ports.js';
-import type { Db } from '../client.js';
+import type { Db, Queryable } from '../client.js';
 import type { Names } from '../schema.js';
+import { DDL_LOCK_TIMEOUT, type History, attachedGenerations, partitionName } from './partitions.js';
 
-export function createRetention(db: Db, { table }: Names): Pick<Storage, 'removeExpired'> {
-  // Retention, oldest first, each row once across instances (SKIP LOCKED): a row another instance
-  // is removing, or a redeliver is taking back to the queue, is left to the next pass. The status
-  // test is what lets the log's index of finished rows (created_at) serve the walk; without it the
-  // whole log was read and sorted each pass. A pending row there is one an earlier release stored
-  // during an upgrade, for the claim to adopt, not to remove.
-  const removeDeliveries = `WITH doomed AS (
-      SELECT id FROM ${table('deliveries')}
+/** A time as milliseconds, as the statements below answer it: NULL and -infinity are -Infinity. */
+const msOf = (value: unknown) => (value === null || value === undefined ? -Infinity : Number(value));
+const ms = (column: string) => `(extract(epoch FROM ${column}) * 1000)::float8`;
+
+/** PostgreSQL's lock_not_available: a DDL lock not had within DDL_LOCK_TIMEOUT. */
+const LOCK_NOT_AVAILABLE = '55P03';
+/** PostgreSQL's undefined_table: a partition another instance dropped since this pass looked. */
+const UNDEFINED_TABLE = '42P01';
+
+/** `read`'s answer, or `gone` when the partition it reads was dropped meanwhile. */
+async function unlessDropped<T>(read: Promise<T>, gone: T): Promise<T> {
+  try {
+    return await read;
+  } catch (error) {
+    if ((error as { code?: string }).code === UNDEFINED_TABLE) return gone;
+    throw error;
+  }
+}
+
+export function createRetention(db: Db, names: Names): Pick<Storage, 'removeExpired'> {
+  const { table, quotedSchema } = names;
+  const partition = (history: History, gen: number | 'default') => `${quotedSchema}."${partitionName(history, gen)}"`;
+  const closed = `SELECT gen, ${ms('until')} AS until, ${ms('log_until')} AS log_until, until IS NULL AS unknown
+    FROM ${table('generations')}
+    WHERE gen < (SELECT max(gen) FROM ${table('generations')})
+    ORDER BY gen`;
+  // A closed generation's latest event (-infinity: none), learnt once by a scan of its partition.
+  const learnUntil = (gen: number) => `UPDATE ${table('generations')}
+    SET until = coalesce((SELECT max(created_at) FROM ${partition('events', gen)}), '-infinity')
+    WHERE gen = ${gen}
+    RETURNING ${ms('until')} AS until`;
+  const learnLogUntil = `UPDATE ${table('generations')} SET log_until = to_timestamp($2::float8 / 1000) WHERE gen = $1::int`;
+  // What a default partition keeps past its time goes a row at a time, oldest first, each once across
+  // instances (SKIP LOCKED). A pending row in the log is one a release before the queue stored, for
+  // the claim to adopt.
+  const logStragglers = `WITH doomed AS (
+      SELECT id FROM ${partition('deliveries', 'default')}
       WHERE status <> 'pending' AND created_at < $1::timestamptz
       ORDER BY created_at LIMIT $2::int
       FOR UPDATE SKIP LOCKED
-    )
-    , gone AS (DELETE FROM ${table('deliveries')} AS d USING doomed WHERE d.id = doomed.id RETURNING 1)
+    ), gone AS (DELETE FROM ${partition('deliveries', 'default')} AS d USING doomed WHERE d.id = doomed.id RETURNING 1)
     SELECT count(*)::int AS removed FROM gone`;
-  // An event goes once no delivery names it: a pending delivery's event, or a kept one's, stays.
-  const removeEvents = `WITH doomed AS (
-      SELECT e.id FROM ${table('events')} AS e
+  const eventStragglers = `WITH doomed AS (
+      SELECT e.id FROM ${partition('events', 'default')} AS e
       WHERE e.created_at < $1::timestamptz
-        AND NOT EXISTS (SELECT 1 FROM ${table('deliveries')} AS d WHERE d.event_id = e.id)
         AND NOT EXISTS (SELECT 1 FROM ${table('delivery_queue')} AS q WHERE q.event_id = e.id)
+        AND NOT EXISTS (SELECT 1 FROM ${table('deliveries')} AS d WHERE d.event_id = e.id)
       ORDER BY e.created_at LIMIT $2::int
       FOR UPDATE SKIP LOCKED
-    )
-    , gone AS (DELETE FROM ${table('events')} AS e USING doomed WHERE e.id = doomed.id RETURNING 1)
+    ), gone AS (DELETE FROM ${partition('events', 'default')} AS e USING doomed WHERE e.id = doomed.id RETURNING 1)
     SELECT count(*)::int AS removed FROM gone`;
+  const anyIn = (name: string) => `SELECT EXISTS (SELECT 1 FROM ${name}) AS any`;
+
+  /**
+   * Drops the partition of `gen` when its latest record was made before `cutoff` (ms): resolves how
+   * many records went, or the latest one's time when it is too recent, or nothing when the lock
+   * was not had or the partition is gone already.
+   */
+  async function drop(
+    history: History,
+    gen: number,
+    cutoff: number,
+  ): Promise<{ removed: number } | { newest: number } | null> {
+    const parent = table(history);
+    const part = partition(history, gen);
+    try {
+      return await db.transaction(async (tx) => {
+        await tx.query(DDL_LOCK_TIMEOUT);
+        await tx.query(`LOCK TABLE ONLY ${parent} IN ACCESS EXCLUSIVE MODE`);
+        if (!(await attachedGenerations(tx, names, history)).has(gen)) return null;
+        const [seen] = await tx.query(`SELECT count(*)::int AS count, ${ms('max(created_at)')} AS newest FROM ${part}`);
+        const newest = msOf(seen!.newest);
+        if (newest >= cutoff) return { newest };
+        await tx.query(`ALTER TABLE ${parent} DETACH PARTITION ${part}`);
+        const kept = history === 'events' ? await keepNamedEvents(tx, part) : 0;
+        await tx.query(`DROP TABLE ${part}`);
+        return { removed: Number(seen!.count) - kept };
+      });
+    } catch (error) {
+      if ((error as { code?: string }).code === LOCK_NOT_AVAILABLE) return null;
+      throw error;
+    }
+  }
+
+  /**
+   * The events of a detached partition that a pending delivery, or a delivery in the log's default
+   * partition, names: copied to the parent, which has no partition for their generation now, so
+   * into its default one. Under the parent's lock: no claim or recovery reads the events meanwhile.
+   */
+  async function keepNamedEvents(tx: Queryable, part: string): Promise<number> {
+    const [row] = await tx.query(
+      `WITH kept AS (
+        INSERT INTO ${table('events')}
+        SELECT * FROM ${part} AS e
+        WHERE EXISTS (SELECT 1 FROM ${table('delivery_queue')} AS q WHERE q.event_id = e.id)
+          OR EXISTS (SELECT 1 FROM ${partition('deliveries', 'default')} AS d WHERE d.event_id = e.id)
+        RETURNING 1
+      ) SELECT count(*)::int AS kept FROM kept`,
+    );
+    return Number(row!.kept);
+  }
+
+  const hasRows = async (name: string) => (await db.query(anyIn(name)))[0]!.any === true;
+
+  /** Rows of a default partition past their time, when it holds any: the rest of a pass's `limit`. */
+  async function stragglers(history: History, statement: string, at: string, limit: number): Promise<number> {
+    if (limit <= 0 || !(await hasRows(partition(history, 'default')))) return 0;
+    return Number((await db.query(statement, [at, limit], { replayable: true }))[0]!.removed);
+  }
 
   return {
     async removeExpired(before, limit) {
-      // Replayable: run twice, a removal of what is past retention only removes more of it.
-      const removed = async (text: string, at: string | null) =>
-        at === null ? 0 : Number((await db.query(text, [at, limit], { replayable: true }))[0]!.removed);
-      return {
-        deliveries: await removed(removeDeliveries, before.deliveries),
-        events: await removed(removeEvents, before.events),
-      };
+      const removed = { deliveries: 0, events: 0 };
+      if (before.deliveries === null && before.events === null) return removed;
+      const generations = await db.query(closed);
+      if (generations.length > 0) {
+        const logs = await attachedGenerations(db, names, 'deliveries');
+        const events = await attachedGenerations(db, names, 'events');
+        for (const generation of generations) {
+          if (generation.unknown !== true || !events.has(Number(generation.gen))) continue;
+          const [row] = await unlessDropped(db.query(learnUntil(Number(generation.gen)), [], { replayable: true }), []);
+          if (row !== undefined) generation.until = row.until;
+        }
+        if (before.deliveries !== null) {
+          const cutoff = Date.parse(before.deliveries);
+          for (const generation of generations) {
+            const gen = Number(generation.gen);
+            if (!logs.has(gen)) continue;
+            if (Math.max(msOf(generation.until), msOf(generation.log_until)) >= cutoff) break;
+            const outcome = await drop('deliveries', gen, cutoff);
+            if (outcome === null) break;
+            if ('newest' in outcome) {
+              await db.query(learnLogUntil, [gen, outcome.newest], { replayable: true });
+              break;
+            }
+            logs.delete(gen);
+            removed.deliveries += outcome.removed;
+            if (removed.deliveries >= limit) break;
+          }
+        }
+        if (before.events !== null) {
+          const cutoff = Date.parse(before.events);
+          for (const generation of generations) {
+            const gen = Number(generation.gen);
+            if (!events.has(gen)) continue;
+            if (msOf(generation.until) >= cutoff) break;
+            // Its finished deliveries are kept: so are the events they name.
+            if (logs.has(gen) && (await unlessDropped(hasRows(partition('deliveries', gen)), false))) continue;
+            const outcome = await drop('events', gen, cutoff);
+            if (outcome === null || 'newest' in outcome) break;
+            removed.events += outcome.removed;
+            if (removed.events >= limit) break;
+          }
+        }
+      }
+      if (before.deliveries !== null)
+        removed.deliveries += await stragglers(
+          'deliveries',
+          logStragglers,
+          before.deliveries,
+          limit - removed.deliveries,
+        );
+      if (before.events !== null)
+        removed.events += await stragglers('events', eventStragglers, before.events, limit - removed.events);
+      return removed;
     },
   };
 }

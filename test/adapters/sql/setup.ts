@@ -62,7 +62,9 @@ export function setupTests(test: Test, backend: SqlBackend): void {
     try {
       const db = wrapClient(client, 'test');
       const names = resolveNames({ schema }, 'test');
-      const skipped = STORAGE_MIGRATIONS.at(-2)!;
+      // One no later version builds on (21: the agreements' closed reasons), as a version released
+      // out of order would be.
+      const skipped = STORAGE_MIGRATIONS.find((migration) => migration.version === 21)!;
       await migrate(
         db,
         names,

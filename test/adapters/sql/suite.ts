@@ -6,6 +6,7 @@ import { blobTests } from './blobs.js';
 import { concurrencyTests } from './concurrency.js';
 import { skipping } from '../../helpers/skip.js';
 import type { SqlBackend } from './context.js';
+import { generationTests } from './generations.js';
 import { noDriverTests } from './no-drivers.js';
 import { outboxTests } from './outbox.js';
 import { recordTests } from './records.js';
@@ -40,6 +41,7 @@ export async function sqlSuites(which: 'PGlite' | 'PostgreSQL'): Promise<void> {
   const test = suite(`sql adapter (${backend.name})`);
   recordTests(test, backend);
   outboxTests(test, backend);
+  generationTests(test, backend);
   blobTests(test, backend);
   setupTests(test, backend);
   const reason = `sql adapter (${backend.name}): these run on the PostgreSQL server only, with pg pools and clients of their own`;

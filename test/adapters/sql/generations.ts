@@ -1,0 +1,188 @@
+import type { Test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { sqlStorage } from '../../../adapters/sql/index.js';
+import type { SqlClient } from '../../../adapters/sql/index.js';
+import type { DeliveryAttempt } from '../../../src/records.js';
+import { at, webhookRecord } from '../../conformance/fixtures.js';
+import { giveBackSchema, takeSchema } from '../../helpers/sql.js';
+import { eventRecord, rowsOf, withSqlStorage, type SqlBackend } from './context.js';
+
+const MINUTE = 60_000;
+type Work = (tx: SqlClient) => Promise<unknown>;
+type TransactionOf = (work: Work) => Promise<unknown>;
+const attempt = (seconds: number, statusCode: number): DeliveryAttempt => ({
+  at: at(seconds),
+  statusCode,
+  error: null,
+  durationMs: 5,
+});
+
+/** The partitions of a history table, by name, from the catalog. */
+async function partitionsOf(client: SqlClient, schema: string, table: 'events' | 'deliveries'): Promise<string[]> {
+  const { rows } = await client.query(
+    `SELECT c.relname FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid
+      WHERE i.inhparent = $1::regclass ORDER BY c.relname`,
+    [`"${schema}"."portal_${table}"`],
+  );
+  return (rows as { relname: string }[]).map((row) => row.relname.replace(`portal_${table}_`, ''));
+}
+
+/** Events and deliveries in generations (SQL partitions), and retention by dropping them. */
+export function generationTests(test: Test, backend: SqlBackend): void {
+  test(
+    'generations: each starts in partitions made ahead; a tick within the span changes nothing; events go to the current one',
+    withSqlStorage(backend, async (storage, { schema }) => {
+      const { client } = backend;
+      assert.equal(await partitionsOf(client, schema, 'events'), ['default', 'g0', 'g1', 'g2']);
+      assert.equal(await partitionsOf(client, schema, 'deliveries'), ['default', 'g0', 'g1', 'g2']);
+      // The host's clock, far behind the database's that began generation 1: a new one at once.
+      await storage.rotateHistory!(at(0), MINUTE);
+      assert.equal(await partitionsOf(client, schema, 'events'), ['default', 'g0', 'g1', 'g2', 'g3']);
+      await storage.rotateHistory!(at(59), MINUTE);
+      assert.equal(await partitionsOf(client, schema, 'deliveries'), ['default', 'g0', 'g1', 'g2', 'g3']);
+      const first = eventRecord({ createdAt: at(30) });
+      await storage.publishEvents([first]);
+      await storage.rotateHistory!(at(60), MINUTE);
+      assert.equal(await partitionsOf(client, schema, 'events'), ['default', 'g0', 'g1', 'g2', 'g3', 'g4']);
+      const second = eventRecord({ createdAt: at(61) });
+      await storage.publishEvents([second]);
+      const rows = await rowsOf(client, schema, 'events', 'true ORDER BY created_at');
+      assert.equal(
+        rows.map((row) => [row.id, row.gen]),
+        [
+          [first.id, 2],
+          [second.id, 3],
+        ],
+      );
+      const generations = await rowsOf(client, schema, 'generations', 'true ORDER BY gen');
+      assert.equal(
+        generations.map((row) => row.gen),
+        [0, 1, 2, 3],
+      );
+    }),
+  );
+
+  test(
+    'generations: a pending delivery keeps its event when the generation goes; finished later, it is kept in the default partition, then removed at its time',
+    withSqlStorage(backend, async (storage, { schema, db }) => {
+      const { client } = backend;
+      const webhook = webhookRecord();
+      await storage.insertWebhook(webhook);
+      await storage.rotateHistory!(at(0), MINUTE);
+      const event = eventRecord({ createdAt: at(0), data: { n: 1 } });
+      const [delivery] = await storage.publishEvents([event]);
+      await storage.rotateHistory!(at(60), MINUTE);
+      await storage.rotateHistory!(at(120), MINUTE);
+      // Generation 2 is past its time; its one delivery is pending (in the queue).
+      assert.equal(await storage.removeExpired({ deliveries: at(600), events: at(600) }, 100), {
+        deliveries: 0,
+        events: 0,
+      });
+      assert.not.ok((await partitionsOf(client, schema, 'events')).includes('g2'), 'the generation went');
+      assert.equal(
+        (await rowsOf(client, schema, 'events_default')).map((row) => row.id),
+        [event.id],
+        'the event a pending delivery names was kept',
+      );
+      const [claimed] = await storage.claimDeliveries({ now: at(700), leaseUntil: at(760), limit: 10, owner: 'w' });
+      assert.equal(claimed!.event.data, { n: 1 }, 'claimed with its event');
+      await storage.recordAttempt(delivery!.id, 'w', attempt(700, 200), { status: 'succeeded', nextAttemptAt: null });
+      assert.equal(
+        (await rowsOf(client, schema, 'deliveries_default')).map((row) => row.id),
+        [delivery!.id],
+        'logged where its generation was',
+      );
+      assert.is((await storage.getDelivery('acct_a', delivery!.id))!.status, 'succeeded');
+      assert.equal(await storage.removeExpired({ deliveries: at(-1), events: at(-1) }, 100), {
+        deliveries: 0,
+        events: 0,
+      });
+      assert.equal(await storage.removeExpired({ deliveries: at(600), events: at(600) }, 100), {
+        deliveries: 1,
+        events: 1,
+      });
+      assert.is(await db.delivery(delivery!.id), null);
+      assert.is(await db.event(event.id), null);
+    }),
+  );
+
+  test(
+    "generations: a recovered delivery keeps its event's generation in the log until it is past its time too",
+    withSqlStorage(backend, async (storage, { schema }) => {
+      const { client } = backend;
+      const webhook = webhookRecord();
+      await storage.insertWebhook(webhook);
+      await storage.rotateHistory!(at(0), MINUTE);
+      const [failed] = await storage.publishEvents([eventRecord({ createdAt: at(0) })]);
+      await storage.claimDeliveries({ now: at(0), leaseUntil: at(60), limit: 10, owner: 'w' });
+      await storage.recordAttempt(failed!.id, 'w', attempt(0, 500), { status: 'failed', nextAttemptAt: null });
+      await storage.rotateHistory!(at(60), MINUTE);
+      // Recovered an hour later: made then, in its event's generation.
+      const [recovered] = (await storage.recoverDeliveries('acct_a', webhook.id, at(0), at(3600)))!;
+      await storage.claimDeliveries({ now: at(3600), leaseUntil: at(3660), limit: 10, owner: 'w' });
+      await storage.recordAttempt(recovered!.id, 'w', attempt(3600, 200), { status: 'succeeded', nextAttemptAt: null });
+      assert.equal(await storage.removeExpired({ deliveries: at(1800), events: at(1800) }, 100), {
+        deliveries: 0,
+        events: 0,
+      });
+      assert.ok((await partitionsOf(client, schema, 'deliveries')).includes('g2'), 'kept for the recovered one');
+      const [generation] = await rowsOf(client, schema, 'generations', 'gen = 2');
+      assert.ok(generation!.log_until !== null, 'and the time it is kept to, learnt');
+      assert.equal(await storage.removeExpired({ deliveries: at(3601), events: at(3601) }, 100), {
+        deliveries: 2,
+        events: 1,
+      });
+    }),
+  );
+
+  test('generations: retention drops partitions and issues no DELETE while the default partitions are empty', async () => {
+    const schema = takeSchema(backend.client);
+    // One connection, its statements seen: a pool's own, or PGlite.
+    const connection = backend.pool ? await backend.pool.connect() : undefined;
+    const base = connection ?? backend.client;
+    const statements: string[] = [];
+    const seen = (on: SqlClient): SqlClient => ({
+      query: (text: string, params?: unknown[]) => {
+        statements.push(text);
+        return on.query(text, params);
+      },
+    });
+    const pglite = connection === undefined ? (base as SqlClient & { transaction: TransactionOf }) : undefined;
+    const client: SqlClient = pglite
+      ? Object.assign(seen(pglite), { transaction: (work: Work) => pglite.transaction((tx) => work(seen(tx))) })
+      : seen(base);
+    const storage = sqlStorage({ client, schema });
+    await storage.open!();
+    try {
+      const webhook = webhookRecord();
+      await storage.insertWebhook(webhook);
+      for (let minute = 0; minute < 5; minute++) {
+        await storage.rotateHistory!(at(minute * 60), MINUTE);
+        const [made] = await storage.publishEvents([eventRecord({ createdAt: at(minute * 60) })]);
+        await storage.claimDeliveries({
+          now: at(minute * 60),
+          leaseUntil: at(minute * 60 + 30),
+          limit: 10,
+          owner: 'w',
+        });
+        await storage.recordAttempt(made!.id, 'w', attempt(minute * 60, 200), {
+          status: 'succeeded',
+          nextAttemptAt: null,
+        });
+      }
+      statements.length = 0;
+      const removed = await storage.removeExpired({ deliveries: at(240), events: at(240) }, 100);
+      assert.equal(removed, { deliveries: 4, events: 4 });
+      // The hourly call counts (a row a webhook an hour) are still swept row by row.
+      assert.equal(
+        statements.filter((text) => /\bDELETE\b/.test(text) && !text.includes('portal_webhook_call_stats')),
+        [],
+      );
+      assert.ok(statements.some((text) => /^DROP TABLE/.test(text)));
+    } finally {
+      await storage.close!();
+      connection?.release();
+      await giveBackSchema(backend.client, schema);
+    }
+  });
+}
