@@ -10,6 +10,14 @@
  *
  *   node --expose-gc dist/bench/soak.js
  *   (SOAK_EVENTS=1000000, SOAK_RATE=2500, SOAK_RETENTION_MS=120000, SOAK_ADAPTERS=fs,postgres)
+ *
+ * With SOAK_DAYS (`npm run bench:soak -- --days`), simulated days on PostgreSQL instead: a clock the
+ * bench moves an hour at a time, SOAK_DAYS_EVENTS events (10,000,000) over SOAK_DAYS days (30),
+ * retention SOAK_DAYS_RETENTION days (7), every delivery made in its hour. At the end of each day:
+ * the size of the events, the log and the queue with their indexes, their partitions, dead row
+ * versions, and the rows deleted from events and the log (`n_tup_del` of their partitions: the
+ * default ones are the only ones retention deletes from). Flat after the retention's days is the
+ * target, with no row deleted.
  */
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
@@ -146,7 +154,142 @@ function report(name: string, samples: Sample[]) {
   });
 }
 
+const DAYS = Number(process.env.SOAK_DAYS ?? 30);
+const DAYS_EVENTS = Number(process.env.SOAK_DAYS_EVENTS ?? 10_000_000);
+const DAYS_RETENTION = Number(process.env.SOAK_DAYS_RETENTION ?? 7);
+const HOUR = 60 * 60 * 1000;
+
+interface Day {
+  day: number;
+  tablesMb: number;
+  indexesMb: number;
+  partitions: number;
+  dead: number;
+  deleted: number;
+}
+
+/** Simulated days on PostgreSQL: what the history tables hold and cost at the end of each. */
+async function days(): Promise<void> {
+  const postgres = await connectPostgres({ max: 2 });
+  if (postgres.pool === undefined) {
+    console.error(`soak bench (days): PostgreSQL skipped: ${postgres.reason}`);
+    return;
+  }
+  const admin = postgres.pool;
+  const schema = `soak_days_${process.pid}`;
+  const pool = new pg.Pool({ connectionString: POSTGRES_URL, max: 8 });
+  let now = new Date('2026-01-01T00:00:00Z');
+  const transport = memoryTransport();
+  const portal = await createPortal({
+    auth: { apiKeys: ['soak-bench-key-0123456789abcdef'] },
+    signingKeys: BENCH_SIGNING_KEYS,
+    storage: sqlStorage({ client: pool, schema }),
+    transport,
+    clock: () => now,
+    retention: { eventsMs: DAYS_RETENTION * 24 * HOUR, deliveriesMs: DAYS_RETENTION * 24 * HOUR },
+    webhooks: { tick: '0 0 0 1 1 *', concurrency: 64 },
+  });
+  const history = `c.relname ~ '^portal_(events|deliveries|delivery_queue)'`;
+  const measure = async (day: number): Promise<Day> => {
+    const { rows } = await admin.query(
+      `SELECT
+        coalesce(sum(pg_table_size(c.oid)) FILTER (WHERE c.relkind = 'r'), 0)::bigint AS tables,
+        coalesce(sum(pg_indexes_size(c.oid)) FILTER (WHERE c.relkind = 'r'), 0)::bigint AS indexes,
+        count(*) FILTER (WHERE c.relkind = 'r' AND c.relispartition)::int AS partitions,
+        coalesce(sum(s.n_dead_tup), 0)::bigint AS dead,
+        coalesce(sum(s.n_tup_del) FILTER (WHERE c.relname !~ '^portal_delivery_queue'), 0)::bigint AS deleted
+      FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+      LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
+      WHERE n.nspname = $1 AND ${history}`,
+      [schema],
+    );
+    const row = rows[0] as Record<string, string | number>;
+    return {
+      day,
+      tablesMb: Number(row.tables) / 2 ** 20,
+      indexesMb: Number(row.indexes) / 2 ** 20,
+      partitions: Number(row.partitions),
+      dead: Number(row.dead),
+      deleted: Number(row.deleted),
+    };
+  };
+  const accounts = Array.from({ length: ACCOUNTS }, (_, i) => `acct_soak_${i}`);
+  const samples: Day[] = [];
+  try {
+    for (const account of accounts)
+      await portal.webhooks.create(account, { type: 'customer-created', url: 'https://soak.example/in' });
+    const perHour = Math.ceil(DAYS_EVENTS / (DAYS * 24));
+    let published = 0;
+    for (let hour = 0; hour < DAYS * 24; hour++) {
+      now = new Date(now.getTime() + HOUR);
+      for (let first = 0; first < perHour; first += AT_ONCE) {
+        await Promise.all(
+          Array.from({ length: Math.min(AT_ONCE, perHour - first) }, (_, i) =>
+            portal.events.publish(accounts[(published + i) % ACCOUNTS]!, 'customer-created', {
+              customer: { id: `cus_${published + i}`, name: 'Ada Lovelace' },
+            }),
+          ),
+        );
+        published += Math.min(AT_ONCE, perHour - first);
+        if (first % 1024 === 0) transport.calls.length = 0;
+      }
+      // Delivered, then the hour's housekeeping (retention among it).
+      await portal.worker!.tick();
+      transport.calls.length = 0;
+      if ((hour + 1) % 24 === 0) {
+        // What VACUUM would do, as autovacuum does between two days.
+        await admin.query(`VACUUM "${schema}"."portal_delivery_queue"`);
+        const sample = await measure((hour + 1) / 24);
+        samples.push(sample);
+        console.error(
+          `  day ${String(sample.day).padStart(2)}  published ${String(published).padStart(9)}  tables ${sample.tablesMb.toFixed(1).padStart(7)} MiB  ` +
+            `indexes ${sample.indexesMb.toFixed(1).padStart(7)} MiB  partitions ${String(sample.partitions).padStart(3)}  dead ${String(sample.dead).padStart(8)}  deleted ${sample.deleted}`,
+        );
+      }
+    }
+  } finally {
+    await portal.close();
+    await pool.end();
+    await dropSchema(admin, schema);
+    await admin.end();
+  }
+  // Flat: every day after the retention's days (and one more, for the generation that straddles
+  // its time) against the first of them.
+  const settled = samples.filter((sample) => sample.day > DAYS_RETENTION + 1);
+  const title = `soak (PostgreSQL, ${DAYS} simulated days, ${DAYS_EVENTS.toLocaleString('en')} events, retention ${DAYS_RETENTION} days)`;
+  for (const [figure, pick] of [
+    ['tables', (sample: Day) => sample.tablesMb],
+    ['indexes', (sample: Day) => sample.indexesMb],
+  ] as const) {
+    const first = pick(settled[0]!);
+    const most = Math.max(...settled.map(pick));
+    const least = Math.min(...settled.map(pick));
+    emit({
+      scenario: `${title}: ${figure}, most after day ${DAYS_RETENTION + 1}`,
+      figure: most,
+      unit: 'MiB',
+      baselineName: `day ${settled[0]!.day}`,
+      baseline: first,
+      ratio: most / first,
+      target: '≤ 1.1×, ≥ 0.9×',
+      holds: most / first <= 1.1 && least / first >= 0.9,
+    });
+  }
+  const deleted = samples.at(-1)!.deleted;
+  emit({
+    scenario: `${title}: rows deleted from events and the log`,
+    figure: deleted,
+    unit: 'rows',
+    baselineName: 'none',
+    baseline: 0,
+    ratio: deleted === 0 ? 1 : Infinity,
+    target: '0',
+    holds: deleted === 0,
+  });
+}
+
 async function main() {
+  if (process.argv.includes('--days') || process.env.SOAK_DAYS !== undefined) return days();
   for (const adapter of ADAPTERS) {
     if (adapter === 'fs') {
       const dir = mkdtempSync(path.join(os.tmpdir(), 'soak-bench-'));
