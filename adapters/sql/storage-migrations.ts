@@ -441,8 +441,9 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
       ];
       return [
         `ALTER TABLE ${table('delivery_queue')} DROP CONSTRAINT portal_delivery_queue_event_id_fkey`,
+        // 0 by default, as events' gen: an instance of the release before, still running during the
+        // upgrade, stores its events in generation 0 and its deliveries naming it.
         `ALTER TABLE ${table('delivery_queue')} ADD COLUMN event_gen integer NOT NULL DEFAULT 0`,
-        `ALTER TABLE ${table('delivery_queue')} ALTER COLUMN event_gen DROP DEFAULT`,
         // started_at: -infinity for what came before; generation 1 begins now, by the database's clock
         // (the first rotation goes by the host's clock, see rotateHistory).
         // until: the latest created_at of the generation's events, learnt once it is closed;

@@ -4,7 +4,11 @@ import { sqlStorage } from '../../../adapters/sql/index.js';
 import type { SqlClient } from '../../../adapters/sql/index.js';
 import type { DeliveryAttempt } from '../../../src/records.js';
 import { at, webhookRecord } from '../../conformance/fixtures.js';
-import { giveBackSchema, takeSchema } from '../../helpers/sql.js';
+import { wrapClient } from '../../../adapters/sql/client.js';
+import { migrate } from '../../../adapters/sql/migrations.js';
+import { resolveNames } from '../../../adapters/sql/schema.js';
+import { STORAGE_MIGRATIONS } from '../../../adapters/sql/storage-migrations.js';
+import { dropSchema, freshSchema, giveBackSchema, takeSchema } from '../../helpers/sql.js';
 import { eventRecord, rowsOf, withSqlStorage, type SqlBackend } from './context.js';
 
 const MINUTE = 60_000;
@@ -134,6 +138,78 @@ export function generationTests(test: Test, backend: SqlBackend): void {
       });
     }),
   );
+
+  test('migrations: version 23 adopts the tables as generation 0: read, claimed, written by the release before, and dropped whole', async () => {
+    const schema = freshSchema();
+    const { client } = backend;
+    try {
+      const names = resolveNames({ schema }, 'test');
+      const { table } = names;
+      const before = STORAGE_MIGRATIONS.filter((migration) => migration.version <= 22);
+      await migrate(wrapClient(client, 'test'), names, 'storage', before);
+      const webhook = webhookRecord();
+      await client.query(
+        `INSERT INTO ${table('webhooks')} (id, account_id, type, url, secret, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+        [webhook.id, webhook.accountId, webhook.type, webhook.url, webhook.secret, webhook.createdAt],
+      );
+      // As the release before stores them: an event with a finished delivery, one with a pending one.
+      const stored = async (n: number, status: 'succeeded' | 'pending') => {
+        const event = eventRecord({ createdAt: at(n), data: { n } });
+        await client.query(
+          `INSERT INTO ${table('events')} (id, account_id, type, created_at, data) VALUES ($1, $2, $3, $4, $5)`,
+          [event.id, event.accountId, event.type, event.createdAt, JSON.stringify(event.data)],
+        );
+        const into = status === 'pending' ? table('delivery_queue') : table('deliveries');
+        await client.query(
+          `INSERT INTO ${into} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type${status === 'pending' ? ', seq' : ''})
+            VALUES ($1, 'acct_a', $2, $3, $4, $5, $5, $6${status === 'pending' ? `, nextval('${table('delivery_seq')}')` : ''})`,
+          [`whd_old${n}`, webhook.id, event.id, status, event.createdAt, event.type],
+        );
+        return event;
+      };
+      await stored(0, 'succeeded');
+      await stored(1, 'pending');
+      const storage = sqlStorage({ client, schema });
+      await storage.open!();
+      try {
+        assert.equal(await partitionsOf(client, schema, 'events'), ['default', 'g0', 'g1', 'g2']);
+        assert.is((await rowsOf(client, schema, 'events_g0')).length, 2, 'the events, where they were');
+        assert.equal(
+          (await rowsOf(client, schema, 'deliveries_g0')).map((row) => row.id),
+          ['whd_old0'],
+        );
+        // Still running during the upgrade, the release before stores as it did: generation 0.
+        await stored(2, 'pending');
+        const claimed = await storage.claimDeliveries({ now: at(10), leaseUntil: at(70), limit: 10, owner: 'w' });
+        assert.equal(
+          claimed.map(({ delivery, event }) => [delivery.id, event.data]),
+          [
+            ['whd_old1', { n: 1 }],
+            ['whd_old2', { n: 2 }],
+          ],
+          'claimed with their events',
+        );
+        await storage.recordAttempt('whd_old1', 'w', attempt(10, 200), { status: 'succeeded', nextAttemptAt: null });
+        assert.equal((await storage.getDelivery('acct_a', 'whd_old1'))!.status, 'succeeded');
+        // Generation 0 ends when the migration ran: dropped whole once all of it is past its time,
+        // the event of the delivery still leased kept.
+        await storage.rotateHistory!(at(0), MINUTE);
+        assert.equal(await storage.removeExpired({ deliveries: at(60), events: at(60) }, 100), {
+          deliveries: 2,
+          events: 2,
+        });
+        assert.not.ok((await partitionsOf(client, schema, 'events')).includes('g0'));
+        assert.equal(
+          (await rowsOf(client, schema, 'events_default')).map((row) => row.data),
+          [{ n: 2 }],
+        );
+      } finally {
+        await storage.close!();
+      }
+    } finally {
+      await dropSchema(client, schema);
+    }
+  });
 
   test('generations: retention drops partitions and issues no DELETE while the default partitions are empty', async () => {
     const schema = takeSchema(backend.client);
