@@ -90,6 +90,8 @@ export async function attachedGenerations(db: Queryable, names: Names, history: 
 
 /** How long a partition's DDL waits for a lock before it gives up, for the next tick to try again. */
 export const DDL_LOCK_TIMEOUT = `SET LOCAL lock_timeout = '200ms'`;
+/** PostgreSQL's lock_not_available: a lock not had within DDL_LOCK_TIMEOUT. */
+export const LOCK_NOT_AVAILABLE = '55P03';
 
 export function createPartitions(db: Db, names: Names) {
   const { table } = names;
@@ -118,17 +120,23 @@ export function createPartitions(db: Db, names: Names) {
     async rotateHistory(now: string, spanMs: number): Promise<void> {
       const at = Date.parse(now);
       if (seenStart !== undefined && !due(seenStart, at, spanMs)) return;
-      seenStart = await db.transaction(async (tx) => {
-        await tx.query(DDL_LOCK_TIMEOUT);
-        const [row] = await tx.query(newest);
-        const gen = Number(row!.gen);
-        const started = Number(row!.started_ms);
-        if (!due(started, at, spanMs)) return started;
-        await prepare(tx, gen + 1);
-        await prepare(tx, gen + 2);
-        await tx.query(open, [gen + 1, now]);
-        return at;
-      });
+      try {
+        seenStart = await db.transaction(async (tx) => {
+          await tx.query(DDL_LOCK_TIMEOUT);
+          const [row] = await tx.query(newest);
+          const gen = Number(row!.gen);
+          const started = Number(row!.started_ms);
+          if (!due(started, at, spanMs)) return started;
+          await prepare(tx, gen + 1);
+          await prepare(tx, gen + 2);
+          await tx.query(open, [gen + 1, now]);
+          return at;
+        });
+      } catch (error) {
+        // An attach waits for a transaction that read the default partition: the next tick tries
+        // again, and the current generation lasts a little longer meanwhile.
+        if ((error as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw error;
+      }
     },
   };
 }

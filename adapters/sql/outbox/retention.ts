@@ -19,14 +19,18 @@
 import type { Storage } from '../../../src/ports.js';
 import type { Db, Queryable } from '../client.js';
 import type { Names } from '../schema.js';
-import { DDL_LOCK_TIMEOUT, type History, attachedGenerations, partitionName } from './partitions.js';
+import {
+  DDL_LOCK_TIMEOUT,
+  type History,
+  LOCK_NOT_AVAILABLE,
+  attachedGenerations,
+  partitionName,
+} from './partitions.js';
 
 /** A time as milliseconds, as the statements below answer it: NULL and -infinity are -Infinity. */
 const msOf = (value: unknown) => (value === null || value === undefined ? -Infinity : Number(value));
 const ms = (column: string) => `(extract(epoch FROM ${column}) * 1000)::float8`;
 
-/** PostgreSQL's lock_not_available: a DDL lock not had within DDL_LOCK_TIMEOUT. */
-const LOCK_NOT_AVAILABLE = '55P03';
 /** PostgreSQL's undefined_table: a partition another instance dropped since this pass looked. */
 const UNDEFINED_TABLE = '42P01';
 

@@ -211,6 +211,48 @@ export function generationTests(test: Test, backend: SqlBackend): void {
     }
   });
 
+  test(
+    'generations: a transaction reading the tables holds off a rotation and a drop for as long as it runs, and nothing fails',
+    withSqlStorage(backend, async (storage, { schema }) => {
+      if (backend.pool === undefined) {
+        console.log('  skipped on PGlite: one connection, so no transaction runs beside the store');
+        return;
+      }
+      const { client } = backend;
+      const webhook = webhookRecord();
+      await storage.insertWebhook(webhook);
+      await storage.rotateHistory!(at(0), MINUTE);
+      await storage.publishEvents([eventRecord({ createdAt: at(0) })]);
+      await storage.claimDeliveries({ now: at(0), leaseUntil: at(30), limit: 10, owner: 'w' });
+      const reader = await backend.pool.connect();
+      try {
+        // A long read of every partition: what an analytics query or a forgotten BEGIN holds.
+        await reader.query('BEGIN');
+        await reader.query(`SELECT count(*) FROM "${schema}".portal_events`);
+        const started = performance.now();
+        await storage.rotateHistory!(at(60), MINUTE);
+        assert.equal(
+          await partitionsOf(client, schema, 'events'),
+          ['default', 'g0', 'g1', 'g2', 'g3'],
+          'no new one yet',
+        );
+        assert.equal(await storage.removeExpired({ deliveries: at(600), events: at(600) }, 100), {
+          deliveries: 0,
+          events: 0,
+        });
+        assert.ok(performance.now() - started < 2000, 'each gave up after its lock timeout');
+        await reader.query('COMMIT');
+        await storage.rotateHistory!(at(61), MINUTE);
+        assert.ok((await partitionsOf(client, schema, 'events')).includes('g4'), 'made on the next tick');
+        await storage.removeExpired({ deliveries: at(600), events: at(600) }, 100);
+        assert.not.ok((await partitionsOf(client, schema, 'events')).includes('g2'), 'and dropped');
+      } finally {
+        await reader.query('ROLLBACK').catch(() => {});
+        reader.release();
+      }
+    }),
+  );
+
   test('generations: retention drops partitions and issues no DELETE while the default partitions are empty', async () => {
     const schema = takeSchema(backend.client);
     // One connection, its statements seen: a pool's own, or PGlite.
