@@ -11,7 +11,7 @@
  *   node --expose-gc dist/bench/soak.js
  *   (SOAK_EVENTS=1000000, SOAK_RATE=2500, SOAK_RETENTION_MS=120000, SOAK_ADAPTERS=fs,postgres)
  *
- * With SOAK_DAYS (`npm run bench:soak -- --days`), simulated days on PostgreSQL instead: a clock the
+ * With SOAK_DAYS (`npm run bench:soak -- --days`, about an hour), simulated days on PostgreSQL instead: a clock the
  * bench moves an hour at a time, SOAK_DAYS_EVENTS events (10,000,000) over SOAK_DAYS days (30),
  * retention SOAK_DAYS_RETENTION days (7), every delivery made in its hour. At the end of each day:
  * the size of the events, the log and the queue with their indexes, their partitions, dead row
@@ -221,8 +221,10 @@ async function days(): Promise<void> {
     const perHour = Math.ceil(DAYS_EVENTS / (DAYS * 24));
     let published = 0;
     for (let hour = 0; hour < DAYS * 24; hour++) {
-      now = new Date(now.getTime() + HOUR);
+      const start = now.getTime();
       for (let first = 0; first < perHour; first += AT_ONCE) {
+        // Spread over the hour, as publishes come: each batch at its own time.
+        now = new Date(start + Math.floor((first / perHour) * HOUR));
         await Promise.all(
           Array.from({ length: Math.min(AT_ONCE, perHour - first) }, (_, i) =>
             portal.events.publish(accounts[(published + i) % ACCOUNTS]!, 'customer-created', {
@@ -233,12 +235,13 @@ async function days(): Promise<void> {
         published += Math.min(AT_ONCE, perHour - first);
         if (first % 1024 === 0) transport.calls.length = 0;
       }
-      // Delivered, then the hour's housekeeping (retention among it).
+      // Delivered, then the hour's housekeeping (retention among it), and the queue vacuumed as
+      // autovacuum would (this server may run without it).
+      now = new Date(start + HOUR);
       await portal.worker!.tick();
       transport.calls.length = 0;
+      await admin.query(`VACUUM "${schema}"."portal_delivery_queue"`);
       if ((hour + 1) % 24 === 0) {
-        // What VACUUM would do, as autovacuum does between two days.
-        await admin.query(`VACUUM "${schema}"."portal_delivery_queue"`);
         const sample = await measure((hour + 1) / 24);
         samples.push(sample);
         console.error(
