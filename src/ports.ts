@@ -341,7 +341,8 @@ export interface RetentionStore {
    * removes whole (SQL: a partition of each table): called on every retention tick before
    * `removeExpired`, starts a new generation once the current one began `spanMs` before `now` or
    * earlier. Such a store removes a record once everything in its generation is past its time:
-   * kept at least as long as the retention says, and at most about `spanMs` longer.
+   * a finished delivery is kept at least as long as the retention says and at most about `spanMs`
+   * longer; an event, while any finished delivery of its generation is kept.
    */
   rotateHistory?(now: string, spanMs: number): Promise<void>;
 

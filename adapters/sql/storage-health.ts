@@ -198,6 +198,7 @@ export function createHealth(db: Db, names: Names, announce?: { channel: string 
     HAVING bool_and(d.status IN ('failed', 'cancelled'))
     ORDER BY e.created_at, min(d.seq)`;
   const insertDeliveries = insertDeliveriesStatement(names);
+  const holdEvents = `LOCK TABLE ONLY ${table('events')} IN ROW SHARE MODE`;
   const notifyWork = `SELECT pg_notify($1::text, '')`;
   const keys = orderingKeys(names);
 
@@ -226,6 +227,9 @@ export function createHealth(db: Db, names: Names, announce?: { channel: string 
     },
     async recoverDeliveries(accountId, webhookId, since, now) {
       return db.transaction(async (tx) => {
+        // Retention removes an event of a default partition, or a generation's, only under a lock
+        // this one holds off: the events read here stay until the deliveries made of them name them.
+        await tx.query(holdEvents);
         const [hook] = await tx.query(lockWebhook, [accountId, webhookId]);
         if (hook === undefined) return null;
         if (hook.disabled === true) throw new PortalError('WEBHOOK_DISABLED', webhookId);

@@ -15,9 +15,11 @@
  *
  * The worker's tick starts a new generation (`rotateHistory`) once the current one is `spanMs` old,
  * and creates the next one's partitions ahead, so that a store never waits for DDL. Partitions are
- * plain tables with their own indexes, attached to the parent (a SHARE UPDATE EXCLUSIVE lock, which
- * publishes and claims do not wait for); the parents have no index of their own, which is what lets
- * generation 0 join without building one.
+ * plain tables with their own indexes, attached to the parent: SHARE UPDATE EXCLUSIVE on it, which
+ * publishes do not wait for, and ACCESS EXCLUSIVE on the default partition while the attach checks
+ * it holds no row of the new generation (it holds few). A claim, which locks every partition of
+ * events as it starts (the join is pruned as it runs), waits for that moment. The parents have no
+ * index of their own, which is what lets generation 0 join without building one.
  */
 import type { Db, Queryable } from '../client.js';
 import type { Names } from '../schema.js';
@@ -88,6 +90,9 @@ export async function attachedGenerations(db: Queryable, names: Names, history: 
   return gens;
 }
 
+/** First key of the rotation's advisory lock: 'cpgn' in ASCII. */
+const ROTATION_LOCK_CLASS = 0x6370676e;
+
 /** How long a partition's DDL waits for a lock before it gives up, for the next tick to try again. */
 export const DDL_LOCK_TIMEOUT = `SET LOCAL lock_timeout = '200ms'`;
 /** PostgreSQL's lock_not_available: a lock not had within DDL_LOCK_TIMEOUT. */
@@ -95,8 +100,11 @@ export const LOCK_NOT_AVAILABLE = '55P03';
 
 export function createPartitions(db: Db, names: Names) {
   const { table } = names;
+  // Instances rotating at once take turns on a lock of the schema's generations; the later one
+  // then reads the generation the earlier one started (a statement after the lock, a new snapshot).
+  const turn = `SELECT pg_advisory_xact_lock(${ROTATION_LOCK_CLASS}, hashtext($1::text))`;
   const newest = `SELECT gen, (extract(epoch FROM started_at) * 1000)::float8 AS started_ms FROM ${table('generations')}
-    ORDER BY gen DESC LIMIT 1 FOR UPDATE`;
+    ORDER BY gen DESC LIMIT 1`;
   const open = `INSERT INTO ${table('generations')} (gen, started_at) VALUES ($1::int, $2::timestamptz)`;
 
   /** The partitions of `gen` in both tables, each created and attached unless it is. */
@@ -115,7 +123,7 @@ export function createPartitions(db: Db, names: Names) {
     /**
      * Starts generation n + 1 when the current one, n, began `spanMs` or more before `now` (or more
      * than `spanMs` after it: a clock moved back), with n + 2's partitions made ahead. Instances
-     * that tick at once take turns on the newest generation's row; the later ones find it new.
+     * that tick at once take turns (an advisory lock); the later ones find the new generation.
      */
     async rotateHistory(now: string, spanMs: number): Promise<void> {
       const at = Date.parse(now);
@@ -123,6 +131,7 @@ export function createPartitions(db: Db, names: Names) {
       try {
         seenStart = await db.transaction(async (tx) => {
           await tx.query(DDL_LOCK_TIMEOUT);
+          await tx.query(turn, [names.schema]);
           const [row] = await tx.query(newest);
           const gen = Number(row!.gen);
           const started = Number(row!.started_ms);

@@ -47,9 +47,12 @@ async function unlessDropped<T>(read: Promise<T>, gone: T): Promise<T> {
 export function createRetention(db: Db, names: Names): Pick<Storage, 'removeExpired'> {
   const { table, quotedSchema } = names;
   const partition = (history: History, gen: number | 'default') => `${quotedSchema}."${partitionName(history, gen)}"`;
+  // The closed generations with a partition still attached (one whose partitions went stays a row).
+  const attached = (history: History) =>
+    `to_regclass(format('%I.%I', ${`'${names.schema}'`}, 'portal_${history}_g' || gen)) IS NOT NULL`;
   const closed = `SELECT gen, ${ms('until')} AS until, ${ms('log_until')} AS log_until, until IS NULL AS unknown
     FROM ${table('generations')}
-    WHERE gen < (SELECT max(gen) FROM ${table('generations')})
+    WHERE gen < (SELECT max(gen) FROM ${table('generations')}) AND (${attached('events')} OR ${attached('deliveries')})
     ORDER BY gen`;
   // A closed generation's latest event (-infinity: none), learnt once by a scan of its partition.
   const learnUntil = (gen: number) => `UPDATE ${table('generations')}
@@ -57,6 +60,7 @@ export function createRetention(db: Db, names: Names): Pick<Storage, 'removeExpi
     WHERE gen = ${gen}
     RETURNING ${ms('until')} AS until`;
   const learnLogUntil = `UPDATE ${table('generations')} SET log_until = to_timestamp($2::float8 / 1000) WHERE gen = $1::int`;
+  const learnUntilAt = `UPDATE ${table('generations')} SET until = to_timestamp($2::float8 / 1000) WHERE gen = $1::int`;
   // What a default partition keeps past its time goes a row at a time, oldest first, each once across
   // instances (SKIP LOCKED). A pending row in the log is one a release before the queue stored, for
   // the claim to adopt.
@@ -80,14 +84,16 @@ export function createRetention(db: Db, names: Names): Pick<Storage, 'removeExpi
 
   /**
    * Drops the partition of `gen` when its latest record was made before `cutoff` (ms): resolves how
-   * many records went, or the latest one's time when it is too recent, or nothing when the lock
-   * was not had or the partition is gone already.
+   * many records went, the latest one's time when it is too recent, `kept` when (events) the log's
+   * partition of `gen` holds a delivery, or nothing when a lock was not had or the partition is gone. An events partition is dropped with the log's parent locked too (SHARE: no delivery
+   * is logged meanwhile), so that a delivery recorded as the pass looked cannot land in the log's
+   * partition of `gen` after it was found empty, naming an event that goes.
    */
   async function drop(
     history: History,
     gen: number,
     cutoff: number,
-  ): Promise<{ removed: number } | { newest: number } | null> {
+  ): Promise<{ removed: number } | { newest: number } | 'kept' | null> {
     const parent = table(history);
     const part = partition(history, gen);
     try {
@@ -95,6 +101,11 @@ export function createRetention(db: Db, names: Names): Pick<Storage, 'removeExpi
         await tx.query(DDL_LOCK_TIMEOUT);
         await tx.query(`LOCK TABLE ONLY ${parent} IN ACCESS EXCLUSIVE MODE`);
         if (!(await attachedGenerations(tx, names, history)).has(gen)) return null;
+        if (history === 'events') {
+          await tx.query(`LOCK TABLE ONLY ${table('deliveries')} IN SHARE MODE`);
+          const logs = await attachedGenerations(tx, names, 'deliveries');
+          if (logs.has(gen) && (await tx.query(anyIn(partition('deliveries', gen))))[0]!.any === true) return 'kept';
+        }
         const [seen] = await tx.query(`SELECT count(*)::int AS count, ${ms('max(created_at)')} AS newest FROM ${part}`);
         const newest = msOf(seen!.newest);
         if (newest >= cutoff) return { newest };
@@ -129,10 +140,23 @@ export function createRetention(db: Db, names: Names): Pick<Storage, 'removeExpi
 
   const hasRows = async (name: string) => (await db.query(anyIn(name)))[0]!.any === true;
 
-  /** Rows of a default partition past their time, when it holds any: the rest of a pass's `limit`. */
+  /**
+   * Rows of a default partition past their time, when it holds any: the rest of a pass's `limit`.
+   * Events under the events' parent locked EXCLUSIVE: a recovery (which holds it ROW SHARE) that
+   * read an event here is waited for, and its deliveries then name the event.
+   */
   async function stragglers(history: History, statement: string, at: string, limit: number): Promise<number> {
     if (limit <= 0 || !(await hasRows(partition(history, 'default')))) return 0;
-    return Number((await db.query(statement, [at, limit], { replayable: true }))[0]!.removed);
+    try {
+      return await db.transaction(async (tx) => {
+        await tx.query(DDL_LOCK_TIMEOUT);
+        if (history === 'events') await tx.query(`LOCK TABLE ONLY ${table('events')} IN EXCLUSIVE MODE`);
+        return Number((await tx.query(statement, [at, limit]))[0]!.removed);
+      });
+    } catch (error) {
+      if ((error as { code?: string }).code === LOCK_NOT_AVAILABLE) return 0;
+      throw error;
+    }
   }
 
   return {
@@ -155,7 +179,7 @@ export function createRetention(db: Db, names: Names): Pick<Storage, 'removeExpi
             if (!logs.has(gen)) continue;
             if (Math.max(msOf(generation.until), msOf(generation.log_until)) >= cutoff) break;
             const outcome = await drop('deliveries', gen, cutoff);
-            if (outcome === null) break;
+            if (outcome === null || outcome === 'kept') break;
             if ('newest' in outcome) {
               await db.query(learnLogUntil, [gen, outcome.newest], { replayable: true });
               break;
@@ -174,7 +198,13 @@ export function createRetention(db: Db, names: Names): Pick<Storage, 'removeExpi
             // Its finished deliveries are kept: so are the events they name.
             if (logs.has(gen) && (await unlessDropped(hasRows(partition('deliveries', gen)), false))) continue;
             const outcome = await drop('events', gen, cutoff);
-            if (outcome === null || 'newest' in outcome) break;
+            if (outcome === 'kept') continue;
+            if (outcome === null) break;
+            if ('newest' in outcome) {
+              // Stored after its latest was learnt (a publish as the generation closed).
+              await db.query(learnUntilAt, [gen, outcome.newest], { replayable: true });
+              break;
+            }
             removed.events += outcome.removed;
             if (removed.events >= limit) break;
           }

@@ -67,6 +67,26 @@ export function generationTests(test: Test, backend: SqlBackend): void {
   );
 
   test(
+    'generations: two instances rotating at once start one generation, and neither fails',
+    withSqlStorage(backend, async (storage, { schema }) => {
+      const other = sqlStorage({ client: backend.client, schema });
+      await other.open!();
+      try {
+        await Promise.all([storage.rotateHistory!(at(0), MINUTE), other.rotateHistory!(at(0), MINUTE)]);
+        await Promise.all([storage.rotateHistory!(at(60), MINUTE), other.rotateHistory!(at(61), MINUTE)]);
+        const generations = await rowsOf(backend.client, schema, 'generations', 'true ORDER BY gen');
+        assert.equal(
+          generations.map((row) => row.gen),
+          [0, 1, 2, 3],
+        );
+        assert.equal(await partitionsOf(backend.client, schema, 'events'), ['default', 'g0', 'g1', 'g2', 'g3', 'g4']);
+      } finally {
+        await other.close!();
+      }
+    }),
+  );
+
+  test(
     'generations: a pending delivery keeps its event when the generation goes; finished later, it is kept in the default partition, then removed at its time',
     withSqlStorage(backend, async (storage, { schema, db }) => {
       const { client } = backend;
