@@ -260,9 +260,12 @@ test("connections are never shared across accounts: a late stray answer cannot r
 });
 
 test('a pool is dropped once its connections have closed: nothing is kept per origin ever called', async () => {
-  // Answers keep-alive, then closes the idle connection after 50 ms, as a receiver's server would.
+  // Answers keep-alive, and closes the idle connections once the three calls were made, as a
+  // receiver's server would after its keep-alive timeout (a timer here closed the first before the
+  // third was made on a loaded machine).
+  const sockets: { end(): void }[] = [];
   const server = await rawServer((_request, _connection, socket) => {
-    setTimeout(() => socket.end(), 50);
+    sockets.push(socket);
     return 'HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n';
   });
   const pools = createPools((origin) => new Pool(origin));
@@ -275,7 +278,8 @@ test('a pool is dropped once its connections have closed: nothing is kept per or
       assert.is(statusCode, 200);
     }
     assert.is(pools.size, 3, 'one pool per account and origin');
-    // The receiver closes them after 50 ms; each pool goes once its last connection has closed.
+    // The receiver closes them; each pool goes once its last connection has closed.
+    for (const socket of sockets) socket.end();
     await waitFor(() => pools.size === 0, 'the pools of the closed connections to be dropped');
   } finally {
     await pools.close();
