@@ -11,7 +11,7 @@
  *   node --expose-gc dist/bench/soak.js
  *   (SOAK_EVENTS=1000000, SOAK_RATE=2500, SOAK_RETENTION_MS=120000, SOAK_ADAPTERS=fs,postgres)
  *
- * With SOAK_DAYS (`npm run bench:soak -- --days`, about an hour), simulated days on PostgreSQL instead: a clock the
+ * With SOAK_DAYS (`npm run bench:soak -- --days`, about 100 minutes), simulated days on PostgreSQL instead: a clock the
  * bench moves an hour at a time, SOAK_DAYS_EVENTS events (10,000,000) over SOAK_DAYS days (30),
  * retention SOAK_DAYS_RETENTION days (7), every delivery made in its hour. At the end of each day:
  * the size of the events, the log and the queue with their indexes, their partitions, dead row
