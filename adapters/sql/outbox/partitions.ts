@@ -37,6 +37,10 @@ export const currentGeneration = ({ table }: Names) => `(SELECT max(gen) FROM ${
 export const partitionName = (history: History, gen: Generation) =>
   `portal_${history}_${gen === 'default' ? 'default' : `g${gen}`}`;
 
+/** A history table's partition, qualified and quoted. */
+export const partitionTable = (names: Names, history: History, gen: Generation) =>
+  `${names.quotedSchema}."${partitionName(history, gen)}"`;
+
 /**
  * What a partition is made of: its table, its indexes, and its attachment. The indexes are those
  * of the unpartitioned tables before (generation 0 keeps its own), without the ones retention
@@ -44,7 +48,7 @@ export const partitionName = (history: History, gen: Generation) =>
  */
 export function partitionStatements(names: Names, history: History, gen: Generation): string[] {
   const name = partitionName(history, gen);
-  const qualified = `${names.quotedSchema}."${name}"`;
+  const qualified = partitionTable(names, history, gen);
   const parent = names.table(history);
   const bound = gen === 'default' ? 'DEFAULT' : `FOR VALUES IN (${gen})`;
   const index = (suffix: string, definition: string, kind = 'INDEX') =>

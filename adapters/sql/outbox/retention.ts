@@ -21,10 +21,11 @@ import type { Db, Queryable } from '../client.js';
 import type { Names } from '../schema.js';
 import {
   DDL_LOCK_TIMEOUT,
+  type Generation,
   type History,
   LOCK_NOT_AVAILABLE,
   attachedGenerations,
-  partitionName,
+  partitionTable,
 } from './partitions.js';
 
 /** A time as milliseconds, as the statements below answer it: NULL and -infinity are -Infinity. */
@@ -45,8 +46,8 @@ async function unlessDropped<T>(read: Promise<T>, gone: T): Promise<T> {
 }
 
 export function createRetention(db: Db, names: Names): Pick<Storage, 'removeExpired'> {
-  const { table, quotedSchema } = names;
-  const partition = (history: History, gen: number | 'default') => `${quotedSchema}."${partitionName(history, gen)}"`;
+  const { table } = names;
+  const partition = (history: History, gen: Generation) => partitionTable(names, history, gen);
   // The closed generations with a partition still attached (one whose partitions went stays a row).
   const attached = (history: History) =>
     `to_regclass(format('%I.%I', ${`'${names.schema}'`}, 'portal_${history}_g' || gen)) IS NOT NULL`;
@@ -59,8 +60,9 @@ export function createRetention(db: Db, names: Names): Pick<Storage, 'removeExpi
     SET until = coalesce((SELECT max(created_at) FROM ${partition('events', gen)}), '-infinity')
     WHERE gen = ${gen}
     RETURNING ${ms('until')} AS until`;
-  const learnLogUntil = `UPDATE ${table('generations')} SET log_until = to_timestamp($2::float8 / 1000) WHERE gen = $1::int`;
-  const learnUntilAt = `UPDATE ${table('generations')} SET until = to_timestamp($2::float8 / 1000) WHERE gen = $1::int`;
+  // A later record than was learnt, found by a drop: of its events (`until`) or of its log (`log_until`).
+  const learnt = (column: 'until' | 'log_until') =>
+    `UPDATE ${table('generations')} SET ${column} = to_timestamp($2::float8 / 1000) WHERE gen = $1::int`;
   // What a default partition keeps past its time goes a row at a time, oldest first, each once across
   // instances (SKIP LOCKED). A pending row in the log is one a release before the queue stored, for
   // the claim to adopt.
@@ -104,7 +106,7 @@ export function createRetention(db: Db, names: Names): Pick<Storage, 'removeExpi
         if (history === 'events') {
           await tx.query(`LOCK TABLE ONLY ${table('deliveries')} IN SHARE MODE`);
           const logs = await attachedGenerations(tx, names, 'deliveries');
-          if (logs.has(gen) && (await tx.query(anyIn(partition('deliveries', gen))))[0]!.any === true) return 'kept';
+          if (logs.has(gen) && (await hasRows(tx, partition('deliveries', gen)))) return 'kept';
         }
         const [seen] = await tx.query(`SELECT count(*)::int AS count, ${ms('max(created_at)')} AS newest FROM ${part}`);
         const newest = msOf(seen!.newest);
@@ -138,7 +140,7 @@ export function createRetention(db: Db, names: Names): Pick<Storage, 'removeExpi
     return Number(row!.kept);
   }
 
-  const hasRows = async (name: string) => (await db.query(anyIn(name)))[0]!.any === true;
+  const hasRows = async (on: Queryable, name: string) => (await on.query(anyIn(name)))[0]!.any === true;
 
   /**
    * Rows of a default partition past their time, when it holds any: the rest of a pass's `limit`.
@@ -146,7 +148,7 @@ export function createRetention(db: Db, names: Names): Pick<Storage, 'removeExpi
    * read an event here is waited for, and its deliveries then name the event.
    */
   async function stragglers(history: History, statement: string, at: string, limit: number): Promise<number> {
-    if (limit <= 0 || !(await hasRows(partition(history, 'default')))) return 0;
+    if (limit <= 0 || !(await hasRows(db, partition(history, 'default')))) return 0;
     try {
       return await db.transaction(async (tx) => {
         await tx.query(DDL_LOCK_TIMEOUT);
@@ -181,7 +183,7 @@ export function createRetention(db: Db, names: Names): Pick<Storage, 'removeExpi
             const outcome = await drop('deliveries', gen, cutoff);
             if (outcome === null || outcome === 'kept') break;
             if ('newest' in outcome) {
-              await db.query(learnLogUntil, [gen, outcome.newest], { replayable: true });
+              await db.query(learnt('log_until'), [gen, outcome.newest], { replayable: true });
               break;
             }
             logs.delete(gen);
@@ -196,13 +198,13 @@ export function createRetention(db: Db, names: Names): Pick<Storage, 'removeExpi
             if (!events.has(gen)) continue;
             if (msOf(generation.until) >= cutoff) break;
             // Its finished deliveries are kept: so are the events they name.
-            if (logs.has(gen) && (await unlessDropped(hasRows(partition('deliveries', gen)), false))) continue;
+            if (logs.has(gen) && (await unlessDropped(hasRows(db, partition('deliveries', gen)), false))) continue;
             const outcome = await drop('events', gen, cutoff);
             if (outcome === 'kept') continue;
             if (outcome === null) break;
             if ('newest' in outcome) {
               // Stored after its latest was learnt (a publish as the generation closed).
-              await db.query(learnUntilAt, [gen, outcome.newest], { replayable: true });
+              await db.query(learnt('until'), [gen, outcome.newest], { replayable: true });
               break;
             }
             removed.events += outcome.removed;
