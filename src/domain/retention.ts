@@ -17,8 +17,9 @@ const GENERATION_SPAN_MS = { min: 60_000, max: 24 * 60 * 60 * 1000 };
 
 /**
  * How long a generation spans, for the retention in force: `Infinity` (never a new one) when
- * nothing is ever removed. A record is kept at most about this much longer than its retention; a
- * store holds about `retention / span` generations (30 days: 31 of a day).
+ * nothing is ever removed. A finished delivery is kept at most about this much longer than its
+ * retention (an event, as long as its generation's deliveries); a store holds about
+ * `retention / span` generations (30 days: 31 of a day).
  */
 export function generationSpan({ eventsMs, deliveriesMs }: Required<RetentionOptions>): number {
   const shorter = Math.min(eventsMs, deliveriesMs);
