@@ -154,15 +154,18 @@ function lineJobs(files, bin, line) {
 }
 
 /**
- * A fresh PGlite cluster, made once for the run beside the first files and loaded by each file
- * that opens PGlite after it is there (test/helpers/sql.ts; one that starts before makes its own):
- * an initdb in WebAssembly costs seconds of CPU, a load a third of that. Renamed into place whole.
+ * A PGlite cluster, made once for the run beside the first files and loaded by each file that opens
+ * PGlite after it is there (test/helpers/sql.ts; one that starts before makes its own): an initdb in
+ * WebAssembly costs seconds of CPU, a load a third of that. It holds a few schemas migrated once
+ * for the tests to take (`prepareSpares`), so a file's first tests migrate none. Renamed into place whole.
  */
 async function makePgliteData(file) {
   try {
     const { PGlite } = await import('@electric-sql/pglite');
+    const { prepareSpares } = await import('../dist/test/helpers/sql.js');
     const db = new PGlite();
     await db.waitReady;
+    await prepareSpares(db, PGLITE_SPARES);
     writeFileSync(`${file}.part`, Buffer.from(await (await db.dumpDataDir('gzip')).arrayBuffer()));
     await db.close();
     renameSync(`${file}.part`, file);
@@ -171,9 +174,68 @@ async function makePgliteData(file) {
   }
 }
 
+/**
+ * A database of the run's own on the local PostgreSQL server, for every file of the run (the
+ * tests' `TEST_DATABASE_URL`), dropped at the end. The tests make and drop thousands of tables: in a
+ * database that outlives runs, the catalog's dead rows pile up (the server may run without
+ * autovacuum) and slow every later run's migrations; a database dropped takes its catalog with it.
+ * One left by a run that was killed is dropped by the next run once it is three hours old.
+ * Without a server, or with `TEST_DATABASE_URL` set, the tests use what they are given.
+ */
+async function makeRunDatabase() {
+  if (only === 'e2e' || process.env.TEST_DATABASE_URL !== undefined) return null;
+  const server = 'postgres://postgres@127.0.0.1:5432';
+  /** Runs `statements` on the server's `postgres` database in a connection of their own, or fails. */
+  const onServer = async (...statements) => {
+    const { default: pg } = await import('pg');
+    const client = new pg.Client({ connectionString: `${server}/postgres`, connectionTimeoutMillis: 2000 });
+    client.on('error', () => {});
+    await client.connect();
+    try {
+      const results = [];
+      for (const statement of statements) results.push(await client.query(statement));
+      return results;
+    } finally {
+      await client.end().catch(() => {});
+    }
+  };
+  const now = Math.floor(Date.now() / 1000);
+  const name = `cp_run_${now}_${Math.random().toString(16).slice(2, 10)}`;
+  let left;
+  try {
+    [{ rows: left }] = await onServer(`SELECT datname FROM pg_database WHERE datname LIKE 'cp\\_run\\_%'`);
+  } catch {
+    return null; // no server: the SQL tests say they skip
+  }
+  try {
+    const stale = left.filter(({ datname }) => now - Number(datname.split('_')[2]) > 3 * 3600);
+    await onServer(
+      ...stale.map(({ datname }) => `DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`),
+      `CREATE DATABASE "${name}" TEMPLATE template0`,
+    );
+  } catch (error) {
+    console.log(`The run's own database could not be made (${error.message}): the tests use their default`);
+    return null;
+  }
+  return {
+    url: `${server}/${name}`,
+    // A connection of its own: the reliability suite restarts the server during the run.
+    drop: () => onServer(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch(() => {}),
+  };
+}
+
+/** Migrated schemas in PGlite's data directory: as many as most files hold at once. */
+const PGLITE_SPARES = 3;
+
 const started = Date.now();
 const runDir = mkdtempSync(path.join(tmpdir(), 'portal-test-run-'));
 process.on('exit', () => rmSync(runDir, { recursive: true, force: true }));
+const runDatabase = await makeRunDatabase();
+if (runDatabase !== null) {
+  process.env.TEST_DATABASE_URL = runDatabase.url;
+  // The run's processes share their spare schemas there (test/helpers/sql.ts).
+  process.env.CP_TEST_SHARED_SCHEMAS = '1';
+}
 // Made once for the run and shared by its files: PGlite's cluster, and the test PKI (test/helpers/pki.ts).
 process.env.CP_TEST_RUN_DIR = runDir;
 process.env.CP_TEST_PGLITE_DATA = path.join(runDir, 'pglite-data.tar.gz');
@@ -326,6 +388,8 @@ console.log(
 await Promise.all([...Array.from({ length: Math.min(jobs, queue.length) }, worker), pgliteReady]);
 for (const job of again) report({ ...job, retried: true }, await runJob(job), { last: true });
 for (const job of alone) report(job, await runJob(job), { last: true });
+
+await runDatabase?.drop();
 
 mkdirSync(path.dirname(timesFile), { recursive: true });
 writeFileSync(timesFile, `${JSON.stringify(times, null, 1)}\n`);
