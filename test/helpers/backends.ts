@@ -108,7 +108,7 @@ export async function openBackends(
     {
       name: 'PGlite',
       async options() {
-        const schema = takeSchema(pglite);
+        const schema = await takeSchema(pglite);
         return {
           options: sqlAdapters({ client: pglite, schema }),
           cleanup: () => giveBackSchema(pglite, schema),
@@ -125,7 +125,7 @@ export async function openBackends(
     list.push({
       name: 'PostgreSQL',
       async options() {
-        const schema = takeSchema(pool);
+        const schema = await takeSchema(pool);
         return {
           options: sqlAdapters({ client: pool, schema }),
           cleanup: () => giveBackSchema(pool, schema),

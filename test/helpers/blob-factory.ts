@@ -3,13 +3,13 @@ import type { BlobStoreFactory } from '../conformance/types.js';
 
 /**
  * A conformance factory for blob stores that live in a namespace of a shared backend (a schema, a
- * key prefix): each store in a fresh one, reopened on the same, the namespace dropped when destroyed.
+ * key prefix): each store in one of its own, reopened on the same, the namespace given up when destroyed.
  * `open` gets the suite's clock, read at each call, for the store to date its blobs by.
  */
 export function namespacedBlobsFactory(
   name: string,
   space: {
-    fresh(): string;
+    fresh(): string | Promise<string>;
     open(namespace: string, clock: () => Date): Promise<BlobStore>;
     drop(namespace: string): Promise<void>;
   },
@@ -23,9 +23,9 @@ export function namespacedBlobsFactory(
   };
   return {
     name,
-    create(options) {
+    async create(options) {
       clock = options.clock;
-      return open(space.fresh());
+      return open(await space.fresh());
     },
     async destroy(blobs) {
       await blobs.close?.();

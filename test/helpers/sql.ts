@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import type { SqlClient } from '../../adapters/sql/index.js';
@@ -70,44 +71,90 @@ export async function dropRunSchemas(client: SqlClient): Promise<void> {
 }
 
 /**
- * Migrated schemas tests gave back, emptied, for the next test on the same client to take: a schema
- * made and migrated costs hundreds of milliseconds of the database's time (PGlite: 160 ms of this
- * process's CPU), one emptied and reopened about ten. A schema whose shape a test changed (a table, a
- * column, an index, a migration record, a partition) is dropped instead of kept. The generations
- * stay as migrated: a test that started one made a partition, and its schema is dropped.
+ * Migrated schemas tests gave back, emptied, for the next test to take: a schema made and migrated
+ * costs hundreds of milliseconds of the database's time (PGlite: 160 ms of this process's CPU), one
+ * emptied and reopened about ten. A schema whose shape a test changed (a table, a column, an index, a
+ * migration record, a partition) is dropped instead of kept. The generations stay as migrated: a
+ * test that started one made a partition, and its schema is dropped.
+ *
+ * Under the runner (`scripts/test.mjs`), which gives the run a database of its own and sets
+ * `CP_TEST_SHARED_SCHEMAS`, spares on the PostgreSQL server are shared by every process of the run:
+ * a spare is a schema named `cp_spare_…`, and a test takes one by renaming it to a name of its own
+ * (two processes after the same spare: the second finds it gone and tries the next). PGlite's data
+ * directory, made once for the run, holds spares of its own (`prepareSpares`). Elsewhere a process
+ * keeps its spares to itself, so a database shared with other work is left as found.
  */
+const SPARE = 'cp_spare_';
+const sharedSpares = process.env.CP_TEST_SHARED_SCHEMAS === '1';
 const spares = new WeakMap<SqlClient, string[]>();
 /** The shape of a schema freshly migrated with each set of components, by client. */
 const pristine = new WeakMap<SqlClient, Map<string, Promise<string>>>();
 
+/** A server's pool, as opposed to PGlite (one per process, with spares found in its data directory). */
+const onServer = (client: SqlClient) => !(client instanceof PGlite);
+
 /** A schema for one test: one given back by an earlier test, emptied and migrated, or a fresh name. */
-export function takeSchema(client: SqlClient): string {
-  return spares.get(client)?.pop() ?? freshSchema();
+export async function takeSchema(client: SqlClient): Promise<string> {
+  const local = spares.get(client)?.pop();
+  if (local !== undefined) return local;
+  if (sharedSpares || !onServer(client)) {
+    const { rows } = await client.query(
+      `SELECT nspname FROM pg_namespace WHERE nspname LIKE '${SPARE.replaceAll('_', '\\_')}%' ORDER BY random() LIMIT 4`,
+    );
+    for (const { nspname } of rows as { nspname: string }[]) {
+      const schema = freshSchema();
+      try {
+        await client.query(`ALTER SCHEMA "${nspname}" RENAME TO "${schema}"`);
+        return schema;
+      } catch (error) {
+        // Taken by another process since the list was read.
+        if ((error as { code?: string }).code !== '3F000') throw error;
+      }
+    }
+  }
+  return freshSchema();
 }
 
 /** Ends a test's use of `schema`: emptied and kept for the next `takeSchema` when its shape is untouched, else dropped. */
 export async function giveBackSchema(client: SqlClient, schema: string): Promise<void> {
   const components = await componentsOf(client, schema);
-  if (components !== null) {
-    let shapes = pristine.get(client);
-    if (shapes === undefined) pristine.set(client, (shapes = new Map()));
-    let expected = shapes.get(components);
-    if (expected === undefined) shapes.set(components, (expected = pristineShape(client, components)));
-    if ((await shapeOf(client, schema)).replaceAll(schema, '') === (await expected)) {
-      const { rows } = await client.query(
-        `SELECT tablename FROM pg_tables WHERE schemaname = $1::text AND tablename NOT IN ('portal_migrations', 'portal_generations')`,
-        [schema],
-      );
-      const tables = (rows as { tablename: string }[]).map(({ tablename }) => `"${schema}"."${tablename}"`);
-      // One statement: the foreign keys between the tables are checked at its end, when all are empty.
-      await client.query(`WITH ${tables.map((table, i) => `d${i} AS (DELETE FROM ${table})`).join(', ')} SELECT 1`);
-      let list = spares.get(client);
-      if (list === undefined) spares.set(client, (list = []));
-      list.push(schema);
+  if (
+    components !== null &&
+    (await shapeOf(client, schema)).replaceAll(schema, '') === (await pristineShape(client, components))
+  ) {
+    const { rows } = await client.query(
+      `SELECT tablename FROM pg_tables WHERE schemaname = $1::text AND tablename NOT IN ('portal_migrations', 'portal_generations')`,
+      [schema],
+    );
+    const tables = (rows as { tablename: string }[]).map(({ tablename }) => `"${schema}"."${tablename}"`);
+    // One statement: the foreign keys between the tables are checked at its end, when all are empty.
+    await client.query(`WITH ${tables.map((table, i) => `d${i} AS (DELETE FROM ${table})`).join(', ')} SELECT 1`);
+    if (sharedSpares && onServer(client)) {
+      await client.query(`ALTER SCHEMA "${schema}" RENAME TO "${SPARE}${randomBytes(6).toString('hex')}"`);
       return;
     }
+    let list = spares.get(client);
+    if (list === undefined) spares.set(client, (list = []));
+    list.push(schema);
+    return;
   }
   await dropSchema(client, schema);
+}
+
+/**
+ * Makes `count` spares with the storage and blob tables on `client` (PGlite, before its data
+ * directory is saved for the run), and notes their shape in the run's directory for every process
+ * to compare against.
+ */
+export async function prepareSpares(client: SqlClient, count: number): Promise<void> {
+  for (let i = 0; i < count; i++) {
+    const schema = `${SPARE}${randomBytes(6).toString('hex')}`;
+    for (const store of [sqlStorage({ client, schema }), sqlBlobs({ client, schema })]) {
+      await store.open!();
+      await store.close!();
+    }
+    await pristineShape(client, 'blobs,storage');
+  }
 }
 
 /** The components migrated into `schema` (`storage`, `blobs`), or `null` when it has no migration table. */
@@ -139,8 +186,36 @@ async function shapeOf(client: SqlClient, schema: string): Promise<string> {
   return (rows[0] as { shape: string }).shape;
 }
 
-/** The shape of a schema made now and migrated with `components` (a comma-separated list), then dropped. */
-async function pristineShape(client: SqlClient, components: string): Promise<string> {
+/**
+ * The shape of a schema freshly migrated with `components` (a comma-separated list) on `client`:
+ * read from the run's directory when a process of the run noted it there, else made, migrated,
+ * read and dropped once per client.
+ */
+function pristineShape(client: SqlClient, components: string): Promise<string> {
+  let shapes = pristine.get(client);
+  if (shapes === undefined) pristine.set(client, (shapes = new Map()));
+  let shape = shapes.get(components);
+  if (shape === undefined) shapes.set(components, (shape = noted(client, components)));
+  return shape;
+}
+
+async function noted(client: SqlClient, components: string): Promise<string> {
+  const runDir = process.env.CP_TEST_RUN_DIR;
+  const file =
+    runDir === undefined
+      ? undefined
+      : path.join(runDir, `shape-${onServer(client) ? 'server' : 'pglite'}-${components}.txt`);
+  if (file !== undefined && existsSync(file)) return readFileSync(file, 'utf8');
+  const shape = await migratedShape(client, components);
+  if (file !== undefined) {
+    writeFileSync(`${file}.${process.pid}`, shape);
+    renameSync(`${file}.${process.pid}`, file);
+  }
+  return shape;
+}
+
+/** The shape of a schema made now and migrated with `components`, then dropped. */
+async function migratedShape(client: SqlClient, components: string): Promise<string> {
   const schema = freshSchema();
   try {
     for (const store of [
@@ -247,7 +322,7 @@ export function sqlStorageFactory(name: string, client: SqlClient): StorageFacto
   };
   return {
     name,
-    create: () => open(takeSchema(client)),
+    create: async () => open(await takeSchema(client)),
     async destroy(storage: Storage) {
       await storage.close!();
       await giveBackSchema(client, schemaOf.get(storage)!);
@@ -262,12 +337,12 @@ export function sqlStorageFactory(name: string, client: SqlClient): StorageFacto
 
 export function sqlBlobsFactory(name: string, client: SqlClient): BlobStoreFactory {
   return namespacedBlobsFactory(name, {
-    fresh: freshSchema,
+    fresh: () => takeSchema(client),
     async open(schema, clock) {
       const blobs = sqlBlobs({ client, schema, clock });
       await blobs.open!();
       return blobs;
     },
-    drop: (schema) => dropSchema(client, schema),
+    drop: (schema) => giveBackSchema(client, schema),
   });
 }

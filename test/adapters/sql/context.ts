@@ -23,7 +23,7 @@ export function withSqlStorage(
   body: (storage: Storage, context: { schema: string; db: StorageBackChannel }) => Promise<void>,
 ) {
   return async () => {
-    const schema = takeSchema(backend.client);
+    const schema = await takeSchema(backend.client);
     const storage = sqlStorage({ client: backend.client, schema });
     await storage.open!();
     try {

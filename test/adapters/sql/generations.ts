@@ -274,7 +274,7 @@ export function generationTests(test: Test, backend: SqlBackend): void {
   );
 
   test('generations: retention drops partitions and issues no DELETE while the default partitions are empty', async () => {
-    const schema = takeSchema(backend.client);
+    const schema = await takeSchema(backend.client);
     // One connection, its statements seen: a pool's own, or PGlite.
     const connection = backend.pool ? await backend.pool.connect() : undefined;
     const base = connection ?? backend.client;
