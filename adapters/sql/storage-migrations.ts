@@ -294,7 +294,7 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
     // (no index entry) when the row's page has room. Filled to the brim, about a third of leases
     // in the fleet bench had none and wrote an entry in each of six indexes; with a fifth of each
     // new page left free, 87 % of them were heap-only, against 69 % (docs/performance.md, "Figures
-    // behind the code": fillfactor). Pages written before keep their fill.
+    // behind the code": signing keys and fillfactor). Pages written before keep their fill.
     statements: ({ table }) => [`ALTER TABLE ${table('deliveries')} SET (fillfactor = 80)`],
   },
   {

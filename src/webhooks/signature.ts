@@ -32,7 +32,7 @@ export class WebhookVerificationError extends Error {
  * Decoded keys by secret: the worker signs every call, mostly for the same few webhooks. Kept as
  * `KeyObject`s: on Node 24, `createHmac` with a `Buffer` key cost 12–14 µs a call against 2.2 µs with
  * a `KeyObject`, most of the signing's share of a webhook worker's CPU (docs/performance.md,
- * "Figures behind the code": signing keys).
+ * "Figures behind the code": signing keys and fillfactor).
  */
 const keys = new Map<string, KeyObject>();
 const MAX_CACHED_KEYS = 1000;
