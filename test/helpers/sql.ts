@@ -142,6 +142,8 @@ export async function giveBackSchema(client: SqlClient, schema: string): Promise
 }
 
 /**
+ * @public the test runner (scripts/test.mjs) calls it from the compiled file.
+ *
  * Makes `count` spares with the storage and blob tables on `client` (PGlite, before its data
  * directory is saved for the run), and notes their shape in the run's directory for every process
  * to compare against.
