@@ -31,6 +31,7 @@ export type {
   WebhookHealthStore,
   RetentionStore,
   IdempotencyStore,
+  PortalSessionStore,
   WebhookCall,
   WebhookCallResult,
   WebhookTransport,

@@ -19,6 +19,7 @@ import type {
   IdempotencyRecord,
   MailKind,
   PageRequest,
+  PortalSessionRecord,
   WebhookHealthRecord,
   WebhookRecord,
 } from './records.js';
@@ -373,6 +374,24 @@ export interface IdempotencyStore {
   sweepIdempotencyKeys(now: string, limit: number): Promise<number>;
 }
 
+/** Portal sessions (conformance: `storage-sessions.ts`). */
+export interface PortalSessionStore {
+  /** Stores a new session; rejects with `RECORD_EXISTS` when its id is taken. */
+  insertPortalSession(session: PortalSessionRecord): Promise<void>;
+  /**
+   * The session with this id, of any account (a request presenting its token names no account
+   * yet), revoked or expired ones included until they are swept; `null` when absent.
+   */
+  getPortalSession(id: string): Promise<PortalSessionRecord | null>;
+  /**
+   * Revokes the account's session at `at`: `true` when this call revoked it, `false` when it was
+   * revoked already (its time kept), `null` when absent in this account.
+   */
+  revokePortalSession(accountId: string, id: string, at: string): Promise<boolean | null>;
+  /** Removes up to `limit` sessions that expired at `now` (`expiresAt <= now`), of any account; resolves how many. */
+  sweepPortalSessions(now: string, limit: number): Promise<number>;
+}
+
 /**
  * Where records live. Every read is scoped to an account: a record of another account is absent.
  * Methods resolve `null` (or `false`) when a record is absent and reject only on I/O failure (a
@@ -390,7 +409,8 @@ export interface Storage
     OutboxStore,
     WebhookHealthStore,
     RetentionStore,
-    IdempotencyStore {}
+    IdempotencyStore,
+    PortalSessionStore {}
 
 /**
  * What `Storage.recordAttempt` resolves: `false` when nothing was recorded; otherwise `true`, the

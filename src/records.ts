@@ -648,6 +648,29 @@ export interface IdempotentAnswer {
   location: string | null;
 }
 
+/** What a portal session may reach: the API's webhooks, agreements or files. */
+export type PortalSessionScope = 'webhooks' | 'agreements' | 'files';
+
+/**
+ * A portal session: a short-lived credential the host hands to one of its customers, which opens
+ * the portal page (and the API) for that account within its scopes. Its token is `<id>.<secret>`;
+ * only the secret's SHA-256 is kept.
+ */
+export interface PortalSessionRecord {
+  /** `pts_` and 22 random characters. */
+  id: string;
+  accountId: string;
+  /** Hex SHA-256 of the token's secret part. */
+  secretHash: string;
+  scopes: PortalSessionScope[];
+  /** When set, the session may read only. */
+  readOnly: boolean;
+  createdAt: string;
+  expiresAt: string;
+  /** When it was revoked, or `null`. */
+  revokedAt: string | null;
+}
+
 /**
  * What an account's `Idempotency-Key` holds: a claim while its first request runs (`pending`), or
  * that request's answer once it created its record (`completed`). `expiresAt` ends either: a claim's

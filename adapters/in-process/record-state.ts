@@ -18,6 +18,7 @@ export const TABLES = [
   'delivery',
   'idempotency',
   'health',
+  'session',
 ] as const;
 export type TableName = (typeof TABLES)[number];
 
@@ -35,6 +36,7 @@ export const KEPT_BESIDE_A_JOURNAL: Record<TableName, boolean> = {
   delivery: true,
   idempotency: false,
   health: true,
+  session: true,
 };
 
 /** Every table kept in memory: a store with nowhere else to read from. */
@@ -266,6 +268,10 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
     },
     has(table: TableName, id: string): boolean {
       return rowsOf(table).has(id);
+    },
+    /** Every row of `table`, of every account, in the order each was first written. */
+    rows(table: TableName): IterableIterator<StateRow<L>> {
+      return rowsOf(table).values();
     },
     /**
      * Stores `record` (already parsed from `json`, so the state holds its own copy). `loc` is known

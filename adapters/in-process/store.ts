@@ -13,6 +13,7 @@ import {
   type FileEntryRecord,
   type IdempotencyCompletion,
   type IdempotencyRecord,
+  type PortalSessionRecord,
   type WebhookHealthRecord,
   type WebhookRecord,
   withRotation,
@@ -672,6 +673,32 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       if (claims.get(id)?.token !== token) return false;
       claims.delete(id);
       return true;
+    },
+    async insertPortalSession(session) {
+      assertNew('session', session.id);
+      await commit([{ table: 'session', record: session }]);
+    },
+    async getPortalSession(id) {
+      const row = state.get('session', id);
+      return row === undefined ? null : { ...kept<PortalSessionRecord>(row) };
+    },
+    async revokePortalSession(accountId, id, at) {
+      const row = state.owned('session', accountId, id);
+      if (row === undefined) return null;
+      const session = kept<PortalSessionRecord>(row);
+      if (session.revokedAt !== null) return false;
+      const revoked: PortalSessionRecord = { ...session, revokedAt: at };
+      await commit([{ table: 'session', record: revoked }]);
+      return true;
+    },
+    async sweepPortalSessions(now, limit) {
+      const changes: Change[] = [];
+      for (const row of [...state.rows('session')]) {
+        if (changes.length >= limit) break;
+        if (kept<PortalSessionRecord>(row).expiresAt <= now) changes.push({ table: 'session', id: row.id });
+      }
+      await commit(changes);
+      return changes.length;
     },
     async sweepIdempotencyKeys(now, limit) {
       let removed = 0;

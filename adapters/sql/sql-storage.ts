@@ -8,6 +8,7 @@ import { migrate } from './migrations.js';
 import { resolveNames, type SqlOptions } from './schema.js';
 import { createAgreements } from './storage-agreements.js';
 import { createIdempotencyKeys } from './storage-idempotency.js';
+import { createPortalSessions } from './storage-sessions.js';
 import { STORAGE_MIGRATIONS } from './storage-migrations.js';
 import { createOutbox } from './outbox/index.js';
 import { createPartitions } from './outbox/partitions.js';
@@ -261,6 +262,8 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
     claimIdempotencyKey: idempotencyKeys.claimIdempotencyKey,
     releaseIdempotencyKey: idempotencyKeys.releaseIdempotencyKey,
     sweepIdempotencyKeys: idempotencyKeys.sweepIdempotencyKeys,
+
+    ...createPortalSessions(db, names),
   };
 
   const guarded = guardUntilOpen(who, storage, () => migrate(db, names, 'storage', STORAGE_MIGRATIONS));

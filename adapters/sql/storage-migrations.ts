@@ -462,6 +462,24 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
       ];
     },
   },
+  {
+    version: 24,
+    name: 'portal sessions',
+    statements: ({ table }) => [
+      // secret_hash: hex SHA-256 of the token's secret part; the token itself is never kept.
+      `CREATE TABLE ${table('sessions')} (
+        id text PRIMARY KEY,
+        account_id text NOT NULL,
+        secret_hash text NOT NULL,
+        scopes text[] NOT NULL,
+        read_only boolean NOT NULL,
+        created_at timestamptz NOT NULL,
+        expires_at timestamptz NOT NULL,
+        revoked_at timestamptz
+      )`,
+      `CREATE INDEX portal_sessions_expires ON ${table('sessions')} (expires_at)`,
+    ],
+  },
 ];
 
 /** The last `MAX_ATTEMPTS_KEPT` entries of the jsonb array `expression`, in order. */

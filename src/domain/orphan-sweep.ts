@@ -23,7 +23,7 @@ export interface OrphanSweep {
   stop(): Promise<void>;
   /**
    * Looks at up to `maxBlobsPerRun` blobs older than an hour and removes those no record names;
-   * resolves the keys removed. Removes up to as many expired idempotency keys first. A walk over more blobs than that goes on where it stopped at the
+   * resolves the keys removed. Removes up to as many expired idempotency keys and portal sessions first. A walk over more blobs than that goes on where it stopped at the
    * next tick; once it ends, the next tick starts a new one.
    */
   tick(): Promise<string[]>;
@@ -72,8 +72,19 @@ export function createOrphanSweep(deps: {
     }
   }
 
+  /** Expired portal sessions go with the same run: an expired one is refused whether or not it is still kept. */
+  async function sweepPortalSessions(): Promise<void> {
+    try {
+      const removed = await storage.sweepPortalSessions(atom(clock()), maxBlobsPerRun);
+      if (removed > 0) logger.info({ removed }, 'orphan sweep removed expired portal sessions');
+    } catch (error) {
+      logger.warn({ err: describeError(error) }, 'orphan sweep could not remove expired portal sessions');
+    }
+  }
+
   async function sweep(): Promise<string[]> {
     await sweepIdempotencyKeys();
+    await sweepPortalSessions();
     // A blob older than an hour when the walk started is older still when a later run reaches it.
     walk ??= blobs.listBefore(atom(new Date(clock().getTime() - ORPHAN_MIN_AGE_MS)))[Symbol.asyncIterator]();
     const removed: string[] = [];

@@ -8,6 +8,7 @@ import { healthStorageTests } from './storage-health.js';
 import { outboxStorageTests } from './storage-outbox.js';
 import { orderingStorageTests } from './storage-ordering.js';
 import { retentionStorageTests } from './storage-retention.js';
+import { sessionStorageTests } from './storage-sessions.js';
 import { rotationStorageTests } from './storage-rotation.js';
 import { webhookStorageTests } from './storage-webhooks.js';
 import type { StorageFactory } from './types.js';
@@ -31,5 +32,6 @@ export function storageSuite(factory: StorageFactory): void {
   callStatsStorageTests(test, factory);
   agreementStorageTests(test, factory);
   idempotencyStorageTests(test, factory);
+  sessionStorageTests(test, factory);
   test.run();
 }
