@@ -39,6 +39,20 @@ export const ERRORS = {
     headers: () => ({ 'www-authenticate': `${REALM}, error="invalid_token"` }),
   },
 
+  // Portal sessions
+  PORTAL_SESSION_SCOPE: {
+    status: 403,
+    message: (area: string, scopes: readonly string[]) =>
+      area === 'sessions'
+        ? 'A portal session cannot make or revoke portal sessions: use the API key.'
+        : `This portal session may reach ${scopes.join(', ')}; not ${area}.`,
+  },
+  PORTAL_SESSION_READ_ONLY: {
+    status: 403,
+    message: (method: string) => `This portal session may only read; ${method} is a change.`,
+  },
+  PORTAL_SESSION_NOT_FOUND: { status: 404, message: (id: string) => `No portal session ${id} in this account.` },
+
   // Routing
   ROUTE_NOT_FOUND: { status: 404, message: (method: string, path: string) => `No route matches ${method} ${path}.` },
   METHOD_NOT_ALLOWED: {

@@ -68,3 +68,4 @@ export type { WebhookWorker } from './webhooks/worker.js';
 export type { CheckResult, Readiness, WorkerCheck } from './domain/readiness.js';
 export type { AttachmentInput, AttachmentRef } from './domain/tickets.js';
 export type { AgreementApi, SignInput } from './domain/agreements.js';
+export type { PortalSessionLink, PortalSessionOptions } from './domain/portal-sessions.js';

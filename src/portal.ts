@@ -44,6 +44,11 @@ import { createWebhookWorker, type WebhookWorker } from './webhooks/worker.js';
 import { createWebhookService, type WebhookService } from './domain/webhooks.js';
 import { createEventCatalogue, type EventCatalogue } from './domain/event-types.js';
 import { libraryEventDefinitions } from './openapi/event-catalogue.js';
+import {
+  type PortalSessionLink,
+  type PortalSessionOptions,
+  createPortalSessionService,
+} from './domain/portal-sessions.js';
 import { resolveWebhookOptions } from './webhooks/options.js';
 import {
   createOperationalEvents,
@@ -78,6 +83,14 @@ export interface Portal {
    * `voidAgreement` and `correctSigner` for the sender's changes to an open agreement, `delete` to remove one.
    */
   agreements: AgreementApi;
+  /**
+   * Portal sessions: `create(accountId, { ttlSeconds?, scopes?, readOnly? })` resolves what
+   * `POST /v1/portal-sessions` answers (its `url` absolute with `publicUrl`, else a path); `revoke(accountId, id)`.
+   */
+  sessions: {
+    create(accountId: string, options?: PortalSessionOptions): Promise<PortalSessionLink>;
+    revoke(accountId: string, sessionId: string): Promise<void>;
+  };
   /**
    * Listens to the portal's operational events: `webhook.disabled`, `delivery.exhausted`,
    * `delivery.recovered`, each emitted once, by the instance that made the change. A listener that
@@ -261,10 +274,14 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     copies: copiesOwed,
     disclosure,
   });
+  const sessions = createPortalSessionService({ storage, clock });
+  /** The portal page's address under an API base URL (`<root><basePath>`): `<root><uiPath>/`. */
+  const pageUrl = (baseUrl: string) =>
+    uiPath === null ? null : `${baseUrl.endsWith(basePath) ? baseUrl.slice(0, -basePath.length) : baseUrl}${uiPath}/`;
   const extensions = options.extensions ?? true;
   const routes = routeTable(
-    { webhooks, catalogue, files, tickets, downloads, agreements, signing },
-    { extensions, frameAncestors },
+    { webhooks, catalogue, files, tickets, downloads, agreements, signing, sessions },
+    { extensions, frameAncestors, pageUrl },
   );
   const orphanSweep = createOrphanSweep({ storage, blobs, clock, logger });
 
@@ -278,6 +295,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     trustProxy: options.trustProxy ?? false,
     page,
     telemetry,
+    sessions: sessions.verify,
   });
 
   worker?.start();
@@ -326,6 +344,11 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
       voidAgreement: agreements.voidAgreement,
       correctSigner: agreements.correctSigner,
       delete: agreements.delete,
+    },
+    sessions: {
+      create: (accountId, sessionOptions = {}) =>
+        sessions.create(accountId, sessionOptions, pageUrl(publicUrl ?? basePath)),
+      revoke: sessions.revoke,
     },
     on: operational.on,
     off: operational.off,

@@ -549,3 +549,32 @@ export const signingSignatureInput = v.strictObject(
   },
   'must be an object such as {"signature": "data:image/png;base64,…"}',
 );
+
+/** A portal session's lifetime, in seconds: a minute to a day, an hour by default. */
+export const PORTAL_SESSION_SECONDS = { min: 60, max: 86_400, default: 3_600 } as const;
+
+/** `POST /portal-sessions`: its lifetime, what it may reach, whether it may only read. */
+export const portalSessionInput = v.strictObject(
+  {
+    ttlSeconds: v.optional(
+      v.pipe(
+        v.number('must be a whole number of seconds'),
+        v.integer('must be a whole number of seconds'),
+        v.minValue(PORTAL_SESSION_SECONDS.min, `must be at least ${PORTAL_SESSION_SECONDS.min} seconds`),
+        v.maxValue(PORTAL_SESSION_SECONDS.max, `must be at most ${PORTAL_SESSION_SECONDS.max} seconds (a day)`),
+      ),
+    ),
+    scopes: v.optional(
+      v.pipe(
+        v.array(
+          v.picklist(['webhooks', 'agreements', 'files'], 'must be "webhooks", "agreements" or "files"'),
+          'must be a list of scopes',
+        ),
+        v.minLength(1, 'must name at least one scope'),
+        v.check((scopes) => new Set(scopes).size === scopes.length, 'must name each scope once'),
+      ),
+    ),
+    readOnly: v.optional(v.boolean('must be true or false')),
+  },
+  'must be a JSON object',
+);

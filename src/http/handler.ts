@@ -5,7 +5,9 @@ import type { HTTPMethod } from 'find-my-way';
 import { PortalError, describeError } from '../errors.js';
 import type { Logger } from '../shared/logger.js';
 import { answerEarly } from './answer-early.js';
-import { type Authenticator, Refused } from './auth.js';
+import { type Authenticator, Refused, bearerToken } from './auth.js';
+import type { PortalSessionScope } from '../records.js';
+import { type SessionGrant, isSessionToken } from '../domain/portal-sessions.js';
 import { Exchange, type Origin, type RequestContext } from './context.js';
 import { type Reply, contractHeaders, writeJson } from './reply.js';
 import { renderError } from './render-error.js';
@@ -16,8 +18,16 @@ import { type Operation, queryNames } from './route-doc.js';
 /** A route answers with a `Reply`, throws a `PortalError`, or answers nothing when it wrote `res` itself. */
 type RouteHandler = (context: RequestContext) => Promise<Reply | void> | Reply | void;
 
+/**
+ * What a route belongs to: a portal session reaches a route only when its scopes include the area
+ * (`webhooks`, `agreements`, `files`); `tickets`, `downloads` and `sessions` it never reaches.
+ */
+export type RouteArea = PortalSessionScope | 'tickets' | 'downloads' | 'sessions';
+
 export interface Route {
   method: HTTPMethod | HTTPMethod[];
+  /** Its area, for portal sessions' scopes; set by the route table. */
+  area?: RouteArea;
   /** find-my-way pattern, relative to the base path: `/webhooks/:webhookId`. */
   path: string;
   handler: RouteHandler;
@@ -74,6 +84,24 @@ export interface HandlerOptions extends Origin {
   page?: Page;
   /** Spans and durations of requests (`noTelemetry` without `@opentelemetry/api`). */
   telemetry?: Telemetry;
+  /** What a portal session's token may do (`null`: no live session has it); without it, no session is accepted. */
+  sessions?: (token: string) => Promise<SessionGrant | null>;
+}
+
+/** Whether an `Authorization` header may carry a session token (`Bearer pts_…`): a prefix test first (hot path). */
+const mayCarrySession = (header: string | undefined): header is string =>
+  header !== undefined && header.startsWith('pts_', 7) && isSessionToken(header.slice(7).trim());
+
+/** Methods that change nothing: all a read-only session may send. */
+const READS = new Set(['GET', 'HEAD']);
+
+/** Why `grant` may not reach `route` with `method`, or `null` when it may. */
+function sessionRefusal(grant: SessionGrant, route: Route, method: string): PortalError | null {
+  const area = route.area ?? 'sessions';
+  if (!(grant.scopes as readonly string[]).includes(area))
+    return new PortalError('PORTAL_SESSION_SCOPE', area, grant.scopes);
+  if (grant.readOnly && !READS.has(method)) return new PortalError('PORTAL_SESSION_READ_ONLY', method);
+  return null;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,200}$/;
@@ -85,7 +113,7 @@ const ALLOW_CANDIDATES: HTTPMethod[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', '
  * only looks things up.
  */
 export function createHandler(options: HandlerOptions): NodeHandler {
-  const { basePath, authenticate, logger, page } = options;
+  const { basePath, authenticate, logger, page, sessions } = options;
   const telemetry = options.telemetry ?? noTelemetry;
   const origin: Origin = { basePath, publicUrl: options.publicUrl, trustProxy: options.trustProxy };
   // find-my-way answers a path it cannot decode, or a too-long segment, with a handle whose store
@@ -144,6 +172,8 @@ export function createHandler(options: HandlerOptions): NodeHandler {
    */
   function run(context: Exchange, route: ServedRoute): Promise<void> | undefined {
     if (route.public !== true) {
+      const header = context.req.headers.authorization;
+      if (sessions !== undefined && mayCarrySession(header)) return runAsSession(context, route, header);
       let account: ReturnType<Authenticator>;
       try {
         account = authenticate(context.req.headers.authorization);
@@ -169,6 +199,39 @@ export function createHandler(options: HandlerOptions): NodeHandler {
       context.accountId = account;
     }
     return answer(context, route);
+  }
+
+  /**
+   * A request whose token has a session token's form: a live session's grant, checked against the
+   * route's area and method; else the token goes to the API keys (a key may have that form too),
+   * which refuse it with 401 when it is none.
+   */
+  function runAsSession(context: Exchange, route: ServedRoute, header: string): Promise<void> {
+    const token = bearerToken(header) as string;
+    return sessions!(token).then(
+      (grant) => {
+        if (grant === null) {
+          const account = authenticate(header);
+          if (typeof account === 'string') {
+            context.accountId = account;
+            return answer(context, route);
+          }
+          if (account instanceof Refused) return fail(context, account.error, route);
+          return account.then(
+            (accountId) => {
+              context.accountId = accountId;
+              return answer(context, route);
+            },
+            (error: unknown) => fail(context, error, route),
+          );
+        }
+        const refused = sessionRefusal(grant, route, context.req.method ?? 'GET');
+        if (refused !== null) return fail(context, refused, route);
+        context.accountId = grant.accountId;
+        return answer(context, route);
+      },
+      (error: unknown) => fail(context, error, route),
+    );
   }
 
   function answer(context: Exchange, route: ServedRoute): Promise<void> | undefined {

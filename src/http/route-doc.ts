@@ -50,7 +50,9 @@ export type SchemaName =
   | 'VoidInput'
   | 'SignerCorrectionInput'
   | 'AuditTrail'
-  | 'EventTypeList';
+  | 'EventTypeList'
+  | 'PortalSessionInput'
+  | 'PortalSession';
 
 /** A parameter: its `schema` a valibot schema (converted when the document is built) or JSON Schema. */
 export interface Parameter {
@@ -64,7 +66,7 @@ export interface Parameter {
 export interface Operation {
   operationId: string;
   summary: string;
-  tags: ('Webhooks' | 'Agreements' | 'Signing' | 'Files' | 'Tickets' | 'Downloads')[];
+  tags: ('Webhooks' | 'Agreements' | 'Signing' | 'Files' | 'Tickets' | 'Downloads' | 'Portal sessions')[];
   description?: string;
   /** Every `:name` of the route's path, each query parameter the route takes, and headers it reads. */
   parameters?: (Parameter | { $ref: string })[];

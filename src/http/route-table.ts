@@ -2,14 +2,16 @@ import type { AgreementService } from '../domain/agreements.js';
 import type { DownloadService } from '../domain/downloads.js';
 import type { EventCatalogue } from '../domain/event-types.js';
 import type { FileService } from '../domain/files.js';
+import type { PortalSessionService } from '../domain/portal-sessions.js';
 import type { SigningService } from '../domain/signing.js';
 import type { TicketService } from '../domain/tickets.js';
 import type { WebhookService } from '../domain/webhooks.js';
-import type { Route } from './handler.js';
+import type { Route, RouteArea } from './handler.js';
 import { agreementRoutes } from './routes/agreements.js';
 import { downloadRoutes } from './routes/downloads.js';
 import { eventTypeRoutes } from './routes/event-types.js';
 import { fileRoutes } from './routes/files.js';
+import { portalSessionRoutes } from './routes/portal-sessions.js';
 import { signingPageRoutes } from './routes/signing-page.js';
 import { signingRoutes } from './routes/signing.js';
 import { ticketRoutes } from './routes/tickets.js';
@@ -26,6 +28,7 @@ export interface RouteServices {
   downloads: DownloadService;
   agreements: AgreementService;
   signing: SigningService;
+  sessions: PortalSessionService;
 }
 
 /**
@@ -35,23 +38,35 @@ export interface RouteServices {
  */
 export function routeTable(
   services: RouteServices,
-  options: { extensions: boolean; frameAncestors?: readonly string[] },
+  options: {
+    extensions: boolean;
+    frameAncestors?: readonly string[];
+    /** The portal page's address for a request's base URL, or `null` when no page is served. */
+    pageUrl?: (baseUrl: string) => string | null;
+  },
 ): Route[] {
-  const { webhooks, catalogue, files, tickets, downloads, agreements, signing } = services;
+  const { webhooks, catalogue, files, tickets, downloads, agreements, signing, sessions } = services;
+  // Each route's area: what a portal session's scopes must include to reach it (handler.ts).
+  const inArea = (area: RouteArea, routes: Route[]) => routes.map((route) => ({ ...route, area }));
   const routes = [
-    ...webhookRoutes(webhooks),
-    ...webhookExtensionRoutes(webhooks),
-    ...webhookSecretRoutes(webhooks),
-    ...webhookDeliveryRoutes(webhooks),
-    ...webhookHealthRoutes(webhooks),
-    ...webhookKeyRoutes(webhooks),
-    ...eventTypeRoutes(catalogue),
-    ...agreementRoutes(agreements),
-    ...signingRoutes(signing),
-    ...signingPageRoutes(options.frameAncestors ?? []),
-    ...fileRoutes(files),
-    ...ticketRoutes(tickets),
-    ...downloadRoutes(downloads),
+    ...inArea('webhooks', [
+      ...webhookRoutes(webhooks),
+      ...webhookExtensionRoutes(webhooks),
+      ...webhookSecretRoutes(webhooks),
+      ...webhookDeliveryRoutes(webhooks),
+      ...webhookHealthRoutes(webhooks),
+      ...webhookKeyRoutes(webhooks),
+      ...eventTypeRoutes(catalogue),
+    ]),
+    ...inArea('agreements', [
+      ...agreementRoutes(agreements),
+      ...signingRoutes(signing),
+      ...signingPageRoutes(options.frameAncestors ?? []),
+    ]),
+    ...inArea('files', fileRoutes(files)),
+    ...inArea('tickets', ticketRoutes(tickets)),
+    ...inArea('downloads', downloadRoutes(downloads)),
+    ...inArea('sessions', portalSessionRoutes(sessions, options.pageUrl ?? (() => null))),
   ];
   return options.extensions ? routes : routes.filter((route) => route.extension !== true);
 }

@@ -12,6 +12,7 @@ import {
   secretRotationInput,
   signerInput,
   signingLinkInput,
+  portalSessionInput,
   signerCorrectionInput,
   voidInput,
   signingSignatureInput,
@@ -102,6 +103,8 @@ const componentSchemas = everyName({
   AuditTrail: shapes.auditTrail,
   EventType: shapes.eventType,
   EventTypeList: shapes.eventTypeList,
+  PortalSessionInput: portalSessionInput,
+  PortalSession: shapes.portalSession,
   // The calls of the event types the library emits, from the event catalogue.
   ...Object.fromEntries(
     LIBRARY_EVENT_TYPES.map(({ name, data }) => [callSchemaName(name), shapes.webhookCallBody(name, data)]),
@@ -156,6 +159,8 @@ function operation(route: Route, spec: Operation): Json {
     responses: {
       ...responses,
       ...(isPublic ? {} : { 401: common(signer ? 'SigningUnauthorized' : 'Unauthorized') }),
+      // A portal session's token outside its scopes, or a change with a read-only one.
+      ...(isPublic || signer || responses[403] !== undefined ? {} : { 403: common('SessionForbidden') }),
       404: responses[404] ?? common('NotFound'),
       405: common('MethodNotAllowed'),
       500: common('InternalError'),
@@ -210,13 +215,19 @@ function pathsOf(routes: Route[]): Record<string, Json> {
 }
 
 const errorResponses = {
-  Unauthorized: failure('No `Authorization: Bearer <key>` header, a malformed one, or an unknown key.', {
-    'WWW-Authenticate': {
-      description: '`Bearer realm="customer-portal"`, with `, error="invalid_token"` when a token was given.',
-      schema: { type: 'string' },
-      required: true,
+  Unauthorized: failure(
+    'No `Authorization: Bearer <key>` header, a malformed one, an unknown key, or a portal session that expired or was revoked.',
+    {
+      'WWW-Authenticate': {
+        description: '`Bearer realm="customer-portal"`, with `, error="invalid_token"` when a token was given.',
+        schema: { type: 'string' },
+        required: true,
+      },
     },
-  }),
+  ),
+  SessionForbidden: failure(
+    'A portal session outside its scopes (`webhooks`, `agreements`, `files`; never tickets or sessions), or a change made with a read-only one.',
+  ),
   SigningUnauthorized: failure(
     'No signing token, a malformed, altered or unknown one, or one a newer link of the signer has replaced.',
     {
@@ -408,7 +419,9 @@ function buildDocument(): Json {
     servers: [{ url: DEFAULT_BASE_PATH, description: 'The base path, under the host the portal is mounted on.' }],
     security: [{ bearerAuth: [] }],
     tags: [
-      ...['Webhooks', 'Agreements', 'Signing', 'Files', 'Tickets', 'Downloads'].map((name) => ({ name })),
+      ...['Webhooks', 'Agreements', 'Signing', 'Files', 'Tickets', 'Downloads', 'Portal sessions'].map((name) => ({
+        name,
+      })),
       {
         name: 'Webhook calls',
         description:

@@ -1,6 +1,7 @@
 import * as v from 'valibot';
 import { idPattern, type IdPrefix } from '../shared/ids.js';
 import { eventFilter } from '../domain/inputs.js';
+import type { PortalSessionLink } from '../domain/portal-sessions.js';
 import type {
   AgreementEventData,
   Agreement,
@@ -439,6 +440,31 @@ export const signingLink = v.strictObject({
   expiresAt: atomDateTime,
 });
 
+/** The answer of `POST /portal-sessions`. */
+export const portalSession = v.strictObject({
+  id: v.pipe(
+    v.string(),
+    v.regex(/^pts_[A-Za-z0-9_-]{22}$/),
+    v.description('Names the session for `DELETE /portal-sessions/{id}`.'),
+  ),
+  url: v.nullable(
+    v.pipe(
+      v.string(),
+      v.description(
+        "The portal page with the token in its fragment (`#session=<token>`, never sent to a server by a browser); `null` when the portal serves no page. Absolute with `publicUrl` or from the request's host.",
+      ),
+    ),
+  ),
+  token: v.pipe(
+    v.string(),
+    v.regex(/^pts_[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/),
+    v.description(
+      'A Bearer credential for the API as this account, within the scopes, until `expiresAt` or a revoke. Shown once: only a hash of it is kept.',
+    ),
+  ),
+  expiresAt: atomDateTime,
+});
+
 /** What a signer sees through `GET /signing`, and what signing or declining answers. */
 /** Another signer, as a signer's view shows them: who, and their outcome; no e-mail, no decline reason. */
 const coSigner = v.strictObject({
@@ -639,4 +665,5 @@ export type SchemaMatchesRecords = [
   Holds<Equal<v.InferOutput<typeof downloadLink>, DownloadLink>>,
   Holds<Equal<v.InferOutput<typeof verification>, Verification>>,
   Holds<Equal<v.InferOutput<typeof attachment>, Attachment>>,
+  Holds<Equal<v.InferOutput<typeof portalSession>, PortalSessionLink>>,
 ];

@@ -55,7 +55,7 @@ test('every route the handler registers is in the document, with each of its met
     }
   }
   assert.equal(undocumented, []);
-  assert.is(apiRoutes.length, 44);
+  assert.is(apiRoutes.length, 46);
   // Outside the document: the signing page, HTML for a browser.
   assert.equal(
     table.filter((route) => route.doc === null).map((route) => route.path),
@@ -154,6 +154,7 @@ test('the document: bearer auth everywhere but the signed download route, server
   assert.equal(extensions.sort(), [
     'DELETE /agreements/{agreementId}',
     'DELETE /files/{entryId}',
+    'DELETE /portal-sessions/{sessionId}',
     'DELETE /tickets/{ticketId}/message/{messageId}/attachment/{attachmentId}',
     'GET /agreements',
     'GET /agreements/{agreementId}',
@@ -191,6 +192,7 @@ test('the document: bearer auth everywhere but the signed download route, server
     'POST /agreements/{agreementId}/void',
     'POST /directories',
     'POST /files',
+    'POST /portal-sessions',
     'POST /signing/decline',
     'POST /signing/identify',
     'POST /signing/identify/email-code',
@@ -675,6 +677,21 @@ test('every route answers as the document says: each success and each error it d
     await call('DELETE', '/agreements/{agreementId}', `/agreements/${toChange.id}`, {}, 204);
     await call('DELETE', '/agreements/{agreementId}', `/agreements/${toChange.id}`, {}, 404);
     await call('DELETE', '/agreements/{agreementId}', '/agreements/nope', {}, 404);
+    // Portal sessions, and what a session's token is answered
+    const { body: session } = await call(
+      'POST',
+      '/portal-sessions',
+      '/portal-sessions',
+      jsonBody({ scopes: ['files'], readOnly: true }),
+      201,
+    );
+    await call('POST', '/portal-sessions', '/portal-sessions', jsonBody({ ttlSeconds: 1 }), 400);
+    const asSession: RequestInit = { headers: { authorization: `Bearer ${session.token}` } };
+    await call('GET', '/files', '/files', asSession, 200);
+    await call('GET', '/webhooks', '/webhooks', asSession, 403);
+    await call('DELETE', '/portal-sessions/{sessionId}', `/portal-sessions/${session.id}`, {}, 204);
+    await call('DELETE', '/portal-sessions/{sessionId}', '/portal-sessions/pts_missing', {}, 404);
+    await call('GET', '/files', '/files', asSession, 401);
     const tokenOf = (link: { link: string }) => new URL(link.link).hash.slice(1);
     const bearer = (token: string, init: RequestInit = {}): RequestInit => ({
       ...init,
