@@ -39,7 +39,7 @@ export interface SessionGrant {
 /** `POST /portal-sessions`'s answer: the link that opens the portal page, and the token it carries. */
 export interface PortalSessionLink {
   id: string;
-  /** The portal page with the token in its fragment; `null` when the portal serves no page (`ui: false`). */
+  /** The portal page with the token and the scopes in its fragment; `null` when the portal serves no page. */
   url: string | null;
   token: string;
   expiresAt: string;
@@ -55,7 +55,7 @@ export function createPortalSessionService(deps: { storage: Storage; clock: () =
     /**
      * A new session for `accountId` (`input`: `ttlSeconds`, 60 to 86,400, an hour by default;
      * `scopes`, all three by default; `readOnly`). `pageUrl` is the portal page's address, or
-     * `null` when there is none: the link is `<pageUrl>#session=<token>`.
+     * `null` when there is none: the link is `<pageUrl>#session=<token>&scopes=<scopes>`.
      */
     async create(accountId: string, input: unknown, pageUrl: string | null): Promise<PortalSessionLink> {
       checkAccountId(accountId);
@@ -80,7 +80,9 @@ export function createPortalSessionService(deps: { storage: Storage; clock: () =
       };
       await storage.insertPortalSession(session);
       const token = `${id}.${secret}`;
-      return { id, url: pageUrl === null ? null : `${pageUrl}#session=${token}`, token, expiresAt: session.expiresAt };
+      // The scopes ride in the fragment too, for the page to show only those sections.
+      const url = pageUrl === null ? null : `${pageUrl}#session=${token}&scopes=${session.scopes.join(',')}`;
+      return { id, url, token, expiresAt: session.expiresAt };
     },
 
     /** Revokes the account's session: every later request with its token is refused. 404 when absent. */

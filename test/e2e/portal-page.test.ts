@@ -82,6 +82,34 @@ it('sign in: a wrong key shows the API message, the right key opens the webhooks
   await page.close();
 });
 
+it('a portal session link: no sign-in, only its sections, the token gone from the address bar and storage, at 1280 and 360 px; revoked, it asks for a new link', async () => {
+  const made = await app.portal.sessions.create('acct_a', { scopes: ['agreements', 'files'], readOnly: true });
+  const link = new URL(made.url!, app.url).href;
+  for (const width of [1280, 360]) {
+    const page = await browser.newPage({ viewport: { width, height: 700 } });
+    await page.goto(link);
+    await page.getByRole('heading', { level: 1, name: 'Agreements' }).waitFor();
+    assert.not.ok(page.url().includes(made.token), 'the token left the address bar');
+    assert.match(page.url(), /#\/agreements$/);
+    const nav = page.getByRole('navigation', { name: 'Sections' });
+    assert.equal(await nav.getByRole('link').allTextContents(), ['Agreements', 'Files']);
+    assert.is(await page.evaluate('sessionStorage.length + localStorage.length'), 0, 'nothing kept in storage');
+    await nav.getByRole('link', { name: 'Files' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Files' }).waitFor();
+    await shoot(page, `session-link-${width}`);
+    assert.equal(problemsOf(page), []);
+    await page.close();
+  }
+  const page = await browser.newPage({ viewport: { width: 1280, height: 700 } });
+  await page.goto(link);
+  await page.getByRole('heading', { level: 1, name: 'Agreements' }).waitFor();
+  await app.portal.sessions.revoke('acct_a', made.id);
+  await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Files' }).click();
+  await page.getByText('This link has expired or was revoked: ask for a new one.').waitFor();
+  await page.getByRole('button', { name: 'Sign in' }).waitFor();
+  await page.close();
+});
+
 it('create a webhook against a local receiver, send a test call, and see it succeed in the log', async () => {
   receiver.script([], { status: 200 });
   const page = await signedIn(1100, 'en-GB');

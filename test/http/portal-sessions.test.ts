@@ -32,7 +32,7 @@ test('a session: 201 with a token shown once and a link to the page carrying it 
     assert.match(made.id, /^pts_[A-Za-z0-9_-]{22}$/);
     assert.match(made.token, TOKEN);
     assert.ok(made.token.startsWith(`${made.id}.`));
-    assert.is(made.url, `${app.url}/portal/#session=${made.token}`);
+    assert.is(made.url, `${app.url}/portal/#session=${made.token}&scopes=webhooks,agreements,files`);
     assert.is(made.expiresAt, '2026-12-06T11:00:00+00:00', 'an hour by default');
 
     const webhook = await app.portal.webhooks.create('acct_a', {
@@ -167,14 +167,14 @@ test('the token is never logged, nor its secret, whatever the request did with i
 test('portal.sessions.create: the same answer, its link a path without publicUrl and absolute with it', async () => {
   await withPortal({ ui: {}, webhooks: { tick: NEVER } }, async (app) => {
     const made = await app.portal.sessions.create('acct_a', { scopes: ['agreements'] });
-    assert.is(made.url, `/portal/#session=${made.token}`);
+    assert.is(made.url, `/portal/#session=${made.token}&scopes=agreements`);
     assert.is((await as(app, made.token, '/agreements')).status, 200);
     await app.portal.sessions.revoke('acct_a', made.id);
     assert.is((await as(app, made.token, '/agreements')).status, 401);
   });
   await withPortal({ ui: {}, publicUrl: 'https://portal.example/v1', webhooks: { tick: NEVER } }, async (app) => {
     const made = await app.portal.sessions.create('acct_a');
-    assert.is(made.url, `https://portal.example/portal/#session=${made.token}`);
+    assert.is(made.url, `https://portal.example/portal/#session=${made.token}&scopes=webhooks,agreements,files`);
   });
   await withPortal({ webhooks: { tick: NEVER } }, async (app) => {
     assert.is((await app.portal.sessions.create('acct_a')).url, null, 'no page: no link');

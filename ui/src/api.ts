@@ -29,10 +29,22 @@ export function eventTypes(): string[] {
   }
 }
 
+/** A portal session's token from the link the page was opened with: kept in this page's memory only. */
+let sessionToken: string | null = null;
+
 export const session = {
-  key: (): string | null => sessionStorage.getItem(KEY_ITEM),
+  key: (): string | null => sessionToken ?? sessionStorage.getItem(KEY_ITEM),
   signIn: (key: string) => sessionStorage.setItem(KEY_ITEM, key),
-  signOut: () => sessionStorage.removeItem(KEY_ITEM),
+  /** Opens the page with a portal session's token (`#session=…` of a link the host handed out). */
+  useSessionToken: (token: string) => {
+    sessionToken = token;
+  },
+  /** Whether the page runs on a portal session's token rather than an API key. */
+  onSession: () => sessionToken !== null,
+  signOut: () => {
+    sessionToken = null;
+    sessionStorage.removeItem(KEY_ITEM);
+  },
 };
 
 /** Called when the API answers 401: the key is gone or was never valid. */

@@ -18,11 +18,29 @@ const main = el('main', { id: 'main', tabindex: -1 });
 let leave: () => void = () => {};
 
 const NAV = [
-  { hash: '#/webhooks', label: 'Webhooks' },
-  { hash: '#/event-types', label: 'Event types' },
-  { hash: '#/agreements', label: 'Agreements' },
-  { hash: '#/files', label: 'Files' },
+  { hash: '#/webhooks', label: 'Webhooks', scope: 'webhooks' },
+  { hash: '#/event-types', label: 'Event types', scope: 'webhooks' },
+  { hash: '#/agreements', label: 'Agreements', scope: 'agreements' },
+  { hash: '#/files', label: 'Files', scope: 'files' },
 ];
+
+/**
+ * A portal session's link (`#session=<token>&scopes=webhooks,files`): the token is kept in memory
+ * only and the fragment is replaced at once, so that it is neither in the history nor in a link
+ * copied from the address bar. Only the sections of its scopes are shown.
+ */
+let scopes: string[] | null = null;
+{
+  const fragment = new URLSearchParams(location.hash.replace(/^#/, ''));
+  const token = fragment.get('session');
+  if (token !== null && token !== '') {
+    session.useSessionToken(token);
+    scopes = (fragment.get('scopes') ?? 'webhooks,agreements,files').split(',');
+    const first = NAV.find((item) => scopes!.includes(item.scope));
+    history.replaceState(null, '', `${location.pathname}${location.search}${first?.hash ?? '#/webhooks'}`);
+  }
+}
+const sections = () => NAV.filter((item) => scopes === null || scopes.includes(item.scope));
 
 /** A location whose escapes do not decode (`#/webhooks/%E0%A4%A`): shown as not found. */
 const undecodable: Screen = (context) => {
@@ -50,10 +68,12 @@ function show(notice?: string): void {
   leave = () => {};
   if (session.key() === null) return signInForm(notice);
   const { screen, rest, section } = route();
-  const signOut = el('button', { type: 'button', class: 'link' }, 'Sign out');
+  const signOut = el('button', { type: 'button', class: 'link' }, session.onSession() ? 'Close' : 'Sign out');
   signOut.addEventListener('click', () => {
+    const wasSession = session.onSession();
     session.signOut();
-    show('Signed out.');
+    scopes = null;
+    show(wasSession ? 'Closed. Open the link you were given again to come back while it lasts.' : 'Signed out.');
   });
   replace(
     root,
@@ -68,7 +88,7 @@ function show(notice?: string): void {
         el(
           'ul',
           {},
-          ...NAV.map(({ hash, label }) =>
+          ...sections().map(({ hash, label }) =>
             el('li', {}, el('a', { href: hash, 'aria-current': hash === section ? 'page' : undefined }, label)),
           ),
         ),
@@ -143,8 +163,10 @@ function signInForm(notice?: string): void {
 }
 
 whenUnauthorized((message) => {
+  const wasSession = session.onSession();
   session.signOut();
-  show(message);
+  scopes = null;
+  show(wasSession ? 'This link has expired or was revoked: ask for a new one.' : message);
 });
 addEventListener('hashchange', () => show());
 show();
