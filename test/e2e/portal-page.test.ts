@@ -85,6 +85,13 @@ it('sign in: a wrong key shows the API message, the right key opens the webhooks
 it('a portal session link: no sign-in, only its sections, the token gone from the address bar and storage, at 1280 and 360 px; revoked, it asks for a new link', async () => {
   const made = await app.portal.sessions.create('acct_a', { scopes: ['agreements', 'files'], readOnly: true });
   const link = new URL(made.url!, app.url).href;
+  // One file in the account, one in another: the session shows its own only.
+  const own = await app.portal.files.put('acct_a', { name: 'ours.txt', mime: 'text/plain', body: Buffer.from('a') });
+  const other = await app.portal.files.put('acct_b', {
+    name: 'theirs.txt',
+    mime: 'text/plain',
+    body: Buffer.from('b'),
+  });
   for (const width of [1280, 360]) {
     const page = await browser.newPage({ viewport: { width, height: 700 } });
     await page.goto(link);
@@ -96,6 +103,9 @@ it('a portal session link: no sign-in, only its sections, the token gone from th
     assert.is(await page.evaluate('sessionStorage.length + localStorage.length'), 0, 'nothing kept in storage');
     await nav.getByRole('link', { name: 'Files' }).click();
     await page.getByRole('heading', { level: 1, name: 'Files' }).waitFor();
+    await page.getByText('ours.txt').waitFor();
+    await page.getByText('1 byte', { exact: true }).waitFor();
+    assert.is(await page.getByText('theirs.txt').count(), 0, "another account's file is not shown");
     await shoot(page, `session-link-${width}`);
     assert.equal(problemsOf(page), []);
     await page.close();
@@ -108,6 +118,8 @@ it('a portal session link: no sign-in, only its sections, the token gone from th
   await page.getByText('This link has expired or was revoked: ask for a new one.').waitFor();
   await page.getByRole('button', { name: 'Sign in' }).waitFor();
   await page.close();
+  await app.portal.files.delete('acct_a', own.id);
+  await app.portal.files.delete('acct_b', other.id);
 });
 
 it('create a webhook against a local receiver, send a test call, and see it succeed in the log', async () => {

@@ -22,7 +22,7 @@ export function size(bytes: number): string {
     value /= 1024;
     unit += 1;
   }
-  return `${number.format(value)} ${units[unit]}`;
+  return unit === 0 && value === 1 ? '1 byte' : `${number.format(value)} ${units[unit]}`;
 }
 
 export function duration(ms: number): string {
