@@ -171,33 +171,37 @@ export function createHandler(options: HandlerOptions): NodeHandler {
    * bench:instructions`, 401 and 404; the figures in docs/performance.md, "Figures behind the code": refusals returned, not thrown).
    */
   function run(context: Exchange, route: ServedRoute): Promise<void> | undefined {
-    if (route.public !== true) {
-      const header = context.req.headers.authorization;
-      if (sessions !== undefined && mayCarrySession(header)) return runAsSession(context, route, header);
-      let account: ReturnType<Authenticator>;
-      try {
-        account = authenticate(context.req.headers.authorization);
-      } catch (error) {
-        fail(context, error, route);
+    if (route.public === true) return answer(context, route);
+    const header = context.req.headers.authorization;
+    if (sessions !== undefined && mayCarrySession(header)) return runAsSession(context, route, header);
+    return runWithKey(context, route, header);
+  }
+
+  /** Authenticates `header` as an API key (or by the auth function), then answers. */
+  function runWithKey(context: Exchange, route: ServedRoute, header: string | undefined): Promise<void> | undefined {
+    let account: ReturnType<Authenticator>;
+    try {
+      account = authenticate(header);
+    } catch (error) {
+      fail(context, error, route);
+      return undefined;
+    }
+    if (typeof account !== 'string') {
+      if (account instanceof Refused) {
+        // A route still receiving a large body answers at once (`fail` → `answerEarly`).
+        if (route.streamsBody === true) fail(context, account.error, route);
+        else send(context, route, account.reply);
         return undefined;
       }
-      if (typeof account !== 'string') {
-        if (account instanceof Refused) {
-          // A route still receiving a large body answers at once (`fail` → `answerEarly`).
-          if (route.streamsBody === true) fail(context, account.error, route);
-          else send(context, route, account.reply);
-          return undefined;
-        }
-        return account.then(
-          (accountId) => {
-            context.accountId = accountId;
-            return answer(context, route);
-          },
-          (error: unknown) => fail(context, error, route),
-        );
-      }
-      context.accountId = account;
+      return account.then(
+        (accountId) => {
+          context.accountId = accountId;
+          return answer(context, route);
+        },
+        (error: unknown) => fail(context, error, route),
+      );
     }
+    context.accountId = account;
     return answer(context, route);
   }
 
@@ -207,24 +211,9 @@ export function createHandler(options: HandlerOptions): NodeHandler {
    * which refuse it with 401 when it is none.
    */
   function runAsSession(context: Exchange, route: ServedRoute, header: string): Promise<void> {
-    const token = bearerToken(header) as string;
-    return sessions!(token).then(
+    return sessions!(bearerToken(header) as string).then(
       (grant) => {
-        if (grant === null) {
-          const account = authenticate(header);
-          if (typeof account === 'string') {
-            context.accountId = account;
-            return answer(context, route);
-          }
-          if (account instanceof Refused) return fail(context, account.error, route);
-          return account.then(
-            (accountId) => {
-              context.accountId = accountId;
-              return answer(context, route);
-            },
-            (error: unknown) => fail(context, error, route),
-          );
-        }
+        if (grant === null) return runWithKey(context, route, header);
         const refused = sessionRefusal(grant, route, context.req.method ?? 'GET');
         if (refused !== null) return fail(context, refused, route);
         context.accountId = grant.accountId;
