@@ -475,20 +475,22 @@ export const signingOrderInput = v.picklist(['parallel', 'sequential'], 'must be
 /** `POST /agreements`'s optional `expiresAt` part: a date-time (checked to lie in the future when the agreement is made). */
 export const expiresAtInput = dateTimeText;
 
+/** A lifetime in whole seconds within `range`; `longest` says its maximum in words (`30 days`). */
+const wholeSeconds = (range: { min: number; max: number }, longest: string) =>
+  v.pipe(
+    v.number('must be a whole number of seconds'),
+    v.integer('must be a whole number of seconds'),
+    v.minValue(range.min, `must be at least ${range.min} seconds`),
+    v.maxValue(range.max, `must be at most ${range.max} seconds (${longest})`),
+  );
+
 /** The shortest and longest life of a signing link, and its default (72 h). */
 export const SIGNING_LINK_SECONDS = { min: 60, max: 30 * 24 * 3600, default: 72 * 3600 } as const;
 
 /** The optional body of `POST /agreements/{id}/signers/{signerId}/signing-link`. */
 export const signingLinkInput = v.strictObject(
   {
-    expiresInSeconds: v.optional(
-      v.pipe(
-        v.number('must be a whole number of seconds'),
-        v.integer('must be a whole number of seconds'),
-        v.minValue(SIGNING_LINK_SECONDS.min, `must be at least ${SIGNING_LINK_SECONDS.min} seconds`),
-        v.maxValue(SIGNING_LINK_SECONDS.max, `must be at most ${SIGNING_LINK_SECONDS.max} seconds (30 days)`),
-      ),
-    ),
+    expiresInSeconds: v.optional(wholeSeconds(SIGNING_LINK_SECONDS, '30 days')),
     accessCode: v.optional(
       v.pipe(
         v.string('must be a string of 4 to 64 characters'),
@@ -556,14 +558,7 @@ export const PORTAL_SESSION_SECONDS = { min: 60, max: 86_400, default: 3_600 } a
 /** `POST /portal-sessions`: its lifetime, what it may reach, whether it may only read. */
 export const portalSessionInput = v.strictObject(
   {
-    ttlSeconds: v.optional(
-      v.pipe(
-        v.number('must be a whole number of seconds'),
-        v.integer('must be a whole number of seconds'),
-        v.minValue(PORTAL_SESSION_SECONDS.min, `must be at least ${PORTAL_SESSION_SECONDS.min} seconds`),
-        v.maxValue(PORTAL_SESSION_SECONDS.max, `must be at most ${PORTAL_SESSION_SECONDS.max} seconds (a day)`),
-      ),
-    ),
+    ttlSeconds: v.optional(wholeSeconds(PORTAL_SESSION_SECONDS, 'a day')),
     scopes: v.optional(
       v.pipe(
         v.array(
