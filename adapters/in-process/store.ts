@@ -693,7 +693,8 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
     },
     async sweepPortalSessions(now, limit) {
       const changes: Change[] = [];
-      for (const row of [...state.rows('session')]) {
+      // Collected first, committed after: the rows are not changed while walked.
+      for (const row of state.rows('session')) {
         if (changes.length >= limit) break;
         if (kept<PortalSessionRecord>(row).expiresAt <= now) changes.push({ table: 'session', id: row.id });
       }

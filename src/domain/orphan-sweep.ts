@@ -62,29 +62,23 @@ export function createOrphanSweep(deps: {
     await ending?.return?.()?.catch(() => {});
   }
 
-  /** Expired idempotency keys go with the same run; a claim also takes over an expired key by itself. */
-  async function sweepIdempotencyKeys(): Promise<void> {
+  /**
+   * Expired idempotency keys and portal sessions go with the same run, up to as many as blobs. A
+   * claim also takes over an expired key by itself, and an expired session is refused whether or
+   * not it is still kept: a failure here is logged, and the blobs are swept all the same.
+   */
+  async function sweepExpired(what: string, remove: (now: string, limit: number) => Promise<number>): Promise<void> {
     try {
-      const removed = await storage.sweepIdempotencyKeys(atom(clock()), maxBlobsPerRun);
-      if (removed > 0) logger.info({ removed }, 'orphan sweep removed expired idempotency keys');
+      const removed = await remove(atom(clock()), maxBlobsPerRun);
+      if (removed > 0) logger.info({ removed }, `orphan sweep removed expired ${what}`);
     } catch (error) {
-      logger.warn({ err: describeError(error) }, 'orphan sweep could not remove expired idempotency keys');
-    }
-  }
-
-  /** Expired portal sessions go with the same run: an expired one is refused whether or not it is still kept. */
-  async function sweepPortalSessions(): Promise<void> {
-    try {
-      const removed = await storage.sweepPortalSessions(atom(clock()), maxBlobsPerRun);
-      if (removed > 0) logger.info({ removed }, 'orphan sweep removed expired portal sessions');
-    } catch (error) {
-      logger.warn({ err: describeError(error) }, 'orphan sweep could not remove expired portal sessions');
+      logger.warn({ err: describeError(error) }, `orphan sweep could not remove expired ${what}`);
     }
   }
 
   async function sweep(): Promise<string[]> {
-    await sweepIdempotencyKeys();
-    await sweepPortalSessions();
+    await sweepExpired('idempotency keys', (now, limit) => storage.sweepIdempotencyKeys(now, limit));
+    await sweepExpired('portal sessions', (now, limit) => storage.sweepPortalSessions(now, limit));
     // A blob older than an hour when the walk started is older still when a later run reaches it.
     walk ??= blobs.listBefore(atom(new Date(clock().getTime() - ORPHAN_MIN_AGE_MS)))[Symbol.asyncIterator]();
     const removed: string[] = [];
