@@ -30,7 +30,6 @@ export interface PortalSessionOptions {
 
 /** What a request made with a live session's token may do. */
 export interface SessionGrant {
-  sessionId: string;
   accountId: string;
   scopes: readonly PortalSessionScope[];
   readOnly: boolean;
@@ -104,7 +103,6 @@ export function createPortalSessionService(deps: { storage: Storage; clock: () =
       if (stored.length !== presented.length || !timingSafeEqual(stored, presented)) return null;
       if (session.revokedAt !== null || session.expiresAt <= atom(clock())) return null;
       return {
-        sessionId: session.id,
         accountId: session.accountId,
         scopes: session.scopes,
         readOnly: session.readOnly,
