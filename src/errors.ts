@@ -190,6 +190,11 @@ export const ERRORS = {
     message: (agreementId: string, why: string) =>
       `Agreement ${agreementId} is ${why}: nothing more can be signed or declined.`,
   },
+  AGREEMENT_OPEN: {
+    status: 409,
+    message: (agreementId: string) =>
+      `Agreement ${agreementId} is still open: void it first (POST /agreements/${agreementId}/void), then erase its personal data.`,
+  },
   SIGNING_TOKEN_INVALID: {
     status: 401,
     message: () =>

@@ -258,6 +258,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     downloads,
     reminderIntervalMs,
     closed: certificates.prepare,
+    erased: certificates.remake,
     ...(mailQueued === undefined ? {} : { mail: mailQueued }),
     copies: copiesOwed,
     pdf,
@@ -344,6 +345,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
       voidAgreement: agreements.voidAgreement,
       correctSigner: agreements.correctSigner,
       delete: agreements.delete,
+      erasePersonalData: agreements.erasePersonalData,
     },
     sessions: {
       create: (accountId, sessionOptions = {}) =>

@@ -172,6 +172,21 @@ export interface AgreementStore {
     change: (current: AgreementRecord) => { agreement: AgreementRecord; events: EventRecord[] },
   ): Promise<AgreementRecord | null>;
   /**
+   * Erases the agreement's personal data, atomically, as `updateAgreement` changes it: the agreement
+   * becomes what `erase` makes of the current one, whose trail may differ from the stored one only
+   * as `redactsTrail` allows; the data of each stored event about it (a type starting `agreement-`,
+   * the agreement's id as ordering key) becomes `eraseData(data)`, and so does the body (JSON) of
+   * each kept idempotent answer whose `location` ends in `/agreements/<id>`. Reads only the
+   * account's own events since the agreement was made, and the account's own kept answers.
+   * Resolves the stored agreement, or `null` when absent in this account.
+   */
+  eraseAgreement(
+    accountId: string,
+    id: string,
+    erase: (current: AgreementRecord) => AgreementRecord,
+    eraseData: (data: unknown) => unknown,
+  ): Promise<AgreementRecord | null>;
+  /**
    * Up to `limit` agreements of any account with something due at or before `now` (ATOM): an open
    * one's (not signed, not closed) `expiresAt` or `nextReminderAt`, or any one's next mail to its
    * signers (the earliest `nextAttemptAt` of its `mail`), the earliest first, at most `perAccount` of one

@@ -313,7 +313,8 @@ export type AuditAction =
   | 'identification-locked'
   | 'consented'
   | 'voided'
-  | 'signer-corrected';
+  | 'signer-corrected'
+  | 'erased';
 export const AUDIT_ACTIONS: readonly AuditAction[] = [
   'created',
   'link-issued',
@@ -329,6 +330,7 @@ export const AUDIT_ACTIONS: readonly AuditAction[] = [
   'consented',
   'voided',
   'signer-corrected',
+  'erased',
 ];
 
 /**
@@ -347,8 +349,14 @@ export interface AuditEntry {
   userAgent: string | null;
   /** The documents the step concerned, with their SHA-256 at that moment. */
   documents: { id: string; fileHash: string }[];
-  /** A decline's reason; `null` otherwise. */
+  /** A decline's or void's reason, what a correction changed, or `null`. */
   detail: string | null;
+  /**
+   * HMAC-SHA256 (hex), keyed with the agreement's `personalKey`, of `[ip, userAgent, detail]` as
+   * JSON: the hash commits to those fields through it, so the chain still holds once they are
+   * erased. Absent from entries written before the trail carried it (their hash covers the fields).
+   */
+  personal?: string;
   /**
    * SHA-256 (hex) of the agreement's evidence just after this step (`domain/audit-trail.ts`,
    * `stateDigest`): the chain commits to what was signed, not only to its own entries. Absent from
@@ -383,6 +391,32 @@ export function extendsTrail(current: readonly AuditEntry[], next: readonly Audi
   return true;
 }
 
+/** What personal data is replaced with when it is erased. */
+export const ERASED = '[erased]';
+
+/** The fields of an audit entry that an erasure replaces with `ERASED`. */
+export const PERSONAL_ENTRY_FIELDS = ['ip', 'userAgent', 'detail'] as const;
+
+/**
+ * Whether `next` is `current` with personal fields erased and entries appended: each stored entry
+ * as it was, or with each of its `ip`, `userAgent` and `detail` that is not `null` replaced with
+ * `ERASED`. What a store's `eraseAgreement` allows of a trail, and nothing else.
+ */
+export function redactsTrail(current: readonly AuditEntry[], next: readonly AuditEntry[]): boolean {
+  if (next.length < current.length) return false;
+  const erased = (entry: AuditEntry) => {
+    const copy: Record<string, unknown> = { ...entry };
+    for (const field of PERSONAL_ENTRY_FIELDS) if (copy[field] !== null) copy[field] = ERASED;
+    return JSON.stringify(copy);
+  };
+  for (let i = 0; i < current.length; i++) {
+    const was = current[i]!;
+    const now = next[i]!;
+    if (JSON.stringify(was) !== JSON.stringify(now) && erased(was) !== JSON.stringify(now)) return false;
+  }
+  return true;
+}
+
 /** The bytes of each document are in the `BlobStore` under the document's id. */
 export interface AgreementRecord extends Omit<Agreement, 'signers' | 'documents'> {
   accountId: string;
@@ -402,6 +436,12 @@ export interface AgreementRecord extends Omit<Agreement, 'signers' | 'documents'
   nextReminderAt: string | null;
   /** Mail to its signers not yet sent, oldest first (`domain/signer-mail.ts`). */
   mail: PendingMail[];
+  /**
+   * The random key (hex) the trail's entries and evidence digest commit to personal fields with
+   * (`domain/audit-trail.ts`); `ERASED` once they are erased (the key goes with them, so no guess
+   * at an erased value can be checked); absent or `null` for an agreement made before it existed.
+   */
+  personalKey?: string | null;
 }
 
 /** Whether the agreement is still open: not signed, not closed (declined, expired, voided). */

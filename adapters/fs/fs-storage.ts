@@ -75,8 +75,8 @@ export function fsStorage(options: FsStorageOptions): Storage {
      * a failed write leaves nothing visible. A full disk rejects with `STORAGE_FULL` (507) and the
      * log takes writes again once there is space; after any other failure it refuses every later write.
      */
-    append(entries, revert) {
-      return log!.append(entries, revert).catch((error: unknown) => {
+    append(entries, revert, forget) {
+      return log!.append(entries, revert, forget).catch((error: unknown) => {
         throw isDiskFull(error) ? storageFull(error) : error;
       });
     },

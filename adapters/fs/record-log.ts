@@ -115,9 +115,10 @@ export interface RecordLog {
    * transaction appended after it (which may build on it), newest first, so that memory again holds
    * what the disk holds. A full disk (ENOSPC, EDQUOT) fails only those transactions: the log takes
    * writes again, and the first one cuts off whatever the failed write left past the last whole frame.
-   * Any other failure stops the log.
+   * Any other failure stops the log. With `forget`, the log is compacted once the transaction is
+   * written and before it resolves, so no earlier version of a record it replaces stays in the file.
    */
-  append(changes: LogChange[], revert?: () => void): Promise<void>;
+  append(changes: LogChange[], revert?: () => void, forget?: boolean): Promise<void>;
   /** The JSON bytes at `loc`. */
   read(loc: Loc): Promise<Buffer>;
   /** What stopped the log from writing, if anything did: every later append rejects with it. */
@@ -132,6 +133,8 @@ interface Pending {
   frame: Buffer;
   changes: LogChange[];
   revert: (() => void) | undefined;
+  /** Whether the log is compacted before this transaction resolves (`append`'s `forget`). */
+  forget: boolean;
   /** Offset of each put's JSON within the frame, to place the row once the frame is written. */
   puts: { row: Locatable; offset: number; length: number }[];
   resolve(): void;
@@ -543,10 +546,16 @@ export async function openRecordLog(
           }
           return;
         }
-        for (const pending of batch) pending.resolve();
-        if (size >= Math.max(options.compactAfterBytes, 2 * options.liveBytes() + HEADER_SIZE, compactionFloor)) {
+        // A transaction that forgets resolves only once the log no longer holds what it replaced.
+        const forget = batch.some((pending) => pending.forget);
+        if (!forget) for (const pending of batch) pending.resolve();
+        if (
+          forget ||
+          size >= Math.max(options.compactAfterBytes, 2 * options.liveBytes() + HEADER_SIZE, compactionFloor)
+        ) {
           await compact().catch((error: Error) => fail(error));
         }
+        if (forget) for (const pending of batch) pending.resolve();
       }
     } finally {
       draining = false;
@@ -685,12 +694,12 @@ export async function openRecordLog(
       return failure;
     },
     fail,
-    append(changes, revert) {
+    append(changes, revert, forget) {
       if (failure !== undefined) return Promise.reject(failure);
       if (closed) return Promise.reject(new Error('The record log is closed'));
       const encoded = encodeFrame(changes);
       return new Promise<void>((resolve, reject) => {
-        queue.push({ ...encoded, changes, revert, resolve, reject });
+        queue.push({ ...encoded, changes, revert, forget: forget === true, resolve, reject });
         if (!draining) {
           draining = true;
           drained = drain();

@@ -403,6 +403,16 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
         if (rowsOf('event').has(ids[i]!)) found.push(ids[i]!);
       return found;
     },
+    /** The ids of the account's events whose type starts with `prefix`, each type's newest first. */
+    eventIdsOfKinds(accountId: string, prefix: string): string[] {
+      const found: string[] = [];
+      const start = kindKey(accountId, prefix);
+      for (const [key, kind] of eventsOfKind) {
+        if (!key.startsWith(start)) continue;
+        for (let i = kind.ids.length - 1; i >= 0; i--) if (rowsOf('event').has(kind.ids[i]!)) found.push(kind.ids[i]!);
+      }
+      return found;
+    },
     /** Whether the webhook's ordering key holds a pending delivery. */
     keyTaken(webhookId: string, orderingKey: string): boolean {
       return keys.taken(webhookId, orderingKey);

@@ -6,6 +6,7 @@ import {
   TRAIL_APPEND_ONLY,
   agreementSummary,
   extendsTrail,
+  redactsTrail,
   type AgreementRecord,
   type AttachmentRecord,
   type DeliveryRecord,
@@ -46,8 +47,10 @@ export interface Journal<L> {
   /**
    * Keeps one transaction. When it cannot, calls `revert` (which puts memory back as it was)
    * before rejecting with the reason; a rejection also says that later writes would fail alike.
+   * With `forget`, the transaction replaces data that must not stay anywhere: once it resolves,
+   * no earlier copy of the records it replaces is left in what the journal keeps.
    */
-  append(entries: JournalEntry<L>[], revert: () => void): Promise<void>;
+  append(entries: JournalEntry<L>[], revert: () => void, forget?: boolean): Promise<void>;
   /** The JSON of a record not kept in memory, at the place the journal gave it. */
   read(loc: L): Promise<string>;
 }
@@ -181,7 +184,7 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
    * undone first. Everything is serialised before anything is applied: a record JSON cannot hold
    * (a BigInt in event data, say) rejects the whole transaction and changes nothing.
    */
-  function commit(changes: Change[]): Promise<void> {
+  function commit(changes: Change[], forget = false): Promise<void> {
     if (changes.length === 0) return Promise.resolve();
     const serialised = changes.map((change) =>
       'id' in change ? change : { ...change, json: JSON.stringify(change.record) },
@@ -201,7 +204,7 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
     const revert = () => {
       for (let i = undo.length - 1; i >= 0; i--) state.revert(undo[i]!.table, undo[i]!.id, undo[i]!.previous);
     };
-    return journal.append(entries, revert);
+    return journal.append(entries, revert, forget);
   }
 
   /**
@@ -409,6 +412,49 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
         if (!extendsTrail(current.audit, agreement.audit)) throw new Error(TRAIL_APPEND_ONLY);
         const { changes } = eventChanges(events);
         const written = commit([{ table: 'agreement', record: agreement }, ...changes]);
+        agreementsDue.update(agreement);
+        return { written, stored: JSON.parse(JSON.stringify(agreement)) as AgreementRecord };
+      });
+      if (outcome === null) return null;
+      await outcome.written;
+      return outcome.stored;
+    },
+
+    async eraseAgreement(accountId, id, erase, eraseData) {
+      const outcome = await agreementTurns(id, async () => {
+        const row = state.owned('agreement', accountId, id);
+        if (row === undefined) return null;
+        const current = await readAgreement(row);
+        const agreement = erase(current);
+        if (agreement.id !== id || agreement.accountId !== accountId) {
+          throw new Error('eraseAgreement: erase must keep the id and account');
+        }
+        if (!redactsTrail(current.audit, agreement.audit)) throw new Error(TRAIL_APPEND_ONLY);
+        // Read first, then (with no await between) kept only where the row read is still the one
+        // stored: retention may remove an event or a key meanwhile, which must not come back.
+        const rewritten: { row: StateRow<L>; change: Change }[] = [];
+        for (const eventId of state.eventIdsOfKinds(accountId, 'agreement-')) {
+          const eventRow = state.get('event', eventId);
+          if (eventRow === undefined) continue;
+          const event = await readRecord<EventRecord>(eventRow);
+          if (event.orderingKey !== id || event.createdAt < current.createdAt) continue;
+          const record: EventRecord = { ...event, data: eraseData(event.data) };
+          rewritten.push({ row: eventRow, change: { table: 'event', record } });
+        }
+        const prefix = idempotencyId(accountId, '');
+        for (const [keyId] of state.idempotencyExpiries()) {
+          const keyRow = keyId.startsWith(prefix) ? state.get('idempotency', keyId) : undefined;
+          if (keyRow === undefined) continue;
+          const kept = await readRecord<IdempotencyRecord & { id: string }>(keyRow);
+          if (kept.answer === null || !kept.answer.location?.endsWith(`/agreements/${id}`)) continue;
+          const body = JSON.stringify(eraseData(JSON.parse(kept.answer.body)));
+          const record = { ...kept, answer: { ...kept.answer, body } };
+          rewritten.push({ row: keyRow, change: { table: 'idempotency', record } });
+        }
+        const still = rewritten.filter(({ row, change }) => state.get(change.table, row.id) === row);
+        const changes: Change[] = [{ table: 'agreement', record: agreement }, ...still.map(({ change }) => change)];
+        // What was erased must leave the journal too, unless nothing new was (erased before).
+        const written = commit(changes, JSON.stringify(current) !== JSON.stringify(agreement));
         agreementsDue.update(agreement);
         return { written, stored: JSON.parse(JSON.stringify(agreement)) as AgreementRecord };
       });

@@ -17,6 +17,7 @@ import {
   extendsTrail,
   identificationOf,
   mailDueAt,
+  redactsTrail,
 } from '../../src/records.js';
 import type { AgreementDocumentRecord, CompletionRecord, PendingMail } from '../../src/records.js';
 import type { Db, Queryable, Row } from './client.js';
@@ -33,6 +34,7 @@ export type AgreementMethods = Pick<
   | 'deleteAgreement'
   | 'listAgreements'
   | 'updateAgreement'
+  | 'eraseAgreement'
   | 'agreementsDue'
 >;
 
@@ -48,6 +50,7 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
   const select = `SELECT a.id, a.account_id, a.name, a.status, a.signer_name, a.signer_signature,
       a.signer_signature_hash, ${atomOf('a.created_at')} AS created_at, ${signingColumns},
       ${atomOf('a.next_reminder_at')} AS next_reminder_at, a.audit_head, a.audit_length, a.mail, a.completion,
+      a.personal_key,
       (SELECT coalesce(json_agg(json_build_object(
           'id', s.id, 'firstName', s.first_name, 'lastName', s.last_name, 'email', s.email,
           'shouldIdentify', s.should_identify, 'signature', s.signature, 'signatureHash', s.signature_hash,
@@ -100,16 +103,17 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
   const insert = `INSERT INTO ${table('agreements')}
     (id, account_id, name, status, signer_name, signer_signature, signer_signature_hash, created_at,
      signing_order, expires_at, closed_at, closed_reason, next_reminder_at, audit_head, audit_length, mail, mail_due_at,
-     completion, completion_due_at)
+     completion, completion_due_at, personal_key)
     VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::timestamptz,
      $9::text, $10::timestamptz, $11::timestamptz, $12::text, $13::timestamptz, $14::text, $15::int, $16::text, $17::timestamptz,
-     $18::text, $19::timestamptz)`;
+     $18::text, $19::timestamptz, $20::text)`;
   const update = `UPDATE ${table('agreements')}
     SET name = $3::text, status = $4::text, signer_name = $5::text, signer_signature = $6::text,
         signer_signature_hash = $7::text, created_at = $8::timestamptz, signing_order = $9::text,
         expires_at = $10::timestamptz, closed_at = $11::timestamptz, closed_reason = $12::text,
         next_reminder_at = $13::timestamptz, audit_head = $14::text, audit_length = $15::int,
-        mail = $16::text, mail_due_at = $17::timestamptz, completion = $18::text, completion_due_at = $19::timestamptz
+        mail = $16::text, mail_due_at = $17::timestamptz, completion = $18::text, completion_due_at = $19::timestamptz,
+        personal_key = $20::text
     WHERE id = $1::text AND account_id = $2::text`;
   // At most $3 of one account: the due rows numbered within their account, the earliest first; with
   // $4, then the open rows with no reminder scheduled (their own partial index), oldest first; and
@@ -158,6 +162,23 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
     SELECT $1::text, position - 1, id, document_name, file_size, file_hash, signed_file_hash, signed_file_key, fields
     FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[])
       WITH ORDINALITY AS d (id, document_name, file_size, file_hash, signed_file_hash, signed_file_key, fields, position)`;
+  // Erasure: the entries it rewrites; the agreement's events (their partial index, since it was
+  // made) and the account's kept answers that locate it, each locked until the rewrite commits.
+  const rewriteAudit = `UPDATE ${table('agreement_audit')} AS a SET entry = u.entry
+    FROM unnest($2::int[], $3::text[]) AS u (position, entry)
+    WHERE a.agreement_id = $1::text AND a.position = u.position`;
+  const eventsOf = `SELECT id, data::text AS data FROM ${table('events')}
+    WHERE account_id = $1::text AND type LIKE 'agreement-%' AND ordering_key = $2::text AND created_at >= $3::timestamptz
+    FOR UPDATE`;
+  const rewriteEvents = `UPDATE ${table('events')} AS e SET data = u.data::json
+    FROM unnest($2::text[], $3::text[]) AS u (id, data)
+    WHERE e.account_id = $1::text AND e.id = u.id`;
+  const answersOf = `SELECT key, answer_body FROM ${table('idempotency_keys')}
+    WHERE account_id = $1::text AND status = 'completed' AND right(answer_location, length($2::text)) = $2::text
+    FOR UPDATE`;
+  const rewriteAnswers = `UPDATE ${table('idempotency_keys')} AS k SET answer_body = u.body
+    FROM unnest($2::text[], $3::text[]) AS u (key, body)
+    WHERE k.account_id = $1::text AND k.key = u.key`;
   const deleteSigners = `DELETE FROM ${table('agreement_signers')} WHERE agreement_id = $1::text`;
   const deleteDocuments = `DELETE FROM ${table('agreement_documents')} WHERE agreement_id = $1::text`;
 
@@ -181,6 +202,7 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
     mailDueAt(agreement),
     agreement.completion === null ? null : JSON.stringify(agreement.completion),
     completionDueAt(agreement),
+    agreement.personalKey ?? null,
   ];
 
   /** Appends the entries of `audit` from position `from` on: those before are stored already, and never rewritten. */
@@ -283,6 +305,41 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
         return structuredClone(agreement);
       });
     },
+    async eraseAgreement(accountId, id, erase, eraseData) {
+      return db.transaction(async (tx) => {
+        if ((await tx.query(lock, [accountId, id])).length === 0) return null;
+        const [row] = await tx.query(select, [accountId, id]);
+        if (row === undefined) return null;
+        const current = agreementOfRow(row);
+        const agreement = erase(current);
+        if (agreement.id !== id || agreement.accountId !== accountId) {
+          throw new Error('eraseAgreement: erase must keep the id and account');
+        }
+        if (!redactsTrail(current.audit, agreement.audit)) throw new Error(TRAIL_APPEND_ONLY);
+        await tx.query(update, agreementParams(agreement));
+        await tx.query(deleteSigners, [id]);
+        await tx.query(deleteDocuments, [id]);
+        await writeParts(tx, agreement);
+        const changed = current.audit.flatMap((entry, position) => {
+          const now = JSON.stringify(agreement.audit[position]);
+          return JSON.stringify(entry) === now ? [] : [{ position, now }];
+        });
+        if (changed.length > 0)
+          await tx.query(rewriteAudit, [id, changed.map((one) => one.position), changed.map((one) => one.now)]);
+        await appendAudit(tx, id, agreement.audit, current.audit.length);
+        const events = await tx.query(eventsOf, [accountId, id, current.createdAt]);
+        if (events.length > 0) {
+          const data = events.map((event) => JSON.stringify(eraseData(JSON.parse(event.data as string))));
+          await tx.query(rewriteEvents, [accountId, events.map((event) => event.id), data]);
+        }
+        const answers = await tx.query(answersOf, [accountId, `/agreements/${id}`]);
+        if (answers.length > 0) {
+          const bodies = answers.map((answer) => JSON.stringify(eraseData(JSON.parse(answer.answer_body as string))));
+          await tx.query(rewriteAnswers, [accountId, answers.map((answer) => answer.key), bodies]);
+        }
+        return structuredClone(agreement);
+      });
+    },
   };
 }
 
@@ -304,6 +361,7 @@ function agreementOfRow(row: Row): AgreementRecord {
     nextReminderAt: (row.next_reminder_at as string | null) ?? null,
     mail: JSON.parse(row.mail as string) as PendingMail[],
     completion: row.completion === null ? null : (JSON.parse(row.completion as string) as CompletionRecord),
+    ...(row.personal_key === null ? {} : { personalKey: row.personal_key as string }),
   };
 }
 

@@ -480,6 +480,16 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX portal_sessions_expires ON ${table('sessions')} (expires_at)`,
     ],
   },
+  {
+    version: 25,
+    name: 'erasable personal data',
+    statements: ({ table }) => [
+      // The key an agreement's trail commits to personal fields with (null: made before it).
+      `ALTER TABLE ${table('agreements')} ADD COLUMN personal_key text`,
+      // An agreement's events, for erasure: agreement events only, so other events pay nothing.
+      `CREATE INDEX portal_events_agreement ON ${table('events')} (account_id, ordering_key) WHERE type LIKE 'agreement-%'`,
+    ],
+  },
 ];
 
 /** The last `MAX_ATTEMPTS_KEPT` entries of the jsonb array `expression`, in order. */

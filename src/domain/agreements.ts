@@ -15,11 +15,13 @@ import {
   type SigningOrder,
 } from '../records.js';
 import { createAgreementChanges } from './agreement-changes.js';
-import { type ClientInfo, NO_CLIENT, senderSignatureHash } from './audit-trail.js';
+import { type ClientInfo, NO_CLIENT, newPersonalKey, senderSignatureHash } from './audit-trail.js';
 import {
   accountActor,
   correctSigner as correctStep,
   created,
+  erasePersonalData as eraseStep,
+  erasedData,
   isPastExpiry,
   sign as signStep,
   voidAgreement as voidStep,
@@ -165,6 +167,8 @@ export interface AgreementServiceDeps {
   reminderIntervalMs?: number;
   /** Told of each agreement a step signed or closed. */
   closed?: (record: AgreementRecord) => void;
+  /** Told of each agreement whose personal data was erased, to replace what was made from it (the certificate). */
+  erased?: (record: AgreementRecord) => Promise<void>;
   /** With a notifier: told once a step queued mail to signers (`agreement-completed`), to send it. */
   mail?: { queued: (record: AgreementRecord) => void };
   /** Told once a step signed an agreement: its completed copies are owed. */
@@ -376,6 +380,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
         deps.reminderIntervalMs === undefined ? null : atom(new Date(now.getTime() + deps.reminderIntervalMs)),
       mail: [],
       completion: null,
+      personalKey: newPersonalKey(),
     };
     const record = created(unaudited, now, client);
     const agreement = agreementShape(record);
@@ -640,6 +645,33 @@ export function createAgreementService(deps: AgreementServiceDeps) {
     },
 
     /**
+     * Erases the signers' personal data from a signed or closed agreement
+     * (`POST /agreements/{agreementId}/erase-personal-data`): names, e-mails, decline reasons, and
+     * the trail's IPs, user agents and details become `"[erased]"` in the agreement, its stored
+     * events and kept answers, in one atomic step; then the certificate is made again from it. The
+     * trail keeps every hash and still verifies, ending with an `erased` entry. 409 while open.
+     * Calling it again redoes what follows the step (a crash may have cut it) and changes nothing else.
+     */
+    async erasePersonalData(
+      accountId: string,
+      agreementId: string,
+      client: ClientInfo = NO_CLIENT,
+    ): Promise<Agreement> {
+      checkAccountId(accountId);
+      agreementIdOf({ agreementId });
+      const now = clock();
+      const erased = await storage.eraseAgreement(
+        accountId,
+        agreementId,
+        (current) => eraseStep(current, now, accountActor(accountId), client),
+        (data) => erasedData(data, agreementId),
+      );
+      if (erased === null) throw new PortalError('AGREEMENT_NOT_FOUND', agreementId);
+      await deps.erased?.(erased);
+      return agreementShape(erased);
+    },
+
+    /**
      * Records one signer's signature. The last signature makes the agreement `signed` and stores
      * `agreement-signed` in the same atomic update. 404 for an unknown agreement or signer, 409 for
      * a signer who already signed, 400 for a signature that is not an acceptable image.
@@ -705,4 +737,5 @@ export type AgreementApi = Pick<
   | 'voidAgreement'
   | 'correctSigner'
   | 'delete'
+  | 'erasePersonalData'
 >;

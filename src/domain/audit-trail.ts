@@ -1,5 +1,12 @@
-import { createHash } from 'node:crypto';
-import type { AgreementRecord, AuditAction, AuditEntry, EventRecord, IdentificationMethod } from '../records.js';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
+import {
+  type AgreementRecord,
+  type AuditAction,
+  type AuditEntry,
+  ERASED,
+  type EventRecord,
+  type IdentificationMethod,
+} from '../records.js';
 import { atom } from '../shared/time.js';
 
 /** The `previousHash` of a trail's first entry. */
@@ -16,24 +23,40 @@ export const signatureHash = (dataUrl: string) => sha256Hex(dataUrl);
 /** The agreement's `signerSignatureHash`: SHA-256 (hex) of the sender's data-URL, a line break and `createdAt`. */
 export const senderSignatureHash = (dataUrl: string, createdAt: string) => sha256Hex(`${dataUrl}\n${createdAt}`);
 
+/** A new agreement's `personalKey`: 32 random bytes, hex. */
+export const newPersonalKey = () => randomBytes(32).toString('hex');
+
+/** The key an agreement's trail commits to personal fields with; `null` for a trail made before it had one. */
+type PersonalKey = string | null;
+const keyOf = (record: Pick<AgreementRecord, 'personalKey'>): PersonalKey => record.personalKey ?? null;
+
+/**
+ * What a trail commits to personal values through: HMAC-SHA256 (hex) of their JSON, keyed with the
+ * agreement's `personalKey`; once they are erased (the key with them), SHA-256 of the markers' JSON.
+ * Keyed, so that a digest left after erasure cannot confirm a guess at what it hid (an e-mail, an IP).
+ */
+function personalDigest(key: string, values: readonly unknown[]): string {
+  const json = JSON.stringify(values);
+  return key === ERASED ? sha256Hex(json) : createHmac('sha256', Buffer.from(key, 'hex')).update(json).digest('hex');
+}
+
+const entryPersonal = (key: string, step: Pick<AuditStep, 'ip' | 'userAgent' | 'detail'>) =>
+  personalDigest(key, [step.ip, step.userAgent, step.detail]);
+
 /**
  * The hash of an entry: SHA-256 (hex) over the previous entry's hash, a line break, and the entry's
- * fields as JSON in a fixed order (`at, action, actor, signerId, ip, userAgent, documents, detail`,
- * each document as `{id, fileHash}`, then `state` when the entry has one, then `{method}` and
- * `{disclosureHash}` when it has them). Anyone holding the trail
- * can recompute it (docs/signing.md).
+ * fields as JSON in a fixed order: `at, action, actor, signerId, personal, documents` (each document
+ * as `[id, fileHash]`), then `state` when the entry has one, then `{method}` and `{disclosureHash}`
+ * when it has them. An entry written before `personal` existed has `ip, userAgent, documents,
+ * detail` where `personal, documents` stand. Anyone holding the trail can recompute it
+ * (docs/signing.md).
  */
 function auditHash(previousHash: string, step: AuditStep): string {
-  const fields: unknown[] = [
-    step.at,
-    step.action,
-    step.actor,
-    step.signerId,
-    step.ip,
-    step.userAgent,
-    step.documents.map((document) => [document.id, document.fileHash]),
-    step.detail,
-  ];
+  const documents = step.documents.map((document) => [document.id, document.fileHash]);
+  const fields: unknown[] =
+    step.personal === undefined
+      ? [step.at, step.action, step.actor, step.signerId, step.ip, step.userAgent, documents, step.detail]
+      : [step.at, step.action, step.actor, step.signerId, step.personal, documents];
   if (step.state !== undefined) fields.push(step.state);
   if (step.method !== undefined) fields.push({ method: step.method });
   if (step.disclosureHash !== undefined) fields.push({ disclosureHash: step.disclosureHash });
@@ -43,10 +66,12 @@ function auditHash(previousHash: string, step: AuditStep): string {
 /**
  * SHA-256 (hex) of what an agreement's evidence is: its name, sender, the sender's signature hash,
  * dates, order and outcome, each document's id, name, size and hash, and each signer's identity,
- * signature hash and steps, as JSON in a fixed order. What a store keeps only to work (signing
- * link ids, the next reminder) is left out.
+ * signature hash and steps, as JSON in a fixed order. A signer's names, e-mail and decline reason
+ * enter through `personalDigest` (in clear for an agreement made before its `personalKey`). What a
+ * store keeps only to work (signing link ids, the next reminder) is left out.
  */
 function stateDigest(record: AgreementRecord): string {
+  const key = keyOf(record);
   return sha256Hex(
     JSON.stringify([
       record.id,
@@ -60,30 +85,22 @@ function stateDigest(record: AgreementRecord): string {
       record.closedAt,
       record.closedReason,
       record.documents.map((document) => [document.id, document.documentName, document.fileSize, document.fileHash]),
-      record.signers.map((signer) => [
-        signer.id,
-        signer.firstName,
-        signer.lastName,
-        signer.email,
-        signer.shouldIdentify,
-        signer.signatureHash,
-        signer.signedAt,
-        signer.viewedAt,
-        signer.declinedAt,
-        signer.declineReason,
-      ]),
+      record.signers.map((signer) => {
+        const personal = [signer.firstName, signer.lastName, signer.email];
+        const steps = [signer.signatureHash, signer.signedAt, signer.viewedAt, signer.declinedAt];
+        return key === null
+          ? [signer.id, ...personal, signer.shouldIdentify, ...steps, signer.declineReason]
+          : [signer.id, personalDigest(key, [...personal, signer.declineReason]), signer.shouldIdentify, ...steps];
+      }),
     ]),
   );
 }
 
-/** `trail` with `steps` appended, each chained to the one before. */
-function appendAudit(trail: readonly AuditEntry[], ...steps: AuditStep[]): AuditEntry[] {
-  const out = [...trail];
-  for (const step of steps) {
-    const previousHash = out.at(-1)?.hash ?? GENESIS_HASH;
-    out.push({ ...step, previousHash, hash: auditHash(previousHash, step) });
-  }
-  return out;
+/** `trail` with `step` appended, chained to the entry before, committing to its personal fields through `key` when there is one. */
+function appendAudit(trail: readonly AuditEntry[], key: PersonalKey, step: AuditStep): AuditEntry[] {
+  const previousHash = trail.at(-1)?.hash ?? GENESIS_HASH;
+  const chained = key === null ? step : { ...step, personal: entryPersonal(key, step) };
+  return [...trail, { ...chained, previousHash, hash: auditHash(previousHash, chained) }];
 }
 
 /**
@@ -92,21 +109,31 @@ function appendAudit(trail: readonly AuditEntry[], ...steps: AuditStep[]): Audit
  * that stores the step stores both.
  */
 export function withStep(record: AgreementRecord, step: Omit<AuditStep, 'state'>): AgreementRecord {
-  const audit = appendAudit(record.audit, { ...step, state: stateDigest(record) });
+  const audit = appendAudit(record.audit, keyOf(record), { ...step, state: stateDigest(record) });
   return { ...record, audit, auditHead: { hash: audit.at(-1)!.hash, length: audit.length } };
 }
 
-/** Whether every entry links to the one before and hashes to what it says: an edited, removed or reordered entry breaks it. */
-function chainHolds(trail: readonly AuditEntry[]): boolean {
+/**
+ * Whether every entry links to the one before and hashes to what it says: an edited, removed or
+ * reordered entry breaks it. While the agreement holds its key, each entry's personal fields must
+ * match their digest. Once erased, an entry written before `personal` existed, its fields erased,
+ * can only be held to its link: its hash covered what is gone (docs/signing.md, Erasure).
+ */
+function chainHolds(trail: readonly AuditEntry[], key: PersonalKey): boolean {
   let previousHash = GENESIS_HASH;
   for (const entry of trail) {
     if (entry.previousHash !== previousHash) return false;
     const { hash, previousHash: _previous, ...step } = entry;
-    if (auditHash(previousHash, step) !== hash) return false;
+    const linkOnly = key === ERASED && step.personal === undefined && wasErased(step);
+    if (!linkOnly && auditHash(previousHash, step) !== hash) return false;
+    if (key !== null && key !== ERASED && step.personal !== entryPersonal(key, step)) return false;
     previousHash = hash;
   }
   return true;
 }
+
+const wasErased = (step: Pick<AuditStep, 'ip' | 'userAgent' | 'detail'>) =>
+  step.ip === ERASED || step.userAgent === ERASED || step.detail === ERASED;
 
 /**
  * Whether the trail vouches for the agreement as stored: the chain holds; it ends where the head
@@ -117,7 +144,7 @@ function chainHolds(trail: readonly AuditEntry[]): boolean {
  */
 export function verifyTrail(record: AgreementRecord): boolean {
   const { audit, auditHead } = record;
-  if (!chainHolds(audit)) return false;
+  if (!chainHolds(audit, keyOf(record))) return false;
   if (auditHead !== null && (auditHead.length !== audit.length || auditHead.hash !== audit.at(-1)?.hash)) return false;
   const last = audit.at(-1);
   if (last?.state !== undefined && last.state !== stateDigest(record)) return false;

@@ -21,6 +21,12 @@ export interface Certificates {
   prepare(record: AgreementRecord): void;
   /** The kept certificate of a signed or closed agreement, made now if it is not kept yet. */
   get(record: AgreementRecord): Promise<Buffer>;
+  /**
+   * Replaces the kept certificate of an agreement whose personal data was just erased: once a
+   * making begun before has ended, the kept one is removed and a new one made from the agreement
+   * as now stored. Resolves once the old one is gone; the new one is made off the request.
+   */
+  remake(record: AgreementRecord): Promise<void>;
   /** Resolves once every making begun so far has ended (the portal's `close` waits for it). */
   settled(): Promise<void>;
 }
@@ -78,14 +84,22 @@ export function createCertificates(deps: {
     return made;
   }
 
+  function prepare(record: AgreementRecord): void {
+    make(record.accountId, record.id).catch((error) =>
+      logger.warn(
+        { agreementId: record.id, error: describeError(error) },
+        'certificate: could not be made as the agreement closed; the next request makes it',
+      ),
+    );
+  }
+
   return {
-    prepare(record) {
-      make(record.accountId, record.id).catch((error) =>
-        logger.warn(
-          { agreementId: record.id, error: describeError(error) },
-          'certificate: could not be made as the agreement closed; the next request makes it',
-        ),
-      );
+    prepare,
+    async remake(record) {
+      const key = certificateKey(record.id);
+      await making.get(key)?.catch(() => undefined);
+      await blobs.delete(key);
+      prepare(record);
     },
     async get(record) {
       return (await kept(certificateKey(record.id))) ?? make(record.accountId, record.id);

@@ -1,6 +1,6 @@
 import { PortalError, isPortalError } from '../errors.js';
 import type { AgreementRecord, AgreementSignerRecord, EventRecord } from '../records.js';
-import { isOpen, withoutImages } from '../records.js';
+import { ERASED, PERSONAL_ENTRY_FIELDS, isOpen, withoutImages } from '../records.js';
 import { atom } from '../shared/time.js';
 import { type ClientInfo, NO_CLIENT, type Step, audited, signatureHash } from './audit-trail.js';
 import { newEvent } from './events.js';
@@ -173,6 +173,63 @@ export function voidAgreement(
     withDocuments: false,
   });
   return { agreement: closed, events: [eventOf('agreement-voided', closed, now)] };
+}
+
+/** `value` erased: `ERASED` unless it is `null` (nothing was kept). */
+const erasedValue = <T extends string | null>(value: T) => (value === null ? null : ERASED);
+
+/** An agreement's personal values, wherever its shape is kept (the record, an event's data, an answer): `ERASED`. */
+function erasedSigners<T extends Pick<AgreementSignerRecord, 'firstName' | 'lastName' | 'email' | 'declineReason'>>(
+  signers: readonly T[],
+): T[] {
+  return signers.map((signer) => ({
+    ...signer,
+    firstName: ERASED,
+    lastName: ERASED,
+    email: ERASED,
+    declineReason: erasedValue(signer.declineReason),
+  }));
+}
+
+/** An event's data or an answer's body, erased where it is agreement `agreementId`'s shape; anything else as it is. */
+export function erasedData(data: unknown, agreementId: string): unknown {
+  if (typeof data !== 'object' || data === null) return data;
+  const shape = data as { id?: unknown; signers?: unknown };
+  if (shape.id !== agreementId || !Array.isArray(shape.signers)) return data;
+  return { ...shape, signers: erasedSigners(shape.signers) };
+}
+
+/** Whether the agreement's personal data is erased already. */
+const isErased = (record: Pick<AgreementRecord, 'personalKey'>) => record.personalKey === ERASED;
+
+/**
+ * Erases the signers' personal data from a signed or closed agreement: their names, e-mails and
+ * decline reasons, and every trail entry's IP, user agent and detail, become `ERASED`; links are
+ * revoked, mail still owed dropped, and the key the trail committed to them with discarded, so no
+ * digest left can confirm a guess. An `erased` entry ends the trail; every earlier hash is kept
+ * (`domain/audit-trail.ts`). 409 while open (void it first); once erased, unchanged.
+ */
+export function erasePersonalData(
+  record: AgreementRecord,
+  now: Date,
+  actor: string,
+  client: ClientInfo,
+): AgreementRecord {
+  if (isOpen(record)) throw new PortalError('AGREEMENT_OPEN', record.id);
+  if (isErased(record)) return record;
+  const audit = record.audit.map((entry) => {
+    const erased = { ...entry };
+    for (const field of PERSONAL_ENTRY_FIELDS) erased[field] = erasedValue(entry[field]);
+    return erased;
+  });
+  const signers = erasedSigners(record.signers).map((signer) => ({ ...signer, signingLinkId: null }));
+  const erased: AgreementRecord = { ...record, signers, audit, mail: [], personalKey: ERASED };
+  return audited(erased, now, 'erased', {
+    actor,
+    client,
+    detail: 'names, e-mails, IP addresses, user agents and details erased',
+    withDocuments: false,
+  });
 }
 
 /** What a sender may correct of a signer who has not signed. */

@@ -30,7 +30,7 @@ import {
   signingOrderInput,
 } from '../domain/inputs.js';
 import type { Verification } from '../domain/agreements.js';
-import { AUDIT_ACTIONS, IDENTIFICATION_METHODS } from '../records.js';
+import { AUDIT_ACTIONS, ERASED, IDENTIFICATION_METHODS } from '../records.js';
 
 /**
  * The shapes the API answers with, as valibot schemas: the OpenAPI document is generated from them
@@ -271,7 +271,10 @@ export const agreementSigner = v.strictObject({
   id: id('ags'),
   firstName: displayName,
   lastName: displayName,
-  email: v.pipe(v.string(), v.email()),
+  email: v.pipe(
+    v.union([v.pipe(v.string(), v.email()), v.literal(ERASED)]),
+    v.description('The address, or `"[erased]"` once the agreement\'s personal data is erased (so are both names).'),
+  ),
   shouldIdentify: v.boolean(),
   signature: v.nullable(signatureDataUrl),
   signatureHash: v.nullable(sha256Hex),
@@ -548,12 +551,25 @@ export const auditEntry = v.strictObject({
   ip: v.nullable(v.string()),
   userAgent: v.nullable(v.string()),
   documents: v.array(v.strictObject({ id: id('agd'), fileHash: sha256Hex })),
-  detail: v.pipe(v.nullable(v.string()), v.description("A decline's reason.")),
+  detail: v.pipe(
+    v.nullable(v.string()),
+    v.description(
+      'A decline\'s or void\'s reason, what a correction changed; `ip`, `userAgent` and `detail` read `"[erased]"` once erased.',
+    ),
+  ),
+  personal: v.optional(
+    v.pipe(
+      sha256Hex,
+      v.description(
+        'HMAC-SHA256 (hex) of the JSON array `[ip, userAgent, detail]`, keyed with a random key the portal keeps with the agreement until its personal data is erased (then discarded; entries after it use plain SHA-256). The hash commits to these fields through it, so it survives their erasure. Absent from entries written before the trail carried it (docs/signing.md).',
+      ),
+    ),
+  ),
   state: v.optional(
     v.pipe(
       sha256Hex,
       v.description(
-        "SHA-256 (hex) of the agreement's evidence just after this step: the JSON array `[id, name, status, signerName, signerSignatureHash, createdAt, signingOrder, expiresAt, closedAt, closedReason, [[documentId, documentName, fileSize, fileHash]…], [[signerId, firstName, lastName, email, shouldIdentify, signatureHash, signedAt, viewedAt, declinedAt, declineReason]…]]`. Absent from entries written before the trail carried it.",
+        "SHA-256 (hex) of the agreement's evidence just after this step: the JSON array `[id, name, status, signerName, signerSignatureHash, createdAt, signingOrder, expiresAt, closedAt, closedReason, [[documentId, documentName, fileSize, fileHash]…], [[signerId, personal, shouldIdentify, signatureHash, signedAt, viewedAt, declinedAt]…]]`, each signer's `personal` the keyed digest (as the entry's) of `[firstName, lastName, email, declineReason]`; before the key existed, those four stood in clear (`[signerId, firstName, lastName, email, shouldIdentify, signatureHash, signedAt, viewedAt, declinedAt, declineReason]`). Absent from entries written before the trail carried it.",
       ),
     ),
   ),
@@ -565,7 +581,7 @@ export const auditEntry = v.strictObject({
   hash: v.pipe(
     sha256Hex,
     v.description(
-      'SHA-256 (hex) over `previousHash`, a line break, and the JSON array `[at, action, actor, signerId, ip, userAgent, [[documentId, fileHash]…], detail]`, with `state` appended when the entry has one, then `{"method": …}` and `{"disclosureHash": …}` when it has them.',
+      'SHA-256 (hex) over `previousHash`, a line break, and the JSON array `[at, action, actor, signerId, personal, [[documentId, fileHash]…]]` (for an entry without `personal`: `[at, action, actor, signerId, ip, userAgent, [[documentId, fileHash]…], detail]`), with `state` appended when the entry has one, then `{"method": …}` and `{"disclosureHash": …}` when it has them.',
     ),
   ),
 });

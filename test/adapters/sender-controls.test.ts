@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryBlobs, memoryTransport } from '../../adapters/memory/index.js';
@@ -12,7 +13,8 @@ import { NEVER } from '../helpers/webhooks.js';
  * The sender's controls on every adapter: voiding an open agreement closes it, revokes every link,
  * publishes agreement-voided, records the reason and mails the signers who had a link; correcting a
  * signer changes them, revokes their link and is recorded; neither touches a signed or closed one,
- * and bad input changes nothing.
+ * and bad input changes nothing. Erasing personal data leaves no name, e-mail, IP, user agent or
+ * reason in any answer or in the store, and the trail keeps every hash and verifies.
  */
 const { list: backends, close } = await openBackends('sender controls');
 const suites: ReturnType<typeof suite>[] = [];
@@ -45,6 +47,27 @@ async function linkFor(app: TestPortal, agreementId: string, signerId: string, s
 
 const view = (app: TestPortal, token: string) =>
   fetch(`${app.url}/v1/signing`, { headers: { authorization: `Bearer ${token}` } });
+
+/** What a signer's browser sends: a user agent to find again, and their own words. */
+const SIGNER_AGENT = 'SignerBrowser/7.7 (personal-agent-xyz)';
+const DECLINE_REASON = 'Signer2 Lee cannot sign: moving abroad';
+/** Every personal value the erase test plants, as the store could hold it. */
+const PERSONAL = ['s1@example.com', 's2@example.com', 'Signer1', 'Signer2', 'personal-agent-xyz', 'moving abroad'];
+
+/** The certificate's text, or `null` (with the reason printed once) where pdftotext is missing. */
+let pdftotextMissing: string | null | undefined;
+function certificateText(pdf: Buffer): string | null {
+  if (pdftotextMissing === undefined) {
+    try {
+      execFileSync('pdftotext', ['-v'], { stdio: 'ignore' });
+      pdftotextMissing = null;
+    } catch {
+      pdftotextMissing = 'pdftotext (poppler-utils) is not installed';
+      console.log(`SKIP the certificate's text in the erase test: ${pdftotextMissing}`);
+    }
+  }
+  return pdftotextMissing === null ? execFileSync('pdftotext', ['-', '-'], { input: pdf, encoding: 'utf8' }) : null;
+}
 
 for (const backend of backends) {
   const on = suite(`sender controls: ${backend.name}`);
@@ -297,6 +320,128 @@ for (const backend of backends) {
         // The fs store's log is append-only: a removed record's bytes leave it at its next compaction.
         if (backend.name !== 'fs')
           assert.not.ok((await dump()).includes('to be removed'), 'the trail is gone from the store');
+      } finally {
+        await app.close();
+        await cleanup();
+      }
+    },
+  );
+  on(
+    'erase: no name, e-mail, IP, user agent or reason left in any answer or the store; every hash kept, verified; 409 while open',
+    async () => {
+      const { options, cleanup, dump } = await backend.options();
+      const transport = memoryTransport();
+      const app = await startPortal({
+        ...options,
+        transport,
+        signingKeys: [SIGNING_KEY_1],
+        webhooks: { tick: NEVER },
+      });
+      try {
+        await app.portal.webhooks.create('acct_a', { type: 'agreement-declined', url: 'https://r.example/declined' });
+        const created = await app.api('/agreements', {
+          method: 'POST',
+          headers: { 'idempotency-key': 'erase-me-once' },
+          body: validFormData({ signers: [signer(1), signer(2)] }),
+        });
+        assert.is(created.status, 201);
+        const agreement = await json(created);
+        const [first, second] = agreement.signers;
+        const open = await app.api(`/agreements/${agreement.id}/erase-personal-data`, { method: 'POST' });
+        assert.is(open.status, 409);
+        assert.match((await json(open)).message, /still open: void it first/);
+
+        const token = await linkFor(app, agreement.id, first.id);
+        const viewed = await fetch(`${app.url}/v1/signing`, {
+          headers: { authorization: `Bearer ${token}`, 'user-agent': SIGNER_AGENT },
+        });
+        assert.is(viewed.status, 200);
+        const declining = await linkFor(app, agreement.id, second.id);
+        const declined = await fetch(`${app.url}/v1/signing/decline`, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${declining}`,
+            'user-agent': SIGNER_AGENT,
+            'content-type': 'application/json',
+          },
+          body: JSON.stringify({ reason: DECLINE_REASON }),
+        });
+        assert.is(declined.status, 200);
+        await app.portal.worker!.tick();
+        assert.match(transport.calls.at(-1)!.body, /moving abroad/, 'the event carried the reason');
+        const before = await json(await app.api(`/agreements/${agreement.id}/audit`));
+        assert.is(before.verified, true);
+        assert.ok(JSON.stringify(before).includes('personal-agent-xyz'));
+
+        assert.is(
+          (
+            await app.api(`/agreements/${agreement.id}/erase-personal-data`, {
+              method: 'POST',
+              headers: { authorization: `Bearer ${KEY_B}` },
+            })
+          ).status,
+          404,
+          'not from another account',
+        );
+        const erased = await app.api(`/agreements/${agreement.id}/erase-personal-data`, { method: 'POST' });
+        assert.is(erased.status, 200);
+        const answer = await json(erased);
+        assert.equal(
+          answer.signers.map((one: Record<string, unknown>) => [one.firstName, one.lastName, one.email]),
+          [
+            ['[erased]', '[erased]', '[erased]'],
+            ['[erased]', '[erased]', '[erased]'],
+          ],
+        );
+        assert.is(answer.signers[1].declineReason, '[erased]');
+        assert.is(answer.signers[1].declinedAt, agreement.signers[1].declinedAt ?? answer.signers[1].declinedAt);
+        assert.is(answer.closedReason, 'declined', 'the outcome is evidence, kept');
+
+        const after = await json(await app.api(`/agreements/${agreement.id}/audit`));
+        assert.is(after.verified, true, 'the trail still verifies');
+        assert.is(after.data.length, before.data.length + 1);
+        assert.is(after.data.at(-1).action, 'erased');
+        assert.equal(
+          after.data
+            .slice(0, -1)
+            .map((entry: { hash: string; previousHash: string }) => [entry.hash, entry.previousHash]),
+          before.data.map((entry: { hash: string; previousHash: string }) => [entry.hash, entry.previousHash]),
+          'every earlier hash survives',
+        );
+        for (const entry of after.data.slice(0, -1)) {
+          for (const field of ['ip', 'userAgent', 'detail'] as const)
+            assert.ok(
+              entry[field] === null || entry[field] === '[erased]',
+              `${entry.action}.${field}: ${entry[field]}`,
+            );
+        }
+
+        const again = await app.api(`/agreements/${agreement.id}/erase-personal-data`, { method: 'POST' });
+        assert.is(again.status, 200, 'once erased, erasing again answers the same');
+        assert.is((await json(await app.api(`/agreements/${agreement.id}/audit`))).data.length, after.data.length);
+
+        const replay = await app.api('/agreements', {
+          method: 'POST',
+          headers: { 'idempotency-key': 'erase-me-once' },
+          body: validFormData({ signers: [signer(1), signer(2)] }),
+        });
+        const replayed = await replay.text();
+        assert.is(JSON.parse(replayed).id, agreement.id, 'the kept answer is replayed');
+        const certificate = Buffer.from(await (await app.api(`/agreements/${agreement.id}/certificate`)).arrayBuffer());
+        const text = certificateText(certificate);
+        if (text !== null) assert.match(text, /\[erased\]/, 'the certificate is made again from what is left');
+        const answers = [
+          replayed,
+          JSON.stringify(await json(await app.api(`/agreements/${agreement.id}`))),
+          JSON.stringify(await json(await app.api('/agreements'))),
+          JSON.stringify(after),
+          text ?? '',
+        ].join('\n');
+        const stored = await dump();
+        for (const value of PERSONAL) {
+          assert.not.ok(answers.includes(value), `no answer shows ${value}`);
+          assert.not.ok(stored.includes(value), `the store keeps no ${value}`);
+        }
       } finally {
         await app.close();
         await cleanup();

@@ -18,7 +18,8 @@ import {
   type PendingMail,
   type SignerIdentityRecord,
 } from '../../src/records.js';
-import { verifyTrail, withStep } from '../../src/domain/audit-trail.js';
+import { newPersonalKey, verifyTrail, withStep } from '../../src/domain/audit-trail.js';
+import { erasePersonalData, erasedData } from '../../src/domain/signing-rules.js';
 import type { StorageFactory } from './types.js';
 import { T0, agreementRecord, webhookRecord } from './fixtures.js';
 
@@ -323,6 +324,91 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
         assert.match(refused?.message ?? 'accepted', /append-only/, what);
         assert.equal(await storage.getAgreement('acct_a', agreement.id), agreement, `${what}: nothing changed`);
       }
+    }),
+  );
+
+  test(
+    "agreements: eraseAgreement rewrites the trail's personal fields and that agreement's events only, atomically; anything else of the trail is refused",
+    withStorage(factory, async (storage, { db }) => {
+      const step = (action: AuditAction) => ({
+        at: T0,
+        action,
+        actor: 'ags_x',
+        signerId: null,
+        ip: '203.0.113.77',
+        userAgent: 'Private/1.0',
+        documents: [],
+        detail: action === 'declined' ? 'private reason' : null,
+      });
+      const opened = withStep(agreementRecord({ personalKey: newPersonalKey() }), step('created'));
+      const closed = withStep({ ...opened, closedAt: T0, closedReason: 'declined' }, step('declined'));
+      const other = agreementRecord();
+      const ownEvent = eventFor(closed, 'agreement-declined');
+      ownEvent.orderingKey = closed.id;
+      const otherEvent = { ...eventFor(other, 'agreement-created'), orderingKey: other.id };
+      // Another account's event that names the same agreement id (a hostile tenant's own publish).
+      const foreign = { ...eventFor(closed, 'agreement-created'), accountId: 'acct_b', orderingKey: closed.id };
+      await storage.insertAgreement(closed, [ownEvent]);
+      await storage.insertAgreement(other, [otherEvent]);
+      await storage.publishEvents([foreign]);
+      assert.ok(verifyTrail((await storage.getAgreement('acct_a', closed.id))!));
+
+      const refused = await storage
+        .eraseAgreement(
+          'acct_a',
+          closed.id,
+          (current) => ({
+            ...current,
+            audit: [{ ...current.audit[0]!, at: '2020-01-01T00:00:00+00:00' }, current.audit[1]!],
+          }),
+          (data) => erasedData(data, closed.id),
+        )
+        .then(
+          () => null,
+          (error: Error) => error,
+        );
+      assert.match(refused?.message ?? 'accepted', /append-only/, 'a field that is not personal stays as it was');
+      assert.equal(await storage.getAgreement('acct_a', closed.id), closed, 'nothing changed');
+      assert.equal(await db.event(ownEvent.id), ownEvent, 'nor its event');
+
+      const erase = (current: AgreementRecord) =>
+        erasePersonalData(current, new Date(T0), 'account:acct_a', { ip: null, userAgent: null });
+      assert.is(
+        await storage.eraseAgreement('acct_b', closed.id, erase, (data) => data),
+        null,
+        'not from another account',
+      );
+      const erased = (await storage.eraseAgreement('acct_a', closed.id, erase, (data) => erasedData(data, closed.id)))!;
+      const read = (await storage.getAgreement('acct_a', closed.id))!;
+      assert.equal(read, erased);
+      assert.ok(verifyTrail(read), 'the erased trail verifies');
+      assert.equal(
+        read.audit.map((entry) => entry.hash).slice(0, 2),
+        closed.audit.map((entry) => entry.hash),
+      );
+      assert.equal(
+        read.audit.map((entry) => entry.action),
+        ['created', 'declined', 'erased'],
+      );
+      assert.equal(
+        read.audit.slice(0, 2).map((entry) => [entry.ip, entry.userAgent, entry.detail]),
+        [
+          ['[erased]', '[erased]', null],
+          ['[erased]', '[erased]', '[erased]'],
+        ],
+      );
+      assert.equal(
+        read.signers.map((signer) => [signer.firstName, signer.email]),
+        closed.signers.map(() => ['[erased]', '[erased]']),
+      );
+      const ownData = (await db.event(ownEvent.id))!.data as { signers: { email: string }[] };
+      assert.equal(
+        ownData.signers.map((signer) => signer.email),
+        closed.signers.map(() => '[erased]'),
+      );
+      assert.equal(await db.event(otherEvent.id), otherEvent, "another agreement's event stays");
+      assert.equal(await db.event(foreign.id), foreign, "another account's event stays");
+      assert.is(await storage.eraseAgreement('acct_a', 'agr_missingmissingmissing12', erase, (data) => data), null);
     }),
   );
 

@@ -55,7 +55,7 @@ test('every route the handler registers is in the document, with each of its met
     }
   }
   assert.equal(undocumented, []);
-  assert.is(apiRoutes.length, 46);
+  assert.is(apiRoutes.length, 47);
   // Outside the document: the signing page, HTML for a browser.
   assert.equal(
     table.filter((route) => route.doc === null).map((route) => route.path),
@@ -188,6 +188,7 @@ test('the document: bearer auth everywhere but the signed download route, server
     'HEAD /webhooks/{webhookId}/stats',
     'PATCH /agreements/{agreementId}/signers/{signerId}',
     'PATCH /webhooks/{webhookId}',
+    'POST /agreements/{agreementId}/erase-personal-data',
     'POST /agreements/{agreementId}/signers/{signerId}/signing-link',
     'POST /agreements/{agreementId}/void',
     'POST /directories',
@@ -661,6 +662,9 @@ test('every route answers as the document says: each success and each error it d
       jsonBody({ pad: 'x'.repeat(70_000) }),
       413,
     );
+    const erasing = '/agreements/{agreementId}/erase-personal-data';
+    await call('POST', erasing, `/agreements/${toChange.id}/erase-personal-data`, {}, 409);
+    await call('POST', erasing, '/agreements/agr_missing/erase-personal-data', {}, 404);
     const voiding = '/agreements/{agreementId}/void';
     await call('POST', voiding, `/agreements/${toChange.id}/void`, jsonBody({}), 400);
     await call('POST', voiding, '/agreements/agr_missing/void', jsonBody({ reason: 'x' }), 404);
@@ -674,6 +678,7 @@ test('every route answers as the document says: each success and each error it d
     await call('POST', voiding, `/agreements/${toChange.id}/void`, jsonBody({ reason: 'x'.repeat(70_000) }), 413);
     await call('POST', voiding, `/agreements/${toChange.id}/void`, jsonBody({ reason: 'Sent by mistake' }), 200);
     await call('POST', voiding, `/agreements/${toChange.id}/void`, jsonBody({ reason: 'Twice' }), 409);
+    await call('POST', erasing, `/agreements/${toChange.id}/erase-personal-data`, {}, 200);
     await call('DELETE', '/agreements/{agreementId}', `/agreements/${toChange.id}`, {}, 204);
     await call('DELETE', '/agreements/{agreementId}', `/agreements/${toChange.id}`, {}, 404);
     await call('DELETE', '/agreements/{agreementId}', '/agreements/nope', {}, 404);

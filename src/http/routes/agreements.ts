@@ -285,6 +285,27 @@ export function agreementRoutes(agreements: AgreementService): Route[] {
     },
     {
       method: 'POST',
+      path: '/agreements/:agreementId/erase-personal-data',
+      extension: true,
+      doc: {
+        operationId: 'erasePersonalData',
+        summary: "Erase the signers' personal data",
+        parameters: [agreementIdParameter],
+        tags: ['Agreements'],
+        description:
+          'For a signed or closed agreement (void an open one first). Replaces the signers\' names, e-mails and decline reasons, and every audit entry\'s IP address, user agent and detail, with `"[erased]"`: in the agreement, in its stored events (a redelivery sends them erased) and in a kept idempotent answer; the certificate of completion is made again from what is left. The documents, their completed copies and the signature images are kept as the evidence (remove the agreement to remove them). The audit trail keeps every `hash` and `previousHash`, ends with an `erased` entry, and stays `verified` (docs/signing.md, Erasure). Calling it again answers the same agreement and finishes what a crash may have cut short.',
+        responses: {
+          200: response('The agreement, its personal data erased.', 'Agreement'),
+          404: failure('No such agreement in this account.'),
+          409: failure('The agreement is still open: void it first.'),
+        },
+      },
+      async handler({ accountId, params, client }) {
+        return { status: 200, body: await agreements.erasePersonalData(accountId, params.agreementId!, client) };
+      },
+    },
+    {
+      method: 'POST',
       path: '/verify',
       extension: true,
       doc: {
