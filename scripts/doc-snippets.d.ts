@@ -11,6 +11,7 @@ import type {
   EventRecord,
   IdempotencyRecord,
   Portal,
+  PortalSessionRecord,
   Storage,
   WebhookHealthRecord,
   WebhookRecord,
@@ -43,5 +44,6 @@ declare global {
     webhooks: Map<string, WebhookRecord>;
     idempotencyKeys: Map<string, IdempotencyRecord>;
     health: Map<string, WebhookHealthRecord>;
+    sessions: Map<string, PortalSessionRecord>;
   }>;
 }

@@ -52,6 +52,11 @@ export const ERRORS = {
     message: (method: string) => `This portal session may only read; ${method} is a change.`,
   },
   PORTAL_SESSION_NOT_FOUND: { status: 404, message: (id: string) => `No portal session ${id} in this account.` },
+  PORTAL_SESSION_LIMIT: {
+    status: 409,
+    message: (max: number) =>
+      `This account already has ${max.toLocaleString('en-US')} live portal sessions, the most it may have: revoke some (DELETE /portal-sessions/{id}) or wait for them to expire.`,
+  },
 
   // Routing
   ROUTE_NOT_FOUND: { status: 404, message: (method: string, path: string) => `No route matches ${method} ${path}.` },

@@ -391,8 +391,13 @@ export interface IdempotencyStore {
 
 /** Portal sessions (conformance: `storage-sessions.ts`). */
 export interface PortalSessionStore {
-  /** Stores a new session; rejects with `RECORD_EXISTS` when its id is taken. */
-  insertPortalSession(session: PortalSessionRecord): Promise<void>;
+  /**
+   * Stores a new session and resolves `true`. Given `maxLive`, resolves `false` instead, storing
+   * nothing, when the account holds that many live sessions already (unrevoked, expiring after the
+   * new one's `createdAt`): the count and the insert are one atomic step. Rejects with
+   * `RECORD_EXISTS` when its id is taken.
+   */
+  insertPortalSession(session: PortalSessionRecord, limits?: { maxLive?: number }): Promise<boolean>;
   /**
    * The session with this id, of any account (a request presenting its token names no account
    * yet), revoked or expired ones included until they are swept; `null` when absent.

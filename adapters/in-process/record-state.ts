@@ -1,4 +1,10 @@
-import { type AgreementRecord, type DeliveryRecord, type FileEntryRecord, directoryKey } from '../../src/records.js';
+import {
+  type AgreementRecord,
+  type DeliveryRecord,
+  type FileEntryRecord,
+  type PortalSessionRecord,
+  directoryKey,
+} from '../../src/records.js';
 import { inListingOrder } from '../../src/shared/order.js';
 import type { CallStatsHour } from '../../src/rules/call-stats.js';
 import { CallStats } from './call-stats.js';
@@ -99,6 +105,8 @@ interface Directory {
 export function createRecordState<L = unknown>(kept: Record<TableName, boolean>) {
   const tables = new Map<TableName, Map<string, StateRow<L>>>(TABLES.map((table) => [table, new Map()]));
   const webhooksByAccount = new Map<string, Set<string>>();
+  /** Each account's unrevoked sessions, expired ones included until swept: what its limit counts. */
+  const unrevokedSessions = new Map<string, Set<string>>();
   /**
    * The entries of each directory, and their listing order once asked for: kept until the directory
    * changes, so that a listing hands the service entries already in order, which its sort passes
@@ -194,6 +202,9 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
       case 'idempotency':
         idempotencyExpiry.set(row.id, row.expiresAt!);
         break;
+      case 'session':
+        if ((value as PortalSessionRecord).revokedAt === null) addTo(unrevokedSessions, row.accountId, row.id);
+        break;
     }
   }
 
@@ -252,6 +263,10 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
         break;
       case 'idempotency':
         idempotencyExpiry.delete(row.id);
+        break;
+      case 'session':
+        // Order does not matter here: a replacing row (its revocation) is indexed again, or not, by its own `index`.
+        removeFrom(unrevokedSessions, row.accountId, row.id);
         break;
     }
   }
@@ -358,6 +373,10 @@ export function createRecordState<L = unknown>(kept: Record<TableName, boolean>)
     /** The account's webhook ids, in the order written. */
     webhookIds(accountId: string): ReadonlySet<string> {
       return webhooksByAccount.get(accountId) ?? new Set();
+    },
+    /** The account's sessions not revoked, expired ones included until they are swept. */
+    unrevokedSessionIds(accountId: string): ReadonlySet<string> {
+      return unrevokedSessions.get(accountId) ?? new Set();
     },
     /** The directory's entries in listing order: the rows themselves, to copy before handing out. */
     entriesInOrder(accountId: string, directoryId: string | null): readonly FileEntryRecord[] {

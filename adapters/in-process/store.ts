@@ -295,6 +295,15 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
     return { changes, deliveries };
   }
 
+  /** The account's sessions live at `now` (unrevoked, expiring after it), counted up to `max`. */
+  function liveSessions(accountId: string, now: string, max: number): number {
+    let live = 0;
+    for (const id of state.unrevokedSessionIds(accountId)) {
+      if (kept<PortalSessionRecord>(state.get('session', id)!).expiresAt > now && ++live === max) break;
+    }
+    return live;
+  }
+
   const deliveriesOf = (webhookId: string) =>
     Array.from(state.deliveryIds(webhookId), (id) => kept<DeliveryRecord>(state.get('delivery', id)!));
 
@@ -720,9 +729,13 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       claims.delete(id);
       return true;
     },
-    async insertPortalSession(session) {
+    async insertPortalSession(session, limits) {
       assertNew('session', session.id);
+      // Counted and committed with no await between, as a webhook's insert: two creates cannot both pass the count.
+      const max = limits?.maxLive;
+      if (max !== undefined && liveSessions(session.accountId, session.createdAt, max) >= max) return false;
       await commit([{ table: 'session', record: session }]);
+      return true;
     },
     async getPortalSession(id) {
       const row = state.get('session', id);

@@ -477,7 +477,9 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
         expires_at timestamptz NOT NULL,
         revoked_at timestamptz
       )`,
+      // The sweep's, and the one an insert counts the account's live sessions in.
       `CREATE INDEX portal_sessions_expires ON ${table('sessions')} (expires_at)`,
+      `CREATE INDEX portal_sessions_unrevoked ON ${table('sessions')} (account_id, expires_at) WHERE revoked_at IS NULL`,
     ],
   },
   {

@@ -8,12 +8,26 @@ type PortalSessionMethods = Pick<
   'insertPortalSession' | 'getPortalSession' | 'revokePortalSession' | 'sweepPortalSessions'
 >;
 
+/** First key of the advisory lock that counts an account's live sessions: 'cpps' in ASCII. */
+const SESSION_LOCK_CLASS = 0x63707073;
+
 /** Portal sessions in one table: a request that presents a token reads its row by id. */
-export function createPortalSessions(db: Db, { table }: Names): PortalSessionMethods {
+export function createPortalSessions(db: Db, { table, schema }: Names): PortalSessionMethods {
   const sessions = table('sessions');
   const sql = {
     insert: `INSERT INTO ${sessions} (id, account_id, secret_hash, scopes, read_only, created_at, expires_at, revoked_at)
       VALUES ($1::text, $2::text, $3::text, $4::text[], $5::boolean, $6::timestamptz, $7::timestamptz, $8::timestamptz)`,
+    // As a webhook's insert: the account's live sessions are counted under a lock of the account
+    // (released at commit), in a statement after the lock, so two creates at once cannot both see
+    // room for one more. The count stops at the limit and reads portal_sessions_unrevoked alone.
+    lockAccount: `SELECT pg_advisory_xact_lock($1::int, hashtext($2::text))`,
+    insertWithin: `INSERT INTO ${sessions} (id, account_id, secret_hash, scopes, read_only, created_at, expires_at, revoked_at)
+      SELECT $1::text, $2::text, $3::text, $4::text[], $5::boolean, $6::timestamptz, $7::timestamptz, $8::timestamptz
+      WHERE (SELECT count(*) FROM (
+          SELECT 1 FROM ${sessions}
+          WHERE account_id = $2::text AND revoked_at IS NULL AND expires_at > $6::timestamptz LIMIT $9::int
+        ) AS live) < $9::int
+      RETURNING id`,
     get: `SELECT id, account_id, secret_hash, scopes, read_only, ${atomOf('created_at')} AS created_at,
         ${atomOf('expires_at')} AS expires_at, ${atomOf('revoked_at')} AS revoked_at
       FROM ${sessions} WHERE id = $1::text`,
@@ -30,9 +44,18 @@ export function createPortalSessions(db: Db, { table }: Names): PortalSessionMet
   };
 
   return {
-    async insertPortalSession(session) {
+    async insertPortalSession(session, limits) {
       const { id, accountId, secretHash, scopes, readOnly, createdAt, expiresAt, revokedAt } = session;
-      await db.query(sql.insert, [id, accountId, secretHash, scopes, readOnly, createdAt, expiresAt, revokedAt]);
+      const params = [id, accountId, secretHash, scopes, readOnly, createdAt, expiresAt, revokedAt];
+      const max = limits?.maxLive;
+      if (max === undefined) {
+        await db.query(sql.insert, params);
+        return true;
+      }
+      return db.transaction(async (tx) => {
+        await tx.query(sql.lockAccount, [SESSION_LOCK_CLASS, `${schema}:${accountId}`]);
+        return (await tx.query(sql.insertWithin, [...params, max])).length === 1;
+      });
     },
     async getPortalSession(id) {
       const [row] = await db.query(sql.get, [id]);

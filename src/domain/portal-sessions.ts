@@ -5,6 +5,12 @@ import type { PortalSessionRecord, PortalSessionScope } from '../records.js';
 import { atom } from '../shared/time.js';
 import { PORTAL_SESSION_SECONDS, checkAccountId, parseInput, portalSessionInput } from './inputs.js';
 
+/**
+ * Live sessions (unrevoked, unexpired) one account may hold. Each is a record kept until it expires,
+ * up to a day, in memory on the memory and fs stores: without a bound, an API key could fill them.
+ */
+const MAX_LIVE_SESSIONS_PER_ACCOUNT = 1_000;
+
 /** Every scope, in the order the API names them: a session made without `scopes` has them all. */
 const PORTAL_SESSION_SCOPES: readonly PortalSessionScope[] = ['webhooks', 'agreements', 'files'];
 
@@ -55,6 +61,7 @@ export function createPortalSessionService(deps: { storage: Storage; clock: () =
      * A new session for `accountId` (`input`: `ttlSeconds`, 60 to 86,400, an hour by default;
      * `scopes`, all three by default; `readOnly`). `pageUrl` is the portal page's address, or
      * `null` when there is none: the link is `<pageUrl>#session=<token>&scopes=<scopes>`.
+     * Refused (`PORTAL_SESSION_LIMIT`, nothing stored) while the account holds 1,000 live sessions.
      */
     async create(accountId: string, input: unknown, pageUrl: string | null): Promise<PortalSessionLink> {
       checkAccountId(accountId);
@@ -77,7 +84,8 @@ export function createPortalSessionService(deps: { storage: Storage; clock: () =
         expiresAt: atom(new Date(now.getTime() + ttlSeconds * 1000)),
         revokedAt: null,
       };
-      await storage.insertPortalSession(session);
+      if (!(await storage.insertPortalSession(session, { maxLive: MAX_LIVE_SESSIONS_PER_ACCOUNT })))
+        throw new PortalError('PORTAL_SESSION_LIMIT', MAX_LIVE_SESSIONS_PER_ACCOUNT);
       const token = `${id}.${secret}`;
       // The scopes ride in the fragment too, for the page to show only those sections.
       const url = pageUrl === null ? null : `${pageUrl}#session=${token}&scopes=${session.scopes.join(',')}`;

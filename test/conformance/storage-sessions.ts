@@ -75,8 +75,51 @@ export function sessionStorageTests(test: Test, factory: StorageFactory): void {
     }),
   );
 
+  test(
+    "sessions: with maxLive, an account holding that many live ones is refused (false, nothing stored); revoked, expired and other accounts' do not count",
+    withStorage(factory, async (storage, { db }) => {
+      const at = (time: string) => `2026-01-01T${time}+00:00`;
+      const id = (n: number) => `pts_AAAAAAAAAAAAAAAAAAAAA${n}`;
+      const limit = { maxLive: 2 };
+      assert.is(await storage.insertPortalSession(sessionOf({ id: id(1) }), limit), true);
+      assert.is(await storage.insertPortalSession(sessionOf({ id: id(2), expiresAt: at('00:30:00') }), limit), true);
+      assert.is(await storage.insertPortalSession(sessionOf({ id: id(3) }), limit), false);
+      assert.is(await db.session(id(3)), null, 'the refused session is not stored');
+      assert.is(await storage.insertPortalSession(sessionOf({ id: id(4), accountId: 'acct_b' }), limit), true);
+
+      await storage.revokePortalSession('acct_a', id(1), at('00:10:00'));
+      assert.is(await storage.insertPortalSession(sessionOf({ id: id(3) }), limit), true, 'a revoked one is not live');
+      assert.is(await storage.insertPortalSession(sessionOf({ id: id(5), createdAt: at('00:29:59') }), limit), false);
+      // Expired at its expiresAt, as a token is: at 00:30 only id(3) is live.
+      const later = sessionOf({ id: id(5), createdAt: at('00:30:00'), expiresAt: at('01:30:00') });
+      assert.is(await storage.insertPortalSession(later, limit), true, 'an expired one is not live');
+      assert.equal(await db.session(id(5)), later);
+      assert.is(await storage.insertPortalSession(sessionOf({ id: id(6), createdAt: at('00:30:00') }), limit), false);
+      assert.is(
+        await storage.insertPortalSession(sessionOf({ id: id(6) }), {}),
+        true,
+        'without maxLive nothing is counted',
+      );
+    }),
+  );
+
+  test(
+    'sessions: concurrent inserts never pass maxLive together',
+    withStorage(factory, async (storage) => {
+      const ids = Array.from({ length: 12 }, (_, i) => `pts_AAAAAAAAAAAAAAAAAAAA${String(i).padStart(2, '0')}`);
+      const stored = await Promise.all(ids.map((id) => storage.insertPortalSession(sessionOf({ id }), { maxLive: 5 })));
+      assert.is(stored.filter(Boolean).length, 5);
+      const found = await Promise.all(ids.map((id) => storage.getPortalSession(id)));
+      assert.equal(
+        found.map((session) => session !== null),
+        stored,
+        'stored exactly the ones that answered true',
+      );
+    }),
+  );
+
   reopenable(test, factory)(
-    'sessions: a session and its revocation survive a reopen',
+    'sessions: a session and its revocation survive a reopen, and so does what maxLive counts',
     withStorage(factory, async (storage, { swap }) => {
       const session = sessionOf();
       await storage.insertPortalSession(session);
@@ -88,6 +131,9 @@ export function sessionStorageTests(test: Test, factory: StorageFactory): void {
         (await reopened.getPortalSession('pts_BBBBBBBBBBBBBBBBBBBBBB'))?.revokedAt,
         '2026-01-01T00:20:00+00:00',
       );
+      const third = sessionOf({ id: 'pts_CCCCCCCCCCCCCCCCCCCCCC' });
+      assert.is(await reopened.insertPortalSession(third, { maxLive: 1 }), false, 'the live one still counts');
+      assert.is(await reopened.insertPortalSession(third, { maxLive: 2 }), true, 'the revoked one does not');
     }),
   );
 }

@@ -3,6 +3,7 @@ import type {
   DeliveryRecord,
   EventRecord,
   IdempotencyRecord,
+  PortalSessionRecord,
   WebhookHealthRecord,
   WebhookRecord,
 } from '../../src/records.js';
@@ -20,6 +21,7 @@ export interface StorageBackChannel {
   idempotencyKey(accountId: string, key: string): Promise<IdempotencyRecord | null>;
   /** The health record stored under the webhook's id; `null` when none was written. */
   health(webhookId: string): Promise<WebhookHealthRecord | null>;
+  session(id: string): Promise<PortalSessionRecord | null>;
 }
 
 /**

@@ -29,6 +29,7 @@ export function withStorage(
       webhook: (id) => factory.db(storage).webhook(id),
       idempotencyKey: (accountId, key) => factory.db(storage).idempotencyKey(accountId, key),
       health: (id) => factory.db(storage).health(id),
+      session: (id) => factory.db(storage).session(id),
     };
     try {
       await body(storage, { swap, db });

@@ -54,6 +54,7 @@ export function fsBackChannel(dir: string): StorageBackChannel {
       return record;
     },
     health: (id) => read('health', id),
+    session: (id) => read('session', id),
   };
 }
 

@@ -28,6 +28,7 @@ export function memoryBackChannel(storage: Storage): StorageBackChannel {
       return record.status === 'completed' ? record : null;
     },
     health: async (id) => copyOf('health', id),
+    session: async (id) => copyOf('session', id),
   };
 }
 

@@ -10,6 +10,7 @@ import type {
   DeliveryRecord,
   EventRecord,
   IdempotencyRecord,
+  PortalSessionRecord,
   WebhookHealthRecord,
   WebhookRecord,
 } from '../../src/records.js';
@@ -310,6 +311,11 @@ export function sqlBackChannel(client: SqlClient, schema: string): StorageBackCh
         [webhookId],
       );
       return (rows[0] ?? null) as WebhookHealthRecord | null;
+    },
+    async session(id) {
+      const columns = `id, account_id AS "accountId", secret_hash AS "secretHash", scopes, read_only AS "readOnly",
+        ${atom('created_at', 'createdAt')}, ${atom('expires_at', 'expiresAt')}, ${atom('revoked_at', 'revokedAt')}`;
+      return (await one('sessions', columns, id)) as PortalSessionRecord | null;
     },
   };
 }

@@ -691,6 +691,18 @@ test('every route answers as the document says: each success and each error it d
       201,
     );
     await call('POST', '/portal-sessions', '/portal-sessions', jsonBody({ ttlSeconds: 1 }), 400);
+    for (let i = 0; i < 1_000; i++) await portal.sessions.create('acct_b');
+    const sessionAsB = jsonBody({});
+    await call(
+      'POST',
+      '/portal-sessions',
+      '/portal-sessions',
+      {
+        ...sessionAsB,
+        headers: { ...(sessionAsB.headers as Record<string, string>), authorization: `Bearer ${KEY_B}` },
+      },
+      409,
+    );
     const asSession: RequestInit = { headers: { authorization: `Bearer ${session.token}` } };
     await call('GET', '/files', '/files', asSession, 200);
     await call('GET', '/webhooks', '/webhooks', asSession, 403);

@@ -1,5 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { isPortalError } from '../../src/errors.js';
 import type { Logger } from '../../src/shared/logger.js';
 import { KEY_B, json, withPortal, type TestPortal } from '../helpers/server.js';
 import { NEVER, manualClock } from '../helpers/webhooks.js';
@@ -141,6 +142,34 @@ test('bad input: 400 naming the field, and nothing stored', async () => {
     const unknown = await app.api('/portal-sessions', post({ ttl: 60 }));
     assert.is(unknown.status, 400);
     assert.match((await json(unknown)).message, /ttl/);
+  });
+});
+
+test('1,000 live sessions an account: the next is 409 naming the limit, nothing stored; revoked and expired ones make room', async () => {
+  const time = manualClock(new Date('2026-12-06T10:00:00Z'));
+  await withPortal({ clock: time.clock, webhooks: { tick: NEVER } }, async (app) => {
+    const made = [await app.portal.sessions.create('acct_a', { ttlSeconds: 60 })];
+    while (made.length < 1_000) made.push(await app.portal.sessions.create('acct_a'));
+    const refused = await app.api('/portal-sessions', post({}));
+    assert.is(refused.status, 409);
+    assert.is(
+      (await json(refused)).message,
+      'This account already has 1,000 live portal sessions, the most it may have: revoke some (DELETE /portal-sessions/{id}) or wait for them to expire.',
+    );
+    assert.is((await as(app, KEY_B, '/portal-sessions', post({}))).status, 201, 'another account is not held');
+
+    assert.is((await app.api(`/portal-sessions/${made[1]!.id}`, { method: 'DELETE' })).status, 204);
+    // Room for exactly one: had the refused session been stored, there would be none.
+    await makeSession(app);
+    assert.is((await app.api('/portal-sessions', post({}))).status, 409);
+    try {
+      await app.portal.sessions.create('acct_a');
+      assert.unreachable('portal.sessions.create passed the limit');
+    } catch (error) {
+      assert.ok(isPortalError(error, 'PORTAL_SESSION_LIMIT'), String(error));
+    }
+    time.advance(60);
+    await makeSession(app);
   });
 });
 

@@ -22,11 +22,14 @@ export function portalSessionRoutes(
         summary: 'Make a portal session',
         tags: ['Portal sessions'],
         description:
-          "A link that opens the portal page for this account without the API key, and the token it carries: a Bearer credential for the API as this account within `scopes` (default all three; `403` outside them, and for any change when `readOnly`), until `expiresAt` (`ttlSeconds`: 60 to 86,400, an hour by default) or `DELETE /portal-sessions/{id}`; then `401`. A session's token cannot make or revoke sessions. Only a hash of the token is kept: the answer is the one place it is shown.",
+          "A link that opens the portal page for this account without the API key, and the token it carries: a Bearer credential for the API as this account within `scopes` (default all three; `403` outside them, and for any change when `readOnly`), until `expiresAt` (`ttlSeconds`: 60 to 86,400, an hour by default) or `DELETE /portal-sessions/{id}`; then `401`. A session's token cannot make or revoke sessions. Only a hash of the token is kept: the answer is the one place it is shown. An account holds at most 1,000 live sessions (neither expired nor revoked).",
         requestBody: { required: false, content: json('PortalSessionInput') },
         responses: {
           201: response('The session.', 'PortalSession'),
           400: failure('A field is not valid (named in the message).'),
+          409: failure(
+            'The account holds 1,000 live sessions already, the most it may have: revoke some or wait for them to expire. Nothing was stored.',
+          ),
         },
       },
       async handler(context) {
