@@ -44,7 +44,7 @@ export interface SessionGrant {
 /** `POST /portal-sessions`'s answer: the link that opens the portal page, and the token it carries. */
 export interface PortalSessionLink {
   id: string;
-  /** The portal page with the token and the scopes in its fragment; `null` when the portal serves no page. */
+  /** The portal page with the token, the scopes and `readOnly` in its fragment; `null` when the portal serves no page. */
   url: string | null;
   token: string;
   expiresAt: string;
@@ -60,7 +60,8 @@ export function createPortalSessionService(deps: { storage: Storage; clock: () =
     /**
      * A new session for `accountId` (`input`: `ttlSeconds`, 60 to 86,400, an hour by default;
      * `scopes`, all three by default; `readOnly`). `pageUrl` is the portal page's address, or
-     * `null` when there is none: the link is `<pageUrl>#session=<token>&scopes=<scopes>`.
+     * `null` when there is none: the link is `<pageUrl>#session=<token>&scopes=<scopes>`, and
+     * `&readOnly=1` after it for a read-only session.
      * Refused (`PORTAL_SESSION_LIMIT`, nothing stored) while the account holds 1,000 live sessions.
      */
     async create(accountId: string, input: unknown, pageUrl: string | null): Promise<PortalSessionLink> {
@@ -87,8 +88,10 @@ export function createPortalSessionService(deps: { storage: Storage; clock: () =
       if (!(await storage.insertPortalSession(session, { maxLive: MAX_LIVE_SESSIONS_PER_ACCOUNT })))
         throw new PortalError('PORTAL_SESSION_LIMIT', MAX_LIVE_SESSIONS_PER_ACCOUNT);
       const token = `${id}.${secret}`;
-      // The scopes ride in the fragment too, for the page to show only those sections.
-      const url = pageUrl === null ? null : `${pageUrl}#session=${token}&scopes=${session.scopes.join(',')}`;
+      // The scopes and readOnly ride in the fragment too, for the page to show only those sections
+      // and, read-only, no control that changes anything (the API refuses those requests anyway).
+      const fragment = `session=${token}&scopes=${session.scopes.join(',')}${readOnly ? '&readOnly=1' : ''}`;
+      const url = pageUrl === null ? null : `${pageUrl}#${fragment}`;
       return { id, url, token, expiresAt: session.expiresAt };
     },
 

@@ -454,7 +454,7 @@ export const portalSession = v.strictObject({
     v.pipe(
       v.string(),
       v.description(
-        "The portal page with the token and the scopes in its fragment (`#session=<token>&scopes=<scopes>`, never sent to a server by a browser); `null` when the portal serves no page. Absolute with `publicUrl` or from the request's host.",
+        "The portal page with the token and the scopes in its fragment (`#session=<token>&scopes=<scopes>`, and `&readOnly=1` for a read-only session; never sent to a server by a browser); `null` when the portal serves no page. Absolute with `publicUrl` or from the request's host.",
       ),
     ),
   ),

@@ -10,7 +10,7 @@ import type { Storage } from '../../src/index.js';
 import { PNG_SIGNATURE, simplePdf, validFormData } from '../helpers/agreements.js';
 import { chromiumMissing, launchChromium, problemsOf, signedInPage } from '../helpers/chromium.js';
 import { startReceiver, type Receiver } from '../helpers/receiver.js';
-import { KEY_A, json, startPortal, type TestPortal } from '../helpers/server.js';
+import { KEY_A, KEY_B, json, startPortal, type TestPortal } from '../helpers/server.js';
 import { recordingNotifier, until } from '../helpers/notifier.js';
 
 const notifier = recordingNotifier();
@@ -120,6 +120,89 @@ it('a portal session link: no sign-in, only its sections, the token gone from th
   await page.close();
   await app.portal.files.delete('acct_a', own.id);
   await app.portal.files.delete('acct_b', other.id);
+});
+
+it("a read-only session link: no control that changes anything on any screen, where a full session's link shows them", async () => {
+  // Account B's: the other tests count account A's agreements.
+  const webhook = await app.portal.webhooks.create('acct_b', { type: 'customer-created', url: `${receiver.url}/b` });
+  await app.portal.webhooks.sendTest('acct_b', webhook.id);
+  const form = validFormData();
+  form.set('name', 'Read-only check');
+  const asB = { authorization: `Bearer ${KEY_B}` };
+  const agreement = await json(await app.api('/agreements', { method: 'POST', body: form, headers: asB }));
+  const signer = `${agreement.signers[0].firstName} ${agreement.signers[0].lastName}`;
+  /** Every control that sends anything but a GET, or opens a form that does, by accessible name. */
+  const writes = [
+    'Create webhook',
+    'Send test call',
+    'Disable',
+    'Rotate secret',
+    'Delete webhook',
+    'Try on recent events',
+    'Save filter',
+    'Recover',
+    'Redeliver',
+    'Verify',
+    'Void this agreement',
+    'Void agreement',
+    `Delete ${agreement.name}`,
+    `Copy a signing link for ${signer}`,
+    'Link options',
+    `Correct ${signer}`,
+    'Save correction',
+  ];
+  // Each screen, and what shows it has loaded (the webhook's actions are drawn with its heading).
+  const screens: [hash: string, ready: (page: Page) => Promise<void>][] = [
+    ['#/webhooks', (page) => page.locator(`a[href="#/webhooks/${webhook.id}"]`).waitFor()],
+    [
+      `#/webhooks/${webhook.id}`,
+      async (page) => {
+        await page.getByRole('heading', { level: 1, name: webhook.url }).waitFor();
+        await page.locator('.delivery').first().waitFor();
+      },
+    ],
+    ['#/agreements', (page) => page.locator(`.agreement[data-id="${agreement.id}"]`).waitFor()],
+    ['#/files', (page) => page.getByRole('heading', { level: 1, name: 'Files' }).waitFor()],
+  ];
+  /** The buttons and disclosures each screen holds, hidden ones (in a closed `<details>`) too. */
+  async function controlsOf(readOnly: boolean): Promise<{ names: string[]; page: Page }> {
+    const made = await app.portal.sessions.create('acct_b', { readOnly });
+    const page = await browser.newPage({ viewport: { width: 1280, height: 700 } });
+    await page.goto(new URL(made.url!, app.url).href);
+    const names: string[] = [];
+    for (const [hash, ready] of screens) {
+      // The token lives in the page's memory: a hash change, not a load, moves between screens.
+      await page.evaluate(`location.hash = ${JSON.stringify(hash)}`);
+      await ready(page);
+      names.push(
+        ...(await page
+          .locator('main button, main summary')
+          .evaluateAll((nodes) => nodes.map((node) => node.getAttribute('aria-label') ?? node.textContent ?? ''))),
+      );
+    }
+    return { names, page };
+  }
+
+  const full = await controlsOf(false);
+  for (const name of writes) assert.ok(full.names.includes(name), `a full session's page offers ${name}`);
+  assert.is(await full.page.locator('header .read-only').count(), 0);
+  await full.page.close();
+
+  const reader = await controlsOf(true);
+  assert.equal(
+    reader.names.filter((name) => writes.includes(name)),
+    [],
+    'a read-only session shows no control that writes',
+  );
+  for (const name of ['Refresh', 'Reveal', 'Audit trail', 'Load more'])
+    assert.ok(reader.names.includes(name), `a read-only session's page still offers ${name}`);
+  assert.is(await reader.page.locator('header .read-only').textContent(), 'Read only');
+  await reader.page.evaluate(`location.hash = ${JSON.stringify(`#/webhooks/${webhook.id}`)}`);
+  await reader.page.locator('.delivery').first().waitFor();
+  await shoot(reader.page, 'session-read-only');
+  await reader.page.close();
+  await app.portal.agreements.delete('acct_b', agreement.id);
+  await app.portal.webhooks.delete('acct_b', webhook.id);
 });
 
 it('create a webhook against a local receiver, send a test call, and see it succeed in the log', async () => {

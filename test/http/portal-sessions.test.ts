@@ -197,6 +197,8 @@ test('portal.sessions.create: the same answer, its link a path without publicUrl
   await withPortal({ ui: {}, webhooks: { tick: NEVER } }, async (app) => {
     const made = await app.portal.sessions.create('acct_a', { scopes: ['agreements'] });
     assert.is(made.url, `/portal/#session=${made.token}&scopes=agreements`);
+    const reader = await app.portal.sessions.create('acct_a', { scopes: ['files'], readOnly: true });
+    assert.is(reader.url, `/portal/#session=${reader.token}&scopes=files&readOnly=1`, 'the page hides its changes');
     assert.is((await as(app, made.token, '/agreements')).status, 200);
     await app.portal.sessions.revoke('acct_a', made.id);
     assert.is((await as(app, made.token, '/agreements')).status, 401);

@@ -1,4 +1,4 @@
-import { api, download, segment } from './api.js';
+import { api, download, segment, session } from './api.js';
 import { downloadButton } from './download.js';
 import { append, el, errorBox, replace } from './dom.js';
 import { size, time } from './format.js';
@@ -9,16 +9,18 @@ import type { AgreementSigner, AgreementSummary, AuditEntry, Page, Verification 
 const PAGE_SIZE = 20;
 
 /**
- * The account's agreements, newest first, read-only: each one's name, status, creation date and
- * signers. A page at a time: "Load more" asks for the page after the last one shown (the API's
- * cursor), so a big account is never read whole.
+ * The account's agreements, newest first: each one's name, status, creation date and signers, and
+ * the sender's controls (none when the page may only read). A page at a time: "Load more" asks for
+ * the page after the last one shown (the API's cursor), so a big account is never read whole.
  */
 export const agreementScreen: Screen = ({ main, title }) => {
   const errors = errorBox();
   const list = el('ul', { class: 'cards agreements' });
   const status = el('p', { class: 'hint', role: 'status' });
   const more = el('button', { type: 'button', hidden: true }, 'Load more');
-  replace(main, title('Agreements'), verifyForm(), errors.node, list, status, el('div', { class: 'actions' }, more));
+  // Verifying sends the PDF (a POST), which a read-only session may not.
+  const verify = session.mayChange() ? verifyForm() : null;
+  replace(main, title('Agreements'), verify, errors.node, list, status, el('div', { class: 'actions' }, more));
 
   let cursor: string | null = null;
   let shown = 0;
@@ -158,6 +160,7 @@ function agreementCard(agreement: AgreementSummary, showError: (error: unknown) 
     ? CLOSED[agreement.closedReason]
     : AGREEMENT_STATUS[agreement.status]) ?? [agreement.status, 'badge'];
   const open = agreement.status === 'sent' && agreement.closedReason === null;
+  const writable = session.mayChange();
   const signed = agreement.signers.filter((signer) => signer.signedAt !== null).length;
   /** Draws the card again from the agreement a change answered, in place. */
   const redraw = (updated: AgreementSummary) => {
@@ -181,7 +184,7 @@ function agreementCard(agreement: AgreementSummary, showError: (error: unknown) 
     el(
       'ul',
       { class: 'signers', 'aria-label': 'Signers' },
-      ...agreement.signers.map((signer) => signerItem(agreement, signer, open, showError, redraw)),
+      ...agreement.signers.map((signer) => signerItem(agreement, signer, open && writable, showError, redraw)),
     ),
     el(
       'p',
@@ -219,8 +222,8 @@ function agreementCard(agreement: AgreementSummary, showError: (error: unknown) 
       ),
     ),
     auditTrail(agreement, showError),
-    open ? voidControl(agreement, showError, redraw) : certificateButton(agreement, showError),
-    deleteControl(agreement, showError, () => card.remove()),
+    open ? writable && voidControl(agreement, showError, redraw) : certificateButton(agreement, showError),
+    writable && deleteControl(agreement, showError, () => card.remove()),
   );
   return card;
 }
@@ -503,11 +506,12 @@ function signerIdentification(signer: AgreementSigner): HTMLSpanElement | null {
 /**
  * A signer, their status, and while they may still sign, **Copy signing link**: a new link (which
  * replaces their older ones), copied for the sender to pass on, and shown to copy by hand.
+ * `actionable`: the agreement is open and the page may change it (else the signer alone is shown).
  */
 function signerItem(
   agreement: AgreementSummary,
   signer: AgreementSigner,
-  open: boolean,
+  actionable: boolean,
   showError: (error: unknown) => void,
   redraw: (updated: AgreementSummary) => void,
 ): HTMLLIElement {
@@ -522,7 +526,7 @@ function signerItem(
   );
   const identification = signerIdentification(signer);
   if (identification !== null) item.append(' · ', identification);
-  if (!open || signer.signedAt !== null || signer.declinedAt !== null) return item;
+  if (!actionable || signer.signedAt !== null || signer.declinedAt !== null) return item;
   const name = `${signer.firstName} ${signer.lastName}`;
   const copy = el(
     'button',

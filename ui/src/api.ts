@@ -31,18 +31,28 @@ export function eventTypes(): string[] {
 
 /** A portal session's token from the link the page was opened with: kept in this page's memory only. */
 let sessionToken: string | null = null;
+/** Whether that session may only read (`readOnly=1` beside the token). */
+let sessionReadOnly = false;
 
 export const session = {
   key: (): string | null => sessionToken ?? sessionStorage.getItem(KEY_ITEM),
   signIn: (key: string) => sessionStorage.setItem(KEY_ITEM, key),
   /** Opens the page with a portal session's token (`#session=…` of a link the host handed out). */
-  useSessionToken: (token: string) => {
+  useSessionToken: (token: string, readOnly: boolean) => {
     sessionToken = token;
+    sessionReadOnly = readOnly;
   },
   /** Whether the page runs on a portal session's token rather than an API key. */
   onSession: () => sessionToken !== null,
+  /**
+   * Whether the page offers controls that send anything but a GET: not on a read-only session,
+   * whose every such request the API refuses with 403 (the API stays the guard; this spares the
+   * person buttons that can only fail).
+   */
+  mayChange: () => sessionToken === null || !sessionReadOnly,
   signOut: () => {
     sessionToken = null;
+    sessionReadOnly = false;
     sessionStorage.removeItem(KEY_ITEM);
   },
 };

@@ -1,4 +1,4 @@
-import { api, eventTypes, segment } from './api.js';
+import { api, eventTypes, segment, session } from './api.js';
 import { el, replace, type errorBox } from './dom.js';
 import { duration, time } from './format.js';
 import { isId } from './not-found.js';
@@ -234,7 +234,7 @@ export function deliveryLog(base: string, errors: ReturnType<typeof errorBox>, a
             ...attempts.map(attempt),
           ),
       older > 0 ? el('p', { class: 'hint' }, `${older} older attempts not kept.`) : null,
-      el('div', { class: 'actions' }, redeliver),
+      session.mayChange() ? el('div', { class: 'actions' }, redeliver) : null,
     );
   }
 

@@ -25,16 +25,17 @@ const NAV = [
 ];
 
 /**
- * A portal session's link (`#session=<token>&scopes=webhooks,files`): the token is kept in memory
- * only and the fragment is replaced at once, so that it is neither in the history nor in a link
- * copied from the address bar. Only the sections of its scopes are shown.
+ * A portal session's link (`#session=<token>&scopes=webhooks,files`, and `&readOnly=1` for one that
+ * may only read): the token is kept in memory only and the fragment is replaced at once, so that it
+ * is neither in the history nor in a link copied from the address bar. Only the sections of its
+ * scopes are shown, and when it may only read, no control that would change anything.
  */
 let scopes: string[] | null = null;
 {
   const fragment = new URLSearchParams(location.hash.replace(/^#/, ''));
   const token = fragment.get('session');
   if (token !== null && token !== '') {
-    session.useSessionToken(token);
+    session.useSessionToken(token, fragment.get('readOnly') === '1');
     scopes = (fragment.get('scopes') ?? 'webhooks,agreements,files').split(',');
     const first = NAV.find((item) => scopes!.includes(item.scope));
     history.replaceState(null, '', `${location.pathname}${location.search}${first?.hash ?? '#/webhooks'}`);
@@ -93,6 +94,7 @@ function show(notice?: string): void {
           ),
         ),
       ),
+      session.mayChange() ? null : el('span', { class: 'read-only' }, 'Read only'),
       signOut,
     ),
     main,

@@ -1,4 +1,4 @@
-import { ApiError, api, segment } from './api.js';
+import { ApiError, api, segment, session } from './api.js';
 import { isId, showNotFound } from './not-found.js';
 import { callCharts } from './charts.js';
 import { deliveryLog } from './deliveries.js';
@@ -16,7 +16,10 @@ const REASONS: Record<string, string> = {
   manual: 'disabled by hand',
 };
 
-/** One webhook: its health, what can be done to it, and its delivery log (refreshed while open). */
+/**
+ * One webhook: its health, what can be done to it (nothing, when the page may only read: no
+ * actions, filter editing or recovery), and its delivery log (refreshed while open).
+ */
 export const webhookScreen: Screen = ({ main, title, rest }) => {
   const id = rest[0];
   const notFound = () =>
@@ -36,7 +39,9 @@ export const webhookScreen: Screen = ({ main, title, rest }) => {
   const actions = el('div', { class: 'actions' });
   const log = deliveryLog(base, errors, () => load());
   const charts = callCharts(base, errors);
-  const filter = filterPanel(base, errors, () => void load());
+  const writable = session.mayChange();
+  // The filter is in the summary too; editing it (and trying it, a POST) is a change.
+  const filter = writable ? filterPanel(base, errors, () => void load()) : null;
   const heading = title('Webhook');
   replace(
     main,
@@ -45,10 +50,10 @@ export const webhookScreen: Screen = ({ main, title, rest }) => {
     errors.node,
     summary,
     secretBox,
-    actions,
+    writable ? actions : null,
     charts.node,
-    filter.node,
-    recoverForm(base, errors, () => void log.refresh()),
+    filter?.node,
+    writable ? recoverForm(base, errors, () => void log.refresh()) : null,
     log.node,
   );
 
@@ -69,7 +74,7 @@ export const webhookScreen: Screen = ({ main, title, rest }) => {
       heading.textContent = webhook.url;
       drawSummary(webhook, health);
       drawActions(health);
-      filter.show(webhook);
+      filter?.show(webhook);
     } catch (error) {
       if (error instanceof ApiError && error.status === 404 && !seen) {
         stopped = true;

@@ -1,4 +1,4 @@
-import { api, eventTypes, segment } from './api.js';
+import { api, eventTypes, segment, session } from './api.js';
 import { filterField, parseFilter } from './filter.js';
 import { copyable } from './keys.js';
 import { el, errorBox, replace } from './dom.js';
@@ -22,11 +22,12 @@ export const healthClass = (health: WebhookHealth | null) =>
         ? 'badge good'
         : 'badge warn';
 
-/** The list of the account's webhooks with their health, and the form that creates one. */
+/** The list of the account's webhooks with their health, and the form that creates one (unless the page may only read). */
 export const webhookList: Screen = ({ main, title }) => {
   const errors = errorBox();
   const list = el('ul', { class: 'cards', 'aria-live': 'polite' });
-  const form = createForm(() => void load());
+  const writable = session.mayChange();
+  const form = writable ? createForm(() => void load()) : null;
   replace(main, title('Webhooks'), errors.node, form, el('h2', {}, 'Your webhooks'), list);
 
   async function load() {
@@ -36,7 +37,11 @@ export const webhookList: Screen = ({ main, title }) => {
         data.map((webhook) => api<WebhookHealth>('GET', `/webhooks/${segment(webhook.id)}/health`).catch(() => null)),
       );
       errors.clear();
-      if (data.length === 0) return replace(list, el('li', { class: 'empty' }, 'No webhooks yet: create one above.'));
+      if (data.length === 0)
+        return replace(
+          list,
+          el('li', { class: 'empty' }, writable ? 'No webhooks yet: create one above.' : 'No webhooks yet.'),
+        );
       replace(list, ...data.map((webhook, i) => card(webhook, healths[i] ?? null)));
     } catch (error) {
       errors.show(error);
