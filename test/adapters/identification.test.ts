@@ -151,12 +151,10 @@ for (const backend of backends) {
         // The rule of docs/signing.md, with Node's crypto alone: the method and the disclosure's hash are in the chain.
         let previous = '0'.repeat(64);
         for (const entry of audit.data) {
-          const fields: unknown[] = [entry.at, entry.action, entry.actor, entry.signerId, entry.ip, entry.userAgent];
-          fields.push(
-            entry.documents.map((d: { id: string; fileHash: string }) => [d.id, d.fileHash]),
-            entry.detail,
-            entry.state,
-          );
+          const documents = entry.documents.map((d: { id: string; fileHash: string }) => [d.id, d.fileHash]);
+          assert.match(entry.personal, /^[0-9a-f]{64}$/, 'a new trail commits to personal fields through a digest');
+          const fields: unknown[] = [entry.at, entry.action, entry.actor, entry.signerId, entry.personal, documents];
+          fields.push(entry.state);
           if (entry.method !== undefined) fields.push({ method: entry.method });
           if (entry.disclosureHash !== undefined) fields.push({ disclosureHash: entry.disclosureHash });
           assert.is(
