@@ -795,7 +795,7 @@ it('a signed agreement: Download signed saves the completed copy of a PDF docume
   await page.context().close();
 });
 
-it("the sender's controls: Correct a signer's e-mail, Void the agreement with a reason, then Delete it", async () => {
+it("the sender's controls: Correct a signer's e-mail, Void the agreement with a reason, Erase its personal data, then Delete it", async () => {
   const form = validFormData();
   form.set('name', 'To be voided');
   const agreement = await json(await app.api('/agreements', { method: 'POST', body: form }));
@@ -819,6 +819,19 @@ it("the sender's controls: Correct a signer's e-mail, Void the agreement with a 
   const stored = (await app.portal.agreements.get('acct_a', agreement.id))!;
   assert.is(stored.closedReason, 'voided');
   assert.is(await card.getByText('Void this agreement').count(), 0, 'a closed agreement offers no void');
+
+  await card.getByRole('button', { name: 'Erase personal data To be voided' }).click();
+  await card.getByText('Press again to erase').waitFor();
+  assert.is(
+    (await app.portal.agreements.get('acct_a', agreement.id))!.signers[0]!.email,
+    'corrected@example.org',
+    'the first press erases nothing',
+  );
+  await card.getByRole('button', { name: 'Yes, erase To be voided' }).click();
+  card = page.locator(`.agreement[data-id="${agreement.id}"]`);
+  await card.getByText('<[erased]>').first().waitFor();
+  assert.is((await app.portal.agreements.get('acct_a', agreement.id))!.signers[0]!.email, '[erased]');
+  assert.is(await card.getByRole('button', { name: /^Erase personal data/ }).count(), 0, 'erased once');
 
   await card.getByRole('button', { name: 'Delete To be voided' }).click();
   await card.getByText('Removes it for good').waitFor();

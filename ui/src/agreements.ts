@@ -223,9 +223,49 @@ function agreementCard(agreement: AgreementSummary, showError: (error: unknown) 
     ),
     auditTrail(agreement, showError),
     open ? writable && voidControl(agreement, showError, redraw) : certificateButton(agreement, showError),
+    writable && !open && !erased(agreement) && eraseControl(agreement, showError, redraw),
     writable && deleteControl(agreement, showError, () => card.remove()),
   );
   return card;
+}
+
+/** Whether the agreement's personal data is erased already (its signers' e-mails read "[erased]"). */
+const erased = (agreement: AgreementSummary) => agreement.signers.every((signer) => signer.email === '[erased]');
+
+/**
+ * A control that asks first: the first press shows `warning` and turns the button into `confirm`,
+ * the second runs `act`. For what cannot be undone.
+ */
+function askFirst(
+  name: string,
+  labels: { action: string; confirm: string; warning: string; className: string },
+  showError: (error: unknown) => void,
+  act: () => Promise<void>,
+): HTMLElement {
+  const button = el(
+    'button',
+    { type: 'button', class: 'link-button danger', 'aria-label': `${labels.action} ${name}` },
+    labels.action,
+  );
+  const warning = el('span', { class: 'warn-text', role: 'status', hidden: true }, labels.warning);
+  let confirming = false;
+  button.addEventListener('click', async () => {
+    if (!confirming) {
+      confirming = true;
+      warning.hidden = false;
+      button.textContent = labels.confirm;
+      button.setAttribute('aria-label', `${labels.confirm} ${name}`);
+      return;
+    }
+    button.disabled = true;
+    try {
+      await act();
+    } catch (error) {
+      button.disabled = false;
+      showError(error);
+    }
+  });
+  return el('div', { class: `actions ${labels.className}` }, button, ' ', warning);
 }
 
 /**
@@ -237,35 +277,38 @@ function deleteControl(
   showError: (error: unknown) => void,
   removed: () => void,
 ): HTMLElement {
-  const button = el(
-    'button',
-    { type: 'button', class: 'link-button danger', 'aria-label': `Delete ${agreement.name}` },
-    'Delete',
-  );
-  const warning = el(
-    'span',
-    { class: 'warn-text', role: 'status', hidden: true },
-    'Removes it for good, with its documents and trail. Press again to delete.',
-  );
-  let confirming = false;
-  button.addEventListener('click', async () => {
-    if (!confirming) {
-      confirming = true;
-      warning.hidden = false;
-      button.textContent = 'Yes, delete';
-      button.setAttribute('aria-label', `Yes, delete ${agreement.name}`);
-      return;
-    }
-    button.disabled = true;
-    try {
-      await api('DELETE', `/agreements/${segment(agreement.id)}`);
-      removed();
-    } catch (error) {
-      button.disabled = false;
-      showError(error);
-    }
+  const labels = {
+    action: 'Delete',
+    confirm: 'Yes, delete',
+    warning: 'Removes it for good, with its documents and trail. Press again to delete.',
+    className: 'delete',
+  };
+  return askFirst(agreement.name, labels, showError, async () => {
+    await api('DELETE', `/agreements/${segment(agreement.id)}`);
+    removed();
   });
-  return el('div', { class: 'actions delete' }, button, ' ', warning);
+}
+
+/**
+ * **Erase personal data** (a signed or closed agreement): asks first, then `POST …/erase-personal-data`:
+ * names, e-mails, reasons, IPs and user agents become "[erased]"; the documents and the trail's
+ * hashes stay, and the card is drawn again from the answer.
+ */
+function eraseControl(
+  agreement: AgreementSummary,
+  showError: (error: unknown) => void,
+  redraw: (updated: AgreementSummary) => void,
+): HTMLElement {
+  const labels = {
+    action: 'Erase personal data',
+    confirm: 'Yes, erase',
+    warning:
+      "Replaces the signers' names, e-mails, reasons, IP addresses and browsers with [erased], for good. The documents and the trail's proof stay. Press again to erase.",
+    className: 'erase',
+  };
+  return askFirst(agreement.name, labels, showError, async () => {
+    redraw(await api<AgreementSummary>('POST', `/agreements/${segment(agreement.id)}/erase-personal-data`));
+  });
 }
 
 /** **Void this agreement**: a reason, then `POST …/void`; every signing link stops working. */
