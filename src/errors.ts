@@ -187,18 +187,12 @@ export const ERRORS = {
   },
   AGREEMENT_STILL_OPEN: {
     status: 409,
-    message: (agreementId: string) =>
-      `Agreement ${agreementId} is still awaiting signatures: its certificate of completion is made once it is signed or closed.`,
+    message: (agreementId: string, then: string) => `Agreement ${agreementId} is still awaiting signatures: ${then}`,
   },
   AGREEMENT_CLOSED: {
     status: 409,
     message: (agreementId: string, why: string) =>
       `Agreement ${agreementId} is ${why}: nothing more can be signed or declined.`,
-  },
-  AGREEMENT_OPEN: {
-    status: 409,
-    message: (agreementId: string) =>
-      `Agreement ${agreementId} is still open: void it first (POST /agreements/${agreementId}/void), then erase its personal data.`,
   },
   SIGNING_TOKEN_INVALID: {
     status: 401,

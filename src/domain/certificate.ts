@@ -13,6 +13,9 @@ import { drawableSignature } from './signature-data.js';
  * nothing is signed here.
  */
 
+/** What a request for the certificate of an open agreement is told. */
+export const CERTIFICATE_LATER = 'its certificate of completion is made once it is signed or closed.';
+
 const ACTIONS: Record<string, string> = {
   created: 'created',
   'link-issued': 'signing link issued',
@@ -28,6 +31,7 @@ const ACTIONS: Record<string, string> = {
   consented: 'consented to sign electronically',
   voided: 'voided by the sender',
   'signer-corrected': "a signer's name or e-mail corrected by the sender",
+  erased: "signers' personal data erased by the sender",
 };
 
 /** Who took a step, in words: a signer by name, the sender, or the portal itself. */
@@ -56,7 +60,7 @@ function identificationLine(audit: readonly AuditEntry[], signer: AgreementSigne
 
 export async function certificatePdf(record: AgreementRecord, now: Date): Promise<Buffer> {
   if (record.status !== 'signed' && record.closedReason === null)
-    throw new PortalError('AGREEMENT_STILL_OPEN', record.id);
+    throw new PortalError('AGREEMENT_STILL_OPEN', record.id, CERTIFICATE_LATER);
   const lib = await loadLibpdf();
   const pdf = lib.PDF.create();
   pdf.setTitle(printable(`Certificate of completion: ${record.name}`));

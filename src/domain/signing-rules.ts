@@ -215,7 +215,12 @@ export function erasePersonalData(
   actor: string,
   client: ClientInfo,
 ): AgreementRecord {
-  if (isOpen(record)) throw new PortalError('AGREEMENT_OPEN', record.id);
+  if (isOpen(record))
+    throw new PortalError(
+      'AGREEMENT_STILL_OPEN',
+      record.id,
+      `void it first (POST /agreements/${record.id}/void), then erase its personal data.`,
+    );
   if (isErased(record)) return record;
   const audit = record.audit.map((entry) => {
     const erased = { ...entry };

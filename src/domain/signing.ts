@@ -12,6 +12,7 @@ import { newId } from '../shared/ids.js';
 import { atom } from '../shared/time.js';
 import { createAgreementChanges } from './agreement-changes.js';
 import { type ClientInfo, audited, sha256Hex, verifyTrail } from './audit-trail.js';
+import { CERTIFICATE_LATER } from './certificate.js';
 import type { Certificates } from './certificates.js';
 import type { LinkSigner } from './download-links.js';
 import type { DownloadService } from './downloads.js';
@@ -40,7 +41,7 @@ import {
 import type { SignerMail } from './signer-mail.js';
 import { type SigningTokens, type TokenClaims, signingPageLink } from './signing-tokens.js';
 import { accountActor, decline, isPastExpiry, issueLink, sign, view } from './signing-rules.js';
-import { isOpen } from '../records.js';
+import { ERASED, isOpen } from '../records.js';
 
 /**
  * Signing links and the signer's side of an agreement. The token (`signing-tokens.ts`) travels in
@@ -344,17 +345,26 @@ export function createSigningService(deps: SigningServiceDeps) {
       agreementIdOf({ agreementId });
       const record = await storage.getAgreement(accountId, agreementId);
       if (record === null) throw new PortalError('AGREEMENT_NOT_FOUND', agreementId);
-      if (isOpen(record)) throw new PortalError('AGREEMENT_STILL_OPEN', record.id);
+      if (isOpen(record)) throw new PortalError('AGREEMENT_STILL_OPEN', record.id, CERTIFICATE_LATER);
       return { pdf: await deps.certificates.get(record), agreementId };
     },
 
-    /** The agreement's audit trail, oldest first, and whether its hash chain is intact. */
-    async audit(accountId: string, agreementId: string): Promise<{ data: AuditEntry[]; verified: boolean }> {
+    /**
+     * The agreement's audit trail, oldest first, whether its hash chain is intact, and the key its
+     * digests of personal fields are keyed with (`null` once erased, or for a trail made before
+     * keys): with it, whoever holds the agreement recomputes every `personal` and `state`. It tells
+     * nothing the agreement does not show, and goes when its personal data is erased.
+     */
+    async audit(
+      accountId: string,
+      agreementId: string,
+    ): Promise<{ data: AuditEntry[]; verified: boolean; personalKey: string | null }> {
       checkAccountId(accountId);
       agreementIdOf({ agreementId });
       const record = await storage.getAgreement(accountId, agreementId);
       if (record === null) throw new PortalError('AGREEMENT_NOT_FOUND', agreementId);
-      return { data: record.audit, verified: verifyTrail(record) };
+      const key = record.personalKey ?? null;
+      return { data: record.audit, verified: verifyTrail(record), personalKey: key === ERASED ? null : key };
     },
   };
 }

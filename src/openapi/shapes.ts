@@ -594,6 +594,12 @@ export const auditTrail = v.strictObject({
       "Whether every entry links to the one before and hashes to what it says, the trail ends where the head kept with the agreement says, the last entry's `state` is the agreement as stored, and each signature image hashes to its `signatureHash`.",
     ),
   ),
+  personalKey: v.pipe(
+    v.nullable(v.pipe(v.string(), v.regex(/^[0-9a-f]{64}$/))),
+    v.description(
+      "The key (hex) of the HMAC-SHA256 digests the trail commits to personal fields with (each entry's `personal`, each signer's part of `state`): with it, anyone holding the agreement and its trail recomputes them. `null` once the agreement's personal data is erased (the key is discarded with it) and for a trail made before keys.",
+    ),
+  ),
 });
 
 /** The data of a `webhook.test` call: the webhook it was sent to. */

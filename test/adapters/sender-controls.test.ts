@@ -349,7 +349,7 @@ for (const backend of backends) {
         const [first, second] = agreement.signers;
         const open = await app.api(`/agreements/${agreement.id}/erase-personal-data`, { method: 'POST' });
         assert.is(open.status, 409);
-        assert.match((await json(open)).message, /still open: void it first/);
+        assert.match((await json(open)).message, /still awaiting signatures: void it first/);
 
         const token = await linkFor(app, agreement.id, first.id);
         const viewed = await fetch(`${app.url}/v1/signing`, {
@@ -399,6 +399,8 @@ for (const backend of backends) {
 
         const after = await json(await app.api(`/agreements/${agreement.id}/audit`));
         assert.is(after.verified, true, 'the trail still verifies');
+        assert.match(before.personalKey, /^[0-9a-f]{64}$/);
+        assert.is(after.personalKey, null, 'the key is discarded with the data');
         assert.is(after.data.length, before.data.length + 1);
         assert.is(after.data.at(-1).action, 'erased');
         assert.equal(

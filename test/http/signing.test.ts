@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryStorage, memoryTransport } from '../../adapters/memory/index.js';
@@ -118,18 +118,20 @@ test('a sequential agreement: each signer through their link, in turn; the event
     assert.equal([signedEntry.actor, signedEntry.signerId, signedEntry.ip], [first.id, first.id, '127.0.0.1']);
     assert.equal(signedEntry.documents, [{ id: agreement.documents[0].id, fileHash: agreement.documents[0].fileHash }]);
     assert.is(audit.data[1].actor, 'account:acct_a');
-    // The rule of docs/signing.md, with Node's crypto alone.
+    // The rule of docs/signing.md, with Node's crypto alone and the key the trail answers.
+    assert.match(audit.personalKey, /^[0-9a-f]{64}$/);
+    const keyed = (values: unknown[]) =>
+      createHmac('sha256', Buffer.from(audit.personalKey, 'hex')).update(JSON.stringify(values)).digest('hex');
     let previous = '0'.repeat(64);
     for (const entry of audit.data) {
+      assert.is(entry.personal, keyed([entry.ip, entry.userAgent, entry.detail]), 'the personal fields, keyed');
       const body = JSON.stringify([
         entry.at,
         entry.action,
         entry.actor,
         entry.signerId,
-        entry.ip,
-        entry.userAgent,
+        entry.personal,
         entry.documents.map((d: { id: string; fileHash: string }) => [d.id, d.fileHash]),
-        entry.detail,
         entry.state,
       ]);
       const hash = createHash('sha256').update(`${previous}\n${body}`).digest('hex');
@@ -152,15 +154,12 @@ test('a sequential agreement: each signer through their link, in turn; the event
       shown.documents.map((d) => [d.id, d.documentName, d.fileSize, d.fileHash]),
       shown.signers.map((s) => [
         s.id,
-        s.firstName,
-        s.lastName,
-        s.email,
+        keyed([s.firstName, s.lastName, s.email, s.declineReason]),
         s.shouldIdentify,
         s.signatureHash,
         s.signedAt,
         s.viewedAt,
         s.declinedAt,
-        s.declineReason,
       ]),
     ]);
     assert.is(audit.data.at(-1).state, createHash('sha256').update(state).digest('hex'));

@@ -75,7 +75,7 @@ test('after erasure, a field that is not personal edited still breaks the chain'
 
 test('open agreements are refused: void first', () => {
   const open = audited(agreementRecord({ personalKey: newPersonalKey() }), NOW, 'created', { actor: 'account:acct_a' });
-  assert.throws(() => erase(open), /still open: void it first/);
+  assert.throws(() => erase(open), /still awaiting signatures: void it first/);
 });
 
 test('a trail made before the key verifies after erasure, its erased entries held to their links', () => {
