@@ -33,6 +33,7 @@ import { createTicketService, type TicketService } from './domain/tickets.js';
 import { createDownloadService } from './domain/downloads.js';
 import { createSigningService } from './domain/signing.js';
 import { createAgreementTimer } from './domain/agreement-timer.js';
+import { createBranding } from './domain/branding.js';
 import { createCertificates } from './domain/certificates.js';
 import { createSignerMail, type SenderName } from './domain/signer-mail.js';
 import { createSigningTokens } from './domain/signing-tokens.js';
@@ -149,7 +150,9 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   // The signing options are checked before any adapter opens, too.
   const frameAncestors = resolveFrameAncestors(options.signing?.frameAncestors);
   const disclosure = resolveDisclosure(options.signing?.disclosure);
-  const senderName = senderNameOf(options.branding);
+  const brandingOf = createBranding(options.branding, logger);
+  // The name mails speak in: the branding's, else the agreement's sender.
+  const senderName: SenderName = async (accountId, record) => (await brandingOf(accountId))?.name ?? record.signerName;
   if (options.notifier !== undefined && typeof options.notifier?.send !== 'function')
     throw new TypeError('notifier must be an object with a send(message) method');
   const sealer = await createSealer(options.sealing);
@@ -274,6 +277,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     mail: signerMail,
     copies: copiesOwed,
     disclosure,
+    brandingOf,
   });
   const sessions = createPortalSessionService({ storage, clock });
   /** The portal page's address under an API base URL (`<root><basePath>`): `<root><uiPath>/`. */
@@ -371,14 +375,4 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
       return closing;
     },
   };
-}
-
-/** The name mails speak in: `branding.name` (a function's is asked each time), else the agreement's sender. */
-function senderNameOf(branding: PortalOptions['branding']): SenderName {
-  if (branding === undefined) return async (_accountId, record) => record.signerName;
-  if (typeof branding === 'function')
-    return async (accountId, record) => (await branding(accountId))?.name || record.signerName;
-  if (typeof branding?.name !== 'string' || branding.name === '')
-    throw new TypeError('branding.name must be a non-empty string');
-  return async () => branding.name;
 }

@@ -442,6 +442,8 @@ export interface AgreementRecord extends Omit<Agreement, 'signers' | 'documents'
    * at an erased value can be checked); absent or `null` for an agreement made before it existed.
    */
   personalKey?: string | null;
+  /** The signers' language, a BCP 47 tag (`POST /agreements`'s `locale`); absent: English. */
+  locale?: string;
 }
 
 /** Whether the agreement is still open: not signed, not closed (declined, expired, voided). */

@@ -50,7 +50,7 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
   const select = `SELECT a.id, a.account_id, a.name, a.status, a.signer_name, a.signer_signature,
       a.signer_signature_hash, ${atomOf('a.created_at')} AS created_at, ${signingColumns},
       ${atomOf('a.next_reminder_at')} AS next_reminder_at, a.audit_head, a.audit_length, a.mail, a.completion,
-      a.personal_key,
+      a.personal_key, a.locale,
       (SELECT coalesce(json_agg(json_build_object(
           'id', s.id, 'firstName', s.first_name, 'lastName', s.last_name, 'email', s.email,
           'shouldIdentify', s.should_identify, 'signature', s.signature, 'signatureHash', s.signature_hash,
@@ -103,17 +103,17 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
   const insert = `INSERT INTO ${table('agreements')}
     (id, account_id, name, status, signer_name, signer_signature, signer_signature_hash, created_at,
      signing_order, expires_at, closed_at, closed_reason, next_reminder_at, audit_head, audit_length, mail, mail_due_at,
-     completion, completion_due_at, personal_key)
+     completion, completion_due_at, personal_key, locale)
     VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::timestamptz,
      $9::text, $10::timestamptz, $11::timestamptz, $12::text, $13::timestamptz, $14::text, $15::int, $16::text, $17::timestamptz,
-     $18::text, $19::timestamptz, $20::text)`;
+     $18::text, $19::timestamptz, $20::text, $21::text)`;
   const update = `UPDATE ${table('agreements')}
     SET name = $3::text, status = $4::text, signer_name = $5::text, signer_signature = $6::text,
         signer_signature_hash = $7::text, created_at = $8::timestamptz, signing_order = $9::text,
         expires_at = $10::timestamptz, closed_at = $11::timestamptz, closed_reason = $12::text,
         next_reminder_at = $13::timestamptz, audit_head = $14::text, audit_length = $15::int,
         mail = $16::text, mail_due_at = $17::timestamptz, completion = $18::text, completion_due_at = $19::timestamptz,
-        personal_key = $20::text
+        personal_key = $20::text, locale = $21::text
     WHERE id = $1::text AND account_id = $2::text`;
   // At most $3 of one account: the due rows numbered within their account, the earliest first; with
   // $4, then the open rows with no reminder scheduled (their own partial index), oldest first; and
@@ -203,6 +203,7 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
     agreement.completion === null ? null : JSON.stringify(agreement.completion),
     completionDueAt(agreement),
     agreement.personalKey ?? null,
+    agreement.locale ?? null,
   ];
 
   /** Appends the entries of `audit` from position `from` on: those before are stored already, and never rewritten. */
@@ -362,6 +363,7 @@ function agreementOfRow(row: Row): AgreementRecord {
     mail: JSON.parse(row.mail as string) as PendingMail[],
     completion: row.completion === null ? null : (JSON.parse(row.completion as string) as CompletionRecord),
     ...(row.personal_key === null ? {} : { personalKey: row.personal_key as string }),
+    ...(row.locale === null ? {} : { locale: row.locale as string }),
   };
 }
 

@@ -484,10 +484,12 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 25,
-    name: 'erasable personal data',
+    name: "erasable personal data; the signers' language",
     statements: ({ table }) => [
       // The key an agreement's trail commits to personal fields with (null: made before it).
       `ALTER TABLE ${table('agreements')} ADD COLUMN personal_key text`,
+      // The signers' language (null: English).
+      `ALTER TABLE ${table('agreements')} ADD COLUMN locale text`,
       // An agreement's events, for erasure: agreement events only, so other events pay nothing.
       `CREATE INDEX portal_events_agreement ON ${table('events')} (account_id, ordering_key) WHERE type LIKE 'agreement-%'`,
     ],

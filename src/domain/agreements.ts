@@ -113,6 +113,8 @@ export interface AgreementForm {
   signingOrder?: SigningOrder;
   /** A date-time in the future, or none: the agreement never expires. */
   expiresAt?: string;
+  /** The signers' language (BCP 47, canonical); English when the form leaves it out. */
+  locale?: string;
   /** Where each signer's values are stamped, indexes checked against the form (pages not yet). */
   fields?: FieldInput[];
 }
@@ -381,6 +383,7 @@ export function createAgreementService(deps: AgreementServiceDeps) {
       mail: [],
       completion: null,
       personalKey: newPersonalKey(),
+      ...(form.locale === undefined ? {} : { locale: form.locale }),
     };
     const record = created(unaudited, now, client);
     const agreement = agreementShape(record);
@@ -712,6 +715,7 @@ function formFingerprint(form: AgreementForm): string {
     documents: form.documents.map(({ documentName, fileSize, fileHash }) => ({ documentName, fileSize, fileHash })),
     signingOrder: form.signingOrder ?? 'parallel',
     expiresAt: form.expiresAt ?? null,
+    ...(form.locale === undefined ? {} : { locale: form.locale }),
   });
 }
 

@@ -474,6 +474,24 @@ export const attachmentInput = v.object(
 export const signingOrderInput = v.picklist(['parallel', 'sequential'], 'must be "parallel" or "sequential"');
 /** `POST /agreements`'s optional `expiresAt` part: a date-time (checked to lie in the future when the agreement is made). */
 export const expiresAtInput = dateTimeText;
+/**
+ * `POST /agreements`'s optional `locale` part: a BCP 47 language tag (`fr`, `fr-CA`, `en-GB`), kept
+ * in its canonical form. The signing page, mails and certificate speak its language where the
+ * portal has it (`src/locales/`), English otherwise.
+ */
+export const localeInput = v.pipe(
+  v.string(),
+  v.maxLength(35, 'must be at most 35 characters'),
+  v.regex(/^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8})*$/, 'must be a BCP 47 language tag such as "fr" or "en-GB"'),
+  v.rawTransform(({ dataset, addIssue, NEVER }) => {
+    try {
+      return Intl.getCanonicalLocales(dataset.value)[0]!;
+    } catch {
+      addIssue({ message: 'must be a BCP 47 language tag such as "fr" or "en-GB"' });
+      return NEVER;
+    }
+  }),
+);
 
 /** A lifetime in whole seconds within `range`; `longest` says its maximum in words (`30 days`). */
 const wholeSeconds = (range: { min: number; max: number }, longest: string) =>

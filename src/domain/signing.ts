@@ -13,6 +13,7 @@ import { atom } from '../shared/time.js';
 import { createAgreementChanges } from './agreement-changes.js';
 import { type ClientInfo, audited, sha256Hex, verifyTrail } from './audit-trail.js';
 import { CERTIFICATE_LATER } from './certificate.js';
+import type { BrandingOf, ShownBranding } from './branding.js';
 import type { Certificates } from './certificates.js';
 import type { LinkSigner } from './download-links.js';
 import type { DownloadService } from './downloads.js';
@@ -70,6 +71,10 @@ export interface SigningView {
   disclosure: Disclosure;
   /** Each document with a link to it, and to its completed copy once made (`null` before, and for a document that is not a PDF). */
   documents: (AgreementDocument & { link: string; signedLink: string | null })[];
+  /** The language the page speaks (the agreement's `locale`, BCP 47; `en` when it has none). */
+  locale: string;
+  /** Who asks: the company's name, logo, colour and support address (option `branding`); `null` without one. */
+  branding: ShownBranding | null;
 }
 
 export interface SigningServiceDeps {
@@ -86,6 +91,8 @@ export interface SigningServiceDeps {
   /** Told once a signature completed an agreement: its completed copies are owed. */
   copies?: { owed: (record: AgreementRecord) => void };
   disclosure: Disclosure;
+  /** The account's branding, shown with the agreement. */
+  brandingOf?: BrandingOf;
 }
 
 export function createSigningService(deps: SigningServiceDeps) {
@@ -128,7 +135,7 @@ export function createSigningService(deps: SigningServiceDeps) {
     return record;
   }
 
-  function viewOf(record: AgreementRecord, signerId: string, baseUrl: string): SigningView {
+  async function viewOf(record: AgreementRecord, signerId: string, baseUrl: string): Promise<SigningView> {
     // The signer's own signature image is theirs to see; the agreement's images are left out.
     const stored = record.signers.find((candidate) => candidate.id === signerId)!;
     const { signingLinkId: _link, identity: _identity, ...own } = stored;
@@ -176,6 +183,8 @@ export function createSigningService(deps: SigningServiceDeps) {
                   ).link,
           }))
         : [],
+      locale: record.locale ?? 'en',
+      branding: (await deps.brandingOf?.(record.accountId)) ?? null,
     };
   }
 

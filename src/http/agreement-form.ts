@@ -11,6 +11,7 @@ import {
   displayName,
   expiresAtInput,
   fieldInput,
+  localeInput,
   parseInput,
   signatureInput,
   signerInput,
@@ -32,10 +33,12 @@ const TEXT_PARTS = new Set([
   'signers',
   'signingOrder',
   'expiresAt',
+  'locale',
   'fields',
 ]);
 const DOCUMENT_PART = /^documents(?:\[\d{0,9}\]|\.items)?$/;
-const PART_LIST = 'name, signerName, signerSignatureData, signers, documents, signingOrder, expiresAt and fields';
+const PART_LIST =
+  'name, signerName, signerSignatureData, signers, documents, signingOrder, expiresAt, locale and fields';
 
 const tooLarge = () => new PortalError('DOCUMENTS_TOO_LARGE', MAX_DOCUMENT_BYTES);
 const endedEarly = () => new PortalError('MULTIPART_MALFORMED');
@@ -119,6 +122,8 @@ function createTextParts() {
         values[name] = parseInput(signingOrderInput, value, name);
       } else if (name === 'expiresAt') {
         values[name] = parseInput(expiresAtInput, value, name);
+      } else if (name === 'locale') {
+        values[name] = parseInput(localeInput, value, name);
       } else {
         values[name] = parseInput(displayName, value, name);
       }
@@ -142,6 +147,7 @@ function createTextParts() {
           ? {}
           : { signingOrder: values.signingOrder as 'parallel' | 'sequential' }),
         ...(values.expiresAt === undefined ? {} : { expiresAt: values.expiresAt }),
+        ...(values.locale === undefined ? {} : { locale: values.locale }),
         ...(fields === undefined || fields.length === 0 ? {} : { fields }),
       };
     },

@@ -23,6 +23,7 @@ import {
   MAX_SIGNERS,
   displayName,
   expiresAtInput,
+  localeInput,
   fieldInput,
   mediaType,
   signatureDataUrl,
@@ -478,6 +479,17 @@ const coSigner = v.strictObject({
   declinedAt: v.nullable(atomDateTime),
 });
 
+/** The company a signer is asked by (option `branding`), as pages show it. */
+const branding = v.strictObject({
+  name: v.string(),
+  logoUrl: v.pipe(
+    v.nullable(v.string()),
+    v.description('An `https:` URL, or a `data:image/…;base64,` URL; `null` without a logo.'),
+  ),
+  accentColor: v.pipe(v.nullable(v.pipe(v.string(), v.regex(/^#[0-9a-f]{6}$/))), v.description('`#rrggbb`.')),
+  supportEmail: v.nullable(v.pipe(v.string(), v.email())),
+});
+
 export const signingView = v.strictObject({
   agreement: v.strictObject({
     ...agreementEventData.entries,
@@ -536,6 +548,16 @@ export const signingView = v.strictObject({
         ),
       ),
     }),
+  ),
+  locale: v.pipe(
+    v.string(),
+    v.description(
+      "The agreement's `locale` (BCP 47), `en` when it was made without one: the language the page speaks.",
+    ),
+  ),
+  branding: v.pipe(
+    v.nullable(branding),
+    v.description('Who asks for the signature (option `branding`), shown at the top of the page; `null` without one.'),
   ),
 });
 
@@ -658,6 +680,14 @@ export const agreementForm = v.strictObject({
   ),
   signingOrder: v.optional(signingOrderInput),
   expiresAt: v.optional(expiresAtInput),
+  locale: v.optional(
+    v.pipe(
+      localeInput,
+      v.description(
+        'The language the signing page, the mails to signers and the certificate speak (BCP 47: `fr`, `fr-CA`), English (`en`) when absent. English and French are complete; another language is kept and shown in English.',
+      ),
+    ),
+  ),
   fields: v.optional(
     v.pipe(
       v.array(fieldInput),

@@ -242,7 +242,7 @@ export function agreementStorageTests(test: Test, factory: StorageFactory): void
         detail: null,
       });
       const agreement = withStep(
-        agreementRecord({ signingOrder: 'sequential', expiresAt: '2026-02-01T00:00:00+00:00' }),
+        agreementRecord({ signingOrder: 'sequential', expiresAt: '2026-02-01T00:00:00+00:00', locale: 'fr-CA' }),
         step('created', T0),
       );
       agreement.signers[0]!.signingLinkId = 'sgl_first';

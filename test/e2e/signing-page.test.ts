@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
+import { PNG } from 'pngjs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryTransport } from '../../adapters/memory/index.js';
@@ -241,6 +242,79 @@ it('a document link older than four minutes is asked for again; declining asks b
   assert.is((await app.portal.agreements.get('acct_a', agreement.id))!.closedReason, 'declined');
   assert.equal(page.problems, []);
   await page.context().close();
+});
+
+/** A logo: a 160×48 PNG, a dark red block with a light band, as a data-URL. */
+function logoDataUrl(): string {
+  const png = new PNG({ width: 160, height: 48 });
+  for (let y = 0; y < 48; y++)
+    for (let x = 0; x < 160; x++) {
+      const i = (y * 160 + x) * 4;
+      const band = y > 18 && y < 30 && x > 20 && x < 140;
+      png.data.set(band ? [255, 236, 220, 255] : [170, 51, 0, 255], i);
+    }
+  return `data:image/png;base64,${PNG.sync.write(png).toString('base64')}`;
+}
+
+it("a French agreement from a branded company: the company's logo, name and colour, every word in French, signed", async () => {
+  const logo = logoDataUrl();
+  const branded = await startPortal({
+    signingKeys: [SIGNING_KEY_1],
+    transport,
+    webhooks: { tick: NEVER },
+    branding: async () => ({
+      name: 'Maison Dupont',
+      logoUrl: logo,
+      accentColor: '#AA3300',
+      supportEmail: 'aide@dupont.example',
+    }),
+  });
+  try {
+    const form = validFormData({ signers: [signer(1)] });
+    form.set('name', 'Bail 2026');
+    form.append('locale', 'fr-FR');
+    const created = await branded.api('/agreements', { method: 'POST', body: form });
+    assert.is(created.status, 201);
+    const agreement = await json(created);
+    const made = await branded.api(`/agreements/${agreement.id}/signers/${agreement.signers[0].id}/signing-link`, {
+      method: 'POST',
+    });
+    const page = await tab();
+    await page.goto((await json(made)).link);
+    await page.getByRole('heading', { level: 1, name: 'Bail 2026' }).waitFor();
+    assert.is(await page.locator('html').getAttribute('lang'), 'fr');
+    assert.is(await page.locator('header.top .brand').textContent(), 'Maison Dupont');
+    assert.is(await page.locator('header.top img.logo').getAttribute('src'), logo);
+    assert.ok(
+      await page.evaluate(
+        "(() => { const img = document.querySelector('header.top img.logo'); return img.complete && img.naturalWidth === 160; })()",
+      ),
+      "the logo is shown, under the page's CSP",
+    );
+    assert.is(
+      await page.evaluate("getComputedStyle(document.documentElement).getPropertyValue('--accent').trim()"),
+      '#aa3300',
+    );
+    await page.getByText('Maison Dupont vous demande, Signer1 Lee, de signer ce contrat.').waitFor();
+    await page.getByText('Une question ? Écrivez à aide@dupont.example.').waitFor();
+    await page.getByText(/^1\s000 octets$/).waitFor();
+    await page.getByRole('heading', { name: 'Votre signature' }).waitFor();
+    await page.screenshot({ path: path.join(OUTPUT, '4-french-branded.png'), fullPage: true });
+    await page.getByRole('button', { name: 'Signer' }).click();
+    await page.getByText('Dessinez ou tapez d’abord votre signature.').waitFor();
+    await draw(page);
+    await page.getByRole('button', { name: 'Signer' }).click();
+    await page.getByText('Cochez la case pour accepter de signer électroniquement.').waitFor();
+    await page.getByLabel(/J’ai lu les documents/).check();
+    await page.getByRole('button', { name: 'Signer' }).click();
+    await page.getByText('Merci : vous avez signé.').waitFor();
+    await page.getByText(/Vous avez signé ce contrat le/).waitFor();
+    assert.ok((await branded.portal.agreements.get('acct_a', agreement.id))!.signers[0]!.signedAt !== null);
+    assert.equal(page.problems, []);
+    await page.context().close();
+  } finally {
+    await branded.close();
+  }
 });
 
 test.run();

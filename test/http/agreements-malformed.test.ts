@@ -74,7 +74,7 @@ function registerTests(test: Test<{ app: TestPortal; tracked: Tracked }>): void 
     [
       'an unknown text part',
       [...validParts(), { name: 'comment', value: 'hi' }],
-      'Unknown part "comment"; the parts are name, signerName, signerSignatureData, signers, documents, signingOrder, expiresAt and fields.',
+      'Unknown part "comment"; the parts are name, signerName, signerSignatureData, signers, documents, signingOrder, expiresAt, locale and fields.',
     ],
     [
       'an unknown file part',
@@ -85,7 +85,7 @@ function registerTests(test: Test<{ app: TestPortal; tracked: Tracked }>): void 
     [
       'a text part without a name',
       [{ name: '', disposition: 'Content-Disposition: form-data', value: 'x' }, ...validParts()],
-      'Unknown part without a name; the parts are name, signerName, signerSignatureData, signers, documents, signingOrder, expiresAt and fields.',
+      'Unknown part without a name; the parts are name, signerName, signerSignatureData, signers, documents, signingOrder, expiresAt, locale and fields.',
     ],
     [
       'a file part without a name',

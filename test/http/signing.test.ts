@@ -67,7 +67,15 @@ test('a sequential agreement: each signer through their link, in turn; the event
     const view = await asSigner(app, one.token, '');
     assert.is(view.status, 200);
     const seen = await json(view);
-    assert.equal(Object.keys(seen), ['agreement', 'signer', 'identification', 'disclosure', 'documents']);
+    assert.equal(Object.keys(seen), [
+      'agreement',
+      'signer',
+      'identification',
+      'disclosure',
+      'documents',
+      'locale',
+      'branding',
+    ]);
     assert.equal(seen.identification, { required: false });
     assert.is(seen.signer.id, first.id);
     assert.ok(seen.signer.viewedAt !== null);
@@ -165,6 +173,38 @@ test('a sequential agreement: each signer through their link, in turn; the event
     assert.is(audit.data.at(-1).state, createHash('sha256').update(state).digest('hex'));
     assert.is(audit.verified, true);
   });
+});
+
+test("locale and branding: the form's tag kept canonical, a malformed one a 400; the view carries both", async () => {
+  await withPortal(
+    {
+      branding: async (accountId) =>
+        accountId === 'acct_a' ? { name: 'Acme', accentColor: '#00AA88' } : { name: '', logoUrl: 'http://x' },
+    },
+    async (app) => {
+      for (const [tag, message] of [
+        ['not a tag!', /^locale: must be a BCP 47 language tag/],
+        ['x'.repeat(40), /^locale: must be at most 35 characters/],
+        ['en-', /^locale: must be a BCP 47 language tag/],
+      ] as const) {
+        const form = validFormData();
+        form.append('locale', tag);
+        const refused = await app.api('/agreements', { method: 'POST', body: form });
+        assert.is(refused.status, 400, tag);
+        assert.match((await json(refused)).message, message);
+      }
+      const form = validFormData();
+      form.append('locale', 'FR-ca');
+      const agreement = await json(await app.api('/agreements', { method: 'POST', body: form }));
+      const { token } = await linkFor(app, agreement.id, agreement.signers[0].id);
+      const view = await json(await asSigner(app, token, ''));
+      assert.is(view.locale, 'fr-CA');
+      assert.equal(view.branding, { name: 'Acme', logoUrl: null, accentColor: '#00aa88', supportEmail: null });
+      const plain = await createAgreement(app);
+      const other = await linkFor(app, plain.id, plain.signers[0].id);
+      assert.is((await json(await asSigner(app, other.token, ''))).locale, 'en', 'English when the form says nothing');
+    },
+  );
 });
 
 test('refused: a tampered, foreign, replaced or expired token; a missing one; each a clear status that changes nothing', async () => {

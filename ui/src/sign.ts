@@ -1,6 +1,6 @@
 import { el, errorBox, replace } from './dom.js';
-import { size, time } from './format.js';
 import { signaturePad } from './signature-pad.js';
+import { type Words, sizeIn, wordsFor } from './words.js';
 
 /**
  * The signing page: what a signer's link opens. The signing token is the link's fragment: it is
@@ -34,6 +34,30 @@ interface View {
     | { required: true; verified: true; method: 'email-code' | 'access-code'; at: string };
   disclosure: { version: string; text: string };
   documents: { id: string; documentName: string; fileSize: number; link: string; signedLink: string | null }[];
+  locale: string;
+  branding: Branding | null;
+}
+
+/** Who asks for the signature (option `branding`): shown at the top, in its colour. */
+interface Branding {
+  name: string;
+  logoUrl: string | null;
+  accentColor: string | null;
+  supportEmail: string | null;
+}
+
+/** What the page says: the browser's language until a view names the agreement's. */
+let words: Words = wordsFor(navigator.language);
+/** Who asks, once a view said. */
+let brand: Branding | null = null;
+
+/** Speaks the view's language and shows its branding from now on. */
+function adopt(view: View): void {
+  words = wordsFor(view.locale);
+  document.documentElement.lang = words.lang;
+  brand = view.branding;
+  // The colour goes through the CSSOM, which the page's CSP (no inline style) leaves to its own script.
+  if (brand?.accentColor != null) document.documentElement.style.setProperty('--accent', brand.accentColor);
 }
 
 interface Unverified {
@@ -95,32 +119,41 @@ async function call(method: 'GET' | 'POST', path: string, body?: unknown): Promi
       cache: 'no-store',
     });
   } catch (error) {
-    throw new SigningError(
-      0,
-      `The portal could not be reached (${error instanceof Error ? error.message : String(error)}).`,
-    );
+    throw new SigningError(0, words.unreachable(error instanceof Error ? error.message : String(error)));
   }
   const parsed = (await response.json().catch(() => undefined)) as { message?: string } | undefined;
-  if (!response.ok)
-    throw new SigningError(response.status, parsed?.message ?? `The portal answered ${response.status}.`);
-  return parsed as unknown as View;
+  if (!response.ok) throw new SigningError(response.status, parsed?.message ?? words.answered(response.status));
+  const view = parsed as unknown as View;
+  adopt(view);
+  return view;
 }
 
 const fullName = (signer: Signer) => `${signer.firstName} ${signer.lastName}`;
 /** A date-time as words in the reader's locale. */
 const when = (atom: string) => {
-  const shown = time(atom);
-  return typeof shown === 'string' ? shown : (shown.textContent ?? atom);
+  const date = new Date(atom);
+  return Number.isNaN(date.getTime())
+    ? atom
+    : new Intl.DateTimeFormat(words.lang, { dateStyle: 'long', timeStyle: 'short' }).format(date);
 };
+
+/** The top bar: the company's logo and name when there is a branding, else the page's name. */
+function topBar(): HTMLElement {
+  if (brand === null) return el('header', { class: 'top' }, el('span', { class: 'brand' }, words.signing));
+  return el(
+    'header',
+    { class: 'top branded' },
+    brand.logoUrl === null ? null : el('img', { class: 'logo', src: brand.logoUrl, alt: '' }),
+    el('span', { class: 'brand' }, brand.name),
+  );
+}
 
 /** A page with a heading and what follows; the heading takes the focus, so a reader starts there. */
 function page(heading: string, ...children: (Node | string | null)[]): void {
   const title = el('h1', { tabindex: -1 }, heading);
-  replace(
-    root,
-    el('header', { class: 'top' }, el('span', { class: 'brand' }, 'Signing')),
-    el('main', { id: 'main', class: 'signing' }, title, ...children),
-  );
+  const support =
+    brand?.supportEmail == null ? null : el('footer', { class: 'support hint' }, words.support(brand.supportEmail));
+  replace(root, topBar(), el('main', { id: 'main', class: 'signing' }, title, ...children, support));
   title.focus({ preventScroll: true });
 }
 
@@ -130,27 +163,26 @@ function refused(error: unknown): void {
   const message = error instanceof Error ? error.message : String(error);
   const heading =
     status === 410
-      ? 'This link has expired'
+      ? words.linkExpired
       : status === 401
         ? /replaced/.test(message)
-          ? 'This link has been replaced'
+          ? words.linkReplaced
           : /revoked/.test(message)
-            ? 'This link is locked'
-            : 'This link does not work'
-        : 'Something went wrong';
+            ? words.linkLocked
+            : words.linkBroken
+        : words.somethingWrong;
   page(heading, el('p', { role: 'alert' }, message));
 }
 
 /** The state of the agreement for this signer, when there is nothing to sign; `null` when they may sign. */
 function closedNotice(view: View): string | null {
   const { agreement, signer } = view;
-  if (signer.signedAt !== null)
-    return `You signed this agreement on ${when(signer.signedAt)}. Nothing more is needed from you.`;
-  if (signer.declinedAt !== null) return 'You declined this agreement. It is closed.';
-  if (agreement.closedReason === 'expired') return 'This agreement has expired: it can no longer be signed.';
-  if (agreement.closedReason === 'voided') return 'The sender voided this agreement: it can no longer be signed.';
-  if (agreement.closedReason === 'declined') return 'This agreement was declined by a signer: it is closed.';
-  if (agreement.status === 'signed') return 'This agreement is signed by everyone.';
+  if (signer.signedAt !== null) return words.youSigned(when(signer.signedAt));
+  if (signer.declinedAt !== null) return words.youDeclined;
+  if (agreement.closedReason === 'expired') return words.expired;
+  if (agreement.closedReason === 'voided') return words.voided;
+  if (agreement.closedReason === 'declined') return words.declinedByOther;
+  if (agreement.status === 'signed') return words.signedByAll;
   return null;
 }
 
@@ -176,18 +208,11 @@ function identify(view: View, identification: Unverified): void {
   const byMail = identification.methods.includes('email-code');
   const byAccess = identification.methods.includes('access-code');
   if (!byMail && !byAccess) {
-    return page(
-      agreement.name,
-      el(
-        'p',
-        { role: 'status' },
-        'You need to confirm who you are before you can see this agreement, and the sender has set up no way to. Ask them for a new link.',
-      ),
-    );
+    return page(agreement.name, el('p', { role: 'status' }, words.noWayToIdentify));
   }
   const errors = errorBox();
   // The view says nothing of tries (DESIGN §12); a wrong code's answer says how many are left.
-  const status = el('p', { role: 'status', class: 'hint' }, 'The fifth wrong code locks this link.');
+  const status = el('p', { role: 'status', class: 'hint' }, words.fifthWrongCode);
   const code = el('input', {
     id: 'identification-code',
     name: 'code',
@@ -196,18 +221,14 @@ function identify(view: View, identification: Unverified): void {
     autocomplete: byMail ? 'one-time-code' : 'off',
     ...(byMail ? { inputmode: 'numeric' } : {}),
   });
-  const confirm = el('button', { type: 'submit' }, 'Confirm');
+  const confirm = el('button', { type: 'submit' }, words.confirm);
   const form = el(
     'form',
     { class: 'panel', hidden: byMail },
     el(
       'div',
       { class: 'field' },
-      el(
-        'label',
-        { for: 'identification-code' },
-        byMail ? 'The 6-digit code from the e-mail' : 'The access code the sender gave you',
-      ),
+      el('label', { for: 'identification-code' }, byMail ? words.codeFromMail : words.accessCode),
       code,
     ),
     errors.node,
@@ -215,32 +236,32 @@ function identify(view: View, identification: Unverified): void {
   );
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
-    if (code.value.trim() === '') return errors.show('Enter the code first.');
+    if (code.value.trim() === '') return errors.show(words.enterCodeFirst);
     confirm.disabled = true;
     try {
       const identified = await call('POST', 'signing/identify', { code: code.value.trim() });
       tellParent('identified', identified);
-      show(identified, 'Thank you: you are identified.');
+      show(identified, words.identifiedThanks);
     } catch (error) {
       confirm.disabled = false;
       if (error instanceof SigningError && error.status === 401) return refused(error);
       errors.show(error);
       const left = error instanceof Error ? /(\d+) tr(?:y|ies) left/.exec(error.message) : null;
-      if (left !== null) status.textContent = `${left[1]} ${left[1] === '1' ? 'try' : 'tries'} left.`;
+      if (left !== null) status.textContent = words.triesLeft(Number(left[1]));
       code.select();
     }
   });
   const sendErrors = errorBox();
-  const send = el('button', { type: 'button' }, 'E-mail me a code');
+  const send = el('button', { type: 'button' }, words.mailMeACode);
   send.addEventListener('click', async () => {
     send.disabled = true;
     sendErrors.clear();
     try {
       await call('POST', 'signing/identify/email-code');
       sendErrors.clear();
-      sent.textContent = `A code is on its way to ${masked(signer.email)}. It works for 10 minutes.`;
+      sent.textContent = words.codeOnItsWay(masked(signer.email));
       sent.hidden = false;
-      send.textContent = 'Send another code';
+      send.textContent = words.sendAnother;
       form.hidden = false;
       code.focus();
     } catch (error) {
@@ -251,11 +272,11 @@ function identify(view: View, identification: Unverified): void {
   });
   const sent = el('p', { role: 'status', hidden: true });
   const intro = byMail
-    ? `Before you see the documents, confirm it is you, ${fullName(signer)}: we e-mail a code to ${masked(signer.email)}.`
-    : `Before you see the documents, confirm it is you, ${fullName(signer)}, with the access code the sender gave you.`;
+    ? words.introByMail(fullName(signer), masked(signer.email))
+    : words.introByAccess(fullName(signer));
   page(
     agreement.name,
-    el('h2', {}, 'Confirm who you are'),
+    el('h2', {}, words.confirmWho),
     el('p', {}, intro),
     byMail ? el('div', { class: 'actions' }, send) : null,
     sendErrors.node,
@@ -291,7 +312,7 @@ function show(view: View, notice?: string): void {
   if (view.identification.required && !view.identification.verified) return identify(view, view.identification);
   const documents = el(
     'ul',
-    { class: 'documents', 'aria-label': 'Documents' },
+    { class: 'documents', 'aria-label': words.documents },
     ...view.documents.map((document) =>
       el(
         'li',
@@ -302,12 +323,12 @@ function show(view: View, notice?: string): void {
           'link',
         ),
         ' ',
-        el('span', { class: 'hint' }, size(document.fileSize)),
+        el('span', { class: 'hint' }, sizeIn(words, document.fileSize)),
         document.signedLink === null ? null : ' · ',
         document.signedLink === null
           ? null
           : renewing(
-              el('a', { href: document.signedLink, rel: 'noopener', download: '' }, 'signed copy'),
+              el('a', { href: document.signedLink, rel: 'noopener', download: '' }, words.signedCopy),
               document.id,
               'signedLink',
             ),
@@ -317,61 +338,48 @@ function show(view: View, notice?: string): void {
   const about = el(
     'p',
     {},
-    `${agreement.signerName} asks you, ${fullName(signer)}, to sign this agreement.`,
-    agreement.expiresAt === null ? '' : ` It can be signed until ${when(agreement.expiresAt)}.`,
+    words.asks(brand?.name ?? agreement.signerName, fullName(signer)),
+    agreement.expiresAt === null ? '' : words.signableUntil(when(agreement.expiresAt)),
   );
   const status = notice === undefined ? null : el('p', { role: 'status', class: 'good-text' }, notice);
   const closed = closedNotice(view);
   if (closed !== null)
-    return page(agreement.name, status, el('p', { role: 'status' }, closed), el('h2', {}, 'Documents'), documents);
+    return page(agreement.name, status, el('p', { role: 'status' }, closed), el('h2', {}, words.documents), documents);
   const waiting = waitingFor(view);
   if (waiting !== null) {
     return page(
       agreement.name,
       about,
-      el(
-        'p',
-        { role: 'status' },
-        `This agreement is signed in order: ${fullName(waiting)} signs before you. Open this link again once they have.`,
-      ),
-      el('h2', {}, 'Documents'),
+      el('p', { role: 'status' }, words.inOrder(fullName(waiting))),
+      el('h2', {}, words.documents),
       documents,
     );
   }
 
   const errors = errorBox();
-  const pad = signaturePad(fullName(signer));
+  const pad = signaturePad(fullName(signer), words);
   const consent = el('input', { id: 'consent', type: 'checkbox' });
-  const signButton = el('button', { type: 'submit' }, 'Sign');
+  const signButton = el('button', { type: 'submit' }, words.sign);
   const form = el(
     'form',
     { class: 'panel' },
-    el('h2', {}, 'Your signature'),
+    el('h2', {}, words.yourSignature),
     pad.node,
     el(
       'details',
       { class: 'disclosure' },
-      el('summary', {}, 'Signing electronically: what you agree to'),
+      el('summary', {}, words.disclosureSummary),
       ...view.disclosure.text.split(/\n{2,}/).map((paragraph) => el('p', {}, paragraph)),
     ),
-    el(
-      'label',
-      { class: 'check' },
-      consent,
-      el(
-        'span',
-        {},
-        'I have read the documents and the terms of signing electronically above, and agree to sign electronically.',
-      ),
-    ),
+    el('label', { class: 'check' }, consent, el('span', {}, words.consent)),
     errors.node,
     el('div', { class: 'actions' }, signButton),
   );
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
     const signature = pad.value();
-    if (signature === null) return errors.show('Draw or type your signature first.');
-    if (!consent.checked) return errors.show('Tick the box to agree to sign electronically.');
+    if (signature === null) return errors.show(words.drawFirst);
+    if (!consent.checked) return errors.show(words.tickFirst);
     signButton.disabled = true;
     try {
       const signed = await call('POST', 'signing/sign', {
@@ -379,7 +387,7 @@ function show(view: View, notice?: string): void {
         consent: { disclosureVersion: view.disclosure.version },
       });
       tellParent('signed', signed);
-      show(signed, 'Thank you: you have signed.');
+      show(signed, words.signedThanks);
     } catch (error) {
       signButton.disabled = false;
       errors.show(error);
@@ -387,18 +395,14 @@ function show(view: View, notice?: string): void {
   });
 
   const reason = el('textarea', { id: 'decline-reason', maxlength: 1000, rows: 3 });
-  const declineButton = el('button', { type: 'button', class: 'danger' }, 'Decline to sign');
+  const declineButton = el('button', { type: 'button', class: 'danger' }, words.declineToSign);
   const declineErrors = errorBox();
-  const declineWarning = el(
-    'p',
-    { class: 'warn-text', role: 'status', hidden: true },
-    'Declining closes the agreement for everyone: no one can sign it after you. Are you sure?',
-  );
+  const declineWarning = el('p', { class: 'warn-text', role: 'status', hidden: true }, words.declineWarning);
   const decline = el(
     'details',
     { class: 'panel' },
-    el('summary', {}, 'Decline instead'),
-    el('div', { class: 'field' }, el('label', { for: 'decline-reason' }, 'Why (optional, sent to the sender)'), reason),
+    el('summary', {}, words.declineInstead),
+    el('div', { class: 'field' }, el('label', { for: 'decline-reason' }, words.declineWhy), reason),
     declineErrors.node,
     declineWarning,
     el('div', { class: 'actions' }, declineButton),
@@ -409,7 +413,7 @@ function show(view: View, notice?: string): void {
     if (!confirming) {
       confirming = true;
       declineWarning.hidden = false;
-      declineButton.textContent = 'Yes, decline';
+      declineButton.textContent = words.yesDecline;
       return;
     }
     declineButton.disabled = true;
@@ -418,7 +422,7 @@ function show(view: View, notice?: string): void {
         reason: reason.value.trim() === '' ? null : reason.value.trim(),
       });
       tellParent('declined', declined);
-      show(declined, 'You have declined. The sender is told.');
+      show(declined, words.declinedNotice);
     } catch (error) {
       declineButton.disabled = false;
       declineErrors.show(error);
@@ -429,16 +433,15 @@ function show(view: View, notice?: string): void {
     agreement.name,
     status,
     about,
-    el('h2', {}, 'Documents'),
-    el('p', { class: 'hint' }, 'Open each document before you sign.'),
+    el('h2', {}, words.documents),
+    el('p', { class: 'hint' }, words.openEach),
     documents,
     form,
     decline,
   );
 }
 
-if (token === '')
-  refused(new SigningError(401, 'This page opens from the signing link you were sent; the link is not complete.'));
+if (token === '') refused(new SigningError(401, words.linkIncomplete));
 else
   call('GET', 'signing').then((view) => {
     tellParent('loaded', view);

@@ -1,4 +1,5 @@
 import { el } from './dom.js';
+import type { Words } from './words.js';
 
 /** The pad's drawing size in CSS pixels; the bitmap doubles it for sharp lines on dense screens. */
 const WIDTH = 480;
@@ -14,12 +15,12 @@ export interface SignaturePad {
  * A signature, drawn with a pointer (mouse, pen or finger) on a canvas, or typed and set in a script
  * face on the same canvas, which the keyboard alone can do. Either way it leaves as a PNG data-URL.
  */
-export function signaturePad(name: string): SignaturePad {
+export function signaturePad(name: string, words: Words): SignaturePad {
   const canvas = el('canvas', {
     class: 'pad',
     width: WIDTH * 2,
     height: HEIGHT * 2,
-    'aria-label': 'Draw your signature here with a mouse, pen or finger',
+    'aria-label': words.drawHere,
   });
   const context = canvas.getContext('2d')!;
   context.scale(2, 2);
@@ -31,13 +32,13 @@ export function signaturePad(name: string): SignaturePad {
   let mode: 'draw' | 'type' = 'draw';
 
   const typed = el('input', { id: 'typed-signature', type: 'text', autocomplete: 'off', maxlength: 80, value: name });
-  const clear = el('button', { type: 'button', class: 'link-button' }, 'Clear');
-  const drawTab = el('button', { type: 'button', role: 'tab', 'aria-selected': 'true', id: 'tab-draw' }, 'Draw');
-  const typeTab = el('button', { type: 'button', role: 'tab', 'aria-selected': 'false', id: 'tab-type' }, 'Type');
+  const clear = el('button', { type: 'button', class: 'link-button' }, words.clear);
+  const drawTab = el('button', { type: 'button', role: 'tab', 'aria-selected': 'true', id: 'tab-draw' }, words.draw);
+  const typeTab = el('button', { type: 'button', role: 'tab', 'aria-selected': 'false', id: 'tab-type' }, words.type);
   const typePanel = el(
     'div',
     { class: 'field', hidden: true },
-    el('label', { for: 'typed-signature' }, 'Your name as your signature'),
+    el('label', { for: 'typed-signature' }, words.typedLabel),
     typed,
   );
 
@@ -109,7 +110,7 @@ export function signaturePad(name: string): SignaturePad {
   const node = el(
     'div',
     { class: 'signature' },
-    el('div', { role: 'tablist', 'aria-label': 'How to sign', class: 'tabs' }, drawTab, typeTab),
+    el('div', { role: 'tablist', 'aria-label': words.howToSign, class: 'tabs' }, drawTab, typeTab),
     typePanel,
     el('div', { class: 'pad-frame' }, canvas),
     el('div', { class: 'actions' }, clear),
