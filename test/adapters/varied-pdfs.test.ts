@@ -73,7 +73,11 @@ it('50 PDFs of varied make, one already sealed: each copy checks, keeps its text
         makers.add(maker);
         assert.ok(copy.subarray(0, bytes.length).equals(bytes), `${maker}: the original is the prefix`);
         assert.not.equal(qpdfCheck(pki, copy).status, 2, `${maker}: qpdf finds no error`);
-        assert.ok(pdfText(pki, copy).includes(text.slice(0, 20)), `${maker}: the text is kept`);
+        // Against the original as pdftotext reads it: how a maker's substitute font extracts
+        // (cairo with DejaVu Sans reads "C ontract") is the font's, not the copy's.
+        const original = pdfText(pki, bytes);
+        assert.ok(original.includes(text.slice(0, 8)) || original.includes(text.slice(2, 10)), `${maker}: readable`);
+        assert.ok(pdfText(pki, copy).includes(original.trim().slice(0, 20)), `${maker}: the text is kept`);
         const report = pdfsig(pki, copy);
         const seals = report.match(/Signature Validation: Signature is Valid\./g)?.length ?? 0;
         assert.is(seals, maker === 'already sealed' ? 2 : 1, `${maker}: every seal valid\n${report}`);
