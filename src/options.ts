@@ -126,16 +126,6 @@ export interface Branding {
   supportEmail?: string;
 }
 
-/** The disclosure a signer is shown when the host gives none. */
-const DEFAULT_DISCLOSURE = {
-  version: '2026-12-05',
-  text: [
-    'You agree to sign electronically. Your electronic signature has the same effect as a handwritten one.',
-    'You may ask the sender for a paper copy, or to sign on paper instead, by writing to them; you may withdraw this consent before you sign, by declining.',
-    'To sign you need a current web browser; to keep the documents, a PDF reader. The documents and the certificate of completion are yours to download.',
-  ].join('\n\n'),
-} as const;
-
 /** `signing.frameAncestors`, checked: each an origin (scheme, host, port; no path), https unless it is localhost. */
 export function resolveFrameAncestors(origins: unknown): string[] {
   if (origins === undefined) return [];
@@ -155,9 +145,9 @@ export function resolveFrameAncestors(origins: unknown): string[] {
   });
 }
 
-/** `signing.disclosure`, checked. */
-export function resolveDisclosure(disclosure: unknown): { version: string; text: string } {
-  if (disclosure === undefined) return DEFAULT_DISCLOSURE;
+/** `signing.disclosure`, checked; `null` when the host gives none (each language has its default, `src/locales/`). */
+export function resolveDisclosure(disclosure: unknown): { version: string; text: string } | null {
+  if (disclosure === undefined) return null;
   const { version, text } = (disclosure ?? {}) as { version?: unknown; text?: unknown };
   if (typeof version !== 'string' || !/^[\x21-\x7e]{1,64}$/.test(version))
     throw new TypeError('signing.disclosure.version must be 1 to 64 visible ASCII characters');

@@ -35,7 +35,7 @@ import { createSigningService } from './domain/signing.js';
 import { createAgreementTimer } from './domain/agreement-timer.js';
 import { createBranding } from './domain/branding.js';
 import { createCertificates } from './domain/certificates.js';
-import { createSignerMail, type SenderName } from './domain/signer-mail.js';
+import { createSignerMail } from './domain/signer-mail.js';
 import { createSigningTokens } from './domain/signing-tokens.js';
 import { createCompletedCopies } from './domain/completed-copies.js';
 import { createSealer } from './domain/sealing.js';
@@ -151,8 +151,6 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   const frameAncestors = resolveFrameAncestors(options.signing?.frameAncestors);
   const disclosure = resolveDisclosure(options.signing?.disclosure);
   const brandingOf = createBranding(options.branding, logger);
-  // The name mails speak in: the branding's, else the agreement's sender.
-  const senderName: SenderName = async (accountId, record) => (await brandingOf(accountId))?.name ?? record.signerName;
   if (options.notifier !== undefined && typeof options.notifier?.send !== 'function')
     throw new TypeError('notifier must be an object with a send(message) method');
   const sealer = await createSealer(options.sealing);
@@ -174,7 +172,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   /** Asks the worker for a pass now; every service that stores events calls it after the write. */
   const notify = () => worker?.poke();
   // Made as each agreement closes, by whichever part closed it, and kept: a request only reads one.
-  const certificates = createCertificates({ storage, blobs, clock, logger, sealer });
+  const certificates = createCertificates({ storage, blobs, clock, logger, sealer, brandingOf });
   const tokens = createSigningTokens(signer);
   const downloads = createDownloadService({ storage, blobs, clock, signer, publicUrl });
   const signerMail = createSignerMail({
@@ -187,7 +185,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     certificates,
     blobs,
     retrySchedule: webhookOptions.retrySchedule,
-    senderName,
+    brandingOf,
     downloads,
   });
   const mailQueued = signerMail.mailing

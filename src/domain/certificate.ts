@@ -1,5 +1,7 @@
 import { PortalError } from '../errors.js';
-import type { AgreementRecord, AgreementSignerRecord, AuditEntry, IdentificationMethod } from '../records.js';
+import type { AgreementRecord, AgreementSignerRecord, AuditEntry } from '../records.js';
+import { type Speech, speechOf } from '../locales/index.js';
+import type { ShownBranding } from './branding.js';
 import { atom } from '../shared/time.js';
 import { verifyTrail } from './audit-trail.js';
 import { Flow, loadLibpdf, printable } from './pdf-layout.js';
@@ -16,28 +18,10 @@ import { drawableSignature } from './signature-data.js';
 /** What a request for the certificate of an open agreement is told. */
 export const CERTIFICATE_LATER = 'its certificate of completion is made once it is signed or closed.';
 
-const ACTIONS: Record<string, string> = {
-  created: 'created',
-  'link-issued': 'signing link issued',
-  viewed: 'opened by the signer',
-  signed: 'signed',
-  declined: 'declined',
-  expired: 'expired',
-  reminder: 'reminder due',
-  'identification-code-sent': 'identification code mailed',
-  identified: 'signer identified',
-  'identification-failed': 'wrong identification code',
-  'identification-locked': 'signing link locked after wrong codes',
-  consented: 'consented to sign electronically',
-  voided: 'voided by the sender',
-  'signer-corrected': "a signer's name or e-mail corrected by the sender",
-  erased: "signers' personal data erased by the sender",
-};
-
 /** Who took a step, in words: a signer by name, the sender, or the portal itself. */
-function actorName(record: AgreementRecord, actor: string): string {
-  if (actor.startsWith('account:')) return `the sender (${actor})`;
-  if (actor === 'system') return 'the portal';
+function actorName(words: Speech['certificate'], record: AgreementRecord, actor: string): string {
+  if (actor.startsWith('account:')) return words.theSender(actor);
+  if (actor === 'system') return words.thePortal;
   const signer = record.signers.find((one) => one.id === actor);
   return signer === undefined ? actor : `${signer.firstName} ${signer.lastName} (${actor})`;
 }
@@ -46,98 +30,109 @@ function actorName(record: AgreementRecord, actor: string): string {
 const settlingStep = (audit: readonly AuditEntry[], signer: AgreementSignerRecord) =>
   audit.findLast((entry) => entry.signerId === signer.id && (entry.action === 'signed' || entry.action === 'declined'));
 
-const METHODS: Record<IdentificationMethod, string> = {
-  'email-code': 'a one-time code mailed to the signer',
-  'access-code': 'an access code the sender gave the signer',
-};
-
 /** How and when the signer identified, from the trail: the last `identified` entry; else that none was asked. */
-function identificationLine(audit: readonly AuditEntry[], signer: AgreementSignerRecord): string {
+function identificationLine(speech: Speech, audit: readonly AuditEntry[], signer: AgreementSignerRecord): string {
+  const words = speech.certificate;
   const entry = audit.findLast((one) => one.action === 'identified' && one.signerId === signer.id);
-  if (entry?.method !== undefined) return `by ${METHODS[entry.method]}, at ${entry.at}`;
-  return signer.shouldIdentify ? 'required; not identified' : 'none required (the signing link alone)';
+  if (entry?.method !== undefined) return words.identifiedBy(words.methods[entry.method], speech.when(entry.at));
+  return signer.shouldIdentify ? words.identificationMissing : words.noneRequired;
 }
 
-export async function certificatePdf(record: AgreementRecord, now: Date): Promise<Buffer> {
+/**
+ * The certificate of completion of a signed or closed agreement, in its `locale`'s language, under
+ * the company's name and, given as a data-URL PNG or JPEG, its logo (option `branding`).
+ */
+export async function certificatePdf(
+  record: AgreementRecord,
+  now: Date,
+  branding: ShownBranding | null = null,
+): Promise<Buffer> {
   if (record.status !== 'signed' && record.closedReason === null)
     throw new PortalError('AGREEMENT_STILL_OPEN', record.id, CERTIFICATE_LATER);
+  const speech = speechOf(record.locale);
+  const words = speech.certificate;
+  const when = speech.when;
   const lib = await loadLibpdf();
   const pdf = lib.PDF.create();
-  pdf.setTitle(printable(`Certificate of completion: ${record.name}`));
+  pdf.setTitle(printable(words.titleOf(record.name)));
   pdf.setProducer('customer-portal');
   pdf.setCreator('customer-portal');
   pdf.setCreationDate(now);
   const flow = new Flow(pdf, lib);
 
-  flow.text('Certificate of completion', { size: 20, bold: true });
+  if (branding !== null) {
+    const logo = branding.logoUrl === null ? null : drawableSignature(branding.logoUrl);
+    if (logo !== null) flow.image(logo, 160, 48);
+    flow.text(branding.name, { size: 12, bold: true });
+    flow.gap(6);
+  }
+  flow.text(words.title, { size: 20, bold: true });
   flow.gap(8);
-  flow.line('Agreement', record.name);
-  flow.line('Agreement id', record.id);
-  flow.line('Outcome', record.status === 'signed' ? 'signed by every signer' : `closed, ${record.closedReason}`);
-  flow.line('Sent by', record.signerName);
+  flow.line(words.agreement, record.name);
+  flow.line(words.agreementId, record.id);
+  flow.line(
+    words.outcome,
+    record.status === 'signed'
+      ? words.signedByAll
+      : words.closed(words.reasons[record.closedReason!] ?? String(record.closedReason)),
+  );
+  flow.line(words.sentBy, record.signerName);
   // The sender's own signature, given when the agreement was made.
   const senderSignature = drawableSignature(record.signerSignature);
   if (senderSignature !== null) flow.image(senderSignature, 180, 50);
-  flow.line("Sender's signature SHA-256", record.signerSignatureHash);
-  flow.line('Created', record.createdAt);
-  flow.line('Signing order', record.signingOrder);
-  if (record.expiresAt !== null) flow.line('Expires at', record.expiresAt);
-  if (record.closedAt !== null) flow.line('Closed at', record.closedAt);
-  flow.line('Certificate made', atom(now));
+  flow.line(words.senderSignatureHash, record.signerSignatureHash);
+  flow.line(words.created, when(record.createdAt));
+  flow.line(words.signingOrder, words.order[record.signingOrder]);
+  if (record.expiresAt !== null) flow.line(words.expiresAt, when(record.expiresAt));
+  if (record.closedAt !== null) flow.line(words.closedAt, when(record.closedAt));
+  flow.line(words.made, when(atom(now)));
 
-  flow.heading('Documents');
+  flow.heading(words.documents);
   for (const document of record.documents) {
-    flow.line('Name', document.documentName);
-    flow.line('Size', `${document.fileSize} bytes`);
+    flow.line(words.name, document.documentName);
+    flow.line(words.size, words.bytes(document.fileSize));
     flow.line('SHA-256', document.fileHash);
     flow.gap(5);
   }
 
-  flow.heading('Signers');
+  flow.heading(words.signers);
   for (const signer of record.signers) {
     const step = settlingStep(record.audit, signer);
-    flow.line('Name', `${signer.firstName} ${signer.lastName}`);
-    flow.line('E-mail', signer.email);
+    flow.line(words.name, `${signer.firstName} ${signer.lastName}`);
+    flow.line(words.email, signer.email);
     flow.line(
-      'Status',
+      words.status,
       signer.signedAt !== null
-        ? `signed at ${signer.signedAt}`
+        ? words.signedAt(when(signer.signedAt))
         : signer.declinedAt !== null
-          ? `declined at ${signer.declinedAt}`
-          : 'not signed',
+          ? words.declinedAt(when(signer.declinedAt))
+          : words.notSigned,
     );
-    if (signer.declineReason !== null) flow.line('Reason given', signer.declineReason);
+    if (signer.declineReason !== null) flow.line(words.reason, signer.declineReason);
     if (step !== undefined)
-      flow.line('From', `${step.ip ?? 'unknown address'}, ${step.userAgent ?? 'unknown user agent'}`);
-    flow.line('Identification', identificationLine(record.audit, signer));
-    if (signer.signatureHash !== null) flow.line('Signature SHA-256', signer.signatureHash);
+      flow.line(words.from, `${step.ip ?? words.unknownAddress}, ${step.userAgent ?? words.unknownAgent}`);
+    flow.line(words.identification, identificationLine(speech, record.audit, signer));
+    if (signer.signatureHash !== null) flow.line(words.signatureHash, signer.signatureHash);
     // Never the stored bytes: a PNG redrawn within the pixel budget, or nothing (docs/signing.md, "Signature images").
     const image = drawableSignature(signer.signature);
     if (image !== null) flow.image(image, 220, 70);
-    else if (signer.signature !== null) flow.text('(the signature image could not be read; its hash is above)');
+    else if (signer.signature !== null) flow.text(words.unreadableSignature);
     flow.gap(8);
   }
 
-  flow.heading('Audit trail');
+  flow.heading(words.auditTrail);
   for (const entry of record.audit) {
-    flow.text(`${entry.at}  ${ACTIONS[entry.action] ?? entry.action}`, { bold: true });
-    flow.text(
-      `by ${actorName(record, entry.actor)}${entry.ip === null ? '' : ` from ${entry.ip}`}${entry.detail === null ? '' : `: "${entry.detail}"`}`,
-    );
-    if (entry.method !== undefined) flow.text(`method ${METHODS[entry.method]}`);
-    if (entry.disclosureHash !== undefined) flow.text(`disclosure SHA-256 ${entry.disclosureHash}`, { size: 8 });
+    flow.text(`${when(entry.at)}  ${words.actions[entry.action] ?? entry.action}`, { bold: true });
+    flow.text(words.by(actorName(words, record, entry.actor), entry.ip, entry.detail));
+    if (entry.method !== undefined) flow.text(words.method(words.methods[entry.method]));
+    if (entry.disclosureHash !== undefined) flow.text(words.disclosureHash(entry.disclosureHash), { size: 8 });
     if (entry.userAgent !== null) flow.text(entry.userAgent, { size: 8 });
-    flow.text(`hash ${entry.hash}`, { size: 8 });
+    flow.text(words.hash(entry.hash), { size: 8 });
     flow.gap(4);
   }
   flow.gap(6);
-  flow.line('Final hash', record.audit.at(-1)?.hash ?? 'none');
-  flow.line(
-    'Chain',
-    verifyTrail(record)
-      ? 'verified: every entry links to the one before and hashes to what it says, and the last one to the agreement as stated here'
-      : 'NOT verified: an entry, or the agreement it vouches for, was changed after it was written',
-  );
+  flow.line(words.finalHash, record.audit.at(-1)?.hash ?? words.none);
+  flow.line(words.chain, verifyTrail(record) ? words.verified : words.notVerified);
   // A classic cross-reference table: readers of any age, and pdftotext, take it.
   return Buffer.from(await pdf.save({ useXRefStream: false }));
 }

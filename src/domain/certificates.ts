@@ -6,6 +6,7 @@ import type { AgreementRecord } from '../records.js';
 import type { Logger } from '../shared/logger.js';
 import { certificatePdf } from './certificate.js';
 import type { Sealer } from './sealing.js';
+import type { BrandingOf } from './branding.js';
 
 /**
  * The blob key of an agreement's certificate: `agc_` and the agreement id's own part, so the key
@@ -45,6 +46,8 @@ export function createCertificates(deps: {
   clock: () => Date;
   logger: Logger;
   sealer?: Sealer | null;
+  /** The company the certificate is made under (option `branding`). */
+  brandingOf?: BrandingOf;
 }): Certificates {
   const { storage, blobs, clock, logger } = deps;
   const making = new Map<string, Promise<Buffer>>();
@@ -69,7 +72,7 @@ export function createCertificates(deps: {
       const record = await storage.getAgreement(accountId, id);
       if (record === null) throw new Error(`certificate: agreement ${id} is gone`);
       const now = clock();
-      const drawn = await certificatePdf(record, now);
+      const drawn = await certificatePdf(record, now, (await deps.brandingOf?.(accountId)) ?? null);
       // Sealed like the completed copies, with the same key, when the portal has one.
       const pdf =
         deps.sealer == null

@@ -17,9 +17,8 @@ import type { DownloadService } from './downloads.js';
 import { signedName } from './completed-copy.js';
 import { CODE_TTL_MS, emailCode } from './signer-identity.js';
 import { type SigningTokens, signingPageLink } from './signing-tokens.js';
-
-/** The name mails speak in: `branding.name`, else the agreement's sender. */
-export type SenderName = (accountId: string, record: AgreementRecord) => Promise<string>;
+import { type Speech, speechOf } from '../locales/index.js';
+import type { BrandingOf, ShownBranding } from './branding.js';
 
 /** Attachments of a completion mail, at most: over it, the signed documents are left out. */
 /** How long a completion mail's links to the copies serve: a week. */
@@ -49,7 +48,8 @@ export function createSignerMail(deps: {
   certificates: Certificates;
   blobs: BlobStore;
   retrySchedule: readonly number[];
-  senderName: SenderName;
+  /** Who mails speak for: the branding's name (else the agreement's sender) and its support address. */
+  brandingOf: BrandingOf;
   /** Links the completed copies when they are too big to attach. */
   downloads?: Pick<DownloadService, 'link'>;
 }) {
@@ -67,7 +67,11 @@ export function createSignerMail(deps: {
   async function compose(record: AgreementRecord, mail: PendingMail, now: Date): Promise<NotifierMessage | string> {
     const signer = record.signers.find((one) => one.id === mail.signerId);
     if (signer === undefined) return 'the signer is gone';
-    const sender = await deps.senderName(record.accountId, record);
+    const branding = await deps.brandingOf(record.accountId);
+    const sender = branding?.name ?? record.signerName;
+    const speech = speechOf(record.locale);
+    const words = speech.mail;
+    const render = (draft: Draft) => renderMail(draft, words, branding);
     const base = {
       kind: mail.kind,
       to: addressOf(signer),
@@ -81,7 +85,7 @@ export function createSignerMail(deps: {
         if (code == null || code.id !== mail.codeId) return 'a newer code replaced it';
         if (now.getTime() >= Date.parse(code.expiresAt)) return 'the code expired before it could be sent';
         const digits = emailCode(deps.keys, record, signer.id, code.id);
-        return { ...base, ...render(codeMail(sender, record.name, digits)) };
+        return { ...base, ...render(codeMail(words, sender, record.name, digits)) };
       }
       case 'signing-invitation':
       case 'signing-reminder': {
@@ -101,7 +105,17 @@ export function createSignerMail(deps: {
         const url = signingPageLink(mail.baseUrl, token);
         return {
           ...base,
-          ...render(linkMail(mail.kind, sender, signer, record.name, url, atom(new Date(link.expires * 1000)))),
+          ...render(
+            linkMail(
+              words,
+              mail.kind,
+              sender,
+              signer,
+              record.name,
+              url,
+              speech.when(atom(new Date(link.expires * 1000))),
+            ),
+          ),
         };
       }
       case 'agreement-completed': {
@@ -112,11 +126,16 @@ export function createSignerMail(deps: {
         const copies = await completedCopies(record, MAX_ATTACHED_BYTES - pdf.length);
         attachments.push(...(copies ?? []));
         const links = copies === null ? copyLinks(record) : [];
-        return { ...base, ...render(completedMail(sender, signer, record.name, copies !== null, links)), attachments };
+        const until = links.length === 0 ? '' : speech.when(links[0]!.expiresAt);
+        return {
+          ...base,
+          ...render(completedMail(words, sender, signer, record.name, copies !== null, links, until)),
+          attachments,
+        };
       }
       case 'agreement-voided': {
         const reason = record.audit.findLast((entry) => entry.action === 'voided')?.detail ?? null;
-        return { ...base, ...render(voidedMail(sender, signer, record.name, reason)) };
+        return { ...base, ...render(voidedMail(words, sender, signer, record.name, reason)) };
       }
     }
   }
@@ -281,21 +300,37 @@ interface Draft {
   paragraphs: (string | { link: string; label: string } | { code: string })[];
 }
 
-function render(draft: Draft): { subject: string; text: string; html: string } {
-  const text = draft.paragraphs
+/**
+ * The mail as text and HTML, in the branding's colour, ending with its support address; the HTML
+ * shows an `https:` logo (a data-URL one many mail readers refuse, so it is left out).
+ */
+function renderMail(
+  draft: Draft,
+  words: Speech['mail'],
+  branding: ShownBranding | null,
+): { subject: string; text: string; html: string } {
+  const paragraphs =
+    branding?.supportEmail == null ? draft.paragraphs : [...draft.paragraphs, words.support(branding.supportEmail)];
+  const accent = branding?.accentColor ?? null;
+  const text = paragraphs
     .map((part) => (typeof part === 'string' ? part : 'link' in part ? part.link : part.code))
     .join('\n\n');
-  const html = draft.paragraphs
+  const linkStyle = accent === null ? '' : ` style="color:${accent}"`;
+  const logo =
+    branding?.logoUrl?.startsWith('https:') === true
+      ? `<p><img src="${escapeHtml(branding.logoUrl)}" alt="${escapeHtml(branding.name)}" style="max-height:48px"></p>\n`
+      : '';
+  const html = paragraphs
     .map((part) => {
       if (typeof part === 'string') return `<p>${escapeHtml(part)}</p>`;
-      if ('link' in part) return `<p><a href="${escapeHtml(part.link)}">${escapeHtml(part.label)}</a></p>`;
+      if ('link' in part) return `<p><a href="${escapeHtml(part.link)}"${linkStyle}>${escapeHtml(part.label)}</a></p>`;
       return `<p style="font-size:24px;letter-spacing:4px;font-family:monospace"><strong>${escapeHtml(part.code)}</strong></p>`;
     })
     .join('\n');
   return {
     subject: oneLine(draft.subject),
     text: `${text}\n`,
-    html: `<!doctype html>\n<html><body>\n${html}\n</body></html>\n`,
+    html: `<!doctype html>\n<html><body>\n${logo}${html}\n</body></html>\n`,
   };
 }
 
@@ -303,6 +338,7 @@ const oneLine = (text: string) => text.replace(/[\r\n]+/g, ' ');
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
 
 function linkMail(
+  words: Speech['mail'],
   kind: MailKind,
   sender: string,
   signer: AgreementSignerRecord,
@@ -312,58 +348,60 @@ function linkMail(
 ): Draft {
   const reminder = kind === 'signing-reminder';
   return {
-    subject: reminder ? `Reminder: "${name}" awaits your signature` : `${sender} asks you to sign "${name}"`,
+    subject: reminder ? words.reminderSubject(name) : words.invitationSubject(sender, name),
     paragraphs: [
-      `Hello ${signer.firstName} ${signer.lastName},`,
-      reminder
-        ? `"${name}", sent by ${sender}, still awaits your signature.`
-        : `${sender} asks you to read and sign "${name}".`,
-      { link: url, label: 'Open the documents to sign' },
-      `The link works until ${expiresAt}${reminder ? ' and replaces any link you received before' : ''}. Do not forward this mail: the link signs as you.`,
+      words.hello(`${signer.firstName} ${signer.lastName}`),
+      reminder ? words.reminder(sender, name) : words.invitation(sender, name),
+      { link: url, label: words.openToSign },
+      words.linkUntil(expiresAt, reminder),
     ],
   };
 }
 
-function codeMail(sender: string, name: string, code: string): Draft {
+function codeMail(words: Speech['mail'], sender: string, name: string, code: string): Draft {
   return {
-    subject: `Your code to sign "${name}"`,
-    paragraphs: [
-      `Your code to open "${name}", sent by ${sender}:`,
-      { code },
-      `It works for ${CODE_TTL_MS / 60_000} minutes. If you did not ask for it, someone else may hold your signing link: tell ${sender}.`,
-    ],
+    subject: words.codeSubject(name),
+    paragraphs: [words.codeIntro(name, sender), { code }, words.codeWorks(CODE_TTL_MS / 60_000, sender)],
   };
 }
 
-function voidedMail(sender: string, signer: AgreementSignerRecord, name: string, reason: string | null): Draft {
+function voidedMail(
+  words: Speech['mail'],
+  sender: string,
+  signer: AgreementSignerRecord,
+  name: string,
+  reason: string | null,
+): Draft {
   return {
-    subject: `"${name}" was voided`,
+    subject: words.voidedSubject(name),
     paragraphs: [
-      `Hello ${signer.firstName} ${signer.lastName},`,
-      `${sender} voided "${name}": it can no longer be signed, and the link you were sent no longer works.`,
-      ...(reason === null ? [] : [`The reason given: ${reason}`]),
+      words.hello(`${signer.firstName} ${signer.lastName}`),
+      words.voided(sender, name),
+      ...(reason === null ? [] : [words.voidReason(reason)]),
     ],
   };
 }
 
 function completedMail(
+  words: Speech['mail'],
   sender: string,
   signer: AgreementSignerRecord,
   name: string,
   copiesAttached: boolean,
   links: readonly { name: string; link: string; expiresAt: string }[],
+  until: string,
 ): Draft {
-  const tooBig = `The signed documents are over ${MAX_ATTACHED_BYTES / 1024 / 1024} MiB together`;
+  const tooBig = words.tooBig(MAX_ATTACHED_BYTES / 1024 / 1024);
   return {
-    subject: `"${name}" is signed`,
+    subject: words.completedSubject(name),
     paragraphs: [
-      `Hello ${signer.firstName} ${signer.lastName},`,
-      `Everyone has signed "${name}", sent by ${sender}. The certificate of completion is attached: it lists each document's SHA-256, each signer and the agreement's audit trail.`,
+      words.hello(`${signer.firstName} ${signer.lastName}`),
+      words.completed(name, sender),
       copiesAttached
-        ? 'The signed documents are attached too, each with every signature and sealed.'
+        ? words.copiesAttached
         : links.length === 0
-          ? `${tooBig}: ask ${sender} for them.`
-          : `${tooBig}, so they are linked instead, each with every signature and sealed. The links serve until ${links[0]!.expiresAt}:`,
+          ? words.askForThem(tooBig, sender)
+          : words.linkedInstead(tooBig, until),
       ...links.map((one) => `${one.name}: ${one.link}`),
     ],
   };

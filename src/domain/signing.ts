@@ -13,6 +13,7 @@ import { atom } from '../shared/time.js';
 import { createAgreementChanges } from './agreement-changes.js';
 import { type ClientInfo, audited, sha256Hex, verifyTrail } from './audit-trail.js';
 import { CERTIFICATE_LATER } from './certificate.js';
+import { speechOf } from '../locales/index.js';
 import type { BrandingOf, ShownBranding } from './branding.js';
 import type { Certificates } from './certificates.js';
 import type { LinkSigner } from './download-links.js';
@@ -90,7 +91,8 @@ export interface SigningServiceDeps {
   mail: Pick<SignerMail, 'mailing' | 'kick'>;
   /** Told once a signature completed an agreement: its completed copies are owed. */
   copies?: { owed: (record: AgreementRecord) => void };
-  disclosure: Disclosure;
+  /** The host's disclosure (`signing.disclosure`); `null`: the default of the agreement's language (`src/locales/`). */
+  disclosure: Disclosure | null;
   /** The account's branding, shown with the agreement. */
   brandingOf?: BrandingOf;
 }
@@ -104,7 +106,8 @@ export function createSigningService(deps: SigningServiceDeps) {
     mail: mail.mailing ? { queued: (record) => mail.kick(record.accountId, record.id) } : undefined,
     copies: deps.copies,
   });
-  const disclosureHash = sha256Hex(disclosure.text);
+  /** The disclosure an agreement's signers are shown: the host's, else the default in their language. */
+  const disclosureOf = (record: AgreementRecord): Disclosure => disclosure ?? speechOf(record.locale).disclosure;
   /** Identification attempts in flight in this process, by link: one at a time, so a burst of guesses costs one scrypt at a time. */
   const identifying = new Map<string, Promise<unknown>>();
 
@@ -164,7 +167,7 @@ export function createSigningService(deps: SigningServiceDeps) {
       },
       signer: { ...own, identification: identificationOf(stored) },
       identification,
-      disclosure,
+      disclosure: disclosureOf(record),
       documents: shown
         ? record.documents.map((document) => ({
             ...documentOf(document),
@@ -316,10 +319,12 @@ export function createSigningService(deps: SigningServiceDeps) {
      * records their consent to the disclosure in force (`consented`, with its SHA-256) first.
      */
     async sign(token: string | null, input: unknown, baseUrl: string, client: ClientInfo): Promise<SigningView> {
-      const { claims } = await redeem(token);
+      const { claims, record } = await redeem(token);
       const { signature, consent } = parseInput(signingSignatureInput, input, 'sign');
-      if (consent !== undefined && consent.disclosureVersion !== disclosure.version)
-        throw new PortalError('DISCLOSURE_CHANGED', disclosure.version);
+      const shown = disclosureOf(record);
+      if (consent !== undefined && consent.disclosureVersion !== shown.version)
+        throw new PortalError('DISCLOSURE_CHANGED', shown.version);
+      const disclosureHash = sha256Hex(shown.text);
       const now = clock();
       const updated = await apply(claims.accountId, claims.agreementId, now, (current) => {
         let ready = identified(current, claims.signerId);

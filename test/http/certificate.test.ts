@@ -12,6 +12,7 @@ import { SIGNING_KEY_1 } from '../helpers/download.js';
 import { HOSTILE_IMAGES } from '../helpers/hostile-images.js';
 import { type TestPortal, json, withPortal } from '../helpers/server.js';
 import { NEVER, waitFor } from '../helpers/webhooks.js';
+import { recordingNotifier, until } from '../helpers/notifier.js';
 
 /** A real 1×1 PNG: the certificate draws signature images, so a test image must decode. */
 
@@ -242,6 +243,75 @@ test("the certificate shows each signer's identification: the method and the tim
     assert.ok(flat.includes('consented to sign electronically'), 'the consent, in the trail');
     assert.not.ok(text.includes('tide-pool-88'), 'never the code');
   });
+});
+
+test("a French agreement under a company's branding: the mails, the disclosure and the certificate in French, the company named", async () => {
+  if (!pdftotext) return void console.log(`  skipped: ${reason}`);
+  const notifier = recordingNotifier();
+  await withPortal(
+    {
+      signingKeys: [SIGNING_KEY_1],
+      webhooks: { tick: NEVER },
+      notifier,
+      publicUrl: 'https://portal.example',
+      branding: { name: 'Maison Dupont', supportEmail: 'aide@dupont.example', logoUrl: REAL_PNG },
+    },
+    async (app) => {
+      const form = validFormData({ signers: [SIGNER] });
+      form.set('name', 'Bail 2026');
+      form.append('locale', 'fr');
+      const agreement = await json(await app.api('/agreements', { method: 'POST', body: form }));
+      const made = await app.api(`/agreements/${agreement.id}/signers/${agreement.signers[0].id}/signing-link`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ send: true }),
+      });
+      assert.is(made.status, 201);
+      await until(() => notifier.sent.some((mail) => mail.kind === 'signing-invitation'), 'the invitation');
+      const invitation = notifier.sent.find((mail) => mail.kind === 'signing-invitation')!;
+      assert.is(invitation.subject, 'Maison Dupont vous demande de signer « Bail 2026 »');
+      assert.match(invitation.text, /^Bonjour Bo Lee,/);
+      assert.match(invitation.text, /Le lien fonctionne jusqu’au \d+ \p{L}+ \d{4}/u);
+      assert.match(invitation.text, /Une question \? Écrivez à aide@dupont\.example\./);
+
+      const token = new URL((await json(made)).link).hash.slice(1);
+      const view = await json(await fetch(`${app.url}/v1/signing`, { headers: { authorization: `Bearer ${token}` } }));
+      assert.is(view.disclosure.version, '2026-12-05-fr');
+      assert.match(view.disclosure.text, /^Vous acceptez de signer électroniquement\./);
+      const signed = await fetch(`${app.url}/v1/signing/sign`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ signature: REAL_PNG, consent: { disclosureVersion: '2026-12-05' } }),
+      });
+      assert.is(signed.status, 409, 'the English disclosure is not the one shown');
+      const accepted = await fetch(`${app.url}/v1/signing/sign`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ signature: REAL_PNG, consent: { disclosureVersion: '2026-12-05-fr' } }),
+      });
+      assert.is(accepted.status, 200);
+
+      await until(
+        () => notifier.sent.some((mail) => mail.kind === 'agreement-completed'),
+        'the completion mail',
+        20_000,
+      );
+      const completed = notifier.sent.find((mail) => mail.kind === 'agreement-completed')!;
+      assert.is(completed.subject, '« Bail 2026 » est signé');
+      const text = textOf(completed.attachments![0]!.content);
+      for (const expected of [
+        'Maison Dupont',
+        'Certificat d’achèvement',
+        'Contrat',
+        'signé par tous les signataires',
+        'Signataires',
+        'Piste d’audit',
+        'consentement à la signature électronique',
+        'vérifiée : chaque entrée',
+      ])
+        assert.ok(text.includes(expected), `the certificate says "${expected}"\n${text}`);
+    },
+  );
 });
 
 test.run();

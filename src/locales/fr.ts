@@ -1,0 +1,120 @@
+import type { Speech } from './speech.js';
+
+const dateTime = new Intl.DateTimeFormat('fr', { dateStyle: 'long', timeStyle: 'medium', timeZone: 'UTC' });
+
+/** French, complete. */
+export const fr: Speech = {
+  lang: 'fr',
+  when: (atom) => {
+    const date = new Date(atom);
+    return Number.isNaN(date.getTime()) ? atom : `${dateTime.format(date)} UTC`;
+  },
+  disclosure: {
+    version: '2026-12-05-fr',
+    text: [
+      'Vous acceptez de signer électroniquement. Votre signature électronique a la même valeur qu’une signature manuscrite.',
+      'Vous pouvez demander à l’expéditeur une copie papier, ou de signer sur papier, en lui écrivant ; vous pouvez retirer ce consentement avant de signer, en refusant.',
+      'Pour signer, il vous faut un navigateur web récent ; pour conserver les documents, un lecteur PDF. Les documents et le certificat d’achèvement sont à votre disposition au téléchargement.',
+    ].join('\n\n'),
+  },
+  mail: {
+    hello: (name) => `Bonjour ${name},`,
+    invitationSubject: (sender, name) => `${sender} vous demande de signer « ${name} »`,
+    reminderSubject: (name) => `Rappel : « ${name} » attend votre signature`,
+    invitation: (sender, name) => `${sender} vous demande de lire et de signer « ${name} ».`,
+    reminder: (sender, name) => `« ${name} », envoyé par ${sender}, attend toujours votre signature.`,
+    openToSign: 'Ouvrir les documents à signer',
+    linkUntil: (expiresAt, reminder) =>
+      `Le lien fonctionne jusqu’au ${expiresAt}${reminder ? ' et remplace tout lien reçu auparavant' : ''}. Ne transférez pas ce message : le lien signe en votre nom.`,
+    codeSubject: (name) => `Votre code pour signer « ${name} »`,
+    codeIntro: (name, sender) => `Votre code pour ouvrir « ${name} », envoyé par ${sender} :`,
+    codeWorks: (minutes, sender) =>
+      `Il est valable ${minutes} minutes. Si vous ne l’avez pas demandé, quelqu’un d’autre détient peut-être votre lien de signature : prévenez ${sender}.`,
+    voidedSubject: (name) => `« ${name} » a été annulé`,
+    voided: (sender, name) =>
+      `${sender} a annulé « ${name} » : il ne peut plus être signé, et le lien qui vous a été envoyé ne fonctionne plus.`,
+    voidReason: (reason) => `Motif indiqué : ${reason}`,
+    completedSubject: (name) => `« ${name} » est signé`,
+    completed: (name, sender) =>
+      `Tous les signataires ont signé « ${name} », envoyé par ${sender}. Le certificat d’achèvement est joint : il indique le SHA-256 de chaque document, chaque signataire et la piste d’audit du contrat.`,
+    copiesAttached: 'Les documents signés sont joints aussi, chacun avec toutes les signatures et scellé.',
+    tooBig: (mib) => `Les documents signés dépassent ${mib} Mio à eux tous`,
+    askForThem: (tooBig, sender) => `${tooBig} : demandez-les à ${sender}.`,
+    linkedInstead: (tooBig, until) =>
+      `${tooBig} ; ils sont donc accessibles par lien, chacun avec toutes les signatures et scellé. Les liens fonctionnent jusqu’au ${until} :`,
+    support: (email) => `Une question ? Écrivez à ${email}.`,
+  },
+  certificate: {
+    title: 'Certificat d’achèvement',
+    titleOf: (name) => `Certificat d’achèvement : ${name}`,
+    agreement: 'Contrat',
+    agreementId: 'Identifiant du contrat',
+    outcome: 'Issue',
+    signedByAll: 'signé par tous les signataires',
+    closed: (reason) => `clos, ${reason}`,
+    sentBy: 'Envoyé par',
+    senderSignatureHash: 'SHA-256 de la signature de l’expéditeur',
+    created: 'Créé',
+    signingOrder: 'Ordre de signature',
+    order: { parallel: 'en parallèle', sequential: 'dans l’ordre' },
+    expiresAt: 'Expire le',
+    closedAt: 'Clos le',
+    made: 'Certificat établi',
+    documents: 'Documents',
+    name: 'Nom',
+    size: 'Taille',
+    bytes: (count) => `${count} octets`,
+    signers: 'Signataires',
+    email: 'E-mail',
+    status: 'Statut',
+    signedAt: (at) => `signé le ${at}`,
+    declinedAt: (at) => `refusé le ${at}`,
+    notSigned: 'non signé',
+    reason: 'Motif indiqué',
+    from: 'Depuis',
+    unknownAddress: 'adresse inconnue',
+    unknownAgent: 'navigateur inconnu',
+    identification: 'Identification',
+    identifiedBy: (method, at) => `par ${method}, le ${at}`,
+    identificationMissing: 'requise ; non identifié',
+    noneRequired: 'aucune requise (le lien de signature seul)',
+    methods: {
+      'email-code': 'un code à usage unique envoyé par e-mail au signataire',
+      'access-code': 'un code d’accès donné au signataire par l’expéditeur',
+    },
+    signatureHash: 'SHA-256 de la signature',
+    unreadableSignature: '(l’image de la signature n’a pas pu être lue ; son empreinte figure ci-dessus)',
+    auditTrail: 'Piste d’audit',
+    actions: {
+      created: 'créé',
+      'link-issued': 'lien de signature émis',
+      viewed: 'ouvert par le signataire',
+      signed: 'signé',
+      declined: 'refusé',
+      expired: 'expiré',
+      reminder: 'rappel dû',
+      'identification-code-sent': 'code d’identification envoyé',
+      identified: 'signataire identifié',
+      'identification-failed': 'code d’identification erroné',
+      'identification-locked': 'lien de signature bloqué après des codes erronés',
+      consented: 'consentement à la signature électronique',
+      voided: 'annulé par l’expéditeur',
+      'signer-corrected': 'nom ou e-mail d’un signataire corrigé par l’expéditeur',
+      erased: 'données personnelles des signataires effacées par l’expéditeur',
+    },
+    by: (actor, ip, detail) =>
+      `par ${actor}${ip === null ? '' : ` depuis ${ip}`}${detail === null ? '' : ` : « ${detail} »`}`,
+    method: (method) => `méthode : ${method}`,
+    disclosureHash: (hash) => `SHA-256 des conditions ${hash}`,
+    hash: (hash) => `empreinte ${hash}`,
+    finalHash: 'Empreinte finale',
+    none: 'aucune',
+    chain: 'Chaîne',
+    verified:
+      'vérifiée : chaque entrée est liée à la précédente et correspond à son empreinte, et la dernière au contrat tel qu’il est décrit ici',
+    notVerified: 'NON vérifiée : une entrée, ou le contrat qu’elle atteste, a été modifié après son écriture',
+    theSender: (actor) => `l’expéditeur (${actor})`,
+    thePortal: 'le portail',
+    reasons: { declined: 'refusé', expired: 'expiré', voided: 'annulé' },
+  },
+};
