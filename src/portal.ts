@@ -283,7 +283,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     uiPath === null ? null : `${baseUrl.endsWith(basePath) ? baseUrl.slice(0, -basePath.length) : baseUrl}${uiPath}/`;
   const extensions = options.extensions ?? true;
   const routes = routeTable(
-    { webhooks, catalogue, files, tickets, downloads, agreements, signing, sessions },
+    { webhooks, catalogue, files, tickets, downloads, agreements, signing, sessions, brandingOf },
     { extensions, frameAncestors, pageUrl },
   );
   const orphanSweep = createOrphanSweep({ storage, blobs, clock, logger });

@@ -22,7 +22,7 @@ type RouteHandler = (context: RequestContext) => Promise<Reply | void> | Reply |
  * What a route belongs to: a portal session reaches a route only when its scopes include the area
  * (`webhooks`, `agreements`, `files`); `tickets`, `downloads` and `sessions` it never reaches.
  */
-export type RouteArea = PortalSessionScope | 'tickets' | 'downloads' | 'sessions';
+export type RouteArea = PortalSessionScope | 'tickets' | 'downloads' | 'sessions' | 'account';
 
 export interface Route {
   method: HTTPMethod | HTTPMethod[];
@@ -98,7 +98,8 @@ const READS = new Set(['GET', 'HEAD']);
 /** Why `grant` may not reach `route` with `method`, or `null` when it may. */
 function sessionRefusal(grant: SessionGrant, route: Route, method: string): PortalError | null {
   const area = route.area ?? 'sessions';
-  if (!(grant.scopes as readonly string[]).includes(area))
+  // The account's own look (its branding) is every session's to read.
+  if (area !== 'account' && !(grant.scopes as readonly string[]).includes(area))
     return new PortalError('PORTAL_SESSION_SCOPE', area, grant.scopes);
   if (grant.readOnly && !READS.has(method)) return new PortalError('PORTAL_SESSION_READ_ONLY', method);
   return null;

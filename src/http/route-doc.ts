@@ -43,6 +43,8 @@ export type SchemaName =
   | 'SigningLinkInput'
   | 'SigningLink'
   | 'SigningView'
+  | 'Branding'
+  | 'BrandingAnswer'
   | 'SignInput'
   | 'IdentifyInput'
   | 'IdentificationCodeSent'

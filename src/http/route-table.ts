@@ -1,4 +1,5 @@
 import type { AgreementService } from '../domain/agreements.js';
+import type { BrandingOf } from '../domain/branding.js';
 import type { DownloadService } from '../domain/downloads.js';
 import type { EventCatalogue } from '../domain/event-types.js';
 import type { FileService } from '../domain/files.js';
@@ -8,6 +9,7 @@ import type { TicketService } from '../domain/tickets.js';
 import type { WebhookService } from '../domain/webhooks.js';
 import type { Route, RouteArea } from './handler.js';
 import { agreementRoutes } from './routes/agreements.js';
+import { brandingRoutes } from './routes/branding.js';
 import { downloadRoutes } from './routes/downloads.js';
 import { eventTypeRoutes } from './routes/event-types.js';
 import { fileRoutes } from './routes/files.js';
@@ -29,6 +31,7 @@ export interface RouteServices {
   agreements: AgreementService;
   signing: SigningService;
   sessions: PortalSessionService;
+  brandingOf: BrandingOf;
 }
 
 /**
@@ -45,7 +48,7 @@ export function routeTable(
     pageUrl?: (baseUrl: string) => string | null;
   },
 ): Route[] {
-  const { webhooks, catalogue, files, tickets, downloads, agreements, signing, sessions } = services;
+  const { webhooks, catalogue, files, tickets, downloads, agreements, signing, sessions, brandingOf } = services;
   // Each route's area: what a portal session's scopes must include to reach it (handler.ts).
   const inArea = (area: RouteArea, routes: Route[]) => routes.map((route) => ({ ...route, area }));
   const routes = [
@@ -67,6 +70,7 @@ export function routeTable(
     ...inArea('tickets', ticketRoutes(tickets)),
     ...inArea('downloads', downloadRoutes(downloads)),
     ...inArea('sessions', portalSessionRoutes(sessions, options.pageUrl ?? (() => null))),
+    ...inArea('account', brandingRoutes(brandingOf)),
   ];
   return options.extensions ? routes : routes.filter((route) => route.extension !== true);
 }

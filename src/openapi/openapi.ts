@@ -93,6 +93,8 @@ const componentSchemas = everyName({
   SigningLinkInput: signingLinkInput,
   SigningLink: shapes.signingLink,
   SigningView: shapes.signingView,
+  Branding: shapes.branding,
+  BrandingAnswer: v.strictObject({ branding: v.nullable(shapes.branding) }),
   SignInput: signingSignatureInput,
   IdentifyInput: identifyInput,
   IdentificationCodeSent: shapes.identificationCodeSent,

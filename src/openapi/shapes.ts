@@ -480,7 +480,7 @@ const coSigner = v.strictObject({
 });
 
 /** The company a signer is asked by (option `branding`), as pages show it. */
-const branding = v.strictObject({
+export const branding = v.strictObject({
   name: v.string(),
   logoUrl: v.pipe(
     v.nullable(v.string()),

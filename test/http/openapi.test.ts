@@ -55,7 +55,7 @@ test('every route the handler registers is in the document, with each of its met
     }
   }
   assert.equal(undocumented, []);
-  assert.is(apiRoutes.length, 47);
+  assert.is(apiRoutes.length, 48);
   // Outside the document: the signing page, HTML for a browser.
   assert.equal(
     table.filter((route) => route.doc === null).map((route) => route.path),
@@ -96,7 +96,7 @@ test('every path with a GET lists its HEAD: the same statuses and headers, and n
       assert.is(resolved.content, undefined, `HEAD ${template} ${status} has no body`);
     }
   }
-  assert.is(heads.length, 19);
+  assert.is(heads.length, 20);
 });
 
 test('the webhooks section describes the call of each event type: its body, and the signature headers', () => {
@@ -162,6 +162,7 @@ test('the document: bearer auth everywhere but the signed download route, server
     'GET /agreements/{agreementId}/certificate',
     'GET /agreements/{agreementId}/documents/{documentId}/download',
     'GET /agreements/{agreementId}/documents/{documentId}/signed',
+    'GET /branding',
     'GET /event-types',
     'GET /files/{fileId}/download',
     'GET /signing',
@@ -177,6 +178,7 @@ test('the document: bearer auth everywhere but the signed download route, server
     'HEAD /agreements/{agreementId}/certificate',
     'HEAD /agreements/{agreementId}/documents/{documentId}/download',
     'HEAD /agreements/{agreementId}/documents/{documentId}/signed',
+    'HEAD /branding',
     'HEAD /event-types',
     'HEAD /files/{fileId}/download',
     'HEAD /signing',
@@ -396,6 +398,7 @@ test('every route answers as the document says: each success and each error it d
       413,
     );
     await call('POST', dryRun, dryRun, { body: 'type=customer-created' }, 415);
+    assert.equal((await call('GET', '/branding', '/branding', {}, 200)).body, { branding: null });
     const { body: catalogue } = await call('GET', '/event-types', '/event-types', {}, 200);
     assert.equal(
       catalogue.data.map((type: { name: string }) => type.name),

@@ -94,6 +94,27 @@ test('scopes and read-only: 403 naming why, outside the scopes, on tickets, for 
   });
 });
 
+test("the account's branding: readable with the key and by any session, whatever its scopes; null without one", async () => {
+  await withPortal(
+    {
+      webhooks: { tick: NEVER },
+      branding: async (accountId) => ({ name: `Company ${accountId}`, accentColor: '#123456' }),
+    },
+    async (app) => {
+      const shown = { name: 'Company acct_a', logoUrl: null, accentColor: '#123456', supportEmail: null };
+      assert.equal(await json(await app.api('/branding')), { branding: shown });
+      const filesOnly = await makeSession(app, { scopes: ['files'], readOnly: true });
+      assert.equal(await json(await as(app, filesOnly.token, '/branding')), { branding: shown });
+      assert.is((await as(app, filesOnly.token, '/branding', { method: 'POST' })).status, 405);
+      assert.is((await app.api('/branding', { headers: { authorization: `Bearer ${KEY_B}` } })).status, 200);
+      assert.equal(
+        (await json(await app.api('/branding', { headers: { authorization: `Bearer ${KEY_B}` } }))).branding.name,
+        'Company acct_b',
+      );
+    },
+  );
+});
+
 test('revoked or expired: 401; a wrong secret or an unknown id: 401; another account cannot revoke it', async () => {
   const time = manualClock(new Date('2026-12-06T10:00:00Z'));
   await withPortal({ clock: time.clock, webhooks: { tick: NEVER } }, async (app) => {

@@ -64,16 +64,42 @@ function route(): { screen: Screen; rest: string[]; section: string } {
   return { screen: webhookList, rest: [], section: '#/webhooks' };
 }
 
+/** The company the account speaks for (`GET /branding`). */
+interface Branding {
+  name: string;
+  logoUrl: string | null;
+  accentColor: string | null;
+}
+/** The account's branding: `undefined` until asked, once per sign-in. */
+let branding: Branding | null | undefined;
+
+/** Asks for the account's branding, then draws again; an answer that fails reads as none. */
+function askBranding(notice?: string): void {
+  branding = null;
+  api<{ branding: Branding | null }>('GET', '/branding').then(
+    (answer) => {
+      const shown = answer?.branding ?? null;
+      branding = shown;
+      if (shown?.accentColor != null) document.documentElement.style.setProperty('--accent', shown.accentColor);
+      if (shown !== null) show(notice);
+    },
+    () => {},
+  );
+}
+
 function show(notice?: string): void {
   leave();
   leave = () => {};
   if (session.key() === null) return signInForm(notice);
+  if (branding === undefined) askBranding(notice);
   const { screen, rest, section } = route();
   const signOut = el('button', { type: 'button', class: 'link' }, session.onSession() ? 'Close' : 'Sign out');
   signOut.addEventListener('click', () => {
     const wasSession = session.onSession();
     session.signOut();
     scopes = null;
+    branding = undefined;
+    document.documentElement.style.removeProperty('--accent');
     show(wasSession ? 'Closed. Open the link you were given again to come back while it lasts.' : 'Signed out.');
   });
   replace(
@@ -81,8 +107,12 @@ function show(notice?: string): void {
     el('a', { class: 'skip', href: '#main' }, 'Skip to content'),
     el(
       'header',
-      { class: 'top' },
-      el('span', { class: 'brand' }, 'Customer portal'),
+      { class: branding == null ? 'top' : 'top branded' },
+      // A data-URL only: the page's CSP (img-src 'self' data:) would refuse an https: one.
+      branding?.logoUrl?.startsWith('data:') === true
+        ? el('img', { class: 'logo', src: branding.logoUrl, alt: '' })
+        : null,
+      el('span', { class: 'brand' }, branding?.name ?? 'Customer portal'),
       el(
         'nav',
         { 'aria-label': 'Sections' },

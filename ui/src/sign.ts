@@ -143,7 +143,8 @@ function topBar(): HTMLElement {
   return el(
     'header',
     { class: 'top branded' },
-    brand.logoUrl === null ? null : el('img', { class: 'logo', src: brand.logoUrl, alt: '' }),
+    // A data-URL only: the page's CSP (img-src 'self' data:) would refuse an https: one.
+    brand.logoUrl?.startsWith('data:') === true ? el('img', { class: 'logo', src: brand.logoUrl, alt: '' }) : null,
     el('span', { class: 'brand' }, brand.name),
   );
 }
