@@ -8,6 +8,7 @@ import type {
   AgreementSummaryRecord,
   AuditEntry,
   ClosedReason,
+  EventRecord,
   SigningOrder,
 } from '../../src/records.js';
 import {
@@ -217,6 +218,36 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
     await tx.query(insertAudit, [agreementId, from, audit.slice(from).map((entry) => JSON.stringify(entry))]);
   }
 
+  /**
+   * Replaces the agreement in `tx` with what `next` makes of it, under its row lock (a concurrent
+   * change of it waits until this one commits), the trail held to `trailKept`: its row, signers and
+   * documents written again, the entries past those stored appended. `null` when absent.
+   */
+  async function replace(
+    tx: Queryable,
+    accountId: string,
+    id: string,
+    operation: string,
+    trailKept: (current: readonly AuditEntry[], next: readonly AuditEntry[]) => boolean,
+    next: (current: AgreementRecord) => AgreementRecord,
+  ): Promise<{ current: AgreementRecord; agreement: AgreementRecord } | null> {
+    if ((await tx.query(lock, [accountId, id])).length === 0) return null;
+    const [row] = await tx.query(select, [accountId, id]);
+    if (row === undefined) return null;
+    const current = agreementOfRow(row);
+    const agreement = next(current);
+    if (agreement.id !== id || agreement.accountId !== accountId) {
+      throw new Error(`${operation}: the change must keep the id and account`);
+    }
+    if (!trailKept(current.audit, agreement.audit)) throw new Error(TRAIL_APPEND_ONLY);
+    await tx.query(update, agreementParams(agreement));
+    await tx.query(deleteSigners, [id]);
+    await tx.query(deleteDocuments, [id]);
+    await writeParts(tx, agreement);
+    await appendAudit(tx, id, agreement.audit, current.audit.length);
+    return { current, agreement };
+  }
+
   async function writeParts(tx: Queryable, agreement: AgreementRecord): Promise<void> {
     const { signers, documents } = agreement;
     if (signers.length > 0) {
@@ -287,47 +318,28 @@ export function createAgreements(db: Db, { table }: Names, outbox: Outbox, keys:
     },
     async updateAgreement(accountId, id, change) {
       return db.transaction(async (tx) => {
-        // The row lock makes a concurrent update of the same agreement wait until this one commits.
-        if ((await tx.query(lock, [accountId, id])).length === 0) return null;
-        const [row] = await tx.query(select, [accountId, id]);
-        if (row === undefined) return null;
-        const current = agreementOfRow(row);
-        const { agreement, events } = change(current);
-        if (agreement.id !== id || agreement.accountId !== accountId) {
-          throw new Error('updateAgreement: change must keep the id and account');
-        }
-        if (!extendsTrail(current.audit, agreement.audit)) throw new Error(TRAIL_APPEND_ONLY);
-        await tx.query(update, agreementParams(agreement));
-        await tx.query(deleteSigners, [id]);
-        await tx.query(deleteDocuments, [id]);
-        await writeParts(tx, agreement);
-        await appendAudit(tx, id, agreement.audit, current.audit.length);
+        let events: EventRecord[] = [];
+        const replaced = await replace(tx, accountId, id, 'updateAgreement', extendsTrail, (current) => {
+          const made = change(current);
+          events = made.events;
+          return made.agreement;
+        });
+        if (replaced === null) return null;
         await outbox.storeEvents(tx, events);
-        return structuredClone(agreement);
+        return structuredClone(replaced.agreement);
       });
     },
     async eraseAgreement(accountId, id, erase, eraseData) {
       return db.transaction(async (tx) => {
-        if ((await tx.query(lock, [accountId, id])).length === 0) return null;
-        const [row] = await tx.query(select, [accountId, id]);
-        if (row === undefined) return null;
-        const current = agreementOfRow(row);
-        const agreement = erase(current);
-        if (agreement.id !== id || agreement.accountId !== accountId) {
-          throw new Error('eraseAgreement: erase must keep the id and account');
-        }
-        if (!redactsTrail(current.audit, agreement.audit)) throw new Error(TRAIL_APPEND_ONLY);
-        await tx.query(update, agreementParams(agreement));
-        await tx.query(deleteSigners, [id]);
-        await tx.query(deleteDocuments, [id]);
-        await writeParts(tx, agreement);
+        const replaced = await replace(tx, accountId, id, 'eraseAgreement', redactsTrail, erase);
+        if (replaced === null) return null;
+        const { current, agreement } = replaced;
         const changed = current.audit.flatMap((entry, position) => {
           const now = JSON.stringify(agreement.audit[position]);
           return JSON.stringify(entry) === now ? [] : [{ position, now }];
         });
         if (changed.length > 0)
           await tx.query(rewriteAudit, [id, changed.map((one) => one.position), changed.map((one) => one.now)]);
-        await appendAudit(tx, id, agreement.audit, current.audit.length);
         const events = await tx.query(eventsOf, [accountId, id, current.createdAt]);
         if (events.length > 0) {
           const data = events.map((event) => JSON.stringify(eraseData(JSON.parse(event.data as string))));
