@@ -22,6 +22,7 @@ import {
   readdirSync,
   renameSync,
   rmSync,
+  statSync,
   statfsSync,
   writeFileSync,
 } from 'node:fs';
@@ -246,7 +247,23 @@ function runTempRoot() {
   return tmpdir();
 }
 
+/**
+ * Removes the run directories of runs killed before their end (a run removes its own on exit):
+ * those over three hours old, as the run databases are, so a run going on beside this one keeps its.
+ * In /dev/shm they would hold memory until the machine restarts.
+ */
+function removeAbandonedRuns(root) {
+  for (const name of readdirSync(root)) {
+    if (!name.startsWith('portal-test-run-')) continue;
+    const dir = path.join(root, name);
+    try {
+      if (Date.now() - statSync(dir).mtimeMs > 3 * 3600_000) rmSync(dir, { recursive: true, force: true });
+    } catch {}
+  }
+}
+
 const started = Date.now();
+removeAbandonedRuns(runTempRoot());
 const runDir = mkdtempSync(path.join(runTempRoot(), 'portal-test-run-'));
 process.on('exit', () => rmSync(runDir, { recursive: true, force: true }));
 process.env.TMPDIR = path.join(runDir, 'tmp');
