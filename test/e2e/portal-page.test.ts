@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
+import { PNG } from 'pngjs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryStorage } from '../../adapters/memory/index.js';
@@ -62,6 +63,33 @@ async function shoot(page: Page, name: string, fullPage = true): Promise<void> {
 
 const newWebhook = (url = `${receiver.url}/hooks`) =>
   app.portal.webhooks.create('acct_a', { type: 'customer-created', url });
+
+it("a branded portal: the company's logo, name and colour in the top bar, once signed in; a session's link too", async () => {
+  const logo = `data:image/png;base64,${PNG.sync
+    .write(Object.assign(new PNG({ width: 2, height: 2 }), { data: Buffer.alloc(16, 200) }))
+    .toString('base64')}`;
+  const branded = await startPortal({
+    ui: { path: '/portal' },
+    branding: { name: 'Maison Dupont', logoUrl: logo, accentColor: '#aa3300' },
+  });
+  try {
+    const page = await signedInPage(browser, `${branded.url}/portal/`, KEY_A, { width: 1100, locale: 'en-US' });
+    await page.locator('header.top.branded .brand', { hasText: 'Maison Dupont' }).waitFor();
+    assert.is(await page.locator('header.top img.logo').getAttribute('src'), logo);
+    assert.is(
+      await page.evaluate("getComputedStyle(document.documentElement).getPropertyValue('--accent').trim()"),
+      '#aa3300',
+    );
+    await page.context().close();
+    const session = await branded.portal.sessions.create('acct_a', { scopes: ['files'], readOnly: true });
+    const tab = await browser.newPage({ viewport: { width: 360, height: 700 } });
+    await tab.goto(`${branded.url}${session.url}`);
+    await tab.locator('header.top.branded .brand', { hasText: 'Maison Dupont' }).waitFor();
+    await tab.close();
+  } finally {
+    await branded.close();
+  }
+});
 
 it('sign in: a wrong key shows the API message, the right key opens the webhooks, sign out forgets it', async () => {
   const page = await browser.newPage({ viewport: { width: 1100, height: 700 } });
