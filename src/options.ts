@@ -145,7 +145,7 @@ export function resolveFrameAncestors(origins: unknown): string[] {
   });
 }
 
-/** `signing.disclosure`, checked; `null` when the host gives none (each language has its default, `src/locales/`). */
+/** `signing.disclosure`, checked; `null` when the host gives none (each language has its default, `src/domain/locales/`). */
 export function resolveDisclosure(disclosure: unknown): { version: string; text: string } | null {
   if (disclosure === undefined) return null;
   const { version, text } = (disclosure ?? {}) as { version?: unknown; text?: unknown };

@@ -1,6 +1,6 @@
 import { PortalError } from '../errors.js';
 import type { AgreementRecord, AgreementSignerRecord, AuditEntry } from '../records.js';
-import { type Speech, speechOf } from '../locales/index.js';
+import { type Speech, speechOf } from './locales/index.js';
 import type { ShownBranding } from './branding.js';
 import { atom } from '../shared/time.js';
 import { verifyTrail } from './audit-trail.js';

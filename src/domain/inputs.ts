@@ -477,7 +477,7 @@ export const expiresAtInput = dateTimeText;
 /**
  * `POST /agreements`'s optional `locale` part: a BCP 47 language tag (`fr`, `fr-CA`, `en-GB`), kept
  * in its canonical form. The signing page, mails and certificate speak its language where the
- * portal has it (`src/locales/`), English otherwise.
+ * portal has it (`src/domain/locales/`), English otherwise.
  */
 export const localeInput = v.pipe(
   v.string(),

@@ -17,7 +17,7 @@ import type { DownloadService } from './downloads.js';
 import { signedName } from './completed-copy.js';
 import { CODE_TTL_MS, emailCode } from './signer-identity.js';
 import { type SigningTokens, signingPageLink } from './signing-tokens.js';
-import { type Speech, speechOf } from '../locales/index.js';
+import { type Speech, speechOf } from './locales/index.js';
 import type { BrandingOf, ShownBranding } from './branding.js';
 
 /** Attachments of a completion mail, at most: over it, the signed documents are left out. */

@@ -13,7 +13,7 @@ import { atom } from '../shared/time.js';
 import { createAgreementChanges } from './agreement-changes.js';
 import { type ClientInfo, audited, sha256Hex, verifyTrail } from './audit-trail.js';
 import { CERTIFICATE_LATER } from './certificate.js';
-import { speechOf } from '../locales/index.js';
+import { speechOf } from './locales/index.js';
 import type { BrandingOf, ShownBranding } from './branding.js';
 import type { Certificates } from './certificates.js';
 import type { LinkSigner } from './download-links.js';
@@ -91,7 +91,7 @@ export interface SigningServiceDeps {
   mail: Pick<SignerMail, 'mailing' | 'kick'>;
   /** Told once a signature completed an agreement: its completed copies are owed. */
   copies?: { owed: (record: AgreementRecord) => void };
-  /** The host's disclosure (`signing.disclosure`); `null`: the default of the agreement's language (`src/locales/`). */
+  /** The host's disclosure (`signing.disclosure`); `null`: the default of the agreement's language (`src/domain/locales/`). */
   disclosure: Disclosure | null;
   /** The account's branding, shown with the agreement. */
   brandingOf?: BrandingOf;

@@ -2,7 +2,7 @@
  * What the signing page says, one catalogue per language: English and French, complete. The page
  * speaks the agreement's `locale` once its view is read (a tag's language: `fr-CA` reads French),
  * and the browser's language before that (a link that does not work); English for any other.
- * The mails and the certificate have their own catalogues on the server (`src/locales/`).
+ * The mails and the certificate have their own catalogues on the server (`src/domain/locales/`).
  */
 export interface Words {
   /** The BCP 47 language the catalogue is written in, for `<html lang>` and dates. */
