@@ -444,9 +444,10 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
         const rewritten: { row: StateRow<L>; change: Change }[] = [];
         for (const eventId of state.eventIdsOfKinds(accountId, 'agreement-')) {
           const eventRow = state.get('event', eventId);
-          if (eventRow === undefined) continue;
+          // Only the events made since the agreement are read (from disk, on fs): not the account's whole history.
+          if (eventRow === undefined || eventRow.createdAt! < current.createdAt) continue;
           const event = await readRecord<EventRecord>(eventRow);
-          if (event.orderingKey !== id || event.createdAt < current.createdAt) continue;
+          if (event.orderingKey !== id) continue;
           const record: EventRecord = { ...event, data: eraseData(event.data) };
           rewritten.push({ row: eventRow, change: { table: 'event', record } });
         }
