@@ -1,6 +1,6 @@
 import { PortalError, isPortalError } from '../errors.js';
 import type { AgreementRecord, AgreementSignerRecord, EventRecord } from '../records.js';
-import { ERASED, PERSONAL_ENTRY_FIELDS, isOpen, withoutImages } from '../records.js';
+import { ERASED, erasedEntry, erasedValue, isOpen, withoutImages } from '../records.js';
 import { atom } from '../shared/time.js';
 import { type ClientInfo, NO_CLIENT, type Step, audited, signatureHash } from './audit-trail.js';
 import { newEvent } from './events.js';
@@ -175,9 +175,6 @@ export function voidAgreement(
   return { agreement: closed, events: [eventOf('agreement-voided', closed, now)] };
 }
 
-/** `value` erased: `ERASED` unless it is `null` (nothing was kept). */
-const erasedValue = <T extends string | null>(value: T) => (value === null ? null : ERASED);
-
 /** An agreement's personal values, wherever its shape is kept (the record, an event's data, an answer): `ERASED`. */
 function erasedSigners<T extends Pick<AgreementSignerRecord, 'firstName' | 'lastName' | 'email' | 'declineReason'>>(
   signers: readonly T[],
@@ -222,11 +219,7 @@ export function erasePersonalData(
       `void it first (POST /agreements/${record.id}/void), then erase its personal data.`,
     );
   if (isErased(record)) return record;
-  const audit = record.audit.map((entry) => {
-    const erased = { ...entry };
-    for (const field of PERSONAL_ENTRY_FIELDS) erased[field] = erasedValue(entry[field]);
-    return erased;
-  });
+  const audit = record.audit.map(erasedEntry);
   const signers = erasedSigners(record.signers).map((signer) => ({ ...signer, signingLinkId: null }));
   const erased: AgreementRecord = { ...record, signers, audit, mail: [], personalKey: ERASED };
   return audited(erased, now, 'erased', {
