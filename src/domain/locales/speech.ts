@@ -1,3 +1,5 @@
+import type { AuditAction, ClosedReason } from '../../records.js';
+
 /**
  * What the portal says to signers outside the signing page, one catalogue per language (`en.ts`,
  * `fr.ts`): the mails, the certificate of completion, and the default consumer disclosure. An
@@ -71,7 +73,8 @@ export interface Speech {
     signatureHash: string;
     unreadableSignature: string;
     auditTrail: string;
-    actions: Record<string, string>;
+    /** Every action a trail holds: a language that misses one does not compile. */
+    actions: Record<AuditAction, string>;
     by(actor: string, ip: string | null, detail: string | null): string;
     method(method: string): string;
     disclosureHash(hash: string): string;
@@ -83,6 +86,6 @@ export interface Speech {
     notVerified: string;
     theSender(actor: string): string;
     thePortal: string;
-    reasons: Record<string, string>;
+    reasons: Record<ClosedReason, string>;
   };
 }
