@@ -73,25 +73,40 @@ interface Branding {
 /** The account's branding: `undefined` until asked, once per sign-in. */
 let branding: Branding | null | undefined;
 
-/** Asks for the account's branding, then draws again; an answer that fails reads as none. */
-function askBranding(notice?: string): void {
+/**
+ * Asks for the account's branding, then puts it into the top bar in place (the screen under it is
+ * not drawn again, nor its data asked for twice); an answer that fails reads as none.
+ */
+function askBranding(): void {
   branding = null;
   api<{ branding: Branding | null }>('GET', '/branding').then(
     (answer) => {
       const shown = answer?.branding ?? null;
       branding = shown;
       if (shown?.accentColor != null) document.documentElement.style.setProperty('--accent', shown.accentColor);
-      if (shown !== null) show(notice);
+      const header = root.querySelector('header.top');
+      if (shown === null || header === null) return;
+      header.classList.add('branded');
+      header.querySelector('.brand')?.replaceWith(...brand());
     },
     () => {},
   );
+}
+
+/** The top bar's brand: the company's logo and name once known, else the page's name. */
+function brand(): HTMLElement[] {
+  const name = el('span', { class: 'brand' }, branding?.name ?? 'Customer portal');
+  // A data-URL only: the page's CSP (img-src 'self' data:) would refuse an https: one.
+  return branding?.logoUrl?.startsWith('data:') === true
+    ? [el('img', { class: 'logo', src: branding.logoUrl, alt: '' }), name]
+    : [name];
 }
 
 function show(notice?: string): void {
   leave();
   leave = () => {};
   if (session.key() === null) return signInForm(notice);
-  if (branding === undefined) askBranding(notice);
+  if (branding === undefined) askBranding();
   const { screen, rest, section } = route();
   const signOut = el('button', { type: 'button', class: 'link' }, session.onSession() ? 'Close' : 'Sign out');
   signOut.addEventListener('click', () => {
@@ -108,11 +123,7 @@ function show(notice?: string): void {
     el(
       'header',
       { class: branding == null ? 'top' : 'top branded' },
-      // A data-URL only: the page's CSP (img-src 'self' data:) would refuse an https: one.
-      branding?.logoUrl?.startsWith('data:') === true
-        ? el('img', { class: 'logo', src: branding.logoUrl, alt: '' })
-        : null,
-      el('span', { class: 'brand' }, branding?.name ?? 'Customer portal'),
+      ...brand(),
       el(
         'nav',
         { 'aria-label': 'Sections' },
