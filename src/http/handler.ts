@@ -20,7 +20,8 @@ type RouteHandler = (context: RequestContext) => Promise<Reply | void> | Reply |
 
 /**
  * What a route belongs to: a portal session reaches a route only when its scopes include the area
- * (`webhooks`, `agreements`, `files`); `tickets`, `downloads` and `sessions` it never reaches.
+ * (`webhooks`, `agreements`, `files`); `tickets`, `downloads` and `sessions` it never reaches;
+ * `account` (the account's branding) every session may read.
  */
 export type RouteArea = PortalSessionScope | 'tickets' | 'downloads' | 'sessions' | 'account';
 
