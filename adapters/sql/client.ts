@@ -25,6 +25,14 @@ export interface Queryable {
 }
 
 /**
+ * Takes, in transaction `tx`, the advisory lock of `key` within `lockClass` (a 32-bit tag of what is
+ * locked); it is released when the transaction ends. Another transaction asking for it waits.
+ */
+export async function lockWithin(tx: Queryable, lockClass: number, key: string): Promise<void> {
+  await tx.query('SELECT pg_advisory_xact_lock($1::int, hashtext($2::text))', [lockClass, key]);
+}
+
+/**
  * `replayable`: running the statement twice leaves the same state as running it once (an upsert, a
  * delete by id), so a try whose connection broke with no word from the server may be run again.
  */

@@ -1,4 +1,4 @@
-import type { Db, Queryable } from './client.js';
+import { type Db, type Queryable, lockWithin } from './client.js';
 import type { Names } from './schema.js';
 
 /** One step of a component's schema, applied once, in order, and recorded. */
@@ -25,7 +25,7 @@ export async function migrate(
   migrations: readonly Migration[],
 ): Promise<void> {
   await db.transaction(async (tx) => {
-    await tx.query('SELECT pg_advisory_xact_lock($1::int, hashtext($2::text))', [LOCK_CLASS, names.schema]);
+    await lockWithin(tx, LOCK_CLASS, names.schema);
     await tx.query(`CREATE SCHEMA IF NOT EXISTS ${names.quotedSchema}`);
     await tx.query(
       `CREATE TABLE IF NOT EXISTS ${names.table('migrations')} (

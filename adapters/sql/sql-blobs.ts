@@ -3,7 +3,7 @@ import { takeBody } from '../shared/body.js';
 import { Readable } from 'node:stream';
 import type { BlobInfo, BlobStore } from '../../src/ports.js';
 import { atom } from '../../src/shared/time.js';
-import { wrapClient, type Db, type SqlClient } from './client.js';
+import { lockWithin, wrapClient, type Db, type SqlClient } from './client.js';
 import { guardUntilOpen } from './guard.js';
 import { migrate, type Migration } from './migrations.js';
 import { atomOf, resolveNames, type SqlOptions } from './schema.js';
@@ -75,7 +75,6 @@ export function sqlBlobs(options: SqlBlobsOptions): BlobStore {
     writeChunk: `INSERT INTO ${table('blob_chunks')} (blob_id, seq, data) VALUES ($1::text, $2::int, $3::bytea)
       ON CONFLICT (blob_id, seq) DO UPDATE SET data = EXCLUDED.data`,
     // Two finishes of one key one after the other, so the second replaces the first cleanly.
-    lockKey: `SELECT pg_advisory_xact_lock($1::int, hashtext($2::text))`,
     replace: `DELETE FROM ${table('blobs')} WHERE key = $1::text AND id <> $2::text`,
     finish: `UPDATE ${table('blobs')} SET key = $2::text, size = $3::bigint, created_at = $4::timestamptz WHERE id = $1::text`,
     abandon: `DELETE FROM ${table('blobs')} WHERE id = $1::text`,
@@ -170,7 +169,7 @@ export function sqlBlobs(options: SqlBlobsOptions): BlobStore {
         const size = await writeChunks(id, body);
         const createdAt = atom(clock());
         await db.transaction(async (tx) => {
-          await tx.query(sql.lockKey, [LOCK_CLASS, key]);
+          await lockWithin(tx, LOCK_CLASS, key);
           await tx.query(sql.replace, [key, id]);
           await tx.query(sql.finish, [id, key, size, createdAt]);
         });

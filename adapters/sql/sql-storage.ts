@@ -1,7 +1,7 @@
 import { PortalError } from '../../src/errors.js';
 import type { Storage } from '../../src/ports.js';
 import type { FileEntryRecord } from '../../src/records.js';
-import { isPool, wrapClient, type SqlClient } from './client.js';
+import { isPool, lockWithin, wrapClient, type SqlClient } from './client.js';
 import { listenForWork, workChannel, type ListeningPool } from './listen.js';
 import { guardUntilOpen } from './guard.js';
 import { migrate } from './migrations.js';
@@ -67,7 +67,6 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
     // The account's webhooks are counted under a lock of the account (released at commit), so two
     // creates at once cannot both see room for one more; the count is a statement after the lock,
     // so in READ COMMITTED it sees what a create that held the lock before committed.
-    lockAccountWebhooks: `SELECT pg_advisory_xact_lock($1::int, hashtext($2::text))`,
     insertWebhookWithin: `INSERT INTO ${table('webhooks')} (id, account_id, type, url, secret, created_at, filter)
       SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::timestamptz, $7::json
       WHERE (SELECT count(*) FROM ${table('webhooks')} WHERE account_id = $2::text) < $8::int
@@ -154,7 +153,7 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
       await db.transaction(async (tx) => {
         if (idempotency !== undefined) await idempotencyKeys.complete(tx, webhook.accountId, idempotency);
         if (max === undefined) return void (await tx.query(sql.insertWebhook, params));
-        await tx.query(sql.lockAccountWebhooks, [WEBHOOK_LOCK_CLASS, `${names.schema}:${webhook.accountId}`]);
+        await lockWithin(tx, WEBHOOK_LOCK_CLASS, `${names.schema}:${webhook.accountId}`);
         // Thrown inside, so that the completed key rolls back with the refused insert.
         if ((await tx.query(sql.insertWebhookWithin, [...params, max])).length === 0)
           throw new PortalError('WEBHOOKS_LIMIT', max);

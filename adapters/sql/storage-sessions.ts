@@ -1,6 +1,6 @@
 import type { Storage } from '../../src/ports.js';
 import type { PortalSessionRecord, PortalSessionScope } from '../../src/records.js';
-import type { Db, Row } from './client.js';
+import { type Db, type Row, lockWithin } from './client.js';
 import { atomOf, type Names } from './schema.js';
 
 type PortalSessionMethods = Pick<
@@ -20,7 +20,6 @@ export function createPortalSessions(db: Db, { table, schema }: Names): PortalSe
     // As a webhook's insert: the account's live sessions are counted under a lock of the account
     // (released at commit), in a statement after the lock, so two creates at once cannot both see
     // room for one more. The count stops at the limit and reads portal_sessions_unrevoked alone.
-    lockAccount: `SELECT pg_advisory_xact_lock($1::int, hashtext($2::text))`,
     insertWithin: `INSERT INTO ${sessions} (id, account_id, secret_hash, scopes, read_only, created_at, expires_at, revoked_at)
       SELECT $1::text, $2::text, $3::text, $4::text[], $5::boolean, $6::timestamptz, $7::timestamptz, $8::timestamptz
       WHERE (SELECT count(*) FROM (
@@ -53,7 +52,7 @@ export function createPortalSessions(db: Db, { table, schema }: Names): PortalSe
         return true;
       }
       return db.transaction(async (tx) => {
-        await tx.query(sql.lockAccount, [SESSION_LOCK_CLASS, `${schema}:${accountId}`]);
+        await lockWithin(tx, SESSION_LOCK_CLASS, `${schema}:${accountId}`);
         return (await tx.query(sql.insertWithin, [...params, max])).length === 1;
       });
     },
