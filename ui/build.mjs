@@ -7,6 +7,11 @@
  * with their `import` lines dropped and `export` keywords removed. That is sound only for modules
  * written to a few rules, which this script checks and fails the build on: relative named imports
  * without renaming, `export` only before a declaration, and no top-level name declared twice.
+ *
+ * The signing page also gets pdf.js (`pdfjs-dist`, its legacy build for the widest reach of
+ * browsers), copied as it is published: its module and its worker, which the page loads only to show
+ * a document's pages. Every asset is written gzipped beside itself (`<file>.gz`), so the server
+ * compresses nothing when it starts.
  */
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,6 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 
 const root = path.dirname(fileURLToPath(new URL('.', import.meta.url)));
+const PDFJS = path.join(root, 'node_modules/pdfjs-dist/legacy/build');
 // `node ui/build.mjs [compiled out]`: by default from and into `dist/`; `npm start` builds elsewhere.
 const compiled = path.resolve(root, process.argv[2] ?? 'dist/ui-build');
 const out = path.resolve(root, process.argv[3] ?? 'dist/ui');
@@ -91,13 +97,35 @@ const script = hashed('portal', 'js', Buffer.from(joined(ordered(ENTRIES.portal)
 const signing = hashed('signing', 'js', Buffer.from(joined(ordered(ENTRIES.signing))));
 checkAllReached();
 const style = hashed('portal', 'css', readFileSync(path.join(root, 'ui/portal.css')));
+const pdfjs = (file) => {
+  try {
+    return readFileSync(path.join(PDFJS, file));
+  } catch (error) {
+    fail(`pdf.js is not installed (${error.message}); run \`npm ci\``);
+  }
+};
+const pdf = hashed('pdf', 'mjs', pdfjs('pdf.min.mjs'));
+const pdfWorker = hashed('pdf-worker', 'mjs', pdfjs('pdf.worker.min.mjs'));
 rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
-for (const asset of [script, signing, style]) writeFileSync(path.join(out, asset.file), asset.content);
+for (const asset of [script, signing, style, pdf, pdfWorker]) {
+  writeFileSync(path.join(out, asset.file), asset.content);
+  writeFileSync(path.join(out, `${asset.file}.gz`), gzipSync(asset.content, { level: 9 }));
+}
 const named = (asset) => ({ file: asset.file, integrity: asset.integrity });
 writeFileSync(
   path.join(out, 'manifest.json'),
-  JSON.stringify({ script: named(script), signing: named(signing), style: named(style) }, null, 2) + '\n',
+  JSON.stringify(
+    {
+      script: named(script),
+      signing: named(signing),
+      style: named(style),
+      pdf: named(pdf),
+      pdfWorker: named(pdfWorker),
+    },
+    null,
+    2,
+  ) + '\n',
 );
 rmSync(compiled, { recursive: true, force: true });
 

@@ -1,6 +1,5 @@
 import { readFile } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { gzipSync } from 'node:zlib';
 import { PortalError } from '../errors.js';
 import { type HeaderList, contractHeaders } from './reply.js';
 
@@ -36,12 +35,15 @@ interface Manifest {
   /** The signing page's script (`signing-page.ts`). */
   signing: { file: string; integrity: string };
   style: { file: string; integrity: string };
+  /** pdf.js, which the signing page imports to show a document's pages, and its worker. */
+  pdf: { file: string; integrity: string };
+  pdfWorker: { file: string; integrity: string };
 }
 
 export interface Asset {
   body: Buffer;
   type: string;
-  /** The body gzipped once at start, for a client that accepts it; the assets only. */
+  /** The body gzipped by the build, for a client that accepts it; the assets only. */
   gzipped?: Buffer;
 }
 
@@ -63,11 +65,33 @@ export const PAGE_CSP = [
   "trusted-types 'none'",
 ].join('; ');
 
+/**
+ * The Trusted Types policy the signing page may create, and the only one: it turns the one URL of
+ * pdf.js's worker into a script URL, and refuses any other (`ui/src/pdf-pages.ts`).
+ */
+export const PDF_WORKER_POLICY = 'customer-portal-pdf-worker';
+
+/** The signing page's policy: the page's, and a worker of its own origin started through that one policy. */
+export const SIGNING_CSP = PAGE_CSP.replace("trusted-types 'none'", `trusted-types ${PDF_WORKER_POLICY}`).replace(
+  "connect-src 'self'",
+  "connect-src 'self'; worker-src 'self'",
+);
+
 const IMMUTABLE = 'public, max-age=31536000, immutable';
 const ALLOW = ['GET', 'HEAD'];
+const TYPES: Record<string, string> = {
+  js: 'text/javascript; charset=utf-8',
+  mjs: 'text/javascript; charset=utf-8',
+  css: 'text/css; charset=utf-8',
+};
 
-/** The built assets (`dist/ui/`): the manifest, and each file with its type, gzipped once. */
+/**
+ * The built assets (`dist/ui/`) a page needs: the manifest, and each file with its type and the
+ * build's gzipped copy. The portal page takes its script and the stylesheet; the signing page its
+ * own script, the stylesheet and pdf.js.
+ */
 export async function builtAssets(
+  page: 'portal' | 'signing',
   dir: URL = new URL('../../ui/', import.meta.url),
 ): Promise<{ manifest: Manifest; assets: Map<string, Asset> }> {
   let manifest: Manifest;
@@ -78,16 +102,15 @@ export async function builtAssets(
       `ui: the portal page is not built (${new URL('manifest.json', dir).pathname}: ${(error as Error).message}); run \`npm run build\``,
     );
   }
-  const asset = async (file: string, type: string): Promise<[string, Asset]> => {
-    const body = await readFile(new URL(file, dir));
-    return [file, { body, type, gzipped: gzipSync(body, { level: 9 }) }];
+  const asset = async ({ file }: { file: string }): Promise<[string, Asset]> => {
+    const [body, gzipped] = await Promise.all([readFile(new URL(file, dir)), readFile(new URL(`${file}.gz`, dir))]);
+    return [file, { body, type: TYPES[file.slice(file.lastIndexOf('.') + 1)]!, gzipped }];
   };
-  const assets = new Map<string, Asset>([
-    await asset(manifest.script.file, 'text/javascript; charset=utf-8'),
-    await asset(manifest.signing.file, 'text/javascript; charset=utf-8'),
-    await asset(manifest.style.file, 'text/css; charset=utf-8'),
-  ]);
-  return { manifest, assets };
+  const files =
+    page === 'portal'
+      ? [manifest.script, manifest.style]
+      : [manifest.signing, manifest.style, manifest.pdf, manifest.pdfWorker];
+  return { manifest, assets: new Map(await Promise.all(files.map(asset))) };
 }
 
 /**
@@ -99,16 +122,16 @@ export function writeAsset(
   res: ServerResponse,
   requestId: string,
   asset: Asset,
-  isPage: boolean,
-  frameAncestors: readonly string[] = [],
+  page: { csp: string; frameAncestors?: readonly string[] } | null,
 ): void {
   const head: HeaderList = contractHeaders(requestId);
-  if (isPage && frameAncestors.length > 0) {
+  const frameAncestors = page?.frameAncestors ?? [];
+  if (page !== null && frameAncestors.length > 0) {
     // Framing by the named origins: the CSP says which; X-Frame-Options can only say all or none.
-    const csp = PAGE_CSP.replace("frame-ancestors 'none'", `frame-ancestors ${frameAncestors.join(' ')}`);
+    const csp = page.csp.replace("frame-ancestors 'none'", `frame-ancestors ${frameAncestors.join(' ')}`);
     head.push('Content-Security-Policy', csp, 'Referrer-Policy', 'no-referrer');
-  } else if (isPage) {
-    head.push('Content-Security-Policy', PAGE_CSP, 'X-Frame-Options', 'DENY', 'Referrer-Policy', 'no-referrer');
+  } else if (page !== null) {
+    head.push('Content-Security-Policy', page.csp, 'X-Frame-Options', 'DENY', 'Referrer-Policy', 'no-referrer');
   } else {
     // The contract's `no-store` is for API answers; an asset's name changes with its content.
     head[head.indexOf('Cache-Control') + 1] = IMMUTABLE;
@@ -123,7 +146,7 @@ export function writeAsset(
 }
 
 export async function createPage(options: PageOptions): Promise<Page> {
-  const { manifest, assets } = await builtAssets(options.assetsDir);
+  const { manifest, assets } = await builtAssets('portal', options.assetsDir);
   const page: Asset = {
     body: Buffer.from(pageHtml(manifest, apiFromPage(options.path, options.basePath), options.eventTypes)),
     type: 'text/html; charset=utf-8',
@@ -164,7 +187,7 @@ export async function createPage(options: PageOptions): Promise<Page> {
         res.writeHead(302, head).end();
         return;
       }
-      writeAsset(req, res, requestId, asset, asset === page);
+      writeAsset(req, res, requestId, asset, asset === page ? { csp: PAGE_CSP } : null);
     },
   };
 }

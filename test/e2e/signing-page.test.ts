@@ -8,7 +8,7 @@ import { PNG } from 'pngjs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryTransport } from '../../adapters/memory/index.js';
-import { SIGNER, signer, validFormData } from '../helpers/agreements.js';
+import { SIGNER, signer, simplePdf, validFormData } from '../helpers/agreements.js';
 import { chromiumMissing, launchChromium } from '../helpers/chromium.js';
 import { SIGNING_KEY_1 } from '../helpers/download.js';
 import { type TestPortal, json, startPortal } from '../helpers/server.js';
@@ -96,6 +96,7 @@ it('two signers of a sequential agreement sign through their links: drawn and ty
     page.getByRole('link', { name: 'lease.pdf' }).click(),
   ]);
   assert.is(download.suggestedFilename(), 'lease.pdf');
+  await page.getByText('This document is not a PDF: open it to read it.').waitFor();
   await page.getByRole('button', { name: 'Sign' }).click();
   await page.getByRole('alert').getByText('Draw or type your signature first.').waitFor();
   await draw(page);
@@ -270,7 +271,8 @@ it("a French agreement from a branded company: the company's logo, name and colo
     }),
   });
   try {
-    const form = validFormData({ signers: [signer(1)] });
+    const bail = await simplePdf(['Bail de 2026 : page une', 'Bail de 2026 : page deux']);
+    const form = validFormData({ signers: [signer(1)], documents: [{ name: 'bail.pdf', bytes: bail }] });
     form.set('name', 'Bail 2026');
     form.append('locale', 'fr-FR');
     const created = await branded.api('/agreements', { method: 'POST', body: form });
@@ -297,8 +299,40 @@ it("a French agreement from a branded company: the company's logo, name and colo
     );
     await page.getByText('Maison Dupont vous demande, Signer1 Lee, de signer ce contrat.').waitFor();
     await page.getByText('Une question ? Écrivez à aide@dupont.example.').waitFor();
-    await page.getByText(/^1\s000 octets$/).waitFor();
-    await page.getByRole('heading', { name: 'Votre signature' }).waitFor();
+    await page.getByText(/^\d,\d\sKo$/).waitFor();
+    // The document's pages, drawn by pdf.js from this origin, each once it comes near the view.
+    const pages = page.getByRole('region', { name: 'Les pages de bail.pdf' });
+    await pages.getByRole('img', { name: 'Page 1 sur 2 de bail.pdf' }).waitFor();
+    const second = pages.getByRole('img', { name: 'Page 2 sur 2 de bail.pdf' });
+    await second.scrollIntoViewIfNeeded();
+    await page.waitForFunction('document.querySelectorAll("canvas.page[data-drawn]").length === 2');
+    const inked = await page.evaluate(`[...document.querySelectorAll('canvas.page')].map((canvas) => {
+      const { data } = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height);
+      let dark = 0;
+      for (let i = 0; i < data.length; i += 4) if (data[i] < 128 && data[i + 3] > 0) dark++;
+      return { width: canvas.width, dark };
+    })`);
+    for (const { width, dark } of inked as { width: number; dark: number }[]) {
+      assert.ok(width >= 300, `a page is drawn at the column's width (${width} px)`);
+      assert.ok(dark > 100, `a page shows its text (${dark} dark pixels)`);
+    }
+    // The page's CSP lets it create its one Trusted Types policy, once: no script can make another.
+    assert.is(
+      await page.evaluate(`(() => {
+        for (const name of ['another', 'customer-portal-pdf-worker']) {
+          try { trustedTypes.createPolicy(name, { createScriptURL: (url) => url }); return 'created ' + name; } catch {}
+        }
+        return 'refused';
+      })()`),
+      'refused',
+    );
+    // The two refusals the browser reported are this test's, not the page's.
+    const refusals = page.problems.splice(-2);
+    assert.ok(
+      refusals.every((problem) => problem.startsWith('Creating a TrustedTypePolicy named')),
+      refusals.join(),
+    );
+    await page.getByRole('heading', { name: 'Votre signature' }).scrollIntoViewIfNeeded();
     await page.screenshot({ path: path.join(OUTPUT, '4-french-branded.png'), fullPage: true });
     await page.getByRole('button', { name: 'Signer' }).click();
     await page.getByText('Dessinez ou tapez d’abord votre signature.').waitFor();

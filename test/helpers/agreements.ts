@@ -288,10 +288,11 @@ export async function readAll(stream: Readable): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-/** A small real PDF of one page holding `text` (@libpdf/core), for tests of completed copies. */
-export async function simplePdf(text: string): Promise<Buffer> {
+/** A small real PDF holding `text`, one page a string (@libpdf/core), for tests of completed copies. */
+export async function simplePdf(text: string | string[]): Promise<Buffer> {
   const { PDF, StandardFonts } = await import('@libpdf/core');
   const pdf = PDF.create();
-  pdf.addPage({ size: 'a4' }).drawText(text, { x: 60, y: 760, size: 14, font: StandardFonts.Helvetica });
+  for (const line of typeof text === 'string' ? [text] : text)
+    pdf.addPage({ size: 'a4' }).drawText(line, { x: 60, y: 760, size: 14, font: StandardFonts.Helvetica });
   return Buffer.from(await pdf.save());
 }

@@ -116,6 +116,35 @@ test('the assets go gzipped to a client that takes gzip, whole to one that does 
   });
 });
 
+test('the signing page: the same CSP with one Trusted Types policy for its worker; pdf.js served beside it, gzipped', async () => {
+  await withPortal(async ({ url }) => {
+    const res = await fetch(`${url}/v1/sign`);
+    assert.is(res.status, 200);
+    assert.is(
+      res.headers.get('content-security-policy'),
+      CSP.replace("connect-src 'self'", "connect-src 'self'; worker-src 'self'").replace(
+        "trusted-types 'none'",
+        'trusted-types customer-portal-pdf-worker',
+      ),
+    );
+    const html = await res.text();
+    const meta = (name: string) => new RegExp(`<meta name="${name}" content="([^"]+)">`).exec(html)?.[1];
+    assert.is(meta('customer-portal-pdf-policy'), 'customer-portal-pdf-worker');
+    for (const name of ['customer-portal-pdf', 'customer-portal-pdf-worker']) {
+      const href = meta(name)!;
+      assert.match(href, /^sign\/assets\/pdf(-worker)?\.[\w-]{16}\.mjs$/, name);
+      const whole = await rawRequest(`${url}/v1/${href}`, { method: 'GET' });
+      assert.is(whole.status, 200, name);
+      assert.is(whole.headers['content-type'], 'text/javascript; charset=utf-8');
+      assert.is(whole.headers['cache-control'], 'public, max-age=31536000, immutable');
+      assert.match(whole.body, /pdfjsVersion/, 'pdf.js as published, with its licence notice');
+      const packed = await rawRequest(`${url}/v1/${href}`, { method: 'GET', headers: { 'accept-encoding': 'gzip' } });
+      assert.is(packed.headers['content-encoding'], 'gzip');
+      assert.ok(Number(packed.headers['content-length']) < Buffer.byteLength(whole.body) / 2);
+    }
+  });
+});
+
 test('an unknown asset or path under the page is a 404 {message}; other methods a 405; HEAD has no body', async () => {
   await withPortal(UI, async ({ url }) => {
     for (const path of [

@@ -1,4 +1,5 @@
 import { el, errorBox, replace } from './dom.js';
+import { pdfPages } from './pdf-pages.js';
 import { signaturePad } from './signature-pad.js';
 import { type Words, sizeIn, wordsFor } from './words.js';
 
@@ -308,6 +309,22 @@ function renewing(anchor: HTMLAnchorElement, documentId: string, which: 'link' |
   return anchor;
 }
 
+/**
+ * Each document's pages, shown in the page: its completed copy once there is one, else the
+ * document as sent. The view's link serves for 5 minutes; past 4, the view is asked for again.
+ */
+function pagesOf(view: View): HTMLElement[] {
+  const at = Date.now();
+  return view.documents.map((document) => {
+    const which = document.signedLink === null ? 'link' : 'signedLink';
+    const fresh = async () =>
+      (Date.now() - at < LINK_FRESH_MS
+        ? null
+        : (await call('GET', 'signing')).documents.find((one) => one.id === document.id)?.[which]) ?? document[which]!;
+    return pdfPages(document.documentName, document.fileSize, fresh, words);
+  });
+}
+
 function show(view: View, notice?: string): void {
   const { agreement, signer } = view;
   if (view.identification.required && !view.identification.verified) return identify(view, view.identification);
@@ -345,7 +362,14 @@ function show(view: View, notice?: string): void {
   const status = notice === undefined ? null : el('p', { role: 'status', class: 'good-text' }, notice);
   const closed = closedNotice(view);
   if (closed !== null)
-    return page(agreement.name, status, el('p', { role: 'status' }, closed), el('h2', {}, words.documents), documents);
+    return page(
+      agreement.name,
+      status,
+      el('p', { role: 'status' }, closed),
+      el('h2', {}, words.documents),
+      documents,
+      ...pagesOf(view),
+    );
   const waiting = waitingFor(view);
   if (waiting !== null) {
     return page(
@@ -354,6 +378,7 @@ function show(view: View, notice?: string): void {
       el('p', { role: 'status' }, words.inOrder(fullName(waiting))),
       el('h2', {}, words.documents),
       documents,
+      ...pagesOf(view),
     );
   }
 
@@ -437,6 +462,7 @@ function show(view: View, notice?: string): void {
     el('h2', {}, words.documents),
     el('p', { class: 'hint' }, words.openEach),
     documents,
+    ...pagesOf(view),
     form,
     decline,
   );

@@ -58,6 +58,13 @@ export interface Words {
   yesDecline: string;
   declinedNotice: string;
   openEach: string;
+  pagesOf: (document: string) => string;
+  pageOf: (page: number, pages: number, document: string) => string;
+  pagesLoading: string;
+  pagesUnavailable: string;
+  pagesNotPdf: string;
+  pagesTooLarge: string;
+  morePages: (count: number) => string;
   drawHere: string;
   clear: string;
   draw: string;
@@ -121,6 +128,14 @@ const en: Words = {
   yesDecline: 'Yes, decline',
   declinedNotice: 'You have declined. The sender is told.',
   openEach: 'Open each document before you sign.',
+  pagesOf: (document) => `The pages of ${document}`,
+  pageOf: (page, pages, document) => `Page ${page} of ${pages} of ${document}`,
+  pagesLoading: 'Loading the pages…',
+  pagesUnavailable: 'The pages cannot be shown here: open the document to read it.',
+  pagesNotPdf: 'This document is not a PDF: open it to read it.',
+  pagesTooLarge: 'This document is too large to show here: open it to read it.',
+  morePages: (count) =>
+    `${count} more ${count === 1 ? 'page' : 'pages'}: open the document to read ${count === 1 ? 'it' : 'them'}.`,
   drawHere: 'Draw your signature here with a mouse, pen or finger',
   clear: 'Clear',
   draw: 'Draw',
@@ -186,6 +201,14 @@ const fr: Words = {
   yesDecline: 'Oui, refuser',
   declinedNotice: 'Vous avez refusé. L’expéditeur en est informé.',
   openEach: 'Ouvrez chaque document avant de signer.',
+  pagesOf: (document) => `Les pages de ${document}`,
+  pageOf: (page, pages, document) => `Page ${page} sur ${pages} de ${document}`,
+  pagesLoading: 'Chargement des pages…',
+  pagesUnavailable: 'Les pages ne peuvent pas être affichées ici : ouvrez le document pour le lire.',
+  pagesNotPdf: 'Ce document n’est pas un PDF : ouvrez-le pour le lire.',
+  pagesTooLarge: 'Ce document est trop volumineux pour être affiché ici : ouvrez-le pour le lire.',
+  morePages: (count) =>
+    `${count} ${count === 1 ? 'autre page' : 'autres pages'} : ouvrez le document pour ${count === 1 ? 'la' : 'les'} lire.`,
   drawHere: 'Dessinez votre signature ici avec une souris, un stylet ou le doigt',
   clear: 'Effacer',
   draw: 'Dessiner',

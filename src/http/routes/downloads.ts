@@ -44,9 +44,11 @@ export function downloadRoutes(downloads: DownloadService): Route[] {
         // A media type stored before they were checked as RFC 9110 writes them could not go out as a header.
         const contentType = isMediaType(download.mime) ? download.mime : 'application/octet-stream';
         const contentDisposition = attachmentDisposition(download.name);
-        // A presigned URL is signed for GET alone; a HEAD is answered here, from the record.
+        // A presigned URL is signed for GET alone; a HEAD is answered here, from the record. So is
+        // a script's fetch from a page of this origin (the signing page showing a document's pages):
+        // the page's CSP lets it talk to its own origin only, so it could not follow the redirect.
         const direct =
-          req.method === 'GET'
+          req.method === 'GET' && !fetchedBySameOrigin(req)
             ? await downloads.directUrl(download, presented!.grant.expires, { contentType, contentDisposition })
             : null;
         if (direct !== null) {
@@ -84,6 +86,12 @@ export function downloadRoutes(downloads: DownloadService): Route[] {
       },
     },
   ];
+}
+
+/** Whether a browser says a script of this origin fetched this (`Sec-Fetch-Site`, `Sec-Fetch-Mode`). */
+function fetchedBySameOrigin(req: IncomingMessage): boolean {
+  const mode = req.headers['sec-fetch-mode'];
+  return req.headers['sec-fetch-site'] === 'same-origin' && (mode === 'cors' || mode === 'same-origin');
 }
 
 /**

@@ -1,3 +1,4 @@
+import { request } from 'undici';
 import type { Test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { s3Blobs } from '../../../adapters/s3/index.js';
@@ -146,6 +147,17 @@ export function s3PortalTests(test: Test, context: { moto: Moto; bucket: string 
           else await first.arrayBuffer();
           const followed = await fetch(link);
           assert.ok((await bytesOf(followed)).equals(BYTES), 'byte-exact');
+          // A script of the portal's own pages (the signing page drawing a document) cannot follow a
+          // redirect to the bucket under the page's CSP: the portal streams the bytes itself.
+          // (undici's `request`: its `fetch` sends a `Sec-Fetch-Mode` of its own.)
+          const asked = (mode: string) =>
+            request(link, { headers: { 'sec-fetch-site': 'same-origin', 'sec-fetch-mode': mode } });
+          const fromPage = await asked('cors');
+          assert.is(fromPage.statusCode, 200, link);
+          assert.ok(Buffer.from(await fromPage.body.arrayBuffer()).equals(BYTES), 'byte-exact, from the portal');
+          const navigated = await asked('navigate');
+          assert.is(navigated.statusCode, redirect ? 302 : 200, 'a click on the link still goes to the bucket');
+          await navigated.body.dump();
         }
       })();
     }
