@@ -49,15 +49,16 @@ export interface Asset {
 
 /**
  * The policy the page is served under: its own script and stylesheet and nothing else; no inline
- * code; calls to its own origin only; no framing, no `<base>`, no form posts; and Trusted Types,
- * so that no string can ever reach `innerHTML` or another HTML sink in the browsers that enforce it.
+ * code; calls to its own origin only; images of its own, data-URLs, and `https:` ones (the host's
+ * `branding.logoUrl`); no framing, no `<base>`, no form posts; and Trusted Types, so that no string
+ * can ever reach `innerHTML` or another HTML sink in the browsers that enforce it.
  */
 export const PAGE_CSP = [
   "default-src 'none'",
   "script-src 'self'",
   "style-src 'self'",
   "connect-src 'self'",
-  "img-src 'self' data:",
+  "img-src 'self' data: https:",
   "base-uri 'none'",
   "form-action 'none'",
   "frame-ancestors 'none'",

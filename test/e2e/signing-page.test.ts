@@ -351,4 +351,38 @@ it("a French agreement from a branded company: the company's logo, name and colo
   }
 });
 
+it('an https: logo is shown on the page under its CSP, fetched by the browser with no Referer', async () => {
+  const png = Buffer.from(logoDataUrl().split(',')[1]!, 'base64');
+  const branded = await startPortal({
+    signingKeys: [SIGNING_KEY_1],
+    transport,
+    webhooks: { tick: NEVER },
+    branding: { name: 'Acme', logoUrl: 'https://logo.example/acme.png' },
+  });
+  try {
+    const agreement = await json(await branded.api('/agreements', { method: 'POST', body: validFormData() }));
+    const made = await branded.api(`/agreements/${agreement.id}/signers/${agreement.signers[0].id}/signing-link`, {
+      method: 'POST',
+    });
+    const page = await tab();
+    // The browser asks for the logo only if the page's CSP lets it: this answers in the logo host's place.
+    const asked: Record<string, string>[] = [];
+    await page.context().route('https://logo.example/**', (route) => {
+      asked.push(route.request().headers());
+      return route.fulfill({ status: 200, contentType: 'image/png', body: png });
+    });
+    await page.goto((await json(made)).link);
+    await page.getByText(/^Acme asks you, .+, to sign this agreement\.$/).waitFor();
+    await page.waitForFunction(
+      "(() => { const img = document.querySelector('header.top img.logo'); return img?.complete && img.naturalWidth === 160; })()",
+    );
+    assert.is(asked.length, 1);
+    assert.is(asked[0]!.referer, undefined, 'no Referer goes to the logo host');
+    assert.equal(page.problems, []);
+    await page.context().close();
+  } finally {
+    await branded.close();
+  }
+});
+
 test.run();

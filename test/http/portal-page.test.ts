@@ -13,7 +13,7 @@ const CSP = [
   "script-src 'self'",
   "style-src 'self'",
   "connect-src 'self'",
-  "img-src 'self' data:",
+  "img-src 'self' data: https:",
   "base-uri 'none'",
   "form-action 'none'",
   "frame-ancestors 'none'",

@@ -97,9 +97,7 @@ function askBranding(): void {
 function brand(): HTMLElement[] {
   const name = el('span', { class: 'brand' }, branding?.name ?? 'Customer portal');
   // A data-URL only: the page's CSP (img-src 'self' data:) would refuse an https: one.
-  return branding?.logoUrl?.startsWith('data:') === true
-    ? [el('img', { class: 'logo', src: branding.logoUrl, alt: '' }), name]
-    : [name];
+  return branding?.logoUrl != null ? [el('img', { class: 'logo', src: branding.logoUrl, alt: '' }), name] : [name];
 }
 
 function show(notice?: string): void {

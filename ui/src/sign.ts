@@ -145,7 +145,7 @@ function topBar(): HTMLElement {
     'header',
     { class: 'top branded' },
     // A data-URL only: the page's CSP (img-src 'self' data:) would refuse an https: one.
-    brand.logoUrl?.startsWith('data:') === true ? el('img', { class: 'logo', src: brand.logoUrl, alt: '' }) : null,
+    brand.logoUrl != null ? el('img', { class: 'logo', src: brand.logoUrl, alt: '' }) : null,
     el('span', { class: 'brand' }, brand.name),
   );
 }
