@@ -74,17 +74,17 @@ async function seed(storage: Storage, now: number): Promise<{ webhook: WebhookRe
         claimed.slice(k, k + 100).map(({ delivery }, j) => {
           const i = start + k + j;
           const failed = i % 10 === 0;
-          return storage.recordAttempt(
-            delivery.id,
-            'bench',
-            {
+          return storage.recordAttempt({
+            id: delivery.id,
+            owner: 'bench',
+            attempt: {
               at: atom(Date.parse(delivery.createdAt) + 1000),
               statusCode: failed ? 500 : 200,
               error: null,
               durationMs: 40 + ((i * 37) % 860),
             },
-            { status: failed ? 'failed' : 'succeeded', nextAttemptAt: null },
-          );
+            outcome: { status: failed ? 'failed' : 'succeeded', nextAttemptAt: null },
+          });
         }),
       );
     }

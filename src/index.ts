@@ -17,6 +17,8 @@ export type {
   BlobReader,
   BlobStore,
   ByteRange,
+  AttemptRecorded,
+  AttemptToRecord,
   Claim,
   DeliveryQueue,
   HealthRule,

@@ -268,27 +268,19 @@ export interface OutboxStore {
    */
   callStats(accountId: string, webhookId: string, since: string): Promise<CallStatsHour[]>;
   /**
-   * Appends an attempt to a delivery leased by `owner` (keeping the last `MAX_ATTEMPTS_KEPT`, and
-   * counting it in `attemptCount`), sets its status and next attempt, and releases the lease. `false`, changing nothing, when `owner` no longer holds the lease or the
+   * Appends `attempt` to the delivery `id` leased by `owner` (keeping the last `MAX_ATTEMPTS_KEPT`,
+   * and counting it in `attemptCount`), sets its status and next attempt (`outcome`), and releases
+   * the lease; nothing changes (`recorded: false`) when `owner` no longer holds the lease or the
    * delivery is no longer pending (cancelled meanwhile). Given `health`, the webhook's health takes
    * the attempt in the same atomic step (`healthAfterAttempt`), and when this very write disabled
-   * the webhook it resolves the reason (`'gone'`, `'failing'`) instead of `true`: of several
-   * instances on one store, exactly one learns of each transition. A redeliver queued during the
-   * call makes the delivery pending and due instead of the outcome (`recordAttempt` in
-   * `rules/deliveries.ts`); the write then resolves `'due-again'` (unless it disabled the
-   * webhook), so that the worker claims again at once. When the write ends its ordering key's turn
-   * (`endsTurn`), it releases the key's earliest held delivery, due as the call ended (`dueAfter`),
-   * in the same atomic step. `claimed` is the delivery as the claim returned it: a store may learn
-   * its key from it rather than read it (without it, a store reads what it needs).
+   * the webhook `disabled` says why (`'gone'`, `'failing'`): of several instances on one store,
+   * exactly one learns of each transition. A redeliver queued during the call makes the delivery
+   * pending and due instead of the outcome (`recordAttempt` in `rules/deliveries.ts`): `dueAgain`,
+   * so that the worker claims again at once. When the write ends its ordering key's turn
+   * (`endsTurn`), it releases the key's earliest held delivery, due as the call ended
+   * (`dueAfter`), in the same atomic step.
    */
-  recordAttempt(
-    id: string,
-    owner: string,
-    attempt: DeliveryAttempt,
-    outcome: { status: DeliveryStatus; nextAttemptAt: string | null },
-    health?: HealthRule,
-    claimed?: Pick<DeliveryRecord, 'webhookId' | 'orderingKey'>,
-  ): Promise<AttemptRecorded>;
+  recordAttempt(record: AttemptToRecord): Promise<AttemptRecorded>;
   /**
    * Makes the delivery pending again, due at `nextAttemptAt` (now), lease dropped, attempts kept;
    * `null` when absent. While a lease holds it at `nextAttemptAt` (its call in flight), queues the
@@ -432,11 +424,27 @@ export interface Storage
     IdempotencyStore,
     PortalSessionStore {}
 
-/**
- * What `Storage.recordAttempt` resolves: `false` when nothing was recorded; otherwise `true`, the
- * reason when this write disabled the webhook, or `'due-again'` when the delivery is due at once.
- */
-export type AttemptRecorded = boolean | AutomaticDisableReason | 'due-again';
+/** An attempt a worker made of a delivery it leased, to record (`Storage.recordAttempt`). */
+export interface AttemptToRecord {
+  /** The delivery. */
+  id: string;
+  /** Who leased it (the worker's `owner`). */
+  owner: string;
+  attempt: DeliveryAttempt;
+  outcome: { status: DeliveryStatus; nextAttemptAt: string | null };
+  /** Given, the webhook's health takes the attempt in the same atomic step. */
+  health?: HealthRule;
+}
+
+/** What `Storage.recordAttempt` resolves. */
+export interface AttemptRecorded {
+  /** `false`: nothing changed (the lease was lost, or the delivery is no longer pending). */
+  recorded: boolean;
+  /** Why this very write disabled the webhook; `null` when it did not. */
+  disabled: AutomaticDisableReason | null;
+  /** A redeliver queued during the call left the delivery pending and due now. */
+  dueAgain: boolean;
+}
 
 /** A byte range, both ends inclusive, as in an HTTP `Range` header. */
 export interface ByteRange {

@@ -580,11 +580,11 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       }
       return { waiting, oldestDueAt };
     },
-    async recordAttempt(id, owner, attempt, outcome, rule) {
+    async recordAttempt({ id, owner, attempt, outcome, health: rule }) {
       const row = state.get('delivery', id);
       const recorded =
         row === undefined ? null : deliveryRules.recordAttempt(kept<DeliveryRecord>(row), owner, attempt, outcome);
-      if (recorded === null) return false;
+      if (recorded === null) return deliveryRules.NOT_RECORDED;
       const webhook = state.get('webhook', recorded.webhookId);
       // Decided and applied with no await between, so two attempts of one webhook never both see it enabled.
       const change =
@@ -607,7 +607,11 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
           );
       }
       await commit(changes);
-      return change?.disabled ?? (deliveryRules.isDueAfter(recorded, attempt) ? 'due-again' : true);
+      return {
+        recorded: true,
+        disabled: change?.disabled ?? null,
+        dueAgain: deliveryRules.isDueAfter(recorded, attempt),
+      };
     },
     async redeliver(accountId, id, nextAttemptAt) {
       const row = state.owned('delivery', accountId, id);

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { recoveredDelivery } from '../../src/rules/deliveries.js';
+import { NOT_RECORDED, recoveredDelivery } from '../../src/rules/deliveries.js';
 import { attemptSucceeded } from '../../src/rules/webhook-health.js';
 import { PortalError } from '../../src/errors.js';
 import type { AttemptRecorded, HealthRule, Storage } from '../../src/ports.js';
@@ -137,8 +137,12 @@ export function healthParams(attempt: DeliveryAttempt, rule: HealthRule): unknow
 
 /** What `recordAttemptWithHealth` answered, as `Storage.recordAttempt` resolves it. */
 export function attemptResult(row: Row | undefined): AttemptRecorded {
-  if (row === undefined || Number(row.recorded) !== 1) return false;
-  return (row.disabled as AutomaticDisableReason | null) ?? (row.due_again === true ? 'due-again' : true);
+  if (row === undefined || Number(row.recorded) !== 1) return NOT_RECORDED;
+  return {
+    recorded: true,
+    disabled: (row.disabled as AutomaticDisableReason | null) ?? null,
+    dueAgain: row.due_again === true,
+  };
 }
 
 /** Whether the webhook of a delivery (aliased d) is disabled. */

@@ -1,5 +1,5 @@
 import { newId } from '../shared/ids.js';
-import type { Claim, DeliveryTarget } from '../ports.js';
+import type { AttemptRecorded, Claim, DeliveryTarget } from '../ports.js';
 import type { DeliveryAttempt, DeliveryRecord, EventRecord, WebhookRecord } from '../records.js';
 import { compareKeys } from '../shared/order.js';
 import { matchesFilter } from './event-filter.js';
@@ -197,6 +197,13 @@ export function isDueAfter(
     recorded.status === 'pending' && recorded.nextAttemptAt !== null && recorded.nextAttemptAt <= dueAfter(attempt)
   );
 }
+
+/** What `Storage.recordAttempt` resolves when it changed nothing: the lease was lost, or the delivery is no longer pending. */
+export const NOT_RECORDED: Readonly<AttemptRecorded> = Object.freeze({
+  recorded: false,
+  disabled: null,
+  dueAgain: false,
+});
 
 /**
  * The delivery after `owner`'s attempt: the attempt appended (the oldest dropped past

@@ -4,7 +4,7 @@ import cron, { type ScheduledTask } from 'node-cron';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../shared/logger.js';
 import { noTelemetry, type CallOutcome, type Telemetry } from '../shared/telemetry.js';
-import type { Storage, WebhookCall, WebhookCallResult, WebhookTransport } from '../ports.js';
+import type { AttemptRecorded, Storage, WebhookCall, WebhookCallResult, WebhookTransport } from '../ports.js';
 import type { ClaimedDelivery, DeliveryAttempt } from '../records.js';
 import { atom } from '../shared/time.js';
 import { buildCall, callBody } from './call.js';
@@ -201,22 +201,22 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     // health and the delivery no retry; it comes again at the schedule's first step.
     const previous = local ? 0 : attemptsInRun(delivery.attempts, retrySchedule.length);
     const outcome = outcomeOf(result, previous, retrySchedule, clock(), random);
-    const recorded = await storage.recordAttempt(
-      delivery.id,
+    const recorded = await storage.recordAttempt({
+      id: delivery.id,
       owner,
       attempt,
       outcome,
-      local ? undefined : health,
-      delivery,
-    );
-    // A redeliver was queued during the call (the delivery is due again), or its key's turn ended
-    // (the next of the key is due).
-    const moreDue =
-      recorded === 'due-again' || (recorded !== false && endsTurn({ ...delivery, status: outcome.status }));
+      ...(local ? {} : { health }),
+    });
+    // A redeliver queued during the call left the delivery due again, unless this write disabled
+    // its webhook: then the next claim cancels it, and the attempt's outcome is what counts.
+    const redelivered = recorded.dueAgain && recorded.disabled === null;
+    // Redelivered, or its key's turn ended (the next of the key is due).
+    const moreDue = redelivered || (recorded.recorded && endsTurn({ ...delivery, status: outcome.status }));
     telemetry.delivery(
-      recorded === false
+      !recorded.recorded
         ? 'not-recorded'
-        : recorded === 'due-again'
+        : redelivered
           ? 'redelivered'
           : outcome.status === 'succeeded'
             ? 'delivered'
@@ -224,9 +224,9 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
               ? 'exhausted'
               : 'retrying',
     );
-    if (recorded !== false) {
+    if (recorded.recorded) {
       try {
-        report({ delivery, event, webhook }, attempt, outcome, recorded);
+        report({ delivery, event, webhook }, attempt, outcome, recorded.disabled, redelivered);
       } catch (error) {
         logger.error(
           { deliveryId: delivery.id, err: errorMessage(error) },
@@ -244,10 +244,12 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
         statusCode,
         error: attempt.error,
         durationMs,
-        status: recorded === 'due-again' ? 'pending (redelivered)' : recorded ? outcome.status : 'not recorded',
-        nextAttemptAt: recorded === 'due-again' ? 'now' : outcome.nextAttemptAt,
+        status: !recorded.recorded ? 'not recorded' : redelivered ? 'pending (redelivered)' : outcome.status,
+        nextAttemptAt: redelivered ? 'now' : outcome.nextAttemptAt,
       },
-      recorded ? 'webhook attempt' : 'webhook attempt not recorded: the lease was lost or the delivery cancelled',
+      recorded.recorded
+        ? 'webhook attempt'
+        : 'webhook attempt not recorded: the lease was lost or the delivery cancelled',
     );
     if (local) {
       logger.warn(
@@ -266,7 +268,8 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     { delivery, event }: ClaimedDelivery,
     attempt: DeliveryAttempt,
     outcome: Outcome,
-    recorded: true | string,
+    disabled: AttemptRecorded['disabled'],
+    redelivered: boolean,
   ): void {
     const base = {
       accountId: delivery.accountId,
@@ -274,9 +277,9 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       deliveryId: delivery.id,
       at: attempt.at,
     };
-    if (recorded === 'gone' || recorded === 'failing') emit({ ...base, type: 'webhook.disabled', reason: recorded });
+    if (disabled !== null) emit({ ...base, type: 'webhook.disabled', reason: disabled });
     // With a redeliver queued during the call the delivery goes on: a failure is not its end.
-    if (outcome.status === 'failed' && recorded !== 'due-again') {
+    if (outcome.status === 'failed' && !redelivered) {
       emit({
         ...base,
         type: 'delivery.exhausted',

@@ -14,6 +14,7 @@ import { fsStorageFactory } from '../helpers/fs-dirs.js';
 import { memoryStorageFactory } from '../helpers/memory.js';
 import { agreementRecord, attachmentRecord, eventRecord, rejection } from '../helpers/record-fixtures.js';
 import { everyDelivery } from '../helpers/every-delivery.js';
+import { notRecorded, recorded } from '../helpers/attempts.js';
 
 const T1 = '2026-01-01T00:01:00+00:00';
 const T2 = '2026-01-01T00:02:00+00:00';
@@ -306,13 +307,23 @@ function recordTests(factory: StorageFactory) {
       const { delivery } = await oneDelivery(storage);
       await storage.claimDeliveries({ now: T0, leaseUntil: T1, limit: 1, owner: 'w1' });
       const attempt = { at: T0, statusCode: 503, error: null, durationMs: 12 };
-      assert.is(
-        await storage.recordAttempt(delivery.id, 'w2', attempt, { status: 'pending', nextAttemptAt: T2 }),
-        false,
+      assert.equal(
+        await storage.recordAttempt({
+          id: delivery.id,
+          owner: 'w2',
+          attempt,
+          outcome: { status: 'pending', nextAttemptAt: T2 },
+        }),
+        notRecorded,
       );
-      assert.is(
-        await storage.recordAttempt(delivery.id, 'w1', attempt, { status: 'pending', nextAttemptAt: T2 }),
-        true,
+      assert.equal(
+        await storage.recordAttempt({
+          id: delivery.id,
+          owner: 'w1',
+          attempt,
+          outcome: { status: 'pending', nextAttemptAt: T2 },
+        }),
+        recorded(),
       );
       const stored = (await storage.getDelivery('acct_a', delivery.id))!;
       assert.equal(stored.attempts, [attempt]);
@@ -320,14 +331,24 @@ function recordTests(factory: StorageFactory) {
         [stored.status, stored.nextAttemptAt, stored.leaseOwner, stored.leaseUntil],
         ['pending', T2, null, null],
       );
-      assert.is(
-        await storage.recordAttempt(delivery.id, 'w1', attempt, { status: 'succeeded', nextAttemptAt: null }),
-        false,
+      assert.equal(
+        await storage.recordAttempt({
+          id: delivery.id,
+          owner: 'w1',
+          attempt,
+          outcome: { status: 'succeeded', nextAttemptAt: null },
+        }),
+        notRecorded,
         'lease released',
       );
-      assert.is(
-        await storage.recordAttempt('whd_unknown', 'w1', attempt, { status: 'succeeded', nextAttemptAt: null }),
-        false,
+      assert.equal(
+        await storage.recordAttempt({
+          id: 'whd_unknown',
+          owner: 'w1',
+          attempt,
+          outcome: { status: 'succeeded', nextAttemptAt: null },
+        }),
+        notRecorded,
       );
     }),
   );
@@ -337,12 +358,12 @@ function recordTests(factory: StorageFactory) {
     withStorage(factory, async (storage) => {
       const { webhook, delivery: done } = await oneDelivery(storage);
       await storage.claimDeliveries({ now: T0, leaseUntil: T1, limit: 1, owner: 'w1' });
-      await storage.recordAttempt(
-        done.id,
-        'w1',
-        { at: T0, statusCode: 200, error: null, durationMs: 3 },
-        { status: 'succeeded', nextAttemptAt: null },
-      );
+      await storage.recordAttempt({
+        id: done.id,
+        owner: 'w1',
+        attempt: { at: T0, statusCode: 200, error: null, durationMs: 3 },
+        outcome: { status: 'succeeded', nextAttemptAt: null },
+      });
       const [pending] = await storage.publishEvents([eventRecord()]);
       await storage.claimDeliveries({ now: T0, leaseUntil: T1, limit: 1, owner: 'w1' });
       assert.is(await storage.deleteWebhook('acct_a', webhook.id), true);
@@ -350,9 +371,14 @@ function recordTests(factory: StorageFactory) {
       assert.equal([cancelled.status, cancelled.nextAttemptAt, cancelled.leaseOwner], ['cancelled', null, null]);
       assert.is((await storage.getDelivery('acct_a', done.id))!.status, 'succeeded');
       const attempt = { at: T0, statusCode: 200, error: null, durationMs: 3 };
-      assert.is(
-        await storage.recordAttempt(pending!.id, 'w1', attempt, { status: 'succeeded', nextAttemptAt: null }),
-        false,
+      assert.equal(
+        await storage.recordAttempt({
+          id: pending!.id,
+          owner: 'w1',
+          attempt,
+          outcome: { status: 'succeeded', nextAttemptAt: null },
+        }),
+        notRecorded,
       );
       assert.equal(await storage.claimDeliveries({ now: T3, leaseUntil: T3, limit: 10, owner: 'w1' }), []);
     }),
@@ -364,7 +390,12 @@ function recordTests(factory: StorageFactory) {
       const { delivery } = await oneDelivery(storage);
       await storage.claimDeliveries({ now: T0, leaseUntil: T1, limit: 1, owner: 'w1' });
       const attempt = { at: T0, statusCode: 410, error: null, durationMs: 5 };
-      await storage.recordAttempt(delivery.id, 'w1', attempt, { status: 'failed', nextAttemptAt: null });
+      await storage.recordAttempt({
+        id: delivery.id,
+        owner: 'w1',
+        attempt,
+        outcome: { status: 'failed', nextAttemptAt: null },
+      });
       assert.is(await storage.redeliver('acct_b', delivery.id, T2), null);
       assert.is(await storage.redeliver('acct_a', 'whd_unknown', T2), null);
       const again = (await storage.redeliver('acct_a', delivery.id, T2))!;
@@ -387,7 +418,16 @@ function recordTests(factory: StorageFactory) {
       const [leased] = await storage.publishEvents([eventRecord({ createdAt: T1 })]);
       await storage.claimDeliveries({ now: T1, leaseUntil: T2, limit: 1, owner: 'w1' });
       const attempt = { at: T1, statusCode: 500, error: null, durationMs: 9 };
-      assert.ok(await storage.recordAttempt(delivery.id, 'w1', attempt, { status: 'pending', nextAttemptAt: T3 }));
+      assert.ok(
+        (
+          await storage.recordAttempt({
+            id: delivery.id,
+            owner: 'w1',
+            attempt,
+            outcome: { status: 'pending', nextAttemptAt: T3 },
+          })
+        ).recorded,
+      );
       assert.equal(
         (await storage.claimDeliveries({ now: T1, leaseUntil: T2, limit: 1, owner: 'w2' })).map((c) => c.delivery.id),
         [leased!.id],

@@ -87,7 +87,12 @@ test('the delivery log: a filter that matches few of many ends pages early, and 
   const claimed = await storage.claimDeliveries({ now: at(20_000), leaseUntil: at(20_060), limit: 12_000, owner: 'w' });
   assert.is(claimed.length, 12_000);
   for (const delivery of failing)
-    await storage.recordAttempt(delivery.id, 'w', attempt(500), { status: 'failed', nextAttemptAt: null });
+    await storage.recordAttempt({
+      id: delivery.id,
+      owner: 'w',
+      attempt: attempt(500),
+      outcome: { status: 'failed', nextAttemptAt: null },
+    });
   const found: string[] = [];
   const sizes: number[] = [];
   let page = await storage.listDeliveries('acct_a', webhook.id, { limit: 50, status: 'failed' });

@@ -7,6 +7,7 @@ import type { StorageFactory } from './types.js';
 import { at, eventRecord, webhookRecord } from './fixtures.js';
 import { reopenable } from './reopen.js';
 import { withStorage } from './with-storage.js';
+import { notRecorded } from '../helpers/attempts.js';
 
 const RULE: HealthRule = { disableAfterMs: 60_000, disableAfterFailures: 100 };
 
@@ -50,40 +51,49 @@ export function callStatsStorageTests(test: Test, factory: StorageFactory): void
       const webhook = webhookRecord();
       await storage.insertWebhook(webhook);
       const [plain, withHealth, batched, refused, lost] = await leased(storage, 5, 0);
-      // Plain, with the health rule, and as a success of the batched path (health and the claimed delivery given).
-      await storage.recordAttempt(plain!.id, 'worker-1', call(10, 200, 30), {
-        status: 'succeeded',
-        nextAttemptAt: null,
-      });
-      await storage.recordAttempt(
-        withHealth!.id,
-        'worker-1',
-        call(20, 500, 300),
-        { status: 'pending', nextAttemptAt: at(3000) },
-        RULE,
-      );
-      await storage.recordAttempt(
-        batched!.id,
-        'worker-1',
-        call(30, 204, 50),
-        { status: 'succeeded', nextAttemptAt: null },
-        RULE,
-        batched!,
-      );
-      await storage.recordAttempt(
-        refused!.id,
-        'worker-1',
-        call(3700, null, 6000),
-        { status: 'pending', nextAttemptAt: at(9000) },
-        RULE,
-      );
-      // An attempt whose lease was lost records nothing, and counts nothing.
-      assert.is(
-        await storage.recordAttempt(lost!.id, 'worker-2', call(40, 200, 10), {
+      // Plain, with the health rule, and as a success of the batched path (a delivery the store claimed, with health).
+      await storage.recordAttempt({
+        id: plain!.id,
+        owner: 'worker-1',
+        attempt: call(10, 200, 30),
+        outcome: {
           status: 'succeeded',
           nextAttemptAt: null,
+        },
+      });
+      await storage.recordAttempt({
+        id: withHealth!.id,
+        owner: 'worker-1',
+        attempt: call(20, 500, 300),
+        outcome: { status: 'pending', nextAttemptAt: at(3000) },
+        health: RULE,
+      });
+      await storage.recordAttempt({
+        id: batched!.id,
+        owner: 'worker-1',
+        attempt: call(30, 204, 50),
+        outcome: { status: 'succeeded', nextAttemptAt: null },
+        health: RULE,
+      });
+      await storage.recordAttempt({
+        id: refused!.id,
+        owner: 'worker-1',
+        attempt: call(3700, null, 6000),
+        outcome: { status: 'pending', nextAttemptAt: at(9000) },
+        health: RULE,
+      });
+      // An attempt whose lease was lost records nothing, and counts nothing.
+      assert.equal(
+        await storage.recordAttempt({
+          id: lost!.id,
+          owner: 'worker-2',
+          attempt: call(40, 200, 10),
+          outcome: {
+            status: 'succeeded',
+            nextAttemptAt: null,
+          },
         }),
-        false,
+        notRecorded,
       );
 
       assert.equal(await storage.callStats('acct_a', webhook.id, hourOf(at(0))), [
@@ -99,13 +109,13 @@ export function callStatsStorageTests(test: Test, factory: StorageFactory): void
 
       // The retry of the delivery that failed adds to the hour it is made in.
       await storage.claimDeliveries({ now: at(3000), leaseUntil: at(3100), limit: 10, owner: 'worker-1' });
-      await storage.recordAttempt(
-        withHealth!.id,
-        'worker-1',
-        call(3010, 200, 120),
-        { status: 'succeeded', nextAttemptAt: null },
-        RULE,
-      );
+      await storage.recordAttempt({
+        id: withHealth!.id,
+        owner: 'worker-1',
+        attempt: call(3010, 200, 120),
+        outcome: { status: 'succeeded', nextAttemptAt: null },
+        health: RULE,
+      });
       assert.equal(await storage.callStats('acct_a', webhook.id, hourOf(at(0))), [
         hour(0, { succeeded: 3, failed: 1 }, { 0: 2, 2: 1, 3: 1 }),
         hour(3600, { errors: 1 }, { 7: 1 }),
@@ -122,9 +132,14 @@ export function callStatsStorageTests(test: Test, factory: StorageFactory): void
       for (let i = 0; i < 55; i++) {
         if (i > 0)
           await storage.claimDeliveries({ now: at(i * 10), leaseUntil: at(i * 10 + 5), limit: 10, owner: 'worker-1' });
-        await storage.recordAttempt(delivery!.id, 'worker-1', call(i * 10 + 1, 503, 30), {
-          status: 'pending',
-          nextAttemptAt: at(i * 10 + 10),
+        await storage.recordAttempt({
+          id: delivery!.id,
+          owner: 'worker-1',
+          attempt: call(i * 10 + 1, 503, 30),
+          outcome: {
+            status: 'pending',
+            nextAttemptAt: at(i * 10 + 10),
+          },
         });
       }
       assert.is((await storage.getDelivery('acct_a', delivery!.id))!.attemptCount, 55);
@@ -140,14 +155,13 @@ export function callStatsStorageTests(test: Test, factory: StorageFactory): void
       const made = await leased(storage, 12, 100);
       await Promise.all(
         made.map((delivery, i) =>
-          storage.recordAttempt(
-            delivery.id,
-            'worker-1',
-            call(100 + i, 200, 20 * i),
-            { status: 'succeeded', nextAttemptAt: null },
-            RULE,
-            delivery,
-          ),
+          storage.recordAttempt({
+            id: delivery.id,
+            owner: 'worker-1',
+            attempt: call(100 + i, 200, 20 * i),
+            outcome: { status: 'succeeded', nextAttemptAt: null },
+            health: RULE,
+          }),
         ),
       );
       const [counted] = await storage.callStats('acct_a', webhook.id, hourOf(at(0)));
@@ -166,12 +180,22 @@ export function callStatsStorageTests(test: Test, factory: StorageFactory): void
       const webhook = webhookRecord();
       await storage.insertWebhook(webhook);
       const [old] = await leased(storage, 1, 0);
-      await storage.recordAttempt(old!.id, 'worker-1', call(10, 200, 30), { status: 'succeeded', nextAttemptAt: null });
+      await storage.recordAttempt({
+        id: old!.id,
+        owner: 'worker-1',
+        attempt: call(10, 200, 30),
+        outcome: { status: 'succeeded', nextAttemptAt: null },
+      });
       const later = 9 * 24 * 3600;
       const [recent] = await leased(storage, 1, later);
-      await storage.recordAttempt(recent!.id, 'worker-1', call(later + 10, 200, 30), {
-        status: 'succeeded',
-        nextAttemptAt: null,
+      await storage.recordAttempt({
+        id: recent!.id,
+        owner: 'worker-1',
+        attempt: call(later + 10, 200, 30),
+        outcome: {
+          status: 'succeeded',
+          nextAttemptAt: null,
+        },
       });
       // Retention of Infinity for both: the tick still calls removeExpired with two nulls.
       assert.equal(await storage.removeExpired({ deliveries: null, events: null }, 500), { deliveries: 0, events: 0 });
@@ -188,20 +212,20 @@ export function callStatsStorageTests(test: Test, factory: StorageFactory): void
       const webhook = webhookRecord();
       await storage.insertWebhook(webhook);
       const [first, second] = await leased(storage, 2, 0);
-      await storage.recordAttempt(
-        first!.id,
-        'worker-1',
-        call(5, 200, 40),
-        { status: 'succeeded', nextAttemptAt: null },
-        RULE,
-      );
-      await storage.recordAttempt(
-        second!.id,
-        'worker-1',
-        call(6, 503, 700),
-        { status: 'pending', nextAttemptAt: at(600) },
-        RULE,
-      );
+      await storage.recordAttempt({
+        id: first!.id,
+        owner: 'worker-1',
+        attempt: call(5, 200, 40),
+        outcome: { status: 'succeeded', nextAttemptAt: null },
+        health: RULE,
+      });
+      await storage.recordAttempt({
+        id: second!.id,
+        owner: 'worker-1',
+        attempt: call(6, 503, 700),
+        outcome: { status: 'pending', nextAttemptAt: at(600) },
+        health: RULE,
+      });
       const before = await storage.callStats('acct_a', webhook.id, hourOf(at(0)));
       const reopened = await swap();
       assert.equal(await reopened.callStats('acct_a', webhook.id, hourOf(at(0))), before);

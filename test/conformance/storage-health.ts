@@ -11,6 +11,7 @@ import { T0, at, attempt, eventRecord, webhookRecord } from './fixtures.js';
 import { reopenable } from './reopen.js';
 import { withStorage } from './with-storage.js';
 import { everyDelivery } from '../helpers/every-delivery.js';
+import { recorded } from '../helpers/attempts.js';
 
 /** Disabled after a minute of failures in at least three attempts. */
 const RULE: HealthRule = { disableAfterMs: 60_000, disableAfterFailures: 3 };
@@ -44,7 +45,15 @@ async function attemptAll(
   const claimed = await storage.claimDeliveries({ now: at(seconds), leaseUntil: at(seconds + 60), limit: 100, owner });
   const answers = [];
   for (const { delivery } of claimed)
-    answers.push(await storage.recordAttempt(delivery.id, owner, attempt(statusCode, seconds), outcome, RULE));
+    answers.push(
+      await storage.recordAttempt({
+        id: delivery.id,
+        owner,
+        attempt: attempt(statusCode, seconds),
+        outcome,
+        health: RULE,
+      }),
+    );
   return answers;
 }
 
@@ -74,12 +83,16 @@ export function healthStorageTests(test: Test, factory: StorageFactory): void {
     'health: calls failing past both thresholds disable the webhook once (failing), reported by the write that did it',
     withStorage(factory, async (storage, { db }) => {
       const { webhook } = await withEvents(storage, 2);
-      assert.equal(await attemptAll(storage, 0, 500), [true, true], 'two failures at once: under three in a row');
-      assert.equal(await attemptAll(storage, 10, null), [true, true], 'four in a row, but for 10 s only');
+      assert.equal(
+        await attemptAll(storage, 0, 500),
+        [recorded(), recorded()],
+        'two failures at once: under three in a row',
+      );
+      assert.equal(await attemptAll(storage, 10, null), [recorded(), recorded()], 'four in a row, but for 10 s only');
       const [first, second] = await attemptAll(storage, 60, 503);
       assert.equal(
         [first, second],
-        ['failing', true],
+        [recorded({ disabled: 'failing' }), recorded()],
         'the first write past both thresholds disables it; the next one only adds a failure',
       );
       const health = (await storage.getWebhookHealth('acct_a', webhook.id))!;
@@ -101,17 +114,32 @@ export function healthStorageTests(test: Test, factory: StorageFactory): void {
     'health: a 410 disables at once (gone), a success clears the run of failures and no answer enables it again',
     withStorage(factory, async (storage, { db }) => {
       const { webhook, deliveries } = await withEvents(storage, 2);
-      assert.equal(await attemptAll(storage, 0, 500, retry(5)), [true, true]);
+      assert.equal(await attemptAll(storage, 0, 500, retry(5)), [recorded(), recorded()]);
       await storage.claimDeliveries({ now: at(5), leaseUntil: at(65), limit: 100, owner: 'worker-1' });
-      assert.is(await storage.recordAttempt(deliveries[0]!.id, 'worker-1', attempt(204, 5), done, RULE), true);
+      assert.equal(
+        await storage.recordAttempt({
+          id: deliveries[0]!.id,
+          owner: 'worker-1',
+          attempt: attempt(204, 5),
+          outcome: done,
+          health: RULE,
+        }),
+        recorded(),
+      );
       let health = (await storage.getWebhookHealth('acct_a', webhook.id))!;
       assert.equal(
         [health.consecutiveFailures, health.failingSince, health.lastSuccessAt, health.lastAttemptAt],
         [0, null, at(5), at(5)],
       );
-      assert.is(
-        await storage.recordAttempt(deliveries[1]!.id, 'worker-1', attempt(410, 6), failed, RULE),
-        'gone',
+      assert.equal(
+        await storage.recordAttempt({
+          id: deliveries[1]!.id,
+          owner: 'worker-1',
+          attempt: attempt(410, 6),
+          outcome: failed,
+          health: RULE,
+        }),
+        recorded({ disabled: 'gone' }),
         'one 410 is enough',
       );
       health = (await storage.getWebhookHealth('acct_a', webhook.id))!;
@@ -129,10 +157,19 @@ export function healthStorageTests(test: Test, factory: StorageFactory): void {
       const { webhook } = await withEvents(storage, 12);
       const claimed = await storage.claimDeliveries({ now: at(0), leaseUntil: at(60), limit: 100, owner: 'worker-1' });
       const answers = await Promise.all(
-        claimed.map(({ delivery }) => storage.recordAttempt(delivery.id, 'worker-1', attempt(410, 1), failed, RULE)),
+        claimed.map(({ delivery }) =>
+          storage.recordAttempt({
+            id: delivery.id,
+            owner: 'worker-1',
+            attempt: attempt(410, 1),
+            outcome: failed,
+            health: RULE,
+          }),
+        ),
       );
-      assert.equal(answers.filter((answer) => answer === 'gone').length, 1, JSON.stringify(answers));
-      assert.equal(answers.filter((answer) => answer === true).length, 11);
+      assert.equal(answers.filter((answer) => answer.disabled === 'gone').length, 1, JSON.stringify(answers));
+      assert.equal(answers.filter((answer) => answer.recorded && answer.disabled === null).length, 11);
+      assert.ok(answers.every((answer) => answer.recorded && !answer.dueAgain));
       assert.is((await storage.getWebhookHealth('acct_a', webhook.id))!.consecutiveFailures, 12);
     }),
   );
@@ -186,7 +223,7 @@ export function healthStorageTests(test: Test, factory: StorageFactory): void {
     'health: disable and enable by hand: true for the change, false when already so, null when absent',
     withStorage(factory, async (storage, { db }) => {
       const { webhook } = await withEvents(storage, 1);
-      assert.equal(await attemptAll(storage, 0, 500), [true]);
+      assert.equal(await attemptAll(storage, 0, 500), [recorded()]);
       assert.is(await storage.disableWebhook('acct_b', webhook.id, at(1)), null, "another account's");
       assert.is(await storage.enableWebhook('acct_a', 'wbh_unknown'), null);
       assert.is(await storage.enableWebhook('acct_a', webhook.id), false, 'enabled already');
@@ -258,7 +295,7 @@ export function healthStorageTests(test: Test, factory: StorageFactory): void {
         [ofOther!, 500, failed],
         [testCall!, 500, failed],
       ] as const) {
-        await storage.recordAttempt(delivery.id, 'w', attempt(statusCode, 36), outcome);
+        await storage.recordAttempt({ id: delivery.id, owner: 'w', attempt: attempt(statusCode, 36), outcome });
       }
       await storage.disableWebhook('acct_a', webhook.id, at(41));
       await storage.claimDeliveries({ now: at(50), leaseUntil: at(110), limit: 100, owner: 'w' });
@@ -310,7 +347,7 @@ export function healthStorageTests(test: Test, factory: StorageFactory): void {
       );
       const claimed = await storage.claimDeliveries({ now: at(60), leaseUntil: at(120), limit: 100, owner: 'w' });
       assert.equal(claimed.map((c) => c.delivery.id).sort(), made.map((d) => d.id).sort(), 'due at once');
-      await storage.recordAttempt(made[0]!.id, 'w', attempt(500, 61), failed);
+      await storage.recordAttempt({ id: made[0]!.id, owner: 'w', attempt: attempt(500, 61), outcome: failed });
       assert.equal(
         await storage.recoverDeliveries('acct_a', webhook.id, at(5), at(62)).then((d) => d!.map((x) => x.eventId)),
         [exhausted.eventId],

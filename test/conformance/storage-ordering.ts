@@ -6,6 +6,7 @@ import type { StorageFactory } from './types.js';
 import { at, attempt, eventRecord, webhookRecord } from './fixtures.js';
 import { reopenable } from './reopen.js';
 import { withStorage } from './with-storage.js';
+import { recorded } from '../helpers/attempts.js';
 
 const claim = async (storage: Storage, now: number, owner = 'worker-1') =>
   (await storage.claimDeliveries({ now: at(now), leaseUntil: at(now + 60), limit: 50, owner })).map(
@@ -60,8 +61,14 @@ export function orderingStorageTests(test: Test, factory: StorageFactory): void 
 
       // cus_a of webhook one fails and waits for its retry: only that key of that webhook waits.
       const a1one = a1.get(one.id)!.id;
-      assert.is(await storage.recordAttempt(a1one, 'worker-1', attempt(500, 6), retryAt(30)), true);
-      assert.is(await storage.recordAttempt(a1.get(two.id)!.id, 'worker-1', ok(6), succeeded), true);
+      assert.equal(
+        await storage.recordAttempt({ id: a1one, owner: 'worker-1', attempt: attempt(500, 6), outcome: retryAt(30) }),
+        recorded(),
+      );
+      assert.equal(
+        await storage.recordAttempt({ id: a1.get(two.id)!.id, owner: 'worker-1', attempt: ok(6), outcome: succeeded }),
+        recorded(),
+      );
       const b2 = await publish(storage, 7, 'cus_b');
       assert.is(b2.get(one.id)!.nextAttemptAt, null, 'cus_b of webhook one: its first is still in flight');
       const second = await claim(storage, 8);
@@ -75,18 +82,31 @@ export function orderingStorageTests(test: Test, factory: StorageFactory): void 
       // The retry succeeds: the next of the key is due as the call ended, the one after still held.
       const [retried] = await claim(storage, 30);
       assert.is(retried!.id, a1one);
-      assert.is(await storage.recordAttempt(a1one, 'worker-1', { ...ok(31), durationMs: 1500 }, succeeded), true);
+      assert.equal(
+        await storage.recordAttempt({
+          id: a1one,
+          owner: 'worker-1',
+          attempt: { ...ok(31), durationMs: 1500 },
+          outcome: succeeded,
+        }),
+        recorded(),
+      );
       const released = (await db.delivery(a2.get(one.id)!.id))!;
       assert.equal([released.status, released.nextAttemptAt], ['pending', at(32)], 'released: due as the call ended');
       assert.is((await db.delivery(a3.get(one.id)!.id))!.nextAttemptAt, null);
       assert.equal(ids(keyed(await claim(storage, 33), 'cus_a')), ids([a2.get(one.id)!]));
       // A delivery that fails for good ends its turn too.
-      assert.is(
-        await storage.recordAttempt(a2.get(one.id)!.id, 'worker-1', attempt(410, 34), {
-          status: 'failed',
-          nextAttemptAt: null,
+      assert.equal(
+        await storage.recordAttempt({
+          id: a2.get(one.id)!.id,
+          owner: 'worker-1',
+          attempt: attempt(410, 34),
+          outcome: {
+            status: 'failed',
+            nextAttemptAt: null,
+          },
         }),
-        true,
+        recorded(),
       );
       assert.equal(ids(keyed(await claim(storage, 35), 'cus_a')), ids([a3.get(one.id)!]));
     }),
@@ -116,7 +136,7 @@ export function orderingStorageTests(test: Test, factory: StorageFactory): void 
         [at(0), null, null],
       );
       assert.equal(ids(await claim(storage, 1)), ids([made[0]!]));
-      await storage.recordAttempt(made[0]!.id, 'worker-1', ok(1), succeeded);
+      await storage.recordAttempt({ id: made[0]!.id, owner: 'worker-1', attempt: ok(1), outcome: succeeded });
       assert.equal(ids(await claim(storage, 2)), ids([made[1]!]), 'in the order given');
     }),
   );
@@ -127,11 +147,16 @@ export function orderingStorageTests(test: Test, factory: StorageFactory): void 
       await storage.insertWebhook(webhookRecord());
       const [first] = (await publish(storage, 0, 'k')).values();
       await claim(storage, 1);
-      await storage.recordAttempt(first!.id, 'worker-1', ok(1), succeeded);
+      await storage.recordAttempt({ id: first!.id, owner: 'worker-1', attempt: ok(1), outcome: succeeded });
       const [second] = (await publish(storage, 2, 'k')).values();
       const [third] = (await publish(storage, 3, 'k')).values();
       await claim(storage, 4);
-      await storage.recordAttempt(second!.id, 'worker-1', attempt(503, 4), retryAt(100));
+      await storage.recordAttempt({
+        id: second!.id,
+        owner: 'worker-1',
+        attempt: attempt(503, 4),
+        outcome: retryAt(100),
+      });
       const again = (await storage.redeliver('acct_a', first!.id, at(5)))!;
       assert.equal(
         [again.status, again.nextAttemptAt],
@@ -144,9 +169,9 @@ export function orderingStorageTests(test: Test, factory: StorageFactory): void 
       const brought = (await storage.redeliver('acct_a', second!.id, at(8)))!;
       assert.is(brought.nextAttemptAt, at(8), "the key's turn, redelivered, is brought forward");
       assert.equal(ids(await claim(storage, 8)), ids([second!]));
-      await storage.recordAttempt(second!.id, 'worker-1', ok(9), succeeded);
+      await storage.recordAttempt({ id: second!.id, owner: 'worker-1', attempt: ok(9), outcome: succeeded });
       assert.equal(ids(await claim(storage, 10)), ids([first!]), 'the redelivered one, made first, goes next');
-      await storage.recordAttempt(first!.id, 'worker-1', ok(11), succeeded);
+      await storage.recordAttempt({ id: first!.id, owner: 'worker-1', attempt: ok(11), outcome: succeeded });
       assert.equal(ids(await claim(storage, 12)), ids([third!]));
       assert.equal((await db.delivery(first!.id))!.attemptCount, 2);
     }),
@@ -160,9 +185,12 @@ export function orderingStorageTests(test: Test, factory: StorageFactory): void 
       const [second] = (await publish(storage, 0, 'k')).values();
       await claim(storage, 1);
       assert.ok((await storage.redeliver('acct_a', first!.id, at(2)))!.redeliverQueued);
-      assert.is(await storage.recordAttempt(first!.id, 'worker-1', ok(2), succeeded), 'due-again');
+      assert.equal(
+        await storage.recordAttempt({ id: first!.id, owner: 'worker-1', attempt: ok(2), outcome: succeeded }),
+        recorded({ dueAgain: true }),
+      );
       assert.equal(ids(await claim(storage, 3)), ids([first!]), 'the first again, not the second');
-      await storage.recordAttempt(first!.id, 'worker-1', ok(3), succeeded);
+      await storage.recordAttempt({ id: first!.id, owner: 'worker-1', attempt: ok(3), outcome: succeeded });
       assert.equal(ids(await claim(storage, 4)), ids([second!]));
     }),
   );
@@ -192,7 +220,12 @@ export function orderingStorageTests(test: Test, factory: StorageFactory): void 
       const [first] = (await publish(storage, 0, 'k')).values();
       const [second] = (await publish(storage, 0, 'k')).values();
       await claim(storage, 1);
-      await storage.recordAttempt(first!.id, 'worker-1', attempt(503, 1), retryAt(100));
+      await storage.recordAttempt({
+        id: first!.id,
+        owner: 'worker-1',
+        attempt: attempt(503, 1),
+        outcome: retryAt(100),
+      });
       await storage.disableWebhook('acct_a', webhook.id, at(2));
       assert.equal(await claim(storage, 50), [], 'nothing due: nothing cancelled');
       assert.equal(
@@ -202,7 +235,7 @@ export function orderingStorageTests(test: Test, factory: StorageFactory): void 
       );
       await storage.enableWebhook('acct_a', webhook.id);
       assert.equal(ids(await claim(storage, 100)), ids([first!]));
-      await storage.recordAttempt(first!.id, 'worker-1', ok(100), succeeded);
+      await storage.recordAttempt({ id: first!.id, owner: 'worker-1', attempt: ok(100), outcome: succeeded });
       assert.equal(ids(await claim(storage, 101)), ids([second!]));
     }),
   );
@@ -215,9 +248,19 @@ export function orderingStorageTests(test: Test, factory: StorageFactory): void 
       const [lost1] = (await publish(storage, 0, 'k')).values();
       const [lost2] = (await publish(storage, 1, 'k')).values();
       await claim(storage, 1);
-      await storage.recordAttempt(lost1!.id, 'worker-1', attempt(410, 1), { status: 'failed', nextAttemptAt: null });
+      await storage.recordAttempt({
+        id: lost1!.id,
+        owner: 'worker-1',
+        attempt: attempt(410, 1),
+        outcome: { status: 'failed', nextAttemptAt: null },
+      });
       await claim(storage, 2);
-      await storage.recordAttempt(lost2!.id, 'worker-1', attempt(410, 2), { status: 'failed', nextAttemptAt: null });
+      await storage.recordAttempt({
+        id: lost2!.id,
+        owner: 'worker-1',
+        attempt: attempt(410, 2),
+        outcome: { status: 'failed', nextAttemptAt: null },
+      });
       const [pendingNow] = (await publish(storage, 3, 'k')).values();
       const recovered = (await storage.recoverDeliveries('acct_a', webhook.id, at(0), at(4)))!;
       assert.equal(
@@ -228,7 +271,7 @@ export function orderingStorageTests(test: Test, factory: StorageFactory): void 
         ],
       );
       assert.equal(ids(await claim(storage, 5)), ids([pendingNow!]));
-      await storage.recordAttempt(pendingNow!.id, 'worker-1', ok(5), succeeded);
+      await storage.recordAttempt({ id: pendingNow!.id, owner: 'worker-1', attempt: ok(5), outcome: succeeded });
       assert.equal(
         (await claim(storage, 6)).map((delivery) => delivery.eventId),
         [lost1!.eventId],
@@ -245,11 +288,11 @@ export function orderingStorageTests(test: Test, factory: StorageFactory): void 
       await claim(storage, 1);
       const reopened = await swap();
       assert.equal(await claim(reopened, 2, 'worker-2'), [], 'the turn is leased, the rest held');
-      await reopened.recordAttempt(made[0]!.id, 'worker-1', ok(2), succeeded);
+      await reopened.recordAttempt({ id: made[0]!.id, owner: 'worker-1', attempt: ok(2), outcome: succeeded });
       for (const next of made.slice(1)) {
         const [taken] = await claim(reopened, 3, 'worker-2');
         assert.is(taken?.id, next.id);
-        await reopened.recordAttempt(next.id, 'worker-2', ok(3), succeeded);
+        await reopened.recordAttempt({ id: next.id, owner: 'worker-2', attempt: ok(3), outcome: succeeded });
       }
     }),
   );

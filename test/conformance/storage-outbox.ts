@@ -10,6 +10,7 @@ import { at, attempt, eventRecord, webhookRecord } from './fixtures.js';
 import { reopenable } from './reopen.js';
 import { withStorage } from './with-storage.js';
 import { everyDelivery } from '../helpers/every-delivery.js';
+import { notRecorded, recorded } from '../helpers/attempts.js';
 
 /** A webhook of account A for `customer-created`, and `count` events of it published `spacing` seconds apart. */
 async function published(storage: Storage, count: number, spacing = 1): Promise<DeliveryRecord[]> {
@@ -561,13 +562,23 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       assert.equal([first!.delivery.nextAttemptAt, second!.delivery.nextAttemptAt], [at(0), at(5)]);
       assert.equal(await storage.deliveryQueue!(at(26), 10), { waiting: 2, oldestDueAt: at(10) });
       // Delivered: gone from the queue; retried later: waits again only once due.
-      await storage.recordAttempt(first!.delivery.id, 'worker-1', attempt(200, 26), {
-        status: 'succeeded',
-        nextAttemptAt: null,
+      await storage.recordAttempt({
+        id: first!.delivery.id,
+        owner: 'worker-1',
+        attempt: attempt(200, 26),
+        outcome: {
+          status: 'succeeded',
+          nextAttemptAt: null,
+        },
       });
-      await storage.recordAttempt(second!.delivery.id, 'worker-1', attempt(500, 26), {
-        status: 'pending',
-        nextAttemptAt: at(90),
+      await storage.recordAttempt({
+        id: second!.delivery.id,
+        owner: 'worker-1',
+        attempt: attempt(500, 26),
+        outcome: {
+          status: 'pending',
+          nextAttemptAt: at(90),
+        },
       });
       assert.equal(await storage.deliveryQueue!(at(27), 10), { waiting: 2, oldestDueAt: at(10) });
       assert.equal(await storage.deliveryQueue!(at(95), 10), { waiting: 5, oldestDueAt: at(10) });
@@ -646,20 +657,30 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
         again.map((c) => c.delivery.id),
         [delivery!.id],
       );
-      assert.is(
-        await storage.recordAttempt(delivery!.id, 'dead-worker', attempt(200, 70), {
-          status: 'succeeded',
-          nextAttemptAt: null,
+      assert.equal(
+        await storage.recordAttempt({
+          id: delivery!.id,
+          owner: 'dead-worker',
+          attempt: attempt(200, 70),
+          outcome: {
+            status: 'succeeded',
+            nextAttemptAt: null,
+          },
         }),
-        false,
+        notRecorded,
       );
       assert.equal((await storage.getDelivery('acct_a', delivery!.id))!.attempts, []);
-      assert.is(
-        await storage.recordAttempt(delivery!.id, 'worker-2', attempt(200, 71), {
-          status: 'succeeded',
-          nextAttemptAt: null,
+      assert.equal(
+        await storage.recordAttempt({
+          id: delivery!.id,
+          owner: 'worker-2',
+          attempt: attempt(200, 71),
+          outcome: {
+            status: 'succeeded',
+            nextAttemptAt: null,
+          },
         }),
-        true,
+        recorded(),
       );
     }),
   );
@@ -670,9 +691,14 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       const [delivery] = await published(storage, 1);
       await claim(storage, 0);
       const failed = attempt(null, 1);
-      assert.is(
-        await storage.recordAttempt(delivery!.id, 'worker-1', failed, { status: 'pending', nextAttemptAt: at(6) }),
-        true,
+      assert.equal(
+        await storage.recordAttempt({
+          id: delivery!.id,
+          owner: 'worker-1',
+          attempt: failed,
+          outcome: { status: 'pending', nextAttemptAt: at(6) },
+        }),
+        recorded(),
       );
       let stored = (await storage.getDelivery('acct_a', delivery!.id))!;
       assert.equal(
@@ -683,9 +709,14 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       assert.equal(await claim(storage, 5), [], 'not due before its next attempt');
       await claim(storage, 6);
       const succeeded = attempt(204, 7);
-      assert.is(
-        await storage.recordAttempt(delivery!.id, 'worker-1', succeeded, { status: 'succeeded', nextAttemptAt: null }),
-        true,
+      assert.equal(
+        await storage.recordAttempt({
+          id: delivery!.id,
+          owner: 'worker-1',
+          attempt: succeeded,
+          outcome: { status: 'succeeded', nextAttemptAt: null },
+        }),
+        recorded(),
       );
       stored = (await storage.getDelivery('acct_a', delivery!.id))!;
       assert.equal([stored.status, stored.nextAttemptAt, stored.attempts], ['succeeded', null, [failed, succeeded]]);
@@ -699,10 +730,21 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     withStorage(factory, async (storage, { db }) => {
       const [delivery] = await published(storage, 1);
       const outcome = { status: 'succeeded' as const, nextAttemptAt: null };
-      assert.is(await storage.recordAttempt(delivery!.id, 'worker-1', attempt(200), outcome), false, 'not claimed');
+      assert.equal(
+        await storage.recordAttempt({ id: delivery!.id, owner: 'worker-1', attempt: attempt(200), outcome }),
+        notRecorded,
+        'not claimed',
+      );
       await claim(storage, 0, 10, 'worker-1');
-      assert.is(await storage.recordAttempt(delivery!.id, 'worker-2', attempt(200), outcome), false, 'someone else');
-      assert.is(await storage.recordAttempt('whd_unknown', 'worker-1', attempt(200), outcome), false);
+      assert.equal(
+        await storage.recordAttempt({ id: delivery!.id, owner: 'worker-2', attempt: attempt(200), outcome }),
+        notRecorded,
+        'someone else',
+      );
+      assert.equal(
+        await storage.recordAttempt({ id: 'whd_unknown', owner: 'worker-1', attempt: attempt(200), outcome }),
+        notRecorded,
+      );
       const stored = (await storage.getDelivery('acct_a', delivery!.id))!;
       assert.equal([stored.status, stored.leaseOwner, stored.attempts], ['pending', 'worker-1', []]);
       assert.equal(await db.delivery(delivery!.id), stored);
@@ -721,7 +763,12 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       const first = await storage.publishEvents([eventRecord()]);
       await claim(storage, 0);
       const done = mineOf(first, webhook.id);
-      await storage.recordAttempt(done.id, 'worker-1', attempt(200), { status: 'succeeded', nextAttemptAt: null });
+      await storage.recordAttempt({
+        id: done.id,
+        owner: 'worker-1',
+        attempt: attempt(200),
+        outcome: { status: 'succeeded', nextAttemptAt: null },
+      });
       const second = await storage.publishEvents([eventRecord({ createdAt: at(1) })]);
       await claim(storage, 1);
       const inFlight = mineOf(second, webhook.id);
@@ -739,9 +786,14 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
         assert.equal(await db.delivery(id), cancelled);
       }
       assert.is((await db.delivery(done.id))!.status, 'succeeded');
-      assert.is(
-        await storage.recordAttempt(inFlight.id, 'worker-1', attempt(500), { status: 'pending', nextAttemptAt: at(5) }),
-        false,
+      assert.equal(
+        await storage.recordAttempt({
+          id: inFlight.id,
+          owner: 'worker-1',
+          attempt: attempt(500),
+          outcome: { status: 'pending', nextAttemptAt: at(5) },
+        }),
+        notRecorded,
       );
       const refused = (await storage.getDelivery('acct_a', inFlight.id))!;
       assert.equal([refused.status, refused.attempts], ['cancelled', []]);
@@ -770,9 +822,14 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
     withStorage(factory, async (storage, { db }) => {
       const [delivery] = await published(storage, 1);
       await claim(storage, 0);
-      await storage.recordAttempt(delivery!.id, 'worker-1', attempt(500, 1), {
-        status: 'pending',
-        nextAttemptAt: null,
+      await storage.recordAttempt({
+        id: delivery!.id,
+        owner: 'worker-1',
+        attempt: attempt(500, 1),
+        outcome: {
+          status: 'pending',
+          nextAttemptAt: null,
+        },
       });
       assert.is(await storage.deleteWebhook('acct_a', delivery!.webhookId), true);
       const stored = (await storage.getDelivery('acct_a', delivery!.id))!;
@@ -787,7 +844,12 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       const [delivery] = await published(storage, 1);
       await claim(storage, 0);
       const gone = attempt(410, 1);
-      await storage.recordAttempt(delivery!.id, 'worker-1', gone, { status: 'failed', nextAttemptAt: null });
+      await storage.recordAttempt({
+        id: delivery!.id,
+        owner: 'worker-1',
+        attempt: gone,
+        outcome: { status: 'failed', nextAttemptAt: null },
+      });
       const again = await storage.redeliver('acct_a', delivery!.id, at(500));
       assert.ok(again);
       assert.equal(
@@ -812,12 +874,17 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       const [delivery] = await published(storage, 1);
       await claim(storage, 0, 10, 'worker-1');
       await storage.redeliver('acct_a', delivery!.id, at(61));
-      assert.is(
-        await storage.recordAttempt(delivery!.id, 'worker-1', attempt(200), {
-          status: 'succeeded',
-          nextAttemptAt: null,
+      assert.equal(
+        await storage.recordAttempt({
+          id: delivery!.id,
+          owner: 'worker-1',
+          attempt: attempt(200),
+          outcome: {
+            status: 'succeeded',
+            nextAttemptAt: null,
+          },
         }),
-        false,
+        notRecorded,
       );
       assert.equal(
         (await claim(storage, 61, 10, 'worker-2')).map((c) => c.delivery.id),
@@ -843,9 +910,14 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       assert.equal(await db.delivery(delivery!.id), { ...leased!, redeliverQueued: true });
       assert.equal(await claim(storage, 30, 10, 'worker-2'), [], 'no second call at once: nobody else may claim it');
       const made = { ...attempt(200, 2), durationMs: 4_000 };
-      assert.is(
-        await storage.recordAttempt(delivery!.id, 'worker-1', made, { status: 'succeeded', nextAttemptAt: null }),
-        'due-again',
+      assert.equal(
+        await storage.recordAttempt({
+          id: delivery!.id,
+          owner: 'worker-1',
+          attempt: made,
+          outcome: { status: 'succeeded', nextAttemptAt: null },
+        }),
+        recorded({ dueAgain: true }),
         'the call in flight records, and says it is due again',
       );
       const after = (await db.delivery(delivery!.id))!;
@@ -866,12 +938,17 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
         [delivery!.id],
         'the one more call',
       );
-      assert.is(
-        await storage.recordAttempt(delivery!.id, 'worker-2', attempt(200, 6), {
-          status: 'succeeded',
-          nextAttemptAt: null,
+      assert.equal(
+        await storage.recordAttempt({
+          id: delivery!.id,
+          owner: 'worker-2',
+          attempt: attempt(200, 6),
+          outcome: {
+            status: 'succeeded',
+            nextAttemptAt: null,
+          },
         }),
-        true,
+        recorded(),
       );
       assert.equal((await db.delivery(delivery!.id))!.status, 'succeeded', 'and no third');
       assert.is(await storage.redeliver('acct_b', delivery!.id, at(7)), null, 'another account still sees nothing');
@@ -886,20 +963,30 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       assert.ok((await storage.redeliver('acct_a', delivery!.id, at(5)))!.redeliverQueued);
       const [taken] = await claim(storage, 11, 10, 'worker-2', 10);
       assert.equal([taken!.delivery.id, taken!.delivery.redeliverQueued], [delivery!.id, false]);
-      assert.is(
-        await storage.recordAttempt(delivery!.id, 'worker-1', attempt(200, 1), {
-          status: 'succeeded',
-          nextAttemptAt: null,
+      assert.equal(
+        await storage.recordAttempt({
+          id: delivery!.id,
+          owner: 'worker-1',
+          attempt: attempt(200, 1),
+          outcome: {
+            status: 'succeeded',
+            nextAttemptAt: null,
+          },
         }),
-        false,
+        notRecorded,
         'the lost lease cannot record',
       );
-      assert.is(
-        await storage.recordAttempt(delivery!.id, 'worker-2', attempt(200, 12), {
-          status: 'succeeded',
-          nextAttemptAt: null,
+      assert.equal(
+        await storage.recordAttempt({
+          id: delivery!.id,
+          owner: 'worker-2',
+          attempt: attempt(200, 12),
+          outcome: {
+            status: 'succeeded',
+            nextAttemptAt: null,
+          },
         }),
-        true,
+        recorded(),
       );
       assert.equal((await db.delivery(delivery!.id))!.status, 'succeeded');
     }),
@@ -912,22 +999,27 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       await claim(storage, 0, 10, 'worker-1', 60);
       for (const one of [first, second]) await storage.redeliver('acct_a', one!.id, at(1));
       const health = { disableAfterFailures: 100, disableAfterMs: 1e9 };
-      assert.is(
-        await storage.recordAttempt(
-          first!.id,
-          'worker-1',
-          attempt(500, 3),
-          { status: 'failed', nextAttemptAt: null },
+      assert.equal(
+        await storage.recordAttempt({
+          id: first!.id,
+          owner: 'worker-1',
+          attempt: attempt(500, 3),
+          outcome: { status: 'failed', nextAttemptAt: null },
           health,
-        ),
-        'due-again',
-      );
-      assert.is(
-        await storage.recordAttempt(second!.id, 'worker-1', attempt(500, 3), {
-          status: 'pending',
-          nextAttemptAt: at(600),
         }),
-        'due-again',
+        recorded({ dueAgain: true }),
+      );
+      assert.equal(
+        await storage.recordAttempt({
+          id: second!.id,
+          owner: 'worker-1',
+          attempt: attempt(500, 3),
+          outcome: {
+            status: 'pending',
+            nextAttemptAt: at(600),
+          },
+        }),
+        recorded({ dueAgain: true }),
       );
       for (const one of [first, second]) {
         const after = (await db.delivery(one!.id))!;
@@ -1011,12 +1103,12 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
         await claim(storage, n * 2, 12, 'worker-1', 1);
         await Promise.all(
           deliveries.map((one, i) =>
-            storage.recordAttempt(
-              one.id,
-              'worker-1',
-              { ...attempt(500, n * 2), durationMs: i === 11 ? n : 0 },
-              { status: 'pending', nextAttemptAt: at(n * 2 + 2) },
-            ),
+            storage.recordAttempt({
+              id: one.id,
+              owner: 'worker-1',
+              attempt: { ...attempt(500, n * 2), durationMs: i === 11 ? n : 0 },
+              outcome: { status: 'pending', nextAttemptAt: at(n * 2 + 2) },
+            }),
           ),
         );
       }
@@ -1026,22 +1118,46 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
           ? { status: 'succeeded' as const, nextAttemptAt: null }
           : { status: 'pending' as const, nextAttemptAt: at(300 + i) };
       const calls = [
-        storage.recordAttempt('whd_unknown', 'worker-1', attempt(200, 201), outcome(0)),
-        storage.recordAttempt(deliveries[0]!.id, 'worker-2', attempt(200, 201), outcome(0)),
+        storage.recordAttempt({
+          id: 'whd_unknown',
+          owner: 'worker-1',
+          attempt: attempt(200, 201),
+          outcome: outcome(0),
+        }),
+        storage.recordAttempt({
+          id: deliveries[0]!.id,
+          owner: 'worker-2',
+          attempt: attempt(200, 201),
+          outcome: outcome(0),
+        }),
         ...deliveries.map((one, i) =>
-          storage.recordAttempt(one.id, 'worker-1', { ...attempt(200, 201), durationMs: 100 + i }, outcome(i)),
+          storage.recordAttempt({
+            id: one.id,
+            owner: 'worker-1',
+            attempt: { ...attempt(200, 201), durationMs: 100 + i },
+            outcome: outcome(i),
+          }),
         ),
-        storage.recordAttempt(deliveries[3]!.id, 'worker-1', { ...attempt(200, 202), durationMs: 999 }, outcome(3)),
+        storage.recordAttempt({
+          id: deliveries[3]!.id,
+          owner: 'worker-1',
+          attempt: { ...attempt(200, 202), durationMs: 999 },
+          outcome: outcome(3),
+        }),
       ];
       const answers = await Promise.all(calls);
-      assert.equal(answers.slice(0, 2), [false, false], 'an unknown id, another owner');
+      assert.equal(answers.slice(0, 2), [notRecorded, notRecorded], 'an unknown id, another owner');
       // Two attempts of deliveries[3] at once: whichever the store takes first records, the other
       // finds the lease released (the calls run at once, so either may be first).
       const twice = [answers[5], answers[14]];
-      assert.equal(twice.filter((answer) => answer === true).length, 1, 'of two attempts of one delivery, one records');
       assert.equal(
-        answers.slice(2, 14).map((answer, i) => (i === 3 ? true : answer)),
-        deliveries.map(() => true),
+        twice.filter((answer) => answer!.recorded).length,
+        1,
+        'of two attempts of one delivery, one records',
+      );
+      assert.equal(
+        answers.slice(2, 14).map((answer, i) => (i === 3 ? recorded() : answer)),
+        deliveries.map(() => recorded()),
         'each leased delivery records',
       );
       for (const [i, one] of deliveries.entries()) {
@@ -1054,7 +1170,7 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
         assert.is(stored.attempts.length, 50);
         assert.is(
           stored.attempts.at(-1)!.durationMs,
-          i === 3 && answers[14] === true ? 999 : 100 + i,
+          i === 3 && answers[14]!.recorded ? 999 : 100 + i,
           'its own attempt, last',
         );
       }
@@ -1072,10 +1188,17 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
         assert.is((await claim(storage, n * 2, 10, 'worker-1', 1)).length, 1);
         const made = { ...attempt(500, n * 2), durationMs: n };
         assert.ok(
-          await storage.recordAttempt(delivery!.id, 'worker-1', made, {
-            status: 'pending',
-            nextAttemptAt: at(n * 2 + 2),
-          }),
+          (
+            await storage.recordAttempt({
+              id: delivery!.id,
+              owner: 'worker-1',
+              attempt: made,
+              outcome: {
+                status: 'pending',
+                nextAttemptAt: at(n * 2 + 2),
+              },
+            })
+          ).recorded,
         );
       }
       const stored = (await db.delivery(delivery!.id))!;
@@ -1158,9 +1281,14 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       // Every other one succeeds.
       const claimed = await claim(storage, 1000, 20);
       for (const [index, { delivery }] of claimed.entries()) {
-        await storage.recordAttempt(delivery.id, 'worker-1', attempt(index % 2 === 0 ? 200 : 500), {
-          status: index % 2 === 0 ? 'succeeded' : 'failed',
-          nextAttemptAt: null,
+        await storage.recordAttempt({
+          id: delivery.id,
+          owner: 'worker-1',
+          attempt: attempt(index % 2 === 0 ? 200 : 500),
+          outcome: {
+            status: index % 2 === 0 ? 'succeeded' : 'failed',
+            nextAttemptAt: null,
+          },
         });
       }
       const ids = async (query: Omit<Parameters<Storage['listDeliveries']>[2], 'limit'>, limit = 50) =>
@@ -1284,7 +1412,16 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
           const outcome = retry
             ? { status: 'pending' as const, nextAttemptAt: at(1000 + (seen.size % 7)) }
             : { status: 'succeeded' as const, nextAttemptAt: null };
-          assert.ok(await storage.recordAttempt(delivery.id, 'worker-1', attempt(retry ? 500 : 200, 100), outcome));
+          assert.ok(
+            (
+              await storage.recordAttempt({
+                id: delivery.id,
+                owner: 'worker-1',
+                attempt: attempt(retry ? 500 : 200, 100),
+                outcome,
+              })
+            ).recorded,
+          );
         }
       }
       assert.is(seen.size, 1100);
@@ -1320,7 +1457,12 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
       const cancelled = deliveries.find((d) => d.webhookId === doomed.id)!;
       await storage.claimDeliveries({ now: at(0), leaseUntil: at(60), limit: 10, owner: 'worker-1' });
       const failed = attempt(503, 1);
-      await storage.recordAttempt(mine.id, 'worker-1', failed, { status: 'pending', nextAttemptAt: at(300) });
+      await storage.recordAttempt({
+        id: mine.id,
+        owner: 'worker-1',
+        attempt: failed,
+        outcome: { status: 'pending', nextAttemptAt: at(300) },
+      });
       await storage.deleteWebhook('acct_a', doomed.id);
       const [late] = await storage.publishEvents([eventRecord({ createdAt: at(2) })]);
       await storage.claimDeliveries({ now: at(2), leaseUntil: at(62), limit: 10, owner: 'worker-2' });

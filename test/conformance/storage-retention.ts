@@ -33,15 +33,25 @@ async function finish(storage: Storage, deliveries: DeliveryRecord[], status: 's
   const wanted = new Set(deliveries.map((delivery) => delivery.id));
   for (const { delivery } of claimed) {
     if (wanted.has(delivery.id)) {
-      await storage.recordAttempt(delivery.id, 'w', attempt(status === 'succeeded' ? 200 : 500, now), {
-        status,
-        nextAttemptAt: null,
+      await storage.recordAttempt({
+        id: delivery.id,
+        owner: 'w',
+        attempt: attempt(status === 'succeeded' ? 200 : 500, now),
+        outcome: {
+          status,
+          nextAttemptAt: null,
+        },
       });
     } else {
       // Not meant to finish: made due again later, still pending.
-      await storage.recordAttempt(delivery.id, 'w', attempt(503, now), {
-        status: 'pending',
-        nextAttemptAt: at(now + 3600),
+      await storage.recordAttempt({
+        id: delivery.id,
+        owner: 'w',
+        attempt: attempt(503, now),
+        outcome: {
+          status: 'pending',
+          nextAttemptAt: at(now + 3600),
+        },
       });
     }
   }

@@ -79,12 +79,12 @@ async function seed(): Promise<void> {
         const i = start + k;
         const failed = i % 10 === 0;
         const at = atom(Date.parse(delivery.createdAt) + 1000);
-        return storage.recordAttempt(
-          delivery.id,
-          'seeder',
-          { at, statusCode: failed ? 500 : 200, error: null, durationMs: 40 + ((i * 37) % 860) },
-          { status: failed ? 'failed' : 'succeeded', nextAttemptAt: null },
-        );
+        return storage.recordAttempt({
+          id: delivery.id,
+          owner: 'seeder',
+          attempt: { at, statusCode: failed ? 500 : 200, error: null, durationMs: 40 + ((i * 37) % 860) },
+          outcome: { status: failed ? 'failed' : 'succeeded', nextAttemptAt: null },
+        });
       }),
     );
     if (start === 50_000) failedEvent = events[0]!.id;

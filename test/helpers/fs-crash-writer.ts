@@ -150,7 +150,12 @@ async function outbox() {
       leaseUntil: null,
     };
     await run([[`delivery:${delivery.id}`, done]], async () => {
-      await storage.recordAttempt(delivery.id, 'crash-worker', attempt, { status: 'succeeded', nextAttemptAt: null });
+      await storage.recordAttempt({
+        id: delivery.id,
+        owner: 'crash-worker',
+        attempt,
+        outcome: { status: 'succeeded', nextAttemptAt: null },
+      });
       return [[`delivery:${delivery.id}`, done]];
     });
   }

@@ -10,6 +10,7 @@ import { atom } from '../../src/shared/time.js';
 import { webhookRecord } from '../conformance/fixtures.js';
 import { deferred, fakeTimers, manualClock, secondsBetween, waitFor, webhookPortal } from '../helpers/webhooks.js';
 import { everyDelivery } from '../helpers/every-delivery.js';
+import { notRecorded } from '../helpers/attempts.js';
 
 const data = { customer: { id: 'cus_1' } };
 const HOOK = { type: 'customer-created', url: 'https://receiver.example/hook' };
@@ -169,9 +170,14 @@ test('a worker killed mid-call: its lease runs out and another worker delivers, 
     const [delivery] = (await publisher.webhooks.deliveries('acct_a', webhook.id))!;
     assert.equal([delivery!.status, delivery!.attempts.length], ['succeeded', 1]);
     const late = { at: atom(time.now), statusCode: 200, error: null, durationMs: 1 };
-    assert.is(
-      await storage.recordAttempt(delivery!.id, 'worker-dead', late, { status: 'succeeded', nextAttemptAt: null }),
-      false,
+    assert.equal(
+      await storage.recordAttempt({
+        id: delivery!.id,
+        owner: 'worker-dead',
+        attempt: late,
+        outcome: { status: 'succeeded', nextAttemptAt: null },
+      }),
+      notRecorded,
     );
   } finally {
     await survivor.stop();

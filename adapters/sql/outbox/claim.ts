@@ -5,6 +5,7 @@
  * delivery with nowhere to go is cancelled (`cancel`). Where each account's walk starts is
  * floors.ts's.
  */
+import type { ClaimedKeys } from './claimed-keys.js';
 import type { Storage } from '../../../src/ports.js';
 import type { Db, Planning } from '../client.js';
 import { atomOf, type Names } from '../schema.js';
@@ -34,7 +35,11 @@ const ORPHANS_PER_CLAIM = 1000;
  */
 const BY_INDEX: Planning = { byIndex: true };
 
-export function createClaim(db: Db, names: Names): Required<Pick<Storage, 'claimDeliveries' | 'deliveryQueue'>> {
+export function createClaim(
+  db: Db,
+  names: Names,
+  claimedKeys: ClaimedKeys,
+): Required<Pick<Storage, 'claimDeliveries' | 'deliveryQueue'>> {
   const { table } = names;
   const floors = claimFloors();
   // isClaimable, on a row aliased d of the queue (every delivery there is pending).
@@ -237,11 +242,13 @@ export function createClaim(db: Db, names: Names): Required<Pick<Storage, 'claim
       if (limit <= 0) return [];
       if (perAccount === undefined) {
         const rows = await db.transaction((tx) => tx.query(claim, [now, leaseUntil, limit, owner]), BY_INDEX);
-        return rows.map((row) => ({
+        const claimed = rows.map((row) => ({
           delivery: toDelivery(row, 'd_'),
           event: toEvent(row, 'e_'),
           webhook: toWebhook(row, 'w_'),
         }));
+        claimedKeys.remember(claimed.map(({ delivery }) => delivery));
+        return claimed;
       }
       const held = Object.entries(perAccount.inFlight);
       const from = floors.windowFrom(now);
@@ -268,6 +275,7 @@ export function createClaim(db: Db, names: Names): Required<Pick<Storage, 'claim
       const claimed = rows
         .filter((row) => row.d_id !== null)
         .map((row) => ({ delivery: toDelivery(row, 'd_'), event: toEvent(row, 'e_'), webhook: toWebhook(row, 'w_') }));
+      claimedKeys.remember(claimed.map(({ delivery }) => delivery));
       floors.claimed(
         now,
         began,

@@ -3,6 +3,7 @@ import type { Db } from '../client.js';
 import type { Names } from '../schema.js';
 import { orderingKeys } from '../storage-keys.js';
 import { createClaim } from './claim.js';
+import { claimedKeys } from './claimed-keys.js';
 import { createDeliveryLog } from './delivery-log.js';
 import { type Publishing, createPublish } from './publish.js';
 import { createRecord } from './record.js';
@@ -27,11 +28,12 @@ export interface Outbox extends OutboxMethods, Publishing, Required<Pick<Storage
  */
 export function createOutbox(db: Db, names: Names, announce?: { channel: string }): Outbox {
   const keys = orderingKeys(names);
+  const claimed = claimedKeys();
   return {
     ...createPublish(db, names, keys, announce),
     ...createDeliveryLog(db, names),
-    ...createClaim(db, names),
-    ...createRecord(db, names, keys),
+    ...createClaim(db, names, claimed),
+    ...createRecord(db, names, keys, claimed),
     ...createRedeliver(db, names, keys, announce),
   };
 }

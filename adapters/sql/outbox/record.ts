@@ -4,10 +4,15 @@
  * during the call, due as it ended: `dueAfter`, `isDueAfter`), with the webhook's health and its
  * hour's call counts; a keyed delivery's turn ended (`endsTurn`) releases the key's next one.
  */
-import { MAX_ATTEMPTS_KEPT, dueAfter as dueAfterAttempt, endsTurn } from '../../../src/rules/deliveries.js';
+import {
+  MAX_ATTEMPTS_KEPT,
+  NOT_RECORDED,
+  dueAfter as dueAfterAttempt,
+  endsTurn,
+} from '../../../src/rules/deliveries.js';
 import { attemptSucceeded } from '../../../src/rules/webhook-health.js';
 import type { AttemptRecorded, HealthRule, Storage } from '../../../src/ports.js';
-import type { DeliveryAttempt, DeliveryRecord, DeliveryStatus } from '../../../src/records.js';
+import type { DeliveryAttempt, DeliveryStatus } from '../../../src/records.js';
 import { createBatcher } from '../batch.js';
 import type { Db } from '../client.js';
 import type { Names } from '../schema.js';
@@ -16,6 +21,7 @@ import { attemptResult, healthAfterSuccesses, healthParams, recordAttemptWithHea
 import type { orderingKeys } from '../storage-keys.js';
 import { lastAttempts } from '../storage-migrations.js';
 import { finishedFrom } from '../storage-rows.js';
+import type { ClaimedKeys, DeliveryKey } from './claimed-keys.js';
 
 /**
  * Statements recording successful attempts at once; more wait, and are recorded together. One: with
@@ -56,6 +62,7 @@ export function createRecord(
   db: Db,
   names: Names,
   keys: ReturnType<typeof orderingKeys>,
+  claimedKeys: ClaimedKeys,
 ): Pick<Storage, 'recordAttempt'> {
   const { table } = names;
   /**
@@ -118,9 +125,13 @@ export function createRecord(
     SELECT id, due_again, webhook_id, ordering_key, status FROM recorded`;
   const deliveryKeyById = `SELECT webhook_id, ordering_key FROM ${table('delivery_queue')} WHERE id = $1::text`;
 
+  /** The result of the statement without health: recorded or not, and due again. */
+  const plainResult = (row: Record<string, unknown> | undefined): AttemptRecorded =>
+    row === undefined ? NOT_RECORDED : { recorded: true, disabled: null, dueAgain: row.due_again === true };
+
   /**
-   * `recordAttempt` of a keyed delivery (or one whose key the caller did not give, read first), in a
-   * transaction under its key's lock, taken before the row's: a redeliver takes them in that order
+   * `recordAttempt` of a keyed delivery (or one whose key this store did not claim, read first), in
+   * a transaction under its key's lock, taken before the row's: a redeliver takes them in that order
    * too, so the two never wait for each other. When the attempt ends the key's turn (`endsTurn`),
    * the key's next is released; a publish that held the lock before saw this one pending and held
    * its own, which the release's statement (begun after the lock) sees.
@@ -132,7 +143,7 @@ export function createRecord(
     entry: string,
     outcome: { status: DeliveryStatus; nextAttemptAt: string | null },
     health: HealthRule | undefined,
-    claimed: Pick<DeliveryRecord, 'webhookId' | 'orderingKey'> | undefined,
+    claimed: DeliveryKey | undefined,
   ): Promise<AttemptRecorded> {
     const params = [id, owner, entry, outcome.status, outcome.nextAttemptAt];
     const key =
@@ -147,9 +158,8 @@ export function createRecord(
         health === undefined
           ? await tx.query(recordAttempt, params)
           : await tx.query(recordAttemptAndHealth, [...params, ...healthParams(attempt, health)]);
-      const result: AttemptRecorded =
-        health === undefined ? row !== undefined && (row.due_again === true ? 'due-again' : true) : attemptResult(row);
-      if (result === false) return false;
+      const result = health === undefined ? plainResult(row) : attemptResult(row);
+      if (!result.recorded) return result;
       const recorded = {
         status: row!.status as DeliveryStatus,
         orderingKey: (row!.ordering_key ?? null) as string | null,
@@ -168,7 +178,7 @@ export function createRecord(
    * whose effect on the health depends on the run before it (and may disable the webhook), is
    * recorded by a statement of its own.
    */
-  const recordSuccessesTogether = createBatcher<SuccessfulAttempt, boolean | 'due-again'>({
+  const recordSuccessesTogether = createBatcher<SuccessfulAttempt, AttemptRecorded>({
     maxRunning: MAX_RECORDING,
     maxSize: MAX_GROUP_ATTEMPTS,
     size: () => 1,
@@ -207,13 +217,13 @@ export function createRecord(
             await keys.endTurns(tx, ended);
             return recorded;
           });
-      const recorded = new Map(rows.map((row) => [row.id as string, row.due_again === true]));
-      return successes.map((one) => (recorded.get(one.id) ? 'due-again' : recorded.has(one.id)));
+      const recorded = new Map(rows.map((row) => [row.id as string, row]));
+      return successes.map((one) => plainResult(recorded.get(one.id)));
     },
   });
 
   return {
-    async recordAttempt(id, owner, attempt, outcome, health, claimed) {
+    async recordAttempt({ id, owner, attempt, outcome, health }) {
       const entry = JSON.stringify({
         at: attempt.at,
         statusCode: attempt.statusCode,
@@ -221,6 +231,7 @@ export function createRecord(
         durationMs: attempt.durationMs,
         ...(attempt.local ? { local: true } : {}),
       });
+      const claimed = claimedKeys.take(id);
       if (claimed !== undefined && health !== undefined && attemptSucceeded(attempt)) {
         const { webhookId, orderingKey } = claimed;
         return recordSuccessesTogether({
@@ -235,7 +246,7 @@ export function createRecord(
           at: attempt.at,
         });
       }
-      // A delivery that may have a key (it has one, or the caller did not say): recorded in a
+      // A delivery that may have a key (it has one, or this store did not claim it): recorded in a
       // transaction that, when its key's turn ends, releases the key's next one.
       if (claimed === undefined || claimed.orderingKey !== null)
         return recordInTurn(id, owner, attempt, entry, outcome, health, claimed);
@@ -244,8 +255,7 @@ export function createRecord(
         return attemptResult(
           (await db.query(recordAttemptAndHealth, [...params, ...healthParams(attempt, health)]))[0],
         );
-      const rows = await db.query(recordAttempt, params);
-      return rows.length === 1 && (rows[0]!.due_again === true ? 'due-again' : true);
+      return plainResult((await db.query(recordAttempt, params))[0]);
     },
   };
 }

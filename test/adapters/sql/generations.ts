@@ -110,7 +110,12 @@ export function generationTests(test: Test, backend: SqlBackend): void {
       );
       const [claimed] = await storage.claimDeliveries({ now: at(700), leaseUntil: at(760), limit: 10, owner: 'w' });
       assert.equal(claimed!.event.data, { n: 1 }, 'claimed with its event');
-      await storage.recordAttempt(delivery!.id, 'w', attempt(700, 200), { status: 'succeeded', nextAttemptAt: null });
+      await storage.recordAttempt({
+        id: delivery!.id,
+        owner: 'w',
+        attempt: attempt(700, 200),
+        outcome: { status: 'succeeded', nextAttemptAt: null },
+      });
       assert.equal(
         (await rowsOf(client, schema, 'deliveries_default')).map((row) => row.id),
         [delivery!.id],
@@ -139,12 +144,22 @@ export function generationTests(test: Test, backend: SqlBackend): void {
       await storage.rotateHistory!(at(0), MINUTE);
       const [failed] = await storage.publishEvents([eventRecord({ createdAt: at(0) })]);
       await storage.claimDeliveries({ now: at(0), leaseUntil: at(60), limit: 10, owner: 'w' });
-      await storage.recordAttempt(failed!.id, 'w', attempt(0, 500), { status: 'failed', nextAttemptAt: null });
+      await storage.recordAttempt({
+        id: failed!.id,
+        owner: 'w',
+        attempt: attempt(0, 500),
+        outcome: { status: 'failed', nextAttemptAt: null },
+      });
       await storage.rotateHistory!(at(60), MINUTE);
       // Recovered an hour later: made then, in its event's generation.
       const [recovered] = (await storage.recoverDeliveries('acct_a', webhook.id, at(0), at(3600)))!;
       await storage.claimDeliveries({ now: at(3600), leaseUntil: at(3660), limit: 10, owner: 'w' });
-      await storage.recordAttempt(recovered!.id, 'w', attempt(3600, 200), { status: 'succeeded', nextAttemptAt: null });
+      await storage.recordAttempt({
+        id: recovered!.id,
+        owner: 'w',
+        attempt: attempt(3600, 200),
+        outcome: { status: 'succeeded', nextAttemptAt: null },
+      });
       assert.equal(await storage.removeExpired({ deliveries: at(1800), events: at(1800) }, 100), {
         deliveries: 0,
         events: 0,
@@ -209,7 +224,12 @@ export function generationTests(test: Test, backend: SqlBackend): void {
           ],
           'claimed with their events',
         );
-        await storage.recordAttempt('whd_old1', 'w', attempt(10, 200), { status: 'succeeded', nextAttemptAt: null });
+        await storage.recordAttempt({
+          id: 'whd_old1',
+          owner: 'w',
+          attempt: attempt(10, 200),
+          outcome: { status: 'succeeded', nextAttemptAt: null },
+        });
         assert.equal((await storage.getDelivery('acct_a', 'whd_old1'))!.status, 'succeeded');
         // Generation 0 ends when the migration ran: dropped whole once all of it is past its time,
         // the event of the delivery still leased kept.
@@ -303,9 +323,14 @@ export function generationTests(test: Test, backend: SqlBackend): void {
           limit: 10,
           owner: 'w',
         });
-        await storage.recordAttempt(made!.id, 'w', attempt(minute * 60, 200), {
-          status: 'succeeded',
-          nextAttemptAt: null,
+        await storage.recordAttempt({
+          id: made!.id,
+          owner: 'w',
+          attempt: attempt(minute * 60, 200),
+          outcome: {
+            status: 'succeeded',
+            nextAttemptAt: null,
+          },
         });
       }
       statements.length = 0;

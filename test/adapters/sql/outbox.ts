@@ -169,23 +169,44 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
       await storage.claimDeliveries({ now: at(1), leaseUntil: at(2), limit: 1, owner: 'worker-1' });
 
       assert.not.ok(
-        await storage.recordAttempt(delivery!.id, 'worker-2', attempt(1, 500), {
-          status: 'pending',
-          nextAttemptAt: at(5),
-        }),
+        (
+          await storage.recordAttempt({
+            id: delivery!.id,
+            owner: 'worker-2',
+            attempt: attempt(1, 500),
+            outcome: {
+              status: 'pending',
+              nextAttemptAt: at(5),
+            },
+          })
+        ).recorded,
       );
       assert.ok(
-        await storage.recordAttempt(delivery!.id, 'worker-1', attempt(1, null), {
-          status: 'pending',
-          nextAttemptAt: at(5),
-        }),
+        (
+          await storage.recordAttempt({
+            id: delivery!.id,
+            owner: 'worker-1',
+            attempt: attempt(1, null),
+            outcome: {
+              status: 'pending',
+              nextAttemptAt: at(5),
+            },
+          })
+        ).recorded,
       );
       // Released: the same owner cannot record again without claiming again.
       assert.not.ok(
-        await storage.recordAttempt(delivery!.id, 'worker-1', attempt(1, 500), {
-          status: 'failed',
-          nextAttemptAt: null,
-        }),
+        (
+          await storage.recordAttempt({
+            id: delivery!.id,
+            owner: 'worker-1',
+            attempt: attempt(1, 500),
+            outcome: {
+              status: 'failed',
+              nextAttemptAt: null,
+            },
+          })
+        ).recorded,
       );
       let stored = (await storage.getDelivery('acct_a', delivery!.id))!;
       assert.equal(stored.attempts, [attempt(1, null)]);
@@ -199,10 +220,17 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
       assert.equal(await storage.claimDeliveries({ now: at(4), leaseUntil: at(9), limit: 5, owner: 'worker-2' }), []);
       await storage.claimDeliveries({ now: at(5), leaseUntil: at(9), limit: 5, owner: 'worker-2' });
       assert.ok(
-        await storage.recordAttempt(delivery!.id, 'worker-2', attempt(5, 204), {
-          status: 'succeeded',
-          nextAttemptAt: null,
-        }),
+        (
+          await storage.recordAttempt({
+            id: delivery!.id,
+            owner: 'worker-2',
+            attempt: attempt(5, 204),
+            outcome: {
+              status: 'succeeded',
+              nextAttemptAt: null,
+            },
+          })
+        ).recorded,
       );
       stored = (await storage.getDelivery('acct_a', delivery!.id))!;
       assert.equal(stored.attempts, [attempt(1, null), attempt(5, 204)]);
@@ -222,9 +250,14 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
       const doomedFirst =
         first!.webhookId === doomed.id ? first! : (await everyDelivery(storage, 'acct_a', doomed.id))[0]!;
       await storage.claimDeliveries({ now: at(0), leaseUntil: at(1), limit: 10, owner: 'worker-1' });
-      await storage.recordAttempt(doomedFirst.id, 'worker-1', attempt(0, 200), {
-        status: 'succeeded',
-        nextAttemptAt: null,
+      await storage.recordAttempt({
+        id: doomedFirst.id,
+        owner: 'worker-1',
+        attempt: attempt(0, 200),
+        outcome: {
+          status: 'succeeded',
+          nextAttemptAt: null,
+        },
       });
       await storage.publishEvents([eventRecord({ createdAt: at(2) })]);
       await storage.claimDeliveries({ now: at(3), leaseUntil: at(4), limit: 10, owner: 'worker-2' });
@@ -238,10 +271,17 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
       assert.equal([log[0]!.nextAttemptAt, log[0]!.leaseOwner, log[0]!.leaseUntil], [null, null, null]);
       // The worker that held the lease learns the delivery was cancelled.
       assert.not.ok(
-        await storage.recordAttempt(log[0]!.id, 'worker-2', attempt(3, 200), {
-          status: 'succeeded',
-          nextAttemptAt: null,
-        }),
+        (
+          await storage.recordAttempt({
+            id: log[0]!.id,
+            owner: 'worker-2',
+            attempt: attempt(3, 200),
+            outcome: {
+              status: 'succeeded',
+              nextAttemptAt: null,
+            },
+          })
+        ).recorded,
       );
       assert.equal(
         (await everyDelivery(storage, 'acct_a', kept.id)).map((d) => d.status),
@@ -266,7 +306,12 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
 
       const target = created[0]!;
       await storage.claimDeliveries({ now: at(0), leaseUntil: at(1), limit: 1, owner: 'worker-1' });
-      await storage.recordAttempt(target.id, 'worker-1', attempt(0, 410), { status: 'failed', nextAttemptAt: null });
+      await storage.recordAttempt({
+        id: target.id,
+        owner: 'worker-1',
+        attempt: attempt(0, 410),
+        outcome: { status: 'failed', nextAttemptAt: null },
+      });
       assert.is(await storage.redeliver('acct_b', target.id, at(30)), null);
       const again = (await storage.redeliver('acct_a', target.id, at(30)))!;
       assert.equal(
@@ -290,15 +335,25 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
       });
       assert.equal(await where(), { queue: [delivery!.id], log: [] });
       await storage.claimDeliveries({ now: at(0), leaseUntil: at(1), limit: 1, owner: 'worker-1' });
-      await storage.recordAttempt(delivery!.id, 'worker-1', attempt(0, 500), {
-        status: 'pending',
-        nextAttemptAt: at(5),
+      await storage.recordAttempt({
+        id: delivery!.id,
+        owner: 'worker-1',
+        attempt: attempt(0, 500),
+        outcome: {
+          status: 'pending',
+          nextAttemptAt: at(5),
+        },
       });
       assert.equal(await where(), { queue: [delivery!.id], log: [] }, 'a retry stays queued');
       await storage.claimDeliveries({ now: at(5), leaseUntil: at(6), limit: 1, owner: 'worker-1' });
-      await storage.recordAttempt(delivery!.id, 'worker-1', attempt(5, 204), {
-        status: 'succeeded',
-        nextAttemptAt: null,
+      await storage.recordAttempt({
+        id: delivery!.id,
+        owner: 'worker-1',
+        attempt: attempt(5, 204),
+        outcome: {
+          status: 'succeeded',
+          nextAttemptAt: null,
+        },
       });
       assert.equal(await where(), { queue: [], log: [[delivery!.id, 'succeeded']] });
       const [kept] = await rowsOf(backend.client, schema, 'deliveries');
