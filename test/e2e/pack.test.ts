@@ -43,9 +43,20 @@ test('the tarball holds the built library and its declarations, not the tests or
   assert.ok(files.includes('package/dist/src/index.js'));
   assert.ok(files.includes('package/dist/src/index.d.ts'));
   assert.ok(files.includes('package/dist/openapi.json'), 'the OpenAPI document');
-  // The portal and signing pages, as the build made them: the manifest and three assets, nothing else.
+  // The portal and signing pages, as the build made them: the manifest, three assets of their own
+  // and pdf.js's two, each beside its gzipped copy; nothing else.
   const page = files.filter((file) => file.startsWith('package/dist/ui/'));
-  assert.is(page.length, 4, page.join(', '));
+  assert.is(page.length, 11, page.join(', '));
+  for (const asset of page.filter((file) => !file.endsWith('.gz') && !file.endsWith('manifest.json')))
+    assert.ok(page.includes(`${asset}.gz`), `${asset} gzipped beside it`);
+  assert.ok(
+    page.some((file) => /^package\/dist\/ui\/pdf\.[\w-]{16}\.mjs$/.test(file)),
+    "pdf.js's module",
+  );
+  assert.ok(
+    page.some((file) => /^package\/dist\/ui\/pdf-worker\.[\w-]{16}\.mjs$/.test(file)),
+    "pdf.js's worker",
+  );
   assert.ok(
     page.some((file) => /^package\/dist\/ui\/signing\.[\w-]{16}\.js$/.test(file)),
     'the signing page script',
