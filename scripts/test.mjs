@@ -286,11 +286,13 @@ const totals = { total: 0, passed: 0, skipped: 0 };
 if (only !== 'e2e') queue.push(...lineJobs(suiteFiles, process.execPath, thisLine));
 if (only !== 'suite') for (const file of e2eFiles) queue.push(filesJob([file], process.execPath, thisLine));
 /**
- * The reliability suite (reliability/run.ts) runs in two parts. Its bad input, security, full-disk
- * and slow-client parts run in the pool beside the files. Its costs and load parts bound an
- * event-loop stall and the growth of a server's memory under load, figures a machine busy with
- * other files would distort, and its faults part restarts the PostgreSQL server other files use:
- * those three run last, alone.
+ * The reliability suite (reliability/run.ts) runs in three jobs. Its bad input, security, full-disk
+ * and slow-client parts run in the pool beside the files, and so does its load part, in a job of
+ * its own: a minute of mixed traffic whose checks (nothing lost, a server's memory after a full
+ * collection) a busy machine slows but does not distort, and which runs again alone at the end,
+ * like any file, should it fail beside others. Its costs part bounds an event-loop stall, a figure
+ * other processes would distort, and its faults part restarts the PostgreSQL server other files
+ * use: those two run last, alone.
  */
 const reliability = (parts) => ({
   label: `reliability suite (${parts})`,
@@ -302,8 +304,8 @@ const reliability = (parts) => ({
 });
 const alone = [];
 if (only === 'all' && filter === undefined) {
-  queue.push(reliability('inputs,security,disk,slow'));
-  alone.push(reliability('costs,faults,load'));
+  queue.push(reliability('inputs,security,disk,slow'), reliability('load'));
+  alone.push(reliability('costs,faults'));
 }
 if (only === 'all') {
   for (const line of otherLines) {
