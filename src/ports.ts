@@ -248,8 +248,10 @@ export interface OutboxStore {
    * (no lease, or one that ended before `now`), oldest due first, to `owner` until `leaseUntil`,
    * in one atomic step: two concurrent claims never return the same delivery. A due delivery whose
    * webhook no longer exists or is disabled, met before `limit` are leased, is cancelled instead of
-   * returned and does not count toward `limit`. With `perAccount`, a delivery of an account that holds `max`
-   * (its `inFlight` count plus those leased by this claim) is skipped, not leased
+   * returned and does not count toward `limit`. A due delivery whose webhook is held (its health's
+   * `heldUntil` after `now`) is not leased: it is made due at `heldUntil` instead (a store may leave
+   * some of a long backlog for its next claims). With `perAccount`, a delivery of an account that
+   * holds `max` (its `inFlight` count plus those leased by this claim) is skipped, not leased
    * (`planClaim` in `rules/deliveries.ts`).
    */
   claimDeliveries(claim: Claim): Promise<ClaimedDelivery[]>;
@@ -434,6 +436,11 @@ export interface AttemptToRecord {
   outcome: { status: DeliveryStatus; nextAttemptAt: string | null };
   /** Given, the webhook's health takes the attempt in the same atomic step. */
   health?: HealthRule;
+  /**
+   * Given (ATOM), the receiver asked to hold the webhook's calls until then (`holdOf`): the
+   * webhook's health keeps the later of this and the hold it has, in the same atomic step.
+   */
+  hold?: string;
 }
 
 /** What `Storage.recordAttempt` resolves. */

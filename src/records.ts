@@ -81,6 +81,8 @@ export interface WebhookHealth {
   lastAttemptAt: string | null;
   /** Failed attempts since the last success (or since enabled again). */
   consecutiveFailures: number;
+  /** Until when its calls wait, as its receiver asked (`Retry-After` on a `429` or `503`); `null` when they do not. */
+  heldUntil: string | null;
 }
 /**
  * A webhook's health as stored, under the webhook's id: a record apart from the webhook, written
@@ -97,6 +99,11 @@ export interface WebhookHealthRecord {
   /** Set while the webhook is disabled: its deliveries that fall due are cancelled, not sent. */
   disabledAt: string | null;
   disabledReason: WebhookDisabledReason | null;
+  /**
+   * Until when the receiver asked to be left alone (`Retry-After` on a `429` or `503`): its
+   * deliveries that fall due before then wait until then. `null`: never held; a time past holds nothing.
+   */
+  heldUntil: string | null;
 }
 
 export type FileEntryType = 'file' | 'directory';
@@ -607,6 +614,8 @@ export interface DeliveryAttempt {
   durationMs: number;
   /** Set when the call never left the portal (its egress proxy failed): `WebhookCallResult.local`. */
   local?: true;
+  /** Set when the answer held the webhook's calls (a `429` or `503` with `Retry-After`): no failure, no retry spent. */
+  held?: true;
 }
 
 export interface Delivery {

@@ -542,7 +542,17 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
     async claimDeliveries(claim) {
       // Each account's due deliveries in a queue of its own: an account at its share is left after one look.
       const due = state.dueBy(claim.now);
-      const { leased, cancelled } = deliveryRules.planClaim(due.rows, claim, deliverable, due.skip);
+      const heldUntil = (delivery: DeliveryRecord) => {
+        const health = state.get('health', delivery.webhookId);
+        return health === undefined ? null : healthRules.heldAt(kept<WebhookHealthRecord>(health), claim.now);
+      };
+      const { leased, cancelled, deferred } = deliveryRules.planClaim(
+        due.rows,
+        claim,
+        deliverable,
+        due.skip,
+        heldUntil,
+      );
       // A key whose turn is cancelled (its webhook disabled) has its held deliveries cancelled too:
       // they would each be cancelled when their turn came.
       for (const turn of [...cancelled]) {
@@ -556,7 +566,7 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
         webhook: copyWebhook(kept<WebhookRecord>(state.get('webhook', delivery.webhookId)!)),
         eventRow: state.get('event', delivery.eventId)!,
       }));
-      await commit([...cancelled, ...leased].map(putDelivery));
+      await commit([...cancelled, ...deferred, ...leased].map(putDelivery));
       return Promise.all(
         claimed.map(async ({ delivery, webhook, eventRow }) => ({
           delivery: copyDelivery(delivery),
@@ -580,7 +590,7 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       }
       return { waiting, oldestDueAt };
     },
-    async recordAttempt({ id, owner, attempt, outcome, health: rule }) {
+    async recordAttempt({ id, owner, attempt, outcome, health: rule, hold }) {
       const row = state.get('delivery', id);
       const recorded =
         row === undefined ? null : deliveryRules.recordAttempt(kept<DeliveryRecord>(row), owner, attempt, outcome);
@@ -592,7 +602,13 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
           ? null
           : healthRules.healthAfterAttempt(healthOf(kept<WebhookRecord>(webhook)), attempt, rule);
       const changes = [putDelivery(recorded)];
-      if (change?.changed) changes.push(putHealth(change.health));
+      // The receiver asked to hold the webhook's calls: the later of that and the hold it has.
+      const held =
+        hold === undefined || webhook === undefined
+          ? null
+          : healthRules.holdHealth(change?.health ?? healthOf(kept<WebhookRecord>(webhook)), hold);
+      if (held !== null) changes.push(putHealth(held));
+      else if (change?.changed) changes.push(putHealth(change.health));
       // Its key's turn ended: the earliest held delivery of the key goes next.
       if (deliveryRules.endsTurn(recorded)) {
         const [next] = state.heldOf(recorded.webhookId, recorded.orderingKey!);

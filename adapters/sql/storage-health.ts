@@ -145,6 +145,17 @@ export function attemptResult(row: Row | undefined): AttemptRecorded {
   };
 }
 
+/**
+ * `holdHealth` of src/rules/webhook-health.ts: the webhook ($1) of an existing webhook held until
+ * $2, the later of that and the hold its health has.
+ */
+export function holdWebhook({ table }: Names): string {
+  return `INSERT INTO ${table('webhook_health')} AS h (webhook_id, account_id, held_until)
+    SELECT w.id, w.account_id, $2::timestamptz FROM ${table('webhooks')} AS w WHERE w.id = $1::text
+    ON CONFLICT (webhook_id) DO UPDATE SET held_until = excluded.held_until
+    WHERE h.held_until IS NULL OR h.held_until < excluded.held_until`;
+}
+
 /** Whether the webhook of a delivery (aliased d) is disabled. */
 function webhookDisabled({ table }: Names): string {
   return `EXISTS (SELECT 1 FROM ${table('webhook_health')} AS h WHERE h.webhook_id = d.webhook_id AND h.disabled_at IS NOT NULL)`;
@@ -164,7 +175,8 @@ export function createHealth(db: Db, names: Names, announce?: { channel: string 
   const webhook = `SELECT id, account_id FROM ${table('webhooks')} WHERE account_id = $1::text AND id = $2::text`;
   const getHealth = `SELECT w.id, w.account_id, coalesce(h.consecutive_failures, 0) AS consecutive_failures,
       ${atomOf('h.failing_since')} AS failing_since, ${atomOf('h.last_success_at')} AS last_success_at,
-      ${atomOf('h.last_attempt_at')} AS last_attempt_at, ${atomOf('h.disabled_at')} AS disabled_at, h.disabled_reason
+      ${atomOf('h.last_attempt_at')} AS last_attempt_at, ${atomOf('h.disabled_at')} AS disabled_at, h.disabled_reason,
+      ${atomOf('h.held_until')} AS held_until
     FROM ${table('webhooks')} AS w LEFT JOIN ${table('webhook_health')} AS h ON h.webhook_id = w.id
     WHERE w.account_id = $1::text AND w.id = $2::text`;
   const disable = `WITH webhook AS (${webhook}), changed AS (
@@ -221,6 +233,7 @@ export function createHealth(db: Db, names: Names, announce?: { channel: string 
         lastAttemptAt: (row.last_attempt_at ?? null) as string | null,
         disabledAt: (row.disabled_at ?? null) as string | null,
         disabledReason: (row.disabled_reason ?? null) as WebhookDisabledReason | null,
+        heldUntil: (row.held_until ?? null) as string | null,
       } satisfies WebhookHealthRecord;
     },
     async disableWebhook(accountId, webhookId, at) {

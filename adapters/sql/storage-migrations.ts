@@ -494,6 +494,16 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX portal_events_agreement ON ${table('events')} (account_id, ordering_key) WHERE type LIKE 'agreement-%'`,
     ],
   },
+  {
+    version: 26,
+    name: 'webhooks held by Retry-After',
+    statements: ({ table }) => [
+      // Until when the receiver asked its calls to wait (null: never held).
+      `ALTER TABLE ${table('webhook_health')} ADD COLUMN held_until timestamptz`,
+      // The claim reads the webhooks held now from it: an empty probe while none ever was.
+      `CREATE INDEX portal_webhook_health_held ON ${table('webhook_health')} (held_until) WHERE held_until IS NOT NULL`,
+    ],
+  },
 ];
 
 /** The last `MAX_ATTEMPTS_KEPT` entries of the jsonb array `expression`, in order. */

@@ -243,6 +243,7 @@ function attemptShape(attempt: DeliveryAttempt): DeliveryAttempt {
     error: attempt.error,
     durationMs: attempt.durationMs,
     ...(attempt.local ? { local: true as const } : {}),
+    ...(attempt.held ? { held: true as const } : {}),
   };
 }
 

@@ -216,7 +216,7 @@ export function createWebhookService(deps: {
     checkAccountId(accountId);
     if (!isId('wbh', webhookId)) return null;
     const record = await storage.getWebhookHealth(accountId, webhookId);
-    return record && healthShape(record);
+    return record && healthShape(record, atom(clock()));
   }
 
   return {

@@ -109,6 +109,9 @@ export const webhookHealth = v.strictObject({
   lastSuccessAt: nullableTime('The last attempt that succeeded.'),
   lastAttemptAt: nullableTime('The last attempt recorded.'),
   consecutiveFailures: v.pipe(count, v.description('Failed attempts since the last success (or since enabled again).')),
+  heldUntil: nullableTime(
+    "Until when its calls wait, as its receiver asked with `Retry-After` on a `429` or `503` (at most an hour); `null` when they do not. Its deliveries due before then are sent then, and the answer that asked counts neither as a failure toward auto-disable nor against the delivery's retries.",
+  ),
 });
 
 const statsBucket = v.strictObject({
@@ -227,6 +230,14 @@ export const deliveryAttempt = v.strictObject({
       v.literal(true),
       v.description(
         "Present when the call never left the portal: its egress proxy failed. Such an attempt counts neither toward the webhook's auto-disable nor toward the delivery's retries.",
+      ),
+    ),
+  ),
+  held: v.optional(
+    v.pipe(
+      v.literal(true),
+      v.description(
+        "Present when the receiver answered `429` or `503` with `Retry-After`: the webhook's calls waited until then (at most an hour), and the attempt counts neither toward the webhook's auto-disable nor toward the delivery's retries.",
       ),
     ),
   ),

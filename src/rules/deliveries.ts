@@ -270,15 +270,23 @@ export interface ClaimPlan {
    * here instead of being leased, and a recovery can queue their events again.
    */
   cancelled: DeliveryRecord[];
+  /** Due, but their webhook is held (`heldUntil`): due again when the hold ends, not leased. */
+  deferred: DeliveryRecord[];
 }
+
+/** The delivery due again at `until`, when its webhook's hold ends (`holdOf` in `rules/retry-schedule.ts`). */
+const defer = (delivery: DeliveryRecord, until: string): DeliveryRecord => ({
+  ...delivery,
+  nextAttemptAt: until,
+});
 
 /**
  * What a claim does, walking `candidates` in claim order (`compareDue`): each claimable one is
  * leased to `owner` until `leaseUntil`, or cancelled when `deliverable` says its webhook is gone or
- * disabled,
- * or skipped when its account holds its share (`perAccount`) already, so that one account's
- * backlog or hanging receivers never keep another's deliveries waiting beyond this claim; the walk
- * ends once `limit` are leased, so a cancelled or skipped one does not use up the limit.
+ * disabled, or deferred to the end of its webhook's hold when `heldUntil` names one, or skipped
+ * when its account holds its share (`perAccount`) already, so that one account's backlog or
+ * hanging receivers never keep another's deliveries waiting beyond this claim; the walk ends once
+ * `limit` are leased, so a cancelled, deferred or skipped one does not use up the limit.
  * `accountFull` hears of each account met at its share: none of its candidates will be leased, so
  * a store may stop offering them.
  */
@@ -287,14 +295,20 @@ export function planClaim(
   claim: Claim,
   deliverable: (delivery: DeliveryRecord) => boolean,
   accountFull?: (accountId: string) => void,
+  heldUntil: (delivery: DeliveryRecord) => string | null = () => null,
 ): ClaimPlan {
-  const plan: ClaimPlan = { leased: [], cancelled: [] };
+  const plan: ClaimPlan = { leased: [], cancelled: [], deferred: [] };
   if (claim.limit <= 0) return plan;
   const held = new Map<string, number>();
   for (const delivery of candidates) {
     if (!isClaimable(delivery, claim.now)) continue;
     if (!deliverable(delivery)) {
       plan.cancelled.push(cancel(delivery)!);
+      continue;
+    }
+    const until = heldUntil(delivery);
+    if (until !== null) {
+      plan.deferred.push(defer(delivery, until));
       continue;
     }
     if (claim.perAccount !== undefined) {

@@ -8,8 +8,10 @@ export const DEFAULT_RETRY_SCHEDULE: readonly number[] = [5, 300, 1800, 7200, 18
 /** Each retry waits its step ± this fraction, so receivers that failed together are not retried together. */
 const JITTER = 0.1;
 
-/** The longest `Retry-After` honoured (a day, or the schedule's longest step if longer): a receiver cannot park a delivery for a year. */
-export const MAX_RETRY_AFTER_SECONDS = 86_400;
+/** The longest a `Retry-After` holds a webhook's calls: a receiver cannot park them for a year. */
+export const MAX_HOLD_SECONDS = 3600;
+/** The shortest hold: a `Retry-After: 0` still waits a second, so that no receiver makes the engine spin. */
+const MIN_HOLD_SECONDS = 1;
 
 const isSuccess = (statusCode: number | null) => statusCode !== null && statusCode >= 200 && statusCode < 300;
 
@@ -21,8 +23,9 @@ const isSuccess = (statusCode: number | null) => statusCode !== null && statusCo
 export function attemptsInRun(attempts: readonly DeliveryAttempt[], scheduleLength: number): number {
   let inRun = 0;
   for (const attempt of attempts) {
-    // A call that never left the portal (its egress proxy failed) is no try of the receiver.
-    if (attempt.local) continue;
+    // A call that never left the portal (its egress proxy failed) is no try of the receiver, and
+    // one the receiver answered by holding its calls (`holdOf`) is no failure of it.
+    if (attempt.local || attempt.held) continue;
     inRun++;
     if (isSuccess(attempt.statusCode) || attempt.statusCode === 410 || inRun > scheduleLength) inRun = 0;
   }
@@ -41,6 +44,21 @@ export function retryAfterSeconds(value: string | string[] | undefined, now: Dat
   return Math.max(0, Math.ceil((date - now.getTime()) / 1000));
 }
 
+/**
+ * Until when an answer holds its webhook's calls: a `429` or `503` with a `Retry-After` the portal
+ * can read (seconds or an HTTP date), from `now`, at least a second and at most an hour, rounded up
+ * to the second (ATOM's precision, so no call comes before the time asked); `null` for any other
+ * answer. The attempt that got it is retried then, is no failure toward the webhook's auto-disable
+ * and spends none of the delivery's retries; the webhook's other deliveries wait too.
+ */
+export function holdOf(result: Pick<WebhookCallResult, 'statusCode' | 'headers'>, now: Date): string | null {
+  if (result.statusCode !== 429 && result.statusCode !== 503) return null;
+  const asked = retryAfterSeconds(result.headers['retry-after'], now);
+  if (asked === null) return null;
+  const seconds = Math.min(Math.max(asked, MIN_HOLD_SECONDS), MAX_HOLD_SECONDS);
+  return atom(new Date(Math.ceil((now.getTime() + seconds * 1000) / 1000) * 1000));
+}
+
 export interface Outcome {
   status: DeliveryStatus;
   nextAttemptAt: string | null;
@@ -48,10 +66,9 @@ export interface Outcome {
 
 /**
  * What comes of an attempt. Any 2xx: succeeded. `410 Gone`: failed at once (the receiver asked to
- * stop). Otherwise a retry after the schedule's next step with jitter, or after a longer
- * `Retry-After` on 429/503 (capped, see `MAX_RETRY_AFTER_SECONDS`); failed once the schedule is
- * spent. `previous` is the attempts of this run
- * before this one.
+ * stop). A `429` or `503` with a `Retry-After`: pending until the hold it asks for ends (`holdOf`),
+ * whatever the run holds. Otherwise a retry after the schedule's next step with jitter; failed once
+ * the schedule is spent. `previous` is the attempts of this run before this one.
  */
 export function outcomeOf(
   result: Pick<WebhookCallResult, 'statusCode' | 'headers'>,
@@ -61,12 +78,10 @@ export function outcomeOf(
   random: () => number = Math.random,
 ): Outcome {
   if (isSuccess(result.statusCode)) return { status: 'succeeded', nextAttemptAt: null };
+  const hold = holdOf(result, now);
+  if (hold !== null) return { status: 'pending', nextAttemptAt: hold };
   if (result.statusCode === 410 || previous >= schedule.length) return { status: 'failed', nextAttemptAt: null };
-  let delay = schedule[previous]! * (1 + JITTER * (2 * random() - 1));
-  if (result.statusCode === 429 || result.statusCode === 503) {
-    const asked = retryAfterSeconds(result.headers['retry-after'], now);
-    if (asked !== null) delay = Math.max(delay, Math.min(asked, Math.max(MAX_RETRY_AFTER_SECONDS, ...schedule)));
-  }
+  const delay = schedule[previous]! * (1 + JITTER * (2 * random() - 1));
   // Rounded up to the second (ATOM's precision), so a retry never comes before the time asked.
   const due = Math.ceil((now.getTime() + Math.max(0, delay) * 1000) / 1000) * 1000;
   return { status: 'pending', nextAttemptAt: atom(new Date(due)) };

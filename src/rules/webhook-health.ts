@@ -24,6 +24,7 @@ export function freshHealth(webhook: { id: string; accountId: string }): Webhook
     lastAttemptAt: null,
     disabledAt: null,
     disabledReason: null,
+    heldUntil: null,
   };
 }
 
@@ -102,8 +103,24 @@ export function enableHealth(current: WebhookHealthRecord): WebhookHealthRecord 
   return { ...current, disabledAt: null, disabledReason: null, consecutiveFailures: 0, failingSince: null };
 }
 
-/** The health as the API shows it. */
-export function healthShape(record: WebhookHealthRecord): WebhookHealth {
+/**
+ * The health once its receiver asked to hold the calls until `until` (`holdOf`): the later of that
+ * and the hold it has; `null` when that changes nothing. A record written before holds has none.
+ */
+export function holdHealth(current: WebhookHealthRecord, until: string): WebhookHealthRecord | null {
+  const held = current.heldUntil ?? null;
+  if (held !== null && held >= until) return null;
+  return { ...current, heldUntil: until };
+}
+
+/** Whether the webhook's calls wait at `now` (ATOM), and until when: `null` when they do not. */
+export function heldAt(record: Pick<WebhookHealthRecord, 'heldUntil'> | undefined, now: string): string | null {
+  const held = record?.heldUntil ?? null;
+  return held !== null && held > now ? held : null;
+}
+
+/** The health as the API shows it at `now` (ATOM). */
+export function healthShape(record: WebhookHealthRecord, now: string): WebhookHealth {
   return {
     status: record.disabledAt === null ? 'enabled' : 'disabled',
     disabledReason: record.disabledReason,
@@ -112,5 +129,6 @@ export function healthShape(record: WebhookHealthRecord): WebhookHealth {
     lastSuccessAt: record.lastSuccessAt,
     lastAttemptAt: record.lastAttemptAt,
     consecutiveFailures: record.consecutiveFailures,
+    heldUntil: heldAt(record, now),
   };
 }

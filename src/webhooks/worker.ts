@@ -9,7 +9,7 @@ import type { ClaimedDelivery, DeliveryAttempt } from '../records.js';
 import { atom } from '../shared/time.js';
 import { buildCall, callBody } from './call.js';
 import { endsTurn } from '../rules/deliveries.js';
-import { attemptsInRun, outcomeOf, type Outcome } from '../rules/retry-schedule.js';
+import { attemptsInRun, holdOf, outcomeOf, type Outcome } from '../rules/retry-schedule.js';
 import { LocalQueue, realTimers, type WorkerTimers } from './local-queue.js';
 import { DEFAULT_DISABLE_AFTER_FAILURES, DEFAULT_DISABLE_AFTER_MS, attemptSucceeded } from '../rules/webhook-health.js';
 import type { OperationalEvent } from '../domain/operational-events.js';
@@ -197,16 +197,23 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       durationMs,
     };
     if (local) attempt.local = true;
-    // A call that never left (the egress proxy failed) is the operator's: it costs the webhook no
-    // health and the delivery no retry; it comes again at the schedule's first step.
+    const now = clock();
+    // The receiver asked its calls to wait (429 or 503 with Retry-After): until then, none of its
+    // webhook's deliveries is sent, this one included.
+    const hold = holdOf(result, now);
+    if (hold !== null) attempt.held = true;
+    // A call that never left (the egress proxy failed) is the operator's, and one the receiver held
+    // is no failure: neither costs the webhook health nor the delivery a retry; the first comes
+    // again at the schedule's first step, the second when the hold ends.
     const previous = local ? 0 : attemptsInRun(delivery.attempts, retrySchedule.length);
-    const outcome = outcomeOf(result, previous, retrySchedule, clock(), random);
+    const outcome = outcomeOf(result, previous, retrySchedule, now, random);
     const recorded = await storage.recordAttempt({
       id: delivery.id,
       owner,
       attempt,
       outcome,
-      ...(local ? {} : { health }),
+      ...(local || hold !== null ? {} : { health }),
+      ...(hold === null ? {} : { hold }),
     });
     // A redeliver queued during the call left the delivery due again, unless this write disabled
     // its webhook: then the next claim cancels it, and the attempt's outcome is what counts.

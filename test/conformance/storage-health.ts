@@ -72,6 +72,7 @@ export function healthStorageTests(test: Test, factory: StorageFactory): void {
         lastAttemptAt: null,
         disabledAt: null,
         disabledReason: null,
+        heldUntil: null,
       });
       assert.is(await db.health(webhook.id), null, 'nothing is written until an attempt or a disable');
       assert.is(await storage.getWebhookHealth('acct_b', webhook.id), null);
@@ -105,6 +106,7 @@ export function healthStorageTests(test: Test, factory: StorageFactory): void {
         lastAttemptAt: at(60),
         disabledAt: at(60),
         disabledReason: 'failing',
+        heldUntil: null,
       });
       assert.equal(await db.health(webhook.id), health);
     }),
@@ -434,16 +436,111 @@ export function healthStorageTests(test: Test, factory: StorageFactory): void {
     }),
   );
 
+  test(
+    'hold: an answer that holds the webhook keeps the later hold, costs no health, and the claim defers its due deliveries',
+    withStorage(factory, async (storage, { db }) => {
+      const { webhook, deliveries } = await withEvents(storage, 3);
+      const other = webhookRecord({ id: 'wbh_other' });
+      await storage.insertWebhook(other);
+      const [mine] = await storage.claimDeliveries({ now: at(0), leaseUntil: at(60), limit: 1, owner: 'worker-1' });
+      assert.ok(deliveries.some((one) => one.id === mine!.delivery.id));
+      const held = { ...attempt(429, 1), held: true as const };
+      assert.equal(
+        await storage.recordAttempt({
+          id: mine!.delivery.id,
+          owner: 'worker-1',
+          attempt: held,
+          outcome: retry(30),
+          hold: at(30),
+        }),
+        recorded(),
+      );
+      const health = (await storage.getWebhookHealth('acct_a', webhook.id))!;
+      assert.equal(
+        [health.heldUntil, health.consecutiveFailures, health.failingSince, health.lastAttemptAt],
+        [at(30), 0, null, null],
+        'held until then; no failure counted',
+      );
+      assert.equal(await db.health(webhook.id), health);
+      assert.equal((await storage.getDelivery('acct_a', mine!.delivery.id))!.attempts.at(-1), held);
+
+      // Published meanwhile: the other webhook's deliveries go out, the held one's wait.
+      await storage.publishEvents([eventRecord({ createdAt: at(2) })]);
+      const both = [
+        ...(await storage.claimDeliveries({ now: at(5), leaseUntil: at(65), limit: 100, owner: 'worker-1' })),
+        ...(await storage.claimDeliveries({
+          now: at(5),
+          leaseUntil: at(65),
+          limit: 100,
+          owner: 'worker-2',
+          perAccount: { max: 100, inFlight: {} },
+        })),
+      ];
+      assert.equal(
+        both.map(({ delivery }) => delivery.webhookId),
+        [other.id],
+        "only the other webhook's delivery is leased",
+      );
+      for (const one of await everyDelivery(storage, 'acct_a', webhook.id)) {
+        assert.is(one.status, 'pending', one.id);
+        assert.is(one.nextAttemptAt, at(30), `${one.id} is due when the hold ends`);
+      }
+
+      // An earlier hold changes nothing; a later one extends it.
+      const [second] = await storage.claimDeliveries({ now: at(30), leaseUntil: at(90), limit: 1, owner: 'worker-1' });
+      assert.is(second!.delivery.webhookId, webhook.id, 'due once the hold ends');
+      await storage.recordAttempt({
+        id: second!.delivery.id,
+        owner: 'worker-1',
+        attempt: held,
+        outcome: retry(31),
+        hold: at(31),
+      });
+      assert.is((await storage.getWebhookHealth('acct_a', webhook.id))!.heldUntil, at(31));
+      const [third] = await storage.claimDeliveries({ now: at(31), leaseUntil: at(91), limit: 1, owner: 'worker-1' });
+      await storage.recordAttempt({
+        id: third!.delivery.id,
+        owner: 'worker-1',
+        attempt: held,
+        outcome: retry(40),
+        hold: at(40),
+      });
+      const [fourth] = await storage.claimDeliveries({ now: at(31), leaseUntil: at(91), limit: 1, owner: 'worker-1' });
+      assert.is(fourth, undefined, 'held again until 40');
+      assert.is((await storage.getWebhookHealth('acct_a', webhook.id))!.heldUntil, at(40));
+      assert.equal(
+        (await storage.claimDeliveries({ now: at(40), leaseUntil: at(100), limit: 100, owner: 'worker-1' })).length,
+        4,
+        "every one of the webhook's four deliveries is due when the last hold ends",
+      );
+    }),
+  );
+
   reopenable(test, factory)(
     'health: survives a reopen',
     withStorage(factory, async (storage, { swap, db }) => {
-      const { webhook } = await withEvents(storage, 1);
+      const { webhook } = await withEvents(storage, 2);
       await attemptAll(storage, 0, 410, failed);
+      const other = webhookRecord({ id: 'wbh_other' });
+      await storage.insertWebhook(other);
+      await storage.publishEvents([eventRecord({ createdAt: at(1) })]);
+      const [leased] = await storage.claimDeliveries({ now: at(1), leaseUntil: at(61), limit: 1, owner: 'w' });
+      const held = { ...attempt(503, 1), held: true as const };
+      await storage.recordAttempt({
+        id: leased!.delivery.id,
+        owner: 'w',
+        attempt: held,
+        outcome: retry(99),
+        hold: at(99),
+      });
       const before = await storage.getWebhookHealth('acct_a', webhook.id);
+      const heldBefore = await storage.getWebhookHealth('acct_a', other.id);
       const reopened = await swap();
       assert.equal(await reopened.getWebhookHealth('acct_a', webhook.id), before);
       assert.equal(await db.health(webhook.id), before);
       assert.is(before!.disabledReason, 'gone');
+      assert.equal(await reopened.getWebhookHealth('acct_a', other.id), heldBefore);
+      assert.is(heldBefore!.heldUntil, at(99));
     }),
   );
 }

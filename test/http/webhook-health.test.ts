@@ -37,6 +37,7 @@ test("GET /webhooks/{id}/health: a new webhook is enabled with nothing failed; a
       lastSuccessAt: null,
       lastAttemptAt: null,
       consecutiveFailures: 0,
+      heldUntil: null,
     });
     assert.is(
       (await app.api(`/webhooks/${hook.id}/health`, { headers: { authorization: `Bearer ${KEY_B}` } })).status,
@@ -94,6 +95,7 @@ test('a receiver answering 500 past both thresholds is disabled: webhook.disable
         lastSuccessAt: null,
         lastAttemptAt: health.disabledAt,
         consecutiveFailures: 3,
+        heldUntil: null,
       });
       const [delivery] = (await app.portal.webhooks.deliveries('acct_a', hook.id)) ?? [];
       assert.equal(seen, [
@@ -200,6 +202,34 @@ test('a 410 disables the webhook at once (gone) and ends its delivery: webhook.d
       },
     ]);
     assert.equal(log.map((delivery) => delivery.status).sort(), ['cancelled', 'failed']);
+  });
+});
+
+test('GET /webhooks/{id}/health says until when a Retry-After holds the calls; the log marks the attempt held', async () => {
+  const time = manualClock();
+  let holding = true;
+  const transport = memoryTransport({
+    respond: () => (holding ? { statusCode: 429, headers: { 'retry-after': '90' } } : 200),
+  });
+  await withPortal({ clock: time.clock, transport, webhooks: { tick: NEVER } }, async (app) => {
+    const hook = await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: 'https://r.example/' });
+    await app.portal.events.publish('acct_a', 'customer-created', { n: 1 });
+    await app.portal.worker!.tick();
+    const until = atom(new Date(time.now.getTime() + 90_000));
+    const health = await json(await app.api(`/webhooks/${hook.id}/health`));
+    assert.equal(
+      [health.status, health.consecutiveFailures, health.heldUntil, health.lastAttemptAt],
+      ['enabled', 0, until, null],
+      'held, and no failure',
+    );
+    const [delivery] = (await json(await app.api(`/webhooks/${hook.id}/deliveries`))).data;
+    assert.equal(delivery.attempts, [{ ...delivery.attempts[0], statusCode: 429, held: true }]);
+    assert.is(delivery.nextAttemptAt, until);
+    holding = false;
+    time.to(until);
+    await app.portal.worker!.tick();
+    const after = await json(await app.api(`/webhooks/${hook.id}/health`));
+    assert.equal([after.heldUntil, after.lastSuccessAt], [null, until]);
   });
 });
 

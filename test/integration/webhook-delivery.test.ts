@@ -172,39 +172,86 @@ test('410 Gone ends the delivery at once: failed, no retry', async () => {
   }
 });
 
-test('429 with a longer Retry-After waits as asked; a shorter one, or one on a 500, does not change the schedule', async () => {
-  const app = await setup({ retrySchedule: [10, 10, 10, 10] });
+test('429 or 503 with Retry-After holds the webhook until then, sooner or later than the schedule, spending no retry and no health; on a 500 it changes nothing', async () => {
+  const app = await setup({ retrySchedule: [10, 10] });
   const retryAt = new Date(app.time.now.getTime() + 250_000);
   app.receiver.script([
     { status: 429, headers: { 'Retry-After': '120' } },
     { status: 503, headers: { 'Retry-After': '2' } },
     { status: 500, headers: { 'Retry-After': '100' } },
     { status: 503, headers: { 'Retry-After': retryAt.toUTCString() } },
+    { status: 429, headers: { 'Retry-After': '99999' } },
   ]);
   try {
     await app.portal.events.publish('acct_a', 'customer-created', customer);
     await app.portal.worker!.tick();
     const waits: number[] = [];
+    const held: (string | null)[] = [];
+    const failures: number[] = [];
     let dateWait = 0;
-    for (let attempt = 0; attempt < 4; attempt++) {
+    for (let attempt = 0; attempt < 5; attempt++) {
       const delivery = await app.delivery();
+      const health = (await app.portal.webhooks.health('acct_a', app.webhook.id))!;
       waits.push(secondsBetween(app.time.now, delivery.nextAttemptAt!));
+      held.push(health.heldUntil);
+      failures.push(health.consecutiveFailures);
       if (attempt === 3) dateWait = (retryAt.getTime() - app.time.now.getTime()) / 1000;
+      // The last hold is an hour: the receiver's clock would refuse a call signed that far ahead.
+      if (attempt === 4) break;
       app.time.to(delivery.nextAttemptAt!);
       await app.portal.worker!.tick();
     }
     assert.is(waits[0], 120, 'Retry-After: 120 on a 429');
-    assert.ok(waits[1]! >= 9 && waits[1]! <= 11, `a shorter Retry-After is not a reason to hurry (${waits[1]})`);
+    assert.is(waits[1], 2, 'a Retry-After sooner than the schedule is honoured too');
     assert.ok(waits[2]! >= 9 && waits[2]! <= 11, `Retry-After on a 500 is not honoured (${waits[2]})`);
     assert.ok(dateWait > 60, 'the date asks for longer than the schedule');
     assert.is(waits[3], dateWait, 'an HTTP-date Retry-After on a 503');
+    assert.is(waits[4], 3600, 'a hold lasts an hour at most');
+    assert.equal(
+      held.map((until) => until !== null),
+      [true, true, false, true, true],
+      'the health says until when, while it holds',
+    );
+    assert.equal(failures, [0, 0, 1, 1, 1], 'only the 500 counts as a failure');
     const delivery = await app.delivery();
     assert.equal(
-      [delivery.status, delivery.attempts.map((a) => a.statusCode)],
-      ['succeeded', [429, 503, 500, 503, 200]],
+      [delivery.status, delivery.attempts.map((a) => a.statusCode), delivery.attempts.map((a) => a.held ?? false)],
+      ['pending', [429, 503, 500, 503, 429], [true, true, false, true, true]],
+      'five answers but one failure: a two-step schedule is not spent',
     );
     assert.ok(app.receiver.received.every((request) => request.verified === 'ok'));
   } finally {
+    await app.close();
+  }
+});
+
+test('a Retry-After holds only its own webhook: another webhook of the account is called meanwhile', async () => {
+  const app = await setup();
+  const other = await startReceiver({ secret: () => undefined });
+  try {
+    await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: `${other.url}/hooks/other` });
+    app.receiver.script([{ status: 429, headers: { 'Retry-After': '30' } }]);
+    await app.portal.events.publish('acct_a', 'customer-created', customer);
+    await app.portal.worker!.tick();
+    assert.is(app.receiver.received.length, 1);
+    assert.is(other.received.length, 1);
+    app.time.advance(5);
+    await app.portal.events.publish('acct_a', 'customer-created', customer);
+    await app.portal.worker!.tick();
+    assert.is(app.receiver.received.length, 1, 'the held webhook gets no call before its time');
+    assert.is(other.received.length, 2, 'the other one is called at once');
+    const log = (await app.portal.webhooks.deliveries('acct_a', app.webhook.id))!;
+    const heldUntil = (await app.portal.webhooks.health('acct_a', app.webhook.id))!.heldUntil!;
+    assert.ok(
+      log.every((one) => one.status === 'pending' && one.nextAttemptAt === heldUntil),
+      'both wait until then',
+    );
+    app.time.to(heldUntil);
+    await app.portal.worker!.tick();
+    assert.is(app.receiver.received.length, 3, 'both go when the hold ends');
+    assert.is((await app.portal.webhooks.health('acct_a', app.webhook.id))!.heldUntil, null);
+  } finally {
+    await other.close();
     await app.close();
   }
 });

@@ -313,9 +313,24 @@ test('planClaim: the walk ends at the limit, so a webhook-less one after it is l
 });
 
 test('planClaim: a limit of 0 or less changes nothing; a leased webhook-less one is not cancelled', () => {
-  assert.equal(planClaim(queue([1], [1]), claim(9, 0), live), { leased: [], cancelled: [] });
+  assert.equal(planClaim(queue([1], [1]), claim(9, 0), live), { leased: [], cancelled: [], deferred: [] });
   const held = leased('worker-1', at(40), { webhookId: 'wbh_gone' });
-  assert.equal(planClaim([held], claim(9, 5), live), { leased: [], cancelled: [] });
+  assert.equal(planClaim([held], claim(9, 5), live), { leased: [], cancelled: [], deferred: [] });
+});
+
+test("planClaim: a held webhook's due deliveries are deferred to the hold's end, not leased, and use up no limit", () => {
+  const [a, b, c] = queue([1, 2, 3]);
+  const heldUntil = (delivery: DeliveryRecord) => (delivery.id === b!.id ? at(60) : null);
+  const plan = planClaim([a!, b!, c!], claim(9, 2), live, undefined, heldUntil);
+  assert.equal(
+    plan.leased.map((one) => one.id),
+    [a!.id, c!.id],
+  );
+  assert.equal(plan.deferred, [{ ...b!, nextAttemptAt: at(60) }]);
+  assert.equal(plan.cancelled, []);
+  // One gone and held: cancelled, as it has nowhere to go.
+  const gone = planClaim([b!], claim(9, 2), () => false, undefined, heldUntil);
+  assert.equal([gone.cancelled.length, gone.deferred.length], [1, 0]);
 });
 
 test('planClaim: reads candidates lazily and stops taking them at the limit', () => {

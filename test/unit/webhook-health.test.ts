@@ -6,6 +6,8 @@ import {
   freshHealth,
   healthAfterAttempt,
   healthShape,
+  heldAt,
+  holdHealth,
 } from '../../src/rules/webhook-health.js';
 import { recoveredDelivery, undeliveredEvents } from '../../src/rules/deliveries.js';
 import type { DeliveryRecord, DeliveryStatus } from '../../src/records.js';
@@ -74,7 +76,7 @@ test('disableHealth and enableHealth: null when nothing changes; enabling forget
   const enabled = enableHealth(disabled)!;
   assert.equal(enabled, { ...fresh, lastAttemptAt: at(0) });
   assert.is(enableHealth(enabled), null);
-  assert.equal(healthShape(disabled), {
+  assert.equal(healthShape(disabled, at(1)), {
     status: 'disabled',
     disabledReason: 'manual',
     disabledAt: at(1),
@@ -82,7 +84,25 @@ test('disableHealth and enableHealth: null when nothing changes; enabling forget
     lastSuccessAt: null,
     lastAttemptAt: at(0),
     consecutiveFailures: 1,
+    heldUntil: null,
   });
+});
+
+test('holdHealth keeps the later hold; heldAt and the API show it only while it lasts', () => {
+  const held = holdHealth(fresh, at(30))!;
+  assert.is(held.heldUntil, at(30));
+  assert.is(holdHealth(held, at(20)), null, 'an earlier hold changes nothing');
+  assert.is(holdHealth(held, at(30)), null, 'the same hold changes nothing');
+  assert.is(holdHealth(held, at(40))!.heldUntil, at(40));
+  assert.is(heldAt(held, at(29)), at(30));
+  assert.is(heldAt(held, at(30)), null, 'a hold ends at its time');
+  assert.is(heldAt(undefined, at(0)), null);
+  assert.is(healthShape(held, at(10)).heldUntil, at(30));
+  assert.is(healthShape(held, at(31)).heldUntil, null);
+  // A record written before holds has no field: read as never held.
+  const { heldUntil: _, ...older } = fresh;
+  assert.is(heldAt(older as typeof fresh, at(0)), null);
+  assert.is(holdHealth(older as typeof fresh, at(5))!.heldUntil, at(5));
 });
 
 test("undeliveredEvents: events whose deliveries all failed or were cancelled, with the latest delivery's time", () => {

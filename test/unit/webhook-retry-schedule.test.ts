@@ -3,7 +3,8 @@ import * as assert from 'uvu/assert';
 import type { DeliveryAttempt } from '../../src/records.js';
 import {
   attemptsInRun,
-  MAX_RETRY_AFTER_SECONDS,
+  holdOf,
+  MAX_HOLD_SECONDS,
   outcomeOf,
   retryAfterSeconds,
 } from '../../src/rules/retry-schedule.js';
@@ -48,16 +49,25 @@ test('2xx succeeds, 410 fails at once, any other status or none is retried', () 
   assert.is(outcomeOf({ statusCode: 500, headers: {} }, 0, [], NOW).status, 'failed', 'an empty schedule: one attempt');
 });
 
-test('Retry-After on 429 and 503 only, when longer, capped at a day (or the longest step)', () => {
-  const at = (statusCode: number, value: string, schedule = [10]) =>
-    outcomeOf({ statusCode, headers: { 'retry-after': value } }, 0, schedule, NOW, () => 0.5).nextAttemptAt;
-  assert.is(at(429, '600'), after(600));
-  assert.is(at(503, '600'), after(600));
-  assert.is(at(500, '600'), after(10));
-  assert.is(at(429, '3'), after(10));
-  assert.is(at(429, 'soon'), after(10));
-  assert.is(at(429, '99999999'), after(MAX_RETRY_AFTER_SECONDS));
-  assert.is(at(429, '99999999', [10, 200_000]), after(200_000));
+test('Retry-After on 429 and 503 holds: due when the hold ends, at least a second and at most an hour, whatever the run', () => {
+  const at = (statusCode: number, value: string, previous = 0) =>
+    outcomeOf({ statusCode, headers: { 'retry-after': value } }, previous, [10], NOW, () => 0.5);
+  assert.equal(at(429, '600'), { status: 'pending', nextAttemptAt: after(600) });
+  assert.equal(at(503, '3'), { status: 'pending', nextAttemptAt: after(3) }, 'sooner than the schedule');
+  assert.equal(at(429, '0'), { status: 'pending', nextAttemptAt: after(1) }, 'never at once');
+  assert.equal(at(429, '99999999'), { status: 'pending', nextAttemptAt: after(MAX_HOLD_SECONDS) });
+  assert.equal(at(429, '5', 1), { status: 'pending', nextAttemptAt: after(5) }, 'a spent schedule does not end it');
+  assert.equal(at(500, '600'), { status: 'pending', nextAttemptAt: after(10) }, 'other statuses: the schedule');
+  assert.equal(at(429, 'soon'), { status: 'pending', nextAttemptAt: after(10) }, 'unreadable: the schedule');
+  assert.equal(at(503, 'soon', 1), { status: 'failed', nextAttemptAt: null });
+  assert.is(holdOf({ statusCode: 429, headers: { 'retry-after': '2' } }, NOW), after(2));
+  assert.is(
+    holdOf({ statusCode: 429, headers: { 'retry-after': new Date(NOW.getTime() + 90_000).toUTCString() } }, NOW),
+    after(90),
+  );
+  assert.is(holdOf({ statusCode: 429, headers: {} }, NOW), null);
+  assert.is(holdOf({ statusCode: 500, headers: { 'retry-after': '2' } }, NOW), null);
+  assert.is(MAX_HOLD_SECONDS, 3600);
 });
 
 test('retryAfterSeconds reads seconds and HTTP dates', () => {
@@ -79,6 +89,12 @@ test('attemptsInRun counts from the end of the last run: a success, a 410, or th
   assert.is(attemptsInRun(attempts(410, 500), 3), 1, 'redelivered after a 410');
   assert.is(attemptsInRun(attempts(500, 500, 500, 500), 3), 0, 'four failures spend a three-step schedule');
   assert.is(attemptsInRun(attempts(500, 500, 500, 500, 500, 503), 3), 2, 'redelivered after a failed run');
+});
+
+test('attemptsInRun passes over answers that held the webhook: a Retry-After spends no retry', () => {
+  const held = { at: '2026-01-01T00:00:00+00:00', statusCode: 429, error: null, durationMs: 1, held: true as const };
+  assert.is(attemptsInRun([...attempts(500), held, held, held, held], 3), 1);
+  assert.is(attemptsInRun([held, ...attempts(500, 503)], 3), 2);
 });
 
 test("attemptsInRun passes over calls that never left the portal (local): an egress proxy's outage spends no retry", () => {

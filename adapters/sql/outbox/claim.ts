@@ -24,6 +24,8 @@ import { claimFloors } from './floors.js';
 
 /** How many undeliverable due deliveries one claim cancels at most (the rest, the next claims). */
 const ORPHANS_PER_CLAIM = 1000;
+/** How many due deliveries of held webhooks one claim defers to their hold's end at most (the rest, the next claims). */
+const HELD_PER_CLAIM = 1000;
 
 /**
  * How the claims are planned. Each of their steps is written to start from an index and stop after
@@ -56,6 +58,33 @@ export function createClaim(
       WHERE h.webhook_id = k.webhook_id AND h.ordering_key = k.ordering_key AND h.next_attempt_at IS NULL
       RETURNING h.*
     ), ${cancelled('heldOfOrphans')}`;
+  // The webhooks held now (`heldAt`: a Retry-After not yet past), read once from their partial
+  // index, an empty probe while none is: their deliveries are passed over and deferred instead.
+  const held = `held AS MATERIALIZED (
+      SELECT coalesce(array_agg(webhook_id), '{}') AS ids FROM ${table('webhook_health')} WHERE held_until > $1::timestamptz
+    )`;
+  const notHeld = `d.webhook_id <> ALL ((SELECT ids FROM held)::text[])`;
+  // `defer`: the due deliveries of held webhooks made due when their hold ends, at most
+  // HELD_PER_CLAIM a claim (a long backlog over several claims, as the orphans are), each from its
+  // webhook's account in due order, skipping rows another claim holds. Sendable ones only: those of
+  // a webhook gone or disabled are the orphans' to cancel, and no row is changed twice by one
+  // statement. With none held, nothing read.
+  const deferred = `deferred AS (
+      UPDATE ${table('delivery_queue')} AS o SET next_attempt_at = passed.held_until
+      FROM (
+        SELECT first.id, h.held_until FROM ${table('webhook_health')} AS h
+        CROSS JOIN LATERAL (
+          SELECT d.id FROM ${table('delivery_queue')} AS d
+          WHERE d.account_id = h.account_id AND d.webhook_id = h.webhook_id AND ${claimable} AND ${sendable}
+          ORDER BY d.next_attempt_at, d.id
+          LIMIT ${HELD_PER_CLAIM}
+          FOR UPDATE OF d SKIP LOCKED
+        ) AS first
+        WHERE h.held_until > $1::timestamptz AND (SELECT cardinality(ids) FROM held) > 0
+        LIMIT ${HELD_PER_CLAIM}
+      ) AS passed
+      WHERE o.id = passed.id
+    )`;
   // The leasing of the rows locked by `due`, and the claim's answer: each with its event and webhook.
   // The rows are found by primary key from an array: joined to `due` instead, the planner, once the
   // table had statistics, read the whole table to hash it (docs/performance.md, "Figures behind the code": the claim).
@@ -82,9 +111,9 @@ export function createClaim(
   // limit was not reached: there is nowhere to send it, and left pending it would stay due forever.
   // At most ORPHANS_PER_CLAIM of them, skipping rows another claim holds: a disabled webhook's backlog
   // of thousands is cancelled over several claims instead of one long UPDATE every instance waits on.
-  const claim = `WITH due AS (
+  const claim = `WITH ${held}, ${deferred}, due AS (
       SELECT id, next_attempt_at, ctid AS row FROM ${table('delivery_queue')} AS d
-      WHERE ${claimable} AND ${sendable}
+      WHERE ${claimable} AND ${sendable} AND ${notHeld}
       ORDER BY next_attempt_at, id
       LIMIT $3::int
       FOR UPDATE SKIP LOCKED
@@ -126,7 +155,7 @@ export function createClaim(
   // before the first live one are those it left behind itself, not every one since VACUUM last ran.
   const accountDue = `FROM ${table('delivery_queue')} AS d
         WHERE d.account_id = accounts.account_id AND d.next_attempt_at >= accounts.floor AND ${claimable}
-          AND d.webhook_id <> ALL ((SELECT ids FROM disabled)::text[])
+          AND d.webhook_id <> ALL ((SELECT ids FROM disabled)::text[]) AND ${notHeld}
         ORDER BY d.account_id, d.next_attempt_at, d.id`;
   // The accounts a claim looks at, each with the time its walk starts at:
   // - a full claim ($10 NULL): every account with pending deliveries, found by a skip scan, from the
@@ -135,7 +164,7 @@ export function createClaim(
   //   that fell due since the last claim (from $10 on): new ones, retries whose time came, redelivered.
   const fairClaim = `WITH RECURSIVE disabled AS MATERIALIZED (
       SELECT coalesce(array_agg(webhook_id), '{}') AS ids FROM ${table('webhook_health')} WHERE disabled_at IS NOT NULL
-    ), everyAccount(account_id) AS (
+    ), ${held}, ${deferred}, everyAccount(account_id) AS (
       (SELECT account_id FROM ${table('delivery_queue')} WHERE $10::timestamptz IS NULL ORDER BY account_id LIMIT 1)
       UNION ALL
       SELECT (SELECT p.account_id FROM ${table('delivery_queue')} AS p

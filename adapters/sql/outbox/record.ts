@@ -17,7 +17,13 @@ import { createBatcher } from '../batch.js';
 import type { Db } from '../client.js';
 import type { Names } from '../schema.js';
 import { countCalls } from '../storage-call-stats.js';
-import { attemptResult, healthAfterSuccesses, healthParams, recordAttemptWithHealth } from '../storage-health.js';
+import {
+  attemptResult,
+  healthAfterSuccesses,
+  healthParams,
+  holdWebhook,
+  recordAttemptWithHealth,
+} from '../storage-health.js';
 import type { orderingKeys } from '../storage-keys.js';
 import { lastAttempts } from '../storage-migrations.js';
 import { finishedFrom } from '../storage-rows.js';
@@ -124,17 +130,19 @@ export function createRecord(
     ${countCalls(names, 'SELECT r.webhook_id, r.account_id, r.entry FROM recorded AS r CROSS JOIN (SELECT count(*) FROM health) AS after_health')}
     SELECT id, due_again, webhook_id, ordering_key, status FROM recorded`;
   const deliveryKeyById = `SELECT webhook_id, ordering_key FROM ${table('delivery_queue')} WHERE id = $1::text`;
+  const hold = holdWebhook(names);
 
   /** The result of the statement without health: recorded or not, and due again. */
   const plainResult = (row: Record<string, unknown> | undefined): AttemptRecorded =>
     row === undefined ? NOT_RECORDED : { recorded: true, disabled: null, dueAgain: row.due_again === true };
 
   /**
-   * `recordAttempt` of a keyed delivery (or one whose key this store did not claim, read first), in
-   * a transaction under its key's lock, taken before the row's: a redeliver takes them in that order
-   * too, so the two never wait for each other. When the attempt ends the key's turn (`endsTurn`),
-   * the key's next is released; a publish that held the lock before saw this one pending and held
-   * its own, which the release's statement (begun after the lock) sees.
+   * `recordAttempt` of a keyed delivery (or one whose key this store did not claim, read first, or
+   * one whose answer held its webhook), in a transaction under its key's lock, taken before the
+   * row's: a redeliver takes them in that order too, so the two never wait for each other. When the
+   * attempt ends the key's turn (`endsTurn`), the key's next is released; a publish that held the
+   * lock before saw this one pending and held its own, which the release's statement (begun after
+   * the lock) sees. A hold (`holdHealth`) is written in the same transaction, after the row.
    */
   async function recordInTurn(
     id: string,
@@ -144,6 +152,7 @@ export function createRecord(
     outcome: { status: DeliveryStatus; nextAttemptAt: string | null },
     health: HealthRule | undefined,
     claimed: DeliveryKey | undefined,
+    heldUntil: string | undefined,
   ): Promise<AttemptRecorded> {
     const params = [id, owner, entry, outcome.status, outcome.nextAttemptAt];
     const key =
@@ -160,6 +169,7 @@ export function createRecord(
           : await tx.query(recordAttemptAndHealth, [...params, ...healthParams(attempt, health)]);
       const result = health === undefined ? plainResult(row) : attemptResult(row);
       if (!result.recorded) return result;
+      if (heldUntil !== undefined) await tx.query(hold, [row!.webhook_id, heldUntil]);
       const recorded = {
         status: row!.status as DeliveryStatus,
         orderingKey: (row!.ordering_key ?? null) as string | null,
@@ -223,16 +233,17 @@ export function createRecord(
   });
 
   return {
-    async recordAttempt({ id, owner, attempt, outcome, health }) {
+    async recordAttempt({ id, owner, attempt, outcome, health, hold: heldUntil }) {
       const entry = JSON.stringify({
         at: attempt.at,
         statusCode: attempt.statusCode,
         error: attempt.error,
         durationMs: attempt.durationMs,
         ...(attempt.local ? { local: true } : {}),
+        ...(attempt.held ? { held: true } : {}),
       });
       const claimed = claimedKeys.take(id);
-      if (claimed !== undefined && health !== undefined && attemptSucceeded(attempt)) {
+      if (claimed !== undefined && health !== undefined && heldUntil === undefined && attemptSucceeded(attempt)) {
         const { webhookId, orderingKey } = claimed;
         return recordSuccessesTogether({
           id,
@@ -246,10 +257,11 @@ export function createRecord(
           at: attempt.at,
         });
       }
-      // A delivery that may have a key (it has one, or this store did not claim it): recorded in a
-      // transaction that, when its key's turn ends, releases the key's next one.
-      if (claimed === undefined || claimed.orderingKey !== null)
-        return recordInTurn(id, owner, attempt, entry, outcome, health, claimed);
+      // A delivery that may have a key (it has one, or this store did not claim it), or that holds
+      // its webhook: recorded in a transaction that, when its key's turn ends, releases the key's
+      // next one, and writes the hold.
+      if (claimed === undefined || claimed.orderingKey !== null || heldUntil !== undefined)
+        return recordInTurn(id, owner, attempt, entry, outcome, health, claimed, heldUntil);
       const params = [id, owner, entry, outcome.status, outcome.nextAttemptAt];
       if (health !== undefined)
         return attemptResult(
