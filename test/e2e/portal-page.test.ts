@@ -296,6 +296,26 @@ it('a failing receiver: the log shows the failure and the retry scheduled; redel
   await page.context().close();
 });
 
+it('a receiver that asks to wait: the webhook says until when, and the log marks the attempt as asked to wait', async () => {
+  const webhook = await newWebhook(`${receiver.url}/busy`);
+  receiver.script([{ status: 429, headers: { 'Retry-After': '600' } }]);
+  const page = await signedIn();
+  await page.goto(`${app.url}/portal/#/webhooks/${webhook.id}`);
+  await page.getByRole('button', { name: 'Send test call' }).click();
+  const pending = page.locator('.delivery[data-status="pending"]');
+  await pending.locator('.next').waitFor({ timeout: 15_000 });
+  assert.match(
+    (await pending.locator('.attempts li').first().textContent()) ?? '',
+    /HTTP 429.*asked to wait, not counted/,
+  );
+  await page.reload();
+  await page.getByText('(its receiver asked, with Retry-After)').waitFor();
+  assert.is(await page.getByText('Failures in a row').count(), 0, 'no failure counted');
+  await shoot(page, '4b-asked-to-wait');
+  assert.equal(problemsOf(page), []);
+  await page.context().close();
+});
+
 it('rotate the secret with a chosen grace: the new one shown with a copy button, and behind Reveal after; disable and enable', async () => {
   const webhook = await newWebhook(`${receiver.url}/rotated`);
   const page = await signedIn();

@@ -371,5 +371,15 @@ function attempt(entry: DeliveryAttempt): HTMLLIElement {
           " · the portal's side, not counted",
         )
       : null,
+    entry.held
+      ? el(
+          'span',
+          {
+            class: 'hint',
+            title: 'The receiver asked to wait (Retry-After): its calls waited, and this is no failure.',
+          },
+          ' · asked to wait, not counted',
+        )
+      : null,
   );
 }

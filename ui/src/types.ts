@@ -38,6 +38,7 @@ export interface WebhookHealth {
   lastSuccessAt: string | null;
   lastAttemptAt: string | null;
   consecutiveFailures: number;
+  heldUntil: string | null;
 }
 
 export interface DeliveryAttempt {
@@ -47,6 +48,8 @@ export interface DeliveryAttempt {
   durationMs: number;
   /** The call never left the portal (its egress proxy failed): not charged to the webhook. */
   local?: true;
+  /** The receiver asked to wait (`Retry-After` on a 429 or 503): no failure, no retry spent. */
+  held?: true;
 }
 
 export interface Delivery {

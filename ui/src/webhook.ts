@@ -108,6 +108,12 @@ export const webhookScreen: Screen = ({ main, title, rest }) => {
         ['Disabled at', health.disabledAt === null ? null : time(health.disabledAt)],
         ['Failing since', health.failingSince === null ? null : time(health.failingSince)],
         ['Failures in a row', health.consecutiveFailures > 0 ? String(health.consecutiveFailures) : null],
+        [
+          'Calls wait until',
+          health.heldUntil === null
+            ? null
+            : el('span', {}, time(health.heldUntil), ' (its receiver asked, with Retry-After)'),
+        ],
         ['Last success', time(health.lastSuccessAt)],
         ['Last attempt', time(health.lastAttemptAt)],
       ]),
