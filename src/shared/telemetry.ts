@@ -11,7 +11,7 @@ import { VERSION } from './version.js';
 /** How a webhook call went: a 2xx, another status, no answer in time, or no answer at all. */
 export type CallOutcome = 'success' | 'failure' | 'timeout' | 'error';
 /** What a recorded attempt did to its delivery. */
-export type DeliveryOutcome = 'delivered' | 'retrying' | 'exhausted' | 'redelivered' | 'not-recorded';
+export type DeliveryOutcome = 'delivered' | 'retrying' | 'held' | 'exhausted' | 'redelivered' | 'not-recorded';
 
 /** The delivery queue as the gauges report it: how many wait, and how long the earliest has. */
 export interface QueueState {

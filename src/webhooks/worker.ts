@@ -225,11 +225,13 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
         ? 'not-recorded'
         : redelivered
           ? 'redelivered'
-          : outcome.status === 'succeeded'
-            ? 'delivered'
-            : outcome.status === 'failed'
-              ? 'exhausted'
-              : 'retrying',
+          : hold !== null
+            ? 'held'
+            : outcome.status === 'succeeded'
+              ? 'delivered'
+              : outcome.status === 'failed'
+                ? 'exhausted'
+                : 'retrying',
     );
     if (recorded.recorded) {
       try {

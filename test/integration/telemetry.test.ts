@@ -13,7 +13,7 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { memoryStorage, memoryTransport } from '../../adapters/memory/index.js';
+import { type MemoryResponse, memoryStorage, memoryTransport } from '../../adapters/memory/index.js';
 import type { Storage } from '../../src/ports.js';
 import { redactedUrl } from '../../src/shared/telemetry.js';
 import { KEY_A, startPortal } from '../helpers/server.js';
@@ -182,7 +182,7 @@ test('spans made while a request is served are children of its span', () =>
 
 test('a client span per webhook call, its URL without query values, status and attempt; call durations and delivery outcomes', () =>
   withSdk(async () => {
-    let answer = 503;
+    let answer: MemoryResponse = 503;
     const transport = memoryTransport({ respond: () => answer });
     const app = await startPortal({ transport, signingKeys: [SIGNING_KEY_1], webhooks: { tick: NEVER } });
     try {
@@ -222,6 +222,11 @@ test('a client span per webhook call, its URL without query values, status and a
       assert.is(succeeded!.attributes['server.address'], 'hooks.example');
       assert.not.match(JSON.stringify(calls.map((span) => span.attributes)), 'receiver-secret-123');
 
+      // A receiver that asks to wait: the delivery is held, not retrying.
+      answer = { statusCode: 429, headers: { 'retry-after': '30' } };
+      await app.portal.events.publish('acct_a', 'customer-created', { customer: { id: 'cus_2' } });
+      await app.portal.worker!.tick();
+
       const durations = await points('customer_portal.webhook.call.duration');
       const outcomes = Object.fromEntries(
         durations.map((point) => [String(point.attributes.outcome), (point.value as Histogram).count]),
@@ -230,11 +235,12 @@ test('a client span per webhook call, its URL without query values, status and a
         durations.every((point) => Object.keys(point.attributes).join() === 'outcome'),
         'by outcome alone: no label a tenant chooses',
       );
-      assert.equal(outcomes, { failure: 1, success: 1 });
+      assert.equal(outcomes, { failure: 2, success: 1 });
       const deliveries = await points('customer_portal.deliveries');
       assert.equal(Object.fromEntries(deliveries.map((point) => [String(point.attributes.outcome), point.value])), {
         retrying: 1,
         delivered: 1,
+        held: 1,
       });
     } finally {
       await app.close();
