@@ -73,8 +73,16 @@ export function fakeTimers({ horizonMs = Number.POSITIVE_INFINITY } = {}) {
 /** Seconds from `from` to the ATOM `to`. */
 export const secondsBetween = (from: Date, to: string) => (Date.parse(to) - from.getTime()) / 1000;
 
-/** Polls `check` until it holds; for what happens at once but not synchronously (the first attempt after publish). */
-export async function waitFor(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 3000): Promise<void> {
+/**
+ * Polls `check` until it holds; for what happens at once but not synchronously (the first attempt
+ * after publish). The bound only ends a test that would otherwise hang: a store under a machine busy
+ * with other files took over 3 s to record a redelivery, so it is 10 s.
+ */
+export async function waitFor(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
