@@ -102,7 +102,7 @@ const lastTimes = (() => {
 })();
 
 /**
- * @typedef {{ label: string, key: string, bin: string, argv: string[], env: NodeJS.ProcessEnv, summary: boolean, retried?: boolean }} Job
+ * @typedef {{ label: string, key: string, bin: string, argv: string[], env: NodeJS.ProcessEnv, summary: boolean, retried?: boolean, first?: boolean }} Job
  * `summary`: the job prints uvu's summary (a test file), else it counts as one test, passed when it exits 0.
  */
 
@@ -214,6 +214,10 @@ async function makeRunDatabase() {
     await onServer(
       ...stale.map(({ datname }) => `DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`),
       `CREATE DATABASE "${name}" TEMPLATE template0`,
+      // A commit answers before its WAL reaches the disk: the tests commit thousands of small
+      // transactions, and none checks what a crash of the server itself keeps (the faults part
+      // restarts it cleanly, which writes everything out first).
+      `ALTER DATABASE "${name}" SET synchronous_commit = off`,
     );
   } catch (error) {
     console.log(`The run's own database could not be made (${error.message}): the tests use their default`);
@@ -284,15 +288,18 @@ const failures = [];
 const totals = { total: 0, passed: 0, skipped: 0 };
 
 if (only !== 'e2e') queue.push(...lineJobs(suiteFiles, process.execPath, thisLine));
-if (only !== 'suite') for (const file of e2eFiles) queue.push(filesJob([file], process.execPath, thisLine));
+// The end-to-end files touch no PostgreSQL: they may run while the faults part restarts it (below).
+if (only !== 'suite')
+  for (const file of e2eFiles) queue.push({ ...filesJob([file], process.execPath, thisLine), first: true });
 /**
- * The reliability suite (reliability/run.ts) runs in three jobs. Its bad input, security, full-disk
+ * The reliability suite (reliability/run.ts) runs in four jobs. Its bad input, security, full-disk
  * and slow-client parts run in the pool beside the files, and so does its load part, in a job of
  * its own: a minute of mixed traffic whose checks (nothing lost, a server's memory after a full
  * collection) a busy machine slows but does not distort, and which runs again alone at the end,
- * like any file, should it fail beside others. Its costs part bounds an event-loop stall, a figure
- * other processes would distort, and its faults part restarts the PostgreSQL server other files
- * use: those two run last, alone.
+ * like any file, should it fail beside others. Its faults part restarts the PostgreSQL server other
+ * files use: it runs first, beside the end-to-end files only, and every other job waits for it to
+ * end. Its costs part bounds an event-loop stall, a figure other processes would distort: it runs
+ * last, alone.
  */
 const reliability = (parts) => ({
   label: `reliability suite (${parts})`,
@@ -303,9 +310,12 @@ const reliability = (parts) => ({
   summary: false,
 });
 const alone = [];
+/** The faults part's job, when the run has one: the jobs not marked `first` start once it has ended. */
+let faults;
 if (only === 'all' && filter === undefined) {
-  queue.push(reliability('inputs,security,disk,slow'), reliability('load'));
-  alone.push(reliability('costs,faults'));
+  faults = { ...reliability('faults'), first: true };
+  queue.push(faults, reliability('inputs,security,disk,slow'), reliability('load'));
+  alone.push(reliability('costs'));
 }
 if (only === 'all') {
   for (const line of otherLines) {
@@ -322,8 +332,14 @@ if (only === 'all') {
   }
 }
 
-// Longest first; files never timed (new ones) before all others, as they may be long.
-queue.sort((a, b) => (lastTimes[b.key] ?? Number.POSITIVE_INFINITY) - (lastTimes[a.key] ?? Number.POSITIVE_INFINITY));
+// The faults part, then the jobs that may run beside it, then the others; within each, longest
+// first, files never timed (new ones) before all others, as they may be long.
+const rank = (job) => (job === faults ? 0 : job.first ? 1 : 2);
+queue.sort(
+  (a, b) =>
+    rank(a) - rank(b) ||
+    (lastTimes[b.key] ?? Number.POSITIVE_INFINITY) - (lastTimes[a.key] ?? Number.POSITIVE_INFINITY),
+);
 
 const times = { ...lastTimes };
 const count = (text, word) =>
@@ -416,10 +432,15 @@ function report(job, { output, code, signal, timedOut, ms }, { last = false } = 
 }
 
 let next = 0;
+/** Resolves once the faults part has ended (at once without one). */
+let faultsDone = Promise.resolve();
 async function worker() {
   while (next < queue.length) {
     const job = queue[next++];
-    report(job, await runJob(job));
+    if (!job.first) await faultsDone;
+    const run = runJob(job);
+    if (job === faults) faultsDone = run.then(() => {});
+    report(job, await run);
   }
 }
 console.log(
