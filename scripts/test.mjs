@@ -148,10 +148,12 @@ function lineJobs(files, bin, line) {
   }
   return [
     ...jobsOfLine,
-    ...groups.map((group, i) =>
+    ...groups.map((group, i) => ({
       // Named by its place, not its files, so that its last time is found again next run.
-      filesJob(group.files.sort(), bin, line, `unit and http, part ${i + 1} of ${GROUPS}`),
-    ),
+      ...filesJob(group.files.sort(), bin, line, `unit and http, part ${i + 1} of ${GROUPS}`),
+      // They use no PostgreSQL: they may run while the faults part restarts it.
+      first: true,
+    })),
   ];
 }
 
@@ -288,7 +290,7 @@ const failures = [];
 const totals = { total: 0, passed: 0, skipped: 0 };
 
 if (only !== 'e2e') queue.push(...lineJobs(suiteFiles, process.execPath, thisLine));
-// The end-to-end files touch no PostgreSQL: they may run while the faults part restarts it (below).
+// The end-to-end files use no PostgreSQL either: they may run while the faults part restarts it (below).
 if (only !== 'suite')
   for (const file of e2eFiles) queue.push({ ...filesJob([file], process.execPath, thisLine), first: true });
 /**
@@ -297,8 +299,8 @@ if (only !== 'suite')
  * its own: a minute of mixed traffic whose checks (nothing lost, a server's memory after a full
  * collection) a busy machine slows but does not distort, and which runs again alone at the end,
  * like any file, should it fail beside others. Its faults part restarts the PostgreSQL server other
- * files use: it runs first, beside the end-to-end files only, and every other job waits for it to
- * end. Its costs part bounds an event-loop stall, a figure other processes would distort: it runs
+ * files use: it runs first, beside the jobs marked `first` (the end-to-end files and the unit and
+ * HTTP groups, which use none), and every other job waits for it to end. Its costs part bounds an event-loop stall, a figure other processes would distort: it runs
  * last, alone.
  */
 const reliability = (parts) => ({
