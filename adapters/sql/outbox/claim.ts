@@ -65,26 +65,26 @@ export function createClaim(
     )`;
   const notHeld = `d.webhook_id <> ALL ((SELECT ids FROM held)::text[])`;
   // `defer`: the due deliveries of held webhooks made due when their hold ends, at most
-  // HELD_PER_CLAIM a claim (a long backlog over several claims, as the orphans are), each from its
-  // webhook's account in due order, skipping rows another claim holds. Sendable ones only: those of
-  // a webhook gone or disabled are the orphans' to cancel, and no row is changed twice by one
-  // statement. With none held, nothing read.
-  const deferred = `deferred AS (
-      UPDATE ${table('delivery_queue')} AS o SET next_attempt_at = passed.held_until
-      FROM (
-        SELECT first.id, h.held_until FROM ${table('webhook_health')} AS h
+  // HELD_PER_CLAIM at once (a long backlog over several claims, as the orphans are), each from its
+  // webhook's account in due order, skipping rows a claim holds. Sendable ones only: those of a
+  // webhook gone or disabled are the orphans' to cancel. A statement of its own, run after a claim
+  // that found a webhook held: inside the claim, even unused, it slowed every claim of a 20,000
+  // backlog tenfold (bench row "webhook fleet, 1 worker", draining).
+  const deferHeld = `UPDATE ${table('delivery_queue')} AS o SET next_attempt_at = h.held_until
+    FROM ${table('webhook_health')} AS h
+    WHERE o.id = ANY (ARRAY(
+        SELECT first.id FROM ${table('webhook_health')} AS held
         CROSS JOIN LATERAL (
           SELECT d.id FROM ${table('delivery_queue')} AS d
-          WHERE d.account_id = h.account_id AND d.webhook_id = h.webhook_id AND ${claimable} AND ${sendable}
+          WHERE d.account_id = held.account_id AND d.webhook_id = held.webhook_id AND ${claimable} AND ${sendable}
           ORDER BY d.next_attempt_at, d.id
           LIMIT ${HELD_PER_CLAIM}
           FOR UPDATE OF d SKIP LOCKED
         ) AS first
-        WHERE h.held_until > $1::timestamptz AND (SELECT cardinality(ids) FROM held) > 0
-        LIMIT ${HELD_PER_CLAIM}
-      ) AS passed
-      WHERE o.id = passed.id
-    )`;
+        WHERE held.held_until > $1::timestamptz
+        LIMIT ${HELD_PER_CLAIM}))
+      AND h.webhook_id = o.webhook_id AND h.held_until > $1::timestamptz`;
+  const anyHeld = `SELECT EXISTS (SELECT 1 FROM ${table('webhook_health')} WHERE held_until > $1::timestamptz) AS held`;
   // The leasing of the rows locked by `due`, and the claim's answer: each with its event and webhook.
   // The rows are found by primary key from an array: joined to `due` instead, the planner, once the
   // table had statistics, read the whole table to hash it (docs/performance.md, "Figures behind the code": the claim).
@@ -111,7 +111,7 @@ export function createClaim(
   // limit was not reached: there is nowhere to send it, and left pending it would stay due forever.
   // At most ORPHANS_PER_CLAIM of them, skipping rows another claim holds: a disabled webhook's backlog
   // of thousands is cancelled over several claims instead of one long UPDATE every instance waits on.
-  const claim = `WITH ${held}, ${deferred}, due AS (
+  const claim = `WITH ${held}, due AS (
       SELECT id, next_attempt_at, ctid AS row FROM ${table('delivery_queue')} AS d
       WHERE ${claimable} AND ${sendable} AND ${notHeld}
       ORDER BY next_attempt_at, id
@@ -164,7 +164,7 @@ export function createClaim(
   //   that fell due since the last claim (from $10 on): new ones, retries whose time came, redelivered.
   const fairClaim = `WITH RECURSIVE disabled AS MATERIALIZED (
       SELECT coalesce(array_agg(webhook_id), '{}') AS ids FROM ${table('webhook_health')} WHERE disabled_at IS NOT NULL
-    ), ${held}, ${deferred}, everyAccount(account_id) AS (
+    ), ${held}, everyAccount(account_id) AS (
       (SELECT account_id FROM ${table('delivery_queue')} WHERE $10::timestamptz IS NULL ORDER BY account_id LIMIT 1)
       UNION ALL
       SELECT (SELECT p.account_id FROM ${table('delivery_queue')} AS p
@@ -236,7 +236,8 @@ export function createClaim(
     -- floors (on every row, the driver parsed the two arrays once per delivery claimed).
     SELECT returned.*,
       CASE WHEN row_number() OVER (ORDER BY returned.d_next_attempt_at, returned.d_id) = 1 THEN looked.f_accounts END AS f_accounts,
-      CASE WHEN row_number() OVER (ORDER BY returned.d_next_attempt_at, returned.d_id) = 1 THEN looked.f_floors END AS f_floors
+      CASE WHEN row_number() OVER (ORDER BY returned.d_next_attempt_at, returned.d_id) = 1 THEN looked.f_floors END AS f_floors,
+      (SELECT cardinality(ids) FROM held) AS f_held
     FROM (
       SELECT array_agg(account_id) AS f_accounts,
         array_agg(CASE WHEN floor = '-infinity' THEN '-infinity' ELSE ${atomOf('floor')} END) AS f_floors
@@ -271,6 +272,7 @@ export function createClaim(
       if (limit <= 0) return [];
       if (perAccount === undefined) {
         const rows = await db.transaction((tx) => tx.query(claim, [now, leaseUntil, limit, owner]), BY_INDEX);
+        if ((await db.query(anyHeld, [now]))[0]?.held === true) await db.query(deferHeld, [now]);
         const claimed = rows.map((row) => ({
           delivery: toDelivery(row, 'd_'),
           event: toEvent(row, 'e_'),
@@ -300,6 +302,8 @@ export function createClaim(
           ]),
         BY_INDEX,
       );
+      // Some webhook is held: its due deliveries the walk passed over are made due when the hold ends.
+      if (Number(rows[0]?.f_held ?? 0) > 0) await db.query(deferHeld, [now]);
       // The one row of a claim that leased nothing carries only what it looked at.
       const claimed = rows
         .filter((row) => row.d_id !== null)
