@@ -282,6 +282,9 @@ if (runDatabase !== null) {
 }
 // Made once for the run and shared by its files: PGlite's cluster, and the test PKI (test/helpers/pki.ts).
 process.env.CP_TEST_RUN_DIR = runDir;
+// Node 22 and 24 keep the code they compiled for the next process (a test file, a PDF worker thread)
+// to load: the suite loads the library in hundreds of them. Node 20 ignores it.
+process.env.NODE_COMPILE_CACHE = path.join(runDir, 'compile-cache');
 process.env.CP_TEST_PGLITE_DATA = path.join(runDir, 'pglite-data.tar.gz');
 const pgliteReady = only === 'e2e' ? Promise.resolve() : makePgliteData(process.env.CP_TEST_PGLITE_DATA);
 /** @type {Job[]} */
