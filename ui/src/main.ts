@@ -96,7 +96,7 @@ function askBranding(): void {
 /** The top bar's brand: the company's logo and name once known, else the page's name. */
 function brand(): HTMLElement[] {
   const name = el('span', { class: 'brand' }, branding?.name ?? 'Customer portal');
-  // A data-URL only: the page's CSP (img-src 'self' data:) would refuse an https: one.
+  // A data-URL or an https: one, as the page's CSP takes (img-src 'self' data: https:).
   return branding?.logoUrl != null ? [el('img', { class: 'logo', src: branding.logoUrl, alt: '' }), name] : [name];
 }
 

@@ -144,7 +144,7 @@ function topBar(): HTMLElement {
   return el(
     'header',
     { class: 'top branded' },
-    // A data-URL only: the page's CSP (img-src 'self' data:) would refuse an https: one.
+    // A data-URL or an https: one, as the page's CSP takes (img-src 'self' data: https:).
     brand.logoUrl != null ? el('img', { class: 'logo', src: brand.logoUrl, alt: '' }) : null,
     el('span', { class: 'brand' }, brand.name),
   );
