@@ -88,9 +88,9 @@ function pdfjs(): Promise<PdfJs> {
 
 /**
  * A section showing the pages of the document at `link` (`size` bytes), filled once they are read.
- * `fresh()` gives the link again when the one in hand may have lapsed.
+ * The link is read at once, so one from a view just asked for has not lapsed.
  */
-export function pdfPages(name: string, size: number, fresh: () => Promise<string>, words: Words): HTMLElement {
+export function pdfPages(name: string, size: number, link: string, words: Words): HTMLElement {
   const section = el('section', { class: 'pages', 'aria-label': words.pagesOf(name) });
   if (size > MAX_BYTES) {
     replace(section, el('p', { class: 'hint' }, words.pagesTooLarge));
@@ -98,7 +98,7 @@ export function pdfPages(name: string, size: number, fresh: () => Promise<string
   }
   const status = el('p', { class: 'hint', role: 'status' }, words.pagesLoading);
   section.append(status);
-  void draw(section, status, name, fresh, words);
+  void draw(section, status, name, link, words);
   return section;
 }
 
@@ -106,12 +106,12 @@ async function draw(
   section: HTMLElement,
   status: HTMLElement,
   name: string,
-  fresh: () => Promise<string>,
+  link: string,
   words: Words,
 ): Promise<void> {
   let pdf: PdfDocument;
   try {
-    const res = await fetch(await fresh(), { credentials: 'omit' });
+    const res = await fetch(link, { credentials: 'omit' });
     if (!res.ok) throw new Error(`${res.status}`);
     const data = new Uint8Array(await res.arrayBuffer());
     if (data.byteLength > MAX_BYTES) throw new Error('too large');

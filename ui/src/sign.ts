@@ -311,18 +311,12 @@ function renewing(anchor: HTMLAnchorElement, documentId: string, which: 'link' |
 
 /**
  * Each document's pages, shown in the page: its completed copy once there is one, else the
- * document as sent. The view's link serves for 5 minutes; past 4, the view is asked for again.
+ * document as sent. Every view shown is one just answered, so its links are fresh.
  */
 function pagesOf(view: View): HTMLElement[] {
-  const at = Date.now();
-  return view.documents.map((document) => {
-    const which = document.signedLink === null ? 'link' : 'signedLink';
-    const fresh = async () =>
-      (Date.now() - at < LINK_FRESH_MS
-        ? null
-        : (await call('GET', 'signing')).documents.find((one) => one.id === document.id)?.[which]) ?? document[which]!;
-    return pdfPages(document.documentName, document.fileSize, fresh, words);
-  });
+  return view.documents.map((document) =>
+    pdfPages(document.documentName, document.fileSize, document.signedLink ?? document.link, words),
+  );
 }
 
 function show(view: View, notice?: string): void {
