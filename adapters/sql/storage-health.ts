@@ -146,8 +146,8 @@ export function attemptResult(row: Row | undefined): AttemptRecorded {
 }
 
 /**
- * `holdHealth` of src/rules/webhook-health.ts: the webhook ($1) of an existing webhook held until
- * $2, the later of that and the hold its health has.
+ * `holdHealth` of src/rules/webhook-health.ts: webhook $1, if it exists, held until $2 or the later
+ * hold its health has already.
  */
 export function holdWebhook({ table }: Names): string {
   return `INSERT INTO ${table('webhook_health')} AS h (webhook_id, account_id, held_until)
