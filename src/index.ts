@@ -35,6 +35,7 @@ export type {
   IdempotencyStore,
   PortalSessionStore,
   WebhookCall,
+  WebhookChanges,
   WebhookCallResult,
   WebhookTransport,
 } from './ports.js';

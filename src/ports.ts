@@ -108,11 +108,20 @@ export interface WebhookStore {
    */
   rotateWebhookSecret(accountId: string, id: string, rotation: SecretRotation): Promise<WebhookRecord | null>;
   /**
-   * Gives the webhook `filter` (`null`: none, every event of its type), in one atomic step; nothing
-   * else changes, and it keeps its place in listings. Publishes from then on are matched against
-   * it. Resolves the stored webhook, or `null` when absent in this account.
+   * Changes the webhook's filter, its rate limit, or both, in one atomic step (a key absent is
+   * kept, `null` removes it); nothing else changes, and it keeps its place in listings. Publishes
+   * from then on are matched against the filter. A change of `rateLimit` starts its pacing again:
+   * its deliveries waiting for a slot (`paceSlots` in `rules/rate-limit.ts`) are due at `now` (ATOM),
+   * to be paced at the new limit, or sent without one. Resolves the stored webhook, or `null` when
+   * absent in this account.
    */
-  setWebhookFilter(accountId: string, id: string, filter: EventFilter | null): Promise<WebhookRecord | null>;
+  updateWebhook(accountId: string, id: string, changes: WebhookChanges, now: string): Promise<WebhookRecord | null>;
+}
+
+/** What `Storage.updateWebhook` changes: a key absent is kept, `null` removes it. */
+export interface WebhookChanges {
+  filter?: EventFilter | null;
+  rateLimit?: number | null;
 }
 
 /** File and directory entries (conformance: `storage-files.ts`). */

@@ -25,6 +25,8 @@ export interface Webhook {
   createdAt: string;
   /** Which events of its type it gets (`rules/event-filter.ts`); absent: every one. */
   filter?: EventFilter;
+  /** At most this many of its calls start in any one-second window (`rules/rate-limit.ts`); absent: no limit. */
+  rateLimit?: number;
   /** `ed25519` for a webhook whose calls carry `v1a,` signatures; absent: `v1,` HMAC-SHA256. */
   signatureScheme?: 'ed25519';
   /** The `whpk_` public key an ed25519 webhook's calls verify with. */
@@ -83,6 +85,8 @@ export interface WebhookHealth {
   consecutiveFailures: number;
   /** Until when its calls wait, as its receiver asked (`Retry-After` on a `429` or `503`); `null` when they do not. */
   heldUntil: string | null;
+  /** The webhook's `rateLimit`: calls a second at most; `null` when it has none. */
+  rateLimit: number | null;
 }
 /**
  * A webhook's health as stored, under the webhook's id: a record apart from the webhook, written

@@ -22,6 +22,7 @@ import {
 } from '../../src/records.js';
 import { oldestFirst } from '../../src/shared/order.js';
 import { AgreementDue } from './agreement-due.js';
+import { Pacing } from './pacing.js';
 import { createRecordState, type StateRow, type StoredRecord, type TableName } from './record-state.js';
 
 /** One change of a transaction: a whole record stored, or one removed. */
@@ -157,6 +158,8 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
    * restart its key is free at once. A completed key is stored with its record.
    */
   const claims = new Map<string, IdempotencyRecord>();
+  /** The rate-limited webhooks' pacing: only in memory (see `Pacing`). */
+  const pacing = new Pacing();
 
   /** The webhook's deliveries of one event, newest first, from just past `from`, made before `until`. */
   function eventDeliveries(
@@ -351,12 +354,29 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       return copyWebhook(rotated);
     },
 
-    async setWebhookFilter(accountId, id, filter) {
+    async updateWebhook(accountId, id, { filter, rateLimit }, now) {
       const row = state.owned('webhook', accountId, id);
       if (row === undefined) return null;
-      const { filter: _old, ...rest } = kept<WebhookRecord>(row);
-      const changed: WebhookRecord = filter === null ? rest : { ...rest, filter };
-      await commit([{ table: 'webhook', record: changed }]);
+      const { filter: oldFilter, rateLimit: oldLimit, ...rest } = kept<WebhookRecord>(row);
+      const keptFilter = filter === undefined ? oldFilter : (filter ?? undefined);
+      const keptLimit = rateLimit === undefined ? oldLimit : (rateLimit ?? undefined);
+      const changed: WebhookRecord = {
+        ...rest,
+        ...(keptFilter === undefined ? {} : { filter: keptFilter }),
+        ...(keptLimit === undefined ? {} : { rateLimit: keptLimit }),
+      };
+      const changes = [{ table: 'webhook', record: changed } as Change];
+      // A new limit paces again what waited for a slot of the old one: due now, the next claim paces it.
+      if (keptLimit !== oldLimit && oldLimit !== undefined) {
+        for (const waited of pacing.restart(id, now, oldLimit)) {
+          const delivery = state.get('delivery', waited);
+          if (delivery === undefined) continue;
+          const current = kept<DeliveryRecord>(delivery);
+          if (current.status !== 'pending' || current.nextAttemptAt === null || current.nextAttemptAt <= now) continue;
+          changes.push(putDelivery({ ...current, nextAttemptAt: now }));
+        }
+      }
+      await commit(changes);
       return copyWebhook(changed);
     },
 
@@ -546,13 +566,20 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
         const health = state.get('health', delivery.webhookId);
         return health === undefined ? null : healthRules.heldAt(kept<WebhookHealthRecord>(health), claim.now);
       };
-      const { leased, cancelled, deferred } = deliveryRules.planClaim(
-        due.rows,
-        claim,
+      const slotOf = (delivery: DeliveryRecord) => {
+        const { rateLimit } = kept<WebhookRecord>(state.get('webhook', delivery.webhookId)!);
+        return rateLimit === undefined ? null : pacing.slotOf(delivery, rateLimit, claim.now);
+      };
+      const { leased, cancelled, deferred } = deliveryRules.planClaim(due.rows, claim, {
         deliverable,
-        due.skip,
+        accountFull: due.skip,
         heldUntil,
-      );
+        slotOf,
+      });
+      pacing.sweep((id, slot) => {
+        const row = state.get('delivery', id);
+        return row !== undefined && kept<DeliveryRecord>(row).nextAttemptAt === slot;
+      });
       // A key whose turn is cancelled (its webhook disabled) has its held deliveries cancelled too:
       // they would each be cancelled when their turn came.
       for (const turn of [...cancelled]) {
@@ -636,6 +663,8 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       const keyTaken =
         current.orderingKey !== null && state.keyTurnOf(current.webhookId, current.orderingKey, current.id);
       const again = deliveryRules.redeliver(current, nextAttemptAt, keyTaken);
+      // Due now by hand, it is paced again if its webhook has a limit.
+      pacing.forget(id);
       await commit([putDelivery(again)]);
       return copyDelivery(again);
     },

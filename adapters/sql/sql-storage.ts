@@ -62,14 +62,14 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
   const callStats = createCallStats(db, names);
 
   const sql = {
-    insertWebhook: `INSERT INTO ${table('webhooks')} (id, account_id, type, url, secret, created_at, filter)
-      VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::timestamptz, $7::json)`,
+    insertWebhook: `INSERT INTO ${table('webhooks')} (id, account_id, type, url, secret, created_at, filter, rate_limit)
+      VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::timestamptz, $7::json, $8::int)`,
     // The account's webhooks are counted under a lock of the account (released at commit), so two
     // creates at once cannot both see room for one more; the count is a statement after the lock,
     // so in READ COMMITTED it sees what a create that held the lock before committed.
-    insertWebhookWithin: `INSERT INTO ${table('webhooks')} (id, account_id, type, url, secret, created_at, filter)
-      SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::timestamptz, $7::json
-      WHERE (SELECT count(*) FROM ${table('webhooks')} WHERE account_id = $2::text) < $8::int
+    insertWebhookWithin: `INSERT INTO ${table('webhooks')} (id, account_id, type, url, secret, created_at, filter, rate_limit)
+      SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::timestamptz, $7::json, $8::int
+      WHERE (SELECT count(*) FROM ${table('webhooks')} WHERE account_id = $2::text) < $9::int
       RETURNING id`,
     getWebhook: `SELECT ${webhookColumns()} FROM ${table('webhooks')} WHERE id = $2::text AND account_id = $1::text`,
     listWebhooks: `SELECT ${webhookColumns()} FROM ${table('webhooks')} WHERE account_id = $1::text ORDER BY created_at, seq`,
@@ -81,9 +81,25 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
         secret = $3::text
       WHERE id = $2::text AND account_id = $1::text
       RETURNING ${webhookColumns()}`,
-    setWebhookFilter: `UPDATE ${table('webhooks')} SET filter = $3::json
-      WHERE id = $2::text AND account_id = $1::text
-      RETURNING ${webhookColumns()}`,
+    // $3: whether the filter changes, to $4; $5: whether the rate limit changes, to $6. With a new
+    // limit, the deliveries given a slot of a later second than $7 (now) are due now, to be paced
+    // at the new one (or sent without), and the pacing goes back to now (restartedPace of
+    // src/rules/rate-limit.ts). Every SET reads the row as it was.
+    updateWebhook: `WITH changed AS (
+        UPDATE ${table('webhooks')} AS w
+        SET filter = CASE WHEN $3::boolean THEN $4::json ELSE w.filter END,
+          rate_limit = CASE WHEN $5::boolean THEN $6::int ELSE w.rate_limit END,
+          pace_second = CASE WHEN $5::boolean AND w.pace_second > $7::timestamptz THEN $7::timestamptz ELSE w.pace_second END,
+          pace_used = CASE WHEN $5::boolean AND w.pace_second > $7::timestamptz THEN w.rate_limit ELSE w.pace_used END
+        FROM (SELECT rate_limit AS before FROM ${table('webhooks')} WHERE id = $2::text AND account_id = $1::text FOR UPDATE) AS old
+        WHERE w.id = $2::text AND w.account_id = $1::text
+        RETURNING ${webhookColumns('w')}, old.before IS DISTINCT FROM w.rate_limit AS repace
+      ), repaced AS (
+        UPDATE ${table('delivery_queue')} AS d SET paced = false, next_attempt_at = $7::timestamptz
+        WHERE d.webhook_id = $2::text AND d.paced AND d.next_attempt_at > $7::timestamptz
+          AND (SELECT repace FROM changed)
+      )
+      SELECT * FROM changed`,
     deleteWebhook: `DELETE FROM ${table('webhooks')} WHERE id = $2::text AND account_id = $1::text RETURNING id`,
     // `cancel` of src/rules/deliveries.ts, on every pending delivery of the webhook. A separate
     // statement after the delete, so that in READ COMMITTED it sees deliveries that a publish
@@ -144,6 +160,7 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
         webhook.secret,
         webhook.createdAt,
         filter,
+        webhook.rateLimit ?? null,
       ];
       const max = limits?.maxPerAccount;
       if (max === undefined && idempotency === undefined) {
@@ -166,12 +183,17 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
     async listWebhooks(accountId) {
       return (await db.query(sql.listWebhooks, [accountId])).map((row) => toWebhook(row));
     },
-    async setWebhookFilter(accountId, id, filter) {
-      const [row] = await db.query(sql.setWebhookFilter, [
+    async updateWebhook(accountId, id, { filter, rateLimit }, now) {
+      const [row] = await db.query(sql.updateWebhook, [
         accountId,
         id,
-        filter === null ? null : JSON.stringify(filter),
+        filter !== undefined,
+        filter === undefined || filter === null ? null : JSON.stringify(filter),
+        rateLimit !== undefined,
+        rateLimit ?? null,
+        now,
       ]);
+      if (row !== undefined && row.repace === true) outbox.paceSoon();
       return row === undefined ? null : toWebhook(row);
     },
     async rotateWebhookSecret(accountId, id, rotation) {

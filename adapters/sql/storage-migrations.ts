@@ -504,6 +504,22 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX portal_webhook_health_held ON ${table('webhook_health')} (held_until) WHERE held_until IS NOT NULL`,
     ],
   },
+  {
+    version: 27,
+    name: 'rate limits',
+    statements: ({ table }) => [
+      // Calls a second at most (null: none), and where its pacing stands: the second it fills and
+      // how many of that second's slots are given (rules/rate-limit.ts, paceSlots).
+      `ALTER TABLE ${table('webhooks')} ADD COLUMN rate_limit integer`,
+      `ALTER TABLE ${table('webhooks')} ADD COLUMN pace_second timestamptz`,
+      `ALTER TABLE ${table('webhooks')} ADD COLUMN pace_used integer NOT NULL DEFAULT 0`,
+      // The claims and the pacing read the limited webhooks from it: an empty probe while none is.
+      `CREATE INDEX portal_webhooks_limited ON ${table('webhooks')} (account_id, id) WHERE rate_limit IS NOT NULL`,
+      // A delivery of a limited webhook given its slot, which its lease spends (a constant default:
+      // no table rewrite).
+      `ALTER TABLE ${table('delivery_queue')} ADD COLUMN paced boolean NOT NULL DEFAULT false`,
+    ],
+  },
 ];
 
 /** The last `MAX_ATTEMPTS_KEPT` entries of the jsonb array `expression`, in order. */

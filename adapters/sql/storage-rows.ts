@@ -38,6 +38,7 @@ const WEBHOOK: [string, string][] = [
   ['@previous_secret', 'previous_secret'],
   [atomOf('@previous_secret_until'), 'previous_secret_until'],
   ['@filter::text', 'filter'],
+  ['@rate_limit', 'rate_limit'],
 ];
 export const webhookColumns = (alias = '', as = '') => columns(WEBHOOK, alias, as);
 export function toWebhook(row: Row, as = ''): WebhookRecord {
@@ -50,7 +51,14 @@ export function toWebhook(row: Row, as = ''): WebhookRecord {
     createdAt: text(row, as + 'created_at'),
     ...previousSecretOf(row, as),
     ...filterOf(row, as),
+    ...rateLimitOf(row, as),
   };
+}
+
+/** The rate limit, present only when the webhook has one. */
+function rateLimitOf(row: Row, as: string): Pick<WebhookRecord, 'rateLimit'> {
+  const rateLimit = row[as + 'rate_limit'];
+  return rateLimit === null || rateLimit === undefined ? {} : { rateLimit: Number(rateLimit) };
 }
 
 /** The filter, present only when the webhook has one. */

@@ -5,6 +5,7 @@ import { inDateRange, isRealDateTime } from '../shared/time.js';
 import { hasControlCharacter } from '../shared/text.js';
 import { signatureDataUrl, signatureInput } from './signature-data.js';
 import type { EventFilter } from '../rules/event-filter.js';
+import { RATE_LIMIT } from '../rules/rate-limit.js';
 
 export { signatureDataUrl, signatureInput };
 
@@ -291,6 +292,17 @@ export const eventFilter = v.pipe(
   }),
 );
 
+/** Calls a second a webhook's receiver is sent at most (`rules/rate-limit.ts`). */
+const rateLimit = v.pipe(
+  v.number('must be a number of calls a second'),
+  v.integer('must be a whole number of calls a second'),
+  v.minValue(RATE_LIMIT.min, `must be ${RATE_LIMIT.min} or more`),
+  v.maxValue(RATE_LIMIT.max, `must be at most ${RATE_LIMIT.max}`),
+  v.description(
+    `At most this many of its calls start in any one-second window, across instances (${RATE_LIMIT.min} … ${RATE_LIMIT.max}); \`null\` or absent: no limit.`,
+  ),
+);
+
 /** The body of `POST /webhooks` and the input of `webhooks.create`: `{ type, url, filter? }`. */
 export function webhookInput(eventTypes: readonly string[]) {
   return v.strictObject(
@@ -298,6 +310,7 @@ export function webhookInput(eventTypes: readonly string[]) {
       type: eventType(eventTypes),
       url: webhookUrl(),
       filter: v.optional(v.nullable(eventFilter)),
+      rateLimit: v.optional(v.nullable(rateLimit)),
       signatureScheme: v.optional(
         v.pipe(
           v.picklist(['hmac-sha256', 'ed25519'], 'must be "hmac-sha256" or "ed25519"'),
@@ -311,10 +324,19 @@ export function webhookInput(eventTypes: readonly string[]) {
   );
 }
 
-/** The body of `PATCH /webhooks/{id}` and the input of `webhooks.setFilter`: `{ filter }`, `null` to remove it. */
-export const webhookFilterInput = v.strictObject(
-  { filter: v.nullable(eventFilter) },
-  'must be an object such as {"filter": {"customer.tier": "gold"}} or {"filter": null}',
+/**
+ * The body of `PATCH /webhooks/{id}` and the input of `webhooks.update`: `{ filter?, rateLimit? }`,
+ * one of them at least; `null` removes it.
+ */
+export const webhookFilterInput = v.pipe(
+  v.strictObject(
+    { filter: v.optional(v.nullable(eventFilter)), rateLimit: v.optional(v.nullable(rateLimit)) },
+    'must be an object such as {"filter": {"customer.tier": "gold"}}, {"filter": null} or {"rateLimit": 50}',
+  ),
+  v.check(
+    (body) => body.filter !== undefined || body.rateLimit !== undefined,
+    'must name "filter" or "rateLimit" (or both)',
+  ),
 );
 
 /** The most recent events a filter's dry run reads: 20 by default, at most 100. */

@@ -1,6 +1,6 @@
 import { PortalError } from '../errors.js';
 import { isId, newId } from '../shared/ids.js';
-import type { Storage } from '../ports.js';
+import type { Storage, WebhookChanges } from '../ports.js';
 import type { Delivery, DeliveryRecord, PortalEvent, Webhook, WebhookHealth, WebhookRecord } from '../records.js';
 import { atom } from '../shared/time.js';
 import { type SignatureScheme, jwkX, newSigningSecret, publicKeyOf, schemeOf } from '../shared/webhook-keys.js';
@@ -36,6 +36,8 @@ export interface WebhookInput {
   signatureScheme?: SignatureScheme;
   /** Which events of its type it gets (see `rules/event-filter.ts`); absent or `null`: every one. */
   filter?: EventFilter | null;
+  /** At most this many of its calls start in any one-second window (1 … 10,000); absent or `null`: no limit. */
+  rateLimit?: number | null;
 }
 
 /** What `webhooks.dryRun` takes: a type, a filter (`null`: none) and how many recent events to try. */
@@ -92,6 +94,7 @@ function webhookShape(record: WebhookRecord): Webhook {
     // The private key never leaves the portal: the receiver verifies with the public one.
     const shape: Webhook = { id: record.id, type: record.type, url: record.url, createdAt: record.createdAt };
     if (record.filter !== undefined) shape.filter = record.filter;
+    if (record.rateLimit !== undefined) shape.rateLimit = record.rateLimit;
     shape.signatureScheme = 'ed25519';
     shape.publicKey = publicKeyOf(record.secret);
     return shape;
@@ -104,6 +107,7 @@ function webhookShape(record: WebhookRecord): Webhook {
     createdAt: record.createdAt,
   };
   if (record.filter !== undefined) shape.filter = record.filter;
+  if (record.rateLimit !== undefined) shape.rateLimit = record.rateLimit;
   return shape;
 }
 
@@ -193,7 +197,10 @@ export function createWebhookService(deps: {
   const input = webhookInput(deps.eventTypes);
   const idempotency = createIdempotency({ storage, clock });
 
-  const newRecord = (accountId: string, { type, url, filter, signatureScheme }: WebhookInput): WebhookRecord => ({
+  const newRecord = (
+    accountId: string,
+    { type, url, filter, rateLimit, signatureScheme }: WebhookInput,
+  ): WebhookRecord => ({
     id: newId('wbh'),
     accountId,
     type,
@@ -201,6 +208,7 @@ export function createWebhookService(deps: {
     secret: newSigningSecret(signatureScheme ?? 'hmac-sha256'),
     createdAt: atom(clock()),
     ...(filter === undefined || filter === null ? {} : { filter }),
+    ...(rateLimit === undefined || rateLimit === null ? {} : { rateLimit }),
   });
   const dryRun = dryRunInput(deps.eventTypes);
 
@@ -215,8 +223,28 @@ export function createWebhookService(deps: {
   async function health(accountId: string, webhookId: string): Promise<WebhookHealth | null> {
     checkAccountId(accountId);
     if (!isId('wbh', webhookId)) return null;
-    const record = await storage.getWebhookHealth(accountId, webhookId);
-    return record && healthShape(record, atom(clock()));
+    const [record, webhook] = await Promise.all([
+      storage.getWebhookHealth(accountId, webhookId),
+      storage.getWebhook(accountId, webhookId),
+    ]);
+    return record && healthShape(record, atom(clock()), webhook?.rateLimit ?? null);
+  }
+
+  /**
+   * Changes the webhook's `filter`, its `rateLimit`, or both; `null` removes one. A filter applies
+   * to events published from then on; a rate limit at once, to what is waiting too. Resolves the
+   * webhook, or `null` when absent or of another account; a filter that breaks the grammar or its
+   * limits, a rate limit out of range, or a body naming neither is a 400 naming the part.
+   */
+  async function update(accountId: string, webhookId: string, body: WebhookChanges): Promise<Webhook | null> {
+    checkAccountId(accountId);
+    const { filter, rateLimit } = parseInput(webhookFilterInput, body, 'webhook');
+    const changes: WebhookChanges = {};
+    if (filter !== undefined) changes.filter = filter === null ? null : checkFilter(filter, 'webhook.filter');
+    if (rateLimit !== undefined) changes.rateLimit = rateLimit;
+    if (!isId('wbh', webhookId)) return null;
+    const record = await storage.updateWebhook(accountId, webhookId, changes, atom(clock()));
+    return record && webhookShape(record);
   }
 
   return {
@@ -243,6 +271,7 @@ export function createWebhookService(deps: {
         type: fields.type,
         url: fields.url,
         filter: fields.filter ?? undefined,
+        rateLimit: fields.rateLimit ?? undefined,
         signatureScheme: fields.signatureScheme,
       });
       const start = await idempotency.begin(accountId, request.key, fingerprint);
@@ -277,23 +306,11 @@ export function createWebhookService(deps: {
       return (await storage.listWebhooks(accountId)).map(webhookShape);
     },
 
-    /**
-     * Gives the webhook `filter`, or with `null` removes it: events published from then on make a
-     * delivery only when their data matches it. Resolves the webhook, or `null` when absent or of
-     * another account; a filter that breaks the grammar or its limits is a 400 naming the part.
-     */
-    async setFilter(
-      accountId: string,
-      webhookId: string,
-      body: { filter: EventFilter | null },
-    ): Promise<Webhook | null> {
-      checkAccountId(accountId);
-      const { filter } = parseInput(webhookFilterInput, body, 'webhook');
-      const checked = filter === null ? null : checkFilter(filter, 'webhook.filter');
-      if (!isId('wbh', webhookId)) return null;
-      const record = await storage.setWebhookFilter(accountId, webhookId, checked);
-      return record && webhookShape(record);
-    },
+    update,
+
+    /** `update` with `{ filter }`: gives the webhook `filter`, or with `null` removes it. */
+    setFilter: (accountId: string, webhookId: string, body: { filter: EventFilter | null }) =>
+      update(accountId, webhookId, body),
 
     /**
      * Which of the account's most recent events of `type` (up to `limit`, default 20, at most 100)

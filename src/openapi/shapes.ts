@@ -1,3 +1,4 @@
+import { RATE_LIMIT } from '../rules/rate-limit.js';
 import * as v from 'valibot';
 import { idPattern, type IdPrefix } from '../shared/ids.js';
 import { eventFilter } from '../domain/inputs.js';
@@ -70,6 +71,17 @@ export const webhook = v.strictObject({
   ),
   createdAt: atomDateTime,
   filter: v.exactOptional(eventFilter),
+  rateLimit: v.exactOptional(
+    v.pipe(
+      v.number(),
+      v.integer(),
+      v.minValue(RATE_LIMIT.min),
+      v.maxValue(RATE_LIMIT.max),
+      v.description(
+        'At most this many of its calls start in any one-second window, across instances; absent: no limit. Deliveries beyond it wait for a later second.',
+      ),
+    ),
+  ),
   signatureScheme: v.exactOptional(
     v.pipe(
       v.literal('ed25519'),
@@ -111,6 +123,10 @@ export const webhookHealth = v.strictObject({
   consecutiveFailures: v.pipe(count, v.description('Failed attempts since the last success (or since enabled again).')),
   heldUntil: nullableTime(
     "Until when its calls wait, as its receiver asked with `Retry-After` on a `429` or `503` (at most an hour); `null` when they do not. Its deliveries due before then are sent then, and the answer that asked counts neither as a failure toward auto-disable nor against the delivery's retries.",
+  ),
+  rateLimit: v.pipe(
+    v.nullable(v.pipe(v.number(), v.integer(), v.minValue(RATE_LIMIT.min), v.maxValue(RATE_LIMIT.max))),
+    v.description('Its `rateLimit`: at most this many calls start in any one-second window; `null` when it has none.'),
   ),
 });
 

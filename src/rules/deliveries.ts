@@ -270,33 +270,46 @@ export interface ClaimPlan {
    * here instead of being leased, and a recovery can queue their events again.
    */
   cancelled: DeliveryRecord[];
-  /** Due, but their webhook is held (`heldUntil`): due again when the hold ends, not leased. */
+  /**
+   * Due, but not to be sent now: their webhook is held (`heldUntil`), due again when the hold ends;
+   * or their webhook's rate limit gave them a later second (`slotOf`), due then.
+   */
   deferred: DeliveryRecord[];
 }
 
-/** The delivery due again at `until`, when its webhook's hold ends (`holdOf` in `rules/retry-schedule.ts`). */
-const defer = (delivery: DeliveryRecord, until: string): DeliveryRecord => ({
+/** What a claim asks of the store beyond its candidates, each a question about one delivery. */
+export interface ClaimQuestions {
+  /** Whether its webhook exists and is enabled; otherwise the claim cancels it. */
+  deliverable(delivery: DeliveryRecord): boolean;
+  /** Hears of each account met at its share: none of its candidates will be leased, so a store may stop offering them. */
+  accountFull?(accountId: string): void;
+  /** Until when its webhook is held (`heldAt` in `rules/webhook-health.ts`); `null`: not held. */
+  heldUntil?(delivery: DeliveryRecord): string | null;
+  /**
+   * The later second its webhook's rate limit gives it (`paceSlots` in `rules/rate-limit.ts`);
+   * `null` when it may go now: no limit, or its slot has come. Asked only of a delivery the claim
+   * would otherwise lease.
+   */
+  slotOf?(delivery: DeliveryRecord): string | null;
+}
+
+/** The delivery due again at `at`: the end of its webhook's hold (`holdOf` in `rules/retry-schedule.ts`), or its slot. */
+const defer = (delivery: DeliveryRecord, at: string): DeliveryRecord => ({
   ...delivery,
-  nextAttemptAt: until,
+  nextAttemptAt: at,
 });
 
 /**
  * What a claim does, walking `candidates` in claim order (`compareDue`): each claimable one is
- * leased to `owner` until `leaseUntil`, or cancelled when `deliverable` says its webhook is gone or
- * disabled, or deferred to the end of its webhook's hold when `heldUntil` names one, or skipped
- * when its account holds its share (`perAccount`) already, so that one account's backlog or
- * hanging receivers never keep another's deliveries waiting beyond this claim; the walk ends once
- * `limit` are leased, so a cancelled, deferred or skipped one does not use up the limit.
- * `accountFull` hears of each account met at its share: none of its candidates will be leased, so
- * a store may stop offering them.
+ * leased to `owner` until `leaseUntil`, or cancelled when its webhook is gone or disabled, or
+ * deferred to the end of its webhook's hold, or skipped when its account holds its share
+ * (`perAccount`) already, so that one account's backlog or hanging receivers never keep another's
+ * deliveries waiting beyond this claim, or deferred to the later second its webhook's rate limit
+ * gives it. The walk ends once `limit` are leased, so a cancelled, deferred or skipped one does not
+ * use up the limit.
  */
-export function planClaim(
-  candidates: Iterable<DeliveryRecord>,
-  claim: Claim,
-  deliverable: (delivery: DeliveryRecord) => boolean,
-  accountFull?: (accountId: string) => void,
-  heldUntil: (delivery: DeliveryRecord) => string | null = () => null,
-): ClaimPlan {
+export function planClaim(candidates: Iterable<DeliveryRecord>, claim: Claim, questions: ClaimQuestions): ClaimPlan {
+  const { deliverable, accountFull, heldUntil, slotOf } = questions;
   const plan: ClaimPlan = { leased: [], cancelled: [], deferred: [] };
   if (claim.limit <= 0) return plan;
   const held = new Map<string, number>();
@@ -306,23 +319,29 @@ export function planClaim(
       plan.cancelled.push(cancel(delivery)!);
       continue;
     }
-    const until = heldUntil(delivery);
+    const until = heldUntil?.(delivery) ?? null;
     if (until !== null) {
       plan.deferred.push(defer(delivery, until));
       continue;
     }
+    let holding = 0;
     if (claim.perAccount !== undefined) {
       const { inFlight } = claim.perAccount;
       // Own keys only: an account id such as "constructor" must not read the object's prototype.
-      const holding =
+      holding =
         held.get(delivery.accountId) ??
         (Object.hasOwn(inFlight, delivery.accountId) ? inFlight[delivery.accountId]! : 0);
       if (holding >= claim.perAccount.max) {
         accountFull?.(delivery.accountId);
         continue;
       }
-      held.set(delivery.accountId, holding + 1);
     }
+    const slot = slotOf?.(delivery) ?? null;
+    if (slot !== null) {
+      plan.deferred.push(defer(delivery, slot));
+      continue;
+    }
+    if (claim.perAccount !== undefined) held.set(delivery.accountId, holding + 1);
     plan.leased.push(lease(delivery, claim.owner, claim.leaseUntil));
     if (plan.leased.length >= claim.limit) break;
   }

@@ -119,8 +119,8 @@ export function heldAt(record: Pick<WebhookHealthRecord, 'heldUntil'> | undefine
   return held !== null && held > now ? held : null;
 }
 
-/** The health as the API shows it at `now` (ATOM). */
-export function healthShape(record: WebhookHealthRecord, now: string): WebhookHealth {
+/** The health as the API shows it at `now` (ATOM), of a webhook limited to `rateLimit` calls a second (`null`: none). */
+export function healthShape(record: WebhookHealthRecord, now: string, rateLimit: number | null): WebhookHealth {
   return {
     status: record.disabledAt === null ? 'enabled' : 'disabled',
     disabledReason: record.disabledReason,
@@ -130,5 +130,6 @@ export function healthShape(record: WebhookHealthRecord, now: string): WebhookHe
     lastAttemptAt: record.lastAttemptAt,
     consecutiveFailures: record.consecutiveFailures,
     heldUntil: heldAt(record, now),
+    rateLimit,
   };
 }

@@ -41,6 +41,12 @@ interface LocalQueueStages<Made> {
   call(claimed: ClaimedDelivery): Promise<Made>;
   /** Records the call's attempt; resolves `true` when more may now be due for this worker (a redeliver, a key's turn ended). */
   record(claimed: ClaimedDelivery, made: Made): Promise<boolean>;
+  /**
+   * Milliseconds until the delivery's call may start (its webhook's rate limit), 0 for now; a call
+   * started is told of with `started`. Absent: every call may start at once.
+   */
+  gate?(claimed: ClaimedDelivery, now: number): number;
+  started?(claimed: ClaimedDelivery, now: number): void;
 }
 
 export interface LocalQueueOptions<Made> extends LocalQueueStages<Made> {
@@ -65,7 +71,8 @@ export interface LocalQueueOptions<Made> extends LocalQueueStages<Made> {
  *   refills.
  * - **delivering**: at most `concurrency` calls in flight, and as many deliveries claimed ahead of
  *   free slots (in claim order): a call that ends starts the next one at once, instead of after a
- *   claim's round trip. A call's slot frees when its answer came, not once its attempt is recorded:
+ *   claim's round trip. One whose webhook's rate limit has it wait (`gate`) lets the next ones go
+ *   first, and a timer starts it when its time comes. A call's slot frees when its answer came, not once its attempt is recorded:
  *   the delivery stays leased until then, so no claim takes it again.
  * - **waiting to refill**: with a backlog (`again`), freed room waits for more to free so that one
  *   claim fills it all, as long as two claims take (1 to `REFILL_WAIT_MS`); at once when nothing is
@@ -90,6 +97,8 @@ export class LocalQueue<Made> {
   private again = false;
   private filledLast = false;
   private refillTimer: unknown;
+  private gateTimer: unknown;
+  private gateDue = 0;
   private claimMs = 0;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly ahead: { claimed: ClaimedDelivery; at: number }[] = [];
@@ -153,10 +162,8 @@ export class LocalQueue<Made> {
   async drain(): Promise<void> {
     this.stopped = true;
     this.options.timers.clearTimeout(this.refillTimer);
-    while (this.claiming !== null || this.inFlight.size > 0 || this.recording.size > 0 || this.ahead.length > 0) {
-      await this.claiming;
-      await Promise.allSettled([...this.inFlight, ...this.recording]);
-    }
+    // Resolved by the last call's record, or by the gate's timer for calls a rate limit holds back.
+    await this.whenIdle();
   }
 
   /**
@@ -215,21 +222,48 @@ export class LocalQueue<Made> {
     }
   }
 
-  /** Starts the deliveries claimed ahead, in claim order, while slots are free. */
+  /**
+   * Starts the deliveries claimed ahead, in claim order, while slots are free; one its gate holds
+   * back stays, and a timer comes back for it.
+   */
   private startAhead(): void {
-    const { timers, logger, aheadWaitLimitMs } = this.options;
-    while (this.ahead.length > 0 && this.canStart()) {
-      const { claimed, at } = this.ahead.shift()!;
-      if (timers.now() - at <= aheadWaitLimitMs) {
-        this.startCall(claimed);
+    const { timers, logger, aheadWaitLimitMs, gate } = this.options;
+    let soonest = Infinity;
+    for (let i = 0; i < this.ahead.length && this.canStart(); ) {
+      const { claimed, at } = this.ahead[i]!;
+      const now = timers.now();
+      if (now - at > aheadWaitLimitMs) {
+        this.ahead.splice(i, 1);
+        this.release(claimed.delivery.accountId);
+        logger.warn(
+          { deliveryId: claimed.delivery.id, waitedMs: Math.round(now - at) },
+          'webhook worker: a delivery claimed ahead waited too long for a slot; it goes out once its lease runs out',
+        );
         continue;
       }
-      this.release(claimed.delivery.accountId);
-      logger.warn(
-        { deliveryId: claimed.delivery.id, waitedMs: Math.round(timers.now() - at) },
-        'webhook worker: a delivery claimed ahead waited too long for a slot; it goes out once its lease runs out',
-      );
+      const wait = gate === undefined ? 0 : gate(claimed, now);
+      if (wait > 0) {
+        soonest = Math.min(soonest, wait);
+        i++;
+        continue;
+      }
+      this.ahead.splice(i, 1);
+      this.options.started?.(claimed, now);
+      this.startCall(claimed);
     }
+    if (soonest === Infinity) return;
+    const due = timers.now() + soonest;
+    if (this.gateTimer !== undefined) {
+      if (this.gateDue <= due) return;
+      timers.clearTimeout(this.gateTimer);
+    }
+    this.gateDue = due;
+    this.gateTimer = timers.setTimeout(() => {
+      this.gateTimer = undefined;
+      this.startAhead();
+      this.refill();
+      this.settleIfIdle();
+    }, soonest);
   }
 
   private release(accountId: string): void {

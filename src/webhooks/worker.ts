@@ -10,6 +10,7 @@ import { atom } from '../shared/time.js';
 import { buildCall, callBody } from './call.js';
 import { endsTurn } from '../rules/deliveries.js';
 import { attemptsInRun, holdOf, outcomeOf, type Outcome } from '../rules/retry-schedule.js';
+import { StartWindow } from './start-window.js';
 import { LocalQueue, realTimers, type WorkerTimers } from './local-queue.js';
 import { DEFAULT_DISABLE_AFTER_FAILURES, DEFAULT_DISABLE_AFTER_MS, attemptSucceeded } from '../rules/webhook-health.js';
 import type { OperationalEvent } from '../domain/operational-events.js';
@@ -315,6 +316,8 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   }
 
   /** The scheduler: when to claim, when each claimed delivery is called and recorded. */
+  // Each rate-limited webhook's calls start no faster than its limit, on this worker too.
+  const window = new StartWindow();
   const queue = new LocalQueue<MadeCall>({
     concurrency,
     perAccount,
@@ -324,6 +327,10 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     claim,
     call: makeCall,
     record: recordCall,
+    gate: ({ webhook }, now) => (webhook.rateLimit === undefined ? 0 : window.wait(webhook.id, webhook.rateLimit, now)),
+    started: ({ webhook }, now) => {
+      if (webhook.rateLimit !== undefined) window.started(webhook.id, now);
+    },
   });
 
   let housekeeping: Promise<void> | undefined;

@@ -30,7 +30,7 @@ test('due by account: an account at its share is looked at once, however long it
     owner: 'w',
     perAccount: { max: 4, inFlight: { acct_a: 4 } },
   };
-  const plan = planClaim(counted, claim, () => true, walk.skip);
+  const plan = planClaim(counted, claim, { deliverable: () => true, accountFull: walk.skip });
   assert.equal(
     plan.leased.map((row) => row.id),
     [mine.id],

@@ -516,6 +516,50 @@ export function healthStorageTests(test: Test, factory: StorageFactory): void {
     }),
   );
 
+  test(
+    "rate limit: a limited webhook's due deliveries are paced into seconds, at most rateLimit to one, across claims of both kinds and owners; another webhook is not slowed; a new limit paces what waits again",
+    withStorage(factory, async (storage) => {
+      const limited = webhookRecord({ rateLimit: 3 });
+      const other = webhookRecord({ id: 'wbh_other', createdAt: at(0) });
+      for (const webhook of [limited, other]) await storage.insertWebhook(webhook);
+      await storage.publishEvents(Array.from({ length: 10 }, () => eventRecord({ createdAt: at(0) })));
+      const fair = (now: number, owner = 'worker-1') =>
+        storage.claimDeliveries({
+          now: at(now),
+          leaseUntil: at(now + 60),
+          limit: 100,
+          owner,
+          perAccount: { max: 100, inFlight: {} },
+        });
+      const plain = (now: number, owner: string) =>
+        storage.claimDeliveries({ now: at(now), leaseUntil: at(now + 60), limit: 100, owner });
+      const of = (claimed: { delivery: DeliveryRecord }[], webhook: WebhookRecord) =>
+        claimed.filter(({ delivery }) => delivery.webhookId === webhook.id).length;
+      const waiting = async () =>
+        (await everyDelivery(storage, 'acct_a', limited.id))
+          .filter((one) => one.status === 'pending' && one.leaseOwner === null)
+          .map((one) => one.nextAttemptAt)
+          .sort();
+
+      const first = await fair(0);
+      assert.equal([of(first, limited), of(first, other)], [3, 10], 'three of the limited webhook, all of the other');
+      assert.equal(await waiting(), [at(1), at(1), at(1), at(2), at(2), at(2), at(3)], 'the rest, due a second each');
+      assert.equal((await fair(0, 'worker-2')).length, 0, 'the second is spent, for every owner');
+
+      const second = [...(await plain(1, 'worker-2')), ...(await fair(1, 'worker-3'))];
+      assert.is(of(second, limited), 3, "second 1's three, once");
+
+      // A higher limit: what waited is paced again, and the three of this second count toward it.
+      const raised = await storage.updateWebhook('acct_a', limited.id, { rateLimit: 5 }, at(1));
+      assert.is(raised!.rateLimit, 5);
+      assert.is(of(await fair(1), limited), 2, 'five in second 1 in all');
+      assert.equal(await waiting(), [at(2), at(2)]);
+      await storage.updateWebhook('acct_a', limited.id, { rateLimit: null }, at(1));
+      assert.is(of(await fair(1), limited), 2, 'no limit: what waited goes now');
+      assert.equal(await waiting(), []);
+    }),
+  );
+
   reopenable(test, factory)(
     'health: survives a reopen',
     withStorage(factory, async (storage, { swap, db }) => {

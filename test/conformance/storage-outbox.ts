@@ -91,13 +91,13 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
   );
 
   test(
-    'outbox: setWebhookFilter changes who gets the next publishes, keeps the rest of the webhook, and is of one account',
+    'outbox: updateWebhook changes who gets the next publishes and the rate limit, keeps the rest of the webhook, and is of one account',
     withStorage(factory, async (storage, { db }) => {
       const first = webhookRecord({ createdAt: at(0) });
       const second = webhookRecord({ createdAt: at(0), url: 'https://second.example/hook' });
       for (const webhook of [first, second]) await storage.insertWebhook(webhook);
       const filter = { amount: { $gte: 100 }, $not: { currency: 'USD' } };
-      const changed = await storage.setWebhookFilter('acct_a', first.id, filter);
+      const changed = await storage.updateWebhook('acct_a', first.id, { filter }, at(1));
       assert.equal(changed, { ...first, filter });
       assert.equal(await db.webhook(first.id), { ...first, filter });
       const publish = async (data: unknown) =>
@@ -110,9 +110,23 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
         ],
         [1, 0, 0],
       );
-      assert.is(await storage.setWebhookFilter('acct_b', first.id, null), null, "another account's webhook is absent");
-      assert.is(await storage.setWebhookFilter('acct_a', 'wbh_missing', null), null);
-      assert.equal(await storage.setWebhookFilter('acct_a', first.id, null), first, 'removed: no filter key at all');
+      assert.is(
+        await storage.updateWebhook('acct_b', first.id, { filter: null }, at(1)),
+        null,
+        "another account's webhook is absent",
+      );
+      assert.is(await storage.updateWebhook('acct_a', 'wbh_missing', { filter: null }, at(1)), null);
+      assert.equal(
+        await storage.updateWebhook('acct_a', first.id, { rateLimit: 7 }, at(1)),
+        { ...first, filter, rateLimit: 7 },
+        'the rate limit alone: the filter is kept',
+      );
+      assert.equal(await db.webhook(first.id), { ...first, filter, rateLimit: 7 });
+      assert.equal(
+        await storage.updateWebhook('acct_a', first.id, { filter: null, rateLimit: null }, at(1)),
+        first,
+        'both removed: no filter or rateLimit key at all',
+      );
       assert.equal(await db.webhook(first.id), first);
       assert.is(await publish({ amount: 1 }), 1, 'every event again');
       assert.equal(

@@ -272,15 +272,15 @@ export function sqlBackChannel(client: SqlClient, schema: string): StorageBackCh
     },
     async webhook(id) {
       const columns = `id, account_id AS "accountId", type, url, secret, ${atom('created_at', 'createdAt')},
-        previous_secret AS "previousSecret", ${atom('previous_secret_until', 'previousSecretUntil')}, filter::text AS filter`;
+        previous_secret AS "previousSecret", ${atom('previous_secret_until', 'previousSecretUntil')}, filter::text AS filter,
+        rate_limit AS "rateLimit"`;
       const row = await one('webhooks', columns, id);
       if (row === null) return null;
-      // The rotation fields and the filter are left out of a record that has none, as every store leaves them out.
-      const { previousSecret, previousSecretUntil, filter, ...rest } = row;
+      // The rotation fields, the filter and the rate limit are left out of a record that has none, as every store leaves them out.
+      const { previousSecret, previousSecretUntil, filter, rateLimit, ...rest } = row;
       const rotated = previousSecret === null ? rest : { ...rest, previousSecret, previousSecretUntil };
-      return (filter === null
-        ? rotated
-        : { ...rotated, filter: JSON.parse(filter as string) }) as unknown as WebhookRecord;
+      const filtered = filter === null ? rotated : { ...rotated, filter: JSON.parse(filter as string) };
+      return (rateLimit === null ? filtered : { ...filtered, rateLimit }) as unknown as WebhookRecord;
     },
     async idempotencyKey(accountId, key) {
       const { rows } = await client.query(

@@ -38,6 +38,7 @@ test("GET /webhooks/{id}/health: a new webhook is enabled with nothing failed; a
       lastAttemptAt: null,
       consecutiveFailures: 0,
       heldUntil: null,
+      rateLimit: null,
     });
     assert.is(
       (await app.api(`/webhooks/${hook.id}/health`, { headers: { authorization: `Bearer ${KEY_B}` } })).status,
@@ -96,6 +97,7 @@ test('a receiver answering 500 past both thresholds is disabled: webhook.disable
         lastAttemptAt: health.disabledAt,
         consecutiveFailures: 3,
         heldUntil: null,
+        rateLimit: null,
       });
       const [delivery] = (await app.portal.webhooks.deliveries('acct_a', hook.id)) ?? [];
       assert.equal(seen, [

@@ -126,6 +126,57 @@ test('a filter: given at create, shown by GET, changed by PATCH; only matching e
   });
 });
 
+test('a rate limit: given at create, shown by GET and the health, changed and removed by PATCH; a bad one is a 400 naming it and changes nothing', async () => {
+  await withPortal({ transport: memoryTransport(), webhooks: { tick: NEVER } }, async (app) => {
+    const res = await app.api(
+      '/webhooks',
+      post(JSON.stringify({ type: 'customer-created', url: 'https://r.example/in', rateLimit: 25 })),
+    );
+    assert.is(res.status, 201);
+    const created = await json(res);
+    assert.is(created.rateLimit, 25);
+    assert.equal(Object.keys(created), ['id', 'type', 'url', 'secret', 'createdAt', 'rateLimit']);
+    assert.equal(await json(await app.api(`/webhooks/${created.id}`)), created);
+    const health = async () => (await json(await app.api(`/webhooks/${created.id}/health`))).rateLimit;
+    assert.is(await health(), 25);
+
+    const patch = (body: string, key = KEY_A) =>
+      app.api(`/webhooks/${created.id}`, {
+        method: 'PATCH',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+        body,
+      });
+    const changed = await patch('{"rateLimit":10000}');
+    assert.is(changed.status, 200);
+    assert.is((await json(changed)).rateLimit, 10000);
+    assert.is((await patch('{"rateLimit":1}', KEY_B)).status, 404, "another account's webhook");
+    for (const [body, pattern] of [
+      ['{"rateLimit":0}', /^webhook\.rateLimit: must be 1 or more/],
+      ['{"rateLimit":10001}', /^webhook\.rateLimit: must be at most 10000/],
+      ['{"rateLimit":2.5}', /^webhook\.rateLimit: must be a whole number/],
+      ['{"rateLimit":"5"}', /^webhook\.rateLimit: must be a number/],
+      ['{}', /must name "filter" or "rateLimit"/],
+    ] as const) {
+      const refused = await patch(body);
+      assert.is(refused.status, 400, body);
+      assert.match((await json(refused)).message, pattern, body);
+    }
+    const badCreate = await app.api(
+      '/webhooks',
+      post(JSON.stringify({ type: 'customer-created', url: 'https://r.example/x', rateLimit: -1 })),
+    );
+    assert.is(badCreate.status, 400);
+    assert.match((await json(badCreate)).message, /^webhook\.rateLimit: must be 1 or more/);
+    assert.is(await health(), 10000, 'a refused change changes nothing');
+
+    const removed = await patch('{"rateLimit":null}');
+    assert.is(removed.status, 200);
+    assert.not.ok('rateLimit' in (await json(removed)), 'no limit: no key');
+    assert.is(await health(), null);
+    assert.is((await json(await app.api('/webhooks'))).data.length, 1, 'a refused create makes nothing');
+  });
+});
+
 test("POST /webhooks/dry-run: the account's latest events of the type, each with whether the filter matches; nothing stored or sent", async () => {
   const transport = memoryTransport();
   await withPortal({ transport, webhooks: { tick: NEVER } }, async (app) => {

@@ -244,7 +244,7 @@ test('planClaim with perAccount: an account at its share is passed over; its cou
   const plan = planClaim(
     dues,
     { now: at(30), leaseUntil: at(60), limit: 10, owner: 'w', perAccount: { max: 1, inFlight: { acct_b: 1 } } },
-    () => true,
+    { deliverable: () => true },
   );
   assert.equal(
     plan.leased.map((d) => d.id),
@@ -278,12 +278,12 @@ const claim = (now: number, limit: number) => ({ now: at(now), leaseUntil: at(no
 const ids = (list: DeliveryRecord[]) => list.map((d) => d.id);
 
 test('planClaim: leases claimable candidates in the order given, up to the limit, to the owner', () => {
-  const plan = planClaim(queue([1, 2, 3, 4]), claim(3, 2), live);
+  const plan = planClaim(queue([1, 2, 3, 4]), claim(3, 2), { deliverable: live });
   assert.equal(ids(plan.leased), ['whd_1', 'whd_2']);
   assert.ok(plan.leased.every((d) => d.leaseOwner === 'worker-9' && d.leaseUntil === at(33)));
   assert.equal(plan.cancelled, []);
   assert.equal(
-    ids(planClaim(queue([1, 2, 3, 4]), claim(3, 10), live).leased),
+    ids(planClaim(queue([1, 2, 3, 4]), claim(3, 10), { deliverable: live }).leased),
     ['whd_1', 'whd_2', 'whd_3'],
     'one not yet due is left',
   );
@@ -295,11 +295,11 @@ test('planClaim: leased and finished candidates are passed over', () => {
     delivery({ id: 'whd_done', status: 'succeeded', nextAttemptAt: null }),
     ...queue([5]),
   ];
-  assert.equal(ids(planClaim(candidates, claim(10, 10), () => true).leased), ['whd_5']);
+  assert.equal(ids(planClaim(candidates, claim(10, 10), { deliverable: () => true }).leased), ['whd_5']);
 });
 
 test('planClaim: one whose webhook is gone is cancelled instead, without using up the limit', () => {
-  const plan = planClaim(queue([1, 2, 3, 4], [2]), claim(9, 2), live);
+  const plan = planClaim(queue([1, 2, 3, 4], [2]), claim(9, 2), { deliverable: live });
   assert.equal(ids(plan.leased), ['whd_1', 'whd_3']);
   assert.equal(ids(plan.cancelled), ['whd_2']);
   assert.equal([plan.cancelled[0]!.status, plan.cancelled[0]!.nextAttemptAt], ['cancelled', null]);
@@ -307,21 +307,29 @@ test('planClaim: one whose webhook is gone is cancelled instead, without using u
 
 test('planClaim: the walk ends at the limit, so a webhook-less one after it is left for a later claim', () => {
   const candidates = queue([1, 2, 3], [3]);
-  const plan = planClaim(candidates, claim(9, 2), live);
+  const plan = planClaim(candidates, claim(9, 2), { deliverable: live });
   assert.equal([ids(plan.leased), plan.cancelled], [['whd_1', 'whd_2'], []]);
-  assert.equal(ids(planClaim(candidates, claim(9, 3), live).cancelled), ['whd_3'], 'a claim with room left reaches it');
+  assert.equal(
+    ids(planClaim(candidates, claim(9, 3), { deliverable: live }).cancelled),
+    ['whd_3'],
+    'a claim with room left reaches it',
+  );
 });
 
 test('planClaim: a limit of 0 or less changes nothing; a leased webhook-less one is not cancelled', () => {
-  assert.equal(planClaim(queue([1], [1]), claim(9, 0), live), { leased: [], cancelled: [], deferred: [] });
+  assert.equal(planClaim(queue([1], [1]), claim(9, 0), { deliverable: live }), {
+    leased: [],
+    cancelled: [],
+    deferred: [],
+  });
   const held = leased('worker-1', at(40), { webhookId: 'wbh_gone' });
-  assert.equal(planClaim([held], claim(9, 5), live), { leased: [], cancelled: [], deferred: [] });
+  assert.equal(planClaim([held], claim(9, 5), { deliverable: live }), { leased: [], cancelled: [], deferred: [] });
 });
 
 test("planClaim: a held webhook's due deliveries are deferred to the hold's end, not leased, and use up no limit", () => {
   const [a, b, c] = queue([1, 2, 3]);
   const heldUntil = (delivery: DeliveryRecord) => (delivery.id === b!.id ? at(60) : null);
-  const plan = planClaim([a!, b!, c!], claim(9, 2), live, undefined, heldUntil);
+  const plan = planClaim([a!, b!, c!], claim(9, 2), { deliverable: live, heldUntil });
   assert.equal(
     plan.leased.map((one) => one.id),
     [a!.id, c!.id],
@@ -329,7 +337,7 @@ test("planClaim: a held webhook's due deliveries are deferred to the hold's end,
   assert.equal(plan.deferred, [{ ...b!, nextAttemptAt: at(60) }]);
   assert.equal(plan.cancelled, []);
   // One gone and held: cancelled, as it has nowhere to go.
-  const gone = planClaim([b!], claim(9, 2), () => false, undefined, heldUntil);
+  const gone = planClaim([b!], claim(9, 2), { deliverable: () => false, heldUntil });
   assert.equal([gone.cancelled.length, gone.deferred.length], [1, 0]);
 });
 
@@ -341,7 +349,7 @@ test('planClaim: reads candidates lazily and stops taking them at the limit', ()
       yield d;
     }
   }
-  planClaim(counted(), claim(9, 2), live);
+  planClaim(counted(), claim(9, 2), { deliverable: live });
   assert.is(taken, 2);
 });
 

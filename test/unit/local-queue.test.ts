@@ -22,6 +22,7 @@ function harness({
   claimMs = 0,
   aheadWaitLimitMs = 30_000,
   moreDue = () => false,
+  gate,
 }: {
   concurrency?: number;
   perAccount?: number;
@@ -30,6 +31,7 @@ function harness({
   claimMs?: number;
   aheadWaitLimitMs?: number;
   moreDue?: (id: string) => boolean;
+  gate?: (id: string, now: number) => number;
 } = {}) {
   const timers = fakeTimers();
   let left = backlog;
@@ -38,6 +40,7 @@ function harness({
   const calls = new Map<string, () => void>();
   const started: string[] = [];
   const recorded: string[] = [];
+  const startedAt = new Map<string, number>();
   const queue = new LocalQueue<string>({
     concurrency,
     perAccount,
@@ -65,6 +68,8 @@ function harness({
       recorded.push(made);
       return moreDue(made);
     },
+    ...(gate === undefined ? {} : { gate: (claimed: ClaimedDelivery, now: number) => gate(claimed.delivery.id, now) }),
+    started: (claimed, now) => startedAt.set(claimed.delivery.id, now),
   });
   /** Lets the call of `id` answer, then lets everything that follows run. */
   const answer = async (id: string) => {
@@ -72,7 +77,7 @@ function harness({
     calls.delete(id);
     await settle();
   };
-  return { queue, timers, claims, calls, started, recorded, answer, add: (n: number) => (left += n) };
+  return { queue, timers, claims, calls, started, startedAt, recorded, answer, add: (n: number) => (left += n) };
 }
 
 /** Lets pending promises and immediates run. */
@@ -103,6 +108,26 @@ test('delivering: a claim takes room for concurrency in flight and as many ahead
   await queue.whenIdle();
   assert.equal(recorded, ['d1', 'd2', 'd3']);
   assert.is(claims.length, 1, 'the claim took less than it asked for: no backlog, no claim more');
+});
+
+test('gated: a delivery whose gate says wait lets the next ones go first, and starts when its time comes', async () => {
+  const { queue, started, startedAt, answer, recorded } = harness({
+    concurrency: 4,
+    backlog: 3,
+    gate: (id, now) => (id === 'd1' && now < 500 ? 500 - now : 0),
+  });
+  queue.fill();
+  while (!started.includes('d1')) await settle();
+  assert.equal(started, ['d2', 'd3', 'd1'], 'd1 waits; the others go');
+  assert.equal(
+    ['d1', 'd2', 'd3'].map((id) => startedAt.get(id)),
+    [500, 0, 0],
+    'd1 at the time its gate named, each told to `started`',
+  );
+  const drained = queue.drain();
+  for (const id of ['d2', 'd3', 'd1']) await answer(id);
+  await drained;
+  assert.equal(recorded, ['d2', 'd3', 'd1']);
 });
 
 test('claiming: one claim at a time; a fill during a claim claims again once it ends', async () => {

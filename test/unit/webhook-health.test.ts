@@ -76,7 +76,7 @@ test('disableHealth and enableHealth: null when nothing changes; enabling forget
   const enabled = enableHealth(disabled)!;
   assert.equal(enabled, { ...fresh, lastAttemptAt: at(0) });
   assert.is(enableHealth(enabled), null);
-  assert.equal(healthShape(disabled, at(1)), {
+  assert.equal(healthShape(disabled, at(1), null), {
     status: 'disabled',
     disabledReason: 'manual',
     disabledAt: at(1),
@@ -85,7 +85,9 @@ test('disableHealth and enableHealth: null when nothing changes; enabling forget
     lastAttemptAt: at(0),
     consecutiveFailures: 1,
     heldUntil: null,
+    rateLimit: null,
   });
+  assert.is(healthShape(disabled, at(1), 20).rateLimit, 20);
 });
 
 test('holdHealth keeps the later hold; heldAt and the API show it only while it lasts', () => {
@@ -97,8 +99,8 @@ test('holdHealth keeps the later hold; heldAt and the API show it only while it 
   assert.is(heldAt(held, at(29)), at(30));
   assert.is(heldAt(held, at(30)), null, 'a hold ends at its time');
   assert.is(heldAt(undefined, at(0)), null);
-  assert.is(healthShape(held, at(10)).heldUntil, at(30));
-  assert.is(healthShape(held, at(31)).heldUntil, null);
+  assert.is(healthShape(held, at(10), 5).heldUntil, at(30));
+  assert.is(healthShape(held, at(31), null).heldUntil, null);
   // A record written before holds has no field: read as never held.
   const { heldUntil: _, ...older } = fresh;
   assert.is(heldAt(older as typeof fresh, at(0)), null);

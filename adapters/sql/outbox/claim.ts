@@ -35,6 +35,13 @@ const HELD_PER_CLAIM = 256;
  * meanwhile is passed over by the walk, and deferred by the next.
  */
 const DEFER_EVERY_MS = 250;
+/**
+ * How many of the first due deliveries of an account with a rate-limited webhook a pacing looks at,
+ * and how often one instance paces while a webhook has a limit: a new delivery of a limited webhook
+ * waits for its pacing, so at most this long more than it would for a claim (and a tick).
+ */
+const PACE_SCAN = 4096;
+const PACE_EVERY_MS = 100;
 
 /**
  * How the claims are planned. Each of their steps is written to start from an index and stop after
@@ -50,7 +57,7 @@ export function createClaim(
   db: Db,
   names: Names,
   claimedKeys: ClaimedKeys,
-): Required<Pick<Storage, 'claimDeliveries' | 'deliveryQueue'>> {
+): Required<Pick<Storage, 'claimDeliveries' | 'deliveryQueue'>> & { paceSoon(): void } {
   const { table } = names;
   const floors = claimFloors();
   // isClaimable, on a row aliased d of the queue (every delivery there is pending).
@@ -73,6 +80,13 @@ export function createClaim(
       SELECT coalesce(array_agg(webhook_id), '{}') AS ids FROM ${table('webhook_health')} WHERE held_until > $1::timestamptz
     )`;
   const notHeld = `d.webhook_id <> ALL ((SELECT ids FROM held)::text[])`;
+  // The webhooks with a rate limit, read once from their partial index (an empty probe while none
+  // has one): a delivery of theirs is leased only once paced (`slotOf` of planClaim), which the
+  // pacing below does; the lease spends the slot (paced false again).
+  const limited = `limited AS MATERIALIZED (
+      SELECT coalesce(array_agg(id), '{}') AS ids FROM ${table('webhooks')} WHERE rate_limit IS NOT NULL
+    )`;
+  const pacedOrFree = `(d.paced OR d.webhook_id <> ALL ((SELECT ids FROM limited)::text[]))`;
   // `defer`: the due deliveries of held webhooks made due when their hold ends, at most every
   // DEFER_EVERY_MS. Only those among the first HELD_PER_CLAIM due of each account with a held
   // webhook, in due order (what the account's walk would meet first), are looked at: once they are
@@ -99,16 +113,70 @@ export function createClaim(
       FOR UPDATE OF d SKIP LOCKED
     )
     UPDATE ${table('delivery_queue')} AS o
-    SET next_attempt_at = (SELECT h.held_until FROM ${table('webhook_health')} AS h WHERE h.webhook_id = o.webhook_id)
+    SET next_attempt_at = (SELECT h.held_until FROM ${table('webhook_health')} AS h WHERE h.webhook_id = o.webhook_id),
+      paced = false
     WHERE o.id = ANY (ARRAY(SELECT id FROM locked))`;
-  const anyHeld = `SELECT EXISTS (SELECT 1 FROM ${table('webhook_health')} WHERE held_until > $1::timestamptz) AS held`;
+  const anyHeldOrLimited = `SELECT EXISTS (SELECT 1 FROM ${table('webhook_health')} WHERE held_until > $1::timestamptz) AS held,
+    EXISTS (SELECT 1 FROM ${table('webhooks')} WHERE rate_limit IS NOT NULL) AS limited`;
+  // `paceSlots` of src/rules/rate-limit.ts: the due deliveries of rate-limited webhooks not yet
+  // paced, each given its second, at most rate_limit to a second, from where the webhook's pacing
+  // stood (pace_second, pace_used), which moves on. Only those among the first PACE_SCAN due of
+  // each account with a limited webhook are looked at, in due order: what the account's walk meets
+  // first (as `deferHeld`). The webhooks' rows are locked SKIP LOCKED (one instance paces a webhook
+  // at a time, and the slots it gives are its own), and so are the deliveries (a claim's are passed
+  // over). A held webhook's are left to `deferHeld`.
+  const pace = `WITH held AS MATERIALIZED (
+      SELECT coalesce(array_agg(webhook_id), '{}') AS ids FROM ${table('webhook_health')} WHERE held_until > $1::timestamptz
+    ), limited AS MATERIALIZED (
+      SELECT id, account_id FROM ${table('webhooks')} WHERE rate_limit IS NOT NULL
+    ), front AS MATERIALIZED (
+      SELECT first.id, first.webhook_id FROM (SELECT DISTINCT account_id FROM limited) AS accounts
+      CROSS JOIN LATERAL (
+        SELECT d.id, d.webhook_id, d.paced FROM ${table('delivery_queue')} AS d
+        WHERE d.account_id = accounts.account_id AND ${claimable}
+        ORDER BY d.account_id, d.next_attempt_at, d.id
+        LIMIT ${PACE_SCAN}
+      ) AS first
+      WHERE NOT first.paced AND first.webhook_id IN (SELECT id FROM limited)
+        AND first.webhook_id <> ALL ((SELECT ids FROM held)::text[])
+    ), pacing AS MATERIALIZED (
+      SELECT w.id, w.rate_limit,
+        CASE WHEN w.pace_second IS NULL OR w.pace_second < $1::timestamptz THEN $1::timestamptz ELSE w.pace_second END AS second,
+        CASE WHEN w.pace_second IS NULL OR w.pace_second < $1::timestamptz THEN 0 ELSE w.pace_used END AS used
+      FROM ${table('webhooks')} AS w
+      WHERE w.id IN (SELECT webhook_id FROM front) AND w.rate_limit IS NOT NULL
+      FOR UPDATE OF w SKIP LOCKED
+    ), locked AS MATERIALIZED (
+      SELECT d.id, d.webhook_id, d.next_attempt_at FROM ${table('delivery_queue')} AS d
+      WHERE d.id = ANY (ARRAY(SELECT id FROM front)) AND ${claimable} AND NOT d.paced
+        AND d.webhook_id IN (SELECT id FROM pacing)
+      FOR UPDATE OF d SKIP LOCKED
+    ), numbered AS MATERIALIZED (
+      SELECT l.id, l.webhook_id, row_number() OVER (PARTITION BY l.webhook_id ORDER BY l.next_attempt_at, l.id) - 1 AS i
+      FROM locked AS l
+    ), paced AS (
+      UPDATE ${table('delivery_queue')} AS d
+      SET paced = true, next_attempt_at = p.second + ((p.used + n.i) / p.rate_limit) * interval '1 second'
+      FROM numbered AS n JOIN pacing AS p ON p.id = n.webhook_id
+      WHERE d.id = ANY (ARRAY(SELECT id FROM numbered)) AND d.id = n.id
+      RETURNING d.next_attempt_at
+    ), moved AS (
+      UPDATE ${table('webhooks')} AS w
+      SET pace_second = p.second + ((p.used + c.n - 1) / p.rate_limit) * interval '1 second',
+        pace_used = ((p.used + c.n - 1) % p.rate_limit) + 1
+      FROM (SELECT webhook_id, count(*) AS n FROM numbered GROUP BY webhook_id) AS c
+      JOIN pacing AS p ON p.id = c.webhook_id
+      WHERE w.id = c.webhook_id
+    )
+    SELECT count(*)::int AS paced FROM paced`;
   // The leasing of the rows locked by `due`, and the claim's answer: each with its event and webhook.
   // The rows are found by primary key from an array: joined to `due` instead, the planner, once the
   // table had statistics, read the whole table to hash it (docs/performance.md, "Figures behind the code": the claim).
   // By ctid: each row of `due` is locked by this statement, so it cannot move meanwhile, and a TID
   // scan is what the planner takes whatever it believes of the table (see `recordSuccesses`).
   const leasedCte = `leased AS (
-      UPDATE ${table('delivery_queue')} AS d SET lease_owner = $4::text, lease_until = $2::timestamptz, redeliver_queued = false
+      UPDATE ${table('delivery_queue')} AS d SET lease_owner = $4::text, lease_until = $2::timestamptz, redeliver_queued = false,
+        paced = false
       WHERE d.ctid = ANY (ARRAY(SELECT row FROM due))
       RETURNING d.*
     )`;
@@ -128,9 +196,9 @@ export function createClaim(
   // limit was not reached: there is nowhere to send it, and left pending it would stay due forever.
   // At most ORPHANS_PER_CLAIM of them, skipping rows another claim holds: a disabled webhook's backlog
   // of thousands is cancelled over several claims instead of one long UPDATE every instance waits on.
-  const claim = `WITH ${held}, due AS (
+  const claim = `WITH ${held}, ${limited}, due AS (
       SELECT id, next_attempt_at, ctid AS row FROM ${table('delivery_queue')} AS d
-      WHERE ${claimable} AND ${sendable} AND ${notHeld}
+      WHERE ${claimable} AND ${sendable} AND ${notHeld} AND ${pacedOrFree}
       ORDER BY next_attempt_at, id
       LIMIT $3::int
       FOR UPDATE SKIP LOCKED
@@ -172,7 +240,7 @@ export function createClaim(
   // before the first live one are those it left behind itself, not every one since VACUUM last ran.
   const accountDue = `FROM ${table('delivery_queue')} AS d
         WHERE d.account_id = accounts.account_id AND d.next_attempt_at >= accounts.floor AND ${claimable}
-          AND d.webhook_id <> ALL ((SELECT ids FROM disabled)::text[]) AND ${notHeld}
+          AND d.webhook_id <> ALL ((SELECT ids FROM disabled)::text[]) AND ${notHeld} AND ${pacedOrFree}
         ORDER BY d.account_id, d.next_attempt_at, d.id`;
   // The accounts a claim looks at, each with the time its walk starts at:
   // - a full claim ($10 NULL): every account with pending deliveries, found by a skip scan, from the
@@ -181,7 +249,7 @@ export function createClaim(
   //   that fell due since the last claim (from $10 on): new ones, retries whose time came, redelivered.
   const fairClaim = `WITH RECURSIVE disabled AS MATERIALIZED (
       SELECT coalesce(array_agg(webhook_id), '{}') AS ids FROM ${table('webhook_health')} WHERE disabled_at IS NOT NULL
-    ), ${held}, everyAccount(account_id) AS (
+    ), ${held}, ${limited}, everyAccount(account_id) AS (
       (SELECT account_id FROM ${table('delivery_queue')} WHERE $10::timestamptz IS NULL ORDER BY account_id LIMIT 1)
       UNION ALL
       SELECT (SELECT p.account_id FROM ${table('delivery_queue')} AS p
@@ -254,7 +322,8 @@ export function createClaim(
     SELECT returned.*,
       CASE WHEN row_number() OVER (ORDER BY returned.d_next_attempt_at, returned.d_id) = 1 THEN looked.f_accounts END AS f_accounts,
       CASE WHEN row_number() OVER (ORDER BY returned.d_next_attempt_at, returned.d_id) = 1 THEN looked.f_floors END AS f_floors,
-      (SELECT cardinality(ids) FROM held) AS f_held
+      (SELECT cardinality(ids) FROM held) AS f_held,
+      (SELECT cardinality(ids) FROM limited) AS f_limited
     FROM (
       SELECT array_agg(account_id) AS f_accounts,
         array_agg(CASE WHEN floor = '-infinity' THEN '-infinity' ELSE ${atomOf('floor')} END) AS f_floors
@@ -287,16 +356,37 @@ export function createClaim(
     await db.transaction((tx) => tx.query(deferHeld, [now]), BY_INDEX);
   };
 
+  // Whether the last claim saw a webhook with a rate limit (at first, unknown: look).
+  let anyLimited = true;
+  let nextPacing = 0;
+  let pacedAt: string | undefined;
+  // At most every PACE_EVERY_MS, and in every second a claim is made in.
+  const paceAt = async (now: string) => {
+    if (!anyLimited || (performance.now() < nextPacing && now === pacedAt)) return;
+    nextPacing = performance.now() + PACE_EVERY_MS;
+    pacedAt = now;
+    await db.transaction((tx) => tx.query(pace, [now]), BY_INDEX);
+  };
+
   return {
+    /** The next claim paces first: a webhook's limit changed, and what waited for its slots is due again. */
+    paceSoon() {
+      anyLimited = true;
+      nextPacing = 0;
+      pacedAt = undefined;
+    },
     async deliveryQueue(now, limit) {
       const [row] = await db.query(deliveryQueue, [now, limit]);
       return { waiting: Number(row?.waiting ?? 0), oldestDueAt: typeof row?.oldest === 'string' ? row.oldest : null };
     },
     async claimDeliveries({ now, leaseUntil, limit, owner, perAccount }) {
       if (limit <= 0) return [];
+      await paceAt(now);
       if (perAccount === undefined) {
         const rows = await db.transaction((tx) => tx.query(claim, [now, leaseUntil, limit, owner]), BY_INDEX);
-        if ((await db.query(anyHeld, [now]))[0]?.held === true) await deferHeldAt(now);
+        const [seen] = await db.query(anyHeldOrLimited, [now]);
+        anyLimited = seen?.limited === true;
+        if (seen?.held === true) await deferHeldAt(now);
         const claimed = rows.map((row) => ({
           delivery: toDelivery(row, 'd_'),
           event: toEvent(row, 'e_'),
@@ -328,6 +418,7 @@ export function createClaim(
       );
       // Some webhook is held: its due deliveries the walk passed over are made due when the hold ends.
       if (Number(rows[0]?.f_held ?? 0) > 0) await deferHeldAt(now);
+      anyLimited = Number(rows[0]?.f_limited ?? 0) > 0;
       // The one row of a claim that leased nothing carries only what it looked at.
       const claimed = rows
         .filter((row) => row.d_id !== null)

@@ -14,7 +14,10 @@ type OutboxMethods = Pick<
   'recentEvents' | 'getDelivery' | 'listDeliveries' | 'claimDeliveries' | 'recordAttempt' | 'redeliver'
 >;
 
-export interface Outbox extends OutboxMethods, Publishing, Required<Pick<Storage, 'deliveryQueue'>> {}
+export interface Outbox extends OutboxMethods, Publishing, Required<Pick<Storage, 'deliveryQueue'>> {
+  /** The next claim of this instance paces first (a webhook's rate limit changed). */
+  paceSoon(): void;
+}
 
 /**
  * Events, deliveries and the claim, one file an operation: publish.ts, claim.ts (with floors.ts),

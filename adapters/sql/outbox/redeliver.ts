@@ -20,7 +20,8 @@ export function createRedeliver(
   // In the queue: while a lease holds the delivery at $3, now, the redeliver is queued behind the
   // call in flight (never a second call at once); otherwise it is due now. Every SET reads the row
   // as it was. In the log (finished): taken back to the queue, due now. Either way, while another
-  // delivery has its key's turn, it is held (the key locked by the caller).
+  // delivery has its key's turn, it is held (the key locked by the caller). A slot its webhook's rate
+  // limit gave it is given up: due now, it is paced again.
   const leased = `(d.lease_until IS NOT NULL AND d.lease_until >= $3::timestamptz)`;
   const keyTaken = (d: string) => `EXISTS (SELECT 1 FROM ${table('delivery_queue')} AS o
     WHERE o.webhook_id = ${d}.webhook_id AND o.ordering_key = ${d}.ordering_key AND o.id <> ${d}.id AND o.next_attempt_at IS NOT NULL)`;
@@ -29,7 +30,8 @@ export function createRedeliver(
       SET redeliver_queued = ${leased},
         next_attempt_at = CASE WHEN ${leased} THEN d.next_attempt_at WHEN ${keyTaken('d')} THEN NULL ELSE $3::timestamptz END,
         lease_owner = CASE WHEN ${leased} THEN d.lease_owner END,
-        lease_until = CASE WHEN ${leased} THEN d.lease_until END
+        lease_until = CASE WHEN ${leased} THEN d.lease_until END,
+        paced = false
       WHERE d.account_id = $1::text AND d.id = $2::text
       RETURNING ${deliveryColumns('d')}
     ), finished AS (

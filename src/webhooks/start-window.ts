@@ -1,0 +1,35 @@
+/**
+ * The calls this worker started in the last second, of each webhook with a rate limit: a call of a
+ * webhook limited to `rateLimit` starts only while fewer than that many started in the second before
+ * (`rules/rate-limit.ts`). The store's slots keep instances together to the limit; this keeps one
+ * worker to it when a claim took the slots of two seconds at once (a late tick).
+ */
+export class StartWindow {
+  /** Start times (ms, ascending) within the last second, by webhook; a webhook with none is dropped. */
+  private readonly starts = new Map<string, number[]>();
+
+  /** Milliseconds from `now` until a call of the webhook may start; 0: now. */
+  wait(webhookId: string, rateLimit: number, now: number): number {
+    const times = this.recent(webhookId, now);
+    if (times.length < rateLimit) return 0;
+    return times[times.length - rateLimit]! + 1000 - now;
+  }
+
+  /** A call of the webhook started at `now`. */
+  started(webhookId: string, now: number): void {
+    const times = this.recent(webhookId, now);
+    if (times.length === 0) this.starts.set(webhookId, times);
+    times.push(now);
+  }
+
+  /** The webhook's starts in the second up to `now`, those older dropped. */
+  private recent(webhookId: string, now: number): number[] {
+    const times = this.starts.get(webhookId);
+    if (times === undefined) return [];
+    let old = 0;
+    while (old < times.length && times[old]! <= now - 1000) old++;
+    if (old > 0) times.splice(0, old);
+    if (times.length === 0) this.starts.delete(webhookId);
+    return times;
+  }
+}
