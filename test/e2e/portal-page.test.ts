@@ -316,6 +316,32 @@ it('a receiver that asks to wait: the webhook says until when, and the log marks
   await page.context().close();
 });
 
+it('a rate limit: set on the webhook screen, shown in its summary; a refused value names why and changes nothing; emptied, none', async () => {
+  const webhook = await newWebhook(`${receiver.url}/limited`);
+  const page = await signedIn();
+  await page.goto(`${app.url}/portal/#/webhooks/${webhook.id}`);
+  await page.getByText('none: calls go as fast as the receiver answers').waitFor();
+  const field = page.getByLabel('Calls a second at most');
+  await field.fill('40');
+  await page.getByRole('button', { name: 'Save rate limit' }).click();
+  await page.getByText('Saved: at most 40 calls a second.').waitFor();
+  await page.locator('.details').getByText('at most 40 calls a second').waitFor();
+  assert.is((await app.portal.webhooks.get('acct_a', webhook.id))!.rateLimit, 40);
+  await shoot(page, '4c-rate-limit');
+  // Past the browser's own check (max), the API's answer is shown.
+  await field.evaluate((input) => (input as unknown as { removeAttribute(name: string): void }).removeAttribute('max'));
+  await field.fill('20000');
+  await page.getByRole('button', { name: 'Save rate limit' }).click();
+  await page.getByText(/rateLimit: must be at most 10000/).waitFor();
+  assert.is((await app.portal.webhooks.get('acct_a', webhook.id))!.rateLimit, 40, 'refused: unchanged');
+  await field.fill('');
+  await page.getByRole('button', { name: 'Save rate limit' }).click();
+  await page.getByText('Saved: none: calls go as fast as the receiver answers.').waitFor();
+  assert.is((await app.portal.webhooks.get('acct_a', webhook.id))!.rateLimit, undefined);
+  assert.equal(problemsOf(page), []);
+  await page.context().close();
+});
+
 it('rotate the secret with a chosen grace: the new one shown with a copy button, and behind Reveal after; disable and enable', async () => {
   const webhook = await newWebhook(`${receiver.url}/rotated`);
   const page = await signedIn();

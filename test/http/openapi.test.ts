@@ -380,6 +380,19 @@ test('every route answers as the document says: each success and each error it d
     await call('PATCH', patch, `/webhooks/${hook.id}`, { body: 'filter=null' }, 415);
     const { body: unfiltered } = await call('PATCH', patch, `/webhooks/${hook.id}`, jsonBody({ filter: null }), 200);
     assert.is(unfiltered.filter, undefined);
+    const { body: limited } = await call('PATCH', patch, `/webhooks/${hook.id}`, jsonBody({ rateLimit: 12 }), 200);
+    assert.is(limited.rateLimit, 12);
+    await call('PATCH', patch, `/webhooks/${hook.id}`, jsonBody({}), 400);
+    await call('PATCH', patch, `/webhooks/${hook.id}`, jsonBody({ rateLimit: 0 }), 400);
+    const { body: limitedHealth } = await call(
+      'GET',
+      '/webhooks/{webhookId}/health',
+      `/webhooks/${hook.id}/health`,
+      {},
+      200,
+    );
+    assert.is(limitedHealth.rateLimit, 12);
+    await call('PATCH', patch, `/webhooks/${hook.id}`, jsonBody({ rateLimit: null }), 200);
     const dryRun = '/webhooks/dry-run';
     const { body: tried } = await call(
       'POST',

@@ -10,6 +10,8 @@ export interface Webhook {
   secret?: string;
   createdAt: string;
   filter?: EventFilter;
+  /** Calls a second at most; absent: none. */
+  rateLimit?: number;
   signatureScheme?: 'ed25519';
   /** The `whpk_` public key an ed25519 webhook's calls verify with. */
   publicKey?: string;
@@ -39,6 +41,7 @@ export interface WebhookHealth {
   lastAttemptAt: string | null;
   consecutiveFailures: number;
   heldUntil: string | null;
+  rateLimit: number | null;
 }
 
 export interface DeliveryAttempt {

@@ -8,6 +8,7 @@ import type { Screen } from './screen.js';
 import type { Webhook, WebhookHealth } from './types.js';
 import { healthClass, healthLabel } from './webhooks.js';
 import { filterPanel } from './filter.js';
+import { rateLimitPanel, rateLimitText } from './rate-limit.js';
 import { copyable, verificationRows } from './keys.js';
 
 const REASONS: Record<string, string> = {
@@ -18,7 +19,7 @@ const REASONS: Record<string, string> = {
 
 /**
  * One webhook: its health, what can be done to it (nothing, when the page may only read: no
- * actions, filter editing or recovery), and its delivery log (refreshed while open).
+ * actions, filter or rate limit editing, or recovery), and its delivery log (refreshed while open).
  */
 export const webhookScreen: Screen = ({ main, title, rest }) => {
   const id = rest[0];
@@ -42,6 +43,7 @@ export const webhookScreen: Screen = ({ main, title, rest }) => {
   const writable = session.mayChange();
   // The filter is in the summary too; editing it (and trying it, a POST) is a change.
   const filter = writable ? filterPanel(base, errors, () => void load()) : null;
+  const rateLimit = writable ? rateLimitPanel(base, errors, () => void load()) : null;
   const heading = title('Webhook');
   replace(
     main,
@@ -53,6 +55,7 @@ export const webhookScreen: Screen = ({ main, title, rest }) => {
     writable ? actions : null,
     charts.node,
     filter?.node,
+    rateLimit?.node,
     writable ? recoverForm(base, errors, () => void log.refresh()) : null,
     log.node,
   );
@@ -75,6 +78,7 @@ export const webhookScreen: Screen = ({ main, title, rest }) => {
       drawSummary(webhook, health);
       drawActions(health);
       filter?.show(webhook);
+      rateLimit?.show(webhook);
     } catch (error) {
       if (error instanceof ApiError && error.status === 404 && !seen) {
         stopped = true;
@@ -99,6 +103,7 @@ export const webhookScreen: Screen = ({ main, title, rest }) => {
             ? 'none: every event of the type'
             : el('code', {}, JSON.stringify(webhook.filter)),
         ],
+        ['Rate limit', rateLimitText(health.rateLimit)],
         ['Id', el('code', {}, webhook.id)],
         ['Created', time(webhook.createdAt)],
         [

@@ -86,7 +86,7 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
             created,
           ),
           400: failure(
-            'The body is not JSON, or not `{type, url}` with a known type and an http(s) URL; or a malformed `Idempotency-Key`.',
+            'The body is not JSON, or not `{type, url}` with a known type and an http(s) URL; a `filter` or `rateLimit` out of its grammar or range; or a malformed `Idempotency-Key`.',
           ),
           409: failure(
             `The account holds \`webhooks.maxPerAccount\` webhooks already (default 50); or ${keyInProgress}.`,
@@ -133,15 +133,17 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
       extension: true,
       doc: {
         operationId: 'setWebhookFilter',
-        summary: 'Give a webhook a filter, or remove it',
+        summary: "Change a webhook's filter or rate limit",
         parameters: [webhookIdParameter],
         tags: ['Webhooks'],
-        description: `Events published from then on make a delivery for the webhook only when their \`data\` matches the filter; \`{"filter": null}\` removes it (every event of its type). Deliveries already made are kept. Try a filter first with \`POST /webhooks/dry-run\`.`,
+        description: `\`filter\`: events published from then on make a delivery for the webhook only when their \`data\` matches it; \`{"filter": null}\` removes it (every event of its type). Deliveries already made are kept. Try a filter first with \`POST /webhooks/dry-run\`.
+
+\`rateLimit\`: at most that many of its calls start in any one-second window, across instances (1 … 10,000); \`{"rateLimit": null}\` removes it. It applies at once: deliveries waiting for a later second under the old limit are paced again, and the calls of the current second count toward the new one. Either key, or both; a key left out is kept.`,
         requestBody: { required: true, content: json('WebhookFilterInput') },
         responses: {
-          200: response('The webhook, with its filter (none shown once removed).', 'Webhook'),
+          200: response('The webhook as changed (no `filter` or `rateLimit` key once removed).', 'Webhook'),
           400: failure(
-            'The body is not JSON, or the filter breaks its grammar or limits; the message names the part (an unknown operator, a bad path, an operand of the wrong kind).',
+            'The body is not JSON, names neither `filter` nor `rateLimit`, the filter breaks its grammar or limits, or the rate limit is not a whole number from 1 to 10,000; the message names the part (an unknown operator, a bad path, an operand of the wrong kind).',
           ),
           404: failure('No such webhook in this account.'),
           413: failure('The body is over 64 KiB.'),
