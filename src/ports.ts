@@ -53,6 +53,11 @@ export interface Claim {
    * in flight (`inFlight`, by account id) and what this claim leases. Without it, no cap.
    */
   perAccount?: { max: number; inFlight: Readonly<Record<string, number>> };
+  /**
+   * Webhooks with as many calls in flight for `owner` as their limit (`rules/in-flight.ts`): none of
+   * their deliveries is leased by this claim (they stay due, for a later one).
+   */
+  fullWebhooks?: readonly string[];
 }
 
 /** What a request asks of an `Idempotency-Key`: the key of the account, for the request holding `token`, until `leaseUntil`. */
@@ -327,6 +332,11 @@ export interface WebhookHealthStore {
    * has reached has a fresh one (`freshHealth`: enabled, nothing failed).
    */
   getWebhookHealth(accountId: string, webhookId: string): Promise<WebhookHealthRecord | null>;
+  /**
+   * Keeps the calls in flight a delivery worker now limits the webhook to (`inFlightLimit`, `null`
+   * for none below its account's share), for the health to show; nothing when the webhook is absent.
+   */
+  setInFlightLimit(webhookId: string, limit: number | null): Promise<void>;
   /**
    * Disables the webhook by hand at `at` (`disableHealth`): `true` when this call disabled it,
    * `false` when it was disabled already (its reason kept), `null` when absent. Atomic.

@@ -87,6 +87,12 @@ export interface WebhookHealth {
   heldUntil: string | null;
   /** The webhook's `rateLimit`: calls a second at most; `null` when it has none. */
   rateLimit: number | null;
+  /**
+   * Calls in flight at most, as the delivery workers adapted it to what its receiver takes (fewer
+   * after `429`, `503`, timeouts or failed connections, more while calls succeed); `null` when no
+   * worker limits it below its account's share.
+   */
+  inFlightLimit: number | null;
 }
 /**
  * A webhook's health as stored, under the webhook's id: a record apart from the webhook, written
@@ -108,6 +114,8 @@ export interface WebhookHealthRecord {
    * deliveries that fall due before then wait until then. `null`: never held; a time past holds nothing.
    */
   heldUntil: string | null;
+  /** The calls in flight a delivery worker last limited it to (`rules/in-flight.ts`); `null`: none below its account's share. */
+  inFlightLimit: number | null;
 }
 
 export type FileEntryType = 'file' | 'directory';

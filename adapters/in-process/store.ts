@@ -576,10 +576,6 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
         heldUntil,
         slotOf,
       });
-      pacing.sweep((id, slot) => {
-        const row = state.get('delivery', id);
-        return row !== undefined && kept<DeliveryRecord>(row).nextAttemptAt === slot;
-      });
       // A key whose turn is cancelled (its webhook disabled) has its held deliveries cancelled too:
       // they would each be cancelled when their turn came.
       for (const turn of [...cancelled]) {
@@ -594,6 +590,11 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
         eventRow: state.get('event', delivery.eventId)!,
       }));
       await commit([...cancelled, ...deferred, ...leased].map(putDelivery));
+      // After the commit: a delivery deferred by this claim holds its slot only once stored with it.
+      pacing.sweep((id, slot) => {
+        const row = state.get('delivery', id);
+        return row !== undefined && kept<DeliveryRecord>(row).nextAttemptAt === slot;
+      });
       return Promise.all(
         claimed.map(async ({ delivery, webhook, eventRow }) => ({
           delivery: copyDelivery(delivery),
@@ -672,6 +673,14 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
     async getWebhookHealth(accountId, webhookId) {
       const row = state.owned('webhook', accountId, webhookId);
       return row === undefined ? null : { ...healthOf(kept<WebhookRecord>(row)) };
+    },
+    async setInFlightLimit(webhookId, limit) {
+      const row = state.get('webhook', webhookId);
+      if (row === undefined) return;
+      const webhook = kept<WebhookRecord>(row);
+      await changeHealth(webhook.accountId, webhookId, (current) =>
+        (current.inFlightLimit ?? null) === limit ? null : { ...current, inFlightLimit: limit },
+      );
     },
     disableWebhook: (accountId, webhookId, at) =>
       changeHealth(accountId, webhookId, (current) => healthRules.disableHealth(current, at)),

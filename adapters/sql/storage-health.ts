@@ -17,7 +17,7 @@ import { orderingKeys } from './storage-keys.js';
 
 export type HealthMethods = Pick<
   Storage,
-  'getWebhookHealth' | 'disableWebhook' | 'enableWebhook' | 'recoverDeliveries'
+  'getWebhookHealth' | 'setInFlightLimit' | 'disableWebhook' | 'enableWebhook' | 'recoverDeliveries'
 >;
 
 /** A webhook's health as of its last write, as the columns of `portal_webhook_health` name it. */
@@ -176,7 +176,7 @@ export function createHealth(db: Db, names: Names, announce?: { channel: string 
   const getHealth = `SELECT w.id, w.account_id, coalesce(h.consecutive_failures, 0) AS consecutive_failures,
       ${atomOf('h.failing_since')} AS failing_since, ${atomOf('h.last_success_at')} AS last_success_at,
       ${atomOf('h.last_attempt_at')} AS last_attempt_at, ${atomOf('h.disabled_at')} AS disabled_at, h.disabled_reason,
-      ${atomOf('h.held_until')} AS held_until
+      ${atomOf('h.held_until')} AS held_until, h.in_flight_limit
     FROM ${table('webhooks')} AS w LEFT JOIN ${table('webhook_health')} AS h ON h.webhook_id = w.id
     WHERE w.account_id = $1::text AND w.id = $2::text`;
   const disable = `WITH webhook AS (${webhook}), changed AS (
@@ -218,6 +218,11 @@ export function createHealth(db: Db, names: Names, announce?: { channel: string 
   const notifyWork = `SELECT pg_notify($1::text, '')`;
   const keys = orderingKeys(names);
 
+  // The limit a worker set, for the health to show: written only when it differs.
+  const setInFlightLimit = `INSERT INTO ${table('webhook_health')} AS h (webhook_id, account_id, in_flight_limit)
+    SELECT w.id, w.account_id, $2::int FROM ${table('webhooks')} AS w WHERE w.id = $1::text
+    ON CONFLICT (webhook_id) DO UPDATE SET in_flight_limit = excluded.in_flight_limit
+    WHERE h.in_flight_limit IS DISTINCT FROM excluded.in_flight_limit`;
   const changed = (row: Row | undefined) => (Number(row?.found) === 0 ? null : Number(row?.changed) === 1);
 
   return {
@@ -234,7 +239,12 @@ export function createHealth(db: Db, names: Names, announce?: { channel: string 
         disabledAt: (row.disabled_at ?? null) as string | null,
         disabledReason: (row.disabled_reason ?? null) as WebhookDisabledReason | null,
         heldUntil: (row.held_until ?? null) as string | null,
+        inFlightLimit:
+          row.in_flight_limit === null || row.in_flight_limit === undefined ? null : Number(row.in_flight_limit),
       } satisfies WebhookHealthRecord;
+    },
+    async setInFlightLimit(webhookId, limit) {
+      await db.query(setInFlightLimit, [webhookId, limit]);
     },
     async disableWebhook(accountId, webhookId, at) {
       return changed((await db.query(disable, [accountId, webhookId, at]))[0]);

@@ -506,7 +506,7 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 27,
-    name: 'rate limits',
+    name: 'rate limits and calls in flight',
     statements: ({ table }) => [
       // Calls a second at most (null: none), and where its pacing stands: the second it fills and
       // how many of that second's slots are given (rules/rate-limit.ts, paceSlots).
@@ -518,6 +518,8 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
       // A delivery of a limited webhook given its slot, which its lease spends (a constant default:
       // no table rewrite).
       `ALTER TABLE ${table('delivery_queue')} ADD COLUMN paced boolean NOT NULL DEFAULT false`,
+      // The calls in flight a worker last limited the webhook to (null: none), for the health to show.
+      `ALTER TABLE ${table('webhook_health')} ADD COLUMN in_flight_limit integer`,
     ],
   },
 ];

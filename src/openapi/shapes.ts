@@ -128,6 +128,12 @@ export const webhookHealth = v.strictObject({
     v.nullable(v.pipe(v.number(), v.integer(), v.minValue(RATE_LIMIT.min), v.maxValue(RATE_LIMIT.max))),
     v.description('Its `rateLimit`: at most this many calls start in any one-second window; `null` when it has none.'),
   ),
+  inFlightLimit: v.pipe(
+    v.nullable(v.pipe(v.number(), v.integer(), v.minValue(1))),
+    v.description(
+      "Calls in flight at most, as the delivery workers adapt it to what its receiver takes: halved on a `429`, a `503`, a timeout or a failed connection, one more for each window of successes, and from one call again once a receiver that was down answers (slow start). Each worker keeps its own, for its share of the account; this is the last one a worker set. `null` when none limits it below the account's share (`webhooks.concurrencyPerAccount`).",
+    ),
+  ),
 });
 
 const statsBucket = v.strictObject({

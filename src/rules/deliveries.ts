@@ -304,8 +304,9 @@ const defer = (delivery: DeliveryRecord, at: string): DeliveryRecord => ({
  * leased to `owner` until `leaseUntil`, or cancelled when its webhook is gone or disabled, or
  * deferred to the end of its webhook's hold, or skipped when its account holds its share
  * (`perAccount`) already, so that one account's backlog or hanging receivers never keep another's
- * deliveries waiting beyond this claim, or deferred to the later second its webhook's rate limit
- * gives it. The walk ends once `limit` are leased, so a cancelled, deferred or skipped one does not
+ * deliveries waiting beyond this claim, or skipped when its webhook has as many calls in flight
+ * for the owner as it takes (`fullWebhooks`), or deferred to the later second its webhook's rate
+ * limit gives it. The walk ends once `limit` are leased, so a cancelled, deferred or skipped one does not
  * use up the limit.
  */
 export function planClaim(candidates: Iterable<DeliveryRecord>, claim: Claim, questions: ClaimQuestions): ClaimPlan {
@@ -313,6 +314,7 @@ export function planClaim(candidates: Iterable<DeliveryRecord>, claim: Claim, qu
   const plan: ClaimPlan = { leased: [], cancelled: [], deferred: [] };
   if (claim.limit <= 0) return plan;
   const held = new Map<string, number>();
+  const full = new Set(claim.fullWebhooks);
   for (const delivery of candidates) {
     if (!isClaimable(delivery, claim.now)) continue;
     if (!deliverable(delivery)) {
@@ -324,6 +326,8 @@ export function planClaim(candidates: Iterable<DeliveryRecord>, claim: Claim, qu
       plan.deferred.push(defer(delivery, until));
       continue;
     }
+    // Its webhook has as many calls in flight for this owner as it takes: it waits, due, for a later claim.
+    if (full.has(delivery.webhookId)) continue;
     let holding = 0;
     if (claim.perAccount !== undefined) {
       const { inFlight } = claim.perAccount;

@@ -25,6 +25,7 @@ export function freshHealth(webhook: { id: string; accountId: string }): Webhook
     disabledAt: null,
     disabledReason: null,
     heldUntil: null,
+    inFlightLimit: null,
   };
 }
 
@@ -131,5 +132,7 @@ export function healthShape(record: WebhookHealthRecord, now: string, rateLimit:
     consecutiveFailures: record.consecutiveFailures,
     heldUntil: heldAt(record, now),
     rateLimit,
+    // A record written before in-flight limits has none.
+    inFlightLimit: record.inFlightLimit ?? null,
   };
 }

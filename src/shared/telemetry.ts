@@ -49,6 +49,8 @@ export interface Telemetry {
   request(req: IncomingMessage, route: string | null): RequestTelemetry | null;
   call(info: CallInfo): CallTelemetry;
   delivery(outcome: DeliveryOutcome): void;
+  /** A call a worker held back: its webhook's rate limit, or its calls in flight at their limit. */
+  limited(limit: 'rate' | 'in-flight'): void;
   removed(kind: 'events' | 'deliveries', count: number): void;
   /** Reports the queue gauges from `read` at each collection; returns the function that stops it. */
   observeQueue(read: () => Promise<QueueState | null>): () => void;
@@ -62,6 +64,7 @@ export const noTelemetry: Telemetry = {
   request: () => null,
   call: () => NO_CALL,
   delivery: () => {},
+  limited: () => {},
   removed: () => {},
   observeQueue: () => () => {},
 };
@@ -110,6 +113,12 @@ function telemetryOf(api: typeof Otel): Telemetry {
   const deliveries = meter.createCounter('customer_portal.deliveries', {
     description: 'Attempts recorded, by what they did to their delivery.',
     unit: '{attempt}',
+    valueType: ValueType.INT,
+  });
+  const limitedCalls = meter.createCounter('customer_portal.deliveries.limited', {
+    description:
+      "Calls a worker held back before starting them, by the limit: the webhook's rate limit, or its calls in flight.",
+    unit: '{call}',
     valueType: ValueType.INT,
   });
   const removals = meter.createCounter('customer_portal.retention.removed', {
@@ -219,6 +228,9 @@ function telemetryOf(api: typeof Otel): Telemetry {
     },
     delivery(outcome) {
       deliveries.add(1, { outcome });
+    },
+    limited(limit) {
+      limitedCalls.add(1, { limit });
     },
     removed(kind, count) {
       if (count > 0) removals.add(count, { kind });

@@ -42,8 +42,9 @@ interface LocalQueueStages<Made> {
   /** Records the call's attempt; resolves `true` when more may now be due for this worker (a redeliver, a key's turn ended). */
   record(claimed: ClaimedDelivery, made: Made): Promise<boolean>;
   /**
-   * Milliseconds until the delivery's call may start (its webhook's rate limit), 0 for now; a call
-   * started is told of with `started`. Absent: every call may start at once.
+   * Milliseconds until the delivery's call may start (its webhook's rate limit), 0 for now,
+   * `Infinity` until one of the calls in flight ends (its webhook's calls in flight at their limit);
+   * a call started is told of with `started`. Absent: every call may start at once.
    */
   gate?(claimed: ClaimedDelivery, now: number): number;
   started?(claimed: ClaimedDelivery, now: number): void;
@@ -84,7 +85,7 @@ export interface LocalQueueOptions<Made> extends LocalQueueStages<Made> {
  * docs/performance.md, "Figures behind the code": claiming ahead, refilling the slots together).
  *
  * The state the modes share, each field written only by the methods named:
- * - `again` (`fill`, `claimed`, `release`, `recorded`): more may be due than the last claim took;
+ * - `again` (`fill`, `claimed`, `release`, `recorded`, `mayHaveMore`): more may be due than the last claim took;
  * - `filledLast` (`claimed`): the last claim took all it asked for;
  * - `claimMs` (`claim`): how long recent claims took, a moving average;
  * - `full` (`claimed`, `release`): accounts whose share the last claim found full, so the first of
@@ -149,6 +150,11 @@ export class LocalQueue<Made> {
     if (this.refillTimer !== undefined || this.free() <= 0) return;
     const wait = Math.min(REFILL_WAIT_MS, Math.max(1, REFILL_WAIT_CLAIMS * this.claimMs));
     this.refillTimer = timers.setTimeout(() => this.fill(), wait);
+  }
+
+  /** More may be due than the last claim took (a webhook it passed over has room again): claim once room frees. */
+  mayHaveMore(): void {
+    this.again = true;
   }
 
   /** Resolves once nothing is claimed, ahead, in flight or being recorded. */

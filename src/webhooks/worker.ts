@@ -11,6 +11,8 @@ import { buildCall, callBody } from './call.js';
 import { endsTurn } from '../rules/deliveries.js';
 import { attemptsInRun, holdOf, outcomeOf, type Outcome } from '../rules/retry-schedule.js';
 import { StartWindow } from './start-window.js';
+import { InFlightLimits } from './in-flight-limits.js';
+import type { Load } from '../rules/in-flight.js';
 import { LocalQueue, realTimers, type WorkerTimers } from './local-queue.js';
 import { DEFAULT_DISABLE_AFTER_FAILURES, DEFAULT_DISABLE_AFTER_MS, attemptSucceeded } from '../rules/webhook-health.js';
 import type { OperationalEvent } from '../domain/operational-events.js';
@@ -70,6 +72,16 @@ function callOutcome(result: WebhookCallResult): CallOutcome {
   return result.error?.startsWith('timed out') ? 'timeout' : 'error';
 }
 
+/**
+ * What a call's answer says of its receiver's load (`rules/in-flight.ts`): a `429`, a `503`, a
+ * timeout or no answer at all is overload; a call that never left the portal says nothing.
+ */
+function loadOf(result: WebhookCallResult): Load {
+  if (result.local === true) return 'other';
+  if (result.statusCode === null || result.statusCode === 429 || result.statusCode === 503) return 'overloaded';
+  return attemptSucceeded(result) ? 'ok' : 'other';
+}
+
 /** Delivers due webhook calls: on its cron tick, when poked, and when asked through `tick()`. */
 export interface WebhookWorker {
   /** The lease owner this worker claims deliveries as. */
@@ -127,7 +139,33 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       limit,
       owner,
       perAccount: { max: perAccount, inFlight: held },
+      fullWebhooks: limits.full(),
     });
+  }
+
+  /**
+   * Each webhook's calls in flight on this worker, within a limit that follows what its receiver
+   * takes; a change is kept in its health for the API to show (the latest value, one write at a
+   * time per webhook; a failed write is logged and left to the next change).
+   */
+  const limits = new InFlightLimits(perAccount);
+  const sharing = new Map<string, number | null>();
+  async function share(webhookId: string, limit: number): Promise<void> {
+    const busy = sharing.has(webhookId);
+    sharing.set(webhookId, limit >= perAccount ? null : limit);
+    if (busy) return;
+    while (sharing.has(webhookId)) {
+      const value = sharing.get(webhookId)!;
+      try {
+        await storage.setInFlightLimit(webhookId, value);
+      } catch (error) {
+        logger.warn(
+          { webhookId, err: errorMessage(error) },
+          'webhook worker: keeping a limit of calls in flight failed',
+        );
+      }
+      if (sharing.get(webhookId) === value) sharing.delete(webhookId);
+    }
   }
 
   /** Sends, but never waits past the deadline, whatever the transport does. */
@@ -178,7 +216,13 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       // A record the call cannot be built from (a secret that is not base64, say): an attempt that failed.
       result = { statusCode: null, headers: {}, error: `the call could not be made: ${errorMessage(error)}` };
     }
-    const durationMs = Math.round(timers.now() - started);
+    const ended = timers.now();
+    const durationMs = Math.round(ended - started);
+    const wasFull = !limits.hasRoom(webhook.id);
+    const { limit, changed } = limits.ended(webhook.id, loadOf(result), started, ended);
+    if (changed) void share(webhook.id, limit);
+    // Claims passed its deliveries over while it was full: the next one may take them.
+    if (wasFull) queue.mayHaveMore();
     observed.end(callOutcome(result), result.statusCode, result.error, durationMs);
     return { at, result, durationMs };
   }
@@ -219,6 +263,8 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     // A redeliver queued during the call left the delivery due again, unless this write disabled
     // its webhook: then the next claim cancels it, and the attempt's outcome is what counts.
     const redelivered = recorded.dueAgain && recorded.disabled === null;
+    // Enabled again, its calls start slowly.
+    if (recorded.disabled !== null) limits.disabled(webhook.id);
     // Redelivered, or its key's turn ended (the next of the key is due).
     const moreDue = redelivered || (recorded.recorded && endsTurn({ ...delivery, status: outcome.status }));
     telemetry.delivery(
@@ -316,8 +362,23 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   }
 
   /** The scheduler: when to claim, when each claimed delivery is called and recorded. */
-  // Each rate-limited webhook's calls start no faster than its limit, on this worker too.
+  // Each rate-limited webhook's calls start no faster than its limit, on this worker too; and no
+  // more of a webhook's are in flight than it takes (until one of its calls ends).
   const window = new StartWindow();
+  const heldBack = new WeakSet<ClaimedDelivery>();
+  const gate = (claimed: ClaimedDelivery, now: number): number => {
+    const { webhook } = claimed;
+    const wait = !limits.hasRoom(webhook.id)
+      ? Number.POSITIVE_INFINITY
+      : webhook.rateLimit === undefined
+        ? 0
+        : window.wait(webhook.id, webhook.rateLimit, now);
+    if (wait > 0 && !heldBack.has(claimed)) {
+      heldBack.add(claimed);
+      telemetry.limited(wait === Number.POSITIVE_INFINITY ? 'in-flight' : 'rate');
+    }
+    return wait;
+  };
   const queue = new LocalQueue<MadeCall>({
     concurrency,
     perAccount,
@@ -327,8 +388,9 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     claim,
     call: makeCall,
     record: recordCall,
-    gate: ({ webhook }, now) => (webhook.rateLimit === undefined ? 0 : window.wait(webhook.id, webhook.rateLimit, now)),
+    gate,
     started: ({ webhook }, now) => {
+      limits.started(webhook.id);
       if (webhook.rateLimit !== undefined) window.started(webhook.id, now);
     },
   });

@@ -73,6 +73,7 @@ export function healthStorageTests(test: Test, factory: StorageFactory): void {
         disabledAt: null,
         disabledReason: null,
         heldUntil: null,
+        inFlightLimit: null,
       });
       assert.is(await db.health(webhook.id), null, 'nothing is written until an attempt or a disable');
       assert.is(await storage.getWebhookHealth('acct_b', webhook.id), null);
@@ -107,6 +108,7 @@ export function healthStorageTests(test: Test, factory: StorageFactory): void {
         disabledAt: at(60),
         disabledReason: 'failing',
         heldUntil: null,
+        inFlightLimit: null,
       });
       assert.equal(await db.health(webhook.id), health);
     }),
@@ -557,6 +559,65 @@ export function healthStorageTests(test: Test, factory: StorageFactory): void {
       await storage.updateWebhook('acct_a', limited.id, { rateLimit: null }, at(1));
       assert.is(of(await fair(1), limited), 2, 'no limit: what waited goes now');
       assert.equal(await waiting(), []);
+    }),
+  );
+
+  test(
+    'calls in flight: a claim leases none of a webhook named full, which stays due; the limit a worker sets is kept for the health and survives in it',
+    withStorage(factory, async (storage, { db }) => {
+      const { webhook } = await withEvents(storage, 2);
+      const other = webhookRecord({ id: 'wbh_other', createdAt: at(0) });
+      await storage.insertWebhook(other);
+      await storage.publishEvents([eventRecord({ createdAt: at(0) })]);
+      const claims = [
+        () =>
+          storage.claimDeliveries({
+            now: at(1),
+            leaseUntil: at(61),
+            limit: 10,
+            owner: 'w',
+            fullWebhooks: [webhook.id],
+          }),
+        () =>
+          storage.claimDeliveries({
+            now: at(1),
+            leaseUntil: at(61),
+            limit: 10,
+            owner: 'w',
+            perAccount: { max: 10, inFlight: {} },
+            fullWebhooks: [webhook.id],
+          }),
+      ];
+      for (const claim of claims) {
+        const claimed = await claim();
+        assert.ok(
+          claimed.every(({ delivery }) => delivery.webhookId === other.id),
+          'none of the full webhook',
+        );
+      }
+      const free = await storage.claimDeliveries({
+        now: at(2),
+        leaseUntil: at(62),
+        limit: 10,
+        owner: 'w',
+        perAccount: { max: 10, inFlight: {} },
+      });
+      assert.is(
+        free.filter(({ delivery }) => delivery.webhookId === webhook.id).length,
+        3,
+        'its deliveries stayed due: the next claim takes them',
+      );
+
+      assert.is((await storage.getWebhookHealth('acct_a', webhook.id))!.inFlightLimit, null, 'none at first');
+      await storage.setInFlightLimit(webhook.id, 4);
+      await storage.setInFlightLimit(webhook.id, 2);
+      await storage.setInFlightLimit('wbh_missing', 3);
+      const health = (await storage.getWebhookHealth('acct_a', webhook.id))!;
+      assert.is(health.inFlightLimit, 2, 'the last one set');
+      assert.equal(await db.health(webhook.id), health);
+      assert.is(health.consecutiveFailures, 0, 'nothing else changes');
+      await storage.setInFlightLimit(webhook.id, null);
+      assert.is((await storage.getWebhookHealth('acct_a', webhook.id))!.inFlightLimit, null);
     }),
   );
 

@@ -306,7 +306,8 @@ export function sqlBackChannel(client: SqlClient, schema: string): StorageBackCh
       const { rows } = await client.query(
         `SELECT webhook_id AS id, account_id AS "accountId", consecutive_failures AS "consecutiveFailures",
           ${atom('failing_since', 'failingSince')}, ${atom('last_success_at', 'lastSuccessAt')}, ${atom('last_attempt_at', 'lastAttemptAt')},
-          ${atom('disabled_at', 'disabledAt')}, disabled_reason AS "disabledReason", ${atom('held_until', 'heldUntil')}
+          ${atom('disabled_at', 'disabledAt')}, disabled_reason AS "disabledReason", ${atom('held_until', 'heldUntil')},
+          in_flight_limit AS "inFlightLimit"
         FROM "${schema}".portal_webhook_health WHERE webhook_id = $1::text`,
         [webhookId],
       );

@@ -39,6 +39,7 @@ test("GET /webhooks/{id}/health: a new webhook is enabled with nothing failed; a
       consecutiveFailures: 0,
       heldUntil: null,
       rateLimit: null,
+      inFlightLimit: null,
     });
     assert.is(
       (await app.api(`/webhooks/${hook.id}/health`, { headers: { authorization: `Bearer ${KEY_B}` } })).status,
@@ -98,6 +99,7 @@ test('a receiver answering 500 past both thresholds is disabled: webhook.disable
         consecutiveFailures: 3,
         heldUntil: null,
         rateLimit: null,
+        inFlightLimit: null,
       });
       const [delivery] = (await app.portal.webhooks.deliveries('acct_a', hook.id)) ?? [];
       assert.equal(seen, [

@@ -86,6 +86,7 @@ test('disableHealth and enableHealth: null when nothing changes; enabling forget
     consecutiveFailures: 1,
     heldUntil: null,
     rateLimit: null,
+    inFlightLimit: null,
   });
   assert.is(healthShape(disabled, at(1), 20).rateLimit, 20);
 });

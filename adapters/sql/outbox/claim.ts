@@ -198,7 +198,7 @@ export function createClaim(
   // of thousands is cancelled over several claims instead of one long UPDATE every instance waits on.
   const claim = `WITH ${held}, ${limited}, due AS (
       SELECT id, next_attempt_at, ctid AS row FROM ${table('delivery_queue')} AS d
-      WHERE ${claimable} AND ${sendable} AND ${notHeld} AND ${pacedOrFree}
+      WHERE ${claimable} AND ${sendable} AND ${notHeld} AND ${pacedOrFree} AND d.webhook_id <> ALL ($5::text[])
       ORDER BY next_attempt_at, id
       LIMIT $3::int
       FOR UPDATE SKIP LOCKED
@@ -241,6 +241,7 @@ export function createClaim(
   const accountDue = `FROM ${table('delivery_queue')} AS d
         WHERE d.account_id = accounts.account_id AND d.next_attempt_at >= accounts.floor AND ${claimable}
           AND d.webhook_id <> ALL ((SELECT ids FROM disabled)::text[]) AND ${notHeld} AND ${pacedOrFree}
+          AND d.webhook_id <> ALL ($11::text[])
         ORDER BY d.account_id, d.next_attempt_at, d.id`;
   // The accounts a claim looks at, each with the time its walk starts at:
   // - a full claim ($10 NULL): every account with pending deliveries, found by a skip scan, from the
@@ -379,11 +380,14 @@ export function createClaim(
       const [row] = await db.query(deliveryQueue, [now, limit]);
       return { waiting: Number(row?.waiting ?? 0), oldestDueAt: typeof row?.oldest === 'string' ? row.oldest : null };
     },
-    async claimDeliveries({ now, leaseUntil, limit, owner, perAccount }) {
+    async claimDeliveries({ now, leaseUntil, limit, owner, perAccount, fullWebhooks = [] }) {
       if (limit <= 0) return [];
       await paceAt(now);
       if (perAccount === undefined) {
-        const rows = await db.transaction((tx) => tx.query(claim, [now, leaseUntil, limit, owner]), BY_INDEX);
+        const rows = await db.transaction(
+          (tx) => tx.query(claim, [now, leaseUntil, limit, owner, fullWebhooks]),
+          BY_INDEX,
+        );
         const [seen] = await db.query(anyHeldOrLimited, [now]);
         anyLimited = seen?.limited === true;
         if (seen?.held === true) await deferHeldAt(now);
@@ -413,6 +417,7 @@ export function createClaim(
             known.map(([account]) => account),
             known.map(([, floor]) => floor),
             from,
+            fullWebhooks,
           ]),
         BY_INDEX,
       );
@@ -429,7 +434,7 @@ export function createClaim(
         began,
         claimed.map(({ delivery }) => delivery),
         rows[0],
-        { limit, ...perAccount },
+        { limit, ...perAccount, fullWebhooks },
       );
       floors.rescue(async () => {
         await db.query(adopt);

@@ -83,7 +83,12 @@ export function claimFloors(clock: () => number = () => performance.now()) {
       began: number,
       leased: DeliveryRecord[],
       row: Row | undefined,
-      claim: { limit: number; max: number; inFlight: Readonly<Record<string, number>> },
+      claim: {
+        limit: number;
+        max: number;
+        inFlight: Readonly<Record<string, number>>;
+        fullWebhooks?: readonly string[];
+      },
     ) {
       // ATOM strings sort in time order. Claims run at once (workers sharing this store) may end out of order.
       if (second === undefined || now > second) [second, secondBegan] = [now, began];
@@ -105,8 +110,9 @@ export function claimFloors(clock: () => number = () => performance.now()) {
           continue;
         }
         const room = claim.max - (Object.hasOwn(claim.inFlight, account) ? claim.inFlight[account]! : 0);
-        // Room in its share, and the claim had room left: it has nothing due from its floor on.
-        if (room > 0 && leased.length < claim.limit) known.delete(account);
+        // Room in its share, and the claim had room left: it has nothing due from its floor on
+        // (unless the claim passed over webhooks at their calls in flight, whose deliveries stay due).
+        if (room > 0 && leased.length < claim.limit && (claim.fullWebhooks ?? []).length === 0) known.delete(account);
         else if (!known.has(account)) known.set(account, given[i]!);
       }
     },

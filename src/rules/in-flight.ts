@@ -1,0 +1,65 @@
+/*
+ * A webhook's calls in flight, adapted to what its receiver takes: additive increase,
+ * multiplicative decrease, with a slow start (as TCP's congestion window). The limit halves on a
+ * sign of overload (`429`, `503`, a timeout, a connection that failed), at most once for the calls
+ * in flight then; it grows by one for each window of successes (as many as the limit) above the
+ * threshold, and by one for each success below it. After the webhook is enabled again or its
+ * receiver recovers from a run of failures, it starts again from one call, so a receiver that just
+ * came back is not sent its backlog all at once.
+ */
+
+/** Where a webhook's limit stands. Times are the worker's own (ms, monotonic). */
+export interface InFlightLimit {
+  /** Calls in flight at most. */
+  limit: number;
+  /** Below it, the limit grows by one a success (slow start); at or above, by one a window. */
+  threshold: number;
+  /** Successes since the limit last changed. */
+  successes: number;
+  /** When the limit last fell: a call started before then that shows overload lowers it no more. */
+  fellAt: number;
+}
+
+/** What a call's answer says of its receiver's load. */
+export type Load = 'ok' | 'overloaded' | 'other';
+
+/** A webhook no call has told anything of yet: as many calls as `ceiling` (its account's share). */
+export const freshLimit = (ceiling: number): InFlightLimit => ({
+  limit: ceiling,
+  threshold: ceiling,
+  successes: 0,
+  fellAt: Number.NEGATIVE_INFINITY,
+});
+
+/** The limit after a call started at `startedAt` and answered at `now`, never above `ceiling`. */
+export function afterCall(
+  current: InFlightLimit,
+  load: Load,
+  startedAt: number,
+  now: number,
+  ceiling: number,
+): InFlightLimit {
+  if (load === 'overloaded') {
+    // One fall for the calls in flight when it fell: they were sent at the load that caused it.
+    if (startedAt < current.fellAt) return current;
+    const limit = Math.max(1, Math.floor(current.limit / 2));
+    return { limit, threshold: limit, successes: 0, fellAt: now };
+  }
+  if (load !== 'ok' || current.limit >= ceiling) return current;
+  const successes = current.successes + 1;
+  if (current.limit < current.threshold || successes >= current.limit)
+    return { ...current, limit: current.limit + 1, successes: 0 };
+  return { ...current, successes };
+}
+
+/**
+ * Slow start: one call in flight, growing by one a success up to `threshold`, then by one a window.
+ * After a recovery the threshold is the one the falls left; after the webhook is enabled again, its
+ * account's share.
+ */
+export const slowStart = (threshold: number): InFlightLimit => ({
+  limit: 1,
+  threshold: Math.max(1, threshold),
+  successes: 0,
+  fellAt: Number.NEGATIVE_INFINITY,
+});

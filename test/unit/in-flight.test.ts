@@ -1,0 +1,60 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { afterCall, freshLimit, slowStart } from '../../src/rules/in-flight.js';
+import { InFlightLimits } from '../../src/webhooks/in-flight-limits.js';
+
+test('afterCall: overload halves the limit once for the calls in flight then, never below one', () => {
+  const fresh = freshLimit(8);
+  const fallen = afterCall(fresh, 'overloaded', 0, 100, 8);
+  assert.equal(fallen, { limit: 4, threshold: 4, successes: 0, fellAt: 100 });
+  assert.is(afterCall(fallen, 'overloaded', 50, 120, 8), fallen, 'started before the fall: no second fall');
+  const twice = afterCall(fallen, 'overloaded', 100, 130, 8);
+  assert.is(twice.limit, 2, 'one started at or after the fall lowers it again');
+  const floor = afterCall(afterCall(twice, 'overloaded', 200, 200, 8), 'overloaded', 300, 300, 8);
+  assert.is(floor.limit, 1);
+  assert.is(afterCall(floor, 'overloaded', 400, 400, 8).limit, 1, 'never below one');
+  assert.is(afterCall(fresh, 'other', 0, 1, 8), fresh, 'a 500 says nothing of load');
+});
+
+test('afterCall: one more a window of successes above the threshold, one more a success below it; never above the ceiling', () => {
+  let limit = { limit: 4, threshold: 4, successes: 0, fellAt: 0 };
+  const seen: number[] = [];
+  for (let n = 0; n < 9; n++) {
+    limit = afterCall(limit, 'ok', 10, 20, 6);
+    seen.push(limit.limit);
+  }
+  assert.equal(seen, [4, 4, 4, 5, 5, 5, 5, 5, 6], 'a window is as many successes as the limit');
+  assert.is(afterCall(limit, 'ok', 10, 20, 6), limit, 'at the ceiling it stays');
+  let start = slowStart(4);
+  const climb: number[] = [];
+  for (let n = 0; n < 4; n++) {
+    start = afterCall(start, 'ok', 10, 20, 8);
+    climb.push(start.limit);
+  }
+  assert.equal(climb, [2, 3, 4, 4], 'slow start: one more a success up to the threshold');
+});
+
+test('InFlightLimits: room, the full list below the share, a recovery from one call, and a disable', () => {
+  const limits = new InFlightLimits(4);
+  for (let n = 0; n < 4; n++) limits.started('wbh_a');
+  assert.not.ok(limits.hasRoom('wbh_a'), 'at its share: no room');
+  assert.equal(limits.full(), [], 'at the share, the account keeps the claim away: not listed');
+  assert.equal(limits.ended('wbh_a', 'overloaded', 0, 10), { limit: 2, changed: true });
+  for (const _ of [1, 2, 3]) limits.ended('wbh_a', 'overloaded', 0, 11);
+  assert.is(limits.limitOf('wbh_a'), 2, 'the calls in flight at the fall lower it once');
+  limits.started('wbh_a');
+  limits.started('wbh_a');
+  assert.equal(limits.full(), ['wbh_a'], 'below the share and full: listed');
+  limits.ended('wbh_a', 'overloaded', 20, 30);
+  limits.started('wbh_a');
+  assert.equal(limits.ended('wbh_a', 'overloaded', 20, 31), { limit: 1, changed: false }, 'in flight at the fall');
+  limits.started('wbh_a');
+  assert.equal(limits.ended('wbh_a', 'ok', 40, 50), { limit: 1, changed: false }, 'back: slow start from one');
+  limits.started('wbh_a');
+  assert.equal(limits.ended('wbh_a', 'ok', 60, 70), { limit: 2, changed: true });
+  assert.ok(limits.hasRoom('wbh_b'), 'an unknown webhook has room');
+  limits.disabled('wbh_b');
+  assert.is(limits.limitOf('wbh_b'), 1, 'enabled again, it starts from one call');
+});
+
+test.run();
