@@ -42,6 +42,7 @@ export interface WebhookHealth {
   consecutiveFailures: number;
   heldUntil: string | null;
   rateLimit: number | null;
+  inFlightLimit: number | null;
 }
 
 export interface DeliveryAttempt {

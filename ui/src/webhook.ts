@@ -104,6 +104,12 @@ export const webhookScreen: Screen = ({ main, title, rest }) => {
             : el('code', {}, JSON.stringify(webhook.filter)),
         ],
         ['Rate limit', rateLimitText(health.rateLimit)],
+        [
+          'Calls in flight',
+          health.inFlightLimit === null
+            ? null
+            : `at most ${health.inFlightLimit} at once, adapted to what its receiver takes (fewer after 429, 503 or timeouts, more as calls succeed)`,
+        ],
         ['Id', el('code', {}, webhook.id)],
         ['Created', time(webhook.createdAt)],
         [
