@@ -247,6 +247,57 @@ test('a client span per webhook call, its URL without query values, status and a
     }
   }));
 
+test("calls a worker holds back beyond a webhook's calls in flight are counted, each once, by limit", () =>
+  withSdk(async () => {
+    let answer: MemoryResponse = 503;
+    let slow: Promise<void> = Promise.resolve();
+    const transport = memoryTransport({
+      respond: async () => {
+        await slow;
+        return answer;
+      },
+    });
+    const app = await startPortal({
+      transport,
+      signingKeys: [SIGNING_KEY_1],
+      webhooks: { tick: NEVER, concurrencyPerAccount: 4, retrySchedule: [3600] },
+    });
+    try {
+      const hook = await app.portal.webhooks.create('acct_a', {
+        type: 'customer-created',
+        url: 'https://hooks.example/in',
+      });
+      const publish = (n: number) =>
+        app.portal.events.publish('acct_a', 'customer-created', { customer: { id: `cus_${n}` } });
+      await publish(1);
+      await app.portal.worker!.tick();
+      // A 503 halves the account's share of 4 to 2.
+      await waitFor(
+        async () => (await app.portal.webhooks.health('acct_a', hook.id))!.inFlightLimit === 2,
+        'the limit of 2 kept',
+      );
+      answer = 200;
+      let release = () => {};
+      slow = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      for (const n of [2, 3, 4, 5]) await publish(n);
+      const ticked = app.portal.worker!.tick();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      release();
+      await ticked;
+      const limited = await points('customer_portal.deliveries.limited');
+      assert.equal(
+        Object.fromEntries(limited.map((point) => [String(point.attributes.limit), point.value])),
+        { 'in-flight': 2 },
+        'four leased, two in flight, two held back',
+      );
+      assert.is(transport.calls.length, 5, 'every one called in the end');
+    } finally {
+      await app.close();
+    }
+  }));
+
 test("the queue gauges: deliveries waiting and the age of the earliest, by the portal's clock; retention removals counted", () =>
   withSdk(async () => {
     let now = Date.parse('2026-11-26T10:00:00Z');
