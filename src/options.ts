@@ -14,6 +14,13 @@ export interface WebhookOptions {
   concurrency?: number;
   /** Calls of one account in flight at once per instance (default a quarter of `concurrency`, at least 1). */
   concurrencyPerAccount?: number;
+  /**
+   * Adapt each webhook's calls in flight to what its receiver takes: fewer after `429`, `503`,
+   * timeouts and failed connections, more while calls succeed, a pause between tries while its
+   * receiver is down (default `true`). `false`: every webhook may take the account's share whatever
+   * it answers (a `Retry-After` still holds it).
+   */
+  adaptCallsInFlight?: boolean;
   /** Seconds to wait before each retry (default the Standard Webhooks schedule, about three days). */
   retrySchedule?: readonly number[];
   /** Webhooks one account may have; one more is refused with 409 (default 50). */

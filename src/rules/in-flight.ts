@@ -5,8 +5,16 @@
  * in flight then; it grows by one for each window of successes (as many as the limit) above the
  * threshold, and by one for each success below it. After the webhook is enabled again or its
  * receiver recovers from a run of failures, it starts again from one call, so a receiver that just
- * came back is not sent its backlog all at once.
+ * came back is not sent its backlog all at once. While the one call left still shows overload (a
+ * receiver down), the webhook pauses between tries (`pauseAfter`), so a backlog is not spent on a
+ * receiver that cannot answer.
  */
+
+/** The longest pause between tries of a receiver that is down. */
+export const MAX_PAUSE_MS = 8000;
+
+/** The pause after the `pauses`-th overload in a row at one call: 1 s, doubling, at most `MAX_PAUSE_MS`. */
+export const pauseAfter = (pauses: number): number => Math.min(MAX_PAUSE_MS, 1000 * 2 ** pauses);
 
 /** Where a webhook's limit stands. Times are the worker's own (ms, monotonic). */
 export interface InFlightLimit {

@@ -22,6 +22,7 @@ export function resolveWebhookOptions(options: WebhookOptions = {}): ResolvedWeb
     concurrency: options.concurrency ?? DEFAULT_CONCURRENCY,
     concurrencyPerAccount:
       options.concurrencyPerAccount ?? defaultConcurrencyPerAccount(options.concurrency ?? DEFAULT_CONCURRENCY),
+    adaptCallsInFlight: options.adaptCallsInFlight ?? true,
     retrySchedule: options.retrySchedule ?? DEFAULT_RETRY_SCHEDULE,
     allowPrivateNetworks: options.allowPrivateNetworks ?? false,
     maxPerAccount: options.maxPerAccount ?? DEFAULT_MAX_WEBHOOKS_PER_ACCOUNT,
@@ -39,6 +40,8 @@ export function resolveWebhookOptions(options: WebhookOptions = {}): ResolvedWeb
     throw new TypeError('webhooks.concurrency must be a positive whole number');
   if (!isPositiveInteger(resolved.concurrencyPerAccount))
     throw new TypeError('webhooks.concurrencyPerAccount must be a positive whole number');
+  if (typeof resolved.adaptCallsInFlight !== 'boolean')
+    throw new TypeError('webhooks.adaptCallsInFlight must be true or false');
   if (!isPositiveInteger(resolved.maxPerAccount))
     throw new TypeError('webhooks.maxPerAccount must be a positive whole number');
   if (!(Number.isSafeInteger(resolved.disableAfterMs) && resolved.disableAfterMs >= 0)) {

@@ -1,6 +1,13 @@
 /**
- * The calls this worker started in the last second, of each webhook with a rate limit: a call of a
- * webhook limited to `rateLimit` starts only while fewer than that many started in the second before
+ * The span a webhook's `rateLimit` is counted over: a second, and a margin for the calls' transit
+ * (a call started just inside one second may reach its receiver in the next). With a second alone,
+ * a receiver counting the calls in each second of its clock saw 1,008 at a limit of 1,000.
+ */
+const WINDOW_MS = 1050;
+
+/**
+ * The calls this worker started in the last window, of each webhook with a rate limit: a call of a
+ * webhook limited to `rateLimit` starts only while fewer than that many started in the window before
  * (`rules/rate-limit.ts`). The store's slots keep instances together to the limit; this keeps one
  * worker to it when a claim took the slots of two seconds at once (a late tick).
  */
@@ -12,7 +19,7 @@ export class StartWindow {
   wait(webhookId: string, rateLimit: number, now: number): number {
     const times = this.recent(webhookId, now);
     if (times.length < rateLimit) return 0;
-    return times[times.length - rateLimit]! + 1000 - now;
+    return times[times.length - rateLimit]! + WINDOW_MS - now;
   }
 
   /** A call of the webhook started at `now`. */
@@ -22,12 +29,12 @@ export class StartWindow {
     times.push(now);
   }
 
-  /** The webhook's starts in the second up to `now`, those older dropped. */
+  /** The webhook's starts in the window up to `now`, those older dropped. */
   private recent(webhookId: string, now: number): number[] {
     const times = this.starts.get(webhookId);
     if (times === undefined) return [];
     let old = 0;
-    while (old < times.length && times[old]! <= now - 1000) old++;
+    while (old < times.length && times[old]! <= now - WINDOW_MS) old++;
     if (old > 0) times.splice(0, old);
     if (times.length === 0) this.starts.delete(webhookId);
     return times;

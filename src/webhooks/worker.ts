@@ -26,6 +26,8 @@ export const LEASE_MARGIN_MS = 60_000;
 /** How many characters of serialized event bodies a worker keeps for the next calls of the same events. */
 const BODY_CACHE_CHARS = 32 * 1024 * 1024;
 /** A transport that ignores its deadline is cut off this long after it: the worker never hangs on one. */
+/** A claim for the slots of a new second comes this long after the second begins (clock skew, timer lag). */
+const NEXT_SECOND_SLACK_MS = 5;
 const TRANSPORT_GRACE_MS = 1_000;
 /**
  * A delivery claimed ahead waits for a slot at most this long; one that waited longer is not called,
@@ -47,6 +49,8 @@ export interface WebhookWorkerOptions {
   concurrency: number;
   /** Calls of one account in flight at once (default `max(1, floor(concurrency / 4))`). */
   concurrencyPerAccount?: number;
+  /** Adapt each webhook's calls in flight to its receiver (`rules/in-flight.ts`; default `true`). */
+  adaptCallsInFlight?: boolean;
   retrySchedule: readonly number[];
   /** In [0, 1), for the jitter; injectable so tests can pin it. */
   random?: () => number;
@@ -110,6 +114,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   const owner = options.owner ?? `worker_${randomUUID()}`;
   const leaseMs = timeoutMs + LEASE_MARGIN_MS;
   const perAccount = options.concurrencyPerAccount ?? defaultConcurrencyPerAccount(concurrency);
+  const adaptive = options.adaptCallsInFlight ?? true;
   const health = {
     disableAfterMs: options.disableAfterMs ?? DEFAULT_DISABLE_AFTER_MS,
     disableAfterFailures: options.disableAfterFailures ?? DEFAULT_DISABLE_AFTER_FAILURES,
@@ -131,16 +136,33 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   let stopped = false;
 
   /** Claims due deliveries for this worker, leased for a call's deadline and `LEASE_MARGIN_MS`. */
-  function claim(limit: number, held: Readonly<Record<string, number>>): Promise<ClaimedDelivery[]> {
+  async function claim(limit: number, held: Readonly<Record<string, number>>): Promise<ClaimedDelivery[]> {
     const now = clock();
-    return storage.claimDeliveries({
+    const claimed = await storage.claimDeliveries({
       now: atom(now),
       leaseUntil: atom(new Date(now.getTime() + leaseMs)),
       limit,
       owner,
       perAccount: { max: perAccount, inFlight: held },
-      fullWebhooks: limits.full(),
+      ...(adaptive ? { fullWebhooks: limits.full() } : {}),
     });
+    if (claimed.some(({ webhook }) => webhook.rateLimit !== undefined)) claimNextSecond(now);
+    return claimed;
+  }
+
+  /**
+   * A rate-limited webhook's next deliveries are due at the start of a later second (their slots):
+   * while claims take such deliveries, the worker claims again as each second begins, rather than
+   * leave them to the tick.
+   */
+  let nextSecond: unknown;
+  function claimNextSecond(now: Date): void {
+    if (nextSecond !== undefined || task === undefined || stopped) return;
+    const wait = 1000 - (now.getTime() % 1000) + NEXT_SECOND_SLACK_MS;
+    nextSecond = timers.setTimeout(() => {
+      nextSecond = undefined;
+      queue.fill();
+    }, wait);
   }
 
   /**
@@ -194,6 +216,8 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     at: Date;
     result: WebhookCallResult;
     durationMs: number;
+    /** Its receiver is down (overload at one call in flight): the webhook pauses this long. */
+    pauseMs: number | null;
   }
 
   /** Builds, signs and sends the call; resolves its outcome, whatever it was. */
@@ -218,19 +242,20 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     }
     const ended = timers.now();
     const durationMs = Math.round(ended - started);
+    observed.end(callOutcome(result), result.statusCode, result.error, durationMs);
+    if (!adaptive) return { at, result, durationMs, pauseMs: null };
     const wasFull = !limits.hasRoom(webhook.id);
-    const { limit, changed } = limits.ended(webhook.id, loadOf(result), started, ended);
+    const { limit, changed, pauseMs } = limits.ended(webhook.id, loadOf(result), started, ended);
     if (changed) void share(webhook.id, limit);
     // Claims passed its deliveries over while it was full: the next one may take them.
     if (wasFull) queue.mayHaveMore();
-    observed.end(callOutcome(result), result.statusCode, result.error, durationMs);
-    return { at, result, durationMs };
+    return { at, result, durationMs, pauseMs };
   }
 
   /** Records the attempt, reports what it changed; `true` when more may be due for this worker. */
   async function recordCall(
     { delivery, event, webhook }: ClaimedDelivery,
-    { at, result, durationMs }: MadeCall,
+    { at, result, durationMs, pauseMs }: MadeCall,
   ): Promise<boolean> {
     const { statusCode } = result;
     const redirected = result.error === null && statusCode !== null && statusCode >= 300 && statusCode < 400;
@@ -245,8 +270,12 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     const now = clock();
     // The receiver asked its calls to wait (429 or 503 with Retry-After): until then, none of its
     // webhook's deliveries is sent, this one included.
-    const hold = holdOf(result, now);
-    if (hold !== null) attempt.held = true;
+    const asked = holdOf(result, now);
+    if (asked !== null) attempt.held = true;
+    // Or it is down (overload at one call in flight): its calls pause before the next try. This
+    // attempt is a failure like any other, and its delivery retries on schedule.
+    const hold =
+      asked ?? (pauseMs === null ? null : atom(new Date(Math.ceil((now.getTime() + pauseMs) / 1000) * 1000)));
     // A call that never left (the egress proxy failed) is the operator's, and one the receiver held
     // is no failure: neither costs the webhook health nor the delivery a retry; the first comes
     // again at the schedule's first step, the second when the hold ends.
@@ -257,7 +286,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       owner,
       attempt,
       outcome,
-      ...(local || hold !== null ? {} : { health }),
+      ...(local || asked !== null ? {} : { health }),
       ...(hold === null ? {} : { hold }),
     });
     // A redeliver queued during the call left the delivery due again, unless this write disabled
@@ -272,7 +301,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
         ? 'not-recorded'
         : redelivered
           ? 'redelivered'
-          : hold !== null
+          : asked !== null
             ? 'held'
             : outcome.status === 'succeeded'
               ? 'delivered'
@@ -368,11 +397,12 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   const heldBack = new WeakSet<ClaimedDelivery>();
   const gate = (claimed: ClaimedDelivery, now: number): number => {
     const { webhook } = claimed;
-    const wait = !limits.hasRoom(webhook.id)
-      ? Number.POSITIVE_INFINITY
-      : webhook.rateLimit === undefined
-        ? 0
-        : window.wait(webhook.id, webhook.rateLimit, now);
+    const wait =
+      adaptive && !limits.hasRoom(webhook.id)
+        ? Number.POSITIVE_INFINITY
+        : webhook.rateLimit === undefined
+          ? 0
+          : window.wait(webhook.id, webhook.rateLimit, now);
     if (wait > 0 && !heldBack.has(claimed)) {
       heldBack.add(claimed);
       telemetry.limited(wait === Number.POSITIVE_INFINITY ? 'in-flight' : 'rate');
@@ -390,7 +420,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     record: recordCall,
     gate,
     started: ({ webhook }, now) => {
-      limits.started(webhook.id);
+      if (adaptive) limits.started(webhook.id);
       if (webhook.rateLimit !== undefined) window.started(webhook.id, now);
     },
   });
@@ -440,6 +470,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     },
     async stop() {
       stopped = true;
+      timers.clearTimeout(nextSecond);
       const draining = queue.drain();
       await task?.destroy();
       task = undefined;

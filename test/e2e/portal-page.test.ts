@@ -309,7 +309,7 @@ it('a receiver that asks to wait: the webhook says until when, and the log marks
     /HTTP 429.*asked to wait, not counted/,
   );
   await page.reload();
-  await page.getByText('(its receiver asked, with Retry-After)').waitFor();
+  await page.getByText('(its receiver asked, with Retry-After, or is not answering)').waitFor();
   assert.is(await page.getByText('Failures in a row').count(), 0, 'no failure counted');
   // A 429 is overload too: the worker halved its calls in flight, and the screen says so.
   await page.getByText(/^at most \d+ at once, adapted to what its receiver takes/).waitFor();

@@ -39,7 +39,7 @@ test('InFlightLimits: room, the full list below the share, a recovery from one c
   for (let n = 0; n < 4; n++) limits.started('wbh_a');
   assert.not.ok(limits.hasRoom('wbh_a'), 'at its share: no room');
   assert.equal(limits.full(), [], 'at the share, the account keeps the claim away: not listed');
-  assert.equal(limits.ended('wbh_a', 'overloaded', 0, 10), { limit: 2, changed: true });
+  assert.equal(limits.ended('wbh_a', 'overloaded', 0, 10), { limit: 2, changed: true, pauseMs: null });
   for (const _ of [1, 2, 3]) limits.ended('wbh_a', 'overloaded', 0, 11);
   assert.is(limits.limitOf('wbh_a'), 2, 'the calls in flight at the fall lower it once');
   limits.started('wbh_a');
@@ -47,11 +47,30 @@ test('InFlightLimits: room, the full list below the share, a recovery from one c
   assert.equal(limits.full(), ['wbh_a'], 'below the share and full: listed');
   limits.ended('wbh_a', 'overloaded', 20, 30);
   limits.started('wbh_a');
-  assert.equal(limits.ended('wbh_a', 'overloaded', 20, 31), { limit: 1, changed: false }, 'in flight at the fall');
+  assert.equal(
+    limits.ended('wbh_a', 'overloaded', 20, 31),
+    { limit: 1, changed: false, pauseMs: null },
+    'in flight at the fall',
+  );
+  // Down: at one call, each overload pauses the webhook, 1 s, then twice as long.
+  const pauses: (number | null)[] = [];
+  for (const at of [40, 50, 60, 70, 80]) {
+    limits.started('wbh_a');
+    pauses.push(limits.ended('wbh_a', 'overloaded', at, at).pauseMs);
+  }
+  assert.equal(pauses, [1000, 2000, 4000, 8000, 8000], 'doubling, at most 8 s');
   limits.started('wbh_a');
-  assert.equal(limits.ended('wbh_a', 'ok', 40, 50), { limit: 1, changed: false }, 'back: slow start from one');
+  assert.equal(
+    limits.ended('wbh_a', 'ok', 90, 100),
+    { limit: 1, changed: false, pauseMs: null },
+    'back: slow start from one',
+  );
   limits.started('wbh_a');
-  assert.equal(limits.ended('wbh_a', 'ok', 60, 70), { limit: 2, changed: true });
+  assert.equal(limits.ended('wbh_a', 'ok', 110, 120), { limit: 2, changed: true, pauseMs: null });
+  limits.started('wbh_a');
+  limits.ended('wbh_a', 'overloaded', 130, 130);
+  limits.started('wbh_a');
+  assert.is(limits.ended('wbh_a', 'overloaded', 140, 140).pauseMs, 1000, 'a success began the pauses again');
   assert.ok(limits.hasRoom('wbh_b'), 'an unknown webhook has room');
   limits.disabled('wbh_b');
   assert.is(limits.limitOf('wbh_b'), 1, 'enabled again, it starts from one call');

@@ -123,7 +123,7 @@ export const webhookScreen: Screen = ({ main, title, rest }) => {
           'Calls wait until',
           health.heldUntil === null
             ? null
-            : el('span', {}, time(health.heldUntil), ' (its receiver asked, with Retry-After)'),
+            : el('span', {}, time(health.heldUntil), ' (its receiver asked, with Retry-After, or is not answering)'),
         ],
         ['Last success', time(health.lastSuccessAt)],
         ['Last attempt', time(health.lastAttemptAt)],
