@@ -11,7 +11,7 @@
  */
 
 /** The longest pause between tries of a receiver that is down. */
-export const MAX_PAUSE_MS = 8000;
+const MAX_PAUSE_MS = 8000;
 
 /** The pause after the `pauses`-th overload in a row at one call: 1 s, doubling, at most `MAX_PAUSE_MS`. */
 export const pauseAfter = (pauses: number): number => Math.min(MAX_PAUSE_MS, 1000 * 2 ** pauses);
