@@ -49,6 +49,16 @@ export class Pacing {
     return waited;
   }
 
+  /**
+   * The webhook is held (`Retry-After`, or its receiver down) and the claim defers the delivery to
+   * the hold's end: its slot, and the ones given after it, are spent on nothing, so the pacing starts
+   * again from when it is paced next.
+   */
+  held(webhookId: string, deliveryId: string): void {
+    this.slots.delete(deliveryId);
+    this.paces.delete(webhookId);
+  }
+
   /** The delivery no longer holds a slot (redelivered, cancelled): it is paced again if it falls due. */
   forget(deliveryId: string): void {
     this.slots.delete(deliveryId);

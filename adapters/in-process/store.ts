@@ -564,7 +564,9 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
       const due = state.dueBy(claim.now);
       const heldUntil = (delivery: DeliveryRecord) => {
         const health = state.get('health', delivery.webhookId);
-        return health === undefined ? null : healthRules.heldAt(kept<WebhookHealthRecord>(health), claim.now);
+        const until = health === undefined ? null : healthRules.heldAt(kept<WebhookHealthRecord>(health), claim.now);
+        if (until !== null) pacing.held(delivery.webhookId, delivery.id);
+        return until;
       };
       const slotOf = (delivery: DeliveryRecord) => {
         const { rateLimit } = kept<WebhookRecord>(state.get('webhook', delivery.webhookId)!);

@@ -4,6 +4,12 @@
  * a receiver counting the calls in each second of its clock saw 1,008 at a limit of 1,000.
  */
 const WINDOW_MS = 1050;
+/**
+ * Calls also start evenly, `1000 / rateLimit` ms apart, with at most this many milliseconds' worth
+ * at once: the slots of a second all fall due as it begins, and started together they met a
+ * receiver's token bucket of a tenth of a second with 429s (bench row "throttling").
+ */
+const BURST_MS = 10;
 
 /**
  * The calls this worker started in the last window, of each webhook with a rate limit: a call of a
@@ -12,21 +18,25 @@ const WINDOW_MS = 1050;
  * worker to it when a claim took the slots of two seconds at once (a late tick).
  */
 export class StartWindow {
-  /** Start times (ms, ascending) within the last second, by webhook; a webhook with none is dropped. */
+  /** Start times (ms, ascending) within the last window, by webhook; a webhook with none is dropped. */
   private readonly starts = new Map<string, number[]>();
+  /** When each webhook's next call is due to start, evenly spaced (a virtual scheduling time). */
+  private readonly due = new Map<string, number>();
 
   /** Milliseconds from `now` until a call of the webhook may start; 0: now. */
   wait(webhookId: string, rateLimit: number, now: number): number {
     const times = this.recent(webhookId, now);
-    if (times.length < rateLimit) return 0;
-    return times[times.length - rateLimit]! + WINDOW_MS - now;
+    const full = times.length < rateLimit ? 0 : times[times.length - rateLimit]! + WINDOW_MS - now;
+    const early = (this.due.get(webhookId) ?? now) - BURST_MS - now;
+    return Math.max(0, full, early);
   }
 
-  /** A call of the webhook started at `now`. */
-  started(webhookId: string, now: number): void {
+  /** A call of the webhook limited to `rateLimit` started at `now`. */
+  started(webhookId: string, rateLimit: number, now: number): void {
     const times = this.recent(webhookId, now);
     if (times.length === 0) this.starts.set(webhookId, times);
     times.push(now);
+    this.due.set(webhookId, Math.max(this.due.get(webhookId) ?? now, now) + 1000 / rateLimit);
   }
 
   /** The webhook's starts in the window up to `now`, those older dropped. */
@@ -36,7 +46,10 @@ export class StartWindow {
     let old = 0;
     while (old < times.length && times[old]! <= now - WINDOW_MS) old++;
     if (old > 0) times.splice(0, old);
-    if (times.length === 0) this.starts.delete(webhookId);
+    if (times.length === 0) {
+      this.starts.delete(webhookId);
+      if ((this.due.get(webhookId) ?? 0) <= now) this.due.delete(webhookId);
+    }
     return times;
   }
 }

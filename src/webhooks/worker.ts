@@ -26,8 +26,8 @@ export const LEASE_MARGIN_MS = 60_000;
 /** How many characters of serialized event bodies a worker keeps for the next calls of the same events. */
 const BODY_CACHE_CHARS = 32 * 1024 * 1024;
 /** A transport that ignores its deadline is cut off this long after it: the worker never hangs on one. */
-/** A claim for the slots of a new second comes this long after the second begins (clock skew, timer lag). */
-const NEXT_SECOND_SLACK_MS = 5;
+/** A claim for what falls due at a time (a second's slots, a hold's end) comes this long after it (timer lag). */
+const WAKE_SLACK_MS = 5;
 const TRANSPORT_GRACE_MS = 1_000;
 /**
  * A delivery claimed ahead waits for a slot at most this long; one that waited longer is not called,
@@ -146,23 +146,30 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       perAccount: { max: perAccount, inFlight: held },
       ...(adaptive ? { fullWebhooks: limits.full() } : {}),
     });
-    if (claimed.some(({ webhook }) => webhook.rateLimit !== undefined)) claimNextSecond(now);
+    // A rate-limited webhook's next deliveries are due as a later second begins (their slots).
+    if (claimed.some(({ webhook }) => webhook.rateLimit !== undefined))
+      claimAt(Math.floor(now.getTime() / 1000) * 1000 + 1000);
     return claimed;
   }
 
   /**
-   * A rate-limited webhook's next deliveries are due at the start of a later second (their slots):
-   * while claims take such deliveries, the worker claims again as each second begins, rather than
-   * leave them to the tick.
+   * Claims again at `at` (epoch ms, the portal's clock), when deliveries this worker knows of fall
+   * due: a rate-limited webhook's next second, the end of a hold. Rather than leave them to the
+   * tick (every 5 s by default): a webhook held for a second by `Retry-After: 1` waited five. Only
+   * while running (tests drive `tick()` themselves); one timer, for the earliest time asked.
    */
-  let nextSecond: unknown;
-  function claimNextSecond(now: Date): void {
-    if (nextSecond !== undefined || task === undefined || stopped) return;
-    const wait = 1000 - (now.getTime() % 1000) + NEXT_SECOND_SLACK_MS;
-    nextSecond = timers.setTimeout(() => {
-      nextSecond = undefined;
-      queue.fill();
-    }, wait);
+  let wake: { at: number; timer: unknown } | undefined;
+  function claimAt(at: number): void {
+    if (task === undefined || stopped || (wake !== undefined && wake.at <= at)) return;
+    if (wake !== undefined) timers.clearTimeout(wake.timer);
+    const timer = timers.setTimeout(
+      () => {
+        wake = undefined;
+        queue.fill();
+      },
+      Math.max(0, at - clock().getTime()) + WAKE_SLACK_MS,
+    );
+    wake = { at, timer };
   }
 
   /**
@@ -276,6 +283,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     // attempt is a failure like any other, and its delivery retries on schedule.
     const hold =
       asked ?? (pauseMs === null ? null : atom(new Date(Math.ceil((now.getTime() + pauseMs) / 1000) * 1000)));
+    if (hold !== null) claimAt(Date.parse(hold));
     // A call that never left (the egress proxy failed) is the operator's, and one the receiver held
     // is no failure: neither costs the webhook health nor the delivery a retry; the first comes
     // again at the schedule's first step, the second when the hold ends.
@@ -421,7 +429,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     gate,
     started: ({ webhook }, now) => {
       if (adaptive) limits.started(webhook.id);
-      if (webhook.rateLimit !== undefined) window.started(webhook.id, now);
+      if (webhook.rateLimit !== undefined) window.started(webhook.id, webhook.rateLimit, now);
     },
   });
 
@@ -470,7 +478,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     },
     async stop() {
       stopped = true;
-      timers.clearTimeout(nextSecond);
+      if (wake !== undefined) timers.clearTimeout(wake.timer);
       const draining = queue.drain();
       await task?.destroy();
       task = undefined;

@@ -28,15 +28,33 @@ test('restartedPace: back to now, with its slots spent, when it stood beyond; as
 test('StartWindow: at most rateLimit starts in any window of a second and 50 ms for transit; the next waits until the oldest is out of it', () => {
   const window = new StartWindow();
   assert.is(window.wait('wbh_a', 2, 0), 0);
-  window.started('wbh_a', 0);
-  window.started('wbh_a', 300);
-  assert.is(window.wait('wbh_a', 2, 400), 650, 'two in the window: wait for the first to leave it');
-  assert.is(window.wait('wbh_b', 2, 400), 0, 'another webhook is not held');
-  assert.is(window.wait('wbh_a', 3, 400), 0, 'a higher limit lets one more go');
+  window.started('wbh_a', 2, 0);
+  assert.is(window.wait('wbh_a', 2, 100), 390, 'evenly: 500 ms apart, 10 ms early at most');
+  window.started('wbh_a', 2, 490);
+  assert.is(window.wait('wbh_a', 2, 600), 450, 'two in the window: wait for the first to leave it');
+  assert.is(window.wait('wbh_b', 2, 600), 0, 'another webhook is not held');
   assert.is(window.wait('wbh_a', 2, 1050), 0, 'at 1050 the first is out of the window');
-  window.started('wbh_a', 1050);
-  assert.is(window.wait('wbh_a', 2, 1050), 300);
+  window.started('wbh_a', 2, 1050);
+  assert.is(window.wait('wbh_a', 2, 1060), 480, 'the one at 490 leaves the window at 1540');
   assert.is(window.wait('wbh_a', 2, 5000), 0, 'long after: free again');
+});
+
+test('StartWindow: calls start evenly, 1000 / rateLimit ms apart, at most 10 ms worth at once', () => {
+  const window = new StartWindow();
+  const starts: number[] = [];
+  // A thousand due at once, at 1,000 a second: each tried as soon as the window says.
+  for (let now = 0; starts.length < 30; ) {
+    const wait = window.wait('wbh_a', 1000, now);
+    if (wait > 0) {
+      now += wait;
+      continue;
+    }
+    window.started('wbh_a', 1000, now);
+    starts.push(now);
+  }
+  assert.equal(starts.slice(0, 11), Array(11).fill(0), 'ten milliseconds worth, and one, at once');
+  assert.equal(starts.slice(11, 14), [1, 2, 3], 'then one a millisecond');
+  assert.is(new StartWindow().wait('wbh_b', 1, 0), 0);
 });
 
 test.run();

@@ -111,6 +111,11 @@ export function createClaim(
       SELECT d.id FROM ${table('delivery_queue')} AS d
       WHERE d.id = ANY (ARRAY(SELECT id FROM front)) AND ${claimable} AND ${sendable}
       FOR UPDATE OF d SKIP LOCKED
+    ), repaced AS (
+      -- The slots a rate limit gave the deferred ones are spent on nothing: the pacing starts again
+      -- once the hold ends (pace_second NULL: from then).
+      UPDATE ${table('webhooks')} AS w SET pace_second = NULL, pace_used = 0
+      WHERE w.id IN (SELECT webhook_id FROM held) AND w.pace_second IS NOT NULL
     )
     UPDATE ${table('delivery_queue')} AS o
     SET next_attempt_at = (SELECT h.held_until FROM ${table('webhook_health')} AS h WHERE h.webhook_id = o.webhook_id),
