@@ -10,8 +10,11 @@
  * receiver that cannot answer.
  */
 
-/** The longest pause between tries of a receiver that is down. */
-const MAX_PAUSE_MS = 8000;
+/**
+ * The longest pause between tries of a receiver that is down: what a receiver back from an outage
+ * may wait before its first call (8 s left the bench's receiver idle 7 s after it came back).
+ */
+const MAX_PAUSE_MS = 4000;
 
 /** The pause after the `pauses`-th overload in a row at one call: 1 s, doubling, at most `MAX_PAUSE_MS`. */
 export const pauseAfter = (pauses: number): number => Math.min(MAX_PAUSE_MS, 1000 * 2 ** pauses);

@@ -283,7 +283,10 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     // attempt is a failure like any other, and its delivery retries on schedule.
     const hold =
       asked ?? (pauseMs === null ? null : atom(new Date(Math.ceil((now.getTime() + pauseMs) / 1000) * 1000)));
-    if (hold !== null) claimAt(Date.parse(hold));
+    if (hold !== null) {
+      holdLocally(webhook.id, Date.parse(hold));
+      claimAt(Date.parse(hold));
+    }
     // A call that never left (the egress proxy failed) is the operator's, and one the receiver held
     // is no failure: neither costs the webhook health nor the delivery a retry; the first comes
     // again at the schedule's first step, the second when the hold ends.
@@ -403,17 +406,32 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   // more of a webhook's are in flight than it takes (until one of its calls ends).
   const window = new StartWindow();
   const heldBack = new WeakSet<ClaimedDelivery>();
+  /**
+   * The holds this worker recorded (`Retry-After`, or a receiver down), until when by the portal's
+   * clock (epoch ms): the deliveries it claimed ahead of them wait too, not only those a claim would
+   * defer.
+   */
+  const held = new Map<string, number>();
+  function holdLocally(webhookId: string, until: number): void {
+    if ((held.get(webhookId) ?? 0) < until) held.set(webhookId, until);
+  }
   const gate = (claimed: ClaimedDelivery, now: number): number => {
     const { webhook } = claimed;
-    const wait =
-      adaptive && !limits.hasRoom(webhook.id)
-        ? Number.POSITIVE_INFINITY
-        : webhook.rateLimit === undefined
-          ? 0
-          : window.wait(webhook.id, webhook.rateLimit, now);
+    const holdEnds = held.get(webhook.id);
+    if (holdEnds !== undefined) {
+      const left = holdEnds - clock().getTime();
+      if (left > 0) return left;
+      held.delete(webhook.id);
+    }
+    const full = adaptive && !limits.hasRoom(webhook.id);
+    const wait = full
+      ? Number.POSITIVE_INFINITY
+      : webhook.rateLimit === undefined
+        ? 0
+        : window.wait(webhook.id, webhook.rateLimit, now);
     if (wait > 0 && !heldBack.has(claimed)) {
       heldBack.add(claimed);
-      telemetry.limited(wait === Number.POSITIVE_INFINITY ? 'in-flight' : 'rate');
+      telemetry.limited(full ? 'in-flight' : 'rate');
     }
     return wait;
   };

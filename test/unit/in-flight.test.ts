@@ -58,7 +58,7 @@ test('InFlightLimits: room, the full list below the share, a recovery from one c
     limits.started('wbh_a');
     pauses.push(limits.ended('wbh_a', 'overloaded', at, at).pauseMs);
   }
-  assert.equal(pauses, [1000, 2000, 4000, 8000, 8000], 'doubling, at most 8 s');
+  assert.equal(pauses, [1000, 2000, 4000, 4000, 4000], 'doubling, at most 4 s');
   limits.started('wbh_a');
   assert.equal(
     limits.ended('wbh_a', 'ok', 90, 100),
