@@ -3,7 +3,9 @@
  * multiplicative decrease, with a slow start (as TCP's congestion window). The limit halves on a
  * sign of overload (`429`, `503`, a timeout, a connection that failed), at most once for the calls
  * in flight then; it grows by one for each window of successes (as many as the limit) above the
- * threshold, and by one for each success below it. After the webhook is enabled again or its
+ * threshold (once within a tenth of where the last overload came, by one for four windows: a
+ * receiver that answers `Retry-After` to each overload costs a hold every time the limit touches
+ * it), and by one for each success below it. After the webhook is enabled again or its
  * receiver recovers from a run of failures, it starts again from one call, so a receiver that just
  * came back is not sent its backlog all at once. While the one call left still shows overload (a
  * receiver down), the webhook pauses between tries (`pauseAfter`), so a backlog is not spent on a
@@ -29,6 +31,8 @@ export interface InFlightLimit {
   successes: number;
   /** When the limit last fell: a call started before then that shows overload lowers it no more. */
   fellAt: number;
+  /** The limit the last overload came at (0: none yet): near it, the limit grows four times slower. */
+  overloadedAt: number;
 }
 
 /** What a call's answer says of its receiver's load. */
@@ -40,7 +44,11 @@ export const freshLimit = (ceiling: number): InFlightLimit => ({
   threshold: ceiling,
   successes: 0,
   fellAt: Number.NEGATIVE_INFINITY,
+  overloadedAt: 0,
 });
+
+/** Windows of successes for one more call in flight near where the last overload came. */
+const NEAR_OVERLOAD_WINDOWS = 4;
 
 /** The limit after a call started at `startedAt` and answered at `now`, never above `ceiling`. */
 export function afterCall(
@@ -54,11 +62,13 @@ export function afterCall(
     // One fall for the calls in flight when it fell: they were sent at the load that caused it.
     if (startedAt < current.fellAt) return current;
     const limit = Math.max(1, Math.floor(current.limit / 2));
-    return { limit, threshold: limit, successes: 0, fellAt: now };
+    return { limit, threshold: limit, successes: 0, fellAt: now, overloadedAt: current.limit };
   }
   if (load !== 'ok' || current.limit >= ceiling) return current;
   const successes = current.successes + 1;
-  if (current.limit < current.threshold || successes >= current.limit)
+  const near = current.overloadedAt > 0 && current.limit >= 0.9 * current.overloadedAt;
+  const window = near ? NEAR_OVERLOAD_WINDOWS * current.limit : current.limit;
+  if (current.limit < current.threshold || successes >= window)
     return { ...current, limit: current.limit + 1, successes: 0 };
   return { ...current, successes };
 }
@@ -73,4 +83,5 @@ export const slowStart = (threshold: number): InFlightLimit => ({
   threshold: Math.max(1, threshold),
   successes: 0,
   fellAt: Number.NEGATIVE_INFINITY,
+  overloadedAt: 0,
 });

@@ -6,7 +6,7 @@ import { InFlightLimits } from '../../src/webhooks/in-flight-limits.js';
 test('afterCall: overload halves the limit once for the calls in flight then, never below one', () => {
   const fresh = freshLimit(8);
   const fallen = afterCall(fresh, 'overloaded', 0, 100, 8);
-  assert.equal(fallen, { limit: 4, threshold: 4, successes: 0, fellAt: 100 });
+  assert.equal(fallen, { limit: 4, threshold: 4, successes: 0, fellAt: 100, overloadedAt: 8 });
   assert.is(afterCall(fallen, 'overloaded', 50, 120, 8), fallen, 'started before the fall: no second fall');
   const twice = afterCall(fallen, 'overloaded', 100, 130, 8);
   assert.is(twice.limit, 2, 'one started at or after the fall lowers it again');
@@ -17,7 +17,7 @@ test('afterCall: overload halves the limit once for the calls in flight then, ne
 });
 
 test('afterCall: one more a window of successes above the threshold, one more a success below it; never above the ceiling', () => {
-  let limit = { limit: 4, threshold: 4, successes: 0, fellAt: 0 };
+  let limit = { limit: 4, threshold: 4, successes: 0, fellAt: 0, overloadedAt: 0 };
   const seen: number[] = [];
   for (let n = 0; n < 9; n++) {
     limit = afterCall(limit, 'ok', 10, 20, 6);
@@ -25,6 +25,18 @@ test('afterCall: one more a window of successes above the threshold, one more a 
   }
   assert.equal(seen, [4, 4, 4, 5, 5, 5, 5, 5, 6], 'a window is as many successes as the limit');
   assert.is(afterCall(limit, 'ok', 10, 20, 6), limit, 'at the ceiling it stays');
+  // Within a tenth of where the last overload came (10: from 9 on), four windows for each one more.
+  let near = { limit: 8, threshold: 5, successes: 0, fellAt: 0, overloadedAt: 10 };
+  const nearSeen: number[] = [];
+  for (let n = 0; n < 8 + 36; n++) {
+    near = afterCall(near, 'ok', 10, 20, 16);
+    nearSeen.push(near.limit);
+  }
+  assert.equal(
+    [nearSeen.indexOf(9), nearSeen.indexOf(10)],
+    [7, 7 + 36],
+    '8 successes to reach 9, then 36 (four windows of 9) to reach 10',
+  );
   let start = slowStart(4);
   const climb: number[] = [];
   for (let n = 0; n < 4; n++) {
