@@ -63,3 +63,35 @@ export function details(rows: [string, Child][]): HTMLDListElement {
   }
   return list;
 }
+
+/**
+ * Runs `run` with `button` disabled meanwhile; its error is shown in `errors`, which is cleared when
+ * it succeeds. For the panels' actions: a second press while one runs does nothing.
+ */
+export async function whileBusy(
+  button: HTMLButtonElement,
+  errors: { show(error: unknown): void; clear(): void },
+  run: () => Promise<void>,
+): Promise<void> {
+  button.disabled = true;
+  try {
+    await run();
+    errors.clear();
+  } catch (error) {
+    errors.show(error);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+/**
+ * Shows stored values in a field, unless it holds an edit of the one shown before: a refresh of the
+ * screen never overwrites what is being typed.
+ */
+export function keptEdit(input: { value: string }): (stored: string) => void {
+  let shown: string | undefined;
+  return (stored) => {
+    if (shown === undefined || input.value === shown) input.value = stored;
+    shown = stored;
+  };
+}

@@ -1,5 +1,5 @@
 import { api } from './api.js';
-import { el, replace } from './dom.js';
+import { el, keptEdit, replace, whileBusy } from './dom.js';
 import { time } from './format.js';
 import type { DryRunResult, EventFilter, Webhook } from './types.js';
 
@@ -93,25 +93,17 @@ export function filterPanel(
     results,
   );
   let type = '';
-  let shown: string | undefined;
-  tryButton.addEventListener('click', async () => {
-    tryButton.disabled = true;
-    try {
+  const showStored = keptEdit(input);
+  tryButton.addEventListener('click', () =>
+    whileBusy(tryButton, errors, async () => {
       const result = await api<DryRunResult>('POST', '/webhooks/dry-run', { type, filter: parseFilter(input.value) });
-      errors.clear();
       replace(results, dryRunList(result));
-    } catch (error) {
-      errors.show(error);
-    } finally {
-      tryButton.disabled = false;
-    }
-  });
-  form.addEventListener('submit', async (event) => {
+    }),
+  );
+  form.addEventListener('submit', (event) => {
     event.preventDefault();
-    save.disabled = true;
-    try {
+    return whileBusy(save, errors, async () => {
       const webhook = await api<Webhook>('PATCH', base, { filter: parseFilter(input.value) });
-      errors.clear();
       replace(
         results,
         el(
@@ -123,20 +115,14 @@ export function filterPanel(
         ),
       );
       saved(webhook);
-    } catch (error) {
-      errors.show(error);
-    } finally {
-      save.disabled = false;
-    }
+    });
   });
   return {
     node: form,
     /** Shows the stored filter, unless the text area holds an edit of the one shown before. */
     show(webhook) {
       type = webhook.type;
-      const text = webhook.filter === undefined ? '' : JSON.stringify(webhook.filter, null, 2);
-      if (shown === undefined || input.value === shown) input.value = text;
-      shown = text;
+      showStored(webhook.filter === undefined ? '' : JSON.stringify(webhook.filter, null, 2));
     },
   };
 }

@@ -1,5 +1,5 @@
 import { api } from './api.js';
-import { el, replace } from './dom.js';
+import { el, keptEdit, replace, whileBusy } from './dom.js';
 import type { Webhook } from './types.js';
 
 /** What the API takes: calls a second, 1 to 10,000. */
@@ -47,29 +47,21 @@ export function rateLimitPanel(
     el('div', { class: 'actions' }, save),
     status,
   );
-  let shown: string | undefined;
-  form.addEventListener('submit', async (event) => {
+  const showStored = keptEdit(input);
+  form.addEventListener('submit', (event) => {
     event.preventDefault();
-    save.disabled = true;
-    try {
+    return whileBusy(save, errors, async () => {
       const text = input.value.trim();
       const webhook = await api<Webhook>('PATCH', base, { rateLimit: text === '' ? null : Number(text) });
-      errors.clear();
       replace(status, el('p', { class: 'hint', role: 'status' }, `Saved: ${rateLimitText(webhook.rateLimit)}.`));
       saved(webhook);
-    } catch (error) {
-      errors.show(error);
-    } finally {
-      save.disabled = false;
-    }
+    });
   });
   return {
     node: form,
     /** Shows the stored limit, unless the field holds an edit of the one shown before. */
     show(webhook) {
-      const text = webhook.rateLimit === undefined ? '' : String(webhook.rateLimit);
-      if (shown === undefined || input.value === shown) input.value = text;
-      shown = text;
+      showStored(webhook.rateLimit === undefined ? '' : String(webhook.rateLimit));
     },
   };
 }
