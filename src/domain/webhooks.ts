@@ -2,7 +2,7 @@ import { PortalError } from '../errors.js';
 import { isId, newId } from '../shared/ids.js';
 import type { Storage, WebhookChanges } from '../ports.js';
 import type { Delivery, DeliveryRecord, PortalEvent, Webhook, WebhookHealth, WebhookRecord } from '../records.js';
-import { atom } from '../shared/time.js';
+import { atom, atomAtLeast } from '../shared/time.js';
 import { type SignatureScheme, jwkX, newSigningSecret, publicKeyOf, schemeOf } from '../shared/webhook-keys.js';
 import {
   DEFAULT_SECRET_GRACE_MS,
@@ -84,9 +84,6 @@ export function signingSecrets(webhook: WebhookRecord, at: Date): string[] {
 /** What a public keys link signs: tagged, so that it means nothing anywhere else. */
 const keysMessage = (accountId: string, webhookId: string) =>
   JSON.stringify(['customer-portal/webhook-keys/v1', accountId, webhookId]);
-
-/** `date` plus `ms`, as ATOM, rounded up to the whole second: a grace is never cut short. */
-const atomAtLeast = (date: Date, ms: number) => atom(new Date(Math.ceil((date.getTime() + ms) / 1000) * 1000));
 
 /** A webhook as the API shows it: no account. Field by field, as a copy without one key costs more. */
 function webhookShape(record: WebhookRecord): Webhook {

@@ -1,6 +1,6 @@
 import type { WebhookCallResult } from '../ports.js';
 import type { DeliveryAttempt, DeliveryStatus } from '../records.js';
-import { atom } from '../shared/time.js';
+import { atomAtLeast } from '../shared/time.js';
 
 /** Seconds before each retry: the Standard Webhooks schedule, 5 s to 24 h, about three days in all. */
 export const DEFAULT_RETRY_SCHEDULE: readonly number[] = [5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400];
@@ -56,7 +56,7 @@ export function holdOf(result: Pick<WebhookCallResult, 'statusCode' | 'headers'>
   const asked = retryAfterSeconds(result.headers['retry-after'], now);
   if (asked === null) return null;
   const seconds = Math.min(Math.max(asked, MIN_HOLD_SECONDS), MAX_HOLD_SECONDS);
-  return atom(new Date(Math.ceil((now.getTime() + seconds * 1000) / 1000) * 1000));
+  return atomAtLeast(now, seconds * 1000);
 }
 
 export interface Outcome {
@@ -82,7 +82,5 @@ export function outcomeOf(
   if (hold !== null) return { status: 'pending', nextAttemptAt: hold };
   if (result.statusCode === 410 || previous >= schedule.length) return { status: 'failed', nextAttemptAt: null };
   const delay = schedule[previous]! * (1 + JITTER * (2 * random() - 1));
-  // Rounded up to the second (ATOM's precision), so a retry never comes before the time asked.
-  const due = Math.ceil((now.getTime() + Math.max(0, delay) * 1000) / 1000) * 1000;
-  return { status: 'pending', nextAttemptAt: atom(new Date(due)) };
+  return { status: 'pending', nextAttemptAt: atomAtLeast(now, Math.max(0, delay) * 1000) };
 }

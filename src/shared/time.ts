@@ -6,6 +6,14 @@ export function atom(date: Date): string {
   return date.toISOString().slice(0, 19) + '+00:00';
 }
 
+/**
+ * `date` plus `ms`, as ATOM, rounded up to the whole second: what it names never comes before the
+ * time asked (a grace, a retry, a hold), whatever ATOM's second precision drops.
+ */
+export function atomAtLeast(date: Date, ms: number): string {
+  return atom(new Date(Math.ceil((date.getTime() + ms) / 1000) * 1000));
+}
+
 /** `date` plus `seconds`, as ATOM; fractions of a second are truncated. */
 export function atomAfter(date: Date, seconds: number): string {
   return atom(new Date(date.getTime() + seconds * 1000));

@@ -6,7 +6,7 @@ import type { Logger } from '../shared/logger.js';
 import { noTelemetry, type CallOutcome, type Telemetry } from '../shared/telemetry.js';
 import type { AttemptRecorded, Storage, WebhookCall, WebhookCallResult, WebhookTransport } from '../ports.js';
 import type { ClaimedDelivery, DeliveryAttempt } from '../records.js';
-import { atom } from '../shared/time.js';
+import { atom, atomAtLeast } from '../shared/time.js';
 import { buildCall, callBody } from './call.js';
 import { endsTurn } from '../rules/deliveries.js';
 import { attemptsInRun, holdOf, outcomeOf, type Outcome } from '../rules/retry-schedule.js';
@@ -281,8 +281,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     if (asked !== null) attempt.held = true;
     // Or it is down (overload at one call in flight): its calls pause before the next try. This
     // attempt is a failure like any other, and its delivery retries on schedule.
-    const hold =
-      asked ?? (pauseMs === null ? null : atom(new Date(Math.ceil((now.getTime() + pauseMs) / 1000) * 1000)));
+    const hold = asked ?? (pauseMs === null ? null : atomAtLeast(now, pauseMs));
     if (hold !== null) {
       holdLocally(webhook.id, Date.parse(hold));
       claimAt(Date.parse(hold));
