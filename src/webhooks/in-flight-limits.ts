@@ -18,6 +18,13 @@ export class InFlightLimits {
   /** `ceiling`: the most calls of one account this worker has in flight (its per-account share). */
   constructor(private readonly ceiling: number) {}
 
+  /**
+   * Webhooks kept with no call in flight (limited below the share, or disabled) at most: past it,
+   * those are forgotten and start again at the share, so that webhooks made and deleted one after
+   * another cannot grow the map.
+   */
+  private static readonly MAX_IDLE = 10_000;
+
   /** Whether a call of the webhook may start now: fewer in flight than its limit. */
   hasRoom(webhookId: string): boolean {
     const entry = this.webhooks.get(webhookId);
@@ -38,6 +45,8 @@ export class InFlightLimits {
   started(webhookId: string): void {
     let entry = this.webhooks.get(webhookId);
     if (entry === undefined) {
+      if (this.webhooks.size >= InFlightLimits.MAX_IDLE)
+        for (const [id, kept] of this.webhooks) if (kept.inFlight === 0) this.webhooks.delete(id);
       entry = { limit: freshLimit(this.ceiling), inFlight: 0, peak: null, pauses: 0 };
       this.webhooks.set(webhookId, entry);
     }

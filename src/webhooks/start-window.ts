@@ -22,6 +22,11 @@ export class StartWindow {
   private readonly starts = new Map<string, number[]>();
   /** When each webhook's next call is due to start, evenly spaced (a virtual scheduling time). */
   private readonly due = new Map<string, number>();
+  /**
+   * The next look at every webhook's starts, by how many are kept: one whose calls stopped (deleted,
+   * or no longer limited) is dropped then, so what is kept is what started in the last window.
+   */
+  private sweepAt = 64;
 
   /** Milliseconds from `now` until a call of the webhook may start; 0: now. */
   wait(webhookId: string, rateLimit: number, now: number): number {
@@ -33,6 +38,10 @@ export class StartWindow {
 
   /** A call of the webhook limited to `rateLimit` started at `now`. */
   started(webhookId: string, rateLimit: number, now: number): void {
+    if (this.starts.size >= this.sweepAt) {
+      for (const id of [...this.starts.keys()]) this.recent(id, now);
+      this.sweepAt = Math.max(64, 2 * this.starts.size);
+    }
     const times = this.recent(webhookId, now);
     if (times.length === 0) this.starts.set(webhookId, times);
     times.push(now);
@@ -46,9 +55,10 @@ export class StartWindow {
     let old = 0;
     while (old < times.length && times[old]! <= now - WINDOW_MS) old++;
     if (old > 0) times.splice(0, old);
+    // None in the window: the last started over a window ago, so its next was due by then too.
     if (times.length === 0) {
       this.starts.delete(webhookId);
-      if ((this.due.get(webhookId) ?? 0) <= now) this.due.delete(webhookId);
+      this.due.delete(webhookId);
     }
     return times;
   }

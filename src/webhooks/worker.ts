@@ -25,9 +25,9 @@ import type { OperationalEvent } from '../domain/operational-events.js';
 export const LEASE_MARGIN_MS = 60_000;
 /** How many characters of serialized event bodies a worker keeps for the next calls of the same events. */
 const BODY_CACHE_CHARS = 32 * 1024 * 1024;
-/** A transport that ignores its deadline is cut off this long after it: the worker never hangs on one. */
 /** A claim for what falls due at a time (a second's slots, a hold's end) comes this long after it (timer lag). */
 const WAKE_SLACK_MS = 5;
+/** A transport that ignores its deadline is cut off this long after it: the worker never hangs on one. */
 const TRANSPORT_GRACE_MS = 1_000;
 /**
  * A delivery claimed ahead waits for a slot at most this long; one that waited longer is not called,
@@ -400,7 +400,6 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     }
   }
 
-  /** The scheduler: when to claim, when each claimed delivery is called and recorded. */
   // Each rate-limited webhook's calls start no faster than its limit, on this worker too; and no
   // more of a webhook's are in flight than it takes (until one of its calls ends).
   const window = new StartWindow();
@@ -412,6 +411,11 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
    */
   const held = new Map<string, number>();
   function holdLocally(webhookId: string, until: number): void {
+    // Those ended are dropped once there are many: what is kept is the webhooks held now.
+    if (held.size >= 1024) {
+      const now = clock().getTime();
+      for (const [id, end] of held) if (end <= now) held.delete(id);
+    }
     if ((held.get(webhookId) ?? 0) < until) held.set(webhookId, until);
   }
   const gate = (claimed: ClaimedDelivery, now: number): number => {
@@ -434,6 +438,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     }
     return wait;
   };
+  /** The scheduler: when to claim, when each claimed delivery is called and recorded. */
   const queue = new LocalQueue<MadeCall>({
     concurrency,
     perAccount,

@@ -88,4 +88,23 @@ test('InFlightLimits: room, the full list below the share, a recovery from one c
   assert.is(limits.limitOf('wbh_b'), 1, 'enabled again, it starts from one call');
 });
 
+test('InFlightLimits: webhooks kept with no call in flight are bounded; past 10,000 they are forgotten, those in flight kept', () => {
+  const limits = new InFlightLimits(4);
+  limits.started('wbh_busy');
+  // 9,999 limited and idle, and one in flight: 10,000 kept.
+  for (let n = 0; n < 9_999; n++) {
+    limits.started(`wbh_${n}`);
+    limits.ended(`wbh_${n}`, 'overloaded', 0, 1);
+  }
+  assert.is(limits.limitOf('wbh_0'), 2, 'kept while under the bound');
+  limits.started('wbh_new');
+  assert.is(limits.limitOf('wbh_0'), 4, 'forgotten: back at the share');
+  assert.ok(limits.hasRoom('wbh_new'));
+  assert.equal(
+    limits.ended('wbh_busy', 'ok', 0, 1),
+    { limit: 4, changed: false, pauseMs: null },
+    'one in flight is kept',
+  );
+});
+
 test.run();
