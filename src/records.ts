@@ -83,7 +83,10 @@ export interface WebhookHealth {
   lastAttemptAt: string | null;
   /** Failed attempts since the last success (or since enabled again). */
   consecutiveFailures: number;
-  /** Until when its calls wait, as its receiver asked (`Retry-After` on a `429` or `503`); `null` when they do not. */
+  /**
+   * Until when its calls wait: as its receiver asked (`Retry-After` on a `429` or `503`), or while
+   * it is down (a pause between tries, `rules/in-flight.ts`); `null` when they do not.
+   */
   heldUntil: string | null;
   /** The webhook's `rateLimit`: calls a second at most; `null` when it has none. */
   rateLimit: number | null;
@@ -110,8 +113,9 @@ export interface WebhookHealthRecord {
   disabledAt: string | null;
   disabledReason: WebhookDisabledReason | null;
   /**
-   * Until when the receiver asked to be left alone (`Retry-After` on a `429` or `503`): its
-   * deliveries that fall due before then wait until then. `null`: never held; a time past holds nothing.
+   * Until when the receiver asked to be left alone (`Retry-After` on a `429` or `503`), or a worker
+   * pauses it while it seems down (`rules/in-flight.ts`): its deliveries that fall due before then
+   * wait until then. `null`: never held; a time past holds nothing.
    */
   heldUntil: string | null;
   /** The calls in flight a delivery worker last limited it to (`rules/in-flight.ts`); `null`: none below its account's share. */

@@ -292,8 +292,8 @@ export const eventFilter = v.pipe(
   }),
 );
 
-/** Calls a second a webhook's receiver is sent at most (`rules/rate-limit.ts`). */
-const rateLimit = v.pipe(
+/** Calls a second a webhook's receiver is sent at most (`rules/rate-limit.ts`); the API's answers show it too. */
+export const rateLimit = v.pipe(
   v.number('must be a number of calls a second'),
   v.integer('must be a whole number of calls a second'),
   v.minValue(RATE_LIMIT.min, `must be ${RATE_LIMIT.min} or more`),

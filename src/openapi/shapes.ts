@@ -1,7 +1,6 @@
-import { RATE_LIMIT } from '../rules/rate-limit.js';
 import * as v from 'valibot';
 import { idPattern, type IdPrefix } from '../shared/ids.js';
-import { eventFilter } from '../domain/inputs.js';
+import { eventFilter, rateLimit } from '../domain/inputs.js';
 import type { PortalSessionLink } from '../domain/portal-sessions.js';
 import type {
   AgreementEventData,
@@ -71,17 +70,7 @@ export const webhook = v.strictObject({
   ),
   createdAt: atomDateTime,
   filter: v.exactOptional(eventFilter),
-  rateLimit: v.exactOptional(
-    v.pipe(
-      v.number(),
-      v.integer(),
-      v.minValue(RATE_LIMIT.min),
-      v.maxValue(RATE_LIMIT.max),
-      v.description(
-        'At most this many of its calls start in any one-second window, across instances; absent: no limit. Deliveries beyond it wait for a later second.',
-      ),
-    ),
-  ),
+  rateLimit: v.exactOptional(rateLimit),
   signatureScheme: v.exactOptional(
     v.pipe(
       v.literal('ed25519'),
@@ -122,10 +111,10 @@ export const webhookHealth = v.strictObject({
   lastAttemptAt: nullableTime('The last attempt recorded.'),
   consecutiveFailures: v.pipe(count, v.description('Failed attempts since the last success (or since enabled again).')),
   heldUntil: nullableTime(
-    "Until when its calls wait, as its receiver asked with `Retry-After` on a `429` or `503` (at most an hour); `null` when they do not. Its deliveries due before then are sent then, and the answer that asked counts neither as a failure toward auto-disable nor against the delivery's retries.",
+    "Until when its calls wait, as its receiver asked with `Retry-After` on a `429` or `503` (at most an hour), or while it seems down (overload at one call in flight: a pause of 1 s, doubling, at most 4 s, between tries); `null` when they do not. Its deliveries due before then are sent then. The answer that asked counts neither as a failure toward auto-disable nor against the delivery's retries; the call that found the receiver down does, as any failure.",
   ),
   rateLimit: v.pipe(
-    v.nullable(v.pipe(v.number(), v.integer(), v.minValue(RATE_LIMIT.min), v.maxValue(RATE_LIMIT.max))),
+    v.nullable(rateLimit),
     v.description('Its `rateLimit`: at most this many calls start in any one-second window; `null` when it has none.'),
   ),
   inFlightLimit: v.pipe(
