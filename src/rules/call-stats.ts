@@ -1,5 +1,6 @@
 import type { CallStatsHour, DeliveryAttempt } from '../records.js';
 import { PortalError } from '../errors.js';
+import { attemptSucceeded } from './webhook-health.js';
 
 /**
  * A webhook's calls counted by the hour as each attempt is recorded, so that a chart of a week reads
@@ -19,9 +20,9 @@ export type { CallStatsHour };
 /** The hour an attempt falls in (ATOM). */
 export const hourOf = (at: string): string => `${at.slice(0, 13)}:00:00+00:00`;
 
-/** 0 for an answer in 2xx, 1 for another status, 2 for none. */
-export const outcomeIndex = (attempt: Pick<DeliveryAttempt, 'statusCode'>): 0 | 1 | 2 =>
-  attempt.statusCode === null ? 2 : attempt.statusCode >= 200 && attempt.statusCode < 300 ? 0 : 1;
+/** 0 for a success (`attemptSucceeded`: a 2xx, or a broker's acknowledgement), 1 for another status, 2 for no answer. */
+export const outcomeIndex = (attempt: Pick<DeliveryAttempt, 'statusCode' | 'error'>): 0 | 1 | 2 =>
+  attemptSucceeded(attempt) ? 0 : attempt.statusCode === null ? 2 : 1;
 
 /** The duration bin of a call. */
 export function latencyBin(durationMs: number): number {

@@ -1,6 +1,7 @@
 import type { WebhookCallResult } from '../ports.js';
 import type { DeliveryAttempt, DeliveryStatus } from '../records.js';
 import { atomAtLeast } from '../shared/time.js';
+import { attemptSucceeded } from './webhook-health.js';
 
 /** Seconds before each retry: the Standard Webhooks schedule, 5 s to 24 h, about three days in all. */
 export const DEFAULT_RETRY_SCHEDULE: readonly number[] = [5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400];
@@ -12,8 +13,6 @@ const JITTER = 0.1;
 export const MAX_HOLD_SECONDS = 3600;
 /** The shortest hold: a `Retry-After: 0` still waits a second, so that no receiver makes the engine spin. */
 const MIN_HOLD_SECONDS = 1;
-
-const isSuccess = (statusCode: number | null) => statusCode !== null && statusCode >= 200 && statusCode < 300;
 
 /**
  * How many attempts the delivery's current run holds. A run ends with a success, a `410`, or its
@@ -27,7 +26,7 @@ export function attemptsInRun(attempts: readonly DeliveryAttempt[], scheduleLeng
     // one the receiver answered by holding its calls (`holdOf`) is no failure of it.
     if (attempt.local || attempt.held) continue;
     inRun++;
-    if (isSuccess(attempt.statusCode) || attempt.statusCode === 410 || inRun > scheduleLength) inRun = 0;
+    if (attemptSucceeded(attempt) || attempt.statusCode === 410 || inRun > scheduleLength) inRun = 0;
   }
   return inRun;
 }
@@ -65,19 +64,19 @@ export interface Outcome {
 }
 
 /**
- * What comes of an attempt. Any 2xx: succeeded. `410 Gone`: failed at once (the receiver asked to
+ * What comes of an attempt. Any 2xx, or a broker's acknowledgement: succeeded. `410 Gone`: failed at once (the receiver asked to
  * stop). A `429` or `503` with a `Retry-After`: pending until the hold it asks for ends (`holdOf`),
  * whatever the run holds. Otherwise a retry after the schedule's next step with jitter; failed once
  * the schedule is spent. `previous` is the attempts of this run before this one.
  */
 export function outcomeOf(
-  result: Pick<WebhookCallResult, 'statusCode' | 'headers'>,
+  result: Pick<WebhookCallResult, 'statusCode' | 'headers' | 'error'>,
   previous: number,
   schedule: readonly number[],
   now: Date,
   random: () => number = Math.random,
 ): Outcome {
-  if (isSuccess(result.statusCode)) return { status: 'succeeded', nextAttemptAt: null };
+  if (attemptSucceeded(result)) return { status: 'succeeded', nextAttemptAt: null };
   const hold = holdOf(result, now);
   if (hold !== null) return { status: 'pending', nextAttemptAt: hold };
   if (result.statusCode === 410 || previous >= schedule.length) return { status: 'failed', nextAttemptAt: null };

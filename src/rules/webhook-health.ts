@@ -29,9 +29,13 @@ export function freshHealth(webhook: { id: string; accountId: string }): Webhook
   };
 }
 
-/** Whether an attempt succeeded: a 2xx answer (the same test the retry schedule makes). */
-export const attemptSucceeded = (attempt: Pick<DeliveryAttempt, 'statusCode'>): boolean =>
-  attempt.statusCode !== null && attempt.statusCode >= 200 && attempt.statusCode < 300;
+/**
+ * Whether an attempt succeeded: a 2xx answer over HTTP, or a broker's acknowledgement (no status and
+ * no error: a destination beyond HTTP answers no status). The one test the retry schedule, health,
+ * the call counts and the worker make.
+ */
+export const attemptSucceeded = (attempt: Pick<DeliveryAttempt, 'statusCode' | 'error'>): boolean =>
+  attempt.statusCode === null ? attempt.error === null : attempt.statusCode >= 200 && attempt.statusCode < 300;
 
 /** Milliseconds from one ATOM time to another. */
 const between = (from: string, to: string) => Date.parse(to) - Date.parse(from);
@@ -53,7 +57,7 @@ export interface HealthChange {
  */
 export function healthAfterAttempt(
   current: WebhookHealthRecord,
-  attempt: Pick<DeliveryAttempt, 'at' | 'statusCode'>,
+  attempt: Pick<DeliveryAttempt, 'at' | 'statusCode' | 'error'>,
   rule: HealthRule,
 ): HealthChange {
   let health: WebhookHealthRecord;

@@ -70,9 +70,10 @@ export interface WebhookWorkerOptions {
   timers?: WorkerTimers;
 }
 
-/** How a call went, for telemetry: a 2xx, another status, no answer in time, or none at all. */
+/** How a call went, for telemetry: a 2xx or a broker's acknowledgement, another status, no answer in time, or none at all. */
 function callOutcome(result: WebhookCallResult): CallOutcome {
-  if (result.statusCode !== null) return attemptSucceeded(result) ? 'success' : 'failure';
+  if (attemptSucceeded(result)) return 'success';
+  if (result.statusCode !== null) return 'failure';
   return result.error?.startsWith('timed out') ? 'timeout' : 'error';
 }
 
@@ -82,8 +83,9 @@ function callOutcome(result: WebhookCallResult): CallOutcome {
  */
 function loadOf(result: WebhookCallResult): Load {
   if (result.local === true) return 'other';
+  if (attemptSucceeded(result)) return 'ok';
   if (result.statusCode === null || result.statusCode === 429 || result.statusCode === 503) return 'overloaded';
-  return attemptSucceeded(result) ? 'ok' : 'other';
+  return 'other';
 }
 
 /** Delivers due webhook calls: on its cron tick, when poked, and when asked through `tick()`. */

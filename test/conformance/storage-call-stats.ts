@@ -124,6 +124,35 @@ export function callStatsStorageTests(test: Test, factory: StorageFactory): void
   );
 
   test(
+    "call stats and health: a broker's acknowledgement (no status, no error) is a success, a broker's refusal an error",
+    withStorage(factory, async (storage) => {
+      const webhook = webhookRecord();
+      await storage.insertWebhook(webhook);
+      const [acknowledged, refused] = await leased(storage, 2, 0);
+      await storage.recordAttempt({
+        id: refused!.id,
+        owner: 'worker-1',
+        attempt: { at: at(10), statusCode: null, error: 'the broker refused the message', durationMs: 3 },
+        outcome: { status: 'pending', nextAttemptAt: at(3000) },
+        health: RULE,
+      });
+      await storage.recordAttempt({
+        id: acknowledged!.id,
+        owner: 'worker-1',
+        attempt: { at: at(20), statusCode: null, error: null, durationMs: 2 },
+        outcome: { status: 'succeeded', nextAttemptAt: null },
+        health: RULE,
+      });
+      assert.equal(await storage.callStats('acct_a', webhook.id, hourOf(at(0))), [
+        hour(0, { succeeded: 1, errors: 1 }, { 0: 2 }),
+      ]);
+      const health = await storage.getWebhookHealth('acct_a', webhook.id);
+      assert.is(health?.lastSuccessAt, at(20), 'the acknowledgement is the last success');
+      assert.is(health?.consecutiveFailures, 0, 'and ends the run of failures');
+    }),
+  );
+
+  test(
     'call stats: a delivery past the 50 attempts it keeps still counts every one',
     withStorage(factory, async (storage) => {
       const webhook = webhookRecord();

@@ -16,7 +16,15 @@ const T0 = Date.parse('2026-01-01T00:00:00Z');
 const at = (seconds: number) => new Date(T0 + seconds * 1000).toISOString().slice(0, 19) + '+00:00';
 const RULE = { disableAfterMs: 3600_000, disableAfterFailures: 3 };
 const fresh = freshHealth({ id: 'wbh_1', accountId: 'acct_a' });
-const attempt = (statusCode: number | null, seconds: number) => ({ at: at(seconds), statusCode });
+const attempt = (
+  statusCode: number | null,
+  seconds: number,
+  error: string | null = statusCode === null ? 'refused' : null,
+) => ({
+  at: at(seconds),
+  statusCode,
+  error,
+});
 
 test('healthAfterAttempt: failures disable only once both thresholds hold, the time counted from the first of the run', () => {
   let health = fresh;

@@ -23,18 +23,18 @@ const attempts = (...codes: (number | null)[]): DeliveryAttempt[] =>
 test('jitter stays within ± 10 % of the step, and a retry is never due before the time computed', () => {
   const schedule = [100, 1000];
   assert.equal(
-    outcomeOf({ statusCode: 500, headers: {} }, 0, schedule, NOW, () => 0),
+    outcomeOf({ statusCode: 500, headers: {}, error: null }, 0, schedule, NOW, () => 0),
     { status: 'pending', nextAttemptAt: after(90) },
   );
   assert.equal(
-    outcomeOf({ statusCode: 500, headers: {} }, 0, schedule, NOW, () => 0.5),
+    outcomeOf({ statusCode: 500, headers: {}, error: null }, 0, schedule, NOW, () => 0.5),
     { status: 'pending', nextAttemptAt: after(100) },
   );
   assert.equal(
-    outcomeOf({ statusCode: null, headers: {} }, 1, schedule, NOW, () => 0.999999),
+    outcomeOf({ statusCode: null, headers: {}, error: 'timed out' }, 1, schedule, NOW, () => 0.999999),
     { status: 'pending', nextAttemptAt: after(1100) },
   );
-  assert.equal(outcomeOf({ statusCode: 500, headers: {} }, 2, schedule, NOW), {
+  assert.equal(outcomeOf({ statusCode: 500, headers: {}, error: null }, 2, schedule, NOW), {
     status: 'failed',
     nextAttemptAt: null,
   });
@@ -42,16 +42,31 @@ test('jitter stays within ± 10 % of the step, and a retry is never due before t
 
 test('2xx succeeds, 410 fails at once, any other status or none is retried', () => {
   for (const code of [200, 201, 204, 299])
-    assert.is(outcomeOf({ statusCode: code, headers: {} }, 0, [5], NOW).status, 'succeeded');
-  assert.is(outcomeOf({ statusCode: 410, headers: {} }, 0, [5], NOW).status, 'failed');
+    assert.is(
+      outcomeOf({ statusCode: code, headers: {}, error: code === null ? 'refused' : null }, 0, [5], NOW).status,
+      'succeeded',
+    );
+  assert.is(outcomeOf({ statusCode: 410, headers: {}, error: null }, 0, [5], NOW).status, 'failed');
+  assert.is(
+    outcomeOf({ statusCode: null, headers: {}, error: null }, 0, [5], NOW).status,
+    'succeeded',
+    "a broker's acknowledgement: no status, no error",
+  );
   for (const code of [null, 199, 301, 400, 404, 429, 500, 503])
-    assert.is(outcomeOf({ statusCode: code, headers: {} }, 0, [5], NOW).status, 'pending');
-  assert.is(outcomeOf({ statusCode: 500, headers: {} }, 0, [], NOW).status, 'failed', 'an empty schedule: one attempt');
+    assert.is(
+      outcomeOf({ statusCode: code, headers: {}, error: code === null ? 'refused' : null }, 0, [5], NOW).status,
+      'pending',
+    );
+  assert.is(
+    outcomeOf({ statusCode: 500, headers: {}, error: null }, 0, [], NOW).status,
+    'failed',
+    'an empty schedule: one attempt',
+  );
 });
 
 test('Retry-After on 429 and 503 holds: due when the hold ends, at least a second and at most an hour, whatever the run', () => {
   const at = (statusCode: number, value: string, previous = 0) =>
-    outcomeOf({ statusCode, headers: { 'retry-after': value } }, previous, [10], NOW, () => 0.5);
+    outcomeOf({ statusCode, headers: { 'retry-after': value }, error: null }, previous, [10], NOW, () => 0.5);
   assert.equal(at(429, '600'), { status: 'pending', nextAttemptAt: after(600) });
   assert.equal(at(503, '3'), { status: 'pending', nextAttemptAt: after(3) }, 'sooner than the schedule');
   assert.equal(at(429, '0'), { status: 'pending', nextAttemptAt: after(1) }, 'never at once');

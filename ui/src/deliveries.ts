@@ -354,7 +354,10 @@ function attempt(entry: DeliveryAttempt): HTMLLIElement {
           { class: entry.statusCode >= 200 && entry.statusCode < 300 ? 'good-text' : 'bad-text' },
           `HTTP ${entry.statusCode}`,
         )
-      : el('span', { class: 'bad-text' }, entry.error ?? 'no answer');
+      : entry.error === null
+        ? // A destination beyond HTTP answers no status: no error is the broker's acknowledgement.
+          el('span', { class: 'good-text' }, 'Acknowledged by the broker')
+        : el('span', { class: 'bad-text' }, entry.error);
   return el(
     'li',
     {},
