@@ -38,7 +38,10 @@ export type {
   WebhookChanges,
   WebhookCallResult,
   WebhookTransport,
+  WebhookDestination,
+  DestinationContext,
 } from './ports.js';
+export type { Destinations } from './webhooks/destinations.js';
 export type * from './records.js';
 export type { FileInput, DirectoryInput, BlobBody } from './domain/files.js';
 export type { SecretRotationInput } from './domain/inputs.js';

@@ -2,6 +2,7 @@ import type { AuthOption } from './http/auth.js';
 import type { Logger } from './shared/logger.js';
 import type { BlobStore, Notifier, Storage, WebhookTransport } from './ports.js';
 import type { SealingOptions } from './domain/sealing.js';
+import type { Destinations } from './webhooks/destinations.js';
 
 export interface WebhookOptions {
   /** Run the delivery worker in this instance (default `true`); `false` serves the API only. */
@@ -81,6 +82,12 @@ export interface PortalOptions {
   retention?: RetentionOptions;
   /** Performs webhook calls (default: the HTTP transport built from `webhooks`). */
   transport?: WebhookTransport;
+  /**
+   * Brokers a webhook may publish to instead of an HTTP receiver, the URL's scheme picking one:
+   * `{ amqp: amqpDestination() }` from `customer-portal/adapters/amqp`, and likewise `nats`, `mqtt`,
+   * `redis`, `sqs`. A webhook URL of a scheme none takes is a `400` naming those taken.
+   */
+  destinations?: Destinations;
   /** Event types a webhook may subscribe to. */
   eventTypes?: readonly string[];
   /** pino-compatible logger (default: silent). One line per request is logged at `info`. */

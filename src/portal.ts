@@ -51,6 +51,7 @@ import {
   createPortalSessionService,
 } from './domain/portal-sessions.js';
 import { resolveWebhookOptions } from './webhooks/options.js';
+import { routedTransport, routesOf } from './webhooks/destinations.js';
 import {
   createOperationalEvents,
   type OperationalEventType,
@@ -204,9 +205,12 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   });
   const copiesOwed = { owed: (record: AgreementRecord) => copies.kick(record.accountId, record.id) };
   let transport: WebhookTransport | undefined = options.transport;
+  const destinations = routesOf(options.destinations);
   if (webhookOptions.worker) {
     const { timeoutMs, allowPrivateNetworks } = webhookOptions;
     transport ??= httpTransport({ timeoutMs, allowPrivateNetworks, logger });
+    if (options.destinations !== undefined)
+      transport = routedTransport(transport, destinations, { allowPrivateNetworks, logger });
     const agreementTimer = createAgreementTimer({
       storage,
       clock,
@@ -245,6 +249,10 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     maxPerAccount: webhookOptions.maxPerAccount,
     signer,
     publicUrl,
+    urls: {
+      schemes: destinations.schemes,
+      check: (url) => destinations.destinationOf(url.protocol.slice(0, -1))?.check(url) ?? null,
+    },
   });
   const catalogue = createEventCatalogue(eventTypes, libraryEventDefinitions());
   const events = createEventService({ storage, clock, eventTypes, notify, catalogue });

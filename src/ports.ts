@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import type { Logger } from './shared/logger.js';
 import type {
   CallStatsHour,
   AgreementRecord,
@@ -544,7 +545,15 @@ export interface PresignOptions {
 export interface WebhookCall {
   /** The account the call is made for: a transport never lets one account's connection carry another's call. */
   accountId: string;
+  /** The webhook the call is for: an SQS FIFO queue's message group when the event has no ordering key. */
+  webhookId: string;
   url: string;
+  /**
+   * The event's ordering key, when it has one. HTTP sends it nowhere; a broker routes by it (routing
+   * key and subject suffix, topic level, stream field, FIFO message group) so its consumers can keep
+   * the key's order.
+   */
+  orderingKey?: string;
   headers: Record<string, string>;
   body: string;
 }
@@ -573,6 +582,31 @@ export interface WebhookTransport {
   send(call: WebhookCall, options: { timeoutMs: number; signal?: AbortSignal }): Promise<WebhookCallResult>;
   /** Releases sockets and agents. */
   close?(): Promise<void>;
+}
+
+/** What the portal gives a destination when it opens it: the rules its HTTP transport follows too. */
+export interface DestinationContext {
+  /** Publish to loopback, private and other non-public broker addresses too (`webhooks.allowPrivateNetworks`). */
+  allowPrivateNetworks: boolean;
+  /** Where a refused address's details go (the operator's log; the tenant reads only that it was refused). */
+  logger?: Logger;
+}
+
+/**
+ * Where the calls of webhooks whose URL is not `http(s)` go: a broker the tenant names in the URL
+ * (`customer-portal/adapters/amqp`, `…/nats`, `…/mqtt`, `…/redis`, `…/sqs`). The option
+ * `destinations` holds one per kind; the URL's scheme picks it.
+ */
+export interface WebhookDestination {
+  /** The URL schemes it takes, lower case, without the colon (`['amqp', 'amqps']`). */
+  readonly schemes: readonly string[];
+  /** What is wrong with a webhook URL of its schemes (a missing stream, a bad option), or `null`: checked when a webhook is made. */
+  check(url: URL): string | null;
+  /**
+   * Starts it: a transport whose `send` publishes the call's body with its headers and resolves once
+   * the broker acknowledged it (`statusCode: null, error: null`) or with the error that stopped it.
+   */
+  open(context: DestinationContext): WebhookTransport;
 }
 
 /** One mail to a signer, as the `notifier` option receives it. */

@@ -252,25 +252,60 @@ export type FieldInput = v.InferOutput<typeof fieldInput>;
  */
 export const normalUrl = (text: string): string => new URL(text).href;
 
-function webhookUrl() {
+/**
+ * The schemes a webhook URL may have, and what a broker's URL must hold besides: `http` and `https`
+ * always, and those of the configured `destinations` (`webhooks/destinations.ts`).
+ */
+export interface WebhookUrls {
+  /** Lower case, without the colon; `http` and `https` first. */
+  readonly schemes: readonly string[];
+  /** What is wrong with a URL of a broker's scheme (a missing stream, say), or `null`. */
+  check(url: URL): string | null;
+}
+
+/** Webhook URLs when no destination beyond HTTP is configured. */
+const HTTP_URLS: WebhookUrls = { schemes: ['http', 'https'], check: () => null };
+
+/** What is wrong with a webhook URL, in the words of a `400`; `null` when nothing is. */
+function urlProblem(text: string, urls: WebhookUrls): string | null {
+  if (!URL.canParse(text)) return 'must be an absolute URL';
+  const url = new URL(text);
+  const scheme = url.protocol.slice(0, -1);
+  if (!urls.schemes.includes(scheme))
+    return urls.schemes.length === 2
+      ? 'must use http or https'
+      : `must use one of the schemes ${urls.schemes.join(', ')}`;
+  if (scheme === 'http' || scheme === 'https') {
+    // A broker's URL names its user and password (shown masked); an HTTP receiver's never does.
+    if (url.username !== '' || url.password !== '') return 'must not carry credentials';
+  } else {
+    const problem = urls.check(url);
+    if (problem !== null) return problem;
+  }
+  // Stored as the parser writes it (see `normalUrl`), which may be longer than what was sent.
+  return normalUrl(text).length <= 2048 ? null : 'must be at most 2048 characters';
+}
+
+function webhookUrl(urls: WebhookUrls) {
   return v.pipe(
     v.string('must be a string'),
     v.maxLength(2048, 'must be at most 2048 characters'),
     // The URL parser drops tabs and line breaks and percent-encodes the rest: the URL called would not be the one shown.
     noControlCharacters(),
-    v.check((text) => URL.canParse(text), 'must be an absolute URL'),
-    v.check((text) => {
-      const { protocol } = new URL(text);
-      return protocol === 'http:' || protocol === 'https:';
-    }, 'must use http or https'),
-    v.check((text) => {
-      const { username, password } = new URL(text);
-      return username === '' && password === '';
-    }, 'must not carry credentials'),
-    // Stored as the parser writes it (see `normalUrl`), which may be longer than what was sent.
-    v.check((text) => normalUrl(text).length <= 2048, 'must be at most 2048 characters'),
+    v.rawCheck(({ dataset, addIssue }) => {
+      if (!dataset.typed) return;
+      const problem = urlProblem(dataset.value, urls);
+      if (problem !== null) addIssue({ message: problem });
+    }),
+    v.description(
+      `Where its calls go: an \`http(s)\` receiver (no credentials in the URL), or, where the portal has \`destinations\` configured, a broker: \`amqp(s)://user:pass@host:port/vhost?exchange=X&routingKey=Y\`, \`nats://host:port/subject\`, \`mqtt(s)://host:port/topic\`, \`redis(s)://host:port/stream?db=N\`, \`sqs://queue-url-without-scheme\`. A broker's password is shown as \`***\`.`,
+    ),
     // What the checks above mean, for the OpenAPI document (they are functions, which JSON Schema cannot hold).
-    v.metadata({ format: 'uri', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://' }),
+    v.metadata({
+      format: 'uri',
+      pattern:
+        '^([Hh][Tt][Tt][Pp][Ss]?|[Aa][Mm][Qq][Pp][Ss]?|[Nn][Aa][Tt][Ss]|[Mm][Qq][Tt][Tt][Ss]?|[Rr][Ee][Dd][Ii][Ss][Ss]?|[Ss][Qq][Ss])://',
+    }),
   );
 }
 
@@ -304,11 +339,11 @@ export const rateLimit = v.pipe(
 );
 
 /** The body of `POST /webhooks` and the input of `webhooks.create`: `{ type, url, filter? }`. */
-export function webhookInput(eventTypes: readonly string[]) {
+export function webhookInput(eventTypes: readonly string[], urls: WebhookUrls = HTTP_URLS) {
   return v.strictObject(
     {
       type: eventType(eventTypes),
-      url: webhookUrl(),
+      url: webhookUrl(urls),
       filter: v.optional(v.nullable(eventFilter)),
       rateLimit: v.optional(v.nullable(rateLimit)),
       signatureScheme: v.optional(

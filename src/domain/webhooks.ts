@@ -14,6 +14,7 @@ import {
   recoverInput,
   secretRotationInput,
   webhookInput,
+  type WebhookUrls,
   webhookFilterInput,
   dryRunInput,
   DRY_RUN_LIMIT,
@@ -85,11 +86,24 @@ export function signingSecrets(webhook: WebhookRecord, at: Date): string[] {
 const keysMessage = (accountId: string, webhookId: string) =>
   JSON.stringify(['customer-portal/webhook-keys/v1', accountId, webhookId]);
 
+/**
+ * A webhook URL as answers, logs and traces show it: a broker's password (`amqp://user:pass@…`)
+ * replaced by `***`. HTTP URLs carry no credentials and come back as they are.
+ */
+function shownUrl(url: string): string {
+  const at = url.indexOf('@');
+  if (at === -1) return url;
+  const parsed = URL.canParse(url) ? new URL(url) : null;
+  if (parsed === null || parsed.password === '') return url;
+  parsed.password = '***';
+  return parsed.href;
+}
+
 /** A webhook as the API shows it: no account. Field by field, as a copy without one key costs more. */
 function webhookShape(record: WebhookRecord): Webhook {
   if (schemeOf(record.secret) === 'ed25519') {
     // The private key never leaves the portal: the receiver verifies with the public one.
-    const shape: Webhook = { id: record.id, type: record.type, url: record.url, createdAt: record.createdAt };
+    const shape: Webhook = { id: record.id, type: record.type, url: shownUrl(record.url), createdAt: record.createdAt };
     if (record.filter !== undefined) shape.filter = record.filter;
     if (record.rateLimit !== undefined) shape.rateLimit = record.rateLimit;
     shape.signatureScheme = 'ed25519';
@@ -99,7 +113,7 @@ function webhookShape(record: WebhookRecord): Webhook {
   const shape: Webhook = {
     id: record.id,
     type: record.type,
-    url: record.url,
+    url: shownUrl(record.url),
     secret: record.secret,
     createdAt: record.createdAt,
   };
@@ -187,11 +201,13 @@ export function createWebhookService(deps: {
   signer: LinkSigner;
   /** The API root links are built under outside a request. */
   publicUrl?: string;
+  /** The schemes a webhook URL may have beyond `http(s)`: those of the `destinations` configured (default none). */
+  urls?: WebhookUrls;
 }) {
   const { storage, clock } = deps;
   const notify = deps.notify ?? (() => {});
   const emit = deps.emit ?? (() => {});
-  const input = webhookInput(deps.eventTypes);
+  const input = webhookInput(deps.eventTypes, deps.urls);
   const idempotency = createIdempotency({ storage, clock });
 
   const newRecord = (

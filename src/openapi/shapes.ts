@@ -58,7 +58,11 @@ export const errorBody = v.strictObject({
 export const webhook = v.strictObject({
   id: id('wbh'),
   type: v.pipe(v.string(), v.minLength(1), v.description("The event type, one of the portal's `eventTypes`.")),
-  url: v.pipe(v.string(), v.metadata({ format: 'uri' })),
+  url: v.pipe(
+    v.string(),
+    v.description("Where its calls go; a broker URL's password is shown as `***`."),
+    v.metadata({ format: 'uri' }),
+  ),
   secret: v.exactOptional(
     v.pipe(
       v.string(),

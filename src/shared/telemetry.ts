@@ -81,7 +81,9 @@ const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75,
 export function redactedUrl(url: string): string {
   try {
     const parsed = new URL(url);
-    return parsed.pathname === '/' && parsed.search === '' ? `${parsed.origin}/` : `${parsed.origin}/REDACTED`;
+    // A broker's URL (`amqp://user:pass@host/vhost`) has no origin; its host stands in, its credentials never.
+    const origin = parsed.origin === 'null' ? `${parsed.protocol}//${parsed.host}` : parsed.origin;
+    return parsed.pathname === '/' && parsed.search === '' ? `${origin}/` : `${origin}/REDACTED`;
   } catch {
     return 'invalid';
   }

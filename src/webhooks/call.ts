@@ -21,8 +21,9 @@ export function buildCall(webhook: WebhookRecord, event: EventRecord, at: Date, 
   const signature = signingSecrets(webhook, at)
     .map((secret) => signWebhook(secret, event.id, timestamp, body))
     .join(' ');
-  return {
+  const call: WebhookCall = {
     accountId: webhook.accountId,
+    webhookId: webhook.id,
     url: webhook.url,
     body,
     headers: {
@@ -34,4 +35,6 @@ export function buildCall(webhook: WebhookRecord, event: EventRecord, at: Date, 
       'X-Webhook-Signature': signature,
     },
   };
+  if (event.orderingKey !== undefined) call.orderingKey = event.orderingKey;
+  return call;
 }

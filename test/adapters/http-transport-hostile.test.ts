@@ -15,6 +15,7 @@ import { waitFor } from '../helpers/webhooks.js';
 
 const call = (url: string, accountId = 'acc_a'): WebhookCall => ({
   accountId,
+  webhookId: 'wbh_1',
   url,
   body: '{"id":"evt_1"}',
   headers: { 'Content-Type': 'application/json', 'webhook-id': 'evt_1' },

@@ -12,6 +12,7 @@ import { startReceiver } from '../helpers/receiver.js';
 
 const call = (url: string): WebhookCall => ({
   accountId: 'acc_1',
+  webhookId: 'wbh_1',
   url,
   body: '{"id":"evt_1"}',
   headers: { 'Content-Type': 'application/json' },

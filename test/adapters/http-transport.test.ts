@@ -19,6 +19,7 @@ import { startReceiver } from '../helpers/receiver.js';
 
 const call = (url: string, body = '{"id":"evt_1"}', accountId = 'acc_1'): WebhookCall => ({
   accountId,
+  webhookId: 'wbh_1',
   url,
   body,
   headers: { 'Content-Type': 'application/json', 'webhook-id': 'evt_1', 'User-Agent': 'customer-portal/test' },
