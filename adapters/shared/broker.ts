@@ -1,0 +1,224 @@
+import dns from 'node:dns';
+import { isIP } from 'node:net';
+import type { DestinationContext, WebhookCallResult } from '../../src/ports.js';
+import { RefusedAddressError, refusalOf, refusedHostMessage } from '../http-transport/address-guard.js';
+import { guardedLookup } from '../http-transport/http-transport.js';
+
+// What the destinations beyond HTTP share: where a broker may be reached (the SSRF guard, as for
+// HTTP), one connection per account and broker kept while used, and an attempt bounded in time
+// whose error never shows the tenant's password.
+
+/** The longest a connection to a broker may take to open, whatever the call's own time left. */
+export const CONNECT_TIMEOUT_MS = 10_000;
+/** A connection no call used for this long is closed. */
+export const IDLE_CLOSE_MS = 60_000;
+/** Brokers one account may hold connections to at once (in one instance); past it the least recently used idle one goes. */
+const CONNECTIONS_PER_ACCOUNT = 8;
+
+/** Where to connect: an address the guard passed (or the host itself with `allowPrivateNetworks`), and the name TLS checks. */
+export interface BrokerAddress {
+  host: string;
+  port: number;
+  /** The URL's host name, for TLS's server name and certificate check. */
+  servername: string;
+}
+
+/** The URL's host as the HTTP parser writes it: a broker URL's host is opaque to WHATWG, so `127.1` stays `127.1` there. */
+function hostOf(url: URL): string {
+  const host = new URL(`http://${url.host}`).hostname;
+  return host.startsWith('[') ? host.slice(1, -1) : host;
+}
+
+/**
+ * The address a broker URL's host may be reached at. Unless `allowPrivateNetworks`, a literal
+ * address must be public and a name must resolve to one; the connection is then made to that
+ * address, so a DNS answer that changes later cannot lead elsewhere. Rejects with the refusal in
+ * the tenant's words; the operator's log gets what the name resolved to.
+ */
+export async function brokerAddress(
+  url: URL,
+  defaultPort: number,
+  context: DestinationContext,
+): Promise<BrokerAddress> {
+  const servername = hostOf(url);
+  const port = url.port === '' ? defaultPort : Number(url.port);
+  if (context.allowPrivateNetworks) return { host: servername, port, servername };
+  if (isIP(servername) !== 0) {
+    if (refusalOf(servername) !== null) throw new RefusedAddressError(refusedHostMessage(servername));
+    return { host: servername, port, servername };
+  }
+  const lookup = guardedLookup(dns.lookup, (details) =>
+    context.logger?.warn({ ...details }, 'destination: refused a broker address'),
+  );
+  const host = await new Promise<string>((resolve, reject) =>
+    lookup(servername, {}, (error, address) => (error ? reject(error) : resolve(address as string))),
+  );
+  return { host, port, servername };
+}
+
+/** A URL's password, decoded: what no error message may show. */
+const passwordOf = (url: URL): string => (url.password === '' ? '' : decodeURIComponent(url.password));
+
+/** An error's message with the password (raw and percent-encoded) replaced by `***`. */
+function maskedMessage(error: unknown, url: URL): string {
+  let message = error instanceof Error ? error.message || error.name : String(error);
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && !message.includes(code)) message = `${message} (${code})`;
+  for (const secret of [url.password, passwordOf(url)])
+    if (secret.length > 0) message = message.split(secret).join('***');
+  return message.slice(0, 1000);
+}
+
+/** What the worker records of a publish: the broker's acknowledgement, or the error that stopped it. */
+export const acknowledged = (): WebhookCallResult => ({ statusCode: null, headers: {}, error: null });
+export const failed = (kind: string, error: unknown, url: URL): WebhookCallResult => ({
+  statusCode: null,
+  headers: {},
+  error: `${kind}: ${maskedMessage(error, url)}`,
+});
+
+/** An error that says the broker did not answer in time. */
+class BrokerTimeoutError extends Error {
+  readonly code = 'ETIMEDOUT';
+}
+
+/**
+ * `work`, or a rejection once `ms` have passed (`what` says what was waited for) or `signal` aborts:
+ * an attempt never waits on a broker that hangs. `work` itself goes on; its result is dropped.
+ */
+export function withDeadline<T>(work: Promise<T>, ms: number, what: string, signal?: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new BrokerTimeoutError(`timed out after ${ms} ms ${what}`)), ms);
+    const abort = () => reject(new BrokerTimeoutError(`abandoned ${what}`));
+    signal?.addEventListener('abort', abort, { once: true });
+    work.then(
+      (value) => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', abort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', abort);
+        reject(error);
+      },
+    );
+  });
+}
+
+/** An open connection to a broker, as the pool keeps it. */
+export interface BrokerConnection {
+  /** `false` once the broker dropped it or it failed: the next call opens another. */
+  readonly usable: boolean;
+  close(): Promise<void>;
+}
+
+interface Entry<C> {
+  accountId: string;
+  opening: Promise<C>;
+  opened?: C;
+  inUse: number;
+  lastUsed: number;
+}
+
+/**
+ * Connections to brokers, one per account and broker key (the adapter's: host, port, user, vhost or
+ * database), opened on first use, shared by that account's calls, closed when idle for
+ * `IDLE_CLOSE_MS` or no longer usable. One account holds at most `CONNECTIONS_PER_ACCOUNT`: one more
+ * closes its least recently used idle connection, or fails the attempt when all are in use. Never
+ * does one account's connection carry another's call, whatever their URLs.
+ */
+export class BrokerConnections<C extends BrokerConnection> {
+  readonly #entries = new Map<string, Entry<C>>();
+  readonly #sweep: NodeJS.Timeout;
+  #closed = false;
+
+  constructor(readonly idleMs = IDLE_CLOSE_MS) {
+    this.#sweep = setInterval(() => this.#closeIdle(Date.now() - this.idleMs), Math.max(1000, idleMs / 2));
+    this.#sweep.unref();
+  }
+
+  /** Runs `work` on the account's connection for `key`, opening it with `open` when there is none usable. */
+  async use<T>(
+    accountId: string,
+    key: string,
+    open: () => Promise<C>,
+    work: (connection: C) => Promise<T>,
+  ): Promise<T> {
+    if (this.#closed) throw new Error('the destination is closed');
+    const mapKey = `${accountId}\n${key}`;
+    let entry = this.#entries.get(mapKey);
+    if (entry?.opened !== undefined && !entry.opened.usable) {
+      this.#drop(mapKey, entry);
+      entry = undefined;
+    }
+    if (entry === undefined) {
+      this.#makeRoom(accountId);
+      const opening = open();
+      const made: Entry<C> = { accountId, opening, inUse: 0, lastUsed: Date.now() };
+      entry = made;
+      this.#entries.set(mapKey, made);
+      opening.then(
+        (connection) => {
+          made.opened = connection;
+          // Closed, or replaced, while it opened: it is no one's.
+          if (this.#entries.get(mapKey) !== made) void connection.close().catch(() => {});
+        },
+        () => {
+          if (this.#entries.get(mapKey) === made) this.#entries.delete(mapKey);
+        },
+      );
+    }
+    entry.inUse++;
+    try {
+      return await work(await entry.opening);
+    } finally {
+      entry.inUse--;
+      entry.lastUsed = Date.now();
+    }
+  }
+
+  /** Closes every connection; later calls fail. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearInterval(this.#sweep);
+    const entries = [...this.#entries.entries()];
+    this.#entries.clear();
+    await Promise.allSettled(entries.map(([, entry]) => entry.opening.then((connection) => connection.close())));
+  }
+
+  /** How many connections the pool holds (open or opening): for tests and metrics. */
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  #makeRoom(accountId: string): void {
+    let count = 0;
+    let idlest: [string, Entry<C>] | undefined;
+    for (const pair of this.#entries) {
+      if (pair[1].accountId !== accountId) continue;
+      count++;
+      if (
+        pair[1].inUse === 0 &&
+        pair[1].opened !== undefined &&
+        (idlest === undefined || pair[1].lastUsed < idlest[1].lastUsed)
+      )
+        idlest = pair;
+    }
+    if (count < CONNECTIONS_PER_ACCOUNT) return;
+    if (idlest === undefined)
+      throw new Error(`the account already has ${CONNECTIONS_PER_ACCOUNT} broker connections in use`);
+    this.#drop(...idlest);
+  }
+
+  #drop(mapKey: string, entry: Entry<C>): void {
+    if (this.#entries.get(mapKey) === entry) this.#entries.delete(mapKey);
+    void entry.opening.then((connection) => connection.close()).catch(() => {});
+  }
+
+  #closeIdle(before: number): void {
+    for (const [mapKey, entry] of this.#entries)
+      if (entry.inUse === 0 && entry.opened !== undefined && (entry.lastUsed < before || !entry.opened.usable))
+        this.#drop(mapKey, entry);
+  }
+}
