@@ -1,0 +1,240 @@
+import type { ChannelModel, ConfirmChannel, Message } from 'amqplib';
+import type { DestinationContext, WebhookCall, WebhookDestination, WebhookTransport } from '../../src/ports.js';
+import {
+  type BrokerConnection,
+  BrokerConnections,
+  CONNECT_TIMEOUT_MS,
+  IDLE_CLOSE_MS,
+  acknowledged,
+  brokerAddress,
+  failed,
+  withDeadline,
+} from '../shared/broker.js';
+
+type AmqpModule = typeof import('amqplib');
+
+export interface AmqpDestinationOptions {
+  /** A connection no call used for this long is closed (default 60000). */
+  idleMs?: number;
+}
+
+/** The largest frame the broker may send this client (AMQP's own minimum is 4096): a hostile broker cannot make it buffer more at once. */
+const FRAME_MAX = 131_072;
+/** Channels one connection keeps, one per exchange published to; past it the least recently used closes. */
+const CHANNELS_PER_CONNECTION = 16;
+/** Names AMQP 0-9-1 bounds (short strings). */
+const MAX_NAME = 255;
+
+/** Where an `amqp://` URL publishes: the exchange (`''`, the default exchange, routes by queue name) and the routing key. */
+interface Target {
+  vhost: string;
+  exchange: string;
+  routingKey: string;
+}
+
+function targetOf(url: URL): Target | string {
+  if (url.host === '') return 'must name the broker host';
+  let vhost: string;
+  try {
+    vhost = decodeURIComponent(url.pathname.slice(1));
+  } catch {
+    return 'must name its vhost in percent-encoded UTF-8';
+  }
+  let exchange = '';
+  let routingKey = '';
+  for (const [name, value] of url.searchParams) {
+    if (name === 'exchange') exchange = value;
+    else if (name === 'routingKey') routingKey = value;
+    else return `must not carry the option ${name}: only exchange and routingKey are known`;
+  }
+  if (exchange === '' && routingKey === '')
+    return 'must name an exchange, a routing key or both: amqp://host/vhost?exchange=X&routingKey=Y';
+  for (const [what, value] of [
+    ['vhost', vhost],
+    ['exchange', exchange],
+    ['routingKey', routingKey],
+  ] as const)
+    if (Buffer.byteLength(value) > MAX_NAME) return `must name a ${what} of at most ${MAX_NAME} bytes`;
+  if (url.hash !== '') return 'must not carry a fragment';
+  return { vhost: vhost === '' ? '/' : vhost, exchange, routingKey };
+}
+
+/** The routing key of a call: the URL's, with the ordering key after a dot, so a topic binding can split keys across queues. */
+function routingKeyOf(target: Target, call: WebhookCall): string {
+  if (call.orderingKey === undefined) return target.routingKey;
+  return target.routingKey === '' ? call.orderingKey : `${target.routingKey}.${call.orderingKey}`;
+}
+
+/** A connection with a confirm channel per exchange: a channel error (a missing exchange) closes one exchange's channel, not the others'. */
+class AmqpConnection implements BrokerConnection {
+  #open = true;
+  readonly #channels = new Map<string, Promise<ConfirmChannel>>();
+  /** Messages the broker returned as unroutable, by their signature: their confirm is then no delivery. */
+  readonly #returned = new Set<string>();
+  /** Why the broker closed a channel, for the publishes it failed. */
+  readonly #closedBy = new WeakMap<ConfirmChannel, Error>();
+
+  constructor(readonly model: ChannelModel) {
+    model.on('error', () => {});
+    model.on('close', () => {
+      this.#open = false;
+    });
+  }
+
+  get usable(): boolean {
+    return this.#open;
+  }
+
+  async publish(target: Target, call: WebhookCall): Promise<void> {
+    const channel = await this.#channel(target.exchange);
+    const routingKey = routingKeyOf(target, call);
+    const mark = call.headers['webhook-signature'] ?? '';
+    await new Promise<void>((resolve, reject) => {
+      channel.publish(
+        target.exchange,
+        routingKey,
+        Buffer.from(call.body),
+        {
+          // Returned (basic.return, before the confirm) when no queue is bound for the key: not delivered.
+          mandatory: true,
+          persistent: true,
+          contentType: 'application/json',
+          messageId: call.headers['webhook-id'],
+          timestamp: Number(call.headers['webhook-timestamp']),
+          headers: call.headers,
+        },
+        (error: unknown) => {
+          // The broker's reason (404 NOT_FOUND - no exchange …) reaches the channel's error event,
+          // which may come after this callback hears only that the channel closed.
+          if (error) return setImmediate(() => reject(this.#closedBy.get(channel) ?? error));
+          if (this.#returned.delete(mark))
+            return reject(
+              new Error(
+                `no queue is bound to the exchange ${target.exchange || '(default)'} for the routing key ${routingKey}`,
+              ),
+            );
+          resolve();
+        },
+      );
+    });
+  }
+
+  #channel(exchange: string): Promise<ConfirmChannel> {
+    let channel = this.#channels.get(exchange);
+    if (channel !== undefined) {
+      // Most recently used last, so the first is the one to close.
+      this.#channels.delete(exchange);
+      this.#channels.set(exchange, channel);
+      return channel;
+    }
+    if (this.#channels.size >= CHANNELS_PER_CONNECTION) {
+      const [oldest, closing] = this.#channels.entries().next().value as [string, Promise<ConfirmChannel>];
+      this.#channels.delete(oldest);
+      void closing.then((one) => one.close()).catch(() => {});
+    }
+    channel = this.model.createConfirmChannel().then((made) => {
+      made.on('error', (error: Error) => this.#closedBy.set(made, error));
+      made.on('close', () => {
+        if (this.#channels.get(exchange) === channel) this.#channels.delete(exchange);
+      });
+      made.on('return', (message: Message) => {
+        const signature = message.properties.headers?.['webhook-signature'];
+        if (typeof signature === 'string') this.#returned.add(signature);
+      });
+      return made;
+    });
+    channel.catch(() => {
+      if (this.#channels.get(exchange) === channel) this.#channels.delete(exchange);
+    });
+    this.#channels.set(exchange, channel);
+    return channel;
+  }
+
+  async close(): Promise<void> {
+    this.#open = false;
+    await this.model.close().catch(() => {});
+  }
+}
+
+/**
+ * A destination that publishes each call to a RabbitMQ (AMQP 0-9-1) exchange, for webhook URLs
+ * `amqp://user:pass@host:5672/vhost?exchange=X&routingKey=Y` and `amqps://` (TLS). The message is
+ * the HTTP body with the call's headers as AMQP headers (`webhook-id`, `webhook-timestamp`,
+ * `webhook-signature`, …), persistent, `messageId` the event id; an ordering key is appended to the
+ * routing key (`Y.key`). The publisher confirm is the acknowledgement; a message no queue takes
+ * (`mandatory`) and a missing exchange are failed attempts naming why. The exchange must exist: it
+ * is never declared. Needs the optional peer `amqplib`.
+ */
+export function amqpDestination(options: AmqpDestinationOptions = {}): WebhookDestination {
+  let loaded: Promise<AmqpModule> | undefined;
+  const load = () =>
+    (loaded ??= import('amqplib').catch((error: unknown) => {
+      loaded = undefined;
+      throw new Error(`the package amqplib is not installed (${(error as Error).message})`);
+    }));
+
+  return {
+    schemes: ['amqp', 'amqps'],
+    check(url) {
+      const target = targetOf(url);
+      return typeof target === 'string' ? target : null;
+    },
+    open(context: DestinationContext): WebhookTransport {
+      const connections = new BrokerConnections<AmqpConnection>(options.idleMs ?? IDLE_CLOSE_MS);
+
+      async function connect(url: URL, target: Target, timeoutMs: number): Promise<AmqpConnection> {
+        const connectMs = Math.min(CONNECT_TIMEOUT_MS, timeoutMs);
+        const tls = url.protocol === 'amqps:';
+        const [amqp, address] = await Promise.all([load(), brokerAddress(url, tls ? 5671 : 5672, context)]);
+        const opening = amqp.connect(
+          {
+            protocol: tls ? 'amqps' : 'amqp',
+            hostname: address.host,
+            port: address.port,
+            username: url.username === '' ? 'guest' : decodeURIComponent(url.username),
+            password: url.password === '' ? 'guest' : decodeURIComponent(url.password),
+            vhost: target.vhost,
+            frameMax: FRAME_MAX,
+            heartbeat: 30,
+            channelMax: CHANNELS_PER_CONNECTION + 1,
+          },
+          { timeout: connectMs, ...(tls ? { servername: address.servername } : {}) },
+        );
+        // The handshake is bounded too: a broker that accepts and stays silent holds nothing open.
+        const model = await withDeadline(opening, connectMs, 'for the AMQP broker to accept the connection').catch(
+          (error: unknown) => {
+            void opening.then((late) => late.close()).catch(() => {});
+            throw error;
+          },
+        );
+        return new AmqpConnection(model);
+      }
+
+      return {
+        async send(call, { timeoutMs, signal }) {
+          const url = new URL(call.url);
+          const target = targetOf(url);
+          if (typeof target === 'string') return failed('amqp', new Error(`the URL ${target}`), url);
+          const key = `${url.protocol}//${url.username}:${url.password}@${url.host}/${target.vhost}`;
+          try {
+            await withDeadline(
+              connections.use(
+                call.accountId,
+                key,
+                () => connect(url, target, timeoutMs),
+                (connection) => connection.publish(target, call),
+              ),
+              timeoutMs,
+              'for the AMQP broker to confirm the message',
+              signal,
+            );
+            return acknowledged();
+          } catch (error) {
+            return failed('amqp', error, url);
+          }
+        },
+        close: () => connections.close(),
+      };
+    },
+  };
+}
