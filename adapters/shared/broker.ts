@@ -222,3 +222,13 @@ export class BrokerConnections<C extends BrokerConnection> {
         this.#drop(mapKey, entry);
   }
 }
+
+/**
+ * An ordering key as one token of a subject or topic level: the bytes NATS and MQTT would read as a
+ * separator, a wildcard or whitespace (`.`, `/`, `*`, `>`, `+`, `#`, `%`, spaces) percent-encoded,
+ * as a consumer's `decodeURIComponent` reads back. A key of letters, digits, `-` and `_` stays as it is.
+ */
+export const subjectToken = (key: string): string =>
+  key.replace(/[^A-Za-z0-9_\-~!$&'()=,;:@]/gu, (character) =>
+    [...Buffer.from(character)].map((byte) => `%${byte.toString(16).toUpperCase().padStart(2, '0')}`).join(''),
+  );

@@ -5,6 +5,7 @@ import { callBody } from '../../src/webhooks/call.js';
 import { verifyWebhook } from '../../src/index.js';
 import type { EventRecord } from '../../src/records.js';
 import { amqpBroker } from '../helpers/broker-amqp.js';
+import { natsBroker } from '../helpers/broker-nats.js';
 import { redisBroker } from '../helpers/broker-redis.js';
 import type { BrokerKind, BrokerRun, Consumer } from '../helpers/brokers.js';
 import { skipping } from '../helpers/skip.js';
@@ -17,7 +18,7 @@ import { waitFor } from '../helpers/webhooks.js';
  * target, a wrong password, a refused address, a broker that never answers), and a long run with
  * the broker restarted twice in the middle: nothing lost, each key in order.
  */
-const KINDS: BrokerKind[] = [redisBroker, amqpBroker];
+const KINDS: BrokerKind[] = [redisBroker, amqpBroker, natsBroker];
 
 const LONG_RUN_EVENTS = 10_000;
 const KEYS = 20;
