@@ -37,6 +37,8 @@ export interface BrokerRun {
 /** One kind of broker the destinations are tested against. */
 export interface BrokerKind {
   name: string;
+  /** Why a target cannot be missing (MQTT topics need no declaring), where that is so. */
+  targetsNeedNoDeclaring?: string;
   /** Why it cannot be tested here (no server binary, no client package), or `null`. */
   absent(): Promise<string | null>;
   destinations(): Promise<Destinations>;
