@@ -8,6 +8,7 @@ import { amqpBroker } from '../helpers/broker-amqp.js';
 import { mqttBroker } from '../helpers/broker-mqtt.js';
 import { natsBroker } from '../helpers/broker-nats.js';
 import { redisBroker } from '../helpers/broker-redis.js';
+import { sqsBroker } from '../helpers/broker-sqs.js';
 import type { BrokerKind, BrokerRun, Consumer } from '../helpers/brokers.js';
 import { skipping } from '../helpers/skip.js';
 import { json, withPortal } from '../helpers/server.js';
@@ -19,9 +20,9 @@ import { waitFor } from '../helpers/webhooks.js';
  * target, a wrong password, a refused address, a broker that never answers), and a long run with
  * the broker restarted twice in the middle: nothing lost, each key in order.
  */
-const KINDS: BrokerKind[] = [redisBroker, amqpBroker, natsBroker, mqttBroker];
+const KINDS: BrokerKind[] = [redisBroker, amqpBroker, natsBroker, mqttBroker, sqsBroker];
 
-const LONG_RUN_EVENTS = 10_000;
+const LONG_RUN = 10_000;
 const KEYS = 20;
 
 /** The deliveries of a webhook, as the log shows them. */
@@ -111,7 +112,7 @@ for (const kind of KINDS) {
       await broker.prepare('first');
       consumer = await broker.consume('first');
       await withPortal(
-        { destinations: await kind.destinations(), webhooks: { allowPrivateNetworks: true } },
+        { destinations: await kind.destinations(broker), webhooks: { allowPrivateNetworks: true } },
         async (app) => {
           const hook = await app.portal.webhooks.create('acct_a', {
             type: 'customer-created',
@@ -153,10 +154,14 @@ for (const kind of KINDS) {
     },
   );
 
-  const declared = kind.targetsNeedNoDeclaring === undefined ? on : skipping(on, kind.targetsNeedNoDeclaring);
+  const unless = (reason: string | undefined) => (reason === undefined ? on : skipping(on, reason));
+  const declared = unless(kind.inapplicable?.missingTarget);
   declared('a target that does not exist is a failed attempt naming it; nothing is declared', async () => {
     await withPortal(
-      { destinations: await kind.destinations(), webhooks: { allowPrivateNetworks: true, retrySchedule: [3600] } },
+      {
+        destinations: await kind.destinations(broker),
+        webhooks: { allowPrivateNetworks: true, retrySchedule: [3600] },
+      },
       async (app) => {
         const hook = await app.portal.webhooks.create('acct_a', {
           type: 'customer-created',
@@ -173,41 +178,53 @@ for (const kind of KINDS) {
     );
   });
 
-  on('the password is *** in every answer, and never in the delivery log; a wrong one fails the attempt', async () => {
-    const secret = 'wr0ng-S3cret%word';
-    await withPortal(
-      { destinations: await kind.destinations(), webhooks: { allowPrivateNetworks: true, retrySchedule: [3600] } },
-      async (app) => {
-        const url = broker.url('first', { user: 'default', password: secret });
-        const res = await app.api('/webhooks', {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ type: 'customer-created', url }),
-        });
-        assert.is(res.status, 201);
-        const created = await json(res);
-        assert.not.match(JSON.stringify(created), /S3cret/, 'not in the answer to the create');
-        assert.match(created.url, /:\*\*\*@/, 'masked as ***');
-        const listed = await (await app.api('/webhooks')).text();
-        assert.not.match(listed, /S3cret/, 'nor in the list');
-        await app.portal.events.publish('acct_a', 'customer-created', { n: 1 });
-        await waitFor(async () => (await deliveriesOf(app, created.id))[0]?.attempts.length === 1, 'the attempt');
-        const log = await (await app.api(`/webhooks/${created.id}/deliveries`)).text();
-        assert.match(log, /"error":"[^"]+"/, 'the attempt failed');
-        assert.not.match(log, /S3cret/, 'the log does not show the password');
-      },
-    );
-  });
+  unless(kind.inapplicable?.credentials)(
+    'the password is *** in every answer, and never in the delivery log; a wrong one fails the attempt',
+    async () => {
+      const secret = 'wr0ng-S3cret%word';
+      await withPortal(
+        {
+          destinations: await kind.destinations(broker),
+          webhooks: { allowPrivateNetworks: true, retrySchedule: [3600] },
+        },
+        async (app) => {
+          const url = broker.url('first', { user: 'default', password: secret });
+          const res = await app.api('/webhooks', {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ type: 'customer-created', url }),
+          });
+          assert.is(res.status, 201);
+          const created = await json(res);
+          assert.not.match(JSON.stringify(created), /S3cret/, 'not in the answer to the create');
+          assert.match(created.url, /:\*\*\*@/, 'masked as ***');
+          const listed = await (await app.api('/webhooks')).text();
+          assert.not.match(listed, /S3cret/, 'nor in the list');
+          await app.portal.events.publish('acct_a', 'customer-created', { n: 1 });
+          await waitFor(async () => (await deliveriesOf(app, created.id))[0]?.attempts.length === 1, 'the attempt');
+          const log = await (await app.api(`/webhooks/${created.id}/deliveries`)).text();
+          assert.match(log, /"error":"[^"]+"/, 'the attempt failed');
+          assert.not.match(log, /S3cret/, 'the log does not show the password');
+        },
+      );
+    },
+  );
 
   on('the SSRF guard: a broker on loopback is refused without allowPrivateNetworks', async () => {
     await broker.prepare('guarded');
-    await withPortal({ destinations: await kind.destinations(), webhooks: { retrySchedule: [3600] } }, async (app) => {
-      const hook = await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: broker.url('guarded') });
-      await app.portal.events.publish('acct_a', 'customer-created', { n: 1 });
-      await waitFor(async () => (await deliveriesOf(app, hook.id))[0]?.attempts.length === 1, 'the attempt');
-      const [delivery] = await deliveriesOf(app, hook.id);
-      assert.match(delivery!.attempts[0]!.error ?? '', /refused to call 127\.0\.0\.1/);
-    });
+    await withPortal(
+      { destinations: await kind.destinations(broker), webhooks: { retrySchedule: [3600] } },
+      async (app) => {
+        const hook = await app.portal.webhooks.create('acct_a', {
+          type: 'customer-created',
+          url: broker.url('guarded'),
+        });
+        await app.portal.events.publish('acct_a', 'customer-created', { n: 1 });
+        await waitFor(async () => (await deliveriesOf(app, hook.id))[0]?.attempts.length === 1, 'the attempt');
+        const [delivery] = await deliveriesOf(app, hook.id);
+        assert.match(delivery!.attempts[0]!.error ?? '', /refused to call 127\.0\.0\.1/);
+      },
+    );
   });
 
   on('a broker that accepts and never answers: the attempt fails within timeoutMs, the worker goes on', async () => {
@@ -215,7 +232,7 @@ for (const kind of KINDS) {
     try {
       await withPortal(
         {
-          destinations: await kind.destinations(),
+          destinations: await kind.destinations(broker, silent.port),
           webhooks: { allowPrivateNetworks: true, timeoutMs: 500, retrySchedule: [3600] },
         },
         async (app) => {
@@ -234,60 +251,66 @@ for (const kind of KINDS) {
     }
   });
 
-  on(`${LONG_RUN_EVENTS} events with the broker restarted twice: none lost, each key in order`, async () => {
-    await broker.prepare('long');
-    consumer = await broker.consume('long');
-    await withPortal(
-      {
-        destinations: await kind.destinations(),
-        webhooks: { allowPrivateNetworks: true, timeoutMs: 1000, retrySchedule: [0.2, 0.5, 1, 1, 1, 1, 1, 1, 1, 1] },
-      },
-      async (app) => {
-        await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: broker.url('long') });
-        const publishing = (async () => {
-          for (let n = 0; n < LONG_RUN_EVENTS; n += 100)
-            await Promise.all(
-              Array.from({ length: 100 }, (_, i) =>
-                app.portal.events.publish(
-                  'acct_a',
-                  'customer-created',
-                  { n: n + i },
-                  { orderingKey: `k${(n + i) % KEYS}` },
+  const restarts = kind.inapplicable?.restart === undefined ? [0.3, 0.6] : [];
+  const LONG_RUN_EVENTS = kind.longRunEvents ?? LONG_RUN;
+  on(
+    `${LONG_RUN_EVENTS} events with the broker restarted ${restarts.length === 0 ? 'never' : 'twice'}: none lost, each key in order`,
+    async () => {
+      if (restarts.length === 0) console.log(`  ${kind.name}: no restart, ${kind.inapplicable?.restart}`);
+      await broker.prepare('long');
+      consumer = await broker.consume('long');
+      await withPortal(
+        {
+          destinations: await kind.destinations(broker),
+          webhooks: { allowPrivateNetworks: true, timeoutMs: 1000, retrySchedule: [0.2, 0.5, 1, 1, 1, 1, 1, 1, 1, 1] },
+        },
+        async (app) => {
+          await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: broker.url('long') });
+          const publishing = (async () => {
+            for (let n = 0; n < LONG_RUN_EVENTS; n += 100)
+              await Promise.all(
+                Array.from({ length: 100 }, (_, i) =>
+                  app.portal.events.publish(
+                    'acct_a',
+                    'customer-created',
+                    { n: n + i },
+                    { orderingKey: `k${(n + i) % KEYS}` },
+                  ),
                 ),
-              ),
-            );
-        })();
-        for (const share of [0.3, 0.6]) {
-          await waitFor(() => consumer!.messages.length >= LONG_RUN_EVENTS * share, `${share * 100} %`, 60_000);
-          await broker.restart();
-        }
-        await publishing;
-        await waitFor(
-          () => new Set(consumer!.messages.map((one) => one.headers['webhook-id'])).size >= LONG_RUN_EVENTS,
-          'every event',
-          120_000,
-        );
-      },
-    );
-    const ids = consumer!.messages.map((one) => one.headers['webhook-id']);
-    const unique = new Set(ids);
-    assert.is(unique.size, LONG_RUN_EVENTS, 'none lost');
-    // Per key, the first time each event was read follows publish order.
-    const seen = new Set<string>();
-    const lastOfKey = new Map<string, number>();
-    for (const message of consumer!.messages) {
-      const id = message.headers['webhook-id']!;
-      if (seen.has(id)) continue;
-      seen.add(id);
-      const n = (JSON.parse(message.body) as { data: { n: number } }).data.n;
-      const key = message.orderingKey!;
-      assert.ok((lastOfKey.get(key) ?? -1) < n, `${key}: ${n} after ${lastOfKey.get(key)}`);
-      lastOfKey.set(key, n);
-    }
-    console.log(
-      `  ${kind.name}: ${ids.length} messages read for ${unique.size} events (${ids.length - unique.size} repeated after a lost acknowledgement)`,
-    );
-  });
+              );
+          })();
+          for (const share of restarts) {
+            await waitFor(() => consumer!.messages.length >= LONG_RUN_EVENTS * share, `${share * 100} %`, 60_000);
+            await broker.restart();
+          }
+          await publishing;
+          await waitFor(
+            () => new Set(consumer!.messages.map((one) => one.headers['webhook-id'])).size >= LONG_RUN_EVENTS,
+            'every event',
+            120_000,
+          );
+        },
+      );
+      const ids = consumer!.messages.map((one) => one.headers['webhook-id']);
+      const unique = new Set(ids);
+      assert.is(unique.size, LONG_RUN_EVENTS, 'none lost');
+      // Per key, the first time each event was read follows publish order.
+      const seen = new Set<string>();
+      const lastOfKey = new Map<string, number>();
+      for (const message of consumer!.messages) {
+        const id = message.headers['webhook-id']!;
+        if (seen.has(id)) continue;
+        seen.add(id);
+        const n = (JSON.parse(message.body) as { data: { n: number } }).data.n;
+        const key = message.orderingKey!;
+        assert.ok((lastOfKey.get(key) ?? -1) < n, `${key}: ${n} after ${lastOfKey.get(key)}`);
+        lastOfKey.set(key, n);
+      }
+      console.log(
+        `  ${kind.name}: ${ids.length} messages read for ${unique.size} events (${ids.length - unique.size} repeated after a lost acknowledgement)`,
+      );
+    },
+  );
 
   on.run();
 }

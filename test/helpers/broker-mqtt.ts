@@ -14,7 +14,7 @@ const MOSQUITTO = hasCommand('mosquitto') ? 'mosquitto' : '/usr/sbin/mosquitto';
  */
 export const mqttBroker: BrokerKind = {
   name: 'mqtt',
-  targetsNeedNoDeclaring: 'MQTT topics need no declaring: there is no missing one to publish to',
+  inapplicable: { missingTarget: 'MQTT topics need no declaring: there is no missing one to publish to' },
   async absent() {
     if (!hasCommand(MOSQUITTO)) return 'mosquitto is not installed';
     if (!hasCommand('mosquitto_passwd')) return 'mosquitto_passwd is not installed';

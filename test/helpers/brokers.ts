@@ -37,11 +37,21 @@ export interface BrokerRun {
 /** One kind of broker the destinations are tested against. */
 export interface BrokerKind {
   name: string;
-  /** Why a target cannot be missing (MQTT topics need no declaring), where that is so. */
-  targetsNeedNoDeclaring?: string;
+  /** Tests that do not apply to this kind, each with the reason printed as it is skipped. */
+  inapplicable?: {
+    /** MQTT topics need no declaring. */
+    missingTarget?: string;
+    /** SQS URLs carry none: the client holds them. */
+    credentials?: string;
+    /** moto keeps nothing across a restart. */
+    restart?: string;
+  };
+  /** Events of the long run, when fewer than 10,000: a server that is only a stand-in for the service (moto) and is slow. */
+  longRunEvents?: number;
   /** Why it cannot be tested here (no server binary, no client package), or `null`. */
   absent(): Promise<string | null>;
-  destinations(): Promise<Destinations>;
+  /** The destinations option; `silentPort`: a server that accepts and never answers, for a kind whose client, not the URL, says where to connect. */
+  destinations(run: BrokerRun, silentPort?: number): Promise<Destinations>;
   start(): Promise<BrokerRun>;
 }
 
