@@ -188,19 +188,24 @@ function telemetryOf(api: typeof Otel): Telemetry {
       if (!measuring && !tracing()) return NO_CALL;
       let host = '';
       let port = 0;
+      let broker: string | null = null;
       try {
         const parsed = new URL(info.url);
         host = parsed.hostname;
         port = Number(parsed.port) || (parsed.protocol === 'https:' ? 443 : 80);
+        // A destination beyond HTTP publishes to a broker: a messaging span, not an HTTP one.
+        if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') broker = parsed.protocol.slice(0, -1);
       } catch {
         // A URL that does not parse is refused by the transport; the span says so.
       }
       const span = tracer.startSpan(
-        'POST',
+        broker === null ? 'POST' : 'publish',
         {
-          kind: SpanKind.CLIENT,
+          kind: broker === null ? SpanKind.CLIENT : SpanKind.PRODUCER,
           attributes: {
-            'http.request.method': 'POST',
+            ...(broker === null
+              ? { 'http.request.method': 'POST' }
+              : { 'messaging.system': broker, 'messaging.operation.type': 'send' }),
             'url.full': redactedUrl(info.url),
             'server.address': host,
             'server.port': port,

@@ -355,6 +355,11 @@ test('redactedUrl: the origin only, never the user info, the path or the query; 
     'https://hooks.slack.com/REDACTED',
   );
   assert.is(redactedUrl('https://hooks.example'), 'https://hooks.example/');
+  assert.is(
+    redactedUrl('amqp://user:s3cret@broker.example:5672/vhost?exchange=x'),
+    'amqp://broker.example:5672/REDACTED',
+    "a broker's URL: its host, never its password",
+  );
   assert.is(redactedUrl('not a url'), 'invalid');
 });
 

@@ -86,7 +86,7 @@ export function webhookExtensionRoutes(webhooks: WebhookService): Route[] {
             created,
           ),
           400: failure(
-            'The body is not JSON, or not `{type, url}` with a known type and an http(s) URL; a `filter` or `rateLimit` out of its grammar or range; or a malformed `Idempotency-Key`.',
+            'The body is not JSON, or not `{type, url}` with a known type and an http(s) URL or one of a configured destination (the message names the schemes taken); a `filter` or `rateLimit` out of its grammar or range; or a malformed `Idempotency-Key`.',
           ),
           409: failure(
             `The account holds \`webhooks.maxPerAccount\` webhooks already (default 50); or ${keyInProgress}.`,
