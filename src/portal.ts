@@ -144,8 +144,12 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
       'ui: the portal page calls the extension routes (webhooks, deliveries); it cannot be served with extensions: false',
     );
   }
+  const destinations = routesOf(options.destinations);
   // Read before any adapter opens: a page that was never built stops the start with nothing to undo.
-  const page = uiPath === null ? undefined : await createPage({ path: uiPath, basePath, eventTypes });
+  const page =
+    uiPath === null
+      ? undefined
+      : await createPage({ path: uiPath, basePath, eventTypes, schemes: destinations.schemes });
   const signer = createLinkSigner(resolveSigningKeys(options.signingKeys, options.logger ?? processWarnings));
 
   // The signing options are checked before any adapter opens, too.
@@ -205,7 +209,6 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
   });
   const copiesOwed = { owed: (record: AgreementRecord) => copies.kick(record.accountId, record.id) };
   let transport: WebhookTransport | undefined = options.transport;
-  const destinations = routesOf(options.destinations);
   if (webhookOptions.worker) {
     const { timeoutMs, allowPrivateNetworks } = webhookOptions;
     transport ??= httpTransport({ timeoutMs, allowPrivateNetworks, logger });

@@ -26,6 +26,8 @@ export interface PageOptions {
   /** The API's base path (`/v1`), which the page calls relative to itself. */
   basePath: string;
   eventTypes: readonly string[];
+  /** The schemes a webhook URL may have (`http`, `https`, and the configured destinations'): the page offers those. */
+  schemes: readonly string[];
   /** Where the build put the assets; default `dist/ui/` of this package. */
   assetsDir?: URL;
 }
@@ -149,7 +151,9 @@ export function writeAsset(
 export async function createPage(options: PageOptions): Promise<Page> {
   const { manifest, assets } = await builtAssets('portal', options.assetsDir);
   const page: Asset = {
-    body: Buffer.from(pageHtml(manifest, apiFromPage(options.path, options.basePath), options.eventTypes)),
+    body: Buffer.from(
+      pageHtml(manifest, apiFromPage(options.path, options.basePath), options.eventTypes, options.schemes),
+    ),
     type: 'text/html; charset=utf-8',
   };
   const { path } = options;
@@ -242,10 +246,14 @@ ${metas}<title>${escapeHtml(page.title)}</title>
 `;
 }
 
-function pageHtml(manifest: Manifest, api: string, eventTypes: readonly string[]): string {
+function pageHtml(manifest: Manifest, api: string, eventTypes: readonly string[], schemes: readonly string[]): string {
   return htmlPage({
     title: 'Customer portal',
-    metas: { 'portal-api': api, 'portal-event-types': JSON.stringify(eventTypes) },
+    metas: {
+      'portal-api': api,
+      'portal-event-types': JSON.stringify(eventTypes),
+      'portal-schemes': JSON.stringify(schemes),
+    },
     assets: 'assets',
     style: manifest.style,
     script: manifest.script,

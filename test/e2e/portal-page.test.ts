@@ -344,6 +344,40 @@ it('a rate limit: set on the webhook screen, shown in its summary; a refused val
   await page.context().close();
 });
 
+it('a broker destination: chosen when creating a webhook, named on its card and its screen, its password shown as ***', async () => {
+  const { redisDestination } = await import('../../adapters/redis/index.js');
+  const brokered = await startPortal({ ui: { path: '/portal' }, destinations: { redis: redisDestination() } });
+  try {
+    const plain = await signedIn();
+    await plain.getByRole('heading', { level: 1, name: 'Webhooks' }).waitFor();
+    assert.is(await plain.getByLabel('Destination').count(), 0, 'without destinations, HTTP only: no choice shown');
+    await plain.context().close();
+
+    const page = await signedInPage(browser, `${brokered.url}/portal/`, KEY_A, { width: 1100, locale: 'en-US' });
+    const destination = page.getByLabel('Destination');
+    assert.equal(await destination.locator('option').allTextContents(), ['HTTPS receiver', 'Redis stream']);
+    await destination.selectOption({ label: 'Redis stream' });
+    const url = page.getByLabel('URL');
+    assert.match((await url.getAttribute('placeholder')) ?? '', /^rediss:\/\//);
+    await url.fill('redis://default:s3cret-word@127.0.0.1:6399/portal-events');
+    await page.getByRole('button', { name: 'Create webhook' }).click();
+    const card = page.locator('.card', { hasText: 'Redis stream' });
+    await card.waitFor();
+    assert.match(
+      (await card.locator('a.url').textContent()) ?? '',
+      /^redis:\/\/default:\*\*\*@127\.0\.0\.1:6399\/portal-events$/,
+    );
+    await card.locator('a.url').click();
+    await page.locator('.details').getByText('Redis stream').waitFor();
+    assert.not.match(await page.content(), /s3cret-word/, 'the password is nowhere on the page');
+    await shoot(page, '4d-broker-destination');
+    assert.equal(problemsOf(page), []);
+    await page.context().close();
+  } finally {
+    await brokered.close();
+  }
+});
+
 it('rotate the secret with a chosen grace: the new one shown with a copy button, and behind Reveal after; disable and enable', async () => {
   const webhook = await newWebhook(`${receiver.url}/rotated`);
   const page = await signedIn();

@@ -282,6 +282,7 @@ test('a page that was never built stops the start with what to do', async () => 
         path: '/portal',
         basePath: '/v1',
         eventTypes: [],
+        schemes: ['http', 'https'],
         assetsDir: new URL('file:///nonexistent-portal-ui/'),
       }),
     /ui: the portal page is not built \(\/nonexistent-portal-ui\/manifest\.json: .*\); run `npm run build`/,

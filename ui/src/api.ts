@@ -20,14 +20,23 @@ function meta(name: string): string {
 /** The API root, as the server wrote it into the page (relative to the page, so a mount prefix is kept). */
 const apiRoot = new URL(meta('portal-api') || '../v1', document.baseURI).href.replace(/\/+$/, '');
 
-export function eventTypes(): string[] {
+/** A JSON array of strings the server wrote into the page; `[]` when absent or malformed. */
+function metaList(name: string): string[] {
   try {
-    const types: unknown = JSON.parse(meta('portal-event-types') || '[]');
-    return Array.isArray(types) ? types.filter((type): type is string => typeof type === 'string') : [];
+    const list: unknown = JSON.parse(meta(name) || '[]');
+    return Array.isArray(list) ? list.filter((item): item is string => typeof item === 'string') : [];
   } catch {
     return [];
   }
 }
+
+export const eventTypes = (): string[] => metaList('portal-event-types');
+
+/** The schemes a webhook URL may have here: `http`, `https`, and those of the destinations the host configured. */
+export const urlSchemes = (): string[] => {
+  const schemes = metaList('portal-schemes');
+  return schemes.length === 0 ? ['http', 'https'] : schemes;
+};
 
 /** A portal session's token from the link the page was opened with: kept in this page's memory only. */
 let sessionToken: string | null = null;

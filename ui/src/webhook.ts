@@ -1,3 +1,4 @@
+import { destinationLabel } from './destinations.js';
 import { ApiError, api, segment, session } from './api.js';
 import { isId, showNotFound } from './not-found.js';
 import { callCharts } from './charts.js';
@@ -96,6 +97,7 @@ export const webhookScreen: Screen = ({ main, title, rest }) => {
       details([
         ['Status', el('span', { class: healthClass(health), 'data-health': health.status }, healthLabel(health))],
         ['Event type', webhook.type],
+        ['Destination', destinationLabel(webhook.url)],
         ...verificationRows(webhook),
         [
           'Filter',

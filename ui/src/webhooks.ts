@@ -1,4 +1,5 @@
 import { api, eventTypes, segment, session } from './api.js';
+import { destinationKinds, destinationLabel } from './destinations.js';
 import { filterField, parseFilter } from './filter.js';
 import { copyable } from './keys.js';
 import { el, errorBox, replace } from './dom.js';
@@ -60,6 +61,8 @@ function card(webhook: Webhook, health: WebhookHealth | null): HTMLLIElement {
       'p',
       { class: 'meta' },
       el('span', { class: 'type' }, webhook.type),
+      ' · ',
+      el('span', { class: 'destination' }, destinationLabel(webhook.url)),
       webhook.filter === undefined ? null : el('span', { class: 'hint' }, ' (filtered)'),
       ' · ',
       el('span', { class: healthClass(health) }, healthLabel(health)),
@@ -85,6 +88,16 @@ function createForm(created: () => void): HTMLFormElement {
     placeholder: 'https://example.com/hooks',
     autocomplete: 'url',
   });
+  const kinds = destinationKinds();
+  const destination = el(
+    'select',
+    { id: 'new-destination', name: 'destination' },
+    ...kinds.map((kind, i) => el('option', { value: String(i) }, kind.label)),
+  );
+  // The URL's example follows the kind chosen; the URL itself says where calls go.
+  destination.addEventListener('change', () => {
+    url.placeholder = kinds[Number(destination.value)]?.example ?? '';
+  });
   const filter = filterField('new-filter', 'Filter (optional)');
   const scheme = el(
     'select',
@@ -99,7 +112,17 @@ function createForm(created: () => void): HTMLFormElement {
     { class: 'panel', 'aria-labelledby': 'create-heading' },
     el('h2', { id: 'create-heading' }, 'Create a webhook'),
     el('div', { class: 'field' }, el('label', { for: 'new-type' }, 'Event type'), type),
+    kinds.length > 1
+      ? el('div', { class: 'field' }, el('label', { for: 'new-destination' }, 'Destination'), destination)
+      : null,
     el('div', { class: 'field' }, el('label', { for: 'new-url' }, 'URL'), url),
+    kinds.length > 1
+      ? el(
+          'p',
+          { class: 'hint' },
+          "A broker's URL may carry its user and password: they are kept to publish with, and shown as ***.",
+        )
+      : null,
     filter.node,
     el('div', { class: 'field' }, el('label', { for: 'new-scheme' }, 'Signatures'), scheme),
     errors.node,
