@@ -134,7 +134,7 @@ export class BrokerConnections<C extends BrokerConnection> {
   #closed = false;
 
   constructor(readonly idleMs = IDLE_CLOSE_MS) {
-    this.#sweep = setInterval(() => this.#closeIdle(Date.now() - this.idleMs), Math.max(1000, idleMs / 2));
+    this.#sweep = setInterval(() => this.#closeIdle(performance.now() - this.idleMs), Math.max(1000, idleMs / 2));
     this.#sweep.unref();
   }
 
@@ -155,7 +155,7 @@ export class BrokerConnections<C extends BrokerConnection> {
     if (entry === undefined) {
       this.#makeRoom(accountId);
       const opening = open();
-      const made: Entry<C> = { accountId, opening, inUse: 0, lastUsed: Date.now() };
+      const made: Entry<C> = { accountId, opening, inUse: 0, lastUsed: performance.now() };
       entry = made;
       this.#entries.set(mapKey, made);
       opening.then(
@@ -174,7 +174,7 @@ export class BrokerConnections<C extends BrokerConnection> {
       return await work(await entry.opening);
     } finally {
       entry.inUse--;
-      entry.lastUsed = Date.now();
+      entry.lastUsed = performance.now();
     }
   }
 

@@ -259,13 +259,15 @@ for (const kind of KINDS) {
       if (restarts.length === 0) console.log(`  ${kind.name}: no restart, ${kind.inapplicable?.restart}`);
       await broker.prepare('long');
       consumer = await broker.consume('long');
+      let secret = '';
       await withPortal(
         {
           destinations: await kind.destinations(broker),
           webhooks: { allowPrivateNetworks: true, timeoutMs: 1000, retrySchedule: [0.2, 0.5, 1, 1, 1, 1, 1, 1, 1, 1] },
         },
         async (app) => {
-          await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: broker.url('long') });
+          secret = (await app.portal.webhooks.create('acct_a', { type: 'customer-created', url: broker.url('long') }))
+            .secret!;
           const publishing = (async () => {
             for (let n = 0; n < LONG_RUN_EVENTS; n += 100)
               await Promise.all(
@@ -292,6 +294,8 @@ for (const kind of KINDS) {
         },
       );
       const ids = consumer!.messages.map((one) => one.headers['webhook-id']);
+      // Every message as consumed, repeats included, verifies with the webhook's secret.
+      for (const message of consumer!.messages) verifyWebhook(secret, message.headers, message.body);
       const unique = new Set(ids);
       assert.is(unique.size, LONG_RUN_EVENTS, 'none lost');
       // Per key, the first time each event was read follows publish order.

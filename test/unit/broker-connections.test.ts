@@ -1,0 +1,143 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { rejects } from '../helpers/server.js';
+import { type BrokerConnection, BrokerConnections, brokerAddress, withDeadline } from '../../adapters/shared/broker.js';
+
+/** A connection that only says whether it is open. */
+class Fake implements BrokerConnection {
+  static opened = 0;
+  closed = false;
+  usable = true;
+  constructor(readonly name: string) {
+    Fake.opened++;
+  }
+  async close() {
+    this.closed = true;
+  }
+}
+
+const use = (pool: BrokerConnections<Fake>, account: string, key: string) =>
+  pool.use(
+    account,
+    key,
+    async () => new Fake(`${account}/${key}`),
+    async (connection) => connection,
+  );
+
+test("one connection an account and broker, reused; never another account's, whatever the key", async () => {
+  const pool = new BrokerConnections<Fake>();
+  const first = await use(pool, 'acct_a', 'amqp://broker');
+  assert.is(await use(pool, 'acct_a', 'amqp://broker'), first, 'reused');
+  const other = await use(pool, 'acct_b', 'amqp://broker');
+  assert.is.not(other, first, "another account's call gets its own");
+  assert.is(pool.size, 2);
+  await pool.close();
+  assert.ok(first.closed && other.closed, 'close() closes them all');
+  await rejects(() => use(pool, 'acct_a', 'amqp://broker'), /closed/);
+});
+
+test('calls that start together while it opens share one opening; a failed one is not kept', async () => {
+  const pool = new BrokerConnections<Fake>();
+  const before = Fake.opened;
+  const [a, b] = await Promise.all([use(pool, 'acct_a', 'k'), use(pool, 'acct_a', 'k')]);
+  assert.is(a, b);
+  assert.is(Fake.opened - before, 1);
+  await rejects(
+    () =>
+      pool.use(
+        'acct_a',
+        'bad',
+        () => Promise.reject(new Error('refused')),
+        async () => 0,
+      ),
+    /refused/,
+  );
+  assert.is(pool.size, 1, 'the failed opening is forgotten: the next call tries again');
+  await pool.close();
+});
+
+test('a connection the broker dropped is replaced by the next call', async () => {
+  const pool = new BrokerConnections<Fake>();
+  const first = await use(pool, 'acct_a', 'k');
+  first.usable = false;
+  const second = await use(pool, 'acct_a', 'k');
+  assert.is.not(second, first);
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.ok(first.closed, 'the dropped one is closed');
+  await pool.close();
+});
+
+test('at most 8 brokers an account: the least recently used idle one goes; all in use, the attempt fails', async () => {
+  const pool = new BrokerConnections<Fake>();
+  const made: Fake[] = [];
+  for (let i = 0; i < 8; i++) made.push(await use(pool, 'acct_a', `k${i}`));
+  await use(pool, 'acct_a', 'k0'); // k1 is now the least recently used
+  await use(pool, 'acct_a', 'k8');
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.ok(made[1]!.closed, 'the least recently used idle one closed');
+  assert.not.ok(made[0]!.closed);
+  assert.is(pool.size, 8);
+  await use(pool, 'acct_b', 'k0');
+  assert.is(pool.size, 9, "another account's count is its own");
+  // Eight calls that never end hold every connection of acct_c.
+  const held: Promise<unknown>[] = [];
+  const never = new Promise<void>(() => {});
+  for (let i = 0; i < 8; i++)
+    held.push(
+      pool.use(
+        'acct_c',
+        `k${i}`,
+        async () => new Fake('c'),
+        () => never,
+      ),
+    );
+  await new Promise((resolve) => setImmediate(resolve));
+  await rejects(() => use(pool, 'acct_c', 'k9'), /already has 8 broker connections in use/);
+  await pool.close();
+});
+
+test('idle connections close after idleMs', async () => {
+  const pool = new BrokerConnections<Fake>(1000);
+  const connection = await use(pool, 'acct_a', 'k');
+  await new Promise((resolve) => setTimeout(resolve, 1600));
+  assert.ok(connection.closed, 'closed by the sweep');
+  assert.is(pool.size, 0);
+  await pool.close();
+});
+
+test("the guard on a broker's address: loopback, private and opaque spellings of them refused, unless allowPrivateNetworks", async () => {
+  const refused = (url: string) =>
+    rejects(() => brokerAddress(new URL(url), 5672, { allowPrivateNetworks: false }), /refused to call/);
+  await refused('amqp://127.0.0.1/');
+  // A broker URL's host is opaque to WHATWG: 127.1 and 0x7f000001 stay as written there.
+  await refused('amqp://127.1/');
+  await refused('amqp://0x7f000001/');
+  await refused('amqp://[::1]:5672/');
+  await refused('redis://169.254.169.254/metadata');
+  await refused('nats://10.1.2.3/x');
+  await refused('mqtt://localhost/x');
+  assert.equal(await brokerAddress(new URL('amqp://8.8.8.8/'), 5672, { allowPrivateNetworks: false }), {
+    host: '8.8.8.8',
+    port: 5672,
+    servername: '8.8.8.8',
+  });
+  assert.equal(await brokerAddress(new URL('amqp://127.0.0.1:5673/'), 5672, { allowPrivateNetworks: true }), {
+    host: '127.0.0.1',
+    port: 5673,
+    servername: '127.0.0.1',
+  });
+});
+
+test('withDeadline: the work, or a rejection naming what was waited for at the deadline or the abort', async () => {
+  assert.is(await withDeadline(Promise.resolve(1), 100, 'for it'), 1);
+  await rejects(
+    () => withDeadline(new Promise(() => {}), 20, 'for the broker'),
+    /timed out after 20 ms for the broker/,
+  );
+  const abort = new AbortController();
+  const waiting = withDeadline(new Promise(() => {}), 10_000, 'for the broker', abort.signal);
+  abort.abort();
+  await rejects(() => waiting, /abandoned for the broker/);
+});
+
+test.run();
