@@ -365,6 +365,7 @@ export async function ssrf(): Promise<void> {
   const resolving = httpTransport({ timeoutMs: 2000, lookup: fakeLookup });
   const call = (url: string) => ({
     accountId: 'acc_ssrf',
+    webhookId: 'wbh_ssrf',
     url,
     headers: { 'content-type': 'application/json' },
     body: '{}',
