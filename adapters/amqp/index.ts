@@ -1,17 +1,15 @@
 import type { ChannelModel, ConfirmChannel, Message } from 'amqplib';
-import type { DestinationContext, WebhookCall, WebhookDestination, WebhookTransport } from '../../src/ports.js';
+import type { WebhookCall, WebhookDestination } from '../../src/ports.js';
 import {
   type BrokerConnection,
-  BrokerConnections,
-  CONNECT_TIMEOUT_MS,
-  IDLE_CLOSE_MS,
-  acknowledged,
+  type UrlProblem,
   brokerAddress,
-  failed,
+  peer,
+  pooledDestination,
   withDeadline,
 } from '../shared/broker.js';
 
-type AmqpModule = typeof import('amqplib');
+const load = peer('the package amqplib is', () => import('amqplib'));
 
 export interface AmqpDestinationOptions {
   /** A connection no call used for this long is closed (default 60000). */
@@ -32,30 +30,30 @@ interface Target {
   routingKey: string;
 }
 
-function targetOf(url: URL): Target | string {
-  if (url.host === '') return 'must name the broker host';
+function targetOf(url: URL): Target | UrlProblem {
+  if (url.host === '') return { problem: 'must name the broker host' };
   let vhost: string;
   try {
     vhost = decodeURIComponent(url.pathname.slice(1));
   } catch {
-    return 'must name its vhost in percent-encoded UTF-8';
+    return { problem: 'must name its vhost in percent-encoded UTF-8' };
   }
   let exchange = '';
   let routingKey = '';
   for (const [name, value] of url.searchParams) {
     if (name === 'exchange') exchange = value;
     else if (name === 'routingKey') routingKey = value;
-    else return `must not carry the option ${name}: only exchange and routingKey are known`;
+    else return { problem: `must not carry the option ${name}: only exchange and routingKey are known` };
   }
   if (exchange === '' && routingKey === '')
-    return 'must name an exchange, a routing key or both: amqp://host/vhost?exchange=X&routingKey=Y';
+    return { problem: 'must name an exchange, a routing key or both: amqp://host/vhost?exchange=X&routingKey=Y' };
   for (const [what, value] of [
     ['vhost', vhost],
     ['exchange', exchange],
     ['routingKey', routingKey],
   ] as const)
-    if (Buffer.byteLength(value) > MAX_NAME) return `must name a ${what} of at most ${MAX_NAME} bytes`;
-  if (url.hash !== '') return 'must not carry a fragment';
+    if (Buffer.byteLength(value) > MAX_NAME) return { problem: `must name a ${what} of at most ${MAX_NAME} bytes` };
+  if (url.hash !== '') return { problem: 'must not carry a fragment' };
   return { vhost: vhost === '' ? '/' : vhost, exchange, routingKey };
 }
 
@@ -166,75 +164,39 @@ class AmqpConnection implements BrokerConnection {
  * is never declared. Needs the optional peer `amqplib`.
  */
 export function amqpDestination(options: AmqpDestinationOptions = {}): WebhookDestination {
-  let loaded: Promise<AmqpModule> | undefined;
-  const load = () =>
-    (loaded ??= import('amqplib').catch((error: unknown) => {
-      loaded = undefined;
-      throw new Error(`the package amqplib is not installed (${(error as Error).message})`);
-    }));
-
-  return {
+  return pooledDestination<Target, AmqpConnection>({
+    kind: 'amqp',
     schemes: ['amqp', 'amqps'],
-    check(url) {
-      const target = targetOf(url);
-      return typeof target === 'string' ? target : null;
-    },
-    open(context: DestinationContext): WebhookTransport {
-      const connections = new BrokerConnections<AmqpConnection>(options.idleMs ?? IDLE_CLOSE_MS);
-
-      async function connect(url: URL, target: Target, timeoutMs: number): Promise<AmqpConnection> {
-        const connectMs = Math.min(CONNECT_TIMEOUT_MS, timeoutMs);
-        const tls = url.protocol === 'amqps:';
-        const [amqp, address] = await Promise.all([load(), brokerAddress(url, tls ? 5671 : 5672, context)]);
-        const opening = amqp.connect(
-          {
-            protocol: tls ? 'amqps' : 'amqp',
-            hostname: address.host,
-            port: address.port,
-            username: url.username === '' ? 'guest' : decodeURIComponent(url.username),
-            password: url.password === '' ? 'guest' : decodeURIComponent(url.password),
-            vhost: target.vhost,
-            frameMax: FRAME_MAX,
-            heartbeat: 30,
-            channelMax: CHANNELS_PER_CONNECTION + 1,
-          },
-          { timeout: connectMs, ...(tls ? { servername: address.servername } : {}) },
-        );
-        // The handshake is bounded too: a broker that accepts and stays silent holds nothing open.
-        const model = await withDeadline(opening, connectMs, 'for the AMQP broker to accept the connection').catch(
-          (error: unknown) => {
-            void opening.then((late) => late.close()).catch(() => {});
-            throw error;
-          },
-        );
-        return new AmqpConnection(model);
-      }
-
-      return {
-        async send(call, { timeoutMs, signal }) {
-          const url = new URL(call.url);
-          const target = targetOf(url);
-          if (typeof target === 'string') return failed('amqp', new Error(`the URL ${target}`), url);
-          const key = `${url.protocol}//${url.username}:${url.password}@${url.host}/${target.vhost}`;
-          try {
-            await withDeadline(
-              connections.use(
-                call.accountId,
-                key,
-                () => connect(url, target, timeoutMs),
-                (connection) => connection.publish(target, call),
-              ),
-              timeoutMs,
-              'for the AMQP broker to confirm the message',
-              signal,
-            );
-            return acknowledged();
-          } catch (error) {
-            return failed('amqp', error, url);
-          }
+    targetOf,
+    connectionKey: (url, target) => `${url.protocol}//${url.username}:${url.password}@${url.host}/${target.vhost}`,
+    async connect(url, target, context, connectMs) {
+      const tls = url.protocol === 'amqps:';
+      const [amqp, address] = await Promise.all([load(), brokerAddress(url, tls ? 5671 : 5672, context)]);
+      const opening = amqp.connect(
+        {
+          protocol: tls ? 'amqps' : 'amqp',
+          hostname: address.host,
+          port: address.port,
+          username: url.username === '' ? 'guest' : decodeURIComponent(url.username),
+          password: url.password === '' ? 'guest' : decodeURIComponent(url.password),
+          vhost: target.vhost,
+          frameMax: FRAME_MAX,
+          heartbeat: 30,
+          channelMax: CHANNELS_PER_CONNECTION + 1,
         },
-        close: () => connections.close(),
-      };
+        { timeout: connectMs, ...(tls ? { servername: address.servername } : {}) },
+      );
+      // The handshake is bounded too: a broker that accepts and stays silent holds nothing open.
+      const model = await withDeadline(opening, connectMs, 'for the AMQP broker to accept the connection').catch(
+        (error: unknown) => {
+          void opening.then((late) => late.close()).catch(() => {});
+          throw error;
+        },
+      );
+      return new AmqpConnection(model);
     },
-  };
+    publish: (connection, target, call) => connection.publish(target, call),
+    waitingFor: 'for the AMQP broker to confirm the message',
+    ...(options.idleMs === undefined ? {} : { idleMs: options.idleMs }),
+  });
 }

@@ -1,19 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import type { MqttClient } from 'mqtt';
-import type { DestinationContext, WebhookCall, WebhookDestination, WebhookTransport } from '../../src/ports.js';
+import type { WebhookDestination } from '../../src/ports.js';
 import {
   type BrokerConnection,
-  BrokerConnections,
-  CONNECT_TIMEOUT_MS,
-  IDLE_CLOSE_MS,
-  acknowledged,
+  type UrlProblem,
   brokerAddress,
-  failed,
+  peer,
+  pooledDestination,
   subjectToken,
   withDeadline,
 } from '../shared/broker.js';
 
-type MqttModule = typeof import('mqtt');
+const load = peer('the package mqtt is', () => import('mqtt'));
 
 export interface MqttDestinationOptions {
   /** A connection no call used for this long is closed (default 60000). */
@@ -25,7 +23,7 @@ const MAX_PACKET = 65_536;
 const MAX_TOPIC = 1024;
 
 /** The topic a `mqtt://host:port/topic` URL publishes to, or what is wrong with it. */
-function topicOf(url: URL): string | { problem: string } {
+function topicOf(url: URL): string | UrlProblem {
   if (url.host === '') return { problem: 'must name the MQTT broker host' };
   let topic: string;
   try {
@@ -62,89 +60,51 @@ class MqttConnection implements BrokerConnection {
  * optional peer `mqtt`.
  */
 export function mqttDestination(options: MqttDestinationOptions = {}): WebhookDestination {
-  let loaded: Promise<MqttModule> | undefined;
-  const load = () =>
-    (loaded ??= import('mqtt').catch((error: unknown) => {
-      loaded = undefined;
-      throw new Error(`the package mqtt is not installed (${(error as Error).message})`);
-    }));
-
-  return {
+  return pooledDestination<string, MqttConnection>({
+    kind: 'mqtt',
     schemes: ['mqtt', 'mqtts'],
-    check(url) {
-      const topic = topicOf(url);
-      return typeof topic === 'string' ? null : topic.problem;
-    },
-    open(context: DestinationContext): WebhookTransport {
-      const connections = new BrokerConnections<MqttConnection>(options.idleMs ?? IDLE_CLOSE_MS);
-
-      async function connect(url: URL, timeoutMs: number): Promise<MqttConnection> {
-        const connectMs = Math.min(CONNECT_TIMEOUT_MS, timeoutMs);
-        const tls = url.protocol === 'mqtts:';
-        const [mqtt, address] = await Promise.all([load(), brokerAddress(url, tls ? 8883 : 1883, context)]);
-        const client = mqtt.connect({
-          host: address.host,
-          port: address.port,
-          protocol: tls ? 'mqtts' : 'mqtt',
-          ...(tls ? { servername: address.servername } : {}),
-          ...(url.username === '' ? {} : { username: decodeURIComponent(url.username) }),
-          ...(url.password === '' ? {} : { password: decodeURIComponent(url.password) }),
-          protocolVersion: 5,
-          clientId: `customer-portal-${randomBytes(8).toString('hex')}`,
-          clean: true,
-          connectTimeout: connectMs,
-          // No redial in the background: the next call opens another connection.
-          reconnectPeriod: 0,
-          properties: { maximumPacketSize: MAX_PACKET },
-        });
-        client.on('error', () => {});
-        const connected = new Promise<void>((resolve, reject) => {
-          client.once('connect', () => resolve());
-          client.once('error', reject);
-          client.once('close', () => reject(new Error('the broker closed the connection')));
-        });
-        try {
-          await withDeadline(connected, connectMs, 'for the MQTT broker to accept the connection');
-        } catch (error) {
-          client.end(true);
-          throw error;
-        }
-        return new MqttConnection(client);
+    targetOf: topicOf,
+    connectionKey: (url) => `${url.protocol}//${url.username}:${url.password}@${url.host}`,
+    async connect(url, _topic, context, connectMs) {
+      const tls = url.protocol === 'mqtts:';
+      const [mqtt, address] = await Promise.all([load(), brokerAddress(url, tls ? 8883 : 1883, context)]);
+      const client = mqtt.connect({
+        host: address.host,
+        port: address.port,
+        protocol: tls ? 'mqtts' : 'mqtt',
+        ...(tls ? { servername: address.servername } : {}),
+        ...(url.username === '' ? {} : { username: decodeURIComponent(url.username) }),
+        ...(url.password === '' ? {} : { password: decodeURIComponent(url.password) }),
+        protocolVersion: 5,
+        clientId: `customer-portal-${randomBytes(8).toString('hex')}`,
+        clean: true,
+        connectTimeout: connectMs,
+        // No redial in the background: the next call opens another connection.
+        reconnectPeriod: 0,
+        properties: { maximumPacketSize: MAX_PACKET },
+      });
+      client.on('error', () => {});
+      const connected = new Promise<void>((resolve, reject) => {
+        client.once('connect', () => resolve());
+        client.once('error', reject);
+        client.once('close', () => reject(new Error('the broker closed the connection')));
+      });
+      try {
+        await withDeadline(connected, connectMs, 'for the MQTT broker to accept the connection');
+      } catch (error) {
+        client.end(true);
+        throw error;
       }
-
-      async function publish(connection: MqttConnection, topic: string, call: WebhookCall): Promise<void> {
-        const target = call.orderingKey === undefined ? topic : `${topic}/${subjectToken(call.orderingKey)}`;
-        await connection.client.publishAsync(target, call.body, {
-          qos: 1,
-          properties: { userProperties: { ...call.headers }, contentType: 'application/json' },
-        });
-      }
-
-      return {
-        async send(call, { timeoutMs, signal }) {
-          const url = new URL(call.url);
-          const topic = topicOf(url);
-          if (typeof topic !== 'string') return failed('mqtt', new Error(`the URL ${topic.problem}`), url);
-          const key = `${url.protocol}//${url.username}:${url.password}@${url.host}`;
-          try {
-            await withDeadline(
-              connections.use(
-                call.accountId,
-                key,
-                () => connect(url, timeoutMs),
-                (connection) => publish(connection, topic, call),
-              ),
-              timeoutMs,
-              'for the MQTT broker to acknowledge the message',
-              signal,
-            );
-            return acknowledged();
-          } catch (error) {
-            return failed('mqtt', error, url);
-          }
-        },
-        close: () => connections.close(),
-      };
+      return new MqttConnection(client);
     },
-  };
+    async publish(connection, topic, call) {
+      const target = call.orderingKey === undefined ? topic : `${topic}/${subjectToken(call.orderingKey)}`;
+      await connection.client.publishAsync(target, call.body, {
+        qos: 1,
+        properties: { userProperties: { ...call.headers }, contentType: 'application/json' },
+      });
+    },
+    waitingFor: 'for the MQTT broker to acknowledge the message',
+    ...(options.idleMs === undefined ? {} : { idleMs: options.idleMs }),
+  });
 }

@@ -1,16 +1,12 @@
-import type { DestinationContext, WebhookCall, WebhookDestination, WebhookTransport } from '../../src/ports.js';
+import type { WebhookCall, WebhookDestination } from '../../src/ports.js';
 import {
   type BrokerConnection,
-  BrokerConnections,
-  CONNECT_TIMEOUT_MS,
-  IDLE_CLOSE_MS,
-  acknowledged,
+  type UrlProblem,
   brokerAddress,
-  failed,
+  peer,
+  pooledDestination,
   withDeadline,
 } from '../shared/broker.js';
-
-type RedisModule = typeof import('@redis/client');
 
 /** What the destination asks of a client. */
 interface StreamClient {
@@ -29,6 +25,8 @@ const MAX_DB = 65_535;
 /** A stream's name is the URL's path; Redis keys may be long, a webhook URL may not. */
 const MAX_STREAM_LENGTH = 512;
 
+const load = peer('the package @redis/client is', () => import('@redis/client'));
+
 /** Where a `redis://` URL publishes: the stream its path names, in the database `?db=N` picks. */
 interface Target {
   stream: string;
@@ -36,23 +34,25 @@ interface Target {
 }
 
 /** The stream and database of a URL, or what is wrong with it. */
-function targetOf(url: URL): Target | string {
+function targetOf(url: URL): Target | UrlProblem {
   let stream: string;
   try {
     stream = decodeURIComponent(url.pathname.slice(1));
   } catch {
-    return 'must name its stream in percent-encoded UTF-8';
+    return { problem: 'must name its stream in percent-encoded UTF-8' };
   }
-  if (url.host === '') return 'must name the Redis host';
-  if (stream === '') return 'must name the stream as its path: redis://host:6379/stream';
-  if (stream.length > MAX_STREAM_LENGTH) return `must name a stream of at most ${MAX_STREAM_LENGTH} characters`;
+  if (url.host === '') return { problem: 'must name the Redis host' };
+  if (stream === '') return { problem: 'must name the stream as its path: redis://host:6379/stream' };
+  if (stream.length > MAX_STREAM_LENGTH)
+    return { problem: `must name a stream of at most ${MAX_STREAM_LENGTH} characters` };
   let db = 0;
   for (const [name, value] of url.searchParams) {
-    if (name !== 'db') return `must not carry the option ${name}: only db is known`;
-    if (!/^\d{1,5}$/.test(value) || Number(value) > MAX_DB) return `must pick a database from 0 to ${MAX_DB} with db`;
+    if (name !== 'db') return { problem: `must not carry the option ${name}: only db is known` };
+    if (!/^\d{1,5}$/.test(value) || Number(value) > MAX_DB)
+      return { problem: `must pick a database from 0 to ${MAX_DB} with db` };
     db = Number(value);
   }
-  if (url.hash !== '') return 'must not carry a fragment';
+  if (url.hash !== '') return { problem: 'must not carry a fragment' };
   return { stream, db };
 }
 
@@ -82,78 +82,44 @@ class RedisConnection implements BrokerConnection {
  * it. Needs the optional peer `@redis/client`.
  */
 export function redisDestination(options: RedisDestinationOptions = {}): WebhookDestination {
-  let loaded: Promise<RedisModule> | undefined;
-  const load = () =>
-    (loaded ??= import('@redis/client').catch((error: unknown) => {
-      loaded = undefined;
-      throw new Error(`the package @redis/client is not installed (${(error as Error).message})`);
-    }));
-
-  return {
+  return pooledDestination<Target, RedisConnection>({
+    kind: 'redis',
     schemes: ['redis', 'rediss'],
-    check(url) {
-      const target = targetOf(url);
-      return typeof target === 'string' ? target : null;
-    },
-    open(context: DestinationContext): WebhookTransport {
-      const connections = new BrokerConnections<RedisConnection>(options.idleMs ?? IDLE_CLOSE_MS);
-
-      async function connect(url: URL, db: number, timeoutMs: number): Promise<RedisConnection> {
-        const connectMs = Math.min(CONNECT_TIMEOUT_MS, timeoutMs);
-        const [{ createClient }, address] = await Promise.all([load(), brokerAddress(url, 6379, context)]);
-        const client = createClient({
-          socket: {
-            host: address.host,
-            port: address.port,
-            connectTimeout: connectMs,
-            // A dropped connection is not redialled in the background: the next call opens another.
-            reconnectStrategy: false,
-            ...(url.protocol === 'rediss:' ? { tls: true as const, servername: address.servername } : {}),
-          },
-          ...(url.username === '' ? {} : { username: decodeURIComponent(url.username) }),
-          ...(url.password === '' ? {} : { password: decodeURIComponent(url.password) }),
-          database: db,
-          disableOfflineQueue: true,
-          commandsQueueMaxLength: 10_000,
-        });
-        // Every failure reaches the command that meets it; the event would otherwise end the process.
-        client.on('error', () => {});
-        try {
-          // The handshake too (HELLO, AUTH, SELECT): a server that accepts and stays silent must not hold the connection open.
-          await withDeadline(client.connect(), connectMs, 'for Redis to accept the connection');
-        } catch (error) {
-          client.destroy();
-          throw error;
-        }
-        return new RedisConnection(client);
-      }
-
-      return {
-        async send(call, { timeoutMs, signal }) {
-          const url = new URL(call.url);
-          const target = targetOf(url);
-          if (typeof target === 'string') return failed('redis', new Error(`the URL ${target}`), url);
-          const key = `${url.protocol}//${url.username}:${url.password}@${url.host}/${target.db}`;
-          try {
-            const id = await withDeadline(
-              connections.use(
-                call.accountId,
-                key,
-                () => connect(url, target.db, timeoutMs),
-                (connection) => connection.client.xAddNoMkStream(target.stream, '*', entryOf(call)),
-              ),
-              timeoutMs,
-              'for Redis to append the entry',
-              signal,
-            );
-            if (id === null) throw new Error(`the stream ${target.stream} does not exist`);
-            return acknowledged();
-          } catch (error) {
-            return failed('redis', error, url);
-          }
+    targetOf,
+    connectionKey: (url, target) => `${url.protocol}//${url.username}:${url.password}@${url.host}/${target.db}`,
+    async connect(url, target, context, connectMs) {
+      const [{ createClient }, address] = await Promise.all([load(), brokerAddress(url, 6379, context)]);
+      const client = createClient({
+        socket: {
+          host: address.host,
+          port: address.port,
+          connectTimeout: connectMs,
+          // A dropped connection is not redialled in the background: the next call opens another.
+          reconnectStrategy: false,
+          ...(url.protocol === 'rediss:' ? { tls: true as const, servername: address.servername } : {}),
         },
-        close: () => connections.close(),
-      };
+        ...(url.username === '' ? {} : { username: decodeURIComponent(url.username) }),
+        ...(url.password === '' ? {} : { password: decodeURIComponent(url.password) }),
+        database: target.db,
+        disableOfflineQueue: true,
+        commandsQueueMaxLength: 10_000,
+      });
+      // Every failure reaches the command that meets it; the event would otherwise end the process.
+      client.on('error', () => {});
+      try {
+        // The handshake too (HELLO, AUTH, SELECT): a server that accepts and stays silent must not hold the connection open.
+        await withDeadline(client.connect(), connectMs, 'for Redis to accept the connection');
+      } catch (error) {
+        client.destroy();
+        throw error;
+      }
+      return new RedisConnection(client);
     },
-  };
+    async publish(connection, target, call) {
+      const id = await connection.client.xAddNoMkStream(target.stream, '*', entryOf(call));
+      if (id === null) throw new Error(`the stream ${target.stream} does not exist`);
+    },
+    waitingFor: 'for Redis to append the entry',
+    ...(options.idleMs === undefined ? {} : { idleMs: options.idleMs }),
+  });
 }

@@ -1,6 +1,12 @@
 import dns from 'node:dns';
 import { isIP } from 'node:net';
-import type { DestinationContext, WebhookCallResult } from '../../src/ports.js';
+import type {
+  DestinationContext,
+  WebhookCall,
+  WebhookCallResult,
+  WebhookDestination,
+  WebhookTransport,
+} from '../../src/ports.js';
 import { RefusedAddressError, refusalOf, refusedHostMessage } from '../http-transport/address-guard.js';
 import { guardedLookup } from '../http-transport/http-transport.js';
 
@@ -9,9 +15,9 @@ import { guardedLookup } from '../http-transport/http-transport.js';
 // whose error never shows the tenant's password.
 
 /** The longest a connection to a broker may take to open, whatever the call's own time left. */
-export const CONNECT_TIMEOUT_MS = 10_000;
+const CONNECT_TIMEOUT_MS = 10_000;
 /** A connection no call used for this long is closed. */
-export const IDLE_CLOSE_MS = 60_000;
+const IDLE_CLOSE_MS = 60_000;
 /** Brokers one account may hold connections to at once (in one instance); past it the least recently used idle one goes. */
 const CONNECTIONS_PER_ACCOUNT = 8;
 
@@ -232,3 +238,88 @@ export const subjectToken = (key: string): string =>
   key.replace(/[^A-Za-z0-9_\-~!$&'()=,;:@]/gu, (character) =>
     [...Buffer.from(character)].map((byte) => `%${byte.toString(16).toUpperCase().padStart(2, '0')}`).join(''),
   );
+
+/** What is wrong with a URL, in the words of the `400` that refuses it. */
+export interface UrlProblem {
+  problem: string;
+}
+
+/** A broker reached over connections of its own (AMQP, NATS, MQTT, Redis): what `pooledDestination` asks of it. */
+export interface PooledBroker<Target, Connection extends BrokerConnection> {
+  /** The destination's name, which starts each error of its attempts (`amqp: …`). */
+  kind: string;
+  schemes: readonly string[];
+  /** Where a URL publishes, or what is wrong with it. */
+  targetOf(url: URL): Target | UrlProblem;
+  /** The connection a URL's calls share, beside the account: host, port, user and password, vhost or database. */
+  connectionKey(url: URL, target: Target): string;
+  /** Opens a connection, the handshake done within `connectMs`, to the address the guard passed. */
+  connect(url: URL, target: Target, context: DestinationContext, connectMs: number): Promise<Connection>;
+  /** Publishes the call and resolves once the broker acknowledged it; rejects with why it did not. */
+  publish(connection: Connection, target: Target, call: WebhookCall, timeoutMs: number): Promise<void>;
+  /** What an attempt waits for, in its timeout's words (`for JetStream to acknowledge the message`). */
+  waitingFor: string;
+  /** A connection no call used for this long is closed (default `IDLE_CLOSE_MS`). */
+  idleMs?: number;
+}
+
+const isProblem = (value: unknown): value is UrlProblem =>
+  typeof value === 'object' && value !== null && 'problem' in value;
+
+/**
+ * A destination whose calls share connections kept per account and broker: each attempt checks its
+ * URL, takes (or opens) the account's connection, publishes, and ends by `timeoutMs` with the
+ * broker's acknowledgement or the error that stopped it, its password masked.
+ */
+export function pooledDestination<Target, Connection extends BrokerConnection>(
+  broker: PooledBroker<Target, Connection>,
+): WebhookDestination {
+  return {
+    schemes: broker.schemes,
+    check(url) {
+      const target = broker.targetOf(url);
+      return isProblem(target) ? target.problem : null;
+    },
+    open(context: DestinationContext): WebhookTransport {
+      const connections = new BrokerConnections<Connection>(broker.idleMs ?? IDLE_CLOSE_MS);
+      return {
+        async send(call, { timeoutMs, signal }) {
+          const url = new URL(call.url);
+          const target = broker.targetOf(url);
+          if (isProblem(target)) return failed(broker.kind, new Error(`the URL ${target.problem}`), url);
+          const connectMs = Math.min(CONNECT_TIMEOUT_MS, timeoutMs);
+          try {
+            await withDeadline(
+              connections.use(
+                call.accountId,
+                broker.connectionKey(url, target),
+                () => broker.connect(url, target, context, connectMs),
+                (connection) => broker.publish(connection, target, call, timeoutMs),
+              ),
+              timeoutMs,
+              broker.waitingFor,
+              signal,
+            );
+            return acknowledged();
+          } catch (error) {
+            return failed(broker.kind, error, url);
+          }
+        },
+        close: () => connections.close(),
+      };
+    },
+  };
+}
+
+/**
+ * An optional peer, imported on first use and kept; a missing one fails the attempt naming what to
+ * install, and is looked for again on the next.
+ */
+export function peer<T>(names: string, importer: () => Promise<T>): () => Promise<T> {
+  let loaded: Promise<T> | undefined;
+  return () =>
+    (loaded ??= importer().catch((error: unknown) => {
+      loaded = undefined;
+      throw new Error(`${names} not installed (${(error as Error).message})`);
+    }));
+}

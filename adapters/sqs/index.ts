@@ -1,6 +1,8 @@
 import type { MessageAttributeValue, SQSClient } from '@aws-sdk/client-sqs';
 import type { DestinationContext, WebhookCall, WebhookDestination, WebhookTransport } from '../../src/ports.js';
-import { acknowledged, failed, withDeadline } from '../shared/broker.js';
+import { type UrlProblem, acknowledged, failed, peer, withDeadline } from '../shared/broker.js';
+
+const load = peer('the package @aws-sdk/client-sqs is', () => import('@aws-sdk/client-sqs'));
 
 export interface SqsDestinationOptions {
   /**
@@ -17,7 +19,7 @@ const AWS_HOST = /^(sqs\.[a-z0-9-]+\.amazonaws\.com(\.cn)?|([a-z0-9-]+\.)?queue\
 const QUEUE_NAME = /^[A-Za-z0-9_-]{1,75}(\.fifo)?$/;
 
 /** The `https://` queue URL an `sqs://` URL stands for, or what is wrong with it. */
-function queueUrlOf(url: URL): string | { problem: string } {
+function queueUrlOf(url: URL): string | UrlProblem {
   if (url.host === '')
     return {
       problem: 'must name the queue URL without its scheme: sqs://sqs.eu-west-1.amazonaws.com/123456789012/orders',
@@ -57,7 +59,6 @@ export function sqsDestination(options: SqsDestinationOptions): WebhookDestinati
       return typeof queueUrl === 'string' ? null : queueUrl.problem;
     },
     open(context: DestinationContext): WebhookTransport {
-      let loaded: Promise<typeof import('@aws-sdk/client-sqs')> | undefined;
       return {
         async send(call, { timeoutMs, signal }) {
           const url = new URL(call.url);
@@ -75,7 +76,7 @@ export function sqsDestination(options: SqsDestinationOptions): WebhookDestinati
           const fifo = queueUrl.endsWith('.fifo');
           const abort = new AbortController();
           try {
-            const { SendMessageCommand } = await (loaded ??= import('@aws-sdk/client-sqs'));
+            const { SendMessageCommand } = await load();
             const command = new SendMessageCommand({
               QueueUrl: queueUrl,
               MessageBody: call.body,
