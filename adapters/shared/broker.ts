@@ -62,16 +62,23 @@ export async function brokerAddress(
   return { host, port, servername };
 }
 
-/** A URL's password, decoded: what no error message may show. */
-const passwordOf = (url: URL): string => (url.password === '' ? '' : decodeURIComponent(url.password));
+/** A URL's secret, as written and decoded: its password, or a user without one, which is a token (`nats://token@…`). */
+function secretsOf(url: URL): string[] {
+  const secret = url.password !== '' ? url.password : url.username;
+  if (secret === '') return [];
+  try {
+    return [secret, decodeURIComponent(secret)];
+  } catch {
+    return [secret];
+  }
+}
 
-/** An error's message with the password (raw and percent-encoded) replaced by `***`. */
+/** An error's message with the URL's secret (raw and percent-encoded) replaced by `***`. */
 function maskedMessage(error: unknown, url: URL): string {
   let message = error instanceof Error ? error.message || error.name : String(error);
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code === 'string' && !message.includes(code)) message = `${message} (${code})`;
-  for (const secret of [url.password, passwordOf(url)])
-    if (secret.length > 0) message = message.split(secret).join('***');
+  for (const secret of secretsOf(url)) message = message.split(secret).join('***');
   return message.slice(0, 1000);
 }
 

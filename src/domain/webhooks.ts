@@ -87,15 +87,17 @@ const keysMessage = (accountId: string, webhookId: string) =>
   JSON.stringify(['customer-portal/webhook-keys/v1', accountId, webhookId]);
 
 /**
- * A webhook URL as answers, logs and traces show it: a broker's password (`amqp://user:pass@…`)
- * replaced by `***`. HTTP URLs carry no credentials and come back as they are.
+ * A webhook URL as answers show it: a broker's password (`amqp://user:pass@…`) replaced by `***`,
+ * and a user without a password too, which is a token there (`nats://token@…`). HTTP URLs carry no
+ * credentials and come back as they are.
  */
 function shownUrl(url: string): string {
-  const at = url.indexOf('@');
-  if (at === -1) return url;
+  if (!url.includes('@')) return url;
   const parsed = URL.canParse(url) ? new URL(url) : null;
-  if (parsed === null || parsed.password === '') return url;
-  parsed.password = '***';
+  if (parsed === null) return url;
+  if (parsed.password !== '') parsed.password = '***';
+  else if (parsed.username !== '') parsed.username = '***';
+  else return url;
   return parsed.href;
 }
 

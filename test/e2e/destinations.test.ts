@@ -81,7 +81,11 @@ schemes(
       const credentials = await create(app, 'https://user:pw@example.com/hook');
       assert.match((await json(credentials)).message, /url: must not carry credentials/);
       assert.is((await json(await app.api('/webhooks'))).data.length, 0, 'nothing made');
-      assert.is((await create(app, 'rediss://user:pw@example.com:6380/events?db=2')).status, 201);
+      const made = await create(app, 'rediss://user:pw@example.com:6380/events?db=2');
+      assert.is(made.status, 201);
+      assert.is((await json(made)).url, 'rediss://user:***@example.com:6380/events?db=2', 'the password masked');
+      const token = await json(await create(app, 'rediss://s3cret-t0ken@example.com:6380/events'));
+      assert.is(token.url, 'rediss://***@example.com:6380/events', 'a user without a password is a token: masked too');
     });
   },
 );

@@ -14,7 +14,7 @@ const ACCOUNT = '123456789012';
 export const sqsBroker: BrokerKind = {
   name: 'sqs',
   // moto, SQS's stand-in, takes its time over each message and each receive.
-  longRunEvents: 1000,
+  longRunEvents: 300,
   inapplicable: {
     credentials: 'an SQS URL carries no credentials: the client holds them',
     restart: 'moto keeps nothing across a restart',
