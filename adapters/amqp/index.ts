@@ -1,13 +1,6 @@
 import type { ChannelModel, ConfirmChannel, Message } from 'amqplib';
 import type { WebhookCall, WebhookDestination } from '../../src/ports.js';
-import {
-  type BrokerConnection,
-  type UrlProblem,
-  brokerAddress,
-  peer,
-  pooledDestination,
-  withDeadline,
-} from '../shared/broker.js';
+import { type BrokerConnection, type UrlProblem, peer, pooledDestination, withDeadline } from '../shared/broker.js';
 
 const load = peer('the package amqplib is', () => import('amqplib'));
 
@@ -169,9 +162,10 @@ export function amqpDestination(options: AmqpDestinationOptions = {}): WebhookDe
     schemes: ['amqp', 'amqps'],
     targetOf,
     connectionKey: (url, target) => `${url.protocol}//${url.username}:${url.password}@${url.host}/${target.vhost}`,
-    async connect(url, target, context, connectMs) {
+    defaultPort: (url) => (url.protocol === 'amqps:' ? 5671 : 5672),
+    async connect(url, target, address, connectMs) {
       const tls = url.protocol === 'amqps:';
-      const [amqp, address] = await Promise.all([load(), brokerAddress(url, tls ? 5671 : 5672, context)]);
+      const amqp = await load();
       const opening = amqp.connect(
         {
           protocol: tls ? 'amqps' : 'amqp',

@@ -4,7 +4,6 @@ import type { WebhookDestination } from '../../src/ports.js';
 import {
   type BrokerConnection,
   type UrlProblem,
-  brokerAddress,
   peer,
   pooledDestination,
   subjectToken,
@@ -65,9 +64,10 @@ export function mqttDestination(options: MqttDestinationOptions = {}): WebhookDe
     schemes: ['mqtt', 'mqtts'],
     targetOf: topicOf,
     connectionKey: (url) => `${url.protocol}//${url.username}:${url.password}@${url.host}`,
-    async connect(url, _topic, context, connectMs) {
+    defaultPort: (url) => (url.protocol === 'mqtts:' ? 8883 : 1883),
+    async connect(url, _topic, address, connectMs) {
       const tls = url.protocol === 'mqtts:';
-      const [mqtt, address] = await Promise.all([load(), brokerAddress(url, tls ? 8883 : 1883, context)]);
+      const mqtt = await load();
       const client = mqtt.connect({
         host: address.host,
         port: address.port,

@@ -4,7 +4,6 @@ import type { WebhookDestination } from '../../src/ports.js';
 import {
   type BrokerConnection,
   type UrlProblem,
-  brokerAddress,
   peer,
   pooledDestination,
   subjectToken,
@@ -73,8 +72,9 @@ export function natsDestination(options: NatsDestinationOptions = {}): WebhookDe
     schemes: ['nats'],
     targetOf: subjectOf,
     connectionKey: (url) => `${url.username}:${url.password}@${url.host}`,
-    async connect(url, _subject, context, connectMs) {
-      const [[nats, jetstream], address] = await Promise.all([load(), brokerAddress(url, 4222, context)]);
+    defaultPort: () => 4222,
+    async connect(url, _subject, address, connectMs) {
+      const [nats, jetstream] = await load();
       const user = decodeURIComponent(url.username);
       const pass = decodeURIComponent(url.password);
       const opening = nats.connect({

@@ -1,12 +1,5 @@
 import type { WebhookCall, WebhookDestination } from '../../src/ports.js';
-import {
-  type BrokerConnection,
-  type UrlProblem,
-  brokerAddress,
-  peer,
-  pooledDestination,
-  withDeadline,
-} from '../shared/broker.js';
+import { type BrokerConnection, type UrlProblem, peer, pooledDestination, withDeadline } from '../shared/broker.js';
 
 /** What the destination asks of a client. */
 interface StreamClient {
@@ -87,8 +80,9 @@ export function redisDestination(options: RedisDestinationOptions = {}): Webhook
     schemes: ['redis', 'rediss'],
     targetOf,
     connectionKey: (url, target) => `${url.protocol}//${url.username}:${url.password}@${url.host}/${target.db}`,
-    async connect(url, target, context, connectMs) {
-      const [{ createClient }, address] = await Promise.all([load(), brokerAddress(url, 6379, context)]);
+    defaultPort: () => 6379,
+    async connect(url, target, address, connectMs) {
+      const { createClient } = await load();
       const client = createClient({
         socket: {
           host: address.host,

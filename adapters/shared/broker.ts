@@ -1,5 +1,5 @@
 import dns from 'node:dns';
-import { isIP } from 'node:net';
+import net, { isIP } from 'node:net';
 import type {
   DestinationContext,
   WebhookCall,
@@ -123,6 +123,8 @@ export function withDeadline<T>(work: Promise<T>, ms: number, what: string, sign
 export interface BrokerConnection {
   /** `false` once the broker dropped it or it failed: the next call opens another. */
   readonly usable: boolean;
+  /** Why its relay ended it (`boundedRelay`), which says more than the client's "connection closed". */
+  readonly failure?: Error | undefined;
   close(): Promise<void>;
 }
 
@@ -256,12 +258,17 @@ export interface PooledBroker<Target, Connection extends BrokerConnection> {
   /** The destination's name, which starts each error of its attempts (`amqp: …`). */
   kind: string;
   schemes: readonly string[];
+  /** The broker's port when the URL names none (`5671` for `amqps:`). */
+  defaultPort(url: URL): number;
   /** Where a URL publishes, or what is wrong with it. */
   targetOf(url: URL): Target | UrlProblem;
   /** The connection a URL's calls share, beside the account: host, port, user and password, vhost or database. */
   connectionKey(url: URL, target: Target): string;
-  /** Opens a connection, the handshake done within `connectMs`, to the address the guard passed. */
-  connect(url: URL, target: Target, context: DestinationContext, connectMs: number): Promise<Connection>;
+  /**
+   * Opens a connection to `endpoint`, the handshake done within `connectMs`: the loopback end of a
+   * `boundedRelay` to the address the guard passed, with the URL's host name for TLS.
+   */
+  connect(url: URL, target: Target, endpoint: BrokerAddress, connectMs: number): Promise<Connection>;
   /** Publishes the call and resolves once the broker acknowledged it; rejects with why it did not. */
   publish(connection: Connection, target: Target, call: WebhookCall, timeoutMs: number): Promise<void>;
   /** What an attempt waits for, in its timeout's words (`for JetStream to acknowledge the message`). */
@@ -273,10 +280,29 @@ export interface PooledBroker<Target, Connection extends BrokerConnection> {
 const isProblem = (value: unknown): value is UrlProblem =>
   typeof value === 'object' && value !== null && 'problem' in value;
 
+/** A client's connection and the relay it goes through, kept together by the pool. */
+class Relayed<Connection extends BrokerConnection> implements BrokerConnection {
+  constructor(
+    readonly inner: Connection,
+    private readonly relay: Relay,
+  ) {}
+  get usable(): boolean {
+    return this.relay.failure === undefined && this.inner.usable;
+  }
+  get failure(): Error | undefined {
+    return this.relay.failure;
+  }
+  async close(): Promise<void> {
+    await this.inner.close().catch(() => {});
+    this.relay.close();
+  }
+}
+
 /**
  * A destination whose calls share connections kept per account and broker: each attempt checks its
- * URL, takes (or opens) the account's connection, publishes, and ends by `timeoutMs` with the
- * broker's acknowledgement or the error that stopped it, its password masked.
+ * URL, takes (or opens, through the guard and a `boundedRelay`) the account's connection, publishes,
+ * and ends by `timeoutMs` with the broker's acknowledgement or the error that stopped it, its
+ * password masked.
  */
 export function pooledDestination<Target, Connection extends BrokerConnection>(
   broker: PooledBroker<Target, Connection>,
@@ -288,7 +314,20 @@ export function pooledDestination<Target, Connection extends BrokerConnection>(
       return isProblem(target) ? target.problem : null;
     },
     open(context: DestinationContext): WebhookTransport {
-      const connections = new BrokerConnections<Connection>(broker.idleMs ?? IDLE_CLOSE_MS);
+      const connections = new BrokerConnections<Relayed<Connection>>(broker.idleMs ?? IDLE_CLOSE_MS);
+
+      async function connect(url: URL, target: Target, connectMs: number): Promise<Relayed<Connection>> {
+        const address = await brokerAddress(url, broker.defaultPort(url), context);
+        const relay = await boundedRelay(address, connectMs);
+        try {
+          const endpoint = { host: relay.host, port: relay.port, servername: address.servername };
+          return new Relayed(await broker.connect(url, target, endpoint, connectMs), relay);
+        } catch (error) {
+          relay.close();
+          throw relay.failure ?? error;
+        }
+      }
+
       return {
         async send(call, { timeoutMs, signal }) {
           const url = new URL(call.url);
@@ -300,8 +339,11 @@ export function pooledDestination<Target, Connection extends BrokerConnection>(
               connections.use(
                 call.accountId,
                 broker.connectionKey(url, target),
-                () => broker.connect(url, target, context, connectMs),
-                (connection) => broker.publish(connection, target, call, timeoutMs),
+                () => connect(url, target, connectMs),
+                (connection) =>
+                  broker.publish(connection.inner, target, call, timeoutMs).catch((error: unknown) => {
+                    throw connection.failure ?? error;
+                  }),
               ),
               timeoutMs,
               broker.waitingFor,
@@ -329,4 +371,88 @@ export function peer<T>(names: string, importer: () => Promise<T>): () => Promis
       loaded = undefined;
       throw new Error(`${names} not installed (${(error as Error).message})`);
     }));
+}
+
+/** What a broker may send a connection beyond what was asked of it: more, and the connection ends. */
+export const MAX_UNASKED_BYTES = 1024 * 1024;
+
+/** A relay's local end: where the client connects instead of the broker. */
+export interface Relay {
+  host: string;
+  port: number;
+  /** Why the relay ended the connection, when it was its bound. */
+  readonly failure: Error | undefined;
+  close(): void;
+}
+
+/**
+ * A relay on loopback between a client library and the broker, for one connection: it bounds what
+ * the broker can make the process hold, which the clients themselves do not (a Redis bulk reply, a
+ * NATS message, an MQTT packet may announce any size). Since the client last wrote, the broker may
+ * send at most `MAX_UNASKED_BYTES`; past that both sockets end, and the client's call fails with
+ * `failure`. The broker is connected to first (within `connectMs`), so a refusal names itself; the
+ * relay then accepts one connection and listens no more. TLS passes through it untouched.
+ */
+export async function boundedRelay(address: BrokerAddress, connectMs: number): Promise<Relay> {
+  const broker = net.connect({ host: address.host, port: address.port, noDelay: true });
+  broker.pause();
+  try {
+    await withDeadline(
+      new Promise<void>((resolve, reject) => {
+        broker.once('connect', resolve);
+        broker.once('error', reject);
+      }),
+      connectMs,
+      'for the broker to accept the connection',
+    );
+  } catch (error) {
+    broker.destroy();
+    throw error;
+  }
+  const server = net.createServer({ noDelay: true });
+  let client: net.Socket | undefined;
+  let failure: Error | undefined;
+  const close = () => {
+    server.close();
+    broker.destroy();
+    client?.destroy();
+  };
+  broker.on('error', close);
+  broker.on('close', close);
+  server.on('error', close);
+  server.once('connection', (socket) => {
+    server.close();
+    client = socket;
+    let budget = MAX_UNASKED_BYTES;
+    socket.on('data', (chunk: Buffer) => {
+      budget = MAX_UNASKED_BYTES;
+      if (!broker.write(chunk)) socket.pause();
+    });
+    broker.on('drain', () => socket.resume());
+    broker.on('data', (chunk: Buffer) => {
+      budget -= chunk.length;
+      if (budget < 0) {
+        failure = new Error(`the broker sent more than ${MAX_UNASKED_BYTES} bytes that were not asked for`);
+        return close();
+      }
+      if (!socket.write(chunk)) broker.pause();
+    });
+    socket.on('drain', () => broker.resume());
+    socket.on('error', close);
+    socket.on('close', close);
+    broker.resume();
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1');
+  });
+  return {
+    host: '127.0.0.1',
+    port: (server.address() as net.AddressInfo).port,
+    get failure() {
+      return failure;
+    },
+    close,
+  };
 }

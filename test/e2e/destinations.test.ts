@@ -255,6 +255,41 @@ for (const kind of KINDS) {
     }
   });
 
+  unless(kind.inapplicable?.flood)(
+    'a broker that floods the connection: the relay ends it at 1 MiB unasked, the attempt names why',
+    async () => {
+      const flood = Buffer.alloc(8 * 1024 * 1024, 0x2a);
+      const sockets = new Set<net.Socket>();
+      const server = net.createServer((socket) => {
+        sockets.add(socket);
+        socket.on('error', () => {});
+        socket.write(flood);
+        socket.on('data', () => socket.write(flood));
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const port = (server.address() as net.AddressInfo).port;
+      try {
+        await withPortal(
+          {
+            destinations: await kind.destinations(broker),
+            webhooks: { allowPrivateNetworks: true, retrySchedule: [3600] },
+          },
+          async (app) => {
+            const url = broker.url('first').replace(`:${broker.port}/`, `:${port}/`);
+            const hook = await app.portal.webhooks.create('acct_a', { type: 'customer-created', url });
+            await app.portal.events.publish('acct_a', 'customer-created', { n: 1 });
+            await waitFor(async () => (await deliveriesOf(app, hook.id))[0]?.attempts.length === 1, 'the attempt');
+            const [delivery] = await deliveriesOf(app, hook.id);
+            assert.match(delivery!.attempts[0]!.error ?? '', /more than 1048576 bytes that were not asked for/);
+          },
+        );
+      } finally {
+        for (const socket of sockets) socket.destroy();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+      }
+    },
+  );
+
   const restarts = kind.inapplicable?.restart === undefined ? [0.3, 0.6] : [];
   const LONG_RUN_EVENTS = kind.longRunEvents ?? LONG_RUN;
   on(

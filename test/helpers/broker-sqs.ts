@@ -18,6 +18,7 @@ export const sqsBroker: BrokerKind = {
   inapplicable: {
     credentials: 'an SQS URL carries no credentials: the client holds them',
     restart: 'moto keeps nothing across a restart',
+    flood: "only SQS's own hosts are called, through the AWS SDK: no broker of a tenant's to flood it",
   },
   async absent() {
     if (!hasCommand('moto_server')) return "moto_server is not installed (pip install 'moto[server]')";

@@ -45,6 +45,8 @@ export interface BrokerKind {
     credentials?: string;
     /** moto keeps nothing across a restart. */
     restart?: string;
+    /** Only SQS's own hosts are called. */
+    flood?: string;
   };
   /** Events of the long run, when fewer than 10,000: a server that is only a stand-in for the service (moto) and is slow. */
   longRunEvents?: number;

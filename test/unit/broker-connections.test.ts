@@ -1,7 +1,15 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { rejects } from '../helpers/server.js';
-import { type BrokerConnection, BrokerConnections, brokerAddress, withDeadline } from '../../adapters/shared/broker.js';
+import net from 'node:net';
+import {
+  type BrokerConnection,
+  BrokerConnections,
+  MAX_UNASKED_BYTES,
+  boundedRelay,
+  brokerAddress,
+  withDeadline,
+} from '../../adapters/shared/broker.js';
 
 /** A connection that only says whether it is open. */
 class Fake implements BrokerConnection {
@@ -138,6 +146,54 @@ test('withDeadline: the work, or a rejection naming what was waited for at the d
   const waiting = withDeadline(new Promise(() => {}), 10_000, 'for the broker', abort.signal);
   abort.abort();
   await rejects(() => waiting, /abandoned for the broker/);
+});
+
+/** A broker that answers each write with `answer(chunk)`. */
+async function fakeBroker(answer: (chunk: Buffer) => Buffer) {
+  const server = net.createServer((socket) => {
+    socket.on('error', () => {});
+    socket.on('data', (chunk) => socket.write(answer(chunk)));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  return { port, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
+/** Connects to the relay, writes `what`, and gathers what comes back until the socket closes or `bytes` arrived. */
+async function exchange(port: number, what: string, bytes: number): Promise<{ got: number; closed: boolean }> {
+  const socket = net.connect(port, '127.0.0.1');
+  let got = 0;
+  return new Promise((resolve) => {
+    socket.on('data', (chunk) => {
+      got += chunk.length;
+      if (got >= bytes) {
+        socket.destroy();
+        resolve({ got, closed: false });
+      }
+    });
+    socket.on('error', () => {});
+    socket.on('close', () => resolve({ got, closed: true }));
+    socket.write(what);
+  });
+}
+
+test('the relay passes answers through, and ends a connection the broker floods beyond what was asked', async () => {
+  const echo = await fakeBroker((chunk) => chunk);
+  const relay = await boundedRelay({ host: '127.0.0.1', port: echo.port, servername: 'broker' }, 1000);
+  assert.equal(await exchange(relay.port, 'PING', 4), { got: 4, closed: false }, 'an answer passes');
+  assert.is(relay.failure, undefined);
+  relay.close();
+  await echo.close();
+
+  const flood = await fakeBroker(() => Buffer.alloc(MAX_UNASKED_BYTES * 4));
+  const flooded = await boundedRelay({ host: '127.0.0.1', port: flood.port, servername: 'broker' }, 1000);
+  const { got, closed } = await exchange(flooded.port, 'XADD', MAX_UNASKED_BYTES * 4);
+  assert.ok(closed, 'the relay ended the connection');
+  assert.ok(got <= MAX_UNASKED_BYTES, `at most the bound reached the client: ${got}`);
+  assert.match(flooded.failure?.message ?? '', /more than 1048576 bytes that were not asked for/);
+  await flood.close();
+
+  await rejects(() => boundedRelay({ host: '127.0.0.1', port: 1, servername: 'broker' }, 1000), /ECONNREFUSED/);
 });
 
 test.run();
