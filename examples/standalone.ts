@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { createPortal, jsonLineLogger, type Portal, type PortalOptions } from 'customer-portal';
+import { createPortal, type Destinations, jsonLineLogger, type Portal, type PortalOptions } from 'customer-portal';
 import { ensureDirectory, fsBlobs, fsStorage, writeFileAtomically } from 'customer-portal/adapters/fs';
 import { connectDatabase, sqlAdapters } from 'customer-portal/adapters/sql';
 import { httpTransport } from 'customer-portal/adapters/http-transport';
@@ -51,6 +51,24 @@ function port(value: string | undefined): number {
 }
 
 /** Listens, or rejects with the bind error (`EADDRINUSE`, `EACCES`) instead of throwing it as an event. */
+/** The `destinations` option of `PORTAL_DESTINATIONS` (`amqp,nats,mqtt,redis,sqs`): `undefined` for none. */
+async function destinationsOf(names: string[]): Promise<Destinations | undefined> {
+  if (names.length === 0) return undefined;
+  const made: Destinations = {};
+  for (const name of names) {
+    if (name === 'amqp') made.amqp = (await import('customer-portal/adapters/amqp')).amqpDestination();
+    else if (name === 'nats') made.nats = (await import('customer-portal/adapters/nats')).natsDestination();
+    else if (name === 'mqtt') made.mqtt = (await import('customer-portal/adapters/mqtt')).mqttDestination();
+    else if (name === 'redis') made.redis = (await import('customer-portal/adapters/redis')).redisDestination();
+    else if (name === 'sqs') {
+      // The AWS SDK's own configuration: AWS_REGION, and credentials from the environment or the instance role.
+      const { SQSClient } = await import('@aws-sdk/client-sqs');
+      made.sqs = (await import('customer-portal/adapters/sqs')).sqsDestination({ client: new SQSClient({}) });
+    } else throw new Error(`PORTAL_DESTINATIONS: ${name} is none of amqp, nats, mqtt, redis, sqs`);
+  }
+  return made;
+}
+
 function listen(server: http.Server, portNumber: number, host: string | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
@@ -161,8 +179,11 @@ async function main() {
           ...(process.env.PORTAL_SEALING_PASSWORD ? { password: process.env.PORTAL_SEALING_PASSWORD } : {}),
           ...(process.env.PORTAL_TIMESTAMP_URL ? { timestampUrl: process.env.PORTAL_TIMESTAMP_URL } : {}),
         };
+  // Brokers a webhook URL may name instead of an HTTP receiver; each needs its client installed.
+  const destinations = await destinationsOf(list(process.env.PORTAL_DESTINATIONS));
   const options: PortalOptions = {
     ...adapters,
+    ...(destinations === undefined ? {} : { destinations }),
     ...(notifier === undefined ? {} : { notifier }),
     ...(frameAncestors.length === 0 ? {} : { signing: { frameAncestors } }),
     ...(sealing === undefined ? {} : { sealing }),
@@ -228,6 +249,7 @@ async function main() {
       dataDir,
       storage: database ? 'sql' : 'filesystem',
       mail: notifier === undefined ? 'off (no SMTP_URL): signers identify with access codes only' : 'smtp',
+      destinations: destinations === undefined ? 'http only (no PORTAL_DESTINATIONS)' : Object.keys(destinations),
       sealing:
         sealing === undefined
           ? 'off (no PORTAL_SEALING_P12): completed copies are stamped, not sealed'

@@ -349,6 +349,41 @@ test('PORTAL_SEALING_P12, PORTAL_SEALING_PASSWORD: a signed PDF gets a sealed co
   }
 });
 
+test('PORTAL_DESTINATIONS: a webhook may name a broker of those listed, and an unknown one stops the start', async () => {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'portal-standalone-'));
+  try {
+    const { server, url } = await boot({
+      DATA_DIR: dataDir,
+      PORTAL_API_KEYS: STANDALONE_KEY,
+      PORTAL_DESTINATIONS: 'redis,nats',
+    });
+    const create = (hookUrl: string) =>
+      fetch(`${url}/webhooks`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${STANDALONE_KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ type: 'customer-created', url: hookUrl }),
+      });
+    const made = await create('redis://default:pw@broker.example:6379/events');
+    assert.is(made.status, 201);
+    assert.is(((await made.json()) as { url: string }).url, 'redis://default:***@broker.example:6379/events');
+    const refused = await create('amqp://broker.example/?exchange=x');
+    assert.is(refused.status, 400);
+    assert.match(
+      ((await refused.json()) as { message: string }).message,
+      /must use one of the schemes http, https, redis, rediss, nats/,
+    );
+    assert.is(await stop(server), 0);
+    const bogus = startNode(script, {
+      DATA_DIR: dataDir,
+      PORTAL_API_KEYS: STANDALONE_KEY,
+      PORTAL_DESTINATIONS: 'kafka',
+    });
+    assert.is(await bogus.exited, 1);
+  } finally {
+    await rm(dataDir, { recursive: true, force: true });
+  }
+});
+
 test('a bad PORT stops the start with a clear error', async () => {
   const server = startNode(script, { PORT: 'eighty', PORTAL_API_KEYS: STANDALONE_KEY });
   assert.is(await server.exited, 1);
