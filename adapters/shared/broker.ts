@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import dns from 'node:dns';
 import net, { isIP } from 'node:net';
 import type {
@@ -18,6 +19,8 @@ import { guardedLookup } from '../http-transport/http-transport.js';
 const CONNECT_TIMEOUT_MS = 10_000;
 /** A connection no call used for this long is closed. */
 const IDLE_CLOSE_MS = 60_000;
+/** How long a polite close waits for the broker before its sockets are ended. */
+const CLOSE_WAIT_MS = 2000;
 /** Brokers one account may hold connections to at once (in one instance); past it the least recently used idle one goes. */
 const CONNECTIONS_PER_ACCOUNT = 8;
 
@@ -199,7 +202,11 @@ export class BrokerConnections<C extends BrokerConnection> {
     clearInterval(this.#sweep);
     const entries = [...this.#entries.entries()];
     this.#entries.clear();
-    await Promise.allSettled(entries.map(([, entry]) => entry.opening.then((connection) => connection.close())));
+    await Promise.allSettled(
+      entries.map(([, entry]) =>
+        withDeadline(entry.opening, CLOSE_WAIT_MS, 'for a connection to open').then((connection) => connection.close()),
+      ),
+    );
   }
 
   /** How many connections the pool holds (open or opening): for tests and metrics. */
@@ -210,8 +217,13 @@ export class BrokerConnections<C extends BrokerConnection> {
   #makeRoom(accountId: string): void {
     let count = 0;
     let idlest: [string, Entry<C>] | undefined;
-    for (const pair of this.#entries) {
+    for (const pair of [...this.#entries]) {
       if (pair[1].accountId !== accountId) continue;
+      // One its broker dropped, or an attempt's deadline ended, goes now, in use or not.
+      if (pair[1].opened !== undefined && !pair[1].opened.usable) {
+        this.#drop(...pair);
+        continue;
+      }
       count++;
       if (
         pair[1].inUse === 0 &&
@@ -287,13 +299,21 @@ class Relayed<Connection extends BrokerConnection> implements BrokerConnection {
     private readonly relay: Relay,
   ) {}
   get usable(): boolean {
-    return this.relay.failure === undefined && this.inner.usable;
+    return !this.relay.closed && this.inner.usable;
   }
   get failure(): Error | undefined {
     return this.relay.failure;
   }
+  /** Closes the client politely, for at most `CLOSE_WAIT_MS`, and the relay's sockets in any case: a broker cannot hold them open. */
   async close(): Promise<void> {
-    await this.inner.close().catch(() => {});
+    try {
+      await withDeadline(this.inner.close(), CLOSE_WAIT_MS, 'for the broker to close the connection').catch(() => {});
+    } finally {
+      this.relay.close();
+    }
+  }
+  /** Ends the connection at once (an attempt's deadline passed on it): what waits on it fails, and the pool replaces it. */
+  end(): void {
     this.relay.close();
   }
 }
@@ -307,17 +327,31 @@ class Relayed<Connection extends BrokerConnection> implements BrokerConnection {
 export function pooledDestination<Target, Connection extends BrokerConnection>(
   broker: PooledBroker<Target, Connection>,
 ): WebhookDestination {
+  /** The URL's target, its user and password readable first: every adapter decodes them. */
+  const targetOf = (url: URL): Target | UrlProblem => {
+    try {
+      decodeURIComponent(url.username);
+      decodeURIComponent(url.password);
+    } catch {
+      return { problem: 'must percent-encode its user and password in UTF-8' };
+    }
+    return broker.targetOf(url);
+  };
   return {
     schemes: broker.schemes,
     check(url) {
-      const target = broker.targetOf(url);
+      const target = targetOf(url);
       return isProblem(target) ? target.problem : null;
     },
     open(context: DestinationContext): WebhookTransport {
       const connections = new BrokerConnections<Relayed<Connection>>(broker.idleMs ?? IDLE_CLOSE_MS);
 
       async function connect(url: URL, target: Target, connectMs: number): Promise<Relayed<Connection>> {
-        const address = await brokerAddress(url, broker.defaultPort(url), context);
+        const address = await withDeadline(
+          brokerAddress(url, broker.defaultPort(url), context),
+          connectMs,
+          "for the broker's name to resolve",
+        );
         const relay = await boundedRelay(address, connectMs);
         try {
           const endpoint = { host: relay.host, port: relay.port, servername: address.servername };
@@ -331,7 +365,7 @@ export function pooledDestination<Target, Connection extends BrokerConnection>(
       return {
         async send(call, { timeoutMs, signal }) {
           const url = new URL(call.url);
-          const target = broker.targetOf(url);
+          const target = targetOf(url);
           if (isProblem(target)) return failed(broker.kind, new Error(`the URL ${target.problem}`), url);
           const connectMs = Math.min(CONNECT_TIMEOUT_MS, timeoutMs);
           try {
@@ -340,10 +374,22 @@ export function pooledDestination<Target, Connection extends BrokerConnection>(
                 call.accountId,
                 broker.connectionKey(url, target),
                 () => connect(url, target, connectMs),
-                (connection) =>
-                  broker.publish(connection.inner, target, call, timeoutMs).catch((error: unknown) => {
-                    throw connection.failure ?? error;
-                  }),
+                (connection) => {
+                  const published = broker.publish(connection.inner, target, call, timeoutMs);
+                  // A publish the broker never answers is ended with its connection at the deadline:
+                  // otherwise it would hold the connection (and the call's body) in use for good.
+                  const ending = setTimeout(() => connection.end(), timeoutMs);
+                  const abort = () => connection.end();
+                  signal?.addEventListener('abort', abort, { once: true });
+                  return published
+                    .catch((error: unknown) => {
+                      throw connection.failure ?? error;
+                    })
+                    .finally(() => {
+                      clearTimeout(ending);
+                      signal?.removeEventListener('abort', abort);
+                    });
+                },
               ),
               timeoutMs,
               broker.waitingFor,
@@ -373,7 +419,7 @@ export function peer<T>(names: string, importer: () => Promise<T>): () => Promis
     }));
 }
 
-/** What a broker may send a connection beyond what was asked of it: more, and the connection ends. */
+/** What a broker may send a connection beyond what the client wrote to it: more, and the connection ends. */
 export const MAX_UNASKED_BYTES = 1024 * 1024;
 
 /** A relay's local end: where the client connects instead of the broker. */
@@ -382,15 +428,18 @@ export interface Relay {
   port: number;
   /** Why the relay ended the connection, when it was its bound. */
   readonly failure: Error | undefined;
+  /** Whether it was closed (by either side, its bound, or `close`). */
+  readonly closed: boolean;
   close(): void;
 }
 
 /**
  * A relay on loopback between a client library and the broker, for one connection: it bounds what
  * the broker can make the process hold, which the clients themselves do not (a Redis bulk reply, a
- * NATS message, an MQTT packet may announce any size). Since the client last wrote, the broker may
- * send at most `MAX_UNASKED_BYTES`; past that both sockets end, and the client's call fails with
- * `failure`. The broker is connected to first (within `connectMs`), so a refusal names itself; the
+ * NATS message, an MQTT packet may announce any size). The broker may send at most
+ * `MAX_UNASKED_BYTES` more than the client has written, the credit never above that bound; past it
+ * both sockets end, and the client's call fails with `failure`. A reply that the broker drips never
+ * ends its attempt either: the deadline ends the connection. The broker is connected to first (within `connectMs`), so a refusal names itself; the
  * relay then accepts one connection and listens no more. TLS passes through it untouched.
  */
 export async function boundedRelay(address: BrokerAddress, connectMs: number): Promise<Relay> {
@@ -412,7 +461,9 @@ export async function boundedRelay(address: BrokerAddress, connectMs: number): P
   const server = net.createServer({ noDelay: true });
   let client: net.Socket | undefined;
   let failure: Error | undefined;
+  let closed = false;
   const close = () => {
+    closed = true;
     server.close();
     broker.destroy();
     client?.destroy();
@@ -425,7 +476,8 @@ export async function boundedRelay(address: BrokerAddress, connectMs: number): P
     client = socket;
     let budget = MAX_UNASKED_BYTES;
     socket.on('data', (chunk: Buffer) => {
-      budget = MAX_UNASKED_BYTES;
+      // Credit, not a reset: a reply of any size cannot be fed in through the client's heartbeats.
+      budget = Math.min(MAX_UNASKED_BYTES, budget + chunk.length);
       if (!broker.write(chunk)) socket.pause();
     });
     broker.on('drain', () => socket.resume());
@@ -453,6 +505,19 @@ export async function boundedRelay(address: BrokerAddress, connectMs: number): P
     get failure() {
       return failure;
     },
+    get closed() {
+      return closed;
+    },
     close,
   };
+}
+
+/**
+ * An ordering key as a broker field of at most `maxBytes` (and of `allowed` characters, where the
+ * broker restricts them): the key itself when it fits, else `h` and the SHA-256 hex of it, the same
+ * for the same key, so a key too long for the field still keeps its own order.
+ */
+export function fittedKey(key: string, maxBytes: number, allowed?: RegExp): string {
+  if (Buffer.byteLength(key) <= maxBytes && (allowed === undefined || allowed.test(key))) return key;
+  return `h${createHash('sha256').update(key).digest('hex')}`;
 }

@@ -8,8 +8,12 @@ import {
   MAX_UNASKED_BYTES,
   boundedRelay,
   brokerAddress,
+  fittedKey,
+  pooledDestination,
   withDeadline,
 } from '../../adapters/shared/broker.js';
+import { sqsDestination } from '../../adapters/sqs/index.js';
+import type { WebhookCall } from '../../src/ports.js';
 
 /** A connection that only says whether it is open. */
 class Fake implements BrokerConnection {
@@ -194,6 +198,82 @@ test('the relay passes answers through, and ends a connection the broker floods 
   await flood.close();
 
   await rejects(() => boundedRelay({ host: '127.0.0.1', port: 1, servername: 'broker' }, 1000), /ECONNREFUSED/);
+});
+
+test("the relay's credit: a broker that answers each small write with half its bound is ended once it passes it", async () => {
+  const dripping = await fakeBroker(() => Buffer.alloc(MAX_UNASKED_BYTES / 2));
+  const relay = await boundedRelay({ host: '127.0.0.1', port: dripping.port, servername: 'broker' }, 1000);
+  const socket = net.connect(relay.port, '127.0.0.1');
+  socket.on('error', () => {});
+  let got = 0;
+  socket.on('data', (chunk) => {
+    got += chunk.length;
+  });
+  const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+  // Heartbeat-sized writes: each one answered with 512 KiB.
+  for (let i = 0; i < 4 && !socket.destroyed; i++) {
+    socket.write('PING\r\n');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  await closed;
+  assert.ok(got <= MAX_UNASKED_BYTES + 4 * 6, `what reached the client stayed within the credit: ${got}`);
+  assert.match(relay.failure?.message ?? '', /not asked for/);
+  await dripping.close();
+});
+
+test("a publish the broker never acknowledges ends its connection at the deadline: it holds none of the account's 8", async () => {
+  const listener = await fakeBroker(() => Buffer.alloc(0));
+  const opened: Fake[] = [];
+  const destination = pooledDestination<string, Fake>({
+    kind: 'fake',
+    schemes: ['fake'],
+    defaultPort: () => listener.port,
+    targetOf: (url) => url.pathname,
+    connectionKey: (url) => url.pathname,
+    async connect() {
+      const made = new Fake('hung');
+      opened.push(made);
+      return made;
+    },
+    publish: () => new Promise<void>(() => {}),
+    waitingFor: 'for the fake broker',
+  });
+  const transport = destination.open({ allowPrivateNetworks: true });
+  const call = (n: number): WebhookCall => ({
+    accountId: 'acct_a',
+    webhookId: `wbh_${n}`,
+    url: `fake://127.0.0.1:${listener.port}/target-${n}`,
+    headers: {},
+    body: '{}',
+  });
+  for (let n = 0; n < 10; n++) {
+    const result = await transport.send(call(n), { timeoutMs: 50 });
+    assert.match(result.error ?? '', /^fake: timed out after 50 ms for the fake broker/, `call ${n}: ${result.error}`);
+  }
+  assert.is(opened.length, 10, 'each call got a connection: none was held by a publish that hung');
+  await transport.close?.();
+  await listener.close();
+});
+
+test('fittedKey: a key that fits stays; one too long, or of characters the broker refuses, becomes its hash', () => {
+  assert.is(fittedKey('order-42', 128), 'order-42');
+  const long = 'k'.repeat(300);
+  assert.match(fittedKey(long, 255), /^h[0-9a-f]{64}$/);
+  assert.is(fittedKey(long, 255), fittedKey(long, 255), 'the same key, the same hash');
+  assert.match(fittedKey('café au lait', 128, /^[\x21-\x7e]+$/), /^h[0-9a-f]{64}$/);
+});
+
+test("sqsDestination: a queue of the host's own account is refused at create; others pass", () => {
+  const destination = sqsDestination({ client: {} as never, hostAccounts: ['111122223333'] });
+  assert.is(
+    destination.check(new URL('sqs://sqs.eu-west-1.amazonaws.com/111122223333/internal')),
+    "must not name a queue of the portal's own AWS account",
+  );
+  assert.is(destination.check(new URL('sqs://sqs.eu-west-1.amazonaws.com/444455556666/events.fifo')), null);
+  assert.match(
+    destination.check(new URL('sqs://sqs.eu-west-1.amazonaws.com/events')) ?? '',
+    /account id and a queue name/,
+  );
 });
 
 test.run();
