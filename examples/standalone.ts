@@ -63,7 +63,10 @@ async function destinationsOf(names: string[]): Promise<Destinations | undefined
     else if (name === 'sqs') {
       // The AWS SDK's own configuration: AWS_REGION, and credentials from the environment or the instance role.
       const { SQSClient } = await import('@aws-sdk/client-sqs');
-      made.sqs = (await import('customer-portal/adapters/sqs')).sqsDestination({ client: new SQSClient({}) });
+      made.sqs = (await import('customer-portal/adapters/sqs')).sqsDestination({
+        client: new SQSClient({}),
+        hostAccounts: list(process.env.PORTAL_SQS_HOST_ACCOUNTS),
+      });
     } else throw new Error(`PORTAL_DESTINATIONS: ${name} is none of amqp, nats, mqtt, redis, sqs`);
   }
   return made;

@@ -1,6 +1,13 @@
 import type { ChannelModel, ConfirmChannel, Message } from 'amqplib';
 import type { WebhookCall, WebhookDestination } from '../../src/ports.js';
-import { type BrokerConnection, type UrlProblem, peer, pooledDestination, withDeadline } from '../shared/broker.js';
+import {
+  type BrokerConnection,
+  type UrlProblem,
+  fittedKey,
+  peer,
+  pooledDestination,
+  withDeadline,
+} from '../shared/broker.js';
 
 const load = peer('the package amqplib is', () => import('amqplib'));
 
@@ -44,23 +51,35 @@ function targetOf(url: URL): Target | UrlProblem {
     ['vhost', vhost],
     ['exchange', exchange],
     ['routingKey', routingKey],
-  ] as const)
-    if (Buffer.byteLength(value) > MAX_NAME) return { problem: `must name a ${what} of at most ${MAX_NAME} bytes` };
+  ] as const) {
+    const most = what === 'routingKey' ? MAX_URL_ROUTING_KEY : MAX_NAME;
+    if (Buffer.byteLength(value) > most) return { problem: `must name a ${what} of at most ${most} bytes` };
+  }
   if (url.hash !== '') return { problem: 'must not carry a fragment' };
   return { vhost: vhost === '' ? '/' : vhost, exchange, routingKey };
 }
 
-/** The routing key of a call: the URL's, with the ordering key after a dot, so a topic binding can split keys across queues. */
+/** A routing key the URL names: short enough to leave room for an ordering key after it. */
+const MAX_URL_ROUTING_KEY = 128;
+
+/**
+ * The routing key of a call: the URL's, with the ordering key after a dot, so a topic binding can
+ * split keys across queues. A key that would take the routing key past AMQP's 255 bytes is sent as
+ * its hash (`fittedKey`).
+ */
 function routingKeyOf(target: Target, call: WebhookCall): string {
   if (call.orderingKey === undefined) return target.routingKey;
-  return target.routingKey === '' ? call.orderingKey : `${target.routingKey}.${call.orderingKey}`;
+  if (target.routingKey === '') return fittedKey(call.orderingKey, MAX_NAME);
+  return `${target.routingKey}.${fittedKey(call.orderingKey, MAX_NAME - Buffer.byteLength(target.routingKey) - 1)}`;
 }
 
 /** A connection with a confirm channel per exchange: a channel error (a missing exchange) closes one exchange's channel, not the others'. */
 class AmqpConnection implements BrokerConnection {
   #open = true;
   readonly #channels = new Map<string, Promise<ConfirmChannel>>();
-  /** Messages the broker returned as unroutable, by their signature: their confirm is then no delivery. */
+  /** Publishes awaiting their confirm, by signature: only their returns are kept. */
+  readonly #outstanding = new Map<string, number>();
+  /** Those of them the broker returned as unroutable: their confirm is then no delivery. */
   readonly #returned = new Set<string>();
   /** Why the broker closed a channel, for the publishes it failed. */
   readonly #closedBy = new WeakMap<ConfirmChannel, Error>();
@@ -80,6 +99,18 @@ class AmqpConnection implements BrokerConnection {
     const channel = await this.#channel(target.exchange);
     const routingKey = routingKeyOf(target, call);
     const mark = call.headers['webhook-signature'] ?? '';
+    this.#outstanding.set(mark, (this.#outstanding.get(mark) ?? 0) + 1);
+    /** Whether the broker returned it; what was kept for it goes once no publish of the mark waits. */
+    const settle = (): boolean => {
+      const returned = this.#returned.has(mark);
+      const left = (this.#outstanding.get(mark) ?? 1) - 1;
+      if (left > 0) this.#outstanding.set(mark, left);
+      else {
+        this.#outstanding.delete(mark);
+        this.#returned.delete(mark);
+      }
+      return returned;
+    };
     await new Promise<void>((resolve, reject) => {
       channel.publish(
         target.exchange,
@@ -97,8 +128,9 @@ class AmqpConnection implements BrokerConnection {
         (error: unknown) => {
           // The broker's reason (404 NOT_FOUND - no exchange …) reaches the channel's error event,
           // which may come after this callback hears only that the channel closed.
+          const returned = settle();
           if (error) return setImmediate(() => reject(this.#closedBy.get(channel) ?? error));
-          if (this.#returned.delete(mark))
+          if (returned)
             return reject(
               new Error(
                 `no queue is bound to the exchange ${target.exchange || '(default)'} for the routing key ${routingKey}`,
@@ -129,8 +161,11 @@ class AmqpConnection implements BrokerConnection {
         if (this.#channels.get(exchange) === channel) this.#channels.delete(exchange);
       });
       made.on('return', (message: Message) => {
-        const signature = message.properties.headers?.['webhook-signature'];
-        if (typeof signature === 'string') this.#returned.add(signature);
+        // amqplib gives a header's string as a string or as bytes, as the broker encoded it.
+        const header: unknown = message.properties.headers?.['webhook-signature'];
+        const signature = Buffer.isBuffer(header) ? header.toString('utf8') : header;
+        // A return for no publish of ours is the broker's to keep: nothing is held for it.
+        if (typeof signature === 'string' && this.#outstanding.has(signature)) this.#returned.add(signature);
       });
       return made;
     });

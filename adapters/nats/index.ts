@@ -79,7 +79,9 @@ export function natsDestination(options: NatsDestinationOptions = {}): WebhookDe
       const pass = decodeURIComponent(url.password);
       const opening = nats.connect({
         servers: `${address.host.includes(':') ? `[${address.host}]` : address.host}:${address.port}`,
+        // nats://token@host, and nats://:token@host as some clients write it.
         ...(user !== '' && pass === '' ? { token: user } : {}),
+        ...(user === '' && pass !== '' ? { token: pass } : {}),
         ...(user !== '' && pass !== '' ? { user, pass } : {}),
         name: 'customer-portal',
         timeout: connectMs,
@@ -103,7 +105,8 @@ export function natsDestination(options: NatsDestinationOptions = {}): WebhookDe
       const target = call.orderingKey === undefined ? subject : `${subject}.${subjectToken(call.orderingKey)}`;
       try {
         await entry.js.publish(target, call.body, {
-          msgID: call.headers['webhook-id'],
+          // The webhook and the event: two webhooks of an account may publish one event into one stream.
+          msgID: `${call.webhookId}:${call.headers['webhook-id']}`,
           headers: carried,
           timeout: timeoutMs,
           retries: 0,

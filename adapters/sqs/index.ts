@@ -1,6 +1,6 @@
 import type { MessageAttributeValue, SQSClient } from '@aws-sdk/client-sqs';
 import type { DestinationContext, WebhookCall, WebhookDestination, WebhookTransport } from '../../src/ports.js';
-import { type UrlProblem, acknowledged, failed, peer, withDeadline } from '../shared/broker.js';
+import { type UrlProblem, acknowledged, failed, fittedKey, peer, withDeadline } from '../shared/broker.js';
 
 const load = peer('the package @aws-sdk/client-sqs is', () => import('@aws-sdk/client-sqs'));
 
@@ -11,6 +11,12 @@ export interface SqsDestinationOptions {
    * SDK's default) the request goes to the queue URL's host.
    */
   client: SQSClient;
+  /**
+   * The AWS accounts whose queues no webhook may name: the host's own. The client sends with the
+   * host's credentials, which its own queues accept without any queue policy, so a tenant naming
+   * one would write into the host's queue. Strongly advised; default none.
+   */
+  hostAccounts?: readonly string[];
 }
 
 /** SQS's own hosts: `sqs.<region>.amazonaws.com` (`.com.cn` in China), and the legacy `<region>.queue.amazonaws.com`. */
@@ -52,17 +58,25 @@ function attributesOf(call: WebhookCall): Record<string, MessageAttributeValue> 
  */
 export function sqsDestination(options: SqsDestinationOptions): WebhookDestination {
   const { client } = options;
+  const hostAccounts = new Set(options.hostAccounts ?? []);
+  /** The queue URL, or why it may not be sent to: malformed, or a queue of the host's own. */
+  const allowed = (url: URL): string | UrlProblem => {
+    const queueUrl = queueUrlOf(url);
+    if (typeof queueUrl === 'string' && hostAccounts.has(url.pathname.split('/')[1]!))
+      return { problem: "must not name a queue of the portal's own AWS account" };
+    return queueUrl;
+  };
   return {
     schemes: ['sqs'],
     check(url) {
-      const queueUrl = queueUrlOf(url);
+      const queueUrl = allowed(url);
       return typeof queueUrl === 'string' ? null : queueUrl.problem;
     },
     open(context: DestinationContext): WebhookTransport {
       return {
         async send(call, { timeoutMs, signal }) {
           const url = new URL(call.url);
-          const queueUrl = queueUrlOf(url);
+          const queueUrl = allowed(url);
           if (typeof queueUrl !== 'string') return failed('sqs', new Error(`the URL ${queueUrl.problem}`), url);
           // The SDK resolves and connects by itself: the guard cannot pin an address, so only AWS's hosts are called.
           if (!context.allowPrivateNetworks && !AWS_HOST.test(url.hostname))
@@ -83,7 +97,8 @@ export function sqsDestination(options: SqsDestinationOptions): WebhookDestinati
               MessageAttributes: attributesOf(call),
               ...(fifo
                 ? {
-                    MessageGroupId: call.orderingKey ?? call.webhookId,
+                    // SQS takes 1-128 printable ASCII characters: a key beyond that goes as its hash.
+                    MessageGroupId: fittedKey(call.orderingKey ?? call.webhookId, 128, /^[\x21-\x7e]+$/),
                     MessageDeduplicationId: `${call.webhookId}-${call.headers['webhook-id']}`,
                   }
                 : {}),
@@ -101,6 +116,9 @@ export function sqsDestination(options: SqsDestinationOptions): WebhookDestinati
             const name = (error as Error).name;
             if (name === 'QueueDoesNotExist' || name === 'AWS.SimpleQueueService.NonExistentQueue')
               return failed('sqs', new Error(`the queue ${queueUrl} does not exist`), url);
+            // AWS's own answers name the caller (the host's account and role): the tenant reads only their code.
+            if (typeof error === 'object' && error !== null && '$fault' in error)
+              return failed('sqs', new Error(`SQS refused the message (${name})`), url);
             return failed('sqs', error, url);
           }
         },

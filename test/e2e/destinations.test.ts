@@ -290,6 +290,71 @@ for (const kind of KINDS) {
     },
   );
 
+  if (kind.name === 'nats')
+    on('two webhooks of one account into one stream: both stored, each under its own message id', async () => {
+      await broker.prepare('shared');
+      consumer = await broker.consume('shared');
+      await withPortal(
+        { destinations: await kind.destinations(broker), webhooks: { allowPrivateNetworks: true } },
+        async (app) => {
+          const first = await app.portal.webhooks.create('acct_a', {
+            type: 'customer-created',
+            url: broker.url('shared'),
+          });
+          const second = await app.portal.webhooks.create('acct_a', {
+            type: 'customer-created',
+            url: broker.url('shared'),
+          });
+          for (let n = 0; n < 5; n++) await app.portal.events.publish('acct_a', 'customer-created', { n });
+          await waitFor(() => consumer!.messages.length >= 10, "both webhooks' messages");
+          const bySecret = [first.secret!, second.secret!].map(
+            (secret) =>
+              consumer!.messages.filter((message) => {
+                try {
+                  verifyWebhook(secret, message.headers, message.body);
+                  return true;
+                } catch {
+                  return false;
+                }
+              }).length,
+          );
+          assert.equal(bySecret, [5, 5], 'five of each, none dropped as a duplicate of the other');
+        },
+      );
+    });
+
+  if (kind.name === 'amqp')
+    on('a message no queue is bound for is returned: a failed attempt naming the routing key', async () => {
+      const amqp = await import('amqplib');
+      const model = await amqp.connect('amqp://guest:guest@127.0.0.1:5672');
+      const channel = await model.createChannel();
+      const exchange = `portal-test-unbound-${process.pid}`;
+      await channel.assertExchange(exchange, 'topic', { durable: false });
+      try {
+        await withPortal(
+          {
+            destinations: await kind.destinations(broker),
+            webhooks: { allowPrivateNetworks: true, retrySchedule: [3600] },
+          },
+          async (app) => {
+            const url = `amqp://guest:guest@127.0.0.1:5672/?exchange=${exchange}&routingKey=events`;
+            const hook = await app.portal.webhooks.create('acct_a', { type: 'customer-created', url });
+            await app.portal.events.publish('acct_a', 'customer-created', { n: 1 }, { orderingKey: 'k'.repeat(250) });
+            await waitFor(async () => (await deliveriesOf(app, hook.id))[0]?.attempts.length === 1, 'the attempt');
+            const [delivery] = await deliveriesOf(app, hook.id);
+            // The 250-character key does not fit AMQP's 255 bytes after `events.`: it travels as its hash.
+            assert.match(
+              delivery!.attempts[0]!.error ?? '',
+              /no queue is bound to the exchange .* for the routing key events\.h[0-9a-f]{64}$/,
+            );
+          },
+        );
+      } finally {
+        await channel.deleteExchange(exchange);
+        await model.close();
+      }
+    });
+
   const restarts = kind.inapplicable?.restart === undefined ? [0.3, 0.6] : [];
   const LONG_RUN_EVENTS = kind.longRunEvents ?? LONG_RUN;
   on(
