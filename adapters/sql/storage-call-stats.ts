@@ -32,7 +32,7 @@ const SWEEP_EVERY_MS = 60_000;
 export function countCalls({ table }: Names, source: string): string {
   const status = `(c.entry->>'statusCode')::int`;
   // rules/call-stats.ts's outcomeIndex: no status and no error is a broker's acknowledgement.
-  const outcome = `CASE WHEN c.entry->>'statusCode' IS NULL THEN (CASE WHEN c.entry->>'error' IS NULL THEN 0 ELSE 2 END) WHEN ${status} BETWEEN 200 AND 299 THEN 0 ELSE 1 END`;
+  const outcome = `CASE WHEN c.entry->>'statusCode' IS NULL THEN (CASE WHEN jsonb_typeof(c.entry->'error') = 'null' THEN 0 ELSE 2 END) WHEN ${status} BETWEEN 200 AND 299 THEN 0 ELSE 1 END`;
   const duration = `(c.entry->>'durationMs')::numeric`;
   const bin = `CASE ${LATENCY_BOUNDS_MS.map((bound, i) => `WHEN ${duration} <= ${bound} THEN ${i}`).join(' ')} ELSE ${LATENCY_BOUNDS_MS.length} END`;
   const hour = `date_trunc('hour', (c.entry->>'at')::timestamptz AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'`;

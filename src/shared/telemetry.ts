@@ -70,6 +70,18 @@ export const noTelemetry: Telemetry = {
 };
 
 const SCOPE = 'customer-portal';
+/** The port of a webhook URL that names none, by scheme: HTTP's, and each destination's broker's. */
+const DEFAULT_PORTS: Record<string, number> = {
+  'https:': 443,
+  'amqp:': 5672,
+  'amqps:': 5671,
+  'nats:': 4222,
+  'mqtt:': 1883,
+  'mqtts:': 8883,
+  'redis:': 6379,
+  'rediss:': 6379,
+  'sqs:': 443,
+};
 /** The buckets OpenTelemetry's HTTP conventions advise for durations in seconds. */
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10];
 
@@ -192,7 +204,7 @@ function telemetryOf(api: typeof Otel): Telemetry {
       try {
         const parsed = new URL(info.url);
         host = parsed.hostname;
-        port = Number(parsed.port) || (parsed.protocol === 'https:' ? 443 : 80);
+        port = Number(parsed.port) || (DEFAULT_PORTS[parsed.protocol] ?? 80);
         // A destination beyond HTTP publishes to a broker: a messaging span, not an HTTP one.
         if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') broker = parsed.protocol.slice(0, -1);
       } catch {

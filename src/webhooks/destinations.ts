@@ -43,6 +43,11 @@ const schemeOf = (url: string): string => {
   return colon < 1 ? '' : url.slice(0, colon).toLowerCase();
 };
 
+/** What a call to a destination gets once the transport is closed. */
+const CLOSED: WebhookTransport = {
+  send: async () => ({ statusCode: null, headers: {}, error: 'the destination is closed' }),
+};
+
 /**
  * One transport for every webhook: a call goes to the destination its URL's scheme names, else to
  * `http`. Each destination is opened once, with the context the HTTP transport follows too, and
@@ -50,9 +55,12 @@ const schemeOf = (url: string): string => {
  */
 export function routedTransport(http: WebhookTransport, routes: Routes, context: DestinationContext): WebhookTransport {
   const opened = new Map<WebhookDestination, WebhookTransport>();
+  let closed = false;
   const transportOf = (url: string): WebhookTransport => {
     const destination = routes.destinationOf(schemeOf(url));
     if (destination === undefined) return http;
+    // Closed, a destination is not opened again: nothing would close it.
+    if (closed) return CLOSED;
     let transport = opened.get(destination);
     if (transport === undefined) opened.set(destination, (transport = destination.open(context)));
     return transport;
@@ -60,6 +68,7 @@ export function routedTransport(http: WebhookTransport, routes: Routes, context:
   return {
     send: (call, options) => transportOf(call.url).send(call, options),
     async close() {
+      closed = true;
       await Promise.allSettled([http.close?.(), ...[...opened.values()].map((transport) => transport.close?.())]);
     },
   };

@@ -74,7 +74,8 @@ export interface WebhookWorkerOptions {
 function callOutcome(result: WebhookCallResult): CallOutcome {
   if (attemptSucceeded(result)) return 'success';
   if (result.statusCode !== null) return 'failure';
-  return result.error?.startsWith('timed out') ? 'timeout' : 'error';
+  // A destination's errors start with its name (`amqp: timed out after …`).
+  return /^(\w+: )?timed out/.test(result.error ?? '') ? 'timeout' : 'error';
 }
 
 /**
