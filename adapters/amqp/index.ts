@@ -4,6 +4,7 @@ import {
   type BrokerConnection,
   type UrlProblem,
   fittedKey,
+  pathNameOf,
   peer,
   pooledDestination,
   withDeadline,
@@ -31,13 +32,8 @@ interface Target {
 }
 
 function targetOf(url: URL): Target | UrlProblem {
-  if (url.host === '') return { problem: 'must name the broker host' };
-  let vhost: string;
-  try {
-    vhost = decodeURIComponent(url.pathname.slice(1));
-  } catch {
-    return { problem: 'must name its vhost in percent-encoded UTF-8' };
-  }
+  const vhost = pathNameOf(url, 'vhost', MAX_NAME);
+  if (typeof vhost !== 'string') return vhost;
   let exchange = '';
   let routingKey = '';
   for (const [name, value] of url.searchParams) {
@@ -48,7 +44,6 @@ function targetOf(url: URL): Target | UrlProblem {
   if (exchange === '' && routingKey === '')
     return { problem: 'must name an exchange, a routing key or both: amqp://host/vhost?exchange=X&routingKey=Y' };
   for (const [what, value] of [
-    ['vhost', vhost],
     ['exchange', exchange],
     ['routingKey', routingKey],
   ] as const) {

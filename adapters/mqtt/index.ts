@@ -4,6 +4,7 @@ import type { WebhookDestination } from '../../src/ports.js';
 import {
   type BrokerConnection,
   type UrlProblem,
+  pathNameOf,
   peer,
   pooledDestination,
   subjectToken,
@@ -23,15 +24,8 @@ const MAX_TOPIC = 1024;
 
 /** The topic a `mqtt://host:port/topic` URL publishes to, or what is wrong with it. */
 function topicOf(url: URL): string | UrlProblem {
-  if (url.host === '') return { problem: 'must name the MQTT broker host' };
-  let topic: string;
-  try {
-    topic = decodeURIComponent(url.pathname.slice(1));
-  } catch {
-    return { problem: 'must name its topic in percent-encoded UTF-8' };
-  }
-  if (topic === '') return { problem: 'must name the topic as its path: mqtt://host:1883/orders/events' };
-  if (Buffer.byteLength(topic) > MAX_TOPIC) return { problem: `must name a topic of at most ${MAX_TOPIC} bytes` };
+  const topic = pathNameOf(url, 'topic', MAX_TOPIC, 'mqtt://host:1883/orders/events');
+  if (typeof topic !== 'string') return topic;
   if (/[+#\0]/.test(topic)) return { problem: 'must name a topic without the wildcards + and #' };
   if (url.search !== '' || url.hash !== '') return { problem: 'must not carry a query or a fragment' };
   return topic;

@@ -4,6 +4,7 @@ import type { WebhookDestination } from '../../src/ports.js';
 import {
   type BrokerConnection,
   type UrlProblem,
+  pathNameOf,
   peer,
   pooledDestination,
   subjectToken,
@@ -26,15 +27,8 @@ const MAX_SUBJECT = 255;
 
 /** The subject a `nats://host:port/subject` URL publishes to, or what is wrong with it. */
 function subjectOf(url: URL): string | UrlProblem {
-  if (url.host === '') return { problem: 'must name the NATS server host' };
-  let subject: string;
-  try {
-    subject = decodeURIComponent(url.pathname.slice(1));
-  } catch {
-    return { problem: 'must name its subject in percent-encoded UTF-8' };
-  }
-  if (subject === '') return { problem: 'must name the subject as its path: nats://host:4222/orders.events' };
-  if (subject.length > MAX_SUBJECT) return { problem: `must name a subject of at most ${MAX_SUBJECT} characters` };
+  const subject = pathNameOf(url, 'subject', MAX_SUBJECT, 'nats://host:4222/orders.events');
+  if (typeof subject !== 'string') return subject;
   if (!SUBJECT.test(subject)) return { problem: 'must name a subject without wildcards, spaces or empty tokens' };
   if (url.search !== '' || url.hash !== '') return { problem: 'must not carry a query or a fragment' };
   return subject;

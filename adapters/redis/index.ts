@@ -1,5 +1,12 @@
 import type { WebhookCall, WebhookDestination } from '../../src/ports.js';
-import { type BrokerConnection, type UrlProblem, peer, pooledDestination, withDeadline } from '../shared/broker.js';
+import {
+  type BrokerConnection,
+  type UrlProblem,
+  pathNameOf,
+  peer,
+  pooledDestination,
+  withDeadline,
+} from '../shared/broker.js';
 
 /** What the destination asks of a client. */
 interface StreamClient {
@@ -28,16 +35,8 @@ interface Target {
 
 /** The stream and database of a URL, or what is wrong with it. */
 function targetOf(url: URL): Target | UrlProblem {
-  let stream: string;
-  try {
-    stream = decodeURIComponent(url.pathname.slice(1));
-  } catch {
-    return { problem: 'must name its stream in percent-encoded UTF-8' };
-  }
-  if (url.host === '') return { problem: 'must name the Redis host' };
-  if (stream === '') return { problem: 'must name the stream as its path: redis://host:6379/stream' };
-  if (stream.length > MAX_STREAM_LENGTH)
-    return { problem: `must name a stream of at most ${MAX_STREAM_LENGTH} characters` };
+  const stream = pathNameOf(url, 'stream', MAX_STREAM_LENGTH, 'redis://host:6379/stream');
+  if (typeof stream !== 'string') return stream;
   let db = 0;
   for (const [name, value] of url.searchParams) {
     if (name !== 'db') return { problem: `must not carry the option ${name}: only db is known` };

@@ -521,3 +521,20 @@ export function fittedKey(key: string, maxBytes: number, allowed?: RegExp): stri
   if (Buffer.byteLength(key) <= maxBytes && (allowed === undefined || allowed.test(key))) return key;
   return `h${createHash('sha256').update(key).digest('hex')}`;
 }
+
+/**
+ * The name a broker URL's path holds (a stream, a subject, a topic, a vhost), decoded; or what is
+ * wrong with it. `example` shows a URL naming one, where one is required.
+ */
+export function pathNameOf(url: URL, what: string, maxBytes: number, example?: string): string | UrlProblem {
+  if (url.host === '') return { problem: 'must name the broker host' };
+  let name: string;
+  try {
+    name = decodeURIComponent(url.pathname.slice(1));
+  } catch {
+    return { problem: `must name its ${what} in percent-encoded UTF-8` };
+  }
+  if (name === '' && example !== undefined) return { problem: `must name the ${what} as its path: ${example}` };
+  if (Buffer.byteLength(name) > maxBytes) return { problem: `must name a ${what} of at most ${maxBytes} bytes` };
+  return name;
+}
