@@ -252,10 +252,7 @@ export async function createPortal(options: PortalOptions = {}): Promise<Portal>
     maxPerAccount: webhookOptions.maxPerAccount,
     signer,
     publicUrl,
-    urls: {
-      schemes: destinations.schemes,
-      check: (url) => destinations.destinationOf(url.protocol.slice(0, -1))?.check(url) ?? null,
-    },
+    urls: destinations,
   });
   const catalogue = createEventCatalogue(eventTypes, libraryEventDefinitions());
   const events = createEventService({ storage, clock, eventTypes, notify, catalogue });

@@ -18,6 +18,8 @@ export interface Routes {
   readonly schemes: readonly string[];
   /** The destination of a scheme (without its colon), or `undefined` for HTTP's and for one no destination takes. */
   destinationOf(scheme: string): WebhookDestination | undefined;
+  /** What its destination finds wrong with a URL of a broker's scheme, or `null` (the `WebhookUrls` a webhook is checked by). */
+  check(url: URL): string | null;
 }
 
 /** The routes of `destinations`; a scheme taken by two of them, or by one of them and HTTP, is a mistake of the host. */
@@ -34,6 +36,7 @@ export function routesOf(destinations: Destinations = {}): Routes {
   return {
     schemes: [...HTTP_SCHEMES, ...byScheme.keys()],
     destinationOf: (scheme) => byScheme.get(scheme),
+    check: (url) => byScheme.get(url.protocol.slice(0, -1))?.check(url) ?? null,
   };
 }
 
