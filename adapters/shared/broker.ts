@@ -327,7 +327,11 @@ class Relayed<Connection extends BrokerConnection> implements BrokerConnection {
 export function pooledDestination<Target, Connection extends BrokerConnection>(
   broker: PooledBroker<Target, Connection>,
 ): WebhookDestination {
-  /** The URL's target, its user and password readable first: every adapter decodes them. */
+  /**
+   * The URL's target, once what every attempt reads of it is readable: the user and password, which
+   * each adapter decodes, and the host, which `brokerAddress` reads as the HTTP parser does (an opaque
+   * host such as `a%zz` parses as a broker URL, and as nothing there).
+   */
   const targetOf = (url: URL): Target | UrlProblem => {
     try {
       decodeURIComponent(url.username);
@@ -335,6 +339,7 @@ export function pooledDestination<Target, Connection extends BrokerConnection>(
     } catch {
       return { problem: 'must percent-encode its user and password in UTF-8' };
     }
+    if (url.host !== '' && !URL.canParse(`http://${url.host}`)) return { problem: 'must name a valid host' };
     return broker.targetOf(url);
   };
   return {

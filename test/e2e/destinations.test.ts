@@ -76,6 +76,8 @@ schemes(
       const noStream = await create(app, 'redis://127.0.0.1:6379/');
       assert.is(noStream.status, 400);
       assert.match((await json(noStream)).message, /url: must name the stream/);
+      const badHost = await create(app, 'redis://a%zz:6379/events');
+      assert.match((await json(badHost)).message, /url: must name a valid host/);
       const badDb = await create(app, 'redis://127.0.0.1:6379/events?db=x');
       assert.match((await json(badDb)).message, /url: must pick a database/);
       const credentials = await create(app, 'https://user:pw@example.com/hook');
