@@ -258,7 +258,7 @@ for (const kind of KINDS) {
   });
 
   unless(kind.inapplicable?.flood)(
-    'a broker that floods the connection: the relay ends it at 1 MiB unasked, the attempt names why',
+    'a broker that floods the connection: the attempt fails, the relay or the client ending it first',
     async () => {
       const flood = Buffer.alloc(8 * 1024 * 1024, 0x2a);
       const sockets = new Set<net.Socket>();
@@ -282,7 +282,10 @@ for (const kind of KINDS) {
             await app.portal.events.publish('acct_a', 'customer-created', { n: 1 });
             await waitFor(async () => (await deliveriesOf(app, hook.id))[0]?.attempts.length === 1, 'the attempt');
             const [delivery] = await deliveriesOf(app, hook.id);
-            assert.match(delivery!.attempts[0]!.error ?? '', /more than 1048576 bytes that were not asked for/);
+            // Which ends it first is a race: the relay past its bound, or the client refusing the first
+            // bytes it parses (mqtt.js, amqplib's frameMax). The bound itself is test/unit/broker-connections'.
+            assert.match(delivery!.attempts[0]!.error ?? '', new RegExp(`^${kind.name}: `), 'a failed attempt');
+            assert.is(delivery!.status, 'pending', 'retried on the schedule, never acknowledged');
           },
         );
       } finally {

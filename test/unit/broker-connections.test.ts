@@ -111,7 +111,8 @@ test('at most 8 brokers an account: the least recently used idle one goes; all i
 test('idle connections close after idleMs', async () => {
   const pool = new BrokerConnections<Fake>(1000);
   const connection = await use(pool, 'acct_a', 'k');
-  await new Promise((resolve) => setTimeout(resolve, 1600));
+  // The sweep runs every second: an idle connection goes between idleMs and idleMs plus one sweep.
+  await new Promise((resolve) => setTimeout(resolve, 2500));
   assert.ok(connection.closed, 'closed by the sweep');
   assert.is(pool.size, 0);
   await pool.close();
