@@ -2,36 +2,18 @@
  * The records the portal keeps. Every stored record carries the `accountId` it belongs to; the
  * public shapes (what the API and the programmatic methods return) leave it out.
  * Date-times are ATOM strings (see `time.ts`), so comparing two of them as strings compares times.
+ * The types of what the API answers are derived from its valibot shapes (`shapes/answers.ts`), which
+ * the OpenAPI document is generated from: a field is added there, once, with its documentation.
  */
 
-/**
- * A webhook's filter over its events' `data`: keys are dotted paths into the data (`customer.tier`,
- * `items.0.sku`) or the logical operators `$and`, `$or` (arrays of filters) and `$not` (a filter);
- * a path's value is what it must equal, an object of value operators (`{"$gte": 100}`, all of
- * which must hold), or a filter nested under that path. Every clause of an object must hold. The
- * rules: `rules/event-filter.ts`.
- */
-export type EventFilter = { [key: string]: unknown };
+import type * as v from 'valibot';
+import type * as answers from './shapes/answers.js';
+import { ERASED, type EventFilter, IDENTIFICATION_METHODS, type IdentificationMethod } from './shapes/values.js';
 
-export interface Webhook {
-  id: string;
-  type: string;
-  url: string;
-  /**
-   * The `whsec_` secret its calls are signed with (`v1,` HMAC-SHA256), which the receiver verifies
-   * with; absent for a webhook signing with ed25519, whose private key never leaves the portal.
-   */
-  secret?: string;
-  createdAt: string;
-  /** Which events of its type it gets (`rules/event-filter.ts`); absent: every one. */
-  filter?: EventFilter;
-  /** At most this many of its calls start in any one-second window (`rules/rate-limit.ts`); absent: no limit. */
-  rateLimit?: number;
-  /** `ed25519` for a webhook whose calls carry `v1a,` signatures; absent: `v1,` HMAC-SHA256. */
-  signatureScheme?: 'ed25519';
-  /** The `whpk_` public key an ed25519 webhook's calls verify with. */
-  publicKey?: string;
-}
+export { ERASED, type EventFilter, IDENTIFICATION_METHODS, type IdentificationMethod };
+
+/** A webhook as the API answers: where an event type's calls go, and how they are signed. */
+export interface Webhook extends v.InferOutput<typeof answers.webhook> {}
 export interface WebhookRecord extends Omit<Webhook, 'secret' | 'publicKey' | 'signatureScheme'> {
   accountId: string;
   /** What signs its calls: a `whsec_` secret, or a `whsk_` ed25519 private key (`shared/webhook-keys.ts`). */
@@ -68,35 +50,12 @@ export function withRotation(webhook: WebhookRecord, rotation: SecretRotation): 
 }
 
 /** Why a webhook was disabled: a `410 Gone` answer, calls failing past the thresholds, or by hand. */
-export type WebhookDisabledReason = 'gone' | 'failing' | 'manual';
+export type WebhookDisabledReason = v.InferOutput<typeof answers.webhookDisabledReason>;
 /** A reason the delivery worker disables a webhook for; `manual` is the host's or the tenant's doing. */
 export type AutomaticDisableReason = Exclude<WebhookDisabledReason, 'manual'>;
 
 /** How a webhook's calls are going, as `GET /webhooks/{id}/health` answers. Date-times ATOM or `null`. */
-export interface WebhookHealth {
-  status: 'enabled' | 'disabled';
-  disabledReason: WebhookDisabledReason | null;
-  disabledAt: string | null;
-  /** The first failed attempt of the current run of failures; `null` once an attempt succeeds. */
-  failingSince: string | null;
-  lastSuccessAt: string | null;
-  lastAttemptAt: string | null;
-  /** Failed attempts since the last success (or since enabled again). */
-  consecutiveFailures: number;
-  /**
-   * Until when its calls wait: as its receiver asked (`Retry-After` on a `429` or `503`), or while
-   * it is down (a pause between tries, `rules/in-flight.ts`); `null` when they do not.
-   */
-  heldUntil: string | null;
-  /** The webhook's `rateLimit`: calls a second at most; `null` when it has none. */
-  rateLimit: number | null;
-  /**
-   * Calls in flight at most, as the delivery workers adapted it to what its receiver takes (fewer
-   * after `429`, `503`, timeouts or failed connections, more while calls succeed); `null` when no
-   * worker limits it below its account's share.
-   */
-  inFlightLimit: number | null;
-}
+export interface WebhookHealth extends v.InferOutput<typeof answers.webhookHealth> {}
 /**
  * A webhook's health as stored, under the webhook's id: a record apart from the webhook, written
  * with each recorded attempt. A webhook no attempt has reached yet has none (it is healthy).
@@ -122,17 +81,10 @@ export interface WebhookHealthRecord {
   inFlightLimit: number | null;
 }
 
-export type FileEntryType = 'file' | 'directory';
+export type FileEntryType = v.InferOutput<typeof answers.fileEntryType>;
 
-export interface FileEntry {
-  id: string;
-  type: FileEntryType;
-  name: string;
-  size: number;
-  mime: string;
-  fileShareId: string | null;
-  createdAt: string;
-}
+/** A file or a directory of a file share, as the API lists it. */
+export interface FileEntry extends v.InferOutput<typeof answers.fileEntry> {}
 export interface FileEntryRecord extends FileEntry {
   accountId: string;
   /** The directory holding the entry; `null` for the account's root. */
@@ -143,39 +95,13 @@ export interface FileEntryRecord extends FileEntry {
 export const directoryKey = (accountId: string, directoryId: string | null): string =>
   `${accountId}\u0000${directoryId ?? ''}`;
 
-export type AgreementStatus = 'sent' | 'signed';
+export type AgreementStatus = v.InferOutput<typeof answers.agreementStatus>;
 
-export interface AgreementSigner {
-  id: string;
-  firstName: string;
-  lastName: string;
-  email: string;
-  shouldIdentify: boolean;
-  signature: string | null;
-  signatureHash: string | null;
-  signedAt: string | null;
-  /** When the signer first opened the agreement through a signing link. */
-  viewedAt: string | null;
-  declinedAt: string | null;
-  declineReason: string | null;
-  /**
-   * Whether the signer must identify before seeing the documents (`shouldIdentify`, or a link
-   * issued with an access code), and whether, how and when they did with their current link.
-   */
-  identification: SignerIdentification;
-}
-
-/** How a signer proves who they are: a code mailed to them, or a code the host gave them by another channel. */
-export type IdentificationMethod = 'email-code' | 'access-code';
-export const IDENTIFICATION_METHODS: readonly IdentificationMethod[] = ['email-code', 'access-code'];
+/** A signer of an agreement, as the API answers. */
+export interface AgreementSigner extends v.InferOutput<typeof answers.agreementSigner> {}
 
 /** A signer's identification as the host sees it: `method` and `at` once verified with the current link, else `null`. */
-export interface SignerIdentification {
-  required: boolean;
-  verified: boolean;
-  method: IdentificationMethod | null;
-  at: string | null;
-}
+export interface SignerIdentification extends v.InferOutput<typeof answers.signerIdentification> {}
 
 /**
  * What a store keeps of a signer's identification (`domain/signer-identity.ts`): never a code. The
@@ -227,18 +153,12 @@ export interface PendingMail {
 }
 
 /** `parallel`: every signer may sign at any time; `sequential`: each only after those before. */
-export type SigningOrder = 'parallel' | 'sequential';
+export type SigningOrder = v.InferOutput<typeof answers.signingOrder>;
 /** Why an agreement closed unsigned. */
-export type ClosedReason = 'declined' | 'expired' | 'voided';
+export type ClosedReason = v.InferOutput<typeof answers.closedReason>;
 
-export interface AgreementDocument {
-  id: string;
-  documentName: string;
-  fileSize: number;
-  fileHash: string;
-  /** SHA-256 (hex) of the completed copy (the signatures stamped in, sealed); `null` until it is made, and for a document that is not a PDF. */
-  signedFileHash: string | null;
-}
+/** A document of an agreement, as the API answers. */
+export interface AgreementDocument extends v.InferOutput<typeof answers.agreementDocument> {}
 
 /** What a field shows once its signer has signed (DESIGN §12): the signature image, the name, the date signed, the initials. */
 export type FieldType = 'signature' | 'name' | 'date' | 'initials';
@@ -285,33 +205,16 @@ export interface CompletionRecord {
   lastError: string | null;
 }
 
-export interface Agreement {
-  id: string;
-  name: string;
-  status: AgreementStatus;
-  signerName: string;
-  signerSignature: string;
-  signerSignatureHash: string;
-  signers: AgreementSigner[];
-  documents: AgreementDocument[];
-  createdAt: string;
-  signingOrder: SigningOrder;
-  /** When the agreement closes unsigned (ATOM), or `null`: never. */
-  expiresAt: string | null;
-  /** When it closed unsigned (declined or expired), with why; both `null` while open or once signed. */
-  closedAt: string | null;
-  closedReason: ClosedReason | null;
-}
+/** An agreement, as `GET /agreements/{agreementId}` answers it: signature images included. */
+export interface Agreement extends v.InferOutput<typeof answers.agreement> {}
 /** A signer as an event carries it: no signature image (its hash and time are kept). */
-export type AgreementEventSigner = Omit<AgreementSigner, 'signature'>;
+export type AgreementEventSigner = v.InferOutput<typeof answers.agreementEventSigner>;
 /**
  * The agreement as `agreement-created` and `agreement-signed` carry it: without the signature
  * images (`signerSignature`, each signer's `signature`), hashes kept, so that a call stays a few
  * KiB; `GET /agreements/{agreementId}` answers the whole agreement.
  */
-export interface AgreementEventData extends Omit<Agreement, 'signerSignature' | 'signers'> {
-  signers: AgreementEventSigner[];
-}
+export interface AgreementEventData extends v.InferOutput<typeof answers.agreementEventData> {}
 
 /** A signer as stored: with the id of the one signing link that still works for them. */
 export interface AgreementSignerRecord extends Omit<AgreementSigner, 'identification'> {
@@ -413,9 +316,6 @@ export function extendsTrail(current: readonly AuditEntry[], next: readonly Audi
   for (let i = 0; i < current.length; i++) if (JSON.stringify(current[i]) !== JSON.stringify(next[i])) return false;
   return true;
 }
-
-/** What personal data is replaced with when it is erased. */
-export const ERASED = '[erased]';
 
 /** `value` erased: `ERASED`, unless it is `null` (nothing was kept). */
 export const erasedValue = <T extends string | null>(value: T) => (value === null ? null : ERASED);
@@ -586,25 +486,15 @@ export interface PageRequest {
   after?: string;
 }
 
-export interface Attachment {
-  id: string;
-  ticketId: string;
-  messageId: string;
-  name: string;
-  mime: string;
-  size: number;
-  createdAt: string;
-}
+/** A file attached to a ticket message. */
+export interface Attachment extends v.InferOutput<typeof answers.attachment> {}
 /** The bytes are in the `BlobStore` under the attachment's id. */
 export interface AttachmentRecord extends Attachment {
   accountId: string;
 }
 
 /** A link that serves an attachment without Authorization until `expiresAt`. */
-export interface DownloadLink {
-  link: string;
-  expiresAt: string;
-}
+export interface DownloadLink extends v.InferOutput<typeof answers.downloadLink> {}
 
 export interface PortalEvent {
   id: string;
@@ -621,43 +511,13 @@ export interface EventRecord extends PortalEvent {
   accountId: string;
 }
 
-export type DeliveryStatus = 'pending' | 'succeeded' | 'failed' | 'cancelled';
+export type DeliveryStatus = v.InferOutput<typeof answers.deliveryStatus>;
 
-export interface DeliveryAttempt {
-  at: string;
-  statusCode: number | null;
-  error: string | null;
-  durationMs: number;
-  /** Set when the call never left the portal (its egress proxy failed): `WebhookCallResult.local`. */
-  local?: true;
-  /** Set when the answer held the webhook's calls (a `429` or `503` with `Retry-After`): no failure, no retry spent. */
-  held?: true;
-}
+/** One call of a delivery, as its log keeps it. */
+export interface DeliveryAttempt extends v.InferOutput<typeof answers.deliveryAttempt> {}
 
-export interface Delivery {
-  id: string;
-  webhookId: string;
-  eventId: string;
-  /** The event's type: the webhook's own, or `webhook.test` for a test call. */
-  eventType: string;
-  status: DeliveryStatus;
-  /** The last attempts, oldest first: at most 50 (`MAX_ATTEMPTS_KEPT`), older ones dropped. */
-  attempts: DeliveryAttempt[];
-  /** Every attempt ever made, those dropped from `attempts` included. */
-  attemptCount: number;
-  nextAttemptAt: string | null;
-  createdAt: string;
-  /**
-   * Its event's ordering key (`null`: none). A pending delivery of a key that waits for an earlier
-   * one of the same webhook and key has no `nextAttemptAt` until that one ends.
-   */
-  orderingKey: string | null;
-  /**
-   * Set by a redeliver asked for while a call of the delivery was in flight: once that call is
-   * recorded, whatever its outcome, the delivery is pending and due again, and one more call follows.
-   */
-  redeliverQueued: boolean;
-}
+/** One event's delivery to one webhook, as its log lists it. */
+export interface Delivery extends v.InferOutput<typeof answers.delivery> {}
 export interface DeliveryRecord extends Delivery {
   accountId: string;
   /** Who holds the delivery while a call is in flight, and until when; `null` when free. */

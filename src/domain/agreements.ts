@@ -1,10 +1,12 @@
 import { createHash } from 'node:crypto';
 import { type Readable, Transform } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
+import type * as v from 'valibot';
 import { PortalError } from '../errors.js';
 import { isId, newId } from '../shared/ids.js';
 import { silentLogger, type Logger } from '../shared/logger.js';
 import type { BlobStore, Storage } from '../ports.js';
+import type * as answers from '../shapes/answers.js';
 import {
   withoutImages,
   type Agreement,
@@ -43,7 +45,6 @@ import {
 import { certificateKey } from './certificates.js';
 import { isPdf } from './completed-copy.js';
 import { PdfBusy, PdfError, type PdfWork, createPdfWork } from './pdf-work.js';
-import type { PadesLevel } from './seal-check.js';
 import { newEvent } from './events.js';
 import {
   createIdempotency,
@@ -120,14 +121,7 @@ export interface AgreementForm {
 }
 
 /** The answer of `POST /verify` (DESIGN §12). */
-export interface Verification {
-  sealed: boolean;
-  intact: boolean;
-  level: PadesLevel | null;
-  signedAt: string | null;
-  agreementId: string | null;
-  documentId: string | null;
-}
+export interface Verification extends v.InferOutput<typeof answers.verification> {}
 
 export interface SignInput {
   /** The signer's signature image as a data-URL (PNG, JPEG or WebP, at most 1 MiB). */

@@ -3,11 +3,31 @@ import { PortalError } from '../errors.js';
 import { isId } from '../shared/ids.js';
 import { inDateRange, isRealDateTime } from '../shared/time.js';
 import { hasControlCharacter } from '../shared/text.js';
-import { signatureDataUrl, signatureInput } from './signature-data.js';
-import type { EventFilter } from '../rules/event-filter.js';
-import { RATE_LIMIT } from '../rules/rate-limit.js';
+import { signatureInput } from './signature-data.js';
+import {
+  MAX_DECLINE_REASON,
+  MAX_DOCUMENT_BYTES,
+  MAX_DOCUMENTS,
+  MAX_SIGNERS,
+  displayName,
+  eventFilter,
+  filterObject,
+  isMediaType,
+  mediaType,
+  noControlCharacters,
+  rateLimit,
+} from '../shapes/values.js';
 
-export { signatureDataUrl, signatureInput };
+export {
+  MAX_DOCUMENT_BYTES,
+  MAX_DOCUMENTS,
+  MAX_SIGNERS,
+  displayName,
+  filterObject,
+  isMediaType,
+  mediaType,
+  signatureInput,
+};
 
 type Schema<T> = v.GenericSchema<unknown, T>;
 
@@ -68,35 +88,6 @@ const entryName = v.pipe(
   v.regex(/^[^/\\\u0000-\u001f\u007f-\u009f]+$/, 'must not contain "/", "\\" or control characters'),
 );
 
-/** RFC 9110 §5.6.2 token: one or more tchar. */
-const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
-/**
- * RFC 9110 §5.6.4 quoted-string, printable ASCII only: no control character (HTAB, CR, LF and NUL
- * included) and no obs-text, so nothing Node would refuse in a header (U+2028 and U+2029 among them).
- */
-const QUOTED = String.raw`"(?:[ !#-\[\]-~]|\\[ -~])*"`;
-/** OWS, spaces only: a tab is a control character, refused in every input. */
-const OWS = ' *';
-const MEDIA_TYPE = new RegExp(`^${TOKEN}/${TOKEN}(?:${OWS};${OWS}${TOKEN}=(?:${TOKEN}|${QUOTED}))*$`);
-
-/**
- * A media type as RFC 9110 §8.3.1 writes one: `type "/" subtype *( OWS ";" OWS parameter )`, token
- * characters only, a parameter's value a token or a quoted string. Whatever passes can be sent as a
- * `Content-Type` header as it is: the attachment's downloads depend on it.
- */
-/** Whether `text` is a media type `mediaType` accepts. */
-export const isMediaType = (text: string): boolean => text.length <= 255 && MEDIA_TYPE.test(text);
-
-export const mediaType = v.pipe(
-  v.string('must be a string'),
-  v.maxLength(255, 'must be at most 255 characters'),
-  v.regex(MEDIA_TYPE, 'must be a media type such as "application/pdf"'),
-);
-
-/** Refuses NUL and every other control character (see `CONTROL_CHARACTER`). */
-const noControlCharacters = () =>
-  v.check((text: string) => !hasControlCharacter(text), 'must not contain control characters');
-
 const accountId = v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'), noControlCharacters());
 
 /**
@@ -129,27 +120,6 @@ export function agreementIdOf(ids: { agreementId: string; signerId?: string; doc
     throw new PortalError('DOCUMENT_NOT_FOUND', documentId, agreementId);
   return agreementId;
 }
-
-/** The limits of one agreement (spec "Limits"): signers, documents, and the documents' bytes in total. */
-export const MAX_SIGNERS = 5;
-/** The longest reason a signer may give for declining. */
-export const MAX_DECLINE_REASON = 1000;
-export const MAX_DOCUMENTS = 5;
-export const MAX_DOCUMENT_BYTES = 5 * 1024 * 1024;
-
-/** 1–255 characters (code points), not only white space. */
-export const displayName = v.pipe(
-  v.string('must be a string'),
-  v.check((text) => text.trim() !== '', 'must not be empty'),
-  v.check((text) => [...text].length <= 255, 'must be at most 255 characters'),
-  noControlCharacters(),
-  // The checks above for the OpenAPI document: JSON Schema counts code points too, and \S is "not only white space".
-  v.metadata({
-    minLength: 1,
-    maxLength: 255,
-    pattern: '^[^\\u0000-\\u001f\\u007f-\\u009f]*\\S[^\\u0000-\\u001f\\u007f-\\u009f]*$',
-  }),
-);
 
 const signerEmail = v.pipe(
   v.string('must be a string'),
@@ -308,35 +278,6 @@ function webhookUrl(urls: WebhookUrls) {
     }),
   );
 }
-
-/** A webhook's filter (src/rules/event-filter.ts); its grammar and limits are checked by `checkFilter`, not by this schema. */
-export const filterObject = v.custom<EventFilter>(
-  (value) => value !== null && typeof value === 'object' && !Array.isArray(value),
-  'must be an object of clauses, such as {"customer.tier": "gold"}',
-);
-export const eventFilter = v.pipe(
-  // Not v.record: it drops keys such as "constructor", which are paths a filter may name.
-  filterObject,
-  v.description(
-    "Which events of its type the webhook gets: keys are dotted paths into the event's `data` (`customer.tier`, `items.0.sku`) or `$and`/`$or` (arrays of filters) and `$not` (a filter); a path's value is what it must equal, an object of value operators (`$eq $neq $gt $gte $lt $lte $in $nin $startsWith $endsWith $exist`), or a filter nested under that path. Every clause must hold. At most 50 clauses, 8 levels, 8,192 characters.",
-  ),
-  v.metadata({
-    examples: [
-      { 'customer.tier': 'gold', amount: { $gte: 100 }, $or: [{ country: { $in: ['FR', 'DE'] } }, { vip: true }] },
-    ],
-  }),
-);
-
-/** Calls a second a webhook's receiver is sent at most (`rules/rate-limit.ts`); the API's answers show it too. */
-export const rateLimit = v.pipe(
-  v.number('must be a number of calls a second'),
-  v.integer('must be a whole number of calls a second'),
-  v.minValue(RATE_LIMIT.min, `must be ${RATE_LIMIT.min} or more`),
-  v.maxValue(RATE_LIMIT.max, `must be at most ${RATE_LIMIT.max}`),
-  v.description(
-    `At most this many of its calls start in any one-second window, across instances (${RATE_LIMIT.min} … ${RATE_LIMIT.max}); \`null\` or absent: no limit.`,
-  ),
-);
 
 /** The body of `POST /webhooks` and the input of `webhooks.create`: `{ type, url, filter? }`. */
 export function webhookInput(eventTypes: readonly string[], urls: WebhookUrls = HTTP_URLS) {

@@ -1,7 +1,9 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type * as v from 'valibot';
 import { PortalError } from '../errors.js';
 import type { Storage } from '../ports.js';
 import type { PortalSessionRecord, PortalSessionScope } from '../records.js';
+import type * as answers from '../shapes/answers.js';
 import { atom } from '../shared/time.js';
 import { PORTAL_SESSION_SECONDS, checkAccountId, parseInput, portalSessionInput } from './inputs.js';
 
@@ -42,13 +44,7 @@ export interface SessionGrant {
 }
 
 /** `POST /portal-sessions`'s answer: the link that opens the portal page, and the token it carries. */
-export interface PortalSessionLink {
-  id: string;
-  /** The portal page with the token, the scopes and `readOnly` in its fragment; `null` when the portal serves no page. */
-  url: string | null;
-  token: string;
-  expiresAt: string;
-}
+export interface PortalSessionLink extends v.InferOutput<typeof answers.portalSession> {}
 
 /**
  * Portal sessions: short-lived, scoped, revocable credentials a host's backend asks for, to hand one

@@ -1,155 +1,58 @@
 import * as v from 'valibot';
-import { idPattern, type IdPrefix } from '../shared/ids.js';
-import { eventFilter, rateLimit } from '../domain/inputs.js';
-import type { PortalSessionLink } from '../domain/portal-sessions.js';
-import type {
-  AgreementEventData,
-  Agreement,
-  AgreementDocument,
-  AgreementSigner,
-  Attachment,
-  Delivery,
-  DeliveryAttempt,
-  DownloadLink,
-  FileEntry,
-  Webhook,
-  WebhookHealth,
-} from '../records.js';
-import type { WebhookStats } from '../rules/call-stats.js';
 import {
-  MAX_DECLINE_REASON,
   MAX_DOCUMENTS,
   MAX_FIELDS,
-  MAX_SIGNERS,
-  displayName,
   expiresAtInput,
   localeInput,
   fieldInput,
-  mediaType,
-  signatureDataUrl,
   signerInput,
   signingOrderInput,
 } from '../domain/inputs.js';
-import type { Verification } from '../domain/agreements.js';
-import { AUDIT_ACTIONS, ERASED, IDENTIFICATION_METHODS } from '../records.js';
+import { AUDIT_ACTIONS } from '../records.js';
+import {
+  agreement,
+  agreementDocument,
+  agreementEventData,
+  agreementEventSigner,
+  agreementSigner,
+  attachment,
+  delivery,
+  deliveryAttempt,
+  downloadLink,
+  fileEntry,
+  identificationMethod,
+  portalSession,
+  verification,
+  webhook,
+  webhookHealth,
+  webhookStats,
+} from '../shapes/answers.js';
+import { atomDateTime, count, displayName, id, sha256Hex, signatureDataUrl, MAX_SIGNERS } from '../shapes/values.js';
 
 /**
- * The shapes the API answers with, as valibot schemas: the OpenAPI document is generated from them
- * (with the input schemas the routes validate with), and the type checks at the end of this file tie
- * each to its record type, so a field added to a record and not here fails to compile.
- * Objects are strict: in the document an undeclared field is an error, so a response cannot drift.
+ * The shapes of the OpenAPI document: the answers' (`shapes/answers.ts`, which the record types are
+ * derived from), the lists and results made of them, and the forms the routes read. Objects are
+ * strict: in the document an undeclared field is an error, so a response cannot drift.
  */
-
-const id = (prefix: IdPrefix) => v.pipe(v.string(), v.regex(idPattern(prefix)));
-
-/** ATOM, UTC, second precision (`time.ts`): a narrower form of RFC 3339 `date-time`. */
-const atomDateTime = v.pipe(
-  v.string(),
-  v.regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00$/),
-  v.metadata({ format: 'date-time', examples: ['2026-11-21T09:05:07+00:00'] }),
-);
-const sha256Hex = v.pipe(v.string(), v.regex(/^[0-9a-f]{64}$/), v.description('SHA-256, lower-case hex'));
-const count = v.pipe(v.number(), v.integer(), v.minValue(0));
+export {
+  agreement,
+  agreementDocument,
+  agreementEventData,
+  agreementSigner,
+  attachment,
+  delivery,
+  deliveryAttempt,
+  downloadLink,
+  fileEntry,
+  portalSession,
+  verification,
+  webhook,
+  webhookHealth,
+  webhookStats,
+};
 
 export const errorBody = v.strictObject({
   message: v.pipe(v.string(), v.minLength(1), v.description('One sentence naming what was wrong.')),
-});
-
-export const webhook = v.strictObject({
-  id: id('wbh'),
-  type: v.pipe(v.string(), v.minLength(1), v.description("The event type, one of the portal's `eventTypes`.")),
-  url: v.pipe(
-    v.string(),
-    v.description("Where its calls go; a broker URL's password is shown as `***`."),
-    v.metadata({ format: 'uri' }),
-  ),
-  secret: v.exactOptional(
-    v.pipe(
-      v.string(),
-      v.regex(/^whsec_[A-Za-z0-9+/]{43}=$/),
-      v.description(
-        "`whsec_` + base64 of 32 random bytes (Standard Webhooks); the key of every call's `v1,` signature. Absent for a webhook signing with ed25519.",
-      ),
-    ),
-  ),
-  createdAt: atomDateTime,
-  filter: v.exactOptional(eventFilter),
-  rateLimit: v.exactOptional(rateLimit),
-  signatureScheme: v.exactOptional(
-    v.pipe(
-      v.literal('ed25519'),
-      v.description(
-        'Its calls carry `v1a,` ed25519 signatures, verified with `publicKey`; absent: `v1,` HMAC-SHA256 with `secret`.',
-      ),
-    ),
-  ),
-  publicKey: v.exactOptional(
-    v.pipe(
-      v.string(),
-      v.regex(/^whpk_[A-Za-z0-9+/]{43}=$/),
-      v.description(
-        '`whpk_` + base64 of the 32-byte ed25519 public key the calls verify with (Standard Webhooks); the private key never leaves the portal.',
-      ),
-    ),
-  ),
-});
-
-const nullableTime = (description: string) => v.nullable(v.pipe(atomDateTime, v.description(description)));
-
-export const webhookHealth = v.strictObject({
-  status: v.pipe(
-    v.picklist(['enabled', 'disabled']),
-    v.description('A disabled webhook gets no calls: its deliveries that fall due are cancelled.'),
-  ),
-  disabledReason: v.pipe(
-    v.nullable(v.picklist(['gone', 'failing', 'manual'])),
-    v.description(
-      '`gone`: it answered 410; `failing`: its calls failed past `webhooks.disableAfterMs` and `webhooks.disableAfterFailures`; `manual`: disabled through the API.',
-    ),
-  ),
-  disabledAt: nullableTime('When it was disabled; `null` while enabled.'),
-  failingSince: nullableTime(
-    'The first failed attempt of the current run of failures; `null` when the last attempt succeeded.',
-  ),
-  lastSuccessAt: nullableTime('The last attempt that succeeded.'),
-  lastAttemptAt: nullableTime('The last attempt recorded.'),
-  consecutiveFailures: v.pipe(count, v.description('Failed attempts since the last success (or since enabled again).')),
-  heldUntil: nullableTime(
-    "Until when its calls wait, as its receiver asked with `Retry-After` on a `429` or `503` (at most an hour), or while it seems down (overload at one call in flight: a pause of 1 s, doubling, at most 4 s, between tries); `null` when they do not. Its deliveries due before then are sent then. The answer that asked counts neither as a failure toward auto-disable nor against the delivery's retries; the call that found the receiver down does, as any failure.",
-  ),
-  rateLimit: v.pipe(
-    v.nullable(rateLimit),
-    v.description('Its `rateLimit`: at most this many calls start in any one-second window; `null` when it has none.'),
-  ),
-  inFlightLimit: v.pipe(
-    v.nullable(v.pipe(v.number(), v.integer(), v.minValue(1))),
-    v.description(
-      "Calls in flight at most, as the delivery workers adapt it to what its receiver takes: halved on a `429`, a `503`, a timeout or a failed connection, one more for each window of successes, and from one call again once a receiver that was down answers (slow start). Each worker keeps its own, for its share of the account; this is the last one a worker set. `null` when none limits it below the account's share (`webhooks.concurrencyPerAccount`).",
-    ),
-  ),
-});
-
-const statsBucket = v.strictObject({
-  start: v.pipe(atomDateTime, v.description('Where the bucket starts (an hour).')),
-  succeeded: v.pipe(count, v.description('Calls answered 2xx.')),
-  failed: v.pipe(count, v.description('Calls answered with another status.')),
-  errors: v.pipe(count, v.description('Calls with no answer: a timeout, a refused address, a network error.')),
-  p50Ms: v.pipe(
-    v.nullable(count),
-    v.description(
-      'The median call duration in ms, estimated from duration bins (up to 50, 100, 250, 500, 1000, 2500, 5000, 10000 ms, and beyond); `null` without calls.',
-    ),
-  ),
-  p95Ms: v.pipe(v.nullable(count), v.description('The 95th percentile, estimated alike.')),
-});
-
-export const webhookStats = v.strictObject({
-  window: v.pipe(v.picklist(['24h', '7d']), v.description('The window asked for.')),
-  from: v.pipe(atomDateTime, v.description('Where the first bucket starts.')),
-  until: v.pipe(atomDateTime, v.description('Where the last bucket ends: the end of the current hour.')),
-  bucketSeconds: v.pipe(count, v.description("Each bucket's span: 3600 for `24h`, 21600 for `7d`.")),
-  buckets: v.pipe(v.array(statsBucket), v.description('Oldest first: 24 for `24h`, 28 for `7d`.')),
-  totals: v.pipe(statsBucket, v.description('The whole window; its `start` is `from`.')),
 });
 
 export const recoverResult = v.strictObject({
@@ -235,178 +138,6 @@ export const dryRunResult = v.strictObject({
   matched: v.pipe(count, v.description('How many of the events the filter matches.')),
 });
 
-export const deliveryAttempt = v.strictObject({
-  at: atomDateTime,
-  statusCode: v.nullable(v.pipe(v.number(), v.integer(), v.minValue(100), v.maxValue(599))),
-  error: v.nullable(v.string()),
-  durationMs: count,
-  local: v.optional(
-    v.pipe(
-      v.literal(true),
-      v.description(
-        "Present when the call never left the portal: its egress proxy failed. Such an attempt counts neither toward the webhook's auto-disable nor toward the delivery's retries.",
-      ),
-    ),
-  ),
-  held: v.optional(
-    v.pipe(
-      v.literal(true),
-      v.description(
-        "Present when the receiver answered `429` or `503` with `Retry-After`: the webhook's calls waited until then (at most an hour), and the attempt counts neither toward the webhook's auto-disable nor toward the delivery's retries.",
-      ),
-    ),
-  ),
-});
-
-export const delivery = v.strictObject({
-  id: id('whd'),
-  webhookId: id('wbh'),
-  eventId: id('evt'),
-  eventType: v.pipe(v.string(), v.minLength(1)),
-  status: v.picklist(['pending', 'succeeded', 'failed', 'cancelled']),
-  attempts: v.pipe(v.array(deliveryAttempt), v.maxLength(50)),
-  attemptCount: count,
-  nextAttemptAt: v.nullable(atomDateTime),
-  createdAt: atomDateTime,
-  orderingKey: v.pipe(
-    v.nullable(v.string()),
-    v.description(
-      "Its event's ordering key: deliveries of one webhook and key are called one at a time, in publish order. A pending one with no `nextAttemptAt` waits for an earlier one of its key.",
-    ),
-  ),
-  redeliverQueued: v.pipe(
-    v.boolean(),
-    v.description(
-      'A redeliver was asked for during a call in flight: one more call follows once that call is recorded.',
-    ),
-  ),
-});
-
-export const fileEntry = v.strictObject({
-  id: v.pipe(v.string(), v.regex(/^(fsf|fsd)_[0-9A-Za-z]{1,64}$/)),
-  type: v.picklist(['file', 'directory']),
-  name: v.pipe(v.string(), v.minLength(1), v.maxLength(255)),
-  size: count,
-  mime: mediaType,
-  fileShareId: v.nullable(id('fss')),
-  createdAt: atomDateTime,
-});
-
-const identificationMethod = v.picklist(IDENTIFICATION_METHODS);
-
-export const agreementSigner = v.strictObject({
-  id: id('ags'),
-  firstName: displayName,
-  lastName: displayName,
-  email: v.pipe(
-    v.union([v.pipe(v.string(), v.email()), v.literal(ERASED)]),
-    v.description('The address, or `"[erased]"` once the agreement\'s personal data is erased (so are both names).'),
-  ),
-  shouldIdentify: v.boolean(),
-  signature: v.nullable(signatureDataUrl),
-  signatureHash: v.nullable(sha256Hex),
-  signedAt: v.nullable(atomDateTime),
-  viewedAt: v.pipe(
-    v.nullable(atomDateTime),
-    v.description('When the signer first opened the agreement through a signing link.'),
-  ),
-  declinedAt: v.nullable(atomDateTime),
-  declineReason: v.pipe(
-    v.nullable(v.pipe(v.string(), v.maxLength(MAX_DECLINE_REASON))),
-    v.description('What the signer gave as the reason to decline, if anything.'),
-  ),
-  identification: v.pipe(
-    v.strictObject({
-      required: v.pipe(
-        v.boolean(),
-        v.description('`shouldIdentify`, or the current signing link was issued with an `accessCode`.'),
-      ),
-      verified: v.pipe(v.boolean(), v.description('The signer identified with their current link.')),
-      method: v.nullable(identificationMethod),
-      at: v.nullable(atomDateTime),
-    }),
-    v.description(
-      "The signer's identification with their current signing link: required, and once verified how and when.",
-    ),
-  ),
-});
-
-export const agreementDocument = v.strictObject({
-  id: id('agd'),
-  documentName: v.pipe(v.string(), v.minLength(1), v.maxLength(255)),
-  fileSize: count,
-  fileHash: sha256Hex,
-  signedFileHash: v.pipe(
-    v.nullable(sha256Hex),
-    v.description(
-      "SHA-256 (hex) of the completed copy (every signer's signature stamped in, sealed); `null` until it is made, and for a document that is not a PDF.",
-    ),
-  ),
-});
-
-export const agreement = v.strictObject({
-  id: id('agr'),
-  name: displayName,
-  status: v.picklist(['sent', 'signed']),
-  signerName: displayName,
-  signerSignature: signatureDataUrl,
-  signerSignatureHash: sha256Hex,
-  signers: v.pipe(v.array(agreementSigner), v.minLength(1), v.maxLength(MAX_SIGNERS)),
-  documents: v.pipe(v.array(agreementDocument), v.minLength(1), v.maxLength(MAX_DOCUMENTS)),
-  createdAt: atomDateTime,
-  signingOrder: v.pipe(
-    v.picklist(['parallel', 'sequential']),
-    v.description('`sequential`: each signer may sign only after those before.'),
-  ),
-  expiresAt: v.pipe(v.nullable(atomDateTime), v.description('When the agreement closes unsigned; `null`: never.')),
-  closedAt: v.pipe(v.nullable(atomDateTime), v.description('When it closed unsigned (declined or expired).')),
-  closedReason: v.nullable(v.picklist(['declined', 'expired', 'voided'])),
-});
-
-const agreementEventSigner = v.omit(agreementSigner, ['signature']);
-
-export const agreementEventData = v.strictObject({
-  ...v.omit(agreement, ['signerSignature', 'signers']).entries,
-  signers: v.pipe(v.array(agreementEventSigner), v.minLength(1), v.maxLength(MAX_SIGNERS)),
-});
-
-export const downloadLink = v.strictObject({
-  link: v.pipe(v.string(), v.metadata({ format: 'uri' })),
-  expiresAt: atomDateTime,
-});
-
-export const verification = v.strictObject({
-  sealed: v.pipe(
-    v.boolean(),
-    v.description(
-      "The PDF's last signature covers every byte of the file and each of its signatures checks against the bytes it covers (integrity, not trust). A file that is not `intact` is read strictly: one that opens only once repaired is not sealed.",
-    ),
-  ),
-  intact: v.pipe(v.boolean(), v.description('The bytes are, to the byte, a completed copy this account issued.')),
-  level: v.pipe(
-    v.nullable(v.picklist(['B-B', 'B-T', 'B-LT', 'B-LTA'])),
-    v.description(
-      "The seal's PAdES level; `null` when it is not sealed, or sealed other than as PAdES (`adbe.pkcs7.detached`).",
-    ),
-  ),
-  signedAt: v.pipe(
-    v.nullable(atomDateTime),
-    v.description("When it was sealed: the timestamp's time, else the signing time the seal claims."),
-  ),
-  agreementId: v.pipe(v.nullable(id('agr')), v.description('The agreement whose completed copy it is, when `intact`.')),
-  documentId: v.pipe(v.nullable(id('agd')), v.description('The document whose completed copy it is, when `intact`.')),
-});
-
-export const attachment = v.strictObject({
-  id: id('tca'),
-  ticketId: id('tck'),
-  messageId: id('tcm'),
-  name: v.pipe(v.string(), v.minLength(1), v.maxLength(255)),
-  mime: mediaType,
-  size: count,
-  createdAt: atomDateTime,
-});
-
 export const webhookList = v.strictObject({ data: v.array(webhook) });
 export const deliveryList = v.strictObject({
   data: v.pipe(v.array(delivery), v.maxLength(500), v.description('Newest first.')),
@@ -465,31 +196,6 @@ export const signingLink = v.strictObject({
     v.url(),
     v.description(
       '`<API root>/sign#<token>`: the signing page, with the signing token in the fragment (never sent to a server by a browser).',
-    ),
-  ),
-  expiresAt: atomDateTime,
-});
-
-/** The answer of `POST /portal-sessions`. */
-export const portalSession = v.strictObject({
-  id: v.pipe(
-    v.string(),
-    v.regex(/^pts_[A-Za-z0-9_-]{22}$/),
-    v.description('Names the session for `DELETE /portal-sessions/{id}`.'),
-  ),
-  url: v.nullable(
-    v.pipe(
-      v.string(),
-      v.description(
-        "The portal page with the token and the scopes in its fragment (`#session=<token>&scopes=<scopes>`, and `&readOnly=1` for a read-only session; never sent to a server by a browser); `null` when the portal serves no page. Absolute with `publicUrl` or from the request's host.",
-      ),
-    ),
-  ),
-  token: v.pipe(
-    v.string(),
-    v.regex(/^pts_[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/),
-    v.description(
-      'A Bearer credential for the API as this account, within the scopes, until `expiresAt` or a revoke. Shown once: only a hash of it is kept.',
     ),
   ),
   expiresAt: atomDateTime,
@@ -724,24 +430,3 @@ export const agreementForm = v.strictObject({
     ),
   ),
 });
-
-// Each schema's output is exactly its record type; `Equal` is false for any difference, `?` included.
-type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
-type Holds<T extends true> = T;
-/** @public a check at compile time: each schema's output is exactly its record type. */
-export type SchemaMatchesRecords = [
-  Holds<Equal<v.InferOutput<typeof webhook>, Webhook>>,
-  Holds<Equal<v.InferOutput<typeof webhookHealth>, WebhookHealth>>,
-  Holds<Equal<v.InferOutput<typeof webhookStats>, WebhookStats>>,
-  Holds<Equal<v.InferOutput<typeof delivery>, Delivery>>,
-  Holds<Equal<v.InferOutput<typeof deliveryAttempt>, DeliveryAttempt>>,
-  Holds<Equal<v.InferOutput<typeof fileEntry>, FileEntry>>,
-  Holds<Equal<v.InferOutput<typeof agreement>, Agreement>>,
-  Holds<Equal<v.InferOutput<typeof agreementSigner>, AgreementSigner>>,
-  Holds<Equal<v.InferOutput<typeof agreementDocument>, AgreementDocument>>,
-  Holds<Equal<v.InferOutput<typeof agreementEventData>, AgreementEventData>>,
-  Holds<Equal<v.InferOutput<typeof downloadLink>, DownloadLink>>,
-  Holds<Equal<v.InferOutput<typeof verification>, Verification>>,
-  Holds<Equal<v.InferOutput<typeof attachment>, Attachment>>,
-  Holds<Equal<v.InferOutput<typeof portalSession>, PortalSessionLink>>,
-];

@@ -1,4 +1,6 @@
+import type * as v from 'valibot';
 import type { CallStatsHour, DeliveryAttempt } from '../records.js';
+import type * as answers from '../shapes/answers.js';
 import { PortalError } from '../errors.js';
 import { attemptSucceeded } from './webhook-health.js';
 
@@ -47,25 +49,10 @@ const STATS_WINDOWS = {
 export type StatsWindow = keyof typeof STATS_WINDOWS;
 
 /** One bucket of a chart: its calls by outcome and the estimated percentiles of their durations. */
-interface StatsBucket {
-  start: string;
-  succeeded: number;
-  failed: number;
-  errors: number;
-  /** `null` when the bucket has no call. */
-  p50Ms: number | null;
-  p95Ms: number | null;
-}
+type StatsBucket = v.InferOutput<typeof answers.statsBucket>;
 
-export interface WebhookStats {
-  window: StatsWindow;
-  /** Where the first bucket starts and the last ends (ATOM, hours). */
-  from: string;
-  until: string;
-  bucketSeconds: number;
-  buckets: StatsBucket[];
-  totals: StatsBucket;
-}
+/** A webhook's calls over a window, as `GET /webhooks/{id}/stats` answers. */
+export interface WebhookStats extends v.InferOutput<typeof answers.webhookStats> {}
 
 export function statsWindow(value: unknown): StatsWindow {
   if (value === undefined) return '24h';

@@ -11,9 +11,6 @@ import { atom } from '../shared/time.js';
  * `webhooks/start-window.ts`), so that the slots of two seconds claimed late never start together.
  */
 
-/** The bounds of a webhook's `rateLimit`, calls a second. */
-export const RATE_LIMIT = { min: 1, max: 10_000 } as const;
-
 /** Where a webhook's pacing stands: the second it fills (ATOM) and how many of its slots are given. */
 export interface Pace {
   second: string;

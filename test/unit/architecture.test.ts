@@ -43,6 +43,7 @@ test('the layout: the rooms of src/ exist, and only the six shared files sit at 
     'ports.ts',
     'records.ts',
     'rules',
+    'shapes',
     'shared',
     'webhooks',
   ]);
@@ -70,8 +71,8 @@ test('the domain does not reach into the webhook engine; the HTTP layer does not
   );
 });
 
-test('the shared helpers, ports, records and errors import no room of src/', () => {
-  const leaves = ['src/shared', 'src/ports.ts', 'src/records.ts', 'src/errors.ts'];
+test('the shared helpers, the shapes, ports, records and errors import no room of src/', () => {
+  const leaves = ['src/shared', 'src/shapes', 'src/ports.ts', 'src/records.ts', 'src/errors.ts'];
   const rooms = [
     'src/http',
     'src/domain',
@@ -88,6 +89,14 @@ test('the shared helpers, ports, records and errors import no room of src/', () 
   );
 });
 
+test('the shapes import only each other and the shared helpers: the records derive their types from them', () => {
+  assert.ok(sources('src/shapes').length >= 2, 'the shapes are read');
+  assert.equal(
+    broken(({ from, to }) => under(from, 'src/shapes') && !under(to, 'src/shapes', 'src/shared')),
+    [],
+  );
+});
+
 test('adapters import only the ports, the records, the errors, the pure rules and the shared helpers of src/', () => {
   // rules/ is the part of the domain the adapters share: pure transitions and counts, no I/O.
   const allowed = ['src/ports', 'src/records', 'src/errors', 'src/shared', 'src/rules'];
@@ -97,8 +106,8 @@ test('adapters import only the ports, the records, the errors, the pure rules an
   );
 });
 
-test('the pure rules import only each other, the shared helpers, the ports, the records and the errors', () => {
-  const allowed = ['src/rules', 'src/shared', 'src/ports', 'src/records', 'src/errors'];
+test('the pure rules import only each other, the shared helpers, the shapes, the ports, the records and the errors', () => {
+  const allowed = ['src/rules', 'src/shared', 'src/shapes', 'src/ports', 'src/records', 'src/errors'];
   assert.ok(sources('src/rules').length >= 5, 'the rules are read');
   assert.equal(
     broken(({ from, to }) => under(from, 'src/rules') && !under(to, ...allowed)),
