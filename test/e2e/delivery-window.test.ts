@@ -9,7 +9,7 @@ import { memoryStorage } from '../../adapters/memory/index.js';
 import type { Storage } from '../../src/index.js';
 import type { EventRecord, WebhookRecord } from '../../src/records.js';
 import { newId } from '../../src/shared/ids.js';
-import { chromiumMissing, launchChromium, problemsOf, signedInPage } from '../helpers/chromium.js';
+import { chromiumMissing, launchChromium, problemsOf, signedInPage, until } from '../helpers/chromium.js';
 import { KEY_A, json, startPortal, type TestPortal } from '../helpers/server.js';
 import { skipping } from '../helpers/skip.js';
 
@@ -108,14 +108,6 @@ test.after(async () => {
 const signedIn = (width: number): Promise<Page> =>
   signedInPage(browser, `${app.url}/portal/`, KEY_A, { width, timezoneId: 'UTC' });
 
-/** Waits until `check` holds: the page's CSP forbids the string predicates of waitForFunction. */
-async function until(check: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
 const count = (page: Page, selector: string) => page.locator(selector).count();
 
 /**

@@ -9,7 +9,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { memoryTransport } from '../../adapters/memory/index.js';
 import { SIGNER, signer, simplePdf, validFormData } from '../helpers/agreements.js';
-import { chromiumMissing, launchChromium } from '../helpers/chromium.js';
+import { chromiumMissing, launchChromium, until } from '../helpers/chromium.js';
 import { SIGNING_KEY_1 } from '../helpers/download.js';
 import { type TestPortal, json, startPortal } from '../helpers/server.js';
 import { skipping } from '../helpers/skip.js';
@@ -305,7 +305,7 @@ it("a French agreement from a branded company: the company's logo, name and colo
     await pages.getByRole('img', { name: 'Page 1 sur 2 de bail.pdf' }).waitFor();
     const second = pages.getByRole('img', { name: 'Page 2 sur 2 de bail.pdf' });
     await second.scrollIntoViewIfNeeded();
-    await page.waitForFunction('document.querySelectorAll("canvas.page[data-drawn]").length === 2');
+    await until(async () => (await page.locator('canvas.page[data-drawn]').count()) === 2, 'both pages drawn', 30_000);
     const inked = await page.evaluate(`[...document.querySelectorAll('canvas.page')].map((canvas) => {
       const { data } = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height);
       let dark = 0;
@@ -373,8 +373,13 @@ it('an https: logo is shown on the page under its CSP, fetched by the browser wi
     });
     await page.goto((await json(made)).link);
     await page.getByText(/^Acme asks you, .+, to sign this agreement\.$/).waitFor();
-    await page.waitForFunction(
-      "(() => { const img = document.querySelector('header.top img.logo'); return img?.complete && img.naturalWidth === 160; })()",
+    await until(
+      async () =>
+        (await page.evaluate(
+          "(() => { const img = document.querySelector('header.top img.logo'); return img?.complete === true && img.naturalWidth === 160; })()",
+        )) === true,
+      'the logo loaded',
+      30_000,
     );
     assert.is(asked.length, 1);
     assert.is(asked[0]!.referer, undefined, 'no Referer goes to the logo host');

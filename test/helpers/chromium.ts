@@ -57,3 +57,16 @@ export async function signedInPage(
 
 /** The script errors and CSP violations `signedInPage` noted. */
 export const problemsOf = (page: Page): string[] => (page as Page & { problems?: string[] }).problems ?? [];
+
+/**
+ * Waits until `check` holds, asking from here every 25 ms. The pages' CSP forbids `unsafe-eval`,
+ * which waitForFunction's polling needs: it passes when the first look already holds, and fails under
+ * load when it does not.
+ */
+export async function until(check: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
