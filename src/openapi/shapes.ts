@@ -10,22 +10,14 @@ import {
 } from '../domain/inputs.js';
 import { AUDIT_ACTIONS } from '../records.js';
 import {
-  agreement,
   agreementDocument,
   agreementEventData,
   agreementEventSigner,
   agreementSigner,
-  attachment,
   delivery,
-  deliveryAttempt,
-  downloadLink,
   fileEntry,
   identificationMethod,
-  portalSession,
-  verification,
   webhook,
-  webhookHealth,
-  webhookStats,
 } from '../shapes/answers.js';
 import { atomDateTime, count, displayName, id, sha256Hex, signatureDataUrl, MAX_SIGNERS } from '../shapes/values.js';
 
@@ -34,22 +26,7 @@ import { atomDateTime, count, displayName, id, sha256Hex, signatureDataUrl, MAX_
  * derived from), the lists and results made of them, and the forms the routes read. Objects are
  * strict: in the document an undeclared field is an error, so a response cannot drift.
  */
-export {
-  agreement,
-  agreementDocument,
-  agreementEventData,
-  agreementSigner,
-  attachment,
-  delivery,
-  deliveryAttempt,
-  downloadLink,
-  fileEntry,
-  portalSession,
-  verification,
-  webhook,
-  webhookHealth,
-  webhookStats,
-};
+export * from '../shapes/answers.js';
 
 export const errorBody = v.strictObject({
   message: v.pipe(v.string(), v.minLength(1), v.description('One sentence naming what was wrong.')),
