@@ -110,13 +110,48 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
       const statement = await capturedClaim(backend, () => fair('worker-2', 4));
       // Planned by index whatever the statistics say (a table analyzed mid-burst gave a bitmap scan
       // of each account's whole due stretch): the settings travel with the claim's transaction.
-      assert.equal(statement.settings, ['SET LOCAL enable_seqscan = off', 'SET LOCAL enable_bitmapscan = off']);
+      assert.equal(statement.settings, [
+        'SET LOCAL enable_seqscan = off',
+        'SET LOCAL enable_bitmapscan = off',
+        'SET LOCAL jit = off',
+      ]);
       const read = await deliveryRowsRead(backend, statement);
       // Each account's walk stops at its share: a few dozen rows, where reading the backlog is thousands.
       assert.ok(
         read < 400,
         `the claim read ${read} rows of portal_delivery_queue, with ${webhooks.length * backlog} due`,
       );
+    }),
+  );
+
+  test(
+    'outbox: the fair claim is never compiled by JIT, whatever the planner estimates it costs',
+    withSqlStorage(backend, async (storage) => {
+      const webhook = webhookRecord();
+      await storage.insertWebhook(webhook);
+      await storage.publishEvents(Array.from({ length: 20 }, () => eventRecord({ createdAt: at(0) })));
+      const claim = (limit: number) =>
+        storage.claimDeliveries({
+          now: at(1),
+          leaseUntil: at(59),
+          limit,
+          owner: 'worker-1',
+          perAccount: { max: 8, inFlight: {} },
+        });
+      // The first claim of a store is a full one, with statements of its own beside it.
+      assert.is((await claim(1)).length, 1);
+      const statement = await capturedClaim(backend, () => claim(4));
+      // As if the estimate were past jit_above_cost (100,000 by default): a claim's plan over a large
+      // queue is, and compiling it cost 147 ms of each claim.
+      const everything = ['SET LOCAL jit_above_cost = 0', 'SET LOCAL jit_inline_above_cost = 0'];
+      const [available] = (await backend.client.query('SELECT pg_jit_available() AS on')).rows as { on: boolean }[];
+      if (available!.on) {
+        // Without the claim's settings, the server compiles it: the check below can fail.
+        assert.ok((await explained(backend, statement, everything)).JIT !== undefined, 'compiled without them');
+      } else {
+        console.log(`  ${backend.name}: no JIT in this server; the claim's setting is checked, its effect cannot be`);
+      }
+      assert.is((await explained(backend, statement, [...everything, ...statement.settings])).JIT, undefined);
     }),
   );
 
@@ -544,15 +579,15 @@ async function capturedClaim(
   return { ...claims[0]!, settings };
 }
 
-/** Rows of portal_delivery_queue the scans of `statement` read (returned or filtered out), run under EXPLAIN ANALYZE and rolled back. */
-async function deliveryRowsRead(
+/** `statement` run under EXPLAIN ANALYZE with `settings` in its transaction, rolled back: its plan. */
+async function explained(
   backend: SqlBackend,
-  { text, values, settings }: Sent & { settings: string[] },
-): Promise<number> {
+  { text, values }: Sent,
+  settings: string[],
+): Promise<{ Plan: PlanNode; JIT?: unknown }> {
   const explain = async (query: (text: string, values?: unknown[]) => Promise<{ rows: unknown[] }>) => {
     await query('BEGIN');
     try {
-      // Planned as the adapter has it planned.
       for (const setting of settings) await query(setting);
       return (await query(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, values)).rows[0] as Record<string, unknown>;
     } finally {
@@ -571,7 +606,12 @@ async function deliveryRowsRead(
     row = await explain((query, params) => backend.client.query(query, params));
   }
   const plan = row['QUERY PLAN'];
-  const root = (typeof plan === 'string' ? JSON.parse(plan) : plan) as { Plan: PlanNode }[];
+  return ((typeof plan === 'string' ? JSON.parse(plan) : plan) as { Plan: PlanNode; JIT?: unknown }[])[0]!;
+}
+
+/** Rows of portal_delivery_queue the scans of `statement` read (returned or filtered out), planned as the adapter has it planned. */
+async function deliveryRowsRead(backend: SqlBackend, statement: Sent & { settings: string[] }): Promise<number> {
+  const root = [await explained(backend, statement, statement.settings)];
   let read = 0;
   const walk = (node: PlanNode) => {
     if (node['Relation Name'] === 'portal_delivery_queue' && / Scan$/.test(node['Node Type'])) {
