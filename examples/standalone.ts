@@ -50,7 +50,6 @@ function port(value: string | undefined): number {
   return number;
 }
 
-/** Listens, or rejects with the bind error (`EADDRINUSE`, `EACCES`) instead of throwing it as an event. */
 /** The `destinations` option of `PORTAL_DESTINATIONS` (`amqp,nats,mqtt,redis,sqs`): `undefined` for none. */
 async function destinationsOf(names: string[]): Promise<Destinations | undefined> {
   if (names.length === 0) return undefined;
@@ -72,6 +71,7 @@ async function destinationsOf(names: string[]): Promise<Destinations | undefined
   return made;
 }
 
+/** Listens, or rejects with the bind error (`EADDRINUSE`, `EACCES`) instead of throwing it as an event. */
 function listen(server: http.Server, portNumber: number, host: string | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
