@@ -1,6 +1,12 @@
 import * as v from 'valibot';
 import { SignatureImageError, redrawSignature } from './signature-image.js';
-import { type ImageType, PREFIX, SIGNATURE_MAX_LENGTH, signatureDataUrl, signatureProblem } from '../shapes/values.js';
+import {
+  type ImageType,
+  SIGNATURE_PREFIX,
+  SIGNATURE_MAX_LENGTH,
+  signatureDataUrl,
+  signatureProblem,
+} from '../shapes/values.js';
 
 export { SIGNATURE_MAX_LENGTH };
 
@@ -12,7 +18,7 @@ export { SIGNATURE_MAX_LENGTH };
 export const signatureInput = v.pipe(
   signatureDataUrl,
   v.rawTransform<string, string>(({ dataset, addIssue, NEVER }) => {
-    const prefix = PREFIX.exec(dataset.value)!;
+    const prefix = SIGNATURE_PREFIX.exec(dataset.value)!;
     const bytes = Buffer.from(dataset.value.slice(prefix[0].length), 'base64');
     try {
       return `data:image/png;base64,${redrawSignature(prefix[1]!.toLowerCase() as ImageType, bytes).toString('base64')}`;
@@ -29,7 +35,7 @@ export const signatureInput = v.pipe(
  * PDF library is handed. Images stored before redrawing existed pass through here as any other.
  */
 export function drawableSignature(dataUrl: string | null): Buffer | null {
-  const prefix = dataUrl === null ? null : PREFIX.exec(dataUrl);
+  const prefix = dataUrl === null ? null : SIGNATURE_PREFIX.exec(dataUrl);
   if (prefix == null || signatureProblem(dataUrl!) !== null) return null;
   try {
     return redrawSignature(

@@ -82,7 +82,8 @@ export const displayName = v.pipe(
 /** The largest signature image accepted, in decoded bytes. */
 const SIGNATURE_MAX_BYTES = 1024 * 1024;
 
-export const PREFIX = /^data:image\/(png|jpeg);base64,/i;
+/** A signature image's data-URL prefix, its type captured. */
+export const SIGNATURE_PREFIX = /^data:image\/(png|jpeg);base64,/i;
 const ANY_DATA_URL = /^data:([^;,]*)/i;
 /** The longest data-URL a valid signature can be: the longest prefix plus base64 of the largest image. */
 export const SIGNATURE_MAX_LENGTH = 'data:image/jpeg;base64,'.length + 4 * Math.ceil(SIGNATURE_MAX_BYTES / 3);
@@ -101,7 +102,7 @@ const MAGIC: Record<ImageType, (bytes: Buffer) => boolean> = {
  * refused too: no decoder in the install can read it, and an image is only kept once redrawn.
  */
 export function signatureProblem(value: string): string | null {
-  const prefix = PREFIX.exec(value);
+  const prefix = SIGNATURE_PREFIX.exec(value);
   if (prefix === null) {
     const type = ANY_DATA_URL.exec(value)?.[1]?.toLowerCase();
     if (type?.startsWith('image/svg')) return 'SVG images are refused; send a PNG or JPEG image';
