@@ -16,6 +16,36 @@ test('afterCall: overload halves the limit once for the calls in flight then, ne
   assert.is(afterCall(fresh, 'other', 0, 1, 8), fresh, 'a 500 says nothing of load');
 });
 
+test('afterCall: overloaded again where the last overload came, the limit climbs back one a success to nine tenths of it', () => {
+  const again = afterCall(
+    { limit: 10, threshold: 9, successes: 0, fellAt: 0, overloadedAt: 10 },
+    'overloaded',
+    5,
+    50,
+    16,
+  );
+  assert.equal(again, { limit: 5, threshold: 9, successes: 0, fellAt: 50, overloadedAt: 10 });
+  let climb = again;
+  const seen: number[] = [];
+  for (let n = 0; n < 5; n++) {
+    climb = afterCall(climb, 'ok', 60, 70, 16);
+    seen.push(climb.limit);
+  }
+  assert.equal(seen, [6, 7, 8, 9, 9], 'one a success up to the threshold, then near the overload: slowly');
+  const elsewhere = afterCall(
+    { limit: 20, threshold: 9, successes: 0, fellAt: 0, overloadedAt: 10 },
+    'overloaded',
+    5,
+    50,
+    32,
+  );
+  assert.equal(
+    [elsewhere.limit, elsewhere.threshold],
+    [10, 10],
+    'far from the last overload: from the half, one a window',
+  );
+});
+
 test('afterCall: one more a window of successes above the threshold, one more a success below it; never above the ceiling', () => {
   let limit = { limit: 4, threshold: 4, successes: 0, fellAt: 0, overloadedAt: 0 };
   const seen: number[] = [];
@@ -25,17 +55,18 @@ test('afterCall: one more a window of successes above the threshold, one more a 
   }
   assert.equal(seen, [4, 4, 4, 5, 5, 5, 5, 5, 6], 'a window is as many successes as the limit');
   assert.is(afterCall(limit, 'ok', 10, 20, 6), limit, 'at the ceiling it stays');
-  // Within a tenth of where the last overload came (10: from 9 on), four windows for each one more.
+  // Within a tenth of where the last overload came (10: from 9 to 10), 64 windows for each one more;
+  // from 11 on, one a window again.
   let near = { limit: 8, threshold: 5, successes: 0, fellAt: 0, overloadedAt: 10 };
   const nearSeen: number[] = [];
-  for (let n = 0; n < 8 + 36; n++) {
+  for (let n = 0; n < 8 + 576 + 640 + 11; n++) {
     near = afterCall(near, 'ok', 10, 20, 16);
     nearSeen.push(near.limit);
   }
   assert.equal(
-    [nearSeen.indexOf(9), nearSeen.indexOf(10)],
-    [7, 7 + 36],
-    '8 successes to reach 9, then 36 (four windows of 9) to reach 10',
+    [nearSeen.indexOf(9), nearSeen.indexOf(10), nearSeen.indexOf(11), nearSeen.indexOf(12)],
+    [7, 7 + 576, 7 + 576 + 640, 7 + 576 + 640 + 11],
+    '8 successes to reach 9, 576 (64 windows of 9) to reach 10, 640 to reach 11, then 11',
   );
   let start = slowStart(4);
   const climb: number[] = [];
@@ -70,7 +101,7 @@ test('InFlightLimits: room, the full list below the share, a recovery from one c
     limits.started('wbh_a');
     pauses.push(limits.ended('wbh_a', 'overloaded', at, at).pauseMs);
   }
-  assert.equal(pauses, [1000, 2000, 4000, 4000, 4000], 'doubling, at most 4 s');
+  assert.equal(pauses, [1000, 2000, 2000, 2000, 2000], 'doubling, at most 2 s');
   limits.started('wbh_a');
   assert.equal(
     limits.ended('wbh_a', 'ok', 90, 100),
