@@ -299,6 +299,14 @@ export interface OutboxStore {
    */
   recordAttempt(record: AttemptToRecord): Promise<AttemptRecorded>;
   /**
+   * Gives back the leases `owner` holds on the deliveries `ids`, none of them attempted: each is
+   * claimable again at once, due as it was (`giveBack` in `rules/deliveries.ts`); an id `owner` holds
+   * no lease on is passed over. What a worker does with deliveries it claimed ahead and can no longer
+   * call within their lease (their webhook held through an outage). Optional for a store of the
+   * host's own; without it they wait for their lease to run out.
+   */
+  giveBackDeliveries?(owner: string, ids: readonly string[]): Promise<void>;
+  /**
    * Makes the delivery pending again, due at `nextAttemptAt` (now), lease dropped, attempts kept;
    * `null` when absent. While a lease holds it at `nextAttemptAt` (its call in flight), queues the
    * redeliver instead (`redeliverQueued`), the check and the change atomic: never a second call of

@@ -659,6 +659,15 @@ export function inProcessStore<L>(journal: Journal<L>): InProcessStore<L> {
         dueAgain: deliveryRules.isDueAfter(recorded, attempt),
       };
     },
+    async giveBackDeliveries(owner, ids) {
+      const changes: Change[] = [];
+      for (const id of ids) {
+        const row = state.get('delivery', id);
+        const back = row === undefined ? null : deliveryRules.giveBack(kept<DeliveryRecord>(row), owner);
+        if (back !== null) changes.push(putDelivery(back));
+      }
+      if (changes.length > 0) await commit(changes);
+    },
     async redeliver(accountId, id, nextAttemptAt) {
       const row = state.owned('delivery', accountId, id);
       if (row === undefined) return null;

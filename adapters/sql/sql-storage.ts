@@ -263,6 +263,7 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
     deliveryQueue: outbox.deliveryQueue,
     callStats: callStats.callStats,
     recordAttempt: outbox.recordAttempt,
+    giveBackDeliveries: outbox.giveBackDeliveries,
     redeliver: outbox.redeliver,
     ...health,
 

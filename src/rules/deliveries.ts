@@ -121,6 +121,16 @@ export function endsTurn(recorded: Pick<DeliveryRecord, 'status' | 'orderingKey'
   return recorded.orderingKey !== null && recorded.status !== 'pending';
 }
 
+/**
+ * The delivery given back by `owner` unattempted (claimed ahead, never called): its lease dropped,
+ * due as it was, so that the next claim takes it; `null` when `owner` holds no lease on it or it is
+ * pending no more. A redeliver queued meanwhile asked for one more call, and this is it.
+ */
+export function giveBack(delivery: DeliveryRecord, owner: string): DeliveryRecord | null {
+  if (delivery.status !== 'pending' || delivery.leaseOwner !== owner) return null;
+  return { ...delivery, leaseOwner: null, leaseUntil: null, redeliverQueued: false };
+}
+
 /** The held delivery `delivery`, its key's turn now: due at `at`. */
 export function release(delivery: DeliveryRecord, at: string): DeliveryRecord {
   return { ...delivery, nextAttemptAt: at };

@@ -161,6 +161,42 @@ export function outboxStorageTests(test: Test, factory: StorageFactory): void {
   );
 
   test(
+    "outbox: giveBackDeliveries drops the owner's leases of deliveries never called: claimable at once, due as they were; another's lease and a recorded one stay",
+    withStorage(factory, async (storage) => {
+      assert.ok(storage.giveBackDeliveries, 'every store the project ships gives deliveries back');
+      const made = await published(storage, 3);
+      const mine = await claim(storage, 10, 2, 'worker-1');
+      const theirs = await claim(storage, 10, 10, 'worker-2');
+      assert.equal(
+        [...mine, ...theirs].map(({ delivery }) => delivery.id),
+        made.map((delivery) => delivery.id),
+      );
+      const [kept, called] = mine;
+      await storage.recordAttempt({
+        id: called!.delivery.id,
+        owner: 'worker-1',
+        attempt: attempt(200, 10),
+        outcome: { status: 'succeeded', nextAttemptAt: null },
+      });
+      await storage.giveBackDeliveries!(
+        'worker-1',
+        [kept!, called!, theirs[0]!].map(({ delivery }) => delivery.id).concat('whd_none'),
+      );
+      const again = await claim(storage, 11, 10, 'worker-3');
+      assert.equal(
+        again.map(({ delivery }) => [delivery.id, delivery.nextAttemptAt, delivery.attempts.length]),
+        [[kept!.delivery.id, at(0), 0]],
+        "only the owner's delivery never called is claimable again, as it was",
+      );
+      const every = await everyDelivery(storage, 'acct_a', made[0]!.webhookId);
+      const byId = new Map(every.map((delivery) => [delivery.id, delivery]));
+      assert.is(byId.get(theirs[0]!.delivery.id)!.leaseOwner, 'worker-2', "another owner's lease stays");
+      assert.is(byId.get(called!.delivery.id)!.status, 'succeeded', 'a recorded one stays as recorded');
+      await storage.giveBackDeliveries!('worker-1', []);
+    }),
+  );
+
+  test(
     'outbox: six deliveries made in the same second list newest first, in exact creation order',
     withStorage(factory, async (storage) => {
       const made = await published(storage, 6, 0);

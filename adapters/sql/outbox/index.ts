@@ -5,6 +5,7 @@ import { orderingKeys } from '../storage-keys.js';
 import { createClaim } from './claim.js';
 import { claimedKeys } from './claimed-keys.js';
 import { createDeliveryLog } from './delivery-log.js';
+import { createGiveBack } from './give-back.js';
 import { type Publishing, createPublish } from './publish.js';
 import { createRecord } from './record.js';
 import { createRedeliver } from './redeliver.js';
@@ -14,14 +15,17 @@ type OutboxMethods = Pick<
   'recentEvents' | 'getDelivery' | 'listDeliveries' | 'claimDeliveries' | 'recordAttempt' | 'redeliver'
 >;
 
-export interface Outbox extends OutboxMethods, Publishing, Required<Pick<Storage, 'deliveryQueue'>> {
+export interface Outbox
+  extends OutboxMethods,
+    Publishing,
+    Required<Pick<Storage, 'deliveryQueue' | 'giveBackDeliveries'>> {
   /** The next claim of this instance paces first (a webhook's rate limit changed). */
   paceSoon(): void;
 }
 
 /**
  * Events, deliveries and the claim, one file an operation: publish.ts, claim.ts (with floors.ts),
- * record.ts, redeliver.ts, delivery-log.ts, and retention.ts beside them. Statements are built once,
+ * record.ts, give-back.ts, redeliver.ts, delivery-log.ts, and retention.ts beside them. Statements are built once,
  * not per call.
  *
  * The statements implement the rules of `src/rules/deliveries.ts`, the pure functions the memory
@@ -37,6 +41,7 @@ export function createOutbox(db: Db, names: Names, announce?: { channel: string 
     ...createDeliveryLog(db, names),
     ...createClaim(db, names, claimed),
     ...createRecord(db, names, keys, claimed),
+    ...createGiveBack(db, names, claimed),
     ...createRedeliver(db, names, keys, announce),
   };
 }
