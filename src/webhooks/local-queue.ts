@@ -48,6 +48,8 @@ interface LocalQueueStages<Made> {
    */
   gate?(claimed: ClaimedDelivery, now: number): number;
   started?(claimed: ClaimedDelivery, now: number): void;
+  /** Deliveries claimed ahead that waited `aheadWaitLimitMs` for a slot, never called: for the store to take back. */
+  giveBack?(claimed: ClaimedDelivery[]): void;
 }
 
 export interface LocalQueueOptions<Made> extends LocalQueueStages<Made> {
@@ -55,7 +57,7 @@ export interface LocalQueueOptions<Made> extends LocalQueueStages<Made> {
   concurrency: number;
   /** Calls of one account in flight or claimed ahead at once. */
   perAccount: number;
-  /** A delivery claimed ahead waits for a slot at most this long; one that waited longer is not called. */
+  /** A delivery claimed ahead waits for a slot at most this long; one that waited longer is not called but given back. */
   aheadWaitLimitMs: number;
   timers: WorkerTimers;
   logger: Logger;
@@ -235,15 +237,17 @@ export class LocalQueue<Made> {
   private startAhead(): void {
     const { timers, logger, aheadWaitLimitMs, gate } = this.options;
     let soonest = Infinity;
+    const expired: ClaimedDelivery[] = [];
     for (let i = 0; i < this.ahead.length && this.canStart(); ) {
       const { claimed, at } = this.ahead[i]!;
       const now = timers.now();
       if (now - at > aheadWaitLimitMs) {
         this.ahead.splice(i, 1);
         this.release(claimed.delivery.accountId);
+        expired.push(claimed);
         logger.warn(
           { deliveryId: claimed.delivery.id, waitedMs: Math.round(now - at) },
-          'webhook worker: a delivery claimed ahead waited too long for a slot; it goes out once its lease runs out',
+          'webhook worker: a delivery claimed ahead waited too long for a slot; it is given back, not called',
         );
         continue;
       }
@@ -257,6 +261,7 @@ export class LocalQueue<Made> {
       this.options.started?.(claimed, now);
       this.startCall(claimed);
     }
+    if (expired.length > 0) this.options.giveBack?.(expired);
     if (soonest === Infinity) return;
     const due = timers.now() + soonest;
     if (this.gateTimer !== undefined) {

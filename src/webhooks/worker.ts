@@ -27,12 +27,15 @@ export const LEASE_MARGIN_MS = 60_000;
 const BODY_CACHE_CHARS = 32 * 1024 * 1024;
 /** A claim for what falls due at a time (a second's slots, a hold's end) comes this long after it (timer lag). */
 const WAKE_SLACK_MS = 5;
+/** Times to claim again kept at most (`claimAt`): holds last an hour at most, at whole seconds. */
+const MAX_WAKES = 3600;
 /** A transport that ignores its deadline is cut off this long after it: the worker never hangs on one. */
 const TRANSPORT_GRACE_MS = 1_000;
 /**
  * A delivery claimed ahead waits for a slot at most this long; one that waited longer is not called,
- * since its call might outlast its lease (`timeoutMs` + 60 s from the claim). It stays leased, and
- * goes out once its lease has run out, by whichever worker claims it then.
+ * since its call might outlast its lease (`timeoutMs` + 60 s from the claim). It is given back to
+ * the store (`giveBackDeliveries`), claimable at once; a store without that keeps it leased until
+ * the lease runs out.
  */
 const AHEAD_WAIT_LIMIT_MS = LEASE_MARGIN_MS / 2;
 
@@ -159,16 +162,28 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
    * Claims again at `at` (epoch ms, the portal's clock), when deliveries this worker knows of fall
    * due: a rate-limited webhook's next second, the end of a hold. Rather than leave them to the
    * tick (every 5 s by default): a webhook held for a second by `Retry-After: 1` waited five. Only
-   * while running (tests drive `tick()` themselves); one timer, for the earliest time asked.
+   * while running (tests drive `tick()` themselves); one timer, for the earliest time asked, and the
+   * later times kept for it to set again (a hold that ends after another's must not wait for the tick).
    */
   let wake: { at: number; timer: unknown } | undefined;
+  const wakeAt = new Set<number>();
   function claimAt(at: number): void {
-    if (task === undefined || stopped || (wake !== undefined && wake.at <= at)) return;
+    if (task === undefined || stopped) return;
+    // Times are whole seconds (holds, slots): the set holds a few, bounded by the seconds of an hour.
+    if (wakeAt.size < MAX_WAKES) wakeAt.add(at);
+    if (wake !== undefined && wake.at <= at) return;
     if (wake !== undefined) timers.clearTimeout(wake.timer);
     const timer = timers.setTimeout(
       () => {
         wake = undefined;
+        const now = clock().getTime();
+        let next = Number.POSITIVE_INFINITY;
+        for (const time of wakeAt) {
+          if (time <= now) wakeAt.delete(time);
+          else next = Math.min(next, time);
+        }
         queue.fill();
+        if (next !== Number.POSITIVE_INFINITY) claimAt(next);
       },
       Math.max(0, at - clock().getTime()) + WAKE_SLACK_MS,
     );
@@ -277,14 +292,17 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       durationMs,
     };
     if (local) attempt.local = true;
-    const now = clock();
+    // Waits (a hold, a pause, a retry) count from the answer, not from now: a record that waited
+    // for a busy process must not lengthen them. The answer's time is the call's start plus its
+    // duration, never after now (a clock that stands still, as a test's, reads the same).
+    const answered = new Date(Math.min(clock().getTime(), at.getTime() + durationMs));
     // The receiver asked its calls to wait (429 or 503 with Retry-After): until then, none of its
     // webhook's deliveries is sent, this one included.
-    const asked = holdOf(result, now);
+    const asked = holdOf(result, answered);
     if (asked !== null) attempt.held = true;
     // Or it is down (overload at one call in flight): its calls pause before the next try. This
     // attempt is a failure like any other, and its delivery retries on schedule.
-    const hold = asked ?? (pauseMs === null ? null : atomAtLeast(now, pauseMs));
+    const hold = asked ?? (pauseMs === null ? null : atomAtLeast(answered, pauseMs));
     if (hold !== null) {
       holdLocally(webhook.id, Date.parse(hold));
       claimAt(Date.parse(hold));
@@ -293,7 +311,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     // is no failure: neither costs the webhook health nor the delivery a retry; the first comes
     // again at the schedule's first step, the second when the hold ends.
     const previous = local ? 0 : attemptsInRun(delivery.attempts, retrySchedule.length);
-    const outcome = outcomeOf(result, previous, retrySchedule, now, random);
+    const outcome = outcomeOf(result, previous, retrySchedule, answered, random);
     const recorded = await storage.recordAttempt({
       id: delivery.id,
       owner,
@@ -456,7 +474,25 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       if (adaptive) limits.started(webhook.id);
       if (webhook.rateLimit !== undefined) window.started(webhook.id, webhook.rateLimit, now);
     },
+    giveBack,
   });
+
+  /**
+   * Deliveries claimed ahead that waited too long (their webhook held through an outage, say):
+   * given back, so that they go when a claim next takes them, not once their lease runs out.
+   */
+  function giveBack(expired: ClaimedDelivery[]): void {
+    if (storage.giveBackDeliveries === undefined) return;
+    const ids = expired.map(({ delivery }) => delivery.id);
+    storage.giveBackDeliveries(owner, ids).then(
+      () => queue.fill(),
+      (error) =>
+        logger.error(
+          { worker: owner, deliveries: ids.length, err: errorMessage(error) },
+          'webhook worker: giving back deliveries failed; they wait for their leases to run out',
+        ),
+    );
+  }
 
   let housekeeping: Promise<void> | undefined;
   /** One run of `options.housekeeping` at a time; a failure is logged, the next tick tries again. */
@@ -504,6 +540,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     async stop() {
       stopped = true;
       if (wake !== undefined) timers.clearTimeout(wake.timer);
+      wakeAt.clear();
       const draining = queue.drain();
       await task?.destroy();
       task = undefined;

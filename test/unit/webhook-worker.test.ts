@@ -638,7 +638,7 @@ test('deliveries claimed ahead start as calls end, without waiting for a claim; 
   await worker.stop();
 });
 
-test('a delivery claimed ahead that waited half the lease margin for a slot is not called: it stays leased for a later claim', async () => {
+test('a delivery claimed ahead that waited half the lease margin for a slot is not called then: it is given back and goes with the next claim, not once its lease runs out', async () => {
   const time = manualClock(new Date('2026-05-01T00:00:00Z'));
   const storage = memoryStorage();
   const { logger, lines } = recordingLogger();
@@ -671,6 +671,10 @@ test('a delivery claimed ahead that waited half the lease margin for a slot is n
     await storage.insertWebhook(webhookRecord({ id: `wbh_${account.slice(5)}_late`, accountId: account }));
     await storage.publishEvents([newEvent(account, 'customer-created', { account }, time.now)]);
   }
+  const both = async () => [
+    ...(await everyDelivery(storage, 'acct_a', 'wbh_a_late')),
+    ...(await everyDelivery(storage, 'acct_b', 'wbh_b_late')),
+  ];
   try {
     const ticking = worker.tick();
     await waitFor(() => transport.calls.length === 1, "the first account's call");
@@ -678,22 +682,149 @@ test('a delivery claimed ahead that waited half the lease margin for a slot is n
     late = LEASE_MARGIN_MS / 2 + 1000;
     hold.resolve();
     await ticking;
+    // Given back, it is claimed again at once: the portal's clock has not moved, its lease
+    // (timeoutMs + 60 s) would still hold it.
+    await waitFor(async () => (await both()).every((delivery) => delivery.status === 'succeeded'), 'both delivered');
   } finally {
     await worker.stop();
   }
-  assert.is(transport.calls.length, 1, 'the delivery that waited too long was not called');
+  assert.is(transport.calls.length, 2, 'each called once');
   // Both were due at once: which account's went first depends on their ids.
-  const both = [
-    ...(await everyDelivery(storage, 'acct_a', 'wbh_a_late')),
-    ...(await everyDelivery(storage, 'acct_b', 'wbh_b_late')),
-  ];
-  const waited = both.find((delivery) => delivery.eventId !== transport.calls[0]!.headers['webhook-id']);
-  assert.is(waited!.leaseOwner, worker.owner, 'it stays leased, and goes out once the lease runs out');
-  assert.is(waited!.attempts.length, 0);
+  const waited = (await both()).find((delivery) => delivery.eventId !== transport.calls[0]!.headers['webhook-id']);
+  assert.is(waited!.attempts.length, 1, 'the one that waited too long was called once, after it was given back');
   assert.ok(
     lines.some((line) => line.level === 'warn' && line.object.deliveryId === waited!.id),
-    'the skip is logged with the delivery',
+    'the give-back is logged with the delivery',
   );
+});
+
+test('a store without giveBackDeliveries: a delivery that waited too long stays leased until its lease runs out', async () => {
+  const time = manualClock(new Date('2026-05-01T00:00:00Z'));
+  const memory = memoryStorage();
+  // A store of the host's own, without the optional method.
+  const storage = Object.assign(Object.create(memory) as typeof memory, { giveBackDeliveries: undefined });
+  const hold = deferred();
+  let late = 0;
+  const transport = memoryTransport({
+    respond: async () => {
+      await hold.promise;
+      return 204;
+    },
+  });
+  const worker = createWebhookWorker({
+    storage,
+    transport,
+    clock: time.clock,
+    logger: recordingLogger().logger,
+    tick: '0 0 0 1 1 *',
+    timeoutMs: 15_000,
+    retrySchedule: [5],
+    concurrency: 1,
+    concurrencyPerAccount: 1,
+    timers: {
+      now: () => performance.now() + late,
+      setTimeout: (run, ms) => setTimeout(run, ms).unref(),
+      clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+    },
+  });
+  for (const account of ['acct_a', 'acct_b']) {
+    await storage.insertWebhook(webhookRecord({ id: `wbh_${account.slice(5)}_late`, accountId: account }));
+    await storage.publishEvents([newEvent(account, 'customer-created', { account }, time.now)]);
+  }
+  try {
+    const ticking = worker.tick();
+    await waitFor(() => transport.calls.length === 1, "the first account's call");
+    late = LEASE_MARGIN_MS / 2 + 1000;
+    hold.resolve();
+    await ticking;
+    await worker.tick();
+    assert.is(transport.calls.length, 1, 'the delivery that waited too long is not called while its lease holds');
+    time.advance(15 + LEASE_MARGIN_MS / 1000 + 1);
+    await worker.tick();
+    assert.is(transport.calls.length, 2, 'it goes once the lease ran out');
+  } finally {
+    await worker.stop();
+  }
+});
+
+test('a Retry-After counts from the answer: a record that comes later does not lengthen the hold', async () => {
+  const time = manualClock(new Date('2026-05-01T00:00:00Z'));
+  const inner = memoryStorage();
+  const records: Parameters<typeof inner.recordAttempt>[0][] = [];
+  const storage = {
+    ...inner,
+    recordAttempt(record: Parameters<typeof inner.recordAttempt>[0]) {
+      records.push(record);
+      return inner.recordAttempt(record);
+    },
+  };
+  const start = time.now;
+  // The first answer comes at once by the call's own measure, while the portal's clock moves 3 s on
+  // before the attempt is recorded (a busy event loop, a slow store).
+  let answers = 0;
+  const transport = memoryTransport({
+    respond: () => {
+      if (answers++ > 0) return 204;
+      time.advance(3);
+      return { statusCode: 429, headers: { 'retry-after': '1' } };
+    },
+  });
+  const worker = tickedWorker(storage, transport, time.clock, { concurrency: 1 });
+  await storage.insertWebhook(webhookRecord({ id: 'wbh_held', accountId: 'acct_a' }));
+  await storage.publishEvents([newEvent('acct_a', 'customer-created', data, time.now)]);
+  try {
+    await worker.tick();
+  } finally {
+    await worker.stop();
+  }
+  const [held] = records;
+  assert.is(held!.attempt.held, true);
+  // The call's own measure may read a millisecond, which rounds the hold up to the next second.
+  for (const [what, until] of [
+    ['the hold', held!.hold!],
+    ['the next attempt', held!.outcome.nextAttemptAt!],
+  ] as const) {
+    const wait = secondsBetween(start, until);
+    assert.ok(wait >= 1 && wait <= 2, `${what}: a second after the answer, not after the record (${wait} s)`);
+  }
+});
+
+test('two holds ending at different times: the worker claims again as each ends, not at the tick', async () => {
+  const timers = fakeTimers();
+  const base = Date.parse('2026-05-01T00:00:00Z');
+  // The portal's clock follows the scheduler's, so that a hold's end is a timer.
+  const clock = () => new Date(base + timers.now());
+  const storage = memoryStorage();
+  const answers: Record<string, string[]> = { '/short': ['1'], '/long': ['3'] };
+  const calledAt: Record<string, number[]> = { '/short': [], '/long': [] };
+  const transport = memoryTransport({
+    respond: (call) => {
+      const path = new URL(call.url).pathname;
+      calledAt[path]!.push(timers.now());
+      const retryAfter = answers[path]!.shift();
+      return retryAfter === undefined ? 204 : { statusCode: 429, headers: { 'retry-after': retryAfter } };
+    },
+  });
+  const worker = tickedWorker(storage, transport, clock, { concurrency: 4, timers });
+  for (const path of ['/short', '/long']) {
+    await storage.insertWebhook(
+      webhookRecord({
+        id: `wbh${path.replace('/', '_')}`,
+        accountId: 'acct_a',
+        url: `https://receiver.example${path}`,
+      }),
+    );
+  }
+  await storage.publishEvents([newEvent('acct_a', 'customer-created', data, clock())]);
+  worker.start();
+  try {
+    await waitFor(() => calledAt['/long']!.length === 2 && calledAt['/short']!.length === 2, 'both called again');
+  } finally {
+    await worker.stop();
+  }
+  // Called at 0; held until 1 s and 3 s (whole seconds from a start at a whole second).
+  assert.ok(calledAt['/short']![1]! >= 1000 && calledAt['/short']![1]! < 1100, `short: ${calledAt['/short']}`);
+  assert.ok(calledAt['/long']![1]! >= 3000 && calledAt['/long']![1]! < 3100, `long: ${calledAt['/long']}`);
 });
 
 test('fair share on a slow store: calls that end while a claim runs still lead to the next claim, and one tick drains the backlog', async () => {
