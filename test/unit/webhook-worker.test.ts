@@ -638,12 +638,14 @@ test('deliveries claimed ahead start as calls end, without waiting for a claim; 
   await worker.stop();
 });
 
-test('a delivery claimed ahead that waited half the lease margin for a slot is not called then: it is given back and goes with the next claim, not once its lease runs out', async () => {
+/**
+ * Two accounts' deliveries and one slot: the first call holds it until `slotFreedLate` frees it, while the
+ * scheduler's clock jumps past half the lease margin, so the other delivery, claimed ahead, has
+ * waited too long by then. The portal's clock (`time`) does not move.
+ */
+async function waitedTooLong(storage: ReturnType<typeof memoryStorage>, logger: Logger) {
   const time = manualClock(new Date('2026-05-01T00:00:00Z'));
-  const storage = memoryStorage();
-  const { logger, lines } = recordingLogger();
   const hold = deferred();
-  // The scheduler's clock, moved on past half the lease margin once the first call holds the one slot.
   let late = 0;
   const transport = memoryTransport({
     respond: async () => {
@@ -671,17 +673,30 @@ test('a delivery claimed ahead that waited half the lease margin for a slot is n
     await storage.insertWebhook(webhookRecord({ id: `wbh_${account.slice(5)}_late`, accountId: account }));
     await storage.publishEvents([newEvent(account, 'customer-created', { account }, time.now)]);
   }
-  const both = async () => [
-    ...(await everyDelivery(storage, 'acct_a', 'wbh_a_late')),
-    ...(await everyDelivery(storage, 'acct_b', 'wbh_b_late')),
-  ];
+  return {
+    time,
+    transport,
+    worker,
+    /** Ticks until the first call holds the slot, then frees it past half the lease margin. */
+    async slotFreedLate() {
+      const ticking = worker.tick();
+      await waitFor(() => transport.calls.length === 1, "the first account's call");
+      late = LEASE_MARGIN_MS / 2 + 1000;
+      hold.resolve();
+      await ticking;
+    },
+    both: async () => [
+      ...(await everyDelivery(storage, 'acct_a', 'wbh_a_late')),
+      ...(await everyDelivery(storage, 'acct_b', 'wbh_b_late')),
+    ],
+  };
+}
+
+test('a delivery claimed ahead that waited half the lease margin for a slot is not called then: it is given back and goes with the next claim, not once its lease runs out', async () => {
+  const { logger, lines } = recordingLogger();
+  const { transport, worker, slotFreedLate, both } = await waitedTooLong(memoryStorage(), logger);
   try {
-    const ticking = worker.tick();
-    await waitFor(() => transport.calls.length === 1, "the first account's call");
-    // The one slot is held past half the lease margin while the other account's delivery waits ahead.
-    late = LEASE_MARGIN_MS / 2 + 1000;
-    hold.resolve();
-    await ticking;
+    await slotFreedLate();
     // Given back, it is claimed again at once: the portal's clock has not moved, its lease
     // (timeoutMs + 60 s) would still hold it.
     await waitFor(async () => (await both()).every((delivery) => delivery.status === 'succeeded'), 'both delivered');
@@ -699,44 +714,12 @@ test('a delivery claimed ahead that waited half the lease margin for a slot is n
 });
 
 test('a store without giveBackDeliveries: a delivery that waited too long stays leased until its lease runs out', async () => {
-  const time = manualClock(new Date('2026-05-01T00:00:00Z'));
   const memory = memoryStorage();
   // A store of the host's own, without the optional method.
   const storage = Object.assign(Object.create(memory) as typeof memory, { giveBackDeliveries: undefined });
-  const hold = deferred();
-  let late = 0;
-  const transport = memoryTransport({
-    respond: async () => {
-      await hold.promise;
-      return 204;
-    },
-  });
-  const worker = createWebhookWorker({
-    storage,
-    transport,
-    clock: time.clock,
-    logger: recordingLogger().logger,
-    tick: '0 0 0 1 1 *',
-    timeoutMs: 15_000,
-    retrySchedule: [5],
-    concurrency: 1,
-    concurrencyPerAccount: 1,
-    timers: {
-      now: () => performance.now() + late,
-      setTimeout: (run, ms) => setTimeout(run, ms).unref(),
-      clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
-    },
-  });
-  for (const account of ['acct_a', 'acct_b']) {
-    await storage.insertWebhook(webhookRecord({ id: `wbh_${account.slice(5)}_late`, accountId: account }));
-    await storage.publishEvents([newEvent(account, 'customer-created', { account }, time.now)]);
-  }
+  const { time, transport, worker, slotFreedLate } = await waitedTooLong(storage, recordingLogger().logger);
   try {
-    const ticking = worker.tick();
-    await waitFor(() => transport.calls.length === 1, "the first account's call");
-    late = LEASE_MARGIN_MS / 2 + 1000;
-    hold.resolve();
-    await ticking;
+    await slotFreedLate();
     await worker.tick();
     assert.is(transport.calls.length, 1, 'the delivery that waited too long is not called while its lease holds');
     time.advance(15 + LEASE_MARGIN_MS / 1000 + 1);
