@@ -91,7 +91,8 @@ export interface LocalQueueOptions<Made> extends LocalQueueStages<Made> {
  * - `filledLast` (`claimed`): the last claim took all it asked for;
  * - `claimMs` (`claim`): how long recent claims took, a moving average;
  * - `full` (`claimed`, `release`): accounts whose share the last claim found full, so the first of
- *   their calls to end claims again.
+ *   their calls to end claims again;
+ * - `aheadByWebhook` (`claimed`, `takeAhead`): how many of each webhook's deliveries wait claimed ahead.
  */
 export class LocalQueue<Made> {
   private readonly options: LocalQueueOptions<Made>;
@@ -105,6 +106,8 @@ export class LocalQueue<Made> {
   private claimMs = 0;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly ahead: { claimed: ClaimedDelivery; at: number }[] = [];
+  /** The deliveries claimed ahead by webhook id: what `hasAhead` answers. */
+  private readonly aheadByWebhook = new Map<string, number>();
   private readonly recording = new Set<Promise<void>>();
   /** This worker's deliveries by account, in flight or claimed ahead: what the fair share of the next claim counts. */
   private readonly heldByAccount: Record<string, number> = Object.create(null);
@@ -157,6 +160,11 @@ export class LocalQueue<Made> {
   /** More may be due than the last claim took (a webhook it passed over has room again): claim once room frees. */
   mayHaveMore(): void {
     this.again = true;
+  }
+
+  /** Whether deliveries of the webhook wait claimed ahead: they take its room as it frees, before any claim could. */
+  hasAhead(webhookId: string): boolean {
+    return this.aheadByWebhook.has(webhookId);
   }
 
   /** Resolves once nothing is claimed, ahead, in flight or being recorded. */
@@ -213,6 +221,8 @@ export class LocalQueue<Made> {
       const { accountId } = delivery.delivery;
       this.heldByAccount[accountId] = (this.heldByAccount[accountId] ?? 0) + 1;
       this.ahead.push({ claimed: delivery, at });
+      const { webhookId } = delivery.delivery;
+      this.aheadByWebhook.set(webhookId, (this.aheadByWebhook.get(webhookId) ?? 0) + 1);
     }
     this.startAhead();
     this.filledLast = claimed.length === limit;
@@ -242,7 +252,7 @@ export class LocalQueue<Made> {
       const { claimed, at } = this.ahead[i]!;
       const now = timers.now();
       if (now - at > aheadWaitLimitMs) {
-        this.ahead.splice(i, 1);
+        this.takeAhead(i);
         this.release(claimed.delivery.accountId);
         expired.push(claimed);
         logger.warn(
@@ -257,7 +267,7 @@ export class LocalQueue<Made> {
         i++;
         continue;
       }
-      this.ahead.splice(i, 1);
+      this.takeAhead(i);
       this.options.started?.(claimed, now);
       this.startCall(claimed);
     }
@@ -275,6 +285,14 @@ export class LocalQueue<Made> {
       this.refill();
       this.settleIfIdle();
     }, soonest);
+  }
+
+  /** Takes the `i`-th delivery out of those claimed ahead, to call it or to give it back. */
+  private takeAhead(i: number): void {
+    const { webhookId } = this.ahead.splice(i, 1)[0]!.claimed.delivery;
+    const left = this.aheadByWebhook.get(webhookId)! - 1;
+    if (left === 0) this.aheadByWebhook.delete(webhookId);
+    else this.aheadByWebhook.set(webhookId, left);
   }
 
   private release(accountId: string): void {

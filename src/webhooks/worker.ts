@@ -150,7 +150,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       limit,
       owner,
       perAccount: { max: perAccount, inFlight: held },
-      ...(adaptive ? { fullWebhooks: limits.full() } : {}),
+      ...(adaptive ? { fullWebhooks: passOver() } : {}),
     });
     // A rate-limited webhook's next deliveries are due as a later second begins (their slots).
     if (claimed.some(({ webhook }) => webhook.rateLimit !== undefined))
@@ -196,6 +196,16 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
    * time per webhook; a failed write is logged and left to the next change).
    */
   const limits = new InFlightLimits(perAccount);
+  /**
+   * Webhooks a claim passed over at their limit, until one of their calls ends with none of theirs
+   * claimed ahead: bounded by the webhooks with calls in flight.
+   */
+  const passedOver = new Set<string>();
+  function passOver(): string[] {
+    const full = limits.full();
+    for (const id of full) passedOver.add(id);
+    return full;
+  }
   const sharing = new Map<string, number | null>();
   async function share(webhookId: string, limit: number): Promise<void> {
     const busy = sharing.has(webhookId);
@@ -269,11 +279,14 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
     const durationMs = Math.round(ended - started);
     observed.end(callOutcome(result), result.statusCode, result.error, durationMs);
     if (!adaptive) return { at, result, durationMs, pauseMs: null };
-    const wasFull = !limits.hasRoom(webhook.id);
     const { limit, changed, pauseMs } = limits.ended(webhook.id, loadOf(result), started, ended);
     if (changed) void share(webhook.id, limit);
-    // Claims passed its deliveries over while it was full: the next one may take them.
-    if (wasFull) queue.mayHaveMore();
+    // A claim passed its deliveries over while it was full: the next one may take them, once none
+    // of its own claimed ahead is left to take the room first (a claim would find it full again).
+    if (passedOver.has(webhook.id) && !queue.hasAhead(webhook.id)) {
+      passedOver.delete(webhook.id);
+      queue.mayHaveMore();
+    }
     return { at, result, durationMs, pauseMs };
   }
 

@@ -593,6 +593,45 @@ test('with a backlog on a store whose claims take no time, freed slots wait abou
   );
 });
 
+test("a webhook at its in-flight limit with its own deliveries claimed ahead: its calls' ends start those, and claim again only once none is left", async () => {
+  const time = manualClock(new Date('2026-05-01T00:00:00Z'));
+  const timers = fakeTimers();
+  const inner = memoryStorage();
+  const claimed: number[] = [];
+  const storage = {
+    ...inner,
+    async claimDeliveries(claim: Parameters<typeof inner.claimDeliveries>[0]) {
+      const got = await inner.claimDeliveries(claim);
+      claimed.push(got.length);
+      return got;
+    },
+  };
+  // The first answer is an overload: the limit falls from the share (32) to 16, while the account
+  // may still hold 32, so half its deliveries wait claimed ahead of the webhook's room.
+  let answers = 0;
+  const transport = memoryTransport({
+    respond: async () => {
+      if (answers++ === 0) return 503;
+      // Answers end one at a time, as a receiver's do.
+      await timers.sleep(10 + (answers % 7));
+      return 204;
+    },
+  });
+  const worker = tickedWorker(storage, transport, time.clock, { concurrency: 32, concurrencyPerAccount: 32, timers });
+  await storage.insertWebhook(webhookRecord({ id: 'wbh_limited', accountId: 'acct_a' }));
+  for (let i = 0; i < 200; i++) await storage.publishEvents([newEvent('acct_a', 'customer-created', { i }, time.now)]);
+  try {
+    await worker.tick();
+  } finally {
+    await worker.stop();
+  }
+  assert.is(transport.calls.length, 200, 'every delivery called once');
+  // Some claims still find nothing (the account at its share asks again as any call ends); before,
+  // each end of a call while the webhook was full asked too: 36 empty claims of 50 here.
+  const empty = claimed.filter((got) => got === 0).length;
+  assert.ok(empty < transport.calls.length / 10, `claims that found nothing: ${empty} of ${claimed.length}`);
+});
+
 test('deliveries claimed ahead start as calls end, without waiting for a claim; in flight stays within the slots and shares', async () => {
   const time = manualClock(new Date('2026-05-01T00:00:00Z'));
   const timers = fakeTimers();
