@@ -98,7 +98,7 @@ export const webhookHealth = v.strictObject({
    * it is down (a pause between tries, `rules/in-flight.ts`); `null` when they do not.
    */
   heldUntil: nullableTime(
-    "Until when its calls wait, as its receiver asked with `Retry-After` on a `429` or `503` (at most an hour), or while it seems down (overload at one call in flight: a pause of 1 s, doubling, at most 4 s, between tries); `null` when they do not. Its deliveries due before then are sent then. The answer that asked counts neither as a failure toward auto-disable nor against the delivery's retries; the call that found the receiver down does, as any failure.",
+    "Until when its calls wait, as its receiver asked with `Retry-After` on a `429` or `503` (at most an hour), or while it seems down (overload at one call in flight: a pause of 1 s, then 2 s, between tries); `null` when they do not. Its deliveries due before then are sent then. The answer that asked counts neither as a failure toward auto-disable nor against the delivery's retries; the call that found the receiver down does, as any failure.",
   ),
   /** The webhook's `rateLimit`: calls a second at most; `null` when it has none. */
   rateLimit: v.pipe(
