@@ -197,12 +197,14 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
    */
   const limits = new InFlightLimits(perAccount);
   /**
-   * Webhooks a claim passed over at their limit, until one of their calls ends with none of theirs
-   * claimed ahead: bounded by the webhooks with calls in flight.
+   * Webhooks the latest claim passed over at their limit, until one of their calls ends with none
+   * of theirs claimed ahead. Each claim starts the set again: one that did not pass a webhook over
+   * could lease its deliveries. So it holds at most the webhooks with calls in flight.
    */
   const passedOver = new Set<string>();
   function passOver(): string[] {
     const full = limits.full();
+    passedOver.clear();
     for (const id of full) passedOver.add(id);
     return full;
   }
