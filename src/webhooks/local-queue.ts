@@ -91,8 +91,7 @@ export interface LocalQueueOptions<Made> extends LocalQueueStages<Made> {
  * - `filledLast` (`claimed`): the last claim took all it asked for;
  * - `claimMs` (`claim`): how long recent claims took, a moving average;
  * - `full` (`claimed`, `release`): accounts whose share the last claim found full, so the first of
- *   their calls to end claims again;
- * - `aheadByWebhook` (`claimed`, `takeAhead`): how many of each webhook's deliveries wait claimed ahead.
+ *   their calls to end claims again.
  */
 export class LocalQueue<Made> {
   private readonly options: LocalQueueOptions<Made>;
@@ -106,8 +105,6 @@ export class LocalQueue<Made> {
   private claimMs = 0;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly ahead: { claimed: ClaimedDelivery; at: number }[] = [];
-  /** The deliveries claimed ahead by webhook id: what `hasAhead` answers. */
-  private readonly aheadByWebhook = new Map<string, number>();
   private readonly recording = new Set<Promise<void>>();
   /** This worker's deliveries by account, in flight or claimed ahead: what the fair share of the next claim counts. */
   private readonly heldByAccount: Record<string, number> = Object.create(null);
@@ -164,7 +161,7 @@ export class LocalQueue<Made> {
 
   /** Whether deliveries of the webhook wait claimed ahead: they take its room as it frees, before any claim could. */
   hasAhead(webhookId: string): boolean {
-    return this.aheadByWebhook.has(webhookId);
+    return this.ahead.some(({ claimed }) => claimed.delivery.webhookId === webhookId);
   }
 
   /** Resolves once nothing is claimed, ahead, in flight or being recorded. */
@@ -221,8 +218,6 @@ export class LocalQueue<Made> {
       const { accountId } = delivery.delivery;
       this.heldByAccount[accountId] = (this.heldByAccount[accountId] ?? 0) + 1;
       this.ahead.push({ claimed: delivery, at });
-      const { webhookId } = delivery.delivery;
-      this.aheadByWebhook.set(webhookId, (this.aheadByWebhook.get(webhookId) ?? 0) + 1);
     }
     this.startAhead();
     this.filledLast = claimed.length === limit;
@@ -252,12 +247,12 @@ export class LocalQueue<Made> {
       const { claimed, at } = this.ahead[i]!;
       const now = timers.now();
       if (now - at > aheadWaitLimitMs) {
-        this.takeAhead(i);
+        this.ahead.splice(i, 1);
         this.release(claimed.delivery.accountId);
         expired.push(claimed);
         logger.warn(
           { deliveryId: claimed.delivery.id, waitedMs: Math.round(now - at) },
-          'webhook worker: a delivery claimed ahead waited too long for a slot; it is given back, not called',
+          'webhook worker: a delivery claimed ahead waited too long for a slot; it is not called but given back (or left to its lease)',
         );
         continue;
       }
@@ -267,7 +262,7 @@ export class LocalQueue<Made> {
         i++;
         continue;
       }
-      this.takeAhead(i);
+      this.ahead.splice(i, 1);
       this.options.started?.(claimed, now);
       this.startCall(claimed);
     }
@@ -285,14 +280,6 @@ export class LocalQueue<Made> {
       this.refill();
       this.settleIfIdle();
     }, soonest);
-  }
-
-  /** Takes the `i`-th delivery out of those claimed ahead, to call it or to give it back. */
-  private takeAhead(i: number): void {
-    const { webhookId } = this.ahead.splice(i, 1)[0]!.claimed.delivery;
-    const left = this.aheadByWebhook.get(webhookId)! - 1;
-    if (left === 0) this.aheadByWebhook.delete(webhookId);
-    else this.aheadByWebhook.set(webhookId, left);
   }
 
   private release(accountId: string): void {
