@@ -13,14 +13,15 @@ export function createGiveBack(
   claimedKeys: ClaimedKeys,
 ): Required<Pick<Storage, 'giveBackDeliveries'>> {
   // Only the owner's leases, in the queue (a leased delivery is pending); a redeliver queued during
-  // the lease is this next call.
+  // the lease is this next call. Run twice, it leaves what it left once: replayable after a broken
+  // connection.
   const giveBack = `UPDATE ${names.table('delivery_queue')}
     SET lease_owner = NULL, lease_until = NULL, redeliver_queued = false
     WHERE id = ANY ($1::text[]) AND lease_owner = $2::text`;
   return {
     async giveBackDeliveries(owner, ids) {
       if (ids.length === 0) return;
-      await db.query(giveBack, [ids, owner]);
+      await db.query(giveBack, [ids, owner], { replayable: true });
       for (const id of ids) claimedKeys.take(id);
     },
   };
