@@ -499,15 +499,21 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
   function giveBack(expired: ClaimedDelivery[]): void {
     if (storage.giveBackDeliveries === undefined) return;
     const ids = expired.map(({ delivery }) => delivery.id);
-    storage.giveBackDeliveries(owner, ids).then(
-      () => queue.fill(),
-      (error) =>
-        logger.error(
-          { worker: owner, deliveries: ids.length, err: errorMessage(error) },
-          'webhook worker: giving back deliveries failed; they wait for their leases to run out',
-        ),
-    );
+    const giving: Promise<void> = storage
+      .giveBackDeliveries(owner, ids)
+      .then(
+        () => queue.fill(),
+        (error) =>
+          logger.error(
+            { worker: owner, deliveries: ids.length, err: errorMessage(error) },
+            'webhook worker: giving back deliveries failed; they wait for their leases to run out',
+          ),
+      )
+      .finally(() => givingBack.delete(giving));
+    givingBack.add(giving);
   }
+  /** Give-backs on their way: `stop()` waits for them, so that the store is not closed under one. */
+  const givingBack = new Set<Promise<void>>();
 
   let housekeeping: Promise<void> | undefined;
   /** One run of `options.housekeeping` at a time; a failure is logged, the next tick tries again. */
@@ -561,6 +567,7 @@ export function createWebhookWorker(options: WebhookWorkerOptions): WebhookWorke
       task = undefined;
       await housekeeping;
       await draining;
+      await Promise.all(givingBack);
     },
     async tick() {
       await houseKeep();

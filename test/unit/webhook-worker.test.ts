@@ -752,6 +752,33 @@ test('a delivery claimed ahead that waited half the lease margin for a slot is n
   );
 });
 
+test('stop() waits for a give-back on its way, so the store is not closed under it', async () => {
+  const memory = memoryStorage();
+  const giving = deferred();
+  let given = false;
+  // A store whose give-back takes until the test lets it end.
+  const storage = Object.assign(Object.create(memory) as typeof memory, {
+    async giveBackDeliveries(owner: string, ids: readonly string[]) {
+      await giving.promise;
+      await memory.giveBackDeliveries!(owner, ids);
+      given = true;
+    },
+  });
+  const { worker, slotFreedLate, both } = await waitedTooLong(storage, recordingLogger().logger);
+  await slotFreedLate();
+  let stopped = false;
+  const stopping = worker.stop().then(() => {
+    stopped = true;
+  });
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.not.ok(stopped, 'stop() is still waiting for the give-back');
+  giving.resolve();
+  await stopping;
+  assert.ok(given, 'the give-back ended before stop() resolved');
+  const waited = (await both()).find((delivery) => delivery.attempts.length === 0);
+  assert.is(waited!.leaseOwner, null, 'the delivery that waited too long is free for any worker');
+});
+
 test('a store without giveBackDeliveries: a delivery that waited too long stays leased until its lease runs out', async () => {
   const memory = memoryStorage();
   // A store of the host's own, without the optional method.
