@@ -21,7 +21,7 @@
  * events as it starts (the join is pruned as it runs), waits for that moment. The parents have no
  * index of their own, which is what lets generation 0 join without building one.
  */
-import type { Db, Queryable } from '../client.js';
+import { type Db, type Queryable, lockWithin } from '../client.js';
 import type { Names } from '../schema.js';
 
 /** A generation's partitions, or the default ones. */
@@ -94,8 +94,16 @@ export async function attachedGenerations(db: Queryable, names: Names, history: 
   return gens;
 }
 
-/** First key of the rotation's advisory lock: 'cpgn' in ASCII. */
-const ROTATION_LOCK_CLASS = 0x6370676e;
+/** First key of the generations' advisory lock: 'cpgn' in ASCII. */
+const GENERATIONS_LOCK_CLASS = 0x6370676e;
+
+/**
+ * Takes the turn of this schema's generations within transaction `tx`: instances rotating or
+ * dropping generations at once go one after another (a wait bounded by the transaction's lock
+ * timeout, as every lock of theirs).
+ */
+export const takeGenerationsTurn = (tx: Queryable, names: Names) =>
+  lockWithin(tx, GENERATIONS_LOCK_CLASS, names.schema);
 
 /** How long a partition's DDL waits for a lock before it gives up, for the next tick to try again. */
 export const DDL_LOCK_TIMEOUT = `SET LOCAL lock_timeout = '200ms'`;
@@ -104,9 +112,6 @@ export const LOCK_NOT_AVAILABLE = '55P03';
 
 export function createPartitions(db: Db, names: Names) {
   const { table } = names;
-  // Instances rotating at once take turns on a lock of the schema's generations; the later one
-  // then reads the generation the earlier one started (a statement after the lock, a new snapshot).
-  const turn = `SELECT pg_advisory_xact_lock(${ROTATION_LOCK_CLASS}, hashtext($1::text))`;
   const newest = `SELECT gen, (extract(epoch FROM started_at) * 1000)::float8 AS started_ms FROM ${table('generations')}
     ORDER BY gen DESC LIMIT 1`;
   const open = `INSERT INTO ${table('generations')} (gen, started_at) VALUES ($1::int, $2::timestamptz)`;
@@ -135,7 +140,9 @@ export function createPartitions(db: Db, names: Names) {
       try {
         seenStart = await db.transaction(async (tx) => {
           await tx.query(DDL_LOCK_TIMEOUT);
-          await tx.query(turn, [names.schema]);
+          // The later instance then reads the generation the earlier one started (a statement
+          // after the lock, a new snapshot).
+          await takeGenerationsTurn(tx, names);
           const [row] = await tx.query(newest);
           const gen = Number(row!.gen);
           const started = Number(row!.started_ms);

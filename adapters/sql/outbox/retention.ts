@@ -12,9 +12,10 @@
  *   events' default partition first: never dropped.
  * - The default partitions hold few rows (see partitions.ts); theirs go one by one, oldest first.
  *
- * A drop holds the parent's ACCESS EXCLUSIVE lock for as long as it counts the partition, copies what
- * is kept, detaches and drops it; waiting longer than DDL_LOCK_TIMEOUT for it, the pass gives up
- * and the next tick tries again. Instances take turns on the lock: the later finds it gone.
+ * A drop reads the partition under a lock of it alone, then holds the parent's ACCESS EXCLUSIVE lock
+ * only to detach it, copy what is kept and drop it (see `drop`); waiting longer than DDL_LOCK_TIMEOUT
+ * for any lock, the pass gives up and the next tick tries again. Instances take turns with the
+ * rotation (partitions.ts, takeGenerationsTurn): the later finds the partition gone.
  */
 import type { Storage } from '../../../src/ports.js';
 import type { Db, Queryable } from '../client.js';
@@ -26,6 +27,7 @@ import {
   LOCK_NOT_AVAILABLE,
   attachedGenerations,
   partitionTable,
+  takeGenerationsTurn,
 } from './partitions.js';
 
 /** A time as milliseconds, as the statements below answer it: NULL and -infinity are -Infinity. */
@@ -87,9 +89,16 @@ export function createRetention(db: Db, names: Names): Pick<Storage, 'removeExpi
   /**
    * Drops the partition of `gen` when its latest record was made before `cutoff` (ms): resolves how
    * many records went, the latest one's time when it is too recent, `kept` when (events) the log's
-   * partition of `gen` holds a delivery, or nothing when a lock was not had or the partition is gone. An events partition is dropped with the log's parent locked too (SHARE: no delivery
-   * is logged meanwhile), so that a delivery recorded as the pass looked cannot land in the log's
-   * partition of `gen` after it was found empty, naming an event that goes.
+   * partition of `gen` holds a delivery, or nothing when a lock was not had or the partition is gone.
+   *
+   * The partition is read (counted, its latest record found: one scan) under a SHARE lock of it
+   * alone, which stops what would be stored in it (a delivery of its generation finished now) and
+   * nothing else: publishes, claims and records of other generations go on. The parent's ACCESS
+   * EXCLUSIVE lock, which every one of them waits for, is then held only to detach the partition,
+   * copy the events the queue still names (read from the queue, not the partition: see
+   * keepNamedEvents) and drop it. An events partition is dropped with the log's parent locked too
+   * (SHARE: no delivery is logged meanwhile), so that a delivery recorded as the pass looked cannot
+   * land in the log's partition of `gen` after it was found empty, naming an event that goes.
    */
   async function drop(
     history: History,
@@ -101,18 +110,20 @@ export function createRetention(db: Db, names: Names): Pick<Storage, 'removeExpi
     try {
       return await db.transaction(async (tx) => {
         await tx.query(DDL_LOCK_TIMEOUT);
-        await tx.query(`LOCK TABLE ONLY ${parent} IN ACCESS EXCLUSIVE MODE`);
+        await takeGenerationsTurn(tx, names);
         if (!(await attachedGenerations(tx, names, history)).has(gen)) return null;
+        await tx.query(`LOCK TABLE ${part} IN SHARE MODE`);
+        const [seen] = await tx.query(`SELECT count(*)::int AS count, ${ms('max(created_at)')} AS newest FROM ${part}`);
+        const newest = msOf(seen!.newest);
+        if (newest >= cutoff) return { newest };
+        await tx.query(`LOCK TABLE ONLY ${parent} IN ACCESS EXCLUSIVE MODE`);
         if (history === 'events') {
           await tx.query(`LOCK TABLE ONLY ${table('deliveries')} IN SHARE MODE`);
           const logs = await attachedGenerations(tx, names, 'deliveries');
           if (logs.has(gen) && (await hasRows(tx, partition('deliveries', gen)))) return 'kept';
         }
-        const [seen] = await tx.query(`SELECT count(*)::int AS count, ${ms('max(created_at)')} AS newest FROM ${part}`);
-        const newest = msOf(seen!.newest);
-        if (newest >= cutoff) return { newest };
         await tx.query(`ALTER TABLE ${parent} DETACH PARTITION ${part}`);
-        const kept = history === 'events' ? await keepNamedEvents(tx, part) : 0;
+        const kept = history === 'events' ? await keepNamedEvents(tx, part, gen) : 0;
         await tx.query(`DROP TABLE ${part}`);
         return { removed: Number(seen!.count) - kept };
       });
@@ -123,19 +134,26 @@ export function createRetention(db: Db, names: Names): Pick<Storage, 'removeExpi
   }
 
   /**
-   * The events of a detached partition that a pending delivery, or a delivery in the log's default
-   * partition, names: copied to the parent, which has no partition for their generation now, so
-   * into its default one. Under the parent's lock: no claim or recovery reads the events meanwhile.
+   * The events of a detached partition of generation `gen` that a pending delivery, or a delivery
+   * in the log's default partition, names: copied to the parent, which has no partition for their
+   * generation now, so into its default one. Found from the deliveries of that generation (each
+   * carries its event's), each event then read by its id: the work grows with the queue, not with
+   * the generation, under the parent's lock (no claim or recovery reads the events meanwhile).
    */
-  async function keepNamedEvents(tx: Queryable, part: string): Promise<number> {
+  async function keepNamedEvents(tx: Queryable, part: string, gen: number): Promise<number> {
     const [row] = await tx.query(
-      `WITH kept AS (
+      `WITH named AS (
+        SELECT DISTINCT n.event_id FROM (
+          SELECT q.event_id FROM ${table('delivery_queue')} AS q WHERE q.event_gen = $1::int
+          UNION ALL
+          SELECT d.event_id FROM ${partition('deliveries', 'default')} AS d WHERE d.event_gen = $1::int
+        ) AS n
+      ), kept AS (
         INSERT INTO ${table('events')}
-        SELECT * FROM ${part} AS e
-        WHERE EXISTS (SELECT 1 FROM ${table('delivery_queue')} AS q WHERE q.event_id = e.id)
-          OR EXISTS (SELECT 1 FROM ${partition('deliveries', 'default')} AS d WHERE d.event_id = e.id)
+        SELECT e.* FROM named CROSS JOIN LATERAL (SELECT * FROM ${part} AS p WHERE p.id = named.event_id) AS e
         RETURNING 1
       ) SELECT count(*)::int AS kept FROM kept`,
+      [gen],
     );
     return Number(row!.kept);
   }

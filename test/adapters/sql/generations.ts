@@ -136,6 +136,51 @@ export function generationTests(test: Test, backend: SqlBackend): void {
   );
 
   test(
+    "generations: an event a delivery in the log's default partition names is kept when its generation goes",
+    withSqlStorage(backend, async (storage, { schema }) => {
+      const { client } = backend;
+      await storage.insertWebhook(webhookRecord());
+      await storage.rotateHistory!(at(0), MINUTE);
+      const event = eventRecord({ createdAt: at(0), data: { n: 2 } });
+      const other = eventRecord({ createdAt: at(1) });
+      const [delivery] = await storage.publishEvents([event]);
+      const [finished] = await storage.publishEvents([other]);
+      // An event no webhook is for: nothing names it.
+      await storage.publishEvents([eventRecord({ createdAt: at(2), type: 'customer-deleted' })]);
+      await storage.rotateHistory!(at(60), MINUTE);
+      await storage.rotateHistory!(at(120), MINUTE);
+      // The log's partition of generation 2 goes (the events are kept longer); the pending delivery
+      // is then logged in the default partition.
+      assert.equal(await storage.removeExpired({ deliveries: at(600), events: at(-1) }, 100), {
+        deliveries: 0,
+        events: 0,
+      });
+      assert.not.ok((await partitionsOf(client, schema, 'deliveries')).includes('g2'));
+      await storage.claimDeliveries({ now: at(700), leaseUntil: at(760), limit: 10, owner: 'w' });
+      for (const { id } of [delivery!, finished!])
+        await storage.recordAttempt({
+          id,
+          owner: 'w',
+          attempt: attempt(700, 200),
+          outcome: { status: 'succeeded', nextAttemptAt: null },
+        });
+      // Now the events' partition goes, the logged delivery kept (its time is not past).
+      assert.equal(await storage.removeExpired({ deliveries: at(-1), events: at(600) }, 100), {
+        deliveries: 0,
+        events: 1,
+      });
+      assert.not.ok((await partitionsOf(client, schema, 'events')).includes('g2'), 'the generation went');
+      assert.equal(
+        (await rowsOf(client, schema, 'events_default')).map((row) => row.id).sort(),
+        [event.id, other.id].sort(),
+        'the events the logged deliveries name were kept, and only they',
+      );
+      const page = await storage.listDeliveries('acct_a', delivery!.webhookId, { limit: 10 });
+      assert.is(page.deliveries.length, 2);
+    }),
+  );
+
+  test(
     "generations: a recovered delivery keeps its event's generation in the log until it is past its time too",
     withSqlStorage(backend, async (storage, { schema }) => {
       const { client } = backend;
