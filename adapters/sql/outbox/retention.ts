@@ -128,7 +128,10 @@ export function createRetention(db: Db, names: Names): Pick<Storage, 'removeExpi
         return { removed: Number(seen!.count) - kept };
       });
     } catch (error) {
-      if ((error as { code?: string }).code === LOCK_NOT_AVAILABLE) return null;
+      // A lock not had in time; or the partition dropped since it was found attached, by an
+      // instance of a release that drops without taking the turn.
+      const code = (error as { code?: string }).code;
+      if (code === LOCK_NOT_AVAILABLE || code === UNDEFINED_TABLE) return null;
       throw error;
     }
   }
