@@ -133,7 +133,7 @@ async function servePortal(setup: Setup) {
         // takes the webhook's 100,000 rows for a few hundred, and sorts them instead of reading the index.
         if (pool !== undefined)
           await pool.query(
-            `ANALYZE "${setup.schema}".portal_deliveries, "${setup.schema}".portal_delivery_queue, "${setup.schema}".portal_events`,
+            `ANALYZE "${setup.schema}".portal_deliveries, "${setup.schema}".portal_queue, "${setup.schema}".portal_events`,
           );
         return process.send!({ op: 'fill', a: a.id, b: b.id });
       }

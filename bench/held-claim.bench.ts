@@ -46,7 +46,7 @@ async function claims(pool: pg.Pool, held: boolean): Promise<number> {
         })),
       );
     }
-    await pool.query(`ANALYZE "${schema}".portal_delivery_queue`);
+    await pool.query(`ANALYZE "${schema}".portal_queue`);
     if (held)
       await pool.query(
         `INSERT INTO "${schema}".portal_webhook_health (webhook_id, account_id, held_until) VALUES ($1, 'acct_a', $2)`,

@@ -189,7 +189,7 @@ async function days(): Promise<void> {
     retention: { eventsMs: DAYS_RETENTION * 24 * HOUR, deliveriesMs: DAYS_RETENTION * 24 * HOUR },
     webhooks: { tick: '0 0 0 1 1 *', concurrency: 64 },
   });
-  const history = `c.relname ~ '^portal_(events|deliveries|delivery_queue)'`;
+  const history = `c.relname ~ '^portal_(events|deliveries|queue)'`;
   const measure = async (day: number): Promise<Day> => {
     const { rows } = await admin.query(
       `SELECT
@@ -197,7 +197,7 @@ async function days(): Promise<void> {
         coalesce(sum(pg_indexes_size(c.oid)) FILTER (WHERE c.relkind = 'r'), 0)::bigint AS indexes,
         count(*) FILTER (WHERE c.relkind = 'r' AND c.relispartition)::int AS partitions,
         coalesce(sum(s.n_dead_tup), 0)::bigint AS dead,
-        coalesce(sum(s.n_tup_del) FILTER (WHERE c.relname !~ '^portal_delivery_queue'), 0)::bigint AS deleted
+        coalesce(sum(s.n_tup_del) FILTER (WHERE c.relname !~ '^portal_queue'), 0)::bigint AS deleted
       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
       LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
       WHERE n.nspname = $1 AND ${history}`,
@@ -240,7 +240,7 @@ async function days(): Promise<void> {
       now = new Date(start + HOUR);
       await portal.worker!.tick();
       transport.calls.length = 0;
-      await admin.query(`VACUUM "${schema}"."portal_delivery_queue"`);
+      await admin.query(`VACUUM "${schema}"."portal_queue"`);
       if ((hour + 1) % 24 === 0) {
         const sample = await measure((hour + 1) / 24);
         samples.push(sample);
@@ -316,12 +316,7 @@ async function main() {
       const vacuum = autovacuum
         ? undefined
         : setInterval(() => {
-            for (const table of [
-              'portal_delivery_queue',
-              'portal_deliveries',
-              'portal_events',
-              'portal_webhook_health',
-            ]) {
+            for (const table of ['portal_queue', 'portal_deliveries', 'portal_events', 'portal_webhook_health']) {
               postgres.pool!.query(`VACUUM (ANALYZE) "${schema}"."${table}"`).catch(() => {});
             }
           }, SAMPLE_MS);

@@ -174,7 +174,7 @@ async function onPostgres() {
     await storage.open!();
     const now = Date.now();
     const { webhook, perSecond } = await seed(storage, now);
-    await pool.query(`ANALYZE "${schema}".portal_deliveries, "${schema}".portal_delivery_queue`);
+    await pool.query(`ANALYZE "${schema}".portal_deliveries, "${schema}".portal_queue`);
     await check(storage, webhook, new Date(now));
     const figure = await timed(chart(storage, webhook, new Date(now)));
     const since = windowStart('7d', new Date(now));

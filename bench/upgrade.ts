@@ -14,6 +14,7 @@ import pg from 'pg';
 import { wrapClient } from '../adapters/sql/client.js';
 import { sqlStorage } from '../adapters/sql/index.js';
 import { migrate } from '../adapters/sql/migrations.js';
+import { currentSlot } from '../adapters/sql/outbox/ring.js';
 import { resolveNames } from '../adapters/sql/schema.js';
 import { STORAGE_MIGRATIONS } from '../adapters/sql/storage-migrations.js';
 import { atom } from '../src/shared/time.js';
@@ -142,8 +143,9 @@ async function main() {
         `WITH events AS (
           INSERT INTO ${table('events')} (id, account_id, type, created_at, data, gen)
           VALUES ('evt_after' || $1::text, 'acct_0', 'customer-created', now(), '{}', ${generation})
-        ) INSERT INTO ${table('delivery_queue')} (id, account_id, webhook_id, event_id, next_attempt_at, created_at, event_type, event_gen)
-          VALUES ('whd_after' || $1::text, 'acct_0', 'wbh_upgrade0', 'evt_after' || $1::text, now(), now(), 'customer-created', ${generation})`,
+        ) INSERT INTO ${table('queue')} (id, account_id, webhook_id, event_id, next_attempt_at, created_at, event_type, event_gen, slot)
+          VALUES ('whd_after' || $1::text, 'acct_0', 'wbh_upgrade0', 'evt_after' || $1::text, now(), now(), 'customer-created', ${generation},
+            ${currentSlot(names)})`,
         [String(n)],
       ],
       async () => {

@@ -95,7 +95,7 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
         WHERE w.id = $2::text AND w.account_id = $1::text
         RETURNING ${webhookColumns('w')}, old.before IS DISTINCT FROM w.rate_limit AS repace
       ), repaced AS (
-        UPDATE ${table('delivery_queue')} AS d SET paced = false, next_attempt_at = $7::timestamptz
+        UPDATE ${table('queue')} AS d SET paced = false, next_attempt_at = $7::timestamptz
         WHERE d.webhook_id = $2::text AND d.paced AND d.next_attempt_at > $7::timestamptz
           AND (SELECT repace FROM changed)
       )
@@ -105,7 +105,7 @@ export function sqlStorage(options: SqlStorageOptions): Storage {
     // statement after the delete, so that in READ COMMITTED it sees deliveries that a publish
     // holding the webhook (FOR KEY SHARE) committed while the delete waited for it.
     cancelDeliveries: `WITH cancelled AS (
-        DELETE FROM ${table('delivery_queue')} WHERE webhook_id = $1::text RETURNING *
+        DELETE FROM ${table('queue')} WHERE webhook_id = $1::text RETURNING *
       ) ${finishedFrom(names, 'cancelled', "'cancelled'")}`,
     deleteHealth: `DELETE FROM ${table('webhook_health')} WHERE webhook_id = $1::text`,
 

@@ -205,7 +205,7 @@ export function createHealth(db: Db, names: Names, announce?: { channel: string 
   // (webhook_id, created_at) finds them. Events of another type ($3) are test calls.
   // Pending deliveries are in the queue, finished ones in the log.
   const undelivered = `SELECT d.event_id, e.ordering_key, e.gen FROM (
-      SELECT event_id, event_gen, status, seq FROM ${table('delivery_queue')} WHERE webhook_id = $1::text AND created_at >= $2::timestamptz
+      SELECT event_id, event_gen, status, seq FROM ${table('queue')} WHERE webhook_id = $1::text AND created_at >= $2::timestamptz
       UNION ALL
       SELECT event_id, event_gen, status, seq FROM ${table('deliveries')} WHERE webhook_id = $1::text AND created_at >= $2::timestamptz
     ) AS d JOIN ${table('events')} AS e ON e.gen = d.event_gen AND e.id = d.event_id

@@ -22,7 +22,7 @@ export function orderingKeys({ table, schema }: Names) {
       SELECT DISTINCT hashtext(${quoted(schema)} || ':' || p.webhook_id || ':' || p.ordering_key) AS h
       FROM unnest($1::text[], $2::text[]) AS p(webhook_id, ordering_key)
       ORDER BY h) AS keys`;
-  const taken = `SELECT DISTINCT webhook_id, ordering_key FROM ${table('delivery_queue')}
+  const taken = `SELECT DISTINCT webhook_id, ordering_key FROM ${table('queue')}
     WHERE ordering_key IS NOT NULL
       AND (webhook_id, ordering_key) IN (SELECT * FROM unnest($1::text[], $2::text[]))`;
   // For each key ($1, $2), its earliest held delivery is due at $3, unless one has the key's turn
@@ -33,17 +33,17 @@ export function orderingKeys({ table, schema }: Names) {
     ), next AS (
       SELECT first.id, ended.at FROM ended
       CROSS JOIN LATERAL (
-        SELECT d.id FROM ${table('delivery_queue')} AS d
+        SELECT d.id FROM ${table('queue')} AS d
         WHERE d.webhook_id = ended.webhook_id AND d.ordering_key = ended.ordering_key AND d.next_attempt_at IS NULL
         ORDER BY d.seq
         LIMIT 1
         FOR UPDATE OF d SKIP LOCKED
       ) AS first
       WHERE NOT EXISTS (
-        SELECT 1 FROM ${table('delivery_queue')} AS t
+        SELECT 1 FROM ${table('queue')} AS t
         WHERE t.webhook_id = ended.webhook_id AND t.ordering_key = ended.ordering_key AND t.next_attempt_at IS NOT NULL)
     )
-    UPDATE ${table('delivery_queue')} AS d SET next_attempt_at = next.at FROM next WHERE d.id = next.id
+    UPDATE ${table('queue')} AS d SET next_attempt_at = next.at FROM next WHERE d.id = next.id
     RETURNING d.id`;
 
   const lockAll = (tx: Queryable, pairs: [webhookId: string, orderingKey: string][]) =>

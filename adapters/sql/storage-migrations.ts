@@ -1,4 +1,5 @@
-import { callStatsTable } from './storage-call-stats.js';
+import { callCountColumns, callStatsTable } from './storage-call-stats.js';
+import { KEPT_SLOT, QUEUED, ringTables } from './outbox/ring.js';
 import { MAX_ATTEMPTS_KEPT } from '../../src/rules/deliveries.js';
 import type { Migration } from './migrations.js';
 import { type History, partitionName, partitionStatements } from './outbox/partitions.js';
@@ -521,6 +522,52 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
       // The calls in flight a worker last limited the webhook to (null: none), for the health to show.
       `ALTER TABLE ${table('webhook_health')} ADD COLUMN in_flight_limit integer`,
     ],
+  },
+  {
+    version: 28,
+    name: 'the delivery queue and the call counts in a ring of partitions truncated whole',
+    // portal_queue takes portal_delivery_queue's place: the same columns and indexes, partitioned by
+    // LIST (slot) into the ring's slots 0-3 and the kept partition (-1); portal_call_counts holds
+    // the counts not yet added to their hours (outbox/ring.ts). portal_delivery_queue stays, for
+    // the instances of the release before still running during the upgrade (which use it alone):
+    // this release's claims move what those queue there into the kept partition once no lease
+    // holds it. A partitioned table's key would have to hold the slot: ids are indexed, not
+    // unique (a delivery is in one partition at a time, moved by a delete and an insert).
+    statements: (names) => {
+      const { table } = names;
+      const queueColumns = `id text COLLATE "C" NOT NULL,
+        account_id text NOT NULL,
+        webhook_id text COLLATE "C" NOT NULL,
+        event_id text COLLATE "C" NOT NULL,
+        status text NOT NULL DEFAULT 'pending' CHECK (status = 'pending'),
+        attempts jsonb NOT NULL DEFAULT '[]',
+        attempt_count integer NOT NULL DEFAULT 0,
+        next_attempt_at timestamptz,
+        created_at timestamptz NOT NULL,
+        event_type text NOT NULL,
+        ordering_key text,
+        lease_owner text,
+        lease_until timestamptz,
+        redeliver_queued boolean NOT NULL DEFAULT false,
+        seq bigint NOT NULL DEFAULT nextval('${table('delivery_seq')}'::regclass),
+        event_gen integer NOT NULL DEFAULT 0,
+        paced boolean NOT NULL DEFAULT false`;
+      return [
+        ...ringTables(names, queueColumns, callCountColumns),
+        // As portal_delivery_queue's (migration 22), each made on every partition.
+        `CREATE INDEX portal_queue_id ON ${table('queue')} (id)`,
+        `CREATE INDEX portal_queue_due ON ${table('queue')} (next_attempt_at, id)`,
+        `CREATE INDEX portal_queue_account ON ${table('queue')} (account_id, next_attempt_at, id)`,
+        `CREATE INDEX portal_queue_keyed ON ${table('queue')} (webhook_id, ordering_key, seq) WHERE ordering_key IS NOT NULL`,
+        `CREATE INDEX portal_queue_webhook ON ${table('queue')} (webhook_id, created_at, seq)`,
+        `CREATE INDEX portal_queue_event ON ${table('queue')} (event_id)`,
+        // What no lease holds moves now; the rest once its lease is recorded or runs out (claim.ts).
+        `WITH moved AS (
+          DELETE FROM ${table('delivery_queue')} WHERE lease_until IS NULL OR lease_until < now() RETURNING *
+        )
+        INSERT INTO ${table('queue')} (${QUEUED}, slot) SELECT ${QUEUED}, ${KEPT_SLOT} FROM moved`,
+      ];
+    },
   },
 ];
 

@@ -141,12 +141,12 @@ instances('two instances ticking at once remove each record once', async () => {
       await one.worker!.tick();
     time.advance(120);
     const { rows: before } = await postgres.pool.query(
-      `SELECT ((SELECT count(*) FROM "${schema}".portal_deliveries) + (SELECT count(*) FROM "${schema}".portal_delivery_queue))::int AS d, (SELECT count(*) FROM "${schema}".portal_events)::int AS e`,
+      `SELECT ((SELECT count(*) FROM "${schema}".portal_deliveries) + (SELECT count(*) FROM "${schema}".portal_queue))::int AS d, (SELECT count(*) FROM "${schema}".portal_events)::int AS e`,
     );
     assert.equal(before[0], { d: 1200, e: 1200 });
     await Promise.all([one.worker!.tick(), two.worker!.tick()]);
     const { rows: after } = await postgres.pool.query(
-      `SELECT ((SELECT count(*) FROM "${schema}".portal_deliveries) + (SELECT count(*) FROM "${schema}".portal_delivery_queue))::int AS d, (SELECT count(*) FROM "${schema}".portal_events)::int AS e`,
+      `SELECT ((SELECT count(*) FROM "${schema}".portal_deliveries) + (SELECT count(*) FROM "${schema}".portal_queue))::int AS d, (SELECT count(*) FROM "${schema}".portal_events)::int AS e`,
     );
     assert.equal(after[0], { d: 0, e: 0 });
   } finally {

@@ -121,7 +121,7 @@ if (!postgres.pool) {
     const deliveries = async () =>
       (
         await pool.query(
-          `SELECT event_id, status, jsonb_array_length(attempts) AS attempts, lease_owner FROM "${schema}".portal_delivery_queue
+          `SELECT event_id, status, jsonb_array_length(attempts) AS attempts, lease_owner FROM "${schema}".portal_queue
             UNION ALL SELECT event_id, status, jsonb_array_length(attempts), lease_owner FROM "${schema}".portal_deliveries`,
         )
       ).rows as {

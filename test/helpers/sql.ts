@@ -124,12 +124,20 @@ export async function giveBackSchema(client: SqlClient, schema: string): Promise
     (await shapeOf(client, schema)).replaceAll(schema, '') === (await pristineShape(client, components))
   ) {
     const { rows } = await client.query(
-      `SELECT tablename FROM pg_tables WHERE schemaname = $1::text AND tablename NOT IN ('portal_migrations', 'portal_generations')`,
+      `SELECT tablename FROM pg_tables WHERE schemaname = $1::text
+        AND tablename NOT IN ('portal_migrations', 'portal_generations', 'portal_queue_ring')`,
       [schema],
     );
     const tables = (rows as { tablename: string }[]).map(({ tablename }) => `"${schema}"."${tablename}"`);
     // One statement: the foreign keys between the tables are checked at its end, when all are empty.
-    await client.query(`WITH ${tables.map((table, i) => `d${i} AS (DELETE FROM ${table})`).join(', ')} SELECT 1`);
+    // The ring as migrated: slot 0 current from now, the others empty.
+    const ring = components.split(',').includes('storage')
+      ? `, ring AS (UPDATE "${schema}".portal_queue_ring SET state = CASE WHEN slot = 0 THEN 'current' ELSE 'empty' END,
+          opened_at = CASE WHEN slot = 0 THEN now() END, closed_at = NULL)`
+      : '';
+    await client.query(
+      `WITH ${tables.map((table, i) => `d${i} AS (DELETE FROM ${table})`).join(', ')}${ring} SELECT 1`,
+    );
     if (sharedSpares && onServer(client)) {
       await client.query(`ALTER SCHEMA "${schema}" RENAME TO "${SPARE}${randomBytes(6).toString('hex')}"`);
       return;
@@ -267,7 +275,7 @@ export function sqlBackChannel(client: SqlClient, schema: string): StorageBackCh
       const columns = `id, account_id AS "accountId", webhook_id AS "webhookId", event_id AS "eventId", event_type AS "eventType", status, attempts::text AS attempts, attempt_count AS "attemptCount",
         ${atom('next_attempt_at', 'nextAttemptAt')}, ${atom('created_at', 'createdAt')}, lease_owner AS "leaseOwner", ${atom('lease_until', 'leaseUntil')}, redeliver_queued AS "redeliverQueued", ordering_key AS "orderingKey"`;
       // Pending in the queue, finished in the log.
-      const row = (await one('delivery_queue', columns, id)) ?? (await one('deliveries', columns, id));
+      const row = (await one('queue', columns, id)) ?? (await one('deliveries', columns, id));
       return row && ({ ...row, attempts: JSON.parse(row.attempts as string) } as DeliveryRecord);
     },
     async webhook(id) {

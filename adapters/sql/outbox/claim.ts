@@ -21,6 +21,7 @@ import {
   webhookColumns,
 } from '../storage-rows.js';
 import { claimFloors } from './floors.js';
+import { KEPT_SLOT, QUEUED, type Ring } from './ring.js';
 
 /** How many undeliverable due deliveries one claim cancels at most (the rest, the next claims). */
 const ORPHANS_PER_CLAIM = 1000;
@@ -42,6 +43,9 @@ const DEFER_EVERY_MS = 250;
  */
 const PACE_SCAN = 4096;
 const PACE_EVERY_MS = 100;
+/** Deliveries of the queue before the ring adopted by one statement at most. */
+const ADOPT_BATCH = 10_000;
+const ADOPT_EVERY_MS = 1_000;
 
 /**
  * How the claims are planned. Each of their steps is written to start from an index and stop after
@@ -57,6 +61,7 @@ export function createClaim(
   db: Db,
   names: Names,
   claimedKeys: ClaimedKeys,
+  ring: Pick<Ring, 'turn'>,
 ): Required<Pick<Storage, 'claimDeliveries' | 'deliveryQueue'>> & { paceSoon(): void } {
   const { table } = names;
   const floors = claimFloors();
@@ -69,7 +74,7 @@ export function createClaim(
   // A key whose turn the claim cancels (its webhook disabled) has its held deliveries cancelled in
   // the same statement: each would be when its turn came (`claimDeliveries` of the in-process store).
   const heldOfOrphans = `heldOfOrphans AS (
-      DELETE FROM ${table('delivery_queue')} AS h
+      DELETE FROM ${table('queue')} AS h
       USING (SELECT DISTINCT webhook_id, ordering_key FROM orphans WHERE ordering_key IS NOT NULL) AS k
       WHERE h.webhook_id = k.webhook_id AND h.ordering_key = k.ordering_key AND h.next_attempt_at IS NULL
       RETURNING h.*
@@ -101,14 +106,14 @@ export function createClaim(
     ), front AS (
       SELECT first.id FROM (SELECT DISTINCT account_id FROM held) AS accounts
       CROSS JOIN LATERAL (
-        SELECT d.id, d.webhook_id FROM ${table('delivery_queue')} AS d
+        SELECT d.id, d.webhook_id FROM ${table('queue')} AS d
         WHERE d.account_id = accounts.account_id AND ${claimable}
         ORDER BY d.account_id, d.next_attempt_at, d.id
         LIMIT ${HELD_PER_CLAIM}
       ) AS first
       WHERE first.webhook_id IN (SELECT webhook_id FROM held)
     ), locked AS (
-      SELECT d.id FROM ${table('delivery_queue')} AS d
+      SELECT d.id FROM ${table('queue')} AS d
       WHERE d.id = ANY (ARRAY(SELECT id FROM front)) AND ${claimable} AND ${sendable}
       FOR UPDATE OF d SKIP LOCKED
     ), repaced AS (
@@ -117,7 +122,7 @@ export function createClaim(
       UPDATE ${table('webhooks')} AS w SET pace_second = NULL, pace_used = 0
       WHERE w.id IN (SELECT webhook_id FROM held) AND w.pace_second IS NOT NULL
     )
-    UPDATE ${table('delivery_queue')} AS o
+    UPDATE ${table('queue')} AS o
     SET next_attempt_at = (SELECT h.held_until FROM ${table('webhook_health')} AS h WHERE h.webhook_id = o.webhook_id),
       paced = false
     WHERE o.id = ANY (ARRAY(SELECT id FROM locked))`;
@@ -137,7 +142,7 @@ export function createClaim(
     ), front AS MATERIALIZED (
       SELECT first.id, first.webhook_id FROM (SELECT DISTINCT account_id FROM limited) AS accounts
       CROSS JOIN LATERAL (
-        SELECT d.id, d.webhook_id, d.paced FROM ${table('delivery_queue')} AS d
+        SELECT d.id, d.webhook_id, d.paced FROM ${table('queue')} AS d
         WHERE d.account_id = accounts.account_id AND ${claimable}
         ORDER BY d.account_id, d.next_attempt_at, d.id
         LIMIT ${PACE_SCAN}
@@ -152,7 +157,7 @@ export function createClaim(
       WHERE w.id IN (SELECT webhook_id FROM front) AND w.rate_limit IS NOT NULL
       FOR UPDATE OF w SKIP LOCKED
     ), locked AS MATERIALIZED (
-      SELECT d.id, d.webhook_id, d.next_attempt_at FROM ${table('delivery_queue')} AS d
+      SELECT d.id, d.webhook_id, d.next_attempt_at FROM ${table('queue')} AS d
       WHERE d.id = ANY (ARRAY(SELECT id FROM front)) AND ${claimable} AND NOT d.paced
         AND d.webhook_id IN (SELECT id FROM pacing)
       FOR UPDATE OF d SKIP LOCKED
@@ -160,7 +165,7 @@ export function createClaim(
       SELECT l.id, l.webhook_id, row_number() OVER (PARTITION BY l.webhook_id ORDER BY l.next_attempt_at, l.id) - 1 AS i
       FROM locked AS l
     ), paced AS (
-      UPDATE ${table('delivery_queue')} AS d
+      UPDATE ${table('queue')} AS d
       SET paced = true, next_attempt_at = p.second + ((p.used + n.i) / p.rate_limit) * interval '1 second'
       FROM numbered AS n JOIN pacing AS p ON p.id = n.webhook_id
       WHERE d.id = ANY (ARRAY(SELECT id FROM numbered)) AND d.id = n.id
@@ -178,11 +183,12 @@ export function createClaim(
   // The rows are found by primary key from an array: joined to `due` instead, the planner, once the
   // table had statistics, read the whole table to hash it (docs/performance.md, "Figures behind the code": the claim).
   // By ctid: each row of `due` is locked by this statement, so it cannot move meanwhile, and a TID
-  // scan is what the planner takes whatever it believes of the table (see `recordSuccesses`).
+  // scan is what the planner takes whatever it believes of the table (see `recordSuccesses`); with
+  // the partition's oid, as a ctid names a row of one partition only (ring.ts).
   const leasedCte = `leased AS (
-      UPDATE ${table('delivery_queue')} AS d SET lease_owner = $4::text, lease_until = $2::timestamptz, redeliver_queued = false,
+      UPDATE ${table('queue')} AS d SET lease_owner = $4::text, lease_until = $2::timestamptz, redeliver_queued = false,
         paced = false
-      WHERE d.ctid = ANY (ARRAY(SELECT row FROM due))
+      WHERE d.ctid = ANY (ARRAY(SELECT row FROM due)) AND (d.tableoid, d.ctid) = ANY (ARRAY(SELECT (part, row) FROM due))
       RETURNING d.*
     )`;
   // Each event from its generation's partition alone (pruned as the join runs, by the row's event_gen).
@@ -202,15 +208,15 @@ export function createClaim(
   // At most ORPHANS_PER_CLAIM of them, skipping rows another claim holds: a disabled webhook's backlog
   // of thousands is cancelled over several claims instead of one long UPDATE every instance waits on.
   const claim = `WITH ${held}, ${limited}, due AS (
-      SELECT id, next_attempt_at, ctid AS row FROM ${table('delivery_queue')} AS d
+      SELECT id, next_attempt_at, ctid AS row, tableoid AS part FROM ${table('queue')} AS d
       WHERE ${claimable} AND ${sendable} AND ${notHeld} AND ${pacedOrFree} AND d.webhook_id <> ALL ($5::text[])
       ORDER BY next_attempt_at, id
       LIMIT $3::int
       FOR UPDATE SKIP LOCKED
     ), orphans AS (
-      DELETE FROM ${table('delivery_queue')} AS o
+      DELETE FROM ${table('queue')} AS o
       WHERE o.id IN (
-        SELECT d.id FROM ${table('delivery_queue')} AS d
+        SELECT d.id FROM ${table('queue')} AS d
         WHERE ${claimable} AND NOT ${sendable}
           AND ((SELECT count(*) FROM due) < $3::int
             OR (d.next_attempt_at, d.id) < (SELECT next_attempt_at, id FROM due ORDER BY next_attempt_at DESC, id DESC LIMIT 1))
@@ -221,7 +227,7 @@ export function createClaim(
     ), ${cancelled('orphans')}, ${heldOfOrphans}, ${leasedAndReturned()}`;
   // The fair claim (planClaim with perAccount), the worker's: of each account's claimable
   // deliveries only the first (max - held in flight), in claim order, may be leased. The accounts
-  // with pending deliveries are found by a skip scan of portal_delivery_queue_account (one index
+  // with pending deliveries are found by a skip scan of portal_queue_account (one index
   // probe per account), and each account's first ones by a LATERAL read of the same index. Every
   // step starts from an index and reads a few rows per account, whatever the planner believes of the
   // table's size: a table filled seconds ago has no statistics, and a join left to the planner then
@@ -239,11 +245,11 @@ export function createClaim(
   // table has statistics too. The disabled webhooks are read once into an array that the walk tests
   // each row against: as an anti-join, planned with statistics, each account's whole due backlog was
   // read, hashed and sorted. The order names the account first, which only that index gives: by
-  // (next_attempt_at, id) alone, the planner could walk portal_delivery_queue_due, every account's rows,
+  // (next_attempt_at, id) alone, the planner could walk portal_queue_due, every account's rows,
   // to find one account's (docs/performance.md, "Figures behind the code": the claim).
   // Each account's walk starts at its floor (see `floors` below): the row versions a claim passes
   // before the first live one are those it left behind itself, not every one since VACUUM last ran.
-  const accountDue = `FROM ${table('delivery_queue')} AS d
+  const accountDue = `FROM ${table('queue')} AS d
         WHERE d.account_id = accounts.account_id AND d.next_attempt_at >= accounts.floor AND ${claimable}
           AND d.webhook_id <> ALL ((SELECT ids FROM disabled)::text[]) AND ${notHeld} AND ${pacedOrFree}
           AND d.webhook_id <> ALL ($11::text[])
@@ -256,17 +262,17 @@ export function createClaim(
   const fairClaim = `WITH RECURSIVE disabled AS MATERIALIZED (
       SELECT coalesce(array_agg(webhook_id), '{}') AS ids FROM ${table('webhook_health')} WHERE disabled_at IS NOT NULL
     ), ${held}, ${limited}, everyAccount(account_id) AS (
-      (SELECT account_id FROM ${table('delivery_queue')} WHERE $10::timestamptz IS NULL ORDER BY account_id LIMIT 1)
+      (SELECT account_id FROM ${table('queue')} WHERE $10::timestamptz IS NULL ORDER BY account_id LIMIT 1)
       UNION ALL
-      SELECT (SELECT p.account_id FROM ${table('delivery_queue')} AS p
+      SELECT (SELECT p.account_id FROM ${table('queue')} AS p
               WHERE p.account_id > everyAccount.account_id ORDER BY p.account_id LIMIT 1)
       FROM everyAccount WHERE everyAccount.account_id IS NOT NULL
     ), fresh AS MATERIALIZED (
-      -- In due order, which portal_delivery_queue_due gives for just this stretch: read for the
-      -- accounts in their order instead, portal_delivery_queue_account was walked whole, every
+      -- In due order, which portal_queue_due gives for just this stretch: read for the
+      -- accounts in their order instead, portal_queue_account was walked whole, every
       -- pending delivery at each claim (docs/performance.md, "Figures behind the code": the claim).
       SELECT stretch.account_id FROM (
-        SELECT d.account_id FROM ${table('delivery_queue')} AS d
+        SELECT d.account_id FROM ${table('queue')} AS d
         WHERE $10::timestamptz IS NOT NULL
           AND d.next_attempt_at >= $10::timestamptz AND d.next_attempt_at <= $1::timestamptz
         ORDER BY d.next_attempt_at
@@ -292,26 +298,27 @@ export function createClaim(
       ) AS taken
       GROUP BY taken.account_id, taken.floor
     ), locked AS MATERIALIZED (
-      SELECT first.id, first.next_attempt_at, first.row, EXISTS (SELECT 1 FROM ${table('webhooks')} AS w WHERE w.id = first.webhook_id) AS sendable
+      SELECT first.id, first.next_attempt_at, first.row, first.part, EXISTS (SELECT 1 FROM ${table('webhooks')} AS w WHERE w.id = first.webhook_id) AS sendable
       FROM wanted AS accounts
       CROSS JOIN LATERAL (
-        SELECT d.id, d.next_attempt_at, d.webhook_id, d.ctid AS row ${accountDue} LIMIT accounts.n FOR UPDATE OF d SKIP LOCKED
+        SELECT d.id, d.next_attempt_at, d.webhook_id, d.ctid AS row, d.tableoid AS part ${accountDue} LIMIT accounts.n FOR UPDATE OF d SKIP LOCKED
       ) AS first
     ), due AS (
-      SELECT id, next_attempt_at, row FROM locked WHERE sendable
+      SELECT id, next_attempt_at, row, part FROM locked WHERE sendable
     ), gone AS (
-      DELETE FROM ${table('delivery_queue')} AS o
+      DELETE FROM ${table('queue')} AS o
       WHERE o.ctid = ANY (ARRAY(SELECT row FROM locked WHERE NOT sendable))
+        AND (o.tableoid, o.ctid) = ANY (ARRAY(SELECT (part, row) FROM locked WHERE NOT sendable))
         -- A test of no row of the table: with none gone, the update reads nothing, whatever plan
         -- it was given (one made while the table was small read all of it for an empty array).
         AND EXISTS (SELECT 1 FROM locked WHERE NOT sendable)
       RETURNING o.*
     ), ${cancelled('gone')}, orphans AS (
-      DELETE FROM ${table('delivery_queue')} AS o
+      DELETE FROM ${table('queue')} AS o
       WHERE o.id = ANY (ARRAY(
         SELECT passed.id FROM ${table('webhook_health')} AS h
         CROSS JOIN LATERAL (
-          SELECT d.id FROM ${table('delivery_queue')} AS d
+          SELECT d.id FROM ${table('queue')} AS d
           WHERE d.account_id = h.account_id AND d.webhook_id = h.webhook_id AND ${claimable}
           ORDER BY d.next_attempt_at, d.id
           LIMIT ${ORPHANS_PER_CLAIM}
@@ -343,14 +350,37 @@ export function createClaim(
   const adopt = `WITH strays AS (
       DELETE FROM ${table('deliveries')} WHERE status = 'pending' RETURNING *
     ) ${queuedFrom(names, 'strays', 's.next_attempt_at')}`;
+  // A pending delivery an instance of a release before the ring queued in portal_delivery_queue
+  // (during an upgrade), moved to the kept partition as it stands once no lease of that instance
+  // holds it, a batch at a time: a full claim and the rescue run this first too. A probe of an
+  // empty table once the instances of that release are gone.
+  const adoptQueued = `WITH old AS (
+      DELETE FROM ${table('delivery_queue')} AS o
+      WHERE o.ctid = ANY (ARRAY(
+        SELECT ctid FROM ${table('delivery_queue')} WHERE lease_until IS NULL OR lease_until < $1::timestamptz
+        LIMIT ${ADOPT_BATCH} FOR UPDATE SKIP LOCKED))
+      RETURNING o.*
+    )
+    INSERT INTO ${table('queue')} (${QUEUED}, slot) SELECT ${QUEUED}, ${KEPT_SLOT} FROM old`;
+  const adoptAll = async (now: string) => {
+    await db.query(adopt);
+    await db.query(adoptQueued, [now]);
+  };
+  // The plain claim (no floors, no full claims) adopts at most every ADOPT_EVERY_MS.
+  let nextAdoption = 0;
+  const adoptEvery = async (now: string) => {
+    if (performance.now() < nextAdoption) return;
+    nextAdoption = performance.now() + ADOPT_EVERY_MS;
+    await adoptAll(now);
+  };
   // The rescue of claimFloors: each account's earliest claimable delivery, read without a lock.
-  const rescue = `SELECT d.account_id, ${atomOf('min(d.next_attempt_at)')} AS due FROM ${table('delivery_queue')} AS d
+  const rescue = `SELECT d.account_id, ${atomOf('min(d.next_attempt_at)')} AS due FROM ${table('queue')} AS d
     WHERE ${claimable}
     GROUP BY d.account_id`;
 
   // The claimable deliveries, earliest due first, from the due index: at most $2 of its entries.
   const deliveryQueue = `WITH waiting AS (
-      SELECT d.next_attempt_at FROM ${table('delivery_queue')} AS d WHERE ${claimable}
+      SELECT d.next_attempt_at FROM ${table('queue')} AS d WHERE ${claimable}
       ORDER BY d.next_attempt_at LIMIT $2::int
     )
     SELECT count(*)::int AS waiting, ${atomOf('min(next_attempt_at)')} AS oldest FROM waiting`;
@@ -387,8 +417,10 @@ export function createClaim(
     },
     async claimDeliveries({ now, leaseUntil, limit, owner, perAccount, fullWebhooks = [] }) {
       if (limit <= 0) return [];
+      await ring.turn(now);
       await paceAt(now);
       if (perAccount === undefined) {
+        await adoptEvery(now);
         const rows = await db.transaction(
           (tx) => tx.query(claim, [now, leaseUntil, limit, owner, fullWebhooks]),
           BY_INDEX,
@@ -406,7 +438,7 @@ export function createClaim(
       }
       const held = Object.entries(perAccount.inFlight);
       const from = floors.windowFrom(now);
-      if (from === null) await db.query(adopt);
+      if (from === null) await adoptAll(now);
       const known = [...floors.known];
       const began = performance.now();
       const rows = await db.transaction(
@@ -442,7 +474,7 @@ export function createClaim(
         { limit, ...perAccount, fullWebhooks },
       );
       floors.rescue(async () => {
-        await db.query(adopt);
+        await adoptAll(now);
         return db.query(rescue, [now]);
       });
       return claimed;

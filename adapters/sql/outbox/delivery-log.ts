@@ -21,7 +21,7 @@ export function createDeliveryLog(
     WHERE account_id = $1::text AND type = $2::text
     ORDER BY created_at DESC
     LIMIT $3::int`;
-  const selectDelivery = `SELECT ${deliveryColumns()} FROM ${table('delivery_queue')} WHERE account_id = $1::text AND id = $2::text
+  const selectDelivery = `SELECT ${deliveryColumns()} FROM ${table('queue')} WHERE account_id = $1::text AND id = $2::text
     UNION ALL SELECT ${deliveryColumns()} FROM ${table('deliveries')} WHERE account_id = $1::text AND id = $2::text`;
   /**
    * A page of a delivery log: the statement for the filters given (one text per combination, so
@@ -67,7 +67,7 @@ export function createDeliveryLog(
         WHERE ${shape}
         ORDER BY d.created_at DESC, d.seq DESC
         LIMIT $${params.length}::int)`;
-      text = `SELECT * FROM (${part('delivery_queue')} UNION ALL ${part('deliveries')}) AS page
+      text = `SELECT * FROM (${part('queue')} UNION ALL ${part('deliveries')}) AS page
         ORDER BY page.page_at DESC, page.page_seq DESC
         LIMIT $${params.length}::int`;
       pageStatements.set(shape, text);

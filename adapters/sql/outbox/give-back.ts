@@ -15,7 +15,7 @@ export function createGiveBack(
   // Only the owner's leases, in the queue (a leased delivery is pending); a redeliver queued during
   // the lease is this next call. Run twice, it leaves what it left once: replayable after a broken
   // connection.
-  const giveBack = `UPDATE ${names.table('delivery_queue')}
+  const giveBack = `UPDATE ${names.table('queue')}
     SET lease_owner = NULL, lease_until = NULL, redeliver_queued = false
     WHERE id = ANY ($1::text[]) AND lease_owner = $2::text`;
   return {

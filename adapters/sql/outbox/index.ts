@@ -9,6 +9,8 @@ import { createGiveBack } from './give-back.js';
 import { type Publishing, createPublish } from './publish.js';
 import { createRecord } from './record.js';
 import { createRedeliver } from './redeliver.js';
+import { createRing } from './ring.js';
+import { foldCounts } from '../storage-call-stats.js';
 
 type OutboxMethods = Pick<
   Storage,
@@ -25,7 +27,8 @@ export interface Outbox
 
 /**
  * Events, deliveries and the claim, one file an operation: publish.ts, claim.ts (with floors.ts),
- * record.ts, give-back.ts, redeliver.ts, delivery-log.ts, and retention.ts beside them. Statements are built once,
+ * record.ts, give-back.ts, redeliver.ts, delivery-log.ts, ring.ts (the queue's partitions), and
+ * retention.ts beside them. Statements are built once,
  * not per call.
  *
  * The statements implement the rules of `src/rules/deliveries.ts`, the pure functions the memory
@@ -36,10 +39,11 @@ export interface Outbox
 export function createOutbox(db: Db, names: Names, announce?: { channel: string }): Outbox {
   const keys = orderingKeys(names);
   const claimed = claimedKeys();
+  const ring = createRing(db, names, foldCounts(names));
   return {
     ...createPublish(db, names, keys, announce),
     ...createDeliveryLog(db, names),
-    ...createClaim(db, names, claimed),
+    ...createClaim(db, names, claimed, ring),
     ...createRecord(db, names, keys, claimed),
     ...createGiveBack(db, names, claimed),
     ...createRedeliver(db, names, keys, announce),

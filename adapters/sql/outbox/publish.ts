@@ -12,6 +12,7 @@ import type { Names } from '../schema.js';
 import type { orderingKeys } from '../storage-keys.js';
 import { deliveryColumnsOf, insertDeliveriesStatement } from '../storage-rows.js';
 import { currentGeneration } from './partitions.js';
+import { currentSlot } from './ring.js';
 
 /** Transactions storing publishes at once: more calls wait, and are stored together (see batch.ts). */
 const MAX_STORING = 2;
@@ -92,9 +93,9 @@ export function createPublish(
   // the statement starts. The notification goes out when the statement commits.
   const eventsStored = `SELECT id FROM ${table('events')} WHERE id = ANY ($1::text[]) LIMIT 1`;
   // Stored, and maybe finished since (in the log).
-  const deliveriesStored = `SELECT id FROM ${table('delivery_queue')} WHERE id = ANY ($1::text[])
+  const deliveriesStored = `SELECT id FROM ${table('queue')} WHERE id = ANY ($1::text[])
     UNION ALL SELECT id FROM ${table('deliveries')} WHERE id = ANY ($1::text[])`;
-  const storeAll = `WITH generation AS (
+  const storeAll = (keyed: boolean) => `WITH generation AS (
       SELECT ${currentGeneration(names)} AS gen
     ), events AS (
       INSERT INTO ${table('events')} (id, account_id, type, created_at, data, ordering_key, gen)
@@ -103,16 +104,21 @@ export function createPublish(
     ), webhooks AS (
       SELECT id FROM ${table('webhooks')} WHERE id = ANY ($7::text[]) FOR KEY SHARE
     ), stored AS (
-      INSERT INTO ${table('delivery_queue')} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type, ordering_key, event_gen)
+      INSERT INTO ${table('queue')} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type, ordering_key, event_gen, slot)
       SELECT made.id, made.account_id, made.webhook_id, made.event_id, made.status,
         -- Held when its key holds a pending delivery already (keyed publishes run this under their
         -- keys' locks, taken by a statement before this one). A later one of its key in this
         -- publish comes held already.
-        CASE WHEN made.ordering_key IS NULL OR made.next_attempt_at IS NULL THEN made.next_attempt_at
-          WHEN EXISTS (SELECT 1 FROM ${table('delivery_queue')} AS p
-            WHERE p.webhook_id = made.webhook_id AND p.ordering_key = made.ordering_key) THEN NULL
-          ELSE made.next_attempt_at END,
-        made.created_at, made.event_type, made.ordering_key, generation.gen
+        ${
+          // Without a key, no probe: its plan would lock every partition of the queue and its index.
+          keyed
+            ? `CASE WHEN made.ordering_key IS NULL OR made.next_attempt_at IS NULL THEN made.next_attempt_at
+                WHEN EXISTS (SELECT 1 FROM ${table('queue')} AS p
+                  WHERE p.webhook_id = made.webhook_id AND p.ordering_key = made.ordering_key) THEN NULL
+                ELSE made.next_attempt_at END`
+            : 'made.next_attempt_at'
+        },
+        made.created_at, made.event_type, made.ordering_key, generation.gen, ${currentSlot(names)}
       FROM unnest($8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::timestamptz[], $14::timestamptz[], $15::text[], $16::text[])
         AS made(id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type, ordering_key), generation
       WHERE made.webhook_id IN (SELECT id FROM webhooks)
@@ -122,6 +128,9 @@ export function createPublish(
     )
     SELECT ARRAY(SELECT id FROM stored) AS stored, ARRAY(SELECT id FROM stored WHERE next_attempt_at IS NULL) AS held,
       (SELECT count(*) FROM announced) AS announced`;
+
+  const storeUnkeyed = storeAll(false);
+  const storeKeyed = storeAll(true);
 
   async function storeEvents(tx: Queryable, batch: EventRecord[], target?: DeliveryTarget): Promise<DeliveryRecord[]> {
     if (batch.length === 0) return [];
@@ -172,7 +181,7 @@ export function createPublish(
         const stored = await db.query(deliveriesStored, [made.map((delivery) => delivery.id)]);
         return [{ stored: stored.map((row) => row.id as string), held: [] }];
       };
-      [row] = await db.query(storeAll, params, { settle });
+      [row] = await db.query(storeUnkeyed, params, { settle });
     } else {
       // Keyed: under the keys' locks, taken by a statement of their own before it.
       [row] = await db.transaction(async (tx) => {
@@ -180,7 +189,7 @@ export function createPublish(
           tx,
           keyed.map((delivery) => [delivery.webhookId, delivery.orderingKey!]),
         );
-        return tx.query(storeAll, params);
+        return tx.query(storeKeyed, params);
       });
     }
     if (made.length === 0) return [];

@@ -87,7 +87,7 @@ export function createRecord(
    * behind the code": recordSuccesses).
    */
   const recording = (source: string) => `held AS MATERIALIZED (
-      SELECT i.id, i.entry, i.at, q.row, q.account_id, q.webhook_id, q.ordering_key,
+      SELECT i.id, i.entry, i.at, q.row, q.part, q.account_id, q.webhook_id, q.ordering_key,
         CASE WHEN q.redeliver_queued THEN 'pending' ELSE i.status END AS status,
         CASE WHEN q.redeliver_queued THEN ${dueAfter('i.entry')} ELSE i.next_attempt_at END AS next_attempt_at,
         CASE WHEN jsonb_array_length(q.attempts) < ${MAX_ATTEMPTS_KEPT} THEN q.attempts || jsonb_build_array(i.entry)
@@ -95,19 +95,19 @@ export function createRecord(
         q.attempt_count + 1 AS attempt_count
       FROM (${source}) AS i
       CROSS JOIN LATERAL (
-        SELECT d.ctid AS row, d.* FROM ${table('delivery_queue')} AS d WHERE d.id = i.id FOR UPDATE OFFSET 0
+        SELECT d.ctid AS row, d.tableoid AS part, d.* FROM ${table('queue')} AS d WHERE d.id = i.id FOR UPDATE OFFSET 0
       ) AS q
       WHERE q.lease_owner = i.owner
     ), stays AS (
-      UPDATE ${table('delivery_queue')} AS d
+      UPDATE ${table('queue')} AS d
       SET attempts = h.attempts, attempt_count = h.attempt_count, next_attempt_at = h.next_attempt_at,
         lease_owner = NULL, lease_until = NULL, redeliver_queued = false
       FROM held AS h
-      WHERE d.ctid = ANY (ARRAY(SELECT row FROM held WHERE status = 'pending')) AND d.ctid = h.row
+      WHERE d.ctid = ANY (ARRAY(SELECT row FROM held WHERE status = 'pending')) AND d.ctid = h.row AND d.tableoid = h.part
     ), finished AS (
-      DELETE FROM ${table('delivery_queue')} AS d
+      DELETE FROM ${table('queue')} AS d
       USING held AS h
-      WHERE d.ctid = ANY (ARRAY(SELECT row FROM held WHERE status <> 'pending')) AND d.ctid = h.row
+      WHERE d.ctid = ANY (ARRAY(SELECT row FROM held WHERE status <> 'pending')) AND d.ctid = h.row AND d.tableoid = h.part
       RETURNING d.id, d.account_id, d.webhook_id, d.event_id, h.status, h.attempts, h.attempt_count, d.created_at,
         d.event_type, d.ordering_key, d.seq, d.event_gen
     ), logged AS (${finishedFrom(names, 'finished', 's.status')}
@@ -129,7 +129,7 @@ export function createRecord(
     ${healthAfterSuccesses(names)},
     ${countCalls(names, 'SELECT r.webhook_id, r.account_id, r.entry FROM recorded AS r CROSS JOIN (SELECT count(*) FROM health) AS after_health')}
     SELECT id, due_again, webhook_id, ordering_key, status FROM recorded`;
-  const deliveryKeyById = `SELECT webhook_id, ordering_key FROM ${table('delivery_queue')} WHERE id = $1::text`;
+  const deliveryKeyById = `SELECT webhook_id, ordering_key FROM ${table('queue')} WHERE id = $1::text`;
   const hold = holdWebhook(names);
 
   /** The result of the statement without health: recorded or not, and due again. */

@@ -23,10 +23,10 @@ export function createRedeliver(
   // delivery has its key's turn, it is held (the key locked by the caller). A slot its webhook's rate
   // limit gave it is given up: due now, it is paced again.
   const leased = `(d.lease_until IS NOT NULL AND d.lease_until >= $3::timestamptz)`;
-  const keyTaken = (d: string) => `EXISTS (SELECT 1 FROM ${table('delivery_queue')} AS o
+  const keyTaken = (d: string) => `EXISTS (SELECT 1 FROM ${table('queue')} AS o
     WHERE o.webhook_id = ${d}.webhook_id AND o.ordering_key = ${d}.ordering_key AND o.id <> ${d}.id AND o.next_attempt_at IS NOT NULL)`;
   const redeliver = `WITH queued AS (
-      UPDATE ${table('delivery_queue')} AS d
+      UPDATE ${table('queue')} AS d
       SET redeliver_queued = ${leased},
         next_attempt_at = CASE WHEN ${leased} THEN d.next_attempt_at WHEN ${keyTaken('d')} THEN NULL ELSE $3::timestamptz END,
         lease_owner = CASE WHEN ${leased} THEN d.lease_owner END,
@@ -40,7 +40,7 @@ export function createRedeliver(
       RETURNING d.*
     ), back AS (${queuedFrom(names, 'finished', `CASE WHEN ${keyTaken('s')} THEN NULL ELSE $3::timestamptz END`)})
     SELECT * FROM queued UNION ALL SELECT * FROM back`;
-  const deliveryKey = `SELECT webhook_id, ordering_key FROM ${table('delivery_queue')} WHERE account_id = $1::text AND id = $2::text
+  const deliveryKey = `SELECT webhook_id, ordering_key FROM ${table('queue')} WHERE account_id = $1::text AND id = $2::text
     UNION ALL SELECT webhook_id, ordering_key FROM ${table('deliveries')} WHERE account_id = $1::text AND id = $2::text`;
   /**
    * The redeliver, under the key's lock for a keyed delivery. A delivery whose call was recorded

@@ -78,6 +78,7 @@ export function createRetention(db: Db, names: Names): Pick<Storage, 'removeExpi
   const eventStragglers = `WITH doomed AS (
       SELECT e.id FROM ${partition('events', 'default')} AS e
       WHERE e.created_at < $1::timestamptz
+        AND NOT EXISTS (SELECT 1 FROM ${table('queue')} AS q WHERE q.event_id = e.id)
         AND NOT EXISTS (SELECT 1 FROM ${table('delivery_queue')} AS q WHERE q.event_id = e.id)
         AND NOT EXISTS (SELECT 1 FROM ${table('deliveries')} AS d WHERE d.event_id = e.id)
       ORDER BY e.created_at LIMIT $2::int
@@ -147,6 +148,9 @@ export function createRetention(db: Db, names: Names): Pick<Storage, 'removeExpi
     const [row] = await tx.query(
       `WITH named AS (
         SELECT DISTINCT n.event_id FROM (
+          SELECT q.event_id FROM ${table('queue')} AS q WHERE q.event_gen = $1::int
+          UNION ALL
+          -- Queued by an instance of the release before the ring, not adopted yet.
           SELECT q.event_id FROM ${table('delivery_queue')} AS q WHERE q.event_gen = $1::int
           UNION ALL
           SELECT d.event_id FROM ${partition('deliveries', 'default')} AS d WHERE d.event_gen = $1::int

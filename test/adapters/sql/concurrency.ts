@@ -64,7 +64,7 @@ export function concurrencyTests(test: Test): void {
       assert.equal(duplicates, []);
       assert.is(claimedBy.size, 400);
       // The database agrees with what each claimer was told.
-      for (const row of await rowsOf(pools[0]!, schema, 'delivery_queue'))
+      for (const row of await rowsOf(pools[0]!, schema, 'queue'))
         assert.is(row.lease_owner, claimedBy.get(row.id as string));
       assert.ok(new Set(claimedBy.values()).size > 1, 'more than one claimer got work');
     }));
@@ -83,9 +83,7 @@ export function concurrencyTests(test: Test): void {
         try {
           await holder.query('BEGIN');
           const held = deliveries.slice(0, 2).map((delivery) => delivery.id);
-          await holder.query(`SELECT id FROM "${schema}".portal_delivery_queue WHERE id = ANY($1::text[]) FOR UPDATE`, [
-            held,
-          ]);
+          await holder.query(`SELECT id FROM "${schema}".portal_queue WHERE id = ANY($1::text[]) FOR UPDATE`, [held]);
           const claimed = await storage.claimDeliveries({ now: NOW, leaseUntil: LEASE, limit: 10, owner: 'worker-1' });
           assert.equal(
             claimed.map((c) => c.delivery.id),
@@ -145,7 +143,7 @@ export function concurrencyTests(test: Test): void {
       const orphans = await rowsOf(
         pools[0]!,
         schema,
-        'delivery_queue',
+        'queue',
         `NOT EXISTS (SELECT 1 FROM "${schema}".portal_webhooks w WHERE w.id = webhook_id)`,
       );
       assert.equal(orphans, []);

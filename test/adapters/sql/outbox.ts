@@ -78,7 +78,7 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
       const fresh = eventRecord();
       await rejects(() => storage.publishEvents([fresh, stored]), /./);
       assert.is(await db.event(fresh.id), null);
-      assert.is((await rowsOf(backend.client, schema, 'delivery_queue')).length, 1);
+      assert.is((await rowsOf(backend.client, schema, 'queue')).length, 1);
     }),
   );
 
@@ -105,7 +105,7 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
         });
       // Some in flight at the front of each account's due order, as while a worker delivers.
       assert.is((await fair('worker-1', 16)).length, 16);
-      await backend.client.query(`ANALYZE "${schema}".portal_delivery_queue, "${schema}".portal_webhook_health`);
+      await backend.client.query(`ANALYZE "${schema}".portal_queue, "${schema}".portal_webhook_health`);
 
       const statement = await capturedClaim(backend, () => fair('worker-2', 4));
       // Planned by index whatever the statistics say (a table analyzed mid-burst gave a bitmap scan
@@ -117,10 +117,7 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
       ]);
       const read = await deliveryRowsRead(backend, statement);
       // Each account's walk stops at its share: a few dozen rows, where reading the backlog is thousands.
-      assert.ok(
-        read < 400,
-        `the claim read ${read} rows of portal_delivery_queue, with ${webhooks.length * backlog} due`,
-      );
+      assert.ok(read < 400, `the claim read ${read} rows of portal_queue, with ${webhooks.length * backlog} due`);
     }),
   );
 
@@ -365,7 +362,7 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
       await storage.insertWebhook(webhookRecord());
       const [delivery] = await storage.publishEvents([eventRecord({ createdAt: at(0) })]);
       const where = async () => ({
-        queue: (await rowsOf(backend.client, schema, 'delivery_queue')).map((row) => row.id),
+        queue: (await rowsOf(backend.client, schema, 'queue')).map((row) => row.id),
         log: (await rowsOf(backend.client, schema, 'deliveries')).map((row) => [row.id, row.status]),
       });
       assert.equal(await where(), { queue: [delivery!.id], log: [] });
@@ -429,7 +426,7 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
       await storage.open!();
       try {
         assert.equal(
-          (await rowsOf(backend.client, schema, 'delivery_queue')).map((row) => row.id),
+          (await rowsOf(backend.client, schema, 'queue')).map((row) => row.id),
           ['whd_b'],
         );
         assert.equal((await rowsOf(backend.client, schema, 'deliveries')).map((row) => row.id).sort(), [
@@ -485,7 +482,7 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
           // A record's move, held open: the delivery leaves the queue for the log.
           await holder.query('BEGIN');
           await holder.query(
-            `WITH finished AS (DELETE FROM "${schema}".portal_delivery_queue WHERE id = $1 RETURNING *)
+            `WITH finished AS (DELETE FROM "${schema}".portal_queue WHERE id = $1 RETURNING *)
             INSERT INTO "${schema}".portal_deliveries (id, account_id, webhook_id, event_id, status, created_at, event_type, seq)
               SELECT id, account_id, webhook_id, event_id, 'succeeded', created_at, event_type, seq FROM finished`,
             [delivery!.id],
@@ -496,7 +493,7 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
           const again = await redelivered;
           assert.equal([again?.status, again?.nextAttemptAt], ['pending', at(9)]);
           assert.equal(
-            (await rowsOf(backend.client, schema, 'delivery_queue')).map((row) => row.id),
+            (await rowsOf(backend.client, schema, 'queue')).map((row) => row.id),
             [delivery!.id],
           );
           assert.equal(await rowsOf(backend.client, schema, 'deliveries'), []);
@@ -609,12 +606,12 @@ async function explained(
   return ((typeof plan === 'string' ? JSON.parse(plan) : plan) as { Plan: PlanNode; JIT?: unknown }[])[0]!;
 }
 
-/** Rows of portal_delivery_queue the scans of `statement` read (returned or filtered out), planned as the adapter has it planned. */
+/** Rows of portal_queue's partitions the scans of `statement` read (returned or filtered out), planned as the adapter has it planned. */
 async function deliveryRowsRead(backend: SqlBackend, statement: Sent & { settings: string[] }): Promise<number> {
   const root = [await explained(backend, statement, statement.settings)];
   let read = 0;
   const walk = (node: PlanNode) => {
-    if (node['Relation Name'] === 'portal_delivery_queue' && / Scan$/.test(node['Node Type'])) {
+    if (/^portal_queue_(\d+|kept)$/.test(node['Relation Name'] ?? '') && / Scan$/.test(node['Node Type'])) {
       read += (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0)) * node['Actual Loops'];
     }
     for (const child of node.Plans ?? []) walk(child);

@@ -1,0 +1,198 @@
+/**
+ * The ring: the queue (`portal_queue`, the deliveries still to make, `isClaimable` and the rest of
+ * src/rules/deliveries.ts read from it) and the calls counted since their hour was last written
+ * (`portal_call_counts`) are kept in a ring of partitions, one current, each emptied by TRUNCATE
+ * once it is done with, so that what a delivery's lease and record leave behind is removed with
+ * the partition's file instead of waiting for VACUUM, which a long transaction holds back.
+ *
+ * - A delivery is stored in the slot current when it is queued, and stays there while its calls
+ *   are made; its counts go to the current slot of `portal_call_counts`, appended, never updated.
+ * - Every `SLOT_SPAN_MS` the next slot becomes current (`rotate`), once it is empty.
+ * - A slot closed `SLOT_SPAN_MS` ago or more is retired (`retire`): what is still pending in it (a
+ *   retry, a delivery held by its key or its webhook, a backlog, a call still in flight) moves once
+ *   to the kept partition, where it stays until it finishes; its counts are added to their hours in
+ *   `portal_webhook_call_stats`; then both partitions are truncated.
+ * - A delivery moved while its call is in flight is recorded where it is found: the record, the
+ *   give-back and the redeliver find a delivery by id, whatever its partition.
+ *
+ * Retirement waits at most `LOCK_TIMEOUT` for its locks (a claim or a record using the slot, a
+ * VACUUM, a dump reading the table): otherwise it gives up until the next turn, and the ring stops
+ * turning meanwhile, the current slot taking everything as a plain table would.
+ */
+import type { Db, Queryable } from '../client.js';
+import type { Names } from '../schema.js';
+import { LOCK_NOT_AVAILABLE } from './partitions.js';
+
+/** The slots of the ring: partitions 0 … RING_SLOTS - 1. */
+const RING_SLOTS = 4;
+/** The partition of deliveries that outlived their slot. */
+export const KEPT_SLOT = -1;
+/** How long a slot is current, and how long a closed one waits before it is retired. */
+const SLOT_SPAN_MS = 10_000;
+/** How often one instance looks at the ring, by the clock its claims are given. */
+const TURN_EVERY_MS = 1_000;
+/** Deliveries moved a statement when a retired slot holds many (a backlog), before the last lock. */
+const MOVE_BATCH = 1_000;
+/**
+ * A closed slot that still holds more than MOVE_BATCH deliveries (a backlog being drained) waits
+ * this long before it is retired: drained meanwhile, its deliveries need not move.
+ */
+const BACKLOG_WAIT_MS = 3 * SLOT_SPAN_MS;
+const LOCK_TIMEOUT = `SET LOCAL lock_timeout = '100ms'`;
+
+/** The name (without schema) of a partition of the queue or of the counts. */
+const slotPartition = (table: 'queue' | 'call_counts', slot: number) =>
+  `portal_${table}_${slot === KEPT_SLOT ? 'kept' : slot}`;
+
+/** The slot new rows go to: an uncorrelated subquery, evaluated once a statement. */
+export const currentSlot = ({ table }: Names) =>
+  `(SELECT coalesce(min(slot), ${KEPT_SLOT}) FROM ${table('queue_ring')} WHERE state = 'current')`;
+
+/** A queued delivery's columns, as a move copies them. */
+export const QUEUED =
+  'id, account_id, webhook_id, event_id, status, attempts, attempt_count, next_attempt_at, created_at, event_type, ordering_key, lease_owner, lease_until, redeliver_queued, seq, event_gen, paced';
+
+interface Slot {
+  slot: number;
+  state: 'current' | 'closed' | 'empty';
+  openedMs: number | null;
+  closedMs: number | null;
+}
+
+export function createRing(db: Db, names: Names, foldCounts: (partition: string) => string) {
+  const { table, quotedSchema } = names;
+  const part = (kind: 'queue' | 'call_counts', slot: number) => `${quotedSchema}."${slotPartition(kind, slot)}"`;
+  const ms = (column: string) => `(extract(epoch FROM ${column}) * 1000)::float8`;
+  const readRing = `SELECT slot, state, ${ms('opened_at')} AS opened_ms, ${ms('closed_at')} AS closed_ms
+    FROM ${table('queue_ring')} ORDER BY slot`;
+  const lockRing = `${readRing} FOR UPDATE`;
+  const close = `UPDATE ${table('queue_ring')} SET state = 'closed', closed_at = $2::timestamptz WHERE slot = $1::int`;
+  const open = `UPDATE ${table('queue_ring')} SET state = 'current', opened_at = $2::timestamptz, closed_at = NULL
+    WHERE slot = $1::int`;
+  const takeClosed = `SELECT slot FROM ${table('queue_ring')} WHERE slot = $1::int AND state = 'closed' FOR UPDATE SKIP LOCKED`;
+  const emptied = `UPDATE ${table('queue_ring')} SET state = 'empty', opened_at = NULL, closed_at = NULL WHERE slot = $1::int`;
+  // A batch of a slot's deliveries to the kept partition, those a claim or a record holds passed over.
+  const moveSome = (slot: number) => `WITH moved AS (
+      DELETE FROM ${part('queue', slot)} AS d
+      WHERE d.ctid = ANY (ARRAY(SELECT ctid FROM ${part('queue', slot)} LIMIT ${MOVE_BATCH} FOR UPDATE SKIP LOCKED))
+      RETURNING d.*
+    )
+    INSERT INTO ${table('queue')} (${QUEUED}, slot) SELECT ${QUEUED}, ${KEPT_SLOT} FROM moved`;
+  const moveRest = (slot: number) =>
+    `INSERT INTO ${table('queue')} (${QUEUED}, slot) SELECT ${QUEUED}, ${KEPT_SLOT} FROM ${part('queue', slot)}`;
+
+  const toSlot = (row: Record<string, unknown>): Slot => ({
+    slot: Number(row.slot),
+    state: row.state as Slot['state'],
+    openedMs: row.opened_ms === null ? null : Number(row.opened_ms),
+    closedMs: row.closed_ms === null ? null : Number(row.closed_ms),
+  });
+  // Past by `SLOT_SPAN_MS`, or ahead by as much: a clock moved back does not stop the ring.
+  const aged = (since: number | null, at: number) =>
+    since !== null && (at - since >= SLOT_SPAN_MS || since - at > SLOT_SPAN_MS);
+
+  /** Ends the current slot once it is SLOT_SPAN_MS old, when the next one is empty. */
+  async function rotate(tx: Queryable, now: string, at: number): Promise<void> {
+    const slots = (await tx.query(lockRing)).map(toSlot);
+    const current = slots.find((one) => one.state === 'current');
+    if (current === undefined || !aged(current.openedMs, at)) return;
+    const next = slots[(current.slot + 1) % RING_SLOTS]!;
+    if (next.state !== 'empty') return;
+    await tx.query(close, [current.slot, now]);
+    await tx.query(open, [next.slot, now]);
+  }
+
+  /**
+   * Moves what is left in `slot` to the kept partition, folds its counts, and truncates both; a
+   * slot that holds a backlog only once it has waited BACKLOG_WAIT_MS.
+   */
+  async function retire(slot: number, closedMs: number, at: number): Promise<void> {
+    if (Math.abs(at - closedMs) < BACKLOG_WAIT_MS) {
+      const [row] = await db.query(
+        `SELECT count(*)::int AS n FROM (SELECT 1 FROM ${part('queue', slot)} LIMIT ${MOVE_BATCH + 1}) AS held`,
+      );
+      if (Number(row?.n) > MOVE_BATCH) return;
+    }
+    // A backlog moves in batches first, each a short transaction, so that the last step, which
+    // every claim waits for, moves few.
+    for (;;) {
+      const moved = await db.transaction(async (tx) => {
+        await tx.query(LOCK_TIMEOUT);
+        return tx.query(`${moveSome(slot)} RETURNING 1`);
+      });
+      if (moved.length < MOVE_BATCH) break;
+    }
+    await db.transaction(async (tx) => {
+      await tx.query(LOCK_TIMEOUT);
+      // Another instance retiring it meanwhile holds the row: that one finishes.
+      if ((await tx.query(takeClosed, [slot])).length === 0) return;
+      await tx.query(`LOCK TABLE ${part('queue', slot)}, ${part('call_counts', slot)} IN ACCESS EXCLUSIVE MODE`);
+      await tx.query(moveRest(slot));
+      await tx.query(foldCounts(part('call_counts', slot)));
+      await tx.query(`TRUNCATE ${part('queue', slot)}, ${part('call_counts', slot)}`);
+      await tx.query(emptied, [slot]);
+    });
+  }
+
+  /** A step that could not have its locks within LOCK_TIMEOUT is left for a later turn. */
+  async function givingUpOnLocks(step: () => Promise<unknown>): Promise<void> {
+    try {
+      await step();
+    } catch (error) {
+      if ((error as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw error;
+    }
+  }
+
+  let lastTurn = Number.NEGATIVE_INFINITY;
+  return {
+    /**
+     * At most every TURN_EVERY_MS of `now` (the claim's clock): rotates the ring when the current
+     * slot has had its span, and retires the closed slots that have waited theirs. A lock not had
+     * within LOCK_TIMEOUT leaves the rest for a later turn.
+     */
+    async turn(now: string): Promise<void> {
+      const at = Date.parse(now);
+      if (Math.abs(at - lastTurn) < TURN_EVERY_MS) return;
+      lastTurn = at;
+      const slots = (await db.query(readRing)).map(toSlot);
+      // Retired first, so that the slot the rotation needs may be empty by then.
+      const closed = slots
+        .filter((one) => one.state === 'closed' && aged(one.closedMs, at))
+        .sort((a, b) => a.closedMs! - b.closedMs!);
+      for (const { slot, closedMs } of closed) await givingUpOnLocks(() => retire(slot, closedMs!, at));
+      const current = slots.find((one) => one.state === 'current');
+      if (current !== undefined && aged(current.openedMs, at))
+        await givingUpOnLocks(() =>
+          db.transaction(async (tx) => {
+            await tx.query(LOCK_TIMEOUT);
+            await rotate(tx, now, at);
+          }),
+        );
+    },
+  };
+}
+
+export type Ring = ReturnType<typeof createRing>;
+
+/** The ring's tables, as migration 28 makes them; `queueColumns` the queue's column list. */
+export function ringTables(names: Names, queueColumns: string, countColumns: string): string[] {
+  const { table, quotedSchema } = names;
+  const partition = (kind: 'queue' | 'call_counts', slot: number, storage = '') =>
+    `CREATE TABLE ${quotedSchema}."${slotPartition(kind, slot)}" PARTITION OF ${table(kind)} FOR VALUES IN (${slot})${storage}`;
+  const slots = Array.from({ length: RING_SLOTS }, (_, slot) => slot);
+  return [
+    `CREATE TABLE ${table('queue_ring')} (
+      slot integer PRIMARY KEY,
+      state text NOT NULL CHECK (state IN ('current', 'closed', 'empty')),
+      opened_at timestamptz,
+      closed_at timestamptz
+    )`,
+    `INSERT INTO ${table('queue_ring')} (slot, state, opened_at)
+      SELECT slot, CASE WHEN slot = 0 THEN 'current' ELSE 'empty' END, CASE WHEN slot = 0 THEN now() END
+      FROM generate_series(0, ${RING_SLOTS - 1}) AS slot`,
+    `CREATE TABLE ${table('queue')} (${queueColumns}, slot integer NOT NULL DEFAULT ${KEPT_SLOT}) PARTITION BY LIST (slot)`,
+    ...[KEPT_SLOT, ...slots].map((slot) => partition('queue', slot, ' WITH (fillfactor = 80)')),
+    `CREATE TABLE ${table('call_counts')} (${countColumns}, slot integer NOT NULL) PARTITION BY LIST (slot)`,
+    ...slots.map((slot) => partition('call_counts', slot)),
+  ];
+}
