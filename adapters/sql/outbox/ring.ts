@@ -39,6 +39,8 @@ const MOVE_BATCH = 1_000;
  */
 const BACKLOG_WAIT_MS = 3 * SLOT_SPAN_MS;
 const LOCK_TIMEOUT = `SET LOCAL lock_timeout = '100ms'`;
+/** The longest a slot whose retirement gave up waits before the next try. */
+const MAX_BACKOFF_MS = 60_000;
 
 /** The name (without schema) of a partition of the queue or of the counts. */
 const slotPartition = (table: 'queue' | 'call_counts', slot: number) =>
@@ -70,11 +72,16 @@ export function createRing(db: Db, names: Names, foldCounts: (partition: string)
   const open = `UPDATE ${table('queue_ring')} SET state = 'current', opened_at = $2::timestamptz, closed_at = NULL
     WHERE slot = $1::int`;
   const takeClosed = `SELECT slot FROM ${table('queue_ring')} WHERE slot = $1::int AND state = 'closed' FOR UPDATE SKIP LOCKED`;
+  const vacuuming = `SELECT 1 FROM pg_stat_progress_vacuum WHERE relid = $1::regclass`;
   const emptied = `UPDATE ${table('queue_ring')} SET state = 'empty', opened_at = NULL, closed_at = NULL WHERE slot = $1::int`;
-  // A batch of a slot's deliveries to the kept partition, those a claim or a record holds passed over.
+  // A batch of a slot's deliveries to the kept partition, those a claim or a record holds passed
+  // over, and those leased ($1: now) too: a record or give-back of one, waiting for its row while
+  // this moved it, would find it gone. The last step moves them, under a lock those wait for.
   const moveSome = (slot: number) => `WITH moved AS (
       DELETE FROM ${part('queue', slot)} AS d
-      WHERE d.ctid = ANY (ARRAY(SELECT ctid FROM ${part('queue', slot)} LIMIT ${MOVE_BATCH} FOR UPDATE SKIP LOCKED))
+      WHERE d.ctid = ANY (ARRAY(
+        SELECT ctid FROM ${part('queue', slot)} WHERE lease_until IS NULL OR lease_until < $1::timestamptz
+        LIMIT ${MOVE_BATCH} FOR UPDATE SKIP LOCKED))
       RETURNING d.*
     )
     INSERT INTO ${table('queue')} (${QUEUED}, slot) SELECT ${QUEUED}, ${KEPT_SLOT} FROM moved`;
@@ -106,7 +113,7 @@ export function createRing(db: Db, names: Names, foldCounts: (partition: string)
    * Moves what is left in `slot` to the kept partition, folds its counts, and truncates both; a
    * slot that holds a backlog only once it has waited BACKLOG_WAIT_MS.
    */
-  async function retire(slot: number, closedMs: number, at: number): Promise<void> {
+  async function retire(slot: number, closedMs: number, at: number, now: string): Promise<void> {
     if (Math.abs(at - closedMs) < BACKLOG_WAIT_MS) {
       const [row] = await db.query(
         `SELECT count(*)::int AS n FROM (SELECT 1 FROM ${part('queue', slot)} LIMIT ${MOVE_BATCH + 1}) AS held`,
@@ -118,7 +125,7 @@ export function createRing(db: Db, names: Names, foldCounts: (partition: string)
     for (;;) {
       const moved = await db.transaction(async (tx) => {
         await tx.query(LOCK_TIMEOUT);
-        return tx.query(`${moveSome(slot)} RETURNING 1`);
+        return tx.query(`${moveSome(slot)} RETURNING 1`, [now]);
       });
       if (moved.length < MOVE_BATCH) break;
     }
@@ -126,6 +133,9 @@ export function createRing(db: Db, names: Names, foldCounts: (partition: string)
       await tx.query(LOCK_TIMEOUT);
       // Another instance retiring it meanwhile holds the row: that one finishes.
       if ((await tx.query(takeClosed, [slot])).length === 0) return;
+      // A VACUUM of the slot would hold the lock past LOCK_TIMEOUT: not waited for at all.
+      if ((await tx.query(vacuuming, [part('queue', slot)])).length > 0)
+        throw Object.assign(new Error('the slot is being vacuumed'), { code: LOCK_NOT_AVAILABLE });
       await tx.query(`LOCK TABLE ${part('queue', slot)}, ${part('call_counts', slot)} IN ACCESS EXCLUSIVE MODE`);
       await tx.query(moveRest(slot));
       await tx.query(foldCounts(part('call_counts', slot)));
@@ -134,14 +144,23 @@ export function createRing(db: Db, names: Names, foldCounts: (partition: string)
     });
   }
 
-  /** A step that could not have its locks within LOCK_TIMEOUT is left for a later turn. */
-  async function givingUpOnLocks(step: () => Promise<unknown>): Promise<void> {
+  /** A step that could not have its locks within LOCK_TIMEOUT is left for a later turn: false. */
+  async function givingUpOnLocks(step: () => Promise<unknown>): Promise<boolean> {
     try {
       await step();
+      return true;
     } catch (error) {
       if ((error as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw error;
+      return false;
     }
   }
+
+  /**
+   * The slots whose retirement gave up, and when (by the claims' clock) to try again: each try
+   * that waits LOCK_TIMEOUT for nothing holds the claims queued behind its lock that long, so a
+   * long holder (a dump) is tried twice as late each time, up to MAX_BACKOFF_MS.
+   */
+  const backoff = new Map<number, { until: number; delayMs: number }>();
 
   let lastTurn = Number.NEGATIVE_INFINITY;
   return {
@@ -159,7 +178,15 @@ export function createRing(db: Db, names: Names, foldCounts: (partition: string)
       const closed = slots
         .filter((one) => one.state === 'closed' && aged(one.closedMs, at))
         .sort((a, b) => a.closedMs! - b.closedMs!);
-      for (const { slot, closedMs } of closed) await givingUpOnLocks(() => retire(slot, closedMs!, at));
+      for (const { slot, closedMs } of closed) {
+        const waiting = backoff.get(slot);
+        if (waiting !== undefined && at < waiting.until && waiting.until - at <= waiting.delayMs) continue;
+        if (await givingUpOnLocks(() => retire(slot, closedMs!, at, now))) backoff.delete(slot);
+        else {
+          const delayMs = Math.min(MAX_BACKOFF_MS, 2 * (waiting?.delayMs ?? TURN_EVERY_MS));
+          backoff.set(slot, { until: at + delayMs, delayMs });
+        }
+      }
       const current = slots.find((one) => one.state === 'current');
       if (current !== undefined && aged(current.openedMs, at))
         await givingUpOnLocks(() =>

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { Test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sqlStorage } from '../../../adapters/sql/index.js';
@@ -25,6 +26,17 @@ const turnAt = (storage: Storage, seconds: number) =>
 /** Each slot's state, in slot order. */
 async function ringOf(backend: SqlBackend, schema: string): Promise<string[]> {
   return (await rowsOf(backend.client, schema, 'queue_ring', 'true ORDER BY slot')).map((row) => row.state as string);
+}
+
+/** The statements of docs/operations.md that take migration 28 back, as an operator runs them. */
+function rollbackStatements(): string[] {
+  const doc = readFileSync(new URL('../../../../docs/operations.md', import.meta.url), 'utf8');
+  const block = /```sql\n(BEGIN;\nINSERT INTO portal_delivery_queue[\s\S]*?COMMIT;)\n```/.exec(doc);
+  if (block === null) throw new Error('docs/operations.md: no rollback of version 28 found');
+  return block[1]!
+    .split(/;\n/)
+    .map((statement) => statement.replace(/;$/, '').trim())
+    .filter((statement) => !/^(BEGIN|COMMIT)$/.test(statement));
 }
 
 /** The queue's and the counts' partitions and retirement (adapters/sql/outbox/ring.ts). */
@@ -139,9 +151,12 @@ export function ringTests(test: Test, backend: SqlBackend): void {
         await holder.query('COMMIT');
         holder.release();
       }
+      // Tried again 2, 4, 8 then 16 s after each try that gave up: at 51 + 16 s.
       await turnAt(storage, 61);
+      assert.equal(await ringOf(backend, schema), ['current', 'closed', 'empty', 'empty'], 'not tried before its time');
+      await turnAt(storage, 67);
       assert.equal(await ringOf(backend, schema), ['closed', 'current', 'empty', 'empty']);
-      const claimed = await storage.claimDeliveries({ now: at(62), leaseUntil: at(100), limit: 10, owner: 'w' });
+      const claimed = await storage.claimDeliveries({ now: at(68), leaseUntil: at(100), limit: 10, owner: 'w' });
       assert.equal(
         claimed.map((one) => one.delivery.id),
         [pending!.id],
@@ -149,6 +164,68 @@ export function ringTests(test: Test, backend: SqlBackend): void {
       assert.is((await rowsOf(client, schema, 'queue_kept')).length, 1);
     }),
   );
+
+  test('migrations: the rollback of version 28 in docs/operations.md gives the release before its pending deliveries and counts, and the upgrade takes them back', async () => {
+    const schema = freshSchema();
+    const { client, pool } = backend;
+    try {
+      let storage = sqlStorage({ client, schema });
+      await storage.open!();
+      const webhook = webhookRecord();
+      await storage.insertWebhook(webhook);
+      const [failed] = await storage.publishEvents([eventRecord({ createdAt: at(0) })]);
+      const [due] = await storage.publishEvents([eventRecord({ createdAt: at(0) })]);
+      // Both leased; one fails and is due again at 5 s, the other's call is in flight.
+      await storage.claimDeliveries({ now: at(0), leaseUntil: at(60), limit: 2, owner: 'w' });
+      await storage.recordAttempt({
+        id: failed!.id,
+        owner: 'w',
+        attempt: attempt(0, 500),
+        outcome: { status: 'pending', nextAttemptAt: at(5) },
+      });
+      await storage.close!();
+
+      // As an operator runs it, every instance stopped: one session, the schema on its path.
+      const connection = pool === undefined ? undefined : await pool.connect();
+      const session = connection ?? client;
+      try {
+        await session.query('BEGIN');
+        await session.query(`SET LOCAL search_path TO "${schema}"`);
+        for (const statement of rollbackStatements()) await session.query(statement);
+        await session.query('COMMIT');
+      } finally {
+        connection?.release();
+      }
+      assert.equal(
+        (await rowsOf(client, schema, 'delivery_queue', 'true ORDER BY id')).map((row) => [row.id, row.lease_owner]),
+        [failed!.id, due!.id].sort().map((id) => [id, null]),
+      );
+      const [hour] = await rowsOf(client, schema, 'webhook_call_stats');
+      assert.is(hour?.failed, 1);
+      const [version] = await rowsOf(
+        client,
+        schema,
+        'migrations',
+        "component = 'storage' ORDER BY version DESC LIMIT 1",
+      );
+      assert.is(version?.version, 27);
+
+      storage = sqlStorage({ client, schema });
+      await storage.open!();
+      try {
+        const claimed = await storage.claimDeliveries({ now: at(5), leaseUntil: at(60), limit: 10, owner: 'w' });
+        assert.equal(claimed.map((one) => one.delivery.id).sort(), [failed!.id, due!.id].sort());
+        assert.equal(
+          (await storage.callStats('acct_a', webhook.id, at(0))).map((one) => one.failed),
+          [1],
+        );
+      } finally {
+        await storage.close!();
+      }
+    } finally {
+      await dropSchema(client, schema);
+    }
+  });
 
   test('migrations: version 28 moves the queue into the ring: what no lease holds at once, a leased one once its lease runs out', async () => {
     const schema = freshSchema();
