@@ -527,7 +527,7 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
     version: 28,
     name: 'the delivery queue and the call counts in a ring of partitions truncated whole',
     // portal_queue takes portal_delivery_queue's place: the same columns and indexes, partitioned by
-    // LIST (slot) into the ring's slots 0-3 and the kept partition (-1); portal_call_counts holds
+    // LIST (slot) into the ring's slots 0 and 1 and the kept partition (-1); portal_call_counts holds
     // the counts not yet added to their hours (outbox/ring.ts). portal_delivery_queue stays, for
     // the instances of the release before still running during the upgrade (which use it alone):
     // this release's claims move what those queue there into the kept partition once no lease

@@ -24,7 +24,7 @@ import type { Names } from '../schema.js';
 import { LOCK_NOT_AVAILABLE } from './partitions.js';
 
 /** The slots of the ring: partitions 0 … RING_SLOTS - 1. */
-const RING_SLOTS = 4;
+const RING_SLOTS = 2;
 /** The partition of deliveries that outlived their slot. */
 export const KEPT_SLOT = -1;
 /** How long a slot is current, and how long a closed one waits before it is retired. */
