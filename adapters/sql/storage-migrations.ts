@@ -441,6 +441,10 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
         ...partitionStatements(names, history, 2),
       ];
       return [
+        // Both tables first, in the order a publish of the release before locks them (events, then
+        // the queue): dropping the key locked the queue, then events, and a publish holding events
+        // and waiting for the queue deadlocked with it. A lock only: the schema made is the same.
+        `LOCK TABLE ${table('events')}, ${table('delivery_queue')} IN ACCESS EXCLUSIVE MODE`,
         `ALTER TABLE ${table('delivery_queue')} DROP CONSTRAINT portal_delivery_queue_event_id_fkey`,
         // 0 by default, as events' gen: an instance of the release before, still running during the
         // upgrade, stores its events in generation 0 and its deliveries naming it.
