@@ -67,7 +67,7 @@ export function countCalls(names: Names, source: string): string {
   ];
   return `counted AS (
       INSERT INTO ${table('call_counts')} (webhook_id, account_id, hour, ${COUNTS.join(', ')}, slot)
-      SELECT webhook_id, account_id, hour, ${sums.join(', ')}, ${currentSlot(names)}
+      SELECT webhook_id, account_id, hour, ${sums.join(', ')}, ${currentSlot(names, 0)}
       FROM (SELECT c.webhook_id, c.account_id, ${hour} AS hour, ${outcome} AS outcome, ${bin} AS bin FROM (${source}) AS c) AS calls
       GROUP BY webhook_id, account_id, hour
     )`;

@@ -46,9 +46,13 @@ const MAX_BACKOFF_MS = 60_000;
 const slotPartition = (table: 'queue' | 'call_counts', slot: number) =>
   `portal_${table}_${slot === KEPT_SLOT ? 'kept' : slot}`;
 
-/** The slot new rows go to: an uncorrelated subquery, evaluated once a statement. */
-export const currentSlot = ({ table }: Names) =>
-  `(SELECT coalesce(min(slot), ${KEPT_SLOT}) FROM ${table('queue_ring')} WHERE state = 'current')`;
+/**
+ * The slot new rows go to: an uncorrelated subquery, evaluated once a statement. With no slot
+ * current (the ring's rows changed by hand), `otherwise`: the queue's kept partition, or for the
+ * counts, which have none, slot 0.
+ */
+export const currentSlot = ({ table }: Names, otherwise = KEPT_SLOT) =>
+  `(SELECT coalesce(min(slot), ${otherwise}) FROM ${table('queue_ring')} WHERE state = 'current')`;
 
 /** A queued delivery's columns, as a move copies them. */
 export const QUEUED =
@@ -98,11 +102,16 @@ export function createRing(db: Db, names: Names, foldCounts: (partition: string)
   const aged = (since: number | null, at: number) =>
     since !== null && (at - since >= SLOT_SPAN_MS || since - at > SLOT_SPAN_MS);
 
-  /** Ends the current slot once it is SLOT_SPAN_MS old, when the next one is empty. */
+  /** Ends the current slot once it is SLOT_SPAN_MS old, when the next one is empty; opens one when none is current. */
   async function rotate(tx: Queryable, now: string, at: number): Promise<void> {
     const slots = (await tx.query(lockRing)).map(toSlot);
     const current = slots.find((one) => one.state === 'current');
-    if (current === undefined || !aged(current.openedMs, at)) return;
+    if (current === undefined) {
+      // None (the ring's rows changed by hand): an empty one, or the first, is current from now.
+      await tx.query(open, [(slots.find((one) => one.state === 'empty') ?? slots[0]!).slot, now]);
+      return;
+    }
+    if (!aged(current.openedMs, at)) return;
     const next = slots[(current.slot + 1) % RING_SLOTS]!;
     if (next.state !== 'empty') return;
     await tx.query(close, [current.slot, now]);
@@ -188,7 +197,7 @@ export function createRing(db: Db, names: Names, foldCounts: (partition: string)
         }
       }
       const current = slots.find((one) => one.state === 'current');
-      if (current !== undefined && aged(current.openedMs, at))
+      if (current === undefined || aged(current.openedMs, at))
         await givingUpOnLocks(() =>
           db.transaction(async (tx) => {
             await tx.query(LOCK_TIMEOUT);

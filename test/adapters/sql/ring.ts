@@ -165,6 +165,40 @@ export function ringTests(test: Test, backend: SqlBackend): void {
     }),
   );
 
+  test(
+    'ring: with no slot current (its rows changed by hand), records count in slot 0, deliveries go to the kept partition, and the next turn opens a slot',
+    withSqlStorage(backend, async (storage, { schema }) => {
+      const { client } = backend;
+      const webhook = webhookRecord();
+      await storage.insertWebhook(webhook);
+      const [first] = await storage.publishEvents([eventRecord({ createdAt: at(0) })]);
+      await storage.claimDeliveries({ now: at(0), leaseUntil: at(60), limit: 10, owner: 'w' });
+      await client.query(
+        `UPDATE "${schema}".portal_queue_ring SET state = 'empty', opened_at = NULL, closed_at = NULL`,
+      );
+      const recorded = await storage.recordAttempt({
+        id: first!.id,
+        owner: 'w',
+        attempt: attempt(1, 200),
+        outcome: { status: 'succeeded', nextAttemptAt: null },
+      });
+      assert.ok(recorded.recorded);
+      assert.is((await rowsOf(client, schema, 'call_counts_0')).length, 1, 'counted in slot 0');
+      const [second] = await storage.publishEvents([eventRecord({ createdAt: at(1) })]);
+      assert.equal(
+        (await rowsOf(client, schema, 'queue_kept')).map((row) => row.id),
+        [second!.id],
+      );
+      await turnAt(storage, 2);
+      assert.equal(await ringOf(backend, schema), ['current', 'empty'], 'the next turn opened a slot');
+      const [third] = await storage.publishEvents([eventRecord({ createdAt: at(2) })]);
+      assert.equal(
+        (await rowsOf(client, schema, 'queue_0')).map((row) => row.id),
+        [third!.id],
+      );
+    }),
+  );
+
   test('migrations: the rollback of version 28 in docs/operations.md gives the release before its pending deliveries and counts, and the upgrade takes them back', async () => {
     const schema = freshSchema();
     const { client, pool } = backend;
