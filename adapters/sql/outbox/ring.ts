@@ -16,8 +16,10 @@
  *   give-back and the redeliver find a delivery by id, whatever its partition.
  *
  * Retirement waits at most `LOCK_TIMEOUT` for its locks (a claim or a record using the slot, a
- * VACUUM, a dump reading the table): otherwise it gives up until the next turn, and the ring stops
- * turning meanwhile, the current slot taking everything as a plain table would.
+ * dump reading the table), and not at all while a VACUUM of the slot runs: otherwise it gives up,
+ * tries again after a backoff, and the ring stops turning meanwhile, the current slot taking
+ * everything as a plain table would. Two slots: every statement that reads or changes the queue
+ * through its parent pays for each partition (docs/scaling.md, "The queue in a ring").
  */
 import type { Db, Queryable } from '../client.js';
 import type { Names } from '../schema.js';
