@@ -1,5 +1,5 @@
 import { callCountColumns, callStatsTable } from './storage-call-stats.js';
-import { KEPT_SLOT, QUEUED, ringTables } from './outbox/ring.js';
+import { intoKept, ringTables } from './outbox/ring.js';
 import { MAX_ATTEMPTS_KEPT } from '../../src/rules/deliveries.js';
 import type { Migration } from './migrations.js';
 import { type History, partitionName, partitionStatements } from './outbox/partitions.js';
@@ -569,7 +569,7 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
         `WITH moved AS (
           DELETE FROM ${table('delivery_queue')} WHERE lease_until IS NULL OR lease_until < now() RETURNING *
         )
-        INSERT INTO ${table('queue')} (${QUEUED}, slot) SELECT ${QUEUED}, ${KEPT_SLOT} FROM moved`,
+        ${intoKept(names, 'moved')}`,
       ];
     },
   },

@@ -21,7 +21,7 @@ import {
   webhookColumns,
 } from '../storage-rows.js';
 import { claimFloors } from './floors.js';
-import { KEPT_SLOT, QUEUED, type Ring } from './ring.js';
+import { intoKept, type Ring } from './ring.js';
 
 /** How many undeliverable due deliveries one claim cancels at most (the rest, the next claims). */
 const ORPHANS_PER_CLAIM = 1000;
@@ -361,7 +361,7 @@ export function createClaim(
         LIMIT ${ADOPT_BATCH} FOR UPDATE SKIP LOCKED))
       RETURNING o.*
     )
-    INSERT INTO ${table('queue')} (${QUEUED}, slot) SELECT ${QUEUED}, ${KEPT_SLOT} FROM old`;
+    ${intoKept(names, 'old')}`;
   const adoptAll = async (now: string) => {
     await db.query(adopt);
     await db.query(adoptQueued, [now]);

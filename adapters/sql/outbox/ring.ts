@@ -28,7 +28,7 @@ import { LOCK_NOT_AVAILABLE } from './partitions.js';
 /** The slots of the ring: partitions 0 … RING_SLOTS - 1. */
 const RING_SLOTS = 2;
 /** The partition of deliveries that outlived their slot. */
-export const KEPT_SLOT = -1;
+const KEPT_SLOT = -1;
 /** How long a slot is current, and how long a closed one waits before it is retired. */
 const SLOT_SPAN_MS = 10_000;
 /** How often one instance looks at the ring, by the clock its claims are given. */
@@ -57,8 +57,12 @@ export const currentSlot = ({ table }: Names, otherwise = KEPT_SLOT) =>
   `(SELECT coalesce(min(slot), ${otherwise}) FROM ${table('queue_ring')} WHERE state = 'current')`;
 
 /** A queued delivery's columns, as a move copies them. */
-export const QUEUED =
+const QUEUED =
   'id, account_id, webhook_id, event_id, status, attempts, attempt_count, next_attempt_at, created_at, event_type, ordering_key, lease_owner, lease_until, redeliver_queued, seq, event_gen, paced';
+
+/** Moves the deliveries of `source` (a CTE or table with the queue's columns) into the kept partition, as they stand. */
+export const intoKept = ({ table }: Names, source: string) =>
+  `INSERT INTO ${table('queue')} (${QUEUED}, slot) SELECT ${QUEUED}, ${KEPT_SLOT} FROM ${source}`;
 
 interface Slot {
   slot: number;
@@ -90,9 +94,8 @@ export function createRing(db: Db, names: Names, foldCounts: (partition: string)
         LIMIT ${MOVE_BATCH} FOR UPDATE SKIP LOCKED))
       RETURNING d.*
     )
-    INSERT INTO ${table('queue')} (${QUEUED}, slot) SELECT ${QUEUED}, ${KEPT_SLOT} FROM moved`;
-  const moveRest = (slot: number) =>
-    `INSERT INTO ${table('queue')} (${QUEUED}, slot) SELECT ${QUEUED}, ${KEPT_SLOT} FROM ${part('queue', slot)}`;
+    ${intoKept(names, 'moved')}`;
+  const moveRest = (slot: number) => intoKept(names, part('queue', slot));
 
   const toSlot = (row: Record<string, unknown>): Slot => ({
     slot: Number(row.slot),
