@@ -8,10 +8,11 @@
  * - A delivery is stored in the slot current when it is queued, and stays there while its calls
  *   are made; its counts go to the current slot of `portal_call_counts`, appended, never updated.
  * - Every `SLOT_SPAN_MS` the next slot becomes current (`rotate`), once it is empty.
- * - A slot closed `SLOT_SPAN_MS` ago or more is retired (`retire`): what is still pending in it (a
- *   retry, a delivery held by its key or its webhook, a backlog, a call still in flight) moves once
- *   to the kept partition, where it stays until it finishes; its counts are added to their hours in
- *   `portal_webhook_call_stats`; then both partitions are truncated.
+ * - A slot closed `SLOT_SPAN_MS` ago or more is retired (`retire`): its counts are added to their
+ *   hours in `portal_webhook_call_stats` and their partition truncated, under a lock of that
+ *   partition alone; then what is still pending in its queue partition (a retry, a delivery held by
+ *   its key or its webhook, a backlog, a call still in flight) moves once to the kept partition,
+ *   where it stays until it finishes, and that partition is truncated.
  * - A delivery moved while its call is in flight is recorded where it is found: the record, the
  *   give-back and the redeliver find a delivery by id, whatever its partition.
  *
@@ -41,6 +42,16 @@ const MOVE_BATCH = 1_000;
  */
 const BACKLOG_WAIT_MS = 3 * SLOT_SPAN_MS;
 const LOCK_TIMEOUT = `SET LOCAL lock_timeout = '100ms'`;
+/**
+ * Sets a retirement's transaction: LOCK_TIMEOUT, and a commit that does not wait for
+ * its WAL to be flushed, since the claims queued behind the lock wait for the commit. A retirement
+ * is atomic and its own undoing: lost in a crash, its slot is still closed and full, and the next
+ * turn does it again; a transaction that saw it and committed flushed it with its own commit.
+ */
+async function retiring(tx: Queryable): Promise<void> {
+  await tx.query(LOCK_TIMEOUT);
+  await tx.query('SET LOCAL synchronous_commit = off');
+}
 /** The longest a slot whose retirement gave up waits before the next try. */
 const MAX_BACKOFF_MS = 60_000;
 
@@ -138,22 +149,31 @@ export function createRing(db: Db, names: Names, foldCounts: (partition: string)
     // every claim waits for, moves few.
     for (;;) {
       const moved = await db.transaction(async (tx) => {
-        await tx.query(LOCK_TIMEOUT);
+        await retiring(tx);
         return tx.query(`${moveSome(slot)} RETURNING 1`, [now]);
       });
       if (moved.length < MOVE_BATCH) break;
     }
+    // The counts first, under a lock of their partition alone, which only a record that read the
+    // ring before it turned (and call stats) can be waiting for: claims and records go on.
     await db.transaction(async (tx) => {
-      await tx.query(LOCK_TIMEOUT);
+      await retiring(tx);
+      if ((await tx.query(takeClosed, [slot])).length === 0) return;
+      await tx.query(`LOCK TABLE ${part('call_counts', slot)} IN ACCESS EXCLUSIVE MODE`);
+      await tx.query(foldCounts(part('call_counts', slot)));
+      await tx.query(`TRUNCATE ${part('call_counts', slot)}`);
+    });
+    // Then the deliveries, under the lock every claim and record waits for: as short as it can be.
+    await db.transaction(async (tx) => {
+      await retiring(tx);
       // Another instance retiring it meanwhile holds the row: that one finishes.
       if ((await tx.query(takeClosed, [slot])).length === 0) return;
       // A VACUUM of the slot would hold the lock past LOCK_TIMEOUT: not waited for at all.
       if ((await tx.query(vacuuming, [part('queue', slot)])).length > 0)
         throw Object.assign(new Error('the slot is being vacuumed'), { code: LOCK_NOT_AVAILABLE });
-      await tx.query(`LOCK TABLE ${part('queue', slot)}, ${part('call_counts', slot)} IN ACCESS EXCLUSIVE MODE`);
+      await tx.query(`LOCK TABLE ${part('queue', slot)} IN ACCESS EXCLUSIVE MODE`);
       await tx.query(moveRest(slot));
-      await tx.query(foldCounts(part('call_counts', slot)));
-      await tx.query(`TRUNCATE ${part('queue', slot)}, ${part('call_counts', slot)}`);
+      await tx.query(`TRUNCATE ${part('queue', slot)}`);
       await tx.query(emptied, [slot]);
     });
   }

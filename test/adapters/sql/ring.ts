@@ -131,6 +131,14 @@ export function ringTests(test: Test, backend: SqlBackend): void {
       await storage.insertWebhook(webhook);
       await turnAt(storage, 0);
       const [pending] = await storage.publishEvents([eventRecord({ createdAt: at(1) })]);
+      // A failure counted in slot 1, and due again once the ring goes on.
+      await storage.claimDeliveries({ now: at(2), leaseUntil: at(100), limit: 10, owner: 'w' });
+      await storage.recordAttempt({
+        id: pending!.id,
+        owner: 'w',
+        attempt: attempt(2, 500),
+        outcome: { status: 'pending', nextAttemptAt: at(68) },
+      });
       await turnAt(storage, 11);
       const holder = await pool.connect();
       try {
@@ -138,6 +146,9 @@ export function ringTests(test: Test, backend: SqlBackend): void {
         await holder.query(`SELECT count(*) FROM "${schema}".portal_queue_1`);
         await turnAt(storage, 21);
         assert.equal(await ringOf(backend, schema), ['current', 'closed'], 'slot 1 is still closed');
+        // Its counts, locked apart from its deliveries, were folded all the same, and only once.
+        assert.is((await rowsOf(client, schema, 'call_counts_1')).length, 0);
+        assert.is((await rowsOf(client, schema, 'webhook_call_stats'))[0]?.failed, 1);
         await turnAt(storage, 31);
         await turnAt(storage, 41);
         assert.equal(
@@ -162,6 +173,8 @@ export function ringTests(test: Test, backend: SqlBackend): void {
         [pending!.id],
       );
       assert.is((await rowsOf(client, schema, 'queue_kept')).length, 1);
+      const [stats] = await storage.callStats('acct_a', webhook.id, at(0));
+      assert.is(stats?.failed, 1, 'the failure counted once, though slot 1 was tried five times');
     }),
   );
 
