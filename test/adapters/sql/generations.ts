@@ -338,6 +338,48 @@ export function generationTests(test: Test, backend: SqlBackend): void {
     }),
   );
 
+  test(
+    "generations: an events drop locks the log before the events, in a claim's order, so that the two never deadlock",
+    withSqlStorage(backend, async (storage, { schema }) => {
+      if (backend.pool === undefined) {
+        console.log('  skipped on PGlite: one connection, so no transaction runs beside the store');
+        return;
+      }
+      const claim = await backend.pool.connect();
+      try {
+        // What a claim holds as it starts: the log for the deliveries it cancels, before the events.
+        await claim.query('BEGIN');
+        await claim.query(`LOCK TABLE ONLY "${schema}".portal_deliveries IN ROW EXCLUSIVE MODE`);
+        // Generation 0, empty and closed, is dropped: its events wait for the log's lock.
+        const dropping = storage.removeExpired({ deliveries: null, events: at(600) }, 100);
+        let seen: { holds_events: boolean } | undefined;
+        let done = false;
+        dropping.finally(() => {
+          done = true;
+        });
+        while (seen === undefined && !done) {
+          const { rows } = await backend.client.query(
+            `SELECT EXISTS (SELECT 1 FROM pg_locks AS h
+                WHERE h.pid = w.pid AND h.granted AND h.relation = $2::regclass) AS holds_events
+              FROM pg_locks AS w WHERE w.relation = $1::regclass AND NOT w.granted AND w.mode = 'ShareLock'`,
+            [`"${schema}".portal_deliveries`, `"${schema}".portal_events`],
+          );
+          seen = rows[0] as { holds_events: boolean } | undefined;
+          if (seen === undefined) await new Promise((resolve) => setTimeout(resolve, 2));
+        }
+        assert.ok(seen !== undefined, 'the drop waited for the log');
+        assert.is(seen.holds_events, false, 'holding no lock of the events while it waits');
+        // The claim joins the events: not stuck behind the drop.
+        await claim.query(`SELECT count(*) FROM "${schema}".portal_events`);
+        await claim.query('COMMIT');
+        await dropping;
+      } finally {
+        await claim.query('ROLLBACK').catch(() => {});
+        claim.release();
+      }
+    }),
+  );
+
   test('generations: retention drops partitions and issues no DELETE while the default partitions are empty', async () => {
     const schema = await takeSchema(backend.client);
     // One connection, its statements seen: a pool's own, or PGlite.
