@@ -393,6 +393,8 @@ async function compare(workerCount: number, receiver: Child, url: string, pool: 
 
   const ok = failures.length === 0;
   if (!ok) console.error(`webhook-fleet.bench: ${label} failed: ${failures.join('; ')}`);
+  // Every row is the portal against a peer: without it, the lines above are the figures.
+  if (!CONTENDERS.includes('portal')) return;
   const failed = ok ? '' : ` (FAILED: ${failures.join('; ')})`;
   const burst = (name: Contender, pick: (phase: Phase) => number) => {
     const runs = bursts.get(name)!;
