@@ -135,8 +135,9 @@ export function createRing(db: Db, names: Names, foldCounts: (partition: string)
   }
 
   /**
-   * Moves what is left in `slot` to the kept partition, folds its counts, and truncates both; a
-   * slot that holds a backlog only once it has waited BACKLOG_WAIT_MS.
+   * Folds the counts of `slot` and truncates them, then moves what is left of its deliveries to the
+   * kept partition and truncates theirs; a slot that holds a backlog only once it has waited
+   * BACKLOG_WAIT_MS.
    */
   async function retire(slot: number, closedMs: number, at: number, now: string): Promise<void> {
     if (Math.abs(at - closedMs) < BACKLOG_WAIT_MS) {
