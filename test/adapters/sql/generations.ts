@@ -354,9 +354,11 @@ export function generationTests(test: Test, backend: SqlBackend): void {
         const dropping = storage.removeExpired({ deliveries: null, events: at(600) }, 100);
         let seen: { holds_events: boolean } | undefined;
         let done = false;
-        dropping.finally(() => {
+        // Settled either way: a rejection is seen by the `await dropping` below, not left unhandled.
+        const settle = () => {
           done = true;
-        });
+        };
+        void dropping.then(settle, settle);
         while (seen === undefined && !done) {
           const { rows } = await backend.client.query(
             `SELECT EXISTS (SELECT 1 FROM pg_locks AS h
