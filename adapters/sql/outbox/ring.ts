@@ -43,10 +43,10 @@ const MOVE_BATCH = 1_000;
 const BACKLOG_WAIT_MS = 3 * SLOT_SPAN_MS;
 const LOCK_TIMEOUT = `SET LOCAL lock_timeout = '100ms'`;
 /**
- * Sets a retirement's transaction: LOCK_TIMEOUT, and a commit that does not wait for
- * its WAL to be flushed, since the claims queued behind the lock wait for the commit. A retirement
- * is atomic and its own undoing: lost in a crash, its slot is still closed and full, and the next
- * turn does it again; a transaction that saw it and committed flushed it with its own commit.
+ * Sets a retirement's transaction: LOCK_TIMEOUT, and a commit that does not wait for its WAL to be
+ * flushed, since the claims queued behind the lock wait for the commit. A retirement is atomic and
+ * its own undoing: lost in a crash, its slot is still closed and full, and the next turn does it
+ * again; a transaction that saw it and committed flushed it with its own commit.
  */
 async function retiring(tx: Queryable): Promise<void> {
   await tx.query(LOCK_TIMEOUT);
