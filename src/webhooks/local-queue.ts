@@ -71,7 +71,7 @@ export interface LocalQueueOptions<Made> extends LocalQueueStages<Made> {
  * Its modes, which may overlap:
  * - **idle**: nothing claimed, ahead, in flight or being recorded; `whenIdle()` resolves.
  * - **claiming**: one claim at a time. A `fill()` meanwhile only sets `again`; the claim's end
- *   refills.
+ *   refills, whether the claim worked or failed.
  * - **delivering**: at most `concurrency` calls in flight, and as many deliveries claimed ahead of
  *   free slots (in claim order): a call that ends starts the next one at once, instead of after a
  *   claim's round trip. One whose webhook's rate limit has it wait (`gate`) lets the next ones go
@@ -203,7 +203,8 @@ export class LocalQueue<Made> {
       claimed = await this.options.claim(limit, held);
       this.claimMs = 0.7 * this.claimMs + 0.3 * (timers.now() - started);
     } catch (error) {
-      this.again = false;
+      // Nothing more is asked for it: the next tick claims again. A fill asked while it ran (a
+      // publish, a redeliver, a call that ended) still claims once, as after a claim that worked.
       logger.error({ err: errorMessage(error) }, 'webhook worker: claiming due deliveries failed');
       return;
     }

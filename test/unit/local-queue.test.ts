@@ -238,4 +238,39 @@ test('a failing claim is logged and leaves the queue idle, not backlogged', asyn
   assert.not.ok(queue.backlogged);
 });
 
+test('a fill asked while a claim fails claims once more when it ends; a failure alone does not', async () => {
+  const timers = fakeTimers();
+  let claims = 0;
+  let fail = true;
+  const queue = new LocalQueue<string>({
+    concurrency: 1,
+    perAccount: 1,
+    aheadWaitLimitMs: 1000,
+    timers,
+    logger: silent,
+    async claim() {
+      claims++;
+      const failing = fail;
+      await timers.sleep(5);
+      if (failing) throw new Error('deadlock detected');
+      return [];
+    },
+    call: async () => 'x',
+    record: async () => false,
+  });
+  queue.fill();
+  await timers.sleep(6);
+  await queue.whenIdle();
+  assert.is(claims, 1, 'a failed claim that nobody asked after is not tried again');
+  queue.fill();
+  // A publish's poke while the claim runs: it fails, and the poke is not lost.
+  queue.fill();
+  fail = false;
+  await timers.sleep(6);
+  await settle();
+  await timers.sleep(6);
+  await queue.whenIdle();
+  assert.is(claims, 3, 'the fill asked during the failing claim claimed again');
+});
+
 test.run();
