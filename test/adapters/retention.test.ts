@@ -3,6 +3,7 @@ import * as assert from 'uvu/assert';
 import { memoryTransport } from '../../adapters/memory/index.js';
 import { sqlAdapters } from '../../adapters/sql/index.js';
 import { createPortal } from '../../src/index.js';
+import { silentLogger } from '../../src/shared/logger.js';
 import { openBackends } from '../helpers/backends.js';
 import { KEY_A } from '../helpers/server.js';
 import { connectPostgres, dropSchema, freshSchema } from '../helpers/sql.js';
@@ -21,12 +22,15 @@ for (const backend of backends) {
   on(
     'the tick removes finished deliveries past retention; a failing one still retrying stays, with its event',
     async () => {
-      const { options, cleanup } = await backend.options();
+      const { options, cleanup, dump } = await backend.options();
       const time = manualClock();
       const failing = new Set<string>();
       const transport = memoryTransport({ respond: (call) => (failing.has(call.url) ? 503 : 200) });
       const portal = await createPortal({
         ...options,
+        // The worker's errors, printed (a file that fails prints what it wrote): a claim or a
+        // record that failed is what leaves a delivery waiting.
+        logger: { ...silentLogger, error: (fields, message) => console.error(message, JSON.stringify(fields)) },
         auth: { apiKeys: [KEY_A] },
         transport,
         clock: time.clock,
@@ -67,10 +71,20 @@ for (const backend of backends) {
         failing.delete('https://bad.example/in');
         await portal.webhooks.redeliver('acct_a', pending[0]!.id);
         await portal.worker!.tick();
-        await waitFor(
-          async () => (await portal.webhooks.deliveries('acct_a', bad.id, { status: 'succeeded' }))!.length === 1,
-          'the redelivery went out',
-        );
+        try {
+          await waitFor(
+            async () => (await portal.webhooks.deliveries('acct_a', bad.id, { status: 'succeeded' }))!.length === 1,
+            'the redelivery went out',
+          );
+        } catch (error) {
+          // What the store held then, to tell a delivery never claimed from one claimed and lost.
+          console.error(
+            "the bad webhook's deliveries:",
+            JSON.stringify(await portal.webhooks.deliveries('acct_a', bad.id)),
+          );
+          if (dump !== undefined) console.error('the store:', (await dump()).slice(0, 20_000));
+          throw error;
+        }
         assert.ok(
           transport.calls.some((call) => call.url === 'https://bad.example/in' && call.body.includes('"n":')),
           'with its data',
