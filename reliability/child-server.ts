@@ -34,10 +34,16 @@ function jsonLines(): Logger {
 const dir = process.env.DATA_DIR!;
 const skewMs = Number(process.env.CLOCK_SKEW_S ?? 0) * 1000;
 const logger = jsonLines();
-// With SQL_SCHEMA, the SQL adapters on the PostgreSQL server at DATABASE_URL, in that schema.
+// With SQL_SCHEMA, the SQL adapters on the PostgreSQL server at DATABASE_URL, in that schema;
+// SQL_WAIT_FOR_DATABASE_MS, their waitForDatabaseMs (default theirs).
 const database = process.env.SQL_SCHEMA ? await connectDatabase(process.env.DATABASE_URL!) : null;
+const waitForDatabaseMs = process.env.SQL_WAIT_FOR_DATABASE_MS;
 const adapters = database
-  ? sqlAdapters({ client: database.client, schema: process.env.SQL_SCHEMA! })
+  ? sqlAdapters({
+      client: database.client,
+      schema: process.env.SQL_SCHEMA!,
+      ...(waitForDatabaseMs === undefined ? {} : { waitForDatabaseMs: Number(waitForDatabaseMs) }),
+    })
   : { storage: fsStorage({ dir }), blobs: fsBlobs({ dir: path.join(dir, 'blobs') }) };
 
 const portal = await createPortal({
