@@ -1,5 +1,6 @@
 import type { Test } from 'uvu';
 import * as assert from 'uvu/assert';
+import type { Storage } from '../../../src/ports.js';
 import type { DeliveryAttempt } from '../../../src/records.js';
 import { webhookRecord } from '../../conformance/fixtures.js';
 import { rejects } from '../../helpers/server.js';
@@ -125,19 +126,7 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
   test(
     'outbox: the fair claim runs its generic plan from the first run, never planned with its parameters',
     withSqlStorage(backend, async (storage) => {
-      const webhook = webhookRecord();
-      await storage.insertWebhook(webhook);
-      await storage.publishEvents(Array.from({ length: 20 }, () => eventRecord({ createdAt: at(0) })));
-      const claim = (limit: number) =>
-        storage.claimDeliveries({
-          now: at(1),
-          leaseUntil: at(59),
-          limit,
-          owner: 'worker-1',
-          perAccount: { max: 8, inFlight: {} },
-        });
-      assert.is((await claim(1)).length, 1);
-      const statement = await capturedClaim(backend, () => claim(4));
+      const statement = await aFairClaim(backend, storage);
       // Left to choose, the server plans it with its parameters for the first runs (five, on
       // PostgreSQL), on every connection and after every change to a table it reads: 2 to 25 ms each.
       const settings = statement.settings.filter((setting) => !setting.includes('plan_cache_mode'));
@@ -152,20 +141,7 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
   test(
     'outbox: the fair claim is never compiled by JIT, whatever the planner estimates it costs',
     withSqlStorage(backend, async (storage) => {
-      const webhook = webhookRecord();
-      await storage.insertWebhook(webhook);
-      await storage.publishEvents(Array.from({ length: 20 }, () => eventRecord({ createdAt: at(0) })));
-      const claim = (limit: number) =>
-        storage.claimDeliveries({
-          now: at(1),
-          leaseUntil: at(59),
-          limit,
-          owner: 'worker-1',
-          perAccount: { max: 8, inFlight: {} },
-        });
-      // The first claim of a store is a full one, with statements of its own beside it.
-      assert.is((await claim(1)).length, 1);
-      const statement = await capturedClaim(backend, () => claim(4));
+      const statement = await aFairClaim(backend, storage);
       // As if the estimate were past jit_above_cost (100,000 by default): a claim's plan over a large
       // queue is, and compiling it cost 147 ms of each claim.
       const everything = ['SET LOCAL jit_above_cost = 0', 'SET LOCAL jit_inline_above_cost = 0'];
@@ -558,6 +534,23 @@ function recordQueries(target: Querying, sent: Sent[]): () => void {
     if (original === undefined) delete (target as { query?: unknown }).query;
     else Object.defineProperty(target, 'query', original);
   };
+}
+
+/** A fair claim's statement, as a worker sends it over a queue of 20 due deliveries of one webhook. */
+async function aFairClaim(backend: SqlBackend, storage: Storage): Promise<Sent & { settings: string[] }> {
+  await storage.insertWebhook(webhookRecord());
+  await storage.publishEvents(Array.from({ length: 20 }, () => eventRecord({ createdAt: at(0) })));
+  const claim = (limit: number) =>
+    storage.claimDeliveries({
+      now: at(1),
+      leaseUntil: at(59),
+      limit,
+      owner: 'worker-1',
+      perAccount: { max: 8, inFlight: {} },
+    });
+  // The first claim of a store is a full one, with statements of its own beside it.
+  assert.is((await claim(1)).length, 1);
+  return capturedClaim(backend, () => claim(4));
 }
 
 /**
