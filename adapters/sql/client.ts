@@ -57,9 +57,9 @@ export interface Planning {
    * such a statement runs in a millisecond or two, and once the planner's estimate of the claim
    * passed `jit_above_cost` (PostgreSQL's default: on, at 100,000), compiling it took 147 ms of each
    * claim. And its plan is the generic one from the first run on (`plan_cache_mode`): left to
-   * choose, PostgreSQL planned each prepared statement with its parameters five times over before
-   * it tried the generic plan, on every connection and again after every change to a table it
-   * reads (a truncation of the ring's slot, every 10 s), and a fair claim takes 2 to 25 ms to plan.
+   * choose, PostgreSQL planned the fair claim with its parameters five times on every connection,
+   * then kept doing so whenever it judged the generic plan dearer than those: 571-703 plans in
+   * 3,254-3,430 claims of a two-worker fleet run, up to 25.7 ms each, against 34.
    */
   byIndex?: boolean;
 }

@@ -127,8 +127,8 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
     'outbox: the fair claim runs its generic plan from the first run, never planned with its parameters',
     withSqlStorage(backend, async (storage) => {
       const statement = await aFairClaim(backend, storage);
-      // Left to choose, the server plans it with its parameters for the first runs (five, on
-      // PostgreSQL), on every connection and after every change to a table it reads: 2 to 25 ms each.
+      // Left to choose, the server plans it with its parameters for its first runs on a connection
+      // (five, on PostgreSQL), and again whenever it judges the generic plan dearer: up to 25 ms each.
       const settings = statement.settings.filter((setting) => !setting.includes('plan_cache_mode'));
       assert.ok(
         (await plansOver(backend, statement, settings, 3)).custom > 0,
