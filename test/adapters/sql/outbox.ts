@@ -610,8 +610,11 @@ function literal(value: unknown): string {
     );
     return quote(`{${items.join(',')}}`);
   }
-  return quote(value instanceof Date ? value.toISOString() : String(value));
+  return quote(String(value));
 }
+
+/** The name `withPrepared` prepares a statement under. */
+const PROBE = 'customer_portal_probe';
 
 /**
  * On one connection, in a transaction with `settings`, rolled back: `statement` prepared (as the
@@ -624,22 +627,24 @@ async function withPrepared<T>(
   settings: string[],
   run: (execute: (explain?: string) => Promise<Record<string, unknown>[]>, query: Query) => Promise<T>,
 ): Promise<T> {
-  const name = 'customer_portal_probe';
   const onConnection = async (query: Query) => {
+    let prepared = false;
     await query('BEGIN');
     try {
       for (const setting of settings) await query(setting);
-      await query(`PREPARE ${name} AS ${text}`);
+      await query(`PREPARE ${PROBE} AS ${text}`);
+      prepared = true;
       const execute = async (explain?: string) =>
         (
           await query(
-            `${explain === undefined ? '' : `EXPLAIN (${explain}) `}EXECUTE ${name} (${values.map(literal).join(', ')})`,
+            `${explain === undefined ? '' : `EXPLAIN (${explain}) `}EXECUTE ${PROBE} (${values.map(literal).join(', ')})`,
           )
         ).rows as Record<string, unknown>[];
       return await run(execute, query);
     } finally {
       await query('ROLLBACK');
-      await query(`DEALLOCATE ${name}`);
+      // Prepared statements outlive the transaction; one that failed to prepare has nothing to free.
+      if (prepared) await query(`DEALLOCATE ${PROBE}`);
     }
   };
   if (backend.pool === undefined) return onConnection((query, params) => backend.client.query(query, params));
@@ -677,9 +682,9 @@ async function plansOver(
       await execute();
       await query('ROLLBACK TO SAVEPOINT run');
     }
-    const { rows } = await query(
-      `SELECT custom_plans, generic_plans FROM pg_prepared_statements WHERE name = 'customer_portal_probe'`,
-    );
+    const { rows } = await query(`SELECT custom_plans, generic_plans FROM pg_prepared_statements WHERE name = $1`, [
+      PROBE,
+    ]);
     const [row] = rows as { custom_plans: number | string; generic_plans: number | string }[];
     return { custom: Number(row!.custom_plans), generic: Number(row!.generic_plans) };
   });
