@@ -54,8 +54,14 @@ const ADOPT_EVERY_MS = 1_000;
  * events, and after an ANALYZE in the middle of a burst each account's walk read its whole backlog
  * into a bitmap and sorted it (claims of 9 ms instead of 2.4). So a claim runs in a transaction of its
  * own with sequential and bitmap scans off (docs/performance.md, "Figures behind the code": the claim).
+ *
+ * And it commits without waiting for its WAL's flush: a lease lost in a crash of the server leaves
+ * its delivery due again, called again once the server is back (at least once, as after a worker's
+ * crash), and the attempt's record, whose commit is flushed, flushes the lease's WAL with its own.
+ * What else a claim does (cancelling, adopting, deferring, pacing) the next claim does again. The
+ * flush, several milliseconds on a loaded disk, was on the path of every delivery's first call.
  */
-const BY_INDEX: Planning = { byIndex: true };
+const CLAIMING: Planning = { byIndex: true, unflushedCommit: true };
 
 export function createClaim(
   db: Db,
@@ -389,7 +395,7 @@ export function createClaim(
   const deferHeldAt = async (now: string) => {
     if (performance.now() < nextDeferral) return;
     nextDeferral = performance.now() + DEFER_EVERY_MS;
-    await db.transaction((tx) => tx.query(deferHeld, [now]), BY_INDEX);
+    await db.transaction((tx) => tx.query(deferHeld, [now]), CLAIMING);
   };
 
   // Whether the last claim saw a webhook with a rate limit (at first, unknown: look).
@@ -401,7 +407,7 @@ export function createClaim(
     if (!anyLimited || (performance.now() < nextPacing && now === pacedAt)) return;
     nextPacing = performance.now() + PACE_EVERY_MS;
     pacedAt = now;
-    await db.transaction((tx) => tx.query(pace, [now]), BY_INDEX);
+    await db.transaction((tx) => tx.query(pace, [now]), CLAIMING);
   };
 
   return {
@@ -423,7 +429,7 @@ export function createClaim(
         await adoptEvery(now);
         const rows = await db.transaction(
           (tx) => tx.query(claim, [now, leaseUntil, limit, owner, fullWebhooks]),
-          BY_INDEX,
+          CLAIMING,
         );
         const [seen] = await db.query(anyHeldOrLimited, [now]);
         anyLimited = seen?.limited === true;
@@ -456,7 +462,7 @@ export function createClaim(
             from,
             fullWebhooks,
           ]),
-        BY_INDEX,
+        CLAIMING,
       );
       // Some webhook is held: its due deliveries the walk passed over are made due when the hold ends.
       if (Number(rows[0]?.f_held ?? 0) > 0) await deferHeldAt(now);
