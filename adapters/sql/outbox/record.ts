@@ -14,7 +14,7 @@ import { attemptSucceeded } from '../../../src/rules/webhook-health.js';
 import type { AttemptRecorded, HealthRule, Storage } from '../../../src/ports.js';
 import type { DeliveryAttempt, DeliveryStatus } from '../../../src/records.js';
 import { createBatcher } from '../batch.js';
-import type { Db } from '../client.js';
+import type { Db, Queryable, Row } from '../client.js';
 import type { Names } from '../schema.js';
 import { countCalls } from '../storage-call-stats.js';
 import {
@@ -86,13 +86,15 @@ export function createRecord(
    * pending row when the table's statistics lagged behind a burst (docs/performance.md, "Figures
    * behind the code": recordSuccesses).
    */
+  // The delivery's attempts (q) with the attempt (i.entry) appended, the oldest dropped past MAX_ATTEMPTS_KEPT.
+  const appended = `CASE WHEN jsonb_array_length(q.attempts) < ${MAX_ATTEMPTS_KEPT} THEN q.attempts || jsonb_build_array(i.entry)
+          ELSE ${lastAttempts('q.attempts || jsonb_build_array(i.entry)')} END AS attempts,
+        q.attempt_count + 1 AS attempt_count`;
   const recording = (source: string) => `held AS MATERIALIZED (
       SELECT i.id, i.entry, i.at, q.row, q.part, q.account_id, q.webhook_id, q.ordering_key,
         CASE WHEN q.redeliver_queued THEN 'pending' ELSE i.status END AS status,
         CASE WHEN q.redeliver_queued THEN ${dueAfter('i.entry')} ELSE i.next_attempt_at END AS next_attempt_at,
-        CASE WHEN jsonb_array_length(q.attempts) < ${MAX_ATTEMPTS_KEPT} THEN q.attempts || jsonb_build_array(i.entry)
-          ELSE ${lastAttempts('q.attempts || jsonb_build_array(i.entry)')} END AS attempts,
-        q.attempt_count + 1 AS attempt_count
+        ${appended}
       FROM (${source}) AS i
       CROSS JOIN LATERAL (
         SELECT d.ctid AS row, d.tableoid AS part, d.* FROM ${table('queue')} AS d WHERE d.id = i.id FOR UPDATE OFFSET 0
@@ -116,6 +118,34 @@ export function createRecord(
         ${dueAgain('h.entry', 'h.')} AS due_again
       FROM held AS h
     )`;
+  /**
+   * `recording` for the attempts of `source` whose delivery finishes as it stands (a success, no
+   * redeliver queued during the call), without locking the row first: each is read by primary key
+   * and deleted by its ctid, a delete that takes effect only on the version read. A version another
+   * statement changed or moved since (a redeliver queued, the ring's move, a lease taken over) is
+   * not deleted: PostgreSQL re-checks the join on the newest version, whose ctid is another. Those,
+   * and those whose lease or outcome this does not cover, are left out of `recorded`, for
+   * `recording` to take (recordSuccessesTogether). The lock cost each success a row lock, its WAL
+   * record (54 bytes) and a page write (docs/performance.md, "Figures behind the code": the record).
+   */
+  const finishing = (source: string) => `seen AS MATERIALIZED (
+      SELECT i.id, i.entry, i.at, i.status, q.row, q.part, ${appended}
+      FROM (${source}) AS i
+      CROSS JOIN LATERAL (
+        SELECT d.ctid AS row, d.tableoid AS part, d.* FROM ${table('queue')} AS d WHERE d.id = i.id OFFSET 0
+      ) AS q
+      WHERE q.lease_owner = i.owner AND NOT q.redeliver_queued AND i.status <> 'pending'
+    ), finished AS (
+      DELETE FROM ${table('queue')} AS d
+      USING seen AS h
+      WHERE d.ctid = ANY (ARRAY(SELECT row FROM seen)) AND d.ctid = h.row AND d.tableoid = h.part
+      RETURNING d.id, d.account_id, d.webhook_id, d.event_id, h.status, h.attempts, h.attempt_count, d.created_at,
+        d.event_type, d.ordering_key, d.seq, d.event_gen, h.entry, h.at
+    ), logged AS (${finishedFrom(names, 'finished', 's.status')}
+    ), recorded AS (
+      SELECT f.id, f.webhook_id, f.account_id, f.at, f.entry, f.ordering_key, f.status, false AS due_again
+      FROM finished AS f
+    )`;
   const oneAttempt = `SELECT $1::text AS id, $2::text AS owner, $3::jsonb AS entry, $4::text AS status,
       $5::timestamptz AS next_attempt_at, ($3::jsonb->>'at')::timestamptz AS at`;
   // Each attempt is counted in its webhook's hour by the statement that records it (countCalls).
@@ -124,11 +154,14 @@ export function createRecord(
     SELECT id, due_again, webhook_id, ordering_key, status FROM recorded`;
   const recordAttemptAndHealth = recordAttemptWithHealth(names, recording(oneAttempt));
   // recordAttempt with health, for many successful attempts in one statement (see recordSuccessesTogether).
-  const recordSuccesses = `WITH ${recording(`SELECT * FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::text[], $5::timestamptz[], $6::timestamptz[])
-        AS i(id, owner, entry, status, next_attempt_at, at)`)},
+  const successes = `SELECT * FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::text[], $5::timestamptz[], $6::timestamptz[])
+        AS i(id, owner, entry, status, next_attempt_at, at)`;
+  const withHealthAndCounts = (steps: string) => `WITH ${steps},
     ${healthAfterSuccesses(names)},
     ${countCalls(names, 'SELECT r.webhook_id, r.account_id, r.entry FROM recorded AS r CROSS JOIN (SELECT count(*) FROM health) AS after_health')}
     SELECT id, due_again, webhook_id, ordering_key, status FROM recorded`;
+  const recordSuccesses = withHealthAndCounts(recording(successes));
+  const finishSuccesses = withHealthAndCounts(finishing(successes));
   const deliveryKeyById = `SELECT webhook_id, ordering_key FROM ${table('queue')} WHERE id = $1::text`;
   const hold = holdWebhook(names);
 
@@ -183,6 +216,27 @@ export function createRecord(
   }
 
   /**
+   * Records `successes`: those whose delivery finishes as it stands by `finishSuccesses`, without a
+   * row lock; the others (a redeliver queued during the call, a row changed meanwhile, a lease lost)
+   * then by `recordSuccesses`, which locks each row first. Resolves the rows recorded.
+   */
+  async function recordEach(via: Queryable, successes: SuccessfulAttempt[]): Promise<Row[]> {
+    const paramsOf = (some: SuccessfulAttempt[]) => [
+      some.map((one) => one.id),
+      some.map((one) => one.owner),
+      some.map((one) => one.entry),
+      some.map((one) => one.status),
+      some.map((one) => one.nextAttemptAt),
+      some.map((one) => one.at),
+    ];
+    const finished = await via.query(finishSuccesses, paramsOf(successes));
+    if (finished.length === successes.length) return finished;
+    const done = new Set(finished.map((row) => row.id as string));
+    const rest = successes.filter((one) => !done.has(one.id));
+    return [...finished, ...(await via.query(recordSuccesses, paramsOf(rest)))];
+  }
+
+  /**
    * Successful attempts at once share a statement: a success changes a webhook's health the same way
    * whatever came before it, so the attempts of one webhook fold into one health write. A failure,
    * whose effect on the health depends on the run before it (and may disable the webhook), is
@@ -193,24 +247,16 @@ export function createRecord(
     maxSize: MAX_GROUP_ATTEMPTS,
     size: () => 1,
     async run(successes) {
-      const params = [
-        successes.map((one) => one.id),
-        successes.map((one) => one.owner),
-        successes.map((one) => one.entry),
-        successes.map((one) => one.status),
-        successes.map((one) => one.nextAttemptAt),
-        successes.map((one) => one.at),
-      ];
       // With keyed deliveries among them, in a transaction that ends their keys' turns.
       const rows = !successes.some((one) => one.orderingKey !== null)
-        ? await db.query(recordSuccesses, params)
+        ? await recordEach(db, successes)
         : await db.transaction(async (tx) => {
             // The keys' locks before the rows' (see recordInTurn).
             await keys.lock(
               tx,
               successes.filter((one) => one.orderingKey !== null).map((one) => [one.webhookId, one.orderingKey!]),
             );
-            const recorded = await tx.query(recordSuccesses, params);
+            const recorded = await recordEach(tx, successes);
             const releaseAt = new Map(successes.map((one) => [one.id, one.releaseAt]));
             const ended = recorded
               .filter((row) =>

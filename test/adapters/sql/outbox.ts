@@ -6,6 +6,7 @@ import { webhookRecord } from '../../conformance/fixtures.js';
 import { rejects } from '../../helpers/server.js';
 import { eventRecord, rowsOf, withSqlStorage, type SqlBackend } from './context.js';
 import { everyDelivery } from '../../helpers/every-delivery.js';
+import { recorded } from '../../helpers/attempts.js';
 import { wrapClient } from '../../../adapters/sql/client.js';
 import { sqlStorage } from '../../../adapters/sql/index.js';
 import { migrate } from '../../../adapters/sql/migrations.js';
@@ -509,6 +510,100 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
       }),
     );
   }
+
+  test(
+    'outbox: successes recorded together finish their deliveries; one with a redeliver queued stays pending, one whose lease moved on is not recorded',
+    withSqlStorage(backend, async (storage, { db }) => {
+      await storage.insertWebhook(webhookRecord());
+      await storage.publishEvents([1, 2, 3, 4].map((minute) => eventRecord({ createdAt: at(minute) })));
+      const leased = await storage.claimDeliveries({ now: at(5), leaseUntil: at(20), limit: 3, owner: 'w1' });
+      const [first, queued, third] = leased.map(({ delivery }) => delivery);
+      await storage.redeliver('acct_a', queued!.id, at(5));
+      // The fourth, leased by w1 until minute 7, then by w2 once that lease ran out.
+      const [late] = await storage.claimDeliveries({ now: at(5), leaseUntil: at(7), limit: 1, owner: 'w1' });
+      await storage.claimDeliveries({ now: at(8), leaseUntil: at(9), limit: 10, owner: 'w2' });
+
+      const made = (minute: number) => ({ ...attempt(minute, 200), durationMs: 2_000 });
+      const record = (id: string, minute: number) =>
+        storage.recordAttempt({
+          id,
+          owner: 'w1',
+          attempt: made(minute),
+          outcome: { status: 'succeeded', nextAttemptAt: null },
+          health: { disableAfterFailures: 100, disableAfterMs: 1e9 },
+        });
+      const results = await Promise.all([
+        record(first!.id, 10),
+        record(queued!.id, 10),
+        record(third!.id, 10),
+        record(late!.delivery.id, 10),
+      ]);
+      assert.equal(
+        results.map((one) => [one.recorded, one.dueAgain]),
+        [
+          [true, false],
+          [true, true],
+          [true, false],
+          [false, false],
+        ],
+      );
+      for (const done of [first!, third!]) {
+        const after = (await db.delivery(done.id))!;
+        assert.equal(
+          [after.status, after.attempts, after.attemptCount, after.leaseOwner],
+          ['succeeded', [made(10)], 1, null],
+        );
+      }
+      const again = (await db.delivery(queued!.id))!;
+      assert.equal(
+        [again.status, again.nextAttemptAt, again.redeliverQueued, again.attempts, again.leaseOwner],
+        ['pending', '2026-01-01T00:10:02+00:00', false, [made(10)], null],
+        'pending, due as the call ended',
+      );
+      const untouched = (await db.delivery(late!.delivery.id))!;
+      assert.equal([untouched.status, untouched.leaseOwner, untouched.attempts], ['pending', 'w2', []]);
+    }),
+  );
+
+  test(
+    'outbox: a success whose delivery another statement changes while it is recorded is recorded on the new version',
+    withSqlStorage(backend, async (storage, { schema, db }) => {
+      if (backend.pool === undefined) {
+        console.log('  skipped on PGlite: one connection, so no statement runs beside the record');
+        return;
+      }
+      await storage.insertWebhook(webhookRecord());
+      await storage.publishEvents([eventRecord({ createdAt: at(1) })]);
+      const [claimed] = await storage.claimDeliveries({ now: at(5), leaseUntil: at(6), limit: 1, owner: 'w1' });
+      const delivery = claimed!.delivery;
+      const holder = await backend.pool.connect();
+      try {
+        // A redeliver of the delivery in flight, committed after the record read the row: the
+        // record must not finish the version it read.
+        await holder.query('BEGIN');
+        await holder.query(`UPDATE "${schema}".portal_queue SET redeliver_queued = true WHERE id = $1`, [delivery.id]);
+        const made = { ...attempt(10, 200), durationMs: 2_000 };
+        const recording = storage.recordAttempt({
+          id: delivery.id,
+          owner: 'w1',
+          attempt: made,
+          outcome: { status: 'succeeded', nextAttemptAt: null },
+          health: { disableAfterFailures: 100, disableAfterMs: 1e9 },
+        });
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        await holder.query('COMMIT');
+        assert.equal(await recording, recorded({ dueAgain: true }));
+        const after = (await db.delivery(delivery.id))!;
+        assert.equal(
+          [after.status, after.redeliverQueued, after.attempts, after.attemptCount],
+          ['pending', false, [made], 1],
+        );
+        assert.equal(await rowsOf(backend.client, schema, 'deliveries'), []);
+      } finally {
+        holder.release();
+      }
+    }),
+  );
 }
 
 /** A statement as the driver was handed it. */
