@@ -23,7 +23,7 @@
  *
  *   node dist/bench/webhook-fleet.bench.js [events=10000]
  *   (BENCH_FLEET_EVENTS, BENCH_FLEET_WORKERS=1,2, BENCH_FLEET_ROUNDS=1, BENCH_FLEET_PACED_SECONDS=4,
- *    BENCH_FLEET_TIMEOUT_SECONDS=60, BENCH_FLEET_CONTENDERS=portal,pg-boss,graphile-worker,
+ *    BENCH_FLEET_PACED_RATE, BENCH_FLEET_TIMEOUT_SECONDS=60, BENCH_FLEET_CONTENDERS=portal,pg-boss,graphile-worker,
  *    BENCH_FLEET_NODE, TEST_DATABASE_URL)
  */
 import { CLOCK_TICKS, cpuTicks, postgresTicks } from './support/proc-cpu.js';
@@ -51,6 +51,9 @@ const EVENTS = Number(process.argv[2] ?? process.env.BENCH_FLEET_EVENTS ?? 10_00
 const WORKER_COUNTS = (process.env.BENCH_FLEET_WORKERS ?? '1,2').split(',').map(Number);
 const ROUNDS = Number(process.env.BENCH_FLEET_ROUNDS ?? 1);
 const PACED_SECONDS = Number(process.env.BENCH_FLEET_PACED_SECONDS ?? 4);
+/** Events a second of the paced phase; by default half the slowest contender's rate while publishing. */
+const PACED_RATE =
+  process.env.BENCH_FLEET_PACED_RATE === undefined ? undefined : Number(process.env.BENCH_FLEET_PACED_RATE);
 /** How long one phase may take to be received in full before its row fails. */
 const TIMEOUT_MS = Number(process.env.BENCH_FLEET_TIMEOUT_SECONDS ?? 60) * 1000;
 /** Events published at once, and jobs a peer's worker takes at once (the portal worker's concurrency). */
@@ -371,10 +374,14 @@ async function compare(workerCount: number, receiver: Child, url: string, pool: 
       }
     }
     // Half the slowest contender's throughput: a load every one keeps up with, the same for all.
-    rate = Math.max(
-      BATCH,
-      Math.floor(0.5 * Math.min(...[...bursts.values()].map((runs) => median(runs.map((r) => r.deliveriesPerSecond))))),
-    );
+    rate =
+      PACED_RATE ??
+      Math.max(
+        BATCH,
+        Math.floor(
+          0.5 * Math.min(...[...bursts.values()].map((runs) => median(runs.map((r) => r.deliveriesPerSecond)))),
+        ),
+      );
     const events = Math.max(BATCH, Math.round(rate * PACED_SECONDS));
     for (const contender of CONTENDERS) {
       const result = await phase(fleets.get(contender)!, receiver, pool, events, rate);
