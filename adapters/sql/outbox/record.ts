@@ -126,7 +126,7 @@ export function createRecord(
    * not deleted: PostgreSQL re-checks the join on the newest version, whose ctid is another. Those,
    * and those whose lease or outcome this does not cover, are left out of `recorded`, for
    * `recording` to take (recordSuccessesTogether). The lock cost each success a row lock, its WAL
-   * record (54 bytes) and a page write (docs/performance.md, "Figures behind the code": the record).
+   * record (54 bytes) and a page write (docs/performance.md, "Figures behind the code": recordSuccesses).
    */
   const finishing = (source: string) => `seen AS MATERIALIZED (
       SELECT i.id, i.entry, i.at, i.status, q.row, q.part, ${appended}
