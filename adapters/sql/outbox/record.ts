@@ -71,6 +71,10 @@ export function createRecord(
   claimedKeys: ClaimedKeys,
 ): Pick<Storage, 'recordAttempt'> {
   const { table } = names;
+  // The delivery's attempts (q) with the attempt (i.entry) appended, the oldest dropped past MAX_ATTEMPTS_KEPT.
+  const appended = `CASE WHEN jsonb_array_length(q.attempts) < ${MAX_ATTEMPTS_KEPT} THEN q.attempts || jsonb_build_array(i.entry)
+          ELSE ${lastAttempts('q.attempts || jsonb_build_array(i.entry)')} END AS attempts,
+        q.attempt_count + 1 AS attempt_count`;
   /**
    * The attempts of `source` (rows of id, owner, entry, status, next_attempt_at, at), each recorded
    * on the delivery its owner leases: the attempt appended, the oldest dropped once more than
@@ -86,10 +90,6 @@ export function createRecord(
    * pending row when the table's statistics lagged behind a burst (docs/performance.md, "Figures
    * behind the code": recordSuccesses).
    */
-  // The delivery's attempts (q) with the attempt (i.entry) appended, the oldest dropped past MAX_ATTEMPTS_KEPT.
-  const appended = `CASE WHEN jsonb_array_length(q.attempts) < ${MAX_ATTEMPTS_KEPT} THEN q.attempts || jsonb_build_array(i.entry)
-          ELSE ${lastAttempts('q.attempts || jsonb_build_array(i.entry)')} END AS attempts,
-        q.attempt_count + 1 AS attempt_count`;
   const recording = (source: string) => `held AS MATERIALIZED (
       SELECT i.id, i.entry, i.at, q.row, q.part, q.account_id, q.webhook_id, q.ordering_key,
         CASE WHEN q.redeliver_queued THEN 'pending' ELSE i.status END AS status,
