@@ -27,6 +27,25 @@ let schemas = 0;
 /** A schema name no other test or run uses. */
 export const freshSchema = () => `${RUN}_${++schemas}`;
 
+/**
+ * Resolves once another session waits for a lock `holder` holds (polled every 5 ms), so that a test
+ * commits the holder's change only after the statement it races has read the row and reached it.
+ * Rejects after `timeoutMs`: a statement that never waited did not meet the race the test is for.
+ */
+export async function untilBlockedBy(holder: pg.PoolClient, timeoutMs = 5_000): Promise<void> {
+  const [{ pid }] = (await holder.query('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { rows } = await holder.query(
+      'SELECT 1 FROM pg_stat_activity WHERE $1::int = ANY (pg_blocking_pids(pid)) LIMIT 1',
+      [pid],
+    );
+    if (rows.length > 0) return;
+    if (Date.now() > deadline) throw new Error(`no session waited for backend ${pid} within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
 /** A pool on the server, or why there is none: unreachable within about two seconds. */
 export async function connectPostgres(
   options: pg.PoolConfig = {},

@@ -12,7 +12,7 @@ import { sqlStorage } from '../../../adapters/sql/index.js';
 import { migrate } from '../../../adapters/sql/migrations.js';
 import { resolveNames } from '../../../adapters/sql/schema.js';
 import { STORAGE_MIGRATIONS } from '../../../adapters/sql/storage-migrations.js';
-import { dropSchema, freshSchema } from '../../helpers/sql.js';
+import { dropSchema, freshSchema, untilBlockedBy } from '../../helpers/sql.js';
 
 const at = (minute: number) => `2026-01-01T00:${String(minute).padStart(2, '0')}:00+00:00`;
 const attempt = (minute: number, statusCode: number | null): DeliveryAttempt => ({
@@ -578,8 +578,8 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
       const delivery = claimed!.delivery;
       const holder = await backend.pool.connect();
       try {
-        // A redeliver of the delivery in flight, committed after the record read the row: the
-        // record must not finish the version it read.
+        // A redeliver of the delivery in flight, committed once the record has read the row and
+        // waits for it: the record must not finish the version it read.
         await holder.query('BEGIN');
         await holder.query(`UPDATE "${schema}".portal_queue SET redeliver_queued = true WHERE id = $1`, [delivery.id]);
         const made = { ...attempt(10, 200), durationMs: 2_000 };
@@ -590,7 +590,7 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
           outcome: { status: 'succeeded', nextAttemptAt: null },
           health: { disableAfterFailures: 100, disableAfterMs: 1e9 },
         });
-        await new Promise((resolve) => setTimeout(resolve, 200));
+        await untilBlockedBy(holder);
         await holder.query('COMMIT');
         assert.equal(await recording, recorded({ dueAgain: true }));
         const after = (await db.delivery(delivery.id))!;
