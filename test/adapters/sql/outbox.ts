@@ -495,7 +495,7 @@ export function outboxTests(test: Test, backend: SqlBackend): void {
             [delivery!.id],
           );
           const redelivered = storage.redeliver('acct_a', delivery!.id, at(9));
-          await new Promise((resolve) => setTimeout(resolve, 200));
+          await untilBlockedBy(holder);
           await holder.query('COMMIT');
           const again = await redelivered;
           assert.equal([again?.status, again?.nextAttemptAt], ['pending', at(9)]);
