@@ -1,4 +1,4 @@
-import { newId } from '../shared/ids.js';
+import { deliveryIdOf, newId } from '../shared/ids.js';
 import type { AttemptRecorded, Claim, DeliveryTarget } from '../ports.js';
 import type { DeliveryAttempt, DeliveryRecord, EventRecord, WebhookRecord } from '../records.js';
 import { compareKeys } from '../shared/order.js';
@@ -40,14 +40,15 @@ export const MAX_ATTEMPTS_KEPT = 50;
 
 /**
  * A new delivery of `event` to the webhook `webhookId`: pending, due when the event happened, no
- * attempts, no lease, its event's ordering key. (`inKeyOrder` makes one wait behind its key.)
+ * attempts, no lease, its event's ordering key. (`inKeyOrder` makes one wait behind its key.) Its
+ * id is the pair's (`deliveryIdOf`): a store can make it again, the same, from the event.
  */
 export function newDelivery(
   event: Pick<EventRecord, 'id' | 'accountId' | 'type' | 'createdAt' | 'orderingKey'>,
   webhookId: string,
 ): DeliveryRecord {
   return {
-    id: newId('whd'),
+    id: deliveryIdOf(event.id, webhookId),
     accountId: event.accountId,
     webhookId,
     eventId: event.id,
@@ -74,10 +75,14 @@ export function recoveredDelivery(
   webhookId: string,
   now: string,
 ): DeliveryRecord {
-  return newDelivery(
-    { id: event.id, accountId: event.accountId, type: event.type, createdAt: now, orderingKey: event.orderingKey },
-    webhookId,
-  );
+  // A delivery of its own, beside the one the publish made of the same event and webhook.
+  return {
+    ...newDelivery(
+      { id: event.id, accountId: event.accountId, type: event.type, createdAt: now, orderingKey: event.orderingKey },
+      webhookId,
+    ),
+    id: newId('whd'),
+  };
 }
 
 /*

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 
 /** Record id prefixes: the first seven come from the API spec, the last six are ours. */
 export const ID_PREFIXES = [
@@ -46,6 +46,17 @@ export function newId(prefix: IdPrefix): string {
     if (byte < UNBIASED_LIMIT) id += ALPHABET[byte % 62];
   }
   return id;
+}
+
+/**
+ * The id of the delivery a publish makes of event `eventId` for webhook `webhookId`: `whd_` and the
+ * first 22 hexadecimal digits (88 bits) of the SHA-256 of both, so that the pair always names the
+ * same delivery. A store that lost a delivery not yet tried makes it again from its event under the
+ * id it had: the SQL adapter after a crash of the database server, in SQL (`deliveryIdSql` of
+ * adapters/sql/outbox/rebuild.ts computes the same). As hard to guess as the event's id.
+ */
+export function deliveryIdOf(eventId: string, webhookId: string): string {
+  return `whd_${createHash('sha256').update(`${eventId}\n${webhookId}`).digest('hex').slice(0, ID_LENGTH)}`;
 }
 
 /**

@@ -54,7 +54,7 @@ const attempt = (statusCode: number | null): DeliveryAttempt =>
 const leased = (owner = 'worker-1', until = at(40), overrides: Partial<DeliveryRecord> = {}) =>
   delivery({ leaseOwner: owner, leaseUntil: until, ...overrides });
 
-test('newDelivery: pending, due when the event happened, no attempts, no lease, a fresh whd_ id each time', () => {
+test('newDelivery: pending, due when the event happened, no attempts, no lease, the whd_ id of its event and webhook', () => {
   const event = frozen(eventRecord({ accountId: 'acct_b', createdAt: at(5) }));
   const made = newDelivery(event, 'wbh_x');
   assert.match(made.id, /^whd_[0-9A-Za-z]{22}$/);
@@ -74,7 +74,9 @@ test('newDelivery: pending, due when the event happened, no attempts, no lease, 
     orderingKey: null,
     redeliverQueued: false,
   });
-  assert.is.not(newDelivery(event, 'wbh_x').id, made.id);
+  assert.is(newDelivery(event, 'wbh_x').id, made.id, 'the same pair, the same id');
+  assert.is.not(newDelivery(event, 'wbh_y').id, made.id);
+  assert.is.not(newDelivery(frozen(eventRecord({ accountId: 'acct_b', createdAt: at(5) })), 'wbh_x').id, made.id);
 });
 
 test('isDue: pending with a next attempt at or before now', () => {

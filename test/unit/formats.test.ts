@@ -1,7 +1,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
-import { ID_PREFIXES, isId, newId } from '../../src/shared/ids.js';
+import { ID_PREFIXES, deliveryIdOf, isId, newId } from '../../src/shared/ids.js';
+import { newDelivery, recoveredDelivery } from '../../src/rules/deliveries.js';
 import { newWebhookSecret } from '../../src/domain/webhooks.js';
 import { atom, atomAfter } from '../../src/shared/time.js';
 import { validateHeaderValue } from 'node:http';
@@ -26,6 +27,26 @@ test('ids: characters are spread evenly over the 62 (no modulo bias)', () => {
     // ±6 % is far beyond chance for 7,000 draws a character, and far below the 25 % skew of `byte % 62`.
     assert.ok(Math.abs(count - expected) / expected < 0.06, `${char}: ${count} vs ${expected}`);
   }
+});
+
+test("delivery ids: a publish's are the event's and webhook's, the same every time; a recovery's are new", () => {
+  const event = { id: newId('evt'), accountId: 'acct_1', type: 'ticket-created', createdAt: atom(new Date(0)) };
+  const [one, other] = [newId('wbh'), newId('wbh')];
+  const id = newDelivery(event, one).id;
+  assert.match(id, /^whd_[0-9A-Za-z]{22}$/);
+  assert.ok(isId('whd', id));
+  assert.is(newDelivery(event, one).id, id);
+  assert.is(deliveryIdOf(event.id, one), id);
+  assert.is.not(newDelivery(event, other).id, id);
+  assert.is.not(newDelivery({ ...event, id: newId('evt') }, one).id, id);
+  // The pair is split where it was split: not "ab" + "c" as "a" + "bc".
+  assert.is.not(deliveryIdOf('evt_ab', 'c'), deliveryIdOf('evt_a', 'bc'));
+  const recovered = recoveredDelivery(event, one, atom(new Date(1000)));
+  assert.match(recovered.id, /^whd_[0-9A-Za-z]{22}$/);
+  assert.is.not(recovered.id, id);
+  const seen = new Set<string>();
+  for (let i = 0; i < 20_000; i++) seen.add(deliveryIdOf(`evt_${i}`, one));
+  assert.is(seen.size, 20_000);
 });
 
 test('isId: prefix and shape', () => {
