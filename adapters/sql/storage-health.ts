@@ -213,7 +213,7 @@ export function createHealth(db: Db, names: Names, announce?: { channel: string 
     GROUP BY d.event_id, e.gen, e.created_at, e.ordering_key
     HAVING bool_and(d.status IN ('failed', 'cancelled'))
     ORDER BY e.created_at, min(d.seq)`;
-  const insertDeliveries = insertDeliveriesStatement(names);
+  const insertDeliveries = insertDeliveriesStatement(names, false);
   const holdEvents = `LOCK TABLE ONLY ${table('events')} IN ROW SHARE MODE`;
   const notifyWork = `SELECT pg_notify($1::text, '')`;
   const keys = orderingKeys(names);

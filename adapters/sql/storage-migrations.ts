@@ -1,5 +1,5 @@
 import { callCountColumns, callStatsTable } from './storage-call-stats.js';
-import { intoKept, ringTables } from './outbox/ring.js';
+import { intoKept, ringTables, unloggedSlots } from './outbox/ring.js';
 import { MAX_ATTEMPTS_KEPT } from '../../src/rules/deliveries.js';
 import type { Migration } from './migrations.js';
 import { type History, partitionName, partitionStatements } from './outbox/partitions.js';
@@ -572,6 +572,15 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
         ${intoKept(names, 'moved')}`,
       ];
     },
+  },
+  {
+    version: 29,
+    name: "the ring's slots unlogged, and the webhooks each event's deliveries are for",
+    // A publish's untried deliveries write no WAL in the slots; what a crash of the server empties
+    // there is made again from the events (outbox/rebuild.ts), which now keep their targets: the ids
+    // of the webhooks their publish made deliveries for, separated by spaces ('' for none; null for an
+    // event stored before this version). A column with no default: no rewrite of the events.
+    statements: (names) => [`ALTER TABLE ${names.table('events')} ADD COLUMN targets text`, ...unloggedSlots(names)],
   },
 ];
 

@@ -11,7 +11,7 @@ import type {
 } from '../../src/records.js';
 import type { Row } from './client.js';
 import { atomOf, type Names } from './schema.js';
-import { currentSlot } from './outbox/ring.js';
+import { KEPT_SLOT, currentSlot } from './outbox/ring.js';
 
 /**
  * Column lists and row readers, one pair per record. Every date-time is selected as ATOM text and
@@ -236,11 +236,12 @@ export const finishedFrom = ({ table }: Names, source: string, status: string) =
 /**
  * Moves deliveries a statement took out of the log (the CTE `source`) back into the queue, pending
  * and due at `nextAttemptAt` (an SQL expression over `s`); answers them as `deliveryColumns` does.
+ * Into the kept partition, which is logged: they are not a publish's untried deliveries (ring.ts).
  */
 export const queuedFrom = (names: Names, source: string, nextAttemptAt: string) =>
   `INSERT INTO ${names.table('queue')} (${STORED}, slot)
     SELECT s.id, s.account_id, s.webhook_id, s.event_id, 'pending', s.attempts, s.attempt_count, ${nextAttemptAt},
-      s.created_at, s.event_type, s.ordering_key, NULL, NULL, false, s.seq, s.event_gen, ${currentSlot(names)}
+      s.created_at, s.event_type, s.ordering_key, NULL, NULL, false, s.seq, s.event_gen, ${KEPT_SLOT}
     FROM ${source} AS s
     RETURNING ${columns(DELIVERY, '', '')}`;
 
@@ -258,11 +259,15 @@ function attemptShape(attempt: DeliveryAttempt): DeliveryAttempt {
 
 /**
  * Queues new deliveries, given `deliveryColumnsOf` and, tenth, their events' generations; attempts
- * and the lease start empty (the columns' defaults).
+ * and the lease start empty (the columns' defaults). A publish's (`published`) go to the ring's
+ * current slot, unlogged, but those of an ordering key; the others (a recovery's) to the kept
+ * partition (ring.ts).
  */
-export const insertDeliveriesStatement = (names: Names) =>
+export const insertDeliveriesStatement = (names: Names, published: boolean) =>
   `INSERT INTO ${names.table('queue')} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type, ordering_key, event_gen, slot)
-    SELECT *, ${currentSlot(names)} FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::text[], $9::text[], $10::int[])`;
+    SELECT made.*, ${published ? `CASE WHEN made.ordering_key IS NULL THEN ${currentSlot(names)} ELSE ${KEPT_SLOT} END` : KEPT_SLOT}
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::text[], $9::text[], $10::int[])
+      AS made(id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type, ordering_key, event_gen)`;
 
 /**
  * The columns a new delivery is stored with, as arrays (for `INSERT … SELECT * FROM unnest(…)`):

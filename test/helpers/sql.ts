@@ -144,15 +144,16 @@ export async function giveBackSchema(client: SqlClient, schema: string): Promise
   ) {
     const { rows } = await client.query(
       `SELECT tablename FROM pg_tables WHERE schemaname = $1::text
-        AND tablename NOT IN ('portal_migrations', 'portal_generations', 'portal_queue_ring')`,
+        AND tablename NOT IN ('portal_migrations', 'portal_generations', 'portal_queue_ring', 'portal_queue_intact')`,
       [schema],
     );
     const tables = (rows as { tablename: string }[]).map(({ tablename }) => `"${schema}"."${tablename}"`);
     // One statement: the foreign keys between the tables are checked at its end, when all are empty.
-    // The ring as migrated: slot 0 current from now, the others empty.
+    // The ring as migrated: slot 0 current from now, the others empty, its slots intact.
     const ring = components.split(',').includes('storage')
       ? `, ring AS (UPDATE "${schema}".portal_queue_ring SET state = CASE WHEN slot = 0 THEN 'current' ELSE 'empty' END,
-          opened_at = CASE WHEN slot = 0 THEN now() END, closed_at = NULL)`
+          opened_at = CASE WHEN slot = 0 THEN now() END, closed_at = NULL),
+        intact AS (INSERT INTO "${schema}".portal_queue_intact VALUES (true) ON CONFLICT DO NOTHING)`
       : '';
     await client.query(
       `WITH ${tables.map((table, i) => `d${i} AS (DELETE FROM ${table})`).join(', ')}${ring} SELECT 1`,

@@ -9,6 +9,7 @@ import { createGiveBack } from './give-back.js';
 import { type Publishing, createPublish } from './publish.js';
 import { createRecord } from './record.js';
 import { createRedeliver } from './redeliver.js';
+import { createRebuild } from './rebuild.js';
 import { createRing } from './ring.js';
 import { foldCounts } from '../storage-call-stats.js';
 
@@ -27,8 +28,8 @@ export interface Outbox
 
 /**
  * Events, deliveries and the claim, one file an operation: publish.ts, claim.ts (with floors.ts),
- * record.ts, give-back.ts, redeliver.ts, delivery-log.ts, ring.ts (the queue's partitions), and
- * retention.ts beside them. Statements are built once,
+ * record.ts, give-back.ts, redeliver.ts, delivery-log.ts, ring.ts (the queue's partitions) with
+ * rebuild.ts, and retention.ts beside them. Statements are built once,
  * not per call.
  *
  * The statements implement the rules of `src/rules/deliveries.ts`, the pure functions the memory
@@ -39,7 +40,7 @@ export interface Outbox
 export function createOutbox(db: Db, names: Names, announce?: { channel: string }): Outbox {
   const keys = orderingKeys(names);
   const claimed = claimedKeys();
-  const ring = createRing(db, names, foldCounts(names));
+  const ring = createRing(db, names, foldCounts(names), createRebuild(db, names));
   return {
     ...createPublish(db, names, keys, announce),
     ...createDeliveryLog(db, names),

@@ -28,6 +28,7 @@ import type { orderingKeys } from '../storage-keys.js';
 import { lastAttempts } from '../storage-migrations.js';
 import { finishedFrom } from '../storage-rows.js';
 import type { ClaimedKeys, DeliveryKey } from './claimed-keys.js';
+import { KEPT_SLOT, keptPartition } from './ring.js';
 
 /**
  * Statements recording successful attempts at once; more wait, and are recorded together. One: with
@@ -71,6 +72,7 @@ export function createRecord(
   claimedKeys: ClaimedKeys,
 ): Pick<Storage, 'recordAttempt'> {
   const { table } = names;
+  const kept = `'${keptPartition(names)}'::regclass::oid`;
   // The delivery's attempts (q) with the attempt (i.entry) appended, the oldest dropped past MAX_ATTEMPTS_KEPT.
   const appended = `CASE WHEN jsonb_array_length(q.attempts) < ${MAX_ATTEMPTS_KEPT} THEN q.attempts || jsonb_build_array(i.entry)
           ELSE ${lastAttempts('q.attempts || jsonb_build_array(i.entry)')} END AS attempts,
@@ -79,8 +81,8 @@ export function createRecord(
    * The attempts of `source` (rows of id, owner, entry, status, next_attempt_at, at), each recorded
    * on the delivery its owner leases: the attempt appended, the oldest dropped once more than
    * MAX_ATTEMPTS_KEPT are held; the outcome, or with a redeliver queued during the call, pending and
-   * due as the call ended. A delivery still pending stays in the queue, updated; a finished one
-   * moves to the log. Ends with the CTE `recorded`: id, webhook_id, account_id, at, entry,
+   * due as the call ended. A delivery still pending stays in the queue, updated in the kept
+   * partition, moved there from an unlogged slot (ring.ts); a finished one moves to the log. Ends with the CTE `recorded`: id, webhook_id, account_id, at, entry,
    * ordering_key, status, due_again.
    *
    * Each delivery is looked up and locked by primary key first (a LATERAL per attempt), and the
@@ -105,7 +107,23 @@ export function createRecord(
       SET attempts = h.attempts, attempt_count = h.attempt_count, next_attempt_at = h.next_attempt_at,
         lease_owner = NULL, lease_until = NULL, redeliver_queued = false
       FROM held AS h
-      WHERE d.ctid = ANY (ARRAY(SELECT row FROM held WHERE status = 'pending')) AND d.ctid = h.row AND d.tableoid = h.part
+      WHERE d.ctid = ANY (ARRAY(SELECT row FROM held WHERE status = 'pending' AND part = ${kept}))
+        AND d.ctid = h.row AND d.tableoid = h.part
+    ), leaving AS (
+      -- One still pending in an unlogged slot moves to the kept partition, where its attempts
+      -- outlive a crash of the server (ring.ts).
+      DELETE FROM ${table('queue')} AS d
+      USING held AS h
+      WHERE d.ctid = ANY (ARRAY(SELECT row FROM held WHERE status = 'pending' AND part <> ${kept}))
+        AND d.ctid = h.row AND d.tableoid = h.part
+      RETURNING d.id, d.account_id, d.webhook_id, d.event_id, h.attempts, h.attempt_count, h.next_attempt_at,
+        d.created_at, d.event_type, d.ordering_key, d.seq, d.event_gen
+    ), kept AS (
+      INSERT INTO ${table('queue')} (id, account_id, webhook_id, event_id, status, attempts, attempt_count,
+        next_attempt_at, created_at, event_type, ordering_key, seq, event_gen, slot)
+      SELECT l.id, l.account_id, l.webhook_id, l.event_id, 'pending', l.attempts, l.attempt_count, l.next_attempt_at,
+        l.created_at, l.event_type, l.ordering_key, l.seq, l.event_gen, ${KEPT_SLOT}
+      FROM leaving AS l
     ), finished AS (
       DELETE FROM ${table('queue')} AS d
       USING held AS h

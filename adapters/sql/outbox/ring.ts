@@ -16,6 +16,14 @@
  * - A delivery moved while its call is in flight is recorded where it is found: the record, the
  *   give-back and the redeliver find a delivery by id, whatever its partition.
  *
+ * The slots are UNLOGGED (migration 29): a delivery's insert, lease and delete there write no WAL.
+ * What a slot holds is only ever what a publish made and no attempt has touched: an unkeyed
+ * delivery not yet tried. Every other delivery goes to the kept partition, which is logged: a keyed
+ * one (its place behind its key), one whose attempt is recorded and stays pending (a retry, a
+ * redeliver queued during its call), one redelivered, recovered or adopted. A crash of the database
+ * server empties the unlogged tables; `portal_queue_intact`, unlogged too, then has lost its row, and
+ * the next turn has the lost deliveries made again from their events (rebuild.ts).
+ *
  * Retirement waits at most `LOCK_TIMEOUT` for its locks (a claim or a record using the slot, a
  * dump reading the table), and not at all while a VACUUM of the slot runs: otherwise it gives up,
  * tries again after a backoff, and the ring stops turning meanwhile, the current slot taking
@@ -28,8 +36,8 @@ import { LOCK_NOT_AVAILABLE } from './partitions.js';
 
 /** The slots of the ring: partitions 0 … RING_SLOTS - 1. */
 const RING_SLOTS = 2;
-/** The partition of deliveries that outlived their slot. */
-const KEPT_SLOT = -1;
+/** The partition of deliveries that outlived their slot, or were never a slot's: logged. */
+export const KEPT_SLOT = -1;
 /** How long a slot is current, and how long a closed one waits before it is retired. */
 const SLOT_SPAN_MS = 10_000;
 /** How often one instance looks at the ring, by the clock its claims are given. */
@@ -67,6 +75,9 @@ const slotPartition = (table: 'queue' | 'call_counts', slot: number) =>
 export const currentSlot = ({ table }: Names, otherwise = KEPT_SLOT) =>
   `(SELECT coalesce(min(slot), ${otherwise}) FROM ${table('queue_ring')} WHERE state = 'current')`;
 
+/** The kept partition of the queue, qualified and quoted: logged, as the slots are not. */
+export const keptPartition = ({ quotedSchema }: Names) => `${quotedSchema}."${slotPartition('queue', KEPT_SLOT)}"`;
+
 /** A queued delivery's columns, as a move copies them. */
 const QUEUED =
   'id, account_id, webhook_id, event_id, status, attempts, attempt_count, next_attempt_at, created_at, event_type, ordering_key, lease_owner, lease_until, redeliver_queued, seq, event_gen, paced';
@@ -82,13 +93,29 @@ interface Slot {
   closedMs: number | null;
 }
 
-export function createRing(db: Db, names: Names, foldCounts: (partition: string) => string) {
+/**
+ * Whether the unlogged slots are as they were: false once a crash of the server emptied them (or a
+ * replica promoted, which never had their rows), until `rebuild` has made their deliveries again.
+ */
+export const ringIntact = ({ table }: Names) => `EXISTS (SELECT 1 FROM ${table('queue_intact')})`;
+
+/**
+ * Makes, after a crash of the server, the deliveries the slots lost, then says the slots are intact
+ * again: `rebuildLost` of rebuild.ts.
+ */
+export type Rebuild = (now: string) => Promise<void>;
+
+export function createRing(db: Db, names: Names, foldCounts: (partition: string) => string, rebuild: Rebuild) {
   const { table, quotedSchema } = names;
   const part = (kind: 'queue' | 'call_counts', slot: number) => `${quotedSchema}."${slotPartition(kind, slot)}"`;
   const ms = (column: string) => `(extract(epoch FROM ${column}) * 1000)::float8`;
   const readRing = `SELECT slot, state, ${ms('opened_at')} AS opened_ms, ${ms('closed_at')} AS closed_ms
     FROM ${table('queue_ring')} ORDER BY slot`;
   const lockRing = `${readRing} FOR UPDATE`;
+  // The ring as a turn reads it, and whether its slots lost their rows (on every row).
+  const lookAtRing = `SELECT slot, state, ${ms('opened_at')} AS opened_ms, ${ms('closed_at')} AS closed_ms,
+      ${ringIntact(names)} AS intact
+    FROM ${table('queue_ring')} ORDER BY slot`;
   const close = `UPDATE ${table('queue_ring')} SET state = 'closed', closed_at = $2::timestamptz WHERE slot = $1::int`;
   const open = `UPDATE ${table('queue_ring')} SET state = 'current', opened_at = $2::timestamptz, closed_at = NULL
     WHERE slot = $1::int`;
@@ -208,7 +235,10 @@ export function createRing(db: Db, names: Names, foldCounts: (partition: string)
       const at = Date.parse(now);
       if (Math.abs(at - lastTurn) < TURN_EVERY_MS) return;
       lastTurn = at;
-      const slots = (await db.query(readRing)).map(toSlot);
+      const rows = await db.query(lookAtRing);
+      // Before anything moves: a retirement would move what a rebuild is to find missing.
+      if (rows.some((row) => row.intact === false)) await rebuild(now);
+      const slots = rows.map(toSlot);
       // Retired first, so that the slot the rotation needs may be empty by then.
       const closed = slots
         .filter((one) => one.state === 'closed' && aged(one.closedMs, at))
@@ -235,6 +265,19 @@ export function createRing(db: Db, names: Names, foldCounts: (partition: string)
 }
 
 export type Ring = ReturnType<typeof createRing>;
+
+/**
+ * Migration 29: the slots of the queue unlogged (each rewritten once, under its lock: a slot holds
+ * seconds of deliveries), and the unlogged row that says they were not lost.
+ */
+export const unloggedSlots = ({ table, quotedSchema }: Names): string[] => [
+  ...Array.from(
+    { length: RING_SLOTS },
+    (_, slot) => `ALTER TABLE ${quotedSchema}."${slotPartition('queue', slot)}" SET UNLOGGED`,
+  ),
+  `CREATE UNLOGGED TABLE ${table('queue_intact')} (intact boolean PRIMARY KEY CHECK (intact))`,
+  `INSERT INTO ${table('queue_intact')} VALUES (true)`,
+];
 
 /** The ring's tables, as migration 28 makes them; `queueColumns` the queue's column list. */
 export function ringTables(names: Names, queueColumns: string, countColumns: string): string[] {

@@ -28,11 +28,14 @@ async function ringOf(backend: SqlBackend, schema: string): Promise<string[]> {
   return (await rowsOf(backend.client, schema, 'queue_ring', 'true ORDER BY slot')).map((row) => row.state as string);
 }
 
-/** The statements of docs/operations.md that take migration 28 back, as an operator runs them. */
-function rollbackStatements(): string[] {
+/** The blocks of docs/operations.md that take a migration back, by their first statement. */
+const ROLLBACKS = { 28: 'INSERT INTO portal_delivery_queue', 29: 'ALTER TABLE portal_queue_0 SET LOGGED' };
+
+/** The statements of docs/operations.md that take migration `version` back, as an operator runs them. */
+export function rollbackStatements(version: keyof typeof ROLLBACKS): string[] {
   const doc = readFileSync(new URL('../../../../docs/operations.md', import.meta.url), 'utf8');
-  const block = /```sql\n(BEGIN;\nINSERT INTO portal_delivery_queue[\s\S]*?COMMIT;)\n```/.exec(doc);
-  if (block === null) throw new Error('docs/operations.md: no rollback of version 28 found');
+  const block = new RegExp(`\`\`\`sql\\n(BEGIN;\\n${ROLLBACKS[version]}[\\s\\S]*?COMMIT;)\\n\`\`\``).exec(doc);
+  if (block === null) throw new Error(`docs/operations.md: no rollback of version ${version} found`);
   return block[1]!
     .split(/;\n/)
     .map((statement) => statement.replace(/;$/, '').trim())
@@ -212,7 +215,7 @@ export function ringTests(test: Test, backend: SqlBackend): void {
     }),
   );
 
-  test('migrations: the rollback of version 28 in docs/operations.md gives the release before its pending deliveries and counts, and the upgrade takes them back', async () => {
+  test('migrations: the rollbacks of versions 29 and 28 in docs/operations.md give the release before its pending deliveries and counts, and the upgrade takes them back', async () => {
     const schema = freshSchema();
     const { client, pool } = backend;
     try {
@@ -238,7 +241,7 @@ export function ringTests(test: Test, backend: SqlBackend): void {
       try {
         await session.query('BEGIN');
         await session.query(`SET LOCAL search_path TO "${schema}"`);
-        for (const statement of rollbackStatements()) await session.query(statement);
+        for (const statement of [...rollbackStatements(29), ...rollbackStatements(28)]) await session.query(statement);
         await session.query('COMMIT');
       } finally {
         connection?.release();

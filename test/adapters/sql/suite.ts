@@ -10,6 +10,7 @@ import { generationTests } from './generations.js';
 import { noDriverTests } from './no-drivers.js';
 import { outboxTests } from './outbox.js';
 import { recordTests } from './records.js';
+import { rebuildTests } from './rebuild.js';
 import { ringTests } from './ring.js';
 import { connectTests, setupTests } from './setup.js';
 
@@ -44,6 +45,7 @@ export async function sqlSuites(which: 'PGlite' | 'PostgreSQL'): Promise<void> {
   outboxTests(test, backend);
   generationTests(test, backend);
   ringTests(test, backend);
+  rebuildTests(test, backend);
   blobTests(test, backend);
   setupTests(test, backend);
   const reason = `sql adapter (${backend.name}): these run on the PostgreSQL server only, with pg pools and clients of their own`;

@@ -1,0 +1,228 @@
+import type { Test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { Storage } from '../../../src/ports.js';
+import type { DeliveryAttempt } from '../../../src/records.js';
+import { sqlStorage } from '../../../adapters/sql/index.js';
+import { at, webhookRecord } from '../../conformance/fixtures.js';
+import { dropSchema, freshSchema } from '../../helpers/sql.js';
+import { rollbackStatements } from './ring.js';
+import { eventRecord, rowsOf, withSqlStorage, type SqlBackend } from './context.js';
+
+const attempt = (seconds: number, statusCode: number): DeliveryAttempt => ({
+  at: at(seconds),
+  statusCode,
+  error: null,
+  durationMs: 5,
+});
+
+/** What a crash of the server leaves of the unlogged tables: their files reset to empty. */
+async function loseUnlogged(backend: SqlBackend, schema: string): Promise<void> {
+  await backend.client.query(
+    `TRUNCATE "${schema}".portal_queue_0, "${schema}".portal_queue_1, "${schema}".portal_queue_intact`,
+  );
+}
+
+/** Where each delivery of the queue is: its partition, by id. */
+async function partitionsOf(backend: SqlBackend, schema: string): Promise<Record<string, string>> {
+  const { rows } = await backend.client.query(
+    `SELECT id, tableoid::regclass::text AS part FROM "${schema}".portal_queue ORDER BY id`,
+  );
+  return Object.fromEntries(
+    (rows as { id: string; part: string }[]).map(({ id, part }) => [id, part.replace(/^.*portal_queue_/, '')]),
+  );
+}
+
+const claimAll = (storage: Storage, seconds: number, owner = 'w') =>
+  storage.claimDeliveries({ now: at(seconds), leaseUntil: at(seconds + 60), limit: 100, owner });
+
+/** The queue's unlogged slots, and what a crash of the server takes of them (adapters/sql/outbox/rebuild.ts). */
+export function rebuildTests(test: Test, backend: SqlBackend): void {
+  test(
+    "rebuild: the slots are unlogged and the kept partition is not; after a crash emptied the slots, their untried deliveries come back under their ids, a call in flight's record is refused, and nothing is made twice",
+    withSqlStorage(backend, async (storage, { schema }) => {
+      const { rows: persistence } = await backend.client.query(
+        `SELECT relname, relpersistence FROM pg_class WHERE relnamespace = $1::regnamespace
+          AND relname IN ('portal_queue_0', 'portal_queue_1', 'portal_queue_kept', 'portal_queue_intact') ORDER BY relname`,
+        [schema],
+      );
+      assert.equal(
+        (persistence as { relname: string; relpersistence: string }[]).map((row) => row.relpersistence),
+        ['u', 'u', 'u', 'p'],
+        'slots 0 and 1 and the intact row unlogged, the kept partition logged',
+      );
+      const [one, two] = [webhookRecord(), webhookRecord()];
+      await storage.insertWebhook(one);
+      await storage.insertWebhook(two);
+      // Untried: both deliveries of the first event.
+      const untried = await storage.publishEvents([eventRecord({ createdAt: at(1) })]);
+      // Keyed: in the kept partition from the start.
+      const keyed = await storage.publishEvents([eventRecord({ createdAt: at(1), orderingKey: 'k' })]);
+      // One succeeds (the log), one fails and is due again at 40 s (moved to the kept partition).
+      const tried = await storage.publishEvents([eventRecord({ createdAt: at(1) })]);
+      // One in flight when the server goes, one not yet claimed.
+      const inFlight = await storage.publishEvents([eventRecord({ createdAt: at(1) })]);
+      assert.is(untried.length + keyed.length + tried.length + inFlight.length, 8);
+      const slotted = await partitionsOf(backend, schema);
+      for (const delivery of [...untried, ...tried, ...inFlight]) assert.match(slotted[delivery.id]!, /^[01]$/);
+      for (const delivery of keyed) assert.is(slotted[delivery.id], 'kept');
+
+      const claimed = await storage.claimDeliveries({ now: at(2), leaseUntil: at(100), limit: 100, owner: 'w' });
+      const byId = (id: string) => claimed.find((one) => one.delivery.id === id)!;
+      const [succeeded, failed] = tried;
+      await storage.recordAttempt({
+        id: succeeded!.id,
+        owner: 'w',
+        attempt: attempt(2, 200),
+        outcome: { status: 'succeeded', nextAttemptAt: null },
+      });
+      await storage.recordAttempt({
+        id: failed!.id,
+        owner: 'w',
+        attempt: attempt(2, 500),
+        outcome: { status: 'pending', nextAttemptAt: at(40) },
+      });
+      assert.is(
+        (await partitionsOf(backend, schema))[failed!.id],
+        'kept',
+        'a failure leaves its slot with its attempt',
+      );
+      assert.ok(byId(inFlight[0]!.id), 'leased');
+      // Given back but the in-flight one: pending, unleased, as a claim found them.
+      await storage.giveBackDeliveries!(
+        'w',
+        claimed.filter((one) => one.delivery.id !== inFlight[0]!.id).map((one) => one.delivery.id),
+      );
+
+      await loseUnlogged(backend, schema);
+      assert.is((await rowsOf(backend.client, schema, 'queue_intact')).length, 0);
+      // The next turn of the ring makes them again.
+      const taken = await claimAll(storage, 3, 'turner');
+      await storage.giveBackDeliveries!(
+        'turner',
+        taken.map((one) => one.delivery.id),
+      );
+      assert.is((await rowsOf(backend.client, schema, 'queue_intact')).length, 1, 'intact again');
+      const after = await partitionsOf(backend, schema);
+      assert.equal(
+        Object.keys(after).sort(),
+        [...untried, ...keyed, failed!, ...inFlight].map((delivery) => delivery.id).sort(),
+        'every pending delivery, once; the succeeded one stays in the log alone',
+      );
+      for (const delivery of [...untried, ...inFlight]) assert.is(after[delivery.id], 'kept');
+      const retried = await storage.getDelivery('acct_a', failed!.id);
+      assert.equal([retried?.attemptCount, retried?.nextAttemptAt], [1, at(40)], "the failure's attempt and schedule");
+      const remade = await storage.getDelivery('acct_a', untried[0]!.id);
+      assert.equal(
+        [remade?.status, remade?.attemptCount, remade?.nextAttemptAt, remade?.createdAt, remade?.eventId],
+        ['pending', 0, at(1), at(1), untried[0]!.eventId],
+      );
+
+      // The call in flight lost its lease with the server: its record is refused, and it is called again.
+      const late = await storage.recordAttempt({
+        id: inFlight[0]!.id,
+        owner: 'w',
+        attempt: attempt(3, 200),
+        outcome: { status: 'succeeded', nextAttemptAt: null },
+      });
+      assert.not.ok(late.recorded);
+      const again = (await claimAll(storage, 40)).map((one) => one.delivery.id);
+      assert.equal(
+        again.sort(),
+        [...untried, ...keyed, failed!, ...inFlight].map((delivery) => delivery.id).sort(),
+        'all due again, each once',
+      );
+    }),
+  );
+
+  test(
+    'rebuild: an event stored before its targets were kept gets the deliveries its publish would have made, to the webhooks there now',
+    withSqlStorage(backend, async (storage, { schema }) => {
+      const matching = webhookRecord();
+      const filtered = webhookRecord({ filter: { plan: 'pro' } });
+      await storage.insertWebhook(matching);
+      await storage.insertWebhook(filtered);
+      await claimAll(storage, 0);
+      // As a release before migration 29 stores it: no targets, its deliveries in the slot.
+      const [published] = await storage.publishEvents([eventRecord({ createdAt: at(1), data: { plan: 'free' } })]);
+      await backend.client.query(`UPDATE "${schema}".portal_events SET targets = NULL`);
+      await loseUnlogged(backend, schema);
+      const claimed = await claimAll(storage, 2);
+      assert.equal(
+        claimed.map((one) => [one.delivery.id, one.delivery.webhookId]),
+        [[published!.id, matching.id]],
+        'the filter still applies; the id is the pair',
+      );
+    }),
+  );
+
+  test('migrations: the rollback of version 29 in docs/operations.md leaves the slots logged and the events without targets; the upgrade makes them again', async () => {
+    const schema = freshSchema();
+    const { client, pool } = backend;
+    try {
+      let storage = sqlStorage({ client, schema });
+      await storage.open!();
+      await storage.insertWebhook(webhookRecord());
+      const [pending] = await storage.publishEvents([eventRecord({ createdAt: at(1) })]);
+      await storage.close!();
+
+      const connection = pool === undefined ? undefined : await pool.connect();
+      const session = connection ?? client;
+      try {
+        await session.query('BEGIN');
+        await session.query(`SET LOCAL search_path TO "${schema}"`);
+        for (const statement of rollbackStatements(29)) await session.query(statement);
+        await session.query('COMMIT');
+      } finally {
+        connection?.release();
+      }
+      const persistence = async () =>
+        (
+          (
+            await client.query(
+              `SELECT string_agg(relpersistence::text, '' ORDER BY relname) AS p FROM pg_class
+                WHERE relnamespace = $1::regnamespace AND relname IN ('portal_queue_0', 'portal_queue_1')`,
+              [schema],
+            )
+          ).rows as { p: string }[]
+        )[0]!.p;
+      assert.is(await persistence(), 'pp');
+      const [version] = await rowsOf(
+        client,
+        schema,
+        'migrations',
+        "component = 'storage' ORDER BY version DESC LIMIT 1",
+      );
+      assert.is(version?.version, 28);
+      assert.is((await rowsOf(client, schema, 'queue_0')).length, 1, 'the pending delivery kept through the rewrite');
+
+      storage = sqlStorage({ client, schema });
+      await storage.open!();
+      try {
+        assert.is(await persistence(), 'uu');
+        assert.equal(
+          (await claimAll(storage, 2)).map((one) => one.delivery.id),
+          [pending!.id],
+        );
+      } finally {
+        await storage.close!();
+      }
+    } finally {
+      await dropSchema(client, schema);
+    }
+  });
+
+  test(
+    'rebuild: the id SQL computes is the one a publish gives',
+    withSqlStorage(backend, async (storage) => {
+      const webhook = webhookRecord();
+      await storage.insertWebhook(webhook);
+      const [delivery] = await storage.publishEvents([eventRecord({ createdAt: at(1) })]);
+      const { deliveryIdSql } = await import('../../../adapters/sql/outbox/rebuild.js');
+      const { rows } = await backend.client.query(`SELECT ${deliveryIdSql('$1::text', '$2::text')} AS id`, [
+        delivery!.eventId,
+        webhook.id,
+      ]);
+      assert.is((rows as { id: string }[])[0]!.id, delivery!.id);
+    }),
+  );
+}
