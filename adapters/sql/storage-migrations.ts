@@ -575,12 +575,10 @@ export const STORAGE_MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 29,
-    name: "the ring's slots unlogged, and the webhooks each event's deliveries are for",
+    name: "the ring's slots unlogged, and the notes of what each publish put in them",
     // A publish's untried deliveries write no WAL in the slots; what a crash of the server empties
-    // there is made again from the events (outbox/rebuild.ts), which now keep their targets: the ids
-    // of the webhooks their publish made deliveries for, separated by spaces ('' for none; null for an
-    // event stored before this version). A column with no default: no rewrite of the events.
-    statements: (names) => [`ALTER TABLE ${names.table('events')} ADD COLUMN targets text`, ...unloggedSlots(names)],
+    // there is made again from the notes (outbox/ring.ts, rebuild.ts).
+    statements: unloggedSlots,
   },
 ];
 

@@ -1,8 +1,10 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -12,11 +14,55 @@ import { at, eventRecord, webhookRecord } from '../conformance/fixtures.js';
 import { skipping } from '../helpers/skip.js';
 
 /*
- * A crash of the PostgreSQL server itself, on a cluster of its own (initdb, then `pg_ctl stop -m
- * immediate`: no shutdown checkpoint, so recovery runs and resets every unlogged table). The queue's
- * slots are unlogged (adapters/sql/outbox/ring.ts): what they held must come back from the events
+ * A crash of the database itself: a PostgreSQL server on a cluster of its own (initdb, then
+ * `pg_ctl stop -m immediate`: no shutdown checkpoint, so recovery runs and resets every unlogged
+ * table), and a process holding PGlite killed with SIGKILL. The queue's slots are unlogged
+ * (adapters/sql/outbox/ring.ts): what they held must come back from the publishes' notes
  * (rebuild.ts), each delivery once, and nothing else be lost.
  */
+
+const PGLITE_CHILD = fileURLToPath(new URL('../helpers/pglite-crash-child.js', import.meta.url));
+
+test("PGlite: a process killed with SIGKILL; on reopening, the next claim makes the slots' deliveries again under their ids, and the failure keeps its attempt", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'portal-pglite-crash-'));
+  try {
+    const child = spawn(process.execPath, [PGLITE_CHILD, path.join(dir, 'data')], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout.setEncoding('utf8');
+    const printed = await new Promise<{ made: string[]; failed: string }>((resolve, reject) => {
+      child.stdout.on('data', (chunk: string) => {
+        out += chunk;
+        if (out.includes('\n')) resolve(JSON.parse(out));
+      });
+      child.once('exit', (code) => reject(new Error(`the child ended first (${code}): ${out}`)));
+    });
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await exited;
+
+    const db = new PGlite(path.join(dir, 'data'));
+    try {
+      const queued = await db.query<{ id: string }>('SELECT id FROM portal_queue');
+      assert.equal(
+        queued.rows.map((row) => row.id),
+        [printed.failed],
+        'recovery left the kept partition alone',
+      );
+      const storage = sqlStorage({ client: db });
+      await storage.open!();
+      const claimed = await storage.claimDeliveries({ now: at(4), leaseUntil: at(100), limit: 10, owner: 'w2' });
+      assert.equal(claimed.map((one) => one.delivery.id).sort(), [...printed.made].sort());
+      assert.is(claimed.find((one) => one.delivery.id === printed.failed)?.delivery.attemptCount, 1);
+      await storage.close!();
+    } finally {
+      await db.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
 
 /** The newest PostgreSQL server binaries of Debian's layout, or why there are none. */
 function serverBinaries(): { bin: string } | { reason: string } {
@@ -69,7 +115,7 @@ const attempt = (seconds: number, statusCode: number): DeliveryAttempt => ({
 });
 
 (reason === null ? test : skipping(test, reason!))(
-  'a crash of the server empties the unlogged slots; the next claim makes their deliveries again, each once, and a failure keeps its attempt',
+  'PostgreSQL: a crash of the server empties the unlogged slots; the next claim makes their deliveries again, each once, and a failure keeps its attempt',
   async () => {
     const { bin } = found as { bin: string };
     // As root, under /tmp: the postgres user cannot reach a directory private to this run.

@@ -12,24 +12,15 @@ import type { Names } from '../schema.js';
 import type { orderingKeys } from '../storage-keys.js';
 import { deliveryColumnsOf, insertDeliveriesStatement } from '../storage-rows.js';
 import { currentGeneration } from './partitions.js';
-import { KEPT_SLOT, currentSlot } from './ring.js';
+import { KEPT_SLOT, currentSlot, noteMade } from './ring.js';
 
 /** Transactions storing publishes at once: more calls wait, and are stored together (see batch.ts). */
 const MAX_STORING = 2;
 /** Events of waiting calls stored in one transaction at most; a larger publish goes alone. */
 const MAX_GROUP_EVENTS = 512;
 
-/**
- * The columns of `insertEvents`, as arrays; last, the webhooks each event's deliveries `made` are
- * for, separated by spaces (rebuild.ts reads them).
- */
-function eventColumnsOf(batch: EventRecord[], made: DeliveryRecord[]): unknown[] {
-  const targets = new Map<string, string[]>();
-  for (const delivery of made) {
-    const list = targets.get(delivery.eventId);
-    if (list === undefined) targets.set(delivery.eventId, [delivery.webhookId]);
-    else list.push(delivery.webhookId);
-  }
+/** The columns of `insertEvents`, as arrays. */
+function eventColumnsOf(batch: EventRecord[]): unknown[] {
   return [
     batch.map((event) => event.id),
     batch.map((event) => event.accountId),
@@ -37,12 +28,11 @@ function eventColumnsOf(batch: EventRecord[], made: DeliveryRecord[]): unknown[]
     batch.map((event) => event.createdAt),
     batch.map((event) => (event.data === undefined ? null : JSON.stringify(event.data))),
     batch.map((event) => event.orderingKey ?? null),
-    batch.map((event) => targets.get(event.id)?.join(' ') ?? ''),
   ];
 }
 
 /** The deliveries of the events to the webhooks (rows of id, account_id, type, filter) each is for. */
-export function deliveriesOf(batch: EventRecord[], rows: Row[], target?: DeliveryTarget): DeliveryRecord[] {
+function deliveriesOf(batch: EventRecord[], rows: Row[], target?: DeliveryTarget): DeliveryRecord[] {
   const made: DeliveryRecord[] = [];
   if (rows.length === 0) return made;
   const webhooks = rows.map((row) => ({
@@ -82,9 +72,9 @@ export function createPublish(
 ): Publishing {
   const { table } = names;
   // In the current generation, answered so that the deliveries name it.
-  const insertEvents = `INSERT INTO ${table('events')} (id, account_id, type, created_at, data, ordering_key, targets, gen)
+  const insertEvents = `INSERT INTO ${table('events')} (id, account_id, type, created_at, data, ordering_key, gen)
     SELECT made.*, ${currentGeneration(names)}
-    FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::json[], $6::text[], $7::text[]) AS made
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::json[], $6::text[]) AS made
     RETURNING gen`;
   // FOR KEY SHARE: a webhook being deleted meanwhile waits for this transaction, and then cancels
   // the deliveries made here, instead of leaving them pending for a webhook that is gone.
@@ -98,10 +88,11 @@ export function createPublish(
   const findWebhooks = `SELECT id, account_id, type, filter::text FROM ${table('webhooks')}
     WHERE (account_id, type) IN (SELECT * FROM unnest($1::text[], $2::text[]))
     ORDER BY created_at, id`;
-  // storeAtOnce's statement: $1–$7 the events, $8 the webhooks, $9–$17 the deliveries, $18 the
+  // storeAtOnce's statement: $1–$6 the events, $7 the webhooks, $8–$16 the deliveries, $17 the
   // channel to notify (NULL: none). The events and their deliveries name the generation current when
   // the statement starts. The notification goes out when the statement commits. An unkeyed delivery
-  // goes to the ring's current slot (unlogged: ring.ts), a keyed one to the kept partition.
+  // goes to the ring's current slot (unlogged), and is noted there in the logged portal_queue_made;
+  // a keyed one to the kept partition (ring.ts).
   const eventsStored = `SELECT id FROM ${table('events')} WHERE id = ANY ($1::text[]) LIMIT 1`;
   // Stored, and maybe finished since (in the log).
   const deliveriesStored = `SELECT id FROM ${table('queue')} WHERE id = ANY ($1::text[])
@@ -109,11 +100,11 @@ export function createPublish(
   const storeAll = (keyed: boolean) => `WITH generation AS (
       SELECT ${currentGeneration(names)} AS gen
     ), events AS (
-      INSERT INTO ${table('events')} (id, account_id, type, created_at, data, ordering_key, targets, gen)
+      INSERT INTO ${table('events')} (id, account_id, type, created_at, data, ordering_key, gen)
       SELECT made.*, generation.gen
-      FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::json[], $6::text[], $7::text[]) AS made, generation
+      FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::json[], $6::text[]) AS made, generation
     ), webhooks AS (
-      SELECT id FROM ${table('webhooks')} WHERE id = ANY ($8::text[]) FOR KEY SHARE
+      SELECT id FROM ${table('webhooks')} WHERE id = ANY ($7::text[]) FOR KEY SHARE
     ), stored AS (
       INSERT INTO ${table('queue')} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type, ordering_key, event_gen, slot)
       SELECT made.id, made.account_id, made.webhook_id, made.event_id, made.status,
@@ -131,12 +122,13 @@ export function createPublish(
         },
         made.created_at, made.event_type, made.ordering_key, generation.gen,
         ${keyed ? `CASE WHEN made.ordering_key IS NULL THEN ${currentSlot(names)} ELSE ${KEPT_SLOT} END` : currentSlot(names)}
-      FROM unnest($9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::timestamptz[], $15::timestamptz[], $16::text[], $17::text[])
+      FROM unnest($8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::timestamptz[], $14::timestamptz[], $15::text[], $16::text[])
         AS made(id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type, ordering_key), generation
       WHERE made.webhook_id IN (SELECT id FROM webhooks)
-      RETURNING id, next_attempt_at
+      RETURNING id, next_attempt_at, event_id, webhook_id, event_gen, slot
+    ), noted AS (${noteMade(names, 'stored')}
     ), announced AS (
-      SELECT pg_notify($18::text, '') WHERE $18::text IS NOT NULL AND EXISTS (SELECT 1 FROM stored)
+      SELECT pg_notify($17::text, '') WHERE $17::text IS NOT NULL AND EXISTS (SELECT 1 FROM stored)
     )
     SELECT ARRAY(SELECT id FROM stored) AS stored, ARRAY(SELECT id FROM stored WHERE next_attempt_at IS NULL) AS held,
       (SELECT count(*) FROM announced) AS announced`;
@@ -146,11 +138,11 @@ export function createPublish(
 
   async function storeEvents(tx: Queryable, batch: EventRecord[], target?: DeliveryTarget): Promise<DeliveryRecord[]> {
     if (batch.length === 0) return [];
+    const [stored] = await tx.query(insertEvents, eventColumnsOf(batch));
     const webhooks = target
       ? await tx.query(targetWebhook, [target.webhookId])
       : await tx.query(matchingWebhooks, [batch.map((event) => event.accountId), batch.map((event) => event.type)]);
     const created = await keys.inOrder(tx, deliveriesOf(batch, webhooks, target));
-    const [stored] = await tx.query(insertEvents, eventColumnsOf(batch, created));
     if (created.length > 0) {
       await tx.query(insertDeliveries, [...deliveryColumnsOf(created), created.map(() => stored!.gen)]);
       if (announce !== undefined) await tx.query(NOTIFY_WORK, [announce.channel]);
@@ -177,7 +169,7 @@ export function createPublish(
     // when the key is taken already.
     const made = inKeyOrder(deliveriesOf(batch, webhooks), () => false);
     const params = [
-      ...eventColumnsOf(batch, made),
+      ...eventColumnsOf(batch),
       [...new Set(made.map((delivery) => delivery.webhookId))],
       ...deliveryColumnsOf(made),
       announce?.channel ?? null,

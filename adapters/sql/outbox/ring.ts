@@ -20,9 +20,11 @@
  * What a slot holds is only ever what a publish made and no attempt has touched: an unkeyed
  * delivery not yet tried. Every other delivery goes to the kept partition, which is logged: a keyed
  * one (its place behind its key), one whose attempt is recorded and stays pending (a retry, a
- * redeliver queued during its call), one redelivered, recovered or adopted. A crash of the database
+ * redeliver queued during its call), one redelivered, recovered or adopted. Each publish notes what
+ * it put in a slot in `portal_queue_made`, logged and partitioned by slot as the queue is: one row
+ * a statement, the events' and webhooks' ids, truncated with the slot. A crash of the database
  * server empties the unlogged tables; `portal_queue_intact`, unlogged too, then has lost its row, and
- * the next turn has the lost deliveries made again from their events (rebuild.ts).
+ * the next turn has the deliveries those notes name made again (rebuild.ts).
  *
  * Retirement waits at most `LOCK_TIMEOUT` for its locks (a claim or a record using the slot, a
  * dump reading the table), and not at all while a VACUUM of the slot runs: otherwise it gives up,
@@ -64,7 +66,7 @@ async function retiring(tx: Queryable): Promise<void> {
 const MAX_BACKOFF_MS = 60_000;
 
 /** The name (without schema) of a partition of the queue or of the counts. */
-const slotPartition = (table: 'queue' | 'call_counts', slot: number) =>
+const slotPartition = (table: 'queue' | 'call_counts' | 'queue_made', slot: number) =>
   `portal_${table}_${slot === KEPT_SLOT ? 'kept' : slot}`;
 
 /**
@@ -74,6 +76,16 @@ const slotPartition = (table: 'queue' | 'call_counts', slot: number) =>
  */
 export const currentSlot = ({ table }: Names, otherwise = KEPT_SLOT) =>
   `(SELECT coalesce(min(slot), ${otherwise}) FROM ${table('queue_ring')} WHERE state = 'current')`;
+
+/**
+ * Notes, in the slot's `portal_queue_made`, the deliveries a statement put in a slot: `source`, a
+ * CTE of the rows it stored (event_id, webhook_id, event_gen, slot); a row a slot and generation.
+ */
+export const noteMade = ({ table }: Names, source: string) =>
+  `INSERT INTO ${table('queue_made')} (slot, event_gen, event_ids, webhook_ids)
+    SELECT s.slot, s.event_gen, array_agg(s.event_id), array_agg(s.webhook_id) FROM ${source} AS s
+    WHERE s.slot <> ${KEPT_SLOT}
+    GROUP BY s.slot, s.event_gen`;
 
 /** The kept partition of the queue, qualified and quoted: logged, as the slots are not. */
 export const keptPartition = ({ quotedSchema }: Names) => `${quotedSchema}."${slotPartition('queue', KEPT_SLOT)}"`;
@@ -99,15 +111,13 @@ interface Slot {
  */
 export const ringIntact = ({ table }: Names) => `EXISTS (SELECT 1 FROM ${table('queue_intact')})`;
 
-/**
- * Makes, after a crash of the server, the deliveries the slots lost, then says the slots are intact
- * again: `rebuildLost` of rebuild.ts.
- */
-export type Rebuild = (now: string) => Promise<void>;
+/** Makes, after a crash of the server, the deliveries the slots lost, then says the slots are intact again (rebuild.ts). */
+export type Rebuild = () => Promise<void>;
 
 export function createRing(db: Db, names: Names, foldCounts: (partition: string) => string, rebuild: Rebuild) {
   const { table, quotedSchema } = names;
-  const part = (kind: 'queue' | 'call_counts', slot: number) => `${quotedSchema}."${slotPartition(kind, slot)}"`;
+  const part = (kind: 'queue' | 'call_counts' | 'queue_made', slot: number) =>
+    `${quotedSchema}."${slotPartition(kind, slot)}"`;
   const ms = (column: string) => `(extract(epoch FROM ${column}) * 1000)::float8`;
   const readRing = `SELECT slot, state, ${ms('opened_at')} AS opened_ms, ${ms('closed_at')} AS closed_ms
     FROM ${table('queue_ring')} ORDER BY slot`;
@@ -201,7 +211,8 @@ export function createRing(db: Db, names: Names, foldCounts: (partition: string)
         throw Object.assign(new Error('the slot is being vacuumed'), { code: LOCK_NOT_AVAILABLE });
       await tx.query(`LOCK TABLE ${part('queue', slot)} IN ACCESS EXCLUSIVE MODE`);
       await tx.query(moveRest(slot));
-      await tx.query(`TRUNCATE ${part('queue', slot)}`);
+      // With the notes of what was in it: nothing in it is left to make again after a crash.
+      await tx.query(`TRUNCATE ${part('queue', slot)}, ${part('queue_made', slot)}`);
       await tx.query(emptied, [slot]);
     });
   }
@@ -237,7 +248,7 @@ export function createRing(db: Db, names: Names, foldCounts: (partition: string)
       lastTurn = at;
       const rows = await db.query(lookAtRing);
       // Before anything moves: a retirement would move what a rebuild is to find missing.
-      if (rows.some((row) => row.intact === false)) await rebuild(now);
+      if (rows.some((row) => row.intact === false)) await rebuild();
       const slots = rows.map(toSlot);
       // Retired first, so that the slot the rotation needs may be empty by then.
       const closed = slots
@@ -267,17 +278,30 @@ export function createRing(db: Db, names: Names, foldCounts: (partition: string)
 export type Ring = ReturnType<typeof createRing>;
 
 /**
- * Migration 29: the slots of the queue unlogged (each rewritten once, under its lock: a slot holds
- * seconds of deliveries), and the unlogged row that says they were not lost.
+ * Migration 29: what the slots hold moved to the kept partition (a slot holds seconds of
+ * deliveries, some tried already), then the slots unlogged (empty, so rewritten at once); the
+ * unlogged row that says they were not lost; the notes of what each publish put in a slot.
  */
-export const unloggedSlots = ({ table, quotedSchema }: Names): string[] => [
-  ...Array.from(
-    { length: RING_SLOTS },
-    (_, slot) => `ALTER TABLE ${quotedSchema}."${slotPartition('queue', slot)}" SET UNLOGGED`,
-  ),
-  `CREATE UNLOGGED TABLE ${table('queue_intact')} (intact boolean PRIMARY KEY CHECK (intact))`,
-  `INSERT INTO ${table('queue_intact')} VALUES (true)`,
-];
+export function unloggedSlots(names: Names): string[] {
+  const { table, quotedSchema } = names;
+  const slots = Array.from({ length: RING_SLOTS }, (_, slot) => slot);
+  const slot = (kind: 'queue' | 'queue_made', at: number) => `${quotedSchema}."${slotPartition(kind, at)}"`;
+  return [
+    ...slots.map((at) => `WITH moved AS (DELETE FROM ${slot('queue', at)} RETURNING *) ${intoKept(names, 'moved')}`),
+    ...slots.map((at) => `ALTER TABLE ${slot('queue', at)} SET UNLOGGED`),
+    `CREATE UNLOGGED TABLE ${table('queue_intact')} (intact boolean PRIMARY KEY CHECK (intact))`,
+    `INSERT INTO ${table('queue_intact')} VALUES (true)`,
+    `CREATE TABLE ${table('queue_made')} (
+      slot integer NOT NULL,
+      event_gen integer NOT NULL,
+      event_ids text[] NOT NULL,
+      webhook_ids text[] NOT NULL
+    ) PARTITION BY LIST (slot)`,
+    ...slots.map(
+      (at) => `CREATE TABLE ${slot('queue_made', at)} PARTITION OF ${table('queue_made')} FOR VALUES IN (${at})`,
+    ),
+  ];
+}
 
 /** The ring's tables, as migration 28 makes them; `queueColumns` the queue's column list. */
 export function ringTables(names: Names, queueColumns: string, countColumns: string): string[] {

@@ -4,6 +4,10 @@ import type { Storage } from '../../../src/ports.js';
 import type { DeliveryAttempt } from '../../../src/records.js';
 import { sqlStorage } from '../../../adapters/sql/index.js';
 import { at, webhookRecord } from '../../conformance/fixtures.js';
+import { wrapClient } from '../../../adapters/sql/client.js';
+import { migrate } from '../../../adapters/sql/migrations.js';
+import { resolveNames } from '../../../adapters/sql/schema.js';
+import { STORAGE_MIGRATIONS } from '../../../adapters/sql/storage-migrations.js';
 import { dropSchema, freshSchema } from '../../helpers/sql.js';
 import { rollbackStatements } from './ring.js';
 import { eventRecord, rowsOf, withSqlStorage, type SqlBackend } from './context.js';
@@ -135,25 +139,73 @@ export function rebuildTests(test: Test, backend: SqlBackend): void {
   );
 
   test(
-    'rebuild: an event stored before its targets were kept gets the deliveries its publish would have made, to the webhooks there now',
+    "rebuild: a publish notes what it put in a slot, and the slot's retirement takes the notes with it",
     withSqlStorage(backend, async (storage, { schema }) => {
-      const matching = webhookRecord();
-      const filtered = webhookRecord({ filter: { plan: 'pro' } });
-      await storage.insertWebhook(matching);
-      await storage.insertWebhook(filtered);
+      await storage.insertWebhook(webhookRecord());
       await claimAll(storage, 0);
-      // As a release before migration 29 stores it: no targets, its deliveries in the slot.
-      const [published] = await storage.publishEvents([eventRecord({ createdAt: at(1), data: { plan: 'free' } })]);
-      await backend.client.query(`UPDATE "${schema}".portal_events SET targets = NULL`);
-      await loseUnlogged(backend, schema);
-      const claimed = await claimAll(storage, 2);
+      const made = await storage.publishEvents([eventRecord({ createdAt: at(1) }), eventRecord({ createdAt: at(1) })]);
+      await storage.publishEvents([eventRecord({ createdAt: at(1), orderingKey: 'k' })]);
+      const notes = await rowsOf(backend.client, schema, 'queue_made');
       assert.equal(
-        claimed.map((one) => [one.delivery.id, one.delivery.webhookId]),
-        [[published!.id, matching.id]],
-        'the filter still applies; the id is the pair',
+        notes.map((row) => [row.slot, row.event_ids, (row.webhook_ids as string[]).length]),
+        [[1, made.map((delivery) => delivery.eventId), 2]],
+        "one row for the statement's two, in the current slot; none for the keyed one",
       );
+      // Claimed and recorded: the slot is empty when it is retired, 20 s on.
+      for (const one of await claimAll(storage, 2))
+        await storage.recordAttempt({
+          id: one.delivery.id,
+          owner: 'w',
+          attempt: attempt(2, 200),
+          outcome: { status: 'succeeded', nextAttemptAt: null },
+        });
+      await claimAll(storage, 11);
+      await claimAll(storage, 21);
+      assert.is((await rowsOf(backend.client, schema, 'queue_made', 'slot = 1')).length, 0);
     }),
   );
+
+  test('migrations: version 29 moves what the slots hold to the kept partition before it makes them unlogged', async () => {
+    const schema = freshSchema();
+    const { client } = backend;
+    try {
+      const names = resolveNames({ schema }, 'test');
+      const db = wrapClient(client, 'test');
+      await migrate(
+        db,
+        names,
+        'storage',
+        STORAGE_MIGRATIONS.filter((migration) => migration.version <= 28),
+      );
+      const webhook = webhookRecord();
+      await client.query(
+        `INSERT INTO ${names.table('webhooks')} (id, account_id, type, url, secret, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+        [webhook.id, webhook.accountId, webhook.type, webhook.url, webhook.secret, webhook.createdAt],
+      );
+      // As the release before queues them: in the current slot, one with an attempt already.
+      for (const [id, attempts] of [
+        ['whd_fresh', 0],
+        ['whd_tried', 1],
+      ] as const)
+        await client.query(
+          `INSERT INTO ${names.table('queue')} (id, account_id, webhook_id, event_id, next_attempt_at, created_at, event_type, attempt_count, slot)
+            VALUES ($1, 'acct_a', $2, 'evt_x', $3, $3, 'customer-created', $4, 0)`,
+          [id, webhook.id, at(0), attempts],
+        );
+      await migrate(db, names, 'storage', STORAGE_MIGRATIONS);
+      assert.equal(
+        (await rowsOf(client, schema, 'queue_kept', 'true ORDER BY id')).map((row) => [row.id, row.attempt_count]),
+        [
+          ['whd_fresh', 0],
+          ['whd_tried', 1],
+        ],
+      );
+      assert.is((await rowsOf(client, schema, 'queue_0')).length, 0);
+      assert.is((await rowsOf(client, schema, 'queue_intact')).length, 1);
+    } finally {
+      await dropSchema(client, schema);
+    }
+  });
 
   test('migrations: the rollback of version 29 in docs/operations.md leaves the slots logged and the events without targets; the upgrade makes them again', async () => {
     const schema = freshSchema();
