@@ -42,6 +42,23 @@ export function rollbackStatements(version: keyof typeof ROLLBACKS): string[] {
     .filter((statement) => !/^(BEGIN|COMMIT)$/.test(statement));
 }
 
+/**
+ * Runs `statements` as an operator does, every instance stopped: in one transaction of one session,
+ * the schema on its path.
+ */
+export async function asOperator(backend: SqlBackend, schema: string, statements: string[]): Promise<void> {
+  const connection = backend.pool === undefined ? undefined : await backend.pool.connect();
+  const session = connection ?? backend.client;
+  try {
+    await session.query('BEGIN');
+    await session.query(`SET LOCAL search_path TO "${schema}"`);
+    for (const statement of statements) await session.query(statement);
+    await session.query('COMMIT');
+  } finally {
+    connection?.release();
+  }
+}
+
 /** The queue's and the counts' partitions and retirement (adapters/sql/outbox/ring.ts). */
 export function ringTests(test: Test, backend: SqlBackend): void {
   test(
@@ -217,7 +234,7 @@ export function ringTests(test: Test, backend: SqlBackend): void {
 
   test('migrations: the rollbacks of versions 29 and 28 in docs/operations.md give the release before its pending deliveries and counts, and the upgrade takes them back', async () => {
     const schema = freshSchema();
-    const { client, pool } = backend;
+    const { client } = backend;
     try {
       let storage = sqlStorage({ client, schema });
       await storage.open!();
@@ -235,17 +252,7 @@ export function ringTests(test: Test, backend: SqlBackend): void {
       });
       await storage.close!();
 
-      // As an operator runs it, every instance stopped: one session, the schema on its path.
-      const connection = pool === undefined ? undefined : await pool.connect();
-      const session = connection ?? client;
-      try {
-        await session.query('BEGIN');
-        await session.query(`SET LOCAL search_path TO "${schema}"`);
-        for (const statement of [...rollbackStatements(29), ...rollbackStatements(28)]) await session.query(statement);
-        await session.query('COMMIT');
-      } finally {
-        connection?.release();
-      }
+      await asOperator(backend, schema, [...rollbackStatements(29), ...rollbackStatements(28)]);
       assert.equal(
         (await rowsOf(client, schema, 'delivery_queue', 'true ORDER BY id')).map((row) => [row.id, row.lease_owner]),
         [failed!.id, due!.id].sort().map((id) => [id, null]),
