@@ -82,8 +82,8 @@ export function createRecord(
    * on the delivery its owner leases: the attempt appended, the oldest dropped once more than
    * MAX_ATTEMPTS_KEPT are held; the outcome, or with a redeliver queued during the call, pending and
    * due as the call ended. A delivery still pending stays in the queue, updated in the kept
-   * partition, moved there from an unlogged slot (ring.ts); a finished one moves to the log. Ends with the CTE `recorded`: id, webhook_id, account_id, at, entry,
-   * ordering_key, status, due_again.
+   * partition, moved there from an unlogged slot (ring.ts); a finished one moves to the log. Ends
+   * with the CTE `recorded`: id, webhook_id, account_id, at, entry, ordering_key, status, due_again.
    *
    * Each delivery is looked up and locked by primary key first (a LATERAL per attempt), and the
    * lease is checked on the row it locked (OFFSET 0 keeps the planner from moving the test into the
