@@ -139,6 +139,36 @@ export function rebuildTests(test: Test, backend: SqlBackend): void {
   );
 
   test(
+    'rebuild: instances that find the slots lost at once make each delivery once',
+    withSqlStorage(backend, async (storage, { schema }) => {
+      if (backend.pool === undefined) {
+        console.log(`skip: ${backend.name} has one connection, so no two instances rebuild at once`);
+        return;
+      }
+      await storage.insertWebhook(webhookRecord());
+      await claimAll(storage, 0);
+      const made = [];
+      for (let i = 0; i < 20; i++) made.push(...(await storage.publishEvents([eventRecord({ createdAt: at(1) })])));
+      await loseUnlogged(backend, schema);
+      const instances = [0, 1, 2].map(() => sqlStorage({ client: backend.pool!, schema }));
+      try {
+        for (const instance of instances) await instance.open!();
+        // Each turns the ring in its first claim, which claims nothing yet (limit 1, then given back).
+        const taken = await Promise.all(instances.map((instance, i) => claimAll(instance, 2, `w${i}`)));
+        assert.equal(
+          (await rowsOf(backend.client, schema, 'queue', 'true ORDER BY id')).map((row) => row.id),
+          made.map((delivery) => delivery.id).sort(),
+          'each lost delivery made once',
+        );
+        const claimed = taken.flat().map((one) => one.delivery.id);
+        assert.is(new Set(claimed).size, claimed.length, 'none claimed twice');
+      } finally {
+        for (const instance of instances) await instance.close!();
+      }
+    }),
+  );
+
+  test(
     "rebuild: a publish notes what it put in a slot, and the slot's retirement takes the notes with it",
     withSqlStorage(backend, async (storage, { schema }) => {
       await storage.insertWebhook(webhookRecord());
