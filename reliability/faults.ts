@@ -338,17 +338,29 @@ function cannotRestartPostgres(): string | null {
   }
 }
 
-async function restartPostgres(): Promise<number> {
+/**
+ * Restarts the PostgreSQL server: `fast` shuts it down cleanly; `immediate` stops it as a crash
+ * would (no shutdown checkpoint), so that it recovers on start and empties its unlogged tables, the
+ * queue's slots among them (adapters/sql/outbox/rebuild.ts).
+ */
+async function restartPostgres(mode: 'fast' | 'immediate'): Promise<number> {
   const started = Date.now();
   const version = readdirSync('/etc/postgresql')[0]!;
-  await promisify(execFile)('pg_ctlcluster', ['--skip-systemctl-redirect', version, 'main', 'restart']);
+  const ctl = (action: string, ...options: string[]) =>
+    promisify(execFile)('pg_ctlcluster', ['--skip-systemctl-redirect', ...options, version, 'main', action]);
+  if (mode === 'fast') await ctl('restart');
+  else {
+    await ctl('stop', '--mode', 'immediate');
+    await ctl('start');
+  }
   return Date.now() - started;
 }
 
 /**
  * The PostgreSQL server restarted twice under the SQL adapters while clients publish, upload and
- * read: every request is answered (the adapters wait out the restart), everything acknowledged is
- * there after, every event is delivered, and no orphan is left once the sweep runs.
+ * read, the second time as after a crash: every request is answered (the adapters wait out the
+ * restart), everything acknowledged is there after, every event is delivered (those whose
+ * deliveries the crash took from the unlogged slots too), and no orphan is left once the sweep runs.
  */
 const postgresRestarted = (into: Row, dir: string, sink: Sink) =>
   inPostgresSchema(into, (pool, schema) => restartsUnderWrites(into, dir, sink, pool, schema), cannotRestartPostgres);
@@ -424,9 +436,9 @@ async function restartsUnderWrites(into: Row, dir: string, sink: Sink, pool: pg.
     const clients = [publisher(), publisher(), uploader(), uploader(), reader(), reader()];
     const downFor: number[] = [];
     await sleep(1500);
-    downFor.push(await restartPostgres());
+    downFor.push(await restartPostgres('fast'));
     await sleep(2500);
-    downFor.push(await restartPostgres());
+    downFor.push(await restartPostgres('immediate'));
     await sleep(2500);
     running = false;
     await Promise.all(clients);
@@ -435,7 +447,7 @@ async function restartsUnderWrites(into: Row, dir: string, sink: Sink, pool: pg.
     await expectAgreements(into, child, uploads, 'across a restart');
     await expectDelivered(into, sink, acknowledged, 30_000, 'published across a restart');
     into.notes.push(
-      `2 restarts (${downFor.map((ms) => `${(ms / 1000).toFixed(1)} s`).join(', ')}) under 6 clients: ${acknowledged.size} events and ` +
+      `2 restarts, a clean one and a crash (${downFor.map((ms) => `${(ms / 1000).toFixed(1)} s`).join(', ')}) under 6 clients: ${acknowledged.size} events and ` +
         `${uploads.length} uploads acknowledged, all checked after; slowest answer ${slowest.ms} ms`,
     );
     await killChild(child, 'SIGTERM');
