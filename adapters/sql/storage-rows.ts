@@ -11,7 +11,7 @@ import type {
 } from '../../src/records.js';
 import type { Row } from './client.js';
 import { atomOf, type Names } from './schema.js';
-import { KEPT_SLOT, currentSlot, noteMade } from './outbox/ring.js';
+import { KEPT_SLOT, noteMade, publishedSlot } from './outbox/ring.js';
 
 /**
  * Column lists and row readers, one pair per record. Every date-time is selected as ATOM text and
@@ -265,7 +265,7 @@ function attemptShape(attempt: DeliveryAttempt): DeliveryAttempt {
  */
 export function insertDeliveriesStatement(names: Names, published: boolean): string {
   const insert = `INSERT INTO ${names.table('queue')} (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type, ordering_key, event_gen, slot)
-    SELECT made.*, ${published ? `CASE WHEN made.ordering_key IS NULL THEN ${currentSlot(names)} ELSE ${KEPT_SLOT} END` : KEPT_SLOT}
+    SELECT made.*, ${published ? publishedSlot(names, 'made.ordering_key') : KEPT_SLOT}
     FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::text[], $9::text[], $10::int[])
       AS made(id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type, ordering_key, event_gen)`;
   // What goes to a slot is noted there (ring.ts).

@@ -12,7 +12,7 @@ import type { Names } from '../schema.js';
 import type { orderingKeys } from '../storage-keys.js';
 import { deliveryColumnsOf, insertDeliveriesStatement } from '../storage-rows.js';
 import { currentGeneration } from './partitions.js';
-import { KEPT_SLOT, currentSlot, noteMade } from './ring.js';
+import { currentSlot, noteMade, publishedSlot } from './ring.js';
 
 /** Transactions storing publishes at once: more calls wait, and are stored together (see batch.ts). */
 const MAX_STORING = 2;
@@ -121,7 +121,7 @@ export function createPublish(
             : 'made.next_attempt_at'
         },
         made.created_at, made.event_type, made.ordering_key, generation.gen,
-        ${keyed ? `CASE WHEN made.ordering_key IS NULL THEN ${currentSlot(names)} ELSE ${KEPT_SLOT} END` : currentSlot(names)}
+        ${keyed ? publishedSlot(names, 'made.ordering_key') : currentSlot(names)}
       FROM unnest($8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::timestamptz[], $14::timestamptz[], $15::text[], $16::text[])
         AS made(id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type, ordering_key), generation
       WHERE made.webhook_id IN (SELECT id FROM webhooks)

@@ -78,6 +78,13 @@ export const currentSlot = ({ table }: Names, otherwise = KEPT_SLOT) =>
   `(SELECT coalesce(min(slot), ${otherwise}) FROM ${table('queue_ring')} WHERE state = 'current')`;
 
 /**
+ * Where a publish puts a new delivery, given the SQL expression of its ordering key: the current
+ * slot, or the kept partition for a keyed one, whose place behind its key must outlive a crash.
+ */
+export const publishedSlot = (names: Names, orderingKey: string) =>
+  `CASE WHEN ${orderingKey} IS NULL THEN ${currentSlot(names)} ELSE ${KEPT_SLOT} END`;
+
+/**
  * Notes, in the slot's `portal_queue_made`, the deliveries a statement put in a slot: `source`, a
  * CTE of the rows it stored (event_id, webhook_id, event_gen, slot); a row a slot and generation.
  */
