@@ -6,9 +6,10 @@
  * not yet tried. Each publish notes the (event, webhook) pairs it put in a slot in
  * `portal_queue_made`, which is logged and truncated with the slot: the notes name every delivery
  * a slot can have lost, and no more than the slots hold. Each pair that neither the queue nor the
- * log holds now, and whose webhook still exists, is made again in the kept partition: pending, due
- * when its event happened, under the id it had (`deliveryIdOf` of src/shared/ids.ts, computed here
- * by `deliveryIdSql`).
+ * log holds now, and whose webhook still exists, is made again in the kept partition: pending,
+ * under the id it had (`deliveryIdOf` of src/shared/ids.ts, computed here by `deliveryIdSql`), and due
+ * at the claim that rebuilds (`now`), not when its event happened: below the floors the claims walk
+ * from (floors.ts), it would wait for a rescue.
  *
  * A call in flight when the server crashed lost its lease with it: its record is refused, and the
  * delivery, made again, is called again (at least once, as after a worker's crash).
@@ -29,7 +30,7 @@ export function createRebuild(db: Db, names: Names): Rebuild {
   const rebuild = `INSERT INTO ${table('queue')}
       (id, account_id, webhook_id, event_id, status, next_attempt_at, created_at, event_type, event_gen, slot)
     SELECT ${deliveryIdSql('l.event_id', 'l.webhook_id')}, e.account_id, l.webhook_id, l.event_id, 'pending',
-      e.created_at, e.created_at, e.type, l.event_gen, ${KEPT_SLOT}
+      greatest(e.created_at, $1::timestamptz), e.created_at, e.type, l.event_gen, ${KEPT_SLOT}
     FROM (
       SELECT made.event_gen, noted.event_id, noted.webhook_id FROM ${table('queue_made')} AS made
       CROSS JOIN LATERAL unnest(made.event_ids, made.webhook_ids) AS noted(event_id, webhook_id)
@@ -40,13 +41,13 @@ export function createRebuild(db: Db, names: Names): Rebuild {
       AND NOT EXISTS (SELECT 1 FROM ${table('deliveries')} AS d
         WHERE d.event_gen = l.event_gen AND d.event_id = l.event_id AND d.webhook_id = l.webhook_id)`;
 
-  return async () => {
+  return async (now) => {
     await db.transaction(async (tx) => {
       // One instance rebuilds; the others, waiting here, find it done.
       await lockWithin(tx, REBUILD_LOCK_CLASS, names.schema);
       const [state] = await tx.query(`SELECT ${ringIntact(names)} AS intact`);
       if (state?.intact === true) return;
-      await tx.query(rebuild);
+      await tx.query(rebuild, [now]);
       await tx.query(`INSERT INTO ${table('queue_intact')} VALUES (true)`);
     });
   };

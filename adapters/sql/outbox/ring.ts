@@ -118,8 +118,11 @@ interface Slot {
  */
 export const ringIntact = ({ table }: Names) => `EXISTS (SELECT 1 FROM ${table('queue_intact')})`;
 
-/** Makes, after a crash of the server, the deliveries the slots lost, then says the slots are intact again (rebuild.ts). */
-export type Rebuild = () => Promise<void>;
+/**
+ * Makes, after a crash of the server, the deliveries the slots lost, due at `now` (the claim's
+ * time), then says the slots are intact again (rebuild.ts).
+ */
+export type Rebuild = (now: string) => Promise<void>;
 
 export function createRing(db: Db, names: Names, foldCounts: (partition: string) => string, rebuild: Rebuild) {
   const { table, quotedSchema } = names;
@@ -255,7 +258,7 @@ export function createRing(db: Db, names: Names, foldCounts: (partition: string)
       lastTurn = at;
       const rows = await db.query(lookAtRing);
       // Before anything moves: a retirement would move what a rebuild is to find missing.
-      if (rows.some((row) => row.intact === false)) await rebuild();
+      if (rows.some((row) => row.intact === false)) await rebuild(now);
       const slots = rows.map(toSlot);
       // Retired first, so that the slot the rotation needs may be empty by then.
       const closed = slots

@@ -118,7 +118,8 @@ export function rebuildTests(test: Test, backend: SqlBackend): void {
       const remade = await storage.getDelivery('acct_a', untried[0]!.id);
       assert.equal(
         [remade?.status, remade?.attemptCount, remade?.nextAttemptAt, remade?.createdAt, remade?.eventId],
-        ['pending', 0, at(1), at(1), untried[0]!.eventId],
+        ['pending', 0, at(3), at(1), untried[0]!.eventId],
+        'due at the claim that rebuilt it, dated as its event',
       );
 
       // The call in flight lost its lease with the server: its record is refused, and it is called again.
@@ -134,6 +135,38 @@ export function rebuildTests(test: Test, backend: SqlBackend): void {
         again.sort(),
         [...untried, ...keyed, failed!, ...inFlight].map((delivery) => delivery.id).sort(),
         'all due again, each once',
+      );
+    }),
+  );
+
+  test(
+    "rebuild: a lost delivery is due at the claim that makes it again, where the fair claim's floors do not hide it",
+    withSqlStorage(backend, async (storage, { schema }) => {
+      await storage.insertWebhook(webhookRecord());
+      const fair = (seconds: number, limit: number) =>
+        storage.claimDeliveries({
+          now: at(seconds),
+          leaseUntil: at(seconds + 60),
+          limit,
+          owner: 'w',
+          perAccount: { max: 10, inFlight: {} },
+        });
+      const [first] = await storage.publishEvents([eventRecord({ createdAt: at(1) })]);
+      assert.equal(
+        (await fair(2, 1)).map((one) => one.delivery.id),
+        [first!.id],
+      );
+      const [second] = await storage.publishEvents([eventRecord({ createdAt: at(4) })]);
+      // The account's walk now starts at 4 s: the first, in flight, is below it.
+      assert.equal(
+        (await fair(5, 1)).map((one) => one.delivery.id),
+        [second!.id],
+      );
+      await loseUnlogged(backend, schema);
+      assert.equal(
+        (await fair(6, 10)).map((one) => one.delivery.id).sort(),
+        [first!.id, second!.id].sort(),
+        'both made again and claimed by the next claim, the one below the floor too',
       );
     }),
   );
