@@ -340,7 +340,7 @@ function cannotRestartPostgres(): string | null {
 
 /**
  * With RELIABILITY_PG_CRASH=1, the second restart is a crash. Not by default: in CI, one run of it
- * reported two acknowledged agreements gone after the crash, which four runs elsewhere did not
+ * reported two acknowledged agreements gone after the crash, which six runs elsewhere did not
  * repeat; it stays at hand for finding why.
  */
 const CRASH_RESTART = process.env.RELIABILITY_PG_CRASH === '1';
