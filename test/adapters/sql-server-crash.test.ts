@@ -9,8 +9,7 @@ import pg from 'pg';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sqlStorage } from '../../adapters/sql/index.js';
-import type { DeliveryAttempt } from '../../src/records.js';
-import { at, eventRecord, webhookRecord } from '../conformance/fixtures.js';
+import { at, attempt, eventRecord, webhookRecord } from '../conformance/fixtures.js';
 import { skipping } from '../helpers/skip.js';
 
 /*
@@ -107,13 +106,6 @@ const reason =
       ? 'running as root, and no postgres user to run a server as'
       : null;
 
-const attempt = (seconds: number, statusCode: number): DeliveryAttempt => ({
-  at: at(seconds),
-  statusCode,
-  error: null,
-  durationMs: 5,
-});
-
 (reason === null ? test : skipping(test, reason!))(
   'PostgreSQL: a crash of the server empties the unlogged slots; the next claim makes their deliveries again, each once, and a failure keeps its attempt',
   async () => {
@@ -153,14 +145,14 @@ const attempt = (seconds: number, statusCode: number): DeliveryAttempt => ({
         await storage.recordAttempt({
           id,
           owner: 'w',
-          attempt: attempt(2, 200),
+          attempt: attempt(200, 2),
           outcome: { status: 'succeeded', nextAttemptAt: null },
         });
       const failed = claimed[4]!.delivery.id;
       await storage.recordAttempt({
         id: failed,
         owner: 'w',
-        attempt: attempt(2, 500),
+        attempt: attempt(500, 2),
         outcome: { status: 'pending', nextAttemptAt: at(3) },
       });
 

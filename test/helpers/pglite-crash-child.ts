@@ -5,7 +5,7 @@
  */
 import { PGlite } from '@electric-sql/pglite';
 import { sqlStorage } from '../../adapters/sql/index.js';
-import { at, eventRecord, webhookRecord } from '../conformance/fixtures.js';
+import { at, attempt, eventRecord, webhookRecord } from '../conformance/fixtures.js';
 
 const db = new PGlite(process.argv[2]!);
 const storage = sqlStorage({ client: db });
@@ -18,7 +18,7 @@ const [failed] = await storage.claimDeliveries({ now: at(2), leaseUntil: at(100)
 await storage.recordAttempt({
   id: failed!.delivery.id,
   owner: 'w',
-  attempt: { at: at(2), statusCode: 500, error: null, durationMs: 5 },
+  attempt: attempt(500, 2),
   outcome: { status: 'pending', nextAttemptAt: at(3) },
 });
 console.log(JSON.stringify({ made: made.map((delivery) => delivery.id), failed: failed!.delivery.id }));

@@ -1,9 +1,8 @@
 import type { Test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Storage } from '../../../src/ports.js';
-import type { DeliveryAttempt } from '../../../src/records.js';
 import { sqlStorage } from '../../../adapters/sql/index.js';
-import { at, webhookRecord } from '../../conformance/fixtures.js';
+import { at, attempt, webhookRecord } from '../../conformance/fixtures.js';
 import { wrapClient } from '../../../adapters/sql/client.js';
 import { migrate } from '../../../adapters/sql/migrations.js';
 import { resolveNames } from '../../../adapters/sql/schema.js';
@@ -11,13 +10,6 @@ import { STORAGE_MIGRATIONS } from '../../../adapters/sql/storage-migrations.js'
 import { dropSchema, freshSchema } from '../../helpers/sql.js';
 import { asOperator, rollbackStatements } from './ring.js';
 import { eventRecord, rowsOf, withSqlStorage, type SqlBackend } from './context.js';
-
-const attempt = (seconds: number, statusCode: number): DeliveryAttempt => ({
-  at: at(seconds),
-  statusCode,
-  error: null,
-  durationMs: 5,
-});
 
 /** What a crash of the server leaves of the unlogged tables: their files reset to empty. */
 async function loseUnlogged(backend: SqlBackend, schema: string): Promise<void> {
@@ -76,13 +68,13 @@ export function rebuildTests(test: Test, backend: SqlBackend): void {
       await storage.recordAttempt({
         id: succeeded!.id,
         owner: 'w',
-        attempt: attempt(2, 200),
+        attempt: attempt(200, 2),
         outcome: { status: 'succeeded', nextAttemptAt: null },
       });
       await storage.recordAttempt({
         id: failed!.id,
         owner: 'w',
-        attempt: attempt(2, 500),
+        attempt: attempt(500, 2),
         outcome: { status: 'pending', nextAttemptAt: at(40) },
       });
       assert.is(
@@ -126,7 +118,7 @@ export function rebuildTests(test: Test, backend: SqlBackend): void {
       const late = await storage.recordAttempt({
         id: inFlight[0]!.id,
         owner: 'w',
-        attempt: attempt(3, 200),
+        attempt: attempt(200, 3),
         outcome: { status: 'succeeded', nextAttemptAt: null },
       });
       assert.not.ok(late.recorded);
@@ -219,7 +211,7 @@ export function rebuildTests(test: Test, backend: SqlBackend): void {
         await storage.recordAttempt({
           id: one.delivery.id,
           owner: 'w',
-          attempt: attempt(2, 200),
+          attempt: attempt(200, 2),
           outcome: { status: 'succeeded', nextAttemptAt: null },
         });
       await claimAll(storage, 11);
