@@ -69,6 +69,10 @@ const MAX_BACKOFF_MS = 60_000;
 const slotPartition = (table: 'queue' | 'call_counts' | 'queue_made', slot: number) =>
   `portal_${table}_${slot === KEPT_SLOT ? 'kept' : slot}`;
 
+/** The same partition, qualified and quoted. */
+const partitionOf = ({ quotedSchema }: Names, table: 'queue' | 'call_counts' | 'queue_made', slot: number) =>
+  `${quotedSchema}."${slotPartition(table, slot)}"`;
+
 /**
  * The slot new rows go to: an uncorrelated subquery, evaluated once a statement. With no slot
  * current (the ring's rows changed by hand), `otherwise`: the queue's kept partition, or for the
@@ -95,7 +99,7 @@ export const noteMade = ({ table }: Names, source: string) =>
     GROUP BY s.slot, s.event_gen`;
 
 /** The kept partition of the queue, qualified and quoted: logged, as the slots are not. */
-export const keptPartition = ({ quotedSchema }: Names) => `${quotedSchema}."${slotPartition('queue', KEPT_SLOT)}"`;
+export const keptPartition = (names: Names) => partitionOf(names, 'queue', KEPT_SLOT);
 
 /** A queued delivery's columns, as a move copies them. */
 const QUEUED =
@@ -125,17 +129,14 @@ export const ringIntact = ({ table }: Names) => `EXISTS (SELECT 1 FROM ${table('
 export type Rebuild = (now: string) => Promise<void>;
 
 export function createRing(db: Db, names: Names, foldCounts: (partition: string) => string, rebuild: Rebuild) {
-  const { table, quotedSchema } = names;
-  const part = (kind: 'queue' | 'call_counts' | 'queue_made', slot: number) =>
-    `${quotedSchema}."${slotPartition(kind, slot)}"`;
+  const { table } = names;
+  const part = (kind: 'queue' | 'call_counts' | 'queue_made', slot: number) => partitionOf(names, kind, slot);
   const ms = (column: string) => `(extract(epoch FROM ${column}) * 1000)::float8`;
-  const readRing = `SELECT slot, state, ${ms('opened_at')} AS opened_ms, ${ms('closed_at')} AS closed_ms
-    FROM ${table('queue_ring')} ORDER BY slot`;
+  const slotColumns = `slot, state, ${ms('opened_at')} AS opened_ms, ${ms('closed_at')} AS closed_ms`;
+  const readRing = `SELECT ${slotColumns} FROM ${table('queue_ring')} ORDER BY slot`;
   const lockRing = `${readRing} FOR UPDATE`;
   // The ring as a turn reads it, and whether its slots lost their rows (on every row).
-  const lookAtRing = `SELECT slot, state, ${ms('opened_at')} AS opened_ms, ${ms('closed_at')} AS closed_ms,
-      ${ringIntact(names)} AS intact
-    FROM ${table('queue_ring')} ORDER BY slot`;
+  const lookAtRing = `SELECT ${slotColumns}, ${ringIntact(names)} AS intact FROM ${table('queue_ring')} ORDER BY slot`;
   const close = `UPDATE ${table('queue_ring')} SET state = 'closed', closed_at = $2::timestamptz WHERE slot = $1::int`;
   const open = `UPDATE ${table('queue_ring')} SET state = 'current', opened_at = $2::timestamptz, closed_at = NULL
     WHERE slot = $1::int`;
@@ -293,9 +294,9 @@ export type Ring = ReturnType<typeof createRing>;
  * unlogged row that says they were not lost; the notes of what each publish put in a slot.
  */
 export function unloggedSlots(names: Names): string[] {
-  const { table, quotedSchema } = names;
+  const { table } = names;
   const slots = Array.from({ length: RING_SLOTS }, (_, slot) => slot);
-  const slot = (kind: 'queue' | 'queue_made', at: number) => `${quotedSchema}."${slotPartition(kind, at)}"`;
+  const slot = (kind: 'queue' | 'queue_made', at: number) => partitionOf(names, kind, at);
   return [
     ...slots.map((at) => `WITH moved AS (DELETE FROM ${slot('queue', at)} RETURNING *) ${intoKept(names, 'moved')}`),
     ...slots.map((at) => `ALTER TABLE ${slot('queue', at)} SET UNLOGGED`),
@@ -315,9 +316,9 @@ export function unloggedSlots(names: Names): string[] {
 
 /** The ring's tables, as migration 28 makes them; `queueColumns` the queue's column list. */
 export function ringTables(names: Names, queueColumns: string, countColumns: string): string[] {
-  const { table, quotedSchema } = names;
+  const { table } = names;
   const partition = (kind: 'queue' | 'call_counts', slot: number, storage = '') =>
-    `CREATE TABLE ${quotedSchema}."${slotPartition(kind, slot)}" PARTITION OF ${table(kind)} FOR VALUES IN (${slot})${storage}`;
+    `CREATE TABLE ${partitionOf(names, kind, slot)} PARTITION OF ${table(kind)} FOR VALUES IN (${slot})${storage}`;
   const slots = Array.from({ length: RING_SLOTS }, (_, slot) => slot);
   return [
     `CREATE TABLE ${table('queue_ring')} (
